@@ -1,0 +1,48 @@
+/* Command-line flags: each verb declares a table of options bound to its
+ * variables; parsing checks types and ranges, and --help is printed from the
+ * same table with the defaults taken from the variables' initial values. */
+#ifndef STORYLM_CLI_ARGS_H
+#define STORYLM_CLI_ARGS_H
+
+#include <stdbool.h>
+
+typedef enum { OPT_BOOL, OPT_INT, OPT_DOUBLE, OPT_STRING, OPT_STRINGS } OptionKind;
+
+typedef struct Option {
+    const char *name;   /* long name without dashes: "steps" */
+    char short_name;    /* 'n', or 0 */
+    OptionKind kind;
+    void *target;       /* bool*, int*, double*, const char**, or StringList* */
+    const char *meta;   /* value placeholder in help: "N" */
+    const char *help;
+    double min, max;    /* accepted range for numbers (min == max: any) */
+} Option;
+
+/* A repeatable string option (--model A --model B). */
+typedef struct StringList {
+    const char *items[64];
+    int count;
+} StringList;
+
+typedef struct Command {
+    const char *name;
+    const char *summary;     /* one line for `storylm --help` */
+    const char *usage;       /* "storylm vocab STORIES [options]" */
+    const char *description; /* a paragraph or two for `storylm VERB --help` */
+    int (*run)(int argc, char **argv);
+} Command;
+
+/* Parses argv (argv[0] is the verb) against opts. Positional arguments are
+ * gathered into positional (at most max_positional). Returns 0 on success,
+ * 1 when --help was printed (the caller exits 0), -1 after printing an error. */
+int args_parse(const Command *cmd, int argc, char **argv, const Option *opts, int n_opts, const char **positional,
+               int min_positional, int max_positional, int *n_positional);
+
+void args_print_help(const Command *cmd, const Option *opts, int n_opts);
+
+/* Prints "storylm VERB: error: ..." and a pointer to --help; returns 2. */
+int args_usage_error(const Command *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define N_OPTIONS(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+#endif

@@ -1,0 +1,38 @@
+/* storylm: the command-line front end. Each verb lives in src/cli/cmd_VERB.c
+ * and defines `const Command command_VERB`; CMake lists them in verbs.inc. */
+#include <stdio.h>
+#include <string.h>
+
+#include "args.h"
+
+#define VERB(name) extern const Command command_##name;
+#include "verbs.inc"
+#undef VERB
+
+static const Command *const verbs[] = {
+#define VERB(name) &command_##name,
+#include "verbs.inc"
+#undef VERB
+};
+#define N_VERBS ((int)(sizeof verbs / sizeof verbs[0]))
+
+static void print_usage(FILE *out) {
+    fprintf(out, "storylm %s: a tiny story language model you can train, sample and take apart\n\n", STORYLM_VERSION);
+    fprintf(out, "usage: storylm VERB [options]   (storylm VERB --help for each)\n\nverbs:\n");
+    for (int i = 0; i < N_VERBS; i++) fprintf(out, "  %-10s %s\n", verbs[i]->name, verbs[i]->summary);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+        print_usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("storylm %s\n", STORYLM_VERSION);
+        return 0;
+    }
+    for (int i = 0; i < N_VERBS; i++)
+        if (strcmp(argv[1], verbs[i]->name) == 0) return verbs[i]->run(argc - 1, argv + 1);
+    fprintf(stderr, "storylm: error: unknown verb '%s'\n---> HINT: run 'storylm --help' for the list\n", argv[1]);
+    return 2;
+}
