@@ -103,7 +103,7 @@ int file_write_atomic(const char *path, const void *data, size_t len, Error *e) 
 
 uint64_t hash64(const void *data, size_t len, uint64_t seed) {
     const unsigned char *p = data;
-    uint64_t h = 1469598103934665603ULL ^ seed;
+    uint64_t h = 14695981039346656037ULL ^ seed;
     for (size_t i = 0; i < len; i++) {
         h ^= p[i];
         h *= 1099511628211ULL;

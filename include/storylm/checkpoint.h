@@ -1,0 +1,84 @@
+/* Model files (SPEC section 5) and the optimizer state for resuming.
+ *
+ * MODEL.safetensors: every tensor of the model's parameter table (same names
+ * and shapes, F32, C order) and "__metadata__" with
+ *   format "storylm", format_version "1", arch, the ModelConfig sizes
+ *   (vocab_size row_dim n_heads key_dim value_dim window hidden_dim context),
+ *   the caller's training keys (steps, seed, data, test_loss, ...), and
+ *   vocab: the whole vocab.txt text, so one file is enough to generate.
+ *
+ * MODEL.adam.safetensors (checkpoint_adam_path: ".safetensors" replaced by
+ * ".adam.safetensors", or that appended): Adam's moments "m.NAME" and
+ * "v.NAME" for every parameter tensor NAME, and "__metadata__" with
+ *   format "storylm-adam", format_version "1", arch and sizes (as above),
+ *   step, rng_state (decimal), data_hash and run_id (16 hex digits each),
+ *   and the training code's own keys.
+ *
+ * checkpoint_save_all writes both with the same step and run_id (the model
+ * file gets "step" and "run_id" keys too); checkpoint_load_all refuses a
+ * pair whose step or run_id differ, which is what a crash between the two
+ * writes, or files from different runs, leave behind.
+ *
+ * Every write is atomic (temporary file, fsync, rename): on any error the old
+ * file stays. Every read validates the whole header first and names the file
+ * and the problem when it refuses. */
+#ifndef STORYLM_CHECKPOINT_H
+#define STORYLM_CHECKPOINT_H
+
+#include <stdint.h>
+
+#include "storylm/error.h"
+#include "storylm/model.h"
+#include "storylm/safetensors.h"
+
+#define CHECKPOINT_FORMAT "storylm"
+#define CHECKPOINT_ADAM_FORMAT "storylm-adam"
+#define CHECKPOINT_FORMAT_VERSION "1"
+#define CHECKPOINT_MAX_VOCAB 1000000
+#define CHECKPOINT_MAX_DIM 4096
+
+/* Saves m's tensors with its vocabulary (vocab.txt text: vocab_size lines)
+ * and meta (the caller's keys; NULL for none; the keys the format itself
+ * writes, such as "arch" or "vocab", are refused). */
+int checkpoint_save_model(const char *path, const Model *m, const char *vocab, const Metadata *meta, Error *e);
+
+/* Loads a model file: validates it, model_init()s m with the sizes it holds
+ * and reads its tensors. *vocab gets the vocab.txt text (caller frees); meta
+ * (may be NULL) gets the caller's keys, those the format writes left out.
+ * On failure m, *vocab and meta are left empty. */
+int checkpoint_load_model(const char *path, Model *m, char **vocab, Metadata *meta, Error *e);
+
+/* Where a resume needs to pick up. */
+typedef struct TrainingState {
+    float *adam_m; /* (n_params): Adam's first moments, laid out like Model.params */
+    float *adam_v; /* (n_params): second moments */
+    size_t n_params;
+    uint64_t step;      /* optimizer steps taken */
+    uint64_t rng_state; /* the trainer's RNG, to go on with the same draws */
+    uint64_t data_hash; /* hash of the stories (and vocabulary) trained on */
+    uint64_t run_id;    /* random per training run: pairs a model file with its optimizer state */
+    Metadata extra;     /* the training code's own keys (learning rate, position in the data, ...) */
+} TrainingState;
+
+/* Zeroed moments for m, step 0, a new run id. */
+int training_state_init(TrainingState *s, const Model *m, Error *e);
+void training_state_free(TrainingState *s);
+/* A random 64-bit id (time, process id, addresses): not seeded, so two runs
+ * with the same seed still differ. Never 0. */
+uint64_t checkpoint_new_run_id(void);
+
+/* "x/model.safetensors" -> "x/model.adam.safetensors" (caller frees). */
+char *checkpoint_adam_path(const char *model_path, Error *e);
+
+/* The optimizer state alone. The loader checks that the file's architecture
+ * and sizes are m's, and allocates s's moments (training_state_free). */
+int checkpoint_save_adam(const char *path, const Model *m, const TrainingState *s, Error *e);
+int checkpoint_load_adam(const char *path, const Model *m, TrainingState *s, Error *e);
+
+/* Both files: the model at model_path, the state at checkpoint_adam_path().
+ * The model is written first, so the newest model survives a crash. */
+int checkpoint_save_all(const char *model_path, const Model *m, const char *vocab, const Metadata *meta,
+                        const TrainingState *s, Error *e);
+int checkpoint_load_all(const char *model_path, Model *m, char **vocab, Metadata *meta, TrainingState *s, Error *e);
+
+#endif

@@ -1,0 +1,89 @@
+/* The safetensors file format, independent of storylm's use of it:
+ *
+ *   8 bytes   N, the header's length, unsigned little-endian
+ *   N bytes   a JSON object: "__metadata__" (string -> string, optional) and,
+ *             for every tensor, {"dtype": "F32", "shape": [...],
+ *             "data_offsets": [begin, end]} with offsets into the data area;
+ *             trailing spaces pad it so the data starts 8-byte aligned
+ *   the rest  the data area: every tensor's bytes, little-endian, C order,
+ *             covered exactly by the tensors (no holes, no overlaps)
+ *
+ * The reader validates all of it before a single data byte is read, and reads
+ * only inside the file. The writer writes F32 tensors atomically. */
+#ifndef STORYLM_SAFETENSORS_H
+#define STORYLM_SAFETENSORS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "storylm/error.h"
+
+#define SAFETENSORS_MAX_DIMS 8
+#define SAFETENSORS_MAX_HEADER 100000000u /* bytes, as the reference implementation allows */
+
+/* A small ordered key/value list of strings ("__metadata__"). */
+typedef struct MetaEntry {
+    char *key;
+    char *value;
+} MetaEntry;
+
+typedef struct Metadata {
+    MetaEntry *items;
+    int count, cap;
+} Metadata;
+
+/* Sets key to value (copies both), replacing an earlier value of key. */
+int metadata_set(Metadata *md, const char *key, const char *value, Error *e);
+/* The value of key, or NULL. */
+const char *metadata_get(const Metadata *md, const char *key);
+void metadata_free(Metadata *md);
+
+/* One tensor as the header describes it. */
+typedef struct SafeTensorInfo {
+    char *name;
+    char dtype[8]; /* "F32", "F16", "I64", ... */
+    int ndim;
+    uint64_t shape[SAFETENSORS_MAX_DIMS];
+    uint64_t begin, end; /* byte offsets into the data area */
+} SafeTensorInfo;
+
+/* An open, validated file. */
+typedef struct SafeTensorsFile {
+    FILE *f;
+    char *path;
+    uint64_t file_size;
+    uint64_t data_start; /* 8 + header length */
+    uint64_t data_size;  /* file_size - data_start */
+    SafeTensorInfo *tensors;
+    int n_tensors;
+    int has_metadata; /* the header held "__metadata__" */
+    Metadata metadata;
+} SafeTensorsFile;
+
+/* Opens path and validates its header: lengths, JSON, metadata strings, known
+ * dtypes, shapes, offsets inside the data area and matching the shape, no
+ * duplicate names, tensors covering the data area exactly. */
+int safetensors_open(SafeTensorsFile *st, const char *path, Error *e);
+void safetensors_close(SafeTensorsFile *st);
+/* The tensor called name, or NULL. */
+const SafeTensorInfo *safetensors_find(const SafeTensorsFile *st, const char *name);
+/* Number of elements (product of the shape). */
+uint64_t safetensors_count(const SafeTensorInfo *t);
+/* Reads an F32 tensor into dst (safetensors_count(t) floats). */
+int safetensors_read_f32(SafeTensorsFile *st, const SafeTensorInfo *t, float *dst, Error *e);
+/* "[128, 160]" into buf. */
+void safetensors_format_shape(char *buf, size_t size, const uint64_t *shape, int ndim);
+
+/* One F32 tensor to write. */
+typedef struct SafeTensorOut {
+    const char *name;
+    int ndim;
+    int shape[SAFETENSORS_MAX_DIMS];
+    const float *data; /* product of shape floats, C order */
+} SafeTensorOut;
+
+/* Writes the tensors in the given order, with metadata (NULL: no
+ * "__metadata__"), to path atomically: on any error the old file stays. */
+int safetensors_write_f32(const char *path, const SafeTensorOut *tensors, int n, const Metadata *metadata, Error *e);
+
+#endif

@@ -1,0 +1,240 @@
+/* storylm info: what a model file holds. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "args.h"
+#include "storylm/checkpoint.h"
+
+static int run(int argc, char **argv);
+const Command command_info = {
+    "info", "show what a model file holds", "storylm info [--model M] [--json]",
+    "Loads a model file, validating it fully, and prints its architecture and sizes, every tensor's name,\n"
+    "shape and number count, the total parameter count, the vocabulary size, the file size and the\n"
+    "training metadata. If the optimizer state MODEL.adam.safetensors lies beside the model, its step and\n"
+    "whether it pairs with the model are shown too. With --json, one JSON object, where each tensor also\n"
+    "has the sum of its numbers and the FNV-1a 64 checksum of its little-endian bytes, for scripts.",
+    run};
+
+/* Per-tensor numbers for --json: a sum in index order, a byte checksum. */
+typedef struct TensorStats {
+    double sum;
+    uint64_t fnv1a64;
+    size_t nonfinite;
+} TensorStats;
+
+/* x (n) -> sum, FNV-1a 64 of the little-endian bytes, count of NaN/inf. */
+static TensorStats tensor_stats(const float *x, size_t n) {
+    TensorStats s = {0.0, 14695981039346656037ULL, 0}; /* FNV-1a 64 offset basis */
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &x[i], 4);
+        for (int b = 0; b < 4; b++) {
+            s.fnv1a64 ^= (u >> (8 * b)) & 0xff;
+            s.fnv1a64 *= 1099511628211ULL;
+        }
+        s.sum += x[i];
+        s.nonfinite += !isfinite(x[i]);
+    }
+    return s;
+}
+
+/* 352848 -> "352,848". */
+static const char *with_commas(uint64_t n, char *buf, size_t size) {
+    char digits[32];
+    int len = snprintf(digits, sizeof digits, "%" PRIu64, n), o = 0;
+    for (int i = 0; i < len && o + 2 < (int)size; i++) {
+        if (i && (len - i) % 3 == 0) buf[o++] = ',';
+        buf[o++] = digits[i];
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
+static void shape_text(const ParamTensor *t, char *buf, size_t size) {
+    uint64_t shape[3] = {(uint64_t)t->shape[0], (uint64_t)t->shape[1], (uint64_t)t->shape[2]};
+    safetensors_format_shape(buf, size, shape, t->ndim);
+}
+
+/* What a model file's neighbours tell: the optimizer state, if any. */
+typedef struct OptimizerInfo {
+    char *path;
+    bool present, readable, pairs;
+    uint64_t step;
+    Error error;
+} OptimizerInfo;
+
+static void optimizer_info(OptimizerInfo *o, const char *model_path, const Model *m, const Metadata *meta) {
+    *o = (OptimizerInfo){0};
+    struct stat sb;
+    o->path = checkpoint_adam_path(model_path, &o->error);
+    o->present = o->path && stat(o->path, &sb) == 0;
+    if (!o->present) return;
+    TrainingState s;
+    o->readable = checkpoint_load_adam(o->path, m, &s, &o->error) == 0;
+    if (!o->readable) return;
+    char step[24], run_id[24];
+    snprintf(step, sizeof step, "%" PRIu64, s.step);
+    snprintf(run_id, sizeof run_id, "%016" PRIx64, s.run_id);
+    const char *model_step = metadata_get(meta, "step"), *model_run = metadata_get(meta, "run_id");
+    o->pairs = model_step && model_run && !strcmp(model_step, step) && !strcmp(model_run, run_id);
+    o->step = s.step;
+    training_state_free(&s);
+}
+
+/* A metadata value on one line: control characters shown as escapes. */
+static void print_value(const char *s) {
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '\n') fputs("\\n", stdout);
+        else if (c == '\t') fputs("\\t", stdout);
+        else if (c < 0x20 || c == 0x7f) printf("\\x%02x", c);
+        else putchar(c);
+    }
+    putchar('\n');
+}
+
+static void print_sizes(const ModelConfig *c) {
+    if (c->arch == ARCH_ATTENTION)
+        printf("architecture  attention: %d heads, queries and keys of %d, values of %d, %d distances, hidden %d\n",
+               c->n_heads, c->key_dim, c->value_dim, c->window, c->hidden_dim);
+    else printf("architecture  window8: the last %d rows, hidden %d\n", c->context, c->hidden_dim);
+}
+
+static void print_table(const char *path, long long file_bytes, const Model *m, const Metadata *meta,
+                        const OptimizerInfo *o) {
+    char a[32], b[32];
+    printf("model         %s (%s bytes)\n", path, with_commas((uint64_t)file_bytes, a, sizeof a));
+    printf("format        %s, version %s\n", CHECKPOINT_FORMAT, CHECKPOINT_FORMAT_VERSION);
+    print_sizes(&m->cfg);
+    printf("vocabulary    %s tokens, rows of %d\n", with_commas((uint64_t)m->cfg.vocab_size, a, sizeof a),
+           m->cfg.row_dim);
+    printf("tensors\n");
+    for (int i = 0; i < m->n_tensors; i++) {
+        const ParamTensor *t = &m->tensors[i];
+        TensorStats s = tensor_stats(m->params + t->offset, t->size);
+        shape_text(t, b, sizeof b);
+        printf("  %-15s %-14s %9s", t->name, b, with_commas(t->size, a, sizeof a));
+        if (s.nonfinite) printf("   (%zu NaN or infinite!)", s.nonfinite);
+        printf("\n");
+    }
+    printf("  %-30s %9s parameters\n", "total", with_commas(m->n_params, a, sizeof a));
+    printf("training%s\n", meta->count ? "" : "      (no metadata)");
+    for (int i = 0; i < meta->count; i++) {
+        printf("  %-12s ", meta->items[i].key);
+        print_value(meta->items[i].value);
+    }
+    if (!o->present) printf("optimizer     none beside the model\n");
+    else if (!o->readable) printf("optimizer     %s cannot be read: %s\n", o->path, o->error.message);
+    else
+        printf("optimizer     %s: step %" PRIu64 ", %s\n", o->path, o->step,
+               o->pairs ? "pairs with this model" : "NOT from the same save as this model");
+}
+
+static cJSON *json_tensor(const Model *m, const ParamTensor *t) {
+    cJSON *j = cJSON_CreateObject();
+    TensorStats s = tensor_stats(m->params + t->offset, t->size);
+    char hash[24];
+    snprintf(hash, sizeof hash, "%016" PRIx64, s.fnv1a64);
+    cJSON_AddStringToObject(j, "name", t->name);
+    cJSON *shape = cJSON_AddArrayToObject(j, "shape");
+    for (int d = 0; d < t->ndim; d++)
+        cJSON_AddItemToArray(shape, cJSON_CreateNumber(t->shape[d]));
+    cJSON_AddNumberToObject(j, "count", (double)t->size);
+    cJSON_AddNumberToObject(j, "sum", s.sum);
+    cJSON_AddStringToObject(j, "fnv1a64", hash);
+    cJSON_AddNumberToObject(j, "nonfinite", (double)s.nonfinite);
+    return j;
+}
+
+static cJSON *json_optimizer(const OptimizerInfo *o) {
+    if (!o->present) return cJSON_CreateNull();
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "path", o->path);
+    if (!o->readable) {
+        cJSON_AddStringToObject(j, "error", o->error.message);
+        return j;
+    }
+    cJSON_AddNumberToObject(j, "step", (double)o->step);
+    cJSON_AddBoolToObject(j, "pairs", o->pairs);
+    return j;
+}
+
+static int print_json(const char *path, long long file_bytes, const Model *m, const Metadata *meta,
+                      const OptimizerInfo *o) {
+    const ModelConfig *c = &m->cfg;
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "path", path);
+    cJSON_AddNumberToObject(root, "file_bytes", (double)file_bytes);
+    cJSON_AddStringToObject(root, "format", CHECKPOINT_FORMAT);
+    cJSON_AddStringToObject(root, "format_version", CHECKPOINT_FORMAT_VERSION);
+    cJSON_AddStringToObject(root, "arch", arch_name(c->arch));
+    cJSON *cfg = cJSON_AddObjectToObject(root, "config");
+    const int sizes[] = {c->vocab_size, c->row_dim, c->n_heads,    c->key_dim,
+                         c->value_dim,  c->window,  c->hidden_dim, c->context};
+    const char *names[] = {"vocab_size", "row_dim", "n_heads",    "key_dim",
+                           "value_dim",  "window",  "hidden_dim", "context"};
+    for (int i = 0; i < 8; i++)
+        cJSON_AddNumberToObject(cfg, names[i], sizes[i]);
+    cJSON_AddNumberToObject(root, "vocab_size", c->vocab_size);
+    cJSON_AddNumberToObject(root, "parameters", (double)m->n_params);
+    cJSON *tensors = cJSON_AddArrayToObject(root, "tensors");
+    for (int i = 0; i < m->n_tensors; i++)
+        cJSON_AddItemToArray(tensors, json_tensor(m, &m->tensors[i]));
+    cJSON *md = cJSON_AddObjectToObject(root, "metadata");
+    for (int i = 0; i < meta->count; i++)
+        cJSON_AddStringToObject(md, meta->items[i].key, meta->items[i].value);
+    cJSON_AddItemToObject(root, "optimizer", json_optimizer(o));
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    if (!text) {
+        fprintf(stderr, "storylm info: error: out of memory printing JSON\n");
+        return 1;
+    }
+    printf("%s\n", text);
+    free(text);
+    return 0;
+}
+
+static int run(int argc, char **argv) {
+    const char *model_path = "model.safetensors";
+    bool json = false;
+    Option opts[] = {
+        {"model", 'm', OPT_STRING, &model_path, "M", "the model file", 0, 0},
+        {"json", 0, OPT_BOOL, &json, NULL, "print one JSON object instead of a table", 0, 0},
+    };
+    const char *pos[1];
+    int np;
+    int rc = args_parse(&command_info, argc, argv, opts, N_OPTIONS(opts), pos, 0, 0, &np);
+    if (rc) return rc > 0 ? 0 : 2;
+    Error e = {0};
+    struct stat sb;
+    if (stat(model_path, &sb) != 0 && errno == ENOENT) {
+        FAIL(&e, "train one with storylm train STORIES or give --model", "there is no model file '%s'", model_path);
+        error_print(&e, "storylm info");
+        return 1;
+    }
+    Model m;
+    char *vocab;
+    Metadata meta;
+    if (checkpoint_load_model(model_path, &m, &vocab, &meta, &e)) {
+        error_print(&e, "storylm info");
+        return 1;
+    }
+    stat(model_path, &sb); /* again: the first may have failed for a reason the loader has reported */
+    OptimizerInfo o;
+    optimizer_info(&o, model_path, &m, &meta);
+    if (json) rc = print_json(model_path, (long long)sb.st_size, &m, &meta, &o);
+    else print_table(model_path, (long long)sb.st_size, &m, &meta, &o);
+    free(o.path);
+    metadata_free(&meta);
+    free(vocab);
+    model_free(&m);
+    return rc;
+}
