@@ -26,15 +26,30 @@ typedef struct StorySkips {
     int too_long;     /* over STORIES_MAX_STORY_BYTES */
 } StorySkips;
 
-/* Splits text into stories: on lines holding only "<|endoftext|>" when the
- * text has one, otherwise on runs of blank lines. Bad stories are skipped
- * and counted. *spans is allocated (caller frees). Fails on an empty file
- * or one with no usable story. `what` names the file in messages. */
+/* Splits text into stories, one pass over its lines.
+ *
+ * - Separators: when any line holds only "<|endoftext|>" (spaces, tabs and
+ *   a CRLF file's '\r' around it allowed), stories lie between such lines
+ *   and blank lines inside a story stay in it; "<|endoftext|>" inside a line
+ *   of text is text. A file with no such line is split at runs of blank lines
+ *   (lines of nothing but spaces, tabs, '\r').
+ * - Each story is trimmed of ASCII white space at both ends (a CRLF file's
+ *   '\r's inside a story stay). A UTF-8 byte-order mark at the file's start
+ *   is dropped.
+ * - Skipped and counted in *skips (which may be NULL): a piece of only white
+ *   space (pieces holding nothing but line breaks, as before a leading
+ *   separator or after a trailing one or between two in a row, are no story
+ *   and not counted), invalid UTF-8 or a NUL byte, more than
+ *   STORIES_MAX_STORY_BYTES after trimming (never looked at further).
+ *
+ * *spans is allocated (caller frees) and ordered as in the file. Fails,
+ * naming `what`, on an empty file or one with no usable story
+ * ("'x.txt' holds no stories: ..."). */
 int stories_split(const char *text, size_t len, const char *what, StorySpan **spans, int *n, StorySkips *skips,
                   Error *e);
 
 typedef struct StoriesOptions {
-    int n_test;            /* held-out test stories (default STORIES_DEFAULT_TEST) */
+    int n_test;            /* held-out test stories (default STORIES_DEFAULT_TEST); 0: none */
     const char *cache_dir; /* NULL: $STORYLM_CACHE, else $XDG_CACHE_HOME/storylm, else ~/.cache/storylm */
     int use_cache;         /* 0: neither read nor write a cache */
 } StoriesOptions;
@@ -53,9 +68,25 @@ typedef struct Stories {
     int from_cache;   /* 1 when ids came from the cache */
 } Stories;
 
-/* Reads path, splits, encodes every story as [EOS] ids... [EOS], picks the
- * held-out test stories (deterministic, by a hash of each story's text: not
- * simply the first or last ones). */
+/* Reads path, splits (stories_split), encodes every story as
+ * [EOS] ids... [EOS] (stories in parallel; the result is the same at any
+ * thread count). A story that encodes to no token at all (only no-break
+ * spaces or control characters, say) is counted in skips.empty and left out.
+ *
+ * Held-out test stories: the n_test stories whose text has the smallest
+ * hash64 (ties by index), n_test = min(o->n_test, n_stories / 10) but at
+ * least 1 when there are 2 or more stories; so a file with one story has no
+ * test stories, and o->n_test = 0 asks for none. Chosen by text, not by
+ * place: spread over the file, and a story keeps its role when the file is
+ * reordered. test and train are ascending indices into the stories.
+ *
+ * Cache: <cache folder>/<16 hex digits>.ids, the digits a hash of the file's
+ * bytes, the vocabulary's text and the cache format's version. A cache that
+ * is short, corrupt, of another version or holds an impossible id or story
+ * boundary is ignored and rewritten. The folder is made when missing; when it
+ * cannot be made or written, the stories are read without a cache (no error).
+ * Caches of old texts or vocabularies are left in the folder.
+ * o = NULL means stories_default_options(). On failure s is left empty. */
 int stories_load(Stories *s, const char *path, const Tokenizer *t, const StoriesOptions *o, Error *e);
 void stories_free(Stories *s);
 

@@ -1,6 +1,7 @@
 /* Text before WordPiece: BERT BasicTokenizer normalisation (utf8proc) and
  * pre-tokenization into words (PCRE2). Shared by the tokenizer and the
- * vocabulary trainer. */
+ * vocabulary trainer. The reference for both is BertNormalizer and
+ * BertPreTokenizer of @huggingface/tokenizers 0.2.0 (tests/compat). */
 #ifndef STORYLM_TEXT_H
 #define STORYLM_TEXT_H
 
@@ -9,28 +10,39 @@
 #include "storylm/error.h"
 #include "storylm/vec.h"
 
-/* BERT normalisation of UTF-8 text, appended to out: drop NUL, U+FFFD and
- * control characters, white space -> ' ', spaces around CJK ideographs, NFD
- * and drop combining marks (Mn), lower-case. Invalid UTF-8 bytes are read as
- * U+FFFD, which the cleaning drops, as a BERT tokenizer given decoded text does. */
+/* BERT normalisation of UTF-8 text, appended to out (NUL-terminated): drop
+ * NUL, U+FFFD and control characters (Cc Cf Co, but \t \n \r are white
+ * space), white space -> ' ', spaces around CJK ideographs, lower-case (as
+ * JavaScript's toLowerCase, final sigma included), NFD and drop Mn marks.
+ * Invalid UTF-8 is read as a browser's TextDecoder reads it (each maximal
+ * invalid sequence one U+FFFD, never swallowing a valid character), so bad
+ * bytes are dropped. The output is valid UTF-8; its only white space is ' '.
+ * Fails only when out of memory. */
 int text_normalize(const char *text, size_t len, ByteVec *out, Error *e);
 
 /* The compiled PCRE2 word pattern: runs of non-space non-punctuation, or one
- * punctuation character (Unicode P* or ASCII punctuation, as BERT). */
+ * punctuation character (Unicode P*, and ASCII punctuation as BERT: !-/ :-@
+ * [-` {-~). Read-only once made: threads may share one. */
+enum { ASCII_SPACE, ASCII_PUNCT, ASCII_WORD };
 typedef struct Pretokenizer {
     void *code; /* pcre2_code_8 *, JIT-compiled when available */
+    int jit;    /* 1 when JIT compilation worked */
+    unsigned char ascii_class[128]; /* ASCII_*, learnt from the pattern */
 } Pretokenizer;
 
 int pretokenizer_init(Pretokenizer *p, Error *e);
 void pretokenizer_free(Pretokenizer *p);
 
-/* Calls fn(word, len, ctx) for each word of normalised text, in order.
- * fn returns non-zero to stop early; that value is returned. */
+/* Calls fn(word, len, ctx) for each word of UTF-8 text (normally the output
+ * of text_normalize), in order. fn returns non-zero to stop early; that value
+ * is returned. Invalid UTF-8 fails with its byte offset. Allocates only a
+ * little match data per call, so it is safe from several threads at once. */
 typedef int (*WordFn)(const char *word, size_t len, void *ctx);
 int pretokenize(const Pretokenizer *p, const char *normalized, size_t len, WordFn fn, void *ctx, Error *e);
 
 /* 0 when text is valid UTF-8 with no NUL byte; otherwise fails with a message
- * naming `what` and the byte offset of the first bad byte. */
+ * "WHAT: invalid UTF-8 at byte offset N (byte 0xXX)" or "WHAT: NUL byte at
+ * byte offset N". */
 int utf8_validate(const char *text, size_t len, const char *what, Error *e);
 
 #endif

@@ -18,34 +18,52 @@
 #define TOKEN_EOS_TEXT "[EOS]"
 
 typedef struct Tokenizer {
-    int size;         /* number of entries; id = line number of vocab.txt */
-    char **pieces;    /* id -> piece text ("the", "##s", "[UNK]") */
+    int size;         /* number of entries; id = line number of vocab.txt (from 0) */
+    char **pieces;    /* id -> piece text ("the", "##s", "[UNK]"), NUL-terminated */
+    int *piece_len;   /* id -> bytes of the piece */
     int unk_id;       /* id of [UNK] */
     int eos_id;       /* id of [EOS]: opens and closes every story */
-    /* lookup: open-addressing hash table of piece -> id */
+    /* lookup: open-addressing hash table of piece -> id (-1: empty slot) */
     int32_t *table;
     size_t table_mask;
+    int max_piece_len; /* bytes of the longest piece: no longer match is tried */
+    char *storage;     /* the pieces' text, one block */
     Pretokenizer pretokenizer;
 } Tokenizer;
 
-/* Loads vocab.txt (one piece a line). Refuses duplicates, empty lines, a
- * missing [UNK] or [EOS], and (when expected_size > 0) any other size. */
+/* Loads vocab.txt: one piece a line, id = line number from 0; a final newline
+ * and CRLF line ends are accepted. Refuses, naming the file and the line,
+ * empty lines, duplicate pieces, invalid UTF-8, a missing [UNK] or [EOS], and
+ * (when expected_size > 0) any other number of pieces. A missing file fails
+ * with the hint to run storylm vocab. */
 int tokenizer_load(Tokenizer *t, const char *path, int expected_size, Error *e);
 /* The same from text in memory (the vocabulary stored in a model file). */
 int tokenizer_from_text(Tokenizer *t, const char *text, size_t len, int expected_size, Error *e);
-/* vocab.txt text of the pieces, one a line (caller frees). */
+/* vocab.txt text of the pieces, one a line, each ending in '\n' (caller frees). */
 char *tokenizer_to_text(const Tokenizer *t, size_t *len, Error *e);
 void tokenizer_free(Tokenizer *t);
 
-/* id of an exact piece, or -1. */
+/* id of an exact piece ("the", "##s"), or -1. */
 int tokenizer_lookup(const Tokenizer *t, const char *piece, size_t len);
 
-/* Text -> ids appended to out (no [EOS] added). */
+/* Text -> ids appended to out (no [EOS] added). Any bytes are accepted:
+ * invalid UTF-8 and NUL bytes are dropped by the normalisation (check with
+ * utf8_validate first to refuse them instead). The text "[UNK]" or "[EOS]" is
+ * plain text, never a special token. Thread-safe: threads may encode with
+ * the same Tokenizer at once. */
 int tokenizer_encode(const Tokenizer *t, const char *text, size_t len, IntVec *out, Error *e);
 
-/* ids -> readable text: pieces joined, "##" pieces glued to the one before,
- * no space before . , ! ? ; : ' ) and after ( , sentence starts capitalised
- * when capitalize is set. [EOS] is left out. Caller frees. */
+/* ids -> readable text (caller frees). "##" pieces are glued to the piece
+ * before; words are separated by one space, except: no space before
+ * . , ! ? ; : ) ] } ” » … %, none after ( [ { “ « ‘, none around - / – —;
+ * a " opens and closes in turn; an apostrophe after a word is glued to it,
+ * and to the word after when that is t s m re ve ll d ("don't", "lily's");
+ * . and : between digits are glued on both sides (3.5, 10:30).
+ * With capitalize, sentence starts and the word "i" get a capital letter.
+ * [EOS] is left out (the next story starts a sentence). An id outside the
+ * vocabulary fails. decode(encode(text)) equals the normalised text up to
+ * spaces, and encoding the decoded text gives the same ids again, for text
+ * whose words have no [UNK]. */
 char *tokenizer_decode(const Tokenizer *t, const int32_t *ids, size_t n, int capitalize, Error *e);
 
 #endif

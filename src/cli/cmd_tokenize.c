@@ -1,0 +1,188 @@
+/* storylm tokenize: show how a text is cut into WordPiece tokens. */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "args.h"
+#include "storylm/fileio.h"
+#include "storylm/text.h"
+#include "storylm/tokenizer.h"
+
+static int run(int argc, char **argv);
+const Command command_tokenize = {
+    "tokenize", "show the tokens of a text", "storylm tokenize [--vocab V] [--ids | --json | --words] TEXT",
+    "Normalises TEXT as BERT does (lower case, accents stripped, control characters\n"
+    "dropped), splits it into words (every punctuation character is a word) and each\n"
+    "word into the longest pieces of the vocabulary; prints the pieces separated by\n"
+    "spaces. TEXT '-' reads standard input. With --lines FILE, each line of FILE is a\n"
+    "text of its own and gets an output line of its own.\n\n"
+    "Text that is not valid UTF-8 is refused with the byte offset of the first bad\n"
+    "byte; with --lossy, bad bytes are read as U+FFFD and dropped, as a BERT\n"
+    "tokenizer given the text decoded by a web browser does.",
+    run};
+
+typedef struct Flags {
+    const char *vocab, *lines;
+    bool ids, json, words, lossy;
+} Flags;
+
+/* Writes s as a JSON string. */
+static void put_json_string(FILE *out, const char *s, size_t n) {
+    fputc('"', out);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\') fprintf(out, "\\%c", c);
+        else if (c < 0x20) fprintf(out, "\\u%04x", c);
+        else fputc(c, out);
+    }
+    fputc('"', out);
+}
+
+typedef struct WordsCtx {
+    const Flags *f;
+    int count;
+} WordsCtx;
+
+static int print_word(const char *word, size_t len, void *ctx_) {
+    WordsCtx *ctx = ctx_;
+    if (ctx->count++) fputs(ctx->f->json ? "," : " ", stdout);
+    if (ctx->f->json) put_json_string(stdout, word, len);
+    else fwrite(word, 1, len, stdout);
+    return 0;
+}
+
+/* --words: the normalised words, before WordPiece. */
+static int print_words(const Pretokenizer *pre, const char *text, size_t len, const Flags *f, Error *e) {
+    ByteVec normalized = {0};
+    if (text_normalize(text, len, &normalized, e)) return -1;
+    WordsCtx ctx = {f, 0};
+    if (f->json) fputc('[', stdout);
+    int rc = pretokenize(pre, normalized.data ? normalized.data : "", normalized.len, print_word, &ctx, e);
+    fputs(f->json ? "]\n" : "\n", stdout);
+    bytevec_free(&normalized);
+    return rc;
+}
+
+static int print_tokens(const Tokenizer *t, const char *text, size_t len, const Flags *f, Error *e) {
+    IntVec ids = {0};
+    if (tokenizer_encode(t, text, len, &ids, e)) return -1;
+    if (f->json) fputc('[', stdout);
+    for (size_t i = 0; i < ids.len; i++) {
+        const char *piece = t->pieces[ids.data[i]];
+        if (f->json) {
+            fputs(i ? ",{\"piece\":" : "{\"piece\":", stdout);
+            put_json_string(stdout, piece, strlen(piece));
+            printf(",\"id\":%d}", ids.data[i]);
+        } else if (f->ids) {
+            printf(i ? " %d" : "%d", ids.data[i]);
+        } else {
+            if (i) fputc(' ', stdout);
+            fputs(piece, stdout);
+        }
+    }
+    fputs(f->json ? "]\n" : "\n", stdout);
+    intvec_free(&ids);
+    return 0;
+}
+
+/* One text: checked, then printed as --words or tokens. */
+static int print_text(const Tokenizer *t, const Pretokenizer *pre, const char *text, size_t len, const char *what,
+                      const Flags *f, Error *e) {
+    if (!f->lossy && utf8_validate(text, len, what, e)) {
+        snprintf(e->hint, sizeof e->hint, "%s",
+                 "convert the text to UTF-8 without NUL bytes, or pass --lossy to drop them");
+        return -1;
+    }
+    return f->words ? print_words(pre, text, len, f, e) : print_tokens(t, text, len, f, e);
+}
+
+/* Reads a whole file, or standard input for "-". */
+static int read_input(const char *path, char **data, size_t *len, Error *e) {
+    if (strcmp(path, "-") != 0) return file_read_all(path, 0, data, len, e);
+    ByteVec v = {0};
+    char buf[1 << 16];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, stdin)) > 0)
+        if (bytevec_append(&v, buf, n, e)) {
+            bytevec_free(&v);
+            return -1;
+        }
+    if (ferror(stdin)) {
+        bytevec_free(&v);
+        return FAIL(e, NULL, "error reading standard input");
+    }
+    if (!v.data && bytevec_append(&v, "", 0, e)) return -1;
+    *data = v.data;
+    *len = v.len;
+    return 0;
+}
+
+/* --lines FILE: every line a text of its own (a final newline ends the last). */
+static int print_lines(const Tokenizer *t, const Pretokenizer *pre, const Flags *f, Error *e) {
+    char *data;
+    size_t len;
+    if (read_input(f->lines, &data, &len, e)) return -1;
+    const char *name = strcmp(f->lines, "-") == 0 ? "standard input" : f->lines;
+    int rc = 0;
+    size_t line = 1;
+    for (size_t at = 0; at < len && rc == 0; line++) {
+        const char *end = memchr(data + at, '\n', len - at);
+        size_t stop = end ? (size_t)(end - data) : len;
+        char what[1100];
+        snprintf(what, sizeof what, "'%s' line %zu", name, line);
+        rc = print_text(t, pre, data + at, stop - at, what, f, e);
+        at = stop + 1;
+    }
+    free(data);
+    return rc;
+}
+
+static int tokenize(const Flags *f, const char *arg, Error *e) {
+    Tokenizer t = {0};
+    Pretokenizer pre = {0};
+    /* --words needs no vocabulary, only the word pattern. */
+    int rc = f->words ? pretokenizer_init(&pre, e) : tokenizer_load(&t, f->vocab, 0, e);
+    if (rc == 0 && f->lines) {
+        rc = print_lines(&t, &pre, f, e);
+    } else if (rc == 0) {
+        char *data = NULL;
+        size_t len = strlen(arg);
+        if (strcmp(arg, "-") == 0) rc = read_input("-", &data, &len, e);
+        if (rc == 0)
+            rc = print_text(&t, &pre, data ? data : arg, len, data ? "standard input" : "the text", f, e);
+        free(data);
+    }
+    if (pre.code) pretokenizer_free(&pre);
+    if (t.pieces) tokenizer_free(&t);
+    return rc;
+}
+
+static int run(int argc, char **argv) {
+    Flags f = {.vocab = "vocab.txt"};
+    Option opts[] = {
+        {"vocab", 'v', OPT_STRING, &f.vocab, "V", "the vocabulary (vocab.txt of storylm vocab)", 0, 0},
+        {"ids", 0, OPT_BOOL, &f.ids, NULL, "print token ids instead of pieces", 0, 0},
+        {"json", 0, OPT_BOOL, &f.json, NULL, "print [{\"piece\":..,\"id\":..}] (with --words: [\"word\",..])", 0, 0},
+        {"words", 0, OPT_BOOL, &f.words, NULL, "print the normalised words before WordPiece (no vocabulary needed)",
+         0, 0},
+        {"lines", 0, OPT_STRING, &f.lines, "FILE", "tokenize every line of FILE ('-': standard input) on its own", 0,
+         0},
+        {"lossy", 0, OPT_BOOL, &f.lossy, NULL, "drop bytes that are not UTF-8 instead of refusing the text", 0, 0},
+    };
+    const char *pos[1];
+    int np;
+    int rc = args_parse(&command_tokenize, argc, argv, opts, N_OPTIONS(opts), pos, 0, 1, &np);
+    if (rc) return rc > 0 ? 0 : 2;
+    if (f.ids && f.json) return args_usage_error(&command_tokenize, "--ids and --json do not go together");
+    if (f.words && f.ids) return args_usage_error(&command_tokenize, "--words prints words, not ids");
+    if (!f.lines && np == 0) return args_usage_error(&command_tokenize, "missing TEXT (or --lines FILE)");
+    if (f.lines && np > 0) return args_usage_error(&command_tokenize, "give TEXT or --lines FILE, not both");
+    Error e = {0};
+    if (tokenize(&f, np ? pos[0] : NULL, &e)) {
+        fflush(stdout);
+        error_print(&e, "storylm tokenize");
+        return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,79 @@
+/* storylm vocab: learn the WordPiece vocabulary (vocab.txt) from a stories file. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "args.h"
+#include "storylm/fileio.h"
+#include "storylm/vocab_train.h"
+
+static int run(int argc, char **argv);
+const Command command_vocab = {
+    "vocab", "learn the WordPiece vocabulary (vocab.txt) from stories",
+    "storylm vocab STORIES [-o vocab.txt] [--size N]",
+    "Learns a WordPiece vocabulary of exactly --size pieces from the stories, the way HuggingFace's\n"
+    "WordPieceTrainer does: every word is split into characters (\"c\", then \"##c\" inside the word)\n"
+    "and the most frequent adjacent pair of pieces is merged, again and again. vocab.txt holds\n"
+    "[UNK] and [EOS], the characters, then the merged pieces in merge order, one a line (line\n"
+    "number = id). The same stories always give the same file, byte for byte.",
+    run};
+
+static double seconds_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void print_summary(const char *path, const char *output, int size, const VocabStats *st, double seconds) {
+    const StorySkips *k = &st->skips;
+    fprintf(stderr, "read %d %s from '%s' (skipped: %d empty, %d invalid UTF-8 or NUL, %d too long)\n", st->n_stories,
+            st->n_stories == 1 ? "story" : "stories", path, k->empty, k->invalid_utf8, k->too_long);
+    fprintf(stderr, "%lld words, %d distinct (%d over 100 characters left out)\n", (long long)st->n_word_tokens,
+            st->n_words, st->n_long_words);
+    fprintf(stderr, "alphabet: %d characters, %d pieces; %d merges", st->n_chars_kept, st->n_alphabet_pieces,
+            st->n_merges);
+    if (st->n_merges)
+        fprintf(stderr, " (%d gave a piece already there), the last of a pair seen %lld times", st->n_merges_existing,
+                (long long)st->last_merge_count);
+    fprintf(stderr, "\n");
+    if (st->n_chars_kept < st->n_chars)
+        fprintf(stderr,
+                "warning: --size %d has no room for all %d characters: %lld of %lld character occurrences (%.2f%%) "
+                "have no piece, and %d distinct words with them will be [UNK]\n",
+                size, st->n_chars, (long long)st->n_char_tokens_dropped, (long long)st->n_char_tokens,
+                st->n_char_tokens ? 100.0 * (double)st->n_char_tokens_dropped / (double)st->n_char_tokens : 0.0,
+                st->n_words_dropped);
+    fprintf(stderr, "wrote %s: %d pieces in %.2f s\n", output, size, seconds);
+}
+
+static int run(int argc, char **argv) {
+    const char *output = "vocab.txt";
+    int size = VOCAB_DEFAULT_SIZE;
+    const Option opts[] = {
+        {"output", 'o', OPT_STRING, &output, "FILE", "where to write the vocabulary", 0, 0},
+        {"size", 0, OPT_INT, &size, "N", "pieces in the vocabulary, [UNK] and [EOS] included", VOCAB_MIN_SIZE,
+         VOCAB_MAX_SIZE},
+    };
+    const char *pos[1];
+    int np;
+    int rc = args_parse(&command_vocab, argc, argv, opts, N_OPTIONS(opts), pos, 1, 1, &np);
+    if (rc) return rc > 0 ? 0 : 2;
+
+    double t0 = seconds_now();
+    Error e = {0};
+    char *text = NULL;
+    size_t len = 0;
+    Vocab v = {0};
+    VocabStats st = {0};
+    rc = file_read_all(pos[0], 0, &text, &len, &e) || vocab_train_text(text, len, pos[0], size, &v, &st, &e) ||
+         vocab_save(&v, output, &e);
+    free(text);
+    if (rc) {
+        error_print(&e, "storylm vocab");
+        vocab_free(&v);
+        return 1;
+    }
+    print_summary(pos[0], output, v.size, &st, seconds_now() - t0);
+    vocab_free(&v);
+    return 0;
+}

@@ -1,0 +1,377 @@
+/* The WordPiece tokenizer (see tokenizer.h): vocab.txt loading, encoding
+ * (normalise, split into words, greedy longest-match-first pieces) and
+ * decoding into readable text.
+ *
+ * Encoding allocates nothing per word: pieces are found in an open-addressing
+ * hash table by hashing the candidate bytes in place (with the "##" prefix
+ * hashed first for continuation pieces). A Tokenizer is read-only once
+ * loaded, so any number of threads may encode with it at once. */
+#include "storylm/tokenizer.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <utf8proc.h>
+
+#include "storylm/fileio.h"
+
+/* ---- Hash table of pieces ---- */
+
+#define HASH_INIT 2166136261u
+#define HASH_MUL 16777619u
+
+static uint32_t hash_more(uint32_t h, const char *s, size_t n) {
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * HASH_MUL;
+    return h;
+}
+
+/* Final mixing, so that similar pieces spread over the table. */
+static uint32_t hash_done(uint32_t h) {
+    h ^= h >> 16;
+    h *= 0x7FEB352Du;
+    return h ^ (h >> 15);
+}
+
+/* id of the piece prefix + s[0..n) (prefix is "" or "##"), or -1. */
+static int find_piece(const Tokenizer *t, const char *prefix, size_t np, const char *s, size_t n) {
+    uint32_t h = hash_done(hash_more(hash_more(HASH_INIT, prefix, np), s, n));
+    for (size_t i = h & t->table_mask;; i = (i + 1) & t->table_mask) {
+        int32_t id = t->table[i];
+        if (id < 0) return -1;
+        const char *p = t->pieces[id];
+        if ((size_t)t->piece_len[id] == np + n && memcmp(p, prefix, np) == 0 && memcmp(p + np, s, n) == 0) return id;
+    }
+}
+
+int tokenizer_lookup(const Tokenizer *t, const char *piece, size_t len) { return find_piece(t, "", 0, piece, len); }
+
+/* ---- Loading ---- */
+
+void tokenizer_free(Tokenizer *t) {
+    if (t->pretokenizer.code) pretokenizer_free(&t->pretokenizer);
+    free(t->pieces);
+    free(t->piece_len);
+    free(t->storage);
+    free(t->table);
+    *t = (Tokenizer){0};
+}
+
+/* Adds piece `id` (line `line` of what) to the table; refuses a duplicate. */
+static int add_piece(Tokenizer *t, int id, const char *what, Error *e) {
+    const char *p = t->pieces[id];
+    int n = t->piece_len[id];
+    int old = tokenizer_lookup(t, p, (size_t)n);
+    if (old >= 0)
+        return FAIL(e, "every piece may appear once; make the vocabulary again with storylm vocab STORIES",
+                    "%s line %d: duplicate piece '%s' (already on line %d)", what, id + 1, p, old + 1);
+    uint32_t h = hash_done(hash_more(HASH_INIT, p, (size_t)n));
+    size_t i = h & t->table_mask;
+    while (t->table[i] >= 0) i = (i + 1) & t->table_mask;
+    t->table[i] = id;
+    if (n > t->max_piece_len) t->max_piece_len = n;
+    return 0;
+}
+
+/* Splits text into lines, checks each and fills pieces/piece_len/storage. */
+static int read_lines(Tokenizer *t, const char *text, size_t len, const char *what, Error *e) {
+    size_t n_lines = 0;
+    for (size_t i = 0; i < len; i++) n_lines += text[i] == '\n';
+    if (len > 0 && text[len - 1] != '\n') n_lines++; /* a last line without its newline */
+    if (n_lines == 0)
+        return FAIL(e, "make a vocabulary with storylm vocab STORIES", "%s is empty: no pieces", what);
+    if (n_lines > INT32_MAX / 2) return FAIL(e, NULL, "%s has too many lines (%zu)", what, n_lines);
+    t->pieces = xcalloc(n_lines, sizeof *t->pieces, e);
+    t->piece_len = t->pieces ? xcalloc(n_lines, sizeof *t->piece_len, e) : NULL;
+    t->storage = t->piece_len ? xmalloc(len + 1, e) : NULL;
+    if (!t->storage) return -1;
+    memcpy(t->storage, text, len);
+    t->storage[len] = '\0';
+    char *s = t->storage;
+    for (size_t line = 0, at = 0; line < n_lines; line++) {
+        char *end = memchr(s + at, '\n', len - at);
+        size_t stop = end ? (size_t)(end - s) : len;
+        size_t n = stop - at;
+        if (n > 0 && s[at + n - 1] == '\r') n--;
+        char where[64];
+        snprintf(where, sizeof where, "line %zu", line + 1);
+        if (n == 0)
+            return FAIL(e, "a vocabulary has one piece on every line; remove the empty line", "%s line %zu is empty",
+                        what, line + 1);
+        if (utf8_validate(s + at, n, where, e)) {
+            error_prefix(e, "%s ", what);
+            return -1;
+        }
+        s[at + n] = '\0';
+        t->pieces[line] = s + at;
+        t->piece_len[line] = (int)n;
+        t->size = (int)line + 1;
+        at = stop + 1;
+    }
+    return 0;
+}
+
+/* The whole load from text in memory; what names it in messages. */
+static int load_text(Tokenizer *t, const char *text, size_t len, int expected_size, const char *what, Error *e) {
+    *t = (Tokenizer){.unk_id = -1, .eos_id = -1};
+    if (read_lines(t, text, len, what, e)) goto fail;
+    if (expected_size > 0 && t->size != expected_size) {
+        FAIL(e, "make the vocabulary again with storylm vocab STORIES, or use the matching model",
+             "%s has %d pieces, expected %d", what, t->size, expected_size);
+        goto fail;
+    }
+    size_t cap = 16;
+    while (cap < 2 * (size_t)t->size) cap *= 2;
+    t->table = xmalloc(cap * sizeof *t->table, e);
+    if (!t->table) goto fail;
+    memset(t->table, 0xFF, cap * sizeof *t->table); /* every slot -1: empty */
+    t->table_mask = cap - 1;
+    for (int id = 0; id < t->size; id++)
+        if (add_piece(t, id, what, e)) goto fail;
+    t->unk_id = tokenizer_lookup(t, TOKEN_UNK_TEXT, strlen(TOKEN_UNK_TEXT));
+    t->eos_id = tokenizer_lookup(t, TOKEN_EOS_TEXT, strlen(TOKEN_EOS_TEXT));
+    if (t->unk_id < 0 || t->eos_id < 0) {
+        FAIL(e, "a storylm vocabulary has the pieces [UNK] and [EOS]; make it with storylm vocab STORIES",
+             "%s has no %s line", what, t->unk_id < 0 ? TOKEN_UNK_TEXT : TOKEN_EOS_TEXT);
+        goto fail;
+    }
+    if (pretokenizer_init(&t->pretokenizer, e)) goto fail;
+    return 0;
+fail:
+    tokenizer_free(t);
+    return -1;
+}
+
+int tokenizer_from_text(Tokenizer *t, const char *text, size_t len, int expected_size, Error *e) {
+    return load_text(t, text, len, expected_size, "the vocabulary", e);
+}
+
+int tokenizer_load(Tokenizer *t, const char *path, int expected_size, Error *e) {
+    char *text;
+    size_t len;
+    *t = (Tokenizer){0};
+    if (file_read_all(path, 0, &text, &len, e)) {
+        if (e && access(path, F_OK) != 0)
+            snprintf(e->hint, sizeof e->hint, "run storylm vocab STORIES first (it writes %s)", path);
+        return -1;
+    }
+    char what[1100];
+    snprintf(what, sizeof what, "'%s'", path);
+    int rc = load_text(t, text, len, expected_size, what, e);
+    free(text);
+    return rc;
+}
+
+char *tokenizer_to_text(const Tokenizer *t, size_t *len, Error *e) {
+    size_t n = 0;
+    for (int id = 0; id < t->size; id++) n += (size_t)t->piece_len[id] + 1;
+    char *text = xmalloc(n + 1, e);
+    if (!text) return NULL;
+    char *w = text;
+    for (int id = 0; id < t->size; id++) {
+        memcpy(w, t->pieces[id], (size_t)t->piece_len[id]);
+        w += t->piece_len[id];
+        *w++ = '\n';
+    }
+    *w = '\0';
+    *len = n;
+    return text;
+}
+
+/* ---- Encoding ---- */
+
+typedef struct EncodeCtx {
+    const Tokenizer *t;
+    IntVec *out;
+    Error *e;
+} EncodeCtx;
+
+static size_t count_chars(const char *s, size_t n) {
+    size_t c = 0;
+    for (size_t i = 0; i < n; i++) c += ((unsigned char)s[i] & 0xC0) != 0x80;
+    return c;
+}
+
+/* Greedy longest-match-first: the longest piece that starts the rest of the
+ * word ("##" pieces after the first), again and again; a word that cannot be
+ * covered, or of more than TOKENIZER_MAX_WORD_CHARS characters, is [UNK]. */
+static int encode_word(const char *word, size_t n, void *ctx_) {
+    EncodeCtx *ctx = ctx_;
+    const Tokenizer *t = ctx->t;
+    size_t mark = ctx->out->len;
+    if (count_chars(word, n) > TOKENIZER_MAX_WORD_CHARS) return intvec_push(ctx->out, t->unk_id, ctx->e);
+    for (size_t start = 0; start < n;) {
+        size_t end = n - start > (size_t)t->max_piece_len ? start + (size_t)t->max_piece_len : n;
+        while (end < n && ((unsigned char)word[end] & 0xC0) == 0x80) end--; /* a character boundary */
+        int id = -1;
+        for (; end > start; end--) {
+            if (end < n && ((unsigned char)word[end] & 0xC0) == 0x80) continue;
+            id = start ? find_piece(t, "##", 2, word + start, end - start) : find_piece(t, "", 0, word, end);
+            if (id >= 0) break;
+        }
+        if (id < 0) {
+            ctx->out->len = mark;
+            return intvec_push(ctx->out, t->unk_id, ctx->e);
+        }
+        if (intvec_push(ctx->out, id, ctx->e)) return -1;
+        start = end;
+    }
+    return 0;
+}
+
+int tokenizer_encode(const Tokenizer *t, const char *text, size_t len, IntVec *out, Error *e) {
+    ByteVec normalized = {0};
+    if (text_normalize(text, len, &normalized, e)) return -1;
+    /* About one piece per four bytes of story text: reserve to grow rarely. */
+    int rc = intvec_reserve(out, out->len + normalized.len / 4 + 16, e);
+    EncodeCtx ctx = {t, out, e};
+    if (rc == 0) rc = pretokenize(&t->pretokenizer, normalized.data, normalized.len, encode_word, &ctx, e);
+    bytevec_free(&normalized);
+    return rc ? -1 : 0;
+}
+
+/* ---- Decoding ---- */
+
+/* How a piece sits among its neighbours in readable text. */
+typedef enum {
+    PIECE_WORD,       /* letters, digits: spaces around */
+    PIECE_CLOSE,      /* . , ! ? ; : ) ] } ” » … % : glued to the word before */
+    PIECE_OPEN,       /* ( [ { “ « ‘ : glued to the word after */
+    PIECE_JOIN,       /* - / : glued on both sides (ice-cream) */
+    PIECE_DQUOTE,     /* " : opens or closes, by count */
+    PIECE_APOSTROPHE, /* ' ’ : don't, lily's, or a quote */
+    PIECE_OTHER,      /* other punctuation and symbols: spaces around */
+} PieceKind;
+
+static uint32_t first_char(const char *s) {
+    utf8proc_int32_t cp = 0;
+    utf8proc_iterate((const utf8proc_uint8_t *)s, -1, &cp);
+    return cp < 0 ? 0 : (uint32_t)cp;
+}
+
+static PieceKind piece_kind(const char *p) {
+    utf8proc_int32_t c;
+    utf8proc_ssize_t k = utf8proc_iterate((const utf8proc_uint8_t *)p, -1, &c);
+    if (k <= 0 || p[k] != '\0') return PIECE_WORD; /* punctuation pieces are one character */
+    switch (c) {
+    case '.': case ',': case '!': case '?': case ';': case ':': case ')': case ']': case '}': case '%':
+    case 0x201D: case 0xBB: case 0x2026: return PIECE_CLOSE;
+    case '(': case '[': case '{': case 0x201C: case 0xAB: case 0x2018: case 0xA1: case 0xBF: return PIECE_OPEN;
+    case '-': case '/': case 0x2013: case 0x2014: return PIECE_JOIN;
+    case '"': return PIECE_DQUOTE;
+    case '\'': case 0x2019: return PIECE_APOSTROPHE;
+    default: break;
+    }
+    int cat = utf8proc_category(c);
+    int ascii_punct = c < 0x80 && !((c | 0x20) >= 'a' && (c | 0x20) <= 'z') && !(c >= '0' && c <= '9');
+    return ascii_punct || (cat >= UTF8PROC_CATEGORY_PC && cat <= UTF8PROC_CATEGORY_PO) ? PIECE_OTHER : PIECE_WORD;
+}
+
+/* The piece at ids[i] (if any) goes on the word before it ("##..."). */
+static int continues_word(const Tokenizer *t, const int32_t *ids, size_t n, size_t i) {
+    return i < n && ids[i] >= 0 && ids[i] < t->size && strncmp(t->pieces[ids[i]], "##", 2) == 0;
+}
+
+/* ids[i] is a whole word that makes one word with an apostrophe before it:
+ * don't, lily's, i'm, we're, i've, i'll, i'd. */
+static int is_contraction_tail(const Tokenizer *t, const int32_t *ids, size_t n, size_t i) {
+    static const char *const tails[] = {"t", "s", "m", "re", "ve", "ll", "d"};
+    if (i >= n || ids[i] < 0 || ids[i] >= t->size || continues_word(t, ids, n, i + 1)) return 0;
+    for (size_t k = 0; k < sizeof tails / sizeof tails[0]; k++)
+        if (strcmp(t->pieces[ids[i]], tails[k]) == 0) return 1;
+    return 0;
+}
+
+static int ends_in_digit(const Tokenizer *t, int id) {
+    char last = t->pieces[id][t->piece_len[id] - 1];
+    return last >= '0' && last <= '9';
+}
+
+typedef struct Decoder {
+    ByteVec out;
+    int glue_next;      /* no space before the next piece */
+    int sentence_start; /* capitalise the next word */
+    int in_dquote;      /* a " is open */
+    int prev_word;      /* the piece before was part of a word */
+    int prev_digit;     /* ... and ended in a digit */
+    Error *e;
+} Decoder;
+
+/* Appends piece text, capitalising its first letter when asked. */
+static int put_piece(Decoder *d, const char *p, int space, int upper) {
+    if (space && d->out.len > 0 && bytevec_append(&d->out, " ", 1, d->e)) return -1;
+    if (upper) {
+        utf8proc_int32_t c;
+        utf8proc_ssize_t k = utf8proc_iterate((const utf8proc_uint8_t *)p, -1, &c);
+        if (k > 0) {
+            /* Only where lower-casing gives the letter back (not ı -> I -> i), so the text encodes as before. */
+            utf8proc_int32_t title = utf8proc_totitle(c);
+            if (utf8proc_tolower(title) != c) title = c;
+            utf8proc_uint8_t buf[4];
+            utf8proc_ssize_t m = utf8proc_encode_char(title, buf);
+            if (bytevec_append(&d->out, buf, (size_t)m, d->e)) return -1;
+            p += k;
+        }
+    }
+    return bytevec_append(&d->out, p, strlen(p), d->e);
+}
+
+/* One punctuation piece: where spaces go, and what it does to quotes and sentences. */
+static int put_punct(Decoder *d, const Tokenizer *t, const int32_t *ids, size_t n, size_t i, PieceKind kind) {
+    const char *p = t->pieces[ids[i]];
+    const char *next = i + 1 < n && ids[i + 1] >= 0 && ids[i + 1] < t->size ? t->pieces[ids[i + 1]] : "";
+    if (kind == PIECE_DQUOTE) kind = d->in_dquote ? PIECE_CLOSE : PIECE_OPEN, d->in_dquote = !d->in_dquote;
+    if (kind == PIECE_APOSTROPHE) { /* after a word: don't, or a closing quote; else an opening ' */
+        if (d->prev_word) kind = is_contraction_tail(t, ids, n, i + 1) ? PIECE_JOIN : PIECE_CLOSE;
+        else kind = p[0] == '\'' ? PIECE_OPEN : PIECE_CLOSE;
+    }
+    if ((p[0] == '.' || p[0] == ':') && !p[1] && d->prev_digit && next[0] >= '0' && next[0] <= '9')
+        kind = PIECE_JOIN; /* 3.5, 10:30 */
+    int space_before = !d->glue_next && kind != PIECE_CLOSE && kind != PIECE_JOIN;
+    if (put_piece(d, p, space_before, 0)) return -1;
+    if (kind == PIECE_CLOSE && (p[0] == '.' || p[0] == '!' || p[0] == '?' || first_char(p) == 0x2026))
+        d->sentence_start = 1;
+    else if (kind == PIECE_CLOSE && p[0] != ',' && p[0] != ';' && p[0] != ':')
+        d->sentence_start = 0; /* "Stop!" she said */
+    d->glue_next = kind == PIECE_OPEN || kind == PIECE_JOIN;
+    d->prev_word = d->prev_digit = 0;
+    return 0;
+}
+
+/* A piece of a word: "##" pieces glued on, a new word after a space. */
+static int put_word(Decoder *d, const Tokenizer *t, const int32_t *ids, size_t n, size_t i, int capitalize) {
+    const char *p = t->pieces[ids[i]];
+    if (p[0] == '#' && p[1] == '#' && p[2] != '\0') { /* the word goes on */
+        d->prev_digit = d->prev_word && ends_in_digit(t, ids[i]);
+        return put_piece(d, p + 2, 0, 0);
+    }
+    int lone_i = strcmp(p, "i") == 0 && !continues_word(t, ids, n, i + 1);
+    int rc = put_piece(d, p, !d->glue_next, capitalize && (d->sentence_start || lone_i));
+    d->sentence_start = 0, d->glue_next = 0, d->prev_word = 1;
+    d->prev_digit = ends_in_digit(t, ids[i]);
+    return rc;
+}
+
+char *tokenizer_decode(const Tokenizer *t, const int32_t *ids, size_t n, int capitalize, Error *e) {
+    Decoder d = {.sentence_start = 1, .glue_next = 1, .e = e};
+    if (bytevec_reserve(&d.out, n * 5 + 1, e)) return NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (ids[i] < 0 || ids[i] >= t->size) {
+            FAIL(e, "give ids from this vocabulary", "token id %d is out of range (the vocabulary has %d)", ids[i],
+                 t->size);
+            bytevec_free(&d.out);
+            return NULL;
+        }
+        if (ids[i] == t->eos_id) { /* a story boundary: the next story starts afresh */
+            d.sentence_start = 1, d.in_dquote = 0, d.prev_word = d.prev_digit = 0;
+            continue;
+        }
+        PieceKind kind = piece_kind(t->pieces[ids[i]]);
+        int rc = kind == PIECE_WORD ? put_word(&d, t, ids, n, i, capitalize) : put_punct(&d, t, ids, n, i, kind);
+        if (rc) {
+            bytevec_free(&d.out);
+            return NULL;
+        }
+    }
+    d.out.data[d.out.len] = '\0';
+    return d.out.data;
+}
