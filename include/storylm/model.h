@@ -1,5 +1,30 @@
 /* The chapter's network (SPEC section 4) and chapter 6's window8 baseline:
- * configuration, one parameter buffer with a table of named views. */
+ * configuration, one parameter buffer with a table of named views, batches of
+ * whole stories, the forward and backward passes, and head ablation.
+ *
+ * The network, for a story of ids x_0..x_{T-1} (x_0 = [EOS]); position t
+ * predicts x_{t+1}, so positions 0..T-2 have targets:
+ *   row      r_t = E[x_t]                                    (32)
+ *   head h   q_t = r_t query[h], k_u = r_u key[h], v_u = r_u value[h]
+ *            s_u = q_t.k_u / sqrt(8) + distance[h][t-u],  u = max(0, t-255)..t
+ *            o_h = sum_u softmax(s)_u v_u                     (16)
+ *   z_t = [r_t, o_0, ..., o_7]                                (160)
+ *   window8: z_t = [E[x_{t-7}], ..., E[x_t]], oldest first, E[x_0] standing
+ *            in before the story's start                      (256)
+ *   hidden   y_t = tanh(hidden.weight z_t + hidden.bias)      (128)
+ *   logits   output.weight y_t + output.bias                  (2000)
+ *   loss     mean over every predicted position of the batch of -log p(x_{t+1}), nats
+ *
+ * Usage (one training step):
+ *   model_threads_setup(0);                          once, at program start
+ *   Batch b; batch_init(&b, max_tokens, 8, e); batch_add(&b, ids, len, e); ...
+ *   Activations a; activations_init(&a, &m.cfg, max_tokens, e);
+ *   model_forward(&m, &a, &b, NULL, &loss, e);      NULL: no head switched off
+ *   model_zero_grad(&m, grads); model_backward(&m, &a, &b, grads);
+ *   adam_update(&opt, m.params, grads, lr);
+ * Nothing is allocated inside a step. Every sum is taken in a fixed order (no
+ * atomics, no reductions across threads), so the same inputs and thread count
+ * give the same numbers bit for bit. */
 #ifndef STORYLM_MODEL_H
 #define STORYLM_MODEL_H
 
@@ -32,6 +57,7 @@ typedef struct ParamTensor {
 } ParamTensor;
 
 #define MODEL_MAX_TENSORS 12
+#define STORYLM_MAX_HEAD_DIM 64 /* largest key_dim and value_dim the passes take */
 
 typedef struct Model {
     ModelConfig cfg;
@@ -58,11 +84,188 @@ int arch_parse(const char *name, Arch *arch, Error *e);
 /* Lays out the tensor table for cfg and allocates params (zeroed). */
 int model_init(Model *m, const ModelConfig *cfg, Error *e);
 void model_free(Model *m);
-/* Small random weights from seed; distance scores start at 0 (the chapter). */
+/* Deterministic random init from seed (see src/model.c for why these scales):
+ * embedding N(0, 1) (nn.Embedding's default); query, key, value, hidden and
+ * output weights and biases U(-1/sqrt(fan_in), 1/sqrt(fan_in)) (nn.Linear's
+ * default); distance scores 0, so every head starts reading evenly (the chapter). */
 void model_randomize(Model *m, uint64_t seed);
 /* The tensor called name, or NULL. */
 const ParamTensor *model_tensor(const Model *m, const char *name);
 /* Number of floats the table would hold for cfg (352,848 for the default). */
 size_t model_param_count(const ModelConfig *cfg);
+
+/* Process-wide, once at program start: n_threads OpenMP threads (0: keep
+ * OMP_NUM_THREADS or all cores) and OpenBLAS single-threaded, so that the
+ * passes split their products over OpenMP's threads themselves (see matmul).
+ * Without it everything still works, with OpenBLAS threading each product,
+ * but its spinning threads and OpenMP's then fight over the cores. */
+void model_threads_setup(int n_threads);
+
+/* Width of z, the hidden layer's input: 160 (row, 8 heads) or 256 (8 rows). */
+int model_hidden_input_dim(const ModelConfig *c);
+
+/* ---------------------------------------------------------------------------
+ * A batch: several whole stories packed one after another. */
+typedef struct Batch {
+    int32_t *tokens; /* (max_tokens) every story's ids, packed */
+    int *starts;     /* (max_stories + 1): story i is tokens[starts[i] .. starts[i+1]) */
+    int n_stories, n_tokens;
+    int max_stories, max_tokens;
+} Batch;
+
+int batch_init(Batch *b, int max_tokens, int max_stories, Error *e);
+void batch_free(Batch *b);
+void batch_clear(Batch *b);
+/* Appends a story of len >= 1 ids (normally [EOS] first); fails when full. */
+int batch_add(Batch *b, const int32_t *ids, int len, Error *e);
+
+/* ---------------------------------------------------------------------------
+ * Head ablation: a property of the forward pass, not of the weights. A
+ * switched-off head's slot of z (its value_dim numbers) is replaced by zeros
+ * or by that head's given mean output; the head's attention is still computed
+ * (probes can read it) but nothing flows back through it. */
+typedef enum { ABLATE_ZERO = 0, ABLATE_MEAN = 1 } AblationMode;
+
+typedef struct Ablation {
+    uint32_t heads;    /* bit h set: head h switched off */
+    AblationMode mode;
+    const float *mean; /* (H, value_dim), ABLATE_MEAN only; must outlive the backward pass */
+} Ablation;
+
+/* Attention's working memory, sized by activations_init (S = attention_row_stride(W)). */
+typedef struct AttentionScratch {
+    float *kv, *d_kv;    /* (H, ld/8, kd+vd, 8): each head's keys and values in blocks of 8
+                          * positions (component i of the block's 8 keys at offset 8*i), and gradients */
+    float *dist, *d_dist;/* (H, S): distance scores farthest first, 8 zeros each side, and gradients */
+    float *w, *ds;       /* (H, S): one position's weights and score gradients */
+} AttentionScratch;
+
+/* ---------------------------------------------------------------------------
+ * Activations: everything a forward pass computes and its backward pass needs,
+ * sized once for up to max_positions packed positions (N below = n_positions
+ * of the last forward; p is a position in the batch, 0..N-1).
+ *
+ * Layouts, for the probes:
+ *   z       (N, Z) what the hidden layer read: row then head 0..H-1 (an ablated
+ *           head's slot holds its replacement), or window8's 8 rows
+ *   qkv     (H*(2*kd+vd), ld), transposed so that keys lie contiguous, row
+ *           stride ld = qkv_ld >= N: query[h] component i of position p at
+ *           qkv[(h*kd + i)*ld + p], key at qkv[(H*kd + h*kd + i)*ld + p],
+ *           value c at qkv[(2*H*kd + h*vd + c)*ld + p] (use activations_qkv)
+ *   att     (H, N, W) attention weights: row (h, p) starts at att + (h*N + p)*W;
+ *           entry j weighs the key at position first_key[p] + j, distance back
+ *           p - first_key[p] - j; only n_keys = p - first_key[p] + 1 entries are
+ *           set (use activations_attention)
+ *   hidden  (N, 128) after tanh
+ *   logits  (N, V) after the bias; model_backward overwrites them with
+ *           d loss / d logits
+ * Per position: target (next id or -1 at a story's last position), loss
+ * (-log p(target) in nats, 0 without target), correct (1 when the target has
+ * the largest logit). qkv, att and the attention scratch are NULL for window8,
+ * and the activations_* accessors below are for the attention network. */
+typedef struct Activations {
+    ModelConfig cfg;
+    int max_positions;
+    int n_positions, n_predicted;
+    double mean_loss;
+    Ablation ablation; /* of the last forward; backward honours it */
+    float *z;          /* (N, Z) */
+    float *qkv;        /* (QKV, ld), QKV = H*(2*kd+vd) = 256 */
+    int qkv_ld;        /* row stride of qkv and d_qkv: N in blocks of 8, plus 8 */
+    float *att;        /* (H, N, W) */
+    int *first_key;    /* (N) earliest position p reads */
+    float *hidden;     /* (N, 128) */
+    float *logits;     /* (N, V) */
+    float *lse;        /* (N) log-sum-exp of each row of logits */
+    int32_t *target;   /* (N) */
+    float *loss;       /* (N) */
+    uint8_t *correct;  /* (N) */
+    /* backward and scratch */
+    float *qkv_w;   /* (QKV, 32): query, key, value weights stacked, one sgemm for all heads */
+    float *d_qkv_w; /* (QKV, 32) */
+    float *d_qkv;   /* (QKV, ld) */
+    float *d_z;     /* (N, Z) */
+    float *d_hidden;/* (N, 128) */
+    AttentionScratch scratch;
+    float *ones;    /* (max_positions) for bias gradients as matrix-vector products */
+} Activations;
+
+int activations_init(Activations *a, const ModelConfig *cfg, int max_positions, Error *e);
+void activations_free(Activations *a);
+
+/* Head h's attention at position p: *n_keys weights, entry j for the key at
+ * position *first_key + j. */
+const float *activations_attention(const Activations *a, int h, int p, int *first_key, int *n_keys);
+/* Copies head h's query (kd), key (kd) and value (vd) of position p; any may be NULL. */
+void activations_qkv(const Activations *a, int h, int p, float *query, float *key, float *value);
+/* Head h's output at position p as the hidden layer read it (vd numbers). */
+const float *activations_head_output(const Activations *a, int h, int p);
+
+/* ---------------------------------------------------------------------------
+ * The passes. */
+
+/* Runs the network on every position of b (b->n_tokens <= max_positions, ids
+ * in range), with the heads in ablation switched off (NULL: none). Fills a;
+ * *mean_loss (may be NULL) = mean loss over predicted positions (0 if none). */
+int model_forward(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, float *mean_loss,
+                  Error *e);
+/* grads (n_params, the layout of params) = 0. */
+void model_zero_grad(const Model *m, float *grads);
+/* After model_forward on the same b: grads += d mean_loss / d params. */
+void model_backward(const Model *m, Activations *a, const Batch *b, float *grads);
+
+/* ---------------------------------------------------------------------------
+ * Layers, forward and backward side by side (src/layers.c, src/attention.c).
+ * Backward functions accumulate (+=) into parameter gradients. */
+
+/* C (M, N) = op(A) op(B) + beta C, row-major (cblas_sgemm with alpha 1;
+ * trans_a/trans_b: use A, B transposed). With OpenBLAS single-threaded and
+ * several OpenMP threads, C is cut in blocks of rows or columns, one product
+ * per thread: one kind of thread runs everything (OpenMP's and OpenBLAS's
+ * busy-waiting threads would fight over the cores), and each element's sum is
+ * the same at any split. Otherwise one call, threaded by OpenBLAS. */
+void matmul(int trans_a, int trans_b, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
+            float beta, float *C, int ldc);
+/* sums (cols) += column sums of A (rows, cols), row stride lda; ones (rows). Split like matmul. */
+void column_sums(const float *A, int rows, int cols, int lda, const float *ones, float *sums);
+
+/* tokens (n) -> rows (n, D) written with row stride ld. */
+void embedding_forward(const float *embedding, const int32_t *tokens, int n, int D, float *rows, int ld);
+void embedding_backward(float *d_embedding, const int32_t *tokens, int n, int D, const float *d_rows, int ld);
+/* window8: z (n, C*D): row slots of x_{p-C+1} .. x_p, the story's first row before its start. */
+void window_forward(const float *embedding, const Batch *b, int C, int D, float *z);
+void window_backward(float *d_embedding, const Batch *b, int C, int D, const float *d_z);
+/* x (n, in) -> y (n, out) = tanh(x W^T + bias), W (out, in). */
+void dense_tanh_forward(const float *W, const float *bias, const float *x, int n, int in, int out, float *y);
+/* d_y (n, out) is turned into d_pre in place; dW (out, in) +=, d_bias (out) +=,
+ * d_x (n, in) = (overwritten). ones (n). */
+void dense_tanh_backward(const float *W, const float *x, const float *y, float *d_y, int n, int in, int out,
+                         float *dW, float *d_bias, float *d_x, const float *ones);
+/* y (n, Hd) -> logits (n, V) = y W^T + bias, then per row: lse, and for rows
+ * with a target (>= 0): loss = lse - logit[target], correct. */
+void output_forward(const float *W, const float *bias, const float *y, int n, int Hd, int V, float *logits,
+                    const int32_t *target, float *lse, float *loss, uint8_t *correct);
+/* logits (n, V) become d logits in place, (softmax - onehot) * scale on rows
+ * with a target, 0 elsewhere; dW (V, Hd) +=, d_bias (V) +=, d_y (n, Hd) =. */
+void output_backward(const float *W, const float *y, float *logits, const int32_t *target, const float *lse,
+                     float scale, int n, int Hd, int V, float *dW, float *d_bias, float *d_y, const float *ones);
+/* x (n) -> softmax in place; returns the log-sum-exp of the input. */
+float softmax_inplace(float *x, int n);
+/* log(sum exp x) of x (n). */
+float logsumexp(const float *x, int n);
+
+/* Causal attention of every head over packed stories.
+ * qkv (QKV, ld) as in Activations (ld a multiple of 8, >= N + 8); distance
+ * (H, W); first_key (N) -> att (H, N, W) and out: head h's output at position
+ * p to out + p*out_ld + h*vd. Fills s->kv and s->dist for the backward pass. */
+void attention_forward(const ModelConfig *c, const float *qkv, int ld, const float *distance, const int *first_key,
+                       int N, float *att, float *out, int out_ld, const AttentionScratch *s);
+/* d_out (at d_out + p*out_ld + h*vd) -> d_qkv (QKV, ld) = (heads in skip_heads
+ * get 0), d_distance (H, W) +=. s as attention_forward left it. */
+void attention_backward(const ModelConfig *c, const float *qkv, int ld, const float *att, const int *first_key,
+                        int N, const float *d_out, int out_ld, uint32_t skip_heads, float *d_qkv, float *d_distance,
+                        const AttentionScratch *s);
+/* Length of one head's scratch rows for a window of W keys. */
+int attention_row_stride(int window);
 
 #endif

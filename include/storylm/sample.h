@@ -1,0 +1,31 @@
+/* The sampler: turns a position's logits into the next token. Apart from the
+ * model, with its own seeded RNG: temperature (0 = greedy), top-k, top-p. */
+#ifndef STORYLM_SAMPLE_H
+#define STORYLM_SAMPLE_H
+
+#include <stdint.h>
+
+#include "storylm/error.h"
+#include "storylm/rng.h"
+
+typedef struct Sampler {
+    int vocab_size;
+    float temperature; /* 0: always the most likely token */
+    int top_k;         /* 0: no limit */
+    float top_p;       /* 1: no limit; else the smallest set holding this much probability */
+    Rng rng;
+    float *probs;      /* (V) scratch */
+    struct Candidate { float prob; int32_t id; } *candidates; /* (V) scratch */
+} Sampler;
+typedef struct Candidate Candidate;
+
+int sampler_init(Sampler *s, int vocab_size, float temperature, int top_k, float top_p, uint64_t seed, Error *e);
+void sampler_free(Sampler *s);
+
+/* logits (V) -> a token id. Ties in the greedy case go to the lowest id. */
+int sampler_sample(Sampler *s, const float *logits);
+
+/* logits (V) -> probabilities (V), softmax at temperature 1. */
+void softmax_probs(const float *logits, int n, float *probs);
+
+#endif

@@ -1,0 +1,79 @@
+/* Training (SPEC section 4): 8 whole stories a step, mean cross-entropy over
+ * every predicted position, Adam with warm-up and cosine decay, periodic
+ * evaluation on the held-out test stories, atomic checkpoints, resume that
+ * continues bit for bit. The caller (the CLI) owns printing: progress comes
+ * back through a callback. */
+#ifndef STORYLM_TRAIN_H
+#define STORYLM_TRAIN_H
+
+#include <signal.h>
+#include <stdint.h>
+
+#include "storylm/error.h"
+#include "storylm/model.h"
+#include "storylm/stories.h"
+
+typedef struct TrainOptions {
+    Arch arch;
+    int steps;           /* total optimizer steps (the schedule's horizon) */
+    double minutes;      /* time budget; 0 = none. Stops early, saving. */
+    int stop_at;         /* stop (saving) after this step, keeping the schedule of `steps`; 0 = none */
+    double lr;           /* peak learning rate */
+    int warmup;          /* linear warm-up steps; -1 = min(100, steps / 10) */
+    double min_lr_ratio; /* cosine decays to lr * this */
+    int batch;           /* stories per step */
+    uint64_t seed;
+    int threads;
+    int eval_every;      /* steps between test evaluations (and saves); 0 = only at the end */
+    int snapshot_every;  /* also keep OUT.stepN.safetensors every N steps; 0 = never */
+    int max_positions;   /* positions per forward chunk (memory bound) */
+    const char *out;     /* model path; optimizer state beside it */
+    const char *data_path;
+    const char *vocab_text; /* vocab.txt text stored in the model */
+    int vocab_size;
+    int resume;
+    volatile sig_atomic_t *stop; /* set by a signal handler: save and stop */
+} TrainOptions;
+
+TrainOptions train_default_options(void);
+
+/* What the progress callback sees. */
+typedef struct TrainProgress {
+    int step, steps;
+    double train_loss;   /* mean over the last step */
+    double test_loss;    /* NAN until evaluated */
+    double test_accuracy;
+    double tokens_per_s; /* recent */
+    double elapsed_s, eta_s;
+    int evaluated;       /* 1 when this report follows an evaluation */
+    int saved;           /* 1 when the model was just saved */
+} TrainProgress;
+typedef void (*TrainProgressFn)(const TrainProgress *p, void *ctx);
+
+typedef struct TrainResult {
+    int steps_done; /* in this run */
+    int final_step; /* steps of the saved model */
+    double train_loss, test_loss, test_accuracy, best_test_loss;
+    int best_step;
+    double seconds;
+    int interrupted; /* stopped by the stop flag or the time budget */
+    long long tokens_seen;
+} TrainResult;
+
+/* Trains a new model on s (or resumes o->out when o->resume), saving to o->out. */
+int train_run(const Stories *s, const TrainOptions *o, TrainProgressFn progress, void *ctx, TrainResult *r,
+              Error *e);
+
+/* Loss (nats/token) and top-1 accuracy of m over stories idx[0..n) of s,
+ * in chunks of up to max_positions positions. */
+typedef struct EvalResult {
+    double loss, accuracy;
+    long long positions;
+} EvalResult;
+int evaluate(const Model *m, const Stories *s, const int *idx, int n, const Ablation *ablation, int max_positions,
+             EvalResult *r, Error *e);
+
+/* The learning rate at step (0-based) of o's schedule. */
+double train_lr_at(const TrainOptions *o, int step);
+
+#endif

@@ -1,0 +1,260 @@
+/* Causal multi-head attention with a learned score per distance back,
+ * forward and backward side by side.
+ *
+ * Each head's keys and values are packed in blocks of 8 positions, (blocks,
+ * kd + vd, 8): one block holds component i of 8 consecutive keys at offset
+ * i*8, so a position's loops run block by block over contiguous memory, 8
+ * keys in one vector register (GCC/Clang vector extensions: portable, and the
+ * compiler has nothing to guess), every component at a fixed offset from one
+ * pointer. A position's first and last blocks may reach keys it does not
+ * read: those lanes get weight 0 and only ever add 0, so there are no scalar
+ * remainder loops. Work is split by head: a head's gradients are written by
+ * one thread only, so sums never race and results do not depend on the
+ * thread count. */
+#include <math.h>
+#include <string.h>
+
+#include "storylm/model.h"
+
+/* Contract a*b+c into FMA instructions (ISO C mode leaves them apart). */
+#pragma GCC optimize("fp-contract=fast")
+
+typedef float f8 __attribute__((vector_size(32)));
+/* Without AVX (a -march-less Debug build) GCC warns that passing f8 by value
+ * changes the ABI; these helpers are static and inlined, no ABI is crossed. */
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+static inline f8 load8(const float *x) {
+    f8 v;
+    memcpy(&v, x, sizeof v);
+    return v;
+}
+static inline void store8(float *x, f8 v) { memcpy(x, &v, sizeof v); }
+static inline f8 splat8(float a) { return (f8){a, a, a, a, a, a, a, a}; }
+static inline float sum8(f8 v) { return ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7])); }
+
+/* Scratch rows: a window of W keys spans at most W/8 + 2 blocks; distance
+ * scores get 8 zeros on each side for the lanes outside the window. */
+int attention_row_stride(int window) { return (window + 7) / 8 * 8 + 16; }
+
+/* x . y over nb floats, nb a multiple of 8 */
+static float dot8(const float *x, const float *y, int nb) {
+    f8 acc = splat8(0.0f);
+    for (int j = 0; j < nb; j += 8) acc += load8(x + j) * load8(y + j);
+    return sum8(acc);
+}
+
+/* One head's view. Queries stay in qkv's transposed rows (component i of
+ * position p at q[i*ld + p]); keys and values are packed in kv blocks. */
+typedef struct Head {
+    const float *q;     /* (kd, ld) */
+    float *dq;          /* (kd, ld), backward only */
+    float *kv;          /* (ld/8, kd+vd, 8): key components 0..kd-1, then value components */
+    float *d_kv;        /* the same for gradients, backward only */
+    float *dist;        /* (8 + W + 8): dist[8 + W-1-d] = distance score d, zeros around */
+    float *d_dist;      /* the same for gradients, backward only */
+    int kd, vd, ld, W;
+    float scale;        /* 1/sqrt(kd) */
+} Head;
+
+static size_t block_size(const ModelConfig *c) { return 8 * (size_t)(c->key_dim + c->value_dim); }
+
+static Head head_view(const ModelConfig *c, const float *qkv, float *d_qkv, const AttentionScratch *s, int ld,
+                      int h) {
+    size_t S = (size_t)attention_row_stride(c->window), kv = (size_t)h * (ld / 8) * block_size(c);
+    size_t q = (size_t)h * c->key_dim * ld;
+    return (Head){.q = qkv + q, .dq = d_qkv ? d_qkv + q : NULL, .kv = s->kv + kv, .d_kv = s->d_kv + kv,
+                  .dist = s->dist + h * S, .d_dist = s->d_dist + h * S, .kd = c->key_dim, .vd = c->value_dim,
+                  .ld = ld, .W = c->window, .scale = 1.0f / sqrtf((float)c->key_dim)};
+}
+
+/* Position p's query (kd), times 1/sqrt(kd). */
+static void scaled_query(const Head *r, int p, float *q) {
+    for (int i = 0; i < r->kd; i++) q[i] = r->q[(size_t)i * r->ld + p] * r->scale;
+}
+
+/* The blocks position p reads: keys lo..p lie in blocks first.. first+count-1,
+ * lane j of that span (0 .. 8*count-1) is the key at 8*first + j, and the n
+ * keys read are lanes off .. off+n-1. */
+typedef struct Span {
+    int first, count, off, n;
+} Span;
+
+static Span span_of(int p, int lo) { return (Span){lo / 8, p / 8 - lo / 8 + 1, lo % 8, p - lo + 1}; }
+
+/* The kernels below take the head's sizes as arguments and are inlined
+ * twice: with the real sizes as constants (8, 16), so the loops over a key's
+ * components unroll and their sums stay in registers, and with any sizes
+ * (the tests' tiny models). */
+#define KERNEL static inline __attribute__((always_inline))
+
+/* Position p: w (8*count lanes) = softmax over the read lanes of q.k/sqrt(kd)
+ * + distance score, 0 elsewhere; out (vd) = sum of w * values. */
+KERNEL void attend_one(const Head *r, const int kd, const int vd, int p, Span sp, float *w, float *out) {
+    const int bs = 8 * (kd + vd);
+    float q[STORYLM_MAX_HEAD_DIM];
+    f8 acc[STORYLM_MAX_HEAD_DIM];
+    const float *kv = r->kv + (size_t)sp.first * bs;
+    const float *dist = r->dist + 8 + r->W - 1 - p + 8 * sp.first; /* lane j's key is p - (8*first + j) back */
+    scaled_query(r, p, q);
+    for (int b = 0; b < sp.count; b++) {
+        f8 s = load8(dist + 8 * b);
+#pragma GCC unroll 16
+        for (int i = 0; i < kd; i++) s += splat8(q[i]) * load8(kv + b * bs + 8 * i);
+        store8(w + 8 * b, s);
+    }
+    softmax_inplace(w + sp.off, sp.n);
+    memset(w, 0, sp.off * sizeof(float));
+    memset(w + sp.off + sp.n, 0, (8 * sp.count - sp.off - sp.n) * sizeof(float));
+#pragma GCC unroll 16
+    for (int ch = 0; ch < vd; ch++) acc[ch] = splat8(0.0f);
+    for (int b = 0; b < sp.count; b++) {
+        f8 a = load8(w + 8 * b);
+#pragma GCC unroll 16
+        for (int ch = 0; ch < vd; ch++) acc[ch] += a * load8(kv + b * bs + 8 * (kd + ch));
+    }
+#pragma GCC unroll 16
+    for (int ch = 0; ch < vd; ch++) out[ch] = sum8(acc[ch]);
+}
+
+/* One head over every position: att (N, W), out (N, out_ld); w (S) scratch. */
+static void attend_head(const Head *r, const int *first_key, int N, float *att, float *out, int out_ld, float *w) {
+    for (int p = 0; p < N; p++) {
+        Span sp = span_of(p, first_key[p]);
+        float *o = out + (size_t)p * out_ld;
+        if (r->kd == 8 && r->vd == 16) attend_one(r, 8, 16, p, sp, w, o);
+        else attend_one(r, r->kd, r->vd, p, sp, w, o);
+        memcpy(att + (size_t)p * r->W, w + sp.off, sp.n * sizeof(float));
+    }
+}
+
+/* Head h's keys and values: qkv rows (QKV, ld) -> kv blocks (zeros past N);
+ * its distance scores (W) -> dist, farthest first, 8 zeros on each side. */
+static void pack_head(const ModelConfig *c, const float *qkv, int ld, int N, int h, const float *distance,
+                      const Head *r) {
+    int H = c->n_heads, kd = c->key_dim, vd = c->value_dim, W = c->window;
+    float *kv = r->kv, *dist = r->dist;
+    for (int b = 0; b < ld / 8; b++)
+        for (int i = 0; i < kd + vd; i++) {
+            size_t row = i < kd ? (size_t)(H + h) * kd + i : 2 * (size_t)H * kd + (size_t)h * vd + (i - kd);
+            float *dst = kv + ((size_t)b * (kd + vd) + i) * 8;
+            for (int l = 0; l < 8; l++) dst[l] = 8 * b + l < N ? qkv[row * ld + 8 * b + l] : 0.0f;
+        }
+    memset(dist, 0, attention_row_stride(W) * sizeof(float));
+    for (int d = 0; d < W; d++) dist[8 + W - 1 - d] = distance[d];
+}
+
+/* qkv (QKV, ld), distance (H, W), first_key (N) -> att (H, N, W), out: head h
+ * of position p at out + p*out_ld + h*vd. s: kv and dist are filled (and kept
+ * for the backward pass), w is scratch. */
+void attention_forward(const ModelConfig *c, const float *qkv, int ld, const float *distance, const int *first_key,
+                       int N, float *att, float *out, int out_ld, const AttentionScratch *s) {
+    int W = c->window, S = attention_row_stride(W);
+#pragma omp parallel for schedule(static)
+    for (int h = 0; h < c->n_heads; h++) {
+        Head r = head_view(c, qkv, NULL, s, ld, h);
+        pack_head(c, qkv, ld, N, h, distance + (size_t)h * W, &r);
+        attend_head(&r, first_key, N, att + (size_t)h * N * W, out + (size_t)h * c->value_dim, out_ld,
+                    s->w + (size_t)h * S);
+    }
+}
+
+/* Through the blend: da (8*count) = d_out . value of each key; d value += w * d_out. */
+KERNEL void blend_backward(const Head *r, const int kd, const int vd, Span sp, const float *w, const float *d_out,
+                           float *da) {
+    const int bs = 8 * (kd + vd);
+    const float *kv = r->kv + (size_t)sp.first * bs;
+    float *d_kv = r->d_kv + (size_t)sp.first * bs, g_out[STORYLM_MAX_HEAD_DIM];
+    memcpy(g_out, d_out, vd * sizeof(float));
+    for (int b = 0; b < sp.count; b++) {
+        f8 a = load8(w + 8 * b), g = splat8(0.0f);
+#pragma GCC unroll 16
+        for (int ch = 0; ch < vd; ch++) {
+            size_t at = (size_t)b * bs + 8 * (kd + ch);
+            g += splat8(g_out[ch]) * load8(kv + at);
+            store8(d_kv + at, load8(d_kv + at) + splat8(g_out[ch]) * a);
+        }
+        store8(da + 8 * b, g);
+    }
+}
+
+/* Through softmax and the scores: ds = w (da - w.da); d distance (summed
+ * along the diagonal), d query of p, d keys. ds (8*count) holds da. */
+KERNEL void score_backward(const Head *r, const int kd, const int vd, int p, Span sp, const float *w,
+                           const float *ds) {
+    const int bs = 8 * (kd + vd);
+    float q[STORYLM_MAX_HEAD_DIM], mean = dot8(w, ds, 8 * sp.count);
+    f8 dq[STORYLM_MAX_HEAD_DIM];
+    const float *kv = r->kv + (size_t)sp.first * bs;
+    float *d_kv = r->d_kv + (size_t)sp.first * bs, *d_dist = r->d_dist + 8 + r->W - 1 - p + 8 * sp.first;
+    scaled_query(r, p, q);
+#pragma GCC unroll 16
+    for (int i = 0; i < kd; i++) dq[i] = splat8(0.0f);
+    for (int b = 0; b < sp.count; b++) {
+        f8 g = load8(w + 8 * b) * (load8(ds + 8 * b) - splat8(mean));
+        store8(d_dist + 8 * b, load8(d_dist + 8 * b) + g);
+#pragma GCC unroll 16
+        for (int i = 0; i < kd; i++) {
+            size_t at = (size_t)b * bs + 8 * i;
+            dq[i] += g * load8(kv + at);
+            store8(d_kv + at, load8(d_kv + at) + splat8(q[i]) * g);
+        }
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < kd; i++) r->dq[(size_t)i * r->ld + p] = sum8(dq[i]) * r->scale;
+}
+
+/* Backward of attend_one: d_out (vd) -> d q of p, d keys, d values, d distance.
+ * w (8*count): the weights, 0 outside the keys read; ds scratch. */
+KERNEL void attend_one_backward(const Head *r, const int kd, const int vd, int p, Span sp, const float *w,
+                                const float *d_out, float *ds) {
+    blend_backward(r, kd, vd, sp, w, d_out, ds);
+    score_backward(r, kd, vd, p, sp, w, ds);
+}
+
+/* d_kv blocks -> head h's key and value rows of d_qkv (QKV, ld). */
+static void unpack_head_grads(const ModelConfig *c, const Head *r, int h, float *d_qkv) {
+    int H = c->n_heads, kd = c->key_dim, vd = c->value_dim, ld = r->ld;
+    for (int b = 0; b < ld / 8; b++)
+        for (int i = 0; i < kd + vd; i++) {
+            size_t row = i < kd ? (size_t)(H + h) * kd + i : 2 * (size_t)H * kd + (size_t)h * vd + (i - kd);
+            memcpy(d_qkv + row * ld + 8 * b, r->d_kv + ((size_t)b * (kd + vd) + i) * 8, 8 * sizeof(float));
+        }
+}
+
+/* One head's backward over all positions into its d_kv blocks, d query rows
+ * and d_dist; then d_distance (W) +=. w, ds (S) scratch. */
+static void head_backward(const Head *r, const float *att, const int *first_key, int N, const float *d_out,
+                          int out_ld, float *d_distance, float *w, float *ds) {
+    memset(r->d_kv, 0, (size_t)(r->ld / 8) * 8 * (r->kd + r->vd) * sizeof(float));
+    memset(r->d_dist, 0, attention_row_stride(r->W) * sizeof(float));
+    for (int p = 0; p < N; p++) {
+        Span sp = span_of(p, first_key[p]);
+        const float *g = d_out + (size_t)p * out_ld;
+        memset(w, 0, 8 * sp.count * sizeof(float));
+        memcpy(w + sp.off, att + (size_t)p * r->W, sp.n * sizeof(float));
+        if (r->kd == 8 && r->vd == 16) attend_one_backward(r, 8, 16, p, sp, w, g, ds);
+        else attend_one_backward(r, r->kd, r->vd, p, sp, w, g, ds);
+    }
+    for (int d = 0; d < r->W; d++) d_distance[d] += r->d_dist[8 + r->W - 1 - d];
+}
+
+/* d_out (head h of position p at d_out + p*out_ld + h*vd) -> d_qkv (QKV, ld) =
+ * (0 for heads in skip_heads), d_distance (H, W) +=. s as attention_forward
+ * left it; its d_kv, d_dist, w and ds are scratch. */
+void attention_backward(const ModelConfig *c, const float *qkv, int ld, const float *att, const int *first_key,
+                        int N, const float *d_out, int out_ld, uint32_t skip_heads, float *d_qkv, float *d_distance,
+                        const AttentionScratch *s) {
+    int W = c->window, S = attention_row_stride(W);
+#pragma omp parallel for schedule(static)
+    for (int h = 0; h < c->n_heads; h++) {
+        Head r = head_view(c, qkv, d_qkv, s, ld, h);
+        memset(r.dq, 0, (size_t)r.kd * ld * sizeof(float)); /* positions past N stay 0 */
+        if (!(skip_heads >> h & 1u))
+            head_backward(&r, att + (size_t)h * N * W, first_key, N, d_out + (size_t)h * r.vd, out_ld,
+                          d_distance + (size_t)h * W, s->w + (size_t)h * S, s->ds + (size_t)h * S);
+        else /* switched off: nothing flows back */
+            memset(r.d_kv, 0, (size_t)(ld / 8) * block_size(c) * sizeof(float));
+        unpack_head_grads(c, &r, h, d_qkv);
+    }
+}

@@ -1,0 +1,104 @@
+/* storylm eval STORIES --model M: loss, perplexity and accuracy on the
+ * held-out test stories (or all of them). */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "args.h"
+#include "common.h"
+#include "storylm/train.h"
+
+static int run(int argc, char **argv);
+const Command command_eval = {
+    "eval", "loss, perplexity and accuracy on held-out stories", "storylm eval STORIES [options]",
+    "Reads STORIES with the model's own vocabulary and measures, over every predicted\n"
+    "position of the held-out test stories (the same 100 that training left out) or of\n"
+    "--all stories: the loss in nats per token, the perplexity exp(loss) and the share of\n"
+    "positions where the most likely token is the right one.",
+    run};
+
+typedef struct EvalArgs {
+    const char *model, *ablate, *ablate_mode;
+    bool all, json;
+    int n_test, threads, max_positions;
+} EvalArgs;
+
+static void print_result(const EvalArgs *a, const char *model, const char *stories, int n, const EvalResult *r) {
+    if (a->json) {
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddStringToObject(j, "model", model);
+        cJSON_AddStringToObject(j, "stories", stories);
+        cJSON_AddStringToObject(j, "split", a->all ? "all" : "test");
+        cJSON_AddNumberToObject(j, "n_stories", n);
+        cJSON_AddNumberToObject(j, "positions", (double)r->positions);
+        cJSON_AddNumberToObject(j, "loss", r->loss);
+        cJSON_AddNumberToObject(j, "perplexity", exp(r->loss));
+        cJSON_AddNumberToObject(j, "accuracy", r->accuracy);
+        cJSON_AddStringToObject(j, "ablate", a->ablate ? a->ablate : "");
+        char *s = cJSON_Print(j);
+        printf("%s\n", s);
+        free(s);
+        cJSON_Delete(j);
+        return;
+    }
+    printf("model        %s\n", model);
+    printf("stories      %s (%s: %d stories, %lld predicted positions)\n", stories, a->all ? "all" : "held-out test",
+           n, r->positions);
+    if (a->ablate) printf("ablated      heads %s (%s)\n", a->ablate, a->ablate_mode);
+    printf("loss         %.4f nats/token\n", r->loss);
+    printf("perplexity   %.2f\n", exp(r->loss));
+    printf("accuracy     %.2f%%\n", 100 * r->accuracy);
+}
+
+static int eval_file(const EvalArgs *a, const char *stories_path, Error *e) {
+    LoadedModel lm;
+    const char *path = cli_model_path(a->model, a->json);
+    if (cli_load_model(&lm, path, e)) return -1;
+    Stories s = {0};
+    StoriesOptions so = stories_default_options();
+    so.n_test = a->n_test;
+    Ablation ab = {0};
+    int rc = 0;
+    if (a->ablate && lm.model.cfg.arch != ARCH_ATTENTION)
+        rc = FAIL(e, "leave out --ablate", "'%s' is a window8 model: it has no heads to switch off", path);
+    if (!rc && a->ablate) rc = cli_parse_heads(a->ablate, lm.model.cfg.n_heads, &ab.heads, e);
+    if (!rc) rc = stories_load(&s, stories_path, &lm.tokenizer, &so, e);
+    int *all = NULL;
+    if (!rc && a->all) {
+        all = xmalloc((size_t)s.n_stories * sizeof(int), e);
+        if (!all) rc = -1;
+        for (int i = 0; !rc && i < s.n_stories; i++) all[i] = i;
+    }
+    if (!rc && !a->all && s.n_test == 0)
+        rc = FAIL(e, "use --all to evaluate on every story", "'%s' has too few stories to hold any out", stories_path);
+    EvalResult r;
+    int n = a->all ? s.n_stories : s.n_test;
+    if (!rc) rc = evaluate(&lm.model, &s, a->all ? all : s.test, n, &ab, a->max_positions, &r, e);
+    if (!rc) print_result(a, path, stories_path, n, &r);
+    free(all);
+    stories_free(&s);
+    cli_free_model(&lm);
+    return rc;
+}
+
+static int run(int argc, char **argv) {
+    EvalArgs a = {.n_test = STORIES_DEFAULT_TEST, .threads = 0, .max_positions = 4096, .ablate_mode = "zero"};
+    const char *pos[1];
+    int np;
+    Option opts[] = {
+        {"model", 'm', OPT_STRING, &a.model, "FILE", "model file (default: ./" DEFAULT_MODEL_PATH ")", 0, 0},
+        {"all", 0, OPT_BOOL, &a.all, NULL, "every story of the file, not only the held-out ones", 0, 0},
+        {"test-stories", 0, OPT_INT, &a.n_test, "N", "held-out test stories (as in training)", 1, 100000},
+        {"ablate", 0, OPT_STRING, &a.ablate, "HEADS", "switch heads off, e.g. 3,5", 0, 0},
+        {"json", 0, OPT_BOOL, &a.json, NULL, "print JSON", 0, 0},
+        {"threads", 0, OPT_INT, &a.threads, "N", "threads; 0: one per core", 0, 256},
+        {"max-positions", 0, OPT_INT, &a.max_positions, "N", "positions per forward pass", 64, 1 << 20},
+    };
+    int rc = args_parse(&command_eval, argc, argv, opts, N_OPTIONS(opts), pos, 1, 1, &np);
+    if (rc) return rc > 0 ? 0 : 2;
+    cli_set_threads(a.threads);
+    Error e = {0};
+    if (eval_file(&a, pos[0], &e)) return cli_fail(&e);
+    return 0;
+}

@@ -1,0 +1,96 @@
+/* storylm generate PROMPT: let the network write on, token by token. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "args.h"
+#include "common.h"
+#include "storylm/generate.h"
+#include "storylm/sample.h"
+
+static int run(int argc, char **argv);
+const Command command_generate = {
+    "generate", "continue a prompt with a trained model", "storylm generate [options] [PROMPT]",
+    "Feeds [EOS] and the prompt's tokens to the model, then samples up to -n more tokens,\n"
+    "stopping at the end of the story. Keys and values of earlier tokens are kept, not\n"
+    "recomputed. --temperature 0 always takes the most likely token. With no PROMPT the\n"
+    "model starts a story from nothing.",
+    run};
+
+typedef struct GenerateOptions {
+    int n, top_k, seed;
+    double temperature, top_p;
+} GenerateOptions;
+
+/* Feeds [EOS] + prompt, samples, appends to ids. */
+static int write_on(const LoadedModel *lm, const Ablation *ab, const GenerateOptions *go, IntVec *ids, Error *e) {
+    Generator g;
+    Sampler smp;
+    if (generator_init(&g, &lm->model, ab, e)) return -1;
+    if (sampler_init(&smp, lm->model.cfg.vocab_size, (float)go->temperature, go->top_k, (float)go->top_p,
+                     (uint64_t)go->seed, e)) {
+        generator_free(&g);
+        return -1;
+    }
+    const float *logits = generator_feed(&g, lm->tokenizer.eos_id);
+    for (size_t i = 0; i < ids->len; i++) logits = generator_feed(&g, ids->data[i]);
+    int rc = 0;
+    for (int i = 0; i < go->n && !rc; i++) {
+        int next = sampler_sample(&smp, logits);
+        if (next == lm->tokenizer.eos_id) break;
+        rc = intvec_push(ids, next, e);
+        logits = generator_feed(&g, next);
+    }
+    sampler_free(&smp);
+    generator_free(&g);
+    return rc;
+}
+
+static int generate(const char *path, const char *prompt, const char *ablate, const GenerateOptions *go, Error *e) {
+    LoadedModel lm;
+    if (cli_load_model(&lm, path, e)) return -1;
+    IntVec ids = {0};
+    Ablation ab = {0};
+    int rc = 0;
+    if (ablate && lm.model.cfg.arch != ARCH_ATTENTION)
+        rc = FAIL(e, "leave out --ablate", "'%s' is a window8 model: it has no heads to switch off", path);
+    if (!rc && ablate) rc = cli_parse_heads(ablate, lm.model.cfg.n_heads, &ab.heads, e);
+    if (!rc) rc = tokenizer_encode(&lm.tokenizer, prompt, strlen(prompt), &ids, e);
+    if (!rc) rc = write_on(&lm, &ab, go, &ids, e);
+    char *text = rc ? NULL : tokenizer_decode(&lm.tokenizer, ids.data, ids.len, 1, e);
+    if (text) printf("%s\n", text);
+    else rc = -1;
+    free(text);
+    intvec_free(&ids);
+    cli_free_model(&lm);
+    return rc;
+}
+
+static int run(int argc, char **argv) {
+    GenerateOptions go = {.n = 200, .top_k = 0, .seed = -1, .temperature = 0.8, .top_p = 0.95};
+    const char *model = NULL, *ablate = NULL, *pos[1] = {""};
+    int np, threads = 1;
+    Option opts[] = {
+        {"model", 'm', OPT_STRING, &model, "FILE", "model file (default: ./" DEFAULT_MODEL_PATH ")", 0, 0},
+        {"tokens", 'n', OPT_INT, &go.n, "N", "most new tokens", 0, 1000000},
+        {"temperature", 't', OPT_DOUBLE, &go.temperature, "T", "sampling temperature; 0 = greedy", 0, 100},
+        {"top-k", 'k', OPT_INT, &go.top_k, "K", "sample among the K most likely; 0 = all", 0, 1000000},
+        {"top-p", 'p', OPT_DOUBLE, &go.top_p, "P", "sample among the most likely holding P of the probability", 1e-6, 1},
+        {"seed", 's', OPT_INT, &go.seed, "N", "sampling seed; -1 = from the clock (printed)", -1, 2147483647},
+        {"ablate", 0, OPT_STRING, &ablate, "HEADS", "switch heads off, e.g. 3,5", 0, 0},
+        {"threads", 0, OPT_INT, &threads, "N", "threads", 1, 256},
+    };
+    int rc = args_parse(&command_generate, argc, argv, opts, N_OPTIONS(opts), pos, 0, 1, &np);
+    if (rc) return rc > 0 ? 0 : 2;
+    cli_set_threads(threads);
+    if (go.seed < 0) {
+        go.seed = (int)(((unsigned)time(NULL) ^ (unsigned)getpid() * 2654435761u) & 0x7fffffff);
+        if (isatty(2)) fprintf(stderr, "storylm: seed %d (give --seed %d to repeat)\n", go.seed, go.seed);
+    }
+    Error e = {0};
+    if (generate(cli_model_path(model, false), pos[0], ablate, &go, &e)) return cli_fail(&e);
+    return 0;
+}

@@ -1,0 +1,161 @@
+/* storylm train STORIES: vocabulary (built or reused), held-out test stories,
+ * training with progress, atomic saves; Ctrl-C stops after saving. */
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "args.h"
+#include "common.h"
+#include "storylm/fileio.h"
+#include "storylm/train.h"
+#include "storylm/vocab_train.h"
+
+static int run(int argc, char **argv);
+const Command command_train = {
+    "train", "train a model from scratch on a stories file", "storylm train STORIES [options]",
+    "Trains the chapter's attention network (or chapter 6's window8 baseline) on the\n"
+    "stories in STORIES. The vocabulary is read from --vocab, or learnt from STORIES and\n"
+    "written there when the file does not exist. 100 stories are held out for testing.\n"
+    "Each step reads 8 whole stories. The model (and its optimizer state, for --resume)\n"
+    "is saved atomically at every evaluation and at the end. Ctrl-C stops after saving.",
+    run};
+
+static volatile sig_atomic_t stop_requested; /* the one thing a signal handler may set */
+
+static void on_signal(int sig) {
+    (void)sig;
+    stop_requested = 1;
+}
+
+static void install_handlers(void) {
+    struct sigaction sa = {0};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+typedef struct ProgressPrinter {
+    bool tty;
+    double last_line_s;
+} ProgressPrinter;
+
+/* On a terminal one line rewritten in place; piped, a plain line every 10 s
+ * and at every evaluation. */
+static void print_progress(const TrainProgress *p, void *ctx) {
+    ProgressPrinter *pp = ctx;
+    if (!pp->tty && !p->evaluated && p->elapsed_s - pp->last_line_s < 10) return;
+    pp->last_line_s = p->elapsed_s;
+    char eta[32], test[48] = "";
+    cli_format_duration(p->eta_s, eta, sizeof eta);
+    if (p->evaluated && isfinite(p->test_loss))
+        snprintf(test, sizeof test, " | test %.4f acc %.1f%%", p->test_loss, 100 * p->test_accuracy);
+    fprintf(stderr, "%sstep %5d/%d | loss %.4f%s | %.0f tok/s | ETA %s%s", pp->tty ? "\r\033[K" : "", p->step, p->steps,
+            p->train_loss, test, p->tokens_per_s, eta, pp->tty && !p->evaluated ? "" : "\n");
+}
+
+/* Reuses an existing vocabulary, or learns one from the stories and saves it. */
+static int get_vocab(const char *vocab_path, const char *stories_path, int size, char **text, Error *e) {
+    size_t len;
+    struct stat st;
+    if (stat(vocab_path, &st) == 0) {
+        fprintf(stderr, "storylm: using the vocabulary in %s (delete it to learn a new one)\n", vocab_path);
+        return file_read_all(vocab_path, 64u << 20, text, &len, e);
+    }
+    fprintf(stderr, "storylm: learning a %d-piece vocabulary from %s\n", size, stories_path);
+    char *data;
+    Vocab v = {0};
+    VocabStats vs;
+    if (file_read_all(stories_path, 0, &data, &len, e)) return -1;
+    int rc = vocab_train_text(data, len, stories_path, size, &v, &vs, e);
+    free(data);
+    if (!rc) rc = vocab_save(&v, vocab_path, e);
+    if (!rc) *text = vocab_to_text(&v, &len, e);
+    vocab_free(&v);
+    if (!rc && !*text) rc = -1;
+    if (!rc) fprintf(stderr, "storylm: wrote %s\n", vocab_path);
+    return rc;
+}
+
+static void print_summary(const Stories *s, const char *path) {
+    fprintf(stderr, "storylm: %s: %d stories, %zu tokens; %d held out for testing%s\n", path, s->n_stories,
+            s->n_tokens, s->n_test, s->from_cache ? " (token ids from cache)" : "");
+    if (s->skips.empty + s->skips.invalid_utf8 + s->skips.too_long)
+        fprintf(stderr, "storylm: skipped %d empty, %d invalid UTF-8, %d too long stories\n", s->skips.empty,
+                s->skips.invalid_utf8, s->skips.too_long);
+}
+
+static int train_file(const char *path, TrainOptions *o, const char *vocab_path, int n_test, Error *e) {
+    char *vocab = NULL;
+    Tokenizer tok = {0};
+    Stories s = {0};
+    StoriesOptions so = stories_default_options();
+    so.n_test = n_test;
+    int rc = get_vocab(vocab_path, path, 2000, &vocab, e);
+    if (!rc) rc = tokenizer_from_text(&tok, vocab, strlen(vocab), 0, e);
+    if (!rc) rc = stories_load(&s, path, &tok, &so, e);
+    if (rc) goto done;
+    print_summary(&s, path);
+    o->vocab_text = vocab;
+    o->vocab_size = tok.size;
+    o->data_path = path;
+    ProgressPrinter pp = {.tty = isatty(2)};
+    TrainResult r;
+    rc = train_run(&s, o, print_progress, &pp, &r, e);
+    if (rc) goto done;
+    char took[32];
+    cli_format_duration(r.seconds, took, sizeof took);
+    fprintf(stderr, "%s after %d steps (%s): train loss %.4f, test loss %.4f (perplexity %.1f), accuracy %.1f%%\n",
+            r.interrupted ? "stopped" : "done", r.final_step, took, r.train_loss, r.test_loss,
+            exp(r.test_loss), 100 * r.test_accuracy);
+    printf("model saved to %s\n", o->out);
+    printf("sample it:  storylm generate --model %s \"Lily found a\"\n", o->out);
+    if (r.interrupted)
+        printf("resume it:  storylm train %s --resume --out %s --steps %d\n", path, o->out, o->steps);
+done:
+    stories_free(&s);
+    tokenizer_free(&tok);
+    free(vocab);
+    return rc;
+}
+
+static int run(int argc, char **argv) {
+    TrainOptions o = train_default_options();
+    const char *arch = "attention", *vocab_path = "vocab.txt", *pos[1];
+    int steps = o.steps, seed = (int)o.seed, n_test = STORIES_DEFAULT_TEST, np;
+    bool resume = false;
+    Option opts[] = {
+        {"steps", 0, OPT_INT, &steps, "N", "optimizer steps", 1, 1e9},
+        {"minutes", 0, OPT_DOUBLE, &o.minutes, "M", "time budget in minutes, 0 for none; stops early, saving", 0, 1e6},
+        {"lr", 0, OPT_DOUBLE, &o.lr, "LR", "peak learning rate (linear warm-up, cosine decay to lr/10)", 1e-7, 1},
+        {"warmup", 0, OPT_INT, &o.warmup, "N", "warm-up steps; -1: min(100, steps/10)", -1, 1e9},
+        {"batch", 0, OPT_INT, &o.batch, "N", "stories per step", 1, 4096},
+        {"seed", 0, OPT_INT, &seed, "N", "seed of the initial weights and the story order", 0, 2147483647},
+        {"threads", 0, OPT_INT, &o.threads, "N", "threads; 0: one per core", 0, 256},
+        {"out", 'o', OPT_STRING, &o.out, "FILE", "model file to write", 0, 0},
+        {"vocab", 0, OPT_STRING, &vocab_path, "FILE", "vocabulary to use, or to learn and write if missing", 0, 0},
+        {"eval-every", 0, OPT_INT, &o.eval_every, "N", "steps between test evaluations and saves; 0: at the end", 0, 1e9},
+        {"snapshot-every", 0, OPT_INT, &o.snapshot_every, "N", "also keep OUT.stepN.safetensors every N steps; 0: never", 0, 1e9},
+        {"test-stories", 0, OPT_INT, &n_test, "N", "held-out test stories", 0, 100000},
+        {"max-positions", 0, OPT_INT, &o.max_positions, "N", "positions per forward pass (memory bound)", 64, 1 << 20},
+        {"arch", 0, OPT_STRING, &arch, "NAME", "attention, or window8 (chapter 6's baseline)", 0, 0},
+        {"stop-at", 0, OPT_INT, &o.stop_at, "STEP", "stop and save after this step, keeping the schedule of --steps; 0: never", 0, 1e9},
+        {"resume", 0, OPT_BOOL, &resume, NULL, "continue the run saved in --out (and its optimizer state)", 0, 0},
+    };
+    int rc = args_parse(&command_train, argc, argv, opts, N_OPTIONS(opts), pos, 1, 1, &np);
+    if (rc) return rc > 0 ? 0 : 2;
+    Error e = {0};
+    if (arch_parse(arch, &o.arch, &e)) return args_usage_error(&command_train, "%s", e.message);
+    o.steps = steps;
+    o.seed = (uint64_t)seed;
+    o.resume = resume;
+    o.threads = cli_set_threads(o.threads);
+    o.stop = &stop_requested;
+    install_handlers();
+    if (train_file(pos[0], &o, vocab_path, n_test, &e)) return cli_fail(&e);
+    return stop_requested ? 130 : 0;
+}

@@ -1,0 +1,86 @@
+/* What several verbs share: see common.h. */
+#include "common.h"
+
+#include <cblas.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "storylm/checkpoint.h"
+
+int cli_set_threads(int n) {
+    if (n <= 0) n = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (n <= 0) n = 1;
+    omp_set_num_threads(n);
+    openblas_set_num_threads(n);
+    return n;
+}
+
+static bool file_exists(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+const char *cli_model_path(const char *given, bool quiet) {
+    if (given) return given;
+    if (file_exists(DEFAULT_MODEL_PATH)) {
+        if (!quiet) fprintf(stderr, "storylm: using %s\n", DEFAULT_MODEL_PATH);
+        return DEFAULT_MODEL_PATH;
+    }
+    return DEFAULT_MODEL_PATH; /* the loader's error says how to get one */
+}
+
+int cli_load_model(LoadedModel *lm, const char *path, Error *e) {
+    *lm = (LoadedModel){.path = path};
+    if (!file_exists(path))
+        return FAIL(e, "train one with 'storylm train STORIES', or give --model FILE", "no model file '%s'", path);
+    if (checkpoint_load_model(path, &lm->model, &lm->vocab, &lm->meta, e)) return -1;
+    if (tokenizer_from_text(&lm->tokenizer, lm->vocab, strlen(lm->vocab), lm->model.cfg.vocab_size, e)) {
+        error_prefix(e, "the vocabulary in '%s' is unusable: ", path);
+        cli_free_model(lm);
+        return -1;
+    }
+    return 0;
+}
+
+void cli_free_model(LoadedModel *lm) {
+    model_free(&lm->model);
+    tokenizer_free(&lm->tokenizer);
+    metadata_free(&lm->meta);
+    free(lm->vocab);
+    *lm = (LoadedModel){0};
+}
+
+int cli_parse_heads(const char *list, int n_heads, uint32_t *mask, Error *e) {
+    *mask = 0;
+    const char *p = list;
+    if (!*p) return FAIL(e, "give head numbers like 3,5", "empty head list");
+    while (*p) {
+        char *end;
+        long h = strtol(p, &end, 10);
+        if (end == p || (*end && *end != ','))
+            return FAIL(e, "give head numbers separated by commas, like 3,5", "cannot read head list '%s'", list);
+        if (h < 0 || h >= n_heads)
+            return FAIL(e, "heads are numbered from 0", "head %ld is out of range: this model has heads 0 to %d", h,
+                        n_heads - 1);
+        *mask |= 1u << h;
+        p = *end ? end + 1 : end;
+    }
+    return 0;
+}
+
+int cli_fail(const Error *e) {
+    error_print(e, "storylm");
+    return 1;
+}
+
+void cli_format_duration(double s, char *buf, int size) {
+    if (!(s >= 0)) s = 0;
+    long t = (long)(s + 0.5);
+    if (t >= 3600) snprintf(buf, size, "%ldh%02ldm", t / 3600, t / 60 % 60);
+    else if (t >= 60) snprintf(buf, size, "%ldm%02lds", t / 60, t % 60);
+    else snprintf(buf, size, "%lds", t);
+}

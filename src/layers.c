@@ -1,0 +1,247 @@
+/* The layers around attention, forward and backward side by side: embedding
+ * gather and scatter, window8's concatenation, dense + tanh, and the output
+ * layer with its fused softmax + cross-entropy; and the kernels they share
+ * (vectorizable exp and tanh, softmax, products split over threads). Heavy
+ * products go to BLAS; the loops here are parallel over rows, so sums never
+ * race and results do not depend on scheduling. */
+
+/* GCC's -O2 cost model refuses the `omp simd` reductions below (the softmax
+ * sums); the dynamic model vectorizes them. And contract a*b+c into FMAs,
+ * which ISO C mode leaves apart. */
+#pragma GCC optimize("vect-cost-model=dynamic", "fp-contract=fast")
+#include <cblas.h>
+#include <math.h>
+#include <omp.h>
+#include <string.h>
+
+#include "storylm/model.h"
+
+/* exp for x <= 88 (Cephes' polynomial, about 1 ulp), written so that loops
+ * over it vectorize: the softmaxes over 2,000 logits and 256 keys spend most
+ * of their time here, and libm's expf is not vectorized. */
+static inline float exp_approx(float x) {
+    /* below -87, exp is 0 to float precision; comparisons, not fminf/fmaxf,
+     * which GCC leaves as libm calls */
+    x = x < -87.0f ? -87.0f : x > 88.0f ? 88.0f : x;
+    /* n = round(x / ln 2) by the 1.5 * 2^23 trick: floorf does not vectorize */
+    float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+    float r = x - n * 0.693359375f - n * -2.12194440e-4f; /* ln 2 in two parts, for precision */
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    union { int32_t i; float f; } scale = {.i = ((int32_t)n + 127) << 23}; /* 2^n */
+    return p * scale.f;
+}
+
+/* tanh, vectorizable like exp_approx (libm's tanhf is not), to about 1e-7
+ * relative: tanh|x| = -m / (2 + m) with m = e^{-2|x|} - 1, m from its Taylor
+ * series where subtracting 1 would cancel (|2x| < 1), from exp_approx elsewhere. */
+static inline float tanh_approx(float x) {
+    float ax = x < 0.0f ? -x : x, u = -2.0f * ax;
+    float series = u * (1.0f + u * (1.0f / 2 + u * (1.0f / 6 + u * (1.0f / 24 + u * (1.0f / 120 + u * (1.0f / 720 +
+                   u * (1.0f / 5040 + u * (1.0f / 40320 + u * (1.0f / 362880 + u * (1.0f / 3628800 +
+                   u * (1.0f / 39916800)))))))))));
+    float m = u > -1.0f ? series : exp_approx(u) - 1.0f;
+    float r = -m / (2.0f + m);
+    return x < 0.0f ? -r : r;
+}
+
+static float max_of(const float *x, int n) {
+    float mx = -INFINITY;
+#pragma omp simd reduction(max : mx)
+    for (int i = 0; i < n; i++) mx = x[i] > mx ? x[i] : mx;
+    return mx;
+}
+
+/* x (n) -> exp(x - shift) in place; returns their sum. */
+static float exp_shifted_inplace(float *x, int n, float shift) {
+    float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+    for (int i = 0; i < n; i++) {
+        x[i] = exp_approx(x[i] - shift);
+        sum += x[i];
+    }
+    return sum;
+}
+
+float softmax_inplace(float *x, int n) {
+    float mx = max_of(x, n);
+    float sum = exp_shifted_inplace(x, n, mx);
+    float inv = 1.0f / sum;
+#pragma omp simd
+    for (int i = 0; i < n; i++) x[i] *= inv;
+    return mx + logf(sum);
+}
+
+/* log(sum exp x) of x (n) whose largest value is mx */
+static float logsumexp_max(const float *x, int n, float mx) {
+    float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+    for (int i = 0; i < n; i++) sum += exp_approx(x[i] - mx);
+    return mx + logf(sum);
+}
+
+float logsumexp(const float *x, int n) { return logsumexp_max(x, n, max_of(x, n)); }
+
+/* ---- products -------------------------------------------------------------- */
+
+/* [start, end) of part i of n items cut in parts of whole blocks of 16. */
+static void split(int n, int parts, int i, int *start, int *end) {
+    int blocks = (n + 15) / 16;
+    *start = (int)((long)blocks * i / parts) * 16;
+    *end = (int)((long)blocks * (i + 1) / parts) * 16;
+    if (*end > n) *end = n;
+    if (*start > n) *start = n;
+}
+
+void matmul(int trans_a, int trans_b, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
+            float beta, float *C, int ldc) {
+    enum CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans, tb = trans_b ? CblasTrans : CblasNoTrans;
+    int threads = omp_get_max_threads();
+    if (threads == 1 || openblas_get_num_threads() > 1 || omp_in_parallel()) {
+        cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    int by_rows = M >= N;
+#pragma omp parallel num_threads(threads)
+    {
+        int i = omp_get_thread_num(), n = omp_get_num_threads(), s, e;
+        split(by_rows ? M : N, n, i, &s, &e);
+        if (e > s && by_rows)
+            cblas_sgemm(CblasRowMajor, ta, tb, e - s, N, K, 1.0f, trans_a ? A + s : A + (size_t)s * lda, lda, B, ldb,
+                        beta, C + (size_t)s * ldc, ldc);
+        else if (e > s)
+            cblas_sgemm(CblasRowMajor, ta, tb, M, e - s, K, 1.0f, A, lda, trans_b ? B + (size_t)s * ldb : B + s, ldb,
+                        beta, C + s, ldc);
+    }
+}
+
+void column_sums(const float *A, int rows, int cols, int lda, const float *ones, float *sums) {
+    int threads = omp_get_max_threads();
+    if (threads == 1 || openblas_get_num_threads() > 1 || omp_in_parallel()) {
+        cblas_sgemv(CblasRowMajor, CblasTrans, rows, cols, 1.0f, A, lda, ones, 1, 1.0f, sums, 1);
+        return;
+    }
+#pragma omp parallel num_threads(threads)
+    {
+        int s, e;
+        split(cols, omp_get_num_threads(), omp_get_thread_num(), &s, &e);
+        if (e > s) cblas_sgemv(CblasRowMajor, CblasTrans, rows, e - s, 1.0f, A + s, lda, ones, 1, 1.0f, sums + s, 1);
+    }
+}
+
+/* ---- embedding: token ids -> rows ---------------------------------------- */
+
+/* tokens (n) -> rows (n, D), row stride ld */
+void embedding_forward(const float *embedding, const int32_t *tokens, int n, int D, float *rows, int ld) {
+    for (int p = 0; p < n; p++) memcpy(rows + (size_t)p * ld, embedding + (size_t)tokens[p] * D, D * sizeof(float));
+}
+
+/* d_rows (n, D), stride ld -> d_embedding (V, D) +=, in position order (a token
+ * may repeat, so this stays serial: deterministic and cheap) */
+void embedding_backward(float *d_embedding, const int32_t *tokens, int n, int D, const float *d_rows, int ld) {
+    for (int p = 0; p < n; p++) {
+        float *d = d_embedding + (size_t)tokens[p] * D;
+        const float *g = d_rows + (size_t)p * ld;
+        for (int i = 0; i < D; i++) d[i] += g[i];
+    }
+}
+
+/* Token read by slot s (0 = oldest) of position p of the story starting at start. */
+static int32_t window_token(const Batch *b, int start, int p, int C, int s) {
+    int q = p - (C - 1) + s;
+    return b->tokens[q < start ? start : q];
+}
+
+/* tokens -> z (n, C*D): rows of x_{p-C+1} .. x_p, the story's first row before its start */
+void window_forward(const float *embedding, const Batch *b, int C, int D, float *z) {
+    for (int i = 0; i < b->n_stories; i++)
+        for (int p = b->starts[i]; p < b->starts[i + 1]; p++)
+            for (int s = 0; s < C; s++)
+                memcpy(z + ((size_t)p * C + s) * D, embedding + (size_t)window_token(b, b->starts[i], p, C, s) * D,
+                       D * sizeof(float));
+}
+
+/* d_z (n, C*D) -> d_embedding (V, D) += */
+void window_backward(float *d_embedding, const Batch *b, int C, int D, const float *d_z) {
+    for (int i = 0; i < b->n_stories; i++)
+        for (int p = b->starts[i]; p < b->starts[i + 1]; p++)
+            for (int s = 0; s < C; s++) {
+                float *d = d_embedding + (size_t)window_token(b, b->starts[i], p, C, s) * D;
+                const float *g = d_z + ((size_t)p * C + s) * D;
+                for (int k = 0; k < D; k++) d[k] += g[k];
+            }
+}
+
+/* ---- dense + tanh: the hidden layer -------------------------------------- */
+
+/* x (n, in) -> y (n, out) = tanh(x W^T + bias); W (out, in) */
+void dense_tanh_forward(const float *W, const float *bias, const float *x, int n, int in, int out, float *y) {
+    matmul(0, 1, n, out, in, x, in, W, in, 0.0f, y, out);
+#pragma omp parallel for schedule(static)
+    for (int p = 0; p < n; p++) {
+        float *row = y + (size_t)p * out;
+#pragma omp simd
+        for (int j = 0; j < out; j++) row[j] = tanh_approx(row[j] + bias[j]);
+    }
+}
+
+/* d_y (n, out) -> d_pre = d_y (1 - y^2) in place; dW (out, in) += d_pre^T x;
+ * d_bias (out) += column sums; d_x (n, in) = d_pre W */
+void dense_tanh_backward(const float *W, const float *x, const float *y, float *d_y, int n, int in, int out,
+                         float *dW, float *d_bias, float *d_x, const float *ones) {
+    size_t total = (size_t)n * out;
+#pragma omp parallel for simd schedule(static)
+    for (size_t i = 0; i < total; i++) d_y[i] *= 1.0f - y[i] * y[i];
+    matmul(1, 0, out, in, n, d_y, out, x, in, 1.0f, dW, in);
+    column_sums(d_y, n, out, out, ones, d_bias);
+    matmul(0, 0, n, in, out, d_y, out, W, in, 0.0f, d_x, in);
+}
+
+/* ---- output layer with softmax + cross-entropy --------------------------- */
+
+/* One row of logits (V): adds the bias; lse; loss and correct when target >= 0. */
+static void xent_row(float *row, const float *bias, int V, int32_t target, float *lse, float *loss,
+                     uint8_t *correct) {
+#pragma omp simd
+    for (int v = 0; v < V; v++) row[v] += bias[v];
+    float mx = max_of(row, V);
+    *lse = logsumexp_max(row, V, mx);
+    *loss = target >= 0 ? *lse - row[target] : 0.0f;
+    *correct = target >= 0 && row[target] >= mx;
+}
+
+/* y (n, Hd) -> logits (n, V); W (V, Hd); per row lse, loss, correct */
+void output_forward(const float *W, const float *bias, const float *y, int n, int Hd, int V, float *logits,
+                    const int32_t *target, float *lse, float *loss, uint8_t *correct) {
+    matmul(0, 1, n, V, Hd, y, Hd, W, Hd, 0.0f, logits, V);
+#pragma omp parallel for schedule(static)
+    for (int p = 0; p < n; p++)
+        xent_row(logits + (size_t)p * V, bias, V, target[p], &lse[p], &loss[p], &correct[p]);
+}
+
+/* One row of logits (V) -> (softmax - onehot) * scale in place, or 0 without target. */
+static void xent_grad_row(float *row, int V, int32_t target, float lse, float scale) {
+    if (target < 0) {
+        memset(row, 0, V * sizeof(float));
+        return;
+    }
+#pragma omp simd
+    for (int v = 0; v < V; v++) row[v] = exp_approx(row[v] - lse) * scale;
+    row[target] -= scale;
+}
+
+/* logits (n, V) -> d logits in place; dW (V, Hd) += dl^T y; d_bias (V) +=;
+ * d_y (n, Hd) = dl W */
+void output_backward(const float *W, const float *y, float *logits, const int32_t *target, const float *lse,
+                     float scale, int n, int Hd, int V, float *dW, float *d_bias, float *d_y, const float *ones) {
+#pragma omp parallel for schedule(static)
+    for (int p = 0; p < n; p++) xent_grad_row(logits + (size_t)p * V, V, target[p], lse[p], scale);
+    matmul(1, 0, V, Hd, n, logits, V, y, Hd, 1.0f, dW, Hd);
+    column_sums(logits, n, V, V, ones, d_bias);
+    matmul(0, 0, n, Hd, V, logits, V, W, Hd, 0.0f, d_y, Hd);
+}

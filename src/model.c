@@ -1,0 +1,326 @@
+/* The model's orchestration: init, batches, activations, and the forward and
+ * backward passes that chain the layers of src/layers.c and src/attention.c.
+ * See include/storylm/model.h for the network and the layouts. */
+#include <cblas.h>
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "storylm/model.h"
+#include "storylm/rng.h"
+
+int model_hidden_input_dim(const ModelConfig *c) {
+    return c->arch == ARCH_ATTENTION ? c->row_dim + c->n_heads * c->value_dim : c->context * c->row_dim;
+}
+
+/* Rows of the stacked query, key and value weights: H*(2*kd + vd), 256 at the real sizes. */
+static int qkv_rows(const ModelConfig *c) { return c->n_heads * (2 * c->key_dim + c->value_dim); }
+
+/* Row stride of qkv for N positions: N in whole blocks of 8 (attention packs
+ * whole blocks), plus 8 floats so that rows read together never sit a
+ * multiple of 4 KiB apart (they would evict each other from the same cache sets). */
+static int qkv_stride(int N) { return (N + 7) / 8 * 8 + 8; }
+
+void model_threads_setup(int n_threads) {
+    if (n_threads > 0) omp_set_num_threads(n_threads);
+    openblas_set_num_threads(1);
+}
+
+/* ---- init ---------------------------------------------------------------- */
+
+static void fill_normal(Rng *r, float *x, size_t n, double std) {
+    for (size_t i = 0; i < n; i++) x[i] = (float)(rng_normal(r) * std);
+}
+
+static void fill_uniform(Rng *r, float *x, size_t n, double bound) {
+    for (size_t i = 0; i < n; i++) x[i] = (float)rng_range(r, -bound, bound);
+}
+
+/* PyTorch's defaults, the scales the chapter's kind of network trains well from:
+ * unit-sized rows, and each Linear's outputs starting near unit size too, so
+ * tanh starts in its linear part, the first scores q.k/sqrt(8) are small
+ * (every head reads almost evenly, as the chapter describes) and the first
+ * logits are near 0 (loss near ln 2000). Distance scores start at exactly 0. */
+void model_randomize(Model *m, uint64_t seed) {
+    const ModelConfig *c = &m->cfg;
+    Rng r;
+    rng_seed(&r, seed);
+    double row_bound = 1.0 / sqrt(c->row_dim), z_bound = 1.0 / sqrt(model_hidden_input_dim(c));
+    double y_bound = 1.0 / sqrt(c->hidden_dim);
+    fill_normal(&r, m->embedding, (size_t)c->vocab_size * c->row_dim, 1.0);
+    if (c->arch == ARCH_ATTENTION) {
+        fill_uniform(&r, m->query, (size_t)c->n_heads * c->row_dim * c->key_dim, row_bound);
+        fill_uniform(&r, m->key, (size_t)c->n_heads * c->row_dim * c->key_dim, row_bound);
+        fill_uniform(&r, m->value, (size_t)c->n_heads * c->row_dim * c->value_dim, row_bound);
+        memset(m->distance, 0, (size_t)c->n_heads * c->window * sizeof(float));
+    }
+    fill_uniform(&r, m->hidden_w, (size_t)c->hidden_dim * model_hidden_input_dim(c), z_bound);
+    fill_uniform(&r, m->hidden_b, (size_t)c->hidden_dim, z_bound);
+    fill_uniform(&r, m->output_w, (size_t)c->vocab_size * c->hidden_dim, y_bound);
+    fill_uniform(&r, m->output_b, (size_t)c->vocab_size, y_bound);
+}
+
+/* ---- batches --------------------------------------------------------------- */
+
+int batch_init(Batch *b, int max_tokens, int max_stories, Error *e) {
+    *b = (Batch){.max_tokens = max_tokens, .max_stories = max_stories};
+    if (max_tokens < 1 || max_stories < 1)
+        return FAIL(e, NULL, "a batch needs room for at least one token and one story (got %d, %d)", max_tokens,
+                    max_stories);
+    b->tokens = xmalloc((size_t)max_tokens * sizeof(int32_t), e);
+    b->starts = xcalloc((size_t)max_stories + 1, sizeof(int), e);
+    if (!b->tokens || !b->starts) {
+        batch_free(b);
+        return -1;
+    }
+    return 0;
+}
+
+void batch_free(Batch *b) {
+    free(b->tokens);
+    free(b->starts);
+    *b = (Batch){0};
+}
+
+void batch_clear(Batch *b) {
+    b->n_stories = 0;
+    b->n_tokens = 0;
+}
+
+int batch_add(Batch *b, const int32_t *ids, int len, Error *e) {
+    if (len < 1) return FAIL(e, NULL, "cannot add a story of %d tokens to a batch", len);
+    if (b->n_stories >= b->max_stories || len > b->max_tokens - b->n_tokens)
+        return FAIL(e, "make the batch larger or put fewer stories in it",
+                    "a story of %d tokens does not fit in the batch (%d of %d tokens, %d of %d stories used)", len,
+                    b->n_tokens, b->max_tokens, b->n_stories, b->max_stories);
+    memcpy(b->tokens + b->n_tokens, ids, (size_t)len * sizeof(int32_t));
+    b->n_tokens += len;
+    b->starts[++b->n_stories] = b->n_tokens;
+    return 0;
+}
+
+/* ---- activations ------------------------------------------------------------ */
+
+int activations_init(Activations *a, const ModelConfig *cfg, int max_positions, Error *e) {
+    *a = (Activations){.cfg = *cfg, .max_positions = max_positions};
+    if (max_positions < 1) return FAIL(e, NULL, "activations need at least one position (got %d)", max_positions);
+    if (cfg->key_dim > STORYLM_MAX_HEAD_DIM || cfg->value_dim > STORYLM_MAX_HEAD_DIM || cfg->n_heads > 32)
+        return FAIL(e, NULL, "heads of %d query and %d value numbers (%d heads) are more than the passes take",
+                    cfg->key_dim, cfg->value_dim, cfg->n_heads);
+    size_t N = (size_t)max_positions, Z = (size_t)model_hidden_input_dim(cfg), Hd = (size_t)cfg->hidden_dim;
+    int ok = (a->z = xmalloc(N * Z * sizeof(float), e)) && (a->d_z = xmalloc(N * Z * sizeof(float), e)) &&
+             (a->hidden = xmalloc(N * Hd * sizeof(float), e)) &&
+             (a->d_hidden = xmalloc(N * Hd * sizeof(float), e)) &&
+             (a->logits = xmalloc(N * cfg->vocab_size * sizeof(float), e)) &&
+             (a->lse = xmalloc(N * sizeof(float), e)) && (a->loss = xmalloc(N * sizeof(float), e)) &&
+             (a->target = xmalloc(N * sizeof(int32_t), e)) && (a->correct = xmalloc(N, e)) &&
+             (a->first_key = xmalloc(N * sizeof(int), e)) && (a->ones = xmalloc(N * sizeof(float), e));
+    if (ok && cfg->arch == ARCH_ATTENTION) {
+        size_t QKV = (size_t)qkv_rows(cfg), D = (size_t)cfg->row_dim, HW = (size_t)cfg->n_heads * cfg->window;
+        size_t LD = (size_t)qkv_stride(max_positions), HS = (size_t)cfg->n_heads * attention_row_stride(cfg->window);
+        size_t KV = (size_t)cfg->n_heads * LD * (cfg->key_dim + cfg->value_dim);
+        AttentionScratch *s = &a->scratch;
+        ok = (a->qkv = xmalloc(QKV * LD * sizeof(float), e)) && (a->d_qkv = xmalloc(QKV * LD * sizeof(float), e)) &&
+             (a->att = xmalloc(HW * N * sizeof(float), e)) && (a->qkv_w = xmalloc(QKV * D * sizeof(float), e)) &&
+             (a->d_qkv_w = xmalloc(QKV * D * sizeof(float), e)) && (s->kv = xmalloc(KV * sizeof(float), e)) &&
+             (s->d_kv = xmalloc(KV * sizeof(float), e)) && (s->dist = xmalloc(HS * sizeof(float), e)) &&
+             (s->d_dist = xmalloc(HS * sizeof(float), e)) && (s->w = xmalloc(HS * sizeof(float), e)) &&
+             (s->ds = xmalloc(HS * sizeof(float), e));
+    }
+    if (!ok) {
+        activations_free(a);
+        return -1;
+    }
+    for (size_t p = 0; p < N; p++) a->ones[p] = 1.0f;
+    return 0;
+}
+
+void activations_free(Activations *a) {
+    void *bufs[] = {a->z, a->d_z, a->hidden, a->d_hidden, a->logits, a->lse, a->loss, a->target, a->correct,
+                    a->first_key, a->ones, a->qkv, a->d_qkv, a->att, a->qkv_w, a->d_qkv_w, a->scratch.kv,
+                    a->scratch.d_kv, a->scratch.dist, a->scratch.d_dist, a->scratch.w, a->scratch.ds};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
+    *a = (Activations){0};
+}
+
+const float *activations_attention(const Activations *a, int h, int p, int *first_key, int *n_keys) {
+    if (first_key) *first_key = a->first_key[p];
+    if (n_keys) *n_keys = p - a->first_key[p] + 1;
+    return a->att + ((size_t)h * a->n_positions + p) * a->cfg.window;
+}
+
+void activations_qkv(const Activations *a, int h, int p, float *query, float *key, float *value) {
+    const ModelConfig *c = &a->cfg;
+    size_t N = (size_t)a->qkv_ld, kd = (size_t)c->key_dim, vd = (size_t)c->value_dim;
+    const float *q = a->qkv + h * kd * N, *k = a->qkv + (c->n_heads + h) * kd * N;
+    const float *v = a->qkv + (2 * c->n_heads * kd + h * vd) * N;
+    for (size_t i = 0; i < kd; i++) {
+        if (query) query[i] = q[i * N + p];
+        if (key) key[i] = k[i * N + p];
+    }
+    for (size_t i = 0; value && i < vd; i++) value[i] = v[i * N + p];
+}
+
+const float *activations_head_output(const Activations *a, int h, int p) {
+    const ModelConfig *c = &a->cfg;
+    return a->z + (size_t)p * model_hidden_input_dim(c) + c->row_dim + (size_t)h * c->value_dim;
+}
+
+/* ---- forward ------------------------------------------------------------------ */
+
+static int same_config(const ModelConfig *x, const ModelConfig *y) {
+    return x->arch == y->arch && x->vocab_size == y->vocab_size && x->row_dim == y->row_dim &&
+           x->n_heads == y->n_heads && x->key_dim == y->key_dim && x->value_dim == y->value_dim &&
+           x->window == y->window && x->hidden_dim == y->hidden_dim && x->context == y->context;
+}
+
+static int check_ablation(const ModelConfig *c, const Ablation *ab, Error *e) {
+    if (!ab || !ab->heads) return 0;
+    if (c->arch != ARCH_ATTENTION) return FAIL(e, "ablate heads of an attention model", "window8 has no heads");
+    if (c->n_heads > 32 || (c->n_heads < 32 && ab->heads >> c->n_heads))
+        return FAIL(e, "give head numbers from 0 to the number of heads - 1",
+                    "cannot switch off head mask 0x%x: the model has heads 0 to %d", ab->heads, c->n_heads - 1);
+    if (ab->mode == ABLATE_MEAN && !ab->mean)
+        return FAIL(e, "compute the heads' mean outputs first", "mean ablation needs the heads' mean outputs");
+    return 0;
+}
+
+static int check_forward(const Model *m, const Activations *a, const Batch *b, const Ablation *ab, Error *e) {
+    if (!same_config(&m->cfg, &a->cfg)) return FAIL(e, NULL, "activations were made for another model's sizes");
+    if (b->n_stories < 1) return FAIL(e, NULL, "the batch holds no story");
+    if (b->n_tokens > a->max_positions)
+        return FAIL(e, "allocate activations for more positions", "a batch of %d tokens exceeds the %d positions",
+                    b->n_tokens, a->max_positions);
+    for (int p = 0; p < b->n_tokens; p++)
+        if (b->tokens[p] < 0 || b->tokens[p] >= m->cfg.vocab_size)
+            return FAIL(e, "encode the stories with this model's vocabulary",
+                        "token id %d at position %d is outside the vocabulary of %d", b->tokens[p], p,
+                        m->cfg.vocab_size);
+    return check_ablation(&m->cfg, ab, e);
+}
+
+/* Per position p: the next id as target (-1 at a story's end) and the first
+ * position its window reaches (the story's start or W-1 back). */
+static void prepare_positions(Activations *a, const Batch *b) {
+    int W = a->cfg.window;
+    for (int i = 0; i < b->n_stories; i++) {
+        int start = b->starts[i], end = b->starts[i + 1];
+        for (int p = start; p < end; p++) {
+            a->target[p] = p + 1 < end ? b->tokens[p + 1] : -1;
+            a->first_key[p] = p - (W - 1) > start ? p - (W - 1) : start;
+        }
+    }
+    a->n_positions = b->n_tokens;
+    a->n_predicted = b->n_tokens - b->n_stories;
+    a->qkv_ld = qkv_stride(b->n_tokens);
+}
+
+/* query (H, D, kd), key (H, D, kd), value (H, D, vd) -> qkv_w (QKV, D), so one
+ * sgemm makes every head's queries, keys and values at once. */
+static void pack_qkv_weights(const Model *m, float *qkv_w) {
+    const ModelConfig *c = &m->cfg;
+    int D = c->row_dim, kd = c->key_dim, vd = c->value_dim, H = c->n_heads;
+    for (int h = 0; h < H; h++)
+        for (int r = 0; r < D; r++) {
+            for (int i = 0; i < kd; i++) {
+                qkv_w[(size_t)(h * kd + i) * D + r] = m->query[((size_t)h * D + r) * kd + i];
+                qkv_w[(size_t)((H + h) * kd + i) * D + r] = m->key[((size_t)h * D + r) * kd + i];
+            }
+            for (int i = 0; i < vd; i++)
+                qkv_w[(size_t)(2 * H * kd + h * vd + i) * D + r] = m->value[((size_t)h * D + r) * vd + i];
+        }
+}
+
+/* The reverse of pack_qkv_weights, accumulating: d_qkv_w (QKV, D) -> grads +=. */
+static void unpack_qkv_grads(const Model *m, const float *d_qkv_w, float *d_query, float *d_key, float *d_value) {
+    const ModelConfig *c = &m->cfg;
+    int D = c->row_dim, kd = c->key_dim, vd = c->value_dim, H = c->n_heads;
+    for (int h = 0; h < H; h++)
+        for (int r = 0; r < D; r++) {
+            for (int i = 0; i < kd; i++) {
+                d_query[((size_t)h * D + r) * kd + i] += d_qkv_w[(size_t)(h * kd + i) * D + r];
+                d_key[((size_t)h * D + r) * kd + i] += d_qkv_w[(size_t)((H + h) * kd + i) * D + r];
+            }
+            for (int i = 0; i < vd; i++)
+                d_value[((size_t)h * D + r) * vd + i] += d_qkv_w[(size_t)(2 * H * kd + h * vd + i) * D + r];
+        }
+}
+
+/* z (N, Z): switched-off heads' slots -> 0 or the head's mean output. */
+static void ablate_heads(Activations *a, const Ablation *ab) {
+    const ModelConfig *c = &a->cfg;
+    int Z = model_hidden_input_dim(c), vd = c->value_dim;
+    for (int h = 0; h < c->n_heads; h++) {
+        if (!(ab->heads >> h & 1u)) continue;
+        for (int p = 0; p < a->n_positions; p++) {
+            float *slot = a->z + (size_t)p * Z + c->row_dim + (size_t)h * vd;
+            if (ab->mode == ABLATE_MEAN) memcpy(slot, ab->mean + (size_t)h * vd, vd * sizeof(float));
+            else memset(slot, 0, vd * sizeof(float));
+        }
+    }
+}
+
+/* tokens -> z (N, 160): rows, every head's queries, keys, values, attention */
+static void attention_input(const Model *m, Activations *a, const Batch *b) {
+    const ModelConfig *c = &m->cfg;
+    int N = a->n_positions, Z = model_hidden_input_dim(c), D = c->row_dim;
+    embedding_forward(m->embedding, b->tokens, N, D, a->z, Z);
+    pack_qkv_weights(m, a->qkv_w);
+    matmul(0, 1, qkv_rows(c), N, D, a->qkv_w, D, a->z, Z, 0.0f, a->qkv, a->qkv_ld);
+    attention_forward(c, a->qkv, a->qkv_ld, m->distance, a->first_key, N, a->att, a->z + D, Z, &a->scratch);
+    if (a->ablation.heads) ablate_heads(a, &a->ablation);
+}
+
+int model_forward(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, float *mean_loss,
+                  Error *e) {
+    if (check_forward(m, a, b, ablation, e)) return -1;
+    const ModelConfig *c = &m->cfg;
+    a->ablation = ablation ? *ablation : (Ablation){0};
+    prepare_positions(a, b);
+    int N = a->n_positions, Z = model_hidden_input_dim(c);
+    if (c->arch == ARCH_ATTENTION) attention_input(m, a, b);
+    else window_forward(m->embedding, b, c->context, c->row_dim, a->z);
+    dense_tanh_forward(m->hidden_w, m->hidden_b, a->z, N, Z, c->hidden_dim, a->hidden);
+    output_forward(m->output_w, m->output_b, a->hidden, N, c->hidden_dim, c->vocab_size, a->logits, a->target, a->lse,
+                   a->loss, a->correct);
+    double sum = 0.0;
+    for (int p = 0; p < N; p++) sum += a->loss[p];
+    a->mean_loss = a->n_predicted > 0 ? sum / a->n_predicted : 0.0;
+    if (mean_loss) *mean_loss = (float)a->mean_loss;
+    return 0;
+}
+
+/* ---- backward ---------------------------------------------------------------- */
+
+void model_zero_grad(const Model *m, float *grads) { memset(grads, 0, m->n_params * sizeof(float)); }
+
+/* The gradient buffer's view matching a parameter view. */
+static float *grad_of(const Model *m, float *grads, const float *param) { return grads + (param - m->params); }
+
+/* d_z (N, 160) -> grads of the attention's weights and of the rows' embedding */
+static void attention_input_backward(const Model *m, Activations *a, const Batch *b, float *grads) {
+    const ModelConfig *c = &m->cfg;
+    int N = a->n_positions, Z = model_hidden_input_dim(c), D = c->row_dim, QKV = qkv_rows(c);
+    attention_backward(c, a->qkv, a->qkv_ld, a->att, a->first_key, N, a->d_z + D, Z, a->ablation.heads, a->d_qkv,
+                       grad_of(m, grads, m->distance), &a->scratch);
+    matmul(0, 0, QKV, D, N, a->d_qkv, a->qkv_ld, a->z, Z, 0.0f, a->d_qkv_w, D);
+    unpack_qkv_grads(m, a->d_qkv_w, grad_of(m, grads, m->query), grad_of(m, grads, m->key),
+                     grad_of(m, grads, m->value));
+    /* the rows feed z directly and through q, k, v: add the second path */
+    matmul(1, 0, N, D, QKV, a->d_qkv, a->qkv_ld, a->qkv_w, D, 1.0f, a->d_z, Z);
+    embedding_backward(grad_of(m, grads, m->embedding), b->tokens, N, D, a->d_z, Z);
+}
+
+void model_backward(const Model *m, Activations *a, const Batch *b, float *grads) {
+    const ModelConfig *c = &m->cfg;
+    int N = a->n_positions, Z = model_hidden_input_dim(c), Hd = c->hidden_dim;
+    if (a->n_predicted < 1) return; /* no target: the loss depends on nothing */
+    output_backward(m->output_w, a->hidden, a->logits, a->target, a->lse, 1.0f / a->n_predicted, N, Hd,
+                    c->vocab_size, grad_of(m, grads, m->output_w), grad_of(m, grads, m->output_b), a->d_hidden,
+                    a->ones);
+    dense_tanh_backward(m->hidden_w, a->z, a->hidden, a->d_hidden, N, Z, Hd, grad_of(m, grads, m->hidden_w),
+                        grad_of(m, grads, m->hidden_b), a->d_z, a->ones);
+    if (c->arch == ARCH_ATTENTION) attention_input_backward(m, a, b, grads);
+    else window_backward(grad_of(m, grads, m->embedding), b, c->context, c->row_dim, a->d_z);
+}

@@ -1,0 +1,415 @@
+/* Training: see include/storylm/train.h. */
+#include "storylm/train.h"
+
+#include <cblas.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "storylm/adam.h"
+#include "storylm/checkpoint.h"
+#include "storylm/fileio.h"
+#include "storylm/rng.h"
+
+TrainOptions train_default_options(void) {
+    return (TrainOptions){.arch = ARCH_ATTENTION, .steps = 3000, .lr = 3e-3, .warmup = -1, .min_lr_ratio = 0.1,
+                          .batch = 8, .seed = 1, .threads = 0, .eval_every = 250, .max_positions = 4096,
+                          .out = "model.safetensors"};
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int warmup_steps(const TrainOptions *o) {
+    if (o->warmup >= 0) return o->warmup;
+    int w = o->steps / 10;
+    return w < 100 ? w : 100;
+}
+
+double train_lr_at(const TrainOptions *o, int step) {
+    int warm = warmup_steps(o);
+    if (step < warm) return o->lr * (step + 1) / warm;
+    double span = o->steps - warm, t = span > 0 ? (step - warm) / span : 1.0;
+    if (t > 1) t = 1;
+    double floor = o->lr * o->min_lr_ratio;
+    return floor + (o->lr - floor) * 0.5 * (1 + cos(3.14159265358979323846 * t));
+}
+
+/* ---------------------------------------------------------------------------
+ * The order stories are read in: pass p over the training stories is a
+ * shuffle seeded by (seed, p), so story k of the stream depends only on k and
+ * a resumed run reads exactly what an uninterrupted one would. */
+typedef struct StoryStream {
+    const Stories *s;
+    uint64_t seed;
+    long pass;  /* pass whose order is in `order` (-1: none yet) */
+    int *order; /* (n_train) */
+} StoryStream;
+
+static void stream_shuffle(StoryStream *st, long pass) {
+    int n = st->s->n_train;
+    Rng r;
+    rng_seed(&r, st->seed * 0x9E3779B97F4A7C15ULL + (uint64_t)pass + 1);
+    memcpy(st->order, st->s->train, (size_t)n * sizeof(int));
+    for (int i = n - 1; i > 0; i--) {
+        int j = (int)rng_below(&r, (uint64_t)i + 1), t = st->order[i];
+        st->order[i] = st->order[j];
+        st->order[j] = t;
+    }
+    st->pass = pass;
+}
+
+static int stream_story(StoryStream *st, long long k) {
+    long pass = (long)(k / st->s->n_train);
+    if (pass != st->pass) stream_shuffle(st, pass);
+    return st->order[k % st->s->n_train];
+}
+
+/* ---------------------------------------------------------------------------
+ * Forward (and backward) over a list of stories, in chunks of whole stories
+ * that fit the activations. Each chunk's gradient of its own mean loss is
+ * weighted by its share of the predicted positions, so the sum is the
+ * gradient of the mean over all of them. */
+typedef struct Pass {
+    const Model *m;
+    Activations acts;
+    Batch batch;
+    float *chunk_grads; /* (n_params), only used when a step needs 2+ chunks */
+} Pass;
+
+static int pass_init(Pass *p, const Model *m, int max_positions, int max_stories, Error *e) {
+    *p = (Pass){.m = m};
+    if (activations_init(&p->acts, &m->cfg, max_positions, e) || batch_init(&p->batch, max_positions, max_stories, e))
+        return -1;
+    p->chunk_grads = xmalloc(m->n_params * sizeof(float), e);
+    return p->chunk_grads ? 0 : -1;
+}
+
+static void pass_free(Pass *p) {
+    activations_free(&p->acts);
+    batch_free(&p->batch);
+    free(p->chunk_grads);
+}
+
+static long long predicted_positions(const Stories *s, const int *idx, int n) {
+    long long total = 0;
+    for (int i = 0; i < n; i++) total += (long long)story_len(s, idx[i]) - 1;
+    return total;
+}
+
+/* Runs idx[0..n) through the model. grads == NULL: forward only. Sums loss
+ * and correct predictions over predicted positions into *loss_sum, *correct. */
+static int pass_run(Pass *p, const Stories *s, const int *idx, int n, const Ablation *ab, float *grads,
+                    double *loss_sum, long long *correct, Error *e) {
+    long long total = predicted_positions(s, idx, n);
+    for (int i = 0; i < n;) {
+        batch_clear(&p->batch);
+        while (i < n && p->batch.n_tokens + (int)story_len(s, idx[i]) <= p->batch.max_tokens &&
+               p->batch.n_stories < p->batch.max_stories) {
+            if (batch_add(&p->batch, s->tokens + s->starts[idx[i]], (int)story_len(s, idx[i]), e)) return -1;
+            i++;
+        }
+        if (p->batch.n_stories == 0)
+            return FAIL(e, "raise --max-positions", "story %d has %zu tokens, more than the %d positions of a chunk",
+                        idx[i], story_len(s, idx[i]), p->batch.max_tokens);
+        float mean;
+        if (model_forward(p->m, &p->acts, &p->batch, ab, &mean, e)) return -1;
+        int np = p->acts.n_predicted;
+        for (int t = 0; t < p->acts.n_positions; t++) {
+            if (p->acts.target[t] < 0) continue;
+            *loss_sum += p->acts.loss[t];
+            *correct += p->acts.correct[t];
+        }
+        if (!grads || np == 0) continue;
+        if (np == total) {
+            model_backward(p->m, &p->acts, &p->batch, grads);
+        } else {
+            model_zero_grad(p->m, p->chunk_grads);
+            model_backward(p->m, &p->acts, &p->batch, p->chunk_grads);
+            cblas_saxpy((int)p->m->n_params, (float)np / (float)total, p->chunk_grads, 1, grads, 1);
+        }
+    }
+    return 0;
+}
+
+int evaluate(const Model *m, const Stories *s, const int *idx, int n, const Ablation *ab, int max_positions,
+             EvalResult *r, Error *e) {
+    *r = (EvalResult){0};
+    int longest = 0;
+    for (int i = 0; i < n; i++) longest = (int)story_len(s, idx[i]) > longest ? (int)story_len(s, idx[i]) : longest;
+    Pass p;
+    double loss = 0;
+    long long correct = 0;
+    int rc = pass_init(&p, m, longest > max_positions ? longest : max_positions, n > 0 ? n : 1, e);
+    if (!rc) rc = pass_run(&p, s, idx, n, ab, NULL, &loss, &correct, e);
+    pass_free(&p);
+    if (rc) return -1;
+    r->positions = predicted_positions(s, idx, n);
+    r->loss = r->positions ? loss / (double)r->positions : NAN;
+    r->accuracy = r->positions ? (double)correct / (double)r->positions : NAN;
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------
+ * The training run. */
+typedef struct Trainer {
+    const Stories *s;
+    TrainOptions o;
+    Model model;
+    Adam adam;
+    float *grads;
+    Pass pass;
+    StoryStream stream;
+    int *step_stories; /* (batch) */
+    int step;          /* steps done */
+    uint64_t run_id, data_hash;
+    TrainResult *r;
+} Trainer;
+
+/* Identifies the training data: the token ids and the held-out split. */
+static uint64_t data_hash(const Stories *s) {
+    uint64_t h = hash64(s->tokens, s->n_tokens * sizeof(int32_t), 0);
+    return hash64(s->test, (size_t)s->n_test * sizeof(int), h);
+}
+
+static int set_meta(Metadata *md, const char *key, const char *fmt, double x, Error *e) {
+    char buf[64];
+    snprintf(buf, sizeof buf, fmt, x);
+    return metadata_set(md, key, buf, e);
+}
+
+/* The shortest decimal that reads back as exactly x, so a resume gets the same bits. */
+static int set_meta_exact(Metadata *md, const char *key, double x, Error *e) {
+    char buf[64];
+    for (int digits = 1; digits <= 17; digits++) {
+        snprintf(buf, sizeof buf, "%.*g", digits, x);
+        if (strtod(buf, NULL) == x) break;
+    }
+    return metadata_set(md, key, buf, e);
+}
+
+/* The keys a model file carries about its training (read by info and resume). */
+static int fill_metadata(const Trainer *t, Metadata *md, Error *e) {
+    const TrainOptions *o = &t->o;
+    const TrainResult *r = t->r;
+    int rc = metadata_set(md, "data", o->data_path ? o->data_path : "", e);
+    rc = rc ? rc : set_meta(md, "steps", "%.0f", o->steps, e);
+    rc = rc ? rc : set_meta(md, "seed", "%.0f", (double)o->seed, e);
+    rc = rc ? rc : set_meta_exact(md, "lr", o->lr, e);
+    rc = rc ? rc : set_meta(md, "warmup", "%.0f", warmup_steps(o), e);
+    rc = rc ? rc : set_meta_exact(md, "min_lr_ratio", o->min_lr_ratio, e);
+    rc = rc ? rc : set_meta(md, "batch", "%.0f", o->batch, e);
+    rc = rc ? rc : set_meta(md, "threads", "%.0f", o->threads, e);
+    rc = rc ? rc : set_meta(md, "train_stories", "%.0f", t->s->n_train, e);
+    rc = rc ? rc : set_meta(md, "test_stories", "%.0f", t->s->n_test, e);
+    rc = rc ? rc : set_meta(md, "tokens_seen", "%.0f", (double)r->tokens_seen, e);
+    rc = rc ? rc : set_meta(md, "train_loss", "%.6f", r->train_loss, e);
+    if (!rc && isfinite(r->test_loss)) rc = set_meta(md, "test_loss", "%.6f", r->test_loss, e);
+    if (!rc && isfinite(r->test_accuracy)) rc = set_meta(md, "test_accuracy", "%.6f", r->test_accuracy, e);
+    rc = rc ? rc : set_meta(md, "seconds", "%.1f", r->seconds, e);
+    return rc;
+}
+
+static int save(Trainer *t, const char *path, Error *e) {
+    Metadata md = {0};
+    TrainingState st = {.adam_m = t->adam.m, .adam_v = t->adam.v, .n_params = t->model.n_params,
+                        .step = (uint64_t)t->step, .data_hash = t->data_hash, .run_id = t->run_id};
+    int rc = fill_metadata(t, &md, e);
+    if (!rc) rc = checkpoint_save_all(path, &t->model, t->o.vocab_text, &md, &st, e);
+    metadata_free(&md);
+    return rc;
+}
+
+static double meta_number(const Metadata *md, const char *key, double fallback) {
+    const char *v = metadata_get(md, key);
+    return v ? strtod(v, NULL) : fallback;
+}
+
+/* Loads o.out and its optimizer state; the schedule and seed come from the
+ * file so the run goes on as it began (only --steps may extend it). */
+static int resume(Trainer *t, Error *e) {
+    Metadata md = {0};
+    TrainingState st = {0};
+    char *vocab = NULL;
+    if (checkpoint_load_all(t->o.out, &t->model, &vocab, &md, &st, e)) {
+        error_prefix(e, "cannot resume: ");
+        return -1;
+    }
+    int rc = 0;
+    if (strcmp(vocab, t->o.vocab_text) != 0 || st.data_hash != t->data_hash)
+        rc = FAIL(e, "resume with the same stories file and vocabulary, or train anew without --resume",
+                  "cannot resume '%s': it was trained on other data or another vocabulary", t->o.out);
+    if (!rc) {
+        t->o.arch = t->model.cfg.arch;
+        t->o.seed = (uint64_t)meta_number(&md, "seed", (double)t->o.seed);
+        t->o.lr = meta_number(&md, "lr", t->o.lr);
+        t->o.warmup = (int)meta_number(&md, "warmup", t->o.warmup);
+        t->o.min_lr_ratio = meta_number(&md, "min_lr_ratio", t->o.min_lr_ratio);
+        t->o.batch = (int)meta_number(&md, "batch", t->o.batch);
+        t->r->tokens_seen = (long long)meta_number(&md, "tokens_seen", 0);
+        t->step = (int)st.step;
+        t->run_id = st.run_id;
+        rc = adam_init(&t->adam, t->model.n_params, e);
+    }
+    if (!rc) {
+        memcpy(t->adam.m, st.adam_m, t->model.n_params * sizeof(float));
+        memcpy(t->adam.v, st.adam_v, t->model.n_params * sizeof(float));
+        t->adam.step = (int64_t)st.step;
+    }
+    training_state_free(&st);
+    metadata_free(&md);
+    free(vocab);
+    return rc;
+}
+
+static int trainer_init(Trainer *t, const Stories *s, const TrainOptions *o, TrainResult *r, Error *e) {
+    *t = (Trainer){.s = s, .o = *o, .r = r};
+    t->data_hash = data_hash(s);
+    if (s->n_train < 1) return FAIL(e, "give a file with more stories", "no training stories");
+    int ntok = 0;
+    for (int i = 0; i < s->n_stories; i++) ntok = (int)story_len(s, i) > ntok ? (int)story_len(s, i) : ntok;
+    if (o->resume) {
+        if (resume(t, e)) return -1;
+    } else {
+        ModelConfig cfg = model_config_default(o->arch, 0);
+        cfg.vocab_size = o->vocab_size;
+        if (model_init(&t->model, &cfg, e) || adam_init(&t->adam, t->model.n_params, e)) return -1;
+        model_randomize(&t->model, o->seed);
+        t->run_id = checkpoint_new_run_id();
+    }
+    int cap = o->max_positions > ntok ? o->max_positions : ntok;
+    t->grads = xmalloc(t->model.n_params * sizeof(float), e);
+    t->step_stories = t->grads ? xmalloc((size_t)t->o.batch * sizeof(int), e) : NULL;
+    t->stream = (StoryStream){.s = s, .seed = t->o.seed, .pass = -1};
+    t->stream.order = t->step_stories ? xmalloc((size_t)s->n_train * sizeof(int), e) : NULL;
+    if (!t->stream.order) return -1;
+    return pass_init(&t->pass, &t->model, cap, t->o.batch > 64 ? t->o.batch : 64, e);
+}
+
+static void trainer_free(Trainer *t) {
+    pass_free(&t->pass);
+    free(t->grads);
+    free(t->step_stories);
+    free(t->stream.order);
+    adam_free(&t->adam);
+    model_free(&t->model);
+}
+
+static int all_finite(const float *x, size_t n) {
+    float acc = 0;
+    for (size_t i = 0; i < n; i++) acc += x[i] * 0.0f; /* NaN or inf makes it NaN */
+    return acc == 0.0f;
+}
+
+/* One optimizer step on the next o.batch stories of the stream. */
+static int train_step(Trainer *t, double *loss, long long *positions, Error *e) {
+    long long first = (long long)t->step * t->o.batch;
+    for (int i = 0; i < t->o.batch; i++) t->step_stories[i] = stream_story(&t->stream, first + i);
+    model_zero_grad(&t->model, t->grads);
+    double loss_sum = 0;
+    long long correct = 0;
+    if (pass_run(&t->pass, t->s, t->step_stories, t->o.batch, NULL, t->grads, &loss_sum, &correct, e)) return -1;
+    *positions = predicted_positions(t->s, t->step_stories, t->o.batch);
+    *loss = loss_sum / (double)*positions;
+    if (!isfinite(*loss) || !all_finite(t->grads, t->model.n_params))
+        return FAIL(e, "lower --lr (or --resume from the last saved model with a lower one)",
+                    "training diverged at step %d: the %s is not finite; the last good model is the one saved before",
+                    t->step + 1, isfinite(*loss) ? "gradient" : "loss");
+    adam_update(&t->adam, t->model.params, t->grads, (float)train_lr_at(&t->o, t->step));
+    t->step++;
+    return 0;
+}
+
+static int evaluate_test(Trainer *t, Error *e) {
+    EvalResult ev;
+    if (t->s->n_test == 0) return 0;
+    if (evaluate(&t->model, t->s, t->s->test, t->s->n_test, NULL, t->o.max_positions, &ev, e)) return -1;
+    t->r->test_loss = ev.loss;
+    t->r->test_accuracy = ev.accuracy;
+    if (!(ev.loss >= t->r->best_test_loss)) {
+        t->r->best_test_loss = ev.loss;
+        t->r->best_step = t->step;
+    }
+    return 0;
+}
+
+/* "out.safetensors" -> "out.step1200.safetensors" */
+static int snapshot(Trainer *t, Error *e) {
+    char path[4096];
+    const char *out = t->o.out, *dot = strstr(out, ".safetensors");
+    int stem = dot && dot[12] == '\0' ? (int)(dot - out) : (int)strlen(out);
+    snprintf(path, sizeof path, "%.*s.step%d.safetensors", stem, out, t->step);
+    Metadata md = {0};
+    int rc = fill_metadata(t, &md, e);
+    if (!rc) rc = checkpoint_save_model(path, &t->model, t->o.vocab_text, &md, e);
+    metadata_free(&md);
+    return rc;
+}
+
+static void report(Trainer *t, TrainProgressFn fn, void *ctx, double start, double rate, int evaluated, int saved) {
+    if (!fn) return;
+    TrainProgress p = {.step = t->step, .steps = t->o.steps, .train_loss = t->r->train_loss,
+                       .test_loss = evaluated ? t->r->test_loss : NAN, .test_accuracy = t->r->test_accuracy,
+                       .tokens_per_s = rate, .elapsed_s = now_s() - start, .evaluated = evaluated, .saved = saved};
+    double per_step = t->step > 0 ? p.elapsed_s / t->step : 0;
+    p.eta_s = per_step * (t->o.steps - t->step);
+    if (t->o.minutes > 0 && p.eta_s > t->o.minutes * 60 - p.elapsed_s) p.eta_s = t->o.minutes * 60 - p.elapsed_s;
+    fn(&p, ctx);
+}
+
+static int train_loop(Trainer *t, TrainProgressFn fn, void *ctx, Error *e) {
+    TrainResult *r = t->r;
+    double start = now_s(), window_start = start;
+    long long window_tokens = 0;
+    double rate = 0;
+    int start_step = t->step;
+    while (t->step < t->o.steps) {
+        double loss;
+        long long positions;
+        if (train_step(t, &loss, &positions, e)) return -1;
+        r->train_loss = loss;
+        r->tokens_seen += positions;
+        window_tokens += positions;
+        double now = now_s();
+        if (now - window_start > 0.5) {
+            rate = window_tokens / (now - window_start);
+            window_start = now;
+            window_tokens = 0;
+        }
+        int stop = (t->o.stop && *t->o.stop) || (t->o.minutes > 0 && now - start >= t->o.minutes * 60) ||
+                   (t->o.stop_at > 0 && t->step >= t->o.stop_at);
+        int last = t->step == t->o.steps || stop;
+        int eval = last || (t->o.eval_every > 0 && t->step % t->o.eval_every == 0);
+        if (t->o.snapshot_every > 0 && t->step % t->o.snapshot_every == 0 && snapshot(t, e)) return -1;
+        if (eval && evaluate_test(t, e)) return -1;
+        r->seconds = now_s() - start;
+        if (eval && save(t, t->o.out, e)) return -1;
+        report(t, fn, ctx, start, rate ? rate : (double)r->tokens_seen / (now - start), eval, eval);
+        if (stop) {
+            r->interrupted = 1;
+            break;
+        }
+    }
+    r->steps_done = t->step - start_step;
+    r->final_step = t->step;
+    return 0;
+}
+
+int train_run(const Stories *s, const TrainOptions *o, TrainProgressFn progress, void *ctx, TrainResult *r,
+              Error *e) {
+    *r = (TrainResult){.test_loss = NAN, .test_accuracy = NAN, .best_test_loss = INFINITY, .best_step = -1};
+    Trainer t;
+    int rc = trainer_init(&t, s, o, r, e);
+    if (!rc && t.step >= t.o.steps)
+        rc = FAIL(e, "give a larger --steps to train further", "'%s' has already done %d of %d steps", o->out, t.step,
+                  t.o.steps);
+    if (!rc) rc = train_loop(&t, progress, ctx, e);
+    trainer_free(&t);
+    return rc;
+}
