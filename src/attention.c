@@ -17,12 +17,16 @@
 #include "storylm/model.h"
 
 /* Contract a*b+c into FMA instructions (ISO C mode leaves them apart). */
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("fp-contract=fast")
+#endif
 
 typedef float f8 __attribute__((vector_size(32)));
 /* Without AVX (a -march-less Debug build) GCC warns that passing f8 by value
  * changes the ABI; these helpers are static and inlined, no ABI is crossed. */
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wpsabi"
+#endif
 
 static inline f8 load8(const float *x) {
     f8 v;
@@ -104,8 +108,8 @@ KERNEL void attend_one(const Head *r, const int kd, const int vd, int p, Span sp
         store8(w + 8 * b, s);
     }
     softmax_inplace(w + sp.off, sp.n);
-    memset(w, 0, sp.off * sizeof(float));
-    memset(w + sp.off + sp.n, 0, (8 * sp.count - sp.off - sp.n) * sizeof(float));
+    for (int j = 0; j < sp.off; j++) w[j] = 0.0f; /* fewer than 8 each: loops, not memset calls */
+    for (int j = sp.off + sp.n; j < 8 * sp.count; j++) w[j] = 0.0f;
 #pragma GCC unroll 16
     for (int ch = 0; ch < vd; ch++) acc[ch] = splat8(0.0f);
     for (int b = 0; b < sp.count; b++) {
@@ -117,14 +121,14 @@ KERNEL void attend_one(const Head *r, const int kd, const int vd, int p, Span sp
     for (int ch = 0; ch < vd; ch++) out[ch] = sum8(acc[ch]);
 }
 
-/* One head over every position: att (N, W), out (N, out_ld); w (S) scratch. */
-static void attend_head(const Head *r, const int *first_key, int N, float *att, float *out, int out_ld, float *w) {
+/* One head over every position: att (N, S) rows of lanes, out (N, out_ld). */
+static void attend_head(const Head *r, const int *first_key, int N, float *att, float *out, int out_ld) {
+    size_t S = (size_t)attention_row_stride(r->W);
     for (int p = 0; p < N; p++) {
         Span sp = span_of(p, first_key[p]);
-        float *o = out + (size_t)p * out_ld;
+        float *w = att + p * S, *o = out + (size_t)p * out_ld;
         if (r->kd == 8 && r->vd == 16) attend_one(r, 8, 16, p, sp, w, o);
         else attend_one(r, r->kd, r->vd, p, sp, w, o);
-        memcpy(att + (size_t)p * r->W, w + sp.off, sp.n * sizeof(float));
     }
 }
 
@@ -144,9 +148,9 @@ static void pack_head(const ModelConfig *c, const float *qkv, int ld, int N, int
     for (int d = 0; d < W; d++) dist[8 + W - 1 - d] = distance[d];
 }
 
-/* qkv (QKV, ld), distance (H, W), first_key (N) -> att (H, N, W), out: head h
+/* qkv (QKV, ld), distance (H, W), first_key (N) -> att (H, N, S), out: head h
  * of position p at out + p*out_ld + h*vd. s: kv and dist are filled (and kept
- * for the backward pass), w is scratch. */
+ * for the backward pass). */
 void attention_forward(const ModelConfig *c, const float *qkv, int ld, const float *distance, const int *first_key,
                        int N, float *att, float *out, int out_ld, const AttentionScratch *s) {
     int W = c->window, S = attention_row_stride(W);
@@ -154,8 +158,7 @@ void attention_forward(const ModelConfig *c, const float *qkv, int ld, const flo
     for (int h = 0; h < c->n_heads; h++) {
         Head r = head_view(c, qkv, NULL, s, ld, h);
         pack_head(c, qkv, ld, N, h, distance + (size_t)h * W, &r);
-        attend_head(&r, first_key, N, att + (size_t)h * N * W, out + (size_t)h * c->value_dim, out_ld,
-                    s->w + (size_t)h * S);
+        attend_head(&r, first_key, N, att + (size_t)h * N * S, out + (size_t)h * c->value_dim, out_ld);
     }
 }
 
@@ -223,16 +226,16 @@ static void unpack_head_grads(const ModelConfig *c, const Head *r, int h, float 
 }
 
 /* One head's backward over all positions into its d_kv blocks, d query rows
- * and d_dist; then d_distance (W) +=. w, ds (S) scratch. */
+ * and d_dist; then d_distance (W) +=. att (N, S) rows as the forward left
+ * them; ds (S) scratch. */
 static void head_backward(const Head *r, const float *att, const int *first_key, int N, const float *d_out,
-                          int out_ld, float *d_distance, float *w, float *ds) {
+                          int out_ld, float *d_distance, float *ds) {
+    size_t S = (size_t)attention_row_stride(r->W);
     memset(r->d_kv, 0, (size_t)(r->ld / 8) * 8 * (r->kd + r->vd) * sizeof(float));
-    memset(r->d_dist, 0, attention_row_stride(r->W) * sizeof(float));
+    memset(r->d_dist, 0, S * sizeof(float));
     for (int p = 0; p < N; p++) {
         Span sp = span_of(p, first_key[p]);
-        const float *g = d_out + (size_t)p * out_ld;
-        memset(w, 0, 8 * sp.count * sizeof(float));
-        memcpy(w + sp.off, att + (size_t)p * r->W, sp.n * sizeof(float));
+        const float *w = att + p * S, *g = d_out + (size_t)p * out_ld;
         if (r->kd == 8 && r->vd == 16) attend_one_backward(r, 8, 16, p, sp, w, g, ds);
         else attend_one_backward(r, r->kd, r->vd, p, sp, w, g, ds);
     }
@@ -251,8 +254,8 @@ void attention_backward(const ModelConfig *c, const float *qkv, int ld, const fl
         Head r = head_view(c, qkv, d_qkv, s, ld, h);
         memset(r.dq, 0, (size_t)r.kd * ld * sizeof(float)); /* positions past N stay 0 */
         if (!(skip_heads >> h & 1u))
-            head_backward(&r, att + (size_t)h * N * W, first_key, N, d_out + (size_t)h * r.vd, out_ld,
-                          d_distance + (size_t)h * W, s->w + (size_t)h * S, s->ds + (size_t)h * S);
+            head_backward(&r, att + (size_t)h * N * S, first_key, N, d_out + (size_t)h * r.vd, out_ld,
+                          d_distance + (size_t)h * W, s->ds + (size_t)h * S);
         else /* switched off: nothing flows back */
             memset(r.d_kv, 0, (size_t)(ld / 8) * block_size(c) * sizeof(float));
         unpack_head_grads(c, &r, h, d_qkv);

@@ -8,7 +8,9 @@
 /* GCC's -O2 cost model refuses the `omp simd` reductions below (the softmax
  * sums); the dynamic model vectorizes them. And contract a*b+c into FMAs,
  * which ISO C mode leaves apart. */
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("vect-cost-model=dynamic", "fp-contract=fast")
+#endif
 #include <cblas.h>
 #include <math.h>
 #include <omp.h>

@@ -117,16 +117,15 @@ int activations_init(Activations *a, const ModelConfig *cfg, int max_positions, 
              (a->target = xmalloc(N * sizeof(int32_t), e)) && (a->correct = xmalloc(N, e)) &&
              (a->first_key = xmalloc(N * sizeof(int), e)) && (a->ones = xmalloc(N * sizeof(float), e));
     if (ok && cfg->arch == ARCH_ATTENTION) {
-        size_t QKV = (size_t)qkv_rows(cfg), D = (size_t)cfg->row_dim, HW = (size_t)cfg->n_heads * cfg->window;
+        size_t QKV = (size_t)qkv_rows(cfg), D = (size_t)cfg->row_dim;
         size_t LD = (size_t)qkv_stride(max_positions), HS = (size_t)cfg->n_heads * attention_row_stride(cfg->window);
         size_t KV = (size_t)cfg->n_heads * LD * (cfg->key_dim + cfg->value_dim);
         AttentionScratch *s = &a->scratch;
         ok = (a->qkv = xmalloc(QKV * LD * sizeof(float), e)) && (a->d_qkv = xmalloc(QKV * LD * sizeof(float), e)) &&
-             (a->att = xmalloc(HW * N * sizeof(float), e)) && (a->qkv_w = xmalloc(QKV * D * sizeof(float), e)) &&
+             (a->att = xmalloc(HS * N * sizeof(float), e)) && (a->qkv_w = xmalloc(QKV * D * sizeof(float), e)) &&
              (a->d_qkv_w = xmalloc(QKV * D * sizeof(float), e)) && (s->kv = xmalloc(KV * sizeof(float), e)) &&
              (s->d_kv = xmalloc(KV * sizeof(float), e)) && (s->dist = xmalloc(HS * sizeof(float), e)) &&
-             (s->d_dist = xmalloc(HS * sizeof(float), e)) && (s->w = xmalloc(HS * sizeof(float), e)) &&
-             (s->ds = xmalloc(HS * sizeof(float), e));
+             (s->d_dist = xmalloc(HS * sizeof(float), e)) && (s->ds = xmalloc(HS * sizeof(float), e));
     }
     if (!ok) {
         activations_free(a);
@@ -139,15 +138,16 @@ int activations_init(Activations *a, const ModelConfig *cfg, int max_positions, 
 void activations_free(Activations *a) {
     void *bufs[] = {a->z, a->d_z, a->hidden, a->d_hidden, a->logits, a->lse, a->loss, a->target, a->correct,
                     a->first_key, a->ones, a->qkv, a->d_qkv, a->att, a->qkv_w, a->d_qkv_w, a->scratch.kv,
-                    a->scratch.d_kv, a->scratch.dist, a->scratch.d_dist, a->scratch.w, a->scratch.ds};
+                    a->scratch.d_kv, a->scratch.dist, a->scratch.d_dist, a->scratch.ds};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     *a = (Activations){0};
 }
 
 const float *activations_attention(const Activations *a, int h, int p, int *first_key, int *n_keys) {
+    int S = attention_row_stride(a->cfg.window);
     if (first_key) *first_key = a->first_key[p];
     if (n_keys) *n_keys = p - a->first_key[p] + 1;
-    return a->att + ((size_t)h * a->n_positions + p) * a->cfg.window;
+    return a->att + ((size_t)h * a->n_positions + p) * S + a->first_key[p] % 8;
 }
 
 void activations_qkv(const Activations *a, int h, int p, float *query, float *key, float *value) {

@@ -137,7 +137,7 @@ typedef struct AttentionScratch {
     float *kv, *d_kv;    /* (H, ld/8, kd+vd, 8): each head's keys and values in blocks of 8
                           * positions (component i of the block's 8 keys at offset 8*i), and gradients */
     float *dist, *d_dist;/* (H, S): distance scores farthest first, 8 zeros each side, and gradients */
-    float *w, *ds;       /* (H, S): one position's weights and score gradients */
+    float *ds;           /* (H, S): one position's score gradients */
 } AttentionScratch;
 
 /* ---------------------------------------------------------------------------
@@ -152,10 +152,12 @@ typedef struct AttentionScratch {
  *           stride ld = qkv_ld >= N: query[h] component i of position p at
  *           qkv[(h*kd + i)*ld + p], key at qkv[(H*kd + h*kd + i)*ld + p],
  *           value c at qkv[(2*H*kd + h*vd + c)*ld + p] (use activations_qkv)
- *   att     (H, N, W) attention weights: row (h, p) starts at att + (h*N + p)*W;
- *           entry j weighs the key at position first_key[p] + j, distance back
- *           p - first_key[p] - j; only n_keys = p - first_key[p] + 1 entries are
- *           set (use activations_attention)
+ *   att     (H, N, S) attention weights, S = attention_row_stride(W) (272):
+ *           row (h, p) starts at att + (h*N + p)*S and holds whole blocks of 8
+ *           positions, from the block of first_key[p]: the weight of the key at
+ *           position first_key[p] + j (distance back p - first_key[p] - j) is
+ *           entry first_key[p] % 8 + j, j < n_keys = p - first_key[p] + 1; the
+ *           other entries are 0 (use activations_attention)
  *   hidden  (N, 128) after tanh
  *   logits  (N, V) after the bias; model_backward overwrites them with
  *           d loss / d logits
@@ -172,7 +174,7 @@ typedef struct Activations {
     float *z;          /* (N, Z) */
     float *qkv;        /* (QKV, ld), QKV = H*(2*kd+vd) = 256 */
     int qkv_ld;        /* row stride of qkv and d_qkv: N in blocks of 8, plus 8 */
-    float *att;        /* (H, N, W) */
+    float *att;        /* (H, N, S) */
     int *first_key;    /* (N) earliest position p reads */
     float *hidden;     /* (N, 128) */
     float *logits;     /* (N, V) */
@@ -256,7 +258,7 @@ float logsumexp(const float *x, int n);
 
 /* Causal attention of every head over packed stories.
  * qkv (QKV, ld) as in Activations (ld a multiple of 8, >= N + 8); distance
- * (H, W); first_key (N) -> att (H, N, W) and out: head h's output at position
+ * (H, W); first_key (N) -> att (H, N, S) and out: head h's output at position
  * p to out + p*out_ld + h*vd. Fills s->kv and s->dist for the backward pass. */
 void attention_forward(const ModelConfig *c, const float *qkv, int ld, const float *distance, const int *first_key,
                        int N, float *att, float *out, int out_ld, const AttentionScratch *s);

@@ -1,8 +1,6 @@
 /* What several verbs share: see common.h. */
 #include "common.h"
 
-#include <cblas.h>
-#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,8 +12,7 @@
 int cli_set_threads(int n) {
     if (n <= 0) n = (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (n <= 0) n = 1;
-    omp_set_num_threads(n);
-    openblas_set_num_threads(n);
+    model_threads_setup(n); /* OpenMP threads; OpenBLAS single-threaded inside them */
     return n;
 }
 

@@ -14,7 +14,7 @@
 
 #define DEFAULT_MODEL_PATH "model.safetensors"
 
-/* Sets OpenMP's and OpenBLAS's thread counts; n = 0: every core. Returns n used. */
+/* Sets the thread count (model_threads_setup); n = 0: every core. Returns n used. */
 int cli_set_threads(int n);
 
 /* The model a command should use: the given path, else ./model.safetensors,
