@@ -270,6 +270,9 @@ static void table_widths(const ReportTable *t, int *width) {
     }
 }
 
+/* Numbers are right-aligned, text and vectors left-aligned. */
+static int is_numeric(CellKind k) { return k == CELL_INT || k == CELL_NUMBER || k == CELL_PERCENT; }
+
 static int same_group(const ReportTable *t, int r) {
     if (t->group_column < 0 || r == 0) return 1;
     const ReportCell *a = &t->cells[(size_t)(r - 1) * t->n_cols + t->group_column];
@@ -286,7 +289,7 @@ static void print_table(const ReportTable *t, FILE *out) {
     if (t->title && t->title[0]) fprintf(out, "\n%s\n", t->title);
     for (int c = 0; c < t->n_cols; c++) {
         if (c) fputs("  ", out);
-        int text = t->cols[c].kind == CELL_TEXT;
+        int text = !is_numeric(t->cols[c].kind);
         print_padded(out, t->cols[c].label, text && c + 1 == t->n_cols ? 0 : width[c], !text);
     }
     fputc('\n', out);
@@ -297,8 +300,8 @@ static void print_table(const ReportTable *t, FILE *out) {
             format_cell(&t->cells[(size_t)r * t->n_cols + c], col->kind, col->decimals, buf, sizeof buf);
             if (c) fputs("  ", out);
             /* the last column is not padded on the right: no trailing spaces */
-            print_padded(out, buf, c + 1 < t->n_cols || col->kind != CELL_TEXT ? width[c] : 0,
-                         col->kind != CELL_TEXT);
+            int numeric = is_numeric(col->kind);
+            print_padded(out, buf, c + 1 < t->n_cols || numeric ? width[c] : 0, numeric);
         }
         fputc('\n', out);
     }
