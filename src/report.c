@@ -324,7 +324,7 @@ void report_print(const Report *r, FILE *out) {
             fprintf(out, "  %s\n", buf);
         } else if (it->kind == ITEM_NOTE) {
             fprintf(out, "%s\n", it->note);
-        } else if (it->table) {
+        } else if (it->table && !it->table->json_only) {
             print_table(it->table, out);
         }
     }

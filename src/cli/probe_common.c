@@ -169,3 +169,19 @@ int probe_emit(const Report *r, const ProbeOptions *o, Error *e) {
 const char *probe_token(const ProbeSession *ps, int32_t id) {
     return id >= 0 && id < ps->lm.tokenizer.size ? ps->lm.tokenizer.pieces[id] : "?";
 }
+
+int cli_swap_names(const ProbeSession *ps, const char *list, SwapName *out, int max, Error *e) {
+    if (!list) return swap_default_names(&ps->lm.tokenizer, &ps->names, out, max);
+    int n = 0;
+    char word[64];
+    for (const char *p = list; *p && n < max;) {
+        size_t len = strcspn(p, ",");
+        if (len == 0 || len >= sizeof word)
+            return FAIL(e, "give names separated by commas, like lily,fred,zarko", "cannot read the name list '%s'", list);
+        memcpy(word, p, len);
+        word[len] = '\0';
+        if (swap_name_make(&ps->lm.tokenizer, &ps->names, word, &out[n++], e)) return -1;
+        p += len + (p[len] == ',');
+    }
+    return n;
+}

@@ -84,6 +84,10 @@ void probe_report_header(Report *r, const ProbeSession *ps);
 /* Prints r as text or JSON (o->json) on stdout. */
 int probe_emit(const Report *r, const ProbeOptions *o, Error *e);
 
+/* Names from "a,b,c" (or, list NULL, swap's default set) into out (max);
+ * returns how many, -1 on error. */
+int cli_swap_names(const ProbeSession *ps, const char *list, SwapName *out, int max, Error *e);
+
 /* A token's text for tables and pictures ("[EOS]", "lily", "##ark"). */
 const char *probe_token(const ProbeSession *ps, int32_t id);
 
