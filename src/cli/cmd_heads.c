@@ -27,11 +27,14 @@ typedef struct HeadsArgs {
     int top;
 } HeadsArgs;
 
-/* "step 1200" from the model's metadata, or the file name. */
+/* "step 1200 (path)" from the snapshot's name (OUT.step1200.safetensors) or
+ * the model's metadata, or the path alone. */
 static void model_label(const ProbeSession *ps, char *buf, size_t size) {
-    const char *step = metadata_get(&ps->lm.meta, "step");
-    if (step) snprintf(buf, size, "step %s", step);
-    else snprintf(buf, size, "%s", ps->model_path);
+    const char *path = ps->model_path, *dot = strstr(path, ".step"), *step = metadata_get(&ps->lm.meta, "step");
+    int n = 0;
+    if (dot && sscanf(dot, ".step%d", &n) == 1) snprintf(buf, size, "step %d (%s)", n, path);
+    else if (step) snprintf(buf, size, "step %s (%s)", step, path);
+    else snprintf(buf, size, "%s", path);
 }
 
 static void add_rows(ReportTable *t, ReportTable *tokens, const ProbeSession *ps, const HeadsResult *h, int k) {
@@ -86,16 +89,17 @@ static void make_tables(Report *r, ReportTable **t, ReportTable **tokens) {
 
 /* One row of small multiples: each head's distance shares as bars. */
 static void draw_row(Svg *s, const HeadsResult *h, const char *label, double y) {
-    svg_text(s, 10, y + 50, label, 11, SVG_START, 0, "black");
+    static const char *const bins[HEAD_BINS] = {"0", "1", "2", "3-7", "8-31", "32+"};
+    svg_text(s, 10, y + 12, label, 12, SVG_START, 0, "black");
     for (int head = 0; head < h->n_heads; head++) {
         double values[HEAD_BINS];
         for (int b = 0; b < HEAD_BINS; b++) values[b] = h->mass[head * HEAD_BINS + b];
-        SvgPanel p = {.x = 150 + head * 160, .y = y + 20, .w = 135, .h = 80, .y0 = 0, .y1 = 1};
+        SvgPanel p = {.x = 40 + head * 180, .y = y + 40, .w = 150, .h = 80, .y0 = 0, .y1 = 1};
         char title[32];
         snprintf(title, sizeof title, "head %d", head);
         svg_axes(s, &p, title, NULL, NULL, 0);
         const char *color = svg_palette(head);
-        svg_bars(s, &p, values, 1, HEAD_BINS, head_bin_names, &color, 0);
+        svg_bars(s, &p, values, 1, HEAD_BINS, bins, &color, 0);
     }
 }
 
@@ -106,7 +110,7 @@ static int run_heads(const HeadsArgs *a, const char *stories, Error *e) {
     Svg s;
     int n = a->models.count ? a->models.count : 1, rc = 0;
     if (a->po.svg) {
-        svg_begin(&s, 1460, 140 * n + 60, "storylm heads: where each head looks");
+        svg_begin(&s, 1480, 160 * n + 60, "storylm heads: where each head looks");
         svg_text(&s, 10, 24, "Share of each head's weight by distance back (0, 1, 2, 3-7, 8-31, 32-255), on the test stories",
                  14, SVG_START, 0, "black");
     }
@@ -124,7 +128,7 @@ static int run_heads(const HeadsArgs *a, const char *stories, Error *e) {
         if (!rc) add_rows(t, tokens, &ps, &h, k);
         char label[256];
         model_label(&ps, label, sizeof label);
-        if (!rc && a->po.svg) draw_row(&s, &h, label, 40 + 140 * k);
+        if (!rc && a->po.svg) draw_row(&s, &h, label, 40 + 160 * k);
         heads_result_free(&h);
         probe_session_close(&ps);
     }

@@ -88,12 +88,13 @@ static void build_report(Report *r, const ProbeSession *ps, const char *baseline
 
 static void draw_panel(Svg *s, const SwapRow *rows, int n, const char **labels, int far, int baseline, double y,
                        const char *title) {
-    double values[2 * 64];
+    double values[2 * 64], hi = 0.05;
     for (int k = 0; k < n; k++) {
         values[k] = far ? rows[k].model.far_probability : rows[k].model.probability;
         values[n + k] = far ? rows[k].baseline.far_probability : rows[k].baseline.probability;
+        hi = fmax(hi, fmax(values[k], baseline ? values[n + k] : 0) * 1.15);
     }
-    SvgPanel p = {.x = 70, .y = y, .w = 760, .h = 220, .y0 = 0, .y1 = 1};
+    SvgPanel p = {.x = 70, .y = y, .w = 760, .h = 220, .y0 = 0, .y1 = fmin(1, hi)};
     svg_axes(s, &p, title, NULL, "mean probability", 0);
     svg_bars(s, &p, values, baseline ? 2 : 1, n, labels, NULL, 1);
 }
