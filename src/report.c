@@ -219,9 +219,12 @@ const ReportTable *report_find_table(const Report *r, const char *key) {
 
 /* ---- text -------------------------------------------------------------------- */
 
+/* Numbers are right-aligned, text and vectors left-aligned. */
+static int is_numeric(CellKind k) { return k == CELL_INT || k == CELL_NUMBER || k == CELL_PERCENT; }
+
 /* A cell as text into buf (vectors may be cut short at size). */
 static void format_cell(const ReportCell *c, CellKind kind, int decimals, char *buf, size_t size) {
-    if (!c->set) {
+    if (!c->set || (is_numeric(kind) && !isfinite(c->number))) {
         snprintf(buf, size, "-");
         return;
     }
@@ -269,9 +272,6 @@ static void table_widths(const ReportTable *t, int *width) {
         }
     }
 }
-
-/* Numbers are right-aligned, text and vectors left-aligned. */
-static int is_numeric(CellKind k) { return k == CELL_INT || k == CELL_NUMBER || k == CELL_PERCENT; }
 
 static int same_group(const ReportTable *t, int r) {
     if (t->group_column < 0 || r == 0) return 1;
