@@ -17,9 +17,13 @@ static const char *const not_names[] = {
     "january",  "february", "march",    "april",    "may",       "june",     "july",    "august",  "september",
     "october",  "november", "december", "christmas", "easter",   "halloween", "english", "ok",      "okay"};
 
+/* On the list, or its plural ("Saturdays"). */
 static int is_not_name(const char *w) {
-    for (size_t i = 0; i < sizeof not_names / sizeof not_names[0]; i++)
-        if (strcmp(w, not_names[i]) == 0) return 1;
+    size_t n = strlen(w);
+    for (size_t i = 0; i < sizeof not_names / sizeof not_names[0]; i++) {
+        size_t m = strlen(not_names[i]);
+        if (strncmp(w, not_names[i], m) == 0 && (n == m || (n == m + 1 && w[m] == 's'))) return 1;
+    }
     return 0;
 }
 
