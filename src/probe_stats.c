@@ -11,6 +11,7 @@
 
 void stats_result_free(StatsResult *r) {
     free(r->correlation);
+    free(r->correlation_others);
     free(r->closest_not_largest);
     *r = (StatsResult){0};
 }
@@ -89,9 +90,10 @@ static float dot(const float *a, const float *b, int n) {
     return s;
 }
 
-/* Head h over the story run last: pairs into pc, and *differ += positions whose
- * closest-direction key is not the largest-dot key. */
-static void head_pairs(const ProbeRunner *r, StatsWork *w, int h, Pearson *pc, long long *differ) {
+/* Head h over the story run last: pairs into pc (all) and po (a position with
+ * another), and *differ += positions whose closest-direction key is not the
+ * largest-dot key. */
+static void head_pairs(const ProbeRunner *r, StatsWork *w, int h, Pearson *pc, Pearson *po, long long *differ) {
     const Activations *a = &r->acts;
     int T = a->n_positions, D = a->cfg.row_dim, kd = a->cfg.key_dim;
     for (int p = 0; p < T; p++) {
@@ -104,7 +106,9 @@ static void head_pairs(const ProbeRunner *r, StatsWork *w, int h, Pearson *pc, l
         float max_dot = -INFINITY, max_dir = -INFINITY;
         for (int u = first; u <= p; u++) {
             float qk = dot(q, w->key + (size_t)u * kd, kd);
-            pearson_add(pc, qk, dot(w->unit_rows + (size_t)p * D, w->unit_rows + (size_t)u * D, D));
+            double cosine = dot(w->unit_rows + (size_t)p * D, w->unit_rows + (size_t)u * D, D);
+            pearson_add(pc, qk, cosine);
+            if (u < p) pearson_add(po, qk, cosine);
             float dir = w->key_len[u] > 0 ? qk / w->key_len[u] : -INFINITY; /* |q| is the same for every key */
             if (qk > max_dot) max_dot = qk, best_dot = u;
             if (dir > max_dir) max_dir = dir, best_dir = u;
@@ -139,8 +143,9 @@ static void far_repeats(const int32_t *ids, int T, int eos, const uint8_t *left_
 
 static int stats_alloc(StatsResult *out, Pearson **pc, long long **differ, int **last, int H, int V, Error *e) {
     out->correlation = xcalloc((size_t)H, sizeof(double), e);
-    out->closest_not_largest = out->correlation ? xcalloc((size_t)H, sizeof(double), e) : NULL;
-    *pc = out->closest_not_largest ? xcalloc((size_t)H, sizeof(Pearson), e) : NULL;
+    out->correlation_others = out->correlation ? xcalloc((size_t)H, sizeof(double), e) : NULL;
+    out->closest_not_largest = out->correlation_others ? xcalloc((size_t)H, sizeof(double), e) : NULL;
+    *pc = out->closest_not_largest ? xcalloc(2 * (size_t)H, sizeof(Pearson), e) : NULL; /* all, then others */
     *differ = *pc ? xcalloc((size_t)H, sizeof(long long), e) : NULL;
     *last = *differ ? xmalloc((size_t)V * sizeof(int), e) : NULL;
     return *last ? 0 : -1;
@@ -165,13 +170,14 @@ int probe_stats(const Model *m, const Stories *s, const int *idx, int n, const u
         rc = probe_run(&r, ids, T, NULL, e) || work_fit(&w, T, c, e) ? -1 : 0;
         if (rc) break;
         unit_rows(m, ids, T, w.unit_rows);
-        for (int h = 0; h < H; h++) head_pairs(&r, &w, h, &pc[h], &differ[h]);
+        for (int h = 0; h < H; h++) head_pairs(&r, &w, h, &pc[h], &pc[H + h], &differ[h]);
         for (int p = 0; p < T; p++) out->positions += p > r.acts.first_key[p];
         far_repeats(ids, T, eos, left_out, last, out);
     }
     if (!rc) out->pairs = (long long)pc[0].n;
     for (int h = 0; !rc && h < H; h++) {
         out->correlation[h] = pearson(&pc[h]);
+        out->correlation_others[h] = pearson(&pc[H + h]);
         out->closest_not_largest[h] = out->positions ? (double)differ[h] / (double)out->positions : NAN;
     }
     free(w.unit_rows), free(w.query), free(w.key), free(w.key_len);

@@ -269,6 +269,7 @@ typedef struct StatsResult {
     int n_heads;
     long long pairs;             /* (position, key it reads) pairs, itself included */
     double *correlation;         /* (H) Pearson correlation of q.k with the rows' cosine over the pairs */
+    double *correlation_others;  /* (H) the same without the pairs of a position with itself (cosine 1) */
     long long positions;         /* positions reading 2 or more keys */
     double *closest_not_largest; /* (H) share of them whose key closest in direction is not the largest q.k */
     long long tokens;            /* tokens of the stories, [EOS] left out */
