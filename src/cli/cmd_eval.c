@@ -7,6 +7,7 @@
 
 #include "args.h"
 #include "common.h"
+#include "probe_common.h"
 #include "storylm/train.h"
 
 static int run(int argc, char **argv);
@@ -36,6 +37,7 @@ static void print_result(const EvalArgs *a, const char *model, const char *stori
         cJSON_AddNumberToObject(j, "perplexity", exp(r->loss));
         cJSON_AddNumberToObject(j, "accuracy", r->accuracy);
         cJSON_AddStringToObject(j, "ablate", a->ablate ? a->ablate : "");
+        cJSON_AddStringToObject(j, "ablate_mode", a->ablate ? a->ablate_mode : "");
         char *s = cJSON_Print(j);
         printf("%s\n", s);
         free(s);
@@ -59,11 +61,11 @@ static int eval_file(const EvalArgs *a, const char *stories_path, Error *e) {
     StoriesOptions so = stories_default_options();
     so.n_test = a->n_test;
     Ablation ab = {0};
-    int rc = 0;
-    if (a->ablate && lm.model.cfg.arch != ARCH_ATTENTION)
-        rc = FAIL(e, "leave out --ablate", "'%s' is a window8 model: it has no heads to switch off", path);
-    if (!rc && a->ablate) rc = cli_parse_heads(a->ablate, lm.model.cfg.n_heads, &ab.heads, e);
-    if (!rc) rc = stories_load(&s, stories_path, &lm.tokenizer, &so, e);
+    float *mean = NULL;
+    char desc[160];
+    int rc = stories_load(&s, stories_path, &lm.tokenizer, &so, e);
+    if (!rc) rc = cli_setup_ablation(&lm, a->ablate, a->ablate_mode, &s, stories_path, a->n_test, &ab, &mean, desc,
+                                     sizeof desc, e);
     int *all = NULL;
     if (!rc && a->all) {
         all = xmalloc((size_t)s.n_stories * sizeof(int), e);
@@ -77,6 +79,7 @@ static int eval_file(const EvalArgs *a, const char *stories_path, Error *e) {
     if (!rc) rc = evaluate(&lm.model, &s, a->all ? all : s.test, n, &ab, a->max_positions, &r, e);
     if (!rc) print_result(a, path, stories_path, n, &r);
     free(all);
+    free(mean);
     stories_free(&s);
     cli_free_model(&lm);
     return rc;
@@ -91,12 +94,14 @@ static int run(int argc, char **argv) {
         {"all", 0, OPT_BOOL, &a.all, NULL, "every story of the file, not only the held-out ones", 0, 0},
         {"test-stories", 0, OPT_INT, &a.n_test, "N", "held-out test stories (as in training)", 1, 100000},
         {"ablate", 0, OPT_STRING, &a.ablate, "HEADS", "switch heads off, e.g. 3,5", 0, 0},
+        {"ablate-mode", 0, OPT_STRING, &a.ablate_mode, "MODE", ABLATE_HELP_MODE, 0, 0},
         {"json", 0, OPT_BOOL, &a.json, NULL, "print JSON", 0, 0},
         {"threads", 0, OPT_INT, &a.threads, "N", "threads; 0: one per core", 0, 256},
         {"max-positions", 0, OPT_INT, &a.max_positions, "N", "positions per forward pass", 64, 1 << 20},
     };
     int rc = args_parse(&command_eval, argc, argv, opts, N_OPTIONS(opts), pos, 1, 1, &np);
     if (rc) return rc > 0 ? 0 : 2;
+    if (probe_check_mode(&command_eval, a.ablate_mode)) return 2;
     cli_set_threads(a.threads);
     Error e = {0};
     if (eval_file(&a, pos[0], &e)) return cli_fail(&e);

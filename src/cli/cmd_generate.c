@@ -8,6 +8,7 @@
 
 #include "args.h"
 #include "common.h"
+#include "probe_common.h"
 #include "storylm/generate.h"
 #include "storylm/sample.h"
 
@@ -49,21 +50,29 @@ static int write_on(const LoadedModel *lm, const Ablation *ab, const GenerateOpt
     return rc;
 }
 
-static int generate(const char *path, const char *prompt, const char *ablate, const GenerateOptions *go, Error *e) {
+/* Head ablation: --ablate, --ablate-mode, and --stories for the mean. */
+typedef struct GenerateAblation {
+    const char *heads, *mode, *stories;
+} GenerateAblation;
+
+static int generate(const char *path, const char *prompt, const GenerateAblation *ga, const GenerateOptions *go,
+                    Error *e) {
     LoadedModel lm;
     if (cli_load_model(&lm, path, e)) return -1;
     IntVec ids = {0};
     Ablation ab = {0};
-    int rc = 0;
-    if (ablate && lm.model.cfg.arch != ARCH_ATTENTION)
-        rc = FAIL(e, "leave out --ablate", "'%s' is a window8 model: it has no heads to switch off", path);
-    if (!rc && ablate) rc = cli_parse_heads(ablate, lm.model.cfg.n_heads, &ab.heads, e);
+    float *mean = NULL;
+    char desc[160];
+    int rc = cli_setup_ablation(&lm, ga->heads, ga->mode, NULL, ga->stories, STORIES_DEFAULT_TEST, &ab, &mean, desc,
+                                sizeof desc, e);
+    if (!rc && desc[0] && isatty(2)) fprintf(stderr, "storylm: %s\n", desc);
     if (!rc) rc = tokenizer_encode(&lm.tokenizer, prompt, strlen(prompt), &ids, e);
     if (!rc) rc = write_on(&lm, &ab, go, &ids, e);
     char *text = rc ? NULL : tokenizer_decode(&lm.tokenizer, ids.data, ids.len, 1, e);
     if (text) printf("%s\n", text);
     else rc = -1;
     free(text);
+    free(mean);
     intvec_free(&ids);
     cli_free_model(&lm);
     return rc;
@@ -71,7 +80,8 @@ static int generate(const char *path, const char *prompt, const char *ablate, co
 
 static int run(int argc, char **argv) {
     GenerateOptions go = {.n = 200, .top_k = 0, .seed = -1, .temperature = 0.8, .top_p = 0.95};
-    const char *model = NULL, *ablate = NULL, *pos[1] = {""};
+    const char *model = NULL, *pos[1] = {""};
+    GenerateAblation ga = {.mode = "zero"};
     int np, threads = 1;
     Option opts[] = {
         {"model", 'm', OPT_STRING, &model, "FILE", "model file (default: ./" DEFAULT_MODEL_PATH ")", 0, 0},
@@ -80,17 +90,21 @@ static int run(int argc, char **argv) {
         {"top-k", 'k', OPT_INT, &go.top_k, "K", "sample among the K most likely; 0 = all", 0, 1000000},
         {"top-p", 'p', OPT_DOUBLE, &go.top_p, "P", "sample among the most likely holding P of the probability", 1e-6, 1},
         {"seed", 's', OPT_INT, &go.seed, "N", "sampling seed; -1 = from the clock (printed)", -1, 2147483647},
-        {"ablate", 0, OPT_STRING, &ablate, "HEADS", "switch heads off, e.g. 3,5", 0, 0},
+        {"ablate", 0, OPT_STRING, &ga.heads, "HEADS", "switch heads off, e.g. 3,5", 0, 0},
+        {"ablate-mode", 0, OPT_STRING, &ga.mode, "MODE", ABLATE_HELP_MODE, 0, 0},
+        {"stories", 0, OPT_STRING, &ga.stories, "FILE",
+         "stories for --ablate-mode mean (default: the file the model was trained on, from its metadata)", 0, 0},
         {"threads", 0, OPT_INT, &threads, "N", "threads", 1, 256},
     };
     int rc = args_parse(&command_generate, argc, argv, opts, N_OPTIONS(opts), pos, 0, 1, &np);
     if (rc) return rc > 0 ? 0 : 2;
+    if (probe_check_mode(&command_generate, ga.mode)) return 2;
     cli_set_threads(threads);
     if (go.seed < 0) {
         go.seed = (int)(((unsigned)time(NULL) ^ (unsigned)getpid() * 2654435761u) & 0x7fffffff);
         if (isatty(2)) fprintf(stderr, "storylm: seed %d (give --seed %d to repeat)\n", go.seed, go.seed);
     }
     Error e = {0};
-    if (generate(cli_model_path(model, false), pos[0], ablate, &go, &e)) return cli_fail(&e);
+    if (generate(cli_model_path(model, false), pos[0], &ga, &go, &e)) return cli_fail(&e);
     return 0;
 }

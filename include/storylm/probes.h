@@ -1,0 +1,288 @@
+/* Probes: the chapter's tools and secrets (SPEC section 6) as library calls
+ * that take a model and stories and return plain structs of numbers. They
+ * never print: the command-line verbs turn the structs into reports
+ * (report.h) and pictures (svg.h). Heads are numbered 0..H-1 everywhere.
+ *
+ * Files: probe_run.c (running stories, heads' mean outputs), probe_attend.c
+ * (Tools 1 and 2), probe_trace.c (Tool 3), probe_heads.c (Secret 1),
+ * probe_names.c (names and heroes), probe_swap.c (Secret 2), probe_ablate.c
+ * (Secret 3), probe_pieces.c (Secret 4), probe_stats.c (the statistics). */
+#ifndef STORYLM_PROBES_H
+#define STORYLM_PROBES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "storylm/error.h"
+#include "storylm/model.h"
+#include "storylm/stories.h"
+#include "storylm/tokenizer.h"
+
+/* ---------------------------------------------------------------------------
+ * Running stories through the network (probe_run.c). */
+
+/* Activations for one story at a time, grown to the longest story seen. */
+typedef struct ProbeRunner {
+    const Model *model;
+    Activations acts;
+    Batch batch;
+} ProbeRunner;
+
+int probe_runner_init(ProbeRunner *r, const Model *m, int max_positions, Error *e);
+void probe_runner_free(ProbeRunner *r);
+/* One story ids (len >= 1, normally [EOS] first) through the network with
+ * ablation (NULL: none); r->acts then holds every activation (model.h). */
+int probe_run(ProbeRunner *r, const int32_t *ids, int len, const Ablation *ablation, Error *e);
+
+/* mean (H, vd) = each head's output averaged over every position of stories
+ * idx[0..n) (what mean ablation puts in a switched-off head's place). */
+int probe_head_means(const Model *m, const Stories *s, const int *idx, int n, float *mean, Error *e);
+
+/* Refuses a model without heads: "'what' needs the attention network". */
+int probe_need_attention(const Model *m, const char *what, Error *e);
+
+/* After probe_run: the probability the network gave token at position p
+ * (predicting position p + 1), and its rank (1 = the most likely; may be NULL). */
+double probe_probability(const Activations *a, int p, int32_t token, int *rank);
+
+/* Cosine of two rows of n numbers (0 when either is all zeros). */
+double probe_cosine(const float *a, const float *b, int n);
+
+/* ---------------------------------------------------------------------------
+ * Tool 1, a lookup by content (probe_attend.c): one position reading with one
+ * head, after probe_run. */
+typedef struct AttendKey {
+    int position;         /* of the key in the story */
+    int32_t token;
+    int distance;         /* back from the reading position; 0 = itself */
+    float dot;            /* q.k / sqrt(kd) */
+    float distance_score; /* the head's learned score for this distance */
+    float score;          /* dot + distance_score */
+    float weight;         /* softmax of the scores: the keys' weights sum to 1 */
+    float cosine;         /* of the two tokens' rows of the embedding */
+} AttendKey;
+
+/* keys (at least window entries) for head h at position p; returns how many
+ * keys p reads (p - first key + 1), oldest first. */
+int probe_attend(const ProbeRunner *r, int h, int p, AttendKey *keys);
+/* map (T, T) for head h: map[p*T + u] = weight of key u at position p, NAN
+ * where p cannot read u (u > p or out of the window). T = positions run. */
+void probe_attention_map(const ProbeRunner *r, int h, double *map);
+
+/* ---------------------------------------------------------------------------
+ * Tool 3, the network around it (probe_trace.c): the last position of the
+ * story run last. */
+typedef struct TraceUnit {
+    int unit;          /* hidden unit 0..127 */
+    float value;       /* after tanh */
+    int part;          /* the input part that pushes it most: -1 the row, h a head */
+    float part_input;  /* that part's share of the unit's input, W1[unit, part] . z[part] */
+} TraceUnit;
+
+typedef struct TraceGuess {
+    int32_t token;
+    float probability;
+} TraceGuess;
+
+typedef struct TraceResult {
+    int position;
+    int32_t token;
+    float *z;          /* (Z) what the hidden layer read: row (D), then head 0..H-1 (vd each) */
+    float *hidden;     /* (128) */
+    TraceUnit *units;  /* (n_units) most active, by |value| */
+    int n_units;
+    TraceGuess *guesses; /* (n_guesses) most likely next tokens */
+    int n_guesses;
+} TraceResult;
+
+int probe_trace(const ProbeRunner *r, int n_units, int n_guesses, TraceResult *out, Error *e);
+void trace_result_free(TraceResult *t);
+
+/* ---------------------------------------------------------------------------
+ * Secret 1, the heads found jobs (probe_heads.c). */
+#define HEAD_BINS 6 /* distance back 0, 1, 2, 3-7, 8-31, 32-255 */
+extern const char *const head_bin_names[HEAD_BINS];
+
+typedef struct HeadToken {
+    int32_t token;
+    double share; /* of the head's weight, over all positions */
+} HeadToken;
+
+typedef struct HeadsResult {
+    int n_heads, top_k;
+    long long positions;
+    double *mass;          /* (H, HEAD_BINS): share of each head's weight by distance back */
+    double *mean_distance; /* (H) weighted mean distance back */
+    HeadToken *top;        /* (H, top_k) the tokens each head reads most */
+} HeadsResult;
+
+int probe_heads(const Model *m, const Stories *s, const int *idx, int n, int top_k, HeadsResult *out, Error *e);
+void heads_result_free(HeadsResult *h);
+
+/* ---------------------------------------------------------------------------
+ * Names and heroes (probe_names.c).
+ *
+ * Which words are names is learnt from the text of training stories (the
+ * tokenizer lower-cases, so ids alone cannot tell): a word (a run of ASCII
+ * letters) is a name when it appears capitalised (first letter upper, the
+ * rest lower) at least twice where a sentence does not start (not first in
+ * the story, or after . ! ? " or a line break), and lower-case at most once
+ * for every 10 such uses, and is not one of a few capitalised common words
+ * (i, mom, dad, mr, days, months, ...). The hero of a story is the first
+ * name in its first sentence (up to the first . ! or ?) that comes back
+ * later in the story as a whole word. */
+typedef struct NameList {
+    char **words;   /* every word seen, lower-case; open addressing */
+    int *total;     /* (cap) times seen in any form */
+    int *cap_mid;   /* (cap) capitalised where no sentence starts */
+    int *lower;     /* (cap) lower-case */
+    size_t cap, count;
+    long long stories;
+} NameList;
+
+/* Counts words over stories spans[i] of text for which use[i] is non-zero
+ * (use NULL: all). */
+int names_learn(NameList *nl, const char *text, const StorySpan *spans, int n_spans, const uint8_t *use, Error *e);
+void names_free(NameList *nl);
+/* Times word (lower-case) was seen in any form; 0 when never. */
+int names_count(const NameList *nl, const char *word);
+/* 1 when word (lower-case) is a name by the rule above. */
+int names_is_name(const NameList *nl, const char *word);
+/* The names, most common first (ties by word), at most max; returns how many. */
+int names_most_common(const NameList *nl, const char **out, int *counts, int max);
+
+/* A word as pieces: token ids [start, start + n) with no "##" piece after. */
+/* The lower-case text of the word starting at ids[i] (pieces joined, "##"
+ * dropped) into buf; returns the number of pieces, 0 when ids[i] is itself
+ * a "##" piece or the word does not fit. */
+int word_at(const Tokenizer *t, const int32_t *ids, int len, int i, char *buf, size_t size);
+
+#define HERO_MAX_MENTIONS 256
+typedef struct Hero {
+    char word[64];                    /* lower-case */
+    int32_t pieces[16];
+    int n_pieces;
+    int mentions[HERO_MAX_MENTIONS];  /* start of every mention, ascending; [0] is the first */
+    int n_mentions;                   /* >= 2 when found */
+} Hero;
+
+/* 1 and *hero filled when the story ids (len) has a hero by the rule above,
+ * 0 when not. */
+int find_hero(const Tokenizer *t, const NameList *nl, const int32_t *ids, int len, Hero *hero);
+/* Every whole-word occurrence of the word of pieces (n) in ids into starts
+ * (at most max); returns how many. */
+int find_word(const Tokenizer *t, const int32_t *ids, int len, const int32_t *pieces, int n, int *starts, int max);
+/* ids with every mention of hero replaced by pieces (n) into out (cleared
+ * first); new_starts (hero->n_mentions) gets the mentions' new starts. */
+int swap_hero(const int32_t *ids, int len, const Hero *hero, const int32_t *pieces, int n, IntVec *out,
+              int *new_starts, Error *e);
+
+/* The names swapped in (Secret 2 and 4). */
+typedef enum { NAME_ORIGINAL, NAME_COMMON, NAME_RARE, NAME_INVENTED } NameKind;
+extern const char *const name_kind_names[4];
+#define NAME_RARE_BELOW 20 /* seen fewer times in training: rare; never: invented */
+
+typedef struct SwapName {
+    char word[64];
+    NameKind kind;
+    int train_count;   /* times seen in the training stories */
+    int32_t pieces[16];
+    int n_pieces;
+} SwapName;
+
+/* Fills name from word: its pieces (fails when it is not one word of at most
+ * 16 pieces) and its kind from nl's counts. */
+int swap_name_make(const Tokenizer *t, const NameList *nl, const char *word, SwapName *name, Error *e);
+/* The default list: the 3 most common names, 3 rare ones (seen 2 to 19
+ * times, the least seen first), 3 invented ones never seen and of 3 or more
+ * pieces (from a fixed list of candidates). Returns how many (at most max). */
+int swap_default_names(const Tokenizer *t, const NameList *nl, SwapName *out, int max);
+/* Invented names of at least min_pieces pieces never seen in training. */
+int invented_names(const Tokenizer *t, const NameList *nl, int min_pieces, SwapName *out, int max);
+
+/* ---------------------------------------------------------------------------
+ * Secret 2, it copies the names it knows (probe_swap.c). */
+typedef struct NameScore {
+    int stories;
+    long long mentions;     /* later mentions measured */
+    double probability;     /* mean probability of the name's first piece there */
+    double top1;            /* share of them where it is the most likely token */
+    long long far_mentions; /* those whose previous mention is more than 8 tokens back */
+    double far_probability, far_top1;
+} NameScore;
+
+typedef struct SwapRow {
+    SwapName name;       /* NAME_ORIGINAL: each story's own hero */
+    NameScore model, baseline;
+} SwapRow;
+
+/* For each of names (and first, the heroes' own names), in stories idx[0..n)
+ * with a hero that do not already hold the new name: the hero replaced by
+ * the name everywhere, measured at the later mentions with m and baseline
+ * (may be NULL; no ablation). rows: n_names + 1. */
+int probe_swap(const Model *m, const Model *baseline, const Tokenizer *t, const NameList *nl, const Stories *s,
+               const int *idx, int n, const SwapName *names, int n_names, const Ablation *ablation, SwapRow *rows,
+               Error *e);
+
+/* ---------------------------------------------------------------------------
+ * Secret 3, switch a head off (probe_ablate.c). */
+typedef struct AblateScore {
+    double loss, accuracy;    /* over every predicted position */
+    long long positions;
+    double name_loss, name_accuracy, name_probability; /* at the heroes' later mentions */
+    long long name_positions;
+} AblateScore;
+
+/* Positions predicting a later mention of a story's hero. */
+typedef struct NameTargets {
+    int *story;    /* index into the stories */
+    int *position; /* predicting position (the token before the mention) */
+    int n;
+} NameTargets;
+
+int name_targets_find(const Tokenizer *t, const NameList *nl, const Stories *s, const int *idx, int n,
+                      NameTargets *out, Error *e);
+void name_targets_free(NameTargets *nt);
+
+/* Loss and accuracy of m over stories idx[0..n) with ablation (NULL: none),
+ * and at names (may be NULL; found by name_targets_find over the same idx). */
+int probe_score(const Model *m, const Stories *s, const int *idx, int n, const Ablation *ablation,
+                const NameTargets *names, AblateScore *out, Error *e);
+
+/* ---------------------------------------------------------------------------
+ * Secret 4, what one layer cannot do (probe_pieces.c). */
+typedef struct PieceScore {
+    int stories;
+    long long mentions;
+    double first_probability, first_top1;  /* the first piece, where the name comes back */
+    double next_probability, next_top1;    /* after the first piece: the token that followed it at the first mention */
+    double next_median_rank;               /* 1 = the most likely */
+} PieceScore;
+
+/* For each name, heroes of stories idx[0..n) renamed to it; rows: n_names. */
+int probe_pieces(const Model *m, const Tokenizer *t, const NameList *nl, const Stories *s, const int *idx, int n,
+                 const SwapName *names, int n_names, const Ablation *ablation, PieceScore *rows, Error *e);
+
+/* ---------------------------------------------------------------------------
+ * The chapter's statistics (probe_stats.c). */
+typedef struct StatsResult {
+    int n_heads;
+    long long pairs;             /* (position, key it reads) pairs, itself included */
+    double *correlation;         /* (H) Pearson correlation of q.k with the rows' cosine over the pairs */
+    double *correlation_others;  /* (H) the same without the pairs of a position with itself (cosine 1) */
+    long long positions;         /* positions reading 2 or more keys */
+    double *closest_not_largest; /* (H) share of them whose key closest in direction is not the largest q.k */
+    long long tokens;            /* tokens of the stories, [EOS] left out */
+    long long far_repeats;       /* of them: seen earlier in the story, not among the 8 before, not left out */
+    long long counted_tokens;    /* tokens not left out */
+} StatsResult;
+
+/* left_out (V): 1 for the top most common tokens of stories idx[0..n)
+ * (count by occurrences), except whole-word names of nl. */
+int common_tokens(const Stories *s, const int *idx, int n, const Tokenizer *t, const NameList *nl, int top,
+                  uint8_t *left_out, Error *e);
+int probe_stats(const Model *m, const Stories *s, const int *idx, int n, const uint8_t *left_out, StatsResult *out,
+                Error *e);
+void stats_result_free(StatsResult *r);
+
+#endif

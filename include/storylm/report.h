@@ -1,0 +1,119 @@
+/* Reports: what every probe prints, in one place. A report is an ordered
+ * list of named values, notes and tables of named, typed columns; it prints
+ * as aligned plain text or becomes one cJSON object with the same numbers.
+ *
+ *   Report r; report_init(&r, "ablate");
+ *   report_text(&r, "model", "Model", path);
+ *   report_number(&r, "loss", "Loss", 2.13, 4);
+ *   ReportTable *t = report_table(&r, "heads", "One head switched off");
+ *   table_column(t, "head", "head", CELL_INT, 0);
+ *   table_column(t, "loss", "loss", CELL_NUMBER, 4);
+ *   table_row(t); cell_int(t, 3); cell_number(t, 2.31);
+ *   if (report_failed(&r, e)) ...; report_print(&r, stdout); cJSON *j = report_json(&r);
+ *
+ * Building never fails loudly: an allocation failure is remembered and
+ * report_failed() reports it once, so builders need no check per cell.
+ * In JSON, numbers that are not finite become null, percentages stay
+ * fractions (0.25, printed "25.0%"), vectors become arrays. */
+#ifndef STORYLM_REPORT_H
+#define STORYLM_REPORT_H
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+
+#include "storylm/error.h"
+
+typedef enum {
+    CELL_TEXT,    /* a string */
+    CELL_INT,     /* a whole number */
+    CELL_NUMBER,  /* printed with the column's decimals */
+    CELL_PERCENT, /* a fraction, printed as a percentage with the column's decimals */
+    CELL_VECTOR   /* several numbers, printed with the column's decimals, separated by spaces */
+} CellKind;
+
+typedef struct ReportColumn {
+    char *key;   /* JSON key: "d_loss" */
+    char *label; /* text header: "change" */
+    CellKind kind;
+    int decimals;
+} ReportColumn;
+
+typedef struct ReportCell {
+    double number;
+    char *text;    /* CELL_TEXT */
+    float *vector; /* CELL_VECTOR */
+    int n;         /* vector length */
+    int set;
+} ReportCell;
+
+typedef struct ReportTable {
+    char *key, *title;
+    ReportColumn *cols;
+    int n_cols, cap_cols;
+    ReportCell *cells; /* (n_rows, n_cols) */
+    int n_rows, cap_rows;
+    int next_col;      /* the column the next cell_* call fills */
+    int group_column;  /* text only: a blank line where this column's value changes; -1: none */
+    int json_only;     /* 1: left out of the text (its numbers are shown another way there) */
+    int *failed;       /* the report's flag */
+} ReportTable;
+
+typedef enum { ITEM_VALUE, ITEM_NOTE, ITEM_TABLE } ReportItemKind;
+
+typedef struct ReportItem {
+    ReportItemKind kind;
+    char *key, *label;   /* ITEM_VALUE */
+    ReportCell value;    /* ITEM_VALUE */
+    CellKind value_kind; /* ITEM_VALUE */
+    int decimals;        /* ITEM_VALUE */
+    char *note;          /* ITEM_NOTE */
+    ReportTable *table;  /* ITEM_TABLE */
+} ReportItem;
+
+typedef struct Report {
+    char *name; /* the command: "ablate" */
+    ReportItem *items;
+    int n_items, cap_items;
+    int failed;
+} Report;
+
+void report_init(Report *r, const char *name);
+void report_free(Report *r);
+/* -1 with e filled when any allocation while building failed. */
+int report_failed(const Report *r, Error *e);
+
+/* Named values (shown as "label   value" lines; keys of the JSON object). */
+void report_text(Report *r, const char *key, const char *label, const char *text);
+void report_int(Report *r, const char *key, const char *label, long long x);
+void report_number(Report *r, const char *key, const char *label, double x, int decimals);
+void report_percent(Report *r, const char *key, const char *label, double fraction, int decimals);
+void report_vector(Report *r, const char *key, const char *label, const float *x, int n, int decimals);
+/* A line of explanation (printf-style); in JSON, the array "notes". */
+void report_note(Report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* A new table (owned by the report), or NULL when out of memory (the
+ * table_* and cell_* functions accept NULL and do nothing). */
+ReportTable *report_table(Report *r, const char *key, const char *title);
+void table_column(ReportTable *t, const char *key, const char *label, CellKind kind, int decimals);
+/* Starts a row; the cell_* calls then fill its columns left to right. */
+void table_row(ReportTable *t);
+void cell_text(ReportTable *t, const char *text);
+void cell_int(ReportTable *t, long long x);
+void cell_number(ReportTable *t, double x); /* CELL_NUMBER or CELL_PERCENT columns */
+void cell_vector(ReportTable *t, const float *x, int n);
+/* Leaves the cell empty ("-" in text, null in JSON). */
+void cell_skip(ReportTable *t);
+/* The number in row, col (NAN when empty or not a number). */
+double table_number(const ReportTable *t, int row, int col);
+/* The table called key, or NULL. */
+const ReportTable *report_find_table(const Report *r, const char *key);
+
+/* Plain text: values as aligned "label  value" lines, notes, and each table
+ * with its title, a header and columns padded to their widest cell
+ * (numbers right-aligned, text left-aligned). */
+void report_print(const Report *r, FILE *out);
+/* {"command": name, key: value..., "notes": [...], table key: [{col: cell, ...}, ...]}
+ * (caller cJSON_Deletes); NULL when out of memory. */
+cJSON *report_json(const Report *r);
+
+#endif

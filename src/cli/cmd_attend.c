@@ -1,0 +1,162 @@
+/* storylm attend TEXT: Tool 1, a lookup by content. For one position of the
+ * text and one head (or all), every token it reads: q.k/sqrt(8), the
+ * distance score, their sum, the weight after softmax and the cosine of the
+ * two tokens' rows; --svg draws the attention maps. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "probe_common.h"
+#include "storylm/svg.h"
+
+static int run(int argc, char **argv);
+const Command command_attend = {
+    "attend", "Tool 1: how one position reads every earlier token", "storylm attend TEXT [--pos N] [--head H] [options]",
+    "Runs the text (after [EOS], as every story starts) through the network and shows, for\n"
+    "position --pos (0 is [EOS]; negative counts from the end; default: the last token) and\n"
+    "head --head (default: all 8), every token it can read: dot = q.k/sqrt(8), the head's\n"
+    "learned distance score, score = their sum, weight = softmax of the scores (they add up\n"
+    "to 1), and the cosine of the two tokens' rows of the embedding, only to compare.\n"
+    "--svg FILE draws the attention maps: every position's weights, one map per head.\n"
+    "Switching heads off (--ablate) changes what the hidden layer reads, not the weights.",
+    run};
+
+typedef struct AttendArgs {
+    ProbeOptions po;
+    int pos, head;
+} AttendArgs;
+
+static void add_keys(ReportTable *t, const ProbeSession *ps, const ProbeRunner *r, int h, int p, AttendKey *keys) {
+    int n = probe_attend(r, h, p, keys);
+    for (int j = n - 1; j >= 0; j--) { /* nearest first, as one reads back */
+        const AttendKey *k = &keys[j];
+        table_row(t);
+        cell_int(t, h);
+        cell_int(t, k->position);
+        cell_text(t, probe_token(ps, k->token));
+        cell_int(t, k->token);
+        cell_int(t, k->distance);
+        cell_number(t, k->dot);
+        cell_number(t, k->distance_score);
+        cell_number(t, k->score);
+        cell_number(t, k->weight);
+        cell_number(t, k->cosine);
+    }
+}
+
+static void build_report(Report *r, const ProbeSession *ps, const ProbeRunner *run_, const IntVec *ids, int p, int head) {
+    probe_report_header(r, ps);
+    ReportTable *tokens = report_table(r, "tokens", "Tokens (position, id, text)");
+    table_column(tokens, "position", "pos", CELL_INT, 0);
+    table_column(tokens, "id", "id", CELL_INT, 0);
+    table_column(tokens, "token", "token", CELL_TEXT, 0);
+    for (size_t i = 0; i < ids->len; i++) {
+        table_row(tokens);
+        cell_int(tokens, (long long)i);
+        cell_int(tokens, ids->data[i]);
+        cell_text(tokens, probe_token(ps, ids->data[i]));
+    }
+    report_int(r, "position", "reading position", p);
+    report_text(r, "token", "reading token", probe_token(ps, ids->data[p]));
+    ReportTable *t = report_table(r, "keys", "What it reads (nearest first)");
+    const char *keys[][2] = {{"head", "head"}, {"position", "pos"}, {"token", "token"}, {"id", "id"},
+                             {"distance", "dist"}, {"dot", "q.k/sqrt8"}, {"distance_score", "dist.score"},
+                             {"score", "score"}, {"weight", "weight"}, {"cosine", "cos(rows)"}};
+    for (int c = 0; c < 10; c++)
+        table_column(t, keys[c][0], keys[c][1], c == 2 ? CELL_TEXT : c < 5 ? CELL_INT : CELL_NUMBER, 4);
+    if (t) t->group_column = 0;
+    AttendKey *buf = malloc((size_t)ps->lm.model.cfg.window * sizeof(AttendKey));
+    if (!buf) r->failed = 1;
+    for (int h = 0; buf && h < ps->lm.model.cfg.n_heads; h++)
+        if (head < 0 || h == head) add_keys(t, ps, run_, h, p, buf);
+    free(buf);
+}
+
+/* One head's map at (x, y): T x T squares with the tokens as labels, the read position outlined. */
+static void draw_map(Svg *s, const ProbeRunner *r, const char *const *labels, int h, int p, double x, double y,
+                     double cell, double *map) {
+    int T = r->acts.n_positions;
+    char title[32];
+    snprintf(title, sizeof title, "head %d", h);
+    svg_text(s, x + T * cell / 2, y - 62, title, 13, SVG_MIDDLE, 0, "black");
+    probe_attention_map(r, h, map);
+    double font = cell * 0.8 < 10 ? cell * 0.8 : 10;
+    svg_heatmap(s, x, y, cell, map, T, T, 1.0, labels, labels, font);
+    svg_rect(s, x, y + p * cell, T * cell, cell, "none", "#d62728", NULL);
+}
+
+static int draw(const char *path, const ProbeSession *ps, const ProbeRunner *r, const IntVec *ids, int p, int head,
+                Error *e) {
+    int T = (int)ids->len, H = ps->lm.model.cfg.n_heads, n = head < 0 ? H : 1, per_row = n < 4 ? n : 4;
+    double cell = fmax(4, fmin(18, 360.0 / T)), margin = 70, size = T * cell;
+    const char **labels = malloc((size_t)T * sizeof *labels);
+    double *map = malloc((size_t)T * T * sizeof(double));
+    if (!labels || !map) {
+        free(labels);
+        free(map);
+        return FAIL(e, NULL, "out of memory drawing the attention maps");
+    }
+    for (int i = 0; i < T; i++) labels[i] = probe_token(ps, ids->data[i]);
+    Svg s;
+    int rows = (n + per_row - 1) / per_row;
+    svg_begin(&s, fmax(720, per_row * (size + margin + 20) + 20), rows * (size + margin + 20) + 50, "storylm attend: attention maps");
+    svg_text(&s, 20, 22, "Attention weights: each row is a position reading, each column a token it reads (red: --pos)",
+             13, SVG_START, 0, "black");
+    for (int k = 0; k < n; k++) {
+        int h = head < 0 ? k : head;
+        draw_map(&s, r, labels, h, p, 20 + margin + (k % per_row) * (size + margin + 20),
+                 50 + margin + (k / per_row) * (size + margin + 20), cell, map);
+    }
+    int rc = svg_save(&s, path, e);
+    svg_free(&s);
+    free(labels);
+    free(map);
+    return rc;
+}
+
+static int attend(const AttendArgs *a, const char *text, Error *e) {
+    ProbeSession ps;
+    if (probe_session_open(&ps, &a->po, "attend", NULL, PROBE_ATTENTION_ONLY, e)) return -1;
+    IntVec ids = {0};
+    ProbeRunner r = {0};
+    Report rep;
+    report_init(&rep, "attend");
+    int rc = intvec_push(&ids, ps.lm.tokenizer.eos_id, e) ||
+             tokenizer_encode(&ps.lm.tokenizer, text, strlen(text), &ids, e);
+    int T = (int)ids.len, p = a->pos < 0 ? T + a->pos : a->pos;
+    if (!rc && (p < 0 || p >= T))
+        rc = FAIL(e, "positions run from 0 ([EOS]) to the number of tokens; -1 is the last",
+                  "--pos %d is outside the text's %d positions", a->pos, T);
+    if (!rc && a->head >= ps.lm.model.cfg.n_heads)
+        rc = FAIL(e, "heads are numbered from 0", "head %d is out of range: this model has heads 0 to %d", a->head,
+                  ps.lm.model.cfg.n_heads - 1);
+    if (!rc) rc = probe_runner_init(&r, &ps.lm.model, T, e) || probe_run(&r, ids.data, T, &ps.ablation, e);
+    if (!rc) build_report(&rep, &ps, &r, &ids, p, a->head);
+    if (!rc && a->po.svg) rc = draw(a->po.svg, &ps, &r, &ids, p, a->head, e);
+    if (!rc) rc = probe_emit(&rep, &a->po, e);
+    report_free(&rep);
+    probe_runner_free(&r);
+    intvec_free(&ids);
+    probe_session_close(&ps);
+    return rc ? -1 : 0;
+}
+
+static int run(int argc, char **argv) {
+    AttendArgs a = {.po = PROBE_OPTIONS_DEFAULT, .pos = -1, .head = -1};
+    const char *pos[1];
+    int np;
+    Option opts[] = {
+        PROBE_COMMON_OPTIONS(a.po),
+        PROBE_SVG_OPTION(a.po),
+        PROBE_MEAN_STORIES_OPTION(a.po),
+        {"pos", 0, OPT_INT, &a.pos, "N", "the position reading; negative: from the end", -1000000, 1000000},
+        {"head", 0, OPT_INT, &a.head, "H", "one head (0 to 7); -1: all", -1, 255},
+    };
+    int rc = args_parse(&command_attend, argc, argv, opts, N_OPTIONS(opts), pos, 1, 1, &np);
+    if (rc) return rc > 0 ? 0 : 2;
+    if (probe_check_mode(&command_attend, a.po.ablate_mode)) return 2;
+    cli_set_threads(a.po.threads);
+    Error e = {0};
+    if (attend(&a, pos[0], &e)) return cli_fail(&e);
+    return 0;
+}

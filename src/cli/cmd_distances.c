@@ -1,0 +1,102 @@
+/* storylm distances: Tool 2, where as well as what: every head's learned
+ * score for each distance back, added to q.k/sqrt(8) before softmax. */
+#include <math.h>
+#include <stdio.h>
+
+#include "probe_common.h"
+#include "storylm/svg.h"
+
+static int run(int argc, char **argv);
+const Command command_distances = {
+    "distances", "Tool 2: the heads' learned distance scores", "storylm distances [options]",
+    "Prints the 8 heads' learned distance scores: the number added to each score for\n"
+    "every distance back, 0 (the token itself) to 255. A head with a high score at\n"
+    "distance 1 reads the token just before; one with flat scores reads by content alone.\n"
+    "--svg FILE draws them as 8 curves, over all 256 distances and over the first 32.\n"
+    "--ablate is accepted for symmetry with the other probes; it does not change the scores.",
+    run};
+
+static void build_report(Report *r, const ProbeSession *ps, int up_to) {
+    const ModelConfig *c = &ps->lm.model.cfg;
+    probe_report_header(r, ps);
+    ReportTable *t = report_table(r, "scores", "Distance scores (rows: distance back; columns: heads)");
+    table_column(t, "distance", "distance", CELL_INT, 0);
+    char key[32], label[32];
+    for (int h = 0; h < c->n_heads; h++) {
+        snprintf(key, sizeof key, "head_%d", h);
+        snprintf(label, sizeof label, "head %d", h);
+        table_column(t, key, label, CELL_NUMBER, 3);
+    }
+    for (int d = 0; d <= up_to && d < c->window; d++) {
+        table_row(t);
+        cell_int(t, d);
+        for (int h = 0; h < c->n_heads; h++) cell_number(t, ps->lm.model.distance[(size_t)h * c->window + d]);
+    }
+}
+
+/* One panel of every head's curve over distances 0..last. */
+static void draw_panel(Svg *s, const Model *m, int last, double x, double y, const char *title) {
+    const ModelConfig *c = &m->cfg;
+    double lo = 0, hi = 0, xs[4096], ys[4096];
+    for (size_t i = 0; i < (size_t)c->n_heads * c->window; i++) {
+        lo = fmin(lo, m->distance[i]);
+        hi = fmax(hi, m->distance[i]);
+    }
+    SvgPanel p = {.x = x, .y = y, .w = 560, .h = 300, .x0 = 0, .x1 = last, .y0 = lo, .y1 = hi > lo ? hi : lo + 1};
+    svg_axes(s, &p, title, "distance back", "score", 1);
+    for (int h = 0; h < c->n_heads; h++) {
+        int n = last + 1 < 4096 ? last + 1 : 4096;
+        for (int d = 0; d < n; d++) {
+            xs[d] = d;
+            ys[d] = m->distance[(size_t)h * c->window + d];
+        }
+        svg_polyline(s, &p, xs, ys, n, svg_palette(h), 1.6);
+    }
+}
+
+static int draw(const char *path, const Model *m, Error *e) {
+    const char *names[32], *colors[32];
+    char buf[32][16];
+    int H = m->cfg.n_heads < 32 ? m->cfg.n_heads : 32;
+    for (int h = 0; h < H; h++) {
+        snprintf(buf[h], sizeof buf[h], "head %d", h);
+        names[h] = buf[h];
+        colors[h] = svg_palette(h);
+    }
+    Svg s;
+    svg_begin(&s, 1380, 420, "storylm distances: the heads' distance scores");
+    svg_text(&s, 20, 24, "Each head's learned score for each distance back (added to q.k/sqrt(8) before softmax)", 14,
+             SVG_START, 0, "black");
+    draw_panel(&s, m, m->cfg.window - 1, 70, 60, "all distances");
+    draw_panel(&s, m, m->cfg.window < 32 ? m->cfg.window - 1 : 31, 700, 60, "the first 32");
+    svg_legend(&s, 1280, 60, names, colors, H);
+    int rc = svg_save(&s, path, e);
+    svg_free(&s);
+    return rc;
+}
+
+static int run(int argc, char **argv) {
+    ProbeOptions po = PROBE_OPTIONS_DEFAULT;
+    int up_to = 255, np;
+    Option opts[] = {
+        PROBE_COMMON_OPTIONS(po),
+        PROBE_SVG_OPTION(po),
+        PROBE_MEAN_STORIES_OPTION(po),
+        {"up-to", 0, OPT_INT, &up_to, "D", "print distances 0 to D", 0, 100000},
+    };
+    int rc = args_parse(&command_distances, argc, argv, opts, N_OPTIONS(opts), NULL, 0, 0, &np);
+    if (rc) return rc > 0 ? 0 : 2;
+    if (probe_check_mode(&command_distances, po.ablate_mode)) return 2;
+    cli_set_threads(po.threads);
+    Error e = {0};
+    ProbeSession ps;
+    if (probe_session_open(&ps, &po, "distances", NULL, PROBE_ATTENTION_ONLY, &e)) return cli_fail(&e);
+    Report r;
+    report_init(&r, "distances");
+    build_report(&r, &ps, up_to);
+    rc = po.svg ? draw(po.svg, &ps.lm.model, &e) : 0;
+    if (!rc) rc = probe_emit(&r, &po, &e);
+    report_free(&r);
+    probe_session_close(&ps);
+    return rc ? cli_fail(&e) : 0;
+}

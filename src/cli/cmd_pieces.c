@@ -1,0 +1,129 @@
+/* storylm pieces STORIES --model M: Secret 4, what one layer cannot do.
+ * Heroes renamed to invented names of several pieces: where the name comes
+ * back, after its first piece, how well the network predicts the piece that
+ * followed it the first time, against the same for a name of one piece. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "probe_common.h"
+#include "storylm/svg.h"
+
+static int run(int argc, char **argv);
+const Command command_pieces = {
+    "pieces", "Secret 4: finishing a name made of pieces", "storylm pieces STORIES --model M [options]",
+    "Renames the hero of each held-out test story that has one (see storylm swap --help)\n"
+    "to invented names of 3 or more pieces, such as z ##ark ##o, and to the most common\n"
+    "name of one piece. At every later mention it measures the first piece (mean\n"
+    "probability, share as top guess: one lookup copies it) and, after the first piece,\n"
+    "the token that followed the first piece at the first mention (the name's second\n"
+    "piece; for a one-piece name, the word after it): two lookups, find the earlier first\n"
+    "piece and read the token after it. --names a,b,c gives your own names.",
+    run};
+
+typedef struct PiecesArgs {
+    ProbeOptions po;
+    const char *names;
+} PiecesArgs;
+
+/* The most common one-piece name, then invented names of 3+ pieces. */
+static int default_names(const ProbeSession *ps, SwapName *out, int max) {
+    const char *common[50];
+    int n = names_most_common(&ps->names, common, NULL, 50), k = 0;
+    for (int i = 0; i < n && k == 0; i++)
+        if (swap_name_make(&ps->lm.tokenizer, &ps->names, common[i], &out[0], NULL) == 0 && out[0].n_pieces == 1) k = 1;
+    return k + invented_names(&ps->lm.tokenizer, &ps->names, 3, out + k, max - k < 4 ? max - k : 4);
+}
+
+static void build_report(Report *r, const ProbeSession *ps, const SwapName *names, const PieceScore *rows, int n) {
+    probe_report_header(r, ps);
+    if (ps->names_from_all) report_note(r, "note: names were learnt from every story (test ones included)");
+    ReportTable *t = report_table(r, "names", "Where the renamed hero comes back");
+    const char *cols[][2] = {{"name", "name"},           {"kind", "kind"},           {"pieces", "pieces"},
+                             {"stories", "stories"},     {"mentions", "mentions"},   {"first_probability", "first p"},
+                             {"first_top1", "first top1"}, {"next_probability", "next p"}, {"next_top1", "next top1"},
+                             {"next_median_rank", "next median rank"}};
+    for (int c = 0; c < 10; c++)
+        table_column(t, cols[c][0], cols[c][1], c < 3 ? CELL_TEXT : c < 5 ? CELL_INT : c % 2 ? CELL_NUMBER : CELL_PERCENT,
+                     c == 9 ? 1 : c % 2 ? 4 : 1);
+    char pieces[256];
+    for (int k = 0; k < n; k++) {
+        size_t used = 0;
+        pieces[0] = '\0';
+        for (int i = 0; i < names[k].n_pieces && used < sizeof pieces; i++)
+            used += (size_t)snprintf(pieces + used, sizeof pieces - used, "%s%s", i ? " " : "",
+                                     probe_token(ps, names[k].pieces[i]));
+        table_row(t);
+        cell_text(t, names[k].word);
+        cell_text(t, name_kind_names[names[k].kind]);
+        cell_text(t, pieces);
+        cell_int(t, rows[k].stories);
+        cell_int(t, rows[k].mentions);
+        cell_number(t, rows[k].first_probability);
+        cell_number(t, rows[k].first_top1);
+        cell_number(t, rows[k].next_probability);
+        cell_number(t, rows[k].next_top1);
+        cell_number(t, rows[k].next_median_rank);
+    }
+}
+
+static int draw(const char *path, const SwapName *names, const PieceScore *rows, int n, Error *e) {
+    double values[2 * 32];
+    const char *labels[32];
+    n = n < 32 ? n : 32;
+    for (int k = 0; k < n; k++) {
+        labels[k] = names[k].word;
+        values[k] = rows[k].first_probability;
+        values[n + k] = rows[k].next_probability;
+    }
+    Svg s;
+    svg_begin(&s, 900, 400, "storylm pieces: finishing a name made of pieces");
+    svg_text(&s, 20, 24, "Where the renamed hero comes back: its first piece, then the piece that followed it before", 14,
+             SVG_START, 0, "black");
+    SvgPanel p = {.x = 80, .y = 70, .w = 620, .h = 240, .y0 = 0, .y1 = 1};
+    svg_axes(&s, &p, NULL, NULL, "mean probability", 0);
+    svg_bars(&s, &p, values, 2, n, labels, NULL, 0);
+    const char *legend[2] = {"first piece", "next piece, after the first"};
+    svg_legend(&s, 720, 70, legend, NULL, 2);
+    int rc = svg_save(&s, path, e);
+    svg_free(&s);
+    return rc;
+}
+
+static int pieces(const PiecesArgs *a, const char *stories, Error *e) {
+    ProbeSession ps;
+    if (probe_session_open(&ps, &a->po, "pieces", stories, PROBE_NAMES, e)) return -1;
+    SwapName names[32];
+    PieceScore rows[32];
+    Report r;
+    report_init(&r, "pieces");
+    int n = a->names ? cli_swap_names(&ps, a->names, names, 32, e) : default_names(&ps, names, 32);
+    int rc = n < 0 ? -1
+                   : probe_pieces(&ps.lm.model, &ps.lm.tokenizer, &ps.names, &ps.stories, ps.stories.test,
+                                  ps.stories.n_test, names, n, &ps.ablation, rows, e);
+    if (!rc) build_report(&r, &ps, names, rows, n);
+    if (!rc && a->po.svg) rc = draw(a->po.svg, names, rows, n, e);
+    if (!rc) rc = probe_emit(&r, &a->po, e);
+    report_free(&r);
+    probe_session_close(&ps);
+    return rc;
+}
+
+static int run(int argc, char **argv) {
+    PiecesArgs a = {.po = PROBE_OPTIONS_DEFAULT};
+    const char *pos[1];
+    int np;
+    Option opts[] = {
+        PROBE_COMMON_OPTIONS(a.po),
+        PROBE_SVG_OPTION(a.po),
+        PROBE_TEST_OPTION(a.po),
+        {"names", 0, OPT_STRING, &a.names, "LIST", "names to give the heroes, e.g. lily,zarko", 0, 0},
+    };
+    int rc = args_parse(&command_pieces, argc, argv, opts, N_OPTIONS(opts), pos, 1, 1, &np);
+    if (rc) return rc > 0 ? 0 : 2;
+    if (probe_check_mode(&command_pieces, a.po.ablate_mode)) return 2;
+    cli_set_threads(a.po.threads);
+    Error e = {0};
+    if (pieces(&a, pos[0], &e)) return cli_fail(&e);
+    return 0;
+}

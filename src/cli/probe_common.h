@@ -1,0 +1,94 @@
+/* What the probe verbs (attend, distances, trace, heads, swap, ablate,
+ * pieces, stats) share, and head ablation for generate and eval too: the
+ * common flags, loading a model with its stories and names, setting up
+ * --ablate / --ablate-mode, and printing a report as text or JSON. */
+#ifndef STORYLM_CLI_PROBE_COMMON_H
+#define STORYLM_CLI_PROBE_COMMON_H
+
+#include <stdbool.h>
+
+#include "args.h"
+#include "common.h"
+#include "storylm/probes.h"
+#include "storylm/report.h"
+
+typedef struct ProbeOptions {
+    const char *model;
+    const char *ablate, *ablate_mode; /* "3,5"; "zero" or "mean" */
+    const char *mean_stories;        /* --stories: where mean ablation's test stories come from */
+    const char *svg;                 /* picture to write, or NULL */
+    bool json;
+    int threads, n_test;
+} ProbeOptions;
+
+#define PROBE_OPTIONS_DEFAULT {.ablate_mode = "zero", .n_test = STORIES_DEFAULT_TEST}
+
+#define ABLATE_HELP_MODE "zero, or mean: each head's mean output over the held-out test stories"
+
+/* The flags every probe takes, for its Option table. */
+#define PROBE_COMMON_OPTIONS(o)                                                                              \
+    {"model", 'm', OPT_STRING, &(o).model, "FILE", "model file (default: ./" DEFAULT_MODEL_PATH ")", 0, 0},  \
+    {"ablate", 0, OPT_STRING, &(o).ablate, "HEADS", "switch heads off, e.g. 3,5 (heads 0 to 7)", 0, 0},      \
+    {"ablate-mode", 0, OPT_STRING, &(o).ablate_mode, "MODE", ABLATE_HELP_MODE, 0, 0},                        \
+    {"json", 0, OPT_BOOL, &(o).json, NULL, "print JSON with the same numbers", 0, 0},                        \
+    {"threads", 0, OPT_INT, &(o).threads, "N", "threads; 0: one per core", 0, 256}
+#define PROBE_SVG_OPTION(o) {"svg", 0, OPT_STRING, &(o).svg, "FILE", "also draw the picture into FILE (SVG)", 0, 0}
+#define PROBE_TEST_OPTION(o) \
+    {"test-stories", 0, OPT_INT, &(o).n_test, "N", "held-out test stories (as in training)", 1, 100000}
+/* For verbs without a STORIES argument: where mean ablation finds its stories. */
+#define PROBE_MEAN_STORIES_OPTION(o)                                                                         \
+    {"stories", 0, OPT_STRING, &(o).mean_stories, "FILE",                                                    \
+     "stories for --ablate-mode mean (default: the file the model was trained on)", 0, 0}
+
+/* Checks --ablate-mode after parsing: 0, or prints a usage error and returns 2. */
+int probe_check_mode(const Command *cmd, const char *mode);
+
+/* --ablate and --ablate-mode for a loaded model: fills ab (heads, mode) and,
+ * for mean, *mean (caller frees) averaged over the held-out test stories of
+ * s (read from stories_path), or when s is NULL of the file stories_path,
+ * or when that is NULL too of the model's "data" metadata. desc (size) says
+ * what was done, for reports ("" when nothing). */
+int cli_setup_ablation(const LoadedModel *lm, const char *ablate, const char *mode, const Stories *s,
+                       const char *stories_path, int n_test, Ablation *ab, float **mean, char *desc, size_t size,
+                       Error *e);
+
+enum {
+    PROBE_ATTENTION_ONLY = 1, /* refuse window8 models */
+    PROBE_NAMES = 2           /* learn names from the stories' training text */
+};
+
+/* Everything a probe works on. */
+typedef struct ProbeSession {
+    LoadedModel lm;
+    const char *model_path;
+    const char *stories_path; /* NULL when the verb reads no stories */
+    Stories stories;
+    NameList names;
+    int names_from_all;       /* 1 when the names came from every story (could not tell test ones apart) */
+    Ablation ablation;
+    float *mean;
+    char ablation_desc[160];
+} ProbeSession;
+
+/* Loads the model, the stories (when stories_path), the names (PROBE_NAMES)
+ * and the ablation. On failure everything is freed. */
+int probe_session_open(ProbeSession *ps, const ProbeOptions *o, const char *what, const char *stories_path, int flags,
+                       Error *e);
+void probe_session_close(ProbeSession *ps);
+/* Opens a second model for comparison (swap's --baseline), checking that it
+ * uses the same vocabulary. */
+int probe_load_other(const ProbeSession *ps, const char *path, LoadedModel *other, Error *e);
+
+/* The report's opening values: model, stories and test count, ablation. */
+void probe_report_header(Report *r, const ProbeSession *ps);
+/* Prints r as text or JSON (o->json) on stdout. */
+int probe_emit(const Report *r, const ProbeOptions *o, Error *e);
+
+/* Names from "a,b,c" (or, list NULL, swap's default set) into out (max);
+ * returns how many, -1 on error. */
+int cli_swap_names(const ProbeSession *ps, const char *list, SwapName *out, int max, Error *e);
+
+/* A token's text for tables and pictures ("[EOS]", "lily", "##ark"). */
+const char *probe_token(const ProbeSession *ps, int32_t id);
+
+#endif

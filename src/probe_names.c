@@ -1,0 +1,255 @@
+/* Names and heroes: which words are names (learnt from the capitals of the
+ * training text), a story's hero and its mentions in token ids, and the
+ * story with the hero renamed. The rule is in include/storylm/probes.h. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "storylm/fileio.h"
+#include "storylm/probes.h"
+
+#define WORD_MAX 63
+
+/* Capitalised words that are not names, though written like them. */
+static const char *const not_names[] = {
+    "i",        "mom",      "dad",      "mommy",    "daddy",     "mum",      "mummy",   "mama",    "papa",
+    "grandma",  "grandpa",  "granny",   "grandmother", "grandfather", "mr",   "mrs",     "ms",      "miss",
+    "sir",      "god",      "monday",   "tuesday",  "wednesday", "thursday", "friday",  "saturday", "sunday",
+    "january",  "february", "march",    "april",    "may",       "june",     "july",    "august",  "september",
+    "october",  "november", "december", "christmas", "easter",   "halloween", "english", "ok",      "okay"};
+
+/* On the list, or its plural ("Saturdays"). */
+static int is_not_name(const char *w) {
+    size_t n = strlen(w);
+    for (size_t i = 0; i < sizeof not_names / sizeof not_names[0]; i++) {
+        size_t m = strlen(not_names[i]);
+        if (strncmp(w, not_names[i], m) == 0 && (n == m || (n == m + 1 && w[m] == 's'))) return 1;
+    }
+    return 0;
+}
+
+/* ---- the word table ------------------------------------------------------------ */
+
+void names_free(NameList *nl) {
+    for (size_t i = 0; i < nl->cap; i++) free(nl->words ? nl->words[i] : NULL);
+    free(nl->words);
+    free(nl->total);
+    free(nl->cap_mid);
+    free(nl->lower);
+    *nl = (NameList){0};
+}
+
+/* The slot of word: where it is, or the empty slot where it would go. */
+static size_t slot_of(const NameList *nl, const char *word) {
+    size_t i = hash64(word, strlen(word), 0) & (nl->cap - 1);
+    while (nl->words[i] && strcmp(nl->words[i], word) != 0) i = (i + 1) & (nl->cap - 1);
+    return i;
+}
+
+static int table_alloc(NameList *nl, size_t cap, Error *e) {
+    nl->cap = cap;
+    nl->words = xcalloc(cap, sizeof(char *), e);
+    nl->total = nl->words ? xcalloc(cap, sizeof(int), e) : NULL;
+    nl->cap_mid = nl->total ? xcalloc(cap, sizeof(int), e) : NULL;
+    nl->lower = nl->cap_mid ? xcalloc(cap, sizeof(int), e) : NULL;
+    return nl->lower ? 0 : -1;
+}
+
+/* Doubles the table, keeping every word and its counts. */
+static int table_grow(NameList *nl, Error *e) {
+    NameList old = *nl;
+    if (table_alloc(nl, old.cap ? old.cap * 2 : 4096, e)) {
+        names_free(nl);
+        *nl = old;
+        return -1;
+    }
+    for (size_t i = 0; i < old.cap; i++) {
+        if (!old.words[i]) continue;
+        size_t j = slot_of(nl, old.words[i]);
+        nl->words[j] = old.words[i];
+        nl->total[j] = old.total[i];
+        nl->cap_mid[j] = old.cap_mid[i];
+        nl->lower[j] = old.lower[i];
+        old.words[i] = NULL;
+    }
+    names_free(&old);
+    return 0;
+}
+
+/* Counts one word as written (ASCII letters, n of them). */
+static int count_word(NameList *nl, const char *w, size_t n, int sentence_start, Error *e) {
+    if (n > WORD_MAX) return 0;
+    char low[WORD_MAX + 1];
+    int title = w[0] >= 'A' && w[0] <= 'Z', all_lower = !title;
+    for (size_t i = 0; i < n; i++) {
+        int upper = w[i] >= 'A' && w[i] <= 'Z';
+        if (i > 0 && upper) title = all_lower = 0;
+        low[i] = (char)(upper ? w[i] - 'A' + 'a' : w[i]);
+    }
+    low[n] = '\0';
+    if ((nl->count + 1) * 2 > nl->cap && table_grow(nl, e)) return -1;
+    size_t s = slot_of(nl, low);
+    if (!nl->words[s]) {
+        if (!(nl->words[s] = strdup(low))) return FAIL(e, NULL, "out of memory counting words");
+        nl->count++;
+    }
+    nl->total[s]++;
+    nl->cap_mid[s] += title && !sentence_start;
+    nl->lower[s] += all_lower;
+    return 0;
+}
+
+static int is_letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+
+/* After these a capital says nothing: a sentence (or a quotation) may start.
+ * Bytes of non-ASCII characters (curly quotes) count too, to be safe. */
+static int starts_sentence(char c) {
+    return c == '.' || c == '!' || c == '?' || c == '"' || c == '\n' || c == ':' || (unsigned char)c >= 0x80;
+}
+
+static int learn_story(NameList *nl, const char *p, const char *end, Error *e) {
+    int sentence_start = 1;
+    while (p < end) {
+        if (!is_letter(*p)) {
+            if (starts_sentence(*p)) sentence_start = 1;
+            p++;
+            continue;
+        }
+        const char *q = p;
+        while (q < end && is_letter(*q)) q++;
+        if (count_word(nl, p, (size_t)(q - p), sentence_start, e)) return -1;
+        sentence_start = 0;
+        p = q;
+    }
+    return 0;
+}
+
+int names_learn(NameList *nl, const char *text, const StorySpan *spans, int n_spans, const uint8_t *use, Error *e) {
+    *nl = (NameList){0};
+    if (table_alloc(nl, 4096, e)) return -1;
+    for (int i = 0; i < n_spans; i++) {
+        if (use && !use[i]) continue;
+        if (learn_story(nl, text + spans[i].offset, text + spans[i].offset + spans[i].len, e)) {
+            names_free(nl);
+            return -1;
+        }
+        nl->stories++;
+    }
+    return 0;
+}
+
+int names_count(const NameList *nl, const char *word) {
+    if (!nl->cap) return 0;
+    size_t s = slot_of(nl, word);
+    return nl->words[s] ? nl->total[s] : 0;
+}
+
+static int slot_is_name(const NameList *nl, size_t s) {
+    const char *w = nl->words[s];
+    return w && strlen(w) >= 2 && nl->cap_mid[s] >= 2 && nl->lower[s] * 10 <= nl->cap_mid[s] && !is_not_name(w);
+}
+
+int names_is_name(const NameList *nl, const char *word) { return nl->cap && slot_is_name(nl, slot_of(nl, word)); }
+
+typedef struct NameCount {
+    const char *word;
+    int count;
+} NameCount;
+
+static int by_count_desc(const void *a, const void *b) {
+    const NameCount *x = a, *y = b;
+    if (x->count != y->count) return x->count > y->count ? -1 : 1;
+    return strcmp(x->word, y->word);
+}
+
+int names_most_common(const NameList *nl, const char **out, int *counts, int max) {
+    NameCount *all = malloc((nl->count + 1) * sizeof *all);
+    if (!all) return 0;
+    size_t n = 0;
+    for (size_t s = 0; s < nl->cap; s++)
+        if (slot_is_name(nl, s)) all[n++] = (NameCount){nl->words[s], nl->total[s]};
+    qsort(all, n, sizeof *all, by_count_desc);
+    int k = 0;
+    for (; k < max && (size_t)k < n; k++) {
+        out[k] = all[k].word;
+        if (counts) counts[k] = all[k].count;
+    }
+    free(all);
+    return k;
+}
+
+/* ---- words and heroes in token ids --------------------------------------------- */
+
+static int is_continuation(const Tokenizer *t, int32_t id) { return strncmp(t->pieces[id], "##", 2) == 0; }
+
+int word_at(const Tokenizer *t, const int32_t *ids, int len, int i, char *buf, size_t size) {
+    if (i < 0 || i >= len || is_continuation(t, ids[i])) return 0;
+    size_t used = 0;
+    int n = 0;
+    do {
+        const char *piece = t->pieces[ids[i + n]] + (n ? 2 : 0);
+        size_t pl = strlen(piece);
+        if (used + pl + 1 > size) return 0;
+        memcpy(buf + used, piece, pl);
+        used += pl;
+        n++;
+    } while (i + n < len && is_continuation(t, ids[i + n]));
+    buf[used] = '\0';
+    return n;
+}
+
+int find_word(const Tokenizer *t, const int32_t *ids, int len, const int32_t *pieces, int n, int *starts, int max) {
+    int count = 0;
+    for (int i = 0; i + n <= len; i++) {
+        if (memcmp(ids + i, pieces, (size_t)n * sizeof(int32_t)) != 0) continue;
+        if (i + n < len && is_continuation(t, ids[i + n])) continue; /* "lily" inside "lilypad" */
+        if (count < max) starts[count] = i;
+        count++;
+        i += n - 1;
+    }
+    return count;
+}
+
+/* End of the first sentence: the first . ! or ? (or the story's end). */
+static int first_sentence_end(const Tokenizer *t, const int32_t *ids, int len) {
+    for (int i = 1; i < len; i++) {
+        const char *p = t->pieces[ids[i]];
+        if ((p[0] == '.' || p[0] == '!' || p[0] == '?') && p[1] == '\0') return i;
+    }
+    return len;
+}
+
+int find_hero(const Tokenizer *t, const NameList *nl, const int32_t *ids, int len, Hero *hero) {
+    int end = first_sentence_end(t, ids, len);
+    char word[WORD_MAX + 1];
+    for (int i = 0; i < end; i++) {
+        int n = word_at(t, ids, len, i, word, sizeof word);
+        if (n == 0 || n > 16 || !names_is_name(nl, word)) continue;
+        int count = find_word(t, ids, len, ids + i, n, hero->mentions, HERO_MAX_MENTIONS);
+        if (count >= 2 && count <= HERO_MAX_MENTIONS) {
+            snprintf(hero->word, sizeof hero->word, "%s", word);
+            memcpy(hero->pieces, ids + i, (size_t)n * sizeof(int32_t));
+            hero->n_pieces = n;
+            hero->n_mentions = count;
+            return 1;
+        }
+        i += n - 1;
+    }
+    return 0;
+}
+
+int swap_hero(const int32_t *ids, int len, const Hero *hero, const int32_t *pieces, int n, IntVec *out,
+              int *new_starts, Error *e) {
+    out->len = 0;
+    if (intvec_reserve(out, (size_t)len + (size_t)hero->n_mentions * (size_t)n, e)) return -1;
+    int k = 0;
+    for (int i = 0; i < len;) {
+        if (k < hero->n_mentions && i == hero->mentions[k]) {
+            new_starts[k++] = (int)out->len;
+            for (int j = 0; j < n; j++) out->data[out->len++] = pieces[j];
+            i += hero->n_pieces;
+        } else {
+            out->data[out->len++] = ids[i++];
+        }
+    }
+    return 0;
+}

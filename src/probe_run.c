@@ -1,0 +1,99 @@
+/* Running stories through the network for the probes, one story at a time,
+ * and the heads' mean outputs that mean ablation uses. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "storylm/probes.h"
+
+int probe_runner_init(ProbeRunner *r, const Model *m, int max_positions, Error *e) {
+    *r = (ProbeRunner){.model = m};
+    if (max_positions < 1) max_positions = 1;
+    if (activations_init(&r->acts, &m->cfg, max_positions, e)) return -1;
+    if (batch_init(&r->batch, max_positions, 1, e)) {
+        activations_free(&r->acts);
+        return -1;
+    }
+    return 0;
+}
+
+void probe_runner_free(ProbeRunner *r) {
+    activations_free(&r->acts);
+    batch_free(&r->batch);
+    *r = (ProbeRunner){0};
+}
+
+/* Room for len positions: the activations are remade larger when needed. */
+static int runner_fit(ProbeRunner *r, int len, Error *e) {
+    if (len <= r->acts.max_positions) return 0;
+    const Model *m = r->model;
+    probe_runner_free(r);
+    return probe_runner_init(r, m, len, e);
+}
+
+int probe_run(ProbeRunner *r, const int32_t *ids, int len, const Ablation *ablation, Error *e) {
+    if (runner_fit(r, len, e)) return -1;
+    batch_clear(&r->batch);
+    if (batch_add(&r->batch, ids, len, e)) return -1;
+    return model_forward(r->model, &r->acts, &r->batch, ablation, NULL, e);
+}
+
+int probe_need_attention(const Model *m, const char *what, Error *e) {
+    if (m->cfg.arch == ARCH_ATTENTION) return 0;
+    return FAIL(e, "give a model trained with --arch attention (the default)",
+                "%s needs the attention network, and this is a %s model: it has no heads", what, arch_name(m->cfg.arch));
+}
+
+double probe_probability(const Activations *a, int p, int32_t token, int *rank) {
+    int V = a->cfg.vocab_size;
+    const float *logits = a->logits + (size_t)p * V;
+    if (rank) {
+        int above = 0;
+        for (int v = 0; v < V; v++) above += logits[v] > logits[token];
+        *rank = above + 1;
+    }
+    return exp((double)logits[token] - (double)a->lse[p]);
+}
+
+double probe_cosine(const float *a, const float *b, int n) {
+    double ab = 0, aa = 0, bb = 0;
+    for (int i = 0; i < n; i++) {
+        ab += (double)a[i] * b[i];
+        aa += (double)a[i] * a[i];
+        bb += (double)b[i] * b[i];
+    }
+    return aa > 0 && bb > 0 ? ab / sqrt(aa * bb) : 0.0;
+}
+
+/* mean (H, vd): sums of every head's output over the positions run, added in double. */
+static void add_head_outputs(const Activations *a, double *sum) {
+    const ModelConfig *c = &a->cfg;
+    int vd = c->value_dim;
+    for (int h = 0; h < c->n_heads; h++)
+        for (int p = 0; p < a->n_positions; p++) {
+            const float *o = activations_head_output(a, h, p);
+            for (int i = 0; i < vd; i++) sum[h * vd + i] += o[i];
+        }
+}
+
+int probe_head_means(const Model *m, const Stories *s, const int *idx, int n, float *mean, Error *e) {
+    if (probe_need_attention(m, "mean ablation", e)) return -1;
+    if (n < 1) return FAIL(e, "give a stories file with test stories", "no stories to average the heads' outputs over");
+    const ModelConfig *c = &m->cfg;
+    size_t HV = (size_t)c->n_heads * c->value_dim;
+    double *sum = calloc(HV, sizeof(double));
+    if (!sum) return FAIL(e, NULL, "out of memory");
+    ProbeRunner r;
+    int rc = probe_runner_init(&r, m, 1024, e);
+    long long positions = 0;
+    for (int i = 0; !rc && i < n; i++) {
+        int len = (int)story_len(s, idx[i]);
+        rc = probe_run(&r, s->tokens + s->starts[idx[i]], len, NULL, e);
+        if (!rc) add_head_outputs(&r.acts, sum);
+        positions += len;
+    }
+    for (size_t i = 0; !rc && i < HV; i++) mean[i] = (float)(sum[i] / (double)positions);
+    probe_runner_free(&r);
+    free(sum);
+    return rc;
+}

@@ -1,0 +1,374 @@
+/* Reports as aligned text or JSON: see include/storylm/report.h. */
+#include "storylm/report.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- building ---------------------------------------------------------------- */
+
+static char *dup_or_fail(const char *s, int *failed) {
+    char *d = strdup(s ? s : "");
+    if (!d) *failed = 1;
+    return d;
+}
+
+/* Makes room for one more element of size bytes in *buf (count *n, capacity *cap). */
+static int grow(void **buf, int n, int *cap, size_t size, int *failed) {
+    if (n < *cap) return 0;
+    int want = *cap ? *cap * 2 : 8;
+    void *p = realloc(*buf, (size_t)want * size);
+    if (!p) {
+        *failed = 1;
+        return -1;
+    }
+    *buf = p;
+    *cap = want;
+    return 0;
+}
+
+void report_init(Report *r, const char *name) {
+    *r = (Report){0};
+    r->name = dup_or_fail(name, &r->failed);
+}
+
+static void cell_free(ReportCell *c) {
+    free(c->text);
+    free(c->vector);
+}
+
+static void table_free(ReportTable *t) {
+    if (!t) return;
+    for (int i = 0; i < t->n_cols; i++) {
+        free(t->cols[i].key);
+        free(t->cols[i].label);
+    }
+    for (int i = 0; i < t->n_rows * t->n_cols; i++) cell_free(&t->cells[i]);
+    free(t->cols);
+    free(t->cells);
+    free(t->key);
+    free(t->title);
+    free(t);
+}
+
+void report_free(Report *r) {
+    for (int i = 0; i < r->n_items; i++) {
+        ReportItem *it = &r->items[i];
+        free(it->key);
+        free(it->label);
+        free(it->note);
+        cell_free(&it->value);
+        table_free(it->table);
+    }
+    free(r->items);
+    free(r->name);
+    *r = (Report){0};
+}
+
+int report_failed(const Report *r, Error *e) {
+    if (!r->failed) return 0;
+    return FAIL(e, "free some memory and try again", "out of memory while building the %s report", r->name);
+}
+
+static ReportItem *new_item(Report *r, ReportItemKind kind) {
+    if (grow((void **)&r->items, r->n_items, &r->cap_items, sizeof(ReportItem), &r->failed)) return NULL;
+    ReportItem *it = &r->items[r->n_items++];
+    *it = (ReportItem){.kind = kind};
+    return it;
+}
+
+static ReportItem *new_value(Report *r, const char *key, const char *label, CellKind kind, int decimals) {
+    ReportItem *it = new_item(r, ITEM_VALUE);
+    if (!it) return NULL;
+    it->key = dup_or_fail(key, &r->failed);
+    it->label = dup_or_fail(label, &r->failed);
+    it->value_kind = kind;
+    it->decimals = decimals;
+    it->value.set = 1;
+    return it;
+}
+
+void report_text(Report *r, const char *key, const char *label, const char *text) {
+    ReportItem *it = new_value(r, key, label, CELL_TEXT, 0);
+    if (it) it->value.text = dup_or_fail(text, &r->failed);
+}
+
+void report_int(Report *r, const char *key, const char *label, long long x) {
+    ReportItem *it = new_value(r, key, label, CELL_INT, 0);
+    if (it) it->value.number = (double)x;
+}
+
+void report_number(Report *r, const char *key, const char *label, double x, int decimals) {
+    ReportItem *it = new_value(r, key, label, CELL_NUMBER, decimals);
+    if (it) it->value.number = x;
+}
+
+void report_percent(Report *r, const char *key, const char *label, double fraction, int decimals) {
+    ReportItem *it = new_value(r, key, label, CELL_PERCENT, decimals);
+    if (it) it->value.number = fraction;
+}
+
+static float *copy_floats(const float *x, int n, int *failed) {
+    float *v = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+    if (!v) *failed = 1;
+    else if (n > 0) memcpy(v, x, (size_t)n * sizeof(float));
+    return v;
+}
+
+void report_vector(Report *r, const char *key, const char *label, const float *x, int n, int decimals) {
+    ReportItem *it = new_value(r, key, label, CELL_VECTOR, decimals);
+    if (!it) return;
+    it->value.vector = copy_floats(x, n, &r->failed);
+    it->value.n = it->value.vector ? n : 0;
+}
+
+void report_note(Report *r, const char *fmt, ...) {
+    char buf[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    ReportItem *it = new_item(r, ITEM_NOTE);
+    if (it) it->note = dup_or_fail(buf, &r->failed);
+}
+
+ReportTable *report_table(Report *r, const char *key, const char *title) {
+    ReportTable *t = calloc(1, sizeof *t);
+    ReportItem *it = t ? new_item(r, ITEM_TABLE) : NULL;
+    if (!it) {
+        free(t);
+        r->failed = 1;
+        return NULL;
+    }
+    it->table = t;
+    t->failed = &r->failed;
+    t->group_column = -1;
+    t->key = dup_or_fail(key, &r->failed);
+    t->title = dup_or_fail(title, &r->failed);
+    return t;
+}
+
+void table_column(ReportTable *t, const char *key, const char *label, CellKind kind, int decimals) {
+    if (!t || t->n_rows > 0) return; /* columns come before rows */
+    if (grow((void **)&t->cols, t->n_cols, &t->cap_cols, sizeof(ReportColumn), t->failed)) return;
+    t->cols[t->n_cols++] = (ReportColumn){dup_or_fail(key, t->failed), dup_or_fail(label, t->failed), kind, decimals};
+}
+
+void table_row(ReportTable *t) {
+    if (!t || t->n_cols == 0) return;
+    if (t->n_rows >= t->cap_rows) {
+        int want = t->cap_rows ? t->cap_rows * 2 : 16;
+        ReportCell *p = realloc(t->cells, (size_t)want * t->n_cols * sizeof(ReportCell));
+        if (!p) {
+            *t->failed = 1;
+            return;
+        }
+        t->cells = p;
+        t->cap_rows = want;
+    }
+    memset(t->cells + (size_t)t->n_rows * t->n_cols, 0, (size_t)t->n_cols * sizeof(ReportCell));
+    t->n_rows++;
+    t->next_col = 0;
+}
+
+/* The cell the next cell_* call fills, or NULL past the row's end. */
+static ReportCell *next_cell(ReportTable *t) {
+    if (!t || t->n_rows == 0 || t->next_col >= t->n_cols) return NULL;
+    return &t->cells[(size_t)(t->n_rows - 1) * t->n_cols + t->next_col++];
+}
+
+void cell_text(ReportTable *t, const char *text) {
+    ReportCell *c = next_cell(t);
+    if (!c) return;
+    c->text = dup_or_fail(text, t->failed);
+    c->set = 1;
+}
+
+void cell_int(ReportTable *t, long long x) { cell_number(t, (double)x); }
+
+void cell_number(ReportTable *t, double x) {
+    ReportCell *c = next_cell(t);
+    if (!c) return;
+    c->number = x;
+    c->set = 1;
+}
+
+void cell_vector(ReportTable *t, const float *x, int n) {
+    ReportCell *c = next_cell(t);
+    if (!c) return;
+    c->vector = copy_floats(x, n, t->failed);
+    c->n = c->vector ? n : 0;
+    c->set = 1;
+}
+
+void cell_skip(ReportTable *t) { (void)next_cell(t); }
+
+double table_number(const ReportTable *t, int row, int col) {
+    if (!t || row < 0 || row >= t->n_rows || col < 0 || col >= t->n_cols) return NAN;
+    const ReportCell *c = &t->cells[(size_t)row * t->n_cols + col];
+    return c->set && t->cols[col].kind != CELL_TEXT && t->cols[col].kind != CELL_VECTOR ? c->number : NAN;
+}
+
+const ReportTable *report_find_table(const Report *r, const char *key) {
+    for (int i = 0; i < r->n_items; i++)
+        if (r->items[i].kind == ITEM_TABLE && r->items[i].table && strcmp(r->items[i].table->key, key) == 0)
+            return r->items[i].table;
+    return NULL;
+}
+
+/* ---- text -------------------------------------------------------------------- */
+
+/* Numbers are right-aligned, text and vectors left-aligned. */
+static int is_numeric(CellKind k) { return k == CELL_INT || k == CELL_NUMBER || k == CELL_PERCENT; }
+
+/* A cell as text into buf (vectors may be cut short at size). */
+static void format_cell(const ReportCell *c, CellKind kind, int decimals, char *buf, size_t size) {
+    if (!c->set || (is_numeric(kind) && !isfinite(c->number))) {
+        snprintf(buf, size, "-");
+        return;
+    }
+    switch (kind) {
+    case CELL_TEXT: snprintf(buf, size, "%s", c->text ? c->text : ""); break;
+    case CELL_INT: snprintf(buf, size, "%.0f", c->number); break;
+    case CELL_NUMBER: snprintf(buf, size, "%.*f", decimals, c->number); break;
+    case CELL_PERCENT: snprintf(buf, size, "%.*f%%", decimals, 100 * c->number); break;
+    case CELL_VECTOR: {
+        size_t used = 0;
+        buf[0] = '\0';
+        for (int i = 0; i < c->n && used + 1 < size; i++)
+            used += (size_t)snprintf(buf + used, size - used, "%s%.*f", i ? " " : "", decimals, c->vector[i]);
+        break;
+    }
+    }
+}
+
+/* Display width of UTF-8 text: code points, not bytes. */
+static int text_width(const char *s) {
+    int n = 0;
+    for (; *s; s++) n += ((unsigned char)*s & 0xC0) != 0x80;
+    return n;
+}
+
+static void print_padded(FILE *out, const char *s, int width, int right) {
+    int pad = width - text_width(s);
+    if (right)
+        for (int i = 0; i < pad; i++) fputc(' ', out);
+    fputs(s, out);
+    if (!right)
+        for (int i = 0; i < pad; i++) fputc(' ', out);
+}
+
+#define CELL_BUF 4096
+
+static void table_widths(const ReportTable *t, int *width) {
+    char buf[CELL_BUF];
+    for (int c = 0; c < t->n_cols; c++) {
+        width[c] = text_width(t->cols[c].label);
+        for (int r = 0; r < t->n_rows; r++) {
+            format_cell(&t->cells[(size_t)r * t->n_cols + c], t->cols[c].kind, t->cols[c].decimals, buf, sizeof buf);
+            int w = text_width(buf);
+            width[c] = w > width[c] ? w : width[c];
+        }
+    }
+}
+
+static int same_group(const ReportTable *t, int r) {
+    if (t->group_column < 0 || r == 0) return 1;
+    const ReportCell *a = &t->cells[(size_t)(r - 1) * t->n_cols + t->group_column];
+    const ReportCell *b = &t->cells[(size_t)r * t->n_cols + t->group_column];
+    if (a->text || b->text) return a->text && b->text && strcmp(a->text, b->text) == 0;
+    return a->number == b->number;
+}
+
+static void print_table(const ReportTable *t, FILE *out) {
+    int *width = calloc((size_t)t->n_cols + 1, sizeof(int));
+    if (!width) return;
+    table_widths(t, width);
+    char buf[CELL_BUF];
+    if (t->title && t->title[0]) fprintf(out, "\n%s\n", t->title);
+    for (int c = 0; c < t->n_cols; c++) {
+        if (c) fputs("  ", out);
+        int text = !is_numeric(t->cols[c].kind);
+        print_padded(out, t->cols[c].label, text && c + 1 == t->n_cols ? 0 : width[c], !text);
+    }
+    fputc('\n', out);
+    for (int r = 0; r < t->n_rows; r++) {
+        if (!same_group(t, r)) fputc('\n', out);
+        for (int c = 0; c < t->n_cols; c++) {
+            const ReportColumn *col = &t->cols[c];
+            format_cell(&t->cells[(size_t)r * t->n_cols + c], col->kind, col->decimals, buf, sizeof buf);
+            if (c) fputs("  ", out);
+            /* the last column is not padded on the right: no trailing spaces */
+            int numeric = is_numeric(col->kind);
+            print_padded(out, buf, c + 1 < t->n_cols || numeric ? width[c] : 0, numeric);
+        }
+        fputc('\n', out);
+    }
+    free(width);
+}
+
+void report_print(const Report *r, FILE *out) {
+    int label_width = 0;
+    for (int i = 0; i < r->n_items; i++)
+        if (r->items[i].kind == ITEM_VALUE) {
+            int w = text_width(r->items[i].label);
+            label_width = w > label_width ? w : label_width;
+        }
+    char buf[CELL_BUF];
+    for (int i = 0; i < r->n_items; i++) {
+        const ReportItem *it = &r->items[i];
+        if (it->kind == ITEM_VALUE) {
+            format_cell(&it->value, it->value_kind, it->decimals, buf, sizeof buf);
+            print_padded(out, it->label, label_width, 0);
+            fprintf(out, "  %s\n", buf);
+        } else if (it->kind == ITEM_NOTE) {
+            fprintf(out, "%s\n", it->note);
+        } else if (it->table && !it->table->json_only) {
+            print_table(it->table, out);
+        }
+    }
+}
+
+/* ---- JSON -------------------------------------------------------------------- */
+
+static cJSON *cell_json(const ReportCell *c, CellKind kind) {
+    if (!c->set) return cJSON_CreateNull();
+    if (kind == CELL_TEXT) return cJSON_CreateString(c->text ? c->text : "");
+    if (kind == CELL_VECTOR) {
+        cJSON *a = cJSON_CreateArray();
+        for (int i = 0; a && i < c->n; i++)
+            cJSON_AddItemToArray(a, isfinite(c->vector[i]) ? cJSON_CreateNumber(c->vector[i]) : cJSON_CreateNull());
+        return a;
+    }
+    return isfinite(c->number) ? cJSON_CreateNumber(c->number) : cJSON_CreateNull();
+}
+
+static cJSON *table_json(const ReportTable *t) {
+    cJSON *rows = cJSON_CreateArray();
+    for (int r = 0; rows && r < t->n_rows; r++) {
+        cJSON *row = cJSON_CreateObject();
+        if (!row) break;
+        for (int c = 0; c < t->n_cols; c++)
+            cJSON_AddItemToObject(row, t->cols[c].key, cell_json(&t->cells[(size_t)r * t->n_cols + c], t->cols[c].kind));
+        cJSON_AddItemToArray(rows, row);
+    }
+    return rows;
+}
+
+cJSON *report_json(const Report *r) {
+    cJSON *j = cJSON_CreateObject();
+    if (!j) return NULL;
+    cJSON_AddStringToObject(j, "command", r->name ? r->name : "");
+    cJSON *notes = NULL;
+    for (int i = 0; i < r->n_items; i++) {
+        const ReportItem *it = &r->items[i];
+        if (it->kind == ITEM_VALUE) cJSON_AddItemToObject(j, it->key, cell_json(&it->value, it->value_kind));
+        else if (it->kind == ITEM_TABLE && it->table) cJSON_AddItemToObject(j, it->table->key, table_json(it->table));
+        else if (it->kind == ITEM_NOTE) {
+            if (!notes) notes = cJSON_AddArrayToObject(j, "notes");
+            if (notes) cJSON_AddItemToArray(notes, cJSON_CreateString(it->note));
+        }
+    }
+    return j;
+}

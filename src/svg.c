@@ -1,0 +1,238 @@
+/* A small SVG writer: see include/storylm/svg.h. */
+#include "storylm/svg.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "storylm/fileio.h"
+
+static void put(Svg *s, const char *text, size_t n) {
+    if (!s->failed && bytevec_append(&s->buf, text, n, NULL)) s->failed = 1;
+}
+
+static void putf(Svg *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void putf(Svg *s, const char *fmt, ...) {
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (n > 0) put(s, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+}
+
+void svg_escaped(Svg *s, const char *text) {
+    for (const char *p = text ? text : ""; *p; p++) {
+        unsigned char c = (unsigned char)*p;
+        switch (c) {
+        case '&': put(s, "&amp;", 5); break;
+        case '<': put(s, "&lt;", 4); break;
+        case '>': put(s, "&gt;", 4); break;
+        case '"': put(s, "&quot;", 6); break;
+        case '\'': put(s, "&apos;", 6); break;
+        default:
+            if (c >= 0x20 && c != 0x7f) put(s, p, 1); /* XML 1.0 allows no other control characters */
+        }
+    }
+}
+
+void svg_begin(Svg *s, double width, double height, const char *title) {
+    *s = (Svg){.width = width, .height = height};
+    putf(s, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    putf(s,
+         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
+         "font-family=\"Helvetica, Arial, sans-serif\">\n<title>",
+         width, height, width, height);
+    svg_escaped(s, title);
+    putf(s, "</title>\n<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" fill=\"white\"/>\n", width, height);
+}
+
+void svg_free(Svg *s) {
+    bytevec_free(&s->buf);
+    *s = (Svg){0};
+}
+
+const char *svg_finish(Svg *s) {
+    put(s, "</svg>\n", 7);
+    return s->failed ? NULL : s->buf.data;
+}
+
+int svg_save(Svg *s, const char *path, Error *e) {
+    if (!svg_finish(s)) return FAIL(e, "free some memory and try again", "out of memory while drawing '%s'", path);
+    if (file_write_atomic(path, s->buf.data, s->buf.len, e)) {
+        error_prefix(e, "writing the picture: ");
+        return -1;
+    }
+    return 0;
+}
+
+static void put_tip(Svg *s, const char *tip) {
+    if (!tip) return;
+    put(s, "<title>", 7);
+    svg_escaped(s, tip);
+    put(s, "</title>", 8);
+}
+
+void svg_rect(Svg *s, double x, double y, double w, double h, const char *fill, const char *stroke, const char *tip) {
+    putf(s, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"", x, y, w > 0 ? w : 0, h > 0 ? h : 0);
+    svg_escaped(s, fill ? fill : "none");
+    put(s, "\" stroke=\"", 10);
+    svg_escaped(s, stroke ? stroke : "none");
+    if (tip) {
+        put(s, "\">", 2);
+        put_tip(s, tip);
+        put(s, "</rect>\n", 8);
+    } else {
+        put(s, "\"/>\n", 4);
+    }
+}
+
+void svg_line(Svg *s, double x1, double y1, double x2, double y2, const char *stroke, double width) {
+    putf(s, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke-width=\"%.2f\" stroke=\"", x1, y1, x2, y2,
+         width);
+    svg_escaped(s, stroke);
+    put(s, "\"/>\n", 4);
+}
+
+void svg_text(Svg *s, double x, double y, const char *text, double size, SvgAnchor anchor, double rotate,
+              const char *fill) {
+    static const char *const anchors[] = {"start", "middle", "end"};
+    putf(s, "<text x=\"%.2f\" y=\"%.2f\" font-size=\"%.1f\" text-anchor=\"%s\"", x, y, size, anchors[anchor]);
+    if (rotate != 0) putf(s, " transform=\"rotate(%.1f %.2f %.2f)\"", rotate, x, y);
+    put(s, " fill=\"", 7);
+    svg_escaped(s, fill ? fill : "black");
+    put(s, "\">", 2);
+    svg_escaped(s, text);
+    put(s, "</text>\n", 8);
+}
+
+void svg_group_begin(Svg *s, double dx, double dy) { putf(s, "<g transform=\"translate(%.2f %.2f)\">\n", dx, dy); }
+
+void svg_group_end(Svg *s) { put(s, "</g>\n", 5); }
+
+const char *svg_palette(int i) {
+    static const char *const colors[8] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
+                                          "#9467bd", "#8c564b", "#e377c2", "#17becf"};
+    return colors[((i % 8) + 8) % 8];
+}
+
+void svg_heat(double t, char *buf) {
+    if (!(t > 0)) t = 0;
+    if (t > 1) t = 1;
+    /* white (255, 255, 255) to dark blue (8, 48, 107) */
+    int r = (int)lround(255 - t * (255 - 8)), g = (int)lround(255 - t * (255 - 48)), b = (int)lround(255 - t * (255 - 107));
+    snprintf(buf, 8, "#%02x%02x%02x", r, g, b);
+}
+
+/* ---- charts ------------------------------------------------------------------ */
+
+double svg_px(const SvgPanel *p, double v) {
+    double span = p->x1 - p->x0;
+    return p->x + (span != 0 ? (v - p->x0) / span : 0.5) * p->w;
+}
+
+double svg_py(const SvgPanel *p, double v) {
+    double span = p->y1 - p->y0;
+    return p->y + p->h - (span != 0 ? (v - p->y0) / span : 0.5) * p->h;
+}
+
+/* A round step giving about n ticks over span: 1, 2 or 5 times a power of 10. */
+static double tick_step(double span, int n) {
+    if (!(span > 0)) return 1;
+    double raw = span / n, mag = pow(10, floor(log10(raw))), f = raw / mag;
+    return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * mag;
+}
+
+static void y_ticks(Svg *s, const SvgPanel *p) {
+    double lo = fmin(p->y0, p->y1), hi = fmax(p->y0, p->y1), step = tick_step(hi - lo, 5);
+    char label[32];
+    for (double v = ceil(lo / step) * step; v <= hi + step * 1e-6; v += step) {
+        double y = svg_py(p, v);
+        svg_line(s, p->x - 4, y, p->x, y, "#444", 1);
+        snprintf(label, sizeof label, "%g", fabs(v) < step * 1e-6 ? 0.0 : v);
+        svg_text(s, p->x - 6, y + 3.5, label, 10, SVG_END, 0, "#444");
+    }
+}
+
+static void x_ticks(Svg *s, const SvgPanel *p) {
+    double lo = fmin(p->x0, p->x1), hi = fmax(p->x0, p->x1), step = tick_step(hi - lo, 5);
+    char label[32];
+    for (double v = ceil(lo / step) * step; v <= hi + step * 1e-6; v += step) {
+        double x = svg_px(p, v);
+        svg_line(s, x, p->y + p->h, x, p->y + p->h + 4, "#444", 1);
+        snprintf(label, sizeof label, "%g", fabs(v) < step * 1e-6 ? 0.0 : v);
+        svg_text(s, x, p->y + p->h + 15, label, 10, SVG_MIDDLE, 0, "#444");
+    }
+}
+
+void svg_axes(Svg *s, const SvgPanel *p, const char *title, const char *x_label, const char *y_label, int with_x) {
+    svg_rect(s, p->x, p->y, p->w, p->h, "none", "#888", NULL);
+    y_ticks(s, p);
+    if (with_x) x_ticks(s, p);
+    if (p->y0 < 0 && p->y1 > 0) svg_line(s, p->x, svg_py(p, 0), p->x + p->w, svg_py(p, 0), "#bbb", 1);
+    if (title) svg_text(s, p->x + p->w / 2, p->y - 8, title, 12, SVG_MIDDLE, 0, "black");
+    if (x_label) svg_text(s, p->x + p->w / 2, p->y + p->h + 30, x_label, 10, SVG_MIDDLE, 0, "#444");
+    if (y_label) svg_text(s, p->x - 38, p->y + p->h / 2, y_label, 10, SVG_MIDDLE, -90, "#444");
+}
+
+void svg_polyline(Svg *s, const SvgPanel *p, const double *x, const double *y, int n, const char *stroke,
+                  double width) {
+    put(s, "<polyline fill=\"none\" stroke=\"", 30);
+    svg_escaped(s, stroke);
+    putf(s, "\" stroke-width=\"%.2f\" points=\"", width);
+    for (int i = 0; i < n; i++)
+        if (isfinite(x[i]) && isfinite(y[i])) putf(s, "%.2f,%.2f ", svg_px(p, x[i]), svg_py(p, y[i]));
+    put(s, "\"/>\n", 4);
+}
+
+void svg_bars(Svg *s, const SvgPanel *p, const double *values, int n_series, int n_groups,
+              const char *const *group_labels, const char *const *colors, int rotate_labels) {
+    if (n_groups < 1 || n_series < 1) return;
+    double group_w = p->w / n_groups, bar_w = group_w * 0.8 / n_series;
+    double base = svg_py(p, p->y0 <= 0 && p->y1 >= 0 ? 0 : p->y0);
+    char tip[160];
+    for (int g = 0; g < n_groups; g++) {
+        double gx = p->x + g * group_w + group_w * 0.1;
+        for (int k = 0; k < n_series; k++) {
+            double v = values[(size_t)k * n_groups + g];
+            if (!isfinite(v)) continue;
+            double y = svg_py(p, v);
+            snprintf(tip, sizeof tip, "%s: %.4g", group_labels ? group_labels[g] : "", v);
+            svg_rect(s, gx + k * bar_w, fmin(y, base), bar_w * 0.92, fabs(base - y),
+                     colors ? colors[k] : svg_palette(k), "none", tip);
+        }
+        if (group_labels) {
+            double lx = p->x + (g + 0.5) * group_w, ly = p->y + p->h + 13;
+            if (rotate_labels) svg_text(s, lx, ly - 4, group_labels[g], 10, SVG_END, -45, "#222");
+            else svg_text(s, lx, ly, group_labels[g], 10, SVG_MIDDLE, 0, "#222");
+        }
+    }
+}
+
+void svg_legend(Svg *s, double x, double y, const char *const *names, const char *const *colors, int n) {
+    for (int i = 0; i < n; i++) {
+        svg_rect(s, x, y + i * 16, 10, 10, colors ? colors[i] : svg_palette(i), "none", NULL);
+        svg_text(s, x + 15, y + i * 16 + 9, names[i], 11, SVG_START, 0, "#222");
+    }
+}
+
+void svg_heatmap(Svg *s, double x, double y, double cell, const double *values, int rows, int cols, double vmax,
+                 const char *const *row_labels, const char *const *col_labels, double label_size) {
+    char color[8], tip[256];
+    for (int r = 0; r < rows; r++) {
+        if (row_labels)
+            svg_text(s, x - 3, y + (r + 0.5) * cell + label_size * 0.35, row_labels[r], label_size, SVG_END, 0, "#222");
+        for (int c = 0; c < cols; c++) {
+            double v = values[(size_t)r * cols + c];
+            if (!isfinite(v)) continue;
+            svg_heat(vmax > 0 ? v / vmax : 0, color);
+            snprintf(tip, sizeof tip, "%s, %s: %.4f", row_labels ? row_labels[r] : "", col_labels ? col_labels[c] : "",
+                     v);
+            svg_rect(s, x + c * cell, y + r * cell, cell, cell, color, "none", tip);
+        }
+    }
+    for (int c = 0; col_labels && c < cols; c++)
+        svg_text(s, x + (c + 0.5) * cell + label_size * 0.35, y - 3, col_labels[c], label_size, SVG_START, -90, "#222");
+    svg_rect(s, x, y, cols * cell, rows * cell, "none", "#888", NULL);
+}

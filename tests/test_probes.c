@@ -1,0 +1,340 @@
+/* The probes on hand-built models and hand-written stories: a switched-off
+ * head really brings 0 or its mean; heads that carry nothing change nothing
+ * when switched off; Tool 1's numbers are the attention arithmetic done by
+ * hand; heroes, their mentions and renaming found where a reader finds them;
+ * the report and SVG writers print what they were given, escaped. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "storylm/generate.h"
+#include "storylm/probes.h"
+#include "storylm/report.h"
+#include "storylm/svg.h"
+
+/* A small random model: 12 tokens, rows of 6, 3 heads of 4 (query, key) and 5 (value). */
+static void small_model(Model *m, uint64_t seed) {
+    ModelConfig c = {.arch = ARCH_ATTENTION, .vocab_size = 12, .row_dim = 6, .n_heads = 3, .key_dim = 4,
+                     .value_dim = 5, .window = 8, .hidden_dim = 7, .context = 8};
+    Error e;
+    CHECK(model_init(m, &c, &e) == 0);
+    model_randomize(m, seed);
+    for (int i = 0; i < c.n_heads * c.window; i++) m->distance[i] = 0.3f * sinf((float)i); /* not flat */
+}
+
+/* Two stories of ids as a Stories value, both held out. */
+static const int32_t story_ids[] = {0, 3, 5, 7, 3, 9, 11, 2, 4, 3, 6, 8, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 0};
+static size_t story_starts[] = {0, 13, 26};
+static int both[] = {0, 1};
+static Stories two_stories(void) {
+    return (Stories){.n_stories = 2, .tokens = (int32_t *)story_ids, .starts = story_starts, .n_tokens = 26,
+                     .n_test = 2, .test = both};
+}
+
+/* A switched-off head's slot holds exactly 0, or exactly its mean output;
+ * the other heads are untouched; incremental generation agrees. */
+static void ablated_head_is_zero_or_mean(void) {
+    Model m;
+    small_model(&m, 1);
+    Stories s = two_stories();
+    Error e;
+    float mean[3 * 5];
+    CHECK(probe_head_means(&m, &s, s.test, s.n_test, mean, &e) == 0);
+    ProbeRunner plain, off;
+    CHECK(probe_runner_init(&plain, &m, 4, &e) == 0 && probe_runner_init(&off, &m, 4, &e) == 0);
+    CHECK(probe_run(&plain, story_ids, 13, NULL, &e) == 0); /* grows past 4 positions */
+    for (int mode = 0; mode < 2; mode++) {
+        Ablation ab = {.heads = 1u << 1, .mode = mode ? ABLATE_MEAN : ABLATE_ZERO, .mean = mean};
+        CHECK(probe_run(&off, story_ids, 13, &ab, &e) == 0);
+        int exact = 1, others = 1;
+        for (int p = 0; p < 13; p++) {
+            const float *o = activations_head_output(&off.acts, 1, p);
+            for (int i = 0; i < 5; i++) exact &= o[i] == (mode ? mean[5 + i] : 0.0f);
+            for (int h = 0; h < 3; h += 2)
+                others &= memcmp(activations_head_output(&off.acts, h, p), activations_head_output(&plain.acts, h, p),
+                                 5 * sizeof(float)) == 0;
+        }
+        CHECK(exact);
+        CHECK(others);
+        Generator g;
+        CHECK(generator_init(&g, &m, &ab, &e) == 0);
+        double worst = 0;
+        for (int p = 0; p < 13; p++) {
+            const float *logits = generator_feed(&g, story_ids[p]);
+            for (int v = 0; v < 12; v++) worst = fmax(worst, fabs(logits[v] - off.acts.logits[p * 12 + v]));
+        }
+        CHECK(worst < 1e-4);
+        generator_free(&g);
+    }
+    /* the mean is the mean: head 0's outputs averaged by hand over both stories */
+    double sum = 0;
+    for (int k = 0; k < 2; k++) {
+        CHECK(probe_run(&plain, story_ids + story_starts[k], 13, NULL, &e) == 0);
+        for (int p = 0; p < 13; p++) sum += activations_head_output(&plain.acts, 0, p)[2];
+    }
+    CHECK_CLOSE(mean[2], sum / 26, 1e-5, 1e-6);
+    probe_runner_free(&plain);
+    probe_runner_free(&off);
+    model_free(&m);
+}
+
+/* Heads whose outputs the hidden layer ignores: switching all of them off,
+ * to 0 or to their mean, changes no logit and no loss. */
+static void heads_that_carry_nothing(void) {
+    Model m;
+    small_model(&m, 2);
+    int Z = model_hidden_input_dim(&m.cfg);
+    for (int u = 0; u < m.cfg.hidden_dim; u++)
+        for (int i = m.cfg.row_dim; i < Z; i++) m.hidden_w[u * Z + i] = 0;
+    Stories s = two_stories();
+    Error e;
+    float mean[3 * 5];
+    CHECK(probe_head_means(&m, &s, s.test, s.n_test, mean, &e) == 0);
+    AblateScore intact, zero, means;
+    Ablation all_zero = {.heads = 7}, all_mean = {.heads = 7, .mode = ABLATE_MEAN, .mean = mean};
+    CHECK(probe_score(&m, &s, s.test, 2, NULL, NULL, &intact, &e) == 0);
+    CHECK(probe_score(&m, &s, s.test, 2, &all_zero, NULL, &zero, &e) == 0);
+    CHECK(probe_score(&m, &s, s.test, 2, &all_mean, NULL, &means, &e) == 0);
+    CHECK(intact.positions == 24);
+    CHECK_CLOSE(zero.loss, intact.loss, 1e-6, 0);
+    CHECK_CLOSE(means.loss, intact.loss, 1e-6, 0);
+    CHECK(zero.accuracy == intact.accuracy);
+    /* and heads that do carry something change the loss when switched off */
+    model_free(&m);
+    small_model(&m, 2);
+    CHECK(probe_score(&m, &s, s.test, 2, &all_zero, NULL, &zero, &e) == 0);
+    CHECK(probe_score(&m, &s, s.test, 2, NULL, NULL, &intact, &e) == 0);
+    CHECK(fabs(zero.loss - intact.loss) > 1e-4);
+    model_free(&m);
+}
+
+/* Tool 1 against the arithmetic done by hand from the weights: q = row query[h],
+ * k = row key[h], score = q.k/sqrt(kd) + distance[h][t-u], softmax. */
+static void attend_matches_direct_computation(void) {
+    Model m;
+    small_model(&m, 3);
+    Error e;
+    ProbeRunner r;
+    CHECK(probe_runner_init(&r, &m, 13, &e) == 0);
+    CHECK(probe_run(&r, story_ids, 13, NULL, &e) == 0);
+    const ModelConfig *c = &m.cfg;
+    AttendKey keys[8];
+    for (int h = 0; h < 3; h++)
+        for (int p = 0; p < 13; p++) {
+            int n = probe_attend(&r, h, p, keys);
+            CHECK(n == (p < 8 ? p + 1 : 8)); /* a window of 8 */
+            double q[4] = {0}, scores[8], max = -INFINITY, total = 0, sum_w = 0;
+            for (int i = 0; i < c->row_dim; i++)
+                for (int j = 0; j < 4; j++) q[j] += m.embedding[story_ids[p] * 6 + i] * m.query[(h * 6 + i) * 4 + j];
+            for (int k = 0; k < n; k++) {
+                int u = p - n + 1 + k;
+                double dot = 0;
+                for (int j = 0; j < 4; j++) {
+                    double kj = 0;
+                    for (int i = 0; i < 6; i++) kj += m.embedding[story_ids[u] * 6 + i] * m.key[(h * 6 + i) * 4 + j];
+                    dot += q[j] * kj;
+                }
+                scores[k] = dot / 2 + m.distance[h * 8 + (p - u)];
+                max = fmax(max, scores[k]);
+                CHECK(keys[k].position == u && keys[k].distance == p - u && keys[k].token == story_ids[u]);
+                CHECK_CLOSE(keys[k].dot, dot / 2, 1e-4, 1e-5);
+                CHECK_CLOSE(keys[k].distance_score, m.distance[h * 8 + (p - u)], 0, 0);
+                CHECK_CLOSE(keys[k].cosine,
+                            probe_cosine(m.embedding + story_ids[p] * 6, m.embedding + story_ids[u] * 6, 6), 1e-6, 1e-6);
+            }
+            for (int k = 0; k < n; k++) total += exp(scores[k] - max);
+            for (int k = 0; k < n; k++) {
+                CHECK_CLOSE(keys[k].weight, exp(scores[k] - max) / total, 1e-4, 1e-6);
+                sum_w += keys[k].weight;
+            }
+            CHECK_CLOSE(sum_w, 1.0, 1e-5, 0);
+        }
+    CHECK(keys[0].cosine == keys[0].cosine); /* a number */
+    double map[13 * 13];
+    probe_attention_map(&r, 1, map);
+    CHECK(isnan(map[0 * 13 + 1]) && isnan(map[12 * 13 + 0]) && !isnan(map[12 * 13 + 5]));
+    probe_runner_free(&r);
+    model_free(&m);
+}
+
+/* ---- names ---------------------------------------------------------------------- */
+
+static const char vocab_text[] =
+    "[UNK]\n[EOS]\n.\n,\n!\n\"\nonce\nthere\nwas\na\ngirl\nnamed\nmia\nliked\nthe\npark\none\nday\nsaw\ndog\n"
+    "said\nhi\nand\nmom\nwent\nhome\nboy\ntom\nlily\nz\n##ark\n##o\n##pad\nsat\non\nhappy\nshe\nhe\nbig\n";
+
+static Tokenizer tokenizer(void) {
+    Tokenizer t;
+    Error e;
+    CHECK(tokenizer_from_text(&t, vocab_text, strlen(vocab_text), 0, &e) == 0);
+    return t;
+}
+
+static IntVec encode(const Tokenizer *t, const char *text) {
+    IntVec v = {0};
+    Error e;
+    CHECK(intvec_push(&v, t->eos_id, &e) == 0);
+    CHECK(tokenizer_encode(t, text, strlen(text), &v, &e) == 0);
+    CHECK(intvec_push(&v, t->eos_id, &e) == 0);
+    return v;
+}
+
+/* Training text: Mia, Tom and Lily are written capitalised where no
+ * sentence starts; "Mom" too, but it is on the list of common words;
+ * "Happy" starts sentences only, "Park" is mostly lower-case. */
+static const char training[] = "Once there was a girl named Mia. One day Mia saw a dog and Tom. Tom said \"Hi, Mia.\"\n"
+                               "Happy was the dog. The boy named Tom went home with Mom and Lily and Mom.\n"
+                               "Lily liked the park. The park was big. She saw Lily and Park and the park.";
+
+static void names_learnt_from_capitals(NameList *nl) {
+    StorySpan span = {0, strlen(training)};
+    Error e;
+    CHECK(names_learn(nl, training, &span, 1, NULL, &e) == 0);
+    CHECK(names_is_name(nl, "mia") && names_is_name(nl, "tom") && names_is_name(nl, "lily"));
+    CHECK(!names_is_name(nl, "mom"));   /* a common word, written like a name */
+    CHECK(!names_is_name(nl, "happy")); /* capitalised only where a sentence starts */
+    CHECK(!names_is_name(nl, "park"));  /* mostly lower-case */
+    CHECK(!names_is_name(nl, "once") && !names_is_name(nl, "zarko"));
+    CHECK(names_count(nl, "mia") == 3 && names_count(nl, "zarko") == 0);
+    const char *top[4];
+    int counts[4];
+    CHECK(names_most_common(nl, top, counts, 4) == 3);
+    CHECK(strcmp(top[0], "lily") == 0 && strcmp(top[1], "mia") == 0 && counts[2] == 3); /* ties: by word */
+}
+
+/* The hero is the first name of the first sentence that comes back; its
+ * mentions are where the word stands whole. */
+static void hero_and_mentions(const Tokenizer *t, const NameList *nl) {
+    IntVec v = encode(t, "Once there was a girl named Mia. Mia saw a dog. The dog sat on the lilypad. Mom said hi, Mia!");
+    Hero hero;
+    CHECK(find_hero(t, nl, v.data, (int)v.len, &hero) == 1);
+    CHECK(strcmp(hero.word, "mia") == 0 && hero.n_pieces == 1);
+    /* [EOS] once there was a girl named mia . mia saw a dog . the dog sat on the lily ##pad . mom said hi , mia ! */
+    CHECK(hero.n_mentions == 3 && hero.mentions[0] == 7 && hero.mentions[1] == 9 && hero.mentions[2] == 26);
+    intvec_free(&v);
+    v = encode(t, "Once there was a boy named Tom. He saw a dog and Lily. Lily was happy.");
+    CHECK(find_hero(t, nl, v.data, (int)v.len, &hero) == 0); /* Tom does not come back; Lily is not in the first sentence */
+    intvec_free(&v);
+    v = encode(t, "Lily sat on the lilypad. Lily was happy.");
+    CHECK(find_hero(t, nl, v.data, (int)v.len, &hero) == 1 && hero.n_mentions == 2); /* not inside "lilypad" */
+    CHECK(hero.mentions[0] == 1 && hero.mentions[1] == 8);
+    intvec_free(&v);
+}
+
+/* Renaming Mia to zarko (z ##ark ##o) everywhere: the mentions move, the rest stays. */
+static void rename_hero(const Tokenizer *t, const NameList *nl) {
+    IntVec v = encode(t, "Once there was a girl named Mia. Mia saw a dog. Mom said hi, Mia!");
+    IntVec want = encode(t, "Once there was a girl named zarko. zarko saw a dog. Mom said hi, zarko!");
+    Hero hero;
+    CHECK(find_hero(t, nl, v.data, (int)v.len, &hero) == 1);
+    SwapName name;
+    Error e;
+    CHECK(swap_name_make(t, nl, "Zarko", &name, &e) == 0);
+    CHECK(name.n_pieces == 3 && name.kind == NAME_INVENTED && strcmp(name.word, "zarko") == 0);
+    CHECK(strcmp(t->pieces[name.pieces[1]], "##ark") == 0);
+    IntVec out = {0};
+    int starts[HERO_MAX_MENTIONS];
+    CHECK(swap_hero(v.data, (int)v.len, &hero, name.pieces, name.n_pieces, &out, starts, &e) == 0);
+    CHECK(out.len == want.len && memcmp(out.data, want.data, want.len * sizeof(int32_t)) == 0);
+    CHECK(starts[0] == 7 && starts[1] == 11 && starts[2] == 22);
+    CHECK(swap_name_make(t, nl, "tom", &name, &e) == 0 && name.kind == NAME_RARE && name.train_count == 3);
+    CHECK(swap_name_make(t, nl, "two words", &name, &e) != 0);
+    intvec_free(&v);
+    intvec_free(&want);
+    intvec_free(&out);
+}
+
+/* Name targets: the position before each later mention, story by story. */
+static void name_targets(const Tokenizer *t, const NameList *nl) {
+    IntVec a = encode(t, "There was a girl named Mia. Mia saw a dog. Mia said hi."), b = encode(t, "The dog sat on the park.");
+    int32_t ids[64];
+    memcpy(ids, b.data, b.len * sizeof(int32_t));
+    memcpy(ids + b.len, a.data, a.len * sizeof(int32_t));
+    size_t starts[3] = {0, b.len, b.len + a.len};
+    int idx[2] = {0, 1};
+    Stories s = {.n_stories = 2, .tokens = ids, .starts = starts, .n_tokens = b.len + a.len};
+    NameTargets nt;
+    Error e;
+    CHECK(name_targets_find(t, nl, &s, idx, 2, &nt, &e) == 0);
+    CHECK(nt.n == 2 && nt.story[0] == 1 && nt.position[0] == 7 && nt.position[1] == 12);
+    name_targets_free(&nt);
+    intvec_free(&a);
+    intvec_free(&b);
+}
+
+/* ---- report and svg ---------------------------------------------------------------- */
+
+static void report_prints_what_it_holds(void) {
+    Report r;
+    report_init(&r, "demo");
+    report_text(&r, "model", "model", "m.safetensors");
+    report_number(&r, "loss", "loss", 2.5, 3);
+    ReportTable *t = report_table(&r, "rows", "Rows");
+    table_column(t, "head", "head", CELL_INT, 0);
+    table_column(t, "share", "share", CELL_PERCENT, 1);
+    table_column(t, "token", "token", CELL_TEXT, 0);
+    table_row(t), cell_int(t, 3), cell_number(t, 0.25), cell_text(t, "lily");
+    table_row(t), cell_int(t, 12), cell_number(t, NAN), cell_text(t, "a\"b");
+    Error e;
+    CHECK(report_failed(&r, &e) == 0);
+    CHECK(table_number(t, 0, 1) == 0.25 && table_number(t, 1, 0) == 12);
+    cJSON *j = report_json(&r);
+    cJSON *rows = cJSON_GetObjectItem(j, "rows");
+    CHECK(cJSON_GetArraySize(rows) == 2);
+    CHECK(cJSON_GetObjectItem(cJSON_GetArrayItem(rows, 0), "share")->valuedouble == 0.25);
+    CHECK(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetArrayItem(rows, 1), "share")));
+    CHECK(strcmp(cJSON_GetObjectItem(j, "command")->valuestring, "demo") == 0);
+    CHECK(cJSON_GetObjectItem(j, "loss")->valuedouble == 2.5);
+    cJSON_Delete(j);
+    char path[512];
+    snprintf(path, sizeof path, "%s/report.txt", check_tmpdir());
+    FILE *f = fopen(path, "w+");
+    CHECK(f != NULL);
+    if (f) {
+        report_print(&r, f);
+        rewind(f);
+        char text[1024] = {0};
+        size_t n = fread(text, 1, sizeof text - 1, f);
+        fclose(f);
+        CHECK(n > 0 && strstr(text, "head  share  token\n") && strstr(text, "   3  25.0%  lily\n") &&
+              strstr(text, "  12      -  a\"b\n") && strstr(text, "loss   2.500\n"));
+    }
+    report_free(&r);
+}
+
+static void svg_escapes_text(void) {
+    Svg s;
+    svg_begin(&s, 100, 50, "a <title> & more");
+    svg_text(&s, 1, 2, "say \"hi\" & <b>'x'</b>\x01", 10, SVG_START, 0, "black");
+    SvgPanel p = {.x = 10, .y = 10, .w = 80, .h = 30, .x0 = 0, .x1 = 1, .y0 = -1, .y1 = 1};
+    svg_axes(&s, &p, "t", "x", "y", 1);
+    double xs[2] = {0, 1}, ys[2] = {-1, 1};
+    svg_polyline(&s, &p, xs, ys, 2, "#000", 1);
+    const char *out = svg_finish(&s);
+    CHECK(out != NULL);
+    if (out) {
+        CHECK(strstr(out, "say &quot;hi&quot; &amp; &lt;b&gt;&apos;x&apos;&lt;/b&gt;</text>") != NULL);
+        CHECK(strstr(out, "<title>a &lt;title&gt; &amp; more</title>") != NULL);
+        CHECK(strstr(out, "points=\"10.00,40.00 90.00,10.00 \"") != NULL);
+        CHECK(strstr(out, "\x01") == NULL);
+    }
+    svg_free(&s);
+}
+
+int main(void) {
+    ablated_head_is_zero_or_mean();
+    heads_that_carry_nothing();
+    attend_matches_direct_computation();
+    Tokenizer t = tokenizer();
+    NameList nl;
+    names_learnt_from_capitals(&nl);
+    hero_and_mentions(&t, &nl);
+    rename_hero(&t, &nl);
+    name_targets(&t, &nl);
+    names_free(&nl);
+    tokenizer_free(&t);
+    report_prints_what_it_holds();
+    svg_escapes_text();
+    return check_report();
+}
