@@ -16,7 +16,9 @@
 #define BAD_MODEL_HINT "the file is damaged or was not written by storylm; train or save the model again"
 #define PAIR_HINT "a model and its optimizer state must come from one save: restore both, or train afresh"
 
-/* The ModelConfig sizes as metadata keys, with the values a file may hold. */
+/* The ModelConfig sizes as metadata keys, with the values a file may hold:
+ * heads only as many as an Ablation's 32-bit mask names, and of no more
+ * numbers than the passes take. */
 static const struct {
     const char *key;
     size_t offset;
@@ -24,9 +26,9 @@ static const struct {
 } config_sizes[] = {
     {"vocab_size", offsetof(ModelConfig, vocab_size), 2, CHECKPOINT_MAX_VOCAB},
     {"row_dim", offsetof(ModelConfig, row_dim), 1, CHECKPOINT_MAX_DIM},
-    {"n_heads", offsetof(ModelConfig, n_heads), 1, CHECKPOINT_MAX_DIM},
-    {"key_dim", offsetof(ModelConfig, key_dim), 1, CHECKPOINT_MAX_DIM},
-    {"value_dim", offsetof(ModelConfig, value_dim), 1, CHECKPOINT_MAX_DIM},
+    {"n_heads", offsetof(ModelConfig, n_heads), 1, 32},
+    {"key_dim", offsetof(ModelConfig, key_dim), 1, STORYLM_MAX_HEAD_DIM},
+    {"value_dim", offsetof(ModelConfig, value_dim), 1, STORYLM_MAX_HEAD_DIM},
     {"window", offsetof(ModelConfig, window), 1, CHECKPOINT_MAX_DIM},
     {"hidden_dim", offsetof(ModelConfig, hidden_dim), 1, CHECKPOINT_MAX_DIM},
     {"context", offsetof(ModelConfig, context), 1, CHECKPOINT_MAX_DIM},
