@@ -96,7 +96,8 @@ static int train_file(const char *path, TrainOptions *o, const char *vocab_path,
     StoriesOptions so = stories_default_options();
     so.n_test = n_test;
     int rc = get_vocab(vocab_path, path, 2000, &vocab, e);
-    if (!rc) rc = tokenizer_from_text(&tok, vocab, strlen(vocab), 0, e);
+    /* From the file, so that messages name it; the model has room for exactly 2,000 pieces. */
+    if (!rc) rc = tokenizer_load(&tok, vocab_path, VOCAB_DEFAULT_SIZE, e);
     if (!rc) rc = stories_load(&s, path, &tok, &so, e);
     if (rc) goto done;
     print_summary(&s, path);
