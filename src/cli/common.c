@@ -11,9 +11,13 @@
 
 #include "storylm/checkpoint.h"
 
+int cli_default_threads(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 256 ? 256 : (int)n;
+}
+
 int cli_set_threads(int n) {
-    if (n <= 0) n = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    if (n <= 0) n = 1;
+    if (n <= 0) n = cli_default_threads();
     omp_set_num_threads(n);
     openblas_set_num_threads(n);
     return n;
