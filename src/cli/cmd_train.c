@@ -89,13 +89,25 @@ static void print_summary(const Stories *s, const char *path) {
                 s->skips.invalid_utf8, s->skips.too_long);
 }
 
+/* Can path be written? Tried now, with the same temporary file a save makes,
+ * rather than after minutes of training. */
+static int check_writable(const char *path, Error *e) {
+    AtomicFile a;
+    if (atomic_open(&a, path, e)) return -1;
+    atomic_abort(&a);
+    return 0;
+}
+
 static int train_file(const char *path, TrainOptions *o, const char *vocab_path, int n_test, Error *e) {
     char *vocab = NULL;
     Tokenizer tok = {0};
     Stories s = {0};
     StoriesOptions so = stories_default_options();
     so.n_test = n_test;
-    int rc = get_vocab(vocab_path, path, 2000, &vocab, e);
+    struct stat st;
+    int rc = check_writable(o->out, e);
+    if (!rc && stat(vocab_path, &st) != 0) rc = check_writable(vocab_path, e); /* a vocabulary to learn */
+    if (!rc) rc = get_vocab(vocab_path, path, 2000, &vocab, e);
     /* From the file, so that messages name it; the model has room for exactly 2,000 pieces. */
     if (!rc) rc = tokenizer_load(&tok, vocab_path, VOCAB_DEFAULT_SIZE, e);
     if (!rc) rc = stories_load(&s, path, &tok, &so, e);
