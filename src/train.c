@@ -392,7 +392,7 @@ static int train_loop(Trainer *t, TrainProgressFn fn, void *ctx, Error *e) {
         if (eval && save(t, t->o.out, e)) return -1;
         report(t, fn, ctx, start, rate ? rate : (double)r->tokens_seen / (now - start), eval, eval);
         if (stop) {
-            r->interrupted = 1;
+            r->interrupted = t->step < t->o.steps; /* a stop at the last step cut nothing short */
             break;
         }
     }

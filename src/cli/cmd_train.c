@@ -127,6 +127,7 @@ static int train_file(const char *path, TrainOptions *o, const char *vocab_path,
             exp(r.test_loss), 100 * r.test_accuracy);
     printf("model saved to %s\n", o->out);
     printf("sample it:  storylm generate --model %s \"Lily found a\"\n", o->out);
+    if (!r.interrupted) stop_requested = 0; /* Ctrl-C at the last step: the run is whole, exit 0 */
     if (r.interrupted)
         printf("resume it:  storylm train %s --resume --out %s --steps %d\n", path, o->out, o->steps);
 done:
