@@ -226,9 +226,44 @@ static int save(Trainer *t, const char *path, Error *e) {
     return rc;
 }
 
-static double meta_number(const Metadata *md, const char *key, double fallback) {
+/* A number the resumed file holds for key, from min to max (the flags' ranges:
+ * a damaged or foreign file must not set a schedule the run cannot follow);
+ * *x stays when the key is absent. */
+static int resume_number(const Metadata *md, const char *path, const char *key, double min, double max, double *x,
+                         Error *e) {
     const char *v = metadata_get(md, key);
-    return v ? strtod(v, NULL) : fallback;
+    if (!v) return 0;
+    char *end;
+    double d = strtod(v, &end);
+    if (end == v || *end || !(d >= min && d <= max))
+        return FAIL(e, "resume only what storylm train saved, or train anew without --resume",
+                    "cannot resume '%s': its %s '%.40s' is not a number from %.10g to %.10g", path, key, v, min, max);
+    *x = d;
+    return 0;
+}
+
+/* The seed, schedule and position of the run the file comes from. */
+static int resume_schedule(Trainer *t, const Metadata *md, const TrainingState *st, Error *e) {
+    const char *path = t->o.out;
+    double seed = (double)t->o.seed, lr = t->o.lr, warmup = t->o.warmup, ratio = t->o.min_lr_ratio;
+    double batch = t->o.batch, tokens = 0;
+    if (resume_number(md, path, "seed", 0, 2147483647, &seed, e) || resume_number(md, path, "lr", 1e-7, 1, &lr, e) ||
+        resume_number(md, path, "warmup", -1, 1e9, &warmup, e) ||
+        resume_number(md, path, "min_lr_ratio", 0, 1, &ratio, e) ||
+        resume_number(md, path, "batch", 1, 4096, &batch, e) ||
+        resume_number(md, path, "tokens_seen", 0, 1e18, &tokens, e))
+        return -1;
+    if (st->step > 1000000000)
+        return FAIL(e, "resume only what storylm train saved, or train anew without --resume",
+                    "cannot resume '%s': its step %" PRIu64 " is more than --steps allows", path, st->step);
+    t->o.seed = (uint64_t)seed;
+    t->o.lr = lr;
+    t->o.warmup = (int)warmup;
+    t->o.min_lr_ratio = ratio;
+    t->o.batch = (int)batch;
+    t->r->tokens_seen = (long long)tokens;
+    t->step = (int)st->step;
+    return 0;
 }
 
 /* Loads o.out and its optimizer state; the schedule and seed come from the
@@ -247,13 +282,9 @@ static int resume(Trainer *t, Error *e) {
                   "cannot resume '%s': it was trained on other data or another vocabulary", t->o.out);
     if (!rc) {
         t->o.arch = t->model.cfg.arch;
-        t->o.seed = (uint64_t)meta_number(&md, "seed", (double)t->o.seed);
-        t->o.lr = meta_number(&md, "lr", t->o.lr);
-        t->o.warmup = (int)meta_number(&md, "warmup", t->o.warmup);
-        t->o.min_lr_ratio = meta_number(&md, "min_lr_ratio", t->o.min_lr_ratio);
-        t->o.batch = (int)meta_number(&md, "batch", t->o.batch);
-        t->r->tokens_seen = (long long)meta_number(&md, "tokens_seen", 0);
-        t->step = (int)st.step;
+        rc = resume_schedule(t, &md, &st, e);
+    }
+    if (!rc) {
         t->run_id = st.run_id;
         rc = adam_init(&t->adam, t->model.n_params, e);
     }
