@@ -115,7 +115,8 @@ for k in $(seq 0 15); do
 done
 
 # ---- damaged headers: invalid JSON, overlapping offsets, offsets past the end,
-# shapes or sizes not the architecture's, a header length of 2^63, NaN weights ----
+# shapes or sizes not the architecture's, a header length of 2^63, NaN weights,
+# training keys a resume cannot follow ----
 $PY - model.safetensors <<'EOF'
 import json, struct, sys
 raw = open(sys.argv[1], "rb").read()
@@ -160,6 +161,17 @@ b, e = header["output.bias"]["data_offsets"]
 nan = bytearray(data)
 nan[b:e] = struct.pack("<f", float("nan")) * ((e - b) // 4)
 save("nan.safetensors", header, bytes(nan))
+
+# Pairs for --resume whose training keys are damaged (the optimizer state agrees on the step).
+araw = open("model.adam.safetensors", "rb").read()
+an = struct.unpack("<Q", araw[:8])[0]
+adam = json.loads(araw[8:8 + an])
+for key, value in [("step", "4294967295"), ("batch", "0"), ("warmup", "1e300"), ("lr", "nan"), ("seed", "-5")]:
+    save(f"resume_{key}.safetensors", edited(lambda h: h["__metadata__"].update({key: value})))
+    a = json.loads(json.dumps(adam))
+    if key == "step":
+        a["__metadata__"]["step"] = value
+    save(f"resume_{key}.adam.safetensors", a, araw[8 + an:])
 EOF
 refuse_model json_cut.safetensors "not valid JSON"
 refuse_model json_comma.safetensors "not valid JSON"
@@ -171,6 +183,9 @@ refuse_model arch.safetensors "unexpected tensor"
 refuse_model dtype.safetensors "distance" "dtype"
 refuse_model len63.safetensors "header length 9223372036854775808"
 refuse_model lenmax.safetensors "header length 18446744073709551615"
+for key in step batch warmup lr seed; do
+  refuse 1 "resume_$key.safetensors" "$key" -- train stories.txt "${common[@]}" --steps 4 --resume --out "resume_$key.safetensors"
+done
 # A well-formed file of NaN weights loads (info shows it), but cannot write text or train.
 "$STORYLM" info --model nan.safetensors | grep -q "NaN or infinite" || fail "info does not point out NaN weights"
 refuse 1 nan.safetensors "NaN" -- generate --model nan.safetensors -n 5 --seed 1 "Lily found a"
