@@ -168,6 +168,7 @@ typedef struct Trainer {
     StoryStream stream;
     int *step_stories; /* (batch) */
     int step;          /* steps done */
+    int saved_step;    /* step of the model in o.out from this run or the one resumed; -1: none */
     uint64_t run_id, data_hash;
     TrainResult *r;
 } Trainer;
@@ -222,6 +223,7 @@ static int save(Trainer *t, const char *path, Error *e) {
                         .step = (uint64_t)t->step, .data_hash = t->data_hash, .run_id = t->run_id};
     int rc = fill_metadata(t, &md, e);
     if (!rc) rc = checkpoint_save_all(path, &t->model, t->o.vocab_text, &md, &st, e);
+    if (!rc) t->saved_step = t->step;
     metadata_free(&md);
     return rc;
 }
@@ -300,13 +302,14 @@ static int resume(Trainer *t, Error *e) {
 }
 
 static int trainer_init(Trainer *t, const Stories *s, const TrainOptions *o, TrainResult *r, Error *e) {
-    *t = (Trainer){.s = s, .o = *o, .r = r};
+    *t = (Trainer){.s = s, .o = *o, .r = r, .saved_step = -1};
     t->data_hash = data_hash(s);
     if (s->n_train < 1) return FAIL(e, "give a file with more stories", "no training stories");
     int ntok = 0;
     for (int i = 0; i < s->n_stories; i++) ntok = (int)story_len(s, i) > ntok ? (int)story_len(s, i) : ntok;
     if (o->resume) {
         if (resume(t, e)) return -1;
+        t->saved_step = t->step;
     } else {
         ModelConfig cfg = model_config_default(o->arch, 0);
         cfg.vocab_size = o->vocab_size;
@@ -338,6 +341,17 @@ static int all_finite(const float *x, size_t n) {
     return acc == 0.0f;
 }
 
+/* Stops a step whose loss or gradient (what) is not finite, before the update:
+ * the message names the step and the last good model, which stays on disk. */
+static int diverged(const Trainer *t, const char *what, Error *e) {
+    const char *hint = "lower --lr and train again";
+    if (t->saved_step < 0)
+        return FAIL(e, hint, "training diverged at step %d: the %s is not finite; no model was saved yet", t->step + 1,
+                    what);
+    return FAIL(e, hint, "training diverged at step %d: the %s is not finite; '%s' keeps the last good model, of step %d",
+                t->step + 1, what, t->o.out, t->saved_step);
+}
+
 /* One optimizer step on the next o.batch stories of the stream. */
 static int train_step(Trainer *t, double *loss, long long *positions, Error *e) {
     long long first = (long long)t->step * t->o.batch;
@@ -348,10 +362,9 @@ static int train_step(Trainer *t, double *loss, long long *positions, Error *e) 
     if (pass_run(&t->pass, t->s, t->step_stories, t->o.batch, NULL, t->grads, &loss_sum, &correct, e)) return -1;
     *positions = predicted_positions(t->s, t->step_stories, t->o.batch);
     *loss = loss_sum / (double)*positions;
+    if (t->step + 1 == t->o.overflow_at_step) t->grads[0] = INFINITY; /* tests only */
     if (!isfinite(*loss) || !all_finite(t->grads, t->model.n_params))
-        return FAIL(e, "lower --lr (or --resume from the last saved model with a lower one)",
-                    "training diverged at step %d: the %s is not finite; the last good model is the one saved before",
-                    t->step + 1, isfinite(*loss) ? "gradient" : "loss");
+        return diverged(t, isfinite(*loss) ? "gradient" : "loss", e);
     adam_update(&t->adam, t->model.params, t->grads, (float)train_lr_at(&t->o, t->step));
     t->step++;
     return 0;

@@ -170,6 +170,8 @@ static int run(int argc, char **argv) {
     o.resume = resume;
     o.threads = cli_set_threads(o.threads);
     o.stop = &stop_requested;
+    const char *fault = getenv("STORYLM_TEST_OVERFLOW_AT_STEP"); /* a numerical fault on demand, for tests */
+    if (fault) o.overflow_at_step = atoi(fault);
     install_handlers();
     if (train_file(pos[0], &o, vocab_path, n_test, &e)) return cli_fail(&e);
     return stop_requested ? 130 : 0;
