@@ -3,6 +3,7 @@
  * never listed here. */
 #include "storylm/checkpoint.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -16,7 +17,9 @@
 #define BAD_MODEL_HINT "the file is damaged or was not written by storylm; train or save the model again"
 #define PAIR_HINT "a model and its optimizer state must come from one save: restore both, or train afresh"
 
-/* The ModelConfig sizes as metadata keys, with the values a file may hold. */
+/* The ModelConfig sizes as metadata keys, with the values a file may hold:
+ * heads only as many as an Ablation's 32-bit mask names, and of no more
+ * numbers than the passes take. */
 static const struct {
     const char *key;
     size_t offset;
@@ -24,9 +27,9 @@ static const struct {
 } config_sizes[] = {
     {"vocab_size", offsetof(ModelConfig, vocab_size), 2, CHECKPOINT_MAX_VOCAB},
     {"row_dim", offsetof(ModelConfig, row_dim), 1, CHECKPOINT_MAX_DIM},
-    {"n_heads", offsetof(ModelConfig, n_heads), 1, CHECKPOINT_MAX_DIM},
-    {"key_dim", offsetof(ModelConfig, key_dim), 1, CHECKPOINT_MAX_DIM},
-    {"value_dim", offsetof(ModelConfig, value_dim), 1, CHECKPOINT_MAX_DIM},
+    {"n_heads", offsetof(ModelConfig, n_heads), 1, 32},
+    {"key_dim", offsetof(ModelConfig, key_dim), 1, STORYLM_MAX_HEAD_DIM},
+    {"value_dim", offsetof(ModelConfig, value_dim), 1, STORYLM_MAX_HEAD_DIM},
     {"window", offsetof(ModelConfig, window), 1, CHECKPOINT_MAX_DIM},
     {"hidden_dim", offsetof(ModelConfig, hidden_dim), 1, CHECKPOINT_MAX_DIM},
     {"context", offsetof(ModelConfig, context), 1, CHECKPOINT_MAX_DIM},
@@ -442,6 +445,15 @@ uint64_t checkpoint_new_run_id(void) {
     return x ? x : 1;
 }
 
+/* "x.adam.safetensors" -> "x.adam.safetensors.next": where a save puts the
+ * optimizer state until its model is in place (caller frees). */
+static char *next_path(const char *adam_path, Error *e) {
+    size_t n = strlen(adam_path) + sizeof ".next";
+    char *p = xmalloc(n, e);
+    if (p) snprintf(p, n, "%s.next", adam_path);
+    return p;
+}
+
 char *checkpoint_adam_path(const char *model_path, Error *e) {
     static const char ext[] = ".safetensors";
     size_t len = strlen(model_path), ext_len = sizeof ext - 1;
@@ -454,16 +466,27 @@ char *checkpoint_adam_path(const char *model_path, Error *e) {
 int checkpoint_save_all(const char *model_path, const Model *m, const char *vocab, const Metadata *meta,
                         const TrainingState *s, Error *e) {
     char *adam_path = checkpoint_adam_path(model_path, e);
-    if (!adam_path) return -1;
+    char *next = adam_path ? next_path(adam_path, e) : NULL;
+    if (!next) {
+        free(adam_path);
+        return -1;
+    }
     char step[24], run[24];
     snprintf(step, sizeof step, "%" PRIu64, s->step);
     snprintf(run, sizeof run, "%016" PRIx64, s->run_id);
     Metadata md = {0};
     int rc = (meta && copy_free_keys(&md, meta, reserves_nothing, e)) || metadata_set(&md, "step", step, e) ||
              metadata_set(&md, "run_id", run, e);
-    if (!rc) rc = checkpoint_save_model(model_path, m, vocab, &md, e); /* first: the newest model survives */
-    if (!rc) rc = checkpoint_save_adam(adam_path, m, s, e);
+    /* The state beside, the model, the state into place: whenever a kill comes,
+     * the model pairs with the state in adam_path or in next. */
+    if (!rc) rc = checkpoint_save_adam(next, m, s, e);
+    if (!rc) rc = checkpoint_save_model(model_path, m, vocab, &md, e);
+    if (!rc && rename(next, adam_path) != 0)
+        rc = FAIL(e, "check the folder's permissions", "cannot rename '%s' to '%s': %s", next, adam_path,
+                  strerror(errno));
+    if (rc) unlink(next);
     metadata_free(&md);
+    free(next);
     free(adam_path);
     return rc ? -1 : 0;
 }
@@ -484,15 +507,29 @@ static int check_pair(const char *model_path, const Metadata *meta, const char *
     return 0;
 }
 
+/* The optimizer state at path, when it pairs with the model. */
+static int load_state(const char *model_path, const Metadata *meta, const char *path, const Model *m,
+                      TrainingState *s, Error *e) {
+    if (checkpoint_load_adam(path, m, s, e)) return -1;
+    if (check_pair(model_path, meta, path, s, e) == 0) return 0;
+    training_state_free(s);
+    return -1;
+}
+
 static int load_pair(const char *model_path, const char *adam_path, Model *m, char **vocab, Metadata *meta,
                      TrainingState *s, Error *e) {
     struct stat sb;
     if (checkpoint_load_model(model_path, m, vocab, meta, e)) return -1;
+    /* A save stopped after its model, before renaming its state into place. */
+    char *next = next_path(adam_path, e);
+    if (!next) return -1;
+    int found = stat(next, &sb) == 0 && load_state(model_path, meta, next, m, s, NULL) == 0;
+    free(next);
+    if (found) return 0;
     if (stat(adam_path, &sb) != 0)
         return FAIL(e, "resuming needs the optimizer state that training saves beside the model; train afresh instead",
                     "there is no optimizer state '%s' beside '%s'", adam_path, model_path);
-    if (checkpoint_load_adam(adam_path, m, s, e)) return -1;
-    return check_pair(model_path, meta, adam_path, s, e);
+    return load_state(model_path, meta, adam_path, m, s, e);
 }
 
 int checkpoint_load_all(const char *model_path, Model *m, char **vocab, Metadata *meta, TrainingState *s, Error *e) {

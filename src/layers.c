@@ -35,6 +35,7 @@ static inline float exp_approx(float x) {
     p = p * r + 1.6666665459e-1f;
     p = p * r + 5.0000001201e-1f;
     p = p * r * r + r + 1.0f;
+    n = n == n ? n : 0.0f; /* a NaN x: p is NaN already, and converting NaN to int is undefined */
     union { int32_t i; float f; } scale = {.i = ((int32_t)n + 127) << 23}; /* 2^n */
     return p * scale.f;
 }

@@ -57,6 +57,9 @@ static int sample_truncated(Sampler *s, const float *probs) {
     float cutoff = s->top_p < 1 ? (1.0f - s->top_p) / (float)(n - 1) : 0.0f;
     for (int i = 0; i < n; i++)
         if (probs[i] >= cutoff) c[m++] = (Candidate){probs[i], i};
+    /* None above the cut-off: a top-p under 1/V on a flat distribution (its set is
+     * the most likely token), or NaN probabilities from NaN or inf logits. */
+    if (m == 0) return argmax(probs, n);
     qsort(c, (size_t)m, sizeof *c, by_prob_desc);
     if (s->top_k > 0 && m > s->top_k) m = s->top_k;
     double total = 0;

@@ -168,6 +168,7 @@ typedef struct Trainer {
     StoryStream stream;
     int *step_stories; /* (batch) */
     int step;          /* steps done */
+    int saved_step;    /* step of the model in o.out from this run or the one resumed; -1: none */
     uint64_t run_id, data_hash;
     TrainResult *r;
 } Trainer;
@@ -222,13 +223,49 @@ static int save(Trainer *t, const char *path, Error *e) {
                         .step = (uint64_t)t->step, .data_hash = t->data_hash, .run_id = t->run_id};
     int rc = fill_metadata(t, &md, e);
     if (!rc) rc = checkpoint_save_all(path, &t->model, t->o.vocab_text, &md, &st, e);
+    if (!rc) t->saved_step = t->step;
     metadata_free(&md);
     return rc;
 }
 
-static double meta_number(const Metadata *md, const char *key, double fallback) {
+/* A number the resumed file holds for key, from min to max (the flags' ranges:
+ * a damaged or foreign file must not set a schedule the run cannot follow);
+ * *x stays when the key is absent. */
+static int resume_number(const Metadata *md, const char *path, const char *key, double min, double max, double *x,
+                         Error *e) {
     const char *v = metadata_get(md, key);
-    return v ? strtod(v, NULL) : fallback;
+    if (!v) return 0;
+    char *end;
+    double d = strtod(v, &end);
+    if (end == v || *end || !(d >= min && d <= max))
+        return FAIL(e, "resume only what storylm train saved, or train anew without --resume",
+                    "cannot resume '%s': its %s '%.40s' is not a number from %.10g to %.10g", path, key, v, min, max);
+    *x = d;
+    return 0;
+}
+
+/* The seed, schedule and position of the run the file comes from. */
+static int resume_schedule(Trainer *t, const Metadata *md, const TrainingState *st, Error *e) {
+    const char *path = t->o.out;
+    double seed = (double)t->o.seed, lr = t->o.lr, warmup = t->o.warmup, ratio = t->o.min_lr_ratio;
+    double batch = t->o.batch, tokens = 0;
+    if (resume_number(md, path, "seed", 0, 2147483647, &seed, e) || resume_number(md, path, "lr", 1e-7, 1, &lr, e) ||
+        resume_number(md, path, "warmup", -1, 1e9, &warmup, e) ||
+        resume_number(md, path, "min_lr_ratio", 0, 1, &ratio, e) ||
+        resume_number(md, path, "batch", 1, 4096, &batch, e) ||
+        resume_number(md, path, "tokens_seen", 0, 1e18, &tokens, e))
+        return -1;
+    if (st->step > 1000000000)
+        return FAIL(e, "resume only what storylm train saved, or train anew without --resume",
+                    "cannot resume '%s': its step %" PRIu64 " is more than --steps allows", path, st->step);
+    t->o.seed = (uint64_t)seed;
+    t->o.lr = lr;
+    t->o.warmup = (int)warmup;
+    t->o.min_lr_ratio = ratio;
+    t->o.batch = (int)batch;
+    t->r->tokens_seen = (long long)tokens;
+    t->step = (int)st->step;
+    return 0;
 }
 
 /* Loads o.out and its optimizer state; the schedule and seed come from the
@@ -247,13 +284,9 @@ static int resume(Trainer *t, Error *e) {
                   "cannot resume '%s': it was trained on other data or another vocabulary", t->o.out);
     if (!rc) {
         t->o.arch = t->model.cfg.arch;
-        t->o.seed = (uint64_t)meta_number(&md, "seed", (double)t->o.seed);
-        t->o.lr = meta_number(&md, "lr", t->o.lr);
-        t->o.warmup = (int)meta_number(&md, "warmup", t->o.warmup);
-        t->o.min_lr_ratio = meta_number(&md, "min_lr_ratio", t->o.min_lr_ratio);
-        t->o.batch = (int)meta_number(&md, "batch", t->o.batch);
-        t->r->tokens_seen = (long long)meta_number(&md, "tokens_seen", 0);
-        t->step = (int)st.step;
+        rc = resume_schedule(t, &md, &st, e);
+    }
+    if (!rc) {
         t->run_id = st.run_id;
         rc = adam_init(&t->adam, t->model.n_params, e);
     }
@@ -269,13 +302,14 @@ static int resume(Trainer *t, Error *e) {
 }
 
 static int trainer_init(Trainer *t, const Stories *s, const TrainOptions *o, TrainResult *r, Error *e) {
-    *t = (Trainer){.s = s, .o = *o, .r = r};
+    *t = (Trainer){.s = s, .o = *o, .r = r, .saved_step = -1};
     t->data_hash = data_hash(s);
     if (s->n_train < 1) return FAIL(e, "give a file with more stories", "no training stories");
     int ntok = 0;
     for (int i = 0; i < s->n_stories; i++) ntok = (int)story_len(s, i) > ntok ? (int)story_len(s, i) : ntok;
     if (o->resume) {
         if (resume(t, e)) return -1;
+        t->saved_step = t->step;
     } else {
         ModelConfig cfg = model_config_default(o->arch, 0);
         cfg.vocab_size = o->vocab_size;
@@ -307,6 +341,17 @@ static int all_finite(const float *x, size_t n) {
     return acc == 0.0f;
 }
 
+/* Stops a step whose loss or gradient (what) is not finite, before the update:
+ * the message names the step and the last good model, which stays on disk. */
+static int diverged(const Trainer *t, const char *what, Error *e) {
+    const char *hint = "lower --lr and train again";
+    if (t->saved_step < 0)
+        return FAIL(e, hint, "training diverged at step %d: the %s is not finite; no model was saved yet", t->step + 1,
+                    what);
+    return FAIL(e, hint, "training diverged at step %d: the %s is not finite; '%s' keeps the last good model, of step %d",
+                t->step + 1, what, t->o.out, t->saved_step);
+}
+
 /* One optimizer step on the next o.batch stories of the stream. */
 static int train_step(Trainer *t, double *loss, long long *positions, Error *e) {
     long long first = (long long)t->step * t->o.batch;
@@ -317,10 +362,9 @@ static int train_step(Trainer *t, double *loss, long long *positions, Error *e) 
     if (pass_run(&t->pass, t->s, t->step_stories, t->o.batch, NULL, t->grads, &loss_sum, &correct, e)) return -1;
     *positions = predicted_positions(t->s, t->step_stories, t->o.batch);
     *loss = loss_sum / (double)*positions;
+    if (t->step + 1 == t->o.overflow_at_step) t->grads[0] = INFINITY; /* tests only */
     if (!isfinite(*loss) || !all_finite(t->grads, t->model.n_params))
-        return FAIL(e, "lower --lr (or --resume from the last saved model with a lower one)",
-                    "training diverged at step %d: the %s is not finite; the last good model is the one saved before",
-                    t->step + 1, isfinite(*loss) ? "gradient" : "loss");
+        return diverged(t, isfinite(*loss) ? "gradient" : "loss", e);
     adam_update(&t->adam, t->model.params, t->grads, (float)train_lr_at(&t->o, t->step));
     t->step++;
     return 0;
@@ -392,7 +436,7 @@ static int train_loop(Trainer *t, TrainProgressFn fn, void *ctx, Error *e) {
         if (eval && save(t, t->o.out, e)) return -1;
         report(t, fn, ctx, start, rate ? rate : (double)r->tokens_seen / (now - start), eval, eval);
         if (stop) {
-            r->interrupted = 1;
+            r->interrupted = t->step < t->o.steps; /* a stop at the last step cut nothing short */
             break;
         }
     }

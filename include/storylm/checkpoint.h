@@ -15,9 +15,11 @@
  *   and the training code's own keys.
  *
  * checkpoint_save_all writes both with the same step and run_id (the model
- * file gets "step" and "run_id" keys too); checkpoint_load_all refuses a
- * pair whose step or run_id differ, which is what a crash between the two
- * writes, or files from different runs, leave behind.
+ * file gets "step" and "run_id" keys too): the state first to
+ * MODEL.adam.safetensors.next, then the model, then renames the state into
+ * place, so that whenever the process dies the model pairs with one of the
+ * two. checkpoint_load_all takes the one that pairs, and refuses a model
+ * whose step or run_id neither has (files from different runs or saves).
  *
  * Every write is atomic (temporary file, fsync, rename): on any error the old
  * file stays. Every read validates the whole header first and names the file
@@ -75,8 +77,8 @@ char *checkpoint_adam_path(const char *model_path, Error *e);
 int checkpoint_save_adam(const char *path, const Model *m, const TrainingState *s, Error *e);
 int checkpoint_load_adam(const char *path, const Model *m, TrainingState *s, Error *e);
 
-/* Both files: the model at model_path, the state at checkpoint_adam_path().
- * The model is written first, so the newest model survives a crash. */
+/* Both files: the model at model_path, the state at checkpoint_adam_path()
+ * (or, after a crash between the two, its ".next"), as described above. */
 int checkpoint_save_all(const char *model_path, const Model *m, const char *vocab, const Metadata *meta,
                         const TrainingState *s, Error *e);
 int checkpoint_load_all(const char *model_path, Model *m, char **vocab, Metadata *meta, TrainingState *s, Error *e);

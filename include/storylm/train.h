@@ -33,6 +33,7 @@ typedef struct TrainOptions {
     int vocab_size;
     int resume;
     volatile sig_atomic_t *stop; /* set by a signal handler: save and stop */
+    int overflow_at_step; /* tests only: this step's gradient overflows (one inf); 0 = never */
 } TrainOptions;
 
 TrainOptions train_default_options(void);

@@ -86,7 +86,7 @@ static int eval_file(const EvalArgs *a, const char *stories_path, Error *e) {
 }
 
 static int run(int argc, char **argv) {
-    EvalArgs a = {.n_test = STORIES_DEFAULT_TEST, .threads = 0, .max_positions = 4096, .ablate_mode = "zero"};
+    EvalArgs a = {.n_test = STORIES_DEFAULT_TEST, .threads = cli_default_threads(), .max_positions = 4096, .ablate_mode = "zero"};
     const char *pos[1];
     int np;
     Option opts[] = {
@@ -96,7 +96,7 @@ static int run(int argc, char **argv) {
         {"ablate", 0, OPT_STRING, &a.ablate, "HEADS", "switch heads off, e.g. 3,5", 0, 0},
         {"ablate-mode", 0, OPT_STRING, &a.ablate_mode, "MODE", ABLATE_HELP_MODE, 0, 0},
         {"json", 0, OPT_BOOL, &a.json, NULL, "print JSON", 0, 0},
-        {"threads", 0, OPT_INT, &a.threads, "N", "threads; 0: one per core", 0, 256},
+        {"threads", 0, OPT_INT, &a.threads, "N", "threads, by default one per core", 1, 256},
         {"max-positions", 0, OPT_INT, &a.max_positions, "N", "positions per forward pass", 64, 1 << 20},
     };
     int rc = args_parse(&command_eval, argc, argv, opts, N_OPTIONS(opts), pos, 1, 1, &np);

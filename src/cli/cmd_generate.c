@@ -26,6 +26,12 @@ typedef struct GenerateOptions {
     double temperature, top_p;
 } GenerateOptions;
 
+static int all_finite(const float *x, int n) {
+    for (int i = 0; i < n; i++)
+        if (!isfinite(x[i])) return 0;
+    return 1;
+}
+
 /* Feeds [EOS] + prompt, samples, appends to ids. */
 static int write_on(const LoadedModel *lm, const Ablation *ab, const GenerateOptions *go, IntVec *ids, Error *e) {
     Generator g;
@@ -40,6 +46,12 @@ static int write_on(const LoadedModel *lm, const Ablation *ab, const GenerateOpt
     for (size_t i = 0; i < ids->len; i++) logits = generator_feed(&g, ids->data[i]);
     int rc = 0;
     for (int i = 0; i < go->n && !rc; i++) {
+        if (!all_finite(logits, lm->model.cfg.vocab_size)) { /* a damaged model: say so rather than write noise */
+            rc = FAIL(e, "train or save the model again (storylm info counts NaN and infinite weights)",
+                      "'%s' gives NaN or infinite logits at token %zu: its weights hold NaN, infinite or huge numbers",
+                      lm->path, ids->len);
+            break;
+        }
         int next = sampler_sample(&smp, logits);
         if (next == lm->tokenizer.eos_id) break;
         rc = intvec_push(ids, next, e);

@@ -89,14 +89,27 @@ static void print_summary(const Stories *s, const char *path) {
                 s->skips.invalid_utf8, s->skips.too_long);
 }
 
+/* Can path be written? Tried now, with the same temporary file a save makes,
+ * rather than after minutes of training. */
+static int check_writable(const char *path, Error *e) {
+    AtomicFile a;
+    if (atomic_open(&a, path, e)) return -1;
+    atomic_abort(&a);
+    return 0;
+}
+
 static int train_file(const char *path, TrainOptions *o, const char *vocab_path, int n_test, Error *e) {
     char *vocab = NULL;
     Tokenizer tok = {0};
     Stories s = {0};
     StoriesOptions so = stories_default_options();
     so.n_test = n_test;
-    int rc = get_vocab(vocab_path, path, 2000, &vocab, e);
-    if (!rc) rc = tokenizer_from_text(&tok, vocab, strlen(vocab), 0, e);
+    struct stat st;
+    int rc = check_writable(o->out, e);
+    if (!rc && stat(vocab_path, &st) != 0) rc = check_writable(vocab_path, e); /* a vocabulary to learn */
+    if (!rc) rc = get_vocab(vocab_path, path, 2000, &vocab, e);
+    /* From the file, so that messages name it; the model has room for exactly 2,000 pieces. */
+    if (!rc) rc = tokenizer_load(&tok, vocab_path, VOCAB_DEFAULT_SIZE, e);
     if (!rc) rc = stories_load(&s, path, &tok, &so, e);
     if (rc) goto done;
     print_summary(&s, path);
@@ -114,6 +127,7 @@ static int train_file(const char *path, TrainOptions *o, const char *vocab_path,
             exp(r.test_loss), 100 * r.test_accuracy);
     printf("model saved to %s\n", o->out);
     printf("sample it:  storylm generate --model %s \"Lily found a\"\n", o->out);
+    if (!r.interrupted) stop_requested = 0; /* Ctrl-C at the last step: the run is whole, exit 0 */
     if (r.interrupted)
         printf("resume it:  storylm train %s --resume --out %s --steps %d\n", path, o->out, o->steps);
 done:
@@ -125,6 +139,7 @@ done:
 
 static int run(int argc, char **argv) {
     TrainOptions o = train_default_options();
+    o.threads = cli_default_threads();
     const char *arch = "attention", *vocab_path = "vocab.txt", *pos[1];
     int steps = o.steps, seed = (int)o.seed, n_test = STORIES_DEFAULT_TEST, np;
     bool resume = false;
@@ -135,7 +150,7 @@ static int run(int argc, char **argv) {
         {"warmup", 0, OPT_INT, &o.warmup, "N", "warm-up steps; -1: min(100, steps/10)", -1, 1e9},
         {"batch", 0, OPT_INT, &o.batch, "N", "stories per step", 1, 4096},
         {"seed", 0, OPT_INT, &seed, "N", "seed of the initial weights and the story order", 0, 2147483647},
-        {"threads", 0, OPT_INT, &o.threads, "N", "threads; 0: one per core", 0, 256},
+        {"threads", 0, OPT_INT, &o.threads, "N", "threads, by default one per core", 1, 256},
         {"out", 'o', OPT_STRING, &o.out, "FILE", "model file to write", 0, 0},
         {"vocab", 0, OPT_STRING, &vocab_path, "FILE", "vocabulary to use, or to learn and write if missing", 0, 0},
         {"eval-every", 0, OPT_INT, &o.eval_every, "N", "steps between test evaluations and saves; 0: at the end", 0, 1e9},
@@ -155,6 +170,8 @@ static int run(int argc, char **argv) {
     o.resume = resume;
     o.threads = cli_set_threads(o.threads);
     o.stop = &stop_requested;
+    const char *fault = getenv("STORYLM_TEST_OVERFLOW_AT_STEP"); /* a numerical fault on demand, for tests */
+    if (fault) o.overflow_at_step = atoi(fault);
     install_handlers();
     if (train_file(pos[0], &o, vocab_path, n_test, &e)) return cli_fail(&e);
     return stop_requested ? 130 : 0;

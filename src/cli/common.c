@@ -9,9 +9,13 @@
 
 #include "storylm/checkpoint.h"
 
+int cli_default_threads(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 256 ? 256 : (int)n;
+}
+
 int cli_set_threads(int n) {
-    if (n <= 0) n = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    if (n <= 0) n = 1;
+    if (n <= 0) n = cli_default_threads();
     model_threads_setup(n); /* OpenMP threads; OpenBLAS single-threaded inside them */
     return n;
 }
@@ -32,7 +36,8 @@ const char *cli_model_path(const char *given, bool quiet) {
 
 int cli_load_model(LoadedModel *lm, const char *path, Error *e) {
     *lm = (LoadedModel){.path = path};
-    if (!file_exists(path))
+    struct stat st;
+    if (stat(path, &st) != 0) /* anything else there (a folder, say) the loader names */
         return FAIL(e, "train one with 'storylm train STORIES', or give --model FILE", "no model file '%s'", path);
     if (checkpoint_load_model(path, &lm->model, &lm->vocab, &lm->meta, e)) return -1;
     if (tokenizer_from_text(&lm->tokenizer, lm->vocab, strlen(lm->vocab), lm->model.cfg.vocab_size, e)) {

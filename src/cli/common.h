@@ -16,6 +16,8 @@
 
 /* Sets the thread count (model_threads_setup); n = 0: every core. Returns n used. */
 int cli_set_threads(int n);
+/* One thread per core (at most 256, what --threads allows): the default of --threads. */
+int cli_default_threads(void);
 
 /* The model a command should use: the given path, else ./model.safetensors,
  * else the shipped model. Says which on stderr when it was not given. */
