@@ -148,7 +148,7 @@ static int run(int argc, char **argv) {
         {"ablate", 0, OPT_STRING, &a.po.ablate, "HEADS", "switch heads off, e.g. 3,5 (heads 0 to 7)", 0, 0},
         {"ablate-mode", 0, OPT_STRING, &a.po.ablate_mode, "MODE", ABLATE_HELP_MODE, 0, 0},
         {"json", 0, OPT_BOOL, &a.po.json, NULL, "print JSON with the same numbers", 0, 0},
-        {"threads", 0, OPT_INT, &a.po.threads, "N", "threads; 0: one per core", 0, 256},
+        {"threads", 0, OPT_INT, &a.po.threads, "N", "threads, by default one per core", 1, 256},
         PROBE_SVG_OPTION(a.po),
         PROBE_TEST_OPTION(a.po),
         {"top", 0, OPT_INT, &a.top, "K", "tokens read most, per head", 1, 100},

@@ -21,7 +21,7 @@ typedef struct ProbeOptions {
     int threads, n_test;
 } ProbeOptions;
 
-#define PROBE_OPTIONS_DEFAULT {.ablate_mode = "zero", .n_test = STORIES_DEFAULT_TEST}
+#define PROBE_OPTIONS_DEFAULT {.ablate_mode = "zero", .n_test = STORIES_DEFAULT_TEST, .threads = cli_default_threads()}
 
 #define ABLATE_HELP_MODE "zero, or mean: each head's mean output over the held-out test stories"
 
@@ -31,7 +31,7 @@ typedef struct ProbeOptions {
     {"ablate", 0, OPT_STRING, &(o).ablate, "HEADS", "switch heads off, e.g. 3,5 (heads 0 to 7)", 0, 0},      \
     {"ablate-mode", 0, OPT_STRING, &(o).ablate_mode, "MODE", ABLATE_HELP_MODE, 0, 0},                        \
     {"json", 0, OPT_BOOL, &(o).json, NULL, "print JSON with the same numbers", 0, 0},                        \
-    {"threads", 0, OPT_INT, &(o).threads, "N", "threads; 0: one per core", 0, 256}
+    {"threads", 0, OPT_INT, &(o).threads, "N", "threads, by default one per core", 1, 256}
 #define PROBE_SVG_OPTION(o) {"svg", 0, OPT_STRING, &(o).svg, "FILE", "also draw the picture into FILE (SVG)", 0, 0}
 #define PROBE_TEST_OPTION(o) \
     {"test-stories", 0, OPT_INT, &(o).n_test, "N", "held-out test stories (as in training)", 1, 100000}
