@@ -156,12 +156,12 @@ static int bench_generate(const char *path, const BenchOptions *o, Error *e) {
              generator_init(&g, &lm.model, NULL, e) ||
              sampler_init(&s, lm.model.cfg.vocab_size, 0.8f, 0, 0.95f, 1, e);
     if (!rc) {
-        double start = now_s();
+        double start = now_s(), cpu = cpu_s();
         const float *logits = generator_feed(&g, lm.tokenizer.eos_id);
         for (size_t i = 0; i < prompt.len; i++) logits = generator_feed(&g, prompt.data[i]);
         for (int i = 0; i < o->tokens; i++) logits = generator_feed(&g, sampler_sample(&s, logits));
-        printf("{\"tokens\": %d, \"seconds\": %.6f, \"prompt_tokens\": %zu}\n", o->tokens, now_s() - start,
-               prompt.len);
+        printf("{\"tokens\": %d, \"seconds\": %.6f, \"cpu_seconds\": %.6f, \"prompt_tokens\": %zu}\n", o->tokens,
+               now_s() - start, cpu_s() - cpu, prompt.len);
     }
     sampler_free(&s), generator_free(&g), intvec_free(&prompt), cli_free_model(&lm);
     return rc;
@@ -175,7 +175,7 @@ static int bench_encode(const char *vocab_path, const char *text_path, Error *e)
     IntVec ids = {0};
     int rc = tokenizer_load(&t, vocab_path, 0, e) || file_read_all(text_path, 0, &text, &len, e);
     long long n_ids = 0;
-    double start = now_s();
+    double start = now_s(), cpu = cpu_s();
     for (size_t at = 0; !rc && at < len;) {
         const char *nl = memchr(text + at, '\n', len - at);
         size_t end = nl ? (size_t)(nl - text) : len;
@@ -184,7 +184,9 @@ static int bench_encode(const char *vocab_path, const char *text_path, Error *e)
         n_ids += (long long)ids.len;
         at = end + 1;
     }
-    if (!rc) printf("{\"bytes\": %zu, \"seconds\": %.6f, \"ids\": %lld}\n", len, now_s() - start, n_ids);
+    if (!rc)
+        printf("{\"bytes\": %zu, \"seconds\": %.6f, \"cpu_seconds\": %.6f, \"ids\": %lld}\n", len, now_s() - start,
+               cpu_s() - cpu, n_ids);
     intvec_free(&ids), free(text), tokenizer_free(&t);
     return rc;
 }
