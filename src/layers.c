@@ -80,6 +80,11 @@ float softmax_inplace(float *x, int n) {
     return mx + logf(sum);
 }
 
+void tanh_inplace(float *x, int n) {
+#pragma omp simd
+    for (int i = 0; i < n; i++) x[i] = tanh_approx(x[i]);
+}
+
 /* log(sum exp x) of x (n) whose largest value is mx */
 static float logsumexp_max(const float *x, int n, float mx) {
     float sum = 0.0f;
@@ -225,6 +230,65 @@ void output_forward(const float *W, const float *bias, const float *y, int n, in
 #pragma omp parallel for schedule(static)
     for (int p = 0; p < n; p++)
         xent_row(logits + (size_t)p * V, bias, V, target[p], &lse[p], &loss[p], &correct[p]);
+}
+
+/* One row of logits (V) -> d (scale * loss) / d logits in place, (softmax -
+ * onehot) * scale, or 0 without target; lse, loss and correct as xent_row
+ * gives them up to rounding. One exp per logit, the softmax from their sum. */
+static void xent_fused_row(float *row, const float *bias, int V, int32_t target, float scale, float *lse,
+                           float *loss, uint8_t *correct) {
+    if (target < 0) {
+        xent_row(row, bias, V, target, lse, loss, correct);
+        memset(row, 0, V * sizeof(float));
+        return;
+    }
+    float mx = -INFINITY, sum = 0.0f;
+#pragma omp simd reduction(max : mx)
+    for (int v = 0; v < V; v++) {
+        row[v] += bias[v];
+        mx = row[v] > mx ? row[v] : mx;
+    }
+    float logit = row[target];
+#pragma omp simd reduction(+ : sum)
+    for (int v = 0; v < V; v++) {
+        row[v] = exp_approx(row[v] - mx);
+        sum += row[v];
+    }
+    *lse = mx + logf(sum);
+    *loss = *lse - logit;
+    *correct = logit >= mx;
+    float k = scale / sum;
+#pragma omp simd
+    for (int v = 0; v < V; v++) row[v] *= k;
+    row[target] -= scale;
+}
+
+/* One chunk of rows (n <= the scratch's rows) of output_loss: logits (n, V)
+ * in scratch, turned into their gradient while still in cache. */
+static void output_loss_chunk(const OutputLoss *o, int first, int n) {
+    int Hd = o->Hd, V = o->V;
+    const float *y = o->y + (size_t)first * Hd;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, V, Hd, 1.0f, y, Hd, o->W, Hd, 0.0f, o->scratch, V);
+    for (int p = 0; p < n; p++) {
+        float *row = o->scratch + (size_t)p * V;
+        int q = first + p;
+        if (!o->dW) xent_row(row, o->bias, V, o->target[q], &o->lse[q], &o->loss[q], &o->correct[q]);
+        else xent_fused_row(row, o->bias, V, o->target[q], o->scale, &o->lse[q], &o->loss[q], &o->correct[q]);
+    }
+    if (!o->dW) return;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, Hd, V, 1.0f, o->scratch, V, o->W, Hd, 0.0f,
+                o->d_y + (size_t)first * Hd, Hd);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, V, Hd, n, 1.0f, o->scratch, V, y, Hd, 1.0f, o->dW, Hd);
+    for (int p = 0; p < n; p++) { /* row order: the sums do not depend on anything else */
+        const float *row = o->scratch + (size_t)p * V;
+#pragma omp simd
+        for (int v = 0; v < V; v++) o->d_bias[v] += row[v];
+    }
+}
+
+void output_loss(const OutputLoss *o) {
+    for (int first = 0; first < o->n; first += o->chunk_rows)
+        output_loss_chunk(o, first, o->n - first < o->chunk_rows ? o->n - first : o->chunk_rows);
 }
 
 /* One row of logits (V) -> (softmax - onehot) * scale in place, or 0 without target. */

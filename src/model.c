@@ -272,22 +272,34 @@ static void attention_input(const Model *m, Activations *a, const Batch *b) {
     if (a->ablation.heads) ablate_heads(a, &a->ablation);
 }
 
-int model_forward(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, float *mean_loss,
-                  Error *e) {
+/* Checks, then tokens -> z -> hidden (N, 128): everything before the output layer. */
+static int forward_to_hidden(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, Error *e) {
     if (check_forward(m, a, b, ablation, e)) return -1;
     const ModelConfig *c = &m->cfg;
     a->ablation = ablation ? *ablation : (Ablation){0};
     prepare_positions(a, b);
-    int N = a->n_positions, Z = model_hidden_input_dim(c);
     if (c->arch == ARCH_ATTENTION) attention_input(m, a, b);
     else window_forward(m->embedding, b, c->context, c->row_dim, a->z);
-    dense_tanh_forward(m->hidden_w, m->hidden_b, a->z, N, Z, c->hidden_dim, a->hidden);
-    output_forward(m->output_w, m->output_b, a->hidden, N, c->hidden_dim, c->vocab_size, a->logits, a->target, a->lse,
-                   a->loss, a->correct);
+    dense_tanh_forward(m->hidden_w, m->hidden_b, a->z, a->n_positions, model_hidden_input_dim(c), c->hidden_dim,
+                       a->hidden);
+    return 0;
+}
+
+/* a->mean_loss and *mean_loss (may be NULL) from the positions' losses. */
+static void mean_of_losses(Activations *a, float *mean_loss) {
     double sum = 0.0;
-    for (int p = 0; p < N; p++) sum += a->loss[p];
+    for (int p = 0; p < a->n_positions; p++) sum += a->loss[p];
     a->mean_loss = a->n_predicted > 0 ? sum / a->n_predicted : 0.0;
     if (mean_loss) *mean_loss = (float)a->mean_loss;
+}
+
+int model_forward(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, float *mean_loss,
+                  Error *e) {
+    if (forward_to_hidden(m, a, b, ablation, e)) return -1;
+    const ModelConfig *c = &m->cfg;
+    output_forward(m->output_w, m->output_b, a->hidden, a->n_positions, c->hidden_dim, c->vocab_size, a->logits,
+                   a->target, a->lse, a->loss, a->correct);
+    mean_of_losses(a, mean_loss);
     return 0;
 }
 
@@ -312,15 +324,42 @@ static void attention_input_backward(const Model *m, Activations *a, const Batch
     embedding_backward(grad_of(m, grads, m->embedding), b->tokens, N, D, a->d_z, Z);
 }
 
-void model_backward(const Model *m, Activations *a, const Batch *b, float *grads) {
+/* d_hidden (N, 128) -> grads of the hidden layer and everything before it. */
+static void backward_from_hidden(const Model *m, Activations *a, const Batch *b, float *grads) {
     const ModelConfig *c = &m->cfg;
-    int N = a->n_positions, Z = model_hidden_input_dim(c), Hd = c->hidden_dim;
-    if (a->n_predicted < 1) return; /* no target: the loss depends on nothing */
-    output_backward(m->output_w, a->hidden, a->logits, a->target, a->lse, 1.0f / a->n_predicted, N, Hd,
-                    c->vocab_size, grad_of(m, grads, m->output_w), grad_of(m, grads, m->output_b), a->d_hidden,
-                    a->ones);
-    dense_tanh_backward(m->hidden_w, a->z, a->hidden, a->d_hidden, N, Z, Hd, grad_of(m, grads, m->hidden_w),
-                        grad_of(m, grads, m->hidden_b), a->d_z, a->ones);
+    dense_tanh_backward(m->hidden_w, a->z, a->hidden, a->d_hidden, a->n_positions, model_hidden_input_dim(c),
+                        c->hidden_dim, grad_of(m, grads, m->hidden_w), grad_of(m, grads, m->hidden_b), a->d_z,
+                        a->ones);
     if (c->arch == ARCH_ATTENTION) attention_input_backward(m, a, b, grads);
     else window_backward(grad_of(m, grads, m->embedding), b, c->context, c->row_dim, a->d_z);
+}
+
+void model_backward(const Model *m, Activations *a, const Batch *b, float *grads) {
+    const ModelConfig *c = &m->cfg;
+    if (a->n_predicted < 1) return; /* no target: the loss depends on nothing */
+    output_backward(m->output_w, a->hidden, a->logits, a->target, a->lse, 1.0f / a->n_predicted, a->n_positions,
+                    c->hidden_dim, c->vocab_size, grad_of(m, grads, m->output_w), grad_of(m, grads, m->output_b),
+                    a->d_hidden, a->ones);
+    backward_from_hidden(m, a, b, grads);
+}
+
+/* Positions whose logits one chunk of output_loss holds: 128 x 2,000 floats
+ * (1 MB) stay in a core's cache between the products and the softmax. */
+#define OUTPUT_CHUNK_ROWS 1024
+
+int model_loss_and_grad(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, float scale,
+                        float *grads, Error *e) {
+    if (forward_to_hidden(m, a, b, ablation, e)) return -1;
+    const ModelConfig *c = &m->cfg;
+    int backward = grads && a->n_predicted > 0;
+    OutputLoss o = {.W = m->output_w, .bias = m->output_b, .y = a->hidden, .n = a->n_positions,
+                    .Hd = c->hidden_dim, .V = c->vocab_size, .target = a->target, .scale = scale,
+                    .scratch = a->logits, .lse = a->lse, .loss = a->loss, .correct = a->correct,
+                    .chunk_rows = a->max_positions < OUTPUT_CHUNK_ROWS ? a->max_positions : OUTPUT_CHUNK_ROWS,
+                    .dW = backward ? grad_of(m, grads, m->output_w) : NULL,
+                    .d_bias = backward ? grad_of(m, grads, m->output_b) : NULL, .d_y = a->d_hidden};
+    output_loss(&o);
+    mean_of_losses(a, NULL);
+    if (backward) backward_from_hidden(m, a, b, grads);
+    return 0;
 }

@@ -1,9 +1,9 @@
 /* Training: see include/storylm/train.h. */
 #include "storylm/train.h"
 
-#include <cblas.h>
 #include <inttypes.h>
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +13,7 @@
 #include "storylm/checkpoint.h"
 #include "storylm/fileio.h"
 #include "storylm/rng.h"
+#include "storylm/shards.h"
 
 TrainOptions train_default_options(void) {
     return (TrainOptions){.arch = ARCH_ATTENTION, .steps = 3000, .lr = 3e-3, .warmup = -1, .min_lr_ratio = 0.1,
@@ -72,29 +73,29 @@ static int stream_story(StoryStream *st, long long k) {
 }
 
 /* ---------------------------------------------------------------------------
- * Forward (and backward) over a list of stories, in chunks of whole stories
- * that fit the activations. Each chunk's gradient of its own mean loss is
- * weighted by its share of the predicted positions, so the sum is the
- * gradient of the mean over all of them. */
+ * Forward (and backward) over a list of stories, split over threads by
+ * stories (shards.h): each thread runs its share in chunks of whole stories
+ * that fit its activations. Every chunk's backward is of scale * its summed
+ * loss, scale = 1 / (predicted positions of the list), so the gradients add
+ * up to the gradient of the mean over all of them. */
 typedef struct Pass {
-    const Model *m;
-    Activations acts;
-    Batch batch;
-    float *chunk_grads; /* (n_params), only used when a step needs 2+ chunks */
+    Shards shards;
+    StoryRef *refs; /* (max_stories) */
 } Pass;
 
-static int pass_init(Pass *p, const Model *m, int max_positions, int max_stories, Error *e) {
-    *p = (Pass){.m = m};
-    if (activations_init(&p->acts, &m->cfg, max_positions, e) || batch_init(&p->batch, max_positions, max_stories, e))
-        return -1;
-    p->chunk_grads = xmalloc(m->n_params * sizeof(float), e);
-    return p->chunk_grads ? 0 : -1;
+/* Threads from OpenMP's setting (model_threads_setup); each thread's chunks
+ * hold max_positions / threads positions, or the longest story. */
+static int pass_init(Pass *p, const Model *m, int max_positions, int longest, int max_stories, Error *e) {
+    *p = (Pass){0};
+    int threads = omp_get_max_threads(), positions = (max_positions + threads - 1) / threads;
+    p->refs = xmalloc((size_t)max_stories * sizeof(StoryRef), e);
+    if (!p->refs) return -1;
+    return shards_init(&p->shards, m, threads, positions > longest ? positions : longest, max_stories, e);
 }
 
 static void pass_free(Pass *p) {
-    activations_free(&p->acts);
-    batch_free(&p->batch);
-    free(p->chunk_grads);
+    shards_free(&p->shards);
+    free(p->refs);
 }
 
 static long long predicted_positions(const Stories *s, const int *idx, int n) {
@@ -108,33 +109,21 @@ static long long predicted_positions(const Stories *s, const int *idx, int n) {
 static int pass_run(Pass *p, const Stories *s, const int *idx, int n, const Ablation *ab, float *grads,
                     double *loss_sum, long long *correct, Error *e) {
     long long total = predicted_positions(s, idx, n);
-    for (int i = 0; i < n;) {
-        batch_clear(&p->batch);
-        while (i < n && p->batch.n_tokens + (int)story_len(s, idx[i]) <= p->batch.max_tokens &&
-               p->batch.n_stories < p->batch.max_stories) {
-            if (batch_add(&p->batch, s->tokens + s->starts[idx[i]], (int)story_len(s, idx[i]), e)) return -1;
-            i++;
-        }
-        if (p->batch.n_stories == 0)
-            return FAIL(e, "raise --max-positions", "story %d has %zu tokens, more than the %d positions of a chunk",
-                        idx[i], story_len(s, idx[i]), p->batch.max_tokens);
-        float mean;
-        if (model_forward(p->m, &p->acts, &p->batch, ab, &mean, e)) return -1;
-        int np = p->acts.n_predicted;
-        for (int t = 0; t < p->acts.n_positions; t++) {
-            if (p->acts.target[t] < 0) continue;
-            *loss_sum += p->acts.loss[t];
-            *correct += p->acts.correct[t];
-        }
-        if (!grads || np == 0) continue;
-        if (np == total) {
-            model_backward(p->m, &p->acts, &p->batch, grads);
-        } else {
-            model_zero_grad(p->m, p->chunk_grads);
-            model_backward(p->m, &p->acts, &p->batch, p->chunk_grads);
-            cblas_saxpy((int)p->m->n_params, (float)np / (float)total, p->chunk_grads, 1, grads, 1);
-        }
-    }
+    for (int i = 0; i < n; i++) p->refs[i] = (StoryRef){s->tokens + s->starts[idx[i]], (int)story_len(s, idx[i])};
+    return shards_run(&p->shards, p->refs, n, ab, total > 0 ? 1.0f / (float)total : 0.0f, grads, loss_sum, correct,
+                      e);
+}
+
+/* Loss and accuracy of idx[0..n) with p's activations (forward only). */
+static int pass_evaluate(Pass *p, const Stories *s, const int *idx, int n, const Ablation *ab, EvalResult *r,
+                         Error *e) {
+    double loss = 0;
+    long long correct = 0;
+    *r = (EvalResult){0};
+    if (pass_run(p, s, idx, n, ab, NULL, &loss, &correct, e)) return -1;
+    r->positions = predicted_positions(s, idx, n);
+    r->loss = r->positions ? loss / (double)r->positions : NAN;
+    r->accuracy = r->positions ? (double)correct / (double)r->positions : NAN;
     return 0;
 }
 
@@ -144,16 +133,10 @@ int evaluate(const Model *m, const Stories *s, const int *idx, int n, const Abla
     int longest = 0;
     for (int i = 0; i < n; i++) longest = (int)story_len(s, idx[i]) > longest ? (int)story_len(s, idx[i]) : longest;
     Pass p;
-    double loss = 0;
-    long long correct = 0;
-    int rc = pass_init(&p, m, longest > max_positions ? longest : max_positions, n > 0 ? n : 1, e);
-    if (!rc) rc = pass_run(&p, s, idx, n, ab, NULL, &loss, &correct, e);
+    int rc = pass_init(&p, m, max_positions, longest, n > 0 ? n : 1, e);
+    if (!rc) rc = pass_evaluate(&p, s, idx, n, ab, r, e);
     pass_free(&p);
-    if (rc) return -1;
-    r->positions = predicted_positions(s, idx, n);
-    r->loss = r->positions ? loss / (double)r->positions : NAN;
-    r->accuracy = r->positions ? (double)correct / (double)r->positions : NAN;
-    return 0;
+    return rc;
 }
 
 /* ---------------------------------------------------------------------------
@@ -317,13 +300,13 @@ static int trainer_init(Trainer *t, const Stories *s, const TrainOptions *o, Tra
         model_randomize(&t->model, o->seed);
         t->run_id = checkpoint_new_run_id();
     }
-    int cap = o->max_positions > ntok ? o->max_positions : ntok;
     t->grads = xmalloc(t->model.n_params * sizeof(float), e);
     t->step_stories = t->grads ? xmalloc((size_t)t->o.batch * sizeof(int), e) : NULL;
     t->stream = (StoryStream){.s = s, .seed = t->o.seed, .pass = -1};
     t->stream.order = t->step_stories ? xmalloc((size_t)s->n_train * sizeof(int), e) : NULL;
     if (!t->stream.order) return -1;
-    return pass_init(&t->pass, &t->model, cap, t->o.batch > 64 ? t->o.batch : 64, e);
+    int stories = t->o.batch > s->n_test ? t->o.batch : s->n_test; /* a step's, or the test stories */
+    return pass_init(&t->pass, &t->model, o->max_positions, ntok, stories > 1 ? stories : 1, e);
 }
 
 static void trainer_free(Trainer *t) {
@@ -373,7 +356,8 @@ static int train_step(Trainer *t, double *loss, long long *positions, Error *e) 
 static int evaluate_test(Trainer *t, Error *e) {
     EvalResult ev;
     if (t->s->n_test == 0) return 0;
-    if (evaluate(&t->model, t->s, t->s->test, t->s->n_test, NULL, t->o.max_positions, &ev, e)) return -1;
+    /* the training step's activations: a second set would double the peak memory */
+    if (pass_evaluate(&t->pass, t->s, t->s->test, t->s->n_test, NULL, &ev, e)) return -1;
     t->r->test_loss = ev.loss;
     t->r->test_accuracy = ev.accuracy;
     if (!(ev.loss >= t->r->best_test_loss)) {
@@ -453,7 +437,13 @@ int train_run(const Stories *s, const TrainOptions *o, TrainProgressFn progress,
     if (!rc && t.step >= t.o.steps)
         rc = FAIL(e, "give a larger --steps to train further", "'%s' has already done %d of %d steps", o->out, t.step,
                   t.o.steps);
+    /* The passes run on the shards' threads; the rest of a step (Adam, the
+     * checks) is cheap and runs here alone, so that no OpenMP team is left
+     * busy-waiting beside the shards. */
+    int threads = omp_get_max_threads();
+    omp_set_num_threads(1);
     if (!rc) rc = train_loop(&t, progress, ctx, e);
+    omp_set_num_threads(threads);
     trainer_free(&t);
     return rc;
 }

@@ -1,4 +1,5 @@
-/* Gradient checks: model_backward against central finite differences, in
+/* Gradient checks: model_backward (and training's model_loss_and_grad)
+ * against central finite differences, in
  * double, of a plain re-statement of the network (loops straight from SPEC
  * section 4, nothing shared with src/), on a tiny configuration: vocabulary 11,
  * window 4, a story longer than the window and two shorter ones. Every
@@ -149,6 +150,9 @@ static void gradcheck(const ModelConfig *base, Arch arch, const Ablation *ab, co
     CHECK_CLOSE(a.mean_loss, ref_loss(&ref, &b, ab), 1e-6, 0); /* the same function */
     model_zero_grad(&m, grads);
     model_backward(&m, &a, &b, grads);
+    float *fused = calloc(m.n_params, sizeof(float)); /* and training's path */
+    CHECK(model_loss_and_grad(&m, &a, &b, ab, 1.0f / a.n_predicted, fused, &e) == 0);
+    CHECK_CLOSE(a.mean_loss, loss, 1e-6, 0);
 
     double worst = 0.0, h = 1e-5;
     for (int t = 0; t < m.n_tensors; t++) {
@@ -162,7 +166,7 @@ static void gradcheck(const ModelConfig *base, Arch arch, const Ablation *ab, co
             double down = ref_loss(&ref, &b, ab);
             p[i] = saved;
             double numeric = (up - down) / (2 * h);
-            max_diff = fmax(max_diff, fabs(numeric - grads[i]));
+            max_diff = fmax(max_diff, fmax(fabs(numeric - grads[i]), fabs(numeric - fused[i])));
             max_grad = fmax(max_grad, fabs(numeric));
         }
         int ok = CHECK(max_grad > 0 ? max_diff <= 1e-4 * max_grad : max_diff == 0.0);
@@ -171,6 +175,7 @@ static void gradcheck(const ModelConfig *base, Arch arch, const Ablation *ab, co
     }
     printf("%-28s loss %.6f, worst gradient %.2e of its tensor's max\n", what, loss, worst);
     free(p);
+    free(fused);
     free(grads);
     batch_free(&b);
     activations_free(&a);
@@ -332,16 +337,20 @@ int main(void) {
     Ablation zero1 = {.heads = 1u << 1, .mode = ABLATE_ZERO};
     Ablation mean02 = {.heads = 1u << 0 | 1u << 2, .mode = ABLATE_MEAN, .mean = mean};
     Ablation zero0 = {.heads = 1u << 0, .mode = ABLATE_ZERO};
-    gradcheck(&TINY, ARCH_ATTENTION, NULL, "attention");
-    gradcheck(&TINY, ARCH_ATTENTION, &zero1, "attention, head 1 zeroed");
-    gradcheck(&TINY, ARCH_ATTENTION, &mean02, "attention, heads 0,2 at mean");
-    gradcheck(&TINY, ARCH_WINDOW8, NULL, "window8 (context 3)");
-    gradcheck(&SMALL_REAL_HEADS, ARCH_ATTENTION, NULL, "attention, heads of 8 and 16");
-    gradcheck(&SMALL_REAL_HEADS, ARCH_ATTENTION, &zero0, "  the same, head 0 zeroed");
-    ablated_head_gets_nothing();
-    backward_accumulates_and_repeats(ARCH_ATTENTION);
-    backward_accumulates_and_repeats(ARCH_WINDOW8);
-    threading_modes_agree(); /* last: it changes the process's threading */
+    threading_modes_agree(); /* first: it starts from OpenBLAS's own threading */
+    for (int threads = 1; threads <= 2; threads++) {
+        model_threads_setup(threads);
+        printf("-- %d thread%s\n", threads, threads > 1 ? "s" : "");
+        gradcheck(&TINY, ARCH_ATTENTION, NULL, "attention");
+        gradcheck(&TINY, ARCH_ATTENTION, &zero1, "attention, head 1 zeroed");
+        gradcheck(&TINY, ARCH_ATTENTION, &mean02, "attention, heads 0,2 at mean");
+        gradcheck(&TINY, ARCH_WINDOW8, NULL, "window8 (context 3)");
+        gradcheck(&SMALL_REAL_HEADS, ARCH_ATTENTION, NULL, "attention, heads of 8 and 16");
+        gradcheck(&SMALL_REAL_HEADS, ARCH_ATTENTION, &zero0, "  the same, head 0 zeroed");
+        ablated_head_gets_nothing();
+        backward_accumulates_and_repeats(ARCH_ATTENTION);
+        backward_accumulates_and_repeats(ARCH_WINDOW8);
+    }
     if (getenv("STORYLM_BENCH")) {
         int steps = atoi(getenv("STORYLM_BENCH"));
         bench(ARCH_ATTENTION, steps > 0 ? steps : 50);

@@ -2,9 +2,12 @@
  * on the committed fixtures, the loss to 1e-5 relative, every gradient to
  * 1e-4 of its tensor's largest value, the parameters after 3 Adam steps to
  * 1e-5 (see compare_after_adam), for both architectures and two head
- * ablations; and Adam alone at every size of gradient. */
+ * ablations, through model_forward/model_backward and through training's
+ * path (stories split over threads, the output layer in chunks), at 1 and at
+ * 2 threads; and Adam alone at every size of gradient. */
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +15,7 @@
 #include "storylm/adam.h"
 #include "storylm/fileio.h"
 #include "storylm/model.h"
+#include "storylm/shards.h"
 
 typedef struct Fixture {
     cJSON *index;
@@ -206,6 +210,41 @@ static void check_arch(const Fixture *f, Arch arch, const Batch *b) {
     model_free(&m);
 }
 
+/* Training's path (shards.h, model_loss_and_grad): the batch's 3 stories
+ * dealt to the threads, each shard's output layer in cached chunks. */
+static void check_training_path(const Fixture *f, Arch arch, const Batch *b) {
+    const char *name = arch_name(arch);
+    ModelConfig cfg = model_config_default(arch, 2000);
+    Model m;
+    Shards sh;
+    Error e;
+    StoryRef stories[8];
+    int longest = 0, predicted = 0;
+    for (int i = 0; i < b->n_stories; i++) {
+        stories[i] = (StoryRef){b->tokens + b->starts[i], b->starts[i + 1] - b->starts[i]};
+        longest = stories[i].len > longest ? stories[i].len : longest;
+        predicted += stories[i].len - 1;
+    }
+    CHECK(model_init(&m, &cfg, &e) == 0);
+    CHECK(shards_init(&sh, &m, omp_get_max_threads(), longest, b->n_stories, &e) == 0);
+    float *grads = calloc(m.n_params, sizeof(float));
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "%s/params", name);
+    double loss = 0;
+    long long correct = 0;
+    if (load_params(f, &m, prefix) == 0 &&
+        CHECK(shards_run(&sh, stories, b->n_stories, NULL, 1.0f / predicted, grads, &loss, &correct, &e) == 0)) {
+        CHECK_CLOSE(loss / predicted, number(f, name, "loss"), 1e-5, 0);
+        snprintf(prefix, sizeof prefix, "%s/grads", name);
+        double worst = compare_grads(f, &m, grads, prefix);
+        printf("%s, training's path: loss %.9f, worst gradient %.2e of its tensor's max\n", name, loss / predicted,
+               worst);
+    }
+    free(grads);
+    shards_free(&sh);
+    model_free(&m);
+}
+
 /* Heads switched off inside the forward pass: loss and the small tensors' gradients. */
 static void check_ablation(const Fixture *f, const Batch *b, const char *cas) {
     ModelConfig cfg = model_config_default(ARCH_ATTENTION, 2000);
@@ -238,7 +277,6 @@ static void check_ablation(const Fixture *f, const Batch *b, const char *cas) {
 }
 
 int main(void) {
-    model_threads_setup(0); /* as the program runs: products split over OpenMP's threads */
     Fixture f = {0};
     Error e;
     char *json;
@@ -254,10 +292,16 @@ int main(void) {
     CHECK(f.len == (size_t)cJSON_GetObjectItemCaseSensitive(f.index, "bytes")->valuedouble);
     Batch b;
     make_batch(&f, &b);
-    check_arch(&f, ARCH_ATTENTION, &b);
-    check_arch(&f, ARCH_WINDOW8, &b);
-    check_ablation(&f, &b, "zero_2_5");
-    check_ablation(&f, &b, "mean_0_7");
+    for (int threads = 1; threads <= 2; threads++) { /* products split over OpenMP's threads, or not */
+        model_threads_setup(threads);
+        printf("-- %d thread%s\n", threads, threads > 1 ? "s" : "");
+        check_arch(&f, ARCH_ATTENTION, &b);
+        check_arch(&f, ARCH_WINDOW8, &b);
+        check_ablation(&f, &b, "zero_2_5");
+        check_ablation(&f, &b, "mean_0_7");
+        check_training_path(&f, ARCH_ATTENTION, &b);
+        check_training_path(&f, ARCH_WINDOW8, &b);
+    }
     check_adam_alone(&f);
     batch_free(&b);
     cJSON_Delete(f.index);

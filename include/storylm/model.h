@@ -211,6 +211,16 @@ const float *activations_head_output(const Activations *a, int h, int p);
  * *mean_loss (may be NULL) = mean loss over predicted positions (0 if none). */
 int model_forward(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, float *mean_loss,
                   Error *e);
+/* Training's pass (and evaluation's, grads NULL), lighter in memory and
+ * faster than model_forward + model_backward: the same forward up to the
+ * hidden layer, then the output layer over chunks of positions whose logits
+ * never leave the cache (output_loss), then, with grads, the backward:
+ * grads += d (scale * sum of the losses) / d params. Fills z, hidden, lse,
+ * loss, correct, mean_loss and the attention as model_forward does; logits
+ * hold only scratch. Runs on the calling thread's OpenMP team (one thread
+ * inside a Workers job). */
+int model_loss_and_grad(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, float scale,
+                        float *grads, Error *e);
 /* grads (n_params, the layout of params) = 0. */
 void model_zero_grad(const Model *m, float *grads);
 /* After model_forward on the same b: grads += d mean_loss / d params. */
@@ -251,8 +261,26 @@ void output_forward(const float *W, const float *bias, const float *y, int n, in
  * with a target, 0 elsewhere; dW (V, Hd) +=, d_bias (V) +=, d_y (n, Hd) =. */
 void output_backward(const float *W, const float *y, float *logits, const int32_t *target, const float *lse,
                      float scale, int n, int Hd, int V, float *dW, float *d_bias, float *d_y, const float *ones);
+/* The output layer, softmax and cross-entropy on the calling thread, over
+ * chunks of chunk_rows positions whose logits live only in scratch
+ * (chunk_rows, V) and stay in cache: y (n, Hd) -> per position lse, loss and
+ * correct as output_forward gives them; with dW, also the backward of
+ * scale * (sum of the losses): dW (V, Hd) +=, d_bias (V) +=, d_y (n, Hd) =. */
+typedef struct OutputLoss {
+    const float *W, *bias, *y;  /* (V, Hd), (V), (n, Hd) */
+    int n, Hd, V, chunk_rows;
+    const int32_t *target;      /* (n), -1: nothing to predict */
+    float scale;
+    float *scratch;             /* (chunk_rows, V) */
+    float *lse, *loss;          /* (n) */
+    uint8_t *correct;           /* (n) */
+    float *dW, *d_bias, *d_y;   /* NULL: forward only */
+} OutputLoss;
+void output_loss(const OutputLoss *o);
 /* x (n) -> softmax in place; returns the log-sum-exp of the input. */
 float softmax_inplace(float *x, int n);
+/* x (n) -> tanh x in place, vectorized (the hidden layer's tanh). */
+void tanh_inplace(float *x, int n);
 /* log(sum exp x) of x (n). */
 float logsumexp(const float *x, int n);
 

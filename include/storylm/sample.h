@@ -16,6 +16,7 @@ typedef struct Sampler {
     Rng rng;
     float *probs;      /* (V) scratch */
     struct Candidate { float prob; int32_t id; } *candidates; /* (V) scratch */
+    struct Candidate *spare; /* (V) scratch of the sort */
 } Sampler;
 typedef struct Candidate Candidate;
 

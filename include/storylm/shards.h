@@ -1,0 +1,71 @@
+/* Training and evaluation split over threads by stories.
+ *
+ * A step's stories are dealt to shards, one per thread (longest story first,
+ * each to the shard with the fewest tokens so far); each thread runs its
+ * shard's forward and backward from start to end on its own activations and
+ * gradient buffer (model_loss_and_grad, OpenMP and OpenBLAS one thread wide),
+ * and the buffers are then summed in shard order. One wait per step instead
+ * of one per layer, which is what matters on a machine others are using too;
+ * and each thread's work stays in its own core's cache.
+ *
+ * Deterministic: the deal depends only on the stories' lengths and the number
+ * of shards, every sum runs in a fixed order, so the same stories and thread
+ * count give the same numbers bit for bit. Another thread count sums in
+ * another grouping (the same up to float rounding). */
+#ifndef STORYLM_SHARDS_H
+#define STORYLM_SHARDS_H
+
+#include <stdint.h>
+
+#include "storylm/error.h"
+#include "storylm/model.h"
+#include "storylm/workers.h"
+
+/* One story to run: its ids ([EOS] first) and length. */
+typedef struct StoryRef {
+    const int32_t *ids;
+    int len;
+} StoryRef;
+
+typedef struct Shard {
+    Activations acts;
+    Batch batch;
+    float *grads;   /* (n_params) this shard's share of the gradient */
+    int *stories;   /* (max_stories) indices into the run's stories, in order */
+    int n_stories;
+    long long tokens;
+    double loss_sum;
+    long long correct;
+    int failed;
+    Error error;
+} Shard;
+
+typedef struct Shards {
+    const Model *model;
+    int n;                /* shards = threads */
+    int positions;        /* per shard and forward chunk */
+    int max_stories;      /* per run */
+    Workers workers;
+    Shard *shard;         /* (n) */
+    int *owner;           /* (max_stories) scratch: the shard of each story */
+    /* the run under way, read by the jobs */
+    const StoryRef *run_stories;
+    const Ablation *run_ablation;
+    float run_scale;
+    float *run_grads;
+} Shards;
+
+/* n_threads shards of up to `positions` positions per forward chunk each (a
+ * shard with more tokens runs several chunks; a story longer than that cannot
+ * run), for runs of up to max_stories stories. */
+int shards_init(Shards *s, const Model *m, int n_threads, int positions, int max_stories, Error *e);
+void shards_free(Shards *s);
+
+/* Runs stories[0..n) through the model, with the heads in ablation switched
+ * off (NULL: none). Adds their losses to *loss_sum and their correct
+ * predictions to *correct (over predicted positions); with grads (n_params),
+ * also grads += d (scale * sum of the losses) / d params. */
+int shards_run(Shards *s, const StoryRef *stories, int n, const Ablation *ablation, float scale, float *grads,
+               double *loss_sum, long long *correct, Error *e);
+
+#endif

@@ -1,0 +1,244 @@
+#!/usr/bin/python3
+"""The PyTorch peer of scripts/bench: storylm's network (SPEC section 4) written
+the way a careful PyTorch user would write it, to time training and
+generation against storylm on the same machine in the same run.
+
+    build/storylm stories STORIES --vocab V --ids --split train > ids.txt
+    /usr/bin/python3 scripts/torch_peer.py train ids.txt [--steps 20]
+    /usr/bin/python3 scripts/torch_peer.py generate MODEL.safetensors [--tokens 256]
+    /usr/bin/python3 scripts/torch_peer.py serve ids.txt MODEL.safetensors   # scripts/bench drives this
+
+Training: each step takes the next 8 stories of ids.txt (one story a line,
+[EOS] first and last), pads them to the longest (one (8, T) batch, no Python
+loop over positions), runs the whole network batched (one einsum for every
+head's queries, keys and values; causal mask plus distance scores as one
+(H, T, T) bias; softmax; F.linear; fused F.cross_entropy ignoring the padding)
+and takes a torch.optim.Adam step (lr 3e-3). Threads: PyTorch's default
+(torch.get_num_threads()), unless --threads.
+
+Generation: [EOS] and a short prompt, then 256 new tokens one at a time with
+the keys and values of earlier tokens cached (the last 256), sampled as
+`storylm generate` does by default (temperature 0.8, top-p 0.95), no grad,
+one thread (as storylm's generation).
+
+serve: reads commands on stdin, one a line, and answers each with one JSON
+line: `train N` (N steps: predicted tokens, seconds), `generate N` (N new
+tokens: tokens, seconds), `rss` (peak resident memory, KB), `quit`. The model
+and batches are set up before the first command, so only the work is timed.
+"""
+import argparse
+import json
+import math
+import os
+import resource
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from read_safetensors import load  # noqa: E402
+
+V, D, H, KD, VD, W, HID = 2000, 32, 8, 8, 16, 256, 128
+EOS = 1
+BATCH = 8
+PROMPT = [EOS, 5, 6, 7, 8]  # [EOS] and four tokens: overwritten by ids of a real prompt when a vocab is known
+
+
+class Net(torch.nn.Module):
+    """The chapter's network; parameters named and shaped as in the model file."""
+
+    def __init__(self, seed=1):
+        super().__init__()
+        g = torch.Generator().manual_seed(seed)
+
+        def uniform(*shape, bound):
+            return torch.nn.Parameter((torch.rand(*shape, generator=g) * 2 - 1) * bound)
+
+        self.embedding = torch.nn.Parameter(torch.randn(V, D, generator=g))
+        self.query = uniform(H, D, KD, bound=1 / math.sqrt(D))
+        self.key = uniform(H, D, KD, bound=1 / math.sqrt(D))
+        self.value = uniform(H, D, VD, bound=1 / math.sqrt(D))
+        self.distance = torch.nn.Parameter(torch.zeros(H, W))
+        self.hidden = torch.nn.Linear(D + H * VD, HID)
+        self.output = torch.nn.Linear(HID, V)
+        self.bias_index = {}  # T -> (distance index (T, T), mask (T, T) of 0 / -inf)
+
+    def load(self, path):
+        tensors, _ = load(path)
+        with torch.no_grad():
+            for name, p in self.named_parameters():
+                p.copy_(torch.from_numpy(tensors[name].copy()))
+
+    def score_bias(self, T):
+        """(H, T, T): distance score of key u for query t, -inf where u is not in t's window."""
+        if T not in self.bias_index:
+            back = torch.arange(T).view(T, 1) - torch.arange(T).view(1, T)
+            visible = (back >= 0) & (back < W)
+            mask = torch.zeros(T, T).masked_fill(~visible, float("-inf"))
+            self.bias_index[T] = (back.clamp(0, W - 1), mask)
+        index, mask = self.bias_index[T]
+        return self.distance[:, index] + mask
+
+    def forward(self, x):
+        """x (B, T) ids -> logits (B, T, V)."""
+        B, T = x.shape
+        rows = F.embedding(x, self.embedding)  # (B, T, D)
+        w = torch.cat([self.query * (1 / math.sqrt(KD)), self.key, self.value], dim=2)  # (H, D, 32), q pre-scaled
+        qkv = (rows @ w.permute(1, 0, 2).reshape(D, -1)).view(B, T, H, -1).transpose(1, 2)  # (B, H, T, 32)
+        q, k, v = qkv.split([KD, KD, VD], dim=-1)
+        scores = q @ k.transpose(-1, -2) + self.score_bias(T)  # (B, H, T, T)
+        out = torch.softmax(scores, dim=-1) @ v  # (B, H, T, VD)
+        z = torch.cat([rows, out.transpose(1, 2).reshape(B, T, H * VD)], dim=-1)  # (B, T, 160)
+        return self.output(torch.tanh(self.hidden(z)))
+
+
+def read_stories(path):
+    with open(path) as f:
+        return [[int(t) for t in line.split()] for line in f if len(line.split()) >= 2]
+
+
+def make_batch(stories):
+    """Stories -> x (B, T) padded with 0, targets (B, T) with -100 where nothing is predicted."""
+    T = max(len(s) for s in stories)
+    x = torch.zeros(len(stories), T, dtype=torch.long)
+    y = torch.full((len(stories), T), -100, dtype=torch.long)
+    for i, s in enumerate(stories):
+        x[i, :len(s)] = torch.tensor(s)
+        y[i, :len(s) - 1] = torch.tensor(s[1:])
+    return x, y, sum(len(s) - 1 for s in stories)
+
+
+class Trainer:
+    def __init__(self, stories):
+        self.net = Net()
+        self.opt = torch.optim.Adam(self.net.parameters(), lr=3e-3)
+        self.batches = [make_batch(stories[i:i + BATCH]) for i in range(0, len(stories) - BATCH + 1, BATCH)]
+        self.next = 0
+
+    def step(self):
+        x, y, n = self.batches[self.next % len(self.batches)]
+        self.next += 1
+        logits = self.net(x)
+        loss = F.cross_entropy(logits.view(-1, V), y.view(-1), ignore_index=-100)
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        self.opt.step()
+        return n, loss.item()
+
+    def run(self, steps):
+        t0 = time.perf_counter()
+        tokens = sum(self.step()[0] for _ in range(steps))
+        return tokens, time.perf_counter() - t0
+
+
+class Generator:
+    """Token by token with cached keys and values; sampling as storylm generate's defaults."""
+
+    def __init__(self, net, seed=1):
+        self.net = net
+        self.w = torch.cat([net.query, net.key, net.value], dim=2).detach().permute(1, 0, 2).reshape(D, -1)
+        self.distance_back = net.distance.detach().flip(1)  # (H, W): [:, W-n:] = distances n-1 .. 0
+        self.g = torch.Generator().manual_seed(seed)
+
+    def sample(self, logits, temperature=0.8, top_p=0.95):
+        probs = torch.softmax(logits / temperature, dim=-1)
+        sorted_p, order = probs.sort(descending=True)
+        keep = sorted_p.cumsum(0) - sorted_p < top_p  # the smallest set holding top_p
+        sorted_p = sorted_p * keep
+        return int(order[torch.multinomial(sorted_p, 1, generator=self.g)])
+
+    @torch.no_grad()
+    def run(self, prompt, n_new):
+        net, total = self.net, len(prompt) + n_new
+        keys, values = torch.zeros(H, total, KD), torch.zeros(H, total, VD)
+        scale = 1 / math.sqrt(KD)
+        hidden_w, hidden_b = net.hidden.weight.detach(), net.hidden.bias.detach()
+        out_w, out_b = net.output.weight.detach(), net.output.bias.detach()
+        embedding = net.embedding.detach()
+        out, token = [], prompt[0]
+        t0 = time.perf_counter()
+        for t in range(total):
+            row = embedding[token]  # (D)
+            q, k, v = (row @ self.w).view(H, -1).split([KD, KD, VD], dim=-1)
+            keys[:, t], values[:, t] = k, v
+            lo = max(0, t - W + 1)
+            s = (keys[:, lo:t + 1] @ q.unsqueeze(-1)).squeeze(-1) * scale + self.distance_back[:, W - (t + 1 - lo):]
+            o = (torch.softmax(s, dim=-1).unsqueeze(1) @ values[:, lo:t + 1]).view(-1)  # (H*VD)
+            logits = F.linear(torch.tanh(F.linear(torch.cat([row, o]), hidden_w, hidden_b)), out_w, out_b)
+            if t + 1 < len(prompt):
+                token = prompt[t + 1]
+            else:
+                token = self.sample(logits)
+                out.append(token)
+        return out[:n_new], time.perf_counter() - t0
+
+
+def peak_rss_kb():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+def serve(args):
+    trainer = Trainer(read_stories(args.ids))
+    trainer.run(2)  # warm up: allocator, first-call costs
+    gen_net = Net()
+    gen_net.load(args.model)
+    generator = Generator(gen_net)
+    prompt = [int(t) for t in args.prompt.split()] if args.prompt else PROMPT
+    print(json.dumps({"ready": True, "threads": torch.get_num_threads(), "torch": torch.__version__}), flush=True)
+    for line in sys.stdin:
+        cmd = line.split()
+        if not cmd or cmd[0] == "quit":
+            break
+        if cmd[0] == "train":
+            tokens, seconds = trainer.run(int(cmd[1]))
+            reply = {"tokens": tokens, "seconds": seconds}
+        elif cmd[0] == "generate":
+            torch.set_num_threads(1)
+            tokens, seconds = generator.run(prompt, int(cmd[1]))
+            torch.set_num_threads(args.threads or default_threads)
+            reply = {"tokens": len(tokens), "seconds": seconds}
+        elif cmd[0] == "rss":
+            reply = {"peak_rss_kb": peak_rss_kb()}
+        else:
+            reply = {"error": f"unknown command {cmd[0]}"}
+        print(json.dumps(reply), flush=True)
+
+
+default_threads = torch.get_num_threads()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("what", choices=["train", "generate", "serve"])
+    ap.add_argument("files", nargs="+", help="ids.txt (train), MODEL (generate), ids.txt MODEL (serve)")
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--tokens", type=int, default=256)
+    ap.add_argument("--threads", type=int, default=0, help="training threads; 0: PyTorch's default")
+    ap.add_argument("--prompt", default="", help="prompt token ids, [EOS] first, e.g. '1 57 200'")
+    args = ap.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    if args.what == "serve":
+        args.ids, args.model = args.files
+        return serve(args)
+    if args.what == "train":
+        trainer = Trainer(read_stories(args.files[0]))
+        trainer.run(2)
+        tokens, seconds = trainer.run(args.steps)
+        print(f"torch {torch.__version__}, {torch.get_num_threads()} threads: {tokens / seconds:.0f} tokens/s "
+              f"({args.steps} steps, {tokens} tokens, {seconds:.2f} s), loss {trainer.step()[1]:.3f}")
+    else:
+        torch.set_num_threads(1)
+        net = Net()
+        net.load(args.files[0])
+        prompt = [int(t) for t in args.prompt.split()] if args.prompt else PROMPT
+        tokens, seconds = Generator(net).run(prompt, args.tokens)
+        print(f"torch {torch.__version__}, 1 thread: {len(tokens) / seconds:.0f} tokens/s ({len(tokens)} tokens)")
+        print(" ".join(map(str, tokens)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

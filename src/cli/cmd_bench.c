@@ -1,0 +1,221 @@
+/* storylm bench: times one kind of work in-process and prints one JSON line,
+ * for scripts/bench, which runs it interleaved with the PyTorch and npm peers. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <omp.h>
+
+#include "args.h"
+#include "common.h"
+#include "storylm/adam.h"
+#include "storylm/fileio.h"
+#include "storylm/generate.h"
+#include "storylm/sample.h"
+#include "storylm/shards.h"
+
+static int run(int argc, char **argv);
+const Command command_bench = {
+    "bench", "time training, generation or encoding (for scripts/bench)",
+    "storylm bench train IDS | generate MODEL | encode VOCAB TEXT [options]",
+    "Times one kind of work and prints one JSON line; scripts/bench runs it side by side\n"
+    "with the PyTorch and npm peers and prints the table.\n\n"
+    "  train IDS          --steps training steps (forward, backward, Adam) on the stories\n"
+    "                     of IDS (token ids, one story a line, as `storylm stories --ids`\n"
+    "                     prints), --batch a step in file order from --first-batch, after\n"
+    "                     2 untimed steps; a fresh model; the step of storylm train\n"
+    "                     (stories split over threads, Adam). Counts predicted tokens.\n"
+    "  generate MODEL     [EOS], --prompt, then --tokens new tokens, one thread, sampled\n"
+    "                     as `storylm generate` does by default (t 0.8, top-p 0.95); an\n"
+    "                     [EOS] does not stop it.\n"
+    "  encode VOCAB TEXT  every line of TEXT encoded on its own, one thread.",
+    run};
+
+typedef struct BenchOptions {
+    int steps, tokens, threads, batch, first_batch;
+    const char *prompt;
+} BenchOptions;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* CPU seconds of the whole process so far: with the wall time, how much of
+ * the machine the run got (the machine may be shared). */
+static double cpu_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* One story a line of ids -> ids packed, starts (n + 1). */
+static int read_ids(const char *path, IntVec *ids, IntVec *starts, Error *e) {
+    char *text;
+    size_t len;
+    if (file_read_all(path, 0, &text, &len, e)) return -1;
+    int rc = intvec_push(starts, 0, e);
+    for (char *p = text; !rc && *p;) {
+        char *end;
+        long id = strtol(p, &end, 10);
+        if (end != p) rc = intvec_push(ids, (int32_t)id, e);
+        else end = p + 1;
+        if (!rc && (*end == '\n' || !*end) && ids->len > (size_t)starts->data[starts->len - 1])
+            rc = intvec_push(starts, (int32_t)ids->len, e);
+        p = end;
+    }
+    free(text);
+    if (!rc && starts->len < 2) rc = FAIL(e, "give the output of storylm stories --ids", "'%s' holds no ids", path);
+    return rc;
+}
+
+/* Stories k*batch .. (k+1)*batch - 1 of the file (wrapping around) -> refs;
+ * returns their predicted positions. */
+static int step_stories(const IntVec *ids, const IntVec *starts, int k, int batch, StoryRef *refs) {
+    int n = (int)starts->len - 1, predicted = 0;
+    for (int i = 0; i < batch; i++) {
+        int s = (k * batch + i) % n, len = starts->data[s + 1] - starts->data[s];
+        refs[i] = (StoryRef){ids->data + starts->data[s], len};
+        predicted += len - 1;
+    }
+    return predicted;
+}
+
+static int longest_story(const IntVec *starts) {
+    int best = 0;
+    for (size_t i = 0; i + 1 < starts->len; i++)
+        best = starts->data[i + 1] - starts->data[i] > best ? starts->data[i + 1] - starts->data[i] : best;
+    return best;
+}
+
+/* One training step as storylm train takes it (src/train.c): the stories'
+ * forward and backward split over threads, then Adam on this thread alone. */
+static int train_step(Model *m, Shards *sh, const StoryRef *refs, int n, int predicted, Adam *opt, float *grads,
+                      double *loss, Error *e) {
+    long long correct = 0;
+    *loss = 0;
+    model_zero_grad(m, grads);
+    if (shards_run(sh, refs, n, NULL, 1.0f / (float)predicted, grads, loss, &correct, e)) return -1;
+    *loss /= predicted;
+    int threads = omp_get_max_threads();
+    omp_set_num_threads(1);
+    adam_update(opt, m->params, grads, 3e-3f);
+    omp_set_num_threads(threads);
+    return 0;
+}
+
+static int check_ids(const IntVec *ids, int vocab_size, const char *path, Error *e) {
+    for (size_t i = 0; i < ids->len; i++)
+        if (ids->data[i] < 0 || ids->data[i] >= vocab_size)
+            return FAIL(e, NULL, "'%s' holds id %d, outside the vocabulary of %d", path, ids->data[i], vocab_size);
+    return 0;
+}
+
+static int bench_train(const char *path, const BenchOptions *o, Error *e) {
+    IntVec ids = {0}, starts = {0};
+    Model m = {0};
+    Shards sh = {0};
+    Adam opt = {0};
+    float *grads = NULL;
+    StoryRef *refs = NULL;
+    ModelConfig cfg = model_config_default(ARCH_ATTENTION, 2000);
+    int threads = omp_get_max_threads(), rc = read_ids(path, &ids, &starts, e);
+    int positions = rc ? 0 : (4096 + threads - 1) / threads, longest = rc ? 0 : longest_story(&starts);
+    rc = rc || check_ids(&ids, cfg.vocab_size, path, e) || model_init(&m, &cfg, e) ||
+         shards_init(&sh, &m, threads, positions > longest ? positions : longest, o->batch, e) ||
+         adam_init(&opt, m.n_params, e) || !(grads = xmalloc(m.n_params * sizeof(float), e)) ||
+         !(refs = xmalloc((size_t)o->batch * sizeof(StoryRef), e));
+    if (!rc) model_randomize(&m, 1);
+    long long tokens = 0;
+    double start = 0, cpu = 0, loss = 0;
+    for (int k = -2; !rc && k < o->steps; k++) { /* two untimed steps first */
+        if (k == 0) start = now_s(), cpu = cpu_s();
+        int n = step_stories(&ids, &starts, o->first_batch + k + 2, o->batch, refs);
+        rc = train_step(&m, &sh, refs, o->batch, n, &opt, grads, &loss, e);
+        if (k >= 0) tokens += n;
+    }
+    if (!rc)
+        printf("{\"tokens\": %lld, \"seconds\": %.6f, \"cpu_seconds\": %.6f, \"threads\": %d, \"loss\": %.4f}\n",
+               tokens, now_s() - start, cpu_s() - cpu, threads, loss);
+    free(refs), free(grads), adam_free(&opt), shards_free(&sh), model_free(&m);
+    intvec_free(&ids), intvec_free(&starts);
+    return rc;
+}
+
+/* [EOS] + prompt fed, then o->tokens sampled and fed; the time of all of it. */
+static int bench_generate(const char *path, const BenchOptions *o, Error *e) {
+    LoadedModel lm;
+    if (cli_load_model(&lm, path, e)) return -1;
+    IntVec prompt = {0};
+    Generator g = {0};
+    Sampler s = {0};
+    int rc = tokenizer_encode(&lm.tokenizer, o->prompt, strlen(o->prompt), &prompt, e) ||
+             generator_init(&g, &lm.model, NULL, e) ||
+             sampler_init(&s, lm.model.cfg.vocab_size, 0.8f, 0, 0.95f, 1, e);
+    if (!rc) {
+        double start = now_s(), cpu = cpu_s();
+        const float *logits = generator_feed(&g, lm.tokenizer.eos_id);
+        for (size_t i = 0; i < prompt.len; i++) logits = generator_feed(&g, prompt.data[i]);
+        for (int i = 0; i < o->tokens; i++) logits = generator_feed(&g, sampler_sample(&s, logits));
+        printf("{\"tokens\": %d, \"seconds\": %.6f, \"cpu_seconds\": %.6f, \"prompt_tokens\": %zu}\n", o->tokens,
+               now_s() - start, cpu_s() - cpu, prompt.len);
+    }
+    sampler_free(&s), generator_free(&g), intvec_free(&prompt), cli_free_model(&lm);
+    return rc;
+}
+
+/* Every line of the text encoded on its own. */
+static int bench_encode(const char *vocab_path, const char *text_path, Error *e) {
+    Tokenizer t = {0};
+    char *text = NULL;
+    size_t len;
+    IntVec ids = {0};
+    int rc = tokenizer_load(&t, vocab_path, 0, e) || file_read_all(text_path, 0, &text, &len, e);
+    long long n_ids = 0;
+    double start = now_s(), cpu = cpu_s();
+    for (size_t at = 0; !rc && at < len;) {
+        const char *nl = memchr(text + at, '\n', len - at);
+        size_t end = nl ? (size_t)(nl - text) : len;
+        ids.len = 0;
+        rc = tokenizer_encode(&t, text + at, end - at, &ids, e);
+        n_ids += (long long)ids.len;
+        at = end + 1;
+    }
+    if (!rc)
+        printf("{\"bytes\": %zu, \"seconds\": %.6f, \"cpu_seconds\": %.6f, \"ids\": %lld}\n", len, now_s() - start,
+               cpu_s() - cpu, n_ids);
+    intvec_free(&ids), free(text), tokenizer_free(&t);
+    return rc;
+}
+
+static int run(int argc, char **argv) {
+    BenchOptions o = {.steps = 10, .tokens = 256, .threads = 0, .batch = 8, .prompt = "Once upon a time"};
+    const char *pos[3];
+    int np;
+    Option opts[] = {
+        {"steps", 0, OPT_INT, &o.steps, "N", "training steps timed", 1, 1e6},
+        {"batch", 0, OPT_INT, &o.batch, "N", "stories a training step", 1, 4096},
+        {"first-batch", 0, OPT_INT, &o.first_batch, "K", "start at the K-th batch of IDS", 0, 1e9},
+        {"threads", 0, OPT_INT, &o.threads, "N", "training threads; 0: one per core", 0, 256},
+        {"tokens", 'n', OPT_INT, &o.tokens, "N", "new tokens generated", 1, 1e6},
+        {"prompt", 0, OPT_STRING, &o.prompt, "TEXT", "generation's prompt", 0, 0},
+    };
+    int rc = args_parse(&command_bench, argc, argv, opts, N_OPTIONS(opts), pos, 2, 3, &np);
+    if (rc) return rc > 0 ? 0 : 2;
+    Error e = {0};
+    if (strcmp(pos[0], "train") == 0 && np == 2) {
+        cli_set_threads(o.threads);
+        rc = bench_train(pos[1], &o, &e);
+    } else if (strcmp(pos[0], "generate") == 0 && np == 2) {
+        cli_set_threads(1);
+        rc = bench_generate(pos[1], &o, &e);
+    } else if (strcmp(pos[0], "encode") == 0 && np == 3) {
+        rc = bench_encode(pos[1], pos[2], &e);
+    } else {
+        return args_usage_error(&command_bench, "give train IDS, generate MODEL or encode VOCAB TEXT");
+    }
+    return rc ? cli_fail(&e) : 0;
+}

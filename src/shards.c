@@ -1,0 +1,139 @@
+/* Training and evaluation split over threads by stories: see include/storylm/shards.h. */
+#include "storylm/shards.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int shards_init(Shards *s, const Model *m, int n_threads, int positions, int max_stories, Error *e) {
+    *s = (Shards){.model = m, .n = n_threads < 1 ? 1 : n_threads, .positions = positions,
+                  .max_stories = max_stories};
+    if (positions < 1 || max_stories < 1)
+        return FAIL(e, NULL, "shards need room for a position and a story (got %d, %d)", positions, max_stories);
+    if (workers_init(&s->workers, s->n, e) || !(s->shard = xcalloc((size_t)s->n, sizeof(Shard), e)) ||
+        !(s->owner = xmalloc((size_t)max_stories * sizeof(int), e))) {
+        shards_free(s);
+        return -1;
+    }
+    for (int i = 0; i < s->n; i++) {
+        Shard *h = &s->shard[i];
+        if (activations_init(&h->acts, &m->cfg, positions, e) || batch_init(&h->batch, positions, max_stories, e) ||
+            !(h->grads = xmalloc(m->n_params * sizeof(float), e)) ||
+            !(h->stories = xmalloc((size_t)max_stories * sizeof(int), e))) {
+            shards_free(s);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void shards_free(Shards *s) {
+    for (int i = 0; s->shard && i < s->n; i++) {
+        activations_free(&s->shard[i].acts);
+        batch_free(&s->shard[i].batch);
+        free(s->shard[i].grads);
+        free(s->shard[i].stories);
+    }
+    free(s->shard);
+    free(s->owner);
+    if (s->workers.n) workers_free(&s->workers);
+    *s = (Shards){0};
+}
+
+/* The shard with the fewest tokens (the first of equals). */
+static int lightest(const Shards *s) {
+    int best = 0;
+    for (int i = 1; i < s->n; i++)
+        if (s->shard[i].tokens < s->shard[best].tokens) best = i;
+    return best;
+}
+
+/* Deals stories[0..n) out: longest first (the first of equals), each to the
+ * lightest shard; each shard then lists its stories in their given order.
+ * Quadratic in n, which is a step's 8 stories or an evaluation's hundred. */
+static void deal(Shards *s, const StoryRef *stories, int n) {
+    int *owner = s->owner;
+    for (int i = 0; i < s->n; i++) s->shard[i].n_stories = 0, s->shard[i].tokens = 0;
+    for (int k = 0; k < n; k++) owner[k] = -1;
+    for (int dealt = 0; dealt < n; dealt++) {
+        int longest = -1;
+        for (int k = 0; k < n; k++)
+            if (owner[k] < 0 && (longest < 0 || stories[k].len > stories[longest].len)) longest = k;
+        int to = lightest(s);
+        owner[longest] = to;
+        s->shard[to].tokens += stories[longest].len;
+    }
+    for (int k = 0; k < n; k++) {
+        Shard *h = &s->shard[owner[k]];
+        h->stories[h->n_stories++] = k;
+    }
+}
+
+/* The losses and correct predictions of a forward, over predicted positions. */
+static void add_losses(Shard *h) {
+    const Activations *a = &h->acts;
+    for (int p = 0; p < a->n_positions; p++) {
+        if (a->target[p] < 0) continue;
+        h->loss_sum += a->loss[p];
+        h->correct += a->correct[p];
+    }
+}
+
+/* Thread i: its shard's stories in forward chunks that fit, gradients into its own buffer. */
+static void shard_job(void *arg, int i, int n_threads) {
+    Shards *s = arg;
+    Shard *h = &s->shard[i];
+    const Model *m = s->model;
+    h->loss_sum = 0, h->correct = 0, h->failed = 0;
+    if (s->run_grads) memset(h->grads, 0, m->n_params * sizeof(float));
+    for (int k = 0; k < h->n_stories;) {
+        batch_clear(&h->batch);
+        while (k < h->n_stories && h->batch.n_stories < h->batch.max_stories &&
+               s->run_stories[h->stories[k]].len <= h->batch.max_tokens - h->batch.n_tokens) {
+            const StoryRef *st = &s->run_stories[h->stories[k++]];
+            if (batch_add(&h->batch, st->ids, st->len, &h->error)) return (void)(h->failed = 1);
+        }
+        if (h->batch.n_stories == 0) {
+            FAIL(&h->error, "raise --max-positions", "a story of %d tokens is longer than the %d positions of a chunk",
+                 s->run_stories[h->stories[k]].len, h->batch.max_tokens);
+            return (void)(h->failed = 1);
+        }
+        if (model_loss_and_grad(m, &h->acts, &h->batch, s->run_ablation, s->run_scale,
+                                s->run_grads ? h->grads : NULL, &h->error))
+            return (void)(h->failed = 1);
+        add_losses(h);
+    }
+}
+
+/* Thread i: its slice of the parameters, grads += every shard's, in shard order. */
+static void reduce_job(void *arg, int i, int n_threads) {
+    Shards *s = arg;
+    size_t n = s->model->n_params, blocks = (n + 15) / 16;
+    size_t start = blocks * i / n_threads * 16, end = blocks * (i + 1) / n_threads * 16;
+    if (end > n) end = n;
+    float *grads = s->run_grads;
+    for (int k = 0; k < s->n; k++) {
+        const float *g = s->shard[k].grads;
+#pragma omp simd
+        for (size_t j = start; j < end; j++) grads[j] += g[j];
+    }
+}
+
+int shards_run(Shards *s, const StoryRef *stories, int n, const Ablation *ablation, float scale, float *grads,
+               double *loss_sum, long long *correct, Error *e) {
+    if (n > s->max_stories)
+        return FAIL(e, NULL, "%d stories are more than the %d these shards were made for", n, s->max_stories);
+    deal(s, stories, n);
+    s->run_stories = stories, s->run_ablation = ablation, s->run_scale = scale, s->run_grads = grads;
+    workers_run(&s->workers, shard_job, s);
+    for (int i = 0; i < s->n; i++)
+        if (s->shard[i].failed) {
+            if (e) *e = s->shard[i].error;
+            return -1;
+        }
+    for (int i = 0; i < s->n; i++) {
+        *loss_sum += s->shard[i].loss_sum;
+        *correct += s->shard[i].correct;
+    }
+    if (grads) workers_run(&s->workers, reduce_job, s);
+    return 0;
+}
