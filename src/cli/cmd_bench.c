@@ -192,14 +192,14 @@ static int bench_encode(const char *vocab_path, const char *text_path, Error *e)
 }
 
 static int run(int argc, char **argv) {
-    BenchOptions o = {.steps = 10, .tokens = 256, .threads = 0, .batch = 8, .prompt = "Once upon a time"};
+    BenchOptions o = {.steps = 10, .tokens = 256, .threads = cli_default_threads(), .batch = 8, .prompt = "Once upon a time"};
     const char *pos[3];
     int np;
     Option opts[] = {
         {"steps", 0, OPT_INT, &o.steps, "N", "training steps timed", 1, 1e6},
         {"batch", 0, OPT_INT, &o.batch, "N", "stories a training step", 1, 4096},
         {"first-batch", 0, OPT_INT, &o.first_batch, "K", "start at the K-th batch of IDS", 0, 1e9},
-        {"threads", 0, OPT_INT, &o.threads, "N", "training threads; 0: one per core", 0, 256},
+        {"threads", 0, OPT_INT, &o.threads, "N", "training threads, by default one per core", 1, 256},
         {"tokens", 'n', OPT_INT, &o.tokens, "N", "new tokens generated", 1, 1e6},
         {"prompt", 0, OPT_STRING, &o.prompt, "TEXT", "generation's prompt", 0, 0},
     };
