@@ -102,6 +102,16 @@ int batch_add(Batch *b, const int32_t *ids, int len, Error *e) {
 
 /* ---- activations ------------------------------------------------------------ */
 
+/* n floats from a 64-byte boundary: a vector register's loads and stores
+ * at whole-register offsets then never straddle two cache lines. */
+static float *alloc_floats(size_t n, Error *e) {
+    size_t bytes = (n * sizeof(float) + 63) / 64 * 64;
+    float *p = aligned_alloc(64, bytes ? bytes : 64);
+    if (!p)
+        FAIL(e, "free some memory or use a smaller --max-positions", "out of memory allocating %zu bytes", bytes);
+    return p;
+}
+
 int activations_init(Activations *a, const ModelConfig *cfg, int max_positions, Error *e) {
     *a = (Activations){.cfg = *cfg, .max_positions = max_positions};
     if (max_positions < 1) return FAIL(e, NULL, "activations need at least one position (got %d)", max_positions);
@@ -109,24 +119,22 @@ int activations_init(Activations *a, const ModelConfig *cfg, int max_positions, 
         return FAIL(e, NULL, "heads of %d query and %d value numbers (%d heads) are more than the passes take",
                     cfg->key_dim, cfg->value_dim, cfg->n_heads);
     size_t N = (size_t)max_positions, Z = (size_t)model_hidden_input_dim(cfg), Hd = (size_t)cfg->hidden_dim;
-    int ok = (a->z = xmalloc(N * Z * sizeof(float), e)) && (a->d_z = xmalloc(N * Z * sizeof(float), e)) &&
-             (a->hidden = xmalloc(N * Hd * sizeof(float), e)) &&
-             (a->d_hidden = xmalloc(N * Hd * sizeof(float), e)) &&
-             (a->logits = xmalloc(N * cfg->vocab_size * sizeof(float), e)) &&
-             (a->lse = xmalloc(N * sizeof(float), e)) && (a->loss = xmalloc(N * sizeof(float), e)) &&
-             (a->target = xmalloc(N * sizeof(int32_t), e)) && (a->correct = xmalloc(N, e)) &&
-             (a->first_key = xmalloc(N * sizeof(int), e)) && (a->ones = xmalloc(N * sizeof(float), e));
+    int ok = (a->z = alloc_floats(N * Z, e)) && (a->d_z = alloc_floats(N * Z, e)) &&
+             (a->hidden = alloc_floats(N * Hd, e)) && (a->d_hidden = alloc_floats(N * Hd, e)) &&
+             (a->logits = alloc_floats(N * cfg->vocab_size, e)) && (a->lse = alloc_floats(N, e)) &&
+             (a->loss = alloc_floats(N, e)) && (a->target = xmalloc(N * sizeof(int32_t), e)) &&
+             (a->correct = xmalloc(N, e)) && (a->first_key = xmalloc(N * sizeof(int), e)) &&
+             (a->ones = alloc_floats(N, e));
     if (ok && cfg->arch == ARCH_ATTENTION) {
         size_t QKV = (size_t)qkv_rows(cfg), D = (size_t)cfg->row_dim;
         size_t LD = (size_t)qkv_stride(max_positions), HS = (size_t)cfg->n_heads * attention_row_stride(cfg->window);
         size_t KV = (size_t)cfg->n_heads * LD * (cfg->key_dim + cfg->value_dim);
         AttentionScratch *s = &a->scratch;
-        ok = (a->qkv = xmalloc(QKV * LD * sizeof(float), e)) && (a->d_qkv = xmalloc(QKV * LD * sizeof(float), e)) &&
-             (a->att = xmalloc(HS * N * sizeof(float), e)) && (a->qkv_w = xmalloc(QKV * D * sizeof(float), e)) &&
-             (a->d_qkv_w = xmalloc(QKV * D * sizeof(float), e)) && (s->kv = xmalloc(KV * sizeof(float), e)) &&
-             (s->d_kv = xmalloc(KV * sizeof(float), e)) && (s->dist = xmalloc(HS * sizeof(float), e)) &&
-             (s->d_dist = xmalloc(HS * sizeof(float), e)) && (s->w = xmalloc(HS * sizeof(float), e)) &&
-             (s->ds = xmalloc(HS * sizeof(float), e));
+        ok = (a->qkv = alloc_floats(QKV * LD, e)) && (a->d_qkv = alloc_floats(QKV * LD, e)) &&
+             (a->att = alloc_floats(HS * N, e)) && (a->qkv_w = alloc_floats(QKV * D, e)) &&
+             (a->d_qkv_w = alloc_floats(QKV * D, e)) && (s->kv = alloc_floats(KV, e)) &&
+             (s->d_kv = alloc_floats(KV, e)) && (s->dist = alloc_floats(HS, e)) && (s->d_dist = alloc_floats(HS, e)) &&
+             (s->w = alloc_floats(HS, e)) && (s->ds = alloc_floats(HS, e));
     }
     if (!ok) {
         activations_free(a);
