@@ -57,6 +57,7 @@ typedef struct Head {
     float *d_kv;        /* the same for gradients, backward only */
     float *dist;        /* (8 + W + 8): dist[8 + W-1-d] = distance score d, zeros around */
     float *d_dist;      /* the same for gradients, backward only */
+    float *lse;         /* (ld): each position's log-sum-exp of its scores */
     int kd, vd, ld, W;
     float scale;        /* 1/sqrt(kd) */
 } Head;
@@ -68,7 +69,8 @@ static Head head_view(const ModelConfig *c, const float *qkv, float *d_qkv, cons
     size_t S = (size_t)attention_row_stride(c->window), kv = (size_t)h * (ld / 8) * block_size(c);
     size_t q = (size_t)h * c->key_dim * ld;
     return (Head){.q = qkv + q, .dq = d_qkv ? d_qkv + q : NULL, .kv = s->kv + kv, .d_kv = s->d_kv + kv,
-                  .dist = s->dist + h * S, .d_dist = s->d_dist + h * S, .kd = c->key_dim, .vd = c->value_dim,
+                  .dist = s->dist + h * S, .d_dist = s->d_dist + h * S, .lse = s->lse + (size_t)h * ld,
+                  .kd = c->key_dim, .vd = c->value_dim,
                   .ld = ld, .W = c->window, .scale = 1.0f / sqrtf((float)c->key_dim)};
 }
 
@@ -92,9 +94,8 @@ static Span span_of(int p, int lo) { return (Span){lo / 8, p / 8 - lo / 8 + 1, l
  * (the tests' tiny models). */
 #define KERNEL static inline __attribute__((always_inline))
 
-/* Position p: w (8*count lanes) = softmax over the read lanes of q.k/sqrt(kd)
- * + distance score, 0 elsewhere. */
-KERNEL void weights_one(const Head *r, const int kd, const int vd, int p, Span sp, float *w) {
+/* Position p: w (8*count lanes) = q.k/sqrt(kd) + distance score. */
+KERNEL void scores_one(const Head *r, const int kd, const int vd, int p, Span sp, float *w) {
     const int bs = 8 * (kd + vd);
     float q[STORYLM_MAX_HEAD_DIM];
     const float *kv = r->kv + (size_t)sp.first * bs;
@@ -106,9 +107,20 @@ KERNEL void weights_one(const Head *r, const int kd, const int vd, int p, Span s
         for (int i = 0; i < kd; i++) s += splat8(q[i]) * load8(kv + b * bs + 8 * i);
         store8(w + 8 * b, s);
     }
-    softmax_inplace(w + sp.off, sp.n);
+}
+
+/* w (8*count lanes): 0 outside the read lanes off .. off+n-1. */
+static inline void zero_unread(Span sp, float *w) {
     for (int j = 0; j < sp.off; j++) w[j] = 0.0f; /* fewer than 8 each: loops, not memset calls */
     for (int j = sp.off + sp.n; j < 8 * sp.count; j++) w[j] = 0.0f;
+}
+
+/* Position p: w (8*count lanes) = softmax over the read lanes of q.k/sqrt(kd)
+ * + distance score, 0 elsewhere; the scores' log-sum-exp kept in lse[p]. */
+KERNEL void weights_one(const Head *r, const int kd, const int vd, int p, Span sp, float *w) {
+    scores_one(r, kd, vd, p, sp, w);
+    r->lse[p] = softmax_inplace(w + sp.off, sp.n);
+    zero_unread(sp, w);
 }
 
 /* Position p: w as weights_one leaves it; out (vd) = sum of w * values. */
@@ -234,11 +246,14 @@ static void unpack_head_grads(const ModelConfig *c, const Head *r, int h, float 
         }
 }
 
-/* Position p's weights: att's row, or computed again into w (S). */
+/* Position p's weights: att's row, or computed again into w (S), from the
+ * scores and the forward's log-sum-exp: one exp a key, no max or sum. */
 static const float *weights_of(const Head *r, const float *att, int p, Span sp, float *w) {
     if (att) return att + p * (size_t)attention_row_stride(r->W);
-    if (r->kd == 8 && r->vd == 16) weights_one(r, 8, 16, p, sp, w);
-    else weights_one(r, r->kd, r->vd, p, sp, w);
+    if (r->kd == 8 && r->vd == 16) scores_one(r, 8, 16, p, sp, w);
+    else scores_one(r, r->kd, r->vd, p, sp, w);
+    exp_inplace(w + sp.off, sp.n, r->lse[p]);
+    zero_unread(sp, w);
     return w;
 }
 

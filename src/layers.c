@@ -70,6 +70,11 @@ static float exp_shifted_inplace(float *x, int n, float shift) {
     return sum;
 }
 
+void exp_inplace(float *x, int n, float shift) {
+#pragma omp simd
+    for (int i = 0; i < n; i++) x[i] = exp_approx(x[i] - shift);
+}
+
 float softmax_inplace(float *x, int n) {
     float mx = max_of(x, n);
     float sum = exp_shifted_inplace(x, n, mx);

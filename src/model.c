@@ -134,7 +134,8 @@ int activations_init(Activations *a, const ModelConfig *cfg, int max_positions, 
              (a->att = alloc_floats(HS * N, e)) && (a->qkv_w = alloc_floats(QKV * D, e)) &&
              (a->d_qkv_w = alloc_floats(QKV * D, e)) && (s->kv = alloc_floats(KV, e)) &&
              (s->d_kv = alloc_floats(KV, e)) && (s->dist = alloc_floats(HS, e)) && (s->d_dist = alloc_floats(HS, e)) &&
-             (s->w = alloc_floats(HS, e)) && (s->ds = alloc_floats(HS, e));
+             (s->w = alloc_floats(HS, e)) && (s->ds = alloc_floats(HS, e)) &&
+             (s->lse = alloc_floats((size_t)cfg->n_heads * LD, e));
     }
     if (!ok) {
         activations_free(a);
@@ -147,7 +148,8 @@ int activations_init(Activations *a, const ModelConfig *cfg, int max_positions, 
 void activations_free(Activations *a) {
     void *bufs[] = {a->z, a->d_z, a->hidden, a->d_hidden, a->logits, a->lse, a->loss, a->target, a->correct,
                     a->first_key, a->ones, a->qkv, a->d_qkv, a->att, a->qkv_w, a->d_qkv_w, a->scratch.kv,
-                    a->scratch.d_kv, a->scratch.dist, a->scratch.d_dist, a->scratch.w, a->scratch.ds};
+                    a->scratch.d_kv, a->scratch.dist, a->scratch.d_dist, a->scratch.w, a->scratch.ds,
+                    a->scratch.lse};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     *a = (Activations){0};
 }
@@ -359,7 +361,7 @@ void model_backward(const Model *m, Activations *a, const Batch *b, float *grads
 
 /* Positions whose logits one chunk of output_loss holds: 128 x 2,000 floats
  * (1 MB) stay in a core's cache between the products and the softmax. */
-#define OUTPUT_CHUNK_ROWS 1024
+#define OUTPUT_CHUNK_ROWS 256
 
 int model_loss_and_grad(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, float scale,
                         float *grads, Error *e) {

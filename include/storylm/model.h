@@ -138,6 +138,7 @@ typedef struct AttentionScratch {
                           * positions (component i of the block's 8 keys at offset 8*i), and gradients */
     float *dist, *d_dist;/* (H, S): distance scores farthest first, 8 zeros each side, and gradients */
     float *w, *ds;       /* (H, S): one position's weights and score gradients */
+    float *lse;          /* (H, ld): each position's log-sum-exp of its scores, for the backward */
 } AttentionScratch;
 
 /* ---------------------------------------------------------------------------
@@ -280,6 +281,8 @@ typedef struct OutputLoss {
     float *dW, *d_bias, *d_y;   /* NULL: forward only */
 } OutputLoss;
 void output_loss(const OutputLoss *o);
+/* x (n) -> exp(x - shift) in place (softmax_inplace's exp). */
+void exp_inplace(float *x, int n, float shift);
 /* x (n) -> softmax in place; returns the log-sum-exp of the input. */
 float softmax_inplace(float *x, int n);
 /* x (n) -> tanh x in place, vectorized (the hidden layer's tanh). */
