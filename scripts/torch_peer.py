@@ -7,6 +7,7 @@ generation against storylm on the same machine in the same run.
     /usr/bin/python3 scripts/torch_peer.py train ids.txt [--steps 20]
     /usr/bin/python3 scripts/torch_peer.py generate MODEL.safetensors [--tokens 256]
     /usr/bin/python3 scripts/torch_peer.py serve ids.txt MODEL.safetensors   # scripts/bench drives this
+    /usr/bin/python3 scripts/torch_peer.py loss MODEL.safetensors ids.txt     # the same network? (tests)
 
 Training: each step takes the next 8 stories of ids.txt (one story a line,
 [EOS] first and last), pads them to the longest (one (8, T) batch, no Python
@@ -20,6 +21,10 @@ Generation: [EOS] and a short prompt, then 256 new tokens one at a time with
 the keys and values of earlier tokens cached (the last 256), sampled as
 `storylm generate` does by default (temperature 0.8, top-p 0.95), no grad,
 one thread (as storylm's generation).
+
+loss: the mean loss (nats per predicted token) of MODEL on the stories of
+ids.txt through the batched training forward, to compare with `storylm eval`
+on the same stories: the peer is the same network.
 
 serve: reads commands on stdin, one a line, and answers each with one JSON
 line: `train N` (N steps: predicted tokens, seconds), `generate N` (N new
@@ -175,6 +180,29 @@ class Generator:
         return out[:n_new], time.perf_counter() - t0
 
 
+@torch.no_grad()
+def mean_loss(net, stories):
+    """Mean loss over every predicted position, batches of 8 padded stories."""
+    total, count = 0.0, 0
+    for i in range(0, len(stories), BATCH):
+        x, y, n = make_batch(stories[i:i + BATCH])
+        logits = net(x)
+        total += F.cross_entropy(logits.view(-1, V), y.view(-1), ignore_index=-100, reduction="sum").item()
+        count += n
+    return total / count
+
+
+def openblas_threads():
+    """Threads of the OpenBLAS this torch calls (Debian's torch uses the system BLAS), or None."""
+    import ctypes
+    for name in ("libopenblas.so.0", "libblas.so.3"):
+        try:
+            return ctypes.CDLL(name).openblas_get_num_threads()
+        except (OSError, AttributeError):
+            continue
+    return None
+
+
 def peak_rss_kb():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
@@ -186,7 +214,8 @@ def serve(args):
     gen_net.load(args.model)
     generator = Generator(gen_net)
     prompt = [int(t) for t in args.prompt.split()] if args.prompt else PROMPT
-    print(json.dumps({"ready": True, "threads": torch.get_num_threads(), "torch": torch.__version__}), flush=True)
+    print(json.dumps({"ready": True, "threads": torch.get_num_threads(), "blas_threads": openblas_threads(),
+                      "torch": torch.__version__}), flush=True)
     for line in sys.stdin:
         cmd = line.split()
         if not cmd or cmd[0] == "quit":
@@ -211,8 +240,9 @@ default_threads = torch.get_num_threads()
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("what", choices=["train", "generate", "serve"])
-    ap.add_argument("files", nargs="+", help="ids.txt (train), MODEL (generate), ids.txt MODEL (serve)")
+    ap.add_argument("what", choices=["train", "generate", "serve", "loss"])
+    ap.add_argument("files", nargs="+", help="ids.txt (train), MODEL (generate), ids.txt MODEL (serve), "
+                                             "MODEL ids.txt (loss)")
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--tokens", type=int, default=256)
     ap.add_argument("--threads", type=int, default=0, help="training threads; 0: PyTorch's default")
@@ -223,6 +253,11 @@ def main():
     if args.what == "serve":
         args.ids, args.model = args.files
         return serve(args)
+    if args.what == "loss":
+        net = Net()
+        net.load(args.files[0])
+        print(f"{mean_loss(net, read_stories(args.files[1])):.6f}")
+        return 0
     if args.what == "train":
         trainer = Trainer(read_stories(args.files[0]))
         trainer.run(2)

@@ -57,6 +57,7 @@ typedef struct Head {
     float *d_kv;        /* the same for gradients, backward only */
     float *dist;        /* (8 + W + 8): dist[8 + W-1-d] = distance score d, zeros around */
     float *d_dist;      /* the same for gradients, backward only */
+    float *lse;         /* (ld): each position's log-sum-exp of its scores */
     int kd, vd, ld, W;
     float scale;        /* 1/sqrt(kd) */
 } Head;
@@ -68,7 +69,8 @@ static Head head_view(const ModelConfig *c, const float *qkv, float *d_qkv, cons
     size_t S = (size_t)attention_row_stride(c->window), kv = (size_t)h * (ld / 8) * block_size(c);
     size_t q = (size_t)h * c->key_dim * ld;
     return (Head){.q = qkv + q, .dq = d_qkv ? d_qkv + q : NULL, .kv = s->kv + kv, .d_kv = s->d_kv + kv,
-                  .dist = s->dist + h * S, .d_dist = s->d_dist + h * S, .kd = c->key_dim, .vd = c->value_dim,
+                  .dist = s->dist + h * S, .d_dist = s->d_dist + h * S, .lse = s->lse + (size_t)h * ld,
+                  .kd = c->key_dim, .vd = c->value_dim,
                   .ld = ld, .W = c->window, .scale = 1.0f / sqrtf((float)c->key_dim)};
 }
 
@@ -92,12 +94,10 @@ static Span span_of(int p, int lo) { return (Span){lo / 8, p / 8 - lo / 8 + 1, l
  * (the tests' tiny models). */
 #define KERNEL static inline __attribute__((always_inline))
 
-/* Position p: w (8*count lanes) = softmax over the read lanes of q.k/sqrt(kd)
- * + distance score, 0 elsewhere; out (vd) = sum of w * values. */
-KERNEL void attend_one(const Head *r, const int kd, const int vd, int p, Span sp, float *w, float *out) {
+/* Position p: w (8*count lanes) = q.k/sqrt(kd) + distance score. */
+KERNEL void scores_one(const Head *r, const int kd, const int vd, int p, Span sp, float *w) {
     const int bs = 8 * (kd + vd);
     float q[STORYLM_MAX_HEAD_DIM];
-    f8 acc[STORYLM_MAX_HEAD_DIM];
     const float *kv = r->kv + (size_t)sp.first * bs;
     const float *dist = r->dist + 8 + r->W - 1 - p + 8 * sp.first; /* lane j's key is p - (8*first + j) back */
     scaled_query(r, p, q);
@@ -107,9 +107,28 @@ KERNEL void attend_one(const Head *r, const int kd, const int vd, int p, Span sp
         for (int i = 0; i < kd; i++) s += splat8(q[i]) * load8(kv + b * bs + 8 * i);
         store8(w + 8 * b, s);
     }
-    softmax_inplace(w + sp.off, sp.n);
+}
+
+/* w (8*count lanes): 0 outside the read lanes off .. off+n-1. */
+static inline void zero_unread(Span sp, float *w) {
     for (int j = 0; j < sp.off; j++) w[j] = 0.0f; /* fewer than 8 each: loops, not memset calls */
     for (int j = sp.off + sp.n; j < 8 * sp.count; j++) w[j] = 0.0f;
+}
+
+/* Position p: w (8*count lanes) = softmax over the read lanes of q.k/sqrt(kd)
+ * + distance score, 0 elsewhere; the scores' log-sum-exp kept in lse[p]. */
+KERNEL void weights_one(const Head *r, const int kd, const int vd, int p, Span sp, float *w) {
+    scores_one(r, kd, vd, p, sp, w);
+    r->lse[p] = softmax_inplace(w + sp.off, sp.n);
+    zero_unread(sp, w);
+}
+
+/* Position p: w as weights_one leaves it; out (vd) = sum of w * values. */
+KERNEL void attend_one(const Head *r, const int kd, const int vd, int p, Span sp, float *w, float *out) {
+    const int bs = 8 * (kd + vd);
+    f8 acc[STORYLM_MAX_HEAD_DIM];
+    const float *kv = r->kv + (size_t)sp.first * bs;
+    weights_one(r, kd, vd, p, sp, w);
 #pragma GCC unroll 16
     for (int ch = 0; ch < vd; ch++) acc[ch] = splat8(0.0f);
     for (int b = 0; b < sp.count; b++) {
@@ -121,14 +140,15 @@ KERNEL void attend_one(const Head *r, const int kd, const int vd, int p, Span sp
     for (int ch = 0; ch < vd; ch++) out[ch] = sum8(acc[ch]);
 }
 
-/* One head over every position: att (N, S) rows of lanes, out (N, out_ld). */
-static void attend_head(const Head *r, const int *first_key, int N, float *att, float *out, int out_ld) {
+/* One head over every position: att (N, S) rows of lanes, or, att NULL, the
+ * weights left in the scratch row w (S) only; out (N, out_ld). */
+static void attend_head(const Head *r, const int *first_key, int N, float *att, float *w, float *out, int out_ld) {
     size_t S = (size_t)attention_row_stride(r->W);
     for (int p = 0; p < N; p++) {
         Span sp = span_of(p, first_key[p]);
-        float *w = att + p * S, *o = out + (size_t)p * out_ld;
-        if (r->kd == 8 && r->vd == 16) attend_one(r, 8, 16, p, sp, w, o);
-        else attend_one(r, r->kd, r->vd, p, sp, w, o);
+        float *row = att ? att + p * S : w, *o = out + (size_t)p * out_ld;
+        if (r->kd == 8 && r->vd == 16) attend_one(r, 8, 16, p, sp, row, o);
+        else attend_one(r, r->kd, r->vd, p, sp, row, o);
     }
 }
 
@@ -148,9 +168,9 @@ static void pack_head(const ModelConfig *c, const float *qkv, int ld, int N, int
     for (int d = 0; d < W; d++) dist[8 + W - 1 - d] = distance[d];
 }
 
-/* qkv (QKV, ld), distance (H, W), first_key (N) -> att (H, N, S), out: head h
- * of position p at out + p*out_ld + h*vd. s: kv and dist are filled (and kept
- * for the backward pass). */
+/* qkv (QKV, ld), distance (H, W), first_key (N) -> att (H, N, S) (or
+ * nothing, att NULL), out: head h of position p at out + p*out_ld + h*vd.
+ * s: kv and dist are filled (and kept for the backward pass). */
 void attention_forward(const ModelConfig *c, const float *qkv, int ld, const float *distance, const int *first_key,
                        int N, float *att, float *out, int out_ld, const AttentionScratch *s) {
     int W = c->window, S = attention_row_stride(W);
@@ -158,7 +178,8 @@ void attention_forward(const ModelConfig *c, const float *qkv, int ld, const flo
     for (int h = 0; h < c->n_heads; h++) {
         Head r = head_view(c, qkv, NULL, s, ld, h);
         pack_head(c, qkv, ld, N, h, distance + (size_t)h * W, &r);
-        attend_head(&r, first_key, N, att + (size_t)h * N * S, out + (size_t)h * c->value_dim, out_ld);
+        attend_head(&r, first_key, N, att ? att + (size_t)h * N * S : NULL, s->w + (size_t)h * S,
+                    out + (size_t)h * c->value_dim, out_ld);
     }
 }
 
@@ -225,19 +246,31 @@ static void unpack_head_grads(const ModelConfig *c, const Head *r, int h, float 
         }
 }
 
+/* Position p's weights: att's row, or computed again into w (S), from the
+ * scores and the forward's log-sum-exp: one exp a key, no max or sum. */
+static const float *weights_of(const Head *r, const float *att, int p, Span sp, float *w) {
+    if (att) return att + p * (size_t)attention_row_stride(r->W);
+    if (r->kd == 8 && r->vd == 16) scores_one(r, 8, 16, p, sp, w);
+    else scores_one(r, r->kd, r->vd, p, sp, w);
+    exp_inplace(w + sp.off, sp.n, r->lse[p]);
+    zero_unread(sp, w);
+    return w;
+}
+
 /* One head's backward over all positions into its d_kv blocks, d query rows
  * and d_dist; then d_distance (W) +=. att (N, S) rows as the forward left
- * them; ds (S) scratch. */
+ * them, or NULL: each position's weights computed again (a few multiply-adds
+ * a key, against 8.7 KB a position stored and read back); w, ds (S) scratch. */
 static void head_backward(const Head *r, const float *att, const int *first_key, int N, const float *d_out,
-                          int out_ld, float *d_distance, float *ds) {
+                          int out_ld, float *d_distance, float *w, float *ds) {
     size_t S = (size_t)attention_row_stride(r->W);
     memset(r->d_kv, 0, (size_t)(r->ld / 8) * 8 * (r->kd + r->vd) * sizeof(float));
     memset(r->d_dist, 0, S * sizeof(float));
     for (int p = 0; p < N; p++) {
         Span sp = span_of(p, first_key[p]);
-        const float *w = att + p * S, *g = d_out + (size_t)p * out_ld;
-        if (r->kd == 8 && r->vd == 16) attend_one_backward(r, 8, 16, p, sp, w, g, ds);
-        else attend_one_backward(r, r->kd, r->vd, p, sp, w, g, ds);
+        const float *wp = weights_of(r, att, p, sp, w), *g = d_out + (size_t)p * out_ld;
+        if (r->kd == 8 && r->vd == 16) attend_one_backward(r, 8, 16, p, sp, wp, g, ds);
+        else attend_one_backward(r, r->kd, r->vd, p, sp, wp, g, ds);
     }
     for (int d = 0; d < r->W; d++) d_distance[d] += r->d_dist[8 + r->W - 1 - d];
 }
@@ -254,8 +287,8 @@ void attention_backward(const ModelConfig *c, const float *qkv, int ld, const fl
         Head r = head_view(c, qkv, d_qkv, s, ld, h);
         memset(r.dq, 0, (size_t)r.kd * ld * sizeof(float)); /* positions past N stay 0 */
         if (!(skip_heads >> h & 1u))
-            head_backward(&r, att + (size_t)h * N * S, first_key, N, d_out + (size_t)h * r.vd, out_ld,
-                          d_distance + (size_t)h * W, s->ds + (size_t)h * S);
+            head_backward(&r, att ? att + (size_t)h * N * S : NULL, first_key, N, d_out + (size_t)h * r.vd, out_ld,
+                          d_distance + (size_t)h * W, s->w + (size_t)h * S, s->ds + (size_t)h * S);
         else /* switched off: nothing flows back */
             memset(r.d_kv, 0, (size_t)(ld / 8) * block_size(c) * sizeof(float));
         unpack_head_grads(c, &r, h, d_qkv);

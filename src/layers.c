@@ -71,6 +71,11 @@ static float exp_shifted_inplace(float *x, int n, float shift) {
     return sum;
 }
 
+void exp_inplace(float *x, int n, float shift) {
+#pragma omp simd
+    for (int i = 0; i < n; i++) x[i] = exp_approx(x[i] - shift);
+}
+
 float softmax_inplace(float *x, int n) {
     float mx = max_of(x, n);
     float sum = exp_shifted_inplace(x, n, mx);
@@ -236,7 +241,7 @@ void output_forward(const float *W, const float *bias, const float *y, int n, in
  * onehot) * scale, or 0 without target; lse, loss and correct as xent_row
  * gives them up to rounding. One exp per logit, the softmax from their sum. */
 static void xent_fused_row(float *row, const float *bias, int V, int32_t target, float scale, float *lse,
-                           float *loss, uint8_t *correct) {
+                           float *loss, uint8_t *correct, float *d_bias) {
     if (target < 0) {
         xent_row(row, bias, V, target, lse, loss, correct);
         memset(row, 0, V * sizeof(float));
@@ -259,8 +264,12 @@ static void xent_fused_row(float *row, const float *bias, int V, int32_t target,
     *correct = logit >= mx;
     float k = scale / sum;
 #pragma omp simd
-    for (int v = 0; v < V; v++) row[v] *= k;
+    for (int v = 0; v < V; v++) {
+        row[v] *= k;
+        d_bias[v] += row[v]; /* the bias gradient's column sums, row by row, while the row is at hand */
+    }
     row[target] -= scale;
+    d_bias[target] -= scale;
 }
 
 /* One chunk of rows (n <= the scratch's rows) of output_loss: logits (n, V)
@@ -273,17 +282,14 @@ static void output_loss_chunk(const OutputLoss *o, int first, int n) {
         float *row = o->scratch + (size_t)p * V;
         int q = first + p;
         if (!o->dW) xent_row(row, o->bias, V, o->target[q], &o->lse[q], &o->loss[q], &o->correct[q]);
-        else xent_fused_row(row, o->bias, V, o->target[q], o->scale, &o->lse[q], &o->loss[q], &o->correct[q]);
+        else
+            xent_fused_row(row, o->bias, V, o->target[q], o->scale, &o->lse[q], &o->loss[q], &o->correct[q],
+                           o->d_bias);
     }
     if (!o->dW) return;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, Hd, V, 1.0f, o->scratch, V, o->W, Hd, 0.0f,
                 o->d_y + (size_t)first * Hd, Hd);
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, V, Hd, n, 1.0f, o->scratch, V, y, Hd, 1.0f, o->dW, Hd);
-    for (int p = 0; p < n; p++) { /* row order: the sums do not depend on anything else */
-        const float *row = o->scratch + (size_t)p * V;
-#pragma omp simd
-        for (int v = 0; v < V; v++) o->d_bias[v] += row[v];
-    }
 }
 
 void output_loss(const OutputLoss *o) {

@@ -102,6 +102,16 @@ int batch_add(Batch *b, const int32_t *ids, int len, Error *e) {
 
 /* ---- activations ------------------------------------------------------------ */
 
+/* n floats from a 64-byte boundary: a vector register's loads and stores
+ * at whole-register offsets then never straddle two cache lines. */
+static float *alloc_floats(size_t n, Error *e) {
+    size_t bytes = (n * sizeof(float) + 63) / 64 * 64;
+    float *p = aligned_alloc(64, bytes ? bytes : 64);
+    if (!p)
+        FAIL(e, "free some memory or use a smaller --max-positions", "out of memory allocating %zu bytes", bytes);
+    return p;
+}
+
 int activations_init(Activations *a, const ModelConfig *cfg, int max_positions, Error *e) {
     *a = (Activations){.cfg = *cfg, .max_positions = max_positions};
     if (max_positions < 1) return FAIL(e, NULL, "activations need at least one position (got %d)", max_positions);
@@ -109,23 +119,23 @@ int activations_init(Activations *a, const ModelConfig *cfg, int max_positions, 
         return FAIL(e, NULL, "heads of %d query and %d value numbers (%d heads) are more than the passes take",
                     cfg->key_dim, cfg->value_dim, cfg->n_heads);
     size_t N = (size_t)max_positions, Z = (size_t)model_hidden_input_dim(cfg), Hd = (size_t)cfg->hidden_dim;
-    int ok = (a->z = xmalloc(N * Z * sizeof(float), e)) && (a->d_z = xmalloc(N * Z * sizeof(float), e)) &&
-             (a->hidden = xmalloc(N * Hd * sizeof(float), e)) &&
-             (a->d_hidden = xmalloc(N * Hd * sizeof(float), e)) &&
-             (a->logits = xmalloc(N * cfg->vocab_size * sizeof(float), e)) &&
-             (a->lse = xmalloc(N * sizeof(float), e)) && (a->loss = xmalloc(N * sizeof(float), e)) &&
-             (a->target = xmalloc(N * sizeof(int32_t), e)) && (a->correct = xmalloc(N, e)) &&
-             (a->first_key = xmalloc(N * sizeof(int), e)) && (a->ones = xmalloc(N * sizeof(float), e));
+    int ok = (a->z = alloc_floats(N * Z, e)) && (a->d_z = alloc_floats(N * Z, e)) &&
+             (a->hidden = alloc_floats(N * Hd, e)) && (a->d_hidden = alloc_floats(N * Hd, e)) &&
+             (a->logits = alloc_floats(N * cfg->vocab_size, e)) && (a->lse = alloc_floats(N, e)) &&
+             (a->loss = alloc_floats(N, e)) && (a->target = xmalloc(N * sizeof(int32_t), e)) &&
+             (a->correct = xmalloc(N, e)) && (a->first_key = xmalloc(N * sizeof(int), e)) &&
+             (a->ones = alloc_floats(N, e));
     if (ok && cfg->arch == ARCH_ATTENTION) {
         size_t QKV = (size_t)qkv_rows(cfg), D = (size_t)cfg->row_dim;
         size_t LD = (size_t)qkv_stride(max_positions), HS = (size_t)cfg->n_heads * attention_row_stride(cfg->window);
         size_t KV = (size_t)cfg->n_heads * LD * (cfg->key_dim + cfg->value_dim);
         AttentionScratch *s = &a->scratch;
-        ok = (a->qkv = xmalloc(QKV * LD * sizeof(float), e)) && (a->d_qkv = xmalloc(QKV * LD * sizeof(float), e)) &&
-             (a->att = xmalloc(HS * N * sizeof(float), e)) && (a->qkv_w = xmalloc(QKV * D * sizeof(float), e)) &&
-             (a->d_qkv_w = xmalloc(QKV * D * sizeof(float), e)) && (s->kv = xmalloc(KV * sizeof(float), e)) &&
-             (s->d_kv = xmalloc(KV * sizeof(float), e)) && (s->dist = xmalloc(HS * sizeof(float), e)) &&
-             (s->d_dist = xmalloc(HS * sizeof(float), e)) && (s->ds = xmalloc(HS * sizeof(float), e));
+        ok = (a->qkv = alloc_floats(QKV * LD, e)) && (a->d_qkv = alloc_floats(QKV * LD, e)) &&
+             (a->att = alloc_floats(HS * N, e)) && (a->qkv_w = alloc_floats(QKV * D, e)) &&
+             (a->d_qkv_w = alloc_floats(QKV * D, e)) && (s->kv = alloc_floats(KV, e)) &&
+             (s->d_kv = alloc_floats(KV, e)) && (s->dist = alloc_floats(HS, e)) && (s->d_dist = alloc_floats(HS, e)) &&
+             (s->w = alloc_floats(HS, e)) && (s->ds = alloc_floats(HS, e)) &&
+             (s->lse = alloc_floats((size_t)cfg->n_heads * LD, e));
     }
     if (!ok) {
         activations_free(a);
@@ -138,7 +148,8 @@ int activations_init(Activations *a, const ModelConfig *cfg, int max_positions, 
 void activations_free(Activations *a) {
     void *bufs[] = {a->z, a->d_z, a->hidden, a->d_hidden, a->logits, a->lse, a->loss, a->target, a->correct,
                     a->first_key, a->ones, a->qkv, a->d_qkv, a->att, a->qkv_w, a->d_qkv_w, a->scratch.kv,
-                    a->scratch.d_kv, a->scratch.dist, a->scratch.d_dist, a->scratch.ds};
+                    a->scratch.d_kv, a->scratch.dist, a->scratch.d_dist, a->scratch.w, a->scratch.ds,
+                    a->scratch.lse};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     *a = (Activations){0};
 }
@@ -261,24 +272,29 @@ static void ablate_heads(Activations *a, const Ablation *ab) {
     }
 }
 
-/* tokens -> z (N, 160): rows, every head's queries, keys, values, attention */
-static void attention_input(const Model *m, Activations *a, const Batch *b) {
+/* tokens -> z (N, 160): rows, every head's queries, keys, values, attention
+ * (its weights kept in a->att when keep_weights) */
+static void attention_input(const Model *m, Activations *a, const Batch *b, int keep_weights) {
     const ModelConfig *c = &m->cfg;
     int N = a->n_positions, Z = model_hidden_input_dim(c), D = c->row_dim;
     embedding_forward(m->embedding, b->tokens, N, D, a->z, Z);
     pack_qkv_weights(m, a->qkv_w);
     matmul(0, 1, qkv_rows(c), N, D, a->qkv_w, D, a->z, Z, 0.0f, a->qkv, a->qkv_ld);
-    attention_forward(c, a->qkv, a->qkv_ld, m->distance, a->first_key, N, a->att, a->z + D, Z, &a->scratch);
+    attention_forward(c, a->qkv, a->qkv_ld, m->distance, a->first_key, N, keep_weights ? a->att : NULL, a->z + D, Z,
+                      &a->scratch);
     if (a->ablation.heads) ablate_heads(a, &a->ablation);
 }
 
-/* Checks, then tokens -> z -> hidden (N, 128): everything before the output layer. */
-static int forward_to_hidden(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, Error *e) {
+/* Checks, then tokens -> z -> hidden (N, 128): everything before the output
+ * layer; the attention weights kept in a->att when keep_weights. */
+static int forward_to_hidden(const Model *m, Activations *a, const Batch *b, const Ablation *ablation,
+                             int keep_weights, Error *e) {
     if (check_forward(m, a, b, ablation, e)) return -1;
     const ModelConfig *c = &m->cfg;
     a->ablation = ablation ? *ablation : (Ablation){0};
+    a->attention_kept = keep_weights;
     prepare_positions(a, b);
-    if (c->arch == ARCH_ATTENTION) attention_input(m, a, b);
+    if (c->arch == ARCH_ATTENTION) attention_input(m, a, b, keep_weights);
     else window_forward(m->embedding, b, c->context, c->row_dim, a->z);
     dense_tanh_forward(m->hidden_w, m->hidden_b, a->z, a->n_positions, model_hidden_input_dim(c), c->hidden_dim,
                        a->hidden);
@@ -295,7 +311,7 @@ static void mean_of_losses(Activations *a, float *mean_loss) {
 
 int model_forward(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, float *mean_loss,
                   Error *e) {
-    if (forward_to_hidden(m, a, b, ablation, e)) return -1;
+    if (forward_to_hidden(m, a, b, ablation, 1, e)) return -1;
     const ModelConfig *c = &m->cfg;
     output_forward(m->output_w, m->output_b, a->hidden, a->n_positions, c->hidden_dim, c->vocab_size, a->logits,
                    a->target, a->lse, a->loss, a->correct);
@@ -314,8 +330,8 @@ static float *grad_of(const Model *m, float *grads, const float *param) { return
 static void attention_input_backward(const Model *m, Activations *a, const Batch *b, float *grads) {
     const ModelConfig *c = &m->cfg;
     int N = a->n_positions, Z = model_hidden_input_dim(c), D = c->row_dim, QKV = qkv_rows(c);
-    attention_backward(c, a->qkv, a->qkv_ld, a->att, a->first_key, N, a->d_z + D, Z, a->ablation.heads, a->d_qkv,
-                       grad_of(m, grads, m->distance), &a->scratch);
+    attention_backward(c, a->qkv, a->qkv_ld, a->attention_kept ? a->att : NULL, a->first_key, N, a->d_z + D, Z,
+                       a->ablation.heads, a->d_qkv, grad_of(m, grads, m->distance), &a->scratch);
     matmul(0, 0, QKV, D, N, a->d_qkv, a->qkv_ld, a->z, Z, 0.0f, a->d_qkv_w, D);
     unpack_qkv_grads(m, a->d_qkv_w, grad_of(m, grads, m->query), grad_of(m, grads, m->key),
                      grad_of(m, grads, m->value));
@@ -345,11 +361,11 @@ void model_backward(const Model *m, Activations *a, const Batch *b, float *grads
 
 /* Positions whose logits one chunk of output_loss holds: 128 x 2,000 floats
  * (1 MB) stay in a core's cache between the products and the softmax. */
-#define OUTPUT_CHUNK_ROWS 1024
+#define OUTPUT_CHUNK_ROWS 256
 
 int model_loss_and_grad(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, float scale,
                         float *grads, Error *e) {
-    if (forward_to_hidden(m, a, b, ablation, e)) return -1;
+    if (forward_to_hidden(m, a, b, ablation, 0, e)) return -1;
     const ModelConfig *c = &m->cfg;
     int backward = grads && a->n_predicted > 0;
     OutputLoss o = {.W = m->output_w, .bias = m->output_b, .y = a->hidden, .n = a->n_positions,

@@ -137,7 +137,8 @@ typedef struct AttentionScratch {
     float *kv, *d_kv;    /* (H, ld/8, kd+vd, 8): each head's keys and values in blocks of 8
                           * positions (component i of the block's 8 keys at offset 8*i), and gradients */
     float *dist, *d_dist;/* (H, S): distance scores farthest first, 8 zeros each side, and gradients */
-    float *ds;           /* (H, S): one position's score gradients */
+    float *w, *ds;       /* (H, S): one position's weights and score gradients */
+    float *lse;          /* (H, ld): each position's log-sum-exp of its scores, for the backward */
 } AttentionScratch;
 
 /* ---------------------------------------------------------------------------
@@ -171,6 +172,7 @@ typedef struct Activations {
     int n_positions, n_predicted;
     double mean_loss;
     Ablation ablation; /* of the last forward; backward honours it */
+    int attention_kept; /* 1 after model_forward: att holds the weights */
     float *z;          /* (N, Z) */
     float *qkv;        /* (QKV, ld), QKV = H*(2*kd+vd) = 256 */
     int qkv_ld;        /* row stride of qkv and d_qkv: N in blocks of 8, plus 8 */
@@ -216,9 +218,11 @@ int model_forward(const Model *m, Activations *a, const Batch *b, const Ablation
  * hidden layer, then the output layer over chunks of positions whose logits
  * never leave the cache (output_loss), then, with grads, the backward:
  * grads += d (scale * sum of the losses) / d params. Fills z, hidden, lse,
- * loss, correct, mean_loss and the attention as model_forward does; logits
- * hold only scratch. Runs on the calling thread's OpenMP team (one thread
- * inside a Workers job). */
+ * loss, correct and mean_loss as model_forward does; logits hold only
+ * scratch and the attention weights are not kept (the backward computes
+ * them again): neither is ever written in full, so their memory is never
+ * touched. Runs on the calling thread's OpenMP team (one thread inside a
+ * Workers job). */
 int model_loss_and_grad(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, float scale,
                         float *grads, Error *e);
 /* grads (n_params, the layout of params) = 0. */
@@ -277,6 +281,8 @@ typedef struct OutputLoss {
     float *dW, *d_bias, *d_y;   /* NULL: forward only */
 } OutputLoss;
 void output_loss(const OutputLoss *o);
+/* x (n) -> exp(x - shift) in place (softmax_inplace's exp). */
+void exp_inplace(float *x, int n, float shift);
 /* x (n) -> softmax in place; returns the log-sum-exp of the input. */
 float softmax_inplace(float *x, int n);
 /* x (n) -> tanh x in place, vectorized (the hidden layer's tanh). */
@@ -287,11 +293,13 @@ float logsumexp(const float *x, int n);
 /* Causal attention of every head over packed stories.
  * qkv (QKV, ld) as in Activations (ld a multiple of 8, >= N + 8); distance
  * (H, W); first_key (N) -> att (H, N, S) and out: head h's output at position
- * p to out + p*out_ld + h*vd. Fills s->kv and s->dist for the backward pass. */
+ * p to out + p*out_ld + h*vd. Fills s->kv and s->dist for the backward pass.
+ * att may be NULL: the weights are not kept (the backward computes them again). */
 void attention_forward(const ModelConfig *c, const float *qkv, int ld, const float *distance, const int *first_key,
                        int N, float *att, float *out, int out_ld, const AttentionScratch *s);
 /* d_out (at d_out + p*out_ld + h*vd) -> d_qkv (QKV, ld) = (heads in skip_heads
- * get 0), d_distance (H, W) +=. s as attention_forward left it. */
+ * get 0), d_distance (H, W) +=. s as attention_forward left it; att as it
+ * left it, or NULL when it kept none. */
 void attention_backward(const ModelConfig *c, const float *qkv, int ld, const float *att, const int *first_key,
                         int N, const float *d_out, int out_ld, uint32_t skip_heads, float *d_qkv, float *d_distance,
                         const AttentionScratch *s);

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# End to end: storylm bench's three measurements (what scripts/bench runs)
+# give sane numbers, and scripts/bench's PyTorch peer is the same network as
+# storylm's: its loss on the held-out stories of a storylm model equals
+# storylm eval's (when /usr/bin/python3 has torch; skipped, and said so, if not).
+set -euo pipefail
+: "${STORYLM:?} ${STORYLM_SOURCE_DIR:?} ${STORYLM_TEST_TMP:?}"
+rm -rf "$STORYLM_TEST_TMP" && mkdir -p "$STORYLM_TEST_TMP" && cd "$STORYLM_TEST_TMP"
+fail() { echo "FAILED: $*" >&2; exit 1; }
+field() { python3 -c "import json,sys; print(json.loads(sys.argv[1])['$2'])" "$1"; }
+
+# The first 300 stories of the project's own corpus, a model trained a little on them.
+awk -v RS='\n<\\|endoftext\\|>\n' -v ORS='\n<|endoftext|>\n' 'NR <= 300' "$STORYLM_SOURCE_DIR/data/stories.txt" > slice.txt
+"$STORYLM" train slice.txt --vocab vocab.txt --steps 30 --eval-every 0 --test-stories 20 --out m.safetensors 2> train.log ||
+  { cat train.log; fail "train"; }
+"$STORYLM" stories slice.txt --model m.safetensors --test-stories 20 --ids --split train > train_ids.txt
+"$STORYLM" stories slice.txt --model m.safetensors --test-stories 20 --ids --split test > test_ids.txt
+
+for threads in 1 2; do
+  j=$("$STORYLM" bench train train_ids.txt --steps 3 --threads "$threads")
+  echo "bench train, $threads threads: $j"
+  [[ $(field "$j" threads) == "$threads" ]] || fail "bench train ran on $(field "$j" threads) threads, not $threads"
+  python3 - "$j" <<'EOF' || fail "bench train: implausible numbers"
+import json, math, sys
+d = json.loads(sys.argv[1])
+# 3 steps of 8 stories, each story of the corpus well over 20 tokens; a fresh model's loss near log(2000) = 7.6
+assert d["tokens"] > 3 * 8 * 20 and 0 < d["seconds"] < 60 and 0 < d["cpu_seconds"], d
+assert math.isfinite(d["loss"]) and 5 < d["loss"] < 8.5, d
+EOF
+done
+
+j=$("$STORYLM" bench generate m.safetensors --tokens 50 --prompt "Lily found a")
+echo "bench generate: $j"
+[[ $(field "$j" tokens) == 50 && $(field "$j" prompt_tokens) -ge 3 ]] || fail "bench generate: $j"
+
+j=$("$STORYLM" bench encode vocab.txt slice.txt)
+echo "bench encode: $j"
+[[ $(field "$j" bytes) == $(wc -c < slice.txt) ]] || fail "bench encode did not read the whole file: $j"
+ids=$("$STORYLM" tokenize --vocab vocab.txt --ids --lines slice.txt | wc -w)
+[[ $(field "$j" ids) == "$ids" ]] || fail "bench encode made $(field "$j" ids) ids, storylm tokenize --lines $ids"
+
+if "$STORYLM" bench fly 2> bad.err; then fail "bench fly was accepted"; fi
+grep -q "error" bad.err || fail "bench fly: no message"
+if "$STORYLM" bench train missing.txt 2> bad.err; then fail "bench train of a missing file was accepted"; fi
+grep -q "missing.txt" bad.err || fail "bench train missing.txt: the message does not name the file"
+
+# The PyTorch peer computes what storylm computes.
+if /usr/bin/python3 -c "import torch" 2> /dev/null; then
+  peer=$(/usr/bin/python3 "$STORYLM_SOURCE_DIR/scripts/torch_peer.py" loss m.safetensors test_ids.txt)
+  ours=$("$STORYLM" eval slice.txt --model m.safetensors --test-stories 20 --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["loss"])')
+  echo "held-out loss: storylm $ours, PyTorch peer $peer"
+  python3 -c "import sys; sys.exit(0 if abs($ours - $peer) < 1e-4 * $ours else 1)" ||
+    fail "the PyTorch peer's loss $peer differs from storylm's $ours: not the same network"
+else
+  echo "e2e_bench: /usr/bin/python3 has no torch: the PyTorch peer check is skipped"
+fi
+echo "e2e_bench: all passed"
