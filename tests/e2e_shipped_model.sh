@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # End to end, the shipped model: from a directory without model.safetensors,
-# generate (and eval, info) find models/tinystories.safetensors beside the
+# generate and eval find models/tinystories.safetensors beside the
 # build and say so on stderr, giving the same text as with --model; a
 # ./model.safetensors, when there is one, wins. And eval of the shipped model
 # on the held-out stories of the TinyStories file it was trained on gives the
@@ -26,7 +26,7 @@ grep -q "shipped model .*models/tinystories.safetensors" gen.err || { cat gen.er
 (( $(wc -w < gen.txt) >= 8 )) || fail "too little text generated: $(cat gen.txt)"
 "$S" generate "Lily found a" -t 0 -n 30 --model "$SHIPPED" > gen_explicit.txt 2> /dev/null
 cmp -s gen.txt gen_explicit.txt || fail "without --model the text differs from --model $SHIPPED"
-"$S" info > info.txt 2> info.err || fail "info without --model"
+"$S" info --model "$SHIPPED" > info.txt || fail "info of the shipped model"
 grep -q "352,848 parameters" info.txt || fail "info of the shipped model: $(head -5 info.txt)"
 
 # A model trained here wins over the shipped one.
