@@ -58,9 +58,10 @@ const char *cli_model_path(const char *given, bool quiet) {
         return DEFAULT_MODEL_PATH;
     }
     if (find_shipped_model(shipped, sizeof shipped)) {
-        if (!quiet)
-            fprintf(stderr, "storylm: no %s here; using the shipped model %s (trained on TinyStories)\n",
-                    DEFAULT_MODEL_PATH, shipped);
+        /* said even when quiet (--json): stdout stays clean, and a model the
+         * user did not train should never be used silently */
+        fprintf(stderr, "storylm: no %s here; using the shipped model %s (trained on TinyStories)\n",
+                DEFAULT_MODEL_PATH, shipped);
         return shipped;
     }
     return DEFAULT_MODEL_PATH; /* the loader's error says how to get one */

@@ -21,7 +21,7 @@ int cli_set_threads(int n);
 
 /* The model a command should use: the given path, else ./model.safetensors,
  * else the shipped model (../models/ or models/ beside the executable).
- * Says which on stderr when it was not given, unless quiet. */
+ * Says which on stderr when it was not given (the shipped one even when quiet). */
 const char *cli_model_path(const char *given, bool quiet);
 
 /* A model file with its tokenizer (from the vocabulary stored in it). */
