@@ -90,7 +90,7 @@ static int run(int argc, char **argv) {
     const char *pos[1];
     int np;
     Option opts[] = {
-        {"model", 'm', OPT_STRING, &a.model, "FILE", "model file (default: ./" DEFAULT_MODEL_PATH ")", 0, 0},
+        {"model", 'm', OPT_STRING, &a.model, "FILE", "model file (default: ./" DEFAULT_MODEL_PATH ", else the shipped model)", 0, 0},
         {"all", 0, OPT_BOOL, &a.all, NULL, "every story of the file, not only the held-out ones", 0, 0},
         {"test-stories", 0, OPT_INT, &a.n_test, "N", "held-out test stories (as in training)", 1, 100000},
         {"ablate", 0, OPT_STRING, &a.ablate, "HEADS", "switch heads off, e.g. 3,5", 0, 0},

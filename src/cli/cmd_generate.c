@@ -96,7 +96,7 @@ static int run(int argc, char **argv) {
     GenerateAblation ga = {.mode = "zero"};
     int np, threads = 1;
     Option opts[] = {
-        {"model", 'm', OPT_STRING, &model, "FILE", "model file (default: ./" DEFAULT_MODEL_PATH ")", 0, 0},
+        {"model", 'm', OPT_STRING, &model, "FILE", "model file (default: ./" DEFAULT_MODEL_PATH ", else the shipped model)", 0, 0},
         {"tokens", 'n', OPT_INT, &go.n, "N", "most new tokens", 0, 1000000},
         {"temperature", 't', OPT_DOUBLE, &go.temperature, "T", "sampling temperature; 0 = greedy", 0, 100},
         {"top-k", 'k', OPT_INT, &go.top_k, "K", "sample among the K most likely; 0 = all", 0, 1000000},

@@ -144,7 +144,7 @@ static int run(int argc, char **argv) {
     const char *pos[1];
     int np;
     Option opts[] = {
-        {"model", 'm', OPT_STRINGS, &a.models, "FILE", "model file; repeat for snapshots (default: ./" DEFAULT_MODEL_PATH ")", 0, 0},
+        {"model", 'm', OPT_STRINGS, &a.models, "FILE", "model file; repeat for snapshots (default: ./" DEFAULT_MODEL_PATH ", else the shipped model)", 0, 0},
         {"ablate", 0, OPT_STRING, &a.po.ablate, "HEADS", "switch heads off, e.g. 3,5 (heads 0 to 7)", 0, 0},
         {"ablate-mode", 0, OPT_STRING, &a.po.ablate_mode, "MODE", ABLATE_HELP_MODE, 0, 0},
         {"json", 0, OPT_BOOL, &a.po.json, NULL, "print JSON with the same numbers", 0, 0},

@@ -76,7 +76,7 @@ static int run(int argc, char **argv) {
     const char *pos[1];
     int np;
     Option opts[] = {
-        {"model", 'm', OPT_STRING, &a.model, "FILE", "take the vocabulary from this model (default: ./" DEFAULT_MODEL_PATH ")", 0, 0},
+        {"model", 'm', OPT_STRING, &a.model, "FILE", "take the vocabulary from this model (default: ./" DEFAULT_MODEL_PATH ", else the shipped model)", 0, 0},
         {"vocab", 0, OPT_STRING, &a.vocab, "FILE", "take the vocabulary from this vocab.txt instead", 0, 0},
         {"ids", 0, OPT_BOOL, &a.ids, NULL, "print token ids, one story a line", 0, 0},
         {"split", 0, OPT_STRING, &a.split, "NAME", "with --ids: test, train or all", 0, 0},

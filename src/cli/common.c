@@ -1,6 +1,8 @@
 /* What several verbs share: see common.h. */
+#define _XOPEN_SOURCE 700 /* realpath */
 #include "common.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,11 +27,46 @@ static bool file_exists(const char *path) {
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+/* The shipped model, models/tinystories.safetensors, looked for next to the
+ * executable: <exe dir>/../models (build/storylm in the source tree) or
+ * <exe dir>/models. Writes the path into buf; false when neither exists. */
+static bool find_shipped_model(char *buf, size_t size) {
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) return false;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (!slash) return false;
+    *slash = '\0';
+    const char *tails[] = {"../models/" SHIPPED_MODEL_NAME, "models/" SHIPPED_MODEL_NAME};
+    char candidate[8192], resolved[PATH_MAX];
+    for (size_t i = 0; i < sizeof tails / sizeof tails[0]; i++) {
+        snprintf(candidate, sizeof candidate, "%s/%s", exe, tails[i]);
+        if (!file_exists(candidate)) continue;
+        /* "…/models/x" rather than "…/build/../models/x" in what we tell the user */
+        const char *path = realpath(candidate, resolved) ? resolved : candidate;
+        if (strlen(path) >= size) return false;
+        strcpy(buf, path);
+        return true;
+    }
+    return false;
+}
+
 const char *cli_model_path(const char *given, bool quiet) {
+    /* Written once per process (a verb asks once), so a function-local
+     * buffer is simpler for callers than an allocation to free. */
+    static char shipped[PATH_MAX];
     if (given) return given;
     if (file_exists(DEFAULT_MODEL_PATH)) {
         if (!quiet) fprintf(stderr, "storylm: using %s\n", DEFAULT_MODEL_PATH);
         return DEFAULT_MODEL_PATH;
+    }
+    if (find_shipped_model(shipped, sizeof shipped)) {
+        /* said even when quiet (--json): stdout stays clean, and a model the
+         * user did not train should never be used silently */
+        fprintf(stderr, "storylm: no %s here; using the shipped model %s (trained on TinyStories)\n",
+                DEFAULT_MODEL_PATH, shipped);
+        return shipped;
     }
     return DEFAULT_MODEL_PATH; /* the loader's error says how to get one */
 }

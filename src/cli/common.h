@@ -13,6 +13,8 @@
 #include "storylm/tokenizer.h"
 
 #define DEFAULT_MODEL_PATH "model.safetensors"
+/* The model shipped in the source tree's models/ directory. */
+#define SHIPPED_MODEL_NAME "tinystories.safetensors"
 
 /* Sets the thread count (model_threads_setup); n = 0: every core. Returns n used. */
 int cli_set_threads(int n);
@@ -20,7 +22,8 @@ int cli_set_threads(int n);
 int cli_default_threads(void);
 
 /* The model a command should use: the given path, else ./model.safetensors,
- * else the shipped model. Says which on stderr when it was not given. */
+ * else the shipped model (../models/ or models/ beside the executable).
+ * Says which on stderr when it was not given (the shipped one even when quiet). */
 const char *cli_model_path(const char *given, bool quiet);
 
 /* A model file with its tokenizer (from the vocabulary stored in it). */

@@ -1,0 +1,164 @@
+/* storylm plot: draws the columns of a tab-separated table as line charts
+ * (SVG), e.g. the train and test loss curves kept from training logs. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "args.h"
+#include "common.h"
+#include "storylm/fileio.h"
+#include "storylm/svg.h"
+
+#define PLOT_MAX_SERIES 16
+
+static int run(int argc, char **argv);
+const Command command_plot = {
+    "plot", "draw a table's columns as line charts (SVG)", "storylm plot TABLE.tsv -o FILE.svg [options]",
+    "Reads a tab-separated table with a header line: the first column is x (e.g. the\n"
+    "step), every other column a curve (e.g. train and test loss). Empty cells, '-' and\n"
+    "'nan' are gaps: each curve joins the points it has. Draws the curves on one panel\n"
+    "with a legend, using storylm's own SVG writer.",
+    run};
+
+/* The table, column-major: x[row], y[series][row] (NAN where missing). */
+typedef struct Table {
+    char *names[PLOT_MAX_SERIES + 1];
+    double *cols[PLOT_MAX_SERIES + 1];
+    int n_cols, n_rows, cap;
+} Table;
+
+static void table_free(Table *t) {
+    for (int c = 0; c < t->n_cols; c++) {
+        free(t->names[c]);
+        free(t->cols[c]);
+    }
+}
+
+static double parse_cell(const char *s) {
+    if (!*s || !strcmp(s, "-") || !strcmp(s, "nan")) return NAN;
+    char *end;
+    double v = strtod(s, &end);
+    return *end ? NAN : v;
+}
+
+/* Splits line (modified in place) at tabs into at most max fields. */
+static int split_tabs(char *line, char **fields, int max) {
+    int n = 0;
+    for (char *p = line; n < max; p++) {
+        fields[n++] = p;
+        p = strchr(p, '\t');
+        if (!p) break;
+        *p = '\0';
+    }
+    return n;
+}
+
+static int add_row(Table *t, char **fields, int n, Error *e) {
+    if (t->n_rows == t->cap) {
+        t->cap = t->cap ? 2 * t->cap : 256;
+        for (int c = 0; c < t->n_cols; c++) {
+            double *grown = xrealloc(t->cols[c], (size_t)t->cap * sizeof(double), e);
+            if (!grown) return -1;
+            t->cols[c] = grown;
+        }
+    }
+    for (int c = 0; c < t->n_cols; c++) t->cols[c][t->n_rows] = c < n ? parse_cell(fields[c]) : NAN;
+    t->n_rows++;
+    return 0;
+}
+
+static int read_table(Table *t, const char *path, Error *e) {
+    char *text;
+    size_t len;
+    if (file_read_all(path, 64u << 20, &text, &len, e)) return -1;
+    char *fields[PLOT_MAX_SERIES + 1];
+    int rc = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\r\n", &save); line && !rc; line = strtok_r(NULL, "\r\n", &save)) {
+        int n = split_tabs(line, fields, PLOT_MAX_SERIES + 1);
+        if (t->n_cols == 0) {
+            if (n < 2) rc = FAIL(e, "give a header line: x, then one name per curve, separated by tabs",
+                                 "'%s' has fewer than 2 columns", path);
+            for (int c = 0; c < n && !rc; c++) {
+                t->names[c] = xmalloc(strlen(fields[c]) + 1, e);
+                if (!t->names[c]) rc = -1;
+                else strcpy(t->names[c], fields[c]);
+                t->n_cols = c + 1;
+            }
+        } else if (line[0] != '#') {
+            rc = add_row(t, fields, n, e);
+        }
+    }
+    free(text);
+    if (!rc && t->n_rows == 0) rc = FAIL(e, "the table needs rows under its header", "'%s' has no rows", path);
+    return rc;
+}
+
+/* The range of column c's finite values into lo, hi. */
+static void column_range(const Table *t, int c, double *lo, double *hi) {
+    for (int r = 0; r < t->n_rows; r++) {
+        double v = t->cols[c][r];
+        if (!isfinite(v)) continue;
+        if (v < *lo) *lo = v;
+        if (v > *hi) *hi = v;
+    }
+}
+
+/* Curve c: the finite points (x, y) of column c joined in order. */
+static void draw_curve(Svg *s, const SvgPanel *p, const Table *t, int c, double *xs, double *ys) {
+    int n = 0;
+    for (int r = 0; r < t->n_rows; r++) {
+        if (!isfinite(t->cols[0][r]) || !isfinite(t->cols[c][r])) continue;
+        xs[n] = t->cols[0][r];
+        ys[n++] = fmin(t->cols[c][r], p->y1); /* --y-max clips the early, high losses */
+    }
+    svg_polyline(s, p, xs, ys, n, svg_palette(c - 1), 1.8);
+}
+
+static int draw(const Table *t, const char *out, const char *title, const char *y_label, double y_max, Error *e) {
+    double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
+    column_range(t, 0, &x0, &x1);
+    for (int c = 1; c < t->n_cols; c++) column_range(t, c, &y0, &y1);
+    if (y_max > 0 && y1 > y_max) y1 = y_max;
+    if (!(x1 > x0)) x1 = x0 + 1;
+    if (!(y1 > y0)) y1 = y0 + 1;
+    double *xs = xmalloc(2 * (size_t)t->n_rows * sizeof(double), e);
+    if (!xs) return -1;
+    Svg s;
+    svg_begin(&s, 900, 460, title);
+    SvgPanel p = {.x = 70, .y = 40, .w = 640, .h = 360, .x0 = x0, .x1 = x1, .y0 = y0, .y1 = y1};
+    svg_axes(&s, &p, title, t->names[0], y_label, 1);
+    svg_group_begin(&s, 0, 0);
+    for (int c = 1; c < t->n_cols; c++) draw_curve(&s, &p, t, c, xs, xs + t->n_rows);
+    svg_group_end(&s);
+    const char *colors[PLOT_MAX_SERIES];
+    for (int c = 1; c < t->n_cols; c++) colors[c - 1] = svg_palette(c - 1);
+    svg_legend(&s, 730, 50, (const char *const *)t->names + 1, colors, t->n_cols - 1);
+    int rc = svg_save(&s, out, e);
+    svg_free(&s);
+    free(xs);
+    return rc;
+}
+
+static int run(int argc, char **argv) {
+    const char *out = NULL, *title = "storylm plot", *y_label = NULL;
+    double y_max = 0;
+    Option opts[] = {
+        {"output", 'o', OPT_STRING, &out, "FILE", "the SVG file to write (required)", 0, 0},
+        {"title", 0, OPT_STRING, &title, "TEXT", "the chart's title", 0, 0},
+        {"y-label", 0, OPT_STRING, &y_label, "TEXT", "the y axis's label", 0, 0},
+        {"y-max", 0, OPT_DOUBLE, &y_max, "Y", "clip the y axis at Y (0: the largest value)", 0, 1e9},
+    };
+    const char *pos[1];
+    int np;
+    int rc = args_parse(&command_plot, argc, argv, opts, N_OPTIONS(opts), pos, 1, 1, &np);
+    if (rc) return rc > 0 ? 0 : 2;
+    if (!out) return args_usage_error(&command_plot, "give the SVG file to write with -o FILE");
+    Error e = {0};
+    Table t = {0};
+    rc = read_table(&t, pos[0], &e);
+    if (!rc) rc = draw(&t, out, title, y_label, y_max, &e);
+    table_free(&t);
+    return rc ? cli_fail(&e) : 0;
+}
