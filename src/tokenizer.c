@@ -328,6 +328,7 @@ static int put_punct(Decoder *d, const Tokenizer *t, const int32_t *ids, size_t 
         kind = PIECE_JOIN; /* 3.5, 10:30 */
     int space_before = !d->glue_next && kind != PIECE_CLOSE && kind != PIECE_JOIN;
     if (put_piece(d, p, space_before, 0)) return -1;
+    if (kind == PIECE_OPEN && p[0] == '"') d->sentence_start = 1; /* quoted speech starts a sentence */
     if (kind == PIECE_CLOSE && (p[0] == '.' || p[0] == '!' || p[0] == '?' || first_char(p) == 0x2026))
         d->sentence_start = 1;
     else if (kind == PIECE_CLOSE && p[0] != ',' && p[0] != ';' && p[0] != ':')

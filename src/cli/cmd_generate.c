@@ -1,5 +1,7 @@
 /* storylm generate PROMPT: let the network write on, token by token. */
+#include <ctype.h>
 #include <math.h>
+#include <strings.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +69,23 @@ typedef struct GenerateAblation {
     const char *heads, *mode, *stories;
 } GenerateAblation;
 
+/* The tokenizer lower-cases everything; words the prompt wrote with a capital
+ * (its names, usually) get their capital back wherever they come again. */
+static void recapitalize(char *text, const char *prompt) {
+    for (const char *p = prompt; *p;) {
+        while (*p && !isalpha((unsigned char)*p)) p++;
+        const char *w = p;
+        while (*p && isalnum((unsigned char)*p)) p++;
+        size_t n = (size_t)(p - w);
+        if (n < 2 || !isupper((unsigned char)w[0])) continue;
+        for (char *t = text; *t; t++) {
+            if (strncasecmp(t, w, n) != 0 || (t > text && isalnum((unsigned char)t[-1])) || isalnum((unsigned char)t[n]))
+                continue;
+            t[0] = (char)toupper((unsigned char)t[0]);
+        }
+    }
+}
+
 static int generate(const char *path, const char *prompt, const GenerateAblation *ga, const GenerateOptions *go,
                     Error *e) {
     LoadedModel lm;
@@ -81,7 +100,10 @@ static int generate(const char *path, const char *prompt, const GenerateAblation
     if (!rc) rc = tokenizer_encode(&lm.tokenizer, prompt, strlen(prompt), &ids, e);
     if (!rc) rc = write_on(&lm, &ab, go, &ids, e);
     char *text = rc ? NULL : tokenizer_decode(&lm.tokenizer, ids.data, ids.len, 1, e);
-    if (text) printf("%s\n", text);
+    if (text) {
+        recapitalize(text, prompt);
+        printf("%s\n", text);
+    }
     else rc = -1;
     free(text);
     free(mean);
