@@ -375,6 +375,7 @@ static int snapshot(Trainer *t, Error *e) {
     snprintf(path, sizeof path, "%.*s.step%d.safetensors", stem, out, t->step);
     Metadata md = {0};
     int rc = fill_metadata(t, &md, e);
+    if (!rc) rc = set_meta(&md, "step", "%.0f", t->step, e);
     if (!rc) rc = checkpoint_save_model(path, &t->model, t->o.vocab_text, &md, e);
     metadata_free(&md);
     return rc;
@@ -413,9 +414,11 @@ static int train_loop(Trainer *t, TrainProgressFn fn, void *ctx, Error *e) {
         int stop = (t->o.stop && *t->o.stop) || (t->o.minutes > 0 && now - start >= t->o.minutes * 60) ||
                    (t->o.stop_at > 0 && t->step >= t->o.stop_at);
         int last = t->step == t->o.steps || stop;
-        int eval = last || (t->o.eval_every > 0 && t->step % t->o.eval_every == 0);
-        if (t->o.snapshot_every > 0 && t->step % t->o.snapshot_every == 0 && snapshot(t, e)) return -1;
+        int snap = t->o.snapshot_every > 0 && t->step % t->o.snapshot_every == 0;
+        /* a snapshot is evaluated too, so it records its own test loss */
+        int eval = last || snap || (t->o.eval_every > 0 && t->step % t->o.eval_every == 0);
         if (eval && evaluate_test(t, e)) return -1;
+        if (snap && snapshot(t, e)) return -1;
         r->seconds = now_s() - start;
         if (eval && save(t, t->o.out, e)) return -1;
         report(t, fn, ctx, start, rate ? rate : (double)r->tokens_seen / (now - start), eval, eval);
