@@ -71,6 +71,12 @@ done
 for f in missing.txt folder nul.txt invalid.txt; do
   refuse 1 "$f" "${problem[$f]}" -- tokenize --vocab vocab.txt --lines "$f"
 done
+# A story of 780 KB among good ones is skipped with a count, not read into
+# gigabytes of activations (a pass holds all of a story's positions).
+{ cat stories.txt; $PY -c 'import sys; sys.stdout.write("the dog ran. " * 60000)'; } >one_huge_story.txt
+timeout 120 "$STORYLM" train one_huge_story.txt "${common[@]}" --steps 1 --out huge.safetensors 2>huge.log >/dev/null ||
+  { cat huge.log; fail "a 780 KB story among good ones stopped training"; }
+grep -q "1 too long" huge.log || fail "the 780 KB story was not skipped with a count: $(cat huge.log)"
 
 # ---- vocabularies: duplicates, an empty line, 1,999 and 2,001 entries ----
 sed '10s/.*/the/' vocab.txt >dup_vocab.txt
@@ -162,6 +168,24 @@ nan = bytearray(data)
 nan[b:e] = struct.pack("<f", float("nan")) * ((e - b) // 4)
 save("nan.safetensors", header, bytes(nan))
 
+# A file of a few MB claiming 70,000 tokens (tiny other sizes): its logits alone
+# would take gigabytes.
+V = 70000
+sizes = dict(vocab_size=V, row_dim=1, n_heads=1, key_dim=1, value_dim=1, window=1, hidden_dim=1, context=8)
+meta = {"format": "storylm", "format_version": "1", "arch": "attention", **{k: str(v) for k, v in sizes.items()},
+        "vocab": "[UNK]\n[EOS]\n" + "".join(f"w{i}\n" for i in range(2, V))}
+shapes = [("embedding", [V, 1]), ("query", [1, 1, 1]), ("key", [1, 1, 1]), ("value", [1, 1, 1]),
+          ("distance", [1, 1]), ("hidden.weight", [1, 2]), ("hidden.bias", [1]), ("output.weight", [V, 1]),
+          ("output.bias", [V])]
+h, pos = {"__metadata__": meta}, 0
+for name, shape in shapes:
+    count = 1
+    for d in shape:
+        count *= d
+    h[name] = {"dtype": "F32", "shape": shape, "data_offsets": [pos, pos + 4 * count]}
+    pos += 4 * count
+save("vocab70000.safetensors", h, bytes(pos))
+
 # Pairs for --resume whose training keys are damaged (the optimizer state agrees on the step).
 araw = open("model.adam.safetensors", "rb").read()
 an = struct.unpack("<Q", araw[:8])[0]
@@ -183,6 +207,7 @@ refuse_model arch.safetensors "unexpected tensor"
 refuse_model dtype.safetensors "distance" "dtype"
 refuse_model len63.safetensors "header length 9223372036854775808"
 refuse_model lenmax.safetensors "header length 18446744073709551615"
+refuse_model vocab70000.safetensors "vocab_size '70000'"
 for key in step batch warmup lr seed; do
   refuse 1 "resume_$key.safetensors" "$key" -- train stories.txt "${common[@]}" --steps 4 --resume --out "resume_$key.safetensors"
 done
