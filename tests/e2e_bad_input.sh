@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Hostile input through the real binary (issue 7's table): missing files,
-# folders, empty and NUL-filled and invalid UTF-8 stories, a 50 MB line, bad
+# folders, named pipes, empty and NUL-filled and invalid UTF-8 stories, a 50 MB line, bad
 # vocabularies, model files truncated at every 1/16 of their length or with
 # damaged headers, a window8 model where heads are needed, flags out of range,
 # outputs nobody can write. Every case must exit 1 (a bad file) or 2 (a bad
@@ -52,15 +52,16 @@ common=(--vocab vocab.txt --threads 2 --test-stories 20 --eval-every 0)
   { cat train.log; fail "train a small window8 model"; }
 "$STORYLM" info --model model.safetensors >/dev/null || fail "the small model does not load"
 
-# ---- stories files: missing, a folder, empty, NUL bytes, invalid UTF-8, a 50 MB line ----
+# ---- stories files: missing, a folder, a named pipe, empty, NUL bytes, invalid UTF-8, a 50 MB line ----
 mkdir folder
+mkfifo pipe
 : >empty.txt
 head -c 4096 /dev/zero >nul.txt
 printf 'Lily found a red \xff\xfe ball.\nShe was happy.\n' >invalid.txt
 $PY -c 'import sys; sys.stdout.write("la " * (50 * 1024 * 1024 // 3))' >long.txt
-declare -A problem=([missing.txt]="No such file" [folder]="is a directory" [empty.txt]="empty"
+declare -A problem=([missing.txt]="No such file" [folder]="is a directory" [pipe]="not a regular file" [empty.txt]="empty"
   [nul.txt]="NUL" [invalid.txt]="UTF-8" [long.txt]="longer than")
-for f in missing.txt folder empty.txt nul.txt invalid.txt long.txt; do
+for f in missing.txt folder pipe empty.txt nul.txt invalid.txt long.txt; do
   p=${problem[$f]}
   refuse 1 "$f" "$p" -- train "$f" "${common[@]}" --steps 2 --out never.safetensors
   refuse 1 "$f" "$p" -- train "$f" --vocab learnt.txt --steps 2 --out never.safetensors
@@ -68,9 +69,11 @@ for f in missing.txt folder empty.txt nul.txt invalid.txt long.txt; do
   refuse 1 "$f" "$p" -- eval "$f" --model model.safetensors
 done
 [[ ! -e never.safetensors && ! -e learnt.txt ]] || fail "a refused run left a model or vocabulary behind"
-for f in missing.txt folder nul.txt invalid.txt; do
+for f in missing.txt folder pipe nul.txt invalid.txt; do
   refuse 1 "$f" "${problem[$f]}" -- tokenize --vocab vocab.txt --lines "$f"
 done
+refuse 1 pipe "not a regular file" -- tokenize --vocab pipe "the end"
+refuse 1 pipe "not a regular file" -- train stories.txt --vocab pipe --steps 2 --out never.safetensors
 # A story of 780 KB among good ones is skipped with a count, not read into
 # gigabytes of activations (a pass holds all of a story's positions).
 { cat stories.txt; $PY -c 'import sys; sys.stdout.write("the dog ran. " * 60000)'; } >one_huge_story.txt
@@ -112,6 +115,8 @@ refuse 1 missing.safetensors "no model file" -- eval stories.txt --model missing
 refuse 1 missing.safetensors "No such file" -- train stories.txt "${common[@]}" --steps 4 --resume --out missing.safetensors
 mkdir folder.safetensors
 refuse_model folder.safetensors "directory"
+mkfifo pipe.safetensors
+refuse_model pipe.safetensors "not a regular file"
 head -c 100000 /dev/zero >nul.safetensors
 refuse_model nul.safetensors "header length is 0"
 size=$(stat -c %s model.safetensors)
