@@ -73,6 +73,9 @@ uint64_t checkpoint_new_run_id(void);
 
 /* "x/model.safetensors" -> "x/model.adam.safetensors" (caller frees). */
 char *checkpoint_adam_path(const char *model_path, Error *e);
+/* "x/model.safetensors" -> "x/model.adam.safetensors.next", where a save keeps
+ * the optimizer state until its model is in place (caller frees). */
+char *checkpoint_adam_next_path(const char *model_path, Error *e);
 
 /* The optimizer state alone. The loader checks that the file's architecture
  * and sizes are m's, and allocates s's moments (training_state_free). */
