@@ -463,6 +463,13 @@ char *checkpoint_adam_path(const char *model_path, Error *e) {
     return p;
 }
 
+char *checkpoint_adam_next_path(const char *model_path, Error *e) {
+    char *adam_path = checkpoint_adam_path(model_path, e);
+    char *next = adam_path ? next_path(adam_path, e) : NULL;
+    free(adam_path);
+    return next;
+}
+
 int checkpoint_save_all(const char *model_path, const Model *m, const char *vocab, const Metadata *meta,
                         const TrainingState *s, Error *e) {
     char *adam_path = checkpoint_adam_path(model_path, e);

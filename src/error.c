@@ -68,6 +68,13 @@ FILE *xfopen_at(const char *path, const char *mode, Error *e, const char *file, 
         error_set(e, file, line, "give the path of a file, not of a folder", "'%s' is a directory", path);
         return NULL;
     }
+    /* Opening a named pipe blocks until someone writes to it: refuse it (and
+     * sockets, devices) before opening rather than hang. */
+    if (mode[0] == 'r' && stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        error_set(e, file, line, "give the path of a regular file", "'%s' is not a regular file (a pipe or a device)",
+                  path);
+        return NULL;
+    }
     FILE *f = fopen(path, mode);
     if (!f) {
         int err = errno;

@@ -347,13 +347,15 @@ static int make_folders(char *path) {
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : -1;
 }
 
-/* The key: the stories file's bytes, the vocabulary's text, the format. */
+/* The key: the stories file's bytes, the vocabulary's text, the format and
+ * the longest story kept (a cache made under another limit holds other stories). */
 static int cache_key(const char *text, size_t len, const Tokenizer *t, uint64_t *key, Error *e) {
-    size_t vocab_len;
+    size_t vocab_len, longest = STORIES_MAX_STORY_BYTES;
     char *vocab = tokenizer_to_text(t, &vocab_len, e);
     if (!vocab) return -1;
     uint64_t h = hash64(text, len, STORIES_CACHE_VERSION);
     h = hash64(&len, sizeof len, h);
+    h = hash64(&longest, sizeof longest, h);
     *key = hash64(vocab, vocab_len, h);
     free(vocab);
     return 0;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Hostile input through the real binary (issue 7's table): missing files,
-# folders, empty and NUL-filled and invalid UTF-8 stories, a 50 MB line, bad
+# folders, named pipes, empty and NUL-filled and invalid UTF-8 stories, a 50 MB line, bad
 # vocabularies, model files truncated at every 1/16 of their length or with
 # damaged headers, a window8 model where heads are needed, flags out of range,
 # outputs nobody can write. Every case must exit 1 (a bad file) or 2 (a bad
@@ -52,15 +52,16 @@ common=(--vocab vocab.txt --threads 2 --test-stories 20 --eval-every 0)
   { cat train.log; fail "train a small window8 model"; }
 "$STORYLM" info --model model.safetensors >/dev/null || fail "the small model does not load"
 
-# ---- stories files: missing, a folder, empty, NUL bytes, invalid UTF-8, a 50 MB line ----
+# ---- stories files: missing, a folder, a named pipe, empty, NUL bytes, invalid UTF-8, a 50 MB line ----
 mkdir folder
+mkfifo pipe
 : >empty.txt
 head -c 4096 /dev/zero >nul.txt
 printf 'Lily found a red \xff\xfe ball.\nShe was happy.\n' >invalid.txt
 $PY -c 'import sys; sys.stdout.write("la " * (50 * 1024 * 1024 // 3))' >long.txt
-declare -A problem=([missing.txt]="No such file" [folder]="is a directory" [empty.txt]="empty"
+declare -A problem=([missing.txt]="No such file" [folder]="is a directory" [pipe]="not a regular file" [empty.txt]="empty"
   [nul.txt]="NUL" [invalid.txt]="UTF-8" [long.txt]="longer than")
-for f in missing.txt folder empty.txt nul.txt invalid.txt long.txt; do
+for f in missing.txt folder pipe empty.txt nul.txt invalid.txt long.txt; do
   p=${problem[$f]}
   refuse 1 "$f" "$p" -- train "$f" "${common[@]}" --steps 2 --out never.safetensors
   refuse 1 "$f" "$p" -- train "$f" --vocab learnt.txt --steps 2 --out never.safetensors
@@ -68,12 +69,20 @@ for f in missing.txt folder empty.txt nul.txt invalid.txt long.txt; do
   refuse 1 "$f" "$p" -- eval "$f" --model model.safetensors
 done
 [[ ! -e never.safetensors && ! -e learnt.txt ]] || fail "a refused run left a model or vocabulary behind"
-for f in missing.txt folder nul.txt invalid.txt; do
+for f in missing.txt folder pipe nul.txt invalid.txt; do
   refuse 1 "$f" "${problem[$f]}" -- tokenize --vocab vocab.txt --lines "$f"
 done
+refuse 1 pipe "not a regular file" -- tokenize --vocab pipe "the end"
+refuse 1 pipe "not a regular file" -- train stories.txt --vocab pipe --steps 2 --out never.safetensors
+# A story of 780 KB among good ones is skipped with a count, not read into
+# gigabytes of activations (a pass holds all of a story's positions).
+{ cat stories.txt; $PY -c 'import sys; sys.stdout.write("the dog ran. " * 60000)'; } >one_huge_story.txt
+timeout 120 "$STORYLM" train one_huge_story.txt "${common[@]}" --steps 1 --out huge.safetensors 2>huge.log >/dev/null ||
+  { cat huge.log; fail "a 780 KB story among good ones stopped training"; }
+grep -q "1 too long" huge.log || fail "the 780 KB story was not skipped with a count: $(cat huge.log)"
 
 # ---- vocabularies: duplicates, an empty line, 1,999 and 2,001 entries ----
-sed '10s/.*/the/' vocab.txt >dup_vocab.txt
+awk 'NR == 3 {piece = $0} NR == 10 {$0 = piece} 1' vocab.txt >dup_vocab.txt # line 10 repeats line 3
 sed '10s/.*//' vocab.txt >gap_vocab.txt
 head -n 1999 vocab.txt >short_vocab.txt
 { cat vocab.txt; echo 'zzzextra'; } >long_vocab.txt
@@ -106,6 +115,8 @@ refuse 1 missing.safetensors "no model file" -- eval stories.txt --model missing
 refuse 1 missing.safetensors "No such file" -- train stories.txt "${common[@]}" --steps 4 --resume --out missing.safetensors
 mkdir folder.safetensors
 refuse_model folder.safetensors "directory"
+mkfifo pipe.safetensors
+refuse_model pipe.safetensors "not a regular file"
 head -c 100000 /dev/zero >nul.safetensors
 refuse_model nul.safetensors "header length is 0"
 size=$(stat -c %s model.safetensors)
@@ -162,6 +173,24 @@ nan = bytearray(data)
 nan[b:e] = struct.pack("<f", float("nan")) * ((e - b) // 4)
 save("nan.safetensors", header, bytes(nan))
 
+# A file of a few MB claiming 70,000 tokens (tiny other sizes): its logits alone
+# would take gigabytes.
+V = 70000
+sizes = dict(vocab_size=V, row_dim=1, n_heads=1, key_dim=1, value_dim=1, window=1, hidden_dim=1, context=8)
+meta = {"format": "storylm", "format_version": "1", "arch": "attention", **{k: str(v) for k, v in sizes.items()},
+        "vocab": "[UNK]\n[EOS]\n" + "".join(f"w{i}\n" for i in range(2, V))}
+shapes = [("embedding", [V, 1]), ("query", [1, 1, 1]), ("key", [1, 1, 1]), ("value", [1, 1, 1]),
+          ("distance", [1, 1]), ("hidden.weight", [1, 2]), ("hidden.bias", [1]), ("output.weight", [V, 1]),
+          ("output.bias", [V])]
+h, pos = {"__metadata__": meta}, 0
+for name, shape in shapes:
+    count = 1
+    for d in shape:
+        count *= d
+    h[name] = {"dtype": "F32", "shape": shape, "data_offsets": [pos, pos + 4 * count]}
+    pos += 4 * count
+save("vocab70000.safetensors", h, bytes(pos))
+
 # Pairs for --resume whose training keys are damaged (the optimizer state agrees on the step).
 araw = open("model.adam.safetensors", "rb").read()
 an = struct.unpack("<Q", araw[:8])[0]
@@ -183,6 +212,7 @@ refuse_model arch.safetensors "unexpected tensor"
 refuse_model dtype.safetensors "distance" "dtype"
 refuse_model len63.safetensors "header length 9223372036854775808"
 refuse_model lenmax.safetensors "header length 18446744073709551615"
+refuse_model vocab70000.safetensors "vocab_size '70000'"
 for key in step batch warmup lr seed; do
   refuse 1 "resume_$key.safetensors" "$key" -- train stories.txt "${common[@]}" --steps 4 --resume --out "resume_$key.safetensors"
 done

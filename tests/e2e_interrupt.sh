@@ -6,7 +6,8 @@
 #    again, the run ends with the uninterrupted run's weights and optimizer
 #    moments, bit for bit;
 #  - kill -9 at random moments, saving after every step: the model file is
-#    always whole and loadable, its step never goes back, and resuming from
+#    always whole and loadable, an optimizer state from its save is beside it
+#    (storylm info finds it), its step never goes back, and resuming from
 #    whatever the kill left ends bit for bit where the uninterrupted run did.
 # The delays are printed, so a failure can be replayed.
 set -euo pipefail
@@ -43,7 +44,10 @@ o = j["optimizer"] or {}
 print(j["metadata"].get("step", "none"), o.get("pairs", False))'
 }
 # A random delay in seconds, from 0 to $1 tenths.
-delay() { printf '0.%d' $((RANDOM % $1)); }
+delay() {
+  local r=$((RANDOM % $1))
+  printf '%d.%d' $((r / 10)) $((r % 10))
+}
 
 "$STORYLM" train "${args[@]}" --eval-every 0 --out ref.safetensors 2>ref.log >/dev/null || { cat ref.log; fail "reference run"; }
 digest ref.safetensors >ref.digest
@@ -95,7 +99,7 @@ out=kill.safetensors
 last=0
 for round in $(seq 10); do
   start "$out" "kill.$round.log" --eval-every 1
-  d=$(delay 8)
+  d=$(delay 15)
   sleep "$d"
   kill -9 $pid 2>/dev/null || true
   rc=0
@@ -104,8 +108,9 @@ for round in $(seq 10); do
   ((rc == 137)) || fail "kill -9: exit $rc, want 137 or 0: $(cat "kill.$round.log")"
   [[ -f $out ]] || continue # killed before the first save
   read -r step pairs < <(state "$out") || fail "after kill -9 at ${d}s the model file does not load"
-  echo "kill -9 after ${d}s: model at step $step (optimizer state renamed into place: $pairs)"
+  echo "kill -9 after ${d}s: model at step $step, with an optimizer state from its save: $pairs"
   ((step >= last)) || fail "after kill -9 the model went back from step $last to $step"
+  [[ $pairs == True ]] || fail "after kill -9 at ${d}s no optimizer state is from the model's save (step $step)"
   last=$step
 done
 if ((rc != 0)); then # the rest of the run, uninterrupted

@@ -36,7 +36,9 @@
 #define CHECKPOINT_FORMAT "storylm"
 #define CHECKPOINT_ADAM_FORMAT "storylm-adam"
 #define CHECKPOINT_FORMAT_VERSION "1"
-#define CHECKPOINT_MAX_VOCAB 1000000
+/* A pass holds the logits of up to --max-positions (4,096) positions: at 65,536
+ * tokens that is 1 GB; a vocabulary of a million in a file of a few MB asked 16 GB. */
+#define CHECKPOINT_MAX_VOCAB 65536
 #define CHECKPOINT_MAX_DIM 4096
 
 /* Saves m's tensors with its vocabulary (vocab.txt text: vocab_size lines)
@@ -71,6 +73,9 @@ uint64_t checkpoint_new_run_id(void);
 
 /* "x/model.safetensors" -> "x/model.adam.safetensors" (caller frees). */
 char *checkpoint_adam_path(const char *model_path, Error *e);
+/* "x/model.safetensors" -> "x/model.adam.safetensors.next", where a save keeps
+ * the optimizer state until its model is in place (caller frees). */
+char *checkpoint_adam_next_path(const char *model_path, Error *e);
 
 /* The optimizer state alone. The loader checks that the file's architecture
  * and sizes are m's, and allocates s's moments (training_state_free). */

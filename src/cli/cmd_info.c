@@ -70,10 +70,9 @@ typedef struct OptimizerInfo {
     Error error;
 } OptimizerInfo;
 
-static void optimizer_info(OptimizerInfo *o, const char *model_path, const Model *m, const Metadata *meta) {
-    *o = (OptimizerInfo){0};
+/* The state at o->path: present, readable, from the model's save. */
+static void read_state(OptimizerInfo *o, const Model *m, const Metadata *meta) {
     struct stat sb;
-    o->path = checkpoint_adam_path(model_path, &o->error);
     o->present = o->path && stat(o->path, &sb) == 0;
     if (!o->present) return;
     TrainingState s;
@@ -86,6 +85,21 @@ static void optimizer_info(OptimizerInfo *o, const char *model_path, const Model
     o->pairs = model_step && model_run && !strcmp(model_step, step) && !strcmp(model_run, run_id);
     o->step = s.step;
     training_state_free(&s);
+}
+
+static void optimizer_info(OptimizerInfo *o, const char *model_path, const Model *m, const Metadata *meta) {
+    *o = (OptimizerInfo){.path = checkpoint_adam_path(model_path, NULL)};
+    read_state(o, m, meta);
+    if (o->pairs) return;
+    /* A save stopped after its model leaves the state that pairs in ".next" (--resume takes it). */
+    OptimizerInfo next = {.path = checkpoint_adam_next_path(model_path, NULL)};
+    read_state(&next, m, meta);
+    if (next.pairs) {
+        free(o->path);
+        *o = next;
+    } else {
+        free(next.path);
+    }
 }
 
 /* A metadata value on one line: control characters shown as escapes. */
