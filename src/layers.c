@@ -239,7 +239,9 @@ void output_forward(const float *W, const float *bias, const float *y, int n, in
 
 /* One row of logits (V) -> d (scale * loss) / d logits in place, (softmax -
  * onehot) * scale, or 0 without target; lse, loss and correct as xent_row
- * gives them up to rounding. One exp per logit, the softmax from their sum. */
+ * gives them up to rounding. One exp per logit, the softmax from their sum.
+ * 16 lanes (simdlen): one AVX-512 register, where GCC would use 8; over
+ * 2,000 logits a row that halves the exps' time. */
 static void xent_fused_row(float *row, const float *bias, int V, int32_t target, float scale, float *lse,
                            float *loss, uint8_t *correct, float *d_bias) {
     if (target < 0) {
@@ -248,13 +250,13 @@ static void xent_fused_row(float *row, const float *bias, int V, int32_t target,
         return;
     }
     float mx = -INFINITY, sum = 0.0f;
-#pragma omp simd reduction(max : mx)
+#pragma omp simd simdlen(16) reduction(max : mx)
     for (int v = 0; v < V; v++) {
         row[v] += bias[v];
         mx = row[v] > mx ? row[v] : mx;
     }
     float logit = row[target];
-#pragma omp simd reduction(+ : sum)
+#pragma omp simd simdlen(16) reduction(+ : sum)
     for (int v = 0; v < V; v++) {
         row[v] = exp_approx(row[v] - mx);
         sum += row[v];
@@ -263,7 +265,7 @@ static void xent_fused_row(float *row, const float *bias, int V, int32_t target,
     *loss = *lse - logit;
     *correct = logit >= mx;
     float k = scale / sum;
-#pragma omp simd
+#pragma omp simd simdlen(16)
     for (int v = 0; v < V; v++) {
         row[v] *= k;
         d_bias[v] += row[v]; /* the bias gradient's column sums, row by row, while the row is at hand */
