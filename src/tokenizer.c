@@ -327,11 +327,13 @@ static int put_punct(Decoder *d, const Tokenizer *t, const int32_t *ids, size_t 
     if ((p[0] == '.' || p[0] == ':') && !p[1] && d->prev_digit && next[0] >= '0' && next[0] <= '9')
         kind = PIECE_JOIN; /* 3.5, 10:30 */
     int space_before = !d->glue_next && kind != PIECE_CLOSE && kind != PIECE_JOIN;
+    /* a quote closed after a full stop ends the sentence: "Thank you." They went. */
+    int after_stop = d->out.len > 0 && d->out.data[d->out.len - 1] == '.';
     if (put_piece(d, p, space_before, 0)) return -1;
     if (kind == PIECE_OPEN && p[0] == '"') d->sentence_start = 1; /* quoted speech starts a sentence */
     if (kind == PIECE_CLOSE && (p[0] == '.' || p[0] == '!' || p[0] == '?' || first_char(p) == 0x2026))
         d->sentence_start = 1;
-    else if (kind == PIECE_CLOSE && p[0] != ',' && p[0] != ';' && p[0] != ':')
+    else if (kind == PIECE_CLOSE && p[0] != ',' && p[0] != ';' && p[0] != ':' && !after_stop)
         d->sentence_start = 0; /* "Stop!" she said */
     d->glue_next = kind == PIECE_OPEN || kind == PIECE_JOIN;
     d->prev_word = d->prev_digit = 0;

@@ -118,6 +118,7 @@ static void test_decode(const Tokenizer *t) {
     CHECK(decodes_to(t, "once upon a time , lily ' s dog didn ' t", 1, "Once upon a time, lily's dog didn't"));
     CHECK(decodes_to(t, "\" stop ! \" she said .", 1, "\"Stop!\" she said."));
     CHECK(decodes_to(t, "she said , \" stop ! \"", 1, "She said, \"Stop!\""));
+    CHECK(decodes_to(t, "\" stop . \" the mat", 1, "\"Stop.\" The mat")); /* a full stop before the quote ends the sentence */
     CHECK(decodes_to(t, "i think i ' m ok", 1, "I think I'm ok"));
     CHECK(decodes_to(t, "i think i ' m ok", 0, "i think i'm ok"));
     CHECK(decodes_to(t, "z ##ark ##o sat on the mat . she sat", 1, "Zarko sat on the mat. She sat"));
