@@ -144,18 +144,14 @@ static int ablate(const AblateArgs *a, const char *stories, Error *e) {
 static int run(int argc, char **argv) {
     AblateArgs a = {.po = PROBE_OPTIONS_DEFAULT};
     const char *pos[1];
-    int np;
     Option opts[] = {
         PROBE_COMMON_OPTIONS(a.po),
         PROBE_SVG_OPTION(a.po),
         PROBE_TEST_OPTION(a.po),
         {"heads", 0, OPT_STRING, &a.heads, "HEADS", "switch this set off together, e.g. 3,5 (default: each head in turn)", 0, 0},
     };
-    int rc = args_parse(&command_ablate, argc, argv, opts, N_OPTIONS(opts), pos, 1, 1, &np);
-    if (rc) return rc > 0 ? 0 : 2;
-    if (probe_check_mode(&command_ablate, a.po.ablate_mode)) return 2;
-    cli_set_threads(a.po.threads);
+    int rc = probe_parse(&command_ablate, argc, argv, opts, N_OPTIONS(opts), &a.po, pos, 1);
+    if (rc >= 0) return rc;
     Error e = {0};
-    if (ablate(&a, pos[0], &e)) return cli_fail(&e);
-    return 0;
+    return ablate(&a, pos[0], &e) ? cli_fail(&e) : 0;
 }

@@ -144,7 +144,6 @@ static int attend(const AttendArgs *a, const char *text, Error *e) {
 static int run(int argc, char **argv) {
     AttendArgs a = {.po = PROBE_OPTIONS_DEFAULT, .pos = -1, .head = -1};
     const char *pos[1];
-    int np;
     Option opts[] = {
         PROBE_COMMON_OPTIONS(a.po),
         PROBE_SVG_OPTION(a.po),
@@ -152,11 +151,8 @@ static int run(int argc, char **argv) {
         {"pos", 0, OPT_INT, &a.pos, "N", "the position reading; negative: from the end", -1000000, 1000000},
         {"head", 0, OPT_INT, &a.head, "H", "one head (0 to 7); -1: all", -1, 255},
     };
-    int rc = args_parse(&command_attend, argc, argv, opts, N_OPTIONS(opts), pos, 1, 1, &np);
-    if (rc) return rc > 0 ? 0 : 2;
-    if (probe_check_mode(&command_attend, a.po.ablate_mode)) return 2;
-    cli_set_threads(a.po.threads);
+    int rc = probe_parse(&command_attend, argc, argv, opts, N_OPTIONS(opts), &a.po, pos, 1);
+    if (rc >= 0) return rc;
     Error e = {0};
-    if (attend(&a, pos[0], &e)) return cli_fail(&e);
-    return 0;
+    return attend(&a, pos[0], &e) ? cli_fail(&e) : 0;
 }

@@ -142,7 +142,6 @@ static int run_heads(const HeadsArgs *a, const char *stories, Error *e) {
 static int run(int argc, char **argv) {
     HeadsArgs a = {.po = PROBE_OPTIONS_DEFAULT, .top = 5};
     const char *pos[1];
-    int np;
     Option opts[] = {
         {"model", 'm', OPT_STRINGS, &a.models, "FILE", "model file; repeat for snapshots (default: ./" DEFAULT_MODEL_PATH ", else the shipped model)", 0, 0},
         {"ablate", 0, OPT_STRING, &a.po.ablate, "HEADS", "switch heads off, e.g. 3,5 (heads 0 to 7)", 0, 0},
@@ -153,11 +152,8 @@ static int run(int argc, char **argv) {
         PROBE_TEST_OPTION(a.po),
         {"top", 0, OPT_INT, &a.top, "K", "tokens read most, per head", 1, 100},
     };
-    int rc = args_parse(&command_heads, argc, argv, opts, N_OPTIONS(opts), pos, 1, 1, &np);
-    if (rc) return rc > 0 ? 0 : 2;
-    if (probe_check_mode(&command_heads, a.po.ablate_mode)) return 2;
-    cli_set_threads(a.po.threads);
+    int rc = probe_parse(&command_heads, argc, argv, opts, N_OPTIONS(opts), &a.po, pos, 1);
+    if (rc >= 0) return rc;
     Error e = {0};
-    if (run_heads(&a, pos[0], &e)) return cli_fail(&e);
-    return 0;
+    return run_heads(&a, pos[0], &e) ? cli_fail(&e) : 0;
 }

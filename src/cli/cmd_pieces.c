@@ -112,18 +112,14 @@ static int pieces(const PiecesArgs *a, const char *stories, Error *e) {
 static int run(int argc, char **argv) {
     PiecesArgs a = {.po = PROBE_OPTIONS_DEFAULT};
     const char *pos[1];
-    int np;
     Option opts[] = {
         PROBE_COMMON_OPTIONS(a.po),
         PROBE_SVG_OPTION(a.po),
         PROBE_TEST_OPTION(a.po),
         {"names", 0, OPT_STRING, &a.names, "LIST", "names to give the heroes, e.g. lily,zarko", 0, 0},
     };
-    int rc = args_parse(&command_pieces, argc, argv, opts, N_OPTIONS(opts), pos, 1, 1, &np);
-    if (rc) return rc > 0 ? 0 : 2;
-    if (probe_check_mode(&command_pieces, a.po.ablate_mode)) return 2;
-    cli_set_threads(a.po.threads);
+    int rc = probe_parse(&command_pieces, argc, argv, opts, N_OPTIONS(opts), &a.po, pos, 1);
+    if (rc >= 0) return rc;
     Error e = {0};
-    if (pieces(&a, pos[0], &e)) return cli_fail(&e);
-    return 0;
+    return pieces(&a, pos[0], &e) ? cli_fail(&e) : 0;
 }

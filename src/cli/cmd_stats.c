@@ -109,18 +109,15 @@ static int stats(const ProbeOptions *po, const char *stories, int common, Error 
 static int run(int argc, char **argv) {
     ProbeOptions po = PROBE_OPTIONS_DEFAULT;
     const char *pos[1];
-    int np, common = 100;
+    int common = 100;
     Option opts[] = {
         PROBE_COMMON_OPTIONS(po),
         PROBE_SVG_OPTION(po),
         PROBE_TEST_OPTION(po),
         {"common", 0, OPT_INT, &common, "N", "most common tokens left out of the far repeats", 0, 100000},
     };
-    int rc = args_parse(&command_stats, argc, argv, opts, N_OPTIONS(opts), pos, 1, 1, &np);
-    if (rc) return rc > 0 ? 0 : 2;
-    if (probe_check_mode(&command_stats, po.ablate_mode)) return 2;
-    cli_set_threads(po.threads);
+    int rc = probe_parse(&command_stats, argc, argv, opts, N_OPTIONS(opts), &po, pos, 1);
+    if (rc >= 0) return rc;
     Error e = {0};
-    if (stats(&po, pos[0], common, &e)) return cli_fail(&e);
-    return 0;
+    return stats(&po, pos[0], common, &e) ? cli_fail(&e) : 0;
 }

@@ -139,7 +139,6 @@ static int swap(const SwapArgs *a, const char *stories, Error *e) {
 static int run(int argc, char **argv) {
     SwapArgs a = {.po = PROBE_OPTIONS_DEFAULT};
     const char *pos[1];
-    int np;
     Option opts[] = {
         PROBE_COMMON_OPTIONS(a.po),
         PROBE_SVG_OPTION(a.po),
@@ -147,11 +146,8 @@ static int run(int argc, char **argv) {
         {"baseline", 0, OPT_STRING, &a.baseline, "FILE", "a window8 model to compare with", 0, 0},
         {"names", 0, OPT_STRING, &a.names, "LIST", "names to swap in, e.g. lily,fred,zarko", 0, 0},
     };
-    int rc = args_parse(&command_swap, argc, argv, opts, N_OPTIONS(opts), pos, 1, 1, &np);
-    if (rc) return rc > 0 ? 0 : 2;
-    if (probe_check_mode(&command_swap, a.po.ablate_mode)) return 2;
-    cli_set_threads(a.po.threads);
+    int rc = probe_parse(&command_swap, argc, argv, opts, N_OPTIONS(opts), &a.po, pos, 1);
+    if (rc >= 0) return rc;
     Error e = {0};
-    if (swap(&a, pos[0], &e)) return cli_fail(&e);
-    return 0;
+    return swap(&a, pos[0], &e) ? cli_fail(&e) : 0;
 }

@@ -132,7 +132,7 @@ static int trace(const ProbeOptions *po, const char *text, int n_units, int n_gu
 
 static int run(int argc, char **argv) {
     ProbeOptions po = PROBE_OPTIONS_DEFAULT;
-    int units = 10, guesses = 10, np;
+    int units = 10, guesses = 10;
     const char *pos[1];
     Option opts[] = {
         PROBE_COMMON_OPTIONS(po),
@@ -141,11 +141,8 @@ static int run(int argc, char **argv) {
         {"units", 0, OPT_INT, &units, "N", "most active hidden units to show", 1, 4096},
         {"top", 0, OPT_INT, &guesses, "K", "next-token guesses to show", 1, 64},
     };
-    int rc = args_parse(&command_trace, argc, argv, opts, N_OPTIONS(opts), pos, 1, 1, &np);
-    if (rc) return rc > 0 ? 0 : 2;
-    if (probe_check_mode(&command_trace, po.ablate_mode)) return 2;
-    cli_set_threads(po.threads);
+    int rc = probe_parse(&command_trace, argc, argv, opts, N_OPTIONS(opts), &po, pos, 1);
+    if (rc >= 0) return rc;
     Error e = {0};
-    if (trace(&po, pos[0], units, guesses, &e)) return cli_fail(&e);
-    return 0;
+    return trace(&po, pos[0], units, guesses, &e) ? cli_fail(&e) : 0;
 }

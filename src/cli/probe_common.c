@@ -185,3 +185,12 @@ int cli_swap_names(const ProbeSession *ps, const char *list, SwapName *out, int 
     }
     return n;
 }
+
+int probe_parse(const Command *cmd, int argc, char **argv, const Option *opts, int n_opts, ProbeOptions *po,
+                const char **positional, int n_positional) {
+    int np, rc = args_parse(cmd, argc, argv, opts, n_opts, positional, n_positional, n_positional, &np);
+    if (rc) return rc > 0 ? 0 : 2;
+    if (probe_check_mode(cmd, po->ablate_mode)) return 2;
+    cli_set_threads(po->threads);
+    return -1;
+}

@@ -43,6 +43,12 @@ typedef struct ProbeOptions {
 /* Checks --ablate-mode after parsing: 0, or prints a usage error and returns 2. */
 int probe_check_mode(const Command *cmd, const char *mode);
 
+/* What every probe verb does before its work: parse the flags, check
+ * --ablate-mode, set the threads. Returns -1 to go on, else the exit code
+ * (0 after --help, 2 for a usage error). */
+int probe_parse(const Command *cmd, int argc, char **argv, const Option *opts, int n_opts, ProbeOptions *po,
+                const char **positional, int n_positional);
+
 /* --ablate and --ablate-mode for a loaded model: fills ab (heads, mode) and,
  * for mean, *mean (caller frees) averaged over the held-out test stories of
  * s (read from stories_path), or when s is NULL of the file stories_path,
