@@ -4,13 +4,11 @@
 # storylm's: its loss on the held-out stories of a storylm model equals
 # storylm eval's (when /usr/bin/python3 has torch; skipped, and said so, if not).
 set -euo pipefail
-: "${STORYLM:?} ${STORYLM_SOURCE_DIR:?} ${STORYLM_TEST_TMP:?}"
-rm -rf "$STORYLM_TEST_TMP" && mkdir -p "$STORYLM_TEST_TMP" && cd "$STORYLM_TEST_TMP"
-fail() { echo "FAILED: $*" >&2; exit 1; }
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 field() { python3 -c "import json,sys; print(json.loads(sys.argv[1])['$2'])" "$1"; }
 
 # The first 300 stories of the project's own corpus, a model trained a little on them.
-awk -v RS='\n<\\|endoftext\\|>\n' -v ORS='\n<|endoftext|>\n' 'NR <= 300' "$STORYLM_SOURCE_DIR/data/stories.txt" > slice.txt
+first_stories 300 > slice.txt
 "$STORYLM" train slice.txt --vocab vocab.txt --steps 30 --eval-every 0 --test-stories 20 --out m.safetensors 2> train.log ||
   { cat train.log; fail "train"; }
 "$STORYLM" stories slice.txt --model m.safetensors --test-stories 20 --ids --split train > train_ids.txt

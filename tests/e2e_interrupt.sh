@@ -11,12 +11,9 @@
 #    whatever the kill left ends bit for bit where the uninterrupted run did.
 # The delays are printed, so a failure can be replayed.
 set -euo pipefail
-: "${STORYLM:?} ${STORYLM_SOURCE_DIR:?} ${STORYLM_TEST_TMP:?}"
-rm -rf "$STORYLM_TEST_TMP" && mkdir -p "$STORYLM_TEST_TMP" && cd "$STORYLM_TEST_TMP"
-PY=/usr/bin/python3
-fail() { echo "FAILED: $*" >&2; exit 1; }
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-awk -v RS='\n<\\|endoftext\\|>\n' -v ORS='\n<|endoftext|>\n' 'NR <= 300' "$STORYLM_SOURCE_DIR/data/stories.txt" >stories.txt
+first_stories 300 >stories.txt
 "$STORYLM" vocab stories.txt -o vocab.txt 2>/dev/null || fail "storylm vocab"
 STEPS=16
 args=(stories.txt --vocab vocab.txt --threads 2 --test-stories 10 --steps $STEPS --seed 11 --batch 4)

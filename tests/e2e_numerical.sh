@@ -9,15 +9,11 @@
 #  - an infinite weight (a model file from elsewhere): resuming it stops at
 #    the next step because the loss is not finite; the file stays as it was.
 set -euo pipefail
-: "${STORYLM:?} ${STORYLM_SOURCE_DIR:?} ${STORYLM_TEST_TMP:?}"
-rm -rf "$STORYLM_TEST_TMP" && mkdir -p "$STORYLM_TEST_TMP" && cd "$STORYLM_TEST_TMP"
-PY=/usr/bin/python3
-fail() { echo "FAILED: $*" >&2; exit 1; }
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-awk -v RS='\n<\\|endoftext\\|>\n' -v ORS='\n<|endoftext|>\n' 'NR <= 200' "$STORYLM_SOURCE_DIR/data/stories.txt" >stories.txt
+first_stories 200 >stories.txt
 "$STORYLM" vocab stories.txt -o vocab.txt 2>/dev/null || fail "storylm vocab"
 args=(stories.txt --vocab vocab.txt --threads 2 --test-stories 10 --steps 12 --seed 3 --batch 4 --eval-every 2)
-sums() { "$STORYLM" info --model "$1" --json | "$PY" -c 'import json,sys; print([t["fnv1a64"] for t in json.load(sys.stdin)["tensors"]])'; }
 
 # A clean run stopped at step 6, and one that goes to the end.
 "$STORYLM" train "${args[@]}" --stop-at 6 --out clean6.safetensors 2>clean.log >/dev/null || { cat clean.log; fail "clean run"; }
@@ -31,9 +27,9 @@ cat fault.log
 grep -q "error: training diverged at step 7: the gradient is not finite; 'fault.safetensors' keeps the last good model, of step 6" fault.log ||
   fail "the message does not name step 7 and the model kept"
 grep -q "HINT: lower --lr" fault.log || fail "no hint"
-[[ "$(sums fault.safetensors)" == "$(sums clean6.safetensors)" ]] || fail "the model kept is not the clean model of step 6"
+[[ "$(tensor_sums fault.safetensors)" == "$(tensor_sums clean6.safetensors)" ]] || fail "the model kept is not the clean model of step 6"
 "$STORYLM" train "${args[@]}" --resume --out fault.safetensors 2>resume.log >/dev/null || { cat resume.log; fail "resume after the fault"; }
-[[ "$(sums fault.safetensors)" == "$(sums clean.safetensors)" ]] || fail "resumed after the fault, the run ends elsewhere than the clean run"
+[[ "$(tensor_sums fault.safetensors)" == "$(tensor_sums clean.safetensors)" ]] || fail "resumed after the fault, the run ends elsewhere than the clean run"
 
 # ---- the same before the first save: an older file at --out is left alone ----
 cp clean6.safetensors early.safetensors

@@ -6,12 +6,10 @@
 # --svg is well-formed XML; ablate agrees with eval --ablate; mean ablation
 # works in generate and eval; bad arguments exit non-zero with a message.
 set -euo pipefail
-: "${STORYLM:?} ${STORYLM_SOURCE_DIR:?} ${STORYLM_TEST_TMP:?}"
-rm -rf "$STORYLM_TEST_TMP" && mkdir -p "$STORYLM_TEST_TMP" && cd "$STORYLM_TEST_TMP"
-fail() { echo "FAILED: $*" >&2; exit 1; }
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 S="$STORYLM"
 
-awk -v RS='\n<\\|endoftext\\|>\n' -v ORS='\n<|endoftext|>\n' 'NR <= 400' "$STORYLM_SOURCE_DIR/data/stories.txt" > slice.txt
+first_stories 400 > slice.txt
 common=(--vocab vocab.txt --threads 2 --test-stories 40 --seed 3)
 "$S" train slice.txt "${common[@]}" --steps 150 --eval-every 75 --snapshot-every 75 --out att.safetensors 2> train.log ||
   { cat train.log; fail "train"; }

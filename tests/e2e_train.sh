@@ -4,12 +4,10 @@
 # same weights bit for bit as an uninterrupted one; greedy generation is
 # deterministic; eval and info report what the run did.
 set -euo pipefail
-: "${STORYLM:?} ${STORYLM_SOURCE_DIR:?} ${STORYLM_TEST_TMP:?}"
-rm -rf "$STORYLM_TEST_TMP" && mkdir -p "$STORYLM_TEST_TMP" && cd "$STORYLM_TEST_TMP"
-fail() { echo "FAILED: $*" >&2; exit 1; }
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 # The first 600 stories of the project's own corpus.
-awk -v RS='\n<\\|endoftext\\|>\n' -v ORS='\n<|endoftext|>\n' 'NR <= 600' "$STORYLM_SOURCE_DIR/data/stories.txt" > slice.txt
+first_stories 600 > slice.txt
 common=(--vocab vocab.txt --threads 2 --eval-every 100 --seed 7 --test-stories 50)
 
 "$STORYLM" train slice.txt "${common[@]}" --steps 300 --out full.safetensors 2> train.log || { cat train.log; fail "train"; }
@@ -24,8 +22,7 @@ python3 -c "import sys; sys.exit(0 if $loss < 5.5 else 1)" || fail "test loss $l
 "$STORYLM" train slice.txt "${common[@]}" --steps 300 --stop-at 120 --out part.safetensors 2> part.log || { cat part.log; fail "train --stop-at"; }
 [[ $("$STORYLM" info --model part.safetensors --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["metadata"]["step"])') == 120 ]] || fail "stopped run did not save step 120"
 "$STORYLM" train slice.txt "${common[@]}" --steps 300 --resume --out part.safetensors 2> resume.log || { cat resume.log; fail "train --resume"; }
-sums() { "$STORYLM" info --model "$1" --json | python3 -c 'import json,sys; print([(t["name"], t["fnv1a64"]) for t in json.load(sys.stdin)["tensors"]])'; }
-[[ "$(sums full.safetensors)" == "$(sums part.safetensors)" ]] || fail "resumed run differs from the uninterrupted one"
+[[ "$(tensor_sums full.safetensors)" == "$(tensor_sums part.safetensors)" ]] || fail "resumed run differs from the uninterrupted one"
 
 # Greedy generation is deterministic, and stops or runs to -n.
 a=$("$STORYLM" generate --model full.safetensors -t 0 -n 40 "Lily found a")
