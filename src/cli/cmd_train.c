@@ -98,7 +98,8 @@ static int check_writable(const char *path, Error *e) {
     return 0;
 }
 
-static int train_file(const char *path, TrainOptions *o, const char *vocab_path, int n_test, Error *e) {
+static int train_file(const char *path, TrainOptions *o, const char *vocab_path, int n_test, Error *e,
+                      int *signalled) {
     char *vocab = NULL;
     Tokenizer tok = {0};
     Stories s = {0};
@@ -127,7 +128,8 @@ static int train_file(const char *path, TrainOptions *o, const char *vocab_path,
             exp(r.test_loss), 100 * r.test_accuracy);
     printf("model saved to %s\n", o->out);
     printf("sample it:  storylm generate --model %s \"Lily found a\"\n", o->out);
-    if (!r.interrupted) stop_requested = 0; /* Ctrl-C at the last step: the run is whole, exit 0 */
+    /* a signal that came at the last step or after it leaves a whole run: exit 0 */
+    *signalled = r.interrupted && stop_requested;
     if (r.interrupted)
         printf("resume it:  storylm train %s --resume --out %s --steps %d\n", path, o->out, o->steps);
 done:
@@ -173,6 +175,7 @@ static int run(int argc, char **argv) {
     const char *fault = getenv("STORYLM_TEST_OVERFLOW_AT_STEP"); /* a numerical fault on demand, for tests */
     if (fault) o.overflow_at_step = atoi(fault);
     install_handlers();
-    if (train_file(pos[0], &o, vocab_path, n_test, &e)) return cli_fail(&e);
-    return stop_requested ? 130 : 0;
+    int signalled = 0;
+    if (train_file(pos[0], &o, vocab_path, n_test, &e, &signalled)) return cli_fail(&e);
+    return signalled ? 130 : 0;
 }
