@@ -37,7 +37,7 @@ SIZES = dict(vocab_size=2, row_dim=2, n_heads=2, key_dim=1, value_dim=1, window=
 
 
 def table(arch, s):
-    """The parameter table of src/model_params.c for sizes s."""
+    """The parameter table of src/model/model_params.c for sizes s."""
     V, D, H, kd, vd, W, Hd, C = (s[k] for k in SIZES)
     t = [("embedding", [V, D])]
     if arch == "attention":

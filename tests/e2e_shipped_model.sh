@@ -16,7 +16,7 @@ CARD="$STORYLM_SOURCE_DIR/models/README.md"
 [[ -f "$SHIPPED" && -f "$CARD" ]] || fail "no shipped model $SHIPPED or no model card $CARD"
 case "$(cd "$(dirname "$S")/.." && pwd)" in
   "$(cd "$STORYLM_SOURCE_DIR" && pwd)") ;;
-  *) echo "SKIPPED: $S is not built inside the source tree, so it has no ../models beside it"; exit 0 ;;
+  *) echo "SKIPPED: $S is not built inside the source tree, so it has no ../models beside it"; exit 77 ;;
 esac
 
 # No --model, no ./model.safetensors: the shipped model, named on stderr.

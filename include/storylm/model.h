@@ -84,7 +84,7 @@ int arch_parse(const char *name, Arch *arch, Error *e);
 /* Lays out the tensor table for cfg and allocates params (zeroed). */
 int model_init(Model *m, const ModelConfig *cfg, Error *e);
 void model_free(Model *m);
-/* Deterministic random init from seed (see src/model.c for why these scales):
+/* Deterministic random init from seed (see src/model/model.c for why these scales):
  * embedding N(0, 1) (nn.Embedding's default); query, key, value, hidden and
  * output weights and biases U(-1/sqrt(fan_in), 1/sqrt(fan_in)) (nn.Linear's
  * default); distance scores 0, so every head starts reading evenly (the chapter). */
@@ -231,7 +231,7 @@ void model_zero_grad(const Model *m, float *grads);
 void model_backward(const Model *m, Activations *a, const Batch *b, float *grads);
 
 /* ---------------------------------------------------------------------------
- * Layers, forward and backward side by side (src/layers.c, src/attention.c).
+ * Layers, forward and backward side by side (src/model/layers.c, src/model/attention.c).
  * Backward functions accumulate (+=) into parameter gradients. */
 
 /* C (M, N) = op(A) op(B) + beta C, row-major (cblas_sgemm with alpha 1;

@@ -95,5 +95,12 @@ void stories_free(Stories *s);
 
 /* Length in tokens of story i, [EOS]s included. */
 static inline size_t story_len(const Stories *s, int i) { return s->starts[i + 1] - s->starts[i]; }
+/* Token j of story i (j < story_len(s, i)). Read stories through these two
+ * accessors, not through s->tokens, so that how the ids are stored can change. */
+static inline int32_t story_token(const Stories *s, int i, size_t j) { return s->tokens[s->starts[i] + j]; }
+/* Story i's ids into out (story_len(s, i) entries). */
+static inline void story_copy_ids(const Stories *s, int i, int32_t *out) {
+    for (size_t j = 0, n = story_len(s, i); j < n; j++) out[j] = story_token(s, i, j);
+}
 
 #endif

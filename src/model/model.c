@@ -1,5 +1,5 @@
 /* The model's orchestration: init, batches, activations, and the forward and
- * backward passes that chain the layers of src/layers.c and src/attention.c.
+ * backward passes that chain the layers of src/model/layers.c and src/model/attention.c.
  * See include/storylm/model.h for the network and the layouts. */
 #include <cblas.h>
 #include <math.h>
