@@ -47,17 +47,75 @@ void args_print_help(const Command *cmd, const Option *opts, int n_opts) {
     printf("  %-28s %s\n", "-h, --help", "show this help");
 }
 
-static const Option *find_option(const Option *opts, int n, const char *arg) {
+/* Edit distance (insertions, deletions, substitutions) of a and b, both
+ * under 64 characters; larger for longer words, which no suggestion needs. */
+static int edit_distance(const char *a, const char *b) {
+    size_t la = strlen(a), lb = strlen(b);
+    if (la >= 64 || lb >= 64) return 1000;
+    int row[64];
+    for (size_t j = 0; j <= lb; j++) row[j] = (int)j;
+    for (size_t i = 1; i <= la; i++) {
+        int diag = row[0];
+        row[0] = (int)i;
+        for (size_t j = 1; j <= lb; j++) {
+            int up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best) best = up + 1;
+            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+            diag = up;
+            row[j] = best;
+        }
+    }
+    return row[lb];
+}
+
+const char *args_nearest(const char *word, const char *const *names, int n) {
+    const char *best = NULL;
+    int best_d = 1000;
+    for (int i = 0; i < n; i++) {
+        int d = edit_distance(word, names[i]);
+        if (d < best_d) best_d = d, best = names[i];
+    }
+    /* a typo, not another word: at most 2 edits, and fewer than half the letters */
+    return best && best_d <= 2 && 2 * best_d < (int)strlen(word) ? best : NULL;
+}
+
+/* Long names that mean another option (the spelling other tools use). */
+static const char *const option_aliases[][2] = {{"output", "out"}};
+
+/* The option arg names: "-n", "-n10" (a short option with its value
+ * attached: *attached points at "10"), "--name" or "--name=value". */
+static const Option *find_option(const Option *opts, int n, const char *arg, const char **attached) {
+    *attached = NULL;
     if (arg[1] != '-') {
         for (int i = 0; i < n; i++)
-            if (arg[1] && !arg[2] && opts[i].short_name == arg[1]) return &opts[i];
+            if (opts[i].short_name == arg[1] && (!arg[2] || opts[i].kind != OPT_BOOL)) {
+                if (arg[2]) *attached = arg + 2;
+                return &opts[i];
+            }
         return NULL;
     }
     const char *name = arg + 2;
     size_t len = strcspn(name, "=");
-    for (int i = 0; i < n; i++)
-        if (strlen(opts[i].name) == len && strncmp(opts[i].name, name, len) == 0) return &opts[i];
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < n; i++)
+            if (strlen(opts[i].name) == len && strncmp(opts[i].name, name, len) == 0) return &opts[i];
+        for (size_t a = 0; a < sizeof option_aliases / sizeof option_aliases[0]; a++)
+            if (strlen(option_aliases[a][0]) == len && strncmp(option_aliases[a][0], name, len) == 0)
+                name = option_aliases[a][1], len = strlen(name);
+    }
     return NULL;
+}
+
+/* "unknown option '--stpes'", with the nearest long name when it is a typo. */
+static void unknown_option(const Command *cmd, const Option *opts, int n, const char *arg) {
+    const char *names[128];
+    int k = 0;
+    for (int i = 0; i < n && k < 128; i++) names[k++] = opts[i].name;
+    char word[64];
+    snprintf(word, sizeof word, "%.*s", (int)strcspn(arg + strspn(arg, "-"), "="), arg + strspn(arg, "-"));
+    const char *near = args_nearest(word, names, k);
+    if (near) args_usage_error(cmd, "unknown option '%s'; did you mean --%s?", arg, near);
+    else args_usage_error(cmd, "unknown option '%s'", arg);
 }
 
 static int in_range(const Option *o, double x) { return o->min == o->max || (x >= o->min && x <= o->max); }
@@ -117,9 +175,10 @@ int args_parse(const Command *cmd, int argc, char **argv, const Option *opts, in
             positional[np++] = arg;
             continue;
         }
-        const Option *o = find_option(opts, n_opts, arg);
+        const char *attached;
+        const Option *o = find_option(opts, n_opts, arg, &attached);
         if (!o) {
-            args_usage_error(cmd, "unknown option '%s'", arg);
+            unknown_option(cmd, opts, n_opts, arg);
             return -1;
         }
         const char *eq = arg[1] == '-' ? strchr(arg, '=') : NULL;
@@ -131,7 +190,7 @@ int args_parse(const Command *cmd, int argc, char **argv, const Option *opts, in
             set_value(cmd, o, NULL);
             continue;
         }
-        const char *value = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+        const char *value = eq ? eq + 1 : attached ? attached : (i + 1 < argc ? argv[++i] : NULL);
         if (!value) {
             args_usage_error(cmd, "--%s needs a value (%s)", o->name, o->meta ? o->meta : "X");
             return -1;

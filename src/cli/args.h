@@ -40,6 +40,10 @@ int args_parse(const Command *cmd, int argc, char **argv, const Option *opts, in
 
 void args_print_help(const Command *cmd, const Option *opts, int n_opts);
 
+/* The name of names[0..n) that word is most likely a typo of (at most 2
+ * edits away), or NULL. */
+const char *args_nearest(const char *word, const char *const *names, int n);
+
 /* Prints "storylm VERB: error: ..." and a pointer to --help; returns 2. */
 int args_usage_error(const Command *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

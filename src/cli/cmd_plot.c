@@ -145,7 +145,7 @@ static int run(int argc, char **argv) {
     const char *out = NULL, *title = "storylm plot", *y_label = NULL;
     double y_max = 0;
     Option opts[] = {
-        {"output", 'o', OPT_STRING, &out, "FILE", "the SVG file to write (required)", 0, 0},
+        {"out", 'o', OPT_STRING, &out, "FILE", "the SVG file to write (required)", 0, 0},
         {"title", 0, OPT_STRING, &title, "TEXT", "the chart's title", 0, 0},
         {"y-label", 0, OPT_STRING, &y_label, "TEXT", "the y axis's label", 0, 0},
         {"y-max", 0, OPT_DOUBLE, &y_max, "Y", "clip the y axis at Y (0: the largest value)", 0, 1e9},

@@ -50,7 +50,7 @@ static int run(int argc, char **argv) {
     const char *output = "vocab.txt";
     int size = VOCAB_DEFAULT_SIZE;
     const Option opts[] = {
-        {"output", 'o', OPT_STRING, &output, "FILE", "where to write the vocabulary", 0, 0},
+        {"out", 'o', OPT_STRING, &output, "FILE", "where to write the vocabulary", 0, 0},
         {"size", 0, OPT_INT, &size, "N", "pieces in the vocabulary, [UNK] and [EOS] included", VOCAB_MIN_SIZE,
          VOCAB_MAX_SIZE},
     };

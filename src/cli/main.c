@@ -1,5 +1,6 @@
 /* storylm: the command-line front end. Each verb lives in src/cli/cmd_VERB.c
  * and defines `const Command command_VERB`; CMake lists them in verbs.inc. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -18,12 +19,35 @@ static const Command *const verbs[] = {
 
 static void print_usage(FILE *out) {
     fprintf(out, "storylm %s: a tiny story language model you can train, sample and take apart\n\n", STORYLM_VERSION);
-    fprintf(out, "usage: storylm VERB [options]   (storylm VERB --help for each)\n\nverbs:\n");
+    fprintf(out, "usage: storylm VERB [options]   (storylm help VERB, or storylm VERB --help, for each)\n\nverbs:\n");
     for (int i = 0; i < N_VERBS; i++) fprintf(out, "  %-10s %s\n", verbs[i]->name, verbs[i]->summary);
 }
 
+/* The verb called name, or NULL. */
+static const Command *find_verb(const char *name) {
+    for (int i = 0; i < N_VERBS; i++)
+        if (strcmp(name, verbs[i]->name) == 0) return verbs[i];
+    return NULL;
+}
+
+static int unknown_verb(const char *name) {
+    const char *names[N_VERBS];
+    for (int i = 0; i < N_VERBS; i++) names[i] = verbs[i]->name;
+    const char *near = args_nearest(name, names, N_VERBS);
+    if (near) fprintf(stderr, "storylm: error: unknown verb '%s'; did you mean '%s'?\n", name, near);
+    else fprintf(stderr, "storylm: error: unknown verb '%s'\n---> HINT: run 'storylm --help' for the list\n", name);
+    return 2;
+}
+
 int main(int argc, char **argv) {
-    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+    bool help = argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0);
+    if (help && argc >= 3) { /* storylm help VERB: that verb's --help */
+        const Command *c = find_verb(argv[2]);
+        if (!c) return unknown_verb(argv[2]);
+        char *args[] = {argv[2], "--help", NULL};
+        return c->run(2, args);
+    }
+    if (argc < 2 || help) {
         print_usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
     }
@@ -31,8 +55,6 @@ int main(int argc, char **argv) {
         printf("storylm %s\n", STORYLM_VERSION);
         return 0;
     }
-    for (int i = 0; i < N_VERBS; i++)
-        if (strcmp(argv[1], verbs[i]->name) == 0) return verbs[i]->run(argc - 1, argv + 1);
-    fprintf(stderr, "storylm: error: unknown verb '%s'\n---> HINT: run 'storylm --help' for the list\n", argv[1]);
-    return 2;
+    const Command *c = find_verb(argv[1]);
+    return c ? c->run(argc - 1, argv + 1) : unknown_verb(argv[1]);
 }
