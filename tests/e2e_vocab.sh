@@ -94,4 +94,14 @@ expect_fail 2 'size' "$STORYLM" vocab stories.txt --size many
 expect_fail 2 'missing argument' "$STORYLM" vocab
 expect_fail 2 'unknown option' "$STORYLM" vocab stories.txt --sise 10
 
+# --model: the vocabulary a model holds, as vocab.txt; the shipped vocab.txt is the shipped model's.
+SHIPPED="$STORYLM_SOURCE_DIR/models/tinystories.safetensors"
+"$STORYLM" vocab --model "$SHIPPED" -o exported.txt 2>/dev/null || fail "vocab --model"
+cmp -s exported.txt "$STORYLM_SOURCE_DIR/models/vocab.txt" || fail "models/vocab.txt is not the shipped model's vocabulary"
+(( $(wc -l < exported.txt) == 2000 )) || fail "exported vocabulary has $(wc -l < exported.txt) lines"
+"$STORYLM" tokenize --vocab exported.txt "Zarko sat on the mat." > /dev/null || fail "the exported vocabulary does not load"
+expect_fail 2 'not both' "$STORYLM" vocab stories.txt --model "$SHIPPED"
+expect_fail 1 'no model file' "$STORYLM" vocab --model no_such.safetensors -o x2.txt
+[ ! -e x2.txt ] || fail "x2.txt written after an error"
+
 echo "e2e_vocab: all checks passed"

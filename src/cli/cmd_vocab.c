@@ -1,21 +1,26 @@
-/* storylm vocab: learn the WordPiece vocabulary (vocab.txt) from a stories file. */
+/* storylm vocab: learn the WordPiece vocabulary (vocab.txt) from a stories
+ * file, or export a model's own. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "args.h"
+#include "common.h"
 #include "storylm/fileio.h"
 #include "storylm/vocab_train.h"
 
 static int run(int argc, char **argv);
 const Command command_vocab = {
     "vocab", "learn the WordPiece vocabulary (vocab.txt) from stories",
-    "storylm vocab STORIES [-o vocab.txt] [--size N]",
+    "storylm vocab STORIES [-o vocab.txt] [--size N]   |   storylm vocab --model M [-o vocab.txt]",
     "Learns a WordPiece vocabulary of exactly --size pieces from the stories, the way HuggingFace's\n"
     "WordPieceTrainer does: every word is split into characters (\"c\", then \"##c\" inside the word)\n"
     "and the most frequent adjacent pair of pieces is merged, again and again. vocab.txt holds\n"
     "[UNK] and [EOS], the characters, then the merged pieces in merge order, one a line (line\n"
-    "number = id). The same stories always give the same file, byte for byte.",
+    "number = id). The same stories always give the same file, byte for byte.\n"
+    "With --model M instead of STORIES, writes the vocabulary stored in the model file: a\n"
+    "standard BERT vocab.txt that any WordPiece tokenizer loads.",
     run};
 
 static double seconds_now(void) {
@@ -46,18 +51,36 @@ static void print_summary(const char *path, const char *output, int size, const 
     fprintf(stderr, "wrote %s: %d pieces in %.2f s\n", output, size, seconds);
 }
 
+/* --model: the vocabulary a model file holds, written as vocab.txt. */
+static int export_vocab(const char *model_path, const char *output) {
+    Error e = {0};
+    LoadedModel lm;
+    int rc = cli_load_model(&lm, model_path, &e) || file_write_atomic(output, lm.vocab, strlen(lm.vocab), &e);
+    if (rc) {
+        error_print(&e, "storylm vocab");
+        return 1;
+    }
+    fprintf(stderr, "wrote %s: the %d pieces of %s\n", output, lm.model.cfg.vocab_size, model_path);
+    cli_free_model(&lm);
+    return 0;
+}
+
 static int run(int argc, char **argv) {
-    const char *output = "vocab.txt";
+    const char *output = "vocab.txt", *model = NULL;
     int size = VOCAB_DEFAULT_SIZE;
     const Option opts[] = {
         {"out", 'o', OPT_STRING, &output, "FILE", "where to write the vocabulary", 0, 0},
         {"size", 0, OPT_INT, &size, "N", "pieces in the vocabulary, [UNK] and [EOS] included", VOCAB_MIN_SIZE,
          VOCAB_MAX_SIZE},
+        {"model", 'm', OPT_STRING, &model, "FILE", "export this model's vocabulary instead of learning one", 0, 0},
     };
     const char *pos[1];
     int np;
-    int rc = args_parse(&command_vocab, argc, argv, opts, N_OPTIONS(opts), pos, 1, 1, &np);
+    int rc = args_parse(&command_vocab, argc, argv, opts, N_OPTIONS(opts), pos, 0, 1, &np);
     if (rc) return rc > 0 ? 0 : 2;
+    if (model && np) return args_usage_error(&command_vocab, "give STORIES to learn a vocabulary or --model to export one, not both");
+    if (model) return export_vocab(model, output);
+    if (!np) return args_usage_error(&command_vocab, "missing argument; usage: %s", command_vocab.usage);
 
     double t0 = seconds_now();
     Error e = {0};
