@@ -37,7 +37,6 @@ rm model.safetensors
 
 # The model card's test numbers, measured again.
 DATA="${TINYSTORIES:-$STORYLM_SOURCE_DIR/../shared/data/tinystories-train.txt}"
-[[ -f "$DATA" ]] || DATA=/work/shared/data/tinystories-train.txt
 if [[ ! -f "$DATA" ]]; then
   echo "SKIPPED the eval check: no TinyStories training file (set TINYSTORIES=FILE)"
   exit 0
