@@ -15,8 +15,8 @@ static int run(int argc, char **argv);
 const Command command_attribute = {
     "attribute", "Which parts push a guess: gradient x activation, removal, surprisal",
     "storylm attribute TEXT [--pos N] [--token T] [options]",
-    "Runs [EOS] and the text through the network. At position --pos (default: the last;\n"
-    "0 is [EOS]) the hidden layer reads z = [the token's row (32), head 0 (16), ..., head 7]\n"
+    "Runs [EOS] and the text through the network. At position --pos (0 is [EOS]; negative\n"
+    "counts from the end; default: the last token) the hidden layer reads z = [the token's row (32), head 0 (16), ..., head 7]\n"
     "and the next token --token (default: the top guess there) gets the logit\n"
     "W2[token] tanh(W1 z + b1) + b2[token]. For the row and each head it shows:\n"
     "  grad x act   the sum over the part's numbers of d logit / d z_i times z_i: a\n"
@@ -172,10 +172,10 @@ static int attribute(const ProbeOptions *po, const AttributeArgs *args, Error *e
     int have_mean = 0, Z = model_hidden_input_dim(&ps.lm.model.cfg);
     double *mean_z = xmalloc((size_t)Z * sizeof(double), e);
     int rc = !mean_z || interp_encode(&ps, args->text, &ids, e);
-    int T = (int)ids.len, p = args->pos < 0 ? T - 1 : args->pos;
-    if (!rc && p >= T)
-        rc = FAIL(e, "give --pos from 0 ([EOS]) to the last token; 'storylm tokenize' shows the positions",
-                  "--pos %d is past the text's last position %d", p, T - 1);
+    int T = (int)ids.len, p = args->pos < 0 ? T + args->pos : args->pos;
+    if (!rc && (p < 0 || p >= T))
+        rc = FAIL(e, "give --pos from 0 ([EOS]) to the last token, or from -1 (the last) back; 'storylm tokenize' shows the positions",
+                  "--pos %d is outside the text's %d positions", args->pos, T);
     if (!rc) rc = probe_runner_init(&r, &ps.lm.model, T, e) || probe_run(&r, ids.data, T, &ps.ablation, e);
     int32_t token = -1;
     if (!rc) rc = args->token ? interp_token(&ps, args->token, "--token", &token, e) : (token = interp_top_guess(&r.acts, p, -1), 0);
@@ -202,7 +202,7 @@ static int run(int argc, char **argv) {
         PROBE_SVG_OPTION(po),
         PROBE_MEAN_STORIES_OPTION(po),
         PROBE_TEST_OPTION(po),
-        {"pos", 0, OPT_INT, &args.pos, "N", "position to take apart, 0 = [EOS] (default -1: the last)", -1, 1e9},
+        {"pos", 0, OPT_INT, &args.pos, "N", "position to take apart, 0 = [EOS]; negative: from the end", -1e9, 1e9},
         {"token", 0, OPT_STRING, &args.token, "T", "next token whose logit is taken apart (default: the top guess)", 0, 0},
     };
     int rc = probe_parse(&command_attribute, argc, argv, opts, N_OPTIONS(opts), &po, pos, 1);
