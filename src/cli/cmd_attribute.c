@@ -141,12 +141,12 @@ static int draw(const char *path, const ProbeSession *ps, const IntVec *ids, con
     snprintf(title, sizeof title, "What pushes '%s' at position %d (logit %.3f)", probe_token(ps, a->token), a->position,
              a->logit);
     svg_text(&svg, 20, 24, title, 15, SVG_START, 0, "black");
-    SvgPanel p1 = {.x = 70, .y = 60, .w = width - 260, .h = 250, .y0 = lo, .y1 = hi > lo ? hi : lo + 1};
+    SvgPanel p1 = {.x = 70, .y = 60, .w = width - 260, .h = 250, .y0 = 1.1 * lo, .y1 = hi > lo ? 1.1 * hi : lo + 1};
     svg_axes(&svg, &p1, "each part: gradient x activation, zero removal, mean removal", NULL, "logit", 0);
     svg_bars(&svg, &p1, values, 3, P, labels, NULL, 0);
     const char *series[3] = {"grad x act", "zero", "mean"}, *colors[3] = {svg_palette(0), svg_palette(1), svg_palette(2)};
     svg_legend(&svg, width - 170, 70, series, colors, 3);
-    SvgPanel p2 = {.x = 70, .y = 400, .w = width - 110, .h = 250, .y0 = 0, .y1 = top};
+    SvgPanel p2 = {.x = 70, .y = 400, .w = width - 110, .h = 250, .y0 = 0, .y1 = 1.1 * top};
     svg_axes(&svg, &p2, "surprisal of each token (nats)", NULL, "nats", 0);
     svg_bars(&svg, &p2, s, 1, T - 1, labels + P, NULL, 1);
     int rc = svg_save(&svg, path, e);

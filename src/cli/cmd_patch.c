@@ -155,7 +155,7 @@ static int draw(const char *path, const ProbeSession *ps, const PatchInput *in, 
         else snprintf(names[u], sizeof names[u], "%d %s/%s", u, a, b);
     }
     snprintf(names[T], sizeof names[T], "query");
-    snprintf(names[T + 1], sizeof names[T + 1], "output");
+    snprintf(names[T + 1], sizeof names[T + 1], "output (row: every row)");
     snprintf(names[cols], sizeof names[cols], "row");
     for (int h = 0; h < H; h++) snprintf(names[cols + 1 + h], sizeof names[0], "head %d", h);
     for (int i = 0; i < cols + H + 1; i++) labels[i] = names[i];
@@ -166,6 +166,8 @@ static int draw(const char *path, const ProbeSession *ps, const PatchInput *in, 
     snprintf(title, sizeof title, "Activation patching: '%s' over '%s' (0 corrupt, 1 clean; clean/corrupt tokens)",
              probe_token(ps, p->answer), probe_token(ps, p->wrong));
     svg_text(&s, 20, 22, title, 13, SVG_START, 0, "black");
+    svg_text(&s, 20, 40, "a cell: that piece of the clean run put into the corrupt one; head h at position u: its key and value there",
+             11, SVG_START, 0, "#444");
     svg_heatmap(&s, left, top, cell, values, H + 1, cols, 1.0, labels + cols, labels, fmin(10, cell * 0.8));
     int rc = svg_save(&s, path, e);
     svg_free(&s);
