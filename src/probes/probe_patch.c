@@ -163,8 +163,9 @@ static void copy_token(LastReads *dst, const LastReads *src, const ModelConfig *
 
 static void reset_work(Patcher *p) { memcpy(p->work.rows, p->corrupt.rows, p->work.size * sizeof(double)); }
 
+/* + 0.0 turns the -0 of an unchanged run over a negative denominator into 0 */
 static double normalised(const PatchResult *r, double diff) {
-    return (diff - r->corrupt_diff) / (r->clean_diff - r->corrupt_diff);
+    return (diff - r->corrupt_diff) / (r->clean_diff - r->corrupt_diff) + 0.0;
 }
 
 static void sweep_heads(Patcher *p, PatchResult *r) {
