@@ -1,0 +1,50 @@
+/* Attribution (probe_attribute.c): which parts of what the hidden layer
+ * reads push one next-token logit, and where a text surprises the network.
+ *
+ * At position p the hidden layer reads z = [row, head 0, ..., head 7] (160
+ * numbers, model.h) and token's logit is W2[token] tanh(W1 z + b1) + b2[token].
+ * For each part (the token's own row, 32 numbers; each head's output, 16):
+ *   gradient x activation   sum over the part's numbers of (d logit / d z_i) z_i,
+ *                           the first-order guess of what the part adds
+ *   zero effect             logit - logit with the part's numbers set to 0
+ *   mean effect             logit - logit with them set to their mean over the
+ *                           test stories (the mean row; the head's mean output)
+ * Only the part's slot of z at p changes: the row's other path, through the
+ * queries, keys and values, is not removed (patch measures that). Everything
+ * is computed in double from the float activations of one forward pass;
+ * switched-off heads hold their replacement, so they add nothing. */
+#ifndef STORYLM_PROBE_ATTRIBUTE_H
+#define STORYLM_PROBE_ATTRIBUTE_H
+
+#include <stdint.h>
+
+#include "storylm/error.h"
+#include "storylm/model.h"
+#include "storylm/stories.h"
+
+typedef struct AttributeResult {
+    int position;           /* the predicting position */
+    int32_t token;          /* the next token whose logit is taken apart */
+    double logit, probability;
+    int rank;               /* 1 = the most likely */
+    int n_parts;            /* 1 + H: the row, then head 0..H-1 */
+    double *grad_x_act;     /* (n_parts) */
+    double *zero_effect;    /* (n_parts) */
+    double *mean_effect;    /* (n_parts), NAN without means */
+    double *norm;           /* (n_parts) length of the part's numbers */
+    int n_positions;
+    double *surprisal;      /* (T) -log p(x_{t+1}) at t in nats (NAN at the last position) */
+} AttributeResult;
+
+/* After model_forward of one story into a (attention network): the parts of
+ * token's logit at position p (0 <= p < n_positions). mean_z (Z) may be NULL. */
+int probe_attribute(const Model *m, const Activations *a, int p, int32_t token, const double *mean_z,
+                    AttributeResult *out, Error *e);
+void attribute_result_free(AttributeResult *r);
+
+/* mean_z (Z) = what the hidden layer reads, averaged over every position of
+ * stories idx[0..n) with no head switched off: the mean row, then each head's
+ * mean output (probe_head_means, what --ablate-mode mean uses). */
+int probe_mean_z(const Model *m, const Stories *s, const int *idx, int n, double *mean_z, Error *e);
+
+#endif

@@ -1,0 +1,213 @@
+/* storylm attribute TEXT: which parts of what the hidden layer reads push
+ * one guess (gradient x activation beside the exact effect of removing
+ * each part), and the surprisal of every token of the text. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "interp_common.h"
+#include <unistd.h>
+#include "storylm/probe_attribute.h"
+#include "storylm/svg.h"
+
+static int run(int argc, char **argv);
+const Command command_attribute = {
+    "attribute", "Which parts push a guess: gradient x activation, removal, surprisal",
+    "storylm attribute TEXT [--pos N] [--token T] [options]",
+    "Runs [EOS] and the text through the network. At position --pos (0 is [EOS]; negative\n"
+    "counts from the end; default: the last token) the hidden layer reads z = [the token's row (32), head 0 (16), ..., head 7]\n"
+    "and the next token --token (default: the top guess there) gets the logit\n"
+    "W2[token] tanh(W1 z + b1) + b2[token]. For the row and each head it shows:\n"
+    "  grad x act   the sum over the part's numbers of d logit / d z_i times z_i: a\n"
+    "               first-order estimate of what the part adds\n"
+    "  zero         the exact change of the logit when the part's numbers are set to 0\n"
+    "  mean         the same with the part set to its mean over the test stories (the\n"
+    "               mean row, the head's mean output), from --stories or the file the\n"
+    "               model was trained on; left empty when neither can be read\n"
+    "Only the part's own slot of z is removed: the row also reaches the guess through the\n"
+    "heads' queries, keys and values, which 'storylm patch' measures. A large gap between\n"
+    "grad x act and the removals shows where tanh is far from linear.\n"
+    "Then the surprisal of every token, -log p(token | the tokens before), in nats and bits,\n"
+    "so you see where the network is surprised. --ablate switches heads off first (their\n"
+    "parts then hold the replacement). --svg FILE draws both.",
+    run};
+
+/* The mean z over the test stories of --stories or the model's "data"; *have 0 when neither can be read. */
+static int mean_input(const ProbeSession *ps, const ProbeOptions *po, double *mean_z, int *have, char *note,
+                      size_t size, Error *e) {
+    const char *data = metadata_get(&ps->lm.meta, "data");
+    const char *path = po->mean_stories ? po->mean_stories : data && data[0] ? data : NULL;
+    *have = 0;
+    if (!path || (!po->mean_stories && access(path, R_OK) != 0)) {
+        snprintf(note, size, "mean: no stories to average over (give --stories FILE)");
+        return 0;
+    }
+    Stories s;
+    StoriesOptions so = stories_default_options();
+    so.n_test = po->n_test;
+    if (stories_load(&s, path, &ps->lm.tokenizer, &so, e)) return -1;
+    int rc = s.n_test > 0 ? probe_mean_z(&ps->lm.model, &s, s.test, s.n_test, mean_z, e)
+                          : FAIL(e, "give --stories FILE with more stories", "'%s' has too few stories to hold any out", path);
+    if (!rc) snprintf(note, size, "mean: over the %d test stories of %s", s.n_test, path);
+    stories_free(&s);
+    *have = rc == 0;
+    return rc;
+}
+
+static void parts_table(Report *r, const AttributeResult *a) {
+    ReportTable *t = report_table(r, "parts", "What each part adds to the logit");
+    table_column(t, "part", "part", CELL_TEXT, 0);
+    table_column(t, "norm", "length", CELL_NUMBER, 3);
+    table_column(t, "grad_x_act", "grad x act", CELL_NUMBER, 4);
+    table_column(t, "zero", "zero", CELL_NUMBER, 4);
+    table_column(t, "mean", "mean", CELL_NUMBER, 4);
+    char name[32];
+    for (int k = 0; k < a->n_parts; k++) {
+        snprintf(name, sizeof name, k == 0 ? "row" : "head %d", k - 1);
+        table_row(t);
+        cell_text(t, name);
+        cell_number(t, a->norm[k]);
+        cell_number(t, a->grad_x_act[k]);
+        cell_number(t, a->zero_effect[k]);
+        if (isfinite(a->mean_effect[k])) cell_number(t, a->mean_effect[k]);
+        else cell_skip(t);
+    }
+}
+
+static void surprisal_table(Report *r, const ProbeSession *ps, const IntVec *ids, const AttributeResult *a) {
+    ReportTable *t = report_table(r, "surprisal", "Surprisal of each token given the ones before");
+    table_column(t, "position", "pos", CELL_INT, 0);
+    table_column(t, "token", "token", CELL_TEXT, 0);
+    table_column(t, "id", "id", CELL_INT, 0);
+    table_column(t, "nats", "nats", CELL_NUMBER, 3);
+    table_column(t, "bits", "bits", CELL_NUMBER, 3);
+    table_column(t, "probability", "probability", CELL_PERCENT, 2);
+    for (int u = 1; u < a->n_positions; u++) {
+        double s = a->surprisal[u - 1];
+        table_row(t);
+        cell_int(t, u);
+        cell_text(t, probe_token(ps, ids->data[u]));
+        cell_int(t, ids->data[u]);
+        cell_number(t, s);
+        cell_number(t, s / log(2.0));
+        cell_number(t, exp(-s));
+    }
+}
+
+static void build_report(Report *r, const ProbeSession *ps, const char *text, const IntVec *ids,
+                         const AttributeResult *a, const char *mean_note) {
+    probe_report_header(r, ps);
+    report_text(r, "text", "text", text);
+    report_int(r, "position", "position", a->position);
+    report_text(r, "at", "token there", probe_token(ps, ids->data[a->position]));
+    report_text(r, "token", "next token", probe_token(ps, a->token));
+    report_int(r, "token_id", "next token id", a->token);
+    report_number(r, "logit", "its logit", a->logit, 4);
+    report_percent(r, "probability", "its probability", a->probability, 2);
+    report_int(r, "rank", "its rank", a->rank);
+    report_note(r, "%s", mean_note);
+    parts_table(r, a);
+    double total = 0;
+    for (int u = 0; u + 1 < a->n_positions; u++) total += a->surprisal[u];
+    report_number(r, "mean_surprisal", "mean surprisal (nats)", a->n_positions > 1 ? total / (a->n_positions - 1) : NAN, 4);
+    surprisal_table(r, ps, ids, a);
+}
+
+/* The parts' three measures as grouped bars, then the surprisal of every token. */
+static int draw(const char *path, const ProbeSession *ps, const IntVec *ids, const AttributeResult *a, Error *e) {
+    int P = a->n_parts, T = a->n_positions;
+    double *values = malloc((size_t)(3 * P + T) * sizeof(double));
+    const char **labels = malloc((size_t)(P + T) * sizeof *labels);
+    char (*names)[16] = malloc((size_t)P * sizeof *names);
+    if (!values || !labels || !names) {
+        free(values), free(labels), free(names);
+        return FAIL(e, NULL, "out of memory drawing the attribution");
+    }
+    double lo = 0, hi = 0, top = 1;
+    for (int k = 0; k < P; k++) {
+        values[k] = a->grad_x_act[k], values[P + k] = a->zero_effect[k], values[2 * P + k] = a->mean_effect[k];
+        snprintf(names[k], sizeof names[k], k == 0 ? "row" : "head %d", k - 1);
+        labels[k] = names[k];
+    }
+    for (int i = 0; i < 3 * P; i++)
+        if (isfinite(values[i])) lo = fmin(lo, values[i]), hi = fmax(hi, values[i]);
+    double *s = values + 3 * P;
+    for (int u = 1; u < T; u++) s[u - 1] = a->surprisal[u - 1], top = fmax(top, s[u - 1]), labels[P + u - 1] = probe_token(ps, ids->data[u]);
+    Svg svg;
+    double width = fmax(900, 120 + 14.0 * T);
+    svg_begin(&svg, width, 760, "storylm attribute");
+    char title[200];
+    snprintf(title, sizeof title, "What pushes '%s' at position %d (logit %.3f)", probe_token(ps, a->token), a->position,
+             a->logit);
+    svg_text(&svg, 20, 24, title, 15, SVG_START, 0, "black");
+    SvgPanel p1 = {.x = 70, .y = 60, .w = width - 260, .h = 250, .y0 = 1.1 * lo, .y1 = hi > lo ? 1.1 * hi : lo + 1};
+    svg_axes(&svg, &p1, "each part: gradient x activation, zero removal, mean removal", NULL, "logit", 0);
+    svg_bars(&svg, &p1, values, 3, P, labels, NULL, 0);
+    const char *series[3] = {"grad x act", "zero", "mean"}, *colors[3] = {svg_palette(0), svg_palette(1), svg_palette(2)};
+    svg_legend(&svg, width - 170, 70, series, colors, 3);
+    SvgPanel p2 = {.x = 70, .y = 400, .w = width - 110, .h = 250, .y0 = 0, .y1 = 1.1 * top};
+    svg_axes(&svg, &p2, "surprisal of each token (nats)", NULL, "nats", 0);
+    svg_bars(&svg, &p2, s, 1, T - 1, labels + P, NULL, 1);
+    int rc = svg_save(&svg, path, e);
+    svg_free(&svg);
+    free(values), free(labels), free(names);
+    return rc;
+}
+
+typedef struct AttributeArgs {
+    const char *text, *token;
+    int pos; /* -1: the last */
+} AttributeArgs;
+
+static int attribute(const ProbeOptions *po, const AttributeArgs *args, Error *e) {
+    ProbeSession ps;
+    if (probe_session_open(&ps, po, "attribute", NULL, PROBE_ATTENTION_ONLY, e)) return -1;
+    IntVec ids = {0};
+    ProbeRunner r = {0};
+    AttributeResult a = {0};
+    Report rep;
+    report_init(&rep, "attribute");
+    char note[512] = "";
+    int have_mean = 0, Z = model_hidden_input_dim(&ps.lm.model.cfg);
+    double *mean_z = xmalloc((size_t)Z * sizeof(double), e);
+    int rc = !mean_z || interp_encode(&ps, args->text, &ids, e);
+    int T = (int)ids.len, p = args->pos < 0 ? T + args->pos : args->pos;
+    if (!rc && (p < 0 || p >= T))
+        rc = FAIL(e, "give --pos from 0 ([EOS]) to the last token, or from -1 (the last) back; 'storylm tokenize' shows the positions",
+                  "--pos %d is outside the text's %d positions", args->pos, T);
+    if (!rc) rc = probe_runner_init(&r, &ps.lm.model, T, e) || probe_run(&r, ids.data, T, &ps.ablation, e);
+    int32_t token = -1;
+    if (!rc) rc = args->token ? interp_token(&ps, args->token, "--token", &token, e) : (token = interp_top_guess(&r.acts, p, -1), 0);
+    if (!rc) rc = mean_input(&ps, po, mean_z, &have_mean, note, sizeof note, e);
+    if (!rc) rc = probe_attribute(&ps.lm.model, &r.acts, p, token, have_mean ? mean_z : NULL, &a, e);
+    if (!rc) build_report(&rep, &ps, args->text, &ids, &a, note);
+    if (!rc && po->svg) rc = draw(po->svg, &ps, &ids, &a, e);
+    if (!rc) rc = probe_emit(&rep, po, e);
+    report_free(&rep);
+    attribute_result_free(&a);
+    probe_runner_free(&r);
+    intvec_free(&ids);
+    free(mean_z);
+    probe_session_close(&ps);
+    return rc ? -1 : 0;
+}
+
+static int run(int argc, char **argv) {
+    ProbeOptions po = PROBE_OPTIONS_DEFAULT;
+    AttributeArgs args = {.pos = -1};
+    const char *pos[1];
+    Option opts[] = {
+        PROBE_COMMON_OPTIONS(po),
+        PROBE_SVG_OPTION(po),
+        PROBE_MEAN_STORIES_OPTION(po),
+        PROBE_TEST_OPTION(po),
+        {"pos", 0, OPT_INT, &args.pos, "N", "position to take apart, 0 = [EOS]; negative: from the end", -1e9, 1e9},
+        {"token", 0, OPT_STRING, &args.token, "T", "next token whose logit is taken apart (default: the top guess)", 0, 0},
+    };
+    int rc = probe_parse(&command_attribute, argc, argv, opts, N_OPTIONS(opts), &po, pos, 1);
+    if (rc >= 0) return rc;
+    args.text = pos[0];
+    Error e = {0};
+    return attribute(&po, &args, &e) ? cli_fail(&e) : 0;
+}

@@ -1,0 +1,224 @@
+/* storylm patch CLEAN CORRUPT: activation patching. Pieces of the clean
+ * run put into the corrupt run, one at a time, and how much of the clean
+ * run's preference for the answer over the wrong token comes back. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "interp_common.h"
+#include "storylm/probe_patch.h"
+#include "storylm/svg.h"
+
+static int run(int argc, char **argv);
+const Command command_patch = {
+    "patch", "Activation patching: which heads and positions carry a difference",
+    "storylm patch CLEAN CORRUPT [--answer TOKEN --wrong TOKEN] [options]",
+    "Runs [EOS] and each text through the network (the two must have the same number of\n"
+    "tokens; differing ones are refused with both tokenizations shown). At the last position\n"
+    "it measures the logit difference LD = logit(answer) - logit(wrong), by default the\n"
+    "answer being the clean run's top guess and the wrong token the corrupt run's (its second\n"
+    "guess when both agree). Then it puts pieces of the clean run into the corrupt run, one at a\n"
+    "time, and reports (LD - LD_corrupt) / (LD_clean - LD_corrupt): 0 is the corrupt run, 1 the\n"
+    "clean one, above 1 or below 0 when a piece overshoots.\n"
+    "\n"
+    "In one layer a head's output at an earlier position reaches only that position's own\n"
+    "guess, so the pieces are what the last position reads:\n"
+    "  head h, position u   head h's key and value at u (what the head reads there)\n"
+    "  head h, query        head h's query at the last position\n"
+    "  head h, output       head h's whole output at the last position\n"
+    "  row, position u      the token row at u: every head's key and value there, and at the\n"
+    "                       last position also the queries and the row's own slot of z\n"
+    "  hidden               the hidden layer at the last position\n"
+    "Patching every row, or every head's output with the last row, gives back the clean run's\n"
+    "numbers exactly. The last position is evaluated in double precision for every patch.\n"
+    "--ablate switches heads off in both runs (patching them then changes nothing).\n"
+    "--svg FILE draws the heat map: the row and the heads by position, then query and output.",
+    run};
+
+typedef struct PatchInput {
+    const char *clean, *corrupt, *answer, *wrong;
+    IntVec clean_ids, corrupt_ids;
+    int32_t answer_id, wrong_id;
+} PatchInput;
+
+static int same_length(const ProbeSession *ps, const PatchInput *in, Error *e) {
+    if (in->clean_ids.len == in->corrupt_ids.len) return 0;
+    char a[2048], b[2048];
+    interp_pieces(ps, in->clean_ids.data, (int)in->clean_ids.len, a, sizeof a);
+    interp_pieces(ps, in->corrupt_ids.data, (int)in->corrupt_ids.len, b, sizeof b);
+    return FAIL(e, "change the corrupt text so that it has as many tokens (e.g. swap a name for one of as many pieces)",
+                "the texts have different numbers of tokens, so positions cannot be matched:\n"
+                "  clean   (%zu tokens): %s\n  corrupt (%zu tokens): %s",
+                in->clean_ids.len, a, in->corrupt_ids.len, b);
+}
+
+/* --answer and --wrong, or the defaults from the two runs. */
+static int choose_tokens(const ProbeSession *ps, PatchInput *in, const Activations *clean, const Activations *corrupt,
+                         Error *e) {
+    int last = clean->n_positions - 1;
+    if (in->answer ? interp_token(ps, in->answer, "--answer", &in->answer_id, e) : 0) return -1;
+    if (!in->answer) in->answer_id = interp_top_guess(clean, last, -1);
+    if (in->wrong ? interp_token(ps, in->wrong, "--wrong", &in->wrong_id, e) : 0) return -1;
+    if (!in->wrong) in->wrong_id = interp_top_guess(corrupt, last, in->answer_id);
+    if (in->wrong_id == in->answer_id)
+        return FAIL(e, "give a --wrong token other than the answer", "--answer and --wrong are the same token '%s'",
+                    probe_token(ps, in->answer_id));
+    return 0;
+}
+
+static void positions_table(Report *r, const ProbeSession *ps, const PatchInput *in, const PatchResult *p) {
+    ReportTable *t = report_table(r, "positions", "Clean pieces at each position put into the corrupt run (0 corrupt, 1 clean)");
+    table_column(t, "position", "pos", CELL_INT, 0);
+    table_column(t, "clean", "clean", CELL_TEXT, 0);
+    table_column(t, "corrupt", "corrupt", CELL_TEXT, 0);
+    table_column(t, "row", "row", CELL_NUMBER, 3);
+    char key[32], label[32];
+    for (int h = 0; h < p->n_heads; h++) {
+        snprintf(key, sizeof key, "head_%d", h);
+        snprintf(label, sizeof label, "head %d", h);
+        table_column(t, key, label, CELL_NUMBER, 3);
+    }
+    for (int u = 0; u < p->n_positions; u++) {
+        table_row(t);
+        cell_int(t, u);
+        cell_text(t, probe_token(ps, in->clean_ids.data[u]));
+        cell_text(t, probe_token(ps, in->corrupt_ids.data[u]));
+        cell_number(t, p->rows[u]);
+        for (int h = 0; h < p->n_heads; h++) cell_number(t, p->reads[(size_t)h * p->n_positions + u]);
+    }
+}
+
+static void heads_table(Report *r, const PatchResult *p) {
+    ReportTable *t = report_table(r, "heads", "Each head at the last position (0 corrupt, 1 clean)");
+    table_column(t, "head", "head", CELL_INT, 0);
+    table_column(t, "query", "query", CELL_NUMBER, 3);
+    table_column(t, "output", "whole output", CELL_NUMBER, 3);
+    for (int h = 0; h < p->n_heads; h++) {
+        table_row(t);
+        cell_int(t, h);
+        cell_number(t, p->query[h]);
+        cell_number(t, p->output[h]);
+    }
+}
+
+static void build_report(Report *r, const ProbeSession *ps, const PatchInput *in, const PatchResult *p) {
+    probe_report_header(r, ps);
+    report_text(r, "clean", "clean text", in->clean);
+    report_text(r, "corrupt", "corrupt text", in->corrupt);
+    report_int(r, "tokens", "tokens", p->n_positions);
+    report_text(r, "answer", "answer", probe_token(ps, p->answer));
+    report_int(r, "answer_id", "answer id", p->answer);
+    report_text(r, "wrong", "wrong token", probe_token(ps, p->wrong));
+    report_int(r, "wrong_id", "wrong id", p->wrong);
+    report_number(r, "clean_diff", "logit difference, clean", p->clean_diff, 4);
+    report_number(r, "corrupt_diff", "logit difference, corrupt", p->corrupt_diff, 4);
+    report_number(r, "clean_diff_model", "  (float forward pass, clean)", p->clean_diff_model, 4);
+    report_number(r, "corrupt_diff_model", "  (float forward pass, corrupt)", p->corrupt_diff_model, 4);
+    report_number(r, "hidden", "hidden layer patched", p->hidden, 4);
+    report_number(r, "all_rows", "every row patched", p->all_rows, 4);
+    report_number(r, "outputs_and_row", "every head output and the last row patched", p->outputs_and_row, 4);
+    positions_table(r, ps, in, p);
+    heads_table(r, p);
+}
+
+/* Rows: the row, then heads; columns: positions, then query and output. */
+static double *heat_values(const PatchResult *p, int cols) {
+    int H = p->n_heads, T = p->n_positions;
+    double *v = malloc((size_t)(H + 1) * cols * sizeof(double));
+    if (!v) return NULL;
+    for (int u = 0; u < T; u++) {
+        v[u] = p->rows[u];
+        for (int h = 0; h < H; h++) v[(size_t)(h + 1) * cols + u] = p->reads[(size_t)h * T + u];
+    }
+    v[T] = NAN;
+    v[T + 1] = p->all_rows;
+    for (int h = 0; h < H; h++) {
+        v[(size_t)(h + 1) * cols + T] = p->query[h];
+        v[(size_t)(h + 1) * cols + T + 1] = p->output[h];
+    }
+    return v;
+}
+
+static int draw(const char *path, const ProbeSession *ps, const PatchInput *in, const PatchResult *p, Error *e) {
+    int H = p->n_heads, T = p->n_positions, cols = T + 2;
+    double *values = heat_values(p, cols);
+    char (*names)[48] = malloc((size_t)(cols + H + 1) * sizeof *names);
+    const char **labels = malloc((size_t)(cols + H + 1) * sizeof *labels);
+    if (!values || !names || !labels) {
+        free(values), free(names), free(labels);
+        return FAIL(e, NULL, "out of memory drawing the patching heat map");
+    }
+    for (int u = 0; u < T; u++) {
+        const char *a = probe_token(ps, in->clean_ids.data[u]), *b = probe_token(ps, in->corrupt_ids.data[u]);
+        if (strcmp(a, b) == 0) snprintf(names[u], sizeof names[u], "%d %s", u, a);
+        else snprintf(names[u], sizeof names[u], "%d %s/%s", u, a, b);
+    }
+    snprintf(names[T], sizeof names[T], "query");
+    snprintf(names[T + 1], sizeof names[T + 1], "output (row: every row)");
+    snprintf(names[cols], sizeof names[cols], "row");
+    for (int h = 0; h < H; h++) snprintf(names[cols + 1 + h], sizeof names[0], "head %d", h);
+    for (int i = 0; i < cols + H + 1; i++) labels[i] = names[i];
+    double cell = fmax(8, fmin(24, 900.0 / cols)), left = 70, top = 190;
+    Svg s;
+    svg_begin(&s, fmax(640, left + cols * cell + 40), top + (H + 1) * cell + 60, "storylm patch");
+    char title[256];
+    snprintf(title, sizeof title, "Activation patching: '%s' over '%s' (0 corrupt, 1 clean; clean/corrupt tokens)",
+             probe_token(ps, p->answer), probe_token(ps, p->wrong));
+    svg_text(&s, 20, 22, title, 13, SVG_START, 0, "black");
+    svg_text(&s, 20, 40, "a cell: that piece of the clean run put into the corrupt one; head h at position u: its key and value there",
+             11, SVG_START, 0, "#444");
+    svg_heatmap(&s, left, top, cell, values, H + 1, cols, 1.0, labels + cols, labels, fmin(10, cell * 0.8));
+    int rc = svg_save(&s, path, e);
+    svg_free(&s);
+    free(values), free(names), free(labels);
+    return rc;
+}
+
+static int patch(const ProbeOptions *po, PatchInput *in, Error *e) {
+    ProbeSession ps;
+    if (probe_session_open(&ps, po, "patch", NULL, PROBE_ATTENTION_ONLY, e)) return -1;
+    ProbeRunner clean = {0}, corrupt = {0};
+    PatchResult p = {0};
+    Report rep;
+    report_init(&rep, "patch");
+    int rc = interp_encode(&ps, in->clean, &in->clean_ids, e) || interp_encode(&ps, in->corrupt, &in->corrupt_ids, e) ||
+             same_length(&ps, in, e);
+    int T = (int)in->clean_ids.len;
+    if (!rc) rc = probe_runner_init(&clean, &ps.lm.model, T, e) || probe_runner_init(&corrupt, &ps.lm.model, T, e);
+    if (!rc) rc = probe_run(&clean, in->clean_ids.data, T, &ps.ablation, e) ||
+                  probe_run(&corrupt, in->corrupt_ids.data, T, &ps.ablation, e);
+    if (!rc) rc = choose_tokens(&ps, in, &clean.acts, &corrupt.acts, e);
+    if (!rc) rc = probe_patch(&ps.lm.model, &clean.acts, &corrupt.acts, in->answer_id, in->wrong_id, &p, e);
+    if (!rc) build_report(&rep, &ps, in, &p);
+    if (!rc && po->svg) rc = draw(po->svg, &ps, in, &p, e);
+    if (!rc) rc = probe_emit(&rep, po, e);
+    report_free(&rep);
+    patch_result_free(&p);
+    probe_runner_free(&clean);
+    probe_runner_free(&corrupt);
+    intvec_free(&in->clean_ids);
+    intvec_free(&in->corrupt_ids);
+    probe_session_close(&ps);
+    return rc ? -1 : 0;
+}
+
+static int run(int argc, char **argv) {
+    ProbeOptions po = PROBE_OPTIONS_DEFAULT;
+    PatchInput in = {0};
+    const char *pos[2];
+    Option opts[] = {
+        PROBE_COMMON_OPTIONS(po),
+        PROBE_SVG_OPTION(po),
+        PROBE_MEAN_STORIES_OPTION(po),
+        PROBE_TEST_OPTION(po),
+        {"answer", 0, OPT_STRING, &in.answer, "TOKEN", "the token the clean text should lead to (default: its top guess)", 0, 0},
+        {"wrong", 0, OPT_STRING, &in.wrong, "TOKEN", "the token to compare with (default: the corrupt run's top guess)", 0, 0},
+    };
+    int rc = probe_parse(&command_patch, argc, argv, opts, N_OPTIONS(opts), &po, pos, 2);
+    if (rc >= 0) return rc;
+    in.clean = pos[0];
+    in.corrupt = pos[1];
+    Error e = {0};
+    return patch(&po, &in, &e) ? cli_fail(&e) : 0;
+}

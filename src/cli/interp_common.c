@@ -1,0 +1,48 @@
+/* What the interpretability verbs share: see interp_common.h. */
+#include "interp_common.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int interp_encode(const ProbeSession *ps, const char *text, IntVec *ids, Error *e) {
+    ids->len = 0;
+    if (intvec_push(ids, ps->lm.tokenizer.eos_id, e)) return -1;
+    return tokenizer_encode(&ps->lm.tokenizer, text, strlen(text), ids, e);
+}
+
+void interp_pieces(const ProbeSession *ps, const int32_t *ids, int n, char *buf, size_t size) {
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < n; i++) {
+        const char *piece = probe_token(ps, ids[i]);
+        if (used + strlen(piece) + 6 >= size) {
+            snprintf(buf + used, size - used, " ...");
+            return;
+        }
+        used += (size_t)snprintf(buf + used, size - used, "%s%s", i ? " " : "", piece);
+    }
+}
+
+int interp_token(const ProbeSession *ps, const char *text, const char *flag, int32_t *id, Error *e) {
+    int found = tokenizer_lookup(&ps->lm.tokenizer, text, strlen(text));
+    IntVec ids = {0};
+    /* a word that is one piece once normalised ("Max" -> max) counts too */
+    if (found < 0 && tokenizer_encode(&ps->lm.tokenizer, text, strlen(text), &ids, NULL) == 0 && ids.len == 1)
+        found = ids.data[0];
+    intvec_free(&ids);
+    if (found >= 0) {
+        *id = found;
+        return 0;
+    }
+    return FAIL(e, "give one piece of the vocabulary, as 'storylm tokenize' prints them (e.g. max, ##ark)",
+                "%s '%s' is not one token of the model's vocabulary", flag, text);
+}
+
+int32_t interp_top_guess(const Activations *a, int p, int32_t skip) {
+    int V = a->cfg.vocab_size;
+    const float *l = a->logits + (size_t)p * V;
+    int32_t best = -1;
+    for (int v = 0; v < V; v++)
+        if (v != skip && (best < 0 || l[v] > l[best])) best = v;
+    return best;
+}

@@ -1,0 +1,111 @@
+/* Attribution: gradient x activation and the exact effect of removing each
+ * part of z at one position, and the surprisal of every token (see
+ * probe_attribute.h). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "storylm/probe_attribute.h"
+#include "storylm/probe_patch.h"
+#include "storylm/probes.h"
+
+void attribute_result_free(AttributeResult *r) {
+    free(r->grad_x_act);
+    free(r->zero_effect);
+    free(r->mean_effect);
+    free(r->norm);
+    free(r->surprisal);
+    *r = (AttributeResult){0};
+}
+
+/* Part k of z: -1 the row, h a head. */
+static void part_range(const ModelConfig *c, int k, int *from, int *to) {
+    *from = k < 0 ? 0 : c->row_dim + k * c->value_dim;
+    *to = k < 0 ? c->row_dim : *from + c->value_dim;
+}
+
+/* logit - logit with part k of z replaced by fill (Z; NULL: zeros). work (Z). */
+static double removal_effect(const Model *m, const double *z, int k, const double *fill, int32_t token, double logit,
+                             double *work) {
+    int Z = model_hidden_input_dim(&m->cfg), from, to;
+    part_range(&m->cfg, k, &from, &to);
+    memcpy(work, z, (size_t)Z * sizeof(double));
+    for (int i = from; i < to; i++) work[i] = fill ? fill[i] : 0.0;
+    return logit - probe_logit_and_grad(m, work, token, NULL);
+}
+
+static void parts(const Model *m, const double *z, const double *grad, const double *mean_z, AttributeResult *r,
+                  double *work) {
+    const ModelConfig *c = &m->cfg;
+    for (int k = -1; k < c->n_heads; k++) {
+        int from, to, j = k + 1;
+        part_range(c, k, &from, &to);
+        double gxa = 0, len = 0;
+        for (int i = from; i < to; i++) gxa += grad[i] * z[i], len += z[i] * z[i];
+        r->grad_x_act[j] = gxa;
+        r->norm[j] = sqrt(len);
+        r->zero_effect[j] = removal_effect(m, z, k, NULL, r->token, r->logit, work);
+        r->mean_effect[j] = mean_z ? removal_effect(m, z, k, mean_z, r->token, r->logit, work) : NAN;
+    }
+}
+
+static int attribute_alloc(AttributeResult *r, int n_parts, int T, Error *e) {
+    r->grad_x_act = xmalloc((size_t)n_parts * sizeof(double), e);
+    r->zero_effect = r->grad_x_act ? xmalloc((size_t)n_parts * sizeof(double), e) : NULL;
+    r->mean_effect = r->zero_effect ? xmalloc((size_t)n_parts * sizeof(double), e) : NULL;
+    r->norm = r->mean_effect ? xmalloc((size_t)n_parts * sizeof(double), e) : NULL;
+    r->surprisal = r->norm ? xmalloc((size_t)T * sizeof(double), e) : NULL;
+    return r->surprisal ? 0 : -1;
+}
+
+int probe_attribute(const Model *m, const Activations *a, int p, int32_t token, const double *mean_z,
+                    AttributeResult *out, Error *e) {
+    const ModelConfig *c = &m->cfg;
+    *out = (AttributeResult){0};
+    if (probe_need_attention(m, "attribution", e)) return -1;
+    int T = a->n_positions, Z = model_hidden_input_dim(c);
+    if (p < 0 || p >= T)
+        return FAIL(e, "give a position from 0 ([EOS]) to the last token", "position %d is outside the text's %d positions",
+                    p, T);
+    if (token < 0 || token >= c->vocab_size)
+        return FAIL(e, NULL, "token id %d is outside the vocabulary of %d", token, c->vocab_size);
+    double *z = xmalloc((size_t)Z * 3 * sizeof(double), e);
+    if (!z || attribute_alloc(out, c->n_heads + 1, T, e)) {
+        free(z);
+        attribute_result_free(out);
+        return -1;
+    }
+    double *grad = z + Z, *work = grad + Z;
+    for (int i = 0; i < Z; i++) z[i] = a->z[(size_t)p * Z + i];
+    out->position = p;
+    out->token = token;
+    out->n_parts = c->n_heads + 1;
+    out->n_positions = T;
+    out->logit = probe_logit_and_grad(m, z, token, grad);
+    out->probability = probe_probability(a, p, token, &out->rank);
+    parts(m, z, grad, mean_z, out, work);
+    for (int t = 0; t < T; t++) out->surprisal[t] = a->target[t] >= 0 ? a->loss[t] : NAN;
+    free(z);
+    return 0;
+}
+
+int probe_mean_z(const Model *m, const Stories *s, const int *idx, int n, double *mean_z, Error *e) {
+    const ModelConfig *c = &m->cfg;
+    int D = c->row_dim, HV = c->n_heads * c->value_dim;
+    float *heads = xmalloc((size_t)HV * sizeof(float), e);
+    if (!heads || probe_head_means(m, s, idx, n, heads, e)) {
+        free(heads);
+        return -1;
+    }
+    long long positions = 0;
+    memset(mean_z, 0, (size_t)D * sizeof(double));
+    for (int i = 0; i < n; i++)
+        for (size_t j = 0, len = story_len(s, idx[i]); j < len; j++, positions++) {
+            const float *row = m->embedding + (size_t)story_token(s, idx[i], j) * D;
+            for (int d = 0; d < D; d++) mean_z[d] += row[d];
+        }
+    for (int d = 0; d < D; d++) mean_z[d] /= (double)positions;
+    for (int i = 0; i < HV; i++) mean_z[D + i] = heads[i];
+    free(heads);
+    return 0;
+}
