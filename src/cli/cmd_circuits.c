@@ -90,7 +90,7 @@ static void pair_table(Report *r, const ProbeSession *ps, const CircuitsResult *
 }
 
 static void build_report(Report *r, const ProbeSession *ps, const char *stories, int n_test, long long positions,
-                         const CircuitsResult *cr) {
+                         const float *z_mean, const CircuitsResult *cr) {
     probe_report_header(r, ps);
     report_text(r, "stories", "mean input over", stories);
     report_int(r, "test_stories", "test stories", n_test);
@@ -101,6 +101,11 @@ static void build_report(Report *r, const ProbeSession *ps, const char *stories,
     for (int i = 0; i < cr->n_heads; i++) self_rows(t, &cr->heads[i]);
     pair_table(r, ps, cr, 0);
     pair_table(r, ps, cr, 1);
+    ReportTable *z = report_table(r, "mean_input", "The hidden layer's mean input z_mean (row, then heads 0..7)");
+    table_column(z, "z", "z", CELL_VECTOR, 4);
+    if (z) z->json_only = 1;
+    table_row(z);
+    cell_vector(z, z_mean, model_hidden_input_dim(&ps->lm.model.cfg));
 }
 
 static int draw(const char *path, const CircuitsResult *cr, Error *e) {
@@ -157,7 +162,7 @@ static int circuits(const CircuitsArgs *a, Error *e) {
     report_init(&r, "circuits");
     rc = seen ? circuits_mean_input(m, &s, s.test, s.n_test, &ps.ablation, z_mean, seen, &positions, e) : -1;
     if (!rc) rc = probe_circuits(m, z_mean, seen, a->top, a->head >= 0 ? 1u << a->head : 0, &cr, e);
-    if (!rc) build_report(&r, &ps, path, s.n_test, positions, &cr);
+    if (!rc) build_report(&r, &ps, path, s.n_test, positions, z_mean, &cr);
     if (!rc && a->po.svg) rc = draw(a->po.svg, &cr, e);
     if (!rc) rc = probe_emit(&r, &a->po, e);
     report_free(&r);

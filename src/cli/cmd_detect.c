@@ -118,6 +118,9 @@ static void draw_curves(Svg *s, const DetectResult *d, const int *steps, int n) 
     int H = d[0].n_heads;
     for (int panel = 0; panel < SCORE_PANELS; panel++) {
         SvgPanel p = base;
+        p.y1 = 0.1; /* small scores stay readable; a score near 1 widens the axis */
+        for (int k = 0; k < n; k++)
+            for (int h = 0; h < H; h++) p.y1 = fmax(p.y1, fmin(1, panel_value(&d[k], panel, h) * 1.15));
         p.x = 70 + (panel % 3) * 400, p.y = 60 + (panel / 3) * 300;
         svg_axes(s, &p, panel_titles[panel], "training step", "mean weight", 1);
         for (int h = 0; h < H; h++) {
