@@ -111,7 +111,7 @@ static SelfScore self_score(const float *M, int V, const uint8_t *mask, const do
         if (mask && !mask[s]) continue;
         const float *row = M + (size_t)s * V;
         int higher = 0;
-        for (int t = 0; t < V; t++) higher += (!mask || mask[t]) && row[t] > row[s];
+        for (int t = 0; t < V; t++) higher += t != s && (!mask || mask[t]) && row[t] >= row[s]; /* a tie is no win */
         top1 += higher == 0;
         top10 += higher < 10;
         above += row[s] > means[s];
