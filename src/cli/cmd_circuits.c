@@ -147,7 +147,7 @@ static int circuits(const CircuitsArgs *a, Error *e) {
     if (probe_session_open(&ps, &a->po, "circuits", NULL, PROBE_ATTENTION_ONLY, e)) return -1;
     const Model *m = &ps.lm.model;
     int H = m->cfg.n_heads, rc = 0;
-    if (a->head >= H) rc = FAIL(e, "heads are numbered 0 to 7", "there is no head %d: the model has %d heads", a->head, H);
+    if (a->head >= H) rc = FAIL(e, "heads are numbered from 0", "head %d is out of range: this model has heads 0 to %d", a->head, H - 1);
     const char *path = rc ? NULL : stories_path(&ps, a->po.mean_stories, e);
     StoriesOptions so = stories_default_options();
     so.n_test = a->po.n_test;
