@@ -201,7 +201,9 @@ static void self_scores_by_construction(void) {
     long long positions;
     CircuitsResult cr;
     CHECK(circuits_mean_input(&m, &s, s.test, 2, NULL, z_mean, seen, &positions, &e) == 0);
-    CHECK(probe_circuits(&m, z_mean, seen, 5, 0, &cr, &e) == 0);
+    int32_t reads[2] = {3, 7};
+    CircuitsOptions co = {.top = 5, .reads = reads, .n_reads = 2, .read_top = 2};
+    CHECK(probe_circuits(&m, z_mean, seen, &co, &cr, &e) == 0);
     CHECK(cr.n_heads == 3);
     CHECK(cr.heads[1].qk_self[0].top1 == 1.0 && cr.heads[1].qk_self[0].tokens == V);
     CHECK(cr.heads[1].qk[0].from == cr.heads[1].qk[0].to && fabsf(cr.heads[1].qk[0].value - 16) < 1e-4);
@@ -210,8 +212,12 @@ static void self_scores_by_construction(void) {
     CHECK(cr.heads[2].ov[0].from == cr.heads[2].ov[0].to && cr.heads[2].ov[0].centred > 0);
     CHECK(cr.heads[0].copy[0].top1 == 0); /* head 0 has no value weights: it changes nothing */
     CHECK(cr.heads[1].copy[1].tokens == 11); /* the tokens seen: all but 10 */
+    /* reading token 3 or 7 with the copying head raises that token most */
+    CHECK(cr.heads[2].reads[0].from == 3 && cr.heads[2].reads[0].to == 3 && cr.heads[2].reads[2].to == 7);
+    CHECK(cr.heads[2].reads[1].value <= cr.heads[2].reads[0].value);
     circuits_result_free(&cr);
-    CHECK(probe_circuits(&m, z_mean, seen, 3, 1u << 2, &cr, &e) == 0);
+    co = (CircuitsOptions){.top = 3, .heads = 1u << 2};
+    CHECK(probe_circuits(&m, z_mean, seen, &co, &cr, &e) == 0);
     CHECK(cr.n_heads == 1 && cr.heads[0].head == 2);
     circuits_result_free(&cr);
     model_free(&m);
@@ -261,7 +267,8 @@ static void window8_is_refused_where_it_has_no_heads(void) {
     CircuitsResult cr;
     float z[256] = {0};
     CHECK(probe_detect(&m, &s, s.test, 2, &o, NULL, &d, &e) != 0 && strstr(e.message, "attention network"));
-    CHECK(probe_circuits(&m, z, NULL, 3, 0, &cr, &e) != 0 && strstr(e.message, "attention network"));
+    CircuitsOptions co = {.top = 3};
+    CHECK(probe_circuits(&m, z, NULL, &co, &cr, &e) != 0 && strstr(e.message, "attention network"));
     IclOptions io = {.early = 2, .late = 8, .band = 0, .min_stories = 1};
     IclResult res;
     CHECK(probe_icl(&m, &s, s.test, 2, &io, NULL, &res, &e) == 0 && isfinite(res.score)); /* icl works for window8 */

@@ -45,14 +45,23 @@ typedef struct SelfScore {
 typedef struct CircuitHead {
     int head;
     CircuitPair *qk, *ov;     /* (top) each: the largest qk (by value), the largest ov (by centred value) */
+    CircuitPair *reads;       /* (n_reads, read_top): for each token asked for, the tokens reading it raises most */
     SelfScore qk_self[2];     /* [0] over all tokens, [1] over the tokens seen in the stories */
     SelfScore copy[2];        /* the OV circuit's copying score, the same two ways */
 } CircuitHead;
 
 typedef struct CircuitsResult {
     int n_heads, top;         /* heads listed, pairs per circuit */
+    int n_reads, read_top;
     CircuitHead *heads;
 } CircuitsResult;
+
+typedef struct CircuitsOptions {
+    int top;                  /* pairs per circuit and head */
+    uint32_t heads;           /* bit h: head h; 0: every head */
+    const int32_t *reads;     /* tokens whose OV rows to list (may be NULL) */
+    int n_reads, read_top;    /* how many, and the tokens raised listed for each */
+} CircuitsOptions;
 
 /* z_mean (Z) = mean of the hidden layer's input over every position of
  * stories idx[0..n) with ablation (NULL: none); seen (V) = 1 for the tokens
@@ -69,10 +78,10 @@ void circuit_qk(const Model *m, int h, float *scratch, float *qk);
 /* ov (V, V) of head h with the hidden layer's slope gain (hidden_dim). */
 void circuit_ov(const Model *m, int h, const float *gain, float *scratch, float *ov);
 
-/* For every head in heads (bit h; 0: all): the top entries of both circuits
- * and the self scores, with the OV circuit linearised at z_mean (Z); seen (V)
- * for the second self score (NULL: all tokens). */
-int probe_circuits(const Model *m, const float *z_mean, const uint8_t *seen, int top, uint32_t heads,
+/* For every head of o->heads: the top entries of both circuits, the rows of
+ * o->reads and the self scores, with the OV circuit linearised at z_mean (Z);
+ * seen (V) for the second self score (NULL: all tokens). */
+int probe_circuits(const Model *m, const float *z_mean, const uint8_t *seen, const CircuitsOptions *o,
                    CircuitsResult *out, Error *e);
 void circuits_result_free(CircuitsResult *r);
 

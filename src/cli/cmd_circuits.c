@@ -27,6 +27,7 @@ const Command command_circuits = {
     "of tokens t whose reading raises t itself the most (top 1), among the 10 most (top 10),\n"
     "or above the mean (random heads: 0.05%, 0.5%, 50%); 'looks for itself' is the same for\n"
     "the QK circuit. Both over all 2,000 tokens and over the tokens seen in the test stories.\n"
+    "--tokens lily,tom lists, per head, the 5 tokens that reading each of them raises most.\n"
     "The stories (for z_mean) are --stories FILE, by default the file the model was trained on.\n"
     "--ablate HEADS switches heads off while z_mean is measured. --svg draws the scores per head.",
     run};
@@ -34,7 +35,11 @@ const Command command_circuits = {
 typedef struct CircuitsArgs {
     ProbeOptions po;
     int head, top;
+    const char *tokens; /* --tokens lily,tom */
 } CircuitsArgs;
+
+#define READ_TOP 5 /* tokens raised listed for each --tokens token */
+#define MAX_READS 64
 
 static void self_columns(ReportTable *t) {
     table_column(t, "head", "head", CELL_INT, 0);
@@ -89,6 +94,55 @@ static void pair_table(Report *r, const ProbeSession *ps, const CircuitsResult *
     }
 }
 
+/* --tokens: for each head and token asked for, the tokens its reading raises most. */
+static void reads_tables(Report *r, const ProbeSession *ps, const CircuitsResult *cr) {
+    ReportTable *t = report_table(r, "reads", "OV circuit: reading each --tokens token raises most (change vs mean)");
+    table_column(t, "head", "head", CELL_INT, 0);
+    table_column(t, "reads", "reads", CELL_TEXT, 0);
+    table_column(t, "raises_most", "raises most", CELL_TEXT, 0);
+    if (t) t->group_column = 0;
+    ReportTable *j = report_table(r, "reads_top", "The same, one row per token raised");
+    const char *keys[] = {"head", "reads", "reads_id", "rank", "raises", "raises_id", "change", "vs_mean"};
+    for (int i = 0; i < 8; i++)
+        table_column(j, keys[i], keys[i], i == 1 || i == 4 ? CELL_TEXT : i < 6 ? CELL_INT : CELL_NUMBER, 3);
+    if (j) j->json_only = 1;
+    char text[512];
+    for (int i = 0; i < cr->n_heads; i++)
+        for (int k = 0; k < cr->n_reads; k++) {
+            const CircuitPair *top = cr->heads[i].reads + (size_t)k * cr->read_top;
+            size_t used = 0;
+            text[0] = '\0';
+            for (int q = 0; q < cr->read_top && top[q].to >= 0 && used < sizeof text; q++) {
+                used += (size_t)snprintf(text + used, sizeof text - used, "%s%s %+.2f", q ? ", " : "",
+                                         probe_token(ps, top[q].to), top[q].centred);
+                table_row(j);
+                cell_int(j, cr->heads[i].head), cell_text(j, probe_token(ps, top[q].from)), cell_int(j, top[q].from);
+                cell_int(j, q + 1), cell_text(j, probe_token(ps, top[q].to)), cell_int(j, top[q].to);
+                cell_number(j, top[q].value), cell_number(j, top[q].centred);
+            }
+            table_row(t);
+            cell_int(t, cr->heads[i].head);
+            cell_text(t, probe_token(ps, top[0].from));
+            cell_text(t, text);
+        }
+}
+
+/* --tokens "lily,tom" as token ids (pieces exactly as in the vocabulary); returns how many, -1 on error. */
+static int parse_tokens(const ProbeSession *ps, const char *list, int32_t *ids, int max, Error *e) {
+    int n = 0;
+    for (const char *p = list; p && *p;) {
+        size_t len = strcspn(p, ",");
+        int id = len ? tokenizer_lookup(&ps->lm.tokenizer, p, len) : -1;
+        if (id < 0)
+            return FAIL(e, "give tokens as the vocabulary spells them, lower-case, e.g. lily,tom,##ark (storylm tokenize shows them)",
+                        "'%.*s' is not a token of the model's vocabulary", (int)len, p);
+        if (n == max) return FAIL(e, NULL, "at most %d --tokens", max);
+        ids[n++] = id;
+        p += len + (p[len] == ',');
+    }
+    return n;
+}
+
 static void build_report(Report *r, const ProbeSession *ps, const char *stories, int n_test, long long positions,
                          const float *z_mean, const CircuitsResult *cr) {
     probe_report_header(r, ps);
@@ -101,6 +155,7 @@ static void build_report(Report *r, const ProbeSession *ps, const char *stories,
     for (int i = 0; i < cr->n_heads; i++) self_rows(t, &cr->heads[i]);
     pair_table(r, ps, cr, 0);
     pair_table(r, ps, cr, 1);
+    if (cr->n_reads) reads_tables(r, ps, cr);
     ReportTable *z = report_table(r, "mean_input", "The hidden layer's mean input z_mean (row, then heads 0..7)");
     table_column(z, "z", "z", CELL_VECTOR, 4);
     if (z) z->json_only = 1;
@@ -160,8 +215,11 @@ static int circuits(const CircuitsArgs *a, Error *e) {
     CircuitsResult cr = {0};
     Report r;
     report_init(&r, "circuits");
-    rc = seen ? circuits_mean_input(m, &s, s.test, s.n_test, &ps.ablation, z_mean, seen, &positions, e) : -1;
-    if (!rc) rc = probe_circuits(m, z_mean, seen, a->top, a->head >= 0 ? 1u << a->head : 0, &cr, e);
+    int32_t reads[MAX_READS];
+    CircuitsOptions co = {.top = a->top, .heads = a->head >= 0 ? 1u << a->head : 0, .reads = reads, .read_top = READ_TOP};
+    co.n_reads = seen ? parse_tokens(&ps, a->tokens, reads, MAX_READS, e) : -1;
+    rc = co.n_reads >= 0 ? circuits_mean_input(m, &s, s.test, s.n_test, &ps.ablation, z_mean, seen, &positions, e) : -1;
+    if (!rc) rc = probe_circuits(m, z_mean, seen, &co, &cr, e);
     if (!rc) build_report(&r, &ps, path, s.n_test, positions, z_mean, &cr);
     if (!rc && a->po.svg) rc = draw(a->po.svg, &cr, e);
     if (!rc) rc = probe_emit(&r, &a->po, e);
@@ -184,6 +242,7 @@ static int run(int argc, char **argv) {
          "stories for the mean input (and --ablate-mode mean; default: the file the model was trained on)", 0, 0},
         {"head", 0, OPT_INT, &a.head, "H", "only this head (-1: every head)", -1, 255},
         {"top", 0, OPT_INT, &a.top, "N", "pairs listed per circuit and head", 1, 10000},
+        {"tokens", 0, OPT_STRING, &a.tokens, "LIST", "also list what reading each of these tokens raises, e.g. lily,tom", 0, 0},
     };
     int rc = probe_parse(&command_circuits, argc, argv, opts, N_OPTIONS(opts), &a.po, NULL, 0);
     if (rc >= 0) return rc;

@@ -149,21 +149,52 @@ static void read_circuit(const float *M, int V, const uint8_t *seen, int by_cent
     self[1] = self_score(M, V, seen, means);
 }
 
+/* reads (n, k): for each token reads_ids[i], the k columns of its row of M (V, V) largest above the row's mean. */
+static void read_rows(const float *M, int V, const int32_t *ids, int n, int k, CircuitPair *reads) {
+    for (int i = 0; i < n; i++) {
+        const float *row = M + (size_t)ids[i] * V;
+        double mean = 0;
+        for (int t = 0; t < V; t++) mean += row[t];
+        mean /= V;
+        CircuitPair *top = reads + (size_t)i * k;
+        for (int j = 0; j < k; j++) top[j] = (CircuitPair){-1, -1, NAN, NAN};
+        for (int t = 0; t < V; t++) {
+            if (top[k - 1].from >= 0 && row[t] <= top[k - 1].value) continue;
+            int j = k - 1;
+            for (; j > 0 && (top[j - 1].from < 0 || top[j - 1].value < row[t]); j--) top[j] = top[j - 1];
+            top[j] = (CircuitPair){ids[i], t, row[t], (float)(row[t] - mean)};
+        }
+    }
+}
+
 void circuits_result_free(CircuitsResult *r) {
     for (int i = 0; r->heads && i < r->n_heads; i++) {
         free(r->heads[i].qk);
         free(r->heads[i].ov);
+        free(r->heads[i].reads);
     }
     free(r->heads);
     *r = (CircuitsResult){0};
 }
 
-int probe_circuits(const Model *m, const float *z_mean, const uint8_t *seen, int top, uint32_t heads,
+/* One head's three lists. */
+static int head_alloc(CircuitHead *ch, const CircuitsResult *out, Error *e) {
+    ch->qk = xmalloc((size_t)out->top * sizeof(CircuitPair), e);
+    ch->ov = ch->qk ? xmalloc((size_t)out->top * sizeof(CircuitPair), e) : NULL;
+    ch->reads = ch->ov ? xmalloc(((size_t)out->n_reads * out->read_top + 1) * sizeof(CircuitPair), e) : NULL;
+    return ch->reads ? 0 : -1;
+}
+
+int probe_circuits(const Model *m, const float *z_mean, const uint8_t *seen, const CircuitsOptions *o,
                    CircuitsResult *out, Error *e) {
-    *out = (CircuitsResult){.top = top > 0 ? top : 1};
+    *out = (CircuitsResult){.top = o->top > 0 ? o->top : 1, .read_top = o->read_top > 0 ? o->read_top : 1};
     if (probe_need_attention(m, "circuits", e)) return -1;
     const ModelConfig *c = &m->cfg;
     int V = c->vocab_size, H = c->n_heads;
+    uint32_t heads = o->heads;
+    for (int i = 0; i < o->n_reads; i++)
+        if (o->reads[i] < 0 || o->reads[i] >= V) return FAIL(e, NULL, "token id %d is out of range", o->reads[i]);
+    out->n_reads = o->reads ? o->n_reads : 0;
     if (!heads) heads = H >= 32 ? 0xffffffffu : (1u << H) - 1;
     for (int h = 0; h < H; h++) out->n_heads += heads >> h & 1u;
     float *M = xmalloc((size_t)V * V * sizeof(float), e);
@@ -177,13 +208,12 @@ int probe_circuits(const Model *m, const float *z_mean, const uint8_t *seen, int
         if (!(heads >> h & 1u)) continue;
         CircuitHead *ch = &out->heads[k++];
         ch->head = h;
-        ch->qk = xmalloc((size_t)out->top * sizeof(CircuitPair), e);
-        ch->ov = ch->qk ? xmalloc((size_t)out->top * sizeof(CircuitPair), e) : NULL;
-        if (!ch->ov) { rc = -1; break; }
+        if ((rc = head_alloc(ch, out, e))) break;
         circuit_qk(m, h, scratch, M);
         read_circuit(M, V, seen, 0, ch->qk, out->top, ch->qk_self, means);
         circuit_ov(m, h, gain, scratch, M);
         read_circuit(M, V, seen, 1, ch->ov, out->top, ch->copy, means);
+        read_rows(M, V, o->reads, out->n_reads, out->read_top, ch->reads);
     }
     free(means);
     free(gain);
