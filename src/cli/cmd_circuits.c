@@ -1,6 +1,7 @@
 /* storylm circuits [--head H] [--top 20]: each head's QK and OV circuits
  * from the weights alone: which tokens look for which, and which tokens a
  * head's reading raises, with the copying score. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,7 +179,8 @@ static int draw(const char *path, const CircuitsResult *cr, Error *e) {
     svg_begin(&s, 900, 400, "storylm circuits: copying and looking for itself");
     svg_text(&s, 20, 24, "Share of the tokens seen in the test stories that a head raises (OV) or looks for (QK) when it reads them",
              13, SVG_START, 0, "black");
-    SvgPanel p = {.x = 80, .y = 70, .w = 560, .h = 260, .y0 = 0, .y1 = 1};
+    SvgPanel p = {.x = 80, .y = 70, .w = 560, .h = 260, .y0 = 0, .y1 = 0.05}; /* small shares stay readable */
+    for (int i = 0; i < 2 * n; i++) p.y1 = fmax(p.y1, fmin(1, values[i] * 1.2));
     svg_axes(&s, &p, NULL, NULL, "share of tokens (itself among the top 10)", 0);
     svg_bars(&s, &p, values, 2, n, labels, NULL, 0);
     const char *legend[2] = {"copies: reading t raises t", "looks for itself: query t, key t"};

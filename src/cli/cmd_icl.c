@@ -175,12 +175,7 @@ static int run(int argc, char **argv) {
     IclArgs a = {.po = PROBE_OPTIONS_DEFAULT, .o = {.early = 50, .late = 500, .band = 10, .min_stories = 10}, .bin = 25};
     const char *pos[1];
     Option opts[] = {
-        {"model", 'm', OPT_STRINGS, &a.models, "FILE",
-         "model file; repeat to compare (default: ./" DEFAULT_MODEL_PATH ", else the shipped model)", 0, 0},
-        {"ablate", 0, OPT_STRING, &a.po.ablate, "HEADS", "switch heads off, e.g. 3,5 (heads 0 to 7)", 0, 0},
-        {"ablate-mode", 0, OPT_STRING, &a.po.ablate_mode, "MODE", ABLATE_HELP_MODE, 0, 0},
-        {"json", 0, OPT_BOOL, &a.po.json, NULL, "print JSON with the same numbers", 0, 0},
-        {"threads", 0, OPT_INT, &a.po.threads, "N", "threads, by default one per core", 1, 256},
+        PROBE_MODELS_OPTIONS(a.po, a.models, "repeat to compare"),
         PROBE_SVG_OPTION(a.po),
         PROBE_TEST_OPTION(a.po),
         {"early", 0, OPT_INT, &a.o.early, "P", "the early position", 0, 1000000},

@@ -27,14 +27,8 @@ int circuits_mean_input(const Model *m, const Stories *s, const int *idx, int n,
     *positions = 0;
     for (int i = 0; !rc && i < n; i++) {
         size_t len = story_len(s, idx[i]);
-        if (len > cap) {
-            int32_t *grown = xrealloc(ids, len * sizeof *ids, e);
-            if (!grown) { rc = -1; break; }
-            ids = grown, cap = len;
-        }
-        story_copy_ids(s, idx[i], ids);
-        for (size_t j = 0; j < len; j++) seen[ids[j]] = 1;
-        rc = probe_run(&r, ids, (int)len, ablation, e);
+        rc = probe_run_story(&r, s, idx[i], ablation, &ids, &cap, e);
+        for (size_t j = 0; !rc && j < len; j++) seen[ids[j]] = 1;
         if (!rc) add_inputs(&r.acts, Z, sum);
         *positions += (long long)len;
     }

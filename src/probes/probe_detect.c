@@ -88,13 +88,7 @@ static int tally_stories(ProbeRunner *r, const Stories *s, const int *idx, int n
     int rc = 0;
     for (int i = 0; !rc && i < n; i++) {
         size_t len = story_len(s, idx[i]);
-        if (len > cap) {
-            int32_t *grown = xrealloc(ids, len * sizeof *ids, e);
-            if (!grown) { rc = -1; break; }
-            ids = grown, cap = len;
-        }
-        story_copy_ids(s, idx[i], ids);
-        rc = probe_run(r, ids, (int)len, ab, e);
+        rc = probe_run_story(r, s, idx[i], ab, &ids, &cap, e);
         if (!rc) rc = detect_tally_add(t, r, ids, e);
         *positions += (long long)len;
     }

@@ -32,13 +32,7 @@ static int sum_losses(const Model *m, const Stories *s, const int *idx, int n, c
     int rc = probe_runner_init(&r, m, 1024, e);
     for (int i = 0; !rc && i < n; i++) {
         size_t len = story_len(s, idx[i]);
-        if (len > cap) {
-            int32_t *grown = xrealloc(ids, len * sizeof *ids, e);
-            if (!grown) { rc = -1; break; }
-            ids = grown, cap = len;
-        }
-        story_copy_ids(s, idx[i], ids);
-        rc = probe_run(&r, ids, (int)len, ab, e);
+        rc = probe_run_story(&r, s, idx[i], ab, &ids, &cap, e);
         if (!rc) add_story(&r.acts, len, out, band, loss, paired);
     }
     probe_runner_free(&r);
