@@ -22,7 +22,7 @@ const Command command_circuits = {
     "the hidden layer linearised: tanh(W1 z + b1) is replaced by its tangent at the mean input\n"
     "z_mean of the hidden layer over every position of the held-out test stories, so\n"
     "  change of logit t = output.weight[t] . ((1 - tanh^2(W1 z_mean + b1)) * W1[:, head h] E[s] value[h]).\n"
-    "This is exact for small head outputs near the mean and a first-order guess otherwise.\n"
+    "It is the first-order effect: close when the head output moves z little from z_mean.\n"
     "Listed: the --top (token read, token raised) pairs with the largest change less the mean\n"
     "change over all tokens (logits matter only up to a constant). The copying score: the share\n"
     "of tokens t whose reading raises t itself the most (top 1), among the 10 most (top 10),\n"
@@ -199,12 +199,14 @@ static const char *stories_path(const ProbeSession *ps, const char *given, Error
     return data && data[0] ? data : NULL;
 }
 
-static int circuits(const CircuitsArgs *a, Error *e) {
+/* *usage = 1 when the failure is a flag out of range for this model (exit code 2). */
+static int circuits(const CircuitsArgs *a, Error *e, int *usage) {
     ProbeSession ps;
     if (probe_session_open(&ps, &a->po, "circuits", NULL, PROBE_ATTENTION_ONLY, e)) return -1;
     const Model *m = &ps.lm.model;
     int H = m->cfg.n_heads, rc = 0;
-    if (a->head >= H) rc = FAIL(e, "heads are numbered from 0", "head %d is out of range: this model has heads 0 to %d", a->head, H - 1);
+    *usage = a->head >= H;
+    if (*usage) rc = FAIL(e, "heads are numbered from 0", "--head %d is out of range: this model has heads 0 to %d", a->head, H - 1);
     const char *path = rc ? NULL : stories_path(&ps, a->po.mean_stories, e);
     StoriesOptions so = stories_default_options();
     so.n_test = a->po.n_test;
@@ -249,5 +251,8 @@ static int run(int argc, char **argv) {
     int rc = probe_parse(&command_circuits, argc, argv, opts, N_OPTIONS(opts), &a.po, NULL, 0);
     if (rc >= 0) return rc;
     Error e = {0};
-    return circuits(&a, &e) ? cli_fail(&e) : 0;
+    int usage = 0;
+    if (circuits(&a, &e, &usage) == 0) return 0;
+    cli_fail(&e);
+    return usage ? 2 : 1;
 }

@@ -110,7 +110,7 @@ static int token_pool(const Stories *s, const int *idx, int n, int V, int32_t *p
     return k;
 }
 
-/* mean loss over positions [from, to) of the run last. */
+/* Sum of the losses at positions [from, to) of the run last. */
 static double loss_sum(const Activations *a, int from, int to) {
     double sum = 0;
     for (int p = from; p < to; p++) sum += a->loss[p];
