@@ -33,6 +33,10 @@ void probe_runner_free(ProbeRunner *r);
 /* One story ids (len >= 1, normally [EOS] first) through the network with
  * ablation (NULL: none); r->acts then holds every activation (model.h). */
 int probe_run(ProbeRunner *r, const int32_t *ids, int len, const Ablation *ablation, Error *e);
+/* Story i of s through the network as probe_run does, its ids copied (with
+ * story_copy_ids) into *ids, grown as needed (*cap entries; caller frees). */
+int probe_run_story(ProbeRunner *r, const Stories *s, int i, const Ablation *ablation, int32_t **ids, size_t *cap,
+                    Error *e);
 
 /* mean (H, vd) = each head's output averaged over every position of stories
  * idx[0..n) (what mean ablation puts in a switched-off head's place). */

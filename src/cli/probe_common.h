@@ -28,6 +28,14 @@ typedef struct ProbeOptions {
 /* The flags every probe takes, for its Option table. */
 #define PROBE_COMMON_OPTIONS(o)                                                                              \
     {"model", 'm', OPT_STRING, &(o).model, "FILE", "model file (default: ./" DEFAULT_MODEL_PATH ", else the shipped model)", 0, 0},  \
+    PROBE_SHARED_OPTIONS(o)
+/* The same with --model repeatable into the StringList list, for probes run
+ * on several models ("repeat for snapshots"). */
+#define PROBE_MODELS_OPTIONS(o, list, repeat)                                                                \
+    {"model", 'm', OPT_STRINGS, &(list), "FILE",                                                             \
+     "model file; " repeat " (default: ./" DEFAULT_MODEL_PATH ", else the shipped model)", 0, 0},           \
+    PROBE_SHARED_OPTIONS(o)
+#define PROBE_SHARED_OPTIONS(o)                                                                              \
     {"ablate", 0, OPT_STRING, &(o).ablate, "HEADS", "switch heads off, e.g. 3,5 (heads 0 to 7)", 0, 0},      \
     {"ablate-mode", 0, OPT_STRING, &(o).ablate_mode, "MODE", ABLATE_HELP_MODE, 0, 0},                        \
     {"json", 0, OPT_BOOL, &(o).json, NULL, "print JSON with the same numbers", 0, 0},                        \

@@ -38,6 +38,18 @@ int probe_run(ProbeRunner *r, const int32_t *ids, int len, const Ablation *ablat
     return model_forward(r->model, &r->acts, &r->batch, ablation, NULL, e);
 }
 
+int probe_run_story(ProbeRunner *r, const Stories *s, int i, const Ablation *ablation, int32_t **ids, size_t *cap,
+                    Error *e) {
+    size_t len = story_len(s, i);
+    if (len > *cap) {
+        int32_t *grown = xrealloc(*ids, len * sizeof **ids, e);
+        if (!grown) return -1;
+        *ids = grown, *cap = len;
+    }
+    story_copy_ids(s, i, *ids);
+    return probe_run(r, *ids, (int)len, ablation, e);
+}
+
 int probe_need_attention(const Model *m, const char *what, Error *e) {
     if (m->cfg.arch == ARCH_ATTENTION) return 0;
     return FAIL(e, "give a model trained with --arch attention (the default)",

@@ -1,0 +1,258 @@
+/* storylm circuits [--head H] [--top 20]: each head's QK and OV circuits
+ * from the weights alone: which tokens look for which, and which tokens a
+ * head's reading raises, with the copying score. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "probe_common.h"
+#include "storylm/probe_circuits.h"
+#include "storylm/svg.h"
+
+static int run(int argc, char **argv);
+const Command command_circuits = {
+    "circuits", "QK and OV circuits of every head, from the weights", "storylm circuits [--head H] [--top 20] [options]",
+    "QK circuit: for every pair of tokens (s, t), the score E[s] query[h] . E[t] key[h] / sqrt(8)\n"
+    "a query at token s gives a key at token t before the distance score is added: which tokens\n"
+    "look for which. Listed: the --top pairs with the largest score, and 'vs mean', the score\n"
+    "less the mean over all keys t (softmax ignores a constant per query).\n"
+    "OV circuit: when head h puts all its weight on token s its output is E[s] value[h]; the\n"
+    "change this makes to every logit, against an output of 0 (zero ablation), is read through\n"
+    "the hidden layer linearised: tanh(W1 z + b1) is replaced by its tangent at the mean input\n"
+    "z_mean of the hidden layer over every position of the held-out test stories, so\n"
+    "  change of logit t = output.weight[t] . ((1 - tanh^2(W1 z_mean + b1)) * W1[:, head h] E[s] value[h]).\n"
+    "It is the first-order effect: close when the head output moves z little from z_mean.\n"
+    "Listed: the --top (token read, token raised) pairs with the largest change less the mean\n"
+    "change over all tokens (logits matter only up to a constant). The copying score: the share\n"
+    "of tokens t whose reading raises t itself the most (top 1), among the 10 most (top 10),\n"
+    "or above the mean (random heads: 0.05%, 0.5%, 50%); 'looks for itself' is the same for\n"
+    "the QK circuit. Both over all 2,000 tokens and over the tokens seen in the test stories.\n"
+    "--tokens lily,tom lists, per head, the 5 tokens that reading each of them raises most.\n"
+    "The stories (for z_mean) are --stories FILE, by default the file the model was trained on.\n"
+    "--ablate HEADS switches heads off while z_mean is measured. --svg draws the scores per head.",
+    run};
+
+typedef struct CircuitsArgs {
+    ProbeOptions po;
+    int head, top;
+    const char *tokens; /* --tokens lily,tom */
+} CircuitsArgs;
+
+#define READ_TOP 5 /* tokens raised listed for each --tokens token */
+#define MAX_READS 64
+
+static void self_columns(ReportTable *t) {
+    table_column(t, "head", "head", CELL_INT, 0);
+    table_column(t, "tokens", "over tokens", CELL_TEXT, 0);
+    table_column(t, "n", "n", CELL_INT, 0);
+    const char *keys[] = {"qk_top1", "qk_top10", "qk_above_mean", "copy_top1", "copy_top10", "copy_above_mean"};
+    const char *labels[] = {"looks for itself: top1", "top10", "above mean", "copies: top1", "top10", "above mean"};
+    for (int i = 0; i < 6; i++) table_column(t, keys[i], labels[i], CELL_PERCENT, 1);
+    t->group_column = 0;
+}
+
+static void self_rows(ReportTable *t, const CircuitHead *ch) {
+    for (int k = 0; k < 2; k++) {
+        table_row(t);
+        cell_int(t, ch->head);
+        cell_text(t, k ? "seen in test" : "all");
+        cell_int(t, ch->copy[k].tokens);
+        const SelfScore *q = &ch->qk_self[k], *c = &ch->copy[k];
+        double v[] = {q->top1, q->top10, q->above_mean, c->top1, c->top10, c->above_mean};
+        for (int i = 0; i < 6; i++) cell_number(t, v[i]);
+    }
+}
+
+static void pair_table(Report *r, const ProbeSession *ps, const CircuitsResult *cr, int ov) {
+    ReportTable *t = report_table(r, ov ? "ov" : "qk",
+                                  ov ? "OV circuit: reading token s raises token t (logit change, linearised)"
+                                     : "QK circuit: a query at token s looks for a key at token t");
+    table_column(t, "head", "head", CELL_INT, 0);
+    table_column(t, "rank", "rank", CELL_INT, 0);
+    table_column(t, ov ? "reads" : "query", ov ? "reads s" : "query s", CELL_TEXT, 0);
+    table_column(t, ov ? "reads_id" : "query_id", "id", CELL_INT, 0);
+    table_column(t, ov ? "raises" : "key", ov ? "raises t" : "key t", CELL_TEXT, 0);
+    table_column(t, ov ? "raises_id" : "key_id", "id", CELL_INT, 0);
+    table_column(t, ov ? "change" : "score", ov ? "change" : "score", CELL_NUMBER, 3);
+    table_column(t, "vs_mean", "vs mean", CELL_NUMBER, 3);
+    if (t) t->group_column = 0;
+    for (int i = 0; i < cr->n_heads; i++) {
+        const CircuitHead *ch = &cr->heads[i];
+        for (int k = 0; k < cr->top; k++) {
+            const CircuitPair *p = ov ? &ch->ov[k] : &ch->qk[k];
+            if (p->from < 0) break;
+            table_row(t);
+            cell_int(t, ch->head);
+            cell_int(t, k + 1);
+            cell_text(t, probe_token(ps, p->from));
+            cell_int(t, p->from);
+            cell_text(t, probe_token(ps, p->to));
+            cell_int(t, p->to);
+            cell_number(t, p->value);
+            cell_number(t, p->centred);
+        }
+    }
+}
+
+/* --tokens: for each head and token asked for, the tokens its reading raises most. */
+static void reads_tables(Report *r, const ProbeSession *ps, const CircuitsResult *cr) {
+    ReportTable *t = report_table(r, "reads", "OV circuit: reading each --tokens token raises most (change vs mean)");
+    table_column(t, "head", "head", CELL_INT, 0);
+    table_column(t, "reads", "reads", CELL_TEXT, 0);
+    table_column(t, "raises_most", "raises most", CELL_TEXT, 0);
+    if (t) t->group_column = 0;
+    ReportTable *j = report_table(r, "reads_top", "The same, one row per token raised");
+    const char *keys[] = {"head", "reads", "reads_id", "rank", "raises", "raises_id", "change", "vs_mean"};
+    for (int i = 0; i < 8; i++)
+        table_column(j, keys[i], keys[i], i == 1 || i == 4 ? CELL_TEXT : i < 6 ? CELL_INT : CELL_NUMBER, 3);
+    if (j) j->json_only = 1;
+    char text[512];
+    for (int i = 0; i < cr->n_heads; i++)
+        for (int k = 0; k < cr->n_reads; k++) {
+            const CircuitPair *top = cr->heads[i].reads + (size_t)k * cr->read_top;
+            size_t used = 0;
+            text[0] = '\0';
+            for (int q = 0; q < cr->read_top && top[q].to >= 0 && used < sizeof text; q++) {
+                used += (size_t)snprintf(text + used, sizeof text - used, "%s%s %+.2f", q ? ", " : "",
+                                         probe_token(ps, top[q].to), top[q].centred);
+                table_row(j);
+                cell_int(j, cr->heads[i].head), cell_text(j, probe_token(ps, top[q].from)), cell_int(j, top[q].from);
+                cell_int(j, q + 1), cell_text(j, probe_token(ps, top[q].to)), cell_int(j, top[q].to);
+                cell_number(j, top[q].value), cell_number(j, top[q].centred);
+            }
+            table_row(t);
+            cell_int(t, cr->heads[i].head);
+            cell_text(t, probe_token(ps, top[0].from));
+            cell_text(t, text);
+        }
+}
+
+/* --tokens "lily,tom" as token ids (pieces exactly as in the vocabulary); returns how many, -1 on error. */
+static int parse_tokens(const ProbeSession *ps, const char *list, int32_t *ids, int max, Error *e) {
+    int n = 0;
+    for (const char *p = list; p && *p;) {
+        size_t len = strcspn(p, ",");
+        int id = len ? tokenizer_lookup(&ps->lm.tokenizer, p, len) : -1;
+        if (id < 0)
+            return FAIL(e, "give tokens as the vocabulary spells them, lower-case, e.g. lily,tom,##ark (storylm tokenize shows them)",
+                        "'%.*s' is not a token of the model's vocabulary", (int)len, p);
+        if (n == max) return FAIL(e, NULL, "at most %d --tokens", max);
+        ids[n++] = id;
+        p += len + (p[len] == ',');
+    }
+    return n;
+}
+
+static void build_report(Report *r, const ProbeSession *ps, const char *stories, int n_test, long long positions,
+                         const float *z_mean, const CircuitsResult *cr) {
+    probe_report_header(r, ps);
+    report_text(r, "stories", "mean input over", stories);
+    report_int(r, "test_stories", "test stories", n_test);
+    report_int(r, "positions", "positions", positions);
+    report_note(r, "OV: the hidden layer linearised at its mean input over the test stories (see --help)");
+    ReportTable *t = report_table(r, "heads", "Per head: looking for itself (QK) and copying (OV), shares of tokens");
+    if (t) self_columns(t);
+    for (int i = 0; i < cr->n_heads; i++) self_rows(t, &cr->heads[i]);
+    pair_table(r, ps, cr, 0);
+    pair_table(r, ps, cr, 1);
+    if (cr->n_reads) reads_tables(r, ps, cr);
+    ReportTable *z = report_table(r, "mean_input", "The hidden layer's mean input z_mean (row, then heads 0..7)");
+    table_column(z, "z", "z", CELL_VECTOR, 4);
+    if (z) z->json_only = 1;
+    table_row(z);
+    cell_vector(z, z_mean, model_hidden_input_dim(&ps->lm.model.cfg));
+}
+
+static int draw(const char *path, const CircuitsResult *cr, Error *e) {
+    int n = cr->n_heads < 32 ? cr->n_heads : 32;
+    double values[2 * 32];
+    char names[32][16];
+    const char *labels[32];
+    for (int i = 0; i < n; i++) {
+        values[i] = cr->heads[i].copy[1].top10;
+        values[n + i] = cr->heads[i].qk_self[1].top10;
+        snprintf(names[i], sizeof names[i], "head %d", cr->heads[i].head);
+        labels[i] = names[i];
+    }
+    Svg s;
+    svg_begin(&s, 900, 400, "storylm circuits: copying and looking for itself");
+    svg_text(&s, 20, 24, "Share of the tokens seen in the test stories that a head raises (OV) or looks for (QK) when it reads them",
+             13, SVG_START, 0, "black");
+    SvgPanel p = {.x = 80, .y = 70, .w = 560, .h = 260, .y0 = 0, .y1 = 0.05}; /* small shares stay readable */
+    for (int i = 0; i < 2 * n; i++) p.y1 = fmax(p.y1, fmin(1, values[i] * 1.2));
+    svg_axes(&s, &p, NULL, NULL, "share of tokens (itself among the top 10)", 0);
+    svg_bars(&s, &p, values, 2, n, labels, NULL, 0);
+    const char *legend[2] = {"copies: reading t raises t", "looks for itself: query t, key t"};
+    svg_legend(&s, 660, 70, legend, NULL, 2);
+    int rc = svg_save(&s, path, e);
+    svg_free(&s);
+    return rc;
+}
+
+/* The stories the mean input comes from: --stories, else the model's training file. */
+static const char *stories_path(const ProbeSession *ps, const char *given, Error *e) {
+    const char *data = given ? given : metadata_get(&ps->lm.meta, "data");
+    if (!data || !data[0])
+        FAIL(e, "give --stories FILE", "circuits needs stories for the hidden layer's mean input, and '%s' does not say "
+             "what it was trained on", ps->model_path);
+    return data && data[0] ? data : NULL;
+}
+
+/* *usage = 1 when the failure is a flag out of range for this model (exit code 2). */
+static int circuits(const CircuitsArgs *a, Error *e, int *usage) {
+    ProbeSession ps;
+    if (probe_session_open(&ps, &a->po, "circuits", NULL, PROBE_ATTENTION_ONLY, e)) return -1;
+    const Model *m = &ps.lm.model;
+    int H = m->cfg.n_heads, rc = 0;
+    *usage = a->head >= H;
+    if (*usage) rc = FAIL(e, "heads are numbered from 0", "--head %d is out of range: this model has heads 0 to %d", a->head, H - 1);
+    const char *path = rc ? NULL : stories_path(&ps, a->po.mean_stories, e);
+    StoriesOptions so = stories_default_options();
+    so.n_test = a->po.n_test;
+    Stories s = {0};
+    rc = path ? stories_load(&s, path, &ps.lm.tokenizer, &so, e) : -1;
+    if (!rc && s.n_test == 0) rc = FAIL(e, "give --stories FILE with more stories", "'%s' has too few stories to hold any out", path);
+    float *z_mean = rc ? NULL : xmalloc((size_t)model_hidden_input_dim(&m->cfg) * sizeof(float), e);
+    uint8_t *seen = z_mean ? xmalloc((size_t)m->cfg.vocab_size, e) : NULL;
+    long long positions = 0;
+    CircuitsResult cr = {0};
+    Report r;
+    report_init(&r, "circuits");
+    int32_t reads[MAX_READS];
+    CircuitsOptions co = {.top = a->top, .heads = a->head >= 0 ? 1u << a->head : 0, .reads = reads, .read_top = READ_TOP};
+    co.n_reads = seen ? parse_tokens(&ps, a->tokens, reads, MAX_READS, e) : -1;
+    rc = co.n_reads >= 0 ? circuits_mean_input(m, &s, s.test, s.n_test, &ps.ablation, z_mean, seen, &positions, e) : -1;
+    if (!rc) rc = probe_circuits(m, z_mean, seen, &co, &cr, e);
+    if (!rc) build_report(&r, &ps, path, s.n_test, positions, z_mean, &cr);
+    if (!rc && a->po.svg) rc = draw(a->po.svg, &cr, e);
+    if (!rc) rc = probe_emit(&r, &a->po, e);
+    report_free(&r);
+    circuits_result_free(&cr);
+    free(seen);
+    free(z_mean);
+    stories_free(&s);
+    probe_session_close(&ps);
+    return rc;
+}
+
+static int run(int argc, char **argv) {
+    CircuitsArgs a = {.po = PROBE_OPTIONS_DEFAULT, .head = -1, .top = 20};
+    Option opts[] = {
+        PROBE_COMMON_OPTIONS(a.po),
+        PROBE_SVG_OPTION(a.po),
+        PROBE_TEST_OPTION(a.po),
+        {"stories", 0, OPT_STRING, &a.po.mean_stories, "FILE",
+         "stories for the mean input (and --ablate-mode mean; default: the file the model was trained on)", 0, 0},
+        {"head", 0, OPT_INT, &a.head, "H", "only this head (-1: every head)", -1, 255},
+        {"top", 0, OPT_INT, &a.top, "N", "pairs listed per circuit and head", 1, 10000},
+        {"tokens", 0, OPT_STRING, &a.tokens, "LIST", "also list what reading each of these tokens raises, e.g. lily,tom", 0, 0},
+    };
+    int rc = probe_parse(&command_circuits, argc, argv, opts, N_OPTIONS(opts), &a.po, NULL, 0);
+    if (rc >= 0) return rc;
+    Error e = {0};
+    int usage = 0;
+    if (circuits(&a, &e, &usage) == 0) return 0;
+    cli_fail(&e);
+    return usage ? 2 : 1;
+}

@@ -1,0 +1,206 @@
+/* storylm detect STORIES [--model M ...]: head detectors. Per head, the
+ * previous-token, duplicate-token and induction scores on the held-out test
+ * stories and on random sequences repeated twice, with the induction loss;
+ * for several models (training snapshots), the same across training. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "probe_common.h"
+#include "storylm/probe_detect.h"
+#include "storylm/svg.h"
+
+static int run(int argc, char **argv);
+const Command command_detect = {
+    "detect", "Head detectors: previous-token, duplicate and induction scores", "storylm detect STORIES [--model M ...] [options]",
+    "For every head, on the held-out test stories of STORIES, the mean over positions of:\n"
+    "  previous  the weight on the token just before;\n"
+    "  duplicate the total weight on earlier copies of the position's own token;\n"
+    "  induction the total weight on the tokens right after earlier copies of the position's\n"
+    "            token (where an induction head looks, to say what came next last time).\n"
+    "The last two count only positions whose token came earlier within reach. The same on\n"
+    "--random sequences of --length random tokens (drawn, with --seed, from the tokens of the\n"
+    "test stories) repeated twice, [EOS] r1..rL r1..rL, with the induction loss: the mean loss\n"
+    "on r2..rL in the second copy against the first. A network with induction heads predicts\n"
+    "the second copy almost perfectly; the chapter says one layer cannot. Random attention\n"
+    "gives about 1/(position+1) to each score's positions. Several --model files (snapshots:\n"
+    "storylm train --snapshot-every N) give the table for each and, with --svg, curves across\n"
+    "training (x: the step in the file name OUT.stepN.safetensors or the model's metadata).\n"
+    "--ablate HEADS switches heads off (their weights are still measured; the losses change).",
+    run};
+
+typedef struct DetectArgs {
+    ProbeOptions po;
+    StringList models;
+    int n_random, length, seed;
+} DetectArgs;
+
+/* The training step of a model file: OUT.stepN.safetensors, else its "steps" metadata, else -1. */
+static int model_step(const ProbeSession *ps) {
+    const char *dot = strstr(ps->model_path, ".step"), *steps = metadata_get(&ps->lm.meta, "steps");
+    int n;
+    if (dot && sscanf(dot, ".step%d", &n) == 1) return n;
+    return steps && sscanf(steps, "%d", &n) == 1 ? n : -1;
+}
+
+static void make_tables(Report *r, const DetectArgs *a, ReportTable **heads, ReportTable **loss) {
+    report_int(r, "random_sequences", "random sequences", a->n_random);
+    report_int(r, "random_length", "tokens per copy", a->length);
+    report_int(r, "seed", "seed", a->seed);
+    *heads = report_table(r, "heads", "Head scores on the test stories, and on random tokens repeated twice");
+    const char *keys[] = {"model", "step", "head", "previous", "duplicate", "induction", "random_previous",
+                          "random_duplicate", "random_induction"};
+    const char *labels[] = {"model", "step", "head", "previous", "duplicate", "induction", "random: previous",
+                            "duplicate", "induction"};
+    for (int i = 0; i < 9; i++) table_column(*heads, keys[i], labels[i], i == 0 ? CELL_TEXT : i < 3 ? CELL_INT : CELL_PERCENT, 1);
+    if (*heads) (*heads)->group_column = 0;
+    *loss = report_table(r, "models", "Per model: positions counted and the induction loss on random tokens repeated twice");
+    const char *lk[] = {"model", "step", "positions", "duplicate_positions", "induction_positions", "loss_first",
+                        "loss_second", "induction_loss_drop"};
+    const char *ll[] = {"model", "step", "positions", "with a duplicate", "with an induction target", "loss 1st copy",
+                        "loss 2nd copy", "drop"};
+    for (int i = 0; i < 8; i++) table_column(*loss, lk[i], ll[i], i == 0 ? CELL_TEXT : i < 5 ? CELL_INT : CELL_NUMBER, 3);
+}
+
+static void add_rows(ReportTable *heads, ReportTable *loss, const char *model, int step, const DetectResult *d) {
+    for (int h = 0; h < d->n_heads; h++) {
+        table_row(heads);
+        cell_text(heads, model);
+        cell_int(heads, step);
+        cell_int(heads, h);
+        const DetectScores *s = &d->stories[h], *q = &d->random[h];
+        double v[] = {s->previous, s->duplicate, s->induction, q->previous, q->duplicate, q->induction};
+        for (int i = 0; i < 6; i++) cell_number(heads, v[i]);
+    }
+    table_row(loss);
+    cell_text(loss, model);
+    cell_int(loss, step);
+    cell_int(loss, d->positions);
+    cell_int(loss, d->duplicate_positions);
+    cell_int(loss, d->induction_positions);
+    cell_number(loss, d->loss_first);
+    cell_number(loss, d->loss_second);
+    cell_number(loss, d->loss_first - d->loss_second);
+}
+
+#define SCORE_PANELS 4
+static const char *const panel_titles[SCORE_PANELS] = {"previous-token score", "duplicate-token score",
+                                                       "induction score (test stories)", "induction score (random, repeated)"};
+
+static double panel_value(const DetectResult *d, int panel, int h) {
+    const DetectScores *s = panel == 3 ? &d->random[h] : &d->stories[h];
+    return panel == 0 ? s->previous : panel == 1 ? s->duplicate : s->induction;
+}
+
+/* One model: the four scores as bars per head. */
+static void draw_bars(Svg *s, const DetectResult *d) {
+    int H = d->n_heads < 32 ? d->n_heads : 32;
+    double values[SCORE_PANELS * 32];
+    char names[32][16];
+    const char *labels[32];
+    for (int h = 0; h < H; h++) {
+        snprintf(names[h], sizeof names[h], "head %d", h);
+        labels[h] = names[h];
+        for (int k = 0; k < SCORE_PANELS; k++) values[k * H + h] = panel_value(d, k, h);
+    }
+    SvgPanel p = {.x = 80, .y = 70, .w = 760, .h = 300, .y0 = 0, .y1 = 1};
+    svg_axes(s, &p, NULL, NULL, "mean weight", 0);
+    svg_bars(s, &p, values, SCORE_PANELS, H, labels, NULL, 0);
+    svg_legend(s, 860, 70, panel_titles, NULL, SCORE_PANELS);
+}
+
+/* Several models: each score across training, a curve per head, and the losses on the two copies. */
+static void draw_curves(Svg *s, const DetectResult *d, const int *steps, int n) {
+    double xs[64], ys[64];
+    for (int k = 0; k < n; k++) xs[k] = steps[k] >= 0 ? steps[k] : k;
+    SvgPanel base = {.w = 330, .h = 220, .x0 = xs[0], .x1 = xs[n - 1] > xs[0] ? xs[n - 1] : xs[0] + 1, .y0 = 0, .y1 = 1};
+    int H = d[0].n_heads;
+    for (int panel = 0; panel < SCORE_PANELS; panel++) {
+        SvgPanel p = base;
+        p.y1 = 0.1; /* small scores stay readable; a score near 1 widens the axis */
+        for (int k = 0; k < n; k++)
+            for (int h = 0; h < H; h++) p.y1 = fmax(p.y1, fmin(1, panel_value(&d[k], panel, h) * 1.15));
+        p.x = 70 + (panel % 3) * 400, p.y = 60 + (panel / 3) * 300;
+        svg_axes(s, &p, panel_titles[panel], "training step", "mean weight", 1);
+        for (int h = 0; h < H; h++) {
+            for (int k = 0; k < n; k++) ys[k] = panel_value(&d[k], panel, h);
+            svg_polyline(s, &p, xs, ys, n, svg_palette(h), 1.8);
+        }
+    }
+    SvgPanel p = base;
+    p.x = 470, p.y = 360, p.y1 = 0;
+    for (int k = 0; k < n; k++) p.y1 = fmax(p.y1, fmax(d[k].loss_first, d[k].loss_second) * 1.1);
+    svg_axes(s, &p, "loss on random tokens: 1st copy, 2nd copy", "training step", "nats", 1);
+    for (int copy = 0; copy < 2; copy++) {
+        for (int k = 0; k < n; k++) ys[k] = copy ? d[k].loss_second : d[k].loss_first;
+        svg_polyline(s, &p, xs, ys, n, copy ? "#d62728" : "#7f7f7f", 2);
+    }
+    char names[32][16];
+    const char *labels[32], *colors[32];
+    for (int h = 0; h < H && h < 32; h++) {
+        snprintf(names[h], sizeof names[h], "head %d", h);
+        labels[h] = names[h], colors[h] = svg_palette(h);
+    }
+    svg_legend(s, 880, 380, labels, colors, H < 32 ? H : 32);
+    const char *copies[2] = {"1st copy", "2nd copy"}, *copy_colors[2] = {"#7f7f7f", "#d62728"};
+    svg_legend(s, 1000, 380, copies, copy_colors, 2);
+}
+
+static int draw(const char *path, const DetectResult *d, const int *steps, int n, Error *e) {
+    Svg s;
+    svg_begin(&s, n > 1 ? 1280 : 1180, n > 1 ? 640 : 420, "storylm detect: head detectors");
+    svg_text(&s, 20, 24, n > 1 ? "Head scores across training (one curve per head)" : "Head scores per head", 15,
+             SVG_START, 0, "black");
+    if (n > 1) draw_curves(&s, d, steps, n);
+    else draw_bars(&s, d);
+    int rc = svg_save(&s, path, e);
+    svg_free(&s);
+    return rc;
+}
+
+static int detect(const DetectArgs *a, const char *stories, Error *e) {
+    int n = a->models.count ? a->models.count : 1, rc = 0, steps[64];
+    DetectResult results[64] = {{0}};
+    DetectOptions o = {.n_random = a->n_random, .length = a->length, .seed = (uint64_t)a->seed};
+    Report r;
+    report_init(&r, "detect");
+    ReportTable *heads = NULL, *loss = NULL;
+    for (int k = 0; !rc && k < n; k++) {
+        ProbeOptions po = a->po;
+        po.model = a->models.count ? a->models.items[k] : NULL;
+        ProbeSession ps;
+        if ((rc = probe_session_open(&ps, &po, "detect", stories, PROBE_ATTENTION_ONLY, e))) break;
+        if (k == 0) {
+            probe_report_header(&r, &ps);
+            make_tables(&r, a, &heads, &loss);
+        }
+        steps[k] = model_step(&ps);
+        rc = probe_detect(&ps.lm.model, &ps.stories, ps.stories.test, ps.stories.n_test, &o, &ps.ablation, &results[k], e);
+        if (!rc) add_rows(heads, loss, ps.model_path, steps[k], &results[k]);
+        probe_session_close(&ps);
+    }
+    if (!rc && a->po.svg) rc = draw(a->po.svg, results, steps, n, e);
+    if (!rc) rc = probe_emit(&r, &a->po, e);
+    for (int k = 0; k < n; k++) detect_result_free(&results[k]);
+    report_free(&r);
+    return rc;
+}
+
+static int run(int argc, char **argv) {
+    DetectArgs a = {.po = PROBE_OPTIONS_DEFAULT, .n_random = 50, .length = 100, .seed = 1};
+    const char *pos[1];
+    Option opts[] = {
+        PROBE_MODELS_OPTIONS(a.po, a.models, "repeat for snapshots"),
+        PROBE_SVG_OPTION(a.po),
+        PROBE_TEST_OPTION(a.po),
+        {"random", 0, OPT_INT, &a.n_random, "N", "random sequences repeated twice (0: none)", 0, 100000},
+        {"length", 0, OPT_INT, &a.length, "L", "random tokens in each copy", 2, 100000},
+        {"seed", 's', OPT_INT, &a.seed, "N", "seed of the random sequences", 0, 2147483647},
+    };
+    int rc = probe_parse(&command_detect, argc, argv, opts, N_OPTIONS(opts), &a.po, pos, 1);
+    if (rc >= 0) return rc;
+    if (a.models.count > 64) return args_usage_error(&command_detect, "at most 64 --model files, not %d", a.models.count);
+    Error e = {0};
+    return detect(&a, pos[0], &e) ? cli_fail(&e) : 0;
+}
