@@ -235,11 +235,12 @@ void model_backward(const Model *m, Activations *a, const Batch *b, float *grads
  * Backward functions accumulate (+=) into parameter gradients. */
 
 /* C (M, N) = op(A) op(B) + beta C, row-major (cblas_sgemm with alpha 1;
- * trans_a/trans_b: use A, B transposed). With OpenBLAS single-threaded and
- * several OpenMP threads, C is cut in blocks of rows or columns, one product
- * per thread: one kind of thread runs everything (OpenMP's and OpenBLAS's
- * busy-waiting threads would fight over the cores), and each element's sum is
- * the same at any split. Otherwise one call, threaded by OpenBLAS. */
+ * trans_a/trans_b: use A, B transposed). C is cut in blocks of 256 rows (or
+ * columns, when it has more of them), one sgemm call each, the same blocks at
+ * every thread count, so the result has the same bits at any thread count.
+ * With OpenBLAS single-threaded and several OpenMP threads, the threads take
+ * whole blocks: one kind of thread runs everything (OpenMP's and OpenBLAS's
+ * busy-waiting threads would fight over the cores). */
 void matmul(int trans_a, int trans_b, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
             float beta, float *C, int ldc);
 /* sums (cols) += column sums of A (rows, cols), row stride lda; ones (rows). Split like matmul. */

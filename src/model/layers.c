@@ -102,49 +102,64 @@ float logsumexp(const float *x, int n) { return logsumexp_max(x, n, max_of(x, n)
 
 /* ---- products -------------------------------------------------------------- */
 
-/* [start, end) of part i of n items cut in parts of whole blocks of 16. */
-static void split(int n, int parts, int i, int *start, int *end) {
-    int blocks = (n + 15) / 16;
-    *start = (int)((long)blocks * i / parts) * 16;
-    *end = (int)((long)blocks * (i + 1) / parts) * 16;
-    if (*end > n) *end = n;
-    if (*start > n) *start = n;
+/* Products are cut into blocks of PRODUCT_BLOCK rows (or columns) whatever
+ * the thread count, and threads take whole blocks: OpenBLAS rounds an
+ * element by the shape of the call it falls in (on AVX2 machines a product of
+ * 7 rows differs in the last bits from one of 40), so blocks that do not
+ * depend on the threads give the same bits at every thread count. 256 keeps
+ * a training shard's products (about 250 positions) one call each. */
+#define PRODUCT_BLOCK 256
+
+static int n_blocks(int n) { return (n + PRODUCT_BLOCK - 1) / PRODUCT_BLOCK; }
+
+/* Block i of C (M, N) = op(A) op(B) + beta C: rows or columns i*BLOCK... */
+static void matmul_block(enum CBLAS_TRANSPOSE ta, enum CBLAS_TRANSPOSE tb, int by_rows, int i, int M, int N, int K,
+                         const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc) {
+    int s = i * PRODUCT_BLOCK, e = s + PRODUCT_BLOCK;
+    if (e > (by_rows ? M : N)) e = by_rows ? M : N;
+    if (by_rows)
+        cblas_sgemm(CblasRowMajor, ta, tb, e - s, N, K, 1.0f, ta == CblasTrans ? A + s : A + (size_t)s * lda, lda, B,
+                    ldb, beta, C + (size_t)s * ldc, ldc);
+    else
+        cblas_sgemm(CblasRowMajor, ta, tb, M, e - s, K, 1.0f, A, lda, tb == CblasTrans ? B + (size_t)s * ldb : B + s,
+                    ldb, beta, C + s, ldc);
+}
+
+/* Threads for nb blocks of work: 1 inside a parallel region or a Workers
+ * job, or when OpenBLAS threads each call itself. */
+static int product_threads(int nb) {
+    int threads = omp_get_max_threads();
+    if (omp_in_parallel() || openblas_get_num_threads() > 1) threads = 1;
+    return threads < nb ? threads : nb;
 }
 
 void matmul(int trans_a, int trans_b, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
             float beta, float *C, int ldc) {
+    if (M <= 0 || N <= 0) return;
     enum CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans, tb = trans_b ? CblasTrans : CblasNoTrans;
-    int threads = omp_get_max_threads();
-    if (threads == 1 || openblas_get_num_threads() > 1 || omp_in_parallel()) {
-        cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
+    int by_rows = M >= N, nb = n_blocks(by_rows ? M : N), threads = product_threads(nb);
+    if (threads == 1) {
+        for (int i = 0; i < nb; i++) matmul_block(ta, tb, by_rows, i, M, N, K, A, lda, B, ldb, beta, C, ldc);
         return;
     }
-    int by_rows = M >= N;
-#pragma omp parallel num_threads(threads)
-    {
-        int i = omp_get_thread_num(), n = omp_get_num_threads(), s, e;
-        split(by_rows ? M : N, n, i, &s, &e);
-        if (e > s && by_rows)
-            cblas_sgemm(CblasRowMajor, ta, tb, e - s, N, K, 1.0f, trans_a ? A + s : A + (size_t)s * lda, lda, B, ldb,
-                        beta, C + (size_t)s * ldc, ldc);
-        else if (e > s)
-            cblas_sgemm(CblasRowMajor, ta, tb, M, e - s, K, 1.0f, A, lda, trans_b ? B + (size_t)s * ldb : B + s, ldb,
-                        beta, C + s, ldc);
-    }
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (int i = 0; i < nb; i++) matmul_block(ta, tb, by_rows, i, M, N, K, A, lda, B, ldb, beta, C, ldc);
+}
+
+/* Block i of column_sums. */
+static void column_sums_block(const float *A, int rows, int cols, int lda, const float *ones, float *sums, int i) {
+    int s = i * PRODUCT_BLOCK, e = s + PRODUCT_BLOCK < cols ? s + PRODUCT_BLOCK : cols;
+    cblas_sgemv(CblasRowMajor, CblasTrans, rows, e - s, 1.0f, A + s, lda, ones, 1, 1.0f, sums + s, 1);
 }
 
 void column_sums(const float *A, int rows, int cols, int lda, const float *ones, float *sums) {
-    int threads = omp_get_max_threads();
-    if (threads == 1 || openblas_get_num_threads() > 1 || omp_in_parallel()) {
-        cblas_sgemv(CblasRowMajor, CblasTrans, rows, cols, 1.0f, A, lda, ones, 1, 1.0f, sums, 1);
+    int nb = n_blocks(cols), threads = product_threads(nb);
+    if (threads == 1) {
+        for (int i = 0; i < nb; i++) column_sums_block(A, rows, cols, lda, ones, sums, i);
         return;
     }
-#pragma omp parallel num_threads(threads)
-    {
-        int s, e;
-        split(cols, omp_get_num_threads(), omp_get_thread_num(), &s, &e);
-        if (e > s) cblas_sgemv(CblasRowMajor, CblasTrans, rows, e - s, 1.0f, A + s, lda, ones, 1, 1.0f, sums + s, 1);
-    }
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (int i = 0; i < nb; i++) column_sums_block(A, rows, cols, lda, ones, sums, i);
 }
 
 /* ---- embedding: token ids -> rows ---------------------------------------- */
