@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "server_internal.h"
 #include "web_assets.h"
@@ -38,6 +39,7 @@ static enum MHD_Result send_reply(struct MHD_Connection *conn, Reply *r) {
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r->mime ? r->mime : "application/json");
     }
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    if (r->timing) MHD_add_response_header(resp, "Server-Timing", r->timing);
     MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
     enum MHD_Result ok = MHD_queue_response(conn, (unsigned)r->status, resp);
     MHD_destroy_response(resp);
@@ -109,8 +111,14 @@ static enum MHD_Result dispatch(Server *s, struct MHD_Connection *conn, const ch
         }
     }
     if (!body) body = cJSON_CreateObject();
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     api_handle(s, get ? "GET" : "POST", url, body, &r);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
     cJSON_Delete(body);
+    char timing[64]; /* what the answer cost here, for scripts/serve_latency */
+    snprintf(timing, sizeof timing, "app;dur=%.3f", (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6);
+    if (!r.response) r.timing = timing;
     return send_reply(conn, &r);
 }
 

@@ -25,6 +25,7 @@ typedef struct Reply {
     char *body;
     const char *mime;
     struct MHD_Response *response; /* set instead of body for streams */
+    const char *timing;            /* Server-Timing header, or NULL */
 } Reply;
 
 /* {"error": message, "hint": hint}; returns status. */
