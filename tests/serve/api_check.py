@@ -113,10 +113,10 @@ try:
     # ---- a client that leaves mid-stream stops its generation ---------------------------------
     # greedy from this prompt writes the whole 2000 tokens (checked with the CLI), far more than
     # the socket buffers hold, so the server is still generating when the client leaves
-    long_text = cli_text(S, "generate", "The", "--model", M, "-t", "0", "-n", "2000", "--seed", "1")
+    long_text = cli_text(S, "generate", "Once upon a time", "--model", M, "-t", "0", "-n", "2000", "--seed", "1")
     ids = cli_json(S, "tokenize", "--model", M, long_text.strip())
     before = srv.get("/api/health")[1]
-    status, events = srv.events({"model": M, "prompt": "The", "temperature": 0, "max_tokens": 2000, "seed": 1}, keep=3)
+    status, events = srv.events({"model": M, "prompt": "Once upon a time", "temperature": 0, "max_tokens": 2000, "seed": 1}, keep=3)
     ok("a stream read for 3 events", status == 200 and len(events) == 3)
     after = wait_for("the stream to end after the client left",
                      lambda: (lambda h: h if h["streams"] == 0 else None)(srv.get("/api/health")[1]), timeout=30)
