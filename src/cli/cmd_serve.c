@@ -43,7 +43,8 @@ static void open_browser(const char *url) {
 
 static int run(int argc, char **argv) {
     ServerOptions o = {.host = "127.0.0.1", .port = 8080, .stories = "data/stories.txt",
-                       .train_dir = "playground-models", .threads = 4, .cache_models = 4};
+                       .train_dir = "playground-models", .threads = 4, .cache_models = 4,
+                       .compute_threads = 1};
     StringList data_dirs = {0};
     bool open = false;
     int np;
@@ -55,7 +56,9 @@ static int run(int argc, char **argv) {
         {"stories", 0, OPT_STRING, &o.stories, "FILE", "the test stories, names and mean ablation's stories", 0, 0},
         {"data-dir", 0, OPT_STRINGS, &data_dirs, "DIR", "a folder whose stories files the page may train on (repeat)", 0, 0},
         {"train-dir", 0, OPT_STRING, &o.train_dir, "DIR", "where models trained from the page are saved", 0, 0},
-        {"threads", 0, OPT_INT, &o.threads, "N", "threads answering requests (each request computes on one)", 1, 256},
+        {"threads", 0, OPT_INT, &o.threads, "N", "threads answering requests", 1, 256},
+        {"compute-threads", 0, OPT_INT, &o.compute_threads, "N",
+         "threads a request computes with (its JSON equals a verb's --json at that --threads)", 1, 256},
         {"cache-models", 0, OPT_INT, &o.cache_models, "N", "loaded models kept in memory", 1, 64},
     };
     int rc = args_parse(&command_serve, argc, argv, opts, N_OPTIONS(opts), NULL, 0, 0, &np);
