@@ -179,7 +179,7 @@ static int data_dirs_init(Server *s, Error *e) {
         snprintf(s->data_real[s->n_data++], PATH_MAX, "%s", real);
         free(real);
     }
-    char *real = realpath("data/stories.txt", NULL); /* the project's stories, always allowed */
+    char *real = realpath(s->o.stories, NULL); /* the server's stories (the project's by default), always allowed */
     if (real) snprintf(s->default_stories_real, PATH_MAX, "%s", real);
     free(real);
     return 0;
