@@ -84,6 +84,19 @@ try:
              cli_json(S, "eval", "--text", TEXT, "--model", M, *args))
     loss = srv.post("/api/loss", {"model": M, "text": TEXT})[1]
     ok("loss: one row a predicted position", len(loss["tokens"]) == loss["positions"])
+    rows = loss["tokens"]
+    ok("loss: the mean of the positions' losses, the share ranked first",
+       abs(loss["loss"] - sum(t["loss"] for t in rows) / len(rows)) < 1e-9 and
+       abs(loss["accuracy"] - sum(t["rank"] == 1 for t in rows) / len(rows)) < 1e-12)
+    crossed = 0
+    for t in rows:  # where the target is among trace's guesses, both give it the same probability
+        guesses = srv.post("/api/trace", {"text": TEXT, "pos": t["position"]})[1]["guesses"]
+        g = [x for x in guesses if x["id"] == t["target_id"]]
+        if g:
+            crossed += 1
+            ok("loss and trace agree at position %d" % t["position"],
+               abs(g[0]["probability"] - t["probability"]) < 1e-5 and g[0]["rank"] == t["rank"])
+    ok("loss and trace compared at some positions", crossed >= 5)
     same("swap", srv.post("/api/swap", {"model": M, "baseline": W8, "text": TEXT, "name": "zarko"})[1],
          cli_json(S, "swap", STORIES, "--text", TEXT, "--names", "zarko", "--baseline", W8, "--model", M))
     same("swap without baseline", srv.post("/api/swap", {"model": M, "text": TEXT, "name": "lily"})[1],
