@@ -47,6 +47,17 @@ try:
     ok("GET / is web/index.html byte for byte", status == 200 and body == page)
     ok("GET / is HTML", headers.get("Content-Type", "").startswith("text/html"))
     ok("GET /index.html is the same", srv.request("GET", "/index.html")[2] == page)
+    web = os.path.join(SRC, "web")
+    for root, _, files in os.walk(web):
+        for name in files:  # every file of web/ is compiled in and served as it is
+            rel = os.path.relpath(os.path.join(root, name), web)
+            with open(os.path.join(web, rel), "rb") as f:
+                want = f.read()
+            status, headers, body = srv.request("GET", "/" + rel)
+            ok("GET /%s is web/%s byte for byte" % (rel, rel), status == 200 and body == want)
+            kind = {".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml"}
+            ext = os.path.splitext(name)[1]
+            ok("GET /%s has its MIME type" % rel, ext not in kind or headers.get("Content-Type", "").startswith(kind[ext]))
     status, _, body = srv.request("GET", "/no-such-file.js")
     ok("GET of a missing file is a 404 with a JSON error", status == 404 and "error" in json.loads(body))
 
@@ -190,6 +201,9 @@ try:
     refused("an unknown endpoint", 404, path="/api/nothing", body={})
     refused("a DELETE", 405, method="DELETE", path="/api/models")
     refused("a request from another site", 403, body={"text": TEXT}, headers={"Origin": "http://evil.example"})
+    refused("a request from a sandboxed frame", 403, body={"text": TEXT}, headers={"Origin": "null"})
+    ok("a request from the page itself is answered", srv.request("POST", "/api/attend", {"text": TEXT}, headers={
+        "Origin": "http://%s:%d" % (srv.host, srv.port)})[0] == 200)
     refused("a request for another host name", 403, body={"text": TEXT}, headers={"Host": "evil.example:80"})
     ok("the server is still up after all that", srv.get("/api/health")[0] == 200)
 
