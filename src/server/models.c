@@ -127,6 +127,7 @@ int cache_init(ModelCache *c, int cap) {
 static void entry_free(ModelEntry *m) {
     probe_session_close(&m->ps);
     free(m->mean);
+    free(m->heads_json);
     pthread_mutex_destroy(&m->lock);
     free(m);
 }

@@ -45,6 +45,8 @@ typedef struct ModelEntry {
     ProbeSession ps;      /* no ablation: each request sets its own on a copy */
     int stories_loaded;   /* 1: ps.stories and ps.names hold the server's stories */
     float *mean;          /* (H, vd) heads' mean outputs over the test stories, or NULL */
+    char *heads_json;     /* /api/heads on the server's stories, no ablation, top heads_top: seconds to make, kept */
+    int heads_top;
     long long mtime, size; /* of the file when loaded: a changed file is loaded again */
     unsigned long used;
     int refs;

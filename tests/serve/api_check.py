@@ -112,7 +112,11 @@ try:
          cli_json(S, "swap", STORIES, "--text", TEXT, "--names", "zarko", "--baseline", W8, "--model", M))
     same("swap without baseline", srv.post("/api/swap", {"model": M, "text": TEXT, "name": "lily"})[1],
          cli_json(S, "swap", STORIES, "--text", TEXT, "--names", "lily", "--model", M))
-    same("heads", srv.post("/api/heads", {"model": M})[1], cli_json(S, "heads", STORIES, "--model", M))
+    heads_cli = cli_json(S, "heads", STORIES, "--model", M)
+    same("heads", srv.post("/api/heads", {"model": M})[1], heads_cli)
+    same("heads again (the answer kept)", srv.post("/api/heads", {"model": M})[1], heads_cli)
+    same("heads with top 3", srv.post("/api/heads", {"model": M, "top": 3})[1],
+         cli_json(S, "heads", STORIES, "--model", M, "--top", "3"))
     snap = "models/snapshots/tinystories.step250.safetensors"
     same("attend on a snapshot", srv.post("/api/attend", {"model": snap, "text": TEXT, "head": 1})[1],
          cli_json(S, "attend", TEXT, "--model", snap, "--head", "1"))
