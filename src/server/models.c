@@ -121,6 +121,7 @@ int cache_init(ModelCache *c, int cap) {
     c->entries = calloc((size_t)c->cap, sizeof *c->entries);
     if (!c->entries) return -1;
     pthread_mutex_init(&c->lock, NULL);
+    pthread_mutex_init(&c->stories_lock, NULL);
     return 0;
 }
 
@@ -136,6 +137,7 @@ void cache_free(ModelCache *c) {
     for (int i = 0; i < c->n; i++) entry_free(c->entries[i]);
     free(c->entries);
     pthread_mutex_destroy(&c->lock);
+    pthread_mutex_destroy(&c->stories_lock);
     *c = (ModelCache){0};
 }
 
@@ -208,12 +210,19 @@ void cache_release(ModelCache *c, ModelEntry *m) {
     if (last) entry_free(m);
 }
 
-int entry_stories(ModelEntry *m, const char *stories_path, Error *e) {
+int cache_read_stories(ModelCache *c, ProbeSession *ps, int flags, Error *e) {
+    pthread_mutex_lock(&c->stories_lock);
+    int rc = probe_session_stories(ps, STORIES_DEFAULT_TEST, flags, e);
+    pthread_mutex_unlock(&c->stories_lock);
+    return rc;
+}
+
+int entry_stories(ModelCache *c, ModelEntry *m, const char *stories_path, Error *e) {
     pthread_mutex_lock(&m->lock);
     int rc = 0;
     if (!m->stories_loaded) {
         m->ps.stories_path = stories_path;
-        rc = probe_session_stories(&m->ps, STORIES_DEFAULT_TEST, PROBE_NAMES, e);
+        rc = cache_read_stories(c, &m->ps, PROBE_NAMES, e);
         if (rc) {
             stories_free(&m->ps.stories);
             names_free(&m->ps.names);
