@@ -85,8 +85,9 @@ static cJSON *model_item(const char *path, const char *name) {
 
 static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-/* The model files of one folder, sorted, into models. */
-static void list_dir(const char *prefix, cJSON *models, const char *skip) {
+/* The model files of one folder, sorted, into models: those a client may
+ * name (a symlink out of the listed folders is left out). */
+static void list_dir(const ModelDirs *d, const char *prefix, cJSON *models, const char *skip) {
     DIR *dir = opendir(prefix[0] ? prefix : ".");
     if (!dir) return;
     char *names[512];
@@ -98,7 +99,10 @@ static void list_dir(const char *prefix, cJSON *models, const char *skip) {
     for (int i = 0; i < n; i++) {
         char path[PATH_MAX];
         snprintf(path, sizeof path, "%s%s", prefix, names[i] ? names[i] : "");
-        cJSON *o = names[i] && strcmp(path, skip) != 0 ? model_item(path, names[i]) : NULL;
+        char listed[PATH_MAX];
+        int usable = names[i] && strcmp(path, skip) != 0 && model_resolve(d, path, listed, sizeof listed) == 0 &&
+                     strcmp(listed, path) == 0;
+        cJSON *o = usable ? model_item(path, names[i]) : NULL;
         if (o) cJSON_AddItemToArray(models, o);
         free(names[i]);
     }
@@ -109,7 +113,7 @@ cJSON *model_list(const ModelDirs *d) {
     const char *slash = strrchr(d->default_model, '/');
     cJSON *def = model_item(d->default_model, slash ? slash + 1 : d->default_model);
     if (def) cJSON_AddItemToArray(models, def); /* first, wherever it lives */
-    for (int i = 0; i < d->n; i++) list_dir(d->prefix[i], models, d->default_model);
+    for (int i = 0; i < d->n; i++) list_dir(d, d->prefix[i], models, d->default_model);
     cJSON_AddStringToObject(j, "default", d->default_model);
     return j;
 }

@@ -66,6 +66,7 @@ try:
     paths = [m["path"] for m in models["models"]]
     ok("/api/models lists models/ and its default", status == 200 and M in paths and W8 in paths and models["default"] == M)
     ok("/api/models leaves out optimizer state", not any(".adam." in p for p in paths))
+    ok("/api/models leaves out a symlink out of its folders", "models/outside.safetensors" not in paths)
     att = next(m for m in models["models"] if m["path"] == M)
     ok("/api/models says arch, params, vocab_size", att["arch"] == "attention" and att["params"] == 352848 and
        att["vocab_size"] == 2000)
@@ -187,6 +188,7 @@ try:
     refused("unknown model", 404, body={"text": TEXT, "model": "nope.safetensors"})
     refused("a model outside the listed folders", 404, body={"text": TEXT, "model": "/etc/passwd"})
     refused("a model named through ..", 404, body={"text": TEXT, "model": "models/../../" + os.path.basename(os.getcwd()) + "/x.safetensors"})
+    refused("a symlink out of the listed folders", 404, body={"text": TEXT, "model": "models/outside.safetensors"})
     refused("a stories file as model", 404, body={"text": TEXT, "model": STORIES})
     refused("a window8 model in attend", 400, body={"text": TEXT, "model": W8})
     refused("temperature negative", 400, path="/api/generate", body={"prompt": "a", "temperature": -1})
