@@ -52,14 +52,7 @@ static void open_browser(const char *url) {
  * names it). */
 static const char *default_stories(char *buf, size_t size) {
     const char *here = "data/stories.txt";
-    if (session_file_exists(here)) return here;
-    char exe[4096];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    char *slash = n > 0 ? (exe[n] = '\0', strrchr(exe, '/')) : NULL;
-    if (!slash) return here;
-    *slash = '\0';
-    snprintf(buf, size, "%s/../%s", exe, here);
-    return session_file_exists(buf) ? buf : here;
+    return session_file_exists(here) || !session_source_file(here, buf, size) ? here : buf;
 }
 
 static int run(int argc, char **argv) {
