@@ -26,52 +26,6 @@ typedef struct AttendArgs {
     int pos, head;
 } AttendArgs;
 
-static void add_keys(ReportTable *t, const ProbeSession *ps, const ProbeRunner *r, int h, int p, AttendKey *keys) {
-    int n = probe_attend(r, h, p, keys);
-    for (int j = n - 1; j >= 0; j--) { /* nearest first, as one reads back */
-        const AttendKey *k = &keys[j];
-        table_row(t);
-        cell_int(t, h);
-        cell_int(t, k->position);
-        cell_text(t, probe_token(ps, k->token));
-        cell_int(t, k->token);
-        cell_int(t, k->distance);
-        cell_number(t, k->dot);
-        cell_number(t, k->distance_score);
-        cell_number(t, k->score);
-        cell_number(t, k->weight);
-        cell_number(t, k->cosine);
-    }
-}
-
-static void build_report(Report *r, const ProbeSession *ps, const ProbeRunner *run_, const IntVec *ids, int p, int head) {
-    probe_report_header(r, ps);
-    ReportTable *tokens = report_table(r, "tokens", "Tokens (position, id, text)");
-    table_column(tokens, "position", "pos", CELL_INT, 0);
-    table_column(tokens, "id", "id", CELL_INT, 0);
-    table_column(tokens, "token", "token", CELL_TEXT, 0);
-    for (size_t i = 0; i < ids->len; i++) {
-        table_row(tokens);
-        cell_int(tokens, (long long)i);
-        cell_int(tokens, ids->data[i]);
-        cell_text(tokens, probe_token(ps, ids->data[i]));
-    }
-    report_int(r, "position", "reading position", p);
-    report_text(r, "token", "reading token", probe_token(ps, ids->data[p]));
-    ReportTable *t = report_table(r, "keys", "What it reads (nearest first)");
-    const char *keys[][2] = {{"head", "head"}, {"position", "pos"}, {"token", "token"}, {"id", "id"},
-                             {"distance", "dist"}, {"dot", "q.k/sqrt8"}, {"distance_score", "dist.score"},
-                             {"score", "score"}, {"weight", "weight"}, {"cosine", "cos(rows)"}};
-    for (int c = 0; c < 10; c++)
-        table_column(t, keys[c][0], keys[c][1], c == 2 ? CELL_TEXT : c < 5 ? CELL_INT : CELL_NUMBER, 4);
-    if (t) t->group_column = 0;
-    AttendKey *buf = malloc((size_t)ps->lm.model.cfg.window * sizeof(AttendKey));
-    if (!buf) r->failed = 1;
-    for (int h = 0; buf && h < ps->lm.model.cfg.n_heads; h++)
-        if (head < 0 || h == head) add_keys(t, ps, run_, h, p, buf);
-    free(buf);
-}
-
 /* One head's map at (x, y): T x T squares with the tokens as labels, the read position outlined. */
 static void draw_map(Svg *s, const ProbeRunner *r, const char *const *labels, int h, int p, double x, double y,
                      double cell, double *map) {
@@ -117,26 +71,15 @@ static int draw(const char *path, const ProbeSession *ps, const ProbeRunner *r, 
 static int attend(const AttendArgs *a, const char *text, Error *e) {
     ProbeSession ps;
     if (probe_session_open(&ps, &a->po, "attend", NULL, PROBE_ATTENTION_ONLY, e)) return -1;
-    IntVec ids = {0};
-    ProbeRunner r = {0};
+    ViewText vt = {0};
     Report rep;
     report_init(&rep, "attend");
-    int rc = intvec_push(&ids, ps.lm.tokenizer.eos_id, e) ||
-             tokenizer_encode(&ps.lm.tokenizer, text, strlen(text), &ids, e);
-    int T = (int)ids.len, p = a->pos < 0 ? T + a->pos : a->pos;
-    if (!rc && (p < 0 || p >= T))
-        rc = FAIL(e, "positions run from 0 ([EOS]) to the number of tokens; -1 is the last",
-                  "--pos %d is outside the text's %d positions", a->pos, T);
-    if (!rc && a->head >= ps.lm.model.cfg.n_heads)
-        rc = FAIL(e, "heads are numbered from 0", "head %d is out of range: this model has heads 0 to %d", a->head,
-                  ps.lm.model.cfg.n_heads - 1);
-    if (!rc) rc = probe_runner_init(&r, &ps.lm.model, T, e) || probe_run(&r, ids.data, T, &ps.ablation, e);
-    if (!rc) build_report(&rep, &ps, &r, &ids, p, a->head);
-    if (!rc && a->po.svg) rc = draw(a->po.svg, &ps, &r, &ids, p, a->head, e);
+    int rc = view_check_head(&ps, a->head, e) || view_text_run(&vt, &ps, text, a->pos, 0, e);
+    if (!rc) view_attend(&rep, &ps, &vt, a->head);
+    if (!rc && a->po.svg) rc = draw(a->po.svg, &ps, &vt.runner, &vt.ids, vt.pos, a->head, e);
     if (!rc) rc = probe_emit(&rep, &a->po, e);
     report_free(&rep);
-    probe_runner_free(&r);
-    intvec_free(&ids);
+    view_text_free(&vt);
     probe_session_close(&ps);
     return rc ? -1 : 0;
 }

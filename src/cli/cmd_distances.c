@@ -16,24 +16,6 @@ const Command command_distances = {
     "--ablate is accepted for symmetry with the other probes; it does not change the scores.",
     run};
 
-static void build_report(Report *r, const ProbeSession *ps, int up_to) {
-    const ModelConfig *c = &ps->lm.model.cfg;
-    probe_report_header(r, ps);
-    ReportTable *t = report_table(r, "scores", "Distance scores (rows: distance back; columns: heads)");
-    table_column(t, "distance", "distance", CELL_INT, 0);
-    char key[32], label[32];
-    for (int h = 0; h < c->n_heads; h++) {
-        snprintf(key, sizeof key, "head_%d", h);
-        snprintf(label, sizeof label, "head %d", h);
-        table_column(t, key, label, CELL_NUMBER, 3);
-    }
-    for (int d = 0; d <= up_to && d < c->window; d++) {
-        table_row(t);
-        cell_int(t, d);
-        for (int h = 0; h < c->n_heads; h++) cell_number(t, ps->lm.model.distance[(size_t)h * c->window + d]);
-    }
-}
-
 /* One panel of every head's curve over distances 0..last. */
 static void draw_panel(Svg *s, const Model *m, int last, double x, double y, const char *title) {
     const ModelConfig *c = &m->cfg;
@@ -88,12 +70,13 @@ static int run(int argc, char **argv) {
     if (rc) return rc > 0 ? 0 : 2;
     if (probe_check_mode(&command_distances, po.ablate_mode)) return 2;
     cli_set_threads(po.threads);
+    po.model = cli_model_path(po.model, po.json);
     Error e = {0};
     ProbeSession ps;
     if (probe_session_open(&ps, &po, "distances", NULL, PROBE_ATTENTION_ONLY, &e)) return cli_fail(&e);
     Report r;
     report_init(&r, "distances");
-    build_report(&r, &ps, up_to);
+    view_distances(&r, &ps, up_to);
     rc = po.svg ? draw(po.svg, &ps.lm.model, &e) : 0;
     if (!rc) rc = probe_emit(&r, &po, &e);
     report_free(&r);

@@ -12,15 +12,18 @@
 
 static int run(int argc, char **argv);
 const Command command_eval = {
-    "eval", "loss, perplexity and accuracy on held-out stories", "storylm eval STORIES [options]",
+    "eval", "loss, perplexity and accuracy on held-out stories", "storylm eval STORIES [options] | storylm eval --text TEXT [options]",
     "Reads STORIES with the model's own vocabulary and measures, over every predicted\n"
     "position of the held-out test stories (the same 100 that training left out) or of\n"
     "--all stories: the loss in nats per token, the perplexity exp(loss) and the share of\n"
-    "positions where the most likely token is the right one.",
+    "positions where the most likely token is the right one.\n"
+    "--text TEXT measures the same over one typed text instead (after [EOS]; each position\n"
+    "predicting the text's next token) and lists every position's token, target, loss and\n"
+    "rank; STORIES is then optional (mean ablation's test stories).",
     run};
 
 typedef struct EvalArgs {
-    const char *model, *ablate, *ablate_mode;
+    const char *model, *ablate, *ablate_mode, *text;
     bool all, json;
     int n_test, threads, max_positions;
 } EvalArgs;
@@ -85,6 +88,24 @@ static int eval_file(const EvalArgs *a, const char *stories_path, Error *e) {
     return rc;
 }
 
+/* --text: the loss on one typed text, as the server's /api/loss gives it. */
+static int eval_text(const EvalArgs *a, const char *stories_path, Error *e) {
+    ProbeOptions po = {.model = cli_model_path(a->model, a->json), .ablate = a->ablate, .ablate_mode = a->ablate_mode,
+                       .mean_stories = stories_path, .json = a->json, .n_test = a->n_test};
+    ProbeSession ps;
+    if (probe_session_open(&ps, &po, "eval", NULL, 0, e)) return -1;
+    ViewText vt;
+    Report r;
+    report_init(&r, "eval");
+    int rc = view_text_run(&vt, &ps, a->text, -1, 0, e);
+    if (!rc) view_loss(&r, &ps, &vt, a->text);
+    if (!rc) rc = probe_emit(&r, &po, e);
+    report_free(&r);
+    view_text_free(&vt);
+    probe_session_close(&ps);
+    return rc;
+}
+
 static int run(int argc, char **argv) {
     EvalArgs a = {.n_test = STORIES_DEFAULT_TEST, .threads = cli_default_threads(), .max_positions = 4096, .ablate_mode = "zero"};
     const char *pos[1];
@@ -92,6 +113,7 @@ static int run(int argc, char **argv) {
     Option opts[] = {
         {"model", 'm', OPT_STRING, &a.model, "FILE", "model file (default: ./" DEFAULT_MODEL_PATH ", else the shipped model)", 0, 0},
         {"all", 0, OPT_BOOL, &a.all, NULL, "every story of the file, not only the held-out ones", 0, 0},
+        {"text", 0, OPT_STRING, &a.text, "TEXT", "measure one typed text instead of the stories", 0, 0},
         {"test-stories", 0, OPT_INT, &a.n_test, "N", "held-out test stories (as in training)", 1, 100000},
         {"ablate", 0, OPT_STRING, &a.ablate, "HEADS", "switch heads off, e.g. 3,5", 0, 0},
         {"ablate-mode", 0, OPT_STRING, &a.ablate_mode, "MODE", ABLATE_HELP_MODE, 0, 0},
@@ -99,11 +121,13 @@ static int run(int argc, char **argv) {
         {"threads", 0, OPT_INT, &a.threads, "N", "threads, by default one per core", 1, 256},
         {"max-positions", 0, OPT_INT, &a.max_positions, "N", "positions per forward pass", 64, 1 << 20},
     };
-    int rc = args_parse(&command_eval, argc, argv, opts, N_OPTIONS(opts), pos, 1, 1, &np);
+    int rc = args_parse(&command_eval, argc, argv, opts, N_OPTIONS(opts), pos, 0, 1, &np);
     if (rc) return rc > 0 ? 0 : 2;
+    if (!a.text && np == 0) return args_usage_error(&command_eval, "missing STORIES (or --text TEXT)");
+    if (a.text && a.all) return args_usage_error(&command_eval, "--all is for STORIES, not --text");
     if (probe_check_mode(&command_eval, a.ablate_mode)) return 2;
     cli_set_threads(a.threads);
     Error e = {0};
-    if (eval_file(&a, pos[0], &e)) return cli_fail(&e);
+    if (a.text ? eval_text(&a, np ? pos[0] : NULL, &e) : eval_file(&a, pos[0], &e)) return cli_fail(&e);
     return 0;
 }

@@ -27,66 +27,6 @@ typedef struct HeadsArgs {
     int top;
 } HeadsArgs;
 
-/* "step 1200 (path)" from the snapshot's name (OUT.step1200.safetensors) or
- * the model's metadata, or the path alone. */
-static void model_label(const ProbeSession *ps, char *buf, size_t size) {
-    const char *path = ps->model_path, *dot = strstr(path, ".step"), *step = metadata_get(&ps->lm.meta, "step");
-    int n = 0;
-    if (dot && sscanf(dot, ".step%d", &n) == 1) snprintf(buf, size, "step %d (%s)", n, path);
-    else if (step) snprintf(buf, size, "step %s (%s)", step, path);
-    else snprintf(buf, size, "%s", path);
-}
-
-static void add_rows(ReportTable *t, ReportTable *tokens, const ProbeSession *ps, const HeadsResult *h, int k) {
-    char label[256], reads[512];
-    model_label(ps, label, sizeof label);
-    for (int head = 0; head < h->n_heads; head++) {
-        table_row(t);
-        cell_int(t, k);
-        cell_text(t, label);
-        cell_int(t, head);
-        for (int b = 0; b < HEAD_BINS; b++) cell_number(t, h->mass[head * HEAD_BINS + b]);
-        cell_number(t, h->mean_distance[head]);
-        size_t used = 0;
-        reads[0] = '\0';
-        for (int j = 0; j < h->top_k; j++) {
-            const HeadToken *ht = &h->top[(size_t)head * h->top_k + j];
-            if (ht->token < 0) break;
-            used += (size_t)snprintf(reads + used, sizeof reads - used, "%s%s %.0f%%", j ? ", " : "",
-                                     probe_token(ps, ht->token), 100 * ht->share);
-            if (used >= sizeof reads) break;
-            table_row(tokens);
-            cell_int(tokens, k);
-            cell_int(tokens, head);
-            cell_int(tokens, j + 1);
-            cell_text(tokens, probe_token(ps, ht->token));
-            cell_int(tokens, ht->token);
-            cell_number(tokens, ht->share);
-        }
-        cell_text(t, reads);
-    }
-}
-
-static void make_tables(Report *r, ReportTable **t, ReportTable **tokens) {
-    *t = report_table(r, "heads", "Where each head's weight goes, by distance back, and what it reads most");
-    table_column(*t, "snapshot", "#", CELL_INT, 0);
-    table_column(*t, "model", "model", CELL_TEXT, 0);
-    table_column(*t, "head", "head", CELL_INT, 0);
-    const char *keys[HEAD_BINS] = {"d0", "d1", "d2", "d3_7", "d8_31", "d32_255"};
-    for (int b = 0; b < HEAD_BINS; b++) table_column(*t, keys[b], head_bin_names[b], CELL_PERCENT, 1);
-    table_column(*t, "mean_distance", "mean dist", CELL_NUMBER, 1);
-    table_column(*t, "reads_most", "reads most", CELL_TEXT, 0);
-    if (*t) (*t)->group_column = 0;
-    *tokens = report_table(r, "top_tokens", "The tokens each head reads most");
-    table_column(*tokens, "snapshot", "#", CELL_INT, 0);
-    table_column(*tokens, "head", "head", CELL_INT, 0);
-    table_column(*tokens, "rank", "rank", CELL_INT, 0);
-    table_column(*tokens, "token", "token", CELL_TEXT, 0);
-    table_column(*tokens, "id", "id", CELL_INT, 0);
-    table_column(*tokens, "share", "share", CELL_PERCENT, 1);
-    if (*tokens) (*tokens)->json_only = 1;
-}
-
 /* One row of small multiples: each head's distance shares as bars. */
 static void draw_row(Svg *s, const HeadsResult *h, const char *label, double y) {
     static const char *const bins[HEAD_BINS] = {"0", "1", "2", "3-7", "8-31", "32+"};
@@ -106,7 +46,7 @@ static void draw_row(Svg *s, const HeadsResult *h, const char *label, double y) 
 static int run_heads(const HeadsArgs *a, const char *stories, Error *e) {
     Report r;
     report_init(&r, "heads");
-    ReportTable *t = NULL, *tokens = NULL;
+    ViewHeads vh = {0};
     Svg s;
     int n = a->models.count ? a->models.count : 1, rc = 0;
     if (a->po.svg) {
@@ -116,18 +56,14 @@ static int run_heads(const HeadsArgs *a, const char *stories, Error *e) {
     }
     for (int k = 0; !rc && k < n; k++) {
         ProbeOptions po = a->po;
-        po.model = a->models.count ? a->models.items[k] : NULL;
+        po.model = a->models.count ? a->models.items[k] : cli_model_path(NULL, a->po.json);
         ProbeSession ps;
         HeadsResult h = {0};
         if ((rc = probe_session_open(&ps, &po, "heads", stories, PROBE_ATTENTION_ONLY, e))) break;
-        if (k == 0) {
-            probe_report_header(&r, &ps);
-            make_tables(&r, &t, &tokens);
-        }
-        rc = probe_heads(&ps.lm.model, &ps.stories, ps.stories.test, ps.stories.n_test, a->top, &h, e);
-        if (!rc) add_rows(t, tokens, &ps, &h, k);
+        if (k == 0) view_heads_begin(&r, &ps, &vh);
+        rc = view_heads_add(&vh, &ps, k, a->top, &h, e);
         char label[256];
-        model_label(&ps, label, sizeof label);
+        view_model_label(&ps, label, sizeof label);
         if (!rc && a->po.svg) draw_row(&s, &h, label, 40 + 160 * k);
         heads_result_free(&h);
         probe_session_close(&ps);

@@ -25,12 +25,15 @@ const Command command_swap = {
     "never lower-case; the hero is the first name of the first sentence that comes back.\n"
     "Default set: the 3 most common names, 3 rare ones (seen 2 to 19 times) and 3\n"
     "invented ones (never seen, 3 or more pieces); --names a,b,c gives your own (kinds:\n"
-    "invented when never seen, rare under 20 times, common otherwise).",
+    "invented when never seen, rare under 20 times, common otherwise).\n"
+    "--text TEXT --names NAME does it for one typed story instead: its hero (named in its\n"
+    "first sentence and again later) renamed to NAME, and at every later mention the\n"
+    "probability and rank each network gives the new name's first piece.",
     run};
 
 typedef struct SwapArgs {
     ProbeOptions po;
-    const char *baseline, *names;
+    const char *baseline, *names, *text;
 } SwapArgs;
 
 /* "z ##ark ##o" */
@@ -115,6 +118,22 @@ static int draw(const char *path, const SwapRow *rows, int n, int baseline, Erro
     return rc;
 }
 
+/* --text: one typed story's hero renamed (the server's /api/swap). */
+static int swap_text(const SwapArgs *a, const char *stories, Error *e) {
+    ProbeSession ps;
+    if (probe_session_open(&ps, &a->po, "swap", stories, PROBE_NAMES, e)) return -1;
+    LoadedModel base = {0};
+    Report r;
+    report_init(&r, "swap");
+    int rc = a->baseline ? probe_load_other(&ps, a->baseline, &base, e) : 0;
+    if (!rc) rc = view_swap_text(&r, &ps, a->baseline ? &base : NULL, a->baseline, a->text, a->names, e);
+    if (!rc) rc = probe_emit(&r, &a->po, e);
+    report_free(&r);
+    if (a->baseline) cli_free_model(&base);
+    probe_session_close(&ps);
+    return rc;
+}
+
 static int swap(const SwapArgs *a, const char *stories, Error *e) {
     ProbeSession ps;
     if (probe_session_open(&ps, &a->po, "swap", stories, PROBE_NAMES, e)) return -1;
@@ -145,9 +164,12 @@ static int run(int argc, char **argv) {
         PROBE_TEST_OPTION(a.po),
         {"baseline", 0, OPT_STRING, &a.baseline, "FILE", "a window8 model to compare with", 0, 0},
         {"names", 0, OPT_STRING, &a.names, "LIST", "names to swap in, e.g. lily,fred,zarko", 0, 0},
+        {"text", 0, OPT_STRING, &a.text, "TEXT", "rename the hero of this typed story to --names NAME instead", 0, 0},
     };
     int rc = probe_parse(&command_swap, argc, argv, opts, N_OPTIONS(opts), &a.po, pos, 1);
     if (rc >= 0) return rc;
     Error e = {0};
-    return swap(&a, pos[0], &e) ? cli_fail(&e) : 0;
+    if (a.text && (!a.names || strchr(a.names, ',')))
+        return args_usage_error(&command_swap, "--text needs one name: --names NAME");
+    return (a.text ? swap_text(&a, pos[0], &e) : swap(&a, pos[0], &e)) ? cli_fail(&e) : 0;
 }

@@ -5,17 +5,19 @@
 #include <string.h>
 
 #include "args.h"
+#include "common.h"
+#include "storylm/views.h"
 #include "storylm/fileio.h"
 #include "storylm/text.h"
 #include "storylm/tokenizer.h"
 
 static int run(int argc, char **argv);
 const Command command_tokenize = {
-    "tokenize", "show the tokens of a text", "storylm tokenize [--vocab V] [--ids | --json | --words] TEXT",
+    "tokenize", "show the tokens of a text", "storylm tokenize [--vocab V | --model M] [--ids | --json | --words] TEXT",
     "Normalises TEXT as BERT does (lower case, accents stripped, control characters\n"
     "dropped), splits it into words (every punctuation character is a word) and each\n"
     "word into the longest pieces of the vocabulary; prints the pieces separated by\n"
-    "spaces. TEXT '-' reads standard input. With --lines FILE, each line of FILE is a\n"
+    "spaces (with --model, the vocabulary stored in that model file). TEXT '-' reads standard input. With --lines FILE, each line of FILE is a\n"
     "text of its own and gets an output line of its own.\n\n"
     "Text that is not valid UTF-8 is refused with the byte offset of the first bad\n"
     "byte; with --lossy, bad bytes are read as U+FFFD and dropped, as a BERT\n"
@@ -23,7 +25,7 @@ const Command command_tokenize = {
     run};
 
 typedef struct Flags {
-    const char *vocab, *lines;
+    const char *vocab, *model, *lines;
     bool ids, json, words, lossy;
 } Flags;
 
@@ -67,21 +69,26 @@ static int print_words(const Pretokenizer *pre, const char *text, size_t len, co
 static int print_tokens(const Tokenizer *t, const char *text, size_t len, const Flags *f, Error *e) {
     IntVec ids = {0};
     if (tokenizer_encode(t, text, len, &ids, e)) return -1;
-    if (f->json) fputc('[', stdout);
+    if (f->json) { /* built where the server builds /api/tokenize */
+        cJSON *j = view_tokens_json(t, ids.data, ids.len);
+        char *out = j ? cJSON_PrintUnformatted(j) : NULL;
+        cJSON_Delete(j);
+        intvec_free(&ids);
+        if (!out) return FAIL(e, NULL, "out of memory printing JSON");
+        printf("%s\n", out);
+        free(out);
+        return 0;
+    }
     for (size_t i = 0; i < ids.len; i++) {
         const char *piece = t->pieces[ids.data[i]];
-        if (f->json) {
-            fputs(i ? ",{\"piece\":" : "{\"piece\":", stdout);
-            put_json_string(stdout, piece, strlen(piece));
-            printf(",\"id\":%d}", ids.data[i]);
-        } else if (f->ids) {
+        if (f->ids) {
             printf(i ? " %d" : "%d", ids.data[i]);
         } else {
             if (i) fputc(' ', stdout);
             fputs(piece, stdout);
         }
     }
-    fputs(f->json ? "]\n" : "\n", stdout);
+    fputs("\n", stdout);
     intvec_free(&ids);
     return 0;
 }
@@ -142,19 +149,22 @@ static int tokenize(const Flags *f, const char *arg, Error *e) {
     Tokenizer t = {0};
     Pretokenizer pre = {0};
     /* --words needs no vocabulary, only the word pattern. */
-    int rc = f->words ? pretokenizer_init(&pre, e) : tokenizer_load(&t, f->vocab, 0, e);
+    LoadedModel lm = {0};
+    int rc = f->words ? pretokenizer_init(&pre, e) : f->model ? cli_load_model(&lm, f->model, e) : tokenizer_load(&t, f->vocab, 0, e);
+    const Tokenizer *use = f->model ? &lm.tokenizer : &t;
     if (rc == 0 && f->lines) {
-        rc = print_lines(&t, &pre, f, e);
+        rc = print_lines(use, &pre, f, e);
     } else if (rc == 0) {
         char *data = NULL;
         size_t len = strlen(arg);
         if (strcmp(arg, "-") == 0) rc = read_input("-", &data, &len, e);
         if (rc == 0)
-            rc = print_text(&t, &pre, data ? data : arg, len, data ? "standard input" : "the text", f, e);
+            rc = print_text(use, &pre, data ? data : arg, len, data ? "standard input" : "the text", f, e);
         free(data);
     }
     if (pre.code) pretokenizer_free(&pre);
     if (t.pieces) tokenizer_free(&t);
+    if (f->model) cli_free_model(&lm);
     return rc;
 }
 
@@ -162,6 +172,7 @@ static int run(int argc, char **argv) {
     Flags f = {.vocab = "vocab.txt"};
     Option opts[] = {
         {"vocab", 'v', OPT_STRING, &f.vocab, "V", "the vocabulary (vocab.txt of storylm vocab)", 0, 0},
+        {"model", 'm', OPT_STRING, &f.model, "FILE", "use the vocabulary stored in this model file instead of --vocab", 0, 0},
         {"ids", 0, OPT_BOOL, &f.ids, NULL, "print token ids instead of pieces", 0, 0},
         {"json", 0, OPT_BOOL, &f.json, NULL, "print [{\"piece\":..,\"id\":..}] (with --words: [\"word\",..])", 0, 0},
         {"words", 0, OPT_BOOL, &f.words, NULL, "print the normalised words before WordPiece (no vocabulary needed)",

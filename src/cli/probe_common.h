@@ -11,15 +11,8 @@
 #include "common.h"
 #include "storylm/probes.h"
 #include "storylm/report.h"
-
-typedef struct ProbeOptions {
-    const char *model;
-    const char *ablate, *ablate_mode; /* "3,5"; "zero" or "mean" */
-    const char *mean_stories;        /* --stories: where mean ablation's test stories come from */
-    const char *svg;                 /* picture to write, or NULL */
-    bool json;
-    int threads, n_test;
-} ProbeOptions;
+#include "storylm/session.h" /* ProbeSession, probe_session_open, cli_setup_ablation...: in the library */
+#include "storylm/views.h"
 
 #define PROBE_OPTIONS_DEFAULT {.ablate_mode = "zero", .n_test = STORIES_DEFAULT_TEST, .threads = cli_default_threads()}
 
@@ -49,52 +42,7 @@ int probe_check_mode(const Command *cmd, const char *mode);
 int probe_parse(const Command *cmd, int argc, char **argv, const Option *opts, int n_opts, ProbeOptions *po,
                 const char **positional, int n_positional);
 
-/* --ablate and --ablate-mode for a loaded model: fills ab (heads, mode) and,
- * for mean, *mean (caller frees) averaged over the held-out test stories of
- * s (read from stories_path), or when s is NULL of the file stories_path,
- * or when that is NULL too of the model's "data" metadata. desc (size) says
- * what was done, for reports ("" when nothing). */
-int cli_setup_ablation(const LoadedModel *lm, const char *ablate, const char *mode, const Stories *s,
-                       const char *stories_path, int n_test, Ablation *ab, float **mean, char *desc, size_t size,
-                       Error *e);
-
-enum {
-    PROBE_ATTENTION_ONLY = 1, /* refuse window8 models */
-    PROBE_NAMES = 2           /* learn names from the stories' training text */
-};
-
-/* Everything a probe works on. */
-typedef struct ProbeSession {
-    LoadedModel lm;
-    const char *model_path;
-    const char *stories_path; /* NULL when the verb reads no stories */
-    Stories stories;
-    NameList names;
-    int names_from_all;       /* 1 when the names came from every story (could not tell test ones apart) */
-    Ablation ablation;
-    float *mean;
-    char ablation_desc[160];
-} ProbeSession;
-
-/* Loads the model, the stories (when stories_path), the names (PROBE_NAMES)
- * and the ablation. On failure everything is freed. */
-int probe_session_open(ProbeSession *ps, const ProbeOptions *o, const char *what, const char *stories_path, int flags,
-                       Error *e);
-void probe_session_close(ProbeSession *ps);
-/* Opens a second model for comparison (swap's --baseline), checking that it
- * uses the same vocabulary. */
-int probe_load_other(const ProbeSession *ps, const char *path, LoadedModel *other, Error *e);
-
-/* The report's opening values: model, stories and test count, ablation. */
-void probe_report_header(Report *r, const ProbeSession *ps);
 /* Prints r as text or JSON (o->json) on stdout. */
 int probe_emit(const Report *r, const ProbeOptions *o, Error *e);
-
-/* Names from "a,b,c" (or, list NULL, swap's default set) into out (max);
- * returns how many, -1 on error. */
-int cli_swap_names(const ProbeSession *ps, const char *list, SwapName *out, int max, Error *e);
-
-/* A token's text for tables and pictures ("[EOS]", "lily", "##ark"). */
-const char *probe_token(const ProbeSession *ps, int32_t id);
 
 #endif

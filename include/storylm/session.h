@@ -1,0 +1,107 @@
+/* Sessions: a model file loaded with its tokenizer, and everything a probe
+ * or a view works on (the model, its stories and names, head ablation).
+ * Shared by the command-line verbs and the server (src/server), so both
+ * build their reports from the same loaded state. Never prints. */
+#ifndef STORYLM_SESSION_H
+#define STORYLM_SESSION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "storylm/error.h"
+#include "storylm/model.h"
+#include "storylm/probes.h"
+#include "storylm/report.h"
+#include "storylm/safetensors.h"
+#include "storylm/stories.h"
+#include "storylm/tokenizer.h"
+
+#define DEFAULT_MODEL_PATH "model.safetensors"
+/* The model shipped in the source tree's models/ directory. */
+#define SHIPPED_MODEL_NAME "tinystories.safetensors"
+
+/* true when path is a regular file. */
+bool session_file_exists(const char *path);
+/* The shipped model, models/tinystories.safetensors, looked for next to the
+ * executable: <exe dir>/../models (build/storylm in the source tree) or
+ * <exe dir>/models. Writes the path into buf; false when neither exists. */
+bool session_shipped_model(char *buf, size_t size);
+
+/* A model file with its tokenizer (from the vocabulary stored in it). */
+typedef struct LoadedModel {
+    Model model;
+    Tokenizer tokenizer;
+    Metadata meta;
+    char *vocab;
+    const char *path;
+} LoadedModel;
+
+int cli_load_model(LoadedModel *lm, const char *path, Error *e);
+void cli_free_model(LoadedModel *lm);
+
+/* "3,5" -> bit mask of heads; fails for numbers outside 0..n_heads-1. */
+int cli_parse_heads(const char *list, int n_heads, uint32_t *mask, Error *e);
+
+/* What a probe session is opened with (the CLI fills it from its flags). */
+typedef struct ProbeOptions {
+    const char *model;               /* NULL: ./model.safetensors (the CLI resolves its default first) */
+    const char *ablate, *ablate_mode; /* "3,5"; "zero" or "mean" */
+    const char *mean_stories;        /* --stories: where mean ablation's test stories come from */
+    const char *svg;                 /* picture to write, or NULL */
+    bool json;
+    int threads, n_test;
+} ProbeOptions;
+
+/* --ablate and --ablate-mode for a loaded model: fills ab (heads, mode) and,
+ * for mean, *mean (caller frees) averaged over the held-out test stories of
+ * s (read from stories_path), or when s is NULL of the file stories_path,
+ * or when that is NULL too of the model's "data" metadata. desc (size) says
+ * what was done, for reports ("" when nothing). */
+int cli_setup_ablation(const LoadedModel *lm, const char *ablate, const char *mode, const Stories *s,
+                       const char *stories_path, int n_test, Ablation *ab, float **mean, char *desc, size_t size,
+                       Error *e);
+
+enum {
+    PROBE_ATTENTION_ONLY = 1, /* refuse window8 models */
+    PROBE_NAMES = 2           /* learn names from the stories' training text */
+};
+
+/* Everything a probe works on. */
+typedef struct ProbeSession {
+    LoadedModel lm;
+    const char *model_path;
+    const char *stories_path; /* NULL when the verb reads no stories */
+    Stories stories;
+    NameList names;
+    int names_from_all;       /* 1 when the names came from every story (could not tell test ones apart) */
+    Ablation ablation;
+    float *mean;
+    char ablation_desc[160];
+    char shipped[4096];       /* the shipped model's path, when o->model was NULL and it is used */
+} ProbeSession;
+
+/* Loads the model (o->model, or ./model.safetensors), the stories (when
+ * stories_path), the names (PROBE_NAMES) and the ablation. On failure
+ * everything is freed. */
+int probe_session_open(ProbeSession *ps, const ProbeOptions *o, const char *what, const char *stories_path, int flags,
+                       Error *e);
+void probe_session_close(ProbeSession *ps);
+/* Loads the stories of ps->stories_path (n_test held out) with ps's
+ * tokenizer and, with PROBE_NAMES in flags, learns the names. */
+int probe_session_stories(ProbeSession *ps, int n_test, int flags, Error *e);
+/* Opens a second model for comparison (swap's --baseline), checking that it
+ * uses the same vocabulary. */
+int probe_load_other(const ProbeSession *ps, const char *path, LoadedModel *other, Error *e);
+
+/* The report's opening values: model, stories and test count, ablation. */
+void probe_report_header(Report *r, const ProbeSession *ps);
+
+/* Names from "a,b,c" (or, list NULL, swap's default set) into out (max);
+ * returns how many, -1 on error. */
+int cli_swap_names(const ProbeSession *ps, const char *list, SwapName *out, int max, Error *e);
+
+/* A token's text for tables and pictures ("[EOS]", "lily", "##ark"). */
+const char *probe_token(const ProbeSession *ps, int32_t id);
+
+#endif

@@ -1,0 +1,96 @@
+/* Views: the reports the probe verbs print with --json, built in one place
+ * so that `storylm VERB --json` and the server's /api/VERB give the same
+ * keys and the same numbers. Each fills a Report (report.h) from a session
+ * (session.h) and the view's parameters; the caller prints it or turns it
+ * into JSON. Never prints.
+ *
+ * Files: view_text.c (a typed text run through the network; Tools 1 and 3,
+ * the loss on a text), view_model.c (Tool 2, Secret 1), view_swap.c (Secret 2
+ * on a typed story), view_generate.c (writing on, token by token),
+ * view_tokens.c (the tokens of a text as JSON). */
+#ifndef STORYLM_VIEWS_H
+#define STORYLM_VIEWS_H
+
+#include <cjson/cJSON.h>
+#include <stdint.h>
+
+#include "storylm/error.h"
+#include "storylm/probes.h"
+#include "storylm/report.h"
+#include "storylm/session.h"
+#include "storylm/text.h"
+
+/* A typed text run through the network: ids = [EOS] + the text's tokens (T);
+ * pos is the position asked for (negative from the end), resolved and checked. */
+typedef struct ViewText {
+    IntVec ids;
+    ProbeRunner runner;
+    int pos;
+} ViewText;
+
+/* Encodes text, checks pos, runs ids[0..pos] (prefix_only: what position pos
+ * sees is all a causal network needs) or all of them with ps's ablation. */
+int view_text_run(ViewText *vt, const ProbeSession *ps, const char *text, int pos, int prefix_only, Error *e);
+void view_text_free(ViewText *vt);
+
+/* Fails for a head outside -1 (all) .. H-1. */
+int view_check_head(const ProbeSession *ps, int head, Error *e);
+
+/* Tool 1 (attend): the tokens, and every key position vt->pos reads with
+ * head (-1: all), nearest first. */
+void view_attend(Report *r, const ProbeSession *ps, const ViewText *vt, int head);
+
+/* Tool 3 (trace): position vt->pos of a prefix-only run followed through
+ * the network; t (caller frees with trace_result_free) keeps the numbers. */
+int view_trace(Report *r, const ProbeSession *ps, const ViewText *vt, const char *text, int n_units, int n_guesses,
+               TraceResult *t, Error *e);
+
+/* eval --text: loss, perplexity and accuracy over the text's predicted
+ * positions (0..T-2, each predicting the next token of the text), and every
+ * position's token, target, loss and rank; vt run whole. */
+void view_loss(Report *r, const ProbeSession *ps, const ViewText *vt, const char *text);
+
+/* Tool 2 (distances): the heads' distance scores for distances 0..up_to. */
+void view_distances(Report *r, const ProbeSession *ps, int up_to);
+
+/* Secret 1 (heads): the tables, then one call of view_heads_add per model
+ * (k: its index, from 0) on the held-out test stories of its session. */
+typedef struct ViewHeads {
+    ReportTable *heads, *tokens;
+} ViewHeads;
+void view_heads_begin(Report *r, const ProbeSession *ps, ViewHeads *vh);
+int view_heads_add(ViewHeads *vh, const ProbeSession *ps, int k, int top, HeadsResult *h, Error *e);
+/* "step 1200 (path)" from a snapshot's name or the model's metadata. */
+void view_model_label(const ProbeSession *ps, char *buf, size_t size);
+
+/* Secret 2 on one typed story (swap --text): its hero (found with ps's
+ * names) renamed to name everywhere; at every later mention, the probability
+ * and rank the model (and baseline, may be NULL) give the new name's first
+ * piece. */
+int view_swap_text(Report *r, const ProbeSession *ps, const LoadedModel *baseline, const char *baseline_path,
+                   const char *text, const char *name, Error *e);
+
+/* tokenize --json: [{"piece": .., "id": ..}, ...] (caller cJSON_Deletes); NULL when out of memory. */
+cJSON *view_tokens_json(const Tokenizer *t, const int32_t *ids, size_t n);
+
+/* Writing on (generate). */
+typedef struct ViewGenerateOptions {
+    int max_tokens, top_k;
+    uint64_t seed;
+    double temperature, top_p;
+} ViewGenerateOptions;
+/* Called after every new token: its id and piece and the text so far; a
+ * non-zero return stops the generation ("stopped"). */
+typedef int (*ViewTokenFn)(int32_t id, const char *piece, const char *text, void *ctx);
+typedef struct ViewGenerated {
+    char *text;             /* the prompt and what was written, decoded (caller frees) */
+    int tokens;             /* new tokens */
+    const char *stop_reason; /* "end" (the story ended), "max_tokens" or "stopped" */
+} ViewGenerated;
+/* Feeds [EOS] and the prompt, then samples (on_token may be NULL). */
+int view_generate(const LoadedModel *lm, const Ablation *ab, const char *prompt, const ViewGenerateOptions *go,
+                  ViewTokenFn on_token, void *ctx, ViewGenerated *out, Error *e);
+/* Words the prompt wrote with a capital get it back wherever they come again. */
+void view_recapitalize(char *text, const char *prompt);
+
+#endif

@@ -1,0 +1,244 @@
+/* Sessions: see session.h. Moved from the CLI so the server shares them. */
+#define _XOPEN_SOURCE 700 /* realpath */
+#include "storylm/session.h"
+
+#include <limits.h>
+#include <unistd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "storylm/checkpoint.h"
+#include "storylm/fileio.h"
+
+bool session_file_exists(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+bool session_shipped_model(char *buf, size_t size) {
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) return false;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (!slash) return false;
+    *slash = '\0';
+    const char *tails[] = {"../models/" SHIPPED_MODEL_NAME, "models/" SHIPPED_MODEL_NAME};
+    char candidate[8192], resolved[PATH_MAX];
+    for (size_t i = 0; i < sizeof tails / sizeof tails[0]; i++) {
+        snprintf(candidate, sizeof candidate, "%s/%s", exe, tails[i]);
+        if (!session_file_exists(candidate)) continue;
+        /* "…/models/x" rather than "…/build/../models/x" in what we tell the user */
+        const char *path = realpath(candidate, resolved) ? resolved : candidate;
+        if (strlen(path) >= size) return false;
+        strcpy(buf, path);
+        return true;
+    }
+    return false;
+}
+
+int cli_load_model(LoadedModel *lm, const char *path, Error *e) {
+    *lm = (LoadedModel){.path = path};
+    struct stat st;
+    if (stat(path, &st) != 0) /* anything else there (a folder, say) the loader names */
+        return FAIL(e, "train one with 'storylm train STORIES', or give --model FILE", "no model file '%s'", path);
+    if (checkpoint_load_model(path, &lm->model, &lm->vocab, &lm->meta, e)) return -1;
+    if (tokenizer_from_text(&lm->tokenizer, lm->vocab, strlen(lm->vocab), lm->model.cfg.vocab_size, e)) {
+        error_prefix(e, "the vocabulary in '%s' is unusable: ", path);
+        cli_free_model(lm);
+        return -1;
+    }
+    return 0;
+}
+
+void cli_free_model(LoadedModel *lm) {
+    model_free(&lm->model);
+    tokenizer_free(&lm->tokenizer);
+    metadata_free(&lm->meta);
+    free(lm->vocab);
+    *lm = (LoadedModel){0};
+}
+
+int cli_parse_heads(const char *list, int n_heads, uint32_t *mask, Error *e) {
+    *mask = 0;
+    const char *p = list;
+    if (!*p) return FAIL(e, "give head numbers like 3,5", "empty head list");
+    while (*p) {
+        char *end;
+        long h = strtol(p, &end, 10);
+        if (end == p || (*end && *end != ','))
+            return FAIL(e, "give head numbers separated by commas, like 3,5", "cannot read head list '%s'", list);
+        if (h < 0 || h >= n_heads)
+            return FAIL(e, "heads are numbered from 0", "head %ld is out of range: this model has heads 0 to %d", h,
+                        n_heads - 1);
+        *mask |= 1u << h;
+        p = *end ? end + 1 : end;
+    }
+    return 0;
+}
+
+/* mean (H, vd) over the held-out test stories of path, read with lm's vocabulary. */
+static int mean_from_file(const LoadedModel *lm, const char *path, int n_test, float *mean, Error *e) {
+    Stories s;
+    StoriesOptions so = stories_default_options();
+    so.n_test = n_test;
+    if (stories_load(&s, path, &lm->tokenizer, &so, e)) return -1;
+    int rc = s.n_test > 0 ? probe_head_means(&lm->model, &s, s.test, s.n_test, mean, e)
+                          : FAIL(e, "give --stories FILE with more stories", "'%s' has too few stories to hold any out", path);
+    stories_free(&s);
+    return rc;
+}
+
+/* Where mean ablation reads its stories when the verb has none: --stories or the model's "data". */
+static const char *mean_stories_path(const LoadedModel *lm, const char *given, Error *e) {
+    if (given) return given;
+    const char *data = metadata_get(&lm->meta, "data");
+    if (!data || !data[0]) {
+        FAIL(e, "give --stories FILE", "--ablate-mode mean needs stories, and '%s' does not say what it was trained on",
+             lm->path);
+        return NULL;
+    }
+    return data;
+}
+
+int cli_setup_ablation(const LoadedModel *lm, const char *ablate, const char *mode, const Stories *s,
+                       const char *stories_path, int n_test, Ablation *ab, float **mean, char *desc, size_t size,
+                       Error *e) {
+    *ab = (Ablation){0};
+    *mean = NULL;
+    desc[0] = '\0';
+    if (!ablate) return 0;
+    if (lm->model.cfg.arch != ARCH_ATTENTION)
+        return FAIL(e, "leave out --ablate", "'%s' is a %s model: it has no heads to switch off", lm->path,
+                    arch_name(lm->model.cfg.arch));
+    if (cli_parse_heads(ablate, lm->model.cfg.n_heads, &ab->heads, e)) return -1;
+    if (strcmp(mode, "mean") != 0) {
+        snprintf(desc, size, "heads %s set to 0", ablate);
+        return 0;
+    }
+    const ModelConfig *c = &lm->model.cfg;
+    *mean = xmalloc((size_t)c->n_heads * c->value_dim * sizeof(float), e);
+    if (!*mean) return -1;
+    const char *path = s ? NULL : mean_stories_path(lm, stories_path, e);
+    int rc = s ? (s->n_test > 0 ? probe_head_means(&lm->model, s, s->test, s->n_test, *mean, e)
+                                : FAIL(e, "use --ablate-mode zero", "there are no held-out test stories to average over"))
+               : path ? mean_from_file(lm, path, n_test, *mean, e) : -1;
+    if (rc) {
+        free(*mean);
+        *mean = NULL;
+        return -1;
+    }
+    ab->mode = ABLATE_MEAN;
+    ab->mean = *mean;
+    snprintf(desc, size, "heads %s set to their mean output over the test stories of %s", ablate,
+             s ? stories_path : path);
+    return 0;
+}
+
+/* ---- sessions ------------------------------------------------------------------ */
+
+/* Names from the training stories' text: the file split as stories_load
+ * splits it; when the counts agree the stories line up, and test stories are
+ * left out. */
+static int learn_names(ProbeSession *ps, Error *e) {
+    char *text;
+    size_t len;
+    StorySpan *spans = NULL;
+    int n = 0;
+    if (file_read_all(ps->stories_path, 0, &text, &len, e)) return -1;
+    int rc = stories_split(text, len, ps->stories_path, &spans, &n, NULL, e);
+    uint8_t *use = rc ? NULL : xmalloc((size_t)n + 1, e);
+    if (!rc && !use) rc = -1;
+    if (!rc) {
+        ps->names_from_all = n != ps->stories.n_stories;
+        memset(use, 1, (size_t)n);
+        for (int i = 0; !ps->names_from_all && i < ps->stories.n_test; i++) use[ps->stories.test[i]] = 0;
+        rc = names_learn(&ps->names, text, spans, n, use, e);
+    }
+    free(use);
+    free(spans);
+    free(text);
+    return rc;
+}
+
+int probe_session_stories(ProbeSession *ps, int n_test, int flags, Error *e) {
+    StoriesOptions so = stories_default_options();
+    so.n_test = n_test;
+    if (stories_load(&ps->stories, ps->stories_path, &ps->lm.tokenizer, &so, e)) return -1;
+    if (ps->stories.n_test == 0)
+        return FAIL(e, "give a file with at least 2 stories", "'%s' has too few stories to hold any out for testing",
+                    ps->stories_path);
+    return flags & PROBE_NAMES ? learn_names(ps, e) : 0;
+}
+
+int probe_session_open(ProbeSession *ps, const ProbeOptions *o, const char *what, const char *stories_path, int flags,
+                       Error *e) {
+    *ps = (ProbeSession){.stories_path = stories_path};
+    ps->model_path = o->model;
+    if (!ps->model_path) /* the CLI resolves (and announces) its default before; others get it silently */
+        ps->model_path = session_file_exists(DEFAULT_MODEL_PATH) || !session_shipped_model(ps->shipped, sizeof ps->shipped)
+                             ? DEFAULT_MODEL_PATH
+                             : ps->shipped;
+    int rc = cli_load_model(&ps->lm, ps->model_path, e);
+    if (!rc && (flags & PROBE_ATTENTION_ONLY)) rc = probe_need_attention(&ps->lm.model, what, e);
+    if (!rc && stories_path) rc = probe_session_stories(ps, o->n_test, flags, e);
+    if (!rc)
+        rc = cli_setup_ablation(&ps->lm, o->ablate, o->ablate_mode, stories_path ? &ps->stories : NULL,
+                                stories_path ? stories_path : o->mean_stories, o->n_test, &ps->ablation, &ps->mean, ps->ablation_desc,
+                                sizeof ps->ablation_desc, e);
+    if (rc) probe_session_close(ps);
+    return rc;
+}
+
+void probe_session_close(ProbeSession *ps) {
+    cli_free_model(&ps->lm);
+    stories_free(&ps->stories);
+    names_free(&ps->names);
+    free(ps->mean);
+    *ps = (ProbeSession){0};
+}
+
+int probe_load_other(const ProbeSession *ps, const char *path, LoadedModel *other, Error *e) {
+    if (cli_load_model(other, path, e)) return -1;
+    if (strcmp(other->vocab, ps->lm.vocab) != 0) {
+        cli_free_model(other);
+        return FAIL(e, "train both models with the same --vocab file",
+                    "'%s' and '%s' use different vocabularies, so their guesses cannot be compared", path,
+                    ps->model_path);
+    }
+    return 0;
+}
+
+void probe_report_header(Report *r, const ProbeSession *ps) {
+    const Model *m = &ps->lm.model;
+    report_text(r, "model", "model", ps->model_path);
+    report_text(r, "arch", "architecture", arch_name(m->cfg.arch));
+    if (ps->stories_path) {
+        report_text(r, "stories", "stories", ps->stories_path);
+        report_int(r, "test_stories", "test stories", ps->stories.n_test);
+    }
+    report_text(r, "ablation", "ablation", ps->ablation_desc[0] ? ps->ablation_desc : "none");
+}
+
+const char *probe_token(const ProbeSession *ps, int32_t id) {
+    return id >= 0 && id < ps->lm.tokenizer.size ? ps->lm.tokenizer.pieces[id] : "?";
+}
+
+int cli_swap_names(const ProbeSession *ps, const char *list, SwapName *out, int max, Error *e) {
+    if (!list) return swap_default_names(&ps->lm.tokenizer, &ps->names, out, max);
+    int n = 0;
+    char word[64];
+    for (const char *p = list; *p && n < max;) {
+        size_t len = strcspn(p, ",");
+        if (len == 0 || len >= sizeof word)
+            return FAIL(e, "give names separated by commas, like lily,fred,zarko", "cannot read the name list '%s'", list);
+        memcpy(word, p, len);
+        word[len] = '\0';
+        if (swap_name_make(&ps->lm.tokenizer, &ps->names, word, &out[n++], e)) return -1;
+        p += len + (p[len] == ',');
+    }
+    return n;
+}
+
