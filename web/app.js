@@ -7,7 +7,7 @@
 const HEADS = 8;
 // Distinct colours, one a head, readable on white (Tableau 10 minus the greys).
 const HEAD_COLORS = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#9c755f"];
-const DIST_BINS = ["0", "1", "2", "3-7", "8-31", "32-255"];
+const DIST_BINS = ["0", "1", "2", "3-7", "8-31", "32+"];
 
 const state = {
   models: [],
@@ -146,6 +146,8 @@ async function refreshStory() {
     const [, loss, full] = await Promise.all(jobs);
     if (n !== state.seq.story) return;
     if (!state.off.size) state.fullLoss[lossKey] = loss.loss;
+    state.lossTokens = loss.tokens || null;
+    drawTokens();
     if (full) state.fullLoss[lossKey] = full.loss;
     drawLoss(loss, state.fullLoss[lossKey]);
     showError("story", null);
@@ -221,11 +223,14 @@ function tokenButton(t, w, max, viewOff) {
     style = `background: rgba(194, 65, 12, ${a.toFixed(3)})`;
     if (a > 0.55) classes.push("dark");
   }
-  const title = weight === undefined ? `position ${t.position}` : `position ${t.position}: weight ${pct(weight)}`;
+  let title = weight === undefined ? `position ${t.position}` : `position ${t.position}: weight ${pct(weight)}`;
+  const guessed = state.lossTokens && state.lossTokens[t.position - 1];
+  if (guessed && guessed.target_id === t.id) title += `; the network gave it ${pct(guessed.probability)} (rank ${guessed.rank})`;
   return el("button", {
     class: classes.join(" "), style, title, type: "button",
     "data-testid": "token", "data-pos": t.position, "data-weight": weight === undefined ? null : weight,
     "aria-pressed": t.position === state.pos ? "true" : "false",
+    tabindex: t.position === state.pos ? "0" : "-1",   // one tab stop; the arrow keys move along
     onclick: () => fetchPosition(t.position),
     onkeydown: tokenKeys,
   }, ...label);
@@ -252,7 +257,8 @@ function drawAttention() {
   const cap = $("attend-caption");
   if (!att) return;
   const who = state.head >= 0 ? `head ${state.head}` : "all 8 heads (colour: their mean weight over the heads that are on)";
-  cap.textContent = `Position ${att.position}, "${att.token}", reads ${att.position + 1 > 256 ? 256 : att.position + 1} tokens; ${who}.`;
+  const read = new Set(att.keys.map((k) => k.position)).size;
+  cap.textContent = `Position ${att.position}, "${att.token}", reads ${read} tokens; ${who}.`;
   if (state.head >= 0 && state.off.has(state.head)) {
     cap.textContent += ` Head ${state.head} is switched off: its weights are computed as always, but what it brings back is replaced, so they no longer count.`;
   }
@@ -302,6 +308,7 @@ function drawAllHeadsTable(att) {
 function drawLoss(loss, full) {
   const box = $("loss");
   const parts = [`Loss on your story: ${fmt(loss.loss)} nats a token`];
+  if (loss.perplexity !== undefined) parts.push(`perplexity ${fmt(loss.perplexity, 1)}`);
   if (loss.accuracy !== undefined) parts.push(`top guess right ${pct(loss.accuracy)}`);
   box.replaceChildren(parts.join(", "));
   box.dataset.loss = loss.loss;
@@ -376,7 +383,7 @@ function drawDistances() {
 
 // A line chart: series = [[[x, y], ...], ...]. The head in view is drawn bold.
 function lineChart(series, o) {
-  const W = 900, H = 300, L = 56, R = 130, T = 12, B = 42;
+  const W = o.W || 900, H = o.H || 300, L = 56, R = 130, T = 12, B = 42;
   const pts = series.flat().filter((p) => p[1] !== null && p[1] !== undefined && isFinite(p[1]));
   const xMax = o.xMax !== undefined ? o.xMax : Math.max(1, ...pts.map((p) => p[0]));
   const xMin = o.xMin !== undefined ? o.xMin : 0;
@@ -467,9 +474,30 @@ async function runSwap() {
   $("swap-go").disabled = true;
   try {
     const data = await api("/api/swap", body);
-    $("swap-out").replaceChildren(...reportView(data));
+    $("swap-out").replaceChildren(...(Array.isArray(data.mentions) ? swapView(data) : reportView(data)));
     showError("swap", null);
   } catch (e) { showError("swap", e); } finally { $("swap-go").disabled = false; }
+}
+
+// The typed story renamed: where the name comes back, what each network gives the new
+// name's first piece there (probability and rank among the 2,000 tokens).
+function swapView(d) {
+  const base = d.baseline && d.baseline !== "none";
+  const out = [el("p", {}, `The hero "${d.hero}" becomes "${d.name}" (${d.kind}, ${d.train_count === null ? "never" : d.train_count + " times"} in the training stories):`),
+    el("p", { class: "gen-out", "data-testid": "swap-text", text: d.swapped_text })];
+  const cols = ["mention", "position", "previous mention", "attention: probability", "rank"];
+  if (base) cols.push("window8: probability", "rank");
+  const head = el("tr", {}, ...cols.map((c) => el("th", { text: c })));
+  const rows = d.mentions.map((m) => el("tr", { "data-testid": "swap-row" },
+    el("td", { text: m.mention }), el("td", { text: m.position }),
+    el("td", { class: "text", text: m.far ? "more than 8 tokens back" : "within the last 8" }),
+    el("td", { text: pct(m.model_probability) }), el("td", { text: m.model_rank }),
+    ...(base ? [el("td", { text: pct(m.baseline_probability) }), el("td", { text: m.baseline_rank })] : [])));
+  out.push(el("div", { class: "scroll" }, el("table", {}, el("thead", {}, head), el("tbody", {}, ...rows))));
+  let sum = `Over the ${d.later_mentions} later mentions, the attention network gives "${d.name}" ${pct(d.model_probability)} on average and guesses it first ${pct(d.model_top1)} of the time`;
+  if (base) sum += `; window8 gives it ${pct(d.baseline_probability)} and guesses it first ${pct(d.baseline_top1)} of the time`;
+  out.push(el("p", { "data-testid": "swap-summary", text: sum + "." }));
+  return out;
 }
 
 // A report as the CLI's JSON gives it: its plain fields as a list, each table (an
@@ -638,7 +666,7 @@ function drawTraining(t) {
   const series = [pts.map((p) => [p.step, p.train_loss]), pts.map((p) => [p.step, p.test_loss])];
   const chart = lineChart(series, {
     xLabel: "step", yLabel: "loss", colors: ["#2563eb", "#c2410c"], names: ["training", "test stories"],
-    xMax: Math.max(1, t.steps || 1), xMin: 0,
+    xMax: Math.max(1, t.steps || 1), xMin: 0, W: 560, H: 320,
   });
   chart.setAttribute("data-points", pts.length);
   $("train-curve").replaceChildren(chart);
@@ -659,20 +687,24 @@ function drawTrainHeads() {
   if (!list.length) { box.replaceChildren(); $("train-snap-step").textContent = ""; return; }
   const i = Math.min(Number($("train-snap").value), list.length - 1);
   const cur = list[i], first = list[0];
-  $("train-snap-step").textContent = `${cur.step} (outline: step ${first.step})`;
-  const W = 900, PW = 210, PH = 120, G = 14;
-  const g = svg("svg", { viewBox: `0 0 ${W} ${2 * (PH + 34)}`, role: "img", "aria-label": "each head's weight by distance back", "data-step": cur.step });
+  $("train-snap-step").textContent = `${cur.step} (dashed outline: step ${first.step})`;
+  // Full height is the largest share drawn, so a head that spreads its weight
+  // evenly still shows its shape.
+  const top = Math.max(0.05, ...cur.mass.flat(), ...first.mass.flat());
+  const PW = 200, PH = 110, G = 16, W = 4 * (PW + G) + 10, RH = PH + 48;
+  const g = svg("svg", { viewBox: `0 0 ${W} ${2 * RH + 20}`, role: "img", "aria-label": "each head's weight by distance back", "data-step": cur.step });
   cur.mass.forEach((bins, h) => {
-    const x0 = (h % 4) * (PW + G) + 10, y0 = Math.floor(h / 4) * (PH + 34) + 16;
-    g.append(svg("text", { x: x0, y: y0 - 3, fill: HEAD_COLORS[h] }, `head ${h}`));
+    const x0 = (h % 4) * (PW + G) + 10, y0 = Math.floor(h / 4) * RH + 20;
+    g.append(svg("text", { x: x0, y: y0 - 4, fill: HEAD_COLORS[h], style: "font-weight:600" }, `head ${h}`));
     const bw = PW / bins.length;
     bins.forEach((m, b) => {
-      const hgt = PH * Math.min(1, m), f = PH * Math.min(1, first.mass[h][b]);
-      g.append(svg("rect", { x: x0 + b * bw + 2, y: y0 + PH - hgt, width: bw - 4, height: hgt, fill: HEAD_COLORS[h] }, svg("title", {}, `${DIST_BINS[b]}: ${pct(m)}`)),
+      const hgt = PH * m / top, f = PH * first.mass[h][b] / top;
+      g.append(svg("rect", { x: x0 + b * bw + 2, y: y0 + PH - hgt, width: bw - 4, height: hgt, fill: HEAD_COLORS[h] }, svg("title", {}, `head ${h}, distance ${DIST_BINS[b]}: ${pct(m)}`)),
         svg("rect", { x: x0 + b * bw + 2, y: y0 + PH - f, width: bw - 4, height: f, fill: "none", stroke: "#333", "stroke-dasharray": "3 2" }),
-        svg("text", { x: x0 + b * bw + bw / 2, y: y0 + PH + 14, "text-anchor": "middle", style: "font-size:11px" }, DIST_BINS[b]));
+        svg("text", { x: x0 + b * bw + bw / 2, y: y0 + PH + 16, "text-anchor": "middle", style: "font-size:13px" }, DIST_BINS[b]));
     });
   });
+  g.append(svg("text", { x: 10, y: 2 * RH + 14 }, `bar height: share of the head's weight at that distance back (full height = ${pct(top)})`));
   box.replaceChildren(g);
 }
 

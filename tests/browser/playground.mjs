@@ -27,7 +27,11 @@ async function shot(page, name, card) {
   console.log("screenshot: " + file);
   if (!card) return;
   const el = await page.$(card);
-  if (el) await el.screenshot({ path: path.join(shots, name + "-card.png") });
+  if (!el) return;
+  // The heads bar stays on top while the page scrolls; not over the card's picture.
+  await page.$eval("#heads-bar", (e) => { e.style.position = "static"; });
+  await el.screenshot({ path: path.join(shots, name + "-card.png") });
+  await page.$eval("#heads-bar", (e) => { e.style.position = ""; });
 }
 
 // Waits until fn (run in the page) returns something truthy; returns it.
