@@ -62,6 +62,11 @@ int cli_setup_ablation(const LoadedModel *lm, const char *ablate, const char *mo
                        const char *stories_path, int n_test, Ablation *ab, float **mean, char *desc, size_t size,
                        Error *e);
 
+/* The same with each head's mean output (H, vd) already at hand (mean NULL
+ * in mean mode: checks the heads only); mean_from names its stories in desc. */
+int session_ablation(const LoadedModel *lm, const char *ablate, const char *mode, const float *mean,
+                     const char *mean_from, Ablation *ab, char *desc, size_t size, Error *e);
+
 enum {
     PROBE_ATTENTION_ONLY = 1, /* refuse window8 models */
     PROBE_NAMES = 2           /* learn names from the stories' training text */

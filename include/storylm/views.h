@@ -15,8 +15,10 @@
 #include <stdint.h>
 
 #include "storylm/error.h"
+#include "storylm/generate.h"
 #include "storylm/probes.h"
 #include "storylm/report.h"
+#include "storylm/sample.h"
 #include "storylm/session.h"
 #include "storylm/text.h"
 
@@ -79,17 +81,29 @@ typedef struct ViewGenerateOptions {
     uint64_t seed;
     double temperature, top_p;
 } ViewGenerateOptions;
-/* Called after every new token: its id and piece and the text so far; a
- * non-zero return stops the generation ("stopped"). */
-typedef int (*ViewTokenFn)(int32_t id, const char *piece, const char *text, void *ctx);
-typedef struct ViewGenerated {
-    char *text;             /* the prompt and what was written, decoded (caller frees) */
-    int tokens;             /* new tokens */
-    const char *stop_reason; /* "end" (the story ended), "max_tokens" or "stopped" */
-} ViewGenerated;
-/* Feeds [EOS] and the prompt, then samples (on_token may be NULL). */
+/* One token at a time, so a caller can stream them (the server) or stop. */
+typedef struct ViewGenerator {
+    const LoadedModel *lm;
+    const char *prompt;       /* kept by the caller while the generator lives */
+    Generator g;
+    Sampler smp;
+    IntVec ids;               /* the prompt's tokens, then the new ones */
+    const float *logits;      /* for the next token */
+    int tokens, max_tokens;   /* new tokens so far; at most */
+    int finished;
+    const char *stop_reason;  /* "end" (the story ended) or "max_tokens" */
+} ViewGenerator;
+/* Feeds [EOS] and the prompt's tokens. */
+int view_generator_init(ViewGenerator *vg, const LoadedModel *lm, const Ablation *ab, const char *prompt,
+                        const ViewGenerateOptions *go, Error *e);
+/* 1: one more token (the last of vg->ids); 0: finished (vg->stop_reason); -1: error. */
+int view_generator_next(ViewGenerator *vg, Error *e);
+/* The prompt and what was written, decoded as the verb prints it (caller frees). */
+char *view_generator_text(const ViewGenerator *vg, Error *e);
+void view_generator_free(ViewGenerator *vg);
+/* All at once: *text (caller frees). */
 int view_generate(const LoadedModel *lm, const Ablation *ab, const char *prompt, const ViewGenerateOptions *go,
-                  ViewTokenFn on_token, void *ctx, ViewGenerated *out, Error *e);
+                  char **text, Error *e);
 /* Words the prompt wrote with a capital get it back wherever they come again. */
 void view_recapitalize(char *text, const char *prompt);
 

@@ -35,13 +35,13 @@ static int generate(const char *path, const char *prompt, const GenerateAblation
     Ablation ab = {0};
     float *mean = NULL;
     char desc[160];
-    ViewGenerated out = {0};
+    char *out = NULL;
     int rc = cli_setup_ablation(&lm, ga->heads, ga->mode, NULL, ga->stories, STORIES_DEFAULT_TEST, &ab, &mean, desc,
                                 sizeof desc, e);
     if (!rc && desc[0] && isatty(2)) fprintf(stderr, "storylm: %s\n", desc);
-    if (!rc) rc = view_generate(&lm, &ab, prompt, go, NULL, NULL, &out, e);
-    if (!rc) printf("%s\n", out.text);
-    free(out.text);
+    if (!rc) rc = view_generate(&lm, &ab, prompt, go, &out, e);
+    if (!rc) printf("%s\n", out);
+    free(out);
     free(mean);
     cli_free_model(&lm);
     return rc;

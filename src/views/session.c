@@ -103,11 +103,9 @@ static const char *mean_stories_path(const LoadedModel *lm, const char *given, E
     return data;
 }
 
-int cli_setup_ablation(const LoadedModel *lm, const char *ablate, const char *mode, const Stories *s,
-                       const char *stories_path, int n_test, Ablation *ab, float **mean, char *desc, size_t size,
-                       Error *e) {
+int session_ablation(const LoadedModel *lm, const char *ablate, const char *mode, const float *mean,
+                     const char *mean_from, Ablation *ab, char *desc, size_t size, Error *e) {
     *ab = (Ablation){0};
-    *mean = NULL;
     desc[0] = '\0';
     if (!ablate) return 0;
     if (lm->model.cfg.arch != ARCH_ATTENTION)
@@ -118,6 +116,19 @@ int cli_setup_ablation(const LoadedModel *lm, const char *ablate, const char *mo
         snprintf(desc, size, "heads %s set to 0", ablate);
         return 0;
     }
+    if (!mean) return 0; /* checked only; the caller averages */
+    ab->mode = ABLATE_MEAN;
+    ab->mean = mean;
+    snprintf(desc, size, "heads %s set to their mean output over the test stories of %s", ablate, mean_from);
+    return 0;
+}
+
+int cli_setup_ablation(const LoadedModel *lm, const char *ablate, const char *mode, const Stories *s,
+                       const char *stories_path, int n_test, Ablation *ab, float **mean, char *desc, size_t size,
+                       Error *e) {
+    *mean = NULL;
+    if (session_ablation(lm, ablate, mode, NULL, NULL, ab, desc, size, e)) return -1;
+    if (!ablate || strcmp(mode, "mean") != 0) return 0;
     const ModelConfig *c = &lm->model.cfg;
     *mean = xmalloc((size_t)c->n_heads * c->value_dim * sizeof(float), e);
     if (!*mean) return -1;
@@ -130,11 +141,7 @@ int cli_setup_ablation(const LoadedModel *lm, const char *ablate, const char *mo
         *mean = NULL;
         return -1;
     }
-    ab->mode = ABLATE_MEAN;
-    ab->mean = *mean;
-    snprintf(desc, size, "heads %s set to their mean output over the test stories of %s", ablate,
-             s ? stories_path : path);
-    return 0;
+    return session_ablation(lm, ablate, mode, *mean, s ? stories_path : path, ab, desc, size, e);
 }
 
 /* ---- sessions ------------------------------------------------------------------ */

@@ -16,78 +16,67 @@ static int all_finite(const float *x, int n) {
     return 1;
 }
 
-/* The text of ids so far, as the verb prints it. */
-static char *text_of(const LoadedModel *lm, const IntVec *ids, const char *prompt, Error *e) {
-    char *text = tokenizer_decode(&lm->tokenizer, ids->data, ids->len, 1, e);
-    if (text) view_recapitalize(text, prompt);
+int view_generator_init(ViewGenerator *vg, const LoadedModel *lm, const Ablation *ab, const char *prompt,
+                        const ViewGenerateOptions *go, Error *e) {
+    *vg = (ViewGenerator){.lm = lm, .prompt = prompt, .max_tokens = go->max_tokens};
+    if (tokenizer_encode(&lm->tokenizer, prompt, strlen(prompt), &vg->ids, e)) return -1;
+    if (generator_init(&vg->g, &lm->model, ab, e)) {
+        intvec_free(&vg->ids);
+        return -1;
+    }
+    if (sampler_init(&vg->smp, lm->model.cfg.vocab_size, (float)go->temperature, go->top_k, (float)go->top_p, go->seed,
+                     e)) {
+        generator_free(&vg->g);
+        intvec_free(&vg->ids);
+        return -1;
+    }
+    vg->logits = generator_feed(&vg->g, lm->tokenizer.eos_id);
+    for (size_t i = 0; i < vg->ids.len; i++) vg->logits = generator_feed(&vg->g, vg->ids.data[i]);
+    vg->stop_reason = "max_tokens";
+    return 0;
+}
+
+int view_generator_next(ViewGenerator *vg, Error *e) {
+    const LoadedModel *lm = vg->lm;
+    if (vg->finished || vg->tokens >= vg->max_tokens) return vg->finished = 1, 0;
+    if (!all_finite(vg->logits, lm->model.cfg.vocab_size)) /* a damaged model: say so rather than write noise */
+        return FAIL(e, "train or save the model again (storylm info counts NaN and infinite weights)",
+                    "'%s' gives NaN or infinite logits at token %zu: its weights hold NaN, infinite or huge numbers",
+                    lm->path, vg->ids.len);
+    int next = sampler_sample(&vg->smp, vg->logits);
+    if (next == lm->tokenizer.eos_id) {
+        vg->stop_reason = "end";
+        return vg->finished = 1, 0;
+    }
+    if (intvec_push(&vg->ids, next, e)) return -1;
+    vg->tokens++;
+    vg->logits = generator_feed(&vg->g, next);
+    return 1;
+}
+
+char *view_generator_text(const ViewGenerator *vg, Error *e) {
+    char *text = tokenizer_decode(&vg->lm->tokenizer, vg->ids.data, vg->ids.len, 1, e);
+    if (text) view_recapitalize(text, vg->prompt);
     return text;
 }
 
-/* Tells on_token about the newest token; 1 when it asks to stop. */
-static int tell(const LoadedModel *lm, const IntVec *ids, const char *prompt, ViewTokenFn on_token, void *ctx, int *rc,
-                Error *e) {
-    if (!on_token) return 0;
-    char *text = text_of(lm, ids, prompt, e);
-    if (!text) {
-        *rc = -1;
-        return 1;
-    }
-    int32_t id = ids->data[ids->len - 1];
-    int stop = on_token(id, lm->tokenizer.pieces[id], text, ctx);
-    free(text);
-    return stop;
-}
-
-/* Feeds [EOS] + prompt ids, samples, appends to ids. */
-static int write_on(const LoadedModel *lm, const Ablation *ab, const ViewGenerateOptions *go, const char *prompt,
-                    IntVec *ids, ViewTokenFn on_token, void *ctx, ViewGenerated *out, Error *e) {
-    Generator g;
-    Sampler smp;
-    if (generator_init(&g, &lm->model, ab, e)) return -1;
-    if (sampler_init(&smp, lm->model.cfg.vocab_size, (float)go->temperature, go->top_k, (float)go->top_p, go->seed, e)) {
-        generator_free(&g);
-        return -1;
-    }
-    const float *logits = generator_feed(&g, lm->tokenizer.eos_id);
-    for (size_t i = 0; i < ids->len; i++) logits = generator_feed(&g, ids->data[i]);
-    int rc = 0;
-    out->stop_reason = "max_tokens";
-    for (int i = 0; i < go->max_tokens && !rc; i++) {
-        if (!all_finite(logits, lm->model.cfg.vocab_size)) { /* a damaged model: say so rather than write noise */
-            rc = FAIL(e, "train or save the model again (storylm info counts NaN and infinite weights)",
-                      "'%s' gives NaN or infinite logits at token %zu: its weights hold NaN, infinite or huge numbers",
-                      lm->path, ids->len);
-            break;
-        }
-        int next = sampler_sample(&smp, logits);
-        if (next == lm->tokenizer.eos_id) {
-            out->stop_reason = "end";
-            break;
-        }
-        rc = intvec_push(ids, next, e);
-        if (rc) break;
-        out->tokens++;
-        if (tell(lm, ids, prompt, on_token, ctx, &rc, e)) {
-            if (!rc) out->stop_reason = "stopped";
-            break;
-        }
-        logits = generator_feed(&g, next);
-    }
-    sampler_free(&smp);
-    generator_free(&g);
-    return rc;
+void view_generator_free(ViewGenerator *vg) {
+    sampler_free(&vg->smp);
+    generator_free(&vg->g);
+    intvec_free(&vg->ids);
+    *vg = (ViewGenerator){0};
 }
 
 int view_generate(const LoadedModel *lm, const Ablation *ab, const char *prompt, const ViewGenerateOptions *go,
-                  ViewTokenFn on_token, void *ctx, ViewGenerated *out, Error *e) {
-    *out = (ViewGenerated){0};
-    IntVec ids = {0};
-    int rc = tokenizer_encode(&lm->tokenizer, prompt, strlen(prompt), &ids, e);
-    if (!rc) rc = write_on(lm, ab, go, prompt, &ids, on_token, ctx, out, e);
-    if (!rc) out->text = text_of(lm, &ids, prompt, e);
-    if (!rc && !out->text) rc = -1;
-    intvec_free(&ids);
-    return rc;
+                  char **text, Error *e) {
+    ViewGenerator vg;
+    *text = NULL;
+    if (view_generator_init(&vg, lm, ab, prompt, go, e)) return -1;
+    int rc;
+    while ((rc = view_generator_next(&vg, e)) > 0) {}
+    if (!rc) *text = view_generator_text(&vg, e);
+    view_generator_free(&vg);
+    return rc || !*text ? -1 : 0;
 }
 
 /* The tokenizer lower-cases everything; words the prompt wrote with a capital

@@ -1,0 +1,82 @@
+/* storylm serve: the playground, a local web server (src/server). */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "args.h"
+#include "common.h"
+#include "server.h"
+
+static int run(int argc, char **argv);
+const Command command_serve = {
+    "serve", "the playground: the chapter's tools as a local web page", "storylm serve [options]",
+    "Serves the playground page (compiled into the binary) and its JSON API on\n"
+    "http://HOST:PORT/: type a story or pick a test story, click a token to see where each\n"
+    "head looks, switch heads off, rename the hero, let the network write on, or train a\n"
+    "network from scratch and watch its heads find their jobs. Every view answers with\n"
+    "the JSON of the matching verb's --json (see the README, 'The playground').\n"
+    "Listens on loopback only unless --host says otherwise. Models: the files *.safetensors\n"
+    "in the working directory, models/, models/snapshots/ and the training folder (new\n"
+    "models trained from the page go there). Ctrl-C or SIGTERM stops it; a training run is\n"
+    "stopped after a consistent save.",
+    run};
+
+/* SIGINT and SIGTERM blocked in every thread (the server's threads inherit
+ * the mask), so that the main thread alone takes them, with sigwait. */
+static void block_signals(sigset_t *set) {
+    sigemptyset(set);
+    sigaddset(set, SIGINT);
+    sigaddset(set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, set, NULL);
+    signal(SIGPIPE, SIG_IGN); /* a client gone mid-answer is an error to handle, not a death */
+}
+
+/* --open: the desktop's browser, when there is one; the URL is printed anyway. */
+static void open_browser(const char *url) {
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "xdg-open '%s' >/dev/null 2>&1 &", url);
+    if (system(cmd) != 0) fprintf(stderr, "storylm: could not start a browser; open %s yourself\n", url);
+}
+
+static int run(int argc, char **argv) {
+    ServerOptions o = {.host = "127.0.0.1", .port = 8080, .stories = "data/stories.txt",
+                       .train_dir = "playground-models", .threads = 4, .cache_models = 4};
+    StringList data_dirs = {0};
+    bool open = false;
+    int np;
+    Option opts[] = {
+        {"model", 'm', OPT_STRING, &o.model, "FILE", "default model (default: ./" DEFAULT_MODEL_PATH ", else the shipped model)", 0, 0},
+        {"port", 0, OPT_INT, &o.port, "N", "port to listen on; 0: any free one (printed)", 0, 65535},
+        {"host", 0, OPT_STRING, &o.host, "ADDR", "address to listen on; 0.0.0.0 opens it to the network", 0, 0},
+        {"open", 0, OPT_BOOL, &open, NULL, "open the page in the desktop's browser", 0, 0},
+        {"stories", 0, OPT_STRING, &o.stories, "FILE", "the test stories, names and mean ablation's stories", 0, 0},
+        {"data-dir", 0, OPT_STRINGS, &data_dirs, "DIR", "a folder whose stories files the page may train on (repeat)", 0, 0},
+        {"train-dir", 0, OPT_STRING, &o.train_dir, "DIR", "where models trained from the page are saved", 0, 0},
+        {"threads", 0, OPT_INT, &o.threads, "N", "threads answering requests (each request computes on one)", 1, 256},
+        {"cache-models", 0, OPT_INT, &o.cache_models, "N", "loaded models kept in memory", 1, 64},
+    };
+    int rc = args_parse(&command_serve, argc, argv, opts, N_OPTIONS(opts), NULL, 0, 0, &np);
+    if (rc) return rc > 0 ? 0 : 2;
+    if (data_dirs.count > SERVER_MAX_DATA_DIRS) return args_usage_error(&command_serve, "at most %d --data-dir", SERVER_MAX_DATA_DIRS);
+    for (int i = 0; i < data_dirs.count; i++) o.data_dirs[o.n_data_dirs++] = data_dirs.items[i];
+    o.model = cli_model_path(o.model, false);
+    cli_set_threads(1);
+    sigset_t set;
+    block_signals(&set);
+    Error e = {0};
+    Server *s;
+    if (server_start(&s, &o, &e)) return cli_fail(&e);
+    char url[300];
+    snprintf(url, sizeof url, "http://%s:%d/", strcmp(o.host, "0.0.0.0") == 0 ? "127.0.0.1" : o.host, server_port(s));
+    printf("storylm: the playground is at %s (Ctrl-C stops it)\n", url);
+    fflush(stdout);
+    if (open) open_browser(url);
+    int sig;
+    sigwait(&set, &sig);
+    fprintf(stderr, "storylm: stopping (%s)\n", sig == SIGINT ? "Ctrl-C" : "SIGTERM");
+    server_stop(s);
+    return 0;
+}

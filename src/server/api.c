@@ -1,0 +1,336 @@
+/* The JSON endpoints: each reads its fields, opens a session on a cached
+ * model and answers with the report the matching CLI verb prints with
+ * --json (src/views builds both). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server_internal.h"
+#include "storylm/fileio.h"
+
+/* A request's view of a cached model: the entry's session with the
+ * request's own ablation (and stories, for views that read them). */
+typedef struct Session {
+    ModelEntry *entry;
+    ProbeSession ps;
+} Session;
+
+enum { NEED_STORIES = 1, NEED_ATTENTION = 2 };
+
+static void session_release(Server *s, Session *ss) {
+    if (ss->entry) cache_release(&s->cache, ss->entry);
+    ss->entry = NULL;
+}
+
+/* The model a request names ("model", else the server's default): one of
+ * /api/models, or 404. */
+static int request_model(Server *s, const cJSON *body, const char *key, char *path, size_t size, Reply *r) {
+    const char *given = s->dirs.default_model;
+    if (field_string(body, key, &given, 0, PATH_MAX - 1, r)) return -1;
+    if (model_resolve(&s->dirs, given, path, size) == 0) return 0;
+    char msg[PATH_MAX + 64];
+    snprintf(msg, sizeof msg, "unknown model '%s'", given);
+    reply_error(r, 404, msg, "name one of the models GET /api/models lists");
+    return -1;
+}
+
+static int session_open(Server *s, const cJSON *body, int need, Session *ss, Reply *r) {
+    *ss = (Session){0};
+    char path[PATH_MAX], ablate_buf[256];
+    const char *ablate, *mode;
+    Error e = {0};
+    if (request_model(s, body, "model", path, sizeof path, r) || field_ablation(body, ablate_buf, sizeof ablate_buf, &ablate, &mode, r))
+        return -1;
+    if (cache_acquire(&s->cache, path, &ss->entry, &e)) return reply_failure(r, 400, &e), -1;
+    ModelEntry *m = ss->entry;
+    int mean = ablate && strcmp(mode, "mean") == 0;
+    int rc = (need & NEED_ATTENTION) ? probe_need_attention(&m->ps.lm.model, "this view", &e) : 0;
+    if (!rc) rc = session_ablation(&m->ps.lm, ablate, mode, NULL, NULL, &ss->ps.ablation, ss->ps.ablation_desc,
+                                   sizeof ss->ps.ablation_desc, &e); /* the heads checked before anything is averaged */
+    if (!rc && ((need & NEED_STORIES) || mean)) rc = entry_stories(m, s->o.stories, &e);
+    if (!rc && mean) rc = entry_mean(m, &e);
+    pthread_mutex_lock(&m->lock); /* not while another request loads the stories into it */
+    ss->ps = m->ps;               /* shared model, tokenizer, stories and names; never closed here */
+    pthread_mutex_unlock(&m->lock);
+    ss->ps.stories_path = need & NEED_STORIES ? s->o.stories : NULL;
+    ss->ps.mean = NULL;
+    if (!rc) rc = session_ablation(&m->ps.lm, ablate, mode, m->mean, s->o.stories, &ss->ps.ablation,
+                                   ss->ps.ablation_desc, sizeof ss->ps.ablation_desc, &e);
+    if (rc) {
+        reply_failure(r, 400, &e);
+        session_release(s, ss);
+        return -1;
+    }
+    return 0;
+}
+
+int api_model_ablation(Server *s, const cJSON *body, ModelEntry **entry, Ablation *ab, Reply *r) {
+    Session ss;
+    if (session_open(s, body, 0, &ss, r)) return -1;
+    *entry = ss.entry; /* handed over, still held */
+    *ab = ss.ps.ablation;
+    return 0;
+}
+
+/* "text": present, at most 64 KiB, at most SERVER_MAX_TOKENS tokens. */
+static int request_text(const Session *ss, const cJSON *body, const char *key, const char **text, Reply *r) {
+    if (field_string(body, key, text, 1, SERVER_MAX_TEXT, r)) return -1;
+    IntVec ids = {0};
+    Error e = {0};
+    int rc = tokenizer_encode(&ss->ps.lm.tokenizer, *text, strlen(*text), &ids, &e);
+    size_t n = ids.len;
+    intvec_free(&ids);
+    if (rc) return reply_failure(r, 400, &e), -1;
+    if (n < SERVER_MAX_TOKENS) return 0;
+    char msg[160];
+    snprintf(msg, sizeof msg, "\"%s\" is %zu tokens; the limit is %d", key, n, SERVER_MAX_TOKENS - 1);
+    reply_error(r, 413, msg, "send a shorter text");
+    return -1;
+}
+
+/* The end of every report view: the report, or the error as 400. */
+static int finish(Server *s, Session *ss, Report *rep, int rc, const Error *e, Reply *r) {
+    if (rc) reply_failure(r, 400, e);
+    else reply_report(r, rep);
+    report_free(rep);
+    session_release(s, ss);
+    return r->status;
+}
+
+static int api_tokenize(Server *s, const cJSON *body, Reply *r) {
+    Session ss;
+    const char *text;
+    if (session_open(s, body, 0, &ss, r)) return r->status;
+    if (request_text(&ss, body, "text", &text, r) == 0) {
+        IntVec ids = {0};
+        Error e = {0};
+        if (tokenizer_encode(&ss.ps.lm.tokenizer, text, strlen(text), &ids, &e)) reply_failure(r, 400, &e);
+        else reply_json(r, 200, view_tokens_json(&ss.ps.lm.tokenizer, ids.data, ids.len));
+        intvec_free(&ids);
+    }
+    session_release(s, &ss);
+    return r->status;
+}
+
+static int api_attend(Server *s, const cJSON *body, Reply *r) {
+    Session ss;
+    const char *text;
+    int pos = -1, head = -1;
+    if (session_open(s, body, NEED_ATTENTION, &ss, r)) return r->status;
+    if (request_text(&ss, body, "text", &text, r) || field_int(body, "pos", &pos, -1000000, 1000000, r) ||
+        field_int(body, "head", &head, -1000000, 1000000, r))
+        return session_release(s, &ss), r->status;
+    Report rep;
+    report_init(&rep, "attend");
+    ViewText vt = {0};
+    Error e = {0};
+    int rc = view_check_head(&ss.ps, head, &e) || view_text_run(&vt, &ss.ps, text, pos, 0, &e);
+    if (!rc) view_attend(&rep, &ss.ps, &vt, head);
+    view_text_free(&vt);
+    return finish(s, &ss, &rep, rc, &e, r);
+}
+
+static int api_trace(Server *s, const cJSON *body, Reply *r) {
+    Session ss;
+    const char *text;
+    int pos = -1, units = 10, top = 10;
+    if (session_open(s, body, NEED_ATTENTION, &ss, r)) return r->status;
+    if (request_text(&ss, body, "text", &text, r) || field_int(body, "pos", &pos, -1000000, 1000000, r) ||
+        field_int(body, "units", &units, 1, 4096, r) || field_int(body, "top", &top, 1, 64, r))
+        return session_release(s, &ss), r->status;
+    Report rep;
+    report_init(&rep, "trace");
+    ViewText vt = {0};
+    TraceResult t = {0};
+    Error e = {0};
+    int rc = view_text_run(&vt, &ss.ps, text, pos, 1, &e);
+    if (!rc) rc = view_trace(&rep, &ss.ps, &vt, text, units, top, &t, &e);
+    trace_result_free(&t);
+    view_text_free(&vt);
+    return finish(s, &ss, &rep, rc, &e, r);
+}
+
+static int api_loss(Server *s, const cJSON *body, Reply *r) {
+    Session ss;
+    const char *text;
+    if (session_open(s, body, 0, &ss, r)) return r->status;
+    if (request_text(&ss, body, "text", &text, r)) return session_release(s, &ss), r->status;
+    Report rep;
+    report_init(&rep, "eval");
+    ViewText vt = {0};
+    Error e = {0};
+    int rc = view_text_run(&vt, &ss.ps, text, -1, 0, &e);
+    if (!rc) view_loss(&rep, &ss.ps, &vt, text);
+    view_text_free(&vt);
+    return finish(s, &ss, &rep, rc, &e, r);
+}
+
+static int api_distances(Server *s, const cJSON *body, Reply *r) {
+    Session ss;
+    int up_to = 255;
+    if (session_open(s, body, NEED_ATTENTION, &ss, r)) return r->status;
+    if (field_int(body, "up_to", &up_to, 0, 100000, r)) return session_release(s, &ss), r->status;
+    Report rep;
+    report_init(&rep, "distances");
+    view_distances(&rep, &ss.ps, up_to);
+    return finish(s, &ss, &rep, 0, NULL, r);
+}
+
+/* heads on the server's stories, or on a file under a --data-dir (loaded for this request only). */
+static int api_heads(Server *s, const cJSON *body, Reply *r) {
+    Session ss;
+    const char *stories = NULL;
+    char real[PATH_MAX];
+    int top = 5;
+    if (field_string(body, "stories", &stories, 0, PATH_MAX - 1, r) || field_int(body, "top", &top, 1, 100, r))
+        return r->status;
+    if (stories && strcmp(stories, s->o.stories) != 0 && server_allowed_stories(s, stories, real, sizeof real, r))
+        return r->status;
+    int own = stories && strcmp(stories, s->o.stories) != 0;
+    if (session_open(s, body, own ? NEED_ATTENTION : NEED_ATTENTION | NEED_STORIES, &ss, r)) return r->status;
+    Error e = {0};
+    ProbeSession other = {0};
+    ProbeSession *ps = &ss.ps;
+    int rc = 0;
+    if (own) { /* a copy of the session with those stories of its own */
+        other = ss.ps;
+        other.stories = (Stories){0};
+        other.names = (NameList){0};
+        other.stories_path = stories;
+        rc = probe_session_stories(&other, STORIES_DEFAULT_TEST, 0, &e);
+        ps = &other;
+    }
+    Report rep;
+    report_init(&rep, "heads");
+    ViewHeads vh;
+    HeadsResult h = {0};
+    if (!rc) {
+        view_heads_begin(&rep, ps, &vh);
+        rc = view_heads_add(&vh, ps, 0, top, &h, &e);
+    }
+    heads_result_free(&h);
+    if (own) stories_free(&other.stories);
+    return finish(s, &ss, &rep, rc, &e, r);
+}
+
+static int api_swap(Server *s, const cJSON *body, Reply *r) {
+    Session ss, base = {0};
+    const char *text, *name;
+    char base_path[PATH_MAX];
+    int has_base = cJSON_GetObjectItemCaseSensitive(body, "baseline") != NULL &&
+                   !cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(body, "baseline"));
+    if (field_string(body, "name", &name, 1, 63, r)) return r->status;
+    if (has_base && request_model(s, body, "baseline", base_path, sizeof base_path, r)) return r->status;
+    if (session_open(s, body, NEED_STORIES, &ss, r)) return r->status;
+    if (request_text(&ss, body, "text", &text, r)) return session_release(s, &ss), r->status;
+    Error e = {0};
+    int rc = has_base ? cache_acquire(&s->cache, base_path, &base.entry, &e) : 0;
+    if (!rc && has_base && strcmp(base.entry->ps.lm.vocab, ss.ps.lm.vocab) != 0)
+        rc = FAIL(&e, "pick a baseline trained with the same vocabulary",
+                  "'%s' and '%s' use different vocabularies, so their guesses cannot be compared", base_path,
+                  ss.ps.model_path);
+    Report rep;
+    report_init(&rep, "swap");
+    if (!rc) rc = view_swap_text(&rep, &ss.ps, has_base ? &base.entry->ps.lm : NULL, has_base ? base_path : NULL, text, name, &e);
+    session_release(s, &base);
+    return finish(s, &ss, &rep, rc, &e, r);
+}
+
+/* The held-out test stories of the server's stories file, as text. */
+static char *stories_json(Server *s, Error *e) {
+    ModelEntry *m;
+    if (cache_acquire(&s->cache, s->dirs.default_model, &m, e)) return NULL;
+    char *text = NULL, *out = NULL;
+    size_t len;
+    StorySpan *spans = NULL;
+    int n = 0;
+    int rc = entry_stories(m, s->o.stories, e) || file_read_all(s->o.stories, 0, &text, &len, e) ||
+             stories_split(text, len, s->o.stories, &spans, &n, NULL, e);
+    if (!rc && n != m->ps.stories.n_stories)
+        rc = FAIL(e, "give --stories a file of well-formed stories", "cannot line up the stories of '%s' with their text",
+                  s->o.stories);
+    if (!rc) {
+        cJSON *j = cJSON_CreateObject(), *list = cJSON_AddArrayToObject(j, "stories");
+        for (int k = 0; k < m->ps.stories.n_test; k++) {
+            int i = m->ps.stories.test[k];
+            char *t = strndup(text + spans[i].offset, spans[i].len);
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddNumberToObject(o, "index", i);
+            cJSON_AddStringToObject(o, "text", t ? t : "");
+            cJSON_AddItemToArray(list, o);
+            free(t);
+        }
+        out = cJSON_PrintUnformatted(j);
+        cJSON_Delete(j);
+    }
+    free(spans);
+    free(text);
+    cache_release(&s->cache, m);
+    return out;
+}
+
+static int api_stories(Server *s, Reply *r) {
+    Error e = {0};
+    pthread_mutex_lock(&s->lock);
+    if (!s->stories_json) s->stories_json = stories_json(s, &e);
+    char *body = s->stories_json ? strdup(s->stories_json) : NULL;
+    pthread_mutex_unlock(&s->lock);
+    if (!body) return reply_failure(r, 500, &e);
+    r->status = 200;
+    r->body = body;
+    r->mime = "application/json";
+    return 200;
+}
+
+static int api_train_start(Server *s, const cJSON *body, Reply *r) {
+    const char *stories = s->o.stories;
+    char real[PATH_MAX];
+    int steps = 300, eval_every = 0, seed = 1;
+    if (field_string(body, "stories", &stories, 0, PATH_MAX - 1, r) || field_int(body, "steps", &steps, 1, 20000, r) ||
+        field_int(body, "seed", &seed, 0, 2147483647, r) || field_int(body, "eval_every", &eval_every, 0, 20000, r) ||
+        server_allowed_stories(s, stories, real, sizeof real, r))
+        return r->status;
+    if (eval_every == 0) eval_every = steps >= 20 ? steps / 20 : 1; /* about 20 points on the curve */
+    int id;
+    Error e = {0};
+    int rc = train_job_start(s->train, real, steps, (uint64_t)seed, eval_every, &id, &e);
+    if (rc < 0) return reply_failure(r, 500, &e);
+    if (rc > 0) return reply_error(r, 409, "a training run is going on", "wait for it, or POST /api/train/stop");
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddNumberToObject(j, "id", id);
+    return reply_json(r, 202, j);
+}
+
+int api_handle(Server *s, const char *method, const char *url, const cJSON *body, Reply *r) {
+    int get = strcmp(method, "GET") == 0;
+    static const struct {
+        const char *url;
+        int (*fn)(Server *, const cJSON *, Reply *);
+    } posts[] = {{"/api/tokenize", api_tokenize}, {"/api/attend", api_attend},   {"/api/trace", api_trace},
+                 {"/api/loss", api_loss},         {"/api/distances", api_distances}, {"/api/heads", api_heads},
+                 {"/api/swap", api_swap},         {"/api/generate", api_generate}, {"/api/train", api_train_start}};
+    if (get && strcmp(url, "/api/models") == 0) return reply_json(r, 200, model_list(&s->dirs));
+    if (get && strcmp(url, "/api/stories") == 0) return api_stories(s, r);
+    if (get && strcmp(url, "/api/train") == 0) return reply_json(r, 200, train_job_status(s->train));
+    if (get && strcmp(url, "/api/health") == 0) {
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddBoolToObject(j, "ok", 1);
+        pthread_mutex_lock(&s->lock);
+        cJSON_AddNumberToObject(j, "streams", s->streams);
+        cJSON_AddNumberToObject(j, "streams_done", s->streams_done);
+        cJSON_AddNumberToObject(j, "streams_stopped", s->streams_stopped);
+        pthread_mutex_unlock(&s->lock);
+        return reply_json(r, 200, j);
+    }
+    if (!get && strcmp(url, "/api/train/stop") == 0) {
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddBoolToObject(j, "stopping", train_job_stop(s->train));
+        return reply_json(r, 200, j);
+    }
+    for (size_t i = 0; i < sizeof posts / sizeof posts[0]; i++) {
+        if (strcmp(url, posts[i].url) != 0) continue;
+        if (get) return reply_error(r, 405, "this endpoint takes POST with a JSON body", NULL);
+        return posts[i].fn(s, body, r);
+    }
+    return reply_error(r, 404, "no such endpoint", "see the README's section 'The playground' for the API");
+}

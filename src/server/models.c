@@ -1,0 +1,242 @@
+/* Which model files a client may name, and the cache of loaded ones. */
+#define _XOPEN_SOURCE 700 /* realpath */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "server_internal.h"
+#include "storylm/checkpoint.h"
+#include "storylm/safetensors.h"
+
+int model_dirs_init(ModelDirs *d, const char *train_dir, const char *default_model, Error *e) {
+    *d = (ModelDirs){0};
+    char train_prefix[PATH_MAX];
+    snprintf(train_prefix, sizeof train_prefix, "%s/", train_dir);
+    const char *prefixes[4] = {"", "models/", "models/snapshots/", train_prefix};
+    for (int i = 0; i < 4; i++) {
+        char *real = realpath(prefixes[i][0] ? prefixes[i] : ".", NULL);
+        if (!real) continue; /* a folder that is not there lists nothing */
+        snprintf(d->prefix[d->n], PATH_MAX, "%s", prefixes[i]);
+        snprintf(d->real[d->n], PATH_MAX, "%s", real);
+        free(real);
+        d->n++;
+    }
+    if (!session_file_exists(default_model))
+        return FAIL(e, "train one with 'storylm train STORIES', or give --model FILE", "no model file '%s'", default_model);
+    char listed[PATH_MAX];
+    if (model_resolve(d, default_model, listed, sizeof listed) == 0) /* "models/x" rather than "/abs/models/x" */
+        snprintf(d->default_model, sizeof d->default_model, "%s", listed);
+    else
+        snprintf(d->default_model, sizeof d->default_model, "%s", default_model);
+    return 0;
+}
+
+static int is_model_name(const char *name) {
+    size_t n = strlen(name), ext = strlen(".safetensors");
+    return n > ext && strcmp(name + n - ext, ".safetensors") == 0 && !strstr(name, ".adam.") && name[0] != '.';
+}
+
+int model_resolve(const ModelDirs *d, const char *given, char *out, size_t size) {
+    char *real = realpath(given, NULL);
+    if (!real) return -1;
+    int found = -1;
+    char *def = d->default_model[0] ? realpath(d->default_model, NULL) : NULL;
+    if (def && strcmp(def, real) == 0) {
+        snprintf(out, size, "%s", d->default_model);
+        found = 0;
+    }
+    char *slash = strrchr(real, '/');
+    if (found && slash && is_model_name(slash + 1) && session_file_exists(real)) {
+        *slash = '\0';
+        for (int i = 0; i < d->n && found; i++)
+            if (strcmp(d->real[i], real[0] ? real : "/") == 0) {
+                snprintf(out, size, "%s%s", d->prefix[i], slash + 1);
+                found = 0;
+            }
+    }
+    free(def);
+    free(real);
+    return found;
+}
+
+/* {"name","path","arch","params","vocab_size"} from the header alone, or NULL
+ * when the file is not a storylm model. */
+static cJSON *model_item(const char *path, const char *name) {
+    SafeTensorsFile st;
+    if (safetensors_open(&st, path, NULL)) return NULL;
+    const char *format = metadata_get(&st.metadata, "format"), *arch = metadata_get(&st.metadata, "arch"),
+               *vocab = metadata_get(&st.metadata, "vocab_size");
+    cJSON *o = NULL;
+    if (format && strcmp(format, CHECKPOINT_FORMAT) == 0 && arch) {
+        double params = 0;
+        for (int i = 0; i < st.n_tensors; i++) params += (double)safetensors_count(&st.tensors[i]);
+        o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "name", name);
+        cJSON_AddStringToObject(o, "path", path);
+        cJSON_AddStringToObject(o, "arch", arch);
+        cJSON_AddNumberToObject(o, "params", params);
+        cJSON_AddNumberToObject(o, "vocab_size", vocab ? atof(vocab) : 0);
+    }
+    safetensors_close(&st);
+    return o;
+}
+
+static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* The model files of one folder, sorted, into models. */
+static void list_dir(const char *prefix, cJSON *models, const char *skip) {
+    DIR *dir = opendir(prefix[0] ? prefix : ".");
+    if (!dir) return;
+    char *names[512];
+    int n = 0;
+    for (struct dirent *de; (de = readdir(dir)) && n < 512;)
+        if (is_model_name(de->d_name)) names[n++] = strdup(de->d_name);
+    closedir(dir);
+    qsort(names, (size_t)n, sizeof *names, by_name);
+    for (int i = 0; i < n; i++) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s%s", prefix, names[i] ? names[i] : "");
+        cJSON *o = names[i] && strcmp(path, skip) != 0 ? model_item(path, names[i]) : NULL;
+        if (o) cJSON_AddItemToArray(models, o);
+        free(names[i]);
+    }
+}
+
+cJSON *model_list(const ModelDirs *d) {
+    cJSON *j = cJSON_CreateObject(), *models = cJSON_AddArrayToObject(j, "models");
+    const char *slash = strrchr(d->default_model, '/');
+    cJSON *def = model_item(d->default_model, slash ? slash + 1 : d->default_model);
+    if (def) cJSON_AddItemToArray(models, def); /* first, wherever it lives */
+    for (int i = 0; i < d->n; i++) list_dir(d->prefix[i], models, d->default_model);
+    cJSON_AddStringToObject(j, "default", d->default_model);
+    return j;
+}
+
+/* ---- the cache ------------------------------------------------------------------ */
+
+int cache_init(ModelCache *c, int cap) {
+    *c = (ModelCache){.cap = cap < 1 ? 1 : cap};
+    c->entries = calloc((size_t)c->cap, sizeof *c->entries);
+    if (!c->entries) return -1;
+    pthread_mutex_init(&c->lock, NULL);
+    return 0;
+}
+
+static void entry_free(ModelEntry *m) {
+    probe_session_close(&m->ps);
+    free(m->mean);
+    pthread_mutex_destroy(&m->lock);
+    free(m);
+}
+
+void cache_free(ModelCache *c) {
+    for (int i = 0; i < c->n; i++) entry_free(c->entries[i]);
+    free(c->entries);
+    pthread_mutex_destroy(&c->lock);
+    *c = (ModelCache){0};
+}
+
+static ModelEntry *entry_load(const char *path, const struct stat *st, Error *e) {
+    ModelEntry *m = calloc(1, sizeof *m);
+    if (!m) return FAIL(e, NULL, "out of memory loading '%s'", path), NULL;
+    snprintf(m->path, sizeof m->path, "%s", path);
+    ProbeOptions po = {.model = m->path, .ablate_mode = "zero", .n_test = STORIES_DEFAULT_TEST};
+    if (probe_session_open(&m->ps, &po, "serve", NULL, 0, e)) {
+        free(m);
+        return NULL;
+    }
+    m->mtime = (long long)st->st_mtime;
+    m->size = (long long)st->st_size;
+    pthread_mutex_init(&m->lock, NULL);
+    return m;
+}
+
+/* Drops entry i when no request holds it. */
+static void cache_drop(ModelCache *c, int i) {
+    ModelEntry *m = c->entries[i];
+    c->entries[i] = c->entries[--c->n];
+    if (m->refs == 0) entry_free(m);
+    else m->refs = -m->refs; /* orphaned: the last release frees it */
+}
+
+int cache_acquire(ModelCache *c, const char *path, ModelEntry **out, Error *e) {
+    struct stat st;
+    if (stat(path, &st) != 0) return FAIL(e, "pick a model from /api/models", "no model file '%s'", path);
+    pthread_mutex_lock(&c->lock);
+    for (int i = 0; i < c->n; i++) {
+        ModelEntry *m = c->entries[i];
+        if (strcmp(m->path, path) != 0) continue;
+        if (m->mtime == (long long)st.st_mtime && m->size == (long long)st.st_size) {
+            m->refs++;
+            m->used = ++c->clock;
+            pthread_mutex_unlock(&c->lock);
+            *out = m;
+            return 0;
+        }
+        cache_drop(c, i); /* rewritten (a training run saved it again) */
+        break;
+    }
+    pthread_mutex_unlock(&c->lock);
+    /* loaded outside the lock: other requests go on meanwhile (two may load the same file; one is kept) */
+    ModelEntry *m = entry_load(path, &st, e);
+    if (!m) return -1;
+    pthread_mutex_lock(&c->lock);
+    if (c->n == c->cap) {
+        int oldest = 0;
+        for (int i = 1; i < c->n; i++)
+            if (c->entries[i]->used < c->entries[oldest]->used) oldest = i;
+        cache_drop(c, oldest);
+    }
+    m->refs = 1;
+    m->used = ++c->clock;
+    c->entries[c->n++] = m;
+    pthread_mutex_unlock(&c->lock);
+    *out = m;
+    return 0;
+}
+
+void cache_release(ModelCache *c, ModelEntry *m) {
+    pthread_mutex_lock(&c->lock);
+    int orphan = m->refs < 0;
+    if (orphan) m->refs++;
+    else m->refs--;
+    int last = orphan && m->refs == 0;
+    pthread_mutex_unlock(&c->lock);
+    if (last) entry_free(m);
+}
+
+int entry_stories(ModelEntry *m, const char *stories_path, Error *e) {
+    pthread_mutex_lock(&m->lock);
+    int rc = 0;
+    if (!m->stories_loaded) {
+        m->ps.stories_path = stories_path;
+        rc = probe_session_stories(&m->ps, STORIES_DEFAULT_TEST, PROBE_NAMES, e);
+        if (rc) {
+            stories_free(&m->ps.stories);
+            names_free(&m->ps.names);
+            m->ps.stories = (Stories){0};
+            m->ps.names = (NameList){0};
+            m->ps.stories_path = NULL;
+        }
+        m->stories_loaded = !rc;
+    }
+    pthread_mutex_unlock(&m->lock);
+    return rc;
+}
+
+int entry_mean(ModelEntry *m, Error *e) {
+    pthread_mutex_lock(&m->lock);
+    int rc = 0;
+    if (!m->mean) {
+        const ModelConfig *c = &m->ps.lm.model.cfg;
+        float *mean = xmalloc((size_t)c->n_heads * c->value_dim * sizeof(float), e);
+        rc = mean ? probe_head_means(&m->ps.lm.model, &m->ps.stories, m->ps.stories.test, m->ps.stories.n_test, mean, e)
+                  : -1;
+        if (rc) free(mean);
+        else m->mean = mean;
+    }
+    pthread_mutex_unlock(&m->lock);
+    return rc;
+}

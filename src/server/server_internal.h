@@ -1,0 +1,135 @@
+/* What the server's files share (see server.h for the files). */
+#ifndef STORYLM_SERVER_INTERNAL_H
+#define STORYLM_SERVER_INTERNAL_H
+
+#include <cjson/cJSON.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+
+#include "server.h"
+#include "storylm/session.h"
+#include "storylm/views.h"
+
+#define SERVER_MAX_BODY (256 * 1024) /* bytes of a request body */
+#define SERVER_MAX_TEXT (64 * 1024)  /* bytes of a text or prompt */
+#define SERVER_MAX_TOKENS 4096       /* tokens of a text: bounds a request's memory (activations grow with it) */
+#define SERVER_MAX_GENERATE 2000     /* new tokens of one generation */
+
+/* ---- answers ------------------------------------------------------------------ */
+
+/* What a handler answers: a status and a body it owns. */
+typedef struct Reply {
+    int status;
+    char *body;
+    const char *mime;
+    struct MHD_Response *response; /* set instead of body for streams */
+    const char *timing;            /* Server-Timing header, or NULL */
+} Reply;
+
+/* {"error": message, "hint": hint}; returns status. */
+int reply_error(Reply *r, int status, const char *message, const char *hint);
+int reply_failure(Reply *r, int status, const Error *e);
+/* Takes j (deleted here). */
+int reply_json(Reply *r, int status, cJSON *j);
+/* A report as the CLI's --json prints it. */
+int reply_report(Reply *r, const Report *rep);
+
+/* ---- models ------------------------------------------------------------------- */
+
+/* A loaded model, shared by requests; the stories and names it reads them
+ * with load once, on first need. */
+typedef struct ModelEntry {
+    char path[PATH_MAX];  /* as listed */
+    ProbeSession ps;      /* no ablation: each request sets its own on a copy */
+    int stories_loaded;   /* 1: ps.stories and ps.names hold the server's stories */
+    float *mean;          /* (H, vd) heads' mean outputs over the test stories, or NULL */
+    long long mtime, size; /* of the file when loaded: a changed file is loaded again */
+    unsigned long used;
+    int refs;
+    pthread_mutex_t lock; /* stories, names and mean */
+} ModelEntry;
+
+typedef struct ModelCache {
+    pthread_mutex_t lock;
+    ModelEntry **entries;
+    int n, cap;
+    unsigned long clock;
+} ModelCache;
+
+/* The folders models are listed from ("", "models/", "models/snapshots/",
+ * the training folder) and their real paths. */
+typedef struct ModelDirs {
+    char prefix[4][PATH_MAX];
+    char real[4][PATH_MAX];
+    int n;
+    char default_model[PATH_MAX];
+} ModelDirs;
+
+int model_dirs_init(ModelDirs *d, const char *train_dir, const char *default_model, Error *e);
+/* The listed path of a model file given by a client, or -1 (404) when it is
+ * not one of the listed files. */
+int model_resolve(const ModelDirs *d, const char *given, char *out, size_t size);
+/* {"models": [...], "default": path} */
+cJSON *model_list(const ModelDirs *d);
+
+int cache_init(ModelCache *c, int cap);
+void cache_free(ModelCache *c);
+/* The entry of path (loaded when new or changed); release it after use. */
+int cache_acquire(ModelCache *c, const char *path, ModelEntry **out, Error *e);
+void cache_release(ModelCache *c, ModelEntry *m);
+/* Loads the stories (and names) of stories_path into m once. */
+int entry_stories(ModelEntry *m, const char *stories_path, Error *e);
+/* Each head's mean output over m's test stories, once (after entry_stories). */
+int entry_mean(ModelEntry *m, Error *e);
+
+/* ---- the training job --------------------------------------------------------- */
+
+typedef struct TrainJob TrainJob;
+int train_job_create(TrainJob **out, const char *train_dir, Error *e);
+void train_job_free(TrainJob *j); /* stops a running job first, saving */
+/* 0 started (*id), 1 one is running already, -1 error. */
+int train_job_start(TrainJob *j, const char *stories, int steps, uint64_t seed, int eval_every, int *id, Error *e);
+cJSON *train_job_status(TrainJob *j);
+/* 1 when a running job was asked to stop. */
+int train_job_stop(TrainJob *j);
+
+/* ---- the server ----------------------------------------------------------------- */
+
+struct Server {
+    ServerOptions o;
+    struct MHD_Daemon *daemon;
+    int port;
+    ModelDirs dirs;
+    ModelCache cache;
+    TrainJob *train;
+    char data_real[SERVER_MAX_DATA_DIRS][PATH_MAX]; /* real paths of the --data-dir folders */
+    int n_data;
+    char default_stories_real[PATH_MAX];            /* the project's data/stories.txt, always allowed */
+    pthread_mutex_t lock;                           /* the stories list and the stream counts below */
+    char *stories_json;                             /* /api/stories, built once */
+    int streams, streams_done, streams_stopped;     /* generations streaming now, finished, cut off by the client */
+};
+
+/* ---- requests ------------------------------------------------------------------- */
+
+/* Reading fields of a request body; each fills r with a 4xx and returns -1
+ * on a bad value, else 0 (absent fields keep the default). */
+int field_string(const cJSON *body, const char *key, const char **out, int required, size_t max, Reply *r);
+int field_int(const cJSON *body, const char *key, int *out, int lo, int hi, Reply *r);
+int field_double(const cJSON *body, const char *key, double *out, double lo, double hi, Reply *r);
+/* ablate: "3,5" or [3, 5] into buf (NULL when absent); ablate_mode: zero or mean. */
+int field_ablation(const cJSON *body, char *buf, size_t size, const char **ablate, const char **mode, Reply *r);
+
+/* A stories path a client named: under a --data-dir folder, or the default
+ * stories; 403 otherwise (.. and symlinks resolved first). */
+int server_allowed_stories(const Server *s, const char *given, char *out, size_t size, Reply *r);
+
+/* The endpoints (api.c, stream.c). method is "GET" or "POST". */
+int api_handle(Server *s, const char *method, const char *url, const cJSON *body, Reply *r);
+int api_generate(Server *s, const cJSON *body, Reply *r);
+/* The model a request names, held (cache_release it), with the request's ablation. */
+int api_model_ablation(Server *s, const cJSON *body, ModelEntry **entry, Ablation *ab, Reply *r);
+
+#endif

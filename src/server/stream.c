@@ -1,0 +1,141 @@
+/* POST /api/generate: the network writes on, one Server-Sent Event a token.
+ * libmicrohttpd asks for more bytes only when the client can take them, so
+ * a token is made per call: a slow client slows the generation, and one
+ * that goes away ends it (the stream is freed, nothing more is made). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <microhttpd.h>
+
+#include "server_internal.h"
+
+typedef struct Stream {
+    Server *s;
+    ModelEntry *entry; /* held while streaming: the generator reads its weights and mean */
+    char *prompt;
+    ViewGenerator vg;
+    uint64_t seed;
+    char *event;       /* the event being sent */
+    size_t len, sent;
+    int ended;         /* the done (or error) event is made */
+} Stream;
+
+static void set_event(Stream *st, char *text) { /* takes text */
+    free(st->event);
+    st->event = text;
+    st->len = text ? strlen(text) : 0;
+    st->sent = 0;
+}
+
+/* "event: NAME\ndata: JSON\n\n" (no event line for NAME NULL). */
+static char *event_text(const char *name, cJSON *j) {
+    char *data = j ? cJSON_PrintUnformatted(j) : NULL;
+    cJSON_Delete(j);
+    if (!data) return NULL;
+    size_t n = strlen(data) + (name ? strlen(name) : 0) + 32;
+    char *out = malloc(n);
+    if (out) snprintf(out, n, "%s%s%sdata: %s\n\n", name ? "event: " : "", name ? name : "", name ? "\n" : "", data);
+    free(data);
+    return out;
+}
+
+/* The next event: a token, the end, or an error. */
+static void next_event(Stream *st) {
+    Error e = {0};
+    int rc = view_generator_next(&st->vg, &e);
+    char *text = rc >= 0 ? view_generator_text(&st->vg, &e) : NULL;
+    cJSON *j = cJSON_CreateObject();
+    if (rc > 0 && text) {
+        int32_t id = st->vg.ids.data[st->vg.ids.len - 1];
+        cJSON_AddNumberToObject(j, "id", id);
+        cJSON_AddNumberToObject(j, "index", st->vg.tokens - 1);
+        cJSON_AddStringToObject(j, "token", st->vg.lm->tokenizer.pieces[id]);
+        cJSON_AddStringToObject(j, "text", text);
+        set_event(st, event_text(NULL, j));
+    } else if (rc == 0 && text) {
+        cJSON_AddStringToObject(j, "text", text);
+        cJSON_AddNumberToObject(j, "tokens", st->vg.tokens);
+        cJSON_AddNumberToObject(j, "seed", (double)st->seed);
+        cJSON_AddStringToObject(j, "stop_reason", st->vg.stop_reason);
+        set_event(st, event_text("done", j));
+        st->ended = 1;
+    } else {
+        cJSON_AddStringToObject(j, "error", e.message[0] ? e.message : "out of memory");
+        set_event(st, event_text("error", j));
+        st->ended = 1;
+    }
+    free(text);
+}
+
+static ssize_t read_stream(void *cls, uint64_t pos, char *buf, size_t max) {
+    Stream *st = cls;
+    if (st->sent == st->len) {
+        if (st->ended) return MHD_CONTENT_READER_END_OF_STREAM;
+        next_event(st);
+        if (!st->event) return MHD_CONTENT_READER_END_WITH_ERROR;
+    }
+    size_t n = st->len - st->sent < max ? st->len - st->sent : max;
+    memcpy(buf, st->event + st->sent, n);
+    st->sent += n;
+    return (ssize_t)n;
+}
+
+static void free_stream(void *cls) {
+    Stream *st = cls;
+    Server *s = st->s;
+    pthread_mutex_lock(&s->lock);
+    s->streams--;
+    if (st->ended && st->sent == st->len) s->streams_done++;
+    else s->streams_stopped++; /* the client went away first */
+    pthread_mutex_unlock(&s->lock);
+    view_generator_free(&st->vg);
+    cache_release(&s->cache, st->entry);
+    free(st->prompt);
+    free(st->event);
+    free(st);
+}
+
+int api_generate(Server *s, const cJSON *body, Reply *r) {
+    const char *prompt = "";
+    int max_tokens = 200, top_k = 0, seed = -1;
+    double temperature = 0.8, top_p = 0.95;
+    if (field_string(body, "prompt", &prompt, 0, SERVER_MAX_TEXT, r) ||
+        field_int(body, "max_tokens", &max_tokens, 0, SERVER_MAX_GENERATE, r) ||
+        field_double(body, "temperature", &temperature, 0, 100, r) || field_int(body, "top_k", &top_k, 0, 1000000, r) ||
+        field_double(body, "top_p", &top_p, 1e-6, 1, r) || field_int(body, "seed", &seed, -1, 2147483647, r))
+        return r->status;
+    Stream *st = calloc(1, sizeof *st);
+    if (!st) return reply_error(r, 500, "out of memory", NULL);
+    Ablation ab;
+    if (api_model_ablation(s, body, &st->entry, &ab, r)) {
+        free(st);
+        return r->status;
+    }
+    if (seed < 0) seed = (int)(((unsigned)time(NULL) ^ (unsigned)getpid() * 2654435761u) & 0x7fffffff);
+    st->s = s;
+    st->seed = (uint64_t)seed;
+    st->prompt = strdup(prompt);
+    ViewGenerateOptions go = {.max_tokens = max_tokens, .top_k = top_k, .seed = st->seed, .temperature = temperature,
+                              .top_p = top_p};
+    Error e = {0};
+    if (!st->prompt || view_generator_init(&st->vg, &st->entry->ps.lm, &ab, st->prompt, &go, &e)) {
+        cache_release(&s->cache, st->entry);
+        free(st->prompt);
+        free(st);
+        return reply_failure(r, 400, &e);
+    }
+    pthread_mutex_lock(&s->lock);
+    s->streams++;
+    pthread_mutex_unlock(&s->lock);
+    r->response = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, read_stream, st, free_stream);
+    if (!r->response) {
+        free_stream(st);
+        return reply_error(r, 500, "out of memory", NULL);
+    }
+    MHD_add_response_header(r->response, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream; charset=utf-8");
+    MHD_add_response_header(r->response, "X-Accel-Buffering", "no");
+    r->status = 200;
+    return 200;
+}

@@ -1,0 +1,237 @@
+/* The playground's training job: one run at a time, in a thread of its own,
+ * with the library's trainer (the same as storylm train). It learns (or
+ * reuses) a vocabulary for the stories file, trains from scratch, saves
+ * atomically into the server's training folder at every evaluation, and
+ * records the loss curve and, at every save, where each head's weight goes
+ * by distance back (Secret 1) for the page to draw. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "server_internal.h"
+#include "storylm/checkpoint.h"
+#include "storylm/fileio.h"
+#include "storylm/train.h"
+#include "storylm/vocab_train.h"
+
+#define HEADS_STORIES 20 /* test stories the heads' weights are measured on at each save */
+
+struct TrainJob {
+    pthread_mutex_t lock; /* everything below but the inputs */
+    pthread_t thread;
+    int has_thread;
+    char dir[PATH_MAX];
+    int id;
+    const char *state; /* idle running done stopped failed */
+    int step, steps, every;
+    cJSON *points, *heads;
+    char model[PATH_MAX + 64], message[1600];
+    volatile sig_atomic_t stop;
+    /* the run's inputs, set before its thread starts */
+    char stories[PATH_MAX];
+    uint64_t seed;
+    int eval_every;
+    const Stories *s; /* while running */
+};
+
+int train_job_create(TrainJob **out, const char *train_dir, Error *e) {
+    TrainJob *j = calloc(1, sizeof *j);
+    if (!j) return FAIL(e, NULL, "out of memory");
+    pthread_mutex_init(&j->lock, NULL);
+    snprintf(j->dir, sizeof j->dir, "%s", train_dir);
+    j->state = "idle";
+    j->points = cJSON_CreateArray();
+    j->heads = cJSON_CreateArray();
+    *out = j;
+    return 0;
+}
+
+static void set_message(TrainJob *j, const char *state, const char *msg) {
+    pthread_mutex_lock(&j->lock);
+    if (state) j->state = state;
+    snprintf(j->message, sizeof j->message, "%.1500s", msg);
+    pthread_mutex_unlock(&j->lock);
+}
+
+/* The stories file's vocabulary: <dir>/<stem>.vocab.txt, learnt once. */
+static int job_vocab(TrainJob *j, char **text, Error *e) {
+    const char *base = strrchr(j->stories, '/');
+    base = base ? base + 1 : j->stories;
+    char path[PATH_MAX + 300], stem[256];
+    snprintf(stem, sizeof stem, "%.200s", base);
+    char *dot = strrchr(stem, '.');
+    if (dot && dot != stem) *dot = '\0';
+    snprintf(path, sizeof path, "%s/%s.vocab.txt", j->dir, stem);
+    size_t len;
+    struct stat st;
+    if (stat(path, &st) == 0) return file_read_all(path, 64u << 20, text, &len, e);
+    char msg[PATH_MAX + 80];
+    snprintf(msg, sizeof msg, "learning a %d-piece vocabulary from %s", VOCAB_DEFAULT_SIZE, j->stories);
+    set_message(j, NULL, msg);
+    char *data;
+    Vocab v = {0};
+    VocabStats vs;
+    if (file_read_all(j->stories, 0, &data, &len, e)) return -1;
+    int rc = vocab_train_text(data, len, j->stories, VOCAB_DEFAULT_SIZE, &v, &vs, e);
+    free(data);
+    if (!rc) rc = vocab_save(&v, path, e);
+    if (!rc) *text = vocab_to_text(&v, &len, e);
+    vocab_free(&v);
+    return rc || !*text ? -1 : 0;
+}
+
+/* {"step", "mass": [[6 shares] x 8 heads]} of the model just saved. */
+static cJSON *heads_point(TrainJob *j, int step) {
+    Model m = {0};
+    char *vocab = NULL;
+    Metadata meta = {0};
+    HeadsResult h = {0};
+    cJSON *o = NULL;
+    int n = j->s->n_test < HEADS_STORIES ? j->s->n_test : HEADS_STORIES;
+    if (!checkpoint_load_model(j->model, &m, &vocab, &meta, NULL) && !probe_heads(&m, j->s, j->s->test, n, 1, &h, NULL)) {
+        o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "step", step);
+        cJSON *mass = cJSON_AddArrayToObject(o, "mass");
+        for (int head = 0; head < h.n_heads; head++) {
+            cJSON *row = cJSON_CreateArray();
+            for (int b = 0; b < HEAD_BINS; b++) cJSON_AddItemToArray(row, cJSON_CreateNumber(h.mass[head * HEAD_BINS + b]));
+            cJSON_AddItemToArray(mass, row);
+        }
+    }
+    heads_result_free(&h);
+    model_free(&m);
+    free(vocab);
+    metadata_free(&meta);
+    return o;
+}
+
+static void on_progress(const TrainProgress *p, void *ctx) {
+    TrainJob *j = ctx;
+    cJSON *heads = p->saved ? heads_point(j, p->step) : NULL; /* outside the lock: it reads the file */
+    pthread_mutex_lock(&j->lock);
+    j->step = p->step;
+    if (p->evaluated || p->step % j->every == 0 || p->step == p->steps) { /* at most about 500 points */
+        cJSON *pt = cJSON_CreateObject();
+        cJSON_AddNumberToObject(pt, "step", p->step);
+        if (isfinite(p->train_loss)) cJSON_AddNumberToObject(pt, "train_loss", p->train_loss);
+        else cJSON_AddNullToObject(pt, "train_loss");
+        if (p->evaluated && isfinite(p->test_loss)) cJSON_AddNumberToObject(pt, "test_loss", p->test_loss);
+        else cJSON_AddNullToObject(pt, "test_loss");
+        cJSON_AddItemToArray(j->points, pt);
+    }
+    if (heads) cJSON_AddItemToArray(j->heads, heads);
+    snprintf(j->message, sizeof j->message, "step %d of %d, loss %.4f", p->step, p->steps, p->train_loss);
+    pthread_mutex_unlock(&j->lock);
+}
+
+static int job_run(TrainJob *j, Error *e) {
+    char *vocab = NULL;
+    Tokenizer tok = {0};
+    Stories s = {0};
+    StoriesOptions so = stories_default_options();
+    int rc = job_vocab(j, &vocab, e) || tokenizer_from_text(&tok, vocab, strlen(vocab), VOCAB_DEFAULT_SIZE, e);
+    if (!rc) set_message(j, NULL, "reading the stories");
+    if (!rc) rc = stories_load(&s, j->stories, &tok, &so, e);
+    if (!rc && s.n_test == 0) rc = FAIL(e, "pick a file with more stories", "'%s' has too few stories to hold any out", j->stories);
+    TrainOptions o = train_default_options();
+    o.steps = j->steps;
+    o.seed = j->seed;
+    o.eval_every = j->eval_every;
+    o.threads = 1; /* the other core answers the page */
+    o.out = j->model;
+    o.data_path = j->stories;
+    o.vocab_text = vocab;
+    o.vocab_size = tok.size;
+    o.stop = &j->stop;
+    TrainResult res;
+    j->s = &s;
+    if (!rc) rc = train_run(&s, &o, on_progress, j, &res, e);
+    j->s = NULL;
+    if (!rc) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "%s after %d steps: test loss %.4f", res.interrupted ? "stopped" : "done",
+                 res.final_step, res.test_loss);
+        set_message(j, res.interrupted ? "stopped" : "done", msg);
+    }
+    stories_free(&s);
+    if (tok.pieces) tokenizer_free(&tok);
+    free(vocab);
+    return rc;
+}
+
+static void *job_thread(void *arg) {
+    TrainJob *j = arg;
+    model_threads_setup(1);
+    Error e = {0};
+    if (job_run(j, &e)) {
+        char msg[1600];
+        snprintf(msg, sizeof msg, "%s%s%s", e.message, e.hint[0] ? " (" : "", e.hint[0] ? e.hint : "");
+        if (e.hint[0]) strncat(msg, ")", sizeof msg - strlen(msg) - 1);
+        set_message(j, "failed", msg);
+    }
+    return NULL;
+}
+
+int train_job_start(TrainJob *j, const char *stories, int steps, uint64_t seed, int eval_every, int *id, Error *e) {
+    pthread_mutex_lock(&j->lock);
+    if (strcmp(j->state, "running") == 0) {
+        pthread_mutex_unlock(&j->lock);
+        return 1;
+    }
+    if (j->has_thread) pthread_join(j->thread, NULL); /* the last run's thread has ended */
+    j->has_thread = 0;
+    *id = ++j->id;
+    j->state = "running";
+    j->step = 0;
+    j->steps = steps;
+    j->every = steps > 500 ? steps / 500 : 1;
+    j->stop = 0;
+    cJSON_Delete(j->points);
+    cJSON_Delete(j->heads);
+    j->points = cJSON_CreateArray();
+    j->heads = cJSON_CreateArray();
+    snprintf(j->model, sizeof j->model, "%s/run%d.safetensors", j->dir, *id);
+    snprintf(j->message, sizeof j->message, "starting");
+    snprintf(j->stories, sizeof j->stories, "%s", stories);
+    j->seed = seed;
+    j->eval_every = eval_every;
+    int rc = pthread_create(&j->thread, NULL, job_thread, j);
+    j->has_thread = rc == 0;
+    if (rc) j->state = "failed";
+    pthread_mutex_unlock(&j->lock);
+    return rc ? FAIL(e, NULL, "cannot start the training thread") : 0;
+}
+
+cJSON *train_job_status(TrainJob *j) {
+    pthread_mutex_lock(&j->lock);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "state", j->state);
+    cJSON_AddNumberToObject(o, "id", j->id);
+    cJSON_AddNumberToObject(o, "step", j->step);
+    cJSON_AddNumberToObject(o, "steps", j->steps);
+    cJSON_AddItemToObject(o, "points", cJSON_Duplicate(j->points, 1));
+    cJSON_AddItemToObject(o, "heads", cJSON_Duplicate(j->heads, 1));
+    cJSON_AddStringToObject(o, "model", j->id ? j->model : "");
+    cJSON_AddStringToObject(o, "message", j->message);
+    pthread_mutex_unlock(&j->lock);
+    return o;
+}
+
+int train_job_stop(TrainJob *j) {
+    pthread_mutex_lock(&j->lock);
+    int running = strcmp(j->state, "running") == 0;
+    if (running) j->stop = 1; /* the trainer's own flag: it saves, then stops */
+    pthread_mutex_unlock(&j->lock);
+    return running;
+}
+
+void train_job_free(TrainJob *j) {
+    train_job_stop(j);
+    if (j->has_thread) pthread_join(j->thread, NULL);
+    cJSON_Delete(j->points);
+    cJSON_Delete(j->heads);
+    pthread_mutex_destroy(&j->lock);
+    free(j);
+}
