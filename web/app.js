@@ -557,6 +557,7 @@ async function runGenerate() {
       if (event === "done") {
         showGenText(data.text);
         out.dataset.state = "done";
+        out.dataset.doneTokens = String(data.tokens);
         $("gen-status").textContent = `${data.tokens} tokens, seed ${data.seed}, stopped: ${data.stop_reason}; ${rate(count, t0)}`;
       } else if (event === "error") {
         throw new Error(data.error || "generation failed");
