@@ -6,6 +6,7 @@
 #     shows against `storylm attend --json`;
 #   - checks the next-token guesses against `storylm trace --json`, switches a head
 #     off, sees guesses and loss change and checks them against `trace --ablate`;
+#   - renames the hero and checks each mention's probabilities against `storylm swap --text`;
 #   - streams a generation and checks its text against `storylm generate --seed`,
 #     then stops a long one;
 #   - sees a refused stories path shown as an error;
@@ -43,12 +44,15 @@ done
 curl -sf "http://127.0.0.1:$port/api/models" >/dev/null || { cat serve.log >&2; fail "storylm serve does not answer on port $port"; }
 
 # What the CLI says, for the page to be checked against.
-text="Lily found a shiny shell on the beach. She put it in her pocket and ran home to show her mom. Her mom smiled and asked where"
+text="Lily found a shiny shell on the beach. She put it in her pocket and ran home to show her mom. Her mom smiled and asked Lily where"
 pos=9 head=2 ablate=4
 gen_n=40 gen_t=0.8 gen_k=0 gen_p=0.95 gen_seed=7
 "$STORYLM" attend "$text" --model "$model" --pos $pos --head $head --json > attend.json
 "$STORYLM" trace "$text" --model "$model" --json > trace.json
 "$STORYLM" trace "$text" --model "$model" --ablate $ablate --json > trace_ablated.json
+baseline=()
+[[ -f models/tinystories-window8.safetensors ]] && baseline=(--baseline models/tinystories-window8.safetensors)
+"$STORYLM" swap data/stories.txt --text "$text" --names fred "${baseline[@]}" --model "$model" --json > swap.json
 "$STORYLM" generate "$text" --model "$model" -n $gen_n -t $gen_t -k $gen_k -p $gen_p --seed $gen_seed > generate.txt
 "$PY" - "$chromium" "$text" $pos $head $ablate $gen_n $gen_t $gen_k $gen_p $gen_seed > expect.json <<'EOF'
 import json, sys
@@ -57,6 +61,7 @@ load = lambda f: json.load(open(f))
 print(json.dumps({
     "chromium": chromium, "text": text, "pos": int(pos), "head": int(head), "ablate_head": int(ablate),
     "attend": load("attend.json"), "trace": load("trace.json"), "trace_ablated": load("trace_ablated.json"),
+    "swap": load("swap.json"), "swap_name": "fred",
     "generate": {"max_tokens": int(n), "temperature": float(t), "top_k": int(k), "top_p": float(p),
                  "seed": int(seed), "text": open("generate.txt").read()},
     "train_stories": "data/stories.txt", "train_steps": 20, "train_every": 5}))

@@ -328,6 +328,7 @@ function drawTrace(tr) {
     el("span", { class: "pbar", style: `width:${(120 * x.probability / max).toFixed(1)}px` }),
     x.token)));
   $("guesses").dataset.position = tr.position;
+  $("guesses-h").textContent = `Next-token guesses after "${tr.token}" (position ${tr.position})`;
   drawInputs(tr.inputs || []);
   drawHidden(tr.hidden || []);
 }
@@ -488,7 +489,10 @@ function swapView(d) {
   const cols = ["mention", "position", "previous mention", "attention: probability", "rank"];
   if (base) cols.push("window8: probability", "rank");
   const head = el("tr", {}, ...cols.map((c) => el("th", { text: c })));
-  const rows = d.mentions.map((m) => el("tr", { "data-testid": "swap-row" },
+  const rows = d.mentions.map((m) => el("tr", {
+    "data-testid": "swap-row", "data-position": m.position,
+    "data-model-probability": m.model_probability, "data-baseline-probability": base ? m.baseline_probability : null,
+  },
     el("td", { text: m.mention }), el("td", { text: m.position }),
     el("td", { class: "text", text: m.far ? "more than 8 tokens back" : "within the last 8" }),
     el("td", { text: pct(m.model_probability) }), el("td", { text: m.model_rank }),

@@ -6,6 +6,7 @@
 //
 // EXPECT.json: {chromium, text, pos, head, attend (attend --pos --head --json),
 // ablate_head, trace (trace --json: all heads on), trace_ablated (trace --ablate --json),
+// swap (swap --text --names swap_name --baseline --json), swap_name,
 // generate: {max_tokens, temperature, top_k, top_p, seed, text (storylm generate's output)},
 // train_steps, train_every}.
 // Prints one line a check; exits 1 at the first failed one.
@@ -128,6 +129,34 @@ async function checkSwitch(page) {
     .map((e) => ({ token: e.dataset.token, probability: Number(e.dataset.probability) }))) === b, "the guesses to come back with the head on", before);
 }
 
+async function checkSwap(page) {
+  const d = want.swap;
+  await setValue(page, "swap-name", want.swap_name);
+  if (d.baseline !== "none") {
+    const options = await page.$$eval('[data-testid="swap-baseline"] option', (o) => o.map((x) => x.value));
+    const pick = options.find((v) => v.split("/").pop() === d.baseline.split("/").pop());
+    if (!pick) fail(`the window8 model ${d.baseline} is not offered as the baseline (${options.join(", ")})`);
+    await page.select('[data-testid="swap-baseline"]', pick);
+  }
+  await press(page, '[data-testid="swap-go"]');
+  const rows = await until(page, () => {
+    const r = [...document.querySelectorAll('[data-testid="swap-row"]')];
+    return r.length && r.map((x) => ({ position: Number(x.dataset.position), model: Number(x.dataset.modelProbability),
+      baseline: x.dataset.baselineProbability === undefined ? null : Number(x.dataset.baselineProbability) }));
+  }, "the name swap's table");
+  check(rows.length === d.mentions.length, `the swap shows the CLI's ${d.mentions.length} later mentions of the hero`);
+  d.mentions.forEach((m, i) => {
+    const r = rows[i];
+    if (r.position !== m.position || Math.abs(r.model - m.model_probability) > 1e-12)
+      fail(`mention ${i + 1}: the page shows position ${r.position} probability ${r.model}, the CLI ${m.position} ${m.model_probability}`);
+    if (d.baseline !== "none" && Math.abs(r.baseline - m.baseline_probability) > 1e-12)
+      fail(`mention ${i + 1}: window8's probability is ${r.baseline} on the page, ${m.baseline_probability} in the CLI`);
+  });
+  const shown = await page.$eval('[data-testid="swap-text"]', (e) => e.textContent);
+  check(shown === d.swapped_text, `the renamed story and each network's probability of "${d.name}" equal storylm swap --text ("${shown.slice(0, 40)}...")`);
+  await shot(page, "2b-swap", "#swap-card");
+}
+
 async function setValue(page, testid, value) {
   await page.$eval(`[data-testid="${testid}"]`, (e, v) => { e.value = v; }, String(value));
 }
@@ -152,15 +181,19 @@ async function checkGenerate(page) {
   check(tokens >= 2 && tokens === doneTokens, `it streamed one event a token: ${tokens} token events, ${doneTokens} tokens in the done event (${updates} redraws of the text)`);
   check(text.trim() === g.text.trim(), `the streamed text equals storylm generate --seed ${g.seed}: "${text.slice(0, 80)}..."`);
   await shot(page, "3-generated", "#gen-card");
-  // Stop: a long generation, aborted after its first tokens.
-  await setValue(page, "gen-n", 1000); await setValue(page, "gen-t", 1.5); await setValue(page, "gen-p", 1);
+  // Stop: a long generation, aborted after its first tokens (greedy, which runs the
+  // 2,000 tokens the server allows without ending the story).
+  await setValue(page, "gen-n", 2000); await setValue(page, "gen-t", 0);
   await press(page, '[data-testid="gen-go"]');
   await until(page, () => Number(document.querySelector('[data-testid="gen-out"]').dataset.tokens) >= 1 ||
     document.querySelector('[data-testid="gen-out"]').dataset.state !== "running", "the first streamed token");
   await press(page, '[data-testid="gen-stop"]');
   const st2 = await until(page, () => { const s = document.querySelector('[data-testid="gen-out"]').dataset.state; return s !== "running" && s; }, "the stopped generation");
   if (st2 === "done") console.log("note: the long generation ended (end of story) before Stop was clicked; Stop not exercised");
-  else check(st2 === "stopped", `Stop aborted the stream (state ${st2})`);
+  else {
+    const n = await page.$eval('[data-testid="gen-out"]', (e) => Number(e.dataset.tokens));
+    check(st2 === "stopped" && n < 2000, `Stop aborted the stream after ${n} of 2000 tokens (state ${st2})`);
+  }
 }
 
 async function checkError(page) {
@@ -224,6 +257,7 @@ async function main() {
     await typeStory(page);
     await checkAttention(page);
     await checkSwitch(page);
+    await checkSwap(page);
     await checkGenerate(page);
     await checkError(page);
     await checkTraining(page);
