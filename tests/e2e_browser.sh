@@ -54,8 +54,14 @@ baseline=()
 [[ -f models/tinystories-window8.safetensors ]] && baseline=(--baseline models/tinystories-window8.safetensors)
 "$STORYLM" swap data/stories.txt --text "$text" --names fred "${baseline[@]}" --model "$model" --json > swap.json
 "$STORYLM" generate "$text" --model "$model" -n $gen_n -t $gen_t -k $gen_k -p $gen_p --seed $gen_seed > generate.txt
+# A 256-token story for timing clicks: the story told again and again, cut to fit.
+long="$text"
+while (( $("$STORYLM" tokenize --model "$model" --ids "$long" | wc -w) < 256 )); do long="$long. $text"; done
+while (( $("$STORYLM" tokenize --model "$model" --ids "$long" | wc -w) + 1 > 256 )); do long="${long% *}"; done
+long_tokens=$(( $("$STORYLM" tokenize --model "$model" --ids "$long" | wc -w) + 1 ))   # with [EOS]
+export long long_tokens
 "$PY" - "$chromium" "$text" $pos $head $ablate $gen_n $gen_t $gen_k $gen_p $gen_seed > expect.json <<'EOF'
-import json, sys
+import json, os, sys
 chromium, text, pos, head, ablate, n, t, k, p, seed = sys.argv[1:]
 load = lambda f: json.load(open(f))
 print(json.dumps({
@@ -64,7 +70,8 @@ print(json.dumps({
     "swap": load("swap.json"), "swap_name": "fred",
     "generate": {"max_tokens": int(n), "temperature": float(t), "top_k": int(k), "top_p": float(p),
                  "seed": int(seed), "text": open("generate.txt").read()},
-    "train_stories": "data/stories.txt", "train_steps": 20, "train_every": 5}))
+    "train_stories": "data/stories.txt", "train_steps": 20, "train_every": 5,
+    "long_text": os.environ["long"], "long_tokens": int(os.environ["long_tokens"])}))
 EOF
 
 if ! node "$src/tests/browser/playground.mjs" "http://127.0.0.1:$port/" expect.json "$STORYLM_TEST_TMP/shots"; then

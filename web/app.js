@@ -57,6 +57,7 @@ function fmt(x, digits = 3) {
   if (Number.isInteger(x)) return String(x);
   return x.toFixed(digits);
 }
+const num = (x) => (typeof x === "number" ? x.toFixed(3) : fmt(x));
 const pct = (x) => (100 * x).toFixed(1) + "%";
 
 function showError(where, err) {
@@ -75,7 +76,8 @@ async function api(path, body, signal) {
   let data = null;
   try { data = await res.json(); } catch (e) { data = null; }
   if (!res.ok) {
-    const msg = data && data.error ? data.error : `${path}: the server answered ${res.status}`;
+    let msg = data && data.error ? data.error : `${path}: the server answered ${res.status}`;
+    if (data && data.hint) msg += ` (${data.hint})`;
     throw new Error(msg);
   }
   if (data === null) throw new Error(`${path}: the server's answer is not JSON`);
@@ -100,6 +102,7 @@ async function loadModels(select) {
   state.model = known ? keep : (state.models[0] ? state.models[0].path : "");
   pick.value = state.model;
   fillBaselines();
+  fillCompare();
   describeModel();
 }
 
@@ -137,7 +140,7 @@ async function refreshStory() {
   const n = ++state.seq.story;
   state.text = $("story").value;
   if (!state.text.trim()) return;
-  if (modelArch() !== "attention") { showWindow8(); return; }
+  if (modelArch() !== "attention") { showWindow8(n); return; }
   const lossKey = state.model + "\u0000" + state.text;
   const jobs = [fetchPosition(state.pos), api("/api/loss", { model: state.model, text: state.text, ...ablation() })];
   const needFull = state.off.size && state.fullLoss[lossKey] === undefined;
@@ -156,30 +159,63 @@ async function refreshStory() {
   }
 }
 
-// Attention (all 8 heads, so switching the head viewed needs no request) and trace
-// for one position, in parallel.
-async function fetchPosition(pos) {
+// Attention and trace for one position, in parallel. The attention asked for is the
+// head in view (all 8 when all are viewed: 8 times the numbers), so a click on a
+// long story stays small; the trace does not depend on the head, so picking another
+// head asks for the attention alone (withTrace false), and nothing at all when the
+// answer in hand holds every head.
+async function fetchPosition(pos, withTrace = true) {
   const n = ++state.seq.pos;
+  const t0 = performance.now();
   const base = { model: state.model, text: state.text, pos, ...ablation() };
+  const head = state.head;
   try {
-    const [att, tr] = await Promise.all([api("/api/attend", { ...base, head: -1 }), api("/api/trace", base)]);
+    const [att, tr] = await Promise.all([api("/api/attend", { ...base, head }), withTrace ? api("/api/trace", base) : null]);
     if (n !== state.seq.pos) return;
+    const t1 = performance.now();
     state.attend = att;
+    state.attendHead = head;
     state.pos = att.position;
     drawTokens();
     drawAttention();
-    drawTrace(tr);
+    if (tr) drawTrace(tr);
+    // From the click to everything drawn: what "instant" is measured by.
+    const t2 = performance.now();
+    document.body.dataset.clickMs = (t2 - t0).toFixed(1);
+    document.body.dataset.drawMs = (t2 - t1).toFixed(1);
+    $("attend-caption").append(el("span", { class: "muted", text: ` (answered and drawn in ${(t2 - t0).toFixed(0)} ms)` }));
     showError("attend", null);
-    showError("trace", null);
+    if (tr) showError("trace", null);
   } catch (e) {
-    if (n === state.seq.pos) { showError("attend", e); showError("trace", e); }
+    if (n === state.seq.pos) { showError("attend", e); if (withTrace) showError("trace", e); }
   }
 }
 
-function showWindow8() {
-  const msg = new Error("This is a window8 model (chapter 6's network): it has no heads to look at. Pick an attention model for Tools 1 to 3; window8 models serve as the baseline of the name swap.");
+// Another head picked for viewing.
+function viewHead(h) {
+  state.head = h;
+  drawHeadsBar();
+  drawDistances();
+  if (state.attend && (state.attendHead === -1 || state.attendHead === h)) { drawTokens(); drawAttention(); }
+  else if (state.attend) fetchPosition(state.pos, false);
+}
+
+// Chapter 6's network has no heads: the views of heads are emptied, the loss on the
+// story and the generation still work.
+async function showWindow8(n) {
+  const msg = new Error("This is a window8 model (chapter 6's network): it has no heads to look at. Pick an attention model for Tools 1 to 3; window8 models serve as the baseline of the name swap, and can write on.");
+  state.attend = null;
+  state.seq.pos++;
+  for (const id of ["tokens", "attend-table", "guesses", "inputs", "hidden", "dist-chart", "jobs-chart", "jobs-reads"]) $(id).replaceChildren();
+  $("attend-caption").textContent = "";
+  $("guesses-h").textContent = "Next-token guesses";
   showError("attend", msg);
   showError("trace", msg);
+  try {
+    const loss = await api("/api/loss", { model: state.model, text: state.text });
+    if (n === state.seq.story) drawLoss(loss);
+    showError("story", null);
+  } catch (e) { if (n === state.seq.story) showError("story", e); }
 }
 
 // The weight each token gets from the reading position: one head's, or with all
@@ -197,43 +233,52 @@ function weightsShown() {
   return w;
 }
 
+// The buttons are made once for a story's tokens and then only restyled, so a click
+// on a long story redraws quickly.
 function drawTokens() {
   const box = $("tokens");
   const att = state.attend;
-  if (!att) { box.replaceChildren(); return; }
+  if (!att) { box.replaceChildren(); state.tokenKey = ""; return; }
+  const key = att.tokens.map((t) => t.id).join(" ");
+  if (key !== state.tokenKey) {
+    box.replaceChildren(...att.tokens.map(tokenButton));
+    state.tokenKey = key;
+  }
   const w = weightsShown();
   const max = Math.max(1e-9, ...w.values());
   const viewOff = state.head >= 0 && state.off.has(state.head);
-  box.replaceChildren(...att.tokens.map((t) => tokenButton(t, w, max, viewOff)));
+  const buttons = box.children;
+  att.tokens.forEach((t, i) => restyleToken(buttons[i], t, w.get(t.position), max, viewOff));
 }
 
-function tokenButton(t, w, max, viewOff) {
+function tokenButton(t) {
   const piece = t.token;
   const cont = piece.startsWith("##");
   const label = cont ? [el("span", { class: "hash", text: "##" }), piece.slice(2)] : [piece];
-  const weight = w.get(t.position);
-  const classes = ["tok"];
-  if (cont) classes.push("cont");
-  if (/^\[.*\]$/.test(piece)) classes.push("special");
-  if (t.position === state.pos) classes.push("reading");
-  if (t.position > state.pos) classes.push("later");
-  let style = null;
+  const b = el("button", { type: "button", "data-testid": "token", "data-pos": t.position }, ...label);
+  b.dataset.base = "tok" + (cont ? " cont" : "") + (/^\[.*\]$/.test(piece) ? " special" : "");
+  return b;
+}
+
+function restyleToken(b, t, weight, max, viewOff) {
+  let cls = b.dataset.base;
+  if (t.position === state.pos) cls += " reading";
+  if (t.position > state.pos) cls += " later";
+  let bg = "";
   if (weight !== undefined && !viewOff) {
     const a = weight / max;
-    style = `background: rgba(194, 65, 12, ${a.toFixed(3)})`;
-    if (a > 0.55) classes.push("dark");
+    bg = `rgba(194, 65, 12, ${a.toFixed(3)})`;
+    if (a > 0.55) cls += " dark";
   }
+  b.className = cls;
+  b.style.background = bg;
   let title = weight === undefined ? `position ${t.position}` : `position ${t.position}: weight ${pct(weight)}`;
   const guessed = state.lossTokens && state.lossTokens[t.position - 1];
   if (guessed && guessed.target_id === t.id) title += `; the network gave it ${pct(guessed.probability)} (rank ${guessed.rank})`;
-  return el("button", {
-    class: classes.join(" "), style, title, type: "button",
-    "data-testid": "token", "data-pos": t.position, "data-weight": weight === undefined ? null : weight,
-    "aria-pressed": t.position === state.pos ? "true" : "false",
-    tabindex: t.position === state.pos ? "0" : "-1",   // one tab stop; the arrow keys move along
-    onclick: () => fetchPosition(t.position),
-    onkeydown: tokenKeys,
-  }, ...label);
+  b.title = title;
+  if (weight === undefined) delete b.dataset.weight; else b.dataset.weight = weight;
+  b.setAttribute("aria-pressed", t.position === state.pos ? "true" : "false");
+  b.tabIndex = t.position === state.pos ? 0 : -1;   // one tab stop; the arrow keys move along
 }
 
 // Arrow keys move the reading position; the focus follows it once redrawn.
@@ -265,20 +310,22 @@ function drawAttention() {
   if (state.head >= 0) drawOneHeadTable(att); else drawAllHeadsTable(att);
 }
 
+// The attention tables are written as HTML text (escaped): for a 256-token story
+// that is several times faster than making each cell as a node.
+const esc = (x) => String(x).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
+const th = (cols, style) => "<tr>" + cols.map((c, i) => `<th scope="col"${i === 1 ? ' class="text"' : ""}${style ? style(i) : ""}>${esc(c)}</th>`).join("") + "</tr>";
+
 function drawOneHeadTable(att) {
   let rows = att.keys.filter((k) => k.head === state.head);
   if ($("sort-weight").checked) rows = [...rows].sort((a, b) => b.weight - a.weight);
-  const off = state.off.has(state.head);
-  const head = el("tr", {}, ...["position", "token", "distance", "q\u00b7k/\u221a8", "distance score", "score", "weight", "cosine of rows"]
-    .map((h, i) => el("th", { class: i === 1 ? "text" : null, scope: "col", text: h })));
-  const body = rows.map((k) => el("tr", {
-    "data-testid": "attn-row", "data-position": k.position, "data-head": k.head, "data-weight": k.weight, class: off ? "off" : null,
-  },
-  el("td", { text: k.position }), el("td", { class: "text", text: k.token }), el("td", { text: k.distance }),
-  el("td", { text: fmt(k.dot) }), el("td", { text: fmt(k.distance_score) }), el("td", { text: fmt(k.score) }),
-  el("td", { class: "bar" }, pct(k.weight), el("span", { class: "barfill", style: `width:${(60 * k.weight).toFixed(1)}px` })),
-  el("td", { text: fmt(k.cosine) })));
-  $("attend-table").replaceChildren(el("thead", {}, head), el("tbody", {}, ...body));
+  const off = state.off.has(state.head) ? ' class="off"' : "";
+  const head = th(["position", "token", "distance", "q\u00b7k/\u221a8", "distance score", "score", "weight", "cosine of rows"]);
+  const body = rows.map((k) => `<tr data-testid="attn-row" data-position="${k.position}" data-head="${k.head}" data-weight="${k.weight}"${off}>` +
+    `<td>${k.position}</td><td class="text">${esc(k.token)}</td><td>${k.distance}</td><td>${num(k.dot)}</td>` +
+    `<td>${num(k.distance_score)}</td><td>${num(k.score)}</td>` +
+    `<td class="bar">${pct(k.weight)}<span class="barfill" style="width:${(60 * k.weight).toFixed(1)}px"></span></td>` +
+    `<td>${num(k.cosine)}</td></tr>`).join("");
+  $("attend-table").innerHTML = `<thead>${head}</thead><tbody>${body}</tbody>`;
 }
 
 function drawAllHeadsTable(att) {
@@ -290,19 +337,13 @@ function drawAllHeadsTable(att) {
   const shown = weightsShown();
   let rows = [...byPos.values()];
   if ($("sort-weight").checked) rows.sort((a, b) => (shown.get(b.k.position) || 0) - (shown.get(a.k.position) || 0));
-  const cols = ["position", "token", "distance", ...[...Array(HEADS).keys()].map((h) => `head ${h}`), "cosine of rows"];
-  const head = el("tr", {}, ...cols.map((h, i) => el("th", {
-    class: i === 1 ? "text" : null, scope: "col", text: h,
-    style: i >= 3 && i < 3 + HEADS ? `border-bottom: 3px solid ${HEAD_COLORS[i - 3]}` : null,
-  })));
-  const body = rows.map(({ k, w }) => el("tr", { "data-testid": "attn-row", "data-position": k.position },
-    el("td", { text: k.position }), el("td", { class: "text", text: k.token }), el("td", { text: k.distance }),
-    ...w.map((x, h) => el("td", {
-      text: pct(x), "data-head": h, "data-weight": x,
-      style: state.off.has(h) ? "color:#a3a09a; text-decoration: line-through" : `background: rgba(194,65,12,${(0.6 * x).toFixed(3)})`,
-    })),
-    el("td", { text: fmt(k.cosine) })));
-  $("attend-table").replaceChildren(el("thead", {}, head), el("tbody", {}, ...body));
+  const cols = ["position", "token", "distance", ...[...Array(HEADS).keys()].map((h) => `head ${h}`), "cosine"];
+  const head = th(cols, (i) => (i >= 3 && i < 3 + HEADS ? ` style="border-bottom: 3px solid ${HEAD_COLORS[i - 3]}"` : ""));
+  const cell = (x, h) => `<td data-head="${h}" data-weight="${x}" style="${state.off.has(h) ? "color:#a3a09a; text-decoration: line-through" : `background: rgba(194,65,12,${(0.6 * x).toFixed(3)})`}">${pct(x)}</td>`;
+  const body = rows.map(({ k, w }) => `<tr data-testid="attn-row" data-position="${k.position}">` +
+    `<td>${k.position}</td><td class="text">${esc(k.token)}</td><td>${k.distance}</td>` + w.map(cell).join("") +
+    `<td>${num(k.cosine)}</td></tr>`).join("");
+  $("attend-table").innerHTML = `<thead>${head}</thead><tbody>${body}</tbody>`;
 }
 
 function drawLoss(loss, full) {
@@ -355,7 +396,7 @@ function drawHidden(units) {
     el("th", { class: i === 2 ? "text" : null, text: h })));
   $("hidden").replaceChildren(el("thead", {}, head), el("tbody", {}, ...units.map((u) => el("tr", {},
     el("td", { text: u.unit }), el("td", { text: u.value.toFixed(3) }),
-    el("td", { class: "text", text: u.strongest_part }), el("td", { text: fmt(u.part_input) })))));
+    el("td", { class: "text", text: u.strongest_part }), el("td", { text: num(u.part_input) })))));
 }
 
 // ---------- Tool 2: distance scores ----------
@@ -448,7 +489,7 @@ function headColumn(h) {
   const view = el("input", {
     type: "radio", name: "view-head", id: `view-${h}`, value: h, checked: viewing,
     "data-testid": h < 0 ? "view-all" : `view-head-${h}`,
-    onchange: () => { state.head = h; drawHeadsBar(); drawTokens(); drawAttention(); drawDistances(); },
+    onchange: () => viewHead(h),
   });
   const label = el("label", { for: `view-${h}` }, h < 0 ? "all 8" : el("span", { class: "swatch", style: `background:${HEAD_COLORS[h]}` }),
     h < 0 ? "" : `head ${h}`);
@@ -554,7 +595,10 @@ async function runGenerate() {
     const res = await fetch("/api/generate", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body), signal: ctrl.signal });
     if (!res.ok) {
       let msg = `the server answered ${res.status}`;
-      try { msg = (await res.json()).error || msg; } catch (e) { /* keep the status */ }
+      try {
+        const d = await res.json();
+        msg = (d.error || msg) + (d.hint ? ` (${d.hint})` : "");
+      } catch (e) { /* keep the status */ }
       throw new Error(msg);
     }
     await readEvents(res.body, (event, data) => {
@@ -684,8 +728,7 @@ function drawTraining(t) {
   drawTrainHeads();
 }
 
-// Small multiples: one panel a head, a bar a distance bin, the step picked in
-// front of the first step's bars (outlined), so the change is visible.
+// The training's heads at the step picked, in front of its first step's (outlined).
 function drawTrainHeads() {
   const list = state.trainHeads || [];
   const box = $("train-heads");
@@ -693,24 +736,69 @@ function drawTrainHeads() {
   const i = Math.min(Number($("train-snap").value), list.length - 1);
   const cur = list[i], first = list[0];
   $("train-snap-step").textContent = `${cur.step} (dashed outline: step ${first.step})`;
+  const chart = headPanels(cur.mass, first.mass);
+  chart.setAttribute("data-step", cur.step);
+  box.replaceChildren(chart);
+}
+
+// Small multiples: one panel a head, a bar a distance bin (the share of the head's
+// weight), and the same shares of another moment as dashed outlines when given.
+// now, before: [8][6] shares.
+function headPanels(now, before) {
   // Full height is the largest share drawn, so a head that spreads its weight
   // evenly still shows its shape.
-  const top = Math.max(0.05, ...cur.mass.flat(), ...first.mass.flat());
+  const top = Math.max(0.05, ...now.flat(), ...(before ? before.flat() : []));
   const PW = 200, PH = 110, G = 16, W = 4 * (PW + G) + 10, RH = PH + 48;
-  const g = svg("svg", { viewBox: `0 0 ${W} ${2 * RH + 20}`, role: "img", "aria-label": "each head's weight by distance back", "data-step": cur.step });
-  cur.mass.forEach((bins, h) => {
+  const g = svg("svg", { viewBox: `0 0 ${W} ${2 * RH + 20}`, role: "img", "aria-label": "each head's weight by distance back" });
+  now.forEach((bins, h) => {
     const x0 = (h % 4) * (PW + G) + 10, y0 = Math.floor(h / 4) * RH + 20;
     g.append(svg("text", { x: x0, y: y0 - 4, fill: HEAD_COLORS[h], style: "font-weight:600" }, `head ${h}`));
     const bw = PW / bins.length;
     bins.forEach((m, b) => {
-      const hgt = PH * m / top, f = PH * first.mass[h][b] / top;
+      const hgt = PH * m / top;
       g.append(svg("rect", { x: x0 + b * bw + 2, y: y0 + PH - hgt, width: bw - 4, height: hgt, fill: HEAD_COLORS[h] }, svg("title", {}, `head ${h}, distance ${DIST_BINS[b]}: ${pct(m)}`)),
-        svg("rect", { x: x0 + b * bw + 2, y: y0 + PH - f, width: bw - 4, height: f, fill: "none", stroke: "#333", "stroke-dasharray": "3 2" }),
         svg("text", { x: x0 + b * bw + bw / 2, y: y0 + PH + 16, "text-anchor": "middle", style: "font-size:13px" }, DIST_BINS[b]));
+      if (before) {
+        const f = PH * before[h][b] / top;
+        g.append(svg("rect", { x: x0 + b * bw + 2, y: y0 + PH - f, width: bw - 4, height: f, fill: "none", stroke: "#333", "stroke-dasharray": "3 2" }));
+      }
     });
   });
   g.append(svg("text", { x: 10, y: 2 * RH + 14 }, `bar height: share of the head's weight at that distance back (full height = ${pct(top)})`));
-  box.replaceChildren(g);
+  return g;
+}
+
+// ---------- Secret 1 on the test stories: /api/heads for the model (and a snapshot) ----------
+
+const massOf = (report) => report.heads.map((r) => [r.d0, r.d1, r.d2, r.d3_7, r.d8_31, r.d32_255]);
+
+function fillCompare() {
+  const sel = $("jobs-compare");
+  const others = state.models.filter((m) => m.arch === "attention" && m.path !== state.model);
+  sel.replaceChildren(el("option", { value: "", text: "(nothing)" }),
+    ...others.map((m) => el("option", { value: m.path, text: m.name })));
+  const snap = others.find((m) => m.path.includes("snapshots/"));
+  if (snap) sel.value = snap.path;
+}
+
+async function runJobs() {
+  const other = $("jobs-compare").value;
+  $("jobs-go").disabled = true;
+  $("jobs-status").textContent = "measuring on the test stories...";
+  try {
+    const jobs = [api("/api/heads", { model: state.model })];
+    if (other) jobs.push(api("/api/heads", { model: other }));
+    const [cur, before] = await Promise.all(jobs);
+    $("jobs-chart").replaceChildren(headPanels(massOf(cur), before ? massOf(before) : null));
+    $("jobs-reads").replaceChildren(...cur.heads.map((r) => el("li", {},
+      el("span", { class: "swatch", style: `background:${HEAD_COLORS[r.head]}` }),
+      `head ${r.head}: mean distance back ${fmt(r.mean_distance, 1)}; reads most ${r.reads_most}`)));
+    $("jobs-status").textContent = `${cur.heads[0].model}` + (before ? `; outline: ${before.heads[0].model}` : "");
+    showError("jobs", null);
+  } catch (e) {
+    $("jobs-status").textContent = "";
+    showError("jobs", e);
+  } finally { $("jobs-go").disabled = false; }
 }
 
 // ---------- the test stories ----------
@@ -733,6 +821,11 @@ function debounce(fn, ms) {
 }
 
 function wire() {
+  $("tokens").addEventListener("click", (ev) => {
+    const b = ev.target.closest(".tok");
+    if (b) fetchPosition(Number(b.dataset.pos));
+  });
+  $("tokens").addEventListener("keydown", tokenKeys);
   const storyChanged = debounce(() => { state.pos = -1; refreshStory(); }, 250);
   $("story").addEventListener("input", storyChanged);
   $("story-pick").addEventListener("change", (ev) => {
@@ -743,7 +836,10 @@ function wire() {
   });
   $("model").addEventListener("change", (ev) => {
     state.model = ev.target.value;
+    state.pos = -1;   // another vocabulary may cut the story into other tokens
     describeModel();
+    fillCompare();
+    $("jobs-chart").replaceChildren(); $("jobs-reads").replaceChildren(); $("jobs-status").textContent = "";
     refreshDistances();
     refreshStory();
   });
@@ -751,6 +847,7 @@ function wire() {
   $("sort-weight").addEventListener("change", drawAttention);
   $("dist-range").addEventListener("change", drawDistances);
   $("swap-go").addEventListener("click", runSwap);
+  $("jobs-go").addEventListener("click", runJobs);
   $("gen-go").addEventListener("click", runGenerate);
   $("gen-stop").addEventListener("click", () => state.gen && state.gen.abort());
   $("train-go").addEventListener("click", startTraining);

@@ -8,7 +8,7 @@
 // ablate_head, trace (trace --json: all heads on), trace_ablated (trace --ablate --json),
 // swap (swap --text --names swap_name --baseline --json), swap_name,
 // generate: {max_tokens, temperature, top_k, top_p, seed, text (storylm generate's output)},
-// train_steps, train_every}.
+// train_steps, train_every, long_text, long_tokens (a story of 256 tokens, for timing clicks)}.
 // Prints one line a check; exits 1 at the first failed one.
 import puppeteer from "puppeteer-core";
 import fs from "node:fs";
@@ -157,6 +157,42 @@ async function checkSwap(page) {
   await shot(page, "2b-swap", "#swap-card");
 }
 
+// How long a click takes on a 256-token story, from the click to the attention,
+// table, trace and guesses drawn (the page's own clock; reported, not checked: a
+// loaded machine is slower).
+async function measureClicks(page) {
+  if (await page.$eval('[data-testid="story"]', (e) => e.value) !== want.long_text) {
+    await setValue(page, "story", want.long_text);
+    await page.$eval('[data-testid="story"]', (e) => e.dispatchEvent(new Event("input")));
+  }
+  await until(page, (n) => document.querySelectorAll('[data-testid="token"]').length === n, `the ${want.long_tokens} tokens of the long story`, want.long_tokens);
+  const ms = [], draw = [];
+  for (let i = 0; i < 21; i++) {
+    const p = want.long_tokens - 1 - 12 * i;
+    await press(page, `[data-testid="token"][data-pos="${p}"]`);
+    await until(page, (p) => document.querySelector(`[data-testid="token"][data-pos="${p}"].reading`) &&
+      document.querySelector('[data-testid="guesses"]').dataset.position === String(p), `position ${p} drawn`, p);
+    ms.push(Number(await page.evaluate(() => document.body.dataset.clickMs)));
+    draw.push(Number(await page.evaluate(() => document.body.dataset.drawMs)));
+  }
+  const median = (x) => [...x].sort((a, b) => a - b)[10].toFixed(1);
+  const slowest = (x) => Math.max(...x).toFixed(1);
+  const view = await page.$eval('input[name="view-head"]:checked', (e) => e.value === "-1" ? "all 8 heads" : "head " + e.value);
+  console.log(`measured: a click on a ${want.long_tokens}-token story (${view} in view), to all views drawn: median ${median(ms)} ms, slowest ${slowest(ms)} ms; of which drawing: median ${median(draw)} ms (21 clicks)`);
+  await shot(page, "7-long-story", "#attend-card");
+}
+
+// Clicks timed with the shipped model, one head in view, then all 8.
+async function measure(page) {
+  const shipped = await page.$$eval('[data-testid="model"] option', (o, m) => o.map((x) => x.value)
+    .find((v) => v.split("/").pop() === m.split("/").pop()), want.attend.model);
+  await page.select('[data-testid="model"]', shipped);
+  await press(page, '[data-testid="view-head-3"]');
+  await measureClicks(page);
+  await press(page, '[data-testid="view-all"]');
+  await measureClicks(page);
+}
+
 async function setValue(page, testid, value) {
   await page.$eval(`[data-testid="${testid}"]`, (e, v) => { e.value = v; }, String(value));
 }
@@ -261,6 +297,7 @@ async function main() {
     await checkGenerate(page);
     await checkError(page);
     await checkTraining(page);
+    await measure(page);
     const real = problems.filter((p) => !/409|403/.test(p));
     check(real.length === 0, "no script errors, failed requests or outside fetches" + (real.length ? ": " + real.join("; ") : ""));
   } catch (e) {
