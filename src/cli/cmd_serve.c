@@ -41,9 +41,26 @@ static void open_browser(const char *url) {
     if (system(cmd) != 0) fprintf(stderr, "storylm: could not start a browser; open %s yourself\n", url);
 }
 
+/* data/stories.txt here, else the source tree's beside the executable
+ * (build/storylm run from elsewhere), else data/stories.txt (the error then
+ * names it). */
+static const char *default_stories(char *buf, size_t size) {
+    const char *here = "data/stories.txt";
+    if (session_file_exists(here)) return here;
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    char *slash = n > 0 ? (exe[n] = '\0', strrchr(exe, '/')) : NULL;
+    if (!slash) return here;
+    *slash = '\0';
+    snprintf(buf, size, "%s/../%s", exe, here);
+    return session_file_exists(buf) ? buf : here;
+}
+
 static int run(int argc, char **argv) {
-    ServerOptions o = {.host = "127.0.0.1", .port = 8080, .stories = "data/stories.txt",
-                       .train_dir = "playground-models", .threads = 4, .cache_models = 4};
+    char stories[4200];
+    ServerOptions o = {.host = "127.0.0.1", .port = 8080, .stories = NULL,
+                       .train_dir = "playground-models", .threads = 4, .cache_models = 4,
+                       .compute_threads = 1};
     StringList data_dirs = {0};
     bool open = false;
     int np;
@@ -52,10 +69,13 @@ static int run(int argc, char **argv) {
         {"port", 0, OPT_INT, &o.port, "N", "port to listen on; 0: any free one (printed)", 0, 65535},
         {"host", 0, OPT_STRING, &o.host, "ADDR", "address to listen on; 0.0.0.0 opens it to the network", 0, 0},
         {"open", 0, OPT_BOOL, &open, NULL, "open the page in the desktop's browser", 0, 0},
-        {"stories", 0, OPT_STRING, &o.stories, "FILE", "the test stories, names and mean ablation's stories", 0, 0},
+        {"stories", 0, OPT_STRING, &o.stories, "FILE",
+         "the test stories, names and mean ablation's stories (default: data/stories.txt, here or in the source tree)", 0, 0},
         {"data-dir", 0, OPT_STRINGS, &data_dirs, "DIR", "a folder whose stories files the page may train on (repeat)", 0, 0},
         {"train-dir", 0, OPT_STRING, &o.train_dir, "DIR", "where models trained from the page are saved", 0, 0},
-        {"threads", 0, OPT_INT, &o.threads, "N", "threads answering requests (each request computes on one)", 1, 256},
+        {"threads", 0, OPT_INT, &o.threads, "N", "threads answering requests", 1, 256},
+        {"compute-threads", 0, OPT_INT, &o.compute_threads, "N",
+         "threads a request computes with (its JSON equals a verb's --json at that --threads)", 1, 256},
         {"cache-models", 0, OPT_INT, &o.cache_models, "N", "loaded models kept in memory", 1, 64},
     };
     int rc = args_parse(&command_serve, argc, argv, opts, N_OPTIONS(opts), NULL, 0, 0, &np);
@@ -63,6 +83,7 @@ static int run(int argc, char **argv) {
     if (data_dirs.count > SERVER_MAX_DATA_DIRS) return args_usage_error(&command_serve, "at most %d --data-dir", SERVER_MAX_DATA_DIRS);
     for (int i = 0; i < data_dirs.count; i++) o.data_dirs[o.n_data_dirs++] = data_dirs.items[i];
     o.model = cli_model_path(o.model, false);
+    if (!o.stories) o.stories = default_stories(stories, sizeof stories);
     cli_set_threads(1);
     sigset_t set;
     block_signals(&set);

@@ -291,6 +291,7 @@ static int api_train_start(Server *s, const cJSON *body, Reply *r) {
         server_allowed_stories(s, stories, real, sizeof real, r))
         return r->status;
     if (eval_every == 0) eval_every = steps >= 20 ? steps / 20 : 1; /* about 20 points on the curve */
+    if (eval_every < (steps + 199) / 200) eval_every = (steps + 199) / 200; /* at most 200 saves: bounded time and memory */
     int id;
     Error e = {0};
     int rc = train_job_start(s->train, real, steps, (uint64_t)seed, eval_every, &id, &e);

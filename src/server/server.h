@@ -24,6 +24,7 @@ typedef struct ServerOptions {
     int n_data_dirs;
     const char *train_dir; /* where trained models are saved (created) */
     int threads;           /* libmicrohttpd's thread pool */
+    int compute_threads;   /* OpenMP threads a request computes with */
     int cache_models;      /* loaded models kept (least recently used dropped) */
 } ServerOptions;
 

@@ -106,7 +106,7 @@ struct Server {
     TrainJob *train;
     char data_real[SERVER_MAX_DATA_DIRS][PATH_MAX]; /* real paths of the --data-dir folders */
     int n_data;
-    char default_stories_real[PATH_MAX];            /* the project's data/stories.txt, always allowed */
+    char default_stories_real[PATH_MAX];            /* the server's --stories file, always allowed */
     pthread_mutex_t lock;                           /* the stories list and the stream counts below */
     char *stories_json;                             /* /api/stories, built once */
     int streams, streams_done, streams_stopped;     /* generations streaming now, finished, cut off by the client */

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# storylm serve through real HTTP on a free local port (tests/serve/api_check.py):
+# every endpoint's JSON equals the CLI's --json for the same text, model and
+# ablation; generation streams the CLI's text; hostile requests get a 4xx JSON
+# error; a client leaving mid-stream stops its generation; training from the
+# page; SIGTERM stops the server cleanly.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+M="$STORYLM_SOURCE_DIR/models"
+[[ -f "$M/tinystories.safetensors" && -f "$M/tinystories-window8.safetensors" ]] || { echo "SKIPPED: no shipped models"; exit 77; }
+mkdir -p models/snapshots data
+cp "$M/tinystories.safetensors" "$M/tinystories-window8.safetensors" models/
+cp "$M/snapshots/tinystories.step250.safetensors" models/snapshots/
+first_stories 300 > data/stories.txt
+"$PY" "$STORYLM_SOURCE_DIR/tests/serve/api_check.py" "$STORYLM" "$STORYLM_SOURCE_DIR"
+grep -q "stopping (SIGTERM)" serve.log || fail "the server did not say it stopped on SIGTERM"

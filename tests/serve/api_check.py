@@ -1,0 +1,229 @@
+"""storylm serve through real HTTP: every endpoint's JSON equals the CLI's
+--json for the same text, model and ablation; hostile requests get a 4xx
+JSON error and the server stays up; a client leaving mid-stream stops the
+generation; a training run starts, refuses a second, reports its curve and
+heads, stops on request after saving, and its model is usable at once."""
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from client import Server, cli_json, cli_text, wait_for  # noqa: E402
+
+S, SRC = sys.argv[1], sys.argv[2]
+M, W8 = "models/tinystories.safetensors", "models/tinystories-window8.safetensors"
+STORIES = "data/stories.txt"
+TEXT = "Once upon a time, there was a girl named Mia. Mia saw a big dog. The dog ran to Mia and"
+checks = 0
+
+
+def same(what, got, want):
+    """Parsed JSON equal, key for key and number for number."""
+    global checks
+    checks += 1
+    if got != want:
+        for k in sorted(set(want) | set(got)) if isinstance(want, dict) and isinstance(got, dict) else []:
+            if got.get(k) != want.get(k):
+                print("  first difference at key %r:\n  server %s\n  cli    %s" % (k, json.dumps(got.get(k))[:300],
+                                                                              json.dumps(want.get(k))[:300]))
+                break
+        raise SystemExit("FAILED: %s: the server's JSON differs from the CLI's" % what)
+
+
+def ok(what, cond):
+    global checks
+    checks += 1
+    if not cond:
+        raise SystemExit("FAILED: " + what)
+
+
+srv = Server(S, "--model", M, "--stories", STORIES, "--data-dir", "data", "--threads", "2")
+try:
+    # ---- the page ------------------------------------------------------------------
+    with open(os.path.join(SRC, "web", "index.html"), "rb") as f:
+        page = f.read()
+    status, headers, body = srv.request("GET", "/")
+    ok("GET / is web/index.html byte for byte", status == 200 and body == page)
+    ok("GET / is HTML", headers.get("Content-Type", "").startswith("text/html"))
+    ok("GET /index.html is the same", srv.request("GET", "/index.html")[2] == page)
+    status, _, body = srv.request("GET", "/no-such-file.js")
+    ok("GET of a missing file is a 404 with a JSON error", status == 404 and "error" in json.loads(body))
+
+    # ---- models and stories ------------------------------------------------------------
+    status, models = srv.get("/api/models")
+    paths = [m["path"] for m in models["models"]]
+    ok("/api/models lists models/ and its default", status == 200 and M in paths and W8 in paths and models["default"] == M)
+    ok("/api/models leaves out optimizer state", not any(".adam." in p for p in paths))
+    att = next(m for m in models["models"] if m["path"] == M)
+    ok("/api/models says arch, params, vocab_size", att["arch"] == "attention" and att["params"] == 352848 and
+       att["vocab_size"] == 2000)
+    status, stories = srv.get("/api/stories")
+    texts = stories["stories"]
+    with open(STORIES) as f:
+        corpus = f.read()
+    n_test = cli_json(S, "heads", STORIES, "--model", M)["test_stories"]
+    ok("/api/stories holds the %d held-out test stories, as in the file" % n_test,
+       status == 200 and len(texts) == n_test and all(s["text"] and s["text"] in corpus for s in texts))
+
+    # ---- every view equals the CLI --------------------------------------------------------
+    same("tokenize", srv.post("/api/tokenize", {"model": M, "text": TEXT})[1], cli_json(S, "tokenize", "--model", M, TEXT))
+    for extra, args in [({}, []), ({"head": 3}, ["--head", "3"]), ({"pos": 7, "head": 0}, ["--pos", "7", "--head", "0"]),
+                        ({"pos": -3, "ablate": "3,5"}, ["--pos", "-3", "--ablate", "3,5"]),
+                        ({"head": 2, "ablate": [1, 6], "ablate_mode": "mean"},
+                         ["--head", "2", "--ablate", "1,6", "--ablate-mode", "mean", "--stories", STORIES])]:
+        same("attend %s" % extra, srv.post("/api/attend", dict(model=M, text=TEXT, **extra))[1],
+             cli_json(S, "attend", TEXT, "--model", M, *args))
+    same("distances", srv.post("/api/distances", {"model": M})[1], cli_json(S, "distances", "--model", M))
+    for extra, args in [({}, []), ({"pos": 6}, ["--pos", "6"]), ({"pos": -2, "ablate": "0,4"}, ["--pos", "-2", "--ablate", "0,4"]),
+                        ({"ablate": "2", "ablate_mode": "mean"}, ["--ablate", "2", "--ablate-mode", "mean", "--stories", STORIES])]:
+        same("trace %s" % extra, srv.post("/api/trace", dict(model=M, text=TEXT, **extra))[1],
+             cli_json(S, "trace", TEXT, "--model", M, *args))
+    for extra, args in [({}, []), ({"ablate": "3"}, ["--ablate", "3"])]:
+        same("loss %s" % extra, srv.post("/api/loss", dict(model=M, text=TEXT, **extra))[1],
+             cli_json(S, "eval", "--text", TEXT, "--model", M, *args))
+    loss = srv.post("/api/loss", {"model": M, "text": TEXT})[1]
+    ok("loss: one row a predicted position", len(loss["tokens"]) == loss["positions"])
+    rows = loss["tokens"]
+    ok("loss: the mean of the positions' losses, the share ranked first",
+       abs(loss["loss"] - sum(t["loss"] for t in rows) / len(rows)) < 1e-9 and
+       abs(loss["accuracy"] - sum(t["rank"] == 1 for t in rows) / len(rows)) < 1e-12)
+    crossed = 0
+    for t in rows:  # where the target is among trace's guesses, both give it the same probability
+        guesses = srv.post("/api/trace", {"text": TEXT, "pos": t["position"]})[1]["guesses"]
+        g = [x for x in guesses if x["id"] == t["target_id"]]
+        if g:
+            crossed += 1
+            ok("loss and trace agree at position %d" % t["position"],
+               abs(g[0]["probability"] - t["probability"]) < 1e-5 and g[0]["rank"] == t["rank"])
+    ok("loss and trace compared at some positions", crossed >= 5)
+    same("swap", srv.post("/api/swap", {"model": M, "baseline": W8, "text": TEXT, "name": "zarko"})[1],
+         cli_json(S, "swap", STORIES, "--text", TEXT, "--names", "zarko", "--baseline", W8, "--model", M))
+    same("swap without baseline", srv.post("/api/swap", {"model": M, "text": TEXT, "name": "lily"})[1],
+         cli_json(S, "swap", STORIES, "--text", TEXT, "--names", "lily", "--model", M))
+    same("heads", srv.post("/api/heads", {"model": M})[1], cli_json(S, "heads", STORIES, "--model", M))
+    snap = "models/snapshots/tinystories.step250.safetensors"
+    same("attend on a snapshot", srv.post("/api/attend", {"model": snap, "text": TEXT, "head": 1})[1],
+         cli_json(S, "attend", TEXT, "--model", snap, "--head", "1"))
+
+    # ---- generation streams the CLI's text --------------------------------------------------
+    for body, args in [({"prompt": "Lily found a", "seed": 7, "max_tokens": 60}, ["--seed", "7", "-n", "60"]),
+                       ({"prompt": "Tom had a red ball.", "seed": 3, "max_tokens": 40, "temperature": 1.2, "top_k": 20,
+                         "top_p": 0.9, "ablate": "2,3"},
+                        ["--seed", "3", "-n", "40", "-t", "1.2", "-k", "20", "-p", "0.9", "--ablate", "2,3"]),
+                       ({"prompt": "", "seed": 11, "max_tokens": 30, "temperature": 0}, ["--seed", "11", "-n", "30", "-t", "0"])]:
+        status, events = srv.events(dict(model=M, **body))
+        want = cli_text(S, "generate", body["prompt"], "--model", M, *args).rstrip("\n")
+        tokens = [d for n, d in events if n == "message"]
+        done = [d for n, d in events if n == "done"]
+        ok("generate %s: a done event at the end" % body, status == 200 and len(done) == 1 and events[-1][0] == "done")
+        ok("generate %s: the CLI's text (%r vs %r)" % (body, done[0]["text"], want), done[0]["text"] == want)
+        ok("generate: one event a token", len(tokens) == done[0]["tokens"] and done[0]["seed"] == body["seed"])
+        ok("generate: each event's text is the text so far", all(t["text"] for t in tokens) and
+           (not tokens or tokens[-1]["text"] == done[0]["text"]))
+        ok("generate: a stop reason", done[0]["stop_reason"] in ("end", "max_tokens"))
+
+    # ---- a client that leaves mid-stream stops its generation ---------------------------------
+    # greedy from this prompt writes the whole 2000 tokens (checked with the CLI), far more than
+    # the socket buffers hold, so the server is still generating when the client leaves
+    long_text = cli_text(S, "generate", "Once upon a time", "--model", M, "-t", "0", "-n", "2000", "--seed", "1")
+    ids = cli_json(S, "tokenize", "--model", M, long_text.strip())
+    before = srv.get("/api/health")[1]
+    status, events = srv.events({"model": M, "prompt": "Once upon a time", "temperature": 0, "max_tokens": 2000, "seed": 1}, keep=3)
+    ok("a stream read for 3 events", status == 200 and len(events) == 3)
+    after = wait_for("the stream to end after the client left",
+                     lambda: (lambda h: h if h["streams"] == 0 else None)(srv.get("/api/health")[1]), timeout=30)
+    if len(ids) >= 1900:
+        ok("the generation stopped when its client left (streams_stopped %d -> %d)" %
+           (before["streams_stopped"], after["streams_stopped"]), after["streams_stopped"] == before["streams_stopped"] + 1)
+    else:
+        print("note: greedy generation ends early with this model (%d tokens); the early stop is not checked" % len(ids))
+
+    # ---- hostile requests ---------------------------------------------------------------------
+    def refused(what, status_want, method="POST", path="/api/attend", body=None, raw=None, headers=None):
+        global checks
+        checks += 1
+        status, _, data = srv.request(method, path, body, raw, headers)
+        try:
+            err = json.loads(data)
+        except ValueError:
+            err = None
+        if status != status_want or not isinstance(err, dict) or not err.get("error"):
+            raise SystemExit("FAILED: %s: want %d with a JSON error, got %d %r" % (what, status_want, status, data[:200]))
+
+    refused("malformed JSON", 400, raw=b'{"text": "Lily",')
+    refused("a JSON array", 400, raw=b'[1, 2]')
+    refused("binary garbage", 400, raw=bytes(range(256)))
+    refused("no text", 400, body={"model": M})
+    refused("text not a string", 400, body={"text": 42})
+    refused("a megabyte body", 413, raw=json.dumps({"text": "a " * 600000}).encode())
+    refused("a text over 64 KiB", 413, body={"text": "Lily ran. " * 7000})
+    refused("a text of too many tokens", 413, path="/api/trace", body={"text": ". " * 30000})
+    refused("text not UTF-8", 400, raw=b'{"text": "Lily \xff\xfe found"}')
+    refused("head out of range", 400, body={"text": TEXT, "head": 8})
+    refused("negative head", 400, body={"text": TEXT, "head": -2})
+    refused("head not a number", 400, body={"text": TEXT, "head": "3"})
+    refused("head not whole", 400, body={"text": TEXT, "head": 1.5})
+    refused("pos out of range", 400, body={"text": TEXT, "pos": 500})
+    refused("pos huge", 400, body={"text": TEXT, "pos": 1e300})
+    refused("ablate out of range", 400, body={"text": TEXT, "ablate": "9"})
+    refused("ablate garbage", 400, body={"text": TEXT, "ablate": "3;rm -rf"})
+    refused("ablate_mode unknown", 400, body={"text": TEXT, "ablate": "3", "ablate_mode": "half"})
+    refused("unknown model", 404, body={"text": TEXT, "model": "nope.safetensors"})
+    refused("a model outside the listed folders", 404, body={"text": TEXT, "model": "/etc/passwd"})
+    refused("a model named through ..", 404, body={"text": TEXT, "model": "models/../../" + os.path.basename(os.getcwd()) + "/x.safetensors"})
+    refused("a stories file as model", 404, body={"text": TEXT, "model": STORIES})
+    refused("a window8 model in attend", 400, body={"text": TEXT, "model": W8})
+    refused("temperature negative", 400, path="/api/generate", body={"prompt": "a", "temperature": -1})
+    refused("max_tokens huge", 400, path="/api/generate", body={"prompt": "a", "max_tokens": 10 ** 9})
+    refused("top_p zero", 400, path="/api/generate", body={"prompt": "a", "top_p": 0})
+    refused("swap with no hero", 400, path="/api/swap", body={"text": "the dog ran.", "name": "zarko"})
+    refused("swap with a bad name", 400, path="/api/swap", body={"text": TEXT, "name": "two words"})
+    refused("swap baseline of another folder", 404, path="/api/swap", body={"text": TEXT, "name": "lily", "baseline": "/etc/passwd"})
+    refused("train on a file outside the data folders", 403, path="/api/train", body={"stories": "/etc/passwd", "steps": 5})
+    refused("train through ..", 403, path="/api/train", body={"stories": "data/../../../../etc/passwd", "steps": 5})
+    os.symlink("/etc/hostname", "data/escape.txt")
+    refused("train through a symlink out of the folder", 403, path="/api/train", body={"stories": "data/escape.txt", "steps": 5})
+    refused("heads on a file outside", 403, path="/api/heads", body={"stories": "/etc/passwd"})
+    refused("train steps out of range", 400, path="/api/train", body={"steps": 0})
+    refused("GET of a POST endpoint", 405, method="GET", path="/api/attend")
+    refused("an unknown endpoint", 404, path="/api/nothing", body={})
+    refused("a DELETE", 405, method="DELETE", path="/api/models")
+    refused("a request from another site", 403, body={"text": TEXT}, headers={"Origin": "http://evil.example"})
+    refused("a request for another host name", 403, body={"text": TEXT}, headers={"Host": "evil.example:80"})
+    ok("the server is still up after all that", srv.get("/api/health")[0] == 200)
+
+    # ---- training from the page ------------------------------------------------------------------
+    status, started = srv.post("/api/train", {"stories": STORIES, "steps": 20, "eval_every": 10, "seed": 2})
+    ok("POST /api/train starts a run (202 with its id)", status == 202 and started["id"] == 1)
+    status, _ = srv.post("/api/train", {"steps": 20})
+    ok("a second run while one is going is refused with 409", status == 409)
+    ok("views answer while training", srv.post("/api/attend", {"text": TEXT, "head": 0})[0] == 200)
+    t = wait_for("the 20-step run to finish", lambda: (lambda j: j if j["state"] not in ("running",) else None)(srv.get("/api/train")[1]),
+                 timeout=300)
+    ok("the run is done: %s" % t["message"], t["state"] == "done" and t["step"] == 20 and t["steps"] == 20)
+    tested = [p for p in t["points"] if p["test_loss"] is not None]
+    ok("the curve has the train loss of every step and the test loss at 10 and 20",
+       [p["step"] for p in t["points"]] == list(range(1, 21)) and [p["step"] for p in tested] == [10, 20])
+    ok("the heads' weight by distance at every save", [h["step"] for h in t["heads"]] == [10, 20] and
+       all(len(h["mass"]) == 8 and all(abs(sum(row) - 1) < 1e-3 for row in h["mass"]) for h in t["heads"]))
+    new = t["model"]
+    ok("the new model is listed", new in [m["path"] for m in srv.get("/api/models")[1]["models"]])
+    same("attend on the new model", srv.post("/api/attend", {"model": new, "text": TEXT, "head": 4})[1],
+         cli_json(S, "attend", TEXT, "--model", new, "--head", "4"))
+    status, started = srv.post("/api/train", {"steps": 5000, "eval_every": 1000, "seed": 3})
+    ok("a second run starts once the first is done", status == 202 and started["id"] == 2)
+    wait_for("the second run to take steps", lambda: srv.get("/api/train")[1]["step"] >= 3, timeout=120)
+    ok("POST /api/train/stop stops it", srv.post("/api/train/stop", {})[1]["stopping"] is True)
+    t = wait_for("the run to stop", lambda: (lambda j: j if j["state"] != "running" else None)(srv.get("/api/train")[1]), timeout=120)
+    ok("stopped, saved: %s" % t["message"], t["state"] == "stopped" and t["step"] < 5000)
+    info = cli_json(S, "info", "--model", t["model"])
+    ok("the stopped run's model loads", info.get("params", info.get("parameters")) is not None or info)
+
+    print("serve API: %d checks passed" % checks)
+finally:
+    code = srv.stop()
+    if code != 0:
+        with open("serve.log") as f:
+            sys.stderr.write(f.read())
+        raise SystemExit("FAILED: storylm serve did not stop cleanly on SIGTERM (exit %r)" % code)
