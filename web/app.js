@@ -179,7 +179,9 @@ async function fetchPosition(pos, withTrace = true) {
     drawTokens();
     drawAttention();
     if (tr) drawTrace(tr);
-    // From the click to everything drawn: what "instant" is measured by.
+    // From the click to everything drawn and laid out (reading offsetHeight makes the
+    // browser lay the page out now): what "instant" is measured by.
+    void document.body.offsetHeight;
     const t2 = performance.now();
     document.body.dataset.clickMs = (t2 - t0).toFixed(1);
     document.body.dataset.drawMs = (t2 - t1).toFixed(1);
@@ -311,21 +313,25 @@ function drawAttention() {
 }
 
 // The attention tables are written as HTML text (escaped): for a 256-token story
-// that is several times faster than making each cell as a node.
+// that is several times faster than making each cell as a node. Rows are grid rows
+// (see style.css: only the rows in sight are laid out).
 const esc = (x) => String(x).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
-const th = (cols, style) => "<tr>" + cols.map((c, i) => `<th scope="col"${i === 1 ? ' class="text"' : ""}${style ? style(i) : ""}>${esc(c)}</th>`).join("") + "</tr>";
+const headRow = (cols, style) => '<div class="gt-row gt-head" role="row">' +
+  cols.map((c, i) => `<span role="columnheader"${i === 1 ? ' class="text"' : ""}${style ? style(i) : ""}>${esc(c)}</span>`).join("") + "</div>";
 
 function drawOneHeadTable(att) {
   let rows = att.keys.filter((k) => k.head === state.head);
   if ($("sort-weight").checked) rows = [...rows].sort((a, b) => b.weight - a.weight);
-  const off = state.off.has(state.head) ? ' class="off"' : "";
-  const head = th(["position", "token", "distance", "q\u00b7k/\u221a8", "distance score", "score", "weight", "cosine of rows"]);
-  const body = rows.map((k) => `<tr data-testid="attn-row" data-position="${k.position}" data-head="${k.head}" data-weight="${k.weight}"${off}>` +
-    `<td>${k.position}</td><td class="text">${esc(k.token)}</td><td>${k.distance}</td><td>${num(k.dot)}</td>` +
-    `<td>${num(k.distance_score)}</td><td>${num(k.score)}</td>` +
-    `<td class="bar">${pct(k.weight)}<span class="barfill" style="width:${(60 * k.weight).toFixed(1)}px"></span></td>` +
-    `<td>${num(k.cosine)}</td></tr>`).join("");
-  $("attend-table").innerHTML = `<thead>${head}</thead><tbody>${body}</tbody>`;
+  const off = state.off.has(state.head) ? " off" : "";
+  const head = headRow(["position", "token", "distance", "q\u00b7k/\u221a8", "distance score", "score", "weight", "cosine of rows"]);
+  const body = rows.map((k) => `<div class="gt-row${off}" role="row" data-testid="attn-row" data-position="${k.position}" data-head="${k.head}" data-weight="${k.weight}">` +
+    `<span role="cell">${k.position}</span><span role="cell" class="text">${esc(k.token)}</span><span role="cell">${k.distance}</span><span role="cell">${num(k.dot)}</span>` +
+    `<span role="cell">${num(k.distance_score)}</span><span role="cell">${num(k.score)}</span>` +
+    `<span role="cell">${pct(k.weight)}<span class="barfill" style="width:${(60 * k.weight).toFixed(1)}px"></span></span>` +
+    `<span role="cell">${num(k.cosine)}</span></div>`).join("");
+  const t = $("attend-table");
+  t.style.setProperty("--cols", "5.5em minmax(6em, 1.4fr) 6.5em 1fr 1.3fr 1fr 1.5fr 1.3fr");
+  t.innerHTML = head + body;
 }
 
 function drawAllHeadsTable(att) {
@@ -338,12 +344,14 @@ function drawAllHeadsTable(att) {
   let rows = [...byPos.values()];
   if ($("sort-weight").checked) rows.sort((a, b) => (shown.get(b.k.position) || 0) - (shown.get(a.k.position) || 0));
   const cols = ["position", "token", "distance", ...[...Array(HEADS).keys()].map((h) => `head ${h}`), "cosine"];
-  const head = th(cols, (i) => (i >= 3 && i < 3 + HEADS ? ` style="border-bottom: 3px solid ${HEAD_COLORS[i - 3]}"` : ""));
-  const cell = (x, h) => `<td data-head="${h}" data-weight="${x}" style="${state.off.has(h) ? "color:#a3a09a; text-decoration: line-through" : `background: rgba(194,65,12,${(0.6 * x).toFixed(3)})`}">${pct(x)}</td>`;
-  const body = rows.map(({ k, w }) => `<tr data-testid="attn-row" data-position="${k.position}">` +
-    `<td>${k.position}</td><td class="text">${esc(k.token)}</td><td>${k.distance}</td>` + w.map(cell).join("") +
-    `<td>${num(k.cosine)}</td></tr>`).join("");
-  $("attend-table").innerHTML = `<thead>${head}</thead><tbody>${body}</tbody>`;
+  const head = headRow(cols, (i) => (i >= 3 && i < 3 + HEADS ? ` style="border-bottom: 3px solid ${HEAD_COLORS[i - 3]}"` : ""));
+  const cell = (x, h) => `<span role="cell" data-head="${h}" data-weight="${x}" style="${state.off.has(h) ? "color:#a3a09a; text-decoration: line-through" : `background: rgba(194,65,12,${(0.6 * x).toFixed(3)})`}">${pct(x)}</span>`;
+  const body = rows.map(({ k, w }) => `<div class="gt-row" role="row" data-testid="attn-row" data-position="${k.position}">` +
+    `<span role="cell">${k.position}</span><span role="cell" class="text">${esc(k.token)}</span><span role="cell">${k.distance}</span>` + w.map(cell).join("") +
+    `<span role="cell">${num(k.cosine)}</span></div>`).join("");
+  const t = $("attend-table");
+  t.style.setProperty("--cols", `5.5em minmax(5em, 1.2fr) 6.5em repeat(${HEADS}, 1fr) 5.5em`);
+  t.innerHTML = head + body;
 }
 
 function drawLoss(loss, full) {
