@@ -5,7 +5,8 @@
 #   - types a story, clicks a token, picks a head and checks the weights the page
 #     shows against `storylm attend --json`;
 #   - checks the next-token guesses against `storylm trace --json`, switches a head
-#     off, sees guesses and loss change and checks them against `trace --ablate`;
+#     off, sees guesses and loss change and checks them against `trace --ablate`,
+#     and with its mean output against `trace --ablate-mode mean`;
 #   - renames the hero and checks each mention's probabilities against `storylm swap --text`;
 #   - streams a generation and checks its text against `storylm generate --seed`,
 #     then stops a long one;
@@ -52,6 +53,7 @@ gen_n=40 gen_t=0.8 gen_k=0 gen_p=0.95 gen_seed=7
 "$STORYLM" attend "$text" --threads 1 --model "$model" --pos $pos --head $head --json > attend.json
 "$STORYLM" trace "$text" --threads 1 --model "$model" --json > trace.json
 "$STORYLM" trace "$text" --threads 1 --model "$model" --ablate $ablate --json > trace_ablated.json
+"$STORYLM" trace "$text" --threads 1 --model "$model" --ablate $ablate --ablate-mode mean --stories data/stories.txt --json > trace_mean.json
 baseline=()
 [[ -f models/tinystories-window8.safetensors ]] && baseline=(--baseline models/tinystories-window8.safetensors)
 "$STORYLM" swap data/stories.txt --threads 1 --text "$text" --names fred "${baseline[@]}" --model "$model" --json > swap.json
@@ -69,6 +71,7 @@ load = lambda f: json.load(open(f))
 print(json.dumps({
     "chromium": chromium, "text": text, "pos": int(pos), "head": int(head), "ablate_head": int(ablate),
     "attend": load("attend.json"), "trace": load("trace.json"), "trace_ablated": load("trace_ablated.json"),
+    "trace_mean": load("trace_mean.json"),
     "swap": load("swap.json"), "swap_name": "fred",
     "generate": {"max_tokens": int(n), "temperature": float(t), "top_k": int(k), "top_p": float(p),
                  "seed": int(seed), "text": open("generate.txt").read()},

@@ -17,8 +17,13 @@ const state = {
   head: -1,           // the head viewed; -1: all 8
   off: new Set(),     // heads switched off
   mode: "zero",
-  attend: null,       // last /api/attend answer (all 8 heads)
+  attend: null,       // the last /api/attend answer drawn
+  attendHead: -1,     // the head it was asked for (-1: it holds all 8)
+  tokenKey: "",       // the token ids the token buttons were made for
+  lossTokens: null,   // /api/loss's table: the probability of each next token
   fullLoss: {},       // loss with every head on, by model and text, to show what switching off costs
+  distances: null,    // /api/distances of the model
+  trainHeads: [],     // the training's heads' weight by distance, at each save
   seq: { story: 0, pos: 0 },
   gen: null,          // AbortController of the running generation
   trainTimer: 0,

@@ -6,6 +6,7 @@
 //
 // EXPECT.json: {chromium, text, pos, head, attend (attend --pos --head --json),
 // ablate_head, trace (trace --json: all heads on), trace_ablated (trace --ablate --json),
+// trace_mean (the same with --ablate-mode mean),
 // swap (swap --text --names swap_name --baseline --json), swap_name,
 // generate: {max_tokens, temperature, top_k, top_p, seed, text (storylm generate's output)},
 // train_steps, train_every, long_text, long_tokens (a story of 256 tokens, for timing clicks)}.
@@ -109,10 +110,15 @@ async function checkAttention(page) {
 }
 
 async function checkSwitch(page) {
+  // The keyboard moves the reading position too: End goes to the last token.
   const last = want.attend.tokens.length - 1;
-  await press(page, `[data-testid="token"][data-pos="${last}"]`);
+  await page.focus(`[data-testid="token"][data-pos="${want.pos}"]`);
+  await page.keyboard.press("ArrowLeft");
+  await until(page, (p) => document.querySelector(`[data-testid="token"][data-pos="${p}"].reading`), "ArrowLeft to move the reading position", want.pos - 1);
+  await page.keyboard.press("End");
   await until(page, (p) => document.querySelector(`[data-testid="token"][data-pos="${p}"].reading`) &&
-    document.querySelector('[data-testid="guesses"]').dataset.position === String(p), "the last token reading", last);
+    document.querySelector('[data-testid="guesses"]').dataset.position === String(p), "End to make the last token the one reading", last);
+  console.log("ok: the arrow keys and End move the reading position");
   sameGuesses(await readGuesses(page), want.trace, "all heads on");
   const lossBefore = await page.$eval('[data-testid="loss"]', (e) => e.dataset.loss);
   const before = JSON.stringify(await readGuesses(page));
@@ -124,6 +130,13 @@ async function checkSwitch(page) {
   const lossAfter = await page.$eval('[data-testid="loss"]', (e) => e.dataset.loss);
   console.log(`ok: the loss on the story went from ${lossBefore} to ${lossAfter} with head ${want.ablate_head} off`);
   await shot(page, "2-head-off", "#trace-card");
+  // The head's mean output on the test stories instead of zeros.
+  const zeroGuesses = JSON.stringify(await readGuesses(page));
+  await page.select('[data-testid="ablate-mode"]', "mean");
+  await until(page, (b) => JSON.stringify([...document.querySelectorAll('[data-testid="guess"]')]
+    .map((e) => ({ token: e.dataset.token, probability: Number(e.dataset.probability) }))) !== b, "the guesses with the head's mean output", zeroGuesses);
+  sameGuesses(await readGuesses(page), want.trace_mean, `head ${want.ablate_head} replaced by its mean`);
+  await page.select('[data-testid="ablate-mode"]', "zero");
   await press(page, `[data-testid="switch-head-${want.ablate_head}"]`);
   await until(page, (b) => JSON.stringify([...document.querySelectorAll('[data-testid="guess"]')]
     .map((e) => ({ token: e.dataset.token, probability: Number(e.dataset.probability) }))) === b, "the guesses to come back with the head on", before);
@@ -245,12 +258,14 @@ async function checkTraining(page) {
   await press(page, '[data-testid="train-go"]');
   const counts = new Set();
   let st, shotTaken = false;
+  const deadline = Date.now() + 10 * 60 * 1000;   // a sanitizer build on a loaded machine is slow, but not this slow
   // Watch the curve grow: record the numbers of points the chart has drawn.
   for (;;) {
     st = await page.$eval('[data-testid="train-state"]', (e) => ({ state: e.dataset.state, points: Number(e.dataset.points) }));
     const drawn = await page.$eval('[data-testid="train-curve"] svg', (e) => Number(e.getAttribute("data-points"))).catch(() => -1);
     if (drawn >= 0) counts.add(drawn);
     if (st.state && st.state !== "running" && st.state !== "idle" && counts.size) break;
+    if (Date.now() > deadline) fail(`the 20-step training did not end in 10 minutes (state ${st.state}, ${st.points} points)`);
     if (counts.size === 3 && !shotTaken) { shotTaken = true; await shot(page, "4-training", "#train-card"); }
     await new Promise((r) => setTimeout(r, 200));
   }
