@@ -12,5 +12,7 @@ mkdir -p models/snapshots data
 cp "$M/tinystories.safetensors" "$M/tinystories-window8.safetensors" models/
 cp "$M/snapshots/tinystories.step250.safetensors" models/snapshots/
 first_stories 300 > data/stories.txt
+mkdir -p elsewhere && cp "$M/tinystories.safetensors" elsewhere/m.safetensors
+ln -s "$PWD/elsewhere/m.safetensors" models/outside.safetensors # listed folders only: a symlink out is refused
 "$PY" "$STORYLM_SOURCE_DIR/tests/serve/api_check.py" "$STORYLM" "$STORYLM_SOURCE_DIR"
 grep -q "stopping (SIGTERM)" serve.log || fail "the server did not say it stopped on SIGTERM"

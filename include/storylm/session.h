@@ -23,9 +23,11 @@
 
 /* true when path is a regular file. */
 bool session_file_exists(const char *path);
-/* The shipped model, models/tinystories.safetensors, looked for next to the
- * executable: <exe dir>/../models (build/storylm in the source tree) or
- * <exe dir>/models. Writes the path into buf; false when neither exists. */
+/* A file of the source tree, rel ("data/stories.txt"), looked for next to the
+ * executable: <exe dir>/../rel (build/storylm in the source tree) or
+ * <exe dir>/rel. Writes the path into buf; false when neither exists. */
+bool session_source_file(const char *rel, char *buf, size_t size);
+/* The shipped model, models/tinystories.safetensors, found that way. */
 bool session_shipped_model(char *buf, size_t size);
 
 /* A model file with its tokenizer (from the vocabulary stored in it). */

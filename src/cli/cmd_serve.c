@@ -1,6 +1,7 @@
 /* storylm serve: the playground, a local web server (src/server). */
 #include <pthread.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,8 @@
 #include "args.h"
 #include "common.h"
 #include "server.h"
+
+extern char **environ;
 
 static int run(int argc, char **argv);
 const Command command_serve = {
@@ -34,11 +37,14 @@ static void block_signals(sigset_t *set) {
     signal(SIGPIPE, SIG_IGN); /* a client gone mid-answer is an error to handle, not a death */
 }
 
-/* --open: the desktop's browser, when there is one; the URL is printed anyway. */
+/* --open: the desktop's browser through xdg-open, when there is one (no
+ * shell: the URL is an argument); the URL is printed anyway. */
 static void open_browser(const char *url) {
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "xdg-open '%s' >/dev/null 2>&1 &", url);
-    if (system(cmd) != 0) fprintf(stderr, "storylm: could not start a browser; open %s yourself\n", url);
+    char *argv[] = {"xdg-open", (char *)url, NULL};
+    pid_t pid;
+    signal(SIGCHLD, SIG_IGN); /* nobody waits for it: reaped by the system */
+    if (posix_spawnp(&pid, "xdg-open", NULL, NULL, argv, environ) != 0)
+        fprintf(stderr, "storylm: could not start a browser (no xdg-open); open %s yourself\n", url);
 }
 
 /* data/stories.txt here, else the source tree's beside the executable
@@ -46,14 +52,7 @@ static void open_browser(const char *url) {
  * names it). */
 static const char *default_stories(char *buf, size_t size) {
     const char *here = "data/stories.txt";
-    if (session_file_exists(here)) return here;
-    char exe[4096];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    char *slash = n > 0 ? (exe[n] = '\0', strrchr(exe, '/')) : NULL;
-    if (!slash) return here;
-    *slash = '\0';
-    snprintf(buf, size, "%s/../%s", exe, here);
-    return session_file_exists(buf) ? buf : here;
+    return session_file_exists(here) || !session_source_file(here, buf, size) ? here : buf;
 }
 
 static int run(int argc, char **argv) {

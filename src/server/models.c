@@ -85,8 +85,9 @@ static cJSON *model_item(const char *path, const char *name) {
 
 static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-/* The model files of one folder, sorted, into models. */
-static void list_dir(const char *prefix, cJSON *models, const char *skip) {
+/* The model files of one folder, sorted, into models: those a client may
+ * name (a symlink out of the listed folders is left out). */
+static void list_dir(const ModelDirs *d, const char *prefix, cJSON *models, const char *skip) {
     DIR *dir = opendir(prefix[0] ? prefix : ".");
     if (!dir) return;
     char *names[512];
@@ -98,7 +99,10 @@ static void list_dir(const char *prefix, cJSON *models, const char *skip) {
     for (int i = 0; i < n; i++) {
         char path[PATH_MAX];
         snprintf(path, sizeof path, "%s%s", prefix, names[i] ? names[i] : "");
-        cJSON *o = names[i] && strcmp(path, skip) != 0 ? model_item(path, names[i]) : NULL;
+        char listed[PATH_MAX];
+        int usable = names[i] && strcmp(path, skip) != 0 && model_resolve(d, path, listed, sizeof listed) == 0 &&
+                     strcmp(listed, path) == 0;
+        cJSON *o = usable ? model_item(path, names[i]) : NULL;
         if (o) cJSON_AddItemToArray(models, o);
         free(names[i]);
     }
@@ -109,7 +113,7 @@ cJSON *model_list(const ModelDirs *d) {
     const char *slash = strrchr(d->default_model, '/');
     cJSON *def = model_item(d->default_model, slash ? slash + 1 : d->default_model);
     if (def) cJSON_AddItemToArray(models, def); /* first, wherever it lives */
-    for (int i = 0; i < d->n; i++) list_dir(d->prefix[i], models, d->default_model);
+    for (int i = 0; i < d->n; i++) list_dir(d, d->prefix[i], models, d->default_model);
     cJSON_AddStringToObject(j, "default", d->default_model);
     return j;
 }
@@ -121,12 +125,14 @@ int cache_init(ModelCache *c, int cap) {
     c->entries = calloc((size_t)c->cap, sizeof *c->entries);
     if (!c->entries) return -1;
     pthread_mutex_init(&c->lock, NULL);
+    pthread_mutex_init(&c->stories_lock, NULL);
     return 0;
 }
 
 static void entry_free(ModelEntry *m) {
     probe_session_close(&m->ps);
     free(m->mean);
+    free(m->heads_json);
     pthread_mutex_destroy(&m->lock);
     free(m);
 }
@@ -135,6 +141,7 @@ void cache_free(ModelCache *c) {
     for (int i = 0; i < c->n; i++) entry_free(c->entries[i]);
     free(c->entries);
     pthread_mutex_destroy(&c->lock);
+    pthread_mutex_destroy(&c->stories_lock);
     *c = (ModelCache){0};
 }
 
@@ -207,12 +214,19 @@ void cache_release(ModelCache *c, ModelEntry *m) {
     if (last) entry_free(m);
 }
 
-int entry_stories(ModelEntry *m, const char *stories_path, Error *e) {
+int cache_read_stories(ModelCache *c, ProbeSession *ps, int flags, Error *e) {
+    pthread_mutex_lock(&c->stories_lock);
+    int rc = probe_session_stories(ps, STORIES_DEFAULT_TEST, flags, e);
+    pthread_mutex_unlock(&c->stories_lock);
+    return rc;
+}
+
+int entry_stories(ModelCache *c, ModelEntry *m, const char *stories_path, Error *e) {
     pthread_mutex_lock(&m->lock);
     int rc = 0;
     if (!m->stories_loaded) {
         m->ps.stories_path = stories_path;
-        rc = probe_session_stories(&m->ps, STORIES_DEFAULT_TEST, PROBE_NAMES, e);
+        rc = cache_read_stories(c, &m->ps, PROBE_NAMES, e);
         if (rc) {
             stories_free(&m->ps.stories);
             names_free(&m->ps.names);

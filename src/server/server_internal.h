@@ -45,6 +45,8 @@ typedef struct ModelEntry {
     ProbeSession ps;      /* no ablation: each request sets its own on a copy */
     int stories_loaded;   /* 1: ps.stories and ps.names hold the server's stories */
     float *mean;          /* (H, vd) heads' mean outputs over the test stories, or NULL */
+    char *heads_json;     /* /api/heads on the server's stories, no ablation, top heads_top: seconds to make, kept */
+    int heads_top;
     long long mtime, size; /* of the file when loaded: a changed file is loaded again */
     unsigned long used;
     int refs;
@@ -53,6 +55,7 @@ typedef struct ModelEntry {
 
 typedef struct ModelCache {
     pthread_mutex_t lock;
+    pthread_mutex_t stories_lock; /* one stories file read at a time: the token cache's temporary file is per process */
     ModelEntry **entries;
     int n, cap;
     unsigned long clock;
@@ -80,7 +83,9 @@ void cache_free(ModelCache *c);
 int cache_acquire(ModelCache *c, const char *path, ModelEntry **out, Error *e);
 void cache_release(ModelCache *c, ModelEntry *m);
 /* Loads the stories (and names) of stories_path into m once. */
-int entry_stories(ModelEntry *m, const char *stories_path, Error *e);
+int entry_stories(ModelCache *c, ModelEntry *m, const char *stories_path, Error *e);
+/* probe_session_stories under the cache's stories lock. */
+int cache_read_stories(ModelCache *c, ProbeSession *ps, int flags, Error *e);
 /* Each head's mean output over m's test stories, once (after entry_stories). */
 int entry_mean(ModelEntry *m, Error *e);
 

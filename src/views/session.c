@@ -17,7 +17,7 @@ bool session_file_exists(const char *path) {
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-bool session_shipped_model(char *buf, size_t size) {
+bool session_source_file(const char *rel, char *buf, size_t size) {
     char exe[4096];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (n <= 0) return false;
@@ -25,10 +25,10 @@ bool session_shipped_model(char *buf, size_t size) {
     char *slash = strrchr(exe, '/');
     if (!slash) return false;
     *slash = '\0';
-    const char *tails[] = {"../models/" SHIPPED_MODEL_NAME, "models/" SHIPPED_MODEL_NAME};
+    const char *ups[] = {"../", ""};
     char candidate[8192], resolved[PATH_MAX];
-    for (size_t i = 0; i < sizeof tails / sizeof tails[0]; i++) {
-        snprintf(candidate, sizeof candidate, "%s/%s", exe, tails[i]);
+    for (size_t i = 0; i < sizeof ups / sizeof ups[0]; i++) {
+        snprintf(candidate, sizeof candidate, "%s/%s%s", exe, ups[i], rel);
         if (!session_file_exists(candidate)) continue;
         /* "…/models/x" rather than "…/build/../models/x" in what we tell the user */
         const char *path = realpath(candidate, resolved) ? resolved : candidate;
@@ -38,6 +38,8 @@ bool session_shipped_model(char *buf, size_t size) {
     }
     return false;
 }
+
+bool session_shipped_model(char *buf, size_t size) { return session_source_file("models/" SHIPPED_MODEL_NAME, buf, size); }
 
 int cli_load_model(LoadedModel *lm, const char *path, Error *e) {
     *lm = (LoadedModel){.path = path};

@@ -47,6 +47,17 @@ try:
     ok("GET / is web/index.html byte for byte", status == 200 and body == page)
     ok("GET / is HTML", headers.get("Content-Type", "").startswith("text/html"))
     ok("GET /index.html is the same", srv.request("GET", "/index.html")[2] == page)
+    web = os.path.join(SRC, "web")
+    for root, _, files in os.walk(web):
+        for name in files:  # every file of web/ is compiled in and served as it is
+            rel = os.path.relpath(os.path.join(root, name), web)
+            with open(os.path.join(web, rel), "rb") as f:
+                want = f.read()
+            status, headers, body = srv.request("GET", "/" + rel)
+            ok("GET /%s is web/%s byte for byte" % (rel, rel), status == 200 and body == want)
+            kind = {".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml"}
+            ext = os.path.splitext(name)[1]
+            ok("GET /%s has its MIME type" % rel, ext not in kind or headers.get("Content-Type", "").startswith(kind[ext]))
     status, _, body = srv.request("GET", "/no-such-file.js")
     ok("GET of a missing file is a 404 with a JSON error", status == 404 and "error" in json.loads(body))
 
@@ -55,6 +66,7 @@ try:
     paths = [m["path"] for m in models["models"]]
     ok("/api/models lists models/ and its default", status == 200 and M in paths and W8 in paths and models["default"] == M)
     ok("/api/models leaves out optimizer state", not any(".adam." in p for p in paths))
+    ok("/api/models leaves out a symlink out of its folders", "models/outside.safetensors" not in paths)
     att = next(m for m in models["models"] if m["path"] == M)
     ok("/api/models says arch, params, vocab_size", att["arch"] == "attention" and att["params"] == 352848 and
        att["vocab_size"] == 2000)
@@ -101,7 +113,11 @@ try:
          cli_json(S, "swap", STORIES, "--text", TEXT, "--names", "zarko", "--baseline", W8, "--model", M))
     same("swap without baseline", srv.post("/api/swap", {"model": M, "text": TEXT, "name": "lily"})[1],
          cli_json(S, "swap", STORIES, "--text", TEXT, "--names", "lily", "--model", M))
-    same("heads", srv.post("/api/heads", {"model": M})[1], cli_json(S, "heads", STORIES, "--model", M))
+    heads_cli = cli_json(S, "heads", STORIES, "--model", M)
+    same("heads", srv.post("/api/heads", {"model": M})[1], heads_cli)
+    same("heads again (the answer kept)", srv.post("/api/heads", {"model": M})[1], heads_cli)
+    same("heads with top 3", srv.post("/api/heads", {"model": M, "top": 3})[1],
+         cli_json(S, "heads", STORIES, "--model", M, "--top", "3"))
     snap = "models/snapshots/tinystories.step250.safetensors"
     same("attend on a snapshot", srv.post("/api/attend", {"model": snap, "text": TEXT, "head": 1})[1],
          cli_json(S, "attend", TEXT, "--model", snap, "--head", "1"))
@@ -154,6 +170,9 @@ try:
     refused("malformed JSON", 400, raw=b'{"text": "Lily",')
     refused("a JSON array", 400, raw=b'[1, 2]')
     refused("binary garbage", 400, raw=bytes(range(256)))
+    refused("JSON nested 100,000 deep", 400, raw=b"[" * 100000 + b"]" * 100000)
+    refused("a number too large for a double", 400, body=None, raw=b'{"text": "Lily", "pos": 1e400}')
+    refused("an empty body", 400)
     refused("no text", 400, body={"model": M})
     refused("text not a string", 400, body={"text": 42})
     refused("a megabyte body", 413, raw=json.dumps({"text": "a " * 600000}).encode())
@@ -172,6 +191,7 @@ try:
     refused("unknown model", 404, body={"text": TEXT, "model": "nope.safetensors"})
     refused("a model outside the listed folders", 404, body={"text": TEXT, "model": "/etc/passwd"})
     refused("a model named through ..", 404, body={"text": TEXT, "model": "models/../../" + os.path.basename(os.getcwd()) + "/x.safetensors"})
+    refused("a symlink out of the listed folders", 404, body={"text": TEXT, "model": "models/outside.safetensors"})
     refused("a stories file as model", 404, body={"text": TEXT, "model": STORIES})
     refused("a window8 model in attend", 400, body={"text": TEXT, "model": W8})
     refused("temperature negative", 400, path="/api/generate", body={"prompt": "a", "temperature": -1})
@@ -190,6 +210,9 @@ try:
     refused("an unknown endpoint", 404, path="/api/nothing", body={})
     refused("a DELETE", 405, method="DELETE", path="/api/models")
     refused("a request from another site", 403, body={"text": TEXT}, headers={"Origin": "http://evil.example"})
+    refused("a request from a sandboxed frame", 403, body={"text": TEXT}, headers={"Origin": "null"})
+    ok("a request from the page itself is answered", srv.request("POST", "/api/attend", {"text": TEXT}, headers={
+        "Origin": "http://%s:%d" % (srv.host, srv.port)})[0] == 200)
     refused("a request for another host name", 403, body={"text": TEXT}, headers={"Host": "evil.example:80"})
     ok("the server is still up after all that", srv.get("/api/health")[0] == 200)
 
