@@ -64,6 +64,8 @@ function fmt(x, digits = 3) {
 }
 const num = (x) => (typeof x === "number" ? x.toFixed(3) : fmt(x));
 const pct = (x) => (100 * x).toFixed(1) + "%";
+// A probability that may be tiny (a name the network does not expect): two digits that count.
+const prob = (x) => (x >= 0.001 || x === 0 ? pct(x) : (100 * x).toPrecision(2) + "%");
 
 function showError(where, err) {
   const box = $("error-" + where);
@@ -549,11 +551,11 @@ function swapView(d) {
   },
     el("td", { text: m.mention }), el("td", { text: m.position }),
     el("td", { class: "text", text: m.far ? "more than 8 tokens back" : "within the last 8" }),
-    el("td", { text: pct(m.model_probability) }), el("td", { text: m.model_rank }),
-    ...(base ? [el("td", { text: pct(m.baseline_probability) }), el("td", { text: m.baseline_rank })] : [])));
+    el("td", { text: prob(m.model_probability) }), el("td", { text: m.model_rank }),
+    ...(base ? [el("td", { text: prob(m.baseline_probability) }), el("td", { text: m.baseline_rank })] : [])));
   out.push(el("div", { class: "scroll" }, el("table", {}, el("thead", {}, head), el("tbody", {}, ...rows))));
-  let sum = `Over the ${d.later_mentions} later mentions, the attention network gives "${d.name}" ${pct(d.model_probability)} on average and guesses it first ${pct(d.model_top1)} of the time`;
-  if (base) sum += `; window8 gives it ${pct(d.baseline_probability)} and guesses it first ${pct(d.baseline_top1)} of the time`;
+  let sum = `Over the ${d.later_mentions} later mentions, the attention network gives "${d.name}" ${prob(d.model_probability)} on average and guesses it first ${pct(d.model_top1)} of the time`;
+  if (base) sum += `; window8 gives it ${prob(d.baseline_probability)} and guesses it first ${pct(d.baseline_top1)} of the time`;
   out.push(el("p", { "data-testid": "swap-summary", text: sum + "." }));
   return out;
 }

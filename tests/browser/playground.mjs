@@ -26,7 +26,7 @@ function check(ok, msg) { if (!ok) fail(msg); console.log("ok: " + msg); }
 async function shot(page, name, card) {
   const file = path.join(shots, name + ".png");
   // What stays on top while the page scrolls is drawn in its place in a whole-page picture.
-  const flat = await page.addStyleTag({ content: ".sticky, th { position: static !important; }" });
+  const flat = await page.addStyleTag({ content: ".sticky, th, .gt-head { position: static !important; } .gt-row { content-visibility: visible !important; }" });
   await page.screenshot({ path: file, fullPage: true });
   await flat.evaluate((e) => e.remove());
   console.log("screenshot: " + file);
