@@ -266,7 +266,17 @@ async function checkTraining(page) {
     if (drawn >= 0) counts.add(drawn);
     if (st.state && st.state !== "running" && st.state !== "idle" && counts.size) break;
     if (Date.now() > deadline) fail(`the 20-step training did not end in 10 minutes (state ${st.state}, ${st.points} points)`);
-    if (counts.size === 3 && !shotTaken) { shotTaken = true; await shot(page, "4-training", "#train-card"); }
+    if (counts.size === 3 && !shotTaken) {
+      shotTaken = true;
+      await shot(page, "4-training", "#train-card");
+      // The other views keep answering while it trains.
+      if (st.state === "running") {
+        await press(page, '[data-testid="token"][data-pos="3"]');
+        await until(page, () => document.querySelector('[data-testid="token"][data-pos="3"].reading') &&
+          document.querySelector('[data-testid="guesses"]').dataset.position === "3", "a click to be answered during the training");
+        console.log("ok: a click is answered while the training runs");
+      }
+    }
     await new Promise((r) => setTimeout(r, 200));
   }
   check(st.state === "done", `the training ended (state ${st.state})`);
@@ -304,6 +314,8 @@ async function main() {
   try {
     await page.goto(url, { waitUntil: "networkidle0", timeout: TIMEOUT });
     await until(page, () => document.body.dataset.ready === "1", "the page to load its model list");
+    const stories = await until(page, () => document.querySelectorAll('[data-testid="story-pick"] option').length - 1, "the test stories in the picker");
+    check(stories >= 10, `the story picker offers the server's ${stories} test stories`);
     await shot(page, "0-loaded");
     await typeStory(page);
     await checkAttention(page);
