@@ -98,11 +98,12 @@ function ablation() {
 
 // ---------- models ----------
 
-async function loadModels(select) {
+// The model list (again after a training saved a new one); the model in use stays.
+async function loadModels() {
   const data = await api("/api/models");
   state.models = data.models || [];
   const pick = $("model");
-  const keep = select || state.model || data.default;
+  const keep = state.model || data.default;
   pick.replaceChildren(...state.models.map((m) =>
     el("option", { value: m.path, text: `${m.name} (${m.arch})` })));
   const known = state.models.some((m) => m.path === keep);
