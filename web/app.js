@@ -719,7 +719,9 @@ function drawTraining(t) {
   const st = $("train-state");
   st.dataset.state = t.state;
   st.dataset.points = (t.points || []).length;
-  st.textContent = `${t.state}` + (t.steps ? `: step ${t.step} of ${t.steps}` : "") +
+  // The server's message already says the step while it runs.
+  st.textContent = running && t.message ? `running: ${t.message}` :
+    `${t.state}` + (t.steps ? `: step ${t.step} of ${t.steps}` : "") +
     (t.model && !running ? `, saved as ${t.model}` : "") + (t.message ? ` (${t.message})` : "");
   const pts = t.points || [];
   if (!pts.length) {
