@@ -1,0 +1,341 @@
+// Drives the playground page of a running `storylm serve` in headless Chromium
+// (puppeteer-core over the DevTools protocol) and checks what the page shows
+// against the CLI's --json, which tests/e2e_browser.sh computed beforehand.
+//
+//   node playground.mjs URL EXPECT.json SHOTS_DIR
+//
+// EXPECT.json: {chromium, text, pos, head, attend (attend --pos --head --json),
+// ablate_head, trace (trace --json: all heads on), trace_ablated (trace --ablate --json),
+// trace_mean (the same with --ablate-mode mean),
+// swap (swap --text --names swap_name --baseline --json), swap_name,
+// generate: {max_tokens, temperature, top_k, top_p, seed, text (storylm generate's output)},
+// train_steps, train_every, long_text, long_tokens (a story of 256 tokens, for timing clicks)}.
+// Prints one line a check; exits 1 at the first failed one.
+import puppeteer from "puppeteer-core";
+import fs from "node:fs";
+import path from "node:path";
+
+const [url, expectFile, shots] = process.argv.slice(2);
+const want = JSON.parse(fs.readFileSync(expectFile, "utf8"));
+const TIMEOUT = 60000; // generous: the machine may be loaded; nothing below measures time
+
+function fail(msg) { throw new Error(msg); }
+function check(ok, msg) { if (!ok) fail(msg); console.log("ok: " + msg); }
+
+// A screenshot of the whole page, and of the card the check is about when named.
+async function shot(page, name, card) {
+  const file = path.join(shots, name + ".png");
+  // What stays on top while the page scrolls is drawn in its place in a whole-page picture.
+  const flat = await page.addStyleTag({ content: ".sticky, th, .gt-head { position: static !important; } .gt-row { content-visibility: visible !important; }" });
+  await page.screenshot({ path: file, fullPage: true });
+  await flat.evaluate((e) => e.remove());
+  console.log("screenshot: " + file);
+  if (!card) return;
+  const el = await page.$(card);
+  if (!el) return;
+  // The heads bar stays on top while the page scrolls; not over the card's picture.
+  await page.$eval("#heads-bar", (e) => { e.style.position = "static"; });
+  await el.screenshot({ path: path.join(shots, name + "-card.png") });
+  await page.$eval("#heads-bar", (e) => { e.style.position = ""; });
+}
+
+// A real mouse click, with the element first scrolled to the middle of the window
+// (the page's heads bar stays on top while it scrolls and would catch the click).
+async function press(page, selector) {
+  await page.$eval(selector, (e) => e.scrollIntoView({ block: "center" }));
+  await page.click(selector);
+}
+
+// Waits until fn (run in the page) returns something truthy; returns it.
+async function until(page, fn, what, ...args) {
+  try {
+    const h = await page.waitForFunction(fn, { timeout: TIMEOUT, polling: 50 }, ...args);
+    return await h.jsonValue();
+  } catch (e) {
+    const errors = await page.$$eval(".error:not([hidden])", (els) => els.map((x) => x.id + ": " + x.textContent));
+    fail(`timed out waiting for ${what}` + (errors.length ? `; the page shows: ${errors.join(" | ")}` : ""));
+  }
+}
+
+const readGuesses = (page) => page.$$eval('[data-testid="guess"]', (els) =>
+  els.map((e) => ({ token: e.dataset.token, probability: Number(e.dataset.probability) })));
+
+function sameGuesses(shown, cli, what) {
+  check(shown.length === cli.guesses.length, `${what}: the page lists ${shown.length} guesses, the CLI ${cli.guesses.length}`);
+  cli.guesses.forEach((g, i) => {
+    if (shown[i].token !== g.token || Math.abs(shown[i].probability - g.probability) > 1e-9)
+      fail(`${what}: guess ${i + 1} is ${shown[i].token} ${shown[i].probability} on the page, ${g.token} ${g.probability} in the CLI`);
+  });
+  console.log(`ok: ${what}: the page's ${shown.length} guesses equal the CLI's (top: ${cli.guesses[0].token} ${cli.guesses[0].probability.toFixed(4)})`);
+}
+
+async function typeStory(page) {
+  await press(page, '[data-testid="story"]');
+  await page.keyboard.down("Control"); await page.keyboard.press("a"); await page.keyboard.up("Control");
+  await page.keyboard.press("Backspace");
+  await page.type('[data-testid="story"]', want.text, { delay: 5 });
+  const n = want.attend.tokens.length;
+  await until(page, (n) => document.querySelectorAll('[data-testid="token"]').length === n &&
+    document.querySelector(`[data-testid="token"][data-pos="${n - 1}"].reading`), `the ${n} tokens of the typed story`, n);
+  const pieces = await page.$$eval('[data-testid="token"]', (els) => els.map((e) => e.textContent));
+  const cliPieces = want.attend.tokens.map((t) => t.token);
+  check(JSON.stringify(pieces) === JSON.stringify(cliPieces), `the page shows the CLI's ${n} tokens, pieces included: ${pieces.join(" ")}`);
+}
+
+async function checkAttention(page) {
+  await press(page, `[data-testid="token"][data-pos="${want.pos}"]`);
+  await until(page, (p) => document.querySelector(`[data-testid="token"][data-pos="${p}"].reading`), `position ${want.pos} reading`, want.pos);
+  await press(page, `[data-testid="view-head-${want.head}"]`);
+  const rows = await until(page, (h, p) => {
+    const r = [...document.querySelectorAll('[data-testid="attn-row"]')];
+    if (!r.length || r.some((x) => x.dataset.head !== String(h))) return null;
+    return r.map((x) => ({ position: Number(x.dataset.position), weight: Number(x.dataset.weight), text: x.textContent }));
+  }, `the table of head ${want.head}`, want.head, want.pos);
+  const keys = want.attend.keys.filter((k) => k.head === want.head);
+  check(rows.length === keys.length && rows.length === want.pos + 1, `the table has a row for each of the ${want.pos + 1} tokens position ${want.pos} reads`);
+  let worst = 0;
+  for (const k of keys) {
+    const r = rows.find((x) => x.position === k.position);
+    if (!r) fail(`no row for position ${k.position}`);
+    worst = Math.max(worst, Math.abs(r.weight - k.weight));
+    const shown = (100 * k.weight).toFixed(1) + "%";
+    if (!r.text.includes(shown)) fail(`row ${k.position} does not show the weight ${shown}: ${r.text}`);
+  }
+  check(worst <= 1e-12, `head ${want.head}'s weights on the page equal storylm attend --json (largest difference ${worst})`);
+  // On the text itself: the token with the largest weight has the darkest background.
+  const top = keys.reduce((a, b) => (b.weight > a.weight ? b : a));
+  const bg = await page.$eval(`[data-testid="token"][data-pos="${top.position}"]`, (e) => getComputedStyle(e).backgroundColor);
+  check(/rgba\(194, 65, 12, 1\)|rgb\(194, 65, 12\)/.test(bg), `the token read most (position ${top.position}, "${top.token}") is drawn darkest (${bg})`);
+  await shot(page, "1-attention", "#attend-card");
+}
+
+async function checkSwitch(page) {
+  // The keyboard moves the reading position too: End goes to the last token.
+  const last = want.attend.tokens.length - 1;
+  await page.focus(`[data-testid="token"][data-pos="${want.pos}"]`);
+  await page.keyboard.press("ArrowLeft");
+  await until(page, (p) => document.querySelector(`[data-testid="token"][data-pos="${p}"].reading`), "ArrowLeft to move the reading position", want.pos - 1);
+  await page.keyboard.press("End");
+  await until(page, (p) => document.querySelector(`[data-testid="token"][data-pos="${p}"].reading`) &&
+    document.querySelector('[data-testid="guesses"]').dataset.position === String(p), "End to make the last token the one reading", last);
+  console.log("ok: the arrow keys and End move the reading position");
+  sameGuesses(await readGuesses(page), want.trace, "all heads on");
+  const lossBefore = await page.$eval('[data-testid="loss"]', (e) => e.dataset.loss);
+  const before = JSON.stringify(await readGuesses(page));
+  await press(page, `[data-testid="switch-head-${want.ablate_head}"]`);
+  await until(page, (b, l) => JSON.stringify([...document.querySelectorAll('[data-testid="guess"]')]
+    .map((e) => ({ token: e.dataset.token, probability: Number(e.dataset.probability) }))) !== b &&
+    document.querySelector('[data-testid="loss"]').dataset.loss !== l, `the guesses and the loss to change with head ${want.ablate_head} off`, before, lossBefore);
+  sameGuesses(await readGuesses(page), want.trace_ablated, `head ${want.ablate_head} off`);
+  const lossAfter = await page.$eval('[data-testid="loss"]', (e) => e.dataset.loss);
+  console.log(`ok: the loss on the story went from ${lossBefore} to ${lossAfter} with head ${want.ablate_head} off`);
+  await shot(page, "2-head-off", "#trace-card");
+  // The head's mean output on the test stories instead of zeros.
+  const zeroGuesses = JSON.stringify(await readGuesses(page));
+  await page.select('[data-testid="ablate-mode"]', "mean");
+  await until(page, (b) => JSON.stringify([...document.querySelectorAll('[data-testid="guess"]')]
+    .map((e) => ({ token: e.dataset.token, probability: Number(e.dataset.probability) }))) !== b, "the guesses with the head's mean output", zeroGuesses);
+  sameGuesses(await readGuesses(page), want.trace_mean, `head ${want.ablate_head} replaced by its mean`);
+  await page.select('[data-testid="ablate-mode"]', "zero");
+  await press(page, `[data-testid="switch-head-${want.ablate_head}"]`);
+  await until(page, (b) => JSON.stringify([...document.querySelectorAll('[data-testid="guess"]')]
+    .map((e) => ({ token: e.dataset.token, probability: Number(e.dataset.probability) }))) === b, "the guesses to come back with the head on", before);
+}
+
+async function checkSwap(page) {
+  const d = want.swap;
+  await setValue(page, "swap-name", want.swap_name);
+  if (d.baseline !== "none") {
+    const options = await page.$$eval('[data-testid="swap-baseline"] option', (o) => o.map((x) => x.value));
+    const pick = options.find((v) => v.split("/").pop() === d.baseline.split("/").pop());
+    if (!pick) fail(`the window8 model ${d.baseline} is not offered as the baseline (${options.join(", ")})`);
+    await page.select('[data-testid="swap-baseline"]', pick);
+  }
+  await press(page, '[data-testid="swap-go"]');
+  const rows = await until(page, () => {
+    const r = [...document.querySelectorAll('[data-testid="swap-row"]')];
+    return r.length && r.map((x) => ({ position: Number(x.dataset.position), model: Number(x.dataset.modelProbability),
+      baseline: x.dataset.baselineProbability === undefined ? null : Number(x.dataset.baselineProbability) }));
+  }, "the name swap's table");
+  check(rows.length === d.mentions.length, `the swap shows the CLI's ${d.mentions.length} later mentions of the hero`);
+  d.mentions.forEach((m, i) => {
+    const r = rows[i];
+    if (r.position !== m.position || Math.abs(r.model - m.model_probability) > 1e-12)
+      fail(`mention ${i + 1}: the page shows position ${r.position} probability ${r.model}, the CLI ${m.position} ${m.model_probability}`);
+    if (d.baseline !== "none" && Math.abs(r.baseline - m.baseline_probability) > 1e-12)
+      fail(`mention ${i + 1}: window8's probability is ${r.baseline} on the page, ${m.baseline_probability} in the CLI`);
+  });
+  const shown = await page.$eval('[data-testid="swap-text"]', (e) => e.textContent);
+  check(shown === d.swapped_text, `the renamed story and each network's probability of "${d.name}" equal storylm swap --text ("${shown.slice(0, 40)}...")`);
+  await shot(page, "2b-swap", "#swap-card");
+}
+
+// How long a click takes on a 256-token story, from the click to the attention,
+// table, trace and guesses drawn (the page's own clock; reported, not checked: a
+// loaded machine is slower).
+async function measureClicks(page) {
+  if (await page.$eval('[data-testid="story"]', (e) => e.value) !== want.long_text) {
+    await setValue(page, "story", want.long_text);
+    await page.$eval('[data-testid="story"]', (e) => e.dispatchEvent(new Event("input")));
+  }
+  await until(page, (n) => document.querySelectorAll('[data-testid="token"]').length === n, `the ${want.long_tokens} tokens of the long story`, want.long_tokens);
+  const ms = [], draw = [];
+  for (let i = 0; i < 21; i++) {
+    const p = want.long_tokens - 1 - 12 * i;
+    await press(page, `[data-testid="token"][data-pos="${p}"]`);
+    await until(page, (p) => document.querySelector(`[data-testid="token"][data-pos="${p}"].reading`) &&
+      document.querySelector('[data-testid="guesses"]').dataset.position === String(p), `position ${p} drawn`, p);
+    ms.push(Number(await page.evaluate(() => document.body.dataset.clickMs)));
+    draw.push(Number(await page.evaluate(() => document.body.dataset.drawMs)));
+  }
+  const median = (x) => [...x].sort((a, b) => a - b)[10].toFixed(1);
+  const slowest = (x) => Math.max(...x).toFixed(1);
+  const view = await page.$eval('input[name="view-head"]:checked', (e) => e.value === "-1" ? "all 8 heads" : "head " + e.value);
+  console.log(`measured: a click on a ${want.long_tokens}-token story (${view} in view), to all views drawn: median ${median(ms)} ms, slowest ${slowest(ms)} ms; of which drawing: median ${median(draw)} ms (21 clicks)`);
+  await shot(page, "7-long-story", "#attend-card");
+}
+
+// Clicks timed with the shipped model, one head in view, then all 8.
+async function measure(page) {
+  const shipped = await page.$$eval('[data-testid="model"] option', (o, m) => o.map((x) => x.value)
+    .find((v) => v.split("/").pop() === m.split("/").pop()), want.attend.model);
+  await page.select('[data-testid="model"]', shipped);
+  await press(page, '[data-testid="view-head-3"]');
+  await measureClicks(page);
+  await press(page, '[data-testid="view-all"]');
+  await measureClicks(page);
+}
+
+async function setValue(page, testid, value) {
+  await page.$eval(`[data-testid="${testid}"]`, (e, v) => { e.value = v; }, String(value));
+}
+
+async function checkGenerate(page) {
+  const g = want.generate;
+  await setValue(page, "gen-n", g.max_tokens); await setValue(page, "gen-t", g.temperature);
+  await setValue(page, "gen-k", g.top_k); await setValue(page, "gen-p", g.top_p); await setValue(page, "gen-seed", g.seed);
+  // Count the page's updates of the output while it streams (how many depends on how
+  // the events arrive in chunks, so it is only reported; the events are checked).
+  await page.$eval('[data-testid="gen-out"]', (e) => {
+    window.__genUpdates = 0;
+    new MutationObserver(() => { window.__genUpdates++; }).observe(e, { childList: true, characterData: true, subtree: true });
+  });
+  await press(page, '[data-testid="gen-go"]');
+  const st = await until(page, () => { const s = document.querySelector('[data-testid="gen-out"]').dataset.state; return s !== "running" && s; }, "the generation to end");
+  const text = await page.$eval('[data-testid="gen-out"]', (e) => e.textContent);
+  const tokens = await page.$eval('[data-testid="gen-out"]', (e) => Number(e.dataset.tokens));
+  const updates = await page.evaluate(() => window.__genUpdates);
+  const doneTokens = await page.$eval('[data-testid="gen-out"]', (e) => Number(e.dataset.doneTokens));
+  check(st === "done", `the generation ended with its done event (state ${st})`);
+  check(tokens >= 2 && tokens === doneTokens, `it streamed one event a token: ${tokens} token events, ${doneTokens} tokens in the done event (${updates} redraws of the text)`);
+  check(text.trim() === g.text.trim(), `the streamed text equals storylm generate --seed ${g.seed}: "${text.slice(0, 80)}..."`);
+  await shot(page, "3-generated", "#gen-card");
+  // Stop: a long generation, aborted after its first tokens (greedy, which runs the
+  // 2,000 tokens the server allows without ending the story).
+  await setValue(page, "gen-n", 2000); await setValue(page, "gen-t", 0);
+  await press(page, '[data-testid="gen-go"]');
+  await until(page, () => Number(document.querySelector('[data-testid="gen-out"]').dataset.tokens) >= 1 ||
+    document.querySelector('[data-testid="gen-out"]').dataset.state !== "running", "the first streamed token");
+  await press(page, '[data-testid="gen-stop"]');
+  const st2 = await until(page, () => { const s = document.querySelector('[data-testid="gen-out"]').dataset.state; return s !== "running" && s; }, "the stopped generation");
+  if (st2 === "done") console.log("note: the long generation ended (end of story) before Stop was clicked; Stop not exercised");
+  else {
+    const n = await page.$eval('[data-testid="gen-out"]', (e) => Number(e.dataset.tokens));
+    check(st2 === "stopped" && n < 2000, `Stop aborted the stream after ${n} of 2000 tokens (state ${st2})`);
+  }
+}
+
+async function checkError(page) {
+  await setValue(page, "train-stories", "/etc/passwd");
+  await press(page, '[data-testid="train-go"]');
+  const msg = await until(page, () => { const e = document.querySelector('[data-testid="error-train"]'); return !e.hidden && e.textContent; }, "the error of a refused stories path");
+  check(msg.length > 10, `a stories path outside the allowed folders is refused, the page shows: ${msg}`);
+}
+
+async function checkTraining(page) {
+  await setValue(page, "train-stories", want.train_stories);
+  await setValue(page, "train-steps", want.train_steps); await setValue(page, "train-every", want.train_every);
+  await press(page, '[data-testid="train-go"]');
+  const counts = new Set();
+  let st, shotTaken = false;
+  const deadline = Date.now() + 10 * 60 * 1000;   // a sanitizer build on a loaded machine is slow, but not this slow
+  // Watch the curve grow: record the numbers of points the chart has drawn.
+  for (;;) {
+    st = await page.$eval('[data-testid="train-state"]', (e) => ({ state: e.dataset.state, points: Number(e.dataset.points) }));
+    const drawn = await page.$eval('[data-testid="train-curve"] svg', (e) => Number(e.getAttribute("data-points"))).catch(() => -1);
+    if (drawn >= 0) counts.add(drawn);
+    if (st.state && st.state !== "running" && st.state !== "idle" && counts.size) break;
+    if (Date.now() > deadline) fail(`the 20-step training did not end in 10 minutes (state ${st.state}, ${st.points} points)`);
+    if (counts.size === 3 && !shotTaken) {
+      shotTaken = true;
+      await shot(page, "4-training", "#train-card");
+      // The other views keep answering while it trains.
+      if (st.state === "running") {
+        await press(page, '[data-testid="token"][data-pos="3"]');
+        await until(page, () => document.querySelector('[data-testid="token"][data-pos="3"].reading') &&
+          document.querySelector('[data-testid="guesses"]').dataset.position === "3", "a click to be answered during the training");
+        console.log("ok: a click is answered while the training runs");
+      }
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  check(st.state === "done", `the training ended (state ${st.state})`);
+  const sizes = [...counts].sort((a, b) => a - b);
+  check(sizes.length >= 2 && sizes[sizes.length - 1] >= 2, `the loss curve grew while it trained (points drawn: ${sizes.join(", ")})`);
+  const bars = await page.$$eval('[data-testid="train-heads"] rect', (r) => r.length);
+  check(bars === 8 * 6 * 2, `the heads' weight by distance is drawn (${bars / 2} bars, 8 heads x 6 distances)`);
+  await until(page, () => !document.querySelector('[data-testid="train-use"]').hidden, "the button to use the new model");
+  await shot(page, "5-trained", "#train-card");
+  const newModel = await page.$eval('[data-testid="train-use"]', (e) => e.dataset.model);
+  await press(page, '[data-testid="train-use"]');
+  await until(page, (m) => document.querySelector('[data-testid="model"]').value.split("/").pop() === m.split("/").pop(), "the new model picked", newModel);
+  // Every view now reads the new model: its guesses differ from the shipped model's.
+  const shipped = JSON.stringify(want.trace.guesses.map((g) => g.token));
+  await until(page, (s) => {
+    const g = [...document.querySelectorAll('[data-testid="guess"]')].map((e) => e.dataset.token);
+    return g.length && JSON.stringify(g) !== s;
+  }, "the guesses of the new model", shipped);
+  console.log(`ok: the new model ${newModel} is used by the views`);
+  await shot(page, "6-new-model");
+}
+
+async function main() {
+  const browser = await puppeteer.launch({
+    executablePath: want.chromium, headless: true,
+    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run"],
+  });
+  const page = await browser.newPage();
+  await page.setViewport({ width: 1280, height: 900 });
+  const problems = [];
+  page.on("pageerror", (e) => problems.push("page error: " + e.message));
+  page.on("console", (m) => { if (m.type() === "error") problems.push("console: " + m.text()); });
+  page.on("requestfailed", (r) => { if (!r.url().includes("/api/generate")) problems.push("request failed: " + r.url()); });
+  page.on("request", (r) => { if (!r.url().startsWith(url)) problems.push("fetched from outside: " + r.url()); });
+  try {
+    await page.goto(url, { waitUntil: "networkidle0", timeout: TIMEOUT });
+    await until(page, () => document.body.dataset.ready === "1", "the page to load its model list");
+    const stories = await until(page, () => document.querySelectorAll('[data-testid="story-pick"] option').length - 1, "the test stories in the picker");
+    check(stories >= 10, `the story picker offers the server's ${stories} test stories`);
+    await shot(page, "0-loaded");
+    await typeStory(page);
+    await checkAttention(page);
+    await checkSwitch(page);
+    await checkSwap(page);
+    await checkGenerate(page);
+    await checkError(page);
+    await checkTraining(page);
+    await measure(page);
+    const real = problems.filter((p) => !/409|403/.test(p));
+    check(real.length === 0, "no script errors, failed requests or outside fetches" + (real.length ? ": " + real.join("; ") : ""));
+  } catch (e) {
+    await shot(page, "failure").catch(() => {});
+    console.error("FAILED: " + e.message);
+    if (problems.length) console.error(problems.join("\n"));
+    await browser.close();
+    process.exit(1);
+  }
+  await browser.close();
+  console.log("playground: all checks passed");
+}
+
+main();

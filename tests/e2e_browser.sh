@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# The playground page in a real browser (issue 10): starts the real `storylm serve`
+# on a free local port, loads the page in Debian's headless Chromium through
+# puppeteer-core (tests/browser, pinned by its package-lock.json) and
+#   - types a story, clicks a token, picks a head and checks the weights the page
+#     shows against `storylm attend --json`;
+#   - checks the next-token guesses against `storylm trace --json`, switches a head
+#     off, sees guesses and loss change and checks them against `trace --ablate`,
+#     and with its mean output against `trace --ablate-mode mean`;
+#   - renames the hero and checks each mention's probabilities against `storylm swap --text`;
+#   - streams a generation and checks its text against `storylm generate --seed`,
+#     then stops a long one;
+#   - sees a refused stories path shown as an error;
+#   - starts a 20-step training, sees its loss curve grow, uses the new model.
+# Screenshots go to $STORYLM_TEST_TMP/shots (look at them). Without chromium, node
+# or the npm packages the test says SKIPPED and exits 77.
+set -euo pipefail
+source "$(dirname "$0")/common.sh"
+src="$STORYLM_SOURCE_DIR"
+chromium="${STORYLM_CHROMIUM:-/usr/bin/chromium}"
+
+skip() { echo "SKIPPED: $*"; exit 77; }
+[[ -x "$chromium" ]] || skip "no chromium at $chromium (scripts/setup installs it)"
+command -v node >/dev/null || skip "node is not installed (scripts/setup installs it)"
+[[ -d "$src/tests/browser/node_modules/puppeteer-core" ]] || skip "tests/browser/node_modules is missing: run scripts/setup (or scripts/setup_npm)"
+"$STORYLM" serve --help >/dev/null 2>&1 || skip "this storylm has no serve verb"
+
+# The server's world: the shipped models under models/, the stories under data/
+# (the only folder training may read), its own folder for the models it trains.
+mkdir -p models data shots
+cp "$src/models/tinystories.safetensors" models/
+[[ -f "$src/models/tinystories-window8.safetensors" ]] && cp "$src/models/tinystories-window8.safetensors" models/
+cp "$src/data/stories.txt" data/stories.txt
+model="$STORYLM_TEST_TMP/models/tinystories.safetensors"
+
+port=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"$STORYLM" serve --model "$model" --port "$port" --stories data/stories.txt --data-dir data > serve.log 2>&1 &
+server=$!
+trap 'kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true' EXIT
+for _ in $(seq 1 300); do
+  curl -sf "http://127.0.0.1:$port/api/models" >/dev/null && break
+  kill -0 "$server" 2>/dev/null || { cat serve.log >&2; fail "storylm serve exited"; }
+  sleep 0.2
+done
+curl -sf "http://127.0.0.1:$port/api/models" >/dev/null || { cat serve.log >&2; fail "storylm serve does not answer on port $port"; }
+
+# What the CLI says, for the page to be checked against: at --threads 1, as the
+# server computes a request on one thread (the last bits of a sum depend on the
+# thread count).
+text="Lily found a shiny shell on the beach. She put it in her pocket and ran home to show her mom. Her mom smiled and asked Lily where"
+pos=9 head=2 ablate=4
+gen_n=40 gen_t=0.8 gen_k=0 gen_p=0.95 gen_seed=7
+"$STORYLM" attend "$text" --threads 1 --model "$model" --pos $pos --head $head --json > attend.json
+"$STORYLM" trace "$text" --threads 1 --model "$model" --json > trace.json
+"$STORYLM" trace "$text" --threads 1 --model "$model" --ablate $ablate --json > trace_ablated.json
+"$STORYLM" trace "$text" --threads 1 --model "$model" --ablate $ablate --ablate-mode mean --stories data/stories.txt --json > trace_mean.json
+baseline=()
+[[ -f models/tinystories-window8.safetensors ]] && baseline=(--baseline models/tinystories-window8.safetensors)
+"$STORYLM" swap data/stories.txt --threads 1 --text "$text" --names fred "${baseline[@]}" --model "$model" --json > swap.json
+"$STORYLM" generate "$text" --model "$model" -n $gen_n -t $gen_t -k $gen_k -p $gen_p --seed $gen_seed > generate.txt
+# A 256-token story for timing clicks: the story told again and again, cut to fit.
+long="$text"
+while (( $("$STORYLM" tokenize --model "$model" --ids "$long" | wc -w) < 256 )); do long="$long. $text"; done
+while (( $("$STORYLM" tokenize --model "$model" --ids "$long" | wc -w) + 1 > 256 )); do long="${long% *}"; done
+long_tokens=$(( $("$STORYLM" tokenize --model "$model" --ids "$long" | wc -w) + 1 ))   # with [EOS]
+export long long_tokens
+"$PY" - "$chromium" "$text" $pos $head $ablate $gen_n $gen_t $gen_k $gen_p $gen_seed > expect.json <<'EOF'
+import json, os, sys
+chromium, text, pos, head, ablate, n, t, k, p, seed = sys.argv[1:]
+load = lambda f: json.load(open(f))
+print(json.dumps({
+    "chromium": chromium, "text": text, "pos": int(pos), "head": int(head), "ablate_head": int(ablate),
+    "attend": load("attend.json"), "trace": load("trace.json"), "trace_ablated": load("trace_ablated.json"),
+    "trace_mean": load("trace_mean.json"),
+    "swap": load("swap.json"), "swap_name": "fred",
+    "generate": {"max_tokens": int(n), "temperature": float(t), "top_k": int(k), "top_p": float(p),
+                 "seed": int(seed), "text": open("generate.txt").read()},
+    "train_stories": "data/stories.txt", "train_steps": 20, "train_every": 5,
+    "long_text": os.environ["long"], "long_tokens": int(os.environ["long_tokens"])}))
+EOF
+
+if ! node "$src/tests/browser/playground.mjs" "http://127.0.0.1:$port/" expect.json "$STORYLM_TEST_TMP/shots"; then
+  echo "--- storylm serve's log:" >&2; tail -30 serve.log >&2
+  fail "the page does not show what the CLI computes (screenshots in $STORYLM_TEST_TMP/shots)"
+fi
+echo "e2e_browser: all checks passed (screenshots in $STORYLM_TEST_TMP/shots)"

@@ -1,0 +1,895 @@
+// The storylm playground: plain JavaScript over the JSON API of `storylm serve`.
+// Every number shown comes from the server (the same numbers as the CLI's --json);
+// the page only draws them. A click sends the requests its views need at once,
+// in parallel, and a late answer to an older click is dropped.
+"use strict";
+
+const HEADS = 8;
+// Distinct colours, one a head, readable on white (Tableau 10 minus the greys).
+const HEAD_COLORS = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#9c755f"];
+const DIST_BINS = ["0", "1", "2", "3-7", "8-31", "32+"];
+
+const state = {
+  models: [],
+  model: "",
+  text: "",
+  pos: -1,            // the reading position; -1 until the server said which is the last
+  head: -1,           // the head viewed; -1: all 8
+  off: new Set(),     // heads switched off
+  mode: "zero",
+  attend: null,       // the last /api/attend answer drawn
+  attendHead: -1,     // the head it was asked for (-1: it holds all 8)
+  tokenKey: "",       // the token ids the token buttons were made for
+  lossTokens: null,   // /api/loss's table: the probability of each next token
+  fullLoss: {},       // loss with every head on, by model and text, to show what switching off costs
+  distances: null,    // /api/distances of the model
+  trainHeads: [],     // the training's heads' weight by distance, at each save
+  seq: { story: 0, pos: 0 },
+  gen: null,          // AbortController of the running generation
+  trainTimer: 0,
+  trainSeen: "",
+};
+
+// ---------- small helpers ----------
+
+const $ = (id) => document.getElementById(id);
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k === "class") node.className = v;
+    else if (k === "text") node.textContent = v;
+    else if (k === "style") node.style.cssText = v;
+    else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
+    else node.setAttribute(k, v === true ? "" : v);
+  }
+  for (const c of children) if (c !== null && c !== undefined) node.append(c);
+  return node;
+}
+
+const SVG_NS = "http://www.w3.org/2000/svg";
+function svg(tag, attrs, ...children) {
+  const node = document.createElementNS(SVG_NS, tag);
+  for (const [k, v] of Object.entries(attrs || {})) if (v !== null && v !== undefined) node.setAttribute(k, v);
+  for (const c of children) if (c !== null && c !== undefined) node.append(c);
+  return node;
+}
+
+function fmt(x, digits = 3) {
+  if (x === null || x === undefined) return "";
+  if (typeof x !== "number") return String(x);
+  if (Number.isInteger(x)) return String(x);
+  return x.toFixed(digits);
+}
+const num = (x) => (typeof x === "number" ? x.toFixed(3) : fmt(x));
+const pct = (x) => (100 * x).toFixed(1) + "%";
+// A probability that may be tiny (a name the network does not expect): two digits that count.
+const prob = (x) => (x >= 0.001 || x === 0 ? pct(x) : (100 * x).toPrecision(2) + "%");
+
+function showError(where, err) {
+  const box = $("error-" + where);
+  if (!err) { box.hidden = true; box.textContent = ""; return; }
+  box.textContent = err.message || String(err);
+  box.hidden = false;
+}
+
+// One API call: POST with a JSON body (or GET without); a 4xx/5xx answer's
+// {"error"} becomes the thrown message, so every view can show it as is.
+async function api(path, body, signal) {
+  const init = body === undefined ? { signal } :
+    { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body), signal };
+  const res = await fetch(path, init);
+  let data = null;
+  try { data = await res.json(); } catch (e) { data = null; }
+  if (!res.ok) {
+    let msg = data && data.error ? data.error : `${path}: the server answered ${res.status}`;
+    if (data && data.hint) msg += ` (${data.hint})`;
+    throw new Error(msg);
+  }
+  if (data === null) throw new Error(`${path}: the server's answer is not JSON`);
+  return data;
+}
+
+function ablation() {
+  const heads = [...state.off].sort((a, b) => a - b).join(",");
+  return heads ? { ablate: heads, ablate_mode: state.mode } : {};
+}
+
+// ---------- models ----------
+
+// The model list (again after a training saved a new one); the model in use stays.
+async function loadModels() {
+  const data = await api("/api/models");
+  state.models = data.models || [];
+  const pick = $("model");
+  const keep = state.model || data.default;
+  pick.replaceChildren(...state.models.map((m) =>
+    el("option", { value: m.path, text: `${m.name} (${m.arch})` })));
+  const known = state.models.some((m) => m.path === keep);
+  state.model = known ? keep : (state.models[0] ? state.models[0].path : "");
+  pick.value = state.model;
+  fillBaselines();
+  fillCompare();
+  describeModel();
+}
+
+function describeModel() {
+  const m = state.models.find((x) => x.path === state.model);
+  $("model-info").textContent = m ? `${m.path}: ${m.params.toLocaleString("en")} parameters, ${m.vocab_size} tokens` : "";
+}
+
+function fillBaselines() {
+  const sel = $("swap-baseline");
+  const old = sel.value;
+  const w8 = state.models.filter((m) => m.arch === "window8");
+  sel.replaceChildren(el("option", { value: "", text: "(no baseline)" }),
+    ...w8.map((m) => el("option", { value: m.path, text: `${m.name} (window8)` })));
+  if (w8.some((m) => m.path === old)) sel.value = old;
+  else if (w8.length) sel.value = w8[0].path;
+}
+
+// The model list names files as the server lists them; a path given elsewhere (the
+// trainer's) may be spelt differently, so the file name decides when the path does not.
+function findModel(p) {
+  const base = (x) => x.split("/").pop();
+  return state.models.find((m) => m.path === p) || state.models.find((m) => base(m.path) === base(p));
+}
+
+function modelArch() {
+  const m = state.models.find((x) => x.path === state.model);
+  return m ? m.arch : "attention";
+}
+
+// ---------- the story: attention, trace and loss ----------
+
+// Text, model or switches changed: ask for all three views at once.
+async function refreshStory() {
+  const n = ++state.seq.story;
+  state.text = $("story").value;
+  if (!state.text.trim()) return;
+  if (modelArch() !== "attention") { showWindow8(n); return; }
+  const lossKey = state.model + "\u0000" + state.text;
+  const jobs = [fetchPosition(state.pos), api("/api/loss", { model: state.model, text: state.text, ...ablation() })];
+  const needFull = state.off.size && state.fullLoss[lossKey] === undefined;
+  if (needFull) jobs.push(api("/api/loss", { model: state.model, text: state.text }));
+  try {
+    const [, loss, full] = await Promise.all(jobs);
+    if (n !== state.seq.story) return;
+    if (!state.off.size) state.fullLoss[lossKey] = loss.loss;
+    state.lossTokens = loss.tokens || null;
+    drawTokens();
+    if (full) state.fullLoss[lossKey] = full.loss;
+    drawLoss(loss, state.fullLoss[lossKey]);
+    showError("story", null);
+  } catch (e) {
+    if (n === state.seq.story) showError("story", e);
+  }
+}
+
+// Attention and trace for one position, in parallel. The attention asked for is the
+// head in view (all 8 when all are viewed: 8 times the numbers), so a click on a
+// long story stays small; the trace does not depend on the head, so picking another
+// head asks for the attention alone (withTrace false), and nothing at all when the
+// answer in hand holds every head.
+async function fetchPosition(pos, withTrace = true) {
+  const n = ++state.seq.pos;
+  const t0 = performance.now();
+  const base = { model: state.model, text: state.text, pos, ...ablation() };
+  const head = state.head;
+  try {
+    const [att, tr] = await Promise.all([api("/api/attend", { ...base, head }), withTrace ? api("/api/trace", base) : null]);
+    if (n !== state.seq.pos) return;
+    const t1 = performance.now();
+    state.attend = att;
+    state.attendHead = head;
+    state.pos = att.position;
+    drawTokens();
+    drawAttention();
+    if (tr) drawTrace(tr);
+    // From the click to everything drawn and laid out (reading offsetHeight makes the
+    // browser lay the page out now): what "instant" is measured by.
+    void document.body.offsetHeight;
+    const t2 = performance.now();
+    document.body.dataset.clickMs = (t2 - t0).toFixed(1);
+    document.body.dataset.drawMs = (t2 - t1).toFixed(1);
+    $("attend-caption").append(el("span", { class: "muted", text: ` (answered and drawn in ${(t2 - t0).toFixed(0)} ms)` }));
+    showError("attend", null);
+    if (tr) showError("trace", null);
+  } catch (e) {
+    if (n === state.seq.pos) { showError("attend", e); if (withTrace) showError("trace", e); }
+  }
+}
+
+// Another head picked for viewing.
+function viewHead(h) {
+  state.head = h;
+  drawHeadsBar();
+  drawDistances();
+  if (state.attend && (state.attendHead === -1 || state.attendHead === h)) { drawTokens(); drawAttention(); }
+  else if (state.attend) fetchPosition(state.pos, false);
+}
+
+// Chapter 6's network has no heads: the views of heads are emptied, the loss on the
+// story and the generation still work.
+async function showWindow8(n) {
+  const msg = new Error("This is a window8 model (chapter 6's network): it has no heads to look at. Pick an attention model for Tools 1 to 3; window8 models serve as the baseline of the name swap, and can write on.");
+  state.attend = null;
+  state.seq.pos++;
+  for (const id of ["tokens", "attend-table", "guesses", "inputs", "hidden", "dist-chart", "jobs-chart", "jobs-reads"]) $(id).replaceChildren();
+  $("attend-caption").textContent = "";
+  $("guesses-h").textContent = "Next-token guesses";
+  showError("attend", msg);
+  showError("trace", msg);
+  try {
+    const loss = await api("/api/loss", { model: state.model, text: state.text });
+    if (n === state.seq.story) drawLoss(loss);
+    showError("story", null);
+  } catch (e) { if (n === state.seq.story) showError("story", e); }
+}
+
+// The weight each token gets from the reading position: one head's, or with all
+// heads in view their mean over the heads that are on (each head's weights add up
+// to 1, so the mean does too).
+function weightsShown() {
+  const w = new Map();
+  if (!state.attend) return w;
+  const heads = state.head >= 0 ? [state.head] : [...Array(HEADS).keys()].filter((h) => !state.off.has(h));
+  if (!heads.length) return w;
+  for (const k of state.attend.keys) {
+    if (!heads.includes(k.head)) continue;
+    w.set(k.position, (w.get(k.position) || 0) + k.weight / heads.length);
+  }
+  return w;
+}
+
+// The buttons are made once for a story's tokens and then only restyled, so a click
+// on a long story redraws quickly.
+function drawTokens() {
+  const box = $("tokens");
+  const att = state.attend;
+  if (!att) { box.replaceChildren(); state.tokenKey = ""; return; }
+  const key = att.tokens.map((t) => t.id).join(" ");
+  if (key !== state.tokenKey) {
+    box.replaceChildren(...att.tokens.map(tokenButton));
+    state.tokenKey = key;
+  }
+  const w = weightsShown();
+  const max = Math.max(1e-9, ...w.values());
+  const viewOff = state.head >= 0 && state.off.has(state.head);
+  const buttons = box.children;
+  att.tokens.forEach((t, i) => restyleToken(buttons[i], t, w.get(t.position), max, viewOff));
+}
+
+function tokenButton(t) {
+  const piece = t.token;
+  const cont = piece.startsWith("##");
+  const label = cont ? [el("span", { class: "hash", text: "##" }), piece.slice(2)] : [piece];
+  const b = el("button", { type: "button", "data-testid": "token", "data-pos": t.position }, ...label);
+  b.dataset.base = "tok" + (cont ? " cont" : "") + (/^\[.*\]$/.test(piece) ? " special" : "");
+  return b;
+}
+
+function restyleToken(b, t, weight, max, viewOff) {
+  let cls = b.dataset.base;
+  if (t.position === state.pos) cls += " reading";
+  if (t.position > state.pos) cls += " later";
+  let bg = "";
+  if (weight !== undefined && !viewOff) {
+    const a = weight / max;
+    bg = `rgba(194, 65, 12, ${a.toFixed(3)})`;
+    if (a > 0.55) cls += " dark";
+  }
+  b.className = cls;
+  b.style.background = bg;
+  let title = weight === undefined ? `position ${t.position}` : `position ${t.position}: weight ${pct(weight)}`;
+  const guessed = state.lossTokens && state.lossTokens[t.position - 1];
+  if (guessed && guessed.target_id === t.id) title += `; the network gave it ${pct(guessed.probability)} (rank ${guessed.rank})`;
+  b.title = title;
+  if (weight === undefined) delete b.dataset.weight; else b.dataset.weight = weight;
+  b.setAttribute("aria-pressed", t.position === state.pos ? "true" : "false");
+  b.tabIndex = t.position === state.pos ? 0 : -1;   // one tab stop; the arrow keys move along
+}
+
+// Arrow keys move the reading position; the focus follows it once redrawn.
+function tokenKeys(ev) {
+  const n = state.attend ? state.attend.tokens.length : 0;
+  let p = state.pos;
+  if (ev.key === "ArrowLeft") p = Math.max(0, p - 1);
+  else if (ev.key === "ArrowRight") p = Math.min(n - 1, p + 1);
+  else if (ev.key === "Home") p = 0;
+  else if (ev.key === "End") p = n - 1;
+  else return;
+  ev.preventDefault();
+  fetchPosition(p).then(() => {
+    const b = $("tokens").querySelector(`[data-pos="${p}"]`);
+    if (b) b.focus();
+  });
+}
+
+function drawAttention() {
+  const att = state.attend;
+  const cap = $("attend-caption");
+  if (!att) return;
+  const who = state.head >= 0 ? `head ${state.head}` : "all 8 heads (colour: their mean weight over the heads that are on)";
+  const read = new Set(att.keys.map((k) => k.position)).size;
+  cap.textContent = `Position ${att.position}, "${att.token}", reads ${read} tokens; ${who}.`;
+  if (state.head >= 0 && state.off.has(state.head)) {
+    cap.textContent += ` Head ${state.head} is switched off: its weights are computed as always, but what it brings back is replaced, so they no longer count.`;
+  }
+  if (state.head >= 0) drawOneHeadTable(att); else drawAllHeadsTable(att);
+}
+
+// The attention tables are written as HTML text (escaped): for a 256-token story
+// that is several times faster than making each cell as a node. Rows are grid rows
+// (see style.css: only the rows in sight are laid out).
+const esc = (x) => String(x).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
+const headRow = (cols, style) => '<div class="gt-row gt-head" role="row">' +
+  cols.map((c, i) => `<span role="columnheader"${i === 1 ? ' class="text"' : ""}${style ? style(i) : ""}>${esc(c)}</span>`).join("") + "</div>";
+
+function drawOneHeadTable(att) {
+  let rows = att.keys.filter((k) => k.head === state.head);
+  if ($("sort-weight").checked) rows = [...rows].sort((a, b) => b.weight - a.weight);
+  const off = state.off.has(state.head) ? " off" : "";
+  const head = headRow(["position", "token", "distance", "q\u00b7k/\u221a8", "distance score", "score", "weight", "cosine of rows"]);
+  const body = rows.map((k) => `<div class="gt-row${off}" role="row" data-testid="attn-row" data-position="${k.position}" data-head="${k.head}" data-weight="${k.weight}">` +
+    `<span role="cell">${k.position}</span><span role="cell" class="text">${esc(k.token)}</span><span role="cell">${k.distance}</span><span role="cell">${num(k.dot)}</span>` +
+    `<span role="cell">${num(k.distance_score)}</span><span role="cell">${num(k.score)}</span>` +
+    `<span role="cell">${pct(k.weight)}<span class="barfill" style="width:${(60 * k.weight).toFixed(1)}px"></span></span>` +
+    `<span role="cell">${num(k.cosine)}</span></div>`).join("");
+  const t = $("attend-table");
+  t.style.setProperty("--cols", "5.5em minmax(6em, 1.4fr) 6.5em 1fr 1.3fr 1fr 1.5fr 1.3fr");
+  t.innerHTML = head + body;
+}
+
+function drawAllHeadsTable(att) {
+  const byPos = new Map();
+  for (const k of att.keys) {
+    if (!byPos.has(k.position)) byPos.set(k.position, { k, w: new Array(HEADS).fill(0) });
+    byPos.get(k.position).w[k.head] = k.weight;
+  }
+  const shown = weightsShown();
+  let rows = [...byPos.values()];
+  if ($("sort-weight").checked) rows.sort((a, b) => (shown.get(b.k.position) || 0) - (shown.get(a.k.position) || 0));
+  const cols = ["position", "token", "distance", ...[...Array(HEADS).keys()].map((h) => `head ${h}`), "cosine"];
+  const head = headRow(cols, (i) => (i >= 3 && i < 3 + HEADS ? ` style="border-bottom: 3px solid ${HEAD_COLORS[i - 3]}"` : ""));
+  const cell = (x, h) => `<span role="cell" data-head="${h}" data-weight="${x}" style="${state.off.has(h) ? "color:#a3a09a; text-decoration: line-through" : `background: rgba(194,65,12,${(0.6 * x).toFixed(3)})`}">${pct(x)}</span>`;
+  const body = rows.map(({ k, w }) => `<div class="gt-row" role="row" data-testid="attn-row" data-position="${k.position}">` +
+    `<span role="cell">${k.position}</span><span role="cell" class="text">${esc(k.token)}</span><span role="cell">${k.distance}</span>` + w.map(cell).join("") +
+    `<span role="cell">${num(k.cosine)}</span></div>`).join("");
+  const t = $("attend-table");
+  t.style.setProperty("--cols", `5.5em minmax(5em, 1.2fr) 6.5em repeat(${HEADS}, 1fr) 5.5em`);
+  t.innerHTML = head + body;
+}
+
+function drawLoss(loss, full) {
+  const box = $("loss");
+  const parts = [`Loss on your story: ${fmt(loss.loss)} nats a token`];
+  if (loss.perplexity !== undefined) parts.push(`perplexity ${fmt(loss.perplexity, 1)}`);
+  if (loss.accuracy !== undefined) parts.push(`top guess right ${pct(loss.accuracy)}`);
+  box.replaceChildren(parts.join(", "));
+  box.dataset.loss = loss.loss;
+  if (state.off.size && full !== undefined) {
+    const d = loss.loss - full;
+    box.append(el("span", { class: "delta", text: ` (${d >= 0 ? "+" : ""}${fmt(d)} against all heads on)` }));
+  }
+}
+
+// ---------- Tool 3: the trace ----------
+
+function drawTrace(tr) {
+  const g = tr.guesses || [];
+  const max = Math.max(1e-9, ...g.map((x) => x.probability));
+  $("guesses").replaceChildren(...g.map((x) => el("li", { "data-testid": "guess", "data-token": x.token, "data-probability": x.probability },
+    el("span", { class: "p", text: pct(x.probability) }),
+    el("span", { class: "pbar", style: `width:${(120 * x.probability / max).toFixed(1)}px` }),
+    x.token)));
+  $("guesses").dataset.position = tr.position;
+  $("guesses-h").textContent = `Next-token guesses after "${tr.token}" (position ${tr.position})`;
+  drawInputs(tr.inputs || []);
+  drawHidden(tr.hidden || []);
+}
+
+// Each part of the 160 inputs as a strip of cells (blue negative, red positive).
+function drawInputs(parts) {
+  const big = Math.max(1e-9, ...parts.flatMap((p) => p.numbers.map(Math.abs)));
+  $("inputs").replaceChildren(...parts.map((p) => {
+    const m = /^head (\d)$/.exec(p.part);
+    const off = m && state.off.has(Number(m[1]));
+    const cells = p.numbers.map((x) => {
+      const a = Math.min(1, Math.abs(x) / big);
+      const c = x >= 0 ? `rgba(194,65,12,${a.toFixed(3)})` : `rgba(37,99,235,${a.toFixed(3)})`;
+      return el("span", { style: `background:${c}`, title: fmt(x) });
+    });
+    return el("div", { class: "part" + (off ? " off" : ""), "data-testid": "input-part", "data-part": p.part },
+      el("span", { text: p.part + (off ? " (off)" : "") }), el("span", { class: "muted", text: fmt(p.norm, 2), title: "length of the part" }),
+      el("span", { class: "cells" }, ...cells));
+  }));
+}
+
+function drawHidden(units) {
+  const head = el("tr", {}, ...["unit", "value", "pushed hardest by", "its input"].map((h, i) =>
+    el("th", { class: i === 2 ? "text" : null, text: h })));
+  $("hidden").replaceChildren(el("thead", {}, head), el("tbody", {}, ...units.map((u) => el("tr", {},
+    el("td", { text: u.unit }), el("td", { text: u.value.toFixed(3) }),
+    el("td", { class: "text", text: u.strongest_part }), el("td", { text: num(u.part_input) })))));
+}
+
+// ---------- Tool 2: distance scores ----------
+
+async function refreshDistances() {
+  if (modelArch() !== "attention") { $("dist-chart").replaceChildren(); return; }
+  try {
+    state.distances = await api("/api/distances", { model: state.model });
+    drawDistances();
+    showError("dist", null);
+  } catch (e) { showError("dist", e); }
+}
+
+function drawDistances() {
+  const d = state.distances;
+  if (!d) return;
+  const n = Number($("dist-range").value);
+  const rows = d.scores.slice(0, n);
+  const series = [...Array(HEADS).keys()].map((h) => rows.map((r) => [r.distance, r["head_" + h]]));
+  const chart = lineChart(series, {
+    xLabel: "distance back", yLabel: "distance score", colors: HEAD_COLORS,
+    names: series.map((_, h) => `head ${h}`), bold: state.head, xMax: n - 1,
+  });
+  $("dist-chart").replaceChildren(chart);
+}
+
+// A line chart: series = [[[x, y], ...], ...]. The head in view is drawn bold.
+function lineChart(series, o) {
+  const W = o.W || 900, H = o.H || 300, L = 56, R = 130, T = 12, B = 42;
+  const pts = series.flat().filter((p) => p[1] !== null && p[1] !== undefined && isFinite(p[1]));
+  const xMax = o.xMax !== undefined ? o.xMax : Math.max(1, ...pts.map((p) => p[0]));
+  const xMin = o.xMin !== undefined ? o.xMin : 0;
+  let yMin = Math.min(...pts.map((p) => p[1])), yMax = Math.max(...pts.map((p) => p[1]));
+  if (!pts.length) { yMin = 0; yMax = 1; }
+  if (yMax - yMin < 1e-9) { yMin -= 0.5; yMax += 0.5; }
+  const pad = 0.05 * (yMax - yMin); yMin -= pad; yMax += pad;
+  const X = (x) => L + (W - L - R) * (x - xMin) / Math.max(1e-9, xMax - xMin);
+  const Y = (y) => T + (H - T - B) * (1 - (y - yMin) / (yMax - yMin));
+  const g = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": o.aria || `${o.yLabel} by ${o.xLabel}` });
+  for (const t of ticks(yMin, yMax, 5)) {
+    g.append(svg("line", { x1: L, x2: W - R, y1: Y(t), y2: Y(t), stroke: "#eee" }),
+      svg("text", { x: L - 6, y: Y(t) + 4, "text-anchor": "end" }, fmt(t, 2)));
+  }
+  for (const t of ticks(xMin, xMax, 8)) {
+    g.append(svg("line", { x1: X(t), x2: X(t), y1: H - B, y2: H - B + 5, stroke: "#999" }),
+      svg("text", { x: X(t), y: H - B + 19, "text-anchor": "middle" }, String(Math.round(t))));
+  }
+  g.append(svg("line", { x1: L, x2: W - R, y1: H - B, y2: H - B, stroke: "#999" }),
+    svg("text", { x: (L + W - R) / 2, y: H - 4, "text-anchor": "middle" }, o.xLabel),
+    svg("text", { x: 14, y: (T + H - B) / 2, transform: `rotate(-90 14 ${(T + H - B) / 2})`, "text-anchor": "middle" }, o.yLabel));
+  const legend = svg("g", { class: "legend" });
+  series.forEach((s, i) => {
+    const bold = o.bold === undefined || o.bold < 0 || o.bold === i;
+    const p = s.filter((q) => q[1] !== null && q[1] !== undefined && isFinite(q[1]));
+    if (p.length) {
+      g.append(svg("polyline", {
+        points: p.map((q) => `${X(q[0]).toFixed(1)},${Y(q[1]).toFixed(1)}`).join(" "), fill: "none",
+        stroke: o.colors[i], "stroke-width": o.bold === i ? 3.5 : 1.8, opacity: bold ? 1 : 0.35,
+        "data-testid": "series", "data-points": p.length,
+      }));
+      if (p.length === 1) g.append(svg("circle", { cx: X(p[0][0]), cy: Y(p[0][1]), r: 4, fill: o.colors[i] }));
+    }
+    legend.append(svg("rect", { x: W - R + 14, y: T + 6 + 20 * i, width: 14, height: 10, fill: o.colors[i] }),
+      svg("text", { x: W - R + 34, y: T + 15 + 20 * i }, o.names[i]));
+  });
+  g.append(legend);
+  return g;
+}
+
+function ticks(lo, hi, count) {
+  const step0 = (hi - lo) / count;
+  const mag = Math.pow(10, Math.floor(Math.log10(step0)));
+  const step = [1, 2, 5, 10].map((m) => m * mag).find((s) => s >= step0) || step0;
+  const out = [];
+  for (let t = Math.ceil(lo / step) * step; t <= hi + 1e-9; t += step) out.push(Math.abs(t) < 1e-12 ? 0 : t);
+  return out;
+}
+
+// ---------- the heads bar ----------
+
+function drawHeadsBar() {
+  const box = $("heads");
+  const cols = [headColumn(-1)];
+  for (let h = 0; h < HEADS; h++) cols.push(headColumn(h));
+  box.replaceChildren(...cols);
+}
+
+function headColumn(h) {
+  const viewing = state.head === h;
+  const view = el("input", {
+    type: "radio", name: "view-head", id: `view-${h}`, value: h, checked: viewing,
+    "data-testid": h < 0 ? "view-all" : `view-head-${h}`,
+    onchange: () => viewHead(h),
+  });
+  const label = el("label", { for: `view-${h}` }, h < 0 ? "all 8" : el("span", { class: "swatch", style: `background:${HEAD_COLORS[h]}` }),
+    h < 0 ? "" : `head ${h}`);
+  const col = el("div", { class: "head" + (viewing ? " viewing" : "") + (state.off.has(h) ? " off" : "") }, el("span", {}, view, label));
+  if (h >= 0) {
+    const sw = el("input", {
+      type: "checkbox", id: `on-${h}`, checked: !state.off.has(h), "data-testid": `switch-head-${h}`,
+      onchange: (ev) => { if (ev.target.checked) state.off.delete(h); else state.off.add(h); drawHeadsBar(); refreshStory(); },
+    });
+    col.append(el("label", { for: `on-${h}` }, sw, " on"));
+  } else {
+    col.append(el("span", { class: "muted", text: "view" }));
+  }
+  return col;
+}
+
+// ---------- Secret 2: the name swap ----------
+
+async function runSwap() {
+  const name = $("swap-name").value.trim();
+  if (!name) { showError("swap", new Error("Type a name to swap in.")); return; }
+  const body = { model: state.model, text: $("story").value, name };
+  if ($("swap-baseline").value) body.baseline = $("swap-baseline").value;
+  $("swap-go").disabled = true;
+  try {
+    const data = await api("/api/swap", body);
+    $("swap-out").replaceChildren(...(Array.isArray(data.mentions) ? swapView(data) : reportView(data)));
+    showError("swap", null);
+  } catch (e) { showError("swap", e); } finally { $("swap-go").disabled = false; }
+}
+
+// The typed story renamed: where the name comes back, what each network gives the new
+// name's first piece there (probability and rank among the 2,000 tokens).
+function swapView(d) {
+  const base = d.baseline && d.baseline !== "none";
+  const out = [el("p", {}, `The hero "${d.hero}" becomes "${d.name}" (${d.kind}, ${d.train_count === null ? "never" : d.train_count + " times"} in the training stories):`),
+    el("p", { class: "gen-out", "data-testid": "swap-text", text: d.swapped_text })];
+  const cols = ["mention", "position", "previous mention", "attention: probability", "rank"];
+  if (base) cols.push("window8: probability", "rank");
+  const head = el("tr", {}, ...cols.map((c) => el("th", { text: c })));
+  const rows = d.mentions.map((m) => el("tr", {
+    "data-testid": "swap-row", "data-position": m.position,
+    "data-model-probability": m.model_probability, "data-baseline-probability": base ? m.baseline_probability : null,
+  },
+    el("td", { text: m.mention }), el("td", { text: m.position }),
+    el("td", { class: "text", text: m.far ? "more than 8 tokens back" : "within the last 8" }),
+    el("td", { text: prob(m.model_probability) }), el("td", { text: m.model_rank }),
+    ...(base ? [el("td", { text: prob(m.baseline_probability) }), el("td", { text: m.baseline_rank })] : [])));
+  out.push(el("div", { class: "scroll" }, el("table", {}, el("thead", {}, head), el("tbody", {}, ...rows))));
+  let sum = `Over the ${d.later_mentions} later mentions, the attention network gives "${d.name}" ${prob(d.model_probability)} on average and guesses it first ${pct(d.model_top1)} of the time`;
+  if (base) sum += `; window8 gives it ${prob(d.baseline_probability)} and guesses it first ${pct(d.baseline_top1)} of the time`;
+  out.push(el("p", { "data-testid": "swap-summary", text: sum + "." }));
+  return out;
+}
+
+// A report as the CLI's JSON gives it: its plain fields as a list, each table (an
+// array of objects) as a table, so every number the server sends is shown.
+function reportView(data) {
+  const skip = new Set(["command", "model"]);
+  const kv = el("dl", { class: "kv" });
+  const tables = [];
+  for (const [k, v] of Object.entries(data)) {
+    if (skip.has(k)) continue;
+    if (Array.isArray(v) && v.length && typeof v[0] === "object") tables.push(el("h3", { text: k.replace(/_/g, " ") }), tableOf(v, k));
+    else if (v === null || typeof v !== "object") kv.append(el("dt", { text: k.replace(/_/g, " ") }), el("dd", { text: fmt(v) }));
+  }
+  return [kv, ...tables];
+}
+
+function tableOf(rows, name) {
+  const cols = [...new Set(rows.flatMap((r) => Object.keys(r)))];
+  const head = el("tr", {}, ...cols.map((c) => el("th", { text: c.replace(/_/g, " ") })));
+  const body = rows.map((r) => el("tr", { "data-testid": `${name}-row` }, ...cols.map((c) => {
+    const v = r[c];
+    return el("td", { class: typeof v === "string" ? "text" : null, text: v !== null && typeof v === "object" ? JSON.stringify(v) : fmt(v) });
+  })));
+  return el("div", { class: "scroll" }, el("table", {}, el("thead", {}, head), el("tbody", {}, ...body)));
+}
+
+// ---------- let the network write on: a POST read as a stream of SSE events ----------
+
+async function runGenerate() {
+  if (state.gen) return;
+  const ctrl = new AbortController();
+  state.gen = ctrl;
+  const prompt = $("story").value;
+  const body = {
+    model: state.model, prompt,
+    max_tokens: Number($("gen-n").value), temperature: Number($("gen-t").value),
+    top_k: Number($("gen-k").value), top_p: Number($("gen-p").value), seed: Number($("gen-seed").value),
+    ...ablation(),
+  };
+  const out = $("gen-out");
+  out.replaceChildren();
+  out.dataset.state = "running";
+  out.dataset.tokens = "0";
+  $("gen-go").disabled = true; $("gen-stop").disabled = false;
+  $("gen-status").textContent = "writing...";
+  showError("gen", null);
+  const t0 = performance.now();
+  let count = 0;
+  try {
+    const res = await fetch("/api/generate", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body), signal: ctrl.signal });
+    if (!res.ok) {
+      let msg = `the server answered ${res.status}`;
+      try {
+        const d = await res.json();
+        msg = (d.error || msg) + (d.hint ? ` (${d.hint})` : "");
+      } catch (e) { /* keep the status */ }
+      throw new Error(msg);
+    }
+    await readEvents(res.body, (event, data) => {
+      if (event === "done") {
+        showGenText(data.text);
+        out.dataset.state = "done";
+        out.dataset.doneTokens = String(data.tokens);
+        $("gen-status").textContent = `${data.tokens} tokens, seed ${data.seed}, stopped: ${data.stop_reason}; ${rate(count, t0)}`;
+      } else if (event === "error") {
+        throw new Error(data.error || "generation failed");
+      } else {
+        count++;
+        showGenText(data.text);
+        out.dataset.tokens = String(count);
+        $("gen-status").textContent = `writing... ${count} tokens, ${rate(count, t0)}`;
+      }
+    });
+    if (out.dataset.state === "running") out.dataset.state = "ended";
+  } catch (e) {
+    if (e.name === "AbortError") {
+      out.dataset.state = "stopped";
+      $("gen-status").textContent = `stopped after ${count} tokens`;
+    } else {
+      out.dataset.state = "failed";
+      showError("gen", e);
+      $("gen-status").textContent = "";
+    }
+  } finally {
+    state.gen = null;
+    $("gen-go").disabled = false; $("gen-stop").disabled = true;
+  }
+}
+
+const rate = (n, t0) => `${(n / Math.max(1e-3, (performance.now() - t0) / 1000)).toFixed(0)} tokens/s`;
+
+function showGenText(text) {
+  $("gen-out").textContent = text;
+}
+
+// Server-Sent Events from a fetch body: events are separated by a blank line,
+// each line "event: NAME" or "data: JSON".
+async function readEvents(stream, onEvent) {
+  const reader = stream.getReader();
+  const dec = new TextDecoder();
+  let buf = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buf += dec.decode(value, { stream: true }).replace(/\r\n/g, "\n");
+    let cut;
+    while ((cut = buf.indexOf("\n\n")) >= 0) {
+      const block = buf.slice(0, cut);
+      buf = buf.slice(cut + 2);
+      let event = "message", data = "";
+      for (const line of block.split("\n")) {
+        if (line.startsWith("event:")) event = line.slice(6).trim();
+        else if (line.startsWith("data:")) data += line.slice(5).replace(/^ /, "");
+      }
+      if (data) onEvent(event, JSON.parse(data));
+    }
+  }
+}
+
+// ---------- train your own ----------
+
+async function startTraining() {
+  const body = {
+    stories: $("train-stories").value.trim(), steps: Number($("train-steps").value),
+    seed: Number($("train-seed").value), eval_every: Number($("train-every").value),
+  };
+  try {
+    await api("/api/train", body);
+    showError("train", null);
+    $("train-use").hidden = true;
+    pollTraining();
+  } catch (e) { showError("train", e); }
+}
+
+async function stopTraining() {
+  try { await api("/api/train/stop", {}); pollTraining(); } catch (e) { showError("train", e); }
+}
+
+// Polled every second while a run is going; once at page load to find one.
+async function pollTraining() {
+  clearTimeout(state.trainTimer);
+  let t;
+  try { t = await api("/api/train"); } catch (e) { showError("train", e); return; }
+  drawTraining(t);
+  if (t.state === "running") state.trainTimer = setTimeout(pollTraining, 1000);
+  else if (t.model && t.model !== state.trainSeen && (t.state === "done" || t.state === "stopped")) {
+    state.trainSeen = t.model;
+    await loadModels().catch((e) => showError("top", e));
+    $("train-use").hidden = false;
+    $("train-use").dataset.model = t.model;
+  }
+}
+
+function drawTraining(t) {
+  const running = t.state === "running";
+  $("train-go").disabled = running;
+  $("train-stop").disabled = !running;
+  const st = $("train-state");
+  st.dataset.state = t.state;
+  st.dataset.points = (t.points || []).length;
+  // The server's message already says the step while it runs.
+  st.textContent = running && t.message ? `running: ${t.message}` :
+    `${t.state}` + (t.steps ? `: step ${t.step} of ${t.steps}` : "") +
+    (t.model && !running ? `, saved as ${t.model}` : "") + (t.message ? ` (${t.message})` : "");
+  const pts = t.points || [];
+  if (!pts.length) {
+    $("train-curve").replaceChildren(el("p", { class: "muted", text: running ? "waiting for the first evaluation..." : "no training yet" }));
+    state.trainHeads = t.heads || [];
+    drawTrainHeads();
+    return;
+  }
+  const series = [pts.map((p) => [p.step, p.train_loss]), pts.map((p) => [p.step, p.test_loss])];
+  const chart = lineChart(series, {
+    xLabel: "step", yLabel: "loss", colors: ["#2563eb", "#c2410c"], names: ["training", "test stories"],
+    xMax: Math.max(1, t.steps || 1), xMin: 0, W: 560, H: 320,
+  });
+  chart.setAttribute("data-points", pts.length);
+  $("train-curve").replaceChildren(chart);
+  state.trainHeads = t.heads || [];
+  const snap = $("train-snap");
+  const last = Math.max(0, state.trainHeads.length - 1);
+  const follow = Number(snap.value) >= Number(snap.max);
+  snap.max = String(last);
+  if (follow) snap.value = String(last);
+  drawTrainHeads();
+}
+
+// The training's heads at the step picked, in front of its first step's (outlined).
+function drawTrainHeads() {
+  const list = state.trainHeads || [];
+  const box = $("train-heads");
+  if (!list.length) { box.replaceChildren(); $("train-snap-step").textContent = ""; return; }
+  const i = Math.min(Number($("train-snap").value), list.length - 1);
+  const cur = list[i], first = list[0];
+  $("train-snap-step").textContent = `${cur.step} (dashed outline: step ${first.step})`;
+  const chart = headPanels(cur.mass, first.mass);
+  chart.setAttribute("data-step", cur.step);
+  box.replaceChildren(chart);
+}
+
+// Small multiples: one panel a head, a bar a distance bin (the share of the head's
+// weight), and the same shares of another moment as dashed outlines when given.
+// now, before: [8][6] shares.
+function headPanels(now, before) {
+  // Full height is the largest share drawn, so a head that spreads its weight
+  // evenly still shows its shape.
+  const top = Math.max(0.05, ...now.flat(), ...(before ? before.flat() : []));
+  const PW = 200, PH = 110, G = 16, W = 4 * (PW + G) + 10, RH = PH + 48;
+  const g = svg("svg", { viewBox: `0 0 ${W} ${2 * RH + 20}`, role: "img", "aria-label": "each head's weight by distance back" });
+  now.forEach((bins, h) => {
+    const x0 = (h % 4) * (PW + G) + 10, y0 = Math.floor(h / 4) * RH + 20;
+    g.append(svg("text", { x: x0, y: y0 - 4, fill: HEAD_COLORS[h], style: "font-weight:600" }, `head ${h}`));
+    const bw = PW / bins.length;
+    bins.forEach((m, b) => {
+      const hgt = PH * m / top;
+      g.append(svg("rect", { x: x0 + b * bw + 2, y: y0 + PH - hgt, width: bw - 4, height: hgt, fill: HEAD_COLORS[h] }, svg("title", {}, `head ${h}, distance ${DIST_BINS[b]}: ${pct(m)}`)),
+        svg("text", { x: x0 + b * bw + bw / 2, y: y0 + PH + 16, "text-anchor": "middle", style: "font-size:13px" }, DIST_BINS[b]));
+      if (before) {
+        const f = PH * before[h][b] / top;
+        g.append(svg("rect", { x: x0 + b * bw + 2, y: y0 + PH - f, width: bw - 4, height: f, fill: "none", stroke: "#333", "stroke-dasharray": "3 2" }));
+      }
+    });
+  });
+  g.append(svg("text", { x: 10, y: 2 * RH + 14 }, `bar height: share of the head's weight at that distance back (full height = ${pct(top)})`));
+  return g;
+}
+
+// ---------- Secret 1 on the test stories: /api/heads for the model (and a snapshot) ----------
+
+const massOf = (report) => report.heads.map((r) => [r.d0, r.d1, r.d2, r.d3_7, r.d8_31, r.d32_255]);
+
+function fillCompare() {
+  const sel = $("jobs-compare");
+  const others = state.models.filter((m) => m.arch === "attention" && m.path !== state.model);
+  sel.replaceChildren(el("option", { value: "", text: "(nothing)" }),
+    ...others.map((m) => el("option", { value: m.path, text: m.name })));
+  const snap = others.find((m) => m.path.includes("snapshots/"));
+  if (snap) sel.value = snap.path;
+}
+
+async function runJobs() {
+  const other = $("jobs-compare").value;
+  $("jobs-go").disabled = true;
+  $("jobs-status").textContent = "measuring on the test stories...";
+  try {
+    const jobs = [api("/api/heads", { model: state.model })];
+    if (other) jobs.push(api("/api/heads", { model: other }));
+    const [cur, before] = await Promise.all(jobs);
+    $("jobs-chart").replaceChildren(headPanels(massOf(cur), before ? massOf(before) : null));
+    $("jobs-reads").replaceChildren(...cur.heads.map((r) => el("li", {},
+      el("span", { class: "swatch", style: `background:${HEAD_COLORS[r.head]}` }),
+      `head ${r.head}: mean distance back ${fmt(r.mean_distance, 1)}; reads most ${r.reads_most}`)));
+    $("jobs-status").textContent = `${cur.heads[0].model}` + (before ? `; outline: ${before.heads[0].model}` : "");
+    showError("jobs", null);
+  } catch (e) {
+    $("jobs-status").textContent = "";
+    showError("jobs", e);
+  } finally { $("jobs-go").disabled = false; }
+}
+
+// ---------- the test stories ----------
+
+async function loadStories() {
+  try {
+    const data = await api("/api/stories");
+    const pick = $("story-pick");
+    pick.append(...(data.stories || []).map((s) => el("option", {
+      value: s.text, text: `test story ${s.index}: ${s.text.slice(0, 60).replace(/\s+/g, " ")}...`,
+    })));
+  } catch (e) { showError("story", e); }
+}
+
+// ---------- wiring ----------
+
+function debounce(fn, ms) {
+  let t = 0;
+  return () => { clearTimeout(t); t = setTimeout(fn, ms); };
+}
+
+function wire() {
+  $("tokens").addEventListener("click", (ev) => {
+    const b = ev.target.closest(".tok");
+    if (b) fetchPosition(Number(b.dataset.pos));
+  });
+  $("tokens").addEventListener("keydown", tokenKeys);
+  const storyChanged = debounce(() => { state.pos = -1; refreshStory(); }, 250);
+  $("story").addEventListener("input", storyChanged);
+  $("story-pick").addEventListener("change", (ev) => {
+    if (!ev.target.value) return;
+    $("story").value = ev.target.value;
+    state.pos = -1;
+    refreshStory();
+  });
+  $("model").addEventListener("change", (ev) => {
+    state.model = ev.target.value;
+    state.pos = -1;   // another vocabulary may cut the story into other tokens
+    describeModel();
+    fillCompare();
+    $("jobs-chart").replaceChildren(); $("jobs-reads").replaceChildren(); $("jobs-status").textContent = "";
+    refreshDistances();
+    refreshStory();
+  });
+  $("ablate-mode").addEventListener("change", (ev) => { state.mode = ev.target.value; if (state.off.size) refreshStory(); });
+  $("sort-weight").addEventListener("change", drawAttention);
+  $("dist-range").addEventListener("change", drawDistances);
+  $("swap-go").addEventListener("click", runSwap);
+  $("jobs-go").addEventListener("click", runJobs);
+  $("gen-go").addEventListener("click", runGenerate);
+  $("gen-stop").addEventListener("click", () => state.gen && state.gen.abort());
+  $("train-go").addEventListener("click", startTraining);
+  $("train-stop").addEventListener("click", stopTraining);
+  $("train-snap").addEventListener("input", drawTrainHeads);
+  $("train-use").addEventListener("click", (ev) => {
+    const m = findModel(ev.target.dataset.model);
+    if (!m) { showError("train", new Error(`the new model ${ev.target.dataset.model} is not in the model list yet`)); return; }
+    $("model").value = m.path;
+    $("model").dispatchEvent(new Event("change"));
+  });
+}
+
+async function start() {
+  wire();
+  drawHeadsBar();
+  try {
+    await loadModels();
+  } catch (e) { showError("top", e); return; }
+  document.body.dataset.ready = "1";
+  loadStories();
+  refreshDistances();
+  refreshStory();
+  pollTraining();
+}
+
+document.addEventListener("DOMContentLoaded", start);
