@@ -81,6 +81,8 @@ static int stream_story(StoryStream *st, long long k) {
 typedef struct Pass {
     Shards shards;
     StoryRef *refs; /* (max_stories) */
+    int32_t *ids;   /* (ids_cap) the run's stories' ids, as the shards read them */
+    size_t ids_cap;
 } Pass;
 
 /* Threads from OpenMP's setting (model_threads_setup); each thread's chunks
@@ -96,6 +98,25 @@ static int pass_init(Pass *p, const Model *m, int max_positions, int longest, in
 static void pass_free(Pass *p) {
     shards_free(&p->shards);
     free(p->refs);
+    free(p->ids);
+}
+
+/* p->refs[0..n): idx's stories, their ids copied out of s into p->ids. */
+static int pass_refs(Pass *p, const Stories *s, const int *idx, int n, Error *e) {
+    size_t total = 0;
+    for (int i = 0; i < n; i++) total += story_len(s, idx[i]);
+    if (total > p->ids_cap) {
+        int32_t *ids = xrealloc(p->ids, total * sizeof *ids, e);
+        if (!ids) return -1;
+        p->ids = ids;
+        p->ids_cap = total;
+    }
+    for (size_t i = 0, at = 0; i < (size_t)n; i++) {
+        story_copy_ids(s, idx[i], p->ids + at);
+        p->refs[i] = (StoryRef){p->ids + at, (int)story_len(s, idx[i])};
+        at += story_len(s, idx[i]);
+    }
+    return 0;
 }
 
 static long long predicted_positions(const Stories *s, const int *idx, int n) {
@@ -109,7 +130,7 @@ static long long predicted_positions(const Stories *s, const int *idx, int n) {
 static int pass_run(Pass *p, const Stories *s, const int *idx, int n, const Ablation *ab, float *grads,
                     double *loss_sum, long long *correct, Error *e) {
     long long total = predicted_positions(s, idx, n);
-    for (int i = 0; i < n; i++) p->refs[i] = (StoryRef){s->tokens + s->starts[idx[i]], (int)story_len(s, idx[i])};
+    if (pass_refs(p, s, idx, n, e)) return -1;
     return shards_run(&p->shards, p->refs, n, ab, total > 0 ? 1.0f / (float)total : 0.0f, grads, loss_sum, correct,
                       e);
 }
@@ -158,7 +179,7 @@ typedef struct Trainer {
 
 /* Identifies the training data: the token ids and the held-out split. */
 static uint64_t data_hash(const Stories *s) {
-    uint64_t h = hash64(s->tokens, s->n_tokens * sizeof(int32_t), 0);
+    uint64_t h = stories_hash_ids(s, 0);
     return hash64(s->test, (size_t)s->n_test * sizeof(int), h);
 }
 
