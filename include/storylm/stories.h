@@ -91,12 +91,20 @@ typedef struct Stories {
  * place: spread over the file, and a story keeps its role when the file is
  * reordered. test and train are ascending indices into the stories.
  *
+ * Memory: the file is read in one streaming pass over its memory map, a few
+ * thousand stories at a time, and the ids go to a file as they come, so a
+ * file of gigabytes needs tens of megabytes (16 bytes a story stay in memory
+ * until the end); s then maps that file.
+ *
  * Cache: <cache folder>/<16 hex digits>.ids, the digits a hash of the file's
- * bytes, the vocabulary's text and the cache format's version. A cache that
- * is short, corrupt, of another version or holds an impossible id or story
- * boundary is ignored and rewritten. The folder is made when missing; when it
- * cannot be made or written, the stories are read without a cache (no error).
- * Caches of old texts or vocabularies are left in the folder.
+ * bytes, the vocabulary's text and the key's version (the same names as
+ * before the streaming reader). A cache that is short, corrupt, of another
+ * layout version or holds an impossible id or story boundary is ignored and
+ * rewritten. The folder is made when missing; when it cannot be made or
+ * written, the ids go to an unlinked temporary file instead (no error).
+ * Caches of old texts or vocabularies are left in the folder. A cache must
+ * not be changed in place while a Stories maps it (storylm only ever renames
+ * a new one over it).
  * o = NULL means stories_default_options(). On failure s is left empty. */
 int stories_load(Stories *s, const char *path, const Tokenizer *t, const StoriesOptions *o, Error *e);
 void stories_free(Stories *s);
