@@ -11,6 +11,7 @@
 #include "storylm/stories.h"
 
 #include <limits.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,7 +23,7 @@
 #define STORIES_HASH_SEED 0x73746f72796c6dULL /* "storylm": the test-story choice */
 #define BATCH_STORIES 2048                    /* stories encoded at once */
 #define BATCH_BYTES (4u << 20)                /* or this much text */
-#define DROP_EVERY (32u << 20)                /* bytes of text read between giving pages back */
+#define DROP_EVERY (8u << 20)                 /* bytes of text read between giving pages back */
 
 StoriesOptions stories_default_options(void) {
     return (StoriesOptions){.n_test = STORIES_DEFAULT_TEST, .cache_dir = NULL, .use_cache = 1};
@@ -243,6 +244,8 @@ typedef struct Reader {
     Batch batch[3];    /* [0] to write, [1] to encode, [2] to fill */
     size_t dropped;    /* text before this is given back */
     IdsWriter *out;
+    TokenizerMemo *memo; /* (n_memo) one a thread: words already encoded */
+    int n_memo;
     StorySkips skips;  /* of encoding: stories that give no token */
     int write_rc;
     Error write_error;
@@ -253,9 +256,11 @@ typedef struct Reader {
 static void encode_one(Reader *r, Batch *b, int i) {
     const char *text = r->text->data + b->spans[i].offset;
     Error local = {0};
+    int thread = omp_get_thread_num();
+    TokenizerMemo *memo = thread < r->n_memo ? &r->memo[thread] : NULL;
     b->ids[i].len = 0;
     b->hashes[i] = story_hash(text, b->spans[i].len);
-    if (tokenizer_encode(r->t, text, b->spans[i].len, &b->ids[i], &local) != 0) {
+    if (tokenizer_encode_memo(r->t, memo, text, b->spans[i].len, &b->ids[i], &local) != 0) {
 #pragma omp critical(stories_encode_error)
         if (i < b->failed) {
             b->failed = i;
@@ -345,7 +350,13 @@ static int read_stories(Stories *s, const Tokenizer *t, const FileMap *text, con
     r->t = t, r->text = text, r->path = path, r->out = out, r->split_rc = 1;
     r->sp = splitter(text->data, text->len, has_separator_line(text->data, b, text->len, text), b);
     r->sp.take = take_span, r->sp.e = e;
-    int rc = stream(r, e);
+    r->n_memo = omp_get_max_threads();
+    r->memo = xcalloc((size_t)r->n_memo, sizeof *r->memo, e);
+    int rc = r->memo ? 0 : -1;
+    for (int i = 0; !rc && i < r->n_memo; i++) rc = tokenizer_memo_init(&r->memo[i], t, e);
+    if (!rc) rc = stream(r, e);
+    for (int i = 0; r->memo && i < r->n_memo; i++) tokenizer_memo_free(&r->memo[i]);
+    free(r->memo);
     for (int k = 0; k < 3; k++)
         for (int i = 0; i < BATCH_STORIES; i++) intvec_free(&r->batch[k].ids[i]);
     StorySkips k = r->sp.skips;

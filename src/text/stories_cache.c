@@ -26,7 +26,7 @@
 
 #define CACHE_VERSION 2u     /* of the layout */
 #define CACHE_KEY_VERSION 1u /* of the key: unchanged, so a file keeps its cache's name */
-#define WINDOW (32u << 20)   /* bytes of a map read between giving pages back */
+#define WINDOW (8u << 20)    /* bytes of a map read between giving pages back */
 
 _Static_assert(sizeof(size_t) == 8, "the starts are read from the cache file in place as size_t");
 
