@@ -150,7 +150,10 @@ static int train_file(const char *path, TrainOptions *o, const char *vocab_path,
     ProgressPrinter pp = {.tty = isatty(2)};
     TrainResult r;
     rc = train_run(&s, o, root ? print_progress : NULL, &pp, &r, e);
-    if (rc || !root) goto done;
+    if (rc) goto done;
+    /* a signal that came at the last step or after it leaves a whole run: exit 0 */
+    *signalled = r.interrupted && stop_requested;
+    if (!root) goto done;
     print_comm(o->dist, &r);
     char took[32];
     cli_format_duration(r.seconds, took, sizeof took);
@@ -159,8 +162,6 @@ static int train_file(const char *path, TrainOptions *o, const char *vocab_path,
             exp(r.test_loss), 100 * r.test_accuracy);
     printf("model saved to %s\n", o->out);
     printf("sample it:  storylm generate --model %s \"Lily found a\"\n", o->out);
-    /* a signal that came at the last step or after it leaves a whole run: exit 0 */
-    *signalled = r.interrupted && stop_requested;
     if (r.interrupted)
         printf("resume it:  storylm train %s --resume --out %s --steps %d\n", path, o->out, o->steps);
 done:

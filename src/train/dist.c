@@ -31,13 +31,13 @@ static int launched_size(void) {
 
 int dist_launched(void) { return launched_size() > 0; }
 
+#ifdef STORYLM_MPI
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-#ifdef STORYLM_MPI
 /* An MPI error as an Error naming the call. */
 static int mpi_fail(int rc, const char *call, Error *e) {
     char msg[MPI_MAX_ERROR_STRING];
@@ -62,7 +62,6 @@ int dist_init(Dist *d, Error *e) {
     MPI_Comm_size(MPI_COMM_WORLD, &d->size);
     return 0;
 #else
-    (void)e;
     return FAIL(e, "build with MPI (cmake -DSTORYLM_MPI=ON, Open MPI installed) or run without mpirun",
                 "started by mpirun as one of %d processes, but this storylm was built without MPI", n);
 #endif
@@ -98,7 +97,7 @@ int dist_allgather(Dist *d, void *buf, size_t each, Error *e) {
     d->exchanges++;
     return rc == MPI_SUCCESS ? 0 : mpi_fail(rc, "MPI_Allgather", e);
 #else
-    (void)buf, (void)each, (void)now_s;
+    (void)buf, (void)each;
     return 0;
 #endif
 }
