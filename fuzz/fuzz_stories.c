@@ -35,10 +35,10 @@ static const char *cache_dir(void) {
 static void check_stories(const Stories *s, const Tokenizer *t) {
     FUZZ_ASSERT(s->n_stories >= 1 && s->starts[0] == 0 && s->starts[s->n_stories] == s->n_tokens);
     for (int i = 0; i < s->n_stories; i++) {
-        size_t b = s->starts[i], e = s->starts[i + 1];
-        FUZZ_ASSERT(e > b + 2 && s->tokens[b] == t->eos_id && s->tokens[e - 1] == t->eos_id);
+        size_t n = story_len(s, i);
+        FUZZ_ASSERT(n > 2 && story_token(s, i, 0) == t->eos_id && story_token(s, i, n - 1) == t->eos_id);
+        for (size_t j = 0; j < n; j++) FUZZ_ASSERT(story_token(s, i, j) >= 0 && story_token(s, i, j) < t->size);
     }
-    for (size_t i = 0; i < s->n_tokens; i++) FUZZ_ASSERT(s->tokens[i] >= 0 && s->tokens[i] < t->size);
     FUZZ_ASSERT(s->n_test >= 0 && s->n_train >= 0 && s->n_test + s->n_train == s->n_stories);
     int test = 0, train = 0;
     for (int i = 0; i < s->n_stories; i++) { /* both lists ascending, together every story once */
@@ -49,8 +49,11 @@ static void check_stories(const Stories *s, const Tokenizer *t) {
 }
 
 static int same_stories(const Stories *a, const Stories *b) {
-    return a->n_stories == b->n_stories && a->n_tokens == b->n_tokens && a->n_test == b->n_test &&
-           !memcmp(a->tokens, b->tokens, a->n_tokens * sizeof *a->tokens) &&
+    if (a->n_stories != b->n_stories) return 0;
+    for (int i = 0; i < a->n_stories; i++)
+        for (size_t j = 0; j < story_len(a, i) && j < story_len(b, i); j++)
+            if (story_token(a, i, j) != story_token(b, i, j)) return 0;
+    return a->n_tokens == b->n_tokens && a->n_test == b->n_test &&
            !memcmp(a->starts, b->starts, ((size_t)a->n_stories + 1) * sizeof *a->starts) &&
            !memcmp(a->test, b->test, (size_t)a->n_test * sizeof *a->test) &&
            !memcmp(&a->skips, &b->skips, sizeof a->skips);

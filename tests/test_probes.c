@@ -24,11 +24,11 @@ static void small_model(Model *m, uint64_t seed) {
 }
 
 /* Two stories of ids as a Stories value, both held out. */
-static const int32_t story_ids[] = {0, 3, 5, 7, 3, 9, 11, 2, 4, 3, 6, 8, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 0};
+static const int32_t two_stories_ids[] = {0, 3, 5, 7, 3, 9, 11, 2, 4, 3, 6, 8, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 0};
 static size_t story_starts[] = {0, 13, 26};
 static int both[] = {0, 1};
 static Stories two_stories(void) {
-    return (Stories){.n_stories = 2, .tokens = (int32_t *)story_ids, .starts = story_starts, .n_tokens = 26,
+    return (Stories){.n_stories = 2, .ids32 = two_stories_ids, .starts = story_starts, .n_tokens = 26,
                      .n_test = 2, .test = both};
 }
 
@@ -43,10 +43,10 @@ static void ablated_head_is_zero_or_mean(void) {
     CHECK(probe_head_means(&m, &s, s.test, s.n_test, mean, &e) == 0);
     ProbeRunner plain, off;
     CHECK(probe_runner_init(&plain, &m, 4, &e) == 0 && probe_runner_init(&off, &m, 4, &e) == 0);
-    CHECK(probe_run(&plain, story_ids, 13, NULL, &e) == 0); /* grows past 4 positions */
+    CHECK(probe_run(&plain, two_stories_ids, 13, NULL, &e) == 0); /* grows past 4 positions */
     for (int mode = 0; mode < 2; mode++) {
         Ablation ab = {.heads = 1u << 1, .mode = mode ? ABLATE_MEAN : ABLATE_ZERO, .mean = mean};
-        CHECK(probe_run(&off, story_ids, 13, &ab, &e) == 0);
+        CHECK(probe_run(&off, two_stories_ids, 13, &ab, &e) == 0);
         int exact = 1, others = 1;
         for (int p = 0; p < 13; p++) {
             const float *o = activations_head_output(&off.acts, 1, p);
@@ -61,7 +61,7 @@ static void ablated_head_is_zero_or_mean(void) {
         CHECK(generator_init(&g, &m, &ab, &e) == 0);
         double worst = 0;
         for (int p = 0; p < 13; p++) {
-            const float *logits = generator_feed(&g, story_ids[p]);
+            const float *logits = generator_feed(&g, two_stories_ids[p]);
             for (int v = 0; v < 12; v++) worst = fmax(worst, fabs(logits[v] - off.acts.logits[p * 12 + v]));
         }
         CHECK(worst < 1e-4);
@@ -70,7 +70,7 @@ static void ablated_head_is_zero_or_mean(void) {
     /* the mean is the mean: head 0's outputs averaged by hand over both stories */
     double sum = 0;
     for (int k = 0; k < 2; k++) {
-        CHECK(probe_run(&plain, story_ids + story_starts[k], 13, NULL, &e) == 0);
+        CHECK(probe_run(&plain, two_stories_ids + story_starts[k], 13, NULL, &e) == 0);
         for (int p = 0; p < 13; p++) sum += activations_head_output(&plain.acts, 0, p)[2];
     }
     CHECK_CLOSE(mean[2], sum / 26, 1e-5, 1e-6);
@@ -117,7 +117,7 @@ static void attend_matches_direct_computation(void) {
     Error e;
     ProbeRunner r;
     CHECK(probe_runner_init(&r, &m, 13, &e) == 0);
-    CHECK(probe_run(&r, story_ids, 13, NULL, &e) == 0);
+    CHECK(probe_run(&r, two_stories_ids, 13, NULL, &e) == 0);
     const ModelConfig *c = &m.cfg;
     AttendKey keys[8];
     for (int h = 0; h < 3; h++)
@@ -126,22 +126,22 @@ static void attend_matches_direct_computation(void) {
             CHECK(n == (p < 8 ? p + 1 : 8)); /* a window of 8 */
             double q[4] = {0}, scores[8], max = -INFINITY, total = 0, sum_w = 0;
             for (int i = 0; i < c->row_dim; i++)
-                for (int j = 0; j < 4; j++) q[j] += m.embedding[story_ids[p] * 6 + i] * m.query[(h * 6 + i) * 4 + j];
+                for (int j = 0; j < 4; j++) q[j] += m.embedding[two_stories_ids[p] * 6 + i] * m.query[(h * 6 + i) * 4 + j];
             for (int k = 0; k < n; k++) {
                 int u = p - n + 1 + k;
                 double dot = 0;
                 for (int j = 0; j < 4; j++) {
                     double kj = 0;
-                    for (int i = 0; i < 6; i++) kj += m.embedding[story_ids[u] * 6 + i] * m.key[(h * 6 + i) * 4 + j];
+                    for (int i = 0; i < 6; i++) kj += m.embedding[two_stories_ids[u] * 6 + i] * m.key[(h * 6 + i) * 4 + j];
                     dot += q[j] * kj;
                 }
                 scores[k] = dot / 2 + m.distance[h * 8 + (p - u)];
                 max = fmax(max, scores[k]);
-                CHECK(keys[k].position == u && keys[k].distance == p - u && keys[k].token == story_ids[u]);
+                CHECK(keys[k].position == u && keys[k].distance == p - u && keys[k].token == two_stories_ids[u]);
                 CHECK_CLOSE(keys[k].dot, dot / 2, 1e-4, 1e-5);
                 CHECK_CLOSE(keys[k].distance_score, m.distance[h * 8 + (p - u)], 0, 0);
                 CHECK_CLOSE(keys[k].cosine,
-                            probe_cosine(m.embedding + story_ids[p] * 6, m.embedding + story_ids[u] * 6, 6), 1e-6, 1e-6);
+                            probe_cosine(m.embedding + two_stories_ids[p] * 6, m.embedding + two_stories_ids[u] * 6, 6), 1e-6, 1e-6);
             }
             for (int k = 0; k < n; k++) total += exp(scores[k] - max);
             for (int k = 0; k < n; k++) {
@@ -253,7 +253,7 @@ static void name_targets(const Tokenizer *t, const NameList *nl) {
     memcpy(ids + b.len, a.data, a.len * sizeof(int32_t));
     size_t starts[3] = {0, b.len, b.len + a.len};
     int idx[2] = {0, 1};
-    Stories s = {.n_stories = 2, .tokens = ids, .starts = starts, .n_tokens = b.len + a.len};
+    Stories s = {.n_stories = 2, .ids32 = ids, .starts = starts, .n_tokens = b.len + a.len};
     NameTargets nt;
     Error e;
     CHECK(name_targets_find(t, nl, &s, idx, 2, &nt, &e) == 0);

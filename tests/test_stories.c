@@ -66,8 +66,10 @@ static int same_stories(const Stories *a, const Stories *b) {
     if (a->skips.empty != b->skips.empty || a->skips.invalid_utf8 != b->skips.invalid_utf8 ||
         a->skips.too_long != b->skips.too_long)
         return 0;
-    return memcmp(a->tokens, b->tokens, a->n_tokens * sizeof *a->tokens) == 0 &&
-           memcmp(a->starts, b->starts, ((size_t)a->n_stories + 1) * sizeof *a->starts) == 0 &&
+    for (int i = 0; i < a->n_stories; i++)
+        for (size_t j = 0; j < story_len(a, i); j++)
+            if (story_token(a, i, j) != story_token(b, i, j)) return 0;
+    return memcmp(a->starts, b->starts, ((size_t)a->n_stories + 1) * sizeof *a->starts) == 0 &&
            memcmp(a->test, b->test, (size_t)a->n_test * sizeof *a->test) == 0 &&
            memcmp(a->train, b->train, (size_t)a->n_train * sizeof *a->train) == 0;
 }
@@ -334,9 +336,11 @@ static void test_load_wraps_ids_in_eos(const Tokenizer *t) {
         IntVec ids = {0};
         CHECK(tokenizer_encode(t, want[i], strlen(want[i]), &ids, NULL) == 0);
         CHECK(story_len(&s, i) == ids.len + 2);
-        const int32_t *row = s.tokens + s.starts[i];
+        StoryBuf buf = {0};
+        const int32_t *row = story_ids(&s, i, &buf, NULL);
         CHECK(row[0] == t->eos_id && row[ids.len + 1] == t->eos_id);
         CHECK(memcmp(row + 1, ids.data, ids.len * sizeof *row) == 0);
+        story_buf_free(&buf);
         intvec_free(&ids);
     }
     /* three stories: a tenth is 0, but one is held out all the same */
@@ -379,7 +383,7 @@ static void test_load_failures(const Tokenizer *t) {
     write_text(path, "");
     CHECK(stories_load(&s, path, t, &o, &e) == -1);
     CHECK(strstr(e.message, "empty.txt' holds no stories") != NULL);
-    CHECK(s.tokens == NULL && s.n_stories == 0);
+    CHECK(s.ids16 == NULL && s.ids32 == NULL && s.map == NULL && s.n_stories == 0);
     tmp_path(path, sizeof path, "only_sep.txt");
     write_text(path, SEP "\n" SEP "\n");
     CHECK(stories_load(&s, path, t, &o, &e) == -1);
@@ -520,9 +524,9 @@ static void test_cache_invalidation(const Tokenizer *t) {
     /* the text changes by one character */
     write_text(path, "Tom ran.\n" SEP "\nLily sat zarko!\n");
     int bang = tokenizer_lookup(t, "!", 1);
-    if (load(&s, path, t, &o) == 0) CHECK(s.from_cache == 0 && s.tokens[s.n_tokens - 2] == bang);
+    if (load(&s, path, t, &o) == 0) CHECK(s.from_cache == 0 && story_token(&s, 1, story_len(&s, 1) - 2) == bang);
     stories_free(&s);
-    if (load(&s, path, t, &o) == 0) CHECK(s.from_cache == 1 && s.tokens[s.n_tokens - 2] == bang);
+    if (load(&s, path, t, &o) == 0) CHECK(s.from_cache == 1 && story_token(&s, 1, story_len(&s, 1) - 2) == bang);
     stories_free(&s);
     /* the vocabulary changes: "zarko" becomes one piece */
     Tokenizer bigger;
@@ -530,7 +534,7 @@ static void test_cache_invalidation(const Tokenizer *t) {
     if (load(&s, path, &bigger, &o) == 0) {
         CHECK(s.from_cache == 0);
         CHECK(story_len(&s, 1) == 6); /* [EOS] lily sat zarko ! [EOS] */
-        CHECK(s.tokens[s.starts[1] + 3] == tokenizer_lookup(&bigger, "zarko", 5));
+        CHECK(story_token(&s, 1, 3) == tokenizer_lookup(&bigger, "zarko", 5));
     }
     stories_free(&s);
     tokenizer_free(&bigger);
@@ -552,6 +556,14 @@ static char *read_cache(const char *folder, char *path, size_t path_size, size_t
     return data;
 }
 
+/* A cache file's checksum (src/text/stories_cache.c): hash64 of the bytes
+ * after the 56-byte header up to the checksum, continued over the header. */
+static void set_checksum(char *cache, size_t len) {
+    uint64_t sum = hash64(cache + 56, len - 64, 0);
+    sum = hash64(cache, 56, sum ^ hash64(NULL, 0, 0));
+    memcpy(cache + len - 8, &sum, 8);
+}
+
 /* A damaged cache is never trusted: it is read from the text and rewritten. */
 static void check_damaged_cache(const Tokenizer *t, const char *path, const StoriesOptions *o, const Stories *good,
                                 const char *cache_file, const char *bytes, size_t len) {
@@ -570,9 +582,13 @@ static void test_cache_damaged(const Tokenizer *t) {
     tmp_path(path, sizeof path, "damaged.txt");
     write_stories(path, 50, NULL);
     fresh_folder(cache, sizeof cache, "cache_damaged");
-    StoriesOptions o = options(cache, 1);
-    Stories good;
-    if (load(&good, path, t, &o)) return;
+    StoriesOptions o = options(cache, 1), none = options(NULL, 0);
+    Stories good, first;
+    /* the damage is written into the cache file in place, under first's map:
+     * the stories compared against come from no cache */
+    if (load(&first, path, t, &o)) return;
+    stories_free(&first);
+    if (load(&good, path, t, &none)) return;
     size_t len;
     char *bytes = read_cache(cache, cache_file, sizeof cache_file, &len);
     if (!bytes) return;
@@ -588,15 +604,23 @@ static void test_cache_damaged(const Tokenizer *t) {
     /* another version (bytes 8..11), checksum made to match */
     memcpy(copy, bytes, len);
     copy[8] ^= 0x7f;
-    uint64_t sum = hash64(copy, len - 8, 0);
-    memcpy(copy + len - 8, &sum, 8);
+    set_checksum(copy, len);
     check_damaged_cache(t, path, &o, &good, cache_file, copy, len);
     /* an id beyond the vocabulary behind a valid checksum */
     memcpy(copy, bytes, len);
-    int32_t bad = t->size + 5;
-    memcpy(copy + len - 8 - 4 * 3, &bad, 4);
-    sum = hash64(copy, len - 8, 0);
-    memcpy(copy + len - 8, &sum, 8);
+    uint16_t bad = (uint16_t)(t->size + 5); /* the second id: 16 bits an id at this vocabulary */
+    memcpy(copy + 56 + 2, &bad, 2);
+    set_checksum(copy, len);
+    check_damaged_cache(t, path, &o, &good, cache_file, copy, len);
+    /* a story boundary moved behind a valid checksum */
+    memcpy(copy, bytes, len);
+    uint64_t n_stories, start;
+    memcpy(&n_stories, copy + 24, 8);
+    size_t starts_at = len - 8 - 8 * (2 * (size_t)n_stories + 1);
+    memcpy(&start, copy + starts_at + 8, 8);
+    start += 1;
+    memcpy(copy + starts_at + 8, &start, 8);
+    set_checksum(copy, len);
     check_damaged_cache(t, path, &o, &good, cache_file, copy, len);
     free(copy);
     free(bytes);
@@ -660,6 +684,47 @@ static void test_development_data(const Tokenizer *t) {
     stories_free(&s);
 }
 
+/* ------------------------------------------------------------ streaming */
+
+/* The streaming reader encodes thousands of stories a batch, several batches
+ * in flight: over many batches it gives what the plain path gives (split the
+ * whole text, encode each story on its own), from the text, the cache and no
+ * cache; and the ids hash as the 4-byte ids of the reader before it did. */
+static void test_stream_matches_plain_path(const Tokenizer *t) {
+    char path[4096], cache[4096];
+    tmp_path(path, sizeof path, "many.txt");
+    write_stories(path, 7000, NULL); /* over three batches of 2048 */
+    fresh_folder(cache, sizeof cache, "cache_many");
+    char *text;
+    size_t len;
+    StorySpan *spans;
+    int n;
+    if (!CHECK(file_read_all(path, 0, &text, &len, NULL) == 0)) return;
+    if (!CHECK(stories_split(text, len, path, &spans, &n, NULL, NULL) == 0)) return;
+    IntVec plain = {0}; /* every story's [EOS] ids [EOS], one after another */
+    for (int i = 0; i < n; i++) {
+        intvec_push(&plain, t->eos_id, NULL);
+        CHECK(tokenizer_encode(t, text + spans[i].offset, spans[i].len, &plain, NULL) == 0);
+        intvec_push(&plain, t->eos_id, NULL);
+    }
+    StoriesOptions with = options(cache, 1), without = options(NULL, 0);
+    const StoriesOptions *opts[3] = {&with, &with, &without};
+    for (int k = 0; k < 3; k++) {
+        Stories s;
+        if (load(&s, path, t, opts[k])) break;
+        CHECK(s.from_cache == (k == 1) && s.ids16 != NULL && s.n_stories == n && s.n_tokens == plain.len);
+        size_t at = 0, differ = 0;
+        for (int i = 0; i < s.n_stories && at <= plain.len; i++)
+            for (size_t j = 0; j < story_len(&s, i) && at < plain.len; j++) differ += story_token(&s, i, j) != plain.data[at++];
+        CHECK(differ == 0 && at == plain.len);
+        CHECK(stories_hash_ids(&s, 7) == hash64(plain.data, plain.len * sizeof(int32_t), 7));
+        stories_free(&s);
+    }
+    intvec_free(&plain);
+    free(spans);
+    free(text);
+}
+
 int main(void) {
     test_split_on_separators();
     test_split_on_blank_lines();
@@ -683,6 +748,7 @@ int main(void) {
         test_cache_damaged(&t);
         test_cache_unwritable_or_off(&t);
         test_threads_agree(&t);
+        test_stream_matches_plain_path(&t);
         test_development_data(&t);
         tokenizer_free(&t);
     }

@@ -403,6 +403,36 @@ static void test_real_text(const char *path, const char *sep, const char *what) 
     free(s.start), free(s.len), free(data);
 }
 
+/* The memo of words gives what plain encoding gives, word for word, also for
+ * words of many pieces, [UNK] words, words too long to remember, and a memo
+ * far fuller than its slots (slots taken over by other words). */
+static void test_memo_changes_nothing(const Tokenizer *t) {
+    TokenizerMemo m;
+    if (!CHECK(tokenizer_memo_init(&m, t, NULL) == 0)) return;
+    ByteVec text = {0};
+    const char *words[] = {"the", "dog", "played", "zarkoqq", "a", "cat", "xyzzyplugh", "!", "Ünïcödé",
+                           "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "ran", "lily", "tom", ","};
+    for (int i = 0; i < 20000; i++) {
+        char w[64];
+        int n = snprintf(w, sizeof w, "%s%s%d ", words[(i * 7) % 14], i % 3 ? "" : "s", i % 50);
+        bytevec_append(&text, w, (size_t)n, NULL);
+        if (i % 97 == 0) bytevec_append(&text, words[i % 14], strlen(words[i % 14]), NULL);
+    }
+    IntVec plain = {0}, memo = {0};
+    for (int pass = 0; pass < 2; pass++) { /* the second pass reads the memo the first filled */
+        plain.len = memo.len = 0;
+        CHECK(tokenizer_encode(t, text.data, text.len, &plain, NULL) == 0);
+        CHECK(tokenizer_encode_memo(t, &m, text.data, text.len, &memo, NULL) == 0);
+        CHECK(plain.len == memo.len && plain.len > 0 && memcmp(plain.data, memo.data, plain.len * 4) == 0);
+    }
+    Tokenizer other = {0};
+    CHECK(tokenizer_encode_memo(&other, &m, "a", 1, &memo, NULL) != 0); /* a memo is of one tokenizer */
+    intvec_free(&plain);
+    intvec_free(&memo);
+    bytevec_free(&text);
+    tokenizer_memo_free(&m);
+}
+
 int main(void) {
     Tokenizer t;
     Error e = {0};
@@ -414,6 +444,7 @@ int main(void) {
     test_encode(&t);
     test_word_length(&t);
     test_decode(&t);
+    test_memo_changes_nothing(&t);
     tokenizer_free(&t);
     free(text);
     test_vocab_errors();

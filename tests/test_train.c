@@ -19,17 +19,19 @@ static void toy_stories(Stories *s) {
     Rng r;
     rng_seed(&r, 5);
     *s = (Stories){.n_stories = N_STORIES};
-    s->starts = calloc(N_STORIES + 1, sizeof *s->starts);
-    s->tokens = malloc(N_STORIES * 80 * sizeof *s->tokens);
+    size_t *starts = calloc(N_STORIES + 1, sizeof *starts);
+    int32_t *tokens = malloc(N_STORIES * 80 * sizeof *tokens);
     for (int i = 0; i < N_STORIES; i++) {
         int len = 10 + (int)rng_below(&r, 60), x = (int)rng_below(&r, V - 2);
-        size_t at = s->starts[i];
-        s->tokens[at] = 1;
-        for (int t = 1; t < len - 1; t++) s->tokens[at + t] = 2 + (x + t) % (V - 2);
-        s->tokens[at + len - 1] = 1;
-        s->starts[i + 1] = at + len;
+        size_t at = starts[i];
+        tokens[at] = 1;
+        for (int t = 1; t < len - 1; t++) tokens[at + t] = 2 + (x + t) % (V - 2);
+        tokens[at + len - 1] = 1;
+        starts[i + 1] = at + len;
     }
-    s->n_tokens = s->starts[N_STORIES];
+    s->starts = starts;
+    s->ids32 = tokens;
+    s->n_tokens = starts[N_STORIES];
     s->n_test = 6;
     s->n_train = N_STORIES - 6;
     s->test = malloc(6 * sizeof(int));
@@ -125,6 +127,8 @@ int main(void) {
     schedule_warms_up_then_decays();
     chunks_change_nothing(&s);
     training_learns_and_saves(&s);
+    free((void *)s.ids32); /* made here, not mapped: stories_free leaves them */
+    free((void *)s.starts);
     stories_free(&s);
     return check_report();
 }

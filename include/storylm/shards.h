@@ -11,12 +11,18 @@
  * Deterministic: the deal depends only on the stories' lengths and the number
  * of shards, every sum runs in a fixed order, so the same stories and thread
  * count give the same numbers bit for bit. Another thread count sums in
- * another grouping (the same up to float rounding). */
+ * another grouping (the same up to float rounding).
+ *
+ * Across processes (dist.h): the shards are numbered over all ranks, rank r
+ * running shards r*T .. r*T+T-1 on its T threads; after a run the ranks
+ * exchange every shard's gradient and losses (in rank order) and each sums
+ * all of them in shard order, as one process with all the shards would. */
 #ifndef STORYLM_SHARDS_H
 #define STORYLM_SHARDS_H
 
 #include <stdint.h>
 
+#include "storylm/dist.h"
 #include "storylm/error.h"
 #include "storylm/model.h"
 #include "storylm/workers.h"
@@ -30,7 +36,7 @@ typedef struct StoryRef {
 typedef struct Shard {
     Activations acts;
     Batch batch;
-    float *grads;   /* (n_params) this shard's share of the gradient */
+    float *grads;   /* (n_params) this shard's share of the gradient, in Shards.grads_all */
     int *stories;   /* (max_stories) indices into the run's stories, in order */
     int n_stories;
     long long tokens;
@@ -42,7 +48,11 @@ typedef struct Shard {
 
 typedef struct Shards {
     const Model *model;
-    int n;                /* shards = threads */
+    int n;                /* shards in all: threads x ranks */
+    int first, local;     /* this process runs shards first .. first + local - 1, one a thread */
+    Dist *dist;           /* NULL: one process runs them all */
+    float *grads_all;     /* (n x n_params) every shard's gradient, in shard order: what the ranks exchange */
+    double *results;      /* (n x 3) every shard's loss sum, correct predictions, failure */
     int positions;        /* per shard and forward chunk */
     int max_stories;      /* per run */
     Workers workers;
@@ -59,6 +69,9 @@ typedef struct Shards {
  * shard with more tokens runs several chunks; a story longer than that cannot
  * run), for runs of up to max_stories stories. */
 int shards_init(Shards *s, const Model *m, int n_threads, int positions, int max_stories, Error *e);
+/* The same with n_threads on each of dist's ranks (dist NULL: shards_init). */
+int shards_init_dist(Shards *s, const Model *m, int n_threads, Dist *dist, int positions, int max_stories,
+                     Error *e);
 void shards_free(Shards *s);
 
 /* Runs stories[0..n) through the model, with the heads in ablation switched

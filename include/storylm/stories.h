@@ -59,16 +59,24 @@ typedef struct StoriesOptions {
 
 StoriesOptions stories_default_options(void);
 
+/* The ids live in a memory-mapped file (the cache, or an unlinked temporary
+ * file when there is no cache), two bytes an id when the vocabulary fits in
+ * 16 bits, else four; per story only its start. Read them through
+ * story_len, story_token, story_copy_ids or story_ids below. A Stories made
+ * by hand (tests) sets ids32 and starts and leaves map empty. */
 typedef struct Stories {
     int n_stories;
-    int32_t *tokens;  /* all stories' ids; story i is tokens[starts[i] .. starts[i+1]) */
-    size_t *starts;   /* n_stories + 1 entries */
-    size_t n_tokens;  /* = starts[n_stories] */
+    const uint16_t *ids16; /* all stories' ids when 16 bits hold them, else NULL */
+    const int32_t *ids32;  /* else here; story i is ids[starts[i] .. starts[i+1]) */
+    const size_t *starts;  /* n_stories + 1 entries */
+    size_t n_tokens;       /* = starts[n_stories] */
     int n_test, n_train;
     int *test;        /* indices of the held-out test stories, ascending */
     int *train;       /* indices of the others, ascending */
     StorySkips skips;
     int from_cache;   /* 1 when ids came from the cache */
+    const void *map;  /* the mapped ids file holding ids and starts (NULL: none) */
+    size_t map_len;
 } Stories;
 
 /* Reads path, splits (stories_split), encodes every story as
@@ -83,24 +91,51 @@ typedef struct Stories {
  * place: spread over the file, and a story keeps its role when the file is
  * reordered. test and train are ascending indices into the stories.
  *
+ * Memory: the file is read in one streaming pass over its memory map, a few
+ * thousand stories at a time, and the ids go to a file as they come, so a
+ * file of gigabytes needs tens of megabytes (16 bytes a story stay in memory
+ * until the end); s then maps that file.
+ *
  * Cache: <cache folder>/<16 hex digits>.ids, the digits a hash of the file's
- * bytes, the vocabulary's text and the cache format's version. A cache that
- * is short, corrupt, of another version or holds an impossible id or story
- * boundary is ignored and rewritten. The folder is made when missing; when it
- * cannot be made or written, the stories are read without a cache (no error).
- * Caches of old texts or vocabularies are left in the folder.
+ * bytes, the vocabulary's text and the key's version (the same names as
+ * before the streaming reader). A cache that is short, corrupt, of another
+ * layout version or holds an impossible id or story boundary is ignored and
+ * rewritten. The folder is made when missing; when it cannot be made or
+ * written, the ids go to an unlinked temporary file instead (no error).
+ * Caches of old texts or vocabularies are left in the folder. A cache must
+ * not be changed in place while a Stories maps it (storylm only ever renames
+ * a new one over it).
  * o = NULL means stories_default_options(). On failure s is left empty. */
 int stories_load(Stories *s, const char *path, const Tokenizer *t, const StoriesOptions *o, Error *e);
 void stories_free(Stories *s);
 
 /* Length in tokens of story i, [EOS]s included. */
 static inline size_t story_len(const Stories *s, int i) { return s->starts[i + 1] - s->starts[i]; }
-/* Token j of story i (j < story_len(s, i)). Read stories through these two
- * accessors, not through s->tokens, so that how the ids are stored can change. */
-static inline int32_t story_token(const Stories *s, int i, size_t j) { return s->tokens[s->starts[i] + j]; }
+/* Token j of story i (j < story_len(s, i)). Read stories through these
+ * accessors, not through the arrays, so that how the ids are stored can change. */
+static inline int32_t story_token(const Stories *s, int i, size_t j) {
+    size_t k = s->starts[i] + j;
+    return s->ids16 ? (int32_t)s->ids16[k] : s->ids32[k];
+}
 /* Story i's ids into out (story_len(s, i) entries). */
 static inline void story_copy_ids(const Stories *s, int i, int32_t *out) {
     for (size_t j = 0, n = story_len(s, i); j < n; j++) out[j] = story_token(s, i, j);
 }
+
+/* Room for one story's ids as int32, reused from story to story. */
+typedef struct StoryBuf {
+    int32_t *ids;
+    size_t cap;
+} StoryBuf;
+
+/* Story i's ids (story_len(s, i) of them) as int32: the stored array itself
+ * when it is 4 bytes an id, else copied into b (grown as needed). Valid
+ * until the next call with b; NULL when out of memory. */
+const int32_t *story_ids(const Stories *s, int i, StoryBuf *b, Error *e);
+void story_buf_free(StoryBuf *b);
+
+/* hash64 (seed) of every story's ids in order as 4-byte ints, however they
+ * are stored: what hash64(ids, n_tokens * 4, seed) gave when they were. */
+uint64_t stories_hash_ids(const Stories *s, uint64_t seed);
 
 #endif

@@ -53,6 +53,18 @@ int tokenizer_lookup(const Tokenizer *t, const char *piece, size_t len);
  * the same Tokenizer at once. */
 int tokenizer_encode(const Tokenizer *t, const char *text, size_t len, IntVec *out, Error *e);
 
+/* A memo of the words one thread has encoded with one Tokenizer: most words
+ * of a corpus come back again and again, and a word of several pieces costs
+ * a lookup for every length tried. The ids are those of tokenizer_encode. */
+typedef struct TokenizerMemo {
+    struct MemoSlot *slots; /* a fixed number of remembered words */
+    const Tokenizer *t;     /* the tokenizer the memo is of */
+} TokenizerMemo;
+int tokenizer_memo_init(TokenizerMemo *m, const Tokenizer *t, Error *e);
+void tokenizer_memo_free(TokenizerMemo *m);
+/* tokenizer_encode, with m (of t; one thread's at a time) remembering words. */
+int tokenizer_encode_memo(const Tokenizer *t, TokenizerMemo *m, const char *text, size_t len, IntVec *out, Error *e);
+
 /* ids -> readable text (caller frees). "##" pieces are glued to the piece
  * before; words are separated by one space, except: no space before
  * . , ! ? ; : ) ] } ” » … %, none after ( [ { “ « ‘, none around - / – —;

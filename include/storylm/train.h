@@ -6,6 +6,7 @@
 #ifndef STORYLM_TRAIN_H
 #define STORYLM_TRAIN_H
 
+#include "storylm/dist.h"
 #include <signal.h>
 #include <stdint.h>
 
@@ -34,6 +35,7 @@ typedef struct TrainOptions {
     int resume;
     volatile sig_atomic_t *stop; /* set by a signal handler: save and stop */
     int overflow_at_step; /* tests only: this step's gradient overflows (one inf); 0 = never */
+    Dist *dist;           /* the ranks under mpirun (dist.h); NULL = this process alone */
 } TrainOptions;
 
 TrainOptions train_default_options(void);

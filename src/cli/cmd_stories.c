@@ -25,9 +25,8 @@ typedef struct StoriesArgs {
 
 static void print_ids(const Stories *s, const int *idx, int n) {
     for (int i = 0; i < n; i++) {
-        const int32_t *t = s->tokens + s->starts[idx[i]];
         size_t len = story_len(s, idx[i]);
-        for (size_t j = 0; j < len; j++) printf(j ? " %d" : "%d", t[j]);
+        for (size_t j = 0; j < len; j++) printf(j ? " %d" : "%d", story_token(s, idx[i], j));
         printf("\n");
     }
 }

@@ -21,7 +21,10 @@ const Command command_train = {
     "stories in STORIES. The vocabulary is read from --vocab, or learnt from STORIES and\n"
     "written there when the file does not exist. 100 stories are held out for testing.\n"
     "Each step reads 8 whole stories. The model (and its optimizer state, for --resume)\n"
-    "is saved atomically at every evaluation and at the end. Ctrl-C stops after saving.",
+    "is saved atomically at every evaluation and at the end. Ctrl-C stops after saving.\n"
+    "Under mpirun -np N (a build with MPI), N processes share every step's stories; the\n"
+    "model equals one process's with N x --threads threads, bit for bit; rank 0 prints\n"
+    "and saves. The vocabulary must exist then (learn it first with storylm vocab).",
     run};
 
 static volatile sig_atomic_t stop_requested; /* the one thing a signal handler may set */
@@ -59,11 +62,11 @@ static void print_progress(const TrainProgress *p, void *ctx) {
 }
 
 /* Reuses an existing vocabulary, or learns one from the stories and saves it. */
-static int get_vocab(const char *vocab_path, const char *stories_path, int size, char **text, Error *e) {
+static int get_vocab(const char *vocab_path, const char *stories_path, int size, char **text, bool say, Error *e) {
     size_t len;
     struct stat st;
     if (stat(vocab_path, &st) == 0) {
-        fprintf(stderr, "storylm: using the vocabulary in %s (delete it to learn a new one)\n", vocab_path);
+        if (say) fprintf(stderr, "storylm: using the vocabulary in %s (delete it to learn a new one)\n", vocab_path);
         return file_read_all(vocab_path, 64u << 20, text, &len, e);
     }
     fprintf(stderr, "storylm: learning a %d-piece vocabulary from %s\n", size, stories_path);
@@ -79,6 +82,29 @@ static int get_vocab(const char *vocab_path, const char *stories_path, int size,
     if (!rc && !*text) rc = -1;
     if (!rc) fprintf(stderr, "storylm: wrote %s\n", vocab_path);
     return rc;
+}
+
+/* Under mpirun: every rank reads the stories itself (no gigabytes to send;
+ * on one machine they share the page cache and the cache file), rank 0 first
+ * so that the others find its cache instead of encoding the file again. */
+static int load_stories(Stories *s, const char *path, const Tokenizer *tok, const StoriesOptions *so, Dist *d,
+                        Error *e) {
+    int rc = 0;
+    if (d->rank != 0) rc = dist_barrier(d, e);
+    if (!rc) rc = stories_load(s, path, tok, so, e);
+    if (d->rank == 0 && !rc) rc = dist_barrier(d, e);
+    return rc;
+}
+
+/* Rank 0's account of the exchanges between ranks, after training. */
+static void print_comm(const Dist *d, const TrainResult *r) {
+    if (d->size <= 1 || d->rank != 0 || d->exchanges == 0) return;
+    double steps = r->steps_done > 0 ? r->steps_done : 1;
+    fprintf(stderr,
+            "storylm: %d ranks exchanged %.2f MB a step (received by each rank): transfer %.1f%% of the %.1f s, "
+            "waiting for the slowest rank %.1f%%\n",
+            d->size, d->comm_bytes / steps / 1e6, 100 * (d->comm_seconds - d->wait_seconds) / r->seconds, r->seconds,
+            100 * d->wait_seconds / r->seconds);
 }
 
 static void print_summary(const Stories *s, const char *path) {
@@ -100,6 +126,7 @@ static int check_writable(const char *path, Error *e) {
 
 static int train_file(const char *path, TrainOptions *o, const char *vocab_path, int n_test, Error *e,
                       int *signalled) {
+    bool root = dist_rank(o->dist) == 0;
     char *vocab = NULL;
     Tokenizer tok = {0};
     Stories s = {0};
@@ -107,20 +134,27 @@ static int train_file(const char *path, TrainOptions *o, const char *vocab_path,
     so.n_test = n_test;
     struct stat st;
     int rc = check_writable(o->out, e);
+    if (!rc && stat(vocab_path, &st) != 0 && dist_size(o->dist) > 1) /* every rank would learn and write it */
+        rc = FAIL(e, "learn it first: storylm vocab STORIES -o vocab.txt", "under mpirun the vocabulary '%s' must exist",
+                  vocab_path);
     if (!rc && stat(vocab_path, &st) != 0) rc = check_writable(vocab_path, e); /* a vocabulary to learn */
-    if (!rc) rc = get_vocab(vocab_path, path, 2000, &vocab, e);
+    if (!rc) rc = get_vocab(vocab_path, path, 2000, &vocab, root, e);
     /* From the file, so that messages name it; the model has room for exactly 2,000 pieces. */
     if (!rc) rc = tokenizer_load(&tok, vocab_path, VOCAB_DEFAULT_SIZE, e);
-    if (!rc) rc = stories_load(&s, path, &tok, &so, e);
+    if (!rc) rc = load_stories(&s, path, &tok, &so, o->dist, e);
     if (rc) goto done;
-    print_summary(&s, path);
+    if (root) print_summary(&s, path);
     o->vocab_text = vocab;
     o->vocab_size = tok.size;
     o->data_path = path;
     ProgressPrinter pp = {.tty = isatty(2)};
     TrainResult r;
-    rc = train_run(&s, o, print_progress, &pp, &r, e);
+    rc = train_run(&s, o, root ? print_progress : NULL, &pp, &r, e);
     if (rc) goto done;
+    /* a signal that came at the last step or after it leaves a whole run: exit 0 */
+    *signalled = r.interrupted && stop_requested;
+    if (!root) goto done;
+    print_comm(o->dist, &r);
     char took[32];
     cli_format_duration(r.seconds, took, sizeof took);
     fprintf(stderr, "%s after %d steps (%s): train loss %.4f, test loss %.4f (perplexity %.1f), accuracy %.1f%%\n",
@@ -128,8 +162,6 @@ static int train_file(const char *path, TrainOptions *o, const char *vocab_path,
             exp(r.test_loss), 100 * r.test_accuracy);
     printf("model saved to %s\n", o->out);
     printf("sample it:  storylm generate --model %s \"Lily found a\"\n", o->out);
-    /* a signal that came at the last step or after it leaves a whole run: exit 0 */
-    *signalled = r.interrupted && stop_requested;
     if (r.interrupted)
         printf("resume it:  storylm train %s --resume --out %s --steps %d\n", path, o->out, o->steps);
 done:
@@ -176,6 +208,15 @@ static int run(int argc, char **argv) {
     if (fault) o.overflow_at_step = atoi(fault);
     install_handlers();
     int signalled = 0;
-    if (train_file(pos[0], &o, vocab_path, n_test, &e, &signalled)) return cli_fail(&e);
+    Dist dist;
+    if (dist_init(&dist, &e)) return cli_fail(&e);
+    o.dist = &dist;
+    if (train_file(pos[0], &o, vocab_path, n_test, &e, &signalled)) {
+        if (dist.rank != 0) error_prefix(&e, "rank %d: ", dist.rank);
+        rc = cli_fail(&e);
+        dist_abort(&dist, rc); /* the other ranks may be waiting for this one */
+        return rc;
+    }
+    dist_finalize(&dist);
     return signalled ? 130 : 0;
 }

@@ -32,15 +32,20 @@ int name_targets_find(const Tokenizer *t, const NameList *nl, const Stories *s, 
                       NameTargets *out, Error *e) {
     *out = (NameTargets){0};
     int cap = 0;
+    StoryBuf buf = {0};
     for (int i = 0; i < n; i++) {
         Hero hero;
-        if (!find_hero(t, nl, s->tokens + s->starts[idx[i]], (int)story_len(s, idx[i]), &hero)) continue;
-        for (int k = 1; k < hero.n_mentions; k++)
-            if (add_target(out, &cap, idx[i], hero.mentions[k] - 1, e)) {
-                name_targets_free(out);
-                return -1;
-            }
+        const int32_t *ids = story_ids(s, idx[i], &buf, e);
+        if (ids && !find_hero(t, nl, ids, (int)story_len(s, idx[i]), &hero)) continue;
+        for (int k = 1; ids && k < hero.n_mentions; k++)
+            if (add_target(out, &cap, idx[i], hero.mentions[k] - 1, e)) ids = NULL;
+        if (!ids) {
+            story_buf_free(&buf);
+            name_targets_free(out);
+            return -1;
+        }
     }
+    story_buf_free(&buf);
     return 0;
 }
 
@@ -67,12 +72,15 @@ int probe_score(const Model *m, const Stories *s, const int *idx, int n, const A
     ProbeRunner r;
     int rc = probe_runner_init(&r, m, 1024, e), next = 0;
     double sums[6] = {0};
+    StoryBuf buf = {0};
     for (int i = 0; !rc && i < n; i++) {
-        rc = probe_run(&r, s->tokens + s->starts[idx[i]], (int)story_len(s, idx[i]), ablation, e);
+        const int32_t *ids = story_ids(s, idx[i], &buf, e);
+        rc = ids ? probe_run(&r, ids, (int)story_len(s, idx[i]), ablation, e) : -1;
         if (!rc) score_story(&r.acts, idx[i], names, &next, sums);
         if (!rc) out->positions += r.acts.n_predicted;
     }
     probe_runner_free(&r);
+    story_buf_free(&buf);
     if (rc) return -1;
     out->loss = out->positions ? sums[0] / (double)out->positions : NAN;
     out->accuracy = out->positions ? sums[1] / (double)out->positions : NAN;

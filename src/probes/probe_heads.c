@@ -61,9 +61,11 @@ int probe_heads(const Model *m, const Stories *s, const int *idx, int n, int top
     double *by_token = xcalloc((size_t)H * V, sizeof(double), e);
     ProbeRunner r = {0};
     int rc = by_token && !heads_alloc(out, H, out->top_k, e) ? probe_runner_init(&r, m, 1024, e) : -1;
+    StoryBuf buf = {0};
     for (int i = 0; !rc && i < n; i++) {
         int len = (int)story_len(s, idx[i]);
-        rc = probe_run(&r, s->tokens + s->starts[idx[i]], len, NULL, e);
+        const int32_t *ids = story_ids(s, idx[i], &buf, e);
+        rc = ids ? probe_run(&r, ids, len, NULL, e) : -1;
         if (!rc) add_story(&r, out->mass, out->mean_distance, by_token);
         out->positions += len;
     }
@@ -74,6 +76,7 @@ int probe_heads(const Model *m, const Stories *s, const int *idx, int n, int top
         top_tokens(by_token + (size_t)h * V, V, out->top_k, total, out->top + (size_t)h * out->top_k);
     }
     probe_runner_free(&r);
+    story_buf_free(&buf);
     free(by_token);
     if (rc) heads_result_free(out);
     return rc;

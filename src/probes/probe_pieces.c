@@ -74,18 +74,21 @@ static int pieces_for_name(ProbeRunner *r, const Tokenizer *t, const NameList *n
     IntVec ids = {0};
     int starts[HERO_MAX_MENTIONS], rc = 0, unused;
     *row = (PieceScore){0};
+    StoryBuf buf = {0};
     for (int i = 0; !rc && i < n; i++) {
-        const int32_t *story = s->tokens + s->starts[idx[i]];
+        const int32_t *story = story_ids(s, idx[i], &buf, e);
         int len = (int)story_len(s, idx[i]);
         Hero hero;
-        if (!find_hero(t, nl, story, len, &hero)) continue;
-        if (find_word(t, story, len, name->pieces, name->n_pieces, &unused, 0) > 0) continue;
-        rc = swap_hero(story, len, &hero, name->pieces, name->n_pieces, &ids, starts, e);
+        if (!story) rc = -1;
+        else if (!find_hero(t, nl, story, len, &hero)) continue;
+        else if (find_word(t, story, len, name->pieces, name->n_pieces, &unused, 0) > 0) continue;
+        else rc = swap_hero(story, len, &hero, name->pieces, name->n_pieces, &ids, starts, e);
         if (!rc) rc = probe_run(r, ids.data, (int)ids.len, ab, e);
         if (!rc) rc = measure(&r->acts, ids.data, (int)ids.len, starts, hero.n_mentions, row, &ps, e);
     }
     if (!rc) finish(row, &ps);
     free(ps.ranks);
+    story_buf_free(&buf);
     intvec_free(&ids);
     return rc;
 }

@@ -98,14 +98,17 @@ int probe_head_means(const Model *m, const Stories *s, const int *idx, int n, fl
     ProbeRunner r;
     int rc = probe_runner_init(&r, m, 1024, e);
     long long positions = 0;
+    StoryBuf buf = {0};
     for (int i = 0; !rc && i < n; i++) {
         int len = (int)story_len(s, idx[i]);
-        rc = probe_run(&r, s->tokens + s->starts[idx[i]], len, NULL, e);
+        const int32_t *ids = story_ids(s, idx[i], &buf, e);
+        rc = ids ? probe_run(&r, ids, len, NULL, e) : -1;
         if (!rc) add_head_outputs(&r.acts, sum);
         positions += len;
     }
     for (size_t i = 0; !rc && i < HV; i++) mean[i] = (float)(sum[i] / (double)positions);
     probe_runner_free(&r);
+    story_buf_free(&buf);
     free(sum);
     return rc;
 }

@@ -34,7 +34,7 @@ int common_tokens(const Stories *s, const int *idx, int n, const Tokenizer *t, c
     if (!counts) return -1;
     for (int v = 0; v < V; v++) counts[v].token = v;
     for (int i = 0; i < n; i++)
-        for (size_t p = s->starts[idx[i]]; p < s->starts[idx[i] + 1]; p++) counts[s->tokens[p]].count++;
+        for (size_t j = 0, len = story_len(s, idx[i]); j < len; j++) counts[story_token(s, idx[i], j)].count++;
     qsort(counts, (size_t)V, sizeof *counts, by_count);
     memset(left_out, 0, (size_t)V);
     for (int k = 0; k < top && k < V; k++) {
@@ -160,14 +160,15 @@ int probe_stats(const Model *m, const Stories *s, const int *idx, int n, const u
     if (n < 1) return FAIL(e, "give a stories file with test stories", "no stories to measure");
     Pearson *pc = NULL;
     long long *differ = NULL;
-    int *last = NULL, eos = s->tokens[s->starts[idx[0]]];
+    int *last = NULL, eos = story_token(s, idx[0], 0);
+    StoryBuf buf = {0};
     StatsWork w = {0};
     ProbeRunner r = {0};
     int rc = stats_alloc(out, &pc, &differ, &last, H, c->vocab_size, e) ? -1 : probe_runner_init(&r, m, 1024, e);
     for (int i = 0; !rc && i < n; i++) {
-        const int32_t *ids = s->tokens + s->starts[idx[i]];
+        const int32_t *ids = story_ids(s, idx[i], &buf, e);
         int T = (int)story_len(s, idx[i]);
-        rc = probe_run(&r, ids, T, NULL, e) || work_fit(&w, T, c, e) ? -1 : 0;
+        rc = !ids || probe_run(&r, ids, T, NULL, e) || work_fit(&w, T, c, e) ? -1 : 0;
         if (rc) break;
         unit_rows(m, ids, T, w.unit_rows);
         for (int h = 0; h < H; h++) head_pairs(&r, &w, h, &pc[h], &pc[H + h], &differ[h]);
@@ -182,6 +183,7 @@ int probe_stats(const Model *m, const Stories *s, const int *idx, int n, const u
     }
     free(w.unit_rows), free(w.query), free(w.key), free(w.key_len);
     free(pc), free(differ), free(last);
+    story_buf_free(&buf);
     probe_runner_free(&r);
     if (rc) stats_result_free(out);
     return rc;

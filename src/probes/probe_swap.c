@@ -149,17 +149,20 @@ int probe_swap(const Model *m, const Model *baseline, const Tokenizer *t, const 
     for (int k = 0; k < n_names; k++) rows[k + 1] = (SwapRow){.name = names[k]};
     int rc = probe_runner_init(&w.model, m, 1024, e);
     if (!rc && baseline) rc = probe_runner_init(&w.baseline, baseline, 1024, e);
+    StoryBuf buf = {0};
     for (int i = 0; !rc && i < n; i++) {
-        const int32_t *ids = s->tokens + s->starts[idx[i]];
+        const int32_t *ids = story_ids(s, idx[i], &buf, e);
         int len = (int)story_len(s, idx[i]);
         Hero hero;
-        if (!find_hero(t, nl, ids, len, &hero)) continue;
+        if (!ids) rc = -1;
+        else if (!find_hero(t, nl, ids, len, &hero)) continue;
         for (int k = 0; !rc && k <= n_names; k++) rc = swap_story(&w, t, ids, len, &hero, &rows[k].name, ablation, &rows[k], e);
     }
     for (int k = 0; k <= n_names; k++) {
         finish(&rows[k].model);
         finish(&rows[k].baseline);
     }
+    story_buf_free(&buf);
     probe_runner_free(&w.model);
     probe_runner_free(&w.baseline);
     intvec_free(&w.ids);

@@ -1,23 +1,29 @@
 /* Stories files (SPEC section 3): see include/storylm/stories.h.
  *
- * The path of a file: read whole -> split into trimmed spans (bad ones
- * skipped and counted) -> each span encoded on its own (OpenMP over stories)
- * -> concatenated in file order as [EOS] ids [EOS] -> the held-out test
- * stories picked by each story's text hash. A cache keyed by the file's bytes
- * and the vocabulary skips the splitting and encoding on later reads. */
+ * The path of a file, in one streaming pass over its memory map: split into
+ * trimmed spans (bad ones skipped and counted) -> a batch of spans encoded at
+ * once, each on its own (OpenMP over stories) -> written in file order as
+ * [EOS] ids [EOS] to the ids file (stories_cache.c), which is then mapped ->
+ * the held-out test stories picked by each story's text hash. Pages of the
+ * text already read are given back as the pass goes, so memory stays small
+ * however large the file. A cache keyed by the file's bytes and the
+ * vocabulary skips the splitting and encoding on later reads. */
 #include "storylm/stories.h"
 
-#include <errno.h>
 #include <limits.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
+#include "stories_cache.h"
+#include "storylm/filemap.h"
 #include "storylm/fileio.h"
 #include "storylm/text.h"
 
-#define STORIES_CACHE_VERSION 1u
 #define STORIES_HASH_SEED 0x73746f72796c6dULL /* "storylm": the test-story choice */
+#define BATCH_STORIES 2048                    /* stories encoded at once */
+#define BATCH_BYTES (4u << 20)                /* or this much text */
+#define DROP_EVERY (8u << 20)                 /* bytes of text read between giving pages back */
 
 StoriesOptions stories_default_options(void) {
     return (StoriesOptions){.n_test = STORIES_DEFAULT_TEST, .cache_dir = NULL, .use_cache = 1};
@@ -58,34 +64,38 @@ static size_t line_end(const char *text, size_t len, size_t b) {
     return nl ? (size_t)(nl - text) : len;
 }
 
-static int has_separator_line(const char *text, size_t b, size_t len) {
+/* 1 when some line of [b, len) is a separator line. With map, the pages
+ * read are given back as the scan goes (a file of no separators is read
+ * whole here). */
+static int has_separator_line(const char *text, size_t b, size_t len, const FileMap *map) {
+    size_t dropped = 0;
     while (b < len) {
         size_t e = line_end(text, len, b);
         if (is_separator_line(text, b, e)) return 1;
         b = e + 1;
+        if (map && b - dropped > DROP_EVERY) file_map_drop(map, dropped, b), dropped = b;
     }
     return 0;
 }
 
+/* Hands each kept story's trimmed span to take(), in file order; take()
+ * returns 1 to pause the split after that story (split_lines goes on from
+ * there when called again). */
 typedef struct Splitter {
     const char *text;
-    StorySpan *spans;
-    int n, cap;
+    size_t len;
+    int separators; /* split at separator lines, else at runs of blank lines */
+    size_t at;      /* the next line to look at */
+    size_t story;   /* where the story under way began */
+    int done;       /* the last story was handed over */
+    int (*take)(struct Splitter *sp, size_t b, size_t e);
+    void *ctx;
     StorySkips skips;
     Error *e;
 } Splitter;
 
-static int push_span(Splitter *sp, size_t b, size_t e) {
-    if (sp->n == INT_MAX) return FAIL(sp->e, "split the file into smaller files", "more than %d stories", INT_MAX);
-    if (sp->n == sp->cap) {
-        int cap = sp->cap < 1024 ? 1024 : (sp->cap > INT_MAX / 2 ? INT_MAX : sp->cap * 2);
-        StorySpan *p = xrealloc(sp->spans, (size_t)cap * sizeof *p, sp->e);
-        if (!p) return -1;
-        sp->spans = p;
-        sp->cap = cap;
-    }
-    sp->spans[sp->n++] = (StorySpan){b, e - b};
-    return 0;
+static Splitter splitter(const char *text, size_t len, int separators, size_t start) {
+    return (Splitter){.text = text, .len = len, .separators = separators, .at = start, .story = start};
 }
 
 /* One candidate story, the bytes [b, e) between separators. A piece holding
@@ -110,23 +120,31 @@ static int add_story(Splitter *sp, size_t b, size_t e) {
         sp->skips.invalid_utf8++;
         return 0;
     }
-    return push_span(sp, tb, te);
+    return sp->take(sp, tb, te);
 }
 
-/* Splits [b, len) at separator lines (separators = 1) or at runs of blank
- * lines (separators = 0), one pass over the lines. */
-static int split_lines(Splitter *sp, size_t b, size_t len, int separators) {
-    size_t story = b;
-    while (b < len) {
-        size_t e = line_end(sp->text, len, b);
-        int cut = separators ? is_separator_line(sp->text, b, e) : is_blank_line(sp->text, b, e);
+/* Splits the text on from sp->at, one pass over the lines. Returns 1 when
+ * take() paused it, 0 at the end, -1 on failure. */
+static int split_lines(Splitter *sp) {
+    while (sp->at < sp->len) {
+        size_t b = sp->at, e = line_end(sp->text, sp->len, b);
+        int cut = sp->separators ? is_separator_line(sp->text, b, e) : is_blank_line(sp->text, b, e);
+        sp->at = e + 1;
         if (cut) {
-            if (add_story(sp, story, b)) return -1;
-            story = e < len ? e + 1 : len;
+            size_t story = sp->story;
+            sp->story = e < sp->len ? e + 1 : sp->len;
+            int rc = add_story(sp, story, b);
+            if (rc) return rc;
         }
-        b = e + 1;
     }
-    return add_story(sp, story, len);
+    if (sp->done) return 0;
+    sp->done = 1;
+    return add_story(sp, sp->story, sp->len);
+}
+
+/* Where the stories of a file start: after a UTF-8 byte-order mark. */
+static size_t text_start(const char *text, size_t len) {
+    return len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
 }
 
 static int fail_no_stories(const char *what, size_t len, const StorySkips *k, Error *e) {
@@ -141,49 +159,49 @@ static int fail_no_stories(const char *what, size_t len, const StorySkips *k, Er
                 what, k->empty, k->invalid_utf8, k->too_long, STORIES_MAX_STORY_BYTES);
 }
 
+/* stories_split's collection of every span. */
+typedef struct SpanList {
+    StorySpan *spans;
+    int n, cap;
+} SpanList;
+
+static int push_span(Splitter *sp, size_t b, size_t e) {
+    SpanList *l = sp->ctx;
+    if (l->n == INT_MAX) return FAIL(sp->e, "split the file into smaller files", "more than %d stories", INT_MAX);
+    if (l->n == l->cap) {
+        int cap = l->cap < 1024 ? 1024 : (l->cap > INT_MAX / 2 ? INT_MAX : l->cap * 2);
+        StorySpan *p = xrealloc(l->spans, (size_t)cap * sizeof *p, sp->e);
+        if (!p) return -1;
+        l->spans = p;
+        l->cap = cap;
+    }
+    l->spans[l->n++] = (StorySpan){b, e - b};
+    return 0;
+}
+
 int stories_split(const char *text, size_t len, const char *what, StorySpan **spans, int *n, StorySkips *skips,
                   Error *e) {
-    Splitter sp = {.text = text, .e = e};
+    SpanList l = {0};
+    size_t b = text_start(text, len);
+    Splitter sp = splitter(text, len, has_separator_line(text, b, len, NULL), b);
+    sp.take = push_span, sp.ctx = &l, sp.e = e;
     *spans = NULL;
     *n = 0;
-    size_t b = len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0; /* a UTF-8 byte-order mark */
-    if (split_lines(&sp, b, len, has_separator_line(text, b, len))) {
-        free(sp.spans);
+    if (split_lines(&sp)) {
+        free(l.spans);
         return -1;
     }
     if (skips) *skips = sp.skips;
-    if (sp.n == 0) {
-        free(sp.spans);
+    if (l.n == 0) {
+        free(l.spans);
         return fail_no_stories(what, len, &sp.skips, e);
     }
-    *spans = sp.spans;
-    *n = sp.n;
+    *spans = l.spans;
+    *n = l.n;
     return 0;
 }
 
 /* ----------------------------------------------------------------- encoding */
-
-/* Each span's ids, one IntVec per story: the stories are encoded in parallel
- * and the results do not depend on which thread did which. On failure the
- * error of the lowest failing story is reported, also for determinism. */
-static int encode_spans(const Tokenizer *t, const char *text, const StorySpan *spans, int n, IntVec *ids,
-                        const char *what, Error *e) {
-    int failed = INT_MAX;
-#pragma omp parallel for schedule(dynamic, 16)
-    for (int i = 0; i < n; i++) {
-        Error local = {0};
-        if (tokenizer_encode(t, text + spans[i].offset, spans[i].len, &ids[i], &local) != 0) {
-#pragma omp critical(stories_encode_error)
-            if (i < failed) {
-                failed = i;
-                if (e) *e = local;
-            }
-        }
-    }
-    if (failed == INT_MAX) return 0;
-    error_prefix(e, "'%s', the story at byte %zu: ", what, spans[failed].offset);
-    return -1;
-}
 
 /* hash64 (STORIES_HASH_SEED) of a story's text with its '\r's left out, so
  * a file and its CRLF copy hold out the same stories. hash64 continues from
@@ -202,51 +220,151 @@ static uint64_t story_hash(const char *text, size_t len) {
     return h;
 }
 
-/* Fills s->tokens and s->starts from the per-story ids, [EOS] at both ends,
- * and hashes (n) with each kept story's text hash. Stories that encode to no
- * token at all (only Unicode spaces or control characters) are counted as
- * empty and left out. */
-static int assemble(Stories *s, const Tokenizer *t, const char *text, const StorySpan *spans, const IntVec *ids, int n,
-                    uint64_t *hashes, Error *e) {
-    size_t total = 0;
-    for (int i = 0; i < n; i++) total += ids[i].len ? ids[i].len + 2 : 0;
-    s->tokens = xmalloc(total * sizeof *s->tokens, e);
-    s->starts = s->tokens ? xmalloc(((size_t)n + 1) * sizeof *s->starts, e) : NULL;
-    if (!s->starts) return -1;
-    size_t at = 0;
-    int kept = 0;
-    for (int i = 0; i < n; i++) {
-        if (ids[i].len == 0) {
-            s->skips.empty++;
-            continue;
+/* Stories encoded together. */
+typedef struct Batch {
+    StorySpan spans[BATCH_STORIES];
+    IntVec ids[BATCH_STORIES]; /* kept from batch to batch: their memory is reused */
+    uint64_t hashes[BATCH_STORIES];
+    int n;
+    size_t bytes;
+    int failed; /* index of the lowest story that failed to encode, or INT_MAX */
+    Error error;
+} Batch;
+
+/* The streaming pass, three batches in flight: while the threads encode one,
+ * one thread first writes out the batch before it and then splits the text
+ * into the batch after it (splitting and writing are sequential), and then
+ * joins the encoding. */
+typedef struct Reader {
+    const Tokenizer *t;
+    const FileMap *text;
+    const char *path;
+    Splitter sp;
+    int split_rc;      /* of the last split_lines: 1 paused, 0 at the end, -1 failed */
+    Batch batch[3];    /* [0] to write, [1] to encode, [2] to fill */
+    size_t dropped;    /* text before this is given back */
+    IdsWriter *out;
+    TokenizerMemo *memo; /* (n_memo) one a thread: words already encoded */
+    int n_memo;
+    StorySkips skips;  /* of encoding: stories that give no token */
+    int write_rc;
+    Error write_error;
+} Reader;
+
+/* One story's ids and text hash; a failure is kept with the lowest index, so
+ * the error reported does not depend on which thread did which. */
+static void encode_one(Reader *r, Batch *b, int i) {
+    const char *text = r->text->data + b->spans[i].offset;
+    Error local = {0};
+    int thread = omp_get_thread_num();
+    TokenizerMemo *memo = thread < r->n_memo ? &r->memo[thread] : NULL;
+    b->ids[i].len = 0;
+    b->hashes[i] = story_hash(text, b->spans[i].len);
+    if (tokenizer_encode_memo(r->t, memo, text, b->spans[i].len, &b->ids[i], &local) != 0) {
+#pragma omp critical(stories_encode_error)
+        if (i < b->failed) {
+            b->failed = i;
+            b->error = local;
         }
-        s->starts[kept] = at;
-        hashes[kept++] = story_hash(text + spans[i].offset, spans[i].len);
-        s->tokens[at++] = t->eos_id;
-        memcpy(s->tokens + at, ids[i].data, ids[i].len * sizeof *s->tokens);
-        at += ids[i].len;
-        s->tokens[at++] = t->eos_id;
     }
-    s->starts[kept] = at;
-    s->n_stories = kept;
-    s->n_tokens = at;
+}
+
+/* Writes an encoded batch in order. Stories that encode to no token at all
+ * (only Unicode spaces or control characters) are counted as empty and left out. */
+static int write_batch(Reader *r, Batch *b, Error *e) {
+    for (int i = 0; i < b->n; i++) {
+        if (b->ids[i].len == 0) r->skips.empty++;
+        else if (ids_writer_story(r->out, b->ids[i].data, b->ids[i].len, r->t->eos_id, b->hashes[i], e))
+            return -1;
+    }
+    b->n = 0;
     return 0;
 }
 
-/* Reads the stories of text into s (tokens, starts, skips) and hashes. */
-static int read_stories(Stories *s, const Tokenizer *t, const char *text, size_t len, const char *path,
-                        uint64_t **hashes, Error *e) {
-    StorySpan *spans;
-    int n;
-    if (stories_split(text, len, path, &spans, &n, &s->skips, e)) return -1;
-    IntVec *ids = xcalloc((size_t)n, sizeof *ids, e);
-    *hashes = ids ? xmalloc((size_t)n * sizeof **hashes, e) : NULL;
-    int rc = *hashes ? encode_spans(t, text, spans, n, ids, path, e) : -1;
-    if (rc == 0) rc = assemble(s, t, text, spans, ids, n, *hashes, e);
-    for (int i = 0; ids && i < n; i++) intvec_free(&ids[i]);
-    free(ids);
-    free(spans);
-    if (rc == 0 && s->n_stories == 0) rc = fail_no_stories(path, len, &s->skips, e);
+static int take_span(Splitter *sp, size_t b, size_t e) {
+    Batch *into = sp->ctx;
+    into->spans[into->n++] = (StorySpan){b, e - b};
+    into->bytes += e - b;
+    return into->n == BATCH_STORIES || into->bytes > BATCH_BYTES;
+}
+
+/* Fills batch[2] from the text. */
+static void fill_batch(Reader *r) {
+    Batch *b = &r->batch[2];
+    b->n = 0, b->bytes = 0, b->failed = INT_MAX;
+    r->sp.ctx = b;
+    if (r->split_rc == 1) r->split_rc = split_lines(&r->sp);
+}
+
+/* One round: batch[1] encoded while batch[0] is written and batch[2] filled. */
+static void round_of_three(Reader *r) {
+    Batch *enc = &r->batch[1];
+#pragma omp parallel
+    {
+#pragma omp single nowait
+        {
+            if (!r->write_rc) r->write_rc = write_batch(r, &r->batch[0], &r->write_error);
+            fill_batch(r);
+        }
+#pragma omp for schedule(dynamic, 16) nowait
+        for (int i = 0; i < enc->n; i++) encode_one(r, enc, i);
+    }
+}
+
+/* The batches move on: [1] to write, [2] to encode, [0] (written) to fill. */
+static void rotate(Reader *r) {
+    Batch t = r->batch[0];
+    r->batch[0] = r->batch[1];
+    r->batch[1] = r->batch[2];
+    r->batch[2] = t;
+}
+
+/* Runs the rounds until the text is split, encoded and written. */
+static int stream(Reader *r, Error *e) {
+    r->batch[1].failed = INT_MAX;
+    while (r->batch[0].n || r->batch[1].n || r->split_rc == 1) {
+        round_of_three(r);
+        Batch *enc = &r->batch[1];
+        if (r->write_rc) return *e = r->write_error, -1;
+        if (r->split_rc < 0) return -1; /* sp.e is e */
+        if (enc->failed != INT_MAX) {
+            *e = enc->error;
+            error_prefix(e, "'%s', the story at byte %zu: ", r->path, enc->spans[enc->failed].offset);
+            return -1;
+        }
+        /* batch[0] is written: the text before batch[1] is no longer needed */
+        Batch *next = &r->batch[2];
+        size_t upto = enc->n ? enc->spans[0].offset : next->n ? next->spans[0].offset : r->sp.story;
+        if (upto - r->dropped > DROP_EVERY) file_map_drop(r->text, r->dropped, upto), r->dropped = upto;
+        rotate(r);
+    }
+    return 0;
+}
+
+/* Splits and encodes the mapped text into the ids file out; fills s from it. */
+static int read_stories(Stories *s, const Tokenizer *t, const FileMap *text, const char *path, IdsWriter *out,
+                        uint64_t key, const uint64_t **hashes, Error *e) {
+    Reader *r = xcalloc(1, sizeof *r, e);
+    if (!r) return ids_writer_abort(out), -1;
+    size_t b = text_start(text->data, text->len);
+    r->t = t, r->text = text, r->path = path, r->out = out, r->split_rc = 1;
+    r->sp = splitter(text->data, text->len, has_separator_line(text->data, b, text->len, text), b);
+    r->sp.take = take_span, r->sp.e = e;
+    r->n_memo = omp_get_max_threads();
+    r->memo = xcalloc((size_t)r->n_memo, sizeof *r->memo, e);
+    int rc = r->memo ? 0 : -1;
+    for (int i = 0; !rc && i < r->n_memo; i++) rc = tokenizer_memo_init(&r->memo[i], t, e);
+    if (!rc) rc = stream(r, e);
+    for (int i = 0; r->memo && i < r->n_memo; i++) tokenizer_memo_free(&r->memo[i]);
+    free(r->memo);
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < BATCH_STORIES; i++) intvec_free(&r->batch[k].ids[i]);
+    StorySkips k = r->sp.skips;
+    k.empty += r->skips.empty;
+    free(r);
+    if (!rc && out->n_stories == 0) rc = fail_no_stories(path, text->len, &k, e);
+    if (!rc) rc = ids_writer_finish(out, key, t, &k, s, hashes, e);
+    else ids_writer_abort(out);
     return rc;
 }
 
@@ -299,205 +417,29 @@ static int pick_test(Stories *s, const uint64_t *hashes, int requested, Error *e
     return 0;
 }
 
-/* -------------------------------------------------------------------- cache */
-
-/* Cache file layout (native byte order; a machine of the other order reads a
- * wrong version number and rewrites the file):
- *   magic "storyids", u32 version, u32 vocab size, u64 key,
- *   u64 n_stories, u64 n_tokens, u32 skips (empty, invalid_utf8, too_long), u32 0,
- *   u64 text hash (n_stories), u64 starts (n_stories + 1), i32 tokens (n_tokens),
- *   u64 checksum: hash64 of every byte before it. */
-typedef struct CacheHeader {
-    char magic[8];
-    uint32_t version, vocab_size;
-    uint64_t key, n_stories, n_tokens;
-    uint32_t skips[3], zero;
-} CacheHeader;
-
-static const char CACHE_MAGIC[8] = {'s', 't', 'o', 'r', 'y', 'i', 'd', 's'};
-
-/* The folder for caches: the option, $STORYLM_CACHE, $XDG_CACHE_HOME/storylm,
- * ~/.cache/storylm; NULL when none can be named. Caller frees. */
-static char *cache_folder(const StoriesOptions *o) {
-    const char *env[3] = {o->cache_dir, getenv("STORYLM_CACHE"), getenv("XDG_CACHE_HOME")};
-    const char *suffix[3] = {"", "", "/storylm"};
-    const char *home = getenv("HOME");
-    const char *dir = NULL, *tail = "/.cache/storylm";
-    for (int i = 0; i < 3 && !dir; i++)
-        if (env[i] && env[i][0]) dir = env[i], tail = suffix[i];
-    if (!dir && home && home[0]) dir = home;
-    if (!dir) return NULL;
-    size_t n = strlen(dir) + strlen(tail) + 1;
-    char *out = malloc(n);
-    if (out) snprintf(out, n, "%s%s", dir, tail);
-    return out;
-}
-
-/* mkdir -p; 0 when path is a folder afterwards. */
-static int make_folders(char *path) {
-    for (char *p = path + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = '\0';
-        int rc = mkdir(path, 0755);
-        *p = '/';
-        if (rc != 0 && errno != EEXIST) return -1;
-    }
-    struct stat st;
-    if (mkdir(path, 0755) != 0 && errno != EEXIST) return -1;
-    return stat(path, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : -1;
-}
-
-/* The key: the stories file's bytes, the vocabulary's text, the format and
- * the longest story kept (a cache made under another limit holds other stories). */
-static int cache_key(const char *text, size_t len, const Tokenizer *t, uint64_t *key, Error *e) {
-    size_t vocab_len, longest = STORIES_MAX_STORY_BYTES;
-    char *vocab = tokenizer_to_text(t, &vocab_len, e);
-    if (!vocab) return -1;
-    uint64_t h = hash64(text, len, STORIES_CACHE_VERSION);
-    h = hash64(&len, sizeof len, h);
-    h = hash64(&longest, sizeof longest, h);
-    *key = hash64(vocab, vocab_len, h);
-    free(vocab);
-    return 0;
-}
-
-/* "<folder>/<16 hex digits>.ids", or NULL when the folder is unusable. */
-static char *cache_path(const StoriesOptions *o, uint64_t key) {
-    char *dir = cache_folder(o);
-    if (!dir || make_folders(dir) != 0) {
-        free(dir);
-        return NULL;
-    }
-    size_t n = strlen(dir) + 32;
-    char *path = malloc(n);
-    if (path) snprintf(path, n, "%s/%016llx.ids", dir, (unsigned long long)key);
-    free(dir);
-    return path;
-}
-
-/* Size in bytes of a cache file for these counts (callers bound the counts). */
-static size_t cache_size(uint64_t n_stories, uint64_t n_tokens) {
-    return sizeof(CacheHeader) + n_stories * 8 + (n_stories + 1) * 8 + n_tokens * 4 + 8;
-}
-
-/* Every id a vocabulary id, starts rising from 0 to n_tokens, every story
- * [EOS] something [EOS]: a cache that passes cannot send a reader out of
- * bounds. */
-static int cache_ids_valid(const Stories *s, const Tokenizer *t) {
-    if (s->starts[0] != 0 || s->starts[s->n_stories] != s->n_tokens) return 0;
-    for (int i = 0; i < s->n_stories; i++) {
-        size_t b = s->starts[i], e = s->starts[i + 1];
-        if (e > s->n_tokens || e < b || e - b < 3) return 0;
-        if (s->tokens[b] != t->eos_id || s->tokens[e - 1] != t->eos_id) return 0;
-    }
-    for (size_t i = 0; i < s->n_tokens; i++)
-        if (s->tokens[i] < 0 || s->tokens[i] >= t->size) return 0;
-    return 1;
-}
-
-/* 1 when buf (len bytes) is a whole cache file of this key and vocabulary:
- * magic, version, counts that match the size, checksum. */
-static int cache_header_valid(const char *buf, size_t len, uint64_t key, const Tokenizer *t, CacheHeader *h) {
-    if (len < sizeof *h + 8) return 0;
-    memcpy(h, buf, sizeof *h);
-    if (memcmp(h->magic, CACHE_MAGIC, 8) || h->version != STORIES_CACHE_VERSION || h->key != key ||
-        h->vocab_size != (uint32_t)t->size || h->n_stories < 1 || h->n_stories > INT_MAX || h->n_tokens > len / 4 ||
-        cache_size(h->n_stories, h->n_tokens) != len)
-        return 0;
-    uint64_t sum;
-    memcpy(&sum, buf + len - 8, 8);
-    return sum == hash64(buf, len - 8, 0);
-}
-
-/* Fills s and hashes (n_stories) from a cache file's bytes; 0 only for a
- * whole, valid cache of this key and vocabulary. */
-static int cache_parse(const char *buf, size_t len, uint64_t key, const Tokenizer *t, Stories *s,
-                       uint64_t **hashes) {
-    CacheHeader h;
-    if (!cache_header_valid(buf, len, key, t, &h)) return -1;
-    size_t n = (size_t)h.n_stories;
-    *hashes = malloc(n * 8);
-    s->starts = malloc((n + 1) * sizeof *s->starts);
-    s->tokens = malloc((h.n_tokens ? h.n_tokens : 1) * 4);
-    if (!*hashes || !s->starts || !s->tokens) return -1;
-    const char *p = buf + sizeof h;
-    memcpy(*hashes, p, n * 8);
-    p += n * 8;
-    for (size_t i = 0; i <= n; i++, p += 8) {
-        uint64_t v;
-        memcpy(&v, p, 8);
-        s->starts[i] = (size_t)v;
-    }
-    memcpy(s->tokens, p, h.n_tokens * 4);
-    s->n_stories = (int)n;
-    s->n_tokens = (size_t)h.n_tokens;
-    s->skips = (StorySkips){(int)h.skips[0], (int)h.skips[1], (int)h.skips[2]};
-    return cache_ids_valid(s, t) ? 0 : -1;
-}
-
-/* Reads the cache at path into s and hashes; -1 (s left empty) on a miss. */
-static int cache_read(const char *path, uint64_t key, const Tokenizer *t, Stories *s, uint64_t **hashes) {
-    char *buf;
-    size_t len;
-    if (file_read_all(path, 0, &buf, &len, NULL) != 0) return -1;
-    int rc = cache_parse(buf, len, key, t, s, hashes);
-    free(buf);
-    if (rc != 0) {
-        free(*hashes);
-        *hashes = NULL;
-        stories_free(s);
-    }
-    return rc;
-}
-
-/* Writes s and hashes to path atomically. Failure is not an error for the
- * caller (a cache is only a shortcut), so it reports nothing. */
-static void cache_write(const char *path, uint64_t key, const Tokenizer *t, const Stories *s,
-                        const uint64_t *hashes) {
-    size_t n = (size_t)s->n_stories, len = cache_size(n, s->n_tokens);
-    char *buf = malloc(len);
-    if (!buf) return;
-    CacheHeader h = {.version = STORIES_CACHE_VERSION, .vocab_size = (uint32_t)t->size, .key = key,
-                     .n_stories = n, .n_tokens = s->n_tokens,
-                     .skips = {(uint32_t)s->skips.empty, (uint32_t)s->skips.invalid_utf8, (uint32_t)s->skips.too_long}};
-    memcpy(h.magic, CACHE_MAGIC, 8);
-    char *p = buf;
-    memcpy(p, &h, sizeof h);
-    p += sizeof h;
-    memcpy(p, hashes, n * 8);
-    p += n * 8;
-    for (size_t i = 0; i <= n; i++, p += 8) {
-        uint64_t v = s->starts[i];
-        memcpy(p, &v, 8);
-    }
-    memcpy(p, s->tokens, s->n_tokens * 4);
-    uint64_t sum = hash64(buf, len - 8, 0);
-    memcpy(buf + len - 8, &sum, 8);
-    file_write_atomic(path, buf, len, NULL);
-    free(buf);
-}
-
 /* ------------------------------------------------------------------- loading */
 
-/* Fills s (tokens, starts, skips, from_cache) and hashes from the cache when
- * it holds this text and vocabulary, else from the text (then saving a cache). */
-static int load_ids(Stories *s, const char *path, const char *text, size_t len, const Tokenizer *t,
-                    const StoriesOptions *o, uint64_t **hashes, Error *e) {
+/* Fills s (ids, starts, skips, from_cache) and hashes from the cache when it
+ * holds this text and vocabulary, else from the text (writing the cache, or
+ * without one an unlinked temporary file). */
+static int load_ids(Stories *s, const char *path, const FileMap *text, const Tokenizer *t, const StoriesOptions *o,
+                    const uint64_t **hashes, Error *e) {
     uint64_t key = 0;
     char *cache = NULL;
     if (o->use_cache) {
-        if (cache_key(text, len, t, &key, e)) return -1;
-        cache = cache_path(o, key);
+        if (ids_cache_key(text, t, &key, e)) return -1;
+        cache = ids_cache_path(o, key);
     }
-    if (cache && cache_read(cache, key, t, s, hashes) == 0) {
+    if (cache && ids_cache_read(cache, key, t, s, hashes) == 0) {
         s->from_cache = 1;
         free(cache);
         return 0;
     }
-    int rc = read_stories(s, t, text, len, path, hashes, e);
-    if (rc == 0 && cache) cache_write(cache, key, t, s, *hashes);
+    IdsWriter out;
+    int rc = ids_writer_open(&out, cache, t, e);
+    if (rc && cache) rc = ids_writer_open(&out, NULL, t, e); /* an unwritable cache folder is no error */
     free(cache);
-    return rc;
+    return rc ? rc : read_stories(s, t, text, path, &out, key, hashes, e);
 }
 
 int stories_load(Stories *s, const char *path, const Tokenizer *t, const StoriesOptions *o, Error *e) {
@@ -505,22 +447,54 @@ int stories_load(Stories *s, const char *path, const Tokenizer *t, const Stories
     if (!o) o = &defaults;
     *s = (Stories){0};
     if (o->n_test < 0) return FAIL(e, "give 0 or more test stories", "invalid number of test stories: %d", o->n_test);
-    char *text;
-    size_t len;
-    if (file_read_all(path, 0, &text, &len, e)) return -1;
-    uint64_t *hashes = NULL;
-    int rc = load_ids(s, path, text, len, t, o, &hashes, e);
-    free(text);
+    FileMap text;
+    if (file_map(&text, path, e)) return -1;
+    const uint64_t *hashes = NULL;
+    int rc = load_ids(s, path, &text, t, o, &hashes, e);
+    file_unmap(&text);
     if (rc == 0) rc = pick_test(s, hashes, o->n_test, e);
-    free(hashes);
     if (rc != 0) stories_free(s);
     return rc;
 }
 
 void stories_free(Stories *s) {
-    free(s->tokens);
-    free(s->starts);
+    if (s->map) {
+        FileMap m = {.data = s->map, .len = s->map_len};
+        file_unmap(&m);
+    }
     free(s->test);
     free(s->train);
     *s = (Stories){0};
+}
+
+const int32_t *story_ids(const Stories *s, int i, StoryBuf *b, Error *e) {
+    if (!s->ids16) return s->ids32 + s->starts[i];
+    size_t n = story_len(s, i);
+    if (n > b->cap) {
+        int32_t *p = xrealloc(b->ids, n * sizeof *p, e);
+        if (!p) return NULL;
+        b->ids = p;
+        b->cap = n;
+    }
+    story_copy_ids(s, i, b->ids);
+    return b->ids;
+}
+
+void story_buf_free(StoryBuf *b) {
+    free(b->ids);
+    *b = (StoryBuf){0};
+}
+
+uint64_t stories_hash_ids(const Stories *s, uint64_t seed) {
+    if (!s->ids16) return hash64(s->ids32, s->n_tokens * sizeof(int32_t), seed);
+    const uint64_t basis = hash64(NULL, 0, 0);
+    uint64_t h = hash64(NULL, 0, seed);
+    int32_t chunk[4096];
+    for (size_t at = 0; at < s->n_tokens;) {
+        size_t n = s->n_tokens - at < 4096 ? s->n_tokens - at : 4096;
+        for (size_t j = 0; j < n; j++) chunk[j] = s->ids16[at + j];
+        h = hash64(chunk, n * sizeof(int32_t), h ^ basis);
+        at += n;
+    }
+    return h;
 }

@@ -59,10 +59,25 @@ static size_t utf8_decode(const unsigned char *s, size_t n, uint32_t *cp) {
     return i;
 }
 
+/* Length of the run of ASCII bytes other than NUL that starts text, looked
+ * at 8 bytes at a time (stories are mostly such runs). */
+static size_t plain_ascii_run(const unsigned char *s, size_t len) {
+    const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        if ((w & highs) || ((w - ones) & ~w & highs)) break; /* a byte >= 0x80, or a zero byte */
+    }
+    return i;
+}
+
 int utf8_validate(const char *text, size_t len, const char *what, Error *e) {
     const unsigned char *s = (const unsigned char *)text;
     size_t i = 0;
     while (i < len) {
+        i += plain_ascii_run(s + i, len - i);
+        if (i >= len) break;
         if (s[i] == 0)
             return FAIL(e, "remove the NUL bytes (is this a text file?)", "%s: NUL byte at byte offset %zu", what, i);
         if (s[i] < 0x80) {

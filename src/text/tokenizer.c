@@ -183,7 +183,42 @@ typedef struct EncodeCtx {
     const Tokenizer *t;
     IntVec *out;
     Error *e;
+    TokenizerMemo *memo; /* NULL: none */
 } EncodeCtx;
+
+/* A remembered word: its bytes and its ids (short words of few pieces only). */
+#define MEMO_SLOTS 8192
+#define MEMO_WORD 22
+#define MEMO_IDS 6
+typedef struct MemoSlot {
+    uint8_t len, n_ids; /* len 0: empty */
+    char word[MEMO_WORD];
+    int32_t ids[MEMO_IDS];
+} MemoSlot;
+
+int tokenizer_memo_init(TokenizerMemo *m, const Tokenizer *t, Error *e) {
+    m->t = t;
+    m->slots = xcalloc(MEMO_SLOTS, sizeof(MemoSlot), e);
+    return m->slots ? 0 : -1;
+}
+
+void tokenizer_memo_free(TokenizerMemo *m) {
+    free(m->slots);
+    *m = (TokenizerMemo){0};
+}
+
+static MemoSlot *memo_slot(TokenizerMemo *m, const char *word, size_t n) {
+    return &m->slots[hash_done(hash_more(HASH_INIT, word, n)) & (MEMO_SLOTS - 1)];
+}
+
+/* The ids out->data[mark..] of word, remembered when they fit a slot. */
+static void memo_keep(MemoSlot *slot, const char *word, size_t n, const IntVec *out, size_t mark) {
+    size_t k = out->len - mark;
+    if (k > MEMO_IDS) return;
+    slot->len = (uint8_t)n, slot->n_ids = (uint8_t)k;
+    memcpy(slot->word, word, n);
+    memcpy(slot->ids, out->data + mark, k * sizeof(int32_t));
+}
 
 static size_t count_chars(const char *s, size_t n) {
     size_t c = 0;
@@ -194,8 +229,25 @@ static size_t count_chars(const char *s, size_t n) {
 /* Greedy longest-match-first: the longest piece that starts the rest of the
  * word ("##" pieces after the first), again and again; a word that cannot be
  * covered, or of more than TOKENIZER_MAX_WORD_CHARS characters, is [UNK]. */
+static int encode_pieces(const char *word, size_t n, EncodeCtx *ctx);
+
+/* A word's ids: remembered, or found piece by piece (and remembered). */
 static int encode_word(const char *word, size_t n, void *ctx_) {
     EncodeCtx *ctx = ctx_;
+    if (!ctx->memo || n > MEMO_WORD) return encode_pieces(word, n, ctx);
+    MemoSlot *slot = memo_slot(ctx->memo, word, n);
+    if (slot->len == n && memcmp(slot->word, word, n) == 0) {
+        for (int i = 0; i < slot->n_ids; i++)
+            if (intvec_push(ctx->out, slot->ids[i], ctx->e)) return -1;
+        return 0;
+    }
+    size_t mark = ctx->out->len;
+    if (encode_pieces(word, n, ctx)) return -1;
+    memo_keep(slot, word, n, ctx->out, mark);
+    return 0;
+}
+
+static int encode_pieces(const char *word, size_t n, EncodeCtx *ctx) {
     const Tokenizer *t = ctx->t;
     size_t mark = ctx->out->len;
     if (count_chars(word, n) > TOKENIZER_MAX_WORD_CHARS) return intvec_push(ctx->out, t->unk_id, ctx->e);
@@ -219,11 +271,16 @@ static int encode_word(const char *word, size_t n, void *ctx_) {
 }
 
 int tokenizer_encode(const Tokenizer *t, const char *text, size_t len, IntVec *out, Error *e) {
+    return tokenizer_encode_memo(t, NULL, text, len, out, e);
+}
+
+int tokenizer_encode_memo(const Tokenizer *t, TokenizerMemo *m, const char *text, size_t len, IntVec *out, Error *e) {
+    if (m && m->t != t) return FAIL(e, NULL, "a tokenizer memo used with another tokenizer");
     ByteVec normalized = {0};
     if (text_normalize(text, len, &normalized, e)) return -1;
     /* About one piece per four bytes of story text: reserve to grow rarely. */
     int rc = intvec_reserve(out, out->len + normalized.len / 4 + 16, e);
-    EncodeCtx ctx = {t, out, e};
+    EncodeCtx ctx = {t, out, e, m};
     if (rc == 0) rc = pretokenize(&t->pretokenizer, normalized.data, normalized.len, encode_word, &ctx, e);
     bytevec_free(&normalized);
     return rc ? -1 : 0;

@@ -5,19 +5,29 @@
 #include <string.h>
 
 int shards_init(Shards *s, const Model *m, int n_threads, int positions, int max_stories, Error *e) {
-    *s = (Shards){.model = m, .n = n_threads < 1 ? 1 : n_threads, .positions = positions,
-                  .max_stories = max_stories};
+    return shards_init_dist(s, m, n_threads, NULL, positions, max_stories, e);
+}
+
+int shards_init_dist(Shards *s, const Model *m, int n_threads, Dist *dist, int positions, int max_stories,
+                     Error *e) {
+    int local = n_threads < 1 ? 1 : n_threads;
+    *s = (Shards){.model = m, .n = local * dist_size(dist), .first = local * dist_rank(dist), .local = local,
+                  .dist = dist, .positions = positions, .max_stories = max_stories};
     if (positions < 1 || max_stories < 1)
         return FAIL(e, NULL, "shards need room for a position and a story (got %d, %d)", positions, max_stories);
-    if (workers_init(&s->workers, s->n, e) || !(s->shard = xcalloc((size_t)s->n, sizeof(Shard), e)) ||
-        !(s->owner = xmalloc((size_t)max_stories * sizeof(int), e))) {
+    if (workers_init(&s->workers, s->local, e) || !(s->shard = xcalloc((size_t)s->n, sizeof(Shard), e)) ||
+        !(s->owner = xmalloc((size_t)max_stories * sizeof(int), e)) ||
+        !(s->grads_all = xmalloc((size_t)s->n * m->n_params * sizeof(float), e)) ||
+        !(s->results = xcalloc((size_t)s->n * 3, sizeof(double), e))) {
         shards_free(s);
         return -1;
     }
     for (int i = 0; i < s->n; i++) {
         Shard *h = &s->shard[i];
-        if (activations_init(&h->acts, &m->cfg, positions, e) || batch_init(&h->batch, positions, max_stories, e) ||
-            !(h->grads = xmalloc(m->n_params * sizeof(float), e)) ||
+        int mine = i >= s->first && i < s->first + s->local; /* only this process's shards run here */
+        h->grads = s->grads_all + (size_t)i * m->n_params;
+        if ((mine && (activations_init(&h->acts, &m->cfg, positions, e) ||
+                      batch_init(&h->batch, positions, max_stories, e))) ||
             !(h->stories = xmalloc((size_t)max_stories * sizeof(int), e))) {
             shards_free(s);
             return -1;
@@ -30,10 +40,11 @@ void shards_free(Shards *s) {
     for (int i = 0; s->shard && i < s->n; i++) {
         activations_free(&s->shard[i].acts);
         batch_free(&s->shard[i].batch);
-        free(s->shard[i].grads);
         free(s->shard[i].stories);
     }
     free(s->shard);
+    free(s->grads_all);
+    free(s->results);
     free(s->owner);
     if (s->workers.n) workers_free(&s->workers);
     *s = (Shards){0};
@@ -81,7 +92,7 @@ static void add_losses(Shard *h) {
 /* Thread i: its shard's stories in forward chunks that fit, gradients into its own buffer. */
 static void shard_job(void *arg, int i, int n_threads) {
     Shards *s = arg;
-    Shard *h = &s->shard[i];
+    Shard *h = &s->shard[s->first + i];
     const Model *m = s->model;
     h->loss_sum = 0, h->correct = 0, h->failed = 0;
     if (s->run_grads) memset(h->grads, 0, m->n_params * sizeof(float));
@@ -118,6 +129,28 @@ static void reduce_job(void *arg, int i, int n_threads) {
     }
 }
 
+/* Across ranks: every shard's losses and failure, then (when all ran and
+ * gradients are wanted) every shard's gradient, gathered in rank order. */
+static int exchange(Shards *s, Error *e) {
+    if (dist_size(s->dist) <= 1) return 0;
+    for (int i = s->first; i < s->first + s->local; i++) {
+        const Shard *h = &s->shard[i];
+        double *r = s->results + (size_t)i * 3;
+        r[0] = h->loss_sum, r[1] = (double)h->correct, r[2] = h->failed; /* counts below 2^53 are exact */
+    }
+    if (dist_allgather(s->dist, s->results, (size_t)s->local * 3 * sizeof(double), e)) return -1;
+    int failed = 0;
+    for (int i = 0; i < s->n; i++) {
+        Shard *h = &s->shard[i];
+        const double *r = s->results + (size_t)i * 3;
+        h->loss_sum = r[0], h->correct = (long long)r[1], h->failed = r[2] != 0;
+        failed |= h->failed;
+    }
+    if (failed || !s->run_grads) return 0;
+    size_t n = s->model->n_params * (size_t)s->local;
+    return dist_allgather(s->dist, s->grads_all, n * sizeof(float), e);
+}
+
 int shards_run(Shards *s, const StoryRef *stories, int n, const Ablation *ablation, float scale, float *grads,
                double *loss_sum, long long *correct, Error *e) {
     if (n > s->max_stories)
@@ -125,10 +158,14 @@ int shards_run(Shards *s, const StoryRef *stories, int n, const Ablation *ablati
     deal(s, stories, n);
     s->run_stories = stories, s->run_ablation = ablation, s->run_scale = scale, s->run_grads = grads;
     workers_run(&s->workers, shard_job, s);
+    if (exchange(s, e)) return -1;
     for (int i = 0; i < s->n; i++)
         if (s->shard[i].failed) {
-            if (e) *e = s->shard[i].error;
-            return -1;
+            if (i >= s->first && i < s->first + s->local) {
+                if (e) *e = s->shard[i].error;
+                return -1;
+            }
+            return FAIL(e, "see the message of that rank", "shard %d, on rank %d, failed", i, i / s->local);
         }
     for (int i = 0; i < s->n; i++) {
         *loss_sum += s->shard[i].loss_sum;

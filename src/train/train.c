@@ -14,6 +14,7 @@
 #include "storylm/fileio.h"
 #include "storylm/rng.h"
 #include "storylm/shards.h"
+#include "train_dist.h"
 
 TrainOptions train_default_options(void) {
     return (TrainOptions){.arch = ARCH_ATTENTION, .steps = 3000, .lr = 3e-3, .warmup = -1, .min_lr_ratio = 0.1,
@@ -81,21 +82,46 @@ static int stream_story(StoryStream *st, long long k) {
 typedef struct Pass {
     Shards shards;
     StoryRef *refs; /* (max_stories) */
+    int32_t *ids;   /* (ids_cap) the run's stories' ids, as the shards read them */
+    size_t ids_cap;
 } Pass;
 
-/* Threads from OpenMP's setting (model_threads_setup); each thread's chunks
- * hold max_positions / threads positions, or the longest story. */
-static int pass_init(Pass *p, const Model *m, int max_positions, int longest, int max_stories, Error *e) {
+/* Threads from OpenMP's setting (model_threads_setup), on each of dist's
+ * ranks; each shard's chunks hold max_positions / shards positions (shards
+ * over all ranks), or the longest story. */
+static int pass_init(Pass *p, const Model *m, Dist *dist, int max_positions, int longest, int max_stories,
+                     Error *e) {
     *p = (Pass){0};
-    int threads = omp_get_max_threads(), positions = (max_positions + threads - 1) / threads;
+    int threads = omp_get_max_threads(), shards = threads * dist_size(dist);
+    int positions = (max_positions + shards - 1) / shards;
     p->refs = xmalloc((size_t)max_stories * sizeof(StoryRef), e);
     if (!p->refs) return -1;
-    return shards_init(&p->shards, m, threads, positions > longest ? positions : longest, max_stories, e);
+    return shards_init_dist(&p->shards, m, threads, dist, positions > longest ? positions : longest, max_stories,
+                            e);
 }
 
 static void pass_free(Pass *p) {
     shards_free(&p->shards);
     free(p->refs);
+    free(p->ids);
+}
+
+/* p->refs[0..n): idx's stories, their ids copied out of s into p->ids. */
+static int pass_refs(Pass *p, const Stories *s, const int *idx, int n, Error *e) {
+    size_t total = 0;
+    for (int i = 0; i < n; i++) total += story_len(s, idx[i]);
+    if (total > p->ids_cap) {
+        int32_t *ids = xrealloc(p->ids, total * sizeof *ids, e);
+        if (!ids) return -1;
+        p->ids = ids;
+        p->ids_cap = total;
+    }
+    for (size_t i = 0, at = 0; i < (size_t)n; i++) {
+        story_copy_ids(s, idx[i], p->ids + at);
+        p->refs[i] = (StoryRef){p->ids + at, (int)story_len(s, idx[i])};
+        at += story_len(s, idx[i]);
+    }
+    return 0;
 }
 
 static long long predicted_positions(const Stories *s, const int *idx, int n) {
@@ -109,7 +135,7 @@ static long long predicted_positions(const Stories *s, const int *idx, int n) {
 static int pass_run(Pass *p, const Stories *s, const int *idx, int n, const Ablation *ab, float *grads,
                     double *loss_sum, long long *correct, Error *e) {
     long long total = predicted_positions(s, idx, n);
-    for (int i = 0; i < n; i++) p->refs[i] = (StoryRef){s->tokens + s->starts[idx[i]], (int)story_len(s, idx[i])};
+    if (pass_refs(p, s, idx, n, e)) return -1;
     return shards_run(&p->shards, p->refs, n, ab, total > 0 ? 1.0f / (float)total : 0.0f, grads, loss_sum, correct,
                       e);
 }
@@ -133,7 +159,7 @@ int evaluate(const Model *m, const Stories *s, const int *idx, int n, const Abla
     int longest = 0;
     for (int i = 0; i < n; i++) longest = (int)story_len(s, idx[i]) > longest ? (int)story_len(s, idx[i]) : longest;
     Pass p;
-    int rc = pass_init(&p, m, max_positions, longest, n > 0 ? n : 1, e);
+    int rc = pass_init(&p, m, NULL, max_positions, longest, n > 0 ? n : 1, e);
     if (!rc) rc = pass_evaluate(&p, s, idx, n, ab, r, e);
     pass_free(&p);
     return rc;
@@ -158,7 +184,7 @@ typedef struct Trainer {
 
 /* Identifies the training data: the token ids and the held-out split. */
 static uint64_t data_hash(const Stories *s) {
-    uint64_t h = hash64(s->tokens, s->n_tokens * sizeof(int32_t), 0);
+    uint64_t h = stories_hash_ids(s, 0);
     return hash64(s->test, (size_t)s->n_test * sizeof(int), h);
 }
 
@@ -197,10 +223,12 @@ static int fill_metadata(const Trainer *t, Metadata *md, Error *e) {
     if (!rc && isfinite(r->test_loss)) rc = set_meta(md, "test_loss", "%.6f", r->test_loss, e);
     if (!rc && isfinite(r->test_accuracy)) rc = set_meta(md, "test_accuracy", "%.6f", r->test_accuracy, e);
     rc = rc ? rc : set_meta(md, "seconds", "%.1f", r->seconds, e);
+    rc = rc ? rc : train_dist_set_meta(o->dist, md, e);
     return rc;
 }
 
 static int save(Trainer *t, const char *path, Error *e) {
+    if (dist_rank(t->o.dist) != 0) return (void)(t->saved_step = t->step), 0; /* rank 0 alone writes */
     Metadata md = {0};
     TrainingState st = {.adam_m = t->adam.m, .adam_v = t->adam.v, .n_params = t->model.n_params,
                         .step = (uint64_t)t->step, .data_hash = t->data_hash, .run_id = t->run_id};
@@ -265,6 +293,7 @@ static int resume(Trainer *t, Error *e) {
     if (strcmp(vocab, t->o.vocab_text) != 0 || st.data_hash != t->data_hash)
         rc = FAIL(e, "resume with the same stories file and vocabulary, or train anew without --resume",
                   "cannot resume '%s': it was trained on other data or another vocabulary", t->o.out);
+    if (!rc) rc = train_dist_check_resume(t->o.dist, &md, t->o.out, e);
     if (!rc) {
         t->o.arch = t->model.cfg.arch;
         rc = resume_schedule(t, &md, &st, e);
@@ -287,6 +316,7 @@ static int resume(Trainer *t, Error *e) {
 static int trainer_init(Trainer *t, const Stories *s, const TrainOptions *o, TrainResult *r, Error *e) {
     *t = (Trainer){.s = s, .o = *o, .r = r, .saved_step = -1};
     t->data_hash = data_hash(s);
+    if (train_dist_same_data(o->dist, t->data_hash, o->data_path, e)) return -1;
     if (s->n_train < 1) return FAIL(e, "give a file with more stories", "no training stories");
     int ntok = 0;
     for (int i = 0; i < s->n_stories; i++) ntok = (int)story_len(s, i) > ntok ? (int)story_len(s, i) : ntok;
@@ -306,7 +336,7 @@ static int trainer_init(Trainer *t, const Stories *s, const TrainOptions *o, Tra
     t->stream.order = t->step_stories ? xmalloc((size_t)s->n_train * sizeof(int), e) : NULL;
     if (!t->stream.order) return -1;
     int stories = t->o.batch > s->n_test ? t->o.batch : s->n_test; /* a step's, or the test stories */
-    return pass_init(&t->pass, &t->model, o->max_positions, ntok, stories > 1 ? stories : 1, e);
+    return pass_init(&t->pass, &t->model, o->dist, o->max_positions, ntok, stories > 1 ? stories : 1, e);
 }
 
 static void trainer_free(Trainer *t) {
@@ -369,6 +399,7 @@ static int evaluate_test(Trainer *t, Error *e) {
 
 /* "out.safetensors" -> "out.step1200.safetensors" */
 static int snapshot(Trainer *t, Error *e) {
+    if (dist_rank(t->o.dist) != 0) return 0; /* rank 0 alone writes */
     char path[4096];
     const char *out = t->o.out, *dot = strstr(out, ".safetensors");
     int stem = dot && dot[12] == '\0' ? (int)(dot - out) : (int)strlen(out);
@@ -413,6 +444,7 @@ static int train_loop(Trainer *t, TrainProgressFn fn, void *ctx, Error *e) {
         }
         int stop = (t->o.stop && *t->o.stop) || (t->o.minutes > 0 && now - start >= t->o.minutes * 60) ||
                    (t->o.stop_at > 0 && t->step >= t->o.stop_at);
+        if (dist_any(t->o.dist, stop, &stop, e)) return -1; /* a signal or a clock on one rank stops all */
         int last = t->step == t->o.steps || stop;
         int snap = t->o.snapshot_every > 0 && t->step % t->o.snapshot_every == 0;
         /* a snapshot is evaluated too, so it records its own test loss */

@@ -1,0 +1,57 @@
+/* Training across processes with MPI (data parallel, like llm.c).
+ *
+ * `mpirun -np N storylm train ...` starts N ranks; each reads the stories
+ * itself, runs its share of every step's shards (shards.h), and the shards'
+ * gradients and losses are gathered to every rank in rank order
+ * (dist_allgather), so that every rank sums them in shard order and applies
+ * the same Adam update: N ranks of T threads give the numbers, bit for bit,
+ * of one process of N x T threads. Without MPI at build time, or when not
+ * started by mpirun, a Dist is rank 0 of 1 and nothing here talks to anyone.
+ *
+ * Errors: the communicator returns errors instead of aborting, and a rank
+ * that dies makes mpirun stop the others (Open MPI aborts the job when a
+ * process exits without MPI_Finalize), so no rank waits forever. */
+#ifndef STORYLM_DIST_H
+#define STORYLM_DIST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "storylm/error.h"
+
+typedef struct Dist {
+    int rank, size;      /* 0 and 1 in a single process */
+    int mpi;             /* 1 when MPI was started here */
+    double comm_seconds; /* spent in dist_allgather so far, waiting included */
+    double wait_seconds; /* of which waiting for the slowest rank to arrive */
+    double comm_bytes;   /* received by this rank in dist_allgather so far */
+    long long exchanges;
+} Dist;
+
+/* 1 when this binary was built with MPI (cmake -DSTORYLM_MPI=ON). */
+int dist_built_with_mpi(void);
+/* 1 when this process was started by mpirun (Open MPI's or PMIx's variables). */
+int dist_launched(void);
+
+/* Starts MPI when launched by mpirun; else d is rank 0 of 1. Fails when
+ * launched by mpirun with more than one rank but built without MPI (every
+ * rank would train alone and write the same file). */
+int dist_init(Dist *d, Error *e);
+void dist_finalize(Dist *d);
+/* Stops every rank (MPI_Abort): for the front end after an error it printed. */
+void dist_abort(Dist *d, int code);
+
+/* In place: buf holds size parts of `each` bytes; this rank's part (at
+ * rank * each) is sent to all, and every other rank's part lands at its
+ * place. The order of the parts is the ranks', whatever MPI does inside. */
+int dist_allgather(Dist *d, void *buf, size_t each, Error *e);
+/* *any = 1 on every rank when flag is set on some rank. */
+int dist_any(Dist *d, int flag, int *any, Error *e);
+/* Every rank's x equal? *same = 1 when so (on every rank). */
+int dist_same(Dist *d, uint64_t x, int *same, Error *e);
+int dist_barrier(Dist *d, Error *e);
+
+static inline int dist_size(const Dist *d) { return d ? d->size : 1; }
+static inline int dist_rank(const Dist *d) { return d ? d->rank : 0; }
+
+#endif

@@ -1,0 +1,32 @@
+/* What training needs of the ranks: see src/train/train_dist.h. */
+#include "train_dist.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+int train_dist_same_data(Dist *d, uint64_t data_hash, const char *data_path, Error *e) {
+    int same;
+    if (dist_same(d, data_hash, &same, e)) return -1;
+    if (same) return 0;
+    return FAIL(e, "give every rank the same stories file and vocabulary (each rank reads them itself)",
+                "the ranks read different token ids or held-out stories from '%s'", data_path ? data_path : "");
+}
+
+int train_dist_set_meta(const Dist *d, Metadata *md, Error *e) {
+    if (dist_size(d) <= 1) return 0;
+    char buf[32];
+    snprintf(buf, sizeof buf, "%d", dist_size(d));
+    return metadata_set(md, "ranks", buf, e);
+}
+
+int train_dist_check_resume(const Dist *d, const Metadata *md, const char *path, Error *e) {
+    const char *v = metadata_get(md, "ranks");
+    int ranks = v ? atoi(v) : 1;
+    if (ranks == dist_size(d)) return 0;
+    if (ranks == 1)
+        return FAIL(e, "resume it without mpirun", "cannot resume '%s' on %d ranks: it was trained by one process", path,
+                    dist_size(d));
+    return FAIL(e, "resume with mpirun -np N, N the ranks it was trained on",
+                "cannot resume '%s' on %d rank(s): it was trained on %d (the shards, and so the numbers, would change)",
+                path, dist_size(d), ranks);
+}

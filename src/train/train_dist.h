@@ -1,0 +1,19 @@
+/* What training needs of the ranks beyond the shards' exchange (internal to
+ * src/train): the same data on every rank, the rank count in the model file
+ * and a resume that keeps it. */
+#ifndef STORYLM_TRAIN_DIST_H
+#define STORYLM_TRAIN_DIST_H
+
+#include "storylm/checkpoint.h"
+#include "storylm/dist.h"
+
+/* Fails unless every rank read the same ids and held-out split. */
+int train_dist_same_data(Dist *d, uint64_t data_hash, const char *data_path, Error *e);
+/* "ranks" in a model file trained on more than one (a single process's
+ * file stays as it was). */
+int train_dist_set_meta(const Dist *d, Metadata *md, Error *e);
+/* Refuses to resume a file of another rank count: the shards, and so the
+ * numbers, would change under the run. */
+int train_dist_check_resume(const Dist *d, const Metadata *md, const char *path, Error *e);
+
+#endif
