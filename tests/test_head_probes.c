@@ -48,11 +48,11 @@ static void small_random_model(Model *m, uint64_t seed) {
     for (int i = 0; i < c.n_heads * c.window; i++) m->distance[i] = 0.5f * sinf((float)i);
 }
 
-static const int32_t story_ids[] = {0, 3, 5, 7, 3, 9, 11, 2, 4, 3, 6, 8, 0, 0, 1, 2, 3, 4, 5, 1, 2, 3, 4, 5, 11, 0};
+static const int32_t hand_ids[] = {0, 3, 5, 7, 3, 9, 11, 2, 4, 3, 6, 8, 0, 0, 1, 2, 3, 4, 5, 1, 2, 3, 4, 5, 11, 0};
 static size_t story_starts[] = {0, 13, 26};
 static int both[] = {0, 1};
 static Stories two_stories(void) {
-    return (Stories){.n_stories = 2, .tokens = (int32_t *)story_ids, .starts = story_starts, .n_tokens = 26,
+    return (Stories){.n_stories = 2, .ids32 = hand_ids, .starts = story_starts, .n_tokens = 26,
                      .n_test = 2, .test = both};
 }
 
@@ -90,7 +90,7 @@ static void detect_scores_are_the_attention_maps_read_by_hand(void) {
     double prev[3] = {0}, dup[3] = {0}, ind[3] = {0}, map[26 * 26];
     long long n_prev = 0, n_dup = 0, n_ind = 0;
     for (int k = 0; k < 2; k++) {
-        const int32_t *ids = story_ids + story_starts[k];
+        const int32_t *ids = hand_ids + story_starts[k];
         int T = 13;
         CHECK(probe_run(&r, ids, T, NULL, &e) == 0);
         CHECK(detect_tally_add(&t, &r, ids, &e) == 0);
@@ -153,7 +153,7 @@ static void circuits_are_the_products_and_the_tangent(void) {
     CHECK(circuits_mean_input(&m, &s, s.test, 2, NULL, z_mean, seen, &positions, &e) == 0);
     CHECK(positions == 26 && seen[10] == 0 && seen[11] == 1); /* token 10 never occurs */
     double row0 = 0; /* the row part of z is the token's row: its mean is the rows' mean */
-    for (int i = 0; i < 26; i++) row0 += m.embedding[story_ids[i] * c->row_dim + 0];
+    for (int i = 0; i < 26; i++) row0 += m.embedding[hand_ids[i] * c->row_dim + 0];
     CHECK_CLOSE(z_mean[0], row0 / 26, 1e-5, 1e-6);
     circuits_gain(&m, z_mean, gain);
     float *scratch = malloc(circuit_scratch_size(c) * sizeof(float)), qk[V * V], ov[V * V];
@@ -232,7 +232,7 @@ static void icl_is_the_loss_by_position(void) {
     CHECK(probe_runner_init(&r, &m, 16, &e) == 0);
     double by_hand[12] = {0};
     for (int k = 0; k < 2; k++) {
-        CHECK(probe_run(&r, story_ids + story_starts[k], 13, NULL, &e) == 0);
+        CHECK(probe_run(&r, hand_ids + story_starts[k], 13, NULL, &e) == 0);
         for (int p = 0; p < 12; p++) by_hand[p] += r.acts.loss[p] / 2;
     }
     IclOptions o = {.early = 3, .late = 500, .band = 1, .min_stories = 2};

@@ -31,7 +31,7 @@ static void loss_on_text_is_the_trainers_evaluation(const ProbeSession *ps) {
     cJSON *j = report_json(&r);
     size_t starts[2] = {0, vt.ids.len};
     int only[1] = {0};
-    Stories s = {.n_stories = 1, .tokens = vt.ids.data, .starts = starts, .n_tokens = vt.ids.len, .n_test = 1, .test = only};
+    Stories s = {.n_stories = 1, .ids32 = vt.ids.data, .starts = starts, .n_tokens = vt.ids.len, .n_test = 1, .test = only};
     EvalResult ev;
     CHECK(evaluate(&ps->lm.model, &s, only, 1, NULL, 4096, &ev, &e) == 0);
     CHECK(ev.positions == (long long)vt.ids.len - 1);
