@@ -79,6 +79,20 @@ int view_generate(const LoadedModel *lm, const Ablation *ab, const char *prompt,
     return rc || !*text ? -1 : 0;
 }
 
+/* Words that start sentences with a capital without being names ("Her mom
+ * smiled" must not give "in Her pocket" later). */
+static int common_sentence_word(const char *w, size_t n) {
+    static const char *const words[] = {
+        "the", "a", "an", "he", "she", "it", "they", "we", "i", "you", "her", "his", "him", "them", "their",
+        "our", "my", "your", "its", "this", "that", "these", "those", "there", "then", "once", "one", "when",
+        "but", "and", "so", "if", "as", "at", "in", "on", "to", "with", "after", "before", "while", "because",
+        "what", "where", "who", "why", "how", "yes", "no", "oh", "every", "some", "all", "now", "soon", "today",
+        "suddenly", "finally", "later", "mom", "dad", "mommy", "daddy", "let", "can", "do", "look", "come", "thank"};
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        if (strlen(words[i]) == n && strncasecmp(w, words[i], n) == 0) return 1;
+    return 0;
+}
+
 /* The tokenizer lower-cases everything; words the prompt wrote with a capital
  * (its names, usually) get their capital back wherever they come again. */
 void view_recapitalize(char *text, const char *prompt) {
@@ -87,7 +101,7 @@ void view_recapitalize(char *text, const char *prompt) {
         const char *w = p;
         while (*p && isalnum((unsigned char)*p)) p++;
         size_t n = (size_t)(p - w);
-        if (n < 2 || !isupper((unsigned char)w[0])) continue;
+        if (n < 2 || !isupper((unsigned char)w[0]) || common_sentence_word(w, n)) continue;
         for (char *t = text; *t; t++) {
             if (strncasecmp(t, w, n) != 0 || (t > text && isalnum((unsigned char)t[-1])) || isalnum((unsigned char)t[n]))
                 continue;
@@ -95,4 +109,3 @@ void view_recapitalize(char *text, const char *prompt) {
         }
     }
 }
-
