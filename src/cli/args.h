@@ -38,6 +38,11 @@ typedef struct Command {
 int args_parse(const Command *cmd, int argc, char **argv, const Option *opts, int n_opts, const char **positional,
                int min_positional, int max_positional, int *n_positional);
 
+/* Did argv (argv[0] the verb) set the option called name (long) or short_name
+ * (0: none), as "--name V", "--name=V" or "-c V"? For flags whose value
+ * matters only when given (a resume refuses contradicting ones). */
+bool args_given(int argc, char **argv, const char *name, char short_name);
+
 void args_print_help(const Command *cmd, const Option *opts, int n_opts);
 
 /* Prints "storylm VERB: error: ..." and a pointer to --help; returns 2. */

@@ -77,6 +77,9 @@ static int eval_file(const EvalArgs *a, const char *stories_path, Error *e) {
     EvalResult r;
     int n = a->all ? s.n_stories : s.n_test;
     if (!rc) rc = evaluate(&lm.model, &s, a->all ? all : s.test, n, &ab, a->max_positions, &r, e);
+    if (!rc && (r.positions == 0 || !isfinite(r.loss))) /* never a NaN delivered as a result */
+        rc = FAIL(e, "give stories of at least two tokens", "'%s': the stories evaluated hold no position to predict",
+                  stories_path);
     if (!rc) print_result(a, path, stories_path, n, &r);
     free(all);
     free(mean);

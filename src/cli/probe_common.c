@@ -110,7 +110,9 @@ int probe_session_open(ProbeSession *ps, const ProbeOptions *o, const char *what
                        Error *e) {
     *ps = (ProbeSession){.stories_path = stories_path};
     ps->model_path = cli_model_path(o->model, o->json);
-    int rc = cli_load_model(&ps->lm, ps->model_path, e);
+    const char *inputs[] = {ps->model_path, stories_path, o->mean_stories};
+    int rc = o->svg ? output_check(o->svg, inputs, 3, e) : 0; /* before the work, and never over an input */
+    if (!rc) rc = cli_load_model(&ps->lm, ps->model_path, e);
     if (!rc && (flags & PROBE_ATTENTION_ONLY)) rc = probe_need_attention(&ps->lm.model, what, e);
     if (!rc && stories_path) rc = open_stories(ps, o, flags, e);
     if (!rc)

@@ -84,13 +84,14 @@ typedef struct Pass {
 } Pass;
 
 /* Threads from OpenMP's setting (model_threads_setup); each thread's chunks
- * hold max_positions / threads positions, or the longest story. */
+ * hold max_positions / threads positions, or the longest story up to a bound
+ * (shards_positions: longer stories run in pieces). */
 static int pass_init(Pass *p, const Model *m, int max_positions, int longest, int max_stories, Error *e) {
     *p = (Pass){0};
     int threads = omp_get_max_threads(), positions = (max_positions + threads - 1) / threads;
     p->refs = xmalloc((size_t)max_stories * sizeof(StoryRef), e);
     if (!p->refs) return -1;
-    return shards_init(&p->shards, m, threads, positions > longest ? positions : longest, max_stories, e);
+    return shards_init(&p->shards, m, threads, shards_positions(&m->cfg, positions, longest), max_stories, e);
 }
 
 static void pass_free(Pass *p) {
@@ -227,6 +228,15 @@ static int resume_number(const Metadata *md, const char *path, const char *key, 
     return 0;
 }
 
+/* A flag the user gave (bit of o.given) with another value than the resumed
+ * run's: refused, since the run goes on with its own and would ignore it. */
+static int contradicts(const Trainer *t, unsigned bit, const char *flag, double given, double run, Error *e) {
+    if (!(t->o.given & bit) || given == run) return 0;
+    return FAIL(e, "leave the flag out (a resumed run keeps its settings; only --steps may change), or train afresh",
+                "cannot resume '%s' with --%s %.10g: the run was trained with %s %.10g", t->o.out, flag, given, flag,
+                run);
+}
+
 /* The seed, schedule and position of the run the file comes from. */
 static int resume_schedule(Trainer *t, const Metadata *md, const TrainingState *st, Error *e) {
     const char *path = t->o.out;
@@ -241,6 +251,11 @@ static int resume_schedule(Trainer *t, const Metadata *md, const TrainingState *
     if (st->step > 1000000000)
         return FAIL(e, "resume only what storylm train saved, or train anew without --resume",
                     "cannot resume '%s': its step %" PRIu64 " is more than --steps allows", path, st->step);
+    if (contradicts(t, TRAIN_GIVEN_SEED, "seed", (double)t->o.seed, seed, e) ||
+        contradicts(t, TRAIN_GIVEN_LR, "lr", t->o.lr, lr, e) ||
+        contradicts(t, TRAIN_GIVEN_WARMUP, "warmup", t->o.warmup, warmup, e) ||
+        contradicts(t, TRAIN_GIVEN_BATCH, "batch", t->o.batch, batch, e))
+        return -1;
     t->o.seed = (uint64_t)seed;
     t->o.lr = lr;
     t->o.warmup = (int)warmup;
@@ -266,8 +281,12 @@ static int resume(Trainer *t, Error *e) {
         rc = FAIL(e, "resume with the same stories file and vocabulary, or train anew without --resume",
                   "cannot resume '%s': it was trained on other data or another vocabulary", t->o.out);
     if (!rc) {
+        if ((t->o.given & TRAIN_GIVEN_ARCH) && t->o.arch != t->model.cfg.arch)
+            rc = FAIL(e, "leave --arch out when resuming, or train afresh",
+                      "cannot resume '%s' with --arch %s: it is a model of architecture %s", t->o.out,
+                      arch_name(t->o.arch), arch_name(t->model.cfg.arch));
         t->o.arch = t->model.cfg.arch;
-        rc = resume_schedule(t, &md, &st, e);
+        if (!rc) rc = resume_schedule(t, &md, &st, e);
     }
     if (!rc) {
         t->run_id = st.run_id;
