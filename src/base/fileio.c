@@ -68,7 +68,7 @@ int output_check(const char *path, const char *const *inputs, int n_inputs, Erro
                         path);
         if (S_ISDIR(st.st_mode))
             return FAIL(e, "give a file name inside the folder, e.g. DIR/model.safetensors",
-                        "cannot write '%s': it is a folder", path);
+                        "cannot write '%s': it is a directory", path);
         if (!S_ISREG(st.st_mode))
             return FAIL(e, OUTPUT_HINT, "cannot write '%s': it is not a regular file (a device, pipe or socket)",
                         path);

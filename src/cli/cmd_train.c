@@ -90,6 +90,16 @@ static void print_summary(const Stories *s, const char *path) {
                 s->skips.invalid_utf8, s->skips.too_long);
 }
 
+/* Can path be written? Tried now, with the same temporary file a save makes,
+ * rather than after minutes of training (root passes access() where a
+ * read-only file system still refuses). */
+static int try_writing(const char *path, Error *e) {
+    AtomicFile a;
+    if (atomic_open(&a, path, e)) return -1;
+    atomic_abort(&a);
+    return 0;
+}
+
 /* Every file training writes, checked before the first step (a folder or an
  * input given as --out was found only at the first save, or never): --out,
  * its optimizer state and that state's ".next", and a vocabulary to learn;
@@ -105,6 +115,7 @@ static int check_outputs(const char *stories, const TrainOptions *o, const char 
     for (int i = 0; i < 4 && !rc; i++) {
         if (!outputs[i]) continue;
         rc = output_check(outputs[i], inputs, 2, e);
+        if (!rc && i != 2) rc = try_writing(outputs[i], e);
         for (int j = 0; j < i && !rc; j++)
             if (outputs[j] && paths_same(outputs[i], outputs[j]))
                 rc = FAIL(e, "give --out and --vocab different names",

@@ -354,6 +354,18 @@ static int diverged(const Trainer *t, const char *what, Error *e) {
                 t->step + 1, what, t->o.out, t->saved_step);
 }
 
+/* A step whose pass failed (logits that overflow, say): its message gets the
+ * step and the model left on disk, as diverged() says them. */
+static int stopped(const Trainer *t, Error *e) {
+    if (!e) return -1;
+    error_prefix(e, "training stopped at step %d: ", t->step + 1);
+    size_t n = strlen(e->message);
+    if (t->saved_step >= 0)
+        snprintf(e->message + n, sizeof e->message - n, "; '%s' keeps the last good model, of step %d", t->o.out,
+                 t->saved_step);
+    return -1;
+}
+
 /* One optimizer step on the next o.batch stories of the stream. */
 static int train_step(Trainer *t, double *loss, long long *positions, Error *e) {
     long long first = (long long)t->step * t->o.batch;
@@ -361,7 +373,8 @@ static int train_step(Trainer *t, double *loss, long long *positions, Error *e) 
     model_zero_grad(&t->model, t->grads);
     double loss_sum = 0;
     long long correct = 0;
-    if (pass_run(&t->pass, t->s, t->step_stories, t->o.batch, NULL, t->grads, &loss_sum, &correct, e)) return -1;
+    if (pass_run(&t->pass, t->s, t->step_stories, t->o.batch, NULL, t->grads, &loss_sum, &correct, e))
+        return stopped(t, e);
     *positions = predicted_positions(t->s, t->step_stories, t->o.batch);
     *loss = loss_sum / (double)*positions;
     if (t->step + 1 == t->o.overflow_at_step) t->grads[0] = INFINITY; /* tests only */
