@@ -23,9 +23,9 @@
 /* Far above any real file's (a storylm model has 9 tensors and about 20 keys),
  * so that what a header makes the reader allocate and do stays in proportion:
  * JSON values of the header (counted before parsing), tensors, metadata keys. */
-#define SAFETENSORS_MAX_VALUES 4000000
+#define SAFETENSORS_MAX_VALUES 1000000 /* cJSON's nodes: at most about 100 MB */
 #define SAFETENSORS_MAX_TENSORS 100000
-#define SAFETENSORS_MAX_KEYS 1000000
+#define SAFETENSORS_MAX_KEYS 500000
 
 /* A small ordered key/value list of strings ("__metadata__"). */
 typedef struct MetaEntry {

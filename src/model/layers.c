@@ -217,10 +217,12 @@ void dense_tanh_backward(const float *W, const float *x, const float *y, float *
 
 /* ---- output layer with softmax + cross-entropy --------------------------- */
 
-/* -log softmax(logit) = (mx - logit) + log(sum of exp(row - mx)), in double:
- * mx + logf(sum) - logit in float lost the log(sum) next to a huge mx (biases
- * of 3e38 gave loss 0), and mx - logit overflowed for logits far apart. */
+/* -log softmax(logit) = (mx - logit) + log(sum of exp(row - mx)). For logits
+ * of ordinary size in float as always (the same bits as before); past that in
+ * double and in this order: mx + logf(sum) - logit lost the log(sum) next to
+ * a huge mx (biases of 3e38 gave loss 0), and mx - logit can overflow. */
 static float xent_loss(float mx, float logit, float sum) {
+    if (fabsf(mx) < 1e4f && fabsf(logit) < 1e4f) return (mx + logf(sum)) - logit;
     return (float)(((double)mx - (double)logit) + log((double)sum));
 }
 
