@@ -12,6 +12,7 @@
 #pragma GCC optimize("vect-cost-model=dynamic", "fp-contract=fast")
 #endif
 #include <cblas.h>
+#include <float.h>
 #include <math.h>
 #include <omp.h>
 #include <string.h>
@@ -223,7 +224,8 @@ void dense_tanh_backward(const float *W, const float *x, const float *y, float *
  * a huge mx (biases of 3e38 gave loss 0), and mx - logit can overflow. */
 static float xent_loss(float mx, float logit, float sum) {
     if (fabsf(mx) < 1e4f && fabsf(logit) < 1e4f) return (mx + logf(sum)) - logit;
-    return (float)(((double)mx - (double)logit) + log((double)sum));
+    double loss = ((double)mx - (double)logit) + log((double)sum);
+    return loss <= FLT_MAX ? (float)loss : INFINITY; /* past float: inf (the pass names it), not an undefined cast */
 }
 
 /* Is row[target] the first largest logit (row's max is mx)? As argmax takes
