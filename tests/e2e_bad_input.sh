@@ -3,7 +3,9 @@
 # folders, named pipes, empty and NUL-filled and invalid UTF-8 stories, a 50 MB line, bad
 # vocabularies, model files truncated at every 1/16 of their length or with
 # damaged headers, a window8 model where heads are needed, flags out of range,
-# outputs nobody can write. Every case must exit 1 (a bad file) or 2 (a bad
+# outputs nobody can write; and issue 15's: non-finite and overflowing weights,
+# outputs that are inputs, devices, folders or links, locks, stale
+# temporaries, write errors on stdout. Every case must exit 1 (a bad file) or 2 (a bad
 # flag) with exactly one error line, which names the file (or the flag) and
 # the problem: no crash, no core dump, no hang, no sanitizer report. All
 # hostile files are made here, in the scratch folder.
@@ -216,9 +218,6 @@ refuse_model vocab70000.safetensors "vocab_size '70000'"
 for key in step batch warmup lr seed; do
   refuse 1 "resume_$key.safetensors" "$key" -- train stories.txt "${common[@]}" --steps 4 --resume --out "resume_$key.safetensors"
 done
-# A well-formed file of NaN weights loads (info shows it), but cannot write text or train.
-"$STORYLM" info --model nan.safetensors | grep -q "NaN or infinite" || fail "info does not point out NaN weights"
-refuse 1 nan.safetensors "NaN" -- generate --model nan.safetensors -n 5 --seed 1 "Lily found a"
 
 # ---- a window8 model given where heads are needed ----
 refuse 1 w8.safetensors window8 -- generate --model w8.safetensors --ablate 3 "Lily found a"
@@ -246,6 +245,147 @@ for flag in --batch --temperature --threads -n --top-p; do
   [[ -n ${tried[$flag]:-} ]] || fail "no verb takes $flag: the flag table in this test is stale"
 done
 [[ -n ${tried[--head]:-} ]] || echo "note: no verb takes --head yet; it will be tried once one does"
+
+# ---- issue 15: wrong results delivered as right ----
+# Values, not header: NaN or infinite weights are refused at load by every verb,
+# naming the tensor; a vocabulary in the metadata is checked at load too.
+$PY - model.safetensors <<'EOF'
+import json, struct, sys
+raw = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+header, data = json.loads(raw[8:8 + n]), raw[8 + n:]
+
+def save(name, h, d=data):
+    t = json.dumps(h, separators=(",", ":")).encode()
+    t += b" " * ((8 - (8 + len(t)) % 8) % 8)
+    open(name, "wb").write(struct.pack("<Q", len(t)) + t + d)
+
+def filled(d, tensor, value):
+    b, e = header[tensor]["data_offsets"]
+    d = bytearray(d)
+    d[b:e] = struct.pack("<f", value) * ((e - b) // 4)
+    return bytes(d)
+
+def with_vocab(change):
+    h = json.loads(json.dumps(header))
+    lines = h["__metadata__"]["vocab"].split("\n")
+    change(lines)
+    h["__metadata__"]["vocab"] = "\n".join(lines)
+    return h
+
+save("inf.safetensors", header, filled(data, "embedding", float("-inf")))
+save("huge.safetensors", header, filled(data, "output.weight", 3e38))  # logits overflow
+save("flat.safetensors", header, filled(filled(data, "output.weight", 0.0), "output.bias", 3e38))
+save("vocab_dup.safetensors", with_vocab(lambda l: l.__setitem__(9, l[2])))
+save("vocab_empty.safetensors", with_vocab(lambda l: l.__setitem__(9, "")))
+save("vocab_nounk.safetensors", with_vocab(lambda l: l.__setitem__(l.index("[UNK]"), "unkk")))
+h = json.loads(json.dumps(header))
+h["__metadata__"].update({f"k{i:06d}": "v" for i in range(80000)})
+save("keys80000.safetensors", h)
+h = json.loads(json.dumps(header))
+h["__metadata__"].update({f"k{i}": "" for i in range(1100000)})
+save("keys1m.safetensors", h)  # 13 MB of header: refused from a count before parsing
+EOF
+refuse_model nan.safetensors "output.bias" "NaN"
+refuse_model inf.safetensors "embedding" "infinity"
+refuse_model vocab_dup.safetensors "duplicate piece"
+refuse_model vocab_empty.safetensors "line 10 is empty"
+refuse_model vocab_nounk.safetensors "[UNK]"
+refuse 1 huge.safetensors "overflows at position" -- eval stories.txt --model huge.safetensors --json
+[[ ! -s out.txt ]] || fail "eval of overflowing logits printed a result: $(cat out.txt)"
+refuse 1 "overflows at position" -- ablate stories.txt --model huge.safetensors --json
+"$STORYLM" eval stories.txt --model flat.safetensors --json >flat.json 2>/dev/null || fail "eval of flat logits"
+$PY -c 'import json, math, sys; r = json.load(open(sys.argv[1])); assert abs(r["loss"] - math.log(2000)) < 1e-3 and r["accuracy"] < 0.5, r' flat.json ||
+  fail "biases of 3e38: eval does not give log(2000) and a low accuracy: $(cat flat.json)"
+start=$(date +%s%N)
+timeout 20 "$STORYLM" info --model keys80000.safetensors >/dev/null || fail "80,000 metadata keys do not load"
+ms=$((($(date +%s%N) - start) / 1000000))
+echo "info of 80,000 metadata keys: $ms ms"
+((ms < 5000)) || fail "80,000 metadata keys took $ms ms (quadratic?)"
+refuse 1 keys1m.safetensors "over the limit" -- info --model keys1m.safetensors
+
+# A temperature so low that 1/T overflows is greedy, never [UNK] from NaN.
+greedy=$("$STORYLM" generate --model model.safetensors -t 0 -n 12 "Lily found a" 2>/dev/null)
+for t in 1e-38 1e-45 1e-5; do
+  got=$("$STORYLM" generate --model model.safetensors -t $t -n 12 --seed 3 "Lily found a" 2>/dev/null) || fail "-t $t failed"
+  [[ $got == "$greedy" ]] || fail "-t $t is not greedy: '$got' vs '$greedy'"
+done
+
+# Write errors on standard output: exit 1 with a message, for every verb that prints.
+for cmd in "tokenize --vocab vocab.txt Lily" "generate --model model.safetensors -n 5 --seed 1 Lily" \
+  "info --model model.safetensors" "eval stories.txt --model model.safetensors --json" \
+  "stories stories.txt --vocab vocab.txt --ids" "version" "distances --model model.safetensors"; do
+  rc=0
+  # shellcheck disable=SC2086 # $cmd is a verb and its arguments
+  "$STORYLM" $cmd >/dev/full 2>err.txt || rc=$?
+  ((rc == 1)) && grep -q "cannot write the output" err.txt || fail "storylm $cmd >/dev/full: exit $rc, $(cat err.txt)"
+  cases=$((cases + 1))
+done
+
+# ---- issue 15: files destroyed ----
+cp stories.txt keep.txt && cp vocab.txt keep_vocab.txt && cp model.safetensors keep.safetensors
+printf 'x\ty\n1\t2\n2\t3\n' >table.tsv && cp table.tsv keep.tsv
+ln -sf stories.txt stories_link.txt
+refuse 1 "same file as the input" -- train stories.txt "${common[@]}" --steps 2 --out stories.txt
+refuse 1 "same file as the input" -- train stories.txt "${common[@]}" --steps 2 --out stories_link.txt
+refuse 1 "same file as the input" -- train stories.txt "${common[@]}" --steps 2 --out vocab.txt
+refuse 1 "model and as the vocabulary" -- train stories.txt --vocab fresh.txt --steps 2 --out fresh.txt
+refuse 1 "same file as the input" -- vocab stories.txt -o stories.txt
+refuse 1 "same file as the input" -- vocab stories.txt -o stories_link.txt
+refuse 1 "same file as the input" -- plot table.tsv -o table.tsv
+refuse 1 "same file as the input" -- distances --model model.safetensors --svg model.safetensors
+refuse 1 "same file as the input" -- heads stories.txt --model model.safetensors --svg stories.txt
+cmp -s stories.txt keep.txt && cmp -s vocab.txt keep_vocab.txt && cmp -s model.safetensors keep.safetensors &&
+  cmp -s table.tsv keep.tsv || fail "an input was changed by a refused run"
+[[ -L stories_link.txt && ! -e fresh.txt ]] || fail "a link was replaced, or a refused run wrote its vocabulary"
+# Outputs that are not regular files: a device, a pipe, a folder (before the first step), a link to nothing.
+refuse 1 "/dev/null" "not a regular file" -- train stories.txt "${common[@]}" --steps 2 --out /dev/null
+refuse 1 "pipe" "not a regular file" -- vocab stories.txt -o pipe
+refuse 1 "/dev/null" "not a regular file" -- plot table.tsv -o /dev/null
+[[ -c /dev/null ]] || fail "/dev/null is no longer a device"
+mkdir -p outdir
+start=$(date +%s)
+refuse 1 "outdir" "directory" -- train stories.txt "${common[@]}" --steps 100000 --out outdir
+(($(date +%s) - start < 60)) || fail "--out naming a folder was found only after training"
+ln -sf nowhere/at/all dangling.safetensors
+refuse 1 "dangling.safetensors" "link to nothing" -- train stories.txt "${common[@]}" --steps 2 --out dangling.safetensors
+# A link to a regular file is written through: the target gets the output, the link stays a link.
+mkdir -p linked && ln -sf linked/target.svg pic.svg && : >linked/target.svg
+"$STORYLM" distances --model model.safetensors --svg pic.svg >/dev/null 2>&1 || fail "--svg through a link"
+[[ -L pic.svg ]] && grep -q "<svg" linked/target.svg || fail "--svg replaced the link instead of writing its target"
+# A kill -9 in a save leaves NAME.tmp.PID: removed by the next save once PID is gone.
+sleep 0 & dead=$!
+wait $dead
+: >"m2.safetensors.tmp.$dead"
+: >"m2.safetensors.tmp.$$" # a live process's: left alone
+"$STORYLM" train stories.txt "${common[@]}" --steps 1 --out m2.safetensors >/dev/null 2>&1 || fail "train beside stale temporaries"
+[[ ! -e "m2.safetensors.tmp.$dead" && -e "m2.safetensors.tmp.$$" ]] || fail "the stale temporary was not removed, or a live one was"
+rm -f "m2.safetensors.tmp.$$"
+# Two runs on one output: a lock beside it refuses the second; a dead process's lock does not.
+sleep 60 & live=$!
+echo "$live" >m3.safetensors.lock
+refuse 1 "m3.safetensors" "another process" "PID $live" -- train stories.txt "${common[@]}" --steps 1 --out m3.safetensors
+kill "$live" && wait "$live" 2>/dev/null || true
+echo "$dead" >m3.safetensors.lock
+"$STORYLM" train stories.txt "${common[@]}" --steps 1 --out m3.safetensors >/dev/null 2>&1 || fail "a stale lock refused the run"
+[[ ! -e m3.safetensors.lock ]] || fail "the lock outlived its run"
+
+# ---- issue 15: --resume with flags that contradict the run ----
+"$STORYLM" train stories.txt "${common[@]}" --steps 2 --out r.safetensors >/dev/null 2>&1 || fail "train r"
+refuse 1 "--lr 0.5" "lr 0.003" -- train stories.txt "${common[@]}" --steps 4 --resume --lr 0.5 --out r.safetensors
+refuse 1 "--batch 3" -- train stories.txt "${common[@]}" --steps 4 --resume --batch 3 --out r.safetensors
+refuse 1 "--seed 9" -- train stories.txt "${common[@]}" --steps 4 --resume --seed 9 --out r.safetensors
+refuse 1 "--arch window8" -- train stories.txt "${common[@]}" --steps 4 --resume --arch window8 --out r.safetensors
+"$STORYLM" train stories.txt "${common[@]}" --steps 4 --resume --batch 8 --out r.safetensors >/dev/null 2>&1 ||
+  fail "--resume with the run's own --batch 8 was refused"
+
+# ---- issue 15: smaller ones ----
+"$STORYLM" train stories.txt "${common[@]}" --test-stories 0 --steps 1 --out t0.safetensors 2>t0.log >/dev/null ||
+  fail "--test-stories 0"
+grep -q "no test stories" t0.log && ! grep -qi "nan" t0.log || fail "--test-stories 0 printed: $(cat t0.log)"
+printf 'step\tloss\n1\t1e308\n2\t-1e308\n3\t2\n4\t1\n5\tinf\n' >huge.tsv
+"$STORYLM" plot huge.tsv -o huge.svg 2>plot.err || fail "plot of huge values"
+! grep -qi "nan" huge.svg && grep -q "left out" plot.err || fail "plot of 1e308 wrote nan or said nothing"
 
 # ---- outputs nobody can write: a folder that does not exist, a read-only one ----
 mkdir readonly && chmod 555 readonly

@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <math.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -30,10 +32,13 @@ static uint64_t next_random(uint64_t *state) { /* splitmix64 */
     return z ^ (z >> 31);
 }
 
-/* Every bit pattern, NaNs with payloads and infinities included. */
+/* Every finite bit pattern, denormals and negative zero included (a pattern
+ * of NaN or infinity gets its exponent's top bit cleared: the loader refuses
+ * those, see test_nonfinite). */
 static void fill_any_bits(float *x, size_t n, uint64_t seed) {
     for (size_t i = 0; i < n; i++) {
         uint32_t u = (uint32_t)next_random(&seed);
+        if ((u & 0x7f800000u) == 0x7f800000u) u &= ~0x40000000u;
         memcpy(&x[i], &u, 4);
     }
 }
@@ -606,6 +611,109 @@ static void test_metadata_list(void) {
     model_free(&m);
 }
 
+/* ---- what the loader refuses in values, not in the header -------------- */
+
+/* A NaN or an infinity anywhere is refused at load, naming the tensor and the
+ * element: eval of such a model printed "loss -nan" and exited 0. */
+static void test_nonfinite(void) {
+    const char *path = tmp_path("nonfinite.safetensors");
+    Model m, back;
+    char *vocab = make_vocab(2000), *vocab_back;
+    Error e = {0};
+    make_model(&m, ARCH_ATTENTION, 5, 0);
+    m.output_b[5] = NAN;
+    CHECK(checkpoint_save_model(path, &m, vocab, NULL, &e) == 0);
+    CHECK(checkpoint_load_model(path, &back, &vocab_back, NULL, &e) == -1 &&
+          strstr(e.message, "tensor 'output.bias' holds NaN at element 5") && !back.params && !vocab_back);
+    m.output_b[5] = 0.0f;
+    m.embedding[100] = -INFINITY;
+    CHECK(checkpoint_save_model(path, &m, vocab, NULL, &e) == 0);
+    CHECK(checkpoint_load_model(path, &back, &vocab_back, NULL, &e) == -1 &&
+          strstr(e.message, "tensor 'embedding' holds an infinity at element 100"));
+    m.embedding[100] = 3e38f; /* huge but finite: loads (the loss is computed so that it stays right) */
+    CHECK(checkpoint_save_model(path, &m, vocab, NULL, &e) == 0);
+    CHECK(checkpoint_load_model(path, &back, &vocab_back, NULL, &e) == 0);
+    model_free(&back);
+    free(vocab_back);
+    /* the optimizer state too */
+    TrainingState s, sb;
+    if (training_state_init(&s, &m, NULL)) abort();
+    s.adam_v[m.tensors[1].offset + 3] = INFINITY;
+    CHECK(checkpoint_save_adam(path, &m, &s, &e) == 0);
+    CHECK(checkpoint_load_adam(path, &m, &sb, &e) == -1 && strstr(e.message, "tensor 'v.query' holds an infinity"));
+    training_state_free(&s);
+    free(vocab);
+    model_free(&m);
+}
+
+/* A vocabulary stored in a model that a tokenizer would refuse (an empty or
+ * a duplicate piece, no [UNK]) is refused at load, by every verb alike. */
+static void test_bad_vocab_at_load(void) {
+    const char *path = tmp_path("badvocab.safetensors");
+    Model m, back;
+    char *vocab_back;
+    Error e = {0};
+    make_model(&m, ARCH_ATTENTION, 6, 0);
+    static const struct {
+        const char *line1, *want;
+    } cases[] = {{"[EOS]", "duplicate piece '[EOS]'"}, {"", "line 1 is empty"}, {"unk", "has no [UNK] line"}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        char *vocab = make_vocab(2000);
+        char *nl = strchr(vocab, '\n'); /* replace line 1, "[UNK]" */
+        size_t tail = strlen(nl), first = strlen(cases[c].line1);
+        memmove(vocab + first, nl, tail + 1);
+        memcpy(vocab, cases[c].line1, first);
+        CHECK(checkpoint_save_model(path, &m, vocab, NULL, &e) == 0);
+        CHECK(checkpoint_load_model(path, &back, &vocab_back, NULL, &e) == -1 && strstr(e.message, cases[c].want));
+        if (!strstr(e.message, cases[c].want)) fprintf(stderr, "  got: %s\n", e.message);
+        free(vocab);
+    }
+    model_free(&m);
+}
+
+/* Loading is linear in the metadata's keys (80,000 took 10 s when each was
+ * looked up among the earlier ones), and a header of more values than any
+ * model has is refused before it is parsed. */
+static void test_many_keys(void) {
+    const char *path = tmp_path("keys.safetensors");
+    Model m, back;
+    Metadata meta = {0}, meta_back;
+    char *vocab = make_vocab(2000), *vocab_back;
+    Error e = {0};
+    make_model(&m, ARCH_ATTENTION, 8, 0);
+    for (int i = 0; i < 80000; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "k%06d", i);
+        if (metadata_append(&meta, key, "v", NULL)) abort();
+    }
+    CHECK(checkpoint_save_model(path, &m, vocab, &meta, &e) == 0);
+    clock_t t0 = clock();
+    CHECK(checkpoint_load_model(path, &back, &vocab_back, &meta_back, &e) == 0 && meta_back.count == 80000);
+    double cpu = (double)(clock() - t0) / CLOCKS_PER_SEC;
+    CHECK(cpu < 3.0); /* about 0.05 s; quadratic took 10 s (CPU time, so a loaded machine does not matter) */
+    model_free(&back);
+    free(vocab_back);
+    metadata_free(&meta_back);
+    metadata_free(&meta);
+    /* 2 million values in one shape: refused from a count, not parsed into 200 MB of JSON nodes */
+    size_t n = 2000000, len = 0;
+    char *h = malloc(2 * n + 128);
+    len += (size_t)sprintf(h, "{\"x\":{\"dtype\":\"F32\",\"data_offsets\":[0,0],\"shape\":[0");
+    for (size_t i = 1; i < n; i++) h[len++] = ',', h[len++] = '0';
+    len += (size_t)sprintf(h + len, "]}}");
+    unsigned char lb[8];
+    put_le64(lb, len);
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(lb, 1, 8, f) != 8 || fwrite(h, 1, len, f) != len || fclose(f)) abort();
+    t0 = clock();
+    CHECK(checkpoint_load_model(path, &back, &vocab_back, NULL, &e) == -1 &&
+          strstr(e.message, "over the limit of 1000000"));
+    CHECK((double)(clock() - t0) / CLOCKS_PER_SEC < 3.0);
+    free(h);
+    free(vocab);
+    model_free(&m);
+}
+
 /* ---- models for the end-to-end test ------------------------------------ */
 
 static int write_dump(const char *dir, const char *name, const char *what, const float *x, size_t n) {
@@ -672,6 +780,9 @@ int main(int argc, char **argv) {
     test_pair();
     test_atomic();
     test_metadata_list();
+    test_nonfinite();
+    test_bad_vocab_at_load();
+    test_many_keys();
     model_free(&m);
     metadata_free(&meta);
     free(vocab);

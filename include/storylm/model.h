@@ -106,9 +106,23 @@ int model_hidden_input_dim(const ModelConfig *c);
 
 /* ---------------------------------------------------------------------------
  * A batch: several whole stories packed one after another. */
+/* Where a story in a batch stands when it is a piece of a longer one (a long
+ * story runs as pieces of bounded length, so memory does not grow with it):
+ * its first `context` tokens only give keys and values to the positions after
+ * them (no target; at least the window's W-1 before the first predicted one,
+ * so every prediction sees exactly what it would in the whole story); the
+ * piece's last position predicts `next` (-1: the story ends there); `offset`
+ * is where the piece's first token stands in the story, for messages. */
+typedef struct BatchPiece {
+    int context;
+    int offset;
+    int32_t next;
+} BatchPiece;
+
 typedef struct Batch {
     int32_t *tokens; /* (max_tokens) every story's ids, packed */
     int *starts;     /* (max_stories + 1): story i is tokens[starts[i] .. starts[i+1]) */
+    BatchPiece *piece; /* (max_stories): {0, 0, -1} for a whole story */
     int n_stories, n_tokens;
     int max_stories, max_tokens;
 } Batch;
@@ -118,6 +132,8 @@ void batch_free(Batch *b);
 void batch_clear(Batch *b);
 /* Appends a story of len >= 1 ids (normally [EOS] first); fails when full. */
 int batch_add(Batch *b, const int32_t *ids, int len, Error *e);
+/* Appends a piece of a longer story (see BatchPiece). */
+int batch_add_piece(Batch *b, const int32_t *ids, int len, BatchPiece piece, Error *e);
 
 /* ---------------------------------------------------------------------------
  * Head ablation: a property of the forward pass, not of the weights. A

@@ -20,6 +20,12 @@
 
 #define SAFETENSORS_MAX_DIMS 8
 #define SAFETENSORS_MAX_HEADER 100000000u /* bytes, as the reference implementation allows */
+/* Far above any real file's (a storylm model has 9 tensors and about 20 keys),
+ * so that what a header makes the reader allocate and do stays in proportion:
+ * JSON values of the header (counted before parsing), tensors, metadata keys. */
+#define SAFETENSORS_MAX_VALUES 1000000 /* cJSON's nodes: at most about 100 MB */
+#define SAFETENSORS_MAX_TENSORS 100000
+#define SAFETENSORS_MAX_KEYS 500000
 
 /* A small ordered key/value list of strings ("__metadata__"). */
 typedef struct MetaEntry {
@@ -32,6 +38,9 @@ typedef struct Metadata {
     int count, cap;
 } Metadata;
 
+/* Adds key/value (copies both) at the end, not looking for an earlier key:
+ * for keys known to be new (copying a list without duplicates). Linear. */
+int metadata_append(Metadata *md, const char *key, const char *value, Error *e);
 /* Sets key to value (copies both), replacing an earlier value of key. */
 int metadata_set(Metadata *md, const char *key, const char *value, Error *e);
 /* The value of key, or NULL. */

@@ -8,6 +8,10 @@
 #include "storylm/error.h"
 #include "storylm/rng.h"
 
+/* Temperatures below this (0 included) take the most likely token: below it
+ * the draw is greedy in effect, and 1/T soon overflows float. */
+#define SAMPLER_GREEDY_BELOW 1e-4f
+
 typedef struct Sampler {
     int vocab_size;
     float temperature; /* 0: always the most likely token */
@@ -23,7 +27,10 @@ typedef struct Candidate Candidate;
 int sampler_init(Sampler *s, int vocab_size, float temperature, int top_k, float top_p, uint64_t seed, Error *e);
 void sampler_free(Sampler *s);
 
-/* logits (V) -> a token id. Ties in the greedy case go to the lowest id. */
+/* logits (V) -> a token id. Ties in the greedy case go to the lowest id.
+ * Never picks a NaN logit: logits that cannot be scaled by 1/temperature
+ * (inf, NaN, or a spread that overflows) fall back to greedy over the finite
+ * and infinite ones, and NaNs are passed over. */
 int sampler_sample(Sampler *s, const float *logits);
 
 /* logits (V) -> probabilities (V), softmax at temperature 1. */

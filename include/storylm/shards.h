@@ -66,12 +66,19 @@ typedef struct Shards {
 } Shards;
 
 /* n_threads shards of up to `positions` positions per forward chunk each (a
- * shard with more tokens runs several chunks; a story longer than that cannot
- * run), for runs of up to max_stories stories. */
+ * shard with more tokens runs several chunks; a story longer than that runs
+ * in pieces), for runs of up to max_stories stories. */
 int shards_init(Shards *s, const Model *m, int n_threads, int positions, int max_stories, Error *e);
 /* The same with n_threads on each of dist's ranks (dist NULL: shards_init). */
 int shards_init_dist(Shards *s, const Model *m, int n_threads, Dist *dist, int positions, int max_stories,
                      Error *e);
+
+/* The positions a shard should hold: `positions` (its share of
+ * --max-positions), or the longest story when that is longer, up to four
+ * windows' worth. A story longer than a shard's positions runs as pieces of
+ * them that carry the window before their first prediction (BatchPiece): the
+ * same predictions, memory independent of the story's length. */
+int shards_positions(const ModelConfig *c, int positions, int longest);
 void shards_free(Shards *s);
 
 /* Runs stories[0..n) through the model, with the heads in ablation switched

@@ -33,10 +33,13 @@ typedef struct TrainOptions {
     const char *vocab_text; /* vocab.txt text stored in the model */
     int vocab_size;
     int resume;
+    unsigned given;      /* TRAIN_GIVEN_* bits: flags the user set; a resume refuses any the run contradicts */
     volatile sig_atomic_t *stop; /* set by a signal handler: save and stop */
     int overflow_at_step; /* tests only: this step's gradient overflows (one inf); 0 = never */
     Dist *dist;           /* the ranks under mpirun (dist.h); NULL = this process alone */
 } TrainOptions;
+
+enum { TRAIN_GIVEN_ARCH = 1, TRAIN_GIVEN_LR = 2, TRAIN_GIVEN_BATCH = 4, TRAIN_GIVEN_SEED = 8, TRAIN_GIVEN_WARMUP = 16 };
 
 TrainOptions train_default_options(void);
 

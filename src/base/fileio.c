@@ -1,11 +1,18 @@
 /* Whole-file reads and atomic writes: see include/storylm/fileio.h. */
+#define _XOPEN_SOURCE 700 /* realpath */
 #include "storylm/fileio.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#define OUTPUT_HINT "give the path of a regular file (or of one to create) in a folder you can write"
 
 int file_read_all(const char *path, size_t max_bytes, char **data, size_t *len, Error *e) {
     *data = NULL;
@@ -40,17 +47,107 @@ int file_read_all(const char *path, size_t max_bytes, char **data, size_t *len, 
     return 0;
 }
 
+/* ---- outputs: checked before any work ---------------------------------- */
+
+/* The folder part of path ("." for a bare name) into buf. */
+static void folder_of(const char *path, char *buf, size_t size) {
+    const char *slash = strrchr(path, '/');
+    if (!slash) snprintf(buf, size, ".");
+    else if (slash == path) snprintf(buf, size, "/");
+    else snprintf(buf, size, "%.*s", (int)(slash - path), path);
+}
+
+static int same_file(const struct stat *x, const struct stat *y) { return x->st_dev == y->st_dev && x->st_ino == y->st_ino; }
+
+int output_check(const char *path, const char *const *inputs, int n_inputs, Error *e) {
+    if (!path || !*path) return FAIL(e, OUTPUT_HINT, "an output path is empty");
+    struct stat link = {0}, st;
+    if (lstat(path, &link) == 0) {
+        if (stat(path, &st) != 0)
+            return FAIL(e, "point the link at a file, or give another path", "'%s' is a symbolic link to nothing",
+                        path);
+        if (S_ISDIR(st.st_mode))
+            return FAIL(e, "give a file name inside the folder, e.g. DIR/model.safetensors",
+                        "cannot write '%s': it is a directory", path);
+        if (!S_ISREG(st.st_mode))
+            return FAIL(e, OUTPUT_HINT, "cannot write '%s': it is not a regular file (a device, pipe or socket)",
+                        path);
+        for (int i = 0; i < n_inputs; i++) {
+            struct stat in;
+            if (inputs[i] && stat(inputs[i], &in) == 0 && same_file(&in, &st))
+                return FAIL(e, "give the output another name: writing it would destroy the input",
+                            "the output '%s' is the same file as the input '%s'", path, inputs[i]);
+        }
+    } else if (errno != ENOENT) {
+        return FAIL(e, OUTPUT_HINT, "cannot write '%s': %s", path, strerror(errno));
+    }
+    char folder[PATH_MAX], resolved[PATH_MAX];
+    /* a save writes beside the link's target, so that is the folder to check */
+    folder_of(S_ISLNK(link.st_mode) && realpath(path, resolved) ? resolved : path, folder, sizeof folder);
+    if (stat(folder, &st) != 0 || !S_ISDIR(st.st_mode))
+        return FAIL(e, "create the folder first", "cannot write '%s': there is no folder '%s'", path, folder);
+    if (access(folder, W_OK | X_OK) != 0)
+        return FAIL(e, "choose a folder you can write, or change its permissions",
+                    "cannot write '%s': the folder '%s' is not writable", path, folder);
+    return 0;
+}
+
+int paths_same(const char *a, const char *b) {
+    struct stat x, y;
+    if (stat(a, &x) == 0 && stat(b, &y) == 0) return same_file(&x, &y);
+    char fa[PATH_MAX], fb[PATH_MAX], ra[PATH_MAX], rb[PATH_MAX];
+    folder_of(a, fa, sizeof fa);
+    folder_of(b, fb, sizeof fb);
+    const char *sa = strrchr(a, '/'), *sb = strrchr(b, '/');
+    sa = sa ? sa + 1 : a;
+    sb = sb ? sb + 1 : b;
+    if (strcmp(sa, sb) != 0) return 0;
+    return realpath(fa, ra) && realpath(fb, rb) ? strcmp(ra, rb) == 0 : strcmp(fa, fb) == 0;
+}
+
+/* Removes "NAME.tmp.PID" files beside final whose process no longer exists:
+ * what a kill -9 in the middle of a save leaves. A live PID's file stays (a
+ * save under way, or a reused PID: left alone rather than risk a live save). */
+static void remove_stale_temps(const char *final) {
+    char folder[PATH_MAX];
+    folder_of(final, folder, sizeof folder);
+    const char *slash = strrchr(final, '/'), *name = slash ? slash + 1 : final;
+    size_t name_len = strlen(name);
+    DIR *d = opendir(folder);
+    if (!d) return;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        const char *tail = de->d_name + name_len;
+        if (strncmp(de->d_name, name, name_len) != 0 || strncmp(tail, ".tmp.", 5) != 0) continue;
+        char *end;
+        long pid = strtol(tail + 5, &end, 10);
+        if (*end || end == tail + 5 || pid <= 0 || pid == (long)getpid()) continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+        char stale[PATH_MAX + 256];
+        snprintf(stale, sizeof stale, "%s/%s", folder, de->d_name);
+        unlink(stale);
+    }
+    closedir(d);
+}
+
 int atomic_open(AtomicFile *a, const char *path, Error *e) {
     *a = (AtomicFile){0};
-    size_t n = strlen(path) + 32;
+    if (output_check(path, NULL, 0, e)) return -1;
+    /* Through a symbolic link to its target: renaming over the link would
+     * replace the link itself with a file. */
+    char resolved[PATH_MAX];
+    struct stat link;
+    const char *final = lstat(path, &link) == 0 && S_ISLNK(link.st_mode) && realpath(path, resolved) ? resolved : path;
+    size_t n = strlen(final) + 32;
     a->final_path = xmalloc(n, e);
     a->temp_path = a->final_path ? xmalloc(n, e) : NULL;
     if (!a->temp_path) {
         free(a->final_path);
         return -1;
     }
-    strcpy(a->final_path, path);
-    snprintf(a->temp_path, n, "%s.tmp.%ld", path, (long)getpid());
+    strcpy(a->final_path, final);
+    remove_stale_temps(final);
+    snprintf(a->temp_path, n, "%s.tmp.%ld", final, (long)getpid());
     a->f = xfopen(a->temp_path, "wb", e);
     if (!a->f) {
         error_prefix(e, "cannot write '%s': ", path);
@@ -99,6 +196,66 @@ int file_write_atomic(const char *path, const void *data, size_t len, Error *e) 
         return -1;
     }
     return atomic_commit(&a, e);
+}
+
+/* ---- a lock beside an output ------------------------------------------- */
+
+/* The PID in a lock file, or 0. */
+static long lock_owner(const char *lock_path) {
+    char buf[32] = {0};
+    int fd = open(lock_path, O_RDONLY);
+    if (fd < 0) return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    return n > 0 ? strtol(buf, NULL, 10) : 0;
+}
+
+/* Creates lock_path holding our PID; 1 when it exists already. */
+static int lock_create(const char *lock_path, Error *e) {
+    int fd = open(lock_path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd < 0 && errno == EEXIST) return 1;
+    if (fd < 0) return FAIL(e, OUTPUT_HINT, "cannot create the lock file '%s': %s", lock_path, strerror(errno));
+    char buf[32];
+    int len = snprintf(buf, sizeof buf, "%ld\n", (long)getpid());
+    int bad = write(fd, buf, (size_t)len) != len;
+    bad |= close(fd) != 0;
+    if (bad) {
+        unlink(lock_path);
+        return FAIL(e, "check free disk space", "cannot write the lock file '%s'", lock_path);
+    }
+    return 0;
+}
+
+int file_lock(FileLock *l, const char *path, Error *e) {
+    *l = (FileLock){0};
+    size_t n = strlen(path) + sizeof ".lock";
+    char *lock_path = xmalloc(n, e);
+    if (!lock_path) return -1;
+    snprintf(lock_path, n, "%s.lock", path);
+    for (int attempt = 0; attempt < 2; attempt++) {
+        int rc = lock_create(lock_path, e);
+        if (rc == 0) {
+            l->path = lock_path;
+            return 0;
+        }
+        if (rc < 0) break;
+        long pid = lock_owner(lock_path);
+        if (pid > 0 && pid != (long)getpid() && (kill((pid_t)pid, 0) == 0 || errno != ESRCH)) {
+            FAIL(e, "wait for that run to finish, or give another --out; if no such run exists, remove the lock file",
+                 "'%s' is being written by another process (PID %ld holds '%s')", path, pid, lock_path);
+            break;
+        }
+        if (attempt == 0) unlink(lock_path); /* its process is gone: the lock is stale */
+        else FAIL(e, "remove the lock file if no run is writing the output", "cannot take the lock '%s'", lock_path);
+    }
+    free(lock_path);
+    return -1;
+}
+
+void file_unlock(FileLock *l) {
+    if (l->path && lock_owner(l->path) == (long)getpid()) unlink(l->path);
+    free(l->path);
+    *l = (FileLock){0};
 }
 
 uint64_t hash64(const void *data, size_t len, uint64_t seed) {

@@ -204,3 +204,14 @@ int args_parse(const Command *cmd, int argc, char **argv, const Option *opts, in
     *n_positional = np;
     return 0;
 }
+
+bool args_given(int argc, char **argv, const char *name, char short_name) {
+    size_t n = strlen(name);
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        const char *a = argv[i];
+        if (a[0] == '-' && a[1] == '-' && strncmp(a + 2, name, n) == 0 && (a[2 + n] == '\0' || a[2 + n] == '='))
+            return true;
+        if (short_name && a[0] == '-' && a[1] == short_name && a[2] == '\0') return true;
+    }
+    return false;
+}

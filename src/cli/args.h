@@ -38,6 +38,11 @@ typedef struct Command {
 int args_parse(const Command *cmd, int argc, char **argv, const Option *opts, int n_opts, const char **positional,
                int min_positional, int max_positional, int *n_positional);
 
+/* Did argv (argv[0] the verb) set the option called name (long) or short_name
+ * (0: none), as "--name V", "--name=V" or "-c V"? For flags whose value
+ * matters only when given (a resume refuses contradicting ones). */
+bool args_given(int argc, char **argv, const char *name, char short_name);
+
 void args_print_help(const Command *cmd, const Option *opts, int n_opts);
 
 /* The name of names[0..n) that word is most likely a typo of (at most 2

@@ -1,6 +1,7 @@
 /* storylm eval STORIES --model M: loss, perplexity and accuracy on the
  * held-out test stories (or all of them). */
 #include <cjson/cJSON.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,9 @@ typedef struct EvalArgs {
 } EvalArgs;
 
 static void print_result(const EvalArgs *a, const char *model, const char *stories, int n, const EvalResult *r) {
+    /* past a loss of 709 nats exp overflows double: the largest double stands
+     * in (JSON has no infinity, and null is no result) */
+    double perplexity = fmin(exp(r->loss), DBL_MAX);
     if (a->json) {
         cJSON *j = cJSON_CreateObject();
         cJSON_AddStringToObject(j, "model", model);
@@ -37,7 +41,7 @@ static void print_result(const EvalArgs *a, const char *model, const char *stori
         cJSON_AddNumberToObject(j, "n_stories", n);
         cJSON_AddNumberToObject(j, "positions", (double)r->positions);
         cJSON_AddNumberToObject(j, "loss", r->loss);
-        cJSON_AddNumberToObject(j, "perplexity", exp(r->loss));
+        cJSON_AddNumberToObject(j, "perplexity", perplexity);
         cJSON_AddNumberToObject(j, "accuracy", r->accuracy);
         cJSON_AddStringToObject(j, "ablate", a->ablate ? a->ablate : "");
         cJSON_AddStringToObject(j, "ablate_mode", a->ablate ? a->ablate_mode : "");
@@ -52,7 +56,8 @@ static void print_result(const EvalArgs *a, const char *model, const char *stori
            n, r->positions);
     if (a->ablate) printf("ablated      heads %s (%s)\n", a->ablate, a->ablate_mode);
     printf("loss         %.4f nats/token\n", r->loss);
-    printf("perplexity   %.2f\n", exp(r->loss));
+    if (perplexity < DBL_MAX) printf("perplexity   %.2f\n", perplexity);
+    else printf("perplexity   over 1e308 (the loss is past 709 nats)\n");
     printf("accuracy     %.2f%%\n", 100 * r->accuracy);
 }
 
@@ -79,7 +84,11 @@ static int eval_file(const EvalArgs *a, const char *stories_path, Error *e) {
         rc = FAIL(e, "use --all to evaluate on every story", "'%s' has too few stories to hold any out", stories_path);
     EvalResult r;
     int n = a->all ? s.n_stories : s.n_test;
-    if (!rc) rc = evaluate(&lm.model, &s, a->all ? all : s.test, n, &ab, a->max_positions, &r, e);
+    if (!rc && (rc = evaluate(&lm.model, &s, a->all ? all : s.test, n, &ab, a->max_positions, &r, e)))
+        error_prefix(e, "evaluating '%s': ", path);
+    if (!rc && (r.positions == 0 || !isfinite(r.loss))) /* never a NaN delivered as a result */
+        rc = FAIL(e, "give stories of at least two tokens", "'%s': the stories evaluated hold no position to predict",
+                  stories_path);
     if (!rc) print_result(a, path, stories_path, n, &r);
     free(all);
     free(mean);

@@ -56,7 +56,7 @@ static int run(int argc, char **argv) {
     Option opts[] = {
         {"model", 'm', OPT_STRING, &model, "FILE", "model file (default: ./" DEFAULT_MODEL_PATH ", else the shipped model)", 0, 0},
         {"tokens", 'n', OPT_INT, &go.max_tokens, "N", "most new tokens", 0, 1000000},
-        {"temperature", 't', OPT_DOUBLE, &go.temperature, "T", "sampling temperature; 0 = greedy", 0, 100},
+        {"temperature", 't', OPT_DOUBLE, &go.temperature, "T", "sampling temperature; 0 (or below 1e-4) = greedy", 0, 100},
         {"top-k", 'k', OPT_INT, &go.top_k, "K", "sample among the K most likely; 0 = all", 0, 1000000},
         {"top-p", 'p', OPT_DOUBLE, &go.top_p, "P", "sample among the most likely holding P of the probability", 1e-6, 1},
         {"seed", 's', OPT_INT, &seed, "N", "sampling seed; -1 = from the clock (printed)", -1, 2147483647},

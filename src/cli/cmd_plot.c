@@ -17,7 +17,7 @@ const Command command_plot = {
     "plot", "draw a table's columns as line charts (SVG)", "storylm plot TABLE.tsv -o FILE.svg [options]",
     "Reads a tab-separated table with a header line: the first column is x (e.g. the\n"
     "step), every other column a curve (e.g. train and test loss). Empty cells, '-' and\n"
-    "'nan' are gaps: each curve joins the points it has. Draws the curves on one panel\n"
+    "'nan' are gaps (so are values beyond +-1e100): each curve joins the points it has. Draws the curves on one panel\n"
     "with a legend, using storylm's own SVG writer.",
     run};
 
@@ -26,6 +26,7 @@ typedef struct Table {
     char *names[PLOT_MAX_SERIES + 1];
     double *cols[PLOT_MAX_SERIES + 1];
     int n_cols, n_rows, cap;
+    int n_huge; /* values left out for being beyond PLOT_MAX_ABS */
 } Table;
 
 static void table_free(Table *t) {
@@ -35,11 +36,20 @@ static void table_free(Table *t) {
     }
 }
 
-static double parse_cell(const char *s) {
+/* Values past this are left out (gaps): the axes' span of two of them, and
+ * the pixel arithmetic, would overflow and write -nan into the SVG. */
+#define PLOT_MAX_ABS 1e100
+
+static double parse_cell(const char *s, int *huge) {
     if (!*s || !strcmp(s, "-") || !strcmp(s, "nan")) return NAN;
     char *end;
     double v = strtod(s, &end);
-    return *end ? NAN : v;
+    if (*end) return NAN;
+    if (!(fabs(v) <= PLOT_MAX_ABS)) {
+        *huge += !isnan(v);
+        return NAN;
+    }
+    return v;
 }
 
 /* Splits line (modified in place) at tabs into at most max fields. */
@@ -63,7 +73,7 @@ static int add_row(Table *t, char **fields, int n, Error *e) {
             t->cols[c] = grown;
         }
     }
-    for (int c = 0; c < t->n_cols; c++) t->cols[c][t->n_rows] = c < n ? parse_cell(fields[c]) : NAN;
+    for (int c = 0; c < t->n_cols; c++) t->cols[c][t->n_rows] = c < n ? parse_cell(fields[c], &t->n_huge) : NAN;
     t->n_rows++;
     return 0;
 }
@@ -92,6 +102,9 @@ static int read_table(Table *t, const char *path, Error *e) {
     }
     free(text);
     if (!rc && t->n_rows == 0) rc = FAIL(e, "the table needs rows under its header", "'%s' has no rows", path);
+    if (!rc && t->n_huge)
+        fprintf(stderr, "storylm plot: %d values of '%s' beyond +-%g (or infinite) left out, as gaps\n", t->n_huge,
+                path, PLOT_MAX_ABS);
     return rc;
 }
 
@@ -157,7 +170,8 @@ static int run(int argc, char **argv) {
     if (!out) return args_usage_error(&command_plot, "give the SVG file to write with -o FILE");
     Error e = {0};
     Table t = {0};
-    rc = read_table(&t, pos[0], &e);
+    rc = output_check(out, pos, 1, &e);
+    if (!rc) rc = read_table(&t, pos[0], &e);
     if (!rc) rc = draw(&t, out, title, y_label, y_max, &e);
     table_free(&t);
     return rc ? cli_fail(&e) : 0;

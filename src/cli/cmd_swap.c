@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "probe_common.h"
+#include "storylm/fileio.h"
 #include "storylm/svg.h"
 
 static int run(int argc, char **argv);
@@ -142,7 +143,8 @@ static int swap(const SwapArgs *a, const char *stories, Error *e) {
     SwapRow rows[65];
     Report r;
     report_init(&r, "swap");
-    int rc = a->baseline ? probe_load_other(&ps, a->baseline, &base, e) : 0;
+    int rc = a->baseline && a->po.svg ? output_check(a->po.svg, &a->baseline, 1, e) : 0; /* the baseline is an input too */
+    if (!rc && a->baseline) rc = probe_load_other(&ps, a->baseline, &base, e);
     int n = rc ? -1 : cli_swap_names(&ps, a->names, names, 64, e);
     rc = n < 0 ? -1 : probe_swap(&ps.lm.model, a->baseline ? &base.model : NULL, &ps.lm.tokenizer, &ps.names,
                                  &ps.stories, ps.stories.test, ps.stories.n_test, names, n, &ps.ablation, rows, e);

@@ -10,6 +10,7 @@
 
 #include "args.h"
 #include "common.h"
+#include "storylm/checkpoint.h"
 #include "storylm/fileio.h"
 #include "storylm/train.h"
 #include "storylm/vocab_train.h"
@@ -116,12 +117,39 @@ static void print_summary(const Stories *s, const char *path) {
 }
 
 /* Can path be written? Tried now, with the same temporary file a save makes,
- * rather than after minutes of training. */
-static int check_writable(const char *path, Error *e) {
+ * rather than after minutes of training (root passes access() where a
+ * read-only file system still refuses). */
+static int try_writing(const char *path, Error *e) {
     AtomicFile a;
     if (atomic_open(&a, path, e)) return -1;
     atomic_abort(&a);
     return 0;
+}
+
+/* Every file training writes, checked before the first step (a folder or an
+ * input given as --out was found only at the first save, or never): --out,
+ * its optimizer state and that state's ".next", and a vocabulary to learn;
+ * none may be an input (the stories, an existing vocabulary) or another of
+ * them. With --resume, --out is read and written on purpose. */
+static int check_outputs(const char *stories, const TrainOptions *o, const char *vocab_path, Error *e) {
+    struct stat st;
+    int learn_vocab = stat(vocab_path, &st) != 0;
+    char *adam = checkpoint_adam_path(o->out, e), *next = adam ? checkpoint_adam_next_path(o->out, e) : NULL;
+    const char *inputs[] = {stories, learn_vocab ? NULL : vocab_path};
+    const char *outputs[] = {o->out, adam, next, learn_vocab ? vocab_path : NULL};
+    int rc = next ? 0 : -1;
+    for (int i = 0; i < 4 && !rc; i++) {
+        if (!outputs[i]) continue;
+        rc = output_check(outputs[i], inputs, 2, e);
+        if (!rc && i != 2) rc = try_writing(outputs[i], e);
+        for (int j = 0; j < i && !rc; j++)
+            if (outputs[j] && paths_same(outputs[i], outputs[j]))
+                rc = FAIL(e, "give --out and --vocab different names",
+                          "'%s' would be written as the model and as the vocabulary", outputs[i]);
+    }
+    free(adam);
+    free(next);
+    return rc;
 }
 
 static int train_file(const char *path, TrainOptions *o, const char *vocab_path, int n_test, Error *e,
@@ -132,12 +160,15 @@ static int train_file(const char *path, TrainOptions *o, const char *vocab_path,
     Stories s = {0};
     StoriesOptions so = stories_default_options();
     so.n_test = n_test;
+    FileLock lock = {0};
     struct stat st;
-    int rc = check_writable(o->out, e);
-    if (!rc && stat(vocab_path, &st) != 0 && dist_size(o->dist) > 1) /* every rank would learn and write it */
+    int rc = 0;
+    if (stat(vocab_path, &st) != 0 && dist_size(o->dist) > 1) /* every rank would learn and write it */
         rc = FAIL(e, "learn it first: storylm vocab STORIES -o vocab.txt", "under mpirun the vocabulary '%s' must exist",
                   vocab_path);
-    if (!rc && stat(vocab_path, &st) != 0) rc = check_writable(vocab_path, e); /* a vocabulary to learn */
+    /* rank 0 alone writes, so it alone checks the outputs and holds the lock */
+    if (!rc && root) rc = check_outputs(path, o, vocab_path, e);
+    if (!rc && root) rc = file_lock(&lock, o->out, e); /* one run per output: they would share the state's .next */
     if (!rc) rc = get_vocab(vocab_path, path, 2000, &vocab, root, e);
     /* From the file, so that messages name it; the model has room for exactly 2,000 pieces. */
     if (!rc) rc = tokenizer_load(&tok, vocab_path, VOCAB_DEFAULT_SIZE, e);
@@ -157,14 +188,18 @@ static int train_file(const char *path, TrainOptions *o, const char *vocab_path,
     print_comm(o->dist, &r);
     char took[32];
     cli_format_duration(r.seconds, took, sizeof took);
-    fprintf(stderr, "%s after %d steps (%s): train loss %.4f, test loss %.4f (perplexity %.1f), accuracy %.1f%%\n",
-            r.interrupted ? "stopped" : "done", r.final_step, took, r.train_loss, r.test_loss,
-            exp(r.test_loss), 100 * r.test_accuracy);
+    char test[96] = "no test stories";
+    if (isfinite(r.test_loss))
+        snprintf(test, sizeof test, "test loss %.4f (perplexity %.1f), accuracy %.1f%%", r.test_loss,
+                 exp(r.test_loss), 100 * r.test_accuracy);
+    fprintf(stderr, "%s after %d steps (%s): train loss %.4f, %s\n", r.interrupted ? "stopped" : "done",
+            r.final_step, took, r.train_loss, test);
     printf("model saved to %s\n", o->out);
     printf("sample it:  storylm generate --model %s \"Lily found a\"\n", o->out);
     if (r.interrupted)
         printf("resume it:  storylm train %s --resume --out %s --steps %d\n", path, o->out, o->steps);
 done:
+    file_unlock(&lock);
     stories_free(&s);
     tokenizer_free(&tok);
     free(vocab);
@@ -193,7 +228,7 @@ static int run(int argc, char **argv) {
         {"max-positions", 0, OPT_INT, &o.max_positions, "N", "positions per forward pass (memory bound)", 64, 1 << 20},
         {"arch", 0, OPT_STRING, &arch, "NAME", "attention, or window8 (chapter 6's baseline)", 0, 0},
         {"stop-at", 0, OPT_INT, &o.stop_at, "STEP", "stop and save after this step, keeping the schedule of --steps; 0: never", 0, 1e9},
-        {"resume", 0, OPT_BOOL, &resume, NULL, "continue the run saved in --out (and its optimizer state)", 0, 0},
+        {"resume", 0, OPT_BOOL, &resume, NULL, "continue the run saved in --out (and its optimizer state); --arch, --batch, --lr, --seed, --warmup must match it or be left out", 0, 0},
     };
     int rc = args_parse(&command_train, argc, argv, opts, N_OPTIONS(opts), pos, 1, 1, &np);
     if (rc) return rc > 0 ? 0 : 2;
@@ -202,6 +237,11 @@ static int run(int argc, char **argv) {
     o.steps = steps;
     o.seed = (uint64_t)seed;
     o.resume = resume;
+    static const struct { const char *flag; unsigned bit; } given[] = {
+        {"arch", TRAIN_GIVEN_ARCH}, {"lr", TRAIN_GIVEN_LR}, {"batch", TRAIN_GIVEN_BATCH},
+        {"seed", TRAIN_GIVEN_SEED}, {"warmup", TRAIN_GIVEN_WARMUP}};
+    for (size_t i = 0; i < sizeof given / sizeof given[0]; i++)
+        if (args_given(argc, argv, given[i].flag, 0)) o.given |= given[i].bit;
     o.threads = cli_set_threads(o.threads);
     o.stop = &stop_requested;
     const char *fault = getenv("STORYLM_TEST_OVERFLOW_AT_STEP"); /* a numerical fault on demand, for tests */

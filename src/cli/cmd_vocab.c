@@ -88,7 +88,7 @@ static int run(int argc, char **argv) {
     size_t len = 0;
     Vocab v = {0};
     VocabStats st = {0};
-    rc = file_read_all(pos[0], 0, &text, &len, &e) || vocab_train_text(text, len, pos[0], size, &v, &st, &e) ||
+    rc = output_check(output, pos, 1, &e) || file_read_all(pos[0], 0, &text, &len, &e) || vocab_train_text(text, len, pos[0], size, &v, &st, &e) ||
          vocab_save(&v, output, &e);
     free(text);
     if (rc) {

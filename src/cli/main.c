@@ -1,5 +1,6 @@
 /* storylm: the command-line front end. Each verb lives in src/cli/cmd_VERB.c
  * and defines `const Command command_VERB`; CMake lists them in verbs.inc. */
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -23,6 +24,22 @@ static void print_usage(FILE *out) {
     for (int i = 0; i < N_VERBS; i++) fprintf(out, "  %-10s %s\n", verbs[i]->name, verbs[i]->summary);
 }
 
+/* A verb's output is only delivered once stdout is flushed and closed: a full
+ * disk or a closed pipe shows up here (printf's own errors are sticky in
+ * ferror), and a verb that printed into the void must not exit 0. */
+static int finish_stdout(int rc) {
+    int bad = ferror(stdout);
+    errno = 0;
+    bad |= fflush(stdout) != 0;
+    int err = errno;
+    bad |= fclose(stdout) != 0;
+    if (!err) err = errno;
+    if (!bad) return rc;
+    fprintf(stderr, "storylm: error: cannot write the output: %s\n---> HINT: check free space on the disk or "
+                    "file that standard output goes to\n", err ? strerror(err) : "write error");
+    return rc ? rc : 1;
+}
+
 /* The verb called name, or NULL. */
 static const Command *find_verb(const char *name) {
     for (int i = 0; i < N_VERBS; i++)
@@ -39,7 +56,7 @@ static int unknown_verb(const char *name) {
     return 2;
 }
 
-int main(int argc, char **argv) {
+static int run(int argc, char **argv) {
     bool help = argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0);
     if (help && argc >= 3) { /* storylm help VERB: that verb's --help */
         const Command *c = find_verb(argv[2]);
@@ -58,3 +75,5 @@ int main(int argc, char **argv) {
     const Command *c = find_verb(argv[1]);
     return c ? c->run(argc - 1, argv + 1) : unknown_verb(argv[1]);
 }
+
+int main(int argc, char **argv) { return finish_stdout(run(argc, argv)); }

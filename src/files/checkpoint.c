@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "storylm/tokenizer.h"
 
 #define BAD_MODEL_HINT "the file is damaged or was not written by storylm; train or save the model again"
 #define PAIR_HINT "a model and its optimizer state must come from one save: restore both, or train afresh"
@@ -87,10 +90,13 @@ static size_t count_lines(const char *text) {
     return n + (len && text[len - 1] != '\n');
 }
 
-/* Copies the keys of from that reserved() does not claim. */
+/* Copies the keys of from that reserved() does not claim. Into an empty list
+ * appended (from has no duplicates): metadata_set's search for an earlier
+ * key made loading quadratic in the number of keys. */
 static int copy_free_keys(Metadata *to, const Metadata *from, int (*reserved)(const char *), Error *e) {
+    int (*add)(Metadata *, const char *, const char *, Error *) = to->count ? metadata_set : metadata_append;
     for (int i = 0; i < from->count; i++)
-        if (!reserved(from->items[i].key) && metadata_set(to, from->items[i].key, from->items[i].value, e)) return -1;
+        if (!reserved(from->items[i].key) && add(to, from->items[i].key, from->items[i].value, e)) return -1;
     return 0;
 }
 
@@ -109,13 +115,14 @@ static int put_config_keys(Metadata *md, const char *format, const ModelConfig *
     return 0;
 }
 
-/* The caller's keys after ours; a key the format writes itself is refused. */
+/* The caller's keys after ours; a key the format writes itself is refused.
+ * Appended: meta has no duplicates (metadata_set made it), ours are refused. */
 static int put_caller_keys(Metadata *md, const Metadata *meta, int (*reserved)(const char *), Error *e) {
     for (int i = 0; meta && i < meta->count; i++) {
         if (reserved(meta->items[i].key))
             return FAIL(e, "give training metadata under another name",
                         "metadata key '%s' is written by storylm itself", meta->items[i].key);
-        if (metadata_set(md, meta->items[i].key, meta->items[i].value, e)) return -1;
+        if (metadata_append(md, meta->items[i].key, meta->items[i].value, e)) return -1;
     }
     return 0;
 }
@@ -319,6 +326,33 @@ static int read_tensors(SafeTensorsFile *st, const Model *m, const char *prefix,
     return 0;
 }
 
+/* Every number read must be finite: a model with a NaN or an infinity in it
+ * computes NaN losses that look like results (eval printed "loss -nan"), so
+ * it is refused here, where every verb loads it, naming the tensor. */
+static int check_finite(const SafeTensorsFile *st, const Model *m, const char *prefix, const float *base, Error *e) {
+    for (int i = 0; i < m->n_tensors; i++) {
+        const ParamTensor *t = &m->tensors[i];
+        for (size_t j = 0; j < t->size; j++)
+            if (!isfinite(base[t->offset + j]))
+                return FAIL(e, BAD_MODEL_HINT, "'%s': tensor '%s%s' holds %s at element %zu: the model is unusable",
+                            st->path, prefix, t->name, isnan(base[t->offset + j]) ? "NaN" : "an infinity", j);
+    }
+    return 0;
+}
+
+/* The vocabulary must be one a tokenizer accepts (no empty or duplicate
+ * piece, [UNK] and [EOS] present): checked here, once, so that info refuses
+ * what generate would refuse. */
+static int check_vocab_pieces(const SafeTensorsFile *st, const char *vocab, int vocab_size, Error *e) {
+    Tokenizer t;
+    if (tokenizer_from_text(&t, vocab, strlen(vocab), vocab_size, e)) {
+        error_prefix(e, "'%s': ", st->path);
+        return -1;
+    }
+    tokenizer_free(&t);
+    return 0;
+}
+
 /* ---- reading: the model ------------------------------------------------ */
 
 static int load_model_from(SafeTensorsFile *st, Model *m, char **vocab, Metadata *meta, Error *e) {
@@ -326,7 +360,9 @@ static int load_model_from(SafeTensorsFile *st, Model *m, char **vocab, Metadata
     ModelConfig cfg;
     if (check_format(st, CHECKPOINT_FORMAT, e) || read_config(st, &cfg, e) || check_vocab(st, cfg.vocab_size, e) ||
         check_names(st, cfg.arch, prefixes, 1, e) || check_fits(st, &cfg, 1, e) || model_init(m, &cfg, e) ||
-        check_shapes(st, m, prefixes, 1, e) || read_tensors(st, m, "", m->params, e))
+        check_shapes(st, m, prefixes, 1, e) || read_tensors(st, m, "", m->params, e) ||
+        check_finite(st, m, "", m->params, e) ||
+        check_vocab_pieces(st, metadata_get(&st->metadata, "vocab"), cfg.vocab_size, e))
         return -1;
     *vocab = copy_string(metadata_get(&st->metadata, "vocab"), e);
     if (!*vocab) return -1;
@@ -393,7 +429,9 @@ static int load_adam_from(SafeTensorsFile *st, const Model *m, TrainingState *s,
     s->n_params = m->n_params;
     s->adam_m = xcalloc(m->n_params, sizeof(float), e);
     s->adam_v = s->adam_m ? xcalloc(m->n_params, sizeof(float), e) : NULL;
-    if (!s->adam_v || read_tensors(st, m, "m.", s->adam_m, e) || read_tensors(st, m, "v.", s->adam_v, e)) return -1;
+    if (!s->adam_v || read_tensors(st, m, "m.", s->adam_m, e) || read_tensors(st, m, "v.", s->adam_v, e) ||
+        check_finite(st, m, "m.", s->adam_m, e) || check_finite(st, m, "v.", s->adam_v, e))
+        return -1;
     return copy_free_keys(&s->extra, &st->metadata, is_adam_key, e);
 }
 

@@ -26,8 +26,7 @@ static char *copy_string(const char *s, Error *e) {
 
 /* ---- metadata ---------------------------------------------------------- */
 
-/* Adds key/value at the end without looking for an earlier key. */
-static int metadata_append(Metadata *md, const char *key, const char *value, Error *e) {
+int metadata_append(Metadata *md, const char *key, const char *value, Error *e) {
     if (md->count == md->cap) {
         int cap = md->cap ? 2 * md->cap : 16;
         MetaEntry *items = xrealloc(md->items, (size_t)cap * sizeof *items, e);
@@ -152,6 +151,9 @@ static const char *find_duplicate(const char **names, int n, int *failed, Error 
 
 static int parse_metadata(const cJSON *j, Metadata *md, Error *e) {
     if (!cJSON_IsObject(j)) return FAIL(e, BAD_FILE_HINT, "\"__metadata__\" is not an object of strings");
+    int n = cJSON_GetArraySize(j);
+    if (n > SAFETENSORS_MAX_KEYS)
+        return FAIL(e, BAD_FILE_HINT, "\"__metadata__\" has %d keys, over the limit of %d", n, SAFETENSORS_MAX_KEYS);
     const cJSON *kv;
     cJSON_ArrayForEach(kv, j) {
         if (!cJSON_IsString(kv))
@@ -283,6 +285,9 @@ static int check_tensor_names(const SafeTensorsFile *st, Error *e) {
 /* Walks the header object: "__metadata__" and one entry per tensor. */
 static int parse_entries(SafeTensorsFile *st, const cJSON *root, Error *e) {
     int n = cJSON_GetArraySize(root);
+    if (n > SAFETENSORS_MAX_TENSORS + 1)
+        return FAIL(e, BAD_FILE_HINT, "the header has %d entries, over the limit of %d tensors", n,
+                    SAFETENSORS_MAX_TENSORS);
     st->tensors = xcalloc((size_t)(n ? n : 1), sizeof *st->tensors, e);
     if (!st->tensors) return -1;
     const cJSON *j;
@@ -298,8 +303,31 @@ static int parse_entries(SafeTensorsFile *st, const cJSON *root, Error *e) {
     return check_tensor_names(st, e) || check_coverage(st, e) ? -1 : 0;
 }
 
+/* How many values the JSON text holds at most, counted without parsing it: one
+ * per ':' or ',' outside strings, plus the outermost. cJSON spends about 100
+ * bytes on each, so this caps what parsing can allocate before it starts. */
+static size_t count_values(const char *text, size_t n) {
+    size_t count = 1;
+    int in_string = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = text[i];
+        if (in_string) {
+            if (c == '\\') i++;
+            else if (c == '"') in_string = 0;
+        } else {
+            in_string = c == '"';
+            count += c == ':' || c == ',';
+        }
+    }
+    return count;
+}
+
 static int parse_header(SafeTensorsFile *st, const char *text, size_t n, Error *e) {
     if (memchr(text, '\0', n)) return FAIL(e, BAD_FILE_HINT, "the header holds a NUL byte");
+    size_t values = count_values(text, n);
+    if (values > SAFETENSORS_MAX_VALUES)
+        return FAIL(e, BAD_FILE_HINT, "the header holds %zu keys and values, over the limit of %d", values,
+                    SAFETENSORS_MAX_VALUES);
     if (!utf8_valid(text, n)) return FAIL(e, BAD_FILE_HINT, "the header is not valid UTF-8");
     if (text[0] != '{') return FAIL(e, BAD_FILE_HINT, "the header does not start with '{' (it is no JSON object)");
     const char *end = NULL;

@@ -1,6 +1,7 @@
 /* The sampler: see include/storylm/sample.h. */
 #include "storylm/sample.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,11 +37,27 @@ void softmax_probs(const float *logits, int n, float *probs) {
     softmax_inplace(probs, n); /* vectorized exp: a token's sampling is a few microseconds */
 }
 
+/* The first largest of x (n), NaNs passed over (0 if every one is NaN). */
 static int argmax(const float *x, int n) {
     int best = 0;
-    for (int i = 1; i < n; i++)
+    while (best < n - 1 && isnan(x[best])) best++;
+    for (int i = best + 1; i < n; i++)
         if (x[i] > x[best]) best = i;
     return best;
+}
+
+/* Can logits / temperature be exponentiated without overflow or NaN? The
+ * softmax subtracts the largest, so what matters is the spread: every scaled
+ * logit finite and max - min (scaled) finite too, in double. */
+static int scales_safely(const float *logits, int n, float inv) {
+    float lo = INFINITY, hi = -INFINITY;
+    for (int i = 0; i < n; i++) {
+        if (!isfinite(logits[i])) return 0;
+        lo = logits[i] < lo ? logits[i] : lo;
+        hi = logits[i] > hi ? logits[i] : hi;
+    }
+    double big = fmax(fabs((double)hi), fabs((double)lo)), spread = (double)hi - (double)lo;
+    return big * inv < FLT_MAX && spread * inv < FLT_MAX;
 }
 
 /* c (m) in id order -> highest probability first, ties by id: a stable radix
@@ -139,8 +156,12 @@ static int sample_truncated(Sampler *s, const float *probs) {
 
 int sampler_sample(Sampler *s, const float *logits) {
     int n = s->vocab_size;
-    if (s->temperature == 0) return argmax(logits, n);
+    /* At a temperature this low sampling is greedy anyway; and 1/T would
+     * overflow (1e-38, 1e-45), turning every logit into inf and the softmax
+     * into NaN. The same when the logits themselves are too spread to scale. */
+    if (s->temperature < SAMPLER_GREEDY_BELOW) return argmax(logits, n);
     float inv = 1.0f / s->temperature;
+    if (!scales_safely(logits, n, inv)) return argmax(logits, n);
     for (int i = 0; i < n; i++) s->probs[i] = logits[i] * inv;
     softmax_probs(s->probs, n, s->probs);
     if (s->top_k == 0 && s->top_p >= 1) {

@@ -12,6 +12,7 @@
 #pragma GCC optimize("vect-cost-model=dynamic", "fp-contract=fast")
 #endif
 #include <cblas.h>
+#include <float.h>
 #include <math.h>
 #include <omp.h>
 #include <string.h>
@@ -232,15 +233,38 @@ void dense_tanh_backward(const float *W, const float *x, const float *y, float *
 
 /* ---- output layer with softmax + cross-entropy --------------------------- */
 
+/* -log softmax(logit) = (mx - logit) + log(sum of exp(row - mx)). For logits
+ * of ordinary size in float as always (the same bits as before); past that in
+ * double and in this order: mx + logf(sum) - logit lost the log(sum) next to
+ * a huge mx (biases of 3e38 gave loss 0), and mx - logit can overflow. */
+static float xent_loss(float mx, float logit, float sum) {
+    if (fabsf(mx) < 1e4f && fabsf(logit) < 1e4f) return (mx + logf(sum)) - logit;
+    double loss = ((double)mx - (double)logit) + log((double)sum);
+    return loss <= FLT_MAX ? (float)loss : INFINITY; /* past float: inf (the pass names it), not an undefined cast */
+}
+
+/* Is row[target] the first largest logit (row's max is mx)? As argmax takes
+ * it: a tie with an earlier token is not a correct prediction (a model with
+ * every logit equal is right nowhere, not everywhere). */
+static int is_first_max(const float *row, int target, float mx) {
+    if (!(row[target] >= mx)) return 0;
+    for (int v = 0; v < target; v++)
+        if (row[v] >= mx) return 0;
+    return 1;
+}
+
 /* One row of logits (V): adds the bias; lse; loss and correct when target >= 0. */
 static void xent_row(float *row, const float *bias, int V, int32_t target, float *lse, float *loss,
                      uint8_t *correct) {
 #pragma omp simd
     for (int v = 0; v < V; v++) row[v] += bias[v];
     float mx = max_of(row, V);
-    *lse = logsumexp_max(row, V, mx);
-    *loss = target >= 0 ? *lse - row[target] : 0.0f;
-    *correct = target >= 0 && row[target] >= mx;
+    *correct = target >= 0 && is_first_max(row, target, mx);
+    float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+    for (int v = 0; v < V; v++) sum += exp_approx(row[v] - mx);
+    *lse = mx + logf(sum);
+    *loss = target >= 0 ? xent_loss(mx, row[target], sum) : 0.0f;
 }
 
 /* y (n, Hd) -> logits (n, V); W (V, Hd); per row lse, loss, correct */
@@ -271,14 +295,14 @@ static void xent_fused_row(float *row, const float *bias, int V, int32_t target,
         mx = row[v] > mx ? row[v] : mx;
     }
     float logit = row[target];
+    *correct = is_first_max(row, target, mx);
 #pragma omp simd simdlen(16) reduction(+ : sum)
     for (int v = 0; v < V; v++) {
         row[v] = exp_approx(row[v] - mx);
         sum += row[v];
     }
     *lse = mx + logf(sum);
-    *loss = *lse - logit;
-    *correct = logit >= mx;
+    *loss = xent_loss(mx, logit, sum);
     float k = scale / sum;
 #pragma omp simd simdlen(16)
     for (int v = 0; v < V; v++) {

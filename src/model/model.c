@@ -70,7 +70,8 @@ int batch_init(Batch *b, int max_tokens, int max_stories, Error *e) {
                     max_stories);
     b->tokens = xmalloc((size_t)max_tokens * sizeof(int32_t), e);
     b->starts = xcalloc((size_t)max_stories + 1, sizeof(int), e);
-    if (!b->tokens || !b->starts) {
+    b->piece = xcalloc((size_t)max_stories, sizeof *b->piece, e);
+    if (!b->tokens || !b->starts || !b->piece) {
         batch_free(b);
         return -1;
     }
@@ -80,6 +81,7 @@ int batch_init(Batch *b, int max_tokens, int max_stories, Error *e) {
 void batch_free(Batch *b) {
     free(b->tokens);
     free(b->starts);
+    free(b->piece);
     *b = (Batch){0};
 }
 
@@ -89,13 +91,20 @@ void batch_clear(Batch *b) {
 }
 
 int batch_add(Batch *b, const int32_t *ids, int len, Error *e) {
+    return batch_add_piece(b, ids, len, (BatchPiece){.context = 0, .offset = 0, .next = -1}, e);
+}
+
+int batch_add_piece(Batch *b, const int32_t *ids, int len, BatchPiece piece, Error *e) {
     if (len < 1) return FAIL(e, NULL, "cannot add a story of %d tokens to a batch", len);
+    if (piece.context < 0 || piece.context >= len)
+        return FAIL(e, NULL, "a piece of %d tokens cannot begin with %d of context", len, piece.context);
     if (b->n_stories >= b->max_stories || len > b->max_tokens - b->n_tokens)
         return FAIL(e, "make the batch larger or put fewer stories in it",
                     "a story of %d tokens does not fit in the batch (%d of %d tokens, %d of %d stories used)", len,
                     b->n_tokens, b->max_tokens, b->n_stories, b->max_stories);
     memcpy(b->tokens + b->n_tokens, ids, (size_t)len * sizeof(int32_t));
     b->n_tokens += len;
+    b->piece[b->n_stories] = piece;
     b->starts[++b->n_stories] = b->n_tokens;
     return 0;
 }
@@ -215,15 +224,17 @@ static int check_forward(const Model *m, const Activations *a, const Batch *b, c
  * position its window reaches (the story's start or W-1 back). */
 static void prepare_positions(Activations *a, const Batch *b) {
     int W = a->cfg.window;
+    a->n_predicted = 0;
     for (int i = 0; i < b->n_stories; i++) {
         int start = b->starts[i], end = b->starts[i + 1];
+        const BatchPiece *piece = &b->piece[i];
         for (int p = start; p < end; p++) {
-            a->target[p] = p + 1 < end ? b->tokens[p + 1] : -1;
+            a->target[p] = p < start + piece->context ? -1 : p + 1 < end ? b->tokens[p + 1] : piece->next;
             a->first_key[p] = p - (W - 1) > start ? p - (W - 1) : start;
+            a->n_predicted += a->target[p] >= 0;
         }
     }
     a->n_positions = b->n_tokens;
-    a->n_predicted = b->n_tokens - b->n_stories;
     a->qkv_ld = qkv_stride(b->n_tokens);
 }
 
@@ -309,12 +320,29 @@ static void mean_of_losses(Activations *a, float *mean_loss) {
     if (mean_loss) *mean_loss = (float)a->mean_loss;
 }
 
+/* Every position's log-sum-exp and loss must be finite: finite weights can
+ * still overflow (logits past 3.4e38), and a NaN mean loss must never be
+ * delivered as a result. Names the first bad position. */
+static int check_losses(const Activations *a, const Batch *b, Error *e) {
+    for (int p = 0; p < a->n_positions; p++) {
+        if (isfinite(a->lse[p]) && isfinite(a->loss[p])) continue;
+        int i = 0;
+        while (i + 1 < b->n_stories && b->starts[i + 1] <= p) i++;
+        return FAIL(e, "the model's weights are too large to compute with; train or save it again",
+                    "the %s overflows at position %d of story %d of the batch (token id %d): its logits are not finite",
+                    isfinite(a->lse[p]) ? "loss" : "log-sum-exp of the logits", p - b->starts[i] + b->piece[i].offset, i,
+                    b->tokens[p]);
+    }
+    return 0;
+}
+
 int model_forward(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, float *mean_loss,
                   Error *e) {
     if (forward_to_hidden(m, a, b, ablation, 1, e)) return -1;
     const ModelConfig *c = &m->cfg;
     output_forward(m->output_w, m->output_b, a->hidden, a->n_positions, c->hidden_dim, c->vocab_size, a->logits,
                    a->target, a->lse, a->loss, a->correct);
+    if (check_losses(a, b, e)) return -1;
     mean_of_losses(a, mean_loss);
     return 0;
 }
@@ -375,6 +403,7 @@ int model_loss_and_grad(const Model *m, Activations *a, const Batch *b, const Ab
                     .dW = backward ? grad_of(m, grads, m->output_w) : NULL,
                     .d_bias = backward ? grad_of(m, grads, m->output_b) : NULL, .d_y = a->d_hidden};
     output_loss(&o);
+    if (check_losses(a, b, e)) return -1;
     mean_of_losses(a, NULL);
     if (backward) backward_from_hidden(m, a, b, grads);
     return 0;

@@ -89,6 +89,40 @@ static void add_losses(Shard *h) {
     }
 }
 
+/* Positions a piece of a long story carries before its first prediction: the
+ * window's keys (attention) or the rows (window8) its first position reads. */
+static int piece_context(const ModelConfig *c) { return c->arch == ARCH_ATTENTION ? c->window - 1 : c->context - 1; }
+
+int shards_positions(const ModelConfig *c, int positions, int longest) {
+    int piece = 4 * (piece_context(c) + 1); /* a piece's context is at most a quarter of its work */
+    int whole = longest < piece ? longest : piece;
+    return positions > whole ? positions : whole;
+}
+
+/* A story longer than the shard's positions, run as pieces of at most that
+ * many positions (one forward each), each carrying the context its first
+ * prediction reads, so every position predicts exactly as in the whole story
+ * while the memory stays that of one piece. */
+static int run_pieces(Shards *s, Shard *h, const StoryRef *st) {
+    int cap = h->batch.max_tokens, context = piece_context(&s->model->cfg);
+    if (cap <= context)
+        return FAIL(&h->error, "raise --max-positions", "a story of %d tokens needs pieces of more than %d positions",
+                    st->len, context);
+    for (int first = 0; first < st->len - 1;) { /* first: the piece's first predicted position */
+        int begin = first > context ? first - context : 0;
+        int end = begin + cap < st->len ? begin + cap : st->len;
+        BatchPiece piece = {.context = first - begin, .offset = begin, .next = end < st->len ? st->ids[end] : -1};
+        batch_clear(&h->batch);
+        if (batch_add_piece(&h->batch, st->ids + begin, end - begin, piece, &h->error) ||
+            model_loss_and_grad(s->model, &h->acts, &h->batch, s->run_ablation, s->run_scale,
+                                s->run_grads ? h->grads : NULL, &h->error))
+            return -1;
+        add_losses(h);
+        first = end;
+    }
+    return 0;
+}
+
 /* Thread i: its shard's stories in forward chunks that fit, gradients into its own buffer. */
 static void shard_job(void *arg, int i, int n_threads) {
     Shards *s = arg;
@@ -103,10 +137,9 @@ static void shard_job(void *arg, int i, int n_threads) {
             const StoryRef *st = &s->run_stories[h->stories[k++]];
             if (batch_add(&h->batch, st->ids, st->len, &h->error)) return (void)(h->failed = 1);
         }
-        if (h->batch.n_stories == 0) {
-            FAIL(&h->error, "raise --max-positions", "a story of %d tokens is longer than the %d positions of a chunk",
-                 s->run_stories[h->stories[k]].len, h->batch.max_tokens);
-            return (void)(h->failed = 1);
+        if (h->batch.n_stories == 0) { /* a story longer than a chunk */
+            if (run_pieces(s, h, &s->run_stories[h->stories[k++]])) return (void)(h->failed = 1);
+            continue;
         }
         if (model_loss_and_grad(m, &h->acts, &h->batch, s->run_ablation, s->run_scale,
                                 s->run_grads ? h->grads : NULL, &h->error))

@@ -88,7 +88,8 @@ typedef struct Pass {
 
 /* Threads from OpenMP's setting (model_threads_setup), on each of dist's
  * ranks; each shard's chunks hold max_positions / shards positions (shards
- * over all ranks), or the longest story. */
+ * over all ranks), or the longest story up to a bound (shards_positions:
+ * longer stories run in pieces). */
 static int pass_init(Pass *p, const Model *m, Dist *dist, int max_positions, int longest, int max_stories,
                      Error *e) {
     *p = (Pass){0};
@@ -96,7 +97,7 @@ static int pass_init(Pass *p, const Model *m, Dist *dist, int max_positions, int
     int positions = (max_positions + shards - 1) / shards;
     p->refs = xmalloc((size_t)max_stories * sizeof(StoryRef), e);
     if (!p->refs) return -1;
-    return shards_init_dist(&p->shards, m, threads, dist, positions > longest ? positions : longest, max_stories,
+    return shards_init_dist(&p->shards, m, threads, dist, shards_positions(&m->cfg, positions, longest), max_stories,
                             e);
 }
 
@@ -255,6 +256,15 @@ static int resume_number(const Metadata *md, const char *path, const char *key, 
     return 0;
 }
 
+/* A flag the user gave (bit of o.given) with another value than the resumed
+ * run's: refused, since the run goes on with its own and would ignore it. */
+static int contradicts(const Trainer *t, unsigned bit, const char *flag, double given, double run, Error *e) {
+    if (!(t->o.given & bit) || given == run) return 0;
+    return FAIL(e, "leave the flag out (a resumed run keeps its settings; only --steps may change), or train afresh",
+                "cannot resume '%s' with --%s %.10g: the run was trained with %s %.10g", t->o.out, flag, given, flag,
+                run);
+}
+
 /* The seed, schedule and position of the run the file comes from. */
 static int resume_schedule(Trainer *t, const Metadata *md, const TrainingState *st, Error *e) {
     const char *path = t->o.out;
@@ -269,6 +279,11 @@ static int resume_schedule(Trainer *t, const Metadata *md, const TrainingState *
     if (st->step > 1000000000)
         return FAIL(e, "resume only what storylm train saved, or train anew without --resume",
                     "cannot resume '%s': its step %" PRIu64 " is more than --steps allows", path, st->step);
+    if (contradicts(t, TRAIN_GIVEN_SEED, "seed", (double)t->o.seed, seed, e) ||
+        contradicts(t, TRAIN_GIVEN_LR, "lr", t->o.lr, lr, e) ||
+        contradicts(t, TRAIN_GIVEN_WARMUP, "warmup", t->o.warmup, warmup, e) ||
+        contradicts(t, TRAIN_GIVEN_BATCH, "batch", t->o.batch, batch, e))
+        return -1;
     t->o.seed = (uint64_t)seed;
     t->o.lr = lr;
     t->o.warmup = (int)warmup;
@@ -295,8 +310,12 @@ static int resume(Trainer *t, Error *e) {
                   "cannot resume '%s': it was trained on other data or another vocabulary", t->o.out);
     if (!rc) rc = train_dist_check_resume(t->o.dist, &md, t->o.out, e);
     if (!rc) {
+        if ((t->o.given & TRAIN_GIVEN_ARCH) && t->o.arch != t->model.cfg.arch)
+            rc = FAIL(e, "leave --arch out when resuming, or train afresh",
+                      "cannot resume '%s' with --arch %s: it is a model of architecture %s", t->o.out,
+                      arch_name(t->o.arch), arch_name(t->model.cfg.arch));
         t->o.arch = t->model.cfg.arch;
-        rc = resume_schedule(t, &md, &st, e);
+        if (!rc) rc = resume_schedule(t, &md, &st, e);
     }
     if (!rc) {
         t->run_id = st.run_id;
@@ -365,6 +384,18 @@ static int diverged(const Trainer *t, const char *what, Error *e) {
                 t->step + 1, what, t->o.out, t->saved_step);
 }
 
+/* A step whose pass failed (logits that overflow, say): its message gets the
+ * step and the model left on disk, as diverged() says them. */
+static int stopped(const Trainer *t, Error *e) {
+    if (!e) return -1;
+    error_prefix(e, "training stopped at step %d: ", t->step + 1);
+    size_t n = strlen(e->message);
+    if (t->saved_step >= 0)
+        snprintf(e->message + n, sizeof e->message - n, "; '%s' keeps the last good model, of step %d", t->o.out,
+                 t->saved_step);
+    return -1;
+}
+
 /* One optimizer step on the next o.batch stories of the stream. */
 static int train_step(Trainer *t, double *loss, long long *positions, Error *e) {
     long long first = (long long)t->step * t->o.batch;
@@ -372,7 +403,8 @@ static int train_step(Trainer *t, double *loss, long long *positions, Error *e) 
     model_zero_grad(&t->model, t->grads);
     double loss_sum = 0;
     long long correct = 0;
-    if (pass_run(&t->pass, t->s, t->step_stories, t->o.batch, NULL, t->grads, &loss_sum, &correct, e)) return -1;
+    if (pass_run(&t->pass, t->s, t->step_stories, t->o.batch, NULL, t->grads, &loss_sum, &correct, e))
+        return stopped(t, e);
     *positions = predicted_positions(t->s, t->step_stories, t->o.batch);
     *loss = loss_sum / (double)*positions;
     if (t->step + 1 == t->o.overflow_at_step) t->grads[0] = INFINITY; /* tests only */

@@ -190,7 +190,9 @@ int probe_session_open(ProbeSession *ps, const ProbeOptions *o, const char *what
         ps->model_path = session_file_exists(DEFAULT_MODEL_PATH) || !session_shipped_model(ps->shipped, sizeof ps->shipped)
                              ? DEFAULT_MODEL_PATH
                              : ps->shipped;
-    int rc = cli_load_model(&ps->lm, ps->model_path, e);
+    const char *inputs[] = {ps->model_path, stories_path, o->mean_stories};
+    int rc = o->svg ? output_check(o->svg, inputs, 3, e) : 0; /* before the work, and never over an input */
+    if (!rc) rc = cli_load_model(&ps->lm, ps->model_path, e);
     if (!rc && (flags & PROBE_ATTENTION_ONLY)) rc = probe_need_attention(&ps->lm.model, what, e);
     if (!rc && stories_path) rc = probe_session_stories(ps, o->n_test, flags, e);
     if (!rc)
