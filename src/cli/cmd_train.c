@@ -11,6 +11,8 @@
 #include "args.h"
 #include "common.h"
 #include "storylm/fileio.h"
+#include "storylm/name_swap.h"
+#include "storylm/regularise.h"
 #include "storylm/train.h"
 #include "storylm/vocab_train.h"
 
@@ -50,12 +52,36 @@ static void print_progress(const TrainProgress *p, void *ctx) {
     ProgressPrinter *pp = ctx;
     if (!pp->tty && !p->evaluated && p->elapsed_s - pp->last_line_s < 10) return;
     pp->last_line_s = p->elapsed_s;
-    char eta[32], test[48] = "";
+    char eta[32], test[64] = "";
     cli_format_duration(p->eta_s, eta, sizeof eta);
     if (p->evaluated && isfinite(p->test_loss))
         snprintf(test, sizeof test, " | test %.4f acc %.1f%%", p->test_loss, 100 * p->test_accuracy);
+    if (p->evaluated && isfinite(p->ema_test_loss)) /* after the test column, which scripts read by place */
+        snprintf(test + strlen(test), sizeof test - strlen(test), " ema %.4f", p->ema_test_loss);
     fprintf(stderr, "%sstep %5d/%d | loss %.4f%s | %.0f tok/s | ETA %s%s", pp->tty ? "\r\033[K" : "", p->step, p->steps,
             p->train_loss, test, p->tokens_per_s, eta, pp->tty && !p->evaluated ? "" : "\n");
+}
+
+/* " --flag x" with the shortest decimal that reads back as x, when x is set. */
+static void print_flag(const char *flag, double x) {
+    char buf[40];
+    if (!(x > 0)) return;
+    for (int digits = 1; digits <= 17; digits++) {
+        snprintf(buf, sizeof buf, "%.*g", digits, x);
+        if (strtod(buf, NULL) == x) break;
+    }
+    printf(" %s %s", flag, buf);
+}
+
+/* The regularisation flags of o, as a resume must repeat them. */
+static void print_regularise_flags(const TrainOptions *o) {
+    print_flag("--weight-decay", o->weight_decay);
+    print_flag("--dropout", o->dropout);
+    print_flag("--attention-dropout", o->attention_dropout);
+    print_flag("--ema", o->ema);
+    if (o->ema_save) printf(" --ema-save");
+    if (o->keep_best) printf(" --keep-best");
+    print_flag("--swap-names", o->swap_names);
 }
 
 /* Reuses an existing vocabulary, or learns one from the stories and saves it. */
@@ -103,6 +129,7 @@ static int train_file(const char *path, TrainOptions *o, const char *vocab_path,
     char *vocab = NULL;
     Tokenizer tok = {0};
     Stories s = {0};
+    NameSwap swap = {0};
     StoriesOptions so = stories_default_options();
     so.n_test = n_test;
     struct stat st;
@@ -112,6 +139,12 @@ static int train_file(const char *path, TrainOptions *o, const char *vocab_path,
     /* From the file, so that messages name it; the model has room for exactly 2,000 pieces. */
     if (!rc) rc = tokenizer_load(&tok, vocab_path, VOCAB_DEFAULT_SIZE, e);
     if (!rc) rc = stories_load(&s, path, &tok, &so, e);
+    if (!rc && o->swap_names > 0 && !(rc = name_swap_init(&swap, &tok, path, &s, o->swap_names, e))) {
+        o->augment = name_swap_story;
+        o->augment_ctx = &swap;
+        fprintf(stderr, "storylm: --swap-names %g: %d names of the training stories, %d of them to cut up\n",
+                o->swap_names, swap.n_known, swap.n_made);
+    }
     if (rc) goto done;
     print_summary(&s, path);
     o->vocab_text = vocab;
@@ -121,18 +154,26 @@ static int train_file(const char *path, TrainOptions *o, const char *vocab_path,
     TrainResult r;
     rc = train_run(&s, o, print_progress, &pp, &r, e);
     if (rc) goto done;
-    char took[32];
+    char took[32], best[REGULARISE_PATH_MAX];
     cli_format_duration(r.seconds, took, sizeof took);
     fprintf(stderr, "%s after %d steps (%s): train loss %.4f, test loss %.4f (perplexity %.1f), accuracy %.1f%%\n",
             r.interrupted ? "stopped" : "done", r.final_step, took, r.train_loss, r.test_loss,
             exp(r.test_loss), 100 * r.test_accuracy);
+    if (isfinite(r.ema_test_loss)) fprintf(stderr, "moving average: test loss %.4f\n", r.ema_test_loss);
+    if (o->keep_best && r.best_step >= 0)
+        fprintf(stderr, "best: step %d, test loss %.4f, kept in %s\n", r.best_step, r.best_test_loss,
+                regularise_file(o->out, "best", best));
     printf("model saved to %s\n", o->out);
     printf("sample it:  storylm generate --model %s \"Lily found a\"\n", o->out);
     /* a signal that came at the last step or after it leaves a whole run: exit 0 */
     *signalled = r.interrupted && stop_requested;
-    if (r.interrupted)
-        printf("resume it:  storylm train %s --resume --out %s --steps %d\n", path, o->out, o->steps);
+    if (r.interrupted) {
+        printf("resume it:  storylm train %s --resume --out %s --steps %d", path, o->out, o->steps);
+        print_regularise_flags(o);
+        printf("\n");
+    }
 done:
+    name_swap_free(&swap);
     stories_free(&s);
     tokenizer_free(&tok);
     free(vocab);
@@ -144,7 +185,7 @@ static int run(int argc, char **argv) {
     o.threads = cli_default_threads();
     const char *arch = "attention", *vocab_path = "vocab.txt", *pos[1];
     int steps = o.steps, seed = (int)o.seed, n_test = STORIES_DEFAULT_TEST, np;
-    bool resume = false;
+    bool resume = false, ema_save = false, keep_best = false;
     Option opts[] = {
         {"steps", 0, OPT_INT, &steps, "N", "optimizer steps", 1, 1e9},
         {"minutes", 0, OPT_DOUBLE, &o.minutes, "M", "time budget in minutes, 0 for none; stops early, saving", 0, 1e6},
@@ -162,6 +203,15 @@ static int run(int argc, char **argv) {
         {"arch", 0, OPT_STRING, &arch, "NAME", "attention, or window8 (chapter 6's baseline)", 0, 0},
         {"stop-at", 0, OPT_INT, &o.stop_at, "STEP", "stop and save after this step, keeping the schedule of --steps; 0: never", 0, 1e9},
         {"resume", 0, OPT_BOOL, &resume, NULL, "continue the run saved in --out (and its optimizer state)", 0, 0},
+        {"weight-decay", 0, OPT_DOUBLE, &o.weight_decay, "W",
+         "AdamW's decoupled decay, 0: off; on query, key, value and the two dense weight matrices, not on biases, "
+         "distance scores or the embedding (a rare name's row would fade between the steps that read it)", 0, 1e6},
+        {"dropout", 0, OPT_DOUBLE, &o.dropout, "P", "dropout on z, the hidden layer's input, in training; 0: off", 0, 1},
+        {"attention-dropout", 0, OPT_DOUBLE, &o.attention_dropout, "P", "dropout on the attention weights, in training; 0: off", 0, 1},
+        {"ema", 0, OPT_DOUBLE, &o.ema, "DECAY", "keep a moving average of the weights (e.g. 0.999) in OUT.ema.safetensors, evaluated beside them; 0: off", 0, 1},
+        {"ema-save", 0, OPT_BOOL, &ema_save, NULL, "save the average as the model OUT (the raw weights, for --resume, in OUT.raw.safetensors)", 0, 0},
+        {"keep-best", 0, OPT_BOOL, &keep_best, NULL, "also keep OUT.best.safetensors, the model at its lowest test loss", 0, 0},
+        {"swap-names", 0, OPT_DOUBLE, &o.swap_names, "P", "rename each training story's hero with probability P (names of the training stories or made up from pieces); 0: off", 0, 1},
     };
     int rc = args_parse(&command_train, argc, argv, opts, N_OPTIONS(opts), pos, 1, 1, &np);
     if (rc) return rc > 0 ? 0 : 2;
@@ -170,10 +220,13 @@ static int run(int argc, char **argv) {
     o.steps = steps;
     o.seed = (uint64_t)seed;
     o.resume = resume;
+    o.ema_save = ema_save;
+    o.keep_best = keep_best;
     o.threads = cli_set_threads(o.threads);
     o.stop = &stop_requested;
     const char *fault = getenv("STORYLM_TEST_OVERFLOW_AT_STEP"); /* a numerical fault on demand, for tests */
     if (fault) o.overflow_at_step = atoi(fault);
+    if (regularise_check_options(&o, &e)) return args_usage_error(&command_train, "%s", e.message);
     install_handlers();
     int signalled = 0;
     if (train_file(pos[0], &o, vocab_path, n_test, &e, &signalled)) return cli_fail(&e);

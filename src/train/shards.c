@@ -18,7 +18,8 @@ int shards_init(Shards *s, const Model *m, int n_threads, int positions, int max
         Shard *h = &s->shard[i];
         if (activations_init(&h->acts, &m->cfg, positions, e) || batch_init(&h->batch, positions, max_stories, e) ||
             !(h->grads = xmalloc(m->n_params * sizeof(float), e)) ||
-            !(h->stories = xmalloc((size_t)max_stories * sizeof(int), e))) {
+            !(h->stories = xmalloc((size_t)max_stories * sizeof(int), e)) ||
+            !(h->drop_keys = xmalloc((size_t)max_stories * sizeof(uint64_t), e))) {
             shards_free(s);
             return -1;
         }
@@ -32,6 +33,7 @@ void shards_free(Shards *s) {
         batch_free(&s->shard[i].batch);
         free(s->shard[i].grads);
         free(s->shard[i].stories);
+        free(s->shard[i].drop_keys);
     }
     free(s->shard);
     free(s->owner);
@@ -78,6 +80,15 @@ static void add_losses(Shard *h) {
     }
 }
 
+/* The chunk's dropout: training's, keyed by each story's place k in the run. */
+static void chunk_dropout(const Shards *s, Shard *h, int k) {
+    int training = s->run_grads && (s->dropout_hidden > 0 || s->dropout_attention > 0);
+    if (training) h->drop_keys[h->batch.n_stories - 1] = dropout_story_key(s->dropout_seed, s->dropout_step, k);
+    h->acts.dropout = training ? (Dropout){.hidden = s->dropout_hidden, .attention = s->dropout_attention,
+                                           .story_keys = h->drop_keys}
+                               : (Dropout){0};
+}
+
 /* Thread i: its shard's stories in forward chunks that fit, gradients into its own buffer. */
 static void shard_job(void *arg, int i, int n_threads) {
     Shards *s = arg;
@@ -89,8 +100,9 @@ static void shard_job(void *arg, int i, int n_threads) {
         batch_clear(&h->batch);
         while (k < h->n_stories && h->batch.n_stories < h->batch.max_stories &&
                s->run_stories[h->stories[k]].len <= h->batch.max_tokens - h->batch.n_tokens) {
-            const StoryRef *st = &s->run_stories[h->stories[k++]];
+            const StoryRef *st = &s->run_stories[h->stories[k]];
             if (batch_add(&h->batch, st->ids, st->len, &h->error)) return (void)(h->failed = 1);
+            chunk_dropout(s, h, h->stories[k++]);
         }
         if (h->batch.n_stories == 0) {
             FAIL(&h->error, "raise --max-positions", "a story of %d tokens is longer than the %d positions of a chunk",
