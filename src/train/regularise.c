@@ -18,12 +18,14 @@ int regularise_check_options(const TrainOptions *o, Error *e) {
     const struct {
         const char *flag;
         double x;
-    } probability[] = {{"--dropout", o->dropout}, {"--attention-dropout", o->attention_dropout},
-                       {"--swap-names", o->swap_names}};
+    } probability[] = {{"--dropout", o->dropout}, {"--attention-dropout", o->attention_dropout}};
     for (size_t i = 0; i < sizeof probability / sizeof probability[0]; i++)
         if (!(probability[i].x >= 0 && probability[i].x < 1))
-            return FAIL(e, "give a probability from 0 (off) to below 1, such as 0.1",
+            return FAIL(e, "give a probability from 0 (off) to below 1 (1 would drop everything), such as 0.1",
                         "%s %g is not a probability below 1", probability[i].flag, probability[i].x);
+    if (!(o->swap_names >= 0 && o->swap_names <= 1))
+        return FAIL(e, "give a probability from 0 (off) to 1 (every story)", "--swap-names %g is not a probability",
+                    o->swap_names);
     if (!(o->weight_decay >= 0 && o->weight_decay * o->lr < 1))
         return FAIL(e, "give a decay from 0 (off) such that decay x lr < 1, such as 0.1",
                     "--weight-decay %g cannot be used with --lr %g", o->weight_decay, o->lr);
