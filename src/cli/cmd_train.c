@@ -204,10 +204,10 @@ static int run(int argc, char **argv) {
         {"stop-at", 0, OPT_INT, &o.stop_at, "STEP", "stop and save after this step, keeping the schedule of --steps; 0: never", 0, 1e9},
         {"resume", 0, OPT_BOOL, &resume, NULL, "continue the run saved in --out (and its optimizer state)", 0, 0},
         {"weight-decay", 0, OPT_DOUBLE, &o.weight_decay, "W",
-         "AdamW's decoupled decay, 0: off; on query, key, value and the two dense weight matrices, not on biases, "
-         "distance scores or the embedding (a rare name's row would fade between the steps that read it)", 0, 1e6},
-        {"dropout", 0, OPT_DOUBLE, &o.dropout, "P", "dropout on z, the hidden layer's input, in training; 0: off", 0, 1},
-        {"attention-dropout", 0, OPT_DOUBLE, &o.attention_dropout, "P", "dropout on the attention weights, in training; 0: off", 0, 1},
+         "AdamW's decoupled weight decay; 0: off. On query, key, value, hidden.weight and output.weight; "
+         "not on biases, distance scores or the embedding (a rare name's row would fade between the steps that read it)", 0, 1e6},
+        {"dropout", 0, OPT_DOUBLE, &o.dropout, "P", "dropout on z, the hidden layer's input, in training steps only (masks seeded by --seed and the step); 0: off", 0, 1},
+        {"attention-dropout", 0, OPT_DOUBLE, &o.attention_dropout, "P", "dropout on the attention weights, in training steps only (seeded likewise); 0: off", 0, 1},
         {"ema", 0, OPT_DOUBLE, &o.ema, "DECAY", "keep a moving average of the weights (e.g. 0.999) in OUT.ema.safetensors, evaluated beside them; 0: off", 0, 1},
         {"ema-save", 0, OPT_BOOL, &ema_save, NULL, "save the average as the model OUT (the raw weights, for --resume, in OUT.raw.safetensors)", 0, 0},
         {"keep-best", 0, OPT_BOOL, &keep_best, NULL, "also keep OUT.best.safetensors, the model at its lowest test loss", 0, 0},
