@@ -105,8 +105,7 @@ static long long predicted_positions(const Stories *s, const int *idx, int n) {
     return total;
 }
 
-/* Runs idx[0..n) through the model. grads == NULL: forward only. Sums loss
- * and correct predictions over predicted positions into *loss_sum, *correct. */
+/* p->refs[0..n) = stories idx[0..n) of s. */
 static void pass_refs(Pass *p, const Stories *s, const int *idx, int n) {
     for (int i = 0; i < n; i++) p->refs[i] = (StoryRef){s->tokens + s->starts[idx[i]], (int)story_len(s, idx[i])};
 }
@@ -118,13 +117,15 @@ static long long refs_positions(const Pass *p, int n) {
     return total;
 }
 
-/* Runs p->refs[0..n) (as pass_run). */
+/* Runs p->refs[0..n) through the model. grads == NULL: forward only. Sums loss
+ * and correct predictions over predicted positions into *loss_sum, *correct. */
 static int pass_go(Pass *p, int n, const Ablation *ab, float *grads, double *loss_sum, long long *correct, Error *e) {
     long long total = refs_positions(p, n);
     return shards_run(&p->shards, p->refs, n, ab, total > 0 ? 1.0f / (float)total : 0.0f, grads, loss_sum, correct,
                       e);
 }
 
+/* The same for stories idx[0..n) of s. */
 static int pass_run(Pass *p, const Stories *s, const int *idx, int n, const Ablation *ab, float *grads,
                     double *loss_sum, long long *correct, Error *e) {
     pass_refs(p, s, idx, n);
