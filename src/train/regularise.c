@@ -146,7 +146,8 @@ static int resume_average(Regularise *g, int step, uint64_t run_id, Error *e) {
     const char *at = own ? metadata_get(&meta, "step") : NULL;
     int rc = 0;
     if (!own || !at || atoi(at) != step || file.n_params != g->ema.n_params)
-        rc = FAIL(e, "train anew, or resume without --ema (the average then starts again)",
+        rc = FAIL(e, "train anew: the run's moving average is lost (a kill between the model's save and the "
+                     "average's leaves them at different steps)",
                   "cannot resume the moving average: '%s' is %s", g->ema_path,
                   own ? "of another step than the model" : "missing or of another run");
     else memcpy(g->ema.params, file.params, file.n_params * sizeof(float));
