@@ -85,4 +85,8 @@ refuse "--ema-save" --ema-save
 refuse "--swap-names" --swap-names 1.5
 "$STORYLM" train slice.txt "${common[@]}" --steps 60 --resume --out part.safetensors > bad.out 2> bad.err && fail "a resume without the run's flags was accepted"
 grep -q "cannot resume 'part.safetensors': it was trained with --weight-decay 0.1" bad.err || { cat bad.err; fail "resume without the flags: message"; }
+"$STORYLM" train slice.txt "${common[@]}" --steps 60 --resume --out part.safetensors "${all[@]/0.9/0.8}" > bad.out 2> bad.err && fail "a resume with another --ema was accepted"
+grep -q "it was trained with --ema 0.9, not 0.8" bad.err || { cat bad.err; fail "resume with another --ema: message"; }
+"$STORYLM" train slice.txt "${common[@]}" --steps 60 --resume --out es.safetensors --ema 0.8 > bad.out 2> bad.err && fail "a resume without --ema-save was accepted"
+grep -q "it was trained with --ema-save" bad.err || { cat bad.err; fail "resume without --ema-save: message"; }
 echo "regularisation flags: all checks passed"

@@ -15,9 +15,12 @@
 #include "storylm/vec.h"
 
 /* Rewrites training story `story` of s for one step into *out (cleared
- * first); key comes from the run's seed, the step and the story's place in
- * it, so a resumed run rewrites as the first one did. Returns 0, or -1 with
- * e set. Only training stories are ever given (--swap-names). */
+ * first), at most TRAIN_AUGMENT_MAX_LEN(its length) ids (the trainer sizes
+ * its chunks for that); key comes from the run's seed, the step and the
+ * story's place in it, so a resumed run rewrites as the first one did.
+ * Returns 0, or -1 with e set. Only training stories are ever given
+ * (--swap-names). */
+#define TRAIN_AUGMENT_MAX_LEN(len) ((len) + (len) / 4 + 16)
 typedef int (*TrainAugmentFn)(void *ctx, const Stories *s, int story, uint64_t key, IntVec *out, Error *e);
 
 typedef struct TrainOptions {

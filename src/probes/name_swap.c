@@ -6,6 +6,7 @@
 
 #include "storylm/fileio.h"
 #include "storylm/rng.h"
+#include "storylm/train.h"
 
 int names_learn_training(NameList *nl, const char *path, const Stories *s, int *from_all, Error *e) {
     char *text;
@@ -89,6 +90,15 @@ static int pick_name(const NameSwap *ns, Rng *r, const Hero *hero, int32_t *piec
     return 0; /* only the hero's own name came up: leave the story as it is */
 }
 
+/* The story (ns->ids, len) into out as it is. */
+static int keep(const NameSwap *ns, int len, IntVec *out, Error *e) {
+    out->len = 0;
+    if (intvec_reserve(out, (size_t)len, e)) return -1;
+    memcpy(out->data, ns->ids.data, (size_t)len * sizeof(int32_t));
+    out->len = (size_t)len;
+    return 0;
+}
+
 int name_swap_story(void *ctx, const Stories *s, int story, uint64_t key, IntVec *out, Error *e) {
     NameSwap *ns = ctx;
     int len = (int)story_len(s, story);
@@ -102,13 +112,8 @@ int name_swap_story(void *ctx, const Stories *s, int story, uint64_t key, IntVec
     int n = rng_uniform(&r) < ns->p && find_hero(ns->t, &ns->names, ns->ids.data, len, &hero)
                 ? pick_name(ns, &r, &hero, pieces)
                 : 0;
-    if (n == 0) { /* as it is */
-        out->len = 0;
-        if (intvec_reserve(out, (size_t)len, e)) return -1;
-        memcpy(out->data, ns->ids.data, (size_t)len * sizeof(int32_t));
-        out->len = (size_t)len;
-        return 0;
-    }
+    /* not renamed, or renamed too long for the trainer's chunks: as it is */
+    if (n == 0 || len + (n - hero.n_pieces) * hero.n_mentions > TRAIN_AUGMENT_MAX_LEN(len)) return keep(ns, len, out, e);
     int starts[HERO_MAX_MENTIONS];
     return swap_hero(ns->ids.data, len, &hero, pieces, n, out, starts, e);
 }

@@ -42,16 +42,17 @@ int regularise_check_options(const TrainOptions *o, Error *e) {
 typedef struct RecordedOption {
     const char *key, *flag;
     double value;
+    int is_switch; /* a flag without a value */
 } RecordedOption;
 
 static int recorded(const TrainOptions *o, RecordedOption *out) {
-    RecordedOption all[] = {{"weight_decay", "--weight-decay", o->weight_decay},
-                            {"dropout", "--dropout", o->dropout},
-                            {"attention_dropout", "--attention-dropout", o->attention_dropout},
-                            {"ema", "--ema", o->ema},
-                            {"ema_save", "--ema-save", o->ema_save},
-                            {"keep_best", "--keep-best", o->keep_best},
-                            {"swap_names", "--swap-names", o->swap_names}};
+    RecordedOption all[] = {{"weight_decay", "--weight-decay", o->weight_decay, 0},
+                            {"dropout", "--dropout", o->dropout, 0},
+                            {"attention_dropout", "--attention-dropout", o->attention_dropout, 0},
+                            {"ema", "--ema", o->ema, 0},
+                            {"ema_save", "--ema-save", o->ema_save, 1},
+                            {"keep_best", "--keep-best", o->keep_best, 1},
+                            {"swap_names", "--swap-names", o->swap_names, 0}};
     memcpy(out, all, sizeof all);
     return (int)(sizeof all / sizeof all[0]);
 }
@@ -83,7 +84,7 @@ int regularise_check_resume(const TrainOptions *o, const Metadata *md, const cha
         const char *v = metadata_get(md, opt[i].key);
         double was = v ? strtod(v, NULL) : 0;
         if (was == opt[i].value) continue;
-        if (opt[i].key[0] == 'e' || opt[i].key[0] == 'k') /* flags without a value */
+        if (opt[i].is_switch)
             return FAIL(e, "resume with the flags the run began with", "cannot resume '%s': it was trained %s %s",
                         path, was ? "with" : "without", opt[i].flag);
         return FAIL(e, "resume with the flags the run began with", "cannot resume '%s': it was trained with %s %g, not %g",
@@ -116,6 +117,11 @@ int regularise_paths(Regularise *g, const TrainOptions *o, Error *e) {
         snprintf(g->ema_path, sizeof g->ema_path, "%s", o->out);
     } else {
         snprintf(g->checkpoint_path, sizeof g->checkpoint_path, "%s", o->out);
+        char raw[REGULARISE_PATH_MAX];
+        struct stat st;
+        if (o->resume && beside(o->out, "raw", raw, NULL) == 0 && stat(raw, &st) == 0)
+            return FAIL(e, "resume with the flags the run began with",
+                        "cannot resume '%s': it was trained with --ema-save (its raw weights are in '%s')", o->out, raw);
     }
     return 0;
 }
@@ -206,9 +212,13 @@ int regularise_before_step(Regularise *g, const Stories *s, const int *idx, int 
     shards->dropout_seed = o->seed;
     shards->dropout_step = step;
     for (int i = 0; o->augment && i < n; i++) {
+        int len = refs[i].len;
         /* another stream than dropout's: the same seed, step and place, salted */
         uint64_t key = dropout_story_key(o->seed ^ 0x6e616d6573ULL, step, i);
         if (o->augment(o->augment_ctx, s, idx[i], key, &g->rewritten[i], e)) return -1;
+        if ((int)g->rewritten[i].len > TRAIN_AUGMENT_MAX_LEN(len))
+            return FAIL(e, NULL, "a rewritten story of %zu tokens is longer than the %d allowed for one of %d",
+                        g->rewritten[i].len, TRAIN_AUGMENT_MAX_LEN(len), len);
         refs[i] = (StoryRef){g->rewritten[i].data, (int)g->rewritten[i].len};
     }
     return 0;

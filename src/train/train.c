@@ -331,6 +331,7 @@ static int trainer_init(Trainer *t, const Stories *s, const TrainOptions *o, Tra
     t->stream.order = t->step_stories ? xmalloc((size_t)s->n_train * sizeof(int), e) : NULL;
     if (!t->stream.order) return -1;
     int stories = t->o.batch > s->n_test ? t->o.batch : s->n_test; /* a step's, or the test stories */
+    if (o->augment) ntok = TRAIN_AUGMENT_MAX_LEN(ntok); /* a rewritten story may be longer */
     return pass_init(&t->pass, &t->model, o->max_positions, ntok, stories > 1 ? stories : 1, e);
 }
 
