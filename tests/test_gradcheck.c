@@ -26,7 +26,23 @@ static const ModelConfig SMALL_REAL_HEADS = {.arch = ARCH_ATTENTION, .vocab_size
 typedef struct Ref {
     const Model *m;
     const double *p;
+    const Dropout *drop; /* fixed masks (NULL: no dropout), indexed by packed position */
+    int base;            /* packed position of the story's first token */
+    int N;               /* positions of the batch */
 } Ref;
+
+/* The fixed masks' factor for number i of z at position p, and for key u of p in head h. */
+static double z_keep(const Ref *r, int p, int i) {
+    const Dropout *d = r->drop;
+    if (!d || !d->hidden_mask) return 1.0;
+    return d->hidden_mask[(size_t)p * model_hidden_input_dim(&r->m->cfg) + i] ? 1.0 / (1.0 - d->hidden) : 0.0;
+}
+static double weight_keep(const Ref *r, int h, int p, int u) {
+    size_t N = (size_t)r->N;
+    const Dropout *d = r->drop;
+    if (!d || !d->attention_mask) return 1.0;
+    return d->attention_mask[((size_t)h * N + p) * N + u] ? 1.0 / (1.0 - d->attention) : 0.0;
+}
 
 static const double *tensor(const Ref *r, const char *name) { return r->p + model_tensor(r->m, name)->offset; }
 
@@ -55,7 +71,8 @@ static void ref_attention_z(const Ref *r, const int32_t *ids, int t, const Ablat
         for (int u = lo; u <= t; u++)
             for (int i = 0; i < vd; i++)
                 for (int j = 0; j < D; j++)
-                    o[i] += exp(s[u - lo] - mx) / sum * E[ids[u] * D + j] * Wv[(h * D + j) * vd + i];
+                    o[i] += exp(s[u - lo] - mx) / sum * weight_keep(r, h, r->base + t, r->base + u) *
+                            E[ids[u] * D + j] * Wv[(h * D + j) * vd + i];
         if (ab && (ab->heads >> h & 1u))
             for (int i = 0; i < vd; i++) o[i] = ab->mode == ABLATE_MEAN ? ab->mean[h * vd + i] : 0.0;
     }
@@ -93,15 +110,19 @@ static double ref_position_loss(const Ref *r, const double *z, int next) {
 }
 
 /* Mean loss over every predicted position of the batch. */
-static double ref_loss(const Ref *r, const Batch *b, const Ablation *ab) {
+static double ref_loss(const Ref *ref, const Batch *b, const Ablation *ab) {
     double total = 0.0, z[256];
-    int n = 0;
+    int n = 0, Z = model_hidden_input_dim(&ref->m->cfg);
+    Ref story = *ref, *r = &story;
+    story.N = b->n_tokens;
     for (int s = 0; s < b->n_stories; s++) {
         const int32_t *ids = b->tokens + b->starts[s];
         int T = b->starts[s + 1] - b->starts[s];
+        story.base = b->starts[s];
         for (int t = 0; t + 1 < T; t++, n++) {
             if (r->m->cfg.arch == ARCH_ATTENTION) ref_attention_z(r, ids, t, ab, z);
             else ref_window_z(r, ids, t, z);
+            for (int i = 0; i < Z; i++) z[i] *= z_keep(r, r->base + t, i);
             total += ref_position_loss(r, z, ids[t + 1]);
         }
     }
@@ -126,8 +147,10 @@ static void random_params(Model *m, Rng *rng) {
     for (size_t i = 0; i < m->n_params; i++) m->params[i] = (float)(rng_normal(rng) * 0.7);
 }
 
-/* Analytic against numerical gradients for every parameter, tensor by tensor. */
-static void gradcheck(const ModelConfig *base, Arch arch, const Ablation *ab, const char *what) {
+/* Analytic against numerical gradients for every parameter, tensor by tensor;
+ * with drop (NULL: none), training's dropout with its fixed masks. */
+static void gradcheck_with(const ModelConfig *base, Arch arch, const Ablation *ab, const Dropout *drop,
+                           const char *what) {
     ModelConfig cfg = *base;
     cfg.arch = arch;
     Model m;
@@ -143,9 +166,10 @@ static void gradcheck(const ModelConfig *base, Arch arch, const Ablation *ab, co
     float *grads = malloc(m.n_params * sizeof(float));
     double *p = malloc(m.n_params * sizeof(double));
     for (size_t i = 0; i < m.n_params; i++) p[i] = m.params[i];
-    Ref ref = {&m, p};
+    Ref ref = {&m, p, drop, 0, 0};
 
     float loss;
+    if (drop) a.dropout = *drop;
     CHECK(model_forward(&m, &a, &b, ab, &loss, &e) == 0);
     CHECK_CLOSE(a.mean_loss, ref_loss(&ref, &b, ab), 1e-6, 0); /* the same function */
     model_zero_grad(&m, grads);
@@ -180,6 +204,25 @@ static void gradcheck(const ModelConfig *base, Arch arch, const Ablation *ab, co
     batch_free(&b);
     activations_free(&a);
     model_free(&m);
+}
+
+static void gradcheck(const ModelConfig *base, Arch arch, const Ablation *ab, const char *what) {
+    gradcheck_with(base, arch, ab, NULL, what);
+}
+
+/* Dropout with fixed masks (P 0.3 on z, 0.25 on the attention weights, a
+ * quarter of the entries dropped at random): the reference multiplies by the
+ * same masks, so the gradients are of the dropped network. */
+static void gradcheck_dropout(const ModelConfig *cfg, Arch arch, int hidden, int attention, const char *what) {
+    enum { N = 15 }; /* tiny_batch's 9 + 4 + 2 positions */
+    static uint8_t zmask[N * 256], amask[8 * N * N];
+    Rng rng;
+    rng_seed(&rng, 99);
+    for (size_t i = 0; i < sizeof zmask; i++) zmask[i] = rng_uniform(&rng) >= 0.25;
+    for (size_t i = 0; i < sizeof amask; i++) amask[i] = rng_uniform(&rng) >= 0.25;
+    Dropout d = {.hidden = hidden ? 0.3f : 0.0f, .attention = attention ? 0.25f : 0.0f,
+                 .hidden_mask = hidden ? zmask : NULL, .attention_mask = attention ? amask : NULL};
+    gradcheck_with(cfg, arch, NULL, &d, what);
 }
 
 /* A switched-off head's weights get no gradient at all; the others do. */
@@ -347,6 +390,10 @@ int main(void) {
         gradcheck(&TINY, ARCH_WINDOW8, NULL, "window8 (context 3)");
         gradcheck(&SMALL_REAL_HEADS, ARCH_ATTENTION, NULL, "attention, heads of 8 and 16");
         gradcheck(&SMALL_REAL_HEADS, ARCH_ATTENTION, &zero0, "  the same, head 0 zeroed");
+        gradcheck_dropout(&TINY, ARCH_ATTENTION, 1, 0, "attention, dropout on z");
+        gradcheck_dropout(&TINY, ARCH_ATTENTION, 0, 1, "attention, attention dropout");
+        gradcheck_dropout(&SMALL_REAL_HEADS, ARCH_ATTENTION, 1, 1, "heads of 8 and 16, both dropouts");
+        gradcheck_dropout(&TINY, ARCH_WINDOW8, 1, 0, "window8, dropout on z");
         ablated_head_gets_nothing();
         backward_accumulates_and_repeats(ARCH_ATTENTION);
         backward_accumulates_and_repeats(ARCH_WINDOW8);

@@ -18,6 +18,8 @@ typedef struct Adam {
     float beta2;   /* 0.999 */
     float eps;     /* 1e-8 */
     float weight_decay; /* 0: plain Adam; > 0: AdamW's decoupled decay */
+    const uint8_t *decay_mask; /* (n) or NULL: which parameters decay (1) and which not (0);
+                                * NULL: all of them. Not owned (model_decay_mask fills one). */
 } Adam;
 
 /* Zeroed state for n parameters with the defaults above. */

@@ -31,6 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "storylm/dropout.h"
 #include "storylm/error.h"
 
 typedef enum { ARCH_ATTENTION = 0, ARCH_WINDOW8 = 1 } Arch;
@@ -54,6 +55,9 @@ typedef struct ParamTensor {
     int shape[3];
     size_t offset; /* in floats, into Model.params */
     size_t size;   /* in floats */
+    int decay;     /* 1: --weight-decay shrinks it (the matrices that multiply: query, key,
+                    * value, hidden.weight, output.weight); 0: biases, distance scores and
+                    * the embedding (see model_params.c for why) */
 } ParamTensor;
 
 #define MODEL_MAX_TENSORS 12
@@ -91,6 +95,8 @@ void model_free(Model *m);
 void model_randomize(Model *m, uint64_t seed);
 /* The tensor called name, or NULL. */
 const ParamTensor *model_tensor(const Model *m, const char *name);
+/* mask (n_params): 1 where the parameter's tensor has decay set, 0 elsewhere. */
+void model_decay_mask(const Model *m, uint8_t *mask);
 /* Number of floats the table would hold for cfg (352,848 for the default). */
 size_t model_param_count(const ModelConfig *cfg);
 
@@ -155,6 +161,8 @@ typedef struct AttentionScratch {
     float *dist, *d_dist;/* (H, S): distance scores farthest first, 8 zeros each side, and gradients */
     float *w, *ds;       /* (H, S): one position's weights and score gradients */
     float *lse;          /* (H, ld): each position's log-sum-exp of its scores, for the backward */
+    DropoutMask drop;    /* training's attention dropout for this pass (p 0: none; dropout_prepare) */
+    float *dw;           /* (H, S): one position's weights after dropout, what the blend reads */
 } AttentionScratch;
 
 /* ---------------------------------------------------------------------------
@@ -208,6 +216,11 @@ typedef struct Activations {
     float *d_hidden;/* (N, 128) */
     AttentionScratch scratch;
     float *ones;    /* (max_positions) for bias gradients as matrix-vector products */
+    /* training's dropout: set by the caller before a forward (zeroed: none, as
+     * activations_init leaves it); the backward drops what its forward did */
+    Dropout dropout;
+    DropoutMask hidden_drop; /* z's mask for this pass (dropout_prepare) */
+    uint64_t *drop_keys;     /* (max_positions) each position's key */
 } Activations;
 
 int activations_init(Activations *a, const ModelConfig *cfg, int max_positions, Error *e);
@@ -320,6 +333,15 @@ void attention_forward(const ModelConfig *c, const float *qkv, int ld, const flo
 void attention_backward(const ModelConfig *c, const float *qkv, int ld, const float *att, const int *first_key,
                         int N, const float *d_out, int out_ld, uint32_t skip_heads, float *d_qkv, float *d_distance,
                         const AttentionScratch *s);
+/* Training's dropout (src/model/dropout.c, dropout.h), as hooks of the passes. */
+/* a->dropout for batch b -> each position's key, z's mask and attention's (in a->scratch). */
+void dropout_prepare(Activations *a, const Batch *b);
+/* z (N, Z) -> z * mask / (1-P), in place, what the hidden layer reads. */
+void dropout_hidden_forward(Activations *a);
+/* d_z (N, Z) -> d_z * the same mask / (1-P); then z's rows (attention) read
+ * again from the embedding, as the backward through q, k, v needs them. */
+void dropout_hidden_backward(const Model *m, Activations *a, const Batch *b);
+
 /* Length of one head's scratch rows for a window of W keys. */
 int attention_row_stride(int window);
 

@@ -38,6 +38,7 @@ typedef struct Shard {
     Batch batch;
     float *grads;   /* (n_params) this shard's share of the gradient, in Shards.grads_all */
     int *stories;   /* (max_stories) indices into the run's stories, in order */
+    uint64_t *drop_keys; /* (max_stories) dropout keys of the chunk's stories */
     int n_stories;
     long long tokens;
     double loss_sum;
@@ -63,6 +64,12 @@ typedef struct Shards {
     const Ablation *run_ablation;
     float run_scale;
     float *run_grads;
+    /* Training's dropout (dropout.h) in runs with gradients, never in an
+     * evaluation: the rates and the step that key each story's masks with
+     * its place in the run (zero rates, as shards_init leaves them: none). */
+    float dropout_hidden, dropout_attention;
+    uint64_t dropout_seed;
+    int64_t dropout_step;
 } Shards;
 
 /* n_threads shards of up to `positions` positions per forward chunk each (a

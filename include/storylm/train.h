@@ -13,6 +13,16 @@
 #include "storylm/error.h"
 #include "storylm/model.h"
 #include "storylm/stories.h"
+#include "storylm/vec.h"
+
+/* Rewrites training story `story` of s for one step into *out (cleared
+ * first), at most TRAIN_AUGMENT_MAX_LEN(its length) ids (the trainer sizes
+ * its chunks for that); key comes from the run's seed, the step and the
+ * story's place in it, so a resumed run rewrites as the first one did.
+ * Returns 0, or -1 with e set. Only training stories are ever given
+ * (--swap-names). */
+#define TRAIN_AUGMENT_MAX_LEN(len) ((len) + (len) / 4 + 16)
+typedef int (*TrainAugmentFn)(void *ctx, const Stories *s, int story, uint64_t key, IntVec *out, Error *e);
 
 typedef struct TrainOptions {
     Arch arch;
@@ -37,6 +47,20 @@ typedef struct TrainOptions {
     volatile sig_atomic_t *stop; /* set by a signal handler: save and stop */
     int overflow_at_step; /* tests only: this step's gradient overflows (one inf); 0 = never */
     Dist *dist;           /* the ranks under mpirun (dist.h); NULL = this process alone */
+
+    /* Regularisation (src/train/regularise.c), every one off by default so
+     * that a run without them is bit for bit what it was. A resume must give
+     * the same values as the run it continues (the model file records them). */
+    double weight_decay;      /* AdamW's decoupled decay of the tensors with decay set (model.h) */
+    double dropout;           /* P on z, the hidden layer's input, in training steps */
+    double attention_dropout; /* P on the attention weights, in training steps */
+    double ema;               /* decay of an exponential moving average of the weights; 0 = none */
+    int ema_save;             /* the average is the model saved to `out`; the raw weights (and
+                               * their optimizer state) go to OUT.raw.safetensors */
+    int keep_best;            /* also keep OUT.best.safetensors: the model at its lowest test loss */
+    double swap_names;        /* recorded only: the augment's probability (--swap-names) */
+    TrainAugmentFn augment;   /* rewrites each training story of a step; NULL = none */
+    void *augment_ctx;
 } TrainOptions;
 
 enum { TRAIN_GIVEN_ARCH = 1, TRAIN_GIVEN_LR = 2, TRAIN_GIVEN_BATCH = 4, TRAIN_GIVEN_SEED = 8, TRAIN_GIVEN_WARMUP = 16 };
@@ -51,6 +75,7 @@ typedef struct TrainProgress {
     double test_accuracy;
     double tokens_per_s; /* recent */
     double elapsed_s, eta_s;
+    double ema_test_loss;/* the moving average's, NAN when none or not evaluated */
     int evaluated;       /* 1 when this report follows an evaluation */
     int saved;           /* 1 when the model was just saved */
 } TrainProgress;
@@ -60,7 +85,8 @@ typedef struct TrainResult {
     int steps_done; /* in this run */
     int final_step; /* steps of the saved model */
     double train_loss, test_loss, test_accuracy, best_test_loss;
-    int best_step;
+    int best_step;         /* of the saved model's lowest test loss (the average's with ema_save) */
+    double ema_test_loss;  /* NAN without --ema */
     double seconds;
     int interrupted; /* stopped by the stop flag or the time budget */
     long long tokens_seen;

@@ -12,6 +12,8 @@
 #include "common.h"
 #include "storylm/checkpoint.h"
 #include "storylm/fileio.h"
+#include "storylm/name_swap.h"
+#include "storylm/regularise.h"
 #include "storylm/train.h"
 #include "storylm/vocab_train.h"
 
@@ -54,12 +56,36 @@ static void print_progress(const TrainProgress *p, void *ctx) {
     ProgressPrinter *pp = ctx;
     if (!pp->tty && !p->evaluated && p->elapsed_s - pp->last_line_s < 10) return;
     pp->last_line_s = p->elapsed_s;
-    char eta[32], test[48] = "";
+    char eta[32], test[64] = "";
     cli_format_duration(p->eta_s, eta, sizeof eta);
     if (p->evaluated && isfinite(p->test_loss))
         snprintf(test, sizeof test, " | test %.4f acc %.1f%%", p->test_loss, 100 * p->test_accuracy);
+    if (p->evaluated && isfinite(p->ema_test_loss)) /* after the test column, which scripts read by place */
+        snprintf(test + strlen(test), sizeof test - strlen(test), " ema %.4f", p->ema_test_loss);
     fprintf(stderr, "%sstep %5d/%d | loss %.4f%s | %.0f tok/s | ETA %s%s", pp->tty ? "\r\033[K" : "", p->step, p->steps,
             p->train_loss, test, p->tokens_per_s, eta, pp->tty && !p->evaluated ? "" : "\n");
+}
+
+/* " --flag x" with the shortest decimal that reads back as x, when x is set. */
+static void print_flag(const char *flag, double x) {
+    char buf[40];
+    if (!(x > 0)) return;
+    for (int digits = 1; digits <= 17; digits++) {
+        snprintf(buf, sizeof buf, "%.*g", digits, x);
+        if (strtod(buf, NULL) == x) break;
+    }
+    printf(" %s %s", flag, buf);
+}
+
+/* The regularisation flags of o, as a resume must repeat them. */
+static void print_regularise_flags(const TrainOptions *o) {
+    print_flag("--weight-decay", o->weight_decay);
+    print_flag("--dropout", o->dropout);
+    print_flag("--attention-dropout", o->attention_dropout);
+    print_flag("--ema", o->ema);
+    if (o->ema_save) printf(" --ema-save");
+    if (o->keep_best) printf(" --keep-best");
+    print_flag("--swap-names", o->swap_names);
 }
 
 /* Reuses an existing vocabulary, or learns one from the stories and saves it. */
@@ -158,6 +184,7 @@ static int train_file(const char *path, TrainOptions *o, const char *vocab_path,
     char *vocab = NULL;
     Tokenizer tok = {0};
     Stories s = {0};
+    NameSwap swap = {0};
     StoriesOptions so = stories_default_options();
     so.n_test = n_test;
     FileLock lock = {0};
@@ -173,6 +200,13 @@ static int train_file(const char *path, TrainOptions *o, const char *vocab_path,
     /* From the file, so that messages name it; the model has room for exactly 2,000 pieces. */
     if (!rc) rc = tokenizer_load(&tok, vocab_path, VOCAB_DEFAULT_SIZE, e);
     if (!rc) rc = load_stories(&s, path, &tok, &so, o->dist, e);
+    if (!rc && o->swap_names > 0 && !(rc = name_swap_init(&swap, &tok, path, &s, o->swap_names, e))) {
+        o->augment = name_swap_story;
+        o->augment_ctx = &swap;
+        if (root)
+            fprintf(stderr, "storylm: --swap-names %g: %d names of the training stories, %d of them to cut up\n",
+                    o->swap_names, swap.n_known, swap.n_made);
+    }
     if (rc) goto done;
     if (root) print_summary(&s, path);
     o->vocab_text = vocab;
@@ -186,7 +220,7 @@ static int train_file(const char *path, TrainOptions *o, const char *vocab_path,
     *signalled = r.interrupted && stop_requested;
     if (!root) goto done;
     print_comm(o->dist, &r);
-    char took[32];
+    char took[32], best[REGULARISE_PATH_MAX];
     cli_format_duration(r.seconds, took, sizeof took);
     char test[96] = "no test stories";
     if (isfinite(r.test_loss))
@@ -194,12 +228,20 @@ static int train_file(const char *path, TrainOptions *o, const char *vocab_path,
                  exp(r.test_loss), 100 * r.test_accuracy);
     fprintf(stderr, "%s after %d steps (%s): train loss %.4f, %s\n", r.interrupted ? "stopped" : "done",
             r.final_step, took, r.train_loss, test);
+    if (isfinite(r.ema_test_loss)) fprintf(stderr, "moving average: test loss %.4f\n", r.ema_test_loss);
+    if (o->keep_best && r.best_step >= 0)
+        fprintf(stderr, "best: step %d, test loss %.4f, kept in %s\n", r.best_step, r.best_test_loss,
+                regularise_file(o->out, "best", best));
     printf("model saved to %s\n", o->out);
     printf("sample it:  storylm generate --model %s \"Lily found a\"\n", o->out);
-    if (r.interrupted)
-        printf("resume it:  storylm train %s --resume --out %s --steps %d\n", path, o->out, o->steps);
+    if (r.interrupted) {
+        printf("resume it:  storylm train %s --resume --out %s --steps %d", path, o->out, o->steps);
+        print_regularise_flags(o);
+        printf("\n");
+    }
 done:
     file_unlock(&lock);
+    name_swap_free(&swap);
     stories_free(&s);
     tokenizer_free(&tok);
     free(vocab);
@@ -211,7 +253,7 @@ static int run(int argc, char **argv) {
     o.threads = cli_default_threads();
     const char *arch = "attention", *vocab_path = "vocab.txt", *pos[1];
     int steps = o.steps, seed = (int)o.seed, n_test = STORIES_DEFAULT_TEST, np;
-    bool resume = false;
+    bool resume = false, ema_save = false, keep_best = false;
     Option opts[] = {
         {"steps", 0, OPT_INT, &steps, "N", "optimizer steps", 1, 1e9},
         {"minutes", 0, OPT_DOUBLE, &o.minutes, "M", "time budget in minutes, 0 for none; stops early, saving", 0, 1e6},
@@ -229,6 +271,15 @@ static int run(int argc, char **argv) {
         {"arch", 0, OPT_STRING, &arch, "NAME", "attention, or window8 (chapter 6's baseline)", 0, 0},
         {"stop-at", 0, OPT_INT, &o.stop_at, "STEP", "stop and save after this step, keeping the schedule of --steps; 0: never", 0, 1e9},
         {"resume", 0, OPT_BOOL, &resume, NULL, "continue the run saved in --out (and its optimizer state); --arch, --batch, --lr, --seed, --warmup must match it or be left out", 0, 0},
+        {"weight-decay", 0, OPT_DOUBLE, &o.weight_decay, "W",
+         "AdamW's decoupled weight decay; 0: off. On query, key, value, hidden.weight and output.weight; "
+         "not on biases, distance scores or the embedding (a rare name's row would fade between the steps that read it)", 0, 1e6},
+        {"dropout", 0, OPT_DOUBLE, &o.dropout, "P", "dropout on z, the hidden layer's input, in training steps only (masks seeded by --seed and the step); 0: off", 0, 1},
+        {"attention-dropout", 0, OPT_DOUBLE, &o.attention_dropout, "P", "dropout on the attention weights, in training steps only (seeded likewise); 0: off", 0, 1},
+        {"ema", 0, OPT_DOUBLE, &o.ema, "DECAY", "keep a moving average of the weights (e.g. 0.999) in OUT.ema.safetensors, evaluated beside them; 0: off", 0, 1},
+        {"ema-save", 0, OPT_BOOL, &ema_save, NULL, "save the average as the model OUT (the raw weights, for --resume, in OUT.raw.safetensors)", 0, 0},
+        {"keep-best", 0, OPT_BOOL, &keep_best, NULL, "also keep OUT.best.safetensors, the model at its lowest test loss", 0, 0},
+        {"swap-names", 0, OPT_DOUBLE, &o.swap_names, "P", "rename each training story's hero with probability P (names of the training stories or made up from pieces); 0: off", 0, 1},
     };
     int rc = args_parse(&command_train, argc, argv, opts, N_OPTIONS(opts), pos, 1, 1, &np);
     if (rc) return rc > 0 ? 0 : 2;
@@ -242,10 +293,13 @@ static int run(int argc, char **argv) {
         {"seed", TRAIN_GIVEN_SEED}, {"warmup", TRAIN_GIVEN_WARMUP}};
     for (size_t i = 0; i < sizeof given / sizeof given[0]; i++)
         if (args_given(argc, argv, given[i].flag, 0)) o.given |= given[i].bit;
+    o.ema_save = ema_save;
+    o.keep_best = keep_best;
     o.threads = cli_set_threads(o.threads);
     o.stop = &stop_requested;
     const char *fault = getenv("STORYLM_TEST_OVERFLOW_AT_STEP"); /* a numerical fault on demand, for tests */
     if (fault) o.overflow_at_step = atoi(fault);
+    if (regularise_check_options(&o, &e)) return args_usage_error(&command_train, "%s", e.message);
     install_handlers();
     int signalled = 0;
     Dist dist;

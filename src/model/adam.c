@@ -31,6 +31,7 @@ void adam_update(Adam *a, float *params, const float *grads, float lr) {
     float b1 = a->beta1, b2 = a->beta2, eps = a->eps;
     float decay = 1.0f - lr * a->weight_decay;
     float *m = a->m, *v = a->v;
+    const uint8_t *mask = a->decay_mask;
     long n = (long)a->n;
 #pragma omp parallel for simd schedule(static)
     for (long i = 0; i < n; i++) {
@@ -38,6 +39,7 @@ void adam_update(Adam *a, float *params, const float *grads, float lr) {
         m[i] = b1 * m[i] + (1.0f - b1) * g;
         v[i] = b2 * v[i] + (1.0f - b2) * g * g;
         float denom = sqrtf(v[i]) / bc2_sqrt + eps;
-        params[i] = params[i] * decay - step_size * m[i] / denom;
+        float keep = mask && !mask[i] ? 1.0f : decay; /* 1: a parameter that does not decay */
+        params[i] = params[i] * keep - step_size * m[i] / denom;
     }
 }

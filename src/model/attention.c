@@ -58,7 +58,9 @@ typedef struct Head {
     float *dist;        /* (8 + W + 8): dist[8 + W-1-d] = distance score d, zeros around */
     float *d_dist;      /* the same for gradients, backward only */
     float *lse;         /* (ld): each position's log-sum-exp of its scores */
-    int kd, vd, ld, W;
+    const DropoutMask *drop; /* training's attention dropout (p 0: none) */
+    float *dw;          /* (S): a position's weights after dropout */
+    int h, kd, vd, ld, W;
     float scale;        /* 1/sqrt(kd) */
 } Head;
 
@@ -70,7 +72,7 @@ static Head head_view(const ModelConfig *c, const float *qkv, float *d_qkv, cons
     size_t q = (size_t)h * c->key_dim * ld;
     return (Head){.q = qkv + q, .dq = d_qkv ? d_qkv + q : NULL, .kv = s->kv + kv, .d_kv = s->d_kv + kv,
                   .dist = s->dist + h * S, .d_dist = s->d_dist + h * S, .lse = s->lse + (size_t)h * ld,
-                  .kd = c->key_dim, .vd = c->value_dim,
+                  .drop = &s->drop, .dw = s->dw + h * S, .h = h, .kd = c->key_dim, .vd = c->value_dim,
                   .ld = ld, .W = c->window, .scale = 1.0f / sqrtf((float)c->key_dim)};
 }
 
@@ -123,16 +125,33 @@ KERNEL void weights_one(const Head *r, const int kd, const int vd, int p, Span s
     zero_unread(sp, w);
 }
 
-/* Position p: w as weights_one leaves it; out (vd) = sum of w * values. */
+/* The hook of attention dropout: position p's weights w (8*count lanes) as
+ * the blend reads them: w itself, or (training with dropout) a copy whose
+ * read lanes are masked, in r->dw. The softmax's backward still takes w. */
+static inline void mask_lanes(const Head *r, int p, Span sp, float *x) {
+    size_t N = (size_t)r->drop->n_positions;
+    dropout_apply(r->drop, p, (uint64_t)r->h, ((size_t)r->h * N + p) * N + (size_t)(p - sp.n + 1), x + sp.off, sp.n);
+}
+
+static inline const float *dropped_weights(const Head *r, int p, Span sp, const float *w) {
+    if (!(r->drop->p > 0)) return w;
+    memcpy(r->dw, w, 8 * (size_t)sp.count * sizeof(float));
+    mask_lanes(r, p, sp, r->dw);
+    return r->dw;
+}
+
+/* Position p: w as weights_one leaves it; out (vd) = sum of w * values
+ * (w after dropout, when training with it). */
 KERNEL void attend_one(const Head *r, const int kd, const int vd, int p, Span sp, float *w, float *out) {
     const int bs = 8 * (kd + vd);
     f8 acc[STORYLM_MAX_HEAD_DIM];
     const float *kv = r->kv + (size_t)sp.first * bs;
     weights_one(r, kd, vd, p, sp, w);
+    const float *wb = dropped_weights(r, p, sp, w);
 #pragma GCC unroll 16
     for (int ch = 0; ch < vd; ch++) acc[ch] = splat8(0.0f);
     for (int b = 0; b < sp.count; b++) {
-        f8 a = load8(w + 8 * b);
+        f8 a = load8(wb + 8 * b);
 #pragma GCC unroll 16
         for (int ch = 0; ch < vd; ch++) acc[ch] += a * load8(kv + b * bs + 8 * (kd + ch));
     }
@@ -229,10 +248,13 @@ KERNEL void score_backward(const Head *r, const int kd, const int vd, int p, Spa
 }
 
 /* Backward of attend_one: d_out (vd) -> d q of p, d keys, d values, d distance.
- * w (8*count): the weights, 0 outside the keys read; ds scratch. */
+ * w (8*count): the weights, 0 outside the keys read; ds scratch. With
+ * dropout the blend read w * mask / (1-P): so does its backward, and the
+ * weights' gradient is masked the same way before the softmax's. */
 KERNEL void attend_one_backward(const Head *r, const int kd, const int vd, int p, Span sp, const float *w,
                                 const float *d_out, float *ds) {
-    blend_backward(r, kd, vd, sp, w, d_out, ds);
+    blend_backward(r, kd, vd, sp, dropped_weights(r, p, sp, w), d_out, ds);
+    if (r->drop->p > 0) mask_lanes(r, p, sp, ds);
     score_backward(r, kd, vd, p, sp, w, ds);
 }
 

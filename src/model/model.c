@@ -133,7 +133,7 @@ int activations_init(Activations *a, const ModelConfig *cfg, int max_positions, 
              (a->logits = alloc_floats(N * cfg->vocab_size, e)) && (a->lse = alloc_floats(N, e)) &&
              (a->loss = alloc_floats(N, e)) && (a->target = xmalloc(N * sizeof(int32_t), e)) &&
              (a->correct = xmalloc(N, e)) && (a->first_key = xmalloc(N * sizeof(int), e)) &&
-             (a->ones = alloc_floats(N, e));
+             (a->ones = alloc_floats(N, e)) && (a->drop_keys = xmalloc(N * sizeof(uint64_t), e));
     if (ok && cfg->arch == ARCH_ATTENTION) {
         size_t QKV = (size_t)qkv_rows(cfg), D = (size_t)cfg->row_dim;
         size_t LD = (size_t)qkv_stride(max_positions), HS = (size_t)cfg->n_heads * attention_row_stride(cfg->window);
@@ -144,7 +144,7 @@ int activations_init(Activations *a, const ModelConfig *cfg, int max_positions, 
              (a->d_qkv_w = alloc_floats(QKV * D, e)) && (s->kv = alloc_floats(KV, e)) &&
              (s->d_kv = alloc_floats(KV, e)) && (s->dist = alloc_floats(HS, e)) && (s->d_dist = alloc_floats(HS, e)) &&
              (s->w = alloc_floats(HS, e)) && (s->ds = alloc_floats(HS, e)) &&
-             (s->lse = alloc_floats((size_t)cfg->n_heads * LD, e));
+             (s->lse = alloc_floats((size_t)cfg->n_heads * LD, e)) && (s->dw = alloc_floats(HS, e));
     }
     if (!ok) {
         activations_free(a);
@@ -158,7 +158,7 @@ void activations_free(Activations *a) {
     void *bufs[] = {a->z, a->d_z, a->hidden, a->d_hidden, a->logits, a->lse, a->loss, a->target, a->correct,
                     a->first_key, a->ones, a->qkv, a->d_qkv, a->att, a->qkv_w, a->d_qkv_w, a->scratch.kv,
                     a->scratch.d_kv, a->scratch.dist, a->scratch.d_dist, a->scratch.w, a->scratch.ds,
-                    a->scratch.lse};
+                    a->scratch.lse, a->drop_keys, a->scratch.dw};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     *a = (Activations){0};
 }
@@ -305,8 +305,10 @@ static int forward_to_hidden(const Model *m, Activations *a, const Batch *b, con
     a->ablation = ablation ? *ablation : (Ablation){0};
     a->attention_kept = keep_weights;
     prepare_positions(a, b);
+    dropout_prepare(a, b);
     if (c->arch == ARCH_ATTENTION) attention_input(m, a, b, keep_weights);
     else window_forward(m->embedding, b, c->context, c->row_dim, a->z);
+    if (a->hidden_drop.p > 0) dropout_hidden_forward(a);
     dense_tanh_forward(m->hidden_w, m->hidden_b, a->z, a->n_positions, model_hidden_input_dim(c), c->hidden_dim,
                        a->hidden);
     return 0;
@@ -374,6 +376,7 @@ static void backward_from_hidden(const Model *m, Activations *a, const Batch *b,
     dense_tanh_backward(m->hidden_w, a->z, a->hidden, a->d_hidden, a->n_positions, model_hidden_input_dim(c),
                         c->hidden_dim, grad_of(m, grads, m->hidden_w), grad_of(m, grads, m->hidden_b), a->d_z,
                         a->ones);
+    if (a->hidden_drop.p > 0) dropout_hidden_backward(m, a, b);
     if (c->arch == ARCH_ATTENTION) attention_input_backward(m, a, b, grads);
     else window_backward(grad_of(m, grads, m->embedding), b, c->context, c->row_dim, a->d_z);
 }

@@ -24,10 +24,25 @@ static int hidden_input_dim(const ModelConfig *c) {
     return c->arch == ARCH_ATTENTION ? c->row_dim + c->n_heads * c->value_dim : c->context * c->row_dim;
 }
 
+/* Weight decay pulls a tensor towards 0 at every step, whether its entries were
+ * used or not. It suits the matrices that multiply (query, key, value and the
+ * two dense layers): every step updates all of them, and smaller products mean
+ * smoother functions. Not the biases and distance scores: they are offsets, a
+ * few hundred numbers with nothing to overfit, and decaying distance scores
+ * towards 0 would push every head to read evenly. Not the embedding either: a
+ * rare token's row (a rare name, the very thing Secret 2 copies) gets a
+ * gradient only in the few steps that read it, so a decay applied at every
+ * step would shrink it to nothing between them. */
+static int decays(const char *name) {
+    return strcmp(name, "query") == 0 || strcmp(name, "key") == 0 || strcmp(name, "value") == 0 ||
+           strcmp(name, "hidden.weight") == 0 || strcmp(name, "output.weight") == 0;
+}
+
 static void add_tensor(Model *m, const char *name, int ndim, int d0, int d1, int d2) {
     ParamTensor *t = &m->tensors[m->n_tensors++];
     int dims[3] = {d0, d1, d2};
     t->name = name;
+    t->decay = decays(name);
     t->ndim = ndim;
     t->size = 1;
     for (int i = 0; i < 3; i++) {
@@ -54,6 +69,11 @@ static void layout(Model *m, const ModelConfig *c) {
     add_tensor(m, "hidden.bias", 1, c->hidden_dim, 0, 0);
     add_tensor(m, "output.weight", 2, c->vocab_size, c->hidden_dim, 0);
     add_tensor(m, "output.bias", 1, c->vocab_size, 0, 0);
+}
+
+void model_decay_mask(const Model *m, uint8_t *mask) {
+    for (int i = 0; i < m->n_tensors; i++)
+        memset(mask + m->tensors[i].offset, m->tensors[i].decay, m->tensors[i].size);
 }
 
 size_t model_param_count(const ModelConfig *cfg) {

@@ -28,7 +28,8 @@ int shards_init_dist(Shards *s, const Model *m, int n_threads, Dist *dist, int p
         h->grads = s->grads_all + (size_t)i * m->n_params;
         if ((mine && (activations_init(&h->acts, &m->cfg, positions, e) ||
                       batch_init(&h->batch, positions, max_stories, e))) ||
-            !(h->stories = xmalloc((size_t)max_stories * sizeof(int), e))) {
+            !(h->stories = xmalloc((size_t)max_stories * sizeof(int), e)) ||
+            !(h->drop_keys = xmalloc((size_t)max_stories * sizeof(uint64_t), e))) {
             shards_free(s);
             return -1;
         }
@@ -41,6 +42,7 @@ void shards_free(Shards *s) {
         activations_free(&s->shard[i].acts);
         batch_free(&s->shard[i].batch);
         free(s->shard[i].stories);
+        free(s->shard[i].drop_keys);
     }
     free(s->shard);
     free(s->grads_all);
@@ -99,11 +101,21 @@ int shards_positions(const ModelConfig *c, int positions, int longest) {
     return positions > whole ? positions : whole;
 }
 
+/* The chunk's dropout: training's, keyed by each story's place k in the run. */
+static void chunk_dropout(const Shards *s, Shard *h, int k) {
+    int training = s->run_grads && (s->dropout_hidden > 0 || s->dropout_attention > 0);
+    if (training) h->drop_keys[h->batch.n_stories - 1] = dropout_story_key(s->dropout_seed, s->dropout_step, k);
+    h->acts.dropout = training ? (Dropout){.hidden = s->dropout_hidden, .attention = s->dropout_attention,
+                                           .story_keys = h->drop_keys}
+                               : (Dropout){0};
+}
+
 /* A story longer than the shard's positions, run as pieces of at most that
  * many positions (one forward each), each carrying the context its first
  * prediction reads, so every position predicts exactly as in the whole story
  * while the memory stays that of one piece. */
-static int run_pieces(Shards *s, Shard *h, const StoryRef *st) {
+static int run_pieces(Shards *s, Shard *h, int k) {
+    const StoryRef *st = &s->run_stories[k];
     int cap = h->batch.max_tokens, context = piece_context(&s->model->cfg);
     if (cap <= context)
         return FAIL(&h->error, "raise --max-positions", "a story of %d tokens needs pieces of more than %d positions",
@@ -113,8 +125,9 @@ static int run_pieces(Shards *s, Shard *h, const StoryRef *st) {
         int end = begin + cap < st->len ? begin + cap : st->len;
         BatchPiece piece = {.context = first - begin, .offset = begin, .next = end < st->len ? st->ids[end] : -1};
         batch_clear(&h->batch);
-        if (batch_add_piece(&h->batch, st->ids + begin, end - begin, piece, &h->error) ||
-            model_loss_and_grad(s->model, &h->acts, &h->batch, s->run_ablation, s->run_scale,
+        if (batch_add_piece(&h->batch, st->ids + begin, end - begin, piece, &h->error)) return -1;
+        chunk_dropout(s, h, k); /* keyed by the story and the piece's offset: the whole story's masks */
+        if (model_loss_and_grad(s->model, &h->acts, &h->batch, s->run_ablation, s->run_scale,
                                 s->run_grads ? h->grads : NULL, &h->error))
             return -1;
         add_losses(h);
@@ -134,11 +147,12 @@ static void shard_job(void *arg, int i, int n_threads) {
         batch_clear(&h->batch);
         while (k < h->n_stories && h->batch.n_stories < h->batch.max_stories &&
                s->run_stories[h->stories[k]].len <= h->batch.max_tokens - h->batch.n_tokens) {
-            const StoryRef *st = &s->run_stories[h->stories[k++]];
+            const StoryRef *st = &s->run_stories[h->stories[k]];
             if (batch_add(&h->batch, st->ids, st->len, &h->error)) return (void)(h->failed = 1);
+            chunk_dropout(s, h, h->stories[k++]);
         }
         if (h->batch.n_stories == 0) { /* a story longer than a chunk */
-            if (run_pieces(s, h, &s->run_stories[h->stories[k++]])) return (void)(h->failed = 1);
+            if (run_pieces(s, h, h->stories[k++])) return (void)(h->failed = 1);
             continue;
         }
         if (model_loss_and_grad(m, &h->acts, &h->batch, s->run_ablation, s->run_scale,

@@ -12,6 +12,7 @@
 #include "storylm/adam.h"
 #include "storylm/checkpoint.h"
 #include "storylm/fileio.h"
+#include "storylm/regularise.h"
 #include "storylm/rng.h"
 #include "storylm/shards.h"
 #include "train_dist.h"
@@ -131,14 +132,26 @@ static long long predicted_positions(const Stories *s, const int *idx, int n) {
     return total;
 }
 
-/* Runs idx[0..n) through the model. grads == NULL: forward only. Sums loss
+/* Predicted positions of p->refs[0..n) (a rewritten story may have changed length). */
+static long long refs_positions(const Pass *p, int n) {
+    long long total = 0;
+    for (int i = 0; i < n; i++) total += p->refs[i].len - 1;
+    return total;
+}
+
+/* Runs p->refs[0..n) through the model. grads == NULL: forward only. Sums loss
  * and correct predictions over predicted positions into *loss_sum, *correct. */
-static int pass_run(Pass *p, const Stories *s, const int *idx, int n, const Ablation *ab, float *grads,
-                    double *loss_sum, long long *correct, Error *e) {
-    long long total = predicted_positions(s, idx, n);
-    if (pass_refs(p, s, idx, n, e)) return -1;
+static int pass_go(Pass *p, int n, const Ablation *ab, float *grads, double *loss_sum, long long *correct, Error *e) {
+    long long total = refs_positions(p, n);
     return shards_run(&p->shards, p->refs, n, ab, total > 0 ? 1.0f / (float)total : 0.0f, grads, loss_sum, correct,
                       e);
+}
+
+/* The same for stories idx[0..n) of s. */
+static int pass_run(Pass *p, const Stories *s, const int *idx, int n, const Ablation *ab, float *grads,
+                    double *loss_sum, long long *correct, Error *e) {
+    if (pass_refs(p, s, idx, n, e)) return -1;
+    return pass_go(p, n, ab, grads, loss_sum, correct, e);
 }
 
 /* Loss and accuracy of idx[0..n) with p's activations (forward only). */
@@ -181,6 +194,7 @@ typedef struct Trainer {
     int saved_step;    /* step of the model in o.out from this run or the one resumed; -1: none */
     uint64_t run_id, data_hash;
     TrainResult *r;
+    Regularise reg;
 } Trainer;
 
 /* Identifies the training data: the token ids and the held-out split. */
@@ -225,6 +239,7 @@ static int fill_metadata(const Trainer *t, Metadata *md, Error *e) {
     if (!rc && isfinite(r->test_accuracy)) rc = set_meta(md, "test_accuracy", "%.6f", r->test_accuracy, e);
     rc = rc ? rc : set_meta(md, "seconds", "%.1f", r->seconds, e);
     rc = rc ? rc : train_dist_set_meta(o->dist, md, e);
+    rc = rc ? rc : regularise_metadata(o, md, e);
     return rc;
 }
 
@@ -235,6 +250,7 @@ static int save(Trainer *t, const char *path, Error *e) {
                         .step = (uint64_t)t->step, .data_hash = t->data_hash, .run_id = t->run_id};
     int rc = fill_metadata(t, &md, e);
     if (!rc) rc = checkpoint_save_all(path, &t->model, t->o.vocab_text, &md, &st, e);
+    if (!rc) rc = regularise_saved(&t->reg, &t->model, t->o.vocab_text, &md, t->step, t->run_id, t->r, e);
     if (!rc) t->saved_step = t->step;
     metadata_free(&md);
     return rc;
@@ -317,6 +333,7 @@ static int resume(Trainer *t, Error *e) {
         t->o.arch = t->model.cfg.arch;
         if (!rc) rc = resume_schedule(t, &md, &st, e);
     }
+    if (!rc) rc = regularise_check_resume(&t->o, &md, t->o.out, e);
     if (!rc) {
         t->run_id = st.run_id;
         rc = adam_init(&t->adam, t->model.n_params, e);
@@ -337,6 +354,8 @@ static int trainer_init(Trainer *t, const Stories *s, const TrainOptions *o, Tra
     t->data_hash = data_hash(s);
     if (train_dist_same_data(o->dist, t->data_hash, o->data_path, e)) return -1;
     if (s->n_train < 1) return FAIL(e, "give a file with more stories", "no training stories");
+    if (regularise_check_options(o, e) || regularise_paths(&t->reg, &t->o, e)) return -1;
+    t->o.out = t->reg.checkpoint_path; /* OUT itself, or OUT.raw with --ema-save */
     int ntok = 0;
     for (int i = 0; i < s->n_stories; i++) ntok = (int)story_len(s, i) > ntok ? (int)story_len(s, i) : ntok;
     if (o->resume) {
@@ -349,16 +368,19 @@ static int trainer_init(Trainer *t, const Stories *s, const TrainOptions *o, Tra
         model_randomize(&t->model, o->seed);
         t->run_id = checkpoint_new_run_id();
     }
+    if (regularise_init(&t->reg, &t->model, &t->adam, t->step, t->run_id, e)) return -1;
     t->grads = xmalloc(t->model.n_params * sizeof(float), e);
     t->step_stories = t->grads ? xmalloc((size_t)t->o.batch * sizeof(int), e) : NULL;
     t->stream = (StoryStream){.s = s, .seed = t->o.seed, .pass = -1};
     t->stream.order = t->step_stories ? xmalloc((size_t)s->n_train * sizeof(int), e) : NULL;
     if (!t->stream.order) return -1;
     int stories = t->o.batch > s->n_test ? t->o.batch : s->n_test; /* a step's, or the test stories */
+    if (o->augment) ntok = TRAIN_AUGMENT_MAX_LEN(ntok); /* a rewritten story may be longer */
     return pass_init(&t->pass, &t->model, o->dist, o->max_positions, ntok, stories > 1 ? stories : 1, e);
 }
 
 static void trainer_free(Trainer *t) {
+    regularise_free(&t->reg);
     pass_free(&t->pass);
     free(t->grads);
     free(t->step_stories);
@@ -403,14 +425,17 @@ static int train_step(Trainer *t, double *loss, long long *positions, Error *e) 
     model_zero_grad(&t->model, t->grads);
     double loss_sum = 0;
     long long correct = 0;
-    if (pass_run(&t->pass, t->s, t->step_stories, t->o.batch, NULL, t->grads, &loss_sum, &correct, e))
+    if (pass_refs(&t->pass, t->s, t->step_stories, t->o.batch, e) ||
+        regularise_before_step(&t->reg, t->s, t->step_stories, t->o.batch, t->step, t->pass.refs, &t->pass.shards, e) ||
+        pass_go(&t->pass, t->o.batch, NULL, t->grads, &loss_sum, &correct, e))
         return stopped(t, e);
-    *positions = predicted_positions(t->s, t->step_stories, t->o.batch);
+    *positions = refs_positions(&t->pass, t->o.batch);
     *loss = loss_sum / (double)*positions;
     if (t->step + 1 == t->o.overflow_at_step) t->grads[0] = INFINITY; /* tests only */
     if (!isfinite(*loss) || !all_finite(t->grads, t->model.n_params))
         return diverged(t, isfinite(*loss) ? "gradient" : "loss", e);
     adam_update(&t->adam, t->model.params, t->grads, (float)train_lr_at(&t->o, t->step));
+    regularise_after_step(&t->reg, &t->model);
     t->step++;
     return 0;
 }
@@ -425,6 +450,13 @@ static int evaluate_test(Trainer *t, Error *e) {
     if (!(ev.loss >= t->r->best_test_loss)) {
         t->r->best_test_loss = ev.loss;
         t->r->best_step = t->step;
+    }
+    if (t->reg.has_ema) { /* the average, through the same shards */
+        t->pass.shards.model = &t->reg.ema;
+        int rc = pass_evaluate(&t->pass, t->s, t->s->test, t->s->n_test, NULL, &ev, e);
+        t->pass.shards.model = &t->model;
+        if (rc) return -1;
+        t->r->ema_test_loss = ev.loss;
     }
     return 0;
 }
@@ -448,6 +480,7 @@ static void report(Trainer *t, TrainProgressFn fn, void *ctx, double start, doub
     if (!fn) return;
     TrainProgress p = {.step = t->step, .steps = t->o.steps, .train_loss = t->r->train_loss,
                        .test_loss = evaluated ? t->r->test_loss : NAN, .test_accuracy = t->r->test_accuracy,
+                       .ema_test_loss = evaluated ? t->r->ema_test_loss : NAN,
                        .tokens_per_s = rate, .elapsed_s = now_s() - start, .evaluated = evaluated, .saved = saved};
     double per_step = t->step > 0 ? p.elapsed_s / t->step : 0;
     p.eta_s = per_step * (t->o.steps - t->step);
@@ -498,7 +531,8 @@ static int train_loop(Trainer *t, TrainProgressFn fn, void *ctx, Error *e) {
 
 int train_run(const Stories *s, const TrainOptions *o, TrainProgressFn progress, void *ctx, TrainResult *r,
               Error *e) {
-    *r = (TrainResult){.test_loss = NAN, .test_accuracy = NAN, .best_test_loss = INFINITY, .best_step = -1};
+    *r = (TrainResult){.test_loss = NAN, .test_accuracy = NAN, .best_test_loss = INFINITY, .best_step = -1,
+                       .ema_test_loss = NAN};
     Trainer t;
     int rc = trainer_init(&t, s, o, r, e);
     if (!rc && t.step >= t.o.steps)

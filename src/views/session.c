@@ -11,6 +11,7 @@
 
 #include "storylm/checkpoint.h"
 #include "storylm/fileio.h"
+#include "storylm/name_swap.h"
 
 bool session_file_exists(const char *path) {
     struct stat st;
@@ -152,24 +153,7 @@ int cli_setup_ablation(const LoadedModel *lm, const char *ablate, const char *mo
  * splits it; when the counts agree the stories line up, and test stories are
  * left out. */
 static int learn_names(ProbeSession *ps, Error *e) {
-    char *text;
-    size_t len;
-    StorySpan *spans = NULL;
-    int n = 0;
-    if (file_read_all(ps->stories_path, 0, &text, &len, e)) return -1;
-    int rc = stories_split(text, len, ps->stories_path, &spans, &n, NULL, e);
-    uint8_t *use = rc ? NULL : xmalloc((size_t)n + 1, e);
-    if (!rc && !use) rc = -1;
-    if (!rc) {
-        ps->names_from_all = n != ps->stories.n_stories;
-        memset(use, 1, (size_t)n);
-        for (int i = 0; !ps->names_from_all && i < ps->stories.n_test; i++) use[ps->stories.test[i]] = 0;
-        rc = names_learn(&ps->names, text, spans, n, use, e);
-    }
-    free(use);
-    free(spans);
-    free(text);
-    return rc;
+    return names_learn_training(&ps->names, ps->stories_path, &ps->stories, &ps->names_from_all, e);
 }
 
 int probe_session_stories(ProbeSession *ps, int n_test, int flags, Error *e) {

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# scripts/sweep end to end on a tiny grid (2 settings x 2 seeds x 12 steps, 2
+# runs at a time, on 200 stories): one line a run and one a setting, the
+# spread over seeds, the name-copy rate, the curves and their picture; bad
+# arguments refused with a message.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+SWEEP="$STORYLM_SOURCE_DIR/scripts/sweep"
+
+first_stories 200 > slice.txt
+"$SWEEP" slice.txt --storylm "$STORYLM" --setting plain= --setting "wd=--weight-decay 0.5 --dropout 0.1" \
+  --seeds 3,4 --steps 12 --eval-every 6 --test-stories 20 --jobs 2 --out out > table.md 2> sweep.log \
+  || { cat sweep.log; fail "sweep"; }
+[[ $(wc -l < out/runs.tsv) -eq 5 ]] || fail "runs.tsv does not hold 4 runs"
+[[ $(wc -l < out/sweep.tsv) -eq 3 ]] || fail "sweep.tsv does not hold 2 settings"
+grep -q "^| wd | \`--weight-decay 0.5 --dropout 0.1\` | 2 | [0-9.]* ± [0-9.]* |" table.md || { cat table.md; fail "the markdown table"; }
+"$PY" - out <<'PY'
+import csv, math, sys
+d = sys.argv[1]
+rows = {r["setting"]: r for r in csv.DictReader(open(d + "/sweep.tsv"), delimiter="\t")}
+runs = list(csv.DictReader(open(d + "/runs.tsv"), delimiter="\t"))
+for name in ("plain", "wd"):
+    losses = [float(r["loss"]) for r in runs if r["setting"] == name]
+    mean = sum(losses) / 2
+    sd = math.sqrt(sum((x - mean) ** 2 for x in losses))
+    r = rows[name]
+    if abs(float(r["loss_mean"]) - mean) > 1e-4 or abs(float(r["loss_sd"]) - sd) > 1e-4:
+        sys.exit("%s: mean/sd %s/%s, runs give %.4f/%.4f" % (name, r["loss_mean"], r["loss_sd"], mean, sd))
+    if not 0 <= float(r["copy_top1_mean"]) <= 1 or not 0 < float(r["copy_probability_mean"]) < 1:
+        sys.exit("%s: name-copy rate %s, probability %s" % (name, r["copy_top1_mean"], r["copy_probability_mean"]))
+    if len(set(losses)) != 2:
+        sys.exit("%s: the two seeds gave the same loss" % name)
+curves = open(d + "/curves.tsv").read().split("\n")
+if curves[0] != "step\tplain\twd" or not curves[1].startswith("6\t") or not curves[2].startswith("12\t"):
+    sys.exit("curves.tsv: %s" % curves[:3])
+PY
+grep -q "<svg" out/sweep.svg || fail "no sweep.svg"
+if "$SWEEP" slice.txt --storylm "$STORYLM" --setting "a b=" --out bad 2> bad.err; then fail "a bad setting name was accepted"; fi
+grep -q "setting names" bad.err || fail "bad setting name: message"
+if "$SWEEP" slice.txt --storylm "$STORYLM" --out bad 2> bad.err; then fail "a sweep without settings was accepted"; fi
+grep -q "at least one --setting" bad.err || fail "no settings: message"
+echo "sweep: all checks passed"
