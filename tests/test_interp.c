@@ -197,10 +197,10 @@ static void attribute_is_the_definition(void) {
     CHECK(none);
     CHECK(isnan(a.surprisal[T_IDS - 1]));
     CHECK_CLOSE(a.surprisal[3], -log(probe_probability(&r.acts, 3, clean_ids[4], NULL)), 1e-5, 1e-6);
+    attribute_result_free(&a); /* a failing call empties its result first */
     CHECK(probe_attribute(&m, &r.acts, T_IDS, 4, NULL, &a, &e) != 0);
     CHECK(probe_attribute(&m, &r.acts, -1, 4, NULL, &a, &e) != 0);
     CHECK(probe_attribute(&m, &r.acts, 2, 12, NULL, &a, &e) != 0);
-    attribute_result_free(&a);
     /* a switched-off head adds nothing */
     Ablation ab = {.heads = 1u << 2};
     CHECK(probe_run(&r, clean_ids, T_IDS, &ab, &e) == 0);
