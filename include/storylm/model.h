@@ -242,6 +242,11 @@ const float *activations_head_output(const Activations *a, int h, int p);
  * *mean_loss (may be NULL) = mean loss over predicted positions (0 if none). */
 int model_forward(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, float *mean_loss,
                   Error *e);
+/* model_forward up to the hidden layer: the attention weights, z and the
+ * hidden layer, but no logits, log-sum-exp or loss (they are left as they
+ * were): for views that show only what the heads read, where the 2,000-way
+ * output layer would be most of the work. */
+int model_forward_heads(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, Error *e);
 /* Training's pass (and evaluation's, grads NULL), lighter in memory and
  * faster than model_forward + model_backward: the same forward up to the
  * hidden layer, then the output layer over chunks of positions whose logits

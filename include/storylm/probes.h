@@ -26,6 +26,7 @@ typedef struct ProbeRunner {
     const Model *model;
     Activations acts;
     Batch batch;
+    int heads_only; /* 1: probe_run stops at the hidden layer (model_forward_heads): no logits */
 } ProbeRunner;
 
 int probe_runner_init(ProbeRunner *r, const Model *m, int max_positions, Error *e);

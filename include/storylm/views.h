@@ -30,9 +30,14 @@ typedef struct ViewText {
     int pos;
 } ViewText;
 
-/* Encodes text, checks pos, runs ids[0..pos] (prefix_only: what position pos
- * sees is all a causal network needs) or all of them with ps's ablation. */
-int view_text_run(ViewText *vt, const ProbeSession *ps, const char *text, int pos, int prefix_only, Error *e);
+/* How view_text_run runs the text (bits). */
+enum {
+    VIEW_RUN_PREFIX = 1, /* ids[0..pos] only: what position pos sees is all a causal network needs */
+    VIEW_RUN_HEADS = 2   /* up to the hidden layer, no logits (model_forward_heads): the attention view */
+};
+/* Encodes text, checks pos, runs ids[0..pos] (VIEW_RUN_PREFIX) or all of
+ * them with ps's ablation; how: 0 or VIEW_RUN_* bits. */
+int view_text_run(ViewText *vt, const ProbeSession *ps, const char *text, int pos, int how, Error *e);
 void view_text_free(ViewText *vt);
 
 /* Fails for a head outside -1 (all) .. H-1. */

@@ -74,7 +74,7 @@ static int attend(const AttendArgs *a, const char *text, Error *e) {
     ViewText vt = {0};
     Report rep;
     report_init(&rep, "attend");
-    int rc = view_check_head(&ps, a->head, e) || view_text_run(&vt, &ps, text, a->pos, 0, e);
+    int rc = view_check_head(&ps, a->head, e) || view_text_run(&vt, &ps, text, a->pos, VIEW_RUN_HEADS, e);
     if (!rc) view_attend(&rep, &ps, &vt, a->head);
     if (!rc && a->po.svg) rc = draw(a->po.svg, &ps, &vt.runner, &vt.ids, vt.pos, a->head, e);
     if (!rc) rc = probe_emit(&rep, &a->po, e);

@@ -338,6 +338,10 @@ static int check_losses(const Activations *a, const Batch *b, Error *e) {
     return 0;
 }
 
+int model_forward_heads(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, Error *e) {
+    return forward_to_hidden(m, a, b, ablation, 1, e);
+}
+
 int model_forward(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, float *mean_loss,
                   Error *e) {
     if (forward_to_hidden(m, a, b, ablation, 1, e)) return -1;

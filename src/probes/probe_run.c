@@ -27,15 +27,19 @@ void probe_runner_free(ProbeRunner *r) {
 static int runner_fit(ProbeRunner *r, int len, Error *e) {
     if (len <= r->acts.max_positions) return 0;
     const Model *m = r->model;
+    int heads_only = r->heads_only;
     probe_runner_free(r);
-    return probe_runner_init(r, m, len, e);
+    int rc = probe_runner_init(r, m, len, e);
+    r->heads_only = heads_only;
+    return rc;
 }
 
 int probe_run(ProbeRunner *r, const int32_t *ids, int len, const Ablation *ablation, Error *e) {
     if (runner_fit(r, len, e)) return -1;
     batch_clear(&r->batch);
     if (batch_add(&r->batch, ids, len, e)) return -1;
-    return model_forward(r->model, &r->acts, &r->batch, ablation, NULL, e);
+    return r->heads_only ? model_forward_heads(r->model, &r->acts, &r->batch, ablation, e)
+                         : model_forward(r->model, &r->acts, &r->batch, ablation, NULL, e);
 }
 
 int probe_run_story(ProbeRunner *r, const Stories *s, int i, const Ablation *ablation, int32_t **ids, size_t *cap,

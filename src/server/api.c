@@ -124,7 +124,7 @@ static int api_attend(Server *s, const cJSON *body, Reply *r) {
     report_init(&rep, "attend");
     ViewText vt = {0};
     Error e = {0};
-    int rc = view_check_head(&ss.ps, head, &e) || view_text_run(&vt, &ss.ps, text, pos, 0, &e);
+    int rc = view_check_head(&ss.ps, head, &e) || view_text_run(&vt, &ss.ps, text, pos, VIEW_RUN_HEADS, &e);
     if (!rc) view_attend(&rep, &ss.ps, &vt, head);
     view_text_free(&vt);
     return finish(s, &ss, &rep, rc, &e, r);

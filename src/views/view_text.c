@@ -7,7 +7,7 @@
 
 #include "storylm/views.h"
 
-int view_text_run(ViewText *vt, const ProbeSession *ps, const char *text, int pos, int prefix_only, Error *e) {
+int view_text_run(ViewText *vt, const ProbeSession *ps, const char *text, int pos, int how, Error *e) {
     *vt = (ViewText){0};
     int rc = intvec_push(&vt->ids, ps->lm.tokenizer.eos_id, e) ||
              tokenizer_encode(&ps->lm.tokenizer, text, strlen(text), &vt->ids, e);
@@ -16,8 +16,10 @@ int view_text_run(ViewText *vt, const ProbeSession *ps, const char *text, int po
     if (!rc && (vt->pos < 0 || vt->pos >= T))
         rc = FAIL(e, "positions run from 0 ([EOS]) to the number of tokens; -1 is the last",
                   "--pos %d is outside the text's %d positions", pos, T);
-    int n = prefix_only ? vt->pos + 1 : T;
-    if (!rc) rc = probe_runner_init(&vt->runner, &ps->lm.model, n, e) || probe_run(&vt->runner, vt->ids.data, n, &ps->ablation, e);
+    int n = how & VIEW_RUN_PREFIX ? vt->pos + 1 : T;
+    if (!rc) rc = probe_runner_init(&vt->runner, &ps->lm.model, n, e);
+    if (!rc) vt->runner.heads_only = (how & VIEW_RUN_HEADS) != 0;
+    if (!rc) rc = probe_run(&vt->runner, vt->ids.data, n, &ps->ablation, e);
     if (rc) view_text_free(vt);
     return rc ? -1 : 0;
 }
