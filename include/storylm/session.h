@@ -20,13 +20,19 @@
 #define DEFAULT_MODEL_PATH "model.safetensors"
 /* The model shipped in the source tree's models/ directory. */
 #define SHIPPED_MODEL_NAME "tinystories.safetensors"
+#define SHIPPED_MODEL_REL "models/" SHIPPED_MODEL_NAME
 
 /* true when path is a regular file. */
 bool session_file_exists(const char *path);
-/* A file of the source tree, rel ("data/stories.txt"), looked for next to the
- * executable: <exe dir>/../rel (build/storylm in the source tree) or
- * <exe dir>/rel. Writes the path into buf; false when neither exists. */
+/* A file of the source tree, rel ("data/stories.txt"), looked for in order:
+ * beside the executable as in the source tree, <exe dir>/../rel
+ * (build/storylm) or <exe dir>/rel; in the installed data folder seen from
+ * the executable, <exe dir>/../share/storylm/rel (an install moved to another
+ * prefix); in the data folder compiled in (<prefix>/share/storylm/rel).
+ * Writes the path into buf; false when none exists. */
 bool session_source_file(const char *rel, char *buf, size_t size);
+/* Those places for rel, ", "-separated into buf (size), for error messages. */
+void session_source_places(const char *rel, char *buf, size_t size);
 /* The shipped model, models/tinystories.safetensors, found that way. */
 bool session_shipped_model(char *buf, size_t size);
 
@@ -40,6 +46,10 @@ typedef struct LoadedModel {
 } LoadedModel;
 
 int cli_load_model(LoadedModel *lm, const char *path, Error *e);
+/* The error for a model file path that does not exist (returns -1); for
+ * ./model.safetensors, the default, it names where the shipped model was
+ * looked for too. */
+int session_no_model(const char *path, Error *e);
 void cli_free_model(LoadedModel *lm);
 
 /* "3,5" -> bit mask of heads; fails for numbers outside 0..n_heads-1. */

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "args.h"
+#include "common.h"
 #include "storylm/checkpoint.h"
 
 static int run(int argc, char **argv);
@@ -217,20 +218,21 @@ static int print_json(const char *path, long long file_bytes, const Model *m, co
 }
 
 static int run(int argc, char **argv) {
-    const char *model_path = "model.safetensors";
+    const char *model_path = NULL;
     bool json = false;
     Option opts[] = {
-        {"model", 'm', OPT_STRING, &model_path, "M", "the model file", 0, 0},
+        {"model", 'm', OPT_STRING, &model_path, "M", "the model file (default: ./" DEFAULT_MODEL_PATH ", else the shipped model)", 0, 0},
         {"json", 0, OPT_BOOL, &json, NULL, "print one JSON object instead of a table", 0, 0},
     };
     const char *pos[1];
     int np;
     int rc = args_parse(&command_info, argc, argv, opts, N_OPTIONS(opts), pos, 0, 0, &np);
     if (rc) return rc > 0 ? 0 : 2;
+    model_path = cli_model_path(model_path, json);
     Error e = {0};
     struct stat sb;
     if (stat(model_path, &sb) != 0 && errno == ENOENT) {
-        FAIL(&e, "train one with storylm train STORIES or give --model", "there is no model file '%s'", model_path);
+        session_no_model(model_path, &e);
         error_print(&e, "storylm info");
         return 1;
     }

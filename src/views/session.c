@@ -18,19 +18,43 @@ bool session_file_exists(const char *path) {
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-bool session_source_file(const char *rel, char *buf, size_t size) {
-    char exe[4096];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0) return false;
-    exe[n] = '\0';
-    char *slash = strrchr(exe, '/');
+#ifndef STORYLM_DATA_DIR /* CMakeLists.txt sets both from the install prefix */
+#define STORYLM_DATA_DIR "/usr/local/share/storylm"
+#endif
+#ifndef STORYLM_DATA_FROM_BIN
+#define STORYLM_DATA_FROM_BIN "../share/storylm"
+#endif
+
+/* The executable's folder into buf (size); false when it cannot be known. */
+static bool exe_dir(char *buf, size_t size) {
+    ssize_t n = readlink("/proc/self/exe", buf, size - 1);
+    if (n <= 0 || (size_t)n >= size - 1) return false;
+    buf[n] = '\0';
+    char *slash = strrchr(buf, '/');
     if (!slash) return false;
     *slash = '\0';
-    const char *ups[] = {"../", ""};
-    char candidate[8192], resolved[PATH_MAX];
-    for (size_t i = 0; i < sizeof ups / sizeof ups[0]; i++) {
-        snprintf(candidate, sizeof candidate, "%s/%s%s", exe, ups[i], rel);
-        if (!session_file_exists(candidate)) continue;
+    return true;
+}
+
+/* Place i where rel is looked for, into buf; false past the last one. The
+ * first three need the executable's folder (dir, or NULL when unknown). */
+static bool source_place(int i, const char *dir, const char *rel, char *buf, size_t size) {
+    const char *beside[] = {"../", "", STORYLM_DATA_FROM_BIN "/"};
+    if (i < 3) {
+        if (dir) snprintf(buf, size, "%s/%s%s", dir, beside[i], rel);
+        else buf[0] = '\0'; /* skipped */
+        return true;
+    }
+    if (i > 3) return false;
+    snprintf(buf, size, "%s/%s", STORYLM_DATA_DIR, rel);
+    return true;
+}
+
+bool session_source_file(const char *rel, char *buf, size_t size) {
+    char dir[4096], candidate[8192], resolved[PATH_MAX];
+    bool have_dir = exe_dir(dir, sizeof dir);
+    for (int i = 0; source_place(i, have_dir ? dir : NULL, rel, candidate, sizeof candidate); i++) {
+        if (!candidate[0] || !session_file_exists(candidate)) continue;
         /* "…/models/x" rather than "…/build/../models/x" in what we tell the user */
         const char *path = realpath(candidate, resolved) ? resolved : candidate;
         if (strlen(path) >= size) return false;
@@ -40,13 +64,34 @@ bool session_source_file(const char *rel, char *buf, size_t size) {
     return false;
 }
 
-bool session_shipped_model(char *buf, size_t size) { return session_source_file("models/" SHIPPED_MODEL_NAME, buf, size); }
+void session_source_places(const char *rel, char *buf, size_t size) {
+    char dir[4096], candidate[8192];
+    bool have_dir = exe_dir(dir, sizeof dir);
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; source_place(i, have_dir ? dir : NULL, rel, candidate, sizeof candidate); i++) {
+        if (!candidate[0]) continue;
+        int n = snprintf(buf + used, size - used, "%s%s", used ? ", " : "", candidate);
+        if (n < 0 || (size_t)n >= size - used) return; /* cut short: the first places matter most */
+        used += (size_t)n;
+    }
+}
+
+bool session_shipped_model(char *buf, size_t size) { return session_source_file(SHIPPED_MODEL_REL, buf, size); }
+
+int session_no_model(const char *path, Error *e) {
+    if (strcmp(path, DEFAULT_MODEL_PATH) != 0)
+        return FAIL(e, "train one with 'storylm train STORIES', or give --model FILE", "no model file '%s'", path);
+    char places[800]; /* the default: say where else we looked */
+    session_source_places(SHIPPED_MODEL_REL, places, sizeof places);
+    return FAIL(e, "train one with 'storylm train STORIES', give --model FILE, or install storylm with its models",
+                "no model file '%s' here, and no shipped model in %s", path, places);
+}
 
 int cli_load_model(LoadedModel *lm, const char *path, Error *e) {
     *lm = (LoadedModel){.path = path};
     struct stat st;
-    if (stat(path, &st) != 0) /* anything else there (a folder, say) the loader names */
-        return FAIL(e, "train one with 'storylm train STORIES', or give --model FILE", "no model file '%s'", path);
+    if (stat(path, &st) != 0) return session_no_model(path, e); /* anything else there (a folder, say) the loader names */
     if (checkpoint_load_model(path, &lm->model, &lm->vocab, &lm->meta, e)) return -1;
     if (tokenizer_from_text(&lm->tokenizer, lm->vocab, strlen(lm->vocab), lm->model.cfg.vocab_size, e)) {
         error_prefix(e, "the vocabulary in '%s' is unusable: ", path);
