@@ -52,6 +52,10 @@ int checkpoint_save_model(const char *path, const Model *m, const char *vocab, c
  * On failure m, *vocab and meta are left empty. */
 int checkpoint_load_model(const char *path, Model *m, char **vocab, Metadata *meta, Error *e);
 
+/* A metadata value as a whole number in base 10 or 16 (lower-case digits
+ * only, fitting 64 bits) into *out: 1, or 0 when it is not one (or NULL). */
+int checkpoint_parse_u64(const char *s, int base, uint64_t *out);
+
 /* Where a resume needs to pick up. */
 typedef struct TrainingState {
     float *adam_m; /* (n_params): Adam's first moments, laid out like Model.params */

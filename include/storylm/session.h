@@ -65,11 +65,21 @@ typedef struct ProbeOptions {
     int threads, n_test;
 } ProbeOptions;
 
+/* The stories file a verb that reads none of its own averages over (what:
+ * "--ablate-mode mean"): given (--stories), whose size and hash are checked
+ * against the model's record (record.h), warning (size) then saying how it
+ * differs ("" when it does not, or the record cannot tell). A model file
+ * holds no path to fall back on: given NULL fails, the hint naming the file
+ * the model was trained on. NULL on failure. */
+const char *session_mean_stories(const LoadedModel *lm, const char *given, const char *what, char *warning,
+                                 size_t size, Error *e);
+
 /* --ablate and --ablate-mode for a loaded model: fills ab (heads, mode) and,
  * for mean, *mean (caller frees) averaged over the held-out test stories of
- * s (read from stories_path), or when s is NULL of the file stories_path,
- * or when that is NULL too of the model's "data" metadata. desc (size) says
- * what was done, for reports ("" when nothing). */
+ * s (read from stories_path), or when s is NULL of the file stories_path
+ * (session_mean_stories: needed, and checked against the model's record).
+ * desc (size) says what was done, for reports ("" when nothing), with a
+ * warning when stories_path is not the model's training file. */
 int cli_setup_ablation(const LoadedModel *lm, const char *ablate, const char *mode, const Stories *s,
                        const char *stories_path, int n_test, Ablation *ab, float **mean, char *desc, size_t size,
                        Error *e);
@@ -94,7 +104,7 @@ typedef struct ProbeSession {
     int names_from_all;       /* 1 when the names came from every story (could not tell test ones apart) */
     Ablation ablation;
     float *mean;
-    char ablation_desc[160];
+    char ablation_desc[512];  /* room for a warning about the stories averaged over */
     char shipped[4096];       /* the shipped model's path, when o->model was NULL and it is used */
 } ProbeSession;
 

@@ -39,7 +39,7 @@ typedef struct TrainOptions {
     int snapshot_every;  /* also keep OUT.stepN.safetensors every N steps; 0 = never */
     int max_positions;   /* positions per forward chunk (memory bound) */
     const char *out;     /* model path; optimizer state beside it */
-    const char *data_path;
+    const char *data_path; /* the stories file: the model records its name, size and hash (record.h) */
     const char *vocab_text; /* vocab.txt text stored in the model */
     int vocab_size;
     int resume;

@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "interp_common.h"
-#include <unistd.h>
 #include "storylm/probe_attribute.h"
 #include "storylm/svg.h"
 
@@ -23,8 +22,8 @@ const Command command_attribute = {
     "               first-order estimate of what the part adds\n"
     "  zero         the exact change of the logit when the part's numbers are set to 0\n"
     "  mean         the same with the part set to its mean over the test stories (the\n"
-    "               mean row, the head's mean output), from --stories or the file the\n"
-    "               model was trained on; left empty when neither can be read\n"
+    "               mean row, the head's mean output) of --stories FILE (the model file\n"
+    "               names the file it was trained on); left empty without it\n"
     "Only the part's own slot of z is removed: the row also reaches the guess through the\n"
     "heads' queries, keys and values, which 'storylm patch' measures. A large gap between\n"
     "grad x act and the removals shows where tanh is far from linear.\n"
@@ -33,14 +32,17 @@ const Command command_attribute = {
     "parts then hold the replacement). --svg FILE draws both.",
     run};
 
-/* The mean z over the test stories of --stories or the model's "data"; *have 0 when neither can be read. */
+/* The mean z over the test stories of --stories; *have 0 without it (the note then says which file to give). */
 static int mean_input(const ProbeSession *ps, const ProbeOptions *po, double *mean_z, int *have, char *note,
                       size_t size, Error *e) {
-    const char *data = metadata_get(&ps->lm.meta, "data");
-    const char *path = po->mean_stories ? po->mean_stories : data && data[0] ? data : NULL;
+    char warning[400];
+    Error none = {0};
+    const char *path = session_mean_stories(&ps->lm, po->mean_stories, "the mean column", warning, sizeof warning,
+                                            po->mean_stories ? e : &none);
     *have = 0;
-    if (!path || (!po->mean_stories && access(path, R_OK) != 0)) {
-        snprintf(note, size, "mean: no stories to average over (give --stories FILE)");
+    if (!path && po->mean_stories) return -1;
+    if (!path) {
+        snprintf(note, size, "mean: left empty, no stories to average over (%.400s)", none.hint);
         return 0;
     }
     Stories s;
@@ -49,7 +51,8 @@ static int mean_input(const ProbeSession *ps, const ProbeOptions *po, double *me
     if (stories_load(&s, path, &ps->lm.tokenizer, &so, e)) return -1;
     int rc = s.n_test > 0 ? probe_mean_z(&ps->lm.model, &s, s.test, s.n_test, mean_z, e)
                           : FAIL(e, "give --stories FILE with more stories", "'%s' has too few stories to hold any out", path);
-    if (!rc) snprintf(note, size, "mean: over the %d test stories of %s", s.n_test, path);
+    if (!rc) snprintf(note, size, "mean: over the %d test stories of %s%s%s", s.n_test, path, warning[0] ? "; warning: " : "",
+                      warning);
     stories_free(&s);
     *have = rc == 0;
     return rc;

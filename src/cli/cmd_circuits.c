@@ -29,7 +29,7 @@ const Command command_circuits = {
     "or above the mean (random heads: 0.05%, 0.5%, 50%); 'looks for itself' is the same for\n"
     "the QK circuit. Both over all 2,000 tokens and over the tokens seen in the test stories.\n"
     "--tokens lily,tom lists, per head, the 5 tokens that reading each of them raises most.\n"
-    "The stories (for z_mean) are --stories FILE, by default the file the model was trained on.\n"
+    "The stories (for z_mean) are --stories FILE (needed; 'storylm info' names the training file).\n"
     "--ablate HEADS switches heads off while z_mean is measured. --svg draws the scores per head.",
     run};
 
@@ -190,15 +190,6 @@ static int draw(const char *path, const CircuitsResult *cr, Error *e) {
     return rc;
 }
 
-/* The stories the mean input comes from: --stories, else the model's training file. */
-static const char *stories_path(const ProbeSession *ps, const char *given, Error *e) {
-    const char *data = given ? given : metadata_get(&ps->lm.meta, "data");
-    if (!data || !data[0])
-        FAIL(e, "give --stories FILE", "circuits needs stories for the hidden layer's mean input, and '%s' does not say "
-             "what it was trained on", ps->model_path);
-    return data && data[0] ? data : NULL;
-}
-
 /* *usage = 1 when the failure is a flag out of range for this model (exit code 2). */
 static int circuits(const CircuitsArgs *a, Error *e, int *usage) {
     ProbeSession ps;
@@ -207,7 +198,9 @@ static int circuits(const CircuitsArgs *a, Error *e, int *usage) {
     int H = m->cfg.n_heads, rc = 0;
     *usage = a->head >= H;
     if (*usage) rc = FAIL(e, "heads are numbered from 0", "--head %d is out of range: this model has heads 0 to %d", a->head, H - 1);
-    const char *path = rc ? NULL : stories_path(&ps, a->po.mean_stories, e);
+    char warning[400] = "";
+    const char *path = rc ? NULL : session_mean_stories(&ps.lm, a->po.mean_stories, "circuits' mean input to the hidden layer",
+                                                        warning, sizeof warning, e);
     StoriesOptions so = stories_default_options();
     so.n_test = a->po.n_test;
     Stories s = {0};
@@ -225,6 +218,7 @@ static int circuits(const CircuitsArgs *a, Error *e, int *usage) {
     rc = co.n_reads >= 0 ? circuits_mean_input(m, &s, s.test, s.n_test, &ps.ablation, z_mean, seen, &positions, e) : -1;
     if (!rc) rc = probe_circuits(m, z_mean, seen, &co, &cr, e);
     if (!rc) build_report(&r, &ps, path, s.n_test, positions, z_mean, &cr);
+    if (!rc && warning[0]) report_note(&r, "warning: %s", warning);
     if (!rc && a->po.svg) rc = draw(a->po.svg, &cr, e);
     if (!rc) rc = probe_emit(&r, &a->po, e);
     report_free(&r);
@@ -243,7 +237,7 @@ static int run(int argc, char **argv) {
         PROBE_SVG_OPTION(a.po),
         PROBE_TEST_OPTION(a.po),
         {"stories", 0, OPT_STRING, &a.po.mean_stories, "FILE",
-         "stories for the mean input (and --ablate-mode mean; default: the file the model was trained on)", 0, 0},
+         "stories for the mean input and --ablate-mode mean (needed; info names the training file)", 0, 0},
         {"head", 0, OPT_INT, &a.head, "H", "only this head (-1: every head)", -1, 255},
         {"top", 0, OPT_INT, &a.top, "N", "pairs listed per circuit and head", 1, 10000},
         {"tokens", 0, OPT_STRING, &a.tokens, "LIST", "also list what reading each of these tokens raises, e.g. lily,tom", 0, 0},

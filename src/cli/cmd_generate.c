@@ -63,7 +63,7 @@ static int run(int argc, char **argv) {
         {"ablate", 0, OPT_STRING, &ga.heads, "HEADS", "switch heads off, e.g. 3,5", 0, 0},
         {"ablate-mode", 0, OPT_STRING, &ga.mode, "MODE", ABLATE_HELP_MODE, 0, 0},
         {"stories", 0, OPT_STRING, &ga.stories, "FILE",
-         "stories for --ablate-mode mean (default: the file the model was trained on, from its metadata)", 0, 0},
+         "stories for --ablate-mode mean (needed for it; info names the training file)", 0, 0},
         {"threads", 0, OPT_INT, &threads, "N", "threads", 1, 256},
     };
     int rc = args_parse(&command_generate, argc, argv, opts, N_OPTIONS(opts), pos, 0, 1, &np);

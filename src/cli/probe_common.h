@@ -39,7 +39,7 @@
 /* For verbs without a STORIES argument: where mean ablation finds its stories. */
 #define PROBE_MEAN_STORIES_OPTION(o)                                                                         \
     {"stories", 0, OPT_STRING, &(o).mean_stories, "FILE",                                                    \
-     "stories for --ablate-mode mean (default: the file the model was trained on)", 0, 0}
+     "stories for --ablate-mode mean (needed for it; info names the training file)", 0, 0}
 
 /* Checks --ablate-mode after parsing: 0, or prints a usage error and returns 2. */
 int probe_check_mode(const Command *cmd, const char *mode);

@@ -69,8 +69,8 @@ static char *copy_string(const char *s, Error *e) {
     return p;
 }
 
-/* A whole number in base 10 or 16, digits only, fitting 64 bits. */
-static int parse_u64(const char *s, int base, uint64_t *out) {
+/* See checkpoint.h. */
+int checkpoint_parse_u64(const char *s, int base, uint64_t *out) {
     if (!s || !*s) return 0;
     uint64_t x = 0;
     for (const char *p = s; *p; p++) {
@@ -226,7 +226,7 @@ static int read_config(const SafeTensorsFile *st, ModelConfig *c, Error *e) {
         const char *s = metadata_get(&st->metadata, config_sizes[i].key);
         uint64_t x;
         if (!s) return FAIL(e, BAD_MODEL_HINT, "'%s': the metadata has no \"%s\"", st->path, config_sizes[i].key);
-        if (!parse_u64(s, 10, &x) || x < (uint64_t)config_sizes[i].min || x > (uint64_t)config_sizes[i].max)
+        if (!checkpoint_parse_u64(s, 10, &x) || x < (uint64_t)config_sizes[i].min || x > (uint64_t)config_sizes[i].max)
             return FAIL(e, BAD_MODEL_HINT, "'%s': metadata %s '%.40s' is not a whole number from %d to %d", st->path,
                         config_sizes[i].key, s, config_sizes[i].min, config_sizes[i].max);
         *size_field(c, i) = (int)x;
@@ -412,7 +412,7 @@ static int read_resume_keys(const SafeTensorsFile *st, TrainingState *s, Error *
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         const char *v = metadata_get(&st->metadata, keys[i].key);
         if (!v) return FAIL(e, BAD_MODEL_HINT, "'%s': the metadata has no \"%s\"", st->path, keys[i].key);
-        if (!parse_u64(v, keys[i].base, (uint64_t *)((char *)s + keys[i].offset)))
+        if (!checkpoint_parse_u64(v, keys[i].base, (uint64_t *)((char *)s + keys[i].offset)))
             return FAIL(e, BAD_MODEL_HINT, "'%s': metadata %s '%.40s' is not a %s number", st->path, keys[i].key, v,
                         keys[i].base == 10 ? "decimal" : "hexadecimal");
     }
@@ -540,7 +540,8 @@ int checkpoint_save_all(const char *model_path, const Model *m, const char *voca
 static int check_pair(const char *model_path, const Metadata *meta, const char *adam_path, const TrainingState *s,
                       Error *e) {
     uint64_t step, run;
-    if (!parse_u64(metadata_get(meta, "step"), 10, &step) || !parse_u64(metadata_get(meta, "run_id"), 16, &run))
+    if (!checkpoint_parse_u64(metadata_get(meta, "step"), 10, &step) ||
+        !checkpoint_parse_u64(metadata_get(meta, "run_id"), 16, &run))
         return FAIL(e, PAIR_HINT, "'%s' has no step and run_id: it was not saved together with an optimizer state",
                     model_path);
     if (run != s->run_id)

@@ -12,6 +12,7 @@
 #include "storylm/adam.h"
 #include "storylm/checkpoint.h"
 #include "storylm/fileio.h"
+#include "storylm/record.h"
 #include "storylm/regularise.h"
 #include "storylm/rng.h"
 #include "storylm/shards.h"
@@ -193,6 +194,7 @@ typedef struct Trainer {
     int step;          /* steps done */
     int saved_step;    /* step of the model in o.out from this run or the one resumed; -1: none */
     uint64_t run_id, data_hash;
+    StoriesRecord data; /* of o.data_path: its name, size and hash, never its path */
     TrainResult *r;
     Regularise reg;
 } Trainer;
@@ -223,7 +225,7 @@ static int set_meta_exact(Metadata *md, const char *key, double x, Error *e) {
 static int fill_metadata(const Trainer *t, Metadata *md, Error *e) {
     const TrainOptions *o = &t->o;
     const TrainResult *r = t->r;
-    int rc = metadata_set(md, "data", o->data_path ? o->data_path : "", e);
+    int rc = record_to_metadata(&t->data, md, e);
     rc = rc ? rc : set_meta(md, "steps", "%.0f", o->steps, e);
     rc = rc ? rc : set_meta(md, "seed", "%.0f", (double)o->seed, e);
     rc = rc ? rc : set_meta_exact(md, "lr", o->lr, e);
@@ -353,6 +355,7 @@ static int trainer_init(Trainer *t, const Stories *s, const TrainOptions *o, Tra
     *t = (Trainer){.s = s, .o = *o, .r = r, .saved_step = -1};
     t->data_hash = data_hash(s);
     if (train_dist_same_data(o->dist, t->data_hash, o->data_path, e)) return -1;
+    if (o->data_path && record_of_file(&t->data, o->data_path, e)) return -1;
     if (s->n_train < 1) return FAIL(e, "give a file with more stories", "no training stories");
     if (regularise_check_options(o, e) || regularise_paths(&t->reg, &t->o, e)) return -1;
     t->o.out = t->reg.checkpoint_path; /* OUT itself, or OUT.raw with --ema-save */

@@ -2,6 +2,7 @@
 #define _XOPEN_SOURCE 700 /* realpath */
 #include "storylm/session.h"
 
+#include <inttypes.h>
 #include <limits.h>
 #include <unistd.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include "storylm/checkpoint.h"
 #include "storylm/fileio.h"
 #include "storylm/name_swap.h"
+#include "storylm/record.h"
 
 bool session_file_exists(const char *path) {
     struct stat st;
@@ -139,16 +141,20 @@ static int mean_from_file(const LoadedModel *lm, const char *path, int n_test, f
     return rc;
 }
 
-/* Where mean ablation reads its stories when the verb has none: --stories or the model's "data". */
-static const char *mean_stories_path(const LoadedModel *lm, const char *given, Error *e) {
-    if (given) return given;
-    const char *data = metadata_get(&lm->meta, "data");
-    if (!data || !data[0]) {
-        FAIL(e, "give --stories FILE", "--ablate-mode mean needs stories, and '%s' does not say what it was trained on",
-             lm->path);
-        return NULL;
-    }
-    return data;
+const char *session_mean_stories(const LoadedModel *lm, const char *given, const char *what, char *warning,
+                                 size_t size, Error *e) {
+    StoriesRecord rec;
+    record_from_metadata(&rec, &lm->meta);
+    if (size) warning[0] = '\0';
+    if (given) return record_check_file(&rec, given, warning, size, e) < 0 ? NULL : given;
+    char hint[400];
+    if (rec.name[0] && rec.has_sums)
+        snprintf(hint, sizeof hint, "give --stories FILE: '%s' was trained on '%s' (%" PRIu64 " bytes)", lm->path,
+                 rec.name, rec.bytes);
+    else if (rec.name[0]) snprintf(hint, sizeof hint, "give --stories FILE: '%s' was trained on '%s'", lm->path, rec.name);
+    else snprintf(hint, sizeof hint, "give --stories FILE, the stories to average over");
+    FAIL(e, hint, "%s averages over held-out test stories: say which with --stories", what);
+    return NULL;
 }
 
 int session_ablation(const LoadedModel *lm, const char *ablate, const char *mode, const float *mean,
@@ -171,6 +177,12 @@ int session_ablation(const LoadedModel *lm, const char *ablate, const char *mode
     return 0;
 }
 
+/* " (warning: ...)" after desc, as far as it fits. */
+static void add_warning(char *desc, size_t size, const char *warning) {
+    size_t used = strlen(desc);
+    if (warning[0] && used < size) snprintf(desc + used, size - used, " (warning: %s)", warning);
+}
+
 int cli_setup_ablation(const LoadedModel *lm, const char *ablate, const char *mode, const Stories *s,
                        const char *stories_path, int n_test, Ablation *ab, float **mean, char *desc, size_t size,
                        Error *e) {
@@ -180,16 +192,19 @@ int cli_setup_ablation(const LoadedModel *lm, const char *ablate, const char *mo
     const ModelConfig *c = &lm->model.cfg;
     *mean = xmalloc((size_t)c->n_heads * c->value_dim * sizeof(float), e);
     if (!*mean) return -1;
-    const char *path = s ? NULL : mean_stories_path(lm, stories_path, e);
+    char warning[400];
+    const char *path = s ? NULL : session_mean_stories(lm, stories_path, "--ablate-mode mean", warning, sizeof warning, e);
     int rc = s ? (s->n_test > 0 ? probe_head_means(&lm->model, s, s->test, s->n_test, *mean, e)
                                 : FAIL(e, "use --ablate-mode zero", "there are no held-out test stories to average over"))
                : path ? mean_from_file(lm, path, n_test, *mean, e) : -1;
+    if (!rc) rc = session_ablation(lm, ablate, mode, *mean, s ? stories_path : path, ab, desc, size, e);
     if (rc) {
         free(*mean);
         *mean = NULL;
         return -1;
     }
-    return session_ablation(lm, ablate, mode, *mean, s ? stories_path : path, ab, desc, size, e);
+    if (path) add_warning(desc, size, warning);
+    return 0;
 }
 
 /* ---- sessions ------------------------------------------------------------------ */
