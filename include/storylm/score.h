@@ -60,6 +60,9 @@ void score_qk_backward(const struct Model *m, const VariantScratch *v, float *d_
 void score_token_qk(const struct Model *m, int t, float *qkv);
 /* The additive score of a query q~ (kd) and key k~ (kd) of head h. */
 float additive_score(const float *v, int kd, const float *q, const float *k);
+/* Generation's cache: s (n) += v . tanh(q~ + key j), key j's component i at
+ * keys[i*stride + j]. */
+void additive_scores_cached(const float *v, int kd, const float *q, const float *keys, int stride, int n, float *s);
 
 /* The model's views of the score's tensors (NULL where it has none). */
 const float *model_param(const struct Model *m, const char *name);

@@ -162,9 +162,24 @@ void score_token_qk(const Model *m, int t, float *qkv) {
 }
 
 float additive_score(const float *v, int kd, const float *q, const float *k) {
-    float s = 0.0f;
-    for (int i = 0; i < kd; i++) s += v[i] * tanhf(q[i] + k[i]);
+    float t[STORYLM_MAX_HEAD_DIM], s = 0.0f;
+    for (int i = 0; i < kd; i++) t[i] = q[i] + k[i];
+    tanh_inplace(t, kd); /* the passes' tanh, so that every path scores alike */
+    for (int i = 0; i < kd; i++) s += v[i] * t[i];
     return s;
+}
+
+void additive_scores_cached(const float *v, int kd, const float *q, const float *keys, int stride, int n, float *s) {
+    float t[64];
+    for (int j0 = 0; j0 < n; j0 += 64) {
+        int len = n - j0 < 64 ? n - j0 : 64;
+        for (int i = 0; i < kd; i++) {
+            const float *k = keys + (size_t)i * stride + j0;
+            for (int j = 0; j < len; j++) t[j] = q[i] + k[j];
+            tanh_inplace(t, len);
+            for (int j = 0; j < len; j++) s[j0 + j] += v[i] * t[j];
+        }
+    }
 }
 
 /* ---- what a probe can read ------------------------------------------------------- */
