@@ -62,6 +62,8 @@ void rope_turn(int kd, int t, int sign, float *x);
 /* Does the scheme add a score per distance (distance, alibi, t5)? */
 int pos_scores_distance(PosScheme pos);
 
+/* Head h's score added at distance d back (0 where the scheme adds none). */
+float position_distance_score(const struct Model *m, int h, int d);
 /* table (H, W) = each head's score added at each distance back, for any
  * scheme (0 where it adds none). */
 void position_distance_table(const struct Model *m, float *table);

@@ -58,6 +58,10 @@ void score_qk_backward(const struct Model *m, const VariantScratch *v, float *d_
 /* One new token's queries and keys (qkv as generation lays it: H*kd queries,
  * H*kd keys, values) at position t: turned and transformed like the above. */
 void score_token_qk(const struct Model *m, int t, float *qkv);
+/* Head h's score of key k for query q before any distance score, from the
+ * queries and keys as the activations hold them (turned and transformed):
+ * q.k times score_scale, or the additive score. */
+float score_content(const struct Model *m, int h, const float *q, const float *k);
 /* The additive score of a query q~ (kd) and key k~ (kd) of head h. */
 float additive_score(const float *v, int kd, const float *q, const float *k);
 /* Generation's cache: s (n) += v . tanh(q~ + key j), key j's component i at
@@ -72,7 +76,7 @@ float *model_grad(const struct Model *m, float *grads, const char *name);
  * view cannot read a model of this kind. need: VARIANT_NEEDS_* bits. */
 enum {
     VARIANT_NEEDS_DOT = 1,          /* scores that are a dot product of q and k (not additive) */
-    VARIANT_NEEDS_DISTANCE = 2,     /* learned distance scores (--pos distance) */
+    VARIANT_NEEDS_DISTANCE = 2,     /* scores per distance back (--pos distance, alibi, t5) */
     VARIANT_NEEDS_ROW_SCORES = 4    /* scores of two tokens' rows alone: no position inside q or k, plain dot */
 };
 int variant_check(const struct ModelConfig *c, const char *what, unsigned need, Error *e);

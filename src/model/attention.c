@@ -102,12 +102,11 @@ static Span span_of(int p, int lo) { return (Span){lo / 8, p / 8 - lo / 8 + 1, l
  * (the tests' tiny models). */
 #define KERNEL static inline __attribute__((always_inline))
 
-/* tanh of 8 lanes (layers.c's vectorizable tanh). */
-static inline f8 tanh8(f8 x) {
-    float t[8];
-    store8(t, x);
-    tanh_inplace(t, 8);
-    return load8(t);
+/* t (8*kd) = tanh(q_i + key component i) for a block's 8 keys, every
+ * component at once: one call of layers.c's vectorizable tanh a block. */
+static inline void additive_tanh(const float *q, int kd, const float *kv, float *t) {
+    for (int i = 0; i < kd; i++) store8(t + 8 * i, splat8(q[i]) + load8(kv + 8 * i));
+    tanh_inplace(t, 8 * kd);
 }
 
 /* --score additive, position p: w (8*count lanes) = v . tanh(q~ + k~) +
@@ -117,10 +116,12 @@ static void additive_scores_one(const Head *r, int p, Span sp, float *w) {
     float q[STORYLM_MAX_HEAD_DIM];
     const float *kv = r->kv + (size_t)sp.first * bs;
     const float *dist = r->dist + 8 + r->W - 1 - p + 8 * sp.first;
+    float t[8 * STORYLM_MAX_HEAD_DIM];
     scaled_query(r, p, q);
     for (int b = 0; b < sp.count; b++) {
         f8 s = load8(dist + 8 * b);
-        for (int i = 0; i < kd; i++) s += splat8(r->v[i]) * tanh8(splat8(q[i]) + load8(kv + b * bs + 8 * i));
+        additive_tanh(q, kd, kv + b * bs, t);
+        for (int i = 0; i < kd; i++) s += splat8(r->v[i]) * load8(t + 8 * i);
         store8(w + 8 * b, s);
     }
 }
@@ -262,14 +263,16 @@ static void additive_score_backward(const Head *r, int p, Span sp, const float *
     f8 dq[STORYLM_MAX_HEAD_DIM], dv[STORYLM_MAX_HEAD_DIM];
     const float *kv = r->kv + (size_t)sp.first * bs;
     float *d_kv = r->d_kv + (size_t)sp.first * bs, *d_dist = r->d_dist + 8 + r->W - 1 - p + 8 * sp.first;
+    float tb[8 * STORYLM_MAX_HEAD_DIM];
     scaled_query(r, p, q);
     for (int i = 0; i < kd; i++) dq[i] = dv[i] = splat8(0.0f);
     for (int b = 0; b < sp.count; b++) {
         f8 g = load8(w + 8 * b) * (load8(ds + 8 * b) - splat8(mean));
         store8(d_dist + 8 * b, load8(d_dist + 8 * b) + g);
+        additive_tanh(q, kd, kv + (size_t)b * bs, tb);
         for (int i = 0; i < kd; i++) {
             size_t at = (size_t)b * bs + 8 * i;
-            f8 t = tanh8(splat8(q[i]) + load8(kv + at)), gt = g * splat8(r->v[i]) * (splat8(1.0f) - t * t);
+            f8 t = load8(tb + 8 * i), gt = g * splat8(r->v[i]) * (splat8(1.0f) - t * t);
             dv[i] += g * t;
             dq[i] += gt;
             store8(d_kv + at, load8(d_kv + at) + gt);

@@ -40,18 +40,18 @@ int t5_bucket(int distance) {
 
 float alibi_slope(int h, int H) { return (float)exp2(-8.0 * (h + 1) / H); }
 
+float position_distance_score(const Model *m, int h, int d) {
+    const ModelConfig *c = &m->cfg;
+    if (c->pos == POS_DISTANCE) return m->distance[(size_t)h * c->window + d];
+    if (c->pos == POS_ALIBI) return -alibi_slope(h, c->n_heads) * (float)d;
+    if (c->pos == POS_T5) return model_param(m, "distance_bucket")[h * T5_BUCKETS + t5_bucket(d)];
+    return 0.0f;
+}
+
 void position_distance_table(const Model *m, float *table) {
     const ModelConfig *c = &m->cfg;
-    int H = c->n_heads, W = c->window;
-    const float *bucket = model_param(m, "distance_bucket");
-    for (int h = 0; h < H; h++)
-        for (int d = 0; d < W; d++) {
-            float *t = table + (size_t)h * W + d;
-            if (c->pos == POS_DISTANCE) *t = m->distance[(size_t)h * W + d];
-            else if (c->pos == POS_ALIBI) *t = -alibi_slope(h, H) * (float)d;
-            else if (c->pos == POS_T5) *t = bucket[h * T5_BUCKETS + t5_bucket(d)];
-            else *t = 0.0f;
-        }
+    for (int h = 0; h < c->n_heads; h++)
+        for (int d = 0; d < c->window; d++) table[(size_t)h * c->window + d] = position_distance_score(m, h, d);
 }
 
 const float *position_table_for(const Model *m, float *table) {

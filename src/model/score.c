@@ -161,6 +161,15 @@ void score_token_qk(const Model *m, int t, float *qkv) {
     }
 }
 
+float score_content(const Model *m, int h, const float *q, const float *k) {
+    const ModelConfig *c = &m->cfg;
+    int kd = c->key_dim;
+    if (c->score == SCORE_ADDITIVE) return additive_score(model_param(m, "score.v") + (size_t)h * kd, kd, q, k);
+    float dot = 0.0f;
+    for (int i = 0; i < kd; i++) dot += q[i] * k[i];
+    return dot * score_scale(c);
+}
+
 float additive_score(const float *v, int kd, const float *q, const float *k) {
     float t[STORYLM_MAX_HEAD_DIM], s = 0.0f;
     for (int i = 0; i < kd; i++) t[i] = q[i] + k[i];
@@ -187,17 +196,19 @@ void additive_scores_cached(const float *v, int kd, const float *q, const float 
 int variant_check(const ModelConfig *c, const char *what, unsigned need, Error *e) {
     int plain_dot = c->score == SCORE_SCALED_DOT || c->score == SCORE_DOT;
     int rows_alone = c->pos == POS_DISTANCE || c->pos == POS_NONE || c->pos == POS_ALIBI || c->pos == POS_T5;
-    const char *why = NULL;
-    if ((need & VARIANT_NEEDS_DOT) && c->score == SCORE_ADDITIVE)
+    const char *why = NULL, *hint = NULL;
+    if ((need & VARIANT_NEEDS_DOT) && c->score == SCORE_ADDITIVE) {
         why = "its scores are additive (v . tanh(A q + B k)), not a product of a query and a key";
-    else if ((need & VARIANT_NEEDS_DISTANCE) && c->pos != POS_DISTANCE)
-        why = "it has no learned distance scores";
-    else if ((need & VARIANT_NEEDS_ROW_SCORES) && !plain_dot)
-        why = "its score is not a plain product of two tokens' queries and keys";
-    else if ((need & VARIANT_NEEDS_ROW_SCORES) && !rows_alone)
-        why = "its queries and keys depend on the tokens' positions, not on the tokens alone";
+        hint = "give a model trained with --score scaled-dot, dot or general";
+    } else if ((need & VARIANT_NEEDS_DISTANCE) && !pos_scores_distance(c->pos)) {
+        why = "it adds no score per distance back";
+        hint = "give a model trained with --pos distance (the default), alibi or t5";
+    } else if ((need & VARIANT_NEEDS_ROW_SCORES) && (!plain_dot || !rows_alone)) {
+        why = !plain_dot ? "its score is not a plain product of two tokens' queries and keys"
+                         : "its queries and keys depend on the tokens' positions, not on the tokens alone";
+        hint = "give a model trained with --pos distance, none, alibi or t5 and --score scaled-dot or dot";
+    }
     if (!why) return 0;
-    return FAIL(e, "give a model trained with --pos distance --score scaled-dot (the defaults)",
-                "%s has no meaning for a model with --pos %s --score %s: %s", what, pos_name(c->pos),
+    return FAIL(e, hint, "%s has no meaning for a model with --pos %s --score %s: %s", what, pos_name(c->pos),
                 score_name(c->score), why);
 }
