@@ -371,6 +371,52 @@ static void saved_and_loaded_exactly(PosScheme pos, ScoreFn score) {
     model_free(&m);
 }
 
+/* A file from before --pos and --score (no such keys) loads as today's
+ * network; an unknown scheme is refused with a message. The keys are renamed
+ * in place, bytes of the same length, so the header stays valid. */
+static void files_without_the_keys(void) {
+    ModelConfig cfg = TINY;
+    Model m, back;
+    Error e;
+    CHECK(model_init(&m, &cfg, &e) == 0);
+    char path[512], vocab[256] = "";
+    for (int i = 0; i < cfg.vocab_size; i++) {
+        char line[16];
+        snprintf(line, sizeof line, i == 0 ? "[UNK]\n" : i == 1 ? "[EOS]\n" : "w%c\n", 'a' + i);
+        strcat(vocab, line);
+    }
+    snprintf(path, sizeof path, "%s/variant_old.safetensors", check_tmpdir());
+    CHECK(checkpoint_save_model(path, &m, vocab, NULL, &e) == 0);
+    const char *edits[2][2] = {{"\"pos\":\"distance\"", "\"poz\":\"distance\""},
+                               {"\"poz\":\"distance\"", "\"pos\":\"distanc3\""}};
+    for (int k = 0; k < 2; k++) {
+        FILE *f = fopen(path, "r+b");
+        char head[4096] = {0};
+        size_t n = f ? fread(head, 1, sizeof head - 1, f) : 0;
+        char *at = NULL;
+        for (size_t i = 0; i + strlen(edits[k][0]) <= n && !at; i++)
+            if (memcmp(head + i, edits[k][0], strlen(edits[k][0])) == 0) at = head + i;
+        if (!CHECK(at != NULL)) {
+            if (f) fclose(f);
+            break;
+        }
+        memcpy(at, edits[k][1], strlen(edits[k][1]));
+        fseek(f, 0, SEEK_SET);
+        fwrite(head, 1, n, f);
+        fclose(f);
+        char *got_vocab = NULL;
+        int rc = checkpoint_load_model(path, &back, &got_vocab, NULL, &e);
+        if (k == 0) {
+            CHECK(rc == 0 && back.cfg.pos == POS_DISTANCE && back.cfg.score == SCORE_SCALED_DOT);
+            if (rc == 0) model_free(&back);
+        } else {
+            CHECK(rc != 0 && strstr(e.message, "unknown position scheme 'distanc3'"));
+        }
+        free(got_vocab);
+    }
+    model_free(&m);
+}
+
 /* ---- the seed's worked examples ------------------------------------------------------ */
 
 /* A one-head model of rows of 2 whose weights the examples set by hand. */
@@ -561,6 +607,7 @@ int main(void) {
         }
     }
     pieces_match_the_whole_story(POS_ROPE, SCORE_ADDITIVE);
+    files_without_the_keys();
     gradient_checks();
     return check_report();
 }
