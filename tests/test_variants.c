@@ -31,9 +31,18 @@ static const ModelConfig SMALL_REAL_HEADS = {.arch = ARCH_ATTENTION, .vocab_size
 typedef struct Ref {
     const Model *m;
     const double *p;
-    const Dropout *drop; /* fixed hidden mask or NULL */
+    const Dropout *drop; /* fixed masks or NULL */
     int base;            /* packed position of the story's first token */
+    int N;               /* positions of the batch (the attention mask's stride) */
 } Ref;
+
+/* The fixed attention mask's factor for key u of position t (story positions) in head h. */
+static double weight_keep(const Ref *r, int h, int t, int u) {
+    const Dropout *d = r->drop;
+    if (!d || !d->attention_mask) return 1.0;
+    size_t N = (size_t)r->N, p = (size_t)(r->base + t), k = (size_t)(r->base + u);
+    return d->attention_mask[((size_t)h * N + p) * N + k] ? 1.0 / (1.0 - d->attention) : 0.0;
+}
 
 static const double *tensor(const Ref *r, const char *name) {
     const ParamTensor *t = model_tensor(r->m, name);
@@ -123,7 +132,7 @@ static void ref_z(const Ref *r, const int32_t *ids, int t, const Ablation *ab, d
         for (int u = lo; u <= t; u++) {
             ref_row(r, ids, u, other);
             ref_project(r, other, Wv, h, vd, u, 0, v);
-            for (int i = 0; i < vd; i++) o[i] += exp(s[u - lo] - mx) / sum * v[i];
+            for (int i = 0; i < vd; i++) o[i] += exp(s[u - lo] - mx) / sum * weight_keep(r, h, t, u) * v[i];
         }
         if (ab && (ab->heads >> h & 1u))
             for (int i = 0; i < vd; i++) o[i] = 0.0;
@@ -161,7 +170,7 @@ static double ref_loss(const Ref *ref, const Batch *b, const Ablation *ab) {
         for (int t = 0; t + 1 < T; t++, n++) {
             ref_z(&story, ids, t, ab, z);
             const Dropout *d = story.drop;
-            for (int i = 0; d && i < Z; i++)
+            for (int i = 0; d && d->hidden_mask && i < Z; i++)
                 z[i] *= d->hidden_mask[(size_t)(story.base + t) * Z + i] ? 1.0 / (1.0 - d->hidden) : 0.0;
             total += ref_position_loss(&story, z, ids[t + 1]);
         }
@@ -194,7 +203,7 @@ static void gradcheck(const ModelConfig *base, PosScheme pos, ScoreFn score, con
     cfg.score = score;
     char what[96];
     snprintf(what, sizeof what, "--pos %s --score %s%s%s (kd %d)", pos_name(pos), score_name(score),
-             ab ? " ablated" : "", dropout ? " dropout" : "", cfg.key_dim);
+             ab ? " ablated" : "", dropout == 1 ? " dropout" : dropout == 2 ? " attention dropout" : "", cfg.key_dim);
     Model m;
     Activations a;
     Batch b;
@@ -208,12 +217,15 @@ static void gradcheck(const ModelConfig *base, PosScheme pos, ScoreFn score, con
     int Z = model_hidden_input_dim(&cfg);
     uint8_t *mask = malloc((size_t)32 * Z);
     for (int i = 0; i < 32 * Z; i++) mask[i] = rng_below(&rng, 4) != 0;
+    uint8_t *att_mask = malloc((size_t)cfg.n_heads * 32 * 32);
+    for (int i = 0; i < cfg.n_heads * 32 * 32; i++) att_mask[i] = rng_below(&rng, 5) != 0;
     Dropout drop = {.hidden = 0.25f, .hidden_mask = mask};
+    if (dropout == 2) drop = (Dropout){.attention = 0.2f, .attention_mask = att_mask};
     if (dropout) a.dropout = drop;
     float *grads = malloc(m.n_params * sizeof(float)), *fused = calloc(m.n_params, sizeof(float));
     double *p = malloc(m.n_params * sizeof(double));
     for (size_t i = 0; i < m.n_params; i++) p[i] = m.params[i];
-    Ref ref = {&m, p, dropout ? &drop : NULL, 0};
+    Ref ref = {&m, p, dropout ? &drop : NULL, 0, b.n_tokens};
     float loss;
     CHECK(model_forward(&m, &a, &b, ab, &loss, &e) == 0);
     if (!CHECK_CLOSE(a.mean_loss, ref_loss(&ref, &b, ab), 2e-6, 0)) fprintf(stderr, "  %s: forward differs\n", what);
@@ -241,6 +253,7 @@ static void gradcheck(const ModelConfig *base, PosScheme pos, ScoreFn score, con
     }
     printf("%-52s loss %.6f, worst gradient %.2e of its tensor's max\n", what, loss, worst);
     free(mask);
+    free(att_mask);
     free(p);
     free(grads);
     free(fused);
@@ -260,6 +273,8 @@ static void gradient_checks(void) {
     gradcheck(&TINY, POS_ABSOLUTE, SCORE_ADDITIVE, &ab, 0);
     gradcheck(&TINY, POS_ABSOLUTE, SCORE_GENERAL, NULL, 1); /* dropout reads the rows again, tags and all */
     gradcheck(&TINY, POS_SINUSOIDAL, SCORE_DOT, NULL, 1);
+    gradcheck(&TINY, POS_ROPE, SCORE_ADDITIVE, NULL, 2); /* the masked weights' gradient into the additive score */
+    gradcheck(&SMALL_REAL_HEADS, POS_T5, SCORE_ADDITIVE, NULL, 2);
 }
 
 /* ---- a long story as pieces ------------------------------------------------------ */
