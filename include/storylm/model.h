@@ -33,6 +33,8 @@
 
 #include "storylm/dropout.h"
 #include "storylm/error.h"
+#include "storylm/position.h"
+#include "storylm/score.h"
 
 typedef enum { ARCH_ATTENTION = 0, ARCH_WINDOW8 = 1 } Arch;
 
@@ -46,6 +48,8 @@ typedef struct ModelConfig {
     int window;     /* 256: distances 0..window-1 are read */
     int hidden_dim; /* 128 */
     int context;    /* window8 only: 8 rows, oldest first, [EOS] row before the story */
+    PosScheme pos;  /* attention only: how positions are marked (position.h); 0 = distance, today's */
+    ScoreFn score;  /* attention only: how a query scores a key (score.h); 0 = scaled-dot, today's */
 } ModelConfig;
 
 /* One named tensor inside the parameter buffer, safetensors-style shape. */
@@ -60,7 +64,7 @@ typedef struct ParamTensor {
                     * the embedding (see model_params.c for why) */
 } ParamTensor;
 
-#define MODEL_MAX_TENSORS 12
+#define MODEL_MAX_TENSORS 16
 #define STORYLM_MAX_HEAD_DIM 64 /* largest key_dim and value_dim the passes take */
 
 typedef struct Model {
@@ -163,6 +167,7 @@ typedef struct AttentionScratch {
     float *lse;          /* (H, ld): each position's log-sum-exp of its scores, for the backward */
     DropoutMask drop;    /* training's attention dropout for this pass (p 0: none; dropout_prepare) */
     float *dw;           /* (H, S): one position's weights after dropout, what the blend reads */
+    VariantScratch *variant; /* --pos and --score's working memory (score.h) */
 } AttentionScratch;
 
 /* ---------------------------------------------------------------------------

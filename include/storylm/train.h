@@ -26,6 +26,8 @@ typedef int (*TrainAugmentFn)(void *ctx, const Stories *s, int story, uint64_t k
 
 typedef struct TrainOptions {
     Arch arch;
+    PosScheme pos;       /* --pos, attention only (position.h); 0 = distance */
+    ScoreFn score;       /* --score, attention only (score.h); 0 = scaled-dot */
     int steps;           /* total optimizer steps (the schedule's horizon) */
     double minutes;      /* time budget; 0 = none. Stops early, saving. */
     int stop_at;         /* stop (saving) after this step, keeping the schedule of `steps`; 0 = none */
@@ -63,7 +65,8 @@ typedef struct TrainOptions {
     void *augment_ctx;
 } TrainOptions;
 
-enum { TRAIN_GIVEN_ARCH = 1, TRAIN_GIVEN_LR = 2, TRAIN_GIVEN_BATCH = 4, TRAIN_GIVEN_SEED = 8, TRAIN_GIVEN_WARMUP = 16 };
+enum { TRAIN_GIVEN_ARCH = 1, TRAIN_GIVEN_LR = 2, TRAIN_GIVEN_BATCH = 4, TRAIN_GIVEN_SEED = 8, TRAIN_GIVEN_WARMUP = 16,
+       TRAIN_GIVEN_VARIANT = 32 /* --pos or --score */ };
 
 TrainOptions train_default_options(void);
 

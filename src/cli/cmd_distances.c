@@ -2,6 +2,7 @@
  * score for each distance back, added to q.k/sqrt(8) before softmax. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "probe_common.h"
 #include "storylm/svg.h"
@@ -57,6 +58,19 @@ static int draw(const char *path, const Model *m, Error *e) {
     return rc;
 }
 
+/* --pos alibi|t5: the same drawing over the scheme's table of scores. */
+static int draw_scheme(const char *path, const Model *m, Error *e) {
+    if (m->cfg.pos == POS_DISTANCE) return draw(path, m, e);
+    Model shown = *m;
+    float *table = xmalloc((size_t)m->cfg.n_heads * m->cfg.window * sizeof(float), e);
+    if (!table) return -1;
+    position_distance_table(m, table);
+    shown.distance = table;
+    int rc = draw(path, &shown, e);
+    free(table);
+    return rc;
+}
+
 static int run(int argc, char **argv) {
     ProbeOptions po = PROBE_OPTIONS_DEFAULT;
     int up_to = 255, np;
@@ -74,10 +88,14 @@ static int run(int argc, char **argv) {
     Error e = {0};
     ProbeSession ps;
     if (probe_session_open(&ps, &po, "distances", NULL, PROBE_ATTENTION_ONLY, &e)) return cli_fail(&e);
+    if (variant_check(&ps.lm.model.cfg, "distances", VARIANT_NEEDS_DISTANCE, &e)) {
+        probe_session_close(&ps);
+        return cli_fail(&e);
+    }
     Report r;
     report_init(&r, "distances");
     view_distances(&r, &ps, up_to);
-    rc = po.svg ? draw(po.svg, &ps.lm.model, &e) : 0;
+    rc = po.svg ? draw_scheme(po.svg, &ps.lm.model, &e) : 0;
     if (!rc) rc = probe_emit(&r, &po, &e);
     report_free(&r);
     probe_session_close(&ps);

@@ -120,6 +120,7 @@ static void print_sizes(const ModelConfig *c) {
         printf("architecture  attention: %d heads, queries and keys of %d, values of %d, %d distances, hidden %d\n",
                c->n_heads, c->key_dim, c->value_dim, c->window, c->hidden_dim);
     else printf("architecture  window8: the last %d rows, hidden %d\n", c->context, c->hidden_dim);
+    if (c->arch == ARCH_ATTENTION) printf("variant       --pos %s --score %s\n", pos_name(c->pos), score_name(c->score));
 }
 
 static void print_table(const char *path, long long file_bytes, const Model *m, const Metadata *meta,
@@ -190,6 +191,10 @@ static int print_json(const char *path, long long file_bytes, const Model *m, co
     cJSON_AddStringToObject(root, "format", CHECKPOINT_FORMAT);
     cJSON_AddStringToObject(root, "format_version", CHECKPOINT_FORMAT_VERSION);
     cJSON_AddStringToObject(root, "arch", arch_name(c->arch));
+    if (c->arch == ARCH_ATTENTION) {
+        cJSON_AddStringToObject(root, "pos", pos_name(c->pos));
+        cJSON_AddStringToObject(root, "score", score_name(c->score));
+    }
     cJSON *cfg = cJSON_AddObjectToObject(root, "config");
     const int sizes[] = {c->vocab_size, c->row_dim, c->n_heads,    c->key_dim,
                          c->value_dim,  c->window,  c->hidden_dim, c->context};

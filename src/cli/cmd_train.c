@@ -251,7 +251,7 @@ done:
 static int run(int argc, char **argv) {
     TrainOptions o = train_default_options();
     o.threads = cli_default_threads();
-    const char *arch = "attention", *vocab_path = "vocab.txt", *pos[1];
+    const char *arch = "attention", *vocab_path = "vocab.txt", *pos[1], *pos_scheme = "distance", *score = "scaled-dot";
     int steps = o.steps, seed = (int)o.seed, n_test = STORIES_DEFAULT_TEST, np;
     bool resume = false, ema_save = false, keep_best = false;
     Option opts[] = {
@@ -269,6 +269,8 @@ static int run(int argc, char **argv) {
         {"test-stories", 0, OPT_INT, &n_test, "N", "held-out test stories", 0, 100000},
         {"max-positions", 0, OPT_INT, &o.max_positions, "N", "positions per forward pass (memory bound)", 64, 1 << 20},
         {"arch", 0, OPT_STRING, &arch, "NAME", "attention, or window8 (chapter 6's baseline)", 0, 0},
+        {"pos", 0, OPT_STRING, &pos_scheme, "SCHEME", "how positions are marked: distance (a learned score per distance back), none, absolute, sinusoidal, rope, alibi, t5 (docs/variants.md)", 0, 0},
+        {"score", 0, OPT_STRING, &score, "FN", "how a query scores a key: scaled-dot (q.k/sqrt(8)), dot, general (q G k), additive (v.tanh(A q + B k))", 0, 0},
         {"stop-at", 0, OPT_INT, &o.stop_at, "STEP", "stop and save after this step, keeping the schedule of --steps; 0: never", 0, 1e9},
         {"resume", 0, OPT_BOOL, &resume, NULL, "continue the run saved in --out (and its optimizer state); --arch, --batch, --lr, --seed, --warmup must match it or be left out", 0, 0},
         {"weight-decay", 0, OPT_DOUBLE, &o.weight_decay, "W",
@@ -284,7 +286,10 @@ static int run(int argc, char **argv) {
     int rc = args_parse(&command_train, argc, argv, opts, N_OPTIONS(opts), pos, 1, 1, &np);
     if (rc) return rc > 0 ? 0 : 2;
     Error e = {0};
-    if (arch_parse(arch, &o.arch, &e)) return args_usage_error(&command_train, "%s", e.message);
+    if (arch_parse(arch, &o.arch, &e) || pos_parse(pos_scheme, &o.pos, &e) || score_parse(score, &o.score, &e))
+        return args_usage_error(&command_train, "%s", e.message);
+    if (o.arch != ARCH_ATTENTION && (o.pos != POS_DISTANCE || o.score != SCORE_SCALED_DOT))
+        return args_usage_error(&command_train, "--pos and --score are for the attention network, not --arch %s", arch);
     o.steps = steps;
     o.seed = (uint64_t)seed;
     o.resume = resume;
@@ -293,6 +298,7 @@ static int run(int argc, char **argv) {
         {"seed", TRAIN_GIVEN_SEED}, {"warmup", TRAIN_GIVEN_WARMUP}};
     for (size_t i = 0; i < sizeof given / sizeof given[0]; i++)
         if (args_given(argc, argv, given[i].flag, 0)) o.given |= given[i].bit;
+    if (args_given(argc, argv, "pos", 0) || args_given(argc, argv, "score", 0)) o.given |= TRAIN_GIVEN_VARIANT;
     o.ema_save = ema_save;
     o.keep_best = keep_best;
     o.threads = cli_set_threads(o.threads);

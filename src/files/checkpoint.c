@@ -46,6 +46,7 @@ static int size_value(const ModelConfig *c, int i) { return *(const int *)((cons
 
 static int is_config_key(const char *key) {
     if (!strcmp(key, "format") || !strcmp(key, "format_version") || !strcmp(key, "arch")) return 1;
+    if (!strcmp(key, "pos") || !strcmp(key, "score")) return 1;
     for (int i = 0; i < N_SIZES; i++)
         if (strcmp(key, config_sizes[i].key) == 0) return 1;
     return 0;
@@ -106,6 +107,9 @@ static int copy_free_keys(Metadata *to, const Metadata *from, int (*reserved)(co
 static int put_config_keys(Metadata *md, const char *format, const ModelConfig *c, Error *e) {
     if (metadata_set(md, "format", format, e) || metadata_set(md, "format_version", CHECKPOINT_FORMAT_VERSION, e) ||
         metadata_set(md, "arch", arch_name(c->arch), e))
+        return -1;
+    if (c->arch == ARCH_ATTENTION &&
+        (metadata_set(md, "pos", pos_name(c->pos), e) || metadata_set(md, "score", score_name(c->score), e)))
         return -1;
     for (int i = 0; i < N_SIZES; i++) {
         char num[16];
@@ -214,6 +218,20 @@ static int check_format(const SafeTensorsFile *st, const char *format, Error *e)
     return 0;
 }
 
+/* --pos and --score; a file from before them has neither: today's network. */
+static int read_variant(const SafeTensorsFile *st, ModelConfig *c, Error *e) {
+    const char *pos = metadata_get(&st->metadata, "pos"), *score = metadata_get(&st->metadata, "score");
+    if (pos && pos_parse(pos, &c->pos, NULL))
+        return FAIL(e, "a newer storylm may read it", "'%s': unknown position scheme '%.40s' (storylm knows %s)",
+                    st->path, pos, pos_names());
+    if (score && score_parse(score, &c->score, NULL))
+        return FAIL(e, "a newer storylm may read it", "'%s': unknown score function '%.40s' (storylm knows %s)",
+                    st->path, score, score_names());
+    if (c->arch != ARCH_ATTENTION && (c->pos != POS_DISTANCE || c->score != SCORE_SCALED_DOT))
+        return FAIL(e, BAD_MODEL_HINT, "'%s': a %s model has no --pos or --score", st->path, arch_name(c->arch));
+    return 0;
+}
+
 /* The architecture and sizes, each present and in range. */
 static int read_config(const SafeTensorsFile *st, ModelConfig *c, Error *e) {
     const char *arch = metadata_get(&st->metadata, "arch");
@@ -231,7 +249,7 @@ static int read_config(const SafeTensorsFile *st, ModelConfig *c, Error *e) {
                         config_sizes[i].key, s, config_sizes[i].min, config_sizes[i].max);
         *size_field(c, i) = (int)x;
     }
-    return 0;
+    return read_variant(st, c, e);
 }
 
 static int check_vocab(const SafeTensorsFile *st, int vocab_size, Error *e) {
@@ -257,9 +275,13 @@ static const ParamTensor *expected_tensor(const Model *m, const char *const *pre
 
 /* Names and dtypes, which depend on the architecture alone: checked on a
  * small table before anything as large as the header claims is allocated. */
-static int check_names(const SafeTensorsFile *st, Arch arch, const char *const *prefixes, int n_prefixes, Error *e) {
+static int check_names(const SafeTensorsFile *st, const ModelConfig *have, const char *const *prefixes, int n_prefixes,
+                       Error *e) {
     Model table;
+    Arch arch = have->arch;
     ModelConfig c = model_config_default(arch, 2);
+    c.pos = have->pos;
+    c.score = have->score;
     if (model_init(&table, &c, e)) return -1;
     int rc = 0;
     for (int p = 0; p < n_prefixes && !rc; p++)
@@ -359,7 +381,7 @@ static int load_model_from(SafeTensorsFile *st, Model *m, char **vocab, Metadata
     static const char *const prefixes[] = {""};
     ModelConfig cfg;
     if (check_format(st, CHECKPOINT_FORMAT, e) || read_config(st, &cfg, e) || check_vocab(st, cfg.vocab_size, e) ||
-        check_names(st, cfg.arch, prefixes, 1, e) || check_fits(st, &cfg, 1, e) || model_init(m, &cfg, e) ||
+        check_names(st, &cfg, prefixes, 1, e) || check_fits(st, &cfg, 1, e) || model_init(m, &cfg, e) ||
         check_shapes(st, m, prefixes, 1, e) || read_tensors(st, m, "", m->params, e) ||
         check_finite(st, m, "", m->params, e) ||
         check_vocab_pieces(st, metadata_get(&st->metadata, "vocab"), cfg.vocab_size, e))
@@ -393,6 +415,10 @@ static int check_same_config(const SafeTensorsFile *st, const ModelConfig *have,
     if (have->arch != model->arch)
         return FAIL(e, hint, "'%s' is the optimizer state of a model of architecture %s, not %s", st->path,
                     arch_name(have->arch), arch_name(model->arch));
+    if (have->pos != model->pos || have->score != model->score)
+        return FAIL(e, hint, "'%s' is the optimizer state of a model with --pos %s --score %s, not --pos %s --score %s",
+                    st->path, pos_name(have->pos), score_name(have->score), pos_name(model->pos),
+                    score_name(model->score));
     for (int i = 0; i < N_SIZES; i++)
         if (size_value(have, i) != size_value(model, i))
             return FAIL(e, hint, "'%s' is the optimizer state of a model with %s %d, not %d", st->path,
@@ -424,7 +450,7 @@ static int load_adam_from(SafeTensorsFile *st, const Model *m, TrainingState *s,
     ModelConfig cfg;
     if (check_format(st, CHECKPOINT_ADAM_FORMAT, e) || read_config(st, &cfg, e) ||
         check_same_config(st, &cfg, &m->cfg, e) || read_resume_keys(st, s, e) ||
-        check_names(st, cfg.arch, prefixes, 2, e) || check_shapes(st, m, prefixes, 2, e))
+        check_names(st, &cfg, prefixes, 2, e) || check_shapes(st, m, prefixes, 2, e))
         return -1;
     s->n_params = m->n_params;
     s->adam_m = xcalloc(m->n_params, sizeof(float), e);

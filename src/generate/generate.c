@@ -59,11 +59,12 @@ static void dense16(const float *packed, const float *bias, const float *x, int 
 
 /* query, key, value (H, D, kd|vd) -> qkv_w (D, QKV), queries times 1/sqrt(kd);
  * distance (H, W) -> distance2 (H, 2W), entry k = score of distance (W-1-k) mod W. */
-static void pack_weights(Generator *g) {
+static void pack_weights(Generator *g, float *table) {
     const Model *m = g->model;
     const ModelConfig *c = &m->cfg;
     int D = c->row_dim, H = c->n_heads, kd = c->key_dim, vd = c->value_dim, W = c->window, QKV = qkv_width(c);
-    float scale = 1.0f / sqrtf((float)kd);
+    float scale = score_scale(c); /* --score: 1/sqrt(kd) for scaled-dot, else 1 */
+    const float *distance = position_table_for(m, table); /* --pos: the scores added per distance */
     for (int r = 0; r < D; r++)
         for (int h = 0; h < H; h++) {
             float *dst = g->qkv_w + (size_t)r * QKV;
@@ -74,7 +75,7 @@ static void pack_weights(Generator *g) {
             for (int i = 0; i < vd; i++) dst[2 * H * kd + h * vd + i] = m->value[((size_t)h * D + r) * vd + i];
         }
     for (int h = 0; h < H; h++)
-        for (int k = 0; k < 2 * W; k++) g->distance2[(size_t)h * 2 * W + k] = m->distance[(size_t)h * W + (2 * W - 1 - k) % W];
+        for (int k = 0; k < 2 * W; k++) g->distance2[(size_t)h * 2 * W + k] = distance[(size_t)h * W + (2 * W - 1 - k) % W];
 }
 
 int generator_init(Generator *g, const Model *m, const Ablation *ablation, Error *e) {
@@ -97,7 +98,15 @@ int generator_init(Generator *g, const Model *m, const Ablation *ablation, Error
         generator_free(g);
         return -1;
     }
-    if (c->arch == ARCH_ATTENTION) pack_weights(g);
+    if (c->arch == ARCH_ATTENTION) {
+        float *table = xmalloc(H * W * sizeof(float), e);
+        if (!table) {
+            generator_free(g);
+            return -1;
+        }
+        pack_weights(g, table);
+        free(table);
+    }
     pack_rows16(m->hidden_w, c->hidden_dim, (int)Z, g->hidden_w);
     pack_rows16(m->output_w, c->vocab_size, c->hidden_dim, g->output_w);
     return 0;
@@ -124,6 +133,7 @@ static void new_query_key_value(Generator *g, const float *row) {
 #pragma omp simd
         for (int j = 0; j < QKV; j++) qkv[j] += x * w[j];
     }
+    score_token_qk(g->model, g->pos, qkv); /* --pos rope, --score general|additive: turned once, cached so */
     int slot = g->pos % W;
     for (int i = 0; i < H * kd; i++) g->keys[(size_t)i * W + slot] = qkv[H * kd + i];
     for (int i = 0; i < H * vd; i++) g->values[(size_t)i * W + slot] = qkv[2 * H * kd + i];
@@ -140,12 +150,15 @@ static void head_attend(Generator *g, int h, float *out) {
     const float *q = g->qkv + h * kd, *keys = g->keys + (size_t)h * kd * W;
     float *s = g->scores;
     memcpy(s, bias, n * sizeof(float));
-    for (int i = 0; i < kd; i++) {
-        const float *k = keys + (size_t)i * W;
-        float qi = q[i];
+    if (c->score == SCORE_ADDITIVE) /* --score additive: v . tanh(q~ + k~) */
+        additive_scores_cached(model_param(g->model, "score.v") + h * kd, kd, q, keys, W, n, s);
+    else
+        for (int i = 0; i < kd; i++) {
+            const float *k = keys + (size_t)i * W;
+            float qi = q[i];
 #pragma omp simd
-        for (int j = 0; j < n; j++) s[j] += qi * k[j];
-    }
+            for (int j = 0; j < n; j++) s[j] += qi * k[j];
+        }
     softmax_inplace(s, n);
     for (int ch = 0; ch < vd; ch++) {
         const float *v = g->values + ((size_t)h * vd + ch) * W;
@@ -161,7 +174,8 @@ static void attention_z(Generator *g, const float *row) {
     const ModelConfig *c = &g->model->cfg;
     int D = c->row_dim, vd = c->value_dim;
     memcpy(g->z, row, D * sizeof(float));
-    new_query_key_value(g, row);
+    position_row_add(g->model, g->pos, g->z); /* --pos absolute|sinusoidal: the tag at this position */
+    new_query_key_value(g, g->z);
     for (int h = 0; h < c->n_heads; h++) {
         float *out = g->z + D + h * vd;
         if (g->ablation.heads & (1u << h)) {

@@ -60,8 +60,10 @@ typedef struct Head {
     float *lse;         /* (ld): each position's log-sum-exp of its scores */
     const DropoutMask *drop; /* training's attention dropout (p 0: none) */
     float *dw;          /* (S): a position's weights after dropout */
+    const float *v;     /* (kd) --score additive: the head's v (NULL: a dot-product score) */
+    float *d_v;         /* (kd) its gradient, backward only */
     int h, kd, vd, ld, W;
-    float scale;        /* 1/sqrt(kd) */
+    float scale;        /* 1/sqrt(kd) for scaled-dot, else 1 (score_scale) */
 } Head;
 
 static size_t block_size(const ModelConfig *c) { return 8 * (size_t)(c->key_dim + c->value_dim); }
@@ -70,10 +72,14 @@ static Head head_view(const ModelConfig *c, const float *qkv, float *d_qkv, cons
                       int h) {
     size_t S = (size_t)attention_row_stride(c->window), kv = (size_t)h * (ld / 8) * block_size(c);
     size_t q = (size_t)h * c->key_dim * ld;
-    return (Head){.q = qkv + q, .dq = d_qkv ? d_qkv + q : NULL, .kv = s->kv + kv, .d_kv = s->d_kv + kv,
+    const VariantScratch *v = s->variant;
+    int additive = c->score == SCORE_ADDITIVE && v && v->additive_v;
+    return (Head){.v = additive ? v->additive_v + (size_t)h * c->key_dim : NULL,
+                  .d_v = additive && v->d_additive_v ? v->d_additive_v + (size_t)h * c->key_dim : NULL,
+                  .q = qkv + q, .dq = d_qkv ? d_qkv + q : NULL, .kv = s->kv + kv, .d_kv = s->d_kv + kv,
                   .dist = s->dist + h * S, .d_dist = s->d_dist + h * S, .lse = s->lse + (size_t)h * ld,
                   .drop = &s->drop, .dw = s->dw + h * S, .h = h, .kd = c->key_dim, .vd = c->value_dim,
-                  .ld = ld, .W = c->window, .scale = 1.0f / sqrtf((float)c->key_dim)};
+                  .ld = ld, .W = c->window, .scale = score_scale(c)};
 }
 
 /* Position p's query (kd), times 1/sqrt(kd). */
@@ -96,8 +102,36 @@ static Span span_of(int p, int lo) { return (Span){lo / 8, p / 8 - lo / 8 + 1, l
  * (the tests' tiny models). */
 #define KERNEL static inline __attribute__((always_inline))
 
-/* Position p: w (8*count lanes) = q.k/sqrt(kd) + distance score. */
+/* t (8*kd) = tanh(q_i + key component i) for a block's 8 keys, every
+ * component at once: one call of layers.c's vectorizable tanh a block. */
+static inline void additive_tanh(const float *q, int kd, const float *kv, float *t) {
+    for (int i = 0; i < kd; i++) store8(t + 8 * i, splat8(q[i]) + load8(kv + 8 * i));
+    tanh_inplace(t, 8 * kd);
+}
+
+/* --score additive, position p: w (8*count lanes) = v . tanh(q~ + k~) +
+ * distance score, q~ = A q and k~ = B k made before (score_qk_forward). */
+static void additive_scores_one(const Head *r, int p, Span sp, float *w) {
+    const int kd = r->kd, bs = 8 * (kd + r->vd);
+    float q[STORYLM_MAX_HEAD_DIM];
+    const float *kv = r->kv + (size_t)sp.first * bs;
+    const float *dist = r->dist + 8 + r->W - 1 - p + 8 * sp.first;
+    float t[8 * STORYLM_MAX_HEAD_DIM];
+    scaled_query(r, p, q);
+    for (int b = 0; b < sp.count; b++) {
+        f8 s = load8(dist + 8 * b);
+        additive_tanh(q, kd, kv + b * bs, t);
+        for (int i = 0; i < kd; i++) s += splat8(r->v[i]) * load8(t + 8 * i);
+        store8(w + 8 * b, s);
+    }
+}
+
+/* Position p: w (8*count lanes) = q.k/sqrt(kd) + distance score (or the additive score). */
 KERNEL void scores_one(const Head *r, const int kd, const int vd, int p, Span sp, float *w) {
+    if (r->v) {
+        additive_scores_one(r, p, sp, w);
+        return;
+    }
     const int bs = 8 * (kd + vd);
     float q[STORYLM_MAX_HEAD_DIM];
     const float *kv = r->kv + (size_t)sp.first * bs;
@@ -221,10 +255,43 @@ KERNEL void blend_backward(const Head *r, const int kd, const int vd, Span sp, c
     }
 }
 
+/* --score additive: score_backward's part after the softmax. g (8*count
+ * lanes) = d score of each key -> d q~ of p, d k~ of each key, d v +=. */
+static void additive_score_backward(const Head *r, int p, Span sp, const float *w, const float *ds, float mean) {
+    const int kd = r->kd, bs = 8 * (kd + r->vd);
+    float q[STORYLM_MAX_HEAD_DIM];
+    f8 dq[STORYLM_MAX_HEAD_DIM], dv[STORYLM_MAX_HEAD_DIM];
+    const float *kv = r->kv + (size_t)sp.first * bs;
+    float *d_kv = r->d_kv + (size_t)sp.first * bs, *d_dist = r->d_dist + 8 + r->W - 1 - p + 8 * sp.first;
+    float tb[8 * STORYLM_MAX_HEAD_DIM];
+    scaled_query(r, p, q);
+    for (int i = 0; i < kd; i++) dq[i] = dv[i] = splat8(0.0f);
+    for (int b = 0; b < sp.count; b++) {
+        f8 g = load8(w + 8 * b) * (load8(ds + 8 * b) - splat8(mean));
+        store8(d_dist + 8 * b, load8(d_dist + 8 * b) + g);
+        additive_tanh(q, kd, kv + (size_t)b * bs, tb);
+        for (int i = 0; i < kd; i++) {
+            size_t at = (size_t)b * bs + 8 * i;
+            f8 t = load8(tb + 8 * i), gt = g * splat8(r->v[i]) * (splat8(1.0f) - t * t);
+            dv[i] += g * t;
+            dq[i] += gt;
+            store8(d_kv + at, load8(d_kv + at) + gt);
+        }
+    }
+    for (int i = 0; i < kd; i++) {
+        r->dq[(size_t)i * r->ld + p] = sum8(dq[i]) * r->scale;
+        if (r->d_v) r->d_v[i] += sum8(dv[i]);
+    }
+}
+
 /* Through softmax and the scores: ds = w (da - w.da); d distance (summed
  * along the diagonal), d query of p, d keys. ds (8*count) holds da. */
 KERNEL void score_backward(const Head *r, const int kd, const int vd, int p, Span sp, const float *w,
                            const float *ds) {
+    if (r->v) {
+        additive_score_backward(r, p, sp, w, ds, dot8(w, ds, 8 * sp.count));
+        return;
+    }
     const int bs = 8 * (kd + vd);
     float q[STORYLM_MAX_HEAD_DIM], mean = dot8(w, ds, 8 * sp.count);
     f8 dq[STORYLM_MAX_HEAD_DIM];

@@ -78,6 +78,8 @@ void dropout_hidden_forward(Activations *a) { mask_z(a, a->z); }
 void dropout_hidden_backward(const Model *m, Activations *a, const Batch *b) {
     mask_z(a, a->d_z);
     const ModelConfig *c = &m->cfg;
-    if (c->arch == ARCH_ATTENTION)
+    if (c->arch == ARCH_ATTENTION) {
         embedding_forward(m->embedding, b->tokens, a->n_positions, c->row_dim, a->z, model_hidden_input_dim(c));
+        position_rows_forward(m, a->scratch.variant->story_pos, a->n_positions, a->z, model_hidden_input_dim(c));
+    }
 }

@@ -37,6 +37,28 @@ static void fill_uniform(Rng *r, float *x, size_t n, double bound) {
     for (size_t i = 0; i < n; i++) x[i] = (float)rng_range(r, -bound, bound);
 }
 
+/* --pos and --score's own tensors, from a stream of their own, so that every
+ * variant starts from the same embedding, heads and dense layers as the
+ * default network of the same seed (and the default draws nothing new):
+ * learned positions ("position", "distance_bucket") start at 0 like the
+ * distance scores; general's G starts at I/sqrt(kd), so a general model
+ * starts as the scaled dot product; additive's A, B and v are Linear-like,
+ * U(-1/sqrt(kd), 1/sqrt(kd)). */
+static void randomize_variant(Model *m, uint64_t seed) {
+    const ModelConfig *c = &m->cfg;
+    int H = c->n_heads, kd = c->key_dim;
+    Rng r;
+    rng_seed(&r, seed ^ 0x5C0BE5A11D0C0DEULL);
+    float *G = (float *)model_param(m, "score.weight");
+    for (int h = 0; G && h < H; h++)
+        for (int i = 0; i < kd; i++) G[((size_t)h * kd + i) * kd + i] = 1.0f / sqrtf((float)kd);
+    const char *additive[] = {"score.query", "score.key", "score.v"};
+    for (int i = 0; i < 3; i++) {
+        const ParamTensor *t = model_tensor(m, additive[i]);
+        if (t) fill_uniform(&r, m->params + t->offset, t->size, 1.0 / sqrt(kd));
+    }
+}
+
 /* PyTorch's defaults, the scales the chapter's kind of network trains well from:
  * unit-sized rows, and each Linear's outputs starting near unit size too, so
  * tanh starts in its linear part, the first scores q.k/sqrt(8) are small
@@ -53,12 +75,13 @@ void model_randomize(Model *m, uint64_t seed) {
         fill_uniform(&r, m->query, (size_t)c->n_heads * c->row_dim * c->key_dim, row_bound);
         fill_uniform(&r, m->key, (size_t)c->n_heads * c->row_dim * c->key_dim, row_bound);
         fill_uniform(&r, m->value, (size_t)c->n_heads * c->row_dim * c->value_dim, row_bound);
-        memset(m->distance, 0, (size_t)c->n_heads * c->window * sizeof(float));
+        if (m->distance) memset(m->distance, 0, (size_t)c->n_heads * c->window * sizeof(float));
     }
     fill_uniform(&r, m->hidden_w, (size_t)c->hidden_dim * model_hidden_input_dim(c), z_bound);
     fill_uniform(&r, m->hidden_b, (size_t)c->hidden_dim, z_bound);
     fill_uniform(&r, m->output_w, (size_t)c->vocab_size * c->hidden_dim, y_bound);
     fill_uniform(&r, m->output_b, (size_t)c->vocab_size, y_bound);
+    if (c->arch == ARCH_ATTENTION) randomize_variant(m, seed);
 }
 
 /* ---- batches --------------------------------------------------------------- */
@@ -144,7 +167,8 @@ int activations_init(Activations *a, const ModelConfig *cfg, int max_positions, 
              (a->d_qkv_w = alloc_floats(QKV * D, e)) && (s->kv = alloc_floats(KV, e)) &&
              (s->d_kv = alloc_floats(KV, e)) && (s->dist = alloc_floats(HS, e)) && (s->d_dist = alloc_floats(HS, e)) &&
              (s->w = alloc_floats(HS, e)) && (s->ds = alloc_floats(HS, e)) &&
-             (s->lse = alloc_floats((size_t)cfg->n_heads * LD, e)) && (s->dw = alloc_floats(HS, e));
+             (s->lse = alloc_floats((size_t)cfg->n_heads * LD, e)) && (s->dw = alloc_floats(HS, e)) &&
+             (s->variant = variant_scratch_new(cfg, max_positions, (int)LD, e));
     }
     if (!ok) {
         activations_free(a);
@@ -155,6 +179,7 @@ int activations_init(Activations *a, const ModelConfig *cfg, int max_positions, 
 }
 
 void activations_free(Activations *a) {
+    variant_scratch_free(a->scratch.variant);
     void *bufs[] = {a->z, a->d_z, a->hidden, a->d_hidden, a->logits, a->lse, a->loss, a->target, a->correct,
                     a->first_key, a->ones, a->qkv, a->d_qkv, a->att, a->qkv_w, a->d_qkv_w, a->scratch.kv,
                     a->scratch.d_kv, a->scratch.dist, a->scratch.d_dist, a->scratch.w, a->scratch.ds,
@@ -192,7 +217,8 @@ const float *activations_head_output(const Activations *a, int h, int p) {
 static int same_config(const ModelConfig *x, const ModelConfig *y) {
     return x->arch == y->arch && x->vocab_size == y->vocab_size && x->row_dim == y->row_dim &&
            x->n_heads == y->n_heads && x->key_dim == y->key_dim && x->value_dim == y->value_dim &&
-           x->window == y->window && x->hidden_dim == y->hidden_dim && x->context == y->context;
+           x->window == y->window && x->hidden_dim == y->hidden_dim && x->context == y->context && x->pos == y->pos &&
+           x->score == y->score;
 }
 
 static int check_ablation(const ModelConfig *c, const Ablation *ab, Error *e) {
@@ -223,7 +249,7 @@ static int check_forward(const Model *m, const Activations *a, const Batch *b, c
 /* Per position p: the next id as target (-1 at a story's end) and the first
  * position its window reaches (the story's start or W-1 back). */
 static void prepare_positions(Activations *a, const Batch *b) {
-    int W = a->cfg.window;
+    int W = a->cfg.window, *story_pos = a->scratch.variant ? a->scratch.variant->story_pos : NULL;
     a->n_predicted = 0;
     for (int i = 0; i < b->n_stories; i++) {
         int start = b->starts[i], end = b->starts[i + 1];
@@ -232,6 +258,7 @@ static void prepare_positions(Activations *a, const Batch *b) {
             a->target[p] = p < start + piece->context ? -1 : p + 1 < end ? b->tokens[p + 1] : piece->next;
             a->first_key[p] = p - (W - 1) > start ? p - (W - 1) : start;
             a->n_predicted += a->target[p] >= 0;
+            if (story_pos) story_pos[p] = piece->offset + (p - start); /* --pos: the place in the whole story */
         }
     }
     a->n_positions = b->n_tokens;
@@ -288,11 +315,14 @@ static void ablate_heads(Activations *a, const Ablation *ab) {
 static void attention_input(const Model *m, Activations *a, const Batch *b, int keep_weights) {
     const ModelConfig *c = &m->cfg;
     int N = a->n_positions, Z = model_hidden_input_dim(c), D = c->row_dim;
+    VariantScratch *v = a->scratch.variant;
     embedding_forward(m->embedding, b->tokens, N, D, a->z, Z);
+    position_rows_forward(m, v->story_pos, N, a->z, Z);
     pack_qkv_weights(m, a->qkv_w);
     matmul(0, 1, qkv_rows(c), N, D, a->qkv_w, D, a->z, Z, 0.0f, a->qkv, a->qkv_ld);
-    attention_forward(c, a->qkv, a->qkv_ld, m->distance, a->first_key, N, keep_weights ? a->att : NULL, a->z + D, Z,
-                      &a->scratch);
+    score_qk_forward(m, v, a->qkv, a->qkv_ld, N);
+    attention_forward(c, a->qkv, a->qkv_ld, position_table_for(m, v->table), a->first_key, N,
+                      keep_weights ? a->att : NULL, a->z + D, Z, &a->scratch);
     if (a->ablation.heads) ablate_heads(a, &a->ablation);
 }
 
@@ -364,13 +394,18 @@ static float *grad_of(const Model *m, float *grads, const float *param) { return
 static void attention_input_backward(const Model *m, Activations *a, const Batch *b, float *grads) {
     const ModelConfig *c = &m->cfg;
     int N = a->n_positions, Z = model_hidden_input_dim(c), D = c->row_dim, QKV = qkv_rows(c);
+    VariantScratch *v = a->scratch.variant;
+    v->d_additive_v = model_grad(m, grads, "score.v");
     attention_backward(c, a->qkv, a->qkv_ld, a->attention_kept ? a->att : NULL, a->first_key, N, a->d_z + D, Z,
-                       a->ablation.heads, a->d_qkv, grad_of(m, grads, m->distance), &a->scratch);
+                       a->ablation.heads, a->d_qkv, position_table_grad(m, grads, v->d_table), &a->scratch);
+    position_distance_backward(m, v->d_table, grads);
+    score_qk_backward(m, v, a->d_qkv, a->qkv_ld, N, grads);
     matmul(0, 0, QKV, D, N, a->d_qkv, a->qkv_ld, a->z, Z, 0.0f, a->d_qkv_w, D);
     unpack_qkv_grads(m, a->d_qkv_w, grad_of(m, grads, m->query), grad_of(m, grads, m->key),
                      grad_of(m, grads, m->value));
     /* the rows feed z directly and through q, k, v: add the second path */
     matmul(1, 0, N, D, QKV, a->d_qkv, a->qkv_ld, a->qkv_w, D, 1.0f, a->d_z, Z);
+    position_rows_backward(m, v->story_pos, N, a->d_z, Z, grads);
     embedding_backward(grad_of(m, grads, m->embedding), b->tokens, N, D, a->d_z, Z);
 }
 

@@ -63,7 +63,15 @@ static void layout(Model *m, const ModelConfig *c) {
         add_tensor(m, "query", 3, c->n_heads, c->row_dim, c->key_dim);
         add_tensor(m, "key", 3, c->n_heads, c->row_dim, c->key_dim);
         add_tensor(m, "value", 3, c->n_heads, c->row_dim, c->value_dim);
-        add_tensor(m, "distance", 2, c->n_heads, c->window, 0);
+        if (c->pos == POS_DISTANCE) add_tensor(m, "distance", 2, c->n_heads, c->window, 0);
+        if (c->pos == POS_ABSOLUTE) add_tensor(m, "position", 2, c->window, c->row_dim, 0);
+        if (c->pos == POS_T5) add_tensor(m, "distance_bucket", 2, c->n_heads, T5_BUCKETS, 0);
+        if (c->score == SCORE_GENERAL) add_tensor(m, "score.weight", 3, c->n_heads, c->key_dim, c->key_dim);
+        if (c->score == SCORE_ADDITIVE) {
+            add_tensor(m, "score.query", 3, c->n_heads, c->key_dim, c->key_dim);
+            add_tensor(m, "score.key", 3, c->n_heads, c->key_dim, c->key_dim);
+            add_tensor(m, "score.v", 2, c->n_heads, c->key_dim, 0);
+        }
     }
     add_tensor(m, "hidden.weight", 2, c->hidden_dim, hidden_input_dim(c), 0);
     add_tensor(m, "hidden.bias", 1, c->hidden_dim, 0, 0);
@@ -98,6 +106,9 @@ int model_init(Model *m, const ModelConfig *cfg, Error *e) {
     if (cfg->vocab_size < 2 || cfg->row_dim < 1 || cfg->n_heads < 1 || cfg->key_dim < 1 || cfg->value_dim < 1 ||
         cfg->window < 1 || cfg->hidden_dim < 1 || cfg->context < 1)
         return FAIL(e, NULL, "invalid model sizes");
+    if (cfg->pos < 0 || cfg->pos >= POS_COUNT || cfg->score < 0 || cfg->score >= SCORE_COUNT ||
+        (cfg->arch != ARCH_ATTENTION && (cfg->pos != POS_DISTANCE || cfg->score != SCORE_SCALED_DOT)))
+        return FAIL(e, "--pos and --score are for the attention network", "invalid position scheme or score function");
     layout(m, cfg);
     m->params = xcalloc(m->n_params, sizeof(float), e);
     if (!m->params) return -1;

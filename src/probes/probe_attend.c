@@ -10,23 +10,20 @@ int probe_attend(const ProbeRunner *r, int h, int p, AttendKey *keys) {
     const ModelConfig *c = &m->cfg;
     const Activations *a = &r->acts;
     const int32_t *tokens = r->batch.tokens;
-    int first, n, D = c->row_dim, kd = c->key_dim;
+    int first, n, D = c->row_dim;
     const float *weights = activations_attention(a, h, p, &first, &n);
     float query[STORYLM_MAX_HEAD_DIM], key[STORYLM_MAX_HEAD_DIM];
     activations_qkv(a, h, p, query, NULL, NULL);
     const float *row = m->embedding + (size_t)tokens[p] * D;
-    float scale = 1.0f / sqrtf((float)kd);
     for (int j = 0; j < n; j++) {
         int u = first + j, distance = p - u;
         activations_qkv(a, h, u, NULL, key, NULL);
-        float dot = 0;
-        for (int i = 0; i < kd; i++) dot += query[i] * key[i];
         AttendKey *k = &keys[j];
         k->position = u;
         k->token = tokens[u];
         k->distance = distance;
-        k->dot = dot * scale;
-        k->distance_score = m->distance[(size_t)h * c->window + distance];
+        k->dot = score_content(m, h, query, key); /* q.k/sqrt(8), or the --score variant's */
+        k->distance_score = position_distance_score(m, h, distance);
         k->score = k->dot + k->distance_score;
         k->weight = weights[j];
         k->cosine = (float)probe_cosine(row, m->embedding + (size_t)tokens[u] * D, D);

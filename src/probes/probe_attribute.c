@@ -92,20 +92,23 @@ int probe_attribute(const Model *m, const Activations *a, int p, int32_t token, 
 int probe_mean_z(const Model *m, const Stories *s, const int *idx, int n, double *mean_z, Error *e) {
     const ModelConfig *c = &m->cfg;
     int D = c->row_dim, HV = c->n_heads * c->value_dim;
-    float *heads = xmalloc((size_t)HV * sizeof(float), e);
-    if (!heads || probe_head_means(m, s, idx, n, heads, e)) {
+    float *heads = xmalloc((size_t)HV * sizeof(float), e), *row = heads ? xmalloc((size_t)D * sizeof(float), e) : NULL;
+    if (!row || probe_head_means(m, s, idx, n, heads, e)) {
         free(heads);
+        free(row);
         return -1;
     }
     long long positions = 0;
     memset(mean_z, 0, (size_t)D * sizeof(double));
     for (int i = 0; i < n; i++)
         for (size_t j = 0, len = story_len(s, idx[i]); j < len; j++, positions++) {
-            const float *row = m->embedding + (size_t)story_token(s, idx[i], j) * D;
+            memcpy(row, m->embedding + (size_t)story_token(s, idx[i], j) * D, (size_t)D * sizeof(float));
+            position_row_add(m, (int)j, row); /* --pos absolute|sinusoidal: z's row carries the tag */
             for (int d = 0; d < D; d++) mean_z[d] += row[d];
         }
     for (int d = 0; d < D; d++) mean_z[d] /= (double)positions;
     for (int i = 0; i < HV; i++) mean_z[D + i] = heads[i];
     free(heads);
+    free(row);
     return 0;
 }

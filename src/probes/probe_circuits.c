@@ -182,7 +182,9 @@ static int head_alloc(CircuitHead *ch, const CircuitsResult *out, Error *e) {
 int probe_circuits(const Model *m, const float *z_mean, const uint8_t *seen, const CircuitsOptions *o,
                    CircuitsResult *out, Error *e) {
     *out = (CircuitsResult){.top = o->top > 0 ? o->top : 1, .read_top = o->read_top > 0 ? o->read_top : 1};
-    if (probe_need_attention(m, "circuits", e)) return -1;
+    if (probe_need_attention(m, "circuits", e) ||
+        variant_check(&m->cfg, "the QK circuit of token rows", VARIANT_NEEDS_ROW_SCORES, e))
+        return -1;
     const ModelConfig *c = &m->cfg;
     int V = c->vocab_size, H = c->n_heads;
     uint32_t heads = o->heads;

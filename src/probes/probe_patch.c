@@ -95,12 +95,12 @@ static void head_output(const Model *m, const LastReads *r, int h, double *score
     const ModelConfig *c = &m->cfg;
     int T = r->T, kd = c->key_dim, vd = c->value_dim;
     const double *q = r->query + h * kd;
-    double top = -INFINITY, sum = 0, scale = 1.0 / sqrt((double)kd);
+    double top = -INFINITY, sum = 0, scale = score_scale(c); /* 1/sqrt(kd), or 1 (--score dot, general) */
     for (int u = r->first; u < T; u++) {
         const double *k = r->key + ((size_t)h * T + u) * kd;
         double dot = 0;
         for (int i = 0; i < kd; i++) dot += q[i] * k[i];
-        scores[u] = dot * scale + m->distance[(size_t)h * c->window + (T - 1 - u)];
+        scores[u] = dot * scale + position_distance_score(m, h, T - 1 - u);
         top = fmax(top, scores[u]);
     }
     for (int u = r->first; u < T; u++) sum += scores[u] = exp(scores[u] - top);
@@ -248,6 +248,7 @@ static int check_runs(const Model *m, const Activations *clean, const Activation
     const ModelConfig *c = &m->cfg;
     if (c->arch != ARCH_ATTENTION || !clean->attention_kept || !corrupt->attention_kept)
         return FAIL(e, "give an attention model", "patching needs both runs of the attention network (model_forward)");
+    if (variant_check(c, "patching a head's keys and queries", VARIANT_NEEDS_DOT, e)) return -1;
     if (clean->n_positions != corrupt->n_positions || clean->n_positions < 1)
         return FAIL(e, "give texts of the same number of tokens", "the clean run has %d positions, the corrupt run %d",
                     clean->n_positions, corrupt->n_positions);

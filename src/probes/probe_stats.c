@@ -156,7 +156,9 @@ int probe_stats(const Model *m, const Stories *s, const int *idx, int n, const u
     const ModelConfig *c = &m->cfg;
     int H = c->n_heads;
     *out = (StatsResult){.n_heads = H};
-    if (probe_need_attention(m, "stats", e)) return -1;
+    if (probe_need_attention(m, "stats", e) ||
+        variant_check(&m->cfg, "the correlation of q.k with the rows' cosine", VARIANT_NEEDS_DOT, e))
+        return -1;
     if (n < 1) return FAIL(e, "give a stories file with test stories", "no stories to measure");
     Pearson *pc = NULL;
     long long *differ = NULL;

@@ -333,6 +333,12 @@ static int resume(Trainer *t, Error *e) {
                       "cannot resume '%s' with --arch %s: it is a model of architecture %s", t->o.out,
                       arch_name(t->o.arch), arch_name(t->model.cfg.arch));
         t->o.arch = t->model.cfg.arch;
+        if (!rc && (t->o.given & TRAIN_GIVEN_VARIANT) &&
+            (t->o.pos != t->model.cfg.pos || t->o.score != t->model.cfg.score))
+            rc = FAIL(e, "leave --pos and --score out when resuming, or train afresh",
+                      "cannot resume '%s' with --pos %s --score %s: it is a model with --pos %s --score %s", t->o.out,
+                      pos_name(t->o.pos), score_name(t->o.score), pos_name(t->model.cfg.pos),
+                      score_name(t->model.cfg.score));
         if (!rc) rc = resume_schedule(t, &md, &st, e);
     }
     if (!rc) rc = regularise_check_resume(&t->o, &md, t->o.out, e);
@@ -367,6 +373,8 @@ static int trainer_init(Trainer *t, const Stories *s, const TrainOptions *o, Tra
     } else {
         ModelConfig cfg = model_config_default(o->arch, 0);
         cfg.vocab_size = o->vocab_size;
+        cfg.pos = o->pos;
+        cfg.score = o->score;
         if (model_init(&t->model, &cfg, e) || adam_init(&t->adam, t->model.n_params, e)) return -1;
         model_randomize(&t->model, o->seed);
         t->run_id = checkpoint_new_run_id();

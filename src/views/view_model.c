@@ -19,7 +19,7 @@ void view_distances(Report *r, const ProbeSession *ps, int up_to) {
     for (int d = 0; d <= up_to && d < c->window; d++) {
         table_row(t);
         cell_int(t, d);
-        for (int h = 0; h < c->n_heads; h++) cell_number(t, ps->lm.model.distance[(size_t)h * c->window + d]);
+        for (int h = 0; h < c->n_heads; h++) cell_number(t, position_distance_score(&ps->lm.model, h, d)); /* --pos: the scheme's */
     }
 }
 

@@ -1,0 +1,130 @@
+/* The variants of --pos and --score against PyTorch: scripts/torch_variants.py
+ * wrote each variant's loss and every gradient (float64) on a tiny case into
+ * tests/fixtures/variants.json; the C passes must give the loss to 1e-5
+ * relative and every gradient to 1e-4 of its tensor's largest, on one thread
+ * and on two, through model_backward and through training's fused pass. */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "storylm/fileio.h"
+#include "storylm/model.h"
+
+static cJSON *item(const cJSON *o, const char *key) { return cJSON_GetObjectItemCaseSensitive(o, key); }
+
+static ModelConfig config_of(const cJSON *fixture, const cJSON *cas) {
+    const cJSON *c = item(fixture, "config");
+    ModelConfig cfg = {.arch = ARCH_ATTENTION, .context = 3};
+    cfg.vocab_size = item(c, "vocab_size")->valueint;
+    cfg.row_dim = item(c, "row_dim")->valueint;
+    cfg.n_heads = item(c, "n_heads")->valueint;
+    cfg.key_dim = item(c, "key_dim")->valueint;
+    cfg.value_dim = item(c, "value_dim")->valueint;
+    cfg.window = item(c, "window")->valueint;
+    cfg.hidden_dim = item(c, "hidden_dim")->valueint;
+    Error e;
+    CHECK(pos_parse(item(cas, "pos")->valuestring, &cfg.pos, &e) == 0);
+    CHECK(score_parse(item(cas, "score")->valuestring, &cfg.score, &e) == 0);
+    return cfg;
+}
+
+/* The fixture's tensors into m; the table must name the same tensors, shapes and order. */
+static int load_tensors(const cJSON *cas, Model *m) {
+    const cJSON *t;
+    int i = 0;
+    cJSON_ArrayForEach(t, item(cas, "tensors")) {
+        const ParamTensor *pt = i < m->n_tensors ? &m->tensors[i] : NULL;
+        if (!CHECK(pt && strcmp(pt->name, item(t, "name")->valuestring) == 0 &&
+                   (size_t)cJSON_GetArraySize(item(t, "value")) == pt->size))
+            return -1;
+        const cJSON *x;
+        size_t j = 0;
+        cJSON_ArrayForEach(x, item(t, "value")) m->params[pt->offset + j++] = (float)x->valuedouble;
+        i++;
+    }
+    return CHECK(i == m->n_tensors) ? 0 : -1;
+}
+
+/* Worst gradient difference over the tensors, each relative to its largest. */
+static double compare_grads(const cJSON *cas, const Model *m, const float *grads, const char *what) {
+    const cJSON *t;
+    double worst = 0.0;
+    int i = 0;
+    cJSON_ArrayForEach(t, item(cas, "tensors")) {
+        const ParamTensor *pt = &m->tensors[i++];
+        double max_diff = 0.0, max_grad = 0.0;
+        const cJSON *g;
+        size_t j = 0;
+        cJSON_ArrayForEach(g, item(t, "grad")) {
+            max_diff = fmax(max_diff, fabs(g->valuedouble - grads[pt->offset + j++]));
+            max_grad = fmax(max_grad, fabs(g->valuedouble));
+        }
+        if (!CHECK(max_grad > 0 && max_diff <= 1e-4 * max_grad))
+            fprintf(stderr, "  %s %s: diff %.3g of max %.3g\n", what, pt->name, max_diff, max_grad);
+        worst = fmax(worst, max_diff / max_grad);
+    }
+    return worst;
+}
+
+static void check_case(const cJSON *fixture, const cJSON *cas, const Batch *b) {
+    ModelConfig cfg = config_of(fixture, cas);
+    char what[64];
+    snprintf(what, sizeof what, "--pos %s --score %s", pos_name(cfg.pos), score_name(cfg.score));
+    Model m;
+    Activations a;
+    Error e;
+    if (!CHECK(model_init(&m, &cfg, &e) == 0 && activations_init(&a, &cfg, b->n_tokens, &e) == 0)) return;
+    if (load_tensors(cas, &m) == 0) {
+        float loss, *grads = calloc(m.n_params, sizeof(float)), *fused = calloc(m.n_params, sizeof(float));
+        double want = item(cas, "loss")->valuedouble;
+        CHECK(model_forward(&m, &a, b, NULL, &loss, &e) == 0);
+        if (!CHECK_CLOSE(a.mean_loss, want, 1e-5, 0)) fprintf(stderr, "  %s: loss differs\n", what);
+        model_backward(&m, &a, b, grads);
+        double worst = compare_grads(cas, &m, grads, what);
+        CHECK(model_loss_and_grad(&m, &a, b, NULL, 1.0f / a.n_predicted, fused, &e) == 0);
+        worst = fmax(worst, compare_grads(cas, &m, fused, what));
+        printf("%-36s loss %.9f (PyTorch %.9f), worst gradient %.2e\n", what, a.mean_loss, want, worst);
+        free(grads);
+        free(fused);
+    }
+    activations_free(&a);
+    model_free(&m);
+}
+
+int main(void) {
+    char *json;
+    size_t len;
+    Error e;
+    if (!CHECK(file_read_all(check_source_path("tests/fixtures/variants.json"), 0, &json, &len, &e) == 0)) {
+        fprintf(stderr, "%s\n", e.message);
+        return check_report();
+    }
+    cJSON *fixture = cJSON_Parse(json);
+    if (!CHECK(fixture != NULL)) return check_report();
+    Batch b;
+    CHECK(batch_init(&b, 64, 4, &e) == 0);
+    const cJSON *story, *id;
+    cJSON_ArrayForEach(story, item(fixture, "stories")) {
+        int32_t ids[64];
+        int n = 0;
+        cJSON_ArrayForEach(id, story) ids[n++] = id->valueint;
+        CHECK(batch_add(&b, ids, n, &e) == 0);
+    }
+    int cases = 0;
+    for (int threads = 1; threads <= 2; threads++) {
+        model_threads_setup(threads);
+        const cJSON *cas;
+        cJSON_ArrayForEach(cas, item(fixture, "cases")) {
+            check_case(fixture, cas, &b);
+            cases++;
+        }
+    }
+    CHECK(cases >= 2 * 3); /* at least rope, alibi and absolute */
+    batch_free(&b);
+    cJSON_Delete(fixture);
+    free(json);
+    return check_report();
+}
