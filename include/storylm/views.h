@@ -166,8 +166,12 @@ int view_prompt_unknown(const Tokenizer *t, const char *prompt, PromptUnknown *p
 /* 1 when most of the prompt's tokens are [UNK] (worth a warning). */
 int view_prompt_mostly_unknown(const PromptUnknown *pu);
 
-/* Names for generation, learnt from the text of the stories file path
- * (every story: for capitals, test stories are as good as training ones). */
-int view_names_from_file(NameList *nl, const char *path, Error *e);
+/* The names a generation with lm capitalises, learnt from the capitals of
+ * every story (test ones too) of a file: stories when given, else the file
+ * lm was trained on (its "data") when it is there, else data/stories.txt
+ * here or in the source tree. The file's path goes into from (size), ""
+ * when there is none (nl then stays empty: names_is_name says no). The CLI
+ * and the server find the same file, so they write the same text. */
+int view_generate_names(NameList *nl, const LoadedModel *lm, const char *stories, char *from, size_t size, Error *e);
 
 #endif

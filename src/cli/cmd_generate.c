@@ -71,17 +71,6 @@ static int stdin_has_prompt(void) {
     return fstat(0, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISREG(st.st_mode));
 }
 
-/* The stories whose capitals say which words are names (views.h): --stories,
- * the model's training file when it is there, data/stories.txt here or in
- * the source tree; NULL when none is. */
-static const char *names_source(const LoadedModel *lm, const char *given, char *buf, size_t size) {
-    if (given) return given;
-    const char *data = metadata_get(&lm->meta, "data");
-    if (data && data[0] && session_file_exists(data)) return data;
-    if (session_file_exists("data/stories.txt")) return "data/stories.txt";
-    return session_source_file("data/stories.txt", buf, size) ? buf : NULL;
-}
-
 /* Warns when most of the prompt's tokens are [UNK], naming the characters. */
 static int warn_unknown(const Tokenizer *t, const char *prompt, PromptUnknown *pu, Error *e) {
     char chars[256];
@@ -166,7 +155,7 @@ static cJSON *sample_json(const ViewGenerator *vg, int i, Error *e) {
 }
 
 static int print_json(const ViewBatch *vb, const LoadedModel *lm, const char *prompt, const GenerateFlags *f,
-                      const PromptUnknown *pu, const char *names_from, double seconds, Error *e) {
+                      const PromptUnknown *pu, const char *names_from, const double seconds[2], Error *e) {
     cJSON *j = cJSON_CreateObject();
     const ViewGenerator *first = &vb->samples[0];
     cJSON_AddStringToObject(j, "command", "generate");
@@ -190,8 +179,9 @@ static int print_json(const ViewBatch *vb, const LoadedModel *lm, const char *pr
         cJSON_AddItemToArray(samples, s);
     }
     cJSON_AddNumberToObject(j, "new_tokens", (double)total);
-    cJSON_AddNumberToObject(j, "seconds", seconds);
-    cJSON_AddNumberToObject(j, "tokens_per_second", seconds > 0 ? (double)total / seconds : 0);
+    cJSON_AddNumberToObject(j, "seconds", seconds[0]); /* writing only, not loading */
+    cJSON_AddNumberToObject(j, "cpu_seconds", seconds[1]);
+    cJSON_AddNumberToObject(j, "tokens_per_second", seconds[0] > 0 ? (double)total / seconds[0] : 0);
     char *out = cJSON_PrintUnformatted(j);
     cJSON_Delete(j);
     if (!out) return FAIL(e, NULL, "out of memory printing JSON");
@@ -200,9 +190,10 @@ static int print_json(const ViewBatch *vb, const LoadedModel *lm, const char *pr
     return 0;
 }
 
-static double now_seconds(void) {
+/* Seconds on clock (CLOCK_MONOTONIC: wall; CLOCK_PROCESS_CPUTIME_ID: CPU). */
+static double clock_seconds(clockid_t clock) {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(clock, &ts);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
@@ -213,9 +204,9 @@ static int write_stories(const LoadedModel *lm, const Ablation *ab, const char *
     if (warn_unknown(&lm->tokenizer, prompt, &pu, e)) return -1;
     ViewBatch vb;
     if (view_batch_init(&vb, lm, ab, prompt, &f->go, f->samples, e)) return -1;
-    double start = now_seconds();
+    double start = clock_seconds(CLOCK_MONOTONIC), cpu_start = clock_seconds(CLOCK_PROCESS_CPUTIME_ID);
     int rc = run_batch(&vb, f->json, e);
-    double seconds = now_seconds() - start;
+    double seconds[2] = {clock_seconds(CLOCK_MONOTONIC) - start, clock_seconds(CLOCK_PROCESS_CPUTIME_ID) - cpu_start};
     if (!rc && f->json) rc = print_json(&vb, lm, prompt, f, &pu, names_from, seconds, e);
     view_batch_free(&vb);
     return rc;
@@ -227,14 +218,14 @@ static int generate(const char *path, const char *prompt, GenerateFlags *f, Erro
     const GenerateAblation *ga = &f->ga;
     Ablation ab = {0};
     float *mean = NULL;
-    char desc[160], buf[4096];
+    char desc[160], from[4096];
     NameList names = {0};
     int rc = cli_setup_ablation(&lm, ga->heads, ga->mode, NULL, ga->stories, STORIES_DEFAULT_TEST, &ab, &mean, desc,
                                 sizeof desc, e);
     if (!rc && desc[0] && isatty(2)) fprintf(stderr, "storylm: %s\n", desc);
-    const char *names_from = rc ? NULL : names_source(&lm, ga->stories, buf, sizeof buf);
-    if (names_from && (rc = view_names_from_file(&names, names_from, e)) == 0) f->go.names = &names;
-    if (!rc) rc = write_stories(&lm, &ab, prompt, f, names_from, e);
+    if (!rc) rc = view_generate_names(&names, &lm, ga->stories, from, sizeof from, e);
+    if (!rc && from[0]) f->go.names = &names;
+    if (!rc) rc = write_stories(&lm, &ab, prompt, f, from[0] ? from : NULL, e);
     names_free(&names);
     free(mean);
     cli_free_model(&lm);

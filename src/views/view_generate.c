@@ -344,10 +344,22 @@ int view_prompt_mostly_unknown(const PromptUnknown *pu) { return pu->unk > 0 && 
 
 /* ---- names ---------------------------------------------------------------------- */
 
-int view_names_from_file(NameList *nl, const char *path, Error *e) {
-    char *text;
+/* The stories file of view_generate_names, or NULL. */
+static const char *names_source(const LoadedModel *lm, const char *given, char *buf, size_t size) {
+    if (given) return given;
+    const char *data = metadata_get(&lm->meta, "data");
+    if (data && data[0] && session_file_exists(data)) return data;
+    if (session_file_exists("data/stories.txt")) return "data/stories.txt";
+    return session_source_file("data/stories.txt", buf, size) ? buf : NULL;
+}
+
+int view_generate_names(NameList *nl, const LoadedModel *lm, const char *stories, char *from, size_t size, Error *e) {
+    char buf[4096], *text;
     size_t len;
     *nl = (NameList){0};
+    const char *path = names_source(lm, stories, buf, sizeof buf);
+    snprintf(from, size, "%s", path ? path : "");
+    if (!path) return 0;
     if (file_read_all(path, (size_t)1 << 30, &text, &len, e)) return -1;
     StorySpan all = {0, len};
     int rc = names_learn(nl, text, &all, 1, NULL, e);
