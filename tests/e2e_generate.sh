@@ -61,8 +61,8 @@ gen -n 3 -t 0 --json "Once upon a time" 2> /dev/null | "$PY" -c '
 import json, sys; s = json.load(sys.stdin)["samples"][0]
 assert s["stop_reason"] == "max_tokens" and s["new_tokens"] == 3, s' || fail "-n 3 does not stop for max_tokens"
 
-# --samples 4: sample i is what --samples 1 --seed SEED+i-1 writes; headers in the text output.
-gen -n 40 --seed 10 --samples 4 --json "Tom went" > four.json 2> four.err || fail "--samples 4 --json"
+# --samples 4 (on 2 threads): sample i is what --samples 1 --seed SEED+i-1 writes; headers in the text output.
+gen -n 40 --seed 10 --samples 4 --threads 2 --json "Tom went" > four.json 2> four.err || fail "--samples 4 --threads 2 --json"
 grep -q "seed 10 + i - 1" four.err || fail "--samples does not say the seeds: $(cat four.err)"
 for i in 1 2 3 4; do
   gen -n 40 --seed $((10 + i - 1)) --json "Tom went" 2> /dev/null > alone$i.json

@@ -2,7 +2,7 @@
  * logits generator_feed gives at each position equal model_forward's, also
  * past the 256-token window (where the ring buffer wraps), with heads
  * ablated, and for window8; a batch of samples gives each sample the bits it
- * gets alone; the sampler does what its settings say. The view on top:
+ * gets alone, on one thread or several; the sampler does what its settings say. The view on top:
  * samples written together are the stories written one by one with their
  * seeds, the streamed pieces add up to the text, the prompt is echoed as
  * typed and names get their capitals, and a prompt the vocabulary cannot
@@ -127,7 +127,7 @@ static void same_seed_same_draws(void) {
 /* A batch of 5 fed random tokens, a random subset of the samples each step
  * in a random order, gives each sample the same logits, bit for bit, as a
  * generator of its own fed the same tokens; also past the window. */
-static void batch_gives_each_sample_its_own_bits(Arch arch, const Ablation *ab, uint64_t seed) {
+static void batch_gives_each_sample_its_own_bits(Arch arch, const Ablation *ab, uint64_t seed, int threads) {
     enum { N = 5, STEPS = 300 };
     Error e = {0};
     ModelConfig cfg = model_config_default(arch, 300);
@@ -136,7 +136,9 @@ static void batch_gives_each_sample_its_own_bits(Arch arch, const Ablation *ab, 
     model_randomize(&m, seed);
     GeneratorBatch batch;
     Generator alone[N];
-    CHECK(generator_batch_init(&batch, &m, ab, N, &e) == 0);
+    Workers w;
+    CHECK(generator_batch_init(&batch, &m, ab, N, &e) == 0 && workers_init(&w, threads, &e) == 0);
+    if (threads > 1) generator_batch_use_workers(&batch, &w); /* the samples of a step shared between threads */
     for (int s = 0; s < N; s++) CHECK(generator_init(&alone[s], &m, ab, &e) == 0);
     Rng r;
     rng_seed(&r, seed + 7);
@@ -166,14 +168,17 @@ static void batch_gives_each_sample_its_own_bits(Arch arch, const Ablation *ab, 
     CHECK(memcmp(generator_feed(&alone[2], t), generator_batch_logits(&batch, 0), cfg.vocab_size * sizeof(float)) == 0);
     for (int s = 0; s < N; s++) generator_free(&alone[s]);
     generator_batch_free(&batch);
+    workers_free(&w);
     model_free(&m);
 }
 
 static void batches_match_alone(void) {
-    batch_gives_each_sample_its_own_bits(ARCH_ATTENTION, NULL, 11);
-    batch_gives_each_sample_its_own_bits(ARCH_WINDOW8, NULL, 12);
+    batch_gives_each_sample_its_own_bits(ARCH_ATTENTION, NULL, 11, 1);
+    batch_gives_each_sample_its_own_bits(ARCH_WINDOW8, NULL, 12, 1);
     Ablation zero = {.heads = (1u << 1) | (1u << 6), .mode = ABLATE_ZERO};
-    batch_gives_each_sample_its_own_bits(ARCH_ATTENTION, &zero, 13);
+    batch_gives_each_sample_its_own_bits(ARCH_ATTENTION, &zero, 13, 1);
+    batch_gives_each_sample_its_own_bits(ARCH_ATTENTION, NULL, 14, 2);
+    batch_gives_each_sample_its_own_bits(ARCH_WINDOW8, NULL, 15, 3);
 }
 
 /* ---- the view: a small vocabulary and a random model over it --------------------- */

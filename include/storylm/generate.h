@@ -27,6 +27,7 @@
 
 #include "storylm/error.h"
 #include "storylm/model.h"
+#include "storylm/workers.h"
 
 typedef struct GeneratorBatch {
     const Model *model;
@@ -46,8 +47,9 @@ typedef struct GeneratorBatch {
     float *z;         /* (n, Z) what the hidden layer reads */
     float *hidden;    /* (n, 128) */
     float *logits;    /* (n, V) of the last token fed */
-    float *scores;    /* (W) scratch */
+    float *scores;    /* (n, W) scratch of each sample's head scores */
     float *rows;      /* (n, D) scratch: the rows of the tokens fed */
+    Workers *workers; /* NULL: steps on the caller's thread alone */
 } GeneratorBatch;
 
 /* n >= 1 samples, each at the start of a story; ablation may be NULL (no
@@ -62,6 +64,9 @@ void generator_batch_copy(GeneratorBatch *g, int from, int to);
 /* One step: token tokens[j] (0 <= token < V) to sample which[j], for j < k
  * (distinct samples; the others wait). */
 void generator_batch_feed(GeneratorBatch *g, const int *which, const int32_t *tokens, int k);
+/* Steps share the samples fed between w's threads (NULL: none), each
+ * sample's arithmetic unchanged; w must outlive the batch's use. */
+void generator_batch_use_workers(GeneratorBatch *g, Workers *w);
 /* Sample s's logits (V) for its next token, valid until it is fed again. */
 const float *generator_batch_logits(const GeneratorBatch *g, int s);
 

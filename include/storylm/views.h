@@ -92,6 +92,7 @@ typedef struct ViewGenerateOptions {
     uint64_t seed;            /* of sample 0; sample i draws with seed + i */
     double temperature, top_p;
     const NameList *names;    /* may be NULL; kept by the caller while the generator lives */
+    int threads;              /* a ViewBatch's steps share its samples between this many (0, 1: the caller's) */
 } ViewGenerateOptions;
 /* One story, one token at a time, so a caller can stream them (the server)
  * or stop; in a ViewBatch, one of its samples. */
@@ -136,6 +137,8 @@ void view_recapitalize(char *text, const char *prompt);
  * with that seed writes, bit for bit. */
 typedef struct ViewBatch {
     GeneratorBatch gen;
+    Workers workers;        /* when threads > 1 */
+    int has_workers;
     int n;
     ViewGenerator *samples; /* (n) */
     int *which;             /* (n) scratch of a step: the samples fed, */

@@ -252,7 +252,7 @@ static int run(int argc, char **argv) {
         {"ablate-mode", 0, OPT_STRING, &ga->mode, "MODE", ABLATE_HELP_MODE, 0, 0},
         {"stories", 0, OPT_STRING, &ga->stories, "FILE",
          "stories for --ablate-mode mean and for the names (default: the file the model was trained on, from its metadata)", 0, 0},
-        {"threads", 0, OPT_INT, &threads, "N", "threads", 1, 256},
+        {"threads", 0, OPT_INT, &threads, "N", "threads the samples of --samples are shared between (default 1)", 1, 256},
     };
     int rc = args_parse(&command_generate, argc, argv, opts, N_OPTIONS(opts), pos, 0, 1, &np);
     if (rc) return rc > 0 ? 0 : 2;
@@ -264,6 +264,7 @@ static int run(int argc, char **argv) {
     else
         fprintf(stderr, "storylm: seed %d (give --seed %d to repeat)\n", seed, seed);
     f.go.seed = (uint64_t)seed;
+    f.go.threads = threads;
     Error e = {0};
     char *from_stdin = NULL;
     if ((np && strcmp(pos[0], "-") == 0) || (!np && stdin_has_prompt())) {

@@ -160,7 +160,7 @@ int generator_batch_init(GeneratorBatch *g, const Model *m, const Ablation *abla
     int ok = (g->hidden_w = xmalloc(Hd16 * Z * sizeof(float), e)) &&
              (g->output_w = xmalloc(V16 * c->hidden_dim * sizeof(float), e)) &&
              (g->pos = xcalloc(N, sizeof(int), e)) && (g->recent = xcalloc(N * sz.recent, sizeof(int32_t), e)) &&
-             (g->z = xcalloc(N * Z, sizeof(float), e)) && (g->scores = xcalloc(W, sizeof(float), e)) &&
+             (g->z = xcalloc(N * Z, sizeof(float), e)) && (g->scores = xcalloc(N * W, sizeof(float), e)) &&
              (g->rows = xcalloc(N * c->row_dim, sizeof(float), e)) &&
              (g->hidden = xcalloc(N * sz.hidden, sizeof(float), e)) &&
              (g->logits = xcalloc(N * sz.logits, sizeof(float), e));
@@ -236,7 +236,7 @@ static void head_attend(GeneratorBatch *g, int s, int h, float *out) {
     /* slot s holds the key (newest - s) mod W back */
     const float *bias = g->distance2 + (size_t)h * 2 * W + (W - 1 - newest);
     const float *q = g->qkv + s * sz.qkv + h * kd, *keys = g->keys + s * sz.keys + (size_t)h * kd * W;
-    float *sc = g->scores;
+    float *sc = g->scores + (size_t)s * W; /* each sample its own: threads may share the batch */
     memcpy(sc, bias, n * sizeof(float));
     for (int i = 0; i < kd; i++) {
         const float *key = keys + (size_t)i * W;
@@ -290,14 +290,16 @@ static void window_z(GeneratorBatch *g, int s, int32_t token) {
     for (int i = 0; i < C; i++) memcpy(z + i * D, g->model->embedding + (size_t)recent[i] * D, D * sizeof(float));
 }
 
-void generator_batch_feed(GeneratorBatch *g, const int *which, const int32_t *tokens, int k) {
+/* generator_batch_feed for tokens[j] to which[j], j < k, with the rows
+ * scratch rows (k, D): one thread's part of a step. */
+static void feed_part(GeneratorBatch *g, const int *which, const int32_t *tokens, int k, float *rows) {
     const Model *m = g->model;
     const ModelConfig *c = &m->cfg;
     SampleSizes sz = sample_sizes(c);
     int Z = (int)sz.z, Hd = c->hidden_dim, V = c->vocab_size, D = c->row_dim;
     if (c->arch == ARCH_ATTENTION) { /* the rows gathered (k, D) for the one pass over the query, key, value weights */
-        for (int j = 0; j < k; j++) memcpy(g->rows + (size_t)j * D, m->embedding + (size_t)tokens[j] * D, D * sizeof(float));
-        attention_z(g, g->rows, which, k);
+        for (int j = 0; j < k; j++) memcpy(rows + (size_t)j * D, m->embedding + (size_t)tokens[j] * D, D * sizeof(float));
+        attention_z(g, rows, which, k);
     } else {
         for (int j = 0; j < k; j++) window_z(g, which[j], tokens[j]);
     }
@@ -307,6 +309,31 @@ void generator_batch_feed(GeneratorBatch *g, const int *which, const int32_t *to
     dense16(g->output_w, m->output_b, g->hidden, sz.hidden, which, k, V, Hd, g->logits, sz.logits);
     for (int j = 0; j < k; j++) g->pos[which[j]]++;
 }
+
+typedef struct FeedJob {
+    GeneratorBatch *g;
+    const int *which;
+    const int32_t *tokens;
+    int k;
+} FeedJob;
+
+/* Thread t of n takes the samples which[k*t/n .. k*(t+1)/n). */
+static void feed_job(void *arg, int t, int n) {
+    FeedJob *f = arg;
+    int j0 = f->k * t / n, j1 = f->k * (t + 1) / n;
+    if (j1 > j0) feed_part(f->g, f->which + j0, f->tokens + j0, j1 - j0, f->g->rows + (size_t)j0 * f->g->model->cfg.row_dim);
+}
+
+void generator_batch_feed(GeneratorBatch *g, const int *which, const int32_t *tokens, int k) {
+    if (!g->workers || g->workers->n < 2 || k < 2) {
+        feed_part(g, which, tokens, k, g->rows);
+        return;
+    }
+    FeedJob f = {g, which, tokens, k};
+    workers_run(g->workers, feed_job, &f);
+}
+
+void generator_batch_use_workers(GeneratorBatch *g, Workers *w) { g->workers = w; }
 
 int generator_init(Generator *g, const Model *m, const Ablation *ablation, Error *e) {
     return generator_batch_init(&g->batch, m, ablation, 1, e);

@@ -235,6 +235,11 @@ int view_batch_init(ViewBatch *vb, const LoadedModel *lm, const Ablation *ab, co
     int ok = !generator_batch_init(&vb->gen, &lm->model, ab, n, e) &&
              (vb->samples = xcalloc((size_t)n, sizeof *vb->samples, e)) && (vb->which = xcalloc((size_t)n, sizeof(int), e)) &&
              (vb->next = xcalloc((size_t)n, sizeof(int32_t), e));
+    int threads = go->threads < n ? go->threads : n;
+    if (ok && threads > 1 && (ok = !workers_init(&vb->workers, threads, e))) {
+        vb->has_workers = 1;
+        generator_batch_use_workers(&vb->gen, &vb->workers);
+    }
     for (int i = 0; ok && i < n; i++, vb->n++) ok = !story_setup(&vb->samples[i], lm, prompt, &ids, go, go->seed + (uint64_t)i, e);
     if (ok) { /* the prompt fed once, for every sample */
         feed_prompt(&vb->gen, 0, lm->tokenizer.eos_id, &ids);
@@ -256,6 +261,7 @@ void view_batch_free(ViewBatch *vb) {
     free(vb->which);
     free(vb->next);
     generator_batch_free(&vb->gen);
+    if (vb->has_workers) workers_free(&vb->workers);
     *vb = (ViewBatch){0};
 }
 
