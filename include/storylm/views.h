@@ -111,7 +111,8 @@ typedef struct ViewGenerator {
     int tokens, max_tokens;   /* new tokens so far; at most */
     int finished;
     const char *stop_reason;  /* "end" (the story ended) or "max_tokens" */
-    size_t shown;             /* bytes of the text streamed so far (view_batch_run) */
+    size_t shown;             /* bytes of the text streamed so far (view_batch_run), */
+    size_t settled;           /* and the ids it was made of */
 } ViewGenerator;
 /* Feeds [EOS] and the prompt's tokens. */
 int view_generator_init(ViewGenerator *vg, const LoadedModel *lm, const Ablation *ab, const char *prompt,

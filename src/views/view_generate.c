@@ -268,7 +268,10 @@ void view_batch_free(ViewBatch *vb) {
 /* Tells fn what sample s's settled text has gained since last time. */
 static int stream_text(ViewBatch *vb, int s, ViewTextFn fn, void *ctx, Error *e) {
     ViewGenerator *vg = &vb->samples[s];
-    char *text = story_text(vg, settled_ids(vg), e);
+    size_t settled = settled_ids(vg);
+    if (!vg->finished && vg->shown && settled == vg->settled) return 0; /* a "##" piece: the word goes on */
+    vg->settled = settled;
+    char *text = story_text(vg, settled, e);
     if (!text) return -1;
     size_t len = strlen(text);
     int rc = 0;
