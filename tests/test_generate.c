@@ -1,7 +1,12 @@
 /* Incremental generation agrees with the whole-story forward pass: the
  * logits generator_feed gives at each position equal model_forward's, also
  * past the 256-token window (where the ring buffer wraps), with heads
- * ablated, and for window8; and the sampler does what its settings say. */
+ * ablated, and for window8; a batch of samples gives each sample the bits it
+ * gets alone, on one thread or several; the sampler does what its settings say. The view on top:
+ * samples written together are the stories written one by one with their
+ * seeds, the streamed pieces add up to the text, the prompt is echoed as
+ * typed and names get their capitals, and a prompt the vocabulary cannot
+ * read is told apart. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +16,7 @@
 #include "storylm/model.h"
 #include "storylm/rng.h"
 #include "storylm/sample.h"
+#include "storylm/views.h"
 
 static double max_abs(const float *x, const float *y, int n) {
     double d = 0;
@@ -118,11 +124,220 @@ static void same_seed_same_draws(void) {
     sampler_free(&b);
 }
 
+/* A batch of 5 fed random tokens, a random subset of the samples each step
+ * in a random order, gives each sample the same logits, bit for bit, as a
+ * generator of its own fed the same tokens; also past the window. */
+static void batch_gives_each_sample_its_own_bits(Arch arch, const Ablation *ab, uint64_t seed, int threads) {
+    enum { N = 5, STEPS = 300 };
+    Error e = {0};
+    ModelConfig cfg = model_config_default(arch, 300);
+    Model m;
+    CHECK(model_init(&m, &cfg, &e) == 0);
+    model_randomize(&m, seed);
+    GeneratorBatch batch;
+    Generator alone[N];
+    Workers w;
+    CHECK(generator_batch_init(&batch, &m, ab, N, &e) == 0 && workers_init(&w, threads, &e) == 0);
+    if (threads > 1) generator_batch_use_workers(&batch, &w); /* the samples of a step shared between threads */
+    for (int s = 0; s < N; s++) CHECK(generator_init(&alone[s], &m, ab, &e) == 0);
+    Rng r;
+    rng_seed(&r, seed + 7);
+    int same = 1, fed = 0;
+    for (int step = 0; step < STEPS; step++) {
+        int which[N], k = 0;
+        int32_t tokens[N];
+        for (int s = 0; s < N; s++)
+            if (step == 0 || rng_below(&r, 4) != 0) which[k++] = s; /* now and then a sample waits */
+        for (int j = k - 1; j > 0; j--) { /* in any order */
+            int i = (int)rng_below(&r, (uint64_t)j + 1), t = which[i];
+            which[i] = which[j], which[j] = t;
+        }
+        for (int j = 0; j < k; j++) tokens[j] = (int32_t)rng_below(&r, 300);
+        generator_batch_feed(&batch, which, tokens, k);
+        for (int j = 0; j < k; j++) {
+            const float *own = generator_feed(&alone[which[j]], tokens[j]);
+            same &= memcmp(own, generator_batch_logits(&batch, which[j]), cfg.vocab_size * sizeof(float)) == 0;
+            fed++;
+        }
+    }
+    CHECK(same && fed > N * STEPS / 2);
+    generator_batch_copy(&batch, 2, 0); /* sample 0 goes on from sample 2's story */
+    int32_t t = 17;
+    int zero = 0;
+    generator_batch_feed(&batch, &zero, &t, 1);
+    CHECK(memcmp(generator_feed(&alone[2], t), generator_batch_logits(&batch, 0), cfg.vocab_size * sizeof(float)) == 0);
+    for (int s = 0; s < N; s++) generator_free(&alone[s]);
+    generator_batch_free(&batch);
+    workers_free(&w);
+    model_free(&m);
+}
+
+static void batches_match_alone(void) {
+    batch_gives_each_sample_its_own_bits(ARCH_ATTENTION, NULL, 11, 1);
+    batch_gives_each_sample_its_own_bits(ARCH_WINDOW8, NULL, 12, 1);
+    Ablation zero = {.heads = (1u << 1) | (1u << 6), .mode = ABLATE_ZERO};
+    batch_gives_each_sample_its_own_bits(ARCH_ATTENTION, &zero, 13, 1);
+    batch_gives_each_sample_its_own_bits(ARCH_ATTENTION, NULL, 14, 2);
+    batch_gives_each_sample_its_own_bits(ARCH_WINDOW8, NULL, 15, 3);
+}
+
+/* ---- the view: a small vocabulary and a random model over it --------------------- */
+
+/* Every letter as a word and as a "##" piece, some punctuation and words. */
+static char *test_vocab(void) {
+    static const char *const words[] = {"[UNK]", "[EOS]", ".", ",", "!", "?", "\"", "'", "lily", "tom", "found",
+                                         "the", "ball", "she", "saw", "then", "and", "ran", "we", "met", "today"};
+    char *v = malloc(4096), *p = v;
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) p += sprintf(p, "%s\n", words[i]);
+    for (char c = 'a'; c <= 'z'; c++) p += sprintf(p, "%c\n##%c\n", c, c); /* "a" among them */
+    return v;
+}
+
+static int open_test_model(LoadedModel *lm, uint64_t seed, Error *e) {
+    *lm = (LoadedModel){.path = "test.safetensors"};
+    char *vocab = test_vocab();
+    int rc = tokenizer_from_text(&lm->tokenizer, vocab, strlen(vocab), 0, e);
+    free(vocab);
+    ModelConfig cfg = model_config_default(ARCH_ATTENTION, lm->tokenizer.size);
+    if (!rc) rc = model_init(&lm->model, &cfg, e);
+    if (!rc) model_randomize(&lm->model, seed);
+    return rc;
+}
+
+static void close_test_model(LoadedModel *lm) {
+    model_free(&lm->model);
+    tokenizer_free(&lm->tokenizer);
+}
+
+/* What the streaming callback was told, per sample. */
+typedef struct Streamed {
+    ByteVec text[3];
+    int calls[3], done[3], after_done, first_is_prompt[3];
+    const char *prompt;
+} Streamed;
+
+static int collect(void *ctx, int sample, const char *text, size_t len, int done) {
+    Streamed *st = ctx;
+    Error e;
+    if (st->done[sample]) st->after_done++;
+    if (st->calls[sample]++ == 0) st->first_is_prompt[sample] = len >= strlen(st->prompt) && !strncmp(text, st->prompt, strlen(st->prompt));
+    st->done[sample] += done;
+    return bytevec_append(&st->text[sample], text, len, &e);
+}
+
+/* Three samples together: each writes what it writes alone with seed + i,
+ * and its streamed pieces, the prompt first, add up to its text. */
+static void samples_together_are_samples_alone(void) {
+    Error e = {0};
+    LoadedModel lm;
+    CHECK(open_test_model(&lm, 21, &e) == 0);
+    const char *prompt = "Lily found a";
+    ViewGenerateOptions go = {.max_tokens = 60, .seed = 5, .temperature = 1.0, .top_p = 0.95};
+    ViewBatch vb;
+    Streamed st = {.prompt = prompt};
+    CHECK(view_batch_init(&vb, &lm, NULL, prompt, &go, 3, &e) == 0);
+    CHECK(view_batch_run(&vb, collect, &st, &e) == 0);
+    for (int i = 0; i < 3; i++) {
+        ViewGenerateOptions one = go;
+        one.seed = go.seed + (uint64_t)i;
+        ViewGenerator vg;
+        CHECK(view_generator_init(&vg, &lm, NULL, prompt, &one, &e) == 0);
+        while (view_generator_next(&vg, &e) > 0) {}
+        const ViewGenerator *b = &vb.samples[i];
+        CHECK(b->ids.len == vg.ids.len && !memcmp(b->ids.data, vg.ids.data, vg.ids.len * sizeof(int32_t)));
+        CHECK(b->tokens == vg.tokens && strcmp(b->stop_reason, vg.stop_reason) == 0);
+        char *text = view_generator_text(b, &e);
+        CHECK(text && st.text[i].len == strlen(text) && !memcmp(st.text[i].data, text, st.text[i].len));
+        CHECK(st.done[i] == 1 && st.first_is_prompt[i] && st.calls[i] > 2);
+        free(text);
+        view_generator_free(&vg);
+        bytevec_free(&st.text[i]);
+    }
+    CHECK(st.after_done == 0);
+    CHECK(vb.samples[0].ids.len != vb.samples[1].ids.len ||
+          memcmp(vb.samples[0].ids.data, vb.samples[1].ids.data, vb.samples[0].ids.len * sizeof(int32_t)) != 0);
+    view_batch_free(&vb);
+    close_test_model(&lm);
+}
+
+/* view_story_text of prompt + the tokens of continuation. */
+static char *story(const LoadedModel *lm, const NameList *names, const char *prompt, const char *continuation) {
+    Error e;
+    IntVec ids = {0};
+    CHECK(tokenizer_encode(&lm->tokenizer, prompt, strlen(prompt), &ids, &e) == 0);
+    size_t n_prompt = ids.len;
+    CHECK(tokenizer_encode(&lm->tokenizer, continuation, strlen(continuation), &ids, &e) == 0);
+    char *text = view_story_text(&lm->tokenizer, prompt, ids.data, n_prompt, ids.len, names, &e);
+    intvec_free(&ids);
+    return text;
+}
+
+static int story_is(const LoadedModel *lm, const NameList *names, const char *prompt, const char *continuation,
+                    const char *want) {
+    char *got = story(lm, names, prompt, continuation);
+    int ok = got && strcmp(got, want) == 0;
+    if (!ok) printf("story: got \"%s\", want \"%s\"\n", got ? got : "(null)", want);
+    free(got);
+    return ok;
+}
+
+/* The prompt comes back byte for byte; the words written get capitals where
+ * a sentence starts and where a name is: one the names know, one the prompt
+ * wrote with a capital mid-sentence, one it wrote at a sentence start that
+ * the names never saw; not a common word that merely started a sentence. */
+static void prompt_as_typed_and_names_capitalised(void) {
+    Error e = {0};
+    LoadedModel lm;
+    CHECK(open_test_model(&lm, 22, &e) == 0);
+    const char *known = "Lily went out. Then Lily saw Tom. Tom and Lily played. Later Tom ran. Then they sat.";
+    StorySpan all = {0, strlen(known)};
+    NameList names;
+    CHECK(names_learn(&names, known, &all, 1, NULL, &e) == 0);
+    CHECK(story_is(&lm, &names, "Lily found a", "ball. then tom saw lily", "Lily found a ball. Then Tom saw Lily"));
+    CHECK(story_is(&lm, &names, "lily  FOUND\na ", "ball", "lily  FOUND\na ball")); /* as typed; no second space */
+    CHECK(story_is(&lm, &names, "Zo\xc3\xab said: \"Hi", "zoe ran", "Zo\xc3\xab said: \"Hi zoe ran"));
+    CHECK(story_is(&lm, &names, "We met Bip today.", "bip ran and then bip saw tom", "We met Bip today. Bip ran and then Bip saw Tom"));
+    CHECK(story_is(&lm, &names, "Zorbo ran. Then", "zorbo saw a ball then", "Zorbo ran. Then Zorbo saw a ball then"));
+    IntVec ids = {0}; /* a word the prompt began goes on: "Lily jum" + "##p ##e ##d tom" */
+    CHECK(tokenizer_encode(&lm.tokenizer, "Lily jumped tom", 15, &ids, &e) == 0 && ids.len == 8);
+    char *text = view_story_text(&lm.tokenizer, "Lily jum", ids.data, 4, ids.len, &names, &e);
+    CHECK(text && strcmp(text, "Lily jumped Tom") == 0);
+    free(text);
+    intvec_free(&ids);
+    CHECK(story_is(&lm, &names, "", "lily saw a ball. she ran", "Lily saw a ball. She ran"));
+    CHECK(story_is(&lm, NULL, "Lily found Tom", "and tom saw the ball", "Lily found Tom and Tom saw the ball"));
+    names_free(&names);
+    close_test_model(&lm);
+}
+
+/* [UNK] tokens counted, the characters behind them named once each, and a
+ * warning only when they are most of the prompt. */
+static void unknown_characters_are_named(void) {
+    Error e = {0};
+    LoadedModel lm;
+    CHECK(open_test_model(&lm, 23, &e) == 0);
+    PromptUnknown pu;
+    char chars[64];
+    CHECK(view_prompt_unknown(&lm.tokenizer, "\xd0\x96\xd0\xb8\xd0\xb6 \xd0\xb6\xd0\xb8", &pu, chars, sizeof chars, &e) == 0);
+    CHECK(pu.tokens == 2 && pu.unk == 2 && view_prompt_mostly_unknown(&pu));
+    CHECK(pu.n_chars == 3 && strcmp(chars, "'\xd0\x96', '\xd0\xb8', '\xd0\xb6'") == 0);
+    CHECK(view_prompt_unknown(&lm.tokenizer, "lily saw \xd0\x96\xd0\xb8 today", &pu, chars, sizeof chars, &e) == 0);
+    CHECK(pu.unk == 1 && pu.tokens == 4 && !view_prompt_mostly_unknown(&pu) && pu.n_chars == 2);
+    CHECK(view_prompt_unknown(&lm.tokenizer, "Zo\xc3\xab saw Tom", &pu, chars, sizeof chars, &e) == 0);
+    CHECK(pu.unk == 0 && !view_prompt_mostly_unknown(&pu) && chars[0] == '\0'); /* accents are stripped, not unknown */
+    CHECK(view_prompt_unknown(&lm.tokenizer, "", &pu, chars, sizeof chars, &e) == 0 && !view_prompt_mostly_unknown(&pu));
+    close_test_model(&lm);
+}
+
 int main(void) {
     model_threads_setup(2);
     generation_matches_forward();
     greedy_takes_the_largest();
     sampling_follows_its_settings();
     same_seed_same_draws();
+    batches_match_alone();
+    samples_together_are_samples_alone();
+    prompt_as_typed_and_names_capitalised();
+    unknown_characters_are_named();
     return check_report();
 }

@@ -2,6 +2,14 @@
  * keys and values (the last `window` of them) instead of recomputing them.
  * Gives the same logits as model_forward over the whole story.
  *
+ * Several stories at once (a batch of samples): each sample has its own
+ * cache of keys and values and its own position, and one step feeds one
+ * token to each of any subset of the samples in one pass over the weights
+ * (the dense layers' weight blocks are read once for all the rows, not once
+ * a row). A sample's arithmetic is the same, operation for operation,
+ * whatever the batch: its logits have the same bits fed alone or with 63
+ * others.
+ *
  * Laid out for speed (one token is some 300,000 multiply-adds, most of them
  * the output layer's): the cache holds each head's key and value components
  * as rows over the window's slots, so a head's scores and its blend are
@@ -10,8 +18,8 @@
  * twice over, so the scores of every slot are one contiguous stretch; the
  * dense layers' weights are packed in blocks of 16 rows, so that 16 outputs
  * build up in one register while the weights stream past once. These
- * copies are taken at generator_init: the model must not change while the
- * generator is in use. */
+ * copies are taken at init: the model must not change while the generator
+ * is in use. */
 #ifndef STORYLM_GENERATE_H
 #define STORYLM_GENERATE_H
 
@@ -19,26 +27,54 @@
 
 #include "storylm/error.h"
 #include "storylm/model.h"
+#include "storylm/workers.h"
 
-typedef struct Generator {
+typedef struct GeneratorBatch {
     const Model *model;
     Ablation ablation;
-    int pos;          /* tokens fed so far */
-    float *keys;      /* (H, kd, W): component i of the key in slot s (position pos % W) */
-    float *values;    /* (H, vd, W) */
+    int n;            /* samples */
+    /* the weights, packed once for every sample */
     float *qkv_w;     /* (D, H*(2*kd+vd)): queries (times 1/sqrt(kd)), keys, values of every head */
     float *distance2; /* (H, 2W): entry k = distance score (W-1-k) mod W */
-    float *qkv;       /* (H*(2*kd+vd)) the newest token's queries, keys, values */
     float *hidden_w;  /* hidden.weight and output.weight in blocks of 16 rows, column by column */
     float *output_w;
-    int32_t *recent;  /* (C) window8: the last C tokens, oldest first */
-    float *z;         /* (Z) what the hidden layer reads */
-    float *scores;    /* (W) */
-    float *hidden;    /* (128) */
-    float *logits;    /* (V) of the last token fed */
+    /* each sample's story; sample s's part is at s times the size given */
+    int *pos;         /* (n) tokens fed so far */
+    float *keys;      /* (n, H, kd, W): component i of the key in slot s (position pos % W) */
+    float *values;    /* (n, H, vd, W) */
+    int32_t *recent;  /* (n, C) window8: the last C tokens, oldest first */
+    float *qkv;       /* (n, H*(2*kd+vd)) the newest token's queries, keys, values */
+    float *z;         /* (n, Z) what the hidden layer reads */
+    float *hidden;    /* (n, 128) */
+    float *logits;    /* (n, V) of the last token fed */
+    float *scores;    /* (n, W) scratch of each sample's head scores */
+    float *rows;      /* (n, D) scratch: the rows of the tokens fed */
+    Workers *workers; /* NULL: steps on the caller's thread alone */
+} GeneratorBatch;
+
+/* n >= 1 samples, each at the start of a story; ablation may be NULL (no
+ * head switched off); it is copied. */
+int generator_batch_init(GeneratorBatch *g, const Model *m, const Ablation *ablation, int n, Error *e);
+void generator_batch_free(GeneratorBatch *g);
+/* Sample s forgets its story. */
+void generator_batch_reset(GeneratorBatch *g, int s);
+/* Sample to takes over sample from's story (cache, position, logits): a
+ * prompt fed once serves every sample. */
+void generator_batch_copy(GeneratorBatch *g, int from, int to);
+/* One step: token tokens[j] (0 <= token < V) to sample which[j], for j < k
+ * (distinct samples; the others wait). */
+void generator_batch_feed(GeneratorBatch *g, const int *which, const int32_t *tokens, int k);
+/* Steps share the samples fed between w's threads (NULL: none), each
+ * sample's arithmetic unchanged; w must outlive the batch's use. */
+void generator_batch_use_workers(GeneratorBatch *g, Workers *w);
+/* Sample s's logits (V) for its next token, valid until it is fed again. */
+const float *generator_batch_logits(const GeneratorBatch *g, int s);
+
+/* One story: a batch of one. */
+typedef struct Generator {
+    GeneratorBatch batch;
 } Generator;
 
-/* ablation may be NULL (no head switched off); it is copied. */
 int generator_init(Generator *g, const Model *m, const Ablation *ablation, Error *e);
 void generator_free(Generator *g);
 /* Forgets the story so far. */

@@ -80,36 +80,102 @@ int view_swap_text(Report *r, const ProbeSession *ps, const LoadedModel *baselin
 /* tokenize --json: [{"piece": .., "id": ..}, ...] (caller cJSON_Deletes); NULL when out of memory. */
 cJSON *view_tokens_json(const Tokenizer *t, const int32_t *ids, size_t n);
 
-/* Writing on (generate). */
+/* Writing on (generate). The text is the prompt as typed (case, spacing,
+ * accents, newlines), then what the model wrote, decoded: sentence starts
+ * get a capital, and so do the words that are names: those names knows
+ * (names_is_name), the words the prompt wrote with a capital where no
+ * sentence starts, and at a sentence start those names never saw (invented
+ * names). Without names (NULL) only the words the prompt wrote with a
+ * capital get it back (view_recapitalize). */
 typedef struct ViewGenerateOptions {
     int max_tokens, top_k;
-    uint64_t seed;
+    uint64_t seed;            /* of sample 0; sample i draws with seed + i */
     double temperature, top_p;
+    const NameList *names;    /* may be NULL; kept by the caller while the generator lives */
+    int threads;              /* a ViewBatch's steps share its samples between this many (0, 1: the caller's) */
 } ViewGenerateOptions;
-/* One token at a time, so a caller can stream them (the server) or stop. */
+/* One story, one token at a time, so a caller can stream them (the server)
+ * or stop; in a ViewBatch, one of its samples. */
 typedef struct ViewGenerator {
     const LoadedModel *lm;
     const char *prompt;       /* kept by the caller while the generator lives */
-    Generator g;
+    const NameList *names;
+    GeneratorBatch own;       /* alone: a batch of one */
+    GeneratorBatch *shared;   /* in a ViewBatch: its batch, and this story's sample there */
+    int slot;
     Sampler smp;
+    uint64_t seed;
     IntVec ids;               /* the prompt's tokens, then the new ones */
+    int prompt_tokens;
     const float *logits;      /* for the next token */
     int tokens, max_tokens;   /* new tokens so far; at most */
     int finished;
     const char *stop_reason;  /* "end" (the story ended) or "max_tokens" */
+    size_t shown;             /* bytes of the text streamed so far (view_batch_run), */
+    size_t settled;           /* and the ids it was made of */
 } ViewGenerator;
 /* Feeds [EOS] and the prompt's tokens. */
 int view_generator_init(ViewGenerator *vg, const LoadedModel *lm, const Ablation *ab, const char *prompt,
                         const ViewGenerateOptions *go, Error *e);
 /* 1: one more token (the last of vg->ids); 0: finished (vg->stop_reason); -1: error. */
 int view_generator_next(ViewGenerator *vg, Error *e);
-/* The prompt and what was written, decoded as the verb prints it (caller frees). */
+/* The prompt and what was written, as the verb prints it (caller frees). */
 char *view_generator_text(const ViewGenerator *vg, Error *e);
+/* The same for any ids: the prompt as typed, then ids[n_prompt..n) decoded
+ * (ids[0..n_prompt) are the prompt's tokens), names (may be NULL) capitalised. */
+char *view_story_text(const Tokenizer *t, const char *prompt, const int32_t *ids, size_t n_prompt, size_t n,
+                      const NameList *names, Error *e);
 void view_generator_free(ViewGenerator *vg);
 /* All at once: *text (caller frees). */
 int view_generate(const LoadedModel *lm, const Ablation *ab, const char *prompt, const ViewGenerateOptions *go,
                   char **text, Error *e);
 /* Words the prompt wrote with a capital get it back wherever they come again. */
 void view_recapitalize(char *text, const char *prompt);
+
+/* n stories from one prompt, computed together: each step feeds every
+ * unfinished sample's token in one pass over the weights (generate.h).
+ * Sample i draws with seed go->seed + i: it writes what a batch of one
+ * with that seed writes, bit for bit. */
+typedef struct ViewBatch {
+    GeneratorBatch gen;
+    Workers workers;        /* when threads > 1 */
+    int has_workers;
+    int n;
+    ViewGenerator *samples; /* (n) */
+    int *which;             /* (n) scratch of a step: the samples fed, */
+    int32_t *next;          /* (n) and their tokens */
+} ViewBatch;
+int view_batch_init(ViewBatch *vb, const LoadedModel *lm, const Ablation *ab, const char *prompt,
+                    const ViewGenerateOptions *go, int n, Error *e);
+/* Called with each new stretch of sample's text (text, len bytes), in order;
+ * done: the sample is finished and this is its last call. Returns 0 to go
+ * on, else that value stops view_batch_run. */
+typedef int (*ViewTextFn)(void *ctx, int sample, const char *text, size_t len, int done);
+/* Writes until every sample is finished, calling fn (may be NULL) as the
+ * text grows: first with the prompt, then a word at a time (a word is
+ * shown once the next piece starts another: whether it is a name, and so
+ * its capital, is known only then). Each sample's calls add up to its
+ * view_generator_text. 0, -1 on error, or what fn returned. */
+int view_batch_run(ViewBatch *vb, ViewTextFn fn, void *ctx, Error *e);
+void view_batch_free(ViewBatch *vb);
+
+/* A prompt's tokens against the vocabulary: how many are [UNK], and the
+ * characters it does not know (each once, as typed, ", " between them,
+ * cut to fit chars (size)). */
+typedef struct PromptUnknown {
+    int tokens, unk;
+    int n_chars;
+} PromptUnknown;
+int view_prompt_unknown(const Tokenizer *t, const char *prompt, PromptUnknown *pu, char *chars, size_t size, Error *e);
+/* 1 when most of the prompt's tokens are [UNK] (worth a warning). */
+int view_prompt_mostly_unknown(const PromptUnknown *pu);
+
+/* The names a generation with lm capitalises, learnt from the capitals of
+ * every story (test ones too) of a file: stories when given, else the file
+ * lm was trained on (its "data") when it is there, else data/stories.txt
+ * here or in the source tree. The file's path goes into from (size), ""
+ * when there is none (nl then stays empty: names_is_name says no). The CLI
+ * and the server find the same file, so they write the same text. */
+int view_generate_names(NameList *nl, const LoadedModel *lm, const char *stories, char *from, size_t size, Error *e);
 
 #endif

@@ -5,22 +5,37 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "args.h"
 #include "common.h"
 #include "probe_common.h"
+#include "storylm/fileio.h"
 #include "storylm/generate.h"
 #include "storylm/sample.h"
+#include "storylm/views.h"
 
 static int run(int argc, char **argv);
 const Command command_generate = {
-    "generate", "continue a prompt with a trained model", "storylm generate [options] [PROMPT]",
+    "generate", "continue a prompt with a trained model", "storylm generate [options] [PROMPT | -]",
     "Feeds [EOS] and the prompt's tokens to the model, then samples up to -n more tokens,\n"
-    "stopping at the end of the story. Keys and values of earlier tokens are kept, not\n"
-    "recomputed. --temperature 0 always takes the most likely token. With no PROMPT the\n"
-    "model starts a story from nothing.",
+    "stopping at the end of the story, and prints the prompt as typed with the story\n"
+    "written on, word by word as it comes. Keys and values of earlier tokens are kept,\n"
+    "not recomputed. --temperature 0 always takes the most likely token. PROMPT - (or\n"
+    "no PROMPT with a pipe or file on stdin) reads the prompt from stdin, its final\n"
+    "newline dropped; no PROMPT otherwise starts a story from nothing.\n"
+    "\n"
+    "--samples N writes N stories computed together (one pass over the weights a step\n"
+    "for all of them): sample i (from 1) draws with seed SEED + i - 1, so --samples 1\n"
+    "--seed SEED+i-1 writes it again. The seed is always printed on stderr.\n"
+    "\n"
+    "Names the model writes get a capital: the names learnt from the capitals of the\n"
+    "stories of --stories, else of the file the model was trained on (when it is there),\n"
+    "else of data/stories.txt (here or in the source tree); without one, only the words\n"
+    "the prompt capitalised. A prompt mostly of [UNK] tokens gets a warning naming the\n"
+    "characters the vocabulary does not know.",
     run};
 
 /* Head ablation: --ablate, --ablate-mode, and --stories for the mean. */
@@ -28,54 +43,235 @@ typedef struct GenerateAblation {
     const char *heads, *mode, *stories;
 } GenerateAblation;
 
-static int generate(const char *path, const char *prompt, const GenerateAblation *ga, const ViewGenerateOptions *go,
-                    Error *e) {
+typedef struct GenerateFlags {
+    GenerateAblation ga;
+    ViewGenerateOptions go;
+    int samples;
+    bool json;
+} GenerateFlags;
+
+/* The whole of stdin (caller frees), one final newline (as echo or a here
+ * document adds) dropped. */
+static char *read_stdin_prompt(Error *e) {
+    ByteVec b = {0};
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, stdin)) > 0)
+        if (bytevec_append(&b, buf, n, e)) return bytevec_free(&b), NULL;
+    if (ferror(stdin)) return bytevec_free(&b), FAIL(e, NULL, "cannot read the prompt from stdin"), NULL;
+    if (b.len && b.data[b.len - 1] == '\n') b.len--;
+    if (b.len && b.data[b.len - 1] == '\r') b.len--;
+    if (bytevec_append(&b, "", 1, e)) return bytevec_free(&b), NULL;
+    return (char *)b.data;
+}
+
+/* stdin is a pipe or a file (not a terminal, not /dev/null): no PROMPT reads it. */
+static int stdin_has_prompt(void) {
+    struct stat st;
+    return fstat(0, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISREG(st.st_mode));
+}
+
+/* Warns when most of the prompt's tokens are [UNK], naming the characters. */
+static int warn_unknown(const Tokenizer *t, const char *prompt, PromptUnknown *pu, Error *e) {
+    char chars[256];
+    if (view_prompt_unknown(t, prompt, pu, chars, sizeof chars, e)) return -1;
+    if (!view_prompt_mostly_unknown(pu)) return 0;
+    fprintf(stderr, "storylm: warning: %d of the prompt's %d tokens are [UNK]", pu->unk, pu->tokens);
+    if (pu->n_chars) fprintf(stderr, ": the vocabulary does not know %s", chars);
+    fprintf(stderr, "\n---> HINT: write the prompt in the alphabet of the training stories\n");
+    return 0;
+}
+
+/* ---- printing as the stories grow ------------------------------------------------ */
+
+/* Sample `current` is printed as it grows; later ones wait in their buffers
+ * and are printed, in order, once the ones before are done. */
+typedef struct Printer {
+    const ViewBatch *vb;
+    int current, flush;
+    ByteVec *waiting; /* (n) */
+    char *done;       /* (n) */
+    Error *e;
+} Printer;
+
+static void print_header(const Printer *p, int s) {
+    if (p->vb->n > 1)
+        printf("%s--- sample %d of %d (seed %llu) ---\n", s ? "\n" : "", s + 1, p->vb->n,
+               (unsigned long long)p->vb->samples[s].seed);
+}
+
+static int print_text(void *ctx, int sample, const char *text, size_t len, int done) {
+    Printer *p = ctx;
+    if (sample != p->current) {
+        p->done[sample] = (char)done;
+        return bytevec_append(&p->waiting[sample], text, len, p->e);
+    }
+    fwrite(text, 1, len, stdout);
+    while (done) { /* this one is done: print the ones that waited for it */
+        fputc('\n', stdout);
+        if (++p->current == p->vb->n) break;
+        print_header(p, p->current);
+        ByteVec *w = &p->waiting[p->current];
+        fwrite(w->data, 1, w->len, stdout);
+        done = p->done[p->current];
+    }
+    if (p->flush) fflush(stdout);
+    return 0;
+}
+
+/* Runs vb, printing the stories (fn NULL with --json). */
+static int run_batch(ViewBatch *vb, bool json, Error *e) {
+    if (json) return view_batch_run(vb, NULL, NULL, e);
+    struct stat st;
+    Printer p = {.vb = vb, .flush = isatty(1) || (fstat(1, &st) == 0 && S_ISFIFO(st.st_mode)), .e = e};
+    p.waiting = xcalloc((size_t)vb->n, sizeof *p.waiting, e);
+    p.done = p.waiting ? xcalloc((size_t)vb->n, 1, e) : NULL;
+    int rc = p.done ? 0 : -1;
+    if (!rc) print_header(&p, 0);
+    if (!rc) rc = view_batch_run(vb, print_text, &p, e);
+    for (int i = 0; p.waiting && i < vb->n; i++) bytevec_free(&p.waiting[i]);
+    free(p.waiting);
+    free(p.done);
+    fflush(stdout);
+    return rc ? -1 : 0;
+}
+
+/* ---- --json ---------------------------------------------------------------------- */
+
+static cJSON *sample_json(const ViewGenerator *vg, int i, Error *e) {
+    const Tokenizer *t = &vg->lm->tokenizer;
+    char *text = view_generator_text(vg, e);
+    cJSON *j = text ? cJSON_CreateObject() : NULL;
+    if (j) {
+        cJSON_AddNumberToObject(j, "sample", i + 1);
+        cJSON_AddNumberToObject(j, "seed", (double)vg->seed);
+        cJSON_AddStringToObject(j, "text", text);
+        cJSON_AddNumberToObject(j, "new_tokens", vg->tokens);
+        cJSON_AddItemToObject(j, "tokens", view_tokens_json(t, vg->ids.data + vg->prompt_tokens, (size_t)vg->tokens));
+        cJSON_AddStringToObject(j, "stop_reason", vg->stop_reason);
+    }
+    free(text);
+    return j;
+}
+
+static int print_json(const ViewBatch *vb, const LoadedModel *lm, const char *prompt, const GenerateFlags *f,
+                      const PromptUnknown *pu, const char *names_from, const double seconds[2], Error *e) {
+    cJSON *j = cJSON_CreateObject();
+    const ViewGenerator *first = &vb->samples[0];
+    cJSON_AddStringToObject(j, "command", "generate");
+    cJSON_AddStringToObject(j, "model", lm->path);
+    cJSON_AddStringToObject(j, "prompt", prompt);
+    cJSON_AddItemToObject(j, "prompt_tokens", view_tokens_json(&lm->tokenizer, first->ids.data, (size_t)first->prompt_tokens));
+    cJSON_AddNumberToObject(j, "unk_tokens", pu->unk);
+    cJSON_AddNumberToObject(j, "seed", (double)f->go.seed);
+    cJSON_AddNumberToObject(j, "max_tokens", f->go.max_tokens);
+    cJSON_AddNumberToObject(j, "temperature", f->go.temperature);
+    cJSON_AddNumberToObject(j, "top_k", f->go.top_k);
+    cJSON_AddNumberToObject(j, "top_p", f->go.top_p);
+    if (names_from) cJSON_AddStringToObject(j, "names_from", names_from);
+    else cJSON_AddNullToObject(j, "names_from");
+    cJSON *samples = cJSON_AddArrayToObject(j, "samples");
+    long long total = 0;
+    for (int i = 0; i < vb->n; i++) {
+        total += vb->samples[i].tokens;
+        cJSON *s = sample_json(&vb->samples[i], i, e);
+        if (!s) return cJSON_Delete(j), -1;
+        cJSON_AddItemToArray(samples, s);
+    }
+    cJSON_AddNumberToObject(j, "new_tokens", (double)total);
+    cJSON_AddNumberToObject(j, "seconds", seconds[0]); /* writing only, not loading */
+    cJSON_AddNumberToObject(j, "cpu_seconds", seconds[1]);
+    cJSON_AddNumberToObject(j, "tokens_per_second", seconds[0] > 0 ? (double)total / seconds[0] : 0);
+    char *out = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    if (!out) return FAIL(e, NULL, "out of memory printing JSON");
+    printf("%s\n", out);
+    free(out);
+    return 0;
+}
+
+/* Seconds on clock (CLOCK_MONOTONIC: wall; CLOCK_PROCESS_CPUTIME_ID: CPU). */
+static double clock_seconds(clockid_t clock) {
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* The stories, once the model, the ablation and the names are ready. */
+static int write_stories(const LoadedModel *lm, const Ablation *ab, const char *prompt, GenerateFlags *f,
+                         const char *names_from, Error *e) {
+    PromptUnknown pu;
+    if (warn_unknown(&lm->tokenizer, prompt, &pu, e)) return -1;
+    ViewBatch vb;
+    if (view_batch_init(&vb, lm, ab, prompt, &f->go, f->samples, e)) return -1;
+    double start = clock_seconds(CLOCK_MONOTONIC), cpu_start = clock_seconds(CLOCK_PROCESS_CPUTIME_ID);
+    int rc = run_batch(&vb, f->json, e);
+    double seconds[2] = {clock_seconds(CLOCK_MONOTONIC) - start, clock_seconds(CLOCK_PROCESS_CPUTIME_ID) - cpu_start};
+    if (!rc && f->json) rc = print_json(&vb, lm, prompt, f, &pu, names_from, seconds, e);
+    view_batch_free(&vb);
+    return rc;
+}
+
+static int generate(const char *path, const char *prompt, GenerateFlags *f, Error *e) {
     LoadedModel lm;
     if (cli_load_model(&lm, path, e)) return -1;
+    const GenerateAblation *ga = &f->ga;
     Ablation ab = {0};
     float *mean = NULL;
-    char desc[160];
-    char *out = NULL;
+    char desc[160], from[4096];
+    NameList names = {0};
     int rc = cli_setup_ablation(&lm, ga->heads, ga->mode, NULL, ga->stories, STORIES_DEFAULT_TEST, &ab, &mean, desc,
                                 sizeof desc, e);
     if (!rc && desc[0] && isatty(2)) fprintf(stderr, "storylm: %s\n", desc);
-    if (!rc) rc = view_generate(&lm, &ab, prompt, go, &out, e);
-    if (!rc) printf("%s\n", out);
-    free(out);
+    if (!rc) rc = view_generate_names(&names, &lm, ga->stories, from, sizeof from, e);
+    if (!rc && from[0]) f->go.names = &names;
+    if (!rc) rc = write_stories(&lm, &ab, prompt, f, from[0] ? from : NULL, e);
+    names_free(&names);
     free(mean);
     cli_free_model(&lm);
     return rc;
 }
 
 static int run(int argc, char **argv) {
-    ViewGenerateOptions go = {.max_tokens = 200, .top_k = 0, .temperature = 0.8, .top_p = 0.95};
+    GenerateFlags f = {.go = {.max_tokens = 200, .top_k = 0, .temperature = 0.8, .top_p = 0.95},
+                       .ga = {.mode = "zero"}, .samples = 1};
     int seed = -1;
-    const char *model = NULL, *pos[1] = {""};
-    GenerateAblation ga = {.mode = "zero"};
+    const char *model = NULL, *pos[1] = {NULL};
+    GenerateAblation *ga = &f.ga;
     int np, threads = 1;
     Option opts[] = {
         {"model", 'm', OPT_STRING, &model, "FILE", "model file (default: ./" DEFAULT_MODEL_PATH ", else the shipped model)", 0, 0},
-        {"tokens", 'n', OPT_INT, &go.max_tokens, "N", "most new tokens", 0, 1000000},
-        {"temperature", 't', OPT_DOUBLE, &go.temperature, "T", "sampling temperature; 0 (or below 1e-4) = greedy", 0, 100},
-        {"top-k", 'k', OPT_INT, &go.top_k, "K", "sample among the K most likely; 0 = all", 0, 1000000},
-        {"top-p", 'p', OPT_DOUBLE, &go.top_p, "P", "sample among the most likely holding P of the probability", 1e-6, 1},
-        {"seed", 's', OPT_INT, &seed, "N", "sampling seed; -1 = from the clock (printed)", -1, 2147483647},
-        {"ablate", 0, OPT_STRING, &ga.heads, "HEADS", "switch heads off, e.g. 3,5", 0, 0},
-        {"ablate-mode", 0, OPT_STRING, &ga.mode, "MODE", ABLATE_HELP_MODE, 0, 0},
-        {"stories", 0, OPT_STRING, &ga.stories, "FILE",
-         "stories for --ablate-mode mean (needed for it; info names the training file)", 0, 0},
-        {"threads", 0, OPT_INT, &threads, "N", "threads", 1, 256},
+        {"tokens", 'n', OPT_INT, &f.go.max_tokens, "N", "most new tokens (default 200)", 0, 1000000},
+        {"temperature", 't', OPT_DOUBLE, &f.go.temperature, "T", "sampling temperature (default 0.8); 0 (or below 1e-4) = greedy", 0, 100},
+        {"top-k", 'k', OPT_INT, &f.go.top_k, "K", "sample among the K most likely (default 0 = all)", 0, 1000000},
+        {"top-p", 'p', OPT_DOUBLE, &f.go.top_p, "P", "sample among the most likely holding P of the probability (default 0.95)", 1e-6, 1},
+        {"seed", 's', OPT_INT, &seed, "N", "sampling seed of the first sample (default -1 = from the clock; printed)", -1, 2147483647},
+        {"samples", 0, OPT_INT, &f.samples, "N", "stories to write, computed together (default 1)", 1, 4096},
+        {"json", 0, OPT_BOOL, &f.json, NULL, "print text, tokens, seed and stop reason of each sample as JSON", 0, 0},
+        {"ablate", 0, OPT_STRING, &ga->heads, "HEADS", "switch heads off, e.g. 3,5", 0, 0},
+        {"ablate-mode", 0, OPT_STRING, &ga->mode, "MODE", ABLATE_HELP_MODE, 0, 0},
+        {"stories", 0, OPT_STRING, &ga->stories, "FILE",
+         "stories for --ablate-mode mean (needed for it) and for the names (default: the model's training file if here, else data/stories.txt)", 0, 0},
+        {"threads", 0, OPT_INT, &threads, "N", "threads the samples of --samples are shared between (default 1)", 1, 256},
     };
     int rc = args_parse(&command_generate, argc, argv, opts, N_OPTIONS(opts), pos, 0, 1, &np);
     if (rc) return rc > 0 ? 0 : 2;
-    if (probe_check_mode(&command_generate, ga.mode)) return 2;
+    if (probe_check_mode(&command_generate, ga->mode)) return 2;
     cli_set_threads(threads);
-    if (seed < 0) {
-        seed = (int)(((unsigned)time(NULL) ^ (unsigned)getpid() * 2654435761u) & 0x7fffffff);
-        if (isatty(2)) fprintf(stderr, "storylm: seed %d (give --seed %d to repeat)\n", seed, seed);
-    }
-    go.seed = (uint64_t)seed;
+    if (seed < 0) seed = (int)(((unsigned)time(NULL) ^ (unsigned)getpid() * 2654435761u) & 0x7fffffff);
+    if (f.samples > 1)
+        fprintf(stderr, "storylm: seed %d; sample i draws with seed %d + i - 1 (give --seed %d to repeat)\n", seed, seed, seed);
+    else
+        fprintf(stderr, "storylm: seed %d (give --seed %d to repeat)\n", seed, seed);
+    f.go.seed = (uint64_t)seed;
+    f.go.threads = threads;
     Error e = {0};
-    if (generate(cli_model_path(model, false), pos[0], &ga, &go, &e)) return cli_fail(&e);
-    return 0;
+    char *from_stdin = NULL;
+    if ((np && strcmp(pos[0], "-") == 0) || (!np && stdin_has_prompt())) {
+        if (!(from_stdin = read_stdin_prompt(&e))) return cli_fail(&e);
+    }
+    const char *prompt = from_stdin ? from_stdin : np ? pos[0] : "";
+    rc = generate(cli_model_path(model, false), prompt, &f, &e);
+    free(from_stdin);
+    return rc ? cli_fail(&e) : 0;
 }

@@ -13,9 +13,9 @@
 
 static int qkv_width(const ModelConfig *c) { return c->n_heads * (2 * c->key_dim + c->value_dim); }
 
-/* 16 floats, one AVX-512 register (two AVX ones, or plain loops, elsewhere). */
-typedef float f16 __attribute__((vector_size(64)));
-/* The helpers are static and inlined: no ABI is crossed (GCC warns without AVX-512). */
+/* 8 floats, one AVX register (two SSE ones, or plain loops, elsewhere). */
+typedef float f8 __attribute__((vector_size(32)));
+/* The helpers are static and inlined: no ABI is crossed (GCC warns without AVX). */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wpsabi"
 #endif
@@ -31,35 +31,94 @@ static void pack_rows16(const float *W, int rows, int cols, float *packed) {
                 packed[((size_t)b * cols + k) * 16 + r] = 16 * b + r < rows ? W[(size_t)(16 * b + r) * cols + k] : 0.0f;
 }
 
-/* y (rows) = packed W (rows, cols) x (cols) + bias. */
-static void dense16(const float *packed, const float *bias, const float *x, int rows, int cols, float *y) {
+/* 8 floats read from anywhere (no alignment asked). */
+static inline f8 load8(const float *p) {
+    f8 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* The 16 sums of a block (two chains of two registers each) + bias -> y. */
+static inline void store_block(f8 even_lo, f8 even_hi, f8 odd_lo, f8 odd_hi, const float *bias, int n, float *y) {
+    float out[16];
+    f8 lo = even_lo + odd_lo, hi = even_hi + odd_hi;
+    memcpy(out, &lo, sizeof lo);
+    memcpy(out + 8, &hi, sizeof hi);
+    for (int r = 0; r < n; r++) y[r] = out[r] + bias[r];
+}
+
+/* Block b (16 rows; n of them real) of y = packed W (rows, cols) x (cols)
+ * + bias, w the block. Each row's sum is two chains (even and odd columns:
+ * an FMA waits on the one before) added at the end; the 16 rows are two
+ * 8-float registers (AVX). */
+static void dense16_block(const float *w, const float *bias, const float *x, int cols, int n, float *y) {
+    f8 e0 = {0}, e1 = {0}, o0 = {0}, o1 = {0};
+    int k = 0;
+    for (; k + 1 < cols; k += 2) {
+        const float *wk = w + (size_t)k * 16;
+        e0 += load8(wk) * x[k];
+        e1 += load8(wk + 8) * x[k];
+        o0 += load8(wk + 16) * x[k + 1];
+        o1 += load8(wk + 24) * x[k + 1];
+    }
+    if (k < cols) {
+        e0 += load8(w + (size_t)k * 16) * x[k];
+        e1 += load8(w + (size_t)k * 16 + 8) * x[k];
+    }
+    store_block(e0, e1, o0, o1, bias, n, y);
+}
+
+/* dense16_block for two samples (xa -> ya, xb -> yb): eight chains in
+ * flight, each weight read once for both, each sample's sums in the same
+ * order as alone (so the same bits). */
+static void dense16_block2(const float *w, const float *bias, const float *xa, const float *xb, int cols, int n,
+                           float *ya, float *yb) {
+    f8 ae0 = {0}, ae1 = {0}, ao0 = {0}, ao1 = {0}, be0 = {0}, be1 = {0}, bo0 = {0}, bo1 = {0};
+    int k = 0;
+    for (; k + 1 < cols; k += 2) {
+        const float *wk = w + (size_t)k * 16;
+        f8 w0 = load8(wk), w1 = load8(wk + 8), w2 = load8(wk + 16), w3 = load8(wk + 24);
+        ae0 += w0 * xa[k];
+        ae1 += w1 * xa[k];
+        ao0 += w2 * xa[k + 1];
+        ao1 += w3 * xa[k + 1];
+        be0 += w0 * xb[k];
+        be1 += w1 * xb[k];
+        bo0 += w2 * xb[k + 1];
+        bo1 += w3 * xb[k + 1];
+    }
+    if (k < cols) {
+        f8 w0 = load8(w + (size_t)k * 16), w1 = load8(w + (size_t)k * 16 + 8);
+        ae0 += w0 * xa[k];
+        ae1 += w1 * xa[k];
+        be0 += w0 * xb[k];
+        be1 += w1 * xb[k];
+    }
+    store_block(ae0, ae1, ao0, ao1, bias, n, ya);
+    store_block(be0, be1, bo0, bo1, bias, n, yb);
+}
+
+/* For j < k: y of sample which[j] (rows) = packed W (rows, cols) x of that
+ * sample (cols) + bias; x and y hold a sample's vector every x_step, y_step
+ * floats. Block by block, every sample's rows while the block (16 x cols)
+ * sits in the first-level cache: the weights stream past once a step, not
+ * once a sample; each sample's sums are the same whatever the others. */
+static void dense16(const float *packed, const float *bias, const float *x, size_t x_step, const int *which, int k,
+                    int rows, int cols, float *y, size_t y_step) {
     for (int b = 0; b < (rows + 15) / 16; b++) {
         const float *w = packed + (size_t)b * cols * 16;
-        f16 acc0 = {0}, acc1 = {0}; /* two chains: an FMA waits on the one before */
-        int k = 0;
-        for (; k + 1 < cols; k += 2) {
-            f16 w0, w1;
-            memcpy(&w0, w + (size_t)k * 16, sizeof w0);
-            memcpy(&w1, w + (size_t)(k + 1) * 16, sizeof w1);
-            acc0 += w0 * x[k];
-            acc1 += w1 * x[k + 1];
-        }
-        if (k < cols) {
-            f16 w0;
-            memcpy(&w0, w + (size_t)k * 16, sizeof w0);
-            acc0 += w0 * x[k];
-        }
-        float out[16];
-        acc0 += acc1;
-        memcpy(out, &acc0, sizeof out);
-        int n = rows - 16 * b < 16 ? rows - 16 * b : 16;
-        for (int r = 0; r < n; r++) y[16 * b + r] = out[r] + bias[16 * b + r];
+        int j = 0, n = rows - 16 * b < 16 ? rows - 16 * b : 16;
+        const float *bb = bias + 16 * b;
+        for (; j + 1 < k; j += 2)
+            dense16_block2(w, bb, x + which[j] * x_step, x + which[j + 1] * x_step, cols, n, y + which[j] * y_step + 16 * b,
+                           y + which[j + 1] * y_step + 16 * b);
+        if (j < k) dense16_block(w, bb, x + which[j] * x_step, cols, n, y + which[j] * y_step + 16 * b);
     }
 }
 
 /* query, key, value (H, D, kd|vd) -> qkv_w (D, QKV), queries times 1/sqrt(kd);
  * distance (H, W) -> distance2 (H, 2W), entry k = score of distance (W-1-k) mod W. */
-static void pack_weights(Generator *g, float *table) {
+static void pack_weights(GeneratorBatch *g, float *table) {
     const Model *m = g->model;
     const ModelConfig *c = &m->cfg;
     int D = c->row_dim, H = c->n_heads, kd = c->key_dim, vd = c->value_dim, W = c->window, QKV = qkv_width(c);
@@ -78,30 +137,46 @@ static void pack_weights(Generator *g, float *table) {
         for (int k = 0; k < 2 * W; k++) g->distance2[(size_t)h * 2 * W + k] = distance[(size_t)h * W + (2 * W - 1 - k) % W];
 }
 
-int generator_init(Generator *g, const Model *m, const Ablation *ablation, Error *e) {
+/* Sizes of one sample's part of each per-sample buffer. */
+typedef struct SampleSizes {
+    size_t keys, values, recent, qkv, z, hidden, logits;
+} SampleSizes;
+
+static SampleSizes sample_sizes(const ModelConfig *c) {
+    int att = c->arch == ARCH_ATTENTION;
+    size_t H = c->n_heads, W = c->window;
+    return (SampleSizes){.keys = att ? H * W * c->key_dim : 0, .values = att ? H * W * c->value_dim : 0,
+                         .recent = c->context > 0 ? (size_t)c->context : 1, .qkv = att ? (size_t)qkv_width(c) : 0,
+                         .z = model_hidden_input_dim(c), .hidden = c->hidden_dim, .logits = c->vocab_size};
+}
+
+int generator_batch_init(GeneratorBatch *g, const Model *m, const Ablation *ablation, int n, Error *e) {
     const ModelConfig *c = &m->cfg;
-    *g = (Generator){.model = m};
+    *g = (GeneratorBatch){.model = m, .n = n};
     if (ablation) g->ablation = *ablation;
-    size_t H = c->n_heads, W = c->window, QKV = c->arch == ARCH_ATTENTION ? qkv_width(c) : 0;
-    size_t Z = model_hidden_input_dim(c), Hd16 = (c->hidden_dim + 15) / 16 * 16, V16 = (c->vocab_size + 15) / 16 * 16;
+    if (n < 1) return FAIL(e, "ask for 1 or more samples", "a batch of %d samples", n);
+    SampleSizes sz = sample_sizes(c);
+    size_t H = c->n_heads, W = c->window, N = (size_t)n;
+    size_t Z = sz.z, Hd16 = (c->hidden_dim + 15) / 16 * 16, V16 = (c->vocab_size + 15) / 16 * 16;
     int ok = (g->hidden_w = xmalloc(Hd16 * Z * sizeof(float), e)) &&
-             (g->output_w = xmalloc(V16 * c->hidden_dim * sizeof(float), e)) && (g->recent = xcalloc(c->context > 0 ? c->context : 1, sizeof(int32_t), e)) &&
-             (g->z = xcalloc(model_hidden_input_dim(c), sizeof(float), e)) &&
-             (g->scores = xcalloc(W, sizeof(float), e)) && (g->hidden = xcalloc(c->hidden_dim, sizeof(float), e)) &&
-             (g->logits = xcalloc(c->vocab_size, sizeof(float), e));
+             (g->output_w = xmalloc(V16 * c->hidden_dim * sizeof(float), e)) &&
+             (g->pos = xcalloc(N, sizeof(int), e)) && (g->recent = xcalloc(N * sz.recent, sizeof(int32_t), e)) &&
+             (g->z = xcalloc(N * Z, sizeof(float), e)) && (g->scores = xcalloc(N * W, sizeof(float), e)) &&
+             (g->rows = xcalloc(N * c->row_dim, sizeof(float), e)) &&
+             (g->hidden = xcalloc(N * sz.hidden, sizeof(float), e)) &&
+             (g->logits = xcalloc(N * sz.logits, sizeof(float), e));
     if (ok && c->arch == ARCH_ATTENTION)
-        ok = (g->keys = xcalloc(H * W * c->key_dim, sizeof(float), e)) &&
-             (g->values = xcalloc(H * W * c->value_dim, sizeof(float), e)) &&
-             (g->qkv_w = xmalloc((size_t)c->row_dim * QKV * sizeof(float), e)) &&
-             (g->distance2 = xmalloc(H * 2 * W * sizeof(float), e)) && (g->qkv = xmalloc(QKV * sizeof(float), e));
+        ok = (g->keys = xcalloc(N * sz.keys, sizeof(float), e)) && (g->values = xcalloc(N * sz.values, sizeof(float), e)) &&
+             (g->qkv_w = xmalloc((size_t)c->row_dim * sz.qkv * sizeof(float), e)) &&
+             (g->distance2 = xmalloc(H * 2 * W * sizeof(float), e)) && (g->qkv = xmalloc(N * sz.qkv * sizeof(float), e));
     if (!ok) {
-        generator_free(g);
+        generator_batch_free(g);
         return -1;
     }
     if (c->arch == ARCH_ATTENTION) {
         float *table = xmalloc(H * W * sizeof(float), e);
         if (!table) {
-            generator_free(g);
+            generator_batch_free(g);
             return -1;
         }
         pack_weights(g, table);
@@ -112,102 +187,180 @@ int generator_init(Generator *g, const Model *m, const Ablation *ablation, Error
     return 0;
 }
 
-void generator_free(Generator *g) {
-    void *bufs[] = {g->keys, g->values, g->qkv_w, g->distance2, g->qkv, g->hidden_w, g->output_w, g->recent, g->z,
-                    g->scores, g->hidden, g->logits};
+void generator_batch_free(GeneratorBatch *g) {
+    void *bufs[] = {g->keys, g->values, g->qkv_w, g->distance2, g->qkv, g->hidden_w, g->output_w, g->pos, g->recent,
+                    g->z, g->scores, g->rows, g->hidden, g->logits};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
-    *g = (Generator){0};
+    *g = (GeneratorBatch){0};
 }
 
-void generator_reset(Generator *g) { g->pos = 0; }
+void generator_batch_reset(GeneratorBatch *g, int s) { g->pos[s] = 0; }
 
-/* row (D) -> qkv (QKV) = row @ qkv_w; the key and value go to the cache's slot. */
-static void new_query_key_value(Generator *g, const float *row) {
+void generator_batch_copy(GeneratorBatch *g, int from, int to) {
+    SampleSizes sz = sample_sizes(&g->model->cfg);
+    g->pos[to] = g->pos[from];
+    if (g->keys) {
+        memcpy(g->keys + to * sz.keys, g->keys + from * sz.keys, sz.keys * sizeof(float));
+        memcpy(g->values + to * sz.values, g->values + from * sz.values, sz.values * sizeof(float));
+    }
+    memcpy(g->recent + to * sz.recent, g->recent + from * sz.recent, sz.recent * sizeof(int32_t));
+    memcpy(g->logits + to * sz.logits, g->logits + from * sz.logits, sz.logits * sizeof(float));
+}
+
+const float *generator_batch_logits(const GeneratorBatch *g, int s) {
+    return g->logits + (size_t)s * g->model->cfg.vocab_size;
+}
+
+/* For j < k: the row of sample which[j] (rows + j*D) -> its qkv = row @ qkv_w,
+ * one pass over qkv_w for all of them; the key and value go to its cache's slot. */
+static void new_query_key_value(GeneratorBatch *g, const float *rows, const int *which, int k) {
     const ModelConfig *c = &g->model->cfg;
     int D = c->row_dim, QKV = qkv_width(c), H = c->n_heads, kd = c->key_dim, vd = c->value_dim, W = c->window;
-    float *qkv = g->qkv;
-    memset(qkv, 0, QKV * sizeof(float));
+    SampleSizes sz = sample_sizes(c);
+    for (int j = 0; j < k; j++) memset(g->qkv + which[j] * sz.qkv, 0, QKV * sizeof(float));
     for (int r = 0; r < D; r++) {
         const float *w = g->qkv_w + (size_t)r * QKV;
-        float x = row[r];
+        for (int j = 0; j < k; j++) {
+            float *qkv = g->qkv + which[j] * sz.qkv, x = rows[(size_t)j * D + r];
 #pragma omp simd
-        for (int j = 0; j < QKV; j++) qkv[j] += x * w[j];
+            for (int q = 0; q < QKV; q++) qkv[q] += x * w[q];
+        }
     }
-    score_token_qk(g->model, g->pos, qkv); /* --pos rope, --score general|additive: turned once, cached so */
-    int slot = g->pos % W;
-    for (int i = 0; i < H * kd; i++) g->keys[(size_t)i * W + slot] = qkv[H * kd + i];
-    for (int i = 0; i < H * vd; i++) g->values[(size_t)i * W + slot] = qkv[2 * H * kd + i];
+    for (int j = 0; j < k; j++) {
+        int s = which[j], slot = g->pos[s] % W;
+        float *qkv = g->qkv + s * sz.qkv;
+        score_token_qk(g->model, g->pos[s], qkv); /* --pos rope, --score general|additive: turned once, cached so */
+        float *keys = g->keys + s * sz.keys, *values = g->values + s * sz.values;
+        for (int i = 0; i < H * kd; i++) keys[(size_t)i * W + slot] = qkv[H * kd + i];
+        for (int i = 0; i < H * vd; i++) values[(size_t)i * W + slot] = qkv[2 * H * kd + i];
+    }
 }
 
-/* Head h at the newest position over the cache's n slots: scores (query .
- * key / sqrt(kd) + distance score), softmax, blend of the values into out (vd). */
-static void head_attend(Generator *g, int h, float *out) {
+/* Head h of sample s at its newest position over the cache's n slots: scores
+ * (query . key / sqrt(kd) + distance score), softmax, blend of the values into out (vd). */
+static void head_attend(GeneratorBatch *g, int s, int h, float *out) {
     const ModelConfig *c = &g->model->cfg;
-    int W = c->window, kd = c->key_dim, vd = c->value_dim;
-    int n = g->pos + 1 < W ? g->pos + 1 : W, newest = g->pos % W;
+    SampleSizes sz = sample_sizes(c);
+    int W = c->window, kd = c->key_dim, vd = c->value_dim, pos = g->pos[s];
+    int n = pos + 1 < W ? pos + 1 : W, newest = pos % W;
     /* slot s holds the key (newest - s) mod W back */
     const float *bias = g->distance2 + (size_t)h * 2 * W + (W - 1 - newest);
-    const float *q = g->qkv + h * kd, *keys = g->keys + (size_t)h * kd * W;
-    float *s = g->scores;
-    memcpy(s, bias, n * sizeof(float));
+    const float *q = g->qkv + s * sz.qkv + h * kd, *keys = g->keys + s * sz.keys + (size_t)h * kd * W;
+    float *sc = g->scores + (size_t)s * W; /* each sample its own: threads may share the batch */
+    memcpy(sc, bias, n * sizeof(float));
     if (c->score == SCORE_ADDITIVE) /* --score additive: v . tanh(q~ + k~) */
-        additive_scores_cached(model_param(g->model, "score.v") + h * kd, kd, q, keys, W, n, s);
+        additive_scores_cached(model_param(g->model, "score.v") + h * kd, kd, q, keys, W, n, sc);
     else
         for (int i = 0; i < kd; i++) {
-            const float *k = keys + (size_t)i * W;
+            const float *key = keys + (size_t)i * W;
             float qi = q[i];
 #pragma omp simd
-            for (int j = 0; j < n; j++) s[j] += qi * k[j];
+            for (int j = 0; j < n; j++) sc[j] += qi * key[j];
         }
-    softmax_inplace(s, n);
+    softmax_inplace(sc, n);
     for (int ch = 0; ch < vd; ch++) {
-        const float *v = g->values + ((size_t)h * vd + ch) * W;
+        const float *v = g->values + s * sz.values + ((size_t)h * vd + ch) * W;
         float acc = 0.0f;
 #pragma omp simd reduction(+ : acc)
-        for (int j = 0; j < n; j++) acc += s[j] * v[j];
+        for (int j = 0; j < n; j++) acc += sc[j] * v[j];
         out[ch] = acc;
     }
 }
 
-/* The row and the heads' outputs of the newest token -> z (160). */
-static void attention_z(Generator *g, const float *row) {
+/* The rows (k, D) and the heads' outputs of the newest tokens -> each sample's z (160). */
+static void attention_z(GeneratorBatch *g, const float *rows, const int *which, int k) {
     const ModelConfig *c = &g->model->cfg;
     int D = c->row_dim, vd = c->value_dim;
-    memcpy(g->z, row, D * sizeof(float));
-    position_row_add(g->model, g->pos, g->z); /* --pos absolute|sinusoidal: the tag at this position */
-    new_query_key_value(g, g->z);
-    for (int h = 0; h < c->n_heads; h++) {
-        float *out = g->z + D + h * vd;
-        if (g->ablation.heads & (1u << h)) {
-            for (int i = 0; i < vd; i++) out[i] = g->ablation.mode == ABLATE_MEAN ? g->ablation.mean[h * vd + i] : 0;
-        } else {
-            head_attend(g, h, out);
+    size_t Z = sample_sizes(c).z;
+    new_query_key_value(g, rows, which, k);
+    for (int j = 0; j < k; j++) {
+        float *z = g->z + which[j] * Z;
+        memcpy(z, rows + (size_t)j * D, D * sizeof(float));
+        for (int h = 0; h < c->n_heads; h++) {
+            float *out = z + D + h * vd;
+            if (g->ablation.heads & (1u << h)) {
+                for (int i = 0; i < vd; i++) out[i] = g->ablation.mode == ABLATE_MEAN ? g->ablation.mean[h * vd + i] : 0;
+            } else {
+                head_attend(g, which[j], h, out);
+            }
         }
     }
 }
 
-/* window8: the last C rows, oldest first; the story's first row before its start. */
-static void window_z(Generator *g, int32_t token) {
+/* window8: sample s's last C rows, oldest first; the story's first row before its start. */
+static void window_z(GeneratorBatch *g, int s, int32_t token) {
     const ModelConfig *c = &g->model->cfg;
     int C = c->context, D = c->row_dim;
-    if (g->pos == 0)
-        for (int i = 0; i < C; i++) g->recent[i] = token;
+    SampleSizes sz = sample_sizes(c);
+    int32_t *recent = g->recent + s * sz.recent;
+    float *z = g->z + s * sz.z;
+    if (g->pos[s] == 0)
+        for (int i = 0; i < C; i++) recent[i] = token;
     else {
-        memmove(g->recent, g->recent + 1, (C - 1) * sizeof(int32_t));
-        g->recent[C - 1] = token;
+        memmove(recent, recent + 1, (C - 1) * sizeof(int32_t));
+        recent[C - 1] = token;
     }
-    for (int i = 0; i < C; i++) memcpy(g->z + i * D, g->model->embedding + (size_t)g->recent[i] * D, D * sizeof(float));
+    for (int i = 0; i < C; i++) memcpy(z + i * D, g->model->embedding + (size_t)recent[i] * D, D * sizeof(float));
 }
 
-const float *generator_feed(Generator *g, int32_t token) {
+/* generator_batch_feed for tokens[j] to which[j], j < k, with the rows
+ * scratch rows (k, D): one thread's part of a step. */
+static void feed_part(GeneratorBatch *g, const int *which, const int32_t *tokens, int k, float *rows) {
     const Model *m = g->model;
     const ModelConfig *c = &m->cfg;
-    int Z = model_hidden_input_dim(c), Hd = c->hidden_dim, V = c->vocab_size;
-    if (c->arch == ARCH_ATTENTION) attention_z(g, m->embedding + (size_t)token * c->row_dim);
-    else window_z(g, token);
-    dense16(g->hidden_w, m->hidden_b, g->z, Hd, Z, g->hidden); /* hidden = tanh(W1 z + b1), W1 (Hd, Z) */
-    tanh_inplace(g->hidden, Hd);
-    dense16(g->output_w, m->output_b, g->hidden, V, Hd, g->logits); /* logits = W2 hidden + b2, W2 (V, Hd) */
-    g->pos++;
-    return g->logits;
+    SampleSizes sz = sample_sizes(c);
+    int Z = (int)sz.z, Hd = c->hidden_dim, V = c->vocab_size, D = c->row_dim;
+    if (c->arch == ARCH_ATTENTION) { /* the rows gathered (k, D) for the one pass over the query, key, value weights */
+        for (int j = 0; j < k; j++) {
+            memcpy(rows + (size_t)j * D, m->embedding + (size_t)tokens[j] * D, D * sizeof(float));
+            position_row_add(m, g->pos[which[j]], rows + (size_t)j * D); /* --pos absolute|sinusoidal */
+        }
+        attention_z(g, rows, which, k);
+    } else {
+        for (int j = 0; j < k; j++) window_z(g, which[j], tokens[j]);
+    }
+    /* hidden = tanh(W1 z + b1), W1 (Hd, Z); logits = W2 hidden + b2, W2 (V, Hd) */
+    dense16(g->hidden_w, m->hidden_b, g->z, sz.z, which, k, Hd, Z, g->hidden, sz.hidden);
+    for (int j = 0; j < k; j++) tanh_inplace(g->hidden + which[j] * sz.hidden, Hd);
+    dense16(g->output_w, m->output_b, g->hidden, sz.hidden, which, k, V, Hd, g->logits, sz.logits);
+    for (int j = 0; j < k; j++) g->pos[which[j]]++;
+}
+
+typedef struct FeedJob {
+    GeneratorBatch *g;
+    const int *which;
+    const int32_t *tokens;
+    int k;
+} FeedJob;
+
+/* Thread t of n takes the samples which[k*t/n .. k*(t+1)/n). */
+static void feed_job(void *arg, int t, int n) {
+    FeedJob *f = arg;
+    int j0 = f->k * t / n, j1 = f->k * (t + 1) / n;
+    if (j1 > j0) feed_part(f->g, f->which + j0, f->tokens + j0, j1 - j0, f->g->rows + (size_t)j0 * f->g->model->cfg.row_dim);
+}
+
+void generator_batch_feed(GeneratorBatch *g, const int *which, const int32_t *tokens, int k) {
+    if (!g->workers || g->workers->n < 2 || k < 2) {
+        feed_part(g, which, tokens, k, g->rows);
+        return;
+    }
+    FeedJob f = {g, which, tokens, k};
+    workers_run(g->workers, feed_job, &f);
+}
+
+void generator_batch_use_workers(GeneratorBatch *g, Workers *w) { g->workers = w; }
+
+int generator_init(Generator *g, const Model *m, const Ablation *ablation, Error *e) {
+    return generator_batch_init(&g->batch, m, ablation, 1, e);
+}
+
+void generator_free(Generator *g) { generator_batch_free(&g->batch); }
+
+void generator_reset(Generator *g) { generator_batch_reset(&g->batch, 0); }
+
+const float *generator_feed(Generator *g, int32_t token) {
+    static const int first = 0; /* constant: the batch's only sample */
+    generator_batch_feed(&g->batch, &first, &token, 1);
+    return g->batch.logits;
 }

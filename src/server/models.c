@@ -131,6 +131,7 @@ int cache_init(ModelCache *c, int cap) {
 
 static void entry_free(ModelEntry *m) {
     probe_session_close(&m->ps);
+    names_free(&m->gen_names);
     free(m->mean);
     free(m->heads_json);
     pthread_mutex_destroy(&m->lock);

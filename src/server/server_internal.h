@@ -47,6 +47,8 @@ typedef struct ModelEntry {
     float *mean;          /* (H, vd) heads' mean outputs over the test stories, or NULL */
     char *heads_json;     /* /api/heads on the server's stories, no ablation, top heads_top: seconds to make, kept */
     int heads_top;
+    NameList gen_names;   /* the names generation capitalises (view_generate_names), learnt at the first */
+    int gen_names_tried;
     long long mtime, size; /* of the file when loaded: a changed file is loaded again */
     unsigned long used;
     int refs;

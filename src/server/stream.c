@@ -97,6 +97,19 @@ static void free_stream(void *cls) {
     free(st);
 }
 
+/* The names m's generations capitalise, learnt once (the CLI's file: views.h). */
+static const NameList *generate_names(ModelEntry *m) {
+    pthread_mutex_lock(&m->lock);
+    if (!m->gen_names_tried) {
+        Error e = {0};
+        char from[PATH_MAX];
+        if (view_generate_names(&m->gen_names, &m->ps.lm, NULL, from, sizeof from, &e)) m->gen_names = (NameList){0};
+        m->gen_names_tried = 1;
+    }
+    pthread_mutex_unlock(&m->lock);
+    return m->gen_names.cap ? &m->gen_names : NULL;
+}
+
 int api_generate(Server *s, const cJSON *body, Reply *r) {
     const char *prompt = "";
     int max_tokens = 200, top_k = 0, seed = -1;
@@ -118,7 +131,7 @@ int api_generate(Server *s, const cJSON *body, Reply *r) {
     st->seed = (uint64_t)seed;
     st->prompt = strdup(prompt);
     ViewGenerateOptions go = {.max_tokens = max_tokens, .top_k = top_k, .seed = st->seed, .temperature = temperature,
-                              .top_p = top_p};
+                              .top_p = top_p, .names = generate_names(st->entry)};
     Error e = {0};
     if (!st->prompt || view_generator_init(&st->vg, &st->entry->ps.lm, &ab, st->prompt, &go, &e)) {
         cache_release(&s->cache, st->entry);

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "storylm/fileio.h"
 #include "storylm/generate.h"
 #include "storylm/sample.h"
 #include "storylm/views.h"
@@ -16,53 +17,165 @@ static int all_finite(const float *x, int n) {
     return 1;
 }
 
+/* Feeds [EOS] and ids (the prompt) to sample slot of g; returns its logits. */
+static const float *feed_prompt(GeneratorBatch *g, int slot, int32_t eos, const IntVec *ids) {
+    generator_batch_feed(g, &slot, &eos, 1);
+    for (size_t i = 0; i < ids->len; i++) generator_batch_feed(g, &slot, &ids->data[i], 1);
+    return generator_batch_logits(g, slot);
+}
+
+/* What every story needs but its tokens: the prompt's ids (copied from
+ * prompt_ids, else encoded) and its sampler, seeded with seed. */
+static int story_setup(ViewGenerator *vg, const LoadedModel *lm, const char *prompt, const IntVec *prompt_ids,
+                       const ViewGenerateOptions *go, uint64_t seed, Error *e) {
+    *vg = (ViewGenerator){.lm = lm, .prompt = prompt, .names = go->names, .seed = seed, .max_tokens = go->max_tokens,
+                          .stop_reason = "max_tokens"};
+    int rc = prompt_ids ? intvec_reserve(&vg->ids, prompt_ids->len + 1, e)
+                        : tokenizer_encode(&lm->tokenizer, prompt, strlen(prompt), &vg->ids, e);
+    if (!rc && prompt_ids) {
+        memcpy(vg->ids.data, prompt_ids->data, prompt_ids->len * sizeof(int32_t));
+        vg->ids.len = prompt_ids->len;
+    }
+    if (!rc) rc = sampler_init(&vg->smp, lm->model.cfg.vocab_size, (float)go->temperature, go->top_k, (float)go->top_p,
+                               seed, e);
+    if (rc) intvec_free(&vg->ids);
+    vg->prompt_tokens = (int)vg->ids.len;
+    return rc;
+}
+
 int view_generator_init(ViewGenerator *vg, const LoadedModel *lm, const Ablation *ab, const char *prompt,
                         const ViewGenerateOptions *go, Error *e) {
-    *vg = (ViewGenerator){.lm = lm, .prompt = prompt, .max_tokens = go->max_tokens};
-    if (tokenizer_encode(&lm->tokenizer, prompt, strlen(prompt), &vg->ids, e)) return -1;
-    if (generator_init(&vg->g, &lm->model, ab, e)) {
-        intvec_free(&vg->ids);
+    if (story_setup(vg, lm, prompt, NULL, go, go->seed, e)) return -1;
+    if (generator_batch_init(&vg->own, &lm->model, ab, 1, e)) {
+        view_generator_free(vg);
         return -1;
     }
-    if (sampler_init(&vg->smp, lm->model.cfg.vocab_size, (float)go->temperature, go->top_k, (float)go->top_p, go->seed,
-                     e)) {
-        generator_free(&vg->g);
-        intvec_free(&vg->ids);
-        return -1;
-    }
-    vg->logits = generator_feed(&vg->g, lm->tokenizer.eos_id);
-    for (size_t i = 0; i < vg->ids.len; i++) vg->logits = generator_feed(&vg->g, vg->ids.data[i]);
-    vg->stop_reason = "max_tokens";
+    vg->logits = feed_prompt(&vg->own, 0, lm->tokenizer.eos_id, &vg->ids);
     return 0;
 }
 
-int view_generator_next(ViewGenerator *vg, Error *e) {
+/* The next token of the story, drawn but not yet fed: 1 (*next), 0
+ * finished (vg->stop_reason), -1 error. */
+static int story_pick(ViewGenerator *vg, int32_t *next, Error *e) {
     const LoadedModel *lm = vg->lm;
     if (vg->finished || vg->tokens >= vg->max_tokens) return vg->finished = 1, 0;
     if (!all_finite(vg->logits, lm->model.cfg.vocab_size)) /* a damaged model: say so rather than write noise */
         return FAIL(e, "train or save the model again (storylm info counts NaN and infinite weights)",
                     "'%s' gives NaN or infinite logits at token %zu: its weights hold NaN, infinite or huge numbers",
                     lm->path, vg->ids.len);
-    int next = sampler_sample(&vg->smp, vg->logits);
-    if (next == lm->tokenizer.eos_id) {
+    int token = sampler_sample(&vg->smp, vg->logits);
+    if (token == lm->tokenizer.eos_id) {
         vg->stop_reason = "end";
         return vg->finished = 1, 0;
     }
-    if (intvec_push(&vg->ids, next, e)) return -1;
+    if (intvec_push(&vg->ids, token, e)) return -1;
     vg->tokens++;
-    vg->logits = generator_feed(&vg->g, next);
+    *next = token;
     return 1;
 }
 
-char *view_generator_text(const ViewGenerator *vg, Error *e) {
-    char *text = tokenizer_decode(&vg->lm->tokenizer, vg->ids.data, vg->ids.len, 1, e);
-    if (text) view_recapitalize(text, vg->prompt);
-    return text;
+int view_generator_next(ViewGenerator *vg, Error *e) {
+    int32_t next;
+    int rc = story_pick(vg, &next, e);
+    if (rc > 0) {
+        GeneratorBatch *g = vg->shared ? vg->shared : &vg->own;
+        generator_batch_feed(g, &vg->slot, &next, 1);
+        vg->logits = generator_batch_logits(g, vg->slot);
+    }
+    return rc;
+}
+
+/* ---- the text ------------------------------------------------------------------- */
+
+static int is_letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+/* After these a capital says nothing (as names_learn reads capitals). */
+static int starts_sentence(char c) {
+    return c == '.' || c == '!' || c == '?' || c == '"' || c == '\n' || c == ':' || (unsigned char)c >= 0x80;
+}
+
+/* Did the prompt write word (lower-case, n letters) as a name: with a
+ * capital where no sentence starts, or at a sentence start when names never
+ * saw it (an invented name: common words that start sentences are seen). */
+static int prompt_names_it(const char *prompt, const char *word, size_t n, const NameList *names) {
+    int sentence_start = 1;
+    for (const char *p = prompt; *p;) {
+        if (!is_letter(*p)) {
+            sentence_start |= starts_sentence(*p++);
+            continue;
+        }
+        const char *w = p;
+        while (is_letter(*p)) p++;
+        if ((size_t)(p - w) == n && isupper((unsigned char)w[0]) && strncasecmp(w, word, n) == 0 &&
+            (!sentence_start || names_count(names, word) == 0))
+            return 1;
+        sentence_start = 0;
+    }
+    return 0;
+}
+
+/* Gives the words of text that are names a capital (names: views.h); skip_first:
+ * the first word goes on a word of the prompt, which keeps what was typed. */
+static void capitalize_names(char *text, int skip_first, const char *prompt, const NameList *names) {
+    for (char *p = text; *p;) {
+        if (!is_letter(*p)) {
+            p++;
+            continue;
+        }
+        char *w = p, low[64];
+        while (is_letter(*p)) p++;
+        size_t n = (size_t)(p - w);
+        if ((skip_first && w == text) || n >= sizeof low) continue;
+        for (size_t i = 0; i < n; i++) low[i] = (char)tolower((unsigned char)w[i]);
+        low[n] = '\0';
+        if (names_is_name(names, low) || prompt_names_it(prompt, low, n, names)) w[0] = (char)toupper((unsigned char)w[0]);
+    }
+}
+
+/* The decoding of all n ids past that of the prompt's: the decoder
+ * capitalises sentence starts and spaces words by what comes before them. */
+char *view_story_text(const Tokenizer *t, const char *prompt, const int32_t *ids, size_t n_prompt, size_t n,
+                      const NameList *names, Error *e) {
+    char *all = tokenizer_decode(t, ids, n, 1, e);
+    char *head = all ? tokenizer_decode(t, ids, n_prompt, 1, e) : NULL;
+    char *out = NULL;
+    if (head) {
+        size_t hl = strlen(head), pl = strlen(prompt);
+        const char *cont = strncmp(all, head, hl) == 0 ? all + hl : all;
+        if (pl && isspace((unsigned char)prompt[pl - 1])) /* the prompt's own space (or newline) does */
+            while (*cont == ' ') cont++;
+        size_t cl = strlen(cont);
+        if ((out = xmalloc(pl + cl + 1, e))) {
+            memcpy(out, prompt, pl);
+            memcpy(out + pl, cont, cl + 1);
+            if (names) capitalize_names(out + pl, pl && is_letter(prompt[pl - 1]), prompt, names);
+            else view_recapitalize(out + pl, prompt);
+        }
+    }
+    free(all);
+    free(head);
+    return out;
+}
+
+static char *story_text(const ViewGenerator *vg, size_t n, Error *e) {
+    return view_story_text(&vg->lm->tokenizer, vg->prompt, vg->ids.data, (size_t)vg->prompt_tokens, n, vg->names, e);
+}
+
+char *view_generator_text(const ViewGenerator *vg, Error *e) { return story_text(vg, vg->ids.len, e); }
+
+/* How many ids are settled: all when finished, else up to the last word,
+ * which a "##" piece may still go on (never fewer than the prompt's). */
+static size_t settled_ids(const ViewGenerator *vg) {
+    size_t k = vg->ids.len;
+    if (vg->finished) return k;
+    const Tokenizer *t = &vg->lm->tokenizer;
+    while (k > (size_t)vg->prompt_tokens && strncmp(t->pieces[vg->ids.data[k - 1]], "##", 2) == 0) k--;
+    if (k > (size_t)vg->prompt_tokens) k--;
+    return k;
 }
 
 void view_generator_free(ViewGenerator *vg) {
     sampler_free(&vg->smp);
-    generator_free(&vg->g);
+    generator_batch_free(&vg->own);
     intvec_free(&vg->ids);
     *vg = (ViewGenerator){0};
 }
@@ -94,7 +207,8 @@ static int common_sentence_word(const char *w, size_t n) {
 }
 
 /* The tokenizer lower-cases everything; words the prompt wrote with a capital
- * (its names, usually) get their capital back wherever they come again. */
+ * (its names, usually) get their capital back wherever they come again.
+ * Without a name list only (the server's generation). */
 void view_recapitalize(char *text, const char *prompt) {
     for (const char *p = prompt; *p;) {
         while (*p && !isalpha((unsigned char)*p)) p++;
@@ -108,4 +222,156 @@ void view_recapitalize(char *text, const char *prompt) {
             t[0] = (char)toupper((unsigned char)t[0]);
         }
     }
+}
+
+/* ---- several stories at once --------------------------------------------------- */
+
+int view_batch_init(ViewBatch *vb, const LoadedModel *lm, const Ablation *ab, const char *prompt,
+                    const ViewGenerateOptions *go, int n, Error *e) {
+    *vb = (ViewBatch){0};
+    IntVec ids = {0};
+    if (n < 1) return FAIL(e, "give --samples 1 or more", "%d samples asked for", n);
+    if (tokenizer_encode(&lm->tokenizer, prompt, strlen(prompt), &ids, e)) return -1;
+    int ok = !generator_batch_init(&vb->gen, &lm->model, ab, n, e) &&
+             (vb->samples = xcalloc((size_t)n, sizeof *vb->samples, e)) && (vb->which = xcalloc((size_t)n, sizeof(int), e)) &&
+             (vb->next = xcalloc((size_t)n, sizeof(int32_t), e));
+    int threads = go->threads < n ? go->threads : n;
+    if (ok && threads > 1 && (ok = !workers_init(&vb->workers, threads, e))) {
+        vb->has_workers = 1;
+        generator_batch_use_workers(&vb->gen, &vb->workers);
+    }
+    for (int i = 0; ok && i < n; i++, vb->n++) ok = !story_setup(&vb->samples[i], lm, prompt, &ids, go, go->seed + (uint64_t)i, e);
+    if (ok) { /* the prompt fed once, for every sample */
+        feed_prompt(&vb->gen, 0, lm->tokenizer.eos_id, &ids);
+        for (int i = 0; i < n; i++) {
+            if (i) generator_batch_copy(&vb->gen, 0, i);
+            vb->samples[i].shared = &vb->gen;
+            vb->samples[i].slot = i;
+            vb->samples[i].logits = generator_batch_logits(&vb->gen, i);
+        }
+    }
+    intvec_free(&ids);
+    if (!ok) view_batch_free(vb);
+    return ok ? 0 : -1;
+}
+
+void view_batch_free(ViewBatch *vb) {
+    for (int i = 0; i < vb->n; i++) view_generator_free(&vb->samples[i]);
+    free(vb->samples);
+    free(vb->which);
+    free(vb->next);
+    generator_batch_free(&vb->gen);
+    if (vb->has_workers) workers_free(&vb->workers);
+    *vb = (ViewBatch){0};
+}
+
+/* Tells fn what sample s's settled text has gained since last time. */
+static int stream_text(ViewBatch *vb, int s, ViewTextFn fn, void *ctx, Error *e) {
+    ViewGenerator *vg = &vb->samples[s];
+    size_t settled = settled_ids(vg);
+    if (!vg->finished && vg->shown && settled == vg->settled) return 0; /* a "##" piece: the word goes on */
+    vg->settled = settled;
+    char *text = story_text(vg, settled, e);
+    if (!text) return -1;
+    size_t len = strlen(text);
+    int rc = 0;
+    if (len > vg->shown || vg->finished)
+        rc = fn(ctx, s, text + (len > vg->shown ? vg->shown : len), len > vg->shown ? len - vg->shown : 0, vg->finished);
+    if (len > vg->shown) vg->shown = len;
+    free(text);
+    return rc;
+}
+
+int view_batch_run(ViewBatch *vb, ViewTextFn fn, void *ctx, Error *e) {
+    int rc = 0;
+    for (int s = 0; fn && s < vb->n && !rc; s++) rc = stream_text(vb, s, fn, ctx, e);
+    for (int k = 1; k > 0 && !rc;) {
+        k = 0;
+        for (int s = 0; s < vb->n && !rc; s++) {
+            if (vb->samples[s].finished) continue;
+            int picked = story_pick(&vb->samples[s], &vb->next[k], e);
+            if (picked > 0) vb->which[k++] = s;
+            else rc = picked < 0 ? -1 : fn ? stream_text(vb, s, fn, ctx, e) : 0;
+        }
+        if (rc || k == 0) break;
+        generator_batch_feed(&vb->gen, vb->which, vb->next, k); /* every sample's token in one pass */
+        for (int j = 0; j < k; j++) vb->samples[vb->which[j]].logits = generator_batch_logits(&vb->gen, vb->which[j]);
+        for (int j = 0; fn && j < k && !rc; j++) rc = stream_text(vb, vb->which[j], fn, ctx, e);
+    }
+    return rc;
+}
+
+/* ---- the prompt against the vocabulary ------------------------------------------ */
+
+/* Bytes of the UTF-8 character at p (1 for a stray byte). */
+static size_t char_bytes(const char *p) {
+    unsigned char c = (unsigned char)*p;
+    size_t n = c < 0x80 ? 1 : c >> 5 == 6 ? 2 : c >> 4 == 14 ? 3 : c >> 3 == 30 ? 4 : 1;
+    for (size_t i = 1; i < n; i++)
+        if (((unsigned char)p[i] & 0xc0) != 0x80) return 1;
+    return n;
+}
+
+/* 1 when the character (n bytes at c) is read as [UNK] on its own. */
+static int char_unknown(const Tokenizer *t, const char *c, size_t n, IntVec *scratch, Error *e) {
+    scratch->len = 0;
+    if (tokenizer_encode(t, c, n, scratch, e)) return -1;
+    for (size_t i = 0; i < scratch->len; i++)
+        if (scratch->data[i] == t->unk_id) return 1;
+    return 0;
+}
+
+/* Appends 'c' (n bytes) to the list chars (size; *at bytes used) unless it is there. */
+static int add_char(char *chars, size_t size, size_t *at, const char *c, size_t n) {
+    char quoted[8];
+    snprintf(quoted, sizeof quoted, "'%.*s'", (int)n, c);
+    if (strstr(chars, quoted) || *at + strlen(quoted) + 3 > size) return 0;
+    *at += (size_t)snprintf(chars + *at, size - *at, "%s%s", *at ? ", " : "", quoted);
+    return 1;
+}
+
+int view_prompt_unknown(const Tokenizer *t, const char *prompt, PromptUnknown *pu, char *chars, size_t size, Error *e) {
+    *pu = (PromptUnknown){0};
+    if (size) chars[0] = '\0';
+    IntVec ids = {0};
+    int rc = tokenizer_encode(t, prompt, strlen(prompt), &ids, e);
+    for (size_t i = 0; !rc && i < ids.len; i++) pu->unk += ids.data[i] == t->unk_id;
+    pu->tokens = (int)ids.len;
+    size_t at = 0;
+    for (const char *p = prompt; !rc && pu->unk && *p;) {
+        size_t n = char_bytes(p);
+        int unknown = isspace((unsigned char)*p) ? 0 : char_unknown(t, p, n, &ids, e);
+        if (unknown < 0) rc = -1;
+        if (unknown > 0 && size) pu->n_chars += add_char(chars, size, &at, p, n);
+        p += n;
+    }
+    intvec_free(&ids);
+    return rc;
+}
+
+int view_prompt_mostly_unknown(const PromptUnknown *pu) { return pu->unk > 0 && 2 * pu->unk > pu->tokens; }
+
+/* ---- names ---------------------------------------------------------------------- */
+
+/* The stories file of view_generate_names, or NULL. */
+static const char *names_source(const LoadedModel *lm, const char *given, char *buf, size_t size) {
+    if (given) return given;
+    const char *data = metadata_get(&lm->meta, "data");
+    if (data && data[0] && session_file_exists(data)) return data;
+    if (session_file_exists("data/stories.txt")) return "data/stories.txt";
+    return session_source_file("data/stories.txt", buf, size) ? buf : NULL;
+}
+
+int view_generate_names(NameList *nl, const LoadedModel *lm, const char *stories, char *from, size_t size, Error *e) {
+    char buf[4096], *text;
+    size_t len;
+    *nl = (NameList){0};
+    const char *path = names_source(lm, stories, buf, sizeof buf);
+    snprintf(from, size, "%s", path ? path : "");
+    if (!path) return 0;
+    if (file_read_all(path, (size_t)1 << 30, &text, &len, e)) return -1;
+    StorySpan all = {0, len};
+    int rc = names_learn(nl, text, &all, 1, NULL, e);
+    free(text);
+    return rc;
 }
