@@ -112,8 +112,14 @@ static int draw(const char *path, const IclResult *res, const char *const *names
     for (int k = 0; k < n; k++) last = res[k].last > last ? res[k].last : last;
     double *xs = xmalloc((size_t)2 * (last + 1) * sizeof(double), e), *ys = xs ? xs + last + 1 : NULL;
     if (!xs) return -1;
+    /* the legend names the models by file name, the folders are the same or do not matter */
+    const char *shown[32];
+    for (int k = 0; k < n && k < 32; k++) {
+        const char *slash = strrchr(names[k], '/');
+        shown[k] = slash ? slash + 1 : names[k];
+    }
     Svg s;
-    svg_begin(&s, 980, 460, "storylm icl: loss by position");
+    svg_begin(&s, fmax(980, 760 + svg_legend_width(shown, n, 0)), 460, "storylm icl: loss by position");
     svg_text(&s, 20, 24, "Mean loss by position in the test stories (moving mean), with the early and late positions", 14,
              SVG_START, 0, "black");
     for (int k = 0; k < n; k++)
@@ -130,7 +136,7 @@ static int draw(const char *path, const IclResult *res, const char *const *names
             svg_line(&s, at, p.y, at, p.y + p.h, colors[k], 0.8);
         }
     }
-    svg_legend(&s, 740, 60, names, colors, n);
+    svg_legend(&s, 740, 60, shown, colors, n);
     int rc = svg_save(&s, path, e);
     svg_free(&s);
     free(xs);
