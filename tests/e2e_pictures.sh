@@ -7,11 +7,12 @@
 #   - nothing is drawn outside the picture,
 #   - no two labels overlap (their boxes as drawn, rotated ones too),
 #   - no text is smaller than 10 pixels,
-#   - there is a legend (the names of the colours, or a colour scale),
+#   - a chart of more than one colour has a legend (names, or a colour scale),
 # and saves a PNG of each under $STORYLM_TEST_TMP/shots (look at them).
-# A long story (256 tokens) checks that the attention maps stay readable, one
-# head drawn alone that it fills its picture; a table of train and test curves
-# that plot gives one model's two curves one colour, solid and dashed.
+# A long story (256 tokens) checks that an attention map stays readable, one
+# head of a short text drawn alone that it gets a picture its size, a table of
+# train and test curves that plot gives one model's two curves one colour
+# (solid and dashed), and a picture made with every fault that the checks fail.
 # Without chromium, node or the npm packages the test says SKIPPED and exits 77.
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
@@ -40,7 +41,6 @@ while (( $("$STORYLM" tokenize --model "$m" --ids "$long" | wc -w) > 255 )); do 
 
 mkdir -p svg shots
 S attend "$story" -m "$m" --svg svg/attend.svg
-S attend "$long" -m "$m" --svg svg/attend-long.svg
 S attend "$long" -m "$m" --head 6 --svg svg/attend-long-head.svg
 S attend "Lily found a red ball." -m "$m" --head 3 --svg svg/attend-one-head.svg
 S trace "$story" -m "$m" --svg svg/trace.svg
@@ -61,8 +61,11 @@ printf '%s\t%s\t%s\t%s\t%s\n' 0 5.5 5.6 5.4 5.5  100 4.1 4.3 4.2 4.4  200 3.6 3.
 "$STORYLM" plot curves.tsv -o svg/plot.svg --title "Train and test loss" --y-label loss > /dev/null || fail "storylm plot"
 
 # Every verb that takes --svg is drawn above (a new one must join this list).
-for verb in $("$STORYLM" --help 2>&1 | awk '/^  [a-z]+ / {print $1}'); do
-  "$STORYLM" "$verb" --help 2>&1 | grep -q -- '--svg' || continue
+verbs=$("$STORYLM" --help 2>&1 | awk '/^  [a-z]+ / {print $1}')
+[[ "$verbs" == *attend* ]] || fail "storylm --help lists no verbs: $("$STORYLM" --help 2>&1 | head -5)"
+for verb in $verbs; do
+  help=$("$STORYLM" "$verb" --help 2>&1 || true)
+  [[ "$help" == *--svg* ]] || continue
   ls svg/"$verb"*.svg > /dev/null 2>&1 || fail "storylm $verb draws --svg but this test does not look at its picture"
 done
 
@@ -83,6 +86,24 @@ EOF
 width() { "$PY" -c 'import sys, xml.etree.ElementTree as ET; print(int(float(ET.parse(sys.argv[1]).getroot().get("width"))))' "$1"; }
 (( $(width svg/attend-long-head.svg) > 3000 )) || fail "a 256-token map squeezed into $(width svg/attend-long-head.svg) pixels"
 (( $(width svg/attend-one-head.svg) < 800 )) || fail "one head of a short text on a picture $(width svg/attend-one-head.svg) pixels wide"
+
+# The checks can fail: a picture with each fault is refused, each one named.
+cat > bad.svg <<'EOF'
+<svg xmlns="http://www.w3.org/2000/svg" width="300" height="200" viewBox="0 0 300 200" font-family="Helvetica, Arial, sans-serif">
+<rect x="0" y="0" width="300" height="200" fill="white"/>
+<rect class="frame" x="20" y="20" width="200" height="150" fill="none" stroke="#888"/>
+<rect x="40" y="100" width="20" height="70" fill="#1f77b4"/><rect x="80" y="60" width="20" height="110" fill="#ff7f0e"/>
+<text x="30" y="40" font-size="12">overlapping label</text><text x="40" y="44" font-size="12">another label</text>
+<text x="250" y="120" font-size="12">past the right edge</text>
+<text x="30" y="190" font-size="7">tiny</text>
+</svg>
+EOF
+mkdir -p bad-shots
+if node "$src/tests/browser/pictures.mjs" "$chromium" bad-shots bad.svg > bad.txt 2>&1; then fail "a faulty picture passed: $(cat bad.txt)"; fi
+for fault in 'outside the picture: text "past the right edge"' 'labels overlap: "overlapping label" and "another label"' \
+             'text below 10 px: "tiny"' 'a chart of 2 colours and no legend'; do
+  grep -qF "$fault" bad.txt || fail "the checker missed: $fault (it says: $(cat bad.txt))"
+done
 
 node "$src/tests/browser/pictures.mjs" "$chromium" "$STORYLM_TEST_TMP/shots" svg/*.svg ||
   fail "some pictures are not readable (PNGs in $STORYLM_TEST_TMP/shots)"
