@@ -70,8 +70,9 @@ void svg_polyline(Svg *s, const SvgPanel *p, const double *x, const double *y, i
 /* The same with a dash pattern (an SVG stroke-dasharray, e.g. "6 4"; NULL: solid). */
 void svg_polyline_dashed(Svg *s, const SvgPanel *p, const double *x, const double *y, int n, const char *stroke,
                          double width, const char *dash);
-/* The top of an axis that fits data up to v > 0: v rounded up to the next tick
- * (1, 2 or 5 times a power of 10), e.g. 0.0173 -> 0.02; 1 when v is not > 0. */
+/* The top of an axis that fits data up to v > 0: v rounded up to the next of
+ * about 5 ticks from 0 (steps of 1, 2 or 5 times a power of 10), e.g.
+ * 0.0173 -> 0.018, 0.083 -> 0.1; 1 when v is not > 0. */
 double svg_round_up(double v);
 /* Grouped bars: n_groups categories along x (labels under them, rotated
  * when rotate_labels), n_series bars in each, values[series * n_groups + g];
