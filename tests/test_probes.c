@@ -322,6 +322,41 @@ static void svg_escapes_text(void) {
     svg_free(&s);
 }
 
+/* Counts the occurrences of needle in text. */
+static int count_of(const char *text, const char *needle) {
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, needle)) != NULL; p++) n++;
+    return n;
+}
+
+static void axes_fit_and_small_bars_carry_values(void) {
+    CHECK(fabs(svg_round_up(0.0173) - 0.018) < 1e-12 && fabs(svg_round_up(0.083) - 0.1) < 1e-12);
+    CHECK(fabs(svg_round_up(3.7) - 4) < 1e-12 && svg_round_up(0) == 1);
+    CHECK(fabs(svg_text_width("lily", 10) - 24) < 1e-9 && fabs(svg_text_width("zo\xc3\xab", 10) - 18) < 1e-9);
+    Svg s;
+    svg_begin(&s, 200, 100, "bars");
+    SvgPanel p = {.x = 10, .y = 10, .w = 100, .h = 80, .y0 = 0, .y1 = 0.2};
+    double values[3] = {0.19, 0.0004, 0.1};
+    svg_bars(&s, &p, values, 1, 3, NULL, NULL, 0);
+    svg_bar_values(&s, &p, values, 1, 3, 8); /* 0.0004 is 0.16 pixels high: only it gets its value */
+    const char *out = svg_finish(&s);
+    CHECK(out && strstr(out, ">0.0004</text>") && !strstr(out, ">0.19</text>") && !strstr(out, ">0.1</text>"));
+    svg_free(&s);
+}
+
+static void heat_map_has_a_scale_and_leaves_white_out(void) {
+    Svg s;
+    svg_begin(&s, 300, 200, "heat");
+    double values[4] = {1, NAN, 0.001, 0.5};
+    svg_heatmap(&s, 20, 20, 12, values, 2, 2, 1.0, NULL, NULL, 10);
+    svg_color_scale(&s, 100, 20, 100, 1.0, "weight");
+    const char *out = svg_finish(&s);
+    /* two squares drawn (1 and 0.5; NAN and 0.001 left white), each with its tooltip */
+    CHECK(out && count_of(out, "</title></rect>") == 2);
+    CHECK(out && count_of(out, "class=\"legend\"") == 1 && strstr(out, ">weight</text>") && strstr(out, ">0.8</text>"));
+    svg_free(&s);
+}
+
 int main(void) {
     ablated_head_is_zero_or_mean();
     heads_that_carry_nothing();
@@ -336,5 +371,7 @@ int main(void) {
     tokenizer_free(&t);
     report_prints_what_it_holds();
     svg_escapes_text();
+    axes_fit_and_small_bars_carry_values();
+    heat_map_has_a_scale_and_leaves_white_out();
     return check_report();
 }

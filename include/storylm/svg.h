@@ -67,18 +67,43 @@ void svg_axes(Svg *s, const SvgPanel *p, const char *title, const char *x_label,
 /* Lines between consecutive points (x, y) of n, in panel coordinates. */
 void svg_polyline(Svg *s, const SvgPanel *p, const double *x, const double *y, int n, const char *stroke,
                   double width);
+/* The same with a dash pattern (an SVG stroke-dasharray, e.g. "6 4"; NULL: solid). */
+void svg_polyline_dashed(Svg *s, const SvgPanel *p, const double *x, const double *y, int n, const char *stroke,
+                         double width, const char *dash);
+/* The top of an axis that fits data up to v > 0: v rounded up to the next of
+ * about 5 ticks from 0 (steps of 1, 2 or 5 times a power of 10), e.g.
+ * 0.0173 -> 0.018, 0.083 -> 0.1; 1 when v is not > 0. */
+double svg_round_up(double v);
 /* Grouped bars: n_groups categories along x (labels under them, rotated
  * when rotate_labels), n_series bars in each, values[series * n_groups + g];
  * series coloured by svg_palette unless colors is given. Non-finite values
  * are left out. The panel's x range is ignored (categories fill it). */
 void svg_bars(Svg *s, const SvgPanel *p, const double *values, int n_series, int n_groups,
               const char *const *group_labels, const char *const *colors, int rotate_labels);
-/* A legend: n coloured squares with names, in a column from (x, y). */
+/* Value labels for the bars of svg_bars (same arguments) drawn shorter than
+ * min_px pixels, which the eye cannot read off the axis: each printed upright
+ * just past the bar's end. */
+void svg_bar_values(Svg *s, const SvgPanel *p, const double *values, int n_series, int n_groups, double min_px);
+/* A legend: n coloured squares with names, in a column from (x, y), 16
+ * pixels a row. Legends are SVG groups of class "legend". */
 void svg_legend(Svg *s, double x, double y, const char *const *names, const char *const *colors, int n);
+/* The same with line samples, dashed by dashes[i] (or all solid when NULL). */
+void svg_line_legend(Svg *s, double x, double y, const char *const *names, const char *const *colors,
+                     const char *const *dashes, int n);
+/* About how wide a legend of these names is, in pixels (line: svg_line_legend's). */
+double svg_legend_width(const char *const *names, int n, int line);
+/* A colour scale for svg_heatmap's colours: a bar h pixels high from (x, y),
+ * 0 at the bottom to vmax at the top, with values beside it (about 40 pixels
+ * wide in all) and label above it (or NULL). */
+void svg_color_scale(Svg *s, double x, double y, double h, double vmax, const char *label);
+/* About how wide text is at this font size, in pixels (0.6 em a character:
+ * Helvetica's letters average about 0.5 em, so this errs on the wide side). */
+double svg_text_width(const char *text, double size);
 /* A heat map of values (rows, cols) in [0, vmax], one square of cell pixels
  * each from (x, y); NAN cells are left blank. Labels (or NULL) go left of
  * the rows and above the columns (rotated); each square's tooltip names
- * its row, column and value. */
+ * its row, column and value. Values below 0.5% of vmax (white to the eye)
+ * draw no square. */
 void svg_heatmap(Svg *s, double x, double y, double cell, const double *values, int rows, int cols, double vmax,
                  const char *const *row_labels, const char *const *col_labels, double label_size);
 

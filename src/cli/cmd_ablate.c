@@ -87,6 +87,7 @@ static int draw(const char *path, const ReportTable *t, Error *e) {
     const char *red = "#d62728";
     svg_axes(&s, &q, "change in the probability of the hero's name where it comes back", "heads off", "change in p", 0);
     svg_bars(&s, &q, d_name, 1, n, labels, &red, 0);
+    svg_bar_values(&s, &q, d_name, 1, n, 4); /* a head whose removal barely changes p */
     int rc = svg_save(&s, path, e);
     svg_free(&s);
     return rc;

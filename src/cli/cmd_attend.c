@@ -3,6 +3,7 @@
  * distance score, their sum, the weight after softmax and the cosine of the
  * two tokens' rows; --svg draws the attention maps. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,41 +27,86 @@ typedef struct AttendArgs {
     int pos, head;
 } AttendArgs;
 
-/* One head's map at (x, y): T x T squares with the tokens as labels, the read position outlined. */
-static void draw_map(Svg *s, const ProbeRunner *r, const char *const *labels, int h, int p, double x, double y,
-                     double cell, double *map) {
+/* How one picture of attention maps is laid out: every size in pixels. */
+typedef struct MapLayout {
+    double cell, font;    /* a square of the map; its labels (never below 10) */
+    double label_w;       /* the widest "12 mia" label */
+    double map_w;         /* the map, or its axis titles when they are longer */
+    double block_w, block_h; /* one head's map with its labels and titles */
+    int per_row;
+} MapLayout;
+
+#define KEY_TITLE "key: the token read (attends to)"
+#define QUERY_TITLE "query: the position reading"
+
+/* Squares shrink from 18 pixels as the text grows, but never below 12: the
+ * tokens' labels stay 10 pixels high and a long story makes a bigger
+ * picture (fewer maps a row), not an unreadable one. */
+static MapLayout map_layout(const char *const *labels, int T, int n) {
+    MapLayout l = {.cell = fmax(12, fmin(18, 360.0 / T))};
+    l.font = fmin(11, l.cell - 2);
+    for (int i = 0; i < T; i++) l.label_w = fmax(l.label_w, svg_text_width(labels[i], l.font));
+    l.map_w = fmax(T * l.cell, fmax(svg_text_width(KEY_TITLE, 11), svg_text_width(QUERY_TITLE, 11)));
+    l.block_w = 30 + l.label_w + 6 + l.map_w + 30;
+    l.block_h = 24 + 22 + l.label_w + 6 + l.map_w + 30;
+    l.per_row = (int)fmax(1, fmin(fmin(n, 4), floor(2400 / l.block_w)));
+    return l;
+}
+
+/* One head's map with its block's top left at (x, y): T x T squares, each
+ * row a position reading (the query), each column a token it reads (the
+ * key); the tokens as labels, the read position outlined. */
+static void draw_map(Svg *s, const ProbeRunner *r, const char *const *labels, const MapLayout *l, int h, int p,
+                     double x, double y, double *map) {
     int T = r->acts.n_positions;
+    double size = T * l->cell, mx = x + 30 + l->label_w + 6, my = y + 24 + 22 + l->label_w + 6;
     char title[32];
     snprintf(title, sizeof title, "head %d", h);
-    svg_text(s, x + T * cell / 2, y - 62, title, 13, SVG_MIDDLE, 0, "black");
+    svg_text(s, mx + l->map_w / 2, y + 14, title, 13, SVG_MIDDLE, 0, "black");
+    svg_text(s, mx + l->map_w / 2, y + 24 + 12, KEY_TITLE, 11, SVG_MIDDLE, 0, "#444");
+    svg_text(s, x + 12, my + l->map_w / 2, QUERY_TITLE, 11, SVG_MIDDLE, -90, "#444");
     probe_attention_map(r, h, map);
-    double font = cell * 0.8 < 10 ? cell * 0.8 : 10;
-    svg_heatmap(s, x, y, cell, map, T, T, 1.0, labels, labels, font);
-    svg_rect(s, x, y + p * cell, T * cell, cell, "none", "#d62728", NULL);
+    svg_heatmap(s, mx, my, l->cell, map, T, T, 1.0, labels, labels, l->font);
+    svg_rect(s, mx, my + p * l->cell, size, l->cell, "none", "#d62728", NULL);
+}
+
+/* The labels "0 [EOS]", "1 once", ...: position and token, into one block. */
+static char **position_labels(const ProbeSession *ps, const IntVec *ids) {
+    int T = (int)ids->len;
+    size_t bytes = (size_t)T * sizeof(char *);
+    for (int i = 0; i < T; i++) bytes += strlen(probe_token(ps, ids->data[i])) + 12;
+    char **labels = malloc(bytes), *text = (char *)(labels + T);
+    if (!labels) return NULL;
+    for (int i = 0; i < T; i++) {
+        labels[i] = text;
+        text += sprintf(text, "%d %s", i, probe_token(ps, ids->data[i])) + 1;
+    }
+    return labels;
 }
 
 static int draw(const char *path, const ProbeSession *ps, const ProbeRunner *r, const IntVec *ids, int p, int head,
                 Error *e) {
-    int T = (int)ids->len, H = ps->lm.model.cfg.n_heads, n = head < 0 ? H : 1, per_row = n < 4 ? n : 4;
-    double cell = fmax(4, fmin(18, 360.0 / T)), margin = 70, size = T * cell;
-    const char **labels = malloc((size_t)T * sizeof *labels);
+    int T = (int)ids->len, H = ps->lm.model.cfg.n_heads, n = head < 0 ? H : 1;
+    char **labels = position_labels(ps, ids);
     double *map = malloc((size_t)T * T * sizeof(double));
     if (!labels || !map) {
         free(labels);
         free(map);
         return FAIL(e, NULL, "out of memory drawing the attention maps");
     }
-    for (int i = 0; i < T; i++) labels[i] = probe_token(ps, ids->data[i]);
+    const char *header = "Attention weights, one map a head (outlined in red: --pos)";
+    MapLayout l = map_layout((const char *const *)labels, T, n);
+    int rows = (n + l.per_row - 1) / l.per_row;
+    double maps_w = 20 + l.per_row * l.block_w, scale_x = maps_w + 10, top = 40;
     Svg s;
-    int rows = (n + per_row - 1) / per_row;
-    svg_begin(&s, fmax(720, per_row * (size + margin + 20) + 20), rows * (size + margin + 20) + 50, "storylm attend: attention maps");
-    svg_text(&s, 20, 22, "Attention weights: each row is a position reading, each column a token it reads (red: --pos)",
-             13, SVG_START, 0, "black");
-    for (int k = 0; k < n; k++) {
-        int h = head < 0 ? k : head;
-        draw_map(&s, r, labels, h, p, 20 + margin + (k % per_row) * (size + margin + 20),
-                 50 + margin + (k / per_row) * (size + margin + 20), cell, map);
-    }
+    /* as wide as what is drawn: one head's map is not set on a page sized for eight */
+    svg_begin(&s, fmax(scale_x + 70, svg_text_width(header, 13) + 40), top + rows * l.block_h + 10,
+              "storylm attend: attention maps");
+    svg_text(&s, 20, 22, header, 13, SVG_START, 0, "black");
+    for (int k = 0; k < n; k++)
+        draw_map(&s, r, (const char *const *)labels, &l, head < 0 ? k : head, p, 20 + (k % l.per_row) * l.block_w,
+                 top + (k / l.per_row) * l.block_h, map);
+    svg_color_scale(&s, scale_x, top + 24 + 22 + l.label_w + 6 + 14, fmin(200, fmax(80, T * l.cell)), 1.0, "weight");
     int rc = svg_save(&s, path, e);
     svg_free(&s);
     free(labels);

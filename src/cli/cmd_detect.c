@@ -96,15 +96,15 @@ static double panel_value(const DetectResult *d, int panel, int h) {
 /* One model: the four scores as bars per head. */
 static void draw_bars(Svg *s, const DetectResult *d) {
     int H = d->n_heads < 32 ? d->n_heads : 32;
-    double values[SCORE_PANELS * 32];
+    double values[SCORE_PANELS * 32], hi = 0;
     char names[32][16];
     const char *labels[32];
     for (int h = 0; h < H; h++) {
         snprintf(names[h], sizeof names[h], "head %d", h);
         labels[h] = names[h];
-        for (int k = 0; k < SCORE_PANELS; k++) values[k * H + h] = panel_value(d, k, h);
+        for (int k = 0; k < SCORE_PANELS; k++) hi = fmax(hi, values[k * H + h] = panel_value(d, k, h));
     }
-    SvgPanel p = {.x = 80, .y = 70, .w = 760, .h = 300, .y0 = 0, .y1 = 1};
+    SvgPanel p = {.x = 80, .y = 70, .w = 760, .h = 300, .y0 = 0, .y1 = fmin(1, svg_round_up(hi * 1.1))};
     svg_axes(s, &p, NULL, NULL, "mean weight", 0);
     svg_bars(s, &p, values, SCORE_PANELS, H, labels, NULL, 0);
     svg_legend(s, 860, 70, panel_titles, NULL, SCORE_PANELS);
@@ -118,9 +118,10 @@ static void draw_curves(Svg *s, const DetectResult *d, const int *steps, int n) 
     int H = d[0].n_heads;
     for (int panel = 0; panel < SCORE_PANELS; panel++) {
         SvgPanel p = base;
-        p.y1 = 0.1; /* small scores stay readable; a score near 1 widens the axis */
+        double hi = 0; /* each axis fits its scores: an induction score of 0.01 is not drawn flat */
         for (int k = 0; k < n; k++)
-            for (int h = 0; h < H; h++) p.y1 = fmax(p.y1, fmin(1, panel_value(&d[k], panel, h) * 1.15));
+            for (int h = 0; h < H; h++) hi = fmax(hi, panel_value(&d[k], panel, h));
+        p.y1 = fmin(1, svg_round_up(hi * 1.1));
         p.x = 70 + (panel % 3) * 400, p.y = 60 + (panel / 3) * 300;
         svg_axes(s, &p, panel_titles[panel], "training step", "mean weight", 1);
         for (int h = 0; h < H; h++) {

@@ -112,13 +112,20 @@ static int draw(const char *path, const IclResult *res, const char *const *names
     for (int k = 0; k < n; k++) last = res[k].last > last ? res[k].last : last;
     double *xs = xmalloc((size_t)2 * (last + 1) * sizeof(double), e), *ys = xs ? xs + last + 1 : NULL;
     if (!xs) return -1;
+    /* the legend names the models by file name, the folders are the same or do not matter */
+    const char *shown[32];
+    for (int k = 0; k < n && k < 32; k++) {
+        const char *slash = strrchr(names[k], '/');
+        shown[k] = slash ? slash + 1 : names[k];
+    }
     Svg s;
-    svg_begin(&s, 980, 460, "storylm icl: loss by position");
+    svg_begin(&s, fmax(980, 760 + svg_legend_width(shown, n, 0)), 460, "storylm icl: loss by position");
     svg_text(&s, 20, 24, "Mean loss by position in the test stories (moving mean), with the early and late positions", 14,
              SVG_START, 0, "black");
-    for (int k = 0; k < n; k++)
-        for (int p = 0; p <= res[k].last; p++) hi = fmax(hi, res[k].loss[p]);
-    SvgPanel p = {.x = 80, .y = 60, .w = 640, .h = 320, .x0 = 0, .x1 = last > 0 ? last : 1, .y0 = 0, .y1 = fmin(hi, 12) * 1.05};
+    for (int k = 0; k < n; k++) /* the axis fits the curves drawn, not the noisier single positions */
+        for (int i = 0, m = moving_mean(&res[k], band, xs, ys); i < m; i++) hi = fmax(hi, ys[i]);
+    SvgPanel p = {.x = 80, .y = 60, .w = 640, .h = 320, .x0 = 0, .x1 = last > 0 ? last : 1, .y0 = 0,
+                  .y1 = svg_round_up(fmin(hi, 12) * 1.05)};
     svg_axes(&s, &p, NULL, "position in the story", "loss (nats)", 1);
     const char *colors[32];
     for (int k = 0; k < n; k++) {
@@ -130,7 +137,14 @@ static int draw(const char *path, const IclResult *res, const char *const *names
             svg_line(&s, at, p.y, at, p.y + p.h, colors[k], 0.8);
         }
     }
-    svg_legend(&s, 740, 60, names, colors, n);
+    if (n > 0) { /* which line is which: the early one labelled right of it, the late one left */
+        char label[48];
+        snprintf(label, sizeof label, "early (%d)", res[0].early);
+        svg_text(&s, svg_px(&p, res[0].early) + 4, p.y + 14, label, 10, SVG_START, 0, "#444");
+        snprintf(label, sizeof label, "late (%d)", res[0].late);
+        svg_text(&s, svg_px(&p, res[0].late) - 4, p.y + 14, label, 10, SVG_END, 0, "#444");
+    }
+    svg_legend(&s, 740, 60, shown, colors, n);
     int rc = svg_save(&s, path, e);
     svg_free(&s);
     free(xs);

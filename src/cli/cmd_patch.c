@@ -159,16 +159,18 @@ static int draw(const char *path, const ProbeSession *ps, const PatchInput *in, 
     snprintf(names[cols], sizeof names[cols], "row");
     for (int h = 0; h < H; h++) snprintf(names[cols + 1 + h], sizeof names[0], "head %d", h);
     for (int i = 0; i < cols + H + 1; i++) labels[i] = names[i];
-    double cell = fmax(8, fmin(24, 900.0 / cols)), left = 70, top = 190;
+    /* squares of 12 pixels or more keep the labels 10 pixels high: a long story makes a wider picture */
+    double cell = fmax(12, fmin(24, 900.0 / cols)), left = 70, top = 190, scale_x = left + cols * cell + 20;
     Svg s;
-    svg_begin(&s, fmax(640, left + cols * cell + 40), top + (H + 1) * cell + 60, "storylm patch");
+    svg_begin(&s, fmax(640, scale_x + 110), top + (H + 1) * cell + 60, "storylm patch");
     char title[256];
     snprintf(title, sizeof title, "Activation patching: '%s' over '%s' (0 corrupt, 1 clean; clean/corrupt tokens)",
              probe_token(ps, p->answer), probe_token(ps, p->wrong));
     svg_text(&s, 20, 22, title, 13, SVG_START, 0, "black");
     svg_text(&s, 20, 40, "a cell: that piece of the clean run put into the corrupt one; head h at position u: its key and value there",
              11, SVG_START, 0, "#444");
-    svg_heatmap(&s, left, top, cell, values, H + 1, cols, 1.0, labels + cols, labels, fmin(10, cell * 0.8));
+    svg_heatmap(&s, left, top, cell, values, H + 1, cols, 1.0, labels + cols, labels, fmin(11, cell - 2));
+    svg_color_scale(&s, scale_x, top, fmax(100, (H + 1) * cell), 1.0, "share restored");
     int rc = svg_save(&s, path, e);
     svg_free(&s);
     free(values), free(names), free(labels);

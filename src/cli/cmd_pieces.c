@@ -68,21 +68,24 @@ static void build_report(Report *r, const ProbeSession *ps, const SwapName *name
 }
 
 static int draw(const char *path, const SwapName *names, const PieceScore *rows, int n, Error *e) {
-    double values[2 * 32];
+    double values[2 * 32], hi = 0;
     const char *labels[32];
     n = n < 32 ? n : 32;
     for (int k = 0; k < n; k++) {
         labels[k] = names[k].word;
         values[k] = rows[k].first_probability;
         values[n + k] = rows[k].next_probability;
+        hi = fmax(hi, fmax(values[k], values[n + k]));
     }
     Svg s;
     svg_begin(&s, 900, 400, "storylm pieces: finishing a name made of pieces");
     svg_text(&s, 20, 24, "Where the renamed hero comes back: its first piece, then the piece that followed it before", 14,
              SVG_START, 0, "black");
-    SvgPanel p = {.x = 80, .y = 70, .w = 620, .h = 240, .y0 = 0, .y1 = 1};
+    /* the axis fits the data (probabilities here stay far below 1) */
+    SvgPanel p = {.x = 80, .y = 70, .w = 620, .h = 240, .y0 = 0, .y1 = fmin(1, svg_round_up(hi * 1.1))};
     svg_axes(&s, &p, NULL, NULL, "mean probability", 0);
     svg_bars(&s, &p, values, 2, n, labels, NULL, 0);
+    svg_bar_values(&s, &p, values, 2, n, 8); /* the invented names' bars are a pixel high */
     const char *legend[2] = {"first piece", "next piece, after the first"};
     svg_legend(&s, 720, 70, legend, NULL, 2);
     int rc = svg_save(&s, path, e);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "args.h"
 #include "common.h"
@@ -18,7 +19,9 @@ const Command command_plot = {
     "Reads a tab-separated table with a header line: the first column is x (e.g. the\n"
     "step), every other column a curve (e.g. train and test loss). Empty cells, '-' and\n"
     "'nan' are gaps (so are values beyond +-1e100): each curve joins the points it has. Draws the curves on one panel\n"
-    "with a legend, using storylm's own SVG writer.",
+    "with a legend, using storylm's own SVG writer. Columns named alike but for a last word\n"
+    "'train' or 'test' (e.g. 'attention train', 'attention test') are one model's: they share\n"
+    "a colour, the test curve dashed.",
     run};
 
 /* The table, column-major: x[row], y[series][row] (NAN where missing). */
@@ -118,15 +121,51 @@ static void column_range(const Table *t, int c, double *lo, double *hi) {
     }
 }
 
+/* Column names that end in "train" or "test" after a space, '_' or '-' name
+ * one model's two curves: whether it is the train (0) or test (1) curve, or
+ * neither (-1), and the length of the model's part of the name. */
+static int split_name(const char *name, size_t *key_len) {
+    static const char *const ends[2] = {"train", "test"};
+    size_t n = strlen(name);
+    for (int k = 0; k < 2; k++) {
+        size_t m = strlen(ends[k]);
+        if (n >= m && strcasecmp(name + n - m, ends[k]) == 0 && (n == m || strchr(" _-", name[n - m - 1]))) {
+            *key_len = n > m ? n - m - 1 : 0;
+            return k;
+        }
+    }
+    *key_len = n;
+    return -1;
+}
+
+/* Each curve's colour and dash: a model's train and test curves share a
+ * colour, the test one dashed; every other curve a colour of its own. */
+static void curve_styles(const Table *t, const char **colors, const char **dashes) {
+    int color_of[PLOT_MAX_SERIES], n_colors = 0;
+    for (int c = 1; c < t->n_cols; c++) {
+        size_t len, other_len;
+        int kind = split_name(t->names[c], &len);
+        color_of[c - 1] = -1;
+        for (int d = 1; d < c && kind >= 0 && color_of[c - 1] < 0; d++)
+            if (split_name(t->names[d], &other_len) == 1 - kind && other_len == len &&
+                strncmp(t->names[d], t->names[c], len) == 0)
+                color_of[c - 1] = color_of[d - 1];
+        if (color_of[c - 1] < 0) color_of[c - 1] = n_colors++;
+        colors[c - 1] = svg_palette(color_of[c - 1]);
+        dashes[c - 1] = kind == 1 ? "6 4" : NULL;
+    }
+}
+
 /* Curve c: the finite points (x, y) of column c joined in order. */
-static void draw_curve(Svg *s, const SvgPanel *p, const Table *t, int c, double *xs, double *ys) {
+static void draw_curve(Svg *s, const SvgPanel *p, const Table *t, int c, const char *color, const char *dash,
+                       double *xs, double *ys) {
     int n = 0;
     for (int r = 0; r < t->n_rows; r++) {
         if (!isfinite(t->cols[0][r]) || !isfinite(t->cols[c][r])) continue;
         xs[n] = t->cols[0][r];
         ys[n++] = fmin(t->cols[c][r], p->y1); /* --y-max clips the early, high losses */
     }
-    svg_polyline(s, p, xs, ys, n, svg_palette(c - 1), 1.8);
+    svg_polyline_dashed(s, p, xs, ys, n, color, 1.8, dash);
 }
 
 static int draw(const Table *t, const char *out, const char *title, const char *y_label, double y_max, Error *e) {
@@ -138,16 +177,17 @@ static int draw(const Table *t, const char *out, const char *title, const char *
     if (!(y1 > y0)) y1 = y0 + 1;
     double *xs = xmalloc(2 * (size_t)t->n_rows * sizeof(double), e);
     if (!xs) return -1;
+    const char *colors[PLOT_MAX_SERIES], *dashes[PLOT_MAX_SERIES];
+    const char *const *names = (const char *const *)t->names + 1;
+    curve_styles(t, colors, dashes);
     Svg s;
-    svg_begin(&s, 900, 460, title);
+    svg_begin(&s, fmax(900, 750 + svg_legend_width(names, t->n_cols - 1, 1)), 460, title);
     SvgPanel p = {.x = 70, .y = 40, .w = 640, .h = 360, .x0 = x0, .x1 = x1, .y0 = y0, .y1 = y1};
     svg_axes(&s, &p, title, t->names[0], y_label, 1);
     svg_group_begin(&s, 0, 0);
-    for (int c = 1; c < t->n_cols; c++) draw_curve(&s, &p, t, c, xs, xs + t->n_rows);
+    for (int c = 1; c < t->n_cols; c++) draw_curve(&s, &p, t, c, colors[c - 1], dashes[c - 1], xs, xs + t->n_rows);
     svg_group_end(&s);
-    const char *colors[PLOT_MAX_SERIES];
-    for (int c = 1; c < t->n_cols; c++) colors[c - 1] = svg_palette(c - 1);
-    svg_legend(&s, 730, 50, (const char *const *)t->names + 1, colors, t->n_cols - 1);
+    svg_line_legend(&s, 730, 50, names, colors, dashes, t->n_cols - 1);
     int rc = svg_save(&s, out, e);
     svg_free(&s);
     free(xs);

@@ -101,6 +101,7 @@ static void draw_panel(Svg *s, const SwapRow *rows, int n, const char **labels, 
     SvgPanel p = {.x = 70, .y = y, .w = 760, .h = 220, .y0 = 0, .y1 = fmin(1, hi)};
     svg_axes(s, &p, title, NULL, "mean probability", 0);
     svg_bars(s, &p, values, baseline ? 2 : 1, n, labels, NULL, 1);
+    svg_bar_values(s, &p, values, baseline ? 2 : 1, n, 8); /* invented names' bars are a pixel high */
 }
 
 static int draw(const char *path, const SwapRow *rows, int n, int baseline, Error *e) {

@@ -31,7 +31,7 @@ static int draw(const char *path, const ProbeSession *ps, const TraceResult *t, 
     snprintf(title, sizeof title, "Following '%s' (position %d) through the network", probe_token(ps, t->token),
              t->position);
     svg_text(&s, 20, 24, title, 15, SVG_START, 0, "black");
-    SvgPanel p = {.x = 60, .y = 60, .w = 900, .h = 180, .x0 = 0, .x1 = Z, .y0 = lo, .y1 = hi};
+    SvgPanel p = {.x = 60, .y = 60, .w = 820, .h = 180, .x0 = 0, .x1 = Z, .y0 = lo, .y1 = hi};
     svg_axes(&s, &p, "the 160 inputs: row (grey), then heads 0-7", NULL, "value", 0);
     for (int i = 0; i < Z; i++) {
         int part = i < c->row_dim ? -1 : (i - c->row_dim) / c->value_dim;
@@ -39,7 +39,14 @@ static int draw(const char *path, const ProbeSession *ps, const TraceResult *t, 
         svg_rect(&s, svg_px(&p, i), fmin(y, y0), p.w / Z * 0.9, fabs(y - y0), part < 0 ? "#999" : svg_palette(part),
                  "none", NULL);
     }
-    SvgPanel ph = {.x = 60, .y = 300, .w = 900, .h = 150, .x0 = 0, .x1 = c->hidden_dim, .y0 = -1, .y1 = 1};
+    const char *parts[9] = {"row"}, *part_colors[9] = {"#999"};
+    char heads[8][16];
+    for (int h = 0; h < c->n_heads && h < 8; h++) {
+        snprintf(heads[h], sizeof heads[h], "head %d", h);
+        parts[h + 1] = heads[h], part_colors[h + 1] = svg_palette(h);
+    }
+    svg_legend(&s, 900, 60, parts, part_colors, 1 + (c->n_heads < 8 ? c->n_heads : 8));
+    SvgPanel ph = {.x = 60, .y = 300, .w = 820, .h = 150, .x0 = 0, .x1 = c->hidden_dim, .y0 = -1, .y1 = 1};
     svg_axes(&s, &ph, "the 128 hidden units (tanh)", NULL, "value", 0);
     for (int i = 0; i < c->hidden_dim; i++) {
         double y = svg_py(&ph, t->hidden[i]), y0 = svg_py(&ph, 0);
@@ -49,7 +56,7 @@ static int draw(const char *path, const ProbeSession *ps, const TraceResult *t, 
     const char *labels[64];
     int n = t->n_guesses < 64 ? t->n_guesses : 64;
     for (int k = 0; k < n; k++) probs[k] = t->guesses[k].probability, labels[k] = probe_token(ps, t->guesses[k].token);
-    SvgPanel pg = {.x = 60, .y = 510, .w = 900, .h = 170, .y0 = 0, .y1 = n > 0 ? fmax(probs[0], 0.01) : 1};
+    SvgPanel pg = {.x = 60, .y = 510, .w = 820, .h = 170, .y0 = 0, .y1 = n > 0 ? fmax(probs[0], 0.01) : 1};
     svg_axes(&s, &pg, "top next-token guesses (probability)", NULL, "probability", 0);
     svg_bars(&s, &pg, probs, 1, n, labels, NULL, 1);
     int rc = svg_save(&s, path, e);
