@@ -1,5 +1,7 @@
 /* storylm train STORIES: vocabulary (built or reused), held-out test stories,
  * training with progress, atomic saves; Ctrl-C stops after saving. */
+#define _GNU_SOURCE /* program_invocation_name: the program as called, for the resume command */
+#include <errno.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -56,14 +58,16 @@ static void print_progress(const TrainProgress *p, void *ctx) {
     ProgressPrinter *pp = ctx;
     if (!pp->tty && !p->evaluated && p->elapsed_s - pp->last_line_s < 10) return;
     pp->last_line_s = p->elapsed_s;
-    char eta[32], test[64] = "";
+    char eta[32], elapsed[32], test[64] = "";
     cli_format_duration(p->eta_s, eta, sizeof eta);
+    cli_format_duration(p->elapsed_s, elapsed, sizeof elapsed);
     if (p->evaluated && isfinite(p->test_loss))
         snprintf(test, sizeof test, " | test %.4f acc %.1f%%", p->test_loss, 100 * p->test_accuracy);
     if (p->evaluated && isfinite(p->ema_test_loss)) /* after the test column, which scripts read by place */
         snprintf(test + strlen(test), sizeof test - strlen(test), " ema %.4f", p->ema_test_loss);
-    fprintf(stderr, "%sstep %5d/%d | loss %.4f%s | %.0f tok/s | ETA %s%s", pp->tty ? "\r\033[K" : "", p->step, p->steps,
-            p->train_loss, test, p->tokens_per_s, eta, pp->tty && !p->evaluated ? "" : "\n");
+    fprintf(stderr, "%sstep %5d/%d | loss %.4f%s | lr %.2e | %.0f tok/s | %s elapsed, ETA %s%s", pp->tty ? "\r\033[K" : "",
+            p->step, p->steps, p->train_loss, test, p->lr, p->tokens_per_s, elapsed, eta,
+            pp->tty && !p->evaluated ? "" : "\n");
 }
 
 /* " --flag x" with the shortest decimal that reads back as x, when x is set. */
@@ -86,6 +90,52 @@ static void print_regularise_flags(const TrainOptions *o) {
     if (o->ema_save) printf(" --ema-save");
     if (o->keep_best) printf(" --keep-best");
     print_flag("--swap-names", o->swap_names);
+}
+
+/* s as one shell word: as it is when only safe characters, else in single
+ * quotes (a ' inside written '\''), so that a pasted command reads it back. */
+static void print_word(const char *s) {
+    if (*s && s[strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./:=,+-@%")] == '\0') {
+        fputs(s, stdout);
+        return;
+    }
+    putchar('\'');
+    for (; *s; s++)
+        if (*s == '\'') fputs("'\\''", stdout);
+        else putchar(*s);
+    putchar('\'');
+}
+
+/* The program as it was called (build/storylm), or storylm when found on the PATH. */
+static void print_program(void) {
+    print_word(strchr(program_invocation_name, '/') ? program_invocation_name : "storylm");
+}
+
+/* The command that continues this run, to paste as it is: the program as it
+ * was called (build/storylm, or storylm from the PATH), the same stories,
+ * vocabulary, threads (the bits depend on them), held-out split and every
+ * flag the run was given that a resume does not read back from the model
+ * (--arch, --lr, --batch, --seed and --warmup it does); not --stop-at, which
+ * would stop it again at once. */
+static void print_resume(const char *stories, const TrainOptions *o, const char *vocab_path, int n_test) {
+    TrainOptions d = train_default_options();
+    printf("resume it:  ");
+    if (dist_size(o->dist) > 1) printf("mpirun -np %d ", dist_size(o->dist));
+    print_program();
+    printf(" train ");
+    print_word(stories);
+    printf(" --resume --out ");
+    print_word(o->out);
+    printf(" --vocab ");
+    print_word(vocab_path);
+    printf(" --steps %d --threads %d", o->steps, o->threads);
+    if (n_test != STORIES_DEFAULT_TEST) printf(" --test-stories %d", n_test);
+    if (o->eval_every != d.eval_every) printf(" --eval-every %d", o->eval_every);
+    if (o->snapshot_every != d.snapshot_every) printf(" --snapshot-every %d", o->snapshot_every);
+    if (o->max_positions != d.max_positions) printf(" --max-positions %d", o->max_positions);
+    print_flag("--minutes", o->minutes);
+    print_regularise_flags(o);
+    printf("\n");
 }
 
 /* Reuses an existing vocabulary, or learns one from the stories and saves it. */
@@ -233,12 +283,12 @@ static int train_file(const char *path, TrainOptions *o, const char *vocab_path,
         fprintf(stderr, "best: step %d, test loss %.4f, kept in %s\n", r.best_step, r.best_test_loss,
                 regularise_file(o->out, "best", best));
     printf("model saved to %s\n", o->out);
-    printf("sample it:  storylm generate --model %s \"Lily found a\"\n", o->out);
-    if (r.interrupted) {
-        printf("resume it:  storylm train %s --resume --out %s --steps %d", path, o->out, o->steps);
-        print_regularise_flags(o);
-        printf("\n");
-    }
+    printf("sample it:  ");
+    print_program();
+    printf(" generate --model ");
+    print_word(o->out);
+    printf(" \"Lily found a\"\n");
+    if (r.interrupted) print_resume(path, o, vocab_path, n_test);
 done:
     file_unlock(&lock);
     name_swap_free(&swap);
@@ -297,8 +347,6 @@ static int run(int argc, char **argv) {
     o.keep_best = keep_best;
     o.threads = cli_set_threads(o.threads);
     o.stop = &stop_requested;
-    const char *fault = getenv("STORYLM_TEST_OVERFLOW_AT_STEP"); /* a numerical fault on demand, for tests */
-    if (fault) o.overflow_at_step = atoi(fault);
     if (regularise_check_options(&o, &e)) return args_usage_error(&command_train, "%s", e.message);
     install_handlers();
     int signalled = 0;
