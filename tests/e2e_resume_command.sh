@@ -39,7 +39,7 @@ echo "pasting: $cmd"
 eval "$cmd" >resumed.out 2>resumed.log || { cat resumed.log; fail "the pasted command failed"; }
 [[ "$(tensor_sums stopped.safetensors)" == "$(tensor_sums ref.safetensors)" ]] ||
   fail "resumed by the printed command, the run ends elsewhere than the uninterrupted one"
-# the resumed run goes on from the step after the save (its ETA and tok/s: tests/test_train.c)
+# the resumed run goes on from the step after the save (its ETA: tests/test_train.c)
 grep -Eq '^step +8/40 ' resumed.log || { cat resumed.log; fail "the resumed run did not start at step 8"; }
 
 # ---- SIGINT once training runs ----

@@ -124,10 +124,9 @@ static int run(int argc, char **argv) {
         {"all", 0, OPT_BOOL, &a.all, NULL, "every story of the file, not only the held-out ones", 0, 0},
         {"text", 0, OPT_STRING, &a.text, "TEXT", "measure one typed text instead of the stories", 0, 0},
         {"test-stories", 0, OPT_INT, &a.n_test, "N", "held-out test stories (as in training)", 1, 100000},
-        {"ablate", 0, OPT_STRING, &a.ablate, "HEADS", "switch heads off, e.g. 3,5", 0, 0},
-        {"ablate-mode", 0, OPT_STRING, &a.ablate_mode, "MODE", ABLATE_HELP_MODE, 0, 0},
+        ABLATE_OPTIONS(a.ablate, a.ablate_mode),
         {"json", 0, OPT_BOOL, &a.json, NULL, "print JSON", 0, 0},
-        {"threads", 0, OPT_INT, &a.threads, "N", "threads, by default one per core", 1, 256},
+        THREADS_OPTION(a.threads),
         {"max-positions", 0, OPT_INT, &a.max_positions, "N", "positions per forward pass", 64, 1 << 20},
     };
     int rc = args_parse(&command_eval, argc, argv, opts, N_OPTIONS(opts), pos, 0, 1, &np);

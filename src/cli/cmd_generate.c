@@ -60,10 +60,8 @@ static int run(int argc, char **argv) {
         {"top-k", 'k', OPT_INT, &go.top_k, "K", "sample among the K most likely; 0 = all", 0, 1000000},
         {"top-p", 'p', OPT_DOUBLE, &go.top_p, "P", "sample among the most likely holding P of the probability", 1e-6, 1},
         {"seed", 's', OPT_INT, &seed, "N", "sampling seed; -1 = from the clock (printed)", -1, 2147483647},
-        {"ablate", 0, OPT_STRING, &ga.heads, "HEADS", "switch heads off, e.g. 3,5", 0, 0},
-        {"ablate-mode", 0, OPT_STRING, &ga.mode, "MODE", ABLATE_HELP_MODE, 0, 0},
-        {"stories", 0, OPT_STRING, &ga.stories, "FILE",
-         "stories for --ablate-mode mean (default: the file the model was trained on, from its metadata)", 0, 0},
+        ABLATE_OPTIONS(ga.heads, ga.mode),
+        ABLATE_STORIES_OPTION(ga.stories),
         {"threads", 0, OPT_INT, &threads, "N", "threads", 1, 256},
     };
     int rc = args_parse(&command_generate, argc, argv, opts, N_OPTIONS(opts), pos, 0, 1, &np);

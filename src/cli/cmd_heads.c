@@ -79,14 +79,10 @@ static int run(int argc, char **argv) {
     HeadsArgs a = {.po = PROBE_OPTIONS_DEFAULT, .top = 5};
     const char *pos[1];
     Option opts[] = {
-        {"model", 'm', OPT_STRINGS, &a.models, "FILE", "model file; repeat for snapshots (default: ./" DEFAULT_MODEL_PATH ", else the shipped model)", 0, 0},
-        {"ablate", 0, OPT_STRING, &a.po.ablate, "HEADS", "switch heads off, e.g. 3,5 (heads 0 to 7)", 0, 0},
-        {"ablate-mode", 0, OPT_STRING, &a.po.ablate_mode, "MODE", ABLATE_HELP_MODE, 0, 0},
-        {"json", 0, OPT_BOOL, &a.po.json, NULL, "print JSON with the same numbers", 0, 0},
-        {"threads", 0, OPT_INT, &a.po.threads, "N", "threads, by default one per core", 1, 256},
+        PROBE_MODELS_OPTIONS(a.po, a.models, "repeat for snapshots"),
         PROBE_SVG_OPTION(a.po),
         PROBE_TEST_OPTION(a.po),
-        {"top", 0, OPT_INT, &a.top, "K", "tokens read most, per head", 1, 100},
+        {"top-k", 0, OPT_INT, &a.top, "K", "the K tokens read most, per head", 1, 100},
     };
     int rc = probe_parse(&command_heads, argc, argv, opts, N_OPTIONS(opts), &a.po, pos, 1);
     if (rc >= 0) return rc;

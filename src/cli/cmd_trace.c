@@ -84,7 +84,7 @@ static int run(int argc, char **argv) {
         PROBE_SVG_OPTION(po),
         PROBE_MEAN_STORIES_OPTION(po),
         {"units", 0, OPT_INT, &units, "N", "most active hidden units to show", 1, 4096},
-        {"top", 0, OPT_INT, &guesses, "K", "next-token guesses to show", 1, 64},
+        {"top-k", 0, OPT_INT, &guesses, "K", "the K most likely next tokens to show", 1, 64},
         {"pos", 0, OPT_INT, &pos, "N", "the position followed (0 is [EOS]); negative: from the end", -1000000, 1000000},
     };
     int rc = probe_parse(&command_trace, argc, argv, opts, N_OPTIONS(opts), &po, text, 1);

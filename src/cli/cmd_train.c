@@ -311,7 +311,7 @@ static int run(int argc, char **argv) {
         {"warmup", 0, OPT_INT, &o.warmup, "N", "warm-up steps; -1: min(100, steps/10)", -1, 1e9},
         {"batch", 0, OPT_INT, &o.batch, "N", "stories per step", 1, 4096},
         {"seed", 0, OPT_INT, &seed, "N", "seed of the initial weights and the story order", 0, 2147483647},
-        {"threads", 0, OPT_INT, &o.threads, "N", "threads, by default one per core", 1, 256},
+        THREADS_OPTION(o.threads),
         {"out", 'o', OPT_STRING, &o.out, "FILE", "model file to write", 0, 0},
         {"vocab", 0, OPT_STRING, &vocab_path, "FILE", "vocabulary to use, or to learn and write if missing", 0, 0},
         {"eval-every", 0, OPT_INT, &o.eval_every, "N", "steps between test evaluations and saves; 0: at the end", 0, 1e9},
