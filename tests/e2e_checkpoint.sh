@@ -85,9 +85,11 @@ info, ref = json.load(open(info_path)), json.load(open(numpy_path))
 def check(ok, what):
     if not ok:
         sys.exit(f"FAIL {arch} info --json: {what}")
-check(info["parameters"] == {"attention": 352848, "window8": 354896}[arch], f"parameters {info['parameters']}")
-check(info["arch"] == arch and info["vocab_size"] == 2000 and info["config"]["row_dim"] == 32, "config")
-check(info["file_bytes"] == os.path.getsize(model), "file size")
+m = info["model"]
+check(info["command"] == "info" and m["file"] == model, "command and model file")
+check(m["parameters"] == {"attention": 352848, "window8": 354896}[arch], f"parameters {m['parameters']}")
+check(m["arch"] == arch and info["vocab_size"] == 2000 and info["config"]["row_dim"] == 32, "config")
+check(m["file_bytes"] == os.path.getsize(model), "file size")
 check([t["name"] for t in info["tensors"]] == [t["name"] for t in ref["tensors"]], "tensor order")
 for ours, theirs in zip(info["tensors"], ref["tensors"]):
     for key in ("shape", "count", "fnv1a64"):

@@ -45,7 +45,7 @@ def proj(table, h, t, k):
     return [sum(r[i] * table[(h * D + i) * k + j] for i in range(D)) for j in range(k)]
 for path in sys.argv[2:]:
     j = json.load(open(path))
-    for key in ("command", "model", "arch", "ablation", "tokens", "position", "token", "keys"):
+    for key in ("command", "model", "ablation", "tokens", "position", "token", "keys"):
         assert key in j, "attend --json lacks " + key
     ids = [t["id"] for t in j["tokens"]]
     p = j["position"]

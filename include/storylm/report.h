@@ -28,7 +28,9 @@ typedef enum {
     CELL_INT,     /* a whole number */
     CELL_NUMBER,  /* printed with the column's decimals */
     CELL_PERCENT, /* a fraction, printed as a percentage with the column's decimals */
-    CELL_VECTOR   /* several numbers, printed with the column's decimals, separated by spaces */
+    CELL_VECTOR,  /* several numbers, printed with the column's decimals, separated by spaces */
+    CELL_FILE     /* a file's path, in table columns: in JSON whole, in the text only its name (no
+                   * folder repeated on every row) */
 } CellKind;
 
 typedef struct ReportColumn {
@@ -82,12 +84,16 @@ void report_free(Report *r);
 /* -1 with e filled when any allocation while building failed. */
 int report_failed(const Report *r, Error *e);
 
-/* Named values (shown as "label   value" lines; keys of the JSON object). */
+/* Named values (shown as "label   value" lines; keys of the JSON object). A
+ * key with a dot, "model.file", goes into the object "model" of the JSON
+ * (docs/json.md); a NULL label leaves the value out of the text. */
 void report_text(Report *r, const char *key, const char *label, const char *text);
 void report_int(Report *r, const char *key, const char *label, long long x);
 void report_number(Report *r, const char *key, const char *label, double x, int decimals);
 void report_percent(Report *r, const char *key, const char *label, double fraction, int decimals);
 void report_vector(Report *r, const char *key, const char *label, const float *x, int n, int decimals);
+/* Whole numbers x (n, below 2^24), a JSON array: the heads switched off. */
+void report_ints(Report *r, const char *key, const char *label, const int *x, int n);
 /* A line of explanation (printf-style); in JSON, the array "notes". */
 void report_note(Report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -20,11 +20,11 @@ int args_usage_error(const Command *cmd, const char *fmt, ...) {
 
 static void print_default(const Option *o) {
     switch (o->kind) {
-    case OPT_INT: printf(" (default %d)", *(int *)o->target); break;
-    case OPT_DOUBLE: printf(" (default %g)", *(double *)o->target); break;
+    case OPT_INT: printf(" (default: %d)", *(int *)o->target); break;
+    case OPT_DOUBLE: printf(" (default: %g)", *(double *)o->target); break;
     case OPT_STRING: {
         const char *s = *(const char **)o->target;
-        if (s) printf(" (default %s)", s);
+        if (s) printf(" (default: %s)", s);
         break;
     }
     default: break;

@@ -12,7 +12,7 @@
 
 static int run(int argc, char **argv);
 const Command command_ablate = {
-    "ablate", "Secret 3: what the network loses without some heads", "storylm ablate STORIES --model M [--heads 3,5] [options]",
+    "ablate", "what the network loses without some heads (Secret 3)", "storylm ablate STORIES [options]",
     "Measures the loss (nats per token) and accuracy (top guess right) over every predicted\n"
     "position of the held-out test stories of STORIES, and at the name positions of\n"
     "Secret 2 (where a story's hero comes back: loss, probability of the name's first\n"

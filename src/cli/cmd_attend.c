@@ -11,7 +11,7 @@
 
 static int run(int argc, char **argv);
 const Command command_attend = {
-    "attend", "Tool 1: how one position reads every earlier token", "storylm attend TEXT [--pos N] [--head H] [options]",
+    "attend", "how one position reads every earlier token (Tool 1)", "storylm attend TEXT [options]",
     "Runs the text (after [EOS], as every story starts) through the network and shows, for\n"
     "position --pos (0 is [EOS]; negative counts from the end; default: the last token) and\n"
     "head --head (default: all 8), every token it can read: dot = q.k/sqrt(8), the head's\n"

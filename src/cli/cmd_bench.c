@@ -19,7 +19,7 @@
 static int run(int argc, char **argv);
 const Command command_bench = {
     "bench", "time training, generation or encoding (for scripts/bench)",
-    "storylm bench train IDS | generate MODEL | encode VOCAB TEXT [options]",
+    "storylm bench train IDS [options] | storylm bench generate MODEL [options] | storylm bench encode VOCAB TEXT [options]",
     "Times one kind of work and prints one JSON line; scripts/bench runs it side by side\n"
     "with the PyTorch and npm peers and prints the table.\n\n"
     "  train IDS          --steps training steps (forward, backward, Adam) on the stories\n"

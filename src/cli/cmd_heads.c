@@ -11,7 +11,7 @@
 
 static int run(int argc, char **argv);
 const Command command_heads = {
-    "heads", "Secret 1: where each head looks, across snapshots", "storylm heads STORIES --model M [--model M2 ...] [options]",
+    "heads", "where each head looks, across snapshots (Secret 1)", "storylm heads STORIES [options]",
     "For every head of the model, on the held-out test stories of STORIES: the share of its\n"
     "weight at each distance back (0 = the token itself, 1, 2, 3-7, 8-31, 32-255), its mean\n"
     "distance back, and the tokens it reads most (share of all its weight). Give several\n"

@@ -10,11 +10,12 @@
 #include <sys/stat.h>
 
 #include "args.h"
+#include "common.h"
 #include "storylm/checkpoint.h"
 
 static int run(int argc, char **argv);
 const Command command_info = {
-    "info", "show what a model file holds", "storylm info [--model M] [--json]",
+    "info", "show what a model file holds", "storylm info [options]",
     "Loads a model file, validating it fully, and prints its architecture and sizes, every tensor's name,\n"
     "shape and number count, the total parameter count, the vocabulary size, the file size and the\n"
     "training metadata. If the optimizer state MODEL.adam.safetensors lies beside the model, its step and\n"
@@ -184,11 +185,14 @@ static int print_json(const char *path, long long file_bytes, const Model *m, co
                       const OptimizerInfo *o) {
     const ModelConfig *c = &m->cfg;
     cJSON *root = cJSON_CreateObject();
-    cJSON_AddStringToObject(root, "path", path);
-    cJSON_AddNumberToObject(root, "file_bytes", (double)file_bytes);
+    cJSON_AddStringToObject(root, "command", "info");
+    cJSON *model = cJSON_AddObjectToObject(root, "model"); /* the keys every verb gives a model (docs/json.md) */
+    cJSON_AddStringToObject(model, "file", path);
+    cJSON_AddStringToObject(model, "arch", arch_name(c->arch));
+    cJSON_AddNumberToObject(model, "parameters", (double)m->n_params);
+    cJSON_AddNumberToObject(model, "file_bytes", (double)file_bytes);
     cJSON_AddStringToObject(root, "format", CHECKPOINT_FORMAT);
     cJSON_AddStringToObject(root, "format_version", CHECKPOINT_FORMAT_VERSION);
-    cJSON_AddStringToObject(root, "arch", arch_name(c->arch));
     cJSON *cfg = cJSON_AddObjectToObject(root, "config");
     const int sizes[] = {c->vocab_size, c->row_dim, c->n_heads,    c->key_dim,
                          c->value_dim,  c->window,  c->hidden_dim, c->context};
@@ -197,7 +201,6 @@ static int print_json(const char *path, long long file_bytes, const Model *m, co
     for (int i = 0; i < 8; i++)
         cJSON_AddNumberToObject(cfg, names[i], sizes[i]);
     cJSON_AddNumberToObject(root, "vocab_size", c->vocab_size);
-    cJSON_AddNumberToObject(root, "parameters", (double)m->n_params);
     cJSON *tensors = cJSON_AddArrayToObject(root, "tensors");
     for (int i = 0; i < m->n_tensors; i++)
         cJSON_AddItemToArray(tensors, json_tensor(m, &m->tensors[i]));
@@ -217,16 +220,17 @@ static int print_json(const char *path, long long file_bytes, const Model *m, co
 }
 
 static int run(int argc, char **argv) {
-    const char *model_path = "model.safetensors";
+    const char *model_path = NULL;
     bool json = false;
     Option opts[] = {
-        {"model", 'm', OPT_STRING, &model_path, "M", "the model file", 0, 0},
+        {"model", 'm', OPT_STRING, &model_path, "FILE", "model file (default: ./" DEFAULT_MODEL_PATH ", else the shipped model)", 0, 0},
         {"json", 0, OPT_BOOL, &json, NULL, "print one JSON object instead of a table", 0, 0},
     };
     const char *pos[1];
     int np;
     int rc = args_parse(&command_info, argc, argv, opts, N_OPTIONS(opts), pos, 0, 0, &np);
     if (rc) return rc > 0 ? 0 : 2;
+    model_path = cli_model_path(model_path, json);
     Error e = {0};
     struct stat sb;
     if (stat(model_path, &sb) != 0 && errno == ENOENT) {

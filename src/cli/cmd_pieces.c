@@ -11,7 +11,7 @@
 
 static int run(int argc, char **argv);
 const Command command_pieces = {
-    "pieces", "Secret 4: finishing a name made of pieces", "storylm pieces STORIES --model M [options]",
+    "pieces", "finishing a name made of pieces (Secret 4)", "storylm pieces STORIES [options]",
     "Renames the hero of each held-out test story that has one (see storylm swap --help)\n"
     "to invented names of 3 or more pieces, such as z ##ark ##o, and to the most common\n"
     "name of one piece. At every later mention it measures the first piece (mean\n"

@@ -11,7 +11,7 @@
 
 static int run(int argc, char **argv);
 const Command command_stats = {
-    "stats", "the chapter's statistics on the test stories", "storylm stats STORIES --model M [options]",
+    "stats", "the chapter's statistics on the test stories", "storylm stats STORIES [options]",
     "On the held-out test stories of STORIES:\n"
     "  correlation  per head, Pearson's correlation of q.k with the cosine of the two\n"
     "               tokens' rows, over every (position, token it reads) pair, itself\n"

@@ -13,7 +13,7 @@
 
 static int run(int argc, char **argv);
 const Command command_swap = {
-    "swap", "Secret 2: rename the hero, see who follows", "storylm swap STORIES --model M [--baseline W] [options]",
+    "swap", "rename the hero, see who follows (Secret 2)", "storylm swap STORIES [options]",
     "In the held-out test stories of STORIES whose hero is named in the first sentence and\n"
     "named again later, the hero's name is replaced everywhere by each of a set of names;\n"
     "at every later mention it reports the mean probability the network gives the new\n"

@@ -13,7 +13,7 @@
 
 static int run(int argc, char **argv);
 const Command command_tokenize = {
-    "tokenize", "show the tokens of a text", "storylm tokenize [--vocab V | --model M] [--ids | --json | --words] TEXT",
+    "tokenize", "show the tokens of a text", "storylm tokenize TEXT [options] | storylm tokenize --lines FILE [options]",
     "Normalises TEXT as BERT does (lower case, accents stripped, control characters\n"
     "dropped), splits it into words (every punctuation character is a word) and each\n"
     "word into the longest pieces of the vocabulary; prints the pieces separated by\n"

@@ -10,7 +10,7 @@
 
 static int run(int argc, char **argv);
 const Command command_trace = {
-    "trace", "Tool 3: follow a token through the network", "storylm trace TEXT [--pos N] [options]",
+    "trace", "follow a token through the network (Tool 3)", "storylm trace TEXT [options]",
     "Runs [EOS] and the text through the network and follows its last token (or the one at\n"
     "--pos: 0 is [EOS], negative counts from the end; what follows it plays no part): the 160\n"
     "numbers the hidden layer reads (the token's row of 32, then each head's 16), the most\n"

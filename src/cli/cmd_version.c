@@ -5,7 +5,7 @@
 #include "args.h"
 
 static int run(int argc, char **argv);
-const Command command_version = {"version", "print the version and the libraries in use", "storylm version",
+const Command command_version = {"version", "print the version and the libraries in use", "storylm version [options]",
                                  "Prints storylm's version and the BLAS configuration.", run};
 
 static int run(int argc, char **argv) {

@@ -13,7 +13,7 @@
 static int run(int argc, char **argv);
 const Command command_vocab = {
     "vocab", "learn the WordPiece vocabulary (vocab.txt) from stories",
-    "storylm vocab STORIES [-o vocab.txt] [--size N]   |   storylm vocab --model M [-o vocab.txt]",
+    "storylm vocab STORIES [options] | storylm vocab --model M [options]",
     "Learns a WordPiece vocabulary of exactly --size pieces from the stories, the way HuggingFace's\n"
     "WordPieceTrainer does: every word is split into characters (\"c\", then \"##c\" inside the word)\n"
     "and the most frequent adjacent pair of pieces is merged, again and again. vocab.txt holds\n"

@@ -82,7 +82,7 @@ static ReportItem *new_value(Report *r, const char *key, const char *label, Cell
     ReportItem *it = new_item(r, ITEM_VALUE);
     if (!it) return NULL;
     it->key = dup_or_fail(key, &r->failed);
-    it->label = dup_or_fail(label, &r->failed);
+    it->label = label ? dup_or_fail(label, &r->failed) : NULL; /* NULL: in JSON only */
     it->value_kind = kind;
     it->decimals = decimals;
     it->value.set = 1;
@@ -93,6 +93,7 @@ void report_text(Report *r, const char *key, const char *label, const char *text
     ReportItem *it = new_value(r, key, label, CELL_TEXT, 0);
     if (it) it->value.text = dup_or_fail(text, &r->failed);
 }
+
 
 void report_int(Report *r, const char *key, const char *label, long long x) {
     ReportItem *it = new_value(r, key, label, CELL_INT, 0);
@@ -121,6 +122,14 @@ void report_vector(Report *r, const char *key, const char *label, const float *x
     if (!it) return;
     it->value.vector = copy_floats(x, n, &r->failed);
     it->value.n = it->value.vector ? n : 0;
+}
+
+void report_ints(Report *r, const char *key, const char *label, const int *x, int n) {
+    ReportItem *it = new_value(r, key, label, CELL_VECTOR, 0);
+    float *v = it ? malloc((size_t)(n > 0 ? n : 1) * sizeof(float)) : NULL;
+    if (it && !v) r->failed = 1;
+    for (int i = 0; v && i < n; i++) v[i] = (float)x[i]; /* whole numbers below 2^24: exact */
+    if (it) it->value.vector = v, it->value.n = v ? n : 0;
 }
 
 void report_note(Report *r, const char *fmt, ...) {
@@ -230,6 +239,11 @@ static void format_cell(const ReportCell *c, CellKind kind, int decimals, char *
     }
     switch (kind) {
     case CELL_TEXT: snprintf(buf, size, "%s", c->text ? c->text : ""); break;
+    case CELL_FILE: { /* the file's name: its folder, the same on every row, would hide what differs */
+        const char *path = c->text ? c->text : "", *slash = strrchr(path, '/');
+        snprintf(buf, size, "%s", slash && slash[1] ? slash + 1 : path);
+        break;
+    }
     case CELL_INT: snprintf(buf, size, "%.0f", c->number); break;
     case CELL_NUMBER: snprintf(buf, size, "%.*f", decimals, c->number); break;
     case CELL_PERCENT: snprintf(buf, size, "%.*f%%", decimals, 100 * c->number); break;
@@ -311,14 +325,16 @@ static void print_table(const ReportTable *t, FILE *out) {
 void report_print(const Report *r, FILE *out) {
     int label_width = 0;
     for (int i = 0; i < r->n_items; i++)
-        if (r->items[i].kind == ITEM_VALUE) {
+        if (r->items[i].kind == ITEM_VALUE && r->items[i].label) {
             int w = text_width(r->items[i].label);
             label_width = w > label_width ? w : label_width;
         }
     char buf[CELL_BUF];
     for (int i = 0; i < r->n_items; i++) {
         const ReportItem *it = &r->items[i];
-        if (it->kind == ITEM_VALUE) {
+        if (it->kind == ITEM_VALUE && !it->label) {
+            continue; /* JSON only */
+        } else if (it->kind == ITEM_VALUE) {
             format_cell(&it->value, it->value_kind, it->decimals, buf, sizeof buf);
             print_padded(out, it->label, label_width, 0);
             fprintf(out, "  %s\n", buf);
@@ -334,7 +350,7 @@ void report_print(const Report *r, FILE *out) {
 
 static cJSON *cell_json(const ReportCell *c, CellKind kind) {
     if (!c->set) return cJSON_CreateNull();
-    if (kind == CELL_TEXT) return cJSON_CreateString(c->text ? c->text : "");
+    if (kind == CELL_TEXT || kind == CELL_FILE) return cJSON_CreateString(c->text ? c->text : "");
     if (kind == CELL_VECTOR) {
         cJSON *a = cJSON_CreateArray();
         for (int i = 0; a && i < c->n; i++)
@@ -356,6 +372,23 @@ static cJSON *table_json(const ReportTable *t) {
     return rows;
 }
 
+/* key "model.file" puts the value into the object "model" (made when first
+ * needed), so that every verb gives a model, its stories and its ablation
+ * the same nested keys (docs/json.md); a key without a dot goes in as it is. */
+static void add_value(cJSON *j, const char *key, cJSON *value) {
+    const char *dot = strchr(key, '.');
+    if (!dot) {
+        cJSON_AddItemToObject(j, key, value);
+        return;
+    }
+    char outer[64];
+    snprintf(outer, sizeof outer, "%.*s", (int)(dot - key), key);
+    cJSON *o = cJSON_GetObjectItemCaseSensitive(j, outer);
+    if (!cJSON_IsObject(o)) o = cJSON_AddObjectToObject(j, outer);
+    if (o) cJSON_AddItemToObject(o, dot + 1, value);
+    else cJSON_Delete(value);
+}
+
 cJSON *report_json(const Report *r) {
     cJSON *j = cJSON_CreateObject();
     if (!j) return NULL;
@@ -363,7 +396,7 @@ cJSON *report_json(const Report *r) {
     cJSON *notes = NULL;
     for (int i = 0; i < r->n_items; i++) {
         const ReportItem *it = &r->items[i];
-        if (it->kind == ITEM_VALUE) cJSON_AddItemToObject(j, it->key, cell_json(&it->value, it->value_kind));
+        if (it->kind == ITEM_VALUE) add_value(j, it->key, cell_json(&it->value, it->value_kind));
         else if (it->kind == ITEM_TABLE && it->table) cJSON_AddItemToObject(j, it->table->key, table_json(it->table));
         else if (it->kind == ITEM_NOTE) {
             if (!notes) notes = cJSON_AddArrayToObject(j, "notes");
