@@ -184,13 +184,9 @@ static cJSON *json_optimizer(const OptimizerInfo *o) {
 static int print_json(const char *path, long long file_bytes, const Model *m, const Metadata *meta,
                       const OptimizerInfo *o) {
     const ModelConfig *c = &m->cfg;
-    cJSON *root = cJSON_CreateObject();
-    cJSON_AddStringToObject(root, "command", "info");
-    cJSON *model = cJSON_AddObjectToObject(root, "model"); /* the keys every verb gives a model (docs/json.md) */
-    cJSON_AddStringToObject(model, "file", path);
-    cJSON_AddStringToObject(model, "arch", arch_name(c->arch));
-    cJSON_AddNumberToObject(model, "parameters", (double)m->n_params);
-    cJSON_AddNumberToObject(model, "file_bytes", (double)file_bytes);
+    cJSON *root = cli_json_begin("info");
+    cli_json_model(root, m, path);
+    cJSON_AddNumberToObject(cJSON_GetObjectItem(root, "model"), "file_bytes", (double)file_bytes);
     cJSON_AddStringToObject(root, "format", CHECKPOINT_FORMAT);
     cJSON_AddStringToObject(root, "format_version", CHECKPOINT_FORMAT_VERSION);
     cJSON *cfg = cJSON_AddObjectToObject(root, "config");
@@ -208,15 +204,10 @@ static int print_json(const char *path, long long file_bytes, const Model *m, co
     for (int i = 0; i < meta->count; i++)
         cJSON_AddStringToObject(md, meta->items[i].key, meta->items[i].value);
     cJSON_AddItemToObject(root, "optimizer", json_optimizer(o));
-    char *text = cJSON_Print(root);
-    cJSON_Delete(root);
-    if (!text) {
-        fprintf(stderr, "storylm info: error: out of memory printing JSON\n");
-        return 1;
-    }
-    printf("%s\n", text);
-    free(text);
-    return 0;
+    Error e = {0};
+    if (cli_json_print(root, &e) == 0) return 0;
+    error_print(&e, "storylm info");
+    return 1;
 }
 
 static int run(int argc, char **argv) {
