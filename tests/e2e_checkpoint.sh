@@ -144,9 +144,14 @@ if b["metadata"] != a["metadata"] or b["optimizer"] is not None:
     sys.exit("FAIL: rewritten metadata")
 EOF
 
-# No model: say so, and how to get one.
+# No model here: info falls back to the shipped model as every verb does, and says so;
+# a model file that is not there is refused, saying how to get one.
 mkdir -p "$T/empty"
-if (cd "$T/empty" && "$STORYLM" info) 2>"$T/err.txt"; then fail "info without a model succeeded"; fi
+if [[ -f $STORYLM_SOURCE_DIR/models/tinystories.safetensors ]]; then
+  (cd "$T/empty" && "$STORYLM" info) >"$T/out.txt" 2>"$T/err.txt" || fail "info without a model here: $(cat "$T/err.txt")"
+  grep -q "using the shipped model" "$T/err.txt" || fail "info did not say it uses the shipped model: $(cat "$T/err.txt")"
+fi
+if (cd "$T/empty" && "$STORYLM" info --model model.safetensors) 2>"$T/err.txt"; then fail "info of a missing model succeeded"; fi
 grep -q "no model file 'model.safetensors'" "$T/err.txt" || fail "no-model message: $(cat "$T/err.txt")"
 grep -q "HINT: train one with storylm train STORIES or give --model" "$T/err.txt" || fail "no-model hint"
 

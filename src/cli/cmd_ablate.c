@@ -37,15 +37,22 @@ static void heads_text(uint32_t mask, int H, char *buf, size_t size) {
 
 static ReportTable *make_table(Report *r) {
     ReportTable *t = report_table(r, "ablations", "Heads switched off (changes against the first row)");
-    const char *cols[][2] = {{"heads", "heads off"},          {"loss", "loss"},
-                             {"d_loss", "change"},            {"accuracy", "accuracy"},
-                             {"d_accuracy", "change"},        {"name_loss", "name loss"},
-                             {"d_name_loss", "change"},       {"name_probability", "name p"},
-                             {"d_name_probability", "change"}, {"name_accuracy", "name acc"},
-                             {"d_name_accuracy", "change"}};
+    /* each change headed by what changed; accuracies change by percentage points */
+    const char *cols[][2] = {{"heads", "heads off"},
+                             {"loss", "loss"},
+                             {"d_loss", "loss change"},
+                             {"accuracy", "accuracy"},
+                             {"d_accuracy", "accuracy change (points)"},
+                             {"name_loss", "name loss"},
+                             {"d_name_loss", "name loss change"},
+                             {"name_probability", "name p"},
+                             {"d_name_probability", "name p change"},
+                             {"name_accuracy", "name accuracy"},
+                             {"d_name_accuracy", "name accuracy change (points)"}};
     for (int c = 0; c < 11; c++) {
-        int pct = strstr(cols[c][0], "accuracy") != NULL;
-        table_column(t, cols[c][0], cols[c][1], c == 0 ? CELL_TEXT : pct ? CELL_PERCENT : CELL_NUMBER, pct ? 2 : 4);
+        int pct = strstr(cols[c][0], "accuracy") != NULL, diff = cols[c][0][0] == 'd';
+        CellKind kind = c == 0 ? CELL_TEXT : pct ? (diff ? CELL_POINTS : CELL_PERCENT) : CELL_NUMBER;
+        table_column(t, cols[c][0], cols[c][1], kind, pct ? 2 : 4);
     }
     return t;
 }

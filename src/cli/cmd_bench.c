@@ -138,7 +138,7 @@ static int bench_train(const char *path, const BenchOptions *o, Error *e) {
         if (k >= 0) tokens += n;
     }
     if (!rc)
-        printf("{\"tokens\": %lld, \"seconds\": %.6f, \"cpu_seconds\": %.6f, \"threads\": %d, \"loss\": %.4f}\n",
+        printf("{\"command\": \"bench\", \"work\": \"train\", \"tokens\": %lld, \"seconds\": %.6f, \"cpu_seconds\": %.6f, \"threads\": %d, \"loss\": %.4f}\n",
                tokens, now_s() - start, cpu_s() - cpu, threads, loss);
     free(refs), free(grads), adam_free(&opt), shards_free(&sh), model_free(&m);
     intvec_free(&ids), intvec_free(&starts);
@@ -160,7 +160,7 @@ static int bench_generate(const char *path, const BenchOptions *o, Error *e) {
         const float *logits = generator_feed(&g, lm.tokenizer.eos_id);
         for (size_t i = 0; i < prompt.len; i++) logits = generator_feed(&g, prompt.data[i]);
         for (int i = 0; i < o->tokens; i++) logits = generator_feed(&g, sampler_sample(&s, logits));
-        printf("{\"tokens\": %d, \"seconds\": %.6f, \"cpu_seconds\": %.6f, \"prompt_tokens\": %zu}\n", o->tokens,
+        printf("{\"command\": \"bench\", \"work\": \"generate\", \"tokens\": %d, \"seconds\": %.6f, \"cpu_seconds\": %.6f, \"prompt_tokens\": %zu}\n", o->tokens,
                now_s() - start, cpu_s() - cpu, prompt.len);
     }
     sampler_free(&s), generator_free(&g), intvec_free(&prompt), cli_free_model(&lm);
@@ -185,7 +185,7 @@ static int bench_encode(const char *vocab_path, const char *text_path, Error *e)
         at = end + 1;
     }
     if (!rc)
-        printf("{\"bytes\": %zu, \"seconds\": %.6f, \"cpu_seconds\": %.6f, \"ids\": %lld}\n", len, now_s() - start,
+        printf("{\"command\": \"bench\", \"work\": \"encode\", \"bytes\": %zu, \"seconds\": %.6f, \"cpu_seconds\": %.6f, \"ids\": %lld}\n", len, now_s() - start,
                cpu_s() - cpu, n_ids);
     intvec_free(&ids), free(text), tokenizer_free(&t);
     return rc;

@@ -52,7 +52,7 @@ static void make_tables(Report *r, const DetectArgs *a, ReportTable **heads, Rep
     const char *keys[] = {"model", "step", "head", "previous", "duplicate", "induction", "random_previous",
                           "random_duplicate", "random_induction"};
     const char *labels[] = {"model", "step", "head", "previous", "duplicate", "induction", "random: previous",
-                            "duplicate", "induction"};
+                            "random: duplicate", "random: induction"};
     for (int i = 0; i < 9; i++) table_column(*heads, keys[i], labels[i], i == 0 ? CELL_FILE : i < 3 ? CELL_INT : CELL_PERCENT, 1);
     if (*heads) (*heads)->group_column = 0;
     *loss = report_table(r, "models", "Per model: positions counted and the induction loss on random tokens repeated twice");

@@ -142,6 +142,11 @@ void report_note(Report *r, const char *fmt, ...) {
     if (it) it->note = dup_or_fail(buf, &r->failed);
 }
 
+void report_heading(Report *r, const char *heading) {
+    ReportItem *it = new_item(r, ITEM_HEADING);
+    if (it) it->note = dup_or_fail(heading, &r->failed);
+}
+
 ReportTable *report_table(Report *r, const char *key, const char *title) {
     ReportTable *t = calloc(1, sizeof *t);
     ReportItem *it = t ? new_item(r, ITEM_TABLE) : NULL;
@@ -216,7 +221,8 @@ void cell_skip(ReportTable *t) { (void)next_cell(t); }
 double table_number(const ReportTable *t, int row, int col) {
     if (!t || row < 0 || row >= t->n_rows || col < 0 || col >= t->n_cols) return NAN;
     const ReportCell *c = &t->cells[(size_t)row * t->n_cols + col];
-    return c->set && t->cols[col].kind != CELL_TEXT && t->cols[col].kind != CELL_VECTOR ? c->number : NAN;
+    CellKind k = t->cols[col].kind;
+    return c->set && k != CELL_TEXT && k != CELL_FILE && k != CELL_VECTOR ? c->number : NAN;
 }
 
 const ReportTable *report_find_table(const Report *r, const char *key) {
@@ -229,7 +235,9 @@ const ReportTable *report_find_table(const Report *r, const char *key) {
 /* ---- text -------------------------------------------------------------------- */
 
 /* Numbers are right-aligned, text and vectors left-aligned. */
-static int is_numeric(CellKind k) { return k == CELL_INT || k == CELL_NUMBER || k == CELL_PERCENT; }
+static int is_numeric(CellKind k) {
+    return k == CELL_INT || k == CELL_NUMBER || k == CELL_PERCENT || k == CELL_POINTS;
+}
 
 /* A cell as text into buf (vectors may be cut short at size). */
 static void format_cell(const ReportCell *c, CellKind kind, int decimals, char *buf, size_t size) {
@@ -247,6 +255,7 @@ static void format_cell(const ReportCell *c, CellKind kind, int decimals, char *
     case CELL_INT: snprintf(buf, size, "%.0f", c->number); break;
     case CELL_NUMBER: snprintf(buf, size, "%.*f", decimals, c->number); break;
     case CELL_PERCENT: snprintf(buf, size, "%.*f%%", decimals, 100 * c->number); break;
+    case CELL_POINTS: snprintf(buf, size, "%.*f", decimals, 100 * c->number); break;
     case CELL_VECTOR: {
         size_t used = 0;
         buf[0] = '\0';
@@ -340,6 +349,8 @@ void report_print(const Report *r, FILE *out) {
             fprintf(out, "  %s\n", buf);
         } else if (it->kind == ITEM_NOTE) {
             fprintf(out, "%s\n", it->note);
+        } else if (it->kind == ITEM_HEADING) {
+            fprintf(out, "\n%s\n", it->note);
         } else if (it->table && !it->table->json_only) {
             print_table(it->table, out);
         }
