@@ -3,18 +3,11 @@
 # storylm writes bit for bit; `storylm info` shows the sizes and counts and the
 # same checksums numpy computes; missing and damaged files get clear messages.
 set -euo pipefail
-: "${STORYLM:?set STORYLM to the storylm binary}" "${STORYLM_SOURCE_DIR:?}" "${STORYLM_TEST_TMP:?}"
-PY=/usr/bin/python3
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 export PYTHONDONTWRITEBYTECODE=1 # no __pycache__ in the source tree
 READER="$STORYLM_SOURCE_DIR/scripts/read_safetensors.py"
-T="$STORYLM_TEST_TMP/checkpoint" # our own folder inside the scratch one, emptied each run
-rm -rf "$T"
+T="$STORYLM_TEST_TMP/checkpoint" # a folder of its own inside the scratch one (emptied by common.sh)
 mkdir -p "$T"
-
-fail() {
-    echo "FAIL: $*" >&2
-    exit 1
-}
 [ -x "$PY" ] || fail "$PY is missing: this test reads models with /usr/bin/python3 and numpy"
 "$PY" -c 'import numpy' 2>/dev/null || fail "numpy is missing for $PY: install python3-numpy"
 
@@ -173,7 +166,7 @@ cp "$T/window8.adam.safetensors" "$T/mixed.adam.safetensors"
 grep -q "cannot be read: .*architecture window8, not attention" "$T/mixed.txt" || fail "mixed pair: $(cat "$T/mixed.txt")"
 
 # Flags.
-"$STORYLM" info --help | grep -q -- "--model M" || fail "info --help"
+"$STORYLM" info --help | grep -q -- "--model FILE" || fail "info --help"
 set +e
 "$STORYLM" info --bogus 2>/dev/null
 rc=$?

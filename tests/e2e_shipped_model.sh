@@ -7,9 +7,7 @@
 # test loss, perplexity and accuracy its model card (models/README.md) records
 # (skipped, saying so, when that file is not on this machine).
 set -euo pipefail
-: "${STORYLM:?} ${STORYLM_SOURCE_DIR:?} ${STORYLM_TEST_TMP:?}"
-rm -rf "$STORYLM_TEST_TMP" && mkdir -p "$STORYLM_TEST_TMP" && cd "$STORYLM_TEST_TMP"
-fail() { echo "FAILED: $*" >&2; exit 1; }
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 S="$STORYLM"
 SHIPPED="$STORYLM_SOURCE_DIR/models/tinystories.safetensors"
 CARD="$STORYLM_SOURCE_DIR/models/README.md"

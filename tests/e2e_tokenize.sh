@@ -3,12 +3,11 @@
 # input, --lines, the default vocab path, and clear errors (exit 1, never a
 # crash) for a missing vocab, a bad vocab and bytes that are not UTF-8.
 set -euo pipefail
-: "${STORYLM:?path of the storylm binary}" "${STORYLM_TEST_TMP:?scratch folder}"
-tmp="$STORYLM_TEST_TMP/e2e_tokenize"
-rm -rf "$tmp" && mkdir -p "$tmp"
-cd "$tmp"
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+tmp="$STORYLM_TEST_TMP"
 failed=0
 
+# Counts a failure and goes on (every case is reported), instead of common.sh's exit.
 fail() {
     echo "FAILED: $*" >&2
     failed=$((failed + 1))

@@ -212,7 +212,7 @@ bool args_given(int argc, char **argv, const char *name, char short_name) {
         const char *a = argv[i];
         if (a[0] == '-' && a[1] == '-' && strncmp(a + 2, name, n) == 0 && (a[2 + n] == '\0' || a[2 + n] == '='))
             return true;
-        if (short_name && a[0] == '-' && a[1] == short_name && a[2] == '\0') return true;
+        if (short_name && a[0] == '-' && a[1] == short_name) return true; /* "-s 5" or "-s5" */
     }
     return false;
 }

@@ -92,7 +92,7 @@ static int run(int argc, char **argv) {
         PROBE_SVG_OPTION(a.po),
         PROBE_MEAN_STORIES_OPTION(a.po),
         {"pos", 0, OPT_INT, &a.pos, "N", "the position reading; negative: from the end", -1000000, 1000000},
-        {"head", 0, OPT_INT, &a.head, "H", "one head (0 to 7); -1: all", -1, 255},
+        {"head", 0, OPT_INT, &a.head, "H", "one head (0 to 7); -1: all", -1, 7}, /* the network has 8 heads */
     };
     int rc = probe_parse(&command_attend, argc, argv, opts, N_OPTIONS(opts), &a.po, pos, 1);
     if (rc >= 0) return rc;

@@ -243,7 +243,7 @@ static int run(int argc, char **argv) {
         PROBE_TEST_OPTION(a.po),
         {"stories", 0, OPT_STRING, &a.po.mean_stories, "FILE",
          "stories for the mean input (and --ablate-mode mean; default: the file the model was trained on)", 0, 0},
-        {"head", 0, OPT_INT, &a.head, "H", "only this head (-1: every head)", -1, 255},
+        {"head", 0, OPT_INT, &a.head, "H", "only this head, 0 to 7 (-1: every head)", -1, 7},
         {"top-k", 0, OPT_INT, &a.top, "K", "the K strongest pairs listed per circuit and head", 1, 10000},
         {"tokens", 0, OPT_STRING, &a.tokens, "LIST", "also list what reading each of these tokens raises, e.g. lily,tom", 0, 0},
     };

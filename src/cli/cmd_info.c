@@ -141,8 +141,11 @@ static void print_table(const char *path, long long file_bytes, const Model *m, 
     }
     printf("  %-30s %9s parameters\n", "total", with_commas(m->n_params, a, sizeof a));
     printf("training%s\n", meta->count ? "" : "      (no metadata)");
+    int width = 12; /* the keys in one column: the widest sets it */
+    for (int i = 0; i < meta->count; i++)
+        if ((int)strlen(meta->items[i].key) > width) width = (int)strlen(meta->items[i].key);
     for (int i = 0; i < meta->count; i++) {
-        printf("  %-12s ", meta->items[i].key);
+        printf("  %-*s ", width, meta->items[i].key);
         print_value(meta->items[i].value);
     }
     if (!o->present) printf("optimizer     none beside the model\n");

@@ -388,7 +388,7 @@ static int run(int argc, char **argv) {
         {"lr", 0, OPT_DOUBLE, &o.lr, "LR", "peak learning rate (linear warm-up, cosine decay to lr/10)", 1e-7, 1},
         {"warmup", 0, OPT_INT, &o.warmup, "N", "warm-up steps; -1: min(100, steps/10)", -1, 1e9},
         {"batch", 0, OPT_INT, &o.batch, "N", "stories per step", 1, 4096},
-        {"seed", 0, OPT_INT, &seed, "N", "seed of the initial weights and the story order", 0, 2147483647},
+        {"seed", 's', OPT_INT, &seed, "N", "seed of the initial weights and the story order", 0, 2147483647},
         THREADS_OPTION(o.threads),
         {"out", 'o', OPT_STRING, &o.out, "FILE", "model file to write", 0, 0},
         {"json", 0, OPT_BOOL, &json, NULL, "print the final summary as JSON on stdout (progress stays on stderr)", 0, 0},
@@ -417,11 +417,11 @@ static int run(int argc, char **argv) {
     o.steps = steps;
     o.seed = (uint64_t)seed;
     o.resume = resume;
-    static const struct { const char *flag; unsigned bit; } given[] = {
-        {"arch", TRAIN_GIVEN_ARCH}, {"lr", TRAIN_GIVEN_LR}, {"batch", TRAIN_GIVEN_BATCH},
-        {"seed", TRAIN_GIVEN_SEED}, {"warmup", TRAIN_GIVEN_WARMUP}};
+    static const struct { const char *flag; char short_name; unsigned bit; } given[] = {
+        {"arch", 0, TRAIN_GIVEN_ARCH}, {"lr", 0, TRAIN_GIVEN_LR}, {"batch", 0, TRAIN_GIVEN_BATCH},
+        {"seed", 's', TRAIN_GIVEN_SEED}, {"warmup", 0, TRAIN_GIVEN_WARMUP}};
     for (size_t i = 0; i < sizeof given / sizeof given[0]; i++)
-        if (args_given(argc, argv, given[i].flag, 0)) o.given |= given[i].bit;
+        if (args_given(argc, argv, given[i].flag, given[i].short_name)) o.given |= given[i].bit;
     o.ema_save = ema_save;
     o.keep_best = keep_best;
     o.threads = cli_set_threads(o.threads);

@@ -74,7 +74,7 @@ try:
     texts = stories["stories"]
     with open(STORIES) as f:
         corpus = f.read()
-    n_test = cli_json(S, "heads", STORIES, "--model", M)["test_stories"]
+    n_test = cli_json(S, "heads", STORIES, "--model", M)["stories"]["test_stories"]
     ok("/api/stories holds the %d held-out test stories, as in the file" % n_test,
        status == 200 and len(texts) == n_test and all(s["text"] and s["text"] in corpus for s in texts))
 
