@@ -172,7 +172,7 @@ static int tokenize(const Flags *f, const char *arg, Error *e) {
 static int run(int argc, char **argv) {
     Flags f = {.vocab = "vocab.txt"};
     Option opts[] = {
-        {"vocab", 'v', OPT_STRING, &f.vocab, "V", "the vocabulary (vocab.txt of storylm vocab)", 0, 0},
+        {"vocab", 'v', OPT_STRING, &f.vocab, "FILE", "the vocabulary (vocab.txt of storylm vocab)", 0, 0},
         {"model", 'm', OPT_STRING, &f.model, "FILE", "use the vocabulary stored in this model file instead of --vocab", 0, 0},
         {"ids", 0, OPT_BOOL, &f.ids, NULL, "print token ids instead of pieces", 0, 0},
         {"json", 0, OPT_BOOL, &f.json, NULL, "print {\"command\":\"tokenize\",\"tokens\":[{\"piece\":..,\"id\":..}]} (--words: \"words\":[..]), a line a text", 0, 0},
