@@ -10,10 +10,7 @@
 # the problem: no crash, no core dump, no hang, no sanitizer report. All
 # hostile files are made here, in the scratch folder.
 set -euo pipefail
-: "${STORYLM:?} ${STORYLM_SOURCE_DIR:?} ${STORYLM_TEST_TMP:?}"
-rm -rf "$STORYLM_TEST_TMP" && mkdir -p "$STORYLM_TEST_TMP" && cd "$STORYLM_TEST_TMP"
-PY=/usr/bin/python3
-fail() { echo "FAILED: $*" >&2; exit 1; }
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 cases=0
 
 # refuse CODE NEEDLE... -- ARGS...: `storylm ARGS` must exit CODE with one

@@ -45,7 +45,7 @@ def self_scores(M):
 
 for path in sys.argv[3:]:
     j = json.load(open(path))
-    for key in ("command", "model", "arch", "stories", "positions", "heads", "qk", "ov", "mean_input"):
+    for key in ("command", "model", "stories", "positions", "heads", "qk", "ov", "mean_input"):
         assert key in j, "circuits --json lacks " + key
     heads = sorted({row["head"] for row in j["heads"]})
     assert heads == ([5] if "circuits5" in path else list(range(H))), heads
@@ -102,7 +102,7 @@ assert j["models"][0]["step"] < j["models"][1]["step"], [m["step"] for m in j["m
 final = [r for r in j["heads"] if r["step"] == j["models"][1]["step"]]
 best = max(final, key=lambda r: r["previous"])
 assert best["previous"] > 0.15, best  # the shipped model has previous-token heads (docs/results.md)
-assert off["ablation"].startswith("heads 4"), off["ablation"]
+assert off["ablation"]["heads"] == [4] and off["ablation"]["text"].startswith("heads 4"), off["ablation"]
 for a, b in zip(final, off["heads"]):
     for k in ("previous", "duplicate", "induction", "random_induction"):
         assert abs(a[k] - b[k]) < 1e-6, ("ablation moved the weights", k, a, b)

@@ -39,4 +39,36 @@ printf 'Lily had a red ball. She liked it.\n\nTom saw a dog. The dog ran.\n' > s
 [[ -s v.txt ]] && cmp -s v.txt v2.txt || fail "vocab --output and --out differ"
 "$S" train --help | grep -q -- "-o, --out FILE" || fail "train has no -o, --out"
 "$S" plot --help | grep -q -- "-o, --out FILE" || fail "plot has no -o, --out"
-echo "PASSED: help VERB, typo suggestions, attached short values, --output"
+# Every verb's help, one way: summaries begin in lower case (or an acronym: QK); usage lines bracket what is
+# optional (a --model with a default is never written as required); a flag means the same
+# in every verb (its placeholder and, for --threads, --ablate and --ablate-mode, its help);
+# --top is --top-k.
+"$S" --help | awk '/^verbs:/ {on = 1; next} on && NF' > verbs.txt
+while read -r verb summary; do
+  [[ $summary =~ ^([a-z]|[A-Z][A-Z]) ]] || fail "$verb's summary does not begin in lower case: $summary"
+  "$S" "$verb" --help > "help.$verb.txt"
+  usage=$(head -1 "help.$verb.txt")
+  [[ $usage != *" --model M "* && $usage != *"--model M ["* ]] || [[ $usage == *"--model M [options]"* && $verb == vocab ]] ||
+    fail "$verb's usage writes --model as required: $usage"
+  grep -E '^ +(-[a-z], )?--[a-z-]+' "help.$verb.txt" | sed -E 's/^ +//; s/  +/\t/' | cut -f1 |
+    sed "s/^/$verb /" >> flags.txt
+  # serve's --threads answer requests; generate's default is the generate verb's (not yet one per core)
+  [[ $verb == serve || $verb == generate ]] ||
+    grep -E '^ +--(threads|ablate|ablate-mode) ' "help.$verb.txt" | sed -E 's/^ +//; s/ +/ /g' >> shared.txt || true
+done < verbs.txt
+# the same long flag with two placeholders (--model FILE here, --model M there)
+awk '{f = $2 == "-h," ? "" : $0; sub(/^[^ ]+ (-[a-z], )?/, "", f); split(f, w, " "); if (w[1] ~ /^--/) print w[1], (w[2] ? w[2] : "-")}' flags.txt |
+  sort -u | awk '{n[$1]++; m[$1] = m[$1] " " $2} END {for (k in n) if (n[k] > 1) print k ":" m[k]}' > clash.txt
+# circuits' --tokens LIST names tokens where generate's and bench's --tokens N count them (known, kept: scripts use it)
+grep -vE '^--tokens: LIST N$' clash.txt > bad_clash.txt || true
+[[ ! -s bad_clash.txt ]] || fail "flags with different placeholders across verbs: $(cat bad_clash.txt)"
+[[ $(grep -c '^--model:' clash.txt || true) -eq 0 ]] || fail "--model's placeholder differs: $(grep '^--model:' clash.txt)"
+for flag in --threads --ablate --ablate-mode; do
+  n=$(grep "^$flag " shared.txt | sed -E 's/\(default: [^)]*\)$//' | sort -u | wc -l)
+  ((n <= 1)) || fail "$flag has $n different help texts: $(grep "^$flag " shared.txt | sort -u)"
+done
+grep -q -- '--top ' flags.txt && fail "a verb still calls a k --top: $(grep -- '--top ' flags.txt)"
+"$S" trace "Lily found a" --model "$MODEL" --top 2 > top.txt 2> /dev/null || fail "--top is no longer read as --top-k"
+"$S" trace "Lily found a" --model "$MODEL" --top-k 2 > top_k.txt 2> /dev/null
+cmp -s top.txt top_k.txt || fail "--top and --top-k differ"
+echo "PASSED: help VERB, typo suggestions, attached short values, --output, one help convention"

@@ -3,9 +3,8 @@
 # in the first sentence and twice more, and the default run reproduces
 # data/stories.txt byte for byte.
 set -euo pipefail
-: "${STORYLM_SOURCE_DIR:?} ${STORYLM_TEST_TMP:?}"
-rm -rf "$STORYLM_TEST_TMP" && mkdir -p "$STORYLM_TEST_TMP"
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 python3 "$STORYLM_SOURCE_DIR/scripts/make_stories.py" --check "$STORYLM_SOURCE_DIR/data/stories.txt" > "$STORYLM_TEST_TMP/check.txt"
 python3 "$STORYLM_SOURCE_DIR/scripts/make_stories.py" --out "$STORYLM_TEST_TMP/stories.txt"
-cmp "$STORYLM_TEST_TMP/stories.txt" "$STORYLM_SOURCE_DIR/data/stories.txt" || { echo "FAILED: the generator no longer reproduces data/stories.txt" >&2; exit 1; }
+cmp "$STORYLM_TEST_TMP/stories.txt" "$STORYLM_SOURCE_DIR/data/stories.txt" || fail "the generator no longer reproduces data/stories.txt"
 echo "e2e_corpus: passed"

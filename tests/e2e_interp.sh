@@ -82,7 +82,7 @@ EOF
 import json, sys
 p, a = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 assert p["heads"][6]["output"] == 0 and all(r["head_6"] == 0 for r in p["positions"]), p["heads"][6]
-assert "heads 6" in p["ablation"] and p["all_rows"] == 1
+assert p["ablation"]["heads"] == [6] and "heads 6" in p["ablation"]["text"] and p["all_rows"] == 1
 assert a["parts"][7]["zero"] == 0 and a["parts"][7]["grad_x_act"] == 0, a["parts"][7]
 EOF
 

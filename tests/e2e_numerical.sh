@@ -1,13 +1,11 @@
 #!/usr/bin/env bash
 # Numerical faults stop training with a message naming the step, and the last
-# good model stays on disk (issue 7):
-#  - a gradient that overflows at step 7 (made so by the test hook
-#    STORYLM_TEST_OVERFLOW_AT_STEP), saving every 2 steps: the run stops there,
-#    and the model file is bit for bit the model of a clean run stopped at
-#    step 6, and resumes to the very end of the clean run;
-#  - the same before the first save: nothing is written, an older file stays;
+# good model stays on disk (issue 7); a gradient that overflows is tested
+# through the library (tests/test_train.c), the binary has no hook for it:
 #  - an infinite weight (a model file from elsewhere): resuming it stops at
-#    the next step because the loss is not finite; the file stays as it was.
+#    the next step because the loss is not finite; the file stays as it was;
+#  - huge finite weights: the logits overflow at the next step, named;
+#  - finite absurd biases: every token equally likely.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
@@ -15,29 +13,8 @@ first_stories 200 >stories.txt
 "$STORYLM" vocab stories.txt -o vocab.txt 2>/dev/null || fail "storylm vocab"
 args=(stories.txt --vocab vocab.txt --threads 2 --test-stories 10 --steps 12 --seed 3 --batch 4 --eval-every 2)
 
-# A clean run stopped at step 6, and one that goes to the end.
+# A clean run stopped at step 6.
 "$STORYLM" train "${args[@]}" --stop-at 6 --out clean6.safetensors 2>clean.log >/dev/null || { cat clean.log; fail "clean run"; }
-"$STORYLM" train "${args[@]}" --out clean.safetensors 2>clean.log >/dev/null || { cat clean.log; fail "clean run"; }
-
-# ---- the gradient overflows at step 7 ----
-rc=0
-STORYLM_TEST_OVERFLOW_AT_STEP=7 "$STORYLM" train "${args[@]}" --out fault.safetensors 2>fault.log >/dev/null || rc=$?
-cat fault.log
-((rc == 1)) || fail "an overflowing gradient: exit $rc, want 1"
-grep -q "error: training diverged at step 7: the gradient is not finite; 'fault.safetensors' keeps the last good model, of step 6" fault.log ||
-  fail "the message does not name step 7 and the model kept"
-grep -q "HINT: lower --lr" fault.log || fail "no hint"
-[[ "$(tensor_sums fault.safetensors)" == "$(tensor_sums clean6.safetensors)" ]] || fail "the model kept is not the clean model of step 6"
-"$STORYLM" train "${args[@]}" --resume --out fault.safetensors 2>resume.log >/dev/null || { cat resume.log; fail "resume after the fault"; }
-[[ "$(tensor_sums fault.safetensors)" == "$(tensor_sums clean.safetensors)" ]] || fail "resumed after the fault, the run ends elsewhere than the clean run"
-
-# ---- the same before the first save: an older file at --out is left alone ----
-cp clean6.safetensors early.safetensors
-rc=0
-STORYLM_TEST_OVERFLOW_AT_STEP=1 "$STORYLM" train "${args[@]}" --out early.safetensors 2>early.log >/dev/null || rc=$?
-((rc == 1)) || fail "overflow at step 1: exit $rc, want 1"
-grep -q "training diverged at step 1: the gradient is not finite; no model was saved yet" early.log || fail "step 1: $(cat early.log)"
-cmp -s early.safetensors clean6.safetensors || fail "a run that diverged before saving changed the file at --out"
 
 # ---- an infinite weight: refused when the model is loaded, naming the tensor ----
 cp clean6.safetensors inf.safetensors

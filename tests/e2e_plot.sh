@@ -3,9 +3,7 @@
 # the points the table has (gaps left out), in well-formed SVG with a legend
 # naming the columns; bad input (no -o, no rows, a missing file) exits non-zero.
 set -euo pipefail
-: "${STORYLM:?} ${STORYLM_SOURCE_DIR:?} ${STORYLM_TEST_TMP:?}"
-rm -rf "$STORYLM_TEST_TMP" && mkdir -p "$STORYLM_TEST_TMP" && cd "$STORYLM_TEST_TMP"
-fail() { echo "FAILED: $*" >&2; exit 1; }
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 S="$STORYLM"
 
 printf 'step\ttrain & loss\ttest\n0\t5\t6\n10\t4\t-\n20\t3\t4.5\n30\t2.5\t4\n' > t.tsv

@@ -45,7 +45,7 @@ def proj(table, h, t, k):
     return [sum(r[i] * table[(h * D + i) * k + j] for i in range(D)) for j in range(k)]
 for path in sys.argv[2:]:
     j = json.load(open(path))
-    for key in ("command", "model", "arch", "ablation", "tokens", "position", "token", "keys"):
+    for key in ("command", "model", "ablation", "tokens", "position", "token", "keys"):
         assert key in j, "attend --json lacks " + key
     ids = [t["id"] for t in j["tokens"]]
     p = j["position"]
@@ -148,7 +148,7 @@ expect() { # CODE WORDS... -- ARGS
 }
 expect 1 "head 8 is out of range" eval slice.txt --model att.safetensors --ablate 8
 expect 1 "head 9 is out of range" ablate slice.txt --model att.safetensors --heads 9
-expect 1 "head 8 is out of range" attend "Mia" --model att.safetensors --head 8
+expect 2 "--head 8 is out of range" attend "Mia" --model att.safetensors --head 8 # refused with the flags
 expect 1 "out of range" generate --model att.safetensors --ablate 3,12 "Mia"
 expect 1 "needs the attention network" heads slice.txt --model w8.safetensors
 expect 1 "needs the attention network" stats slice.txt --model w8.safetensors

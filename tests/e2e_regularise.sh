@@ -46,7 +46,7 @@ got=$("$STORYLM" eval slice.txt --model dropout02.safetensors --test-stories 30 
 all=(--weight-decay 0.1 --dropout 0.1 --attention-dropout 0.1 --ema 0.9 --keep-best --swap-names 0.5)
 train all.safetensors all.log "${all[@]}"
 train part.safetensors part.log "${all[@]}" --stop-at 12
-grep -q -- "--resume --out part.safetensors --steps 24 --weight-decay 0.1 --dropout 0.1 --attention-dropout 0.1 --ema 0.9 --keep-best --swap-names 0.5" part.log.out \
+grep -q -- "--resume --out part.safetensors --vocab vocab.txt --steps 24 .*--weight-decay 0.1 --dropout 0.1 --attention-dropout 0.1 --ema 0.9 --keep-best --swap-names 0.5" part.log.out \
   || { cat part.log.out; fail "the resume hint does not repeat the flags"; }
 train part.safetensors resume.log "${all[@]}" --resume
 for f in "" .ema .best; do

@@ -7,9 +7,7 @@
 # test loss, perplexity and accuracy its model card (models/README.md) records
 # (skipped, saying so, when that file is not on this machine).
 set -euo pipefail
-: "${STORYLM:?} ${STORYLM_SOURCE_DIR:?} ${STORYLM_TEST_TMP:?}"
-rm -rf "$STORYLM_TEST_TMP" && mkdir -p "$STORYLM_TEST_TMP" && cd "$STORYLM_TEST_TMP"
-fail() { echo "FAILED: $*" >&2; exit 1; }
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 S="$STORYLM"
 SHIPPED="$STORYLM_SOURCE_DIR/models/tinystories.safetensors"
 CARD="$STORYLM_SOURCE_DIR/models/README.md"
@@ -54,8 +52,8 @@ import json, sys
 j = json.load(open(sys.argv[1]))
 loss, acc = float(sys.argv[2]), float(sys.argv[3])
 print(f"eval: loss {j['loss']:.4f} (card {loss}), accuracy {100 * j['accuracy']:.2f}% (card {acc}%), "
-      f"{j['n_stories']} stories, {j['positions']} positions")
-assert j["n_stories"] == 100, j["n_stories"]
+      f"{j['stories_evaluated']} stories, {j['positions']} positions")
+assert j["stories_evaluated"] == 100 and j["split"] == "test", j
 assert abs(j["loss"] - loss) < 0.002, (j["loss"], loss)
 assert abs(100 * j["accuracy"] - acc) < 0.05, (j["accuracy"], acc)
 EOF

@@ -3,12 +3,11 @@
 # input, --lines, the default vocab path, and clear errors (exit 1, never a
 # crash) for a missing vocab, a bad vocab and bytes that are not UTF-8.
 set -euo pipefail
-: "${STORYLM:?path of the storylm binary}" "${STORYLM_TEST_TMP:?scratch folder}"
-tmp="$STORYLM_TEST_TMP/e2e_tokenize"
-rm -rf "$tmp" && mkdir -p "$tmp"
-cd "$tmp"
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+tmp="$STORYLM_TEST_TMP"
 failed=0
 
+# Counts a failure and goes on (every case is reported), instead of common.sh's exit.
 fail() {
     echo "FAILED: $*" >&2
     failed=$((failed + 1))
@@ -42,7 +41,7 @@ V=(--vocab "$tmp/vocab.txt")
 
 expect "pieces" "z ##ark ##o sat on the mat ." "$STORYLM" tokenize "${V[@]}" "Zarko sat on the mat."
 expect "ids" "6 7 8 3 4 2 5 9" "$STORYLM" tokenize "${V[@]}" --ids "Zarko sat on the mat."
-expect "json" '[{"piece":"don","id":12},{"piece":"'"'"'","id":11},{"piece":"t","id":13},{"piece":"[UNK]","id":0}]' \
+expect "json" '{"command":"tokenize","tokens":[{"piece":"don","id":12},{"piece":"'"'"'","id":11},{"piece":"t","id":13},{"piece":"[UNK]","id":0}]}' \
     "$STORYLM" tokenize "${V[@]}" --json "Don't stop"
 expect "unknown and accents" "[UNK] ! ! [UNK]" "$STORYLM" tokenize "${V[@]}" "Café!! Ça"
 expect "empty text" "" "$STORYLM" tokenize "${V[@]}" ""
@@ -50,7 +49,7 @@ expect "default vocab path" "the mat" "$STORYLM" tokenize "The MAT"
 expect "stdin" "z ##ark ##o sat" bash -c "printf 'ZARKO\\n\\tsat\\n' | \"\$0\" tokenize --vocab vocab.txt -" "$STORYLM"
 expect "words need no vocab" "cafe , naive ! \" ok \" 中 文" \
     "$STORYLM" tokenize --vocab /nonexistent --words 'Café, NAÏVE! "ok" 中文'
-expect "words as json" '["don","'"'"'","t"]' "$STORYLM" tokenize --words --json "don't"
+expect "words as json" '{"command":"tokenize","words":["don","'"'"'","t"]}' "$STORYLM" tokenize --words --json "don't"
 
 printf 'the mat\nZarko!\n\non on\n' > lines.txt
 expect "lines" "$(printf 'the mat\nz ##ark ##o !\n\non on')" "$STORYLM" tokenize "${V[@]}" --lines lines.txt

@@ -12,11 +12,10 @@
 # 4. puts every Unicode character through both normalisers and pre-tokenizers
 #    (tests/compat/unicode_sweep.mjs) and requires the same words.
 set -euo pipefail
-: "${STORYLM:?path of the storylm binary}" "${STORYLM_SOURCE_DIR:?source root}" "${STORYLM_TEST_TMP:?scratch folder}"
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 src="$STORYLM_SOURCE_DIR"
 compat="$src/tests/compat"
-tmp="$STORYLM_TEST_TMP/e2e_tokenizer_compat"
-rm -rf "$tmp" && mkdir -p "$tmp"
+tmp="$STORYLM_TEST_TMP"
 
 if [[ ! -d "$compat/node_modules/@huggingface/tokenizers" ]]; then
     echo "FAILED: tests/compat/node_modules is missing: run scripts/setup first (or scripts/setup_npm)" >&2

@@ -21,7 +21,7 @@ for v in distance/scaled-dot none/scaled-dot absolute/scaled-dot sinusoidal/scal
     || { cat "$m.log"; fail "train --pos $pos --score $score"; }
   "$STORYLM" info --model "$m" | grep -q -- "variant       --pos $pos --score $score" || fail "info does not show $v"
   "$STORYLM" info --model "$m" | grep -q -- "total  *${count[$v]} parameters" || fail "$v does not have ${count[$v]} parameters"
-  got=$("$STORYLM" info --model "$m" --json | "$PY" -c 'import json,sys; j=json.load(sys.stdin); print(j["pos"] + "/" + j["score"])')
+  got=$("$STORYLM" info --model "$m" --json | "$PY" -c 'import json,sys; j=json.load(sys.stdin); print(j["model"]["pos"] + "/" + j["model"]["score"])')
   [[ "$got" == "$v" ]] || fail "info --json says $got, not $v"
 
   a=$("$STORYLM" generate --model "$m" -t 0 -n 30 "Lily found a")

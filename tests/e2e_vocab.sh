@@ -2,17 +2,8 @@
 # time (and at any thread count), exactly --size lines; bad input refused
 # with a message and the right exit code.
 set -euo pipefail
-
-: "${STORYLM:?set STORYLM to the storylm binary}"
-dir="${STORYLM_TEST_TMP:-/tmp}/e2e_vocab"
-rm -rf "$dir"
-mkdir -p "$dir"
-cd "$dir"
-
-fail() {
-    echo "FAILED: $*" >&2
-    exit 1
-}
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+dir="$STORYLM_TEST_TMP"
 
 # Runs the command, expecting exit code $1 and stderr matching $2.
 expect_fail() {
@@ -68,7 +59,7 @@ grep -q '3 stories' err.txt || fail "blank-line stories not split in 3: $(cat er
 # --help from the table
 "$STORYLM" vocab --help >help.txt
 grep -q -- '--size' help.txt || fail "--help lacks --size"
-grep -q 'default 2000' help.txt || fail "--help lacks the default size"
+grep -q 'default: 2000' help.txt || fail "--help lacks the default size"
 
 # asking for more pieces than the stories can give: says how many they can
 expect_fail 1 'only [0-9]* pieces' "$STORYLM" vocab stories.txt -o big.txt

@@ -120,6 +120,136 @@ static void training_learns_and_saves(const Stories *s) {
     free(vocab);
 }
 
+
+/* Options of a short toy run saving every 2 steps to path. */
+static TrainOptions toy_options(const char *path, const char *vocab) {
+    TrainOptions o = train_default_options();
+    o.steps = 12;
+    o.eval_every = 2;
+    o.out = path;
+    o.vocab_text = vocab;
+    o.vocab_size = V;
+    o.batch = 4;
+    o.seed = 3;
+    return o;
+}
+
+/* The parameters of the model file at path into m (caller model_frees); 0 when read. */
+static int load_params(const char *path, Model *m) {
+    char *text = NULL;
+    Metadata md = {0};
+    Error e = {0};
+    int rc = checkpoint_load_model(path, m, &text, &md, &e);
+    if (rc) fprintf(stderr, "%s: %s\n", path, e.message);
+    metadata_free(&md);
+    free(text);
+    return rc;
+}
+
+/* Do the model files a and b hold the same numbers, bit for bit? */
+static int same_model(const char *a, const char *b) {
+    Model ma, mb;
+    if (load_params(a, &ma)) return 0;
+    int ok = load_params(b, &mb) == 0;
+    if (ok) {
+        ok = ma.n_params == mb.n_params && memcmp(ma.params, mb.params, ma.n_params * sizeof(float)) == 0;
+        model_free(&mb);
+    }
+    model_free(&ma);
+    return ok;
+}
+
+static char *slurp(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    char *buf = f ? malloc(1 << 22) : NULL;
+    *len = buf ? fread(buf, 1, 1 << 22, f) : 0;
+    if (f) fclose(f);
+    return buf;
+}
+
+/* A gradient that overflows at step 7 (the library's overflow_at_step, which
+ * the CLI cannot set): the run stops naming the step, the model on disk is
+ * the clean run's of step 6, and resuming it ends where the clean run ends;
+ * before the first save an older file at the path is left alone. */
+static void overflow_stops_and_keeps_the_last_good_model(const Stories *s) {
+    char clean6[512], clean[512], fault[512], early[512];
+    snprintf(clean6, sizeof clean6, "%s/overflow_clean6.safetensors", check_tmpdir());
+    snprintf(clean, sizeof clean, "%s/overflow_clean.safetensors", check_tmpdir());
+    snprintf(fault, sizeof fault, "%s/overflow_fault.safetensors", check_tmpdir());
+    snprintf(early, sizeof early, "%s/overflow_early.safetensors", check_tmpdir());
+    char *vocab = toy_vocab();
+    TrainResult r;
+    Error e = {0};
+    TrainOptions o = toy_options(clean6, vocab);
+    o.stop_at = 6;
+    CHECK(train_run(s, &o, NULL, NULL, &r, &e) == 0 && r.final_step == 6);
+    o = toy_options(clean, vocab);
+    CHECK(train_run(s, &o, NULL, NULL, &r, &e) == 0 && r.final_step == 12);
+
+    o = toy_options(fault, vocab);
+    o.overflow_at_step = 7;
+    CHECK(train_run(s, &o, NULL, NULL, &r, &e) != 0);
+    char want[1024];
+    snprintf(want, sizeof want, "training diverged at step 7: the gradient is not finite; '%s' keeps the last good model, of step 6", fault);
+    CHECK(strstr(e.message, want) != NULL);
+    CHECK(strstr(e.hint, "lower --lr") != NULL);
+    CHECK(same_model(fault, clean6));
+    o = toy_options(fault, vocab);
+    o.resume = 1;
+    e = (Error){0};
+    CHECK(train_run(s, &o, NULL, NULL, &r, &e) == 0 && r.final_step == 12);
+    CHECK(same_model(fault, clean));
+
+    /* before the first save: nothing written, the file there stays as it was */
+    size_t n_before, n_after;
+    char *before = slurp(clean6, &n_before);
+    FILE *f = fopen(early, "wb");
+    if (f) fwrite(before, 1, n_before, f), fclose(f);
+    o = toy_options(early, vocab);
+    o.overflow_at_step = 1;
+    e = (Error){0};
+    CHECK(train_run(s, &o, NULL, NULL, &r, &e) != 0);
+    CHECK(strstr(e.message, "training diverged at step 1: the gradient is not finite; no model was saved yet") != NULL);
+    char *after = slurp(early, &n_after);
+    CHECK(before && after && n_before == n_after && memcmp(before, after, n_before) == 0);
+    free(before);
+    free(after);
+    free(vocab);
+}
+
+typedef struct FirstReport {
+    TrainProgress p;
+    int seen;
+} FirstReport;
+
+static void keep_first(const TrainProgress *p, void *ctx) {
+    FirstReport *f = ctx;
+    if (!f->seen++) f->p = *p;
+}
+
+/* A resumed run's progress counts its own steps: the ETA is its time per
+ * step so far times the steps left (not the time over every step since 0),
+ * and the learning rate is the schedule's at the step just taken. */
+static void resumed_progress_counts_its_own_steps(const Stories *s) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/progress.safetensors", check_tmpdir());
+    char *vocab = toy_vocab();
+    TrainResult r;
+    Error e = {0};
+    TrainOptions o = toy_options(path, vocab);
+    o.stop_at = 6;
+    CHECK(train_run(s, &o, NULL, NULL, &r, &e) == 0);
+    o = toy_options(path, vocab);
+    o.resume = 1;
+    FirstReport f = {0};
+    CHECK(train_run(s, &o, keep_first, &f, &r, &e) == 0 && f.seen == 6);
+    CHECK(f.p.step == 7 && f.p.steps == 12);
+    CHECK_CLOSE(f.p.eta_s, f.p.elapsed_s / 1 * 5, 1e-9, 1e-12);
+    CHECK_CLOSE(f.p.lr, train_lr_at(&o, 6), 1e-12, 0);
+    CHECK(f.p.tokens_per_s > 0 && isfinite(f.p.tokens_per_s));
+    free(vocab);
+}
+
 int main(void) {
     model_threads_setup(2);
     Stories s;
@@ -127,6 +257,8 @@ int main(void) {
     schedule_warms_up_then_decays();
     chunks_change_nothing(&s);
     training_learns_and_saves(&s);
+    overflow_stops_and_keeps_the_last_good_model(&s);
+    resumed_progress_counts_its_own_steps(&s);
     free((void *)s.ids32); /* made here, not mapped: stories_free leaves them */
     free((void *)s.starts);
     stories_free(&s);

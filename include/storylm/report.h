@@ -28,7 +28,10 @@ typedef enum {
     CELL_INT,     /* a whole number */
     CELL_NUMBER,  /* printed with the column's decimals */
     CELL_PERCENT, /* a fraction, printed as a percentage with the column's decimals */
-    CELL_VECTOR   /* several numbers, printed with the column's decimals, separated by spaces */
+    CELL_VECTOR,  /* several numbers, printed with the column's decimals, separated by spaces */
+    CELL_POINTS,  /* a difference of two fractions: in the text percentage points (100x, no %), in JSON the fraction */
+    CELL_FILE     /* a file's path, in table columns: in JSON whole, in the text only its name (no
+                   * folder repeated on every row) */
 } CellKind;
 
 typedef struct ReportColumn {
@@ -58,7 +61,7 @@ typedef struct ReportTable {
     int *failed;       /* the report's flag */
 } ReportTable;
 
-typedef enum { ITEM_VALUE, ITEM_NOTE, ITEM_TABLE } ReportItemKind;
+typedef enum { ITEM_VALUE, ITEM_NOTE, ITEM_HEADING, ITEM_TABLE } ReportItemKind;
 
 typedef struct ReportItem {
     ReportItemKind kind;
@@ -66,7 +69,7 @@ typedef struct ReportItem {
     ReportCell value;    /* ITEM_VALUE */
     CellKind value_kind; /* ITEM_VALUE */
     int decimals;        /* ITEM_VALUE */
-    char *note;          /* ITEM_NOTE */
+    char *note;          /* ITEM_NOTE, ITEM_HEADING */
     ReportTable *table;  /* ITEM_TABLE */
 } ReportItem;
 
@@ -82,12 +85,19 @@ void report_free(Report *r);
 /* -1 with e filled when any allocation while building failed. */
 int report_failed(const Report *r, Error *e);
 
-/* Named values (shown as "label   value" lines; keys of the JSON object). */
+/* Named values (shown as "label   value" lines; keys of the JSON object). A
+ * key with a dot, "model.file", goes into the object "model" of the JSON
+ * (docs/json.md); a NULL label leaves the value out of the text. */
 void report_text(Report *r, const char *key, const char *label, const char *text);
 void report_int(Report *r, const char *key, const char *label, long long x);
 void report_number(Report *r, const char *key, const char *label, double x, int decimals);
 void report_percent(Report *r, const char *key, const char *label, double fraction, int decimals);
 void report_vector(Report *r, const char *key, const char *label, const float *x, int n, int decimals);
+/* Whole numbers x (n, below 2^24), a JSON array: the heads switched off. */
+void report_ints(Report *r, const char *key, const char *label, const int *x, int n);
+/* A heading over the values that follow, as a table has its title: in the
+ * text only (after a blank line), JSON has its keys. */
+void report_heading(Report *r, const char *heading);
 /* A line of explanation (printf-style); in JSON, the array "notes". */
 void report_note(Report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -123,6 +123,12 @@ int probe_load_other(const ProbeSession *ps, const char *path, LoadedModel *othe
 
 /* The report's opening values: model, stories and test count, ablation. */
 void probe_report_header(Report *r, const ProbeSession *ps);
+/* Its parts, for verbs without a session (eval): in JSON the objects
+ * "model" {file, arch, parameters}, "stories" {file, stories, test_stories}
+ * and "ablation" {text, heads, mode} of docs/json.md. */
+void report_model(Report *r, const Model *m, const char *path);
+void report_stories(Report *r, const char *path, int n_stories, int n_test);
+void report_ablation(Report *r, const Ablation *ab, int n_heads, const char *desc);
 
 /* Names from "a,b,c" (or, list NULL, swap's default set) into out (max);
  * returns how many, -1 on error. */

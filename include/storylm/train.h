@@ -76,8 +76,9 @@ typedef struct TrainProgress {
     double train_loss;   /* mean over the last step */
     double test_loss;    /* NAN until evaluated */
     double test_accuracy;
-    double tokens_per_s; /* recent */
-    double elapsed_s, eta_s;
+    double tokens_per_s; /* recent, of this run */
+    double lr;           /* the learning rate of the step just taken */
+    double elapsed_s, eta_s; /* of this run (a resume counts from its own start) */
     double ema_test_loss;/* the moving average's, NAN when none or not evaluated */
     int evaluated;       /* 1 when this report follows an evaluation */
     int saved;           /* 1 when the model was just saved */

@@ -20,11 +20,11 @@ int args_usage_error(const Command *cmd, const char *fmt, ...) {
 
 static void print_default(const Option *o) {
     switch (o->kind) {
-    case OPT_INT: printf(" (default %d)", *(int *)o->target); break;
-    case OPT_DOUBLE: printf(" (default %g)", *(double *)o->target); break;
+    case OPT_INT: printf(" (default: %d)", *(int *)o->target); break;
+    case OPT_DOUBLE: printf(" (default: %g)", *(double *)o->target); break;
     case OPT_STRING: {
         const char *s = *(const char **)o->target;
-        if (s) printf(" (default %s)", s);
+        if (s) printf(" (default: %s)", s);
         break;
     }
     default: break;
@@ -79,8 +79,9 @@ const char *args_nearest(const char *word, const char *const *names, int n) {
     return best && best_d <= 2 && 2 * best_d < (int)strlen(word) ? best : NULL;
 }
 
-/* Long names that mean another option (the spelling other tools use). */
-static const char *const option_aliases[][2] = {{"output", "out"}};
+/* Long names that mean another option (the spelling other tools use, or an
+ * older one of storylm's: --top became --top-k). */
+static const char *const option_aliases[][2] = {{"output", "out"}, {"top", "top-k"}};
 
 /* The option arg names: "-n", "-n10" (a short option with its value
  * attached: *attached points at "10"), "--name" or "--name=value". */
@@ -211,7 +212,7 @@ bool args_given(int argc, char **argv, const char *name, char short_name) {
         const char *a = argv[i];
         if (a[0] == '-' && a[1] == '-' && strncmp(a + 2, name, n) == 0 && (a[2 + n] == '\0' || a[2 + n] == '='))
             return true;
-        if (short_name && a[0] == '-' && a[1] == short_name && a[2] == '\0') return true;
+        if (short_name && a[0] == '-' && a[1] == short_name) return true; /* "-s 5" or "-s5" */
     }
     return false;
 }

@@ -52,6 +52,10 @@ const char *args_nearest(const char *word, const char *const *names, int n);
 /* Prints "storylm VERB: error: ..." and a pointer to --help; returns 2. */
 int args_usage_error(const Command *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* --threads, the same in every verb that computes: the default (the
+ * variable's initial value) is cli_default_threads(), one per core. */
+#define THREADS_OPTION(n) {"threads", 0, OPT_INT, &(n), "N", "threads, by default one per core", 1, 256}
+
 #define N_OPTIONS(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 #endif

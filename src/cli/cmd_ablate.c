@@ -12,7 +12,7 @@
 
 static int run(int argc, char **argv);
 const Command command_ablate = {
-    "ablate", "Secret 3: what the network loses without some heads", "storylm ablate STORIES --model M [--heads 3,5] [options]",
+    "ablate", "what the network loses without some heads (Secret 3)", "storylm ablate STORIES [options]",
     "Measures the loss (nats per token) and accuracy (top guess right) over every predicted\n"
     "position of the held-out test stories of STORIES, and at the name positions of\n"
     "Secret 2 (where a story's hero comes back: loss, probability of the name's first\n"
@@ -37,15 +37,22 @@ static void heads_text(uint32_t mask, int H, char *buf, size_t size) {
 
 static ReportTable *make_table(Report *r) {
     ReportTable *t = report_table(r, "ablations", "Heads switched off (changes against the first row)");
-    const char *cols[][2] = {{"heads", "heads off"},          {"loss", "loss"},
-                             {"d_loss", "change"},            {"accuracy", "accuracy"},
-                             {"d_accuracy", "change"},        {"name_loss", "name loss"},
-                             {"d_name_loss", "change"},       {"name_probability", "name p"},
-                             {"d_name_probability", "change"}, {"name_accuracy", "name acc"},
-                             {"d_name_accuracy", "change"}};
+    /* each change headed by what changed; accuracies change by percentage points */
+    const char *cols[][2] = {{"heads", "heads off"},
+                             {"loss", "loss"},
+                             {"d_loss", "loss change"},
+                             {"accuracy", "accuracy"},
+                             {"d_accuracy", "accuracy change (points)"},
+                             {"name_loss", "name loss"},
+                             {"d_name_loss", "name loss change"},
+                             {"name_probability", "name p"},
+                             {"d_name_probability", "name p change"},
+                             {"name_accuracy", "name accuracy"},
+                             {"d_name_accuracy", "name accuracy change (points)"}};
     for (int c = 0; c < 11; c++) {
-        int pct = strstr(cols[c][0], "accuracy") != NULL;
-        table_column(t, cols[c][0], cols[c][1], c == 0 ? CELL_TEXT : pct ? CELL_PERCENT : CELL_NUMBER, pct ? 2 : 4);
+        int pct = strstr(cols[c][0], "accuracy") != NULL, diff = cols[c][0][0] == 'd';
+        CellKind kind = c == 0 ? CELL_TEXT : pct ? (diff ? CELL_POINTS : CELL_PERCENT) : CELL_NUMBER;
+        table_column(t, cols[c][0], cols[c][1], kind, pct ? 2 : 4);
     }
     return t;
 }

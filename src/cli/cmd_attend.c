@@ -12,7 +12,7 @@
 
 static int run(int argc, char **argv);
 const Command command_attend = {
-    "attend", "Tool 1: how one position reads every earlier token", "storylm attend TEXT [--pos N] [--head H] [options]",
+    "attend", "how one position reads every earlier token (Tool 1)", "storylm attend TEXT [options]",
     "Runs the text (after [EOS], as every story starts) through the network and shows, for\n"
     "position --pos (0 is [EOS]; negative counts from the end; default: the last token) and\n"
     "head --head (default: all 8), every token it can read: dot = q.k/sqrt(8), the head's\n"
@@ -138,7 +138,7 @@ static int run(int argc, char **argv) {
         PROBE_SVG_OPTION(a.po),
         PROBE_MEAN_STORIES_OPTION(a.po),
         {"pos", 0, OPT_INT, &a.pos, "N", "the position reading; negative: from the end", -1000000, 1000000},
-        {"head", 0, OPT_INT, &a.head, "H", "one head (0 to 7); -1: all", -1, 255},
+        {"head", 0, OPT_INT, &a.head, "H", "one head (0 to 7); -1: all", -1, 7}, /* the network has 8 heads */
     };
     int rc = probe_parse(&command_attend, argc, argv, opts, N_OPTIONS(opts), &a.po, pos, 1);
     if (rc >= 0) return rc;

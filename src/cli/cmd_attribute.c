@@ -12,8 +12,8 @@
 
 static int run(int argc, char **argv);
 const Command command_attribute = {
-    "attribute", "Which parts push a guess: gradient x activation, removal, surprisal",
-    "storylm attribute TEXT [--pos N] [--token T] [options]",
+    "attribute", "which parts push a guess: gradient x activation, removal, surprisal",
+    "storylm attribute TEXT [options]",
     "Runs [EOS] and the text through the network. At position --pos (0 is [EOS]; negative\n"
     "counts from the end; default: the last token) the hidden layer reads z = [the token's row (32), head 0 (16), ..., head 7]\n"
     "and the next token --token (default: the top guess there) gets the logit\n"

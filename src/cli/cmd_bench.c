@@ -19,7 +19,7 @@
 static int run(int argc, char **argv);
 const Command command_bench = {
     "bench", "time training, generation or encoding (for scripts/bench)",
-    "storylm bench train IDS | generate MODEL | encode VOCAB TEXT [options]",
+    "storylm bench train IDS [options] | storylm bench generate MODEL [options] | storylm bench encode VOCAB TEXT [options]",
     "Times one kind of work and prints one JSON line; scripts/bench runs it side by side\n"
     "with the PyTorch and npm peers and prints the table.\n\n"
     "  train IDS          --steps training steps (forward, backward, Adam) on the stories\n"
@@ -138,7 +138,7 @@ static int bench_train(const char *path, const BenchOptions *o, Error *e) {
         if (k >= 0) tokens += n;
     }
     if (!rc)
-        printf("{\"tokens\": %lld, \"seconds\": %.6f, \"cpu_seconds\": %.6f, \"threads\": %d, \"loss\": %.4f}\n",
+        printf("{\"command\": \"bench\", \"work\": \"train\", \"tokens\": %lld, \"seconds\": %.6f, \"cpu_seconds\": %.6f, \"threads\": %d, \"loss\": %.4f}\n",
                tokens, now_s() - start, cpu_s() - cpu, threads, loss);
     free(refs), free(grads), adam_free(&opt), shards_free(&sh), model_free(&m);
     intvec_free(&ids), intvec_free(&starts);
@@ -160,7 +160,7 @@ static int bench_generate(const char *path, const BenchOptions *o, Error *e) {
         const float *logits = generator_feed(&g, lm.tokenizer.eos_id);
         for (size_t i = 0; i < prompt.len; i++) logits = generator_feed(&g, prompt.data[i]);
         for (int i = 0; i < o->tokens; i++) logits = generator_feed(&g, sampler_sample(&s, logits));
-        printf("{\"tokens\": %d, \"seconds\": %.6f, \"cpu_seconds\": %.6f, \"prompt_tokens\": %zu}\n", o->tokens,
+        printf("{\"command\": \"bench\", \"work\": \"generate\", \"tokens\": %d, \"seconds\": %.6f, \"cpu_seconds\": %.6f, \"prompt_tokens\": %zu}\n", o->tokens,
                now_s() - start, cpu_s() - cpu, prompt.len);
     }
     sampler_free(&s), generator_free(&g), intvec_free(&prompt), cli_free_model(&lm);
@@ -185,7 +185,7 @@ static int bench_encode(const char *vocab_path, const char *text_path, Error *e)
         at = end + 1;
     }
     if (!rc)
-        printf("{\"bytes\": %zu, \"seconds\": %.6f, \"cpu_seconds\": %.6f, \"ids\": %lld}\n", len, now_s() - start,
+        printf("{\"command\": \"bench\", \"work\": \"encode\", \"bytes\": %zu, \"seconds\": %.6f, \"cpu_seconds\": %.6f, \"ids\": %lld}\n", len, now_s() - start,
                cpu_s() - cpu, n_ids);
     intvec_free(&ids), free(text), tokenizer_free(&t);
     return rc;
@@ -199,7 +199,7 @@ static int run(int argc, char **argv) {
         {"steps", 0, OPT_INT, &o.steps, "N", "training steps timed", 1, 1e6},
         {"batch", 0, OPT_INT, &o.batch, "N", "stories a training step", 1, 4096},
         {"first-batch", 0, OPT_INT, &o.first_batch, "K", "start at the K-th batch of IDS", 0, 1e9},
-        {"threads", 0, OPT_INT, &o.threads, "N", "training threads, by default one per core", 1, 256},
+        THREADS_OPTION(o.threads), /* training; generation and encoding time one thread */
         {"tokens", 'n', OPT_INT, &o.tokens, "N", "new tokens generated", 1, 1e6},
         {"prompt", 0, OPT_STRING, &o.prompt, "TEXT", "generation's prompt", 0, 0},
     };

@@ -9,8 +9,8 @@
 
 static int run(int argc, char **argv);
 const Command command_cache = {
-    "cache", "Every activation of the forward pass, as a safetensors file",
-    "storylm cache TEXT -o FILE | storylm cache --stories STORIES -o FILE [options]",
+    "cache", "every activation of the forward pass, as a safetensors file",
+    "storylm cache TEXT -o FILE [options] | storylm cache --stories STORIES -o FILE [options]",
     "Runs [EOS] and the text (or each held-out test story of STORIES) through the network\n"
     "and writes every activation to FILE as safetensors (F32, C order), which numpy or PyTorch\n"
     "read directly (e.g. scripts/read_safetensors.py). N = positions of all stories packed one\n"

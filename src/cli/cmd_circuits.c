@@ -1,4 +1,4 @@
-/* storylm circuits [--head H] [--top 20]: each head's QK and OV circuits
+/* storylm circuits [--head H] [--top-k 20]: each head's QK and OV circuits
  * from the weights alone: which tokens look for which, and which tokens a
  * head's reading raises, with the copying score. */
 #include <math.h>
@@ -12,10 +12,10 @@
 
 static int run(int argc, char **argv);
 const Command command_circuits = {
-    "circuits", "QK and OV circuits of every head, from the weights", "storylm circuits [--head H] [--top 20] [options]",
+    "circuits", "QK and OV circuits of every head, from the weights", "storylm circuits [options]",
     "QK circuit: for every pair of tokens (s, t), the score E[s] query[h] . E[t] key[h] / sqrt(8)\n"
     "a query at token s gives a key at token t before the distance score is added: which tokens\n"
-    "look for which. Listed: the --top pairs with the largest score, and 'vs mean', the score\n"
+    "look for which. Listed: the --top-k pairs with the largest score, and 'vs mean', the score\n"
     "less the mean over all keys t (softmax ignores a constant per query).\n"
     "OV circuit: when head h puts all its weight on token s its output is E[s] value[h]; the\n"
     "change this makes to every logit, against an output of 0 (zero ablation), is read through\n"
@@ -23,7 +23,7 @@ const Command command_circuits = {
     "z_mean of the hidden layer over every position of the held-out test stories, so\n"
     "  change of logit t = output.weight[t] . ((1 - tanh^2(W1 z_mean + b1)) * W1[:, head h] E[s] value[h]).\n"
     "It is the first-order effect: close when the head output moves z little from z_mean.\n"
-    "Listed: the --top (token read, token raised) pairs with the largest change less the mean\n"
+    "Listed: the --top-k (token read, token raised) pairs with the largest change less the mean\n"
     "change over all tokens (logits matter only up to a constant). The copying score: the share\n"
     "of tokens t whose reading raises t itself the most (top 1), among the 10 most (top 10),\n"
     "or above the mean (random heads: 0.05%, 0.5%, 50%); 'looks for itself' is the same for\n"
@@ -144,12 +144,11 @@ static int parse_tokens(const ProbeSession *ps, const char *list, int32_t *ids, 
     return n;
 }
 
-static void build_report(Report *r, const ProbeSession *ps, const char *stories, int n_test, long long positions,
-                         const float *z_mean, const CircuitsResult *cr) {
+static void build_report(Report *r, const ProbeSession *ps, const char *stories, const Stories *s,
+                         long long positions, const float *z_mean, const CircuitsResult *cr) {
     probe_report_header(r, ps);
-    report_text(r, "stories", "mean input over", stories);
-    report_int(r, "test_stories", "test stories", n_test);
-    report_int(r, "positions", "positions", positions);
+    report_stories(r, stories, s->n_stories, s->n_test); /* the mean input's */
+    report_int(r, "positions", "positions averaged", positions);
     report_note(r, "OV: the hidden layer linearised at its mean input over the test stories (see --help)");
     ReportTable *t = report_table(r, "heads", "Per head: looking for itself (QK) and copying (OV), shares of tokens");
     if (t) self_columns(t);
@@ -217,7 +216,7 @@ static int circuits(const CircuitsArgs *a, Error *e, int *usage) {
     co.n_reads = seen ? parse_tokens(&ps, a->tokens, reads, MAX_READS, e) : -1;
     rc = co.n_reads >= 0 ? circuits_mean_input(m, &s, s.test, s.n_test, &ps.ablation, z_mean, seen, &positions, e) : -1;
     if (!rc) rc = probe_circuits(m, z_mean, seen, &co, &cr, e);
-    if (!rc) build_report(&r, &ps, path, s.n_test, positions, z_mean, &cr);
+    if (!rc) build_report(&r, &ps, path, &s, positions, z_mean, &cr);
     if (!rc && warning[0]) report_note(&r, "warning: %s", warning);
     if (!rc && a->po.svg) rc = draw(a->po.svg, &cr, e);
     if (!rc) rc = probe_emit(&r, &a->po, e);
@@ -238,8 +237,8 @@ static int run(int argc, char **argv) {
         PROBE_TEST_OPTION(a.po),
         {"stories", 0, OPT_STRING, &a.po.mean_stories, "FILE",
          "stories for the mean input and --ablate-mode mean (needed; info names the training file)", 0, 0},
-        {"head", 0, OPT_INT, &a.head, "H", "only this head (-1: every head)", -1, 255},
-        {"top", 0, OPT_INT, &a.top, "N", "pairs listed per circuit and head", 1, 10000},
+        {"head", 0, OPT_INT, &a.head, "H", "only this head, 0 to 7 (-1: every head)", -1, 7},
+        {"top-k", 0, OPT_INT, &a.top, "K", "the K strongest pairs listed per circuit and head", 1, 10000},
         {"tokens", 0, OPT_STRING, &a.tokens, "LIST", "also list what reading each of these tokens raises, e.g. lily,tom", 0, 0},
     };
     int rc = probe_parse(&command_circuits, argc, argv, opts, N_OPTIONS(opts), &a.po, NULL, 0);

@@ -13,7 +13,7 @@
 
 static int run(int argc, char **argv);
 const Command command_detect = {
-    "detect", "Head detectors: previous-token, duplicate and induction scores", "storylm detect STORIES [--model M ...] [options]",
+    "detect", "head detectors: previous-token, duplicate and induction scores", "storylm detect STORIES [options]",
     "For every head, on the held-out test stories of STORIES, the mean over positions of:\n"
     "  previous  the weight on the token just before;\n"
     "  duplicate the total weight on earlier copies of the position's own token;\n"
@@ -52,15 +52,15 @@ static void make_tables(Report *r, const DetectArgs *a, ReportTable **heads, Rep
     const char *keys[] = {"model", "step", "head", "previous", "duplicate", "induction", "random_previous",
                           "random_duplicate", "random_induction"};
     const char *labels[] = {"model", "step", "head", "previous", "duplicate", "induction", "random: previous",
-                            "duplicate", "induction"};
-    for (int i = 0; i < 9; i++) table_column(*heads, keys[i], labels[i], i == 0 ? CELL_TEXT : i < 3 ? CELL_INT : CELL_PERCENT, 1);
+                            "random: duplicate", "random: induction"};
+    for (int i = 0; i < 9; i++) table_column(*heads, keys[i], labels[i], i == 0 ? CELL_FILE : i < 3 ? CELL_INT : CELL_PERCENT, 1);
     if (*heads) (*heads)->group_column = 0;
     *loss = report_table(r, "models", "Per model: positions counted and the induction loss on random tokens repeated twice");
     const char *lk[] = {"model", "step", "positions", "duplicate_positions", "induction_positions", "loss_first",
                         "loss_second", "induction_loss_drop"};
     const char *ll[] = {"model", "step", "positions", "with a duplicate", "with an induction target", "loss 1st copy",
                         "loss 2nd copy", "drop"};
-    for (int i = 0; i < 8; i++) table_column(*loss, lk[i], ll[i], i == 0 ? CELL_TEXT : i < 5 ? CELL_INT : CELL_NUMBER, 3);
+    for (int i = 0; i < 8; i++) table_column(*loss, lk[i], ll[i], i == 0 ? CELL_FILE : i < 5 ? CELL_INT : CELL_NUMBER, 3);
 }
 
 static void add_rows(ReportTable *heads, ReportTable *loss, const char *model, int step, const DetectResult *d) {

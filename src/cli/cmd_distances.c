@@ -9,7 +9,7 @@
 
 static int run(int argc, char **argv);
 const Command command_distances = {
-    "distances", "Tool 2: the heads' learned distance scores", "storylm distances [options]",
+    "distances", "the heads' learned distance scores (Tool 2)", "storylm distances [options]",
     "Prints the 8 heads' learned distance scores: the number added to each score for\n"
     "every distance back, 0 (the token itself) to 255. A head with a high score at\n"
     "distance 1 reads the token just before; one with flat scores reads by content alone.\n"

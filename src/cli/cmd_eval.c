@@ -13,7 +13,7 @@
 
 static int run(int argc, char **argv);
 const Command command_eval = {
-    "eval", "loss, perplexity and accuracy on held-out stories", "storylm eval STORIES [options] | storylm eval --text TEXT [options]",
+    "eval", "loss, perplexity and accuracy on held-out stories", "storylm eval STORIES [options] | storylm eval --text TEXT [STORIES] [options]",
     "Reads STORIES with the model's own vocabulary and measures, over every predicted\n"
     "position of the held-out test stories (the same 100 that training left out) or of\n"
     "--all stories: the loss in nats per token, the perplexity exp(loss) and the share of\n"
@@ -29,36 +29,28 @@ typedef struct EvalArgs {
     int n_test, threads, max_positions;
 } EvalArgs;
 
-static void print_result(const EvalArgs *a, const char *model, const char *stories, int n, const EvalResult *r) {
+/* The numbers as a report (docs/json.md): model, stories, ablation, then the measures. */
+static int print_result(const EvalArgs *a, const LoadedModel *lm, const Stories *s, const char *stories,
+                        const Ablation *ab, const char *desc, const EvalResult *r, Error *e) {
     /* past a loss of 709 nats exp overflows double: the largest double stands
      * in (JSON has no infinity, and null is no result) */
     double perplexity = fmin(exp(r->loss), DBL_MAX);
-    if (a->json) {
-        cJSON *j = cJSON_CreateObject();
-        cJSON_AddStringToObject(j, "model", model);
-        cJSON_AddStringToObject(j, "stories", stories);
-        cJSON_AddStringToObject(j, "split", a->all ? "all" : "test");
-        cJSON_AddNumberToObject(j, "n_stories", n);
-        cJSON_AddNumberToObject(j, "positions", (double)r->positions);
-        cJSON_AddNumberToObject(j, "loss", r->loss);
-        cJSON_AddNumberToObject(j, "perplexity", perplexity);
-        cJSON_AddNumberToObject(j, "accuracy", r->accuracy);
-        cJSON_AddStringToObject(j, "ablate", a->ablate ? a->ablate : "");
-        cJSON_AddStringToObject(j, "ablate_mode", a->ablate ? a->ablate_mode : "");
-        char *s = cJSON_Print(j);
-        printf("%s\n", s);
-        free(s);
-        cJSON_Delete(j);
-        return;
-    }
-    printf("model        %s\n", model);
-    printf("stories      %s (%s: %d stories, %lld predicted positions)\n", stories, a->all ? "all" : "held-out test",
-           n, r->positions);
-    if (a->ablate) printf("ablated      heads %s (%s)\n", a->ablate, a->ablate_mode);
-    printf("loss         %.4f nats/token\n", r->loss);
-    if (perplexity < DBL_MAX) printf("perplexity   %.2f\n", perplexity);
-    else printf("perplexity   over 1e308 (the loss is past 709 nats)\n");
-    printf("accuracy     %.2f%%\n", 100 * r->accuracy);
+    Report rep;
+    report_init(&rep, "eval");
+    report_model(&rep, &lm->model, lm->path);
+    report_stories(&rep, stories, s->n_stories, s->n_test);
+    report_ablation(&rep, ab, lm->model.cfg.n_heads, desc);
+    report_text(&rep, "split", "evaluated", a->all ? "all" : "test");
+    report_int(&rep, "stories_evaluated", "stories evaluated", a->all ? s->n_stories : s->n_test);
+    report_int(&rep, "positions", "predicted positions", r->positions);
+    report_number(&rep, "loss", "loss (nats/token)", r->loss, 4);
+    report_number(&rep, "perplexity", perplexity < DBL_MAX ? "perplexity" : NULL, perplexity, 2);
+    if (perplexity == DBL_MAX) report_note(&rep, "perplexity over 1e308 (the loss is past 709 nats)");
+    report_percent(&rep, "accuracy", "accuracy (top guess right)", r->accuracy, 2);
+    ProbeOptions po = {.json = a->json};
+    int rc = probe_emit(&rep, &po, e);
+    report_free(&rep);
+    return rc;
 }
 
 static int eval_file(const EvalArgs *a, const char *stories_path, Error *e) {
@@ -89,7 +81,7 @@ static int eval_file(const EvalArgs *a, const char *stories_path, Error *e) {
     if (!rc && (r.positions == 0 || !isfinite(r.loss))) /* never a NaN delivered as a result */
         rc = FAIL(e, "give stories of at least two tokens", "'%s': the stories evaluated hold no position to predict",
                   stories_path);
-    if (!rc) print_result(a, path, stories_path, n, &r);
+    if (!rc) rc = print_result(a, &lm, &s, stories_path, &ab, desc, &r, e);
     free(all);
     free(mean);
     stories_free(&s);
@@ -124,10 +116,9 @@ static int run(int argc, char **argv) {
         {"all", 0, OPT_BOOL, &a.all, NULL, "every story of the file, not only the held-out ones", 0, 0},
         {"text", 0, OPT_STRING, &a.text, "TEXT", "measure one typed text instead of the stories", 0, 0},
         {"test-stories", 0, OPT_INT, &a.n_test, "N", "held-out test stories (as in training)", 1, 100000},
-        {"ablate", 0, OPT_STRING, &a.ablate, "HEADS", "switch heads off, e.g. 3,5", 0, 0},
-        {"ablate-mode", 0, OPT_STRING, &a.ablate_mode, "MODE", ABLATE_HELP_MODE, 0, 0},
+        ABLATE_OPTIONS(a.ablate, a.ablate_mode),
         {"json", 0, OPT_BOOL, &a.json, NULL, "print JSON", 0, 0},
-        {"threads", 0, OPT_INT, &a.threads, "N", "threads, by default one per core", 1, 256},
+        THREADS_OPTION(a.threads),
         {"max-positions", 0, OPT_INT, &a.max_positions, "N", "positions per forward pass", 64, 1 << 20},
     };
     int rc = args_parse(&command_eval, argc, argv, opts, N_OPTIONS(opts), pos, 0, 1, &np);

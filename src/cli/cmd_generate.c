@@ -238,7 +238,7 @@ static int run(int argc, char **argv) {
     int seed = -1;
     const char *model = NULL, *pos[1] = {NULL};
     GenerateAblation *ga = &f.ga;
-    int np, threads = 1;
+    int np, threads = cli_default_threads();
     Option opts[] = {
         {"model", 'm', OPT_STRING, &model, "FILE", "model file (default: ./" DEFAULT_MODEL_PATH ", else the shipped model)", 0, 0},
         {"tokens", 'n', OPT_INT, &f.go.max_tokens, "N", "most new tokens (default 200)", 0, 1000000},
@@ -248,11 +248,10 @@ static int run(int argc, char **argv) {
         {"seed", 's', OPT_INT, &seed, "N", "sampling seed of the first sample (default -1 = from the clock; printed)", -1, 2147483647},
         {"samples", 0, OPT_INT, &f.samples, "N", "stories to write, computed together (default 1)", 1, 4096},
         {"json", 0, OPT_BOOL, &f.json, NULL, "print text, tokens, seed and stop reason of each sample as JSON", 0, 0},
-        {"ablate", 0, OPT_STRING, &ga->heads, "HEADS", "switch heads off, e.g. 3,5", 0, 0},
-        {"ablate-mode", 0, OPT_STRING, &ga->mode, "MODE", ABLATE_HELP_MODE, 0, 0},
+        ABLATE_OPTIONS(ga->heads, ga->mode),
         {"stories", 0, OPT_STRING, &ga->stories, "FILE",
          "stories for --ablate-mode mean (needed for it) and for the names (default: the model's training file if here, else data/stories.txt)", 0, 0},
-        {"threads", 0, OPT_INT, &threads, "N", "threads the samples of --samples are shared between (default 1)", 1, 256},
+        {"threads", 0, OPT_INT, &threads, "N", "threads the samples of --samples are shared between, by default one per core", 1, 256},
     };
     int rc = args_parse(&command_generate, argc, argv, opts, N_OPTIONS(opts), pos, 0, 1, &np);
     if (rc) return rc > 0 ? 0 : 2;

@@ -11,7 +11,7 @@
 
 static int run(int argc, char **argv);
 const Command command_heads = {
-    "heads", "Secret 1: where each head looks, across snapshots", "storylm heads STORIES --model M [--model M2 ...] [options]",
+    "heads", "where each head looks, across snapshots (Secret 1)", "storylm heads STORIES [options]",
     "For every head of the model, on the held-out test stories of STORIES: the share of its\n"
     "weight at each distance back (0 = the token itself, 1, 2, 3-7, 8-31, 32-255), its mean\n"
     "distance back, and the tokens it reads most (share of all its weight). Give several\n"
@@ -79,14 +79,10 @@ static int run(int argc, char **argv) {
     HeadsArgs a = {.po = PROBE_OPTIONS_DEFAULT, .top = 5};
     const char *pos[1];
     Option opts[] = {
-        {"model", 'm', OPT_STRINGS, &a.models, "FILE", "model file; repeat for snapshots (default: ./" DEFAULT_MODEL_PATH ", else the shipped model)", 0, 0},
-        {"ablate", 0, OPT_STRING, &a.po.ablate, "HEADS", "switch heads off, e.g. 3,5 (heads 0 to 7)", 0, 0},
-        {"ablate-mode", 0, OPT_STRING, &a.po.ablate_mode, "MODE", ABLATE_HELP_MODE, 0, 0},
-        {"json", 0, OPT_BOOL, &a.po.json, NULL, "print JSON with the same numbers", 0, 0},
-        {"threads", 0, OPT_INT, &a.po.threads, "N", "threads, by default one per core", 1, 256},
+        PROBE_MODELS_OPTIONS(a.po, a.models, "repeat for snapshots"),
         PROBE_SVG_OPTION(a.po),
         PROBE_TEST_OPTION(a.po),
-        {"top", 0, OPT_INT, &a.top, "K", "tokens read most, per head", 1, 100},
+        {"top-k", 0, OPT_INT, &a.top, "K", "the K tokens read most, per head", 1, 100},
     };
     int rc = probe_parse(&command_heads, argc, argv, opts, N_OPTIONS(opts), &a.po, pos, 1);
     if (rc >= 0) return rc;

@@ -11,7 +11,7 @@
 
 static int run(int argc, char **argv);
 const Command command_icl = {
-    "icl", "In-context learning: loss late in a story minus early", "storylm icl STORIES [--model M ...] [options]",
+    "icl", "in-context learning: loss late in a story minus early", "storylm icl STORIES [options]",
     "On the held-out test stories of STORIES: the mean loss (nats) at every position (position p\n"
     "predicts token p+1; 0 is the opening [EOS]) and the in-context-learning score, the mean loss\n"
     "at position --late minus at --early (Olsson et al. 2022): negative when the network predicts\n"
@@ -37,7 +37,7 @@ static ReportTable *score_table(Report *r) {
     ReportTable *t = report_table(r, "scores", "In-context-learning score: loss at --late minus loss at --early");
     const char *keys[] = {"model", "arch", "early", "late", "early_loss", "late_loss", "score", "paired_early_loss", "paired_score", "early_count", "late_count", "clipped"};
     const char *labels[] = {"model", "arch", "early", "late", "loss early", "loss late", "icl score", "paired: loss early", "paired score", "losses early", "losses late", "clipped"};
-    CellKind kinds[] = {CELL_TEXT, CELL_TEXT, CELL_INT, CELL_INT, CELL_NUMBER, CELL_NUMBER, CELL_NUMBER, CELL_NUMBER, CELL_NUMBER, CELL_INT, CELL_INT, CELL_TEXT};
+    CellKind kinds[] = {CELL_FILE, CELL_TEXT, CELL_INT, CELL_INT, CELL_NUMBER, CELL_NUMBER, CELL_NUMBER, CELL_NUMBER, CELL_NUMBER, CELL_INT, CELL_INT, CELL_TEXT};
     for (int i = 0; i < 12; i++) table_column(t, keys[i], labels[i], kinds[i], 3);
     return t;
 }

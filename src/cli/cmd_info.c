@@ -15,7 +15,7 @@
 
 static int run(int argc, char **argv);
 const Command command_info = {
-    "info", "show what a model file holds", "storylm info [--model M] [--json]",
+    "info", "show what a model file holds", "storylm info [options]",
     "Loads a model file, validating it fully, and prints its architecture and sizes, every tensor's name,\n"
     "shape and number count, the total parameter count, the vocabulary size, the file size and the\n"
     "training metadata. If the optimizer state MODEL.adam.safetensors lies beside the model, its step and\n"
@@ -142,8 +142,11 @@ static void print_table(const char *path, long long file_bytes, const Model *m, 
     }
     printf("  %-30s %9s parameters\n", "total", with_commas(m->n_params, a, sizeof a));
     printf("training%s\n", meta->count ? "" : "      (no metadata)");
+    int width = 12; /* the keys in one column: the widest sets it */
+    for (int i = 0; i < meta->count; i++)
+        if ((int)strlen(meta->items[i].key) > width) width = (int)strlen(meta->items[i].key);
     for (int i = 0; i < meta->count; i++) {
-        printf("  %-12s ", meta->items[i].key);
+        printf("  %-*s ", width, meta->items[i].key);
         print_value(meta->items[i].value);
     }
     if (!o->present) printf("optimizer     none beside the model\n");
@@ -185,16 +188,11 @@ static cJSON *json_optimizer(const OptimizerInfo *o) {
 static int print_json(const char *path, long long file_bytes, const Model *m, const Metadata *meta,
                       const OptimizerInfo *o) {
     const ModelConfig *c = &m->cfg;
-    cJSON *root = cJSON_CreateObject();
-    cJSON_AddStringToObject(root, "path", path);
-    cJSON_AddNumberToObject(root, "file_bytes", (double)file_bytes);
+    cJSON *root = cli_json_begin("info");
+    cli_json_model(root, m, path);
+    cJSON_AddNumberToObject(cJSON_GetObjectItem(root, "model"), "file_bytes", (double)file_bytes);
     cJSON_AddStringToObject(root, "format", CHECKPOINT_FORMAT);
     cJSON_AddStringToObject(root, "format_version", CHECKPOINT_FORMAT_VERSION);
-    cJSON_AddStringToObject(root, "arch", arch_name(c->arch));
-    if (c->arch == ARCH_ATTENTION) {
-        cJSON_AddStringToObject(root, "pos", pos_name(c->pos));
-        cJSON_AddStringToObject(root, "score", score_name(c->score));
-    }
     cJSON *cfg = cJSON_AddObjectToObject(root, "config");
     const int sizes[] = {c->vocab_size, c->row_dim, c->n_heads,    c->key_dim,
                          c->value_dim,  c->window,  c->hidden_dim, c->context};
@@ -203,7 +201,6 @@ static int print_json(const char *path, long long file_bytes, const Model *m, co
     for (int i = 0; i < 8; i++)
         cJSON_AddNumberToObject(cfg, names[i], sizes[i]);
     cJSON_AddNumberToObject(root, "vocab_size", c->vocab_size);
-    cJSON_AddNumberToObject(root, "parameters", (double)m->n_params);
     cJSON *tensors = cJSON_AddArrayToObject(root, "tensors");
     for (int i = 0; i < m->n_tensors; i++)
         cJSON_AddItemToArray(tensors, json_tensor(m, &m->tensors[i]));
@@ -211,22 +208,17 @@ static int print_json(const char *path, long long file_bytes, const Model *m, co
     for (int i = 0; i < meta->count; i++)
         cJSON_AddStringToObject(md, meta->items[i].key, meta->items[i].value);
     cJSON_AddItemToObject(root, "optimizer", json_optimizer(o));
-    char *text = cJSON_Print(root);
-    cJSON_Delete(root);
-    if (!text) {
-        fprintf(stderr, "storylm info: error: out of memory printing JSON\n");
-        return 1;
-    }
-    printf("%s\n", text);
-    free(text);
-    return 0;
+    Error e = {0};
+    if (cli_json_print(root, &e) == 0) return 0;
+    error_print(&e, "storylm info");
+    return 1;
 }
 
 static int run(int argc, char **argv) {
     const char *model_path = NULL;
     bool json = false;
     Option opts[] = {
-        {"model", 'm', OPT_STRING, &model_path, "M", "the model file (default: ./" DEFAULT_MODEL_PATH ", else the shipped model)", 0, 0},
+        {"model", 'm', OPT_STRING, &model_path, "FILE", "model file (default: ./" DEFAULT_MODEL_PATH ", else the shipped model)", 0, 0},
         {"json", 0, OPT_BOOL, &json, NULL, "print one JSON object instead of a table", 0, 0},
     };
     const char *pos[1];

@@ -12,8 +12,8 @@
 
 static int run(int argc, char **argv);
 const Command command_patch = {
-    "patch", "Activation patching: which heads and positions carry a difference",
-    "storylm patch CLEAN CORRUPT [--answer TOKEN --wrong TOKEN] [options]",
+    "patch", "activation patching: which heads and positions carry a difference",
+    "storylm patch CLEAN CORRUPT [options]",
     "Runs [EOS] and each text through the network (the two must have the same number of\n"
     "tokens; differing ones are refused with both tokenizations shown). At the last position\n"
     "it measures the logit difference LD = logit(answer) - logit(wrong), by default the\n"

@@ -11,7 +11,7 @@
 
 static int run(int argc, char **argv);
 const Command command_pieces = {
-    "pieces", "Secret 4: finishing a name made of pieces", "storylm pieces STORIES --model M [options]",
+    "pieces", "finishing a name made of pieces (Secret 4)", "storylm pieces STORIES [options]",
     "Renames the hero of each held-out test story that has one (see storylm swap --help)\n"
     "to invented names of 3 or more pieces, such as z ##ark ##o, and to the most common\n"
     "name of one piece. At every later mention it measures the first piece (mean\n"
@@ -40,9 +40,9 @@ static void build_report(Report *r, const ProbeSession *ps, const SwapName *name
     if (ps->names_from_all) report_note(r, "note: names were learnt from every story (test ones included)");
     ReportTable *t = report_table(r, "names", "Where the renamed hero comes back");
     const char *cols[][2] = {{"name", "name"},           {"kind", "kind"},           {"pieces", "pieces"},
-                             {"stories", "stories"},     {"mentions", "mentions"},   {"first_probability", "first p"},
-                             {"first_top1", "first top1"}, {"next_probability", "next p"}, {"next_top1", "next top1"},
-                             {"next_median_rank", "next median rank"}};
+                             {"stories", "stories"},     {"mentions", "mentions"},   {"first_probability", "p(first piece)"},
+                             {"first_top1", "first piece top guess"}, {"next_probability", "p(next piece)"}, {"next_top1", "next piece top guess"},
+                             {"next_median_rank", "next piece median rank"}};
     for (int c = 0; c < 10; c++)
         table_column(t, cols[c][0], cols[c][1], c < 3 ? CELL_TEXT : c < 5 ? CELL_INT : c % 2 ? CELL_NUMBER : CELL_PERCENT,
                      c == 9 ? 1 : c % 2 ? 4 : 1);

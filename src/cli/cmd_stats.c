@@ -11,7 +11,7 @@
 
 static int run(int argc, char **argv);
 const Command command_stats = {
-    "stats", "the chapter's statistics on the test stories", "storylm stats STORIES --model M [options]",
+    "stats", "the chapter's statistics on the test stories", "storylm stats STORIES [options]",
     "On the held-out test stories of STORIES:\n"
     "  correlation  per head, Pearson's correlation of q.k with the cosine of the two\n"
     "               tokens' rows, over every (position, token it reads) pair, itself\n"
@@ -29,9 +29,10 @@ const Command command_stats = {
 
 static void build_report(Report *r, const ProbeSession *ps, const StatsResult *s, int common) {
     probe_report_header(r, ps);
+    report_heading(r, "What the heads read, on the test stories");
     report_int(r, "pairs", "pairs (position, token it reads)", s->pairs);
     report_int(r, "positions", "positions reading 2+ tokens", s->positions);
-    ReportTable *t = report_table(r, "heads", "Per head");
+    ReportTable *t = report_table(r, "heads", "Per head: does q.k follow the cosine of the two rows?");
     table_column(t, "head", "head", CELL_INT, 0);
     table_column(t, "correlation", "corr(q.k, cos rows)", CELL_NUMBER, 3);
     table_column(t, "correlation_others", "without itself", CELL_NUMBER, 3);
@@ -49,6 +50,7 @@ static void build_report(Report *r, const ProbeSession *ps, const StatsResult *s
     report_note(r, "\ncorrelation over the heads: %.3f to %.3f (the chapter: -0.12 to 0.09)", lo, hi);
     report_note(r, "closest in direction is not the largest q.k: %.1f%% to %.1f%% of positions (the chapter: 48%% to 65%%)",
                 100 * lo2, 100 * hi2);
+    report_heading(r, "Far repeats: tokens back from beyond chapter 6's window of 8");
     report_int(r, "tokens", "tokens ([EOS] left out)", s->tokens);
     report_int(r, "common_left_out", "most common tokens left out", common);
     report_int(r, "counted_tokens", "tokens not left out", s->counted_tokens);

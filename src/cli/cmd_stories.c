@@ -19,7 +19,7 @@ const Command command_stories = {
 
 typedef struct StoriesArgs {
     const char *model, *vocab, *split;
-    bool ids;
+    bool ids, json;
     int n_test;
 } StoriesArgs;
 
@@ -42,6 +42,24 @@ static void print_summary(const Stories *s, const char *path) {
     printf("\n");
 }
 
+/* The summary as JSON (docs/json.md): the vocabulary's source, the stories
+ * with the split, the tokens, the skips, the held-out stories' numbers. */
+static int print_json(const StoriesArgs *a, const LoadedModel *lm, const Stories *s, const char *path, Error *e) {
+    cJSON *j = cli_json_begin("stories");
+    if (a->vocab) cJSON_AddStringToObject(j, "vocab", a->vocab);
+    else cli_json_model(j, &lm->model, lm->path);
+    cli_json_stories(j, path, s);
+    cJSON_AddNumberToObject(j, "train_stories", s->n_train);
+    cJSON_AddNumberToObject(j, "tokens", (double)s->n_tokens);
+    cJSON *skipped = cJSON_AddObjectToObject(j, "skipped");
+    cJSON_AddNumberToObject(skipped, "empty", s->skips.empty);
+    cJSON_AddNumberToObject(skipped, "invalid_utf8", s->skips.invalid_utf8);
+    cJSON_AddNumberToObject(skipped, "too_long", s->skips.too_long);
+    cJSON *test = cJSON_AddArrayToObject(j, "test");
+    for (int i = 0; i < s->n_test; i++) cJSON_AddItemToArray(test, cJSON_CreateNumber(s->test[i]));
+    return cli_json_print(j, e);
+}
+
 static int show(const StoriesArgs *a, const char *path, Error *e) {
     LoadedModel lm = {0};
     Tokenizer own = {0};
@@ -61,6 +79,8 @@ static int show(const StoriesArgs *a, const char *path, Error *e) {
         else if (strcmp(a->split, "train") == 0) print_ids(&s, s.train, s.n_train);
         else
             for (int i = 0; i < s.n_stories; i++) print_ids(&s, &i, 1);
+    } else if (!rc && a->json) {
+        rc = print_json(a, &lm, &s, path, e);
     } else if (!rc) {
         print_summary(&s, path);
     }
@@ -78,11 +98,13 @@ static int run(int argc, char **argv) {
         {"model", 'm', OPT_STRING, &a.model, "FILE", "take the vocabulary from this model (default: ./" DEFAULT_MODEL_PATH ", else the shipped model)", 0, 0},
         {"vocab", 0, OPT_STRING, &a.vocab, "FILE", "take the vocabulary from this vocab.txt instead", 0, 0},
         {"ids", 0, OPT_BOOL, &a.ids, NULL, "print token ids, one story a line", 0, 0},
+        {"json", 0, OPT_BOOL, &a.json, NULL, "print the summary as JSON", 0, 0},
         {"split", 0, OPT_STRING, &a.split, "NAME", "with --ids: test, train or all", 0, 0},
         {"test-stories", 0, OPT_INT, &a.n_test, "N", "held-out test stories (as in training)", 0, 100000},
     };
     int rc = args_parse(&command_stories, argc, argv, opts, N_OPTIONS(opts), pos, 1, 1, &np);
     if (rc) return rc > 0 ? 0 : 2;
+    if (a.ids && a.json) return args_usage_error(&command_stories, "--ids and --json do not go together");
     if (strcmp(a.split, "test") && strcmp(a.split, "train") && strcmp(a.split, "all"))
         return args_usage_error(&command_stories, "--split must be test, train or all, not '%s'", a.split);
     Error e = {0};

@@ -13,7 +13,7 @@
 
 static int run(int argc, char **argv);
 const Command command_swap = {
-    "swap", "Secret 2: rename the hero, see who follows", "storylm swap STORIES --model M [--baseline W] [options]",
+    "swap", "rename the hero, see who follows (Secret 2)", "storylm swap STORIES [options]",
     "In the held-out test stories of STORIES whose hero is named in the first sentence and\n"
     "named again later, the hero's name is replaced everywhere by each of a set of names;\n"
     "at every later mention it reports the mean probability the network gives the new\n"
@@ -49,15 +49,15 @@ static ReportTable *name_table(Report *r, const char *key, const char *title, in
     ReportTable *t = report_table(r, key, title);
     table_column(t, "name", "name", CELL_TEXT, 0);
     table_column(t, "kind", "kind", CELL_TEXT, 0);
-    table_column(t, "train_count", "seen", CELL_INT, 0);
+    table_column(t, "train_count", "in training", CELL_INT, 0);
     table_column(t, "pieces", "pieces", CELL_TEXT, 0);
     table_column(t, "stories", "stories", CELL_INT, 0);
     table_column(t, "mentions", "mentions", CELL_INT, 0);
-    table_column(t, "model_probability", "model p", CELL_NUMBER, 4);
-    table_column(t, "model_top1", "model top1", CELL_PERCENT, 1);
+    table_column(t, "model_probability", "p(name)", CELL_NUMBER, 4);
+    table_column(t, "model_top1", "name top guess", CELL_PERCENT, 1);
     if (baseline) {
-        table_column(t, "baseline_probability", "window8 p", CELL_NUMBER, 4);
-        table_column(t, "baseline_top1", "window8 top1", CELL_PERCENT, 1);
+        table_column(t, "baseline_probability", "window8 p(name)", CELL_NUMBER, 4);
+        table_column(t, "baseline_top1", "window8 name top guess", CELL_PERCENT, 1);
     }
     return t;
 }

@@ -13,7 +13,7 @@
 
 static int run(int argc, char **argv);
 const Command command_tokenize = {
-    "tokenize", "show the tokens of a text", "storylm tokenize [--vocab V | --model M] [--ids | --json | --words] TEXT",
+    "tokenize", "show the tokens of a text", "storylm tokenize TEXT [options] | storylm tokenize --lines FILE [options]",
     "Normalises TEXT as BERT does (lower case, accents stripped, control characters\n"
     "dropped), splits it into words (every punctuation character is a word) and each\n"
     "word into the longest pieces of the vocabulary; prints the pieces separated by\n"
@@ -59,9 +59,9 @@ static int print_words(const Pretokenizer *pre, const char *text, size_t len, co
     ByteVec normalized = {0};
     if (text_normalize(text, len, &normalized, e)) return -1;
     WordsCtx ctx = {f, 0};
-    if (f->json) fputc('[', stdout);
+    if (f->json) fputs("{\"command\":\"tokenize\",\"words\":[", stdout);
     int rc = pretokenize(pre, normalized.data ? normalized.data : "", normalized.len, print_word, &ctx, e);
-    fputs(f->json ? "]\n" : "\n", stdout);
+    fputs(f->json ? "]}\n" : "\n", stdout);
     bytevec_free(&normalized);
     return rc;
 }
@@ -69,8 +69,9 @@ static int print_words(const Pretokenizer *pre, const char *text, size_t len, co
 static int print_tokens(const Tokenizer *t, const char *text, size_t len, const Flags *f, Error *e) {
     IntVec ids = {0};
     if (tokenizer_encode(t, text, len, &ids, e)) return -1;
-    if (f->json) { /* built where the server builds /api/tokenize */
-        cJSON *j = view_tokens_json(t, ids.data, ids.len);
+    if (f->json) { /* the tokens built where the server builds /api/tokenize; one line a text */
+        cJSON *j = cli_json_begin("tokenize"), *tokens = view_tokens_json(t, ids.data, ids.len);
+        if (!cJSON_AddItemToObject(j, "tokens", tokens)) cJSON_Delete(tokens);
         char *out = j ? cJSON_PrintUnformatted(j) : NULL;
         cJSON_Delete(j);
         intvec_free(&ids);
@@ -171,10 +172,10 @@ static int tokenize(const Flags *f, const char *arg, Error *e) {
 static int run(int argc, char **argv) {
     Flags f = {.vocab = "vocab.txt"};
     Option opts[] = {
-        {"vocab", 'v', OPT_STRING, &f.vocab, "V", "the vocabulary (vocab.txt of storylm vocab)", 0, 0},
+        {"vocab", 'v', OPT_STRING, &f.vocab, "FILE", "the vocabulary (vocab.txt of storylm vocab)", 0, 0},
         {"model", 'm', OPT_STRING, &f.model, "FILE", "use the vocabulary stored in this model file instead of --vocab", 0, 0},
         {"ids", 0, OPT_BOOL, &f.ids, NULL, "print token ids instead of pieces", 0, 0},
-        {"json", 0, OPT_BOOL, &f.json, NULL, "print [{\"piece\":..,\"id\":..}] (with --words: [\"word\",..])", 0, 0},
+        {"json", 0, OPT_BOOL, &f.json, NULL, "print {\"command\":\"tokenize\",\"tokens\":[{\"piece\":..,\"id\":..}]} (--words: \"words\":[..]), a line a text", 0, 0},
         {"words", 0, OPT_BOOL, &f.words, NULL, "print the normalised words before WordPiece (no vocabulary needed)",
          0, 0},
         {"lines", 0, OPT_STRING, &f.lines, "FILE", "tokenize every line of FILE ('-': standard input) on its own", 0,

@@ -10,7 +10,7 @@
 
 static int run(int argc, char **argv);
 const Command command_trace = {
-    "trace", "Tool 3: follow a token through the network", "storylm trace TEXT [--pos N] [options]",
+    "trace", "follow a token through the network (Tool 3)", "storylm trace TEXT [options]",
     "Runs [EOS] and the text through the network and follows its last token (or the one at\n"
     "--pos: 0 is [EOS], negative counts from the end; what follows it plays no part): the 160\n"
     "numbers the hidden layer reads (the token's row of 32, then each head's 16), the most\n"
@@ -91,7 +91,7 @@ static int run(int argc, char **argv) {
         PROBE_SVG_OPTION(po),
         PROBE_MEAN_STORIES_OPTION(po),
         {"units", 0, OPT_INT, &units, "N", "most active hidden units to show", 1, 4096},
-        {"top", 0, OPT_INT, &guesses, "K", "next-token guesses to show", 1, 64},
+        {"top-k", 0, OPT_INT, &guesses, "K", "the K most likely next tokens to show", 1, 64},
         {"pos", 0, OPT_INT, &pos, "N", "the position followed (0 is [EOS]); negative: from the end", -1000000, 1000000},
     };
     int rc = probe_parse(&command_trace, argc, argv, opts, N_OPTIONS(opts), &po, text, 1);

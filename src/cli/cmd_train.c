@@ -1,5 +1,7 @@
 /* storylm train STORIES: vocabulary (built or reused), held-out test stories,
  * training with progress, atomic saves; Ctrl-C stops after saving. */
+#define _GNU_SOURCE /* program_invocation_name: the program as called, for the resume command */
+#include <errno.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -56,36 +58,179 @@ static void print_progress(const TrainProgress *p, void *ctx) {
     ProgressPrinter *pp = ctx;
     if (!pp->tty && !p->evaluated && p->elapsed_s - pp->last_line_s < 10) return;
     pp->last_line_s = p->elapsed_s;
-    char eta[32], test[64] = "";
+    char eta[32], elapsed[32], test[64] = "";
     cli_format_duration(p->eta_s, eta, sizeof eta);
+    cli_format_duration(p->elapsed_s, elapsed, sizeof elapsed);
     if (p->evaluated && isfinite(p->test_loss))
         snprintf(test, sizeof test, " | test %.4f acc %.1f%%", p->test_loss, 100 * p->test_accuracy);
     if (p->evaluated && isfinite(p->ema_test_loss)) /* after the test column, which scripts read by place */
         snprintf(test + strlen(test), sizeof test - strlen(test), " ema %.4f", p->ema_test_loss);
-    fprintf(stderr, "%sstep %5d/%d | loss %.4f%s | %.0f tok/s | ETA %s%s", pp->tty ? "\r\033[K" : "", p->step, p->steps,
-            p->train_loss, test, p->tokens_per_s, eta, pp->tty && !p->evaluated ? "" : "\n");
+    fprintf(stderr, "%sstep %5d/%d | loss %.4f%s | lr %.2e | %.0f tok/s | %s elapsed, ETA %s%s", pp->tty ? "\r\033[K" : "",
+            p->step, p->steps, p->train_loss, test, p->lr, p->tokens_per_s, elapsed, eta,
+            pp->tty && !p->evaluated ? "" : "\n");
 }
 
 /* " --flag x" with the shortest decimal that reads back as x, when x is set. */
-static void print_flag(const char *flag, double x) {
+static void put_flag(FILE *out, const char *flag, double x) {
     char buf[40];
     if (!(x > 0)) return;
     for (int digits = 1; digits <= 17; digits++) {
         snprintf(buf, sizeof buf, "%.*g", digits, x);
         if (strtod(buf, NULL) == x) break;
     }
-    printf(" %s %s", flag, buf);
+    fprintf(out, " %s %s", flag, buf);
 }
 
 /* The regularisation flags of o, as a resume must repeat them. */
-static void print_regularise_flags(const TrainOptions *o) {
-    print_flag("--weight-decay", o->weight_decay);
-    print_flag("--dropout", o->dropout);
-    print_flag("--attention-dropout", o->attention_dropout);
-    print_flag("--ema", o->ema);
-    if (o->ema_save) printf(" --ema-save");
-    if (o->keep_best) printf(" --keep-best");
-    print_flag("--swap-names", o->swap_names);
+static void put_regularise_flags(FILE *out, const TrainOptions *o) {
+    put_flag(out, "--weight-decay", o->weight_decay);
+    put_flag(out, "--dropout", o->dropout);
+    put_flag(out, "--attention-dropout", o->attention_dropout);
+    put_flag(out, "--ema", o->ema);
+    if (o->ema_save) fputs(" --ema-save", out);
+    if (o->keep_best) fputs(" --keep-best", out);
+    put_flag(out, "--swap-names", o->swap_names);
+}
+
+/* s as one shell word: as it is when only safe characters, else in single
+ * quotes (a ' inside written '\''), so that a pasted command reads it back. */
+static void put_word(FILE *out, const char *s) {
+    if (*s && s[strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./:=,+-@%")] == '\0') {
+        fputs(s, out);
+        return;
+    }
+    fputc('\'', out);
+    for (; *s; s++)
+        if (*s == '\'') fputs("'\\''", out);
+        else fputc(*s, out);
+    fputc('\'', out);
+}
+
+/* The program as it was called (build/storylm), or storylm when found on the PATH. */
+static void put_program(FILE *out) {
+    put_word(out, strchr(program_invocation_name, '/') ? program_invocation_name : "storylm");
+}
+
+/* The command that continues this run, to paste as it is: the program as it
+ * was called (build/storylm, or storylm from the PATH), the same stories,
+ * vocabulary, threads (the bits depend on them), held-out split and every
+ * flag the run was given that a resume does not read back from the model
+ * (--arch, --lr, --batch, --seed and --warmup it does); not --stop-at, which
+ * would stop it again at once. */
+static void put_resume(FILE *out, const char *stories, const TrainOptions *o, const char *vocab_path, int n_test) {
+    TrainOptions d = train_default_options();
+    if (dist_size(o->dist) > 1) fprintf(out, "mpirun -np %d ", dist_size(o->dist));
+    put_program(out);
+    fputs(" train ", out);
+    put_word(out, stories);
+    fputs(" --resume --out ", out);
+    put_word(out, o->out);
+    fputs(" --vocab ", out);
+    put_word(out, vocab_path);
+    fprintf(out, " --steps %d --threads %d", o->steps, o->threads);
+    if (n_test != STORIES_DEFAULT_TEST) fprintf(out, " --test-stories %d", n_test);
+    if (o->eval_every != d.eval_every) fprintf(out, " --eval-every %d", o->eval_every);
+    if (o->snapshot_every != d.snapshot_every) fprintf(out, " --snapshot-every %d", o->snapshot_every);
+    if (o->max_positions != d.max_positions) fprintf(out, " --max-positions %d", o->max_positions);
+    put_flag(out, "--minutes", o->minutes);
+    put_regularise_flags(out, o);
+}
+
+/* The command that samples the model. */
+static void put_sample(FILE *out, const TrainOptions *o) {
+    put_program(out);
+    fputs(" generate --model ", out);
+    put_word(out, o->out);
+    fputs(" \"Lily found a\"", out);
+}
+
+/* What a put_ function writes, as a string (caller frees; NULL when out of memory). */
+static char *command_text(const char *stories, const TrainOptions *o, const char *vocab_path, int n_test, int resume) {
+    char *text = NULL;
+    size_t len;
+    FILE *f = open_memstream(&text, &len);
+    if (!f) return NULL;
+    if (resume) put_resume(f, stories, o, vocab_path, n_test);
+    else put_sample(f, o);
+    fclose(f);
+    return text;
+}
+
+/* Where the run went, read from its files and the stories (for --json). */
+typedef struct TrainPlace {
+    const char *stories, *vocab_path;
+    const Stories *s;
+    int vocab_size, n_test;
+} TrainPlace;
+
+static cJSON *number_or_null(double x) { return isfinite(x) ? cJSON_CreateNumber(x) : cJSON_CreateNull(); }
+
+/* The final summary as JSON (docs/json.md). */
+static int print_json(const TrainPlace *pl, const TrainOptions *o, const TrainResult *r, Error *e) {
+    cJSON *j = cli_json_begin("train");
+    cJSON *model = cJSON_AddObjectToObject(j, "model");
+    cJSON_AddStringToObject(model, "file", o->out);
+    cJSON_AddStringToObject(model, "arch", arch_name(o->arch));
+    ModelConfig cfg = model_config_default(o->arch, pl->vocab_size);
+    cJSON_AddNumberToObject(model, "parameters", (double)model_param_count(&cfg));
+    cli_json_stories(j, pl->stories, pl->s);
+    cJSON *vocab = cJSON_AddObjectToObject(j, "vocab");
+    cJSON_AddStringToObject(vocab, "file", pl->vocab_path);
+    cJSON_AddNumberToObject(vocab, "size", pl->vocab_size);
+    cJSON_AddNumberToObject(j, "step", r->final_step);
+    cJSON_AddNumberToObject(j, "steps", o->steps);
+    cJSON_AddNumberToObject(j, "steps_this_run", r->steps_done);
+    cJSON_AddBoolToObject(j, "interrupted", r->interrupted);
+    cJSON_AddNumberToObject(j, "seconds", r->seconds);
+    cJSON_AddNumberToObject(j, "tokens_seen", (double)r->tokens_seen);
+    cJSON_AddItemToObject(j, "train_loss", number_or_null(r->train_loss));
+    cJSON_AddItemToObject(j, "test_loss", number_or_null(r->test_loss));
+    cJSON_AddItemToObject(j, "test_perplexity", number_or_null(exp(r->test_loss)));
+    cJSON_AddItemToObject(j, "test_accuracy", number_or_null(r->test_accuracy));
+    cJSON_AddItemToObject(j, "ema_test_loss", number_or_null(r->ema_test_loss));
+    char best_path[REGULARISE_PATH_MAX];
+    if (o->keep_best && r->best_step >= 0) {
+        cJSON *best = cJSON_AddObjectToObject(j, "best");
+        cJSON_AddStringToObject(best, "file", regularise_file(o->out, "best", best_path));
+        cJSON_AddNumberToObject(best, "step", r->best_step);
+        cJSON_AddNumberToObject(best, "test_loss", r->best_test_loss);
+    } else {
+        cJSON_AddNullToObject(j, "best");
+    }
+    char *sample = command_text(pl->stories, o, pl->vocab_path, pl->n_test, 0);
+    char *resume = r->interrupted ? command_text(pl->stories, o, pl->vocab_path, pl->n_test, 1) : NULL;
+    cJSON_AddStringToObject(j, "sample_command", sample ? sample : "");
+    if (resume) cJSON_AddStringToObject(j, "resume_command", resume);
+    else cJSON_AddNullToObject(j, "resume_command");
+    free(sample);
+    free(resume);
+    return cli_json_print(j, e);
+}
+
+/* The final summary: on stderr the numbers, on stdout where the model is and
+ * the commands that sample and resume it (or all of it as JSON). */
+static int print_result(const TrainPlace *pl, const TrainOptions *o, const TrainResult *r, bool json, Error *e) {
+    char took[32], best[REGULARISE_PATH_MAX];
+    cli_format_duration(r->seconds, took, sizeof took);
+    char test[96] = "no test stories";
+    if (isfinite(r->test_loss))
+        snprintf(test, sizeof test, "test loss %.4f (perplexity %.1f), accuracy %.1f%%", r->test_loss,
+                 exp(r->test_loss), 100 * r->test_accuracy);
+    fprintf(stderr, "%s after %d steps (%s): train loss %.4f, %s\n", r->interrupted ? "stopped" : "done",
+            r->final_step, took, r->train_loss, test);
+    if (isfinite(r->ema_test_loss)) fprintf(stderr, "moving average: test loss %.4f\n", r->ema_test_loss);
+    if (o->keep_best && r->best_step >= 0)
+        fprintf(stderr, "best: step %d, test loss %.4f, kept in %s\n", r->best_step, r->best_test_loss,
+                regularise_file(o->out, "best", best));
+    if (json) return print_json(pl, o, r, e);
+    printf("model saved to %s\nsample it:  ", o->out);
+    put_sample(stdout, o);
+    if (r->interrupted) {
+        printf("\nresume it:  ");
+        put_resume(stdout, pl->stories, o, pl->vocab_path, pl->n_test);
+    }
+    printf("\n");
+    return 0;
 }
 
 /* Reuses an existing vocabulary, or learns one from the stories and saves it. */
@@ -178,7 +323,7 @@ static int check_outputs(const char *stories, const TrainOptions *o, const char 
     return rc;
 }
 
-static int train_file(const char *path, TrainOptions *o, const char *vocab_path, int n_test, Error *e,
+static int train_file(const char *path, TrainOptions *o, const char *vocab_path, int n_test, bool json, Error *e,
                       int *signalled) {
     bool root = dist_rank(o->dist) == 0;
     char *vocab = NULL;
@@ -220,25 +365,8 @@ static int train_file(const char *path, TrainOptions *o, const char *vocab_path,
     *signalled = r.interrupted && stop_requested;
     if (!root) goto done;
     print_comm(o->dist, &r);
-    char took[32], best[REGULARISE_PATH_MAX];
-    cli_format_duration(r.seconds, took, sizeof took);
-    char test[96] = "no test stories";
-    if (isfinite(r.test_loss))
-        snprintf(test, sizeof test, "test loss %.4f (perplexity %.1f), accuracy %.1f%%", r.test_loss,
-                 exp(r.test_loss), 100 * r.test_accuracy);
-    fprintf(stderr, "%s after %d steps (%s): train loss %.4f, %s\n", r.interrupted ? "stopped" : "done",
-            r.final_step, took, r.train_loss, test);
-    if (isfinite(r.ema_test_loss)) fprintf(stderr, "moving average: test loss %.4f\n", r.ema_test_loss);
-    if (o->keep_best && r.best_step >= 0)
-        fprintf(stderr, "best: step %d, test loss %.4f, kept in %s\n", r.best_step, r.best_test_loss,
-                regularise_file(o->out, "best", best));
-    printf("model saved to %s\n", o->out);
-    printf("sample it:  storylm generate --model %s \"Lily found a\"\n", o->out);
-    if (r.interrupted) {
-        printf("resume it:  storylm train %s --resume --out %s --steps %d", path, o->out, o->steps);
-        print_regularise_flags(o);
-        printf("\n");
-    }
+    TrainPlace pl = {.stories = path, .vocab_path = vocab_path, .s = &s, .vocab_size = tok.size, .n_test = n_test};
+    rc = print_result(&pl, o, &r, json, e);
 done:
     file_unlock(&lock);
     name_swap_free(&swap);
@@ -253,16 +381,17 @@ static int run(int argc, char **argv) {
     o.threads = cli_default_threads();
     const char *arch = "attention", *vocab_path = "vocab.txt", *pos[1], *pos_scheme = "distance", *score = "scaled-dot";
     int steps = o.steps, seed = (int)o.seed, n_test = STORIES_DEFAULT_TEST, np;
-    bool resume = false, ema_save = false, keep_best = false;
+    bool resume = false, ema_save = false, keep_best = false, json = false;
     Option opts[] = {
         {"steps", 0, OPT_INT, &steps, "N", "optimizer steps", 1, 1e9},
         {"minutes", 0, OPT_DOUBLE, &o.minutes, "M", "time budget in minutes, 0 for none; stops early, saving", 0, 1e6},
         {"lr", 0, OPT_DOUBLE, &o.lr, "LR", "peak learning rate (linear warm-up, cosine decay to lr/10)", 1e-7, 1},
         {"warmup", 0, OPT_INT, &o.warmup, "N", "warm-up steps; -1: min(100, steps/10)", -1, 1e9},
         {"batch", 0, OPT_INT, &o.batch, "N", "stories per step", 1, 4096},
-        {"seed", 0, OPT_INT, &seed, "N", "seed of the initial weights and the story order", 0, 2147483647},
-        {"threads", 0, OPT_INT, &o.threads, "N", "threads, by default one per core", 1, 256},
+        {"seed", 's', OPT_INT, &seed, "N", "seed of the initial weights and the story order", 0, 2147483647},
+        THREADS_OPTION(o.threads),
         {"out", 'o', OPT_STRING, &o.out, "FILE", "model file to write", 0, 0},
+        {"json", 0, OPT_BOOL, &json, NULL, "print the final summary as JSON on stdout (progress stays on stderr)", 0, 0},
         {"vocab", 0, OPT_STRING, &vocab_path, "FILE", "vocabulary to use, or to learn and write if missing", 0, 0},
         {"eval-every", 0, OPT_INT, &o.eval_every, "N", "steps between test evaluations and saves; 0: at the end", 0, 1e9},
         {"snapshot-every", 0, OPT_INT, &o.snapshot_every, "N", "also keep OUT.stepN.safetensors every N steps; 0: never", 0, 1e9},
@@ -293,25 +422,23 @@ static int run(int argc, char **argv) {
     o.steps = steps;
     o.seed = (uint64_t)seed;
     o.resume = resume;
-    static const struct { const char *flag; unsigned bit; } given[] = {
-        {"arch", TRAIN_GIVEN_ARCH}, {"lr", TRAIN_GIVEN_LR}, {"batch", TRAIN_GIVEN_BATCH},
-        {"seed", TRAIN_GIVEN_SEED}, {"warmup", TRAIN_GIVEN_WARMUP}};
+    static const struct { const char *flag; char short_name; unsigned bit; } given[] = {
+        {"arch", 0, TRAIN_GIVEN_ARCH}, {"lr", 0, TRAIN_GIVEN_LR}, {"batch", 0, TRAIN_GIVEN_BATCH},
+        {"seed", 's', TRAIN_GIVEN_SEED}, {"warmup", 0, TRAIN_GIVEN_WARMUP}};
     for (size_t i = 0; i < sizeof given / sizeof given[0]; i++)
-        if (args_given(argc, argv, given[i].flag, 0)) o.given |= given[i].bit;
+        if (args_given(argc, argv, given[i].flag, given[i].short_name)) o.given |= given[i].bit;
     if (args_given(argc, argv, "pos", 0) || args_given(argc, argv, "score", 0)) o.given |= TRAIN_GIVEN_VARIANT;
     o.ema_save = ema_save;
     o.keep_best = keep_best;
     o.threads = cli_set_threads(o.threads);
     o.stop = &stop_requested;
-    const char *fault = getenv("STORYLM_TEST_OVERFLOW_AT_STEP"); /* a numerical fault on demand, for tests */
-    if (fault) o.overflow_at_step = atoi(fault);
     if (regularise_check_options(&o, &e)) return args_usage_error(&command_train, "%s", e.message);
     install_handlers();
     int signalled = 0;
     Dist dist;
     if (dist_init(&dist, &e)) return cli_fail(&e);
     o.dist = &dist;
-    if (train_file(pos[0], &o, vocab_path, n_test, &e, &signalled)) {
+    if (train_file(pos[0], &o, vocab_path, n_test, json, &e, &signalled)) {
         if (dist.rank != 0) error_prefix(&e, "rank %d: ", dist.rank);
         rc = cli_fail(&e);
         dist_abort(&dist, rc); /* the other ranks may be waiting for this one */

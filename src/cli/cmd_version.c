@@ -3,16 +3,30 @@
 #include <stdio.h>
 
 #include "args.h"
+#include "common.h"
 
 static int run(int argc, char **argv);
-const Command command_version = {"version", "print the version and the libraries in use", "storylm version",
+const Command command_version = {"version", "print the version and the libraries in use", "storylm version [options]",
                                  "Prints storylm's version and the BLAS configuration.", run};
 
 static int run(int argc, char **argv) {
     const char *pos[1];
     int np;
-    int rc = args_parse(&command_version, argc, argv, NULL, 0, pos, 0, 0, &np);
+    bool json = false;
+    Option opts[] = {
+        {"json", 0, OPT_BOOL, &json, NULL, "print JSON: version, blas {config, threads}", 0, 0},
+    };
+    int rc = args_parse(&command_version, argc, argv, opts, N_OPTIONS(opts), pos, 0, 0, &np);
     if (rc) return rc > 0 ? 0 : 2;
-    printf("storylm %s\n%s, %d threads\n", STORYLM_VERSION, openblas_get_config(), openblas_get_num_threads());
-    return 0;
+    if (!json) {
+        printf("storylm %s\n%s, %d threads\n", STORYLM_VERSION, openblas_get_config(), openblas_get_num_threads());
+        return 0;
+    }
+    cJSON *j = cli_json_begin("version");
+    cJSON_AddStringToObject(j, "version", STORYLM_VERSION);
+    cJSON *blas = cJSON_AddObjectToObject(j, "blas");
+    cJSON_AddStringToObject(blas, "config", openblas_get_config());
+    cJSON_AddNumberToObject(blas, "threads", openblas_get_num_threads());
+    Error e = {0};
+    return cli_json_print(j, &e) ? cli_fail(&e) : 0;
 }

@@ -13,7 +13,7 @@
 static int run(int argc, char **argv);
 const Command command_vocab = {
     "vocab", "learn the WordPiece vocabulary (vocab.txt) from stories",
-    "storylm vocab STORIES [-o vocab.txt] [--size N]   |   storylm vocab --model M [-o vocab.txt]",
+    "storylm vocab STORIES [options] | storylm vocab --model M [options]",
     "Learns a WordPiece vocabulary of exactly --size pieces from the stories, the way HuggingFace's\n"
     "WordPieceTrainer does: every word is split into characters (\"c\", then \"##c\" inside the word)\n"
     "and the most frequent adjacent pair of pieces is merged, again and again. vocab.txt holds\n"
@@ -51,16 +51,49 @@ static void print_summary(const char *path, const char *output, int size, const 
     fprintf(stderr, "wrote %s: %d pieces in %.2f s\n", output, size, seconds);
 }
 
+/* The summary as JSON (docs/json.md): what was read, what was learnt, where it went. */
+static int print_json(const char *path, const char *output, int size, const VocabStats *st, double seconds, Error *e) {
+    cJSON *j = cli_json_begin("vocab");
+    cJSON *stories = cJSON_AddObjectToObject(j, "stories");
+    cJSON_AddStringToObject(stories, "file", path);
+    cJSON_AddNumberToObject(stories, "stories", st->n_stories);
+    cJSON *skipped = cJSON_AddObjectToObject(j, "skipped");
+    cJSON_AddNumberToObject(skipped, "empty", st->skips.empty);
+    cJSON_AddNumberToObject(skipped, "invalid_utf8", st->skips.invalid_utf8);
+    cJSON_AddNumberToObject(skipped, "too_long", st->skips.too_long);
+    cJSON *vocab = cJSON_AddObjectToObject(j, "vocab");
+    cJSON_AddStringToObject(vocab, "file", output);
+    cJSON_AddNumberToObject(vocab, "size", size);
+    const char *keys[] = {"words", "distinct_words", "long_words_left_out", "characters", "characters_kept",
+                          "character_occurrences", "character_occurrences_dropped", "words_dropped",
+                          "alphabet_pieces", "merges", "merges_existing", "last_merge_count"};
+    double values[] = {(double)st->n_word_tokens, st->n_words, st->n_long_words, st->n_chars, st->n_chars_kept,
+                       (double)st->n_char_tokens, (double)st->n_char_tokens_dropped, st->n_words_dropped,
+                       st->n_alphabet_pieces, st->n_merges, st->n_merges_existing, (double)st->last_merge_count};
+    for (int i = 0; i < (int)(sizeof keys / sizeof keys[0]); i++) cJSON_AddNumberToObject(j, keys[i], values[i]);
+    cJSON_AddNumberToObject(j, "seconds", seconds);
+    return cli_json_print(j, e);
+}
+
 /* --model: the vocabulary a model file holds, written as vocab.txt. */
-static int export_vocab(const char *model_path, const char *output) {
+static int export_vocab(const char *model_path, const char *output, bool json) {
     Error e = {0};
     LoadedModel lm;
     int rc = cli_load_model(&lm, model_path, &e) || file_write_atomic(output, lm.vocab, strlen(lm.vocab), &e);
+    if (!rc && json) {
+        cJSON *j = cli_json_begin("vocab");
+        cli_json_model(j, &lm.model, model_path);
+        cJSON *vocab = cJSON_AddObjectToObject(j, "vocab");
+        cJSON_AddStringToObject(vocab, "file", output);
+        cJSON_AddNumberToObject(vocab, "size", lm.model.cfg.vocab_size);
+        rc = cli_json_print(j, &e);
+    } else if (!rc) {
+        fprintf(stderr, "wrote %s: the %d pieces of %s\n", output, lm.model.cfg.vocab_size, model_path);
+    }
     if (rc) {
         error_print(&e, "storylm vocab");
         return 1;
     }
-    fprintf(stderr, "wrote %s: the %d pieces of %s\n", output, lm.model.cfg.vocab_size, model_path);
     cli_free_model(&lm);
     return 0;
 }
@@ -68,18 +101,20 @@ static int export_vocab(const char *model_path, const char *output) {
 static int run(int argc, char **argv) {
     const char *output = "vocab.txt", *model = NULL;
     int size = VOCAB_DEFAULT_SIZE;
+    bool json = false;
     const Option opts[] = {
         {"out", 'o', OPT_STRING, &output, "FILE", "where to write the vocabulary", 0, 0},
         {"size", 0, OPT_INT, &size, "N", "pieces in the vocabulary, [UNK] and [EOS] included", VOCAB_MIN_SIZE,
          VOCAB_MAX_SIZE},
         {"model", 'm', OPT_STRING, &model, "FILE", "export this model's vocabulary instead of learning one", 0, 0},
+        {"json", 0, OPT_BOOL, &json, NULL, "print the summary as JSON on stdout (else it goes to stderr)", 0, 0},
     };
     const char *pos[1];
     int np;
     int rc = args_parse(&command_vocab, argc, argv, opts, N_OPTIONS(opts), pos, 0, 1, &np);
     if (rc) return rc > 0 ? 0 : 2;
     if (model && np) return args_usage_error(&command_vocab, "give STORIES to learn a vocabulary or --model to export one, not both");
-    if (model) return export_vocab(model, output);
+    if (model) return export_vocab(model, output, json);
     if (!np) return args_usage_error(&command_vocab, "missing argument; usage: %s", command_vocab.usage);
 
     double t0 = seconds_now();
@@ -96,7 +131,9 @@ static int run(int argc, char **argv) {
         vocab_free(&v);
         return 1;
     }
-    print_summary(pos[0], output, v.size, &st, seconds_now() - t0);
+    if (json) rc = print_json(pos[0], output, v.size, &st, seconds_now() - t0, &e);
+    else print_summary(pos[0], output, v.size, &st, seconds_now() - t0);
     vocab_free(&v);
-    return 0;
+    if (rc) error_print(&e, "storylm vocab");
+    return rc ? 1 : 0;
 }

@@ -53,3 +53,36 @@ void cli_format_duration(double s, char *buf, int size) {
     else if (t >= 60) snprintf(buf, size, "%ldm%02lds", t / 60, t % 60);
     else snprintf(buf, size, "%lds", t);
 }
+
+cJSON *cli_json_begin(const char *verb) {
+    cJSON *j = cJSON_CreateObject();
+    if (j) cJSON_AddStringToObject(j, "command", verb);
+    return j;
+}
+
+void cli_json_model(cJSON *j, const Model *m, const char *path) {
+    cJSON *o = cJSON_AddObjectToObject(j, "model");
+    cJSON_AddStringToObject(o, "file", path);
+    cJSON_AddStringToObject(o, "arch", arch_name(m->cfg.arch));
+    if (m->cfg.arch == ARCH_ATTENTION) { /* the variant (--pos, --score) */
+        cJSON_AddStringToObject(o, "pos", pos_name(m->cfg.pos));
+        cJSON_AddStringToObject(o, "score", score_name(m->cfg.score));
+    }
+    cJSON_AddNumberToObject(o, "parameters", (double)m->n_params);
+}
+
+void cli_json_stories(cJSON *j, const char *path, const Stories *s) {
+    cJSON *o = cJSON_AddObjectToObject(j, "stories");
+    cJSON_AddStringToObject(o, "file", path);
+    cJSON_AddNumberToObject(o, "stories", s->n_stories);
+    cJSON_AddNumberToObject(o, "test_stories", s->n_test);
+}
+
+int cli_json_print(cJSON *j, Error *e) {
+    char *text = j ? cJSON_Print(j) : NULL;
+    cJSON_Delete(j);
+    if (!text) return FAIL(e, "free some memory and try again", "out of memory printing JSON");
+    printf("%s\n", text);
+    free(text);
+    return 0;
+}

@@ -3,6 +3,7 @@
 #ifndef STORYLM_CLI_COMMON_H
 #define STORYLM_CLI_COMMON_H
 
+#include <cjson/cJSON.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -25,6 +26,17 @@ const char *cli_model_path(const char *given, bool quiet);
 
 /* Prints e and returns the exit code for a failure (1). */
 int cli_fail(const Error *e);
+
+/* JSON a verb builds itself, with the keys of docs/json.md that reports get
+ * from report_model and report_stories (session.h): */
+/* {"command": verb}, the start of every verb's JSON (NULL when out of memory). */
+cJSON *cli_json_begin(const char *verb);
+/* j["model"] = {"file": path, "arch", "parameters"}. */
+void cli_json_model(cJSON *j, const Model *m, const char *path);
+/* j["stories"] = {"file": path, "stories", "test_stories"}. */
+void cli_json_stories(cJSON *j, const char *path, const Stories *s);
+/* Prints j on stdout and deletes it; -1 with e set when it could not be printed. */
+int cli_json_print(cJSON *j, Error *e);
 
 /* Seconds as "1h02m", "3m05s" or "12s". */
 void cli_format_duration(double s, char *buf, int size);

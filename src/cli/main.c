@@ -20,7 +20,9 @@ static const Command *const verbs[] = {
 
 static void print_usage(FILE *out) {
     fprintf(out, "storylm %s: a tiny story language model you can train, sample and take apart\n\n", STORYLM_VERSION);
-    fprintf(out, "usage: storylm VERB [options]   (storylm help VERB, or storylm VERB --help, for each)\n\nverbs:\n");
+    fprintf(out, "usage: storylm VERB [options]   (storylm help VERB, or storylm VERB --help, for each)\n");
+    fprintf(out, "In usage lines, WORDS in capitals are required, [brackets] optional; each option's default\n"
+                 "is in the verb's help.\n\nverbs:\n");
     for (int i = 0; i < N_VERBS; i++) fprintf(out, "  %-10s %s\n", verbs[i]->name, verbs[i]->summary);
 }
 

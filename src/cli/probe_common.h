@@ -28,17 +28,22 @@
     {"model", 'm', OPT_STRINGS, &(list), "FILE",                                                             \
      "model file; " repeat " (default: ./" DEFAULT_MODEL_PATH ", else the shipped model)", 0, 0},           \
     PROBE_SHARED_OPTIONS(o)
+/* --ablate and --ablate-mode, bound to two strings: every verb that switches
+ * heads off declares them through this one entry, probes or not. */
+#define ABLATE_OPTIONS(heads, mode)                                                                          \
+    {"ablate", 0, OPT_STRING, &(heads), "HEADS", "switch heads off, e.g. 3,5 (heads 0 to 7)", 0, 0},         \
+    {"ablate-mode", 0, OPT_STRING, &(mode), "MODE", ABLATE_HELP_MODE, 0, 0}
 #define PROBE_SHARED_OPTIONS(o)                                                                              \
-    {"ablate", 0, OPT_STRING, &(o).ablate, "HEADS", "switch heads off, e.g. 3,5 (heads 0 to 7)", 0, 0},      \
-    {"ablate-mode", 0, OPT_STRING, &(o).ablate_mode, "MODE", ABLATE_HELP_MODE, 0, 0},                        \
+    ABLATE_OPTIONS((o).ablate, (o).ablate_mode),                                                             \
     {"json", 0, OPT_BOOL, &(o).json, NULL, "print JSON with the same numbers", 0, 0},                        \
-    {"threads", 0, OPT_INT, &(o).threads, "N", "threads, by default one per core", 1, 256}
+    THREADS_OPTION((o).threads)
 #define PROBE_SVG_OPTION(o) {"svg", 0, OPT_STRING, &(o).svg, "FILE", "also draw the picture into FILE (SVG)", 0, 0}
 #define PROBE_TEST_OPTION(o) \
     {"test-stories", 0, OPT_INT, &(o).n_test, "N", "held-out test stories (as in training)", 1, 100000}
 /* For verbs without a STORIES argument: where mean ablation finds its stories. */
-#define PROBE_MEAN_STORIES_OPTION(o)                                                                         \
-    {"stories", 0, OPT_STRING, &(o).mean_stories, "FILE",                                                    \
+#define PROBE_MEAN_STORIES_OPTION(o) ABLATE_STORIES_OPTION((o).mean_stories)
+#define ABLATE_STORIES_OPTION(stories)                                                                       \
+    {"stories", 0, OPT_STRING, &(stories), "FILE",                                                           \
      "stories for --ablate-mode mean (needed for it; info names the training file)", 0, 0}
 
 /* Checks --ablate-mode after parsing: 0, or prints a usage error and returns 2. */

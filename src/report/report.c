@@ -82,7 +82,7 @@ static ReportItem *new_value(Report *r, const char *key, const char *label, Cell
     ReportItem *it = new_item(r, ITEM_VALUE);
     if (!it) return NULL;
     it->key = dup_or_fail(key, &r->failed);
-    it->label = dup_or_fail(label, &r->failed);
+    it->label = label ? dup_or_fail(label, &r->failed) : NULL; /* NULL: in JSON only */
     it->value_kind = kind;
     it->decimals = decimals;
     it->value.set = 1;
@@ -93,6 +93,7 @@ void report_text(Report *r, const char *key, const char *label, const char *text
     ReportItem *it = new_value(r, key, label, CELL_TEXT, 0);
     if (it) it->value.text = dup_or_fail(text, &r->failed);
 }
+
 
 void report_int(Report *r, const char *key, const char *label, long long x) {
     ReportItem *it = new_value(r, key, label, CELL_INT, 0);
@@ -123,6 +124,14 @@ void report_vector(Report *r, const char *key, const char *label, const float *x
     it->value.n = it->value.vector ? n : 0;
 }
 
+void report_ints(Report *r, const char *key, const char *label, const int *x, int n) {
+    ReportItem *it = new_value(r, key, label, CELL_VECTOR, 0);
+    float *v = it ? malloc((size_t)(n > 0 ? n : 1) * sizeof(float)) : NULL;
+    if (it && !v) r->failed = 1;
+    for (int i = 0; v && i < n; i++) v[i] = (float)x[i]; /* whole numbers below 2^24: exact */
+    if (it) it->value.vector = v, it->value.n = v ? n : 0;
+}
+
 void report_note(Report *r, const char *fmt, ...) {
     char buf[2048];
     va_list ap;
@@ -131,6 +140,11 @@ void report_note(Report *r, const char *fmt, ...) {
     va_end(ap);
     ReportItem *it = new_item(r, ITEM_NOTE);
     if (it) it->note = dup_or_fail(buf, &r->failed);
+}
+
+void report_heading(Report *r, const char *heading) {
+    ReportItem *it = new_item(r, ITEM_HEADING);
+    if (it) it->note = dup_or_fail(heading, &r->failed);
 }
 
 ReportTable *report_table(Report *r, const char *key, const char *title) {
@@ -207,7 +221,8 @@ void cell_skip(ReportTable *t) { (void)next_cell(t); }
 double table_number(const ReportTable *t, int row, int col) {
     if (!t || row < 0 || row >= t->n_rows || col < 0 || col >= t->n_cols) return NAN;
     const ReportCell *c = &t->cells[(size_t)row * t->n_cols + col];
-    return c->set && t->cols[col].kind != CELL_TEXT && t->cols[col].kind != CELL_VECTOR ? c->number : NAN;
+    CellKind k = t->cols[col].kind;
+    return c->set && k != CELL_TEXT && k != CELL_FILE && k != CELL_VECTOR ? c->number : NAN;
 }
 
 const ReportTable *report_find_table(const Report *r, const char *key) {
@@ -220,7 +235,9 @@ const ReportTable *report_find_table(const Report *r, const char *key) {
 /* ---- text -------------------------------------------------------------------- */
 
 /* Numbers are right-aligned, text and vectors left-aligned. */
-static int is_numeric(CellKind k) { return k == CELL_INT || k == CELL_NUMBER || k == CELL_PERCENT; }
+static int is_numeric(CellKind k) {
+    return k == CELL_INT || k == CELL_NUMBER || k == CELL_PERCENT || k == CELL_POINTS;
+}
 
 /* A cell as text into buf (vectors may be cut short at size). */
 static void format_cell(const ReportCell *c, CellKind kind, int decimals, char *buf, size_t size) {
@@ -230,9 +247,15 @@ static void format_cell(const ReportCell *c, CellKind kind, int decimals, char *
     }
     switch (kind) {
     case CELL_TEXT: snprintf(buf, size, "%s", c->text ? c->text : ""); break;
+    case CELL_FILE: { /* the file's name: its folder, the same on every row, would hide what differs */
+        const char *path = c->text ? c->text : "", *slash = strrchr(path, '/');
+        snprintf(buf, size, "%s", slash && slash[1] ? slash + 1 : path);
+        break;
+    }
     case CELL_INT: snprintf(buf, size, "%.0f", c->number); break;
     case CELL_NUMBER: snprintf(buf, size, "%.*f", decimals, c->number); break;
     case CELL_PERCENT: snprintf(buf, size, "%.*f%%", decimals, 100 * c->number); break;
+    case CELL_POINTS: snprintf(buf, size, "%.*f", decimals, 100 * c->number); break;
     case CELL_VECTOR: {
         size_t used = 0;
         buf[0] = '\0';
@@ -311,19 +334,23 @@ static void print_table(const ReportTable *t, FILE *out) {
 void report_print(const Report *r, FILE *out) {
     int label_width = 0;
     for (int i = 0; i < r->n_items; i++)
-        if (r->items[i].kind == ITEM_VALUE) {
+        if (r->items[i].kind == ITEM_VALUE && r->items[i].label) {
             int w = text_width(r->items[i].label);
             label_width = w > label_width ? w : label_width;
         }
     char buf[CELL_BUF];
     for (int i = 0; i < r->n_items; i++) {
         const ReportItem *it = &r->items[i];
-        if (it->kind == ITEM_VALUE) {
+        if (it->kind == ITEM_VALUE && !it->label) {
+            continue; /* JSON only */
+        } else if (it->kind == ITEM_VALUE) {
             format_cell(&it->value, it->value_kind, it->decimals, buf, sizeof buf);
             print_padded(out, it->label, label_width, 0);
             fprintf(out, "  %s\n", buf);
         } else if (it->kind == ITEM_NOTE) {
             fprintf(out, "%s\n", it->note);
+        } else if (it->kind == ITEM_HEADING) {
+            fprintf(out, "\n%s\n", it->note);
         } else if (it->table && !it->table->json_only) {
             print_table(it->table, out);
         }
@@ -334,7 +361,7 @@ void report_print(const Report *r, FILE *out) {
 
 static cJSON *cell_json(const ReportCell *c, CellKind kind) {
     if (!c->set) return cJSON_CreateNull();
-    if (kind == CELL_TEXT) return cJSON_CreateString(c->text ? c->text : "");
+    if (kind == CELL_TEXT || kind == CELL_FILE) return cJSON_CreateString(c->text ? c->text : "");
     if (kind == CELL_VECTOR) {
         cJSON *a = cJSON_CreateArray();
         for (int i = 0; a && i < c->n; i++)
@@ -356,6 +383,23 @@ static cJSON *table_json(const ReportTable *t) {
     return rows;
 }
 
+/* key "model.file" puts the value into the object "model" (made when first
+ * needed), so that every verb gives a model, its stories and its ablation
+ * the same nested keys (docs/json.md); a key without a dot goes in as it is. */
+static void add_value(cJSON *j, const char *key, cJSON *value) {
+    const char *dot = strchr(key, '.');
+    if (!dot) {
+        cJSON_AddItemToObject(j, key, value);
+        return;
+    }
+    char outer[64];
+    snprintf(outer, sizeof outer, "%.*s", (int)(dot - key), key);
+    cJSON *o = cJSON_GetObjectItemCaseSensitive(j, outer);
+    if (!cJSON_IsObject(o)) o = cJSON_AddObjectToObject(j, outer);
+    if (o) cJSON_AddItemToObject(o, dot + 1, value);
+    else cJSON_Delete(value);
+}
+
 cJSON *report_json(const Report *r) {
     cJSON *j = cJSON_CreateObject();
     if (!j) return NULL;
@@ -363,7 +407,7 @@ cJSON *report_json(const Report *r) {
     cJSON *notes = NULL;
     for (int i = 0; i < r->n_items; i++) {
         const ReportItem *it = &r->items[i];
-        if (it->kind == ITEM_VALUE) cJSON_AddItemToObject(j, it->key, cell_json(&it->value, it->value_kind));
+        if (it->kind == ITEM_VALUE) add_value(j, it->key, cell_json(&it->value, it->value_kind));
         else if (it->kind == ITEM_TABLE && it->table) cJSON_AddItemToObject(j, it->table->key, table_json(it->table));
         else if (it->kind == ITEM_NOTE) {
             if (!notes) notes = cJSON_AddArrayToObject(j, "notes");

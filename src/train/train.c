@@ -487,13 +487,17 @@ static int snapshot(Trainer *t, Error *e) {
     return rc;
 }
 
-static void report(Trainer *t, TrainProgressFn fn, void *ctx, double start, double rate, int evaluated, int saved) {
+/* start and start_step: when and at which step this run began (a resume
+ * begins part way), so that the rate and the ETA count only its own steps. */
+static void report(Trainer *t, TrainProgressFn fn, void *ctx, double start, int start_step, double rate, int evaluated,
+                   int saved) {
     if (!fn) return;
     TrainProgress p = {.step = t->step, .steps = t->o.steps, .train_loss = t->r->train_loss,
                        .test_loss = evaluated ? t->r->test_loss : NAN, .test_accuracy = t->r->test_accuracy,
-                       .ema_test_loss = evaluated ? t->r->ema_test_loss : NAN,
+                       .ema_test_loss = evaluated ? t->r->ema_test_loss : NAN, .lr = train_lr_at(&t->o, t->step - 1),
                        .tokens_per_s = rate, .elapsed_s = now_s() - start, .evaluated = evaluated, .saved = saved};
-    double per_step = t->step > 0 ? p.elapsed_s / t->step : 0;
+    int done = t->step - start_step;
+    double per_step = done > 0 ? p.elapsed_s / done : 0;
     p.eta_s = per_step * (t->o.steps - t->step);
     if (t->o.minutes > 0 && p.eta_s > t->o.minutes * 60 - p.elapsed_s) p.eta_s = t->o.minutes * 60 - p.elapsed_s;
     fn(&p, ctx);
@@ -505,6 +509,7 @@ static int train_loop(Trainer *t, TrainProgressFn fn, void *ctx, Error *e) {
     long long window_tokens = 0;
     double rate = 0;
     int start_step = t->step;
+    long long start_tokens = r->tokens_seen; /* a resume carries the earlier runs' count */
     while (t->step < t->o.steps) {
         double loss;
         long long positions;
@@ -529,7 +534,8 @@ static int train_loop(Trainer *t, TrainProgressFn fn, void *ctx, Error *e) {
         if (snap && snapshot(t, e)) return -1;
         r->seconds = now_s() - start;
         if (eval && save(t, t->o.out, e)) return -1;
-        report(t, fn, ctx, start, rate ? rate : (double)r->tokens_seen / (now - start), eval, eval);
+        report(t, fn, ctx, start, start_step, rate ? rate : (double)(r->tokens_seen - start_tokens) / (now - start),
+               eval, eval);
         if (stop) {
             r->interrupted = t->step < t->o.steps; /* a stop at the last step cut nothing short */
             break;

@@ -267,14 +267,36 @@ int probe_load_other(const ProbeSession *ps, const char *path, LoadedModel *othe
 }
 
 void probe_report_header(Report *r, const ProbeSession *ps) {
-    const Model *m = &ps->lm.model;
-    report_text(r, "model", "model", ps->model_path);
-    report_text(r, "arch", "architecture", arch_name(m->cfg.arch));
-    if (ps->stories_path) {
-        report_text(r, "stories", "stories", ps->stories_path);
-        report_int(r, "test_stories", "test stories", ps->stories.n_test);
+    report_model(r, &ps->lm.model, ps->model_path);
+    if (ps->stories_path) report_stories(r, ps->stories_path, ps->stories.n_stories, ps->stories.n_test);
+    report_ablation(r, &ps->ablation, ps->lm.model.cfg.n_heads, ps->ablation_desc);
+}
+
+/* The JSON convention of docs/json.md: the same nested keys in every verb. */
+void report_model(Report *r, const Model *m, const char *path) {
+    report_text(r, "model.file", "model", path);
+    report_text(r, "model.arch", "architecture", arch_name(m->cfg.arch));
+    if (m->cfg.arch == ARCH_ATTENTION) { /* the variant: in the table only when not the chapter's */
+        int plain = m->cfg.pos == POS_DISTANCE && m->cfg.score == SCORE_SCALED_DOT;
+        report_text(r, "model.pos", plain ? NULL : "position scheme", pos_name(m->cfg.pos));
+        report_text(r, "model.score", plain ? NULL : "score", score_name(m->cfg.score));
     }
-    report_text(r, "ablation", "ablation", ps->ablation_desc[0] ? ps->ablation_desc : "none");
+    report_int(r, "model.parameters", NULL, (long long)m->n_params);
+}
+
+void report_stories(Report *r, const char *path, int n_stories, int n_test) {
+    report_text(r, "stories.file", "stories", path);
+    report_int(r, "stories.stories", NULL, n_stories);
+    report_int(r, "stories.test_stories", "test stories", n_test);
+}
+
+void report_ablation(Report *r, const Ablation *ab, int n_heads, const char *desc) {
+    int heads[32], n = 0;
+    for (int h = 0; h < n_heads && h < 32; h++)
+        if (ab && (ab->heads >> h & 1u)) heads[n++] = h;
+    report_text(r, "ablation.text", "ablation", n && desc && desc[0] ? desc : "none");
+    report_ints(r, "ablation.heads", NULL, heads, n);
+    report_text(r, "ablation.mode", NULL, !n ? "none" : ab->mode == ABLATE_MEAN ? "mean" : "zero");
 }
 
 const char *probe_token(const ProbeSession *ps, int32_t id) {

@@ -23,23 +23,31 @@ void view_distances(Report *r, const ProbeSession *ps, int up_to) {
     }
 }
 
-/* "step 1200 (path)" from the snapshot's name (OUT.step1200.safetensors) or
- * the model's metadata, or the path alone. */
+/* The training step of the model: from the snapshot's name
+ * (OUT.step1200.safetensors) or the model's metadata; -1 when neither says. */
+static int model_step(const ProbeSession *ps) {
+    const char *dot = strstr(ps->model_path, ".step"), *step = metadata_get(&ps->lm.meta, "step");
+    int n = -1;
+    if (dot && sscanf(dot, ".step%d", &n) == 1) return n;
+    return step && sscanf(step, "%d", &n) == 1 ? n : -1;
+}
+
+/* "step 1200 (path)", or the path alone. */
 void view_model_label(const ProbeSession *ps, char *buf, size_t size) {
-    const char *path = ps->model_path, *dot = strstr(path, ".step"), *step = metadata_get(&ps->lm.meta, "step");
-    int n = 0;
-    if (dot && sscanf(dot, ".step%d", &n) == 1) snprintf(buf, size, "step %d (%s)", n, path);
-    else if (step) snprintf(buf, size, "step %s (%s)", step, path);
-    else snprintf(buf, size, "%s", path);
+    int step = model_step(ps);
+    if (step >= 0) snprintf(buf, size, "step %d (%s)", step, ps->model_path);
+    else snprintf(buf, size, "%s", ps->model_path);
 }
 
 static void add_rows(ReportTable *t, ReportTable *tokens, const ProbeSession *ps, const HeadsResult *h, int k) {
-    char label[256], reads[512];
-    view_model_label(ps, label, sizeof label);
+    char reads[512];
+    int step = model_step(ps);
     for (int head = 0; head < h->n_heads; head++) {
         table_row(t);
         cell_int(t, k);
-        cell_text(t, label);
+        cell_text(t, ps->model_path);
+        if (step >= 0) cell_int(t, step);
+        else cell_skip(t);
         cell_int(t, head);
         for (int b = 0; b < HEAD_BINS; b++) cell_number(t, h->mass[head * HEAD_BINS + b]);
         cell_number(t, h->mean_distance[head]);
@@ -66,7 +74,8 @@ static void add_rows(ReportTable *t, ReportTable *tokens, const ProbeSession *ps
 static void make_tables(Report *r, ReportTable **t, ReportTable **tokens) {
     *t = report_table(r, "heads", "Where each head's weight goes, by distance back, and what it reads most");
     table_column(*t, "snapshot", "#", CELL_INT, 0);
-    table_column(*t, "model", "model", CELL_TEXT, 0);
+    table_column(*t, "model", "model", CELL_FILE, 0);
+    table_column(*t, "step", "step", CELL_INT, 0);
     table_column(*t, "head", "head", CELL_INT, 0);
     const char *keys[HEAD_BINS] = {"d0", "d1", "d2", "d3_7", "d8_31", "d32_255"};
     for (int b = 0; b < HEAD_BINS; b++) table_column(*t, keys[b], head_bin_names[b], CELL_PERCENT, 1);

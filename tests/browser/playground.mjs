@@ -198,7 +198,7 @@ async function measureClicks(page) {
 // Clicks timed with the shipped model, one head in view, then all 8.
 async function measure(page) {
   const shipped = await page.$$eval('[data-testid="model"] option', (o, m) => o.map((x) => x.value)
-    .find((v) => v.split("/").pop() === m.split("/").pop()), want.attend.model);
+    .find((v) => v.split("/").pop() === m.split("/").pop()), want.attend.model.file);
   await page.select('[data-testid="model"]', shipped);
   await press(page, '[data-testid="view-head-3"]');
   await measureClicks(page);

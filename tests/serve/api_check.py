@@ -74,12 +74,12 @@ try:
     texts = stories["stories"]
     with open(STORIES) as f:
         corpus = f.read()
-    n_test = cli_json(S, "heads", STORIES, "--model", M)["test_stories"]
+    n_test = cli_json(S, "heads", STORIES, "--model", M)["stories"]["test_stories"]
     ok("/api/stories holds the %d held-out test stories, as in the file" % n_test,
        status == 200 and len(texts) == n_test and all(s["text"] and s["text"] in corpus for s in texts))
 
     # ---- every view equals the CLI --------------------------------------------------------
-    same("tokenize", srv.post("/api/tokenize", {"model": M, "text": TEXT})[1], cli_json(S, "tokenize", "--model", M, TEXT))
+    same("tokenize", srv.post("/api/tokenize", {"model": M, "text": TEXT})[1], cli_json(S, "tokenize", "--model", M, TEXT)["tokens"])
     for extra, args in [({}, []), ({"head": 3}, ["--head", "3"]), ({"pos": 7, "head": 0}, ["--pos", "7", "--head", "0"]),
                         ({"pos": -3, "ablate": "3,5"}, ["--pos", "-3", "--ablate", "3,5"]),
                         ({"head": 2, "ablate": [1, 6], "ablate_mode": "mean"},
@@ -143,7 +143,7 @@ try:
     # greedy from this prompt writes the whole 2000 tokens (checked with the CLI), far more than
     # the socket buffers hold, so the server is still generating when the client leaves
     long_text = cli_text(S, "generate", "Once upon a time", "--model", M, "-t", "0", "-n", "2000", "--seed", "1")
-    ids = cli_json(S, "tokenize", "--model", M, long_text.strip())
+    ids = cli_json(S, "tokenize", "--model", M, long_text.strip())["tokens"]
     before = srv.get("/api/health")[1]
     status, events = srv.events({"model": M, "prompt": "Once upon a time", "temperature": 0, "max_tokens": 2000, "seed": 1}, keep=3)
     ok("a stream read for 3 events", status == 200 and len(events) == 3)
