@@ -52,7 +52,7 @@ while read -r verb summary; do
     fail "$verb's usage writes --model as required: $usage"
   grep -E '^ +(-[a-z], )?--[a-z-]+' "help.$verb.txt" | sed -E 's/^ +//; s/  +/\t/' | cut -f1 |
     sed "s/^/$verb /" >> flags.txt
-  # serve's --threads answer requests; generate's default is the generate verb's (not yet one per core)
+  # serve's --threads answer requests; generate's share the samples of --samples (their help says so)
   [[ $verb == serve || $verb == generate ]] ||
     grep -E '^ +--(threads|ablate|ablate-mode) ' "help.$verb.txt" | sed -E 's/^ +//; s/ +/ /g' >> shared.txt || true
 done < verbs.txt
@@ -60,7 +60,8 @@ done < verbs.txt
 awk '{f = $2 == "-h," ? "" : $0; sub(/^[^ ]+ (-[a-z], )?/, "", f); split(f, w, " "); if (w[1] ~ /^--/) print w[1], (w[2] ? w[2] : "-")}' flags.txt |
   sort -u | awk '{n[$1]++; m[$1] = m[$1] " " $2} END {for (k in n) if (n[k] > 1) print k ":" m[k]}' > clash.txt
 # circuits' --tokens LIST names tokens where generate's and bench's --tokens N count them (known, kept: scripts use it)
-grep -vE '^--tokens: LIST N$' clash.txt > bad_clash.txt || true
+# train's --pos SCHEME is the position scheme (issue 12 names it so); no verb has both meanings
+grep -vE '^--tokens: LIST N$|^--pos: N SCHEME$' clash.txt > bad_clash.txt || true
 [[ ! -s bad_clash.txt ]] || fail "flags with different placeholders across verbs: $(cat bad_clash.txt)"
 [[ $(grep -c '^--model:' clash.txt || true) -eq 0 ]] || fail "--model's placeholder differs: $(grep '^--model:' clash.txt)"
 for flag in --threads --ablate --ablate-mode; do

@@ -36,8 +36,8 @@ grep -q '^Lily found a' gen.txt || fail "no continuation of the prompt: $(cat ge
 "$PY" - info.json "$installed" <<'EOF' || fail "installed info"
 import json, sys
 info = json.load(open(sys.argv[1]))
-assert info["path"] == sys.argv[2], f"info read {info['path']}, not the installed model"
-assert info["parameters"] > 0 and info["vocab_size"] > 0, info
+assert info["model"]["file"] == sys.argv[2], f"info read {info['model']['file']}, not the installed model"
+assert info["model"]["parameters"] > 0 and info["vocab_size"] > 0, info
 EOF
 
 # A C program against the installed library, found by pkg-config alone.
@@ -63,7 +63,7 @@ pkg-config --exists storylm || fail "pkg-config does not find storylm in $PKG_CO
 cc -std=c11 -Wall -Wextra -Werror hello.c $(pkg-config --cflags --libs storylm) -o hello 2> cc.err \
   || fail "building against the installed library: $(cat cc.err)"
 ./hello "$installed" > hello.txt || fail "the C program could not load the installed model"
-want=$("$PY" -c 'import json,sys; i = json.load(open(sys.argv[1])); print(i["vocab_size"], i["parameters"])' info.json)
+want=$("$PY" -c 'import json,sys; i = json.load(open(sys.argv[1])); print(i["vocab_size"], i["model"]["parameters"])' info.json)
 [[ $(cat hello.txt) == "$want" ]] || fail "the C program read '$(cat hello.txt)', info says '$want'"
 
 # A copy of the binary with no data folder beside it: the error names every

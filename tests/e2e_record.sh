@@ -61,8 +61,8 @@ first_stories 150 > other.txt
 "$PY" - same.json other.json circuits.json <<'EOF' || fail "the warning about other stories"
 import json, sys
 same, other, circ = (json.load(open(p)) for p in sys.argv[1:4])
-assert "mean output" in same["ablation"] and "warning" not in same["ablation"], same["ablation"]
-assert "warning: 'other.txt' has" in other["ablation"] and "my stories.txt" in other["ablation"], other["ablation"]
+assert "mean output" in same["ablation"]["text"] and "warning" not in same["ablation"]["text"], same["ablation"]["text"]
+assert "warning: 'other.txt' has" in other["ablation"]["text"] and "my stories.txt" in other["ablation"]["text"], other["ablation"]["text"]
 assert any(n.startswith("warning: 'other.txt'") for n in circ["notes"]), circ["notes"]
 EOF
 
@@ -86,6 +86,6 @@ if "$S" trace "Lily found a" --model old.safetensors --ablate 3 --ablate-mode me
 fi
 grep -q "HINT.*trained on 'old-stories.txt'" err.txt || fail "old file: the hint does not name the file: $(cat err.txt)"
 "$S" trace "Lily found a" --model old.safetensors --ablate 3 --ablate-mode mean --stories other.txt --json > old.json
-"$PY" -c 'import json,sys; a = json.load(open(sys.argv[1]))["ablation"]; assert "other.txt" in a and "warning" not in a, a' old.json \
+"$PY" -c 'import json,sys; a = json.load(open(sys.argv[1]))["ablation"]["text"]; assert "other.txt" in a and "warning" not in a, a' old.json \
   || fail "old file: mean ablation with --stories"
 echo "record: name, size and hash in the model; --stories asked for and checked"

@@ -156,10 +156,9 @@ static cJSON *sample_json(const ViewGenerator *vg, int i, Error *e) {
 
 static int print_json(const ViewBatch *vb, const LoadedModel *lm, const char *prompt, const GenerateFlags *f,
                       const PromptUnknown *pu, const char *names_from, const double seconds[2], Error *e) {
-    cJSON *j = cJSON_CreateObject();
+    cJSON *j = cli_json_begin("generate");
     const ViewGenerator *first = &vb->samples[0];
-    cJSON_AddStringToObject(j, "command", "generate");
-    cJSON_AddStringToObject(j, "model", lm->path);
+    cli_json_model(j, &lm->model, lm->path);
     cJSON_AddStringToObject(j, "prompt", prompt);
     cJSON_AddItemToObject(j, "prompt_tokens", view_tokens_json(&lm->tokenizer, first->ids.data, (size_t)first->prompt_tokens));
     cJSON_AddNumberToObject(j, "unk_tokens", pu->unk);

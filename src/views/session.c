@@ -82,7 +82,9 @@ void session_source_places(const char *rel, char *buf, size_t size) {
 bool session_shipped_model(char *buf, size_t size) { return session_source_file(SHIPPED_MODEL_REL, buf, size); }
 
 int session_no_model(const char *path, Error *e) {
-    if (strcmp(path, DEFAULT_MODEL_PATH) != 0)
+    char shipped[PATH_MAX];
+    /* a file given, or the default name asked for while a shipped model is there (--model given) */
+    if (strcmp(path, DEFAULT_MODEL_PATH) != 0 || session_shipped_model(shipped, sizeof shipped))
         return FAIL(e, "train one with 'storylm train STORIES', or give --model FILE", "no model file '%s'", path);
     char places[800]; /* the default: say where else we looked */
     session_source_places(SHIPPED_MODEL_REL, places, sizeof places);
