@@ -66,7 +66,5 @@ void exp_inplace(float *x, int n, float shift);
 float softmax_inplace(float *x, int n);
 /* x (n) -> tanh x in place, vectorized (the hidden layer's tanh). */
 void tanh_inplace(float *x, int n);
-/* log(sum exp x) of x (n). */
-float logsumexp(const float *x, int n);
 
 #endif

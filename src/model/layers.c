@@ -92,16 +92,6 @@ void tanh_inplace(float *x, int n) {
     for (int i = 0; i < n; i++) x[i] = tanh_approx(x[i]);
 }
 
-/* log(sum exp x) of x (n) whose largest value is mx */
-static float logsumexp_max(const float *x, int n, float mx) {
-    float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-    for (int i = 0; i < n; i++) sum += exp_approx(x[i] - mx);
-    return mx + logf(sum);
-}
-
-float logsumexp(const float *x, int n) { return logsumexp_max(x, n, max_of(x, n)); }
-
 /* ---- products -------------------------------------------------------------- */
 
 /* Products are cut into blocks of PRODUCT_BLOCK rows (or columns) whatever

@@ -116,13 +116,6 @@ static float *copy_floats(const float *x, int n, int *failed) {
     return v;
 }
 
-void report_vector(Report *r, const char *key, const char *label, const float *x, int n, int decimals) {
-    ReportItem *it = new_value(r, key, label, CELL_VECTOR, decimals);
-    if (!it) return;
-    it->value.vector = copy_floats(x, n, &r->failed);
-    it->value.n = it->value.vector ? n : 0;
-}
-
 void report_note(Report *r, const char *fmt, ...) {
     char buf[2048];
     va_list ap;
@@ -208,13 +201,6 @@ double table_number(const ReportTable *t, int row, int col) {
     if (!t || row < 0 || row >= t->n_rows || col < 0 || col >= t->n_cols) return NAN;
     const ReportCell *c = &t->cells[(size_t)row * t->n_cols + col];
     return c->set && t->cols[col].kind != CELL_TEXT && t->cols[col].kind != CELL_VECTOR ? c->number : NAN;
-}
-
-const ReportTable *report_find_table(const Report *r, const char *key) {
-    for (int i = 0; i < r->n_items; i++)
-        if (r->items[i].kind == ITEM_TABLE && r->items[i].table && strcmp(r->items[i].table->key, key) == 0)
-            return r->items[i].table;
-    return NULL;
 }
 
 /* ---- text -------------------------------------------------------------------- */
