@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "storylm/error.h"
+#include "storylm/evaluate.h" /* evaluate, EvalResult: what training reports */
 #include "storylm/model.h"
 #include "storylm/stories.h"
 #include "storylm/vec.h"
@@ -95,15 +96,6 @@ typedef struct TrainResult {
 /* Trains a new model on s (or resumes o->out when o->resume), saving to o->out. */
 int train_run(const Stories *s, const TrainOptions *o, TrainProgressFn progress, void *ctx, TrainResult *r,
               Error *e);
-
-/* Loss (nats/token) and top-1 accuracy of m over stories idx[0..n) of s,
- * in chunks of up to max_positions positions. */
-typedef struct EvalResult {
-    double loss, accuracy;
-    long long positions;
-} EvalResult;
-int evaluate(const Model *m, const Stories *s, const int *idx, int n, const Ablation *ablation, int max_positions,
-             EvalResult *r, Error *e);
 
 /* The learning rate at step (0-based) of o's schedule. */
 double train_lr_at(const TrainOptions *o, int step);
