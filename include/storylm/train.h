@@ -10,9 +10,11 @@
 #include <signal.h>
 #include <stdint.h>
 
+#include "storylm/adam.h"
 #include "storylm/error.h"
 #include "storylm/evaluate.h" /* evaluate, EvalResult: what training reports */
 #include "storylm/model.h"
+#include "storylm/shards.h"
 #include "storylm/stories.h"
 #include "storylm/vec.h"
 
@@ -99,5 +101,27 @@ int train_run(const Stories *s, const TrainOptions *o, TrainProgressFn progress,
 
 /* The learning rate at step (0-based) of o's schedule. */
 double train_lr_at(const TrainOptions *o, int step);
+
+/* One optimizer step, as train_run takes each of its steps (and storylm
+ * bench times them), on stories refs[0..n) ([EOS] first): grads = d (mean
+ * loss over their predicted positions) / d params, the stories split over
+ * the shards' threads (shards.h); then, when the loss and every gradient
+ * are finite, Adam's update of the model at lr, on the calling thread. The
+ * regularisers' hooks (regularise.h) go around it. Returns 0 (with
+ * r->not_finite set, nothing was updated: the caller stops), or -1 with e
+ * set when a pass failed. */
+typedef struct TrainStep {
+    Shards *shards; /* made for the model, for at least n stories */
+    Model *model;
+    Adam *adam;
+    float *grads;   /* (n_params) scratch */
+    int poison;     /* tests only: the gradient overflows (one inf) before the check */
+} TrainStep;
+typedef struct TrainStepResult {
+    double loss;            /* mean over the predicted positions */
+    long long positions;    /* predicted: each story's length - 1 */
+    const char *not_finite; /* NULL, or "loss" or "gradient": what stopped the step before the update */
+} TrainStepResult;
+int train_step(const TrainStep *t, const StoryRef *refs, int n, float lr, TrainStepResult *r, Error *e);
 
 #endif

@@ -285,12 +285,6 @@ static void trainer_free(Trainer *t) {
     model_free(&t->model);
 }
 
-static int all_finite(const float *x, size_t n) {
-    float acc = 0;
-    for (size_t i = 0; i < n; i++) acc += x[i] * 0.0f; /* NaN or inf makes it NaN */
-    return acc == 0.0f;
-}
-
 /* Stops a step whose loss or gradient (what) is not finite, before the update:
  * the message names the step and the last good model, which stays on disk. */
 static int diverged(const Trainer *t, const char *what, Error *e) {
@@ -314,23 +308,20 @@ static int stopped(const Trainer *t, Error *e) {
     return -1;
 }
 
-/* One optimizer step on the next o.batch stories of the stream. */
-static int train_step(Trainer *t, double *loss, long long *positions, Error *e) {
+/* One optimizer step (train_step) on the next o.batch stories of the stream. */
+static int trainer_step(Trainer *t, double *loss, long long *positions, Error *e) {
     long long first = (long long)t->step * t->o.batch;
     for (int i = 0; i < t->o.batch; i++) t->step_stories[i] = stream_story(&t->stream, first + i);
-    model_zero_grad(&t->model, t->grads);
-    double loss_sum = 0;
-    long long correct = 0;
+    TrainStep step = {.shards = &t->pass.shards, .model = &t->model, .adam = &t->adam, .grads = t->grads,
+                      .poison = t->step + 1 == t->o.overflow_at_step};
+    TrainStepResult r;
     if (pass_refs(&t->pass, t->s, t->step_stories, t->o.batch, e) ||
         regularise_before_step(&t->reg, t->s, t->step_stories, t->o.batch, t->step, t->pass.refs, &t->pass.shards, e) ||
-        pass_go(&t->pass, t->o.batch, NULL, t->grads, &loss_sum, &correct, e))
+        train_step(&step, t->pass.refs, t->o.batch, (float)train_lr_at(&t->o, t->step), &r, e))
         return stopped(t, e);
-    *positions = pass_refs_positions(&t->pass, t->o.batch);
-    *loss = loss_sum / (double)*positions;
-    if (t->step + 1 == t->o.overflow_at_step) t->grads[0] = INFINITY; /* tests only */
-    if (!isfinite(*loss) || !all_finite(t->grads, t->model.n_params))
-        return diverged(t, isfinite(*loss) ? "gradient" : "loss", e);
-    adam_update(&t->adam, t->model.params, t->grads, (float)train_lr_at(&t->o, t->step));
+    *positions = r.positions;
+    *loss = r.loss;
+    if (r.not_finite) return diverged(t, r.not_finite, e);
     regularise_after_step(&t->reg, &t->model);
     t->step++;
     return 0;
@@ -393,7 +384,7 @@ static int train_loop(Trainer *t, TrainProgressFn fn, void *ctx, Error *e) {
     while (t->step < t->o.steps) {
         double loss;
         long long positions;
-        if (train_step(t, &loss, &positions, e)) return -1;
+        if (trainer_step(t, &loss, &positions, e)) return -1;
         r->train_loss = loss;
         r->tokens_seen += positions;
         window_tokens += positions;
