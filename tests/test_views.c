@@ -78,6 +78,14 @@ static void greedy_generation_follows_the_full_forward(const ProbeSession *ps) {
     view_generator_free(&vg);
 }
 
+/* The table called key in r, or NULL. */
+static const ReportTable *find_table(const Report *r, const char *key) {
+    for (int i = 0; i < r->n_items; i++)
+        if (r->items[i].kind == ITEM_TABLE && r->items[i].table && strcmp(r->items[i].table->key, key) == 0)
+            return r->items[i].table;
+    return NULL;
+}
+
 static void attention_weights_add_up_to_one(const ProbeSession *ps) {
     Error e;
     ViewText vt;
@@ -86,7 +94,7 @@ static void attention_weights_add_up_to_one(const ProbeSession *ps) {
     Report r;
     report_init(&r, "attend");
     view_attend(&r, ps, &vt, -1);
-    const ReportTable *t = report_find_table(&r, "keys");
+    const ReportTable *t = find_table(&r, "keys");
     double sum[8] = {0};
     int rows[8] = {0};
     for (int i = 0; t && i < t->n_rows; i++) {

@@ -28,11 +28,6 @@ typedef struct Dist {
     long long exchanges;
 } Dist;
 
-/* 1 when this binary was built with MPI (cmake -DSTORYLM_MPI=ON). */
-int dist_built_with_mpi(void);
-/* 1 when this process was started by mpirun (Open MPI's or PMIx's variables). */
-int dist_launched(void);
-
 /* Starts MPI when launched by mpirun; else d is rank 0 of 1. Fails when
  * launched by mpirun with more than one rank but built without MPI (every
  * rank would train alone and write the same file). */

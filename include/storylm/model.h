@@ -24,15 +24,21 @@
  *   adam_update(&opt, m.params, grads, lr);
  * Nothing is allocated inside a step. Every sum is taken in a fixed order (no
  * atomics, no reductions across threads), so the same inputs and thread count
- * give the same numbers bit for bit. */
+ * give the same numbers bit for bit.
+ *
+ * The layers the passes are made of are declared in layers.h (embedding,
+ * hidden, output, the products) and attention.h (the attention kernels);
+ * this header includes both. */
 #ifndef STORYLM_MODEL_H
 #define STORYLM_MODEL_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "storylm/attention.h"
 #include "storylm/dropout.h"
 #include "storylm/error.h"
+#include "storylm/layers.h"
 #include "storylm/position.h"
 #include "storylm/score.h"
 
@@ -158,18 +164,6 @@ typedef struct Ablation {
     const float *mean; /* (H, value_dim), ABLATE_MEAN only; must outlive the backward pass */
 } Ablation;
 
-/* Attention's working memory, sized by activations_init (S = attention_row_stride(W)). */
-typedef struct AttentionScratch {
-    float *kv, *d_kv;    /* (H, ld/8, kd+vd, 8): each head's keys and values in blocks of 8
-                          * positions (component i of the block's 8 keys at offset 8*i), and gradients */
-    float *dist, *d_dist;/* (H, S): distance scores farthest first, 8 zeros each side, and gradients */
-    float *w, *ds;       /* (H, S): one position's weights and score gradients */
-    float *lse;          /* (H, ld): each position's log-sum-exp of its scores, for the backward */
-    DropoutMask drop;    /* training's attention dropout for this pass (p 0: none; dropout_prepare) */
-    float *dw;           /* (H, S): one position's weights after dropout, what the blend reads */
-    VariantScratch *variant; /* --pos and --score's working memory (score.h) */
-} AttentionScratch;
-
 /* ---------------------------------------------------------------------------
  * Activations: everything a forward pass computes and its backward pass needs,
  * sized once for up to max_positions packed positions (N below = n_positions
@@ -269,80 +263,6 @@ void model_zero_grad(const Model *m, float *grads);
 /* After model_forward on the same b: grads += d mean_loss / d params. */
 void model_backward(const Model *m, Activations *a, const Batch *b, float *grads);
 
-/* ---------------------------------------------------------------------------
- * Layers, forward and backward side by side (src/model/layers.c, src/model/attention.c).
- * Backward functions accumulate (+=) into parameter gradients. */
-
-/* C (M, N) = op(A) op(B) + beta C, row-major (cblas_sgemm with alpha 1;
- * trans_a/trans_b: use A, B transposed). C is cut in blocks of 256 rows (or
- * columns, when it has more of them), one sgemm call each, the same blocks at
- * every thread count, so the result has the same bits at any thread count.
- * With OpenBLAS single-threaded and several OpenMP threads, the threads take
- * whole blocks: one kind of thread runs everything (OpenMP's and OpenBLAS's
- * busy-waiting threads would fight over the cores). */
-void matmul(int trans_a, int trans_b, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
-            float beta, float *C, int ldc);
-/* sums (cols) += column sums of A (rows, cols), row stride lda; ones (rows). Split like matmul. */
-void column_sums(const float *A, int rows, int cols, int lda, const float *ones, float *sums);
-
-/* tokens (n) -> rows (n, D) written with row stride ld. */
-void embedding_forward(const float *embedding, const int32_t *tokens, int n, int D, float *rows, int ld);
-void embedding_backward(float *d_embedding, const int32_t *tokens, int n, int D, const float *d_rows, int ld);
-/* window8: z (n, C*D): row slots of x_{p-C+1} .. x_p, the story's first row before its start. */
-void window_forward(const float *embedding, const Batch *b, int C, int D, float *z);
-void window_backward(float *d_embedding, const Batch *b, int C, int D, const float *d_z);
-/* x (n, in) -> y (n, out) = tanh(x W^T + bias), W (out, in). */
-void dense_tanh_forward(const float *W, const float *bias, const float *x, int n, int in, int out, float *y);
-/* d_y (n, out) is turned into d_pre in place; dW (out, in) +=, d_bias (out) +=,
- * d_x (n, in) = (overwritten). ones (n). */
-void dense_tanh_backward(const float *W, const float *x, const float *y, float *d_y, int n, int in, int out,
-                         float *dW, float *d_bias, float *d_x, const float *ones);
-/* y (n, Hd) -> logits (n, V) = y W^T + bias, then per row: lse, and for rows
- * with a target (>= 0): loss = lse - logit[target], correct. */
-void output_forward(const float *W, const float *bias, const float *y, int n, int Hd, int V, float *logits,
-                    const int32_t *target, float *lse, float *loss, uint8_t *correct);
-/* logits (n, V) become d logits in place, (softmax - onehot) * scale on rows
- * with a target, 0 elsewhere; dW (V, Hd) +=, d_bias (V) +=, d_y (n, Hd) =. */
-void output_backward(const float *W, const float *y, float *logits, const int32_t *target, const float *lse,
-                     float scale, int n, int Hd, int V, float *dW, float *d_bias, float *d_y, const float *ones);
-/* The output layer, softmax and cross-entropy on the calling thread, over
- * chunks of chunk_rows positions whose logits live only in scratch
- * (chunk_rows, V) and stay in cache: y (n, Hd) -> per position lse, loss and
- * correct as output_forward gives them; with dW, also the backward of
- * scale * (sum of the losses): dW (V, Hd) +=, d_bias (V) +=, d_y (n, Hd) =. */
-typedef struct OutputLoss {
-    const float *W, *bias, *y;  /* (V, Hd), (V), (n, Hd) */
-    int n, Hd, V, chunk_rows;
-    const int32_t *target;      /* (n), -1: nothing to predict */
-    float scale;
-    float *scratch;             /* (chunk_rows, V) */
-    float *lse, *loss;          /* (n) */
-    uint8_t *correct;           /* (n) */
-    float *dW, *d_bias, *d_y;   /* NULL: forward only */
-} OutputLoss;
-void output_loss(const OutputLoss *o);
-/* x (n) -> exp(x - shift) in place (softmax_inplace's exp). */
-void exp_inplace(float *x, int n, float shift);
-/* x (n) -> softmax in place; returns the log-sum-exp of the input. */
-float softmax_inplace(float *x, int n);
-/* x (n) -> tanh x in place, vectorized (the hidden layer's tanh). */
-void tanh_inplace(float *x, int n);
-/* log(sum exp x) of x (n). */
-float logsumexp(const float *x, int n);
-
-/* Causal attention of every head over packed stories.
- * qkv (QKV, ld) as in Activations (ld a multiple of 8, >= N + 8); distance
- * (H, W); first_key (N) -> att (H, N, S) and out: head h's output at position
- * p to out + p*out_ld + h*vd. Fills s->kv and s->dist for the backward pass.
- * att may be NULL: the weights are not kept (the backward computes them again). */
-void attention_forward(const ModelConfig *c, const float *qkv, int ld, const float *distance, const int *first_key,
-                       int N, float *att, float *out, int out_ld, const AttentionScratch *s);
-/* d_out (at d_out + p*out_ld + h*vd) -> d_qkv (QKV, ld) = (heads in skip_heads
- * get 0), d_distance (H, W) +=. s as attention_forward left it; att as it
- * left it, or NULL when it kept none. */
-void attention_backward(const ModelConfig *c, const float *qkv, int ld, const float *att, const int *first_key,
-                        int N, const float *d_out, int out_ld, uint32_t skip_heads, float *d_qkv, float *d_distance,
-                        const AttentionScratch *s);
 /* Training's dropout (src/model/dropout.c, dropout.h), as hooks of the passes. */
 /* a->dropout for batch b -> each position's key, z's mask and attention's (in a->scratch). */
 void dropout_prepare(Activations *a, const Batch *b);
@@ -351,8 +271,5 @@ void dropout_hidden_forward(Activations *a);
 /* d_z (N, Z) -> d_z * the same mask / (1-P); then z's rows (attention) read
  * again from the embedding, as the backward through q, k, v needs them. */
 void dropout_hidden_backward(const Model *m, Activations *a, const Batch *b);
-
-/* Length of one head's scratch rows for a window of W keys. */
-int attention_row_stride(int window);
 
 #endif

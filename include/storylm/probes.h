@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "storylm/error.h"
+#include "storylm/hashmap.h"
 #include "storylm/model.h"
 #include "storylm/stories.h"
 #include "storylm/tokenizer.h"
@@ -137,11 +138,12 @@ void heads_result_free(HeadsResult *h);
  * name in its first sentence (up to the first . ! or ?) that comes back
  * later in the story as a whole word. */
 typedef struct NameList {
-    char **words;   /* every word seen, lower-case; open addressing */
-    int *total;     /* (cap) times seen in any form */
-    int *cap_mid;   /* (cap) capitalised where no sentence starts */
-    int *lower;     /* (cap) lower-case */
-    size_t cap, count;
+    char **words;   /* (count) every word seen, lower-case, in the order first seen */
+    int *total;     /* (count) times seen in any form */
+    int *cap_mid;   /* (count) capitalised where no sentence starts */
+    int *lower;     /* (count) lower-case */
+    size_t cap, count; /* entries room is made for, entries */
+    HashMap index;  /* word -> entry (hashmap.h) */
     long long stories;
 } NameList;
 

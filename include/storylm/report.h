@@ -92,7 +92,6 @@ void report_text(Report *r, const char *key, const char *label, const char *text
 void report_int(Report *r, const char *key, const char *label, long long x);
 void report_number(Report *r, const char *key, const char *label, double x, int decimals);
 void report_percent(Report *r, const char *key, const char *label, double fraction, int decimals);
-void report_vector(Report *r, const char *key, const char *label, const float *x, int n, int decimals);
 /* Whole numbers x (n, below 2^24), a JSON array: the heads switched off. */
 void report_ints(Report *r, const char *key, const char *label, const int *x, int n);
 /* A heading over the values that follow, as a table has its title: in the
@@ -115,8 +114,6 @@ void cell_vector(ReportTable *t, const float *x, int n);
 void cell_skip(ReportTable *t);
 /* The number in row, col (NAN when empty or not a number). */
 double table_number(const ReportTable *t, int row, int col);
-/* The table called key, or NULL. */
-const ReportTable *report_find_table(const Report *r, const char *key);
 
 /* Plain text: values as aligned "label  value" lines, notes, and each table
  * with its title, a header and columns padded to their widest cell

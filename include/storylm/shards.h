@@ -70,6 +70,13 @@ typedef struct Shards {
     float dropout_hidden, dropout_attention;
     uint64_t dropout_seed;
     int64_t dropout_step;
+    /* Each position's numbers (evaluate_each), set by the caller for a run
+     * (NULL, as shards_init leaves them: not kept): story k's position p,
+     * which predicts its id p+1, to position_loss[k][p] and
+     * position_correct[k][p]; a story's last position is left as it was.
+     * Only this process's shards write them. */
+    float *const *position_loss;
+    uint8_t *const *position_correct;
 } Shards;
 
 /* n_threads shards of up to `positions` positions per forward chunk each (a

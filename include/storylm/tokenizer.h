@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "storylm/error.h"
+#include "storylm/hashmap.h"
 #include "storylm/text.h"
 #include "storylm/vec.h"
 
@@ -23,9 +24,7 @@ typedef struct Tokenizer {
     int *piece_len;   /* id -> bytes of the piece */
     int unk_id;       /* id of [UNK] */
     int eos_id;       /* id of [EOS]: opens and closes every story */
-    /* lookup: open-addressing hash table of piece -> id (-1: empty slot) */
-    int32_t *table;
-    size_t table_mask;
+    HashMap index;     /* lookup: piece -> id, the entries are ids (hashmap.h) */
     int max_piece_len; /* bytes of the longest piece: no longer match is tried */
     char *storage;     /* the pieces' text, one block */
     Pretokenizer pretokenizer;

@@ -10,8 +10,11 @@
 #include <signal.h>
 #include <stdint.h>
 
+#include "storylm/adam.h"
 #include "storylm/error.h"
+#include "storylm/evaluate.h" /* evaluate, EvalResult: what training reports */
 #include "storylm/model.h"
+#include "storylm/shards.h"
 #include "storylm/stories.h"
 #include "storylm/vec.h"
 
@@ -100,16 +103,29 @@ typedef struct TrainResult {
 int train_run(const Stories *s, const TrainOptions *o, TrainProgressFn progress, void *ctx, TrainResult *r,
               Error *e);
 
-/* Loss (nats/token) and top-1 accuracy of m over stories idx[0..n) of s,
- * in chunks of up to max_positions positions. */
-typedef struct EvalResult {
-    double loss, accuracy;
-    long long positions;
-} EvalResult;
-int evaluate(const Model *m, const Stories *s, const int *idx, int n, const Ablation *ablation, int max_positions,
-             EvalResult *r, Error *e);
-
 /* The learning rate at step (0-based) of o's schedule. */
 double train_lr_at(const TrainOptions *o, int step);
+
+/* One optimizer step, as train_run takes each of its steps (and storylm
+ * bench times them), on stories refs[0..n) ([EOS] first): grads = d (mean
+ * loss over their predicted positions) / d params, the stories split over
+ * the shards' threads (shards.h); then, when the loss and every gradient
+ * are finite, Adam's update of the model at lr, on the calling thread. The
+ * regularisers' hooks (regularise.h) go around it. Returns 0 (with
+ * r->not_finite set, nothing was updated: the caller stops), or -1 with e
+ * set when a pass failed. */
+typedef struct TrainStep {
+    Shards *shards; /* made for the model, for at least n stories */
+    Model *model;
+    Adam *adam;
+    float *grads;   /* (n_params) scratch */
+    int poison;     /* tests only: the gradient overflows (one inf) before the check */
+} TrainStep;
+typedef struct TrainStepResult {
+    double loss;            /* mean over the predicted positions */
+    long long positions;    /* predicted: each story's length - 1 */
+    const char *not_finite; /* NULL, or "loss" or "gradient": what stopped the step before the update */
+} TrainStepResult;
+int train_step(const TrainStep *t, const StoryRef *refs, int n, float lr, TrainStepResult *r, Error *e);
 
 #endif

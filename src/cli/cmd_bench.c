@@ -15,6 +15,7 @@
 #include "storylm/generate.h"
 #include "storylm/sample.h"
 #include "storylm/shards.h"
+#include "storylm/train.h"
 
 static int run(int argc, char **argv);
 const Command command_bench = {
@@ -91,22 +92,6 @@ static int longest_story(const IntVec *starts) {
     return best;
 }
 
-/* One training step as storylm train takes it (src/train.c): the stories'
- * forward and backward split over threads, then Adam on this thread alone. */
-static int train_step(Model *m, Shards *sh, const StoryRef *refs, int n, int predicted, Adam *opt, float *grads,
-                      double *loss, Error *e) {
-    long long correct = 0;
-    *loss = 0;
-    model_zero_grad(m, grads);
-    if (shards_run(sh, refs, n, NULL, 1.0f / (float)predicted, grads, loss, &correct, e)) return -1;
-    *loss /= predicted;
-    int threads = omp_get_max_threads();
-    omp_set_num_threads(1);
-    adam_update(opt, m->params, grads, 3e-3f);
-    omp_set_num_threads(threads);
-    return 0;
-}
-
 static int check_ids(const IntVec *ids, int vocab_size, const char *path, Error *e) {
     for (size_t i = 0; i < ids->len; i++)
         if (ids->data[i] < 0 || ids->data[i] >= vocab_size)
@@ -129,12 +114,16 @@ static int bench_train(const char *path, const BenchOptions *o, Error *e) {
          adam_init(&opt, m.n_params, e) || !(grads = xmalloc(m.n_params * sizeof(float), e)) ||
          !(refs = xmalloc((size_t)o->batch * sizeof(StoryRef), e));
     if (!rc) model_randomize(&m, 1);
+    TrainStep step = {.shards = &sh, .model = &m, .adam = &opt, .grads = grads};
     long long tokens = 0;
     double start = 0, cpu = 0, loss = 0;
     for (int k = -2; !rc && k < o->steps; k++) { /* two untimed steps first */
         if (k == 0) start = now_s(), cpu = cpu_s();
         int n = step_stories(&ids, &starts, o->first_batch + k + 2, o->batch, refs);
-        rc = train_step(&m, &sh, refs, o->batch, n, &opt, grads, &loss, e);
+        TrainStepResult r;
+        rc = train_step(&step, refs, o->batch, 3e-3f, &r, e); /* storylm train's step (train.h) */
+        if (!rc && r.not_finite) rc = FAIL(e, NULL, "the %s of bench's step %d is not finite", r.not_finite, k + 3);
+        loss = r.loss;
         if (k >= 0) tokens += n;
     }
     if (!rc)

@@ -13,6 +13,7 @@
 #include <utf8proc.h>
 
 #include "storylm/fileio.h"
+#include "storylm/hashmap.h"
 
 #define BAD_FILE_HINT "the file is damaged or is not a safetensors file; save or train it again"
 #define CHUNK_FLOATS 4096 /* floats converted to or from little-endian at a time */
@@ -125,26 +126,22 @@ uint64_t safetensors_count(const SafeTensorInfo *t) {
     return count;
 }
 
-static int compare_strings(const void *a, const void *b) {
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-/* The first name that occurs twice (in sorted order), or NULL; *failed on out of memory. */
+/* The first name that occurs again (in the order given), or NULL; *failed on out of memory. */
 static const char *find_duplicate(const char **names, int n, int *failed, Error *e) {
+    HashMap seen = {0};
+    const char *dup = NULL;
     *failed = 0;
     if (n < 2) return NULL;
-    const char **sorted = xmalloc((size_t)n * sizeof *sorted, e);
-    if (!sorted) {
-        *failed = 1;
-        return NULL;
+    *failed = hashmap_reserve(&seen, (size_t)n, e) != 0;
+    for (int k = 0; k < n && !dup && !*failed; k++) {
+        uint64_t h = hash64(names[k], strlen(names[k]), 0);
+        int32_t i;
+        for (HashProbe p = hashmap_probe(&seen, h); !dup && (i = hashmap_next(&seen, &p)) >= 0;)
+            if (strcmp(names[i], names[k]) == 0) dup = names[k];
+        if (!dup) *failed = hashmap_add(&seen, h, k, e) != 0;
     }
-    memcpy(sorted, names, (size_t)n * sizeof *sorted);
-    qsort(sorted, (size_t)n, sizeof *sorted, compare_strings);
-    const char *dup = NULL;
-    for (int i = 1; i < n && !dup; i++)
-        if (strcmp(sorted[i - 1], sorted[i]) == 0) dup = sorted[i];
-    free(sorted);
-    return dup;
+    hashmap_free(&seen);
+    return *failed ? NULL : dup;
 }
 
 /* ---- reading the header ------------------------------------------------ */

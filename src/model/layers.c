@@ -1,9 +1,9 @@
-/* The layers around attention, forward and backward side by side: embedding
- * gather and scatter, window8's concatenation, dense + tanh, and the output
- * layer with its fused softmax + cross-entropy; and the kernels they share
- * (vectorizable exp and tanh, softmax, products split over threads). Heavy
- * products go to BLAS; the loops here are parallel over rows, so sums never
- * race and results do not depend on scheduling. */
+/* The layers around attention (layers.h), forward and backward side by
+ * side: embedding gather and scatter, window8's concatenation, dense + tanh,
+ * and the output layer with its fused softmax + cross-entropy; and the
+ * kernels they share (vectorizable exp and tanh, softmax, products split over
+ * threads). Heavy products go to BLAS; the loops here are parallel over rows,
+ * so sums never race and results do not depend on scheduling. */
 
 /* GCC's -O2 cost model refuses the `omp simd` reductions below (the softmax
  * sums); the dynamic model vectorizes them. And contract a*b+c into FMAs,
@@ -17,6 +17,7 @@
 #include <omp.h>
 #include <string.h>
 
+#include "storylm/layers.h"
 #include "storylm/model.h"
 
 /* exp for x <= 88 (Cephes' polynomial, about 1 ulp), written so that loops
@@ -90,16 +91,6 @@ void tanh_inplace(float *x, int n) {
 #pragma omp simd
     for (int i = 0; i < n; i++) x[i] = tanh_approx(x[i]);
 }
-
-/* log(sum exp x) of x (n) whose largest value is mx */
-static float logsumexp_max(const float *x, int n, float mx) {
-    float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-    for (int i = 0; i < n; i++) sum += exp_approx(x[i] - mx);
-    return mx + logf(sum);
-}
-
-float logsumexp(const float *x, int n) { return logsumexp_max(x, n, max_of(x, n)); }
 
 /* ---- products -------------------------------------------------------------- */
 

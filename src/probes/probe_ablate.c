@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "storylm/evaluate.h"
 #include "storylm/probes.h"
 
 void name_targets_free(NameTargets *nt) {
@@ -49,44 +50,44 @@ int name_targets_find(const Tokenizer *t, const NameList *nl, const Stories *s, 
     return 0;
 }
 
-/* Adds the story run last; its name positions are names->position[*next..]
- * while the story matches (targets come in the order of the stories). */
-static void score_story(const Activations *a, int story, const NameTargets *names, int *next, double *sums) {
-    for (int p = 0; p < a->n_positions; p++) {
-        if (a->target[p] < 0) continue;
-        sums[0] += a->loss[p];
-        sums[1] += a->correct[p];
-    }
-    while (names && *next < names->n && names->story[*next] == story) {
-        int p = names->position[(*next)++];
-        sums[2] += a->loss[p];
-        sums[3] += a->correct[p];
-        sums[4] += exp(-(double)a->loss[p]);
-        sums[5] += 1;
-    }
+/* Loss, accuracy and probability at the name positions, from each
+ * position's numbers (evaluate_each's layout over idx[0..n)). */
+static void score_name_positions(const Stories *s, const int *idx, int n, const NameTargets *names, const float *loss,
+                        const uint8_t *correct, AblateScore *out) {
+    double sums[4] = {0};
+    size_t at = 0;
+    for (int i = 0, next = 0; names && i < n; at += story_len(s, idx[i]), i++)
+        for (; next < names->n && names->story[next] == idx[i]; next++) {
+            size_t p = at + (size_t)names->position[next];
+            sums[0] += loss[p];
+            sums[1] += correct[p];
+            sums[2] += exp(-(double)loss[p]);
+            sums[3] += 1;
+        }
+    out->name_positions = (long long)sums[3];
+    out->name_loss = out->name_positions > 0 ? sums[0] / (double)out->name_positions : NAN;
+    out->name_accuracy = out->name_positions > 0 ? sums[1] / (double)out->name_positions : NAN;
+    out->name_probability = out->name_positions > 0 ? sums[2] / (double)out->name_positions : NAN;
 }
+
+/* Positions a forward chunk holds (split over the threads): training's default. */
+#define SCORE_POSITIONS 4096
 
 int probe_score(const Model *m, const Stories *s, const int *idx, int n, const Ablation *ablation,
                 const NameTargets *names, AblateScore *out, Error *e) {
     *out = (AblateScore){0};
-    ProbeRunner r;
-    int rc = probe_runner_init(&r, m, 1024, e), next = 0;
-    double sums[6] = {0};
-    StoryBuf buf = {0};
-    for (int i = 0; !rc && i < n; i++) {
-        const int32_t *ids = story_ids(s, idx[i], &buf, e);
-        rc = ids ? probe_run(&r, ids, (int)story_len(s, idx[i]), ablation, e) : -1;
-        if (!rc) score_story(&r.acts, idx[i], names, &next, sums);
-        if (!rc) out->positions += r.acts.n_predicted;
+    size_t total = 0;
+    for (int i = 0; i < n; i++) total += story_len(s, idx[i]);
+    float *loss = names ? xmalloc((total ? total : 1) * sizeof *loss, e) : NULL;
+    uint8_t *correct = loss ? xmalloc(total ? total : 1, e) : NULL;
+    EvalResult r;
+    int rc = names && !correct ? -1
+                               : evaluate_each(m, s, idx, n, ablation, SCORE_POSITIONS, &r, loss, correct, e);
+    if (!rc) {
+        out->loss = r.loss, out->accuracy = r.accuracy, out->positions = r.positions;
+        score_name_positions(s, idx, n, names, loss, correct, out);
     }
-    probe_runner_free(&r);
-    story_buf_free(&buf);
-    if (rc) return -1;
-    out->loss = out->positions ? sums[0] / (double)out->positions : NAN;
-    out->accuracy = out->positions ? sums[1] / (double)out->positions : NAN;
-    out->name_positions = (long long)sums[5];
-    out->name_loss = sums[5] > 0 ? sums[2] / sums[5] : NAN;
-    out->name_accuracy = sums[5] > 0 ? sums[3] / sums[5] : NAN;
-    out->name_probability = sums[5] > 0 ? sums[4] / sums[5] : NAN;
-    return 0;
+    free(loss);
+    free(correct);
+    return rc;
 }

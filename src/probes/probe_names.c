@@ -30,49 +30,53 @@ static int is_not_name(const char *w) {
 /* ---- the word table ------------------------------------------------------------ */
 
 void names_free(NameList *nl) {
-    for (size_t i = 0; i < nl->cap; i++) free(nl->words ? nl->words[i] : NULL);
+    for (size_t i = 0; i < nl->count; i++) free(nl->words[i]);
     free(nl->words);
     free(nl->total);
     free(nl->cap_mid);
     free(nl->lower);
+    hashmap_free(&nl->index);
     *nl = (NameList){0};
 }
 
-/* The slot of word: where it is, or the empty slot where it would go. */
-static size_t slot_of(const NameList *nl, const char *word) {
-    size_t i = hash64(word, strlen(word), 0) & (nl->cap - 1);
-    while (nl->words[i] && strcmp(nl->words[i], word) != 0) i = (i + 1) & (nl->cap - 1);
-    return i;
+/* The entry of word, or -1. */
+static long entry_of(const NameList *nl, const char *word, uint64_t h) {
+    int32_t i;
+    for (HashProbe p = hashmap_probe(&nl->index, h); (i = hashmap_next(&nl->index, &p)) >= 0;)
+        if (strcmp(nl->words[i], word) == 0) return i;
+    return -1;
 }
 
-static int table_alloc(NameList *nl, size_t cap, Error *e) {
-    nl->cap = cap;
-    nl->words = xcalloc(cap, sizeof(char *), e);
-    nl->total = nl->words ? xcalloc(cap, sizeof(int), e) : NULL;
-    nl->cap_mid = nl->total ? xcalloc(cap, sizeof(int), e) : NULL;
-    nl->lower = nl->cap_mid ? xcalloc(cap, sizeof(int), e) : NULL;
-    return nl->lower ? 0 : -1;
+static int grow_counts(int **counts, size_t cap, Error *e) {
+    int *grown = xrealloc(*counts, cap * sizeof *grown, e);
+    if (grown) *counts = grown;
+    return grown ? 0 : -1;
 }
 
-/* Doubles the table, keeping every word and its counts. */
-static int table_grow(NameList *nl, Error *e) {
-    NameList old = *nl;
-    if (table_alloc(nl, old.cap ? old.cap * 2 : 4096, e)) {
-        names_free(nl);
-        *nl = old;
+/* Room for twice the entries, keeping every word and its counts. */
+static int entries_grow(NameList *nl, Error *e) {
+    size_t cap = nl->cap ? nl->cap * 2 : 2048;
+    char **words = xrealloc(nl->words, cap * sizeof *words, e);
+    if (!words) return -1;
+    nl->words = words;
+    if (grow_counts(&nl->total, cap, e) || grow_counts(&nl->cap_mid, cap, e) || grow_counts(&nl->lower, cap, e))
         return -1;
-    }
-    for (size_t i = 0; i < old.cap; i++) {
-        if (!old.words[i]) continue;
-        size_t j = slot_of(nl, old.words[i]);
-        nl->words[j] = old.words[i];
-        nl->total[j] = old.total[i];
-        nl->cap_mid[j] = old.cap_mid[i];
-        nl->lower[j] = old.lower[i];
-        old.words[i] = NULL;
-    }
-    names_free(&old);
+    nl->cap = cap;
     return 0;
+}
+
+/* The entry of word (lower-case), added with zero counts when new; -1 on error. */
+static long entry_add(NameList *nl, const char *word, Error *e) {
+    uint64_t h = hash64(word, strlen(word), 0);
+    long i = entry_of(nl, word, h);
+    if (i >= 0) return i;
+    if (nl->count == nl->cap && entries_grow(nl, e)) return -1;
+    i = (long)nl->count;
+    if (!(nl->words[i] = strdup(word))) return FAIL(e, NULL, "out of memory counting words");
+    if (hashmap_add(&nl->index, h, (int32_t)i, e)) return free(nl->words[i]), -1;
+    nl->total[i] = nl->cap_mid[i] = nl->lower[i] = 0;
+    nl->count++;
+    return i;
 }
 
 /* Counts one word as written (ASCII letters, n of them). */
@@ -86,15 +90,11 @@ static int count_word(NameList *nl, const char *w, size_t n, int sentence_start,
         low[i] = (char)(upper ? w[i] - 'A' + 'a' : w[i]);
     }
     low[n] = '\0';
-    if ((nl->count + 1) * 2 > nl->cap && table_grow(nl, e)) return -1;
-    size_t s = slot_of(nl, low);
-    if (!nl->words[s]) {
-        if (!(nl->words[s] = strdup(low))) return FAIL(e, NULL, "out of memory counting words");
-        nl->count++;
-    }
-    nl->total[s]++;
-    nl->cap_mid[s] += title && !sentence_start;
-    nl->lower[s] += all_lower;
+    long i = entry_add(nl, low, e);
+    if (i < 0) return -1;
+    nl->total[i]++;
+    nl->cap_mid[i] += title && !sentence_start;
+    nl->lower[i] += all_lower;
     return 0;
 }
 
@@ -125,7 +125,6 @@ static int learn_story(NameList *nl, const char *p, const char *end, Error *e) {
 
 int names_learn(NameList *nl, const char *text, const StorySpan *spans, int n_spans, const uint8_t *use, Error *e) {
     *nl = (NameList){0};
-    if (table_alloc(nl, 4096, e)) return -1;
     for (int i = 0; i < n_spans; i++) {
         if (use && !use[i]) continue;
         if (learn_story(nl, text + spans[i].offset, text + spans[i].offset + spans[i].len, e)) {
@@ -138,17 +137,19 @@ int names_learn(NameList *nl, const char *text, const StorySpan *spans, int n_sp
 }
 
 int names_count(const NameList *nl, const char *word) {
-    if (!nl->cap) return 0;
-    size_t s = slot_of(nl, word);
-    return nl->words[s] ? nl->total[s] : 0;
+    long i = entry_of(nl, word, hash64(word, strlen(word), 0));
+    return i >= 0 ? nl->total[i] : 0;
 }
 
-static int slot_is_name(const NameList *nl, size_t s) {
-    const char *w = nl->words[s];
-    return w && strlen(w) >= 2 && nl->cap_mid[s] >= 2 && nl->lower[s] * 10 <= nl->cap_mid[s] && !is_not_name(w);
+static int entry_is_name(const NameList *nl, size_t i) {
+    const char *w = nl->words[i];
+    return strlen(w) >= 2 && nl->cap_mid[i] >= 2 && nl->lower[i] * 10 <= nl->cap_mid[i] && !is_not_name(w);
 }
 
-int names_is_name(const NameList *nl, const char *word) { return nl->cap && slot_is_name(nl, slot_of(nl, word)); }
+int names_is_name(const NameList *nl, const char *word) {
+    long i = entry_of(nl, word, hash64(word, strlen(word), 0));
+    return i >= 0 && entry_is_name(nl, (size_t)i);
+}
 
 typedef struct NameCount {
     const char *word;
@@ -165,8 +166,8 @@ int names_most_common(const NameList *nl, const char **out, int *counts, int max
     NameCount *all = malloc((nl->count + 1) * sizeof *all);
     if (!all) return 0;
     size_t n = 0;
-    for (size_t s = 0; s < nl->cap; s++)
-        if (slot_is_name(nl, s)) all[n++] = (NameCount){nl->words[s], nl->total[s]};
+    for (size_t i = 0; i < nl->count; i++)
+        if (entry_is_name(nl, i)) all[n++] = (NameCount){nl->words[i], nl->total[i]};
     qsort(all, n, sizeof *all, by_count_desc);
     int k = 0;
     for (; k < max && (size_t)k < n; k++) {

@@ -65,8 +65,8 @@ static int rare_names(const Tokenizer *t, const NameList *nl, SwapName *out, int
     RareName *all = malloc((nl->count + 1) * sizeof *all);
     if (!all) return 0;
     int n = 0, k = 0;
-    for (size_t s = 0; s < nl->cap; s++)
-        if (nl->words[s] && names_is_name(nl, nl->words[s]) && nl->total[s] < NAME_RARE_BELOW)
+    for (size_t s = 0; s < nl->count; s++)
+        if (names_is_name(nl, nl->words[s]) && nl->total[s] < NAME_RARE_BELOW)
             all[n++] = (RareName){nl->words[s], nl->total[s], hash64(nl->words[s], strlen(nl->words[s]), 7)};
     qsort(all, (size_t)n, sizeof *all, by_rarity);
     for (int i = 0; i < n && k < max; i++)

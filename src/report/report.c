@@ -117,13 +117,6 @@ static float *copy_floats(const float *x, int n, int *failed) {
     return v;
 }
 
-void report_vector(Report *r, const char *key, const char *label, const float *x, int n, int decimals) {
-    ReportItem *it = new_value(r, key, label, CELL_VECTOR, decimals);
-    if (!it) return;
-    it->value.vector = copy_floats(x, n, &r->failed);
-    it->value.n = it->value.vector ? n : 0;
-}
-
 void report_ints(Report *r, const char *key, const char *label, const int *x, int n) {
     ReportItem *it = new_value(r, key, label, CELL_VECTOR, 0);
     float *v = it ? malloc((size_t)(n > 0 ? n : 1) * sizeof(float)) : NULL;
@@ -223,13 +216,6 @@ double table_number(const ReportTable *t, int row, int col) {
     const ReportCell *c = &t->cells[(size_t)row * t->n_cols + col];
     CellKind k = t->cols[col].kind;
     return c->set && k != CELL_TEXT && k != CELL_FILE && k != CELL_VECTOR ? c->number : NAN;
-}
-
-const ReportTable *report_find_table(const Report *r, const char *key) {
-    for (int i = 0; i < r->n_items; i++)
-        if (r->items[i].kind == ITEM_TABLE && r->items[i].table && strcmp(r->items[i].table->key, key) == 0)
-            return r->items[i].table;
-    return NULL;
 }
 
 /* ---- text -------------------------------------------------------------------- */

@@ -35,12 +35,12 @@ static uint32_t hash_done(uint32_t h) {
 /* id of the piece prefix + s[0..n) (prefix is "" or "##"), or -1. */
 static int find_piece(const Tokenizer *t, const char *prefix, size_t np, const char *s, size_t n) {
     uint32_t h = hash_done(hash_more(hash_more(HASH_INIT, prefix, np), s, n));
-    for (size_t i = h & t->table_mask;; i = (i + 1) & t->table_mask) {
-        int32_t id = t->table[i];
-        if (id < 0) return -1;
+    int32_t id;
+    for (HashProbe probe = hashmap_probe(&t->index, h); (id = hashmap_next(&t->index, &probe)) >= 0;) {
         const char *p = t->pieces[id];
         if ((size_t)t->piece_len[id] == np + n && memcmp(p, prefix, np) == 0 && memcmp(p + np, s, n) == 0) return id;
     }
+    return -1;
 }
 
 int tokenizer_lookup(const Tokenizer *t, const char *piece, size_t len) { return find_piece(t, "", 0, piece, len); }
@@ -52,7 +52,7 @@ void tokenizer_free(Tokenizer *t) {
     free(t->pieces);
     free(t->piece_len);
     free(t->storage);
-    free(t->table);
+    hashmap_free(&t->index);
     *t = (Tokenizer){0};
 }
 
@@ -64,10 +64,7 @@ static int add_piece(Tokenizer *t, int id, const char *what, Error *e) {
     if (old >= 0)
         return FAIL(e, "every piece may appear once; make the vocabulary again with storylm vocab STORIES",
                     "%s line %d: duplicate piece '%s' (already on line %d)", what, id + 1, p, old + 1);
-    uint32_t h = hash_done(hash_more(HASH_INIT, p, (size_t)n));
-    size_t i = h & t->table_mask;
-    while (t->table[i] >= 0) i = (i + 1) & t->table_mask;
-    t->table[i] = id;
+    if (hashmap_add(&t->index, hash_done(hash_more(HASH_INIT, p, (size_t)n)), id, e)) return -1;
     if (n > t->max_piece_len) t->max_piece_len = n;
     return 0;
 }
@@ -119,12 +116,7 @@ static int load_text(Tokenizer *t, const char *text, size_t len, int expected_si
              "%s has %d pieces, expected %d", what, t->size, expected_size);
         goto fail;
     }
-    size_t cap = 16;
-    while (cap < 2 * (size_t)t->size) cap *= 2;
-    t->table = xmalloc(cap * sizeof *t->table, e);
-    if (!t->table) goto fail;
-    memset(t->table, 0xFF, cap * sizeof *t->table); /* every slot -1: empty */
-    t->table_mask = cap - 1;
+    if (hashmap_reserve(&t->index, (size_t)t->size, e)) goto fail;
     for (int id = 0; id < t->size; id++)
         if (add_piece(t, id, what, e)) goto fail;
     t->unk_id = tokenizer_lookup(t, TOKEN_UNK_TEXT, strlen(TOKEN_UNK_TEXT));

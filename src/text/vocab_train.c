@@ -13,6 +13,7 @@
 #include <utf8proc.h>
 
 #include "storylm/fileio.h"
+#include "storylm/hashmap.h"
 #include "storylm/text.h"
 #include "storylm/tokenizer.h"
 #include "storylm/vec.h"
@@ -28,8 +29,7 @@ typedef struct StrMap {
     uint64_t *key_hash; /* entry -> hash64 of the key */
     int64_t *value;     /* entry -> value (a count, or a piece id) */
     size_t n, cap;
-    int32_t *slot; /* open addressing: entry index, or -1 when empty */
-    size_t mask;
+    HashMap index; /* key -> entry */
 } StrMap;
 
 static void strmap_free(StrMap *m) {
@@ -38,7 +38,7 @@ static void strmap_free(StrMap *m) {
     free(m->key_len);
     free(m->key_hash);
     free(m->value);
-    free(m->slot);
+    hashmap_free(&m->index);
     *m = (StrMap){0};
 }
 
@@ -46,29 +46,10 @@ static const char *strmap_key(const StrMap *m, size_t i) { return m->keys.data +
 
 /* Index of the entry for key, or -1. */
 static long strmap_find(const StrMap *m, const char *key, size_t len, uint64_t h) {
-    if (!m->slot) return -1;
-    for (size_t s = h & m->mask;; s = (s + 1) & m->mask) {
-        int32_t i = m->slot[s];
-        if (i < 0) return -1;
+    int32_t i;
+    for (HashProbe p = hashmap_probe(&m->index, h); (i = hashmap_next(&m->index, &p)) >= 0;)
         if (m->key_hash[i] == h && m->key_len[i] == len && memcmp(strmap_key(m, i), key, len) == 0) return i;
-    }
-}
-
-/* Doubles the slot table (kept at most half full) and re-places every entry. */
-static int strmap_grow_slots(StrMap *m, Error *e) {
-    size_t n_slots = m->slot ? 2 * (m->mask + 1) : 1024;
-    int32_t *slot = xmalloc(n_slots * sizeof *slot, e);
-    if (!slot) return -1;
-    memset(slot, 0xff, n_slots * sizeof *slot);
-    for (size_t i = 0; i < m->n; i++) {
-        size_t s = m->key_hash[i] & (n_slots - 1);
-        while (slot[s] >= 0) s = (s + 1) & (n_slots - 1);
-        slot[s] = (int32_t)i;
-    }
-    free(m->slot);
-    m->slot = slot;
-    m->mask = n_slots - 1;
-    return 0;
+    return -1;
 }
 
 static int strmap_grow_entries(StrMap *m, Error *e) {
@@ -97,7 +78,6 @@ static long strmap_add(StrMap *m, const char *key, size_t len, uint64_t h, int64
         return i;
     }
     if (m->n >= INT32_MAX - 1) return FAIL(e, "use a smaller input", "more than %d distinct words", INT32_MAX - 1);
-    if ((!m->slot || 2 * (m->n + 1) > m->mask + 1) && strmap_grow_slots(m, e)) return -1;
     if (m->n == m->cap && strmap_grow_entries(m, e)) return -1;
     size_t at = m->keys.len;
     if (bytevec_append(&m->keys, key, len, e) || bytevec_append(&m->keys, "", 1, e)) return -1;
@@ -106,10 +86,7 @@ static long strmap_add(StrMap *m, const char *key, size_t len, uint64_t h, int64
     m->key_len[i] = (uint32_t)len;
     m->key_hash[i] = h;
     m->value[i] = delta;
-    size_t s = h & m->mask;
-    while (m->slot[s] >= 0) s = (s + 1) & m->mask;
-    m->slot[s] = (int32_t)i;
-    return i;
+    return hashmap_add(&m->index, h, (int32_t)i, e) ? -1 : i;
 }
 
 /* ---- the alphabet: which characters get pieces ---- */
@@ -171,8 +148,7 @@ typedef struct Trainer {
     /* the pairs of adjacent pieces */
     Pair *pairs;
     int n_pairs, cap_pairs;
-    int32_t *pair_slot; /* open addressing: (a, b) -> pair index, or -1 */
-    size_t pair_mask;
+    HashMap pair_index; /* (a, b) -> pair */
     HeapEntry *heap;
     size_t heap_n, heap_cap;
     IntVec raised; /* pairs whose count rose in the current merge */
@@ -189,7 +165,7 @@ static void trainer_free(Trainer *t) {
     free(t->count);
     for (int i = 0; i < t->n_pairs; i++) intvec_free(&t->pairs[i].words);
     free(t->pairs);
-    free(t->pair_slot);
+    hashmap_free(&t->pair_index);
     free(t->heap);
     intvec_free(&t->raised);
     *t = (Trainer){0};
@@ -274,30 +250,12 @@ static uint64_t pair_hash(int32_t a, int32_t b) {
     return k ^ (k >> 29);
 }
 
-static int grow_pair_slots(Trainer *t, Error *e) {
-    size_t n_slots = t->pair_slot ? 2 * (t->pair_mask + 1) : 4096;
-    int32_t *slot = xmalloc(n_slots * sizeof *slot, e);
-    if (!slot) return -1;
-    memset(slot, 0xff, n_slots * sizeof *slot);
-    for (int i = 0; i < t->n_pairs; i++) {
-        size_t s = pair_hash(t->pairs[i].a, t->pairs[i].b) & (n_slots - 1);
-        while (slot[s] >= 0) s = (s + 1) & (n_slots - 1);
-        slot[s] = i;
-    }
-    free(t->pair_slot);
-    t->pair_slot = slot;
-    t->pair_mask = n_slots - 1;
-    return 0;
-}
-
 /* Index of pair (a, b), added with count 0 when new; -1 on error. */
 static int pair_index(Trainer *t, int32_t a, int32_t b, Error *e) {
-    if ((!t->pair_slot || 2 * ((size_t)t->n_pairs + 1) > t->pair_mask + 1) && grow_pair_slots(t, e)) return -1;
-    size_t s = pair_hash(a, b) & t->pair_mask;
-    for (; t->pair_slot[s] >= 0; s = (s + 1) & t->pair_mask) {
-        const Pair *p = &t->pairs[t->pair_slot[s]];
-        if (p->a == a && p->b == b) return t->pair_slot[s];
-    }
+    uint64_t h = pair_hash(a, b);
+    int32_t i;
+    for (HashProbe probe = hashmap_probe(&t->pair_index, h); (i = hashmap_next(&t->pair_index, &probe)) >= 0;)
+        if (t->pairs[i].a == a && t->pairs[i].b == b) return i;
     if (t->n_pairs == t->cap_pairs) {
         int cap = t->cap_pairs ? 2 * t->cap_pairs : 4096;
         Pair *pairs = xrealloc(t->pairs, (size_t)cap * sizeof *pairs, e);
@@ -305,8 +263,8 @@ static int pair_index(Trainer *t, int32_t a, int32_t b, Error *e) {
         t->pairs = pairs;
         t->cap_pairs = cap;
     }
+    if (hashmap_add(&t->pair_index, h, t->n_pairs, e)) return -1;
     t->pairs[t->n_pairs] = (Pair){.a = a, .b = b, .stamp = -1};
-    t->pair_slot[s] = t->n_pairs;
     return t->n_pairs++;
 }
 

@@ -11,14 +11,6 @@
 #include <mpi.h>
 #endif
 
-int dist_built_with_mpi(void) {
-#ifdef STORYLM_MPI
-    return 1;
-#else
-    return 0;
-#endif
-}
-
 /* How many processes mpirun started, 0 when it did not start this one. */
 static int launched_size(void) {
     const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "PMI_SIZE"};
@@ -28,8 +20,6 @@ static int launched_size(void) {
     }
     return getenv("PMIX_RANK") ? 1 : 0;
 }
-
-int dist_launched(void) { return launched_size() > 0; }
 
 #ifdef STORYLM_MPI
 static double now_s(void) {

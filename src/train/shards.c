@@ -91,6 +91,21 @@ static void add_losses(Shard *h) {
     }
 }
 
+/* Batch story j, run story k, into the run's position_loss and _correct
+ * when it keeps them: the story's position `at` + i is the batch's position
+ * starts[j] + i (a piece's context positions predict nothing). */
+static void keep_positions(const Shards *s, const Shard *h, int j, int k, int at) {
+    const Activations *a = &h->acts;
+    if (!s->position_loss) return;
+    float *loss = s->position_loss[k] + at;
+    uint8_t *correct = s->position_correct[k] + at;
+    for (int p = h->batch.starts[j], i = 0; p < h->batch.starts[j + 1]; p++, i++) {
+        if (a->target[p] < 0) continue;
+        loss[i] = a->loss[p];
+        correct[i] = a->correct[p];
+    }
+}
+
 /* Positions a piece of a long story carries before its first prediction: the
  * window's keys (attention) or the rows (window8) its first position reads. */
 static int piece_context(const ModelConfig *c) { return c->arch == ARCH_ATTENTION ? c->window - 1 : c->context - 1; }
@@ -131,6 +146,7 @@ static int run_pieces(Shards *s, Shard *h, int k) {
                                 s->run_grads ? h->grads : NULL, &h->error))
             return -1;
         add_losses(h);
+        keep_positions(s, h, 0, k, begin);
         first = end;
     }
     return 0;
@@ -144,6 +160,7 @@ static void shard_job(void *arg, int i, int n_threads) {
     h->loss_sum = 0, h->correct = 0, h->failed = 0;
     if (s->run_grads) memset(h->grads, 0, m->n_params * sizeof(float));
     for (int k = 0; k < h->n_stories;) {
+        int first = k;
         batch_clear(&h->batch);
         while (k < h->n_stories && h->batch.n_stories < h->batch.max_stories &&
                s->run_stories[h->stories[k]].len <= h->batch.max_tokens - h->batch.n_tokens) {
@@ -159,6 +176,7 @@ static void shard_job(void *arg, int i, int n_threads) {
                                 s->run_grads ? h->grads : NULL, &h->error))
             return (void)(h->failed = 1);
         add_losses(h);
+        for (int j = 0; j < h->batch.n_stories; j++) keep_positions(s, h, j, h->stories[first + j], 0);
     }
 }
 

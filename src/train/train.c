@@ -16,6 +16,7 @@
 #include "storylm/regularise.h"
 #include "storylm/rng.h"
 #include "storylm/shards.h"
+#include "pass.h"
 #include "train_dist.h"
 
 TrainOptions train_default_options(void) {
@@ -73,111 +74,6 @@ static int stream_story(StoryStream *st, long long k) {
     long pass = (long)(k / st->s->n_train);
     if (pass != st->pass) stream_shuffle(st, pass);
     return st->order[k % st->s->n_train];
-}
-
-/* ---------------------------------------------------------------------------
- * Forward (and backward) over a list of stories, split over threads by
- * stories (shards.h): each thread runs its share in chunks of whole stories
- * that fit its activations. Every chunk's backward is of scale * its summed
- * loss, scale = 1 / (predicted positions of the list), so the gradients add
- * up to the gradient of the mean over all of them. */
-typedef struct Pass {
-    Shards shards;
-    StoryRef *refs; /* (max_stories) */
-    int32_t *ids;   /* (ids_cap) the run's stories' ids, as the shards read them */
-    size_t ids_cap;
-} Pass;
-
-/* Threads from OpenMP's setting (model_threads_setup), on each of dist's
- * ranks; each shard's chunks hold max_positions / shards positions (shards
- * over all ranks), or the longest story up to a bound (shards_positions:
- * longer stories run in pieces). */
-static int pass_init(Pass *p, const Model *m, Dist *dist, int max_positions, int longest, int max_stories,
-                     Error *e) {
-    *p = (Pass){0};
-    int threads = omp_get_max_threads(), shards = threads * dist_size(dist);
-    int positions = (max_positions + shards - 1) / shards;
-    p->refs = xmalloc((size_t)max_stories * sizeof(StoryRef), e);
-    if (!p->refs) return -1;
-    return shards_init_dist(&p->shards, m, threads, dist, shards_positions(&m->cfg, positions, longest), max_stories,
-                            e);
-}
-
-static void pass_free(Pass *p) {
-    shards_free(&p->shards);
-    free(p->refs);
-    free(p->ids);
-}
-
-/* p->refs[0..n): idx's stories, their ids copied out of s into p->ids. */
-static int pass_refs(Pass *p, const Stories *s, const int *idx, int n, Error *e) {
-    size_t total = 0;
-    for (int i = 0; i < n; i++) total += story_len(s, idx[i]);
-    if (total > p->ids_cap) {
-        int32_t *ids = xrealloc(p->ids, total * sizeof *ids, e);
-        if (!ids) return -1;
-        p->ids = ids;
-        p->ids_cap = total;
-    }
-    for (size_t i = 0, at = 0; i < (size_t)n; i++) {
-        story_copy_ids(s, idx[i], p->ids + at);
-        p->refs[i] = (StoryRef){p->ids + at, (int)story_len(s, idx[i])};
-        at += story_len(s, idx[i]);
-    }
-    return 0;
-}
-
-static long long predicted_positions(const Stories *s, const int *idx, int n) {
-    long long total = 0;
-    for (int i = 0; i < n; i++) total += (long long)story_len(s, idx[i]) - 1;
-    return total;
-}
-
-/* Predicted positions of p->refs[0..n) (a rewritten story may have changed length). */
-static long long refs_positions(const Pass *p, int n) {
-    long long total = 0;
-    for (int i = 0; i < n; i++) total += p->refs[i].len - 1;
-    return total;
-}
-
-/* Runs p->refs[0..n) through the model. grads == NULL: forward only. Sums loss
- * and correct predictions over predicted positions into *loss_sum, *correct. */
-static int pass_go(Pass *p, int n, const Ablation *ab, float *grads, double *loss_sum, long long *correct, Error *e) {
-    long long total = refs_positions(p, n);
-    return shards_run(&p->shards, p->refs, n, ab, total > 0 ? 1.0f / (float)total : 0.0f, grads, loss_sum, correct,
-                      e);
-}
-
-/* The same for stories idx[0..n) of s. */
-static int pass_run(Pass *p, const Stories *s, const int *idx, int n, const Ablation *ab, float *grads,
-                    double *loss_sum, long long *correct, Error *e) {
-    if (pass_refs(p, s, idx, n, e)) return -1;
-    return pass_go(p, n, ab, grads, loss_sum, correct, e);
-}
-
-/* Loss and accuracy of idx[0..n) with p's activations (forward only). */
-static int pass_evaluate(Pass *p, const Stories *s, const int *idx, int n, const Ablation *ab, EvalResult *r,
-                         Error *e) {
-    double loss = 0;
-    long long correct = 0;
-    *r = (EvalResult){0};
-    if (pass_run(p, s, idx, n, ab, NULL, &loss, &correct, e)) return -1;
-    r->positions = predicted_positions(s, idx, n);
-    r->loss = r->positions ? loss / (double)r->positions : NAN;
-    r->accuracy = r->positions ? (double)correct / (double)r->positions : NAN;
-    return 0;
-}
-
-int evaluate(const Model *m, const Stories *s, const int *idx, int n, const Ablation *ab, int max_positions,
-             EvalResult *r, Error *e) {
-    *r = (EvalResult){0};
-    int longest = 0;
-    for (int i = 0; i < n; i++) longest = (int)story_len(s, idx[i]) > longest ? (int)story_len(s, idx[i]) : longest;
-    Pass p;
-    int rc = pass_init(&p, m, NULL, max_positions, longest, n > 0 ? n : 1, e);
-    if (!rc) rc = pass_evaluate(&p, s, idx, n, ab, r, e);
-    pass_free(&p);
-    return rc;
 }
 
 /* ---------------------------------------------------------------------------
@@ -400,12 +296,6 @@ static void trainer_free(Trainer *t) {
     model_free(&t->model);
 }
 
-static int all_finite(const float *x, size_t n) {
-    float acc = 0;
-    for (size_t i = 0; i < n; i++) acc += x[i] * 0.0f; /* NaN or inf makes it NaN */
-    return acc == 0.0f;
-}
-
 /* Stops a step whose loss or gradient (what) is not finite, before the update:
  * the message names the step and the last good model, which stays on disk. */
 static int diverged(const Trainer *t, const char *what, Error *e) {
@@ -429,23 +319,20 @@ static int stopped(const Trainer *t, Error *e) {
     return -1;
 }
 
-/* One optimizer step on the next o.batch stories of the stream. */
-static int train_step(Trainer *t, double *loss, long long *positions, Error *e) {
+/* One optimizer step (train_step) on the next o.batch stories of the stream. */
+static int trainer_step(Trainer *t, double *loss, long long *positions, Error *e) {
     long long first = (long long)t->step * t->o.batch;
     for (int i = 0; i < t->o.batch; i++) t->step_stories[i] = stream_story(&t->stream, first + i);
-    model_zero_grad(&t->model, t->grads);
-    double loss_sum = 0;
-    long long correct = 0;
+    TrainStep step = {.shards = &t->pass.shards, .model = &t->model, .adam = &t->adam, .grads = t->grads,
+                      .poison = t->step + 1 == t->o.overflow_at_step};
+    TrainStepResult r;
     if (pass_refs(&t->pass, t->s, t->step_stories, t->o.batch, e) ||
         regularise_before_step(&t->reg, t->s, t->step_stories, t->o.batch, t->step, t->pass.refs, &t->pass.shards, e) ||
-        pass_go(&t->pass, t->o.batch, NULL, t->grads, &loss_sum, &correct, e))
+        train_step(&step, t->pass.refs, t->o.batch, (float)train_lr_at(&t->o, t->step), &r, e))
         return stopped(t, e);
-    *positions = refs_positions(&t->pass, t->o.batch);
-    *loss = loss_sum / (double)*positions;
-    if (t->step + 1 == t->o.overflow_at_step) t->grads[0] = INFINITY; /* tests only */
-    if (!isfinite(*loss) || !all_finite(t->grads, t->model.n_params))
-        return diverged(t, isfinite(*loss) ? "gradient" : "loss", e);
-    adam_update(&t->adam, t->model.params, t->grads, (float)train_lr_at(&t->o, t->step));
+    *positions = r.positions;
+    *loss = r.loss;
+    if (r.not_finite) return diverged(t, r.not_finite, e);
     regularise_after_step(&t->reg, &t->model);
     t->step++;
     return 0;
@@ -513,7 +400,7 @@ static int train_loop(Trainer *t, TrainProgressFn fn, void *ctx, Error *e) {
     while (t->step < t->o.steps) {
         double loss;
         long long positions;
-        if (train_step(t, &loss, &positions, e)) return -1;
+        if (trainer_step(t, &loss, &positions, e)) return -1;
         r->train_loss = loss;
         r->tokens_seen += positions;
         window_tokens += positions;

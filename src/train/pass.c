@@ -1,0 +1,50 @@
+/* A pass over stories: see src/train/pass.h. */
+#include "pass.h"
+
+#include <omp.h>
+#include <stdlib.h>
+
+int pass_init(Pass *p, const Model *m, Dist *dist, int max_positions, int longest, int max_stories, Error *e) {
+    *p = (Pass){0};
+    int threads = omp_get_max_threads(), shards = threads * dist_size(dist);
+    int positions = (max_positions + shards - 1) / shards;
+    p->refs = xmalloc((size_t)max_stories * sizeof(StoryRef), e);
+    if (!p->refs) return -1;
+    return shards_init_dist(&p->shards, m, threads, dist, shards_positions(&m->cfg, positions, longest), max_stories,
+                            e);
+}
+
+void pass_free(Pass *p) {
+    shards_free(&p->shards);
+    free(p->refs);
+    free(p->ids);
+}
+
+int pass_refs(Pass *p, const Stories *s, const int *idx, int n, Error *e) {
+    size_t total = 0;
+    for (int i = 0; i < n; i++) total += story_len(s, idx[i]);
+    if (total > p->ids_cap) {
+        int32_t *ids = xrealloc(p->ids, total * sizeof *ids, e);
+        if (!ids) return -1;
+        p->ids = ids;
+        p->ids_cap = total;
+    }
+    for (size_t i = 0, at = 0; i < (size_t)n; i++) {
+        story_copy_ids(s, idx[i], p->ids + at);
+        p->refs[i] = (StoryRef){p->ids + at, (int)story_len(s, idx[i])};
+        at += story_len(s, idx[i]);
+    }
+    return 0;
+}
+
+long long pass_refs_positions(const Pass *p, int n) {
+    long long total = 0;
+    for (int i = 0; i < n; i++) total += p->refs[i].len - 1;
+    return total;
+}
+
+int pass_go(Pass *p, int n, const Ablation *ab, float *grads, double *loss_sum, long long *correct, Error *e) {
+    long long total = pass_refs_positions(p, n);
+    return shards_run(&p->shards, p->refs, n, ab, total > 0 ? 1.0f / (float)total : 0.0f, grads, loss_sum, correct,
+                      e);
+}
