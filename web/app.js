@@ -283,9 +283,11 @@ function restyleToken(b, t, weight, max, viewOff) {
   if (t.position > state.pos) cls += " later";
   let bg = "";
   if (weight !== undefined && !viewOff) {
-    const a = weight / max;
-    bg = `rgba(194, 65, 12, ${a.toFixed(3)})`;
-    if (a > 0.55) cls += " dark";
+    // in steps of 1/100 (finer is not seen), none below: most tokens keep theirs from
+    // one click to the next, and a token whose style is not written is not restyled
+    const a = Math.round(100 * weight / max);
+    if (a > 0) bg = `rgba(194, 65, 12, ${a / 100})`;
+    if (a > 55) cls += " dark";
   }
   const reading = t.position === state.pos;
   if (b._cls !== cls) b.className = b._cls = cls;
