@@ -20,6 +20,9 @@ const state = {
   attend: null,       // the last /api/attend answer drawn
   attendHead: -1,     // the head it was asked for (-1: it holds all 8)
   tokenKey: "",       // the token ids the token buttons were made for
+  weights: null,      // the weight drawn behind each token, by position
+  titled: null,       // the token whose tooltip was made last (remade after a redraw)
+  inputs: null,       // the trace's parts drawn (their numbers are the cells' tooltips)
   lossTokens: null,   // /api/loss's table: the probability of each next token
   fullLoss: {},       // loss with every head on, by model and text, to show what switching off costs
   distances: null,    // /api/distances of the model
@@ -255,10 +258,12 @@ function drawTokens() {
     state.tokenKey = key;
   }
   const w = weightsShown();
+  state.weights = w;
   const max = Math.max(1e-9, ...w.values());
   const viewOff = state.head >= 0 && state.off.has(state.head);
   const buttons = box.children;
   att.tokens.forEach((t, i) => restyleToken(buttons[i], t, w.get(t.position), max, viewOff));
+  if (state.titled) tokenTitle(state.titled);
 }
 
 function tokenButton(t) {
@@ -270,25 +275,45 @@ function tokenButton(t) {
   return b;
 }
 
+// A click restyles every token: only what changed is written (each write makes the
+// browser match styles again), and the tooltip is made when the pointer comes (tokenTitle).
 function restyleToken(b, t, weight, max, viewOff) {
   let cls = b.dataset.base;
   if (t.position === state.pos) cls += " reading";
   if (t.position > state.pos) cls += " later";
   let bg = "";
   if (weight !== undefined && !viewOff) {
-    const a = weight / max;
-    bg = `rgba(194, 65, 12, ${a.toFixed(3)})`;
-    if (a > 0.55) cls += " dark";
+    // in steps of 1/100 (finer is not seen), none below: most tokens keep theirs from
+    // one click to the next, and a token whose style is not written is not restyled
+    const a = Math.round(100 * weight / max);
+    if (a > 0) bg = `rgba(194, 65, 12, ${a / 100})`;
+    if (a > 55) cls += " dark";
   }
-  b.className = cls;
-  b.style.background = bg;
+  const reading = t.position === state.pos;
+  if (b._cls !== cls) b.className = b._cls = cls;
+  if (b._bg !== bg) b.style.background = b._bg = bg;
+  if (b._weight !== weight) {
+    b._weight = weight;
+    if (weight === undefined) delete b.dataset.weight; else b.dataset.weight = weight;
+  }
+  if (b._reading !== reading) {
+    b._reading = reading;
+    b.setAttribute("aria-pressed", reading ? "true" : "false");
+    b.tabIndex = reading ? 0 : -1;   // one tab stop; the arrow keys move along
+  }
+}
+
+// The tooltip of the token under the pointer: its weight, and the probability the
+// network gave it.
+function tokenTitle(b) {
+  state.titled = b;
+  const t = state.attend && state.attend.tokens[Number(b.dataset.pos)];
+  if (!t) return;
+  const weight = state.weights && state.weights.get(t.position);
   let title = weight === undefined ? `position ${t.position}` : `position ${t.position}: weight ${pct(weight)}`;
   const guessed = state.lossTokens && state.lossTokens[t.position - 1];
   if (guessed && guessed.target_id === t.id) title += `; the network gave it ${pct(guessed.probability)} (rank ${guessed.rank})`;
-  b.title = title;
-  if (weight === undefined) delete b.dataset.weight; else b.dataset.weight = weight;
-  b.setAttribute("aria-pressed", t.position === state.pos ? "true" : "false");
-  b.tabIndex = t.position === state.pos ? 0 : -1;   // one tab stop; the arrow keys move along
+  if (b.title !== title) b.title = title;
 }
 
 // Arrow keys move the reading position; the focus follows it once redrawn.
@@ -320,11 +345,43 @@ function drawAttention() {
   if (state.head >= 0) drawOneHeadTable(att); else drawAllHeadsTable(att);
 }
 
-// The attention tables are written as HTML text (escaped): for a 256-token story
-// that is several times faster than making each cell as a node. Rows are grid rows
-// (see style.css: only the rows in sight are laid out).
+// The attention tables are written as HTML text (escaped), and only the rows in sight
+// in their scroll box and a screenful either side are made, between two spacers as
+// tall as the rows left out (rows have one fixed height, style.css); scrolling makes
+// the others. A 256-token story has 256 rows of up to 12 cells: making, matching and
+// laying them all out was most of a click's time.
+const ROW_PX = 28, ROWS_SEEN = 16, ROWS_AROUND = 4;
+const grid = { head: "", rows: [], html: null, from: 0, to: 0, top: 0 };
+
+function setGridRows(cols, head, rows, html) {
+  const t = $("attend-table");
+  t.style.setProperty("--cols", cols);
+  t.setAttribute("aria-rowcount", rows.length + 1);
+  Object.assign(grid, { head, rows, html });
+  drawGridRows(true);
+}
+
+// The first row in sight, from the last scroll position seen (reading scrollTop now
+// would make the browser lay the page out in the middle of a redraw).
+function drawGridRows(always) {
+  const first = Math.max(0, Math.floor(grid.top / ROW_PX) - 1);
+  const n = grid.rows.length;
+  if (!always && first >= grid.from && Math.min(n, first + ROWS_SEEN) <= grid.to) return;
+  grid.from = Math.max(0, first - ROWS_AROUND);
+  grid.to = Math.min(n, first + ROWS_SEEN + ROWS_AROUND);
+  const pad = (rows) => (rows > 0 ? `<div class="gt-pad" style="height:${rows * ROW_PX}px"></div>` : "");
+  let body = "";
+  for (let i = grid.from; i < grid.to; i++) body += grid.html(grid.rows[i], i + 2);
+  $("attend-table").innerHTML = grid.head + pad(grid.from) + body + pad(n - grid.to);
+}
+
+function gridScrolled(ev) {
+  grid.top = ev.target.scrollTop;
+  if (!grid.frame) grid.frame = requestAnimationFrame(() => { grid.frame = 0; drawGridRows(false); });
+}
+
 const esc = (x) => String(x).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
-const headRow = (cols, style) => '<div class="gt-row gt-head" role="row">' +
+const headRow = (cols, style) => '<div class="gt-row gt-head" role="row" aria-rowindex="1">' +
   cols.map((c, i) => `<span role="columnheader"${i === 1 ? ' class="text"' : ""}${style ? style(i) : ""}>${esc(c)}</span>`).join("") + "</div>";
 
 function drawOneHeadTable(att) {
@@ -332,14 +389,12 @@ function drawOneHeadTable(att) {
   if ($("sort-weight").checked) rows = [...rows].sort((a, b) => b.weight - a.weight);
   const off = state.off.has(state.head) ? " off" : "";
   const head = headRow(["position", "token", "distance", "q\u00b7k/\u221a8", "distance score", "score", "weight", "cosine of rows"]);
-  const body = rows.map((k) => `<div class="gt-row${off}" role="row" data-testid="attn-row" data-position="${k.position}" data-head="${k.head}" data-weight="${k.weight}">` +
+  const row = (k, index) => `<div class="gt-row${off}" role="row" aria-rowindex="${index}" data-testid="attn-row" data-position="${k.position}" data-head="${k.head}" data-weight="${k.weight}">` +
     `<span role="cell">${k.position}</span><span role="cell" class="text">${esc(k.token)}</span><span role="cell">${k.distance}</span><span role="cell">${num(k.dot)}</span>` +
     `<span role="cell">${num(k.distance_score)}</span><span role="cell">${num(k.score)}</span>` +
     `<span role="cell">${pct(k.weight)}<span class="barfill" style="width:${(60 * k.weight).toFixed(1)}px"></span></span>` +
-    `<span role="cell">${num(k.cosine)}</span></div>`).join("");
-  const t = $("attend-table");
-  t.style.setProperty("--cols", "5.5em minmax(6em, 1.4fr) 6.5em 1fr 1.3fr 1fr 1.5fr 1.3fr");
-  t.innerHTML = head + body;
+    `<span role="cell">${num(k.cosine)}</span></div>`;
+  setGridRows("5.5em minmax(6em, 1.4fr) 6.5em 1fr 1.3fr 1fr 1.5fr 1.3fr", head, rows, row);
 }
 
 function drawAllHeadsTable(att) {
@@ -354,12 +409,10 @@ function drawAllHeadsTable(att) {
   const cols = ["position", "token", "distance", ...[...Array(HEADS).keys()].map((h) => `head ${h}`), "cosine"];
   const head = headRow(cols, (i) => (i >= 3 && i < 3 + HEADS ? ` style="border-bottom: 3px solid ${HEAD_COLORS[i - 3]}"` : ""));
   const cell = (x, h) => `<span role="cell" data-head="${h}" data-weight="${x}" style="${state.off.has(h) ? "color:#a3a09a; text-decoration: line-through" : `background: rgba(194,65,12,${(0.6 * x).toFixed(3)})`}">${pct(x)}</span>`;
-  const body = rows.map(({ k, w }) => `<div class="gt-row" role="row" data-testid="attn-row" data-position="${k.position}">` +
+  const row = ({ k, w }, index) => `<div class="gt-row" role="row" aria-rowindex="${index}" data-testid="attn-row" data-position="${k.position}">` +
     `<span role="cell">${k.position}</span><span role="cell" class="text">${esc(k.token)}</span><span role="cell">${k.distance}</span>` + w.map(cell).join("") +
-    `<span role="cell">${num(k.cosine)}</span></div>`).join("");
-  const t = $("attend-table");
-  t.style.setProperty("--cols", `5.5em minmax(5em, 1.2fr) 6.5em repeat(${HEADS}, 1fr) 5.5em`);
-  t.innerHTML = head + body;
+    `<span role="cell">${num(k.cosine)}</span></div>`;
+  setGridRows(`5.5em minmax(5em, 1.2fr) 6.5em repeat(${HEADS}, 1fr) 5.5em`, head, rows, row);
 }
 
 function drawLoss(loss, full) {
@@ -390,21 +443,40 @@ function drawTrace(tr) {
   drawHidden(tr.hidden || []);
 }
 
-// Each part of the 160 inputs as a strip of cells (blue negative, red positive).
+// Each part of the 160 inputs as a strip of cells (blue negative, red positive). The
+// strips are made once for a model's parts and recoloured after that; a cell's number
+// is its tooltip, made when the pointer comes (inputTitle).
 function drawInputs(parts) {
+  const box = $("inputs");
+  const key = parts.map((p) => p.part + ":" + p.numbers.length).join(" ");
+  if (box.dataset.key !== key) {
+    box.replaceChildren(...parts.map((p) => el("div", { class: "part", "data-testid": "input-part", "data-part": p.part },
+      el("span"), el("span", { class: "muted", title: "length of the part" }),
+      el("span", { class: "cells" }, ...p.numbers.map((_, i) => el("span", { "data-i": i }))))));
+    box.dataset.key = key;
+  }
+  state.inputs = parts;
   const big = Math.max(1e-9, ...parts.flatMap((p) => p.numbers.map(Math.abs)));
-  $("inputs").replaceChildren(...parts.map((p) => {
+  parts.forEach((p, k) => {
     const m = /^head (\d)$/.exec(p.part);
     const off = m && state.off.has(Number(m[1]));
-    const cells = p.numbers.map((x) => {
+    const [name, norm, cells] = box.children[k].children;
+    box.children[k].className = "part" + (off ? " off" : "");
+    name.textContent = p.part + (off ? " (off)" : "");
+    norm.textContent = fmt(p.norm, 2);
+    p.numbers.forEach((x, i) => {
       const a = Math.min(1, Math.abs(x) / big);
-      const c = x >= 0 ? `rgba(194,65,12,${a.toFixed(3)})` : `rgba(37,99,235,${a.toFixed(3)})`;
-      return el("span", { style: `background:${c}`, title: fmt(x) });
+      cells.children[i].style.background = x >= 0 ? `rgba(194,65,12,${a.toFixed(3)})` : `rgba(37,99,235,${a.toFixed(3)})`;
     });
-    return el("div", { class: "part" + (off ? " off" : ""), "data-testid": "input-part", "data-part": p.part },
-      el("span", { text: p.part + (off ? " (off)" : "") }), el("span", { class: "muted", text: fmt(p.norm, 2), title: "length of the part" }),
-      el("span", { class: "cells" }, ...cells));
-  }));
+  });
+}
+
+function inputTitle(ev) {
+  const cell = ev.target.closest("[data-i]");
+  const part = cell && cell.closest(".part");
+  if (!part || !state.inputs) return;
+  const p = state.inputs[[...part.parentNode.children].indexOf(part)];
+  if (p) cell.title = fmt(p.numbers[Number(cell.dataset.i)]);
 }
 
 function drawHidden(units) {
@@ -844,6 +916,12 @@ function wire() {
     if (b) fetchPosition(Number(b.dataset.pos));
   });
   $("tokens").addEventListener("keydown", tokenKeys);
+  $("tokens").addEventListener("mouseover", (ev) => {
+    const b = ev.target.closest(".tok");
+    if (b) tokenTitle(b);
+  });
+  $("inputs").addEventListener("mouseover", inputTitle);
+  $("attend-table").parentNode.addEventListener("scroll", gridScrolled, { passive: true });
   const storyChanged = debounce(() => { state.pos = -1; refreshStory(); }, 250);
   $("story").addEventListener("input", storyChanged);
   $("story-pick").addEventListener("change", (ev) => {

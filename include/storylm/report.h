@@ -122,5 +122,12 @@ void report_print(const Report *r, FILE *out);
 /* {"command": name, key: value..., "notes": [...], table key: [{col: cell, ...}, ...]}
  * (caller cJSON_Deletes); NULL when out of memory. */
 cJSON *report_json(const Report *r);
+/* x as report_json writes it: whole numbers as digits, floats to 9
+ * significant digits (%.9g without trailing zeros: read back as a float they
+ * are the same float), other doubles to 15 or 17 (read back, the same
+ * double), null when not finite. Numbers in report_json's tree are raw
+ * items of this text with the value also in valuedouble. Returns the
+ * length (as snprintf). */
+int report_format_number(double x, char *buf, size_t size);
 
 #endif

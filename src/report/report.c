@@ -1,6 +1,8 @@
 /* Reports as aligned text or JSON: see include/storylm/report.h. */
 #include "storylm/report.h"
 
+#include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -343,6 +345,100 @@ void report_print(const Report *r, FILE *out) {
     }
 }
 
+/* ---- JSON numbers ------------------------------------------------------------ */
+
+/* Digits of u (u < 10^19) at p, most significant first; returns their count. */
+static int put_digits(char *p, unsigned long long u) {
+    char tmp[20];
+    int n = 0;
+    do tmp[n++] = (char)('0' + u % 10);
+    while ((u /= 10) > 0);
+    for (int i = 0; i < n; i++) p[i] = tmp[n - 1 - i];
+    return n;
+}
+
+/* a * 10^k for the k a float's 9 digits need (-31 < k < 54); 10^0..10^22 are
+ * exact doubles, so at most two roundings, far below the 9th digit. */
+static double times_pow10(double a, int k) {
+    static const double p10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                   1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    for (; k > 22; k -= 22) a *= p10[22];
+    for (; k < -22; k += 22) a /= p10[22];
+    return k >= 0 ? a * p10[k] : a / p10[-k];
+}
+
+/* A float (a > 0) to 9 significant digits, as %.9g writes it with its
+ * trailing zeros dropped: 9 digits always read back as the same float (its
+ * neighbours are at least 6e-8 of it away, the 9th digit 1e-8 at most), so
+ * no printing to 17 digits and reading back to check, which cost a third of
+ * a click's answer. Returns the length written at p. */
+static int put_float(char *p, double a) {
+    int e = (int)floor(log10(a));
+    /* rint: ties to even, as printf rounds a float that ends in 5 exactly */
+    unsigned long long d = (unsigned long long)rint(times_pow10(a, 8 - e));
+    if (d < 100000000ULL) d = (unsigned long long)rint(times_pow10(a, 8 - --e)); /* log10 rounded up */
+    if (d >= 1000000000ULL) d = (unsigned long long)rint(times_pow10(a, 8 - ++e)); /* or down, or 9.999999995 */
+    if (d >= 1000000000ULL) d /= 10; /* 10^9 exactly: 1 and zeros */
+    char dig[20];
+    int n = put_digits(dig, d);
+    while (n > 1 && dig[n - 1] == '0') n--;
+    char *q = p;
+    if (e < -4 || e >= 9) { /* d.ddde-05, as %g */
+        *q++ = dig[0];
+        if (n > 1) *q++ = '.', memcpy(q, dig + 1, (size_t)n - 1), q += n - 1;
+        *q++ = 'e';
+        *q++ = e < 0 ? '-' : '+';
+        if (abs(e) < 10) *q++ = '0';
+        q += put_digits(q, (unsigned long long)abs(e));
+    } else if (e < 0) { /* 0.000ddd */
+        *q++ = '0', *q++ = '.';
+        for (int i = -1; i > e; i--) *q++ = '0';
+        memcpy(q, dig, (size_t)n), q += n;
+    } else { /* ddd.ddd */
+        for (int i = 0; i <= e; i++) *q++ = i < n ? dig[i] : '0';
+        if (n > e + 1) *q++ = '.', memcpy(q, dig + e + 1, (size_t)(n - e - 1)), q += n - e - 1;
+    }
+    return (int)(q - p);
+}
+
+int report_format_number(double x, char *buf, size_t size) {
+    char tmp[40], *p = tmp;
+    if (!isfinite(x)) return snprintf(buf, size, "null");
+    if (x == trunc(x) && fabs(x) < 1e15) { /* whole numbers as digits, as cJSON writes them (-0 as 0) */
+        if (x < 0) *p++ = '-';
+        p += put_digits(p, (unsigned long long)fabs(x));
+    } else if ((double)(float)x == x) { /* every float the network computes */
+        if (x < 0) *p++ = '-';
+        p += put_float(p, fabs(x));
+    } else { /* a double: 15 digits when they read back within a rounding of it, else 17, as cJSON writes it */
+        snprintf(tmp, sizeof tmp, "%1.15g", x);
+        double back = strtod(tmp, NULL);
+        if (fabs(back - x) > fmax(fabs(back), fabs(x)) * DBL_EPSILON) snprintf(tmp, sizeof tmp, "%1.17g", x);
+        p = tmp + strlen(tmp);
+    }
+    int n = (int)(p - tmp);
+    if (size > 0) { /* as snprintf: cut to size, terminated */
+        size_t k = (size_t)n < size ? (size_t)n : size - 1;
+        memcpy(buf, tmp, k);
+        buf[k] = '\0';
+    }
+    return n;
+}
+
+/* A number printed by report_format_number (a raw item, printed as is), its
+ * value kept in valuedouble for readers of the tree; null when not finite. */
+static cJSON *number_json(double x) {
+    if (!isfinite(x)) return cJSON_CreateNull();
+    char buf[40];
+    report_format_number(x, buf, sizeof buf);
+    cJSON *n = cJSON_CreateRaw(buf);
+    if (n) {
+        n->valuedouble = x;
+        n->valueint = x >= INT_MAX ? INT_MAX : x <= INT_MIN ? INT_MIN : (int)x;
+    }
+    return n;
+}
+
 /* ---- JSON -------------------------------------------------------------------- */
 
 static cJSON *cell_json(const ReportCell *c, CellKind kind) {
@@ -350,11 +446,10 @@ static cJSON *cell_json(const ReportCell *c, CellKind kind) {
     if (kind == CELL_TEXT || kind == CELL_FILE) return cJSON_CreateString(c->text ? c->text : "");
     if (kind == CELL_VECTOR) {
         cJSON *a = cJSON_CreateArray();
-        for (int i = 0; a && i < c->n; i++)
-            cJSON_AddItemToArray(a, isfinite(c->vector[i]) ? cJSON_CreateNumber(c->vector[i]) : cJSON_CreateNull());
+        for (int i = 0; a && i < c->n; i++) cJSON_AddItemToArray(a, number_json(c->vector[i]));
         return a;
     }
-    return isfinite(c->number) ? cJSON_CreateNumber(c->number) : cJSON_CreateNull();
+    return number_json(c->number);
 }
 
 static cJSON *table_json(const ReportTable *t) {

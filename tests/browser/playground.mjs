@@ -188,11 +188,48 @@ async function measureClicks(page) {
     ms.push(Number(await page.evaluate(() => document.body.dataset.clickMs)));
     draw.push(Number(await page.evaluate(() => document.body.dataset.drawMs)));
   }
-  const median = (x) => [...x].sort((a, b) => a - b)[10].toFixed(1);
-  const slowest = (x) => Math.max(...x).toFixed(1);
+  const q = (x, f) => [...x].sort((a, b) => a - b)[Math.round(f * (x.length - 1))].toFixed(1);
   const view = await page.$eval('input[name="view-head"]:checked', (e) => e.value === "-1" ? "all 8 heads" : "head " + e.value);
-  console.log(`measured: a click on a ${want.long_tokens}-token story (${view} in view), to all views drawn: median ${median(ms)} ms, slowest ${slowest(ms)} ms; of which drawing: median ${median(draw)} ms (21 clicks)`);
+  console.log(`measured: a click on a ${want.long_tokens}-token story (${view} in view), to all views drawn: median ${q(ms, 0.5)} ms, p90 ${q(ms, 0.9)} ms, slowest ${q(ms, 1)} ms; of which drawing: median ${q(draw, 0.5)} ms (21 clicks)`);
+  const last = want.long_tokens - 1;
+  await press(page, `[data-testid="token"][data-pos="${last}"]`);
+  await until(page, (p) => document.querySelector(`[data-testid="token"][data-pos="${p}"].reading`) &&
+    document.querySelector('[data-testid="guesses"]').dataset.position === String(p), `position ${last} drawn`, last);
+  await checkTableScroll(page, last);
   await shot(page, "7-long-story", "#attend-card");
+}
+
+// The attention table makes only the rows in sight: scrolled from top to bottom, it
+// shows each token the reading position reads exactly once, in order, with its
+// spacers as tall as the rows left out.
+async function checkTableScroll(page, pos) {
+  const seen = await page.evaluate(async () => {
+    const box = document.querySelector('[data-testid="attend-table"]').parentNode;
+    const rows = new Map();
+    let problem = "";
+    for (let top = 0; ; top += 200) {
+      box.scrollTop = top;
+      await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+      const view = box.getBoundingClientRect();
+      for (const r of box.querySelectorAll('[data-testid="attn-row"]')) {
+        const b = r.getBoundingClientRect();
+        const index = Number(r.getAttribute("aria-rowindex"));
+        // where a row is drawn is where the whole table would have it
+        const want = box.firstElementChild.getBoundingClientRect().top + (index - 1) * b.height;
+        if (Math.abs(b.top - want) > 1 && !problem) problem = `row ${index} is drawn at ${b.top}, not ${want}`;
+        if (b.bottom > view.top && b.top < view.bottom) rows.set(index, Number(r.dataset.position));
+      }
+      if (top >= box.scrollHeight - box.clientHeight) break;
+    }
+    box.scrollTop = 0;
+    return { rows: [...rows].sort((a, b) => a[0] - b[0]), problem, count: Number(box.firstElementChild.getAttribute("aria-rowcount")) };
+  });
+  check(!seen.problem, `the rows of the scrolled table are where the whole table would have them${seen.problem ? ": " + seen.problem : ""}`);
+  const positions = seen.rows.map((r) => r[1]);
+  const indexes = seen.rows.map((r) => r[0]);
+  check(seen.count === pos + 2 && positions.length === pos + 1 && new Set(positions).size === pos + 1 &&
+    indexes.every((x, i) => x === i + 2) && positions.every((p) => p >= 0 && p <= pos),
+    `scrolled through, the table shows each of the ${pos + 1} tokens position ${pos} reads once (${positions.length} rows seen)`);
 }
 
 // Clicks timed with the shipped model, one head in view, then all 8.

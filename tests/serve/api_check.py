@@ -86,6 +86,12 @@ try:
                          ["--head", "2", "--ablate", "1,6", "--ablate-mode", "mean", "--stories", STORIES])]:
         same("attend %s" % extra, srv.post("/api/attend", dict(model=M, text=TEXT, **extra))[1],
              cli_json(S, "attend", TEXT, "--model", M, *args))
+    # a long story, positions in the middle: the CLI's numbers to the bit
+    long_text = " ".join(" ".join(t["text"] for t in texts).split()[:180])
+    for extra, args in [({"pos": 37}, ["--pos", "37"]), ({"pos": 150, "ablate": "2,6"}, ["--pos", "150", "--ablate", "2,6"]),
+                        ({"pos": 101, "head": 5}, ["--pos", "101", "--head", "5"])]:
+        same("attend on a long story %s" % extra, srv.post("/api/attend", dict(model=M, text=long_text, **extra))[1],
+             cli_json(S, "attend", long_text, "--model", M, *args))
     same("distances", srv.post("/api/distances", {"model": M})[1], cli_json(S, "distances", "--model", M))
     for extra, args in [({}, []), ({"pos": 6}, ["--pos", "6"]), ({"pos": -2, "ablate": "0,4"}, ["--pos", "-2", "--ablate", "0,4"]),
                         ({"ablate": "2", "ablate_mode": "mean"}, ["--ablate", "2", "--ablate-mode", "mean", "--stories", STORIES])]:
