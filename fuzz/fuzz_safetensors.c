@@ -21,7 +21,7 @@
 static void read_generic(const char *path) {
     SafeTensorsFile st;
     Error e = {0};
-    if (safetensors_open(&st, path, &e) != 0) {
+    if (slm_safetensors_open(&st, path, &e) != 0) {
         FUZZ_ASSERT(e.message[0] != '\0');
         return;
     }
@@ -31,10 +31,10 @@ static void read_generic(const char *path) {
         if (strcmp(t->dtype, "F32") != 0) continue;
         float *x = malloc((size_t)(t->end - t->begin) + 1);
         FUZZ_ASSERT(x != NULL);
-        FUZZ_ASSERT(safetensors_read_f32(&st, t, x, &e) == 0);
+        FUZZ_ASSERT(slm_safetensors_read_f32(&st, t, x, &e) == 0);
         free(x);
     }
-    safetensors_close(&st);
+    slm_safetensors_close(&st);
 }
 
 /* Generation as `storylm generate` runs it: [EOS], then sampled tokens. */
@@ -43,19 +43,19 @@ static void generate_some(const Model *m, int eos_id) {
     Sampler s;
     Error e = {0};
     Ablation ab = {.heads = m->cfg.arch == ARCH_ATTENTION ? 1u : 0u};
-    FUZZ_ASSERT(generator_init(&g, m, &ab, &e) == 0);
-    FUZZ_ASSERT(sampler_init(&s, m->cfg.vocab_size, 0.8f, 0, 0.9f, 1, &e) == 0);
-    const float *logits = generator_feed(&g, eos_id);
+    FUZZ_ASSERT(slm_generator_init(&g, m, &ab, &e) == 0);
+    FUZZ_ASSERT(slm_sampler_init(&s, m->cfg.vocab_size, 0.8f, 0, 0.9f, 1, &e) == 0);
+    const float *logits = slm_generator_feed(&g, eos_id);
     for (int i = 0; i < 4; i++) {
-        int next = sampler_sample(&s, logits);
+        int next = slm_sampler_sample(&s, logits);
         FUZZ_ASSERT(next >= 0 && next < m->cfg.vocab_size);
-        logits = generator_feed(&g, next);
+        logits = slm_generator_feed(&g, next);
     }
-    sampler_free(&s);
-    generator_free(&g);
+    slm_sampler_free(&s);
+    slm_generator_free(&g);
 }
 
-/* One story of every id in turn through model_forward and model_backward. */
+/* One story of every id in turn through slm_model_forward and slm_model_backward. */
 static void forward_backward(const Model *m, int eos_id) {
     enum { N = 6 };
     int32_t story[N] = {eos_id};
@@ -63,22 +63,22 @@ static void forward_backward(const Model *m, int eos_id) {
     Batch b;
     Activations a;
     Error e = {0};
-    FUZZ_ASSERT(batch_init(&b, N, 1, &e) == 0 && batch_add(&b, story, N, &e) == 0);
-    if (activations_init(&a, &m->cfg, N, &e) == 0) {
+    FUZZ_ASSERT(slm_batch_init(&b, N, 1, &e) == 0 && slm_batch_add(&b, story, N, &e) == 0);
+    if (slm_activations_init(&a, &m->cfg, N, &e) == 0) {
         float loss, *grads = calloc(m->n_params, sizeof(float));
         FUZZ_ASSERT(grads != NULL);
         /* finite weights can still overflow the logits (1e38 biases): the pass
          * then refuses with a message naming the position, never a NaN loss */
-        if (model_forward(m, &a, &b, NULL, &loss, &e) == 0) {
+        if (slm_model_forward(m, &a, &b, NULL, &loss, &e) == 0) {
             FUZZ_ASSERT(isfinite(loss));
-            model_backward(m, &a, &b, grads);
+            slm_model_backward(m, &a, &b, grads);
         } else {
             FUZZ_ASSERT(strstr(e.message, "position") != NULL);
         }
         free(grads);
-        activations_free(&a);
+        slm_activations_free(&a);
     }
-    batch_free(&b);
+    slm_batch_free(&b);
 }
 
 static void load_storylm(const char *path) {
@@ -86,19 +86,19 @@ static void load_storylm(const char *path) {
     char *vocab;
     Metadata meta;
     Error e = {0};
-    if (checkpoint_load_model(path, &m, &vocab, &meta, &e) != 0) {
+    if (slm_checkpoint_load_model(path, &m, &vocab, &meta, &e) != 0) {
         FUZZ_ASSERT(strstr(e.message, path) != NULL); /* refused, naming the file */
         return;
     }
     Tokenizer t;
-    if (tokenizer_from_text(&t, vocab, strlen(vocab), m.cfg.vocab_size, &e) == 0) {
+    if (slm_tokenizer_from_text(&t, vocab, strlen(vocab), m.cfg.vocab_size, &e) == 0) {
         generate_some(&m, t.eos_id);
         forward_backward(&m, t.eos_id);
-        tokenizer_free(&t);
+        slm_tokenizer_free(&t);
     }
-    model_free(&m);
+    slm_model_free(&m);
     free(vocab);
-    metadata_free(&meta);
+    slm_metadata_free(&meta);
 }
 
 /* The sizes of the tiny seed models. */
@@ -108,14 +108,14 @@ static void load_as_adam(const char *path) {
     if (!made) {
         ModelConfig c = {.arch = ARCH_ATTENTION, .vocab_size = 2, .row_dim = 2, .n_heads = 2, .key_dim = 1,
                          .value_dim = 1, .window = 2, .hidden_dim = 2, .context = 8};
-        if (model_init(&tiny, &c, NULL)) abort();
+        if (slm_model_init(&tiny, &c, NULL)) abort();
         made = 1;
     }
     TrainingState s;
     Error e = {0};
-    if (checkpoint_load_adam(path, &tiny, &s, &e) == 0) {
+    if (slm_checkpoint_load_adam(path, &tiny, &s, &e) == 0) {
         FUZZ_ASSERT(s.n_params == tiny.n_params && s.adam_m && s.adam_v);
-        training_state_free(&s);
+        slm_training_state_free(&s);
     }
 }
 

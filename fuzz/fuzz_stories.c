@@ -62,20 +62,20 @@ static int same_stories(const Stories *a, const Stories *b) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const Tokenizer *t = fuzz_tokenizer();
     const char *path = fuzz_file(data, size);
-    StoriesOptions o = stories_default_options();
+    StoriesOptions o = slm_stories_default_options();
     o.cache_dir = cache_dir();
     o.n_test = size ? data[0] % 8 : 0; /* few stories: let the split itself vary */
     Stories first, second;
     Error e = {0};
-    if (stories_load(&first, path, t, &o, &e) != 0) {
+    if (slm_stories_load(&first, path, t, &o, &e) != 0) {
         FUZZ_ASSERT(strstr(e.message, path) != NULL); /* refused, naming the file */
         return 0;
     }
     check_stories(&first, t);
-    FUZZ_ASSERT(stories_load(&second, path, t, &o, &e) == 0);
+    FUZZ_ASSERT(slm_stories_load(&second, path, t, &o, &e) == 0);
     FUZZ_ASSERT(second.from_cache);
     FUZZ_ASSERT(same_stories(&first, &second));
-    stories_free(&first);
-    stories_free(&second);
+    slm_stories_free(&first);
+    slm_stories_free(&second);
     return 0;
 }

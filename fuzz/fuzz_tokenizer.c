@@ -28,11 +28,11 @@ static int has_unk(const Tokenizer *t, const IntVec *ids) {
 /* decode(ids) encoded again gives ids back. */
 static void check_round_trip(const Tokenizer *t, const IntVec *ids, int capitalize) {
     Error e = {0};
-    char *text = tokenizer_decode(t, ids->data, ids->len, capitalize, &e);
+    char *text = slm_tokenizer_decode(t, ids->data, ids->len, capitalize, &e);
     FUZZ_ASSERT(text != NULL);
-    FUZZ_ASSERT(utf8_validate(text, strlen(text), "decoded text", NULL) == 0);
+    FUZZ_ASSERT(slm_utf8_validate(text, strlen(text), "decoded text", NULL) == 0);
     IntVec again = {0};
-    FUZZ_ASSERT(tokenizer_encode(t, text, strlen(text), &again, &e) == 0);
+    FUZZ_ASSERT(slm_tokenizer_encode(t, text, strlen(text), &again, &e) == 0);
     int same = again.len == ids->len && memcmp(again.data, ids->data, ids->len * sizeof *ids->data) == 0;
     if (!same) {
         fprintf(stderr, "decoded text: \"%s\"\nids:", text);
@@ -42,7 +42,7 @@ static void check_round_trip(const Tokenizer *t, const IntVec *ids, int capitali
         fprintf(stderr, "\n");
     }
     FUZZ_ASSERT(same);
-    intvec_free(&again);
+    slm_intvec_free(&again);
     free(text);
 }
 
@@ -50,10 +50,10 @@ static void fixed_vocab(const uint8_t *data, size_t size, int capitalize) {
     const Tokenizer *t = fuzz_tokenizer();
     IntVec ids = {0};
     Error e = {0};
-    FUZZ_ASSERT(tokenizer_encode(t, (const char *)data, size, &ids, &e) == 0); /* any bytes are accepted */
+    FUZZ_ASSERT(slm_tokenizer_encode(t, (const char *)data, size, &ids, &e) == 0); /* any bytes are accepted */
     check_ids(t, &ids);
     if (!has_unk(t, &ids)) check_round_trip(t, &ids, capitalize);
-    intvec_free(&ids);
+    slm_intvec_free(&ids);
 }
 
 /* ids from raw bytes, a few past the vocabulary, must decode or be refused. */
@@ -62,7 +62,7 @@ static void decode_raw(const Tokenizer *t, const uint8_t *data, size_t size) {
     size_t n = size < 64 ? size : 64;
     for (size_t i = 0; i < n; i++) raw[i] = (int32_t)(data[i] % (unsigned)(t->size + 2)) - (data[i] == 0xFF);
     Error e = {0};
-    free(tokenizer_decode(t, raw, n, 1, &e));
+    free(slm_tokenizer_decode(t, raw, n, 1, &e));
 }
 
 static void own_vocab(const uint8_t *data, size_t size) {
@@ -72,22 +72,22 @@ static void own_vocab(const uint8_t *data, size_t size) {
     if (n > size) n = size;
     Tokenizer t;
     Error e = {0};
-    if (tokenizer_from_text(&t, (const char *)data, n, 0, &e) != 0) {
+    if (slm_tokenizer_from_text(&t, (const char *)data, n, 0, &e) != 0) {
         FUZZ_ASSERT(e.message[0] != '\0'); /* refused, with a message */
         return;
     }
     FUZZ_ASSERT(t.size >= 2 && t.unk_id >= 0 && t.eos_id >= 0);
     IntVec ids = {0};
-    FUZZ_ASSERT(tokenizer_encode(&t, (const char *)data + n, size - n, &ids, &e) == 0);
+    FUZZ_ASSERT(slm_tokenizer_encode(&t, (const char *)data + n, size - n, &ids, &e) == 0);
     check_ids(&t, &ids);
-    free(tokenizer_decode(&t, ids.data, ids.len, 1, &e));
+    free(slm_tokenizer_decode(&t, ids.data, ids.len, 1, &e));
     decode_raw(&t, data + n, size - n);
     size_t len;
-    char *text = tokenizer_to_text(&t, &len, &e);
+    char *text = slm_tokenizer_to_text(&t, &len, &e);
     FUZZ_ASSERT(text != NULL);
     free(text);
-    intvec_free(&ids);
-    tokenizer_free(&t);
+    slm_intvec_free(&ids);
+    slm_tokenizer_free(&t);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -32,7 +32,7 @@ static inline const Tokenizer *fuzz_tokenizer(void) {
     static int loaded;
     if (!loaded) {
         Error e = {0};
-        if (tokenizer_from_text(&t, FUZZ_VOCAB, sizeof FUZZ_VOCAB - 1, 0, &e)) {
+        if (slm_tokenizer_from_text(&t, FUZZ_VOCAB, sizeof FUZZ_VOCAB - 1, 0, &e)) {
             fprintf(stderr, "fuzz vocabulary: %s\n", e.message);
             abort();
         }

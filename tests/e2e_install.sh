@@ -50,10 +50,10 @@ int main(int argc, char **argv) {
     Model m;
     char *vocab;
     Error e = {0};
-    if (argc < 2 || checkpoint_load_model(argv[1], &m, &vocab, NULL, &e)) return fprintf(stderr, "%s\n", e.message), 1;
+    if (argc < 2 || slm_checkpoint_load_model(argv[1], &m, &vocab, NULL, &e)) return fprintf(stderr, "%s\n", e.message), 1;
     printf("%d %zu\n", m.cfg.vocab_size, (size_t)m.n_params);
     free(vocab);
-    model_free(&m);
+    slm_model_free(&m);
     return 0;
 }
 EOF

@@ -15,7 +15,7 @@ static void tiny_model(Model *m, int vocab, int row_dim, int key_dim, int value_
     ModelConfig c = {.arch = ARCH_ATTENTION, .vocab_size = vocab, .row_dim = row_dim, .n_heads = 1,
                      .key_dim = key_dim, .value_dim = value_dim, .window = 8, .hidden_dim = 2, .context = 8};
     Error e;
-    CHECK(model_init(m, &c, &e) == 0);
+    CHECK(slm_model_init(m, &c, &e) == 0);
     for (int i = 0; i < vocab && i < row_dim; i++) m->embedding[i * row_dim + i] = 1.0f; /* token i's row is e_i */
     m->distance[0] = -1e4f; /* the reading token never reads itself: as the seed's decoder, it reads only notes */
 }
@@ -25,13 +25,13 @@ static void set_row(float *table, int r, int dim, const float *vals) { memcpy(ta
 
 static void run(const Model *m, Activations *a, Batch *b) {
     Error e;
-    CHECK(activations_init(a, &m->cfg, b->n_tokens, &e) == 0);
-    CHECK(model_forward(m, a, b, NULL, NULL, &e) == 0);
+    CHECK(slm_activations_init(a, &m->cfg, b->n_tokens, &e) == 0);
+    CHECK(slm_model_forward(m, a, b, NULL, NULL, &e) == 0);
 }
 
 static void add_story(Batch *b, const int32_t *ids, int n) {
     Error e;
-    CHECK(batch_add(b, ids, n, &e) == 0);
+    CHECK(slm_batch_add(b, ids, n, &e) == 0);
 }
 
 /* Seed 000, section 1: notes h_I, h_drink, h_tea = e_1, e_2, e_3; the decoder's
@@ -48,18 +48,18 @@ static void i_drink_tea(void) {
     set_row(m.key, 0, 3, k_i), set_row(m.key, 1, 3, k_drink), set_row(m.key, 2, 3, k_tea);
     set_row(m.value, 0, 3, k_i), set_row(m.value, 1, 3, k_drink), set_row(m.value, 2, 3, k_tea);
     set_row(m.query, 3, 3, q);
-    CHECK(batch_init(&b, 4, 1, &e) == 0);
+    CHECK(slm_batch_init(&b, 4, 1, &e) == 0);
     add_story(&b, (int32_t[]){0, 1, 2, 3}, 4); /* I drink tea, then the decoder's state */
     run(&m, &a, &b);
     int first, n;
-    const float *w = activations_attention(&a, 0, 3, &first, &n);
-    const float *context = activations_head_output(&a, 0, 3);
+    const float *w = slm_activations_attention(&a, 0, 3, &first, &n);
+    const float *context = slm_activations_head_output(&a, 0, 3);
     double total = 1 + exp(0.5) + exp(2.0), want[3] = {1 / total, exp(0.5) / total, exp(2.0) / total};
     CHECK(first == 0 && n == 4);
     CHECK_CLOSE(w[0], 0.100, 0, 5e-4), CHECK_CLOSE(w[1], 0.164, 0, 5e-4), CHECK_CLOSE(w[2], 0.736, 0, 5e-4);
     CHECK(w[3] < 1e-6f);
     for (int i = 0; i < 3; i++) CHECK_CLOSE(w[i], want[i], 1e-5, 0), CHECK_CLOSE(context[i], want[i], 1e-5, 0);
-    batch_free(&b), activations_free(&a), model_free(&m);
+    slm_batch_free(&b), slm_activations_free(&a), slm_model_free(&m);
 }
 
 /* Seed 000, section 3, d = 2: keys (1,0), (0,1), (1,1); values (2,0), (0,2),
@@ -75,36 +75,36 @@ static void one_word_by_hand(void) {
     float queries[3][2] = {{2, 0}, {0, 2}, {1, 1}};
     for (int i = 0; i < 3; i++) set_row(m.key, i, 2, keys[i]), set_row(m.value, i, 2, values[i]);
     for (int i = 0; i < 3; i++) set_row(m.query, 3 + i, 2, queries[i]);
-    CHECK(batch_init(&b, 12, 3, &e) == 0);
+    CHECK(slm_batch_init(&b, 12, 3, &e) == 0);
     for (int i = 0; i < 3; i++) add_story(&b, (int32_t[]){0, 1, 2, 3 + i}, 4);
     run(&m, &a, &b);
     double A[3][3] = {{0.446, 0.108, 0.446}, {0.108, 0.446, 0.446}, {0.248, 0.248, 0.503}};
     double answer[3][2] = {{1.337, 0.663}, {0.663, 1.337}, {1, 1}};
     for (int i = 0; i < 3; i++) {
         int p = b.starts[i] + 3, first, n;
-        const float *w = activations_attention(&a, 0, p, &first, &n);
-        const float *o = activations_head_output(&a, 0, p);
+        const float *w = slm_activations_attention(&a, 0, p, &first, &n);
+        const float *o = slm_activations_head_output(&a, 0, p);
         CHECK(first == b.starts[i] && n == 4);
         for (int j = 0; j < 3; j++) CHECK_CLOSE(w[j], A[i][j], 0, 1e-3);
         CHECK_CLOSE(o[0], answer[i][0], 0, 1e-3), CHECK_CLOSE(o[1], answer[i][1], 0, 1e-3);
     }
     /* the third query's answer is exactly v_3: the other two values balance */
-    const float *o = activations_head_output(&a, 0, b.starts[2] + 3);
+    const float *o = slm_activations_head_output(&a, 0, b.starts[2] + 3);
     CHECK_CLOSE(o[0], 1.0, 0, 1e-6), CHECK_CLOSE(o[1], 1.0, 0, 1e-6);
-    batch_free(&b), activations_free(&a), model_free(&m);
+    slm_batch_free(&b), slm_activations_free(&a), slm_model_free(&m);
 }
 
 /* The real sizes with the chapter's init (distance scores 0), run on stories. */
 static void real_model(Model *m, uint64_t seed) {
-    ModelConfig c = model_config_default(ARCH_ATTENTION, 2000);
+    ModelConfig c = slm_model_config_default(ARCH_ATTENTION, 2000);
     Error e;
-    CHECK(model_init(m, &c, &e) == 0);
-    model_randomize(m, seed);
+    CHECK(slm_model_init(m, &c, &e) == 0);
+    slm_model_randomize(m, seed);
 }
 
 static void random_story(Rng *r, int32_t *ids, int n) {
     ids[0] = 1;
-    for (int t = 1; t < n; t++) ids[t] = 2 + (int32_t)rng_below(r, 1998);
+    for (int t = 1; t < n; t++) ids[t] = 2 + (int32_t)slm_rng_below(r, 1998);
 }
 
 /* The last position's head outputs (H * 16) of each of two stories run in one batch. */
@@ -112,15 +112,15 @@ static void last_outputs(const Model *m, const int32_t *x, const int32_t *y, int
     Batch b;
     Activations a;
     Error e;
-    CHECK(batch_init(&b, 2 * n, 2, &e) == 0);
+    CHECK(slm_batch_init(&b, 2 * n, 2, &e) == 0);
     add_story(&b, x, n), add_story(&b, y, n);
     run(m, &a, &b);
     int vd = m->cfg.value_dim;
     for (int h = 0; h < m->cfg.n_heads; h++) {
-        memcpy(out_x + h * vd, activations_head_output(&a, h, n - 1), vd * sizeof(float));
-        memcpy(out_y + h * vd, activations_head_output(&a, h, 2 * n - 1), vd * sizeof(float));
+        memcpy(out_x + h * vd, slm_activations_head_output(&a, h, n - 1), vd * sizeof(float));
+        memcpy(out_y + h * vd, slm_activations_head_output(&a, h, 2 * n - 1), vd * sizeof(float));
     }
-    batch_free(&b), activations_free(&a);
+    slm_batch_free(&b), slm_activations_free(&a);
 }
 
 static double max_abs_diff(const float *x, const float *y, int n) {
@@ -141,7 +141,7 @@ static void flat_distance_reads_by_content(void) {
     for (int h = 0; h < 8; h++) m.distance[h * 256 + 1] = 2.0f;
     last_outputs(&m, x, y, 6, ox, oy);
     CHECK(max_abs_diff(ox, oy, 128) > 1e-2);
-    model_free(&m);
+    slm_model_free(&m);
 }
 
 /* A big score at distance 1: every position reads the token just before it. */
@@ -151,32 +151,32 @@ static void distance_one_reads_the_token_before(void) {
     Batch b;
     Error e;
     Rng r;
-    rng_seed(&r, 9);
+    slm_rng_seed(&r, 9);
     real_model(&m, 6);
     for (int h = 0; h < 8; h++) m.distance[h * 256 + 1] = 30.0f;
     int32_t ids[50];
     random_story(&r, ids, 50);
-    CHECK(batch_init(&b, 50, 1, &e) == 0);
+    CHECK(slm_batch_init(&b, 50, 1, &e) == 0);
     add_story(&b, ids, 50);
     run(&m, &a, &b);
     int bad = 0;
     for (int h = 0; h < 8; h++)
         for (int p = 1; p < 50; p++) {
             int first, n;
-            const float *w = activations_attention(&a, h, p, &first, &n);
+            const float *w = slm_activations_attention(&a, h, p, &first, &n);
             float v[16];
-            activations_qkv(&a, h, p - 1, NULL, NULL, v);
-            bad += w[n - 2] < 0.999f || max_abs_diff(activations_head_output(&a, h, p), v, 16) > 1e-3;
+            slm_activations_qkv(&a, h, p - 1, NULL, NULL, v);
+            bad += w[n - 2] < 0.999f || max_abs_diff(slm_activations_head_output(&a, h, p), v, 16) > 1e-3;
         }
     CHECK(bad == 0);
     int first, n;
-    CHECK(activations_attention(&a, 0, 0, &first, &n)[0] == 1.0f && n == 1); /* the first reads only itself */
-    batch_free(&b), activations_free(&a), model_free(&m);
+    CHECK(slm_activations_attention(&a, 0, 0, &first, &n)[0] == 1.0f && n == 1); /* the first reads only itself */
+    slm_batch_free(&b), slm_activations_free(&a), slm_model_free(&m);
 }
 
 /* Snapshot of everything a position computed: z, hidden and logits rows. */
 static int same_rows(const Activations *a, const Activations *c, int p) {
-    int Z = model_hidden_input_dim(&a->cfg), Hd = a->cfg.hidden_dim, V = a->cfg.vocab_size;
+    int Z = slm_model_hidden_input_dim(&a->cfg), Hd = a->cfg.hidden_dim, V = a->cfg.vocab_size;
     return !memcmp(a->z + (size_t)p * Z, c->z + (size_t)p * Z, Z * sizeof(float)) &&
            !memcmp(a->hidden + (size_t)p * Hd, c->hidden + (size_t)p * Hd, Hd * sizeof(float)) &&
            !memcmp(a->logits + (size_t)p * V, c->logits + (size_t)p * V, V * sizeof(float));
@@ -189,13 +189,13 @@ static void run_pair(const Model *m, const int32_t *ids, int n, int change, Acti
     int32_t *other = malloc(n * sizeof(int32_t));
     memcpy(other, ids, n * sizeof(int32_t));
     other[change] = ids[change] == 7 ? 8 : 7;
-    CHECK(batch_init(&b, n, 1, &e) == 0);
+    CHECK(slm_batch_init(&b, n, 1, &e) == 0);
     add_story(&b, ids, n);
     run(m, a, &b);
-    batch_clear(&b);
+    slm_batch_clear(&b);
     add_story(&b, other, n);
     run(m, c, &b);
-    batch_free(&b);
+    slm_batch_free(&b);
     free(other);
 }
 
@@ -204,7 +204,7 @@ static void causal(void) {
     Model m;
     Activations a, c;
     Rng r;
-    rng_seed(&r, 10);
+    slm_rng_seed(&r, 10);
     real_model(&m, 7);
     int32_t ids[120];
     random_story(&r, ids, 120);
@@ -213,7 +213,7 @@ static void causal(void) {
     for (int p = 0; p < 60; p++) earlier_same &= same_rows(&a, &c, p);
     CHECK(earlier_same);
     CHECK(!same_rows(&a, &c, 60) && !same_rows(&a, &c, 61) && !same_rows(&a, &c, 119));
-    activations_free(&a), activations_free(&c), model_free(&m);
+    slm_activations_free(&a), slm_activations_free(&c), slm_model_free(&m);
 }
 
 /* Past 256 tokens, a position sees only its latest 256. */
@@ -221,17 +221,17 @@ static void window_of_256(void) {
     Model m;
     Activations a, c;
     Rng r;
-    rng_seed(&r, 11);
+    slm_rng_seed(&r, 11);
     real_model(&m, 8);
     int32_t ids[300];
     random_story(&r, ids, 300);
     run_pair(&m, ids, 300, 43, &a, &c);
     int first, n;
-    activations_attention(&a, 0, 299, &first, &n);
+    slm_activations_attention(&a, 0, 299, &first, &n);
     CHECK(first == 44 && n == 256);
-    activations_attention(&a, 0, 255, &first, &n);
+    slm_activations_attention(&a, 0, 255, &first, &n);
     CHECK(first == 0 && n == 256);
-    activations_attention(&a, 0, 256, &first, &n);
+    slm_activations_attention(&a, 0, 256, &first, &n);
     CHECK(first == 1 && n == 256);
     float *o299 = a.z + 299 * 160, *o298 = a.z + 298 * 160;
     CHECK(memcmp(o299, c.z + 299 * 160, 160 * sizeof(float)) == 0); /* token 43 is out of its sight */
@@ -239,13 +239,13 @@ static void window_of_256(void) {
     double worst = 0; /* every row of weights adds up to 1 */
     for (int h = 0; h < 8; h++)
         for (int p = 0; p < 300; p++) {
-            const float *w = activations_attention(&a, h, p, &first, &n);
+            const float *w = slm_activations_attention(&a, h, p, &first, &n);
             double sum = 0;
             for (int j = 0; j < n; j++) sum += w[j];
             worst = fmax(worst, fabs(sum - 1));
         }
     CHECK(worst < 1e-5);
-    activations_free(&a), activations_free(&c), model_free(&m);
+    slm_activations_free(&a), slm_activations_free(&c), slm_model_free(&m);
 }
 
 /* Stories packed in one batch never read each other: a story computes the
@@ -256,18 +256,18 @@ static void stories_apart(void) {
     Batch b;
     Error e;
     Rng r;
-    rng_seed(&r, 12);
+    slm_rng_seed(&r, 12);
     real_model(&m, 9);
     int32_t x[80], y[30];
     random_story(&r, x, 80), random_story(&r, y, 30);
-    CHECK(batch_init(&b, 110, 2, &e) == 0);
+    CHECK(slm_batch_init(&b, 110, 2, &e) == 0);
     add_story(&b, y, 30);
     run(&m, &a, &b);
-    batch_clear(&b);
+    slm_batch_clear(&b);
     add_story(&b, x, 80), add_story(&b, y, 30);
     run(&m, &c, &b);
     int first, n;
-    activations_attention(&c, 3, 80, &first, &n);
+    slm_activations_attention(&c, 3, 80, &first, &n);
     CHECK(first == 80 && n == 1);
     CHECK(c.target[79] == -1 && c.target[80] == y[1] && c.n_predicted == 79 + 29);
     double worst = 0;
@@ -276,7 +276,7 @@ static void stories_apart(void) {
         worst = fmax(worst, fabs(a.loss[p] - c.loss[80 + p]));
     }
     CHECK(worst < 1e-5);
-    batch_free(&b), activations_free(&a), activations_free(&c), model_free(&m);
+    slm_batch_free(&b), slm_activations_free(&a), slm_activations_free(&c), slm_model_free(&m);
 }
 
 /* Bad input is refused with a message naming it, never a crash. */
@@ -286,20 +286,20 @@ static void refusals(void) {
     Batch b;
     Error e;
     real_model(&m, 1);
-    CHECK(batch_init(&b, 8, 2, &e) == 0 && activations_init(&a, &m.cfg, 4, &e) == 0);
-    CHECK(batch_add(&b, (int32_t[]){1, 2, 3, 4, 5}, 5, &e) == 0);
-    CHECK(model_forward(&m, &a, &b, NULL, NULL, &e) == -1 && strstr(e.message, "5 tokens"));
-    batch_clear(&b);
-    CHECK(batch_add(&b, (int32_t[]){1, 2000}, 2, &e) == 0);
-    CHECK(model_forward(&m, &a, &b, NULL, NULL, &e) == -1 && strstr(e.message, "2000") && e.hint[0]);
-    batch_clear(&b);
-    CHECK(batch_add(&b, (int32_t[]){1, 2}, 2, &e) == 0);
+    CHECK(slm_batch_init(&b, 8, 2, &e) == 0 && slm_activations_init(&a, &m.cfg, 4, &e) == 0);
+    CHECK(slm_batch_add(&b, (int32_t[]){1, 2, 3, 4, 5}, 5, &e) == 0);
+    CHECK(slm_model_forward(&m, &a, &b, NULL, NULL, &e) == -1 && strstr(e.message, "5 tokens"));
+    slm_batch_clear(&b);
+    CHECK(slm_batch_add(&b, (int32_t[]){1, 2000}, 2, &e) == 0);
+    CHECK(slm_model_forward(&m, &a, &b, NULL, NULL, &e) == -1 && strstr(e.message, "2000") && e.hint[0]);
+    slm_batch_clear(&b);
+    CHECK(slm_batch_add(&b, (int32_t[]){1, 2}, 2, &e) == 0);
     Ablation nine = {.heads = 1u << 9}, mean_without_means = {.heads = 1, .mode = ABLATE_MEAN};
-    CHECK(model_forward(&m, &a, &b, &nine, NULL, &e) == -1 && strstr(e.message, "0 to 7"));
-    CHECK(model_forward(&m, &a, &b, &mean_without_means, NULL, &e) == -1);
-    CHECK(batch_add(&b, (int32_t[]){1, 2, 3, 4, 5, 6, 7}, 7, &e) == -1 && strstr(e.message, "does not fit"));
-    CHECK(batch_add(&b, (int32_t[]){1}, 0, &e) == -1);
-    batch_free(&b), activations_free(&a), model_free(&m);
+    CHECK(slm_model_forward(&m, &a, &b, &nine, NULL, &e) == -1 && strstr(e.message, "0 to 7"));
+    CHECK(slm_model_forward(&m, &a, &b, &mean_without_means, NULL, &e) == -1);
+    CHECK(slm_batch_add(&b, (int32_t[]){1, 2, 3, 4, 5, 6, 7}, 7, &e) == -1 && strstr(e.message, "does not fit"));
+    CHECK(slm_batch_add(&b, (int32_t[]){1}, 0, &e) == -1);
+    slm_batch_free(&b), slm_activations_free(&a), slm_model_free(&m);
 }
 
 int main(void) {

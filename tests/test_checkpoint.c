@@ -25,7 +25,7 @@
 
 /* ---- test material ----------------------------------------------------- */
 
-static uint64_t next_random(uint64_t *state) { /* splitmix64 */
+static uint64_t next_random(uint64_t *state) { /* slm_splitmix64 */
     uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
@@ -61,24 +61,24 @@ static char *make_vocab(int n) {
         char line[32];
         if (i < 8) snprintf(line, sizeof line, "%s\n", first[i]);
         else snprintf(line, sizeof line, "w%d\n", i);
-        if (bytevec_append(&v, line, strlen(line), NULL)) abort();
+        if (slm_bytevec_append(&v, line, strlen(line), NULL)) abort();
     }
     return v.data;
 }
 
 static void make_model(Model *m, Arch arch, uint64_t seed, int any_bits) {
-    ModelConfig c = model_config_default(arch, 2000);
-    if (model_init(m, &c, NULL)) abort();
+    ModelConfig c = slm_model_config_default(arch, 2000);
+    if (slm_model_init(m, &c, NULL)) abort();
     if (any_bits) fill_any_bits(m->params, m->n_params, seed);
     else fill_weights(m->params, m->n_params, seed);
 }
 
 static void make_meta(Metadata *md) {
     *md = (Metadata){0};
-    metadata_set(md, "steps", "1234", NULL);
-    metadata_set(md, "seed", "42", NULL);
-    metadata_set(md, "data", "stories \"one\"\n\\two \xc3\xa9.txt", NULL);
-    metadata_set(md, "test_loss", "3.14159", NULL);
+    slm_metadata_set(md, "steps", "1234", NULL);
+    slm_metadata_set(md, "seed", "42", NULL);
+    slm_metadata_set(md, "data", "stories \"one\"\n\\two \xc3\xa9.txt", NULL);
+    slm_metadata_set(md, "test_loss", "3.14159", NULL);
 }
 
 static const char *tmp_path(const char *name) {
@@ -92,7 +92,7 @@ static const char *tmp_path(const char *name) {
 static char *slurp(const char *path, size_t *len) {
     char *data;
     Error e;
-    if (file_read_all(path, 0, &data, len, &e)) {
+    if (slm_file_read_all(path, 0, &data, len, &e)) {
         fprintf(stderr, "cannot read %s: %s\n", path, e.message);
         abort();
     }
@@ -127,15 +127,15 @@ static void test_round_trip(Arch arch, size_t want_params) {
     make_model(&m, arch, 7 + arch, 1);
     make_meta(&meta);
     CHECK(m.n_params == want_params);
-    CHECK(checkpoint_save_model(path, &m, vocab, &meta, &e) == 0);
-    CHECK(checkpoint_load_model(path, &back, &vocab_back, &meta_back, &e) == 0);
+    CHECK(slm_checkpoint_save_model(path, &m, vocab, &meta, &e) == 0);
+    CHECK(slm_checkpoint_load_model(path, &back, &vocab_back, &meta_back, &e) == 0);
     CHECK(back.n_params == want_params);
     CHECK(back.n_params == m.n_params && memcmp(back.params, m.params, m.n_params * 4) == 0);
     CHECK(memcmp(&back.cfg, &m.cfg, sizeof m.cfg) == 0);
     CHECK(vocab_back && strcmp(vocab_back, vocab) == 0);
     CHECK(meta_back.count == meta.count);
     for (int i = 0; i < meta.count; i++) {
-        const char *v = metadata_get(&meta_back, meta.items[i].key);
+        const char *v = slm_metadata_get(&meta_back, meta.items[i].key);
         CHECK(v && strcmp(v, meta.items[i].value) == 0);
     }
     /* the layout on disk: 8-byte length, '{', data 8-aligned, the data exactly the parameters */
@@ -148,10 +148,10 @@ static void test_round_trip(Arch arch, size_t want_params) {
     free(bytes);
     free(vocab);
     free(vocab_back);
-    metadata_free(&meta);
-    metadata_free(&meta_back);
-    model_free(&m);
-    model_free(&back);
+    slm_metadata_free(&meta);
+    slm_metadata_free(&meta_back);
+    slm_model_free(&m);
+    slm_model_free(&back);
 }
 
 /* ---- refusals ---------------------------------------------------------- */
@@ -162,15 +162,15 @@ static void expect_refused(const char *path, const char *says, const char *label
     char *vocab = (char *)"not touched";
     Metadata meta;
     Error e = {0};
-    int rc = checkpoint_load_model(path, &m, &vocab, &meta, &e);
+    int rc = slm_checkpoint_load_model(path, &m, &vocab, &meta, &e);
     int ok = rc == -1 && strstr(e.message, path) && strstr(e.message, says) && !m.params && !vocab && !meta.count;
     if (!ok) fprintf(stderr, "  %s: rc %d, message \"%s\" (wanted \"%s\")\n", label, rc, e.message, says);
     else if (getenv("STORYLM_TEST_VERBOSE")) printf("refused: %s\n   HINT: %s\n", e.message, e.hint);
     check_at(ok, label, __FILE__, line);
     if (!rc) {
-        model_free(&m);
+        slm_model_free(&m);
         free(vocab);
-        metadata_free(&meta);
+        slm_metadata_free(&meta);
     }
 }
 #define REFUSED(path, says) expect_refused((path), (says), #path " refused: " says, __LINE__)
@@ -303,8 +303,8 @@ static void test_tensor_refusals(const char *base) {
     char *vocab;
     Error e = {0};
     mutant(base, out, "embedding", "dtype", "\"F32\"", 0);
-    CHECK(checkpoint_load_model(out, &m, &vocab, NULL, &e) == 0);
-    model_free(&m);
+    CHECK(slm_checkpoint_load_model(out, &m, &vocab, NULL, &e) == 0);
+    slm_model_free(&m);
     free(vocab);
 
     REFUSED(mutant(base, out, "query", "data_offsets", "null", 0), "\"data_offsets\" is not two whole numbers");
@@ -392,8 +392,8 @@ static void test_damaged_headers(const char *base) {
         Model m;
         char *vocab;
         Error e = {0};
-        if (checkpoint_load_model(out, &m, &vocab, NULL, &e) == 0) {
-            model_free(&m);
+        if (slm_checkpoint_load_model(out, &m, &vocab, NULL, &e) == 0) {
+            slm_model_free(&m);
             free(vocab);
             continue;
         }
@@ -410,13 +410,13 @@ static void test_damaged_headers(const char *base) {
 /* ---- optimizer state and the pair -------------------------------------- */
 
 static void fill_state(TrainingState *s, const Model *m) {
-    if (training_state_init(s, m, NULL)) abort();
+    if (slm_training_state_init(s, m, NULL)) abort();
     fill_any_bits(s->adam_m, s->n_params, 11);
     fill_any_bits(s->adam_v, s->n_params, 12);
     s->step = 123456789012ULL;
     s->rng_state = UINT64_MAX;
     s->data_hash = 0xfedcba9876543210ULL;
-    metadata_set(&s->extra, "learning_rate", "0.001", NULL);
+    slm_metadata_set(&s->extra, "learning_rate", "0.001", NULL);
 }
 
 static void test_adam(void) {
@@ -428,40 +428,40 @@ static void test_adam(void) {
     make_model(&w8, ARCH_WINDOW8, 4, 0);
     fill_state(&s, &m);
     CHECK(s.run_id != 0);
-    CHECK(checkpoint_save_adam(path, &m, &s, &e) == 0);
-    CHECK(checkpoint_load_adam(path, &m, &back, &e) == 0);
+    CHECK(slm_checkpoint_save_adam(path, &m, &s, &e) == 0);
+    CHECK(slm_checkpoint_load_adam(path, &m, &back, &e) == 0);
     CHECK(back.n_params == m.n_params && memcmp(back.adam_m, s.adam_m, 4 * m.n_params) == 0 &&
           memcmp(back.adam_v, s.adam_v, 4 * m.n_params) == 0);
     CHECK(back.step == s.step && back.rng_state == s.rng_state && back.data_hash == s.data_hash &&
           back.run_id == s.run_id);
-    CHECK(back.extra.count == 1 && strcmp(metadata_get(&back.extra, "learning_rate"), "0.001") == 0);
-    training_state_free(&back);
+    CHECK(back.extra.count == 1 && strcmp(slm_metadata_get(&back.extra, "learning_rate"), "0.001") == 0);
+    slm_training_state_free(&back);
 
     /* another architecture's state, the model file, and the state as a model are refused */
-    CHECK(checkpoint_load_adam(path, &w8, &back, &e) == -1 &&
+    CHECK(slm_checkpoint_load_adam(path, &w8, &back, &e) == -1 &&
           strstr(e.message, "of architecture attention, not window8") && !back.adam_m);
     const char *model_path = tmp_path("opt_model.safetensors");
     char *vocab = make_vocab(2000);
-    CHECK(checkpoint_save_model(model_path, &m, vocab, NULL, &e) == 0);
-    CHECK(checkpoint_load_adam(model_path, &m, &back, &e) == -1 && strstr(e.message, "not 'storylm-adam'"));
+    CHECK(slm_checkpoint_save_model(model_path, &m, vocab, NULL, &e) == 0);
+    CHECK(slm_checkpoint_load_adam(model_path, &m, &back, &e) == -1 && strstr(e.message, "not 'storylm-adam'"));
     Model wrong;
     char *wrong_vocab;
-    CHECK(checkpoint_load_model(path, &wrong, &wrong_vocab, NULL, &e) == -1 &&
+    CHECK(slm_checkpoint_load_model(path, &wrong, &wrong_vocab, NULL, &e) == -1 &&
           strstr(e.hint, "not its optimizer state"));
     const char *out = tmp_path("bad.adam.safetensors");
-    CHECK(checkpoint_load_adam(mutant(path, out, "__metadata__", "rng_state", "\"12x\"", 0), &m, &back, &e) == -1 &&
+    CHECK(slm_checkpoint_load_adam(mutant(path, out, "__metadata__", "rng_state", "\"12x\"", 0), &m, &back, &e) == -1 &&
           strstr(e.message, "rng_state '12x' is not a decimal"));
-    CHECK(checkpoint_load_adam(mutant(path, out, "__metadata__", "run_id", NULL, 0), &m, &back, &e) == -1 &&
+    CHECK(slm_checkpoint_load_adam(mutant(path, out, "__metadata__", "run_id", NULL, 0), &m, &back, &e) == -1 &&
           strstr(e.message, "no \"run_id\""));
-    CHECK(checkpoint_load_adam(mutant(path, out, "v.embedding", "shape", "[32, 2000]", 0), &m, &back, &e) == -1 &&
+    CHECK(slm_checkpoint_load_adam(mutant(path, out, "v.embedding", "shape", "[32, 2000]", 0), &m, &back, &e) == -1 &&
           strstr(e.message, "'v.embedding' has shape [32, 2000]"));
     /* the format's own keys are not the trainer's to set */
-    metadata_set(&s.extra, "step", "5", NULL);
-    CHECK(checkpoint_save_adam(path, &m, &s, &e) == -1 && strstr(e.message, "'step' is written by storylm"));
+    slm_metadata_set(&s.extra, "step", "5", NULL);
+    CHECK(slm_checkpoint_save_adam(path, &m, &s, &e) == -1 && strstr(e.message, "'step' is written by storylm"));
     free(vocab);
-    training_state_free(&s);
-    model_free(&m);
-    model_free(&w8);
+    slm_training_state_free(&s);
+    slm_model_free(&m);
+    slm_model_free(&w8);
 }
 
 static void test_pair(void) {
@@ -474,49 +474,49 @@ static void test_pair(void) {
     make_model(&m, ARCH_WINDOW8, 5, 0);
     make_meta(&meta);
     fill_state(&s, &m);
-    char *adam_path = checkpoint_adam_path(path, &e);
+    char *adam_path = slm_checkpoint_adam_path(path, &e);
     CHECK(adam_path && strcmp(adam_path, tmp_path("pair.adam.safetensors")) == 0);
-    CHECK(checkpoint_save_all(path, &m, vocab, &meta, &s, &e) == 0);
-    CHECK(checkpoint_load_all(path, &back, &vocab_back, &meta_back, &s_back, &e) == 0);
+    CHECK(slm_checkpoint_save_all(path, &m, vocab, &meta, &s, &e) == 0);
+    CHECK(slm_checkpoint_load_all(path, &back, &vocab_back, &meta_back, &s_back, &e) == 0);
     CHECK(memcmp(back.params, m.params, 4 * m.n_params) == 0 && memcmp(s_back.adam_v, s.adam_v, 4 * m.n_params) == 0);
-    CHECK(strcmp(metadata_get(&meta_back, "step"), "123456789012") == 0 && s_back.step == s.step);
-    CHECK(strcmp(metadata_get(&meta_back, "test_loss"), "3.14159") == 0);
-    model_free(&back);
+    CHECK(strcmp(slm_metadata_get(&meta_back, "step"), "123456789012") == 0 && s_back.step == s.step);
+    CHECK(strcmp(slm_metadata_get(&meta_back, "test_loss"), "3.14159") == 0);
+    slm_model_free(&back);
     free(vocab_back);
-    training_state_free(&s_back);
+    slm_training_state_free(&s_back);
 
     /* a crash after the model of the next save, before its optimizer state */
-    metadata_set(&meta_back, "step", "123456789013", NULL);
-    CHECK(checkpoint_save_model(path, &m, vocab, &meta_back, &e) == 0);
-    CHECK(checkpoint_load_all(path, &back, &vocab_back, NULL, &s_back, &e) == -1 &&
+    slm_metadata_set(&meta_back, "step", "123456789013", NULL);
+    CHECK(slm_checkpoint_save_model(path, &m, vocab, &meta_back, &e) == 0);
+    CHECK(slm_checkpoint_load_all(path, &back, &vocab_back, NULL, &s_back, &e) == -1 &&
           strstr(e.message, "is at step 123456789013 but") && strstr(e.message, "at step 123456789012") &&
           !back.params && !vocab_back && !s_back.adam_m);
     /* a model from another run at the same step */
-    metadata_set(&meta_back, "step", "123456789012", NULL);
-    metadata_set(&meta_back, "run_id", "0000000000000001", NULL);
-    CHECK(checkpoint_save_model(path, &m, vocab, &meta_back, &e) == 0);
-    CHECK(checkpoint_load_all(path, &back, &vocab_back, NULL, &s_back, &e) == -1 &&
+    slm_metadata_set(&meta_back, "step", "123456789012", NULL);
+    slm_metadata_set(&meta_back, "run_id", "0000000000000001", NULL);
+    CHECK(slm_checkpoint_save_model(path, &m, vocab, &meta_back, &e) == 0);
+    CHECK(slm_checkpoint_load_all(path, &back, &vocab_back, NULL, &s_back, &e) == -1 &&
           strstr(e.message, "comes from training run 0000000000000001"));
     /* a model saved alone */
-    CHECK(checkpoint_save_model(path, &m, vocab, &meta, &e) == 0);
-    CHECK(checkpoint_load_all(path, &back, &vocab_back, NULL, &s_back, &e) == -1 &&
+    CHECK(slm_checkpoint_save_model(path, &m, vocab, &meta, &e) == 0);
+    CHECK(slm_checkpoint_load_all(path, &back, &vocab_back, NULL, &s_back, &e) == -1 &&
           strstr(e.message, "has no step and run_id"));
     unlink(adam_path);
-    CHECK(checkpoint_load_all(path, &back, &vocab_back, NULL, &s_back, &e) == -1 &&
+    CHECK(slm_checkpoint_load_all(path, &back, &vocab_back, NULL, &s_back, &e) == -1 &&
           strstr(e.message, "no optimizer state") && e.hint[0]);
 
-    char *p = checkpoint_adam_path("model", &e);
+    char *p = slm_checkpoint_adam_path("model", &e);
     CHECK(strcmp(p, "model.adam.safetensors") == 0);
     free(p);
-    p = checkpoint_adam_path("runs.v1/m.safetensors", &e);
+    p = slm_checkpoint_adam_path("runs.v1/m.safetensors", &e);
     CHECK(strcmp(p, "runs.v1/m.adam.safetensors") == 0);
     free(p);
     free(adam_path);
     free(vocab);
-    metadata_free(&meta);
-    metadata_free(&meta_back);
-    training_state_free(&s);
-    model_free(&m);
+    slm_metadata_free(&meta);
+    slm_metadata_free(&meta_back);
+    slm_training_state_free(&s);
+    slm_model_free(&m);
 }
 
 /* ---- atomic saves ------------------------------------------------------ */
@@ -543,11 +543,11 @@ static void test_atomic(void) {
     Error e = {0};
     make_model(&old_model, ARCH_ATTENTION, 21, 0);
     make_model(&new_model, ARCH_ATTENTION, 22, 0);
-    CHECK(checkpoint_save_model(path, &old_model, vocab, NULL, &e) == 0);
+    CHECK(slm_checkpoint_save_model(path, &old_model, vocab, NULL, &e) == 0);
     size_t len;
     char *old_bytes = slurp(path, &len);
 
-    CHECK(checkpoint_save_model(tmp_path("no_such_dir/m.safetensors"), &new_model, vocab, NULL, &e) == -1 &&
+    CHECK(slm_checkpoint_save_model(tmp_path("no_such_dir/m.safetensors"), &new_model, vocab, NULL, &e) == -1 &&
           strstr(e.message, "no_such_dir/m.safetensors"));
 
     /* the disk fills up half way: the write fails, the old model stays */
@@ -558,7 +558,7 @@ static void test_atomic(void) {
     signal(SIGXFSZ, SIG_IGN);
     CHECK(setrlimit(RLIMIT_FSIZE, &small) == 0);
     e = (Error){0};
-    int rc = checkpoint_save_model(path, &new_model, vocab, NULL, &e);
+    int rc = slm_checkpoint_save_model(path, &new_model, vocab, NULL, &e);
     setrlimit(RLIMIT_FSIZE, &old_limit);
     CHECK(rc == -1 && e.message[0]);
     CHECK(same_file(path, old_bytes, len));
@@ -566,7 +566,7 @@ static void test_atomic(void) {
 
     /* a refused save (a vocabulary of the wrong size) does not touch the file either */
     char *short_vocab = make_vocab(1999);
-    CHECK(checkpoint_save_model(path, &new_model, short_vocab, NULL, &e) == -1 && strstr(e.message, "1999 lines"));
+    CHECK(slm_checkpoint_save_model(path, &new_model, short_vocab, NULL, &e) == -1 && strstr(e.message, "1999 lines"));
     CHECK(same_file(path, old_bytes, len));
 
     /* a read-only folder (root writes there all the same: then this part cannot run) */
@@ -575,7 +575,7 @@ static void test_atomic(void) {
     mkdir(dir, 0755);
     snprintf(ro_path, sizeof ro_path, "%s/m.safetensors", dir);
     snprintf(probe, sizeof probe, "%s/probe", dir);
-    CHECK(checkpoint_save_model(ro_path, &old_model, vocab, NULL, &e) == 0);
+    CHECK(slm_checkpoint_save_model(ro_path, &old_model, vocab, NULL, &e) == 0);
     chmod(dir, 0555);
     FILE *f = fopen(probe, "w");
     if (f) {
@@ -583,32 +583,32 @@ static void test_atomic(void) {
         unlink(probe);
         printf("read-only folder check skipped: this user may write into read-only folders (root)\n");
     } else {
-        CHECK(checkpoint_save_model(ro_path, &new_model, vocab, NULL, &e) == -1 && strstr(e.message, ro_path));
+        CHECK(slm_checkpoint_save_model(ro_path, &new_model, vocab, NULL, &e) == -1 && strstr(e.message, ro_path));
         CHECK(same_file(ro_path, old_bytes, len));
     }
     chmod(dir, 0755);
     free(short_vocab);
     free(old_bytes);
     free(vocab);
-    model_free(&old_model);
-    model_free(&new_model);
+    slm_model_free(&old_model);
+    slm_model_free(&new_model);
 }
 
 static void test_metadata_list(void) {
     Metadata md = {0};
     Error e = {0};
-    CHECK(metadata_set(&md, "a", "1", &e) == 0 && metadata_set(&md, "b", "2", &e) == 0);
-    CHECK(metadata_set(&md, "a", "3", &e) == 0);
-    CHECK(md.count == 2 && strcmp(metadata_get(&md, "a"), "3") == 0 && !metadata_get(&md, "c"));
+    CHECK(slm_metadata_set(&md, "a", "1", &e) == 0 && slm_metadata_set(&md, "b", "2", &e) == 0);
+    CHECK(slm_metadata_set(&md, "a", "3", &e) == 0);
+    CHECK(md.count == 2 && strcmp(slm_metadata_get(&md, "a"), "3") == 0 && !slm_metadata_get(&md, "c"));
     Model m;
     char *vocab = make_vocab(2000);
     make_model(&m, ARCH_ATTENTION, 1, 0);
-    CHECK(metadata_set(&md, "vocab", "x", &e) == 0);
-    CHECK(checkpoint_save_model(tmp_path("reserved.safetensors"), &m, vocab, &md, &e) == -1 &&
+    CHECK(slm_metadata_set(&md, "vocab", "x", &e) == 0);
+    CHECK(slm_checkpoint_save_model(tmp_path("reserved.safetensors"), &m, vocab, &md, &e) == -1 &&
           strstr(e.message, "'vocab' is written by storylm"));
-    metadata_free(&md);
+    slm_metadata_free(&md);
     free(vocab);
-    model_free(&m);
+    slm_model_free(&m);
 }
 
 /* ---- what the loader refuses in values, not in the header -------------- */
@@ -622,28 +622,28 @@ static void test_nonfinite(void) {
     Error e = {0};
     make_model(&m, ARCH_ATTENTION, 5, 0);
     m.output_b[5] = NAN;
-    CHECK(checkpoint_save_model(path, &m, vocab, NULL, &e) == 0);
-    CHECK(checkpoint_load_model(path, &back, &vocab_back, NULL, &e) == -1 &&
+    CHECK(slm_checkpoint_save_model(path, &m, vocab, NULL, &e) == 0);
+    CHECK(slm_checkpoint_load_model(path, &back, &vocab_back, NULL, &e) == -1 &&
           strstr(e.message, "tensor 'output.bias' holds NaN at element 5") && !back.params && !vocab_back);
     m.output_b[5] = 0.0f;
     m.embedding[100] = -INFINITY;
-    CHECK(checkpoint_save_model(path, &m, vocab, NULL, &e) == 0);
-    CHECK(checkpoint_load_model(path, &back, &vocab_back, NULL, &e) == -1 &&
+    CHECK(slm_checkpoint_save_model(path, &m, vocab, NULL, &e) == 0);
+    CHECK(slm_checkpoint_load_model(path, &back, &vocab_back, NULL, &e) == -1 &&
           strstr(e.message, "tensor 'embedding' holds an infinity at element 100"));
     m.embedding[100] = 3e38f; /* huge but finite: loads (the loss is computed so that it stays right) */
-    CHECK(checkpoint_save_model(path, &m, vocab, NULL, &e) == 0);
-    CHECK(checkpoint_load_model(path, &back, &vocab_back, NULL, &e) == 0);
-    model_free(&back);
+    CHECK(slm_checkpoint_save_model(path, &m, vocab, NULL, &e) == 0);
+    CHECK(slm_checkpoint_load_model(path, &back, &vocab_back, NULL, &e) == 0);
+    slm_model_free(&back);
     free(vocab_back);
     /* the optimizer state too */
     TrainingState s, sb;
-    if (training_state_init(&s, &m, NULL)) abort();
+    if (slm_training_state_init(&s, &m, NULL)) abort();
     s.adam_v[m.tensors[1].offset + 3] = INFINITY;
-    CHECK(checkpoint_save_adam(path, &m, &s, &e) == 0);
-    CHECK(checkpoint_load_adam(path, &m, &sb, &e) == -1 && strstr(e.message, "tensor 'v.query' holds an infinity"));
-    training_state_free(&s);
+    CHECK(slm_checkpoint_save_adam(path, &m, &s, &e) == 0);
+    CHECK(slm_checkpoint_load_adam(path, &m, &sb, &e) == -1 && strstr(e.message, "tensor 'v.query' holds an infinity"));
+    slm_training_state_free(&s);
     free(vocab);
-    model_free(&m);
+    slm_model_free(&m);
 }
 
 /* A vocabulary stored in a model that a tokenizer would refuse (an empty or
@@ -663,12 +663,12 @@ static void test_bad_vocab_at_load(void) {
         size_t tail = strlen(nl), first = strlen(cases[c].line1);
         memmove(vocab + first, nl, tail + 1);
         memcpy(vocab, cases[c].line1, first);
-        CHECK(checkpoint_save_model(path, &m, vocab, NULL, &e) == 0);
-        CHECK(checkpoint_load_model(path, &back, &vocab_back, NULL, &e) == -1 && strstr(e.message, cases[c].want));
+        CHECK(slm_checkpoint_save_model(path, &m, vocab, NULL, &e) == 0);
+        CHECK(slm_checkpoint_load_model(path, &back, &vocab_back, NULL, &e) == -1 && strstr(e.message, cases[c].want));
         if (!strstr(e.message, cases[c].want)) fprintf(stderr, "  got: %s\n", e.message);
         free(vocab);
     }
-    model_free(&m);
+    slm_model_free(&m);
 }
 
 /* Loading is linear in the metadata's keys (80,000 took 10 s when each was
@@ -684,17 +684,17 @@ static void test_many_keys(void) {
     for (int i = 0; i < 80000; i++) {
         char key[16];
         snprintf(key, sizeof key, "k%06d", i);
-        if (metadata_append(&meta, key, "v", NULL)) abort();
+        if (slm_metadata_append(&meta, key, "v", NULL)) abort();
     }
-    CHECK(checkpoint_save_model(path, &m, vocab, &meta, &e) == 0);
+    CHECK(slm_checkpoint_save_model(path, &m, vocab, &meta, &e) == 0);
     clock_t t0 = clock();
-    CHECK(checkpoint_load_model(path, &back, &vocab_back, &meta_back, &e) == 0 && meta_back.count == 80000);
+    CHECK(slm_checkpoint_load_model(path, &back, &vocab_back, &meta_back, &e) == 0 && meta_back.count == 80000);
     double cpu = (double)(clock() - t0) / CLOCKS_PER_SEC;
     CHECK(cpu < 3.0); /* about 0.05 s; quadratic took 10 s (CPU time, so a loaded machine does not matter) */
-    model_free(&back);
+    slm_model_free(&back);
     free(vocab_back);
-    metadata_free(&meta_back);
-    metadata_free(&meta);
+    slm_metadata_free(&meta_back);
+    slm_metadata_free(&meta);
     /* 2 million values in one shape: refused from a count, not parsed into 200 MB of JSON nodes */
     size_t n = 2000000, len = 0;
     char *h = malloc(2 * n + 128);
@@ -706,12 +706,12 @@ static void test_many_keys(void) {
     FILE *f = fopen(path, "wb");
     if (!f || fwrite(lb, 1, 8, f) != 8 || fwrite(h, 1, len, f) != len || fclose(f)) abort();
     t0 = clock();
-    CHECK(checkpoint_load_model(path, &back, &vocab_back, NULL, &e) == -1 &&
+    CHECK(slm_checkpoint_load_model(path, &back, &vocab_back, NULL, &e) == -1 &&
           strstr(e.message, "over the limit of 1000000"));
     CHECK((double)(clock() - t0) / CLOCKS_PER_SEC < 3.0);
     free(h);
     free(vocab);
-    model_free(&m);
+    slm_model_free(&m);
 }
 
 /* ---- models for the end-to-end test ------------------------------------ */
@@ -727,7 +727,7 @@ static int write_dump(const char *dir, const char *name, const char *what, const
 static int write_models(const char *dir) {
     for (int a = 0; a < 2; a++) {
         Arch arch = a ? ARCH_WINDOW8 : ARCH_ATTENTION;
-        const char *name = arch_name(arch);
+        const char *name = slm_arch_name(arch);
         char path[2048];
         Model m;
         TrainingState s;
@@ -736,12 +736,12 @@ static int write_models(const char *dir) {
         char *vocab = make_vocab(2000);
         make_model(&m, arch, 100 + (uint64_t)a, 0);
         make_meta(&meta);
-        if (training_state_init(&s, &m, &e)) return 1;
+        if (slm_training_state_init(&s, &m, &e)) return 1;
         fill_weights(s.adam_m, s.n_params, 200);
         fill_weights(s.adam_v, s.n_params, 300);
         s.step = 77;
         snprintf(path, sizeof path, "%s/%s.safetensors", dir, name);
-        int rc = checkpoint_save_all(path, &m, vocab, &meta, &s, &e) ||
+        int rc = slm_checkpoint_save_all(path, &m, vocab, &meta, &s, &e) ||
                  write_dump(dir, name, "params", m.params, m.n_params) ||
                  write_dump(dir, name, "adam_m", s.adam_m, s.n_params) ||
                  write_dump(dir, name, "adam_v", s.adam_v, s.n_params);
@@ -753,10 +753,10 @@ static int write_models(const char *dir) {
             fprintf(stderr, "test_checkpoint: cannot write models to %s: %s\n", dir, e.message);
             return 1;
         }
-        training_state_free(&s);
-        metadata_free(&meta);
+        slm_training_state_free(&s);
+        slm_metadata_free(&meta);
         free(vocab);
-        model_free(&m);
+        slm_model_free(&m);
     }
     return 0;
 }
@@ -771,7 +771,7 @@ int main(int argc, char **argv) {
     char *vocab = make_vocab(2000);
     make_model(&m, ARCH_ATTENTION, 9, 0);
     make_meta(&meta);
-    CHECK(checkpoint_save_model(base, &m, vocab, &meta, NULL) == 0);
+    CHECK(slm_checkpoint_save_model(base, &m, vocab, &meta, NULL) == 0);
     test_raw_refusals(base);
     test_tensor_refusals(base);
     test_metadata_refusals(base);
@@ -783,8 +783,8 @@ int main(int argc, char **argv) {
     test_nonfinite();
     test_bad_vocab_at_load();
     test_many_keys();
-    model_free(&m);
-    metadata_free(&meta);
+    slm_model_free(&m);
+    slm_metadata_free(&meta);
     free(vocab);
     return check_report();
 }

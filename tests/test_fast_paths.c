@@ -1,5 +1,5 @@
 /* The fast paths give what the plain ones give: the output layer over cached
- * chunks equals output_forward + output_backward; a step split over threads
+ * chunks equals slm_output_forward + slm_output_backward; a step split over threads
  * by stories equals one pass over the whole batch, and repeats bit for bit;
  * the sampler, which sorts only the tokens above a floor, draws exactly what
  * a sampler sorting every token draws; the workers run a job once on every
@@ -28,23 +28,23 @@ static double max_abs_diff(const float *x, const float *y, size_t n, double *lar
 
 static float *random_floats(Rng *r, size_t n, double scale) {
     float *x = malloc(n * sizeof(float));
-    for (size_t i = 0; i < n; i++) x[i] = (float)(rng_normal(r) * scale);
+    for (size_t i = 0; i < n; i++) x[i] = (float)(slm_rng_normal(r) * scale);
     return x;
 }
 
-/* The output layer in chunks of 1, 7 and all 40 positions, against output_forward + output_backward. */
+/* The output layer in chunks of 1, 7 and all 40 positions, against slm_output_forward + slm_output_backward. */
 static void chunked_output_layer_matches(void) {
     enum { N = 40, HD = 16, V = 300 };
     Rng r;
-    rng_seed(&r, 3);
+    slm_rng_seed(&r, 3);
     float *W = random_floats(&r, V * HD, 0.5), *bias = random_floats(&r, V, 0.5), *y = random_floats(&r, N * HD, 1);
     int32_t target[N];
-    for (int p = 0; p < N; p++) target[p] = p % 9 == 8 ? -1 : (int32_t)rng_below(&r, V); /* some without a target */
+    for (int p = 0; p < N; p++) target[p] = p % 9 == 8 ? -1 : (int32_t)slm_rng_below(&r, V); /* some without a target */
     float logits[N * V], lse[N], loss[N], ones[N], dW[V * HD] = {0}, d_bias[V] = {0}, d_y[N * HD];
     uint8_t correct[N];
     for (int p = 0; p < N; p++) ones[p] = 1.0f;
-    output_forward(W, bias, y, N, HD, V, logits, target, lse, loss, correct);
-    output_backward(W, y, logits, target, lse, 0.25f, N, HD, V, dW, d_bias, d_y, ones);
+    slm_output_forward(W, bias, y, N, HD, V, logits, target, lse, loss, correct);
+    slm_output_backward(W, y, logits, target, lse, 0.25f, N, HD, V, dW, d_bias, d_y, ones);
     int chunks[] = {1, 7, N};
     for (int c = 0; c < 3; c++) {
         float scratch[N * V], lse2[N], loss2[N], dW2[V * HD] = {0}, d_bias2[V] = {0}, d_y2[N * HD];
@@ -56,12 +56,12 @@ static void chunked_output_layer_matches(void) {
          * sgemm sums an element in an order that depends on the block it falls in
          * (on AVX2 machines a product cut in rows of 1 or 7 rounds differently
          * from one of 40), and chunks are such cuts. */
-        output_loss(&o);
+        slm_output_loss(&o);
         double big_lse, d_lse = max_abs_diff(lse2, lse, N, &big_lse);
         CHECK(d_lse <= 1e-6 * big_lse);
         CHECK(memcmp(correct, correct2, sizeof correct) == 0);
         o.dW = dW2, o.d_bias = d_bias2, o.d_y = d_y2;
-        output_loss(&o);
+        slm_output_loss(&o);
         double big, d = max_abs_diff(loss2, loss, N, &big);
         CHECK(d <= 1e-6 * big);
         CHECK(max_abs_diff(dW2, dW, V * HD, &big) <= 1e-5 * big);
@@ -80,46 +80,46 @@ typedef struct Case {
 } Case;
 
 static void make_case(Case *c, Arch arch) {
-    ModelConfig cfg = model_config_default(arch, 50);
+    ModelConfig cfg = slm_model_config_default(arch, 50);
     cfg.window = 16;
     Error e;
     Rng r;
-    rng_seed(&r, 5);
-    CHECK(model_init(&c->m, &cfg, &e) == 0);
-    model_randomize(&c->m, 9);
-    for (int i = 0; i < cfg.n_heads * cfg.window && c->m.distance; i++) c->m.distance[i] = (float)rng_normal(&r);
+    slm_rng_seed(&r, 5);
+    CHECK(slm_model_init(&c->m, &cfg, &e) == 0);
+    slm_model_randomize(&c->m, 9);
+    for (int i = 0; i < cfg.n_heads * cfg.window && c->m.distance; i++) c->m.distance[i] = (float)slm_rng_normal(&r);
     c->predicted = 0;
     for (int s = 0; s < 7; s++) {
-        int len = s == 3 ? 90 : 5 + (int)rng_below(&r, 40);
-        for (int t = 0; t < len; t++) c->ids[s][t] = t ? (int32_t)rng_below(&r, 50) : 1;
+        int len = s == 3 ? 90 : 5 + (int)slm_rng_below(&r, 40);
+        for (int t = 0; t < len; t++) c->ids[s][t] = t ? (int32_t)slm_rng_below(&r, 50) : 1;
         c->stories[s] = (StoryRef){c->ids[s], len};
         c->predicted += len - 1;
     }
 }
 
-/* The whole batch in one model_forward + model_backward: loss sum and gradient of the mean. */
+/* The whole batch in one slm_model_forward + slm_model_backward: loss sum and gradient of the mean. */
 static double one_pass(Case *c, float *grads) {
     Error e;
     Batch b;
     Activations a;
-    CHECK(batch_init(&b, 1000, 8, &e) == 0 && activations_init(&a, &c->m.cfg, 1000, &e) == 0);
-    for (int s = 0; s < 7; s++) CHECK(batch_add(&b, c->stories[s].ids, c->stories[s].len, &e) == 0);
-    CHECK(model_forward(&c->m, &a, &b, NULL, NULL, &e) == 0);
-    model_backward(&c->m, &a, &b, grads);
+    CHECK(slm_batch_init(&b, 1000, 8, &e) == 0 && slm_activations_init(&a, &c->m.cfg, 1000, &e) == 0);
+    for (int s = 0; s < 7; s++) CHECK(slm_batch_add(&b, c->stories[s].ids, c->stories[s].len, &e) == 0);
+    CHECK(slm_model_forward(&c->m, &a, &b, NULL, NULL, &e) == 0);
+    slm_model_backward(&c->m, &a, &b, grads);
     double sum = a.mean_loss * a.n_predicted;
-    batch_free(&b), activations_free(&a);
+    slm_batch_free(&b), slm_activations_free(&a);
     return sum;
 }
 
-/* shards_run with n shards of `positions` each: loss sum; grads of the mean. */
+/* slm_shards_run with n shards of `positions` each: loss sum; grads of the mean. */
 static double sharded(Case *c, int n, int positions, float *grads) {
     Shards sh;
     Error e;
     double loss = 0;
     long long correct = 0;
-    CHECK(shards_init(&sh, &c->m, n, positions, 7, &e) == 0);
-    CHECK(shards_run(&sh, c->stories, 7, NULL, 1.0f / c->predicted, grads, &loss, &correct, &e) == 0);
-    shards_free(&sh);
+    CHECK(slm_shards_init(&sh, &c->m, n, positions, 7, &e) == 0);
+    CHECK(slm_shards_run(&sh, c->stories, 7, NULL, 1.0f / c->predicted, grads, &loss, &correct, &e) == 0);
+    slm_shards_free(&sh);
     return loss;
 }
 
@@ -141,7 +141,7 @@ static void shards_match_one_pass(Arch arch) {
     sharded(&c, 2, 90, again); /* the same threads and chunks: the same bits */
     CHECK(memcmp(got, again, P * sizeof(float)) == 0);
     free(want), free(got), free(again);
-    model_free(&c.m);
+    slm_model_free(&c.m);
 }
 
 /* --- the sampler against one that sorts every token (the plain way) ------- */
@@ -162,7 +162,7 @@ static int plain_draw(Rng *rng, const float *logits, int n, float temperature, i
     Plain c[2000];
     float inv = 1.0f / temperature;
     for (int i = 0; i < n; i++) probs[i] = logits[i] * inv;
-    softmax_probs(probs, n, probs);
+    slm_softmax_probs(probs, n, probs);
     float cutoff = top_p < 1 ? (1.0f - top_p) / (float)(n - 1) : 0.0f;
     int m = 0;
     for (int i = 0; i < n; i++)
@@ -179,7 +179,7 @@ static int plain_draw(Rng *rng, const float *logits, int n, float temperature, i
         }
     }
     for (int i = 0; i < keep; i++) mass += c[i].prob;
-    double r = rng_uniform(rng) * mass;
+    double r = slm_rng_uniform(rng) * mass;
     for (int i = 0; i < keep; i++) {
         acc += c[i].prob;
         if (r < acc) return c[i].id;
@@ -194,7 +194,7 @@ static void sampler_draws_as_sorting_all(void) {
     int top_ks[] = {0, 1, 5, 300};
     double scales[] = {0.0, 0.3, 3.0, 8.0}; /* 0: every logit equal, ties everywhere */
     Rng data;
-    rng_seed(&data, 17);
+    slm_rng_seed(&data, 17);
     float *logits = malloc(V * sizeof(float));
     int settings = 0, differ = 0;
     for (int sc = 0; sc < 4; sc++)
@@ -202,17 +202,17 @@ static void sampler_draws_as_sorting_all(void) {
             for (int p = 0; p < 5; p++)
                 for (int k = 0; k < 4; k++) {
                     if (top_ps[p] >= 1 && top_ks[k] == 0) continue; /* no truncation: another path */
-                    for (int i = 0; i < V; i++) logits[i] = (float)(rng_normal(&data) * scales[sc]);
+                    for (int i = 0; i < V; i++) logits[i] = (float)(slm_rng_normal(&data) * scales[sc]);
                     logits[7] = logits[1234] = 4.0f * (float)scales[sc]; /* a tie at the top */
                     Sampler s;
                     Error e;
                     Rng plain;
-                    CHECK(sampler_init(&s, V, temperatures[t], top_ks[k], top_ps[p], 99, &e) == 0);
-                    rng_seed(&plain, 99);
+                    CHECK(slm_sampler_init(&s, V, temperatures[t], top_ks[k], top_ps[p], 99, &e) == 0);
+                    slm_rng_seed(&plain, 99);
                     for (int d = 0; d < 200; d++)
-                        differ += sampler_sample(&s, logits) != plain_draw(&plain, logits, V, temperatures[t],
+                        differ += slm_sampler_sample(&s, logits) != plain_draw(&plain, logits, V, temperatures[t],
                                                                            top_ks[k], top_ps[p]);
-                    sampler_free(&s);
+                    slm_sampler_free(&s);
                     settings++;
                 }
     CHECK(settings == 228 && differ == 0);
@@ -237,19 +237,19 @@ static void workers_run_everywhere_once(void) {
     Workers w;
     Error e;
     omp_set_num_threads(2);
-    CHECK(workers_init(&w, 3, &e) == 0);
+    CHECK(slm_workers_init(&w, 3, &e) == 0);
     for (int round = 0; round < 50; round++) {
         Seen s = {{0}, {0}};
-        workers_run(&w, note, &s);
+        slm_workers_run(&w, note, &s);
         CHECK(s.calls[0] == 1 && s.calls[1] == 1 && s.calls[2] == 1 && s.calls[3] == 0);
         CHECK(s.omp_threads[0] == 13 && s.omp_threads[1] == 13 && s.omp_threads[2] == 13);
     }
     CHECK(omp_get_max_threads() == 2); /* the caller's setting is back */
-    workers_free(&w);
+    slm_workers_free(&w);
 }
 
 int main(void) {
-    model_threads_setup(2);
+    slm_model_threads_setup(2);
     chunked_output_layer_matches();
     shards_match_one_pass(ARCH_ATTENTION);
     shards_match_one_pass(ARCH_WINDOW8);

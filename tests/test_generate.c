@@ -1,5 +1,5 @@
 /* Incremental generation agrees with the whole-story forward pass: the
- * logits generator_feed gives at each position equal model_forward's, also
+ * logits slm_generator_feed gives at each position equal slm_model_forward's, also
  * past the 256-token window (where the ring buffer wraps), with heads
  * ablated, and for window8; a batch of samples gives each sample the bits it
  * gets alone, on one thread or several; the sampler does what its settings say. The view on top:
@@ -27,33 +27,33 @@ static double max_abs(const float *x, const float *y, int n) {
 /* A story of T random ids through both paths; returns the worst difference. */
 static double compare(Arch arch, int T, const Ablation *ab, uint64_t seed) {
     Error e = {0};
-    ModelConfig cfg = model_config_default(arch, 300);
+    ModelConfig cfg = slm_model_config_default(arch, 300);
     Model m;
     Activations a;
     Batch b;
     Generator g;
-    CHECK(model_init(&m, &cfg, &e) == 0);
-    model_randomize(&m, seed);
+    CHECK(slm_model_init(&m, &cfg, &e) == 0);
+    slm_model_randomize(&m, seed);
     Rng r;
-    rng_seed(&r, seed + 1);
-    for (int i = 0; i < cfg.n_heads * cfg.window && m.distance; i++) m.distance[i] = (float)rng_range(&r, -2, 2);
+    slm_rng_seed(&r, seed + 1);
+    for (int i = 0; i < cfg.n_heads * cfg.window && m.distance; i++) m.distance[i] = (float)slm_rng_range(&r, -2, 2);
     int32_t *ids = malloc(T * sizeof *ids);
-    for (int t = 0; t < T; t++) ids[t] = t == 0 ? 1 : (int32_t)rng_below(&r, 300);
-    CHECK(activations_init(&a, &cfg, T, &e) == 0);
-    CHECK(batch_init(&b, T, 1, &e) == 0);
-    CHECK(batch_add(&b, ids, T, &e) == 0);
+    for (int t = 0; t < T; t++) ids[t] = t == 0 ? 1 : (int32_t)slm_rng_below(&r, 300);
+    CHECK(slm_activations_init(&a, &cfg, T, &e) == 0);
+    CHECK(slm_batch_init(&b, T, 1, &e) == 0);
+    CHECK(slm_batch_add(&b, ids, T, &e) == 0);
     float loss;
-    CHECK(model_forward(&m, &a, &b, ab, &loss, &e) == 0);
-    CHECK(generator_init(&g, &m, ab, &e) == 0);
+    CHECK(slm_model_forward(&m, &a, &b, ab, &loss, &e) == 0);
+    CHECK(slm_generator_init(&g, &m, ab, &e) == 0);
     double worst = 0;
     for (int t = 0; t < T; t++) {
-        const float *logits = generator_feed(&g, ids[t]);
+        const float *logits = slm_generator_feed(&g, ids[t]);
         worst = fmax(worst, max_abs(logits, a.logits + (size_t)t * cfg.vocab_size, cfg.vocab_size));
     }
-    generator_free(&g);
-    batch_free(&b);
-    activations_free(&a);
-    model_free(&m);
+    slm_generator_free(&g);
+    slm_batch_free(&b);
+    slm_activations_free(&a);
+    slm_model_free(&m);
     free(ids);
     return worst;
 }
@@ -74,19 +74,19 @@ static void greedy_takes_the_largest(void) {
     Error e = {0};
     Sampler s;
     float logits[5] = {0.1f, 2.0f, 2.0f, -1.0f, 0.5f};
-    CHECK(sampler_init(&s, 5, 0.0f, 0, 1.0f, 1, &e) == 0);
-    CHECK(sampler_sample(&s, logits) == 1); /* ties go to the lower id */
-    sampler_free(&s);
+    CHECK(slm_sampler_init(&s, 5, 0.0f, 0, 1.0f, 1, &e) == 0);
+    CHECK(slm_sampler_sample(&s, logits) == 1); /* ties go to the lower id */
+    slm_sampler_free(&s);
 }
 
 /* Draws n samples and counts them per token. */
 static void histogram(float temperature, int top_k, float top_p, const float *logits, int V, int n, int *counts) {
     Error e = {0};
     Sampler s;
-    CHECK(sampler_init(&s, V, temperature, top_k, top_p, 42, &e) == 0);
+    CHECK(slm_sampler_init(&s, V, temperature, top_k, top_p, 42, &e) == 0);
     memset(counts, 0, V * sizeof *counts);
-    for (int i = 0; i < n; i++) counts[sampler_sample(&s, logits)]++;
-    sampler_free(&s);
+    for (int i = 0; i < n; i++) counts[slm_sampler_sample(&s, logits)]++;
+    slm_sampler_free(&s);
 }
 
 static void sampling_follows_its_settings(void) {
@@ -94,7 +94,7 @@ static void sampling_follows_its_settings(void) {
     float logits[V] = {2.0f, 1.0f, 0.0f, -1.0f, 0.5f, 1.5f};
     float p[V];
     int counts[V];
-    softmax_probs(logits, V, p);
+    slm_softmax_probs(logits, V, p);
     histogram(1.0f, 0, 1.0f, logits, V, N, counts);
     for (int i = 0; i < V; i++) CHECK_CLOSE((double)counts[i] / N, p[i], 0.05, 0.005);
     histogram(1.0f, 2, 1.0f, logits, V, N, counts); /* top-2: tokens 0 and 5 only */
@@ -106,8 +106,8 @@ static void sampling_follows_its_settings(void) {
     CHECK(counts[0] == 1000);
     Sampler s;
     Error e = {0};
-    CHECK(sampler_init(&s, V, -1.0f, 0, 1.0f, 1, &e) == -1 && strstr(e.message, "invalid"));
-    CHECK(sampler_init(&s, V, 1.0f, 0, 2.0f, 1, &e) == -1);
+    CHECK(slm_sampler_init(&s, V, -1.0f, 0, 1.0f, 1, &e) == -1 && strstr(e.message, "invalid"));
+    CHECK(slm_sampler_init(&s, V, 1.0f, 0, 2.0f, 1, &e) == -1);
 }
 
 static void same_seed_same_draws(void) {
@@ -116,12 +116,12 @@ static void same_seed_same_draws(void) {
     for (int i = 0; i < V; i++) logits[i] = sinf((float)i);
     Error e = {0};
     Sampler a, b;
-    CHECK(sampler_init(&a, V, 0.9f, 10, 0.9f, 7, &e) == 0 && sampler_init(&b, V, 0.9f, 10, 0.9f, 7, &e) == 0);
+    CHECK(slm_sampler_init(&a, V, 0.9f, 10, 0.9f, 7, &e) == 0 && slm_sampler_init(&b, V, 0.9f, 10, 0.9f, 7, &e) == 0);
     int same = 1;
-    for (int i = 0; i < 200; i++) same &= sampler_sample(&a, logits) == sampler_sample(&b, logits);
+    for (int i = 0; i < 200; i++) same &= slm_sampler_sample(&a, logits) == slm_sampler_sample(&b, logits);
     CHECK(same);
-    sampler_free(&a);
-    sampler_free(&b);
+    slm_sampler_free(&a);
+    slm_sampler_free(&b);
 }
 
 /* A batch of 5 fed random tokens, a random subset of the samples each step
@@ -130,46 +130,46 @@ static void same_seed_same_draws(void) {
 static void batch_gives_each_sample_its_own_bits(Arch arch, const Ablation *ab, uint64_t seed, int threads) {
     enum { N = 5, STEPS = 300 };
     Error e = {0};
-    ModelConfig cfg = model_config_default(arch, 300);
+    ModelConfig cfg = slm_model_config_default(arch, 300);
     Model m;
-    CHECK(model_init(&m, &cfg, &e) == 0);
-    model_randomize(&m, seed);
+    CHECK(slm_model_init(&m, &cfg, &e) == 0);
+    slm_model_randomize(&m, seed);
     GeneratorBatch batch;
     Generator alone[N];
     Workers w;
-    CHECK(generator_batch_init(&batch, &m, ab, N, &e) == 0 && workers_init(&w, threads, &e) == 0);
-    if (threads > 1) generator_batch_use_workers(&batch, &w); /* the samples of a step shared between threads */
-    for (int s = 0; s < N; s++) CHECK(generator_init(&alone[s], &m, ab, &e) == 0);
+    CHECK(slm_generator_batch_init(&batch, &m, ab, N, &e) == 0 && slm_workers_init(&w, threads, &e) == 0);
+    if (threads > 1) slm_generator_batch_use_workers(&batch, &w); /* the samples of a step shared between threads */
+    for (int s = 0; s < N; s++) CHECK(slm_generator_init(&alone[s], &m, ab, &e) == 0);
     Rng r;
-    rng_seed(&r, seed + 7);
+    slm_rng_seed(&r, seed + 7);
     int same = 1, fed = 0;
     for (int step = 0; step < STEPS; step++) {
         int which[N], k = 0;
         int32_t tokens[N];
         for (int s = 0; s < N; s++)
-            if (step == 0 || rng_below(&r, 4) != 0) which[k++] = s; /* now and then a sample waits */
+            if (step == 0 || slm_rng_below(&r, 4) != 0) which[k++] = s; /* now and then a sample waits */
         for (int j = k - 1; j > 0; j--) { /* in any order */
-            int i = (int)rng_below(&r, (uint64_t)j + 1), t = which[i];
+            int i = (int)slm_rng_below(&r, (uint64_t)j + 1), t = which[i];
             which[i] = which[j], which[j] = t;
         }
-        for (int j = 0; j < k; j++) tokens[j] = (int32_t)rng_below(&r, 300);
-        generator_batch_feed(&batch, which, tokens, k);
+        for (int j = 0; j < k; j++) tokens[j] = (int32_t)slm_rng_below(&r, 300);
+        slm_generator_batch_feed(&batch, which, tokens, k);
         for (int j = 0; j < k; j++) {
-            const float *own = generator_feed(&alone[which[j]], tokens[j]);
-            same &= memcmp(own, generator_batch_logits(&batch, which[j]), cfg.vocab_size * sizeof(float)) == 0;
+            const float *own = slm_generator_feed(&alone[which[j]], tokens[j]);
+            same &= memcmp(own, slm_generator_batch_logits(&batch, which[j]), cfg.vocab_size * sizeof(float)) == 0;
             fed++;
         }
     }
     CHECK(same && fed > N * STEPS / 2);
-    generator_batch_copy(&batch, 2, 0); /* sample 0 goes on from sample 2's story */
+    slm_generator_batch_copy(&batch, 2, 0); /* sample 0 goes on from sample 2's story */
     int32_t t = 17;
     int zero = 0;
-    generator_batch_feed(&batch, &zero, &t, 1);
-    CHECK(memcmp(generator_feed(&alone[2], t), generator_batch_logits(&batch, 0), cfg.vocab_size * sizeof(float)) == 0);
-    for (int s = 0; s < N; s++) generator_free(&alone[s]);
-    generator_batch_free(&batch);
-    workers_free(&w);
-    model_free(&m);
+    slm_generator_batch_feed(&batch, &zero, &t, 1);
+    CHECK(memcmp(slm_generator_feed(&alone[2], t), slm_generator_batch_logits(&batch, 0), cfg.vocab_size * sizeof(float)) == 0);
+    for (int s = 0; s < N; s++) slm_generator_free(&alone[s]);
+    slm_generator_batch_free(&batch);
+    slm_workers_free(&w);
+    slm_model_free(&m);
 }
 
 static void batches_match_alone(void) {
@@ -196,17 +196,17 @@ static char *test_vocab(void) {
 static int open_test_model(LoadedModel *lm, uint64_t seed, Error *e) {
     *lm = (LoadedModel){.path = "test.safetensors"};
     char *vocab = test_vocab();
-    int rc = tokenizer_from_text(&lm->tokenizer, vocab, strlen(vocab), 0, e);
+    int rc = slm_tokenizer_from_text(&lm->tokenizer, vocab, strlen(vocab), 0, e);
     free(vocab);
-    ModelConfig cfg = model_config_default(ARCH_ATTENTION, lm->tokenizer.size);
-    if (!rc) rc = model_init(&lm->model, &cfg, e);
-    if (!rc) model_randomize(&lm->model, seed);
+    ModelConfig cfg = slm_model_config_default(ARCH_ATTENTION, lm->tokenizer.size);
+    if (!rc) rc = slm_model_init(&lm->model, &cfg, e);
+    if (!rc) slm_model_randomize(&lm->model, seed);
     return rc;
 }
 
 static void close_test_model(LoadedModel *lm) {
-    model_free(&lm->model);
-    tokenizer_free(&lm->tokenizer);
+    slm_model_free(&lm->model);
+    slm_tokenizer_free(&lm->tokenizer);
 }
 
 /* What the streaming callback was told, per sample. */
@@ -222,7 +222,7 @@ static int collect(void *ctx, int sample, const char *text, size_t len, int done
     if (st->done[sample]) st->after_done++;
     if (st->calls[sample]++ == 0) st->first_is_prompt[sample] = len >= strlen(st->prompt) && !strncmp(text, st->prompt, strlen(st->prompt));
     st->done[sample] += done;
-    return bytevec_append(&st->text[sample], text, len, &e);
+    return slm_bytevec_append(&st->text[sample], text, len, &e);
 }
 
 /* Three samples together: each writes what it writes alone with seed + i,
@@ -235,40 +235,40 @@ static void samples_together_are_samples_alone(void) {
     ViewGenerateOptions go = {.max_tokens = 60, .seed = 5, .temperature = 1.0, .top_p = 0.95};
     ViewBatch vb;
     Streamed st = {.prompt = prompt};
-    CHECK(view_batch_init(&vb, &lm, NULL, prompt, &go, 3, &e) == 0);
-    CHECK(view_batch_run(&vb, collect, &st, &e) == 0);
+    CHECK(slm_view_batch_init(&vb, &lm, NULL, prompt, &go, 3, &e) == 0);
+    CHECK(slm_view_batch_run(&vb, collect, &st, &e) == 0);
     for (int i = 0; i < 3; i++) {
         ViewGenerateOptions one = go;
         one.seed = go.seed + (uint64_t)i;
         ViewGenerator vg;
-        CHECK(view_generator_init(&vg, &lm, NULL, prompt, &one, &e) == 0);
-        while (view_generator_next(&vg, &e) > 0) {}
+        CHECK(slm_view_generator_init(&vg, &lm, NULL, prompt, &one, &e) == 0);
+        while (slm_view_generator_next(&vg, &e) > 0) {}
         const ViewGenerator *b = &vb.samples[i];
         CHECK(b->ids.len == vg.ids.len && !memcmp(b->ids.data, vg.ids.data, vg.ids.len * sizeof(int32_t)));
         CHECK(b->tokens == vg.tokens && strcmp(b->stop_reason, vg.stop_reason) == 0);
-        char *text = view_generator_text(b, &e);
+        char *text = slm_view_generator_text(b, &e);
         CHECK(text && st.text[i].len == strlen(text) && !memcmp(st.text[i].data, text, st.text[i].len));
         CHECK(st.done[i] == 1 && st.first_is_prompt[i] && st.calls[i] > 2);
         free(text);
-        view_generator_free(&vg);
-        bytevec_free(&st.text[i]);
+        slm_view_generator_free(&vg);
+        slm_bytevec_free(&st.text[i]);
     }
     CHECK(st.after_done == 0);
     CHECK(vb.samples[0].ids.len != vb.samples[1].ids.len ||
           memcmp(vb.samples[0].ids.data, vb.samples[1].ids.data, vb.samples[0].ids.len * sizeof(int32_t)) != 0);
-    view_batch_free(&vb);
+    slm_view_batch_free(&vb);
     close_test_model(&lm);
 }
 
-/* view_story_text of prompt + the tokens of continuation. */
+/* slm_view_story_text of prompt + the tokens of continuation. */
 static char *story(const LoadedModel *lm, const NameList *names, const char *prompt, const char *continuation) {
     Error e;
     IntVec ids = {0};
-    CHECK(tokenizer_encode(&lm->tokenizer, prompt, strlen(prompt), &ids, &e) == 0);
+    CHECK(slm_tokenizer_encode(&lm->tokenizer, prompt, strlen(prompt), &ids, &e) == 0);
     size_t n_prompt = ids.len;
-    CHECK(tokenizer_encode(&lm->tokenizer, continuation, strlen(continuation), &ids, &e) == 0);
-    char *text = view_story_text(&lm->tokenizer, prompt, ids.data, n_prompt, ids.len, names, &e);
-    intvec_free(&ids);
+    CHECK(slm_tokenizer_encode(&lm->tokenizer, continuation, strlen(continuation), &ids, &e) == 0);
+    char *text = slm_view_story_text(&lm->tokenizer, prompt, ids.data, n_prompt, ids.len, names, &e);
+    slm_intvec_free(&ids);
     return text;
 }
 
@@ -292,21 +292,21 @@ static void prompt_as_typed_and_names_capitalised(void) {
     const char *known = "Lily went out. Then Lily saw Tom. Tom and Lily played. Later Tom ran. Then they sat.";
     StorySpan all = {0, strlen(known)};
     NameList names;
-    CHECK(names_learn(&names, known, &all, 1, NULL, &e) == 0);
+    CHECK(slm_names_learn(&names, known, &all, 1, NULL, &e) == 0);
     CHECK(story_is(&lm, &names, "Lily found a", "ball. then tom saw lily", "Lily found a ball. Then Tom saw Lily"));
     CHECK(story_is(&lm, &names, "lily  FOUND\na ", "ball", "lily  FOUND\na ball")); /* as typed; no second space */
     CHECK(story_is(&lm, &names, "Zo\xc3\xab said: \"Hi", "zoe ran", "Zo\xc3\xab said: \"Hi zoe ran"));
     CHECK(story_is(&lm, &names, "We met Bip today.", "bip ran and then bip saw tom", "We met Bip today. Bip ran and then Bip saw Tom"));
     CHECK(story_is(&lm, &names, "Zorbo ran. Then", "zorbo saw a ball then", "Zorbo ran. Then Zorbo saw a ball then"));
     IntVec ids = {0}; /* a word the prompt began goes on: "Lily jum" + "##p ##e ##d tom" */
-    CHECK(tokenizer_encode(&lm.tokenizer, "Lily jumped tom", 15, &ids, &e) == 0 && ids.len == 8);
-    char *text = view_story_text(&lm.tokenizer, "Lily jum", ids.data, 4, ids.len, &names, &e);
+    CHECK(slm_tokenizer_encode(&lm.tokenizer, "Lily jumped tom", 15, &ids, &e) == 0 && ids.len == 8);
+    char *text = slm_view_story_text(&lm.tokenizer, "Lily jum", ids.data, 4, ids.len, &names, &e);
     CHECK(text && strcmp(text, "Lily jumped Tom") == 0);
     free(text);
-    intvec_free(&ids);
+    slm_intvec_free(&ids);
     CHECK(story_is(&lm, &names, "", "lily saw a ball. she ran", "Lily saw a ball. She ran"));
     CHECK(story_is(&lm, NULL, "Lily found Tom", "and tom saw the ball", "Lily found Tom and Tom saw the ball"));
-    names_free(&names);
+    slm_names_free(&names);
     close_test_model(&lm);
 }
 
@@ -318,19 +318,19 @@ static void unknown_characters_are_named(void) {
     CHECK(open_test_model(&lm, 23, &e) == 0);
     PromptUnknown pu;
     char chars[64];
-    CHECK(view_prompt_unknown(&lm.tokenizer, "\xd0\x96\xd0\xb8\xd0\xb6 \xd0\xb6\xd0\xb8", &pu, chars, sizeof chars, &e) == 0);
-    CHECK(pu.tokens == 2 && pu.unk == 2 && view_prompt_mostly_unknown(&pu));
+    CHECK(slm_view_prompt_unknown(&lm.tokenizer, "\xd0\x96\xd0\xb8\xd0\xb6 \xd0\xb6\xd0\xb8", &pu, chars, sizeof chars, &e) == 0);
+    CHECK(pu.tokens == 2 && pu.unk == 2 && slm_view_prompt_mostly_unknown(&pu));
     CHECK(pu.n_chars == 3 && strcmp(chars, "'\xd0\x96', '\xd0\xb8', '\xd0\xb6'") == 0);
-    CHECK(view_prompt_unknown(&lm.tokenizer, "lily saw \xd0\x96\xd0\xb8 today", &pu, chars, sizeof chars, &e) == 0);
-    CHECK(pu.unk == 1 && pu.tokens == 4 && !view_prompt_mostly_unknown(&pu) && pu.n_chars == 2);
-    CHECK(view_prompt_unknown(&lm.tokenizer, "Zo\xc3\xab saw Tom", &pu, chars, sizeof chars, &e) == 0);
-    CHECK(pu.unk == 0 && !view_prompt_mostly_unknown(&pu) && chars[0] == '\0'); /* accents are stripped, not unknown */
-    CHECK(view_prompt_unknown(&lm.tokenizer, "", &pu, chars, sizeof chars, &e) == 0 && !view_prompt_mostly_unknown(&pu));
+    CHECK(slm_view_prompt_unknown(&lm.tokenizer, "lily saw \xd0\x96\xd0\xb8 today", &pu, chars, sizeof chars, &e) == 0);
+    CHECK(pu.unk == 1 && pu.tokens == 4 && !slm_view_prompt_mostly_unknown(&pu) && pu.n_chars == 2);
+    CHECK(slm_view_prompt_unknown(&lm.tokenizer, "Zo\xc3\xab saw Tom", &pu, chars, sizeof chars, &e) == 0);
+    CHECK(pu.unk == 0 && !slm_view_prompt_mostly_unknown(&pu) && chars[0] == '\0'); /* accents are stripped, not unknown */
+    CHECK(slm_view_prompt_unknown(&lm.tokenizer, "", &pu, chars, sizeof chars, &e) == 0 && !slm_view_prompt_mostly_unknown(&pu));
     close_test_model(&lm);
 }
 
 int main(void) {
-    model_threads_setup(2);
+    slm_model_threads_setup(2);
     generation_matches_forward();
     greedy_takes_the_largest();
     sampling_follows_its_settings();

@@ -1,4 +1,4 @@
-/* Gradient checks: model_backward (and training's model_loss_and_grad)
+/* Gradient checks: slm_model_backward (and training's slm_model_loss_and_grad)
  * against central finite differences, in
  * double, of a plain re-statement of the network (loops straight from SPEC
  * section 4, nothing shared with src/), on a tiny configuration: vocabulary 11,
@@ -35,7 +35,7 @@ typedef struct Ref {
 static double z_keep(const Ref *r, int p, int i) {
     const Dropout *d = r->drop;
     if (!d || !d->hidden_mask) return 1.0;
-    return d->hidden_mask[(size_t)p * model_hidden_input_dim(&r->m->cfg) + i] ? 1.0 / (1.0 - d->hidden) : 0.0;
+    return d->hidden_mask[(size_t)p * slm_model_hidden_input_dim(&r->m->cfg) + i] ? 1.0 / (1.0 - d->hidden) : 0.0;
 }
 static double weight_keep(const Ref *r, int h, int p, int u) {
     size_t N = (size_t)r->N;
@@ -44,7 +44,7 @@ static double weight_keep(const Ref *r, int h, int p, int u) {
     return d->attention_mask[((size_t)h * N + p) * N + u] ? 1.0 / (1.0 - d->attention) : 0.0;
 }
 
-static const double *tensor(const Ref *r, const char *name) { return r->p + model_tensor(r->m, name)->offset; }
+static const double *tensor(const Ref *r, const char *name) { return r->p + slm_model_tensor(r->m, name)->offset; }
 
 /* z (Z) for position t of a story (ids, T) in the attention network. */
 static void ref_attention_z(const Ref *r, const int32_t *ids, int t, const Ablation *ab, double *z) {
@@ -91,7 +91,7 @@ static void ref_window_z(const Ref *r, const int32_t *ids, int t, double *z) {
 /* -log p(next) at position t given z. */
 static double ref_position_loss(const Ref *r, const double *z, int next) {
     const ModelConfig *c = &r->m->cfg;
-    int Z = model_hidden_input_dim(c), Hd = c->hidden_dim, V = c->vocab_size;
+    int Z = slm_model_hidden_input_dim(c), Hd = c->hidden_dim, V = c->vocab_size;
     const double *W1 = tensor(r, "hidden.weight"), *b1 = tensor(r, "hidden.bias");
     const double *W2 = tensor(r, "output.weight"), *b2 = tensor(r, "output.bias");
     double y[64], logit[64], mx = -1e300, sum = 0.0;
@@ -112,7 +112,7 @@ static double ref_position_loss(const Ref *r, const double *z, int next) {
 /* Mean loss over every predicted position of the batch. */
 static double ref_loss(const Ref *ref, const Batch *b, const Ablation *ab) {
     double total = 0.0, z[256];
-    int n = 0, Z = model_hidden_input_dim(&ref->m->cfg);
+    int n = 0, Z = slm_model_hidden_input_dim(&ref->m->cfg);
     Ref story = *ref, *r = &story;
     story.N = b->n_tokens;
     for (int s = 0; s < b->n_stories; s++) {
@@ -134,17 +134,17 @@ static void tiny_batch(Batch *b, Rng *rng) {
     static const int lengths[3] = {9, 4, 2};
     int32_t ids[16];
     Error e;
-    CHECK(batch_init(b, 32, 4, &e) == 0);
+    CHECK(slm_batch_init(b, 32, 4, &e) == 0);
     for (int s = 0; s < 3; s++) {
         ids[0] = 1; /* [EOS] */
-        for (int t = 1; t < lengths[s]; t++) ids[t] = (int32_t)rng_below(rng, TINY.vocab_size);
-        CHECK(batch_add(b, ids, lengths[s], &e) == 0);
+        for (int t = 1; t < lengths[s]; t++) ids[t] = (int32_t)slm_rng_below(rng, TINY.vocab_size);
+        CHECK(slm_batch_add(b, ids, lengths[s], &e) == 0);
     }
 }
 
 /* Weights large enough that attention is far from even and tanh bends. */
 static void random_params(Model *m, Rng *rng) {
-    for (size_t i = 0; i < m->n_params; i++) m->params[i] = (float)(rng_normal(rng) * 0.7);
+    for (size_t i = 0; i < m->n_params; i++) m->params[i] = (float)(slm_rng_normal(rng) * 0.7);
 }
 
 /* Analytic against numerical gradients for every parameter, tensor by tensor;
@@ -158,9 +158,9 @@ static void gradcheck_with(const ModelConfig *base, Arch arch, const Ablation *a
     Batch b;
     Error e;
     Rng rng;
-    rng_seed(&rng, 42);
-    CHECK(model_init(&m, &cfg, &e) == 0);
-    CHECK(activations_init(&a, &cfg, 32, &e) == 0);
+    slm_rng_seed(&rng, 42);
+    CHECK(slm_model_init(&m, &cfg, &e) == 0);
+    CHECK(slm_activations_init(&a, &cfg, 32, &e) == 0);
     tiny_batch(&b, &rng);
     random_params(&m, &rng);
     float *grads = malloc(m.n_params * sizeof(float));
@@ -170,12 +170,12 @@ static void gradcheck_with(const ModelConfig *base, Arch arch, const Ablation *a
 
     float loss;
     if (drop) a.dropout = *drop;
-    CHECK(model_forward(&m, &a, &b, ab, &loss, &e) == 0);
+    CHECK(slm_model_forward(&m, &a, &b, ab, &loss, &e) == 0);
     CHECK_CLOSE(a.mean_loss, ref_loss(&ref, &b, ab), 1e-6, 0); /* the same function */
-    model_zero_grad(&m, grads);
-    model_backward(&m, &a, &b, grads);
+    slm_model_zero_grad(&m, grads);
+    slm_model_backward(&m, &a, &b, grads);
     float *fused = calloc(m.n_params, sizeof(float)); /* and training's path */
-    CHECK(model_loss_and_grad(&m, &a, &b, ab, 1.0f / a.n_predicted, fused, &e) == 0);
+    CHECK(slm_model_loss_and_grad(&m, &a, &b, ab, 1.0f / a.n_predicted, fused, &e) == 0);
     CHECK_CLOSE(a.mean_loss, loss, 1e-6, 0);
 
     double worst = 0.0, h = 1e-5;
@@ -201,9 +201,9 @@ static void gradcheck_with(const ModelConfig *base, Arch arch, const Ablation *a
     free(p);
     free(fused);
     free(grads);
-    batch_free(&b);
-    activations_free(&a);
-    model_free(&m);
+    slm_batch_free(&b);
+    slm_activations_free(&a);
+    slm_model_free(&m);
 }
 
 static void gradcheck(const ModelConfig *base, Arch arch, const Ablation *ab, const char *what) {
@@ -217,9 +217,9 @@ static void gradcheck_dropout(const ModelConfig *cfg, Arch arch, int hidden, int
     enum { N = 15 }; /* tiny_batch's 9 + 4 + 2 positions */
     static uint8_t zmask[N * 256], amask[8 * N * N];
     Rng rng;
-    rng_seed(&rng, 99);
-    for (size_t i = 0; i < sizeof zmask; i++) zmask[i] = rng_uniform(&rng) >= 0.25;
-    for (size_t i = 0; i < sizeof amask; i++) amask[i] = rng_uniform(&rng) >= 0.25;
+    slm_rng_seed(&rng, 99);
+    for (size_t i = 0; i < sizeof zmask; i++) zmask[i] = slm_rng_uniform(&rng) >= 0.25;
+    for (size_t i = 0; i < sizeof amask; i++) amask[i] = slm_rng_uniform(&rng) >= 0.25;
     Dropout d = {.hidden = hidden ? 0.3f : 0.0f, .attention = attention ? 0.25f : 0.0f,
                  .hidden_mask = hidden ? zmask : NULL, .attention_mask = attention ? amask : NULL};
     gradcheck_with(cfg, arch, NULL, &d, what);
@@ -232,16 +232,16 @@ static void ablated_head_gets_nothing(void) {
     Batch b;
     Error e;
     Rng rng;
-    rng_seed(&rng, 7);
-    CHECK(model_init(&m, &TINY, &e) == 0);
-    CHECK(activations_init(&a, &TINY, 32, &e) == 0);
+    slm_rng_seed(&rng, 7);
+    CHECK(slm_model_init(&m, &TINY, &e) == 0);
+    CHECK(slm_activations_init(&a, &TINY, 32, &e) == 0);
     tiny_batch(&b, &rng);
     random_params(&m, &rng);
     float *grads = calloc(m.n_params, sizeof(float));
     Ablation ab = {.heads = 1u << 1, .mode = ABLATE_ZERO};
-    CHECK(model_forward(&m, &a, &b, &ab, NULL, &e) == 0);
-    model_backward(&m, &a, &b, grads);
-    const ParamTensor *dist = model_tensor(&m, "distance");
+    CHECK(slm_model_forward(&m, &a, &b, &ab, NULL, &e) == 0);
+    slm_model_backward(&m, &a, &b, grads);
+    const ParamTensor *dist = slm_model_tensor(&m, "distance");
     double head0 = 0, head1 = 0;
     for (int d = 0; d < TINY.window; d++) {
         head0 += fabs(grads[dist->offset + d]);
@@ -249,36 +249,36 @@ static void ablated_head_gets_nothing(void) {
     }
     CHECK(head1 == 0.0 && head0 > 0.0);
     for (int i = 0; i < 4; i++) /* and the slot the hidden layer read is 0 */
-        CHECK(activations_head_output(&a, 1, i)[0] == 0.0f && activations_head_output(&a, 0, i)[0] != 0.0f);
+        CHECK(slm_activations_head_output(&a, 1, i)[0] == 0.0f && slm_activations_head_output(&a, 0, i)[0] != 0.0f);
     free(grads);
-    batch_free(&b);
-    activations_free(&a);
-    model_free(&m);
+    slm_batch_free(&b);
+    slm_activations_free(&a);
+    slm_model_free(&m);
 }
 
 /* The real sizes, 3 stories (one past the window), random ids. */
 static void real_case(Arch arch, Model *m, Activations *a, Batch *b) {
-    ModelConfig cfg = model_config_default(arch, 2000);
+    ModelConfig cfg = slm_model_config_default(arch, 2000);
     Error e;
     Rng rng;
-    rng_seed(&rng, 3);
-    CHECK(model_init(m, &cfg, &e) == 0);
-    model_randomize(m, 11);
-    CHECK(batch_init(b, 700, 4, &e) == 0);
+    slm_rng_seed(&rng, 3);
+    CHECK(slm_model_init(m, &cfg, &e) == 0);
+    slm_model_randomize(m, 11);
+    CHECK(slm_batch_init(b, 700, 4, &e) == 0);
     int32_t ids[300];
     for (int s = 0; s < 3; s++) {
         int len = s == 0 ? 300 : 100 + 50 * s;
-        for (int t = 0; t < len; t++) ids[t] = t ? (int32_t)rng_below(&rng, 2000) : 1;
-        CHECK(batch_add(b, ids, len, &e) == 0);
+        for (int t = 0; t < len; t++) ids[t] = t ? (int32_t)slm_rng_below(&rng, 2000) : 1;
+        CHECK(slm_batch_add(b, ids, len, &e) == 0);
     }
-    CHECK(activations_init(a, &cfg, b->n_tokens, &e) == 0);
+    CHECK(slm_activations_init(a, &cfg, b->n_tokens, &e) == 0);
 }
 
 /* grads += one forward and backward pass. */
 static void step(const Model *m, Activations *a, const Batch *b, float *grads) {
     Error e;
-    CHECK(model_forward(m, a, b, NULL, NULL, &e) == 0);
-    model_backward(m, a, b, grads);
+    CHECK(slm_model_forward(m, a, b, NULL, NULL, &e) == 0);
+    slm_model_backward(m, a, b, grads);
 }
 
 /* Backward adds to the gradients (+=), and a step repeats bit for bit. */
@@ -303,11 +303,11 @@ static void backward_accumulates_and_repeats(Arch arch) {
     CHECK(differ == 0);
     CHECK(not_double == 0);
     free(once), free(twice), free(again);
-    batch_free(&b), activations_free(&a), model_free(&m);
+    slm_batch_free(&b), slm_activations_free(&a), slm_model_free(&m);
 }
 
 /* Products threaded by OpenBLAS, or split over OpenMP's threads after
- * model_threads_setup: the same gradients, and the split ones repeat bit for bit. */
+ * slm_model_threads_setup: the same gradients, and the split ones repeat bit for bit. */
 static void threading_modes_agree(void) {
     Model m;
     Activations a;
@@ -316,7 +316,7 @@ static void threading_modes_agree(void) {
     float *blas = calloc(m.n_params, sizeof(float)), *split = calloc(m.n_params, sizeof(float));
     float *again = calloc(m.n_params, sizeof(float));
     step(&m, &a, &b, blas);
-    model_threads_setup(2);
+    slm_model_threads_setup(2);
     step(&m, &a, &b, split);
     step(&m, &a, &b, again);
     double largest = 0, diff = 0;
@@ -327,7 +327,7 @@ static void threading_modes_agree(void) {
     CHECK(diff <= 1e-5 * largest);
     CHECK(memcmp(split, again, m.n_params * sizeof(float)) == 0);
     free(blas), free(split), free(again);
-    batch_free(&b), activations_free(&a), model_free(&m);
+    slm_batch_free(&b), slm_activations_free(&a), slm_model_free(&m);
 }
 
 static double seconds(void) {
@@ -341,38 +341,38 @@ static double seconds(void) {
  * prints tokens per second, the mean and the best step (the best is what the
  * code does on a machine nobody else is using). */
 static void bench(Arch arch, int steps) {
-    ModelConfig cfg = model_config_default(arch, 2000);
+    ModelConfig cfg = slm_model_config_default(arch, 2000);
     Model m;
     Activations a;
     Batch b;
     Adam opt;
     Error e;
     Rng r;
-    rng_seed(&r, 7);
-    CHECK(model_init(&m, &cfg, &e) == 0 && batch_init(&b, 4096, 8, &e) == 0);
-    model_randomize(&m, 1);
+    slm_rng_seed(&r, 7);
+    CHECK(slm_model_init(&m, &cfg, &e) == 0 && slm_batch_init(&b, 4096, 8, &e) == 0);
+    slm_model_randomize(&m, 1);
     int32_t ids[400];
     for (int s = 0; s < 8; s++) {
-        int len = 200 + (int)rng_below(&r, 113);
-        for (int t = 0; t < len; t++) ids[t] = t ? (int32_t)rng_below(&r, 2000) : 1;
-        CHECK(batch_add(&b, ids, len, &e) == 0);
+        int len = 200 + (int)slm_rng_below(&r, 113);
+        for (int t = 0; t < len; t++) ids[t] = t ? (int32_t)slm_rng_below(&r, 2000) : 1;
+        CHECK(slm_batch_add(&b, ids, len, &e) == 0);
     }
-    CHECK(activations_init(&a, &cfg, b.n_tokens, &e) == 0 && adam_init(&opt, m.n_params, &e) == 0);
+    CHECK(slm_activations_init(&a, &cfg, b.n_tokens, &e) == 0 && slm_adam_init(&opt, m.n_params, &e) == 0);
     float *grads = calloc(m.n_params, sizeof(float));
     double total = 0, best = 1e9;
     for (int i = -2; i < steps; i++) { /* two to warm up */
         double t0 = seconds();
-        CHECK(model_forward(&m, &a, &b, NULL, NULL, &e) == 0);
-        model_zero_grad(&m, grads);
-        model_backward(&m, &a, &b, grads);
-        adam_update(&opt, m.params, grads, 1e-3f);
+        CHECK(slm_model_forward(&m, &a, &b, NULL, NULL, &e) == 0);
+        slm_model_zero_grad(&m, grads);
+        slm_model_backward(&m, &a, &b, grads);
+        slm_adam_update(&opt, m.params, grads, 1e-3f);
         double dt = seconds() - t0;
         if (i >= 0) total += dt, best = fmin(best, dt);
     }
     printf("bench %s, %d threads, %d tokens a step: mean %.0f tokens/s, best step %.1f ms = %.0f tokens/s\n",
-           arch_name(arch), omp_get_max_threads(), b.n_tokens, b.n_tokens * steps / total, best * 1e3,
+           slm_arch_name(arch), omp_get_max_threads(), b.n_tokens, b.n_tokens * steps / total, best * 1e3,
            b.n_tokens / best);
-    free(grads), adam_free(&opt), batch_free(&b), activations_free(&a), model_free(&m);
+    free(grads), slm_adam_free(&opt), slm_batch_free(&b), slm_activations_free(&a), slm_model_free(&m);
 }
 
 int main(void) {
@@ -382,7 +382,7 @@ int main(void) {
     Ablation zero0 = {.heads = 1u << 0, .mode = ABLATE_ZERO};
     threading_modes_agree(); /* first: it starts from OpenBLAS's own threading */
     for (int threads = 1; threads <= 2; threads++) {
-        model_threads_setup(threads);
+        slm_model_threads_setup(threads);
         printf("-- %d thread%s\n", threads, threads > 1 ? "s" : "");
         gradcheck(&TINY, ARCH_ATTENTION, NULL, "attention");
         gradcheck(&TINY, ARCH_ATTENTION, &zero1, "attention, head 1 zeroed");

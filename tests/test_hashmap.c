@@ -30,7 +30,7 @@ static void keys_come_back(void) {
     for (int i = 0; i < N; i++) {
         keys[i] = 3 * (uint64_t)i + 1;
         CHECK(find(&m, keys, keys[i], mix(keys[i])) == -1);
-        CHECK(hashmap_add(&m, mix(keys[i]), i, &e) == 0);
+        CHECK(slm_hashmap_add(&m, mix(keys[i]), i, &e) == 0);
         CHECK(2 * m.n <= m.mask + 1);
     }
     CHECK(m.n == N);
@@ -40,7 +40,7 @@ static void keys_come_back(void) {
         absent += find(&m, keys, 3 * (uint64_t)i + 2, mix(3 * (uint64_t)i + 2)) == -1;
     }
     CHECK(found == N && absent == N);
-    hashmap_free(&m);
+    slm_hashmap_free(&m);
     CHECK(m.slots == NULL && m.n == 0);
     free(keys);
 }
@@ -52,25 +52,25 @@ static void one_hash_for_all(void) {
     uint64_t keys[100];
     for (int i = 0; i < 100; i++) {
         keys[i] = (uint64_t)i * 7;
-        CHECK(hashmap_add(&m, 42, i, &e) == 0);
+        CHECK(slm_hashmap_add(&m, 42, i, &e) == 0);
     }
     int ok = 0;
     for (int i = 0; i < 100; i++) ok += find(&m, keys, keys[i], 42) == i;
     CHECK(ok == 100);
     CHECK(find(&m, keys, 5, 42) == -1 && find(&m, keys, 0, 43) == -1);
-    hashmap_free(&m);
+    slm_hashmap_free(&m);
 }
 
 static void reserve_sizes_once(void) {
     Error e = {0};
     HashMap m = {0};
-    CHECK(hashmap_reserve(&m, 1000, &e) == 0);
+    CHECK(slm_hashmap_reserve(&m, 1000, &e) == 0);
     HashSlot *slots = m.slots;
     CHECK(m.mask + 1 >= 2000 && ((m.mask + 1) & m.mask) == 0); /* a power of two */
-    for (int i = 0; i < 1000; i++) CHECK(hashmap_add(&m, mix((uint64_t)i), i, &e) == 0);
+    for (int i = 0; i < 1000; i++) CHECK(slm_hashmap_add(&m, mix((uint64_t)i), i, &e) == 0);
     CHECK(m.slots == slots); /* no growth */
-    CHECK(hashmap_reserve(&m, 10, &e) == 0 && m.slots == slots); /* never shrinks */
-    hashmap_free(&m);
+    CHECK(slm_hashmap_reserve(&m, 10, &e) == 0 && m.slots == slots); /* never shrinks */
+    slm_hashmap_free(&m);
 }
 
 int main(void) {

@@ -25,8 +25,8 @@ static void known_model(Model *m) {
     ModelConfig c = {.arch = ARCH_ATTENTION, .vocab_size = V, .row_dim = D, .n_heads = H, .key_dim = KD,
                      .value_dim = VD, .window = W, .hidden_dim = HD, .context = 8};
     Error e;
-    CHECK(model_init(m, &c, &e) == 0); /* zeroed */
-    int Z = model_hidden_input_dim(&c);
+    CHECK(slm_model_init(m, &c, &e) == 0); /* zeroed */
+    int Z = slm_model_hidden_input_dim(&c);
     for (int t = 0; t < V; t++) m->embedding[t * D + t] = 1;
     m->distance[0 * W + 1] = 20;
     m->distance[1 * W + 0] = -30;
@@ -43,8 +43,8 @@ static void small_random_model(Model *m, uint64_t seed) {
     ModelConfig c = {.arch = ARCH_ATTENTION, .vocab_size = V, .row_dim = 6, .n_heads = 3, .key_dim = 4,
                      .value_dim = 5, .window = 8, .hidden_dim = 7, .context = 8};
     Error e;
-    CHECK(model_init(m, &c, &e) == 0);
-    model_randomize(m, seed);
+    CHECK(slm_model_init(m, &c, &e) == 0);
+    slm_model_randomize(m, seed);
     for (int i = 0; i < c.n_heads * c.window; i++) m->distance[i] = 0.5f * sinf((float)i);
 }
 
@@ -64,7 +64,7 @@ static void heads_known_by_construction_score_as_built(void) {
     DetectOptions o = {.n_random = 4, .length = 10, .seed = 7};
     DetectResult d;
     Error e;
-    CHECK(probe_detect(&m, &s, s.test, 2, &o, NULL, &d, &e) == 0);
+    CHECK(slm_probe_detect(&m, &s, s.test, 2, &o, NULL, &d, &e) == 0);
     CHECK(d.stories[0].previous > 0.99);
     CHECK(d.stories[0].previous > d.stories[1].previous && d.stories[0].previous > d.stories[2].previous);
     CHECK(d.random[0].previous > 0.99);
@@ -75,27 +75,27 @@ static void heads_known_by_construction_score_as_built(void) {
     for (int h = 0; h < H; h++) CHECK(d.random[h].induction < 0.5);
     CHECK(d.duplicate_positions > 0 && d.induction_positions > 0);
     CHECK(isfinite(d.loss_first) && isfinite(d.loss_second));
-    detect_result_free(&d);
-    model_free(&m);
+    slm_detect_result_free(&d);
+    slm_model_free(&m);
 }
 
-/* The three scores from attention maps (probe_attention_map), by hand, equal the tally's. */
+/* The three scores from attention maps (slm_probe_attention_map), by hand, equal the tally's. */
 static void detect_scores_are_the_attention_maps_read_by_hand(void) {
     Model m;
     small_random_model(&m, 5);
     Error e;
     ProbeRunner r;
     DetectTally t;
-    CHECK(probe_runner_init(&r, &m, 32, &e) == 0 && detect_tally_init(&t, 3, &e) == 0);
+    CHECK(slm_probe_runner_init(&r, &m, 32, &e) == 0 && slm_detect_tally_init(&t, 3, &e) == 0);
     double prev[3] = {0}, dup[3] = {0}, ind[3] = {0}, map[26 * 26];
     long long n_prev = 0, n_dup = 0, n_ind = 0;
     for (int k = 0; k < 2; k++) {
         const int32_t *ids = hand_ids + story_starts[k];
         int T = 13;
-        CHECK(probe_run(&r, ids, T, NULL, &e) == 0);
-        CHECK(detect_tally_add(&t, &r, ids, &e) == 0);
+        CHECK(slm_probe_run(&r, ids, T, NULL, &e) == 0);
+        CHECK(slm_detect_tally_add(&t, &r, ids, &e) == 0);
         for (int h = 0; h < 3; h++) {
-            probe_attention_map(&r, h, map);
+            slm_probe_attention_map(&r, h, map);
             for (int p = 0; p < T; p++) {
                 int any_dup = 0, any_ind = 0;
                 double wd = 0, wi = 0;
@@ -112,20 +112,20 @@ static void detect_scores_are_the_attention_maps_read_by_hand(void) {
     }
     CHECK(t.n_previous == n_prev && t.n_duplicate == n_dup && t.n_induction == n_ind);
     for (int h = 0; h < 3; h++) {
-        DetectScores sc = detect_tally_scores(&t, h);
+        DetectScores sc = slm_detect_tally_scores(&t, h);
         CHECK_CLOSE(sc.previous, prev[h] / n_prev, 1e-6, 1e-9);
         CHECK_CLOSE(sc.duplicate, dup[h] / n_dup, 1e-6, 1e-9);
         CHECK_CLOSE(sc.induction, ind[h] / n_ind, 1e-6, 1e-9);
     }
-    detect_tally_free(&t);
-    probe_runner_free(&r);
-    model_free(&m);
+    slm_detect_tally_free(&t);
+    slm_probe_runner_free(&r);
+    slm_model_free(&m);
 }
 
 /* logits (V) of the hidden and output layers at input z (Z), in double. */
 static void head_layers(const Model *m, const double *z, double *logits) {
     const ModelConfig *c = &m->cfg;
-    int Z = model_hidden_input_dim(c);
+    int Z = slm_model_hidden_input_dim(c);
     double y[64];
     for (int j = 0; j < c->hidden_dim; j++) {
         double pre = m->hidden_b[j];
@@ -146,20 +146,20 @@ static void circuits_are_the_products_and_the_tangent(void) {
     const ModelConfig *c = &m.cfg;
     Stories s = two_stories();
     Error e;
-    int Z = model_hidden_input_dim(c);
+    int Z = slm_model_hidden_input_dim(c);
     float z_mean[64], gain[16];
     uint8_t seen[V];
     long long positions;
-    CHECK(circuits_mean_input(&m, &s, s.test, 2, NULL, z_mean, seen, &positions, &e) == 0);
+    CHECK(slm_circuits_mean_input(&m, &s, s.test, 2, NULL, z_mean, seen, &positions, &e) == 0);
     CHECK(positions == 26 && seen[10] == 0 && seen[11] == 1); /* token 10 never occurs */
     double row0 = 0; /* the row part of z is the token's row: its mean is the rows' mean */
     for (int i = 0; i < 26; i++) row0 += m.embedding[hand_ids[i] * c->row_dim + 0];
     CHECK_CLOSE(z_mean[0], row0 / 26, 1e-5, 1e-6);
-    circuits_gain(&m, z_mean, gain);
-    float *scratch = malloc(circuit_scratch_size(c) * sizeof(float)), qk[V * V], ov[V * V];
+    slm_circuits_gain(&m, z_mean, gain);
+    float *scratch = malloc(slm_circuit_scratch_size(c) * sizeof(float)), qk[V * V], ov[V * V];
     for (int h = 0; h < c->n_heads; h++) {
-        circuit_qk(&m, h, scratch, qk);
-        circuit_ov(&m, h, gain, scratch, ov);
+        slm_circuit_qk(&m, h, scratch, qk);
+        slm_circuit_ov(&m, h, gain, scratch, ov);
         double worst_qk = 0, worst_ov = 0;
         for (int a = 0; a < V; a++) {
             double q[4] = {0}, v[5] = {0}, zp[64], zm[64], lp[V], lm[V];
@@ -187,7 +187,7 @@ static void circuits_are_the_products_and_the_tangent(void) {
         CHECK(worst_ov < 1e-3);
     }
     free(scratch);
-    model_free(&m);
+    slm_model_free(&m);
 }
 
 /* Looking for itself and copying, by construction; the top pairs are the diagonal. */
@@ -200,10 +200,10 @@ static void self_scores_by_construction(void) {
     uint8_t seen[V];
     long long positions;
     CircuitsResult cr;
-    CHECK(circuits_mean_input(&m, &s, s.test, 2, NULL, z_mean, seen, &positions, &e) == 0);
+    CHECK(slm_circuits_mean_input(&m, &s, s.test, 2, NULL, z_mean, seen, &positions, &e) == 0);
     int32_t reads[2] = {3, 7};
     CircuitsOptions co = {.top = 5, .reads = reads, .n_reads = 2, .read_top = 2};
-    CHECK(probe_circuits(&m, z_mean, seen, &co, &cr, &e) == 0);
+    CHECK(slm_probe_circuits(&m, z_mean, seen, &co, &cr, &e) == 0);
     CHECK(cr.n_heads == 3);
     CHECK(cr.heads[1].qk_self[0].top1 == 1.0 && cr.heads[1].qk_self[0].tokens == V);
     CHECK(cr.heads[1].qk[0].from == cr.heads[1].qk[0].to && fabsf(cr.heads[1].qk[0].value - 16) < 1e-4);
@@ -215,12 +215,12 @@ static void self_scores_by_construction(void) {
     /* reading token 3 or 7 with the copying head raises that token most */
     CHECK(cr.heads[2].reads[0].from == 3 && cr.heads[2].reads[0].to == 3 && cr.heads[2].reads[2].to == 7);
     CHECK(cr.heads[2].reads[1].value <= cr.heads[2].reads[0].value);
-    circuits_result_free(&cr);
+    slm_circuits_result_free(&cr);
     co = (CircuitsOptions){.top = 3, .heads = 1u << 2};
-    CHECK(probe_circuits(&m, z_mean, seen, &co, &cr, &e) == 0);
+    CHECK(slm_probe_circuits(&m, z_mean, seen, &co, &cr, &e) == 0);
     CHECK(cr.n_heads == 1 && cr.heads[0].head == 2);
-    circuits_result_free(&cr);
-    model_free(&m);
+    slm_circuits_result_free(&cr);
+    slm_model_free(&m);
 }
 
 static void icl_is_the_loss_by_position(void) {
@@ -229,56 +229,56 @@ static void icl_is_the_loss_by_position(void) {
     Stories s = two_stories();
     Error e;
     ProbeRunner r;
-    CHECK(probe_runner_init(&r, &m, 16, &e) == 0);
+    CHECK(slm_probe_runner_init(&r, &m, 16, &e) == 0);
     double by_hand[12] = {0};
     for (int k = 0; k < 2; k++) {
-        CHECK(probe_run(&r, hand_ids + story_starts[k], 13, NULL, &e) == 0);
+        CHECK(slm_probe_run(&r, hand_ids + story_starts[k], 13, NULL, &e) == 0);
         for (int p = 0; p < 12; p++) by_hand[p] += r.acts.loss[p] / 2;
     }
     IclOptions o = {.early = 3, .late = 500, .band = 1, .min_stories = 2};
     IclResult res;
-    CHECK(probe_icl(&m, &s, s.test, 2, &o, NULL, &res, &e) == 0);
+    CHECK(slm_probe_icl(&m, &s, s.test, 2, &o, NULL, &res, &e) == 0);
     CHECK(res.n_positions == 12 && res.last == 11 && res.late == 11 && res.late_clipped && !res.early_clipped);
     for (int p = 0; p < 12; p++) CHECK_CLOSE(res.loss[p], by_hand[p], 1e-6, 1e-9);
     double early = (by_hand[2] + by_hand[3] + by_hand[4]) / 3, late = (by_hand[10] + by_hand[11]) / 2;
     CHECK_CLOSE(res.early_loss, early, 1e-6, 1e-9);
     CHECK_CLOSE(res.score, late - early, 1e-6, 1e-9);
     CHECK_CLOSE(res.paired_score, late - early, 1e-6, 1e-9); /* both stories reach the end */
-    icl_result_free(&res);
+    slm_icl_result_free(&res);
     o.early = 20; /* the stories are too short */
-    CHECK(probe_icl(&m, &s, s.test, 2, &o, NULL, &res, &e) != 0 && strstr(e.message, "too short"));
+    CHECK(slm_probe_icl(&m, &s, s.test, 2, &o, NULL, &res, &e) != 0 && strstr(e.message, "too short"));
     Ablation ab = {.heads = 1u << 1};
     o.early = 3;
-    CHECK(probe_icl(&m, &s, s.test, 2, &o, &ab, &res, &e) == 0 && fabs(res.loss[5] - by_hand[5]) > 1e-6);
-    icl_result_free(&res);
-    probe_runner_free(&r);
-    model_free(&m);
+    CHECK(slm_probe_icl(&m, &s, s.test, 2, &o, &ab, &res, &e) == 0 && fabs(res.loss[5] - by_hand[5]) > 1e-6);
+    slm_icl_result_free(&res);
+    slm_probe_runner_free(&r);
+    slm_model_free(&m);
 }
 
 static void window8_is_refused_where_it_has_no_heads(void) {
     Model m;
-    ModelConfig c = model_config_default(ARCH_WINDOW8, V);
+    ModelConfig c = slm_model_config_default(ARCH_WINDOW8, V);
     Error e;
-    CHECK(model_init(&m, &c, &e) == 0);
-    model_randomize(&m, 1);
+    CHECK(slm_model_init(&m, &c, &e) == 0);
+    slm_model_randomize(&m, 1);
     Stories s = two_stories();
     DetectOptions o = {.n_random = 1, .length = 10, .seed = 1};
     DetectResult d;
     CircuitsResult cr;
     float z[256] = {0};
-    CHECK(probe_detect(&m, &s, s.test, 2, &o, NULL, &d, &e) != 0 && strstr(e.message, "attention network"));
+    CHECK(slm_probe_detect(&m, &s, s.test, 2, &o, NULL, &d, &e) != 0 && strstr(e.message, "attention network"));
     CircuitsOptions co = {.top = 3};
-    CHECK(probe_circuits(&m, z, NULL, &co, &cr, &e) != 0 && strstr(e.message, "attention network"));
+    CHECK(slm_probe_circuits(&m, z, NULL, &co, &cr, &e) != 0 && strstr(e.message, "attention network"));
     IclOptions io = {.early = 2, .late = 8, .band = 0, .min_stories = 1};
     IclResult res;
-    CHECK(probe_icl(&m, &s, s.test, 2, &io, NULL, &res, &e) == 0 && isfinite(res.score)); /* icl works for window8 */
-    icl_result_free(&res);
-    model_free(&m);
+    CHECK(slm_probe_icl(&m, &s, s.test, 2, &io, NULL, &res, &e) == 0 && isfinite(res.score)); /* icl works for window8 */
+    slm_icl_result_free(&res);
+    slm_model_free(&m);
     Model a;
     known_model(&a);
     o.length = 16; /* 2 * 16 + 1 = 33 keys do not fit a window of 32 */
-    CHECK(probe_detect(&a, &s, s.test, 2, &o, NULL, &d, &e) != 0 && strstr(e.message, "window"));
-    model_free(&a);
+    CHECK(slm_probe_detect(&a, &s, s.test, 2, &o, NULL, &d, &e) != 0 && strstr(e.message, "window"));
+    slm_model_free(&a);
 }
 
 int main(void) {

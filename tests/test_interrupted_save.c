@@ -1,7 +1,7 @@
-/* A save killed at any point leaves a model that resumes: checkpoint_save_all
+/* A save killed at any point leaves a model that resumes: slm_checkpoint_save_all
  * writes the optimizer state to MODEL.adam.safetensors.next, then the model,
  * then renames the state into place. Each moment a kill -9 can leave is made
- * here by hand, and checkpoint_load_all must find the state that pairs with
+ * here by hand, and slm_checkpoint_load_all must find the state that pairs with
  * the model on disk, with that save's own numbers. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,15 +21,15 @@ static const char *path_in_tmp(const char *name) {
 
 /* A small window8 model: only the files matter here, not the sizes. */
 static void tiny_model(Model *m) {
-    ModelConfig c = model_config_default(ARCH_WINDOW8, 3);
+    ModelConfig c = slm_model_config_default(ARCH_WINDOW8, 3);
     c.row_dim = 2, c.hidden_dim = 2, c.context = 2;
-    if (model_init(m, &c, NULL)) abort();
+    if (slm_model_init(m, &c, NULL)) abort();
     for (size_t i = 0; i < m->n_params; i++) m->params[i] = (float)i;
 }
 
 /* The state of a save at `step`: moments that say which step they are from. */
 static void state_at(TrainingState *s, const Model *m, uint64_t step) {
-    if (training_state_init(s, m, NULL)) abort();
+    if (slm_training_state_init(s, m, NULL)) abort();
     s->run_id = 0xabc, s->step = step;
     for (size_t i = 0; i < m->n_params; i++) s->adam_m[i] = s->adam_v[i] = (float)step;
 }
@@ -37,8 +37,8 @@ static void state_at(TrainingState *s, const Model *m, uint64_t step) {
 static void save_all_at(const char *path, const Model *m, uint64_t step) {
     TrainingState s;
     state_at(&s, m, step);
-    CHECK(checkpoint_save_all(path, m, "[UNK]\n[EOS]\nthe\n", NULL, &s, NULL) == 0);
-    training_state_free(&s);
+    CHECK(slm_checkpoint_save_all(path, m, "[UNK]\n[EOS]\nthe\n", NULL, &s, NULL) == 0);
+    slm_training_state_free(&s);
 }
 
 /* The model alone, as the middle of a save at `step` writes it. */
@@ -46,17 +46,17 @@ static void save_model_at(const char *path, const Model *m, uint64_t step) {
     Metadata md = {0};
     char num[24];
     snprintf(num, sizeof num, "%llu", (unsigned long long)step);
-    metadata_set(&md, "step", num, NULL);
-    metadata_set(&md, "run_id", "0000000000000abc", NULL);
-    CHECK(checkpoint_save_model(path, m, "[UNK]\n[EOS]\nthe\n", &md, NULL) == 0);
-    metadata_free(&md);
+    slm_metadata_set(&md, "step", num, NULL);
+    slm_metadata_set(&md, "run_id", "0000000000000abc", NULL);
+    CHECK(slm_checkpoint_save_model(path, m, "[UNK]\n[EOS]\nthe\n", &md, NULL) == 0);
+    slm_metadata_free(&md);
 }
 
 static void save_state_at(const char *path, const Model *m, uint64_t step) {
     TrainingState s;
     state_at(&s, m, step);
-    CHECK(checkpoint_save_adam(path, m, &s, NULL) == 0);
-    training_state_free(&s);
+    CHECK(slm_checkpoint_save_adam(path, m, &s, NULL) == 0);
+    slm_training_state_free(&s);
 }
 
 /* Loads the pair and says at which step, with moments of that step; -1 when refused. */
@@ -65,14 +65,14 @@ static long long resumes_at(const char *path) {
     char *vocab;
     TrainingState s;
     Error e = {0};
-    if (checkpoint_load_all(path, &back, &vocab, NULL, &s, &e) != 0) {
+    if (slm_checkpoint_load_all(path, &back, &vocab, NULL, &s, &e) != 0) {
         printf("refused: %s\n", e.message);
         return -1;
     }
     long long step = (long long)s.step;
     CHECK(s.adam_m[0] == (float)s.step && s.adam_v[s.n_params - 1] == (float)s.step);
-    training_state_free(&s);
-    model_free(&back);
+    slm_training_state_free(&s);
+    slm_model_free(&back);
     free(vocab);
     return step;
 }
@@ -109,6 +109,6 @@ int main(void) {
     CHECK(resumes_at(model) == -1);
 
     unlink(model), unlink(adam), unlink(next);
-    model_free(&m);
+    slm_model_free(&m);
     return check_report();
 }

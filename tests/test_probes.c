@@ -18,8 +18,8 @@ static void small_model(Model *m, uint64_t seed) {
     ModelConfig c = {.arch = ARCH_ATTENTION, .vocab_size = 12, .row_dim = 6, .n_heads = 3, .key_dim = 4,
                      .value_dim = 5, .window = 8, .hidden_dim = 7, .context = 8};
     Error e;
-    CHECK(model_init(m, &c, &e) == 0);
-    model_randomize(m, seed);
+    CHECK(slm_model_init(m, &c, &e) == 0);
+    slm_model_randomize(m, seed);
     for (int i = 0; i < c.n_heads * c.window; i++) m->distance[i] = 0.3f * sinf((float)i); /* not flat */
 }
 
@@ -40,43 +40,43 @@ static void ablated_head_is_zero_or_mean(void) {
     Stories s = two_stories();
     Error e;
     float mean[3 * 5];
-    CHECK(probe_head_means(&m, &s, s.test, s.n_test, mean, &e) == 0);
+    CHECK(slm_probe_head_means(&m, &s, s.test, s.n_test, mean, &e) == 0);
     ProbeRunner plain, off;
-    CHECK(probe_runner_init(&plain, &m, 4, &e) == 0 && probe_runner_init(&off, &m, 4, &e) == 0);
-    CHECK(probe_run(&plain, two_stories_ids, 13, NULL, &e) == 0); /* grows past 4 positions */
+    CHECK(slm_probe_runner_init(&plain, &m, 4, &e) == 0 && slm_probe_runner_init(&off, &m, 4, &e) == 0);
+    CHECK(slm_probe_run(&plain, two_stories_ids, 13, NULL, &e) == 0); /* grows past 4 positions */
     for (int mode = 0; mode < 2; mode++) {
         Ablation ab = {.heads = 1u << 1, .mode = mode ? ABLATE_MEAN : ABLATE_ZERO, .mean = mean};
-        CHECK(probe_run(&off, two_stories_ids, 13, &ab, &e) == 0);
+        CHECK(slm_probe_run(&off, two_stories_ids, 13, &ab, &e) == 0);
         int exact = 1, others = 1;
         for (int p = 0; p < 13; p++) {
-            const float *o = activations_head_output(&off.acts, 1, p);
+            const float *o = slm_activations_head_output(&off.acts, 1, p);
             for (int i = 0; i < 5; i++) exact &= o[i] == (mode ? mean[5 + i] : 0.0f);
             for (int h = 0; h < 3; h += 2)
-                others &= memcmp(activations_head_output(&off.acts, h, p), activations_head_output(&plain.acts, h, p),
+                others &= memcmp(slm_activations_head_output(&off.acts, h, p), slm_activations_head_output(&plain.acts, h, p),
                                  5 * sizeof(float)) == 0;
         }
         CHECK(exact);
         CHECK(others);
         Generator g;
-        CHECK(generator_init(&g, &m, &ab, &e) == 0);
+        CHECK(slm_generator_init(&g, &m, &ab, &e) == 0);
         double worst = 0;
         for (int p = 0; p < 13; p++) {
-            const float *logits = generator_feed(&g, two_stories_ids[p]);
+            const float *logits = slm_generator_feed(&g, two_stories_ids[p]);
             for (int v = 0; v < 12; v++) worst = fmax(worst, fabs(logits[v] - off.acts.logits[p * 12 + v]));
         }
         CHECK(worst < 1e-4);
-        generator_free(&g);
+        slm_generator_free(&g);
     }
     /* the mean is the mean: head 0's outputs averaged by hand over both stories */
     double sum = 0;
     for (int k = 0; k < 2; k++) {
-        CHECK(probe_run(&plain, two_stories_ids + story_starts[k], 13, NULL, &e) == 0);
-        for (int p = 0; p < 13; p++) sum += activations_head_output(&plain.acts, 0, p)[2];
+        CHECK(slm_probe_run(&plain, two_stories_ids + story_starts[k], 13, NULL, &e) == 0);
+        for (int p = 0; p < 13; p++) sum += slm_activations_head_output(&plain.acts, 0, p)[2];
     }
     CHECK_CLOSE(mean[2], sum / 26, 1e-5, 1e-6);
-    probe_runner_free(&plain);
-    probe_runner_free(&off);
-    model_free(&m);
+    slm_probe_runner_free(&plain);
+    slm_probe_runner_free(&off);
+    slm_model_free(&m);
 }
 
 /* Heads whose outputs the hidden layer ignores: switching all of them off,
@@ -84,29 +84,29 @@ static void ablated_head_is_zero_or_mean(void) {
 static void heads_that_carry_nothing(void) {
     Model m;
     small_model(&m, 2);
-    int Z = model_hidden_input_dim(&m.cfg);
+    int Z = slm_model_hidden_input_dim(&m.cfg);
     for (int u = 0; u < m.cfg.hidden_dim; u++)
         for (int i = m.cfg.row_dim; i < Z; i++) m.hidden_w[u * Z + i] = 0;
     Stories s = two_stories();
     Error e;
     float mean[3 * 5];
-    CHECK(probe_head_means(&m, &s, s.test, s.n_test, mean, &e) == 0);
+    CHECK(slm_probe_head_means(&m, &s, s.test, s.n_test, mean, &e) == 0);
     AblateScore intact, zero, means;
     Ablation all_zero = {.heads = 7}, all_mean = {.heads = 7, .mode = ABLATE_MEAN, .mean = mean};
-    CHECK(probe_score(&m, &s, s.test, 2, NULL, NULL, &intact, &e) == 0);
-    CHECK(probe_score(&m, &s, s.test, 2, &all_zero, NULL, &zero, &e) == 0);
-    CHECK(probe_score(&m, &s, s.test, 2, &all_mean, NULL, &means, &e) == 0);
+    CHECK(slm_probe_score(&m, &s, s.test, 2, NULL, NULL, &intact, &e) == 0);
+    CHECK(slm_probe_score(&m, &s, s.test, 2, &all_zero, NULL, &zero, &e) == 0);
+    CHECK(slm_probe_score(&m, &s, s.test, 2, &all_mean, NULL, &means, &e) == 0);
     CHECK(intact.positions == 24);
     CHECK_CLOSE(zero.loss, intact.loss, 1e-6, 0);
     CHECK_CLOSE(means.loss, intact.loss, 1e-6, 0);
     CHECK(zero.accuracy == intact.accuracy);
     /* and heads that do carry something change the loss when switched off */
-    model_free(&m);
+    slm_model_free(&m);
     small_model(&m, 2);
-    CHECK(probe_score(&m, &s, s.test, 2, &all_zero, NULL, &zero, &e) == 0);
-    CHECK(probe_score(&m, &s, s.test, 2, NULL, NULL, &intact, &e) == 0);
+    CHECK(slm_probe_score(&m, &s, s.test, 2, &all_zero, NULL, &zero, &e) == 0);
+    CHECK(slm_probe_score(&m, &s, s.test, 2, NULL, NULL, &intact, &e) == 0);
     CHECK(fabs(zero.loss - intact.loss) > 1e-4);
-    model_free(&m);
+    slm_model_free(&m);
 }
 
 /* Tool 1 against the arithmetic done by hand from the weights: q = row query[h],
@@ -116,13 +116,13 @@ static void attend_matches_direct_computation(void) {
     small_model(&m, 3);
     Error e;
     ProbeRunner r;
-    CHECK(probe_runner_init(&r, &m, 13, &e) == 0);
-    CHECK(probe_run(&r, two_stories_ids, 13, NULL, &e) == 0);
+    CHECK(slm_probe_runner_init(&r, &m, 13, &e) == 0);
+    CHECK(slm_probe_run(&r, two_stories_ids, 13, NULL, &e) == 0);
     const ModelConfig *c = &m.cfg;
     AttendKey keys[8];
     for (int h = 0; h < 3; h++)
         for (int p = 0; p < 13; p++) {
-            int n = probe_attend(&r, h, p, keys);
+            int n = slm_probe_attend(&r, h, p, keys);
             CHECK(n == (p < 8 ? p + 1 : 8)); /* a window of 8 */
             double q[4] = {0}, scores[8], max = -INFINITY, total = 0, sum_w = 0;
             for (int i = 0; i < c->row_dim; i++)
@@ -141,7 +141,7 @@ static void attend_matches_direct_computation(void) {
                 CHECK_CLOSE(keys[k].dot, dot / 2, 1e-4, 1e-5);
                 CHECK_CLOSE(keys[k].distance_score, m.distance[h * 8 + (p - u)], 0, 0);
                 CHECK_CLOSE(keys[k].cosine,
-                            probe_cosine(m.embedding + two_stories_ids[p] * 6, m.embedding + two_stories_ids[u] * 6, 6), 1e-6, 1e-6);
+                            slm_probe_cosine(m.embedding + two_stories_ids[p] * 6, m.embedding + two_stories_ids[u] * 6, 6), 1e-6, 1e-6);
             }
             for (int k = 0; k < n; k++) total += exp(scores[k] - max);
             for (int k = 0; k < n; k++) {
@@ -152,10 +152,10 @@ static void attend_matches_direct_computation(void) {
         }
     CHECK(keys[0].cosine == keys[0].cosine); /* a number */
     double map[13 * 13];
-    probe_attention_map(&r, 1, map);
+    slm_probe_attention_map(&r, 1, map);
     CHECK(isnan(map[0 * 13 + 1]) && isnan(map[12 * 13 + 0]) && !isnan(map[12 * 13 + 5]));
-    probe_runner_free(&r);
-    model_free(&m);
+    slm_probe_runner_free(&r);
+    slm_model_free(&m);
 }
 
 /* ---- names ---------------------------------------------------------------------- */
@@ -167,16 +167,16 @@ static const char vocab_text[] =
 static Tokenizer tokenizer(void) {
     Tokenizer t;
     Error e;
-    CHECK(tokenizer_from_text(&t, vocab_text, strlen(vocab_text), 0, &e) == 0);
+    CHECK(slm_tokenizer_from_text(&t, vocab_text, strlen(vocab_text), 0, &e) == 0);
     return t;
 }
 
 static IntVec encode(const Tokenizer *t, const char *text) {
     IntVec v = {0};
     Error e;
-    CHECK(intvec_push(&v, t->eos_id, &e) == 0);
-    CHECK(tokenizer_encode(t, text, strlen(text), &v, &e) == 0);
-    CHECK(intvec_push(&v, t->eos_id, &e) == 0);
+    CHECK(slm_intvec_push(&v, t->eos_id, &e) == 0);
+    CHECK(slm_tokenizer_encode(t, text, strlen(text), &v, &e) == 0);
+    CHECK(slm_intvec_push(&v, t->eos_id, &e) == 0);
     return v;
 }
 
@@ -190,16 +190,16 @@ static const char training[] = "Once there was a girl named Mia. One day Mia saw
 static void names_learnt_from_capitals(NameList *nl) {
     StorySpan span = {0, strlen(training)};
     Error e;
-    CHECK(names_learn(nl, training, &span, 1, NULL, &e) == 0);
-    CHECK(names_is_name(nl, "mia") && names_is_name(nl, "tom") && names_is_name(nl, "lily"));
-    CHECK(!names_is_name(nl, "mom"));   /* a common word, written like a name */
-    CHECK(!names_is_name(nl, "happy")); /* capitalised only where a sentence starts */
-    CHECK(!names_is_name(nl, "park"));  /* mostly lower-case */
-    CHECK(!names_is_name(nl, "once") && !names_is_name(nl, "zarko"));
-    CHECK(names_count(nl, "mia") == 3 && names_count(nl, "zarko") == 0);
+    CHECK(slm_names_learn(nl, training, &span, 1, NULL, &e) == 0);
+    CHECK(slm_names_is_name(nl, "mia") && slm_names_is_name(nl, "tom") && slm_names_is_name(nl, "lily"));
+    CHECK(!slm_names_is_name(nl, "mom"));   /* a common word, written like a name */
+    CHECK(!slm_names_is_name(nl, "happy")); /* capitalised only where a sentence starts */
+    CHECK(!slm_names_is_name(nl, "park"));  /* mostly lower-case */
+    CHECK(!slm_names_is_name(nl, "once") && !slm_names_is_name(nl, "zarko"));
+    CHECK(slm_names_count(nl, "mia") == 3 && slm_names_count(nl, "zarko") == 0);
     const char *top[4];
     int counts[4];
-    CHECK(names_most_common(nl, top, counts, 4) == 3);
+    CHECK(slm_names_most_common(nl, top, counts, 4) == 3);
     CHECK(strcmp(top[0], "lily") == 0 && strcmp(top[1], "mia") == 0 && counts[2] == 3); /* ties: by word */
 }
 
@@ -208,18 +208,18 @@ static void names_learnt_from_capitals(NameList *nl) {
 static void hero_and_mentions(const Tokenizer *t, const NameList *nl) {
     IntVec v = encode(t, "Once there was a girl named Mia. Mia saw a dog. The dog sat on the lilypad. Mom said hi, Mia!");
     Hero hero;
-    CHECK(find_hero(t, nl, v.data, (int)v.len, &hero) == 1);
+    CHECK(slm_find_hero(t, nl, v.data, (int)v.len, &hero) == 1);
     CHECK(strcmp(hero.word, "mia") == 0 && hero.n_pieces == 1);
     /* [EOS] once there was a girl named mia . mia saw a dog . the dog sat on the lily ##pad . mom said hi , mia ! */
     CHECK(hero.n_mentions == 3 && hero.mentions[0] == 7 && hero.mentions[1] == 9 && hero.mentions[2] == 26);
-    intvec_free(&v);
+    slm_intvec_free(&v);
     v = encode(t, "Once there was a boy named Tom. He saw a dog and Lily. Lily was happy.");
-    CHECK(find_hero(t, nl, v.data, (int)v.len, &hero) == 0); /* Tom does not come back; Lily is not in the first sentence */
-    intvec_free(&v);
+    CHECK(slm_find_hero(t, nl, v.data, (int)v.len, &hero) == 0); /* Tom does not come back; Lily is not in the first sentence */
+    slm_intvec_free(&v);
     v = encode(t, "Lily sat on the lilypad. Lily was happy.");
-    CHECK(find_hero(t, nl, v.data, (int)v.len, &hero) == 1 && hero.n_mentions == 2); /* not inside "lilypad" */
+    CHECK(slm_find_hero(t, nl, v.data, (int)v.len, &hero) == 1 && hero.n_mentions == 2); /* not inside "lilypad" */
     CHECK(hero.mentions[0] == 1 && hero.mentions[1] == 8);
-    intvec_free(&v);
+    slm_intvec_free(&v);
 }
 
 /* Renaming Mia to zarko (z ##ark ##o) everywhere: the mentions move, the rest stays. */
@@ -227,22 +227,22 @@ static void rename_hero(const Tokenizer *t, const NameList *nl) {
     IntVec v = encode(t, "Once there was a girl named Mia. Mia saw a dog. Mom said hi, Mia!");
     IntVec want = encode(t, "Once there was a girl named zarko. zarko saw a dog. Mom said hi, zarko!");
     Hero hero;
-    CHECK(find_hero(t, nl, v.data, (int)v.len, &hero) == 1);
+    CHECK(slm_find_hero(t, nl, v.data, (int)v.len, &hero) == 1);
     SwapName name;
     Error e;
-    CHECK(swap_name_make(t, nl, "Zarko", &name, &e) == 0);
+    CHECK(slm_swap_name_make(t, nl, "Zarko", &name, &e) == 0);
     CHECK(name.n_pieces == 3 && name.kind == NAME_INVENTED && strcmp(name.word, "zarko") == 0);
     CHECK(strcmp(t->pieces[name.pieces[1]], "##ark") == 0);
     IntVec out = {0};
     int starts[HERO_MAX_MENTIONS];
-    CHECK(swap_hero(v.data, (int)v.len, &hero, name.pieces, name.n_pieces, &out, starts, &e) == 0);
+    CHECK(slm_swap_hero(v.data, (int)v.len, &hero, name.pieces, name.n_pieces, &out, starts, &e) == 0);
     CHECK(out.len == want.len && memcmp(out.data, want.data, want.len * sizeof(int32_t)) == 0);
     CHECK(starts[0] == 7 && starts[1] == 11 && starts[2] == 22);
-    CHECK(swap_name_make(t, nl, "tom", &name, &e) == 0 && name.kind == NAME_RARE && name.train_count == 3);
-    CHECK(swap_name_make(t, nl, "two words", &name, &e) != 0);
-    intvec_free(&v);
-    intvec_free(&want);
-    intvec_free(&out);
+    CHECK(slm_swap_name_make(t, nl, "tom", &name, &e) == 0 && name.kind == NAME_RARE && name.train_count == 3);
+    CHECK(slm_swap_name_make(t, nl, "two words", &name, &e) != 0);
+    slm_intvec_free(&v);
+    slm_intvec_free(&want);
+    slm_intvec_free(&out);
 }
 
 /* Name targets: the position before each later mention, story by story. */
@@ -256,30 +256,30 @@ static void name_targets(const Tokenizer *t, const NameList *nl) {
     Stories s = {.n_stories = 2, .ids32 = ids, .starts = starts, .n_tokens = b.len + a.len};
     NameTargets nt;
     Error e;
-    CHECK(name_targets_find(t, nl, &s, idx, 2, &nt, &e) == 0);
+    CHECK(slm_name_targets_find(t, nl, &s, idx, 2, &nt, &e) == 0);
     CHECK(nt.n == 2 && nt.story[0] == 1 && nt.position[0] == 7 && nt.position[1] == 12);
-    name_targets_free(&nt);
-    intvec_free(&a);
-    intvec_free(&b);
+    slm_name_targets_free(&nt);
+    slm_intvec_free(&a);
+    slm_intvec_free(&b);
 }
 
 /* ---- report and svg ---------------------------------------------------------------- */
 
 static void report_prints_what_it_holds(void) {
     Report r;
-    report_init(&r, "demo");
-    report_text(&r, "model", "model", "m.safetensors");
-    report_number(&r, "loss", "loss", 2.5, 3);
-    ReportTable *t = report_table(&r, "rows", "Rows");
-    table_column(t, "head", "head", CELL_INT, 0);
-    table_column(t, "share", "share", CELL_PERCENT, 1);
-    table_column(t, "token", "token", CELL_TEXT, 0);
-    table_row(t), cell_int(t, 3), cell_number(t, 0.25), cell_text(t, "lily");
-    table_row(t), cell_int(t, 12), cell_number(t, NAN), cell_text(t, "a\"b");
+    slm_report_init(&r, "demo");
+    slm_report_text(&r, "model", "model", "m.safetensors");
+    slm_report_number(&r, "loss", "loss", 2.5, 3);
+    ReportTable *t = slm_report_table(&r, "rows", "Rows");
+    slm_table_column(t, "head", "head", CELL_INT, 0);
+    slm_table_column(t, "share", "share", CELL_PERCENT, 1);
+    slm_table_column(t, "token", "token", CELL_TEXT, 0);
+    slm_table_row(t), slm_cell_int(t, 3), slm_cell_number(t, 0.25), slm_cell_text(t, "lily");
+    slm_table_row(t), slm_cell_int(t, 12), slm_cell_number(t, NAN), slm_cell_text(t, "a\"b");
     Error e;
-    CHECK(report_failed(&r, &e) == 0);
-    CHECK(table_number(t, 0, 1) == 0.25 && table_number(t, 1, 0) == 12);
-    cJSON *j = report_json(&r);
+    CHECK(slm_report_failed(&r, &e) == 0);
+    CHECK(slm_table_number(t, 0, 1) == 0.25 && slm_table_number(t, 1, 0) == 12);
+    cJSON *j = slm_report_json(&r);
     cJSON *rows = cJSON_GetObjectItem(j, "rows");
     CHECK(cJSON_GetArraySize(rows) == 2);
     CHECK(cJSON_GetObjectItem(cJSON_GetArrayItem(rows, 0), "share")->valuedouble == 0.25);
@@ -292,7 +292,7 @@ static void report_prints_what_it_holds(void) {
     FILE *f = fopen(path, "w+");
     CHECK(f != NULL);
     if (f) {
-        report_print(&r, f);
+        slm_report_print(&r, f);
         rewind(f);
         char text[1024] = {0};
         size_t n = fread(text, 1, sizeof text - 1, f);
@@ -300,18 +300,18 @@ static void report_prints_what_it_holds(void) {
         CHECK(n > 0 && strstr(text, "head  share  token\n") && strstr(text, "   3  25.0%  lily\n") &&
               strstr(text, "  12      -  a\"b\n") && strstr(text, "loss   2.500\n"));
     }
-    report_free(&r);
+    slm_report_free(&r);
 }
 
 static void svg_escapes_text(void) {
     Svg s;
-    svg_begin(&s, 100, 50, "a <title> & more");
-    svg_text(&s, 1, 2, "say \"hi\" & <b>'x'</b>\x01", 10, SVG_START, 0, "black");
+    slm_svg_begin(&s, 100, 50, "a <title> & more");
+    slm_svg_text(&s, 1, 2, "say \"hi\" & <b>'x'</b>\x01", 10, SVG_START, 0, "black");
     SvgPanel p = {.x = 10, .y = 10, .w = 80, .h = 30, .x0 = 0, .x1 = 1, .y0 = -1, .y1 = 1};
-    svg_axes(&s, &p, "t", "x", "y", 1);
+    slm_svg_axes(&s, &p, "t", "x", "y", 1);
     double xs[2] = {0, 1}, ys[2] = {-1, 1};
-    svg_polyline(&s, &p, xs, ys, 2, "#000", 1);
-    const char *out = svg_finish(&s);
+    slm_svg_polyline(&s, &p, xs, ys, 2, "#000", 1);
+    const char *out = slm_svg_finish(&s);
     CHECK(out != NULL);
     if (out) {
         CHECK(strstr(out, "say &quot;hi&quot; &amp; &lt;b&gt;&apos;x&apos;&lt;/b&gt;</text>") != NULL);
@@ -319,7 +319,7 @@ static void svg_escapes_text(void) {
         CHECK(strstr(out, "points=\"10.00,40.00 90.00,10.00 \"") != NULL);
         CHECK(strstr(out, "\x01") == NULL);
     }
-    svg_free(&s);
+    slm_svg_free(&s);
 }
 
 /* Counts the occurrences of needle in text. */
@@ -330,31 +330,31 @@ static int count_of(const char *text, const char *needle) {
 }
 
 static void axes_fit_and_small_bars_carry_values(void) {
-    CHECK(fabs(svg_round_up(0.0173) - 0.018) < 1e-12 && fabs(svg_round_up(0.083) - 0.1) < 1e-12);
-    CHECK(fabs(svg_round_up(3.7) - 4) < 1e-12 && svg_round_up(0) == 1);
-    CHECK(fabs(svg_text_width("lily", 10) - 24) < 1e-9 && fabs(svg_text_width("zo\xc3\xab", 10) - 18) < 1e-9);
+    CHECK(fabs(slm_svg_round_up(0.0173) - 0.018) < 1e-12 && fabs(slm_svg_round_up(0.083) - 0.1) < 1e-12);
+    CHECK(fabs(slm_svg_round_up(3.7) - 4) < 1e-12 && slm_svg_round_up(0) == 1);
+    CHECK(fabs(slm_svg_text_width("lily", 10) - 24) < 1e-9 && fabs(slm_svg_text_width("zo\xc3\xab", 10) - 18) < 1e-9);
     Svg s;
-    svg_begin(&s, 200, 100, "bars");
+    slm_svg_begin(&s, 200, 100, "bars");
     SvgPanel p = {.x = 10, .y = 10, .w = 100, .h = 80, .y0 = 0, .y1 = 0.2};
     double values[3] = {0.19, 0.0004, 0.1};
-    svg_bars(&s, &p, values, 1, 3, NULL, NULL, 0);
-    svg_bar_values(&s, &p, values, 1, 3, 8); /* 0.0004 is 0.16 pixels high: only it gets its value */
-    const char *out = svg_finish(&s);
+    slm_svg_bars(&s, &p, values, 1, 3, NULL, NULL, 0);
+    slm_svg_bar_values(&s, &p, values, 1, 3, 8); /* 0.0004 is 0.16 pixels high: only it gets its value */
+    const char *out = slm_svg_finish(&s);
     CHECK(out && strstr(out, ">0.0004</text>") && !strstr(out, ">0.19</text>") && !strstr(out, ">0.1</text>"));
-    svg_free(&s);
+    slm_svg_free(&s);
 }
 
 static void heat_map_has_a_scale_and_leaves_white_out(void) {
     Svg s;
-    svg_begin(&s, 300, 200, "heat");
+    slm_svg_begin(&s, 300, 200, "heat");
     double values[4] = {1, NAN, 0.001, 0.5};
-    svg_heatmap(&s, 20, 20, 12, values, 2, 2, 1.0, NULL, NULL, 10);
-    svg_color_scale(&s, 100, 20, 100, 1.0, "weight");
-    const char *out = svg_finish(&s);
+    slm_svg_heatmap(&s, 20, 20, 12, values, 2, 2, 1.0, NULL, NULL, 10);
+    slm_svg_color_scale(&s, 100, 20, 100, 1.0, "weight");
+    const char *out = slm_svg_finish(&s);
     /* two squares drawn (1 and 0.5; NAN and 0.001 left white), each with its tooltip */
     CHECK(out && count_of(out, "</title></rect>") == 2);
     CHECK(out && count_of(out, "class=\"legend\"") == 1 && strstr(out, ">weight</text>") && strstr(out, ">0.8</text>"));
-    svg_free(&s);
+    slm_svg_free(&s);
 }
 
 int main(void) {
@@ -367,8 +367,8 @@ int main(void) {
     hero_and_mentions(&t, &nl);
     rename_hero(&t, &nl);
     name_targets(&t, &nl);
-    names_free(&nl);
-    tokenizer_free(&t);
+    slm_names_free(&nl);
+    slm_tokenizer_free(&t);
     report_prints_what_it_holds();
     svg_escapes_text();
     axes_fit_and_small_bars_carry_values();

@@ -48,53 +48,53 @@ static void training_records_no_path(void) {
     int test[2], train[N - 2];
     Stories s;
     tiny_stories(&s, starts, ids, test, train);
-    TrainOptions o = train_default_options();
+    TrainOptions o = slm_train_default_options();
     o.steps = 2, o.eval_every = 0, o.batch = 2, o.out = out, o.data_path = data, o.vocab_text = vocab, o.vocab_size = V;
     TrainResult r;
     Error e = {0};
-    CHECK(train_run(&s, &o, NULL, NULL, &r, &e) == 0);
+    CHECK(slm_train_run(&s, &o, NULL, NULL, &r, &e) == 0);
     if (e.message[0]) fprintf(stderr, "train_run: %s\n", e.message);
 
     Model m;
     char *text = NULL;
     Metadata md = {0};
-    CHECK(checkpoint_load_model(out, &m, &text, &md, &e) == 0);
+    CHECK(slm_checkpoint_load_model(out, &m, &text, &md, &e) == 0);
     for (int i = 0; i < md.count; i++)
         if (!CHECK(strchr(md.items[i].value, '/') == NULL)) fprintf(stderr, "  %s: %s\n", md.items[i].key, md.items[i].value);
     StoriesRecord rec;
-    record_from_metadata(&rec, &md);
+    slm_record_from_metadata(&rec, &md);
     CHECK(strcmp(rec.name, "record stories.txt") == 0);
     CHECK(rec.has_sums && rec.bytes == sizeof TEXT - 1);
-    CHECK(rec.fnv1a64 == hash64(TEXT, sizeof TEXT - 1, 0));
+    CHECK(rec.fnv1a64 == slm_hash64(TEXT, sizeof TEXT - 1, 0));
     char why[300];
-    CHECK(record_check_file(&rec, data, why, sizeof why, &e) == 1 && why[0] == '\0');
+    CHECK(slm_record_check_file(&rec, data, why, sizeof why, &e) == 1 && why[0] == '\0');
     free(text);
-    model_free(&m);
+    slm_model_free(&m);
 
     /* the same size, another text; then another size */
     char other[] = "Tom had a red ball.\n<|endoftext|>\nMia saw a dog.\n";
     write_file(data, other, sizeof other - 1);
-    CHECK(record_check_file(&rec, data, why, sizeof why, &e) == 0 && strstr(why, "another text"));
+    CHECK(slm_record_check_file(&rec, data, why, sizeof why, &e) == 0 && strstr(why, "another text"));
     write_file(data, TEXT, 20);
-    CHECK(record_check_file(&rec, data, why, sizeof why, &e) == 0 && strstr(why, "has 20 bytes, not the"));
-    CHECK(record_check_file(&rec, "no-such-stories.txt", why, sizeof why, &e) == -1);
-    metadata_free(&md);
+    CHECK(slm_record_check_file(&rec, data, why, sizeof why, &e) == 0 && strstr(why, "has 20 bytes, not the"));
+    CHECK(slm_record_check_file(&rec, "no-such-stories.txt", why, sizeof why, &e) == -1);
+    slm_metadata_free(&md);
 }
 
 /* A model file from before the record: "data" holds the trainer's path. */
 static void old_path_reads_as_its_name(void) {
     Metadata md = {0};
     Error e = {0};
-    CHECK(metadata_set(&md, "data", "/home/someone/data/tinystories-train.txt", &e) == 0);
+    CHECK(slm_metadata_set(&md, "data", "/home/someone/data/tinystories-train.txt", &e) == 0);
     StoriesRecord rec;
-    record_from_metadata(&rec, &md);
+    slm_record_from_metadata(&rec, &md);
     CHECK(strcmp(rec.name, "tinystories-train.txt") == 0 && !rec.has_sums);
     char why[64];
-    CHECK(record_check_file(&rec, "anything.txt", why, sizeof why, &e) == 1); /* nothing to tell it by */
+    CHECK(slm_record_check_file(&rec, "anything.txt", why, sizeof why, &e) == 1); /* nothing to tell it by */
     Metadata out = {0};
-    CHECK(record_to_metadata(&rec, &out, &e) == 0 && out.count == 1 && !strcmp(metadata_get(&out, "data"), rec.name));
-    metadata_free(&out);
-    metadata_free(&md);
+    CHECK(slm_record_to_metadata(&rec, &out, &e) == 0 && out.count == 1 && !strcmp(slm_metadata_get(&out, "data"), rec.name));
+    slm_metadata_free(&out);
+    slm_metadata_free(&md);
 }
 
 int main(void) {

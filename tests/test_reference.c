@@ -2,7 +2,7 @@
  * on the committed fixtures, the loss to 1e-5 relative, every gradient to
  * 1e-4 of its tensor's largest value, the parameters after 3 Adam steps to
  * 1e-5 (see compare_after_adam), for both architectures and two head
- * ablations, through model_forward/model_backward and through training's
+ * ablations, through slm_model_forward/slm_model_backward and through training's
  * path (stories split over threads, the output layer in chunks), at 1 and at
  * 2 threads; and Adam alone at every size of gradient. */
 #include <cjson/cJSON.h>
@@ -87,10 +87,10 @@ static void make_batch(const Fixture *f, Batch *b) {
     const int32_t *tokens = array(f, "tokens", &n);
     cJSON *len;
     Error e;
-    CHECK(batch_init(b, (int)n, 8, &e) == 0);
+    CHECK(slm_batch_init(b, (int)n, 8, &e) == 0);
     size_t at = 0;
     cJSON_ArrayForEach(len, cJSON_GetObjectItemCaseSensitive(f->index, "lengths")) {
-        CHECK(batch_add(b, tokens + at, (int)len->valuedouble, &e) == 0);
+        CHECK(slm_batch_add(b, tokens + at, (int)len->valuedouble, &e) == 0);
         at += (size_t)len->valuedouble;
     }
     CHECK(at == n && b->n_stories == 3);
@@ -102,7 +102,7 @@ static void check_loss_and_grads(const Fixture *f, Model *m, Activations *a, con
     char name[128];
     float loss;
     Error e;
-    CHECK(model_forward(m, a, b, NULL, &loss, &e) == 0);
+    CHECK(slm_model_forward(m, a, b, NULL, &loss, &e) == 0);
     CHECK_CLOSE(a->mean_loss, number(f, arch, "loss"), 1e-5, 0);
     size_t n = 0;
     snprintf(name, sizeof name, "%s/position_loss", arch);
@@ -110,8 +110,8 @@ static void check_loss_and_grads(const Fixture *f, Model *m, Activations *a, con
     double diff, scale;
     max_diff(a->loss, want, n, &diff, &scale);
     CHECK(n == (size_t)b->n_tokens && diff < 1e-5 * scale);
-    model_zero_grad(m, grads);
-    model_backward(m, a, b, grads);
+    slm_model_zero_grad(m, grads);
+    slm_model_backward(m, a, b, grads);
     snprintf(name, sizeof name, "%s/grads", arch);
     double worst = compare_grads(f, m, grads, name);
     printf("%s: loss %.9f (reference %.9f), worst gradient %.2e of its tensor's max\n", arch, a->mean_loss,
@@ -151,14 +151,14 @@ static void compare_after_adam(const Fixture *f, const Model *m, const char *arc
 static void check_adam(const Fixture *f, Model *m, Activations *a, const Batch *b, float *grads, const char *arch) {
     Adam opt;
     Error e;
-    CHECK(adam_init(&opt, m->n_params, &e) == 0);
+    CHECK(slm_adam_init(&opt, m->n_params, &e) == 0);
     int steps = (int)cJSON_GetObjectItemCaseSensitive(f->index, "adam_steps")->valuedouble;
     float lr = (float)cJSON_GetObjectItemCaseSensitive(f->index, "lr")->valuedouble;
     for (int step = 0; step < steps; step++) {
-        CHECK(model_forward(m, a, b, NULL, NULL, &e) == 0);
-        model_zero_grad(m, grads);
-        model_backward(m, a, b, grads);
-        adam_update(&opt, m->params, grads, lr);
+        CHECK(slm_model_forward(m, a, b, NULL, NULL, &e) == 0);
+        slm_model_zero_grad(m, grads);
+        slm_model_backward(m, a, b, grads);
+        slm_adam_update(&opt, m->params, grads, lr);
     }
     double worst = 0.0;
     size_t loose = 0;
@@ -166,7 +166,7 @@ static void check_adam(const Fixture *f, Model *m, Activations *a, const Batch *
     CHECK(loose < m->n_params / 1000);
     printf("%s: after %d Adam steps, worst parameter difference %.2e (%zu parameters with a gradient at float "
            "noise level off by more than 1e-5)\n", arch, steps, worst, loose);
-    adam_free(&opt);
+    slm_adam_free(&opt);
 }
 
 /* Adam alone, given the reference's gradients from 1e-12 to 1: every step. */
@@ -176,28 +176,28 @@ static void check_adam_alone(const Fixture *f) {
     const float *after = array(f, "adam_alone/after", &na);
     Adam opt;
     Error e;
-    if (!CHECK(p0 && g && after && ng == na && ng % n == 0 && adam_init(&opt, n, &e) == 0)) return;
+    if (!CHECK(p0 && g && after && ng == na && ng % n == 0 && slm_adam_init(&opt, n, &e) == 0)) return;
     float *p = malloc(n * sizeof(float));
     memcpy(p, p0, n * sizeof(float));
     double worst = 0.0;
     for (size_t step = 0; step < ng / n; step++) {
-        adam_update(&opt, p, g + step * n, 1e-3f);
+        slm_adam_update(&opt, p, g + step * n, 1e-3f);
         for (size_t i = 0; i < n; i++) worst = fmax(worst, fabs((double)p[i] - after[step * n + i]));
     }
     CHECK(worst < 1e-6); /* float32 rounding of values up to ~4; a misplaced eps moves some by ~1e-4 */
     printf("adam alone: worst difference %.2e over %zu steps\n", worst, ng / n);
     free(p);
-    adam_free(&opt);
+    slm_adam_free(&opt);
 }
 
 static void check_arch(const Fixture *f, Arch arch, const Batch *b) {
-    const char *name = arch_name(arch);
-    ModelConfig cfg = model_config_default(arch, 2000);
+    const char *name = slm_arch_name(arch);
+    ModelConfig cfg = slm_model_config_default(arch, 2000);
     Model m;
     Activations a;
     Error e;
-    CHECK(model_init(&m, &cfg, &e) == 0);
-    CHECK(activations_init(&a, &cfg, b->n_tokens, &e) == 0);
+    CHECK(slm_model_init(&m, &cfg, &e) == 0);
+    CHECK(slm_activations_init(&a, &cfg, b->n_tokens, &e) == 0);
     float *grads = calloc(m.n_params, sizeof(float));
     char prefix[64];
     snprintf(prefix, sizeof prefix, "%s/params", name);
@@ -206,15 +206,15 @@ static void check_arch(const Fixture *f, Arch arch, const Batch *b) {
         check_adam(f, &m, &a, b, grads, name);
     }
     free(grads);
-    activations_free(&a);
-    model_free(&m);
+    slm_activations_free(&a);
+    slm_model_free(&m);
 }
 
-/* Training's path (shards.h, model_loss_and_grad): the batch's 3 stories
+/* Training's path (shards.h, slm_model_loss_and_grad): the batch's 3 stories
  * dealt to the threads, each shard's output layer in cached chunks. */
 static void check_training_path(const Fixture *f, Arch arch, const Batch *b) {
-    const char *name = arch_name(arch);
-    ModelConfig cfg = model_config_default(arch, 2000);
+    const char *name = slm_arch_name(arch);
+    ModelConfig cfg = slm_model_config_default(arch, 2000);
     Model m;
     Shards sh;
     Error e;
@@ -225,15 +225,15 @@ static void check_training_path(const Fixture *f, Arch arch, const Batch *b) {
         longest = stories[i].len > longest ? stories[i].len : longest;
         predicted += stories[i].len - 1;
     }
-    CHECK(model_init(&m, &cfg, &e) == 0);
-    CHECK(shards_init(&sh, &m, omp_get_max_threads(), longest, b->n_stories, &e) == 0);
+    CHECK(slm_model_init(&m, &cfg, &e) == 0);
+    CHECK(slm_shards_init(&sh, &m, omp_get_max_threads(), longest, b->n_stories, &e) == 0);
     float *grads = calloc(m.n_params, sizeof(float));
     char prefix[64];
     snprintf(prefix, sizeof prefix, "%s/params", name);
     double loss = 0;
     long long correct = 0;
     if (load_params(f, &m, prefix) == 0 &&
-        CHECK(shards_run(&sh, stories, b->n_stories, NULL, 1.0f / predicted, grads, &loss, &correct, &e) == 0)) {
+        CHECK(slm_shards_run(&sh, stories, b->n_stories, NULL, 1.0f / predicted, grads, &loss, &correct, &e) == 0)) {
         CHECK_CLOSE(loss / predicted, number(f, name, "loss"), 1e-5, 0);
         snprintf(prefix, sizeof prefix, "%s/grads", name);
         double worst = compare_grads(f, &m, grads, prefix);
@@ -241,19 +241,19 @@ static void check_training_path(const Fixture *f, Arch arch, const Batch *b) {
                worst);
     }
     free(grads);
-    shards_free(&sh);
-    model_free(&m);
+    slm_shards_free(&sh);
+    slm_model_free(&m);
 }
 
 /* Heads switched off inside the forward pass: loss and the small tensors' gradients. */
 static void check_ablation(const Fixture *f, const Batch *b, const char *cas) {
-    ModelConfig cfg = model_config_default(ARCH_ATTENTION, 2000);
+    ModelConfig cfg = slm_model_config_default(ARCH_ATTENTION, 2000);
     Model m;
     Activations a;
     Error e;
     size_t n = 0;
-    CHECK(model_init(&m, &cfg, &e) == 0);
-    CHECK(activations_init(&a, &cfg, b->n_tokens, &e) == 0);
+    CHECK(slm_model_init(&m, &cfg, &e) == 0);
+    CHECK(slm_activations_init(&a, &cfg, b->n_tokens, &e) == 0);
     float *grads = calloc(m.n_params, sizeof(float));
     cJSON *c = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(f->index, "cases"), cas), *h;
     Ablation ab = {.mode = strcmp(cJSON_GetObjectItemCaseSensitive(c, "mode")->valuestring, "mean") == 0 ? ABLATE_MEAN
@@ -261,10 +261,10 @@ static void check_ablation(const Fixture *f, const Batch *b, const char *cas) {
                    .mean = array(f, "head_mean", &n)};
     cJSON_ArrayForEach(h, cJSON_GetObjectItemCaseSensitive(c, "heads")) ab.heads |= 1u << (int)h->valuedouble;
     if (load_params(f, &m, "attention/params") == 0) {
-        CHECK(model_forward(&m, &a, b, &ab, NULL, &e) == 0);
+        CHECK(slm_model_forward(&m, &a, b, &ab, NULL, &e) == 0);
         CHECK_CLOSE(a.mean_loss, number(f, cas, "loss"), 1e-5, 0);
-        model_zero_grad(&m, grads);
-        model_backward(&m, &a, b, grads);
+        slm_model_zero_grad(&m, grads);
+        slm_model_backward(&m, &a, b, grads);
         char prefix[128];
         snprintf(prefix, sizeof prefix, "ablation/%s/grads", cas);
         double worst = compare_grads(f, &m, grads, prefix);
@@ -272,8 +272,8 @@ static void check_ablation(const Fixture *f, const Batch *b, const char *cas) {
                number(f, cas, "loss"), worst);
     }
     free(grads);
-    activations_free(&a);
-    model_free(&m);
+    slm_activations_free(&a);
+    slm_model_free(&m);
 }
 
 int main(void) {
@@ -281,8 +281,8 @@ int main(void) {
     Error e;
     char *json;
     size_t json_len;
-    if (!CHECK(file_read_all(check_source_path("tests/fixtures/reference.json"), 0, &json, &json_len, &e) == 0 &&
-               file_read_all(check_source_path("tests/fixtures/reference.bin"), 0, &f.data, &f.len, &e) == 0)) {
+    if (!CHECK(slm_file_read_all(check_source_path("tests/fixtures/reference.json"), 0, &json, &json_len, &e) == 0 &&
+               slm_file_read_all(check_source_path("tests/fixtures/reference.bin"), 0, &f.data, &f.len, &e) == 0)) {
         fprintf(stderr, "%s\n", e.message);
         return check_report();
     }
@@ -293,7 +293,7 @@ int main(void) {
     Batch b;
     make_batch(&f, &b);
     for (int threads = 1; threads <= 2; threads++) { /* products split over OpenMP's threads, or not */
-        model_threads_setup(threads);
+        slm_model_threads_setup(threads);
         printf("-- %d thread%s\n", threads, threads > 1 ? "s" : "");
         check_arch(&f, ARCH_ATTENTION, &b);
         check_arch(&f, ARCH_WINDOW8, &b);
@@ -303,7 +303,7 @@ int main(void) {
         check_training_path(&f, ARCH_WINDOW8, &b);
     }
     check_adam_alone(&f);
-    batch_free(&b);
+    slm_batch_free(&b);
     cJSON_Delete(f.index);
     free(json);
     free(f.data);

@@ -23,19 +23,19 @@
  * with decay is multiplied by exactly 1 - lr * decay and the others stay;
  * with gradients, decayed entries are w (1 - lr wd) - Adam's step. */
 static void weight_decay_on_known_tensors(void) {
-    ModelConfig cfg = model_config_default(ARCH_ATTENTION, 50);
+    ModelConfig cfg = slm_model_config_default(ARCH_ATTENTION, 50);
     Model m;
     Adam adam;
     Error e;
-    CHECK(model_init(&m, &cfg, &e) == 0 && adam_init(&adam, m.n_params, &e) == 0);
-    model_randomize(&m, 3);
+    CHECK(slm_model_init(&m, &cfg, &e) == 0 && slm_adam_init(&adam, m.n_params, &e) == 0);
+    slm_model_randomize(&m, 3);
     float *before = malloc(m.n_params * sizeof(float)), *grads = calloc(m.n_params, sizeof(float));
     uint8_t *mask = malloc(m.n_params);
     memcpy(before, m.params, m.n_params * sizeof(float));
-    model_decay_mask(&m, mask);
+    slm_model_decay_mask(&m, mask);
     adam.weight_decay = 0.5f;
     adam.decay_mask = mask;
-    adam_update(&adam, m.params, grads, 0.1f);
+    slm_adam_update(&adam, m.params, grads, 0.1f);
     for (int t = 0; t < m.n_tensors; t++) {
         const ParamTensor *pt = &m.tensors[t];
         int want = !strcmp(pt->name, "query") || !strcmp(pt->name, "key") || !strcmp(pt->name, "value") ||
@@ -47,14 +47,14 @@ static void weight_decay_on_known_tensors(void) {
         if (!CHECK(wrong == 0)) fprintf(stderr, "  %s: %zu entries not as decay says\n", pt->name, wrong);
     }
     /* one entry with a gradient, step 2: PyTorch's AdamW formula by hand */
-    size_t i = model_tensor(&m, "output.weight")->offset + 7;
+    size_t i = slm_model_tensor(&m, "output.weight")->offset + 7;
     double w = m.params[i], mom = 0.1 * 0.25, var = 0.001 * 0.0625;
     grads[i] = 0.25f;
-    adam_update(&adam, m.params, grads, 0.1f);
+    slm_adam_update(&adam, m.params, grads, 0.1f);
     double want = w * (1 - 0.1 * 0.5) - 0.1 / (1 - 0.81) * mom / (sqrt(var) / sqrt(1 - 0.999 * 0.999) + 1e-8);
     CHECK_CLOSE(m.params[i], want, 1e-5, 0);
     free(before), free(grads), free(mask);
-    adam_free(&adam), model_free(&m);
+    slm_adam_free(&adam), slm_model_free(&m);
 }
 
 /* Masks: numbers are 0 or exactly 1/(1-P), about P of them 0, the same for
@@ -62,12 +62,12 @@ static void weight_decay_on_known_tensors(void) {
 static void dropout_masks_seeded_and_scaled(void) {
     enum { N = 200000 };
     float *x = malloc(N * sizeof(float)), *y = malloc(N * sizeof(float));
-    uint64_t keys[2] = {dropout_story_key(1, 5, 0), dropout_story_key(1, 5, 1)};
-    CHECK(keys[0] != keys[1] && keys[0] != dropout_story_key(1, 6, 0) && keys[0] != dropout_story_key(2, 5, 0));
-    DropoutMask d = dropout_mask(0.3f, DROPOUT_SALT_HIDDEN, keys, NULL);
+    uint64_t keys[2] = {slm_dropout_story_key(1, 5, 0), slm_dropout_story_key(1, 5, 1)};
+    CHECK(keys[0] != keys[1] && keys[0] != slm_dropout_story_key(1, 6, 0) && keys[0] != slm_dropout_story_key(2, 5, 0));
+    DropoutMask d = slm_dropout_mask(0.3f, DROPOUT_SALT_HIDDEN, keys, NULL);
     for (int i = 0; i < N; i++) x[i] = y[i] = 1.0f;
-    dropout_apply(&d, 0, 0, 0, x, N);
-    dropout_apply(&d, 0, 0, 0, y, N);
+    slm_dropout_apply(&d, 0, 0, 0, x, N);
+    slm_dropout_apply(&d, 0, 0, 0, y, N);
     long zeros = 0, other = 0;
     for (int i = 0; i < N; i++) {
         zeros += x[i] == 0.0f;
@@ -77,14 +77,14 @@ static void dropout_masks_seeded_and_scaled(void) {
     CHECK(fabs((double)zeros / N - 0.3) < 0.005);
     CHECK(memcmp(x, y, N * sizeof(float)) == 0);       /* the backward draws the forward's mask */
     for (int i = 0; i < N; i++) y[i] = 1.0f;
-    dropout_apply(&d, 1, 0, 0, y, N);                   /* another story */
+    slm_dropout_apply(&d, 1, 0, 0, y, N);                   /* another story */
     long same = 0;
     for (int i = 0; i < N; i++) same += x[i] == y[i];
     CHECK(same < N * 0.7);                              /* independent: 0.3^2 + 0.7^2 = 58% agree */
     for (int i = 0; i < N; i++) y[i] = 1.0f;
-    dropout_apply(&d, 0, 1, 0, y, N);                   /* another head */
+    slm_dropout_apply(&d, 0, 1, 0, y, N);                   /* another head */
     CHECK(memcmp(x, y, N * sizeof(float)) != 0);
-    DropoutMask off = dropout_mask(0.0f, DROPOUT_SALT_HIDDEN, keys, NULL);
+    DropoutMask off = slm_dropout_mask(0.0f, DROPOUT_SALT_HIDDEN, keys, NULL);
     CHECK(off.p == 0.0f);
     free(x), free(y);
 }
@@ -93,8 +93,8 @@ static void dropout_masks_seeded_and_scaled(void) {
 static void dropout_keys_ignore_packing(void) {
     uint64_t story[3] = {11, 22, 33}, alone[3] = {22}, keys[40], keys_alone[40];
     int starts[4] = {0, 10, 25, 40}, starts_alone[2] = {0, 15};
-    dropout_position_keys(story, starts, 3, keys);
-    dropout_position_keys(alone, starts_alone, 1, keys_alone);
+    slm_dropout_position_keys(story, starts, 3, keys);
+    slm_dropout_position_keys(alone, starts_alone, 1, keys_alone);
     CHECK(memcmp(keys + 10, keys_alone, 15 * sizeof(uint64_t)) == 0);
     CHECK(keys[0] != keys[10] && keys[10] != keys[11]);
 }
@@ -102,31 +102,31 @@ static void dropout_keys_ignore_packing(void) {
 /* A training pass's gradients with dropout differ from evaluation's, repeat
  * bit for bit, and evaluation (no keys) drops nothing. */
 static void dropout_only_with_keys(void) {
-    ModelConfig cfg = model_config_default(ARCH_ATTENTION, 30);
+    ModelConfig cfg = slm_model_config_default(ARCH_ATTENTION, 30);
     Model m;
     Activations a;
     Batch b;
     Error e;
-    CHECK(model_init(&m, &cfg, &e) == 0 && activations_init(&a, &cfg, 64, &e) == 0 && batch_init(&b, 64, 2, &e) == 0);
-    model_randomize(&m, 5);
+    CHECK(slm_model_init(&m, &cfg, &e) == 0 && slm_activations_init(&a, &cfg, 64, &e) == 0 && slm_batch_init(&b, 64, 2, &e) == 0);
+    slm_model_randomize(&m, 5);
     int32_t ids[40];
     for (int t = 0; t < 40; t++) ids[t] = t ? 2 + (t * 7) % 28 : 1;
-    CHECK(batch_add(&b, ids, 40, &e) == 0);
+    CHECK(slm_batch_add(&b, ids, 40, &e) == 0);
     float loss[4];
-    uint64_t key = dropout_story_key(3, 0, 0);
+    uint64_t key = slm_dropout_story_key(3, 0, 0);
     a.dropout = (Dropout){0};
-    CHECK(model_loss_and_grad(&m, &a, &b, NULL, 1.0f, NULL, &e) == 0);
+    CHECK(slm_model_loss_and_grad(&m, &a, &b, NULL, 1.0f, NULL, &e) == 0);
     loss[0] = (float)a.mean_loss;
     a.dropout = (Dropout){.hidden = 0.5f, .attention = 0.5f}; /* rates without keys: nothing */
-    CHECK(model_loss_and_grad(&m, &a, &b, NULL, 1.0f, NULL, &e) == 0);
+    CHECK(slm_model_loss_and_grad(&m, &a, &b, NULL, 1.0f, NULL, &e) == 0);
     loss[1] = (float)a.mean_loss;
     a.dropout = (Dropout){.hidden = 0.5f, .attention = 0.5f, .story_keys = &key};
-    CHECK(model_loss_and_grad(&m, &a, &b, NULL, 1.0f, NULL, &e) == 0);
+    CHECK(slm_model_loss_and_grad(&m, &a, &b, NULL, 1.0f, NULL, &e) == 0);
     loss[2] = (float)a.mean_loss;
-    CHECK(model_loss_and_grad(&m, &a, &b, NULL, 1.0f, NULL, &e) == 0);
+    CHECK(slm_model_loss_and_grad(&m, &a, &b, NULL, 1.0f, NULL, &e) == 0);
     loss[3] = (float)a.mean_loss;
     CHECK(loss[0] == loss[1] && loss[2] != loss[0] && loss[2] == loss[3]);
-    batch_free(&b), activations_free(&a), model_free(&m);
+    slm_batch_free(&b), slm_activations_free(&a), slm_model_free(&m);
 }
 
 /* ---- against PyTorch (scripts/torch_dropout.py), the same masks given to both ---- */
@@ -162,12 +162,12 @@ static void dropout_case_against_torch(const cJSON *c, const char *name) {
     uint8_t *zmask = malloc(nz), *amask = malloc(na);
     for (size_t i = 0; i < nz; i++) zmask[i] = zmask_f[i] != 0;
     for (size_t i = 0; i < na; i++) amask[i] = amask_f[i] != 0;
-    CHECK(model_init(&m, &cfg, &e) == 0 && activations_init(&a, &cfg, (int)n_tokens, &e) == 0 &&
-          batch_init(&b, (int)n_tokens, (int)n_stories, &e) == 0);
+    CHECK(slm_model_init(&m, &cfg, &e) == 0 && slm_activations_init(&a, &cfg, (int)n_tokens, &e) == 0 &&
+          slm_batch_init(&b, (int)n_tokens, (int)n_stories, &e) == 0);
     int32_t ids[256];
     for (size_t s = 0, at = 0; s < n_stories; at += (size_t)lengths[s++]) {
         for (int t = 0; t < (int)lengths[s]; t++) ids[t] = (int32_t)tokens[at + t];
-        CHECK(batch_add(&b, ids, (int)lengths[s], &e) == 0);
+        CHECK(slm_batch_add(&b, ids, (int)lengths[s], &e) == 0);
     }
     const cJSON *params = cJSON_GetObjectItemCaseSensitive(c, "params");
     const cJSON *grads_j = cJSON_GetObjectItemCaseSensitive(c, "grads");
@@ -179,10 +179,10 @@ static void dropout_case_against_torch(const cJSON *c, const char *name) {
     a.dropout = (Dropout){.hidden = (float)json_number(c, "p_hidden"), .attention = (float)json_number(c, "p_attention"),
                           .hidden_mask = zmask, .attention_mask = amask};
     float *g1 = calloc(m.n_params, sizeof(float)), *g2 = calloc(m.n_params, sizeof(float)), loss;
-    CHECK(model_forward(&m, &a, &b, NULL, &loss, &e) == 0);
-    model_backward(&m, &a, &b, g1);
+    CHECK(slm_model_forward(&m, &a, &b, NULL, &loss, &e) == 0);
+    slm_model_backward(&m, &a, &b, g1);
     CHECK_CLOSE(loss, json_number(c, "loss"), 1e-5, 0);
-    CHECK(model_loss_and_grad(&m, &a, &b, NULL, 1.0f / a.n_predicted, g2, &e) == 0);
+    CHECK(slm_model_loss_and_grad(&m, &a, &b, NULL, 1.0f / a.n_predicted, g2, &e) == 0);
     CHECK_CLOSE(a.mean_loss, json_number(c, "loss"), 1e-5, 0);
     for (int t = 0; t < m.n_tensors; t++) {
         const ParamTensor *pt = &m.tensors[t];
@@ -198,14 +198,14 @@ static void dropout_case_against_torch(const cJSON *c, const char *name) {
     }
     printf("dropout against torch, %-10s loss %.6f\n", name, loss);
     free(g1), free(g2), free(tokens), free(lengths), free(zmask_f), free(amask_f), free(zmask), free(amask);
-    batch_free(&b), activations_free(&a), model_free(&m);
+    slm_batch_free(&b), slm_activations_free(&a), slm_model_free(&m);
 }
 
 static void dropout_against_torch(void) {
     char *text;
     size_t len;
     Error e;
-    if (!CHECK(file_read_all(check_source_path("tests/fixtures/dropout.json"), 0, &text, &len, &e) == 0)) return;
+    if (!CHECK(slm_file_read_all(check_source_path("tests/fixtures/dropout.json"), 0, &text, &len, &e) == 0)) return;
     cJSON *root = cJSON_Parse(text), *c;
     int cases = 0;
     cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(root, "cases")) {
@@ -222,7 +222,7 @@ static void ema_arithmetic(void) {
     float avg[3] = {1.0f, -2.0f, 0.5f}, x[3] = {3.0f, 0.0f, 0.5f};
     double want[3] = {1.0, -2.0, 0.5};
     for (int step = 0; step < 5; step++) {
-        ema_update(avg, x, 3, 0.9f);
+        slm_ema_update(avg, x, 3, 0.9f);
         for (int i = 0; i < 3; i++) want[i] = 0.9 * want[i] + 0.1 * x[i];
     }
     for (int i = 0; i < 3; i++) CHECK_CLOSE(avg[i], want[i], 1e-6, 1e-7);
@@ -259,10 +259,10 @@ static int only_hero_changed(const Hero *h, const int32_t *ids, int len, const I
     IntVec want = {0};
     int starts[HERO_MAX_MENTIONS];
     Error e;
-    int ok = swap_hero(ids, len, h, out->data + m0, n, &want, starts, &e) == 0 && want.len == out->len &&
+    int ok = slm_swap_hero(ids, len, h, out->data + m0, n, &want, starts, &e) == 0 && want.len == out->len &&
              !memcmp(want.data, out->data, want.len * sizeof(int32_t)) &&
              (n != h->n_pieces || memcmp(out->data + m0, h->pieces, (size_t)n * sizeof(int32_t)));
-    intvec_free(&want);
+    slm_intvec_free(&want);
     return ok;
 }
 
@@ -276,7 +276,7 @@ static int record(void *ctx, const Stories *s, int story, uint64_t key, IntVec *
     Recorder *r = ctx;
     r->calls++;
     for (int i = 0; i < s->n_test; i++) r->test_calls += s->test[i] == story;
-    return name_swap_story(r->ns, s, story, key, out, e);
+    return slm_name_swap_story(r->ns, s, story, key, out, e);
 }
 
 static void swap_names_renames_heroes_only(void) {
@@ -288,17 +288,17 @@ static void swap_names_renames_heroes_only(void) {
     Stories s;
     NameSwap ns;
     Error e;
-    StoriesOptions so = stories_default_options();
+    StoriesOptions so = slm_stories_default_options();
     so.use_cache = 0;
-    CHECK(tokenizer_from_text(&t, vocab_text, strlen(vocab_text), 0, &e) == 0);
-    if (!CHECK(stories_load(&s, path, &t, &so, &e) == 0 && s.n_test == 1)) return;
-    CHECK(name_swap_init(&ns, &t, path, &s, 1.0, &e) == 0);
+    CHECK(slm_tokenizer_from_text(&t, vocab_text, strlen(vocab_text), 0, &e) == 0);
+    if (!CHECK(slm_stories_load(&s, path, &t, &so, &e) == 0 && s.n_test == 1)) return;
+    CHECK(slm_name_swap_init(&ns, &t, path, &s, 1.0, &e) == 0);
     /* the test story's friend is unknown: names come from training stories only */
     for (int i = 0; i < 12; i++) {
         char w[16];
         snprintf(w, sizeof w, "%s", friends[i]);
         w[0] = (char)(w[0] - 'A' + 'a');
-        CHECK((names_count(&ns.names, w) == 0) == (i == s.test[0]));
+        CHECK((slm_names_count(&ns.names, w) == 0) == (i == s.test[0]));
     }
     IntVec got = {0}, again = {0};
     int32_t ids[128];
@@ -307,10 +307,10 @@ static void swap_names_renames_heroes_only(void) {
         int i = s.train[k], len = (int)story_len(&s, i);
         story_copy_ids(&s, i, ids);
         Hero h;
-        CHECK(find_hero(&t, &ns.names, ids, len, &h) == 1);
+        CHECK(slm_find_hero(&t, &ns.names, ids, len, &h) == 1);
         for (uint64_t key = 1; key <= 4; key++) {
-            CHECK(name_swap_story(&ns, &s, i, key, &got, &e) == 0);
-            CHECK(name_swap_story(&ns, &s, i, key, &again, &e) == 0); /* seeded */
+            CHECK(slm_name_swap_story(&ns, &s, i, key, &got, &e) == 0);
+            CHECK(slm_name_swap_story(&ns, &s, i, key, &again, &e) == 0); /* seeded */
             CHECK(got.len == again.len && !memcmp(got.data, again.data, got.len * sizeof(int32_t)));
             renamed += CHECK(only_hero_changed(&h, ids, len, &got));
         }
@@ -318,20 +318,20 @@ static void swap_names_renames_heroes_only(void) {
     CHECK(renamed == 4 * s.n_train);
     ns.p = 0.0; /* never: the story as it is */
     story_copy_ids(&s, s.train[0], ids);
-    CHECK(name_swap_story(&ns, &s, s.train[0], 9, &got, &e) == 0);
+    CHECK(slm_name_swap_story(&ns, &s, s.train[0], 9, &got, &e) == 0);
     CHECK(got.len == story_len(&s, s.train[0]) && !memcmp(got.data, ids, got.len * sizeof(int32_t)));
     ns.p = 1.0;
 
     /* training hands it every story of every step, never a test story */
     Recorder rec = {&ns, &s, 0, 0};
-    TrainOptions o = train_default_options();
+    TrainOptions o = slm_train_default_options();
     o.steps = 6, o.batch = 4, o.eval_every = 0, o.out = out, o.vocab_text = vocab_text, o.vocab_size = t.size;
     o.swap_names = 1.0, o.augment = record, o.augment_ctx = &rec;
     TrainResult r;
-    if (!CHECK(train_run(&s, &o, NULL, NULL, &r, &e) == 0)) fprintf(stderr, "  train_run: %s\n", e.message);
+    if (!CHECK(slm_train_run(&s, &o, NULL, NULL, &r, &e) == 0)) fprintf(stderr, "  train_run: %s\n", e.message);
     CHECK(rec.calls == 6 * 4 && rec.test_calls == 0);
-    intvec_free(&got), intvec_free(&again);
-    name_swap_free(&ns), stories_free(&s), tokenizer_free(&t);
+    slm_intvec_free(&got), slm_intvec_free(&again);
+    slm_name_swap_free(&ns), slm_stories_free(&s), slm_tokenizer_free(&t);
 }
 
 int main(void) {

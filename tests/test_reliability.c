@@ -17,10 +17,10 @@ enum { V = 2000 };
 
 static int32_t *random_story(int len, uint64_t seed) {
     Rng r;
-    rng_seed(&r, seed);
+    slm_rng_seed(&r, seed);
     int32_t *ids = malloc((size_t)len * sizeof *ids);
     ids[0] = 1;
-    for (int t = 1; t < len; t++) ids[t] = 2 + (int32_t)rng_below(&r, V - 2);
+    for (int t = 1; t < len; t++) ids[t] = 2 + (int32_t)slm_rng_below(&r, V - 2);
     return ids;
 }
 
@@ -36,14 +36,14 @@ static PassResult run_pass(const Model *m, const StoryRef *stories, int n, int t
     Shards s;
     Error e = {0};
     r.grads = calloc(m->n_params, sizeof(float));
-    if (shards_init(&s, m, threads, positions, n, &e)) {
+    if (slm_shards_init(&s, m, threads, positions, n, &e)) {
         fprintf(stderr, "shards_init: %s\n", e.message);
         abort();
     }
     long long total = 0;
     for (int i = 0; i < n; i++) total += stories[i].len - 1;
-    CHECK(shards_run(&s, stories, n, NULL, 1.0f / (float)total, r.grads, &r.loss_sum, &r.correct, &e) == 0);
-    shards_free(&s);
+    CHECK(slm_shards_run(&s, stories, n, NULL, 1.0f / (float)total, r.grads, &r.loss_sum, &r.correct, &e) == 0);
+    slm_shards_free(&s);
     return r;
 }
 
@@ -61,10 +61,10 @@ static double relative_gap(const float *a, const float *b, size_t n) {
  * position the same 256 keys as read whole": loss, correct predictions and
  * every gradient agree up to float rounding, with either architecture. */
 static void test_pieces_equal_whole(Arch arch) {
-    ModelConfig c = model_config_default(arch, V);
+    ModelConfig c = slm_model_config_default(arch, V);
     Model m;
-    if (model_init(&m, &c, NULL)) abort();
-    model_randomize(&m, 3);
+    if (slm_model_init(&m, &c, NULL)) abort();
+    slm_model_randomize(&m, 3);
     for (int i = 0; i < m.cfg.n_heads * m.cfg.window && m.distance; i++) m.distance[i] = -0.01f * (float)(i % 256);
     int lens[3] = {3000, 120, 1300};
     StoryRef stories[3];
@@ -78,35 +78,35 @@ static void test_pieces_equal_whole(Arch arch) {
     double gap = relative_gap(whole.grads, pieces.grads, m.n_params);
     CHECK(gap < 1e-5);
     CHECK(relative_gap(whole.grads, threads.grads, m.n_params) < 1e-5);
-    if (gap >= 1e-5) fprintf(stderr, "  %s: gradient gap %g\n", arch_name(arch), gap);
+    if (gap >= 1e-5) fprintf(stderr, "  %s: gradient gap %g\n", slm_arch_name(arch), gap);
     free(whole.grads), free(pieces.grads), free(threads.grads);
     for (int i = 0; i < 3; i++) free(ids[i]);
-    model_free(&m);
+    slm_model_free(&m);
 }
 
 /* A shard's positions do not grow with the story past four windows. */
 static void test_positions_bounded(void) {
-    ModelConfig c = model_config_default(ARCH_ATTENTION, V);
-    CHECK(shards_positions(&c, 2048, 30000) == 2048);
-    CHECK(shards_positions(&c, 512, 800) == 800);  /* a story a shard can hold whole runs whole, as before */
-    CHECK(shards_positions(&c, 512, 30000) == 1024);
-    CHECK(shards_positions(&c, 512, 1 << 30) == 1024);
-    ModelConfig w = model_config_default(ARCH_WINDOW8, V);
-    CHECK(shards_positions(&w, 64, 30000) == 64);
+    ModelConfig c = slm_model_config_default(ARCH_ATTENTION, V);
+    CHECK(slm_shards_positions(&c, 2048, 30000) == 2048);
+    CHECK(slm_shards_positions(&c, 512, 800) == 800);  /* a story a shard can hold whole runs whole, as before */
+    CHECK(slm_shards_positions(&c, 512, 30000) == 1024);
+    CHECK(slm_shards_positions(&c, 512, 1 << 30) == 1024);
+    ModelConfig w = slm_model_config_default(ARCH_WINDOW8, V);
+    CHECK(slm_shards_positions(&w, 64, 30000) == 64);
 }
 
-/* One story through model_loss_and_grad: its mean loss, or the error. */
+/* One story through slm_model_loss_and_grad: its mean loss, or the error. */
 static int story_loss(const Model *m, const int32_t *ids, int len, double *loss, long long *correct, Error *e) {
     Batch b;
     Activations a;
-    if (batch_init(&b, len, 1, NULL) || activations_init(&a, &m->cfg, len, NULL)) abort();
-    batch_add(&b, ids, len, NULL);
-    int rc = model_loss_and_grad(m, &a, &b, NULL, 1.0f, NULL, e);
+    if (slm_batch_init(&b, len, 1, NULL) || slm_activations_init(&a, &m->cfg, len, NULL)) abort();
+    slm_batch_add(&b, ids, len, NULL);
+    int rc = slm_model_loss_and_grad(m, &a, &b, NULL, 1.0f, NULL, e);
     *loss = a.mean_loss;
     *correct = 0;
     for (int p = 0; p < a.n_positions; p++) *correct += a.target[p] >= 0 && a.correct[p];
-    activations_free(&a);
-    batch_free(&b);
+    slm_activations_free(&a);
+    slm_batch_free(&b);
     return rc;
 }
 
@@ -115,10 +115,10 @@ static int story_loss(const Model *m, const int32_t *ids, int len, double *loss,
  * is right only where argmax takes the target (the first of equals). When the
  * logits overflow, the pass stops naming the position. */
 static void test_huge_logits(void) {
-    ModelConfig c = model_config_default(ARCH_ATTENTION, V);
+    ModelConfig c = slm_model_config_default(ARCH_ATTENTION, V);
     Model m;
-    if (model_init(&m, &c, NULL)) abort();
-    model_randomize(&m, 4);
+    if (slm_model_init(&m, &c, NULL)) abort();
+    slm_model_randomize(&m, 4);
     memset(m.output_w, 0, (size_t)V * c.hidden_dim * sizeof(float));
     for (int v = 0; v < V; v++) m.output_b[v] = 3e38f;
     int32_t *ids = random_story(50, 7);
@@ -136,7 +136,7 @@ static void test_huge_logits(void) {
     for (int k = 0; k < c.hidden_dim; k++) m.output_w[(size_t)5 * c.hidden_dim + k] = 3e38f;
     CHECK(story_loss(&m, ids, 50, &loss, &correct, &e) == -1 && strstr(e.message, "at position 0 of story 0"));
     free(ids);
-    model_free(&m);
+    slm_model_free(&m);
 }
 
 /* "-t 1e-38 wrote [UNK] [UNK] ...": 1/T overflowed and argmax of NaN gave 0. */
@@ -147,26 +147,26 @@ static void test_sampler_never_nan(void) {
     logits[1234] = 5.0f;
     const float temps[] = {1e-38f, 1e-45f, 1e-5f, 0.0f};
     for (size_t i = 0; i < sizeof temps / sizeof temps[0]; i++) {
-        if (sampler_init(&s, V, temps[i], 0, 1.0f, 1, NULL)) abort();
-        CHECK(sampler_sample(&s, logits) == 1234);
-        sampler_free(&s);
+        if (slm_sampler_init(&s, V, temps[i], 0, 1.0f, 1, NULL)) abort();
+        CHECK(slm_sampler_sample(&s, logits) == 1234);
+        slm_sampler_free(&s);
     }
     /* logits whose spread overflows at T = 0.5, and a NaN among them: greedy over the numbers */
     logits[7] = 3e38f;
     logits[8] = -3e38f;
     logits[9] = NAN;
-    if (sampler_init(&s, V, 0.5f, 40, 0.9f, 1, NULL)) abort();
-    CHECK(sampler_sample(&s, logits) == 7);
+    if (slm_sampler_init(&s, V, 0.5f, 40, 0.9f, 1, NULL)) abort();
+    CHECK(slm_sampler_sample(&s, logits) == 7);
     logits[0] = NAN;
-    CHECK(sampler_sample(&s, logits) == 7);
-    sampler_free(&s);
+    CHECK(slm_sampler_sample(&s, logits) == 7);
+    slm_sampler_free(&s);
     /* an ordinary temperature still samples (not always the top token) */
     for (int v = 0; v < V; v++) logits[v] = 0.0f;
-    if (sampler_init(&s, V, 1.0f, 0, 1.0f, 1, NULL)) abort();
+    if (slm_sampler_init(&s, V, 1.0f, 0, 1.0f, 1, NULL)) abort();
     int differ = 0;
-    for (int k = 0; k < 20; k++) differ += sampler_sample(&s, logits) != 0;
+    for (int k = 0; k < 20; k++) differ += slm_sampler_sample(&s, logits) != 0;
     CHECK(differ > 10);
-    sampler_free(&s);
+    slm_sampler_free(&s);
 }
 
 int main(void) {

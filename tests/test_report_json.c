@@ -1,4 +1,4 @@
-/* The numbers of report_json (src/report/report.c): every float the network
+/* The numbers of slm_report_json (src/report/report.c): every float the network
  * computes is written with 9 significant digits and reads back as the same
  * float, over the whole float range; whole numbers and other doubles are
  * written as cJSON writes them (read back, within a rounding); the tree still
@@ -24,15 +24,15 @@ static void cjson_text(double x, char *buf, size_t size) {
 /* Random bit patterns: every exponent, both signs, subnormals. */
 static void floats_read_back_the_same(void) {
     Rng r;
-    rng_seed(&r, 7);
+    slm_rng_seed(&r, 7);
     int wrong = 0, not_g = 0, n = 200000;
     char buf[40], g[40];
     for (int i = 0; i < n; i++) {
-        uint32_t bits = (uint32_t)rng_next(&r);
+        uint32_t bits = (uint32_t)slm_rng_next(&r);
         float f;
         memcpy(&f, &bits, sizeof f);
         if (!isfinite(f)) continue;
-        int len = report_format_number(f, buf, sizeof buf);
+        int len = slm_report_format_number(f, buf, sizeof buf);
         if (len <= 0 || (size_t)len != strlen(buf) || strtof(buf, NULL) != f) {
             if (wrong++ < 5) fprintf(stderr, "float %.9g (bits %08x) written as '%s'\n", f, bits, buf);
         }
@@ -55,7 +55,7 @@ static void known_texts(void) {
     };
     char buf[40];
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        report_format_number(cases[i].x, buf, sizeof buf);
+        slm_report_format_number(cases[i].x, buf, sizeof buf);
         if (strcmp(buf, cases[i].want) != 0) fprintf(stderr, "%.17g: '%s', want '%s'\n", cases[i].x, buf, cases[i].want);
         CHECK(strcmp(buf, cases[i].want) == 0);
     }
@@ -64,14 +64,14 @@ static void known_texts(void) {
 /* Whole numbers and doubles that are not floats: the same text as cJSON. */
 static void doubles_as_cjson_writes_them(void) {
     Rng r;
-    rng_seed(&r, 11);
+    slm_rng_seed(&r, 11);
     char mine[40], theirs[40];
     int differ = 0;
     for (int i = 0; i < 20000; i++) {
-        double x = (rng_uniform(&r) - 0.5) * pow(10, (int)(rng_uniform(&r) * 40) - 20);
+        double x = (slm_rng_uniform(&r) - 0.5) * pow(10, (int)(slm_rng_uniform(&r) * 40) - 20);
         if (i % 2) x = floor(x * 1000);
         if ((double)(float)x == x && x != trunc(x)) continue;
-        report_format_number(x, mine, sizeof mine);
+        slm_report_format_number(x, mine, sizeof mine);
         cjson_text(x, theirs, sizeof theirs);
         if (strcmp(mine, theirs) != 0 && differ++ < 5) fprintf(stderr, "%.17g: '%s', cJSON '%s'\n", x, mine, theirs);
         double back = strtod(mine, NULL);
@@ -83,17 +83,17 @@ static void doubles_as_cjson_writes_them(void) {
 /* The tree: numbers print as written above and keep their value. */
 static void tree_keeps_values(void) {
     Report rep;
-    report_init(&rep, "demo");
-    report_number(&rep, "loss", "loss", 0.1f, 3);
-    report_number(&rep, "nan", "nan", NAN, 3);
+    slm_report_init(&rep, "demo");
+    slm_report_number(&rep, "loss", "loss", 0.1f, 3);
+    slm_report_number(&rep, "nan", "nan", NAN, 3);
     float v[3] = {1.5f, -0.3f, INFINITY};
-    ReportTable *t = report_table(&rep, "v", "v");
-    table_column(t, "x", "x", CELL_VECTOR, 2);
-    table_row(t);
-    cell_vector(t, v, 3);
+    ReportTable *t = slm_report_table(&rep, "v", "v");
+    slm_table_column(t, "x", "x", CELL_VECTOR, 2);
+    slm_table_row(t);
+    slm_cell_vector(t, v, 3);
     Error e;
-    CHECK(report_failed(&rep, &e) == 0);
-    cJSON *j = report_json(&rep);
+    CHECK(slm_report_failed(&rep, &e) == 0);
+    cJSON *j = slm_report_json(&rep);
     CHECK(cJSON_GetObjectItem(j, "loss")->valuedouble == (double)0.1f);
     CHECK(cJSON_IsNull(cJSON_GetObjectItem(j, "nan")));
     char *s = cJSON_PrintUnformatted(j);
@@ -105,7 +105,7 @@ static void tree_keeps_values(void) {
     cJSON_Delete(back);
     free(s);
     cJSON_Delete(j);
-    report_free(&rep);
+    slm_report_free(&rep);
 }
 
 int main(void) {

@@ -52,7 +52,7 @@ static int count_cache_files(const char *folder) {
 static int split(const char *text, size_t len, StorySpan **spans, StorySkips *skips, Error *e) {
     int n = -1;
     *skips = (StorySkips){0};
-    if (stories_split(text, len, "t.txt", spans, &n, skips, e) != 0) return -1;
+    if (slm_stories_split(text, len, "t.txt", spans, &n, skips, e) != 0) return -1;
     return n;
 }
 
@@ -78,17 +78,17 @@ static int same_stories(const Stories *a, const Stories *b) {
 static void write_vocab(const char *path, const char *extra_words) {
     ByteVec v = {0};
     const char *head = "[UNK]\n[EOS]\n";
-    bytevec_append(&v, head, strlen(head), NULL);
+    slm_bytevec_append(&v, head, strlen(head), NULL);
     for (char c = 'a'; c <= 'z'; c++) {
         char line[8];
         int n = snprintf(line, sizeof line, "%c\n##%c\n", c, c);
-        bytevec_append(&v, line, (size_t)n, NULL);
+        slm_bytevec_append(&v, line, (size_t)n, NULL);
     }
     const char *words = "the\ncat\ndog\nran\nsat\nlily\ntom\nand\nshe\nhe\nwas\nhappy\nsun\n##ed\n.\n,\n!\n?\n";
-    bytevec_append(&v, words, strlen(words), NULL);
-    bytevec_append(&v, extra_words, strlen(extra_words), NULL);
+    slm_bytevec_append(&v, words, strlen(words), NULL);
+    slm_bytevec_append(&v, extra_words, strlen(extra_words), NULL);
     write_bytes(path, v.data, v.len);
-    bytevec_free(&v);
+    slm_bytevec_free(&v);
 }
 
 static int load_vocab(Tokenizer *t, const char *name, const char *extra_words) {
@@ -96,7 +96,7 @@ static int load_vocab(Tokenizer *t, const char *name, const char *extra_words) {
     Error e = {0};
     tmp_path(path, sizeof path, name);
     write_vocab(path, extra_words);
-    int rc = tokenizer_load(t, path, 0, &e);
+    int rc = slm_tokenizer_load(t, path, 0, &e);
     if (!CHECK(rc == 0)) fprintf(stderr, "  %s\n", e.message);
     return rc;
 }
@@ -110,7 +110,7 @@ static void invent_story(ByteVec *out, int i) {
     int n = snprintf(buf, sizeof buf, "%s %s in the sun. The cat was happy, and %s saw %c%c%c.\nThe dog ran %d times!",
                      names[i % 5], verbs[(i / 5) % 5], names[(i / 25) % 5], 'a' + i % 26, 'a' + (i / 26) % 26,
                      'a' + (i / 676) % 26, i);
-    bytevec_append(out, buf, (size_t)n, NULL);
+    slm_bytevec_append(out, buf, (size_t)n, NULL);
 }
 
 /* Writes n invented stories to path, separated by SEP lines, in the order
@@ -120,21 +120,21 @@ static void write_stories_as(const char *path, int n, const int *order, int crlf
     ByteVec v = {0}, out = {0};
     for (int k = 0; k < n; k++) {
         invent_story(&v, order ? order[k] : k);
-        bytevec_append(&v, "\n" SEP "\n", strlen(SEP) + 2, NULL);
+        slm_bytevec_append(&v, "\n" SEP "\n", strlen(SEP) + 2, NULL);
     }
     for (size_t i = 0; i < v.len; i++) {
-        if (crlf && v.data[i] == '\n') bytevec_append(&out, "\r", 1, NULL);
-        bytevec_append(&out, v.data + i, 1, NULL);
+        if (crlf && v.data[i] == '\n') slm_bytevec_append(&out, "\r", 1, NULL);
+        slm_bytevec_append(&out, v.data + i, 1, NULL);
     }
     write_bytes(path, out.data, out.len);
-    bytevec_free(&v);
-    bytevec_free(&out);
+    slm_bytevec_free(&v);
+    slm_bytevec_free(&out);
 }
 
 static void write_stories(const char *path, int n, const int *order) { write_stories_as(path, n, order, 0); }
 
 static StoriesOptions options(const char *cache_dir, int use_cache) {
-    StoriesOptions o = stories_default_options();
+    StoriesOptions o = slm_stories_default_options();
     o.cache_dir = cache_dir;
     o.use_cache = use_cache;
     return o;
@@ -142,7 +142,7 @@ static StoriesOptions options(const char *cache_dir, int use_cache) {
 
 static int load(Stories *s, const char *path, const Tokenizer *t, const StoriesOptions *o) {
     Error e = {0};
-    int rc = stories_load(s, path, t, o, &e);
+    int rc = slm_stories_load(s, path, t, o, &e);
     if (!CHECK(rc == 0)) fprintf(stderr, "  %s\n", e.message);
     return rc;
 }
@@ -305,7 +305,7 @@ static void test_split_byte_order_mark(void) {
 static void test_split_is_linear(void) {
     int n_want = 400000;
     ByteVec v = {0};
-    for (int i = 0; i < n_want; i++) bytevec_append(&v, "Tom ran.\n\n", 10, NULL);
+    for (int i = 0; i < n_want; i++) slm_bytevec_append(&v, "Tom ran.\n\n", 10, NULL);
     StorySpan *spans;
     StorySkips k;
     double t0 = omp_get_wtime();
@@ -314,12 +314,12 @@ static void test_split_is_linear(void) {
     CHECK(n == n_want);
     CHECK(secs < 2.0);
     free(spans);
-    bytevec_free(&v);
+    slm_bytevec_free(&v);
 }
 
 /* ------------------------------------------------------------------ loading */
 
-/* Each story is [EOS] + tokenizer_encode(its text) + [EOS], in file order. */
+/* Each story is [EOS] + slm_tokenizer_encode(its text) + [EOS], in file order. */
 static void test_load_wraps_ids_in_eos(const Tokenizer *t) {
     char path[4096];
     tmp_path(path, sizeof path, "wrap.txt");
@@ -334,18 +334,18 @@ static void test_load_wraps_ids_in_eos(const Tokenizer *t) {
     const char *want[3] = {"Tom ran.", "Lily sat in the sun!", "zarko"};
     for (int i = 0; i < 3 && i < s.n_stories; i++) {
         IntVec ids = {0};
-        CHECK(tokenizer_encode(t, want[i], strlen(want[i]), &ids, NULL) == 0);
+        CHECK(slm_tokenizer_encode(t, want[i], strlen(want[i]), &ids, NULL) == 0);
         CHECK(story_len(&s, i) == ids.len + 2);
         StoryBuf buf = {0};
-        const int32_t *row = story_ids(&s, i, &buf, NULL);
+        const int32_t *row = slm_story_ids(&s, i, &buf, NULL);
         CHECK(row[0] == t->eos_id && row[ids.len + 1] == t->eos_id);
         CHECK(memcmp(row + 1, ids.data, ids.len * sizeof *row) == 0);
-        story_buf_free(&buf);
-        intvec_free(&ids);
+        slm_story_buf_free(&buf);
+        slm_intvec_free(&ids);
     }
     /* three stories: a tenth is 0, but one is held out all the same */
     CHECK(s.n_test == 1 && s.n_train == 2);
-    stories_free(&s);
+    slm_stories_free(&s);
 }
 
 static void test_load_counts_skips(const Tokenizer *t) {
@@ -360,7 +360,7 @@ static void test_load_counts_skips(const Tokenizer *t) {
     CHECK(s.n_stories == 2);
     CHECK(s.skips.empty == 2);
     CHECK(s.skips.invalid_utf8 == 1);
-    stories_free(&s);
+    slm_stories_free(&s);
 }
 
 static void test_load_one_story(const Tokenizer *t) {
@@ -371,7 +371,7 @@ static void test_load_one_story(const Tokenizer *t) {
     Stories s;
     if (load(&s, path, t, &o)) return;
     CHECK(s.n_stories == 1 && s.n_test == 0 && s.n_train == 1 && s.train[0] == 0);
-    stories_free(&s);
+    slm_stories_free(&s);
 }
 
 static void test_load_failures(const Tokenizer *t) {
@@ -381,16 +381,16 @@ static void test_load_failures(const Tokenizer *t) {
     Error e = {0};
     tmp_path(path, sizeof path, "empty.txt");
     write_text(path, "");
-    CHECK(stories_load(&s, path, t, &o, &e) == -1);
+    CHECK(slm_stories_load(&s, path, t, &o, &e) == -1);
     CHECK(strstr(e.message, "empty.txt' holds no stories") != NULL);
     CHECK(s.ids16 == NULL && s.ids32 == NULL && s.map == NULL && s.n_stories == 0);
     tmp_path(path, sizeof path, "only_sep.txt");
     write_text(path, SEP "\n" SEP "\n");
-    CHECK(stories_load(&s, path, t, &o, &e) == -1);
+    CHECK(slm_stories_load(&s, path, t, &o, &e) == -1);
     CHECK(strstr(e.message, "only_sep.txt' holds no stories") != NULL);
     tmp_path(path, sizeof path, "no_such_file.txt");
     unlink(path);
-    CHECK(stories_load(&s, path, t, &o, &e) == -1);
+    CHECK(slm_stories_load(&s, path, t, &o, &e) == -1);
     CHECK(strstr(e.message, "no_such_file.txt") != NULL);
 }
 
@@ -433,20 +433,20 @@ static void test_held_out(const Tokenizer *t) {
     for (int i = 0; i < a.n_test; i++) early += a.test[i] < n / 3, late += a.test[i] >= 2 * n / 3;
     CHECK(early >= 10 && late >= 10);
     /* asking for fewer; asking for more than a tenth; asking for none */
-    stories_free(&b);
+    slm_stories_free(&b);
     o.n_test = 7;
     if (load(&b, path, t, &o) == 0) CHECK(b.n_test == 7 && is_partition(&b));
-    stories_free(&b);
+    slm_stories_free(&b);
     o.n_test = 1000;
     if (load(&b, path, t, &o) == 0) CHECK(b.n_test == n / 10);
-    stories_free(&b);
+    slm_stories_free(&b);
     o.n_test = 0;
     if (load(&b, path, t, &o) == 0) CHECK(b.n_test == 0 && b.n_train == n);
-    stories_free(&b);
+    slm_stories_free(&b);
     o.n_test = -1;
     Error e = {0};
-    CHECK(stories_load(&b, path, t, &o, &e) == -1);
-    stories_free(&a);
+    CHECK(slm_stories_load(&b, path, t, &o, &e) == -1);
+    slm_stories_free(&a);
 }
 
 /* 1 when b holds out the same stories as a, story order[i] of a being
@@ -482,9 +482,9 @@ static void test_held_out_follows_text(const Tokenizer *t) {
     CHECK(same_test_stories(&plain, &crlf, NULL));
     CHECK(same_stories(&plain, &crlf)); /* '\r' is white space to the tokenizer too */
     free(order);
-    stories_free(&plain);
-    stories_free(&shuffled);
-    stories_free(&crlf);
+    slm_stories_free(&plain);
+    slm_stories_free(&shuffled);
+    slm_stories_free(&crlf);
 }
 
 /* -------------------------------------------------------------------- cache */
@@ -503,12 +503,12 @@ static void test_cache_hit(const Tokenizer *t) {
     CHECK(same_stories(&first, &second));
     CHECK(same_stories(&first, &plain));
     /* n_test is applied after the cache, so it may differ between reads */
-    stories_free(&second);
+    slm_stories_free(&second);
     o.n_test = 5;
     if (load(&second, path, t, &o) == 0) CHECK(second.from_cache == 1 && second.n_test == 5);
-    stories_free(&first);
-    stories_free(&second);
-    stories_free(&plain);
+    slm_stories_free(&first);
+    slm_stories_free(&second);
+    slm_stories_free(&plain);
 }
 
 static void test_cache_invalidation(const Tokenizer *t) {
@@ -520,24 +520,24 @@ static void test_cache_invalidation(const Tokenizer *t) {
     Stories s;
     if (load(&s, path, t, &o)) return;
     CHECK(s.from_cache == 0);
-    stories_free(&s);
+    slm_stories_free(&s);
     /* the text changes by one character */
     write_text(path, "Tom ran.\n" SEP "\nLily sat zarko!\n");
-    int bang = tokenizer_lookup(t, "!", 1);
+    int bang = slm_tokenizer_lookup(t, "!", 1);
     if (load(&s, path, t, &o) == 0) CHECK(s.from_cache == 0 && story_token(&s, 1, story_len(&s, 1) - 2) == bang);
-    stories_free(&s);
+    slm_stories_free(&s);
     if (load(&s, path, t, &o) == 0) CHECK(s.from_cache == 1 && story_token(&s, 1, story_len(&s, 1) - 2) == bang);
-    stories_free(&s);
+    slm_stories_free(&s);
     /* the vocabulary changes: "zarko" becomes one piece */
     Tokenizer bigger;
     if (load_vocab(&bigger, "vocab_bigger.txt", "zarko\n")) return;
     if (load(&s, path, &bigger, &o) == 0) {
         CHECK(s.from_cache == 0);
         CHECK(story_len(&s, 1) == 6); /* [EOS] lily sat zarko ! [EOS] */
-        CHECK(story_token(&s, 1, 3) == tokenizer_lookup(&bigger, "zarko", 5));
+        CHECK(story_token(&s, 1, 3) == slm_tokenizer_lookup(&bigger, "zarko", 5));
     }
-    stories_free(&s);
-    tokenizer_free(&bigger);
+    slm_stories_free(&s);
+    slm_tokenizer_free(&bigger);
     CHECK(count_cache_files(cache) == 3);
 }
 
@@ -549,18 +549,18 @@ static char *read_cache(const char *folder, char *path, size_t path_size, size_t
     char *data = NULL;
     if (p && fgets(path, (int)path_size, p)) {
         path[strcspn(path, "\n")] = '\0';
-        if (file_read_all(path, 0, &data, len, NULL) != 0) data = NULL;
+        if (slm_file_read_all(path, 0, &data, len, NULL) != 0) data = NULL;
     }
     if (p) pclose(p);
     CHECK(data != NULL);
     return data;
 }
 
-/* A cache file's checksum (src/text/stories_cache.c): hash64 of the bytes
+/* A cache file's checksum (src/text/stories_cache.c): slm_hash64 of the bytes
  * after the 56-byte header up to the checksum, continued over the header. */
 static void set_checksum(char *cache, size_t len) {
-    uint64_t sum = hash64(cache + 56, len - 64, 0);
-    sum = hash64(cache, 56, sum ^ hash64(NULL, 0, 0));
+    uint64_t sum = slm_hash64(cache + 56, len - 64, 0);
+    sum = slm_hash64(cache, 56, sum ^ slm_hash64(NULL, 0, 0));
     memcpy(cache + len - 8, &sum, 8);
 }
 
@@ -572,9 +572,9 @@ static void check_damaged_cache(const Tokenizer *t, const char *path, const Stor
     if (load(&s, path, t, o)) return;
     CHECK(s.from_cache == 0);
     CHECK(same_stories(&s, good));
-    stories_free(&s);
+    slm_stories_free(&s);
     if (load(&s, path, t, o) == 0) CHECK(s.from_cache == 1); /* rewritten whole */
-    stories_free(&s);
+    slm_stories_free(&s);
 }
 
 static void test_cache_damaged(const Tokenizer *t) {
@@ -587,7 +587,7 @@ static void test_cache_damaged(const Tokenizer *t) {
     /* the damage is written into the cache file in place, under first's map:
      * the stories compared against come from no cache */
     if (load(&first, path, t, &o)) return;
-    stories_free(&first);
+    slm_stories_free(&first);
     if (load(&good, path, t, &none)) return;
     size_t len;
     char *bytes = read_cache(cache, cache_file, sizeof cache_file, &len);
@@ -624,7 +624,7 @@ static void test_cache_damaged(const Tokenizer *t) {
     check_damaged_cache(t, path, &o, &good, cache_file, copy, len);
     free(copy);
     free(bytes);
-    stories_free(&good);
+    slm_stories_free(&good);
 }
 
 static void test_cache_unwritable_or_off(const Tokenizer *t) {
@@ -638,12 +638,12 @@ static void test_cache_unwritable_or_off(const Tokenizer *t) {
     StoriesOptions o = options(cache, 1);
     Stories s;
     if (load(&s, path, t, &o) == 0) CHECK(s.n_stories == 2 && s.from_cache == 0);
-    stories_free(&s);
+    slm_stories_free(&s);
     /* use_cache = 0 neither reads nor writes */
     fresh_folder(cache, sizeof cache, "cache_off");
     o = options(cache, 0);
     if (load(&s, path, t, &o) == 0) CHECK(s.from_cache == 0);
-    stories_free(&s);
+    slm_stories_free(&s);
     struct stat st;
     CHECK(stat(cache, &st) != 0);
 }
@@ -661,8 +661,8 @@ static void test_threads_agree(const Tokenizer *t) {
     omp_set_num_threads(2);
     if (rc || load(&two, path, t, &o)) return;
     CHECK(same_stories(&one, &two));
-    stories_free(&one);
-    stories_free(&two);
+    slm_stories_free(&one);
+    slm_stories_free(&two);
 }
 
 /* The development file, when present: every story read, none skipped. */
@@ -681,7 +681,7 @@ static void test_development_data(const Tokenizer *t) {
     CHECK(s.n_stories == 5627);
     CHECK(s.skips.empty == 0 && s.skips.invalid_utf8 == 0 && s.skips.too_long == 0);
     CHECK(s.n_test == 100 && is_partition(&s));
-    stories_free(&s);
+    slm_stories_free(&s);
 }
 
 /* ------------------------------------------------------------ streaming */
@@ -699,13 +699,13 @@ static void test_stream_matches_plain_path(const Tokenizer *t) {
     size_t len;
     StorySpan *spans;
     int n;
-    if (!CHECK(file_read_all(path, 0, &text, &len, NULL) == 0)) return;
-    if (!CHECK(stories_split(text, len, path, &spans, &n, NULL, NULL) == 0)) return;
+    if (!CHECK(slm_file_read_all(path, 0, &text, &len, NULL) == 0)) return;
+    if (!CHECK(slm_stories_split(text, len, path, &spans, &n, NULL, NULL) == 0)) return;
     IntVec plain = {0}; /* every story's [EOS] ids [EOS], one after another */
     for (int i = 0; i < n; i++) {
-        intvec_push(&plain, t->eos_id, NULL);
-        CHECK(tokenizer_encode(t, text + spans[i].offset, spans[i].len, &plain, NULL) == 0);
-        intvec_push(&plain, t->eos_id, NULL);
+        slm_intvec_push(&plain, t->eos_id, NULL);
+        CHECK(slm_tokenizer_encode(t, text + spans[i].offset, spans[i].len, &plain, NULL) == 0);
+        slm_intvec_push(&plain, t->eos_id, NULL);
     }
     StoriesOptions with = options(cache, 1), without = options(NULL, 0);
     const StoriesOptions *opts[3] = {&with, &with, &without};
@@ -717,10 +717,10 @@ static void test_stream_matches_plain_path(const Tokenizer *t) {
         for (int i = 0; i < s.n_stories && at <= plain.len; i++)
             for (size_t j = 0; j < story_len(&s, i) && at < plain.len; j++) differ += story_token(&s, i, j) != plain.data[at++];
         CHECK(differ == 0 && at == plain.len);
-        CHECK(stories_hash_ids(&s, 7) == hash64(plain.data, plain.len * sizeof(int32_t), 7));
-        stories_free(&s);
+        CHECK(slm_stories_hash_ids(&s, 7) == slm_hash64(plain.data, plain.len * sizeof(int32_t), 7));
+        slm_stories_free(&s);
     }
-    intvec_free(&plain);
+    slm_intvec_free(&plain);
     free(spans);
     free(text);
 }
@@ -750,7 +750,7 @@ int main(void) {
         test_threads_agree(&t);
         test_stream_matches_plain_path(&t);
         test_development_data(&t);
-        tokenizer_free(&t);
+        slm_tokenizer_free(&t);
     }
     return check_report();
 }

@@ -10,11 +10,11 @@
 static int normalizes_to(const char *text, size_t len, const char *want) {
     ByteVec out = {0};
     Error e = {0};
-    int ok = text_normalize(text, len, &out, &e) == 0;
+    int ok = slm_text_normalize(text, len, &out, &e) == 0;
     const char *got = out.data ? out.data : "";
     ok = ok && out.len == strlen(want) && memcmp(got, want, out.len) == 0;
     if (!ok) fprintf(stderr, "  normalize: got \"%s\", want \"%s\"\n", got, want);
-    bytevec_free(&out);
+    slm_bytevec_free(&out);
     return ok;
 }
 #define NORM(text, want) CHECK(normalizes_to((text), sizeof(text) - 1, (want)))
@@ -91,14 +91,14 @@ static void test_long_mark_runs(void) {
     Error e = {0};
     for (int round = 0; round < 3; round++) {
         for (int i = 0; i < 70; i++) /* U+1D16D (class 226), U+1D165 (216) and a control */
-            bytevec_append(&in, i % 2 ? "\xf0\x9d\x85\xa5\x01" : "\xf0\x9d\x85\xad", 4 + i % 2, NULL);
-        bytevec_append(&in, "x\xce\xa3", 3, NULL);
+            slm_bytevec_append(&in, i % 2 ? "\xf0\x9d\x85\xa5\x01" : "\xf0\x9d\x85\xad", 4 + i % 2, NULL);
+        slm_bytevec_append(&in, "x\xce\xa3", 3, NULL);
     }
-    CHECK(text_normalize(in.data, in.len, &out, &e) == 0);
-    CHECK(out.len == 3 * (70 * 4 + 3) && utf8_validate(out.data, out.len, "out", &e) == 0);
+    CHECK(slm_text_normalize(in.data, in.len, &out, &e) == 0);
+    CHECK(out.len == 3 * (70 * 4 + 3) && slm_utf8_validate(out.data, out.len, "out", &e) == 0);
     /* within the first 32 marks NFD's order holds: class 216 before 226 */
     CHECK(memcmp(out.data, "\xf0\x9d\x85\xa5", 4) == 0);
-    bytevec_free(&in), bytevec_free(&out);
+    slm_bytevec_free(&in), slm_bytevec_free(&out);
 }
 
 static void test_long_ascii(void) {
@@ -110,24 +110,24 @@ static void test_long_ascii(void) {
     want[n] = '\0';
     ByteVec out = {0};
     Error e = {0};
-    CHECK(text_normalize(text, n + 2, &out, &e) == 0);
+    CHECK(slm_text_normalize(text, n + 2, &out, &e) == 0);
     CHECK(out.len == n + 1 && memcmp(out.data, want, n) == 0 && out.data[n] == 'e');
-    bytevec_free(&out);
+    slm_bytevec_free(&out);
     free(text);
     free(want);
 }
 
 static void test_utf8_validate(void) {
     Error e = {0};
-    CHECK(utf8_validate("plain", 5, "x", &e) == 0);
-    CHECK(utf8_validate("caf\xc3\xa9 \xf0\x9f\x98\x80 \xef\xbf\xbd", 14, "x", &e) == 0);
-    CHECK(utf8_validate("ab\xff" "cd", 5, "the text", &e) == -1);
+    CHECK(slm_utf8_validate("plain", 5, "x", &e) == 0);
+    CHECK(slm_utf8_validate("caf\xc3\xa9 \xf0\x9f\x98\x80 \xef\xbf\xbd", 14, "x", &e) == 0);
+    CHECK(slm_utf8_validate("ab\xff" "cd", 5, "the text", &e) == -1);
     CHECK(strstr(e.message, "the text") && strstr(e.message, "byte offset 2"));
-    CHECK(utf8_validate("abc\xe2\x82", 5, "x", &e) == -1 && strstr(e.message, "byte offset 3"));
-    CHECK(utf8_validate("a\xed\xa0\x80", 4, "x", &e) == -1 && strstr(e.message, "byte offset 1"));
-    CHECK(utf8_validate("a\xc0\xaf", 3, "x", &e) == -1 && strstr(e.message, "byte offset 1"));
-    CHECK(utf8_validate("ab\0", 3, "stdin", &e) == -1 && strstr(e.message, "NUL") && strstr(e.message, "offset 2"));
-    CHECK(utf8_validate("", 0, "x", &e) == 0);
+    CHECK(slm_utf8_validate("abc\xe2\x82", 5, "x", &e) == -1 && strstr(e.message, "byte offset 3"));
+    CHECK(slm_utf8_validate("a\xed\xa0\x80", 4, "x", &e) == -1 && strstr(e.message, "byte offset 1"));
+    CHECK(slm_utf8_validate("a\xc0\xaf", 3, "x", &e) == -1 && strstr(e.message, "byte offset 1"));
+    CHECK(slm_utf8_validate("ab\0", 3, "stdin", &e) == -1 && strstr(e.message, "NUL") && strstr(e.message, "offset 2"));
+    CHECK(slm_utf8_validate("", 0, "x", &e) == 0);
 }
 
 /* Words of text joined by '|'. */
@@ -150,7 +150,7 @@ static int join_word(const char *w, size_t n, void *ctx) {
 static int splits_to(const Pretokenizer *p, const char *text, const char *want) {
     Joined j = {{0}, 0, 0};
     Error e = {0};
-    int ok = pretokenize(p, text, strlen(text), join_word, &j, &e) == 0 && strcmp(j.buf, want) == 0;
+    int ok = slm_pretokenize(p, text, strlen(text), join_word, &j, &e) == 0 && strcmp(j.buf, want) == 0;
     if (!ok) fprintf(stderr, "  pretokenize \"%s\": got \"%s\", want \"%s\"\n", text, j.buf, want);
     return ok;
 }
@@ -163,7 +163,7 @@ static int stop_at_second(const char *w, size_t n, void *ctx) {
 static void test_pretokenize(void) {
     Pretokenizer p;
     Error e = {0};
-    CHECK(pretokenizer_init(&p, &e) == 0);
+    CHECK(slm_pretokenizer_init(&p, &e) == 0);
     CHECK(p.ascii_class['a'] == ASCII_WORD && p.ascii_class['7'] == ASCII_WORD && p.ascii_class[','] == ASCII_PUNCT);
     CHECK(p.ascii_class[' '] == ASCII_SPACE && p.ascii_class['\t'] == ASCII_SPACE && p.ascii_class['$'] == ASCII_PUNCT);
     CHECK(splits_to(&p, "zarko sat on the mat.", "zarko|sat|on|the|mat|."));
@@ -178,9 +178,9 @@ static void test_pretokenize(void) {
     CHECK(splits_to(&p, "", ""));
     CHECK(splits_to(&p, "    ", ""));
     int seen = 0;
-    CHECK(pretokenize(&p, "a b c", 5, stop_at_second, &seen, &e) == 7 && seen == 2);
-    CHECK(pretokenize(&p, "a\xff", 2, join_word, &(Joined){{0}, 0, 0}, &e) == -1 && strstr(e.message, "offset 1"));
-    pretokenizer_free(&p);
+    CHECK(slm_pretokenize(&p, "a b c", 5, stop_at_second, &seen, &e) == 7 && seen == 2);
+    CHECK(slm_pretokenize(&p, "a\xff", 2, join_word, &(Joined){{0}, 0, 0}, &e) == -1 && strstr(e.message, "offset 1"));
+    slm_pretokenizer_free(&p);
 }
 
 int main(void) {

@@ -21,8 +21,8 @@ static const char *const hand_vocab[] = {
 static char *vocab_text(const char *const *pieces, int n) {
     ByteVec v = {0};
     for (int i = 0; i < n; i++) {
-        bytevec_append(&v, pieces[i], strlen(pieces[i]), NULL);
-        bytevec_append(&v, "\n", 1, NULL);
+        slm_bytevec_append(&v, pieces[i], strlen(pieces[i]), NULL);
+        slm_bytevec_append(&v, "\n", 1, NULL);
     }
     return v.data;
 }
@@ -32,13 +32,13 @@ static char *pieces_of(const Tokenizer *t, const char *text, size_t len) {
     IntVec ids = {0};
     ByteVec out = {0};
     Error e = {0};
-    bytevec_append(&out, "", 0, NULL);
-    if (tokenizer_encode(t, text, len, &ids, &e)) bytevec_append(&out, "ERROR", 5, NULL);
+    slm_bytevec_append(&out, "", 0, NULL);
+    if (slm_tokenizer_encode(t, text, len, &ids, &e)) slm_bytevec_append(&out, "ERROR", 5, NULL);
     for (size_t i = 0; i < ids.len; i++) {
-        if (i) bytevec_append(&out, " ", 1, NULL);
-        bytevec_append(&out, t->pieces[ids.data[i]], strlen(t->pieces[ids.data[i]]), NULL);
+        if (i) slm_bytevec_append(&out, " ", 1, NULL);
+        slm_bytevec_append(&out, t->pieces[ids.data[i]], strlen(t->pieces[ids.data[i]]), NULL);
     }
-    intvec_free(&ids);
+    slm_intvec_free(&ids);
     return out.data;
 }
 
@@ -54,10 +54,10 @@ static int encodes_to(const Tokenizer *t, const char *text, size_t len, const ch
 /* "piece piece ..." repeated: the first once, then `more` n - 1 times. */
 static char *repeat(const char *first, const char *more, int n, const char *sep) {
     ByteVec v = {0};
-    bytevec_append(&v, first, strlen(first), NULL);
+    slm_bytevec_append(&v, first, strlen(first), NULL);
     for (int i = 1; i < n; i++) {
-        bytevec_append(&v, sep, strlen(sep), NULL);
-        bytevec_append(&v, more, strlen(more), NULL);
+        slm_bytevec_append(&v, sep, strlen(sep), NULL);
+        slm_bytevec_append(&v, more, strlen(more), NULL);
     }
     return v.data;
 }
@@ -78,8 +78,8 @@ static void test_encode(const Tokenizer *t) {
     ENC(t, "thez mat", "[UNK] mat");          /* no ##z: the whole word is one [UNK] */
     ENC(t, "ma\xfft m\0at", "mat mat");       /* bad bytes and NUL dropped */
     ENC(t, "[EOS] [UNK]", "[ [UNK] ] [ [UNK] ]"); /* plain text, never the special tokens */
-    CHECK(tokenizer_lookup(t, "[EOS]", 5) == t->eos_id && t->eos_id == 1 && t->unk_id == 0);
-    CHECK(tokenizer_lookup(t, "##ark", 5) == 7 && tokenizer_lookup(t, "ark", 3) == -1);
+    CHECK(slm_tokenizer_lookup(t, "[EOS]", 5) == t->eos_id && t->eos_id == 1 && t->unk_id == 0);
+    CHECK(slm_tokenizer_lookup(t, "##ark", 5) == 7 && slm_tokenizer_lookup(t, "ark", 3) == -1);
 }
 
 static void test_word_length(const Tokenizer *t) {
@@ -99,7 +99,7 @@ static size_t ids_of(const Tokenizer *t, const char *list, int32_t *ids) {
     size_t n = 0;
     char buf[512];
     snprintf(buf, sizeof buf, "%s", list);
-    for (char *p = strtok(buf, " "); p; p = strtok(NULL, " ")) ids[n++] = tokenizer_lookup(t, p, strlen(p));
+    for (char *p = strtok(buf, " "); p; p = strtok(NULL, " ")) ids[n++] = slm_tokenizer_lookup(t, p, strlen(p));
     return n;
 }
 
@@ -107,7 +107,7 @@ static int decodes_to(const Tokenizer *t, const char *list, int capitalize, cons
     int32_t ids[64];
     size_t n = ids_of(t, list, ids);
     Error e = {0};
-    char *got = tokenizer_decode(t, ids, n, capitalize, &e);
+    char *got = slm_tokenizer_decode(t, ids, n, capitalize, &e);
     int ok = got && strcmp(got, want) == 0;
     if (!ok) fprintf(stderr, "  decode \"%s\": got \"%s\", want \"%s\"\n", list, got ? got : e.message, want);
     free(got);
@@ -131,7 +131,7 @@ static void test_decode(const Tokenizer *t) {
     CHECK(decodes_to(t, "the [UNK] mat", 0, "the [UNK] mat"));
     int32_t bad[] = {2, t->size};
     Error e = {0};
-    CHECK(tokenizer_decode(t, bad, 2, 0, &e) == NULL && strstr(e.message, "out of range"));
+    CHECK(slm_tokenizer_decode(t, bad, 2, 0, &e) == NULL && strstr(e.message, "out of range"));
 }
 
 /* Writes text to a file in the scratch folder; returns its path. */
@@ -139,7 +139,7 @@ static const char *scratch_file(const char *name, const char *text, size_t len) 
     static char path[4096];
     snprintf(path, sizeof path, "%s/%s", check_tmpdir(), name);
     Error e = {0};
-    if (file_write_atomic(path, text, len, &e)) fprintf(stderr, "  cannot write %s: %s\n", path, e.message);
+    if (slm_file_write_atomic(path, text, len, &e)) fprintf(stderr, "  cannot write %s: %s\n", path, e.message);
     return path;
 }
 
@@ -148,7 +148,7 @@ static int refuses(const char *text, int expected, const char *part1, const char
     const char *path = scratch_file("bad_vocab.txt", text, strlen(text));
     Tokenizer t;
     Error e = {0};
-    int ok = tokenizer_load(&t, path, expected, &e) == -1 && strstr(e.message, "bad_vocab.txt") &&
+    int ok = slm_tokenizer_load(&t, path, expected, &e) == -1 && strstr(e.message, "bad_vocab.txt") &&
              strstr(e.message, part1) && (!part2 || strstr(e.message, part2));
     if (!ok) fprintf(stderr, "  vocab \"%s\": message \"%s\"\n", text, e.message);
     return ok;
@@ -168,21 +168,21 @@ static void test_vocab_errors(void) {
     Error e = {0};
     char missing[4096];
     snprintf(missing, sizeof missing, "%s/no_such_vocab.txt", check_tmpdir());
-    CHECK(tokenizer_load(&t, missing, 0, &e) == -1 && strstr(e.message, "no_such_vocab.txt") &&
+    CHECK(slm_tokenizer_load(&t, missing, 0, &e) == -1 && strstr(e.message, "no_such_vocab.txt") &&
           strstr(e.hint, "run storylm vocab STORIES first"));
 
     /* CRLF and a missing final newline are fine; the text comes back with LF. */
     const char *crlf = "[UNK]\r\n[EOS]\r\nthe\r\n##s";
-    CHECK(tokenizer_load(&t, scratch_file("crlf_vocab.txt", crlf, strlen(crlf)), 4, &e) == 0);
-    CHECK(t.size == 4 && tokenizer_lookup(&t, "the", 3) == 2 && tokenizer_lookup(&t, "##s", 3) == 3);
+    CHECK(slm_tokenizer_load(&t, scratch_file("crlf_vocab.txt", crlf, strlen(crlf)), 4, &e) == 0);
+    CHECK(t.size == 4 && slm_tokenizer_lookup(&t, "the", 3) == 2 && slm_tokenizer_lookup(&t, "##s", 3) == 3);
     size_t len;
-    char *text = tokenizer_to_text(&t, &len, &e);
+    char *text = slm_tokenizer_to_text(&t, &len, &e);
     CHECK(text && len == 20 && strcmp(text, "[UNK]\n[EOS]\nthe\n##s\n") == 0);
     Tokenizer again;
-    CHECK(tokenizer_from_text(&again, text, len, 4, &e) == 0 && again.size == 4 && again.eos_id == 1);
-    tokenizer_free(&again);
-    CHECK(tokenizer_from_text(&again, "[UNK]\n[UNK]\n", 12, 0, &e) == -1 && strstr(e.message, "line 2"));
-    tokenizer_free(&t);
+    CHECK(slm_tokenizer_from_text(&again, text, len, 4, &e) == 0 && again.size == 4 && again.eos_id == 1);
+    slm_tokenizer_free(&again);
+    CHECK(slm_tokenizer_from_text(&again, "[UNK]\n[UNK]\n", 12, 0, &e) == -1 && strstr(e.message, "line 2"));
+    slm_tokenizer_free(&t);
     free(text);
 }
 
@@ -271,31 +271,31 @@ static int vocab_covering(Tokenizer *t, const Texts *s) {
         add_item(&seen.chars, piece + 2, 1);
         add_item(&seen.chars, piece, 3);
     }
-    pretokenizer_init(&p, &e);
+    slm_pretokenizer_init(&p, &e);
     for (int i = 0; i < s->n; i++) {
         ByteVec norm = {0};
-        text_normalize(s->data + s->start[i], s->len[i], &norm, &e);
-        pretokenize(&p, norm.data ? norm.data : "", norm.len, collect_word, &seen, &e);
-        bytevec_free(&norm);
+        slm_text_normalize(s->data + s->start[i], s->len[i], &norm, &e);
+        slm_pretokenize(&p, norm.data ? norm.data : "", norm.len, collect_word, &seen, &e);
+        slm_bytevec_free(&norm);
     }
-    pretokenizer_free(&p);
+    slm_pretokenizer_free(&p);
     Collect both = {0}, pieces = {0};
     keep_frequent(&seen.words, 2, &both);
     keep_frequent(&seen.chars, 1, &both);
     keep_frequent(&both, 1, &pieces);
     ByteVec v = {0};
-    bytevec_append(&v, "[UNK]\n[EOS]\n", 12, NULL);
+    slm_bytevec_append(&v, "[UNK]\n[EOS]\n", 12, NULL);
     for (size_t i = 0; i < pieces.n; i++) {
         if (strcmp(pieces.items[i], "[UNK]") && strcmp(pieces.items[i], "[EOS]")) {
-            bytevec_append(&v, pieces.items[i], strlen(pieces.items[i]), NULL);
-            bytevec_append(&v, "\n", 1, NULL);
+            slm_bytevec_append(&v, pieces.items[i], strlen(pieces.items[i]), NULL);
+            slm_bytevec_append(&v, "\n", 1, NULL);
         }
         free(pieces.items[i]);
     }
     free(pieces.items);
-    int rc = tokenizer_from_text(t, v.data, v.len, 0, &e);
+    int rc = slm_tokenizer_from_text(t, v.data, v.len, 0, &e);
     if (rc) fprintf(stderr, "  covering vocab: %s\n", e.message);
-    bytevec_free(&v);
+    slm_bytevec_free(&v);
     return rc;
 }
 
@@ -317,18 +317,18 @@ static void round_trip(const Tokenizer *t, const Texts *s, const char *what) {
         IntVec ids = {0}, again = {0};
         ByteVec norm = {0};
         Error e = {0};
-        tokenizer_encode(t, text, s->len[i], &ids, &e);
+        slm_tokenizer_encode(t, text, s->len[i], &ids, &e);
         int unk = 0;
         for (size_t k = 0; k < ids.len; k++) unk |= ids.data[k] == t->unk_id;
         if (unk) {
             with_unk++;
-            intvec_free(&ids);
+            slm_intvec_free(&ids);
             continue;
         }
-        char *plain = tokenizer_decode(t, ids.data, ids.len, 0, &e);
-        char *pretty = tokenizer_decode(t, ids.data, ids.len, 1, &e);
-        text_normalize(text, s->len[i], &norm, &e);
-        tokenizer_encode(t, pretty, strlen(pretty), &again, &e);
+        char *plain = slm_tokenizer_decode(t, ids.data, ids.len, 0, &e);
+        char *pretty = slm_tokenizer_decode(t, ids.data, ids.len, 1, &e);
+        slm_text_normalize(text, s->len[i], &norm, &e);
+        slm_tokenizer_encode(t, pretty, strlen(pretty), &again, &e);
         drop_spaces(plain);
         if (norm.data) drop_spaces(norm.data);
         if (strcmp(plain, norm.data ? norm.data : "") != 0 && bad_text++ < 3)
@@ -336,7 +336,7 @@ static void round_trip(const Tokenizer *t, const Texts *s, const char *what) {
         if ((again.len != ids.len || memcmp(again.data, ids.data, ids.len * sizeof *ids.data) != 0) && bad_ids++ < 3)
             fprintf(stderr, "  %s text %d: ids differ after decode: \"%.200s\"\n", what, i, pretty);
         free(plain), free(pretty);
-        bytevec_free(&norm), intvec_free(&ids), intvec_free(&again);
+        slm_bytevec_free(&norm), slm_intvec_free(&ids), slm_intvec_free(&again);
     }
     printf("round trip, %s: %d texts, %d with [UNK] left out\n", what, s->n, with_unk);
     CHECK(bad_text == 0);
@@ -347,14 +347,14 @@ static void round_trip(const Tokenizer *t, const Texts *s, const char *what) {
 /* Several threads encoding with one Tokenizer give the same ids as one thread. */
 static void threads_agree(const Tokenizer *t, const Texts *s) {
     IntVec *one = calloc((size_t)s->n, sizeof *one), *many = calloc((size_t)s->n, sizeof *many);
-    for (int i = 0; i < s->n; i++) tokenizer_encode(t, s->data + s->start[i], s->len[i], &one[i], NULL);
+    for (int i = 0; i < s->n; i++) slm_tokenizer_encode(t, s->data + s->start[i], s->len[i], &one[i], NULL);
     int failed = 0;
 #pragma omp parallel for schedule(dynamic, 8) num_threads(4) reduction(+ : failed)
-    for (int i = 0; i < s->n; i++) failed += tokenizer_encode(t, s->data + s->start[i], s->len[i], &many[i], NULL) != 0;
+    for (int i = 0; i < s->n; i++) failed += slm_tokenizer_encode(t, s->data + s->start[i], s->len[i], &many[i], NULL) != 0;
     int same = failed == 0;
     for (int i = 0; i < s->n; i++) {
         same &= one[i].len == many[i].len && memcmp(one[i].data, many[i].data, one[i].len * sizeof(int32_t)) == 0;
-        intvec_free(&one[i]), intvec_free(&many[i]);
+        slm_intvec_free(&one[i]), slm_intvec_free(&many[i]);
     }
     CHECK(same);
     free(one), free(many);
@@ -375,7 +375,7 @@ static void test_real_text(const char *path, const char *sep, const char *what) 
     char *data;
     size_t size;
     Error e = {0};
-    if (file_read_all(path, 0, &data, &size, &e)) {
+    if (slm_file_read_all(path, 0, &data, &size, &e)) {
         printf("SKIPPED round trip on %s: %s not found\n", what, path);
         return;
     }
@@ -390,15 +390,15 @@ static void test_real_text(const char *path, const char *sep, const char *what) 
         for (int r = 0; r < 5; r++) {
             IntVec ids = {0};
             double t0 = cpu_seconds();
-            tokenizer_encode(&t, data, size, &ids, &e);
+            slm_tokenizer_encode(&t, data, size, &ids, &e);
             double dt = cpu_seconds() - t0;
             mbps[r] = size / (dt > 0 ? dt : 1e-9) / 1e6, n_ids = ids.len;
-            intvec_free(&ids);
+            slm_intvec_free(&ids);
         }
         qsort(mbps, 5, sizeof *mbps, cmp_double);
         printf("encoded %s: %zu bytes, %zu tokens, median of 5: %.1f MB/s (CPU time, for information)\n", what, size,
                n_ids, mbps[2]);
-        tokenizer_free(&t);
+        slm_tokenizer_free(&t);
     }
     free(s.start), free(s.len), free(data);
 }
@@ -408,36 +408,36 @@ static void test_real_text(const char *path, const char *sep, const char *what) 
  * far fuller than its slots (slots taken over by other words). */
 static void test_memo_changes_nothing(const Tokenizer *t) {
     TokenizerMemo m;
-    if (!CHECK(tokenizer_memo_init(&m, t, NULL) == 0)) return;
+    if (!CHECK(slm_tokenizer_memo_init(&m, t, NULL) == 0)) return;
     ByteVec text = {0};
     const char *words[] = {"the", "dog", "played", "zarkoqq", "a", "cat", "xyzzyplugh", "!", "Ünïcödé",
                            "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "ran", "lily", "tom", ","};
     for (int i = 0; i < 20000; i++) {
         char w[64];
         int n = snprintf(w, sizeof w, "%s%s%d ", words[(i * 7) % 14], i % 3 ? "" : "s", i % 50);
-        bytevec_append(&text, w, (size_t)n, NULL);
-        if (i % 97 == 0) bytevec_append(&text, words[i % 14], strlen(words[i % 14]), NULL);
+        slm_bytevec_append(&text, w, (size_t)n, NULL);
+        if (i % 97 == 0) slm_bytevec_append(&text, words[i % 14], strlen(words[i % 14]), NULL);
     }
     IntVec plain = {0}, memo = {0};
     for (int pass = 0; pass < 2; pass++) { /* the second pass reads the memo the first filled */
         plain.len = memo.len = 0;
-        CHECK(tokenizer_encode(t, text.data, text.len, &plain, NULL) == 0);
-        CHECK(tokenizer_encode_memo(t, &m, text.data, text.len, &memo, NULL) == 0);
+        CHECK(slm_tokenizer_encode(t, text.data, text.len, &plain, NULL) == 0);
+        CHECK(slm_tokenizer_encode_memo(t, &m, text.data, text.len, &memo, NULL) == 0);
         CHECK(plain.len == memo.len && plain.len > 0 && memcmp(plain.data, memo.data, plain.len * 4) == 0);
     }
     Tokenizer other = {0};
-    CHECK(tokenizer_encode_memo(&other, &m, "a", 1, &memo, NULL) != 0); /* a memo is of one tokenizer */
-    intvec_free(&plain);
-    intvec_free(&memo);
-    bytevec_free(&text);
-    tokenizer_memo_free(&m);
+    CHECK(slm_tokenizer_encode_memo(&other, &m, "a", 1, &memo, NULL) != 0); /* a memo is of one tokenizer */
+    slm_intvec_free(&plain);
+    slm_intvec_free(&memo);
+    slm_bytevec_free(&text);
+    slm_tokenizer_memo_free(&m);
 }
 
 int main(void) {
     Tokenizer t;
     Error e = {0};
     char *text = vocab_text(hand_vocab, N_HAND);
-    if (!CHECK(tokenizer_from_text(&t, text, strlen(text), N_HAND, &e) == 0)) {
+    if (!CHECK(slm_tokenizer_from_text(&t, text, strlen(text), N_HAND, &e) == 0)) {
         fprintf(stderr, "%s\n", e.message);
         return check_report();
     }
@@ -445,7 +445,7 @@ int main(void) {
     test_word_length(&t);
     test_decode(&t);
     test_memo_changes_nothing(&t);
-    tokenizer_free(&t);
+    slm_tokenizer_free(&t);
     free(text);
     test_vocab_errors();
     test_real_text(check_source_path("tests/fixtures/tokenizer_hard.txt"), NULL, "tests/fixtures/tokenizer_hard.txt");

@@ -17,12 +17,12 @@ enum { V = 40, N_STORIES = 60 };
  * between [EOS]s (id 1), so the next token is predictable. */
 static void toy_stories(Stories *s) {
     Rng r;
-    rng_seed(&r, 5);
+    slm_rng_seed(&r, 5);
     *s = (Stories){.n_stories = N_STORIES};
     size_t *starts = calloc(N_STORIES + 1, sizeof *starts);
     int32_t *tokens = malloc(N_STORIES * 80 * sizeof *tokens);
     for (int i = 0; i < N_STORIES; i++) {
-        int len = 10 + (int)rng_below(&r, 60), x = (int)rng_below(&r, V - 2);
+        int len = 10 + (int)slm_rng_below(&r, 60), x = (int)slm_rng_below(&r, V - 2);
         size_t at = starts[i];
         tokens[at] = 1;
         for (int t = 1; t < len - 1; t++) tokens[at + t] = 2 + (x + t) % (V - 2);
@@ -50,38 +50,38 @@ static char *toy_vocab(void) {
 }
 
 static void schedule_warms_up_then_decays(void) {
-    TrainOptions o = train_default_options();
+    TrainOptions o = slm_train_default_options();
     o.steps = 1000;
     o.lr = 1e-3;
-    CHECK_CLOSE(train_lr_at(&o, 0), 1e-5, 1e-9, 0);   /* warm-up: 100 steps */
-    CHECK_CLOSE(train_lr_at(&o, 99), 1e-3, 1e-9, 0);
-    CHECK_CLOSE(train_lr_at(&o, 550), 0.55e-3, 1e-9, 0); /* half way down the cosine */
-    CHECK_CLOSE(train_lr_at(&o, 1000), 1e-4, 1e-9, 0);
+    CHECK_CLOSE(slm_train_lr_at(&o, 0), 1e-5, 1e-9, 0);   /* warm-up: 100 steps */
+    CHECK_CLOSE(slm_train_lr_at(&o, 99), 1e-3, 1e-9, 0);
+    CHECK_CLOSE(slm_train_lr_at(&o, 550), 0.55e-3, 1e-9, 0); /* half way down the cosine */
+    CHECK_CLOSE(slm_train_lr_at(&o, 1000), 1e-4, 1e-9, 0);
     o.warmup = 0;
-    CHECK_CLOSE(train_lr_at(&o, 0), 1e-3, 1e-9, 0);
+    CHECK_CLOSE(slm_train_lr_at(&o, 0), 1e-3, 1e-9, 0);
 }
 
 static void chunks_change_nothing(const Stories *s) {
     Error e = {0};
-    ModelConfig cfg = model_config_default(ARCH_ATTENTION, V);
+    ModelConfig cfg = slm_model_config_default(ARCH_ATTENTION, V);
     Model m;
-    CHECK(model_init(&m, &cfg, &e) == 0);
-    model_randomize(&m, 3);
+    CHECK(slm_model_init(&m, &cfg, &e) == 0);
+    slm_model_randomize(&m, 3);
     EvalResult one, many;
-    CHECK(evaluate(&m, s, s->train, s->n_train, NULL, 1 << 14, &one, &e) == 0);
-    CHECK(evaluate(&m, s, s->train, s->n_train, NULL, 70, &many, &e) == 0);
+    CHECK(slm_evaluate(&m, s, s->train, s->n_train, NULL, 1 << 14, &one, &e) == 0);
+    CHECK(slm_evaluate(&m, s, s->train, s->n_train, NULL, 70, &many, &e) == 0);
     CHECK(one.positions == many.positions && one.positions > 1000);
     CHECK_CLOSE(many.loss, one.loss, 1e-6, 0);
     CHECK_CLOSE(many.accuracy, one.accuracy, 0, 1e-12);
     CHECK_CLOSE(one.loss, log(V), 0.15, 0); /* an untrained model is near uniform */
-    model_free(&m);
+    slm_model_free(&m);
 }
 
 /* Trains with the given chunk size and returns the test loss; the model
  * stays at path. */
 static double train_toy(const Stories *s, int max_positions, const char *path, const char *vocab) {
     Error e = {0};
-    TrainOptions o = train_default_options();
+    TrainOptions o = slm_train_default_options();
     o.steps = 150;
     o.eval_every = 0;
     o.max_positions = max_positions;
@@ -90,7 +90,7 @@ static double train_toy(const Stories *s, int max_positions, const char *path, c
     o.vocab_size = V;
     o.batch = 4;
     TrainResult r;
-    int rc = train_run(s, &o, NULL, NULL, &r, &e);
+    int rc = slm_train_run(s, &o, NULL, NULL, &r, &e);
     if (rc) fprintf(stderr, "train_run: %s\n", e.message);
     CHECK(rc == 0 && r.final_step == 150);
     return r.test_loss;
@@ -109,13 +109,13 @@ static void training_learns_and_saves(const Stories *s) {
     char *text = NULL;
     Metadata md = {0};
     Error e = {0};
-    CHECK(checkpoint_load_model(big, &m, &text, &md, &e) == 0);
+    CHECK(slm_checkpoint_load_model(big, &m, &text, &md, &e) == 0);
     EvalResult ev;
-    CHECK(evaluate(&m, s, s->test, s->n_test, NULL, 4096, &ev, &e) == 0);
+    CHECK(slm_evaluate(&m, s, s->test, s->n_test, NULL, 4096, &ev, &e) == 0);
     CHECK_CLOSE(ev.loss, a, 1e-9, 0);
-    CHECK(metadata_get(&md, "test_loss") && fabs(atof(metadata_get(&md, "test_loss")) - a) < 1e-5);
-    model_free(&m);
-    metadata_free(&md);
+    CHECK(slm_metadata_get(&md, "test_loss") && fabs(atof(slm_metadata_get(&md, "test_loss")) - a) < 1e-5);
+    slm_model_free(&m);
+    slm_metadata_free(&md);
     free(text);
     free(vocab);
 }
@@ -123,7 +123,7 @@ static void training_learns_and_saves(const Stories *s) {
 
 /* Options of a short toy run saving every 2 steps to path. */
 static TrainOptions toy_options(const char *path, const char *vocab) {
-    TrainOptions o = train_default_options();
+    TrainOptions o = slm_train_default_options();
     o.steps = 12;
     o.eval_every = 2;
     o.out = path;
@@ -139,9 +139,9 @@ static int load_params(const char *path, Model *m) {
     char *text = NULL;
     Metadata md = {0};
     Error e = {0};
-    int rc = checkpoint_load_model(path, m, &text, &md, &e);
+    int rc = slm_checkpoint_load_model(path, m, &text, &md, &e);
     if (rc) fprintf(stderr, "%s: %s\n", path, e.message);
-    metadata_free(&md);
+    slm_metadata_free(&md);
     free(text);
     return rc;
 }
@@ -153,9 +153,9 @@ static int same_model(const char *a, const char *b) {
     int ok = load_params(b, &mb) == 0;
     if (ok) {
         ok = ma.n_params == mb.n_params && memcmp(ma.params, mb.params, ma.n_params * sizeof(float)) == 0;
-        model_free(&mb);
+        slm_model_free(&mb);
     }
-    model_free(&ma);
+    slm_model_free(&ma);
     return ok;
 }
 
@@ -182,13 +182,13 @@ static void overflow_stops_and_keeps_the_last_good_model(const Stories *s) {
     Error e = {0};
     TrainOptions o = toy_options(clean6, vocab);
     o.stop_at = 6;
-    CHECK(train_run(s, &o, NULL, NULL, &r, &e) == 0 && r.final_step == 6);
+    CHECK(slm_train_run(s, &o, NULL, NULL, &r, &e) == 0 && r.final_step == 6);
     o = toy_options(clean, vocab);
-    CHECK(train_run(s, &o, NULL, NULL, &r, &e) == 0 && r.final_step == 12);
+    CHECK(slm_train_run(s, &o, NULL, NULL, &r, &e) == 0 && r.final_step == 12);
 
     o = toy_options(fault, vocab);
     o.overflow_at_step = 7;
-    CHECK(train_run(s, &o, NULL, NULL, &r, &e) != 0);
+    CHECK(slm_train_run(s, &o, NULL, NULL, &r, &e) != 0);
     char want[1024];
     snprintf(want, sizeof want, "training diverged at step 7: the gradient is not finite; '%s' keeps the last good model, of step 6", fault);
     CHECK(strstr(e.message, want) != NULL);
@@ -197,7 +197,7 @@ static void overflow_stops_and_keeps_the_last_good_model(const Stories *s) {
     o = toy_options(fault, vocab);
     o.resume = 1;
     e = (Error){0};
-    CHECK(train_run(s, &o, NULL, NULL, &r, &e) == 0 && r.final_step == 12);
+    CHECK(slm_train_run(s, &o, NULL, NULL, &r, &e) == 0 && r.final_step == 12);
     CHECK(same_model(fault, clean));
 
     /* before the first save: nothing written, the file there stays as it was */
@@ -208,7 +208,7 @@ static void overflow_stops_and_keeps_the_last_good_model(const Stories *s) {
     o = toy_options(early, vocab);
     o.overflow_at_step = 1;
     e = (Error){0};
-    CHECK(train_run(s, &o, NULL, NULL, &r, &e) != 0);
+    CHECK(slm_train_run(s, &o, NULL, NULL, &r, &e) != 0);
     CHECK(strstr(e.message, "training diverged at step 1: the gradient is not finite; no model was saved yet") != NULL);
     char *after = slurp(early, &n_after);
     CHECK(before && after && n_before == n_after && memcmp(before, after, n_before) == 0);
@@ -238,20 +238,20 @@ static void resumed_progress_counts_its_own_steps(const Stories *s) {
     Error e = {0};
     TrainOptions o = toy_options(path, vocab);
     o.stop_at = 6;
-    CHECK(train_run(s, &o, NULL, NULL, &r, &e) == 0);
+    CHECK(slm_train_run(s, &o, NULL, NULL, &r, &e) == 0);
     o = toy_options(path, vocab);
     o.resume = 1;
     FirstReport f = {0};
-    CHECK(train_run(s, &o, keep_first, &f, &r, &e) == 0 && f.seen == 6);
+    CHECK(slm_train_run(s, &o, keep_first, &f, &r, &e) == 0 && f.seen == 6);
     CHECK(f.p.step == 7 && f.p.steps == 12);
     CHECK_CLOSE(f.p.eta_s, f.p.elapsed_s / 1 * 5, 1e-9, 1e-12);
-    CHECK_CLOSE(f.p.lr, train_lr_at(&o, 6), 1e-12, 0);
+    CHECK_CLOSE(f.p.lr, slm_train_lr_at(&o, 6), 1e-12, 0);
     CHECK(f.p.tokens_per_s > 0 && isfinite(f.p.tokens_per_s));
     free(vocab);
 }
 
 int main(void) {
-    model_threads_setup(2);
+    slm_model_threads_setup(2);
     Stories s;
     toy_stories(&s);
     schedule_warms_up_then_decays();
@@ -259,8 +259,8 @@ int main(void) {
     training_learns_and_saves(&s);
     overflow_stops_and_keeps_the_last_good_model(&s);
     resumed_progress_counts_its_own_steps(&s);
-    free((void *)s.ids32); /* made here, not mapped: stories_free leaves them */
+    free((void *)s.ids32); /* made here, not mapped: slm_stories_free leaves them */
     free((void *)s.starts);
-    stories_free(&s);
+    slm_stories_free(&s);
     return check_report();
 }

@@ -1,4 +1,4 @@
-/* The public training step (train_step, what train_run and storylm bench
+/* The public training step (slm_train_step, what slm_train_run and storylm bench
  * both take): its loss is the evaluation's of the same stories before the
  * update, the update is Adam's on d mean loss / d params, and a step whose
  * gradient is not finite stops before touching the weights. */
@@ -14,37 +14,37 @@ enum { V = 30, N = 4 };
 
 int main(void) {
     Error e = {0};
-    ModelConfig cfg = model_config_default(ARCH_ATTENTION, V);
+    ModelConfig cfg = slm_model_config_default(ARCH_ATTENTION, V);
     Model m, before;
-    CHECK(model_init(&m, &cfg, &e) == 0 && model_init(&before, &cfg, &e) == 0);
-    model_randomize(&m, 9);
+    CHECK(slm_model_init(&m, &cfg, &e) == 0 && slm_model_init(&before, &cfg, &e) == 0);
+    slm_model_randomize(&m, 9);
     int32_t ids[N][40];
     StoryRef refs[N];
     Rng r;
-    rng_seed(&r, 2);
+    slm_rng_seed(&r, 2);
     for (int i = 0; i < N; i++) {
         int len = 10 + 10 * i;
         ids[i][0] = 1;
-        for (int t = 1; t < len; t++) ids[i][t] = 2 + (int)rng_below(&r, V - 2);
+        for (int t = 1; t < len; t++) ids[i][t] = 2 + (int)slm_rng_below(&r, V - 2);
         refs[i] = (StoryRef){ids[i], len};
     }
     Shards sh;
     Adam adam, copy;
     float *grads = malloc(m.n_params * sizeof(float)), *want = malloc(m.n_params * sizeof(float));
-    CHECK(shards_init(&sh, &m, 2, 64, N, &e) == 0 && adam_init(&adam, m.n_params, &e) == 0 &&
-          adam_init(&copy, m.n_params, &e) == 0);
+    CHECK(slm_shards_init(&sh, &m, 2, 64, N, &e) == 0 && slm_adam_init(&adam, m.n_params, &e) == 0 &&
+          slm_adam_init(&copy, m.n_params, &e) == 0);
     TrainStep step = {.shards = &sh, .model = &m, .adam = &adam, .grads = grads};
 
-    /* the gradient by hand: shards_run of scale 1/positions, then Adam at the same lr */
+    /* the gradient by hand: slm_shards_run of scale 1/positions, then Adam at the same lr */
     memcpy(before.params, m.params, m.n_params * sizeof(float));
     double loss_sum = 0;
     long long correct = 0, positions = 10 + 20 + 30 + 40 - N;
-    model_zero_grad(&m, want);
-    CHECK(shards_run(&sh, refs, N, NULL, 1.0f / (float)positions, want, &loss_sum, &correct, &e) == 0);
-    adam_update(&copy, before.params, want, 1e-2f);
+    slm_model_zero_grad(&m, want);
+    CHECK(slm_shards_run(&sh, refs, N, NULL, 1.0f / (float)positions, want, &loss_sum, &correct, &e) == 0);
+    slm_adam_update(&copy, before.params, want, 1e-2f);
 
     TrainStepResult res;
-    CHECK(train_step(&step, refs, N, 1e-2f, &res, &e) == 0);
+    CHECK(slm_train_step(&step, refs, N, 1e-2f, &res, &e) == 0);
     CHECK(res.not_finite == NULL && res.positions == positions);
     CHECK(res.loss == loss_sum / (double)positions);
     CHECK_CLOSE(res.loss, log(V), 0.2, 0);
@@ -53,12 +53,12 @@ int main(void) {
 
     /* a step whose gradient overflows: named, nothing updated */
     step.poison = 1;
-    CHECK(train_step(&step, refs, N, 1e-2f, &res, &e) == 0);
+    CHECK(slm_train_step(&step, refs, N, 1e-2f, &res, &e) == 0);
     CHECK(res.not_finite && strcmp(res.not_finite, "gradient") == 0);
     CHECK(memcmp(m.params, before.params, m.n_params * sizeof(float)) == 0 && adam.step == 1);
 
     free(grads), free(want);
-    adam_free(&adam), adam_free(&copy), shards_free(&sh);
-    model_free(&m), model_free(&before);
+    slm_adam_free(&adam), slm_adam_free(&copy), slm_shards_free(&sh);
+    slm_model_free(&m), slm_model_free(&before);
     return check_report();
 }

@@ -1,12 +1,12 @@
 /* The variants of --pos and --score (issue 12):
- * - gradient checks: model_backward and training's model_loss_and_grad
+ * - gradient checks: slm_model_backward and training's slm_model_loss_and_grad
  *   against central finite differences, in double, of a plain re-statement
  *   of each variant (loops straight from position.h and score.h, nothing
  *   shared with src/ but the fixed tags' formulas), every parameter of
  *   every tensor, on tiny models and on small ones with the real heads'
  *   sizes (the unrolled kernels), with ablation and dropout on some;
  * - a long story run as pieces computes what the whole story does;
- * - generation's key cache gives model_forward's logits for every variant;
+ * - generation's key cache gives slm_model_forward's logits for every variant;
  * - every variant saved and loaded back exactly;
  * - the seed's worked examples, run through the network's own passes. */
 #include <math.h>
@@ -45,7 +45,7 @@ static double weight_keep(const Ref *r, int h, int t, int u) {
 }
 
 static const double *tensor(const Ref *r, const char *name) {
-    const ParamTensor *t = model_tensor(r->m, name);
+    const ParamTensor *t = slm_model_tensor(r->m, name);
     return t ? r->p + t->offset : NULL;
 }
 
@@ -141,7 +141,7 @@ static void ref_z(const Ref *r, const int32_t *ids, int t, const Ablation *ab, d
 
 static double ref_position_loss(const Ref *r, const double *z, int next) {
     const ModelConfig *c = &r->m->cfg;
-    int Z = model_hidden_input_dim(c), Hd = c->hidden_dim, V = c->vocab_size;
+    int Z = slm_model_hidden_input_dim(c), Hd = c->hidden_dim, V = c->vocab_size;
     const double *W1 = tensor(r, "hidden.weight"), *b1 = tensor(r, "hidden.bias");
     const double *W2 = tensor(r, "output.weight"), *b2 = tensor(r, "output.bias");
     double y[64], logit[64], mx = -1e300, sum = 0.0;
@@ -161,7 +161,7 @@ static double ref_position_loss(const Ref *r, const double *z, int next) {
 
 static double ref_loss(const Ref *ref, const Batch *b, const Ablation *ab) {
     double total = 0.0, z[512];
-    int n = 0, Z = model_hidden_input_dim(&ref->m->cfg);
+    int n = 0, Z = slm_model_hidden_input_dim(&ref->m->cfg);
     Ref story = *ref;
     for (int s = 0; s < b->n_stories; s++) {
         const int32_t *ids = b->tokens + b->starts[s];
@@ -185,16 +185,16 @@ static void tiny_batch(Batch *b, int V, Rng *rng) {
     static const int lengths[3] = {9, 4, 2};
     int32_t ids[16];
     Error e;
-    CHECK(batch_init(b, 32, 4, &e) == 0);
+    CHECK(slm_batch_init(b, 32, 4, &e) == 0);
     for (int s = 0; s < 3; s++) {
         ids[0] = 1;
-        for (int t = 1; t < lengths[s]; t++) ids[t] = (int32_t)rng_below(rng, (uint64_t)V);
-        CHECK(batch_add(b, ids, lengths[s], &e) == 0);
+        for (int t = 1; t < lengths[s]; t++) ids[t] = (int32_t)slm_rng_below(rng, (uint64_t)V);
+        CHECK(slm_batch_add(b, ids, lengths[s], &e) == 0);
     }
 }
 
 static void random_params(Model *m, Rng *rng, double scale) {
-    for (size_t i = 0; i < m->n_params; i++) m->params[i] = (float)(rng_normal(rng) * scale);
+    for (size_t i = 0; i < m->n_params; i++) m->params[i] = (float)(slm_rng_normal(rng) * scale);
 }
 
 static void gradcheck(const ModelConfig *base, PosScheme pos, ScoreFn score, const Ablation *ab, int dropout) {
@@ -202,23 +202,23 @@ static void gradcheck(const ModelConfig *base, PosScheme pos, ScoreFn score, con
     cfg.pos = pos;
     cfg.score = score;
     char what[96];
-    snprintf(what, sizeof what, "--pos %s --score %s%s%s (kd %d)", pos_name(pos), score_name(score),
+    snprintf(what, sizeof what, "--pos %s --score %s%s%s (kd %d)", slm_pos_name(pos), slm_score_name(score),
              ab ? " ablated" : "", dropout == 1 ? " dropout" : dropout == 2 ? " attention dropout" : "", cfg.key_dim);
     Model m;
     Activations a;
     Batch b;
     Error e;
     Rng rng;
-    rng_seed(&rng, 7 + pos * 10 + score);
-    CHECK(model_init(&m, &cfg, &e) == 0);
-    CHECK(activations_init(&a, &cfg, 32, &e) == 0);
+    slm_rng_seed(&rng, 7 + pos * 10 + score);
+    CHECK(slm_model_init(&m, &cfg, &e) == 0);
+    CHECK(slm_activations_init(&a, &cfg, 32, &e) == 0);
     tiny_batch(&b, cfg.vocab_size, &rng);
     random_params(&m, &rng, 0.6);
-    int Z = model_hidden_input_dim(&cfg);
+    int Z = slm_model_hidden_input_dim(&cfg);
     uint8_t *mask = malloc((size_t)32 * Z);
-    for (int i = 0; i < 32 * Z; i++) mask[i] = rng_below(&rng, 4) != 0;
+    for (int i = 0; i < 32 * Z; i++) mask[i] = slm_rng_below(&rng, 4) != 0;
     uint8_t *att_mask = malloc((size_t)cfg.n_heads * 32 * 32);
-    for (int i = 0; i < cfg.n_heads * 32 * 32; i++) att_mask[i] = rng_below(&rng, 5) != 0;
+    for (int i = 0; i < cfg.n_heads * 32 * 32; i++) att_mask[i] = slm_rng_below(&rng, 5) != 0;
     Dropout drop = {.hidden = 0.25f, .hidden_mask = mask};
     if (dropout == 2) drop = (Dropout){.attention = 0.2f, .attention_mask = att_mask};
     if (dropout) a.dropout = drop;
@@ -227,11 +227,11 @@ static void gradcheck(const ModelConfig *base, PosScheme pos, ScoreFn score, con
     for (size_t i = 0; i < m.n_params; i++) p[i] = m.params[i];
     Ref ref = {&m, p, dropout ? &drop : NULL, 0, b.n_tokens};
     float loss;
-    CHECK(model_forward(&m, &a, &b, ab, &loss, &e) == 0);
+    CHECK(slm_model_forward(&m, &a, &b, ab, &loss, &e) == 0);
     if (!CHECK_CLOSE(a.mean_loss, ref_loss(&ref, &b, ab), 2e-6, 0)) fprintf(stderr, "  %s: forward differs\n", what);
-    model_zero_grad(&m, grads);
-    model_backward(&m, &a, &b, grads);
-    CHECK(model_loss_and_grad(&m, &a, &b, ab, 1.0f / a.n_predicted, fused, &e) == 0);
+    slm_model_zero_grad(&m, grads);
+    slm_model_backward(&m, &a, &b, grads);
+    CHECK(slm_model_loss_and_grad(&m, &a, &b, ab, 1.0f / a.n_predicted, fused, &e) == 0);
     double worst = 0.0, h = 1e-5;
     for (int t = 0; t < m.n_tensors; t++) {
         const ParamTensor *pt = &m.tensors[t];
@@ -257,9 +257,9 @@ static void gradcheck(const ModelConfig *base, PosScheme pos, ScoreFn score, con
     free(p);
     free(grads);
     free(fused);
-    batch_free(&b);
-    activations_free(&a);
-    model_free(&m);
+    slm_batch_free(&b);
+    slm_activations_free(&a);
+    slm_model_free(&m);
 }
 
 static void gradient_checks(void) {
@@ -290,27 +290,27 @@ static void pieces_match_the_whole_story(PosScheme pos, ScoreFn score) {
     Batch b;
     Error e;
     Rng rng;
-    rng_seed(&rng, 99);
-    CHECK(model_init(&m, &cfg, &e) == 0);
+    slm_rng_seed(&rng, 99);
+    CHECK(slm_model_init(&m, &cfg, &e) == 0);
     random_params(&m, &rng, 0.6);
     int32_t ids[12];
     ids[0] = 1;
-    for (int t = 1; t < 12; t++) ids[t] = (int32_t)rng_below(&rng, 11);
-    CHECK(activations_init(&whole, &cfg, 16, &e) == 0 && activations_init(&piece, &cfg, 16, &e) == 0);
-    CHECK(batch_init(&b, 16, 2, &e) == 0);
-    CHECK(batch_add(&b, ids, 12, &e) == 0);
-    CHECK(model_forward(&m, &whole, &b, NULL, NULL, &e) == 0);
-    batch_clear(&b);
+    for (int t = 1; t < 12; t++) ids[t] = (int32_t)slm_rng_below(&rng, 11);
+    CHECK(slm_activations_init(&whole, &cfg, 16, &e) == 0 && slm_activations_init(&piece, &cfg, 16, &e) == 0);
+    CHECK(slm_batch_init(&b, 16, 2, &e) == 0);
+    CHECK(slm_batch_add(&b, ids, 12, &e) == 0);
+    CHECK(slm_model_forward(&m, &whole, &b, NULL, NULL, &e) == 0);
+    slm_batch_clear(&b);
     /* positions 5..11: context 5..7 (3 tokens), predictions from 8 on */
-    CHECK(batch_add_piece(&b, ids + 5, 7, (BatchPiece){.context = 3, .offset = 5, .next = -1}, &e) == 0);
-    CHECK(model_forward(&m, &piece, &b, NULL, NULL, &e) == 0);
+    CHECK(slm_batch_add_piece(&b, ids + 5, 7, (BatchPiece){.context = 3, .offset = 5, .next = -1}, &e) == 0);
+    CHECK(slm_model_forward(&m, &piece, &b, NULL, NULL, &e) == 0);
     double worst = 0.0;
     for (int t = 8; t < 11; t++) worst = fmax(worst, fabs(whole.loss[t] - piece.loss[t - 5]));
-    if (!CHECK(worst < 1e-5)) fprintf(stderr, "  --pos %s: a piece's losses differ by %g\n", pos_name(pos), worst);
-    batch_free(&b);
-    activations_free(&whole);
-    activations_free(&piece);
-    model_free(&m);
+    if (!CHECK(worst < 1e-5)) fprintf(stderr, "  --pos %s: a piece's losses differ by %g\n", slm_pos_name(pos), worst);
+    slm_batch_free(&b);
+    slm_activations_free(&whole);
+    slm_activations_free(&piece);
+    slm_model_free(&m);
 }
 
 /* ---- generation's cache ------------------------------------------------------------ */
@@ -327,29 +327,29 @@ static void generator_matches_forward(const ModelConfig *base, PosScheme pos, Sc
     Generator g;
     Error e;
     Rng rng;
-    rng_seed(&rng, 5);
-    CHECK(model_init(&m, &cfg, &e) == 0);
+    slm_rng_seed(&rng, 5);
+    CHECK(slm_model_init(&m, &cfg, &e) == 0);
     random_params(&m, &rng, 0.5);
     int32_t ids[13];
     ids[0] = 1;
-    for (int t = 1; t < 13; t++) ids[t] = (int32_t)rng_below(&rng, (uint64_t)cfg.vocab_size);
-    CHECK(activations_init(&a, &cfg, 16, &e) == 0 && batch_init(&b, 16, 1, &e) == 0);
-    CHECK(batch_add(&b, ids, 13, &e) == 0);
-    CHECK(model_forward(&m, &a, &b, NULL, NULL, &e) == 0);
-    CHECK(generator_init(&g, &m, NULL, &e) == 0);
+    for (int t = 1; t < 13; t++) ids[t] = (int32_t)slm_rng_below(&rng, (uint64_t)cfg.vocab_size);
+    CHECK(slm_activations_init(&a, &cfg, 16, &e) == 0 && slm_batch_init(&b, 16, 1, &e) == 0);
+    CHECK(slm_batch_add(&b, ids, 13, &e) == 0);
+    CHECK(slm_model_forward(&m, &a, &b, NULL, NULL, &e) == 0);
+    CHECK(slm_generator_init(&g, &m, NULL, &e) == 0);
     double worst = 0.0;
     for (int t = 0; t < 13; t++) {
-        const float *logits = generator_feed(&g, ids[t]);
+        const float *logits = slm_generator_feed(&g, ids[t]);
         for (int v = 0; v < cfg.vocab_size; v++)
             worst = fmax(worst, fabs(logits[v] - a.logits[(size_t)t * cfg.vocab_size + v]));
     }
     if (!CHECK(worst < 2e-5))
-        fprintf(stderr, "  generator, --pos %s --score %s: logits differ by %g\n", pos_name(pos), score_name(score),
+        fprintf(stderr, "  generator, --pos %s --score %s: logits differ by %g\n", slm_pos_name(pos), slm_score_name(score),
                 worst);
-    generator_free(&g);
-    batch_free(&b);
-    activations_free(&a);
-    model_free(&m);
+    slm_generator_free(&g);
+    slm_batch_free(&b);
+    slm_activations_free(&a);
+    slm_model_free(&m);
 }
 
 /* ---- saved and loaded back --------------------------------------------------------- */
@@ -361,8 +361,8 @@ static void saved_and_loaded_exactly(PosScheme pos, ScoreFn score) {
     Model m, back;
     Error e;
     Rng rng;
-    rng_seed(&rng, 3);
-    CHECK(model_init(&m, &cfg, &e) == 0);
+    slm_rng_seed(&rng, 3);
+    CHECK(slm_model_init(&m, &cfg, &e) == 0);
     random_params(&m, &rng, 1.0);
     char path[512], vocab[256] = "";
     for (int i = 0; i < cfg.vocab_size; i++) {
@@ -370,20 +370,20 @@ static void saved_and_loaded_exactly(PosScheme pos, ScoreFn score) {
         snprintf(line, sizeof line, i == 0 ? "[UNK]\n" : i == 1 ? "[EOS]\n" : "w%c\n", 'a' + i);
         strcat(vocab, line);
     }
-    snprintf(path, sizeof path, "%s/variant_%s_%s.safetensors", check_tmpdir(), pos_name(pos), score_name(score));
+    snprintf(path, sizeof path, "%s/variant_%s_%s.safetensors", check_tmpdir(), slm_pos_name(pos), slm_score_name(score));
     char *got_vocab = NULL;
-    int saved = checkpoint_save_model(path, &m, vocab, NULL, &e) == 0;
+    int saved = slm_checkpoint_save_model(path, &m, vocab, NULL, &e) == 0;
     if (!CHECK(saved)) fprintf(stderr, "  save: %s\n", e.message);
-    int loaded = saved && checkpoint_load_model(path, &back, &got_vocab, NULL, &e) == 0;
+    int loaded = saved && slm_checkpoint_load_model(path, &back, &got_vocab, NULL, &e) == 0;
     if (!CHECK(loaded)) fprintf(stderr, "  load: %s\n", e.message);
     if (loaded) {
         CHECK(back.cfg.pos == pos && back.cfg.score == score);
         CHECK(back.n_params == m.n_params && back.n_tensors == m.n_tensors);
         CHECK(memcmp(back.params, m.params, m.n_params * sizeof(float)) == 0);
-        model_free(&back);
+        slm_model_free(&back);
     }
     free(got_vocab);
-    model_free(&m);
+    slm_model_free(&m);
 }
 
 /* A file from before --pos and --score (no such keys) loads as today's
@@ -393,7 +393,7 @@ static void files_without_the_keys(void) {
     ModelConfig cfg = TINY;
     Model m, back;
     Error e;
-    CHECK(model_init(&m, &cfg, &e) == 0);
+    CHECK(slm_model_init(&m, &cfg, &e) == 0);
     char path[512], vocab[256] = "";
     for (int i = 0; i < cfg.vocab_size; i++) {
         char line[16];
@@ -401,7 +401,7 @@ static void files_without_the_keys(void) {
         strcat(vocab, line);
     }
     snprintf(path, sizeof path, "%s/variant_old.safetensors", check_tmpdir());
-    CHECK(checkpoint_save_model(path, &m, vocab, NULL, &e) == 0);
+    CHECK(slm_checkpoint_save_model(path, &m, vocab, NULL, &e) == 0);
     const char *edits[2][2] = {{"\"pos\":\"distance\"", "\"poz\":\"distance\""},
                                {"\"poz\":\"distance\"", "\"pos\":\"distanc3\""}};
     for (int k = 0; k < 2; k++) {
@@ -420,16 +420,16 @@ static void files_without_the_keys(void) {
         fwrite(head, 1, n, f);
         fclose(f);
         char *got_vocab = NULL;
-        int rc = checkpoint_load_model(path, &back, &got_vocab, NULL, &e);
+        int rc = slm_checkpoint_load_model(path, &back, &got_vocab, NULL, &e);
         if (k == 0) {
             CHECK(rc == 0 && back.cfg.pos == POS_DISTANCE && back.cfg.score == SCORE_SCALED_DOT);
-            if (rc == 0) model_free(&back);
+            if (rc == 0) slm_model_free(&back);
         } else {
             CHECK(rc != 0 && strstr(e.message, "unknown position scheme 'distanc3'"));
         }
         free(got_vocab);
     }
-    model_free(&m);
+    slm_model_free(&m);
 }
 
 /* ---- the seed's worked examples ------------------------------------------------------ */
@@ -439,19 +439,19 @@ static void hand_model(Model *m, int kd, PosScheme pos, ScoreFn score) {
     ModelConfig cfg = {.arch = ARCH_ATTENTION, .vocab_size = 4, .row_dim = 2, .n_heads = 1, .key_dim = kd,
                        .value_dim = 2, .window = 8, .hidden_dim = 2, .context = 3, .pos = pos, .score = score};
     Error e;
-    CHECK(model_init(m, &cfg, &e) == 0); /* zeros everywhere */
+    CHECK(slm_model_init(m, &cfg, &e) == 0); /* zeros everywhere */
 }
 
 /* The head's weights at the story's last position, after one forward pass. */
 static const float *last_weights(const Model *m, Activations *a, const int32_t *ids, int n) {
     Batch b;
     Error e;
-    CHECK(activations_init(a, &m->cfg, 8, &e) == 0 && batch_init(&b, 8, 1, &e) == 0);
-    CHECK(batch_add(&b, ids, n, &e) == 0);
-    CHECK(model_forward(m, a, &b, NULL, NULL, &e) == 0);
-    batch_free(&b);
+    CHECK(slm_activations_init(a, &m->cfg, 8, &e) == 0 && slm_batch_init(&b, 8, 1, &e) == 0);
+    CHECK(slm_batch_add(&b, ids, n, &e) == 0);
+    CHECK(slm_model_forward(m, a, &b, NULL, NULL, &e) == 0);
+    slm_batch_free(&b);
     int first, count;
-    return activations_attention(a, 0, n - 1, &first, &count);
+    return slm_activations_attention(a, 0, n - 1, &first, &count);
 }
 
 /* "An additive score by hand": W1 = W2 = I, v = (1, 1), state (0.5, -0.5),
@@ -463,8 +463,8 @@ static void additive_score_by_hand(void) {
     hand_model(&m, 2, POS_NONE, SCORE_ADDITIVE);
     float rows[3][2] = {{1, 0}, {0, 1}, {1, 1}};
     for (int t = 0; t < 3; t++) memcpy(m.embedding + (t + 1) * 2, rows[t], sizeof rows[t]);
-    float *A = (float *)model_param(&m, "score.query"), *B = (float *)model_param(&m, "score.key");
-    float *v = (float *)model_param(&m, "score.v");
+    float *A = (float *)slm_model_param(&m, "score.query"), *B = (float *)slm_model_param(&m, "score.key");
+    float *v = (float *)slm_model_param(&m, "score.v");
     A[0] = A[3] = B[0] = B[3] = 1.0f;
     v[0] = v[1] = 1.0f;
     m.key[0] = m.key[3] = 1.0f;                   /* key = row */
@@ -475,9 +475,9 @@ static void additive_score_by_hand(void) {
     CHECK_CLOSE(w[1], 0.315, 0, 5e-4);
     CHECK_CLOSE(w[2], 0.490, 0, 5e-4);
     float q[2] = {0.5f, -0.5f}, k[2] = {1, 1};
-    CHECK_CLOSE(additive_score(v, 2, q, k), 1.367, 0, 5e-4); /* tanh(1.5) + tanh(0.5) */
-    activations_free(&a);
-    model_free(&m);
+    CHECK_CLOSE(slm_additive_score(v, 2, q, k), 1.367, 0, 5e-4); /* tanh(1.5) + tanh(0.5) */
+    slm_activations_free(&a);
+    slm_model_free(&m);
 }
 
 /* sqrt(d): scores 8 and 0 with d = 64 freeze softmax at (0.99966, 0.00034);
@@ -495,8 +495,8 @@ static void dividing_by_sqrt_d(void) {
         const float *w = last_weights(&m, &a, ids, 2);
         CHECK_CLOSE(w[1], scaled ? 0.731 : 0.99966, 0, scaled ? 5e-4 : 5e-6);
         CHECK_CLOSE(w[0], scaled ? 0.269 : 0.00034, 0, scaled ? 5e-4 : 5e-6);
-        activations_free(&a);
-        model_free(&m);
+        slm_activations_free(&a);
+        slm_model_free(&m);
     }
 }
 
@@ -504,7 +504,7 @@ static void dividing_by_sqrt_d(void) {
  * product 1.5403 wherever the pair sits; the network's rows carry them. */
 static void sinusoidal_tags_depend_on_distance(void) {
     float pe[4][4];
-    for (int t = 0; t < 4; t++) sinusoid_tag(t, 4, pe[t]);
+    for (int t = 0; t < 4; t++) slm_sinusoid_tag(t, 4, pe[t]);
     const float want[3][4] = {{0.8415f, 0.5403f, 0.0100f, 1.0000f}, {0.9093f, -0.4161f, 0.0200f, 0.9998f},
                               {0.1411f, -0.9900f, 0.0300f, 0.9996f}};
     for (int t = 0; t < 3; t++)
@@ -521,14 +521,14 @@ static void sinusoidal_tags_depend_on_distance(void) {
     Activations a;
     Batch b;
     Error e;
-    CHECK(model_init(&m, &cfg, &e) == 0 && activations_init(&a, &cfg, 8, &e) == 0 && batch_init(&b, 8, 1, &e) == 0);
+    CHECK(slm_model_init(&m, &cfg, &e) == 0 && slm_activations_init(&a, &cfg, 8, &e) == 0 && slm_batch_init(&b, 8, 1, &e) == 0);
     int32_t ids[4] = {1, 1, 1, 1};
-    CHECK(batch_add(&b, ids, 4, &e) == 0 && model_forward(&m, &a, &b, NULL, NULL, &e) == 0);
+    CHECK(slm_batch_add(&b, ids, 4, &e) == 0 && slm_model_forward(&m, &a, &b, NULL, NULL, &e) == 0);
     for (int t = 0; t < 4; t++)
-        for (int i = 0; i < 4; i++) CHECK_CLOSE(a.z[(size_t)t * model_hidden_input_dim(&cfg) + i], pe[t][i], 0, 1e-6);
-    batch_free(&b);
-    activations_free(&a);
-    model_free(&m);
+        for (int i = 0; i < 4; i++) CHECK_CLOSE(a.z[(size_t)t * slm_model_hidden_input_dim(&cfg) + i], pe[t][i], 0, 1e-6);
+    slm_batch_free(&b);
+    slm_activations_free(&a);
+    slm_model_free(&m);
 }
 
 /* "Turn the arrows": theta = 30 degrees, q = k = (1, 0); query at 3, key at
@@ -551,60 +551,60 @@ static void rotary_score_survives_a_shift(void) {
     Batch b;
     Error e;
     Rng rng;
-    rng_seed(&rng, 11);
-    CHECK(model_init(&m, &cfg, &e) == 0 && activations_init(&a, &cfg, 8, &e) == 0 && batch_init(&b, 8, 1, &e) == 0);
+    slm_rng_seed(&rng, 11);
+    CHECK(slm_model_init(&m, &cfg, &e) == 0 && slm_activations_init(&a, &cfg, 8, &e) == 0 && slm_batch_init(&b, 8, 1, &e) == 0);
     random_params(&m, &rng, 1.0);
     int32_t ids[7] = {3, 3, 3, 3, 3, 3, 3};
-    CHECK(batch_add(&b, ids, 7, &e) == 0 && model_forward(&m, &a, &b, NULL, NULL, &e) == 0);
+    CHECK(slm_batch_add(&b, ids, 7, &e) == 0 && slm_model_forward(&m, &a, &b, NULL, NULL, &e) == 0);
     float q[8], k[8], unturned[8];
     double dots[3];
     for (int i = 0; i < 3; i++) {
-        activations_qkv(&a, 0, pairs[i][0], q, NULL, NULL);
-        activations_qkv(&a, 0, pairs[i][1], NULL, k, NULL);
+        slm_activations_qkv(&a, 0, pairs[i][0], q, NULL, NULL);
+        slm_activations_qkv(&a, 0, pairs[i][1], NULL, k, NULL);
         dots[i] = 0;
         for (int j = 0; j < 8; j++) dots[i] += q[j] * k[j];
     }
     CHECK_CLOSE(dots[1], dots[0], 1e-5, 1e-6);
     CHECK_CLOSE(dots[2], dots[0], 1e-5, 1e-6);
-    activations_qkv(&a, 0, 0, unturned, NULL, NULL); /* position 0 is not turned */
-    activations_qkv(&a, 0, 3, q, NULL, NULL);
+    slm_activations_qkv(&a, 0, 0, unturned, NULL, NULL); /* position 0 is not turned */
+    slm_activations_qkv(&a, 0, 3, q, NULL, NULL);
     CHECK(fabs(q[0] - unturned[0]) > 1e-3); /* but position 3 is */
-    batch_free(&b);
-    activations_free(&a);
-    model_free(&m);
+    slm_batch_free(&b);
+    slm_activations_free(&a);
+    slm_model_free(&m);
 }
 
 /* ---- the table of tensors ----------------------------------------------------------- */
 
 static void parameter_counts(void) {
-    ModelConfig c = model_config_default(ARCH_ATTENTION, 2000);
-    CHECK(model_param_count(&c) == 352848); /* the default, the chapter's network */
+    ModelConfig c = slm_model_config_default(ARCH_ATTENTION, 2000);
+    CHECK(slm_model_param_count(&c) == 352848); /* the default, the chapter's network */
     const size_t want_pos[POS_COUNT] = {352848, 350800, 350800 + 256 * 32, 350800, 350800, 350800, 350800 + 8 * 32};
     for (int p = 0; p < POS_COUNT; p++) {
         c.pos = (PosScheme)p;
-        if (!CHECK(model_param_count(&c) == want_pos[p]))
-            fprintf(stderr, "  --pos %s: %zu parameters\n", pos_name(c.pos), model_param_count(&c));
+        if (!CHECK(slm_model_param_count(&c) == want_pos[p]))
+            fprintf(stderr, "  --pos %s: %zu parameters\n", slm_pos_name(c.pos), slm_model_param_count(&c));
     }
     c.pos = POS_DISTANCE;
     const size_t want_score[SCORE_COUNT] = {352848, 352848, 352848 + 8 * 64, 352848 + 2 * 8 * 64 + 8 * 8};
     for (int s = 0; s < SCORE_COUNT; s++) {
         c.score = (ScoreFn)s;
-        CHECK(model_param_count(&c) == want_score[s]);
+        CHECK(slm_model_param_count(&c) == want_score[s]);
     }
-    for (int d = 0; d < 300; d++) CHECK(t5_bucket(d) >= 0 && t5_bucket(d) < T5_BUCKETS && t5_bucket(d) == ref_bucket(d));
-    CHECK(t5_bucket(15) == 15 && t5_bucket(16) == 16 && t5_bucket(32) == 21 && t5_bucket(64) == 26 && t5_bucket(127) == 31);
-    CHECK(t5_bucket(200) == 31);
-    CHECK_CLOSE(alibi_slope(0, 8), 0.5, 0, 0);
-    CHECK_CLOSE(alibi_slope(7, 8), 1.0 / 256, 0, 0);
+    for (int d = 0; d < 300; d++) CHECK(slm_t5_bucket(d) >= 0 && slm_t5_bucket(d) < T5_BUCKETS && slm_t5_bucket(d) == ref_bucket(d));
+    CHECK(slm_t5_bucket(15) == 15 && slm_t5_bucket(16) == 16 && slm_t5_bucket(32) == 21 && slm_t5_bucket(64) == 26 && slm_t5_bucket(127) == 31);
+    CHECK(slm_t5_bucket(200) == 31);
+    CHECK_CLOSE(slm_alibi_slope(0, 8), 0.5, 0, 0);
+    CHECK_CLOSE(slm_alibi_slope(7, 8), 1.0 / 256, 0, 0);
     PosScheme pos;
     ScoreFn score;
     Error e;
-    CHECK(pos_parse("rope", &pos, &e) == 0 && pos == POS_ROPE);
-    CHECK(pos_parse("learned", &pos, &e) != 0 && strstr(e.message, "learned"));
-    CHECK(score_parse("additive", &score, &e) == 0 && score == SCORE_ADDITIVE);
-    CHECK(variant_check(&c, "the distances", VARIANT_NEEDS_DISTANCE, &e) == 0);
+    CHECK(slm_pos_parse("rope", &pos, &e) == 0 && pos == POS_ROPE);
+    CHECK(slm_pos_parse("learned", &pos, &e) != 0 && strstr(e.message, "learned"));
+    CHECK(slm_score_parse("additive", &score, &e) == 0 && score == SCORE_ADDITIVE);
+    CHECK(slm_variant_check(&c, "the distances", VARIANT_NEEDS_DISTANCE, &e) == 0);
     c.pos = POS_ROPE;
-    CHECK(variant_check(&c, "the distances", VARIANT_NEEDS_DISTANCE, &e) != 0 && strstr(e.message, "rope"));
+    CHECK(slm_variant_check(&c, "the distances", VARIANT_NEEDS_DISTANCE, &e) != 0 && strstr(e.message, "rope"));
 }
 
 int main(void) {

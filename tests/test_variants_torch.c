@@ -2,7 +2,7 @@
  * wrote each variant's loss and every gradient (float64) on a tiny case into
  * tests/fixtures/variants.json; the C passes must give the loss to 1e-5
  * relative and every gradient to 1e-4 of its tensor's largest, on one thread
- * and on two, through model_backward and through training's fused pass. */
+ * and on two, through slm_model_backward and through training's fused pass. */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -26,8 +26,8 @@ static ModelConfig config_of(const cJSON *fixture, const cJSON *cas) {
     cfg.window = item(c, "window")->valueint;
     cfg.hidden_dim = item(c, "hidden_dim")->valueint;
     Error e;
-    CHECK(pos_parse(item(cas, "pos")->valuestring, &cfg.pos, &e) == 0);
-    CHECK(score_parse(item(cas, "score")->valuestring, &cfg.score, &e) == 0);
+    CHECK(slm_pos_parse(item(cas, "pos")->valuestring, &cfg.pos, &e) == 0);
+    CHECK(slm_score_parse(item(cas, "score")->valuestring, &cfg.score, &e) == 0);
     return cfg;
 }
 
@@ -72,50 +72,50 @@ static double compare_grads(const cJSON *cas, const Model *m, const float *grads
 static void check_case(const cJSON *fixture, const cJSON *cas, const Batch *b) {
     ModelConfig cfg = config_of(fixture, cas);
     char what[64];
-    snprintf(what, sizeof what, "--pos %s --score %s", pos_name(cfg.pos), score_name(cfg.score));
+    snprintf(what, sizeof what, "--pos %s --score %s", slm_pos_name(cfg.pos), slm_score_name(cfg.score));
     Model m;
     Activations a;
     Error e;
-    if (!CHECK(model_init(&m, &cfg, &e) == 0 && activations_init(&a, &cfg, b->n_tokens, &e) == 0)) return;
+    if (!CHECK(slm_model_init(&m, &cfg, &e) == 0 && slm_activations_init(&a, &cfg, b->n_tokens, &e) == 0)) return;
     if (load_tensors(cas, &m) == 0) {
         float loss, *grads = calloc(m.n_params, sizeof(float)), *fused = calloc(m.n_params, sizeof(float));
         double want = item(cas, "loss")->valuedouble;
-        CHECK(model_forward(&m, &a, b, NULL, &loss, &e) == 0);
+        CHECK(slm_model_forward(&m, &a, b, NULL, &loss, &e) == 0);
         if (!CHECK_CLOSE(a.mean_loss, want, 1e-5, 0)) fprintf(stderr, "  %s: loss differs\n", what);
-        model_backward(&m, &a, b, grads);
+        slm_model_backward(&m, &a, b, grads);
         double worst = compare_grads(cas, &m, grads, what);
-        CHECK(model_loss_and_grad(&m, &a, b, NULL, 1.0f / a.n_predicted, fused, &e) == 0);
+        CHECK(slm_model_loss_and_grad(&m, &a, b, NULL, 1.0f / a.n_predicted, fused, &e) == 0);
         worst = fmax(worst, compare_grads(cas, &m, fused, what));
         printf("%-36s loss %.9f (PyTorch %.9f), worst gradient %.2e\n", what, a.mean_loss, want, worst);
         free(grads);
         free(fused);
     }
-    activations_free(&a);
-    model_free(&m);
+    slm_activations_free(&a);
+    slm_model_free(&m);
 }
 
 int main(void) {
     char *json;
     size_t len;
     Error e;
-    if (!CHECK(file_read_all(check_source_path("tests/fixtures/variants.json"), 0, &json, &len, &e) == 0)) {
+    if (!CHECK(slm_file_read_all(check_source_path("tests/fixtures/variants.json"), 0, &json, &len, &e) == 0)) {
         fprintf(stderr, "%s\n", e.message);
         return check_report();
     }
     cJSON *fixture = cJSON_Parse(json);
     if (!CHECK(fixture != NULL)) return check_report();
     Batch b;
-    CHECK(batch_init(&b, 64, 4, &e) == 0);
+    CHECK(slm_batch_init(&b, 64, 4, &e) == 0);
     const cJSON *story, *id;
     cJSON_ArrayForEach(story, item(fixture, "stories")) {
         int32_t ids[64];
         int n = 0;
         cJSON_ArrayForEach(id, story) ids[n++] = id->valueint;
-        CHECK(batch_add(&b, ids, n, &e) == 0);
+        CHECK(slm_batch_add(&b, ids, n, &e) == 0);
     }
     int cases = 0;
     for (int threads = 1; threads <= 2; threads++) {
-        model_threads_setup(threads);
+        slm_model_threads_setup(threads);
         const cJSON *cas;
         cJSON_ArrayForEach(cas, item(fixture, "cases")) {
             check_case(fixture, cas, &b);
@@ -123,7 +123,7 @@ int main(void) {
         }
     }
     CHECK(cases >= 2 * 3); /* at least rope, alibi and absolute */
-    batch_free(&b);
+    slm_batch_free(&b);
     cJSON_Delete(fixture);
     free(json);
     return check_report();

@@ -16,32 +16,32 @@ static const char *const TEXT = "Once upon a time, there was a girl named Mia. M
 static int open_session(ProbeSession *ps, Error *e) {
     ProbeOptions po = {.model = check_source_path("models/tinystories.safetensors"), .ablate_mode = "zero",
                        .n_test = STORIES_DEFAULT_TEST};
-    return probe_session_open(ps, &po, "test_views", NULL, PROBE_ATTENTION_ONLY, e);
+    return slm_probe_session_open(ps, &po, "test_views", NULL, PROBE_ATTENTION_ONLY, e);
 }
 
-/* view_loss over [EOS] + text equals evaluate() over the same ids as a story. */
+/* slm_view_loss over [EOS] + text equals slm_evaluate() over the same ids as a story. */
 static void loss_on_text_is_the_trainers_evaluation(const ProbeSession *ps) {
     Error e;
     ViewText vt;
-    CHECK(view_text_run(&vt, ps, TEXT, -1, 0, &e) == 0);
+    CHECK(slm_view_text_run(&vt, ps, TEXT, -1, 0, &e) == 0);
     Report r;
-    report_init(&r, "eval");
-    view_loss(&r, ps, &vt, TEXT);
-    CHECK(report_failed(&r, &e) == 0);
-    cJSON *j = report_json(&r);
+    slm_report_init(&r, "eval");
+    slm_view_loss(&r, ps, &vt, TEXT);
+    CHECK(slm_report_failed(&r, &e) == 0);
+    cJSON *j = slm_report_json(&r);
     size_t starts[2] = {0, vt.ids.len};
     int only[1] = {0};
     Stories s = {.n_stories = 1, .ids32 = vt.ids.data, .starts = starts, .n_tokens = vt.ids.len, .n_test = 1, .test = only};
     EvalResult ev;
-    CHECK(evaluate(&ps->lm.model, &s, only, 1, NULL, 4096, &ev, &e) == 0);
+    CHECK(slm_evaluate(&ps->lm.model, &s, only, 1, NULL, 4096, &ev, &e) == 0);
     CHECK(ev.positions == (long long)vt.ids.len - 1);
     CHECK(cJSON_GetObjectItem(j, "positions")->valuedouble == (double)ev.positions);
     CHECK_CLOSE(cJSON_GetObjectItem(j, "loss")->valuedouble, ev.loss, 1e-5, 1e-6);
     CHECK_CLOSE(cJSON_GetObjectItem(j, "accuracy")->valuedouble, ev.accuracy, 0, 1e-12);
     CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(j, "tokens")) == (int)ev.positions);
     cJSON_Delete(j);
-    report_free(&r);
-    view_text_free(&vt);
+    slm_report_free(&r);
+    slm_view_text_free(&vt);
 }
 
 /* Greedy, token by token with cached keys and values: each new token is the
@@ -50,32 +50,32 @@ static void greedy_generation_follows_the_full_forward(const ProbeSession *ps) {
     Error e;
     ViewGenerator vg;
     ViewGenerateOptions go = {.max_tokens = 25, .temperature = 0, .top_p = 1, .seed = 1};
-    CHECK(view_generator_init(&vg, &ps->lm, NULL, "Lily found a", &go, &e) == 0);
+    CHECK(slm_view_generator_init(&vg, &ps->lm, NULL, "Lily found a", &go, &e) == 0);
     int rc, prompt = (int)vg.ids.len, agree = 1;
-    while ((rc = view_generator_next(&vg, &e)) > 0) {}
+    while ((rc = slm_view_generator_next(&vg, &e)) > 0) {}
     CHECK(rc == 0);
     CHECK(vg.tokens > 0 && vg.tokens <= 25);
     IntVec story = {0};
-    CHECK(intvec_push(&story, ps->lm.tokenizer.eos_id, &e) == 0);
-    for (size_t i = 0; i < vg.ids.len; i++) CHECK(intvec_push(&story, vg.ids.data[i], &e) == 0);
+    CHECK(slm_intvec_push(&story, ps->lm.tokenizer.eos_id, &e) == 0);
+    for (size_t i = 0; i < vg.ids.len; i++) CHECK(slm_intvec_push(&story, vg.ids.data[i], &e) == 0);
     ProbeRunner run;
-    CHECK(probe_runner_init(&run, &ps->lm.model, (int)story.len, &e) == 0);
-    CHECK(probe_run(&run, story.data, (int)story.len, NULL, &e) == 0);
+    CHECK(slm_probe_runner_init(&run, &ps->lm.model, (int)story.len, &e) == 0);
+    CHECK(slm_probe_run(&run, story.data, (int)story.len, NULL, &e) == 0);
     for (int k = prompt; k < (int)vg.ids.len; k++) { /* story[k] predicts story[k + 1] = vg.ids[k] */
         int rank;
-        probe_probability(&run.acts, k, vg.ids.data[k], &rank);
+        slm_probe_probability(&run.acts, k, vg.ids.data[k], &rank);
         agree &= rank == 1;
     }
     CHECK(agree);
-    char *text = view_generator_text(&vg, &e), *all = NULL;
+    char *text = slm_view_generator_text(&vg, &e), *all = NULL;
     CHECK(text && strncmp(text, "Lily found a", 12) == 0); /* the prompt's capital kept */
-    CHECK(view_generate(&ps->lm, NULL, "Lily found a", &go, &all, &e) == 0);
+    CHECK(slm_view_generate(&ps->lm, NULL, "Lily found a", &go, &all, &e) == 0);
     CHECK(all && text && strcmp(all, text) == 0); /* all at once: the same */
     free(all);
     free(text);
-    probe_runner_free(&run);
-    intvec_free(&story);
-    view_generator_free(&vg);
+    slm_probe_runner_free(&run);
+    slm_intvec_free(&story);
+    slm_view_generator_free(&vg);
 }
 
 /* The table called key in r, or NULL. */
@@ -89,17 +89,17 @@ static const ReportTable *find_table(const Report *r, const char *key) {
 static void attention_weights_add_up_to_one(const ProbeSession *ps) {
     Error e;
     ViewText vt;
-    CHECK(view_text_run(&vt, ps, TEXT, -4, 0, &e) == 0);
+    CHECK(slm_view_text_run(&vt, ps, TEXT, -4, 0, &e) == 0);
     CHECK(vt.pos == (int)vt.ids.len - 4);
     Report r;
-    report_init(&r, "attend");
-    view_attend(&r, ps, &vt, -1);
+    slm_report_init(&r, "attend");
+    slm_view_attend(&r, ps, &vt, -1);
     const ReportTable *t = find_table(&r, "keys");
     double sum[8] = {0};
     int rows[8] = {0};
     for (int i = 0; t && i < t->n_rows; i++) {
-        int h = (int)table_number(t, i, 0);
-        sum[h] += table_number(t, i, 8);
+        int h = (int)slm_table_number(t, i, 0);
+        sum[h] += slm_table_number(t, i, 8);
         rows[h]++;
     }
     CHECK(t != NULL);
@@ -107,20 +107,20 @@ static void attention_weights_add_up_to_one(const ProbeSession *ps) {
         CHECK(rows[h] == vt.pos + 1); /* [EOS] to itself */
         CHECK_CLOSE(sum[h], 1.0, 0, 1e-5);
     }
-    report_free(&r);
-    view_text_free(&vt);
+    slm_report_free(&r);
+    slm_view_text_free(&vt);
 }
 
 static void positions_out_of_range_are_refused(const ProbeSession *ps) {
     Error e;
     ViewText vt;
-    CHECK(view_text_run(&vt, ps, "Lily ran.", 4, 0, &e) == -1); /* [EOS] lily ran . : 0..3 */
+    CHECK(slm_view_text_run(&vt, ps, "Lily ran.", 4, 0, &e) == -1); /* [EOS] lily ran . : 0..3 */
     CHECK(strstr(e.message, "outside") != NULL);
-    CHECK(view_text_run(&vt, ps, "Lily ran.", -5, 0, &e) == -1);
-    CHECK(view_text_run(&vt, ps, "Lily ran.", -4, 1, &e) == 0 && vt.pos == 0 && vt.runner.acts.n_positions == 1);
-    view_text_free(&vt);
-    CHECK(view_check_head(ps, 8, &e) == -1 && view_check_head(ps, -2, &e) == -1);
-    CHECK(view_check_head(ps, -1, &e) == 0 && view_check_head(ps, 7, &e) == 0);
+    CHECK(slm_view_text_run(&vt, ps, "Lily ran.", -5, 0, &e) == -1);
+    CHECK(slm_view_text_run(&vt, ps, "Lily ran.", -4, 1, &e) == 0 && vt.pos == 0 && vt.runner.acts.n_positions == 1);
+    slm_view_text_free(&vt);
+    CHECK(slm_view_check_head(ps, 8, &e) == -1 && slm_view_check_head(ps, -2, &e) == -1);
+    CHECK(slm_view_check_head(ps, -1, &e) == 0 && slm_view_check_head(ps, 7, &e) == 0);
 }
 
 int main(void) {
@@ -134,6 +134,6 @@ int main(void) {
     greedy_generation_follows_the_full_forward(&ps);
     attention_weights_add_up_to_one(&ps);
     positions_out_of_range_are_refused(&ps);
-    probe_session_close(&ps);
+    slm_probe_session_close(&ps);
     return check_report();
 }

@@ -49,28 +49,28 @@ static void test_merges_worked_by_hand(void) {
     Vocab v;
     VocabStats st;
     Error e = {0};
-    CHECK(vocab_train_from_counts(words, 5, 20, &v, &st, &e) == 0);
+    CHECK(slm_vocab_train_from_counts(words, 5, 20, &v, &st, &e) == 0);
     CHECK(vocab_is(&v, want, 20));
     CHECK(st.n_alphabet_pieces == 11);
     CHECK(st.n_merges == 7);
     CHECK(st.last_merge_count == 4);
     CHECK(st.n_chars == 7 && st.n_chars_kept == 7);
-    vocab_free(&v);
+    slm_vocab_free(&v);
 
     /* a smaller size stops after the first merges, in the same order */
-    CHECK(vocab_train_from_counts(words, 5, 17, &v, &st, &e) == 0);
+    CHECK(slm_vocab_train_from_counts(words, 5, 17, &v, &st, &e) == 0);
     CHECK(vocab_is(&v, want, 17));
     CHECK(st.last_merge_count == 12);
-    vocab_free(&v);
+    slm_vocab_free(&v);
 
     /* the order the words come in changes nothing */
     WordCount shuffled[] = {words[4], words[2], words[0], words[3], words[1]};
-    CHECK(vocab_train_from_counts(shuffled, 5, 20, &v, NULL, &e) == 0);
+    CHECK(slm_vocab_train_from_counts(shuffled, 5, 20, &v, NULL, &e) == 0);
     CHECK(vocab_is(&v, want, 20));
-    vocab_free(&v);
+    slm_vocab_free(&v);
 
     /* one more than the words can give: an error saying how many they can */
-    CHECK(vocab_train_from_counts(words, 5, 21, &v, NULL, &e) == -1);
+    CHECK(slm_vocab_train_from_counts(words, 5, 21, &v, NULL, &e) == -1);
     CHECK(strstr(e.message, "only 20 pieces") != NULL);
     CHECK(strstr(e.hint, "at most 20") != NULL);
     CHECK(v.size == 0 && v.pieces == NULL);
@@ -85,11 +85,11 @@ static void test_existing_piece_not_added_twice(void) {
     Vocab v;
     VocabStats st;
     Error e = {0};
-    CHECK(vocab_train_from_counts(words, 2, 9, &v, &st, &e) == 0);
+    CHECK(slm_vocab_train_from_counts(words, 2, 9, &v, &st, &e) == 0);
     CHECK(vocab_is(&v, want, 9));
     CHECK(st.n_merges == 3 && st.n_merges_existing == 1);
-    vocab_free(&v);
-    CHECK(vocab_train_from_counts(words, 2, 10, &v, &st, &e) == -1);
+    slm_vocab_free(&v);
+    CHECK(slm_vocab_train_from_counts(words, 2, 10, &v, &st, &e) == -1);
     CHECK(strstr(e.message, "only 9 pieces") != NULL);
 }
 
@@ -102,31 +102,31 @@ static void test_alphabet_larger_than_size(void) {
     VocabStats st;
     Error e = {0};
     const char *want5[] = {"[UNK]", "[EOS]", "a", "b", "##b"};
-    CHECK(vocab_train_from_counts(words, 2, 5, &v, &st, &e) == 0);
+    CHECK(slm_vocab_train_from_counts(words, 2, 5, &v, &st, &e) == 0);
     CHECK(vocab_is(&v, want5, 5));
     CHECK(st.n_chars == 4 && st.n_chars_kept == 2);
     CHECK(st.n_char_tokens == 12 && st.n_char_tokens_dropped == 2);
     CHECK(st.n_words_dropped == 1 && st.n_merges == 0);
-    vocab_free(&v);
+    slm_vocab_free(&v);
 
     /* one more place: c (1 piece) fits, d (2 pieces) still does not */
     const char *want6[] = {"[UNK]", "[EOS]", "a", "b", "c", "##b"};
-    CHECK(vocab_train_from_counts(words, 2, 6, &v, &st, &e) == 0);
+    CHECK(slm_vocab_train_from_counts(words, 2, 6, &v, &st, &e) == 0);
     CHECK(vocab_is(&v, want6, 6));
     CHECK(st.n_chars_kept == 3 && st.n_words_dropped == 1);
-    vocab_free(&v);
+    slm_vocab_free(&v);
 
     /* 7: still no room for d, so "cd" stays out and (a,##b) is the only merge */
     const char *want7[] = {"[UNK]", "[EOS]", "a", "b", "c", "##b", "ab"};
-    CHECK(vocab_train_from_counts(words, 2, 7, &v, &st, &e) == 0);
+    CHECK(slm_vocab_train_from_counts(words, 2, 7, &v, &st, &e) == 0);
     CHECK(vocab_is(&v, want7, 7));
-    vocab_free(&v);
+    slm_vocab_free(&v);
 
     /* 3: room for one piece: the most frequent character that needs one */
     const char *want3[] = {"[UNK]", "[EOS]", "a"};
-    CHECK(vocab_train_from_counts(words, 2, 3, &v, &st, &e) == 0);
+    CHECK(slm_vocab_train_from_counts(words, 2, 3, &v, &st, &e) == 0);
     CHECK(vocab_is(&v, want3, 3));
-    vocab_free(&v);
+    slm_vocab_free(&v);
 }
 
 /* Words over 100 characters are [UNK] in encoding, so training skips them. */
@@ -140,29 +140,29 @@ static void test_long_words_left_out(void) {
     Vocab v;
     VocabStats st;
     Error e = {0};
-    CHECK(vocab_train_from_counts(words, 3, 7, &v, &st, &e) == 0);
+    CHECK(slm_vocab_train_from_counts(words, 3, 7, &v, &st, &e) == 0);
     CHECK(st.n_long_words == 1);
     CHECK(!has_piece(&v, "x", 1) && !has_piece(&v, "##x", 3));
     CHECK(has_piece(&v, "y", 1) && has_piece(&v, "##y", 3));
-    vocab_free(&v);
+    slm_vocab_free(&v);
 }
 
 static void test_bad_arguments(void) {
     WordCount words[] = {wc("ab", 2)};
     Vocab v;
     Error e = {0};
-    CHECK(vocab_train_from_counts(words, 1, 0, &v, NULL, &e) == -1);
+    CHECK(slm_vocab_train_from_counts(words, 1, 0, &v, NULL, &e) == -1);
     CHECK(strstr(e.message, "size 0") != NULL);
-    CHECK(vocab_train_from_counts(words, 1, VOCAB_MAX_SIZE + 1, &v, NULL, &e) == -1);
+    CHECK(slm_vocab_train_from_counts(words, 1, VOCAB_MAX_SIZE + 1, &v, NULL, &e) == -1);
     WordCount spaced[] = {wc("a b", 2)};
-    CHECK(vocab_train_from_counts(spaced, 1, 5, &v, NULL, &e) == -1);
+    CHECK(slm_vocab_train_from_counts(spaced, 1, 5, &v, NULL, &e) == -1);
     CHECK(strstr(e.message, "white space") != NULL);
     WordCount zero[] = {wc("ab", 0)};
-    CHECK(vocab_train_from_counts(zero, 1, 5, &v, NULL, &e) == -1);
-    CHECK(vocab_train_from_counts(NULL, 0, 5, &v, NULL, &e) == -1);
+    CHECK(slm_vocab_train_from_counts(zero, 1, 5, &v, NULL, &e) == -1);
+    CHECK(slm_vocab_train_from_counts(NULL, 0, 5, &v, NULL, &e) == -1);
     CHECK(strstr(e.message, "only 2 pieces") != NULL);
     WordCount broken[] = {{"a\xff", 2, 3}};
-    CHECK(vocab_train_from_counts(broken, 1, 5, &v, NULL, &e) == -1);
+    CHECK(slm_vocab_train_from_counts(broken, 1, 5, &v, NULL, &e) == -1);
     CHECK(strstr(e.message, "UTF-8") != NULL);
 }
 
@@ -283,13 +283,13 @@ static void test_same_as_recounting_every_pair(void) {
         /* the fast trainer at the largest size the words allow, and one more */
         Vocab v;
         Error e = {0};
-        int ok = vocab_train_from_counts(words, (size_t)n, s->n, &v, NULL, &e) == 0;
+        int ok = slm_vocab_train_from_counts(words, (size_t)n, s->n, &v, NULL, &e) == 0;
         CHECK(ok);
         if (ok) {
             CHECK(vocab_is(&v, (const char *const *)s->pieces, s->n));
-            vocab_free(&v);
+            slm_vocab_free(&v);
         }
-        CHECK(vocab_train_from_counts(words, (size_t)n, s->n + 1, &v, NULL, &e) == -1);
+        CHECK(slm_vocab_train_from_counts(words, (size_t)n, s->n + 1, &v, NULL, &e) == -1);
         slow_free(s);
         memset(s->pieces, 0, sizeof s->pieces);
         s->n = s->n_words = 0;
@@ -360,12 +360,12 @@ static void check_coverage(const Vocab *v, const char *text, size_t len, int *n_
     StorySpan *spans = NULL;
     int n = 0;
     StorySkips skips;
-    CHECK(stories_split(text, len, "stories", &spans, &n, &skips, &e) == 0);
-    CHECK(pretokenizer_init(&p, &e) == 0);
+    CHECK(slm_stories_split(text, len, "stories", &spans, &n, &skips, &e) == 0);
+    CHECK(slm_pretokenizer_init(&p, &e) == 0);
     for (int i = 0; i < n; i++) {
         norm.len = 0;
-        CHECK(text_normalize(text + spans[i].offset, spans[i].len, &norm, &e) == 0);
-        CHECK(pretokenize(&p, norm.data, norm.len, check_word_covered, &c, &e) == 0);
+        CHECK(slm_text_normalize(text + spans[i].offset, spans[i].len, &norm, &e) == 0);
+        CHECK(slm_pretokenize(&p, norm.data, norm.len, check_word_covered, &c, &e) == 0);
     }
     CHECK(c.words > 0);
     CHECK(c.missing == 0);
@@ -373,8 +373,8 @@ static void check_coverage(const Vocab *v, const char *text, size_t len, int *n_
     *n_long = c.long_words;
     free(c.sorted);
     free(spans);
-    pretokenizer_free(&p);
-    bytevec_free(&norm);
+    slm_pretokenizer_free(&p);
+    slm_bytevec_free(&norm);
 }
 
 static int count_lines(const char *text, size_t len) {
@@ -388,12 +388,12 @@ static void test_stories_text(void) {
     Vocab a, b;
     VocabStats st;
     Error e = {0};
-    CHECK(vocab_train_text(invented_stories, len, "invented", 160, &a, &st, &e) == 0);
-    CHECK(vocab_train_text(invented_stories, len, "invented", 160, &b, NULL, &e) == 0);
+    CHECK(slm_vocab_train_text(invented_stories, len, "invented", 160, &a, &st, &e) == 0);
+    CHECK(slm_vocab_train_text(invented_stories, len, "invented", 160, &b, NULL, &e) == 0);
     CHECK(st.n_stories == 3);
     CHECK(st.n_long_words == 1);
     size_t la, lb;
-    char *ta = vocab_to_text(&a, &la, &e), *tb = vocab_to_text(&b, &lb, &e);
+    char *ta = slm_vocab_to_text(&a, &la, &e), *tb = slm_vocab_to_text(&b, &lb, &e);
     CHECK(la == lb && memcmp(ta, tb, la) == 0); /* deterministic, byte for byte */
     CHECK(count_lines(ta, la) == 160 && ta[la - 1] == '\n');
     CHECK(strcmp(a.pieces[0], "[UNK]") == 0 && strcmp(a.pieces[1], "[EOS]") == 0);
@@ -406,24 +406,24 @@ static void test_stories_text(void) {
     CHECK(n_long == 1);
     CHECK(st.n_word_tokens == n_words); /* the separators are not words */
 
-    /* written to disk atomically, exactly as vocab_to_text */
+    /* written to disk atomically, exactly as slm_vocab_to_text */
     char path[4096];
     snprintf(path, sizeof path, "%s/vocab_train_test.txt", check_tmpdir());
-    CHECK(vocab_save(&a, path, &e) == 0);
+    CHECK(slm_vocab_save(&a, path, &e) == 0);
     char *saved;
     size_t ls;
-    CHECK(file_read_all(path, 0, &saved, &ls, &e) == 0);
+    CHECK(slm_file_read_all(path, 0, &saved, &ls, &e) == 0);
     CHECK(ls == la && memcmp(saved, ta, la) == 0);
     free(saved);
     free(ta);
     free(tb);
-    vocab_free(&a);
-    vocab_free(&b);
+    slm_vocab_free(&a);
+    slm_vocab_free(&b);
 
     /* too many pieces for three stories: an error naming the stories and the count */
-    CHECK(vocab_train_text(invented_stories, len, "invented", 2000, &a, NULL, &e) == -1);
+    CHECK(slm_vocab_train_text(invented_stories, len, "invented", 2000, &a, NULL, &e) == -1);
     CHECK(strstr(e.message, "invented") != NULL && strstr(e.message, "only") != NULL);
-    CHECK(vocab_train_text("", 0, "empty.txt", 2000, &a, NULL, &e) == -1);
+    CHECK(slm_vocab_train_text("", 0, "empty.txt", 2000, &a, NULL, &e) == -1);
     CHECK(strstr(e.message, "empty.txt") != NULL);
 }
 
@@ -435,16 +435,16 @@ static void test_tinystories(void) {
     /* shared/ sits beside the project's root (or beside a folder of work trees) */
     char path[4096];
     snprintf(path, sizeof path, "%s", check_source_path("../shared/data/tinystories-train.txt"));
-    if (file_read_all(path, 0, &text, &len, &e) != 0) {
+    if (slm_file_read_all(path, 0, &text, &len, &e) != 0) {
         snprintf(path, sizeof path, "%s", check_source_path("../../shared/data/tinystories-train.txt"));
     }
-    if (!text && file_read_all(path, 0, &text, &len, &e) != 0) {
+    if (!text && slm_file_read_all(path, 0, &text, &len, &e) != 0) {
         printf("SKIPPED the TinyStories check: %s\n", e.message);
         return;
     }
     Vocab v;
     VocabStats st;
-    CHECK(vocab_train_text(text, len, path, VOCAB_DEFAULT_SIZE, &v, &st, &e) == 0);
+    CHECK(slm_vocab_train_text(text, len, path, VOCAB_DEFAULT_SIZE, &v, &st, &e) == 0);
     CHECK(v.size == VOCAB_DEFAULT_SIZE);
     CHECK(st.n_stories > 5000 && st.n_chars_kept == st.n_chars);
     CHECK(has_piece(&v, "the", 3) && has_piece(&v, "lily", 4) && has_piece(&v, "said", 4));
@@ -453,7 +453,7 @@ static void test_tinystories(void) {
     CHECK(st.n_word_tokens == n_words);
     printf("TinyStories: %d stories, %lld words, %d distinct, %d characters, %d merges\n", st.n_stories,
            (long long)st.n_word_tokens, st.n_words, st.n_chars, st.n_merges);
-    vocab_free(&v);
+    slm_vocab_free(&v);
     free(text);
 }
 

@@ -19,15 +19,15 @@ typedef struct Adam {
     float eps;     /* 1e-8 */
     float weight_decay; /* 0: plain Adam; > 0: AdamW's decoupled decay */
     const uint8_t *decay_mask; /* (n) or NULL: which parameters decay (1) and which not (0);
-                                * NULL: all of them. Not owned (model_decay_mask fills one). */
+                                * NULL: all of them. Not owned (slm_model_decay_mask fills one). */
 } Adam;
 
 /* Zeroed state for n parameters with the defaults above. */
-int adam_init(Adam *a, size_t n, Error *e);
-void adam_free(Adam *a);
+int slm_adam_init(Adam *a, size_t n, Error *e);
+void slm_adam_free(Adam *a);
 
 /* One step: params (n) -= lr * Adam direction of grads (n). Elementwise, so
  * the result does not depend on the thread count. */
-void adam_update(Adam *a, float *params, const float *grads, float lr);
+void slm_adam_update(Adam *a, float *params, const float *grads, float lr);
 
 #endif

@@ -20,7 +20,7 @@
 typedef struct Dropout {
     float hidden;                  /* P for each number of z (N, Z); 0: off; < 1 */
     float attention;               /* P for each attention weight; 0: off; < 1 */
-    const uint64_t *story_keys;    /* (the batch's stories) each story's key (dropout_story_key) */
+    const uint64_t *story_keys;    /* (the batch's stories) each story's key (slm_dropout_story_key) */
     const uint8_t *hidden_mask;    /* tests, instead of keys: (N, Z), 1 keep, 0 drop */
     const uint8_t *attention_mask; /* tests, instead of keys: (H, N, N), [h][p][u] for key u of position p */
 } Dropout;
@@ -31,22 +31,22 @@ typedef struct DropoutMask {
     float scale;         /* 1 / (1 - p) */
     uint64_t threshold;  /* a 32-bit draw below it drops */
     uint64_t salt;       /* which kind: z or attention */
-    const uint64_t *keys;/* (N) each position's key (dropout_position_keys) */
+    const uint64_t *keys;/* (N) each position's key (slm_dropout_position_keys) */
     const uint8_t *fixed;/* tests: the mask itself */
     int n_positions;     /* N of the pass (a fixed attention mask's stride) */
 } DropoutMask;
 
 /* The key of the story in slot `slot` of training step `step` of a run seeded `seed`. */
-uint64_t dropout_story_key(uint64_t seed, int64_t step, int slot);
+uint64_t slm_dropout_story_key(uint64_t seed, int64_t step, int slot);
 /* keys (n): positions first .. first+n-1 of the story keyed story_key. */
-void dropout_story_position_keys(uint64_t story_key, int first, int n, uint64_t *keys);
+void slm_dropout_story_position_keys(uint64_t story_key, int first, int n, uint64_t *keys);
 /* keys (N): position t of story i (starts (n_stories+1), packed) gets a key from story_keys[i] and t. */
-void dropout_position_keys(const uint64_t *story_keys, const int *starts, int n_stories, uint64_t *keys);
-DropoutMask dropout_mask(float p, uint64_t salt, const uint64_t *keys, const uint8_t *fixed);
+void slm_dropout_position_keys(const uint64_t *story_keys, const int *starts, int n_stories, uint64_t *keys);
+DropoutMask slm_dropout_mask(float p, uint64_t salt, const uint64_t *keys, const uint8_t *fixed);
 /* x (n): numbers 0..n-1 of position pos's sequence `stream` (the head, or 0
  * for z), each times 0 or 1/(1-p) by the mask; with a fixed mask, by its
  * entries fixed[at .. at+n). */
-void dropout_apply(const DropoutMask *d, int pos, uint64_t stream, size_t at, float *x, int n);
+void slm_dropout_apply(const DropoutMask *d, int pos, uint64_t stream, size_t at, float *x, int n);
 
 #define DROPOUT_SALT_HIDDEN 0x68696464656eULL
 #define DROPOUT_SALT_ATTENTION 0x617474656e74ULL

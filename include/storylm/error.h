@@ -17,25 +17,25 @@ typedef struct Error {
 } Error;
 
 /* Fills e (which may be NULL) and returns -1, so callers can `return FAIL(...)`. */
-int error_set(Error *e, const char *file, int line, const char *hint, const char *fmt, ...)
+int slm_error_set(Error *e, const char *file, int line, const char *hint, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
-#define FAIL(e, hint, ...) error_set((e), __FILE__, __LINE__, (hint), __VA_ARGS__)
+#define FAIL(e, hint, ...) slm_error_set((e), __FILE__, __LINE__, (hint), __VA_ARGS__)
 
 /* Prefixes the message of an error already set with more context ("reading x: "). */
-void error_prefix(Error *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void slm_error_prefix(Error *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Prints "storylm: error: MESSAGE" and "---> HINT: ..." to stderr; with
  * STORYLM_DEBUG set in the environment also the source location. */
-void error_print(const Error *e, const char *program);
+void slm_error_print(const Error *e, const char *program);
 
 /* Checked calls: on failure they set e and return NULL. */
-void *xmalloc_at(size_t n, Error *e, const char *file, int line);
-void *xcalloc_at(size_t count, size_t size, Error *e, const char *file, int line);
-void *xrealloc_at(void *p, size_t n, Error *e, const char *file, int line);
-FILE *xfopen_at(const char *path, const char *mode, Error *e, const char *file, int line);
-#define xmalloc(n, e) xmalloc_at((n), (e), __FILE__, __LINE__)
-#define xcalloc(c, s, e) xcalloc_at((c), (s), (e), __FILE__, __LINE__)
-#define xrealloc(p, n, e) xrealloc_at((p), (n), (e), __FILE__, __LINE__)
-#define xfopen(path, mode, e) xfopen_at((path), (mode), (e), __FILE__, __LINE__)
+void *slm_xmalloc_at(size_t n, Error *e, const char *file, int line);
+void *slm_xcalloc_at(size_t count, size_t size, Error *e, const char *file, int line);
+void *slm_xrealloc_at(void *p, size_t n, Error *e, const char *file, int line);
+FILE *slm_xfopen_at(const char *path, const char *mode, Error *e, const char *file, int line);
+#define xmalloc(n, e) slm_xmalloc_at((n), (e), __FILE__, __LINE__)
+#define xcalloc(c, s, e) slm_xcalloc_at((c), (s), (e), __FILE__, __LINE__)
+#define xrealloc(p, n, e) slm_xrealloc_at((p), (n), (e), __FILE__, __LINE__)
+#define xfopen(path, mode, e) slm_xfopen_at((path), (mode), (e), __FILE__, __LINE__)
 
 #endif

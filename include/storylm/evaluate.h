@@ -1,6 +1,6 @@
 /* Evaluation: a model's loss (nats per predicted token) and top-1 accuracy
  * over stories, the numbers `storylm eval`, training's test evaluation and
- * the ablation probe (probe_score) report. It runs the stories through the
+ * the ablation probe (slm_probe_score) report. It runs the stories through the
  * training pass (shards.h: split over OpenMP's threads by stories, forward
  * only), so every one of them gives the same numbers for the same model. */
 #ifndef STORYLM_EVALUATE_H
@@ -20,7 +20,7 @@ typedef struct EvalResult {
 /* Loss and accuracy of m over stories idx[0..n) of s with the heads in
  * ablation switched off (NULL: none), in chunks of up to max_positions
  * positions. */
-int evaluate(const Model *m, const Stories *s, const int *idx, int n, const Ablation *ablation, int max_positions,
+int slm_evaluate(const Model *m, const Stories *s, const int *idx, int n, const Ablation *ablation, int max_positions,
              EvalResult *r, Error *e);
 
 /* evaluate, and each position's numbers: position p of story idx[i], which
@@ -28,7 +28,7 @@ int evaluate(const Model *m, const Stories *s, const int *idx, int n, const Abla
  * target had the largest logit), at = the lengths of stories idx[0..i)
  * added up; loss and correct hold that sum over all n stories, and each
  * story's last position gets 0. */
-int evaluate_each(const Model *m, const Stories *s, const int *idx, int n, const Ablation *ablation,
+int slm_evaluate_each(const Model *m, const Stories *s, const int *idx, int n, const Ablation *ablation,
                   int max_positions, EvalResult *r, float *loss, uint8_t *correct, Error *e);
 
 #endif

@@ -8,14 +8,14 @@
 
 /* Reads a regular file whole into *data (NUL-terminated, caller frees).
  * Refuses directories and files larger than max_bytes (0 = no limit). */
-int file_read_all(const char *path, size_t max_bytes, char **data, size_t *len, Error *e);
+int slm_file_read_all(const char *path, size_t max_bytes, char **data, size_t *len, Error *e);
 
 /* Writes data to path atomically: into "path.tmp.PID", fsync, rename over path.
  * An interrupted write never leaves a half-written file at path. An existing
- * path must be a regular file (output_check); a symbolic link is written
+ * path must be a regular file (slm_output_check); a symbolic link is written
  * through, to its target, never replaced. Temporaries of earlier saves whose
  * process no longer exists (a kill -9 mid-save) are removed. */
-int file_write_atomic(const char *path, const void *data, size_t len, Error *e);
+int slm_file_write_atomic(const char *path, const void *data, size_t len, Error *e);
 
 /* An atomic writer for output produced in pieces (a model file, say). */
 typedef struct AtomicFile {
@@ -23,31 +23,31 @@ typedef struct AtomicFile {
     char *final_path;
     char *temp_path;
 } AtomicFile;
-int atomic_open(AtomicFile *a, const char *path, Error *e);
-int atomic_write(AtomicFile *a, const void *data, size_t len, Error *e);
-int atomic_commit(AtomicFile *a, Error *e); /* fsync + rename; frees a */
-void atomic_abort(AtomicFile *a);           /* removes the temporary file; frees a */
+int slm_atomic_open(AtomicFile *a, const char *path, Error *e);
+int slm_atomic_write(AtomicFile *a, const void *data, size_t len, Error *e);
+int slm_atomic_commit(AtomicFile *a, Error *e); /* fsync + rename; frees a */
+void slm_atomic_abort(AtomicFile *a);           /* removes the temporary file; frees a */
 
 /* Before any work: can path be an output of a command that reads inputs[0..n)
  * (NULL entries skipped)? Refuses an output that is the same file as an input
  * (device and inode, whatever the names or links), an existing folder,
  * device, pipe or socket, a symbolic link to nothing, and a path whose folder
- * is missing or not writable. atomic_open checks the same without inputs. */
-int output_check(const char *path, const char *const *inputs, int n_inputs, Error *e);
+ * is missing or not writable. slm_atomic_open checks the same without inputs. */
+int slm_output_check(const char *path, const char *const *inputs, int n_inputs, Error *e);
 
 /* Do paths a and b name one file: the same inode when both exist, else the
  * same name in the same folder? */
-int paths_same(const char *a, const char *b);
+int slm_paths_same(const char *a, const char *b);
 
 /* "path.lock" holding our PID, so that two runs never write one output. A
  * lock whose process no longer exists (kill -9) is stale and taken over. */
 typedef struct FileLock {
     char *path; /* NULL when not held */
 } FileLock;
-int file_lock(FileLock *l, const char *path, Error *e);
-void file_unlock(FileLock *l); /* removes the lock if it is ours; frees l */
+int slm_file_lock(FileLock *l, const char *path, Error *e);
+void slm_file_unlock(FileLock *l); /* removes the lock if it is ours; frees l */
 
 /* 64-bit FNV-1a, for cache keys and deterministic choices (not security). */
-uint64_t hash64(const void *data, size_t len, uint64_t seed);
+uint64_t slm_hash64(const void *data, size_t len, uint64_t seed);
 
 #endif

@@ -1,6 +1,6 @@
 /* Incremental inference: one token at a time, keeping each earlier token's
  * keys and values (the last `window` of them) instead of recomputing them.
- * Gives the same logits as model_forward over the whole story.
+ * Gives the same logits as slm_model_forward over the whole story.
  *
  * Several stories at once (a batch of samples): each sample has its own
  * cache of keys and values and its own position, and one step feeds one
@@ -54,33 +54,33 @@ typedef struct GeneratorBatch {
 
 /* n >= 1 samples, each at the start of a story; ablation may be NULL (no
  * head switched off); it is copied. */
-int generator_batch_init(GeneratorBatch *g, const Model *m, const Ablation *ablation, int n, Error *e);
-void generator_batch_free(GeneratorBatch *g);
+int slm_generator_batch_init(GeneratorBatch *g, const Model *m, const Ablation *ablation, int n, Error *e);
+void slm_generator_batch_free(GeneratorBatch *g);
 /* Sample s forgets its story. */
-void generator_batch_reset(GeneratorBatch *g, int s);
+void slm_generator_batch_reset(GeneratorBatch *g, int s);
 /* Sample to takes over sample from's story (cache, position, logits): a
  * prompt fed once serves every sample. */
-void generator_batch_copy(GeneratorBatch *g, int from, int to);
+void slm_generator_batch_copy(GeneratorBatch *g, int from, int to);
 /* One step: token tokens[j] (0 <= token < V) to sample which[j], for j < k
  * (distinct samples; the others wait). */
-void generator_batch_feed(GeneratorBatch *g, const int *which, const int32_t *tokens, int k);
+void slm_generator_batch_feed(GeneratorBatch *g, const int *which, const int32_t *tokens, int k);
 /* Steps share the samples fed between w's threads (NULL: none), each
  * sample's arithmetic unchanged; w must outlive the batch's use. */
-void generator_batch_use_workers(GeneratorBatch *g, Workers *w);
+void slm_generator_batch_use_workers(GeneratorBatch *g, Workers *w);
 /* Sample s's logits (V) for its next token, valid until it is fed again. */
-const float *generator_batch_logits(const GeneratorBatch *g, int s);
+const float *slm_generator_batch_logits(const GeneratorBatch *g, int s);
 
 /* One story: a batch of one. */
 typedef struct Generator {
     GeneratorBatch batch;
 } Generator;
 
-int generator_init(Generator *g, const Model *m, const Ablation *ablation, Error *e);
-void generator_free(Generator *g);
+int slm_generator_init(Generator *g, const Model *m, const Ablation *ablation, Error *e);
+void slm_generator_free(Generator *g);
 /* Forgets the story so far. */
-void generator_reset(Generator *g);
+void slm_generator_reset(Generator *g);
 /* Feeds one token (0 <= token < V); returns the logits (V) for the next one,
  * valid until the next call. */
-const float *generator_feed(Generator *g, int32_t token);
+const float *slm_generator_feed(Generator *g, int32_t token);
 
 #endif

@@ -8,7 +8,7 @@
  *   int32_t i;
  *   for (HashProbe p = hashmap_probe(&m, h); (i = hashmap_next(&m, &p)) >= 0;)
  *       if (entry i's key is the key sought) return i;
- *   ...not there: keep the new entry as number n, then hashmap_add(&m, h, n, e)
+ *   ...not there: keep the new entry as number n, then slm_hashmap_add(&m, h, n, e)
  *
  * Linear probing over a power-of-two table kept at most half full. Each slot
  * keeps 32 bits of the hash beside the entry, so a probe passes most other
@@ -57,9 +57,9 @@ static inline int32_t hashmap_next(const HashMap *m, HashProbe *p) {
 
 /* Files entry (>= 0, its key not in the table yet) under hash, growing the
  * table when it would be more than half full. */
-int hashmap_add(HashMap *m, uint64_t hash, int32_t entry, Error *e);
+int slm_hashmap_add(HashMap *m, uint64_t hash, int32_t entry, Error *e);
 /* Room for n entries in all without growing (the table only grows). */
-int hashmap_reserve(HashMap *m, size_t n, Error *e);
-void hashmap_free(HashMap *m);
+int slm_hashmap_reserve(HashMap *m, size_t n, Error *e);
+void slm_hashmap_free(HashMap *m);
 
 #endif

@@ -19,35 +19,35 @@ typedef struct Batch Batch; /* model.h */
  * With OpenBLAS single-threaded and several OpenMP threads, the threads take
  * whole blocks: one kind of thread runs everything (OpenMP's and OpenBLAS's
  * busy-waiting threads would fight over the cores). */
-void matmul(int trans_a, int trans_b, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
+void slm_matmul(int trans_a, int trans_b, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
             float beta, float *C, int ldc);
 /* sums (cols) += column sums of A (rows, cols), row stride lda; ones (rows). Split like matmul. */
-void column_sums(const float *A, int rows, int cols, int lda, const float *ones, float *sums);
+void slm_column_sums(const float *A, int rows, int cols, int lda, const float *ones, float *sums);
 
 /* tokens (n) -> rows (n, D) written with row stride ld. */
-void embedding_forward(const float *embedding, const int32_t *tokens, int n, int D, float *rows, int ld);
-void embedding_backward(float *d_embedding, const int32_t *tokens, int n, int D, const float *d_rows, int ld);
+void slm_embedding_forward(const float *embedding, const int32_t *tokens, int n, int D, float *rows, int ld);
+void slm_embedding_backward(float *d_embedding, const int32_t *tokens, int n, int D, const float *d_rows, int ld);
 /* window8: z (n, C*D): row slots of x_{p-C+1} .. x_p, the story's first row before its start. */
-void window_forward(const float *embedding, const Batch *b, int C, int D, float *z);
-void window_backward(float *d_embedding, const Batch *b, int C, int D, const float *d_z);
+void slm_window_forward(const float *embedding, const Batch *b, int C, int D, float *z);
+void slm_window_backward(float *d_embedding, const Batch *b, int C, int D, const float *d_z);
 /* x (n, in) -> y (n, out) = tanh(x W^T + bias), W (out, in). */
-void dense_tanh_forward(const float *W, const float *bias, const float *x, int n, int in, int out, float *y);
+void slm_dense_tanh_forward(const float *W, const float *bias, const float *x, int n, int in, int out, float *y);
 /* d_y (n, out) is turned into d_pre in place; dW (out, in) +=, d_bias (out) +=,
  * d_x (n, in) = (overwritten). ones (n). */
-void dense_tanh_backward(const float *W, const float *x, const float *y, float *d_y, int n, int in, int out,
+void slm_dense_tanh_backward(const float *W, const float *x, const float *y, float *d_y, int n, int in, int out,
                          float *dW, float *d_bias, float *d_x, const float *ones);
 /* y (n, Hd) -> logits (n, V) = y W^T + bias, then per row: lse, and for rows
  * with a target (>= 0): loss = lse - logit[target], correct. */
-void output_forward(const float *W, const float *bias, const float *y, int n, int Hd, int V, float *logits,
+void slm_output_forward(const float *W, const float *bias, const float *y, int n, int Hd, int V, float *logits,
                     const int32_t *target, float *lse, float *loss, uint8_t *correct);
 /* logits (n, V) become d logits in place, (softmax - onehot) * scale on rows
  * with a target, 0 elsewhere; dW (V, Hd) +=, d_bias (V) +=, d_y (n, Hd) =. */
-void output_backward(const float *W, const float *y, float *logits, const int32_t *target, const float *lse,
+void slm_output_backward(const float *W, const float *y, float *logits, const int32_t *target, const float *lse,
                      float scale, int n, int Hd, int V, float *dW, float *d_bias, float *d_y, const float *ones);
 /* The output layer, softmax and cross-entropy on the calling thread, over
  * chunks of chunk_rows positions whose logits live only in scratch
  * (chunk_rows, V) and stay in cache: y (n, Hd) -> per position lse, loss and
- * correct as output_forward gives them; with dW, also the backward of
+ * correct as slm_output_forward gives them; with dW, also the backward of
  * scale * (sum of the losses): dW (V, Hd) +=, d_bias (V) +=, d_y (n, Hd) =. */
 typedef struct OutputLoss {
     const float *W, *bias, *y;  /* (V, Hd), (V), (n, Hd) */
@@ -59,12 +59,12 @@ typedef struct OutputLoss {
     uint8_t *correct;           /* (n) */
     float *dW, *d_bias, *d_y;   /* NULL: forward only */
 } OutputLoss;
-void output_loss(const OutputLoss *o);
-/* x (n) -> exp(x - shift) in place (softmax_inplace's exp). */
-void exp_inplace(float *x, int n, float shift);
+void slm_output_loss(const OutputLoss *o);
+/* x (n) -> exp(x - shift) in place (slm_softmax_inplace's exp). */
+void slm_exp_inplace(float *x, int n, float shift);
 /* x (n) -> softmax in place; returns the log-sum-exp of the input. */
-float softmax_inplace(float *x, int n);
+float slm_softmax_inplace(float *x, int n);
 /* x (n) -> tanh x in place, vectorized (the hidden layer's tanh). */
-void tanh_inplace(float *x, int n);
+void slm_tanh_inplace(float *x, int n);
 
 #endif

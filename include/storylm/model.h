@@ -16,12 +16,12 @@
  *   loss     mean over every predicted position of the batch of -log p(x_{t+1}), nats
  *
  * Usage (one training step):
- *   model_threads_setup(0);                          once, at program start
- *   Batch b; batch_init(&b, max_tokens, 8, e); batch_add(&b, ids, len, e); ...
- *   Activations a; activations_init(&a, &m.cfg, max_tokens, e);
- *   model_forward(&m, &a, &b, NULL, &loss, e);      NULL: no head switched off
- *   model_zero_grad(&m, grads); model_backward(&m, &a, &b, grads);
- *   adam_update(&opt, m.params, grads, lr);
+ *   slm_model_threads_setup(0);                          once, at program start
+ *   Batch b; slm_batch_init(&b, max_tokens, 8, e); slm_batch_add(&b, ids, len, e); ...
+ *   Activations a; slm_activations_init(&a, &m.cfg, max_tokens, e);
+ *   slm_model_forward(&m, &a, &b, NULL, &loss, e);      NULL: no head switched off
+ *   slm_model_zero_grad(&m, grads); slm_model_backward(&m, &a, &b, grads);
+ *   slm_adam_update(&opt, m.params, grads, lr);
  * Nothing is allocated inside a step. Every sum is taken in a fixed order (no
  * atomics, no reductions across threads), so the same inputs and thread count
  * give the same numbers bit for bit.
@@ -91,34 +91,34 @@ typedef struct Model {
     float *output_b;  /* (V) */
 } Model;
 
-ModelConfig model_config_default(Arch arch, int vocab_size);
-const char *arch_name(Arch arch);
-int arch_parse(const char *name, Arch *arch, Error *e);
+ModelConfig slm_model_config_default(Arch arch, int vocab_size);
+const char *slm_arch_name(Arch arch);
+int slm_arch_parse(const char *name, Arch *arch, Error *e);
 
 /* Lays out the tensor table for cfg and allocates params (zeroed). */
-int model_init(Model *m, const ModelConfig *cfg, Error *e);
-void model_free(Model *m);
+int slm_model_init(Model *m, const ModelConfig *cfg, Error *e);
+void slm_model_free(Model *m);
 /* Deterministic random init from seed (see src/model/model.c for why these scales):
  * embedding N(0, 1) (nn.Embedding's default); query, key, value, hidden and
  * output weights and biases U(-1/sqrt(fan_in), 1/sqrt(fan_in)) (nn.Linear's
  * default); distance scores 0, so every head starts reading evenly (the chapter). */
-void model_randomize(Model *m, uint64_t seed);
+void slm_model_randomize(Model *m, uint64_t seed);
 /* The tensor called name, or NULL. */
-const ParamTensor *model_tensor(const Model *m, const char *name);
+const ParamTensor *slm_model_tensor(const Model *m, const char *name);
 /* mask (n_params): 1 where the parameter's tensor has decay set, 0 elsewhere. */
-void model_decay_mask(const Model *m, uint8_t *mask);
+void slm_model_decay_mask(const Model *m, uint8_t *mask);
 /* Number of floats the table would hold for cfg (352,848 for the default). */
-size_t model_param_count(const ModelConfig *cfg);
+size_t slm_model_param_count(const ModelConfig *cfg);
 
 /* Process-wide, once at program start: n_threads OpenMP threads (0: keep
  * OMP_NUM_THREADS or all cores) and OpenBLAS single-threaded, so that the
  * passes split their products over OpenMP's threads themselves (see matmul).
  * Without it everything still works, with OpenBLAS threading each product,
  * but its spinning threads and OpenMP's then fight over the cores. */
-void model_threads_setup(int n_threads);
+void slm_model_threads_setup(int n_threads);
 
 /* Width of z, the hidden layer's input: 160 (row, 8 heads) or 256 (8 rows). */
-int model_hidden_input_dim(const ModelConfig *c);
+int slm_model_hidden_input_dim(const ModelConfig *c);
 
 /* ---------------------------------------------------------------------------
  * A batch: several whole stories packed one after another. */
@@ -143,13 +143,13 @@ typedef struct Batch {
     int max_stories, max_tokens;
 } Batch;
 
-int batch_init(Batch *b, int max_tokens, int max_stories, Error *e);
-void batch_free(Batch *b);
-void batch_clear(Batch *b);
+int slm_batch_init(Batch *b, int max_tokens, int max_stories, Error *e);
+void slm_batch_free(Batch *b);
+void slm_batch_clear(Batch *b);
 /* Appends a story of len >= 1 ids (normally [EOS] first); fails when full. */
-int batch_add(Batch *b, const int32_t *ids, int len, Error *e);
+int slm_batch_add(Batch *b, const int32_t *ids, int len, Error *e);
 /* Appends a piece of a longer story (see BatchPiece). */
-int batch_add_piece(Batch *b, const int32_t *ids, int len, BatchPiece piece, Error *e);
+int slm_batch_add_piece(Batch *b, const int32_t *ids, int len, BatchPiece piece, Error *e);
 
 /* ---------------------------------------------------------------------------
  * Head ablation: a property of the forward pass, not of the weights. A
@@ -175,15 +175,15 @@ typedef struct Ablation {
  *   qkv     (H*(2*kd+vd), ld), transposed so that keys lie contiguous, row
  *           stride ld = qkv_ld >= N: query[h] component i of position p at
  *           qkv[(h*kd + i)*ld + p], key at qkv[(H*kd + h*kd + i)*ld + p],
- *           value c at qkv[(2*H*kd + h*vd + c)*ld + p] (use activations_qkv)
- *   att     (H, N, S) attention weights, S = attention_row_stride(W) (272):
+ *           value c at qkv[(2*H*kd + h*vd + c)*ld + p] (use slm_activations_qkv)
+ *   att     (H, N, S) attention weights, S = slm_attention_row_stride(W) (272):
  *           row (h, p) starts at att + (h*N + p)*S and holds whole blocks of 8
  *           positions, from the block of first_key[p]: the weight of the key at
  *           position first_key[p] + j (distance back p - first_key[p] - j) is
  *           entry first_key[p] % 8 + j, j < n_keys = p - first_key[p] + 1; the
- *           other entries are 0 (use activations_attention)
+ *           other entries are 0 (use slm_activations_attention)
  *   hidden  (N, 128) after tanh
- *   logits  (N, V) after the bias; model_backward overwrites them with
+ *   logits  (N, V) after the bias; slm_model_backward overwrites them with
  *           d loss / d logits
  * Per position: target (next id or -1 at a story's last position), loss
  * (-log p(target) in nats, 0 without target), correct (1 when the target has
@@ -195,7 +195,7 @@ typedef struct Activations {
     int n_positions, n_predicted;
     double mean_loss;
     Ablation ablation; /* of the last forward; backward honours it */
-    int attention_kept; /* 1 after model_forward: att holds the weights */
+    int attention_kept; /* 1 after slm_model_forward: att holds the weights */
     float *z;          /* (N, Z) */
     float *qkv;        /* (QKV, ld), QKV = H*(2*kd+vd) = 256 */
     int qkv_ld;        /* row stride of qkv and d_qkv: N in blocks of 8, plus 8 */
@@ -216,22 +216,22 @@ typedef struct Activations {
     AttentionScratch scratch;
     float *ones;    /* (max_positions) for bias gradients as matrix-vector products */
     /* training's dropout: set by the caller before a forward (zeroed: none, as
-     * activations_init leaves it); the backward drops what its forward did */
+     * slm_activations_init leaves it); the backward drops what its forward did */
     Dropout dropout;
-    DropoutMask hidden_drop; /* z's mask for this pass (dropout_prepare) */
+    DropoutMask hidden_drop; /* z's mask for this pass (slm_dropout_prepare) */
     uint64_t *drop_keys;     /* (max_positions) each position's key */
 } Activations;
 
-int activations_init(Activations *a, const ModelConfig *cfg, int max_positions, Error *e);
-void activations_free(Activations *a);
+int slm_activations_init(Activations *a, const ModelConfig *cfg, int max_positions, Error *e);
+void slm_activations_free(Activations *a);
 
 /* Head h's attention at position p: *n_keys weights, entry j for the key at
  * position *first_key + j. */
-const float *activations_attention(const Activations *a, int h, int p, int *first_key, int *n_keys);
+const float *slm_activations_attention(const Activations *a, int h, int p, int *first_key, int *n_keys);
 /* Copies head h's query (kd), key (kd) and value (vd) of position p; any may be NULL. */
-void activations_qkv(const Activations *a, int h, int p, float *query, float *key, float *value);
+void slm_activations_qkv(const Activations *a, int h, int p, float *query, float *key, float *value);
 /* Head h's output at position p as the hidden layer read it (vd numbers). */
-const float *activations_head_output(const Activations *a, int h, int p);
+const float *slm_activations_head_output(const Activations *a, int h, int p);
 
 /* ---------------------------------------------------------------------------
  * The passes. */
@@ -239,37 +239,37 @@ const float *activations_head_output(const Activations *a, int h, int p);
 /* Runs the network on every position of b (b->n_tokens <= max_positions, ids
  * in range), with the heads in ablation switched off (NULL: none). Fills a;
  * *mean_loss (may be NULL) = mean loss over predicted positions (0 if none). */
-int model_forward(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, float *mean_loss,
+int slm_model_forward(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, float *mean_loss,
                   Error *e);
-/* model_forward up to the hidden layer: the attention weights, z and the
+/* slm_model_forward up to the hidden layer: the attention weights, z and the
  * hidden layer, but no logits, log-sum-exp or loss (they are left as they
  * were): for views that show only what the heads read, where the 2,000-way
  * output layer would be most of the work. */
-int model_forward_heads(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, Error *e);
+int slm_model_forward_heads(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, Error *e);
 /* Training's pass (and evaluation's, grads NULL), lighter in memory and
- * faster than model_forward + model_backward: the same forward up to the
+ * faster than slm_model_forward + slm_model_backward: the same forward up to the
  * hidden layer, then the output layer over chunks of positions whose logits
- * never leave the cache (output_loss), then, with grads, the backward:
+ * never leave the cache (slm_output_loss), then, with grads, the backward:
  * grads += d (scale * sum of the losses) / d params. Fills z, hidden, lse,
- * loss, correct and mean_loss as model_forward does; logits hold only
+ * loss, correct and mean_loss as slm_model_forward does; logits hold only
  * scratch and the attention weights are not kept (the backward computes
  * them again): neither is ever written in full, so their memory is never
  * touched. Runs on the calling thread's OpenMP team (one thread inside a
  * Workers job). */
-int model_loss_and_grad(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, float scale,
+int slm_model_loss_and_grad(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, float scale,
                         float *grads, Error *e);
 /* grads (n_params, the layout of params) = 0. */
-void model_zero_grad(const Model *m, float *grads);
-/* After model_forward on the same b: grads += d mean_loss / d params. */
-void model_backward(const Model *m, Activations *a, const Batch *b, float *grads);
+void slm_model_zero_grad(const Model *m, float *grads);
+/* After slm_model_forward on the same b: grads += d mean_loss / d params. */
+void slm_model_backward(const Model *m, Activations *a, const Batch *b, float *grads);
 
 /* Training's dropout (src/model/dropout.c, dropout.h), as hooks of the passes. */
 /* a->dropout for batch b -> each position's key, z's mask and attention's (in a->scratch). */
-void dropout_prepare(Activations *a, const Batch *b);
+void slm_dropout_prepare(Activations *a, const Batch *b);
 /* z (N, Z) -> z * mask / (1-P), in place, what the hidden layer reads. */
-void dropout_hidden_forward(Activations *a);
+void slm_dropout_hidden_forward(Activations *a);
 /* d_z (N, Z) -> d_z * the same mask / (1-P); then z's rows (attention) read
  * again from the embedding, as the backward through q, k, v needs them. */
-void dropout_hidden_backward(const Model *m, Activations *a, const Batch *b);
+void slm_dropout_hidden_backward(const Model *m, Activations *a, const Batch *b);
 
 #endif

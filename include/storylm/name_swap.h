@@ -1,5 +1,5 @@
 /* Name augmentation for training (--swap-names), from the chapter's Secret 2:
- * each training story's hero (probes.h: find_hero) is renamed, with
+ * each training story's hero (probes.h: slm_find_hero) is renamed, with
  * probability p, everywhere in the story, to another name: half the time one
  * of the names of the training stories (any of them equally likely), half
  * the time one made up from pieces (the first piece of one name of two or
@@ -29,17 +29,17 @@ typedef struct NameSwap {
     IntVec ids;       /* scratch: the story being rewritten (one caller at a time) */
 } NameSwap;
 
-/* Names learnt from the training stories of path (s as stories_load read it
- * from path): the file split as stories_load splits it, test stories left
+/* Names learnt from the training stories of path (s as slm_stories_load read it
+ * from path): the file split as slm_stories_load splits it, test stories left
  * out; when the split does not line up with s, from every story
  * (*from_all = 1; may be NULL). */
-int names_learn_training(NameList *nl, const char *path, const Stories *s, int *from_all, Error *e);
+int slm_names_learn_training(NameList *nl, const char *path, const Stories *s, int *from_all, Error *e);
 
 /* The rewriter for stories s of path with probability p. */
-int name_swap_init(NameSwap *ns, const Tokenizer *t, const char *path, const Stories *s, double p, Error *e);
-void name_swap_free(NameSwap *ns);
+int slm_name_swap_init(NameSwap *ns, const Tokenizer *t, const char *path, const Stories *s, double p, Error *e);
+void slm_name_swap_free(NameSwap *ns);
 /* A TrainAugmentFn (train.h): story `story` of s into out, its hero renamed
  * with probability ns->p (drawn from key); otherwise, or without a hero, as it is. */
-int name_swap_story(void *ns, const Stories *s, int story, uint64_t key, IntVec *out, Error *e);
+int slm_name_swap_story(void *ns, const Stories *s, int story, uint64_t key, IntVec *out, Error *e);
 
 #endif

@@ -1,4 +1,4 @@
-/* Attribution (probe_attribute.c): which parts of what the hidden layer
+/* Attribution (slm_probe_attribute.c): which parts of what the hidden layer
  * reads push one next-token logit, and where a text surprises the network.
  *
  * At position p the hidden layer reads z = [row, head 0, ..., head 7] (160
@@ -36,15 +36,15 @@ typedef struct AttributeResult {
     double *surprisal;      /* (T) -log p(x_{t+1}) at t in nats (NAN at the last position) */
 } AttributeResult;
 
-/* After model_forward of one story into a (attention network): the parts of
+/* After slm_model_forward of one story into a (attention network): the parts of
  * token's logit at position p (0 <= p < n_positions). mean_z (Z) may be NULL. */
-int probe_attribute(const Model *m, const Activations *a, int p, int32_t token, const double *mean_z,
+int slm_probe_attribute(const Model *m, const Activations *a, int p, int32_t token, const double *mean_z,
                     AttributeResult *out, Error *e);
-void attribute_result_free(AttributeResult *r);
+void slm_attribute_result_free(AttributeResult *r);
 
 /* mean_z (Z) = what the hidden layer reads, averaged over every position of
  * stories idx[0..n) with no head switched off: the mean row, then each head's
- * mean output (probe_head_means, what --ablate-mode mean uses). */
-int probe_mean_z(const Model *m, const Stories *s, const int *idx, int n, double *mean_z, Error *e);
+ * mean output (slm_probe_head_means, what --ablate-mode mean uses). */
+int slm_probe_mean_z(const Model *m, const Stories *s, const int *idx, int n, double *mean_z, Error *e);
 
 #endif

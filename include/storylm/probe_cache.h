@@ -1,4 +1,4 @@
-/* The activation cache (probe_cache.c): every activation of the forward pass
+/* The activation cache (slm_probe_cache.c): every activation of the forward pass
  * over one or more stories, as named F32 tensors written to a safetensors
  * file, so numpy or PyTorch users analyse them without storylm.
  *
@@ -37,12 +37,12 @@ typedef struct ActivationCache {
 
 /* Runs each story ids[starts[i] .. starts[i+1]) (n stories, each [EOS]
  * first, attention network) with ablation (NULL: none) into out. */
-int probe_cache(const Model *m, const int32_t *ids, const int *starts, int n, const Ablation *ablation,
+int slm_probe_cache(const Model *m, const int32_t *ids, const int *starts, int n, const Ablation *ablation,
                 ActivationCache *out, Error *e);
-void activation_cache_free(ActivationCache *c);
+void slm_activation_cache_free(ActivationCache *c);
 /* The tensors in the order above, names and shapes filled (t: CACHE_TENSORS). */
-void activation_cache_tensors(const ActivationCache *c, SafeTensorOut *t);
+void slm_activation_cache_tensors(const ActivationCache *c, SafeTensorOut *t);
 /* Writes them with metadata (may be NULL) to path, atomically. */
-int activation_cache_write(const ActivationCache *c, const char *path, const Metadata *metadata, Error *e);
+int slm_activation_cache_write(const ActivationCache *c, const char *path, const Metadata *metadata, Error *e);
 
 #endif

@@ -66,23 +66,23 @@ typedef struct CircuitsOptions {
 /* z_mean (Z) = mean of the hidden layer's input over every position of
  * stories idx[0..n) with ablation (NULL: none); seen (V) = 1 for the tokens
  * that occur in them; *positions counted. */
-int circuits_mean_input(const Model *m, const Stories *s, const int *idx, int n, const Ablation *ablation,
+int slm_circuits_mean_input(const Model *m, const Stories *s, const int *idx, int n, const Ablation *ablation,
                         float *z_mean, uint8_t *seen, long long *positions, Error *e);
 
 /* gain (hidden_dim) = 1 - tanh^2(hidden.weight z_mean + hidden.bias): the slope of the linearised hidden layer. */
-void circuits_gain(const Model *m, const float *z_mean, float *gain);
-/* Scratch floats circuit_qk and circuit_ov need. */
-size_t circuit_scratch_size(const ModelConfig *c);
+void slm_circuits_gain(const Model *m, const float *z_mean, float *gain);
+/* Scratch floats slm_circuit_qk and slm_circuit_ov need. */
+size_t slm_circuit_scratch_size(const ModelConfig *c);
 /* qk (V, V) of head h. */
-void circuit_qk(const Model *m, int h, float *scratch, float *qk);
+void slm_circuit_qk(const Model *m, int h, float *scratch, float *qk);
 /* ov (V, V) of head h with the hidden layer's slope gain (hidden_dim). */
-void circuit_ov(const Model *m, int h, const float *gain, float *scratch, float *ov);
+void slm_circuit_ov(const Model *m, int h, const float *gain, float *scratch, float *ov);
 
 /* For every head of o->heads: the top entries of both circuits, the rows of
  * o->reads and the self scores, with the OV circuit linearised at z_mean (Z);
  * seen (V) for the second self score (NULL: all tokens). */
-int probe_circuits(const Model *m, const float *z_mean, const uint8_t *seen, const CircuitsOptions *o,
+int slm_probe_circuits(const Model *m, const float *z_mean, const uint8_t *seen, const CircuitsOptions *o,
                    CircuitsResult *out, Error *e);
-void circuits_result_free(CircuitsResult *r);
+void slm_circuits_result_free(CircuitsResult *r);
 
 #endif

@@ -36,12 +36,12 @@ typedef struct DetectTally {
     long long n_previous, n_duplicate, n_induction; /* positions where each is defined */
 } DetectTally;
 
-int detect_tally_init(DetectTally *t, int n_heads, Error *e);
-void detect_tally_free(DetectTally *t);
+int slm_detect_tally_init(DetectTally *t, int n_heads, Error *e);
+void slm_detect_tally_free(DetectTally *t);
 /* Adds every position of the story run last by r (tokens ids, as run). */
-int detect_tally_add(DetectTally *t, const ProbeRunner *r, const int32_t *ids, Error *e);
+int slm_detect_tally_add(DetectTally *t, const ProbeRunner *r, const int32_t *ids, Error *e);
 /* Head h's means (NAN where no position counted). */
-DetectScores detect_tally_scores(const DetectTally *t, int h);
+DetectScores slm_detect_tally_scores(const DetectTally *t, int h);
 
 typedef struct DetectOptions {
     int n_random;    /* random sequences */
@@ -59,8 +59,8 @@ typedef struct DetectResult {
 
 /* The scores over stories idx[0..n) and o->n_random random sequences, with
  * ablation (NULL: none). */
-int probe_detect(const Model *m, const Stories *s, const int *idx, int n, const DetectOptions *o,
+int slm_probe_detect(const Model *m, const Stories *s, const int *idx, int n, const DetectOptions *o,
                  const Ablation *ablation, DetectResult *out, Error *e);
-void detect_result_free(DetectResult *r);
+void slm_detect_result_free(DetectResult *r);
 
 #endif

@@ -37,8 +37,8 @@ typedef struct IclResult {
 
 /* Over stories idx[0..n) with ablation (NULL: none). Fails when the stories
  * are too short: fewer than min_stories reach past o->early. */
-int probe_icl(const Model *m, const Stories *s, const int *idx, int n, const IclOptions *o, const Ablation *ablation,
+int slm_probe_icl(const Model *m, const Stories *s, const int *idx, int n, const IclOptions *o, const Ablation *ablation,
               IclResult *out, Error *e);
-void icl_result_free(IclResult *r);
+void slm_icl_result_free(IclResult *r);
 
 #endif

@@ -1,7 +1,7 @@
-/* Activation patching (probe_patch.c): which parts of the network carry the
+/* Activation patching (slm_probe_patch.c): which parts of the network carry the
  * difference between a clean text and a corrupt one of the same length.
  *
- * Both texts are run through the network (model_forward, with the same
+ * Both texts are run through the network (slm_model_forward, with the same
  * ablation). At the last position T-1 the logit difference
  *   LD = logit(answer) - logit(wrong)
  * is measured; then pieces of the clean run are put into the corrupt run and
@@ -34,7 +34,7 @@ typedef struct PatchResult {
     int n_positions, n_heads;
     int32_t answer, wrong;
     double clean_diff, corrupt_diff; /* LD of the two runs, evaluated as the patches are */
-    double clean_diff_model, corrupt_diff_model; /* LD from model_forward's float logits */
+    double clean_diff_model, corrupt_diff_model; /* LD from slm_model_forward's float logits */
     double *reads;           /* (H, T) normalised, as above */
     double *query, *output;  /* (H) */
     double *rows;            /* (T) */
@@ -45,19 +45,19 @@ typedef struct PatchResult {
     double *clean_logits;    /* (V) logits of the clean run, evaluated the same way */
 } PatchResult;
 
-/* After model_forward of the clean run into clean and of the corrupt run into
+/* After slm_model_forward of the clean run into clean and of the corrupt run into
  * corrupt (same number of positions, same ablation, attention network):
  * every patch above. answer and wrong are token ids. */
-int probe_patch(const Model *m, const Activations *clean, const Activations *corrupt, int32_t answer, int32_t wrong,
+int slm_probe_patch(const Model *m, const Activations *clean, const Activations *corrupt, int32_t answer, int32_t wrong,
                 PatchResult *out, Error *e);
-void patch_result_free(PatchResult *r);
+void slm_patch_result_free(PatchResult *r);
 
 /* The part above z, in double: z (Z) -> hidden (128) = tanh(W1 z + b1) ->
  * logits (V) = W2 hidden + b2. */
-void probe_logits_from_z(const Model *m, const double *z, double *hidden, double *logits);
-void probe_logits_from_hidden(const Model *m, const double *hidden, double *logits);
+void slm_probe_logits_from_z(const Model *m, const double *z, double *hidden, double *logits);
+void slm_probe_logits_from_hidden(const Model *m, const double *hidden, double *logits);
 /* The single logit of token, and its gradient d logit / d z (Z; may be NULL):
  * W1^T ((1 - y^2) * W2[token]), y = tanh(W1 z + b1). */
-double probe_logit_and_grad(const Model *m, const double *z, int32_t token, double *grad);
+double slm_probe_logit_and_grad(const Model *m, const double *z, int32_t token, double *grad);
 
 #endif

@@ -3,10 +3,10 @@
  * never print: the command-line verbs turn the structs into reports
  * (report.h) and pictures (svg.h). Heads are numbered 0..H-1 everywhere.
  *
- * Files: probe_run.c (running stories, heads' mean outputs), probe_attend.c
- * (Tools 1 and 2), probe_trace.c (Tool 3), probe_heads.c (Secret 1),
- * probe_names.c (names and heroes), probe_swap.c (Secret 2), probe_ablate.c
- * (Secret 3), probe_pieces.c (Secret 4), probe_stats.c (the statistics). */
+ * Files: slm_probe_run.c (running stories, heads' mean outputs), slm_probe_attend.c
+ * (Tools 1 and 2), slm_probe_trace.c (Tool 3), slm_probe_heads.c (Secret 1),
+ * probe_names.c (names and heroes), slm_probe_swap.c (Secret 2), probe_ablate.c
+ * (Secret 3), slm_probe_pieces.c (Secret 4), slm_probe_stats.c (the statistics). */
 #ifndef STORYLM_PROBES_H
 #define STORYLM_PROBES_H
 
@@ -20,43 +20,43 @@
 #include "storylm/tokenizer.h"
 
 /* ---------------------------------------------------------------------------
- * Running stories through the network (probe_run.c). */
+ * Running stories through the network (slm_probe_run.c). */
 
 /* Activations for one story at a time, grown to the longest story seen. */
 typedef struct ProbeRunner {
     const Model *model;
     Activations acts;
     Batch batch;
-    int heads_only; /* 1: probe_run stops at the hidden layer (model_forward_heads): no logits */
+    int heads_only; /* 1: slm_probe_run stops at the hidden layer (slm_model_forward_heads): no logits */
 } ProbeRunner;
 
-int probe_runner_init(ProbeRunner *r, const Model *m, int max_positions, Error *e);
-void probe_runner_free(ProbeRunner *r);
+int slm_probe_runner_init(ProbeRunner *r, const Model *m, int max_positions, Error *e);
+void slm_probe_runner_free(ProbeRunner *r);
 /* One story ids (len >= 1, normally [EOS] first) through the network with
  * ablation (NULL: none); r->acts then holds every activation (model.h). */
-int probe_run(ProbeRunner *r, const int32_t *ids, int len, const Ablation *ablation, Error *e);
-/* Story i of s through the network as probe_run does, its ids copied (with
+int slm_probe_run(ProbeRunner *r, const int32_t *ids, int len, const Ablation *ablation, Error *e);
+/* Story i of s through the network as slm_probe_run does, its ids copied (with
  * story_copy_ids) into *ids, grown as needed (*cap entries; caller frees). */
-int probe_run_story(ProbeRunner *r, const Stories *s, int i, const Ablation *ablation, int32_t **ids, size_t *cap,
+int slm_probe_run_story(ProbeRunner *r, const Stories *s, int i, const Ablation *ablation, int32_t **ids, size_t *cap,
                     Error *e);
 
 /* mean (H, vd) = each head's output averaged over every position of stories
  * idx[0..n) (what mean ablation puts in a switched-off head's place). */
-int probe_head_means(const Model *m, const Stories *s, const int *idx, int n, float *mean, Error *e);
+int slm_probe_head_means(const Model *m, const Stories *s, const int *idx, int n, float *mean, Error *e);
 
 /* Refuses a model without heads: "'what' needs the attention network". */
-int probe_need_attention(const Model *m, const char *what, Error *e);
+int slm_probe_need_attention(const Model *m, const char *what, Error *e);
 
-/* After probe_run: the probability the network gave token at position p
+/* After slm_probe_run: the probability the network gave token at position p
  * (predicting position p + 1), and its rank (1 = the most likely; may be NULL). */
-double probe_probability(const Activations *a, int p, int32_t token, int *rank);
+double slm_probe_probability(const Activations *a, int p, int32_t token, int *rank);
 
 /* Cosine of two rows of n numbers (0 when either is all zeros). */
-double probe_cosine(const float *a, const float *b, int n);
+double slm_probe_cosine(const float *a, const float *b, int n);
 
 /* ---------------------------------------------------------------------------
- * Tool 1, a lookup by content (probe_attend.c): one position reading with one
- * head, after probe_run. */
+ * Tool 1, a lookup by content (slm_probe_attend.c): one position reading with one
+ * head, after slm_probe_run. */
 typedef struct AttendKey {
     int position;         /* of the key in the story */
     int32_t token;
@@ -70,13 +70,13 @@ typedef struct AttendKey {
 
 /* keys (at least window entries) for head h at position p; returns how many
  * keys p reads (p - first key + 1), oldest first. */
-int probe_attend(const ProbeRunner *r, int h, int p, AttendKey *keys);
+int slm_probe_attend(const ProbeRunner *r, int h, int p, AttendKey *keys);
 /* map (T, T) for head h: map[p*T + u] = weight of key u at position p, NAN
  * where p cannot read u (u > p or out of the window). T = positions run. */
-void probe_attention_map(const ProbeRunner *r, int h, double *map);
+void slm_probe_attention_map(const ProbeRunner *r, int h, double *map);
 
 /* ---------------------------------------------------------------------------
- * Tool 3, the network around it (probe_trace.c): the last position of the
+ * Tool 3, the network around it (slm_probe_trace.c): the last position of the
  * story run last. */
 typedef struct TraceUnit {
     int unit;          /* hidden unit 0..127 */
@@ -101,13 +101,13 @@ typedef struct TraceResult {
     int n_guesses;
 } TraceResult;
 
-int probe_trace(const ProbeRunner *r, int n_units, int n_guesses, TraceResult *out, Error *e);
-void trace_result_free(TraceResult *t);
+int slm_probe_trace(const ProbeRunner *r, int n_units, int n_guesses, TraceResult *out, Error *e);
+void slm_trace_result_free(TraceResult *t);
 
 /* ---------------------------------------------------------------------------
- * Secret 1, the heads found jobs (probe_heads.c). */
+ * Secret 1, the heads found jobs (slm_probe_heads.c). */
 #define HEAD_BINS 6 /* distance back 0, 1, 2, 3-7, 8-31, 32-255 */
-extern const char *const head_bin_names[HEAD_BINS];
+extern const char *const slm_head_bin_names[HEAD_BINS];
 
 typedef struct HeadToken {
     int32_t token;
@@ -122,8 +122,8 @@ typedef struct HeadsResult {
     HeadToken *top;        /* (H, top_k) the tokens each head reads most */
 } HeadsResult;
 
-int probe_heads(const Model *m, const Stories *s, const int *idx, int n, int top_k, HeadsResult *out, Error *e);
-void heads_result_free(HeadsResult *h);
+int slm_probe_heads(const Model *m, const Stories *s, const int *idx, int n, int top_k, HeadsResult *out, Error *e);
+void slm_heads_result_free(HeadsResult *h);
 
 /* ---------------------------------------------------------------------------
  * Names and heroes (probe_names.c).
@@ -149,20 +149,20 @@ typedef struct NameList {
 
 /* Counts words over stories spans[i] of text for which use[i] is non-zero
  * (use NULL: all). */
-int names_learn(NameList *nl, const char *text, const StorySpan *spans, int n_spans, const uint8_t *use, Error *e);
-void names_free(NameList *nl);
+int slm_names_learn(NameList *nl, const char *text, const StorySpan *spans, int n_spans, const uint8_t *use, Error *e);
+void slm_names_free(NameList *nl);
 /* Times word (lower-case) was seen in any form; 0 when never. */
-int names_count(const NameList *nl, const char *word);
+int slm_names_count(const NameList *nl, const char *word);
 /* 1 when word (lower-case) is a name by the rule above. */
-int names_is_name(const NameList *nl, const char *word);
+int slm_names_is_name(const NameList *nl, const char *word);
 /* The names, most common first (ties by word), at most max; returns how many. */
-int names_most_common(const NameList *nl, const char **out, int *counts, int max);
+int slm_names_most_common(const NameList *nl, const char **out, int *counts, int max);
 
 /* A word as pieces: token ids [start, start + n) with no "##" piece after. */
 /* The lower-case text of the word starting at ids[i] (pieces joined, "##"
  * dropped) into buf; returns the number of pieces, 0 when ids[i] is itself
  * a "##" piece or the word does not fit. */
-int word_at(const Tokenizer *t, const int32_t *ids, int len, int i, char *buf, size_t size);
+int slm_word_at(const Tokenizer *t, const int32_t *ids, int len, int i, char *buf, size_t size);
 
 #define HERO_MAX_MENTIONS 256
 typedef struct Hero {
@@ -175,18 +175,18 @@ typedef struct Hero {
 
 /* 1 and *hero filled when the story ids (len) has a hero by the rule above,
  * 0 when not. */
-int find_hero(const Tokenizer *t, const NameList *nl, const int32_t *ids, int len, Hero *hero);
+int slm_find_hero(const Tokenizer *t, const NameList *nl, const int32_t *ids, int len, Hero *hero);
 /* Every whole-word occurrence of the word of pieces (n) in ids into starts
  * (at most max); returns how many. */
-int find_word(const Tokenizer *t, const int32_t *ids, int len, const int32_t *pieces, int n, int *starts, int max);
+int slm_find_word(const Tokenizer *t, const int32_t *ids, int len, const int32_t *pieces, int n, int *starts, int max);
 /* ids with every mention of hero replaced by pieces (n) into out (cleared
  * first); new_starts (hero->n_mentions) gets the mentions' new starts. */
-int swap_hero(const int32_t *ids, int len, const Hero *hero, const int32_t *pieces, int n, IntVec *out,
+int slm_swap_hero(const int32_t *ids, int len, const Hero *hero, const int32_t *pieces, int n, IntVec *out,
               int *new_starts, Error *e);
 
 /* The names swapped in (Secret 2 and 4). */
 typedef enum { NAME_ORIGINAL, NAME_COMMON, NAME_RARE, NAME_INVENTED } NameKind;
-extern const char *const name_kind_names[4];
+extern const char *const slm_name_kind_names[4];
 #define NAME_RARE_BELOW 20 /* seen fewer times in training: rare; never: invented */
 
 typedef struct SwapName {
@@ -199,16 +199,16 @@ typedef struct SwapName {
 
 /* Fills name from word: its pieces (fails when it is not one word of at most
  * 16 pieces) and its kind from nl's counts. */
-int swap_name_make(const Tokenizer *t, const NameList *nl, const char *word, SwapName *name, Error *e);
+int slm_swap_name_make(const Tokenizer *t, const NameList *nl, const char *word, SwapName *name, Error *e);
 /* The default list: the 3 most common names, 3 rare ones (seen 2 to 19
  * times, the least seen first), 3 invented ones never seen and of 3 or more
  * pieces (from a fixed list of candidates). Returns how many (at most max). */
-int swap_default_names(const Tokenizer *t, const NameList *nl, SwapName *out, int max);
+int slm_swap_default_names(const Tokenizer *t, const NameList *nl, SwapName *out, int max);
 /* Invented names of at least min_pieces pieces never seen in training. */
-int invented_names(const Tokenizer *t, const NameList *nl, int min_pieces, SwapName *out, int max);
+int slm_invented_names(const Tokenizer *t, const NameList *nl, int min_pieces, SwapName *out, int max);
 
 /* ---------------------------------------------------------------------------
- * Secret 2, it copies the names it knows (probe_swap.c). */
+ * Secret 2, it copies the names it knows (slm_probe_swap.c). */
 typedef struct NameScore {
     int stories;
     long long mentions;     /* later mentions measured */
@@ -227,7 +227,7 @@ typedef struct SwapRow {
  * with a hero that do not already hold the new name: the hero replaced by
  * the name everywhere, measured at the later mentions with m and baseline
  * (may be NULL; no ablation). rows: n_names + 1. */
-int probe_swap(const Model *m, const Model *baseline, const Tokenizer *t, const NameList *nl, const Stories *s,
+int slm_probe_swap(const Model *m, const Model *baseline, const Tokenizer *t, const NameList *nl, const Stories *s,
                const int *idx, int n, const SwapName *names, int n_names, const Ablation *ablation, SwapRow *rows,
                Error *e);
 
@@ -247,17 +247,17 @@ typedef struct NameTargets {
     int n;
 } NameTargets;
 
-int name_targets_find(const Tokenizer *t, const NameList *nl, const Stories *s, const int *idx, int n,
+int slm_name_targets_find(const Tokenizer *t, const NameList *nl, const Stories *s, const int *idx, int n,
                       NameTargets *out, Error *e);
-void name_targets_free(NameTargets *nt);
+void slm_name_targets_free(NameTargets *nt);
 
 /* Loss and accuracy of m over stories idx[0..n) with ablation (NULL: none),
- * and at names (may be NULL; found by name_targets_find over the same idx). */
-int probe_score(const Model *m, const Stories *s, const int *idx, int n, const Ablation *ablation,
+ * and at names (may be NULL; found by slm_name_targets_find over the same idx). */
+int slm_probe_score(const Model *m, const Stories *s, const int *idx, int n, const Ablation *ablation,
                 const NameTargets *names, AblateScore *out, Error *e);
 
 /* ---------------------------------------------------------------------------
- * Secret 4, what one layer cannot do (probe_pieces.c). */
+ * Secret 4, what one layer cannot do (slm_probe_pieces.c). */
 typedef struct PieceScore {
     int stories;
     long long mentions;
@@ -267,11 +267,11 @@ typedef struct PieceScore {
 } PieceScore;
 
 /* For each name, heroes of stories idx[0..n) renamed to it; rows: n_names. */
-int probe_pieces(const Model *m, const Tokenizer *t, const NameList *nl, const Stories *s, const int *idx, int n,
+int slm_probe_pieces(const Model *m, const Tokenizer *t, const NameList *nl, const Stories *s, const int *idx, int n,
                  const SwapName *names, int n_names, const Ablation *ablation, PieceScore *rows, Error *e);
 
 /* ---------------------------------------------------------------------------
- * The chapter's statistics (probe_stats.c). */
+ * The chapter's statistics (slm_probe_stats.c). */
 typedef struct StatsResult {
     int n_heads;
     long long pairs;             /* (position, key it reads) pairs, itself included */
@@ -286,10 +286,10 @@ typedef struct StatsResult {
 
 /* left_out (V): 1 for the top most common tokens of stories idx[0..n)
  * (count by occurrences), except whole-word names of nl. */
-int common_tokens(const Stories *s, const int *idx, int n, const Tokenizer *t, const NameList *nl, int top,
+int slm_common_tokens(const Stories *s, const int *idx, int n, const Tokenizer *t, const NameList *nl, int top,
                   uint8_t *left_out, Error *e);
-int probe_stats(const Model *m, const Stories *s, const int *idx, int n, const uint8_t *left_out, StatsResult *out,
+int slm_probe_stats(const Model *m, const Stories *s, const int *idx, int n, const uint8_t *left_out, StatsResult *out,
                 Error *e);
-void stats_result_free(StatsResult *r);
+void slm_stats_result_free(StatsResult *r);
 
 #endif

@@ -1,6 +1,6 @@
 /* What a model file records of the stories it was trained on, instead of
  * their path on the machine that trained it: the file's name without its
- * folders, its size in bytes and the FNV-1a 64 hash of its bytes (hash64 with
+ * folders, its size in bytes and the FNV-1a 64 hash of its bytes (slm_hash64 with
  * seed 0, the checksum info shows for tensors), in the metadata keys "data",
  * "data_bytes" and "data_fnv1a64" (16 hex digits). The hash tells one text
  * from another, not a forged one (it is no cryptographic hash). */
@@ -21,14 +21,14 @@ typedef struct StoriesRecord {
 } StoriesRecord;
 
 /* The record of the regular file at path (read once, in one streaming pass). */
-int record_of_file(StoriesRecord *r, const char *path, Error *e);
+int slm_record_of_file(StoriesRecord *r, const char *path, Error *e);
 /* Sets the three keys in md ("data" alone when the sums are unknown). */
-int record_to_metadata(const StoriesRecord *r, Metadata *md, Error *e);
+int slm_record_to_metadata(const StoriesRecord *r, Metadata *md, Error *e);
 /* The record a model's metadata holds; of an old file's path, its last part. */
-void record_from_metadata(StoriesRecord *r, const Metadata *md);
+void slm_record_from_metadata(StoriesRecord *r, const Metadata *md);
 /* Whether the file at path is the one recorded: 1 it is (or the record has no
  * sums to tell), 0 it is not (why, size, says what differs), -1 it cannot be
  * read. */
-int record_check_file(const StoriesRecord *r, const char *path, char *why, size_t size, Error *e);
+int slm_record_check_file(const StoriesRecord *r, const char *path, char *why, size_t size, Error *e);
 
 #endif

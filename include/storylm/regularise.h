@@ -39,38 +39,38 @@ typedef struct Regularise {
 
 /* "x/m.safetensors" + "best" -> path "x/m.best.safetensors" (".best.safetensors"
  * appended to a name without the extension); NULL when too long. */
-const char *regularise_file(const char *out, const char *what, char path[REGULARISE_PATH_MAX]);
+const char *slm_regularise_file(const char *out, const char *what, char path[REGULARISE_PATH_MAX]);
 
 /* Refuses values the options cannot take (a probability not below 1, a
  * negative decay, ema_save without ema, ...), naming the flag. */
-int regularise_check_options(const TrainOptions *o, Error *e);
+int slm_regularise_check_options(const TrainOptions *o, Error *e);
 /* Paths only, from o->out (before the model exists: the trainer resumes from
  * checkpoint_path). */
-int regularise_paths(Regularise *g, const TrainOptions *o, Error *e);
+int slm_regularise_paths(Regularise *g, const TrainOptions *o, Error *e);
 /* Once the model is made or loaded (step > 0: resumed, run_id its run):
  * Adam's decay and mask, the average (the model's weights at the start, or
  * the run's average file on a resume), the best so far on a resume. */
-int regularise_init(Regularise *g, const Model *m, Adam *adam, int step, uint64_t run_id, Error *e);
-void regularise_free(Regularise *g);
+int slm_regularise_init(Regularise *g, const Model *m, Adam *adam, int step, uint64_t run_id, Error *e);
+void slm_regularise_free(Regularise *g);
 
 /* The keys a model file records (only those not off) and, on a resume, the
  * check that the options are those of the run continued. */
-int regularise_metadata(const TrainOptions *o, Metadata *md, Error *e);
-int regularise_check_resume(const TrainOptions *o, const Metadata *md, const char *path, Error *e);
+int slm_regularise_metadata(const TrainOptions *o, Metadata *md, Error *e);
+int slm_regularise_check_resume(const TrainOptions *o, const Metadata *md, const char *path, Error *e);
 
 /* Before a step's pass: its stories refs (n) rewritten by o->augment, each
  * keyed by the seed, the step and its place; the shards' dropout for the step. */
-int regularise_before_step(Regularise *g, const Stories *s, const int *idx, int n, int64_t step, StoryRef *refs,
+int slm_regularise_before_step(Regularise *g, const Stories *s, const int *idx, int n, int64_t step, StoryRef *refs,
                            Shards *shards, Error *e);
 /* After Adam's update: average = ema * average + (1 - ema) * weights. */
-void regularise_after_step(Regularise *g, const Model *m);
+void slm_regularise_after_step(Regularise *g, const Model *m);
 /* avg (n) = decay * avg + (1 - decay) * x (n): the average's arithmetic. */
-void ema_update(float *avg, const float *x, size_t n, float decay);
+void slm_ema_update(float *avg, const float *x, size_t n, float decay);
 
 /* After the trainer saved at step (meta: its training record, r: the
  * losses just evaluated): the average's file and, with keep_best, the best
  * model when this one is better; r's best_* then follow the saved model. */
-int regularise_saved(Regularise *g, const Model *m, const char *vocab, const Metadata *meta, int step,
+int slm_regularise_saved(Regularise *g, const Model *m, const char *vocab, const Metadata *meta, int step,
                      uint64_t run_id, TrainResult *r, Error *e);
 
 #endif

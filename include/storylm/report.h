@@ -2,17 +2,17 @@
  * list of named values, notes and tables of named, typed columns; it prints
  * as aligned plain text or becomes one cJSON object with the same numbers.
  *
- *   Report r; report_init(&r, "ablate");
- *   report_text(&r, "model", "Model", path);
- *   report_number(&r, "loss", "Loss", 2.13, 4);
- *   ReportTable *t = report_table(&r, "heads", "One head switched off");
- *   table_column(t, "head", "head", CELL_INT, 0);
- *   table_column(t, "loss", "loss", CELL_NUMBER, 4);
- *   table_row(t); cell_int(t, 3); cell_number(t, 2.31);
- *   if (report_failed(&r, e)) ...; report_print(&r, stdout); cJSON *j = report_json(&r);
+ *   Report r; slm_report_init(&r, "ablate");
+ *   slm_report_text(&r, "model", "Model", path);
+ *   slm_report_number(&r, "loss", "Loss", 2.13, 4);
+ *   ReportTable *t = slm_report_table(&r, "heads", "One head switched off");
+ *   slm_table_column(t, "head", "head", CELL_INT, 0);
+ *   slm_table_column(t, "loss", "loss", CELL_NUMBER, 4);
+ *   slm_table_row(t); slm_cell_int(t, 3); slm_cell_number(t, 2.31);
+ *   if (slm_report_failed(&r, e)) ...; slm_report_print(&r, stdout); cJSON *j = slm_report_json(&r);
  *
  * Building never fails loudly: an allocation failure is remembered and
- * report_failed() reports it once, so builders need no check per cell.
+ * slm_report_failed() reports it once, so builders need no check per cell.
  * In JSON, numbers that are not finite become null, percentages stay
  * fractions (0.25, printed "25.0%"), vectors become arrays. */
 #ifndef STORYLM_REPORT_H
@@ -80,54 +80,54 @@ typedef struct Report {
     int failed;
 } Report;
 
-void report_init(Report *r, const char *name);
-void report_free(Report *r);
+void slm_report_init(Report *r, const char *name);
+void slm_report_free(Report *r);
 /* -1 with e filled when any allocation while building failed. */
-int report_failed(const Report *r, Error *e);
+int slm_report_failed(const Report *r, Error *e);
 
 /* Named values (shown as "label   value" lines; keys of the JSON object). A
  * key with a dot, "model.file", goes into the object "model" of the JSON
  * (docs/json.md); a NULL label leaves the value out of the text. */
-void report_text(Report *r, const char *key, const char *label, const char *text);
-void report_int(Report *r, const char *key, const char *label, long long x);
-void report_number(Report *r, const char *key, const char *label, double x, int decimals);
-void report_percent(Report *r, const char *key, const char *label, double fraction, int decimals);
+void slm_report_text(Report *r, const char *key, const char *label, const char *text);
+void slm_report_int(Report *r, const char *key, const char *label, long long x);
+void slm_report_number(Report *r, const char *key, const char *label, double x, int decimals);
+void slm_report_percent(Report *r, const char *key, const char *label, double fraction, int decimals);
 /* Whole numbers x (n, below 2^24), a JSON array: the heads switched off. */
-void report_ints(Report *r, const char *key, const char *label, const int *x, int n);
+void slm_report_ints(Report *r, const char *key, const char *label, const int *x, int n);
 /* A heading over the values that follow, as a table has its title: in the
  * text only (after a blank line), JSON has its keys. */
-void report_heading(Report *r, const char *heading);
+void slm_report_heading(Report *r, const char *heading);
 /* A line of explanation (printf-style); in JSON, the array "notes". */
-void report_note(Report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void slm_report_note(Report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* A new table (owned by the report), or NULL when out of memory (the
  * table_* and cell_* functions accept NULL and do nothing). */
-ReportTable *report_table(Report *r, const char *key, const char *title);
-void table_column(ReportTable *t, const char *key, const char *label, CellKind kind, int decimals);
+ReportTable *slm_report_table(Report *r, const char *key, const char *title);
+void slm_table_column(ReportTable *t, const char *key, const char *label, CellKind kind, int decimals);
 /* Starts a row; the cell_* calls then fill its columns left to right. */
-void table_row(ReportTable *t);
-void cell_text(ReportTable *t, const char *text);
-void cell_int(ReportTable *t, long long x);
-void cell_number(ReportTable *t, double x); /* CELL_NUMBER or CELL_PERCENT columns */
-void cell_vector(ReportTable *t, const float *x, int n);
+void slm_table_row(ReportTable *t);
+void slm_cell_text(ReportTable *t, const char *text);
+void slm_cell_int(ReportTable *t, long long x);
+void slm_cell_number(ReportTable *t, double x); /* CELL_NUMBER or CELL_PERCENT columns */
+void slm_cell_vector(ReportTable *t, const float *x, int n);
 /* Leaves the cell empty ("-" in text, null in JSON). */
-void cell_skip(ReportTable *t);
+void slm_cell_skip(ReportTable *t);
 /* The number in row, col (NAN when empty or not a number). */
-double table_number(const ReportTable *t, int row, int col);
+double slm_table_number(const ReportTable *t, int row, int col);
 
 /* Plain text: values as aligned "label  value" lines, notes, and each table
  * with its title, a header and columns padded to their widest cell
  * (numbers right-aligned, text left-aligned). */
-void report_print(const Report *r, FILE *out);
+void slm_report_print(const Report *r, FILE *out);
 /* {"command": name, key: value..., "notes": [...], table key: [{col: cell, ...}, ...]}
  * (caller cJSON_Deletes); NULL when out of memory. */
-cJSON *report_json(const Report *r);
-/* x as report_json writes it: whole numbers as digits, floats to 9
+cJSON *slm_report_json(const Report *r);
+/* x as slm_report_json writes it: whole numbers as digits, floats to 9
  * significant digits (%.9g without trailing zeros: read back as a float they
  * are the same float), other doubles to 15 or 17 (read back, the same
- * double), null when not finite. Numbers in report_json's tree are raw
+ * double), null when not finite. Numbers in slm_report_json's tree are raw
  * items of this text with the value also in valuedouble. Returns the
  * length (as snprintf). */
-int report_format_number(double x, char *buf, size_t size);
+int slm_report_format_number(double x, char *buf, size_t size);
 
 #endif

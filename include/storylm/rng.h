@@ -1,4 +1,4 @@
-/* A seeded random number generator: xoshiro256** seeded through splitmix64,
+/* A seeded random number generator: xoshiro256** seeded through slm_splitmix64,
  * with uniform and normal (Box-Muller) draws. A value, never global state:
  * the model's init, the batch order and the sampler each own one. */
 #ifndef STORYLM_RNG_H
@@ -13,17 +13,17 @@ typedef struct Rng {
 } Rng;
 
 /* The same seed gives the same sequence on every machine. */
-void rng_seed(Rng *r, uint64_t seed);
-uint64_t rng_next(Rng *r);
+void slm_rng_seed(Rng *r, uint64_t seed);
+uint64_t slm_rng_next(Rng *r);
 /* Uniform in [0, 1), 53 random bits. */
-double rng_uniform(Rng *r);
+double slm_rng_uniform(Rng *r);
 /* Uniform in [lo, hi). */
-double rng_range(Rng *r, double lo, double hi);
+double slm_rng_range(Rng *r, double lo, double hi);
 /* Uniform integer in [0, n), unbiased (n > 0). */
-uint64_t rng_below(Rng *r, uint64_t n);
+uint64_t slm_rng_below(Rng *r, uint64_t n);
 /* Standard normal N(0, 1). */
-double rng_normal(Rng *r);
-/* One splitmix64 step: a well-mixed 64-bit value from x (also for deriving seeds). */
-uint64_t splitmix64(uint64_t *x);
+double slm_rng_normal(Rng *r);
+/* One slm_splitmix64 step: a well-mixed 64-bit value from x (also for deriving seeds). */
+uint64_t slm_splitmix64(uint64_t *x);
 
 #endif

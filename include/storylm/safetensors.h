@@ -40,12 +40,12 @@ typedef struct Metadata {
 
 /* Adds key/value (copies both) at the end, not looking for an earlier key:
  * for keys known to be new (copying a list without duplicates). Linear. */
-int metadata_append(Metadata *md, const char *key, const char *value, Error *e);
+int slm_metadata_append(Metadata *md, const char *key, const char *value, Error *e);
 /* Sets key to value (copies both), replacing an earlier value of key. */
-int metadata_set(Metadata *md, const char *key, const char *value, Error *e);
+int slm_metadata_set(Metadata *md, const char *key, const char *value, Error *e);
 /* The value of key, or NULL. */
-const char *metadata_get(const Metadata *md, const char *key);
-void metadata_free(Metadata *md);
+const char *slm_metadata_get(const Metadata *md, const char *key);
+void slm_metadata_free(Metadata *md);
 
 /* One tensor as the header describes it. */
 typedef struct SafeTensorInfo {
@@ -72,16 +72,16 @@ typedef struct SafeTensorsFile {
 /* Opens path and validates its header: lengths, JSON, metadata strings, known
  * dtypes, shapes, offsets inside the data area and matching the shape, no
  * duplicate names, tensors covering the data area exactly. */
-int safetensors_open(SafeTensorsFile *st, const char *path, Error *e);
-void safetensors_close(SafeTensorsFile *st);
+int slm_safetensors_open(SafeTensorsFile *st, const char *path, Error *e);
+void slm_safetensors_close(SafeTensorsFile *st);
 /* The tensor called name, or NULL. */
-const SafeTensorInfo *safetensors_find(const SafeTensorsFile *st, const char *name);
+const SafeTensorInfo *slm_safetensors_find(const SafeTensorsFile *st, const char *name);
 /* Number of elements (product of the shape). */
-uint64_t safetensors_count(const SafeTensorInfo *t);
-/* Reads an F32 tensor into dst (safetensors_count(t) floats). */
-int safetensors_read_f32(SafeTensorsFile *st, const SafeTensorInfo *t, float *dst, Error *e);
+uint64_t slm_safetensors_count(const SafeTensorInfo *t);
+/* Reads an F32 tensor into dst (slm_safetensors_count(t) floats). */
+int slm_safetensors_read_f32(SafeTensorsFile *st, const SafeTensorInfo *t, float *dst, Error *e);
 /* "[128, 160]" into buf. */
-void safetensors_format_shape(char *buf, size_t size, const uint64_t *shape, int ndim);
+void slm_safetensors_format_shape(char *buf, size_t size, const uint64_t *shape, int ndim);
 
 /* One F32 tensor to write. */
 typedef struct SafeTensorOut {
@@ -93,6 +93,6 @@ typedef struct SafeTensorOut {
 
 /* Writes the tensors in the given order, with metadata (NULL: no
  * "__metadata__"), to path atomically: on any error the old file stays. */
-int safetensors_write_f32(const char *path, const SafeTensorOut *tensors, int n, const Metadata *metadata, Error *e);
+int slm_safetensors_write_f32(const char *path, const SafeTensorOut *tensors, int n, const Metadata *metadata, Error *e);
 
 #endif

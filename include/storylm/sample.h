@@ -24,16 +24,16 @@ typedef struct Sampler {
 } Sampler;
 typedef struct Candidate Candidate;
 
-int sampler_init(Sampler *s, int vocab_size, float temperature, int top_k, float top_p, uint64_t seed, Error *e);
-void sampler_free(Sampler *s);
+int slm_sampler_init(Sampler *s, int vocab_size, float temperature, int top_k, float top_p, uint64_t seed, Error *e);
+void slm_sampler_free(Sampler *s);
 
 /* logits (V) -> a token id. Ties in the greedy case go to the lowest id.
  * Never picks a NaN logit: logits that cannot be scaled by 1/temperature
  * (inf, NaN, or a spread that overflows) fall back to greedy over the finite
  * and infinite ones, and NaNs are passed over. */
-int sampler_sample(Sampler *s, const float *logits);
+int slm_sampler_sample(Sampler *s, const float *logits);
 
 /* logits (V) -> probabilities (V), softmax at temperature 1. */
-void softmax_probs(const float *logits, int n, float *probs);
+void slm_softmax_probs(const float *logits, int n, float *probs);
 
 #endif

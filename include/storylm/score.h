@@ -28,12 +28,12 @@ typedef enum { SCORE_SCALED_DOT = 0, SCORE_DOT, SCORE_GENERAL, SCORE_ADDITIVE, S
 struct ModelConfig;
 struct Model;
 
-const char *score_name(ScoreFn score);
-int score_parse(const char *name, ScoreFn *score, Error *e);
-const char *score_names(void);
+const char *slm_score_name(ScoreFn score);
+int slm_score_parse(const char *name, ScoreFn *score, Error *e);
+const char *slm_score_names(void);
 
 /* The factor the kernel multiplies q.k by: 1/sqrt(kd) for scaled-dot, else 1. */
-float score_scale(const struct ModelConfig *c);
+float slm_score_scale(const struct ModelConfig *c);
 
 /* The variants' working memory for up to max_positions positions, qkv rows of stride up to max_ld. */
 typedef struct VariantScratch {
@@ -45,32 +45,32 @@ typedef struct VariantScratch {
     float *d_additive_v;     /* (H, kd) additive only: its gradient, set by the backward */
 } VariantScratch;
 
-VariantScratch *variant_scratch_new(const struct ModelConfig *c, int max_positions, int max_ld, Error *e);
-void variant_scratch_free(VariantScratch *v);
+VariantScratch *slm_variant_scratch_new(const struct ModelConfig *c, int max_positions, int max_ld, Error *e);
+void slm_variant_scratch_free(VariantScratch *v);
 
 /* qkv (QKV, ld) of N positions: queries and keys turned by rope (if the
  * model uses it) and transformed by the score (general, additive); the
  * untransformed ones kept in v->qk_before. Sets v->additive_v. */
-void score_qk_forward(const struct Model *m, VariantScratch *v, float *qkv, int ld, int N);
+void slm_score_qk_forward(const struct Model *m, VariantScratch *v, float *qkv, int ld, int N);
 /* d_qkv (QKV, ld) w.r.t. the transformed queries and keys -> w.r.t. the
  * matmul's, in place; grads of the score's tensors +=. */
-void score_qk_backward(const struct Model *m, const VariantScratch *v, float *d_qkv, int ld, int N, float *grads);
+void slm_score_qk_backward(const struct Model *m, const VariantScratch *v, float *d_qkv, int ld, int N, float *grads);
 /* One new token's queries and keys (qkv as generation lays it: H*kd queries,
  * H*kd keys, values) at position t: turned and transformed like the above. */
-void score_token_qk(const struct Model *m, int t, float *qkv);
+void slm_score_token_qk(const struct Model *m, int t, float *qkv);
 /* Head h's score of key k for query q before any distance score, from the
  * queries and keys as the activations hold them (turned and transformed):
- * q.k times score_scale, or the additive score. */
-float score_content(const struct Model *m, int h, const float *q, const float *k);
+ * q.k times slm_score_scale, or the additive score. */
+float slm_score_content(const struct Model *m, int h, const float *q, const float *k);
 /* The additive score of a query q~ (kd) and key k~ (kd) of head h. */
-float additive_score(const float *v, int kd, const float *q, const float *k);
+float slm_additive_score(const float *v, int kd, const float *q, const float *k);
 /* Generation's cache: s (n) += v . tanh(q~ + key j), key j's component i at
  * keys[i*stride + j]. */
-void additive_scores_cached(const float *v, int kd, const float *q, const float *keys, int stride, int n, float *s);
+void slm_additive_scores_cached(const float *v, int kd, const float *q, const float *keys, int stride, int n, float *s);
 
 /* The model's views of the score's tensors (NULL where it has none). */
-const float *model_param(const struct Model *m, const char *name);
-float *model_grad(const struct Model *m, float *grads, const char *name);
+const float *slm_model_param(const struct Model *m, const char *name);
+float *slm_model_grad(const struct Model *m, float *grads, const char *name);
 
 /* 0, or -1 with a message naming `what` and the variant when a probe or
  * view cannot read a model of this kind. need: VARIANT_NEEDS_* bits. */
@@ -79,6 +79,6 @@ enum {
     VARIANT_NEEDS_DISTANCE = 2,     /* scores per distance back (--pos distance, alibi, t5) */
     VARIANT_NEEDS_ROW_SCORES = 4    /* scores of two tokens' rows alone: no position inside q or k, plain dot */
 };
-int variant_check(const struct ModelConfig *c, const char *what, unsigned need, Error *e);
+int slm_variant_check(const struct ModelConfig *c, const char *what, unsigned need, Error *e);
 
 #endif

@@ -23,18 +23,18 @@
 #define SHIPPED_MODEL_REL "models/" SHIPPED_MODEL_NAME
 
 /* true when path is a regular file. */
-bool session_file_exists(const char *path);
+bool slm_session_file_exists(const char *path);
 /* A file of the source tree, rel ("data/stories.txt"), looked for in order:
  * beside the executable as in the source tree, <exe dir>/../rel
  * (build/storylm) or <exe dir>/rel; in the installed data folder seen from
  * the executable, <exe dir>/../share/storylm/rel (an install moved to another
  * prefix); in the data folder compiled in (<prefix>/share/storylm/rel).
  * Writes the path into buf; false when none exists. */
-bool session_source_file(const char *rel, char *buf, size_t size);
+bool slm_session_source_file(const char *rel, char *buf, size_t size);
 /* Those places for rel, ", "-separated into buf (size), for error messages. */
-void session_source_places(const char *rel, char *buf, size_t size);
+void slm_session_source_places(const char *rel, char *buf, size_t size);
 /* The shipped model, models/tinystories.safetensors, found that way. */
-bool session_shipped_model(char *buf, size_t size);
+bool slm_session_shipped_model(char *buf, size_t size);
 
 /* A model file with its tokenizer (from the vocabulary stored in it). */
 typedef struct LoadedModel {
@@ -45,15 +45,15 @@ typedef struct LoadedModel {
     const char *path;
 } LoadedModel;
 
-int cli_load_model(LoadedModel *lm, const char *path, Error *e);
+int slm_cli_load_model(LoadedModel *lm, const char *path, Error *e);
 /* The error for a model file path that does not exist (returns -1); for
  * ./model.safetensors, the default, it names where the shipped model was
  * looked for too. */
-int session_no_model(const char *path, Error *e);
-void cli_free_model(LoadedModel *lm);
+int slm_session_no_model(const char *path, Error *e);
+void slm_cli_free_model(LoadedModel *lm);
 
 /* "3,5" -> bit mask of heads; fails for numbers outside 0..n_heads-1. */
-int cli_parse_heads(const char *list, int n_heads, uint32_t *mask, Error *e);
+int slm_cli_parse_heads(const char *list, int n_heads, uint32_t *mask, Error *e);
 
 /* What a probe session is opened with (the CLI fills it from its flags). */
 typedef struct ProbeOptions {
@@ -71,22 +71,22 @@ typedef struct ProbeOptions {
  * differs ("" when it does not, or the record cannot tell). A model file
  * holds no path to fall back on: given NULL fails, the hint naming the file
  * the model was trained on. NULL on failure. */
-const char *session_mean_stories(const LoadedModel *lm, const char *given, const char *what, char *warning,
+const char *slm_session_mean_stories(const LoadedModel *lm, const char *given, const char *what, char *warning,
                                  size_t size, Error *e);
 
 /* --ablate and --ablate-mode for a loaded model: fills ab (heads, mode) and,
  * for mean, *mean (caller frees) averaged over the held-out test stories of
  * s (read from stories_path), or when s is NULL of the file stories_path
- * (session_mean_stories: needed, and checked against the model's record).
+ * (slm_session_mean_stories: needed, and checked against the model's record).
  * desc (size) says what was done, for reports ("" when nothing), with a
  * warning when stories_path is not the model's training file. */
-int cli_setup_ablation(const LoadedModel *lm, const char *ablate, const char *mode, const Stories *s,
+int slm_cli_setup_ablation(const LoadedModel *lm, const char *ablate, const char *mode, const Stories *s,
                        const char *stories_path, int n_test, Ablation *ab, float **mean, char *desc, size_t size,
                        Error *e);
 
 /* The same with each head's mean output (H, vd) already at hand (mean NULL
  * in mean mode: checks the heads only); mean_from names its stories in desc. */
-int session_ablation(const LoadedModel *lm, const char *ablate, const char *mode, const float *mean,
+int slm_session_ablation(const LoadedModel *lm, const char *ablate, const char *mode, const float *mean,
                      const char *mean_from, Ablation *ab, char *desc, size_t size, Error *e);
 
 enum {
@@ -111,30 +111,30 @@ typedef struct ProbeSession {
 /* Loads the model (o->model, or ./model.safetensors), the stories (when
  * stories_path), the names (PROBE_NAMES) and the ablation. On failure
  * everything is freed. */
-int probe_session_open(ProbeSession *ps, const ProbeOptions *o, const char *what, const char *stories_path, int flags,
+int slm_probe_session_open(ProbeSession *ps, const ProbeOptions *o, const char *what, const char *stories_path, int flags,
                        Error *e);
-void probe_session_close(ProbeSession *ps);
+void slm_probe_session_close(ProbeSession *ps);
 /* Loads the stories of ps->stories_path (n_test held out) with ps's
  * tokenizer and, with PROBE_NAMES in flags, learns the names. */
-int probe_session_stories(ProbeSession *ps, int n_test, int flags, Error *e);
+int slm_probe_session_stories(ProbeSession *ps, int n_test, int flags, Error *e);
 /* Opens a second model for comparison (swap's --baseline), checking that it
  * uses the same vocabulary. */
-int probe_load_other(const ProbeSession *ps, const char *path, LoadedModel *other, Error *e);
+int slm_probe_load_other(const ProbeSession *ps, const char *path, LoadedModel *other, Error *e);
 
 /* The report's opening values: model, stories and test count, ablation. */
-void probe_report_header(Report *r, const ProbeSession *ps);
+void slm_probe_report_header(Report *r, const ProbeSession *ps);
 /* Its parts, for verbs without a session (eval): in JSON the objects
  * "model" {file, arch, parameters}, "stories" {file, stories, test_stories}
  * and "ablation" {text, heads, mode} of docs/json.md. */
-void report_model(Report *r, const Model *m, const char *path);
-void report_stories(Report *r, const char *path, int n_stories, int n_test);
-void report_ablation(Report *r, const Ablation *ab, int n_heads, const char *desc);
+void slm_report_model(Report *r, const Model *m, const char *path);
+void slm_report_stories(Report *r, const char *path, int n_stories, int n_test);
+void slm_report_ablation(Report *r, const Ablation *ab, int n_heads, const char *desc);
 
 /* Names from "a,b,c" (or, list NULL, swap's default set) into out (max);
  * returns how many, -1 on error. */
-int cli_swap_names(const ProbeSession *ps, const char *list, SwapName *out, int max, Error *e);
+int slm_cli_swap_names(const ProbeSession *ps, const char *list, SwapName *out, int max, Error *e);
 
 /* A token's text for tables and pictures ("[EOS]", "lily", "##ark"). */
-const char *probe_token(const ProbeSession *ps, int32_t id);
+const char *slm_probe_token(const ProbeSession *ps, int32_t id);
 
 #endif

@@ -3,7 +3,7 @@
  * A step's stories are dealt to shards, one per thread (longest story first,
  * each to the shard with the fewest tokens so far); each thread runs its
  * shard's forward and backward from start to end on its own activations and
- * gradient buffer (model_loss_and_grad, OpenMP and OpenBLAS one thread wide),
+ * gradient buffer (slm_model_loss_and_grad, OpenMP and OpenBLAS one thread wide),
  * and the buffers are then summed in shard order. One wait per step instead
  * of one per layer, which is what matters on a machine others are using too;
  * and each thread's work stays in its own core's cache.
@@ -66,12 +66,12 @@ typedef struct Shards {
     float *run_grads;
     /* Training's dropout (dropout.h) in runs with gradients, never in an
      * evaluation: the rates and the step that key each story's masks with
-     * its place in the run (zero rates, as shards_init leaves them: none). */
+     * its place in the run (zero rates, as slm_shards_init leaves them: none). */
     float dropout_hidden, dropout_attention;
     uint64_t dropout_seed;
     int64_t dropout_step;
-    /* Each position's numbers (evaluate_each), set by the caller for a run
-     * (NULL, as shards_init leaves them: not kept): story k's position p,
+    /* Each position's numbers (slm_evaluate_each), set by the caller for a run
+     * (NULL, as slm_shards_init leaves them: not kept): story k's position p,
      * which predicts its id p+1, to position_loss[k][p] and
      * position_correct[k][p]; a story's last position is left as it was.
      * Only this process's shards write them. */
@@ -82,9 +82,9 @@ typedef struct Shards {
 /* n_threads shards of up to `positions` positions per forward chunk each (a
  * shard with more tokens runs several chunks; a story longer than that runs
  * in pieces), for runs of up to max_stories stories. */
-int shards_init(Shards *s, const Model *m, int n_threads, int positions, int max_stories, Error *e);
-/* The same with n_threads on each of dist's ranks (dist NULL: shards_init). */
-int shards_init_dist(Shards *s, const Model *m, int n_threads, Dist *dist, int positions, int max_stories,
+int slm_shards_init(Shards *s, const Model *m, int n_threads, int positions, int max_stories, Error *e);
+/* The same with n_threads on each of dist's ranks (dist NULL: slm_shards_init). */
+int slm_shards_init_dist(Shards *s, const Model *m, int n_threads, Dist *dist, int positions, int max_stories,
                      Error *e);
 
 /* The positions a shard should hold: `positions` (its share of
@@ -92,14 +92,14 @@ int shards_init_dist(Shards *s, const Model *m, int n_threads, Dist *dist, int p
  * windows' worth. A story longer than a shard's positions runs as pieces of
  * them that carry the window before their first prediction (BatchPiece): the
  * same predictions, memory independent of the story's length. */
-int shards_positions(const ModelConfig *c, int positions, int longest);
-void shards_free(Shards *s);
+int slm_shards_positions(const ModelConfig *c, int positions, int longest);
+void slm_shards_free(Shards *s);
 
 /* Runs stories[0..n) through the model, with the heads in ablation switched
  * off (NULL: none). Adds their losses to *loss_sum and their correct
  * predictions to *correct (over predicted positions); with grads (n_params),
  * also grads += d (scale * sum of the losses) / d params. */
-int shards_run(Shards *s, const StoryRef *stories, int n, const Ablation *ablation, float scale, float *grads,
+int slm_shards_run(Shards *s, const StoryRef *stories, int n, const Ablation *ablation, float scale, float *grads,
                double *loss_sum, long long *correct, Error *e);
 
 #endif

@@ -48,7 +48,7 @@ typedef struct StorySkips {
  * *spans is allocated (caller frees) and ordered as in the file. Fails,
  * naming `what`, on an empty file or one with no usable story
  * ("'x.txt' holds no stories: ..."). */
-int stories_split(const char *text, size_t len, const char *what, StorySpan **spans, int *n, StorySkips *skips,
+int slm_stories_split(const char *text, size_t len, const char *what, StorySpan **spans, int *n, StorySkips *skips,
                   Error *e);
 
 typedef struct StoriesOptions {
@@ -57,12 +57,12 @@ typedef struct StoriesOptions {
     int use_cache;         /* 0: neither read nor write a cache */
 } StoriesOptions;
 
-StoriesOptions stories_default_options(void);
+StoriesOptions slm_stories_default_options(void);
 
 /* The ids live in a memory-mapped file (the cache, or an unlinked temporary
  * file when there is no cache), two bytes an id when the vocabulary fits in
  * 16 bits, else four; per story only its start. Read them through
- * story_len, story_token, story_copy_ids or story_ids below. A Stories made
+ * story_len, story_token, story_copy_ids or slm_story_ids below. A Stories made
  * by hand (tests) sets ids32 and starts and leaves map empty. */
 typedef struct Stories {
     int n_stories;
@@ -79,13 +79,13 @@ typedef struct Stories {
     size_t map_len;
 } Stories;
 
-/* Reads path, splits (stories_split), encodes every story as
+/* Reads path, splits (slm_stories_split), encodes every story as
  * [EOS] ids... [EOS] (stories in parallel; the result is the same at any
  * thread count). A story that encodes to no token at all (only no-break
  * spaces or control characters, say) is counted in skips.empty and left out.
  *
  * Held-out test stories: the n_test stories whose text has the smallest
- * hash64 (ties by index), n_test = min(o->n_test, n_stories / 10) but at
+ * slm_hash64 (ties by index), n_test = min(o->n_test, n_stories / 10) but at
  * least 1 when there are 2 or more stories; so a file with one story has no
  * test stories, and o->n_test = 0 asks for none. Chosen by text, not by
  * place: spread over the file, and a story keeps its role when the file is
@@ -105,9 +105,9 @@ typedef struct Stories {
  * Caches of old texts or vocabularies are left in the folder. A cache must
  * not be changed in place while a Stories maps it (storylm only ever renames
  * a new one over it).
- * o = NULL means stories_default_options(). On failure s is left empty. */
-int stories_load(Stories *s, const char *path, const Tokenizer *t, const StoriesOptions *o, Error *e);
-void stories_free(Stories *s);
+ * o = NULL means slm_stories_default_options(). On failure s is left empty. */
+int slm_stories_load(Stories *s, const char *path, const Tokenizer *t, const StoriesOptions *o, Error *e);
+void slm_stories_free(Stories *s);
 
 /* Length in tokens of story i, [EOS]s included. */
 static inline size_t story_len(const Stories *s, int i) { return s->starts[i + 1] - s->starts[i]; }
@@ -131,11 +131,11 @@ typedef struct StoryBuf {
 /* Story i's ids (story_len(s, i) of them) as int32: the stored array itself
  * when it is 4 bytes an id, else copied into b (grown as needed). Valid
  * until the next call with b; NULL when out of memory. */
-const int32_t *story_ids(const Stories *s, int i, StoryBuf *b, Error *e);
-void story_buf_free(StoryBuf *b);
+const int32_t *slm_story_ids(const Stories *s, int i, StoryBuf *b, Error *e);
+void slm_story_buf_free(StoryBuf *b);
 
-/* hash64 (seed) of every story's ids in order as 4-byte ints, however they
- * are stored: what hash64(ids, n_tokens * 4, seed) gave when they were. */
-uint64_t stories_hash_ids(const Stories *s, uint64_t seed);
+/* slm_hash64 (seed) of every story's ids in order as 4-byte ints, however they
+ * are stored: what slm_hash64(ids, n_tokens * 4, seed) gave when they were. */
+uint64_t slm_stories_hash_ids(const Stories *s, uint64_t seed);
 
 #endif

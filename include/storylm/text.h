@@ -18,7 +18,7 @@
  * invalid sequence one U+FFFD, never swallowing a valid character), so bad
  * bytes are dropped. The output is valid UTF-8; its only white space is ' '.
  * Fails only when out of memory. */
-int text_normalize(const char *text, size_t len, ByteVec *out, Error *e);
+int slm_text_normalize(const char *text, size_t len, ByteVec *out, Error *e);
 
 /* The compiled PCRE2 word pattern: runs of non-space non-punctuation, or one
  * punctuation character (Unicode P*, and ASCII punctuation as BERT: !-/ :-@
@@ -30,19 +30,19 @@ typedef struct Pretokenizer {
     unsigned char ascii_class[128]; /* ASCII_*, learnt from the pattern */
 } Pretokenizer;
 
-int pretokenizer_init(Pretokenizer *p, Error *e);
-void pretokenizer_free(Pretokenizer *p);
+int slm_pretokenizer_init(Pretokenizer *p, Error *e);
+void slm_pretokenizer_free(Pretokenizer *p);
 
 /* Calls fn(word, len, ctx) for each word of UTF-8 text (normally the output
- * of text_normalize), in order. fn returns non-zero to stop early; that value
+ * of slm_text_normalize), in order. fn returns non-zero to stop early; that value
  * is returned. Invalid UTF-8 fails with its byte offset. Allocates only a
  * little match data per call, so it is safe from several threads at once. */
 typedef int (*WordFn)(const char *word, size_t len, void *ctx);
-int pretokenize(const Pretokenizer *p, const char *normalized, size_t len, WordFn fn, void *ctx, Error *e);
+int slm_pretokenize(const Pretokenizer *p, const char *normalized, size_t len, WordFn fn, void *ctx, Error *e);
 
 /* 0 when text is valid UTF-8 with no NUL byte; otherwise fails with a message
  * "WHAT: invalid UTF-8 at byte offset N (byte 0xXX)" or "WHAT: NUL byte at
  * byte offset N". */
-int utf8_validate(const char *text, size_t len, const char *what, Error *e);
+int slm_utf8_validate(const char *text, size_t len, const char *what, Error *e);
 
 #endif

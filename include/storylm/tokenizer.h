@@ -35,34 +35,34 @@ typedef struct Tokenizer {
  * empty lines, duplicate pieces, invalid UTF-8, a missing [UNK] or [EOS], and
  * (when expected_size > 0) any other number of pieces. A missing file fails
  * with the hint to run storylm vocab. */
-int tokenizer_load(Tokenizer *t, const char *path, int expected_size, Error *e);
+int slm_tokenizer_load(Tokenizer *t, const char *path, int expected_size, Error *e);
 /* The same from text in memory (the vocabulary stored in a model file). */
-int tokenizer_from_text(Tokenizer *t, const char *text, size_t len, int expected_size, Error *e);
+int slm_tokenizer_from_text(Tokenizer *t, const char *text, size_t len, int expected_size, Error *e);
 /* vocab.txt text of the pieces, one a line, each ending in '\n' (caller frees). */
-char *tokenizer_to_text(const Tokenizer *t, size_t *len, Error *e);
-void tokenizer_free(Tokenizer *t);
+char *slm_tokenizer_to_text(const Tokenizer *t, size_t *len, Error *e);
+void slm_tokenizer_free(Tokenizer *t);
 
 /* id of an exact piece ("the", "##s"), or -1. */
-int tokenizer_lookup(const Tokenizer *t, const char *piece, size_t len);
+int slm_tokenizer_lookup(const Tokenizer *t, const char *piece, size_t len);
 
 /* Text -> ids appended to out (no [EOS] added). Any bytes are accepted:
  * invalid UTF-8 and NUL bytes are dropped by the normalisation (check with
- * utf8_validate first to refuse them instead). The text "[UNK]" or "[EOS]" is
+ * slm_utf8_validate first to refuse them instead). The text "[UNK]" or "[EOS]" is
  * plain text, never a special token. Thread-safe: threads may encode with
  * the same Tokenizer at once. */
-int tokenizer_encode(const Tokenizer *t, const char *text, size_t len, IntVec *out, Error *e);
+int slm_tokenizer_encode(const Tokenizer *t, const char *text, size_t len, IntVec *out, Error *e);
 
 /* A memo of the words one thread has encoded with one Tokenizer: most words
  * of a corpus come back again and again, and a word of several pieces costs
- * a lookup for every length tried. The ids are those of tokenizer_encode. */
+ * a lookup for every length tried. The ids are those of slm_tokenizer_encode. */
 typedef struct TokenizerMemo {
     struct MemoSlot *slots; /* a fixed number of remembered words */
     const Tokenizer *t;     /* the tokenizer the memo is of */
 } TokenizerMemo;
-int tokenizer_memo_init(TokenizerMemo *m, const Tokenizer *t, Error *e);
-void tokenizer_memo_free(TokenizerMemo *m);
-/* tokenizer_encode, with m (of t; one thread's at a time) remembering words. */
-int tokenizer_encode_memo(const Tokenizer *t, TokenizerMemo *m, const char *text, size_t len, IntVec *out, Error *e);
+int slm_tokenizer_memo_init(TokenizerMemo *m, const Tokenizer *t, Error *e);
+void slm_tokenizer_memo_free(TokenizerMemo *m);
+/* slm_tokenizer_encode, with m (of t; one thread's at a time) remembering words. */
+int slm_tokenizer_encode_memo(const Tokenizer *t, TokenizerMemo *m, const char *text, size_t len, IntVec *out, Error *e);
 
 /* ids -> readable text (caller frees). "##" pieces are glued to the piece
  * before; words are separated by one space, except: no space before
@@ -75,6 +75,6 @@ int tokenizer_encode_memo(const Tokenizer *t, TokenizerMemo *m, const char *text
  * vocabulary fails. decode(encode(text)) equals the normalised text up to
  * spaces, and encoding the decoded text gives the same ids again, for text
  * whose words have no [UNK]. */
-char *tokenizer_decode(const Tokenizer *t, const int32_t *ids, size_t n, int capitalize, Error *e);
+char *slm_tokenizer_decode(const Tokenizer *t, const int32_t *ids, size_t n, int capitalize, Error *e);
 
 #endif

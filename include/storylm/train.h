@@ -71,7 +71,7 @@ typedef struct TrainOptions {
 enum { TRAIN_GIVEN_ARCH = 1, TRAIN_GIVEN_LR = 2, TRAIN_GIVEN_BATCH = 4, TRAIN_GIVEN_SEED = 8, TRAIN_GIVEN_WARMUP = 16,
        TRAIN_GIVEN_VARIANT = 32 /* --pos or --score */ };
 
-TrainOptions train_default_options(void);
+TrainOptions slm_train_default_options(void);
 
 /* What the progress callback sees. */
 typedef struct TrainProgress {
@@ -100,13 +100,13 @@ typedef struct TrainResult {
 } TrainResult;
 
 /* Trains a new model on s (or resumes o->out when o->resume), saving to o->out. */
-int train_run(const Stories *s, const TrainOptions *o, TrainProgressFn progress, void *ctx, TrainResult *r,
+int slm_train_run(const Stories *s, const TrainOptions *o, TrainProgressFn progress, void *ctx, TrainResult *r,
               Error *e);
 
 /* The learning rate at step (0-based) of o's schedule. */
-double train_lr_at(const TrainOptions *o, int step);
+double slm_train_lr_at(const TrainOptions *o, int step);
 
-/* One optimizer step, as train_run takes each of its steps (and storylm
+/* One optimizer step, as slm_train_run takes each of its steps (and storylm
  * bench times them), on stories refs[0..n) ([EOS] first): grads = d (mean
  * loss over their predicted positions) / d params, the stories split over
  * the shards' threads (shards.h); then, when the loss and every gradient
@@ -126,6 +126,6 @@ typedef struct TrainStepResult {
     long long positions;    /* predicted: each story's length - 1 */
     const char *not_finite; /* NULL, or "loss" or "gradient": what stopped the step before the update */
 } TrainStepResult;
-int train_step(const TrainStep *t, const StoryRef *refs, int n, float lr, TrainStepResult *r, Error *e);
+int slm_train_step(const TrainStep *t, const StoryRef *refs, int n, float lr, TrainStepResult *r, Error *e);
 
 #endif

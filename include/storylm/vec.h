@@ -16,12 +16,12 @@ typedef struct ByteVec {
     size_t len, cap;
 } ByteVec;
 
-int intvec_push(IntVec *v, int32_t x, Error *e);
-int intvec_reserve(IntVec *v, size_t cap, Error *e);
-void intvec_free(IntVec *v);
+int slm_intvec_push(IntVec *v, int32_t x, Error *e);
+int slm_intvec_reserve(IntVec *v, size_t cap, Error *e);
+void slm_intvec_free(IntVec *v);
 
-int bytevec_append(ByteVec *v, const void *data, size_t n, Error *e);
-int bytevec_reserve(ByteVec *v, size_t cap, Error *e);
-void bytevec_free(ByteVec *v);
+int slm_bytevec_append(ByteVec *v, const void *data, size_t n, Error *e);
+int slm_bytevec_reserve(ByteVec *v, size_t cap, Error *e);
+void slm_bytevec_free(ByteVec *v);
 
 #endif

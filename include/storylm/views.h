@@ -6,7 +6,7 @@
  *
  * Files: view_text.c (a typed text run through the network; Tools 1 and 3,
  * the loss on a text), view_model.c (Tool 2, Secret 1), view_swap.c (Secret 2
- * on a typed story), view_generate.c (writing on, token by token),
+ * on a typed story), slm_view_generate.c (writing on, token by token),
  * view_tokens.c (the tokens of a text as JSON). */
 #ifndef STORYLM_VIEWS_H
 #define STORYLM_VIEWS_H
@@ -30,63 +30,63 @@ typedef struct ViewText {
     int pos;
 } ViewText;
 
-/* How view_text_run runs the text (bits). */
+/* How slm_view_text_run runs the text (bits). */
 enum {
     VIEW_RUN_PREFIX = 1, /* ids[0..pos] only: what position pos sees is all a causal network needs */
-    VIEW_RUN_HEADS = 2   /* up to the hidden layer, no logits (model_forward_heads): the attention view */
+    VIEW_RUN_HEADS = 2   /* up to the hidden layer, no logits (slm_model_forward_heads): the attention view */
 };
 /* Encodes text, checks pos, runs ids[0..pos] (VIEW_RUN_PREFIX) or all of
  * them with ps's ablation; how: 0 or VIEW_RUN_* bits. */
-int view_text_run(ViewText *vt, const ProbeSession *ps, const char *text, int pos, int how, Error *e);
-void view_text_free(ViewText *vt);
+int slm_view_text_run(ViewText *vt, const ProbeSession *ps, const char *text, int pos, int how, Error *e);
+void slm_view_text_free(ViewText *vt);
 
 /* Fails for a head outside -1 (all) .. H-1. */
-int view_check_head(const ProbeSession *ps, int head, Error *e);
+int slm_view_check_head(const ProbeSession *ps, int head, Error *e);
 
 /* Tool 1 (attend): the tokens, and every key position vt->pos reads with
  * head (-1: all), nearest first. */
-void view_attend(Report *r, const ProbeSession *ps, const ViewText *vt, int head);
+void slm_view_attend(Report *r, const ProbeSession *ps, const ViewText *vt, int head);
 
 /* Tool 3 (trace): position vt->pos of a prefix-only run followed through
- * the network; t (caller frees with trace_result_free) keeps the numbers. */
-int view_trace(Report *r, const ProbeSession *ps, const ViewText *vt, const char *text, int n_units, int n_guesses,
+ * the network; t (caller frees with slm_trace_result_free) keeps the numbers. */
+int slm_view_trace(Report *r, const ProbeSession *ps, const ViewText *vt, const char *text, int n_units, int n_guesses,
                TraceResult *t, Error *e);
 
 /* eval --text: loss, perplexity and accuracy over the text's predicted
  * positions (0..T-2, each predicting the next token of the text), and every
  * position's token, target, loss and rank; vt run whole. */
-void view_loss(Report *r, const ProbeSession *ps, const ViewText *vt, const char *text);
+void slm_view_loss(Report *r, const ProbeSession *ps, const ViewText *vt, const char *text);
 
 /* Tool 2 (distances): the heads' distance scores for distances 0..up_to. */
-void view_distances(Report *r, const ProbeSession *ps, int up_to);
+void slm_view_distances(Report *r, const ProbeSession *ps, int up_to);
 
-/* Secret 1 (heads): the tables, then one call of view_heads_add per model
+/* Secret 1 (heads): the tables, then one call of slm_view_heads_add per model
  * (k: its index, from 0) on the held-out test stories of its session. */
 typedef struct ViewHeads {
     ReportTable *heads, *tokens;
 } ViewHeads;
-void view_heads_begin(Report *r, const ProbeSession *ps, ViewHeads *vh);
-int view_heads_add(ViewHeads *vh, const ProbeSession *ps, int k, int top, HeadsResult *h, Error *e);
+void slm_view_heads_begin(Report *r, const ProbeSession *ps, ViewHeads *vh);
+int slm_view_heads_add(ViewHeads *vh, const ProbeSession *ps, int k, int top, HeadsResult *h, Error *e);
 /* "step 1200 (path)" from a snapshot's name or the model's metadata. */
-void view_model_label(const ProbeSession *ps, char *buf, size_t size);
+void slm_view_model_label(const ProbeSession *ps, char *buf, size_t size);
 
 /* Secret 2 on one typed story (swap --text): its hero (found with ps's
  * names) renamed to name everywhere; at every later mention, the probability
  * and rank the model (and baseline, may be NULL) give the new name's first
  * piece. */
-int view_swap_text(Report *r, const ProbeSession *ps, const LoadedModel *baseline, const char *baseline_path,
+int slm_view_swap_text(Report *r, const ProbeSession *ps, const LoadedModel *baseline, const char *baseline_path,
                    const char *text, const char *name, Error *e);
 
 /* tokenize --json: [{"piece": .., "id": ..}, ...] (caller cJSON_Deletes); NULL when out of memory. */
-cJSON *view_tokens_json(const Tokenizer *t, const int32_t *ids, size_t n);
+cJSON *slm_view_tokens_json(const Tokenizer *t, const int32_t *ids, size_t n);
 
 /* Writing on (generate). The text is the prompt as typed (case, spacing,
  * accents, newlines), then what the model wrote, decoded: sentence starts
  * get a capital, and so do the words that are names: those names knows
- * (names_is_name), the words the prompt wrote with a capital where no
+ * (slm_names_is_name), the words the prompt wrote with a capital where no
  * sentence starts, and at a sentence start those names never saw (invented
  * names). Without names (NULL) only the words the prompt wrote with a
- * capital get it back (view_recapitalize). */
+ * capital get it back (slm_view_recapitalize). */
 typedef struct ViewGenerateOptions {
     int max_tokens, top_k;
     uint64_t seed;            /* of sample 0; sample i draws with seed + i */
@@ -111,26 +111,26 @@ typedef struct ViewGenerator {
     int tokens, max_tokens;   /* new tokens so far; at most */
     int finished;
     const char *stop_reason;  /* "end" (the story ended) or "max_tokens" */
-    size_t shown;             /* bytes of the text streamed so far (view_batch_run), */
+    size_t shown;             /* bytes of the text streamed so far (slm_view_batch_run), */
     size_t settled;           /* and the ids it was made of */
 } ViewGenerator;
 /* Feeds [EOS] and the prompt's tokens. */
-int view_generator_init(ViewGenerator *vg, const LoadedModel *lm, const Ablation *ab, const char *prompt,
+int slm_view_generator_init(ViewGenerator *vg, const LoadedModel *lm, const Ablation *ab, const char *prompt,
                         const ViewGenerateOptions *go, Error *e);
 /* 1: one more token (the last of vg->ids); 0: finished (vg->stop_reason); -1: error. */
-int view_generator_next(ViewGenerator *vg, Error *e);
+int slm_view_generator_next(ViewGenerator *vg, Error *e);
 /* The prompt and what was written, as the verb prints it (caller frees). */
-char *view_generator_text(const ViewGenerator *vg, Error *e);
+char *slm_view_generator_text(const ViewGenerator *vg, Error *e);
 /* The same for any ids: the prompt as typed, then ids[n_prompt..n) decoded
  * (ids[0..n_prompt) are the prompt's tokens), names (may be NULL) capitalised. */
-char *view_story_text(const Tokenizer *t, const char *prompt, const int32_t *ids, size_t n_prompt, size_t n,
+char *slm_view_story_text(const Tokenizer *t, const char *prompt, const int32_t *ids, size_t n_prompt, size_t n,
                       const NameList *names, Error *e);
-void view_generator_free(ViewGenerator *vg);
+void slm_view_generator_free(ViewGenerator *vg);
 /* All at once: *text (caller frees). */
-int view_generate(const LoadedModel *lm, const Ablation *ab, const char *prompt, const ViewGenerateOptions *go,
+int slm_view_generate(const LoadedModel *lm, const Ablation *ab, const char *prompt, const ViewGenerateOptions *go,
                   char **text, Error *e);
 /* Words the prompt wrote with a capital get it back wherever they come again. */
-void view_recapitalize(char *text, const char *prompt);
+void slm_view_recapitalize(char *text, const char *prompt);
 
 /* n stories from one prompt, computed together: each step feeds every
  * unfinished sample's token in one pass over the weights (generate.h).
@@ -145,19 +145,19 @@ typedef struct ViewBatch {
     int *which;             /* (n) scratch of a step: the samples fed, */
     int32_t *next;          /* (n) and their tokens */
 } ViewBatch;
-int view_batch_init(ViewBatch *vb, const LoadedModel *lm, const Ablation *ab, const char *prompt,
+int slm_view_batch_init(ViewBatch *vb, const LoadedModel *lm, const Ablation *ab, const char *prompt,
                     const ViewGenerateOptions *go, int n, Error *e);
 /* Called with each new stretch of sample's text (text, len bytes), in order;
  * done: the sample is finished and this is its last call. Returns 0 to go
- * on, else that value stops view_batch_run. */
+ * on, else that value stops slm_view_batch_run. */
 typedef int (*ViewTextFn)(void *ctx, int sample, const char *text, size_t len, int done);
 /* Writes until every sample is finished, calling fn (may be NULL) as the
  * text grows: first with the prompt, then a word at a time (a word is
  * shown once the next piece starts another: whether it is a name, and so
  * its capital, is known only then). Each sample's calls add up to its
- * view_generator_text. 0, -1 on error, or what fn returned. */
-int view_batch_run(ViewBatch *vb, ViewTextFn fn, void *ctx, Error *e);
-void view_batch_free(ViewBatch *vb);
+ * slm_view_generator_text. 0, -1 on error, or what fn returned. */
+int slm_view_batch_run(ViewBatch *vb, ViewTextFn fn, void *ctx, Error *e);
+void slm_view_batch_free(ViewBatch *vb);
 
 /* A prompt's tokens against the vocabulary: how many are [UNK], and the
  * characters it does not know (each once, as typed, ", " between them,
@@ -166,16 +166,16 @@ typedef struct PromptUnknown {
     int tokens, unk;
     int n_chars;
 } PromptUnknown;
-int view_prompt_unknown(const Tokenizer *t, const char *prompt, PromptUnknown *pu, char *chars, size_t size, Error *e);
+int slm_view_prompt_unknown(const Tokenizer *t, const char *prompt, PromptUnknown *pu, char *chars, size_t size, Error *e);
 /* 1 when most of the prompt's tokens are [UNK] (worth a warning). */
-int view_prompt_mostly_unknown(const PromptUnknown *pu);
+int slm_view_prompt_mostly_unknown(const PromptUnknown *pu);
 
 /* The names a generation with lm capitalises, learnt from the capitals of
  * every story (test ones too) of a file: stories when given, else the file
  * lm was trained on (its "data") when it is there, else data/stories.txt
  * here or in the source tree. The file's path goes into from (size), ""
- * when there is none (nl then stays empty: names_is_name says no). The CLI
+ * when there is none (nl then stays empty: slm_names_is_name says no). The CLI
  * and the server find the same file, so they write the same text. */
-int view_generate_names(NameList *nl, const LoadedModel *lm, const char *stories, char *from, size_t size, Error *e);
+int slm_view_generate_names(NameList *nl, const LoadedModel *lm, const char *stories, char *from, size_t size, Error *e);
 
 #endif

@@ -39,7 +39,7 @@ typedef struct WordCount {
 
 /* What the training saw and did, for the summary a user reads. */
 typedef struct VocabStats {
-    /* reading (vocab_train_text only) */
+    /* reading (slm_vocab_train_text only) */
     int n_stories;          /* stories read */
     StorySkips skips;       /* stories left out, by reason */
     int64_t n_word_tokens;  /* words in the text, repeats counted */
@@ -69,17 +69,17 @@ typedef struct Vocab {
  * point) and words with any other character are left out. Fails, saying how
  * many pieces could be learnt, when the words cannot fill `size`. st may be
  * NULL. */
-int vocab_train_from_counts(const WordCount *words, size_t n_words, int size, Vocab *v, VocabStats *st, Error *e);
+int slm_vocab_train_from_counts(const WordCount *words, size_t n_words, int size, Vocab *v, VocabStats *st, Error *e);
 
 /* Counts the words of a stories file's text (split into stories, normalised
  * and pre-tokenized exactly as the tokenizer does, in parallel with OpenMP)
  * and learns the vocabulary from them. `what` names the file in messages. */
-int vocab_train_text(const char *text, size_t len, const char *what, int size, Vocab *v, VocabStats *st, Error *e);
+int slm_vocab_train_text(const char *text, size_t len, const char *what, int size, Vocab *v, VocabStats *st, Error *e);
 
 /* vocab.txt text: one piece a line, "\n" line ends (caller frees). */
-char *vocab_to_text(const Vocab *v, size_t *len, Error *e);
+char *slm_vocab_to_text(const Vocab *v, size_t *len, Error *e);
 /* Writes vocab.txt atomically. */
-int vocab_save(const Vocab *v, const char *path, Error *e);
-void vocab_free(Vocab *v);
+int slm_vocab_save(const Vocab *v, const char *path, Error *e);
+void slm_vocab_free(Vocab *v);
 
 #endif

@@ -26,13 +26,13 @@ typedef struct Workers {
     unsigned long round; /* jobs started so far */
     int busy;            /* threads still on the current job */
     int quit;
-    int started;         /* threads created (for workers_free after a failed init) */
+    int started;         /* threads created (for slm_workers_free after a failed init) */
 } Workers;
 
 /* n >= 1 threads (1: jobs run on the caller alone, no thread is made). */
-int workers_init(Workers *w, int n, Error *e);
-void workers_free(Workers *w);
+int slm_workers_init(Workers *w, int n, Error *e);
+void slm_workers_free(Workers *w);
 /* Calls job(arg, i, n) on every thread i (0 on the caller) and returns when all are done. */
-void workers_run(Workers *w, WorkerJob job, void *arg);
+void slm_workers_run(Workers *w, WorkerJob job, void *arg);
 
 #endif

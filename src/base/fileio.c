@@ -14,7 +14,7 @@
 
 #define OUTPUT_HINT "give the path of a regular file (or of one to create) in a folder you can write"
 
-int file_read_all(const char *path, size_t max_bytes, char **data, size_t *len, Error *e) {
+int slm_file_read_all(const char *path, size_t max_bytes, char **data, size_t *len, Error *e) {
     *data = NULL;
     *len = 0;
     FILE *f = xfopen(path, "rb", e);
@@ -59,7 +59,7 @@ static void folder_of(const char *path, char *buf, size_t size) {
 
 static int same_file(const struct stat *x, const struct stat *y) { return x->st_dev == y->st_dev && x->st_ino == y->st_ino; }
 
-int output_check(const char *path, const char *const *inputs, int n_inputs, Error *e) {
+int slm_output_check(const char *path, const char *const *inputs, int n_inputs, Error *e) {
     if (!path || !*path) return FAIL(e, OUTPUT_HINT, "an output path is empty");
     struct stat link = {0}, st;
     if (lstat(path, &link) == 0) {
@@ -92,7 +92,7 @@ int output_check(const char *path, const char *const *inputs, int n_inputs, Erro
     return 0;
 }
 
-int paths_same(const char *a, const char *b) {
+int slm_paths_same(const char *a, const char *b) {
     struct stat x, y;
     if (stat(a, &x) == 0 && stat(b, &y) == 0) return same_file(&x, &y);
     char fa[PATH_MAX], fb[PATH_MAX], ra[PATH_MAX], rb[PATH_MAX];
@@ -130,9 +130,9 @@ static void remove_stale_temps(const char *final) {
     closedir(d);
 }
 
-int atomic_open(AtomicFile *a, const char *path, Error *e) {
+int slm_atomic_open(AtomicFile *a, const char *path, Error *e) {
     *a = (AtomicFile){0};
-    if (output_check(path, NULL, 0, e)) return -1;
+    if (slm_output_check(path, NULL, 0, e)) return -1;
     /* Through a symbolic link to its target: renaming over the link would
      * replace the link itself with a file. */
     char resolved[PATH_MAX];
@@ -150,7 +150,7 @@ int atomic_open(AtomicFile *a, const char *path, Error *e) {
     snprintf(a->temp_path, n, "%s.tmp.%ld", final, (long)getpid());
     a->f = xfopen(a->temp_path, "wb", e);
     if (!a->f) {
-        error_prefix(e, "cannot write '%s': ", path);
+        slm_error_prefix(e, "cannot write '%s': ", path);
         free(a->final_path);
         free(a->temp_path);
         *a = (AtomicFile){0};
@@ -159,13 +159,13 @@ int atomic_open(AtomicFile *a, const char *path, Error *e) {
     return 0;
 }
 
-int atomic_write(AtomicFile *a, const void *data, size_t len, Error *e) {
+int slm_atomic_write(AtomicFile *a, const void *data, size_t len, Error *e) {
     if (len && fwrite(data, 1, len, a->f) != len)
         return FAIL(e, "check free disk space", "error writing '%s': %s", a->temp_path, strerror(errno));
     return 0;
 }
 
-void atomic_abort(AtomicFile *a) {
+void slm_atomic_abort(AtomicFile *a) {
     if (a->f) fclose(a->f);
     if (a->temp_path) unlink(a->temp_path);
     free(a->final_path);
@@ -173,13 +173,13 @@ void atomic_abort(AtomicFile *a) {
     *a = (AtomicFile){0};
 }
 
-int atomic_commit(AtomicFile *a, Error *e) {
+int slm_atomic_commit(AtomicFile *a, Error *e) {
     int bad = fflush(a->f) != 0 || fsync(fileno(a->f)) != 0;
     bad |= fclose(a->f) != 0;
     a->f = NULL;
     if (bad || rename(a->temp_path, a->final_path) != 0) {
         FAIL(e, "check free disk space and permissions", "cannot save '%s': %s", a->final_path, strerror(errno));
-        atomic_abort(a);
+        slm_atomic_abort(a);
         return -1;
     }
     free(a->final_path);
@@ -188,14 +188,14 @@ int atomic_commit(AtomicFile *a, Error *e) {
     return 0;
 }
 
-int file_write_atomic(const char *path, const void *data, size_t len, Error *e) {
+int slm_file_write_atomic(const char *path, const void *data, size_t len, Error *e) {
     AtomicFile a;
-    if (atomic_open(&a, path, e)) return -1;
-    if (atomic_write(&a, data, len, e)) {
-        atomic_abort(&a);
+    if (slm_atomic_open(&a, path, e)) return -1;
+    if (slm_atomic_write(&a, data, len, e)) {
+        slm_atomic_abort(&a);
         return -1;
     }
-    return atomic_commit(&a, e);
+    return slm_atomic_commit(&a, e);
 }
 
 /* ---- a lock beside an output ------------------------------------------- */
@@ -226,7 +226,7 @@ static int lock_create(const char *lock_path, Error *e) {
     return 0;
 }
 
-int file_lock(FileLock *l, const char *path, Error *e) {
+int slm_file_lock(FileLock *l, const char *path, Error *e) {
     *l = (FileLock){0};
     size_t n = strlen(path) + sizeof ".lock";
     char *lock_path = xmalloc(n, e);
@@ -252,13 +252,13 @@ int file_lock(FileLock *l, const char *path, Error *e) {
     return -1;
 }
 
-void file_unlock(FileLock *l) {
+void slm_file_unlock(FileLock *l) {
     if (l->path && lock_owner(l->path) == (long)getpid()) unlink(l->path);
     free(l->path);
     *l = (FileLock){0};
 }
 
-uint64_t hash64(const void *data, size_t len, uint64_t seed) {
+uint64_t slm_hash64(const void *data, size_t len, uint64_t seed) {
     const unsigned char *p = data;
     uint64_t h = 14695981039346656037ULL ^ seed;
     for (size_t i = 0; i < len; i++) {

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int file_map_fd(FileMap *m, int fd, size_t len, const char *what, Error *e) {
+int slm_file_map_fd(FileMap *m, int fd, size_t len, const char *what, Error *e) {
     *m = (FileMap){.data = "", .len = 0};
     if (len == 0) return 0;
     void *p = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
@@ -21,7 +21,7 @@ int file_map_fd(FileMap *m, int fd, size_t len, const char *what, Error *e) {
     return 0;
 }
 
-int file_map(FileMap *m, const char *path, Error *e) {
+int slm_file_map(FileMap *m, const char *path, Error *e) {
     *m = (FileMap){.data = "", .len = 0};
     FILE *f = xfopen(path, "rb", e); /* its checks and messages: a folder, a pipe, a missing file */
     if (!f) return -1;
@@ -32,17 +32,17 @@ int file_map(FileMap *m, const char *path, Error *e) {
     else if ((uint64_t)st.st_size > SIZE_MAX)
         rc = FAIL(e, NULL, "'%s' is too large to map", path);
     else
-        rc = file_map_fd(m, fileno(f), (size_t)st.st_size, path, e);
+        rc = slm_file_map_fd(m, fileno(f), (size_t)st.st_size, path, e);
     fclose(f);
     return rc;
 }
 
-void file_unmap(FileMap *m) {
+void slm_file_unmap(FileMap *m) {
     if (m->len) munmap((void *)m->data, m->len);
     *m = (FileMap){.data = "", .len = 0};
 }
 
-void file_map_drop(const FileMap *m, size_t from, size_t to) {
+void slm_file_map_drop(const FileMap *m, size_t from, size_t to) {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     if (to > m->len) to = m->len;
     from = (from + page - 1) / page * page; /* the map starts on a page */

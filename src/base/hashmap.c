@@ -12,7 +12,7 @@ static void place(HashSlot *slots, size_t mask, uint32_t hash, int32_t entry) {
     slots[at] = (HashSlot){hash, entry};
 }
 
-int hashmap_reserve(HashMap *m, size_t n, Error *e) {
+int slm_hashmap_reserve(HashMap *m, size_t n, Error *e) {
     size_t cap = m->slots ? m->mask + 1 : HASHMAP_MIN_SLOTS;
     if (n > (size_t)INT32_MAX) return FAIL(e, "use a smaller input", "%zu entries are more than a table holds", n);
     while (cap < 2 * n) cap *= 2;
@@ -28,14 +28,14 @@ int hashmap_reserve(HashMap *m, size_t n, Error *e) {
     return 0;
 }
 
-int hashmap_add(HashMap *m, uint64_t hash, int32_t entry, Error *e) {
-    if ((!m->slots || 2 * (m->n + 1) > m->mask + 1) && hashmap_reserve(m, m->n + 1, e)) return -1;
+int slm_hashmap_add(HashMap *m, uint64_t hash, int32_t entry, Error *e) {
+    if ((!m->slots || 2 * (m->n + 1) > m->mask + 1) && slm_hashmap_reserve(m, m->n + 1, e)) return -1;
     place(m->slots, m->mask, (uint32_t)hash, entry);
     m->n++;
     return 0;
 }
 
-void hashmap_free(HashMap *m) {
+void slm_hashmap_free(HashMap *m) {
     free(m->slots);
     *m = (HashMap){0};
 }

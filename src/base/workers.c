@@ -39,7 +39,7 @@ static void *worker_main(void *p) {
     return NULL;
 }
 
-int workers_init(Workers *w, int n, Error *e) {
+int slm_workers_init(Workers *w, int n, Error *e) {
     *w = (Workers){.n = n < 1 ? 1 : n};
     pthread_mutex_init(&w->lock, NULL);
     pthread_cond_init(&w->wake, NULL);
@@ -61,7 +61,7 @@ int workers_init(Workers *w, int n, Error *e) {
     return 0;
 }
 
-void workers_free(Workers *w) {
+void slm_workers_free(Workers *w) {
     pthread_mutex_lock(&w->lock);
     w->quit = 1;
     pthread_cond_broadcast(&w->wake);
@@ -74,7 +74,7 @@ void workers_free(Workers *w) {
     *w = (Workers){0};
 }
 
-void workers_run(Workers *w, WorkerJob job, void *arg) {
+void slm_workers_run(Workers *w, WorkerJob job, void *arg) {
     if (w->n == 1) {
         run_job(w, job, arg, 0);
         return;

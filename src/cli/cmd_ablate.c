@@ -36,7 +36,7 @@ static void heads_text(uint32_t mask, int H, char *buf, size_t size) {
 }
 
 static ReportTable *make_table(Report *r) {
-    ReportTable *t = report_table(r, "ablations", "Heads switched off (changes against the first row)");
+    ReportTable *t = slm_report_table(r, "ablations", "Heads switched off (changes against the first row)");
     /* each change headed by what changed; accuracies change by percentage points */
     const char *cols[][2] = {{"heads", "heads off"},
                              {"loss", "loss"},
@@ -52,22 +52,22 @@ static ReportTable *make_table(Report *r) {
     for (int c = 0; c < 11; c++) {
         int pct = strstr(cols[c][0], "accuracy") != NULL, diff = cols[c][0][0] == 'd';
         CellKind kind = c == 0 ? CELL_TEXT : pct ? (diff ? CELL_POINTS : CELL_PERCENT) : CELL_NUMBER;
-        table_column(t, cols[c][0], cols[c][1], kind, pct ? 2 : 4);
+        slm_table_column(t, cols[c][0], cols[c][1], kind, pct ? 2 : 4);
     }
     return t;
 }
 
 static void add_row(ReportTable *t, const char *heads, const AblateScore *s, const AblateScore *base) {
-    table_row(t);
-    cell_text(t, heads);
+    slm_table_row(t);
+    slm_cell_text(t, heads);
     double v[5][2] = {{s->loss, base->loss},
                       {s->accuracy, base->accuracy},
                       {s->name_loss, base->name_loss},
                       {s->name_probability, base->name_probability},
                       {s->name_accuracy, base->name_accuracy}};
     for (int k = 0; k < 5; k++) {
-        cell_number(t, v[k][0]);
-        cell_number(t, v[k][1] == v[k][1] ? v[k][0] - v[k][1] : NAN);
+        slm_cell_number(t, v[k][0]);
+        slm_cell_number(t, v[k][1] == v[k][1] ? v[k][0] - v[k][1] : NAN);
     }
 }
 
@@ -78,52 +78,52 @@ static int draw(const char *path, const ReportTable *t, Error *e) {
     double hi = 0.01, hi_name = 0.01, lo_name = -0.01;
     for (int k = 0; k < n; k++) {
         labels[k] = t->cells[(size_t)(k + 1) * t->n_cols].text;
-        d_loss[k] = table_number(t, k + 1, 2);
-        d_name[k] = table_number(t, k + 1, 8);
+        d_loss[k] = slm_table_number(t, k + 1, 2);
+        d_name[k] = slm_table_number(t, k + 1, 8);
         hi = fmax(hi, d_loss[k]);
         hi_name = fmax(hi_name, d_name[k]);
         lo_name = fmin(lo_name, d_name[k]);
     }
     Svg s;
-    svg_begin(&s, 900, 640, "storylm ablate: switch a head off");
-    svg_text(&s, 20, 24, "What the network loses with each head switched off", 15, SVG_START, 0, "black");
-    SvgPanel p = {.x = 80, .y = 70, .w = 760, .h = 200, .y0 = fmin(0, table_number(t, 1, 2)), .y1 = hi * 1.1};
-    svg_axes(&s, &p, "change in test loss (nats/token)", NULL, "change in loss", 0);
-    svg_bars(&s, &p, d_loss, 1, n, labels, NULL, 0);
+    slm_svg_begin(&s, 900, 640, "storylm ablate: switch a head off");
+    slm_svg_text(&s, 20, 24, "What the network loses with each head switched off", 15, SVG_START, 0, "black");
+    SvgPanel p = {.x = 80, .y = 70, .w = 760, .h = 200, .y0 = fmin(0, slm_table_number(t, 1, 2)), .y1 = hi * 1.1};
+    slm_svg_axes(&s, &p, "change in test loss (nats/token)", NULL, "change in loss", 0);
+    slm_svg_bars(&s, &p, d_loss, 1, n, labels, NULL, 0);
     SvgPanel q = {.x = 80, .y = 370, .w = 760, .h = 200, .y0 = lo_name * 1.1, .y1 = hi_name * 1.1};
     const char *red = "#d62728";
-    svg_axes(&s, &q, "change in the probability of the hero's name where it comes back", "heads off", "change in p", 0);
-    svg_bars(&s, &q, d_name, 1, n, labels, &red, 0);
-    svg_bar_values(&s, &q, d_name, 1, n, 4); /* a head whose removal barely changes p */
-    int rc = svg_save(&s, path, e);
-    svg_free(&s);
+    slm_svg_axes(&s, &q, "change in the probability of the hero's name where it comes back", "heads off", "change in p", 0);
+    slm_svg_bars(&s, &q, d_name, 1, n, labels, &red, 0);
+    slm_svg_bar_values(&s, &q, d_name, 1, n, 4); /* a head whose removal barely changes p */
+    int rc = slm_svg_save(&s, path, e);
+    slm_svg_free(&s);
     return rc;
 }
 
 /* The intact row (with --ablate's heads only), then each single head or the --heads set. */
 static int ablate(const AblateArgs *a, const char *stories, Error *e) {
     ProbeSession ps;
-    if (probe_session_open(&ps, &a->po, "ablate", stories, PROBE_ATTENTION_ONLY | PROBE_NAMES, e)) return -1;
+    if (slm_probe_session_open(&ps, &a->po, "ablate", stories, PROBE_ATTENTION_ONLY | PROBE_NAMES, e)) return -1;
     const Stories *s = &ps.stories;
     int H = ps.lm.model.cfg.n_heads, rc;
     uint32_t set = 0;
     NameTargets names = {0};
     AblateScore base, score;
     Report r;
-    report_init(&r, "ablate");
+    slm_report_init(&r, "ablate");
     ReportTable *t = NULL;
-    rc = a->heads ? cli_parse_heads(a->heads, H, &set, e) : 0;
+    rc = a->heads ? slm_cli_parse_heads(a->heads, H, &set, e) : 0;
     float *mean = ps.mean, *own_mean = NULL; /* mean ablation without --ablate: the means are made here */
     if (!rc && !mean && strcmp(a->po.ablate_mode, "mean") == 0) {
         mean = own_mean = xmalloc((size_t)H * ps.lm.model.cfg.value_dim * sizeof(float), e);
-        rc = mean ? probe_head_means(&ps.lm.model, s, s->test, s->n_test, mean, e) : -1;
+        rc = mean ? slm_probe_head_means(&ps.lm.model, s, s->test, s->n_test, mean, e) : -1;
     }
-    if (!rc) rc = name_targets_find(&ps.lm.tokenizer, &ps.names, s, s->test, s->n_test, &names, e);
-    if (!rc) rc = probe_score(&ps.lm.model, s, s->test, s->n_test, &ps.ablation, &names, &base, e);
+    if (!rc) rc = slm_name_targets_find(&ps.lm.tokenizer, &ps.names, s, s->test, s->n_test, &names, e);
+    if (!rc) rc = slm_probe_score(&ps.lm.model, s, s->test, s->n_test, &ps.ablation, &names, &base, e);
     if (!rc) {
-        probe_report_header(&r, &ps);
-        report_int(&r, "positions", "predicted positions", base.positions);
-        report_int(&r, "name_positions", "name positions", base.name_positions);
+        slm_probe_report_header(&r, &ps);
+        slm_report_int(&r, "positions", "predicted positions", base.positions);
+        slm_report_int(&r, "name_positions", "name positions", base.name_positions);
         t = make_table(&r);
         char label[64];
         heads_text(ps.ablation.heads, H, label, sizeof label);
@@ -135,17 +135,17 @@ static int ablate(const AblateArgs *a, const char *stories, Error *e) {
         Ablation ab = ps.ablation;
         ab.heads |= off;
         if (mean) ab.mode = ABLATE_MEAN, ab.mean = mean;
-        rc = probe_score(&ps.lm.model, s, s->test, s->n_test, &ab, &names, &score, e);
+        rc = slm_probe_score(&ps.lm.model, s, s->test, s->n_test, &ab, &names, &score, e);
         char label[64];
         heads_text(ab.heads, H, label, sizeof label);
         if (!rc) add_row(t, label, &score, &base);
     }
     if (!rc && a->po.svg && t) rc = draw(a->po.svg, t, e);
     if (!rc) rc = probe_emit(&r, &a->po, e);
-    report_free(&r);
-    name_targets_free(&names);
+    slm_report_free(&r);
+    slm_name_targets_free(&names);
     free(own_mean);
-    probe_session_close(&ps);
+    slm_probe_session_close(&ps);
     return rc;
 }
 

@@ -45,8 +45,8 @@ typedef struct MapLayout {
 static MapLayout map_layout(const char *const *labels, int T, int n) {
     MapLayout l = {.cell = fmax(12, fmin(18, 360.0 / T))};
     l.font = fmin(11, l.cell - 2);
-    for (int i = 0; i < T; i++) l.label_w = fmax(l.label_w, svg_text_width(labels[i], l.font));
-    l.map_w = fmax(T * l.cell, fmax(svg_text_width(KEY_TITLE, 11), svg_text_width(QUERY_TITLE, 11)));
+    for (int i = 0; i < T; i++) l.label_w = fmax(l.label_w, slm_svg_text_width(labels[i], l.font));
+    l.map_w = fmax(T * l.cell, fmax(slm_svg_text_width(KEY_TITLE, 11), slm_svg_text_width(QUERY_TITLE, 11)));
     l.block_w = 30 + l.label_w + 6 + l.map_w + 30;
     l.block_h = 24 + 22 + l.label_w + 6 + l.map_w + 30;
     l.per_row = (int)fmax(1, fmin(fmin(n, 4), floor(2400 / l.block_w)));
@@ -62,24 +62,24 @@ static void draw_map(Svg *s, const ProbeRunner *r, const char *const *labels, co
     double size = T * l->cell, mx = x + 30 + l->label_w + 6, my = y + 24 + 22 + l->label_w + 6;
     char title[32];
     snprintf(title, sizeof title, "head %d", h);
-    svg_text(s, mx + l->map_w / 2, y + 14, title, 13, SVG_MIDDLE, 0, "black");
-    svg_text(s, mx + l->map_w / 2, y + 24 + 12, KEY_TITLE, 11, SVG_MIDDLE, 0, "#444");
-    svg_text(s, x + 12, my + l->map_w / 2, QUERY_TITLE, 11, SVG_MIDDLE, -90, "#444");
-    probe_attention_map(r, h, map);
-    svg_heatmap(s, mx, my, l->cell, map, T, T, 1.0, labels, labels, l->font);
-    svg_rect(s, mx, my + p * l->cell, size, l->cell, "none", "#d62728", NULL);
+    slm_svg_text(s, mx + l->map_w / 2, y + 14, title, 13, SVG_MIDDLE, 0, "black");
+    slm_svg_text(s, mx + l->map_w / 2, y + 24 + 12, KEY_TITLE, 11, SVG_MIDDLE, 0, "#444");
+    slm_svg_text(s, x + 12, my + l->map_w / 2, QUERY_TITLE, 11, SVG_MIDDLE, -90, "#444");
+    slm_probe_attention_map(r, h, map);
+    slm_svg_heatmap(s, mx, my, l->cell, map, T, T, 1.0, labels, labels, l->font);
+    slm_svg_rect(s, mx, my + p * l->cell, size, l->cell, "none", "#d62728", NULL);
 }
 
 /* The labels "0 [EOS]", "1 once", ...: position and token, into one block. */
 static char **position_labels(const ProbeSession *ps, const IntVec *ids) {
     int T = (int)ids->len;
     size_t bytes = (size_t)T * sizeof(char *);
-    for (int i = 0; i < T; i++) bytes += strlen(probe_token(ps, ids->data[i])) + 12;
+    for (int i = 0; i < T; i++) bytes += strlen(slm_probe_token(ps, ids->data[i])) + 12;
     char **labels = malloc(bytes), *text = (char *)(labels + T);
     if (!labels) return NULL;
     for (int i = 0; i < T; i++) {
         labels[i] = text;
-        text += sprintf(text, "%d %s", i, probe_token(ps, ids->data[i])) + 1;
+        text += sprintf(text, "%d %s", i, slm_probe_token(ps, ids->data[i])) + 1;
     }
     return labels;
 }
@@ -100,15 +100,15 @@ static int draw(const char *path, const ProbeSession *ps, const ProbeRunner *r, 
     double maps_w = 20 + l.per_row * l.block_w, scale_x = maps_w + 10, top = 40;
     Svg s;
     /* as wide as what is drawn: one head's map is not set on a page sized for eight */
-    svg_begin(&s, fmax(scale_x + 70, svg_text_width(header, 13) + 40), top + rows * l.block_h + 10,
+    slm_svg_begin(&s, fmax(scale_x + 70, slm_svg_text_width(header, 13) + 40), top + rows * l.block_h + 10,
               "storylm attend: attention maps");
-    svg_text(&s, 20, 22, header, 13, SVG_START, 0, "black");
+    slm_svg_text(&s, 20, 22, header, 13, SVG_START, 0, "black");
     for (int k = 0; k < n; k++)
         draw_map(&s, r, (const char *const *)labels, &l, head < 0 ? k : head, p, 20 + (k % l.per_row) * l.block_w,
                  top + (k / l.per_row) * l.block_h, map);
-    svg_color_scale(&s, scale_x, top + 24 + 22 + l.label_w + 6 + 14, fmin(200, fmax(80, T * l.cell)), 1.0, "weight");
-    int rc = svg_save(&s, path, e);
-    svg_free(&s);
+    slm_svg_color_scale(&s, scale_x, top + 24 + 22 + l.label_w + 6 + 14, fmin(200, fmax(80, T * l.cell)), 1.0, "weight");
+    int rc = slm_svg_save(&s, path, e);
+    slm_svg_free(&s);
     free(labels);
     free(map);
     return rc;
@@ -116,17 +116,17 @@ static int draw(const char *path, const ProbeSession *ps, const ProbeRunner *r, 
 
 static int attend(const AttendArgs *a, const char *text, Error *e) {
     ProbeSession ps;
-    if (probe_session_open(&ps, &a->po, "attend", NULL, PROBE_ATTENTION_ONLY, e)) return -1;
+    if (slm_probe_session_open(&ps, &a->po, "attend", NULL, PROBE_ATTENTION_ONLY, e)) return -1;
     ViewText vt = {0};
     Report rep;
-    report_init(&rep, "attend");
-    int rc = view_check_head(&ps, a->head, e) || view_text_run(&vt, &ps, text, a->pos, VIEW_RUN_HEADS, e);
-    if (!rc) view_attend(&rep, &ps, &vt, a->head);
+    slm_report_init(&rep, "attend");
+    int rc = slm_view_check_head(&ps, a->head, e) || slm_view_text_run(&vt, &ps, text, a->pos, VIEW_RUN_HEADS, e);
+    if (!rc) slm_view_attend(&rep, &ps, &vt, a->head);
     if (!rc && a->po.svg) rc = draw(a->po.svg, &ps, &vt.runner, &vt.ids, vt.pos, a->head, e);
     if (!rc) rc = probe_emit(&rep, &a->po, e);
-    report_free(&rep);
-    view_text_free(&vt);
-    probe_session_close(&ps);
+    slm_report_free(&rep);
+    slm_view_text_free(&vt);
+    slm_probe_session_close(&ps);
     return rc ? -1 : 0;
 }
 

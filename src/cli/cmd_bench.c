@@ -57,15 +57,15 @@ static double cpu_s(void) {
 static int read_ids(const char *path, IntVec *ids, IntVec *starts, Error *e) {
     char *text;
     size_t len;
-    if (file_read_all(path, 0, &text, &len, e)) return -1;
-    int rc = intvec_push(starts, 0, e);
+    if (slm_file_read_all(path, 0, &text, &len, e)) return -1;
+    int rc = slm_intvec_push(starts, 0, e);
     for (char *p = text; !rc && *p;) {
         char *end;
         long id = strtol(p, &end, 10);
-        if (end != p) rc = intvec_push(ids, (int32_t)id, e);
+        if (end != p) rc = slm_intvec_push(ids, (int32_t)id, e);
         else end = p + 1;
         if (!rc && (*end == '\n' || !*end) && ids->len > (size_t)starts->data[starts->len - 1])
-            rc = intvec_push(starts, (int32_t)ids->len, e);
+            rc = slm_intvec_push(starts, (int32_t)ids->len, e);
         p = end;
     }
     free(text);
@@ -106,14 +106,14 @@ static int bench_train(const char *path, const BenchOptions *o, Error *e) {
     Adam opt = {0};
     float *grads = NULL;
     StoryRef *refs = NULL;
-    ModelConfig cfg = model_config_default(ARCH_ATTENTION, 2000);
+    ModelConfig cfg = slm_model_config_default(ARCH_ATTENTION, 2000);
     int threads = omp_get_max_threads(), rc = read_ids(path, &ids, &starts, e);
     int positions = rc ? 0 : (4096 + threads - 1) / threads, longest = rc ? 0 : longest_story(&starts);
-    rc = rc || check_ids(&ids, cfg.vocab_size, path, e) || model_init(&m, &cfg, e) ||
-         shards_init(&sh, &m, threads, positions > longest ? positions : longest, o->batch, e) ||
-         adam_init(&opt, m.n_params, e) || !(grads = xmalloc(m.n_params * sizeof(float), e)) ||
+    rc = rc || check_ids(&ids, cfg.vocab_size, path, e) || slm_model_init(&m, &cfg, e) ||
+         slm_shards_init(&sh, &m, threads, positions > longest ? positions : longest, o->batch, e) ||
+         slm_adam_init(&opt, m.n_params, e) || !(grads = xmalloc(m.n_params * sizeof(float), e)) ||
          !(refs = xmalloc((size_t)o->batch * sizeof(StoryRef), e));
-    if (!rc) model_randomize(&m, 1);
+    if (!rc) slm_model_randomize(&m, 1);
     TrainStep step = {.shards = &sh, .model = &m, .adam = &opt, .grads = grads};
     long long tokens = 0;
     double start = 0, cpu = 0, loss = 0;
@@ -121,7 +121,7 @@ static int bench_train(const char *path, const BenchOptions *o, Error *e) {
         if (k == 0) start = now_s(), cpu = cpu_s();
         int n = step_stories(&ids, &starts, o->first_batch + k + 2, o->batch, refs);
         TrainStepResult r;
-        rc = train_step(&step, refs, o->batch, 3e-3f, &r, e); /* storylm train's step (train.h) */
+        rc = slm_train_step(&step, refs, o->batch, 3e-3f, &r, e); /* storylm train's step (train.h) */
         if (!rc && r.not_finite) rc = FAIL(e, NULL, "the %s of bench's step %d is not finite", r.not_finite, k + 3);
         loss = r.loss;
         if (k >= 0) tokens += n;
@@ -129,30 +129,30 @@ static int bench_train(const char *path, const BenchOptions *o, Error *e) {
     if (!rc)
         printf("{\"command\": \"bench\", \"work\": \"train\", \"tokens\": %lld, \"seconds\": %.6f, \"cpu_seconds\": %.6f, \"threads\": %d, \"loss\": %.4f}\n",
                tokens, now_s() - start, cpu_s() - cpu, threads, loss);
-    free(refs), free(grads), adam_free(&opt), shards_free(&sh), model_free(&m);
-    intvec_free(&ids), intvec_free(&starts);
+    free(refs), free(grads), slm_adam_free(&opt), slm_shards_free(&sh), slm_model_free(&m);
+    slm_intvec_free(&ids), slm_intvec_free(&starts);
     return rc;
 }
 
 /* [EOS] + prompt fed, then o->tokens sampled and fed; the time of all of it. */
 static int bench_generate(const char *path, const BenchOptions *o, Error *e) {
     LoadedModel lm;
-    if (cli_load_model(&lm, path, e)) return -1;
+    if (slm_cli_load_model(&lm, path, e)) return -1;
     IntVec prompt = {0};
     Generator g = {0};
     Sampler s = {0};
-    int rc = tokenizer_encode(&lm.tokenizer, o->prompt, strlen(o->prompt), &prompt, e) ||
-             generator_init(&g, &lm.model, NULL, e) ||
-             sampler_init(&s, lm.model.cfg.vocab_size, 0.8f, 0, 0.95f, 1, e);
+    int rc = slm_tokenizer_encode(&lm.tokenizer, o->prompt, strlen(o->prompt), &prompt, e) ||
+             slm_generator_init(&g, &lm.model, NULL, e) ||
+             slm_sampler_init(&s, lm.model.cfg.vocab_size, 0.8f, 0, 0.95f, 1, e);
     if (!rc) {
         double start = now_s(), cpu = cpu_s();
-        const float *logits = generator_feed(&g, lm.tokenizer.eos_id);
-        for (size_t i = 0; i < prompt.len; i++) logits = generator_feed(&g, prompt.data[i]);
-        for (int i = 0; i < o->tokens; i++) logits = generator_feed(&g, sampler_sample(&s, logits));
+        const float *logits = slm_generator_feed(&g, lm.tokenizer.eos_id);
+        for (size_t i = 0; i < prompt.len; i++) logits = slm_generator_feed(&g, prompt.data[i]);
+        for (int i = 0; i < o->tokens; i++) logits = slm_generator_feed(&g, slm_sampler_sample(&s, logits));
         printf("{\"command\": \"bench\", \"work\": \"generate\", \"tokens\": %d, \"seconds\": %.6f, \"cpu_seconds\": %.6f, \"prompt_tokens\": %zu}\n", o->tokens,
                now_s() - start, cpu_s() - cpu, prompt.len);
     }
-    sampler_free(&s), generator_free(&g), intvec_free(&prompt), cli_free_model(&lm);
+    slm_sampler_free(&s), slm_generator_free(&g), slm_intvec_free(&prompt), slm_cli_free_model(&lm);
     return rc;
 }
 
@@ -162,21 +162,21 @@ static int bench_encode(const char *vocab_path, const char *text_path, Error *e)
     char *text = NULL;
     size_t len;
     IntVec ids = {0};
-    int rc = tokenizer_load(&t, vocab_path, 0, e) || file_read_all(text_path, 0, &text, &len, e);
+    int rc = slm_tokenizer_load(&t, vocab_path, 0, e) || slm_file_read_all(text_path, 0, &text, &len, e);
     long long n_ids = 0;
     double start = now_s(), cpu = cpu_s();
     for (size_t at = 0; !rc && at < len;) {
         const char *nl = memchr(text + at, '\n', len - at);
         size_t end = nl ? (size_t)(nl - text) : len;
         ids.len = 0;
-        rc = tokenizer_encode(&t, text + at, end - at, &ids, e);
+        rc = slm_tokenizer_encode(&t, text + at, end - at, &ids, e);
         n_ids += (long long)ids.len;
         at = end + 1;
     }
     if (!rc)
         printf("{\"command\": \"bench\", \"work\": \"encode\", \"bytes\": %zu, \"seconds\": %.6f, \"cpu_seconds\": %.6f, \"ids\": %lld}\n", len, now_s() - start,
                cpu_s() - cpu, n_ids);
-    intvec_free(&ids), free(text), tokenizer_free(&t);
+    slm_intvec_free(&ids), free(text), slm_tokenizer_free(&t);
     return rc;
 }
 

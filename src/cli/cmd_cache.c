@@ -52,68 +52,68 @@ static int gather(const ProbeSession *ps, const CacheArgs *args, IntVec *ids, in
     if (!*starts) return -1;
     (*starts)[0] = 0;
     for (int i = 0; i < *n; i++) (*starts)[i + 1] = (*starts)[i] + (int)story_len(s, s->test[i]);
-    if (intvec_reserve(ids, (size_t)(*starts)[*n], e)) return -1;
+    if (slm_intvec_reserve(ids, (size_t)(*starts)[*n], e)) return -1;
     for (int i = 0; i < *n; i++) story_copy_ids(s, s->test[i], ids->data + (*starts)[i]);
     ids->len = (size_t)(*starts)[*n];
     return 0;
 }
 
 static int metadata_fill(Metadata *md, const ProbeSession *ps, const CacheArgs *args, Error *e) {
-    int rc = metadata_set(md, "format", "storylm-activations", e) || metadata_set(md, "format_version", "1", e) ||
-             metadata_set(md, "model", ps->model_path, e) ||
-             metadata_set(md, "ablation", ps->ablation_desc[0] ? ps->ablation_desc : "none", e) ||
-             metadata_set(md, "tensors", "tokens rows queries keys values attention head_outputs hidden logits loss "
+    int rc = slm_metadata_set(md, "format", "storylm-activations", e) || slm_metadata_set(md, "format_version", "1", e) ||
+             slm_metadata_set(md, "model", ps->model_path, e) ||
+             slm_metadata_set(md, "ablation", ps->ablation_desc[0] ? ps->ablation_desc : "none", e) ||
+             slm_metadata_set(md, "tensors", "tokens rows queries keys values attention head_outputs hidden logits loss "
                                          "story_starts: see storylm cache --help", e);
-    if (!rc && args->text) rc = metadata_set(md, "text", args->text, e);
-    if (!rc && args->stories) rc = metadata_set(md, "stories", args->stories, e);
+    if (!rc && args->text) rc = slm_metadata_set(md, "text", args->text, e);
+    if (!rc && args->stories) rc = slm_metadata_set(md, "stories", args->stories, e);
     return rc;
 }
 
 static void build_report(Report *r, const ProbeSession *ps, const CacheArgs *args, const ActivationCache *c) {
-    probe_report_header(r, ps);
-    if (args->text) report_text(r, "text", "text", args->text);
-    report_text(r, "out", "written to", args->out);
-    report_int(r, "stories_cached", "stories", c->n_stories);
-    report_int(r, "positions", "positions", c->n_positions);
-    ReportTable *t = report_table(r, "tensors", "Tensors");
-    table_column(t, "name", "name", CELL_TEXT, 0);
-    table_column(t, "shape", "shape", CELL_TEXT, 0);
-    table_column(t, "megabytes", "MB", CELL_NUMBER, 2);
+    slm_probe_report_header(r, ps);
+    if (args->text) slm_report_text(r, "text", "text", args->text);
+    slm_report_text(r, "out", "written to", args->out);
+    slm_report_int(r, "stories_cached", "stories", c->n_stories);
+    slm_report_int(r, "positions", "positions", c->n_positions);
+    ReportTable *t = slm_report_table(r, "tensors", "Tensors");
+    slm_table_column(t, "name", "name", CELL_TEXT, 0);
+    slm_table_column(t, "shape", "shape", CELL_TEXT, 0);
+    slm_table_column(t, "megabytes", "MB", CELL_NUMBER, 2);
     SafeTensorOut list[CACHE_TENSORS];
-    activation_cache_tensors(c, list);
+    slm_activation_cache_tensors(c, list);
     for (int i = 0; i < CACHE_TENSORS; i++) {
         uint64_t shape[SAFETENSORS_MAX_DIMS];
         double count = 1;
         for (int d = 0; d < list[i].ndim; d++) shape[d] = (uint64_t)list[i].shape[d], count *= list[i].shape[d];
         char text[64];
-        safetensors_format_shape(text, sizeof text, shape, list[i].ndim);
-        table_row(t);
-        cell_text(t, list[i].name);
-        cell_text(t, text);
-        cell_number(t, count * 4 / 1e6);
+        slm_safetensors_format_shape(text, sizeof text, shape, list[i].ndim);
+        slm_table_row(t);
+        slm_cell_text(t, list[i].name);
+        slm_cell_text(t, text);
+        slm_cell_number(t, count * 4 / 1e6);
     }
 }
 
 static int cache(const ProbeOptions *po, const CacheArgs *args, Error *e) {
     ProbeSession ps;
-    if (probe_session_open(&ps, po, "cache", args->stories, PROBE_ATTENTION_ONLY, e)) return -1;
+    if (slm_probe_session_open(&ps, po, "cache", args->stories, PROBE_ATTENTION_ONLY, e)) return -1;
     IntVec ids = {0};
     int *starts = NULL, n = 0;
     ActivationCache c = {0};
     Metadata md = {0};
     Report rep;
-    report_init(&rep, "cache");
+    slm_report_init(&rep, "cache");
     int rc = gather(&ps, args, &ids, &starts, &n, e);
-    if (!rc) rc = probe_cache(&ps.lm.model, ids.data, starts, n, &ps.ablation, &c, e);
-    if (!rc) rc = metadata_fill(&md, &ps, args, e) || activation_cache_write(&c, args->out, &md, e);
+    if (!rc) rc = slm_probe_cache(&ps.lm.model, ids.data, starts, n, &ps.ablation, &c, e);
+    if (!rc) rc = metadata_fill(&md, &ps, args, e) || slm_activation_cache_write(&c, args->out, &md, e);
     if (!rc) build_report(&rep, &ps, args, &c);
     if (!rc) rc = probe_emit(&rep, po, e);
-    report_free(&rep);
-    metadata_free(&md);
-    activation_cache_free(&c);
+    slm_report_free(&rep);
+    slm_metadata_free(&md);
+    slm_activation_cache_free(&c);
     free(starts);
-    intvec_free(&ids);
-    probe_session_close(&ps);
+    slm_intvec_free(&ids);
+    slm_probe_session_close(&ps);
     return rc ? -1 : 0;
 }
 

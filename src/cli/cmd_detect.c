@@ -38,50 +38,50 @@ typedef struct DetectArgs {
 
 /* The training step of a model file: OUT.stepN.safetensors, else its "steps" metadata, else -1. */
 static int model_step(const ProbeSession *ps) {
-    const char *dot = strstr(ps->model_path, ".step"), *steps = metadata_get(&ps->lm.meta, "steps");
+    const char *dot = strstr(ps->model_path, ".step"), *steps = slm_metadata_get(&ps->lm.meta, "steps");
     int n;
     if (dot && sscanf(dot, ".step%d", &n) == 1) return n;
     return steps && sscanf(steps, "%d", &n) == 1 ? n : -1;
 }
 
 static void make_tables(Report *r, const DetectArgs *a, ReportTable **heads, ReportTable **loss) {
-    report_int(r, "random_sequences", "random sequences", a->n_random);
-    report_int(r, "random_length", "tokens per copy", a->length);
-    report_int(r, "seed", "seed", a->seed);
-    *heads = report_table(r, "heads", "Head scores on the test stories, and on random tokens repeated twice");
+    slm_report_int(r, "random_sequences", "random sequences", a->n_random);
+    slm_report_int(r, "random_length", "tokens per copy", a->length);
+    slm_report_int(r, "seed", "seed", a->seed);
+    *heads = slm_report_table(r, "heads", "Head scores on the test stories, and on random tokens repeated twice");
     const char *keys[] = {"model", "step", "head", "previous", "duplicate", "induction", "random_previous",
                           "random_duplicate", "random_induction"};
     const char *labels[] = {"model", "step", "head", "previous", "duplicate", "induction", "random: previous",
                             "random: duplicate", "random: induction"};
-    for (int i = 0; i < 9; i++) table_column(*heads, keys[i], labels[i], i == 0 ? CELL_FILE : i < 3 ? CELL_INT : CELL_PERCENT, 1);
+    for (int i = 0; i < 9; i++) slm_table_column(*heads, keys[i], labels[i], i == 0 ? CELL_FILE : i < 3 ? CELL_INT : CELL_PERCENT, 1);
     if (*heads) (*heads)->group_column = 0;
-    *loss = report_table(r, "models", "Per model: positions counted and the induction loss on random tokens repeated twice");
+    *loss = slm_report_table(r, "models", "Per model: positions counted and the induction loss on random tokens repeated twice");
     const char *lk[] = {"model", "step", "positions", "duplicate_positions", "induction_positions", "loss_first",
                         "loss_second", "induction_loss_drop"};
     const char *ll[] = {"model", "step", "positions", "with a duplicate", "with an induction target", "loss 1st copy",
                         "loss 2nd copy", "drop"};
-    for (int i = 0; i < 8; i++) table_column(*loss, lk[i], ll[i], i == 0 ? CELL_FILE : i < 5 ? CELL_INT : CELL_NUMBER, 3);
+    for (int i = 0; i < 8; i++) slm_table_column(*loss, lk[i], ll[i], i == 0 ? CELL_FILE : i < 5 ? CELL_INT : CELL_NUMBER, 3);
 }
 
 static void add_rows(ReportTable *heads, ReportTable *loss, const char *model, int step, const DetectResult *d) {
     for (int h = 0; h < d->n_heads; h++) {
-        table_row(heads);
-        cell_text(heads, model);
-        cell_int(heads, step);
-        cell_int(heads, h);
+        slm_table_row(heads);
+        slm_cell_text(heads, model);
+        slm_cell_int(heads, step);
+        slm_cell_int(heads, h);
         const DetectScores *s = &d->stories[h], *q = &d->random[h];
         double v[] = {s->previous, s->duplicate, s->induction, q->previous, q->duplicate, q->induction};
-        for (int i = 0; i < 6; i++) cell_number(heads, v[i]);
+        for (int i = 0; i < 6; i++) slm_cell_number(heads, v[i]);
     }
-    table_row(loss);
-    cell_text(loss, model);
-    cell_int(loss, step);
-    cell_int(loss, d->positions);
-    cell_int(loss, d->duplicate_positions);
-    cell_int(loss, d->induction_positions);
-    cell_number(loss, d->loss_first);
-    cell_number(loss, d->loss_second);
-    cell_number(loss, d->loss_first - d->loss_second);
+    slm_table_row(loss);
+    slm_cell_text(loss, model);
+    slm_cell_int(loss, step);
+    slm_cell_int(loss, d->positions);
+    slm_cell_int(loss, d->duplicate_positions);
+    slm_cell_int(loss, d->induction_positions);
+    slm_cell_number(loss, d->loss_first);
+    slm_cell_number(loss, d->loss_second);
+    slm_cell_number(loss, d->loss_first - d->loss_second);
 }
 
 #define SCORE_PANELS 4
@@ -104,10 +104,10 @@ static void draw_bars(Svg *s, const DetectResult *d) {
         labels[h] = names[h];
         for (int k = 0; k < SCORE_PANELS; k++) hi = fmax(hi, values[k * H + h] = panel_value(d, k, h));
     }
-    SvgPanel p = {.x = 80, .y = 70, .w = 760, .h = 300, .y0 = 0, .y1 = fmin(1, svg_round_up(hi * 1.1))};
-    svg_axes(s, &p, NULL, NULL, "mean weight", 0);
-    svg_bars(s, &p, values, SCORE_PANELS, H, labels, NULL, 0);
-    svg_legend(s, 860, 70, panel_titles, NULL, SCORE_PANELS);
+    SvgPanel p = {.x = 80, .y = 70, .w = 760, .h = 300, .y0 = 0, .y1 = fmin(1, slm_svg_round_up(hi * 1.1))};
+    slm_svg_axes(s, &p, NULL, NULL, "mean weight", 0);
+    slm_svg_bars(s, &p, values, SCORE_PANELS, H, labels, NULL, 0);
+    slm_svg_legend(s, 860, 70, panel_titles, NULL, SCORE_PANELS);
 }
 
 /* Several models: each score across training, a curve per head, and the losses on the two copies. */
@@ -121,42 +121,42 @@ static void draw_curves(Svg *s, const DetectResult *d, const int *steps, int n) 
         double hi = 0; /* each axis fits its scores: an induction score of 0.01 is not drawn flat */
         for (int k = 0; k < n; k++)
             for (int h = 0; h < H; h++) hi = fmax(hi, panel_value(&d[k], panel, h));
-        p.y1 = fmin(1, svg_round_up(hi * 1.1));
+        p.y1 = fmin(1, slm_svg_round_up(hi * 1.1));
         p.x = 70 + (panel % 3) * 400, p.y = 60 + (panel / 3) * 300;
-        svg_axes(s, &p, panel_titles[panel], "training step", "mean weight", 1);
+        slm_svg_axes(s, &p, panel_titles[panel], "training step", "mean weight", 1);
         for (int h = 0; h < H; h++) {
             for (int k = 0; k < n; k++) ys[k] = panel_value(&d[k], panel, h);
-            svg_polyline(s, &p, xs, ys, n, svg_palette(h), 1.8);
+            slm_svg_polyline(s, &p, xs, ys, n, slm_svg_palette(h), 1.8);
         }
     }
     SvgPanel p = base;
     p.x = 470, p.y = 360, p.y1 = 0;
     for (int k = 0; k < n; k++) p.y1 = fmax(p.y1, fmax(d[k].loss_first, d[k].loss_second) * 1.1);
-    svg_axes(s, &p, "loss on random tokens: 1st copy, 2nd copy", "training step", "nats", 1);
+    slm_svg_axes(s, &p, "loss on random tokens: 1st copy, 2nd copy", "training step", "nats", 1);
     for (int copy = 0; copy < 2; copy++) {
         for (int k = 0; k < n; k++) ys[k] = copy ? d[k].loss_second : d[k].loss_first;
-        svg_polyline(s, &p, xs, ys, n, copy ? "#d62728" : "#7f7f7f", 2);
+        slm_svg_polyline(s, &p, xs, ys, n, copy ? "#d62728" : "#7f7f7f", 2);
     }
     char names[32][16];
     const char *labels[32], *colors[32];
     for (int h = 0; h < H && h < 32; h++) {
         snprintf(names[h], sizeof names[h], "head %d", h);
-        labels[h] = names[h], colors[h] = svg_palette(h);
+        labels[h] = names[h], colors[h] = slm_svg_palette(h);
     }
-    svg_legend(s, 880, 380, labels, colors, H < 32 ? H : 32);
+    slm_svg_legend(s, 880, 380, labels, colors, H < 32 ? H : 32);
     const char *copies[2] = {"1st copy", "2nd copy"}, *copy_colors[2] = {"#7f7f7f", "#d62728"};
-    svg_legend(s, 1000, 380, copies, copy_colors, 2);
+    slm_svg_legend(s, 1000, 380, copies, copy_colors, 2);
 }
 
 static int draw(const char *path, const DetectResult *d, const int *steps, int n, Error *e) {
     Svg s;
-    svg_begin(&s, n > 1 ? 1280 : 1180, n > 1 ? 640 : 420, "storylm detect: head detectors");
-    svg_text(&s, 20, 24, n > 1 ? "Head scores across training (one curve per head)" : "Head scores per head", 15,
+    slm_svg_begin(&s, n > 1 ? 1280 : 1180, n > 1 ? 640 : 420, "storylm detect: head detectors");
+    slm_svg_text(&s, 20, 24, n > 1 ? "Head scores across training (one curve per head)" : "Head scores per head", 15,
              SVG_START, 0, "black");
     if (n > 1) draw_curves(&s, d, steps, n);
     else draw_bars(&s, d);
-    int rc = svg_save(&s, path, e);
-    svg_free(&s);
+    int rc = slm_svg_save(&s, path, e);
+    slm_svg_free(&s);
     return rc;
 }
 
@@ -165,26 +165,26 @@ static int detect(const DetectArgs *a, const char *stories, Error *e) {
     DetectResult results[64] = {{0}};
     DetectOptions o = {.n_random = a->n_random, .length = a->length, .seed = (uint64_t)a->seed};
     Report r;
-    report_init(&r, "detect");
+    slm_report_init(&r, "detect");
     ReportTable *heads = NULL, *loss = NULL;
     for (int k = 0; !rc && k < n; k++) {
         ProbeOptions po = a->po;
         po.model = a->models.count ? a->models.items[k] : NULL;
         ProbeSession ps;
-        if ((rc = probe_session_open(&ps, &po, "detect", stories, PROBE_ATTENTION_ONLY, e))) break;
+        if ((rc = slm_probe_session_open(&ps, &po, "detect", stories, PROBE_ATTENTION_ONLY, e))) break;
         if (k == 0) {
-            probe_report_header(&r, &ps);
+            slm_probe_report_header(&r, &ps);
             make_tables(&r, a, &heads, &loss);
         }
         steps[k] = model_step(&ps);
-        rc = probe_detect(&ps.lm.model, &ps.stories, ps.stories.test, ps.stories.n_test, &o, &ps.ablation, &results[k], e);
+        rc = slm_probe_detect(&ps.lm.model, &ps.stories, ps.stories.test, ps.stories.n_test, &o, &ps.ablation, &results[k], e);
         if (!rc) add_rows(heads, loss, ps.model_path, steps[k], &results[k]);
-        probe_session_close(&ps);
+        slm_probe_session_close(&ps);
     }
     if (!rc && a->po.svg) rc = draw(a->po.svg, results, steps, n, e);
     if (!rc) rc = probe_emit(&r, &a->po, e);
-    for (int k = 0; k < n; k++) detect_result_free(&results[k]);
-    report_free(&r);
+    for (int k = 0; k < n; k++) slm_detect_result_free(&results[k]);
+    slm_report_free(&r);
     return rc;
 }
 

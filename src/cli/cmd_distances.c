@@ -26,14 +26,14 @@ static void draw_panel(Svg *s, const Model *m, int last, double x, double y, con
         hi = fmax(hi, m->distance[i]);
     }
     SvgPanel p = {.x = x, .y = y, .w = 560, .h = 300, .x0 = 0, .x1 = last, .y0 = lo, .y1 = hi > lo ? hi : lo + 1};
-    svg_axes(s, &p, title, "distance back", "score", 1);
+    slm_svg_axes(s, &p, title, "distance back", "score", 1);
     for (int h = 0; h < c->n_heads; h++) {
         int n = last + 1 < 4096 ? last + 1 : 4096;
         for (int d = 0; d < n; d++) {
             xs[d] = d;
             ys[d] = m->distance[(size_t)h * c->window + d];
         }
-        svg_polyline(s, &p, xs, ys, n, svg_palette(h), 1.6);
+        slm_svg_polyline(s, &p, xs, ys, n, slm_svg_palette(h), 1.6);
     }
 }
 
@@ -44,17 +44,17 @@ static int draw(const char *path, const Model *m, Error *e) {
     for (int h = 0; h < H; h++) {
         snprintf(buf[h], sizeof buf[h], "head %d", h);
         names[h] = buf[h];
-        colors[h] = svg_palette(h);
+        colors[h] = slm_svg_palette(h);
     }
     Svg s;
-    svg_begin(&s, 1380, 420, "storylm distances: the heads' distance scores");
-    svg_text(&s, 20, 24, "Each head's learned score for each distance back (added to q.k/sqrt(8) before softmax)", 14,
+    slm_svg_begin(&s, 1380, 420, "storylm distances: the heads' distance scores");
+    slm_svg_text(&s, 20, 24, "Each head's learned score for each distance back (added to q.k/sqrt(8) before softmax)", 14,
              SVG_START, 0, "black");
     draw_panel(&s, m, m->cfg.window - 1, 70, 60, "all distances");
     draw_panel(&s, m, m->cfg.window < 32 ? m->cfg.window - 1 : 31, 700, 60, "the first 32");
-    svg_legend(&s, 1280, 60, names, colors, H);
-    int rc = svg_save(&s, path, e);
-    svg_free(&s);
+    slm_svg_legend(&s, 1280, 60, names, colors, H);
+    int rc = slm_svg_save(&s, path, e);
+    slm_svg_free(&s);
     return rc;
 }
 
@@ -64,7 +64,7 @@ static int draw_scheme(const char *path, const Model *m, Error *e) {
     Model shown = *m;
     float *table = xmalloc((size_t)m->cfg.n_heads * m->cfg.window * sizeof(float), e);
     if (!table) return -1;
-    position_distance_table(m, table);
+    slm_position_distance_table(m, table);
     shown.distance = table;
     int rc = draw(path, &shown, e);
     free(table);
@@ -87,17 +87,17 @@ static int run(int argc, char **argv) {
     po.model = cli_model_path(po.model, po.json);
     Error e = {0};
     ProbeSession ps;
-    if (probe_session_open(&ps, &po, "distances", NULL, PROBE_ATTENTION_ONLY, &e)) return cli_fail(&e);
-    if (variant_check(&ps.lm.model.cfg, "distances", VARIANT_NEEDS_DISTANCE, &e)) {
-        probe_session_close(&ps);
+    if (slm_probe_session_open(&ps, &po, "distances", NULL, PROBE_ATTENTION_ONLY, &e)) return cli_fail(&e);
+    if (slm_variant_check(&ps.lm.model.cfg, "distances", VARIANT_NEEDS_DISTANCE, &e)) {
+        slm_probe_session_close(&ps);
         return cli_fail(&e);
     }
     Report r;
-    report_init(&r, "distances");
-    view_distances(&r, &ps, up_to);
+    slm_report_init(&r, "distances");
+    slm_view_distances(&r, &ps, up_to);
     rc = po.svg ? draw_scheme(po.svg, &ps.lm.model, &e) : 0;
     if (!rc) rc = probe_emit(&r, &po, &e);
-    report_free(&r);
-    probe_session_close(&ps);
+    slm_report_free(&r);
+    slm_probe_session_close(&ps);
     return rc ? cli_fail(&e) : 0;
 }

@@ -36,35 +36,35 @@ static int print_result(const EvalArgs *a, const LoadedModel *lm, const Stories 
      * in (JSON has no infinity, and null is no result) */
     double perplexity = fmin(exp(r->loss), DBL_MAX);
     Report rep;
-    report_init(&rep, "eval");
-    report_model(&rep, &lm->model, lm->path);
-    report_stories(&rep, stories, s->n_stories, s->n_test);
-    report_ablation(&rep, ab, lm->model.cfg.n_heads, desc);
-    report_text(&rep, "split", "evaluated", a->all ? "all" : "test");
-    report_int(&rep, "stories_evaluated", "stories evaluated", a->all ? s->n_stories : s->n_test);
-    report_int(&rep, "positions", "predicted positions", r->positions);
-    report_number(&rep, "loss", "loss (nats/token)", r->loss, 4);
-    report_number(&rep, "perplexity", perplexity < DBL_MAX ? "perplexity" : NULL, perplexity, 2);
-    if (perplexity == DBL_MAX) report_note(&rep, "perplexity over 1e308 (the loss is past 709 nats)");
-    report_percent(&rep, "accuracy", "accuracy (top guess right)", r->accuracy, 2);
+    slm_report_init(&rep, "eval");
+    slm_report_model(&rep, &lm->model, lm->path);
+    slm_report_stories(&rep, stories, s->n_stories, s->n_test);
+    slm_report_ablation(&rep, ab, lm->model.cfg.n_heads, desc);
+    slm_report_text(&rep, "split", "evaluated", a->all ? "all" : "test");
+    slm_report_int(&rep, "stories_evaluated", "stories evaluated", a->all ? s->n_stories : s->n_test);
+    slm_report_int(&rep, "positions", "predicted positions", r->positions);
+    slm_report_number(&rep, "loss", "loss (nats/token)", r->loss, 4);
+    slm_report_number(&rep, "perplexity", perplexity < DBL_MAX ? "perplexity" : NULL, perplexity, 2);
+    if (perplexity == DBL_MAX) slm_report_note(&rep, "perplexity over 1e308 (the loss is past 709 nats)");
+    slm_report_percent(&rep, "accuracy", "accuracy (top guess right)", r->accuracy, 2);
     ProbeOptions po = {.json = a->json};
     int rc = probe_emit(&rep, &po, e);
-    report_free(&rep);
+    slm_report_free(&rep);
     return rc;
 }
 
 static int eval_file(const EvalArgs *a, const char *stories_path, Error *e) {
     LoadedModel lm;
     const char *path = cli_model_path(a->model, a->json);
-    if (cli_load_model(&lm, path, e)) return -1;
+    if (slm_cli_load_model(&lm, path, e)) return -1;
     Stories s = {0};
-    StoriesOptions so = stories_default_options();
+    StoriesOptions so = slm_stories_default_options();
     so.n_test = a->n_test;
     Ablation ab = {0};
     float *mean = NULL;
     char desc[160];
-    int rc = stories_load(&s, stories_path, &lm.tokenizer, &so, e);
-    if (!rc) rc = cli_setup_ablation(&lm, a->ablate, a->ablate_mode, &s, stories_path, a->n_test, &ab, &mean, desc,
+    int rc = slm_stories_load(&s, stories_path, &lm.tokenizer, &so, e);
+    if (!rc) rc = slm_cli_setup_ablation(&lm, a->ablate, a->ablate_mode, &s, stories_path, a->n_test, &ab, &mean, desc,
                                      sizeof desc, e);
     int *all = NULL;
     if (!rc && a->all) {
@@ -76,16 +76,16 @@ static int eval_file(const EvalArgs *a, const char *stories_path, Error *e) {
         rc = FAIL(e, "use --all to evaluate on every story", "'%s' has too few stories to hold any out", stories_path);
     EvalResult r;
     int n = a->all ? s.n_stories : s.n_test;
-    if (!rc && (rc = evaluate(&lm.model, &s, a->all ? all : s.test, n, &ab, a->max_positions, &r, e)))
-        error_prefix(e, "evaluating '%s': ", path);
+    if (!rc && (rc = slm_evaluate(&lm.model, &s, a->all ? all : s.test, n, &ab, a->max_positions, &r, e)))
+        slm_error_prefix(e, "evaluating '%s': ", path);
     if (!rc && (r.positions == 0 || !isfinite(r.loss))) /* never a NaN delivered as a result */
         rc = FAIL(e, "give stories of at least two tokens", "'%s': the stories evaluated hold no position to predict",
                   stories_path);
     if (!rc) rc = print_result(a, &lm, &s, stories_path, &ab, desc, &r, e);
     free(all);
     free(mean);
-    stories_free(&s);
-    cli_free_model(&lm);
+    slm_stories_free(&s);
+    slm_cli_free_model(&lm);
     return rc;
 }
 
@@ -94,16 +94,16 @@ static int eval_text(const EvalArgs *a, const char *stories_path, Error *e) {
     ProbeOptions po = {.model = cli_model_path(a->model, a->json), .ablate = a->ablate, .ablate_mode = a->ablate_mode,
                        .mean_stories = stories_path, .json = a->json, .n_test = a->n_test};
     ProbeSession ps;
-    if (probe_session_open(&ps, &po, "eval", NULL, 0, e)) return -1;
+    if (slm_probe_session_open(&ps, &po, "eval", NULL, 0, e)) return -1;
     ViewText vt;
     Report r;
-    report_init(&r, "eval");
-    int rc = view_text_run(&vt, &ps, a->text, -1, 0, e);
-    if (!rc) view_loss(&r, &ps, &vt, a->text);
+    slm_report_init(&r, "eval");
+    int rc = slm_view_text_run(&vt, &ps, a->text, -1, 0, e);
+    if (!rc) slm_view_loss(&r, &ps, &vt, a->text);
     if (!rc) rc = probe_emit(&r, &po, e);
-    report_free(&r);
-    view_text_free(&vt);
-    probe_session_close(&ps);
+    slm_report_free(&r);
+    slm_view_text_free(&vt);
+    slm_probe_session_close(&ps);
     return rc;
 }
 

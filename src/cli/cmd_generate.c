@@ -57,11 +57,11 @@ static char *read_stdin_prompt(Error *e) {
     char buf[4096];
     size_t n;
     while ((n = fread(buf, 1, sizeof buf, stdin)) > 0)
-        if (bytevec_append(&b, buf, n, e)) return bytevec_free(&b), NULL;
-    if (ferror(stdin)) return bytevec_free(&b), FAIL(e, NULL, "cannot read the prompt from stdin"), NULL;
+        if (slm_bytevec_append(&b, buf, n, e)) return slm_bytevec_free(&b), NULL;
+    if (ferror(stdin)) return slm_bytevec_free(&b), FAIL(e, NULL, "cannot read the prompt from stdin"), NULL;
     if (b.len && b.data[b.len - 1] == '\n') b.len--;
     if (b.len && b.data[b.len - 1] == '\r') b.len--;
-    if (bytevec_append(&b, "", 1, e)) return bytevec_free(&b), NULL;
+    if (slm_bytevec_append(&b, "", 1, e)) return slm_bytevec_free(&b), NULL;
     return (char *)b.data;
 }
 
@@ -74,8 +74,8 @@ static int stdin_has_prompt(void) {
 /* Warns when most of the prompt's tokens are [UNK], naming the characters. */
 static int warn_unknown(const Tokenizer *t, const char *prompt, PromptUnknown *pu, Error *e) {
     char chars[256];
-    if (view_prompt_unknown(t, prompt, pu, chars, sizeof chars, e)) return -1;
-    if (!view_prompt_mostly_unknown(pu)) return 0;
+    if (slm_view_prompt_unknown(t, prompt, pu, chars, sizeof chars, e)) return -1;
+    if (!slm_view_prompt_mostly_unknown(pu)) return 0;
     fprintf(stderr, "storylm: warning: %d of the prompt's %d tokens are [UNK]", pu->unk, pu->tokens);
     if (pu->n_chars) fprintf(stderr, ": the vocabulary does not know %s", chars);
     fprintf(stderr, "\n---> HINT: write the prompt in the alphabet of the training stories\n");
@@ -104,7 +104,7 @@ static int print_text(void *ctx, int sample, const char *text, size_t len, int d
     Printer *p = ctx;
     if (sample != p->current) {
         p->done[sample] = (char)done;
-        return bytevec_append(&p->waiting[sample], text, len, p->e);
+        return slm_bytevec_append(&p->waiting[sample], text, len, p->e);
     }
     fwrite(text, 1, len, stdout);
     while (done) { /* this one is done: print the ones that waited for it */
@@ -121,15 +121,15 @@ static int print_text(void *ctx, int sample, const char *text, size_t len, int d
 
 /* Runs vb, printing the stories (fn NULL with --json). */
 static int run_batch(ViewBatch *vb, bool json, Error *e) {
-    if (json) return view_batch_run(vb, NULL, NULL, e);
+    if (json) return slm_view_batch_run(vb, NULL, NULL, e);
     struct stat st;
     Printer p = {.vb = vb, .flush = isatty(1) || (fstat(1, &st) == 0 && S_ISFIFO(st.st_mode)), .e = e};
     p.waiting = xcalloc((size_t)vb->n, sizeof *p.waiting, e);
     p.done = p.waiting ? xcalloc((size_t)vb->n, 1, e) : NULL;
     int rc = p.done ? 0 : -1;
     if (!rc) print_header(&p, 0);
-    if (!rc) rc = view_batch_run(vb, print_text, &p, e);
-    for (int i = 0; p.waiting && i < vb->n; i++) bytevec_free(&p.waiting[i]);
+    if (!rc) rc = slm_view_batch_run(vb, print_text, &p, e);
+    for (int i = 0; p.waiting && i < vb->n; i++) slm_bytevec_free(&p.waiting[i]);
     free(p.waiting);
     free(p.done);
     fflush(stdout);
@@ -140,14 +140,14 @@ static int run_batch(ViewBatch *vb, bool json, Error *e) {
 
 static cJSON *sample_json(const ViewGenerator *vg, int i, Error *e) {
     const Tokenizer *t = &vg->lm->tokenizer;
-    char *text = view_generator_text(vg, e);
+    char *text = slm_view_generator_text(vg, e);
     cJSON *j = text ? cJSON_CreateObject() : NULL;
     if (j) {
         cJSON_AddNumberToObject(j, "sample", i + 1);
         cJSON_AddNumberToObject(j, "seed", (double)vg->seed);
         cJSON_AddStringToObject(j, "text", text);
         cJSON_AddNumberToObject(j, "new_tokens", vg->tokens);
-        cJSON_AddItemToObject(j, "tokens", view_tokens_json(t, vg->ids.data + vg->prompt_tokens, (size_t)vg->tokens));
+        cJSON_AddItemToObject(j, "tokens", slm_view_tokens_json(t, vg->ids.data + vg->prompt_tokens, (size_t)vg->tokens));
         cJSON_AddStringToObject(j, "stop_reason", vg->stop_reason);
     }
     free(text);
@@ -160,7 +160,7 @@ static int print_json(const ViewBatch *vb, const LoadedModel *lm, const char *pr
     const ViewGenerator *first = &vb->samples[0];
     cli_json_model(j, &lm->model, lm->path);
     cJSON_AddStringToObject(j, "prompt", prompt);
-    cJSON_AddItemToObject(j, "prompt_tokens", view_tokens_json(&lm->tokenizer, first->ids.data, (size_t)first->prompt_tokens));
+    cJSON_AddItemToObject(j, "prompt_tokens", slm_view_tokens_json(&lm->tokenizer, first->ids.data, (size_t)first->prompt_tokens));
     cJSON_AddNumberToObject(j, "unk_tokens", pu->unk);
     cJSON_AddNumberToObject(j, "seed", (double)f->go.seed);
     cJSON_AddNumberToObject(j, "max_tokens", f->go.max_tokens);
@@ -202,32 +202,32 @@ static int write_stories(const LoadedModel *lm, const Ablation *ab, const char *
     PromptUnknown pu;
     if (warn_unknown(&lm->tokenizer, prompt, &pu, e)) return -1;
     ViewBatch vb;
-    if (view_batch_init(&vb, lm, ab, prompt, &f->go, f->samples, e)) return -1;
+    if (slm_view_batch_init(&vb, lm, ab, prompt, &f->go, f->samples, e)) return -1;
     double start = clock_seconds(CLOCK_MONOTONIC), cpu_start = clock_seconds(CLOCK_PROCESS_CPUTIME_ID);
     int rc = run_batch(&vb, f->json, e);
     double seconds[2] = {clock_seconds(CLOCK_MONOTONIC) - start, clock_seconds(CLOCK_PROCESS_CPUTIME_ID) - cpu_start};
     if (!rc && f->json) rc = print_json(&vb, lm, prompt, f, &pu, names_from, seconds, e);
-    view_batch_free(&vb);
+    slm_view_batch_free(&vb);
     return rc;
 }
 
 static int generate(const char *path, const char *prompt, GenerateFlags *f, Error *e) {
     LoadedModel lm;
-    if (cli_load_model(&lm, path, e)) return -1;
+    if (slm_cli_load_model(&lm, path, e)) return -1;
     const GenerateAblation *ga = &f->ga;
     Ablation ab = {0};
     float *mean = NULL;
     char desc[160], from[4096];
     NameList names = {0};
-    int rc = cli_setup_ablation(&lm, ga->heads, ga->mode, NULL, ga->stories, STORIES_DEFAULT_TEST, &ab, &mean, desc,
+    int rc = slm_cli_setup_ablation(&lm, ga->heads, ga->mode, NULL, ga->stories, STORIES_DEFAULT_TEST, &ab, &mean, desc,
                                 sizeof desc, e);
     if (!rc && desc[0] && isatty(2)) fprintf(stderr, "storylm: %s\n", desc);
-    if (!rc) rc = view_generate_names(&names, &lm, ga->stories, from, sizeof from, e);
+    if (!rc) rc = slm_view_generate_names(&names, &lm, ga->stories, from, sizeof from, e);
     if (!rc && from[0]) f->go.names = &names;
     if (!rc) rc = write_stories(&lm, &ab, prompt, f, from[0] ? from : NULL, e);
-    names_free(&names);
+    slm_names_free(&names);
     free(mean);
-    cli_free_model(&lm);
+    slm_cli_free_model(&lm);
     return rc;
 }
 

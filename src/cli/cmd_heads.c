@@ -30,28 +30,28 @@ typedef struct HeadsArgs {
 /* One row of small multiples: each head's distance shares as bars. */
 static void draw_row(Svg *s, const HeadsResult *h, const char *label, double y) {
     static const char *const bins[HEAD_BINS] = {"0", "1", "2", "3-7", "8-31", "32+"};
-    svg_text(s, 10, y + 12, label, 12, SVG_START, 0, "black");
+    slm_svg_text(s, 10, y + 12, label, 12, SVG_START, 0, "black");
     for (int head = 0; head < h->n_heads; head++) {
         double values[HEAD_BINS];
         for (int b = 0; b < HEAD_BINS; b++) values[b] = h->mass[head * HEAD_BINS + b];
         SvgPanel p = {.x = 40 + head * 180, .y = y + 40, .w = 150, .h = 80, .y0 = 0, .y1 = 1};
         char title[32];
         snprintf(title, sizeof title, "head %d", head);
-        svg_axes(s, &p, title, NULL, NULL, 0);
-        const char *color = svg_palette(head);
-        svg_bars(s, &p, values, 1, HEAD_BINS, bins, &color, 0);
+        slm_svg_axes(s, &p, title, NULL, NULL, 0);
+        const char *color = slm_svg_palette(head);
+        slm_svg_bars(s, &p, values, 1, HEAD_BINS, bins, &color, 0);
     }
 }
 
 static int run_heads(const HeadsArgs *a, const char *stories, Error *e) {
     Report r;
-    report_init(&r, "heads");
+    slm_report_init(&r, "heads");
     ViewHeads vh = {0};
     Svg s;
     int n = a->models.count ? a->models.count : 1, rc = 0;
     if (a->po.svg) {
-        svg_begin(&s, 1480, 160 * n + 60, "storylm heads: where each head looks");
-        svg_text(&s, 10, 24, "Share of each head's weight by distance back (0, 1, 2, 3-7, 8-31, 32-255), on the test stories",
+        slm_svg_begin(&s, 1480, 160 * n + 60, "storylm heads: where each head looks");
+        slm_svg_text(&s, 10, 24, "Share of each head's weight by distance back (0, 1, 2, 3-7, 8-31, 32-255), on the test stories",
                  14, SVG_START, 0, "black");
     }
     for (int k = 0; !rc && k < n; k++) {
@@ -59,19 +59,19 @@ static int run_heads(const HeadsArgs *a, const char *stories, Error *e) {
         po.model = a->models.count ? a->models.items[k] : cli_model_path(NULL, a->po.json);
         ProbeSession ps;
         HeadsResult h = {0};
-        if ((rc = probe_session_open(&ps, &po, "heads", stories, PROBE_ATTENTION_ONLY, e))) break;
-        if (k == 0) view_heads_begin(&r, &ps, &vh);
-        rc = view_heads_add(&vh, &ps, k, a->top, &h, e);
+        if ((rc = slm_probe_session_open(&ps, &po, "heads", stories, PROBE_ATTENTION_ONLY, e))) break;
+        if (k == 0) slm_view_heads_begin(&r, &ps, &vh);
+        rc = slm_view_heads_add(&vh, &ps, k, a->top, &h, e);
         char label[256];
-        view_model_label(&ps, label, sizeof label);
+        slm_view_model_label(&ps, label, sizeof label);
         if (!rc && a->po.svg) draw_row(&s, &h, label, 40 + 160 * k);
-        heads_result_free(&h);
-        probe_session_close(&ps);
+        slm_heads_result_free(&h);
+        slm_probe_session_close(&ps);
     }
-    if (!rc && a->po.svg) rc = svg_save(&s, a->po.svg, e);
-    if (a->po.svg) svg_free(&s);
+    if (!rc && a->po.svg) rc = slm_svg_save(&s, a->po.svg, e);
+    if (a->po.svg) slm_svg_free(&s);
     if (!rc) rc = probe_emit(&r, &a->po, e);
-    report_free(&r);
+    slm_report_free(&r);
     return rc;
 }
 

@@ -34,61 +34,61 @@ typedef struct IclArgs {
 } IclArgs;
 
 static ReportTable *score_table(Report *r) {
-    ReportTable *t = report_table(r, "scores", "In-context-learning score: loss at --late minus loss at --early");
+    ReportTable *t = slm_report_table(r, "scores", "In-context-learning score: loss at --late minus loss at --early");
     const char *keys[] = {"model", "arch", "early", "late", "early_loss", "late_loss", "score", "paired_early_loss", "paired_score", "early_count", "late_count", "clipped"};
     const char *labels[] = {"model", "arch", "early", "late", "loss early", "loss late", "icl score", "paired: loss early", "paired score", "losses early", "losses late", "clipped"};
     CellKind kinds[] = {CELL_FILE, CELL_TEXT, CELL_INT, CELL_INT, CELL_NUMBER, CELL_NUMBER, CELL_NUMBER, CELL_NUMBER, CELL_NUMBER, CELL_INT, CELL_INT, CELL_TEXT};
-    for (int i = 0; i < 12; i++) table_column(t, keys[i], labels[i], kinds[i], 3);
+    for (int i = 0; i < 12; i++) slm_table_column(t, keys[i], labels[i], kinds[i], 3);
     return t;
 }
 
 static void score_row(ReportTable *t, const ProbeSession *ps, const IclResult *res) {
-    table_row(t);
-    cell_text(t, ps->model_path);
-    cell_text(t, arch_name(ps->lm.model.cfg.arch));
-    cell_int(t, res->early);
-    cell_int(t, res->late);
-    cell_number(t, res->early_loss);
-    cell_number(t, res->late_loss);
-    cell_number(t, res->score);
-    cell_number(t, res->paired_early_loss);
-    cell_number(t, res->paired_score);
-    cell_int(t, res->early_count);
-    cell_int(t, res->late_count);
-    cell_text(t, res->early_clipped ? "early and late" : res->late_clipped ? "late" : "no");
+    slm_table_row(t);
+    slm_cell_text(t, ps->model_path);
+    slm_cell_text(t, slm_arch_name(ps->lm.model.cfg.arch));
+    slm_cell_int(t, res->early);
+    slm_cell_int(t, res->late);
+    slm_cell_number(t, res->early_loss);
+    slm_cell_number(t, res->late_loss);
+    slm_cell_number(t, res->score);
+    slm_cell_number(t, res->paired_early_loss);
+    slm_cell_number(t, res->paired_score);
+    slm_cell_int(t, res->early_count);
+    slm_cell_int(t, res->late_count);
+    slm_cell_text(t, res->early_clipped ? "early and late" : res->late_clipped ? "late" : "no");
 }
 
 /* Every position's mean loss (JSON), and the text's coarser table by bins of positions. */
 static void curve_tables(Report *r, const IclResult *res, int n, int bin) {
-    ReportTable *t = report_table(r, "by_position", "Mean loss at each position");
-    table_column(t, "model", "#", CELL_INT, 0);
-    table_column(t, "position", "position", CELL_INT, 0);
-    table_column(t, "loss", "loss", CELL_NUMBER, 4);
-    table_column(t, "stories", "stories", CELL_INT, 0);
+    ReportTable *t = slm_report_table(r, "by_position", "Mean loss at each position");
+    slm_table_column(t, "model", "#", CELL_INT, 0);
+    slm_table_column(t, "position", "position", CELL_INT, 0);
+    slm_table_column(t, "loss", "loss", CELL_NUMBER, 4);
+    slm_table_column(t, "stories", "stories", CELL_INT, 0);
     if (t) t->json_only = 1;
-    ReportTable *b = report_table(r, "bins", "Mean loss by position (columns: models, in the order given)");
-    table_column(b, "from", "positions", CELL_INT, 0);
-    table_column(b, "to", "to", CELL_INT, 0);
-    table_column(b, "stories", "stories at start", CELL_INT, 0);
+    ReportTable *b = slm_report_table(r, "bins", "Mean loss by position (columns: models, in the order given)");
+    slm_table_column(b, "from", "positions", CELL_INT, 0);
+    slm_table_column(b, "to", "to", CELL_INT, 0);
+    slm_table_column(b, "stories", "stories at start", CELL_INT, 0);
     char key[32], label[32];
     for (int k = 0; k < n; k++) {
         snprintf(key, sizeof key, "loss_%d", k);
         snprintf(label, sizeof label, "loss #%d", k);
-        table_column(b, key, label, CELL_NUMBER, 3);
+        slm_table_column(b, key, label, CELL_NUMBER, 3);
         for (int p = 0; p < res[k].n_positions; p++) {
-            table_row(t);
-            cell_int(t, k), cell_int(t, p), cell_number(t, res[k].loss[p]), cell_int(t, res[k].stories[p]);
+            slm_table_row(t);
+            slm_cell_int(t, k), slm_cell_int(t, p), slm_cell_number(t, res[k].loss[p]), slm_cell_int(t, res[k].stories[p]);
         }
     }
     for (int from = 0; from <= res[0].last; from += bin) {
         int to = from + bin - 1 < res[0].last ? from + bin - 1 : res[0].last;
-        table_row(b);
-        cell_int(b, from), cell_int(b, to), cell_int(b, res[0].stories[from]);
+        slm_table_row(b);
+        slm_cell_int(b, from), slm_cell_int(b, to), slm_cell_int(b, res[0].stories[from]);
         for (int k = 0; k < n; k++) {
             double sum = 0;
             long long count = 0;
             for (int p = from; p <= to && p < res[k].n_positions; p++) sum += res[k].loss[p] * res[k].stories[p], count += res[k].stories[p];
-            cell_number(b, count ? sum / (double)count : NAN);
+            slm_cell_number(b, count ? sum / (double)count : NAN);
         }
     }
 }
@@ -119,34 +119,34 @@ static int draw(const char *path, const IclResult *res, const char *const *names
         shown[k] = slash ? slash + 1 : names[k];
     }
     Svg s;
-    svg_begin(&s, fmax(980, 760 + svg_legend_width(shown, n, 0)), 460, "storylm icl: loss by position");
-    svg_text(&s, 20, 24, "Mean loss by position in the test stories (moving mean), with the early and late positions", 14,
+    slm_svg_begin(&s, fmax(980, 760 + slm_svg_legend_width(shown, n, 0)), 460, "storylm icl: loss by position");
+    slm_svg_text(&s, 20, 24, "Mean loss by position in the test stories (moving mean), with the early and late positions", 14,
              SVG_START, 0, "black");
     for (int k = 0; k < n; k++) /* the axis fits the curves drawn, not the noisier single positions */
         for (int i = 0, m = moving_mean(&res[k], band, xs, ys); i < m; i++) hi = fmax(hi, ys[i]);
     SvgPanel p = {.x = 80, .y = 60, .w = 640, .h = 320, .x0 = 0, .x1 = last > 0 ? last : 1, .y0 = 0,
-                  .y1 = svg_round_up(fmin(hi, 12) * 1.05)};
-    svg_axes(&s, &p, NULL, "position in the story", "loss (nats)", 1);
+                  .y1 = slm_svg_round_up(fmin(hi, 12) * 1.05)};
+    slm_svg_axes(&s, &p, NULL, "position in the story", "loss (nats)", 1);
     const char *colors[32];
     for (int k = 0; k < n; k++) {
         int m = moving_mean(&res[k], band, xs, ys);
-        colors[k] = svg_palette(k);
-        svg_polyline(&s, &p, xs, ys, m, colors[k], 1.8);
+        colors[k] = slm_svg_palette(k);
+        slm_svg_polyline(&s, &p, xs, ys, m, colors[k], 1.8);
         for (int which = 0; which < 2; which++) {
-            double at = svg_px(&p, which ? res[k].late : res[k].early);
-            svg_line(&s, at, p.y, at, p.y + p.h, colors[k], 0.8);
+            double at = slm_svg_px(&p, which ? res[k].late : res[k].early);
+            slm_svg_line(&s, at, p.y, at, p.y + p.h, colors[k], 0.8);
         }
     }
     if (n > 0) { /* which line is which: the early one labelled right of it, the late one left */
         char label[48];
         snprintf(label, sizeof label, "early (%d)", res[0].early);
-        svg_text(&s, svg_px(&p, res[0].early) + 4, p.y + 14, label, 10, SVG_START, 0, "#444");
+        slm_svg_text(&s, slm_svg_px(&p, res[0].early) + 4, p.y + 14, label, 10, SVG_START, 0, "#444");
         snprintf(label, sizeof label, "late (%d)", res[0].late);
-        svg_text(&s, svg_px(&p, res[0].late) - 4, p.y + 14, label, 10, SVG_END, 0, "#444");
+        slm_svg_text(&s, slm_svg_px(&p, res[0].late) - 4, p.y + 14, label, 10, SVG_END, 0, "#444");
     }
-    svg_legend(&s, 740, 60, shown, colors, n);
-    int rc = svg_save(&s, path, e);
-    svg_free(&s);
+    slm_svg_legend(&s, 740, 60, shown, colors, n);
+    int rc = slm_svg_save(&s, path, e);
+    slm_svg_free(&s);
     free(xs);
     return rc;
 }
@@ -156,32 +156,32 @@ static int icl(const IclArgs *a, const char *stories, Error *e) {
     IclResult res[32] = {{0}};
     const char *names[32];
     Report r;
-    report_init(&r, "icl");
+    slm_report_init(&r, "icl");
     ReportTable *t = NULL;
     for (int k = 0; !rc && k < n; k++) {
         ProbeOptions po = a->po;
         po.model = a->models.count ? a->models.items[k] : NULL;
         ProbeSession ps;
-        if ((rc = probe_session_open(&ps, &po, "icl", stories, 0, e))) break;
+        if ((rc = slm_probe_session_open(&ps, &po, "icl", stories, 0, e))) break;
         if (k == 0) {
-            probe_report_header(&r, &ps);
-            report_int(&r, "band", "band", a->o.band);
-            report_int(&r, "min_stories", "min stories", a->o.min_stories);
+            slm_probe_report_header(&r, &ps);
+            slm_report_int(&r, "band", "band", a->o.band);
+            slm_report_int(&r, "min_stories", "min stories", a->o.min_stories);
             t = score_table(&r);
         }
         names[k] = a->models.count ? a->models.items[k] : ps.model_path;
-        rc = probe_icl(&ps.lm.model, &ps.stories, ps.stories.test, ps.stories.n_test, &a->o, &ps.ablation, &res[k], e);
+        rc = slm_probe_icl(&ps.lm.model, &ps.stories, ps.stories.test, ps.stories.n_test, &a->o, &ps.ablation, &res[k], e);
         if (!rc) score_row(t, &ps, &res[k]);
         if (!rc && res[k].late_clipped)
-            report_note(&r, "#%d: --late %d clipped to %d%s, the last position %d or more test stories reach", k, a->o.late,
+            slm_report_note(&r, "#%d: --late %d clipped to %d%s, the last position %d or more test stories reach", k, a->o.late,
                         res[k].late, res[k].early_clipped ? " (and --early too)" : "", a->o.min_stories);
-        probe_session_close(&ps);
+        slm_probe_session_close(&ps);
     }
     if (!rc) curve_tables(&r, res, n, a->bin);
     if (!rc && a->po.svg) rc = draw(a->po.svg, res, names, n, a->o.band, e);
     if (!rc) rc = probe_emit(&r, &a->po, e);
-    for (int k = 0; k < n; k++) icl_result_free(&res[k]);
-    report_free(&r);
+    for (int k = 0; k < n; k++) slm_icl_result_free(&res[k]);
+    slm_report_free(&r);
     return rc;
 }
 

@@ -60,7 +60,7 @@ static const char *with_commas(uint64_t n, char *buf, size_t size) {
 
 static void shape_text(const ParamTensor *t, char *buf, size_t size) {
     uint64_t shape[3] = {(uint64_t)t->shape[0], (uint64_t)t->shape[1], (uint64_t)t->shape[2]};
-    safetensors_format_shape(buf, size, shape, t->ndim);
+    slm_safetensors_format_shape(buf, size, shape, t->ndim);
 }
 
 /* What a model file's neighbours tell: the optimizer state, if any. */
@@ -77,23 +77,23 @@ static void read_state(OptimizerInfo *o, const Model *m, const Metadata *meta) {
     o->present = o->path && stat(o->path, &sb) == 0;
     if (!o->present) return;
     TrainingState s;
-    o->readable = checkpoint_load_adam(o->path, m, &s, &o->error) == 0;
+    o->readable = slm_checkpoint_load_adam(o->path, m, &s, &o->error) == 0;
     if (!o->readable) return;
     char step[24], run_id[24];
     snprintf(step, sizeof step, "%" PRIu64, s.step);
     snprintf(run_id, sizeof run_id, "%016" PRIx64, s.run_id);
-    const char *model_step = metadata_get(meta, "step"), *model_run = metadata_get(meta, "run_id");
+    const char *model_step = slm_metadata_get(meta, "step"), *model_run = slm_metadata_get(meta, "run_id");
     o->pairs = model_step && model_run && !strcmp(model_step, step) && !strcmp(model_run, run_id);
     o->step = s.step;
-    training_state_free(&s);
+    slm_training_state_free(&s);
 }
 
 static void optimizer_info(OptimizerInfo *o, const char *model_path, const Model *m, const Metadata *meta) {
-    *o = (OptimizerInfo){.path = checkpoint_adam_path(model_path, NULL)};
+    *o = (OptimizerInfo){.path = slm_checkpoint_adam_path(model_path, NULL)};
     read_state(o, m, meta);
     if (o->pairs) return;
     /* A save stopped after its model leaves the state that pairs in ".next" (--resume takes it). */
-    OptimizerInfo next = {.path = checkpoint_adam_next_path(model_path, NULL)};
+    OptimizerInfo next = {.path = slm_checkpoint_adam_next_path(model_path, NULL)};
     read_state(&next, m, meta);
     if (next.pairs) {
         free(o->path);
@@ -120,7 +120,7 @@ static void print_sizes(const ModelConfig *c) {
         printf("architecture  attention: %d heads, queries and keys of %d, values of %d, %d distances, hidden %d\n",
                c->n_heads, c->key_dim, c->value_dim, c->window, c->hidden_dim);
     else printf("architecture  window8: the last %d rows, hidden %d\n", c->context, c->hidden_dim);
-    if (c->arch == ARCH_ATTENTION) printf("variant       --pos %s --score %s\n", pos_name(c->pos), score_name(c->score));
+    if (c->arch == ARCH_ATTENTION) printf("variant       --pos %s --score %s\n", slm_pos_name(c->pos), slm_score_name(c->score));
 }
 
 static void print_table(const char *path, long long file_bytes, const Model *m, const Metadata *meta,
@@ -210,7 +210,7 @@ static int print_json(const char *path, long long file_bytes, const Model *m, co
     cJSON_AddItemToObject(root, "optimizer", json_optimizer(o));
     Error e = {0};
     if (cli_json_print(root, &e) == 0) return 0;
-    error_print(&e, "storylm info");
+    slm_error_print(&e, "storylm info");
     return 1;
 }
 
@@ -229,15 +229,15 @@ static int run(int argc, char **argv) {
     Error e = {0};
     struct stat sb;
     if (stat(model_path, &sb) != 0 && errno == ENOENT) {
-        session_no_model(model_path, &e);
-        error_print(&e, "storylm info");
+        slm_session_no_model(model_path, &e);
+        slm_error_print(&e, "storylm info");
         return 1;
     }
     Model m;
     char *vocab;
     Metadata meta;
-    if (checkpoint_load_model(model_path, &m, &vocab, &meta, &e)) {
-        error_print(&e, "storylm info");
+    if (slm_checkpoint_load_model(model_path, &m, &vocab, &meta, &e)) {
+        slm_error_print(&e, "storylm info");
         return 1;
     }
     stat(model_path, &sb); /* again: the first may have failed for a reason the loader has reported */
@@ -246,8 +246,8 @@ static int run(int argc, char **argv) {
     if (json) rc = print_json(model_path, (long long)sb.st_size, &m, &meta, &o);
     else print_table(model_path, (long long)sb.st_size, &m, &meta, &o);
     free(o.path);
-    metadata_free(&meta);
+    slm_metadata_free(&meta);
     free(vocab);
-    model_free(&m);
+    slm_model_free(&m);
     return rc;
 }

@@ -63,61 +63,61 @@ static int choose_tokens(const ProbeSession *ps, PatchInput *in, const Activatio
     if (!in->wrong) in->wrong_id = interp_top_guess(corrupt, last, in->answer_id);
     if (in->wrong_id == in->answer_id)
         return FAIL(e, "give a --wrong token other than the answer", "--answer and --wrong are the same token '%s'",
-                    probe_token(ps, in->answer_id));
+                    slm_probe_token(ps, in->answer_id));
     return 0;
 }
 
 static void positions_table(Report *r, const ProbeSession *ps, const PatchInput *in, const PatchResult *p) {
-    ReportTable *t = report_table(r, "positions", "Clean pieces at each position put into the corrupt run (0 corrupt, 1 clean)");
-    table_column(t, "position", "pos", CELL_INT, 0);
-    table_column(t, "clean", "clean", CELL_TEXT, 0);
-    table_column(t, "corrupt", "corrupt", CELL_TEXT, 0);
-    table_column(t, "row", "row", CELL_NUMBER, 3);
+    ReportTable *t = slm_report_table(r, "positions", "Clean pieces at each position put into the corrupt run (0 corrupt, 1 clean)");
+    slm_table_column(t, "position", "pos", CELL_INT, 0);
+    slm_table_column(t, "clean", "clean", CELL_TEXT, 0);
+    slm_table_column(t, "corrupt", "corrupt", CELL_TEXT, 0);
+    slm_table_column(t, "row", "row", CELL_NUMBER, 3);
     char key[32], label[32];
     for (int h = 0; h < p->n_heads; h++) {
         snprintf(key, sizeof key, "head_%d", h);
         snprintf(label, sizeof label, "head %d", h);
-        table_column(t, key, label, CELL_NUMBER, 3);
+        slm_table_column(t, key, label, CELL_NUMBER, 3);
     }
     for (int u = 0; u < p->n_positions; u++) {
-        table_row(t);
-        cell_int(t, u);
-        cell_text(t, probe_token(ps, in->clean_ids.data[u]));
-        cell_text(t, probe_token(ps, in->corrupt_ids.data[u]));
-        cell_number(t, p->rows[u]);
-        for (int h = 0; h < p->n_heads; h++) cell_number(t, p->reads[(size_t)h * p->n_positions + u]);
+        slm_table_row(t);
+        slm_cell_int(t, u);
+        slm_cell_text(t, slm_probe_token(ps, in->clean_ids.data[u]));
+        slm_cell_text(t, slm_probe_token(ps, in->corrupt_ids.data[u]));
+        slm_cell_number(t, p->rows[u]);
+        for (int h = 0; h < p->n_heads; h++) slm_cell_number(t, p->reads[(size_t)h * p->n_positions + u]);
     }
 }
 
 static void heads_table(Report *r, const PatchResult *p) {
-    ReportTable *t = report_table(r, "heads", "Each head at the last position (0 corrupt, 1 clean)");
-    table_column(t, "head", "head", CELL_INT, 0);
-    table_column(t, "query", "query", CELL_NUMBER, 3);
-    table_column(t, "output", "whole output", CELL_NUMBER, 3);
+    ReportTable *t = slm_report_table(r, "heads", "Each head at the last position (0 corrupt, 1 clean)");
+    slm_table_column(t, "head", "head", CELL_INT, 0);
+    slm_table_column(t, "query", "query", CELL_NUMBER, 3);
+    slm_table_column(t, "output", "whole output", CELL_NUMBER, 3);
     for (int h = 0; h < p->n_heads; h++) {
-        table_row(t);
-        cell_int(t, h);
-        cell_number(t, p->query[h]);
-        cell_number(t, p->output[h]);
+        slm_table_row(t);
+        slm_cell_int(t, h);
+        slm_cell_number(t, p->query[h]);
+        slm_cell_number(t, p->output[h]);
     }
 }
 
 static void build_report(Report *r, const ProbeSession *ps, const PatchInput *in, const PatchResult *p) {
-    probe_report_header(r, ps);
-    report_text(r, "clean", "clean text", in->clean);
-    report_text(r, "corrupt", "corrupt text", in->corrupt);
-    report_int(r, "tokens", "tokens", p->n_positions);
-    report_text(r, "answer", "answer", probe_token(ps, p->answer));
-    report_int(r, "answer_id", "answer id", p->answer);
-    report_text(r, "wrong", "wrong token", probe_token(ps, p->wrong));
-    report_int(r, "wrong_id", "wrong id", p->wrong);
-    report_number(r, "clean_diff", "logit difference, clean", p->clean_diff, 4);
-    report_number(r, "corrupt_diff", "logit difference, corrupt", p->corrupt_diff, 4);
-    report_number(r, "clean_diff_model", "  (float forward pass, clean)", p->clean_diff_model, 4);
-    report_number(r, "corrupt_diff_model", "  (float forward pass, corrupt)", p->corrupt_diff_model, 4);
-    report_number(r, "hidden", "hidden layer patched", p->hidden, 4);
-    report_number(r, "all_rows", "every row patched", p->all_rows, 4);
-    report_number(r, "outputs_and_row", "every head output and the last row patched", p->outputs_and_row, 4);
+    slm_probe_report_header(r, ps);
+    slm_report_text(r, "clean", "clean text", in->clean);
+    slm_report_text(r, "corrupt", "corrupt text", in->corrupt);
+    slm_report_int(r, "tokens", "tokens", p->n_positions);
+    slm_report_text(r, "answer", "answer", slm_probe_token(ps, p->answer));
+    slm_report_int(r, "answer_id", "answer id", p->answer);
+    slm_report_text(r, "wrong", "wrong token", slm_probe_token(ps, p->wrong));
+    slm_report_int(r, "wrong_id", "wrong id", p->wrong);
+    slm_report_number(r, "clean_diff", "logit difference, clean", p->clean_diff, 4);
+    slm_report_number(r, "corrupt_diff", "logit difference, corrupt", p->corrupt_diff, 4);
+    slm_report_number(r, "clean_diff_model", "  (float forward pass, clean)", p->clean_diff_model, 4);
+    slm_report_number(r, "corrupt_diff_model", "  (float forward pass, corrupt)", p->corrupt_diff_model, 4);
+    slm_report_number(r, "hidden", "hidden layer patched", p->hidden, 4);
+    slm_report_number(r, "all_rows", "every row patched", p->all_rows, 4);
+    slm_report_number(r, "outputs_and_row", "every head output and the last row patched", p->outputs_and_row, 4);
     positions_table(r, ps, in, p);
     heads_table(r, p);
 }
@@ -150,7 +150,7 @@ static int draw(const char *path, const ProbeSession *ps, const PatchInput *in, 
         return FAIL(e, NULL, "out of memory drawing the patching heat map");
     }
     for (int u = 0; u < T; u++) {
-        const char *a = probe_token(ps, in->clean_ids.data[u]), *b = probe_token(ps, in->corrupt_ids.data[u]);
+        const char *a = slm_probe_token(ps, in->clean_ids.data[u]), *b = slm_probe_token(ps, in->corrupt_ids.data[u]);
         if (strcmp(a, b) == 0) snprintf(names[u], sizeof names[u], "%d %s", u, a);
         else snprintf(names[u], sizeof names[u], "%d %s/%s", u, a, b);
     }
@@ -162,46 +162,46 @@ static int draw(const char *path, const ProbeSession *ps, const PatchInput *in, 
     /* squares of 12 pixels or more keep the labels 10 pixels high: a long story makes a wider picture */
     double cell = fmax(12, fmin(24, 900.0 / cols)), left = 70, top = 190, scale_x = left + cols * cell + 20;
     Svg s;
-    svg_begin(&s, fmax(640, scale_x + 110), top + (H + 1) * cell + 60, "storylm patch");
+    slm_svg_begin(&s, fmax(640, scale_x + 110), top + (H + 1) * cell + 60, "storylm patch");
     char title[256];
     snprintf(title, sizeof title, "Activation patching: '%s' over '%s' (0 corrupt, 1 clean; clean/corrupt tokens)",
-             probe_token(ps, p->answer), probe_token(ps, p->wrong));
-    svg_text(&s, 20, 22, title, 13, SVG_START, 0, "black");
-    svg_text(&s, 20, 40, "a cell: that piece of the clean run put into the corrupt one; head h at position u: its key and value there",
+             slm_probe_token(ps, p->answer), slm_probe_token(ps, p->wrong));
+    slm_svg_text(&s, 20, 22, title, 13, SVG_START, 0, "black");
+    slm_svg_text(&s, 20, 40, "a cell: that piece of the clean run put into the corrupt one; head h at position u: its key and value there",
              11, SVG_START, 0, "#444");
-    svg_heatmap(&s, left, top, cell, values, H + 1, cols, 1.0, labels + cols, labels, fmin(11, cell - 2));
-    svg_color_scale(&s, scale_x, top, fmax(100, (H + 1) * cell), 1.0, "share restored");
-    int rc = svg_save(&s, path, e);
-    svg_free(&s);
+    slm_svg_heatmap(&s, left, top, cell, values, H + 1, cols, 1.0, labels + cols, labels, fmin(11, cell - 2));
+    slm_svg_color_scale(&s, scale_x, top, fmax(100, (H + 1) * cell), 1.0, "share restored");
+    int rc = slm_svg_save(&s, path, e);
+    slm_svg_free(&s);
     free(values), free(names), free(labels);
     return rc;
 }
 
 static int patch(const ProbeOptions *po, PatchInput *in, Error *e) {
     ProbeSession ps;
-    if (probe_session_open(&ps, po, "patch", NULL, PROBE_ATTENTION_ONLY, e)) return -1;
+    if (slm_probe_session_open(&ps, po, "patch", NULL, PROBE_ATTENTION_ONLY, e)) return -1;
     ProbeRunner clean = {0}, corrupt = {0};
     PatchResult p = {0};
     Report rep;
-    report_init(&rep, "patch");
+    slm_report_init(&rep, "patch");
     int rc = interp_encode(&ps, in->clean, &in->clean_ids, e) || interp_encode(&ps, in->corrupt, &in->corrupt_ids, e) ||
              same_length(&ps, in, e);
     int T = (int)in->clean_ids.len;
-    if (!rc) rc = probe_runner_init(&clean, &ps.lm.model, T, e) || probe_runner_init(&corrupt, &ps.lm.model, T, e);
-    if (!rc) rc = probe_run(&clean, in->clean_ids.data, T, &ps.ablation, e) ||
-                  probe_run(&corrupt, in->corrupt_ids.data, T, &ps.ablation, e);
+    if (!rc) rc = slm_probe_runner_init(&clean, &ps.lm.model, T, e) || slm_probe_runner_init(&corrupt, &ps.lm.model, T, e);
+    if (!rc) rc = slm_probe_run(&clean, in->clean_ids.data, T, &ps.ablation, e) ||
+                  slm_probe_run(&corrupt, in->corrupt_ids.data, T, &ps.ablation, e);
     if (!rc) rc = choose_tokens(&ps, in, &clean.acts, &corrupt.acts, e);
-    if (!rc) rc = probe_patch(&ps.lm.model, &clean.acts, &corrupt.acts, in->answer_id, in->wrong_id, &p, e);
+    if (!rc) rc = slm_probe_patch(&ps.lm.model, &clean.acts, &corrupt.acts, in->answer_id, in->wrong_id, &p, e);
     if (!rc) build_report(&rep, &ps, in, &p);
     if (!rc && po->svg) rc = draw(po->svg, &ps, in, &p, e);
     if (!rc) rc = probe_emit(&rep, po, e);
-    report_free(&rep);
-    patch_result_free(&p);
-    probe_runner_free(&clean);
-    probe_runner_free(&corrupt);
-    intvec_free(&in->clean_ids);
-    intvec_free(&in->corrupt_ids);
-    probe_session_close(&ps);
+    slm_report_free(&rep);
+    slm_patch_result_free(&p);
+    slm_probe_runner_free(&clean);
+    slm_probe_runner_free(&corrupt);
+    slm_intvec_free(&in->clean_ids);
+    slm_intvec_free(&in->corrupt_ids);
+    slm_probe_session_close(&ps);
     return rc ? -1 : 0;
 }
 

@@ -29,22 +29,22 @@ typedef struct PiecesArgs {
 /* The most common one-piece name, then invented names of 3+ pieces. */
 static int default_names(const ProbeSession *ps, SwapName *out, int max) {
     const char *common[50];
-    int n = names_most_common(&ps->names, common, NULL, 50), k = 0;
+    int n = slm_names_most_common(&ps->names, common, NULL, 50), k = 0;
     for (int i = 0; i < n && k == 0; i++)
-        if (swap_name_make(&ps->lm.tokenizer, &ps->names, common[i], &out[0], NULL) == 0 && out[0].n_pieces == 1) k = 1;
-    return k + invented_names(&ps->lm.tokenizer, &ps->names, 3, out + k, max - k < 4 ? max - k : 4);
+        if (slm_swap_name_make(&ps->lm.tokenizer, &ps->names, common[i], &out[0], NULL) == 0 && out[0].n_pieces == 1) k = 1;
+    return k + slm_invented_names(&ps->lm.tokenizer, &ps->names, 3, out + k, max - k < 4 ? max - k : 4);
 }
 
 static void build_report(Report *r, const ProbeSession *ps, const SwapName *names, const PieceScore *rows, int n) {
-    probe_report_header(r, ps);
-    if (ps->names_from_all) report_note(r, "note: names were learnt from every story (test ones included)");
-    ReportTable *t = report_table(r, "names", "Where the renamed hero comes back");
+    slm_probe_report_header(r, ps);
+    if (ps->names_from_all) slm_report_note(r, "note: names were learnt from every story (test ones included)");
+    ReportTable *t = slm_report_table(r, "names", "Where the renamed hero comes back");
     const char *cols[][2] = {{"name", "name"},           {"kind", "kind"},           {"pieces", "pieces"},
                              {"stories", "stories"},     {"mentions", "mentions"},   {"first_probability", "p(first piece)"},
                              {"first_top1", "first piece top guess"}, {"next_probability", "p(next piece)"}, {"next_top1", "next piece top guess"},
                              {"next_median_rank", "next piece median rank"}};
     for (int c = 0; c < 10; c++)
-        table_column(t, cols[c][0], cols[c][1], c < 3 ? CELL_TEXT : c < 5 ? CELL_INT : c % 2 ? CELL_NUMBER : CELL_PERCENT,
+        slm_table_column(t, cols[c][0], cols[c][1], c < 3 ? CELL_TEXT : c < 5 ? CELL_INT : c % 2 ? CELL_NUMBER : CELL_PERCENT,
                      c == 9 ? 1 : c % 2 ? 4 : 1);
     char pieces[256];
     for (int k = 0; k < n; k++) {
@@ -52,18 +52,18 @@ static void build_report(Report *r, const ProbeSession *ps, const SwapName *name
         pieces[0] = '\0';
         for (int i = 0; i < names[k].n_pieces && used < sizeof pieces; i++)
             used += (size_t)snprintf(pieces + used, sizeof pieces - used, "%s%s", i ? " " : "",
-                                     probe_token(ps, names[k].pieces[i]));
-        table_row(t);
-        cell_text(t, names[k].word);
-        cell_text(t, name_kind_names[names[k].kind]);
-        cell_text(t, pieces);
-        cell_int(t, rows[k].stories);
-        cell_int(t, rows[k].mentions);
-        cell_number(t, rows[k].first_probability);
-        cell_number(t, rows[k].first_top1);
-        cell_number(t, rows[k].next_probability);
-        cell_number(t, rows[k].next_top1);
-        cell_number(t, rows[k].next_median_rank);
+                                     slm_probe_token(ps, names[k].pieces[i]));
+        slm_table_row(t);
+        slm_cell_text(t, names[k].word);
+        slm_cell_text(t, slm_name_kind_names[names[k].kind]);
+        slm_cell_text(t, pieces);
+        slm_cell_int(t, rows[k].stories);
+        slm_cell_int(t, rows[k].mentions);
+        slm_cell_number(t, rows[k].first_probability);
+        slm_cell_number(t, rows[k].first_top1);
+        slm_cell_number(t, rows[k].next_probability);
+        slm_cell_number(t, rows[k].next_top1);
+        slm_cell_number(t, rows[k].next_median_rank);
     }
 }
 
@@ -78,37 +78,37 @@ static int draw(const char *path, const SwapName *names, const PieceScore *rows,
         hi = fmax(hi, fmax(values[k], values[n + k]));
     }
     Svg s;
-    svg_begin(&s, 900, 400, "storylm pieces: finishing a name made of pieces");
-    svg_text(&s, 20, 24, "Where the renamed hero comes back: its first piece, then the piece that followed it before", 14,
+    slm_svg_begin(&s, 900, 400, "storylm pieces: finishing a name made of pieces");
+    slm_svg_text(&s, 20, 24, "Where the renamed hero comes back: its first piece, then the piece that followed it before", 14,
              SVG_START, 0, "black");
     /* the axis fits the data (probabilities here stay far below 1) */
-    SvgPanel p = {.x = 80, .y = 70, .w = 620, .h = 240, .y0 = 0, .y1 = fmin(1, svg_round_up(hi * 1.1))};
-    svg_axes(&s, &p, NULL, NULL, "mean probability", 0);
-    svg_bars(&s, &p, values, 2, n, labels, NULL, 0);
-    svg_bar_values(&s, &p, values, 2, n, 8); /* the invented names' bars are a pixel high */
+    SvgPanel p = {.x = 80, .y = 70, .w = 620, .h = 240, .y0 = 0, .y1 = fmin(1, slm_svg_round_up(hi * 1.1))};
+    slm_svg_axes(&s, &p, NULL, NULL, "mean probability", 0);
+    slm_svg_bars(&s, &p, values, 2, n, labels, NULL, 0);
+    slm_svg_bar_values(&s, &p, values, 2, n, 8); /* the invented names' bars are a pixel high */
     const char *legend[2] = {"first piece", "next piece, after the first"};
-    svg_legend(&s, 720, 70, legend, NULL, 2);
-    int rc = svg_save(&s, path, e);
-    svg_free(&s);
+    slm_svg_legend(&s, 720, 70, legend, NULL, 2);
+    int rc = slm_svg_save(&s, path, e);
+    slm_svg_free(&s);
     return rc;
 }
 
 static int pieces(const PiecesArgs *a, const char *stories, Error *e) {
     ProbeSession ps;
-    if (probe_session_open(&ps, &a->po, "pieces", stories, PROBE_NAMES, e)) return -1;
+    if (slm_probe_session_open(&ps, &a->po, "pieces", stories, PROBE_NAMES, e)) return -1;
     SwapName names[32];
     PieceScore rows[32];
     Report r;
-    report_init(&r, "pieces");
-    int n = a->names ? cli_swap_names(&ps, a->names, names, 32, e) : default_names(&ps, names, 32);
+    slm_report_init(&r, "pieces");
+    int n = a->names ? slm_cli_swap_names(&ps, a->names, names, 32, e) : default_names(&ps, names, 32);
     int rc = n < 0 ? -1
-                   : probe_pieces(&ps.lm.model, &ps.lm.tokenizer, &ps.names, &ps.stories, ps.stories.test,
+                   : slm_probe_pieces(&ps.lm.model, &ps.lm.tokenizer, &ps.names, &ps.stories, ps.stories.test,
                                   ps.stories.n_test, names, n, &ps.ablation, rows, e);
     if (!rc) build_report(&r, &ps, names, rows, n);
     if (!rc && a->po.svg) rc = draw(a->po.svg, names, rows, n, e);
     if (!rc) rc = probe_emit(&r, &a->po, e);
-    report_free(&r);
-    probe_session_close(&ps);
+    slm_report_free(&r);
+    slm_probe_session_close(&ps);
     return rc;
 }
 

@@ -84,7 +84,7 @@ static int add_row(Table *t, char **fields, int n, Error *e) {
 static int read_table(Table *t, const char *path, Error *e) {
     char *text;
     size_t len;
-    if (file_read_all(path, 64u << 20, &text, &len, e)) return -1;
+    if (slm_file_read_all(path, 64u << 20, &text, &len, e)) return -1;
     char *fields[PLOT_MAX_SERIES + 1];
     int rc = 0;
     char *save = NULL;
@@ -151,7 +151,7 @@ static void curve_styles(const Table *t, const char **colors, const char **dashe
                 strncmp(t->names[d], t->names[c], len) == 0)
                 color_of[c - 1] = color_of[d - 1];
         if (color_of[c - 1] < 0) color_of[c - 1] = n_colors++;
-        colors[c - 1] = svg_palette(color_of[c - 1]);
+        colors[c - 1] = slm_svg_palette(color_of[c - 1]);
         dashes[c - 1] = kind == 1 ? "6 4" : NULL;
     }
 }
@@ -165,7 +165,7 @@ static void draw_curve(Svg *s, const SvgPanel *p, const Table *t, int c, const c
         xs[n] = t->cols[0][r];
         ys[n++] = fmin(t->cols[c][r], p->y1); /* --y-max clips the early, high losses */
     }
-    svg_polyline_dashed(s, p, xs, ys, n, color, 1.8, dash);
+    slm_svg_polyline_dashed(s, p, xs, ys, n, color, 1.8, dash);
 }
 
 static int draw(const Table *t, const char *out, const char *title, const char *y_label, double y_max, Error *e) {
@@ -181,15 +181,15 @@ static int draw(const Table *t, const char *out, const char *title, const char *
     const char *const *names = (const char *const *)t->names + 1;
     curve_styles(t, colors, dashes);
     Svg s;
-    svg_begin(&s, fmax(900, 750 + svg_legend_width(names, t->n_cols - 1, 1)), 460, title);
+    slm_svg_begin(&s, fmax(900, 750 + slm_svg_legend_width(names, t->n_cols - 1, 1)), 460, title);
     SvgPanel p = {.x = 70, .y = 40, .w = 640, .h = 360, .x0 = x0, .x1 = x1, .y0 = y0, .y1 = y1};
-    svg_axes(&s, &p, title, t->names[0], y_label, 1);
-    svg_group_begin(&s, 0, 0);
+    slm_svg_axes(&s, &p, title, t->names[0], y_label, 1);
+    slm_svg_group_begin(&s, 0, 0);
     for (int c = 1; c < t->n_cols; c++) draw_curve(&s, &p, t, c, colors[c - 1], dashes[c - 1], xs, xs + t->n_rows);
-    svg_group_end(&s);
-    svg_line_legend(&s, 730, 50, names, colors, dashes, t->n_cols - 1);
-    int rc = svg_save(&s, out, e);
-    svg_free(&s);
+    slm_svg_group_end(&s);
+    slm_svg_line_legend(&s, 730, 50, names, colors, dashes, t->n_cols - 1);
+    int rc = slm_svg_save(&s, out, e);
+    slm_svg_free(&s);
     free(xs);
     return rc;
 }
@@ -210,7 +210,7 @@ static int run(int argc, char **argv) {
     if (!out) return args_usage_error(&command_plot, "give the SVG file to write with -o FILE");
     Error e = {0};
     Table t = {0};
-    rc = output_check(out, pos, 1, &e);
+    rc = slm_output_check(out, pos, 1, &e);
     if (!rc) rc = read_table(&t, pos[0], &e);
     if (!rc) rc = draw(&t, out, title, y_label, y_max, &e);
     table_free(&t);

@@ -65,15 +65,15 @@ static int show(const StoriesArgs *a, const char *path, Error *e) {
     Tokenizer own = {0};
     const Tokenizer *tok = &own;
     int rc;
-    if (a->vocab) rc = tokenizer_load(&own, a->vocab, 0, e);
+    if (a->vocab) rc = slm_tokenizer_load(&own, a->vocab, 0, e);
     else {
-        rc = cli_load_model(&lm, cli_model_path(a->model, true), e);
+        rc = slm_cli_load_model(&lm, cli_model_path(a->model, true), e);
         tok = &lm.tokenizer;
     }
     Stories s = {0};
-    StoriesOptions so = stories_default_options();
+    StoriesOptions so = slm_stories_default_options();
     so.n_test = a->n_test;
-    if (!rc) rc = stories_load(&s, path, tok, &so, e);
+    if (!rc) rc = slm_stories_load(&s, path, tok, &so, e);
     if (!rc && a->ids) {
         if (strcmp(a->split, "test") == 0) print_ids(&s, s.test, s.n_test);
         else if (strcmp(a->split, "train") == 0) print_ids(&s, s.train, s.n_train);
@@ -84,9 +84,9 @@ static int show(const StoriesArgs *a, const char *path, Error *e) {
     } else if (!rc) {
         print_summary(&s, path);
     }
-    stories_free(&s);
-    tokenizer_free(&own);
-    if (!a->vocab) cli_free_model(&lm);
+    slm_stories_free(&s);
+    slm_tokenizer_free(&own);
+    if (!a->vocab) slm_cli_free_model(&lm);
     return rc;
 }
 

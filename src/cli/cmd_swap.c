@@ -42,22 +42,22 @@ static void pieces_text(const ProbeSession *ps, const SwapName *n, char *buf, si
     size_t used = 0;
     buf[0] = '\0';
     for (int i = 0; i < n->n_pieces && used < size; i++)
-        used += (size_t)snprintf(buf + used, size - used, "%s%s", i ? " " : "", probe_token(ps, n->pieces[i]));
+        used += (size_t)snprintf(buf + used, size - used, "%s%s", i ? " " : "", slm_probe_token(ps, n->pieces[i]));
 }
 
 static ReportTable *name_table(Report *r, const char *key, const char *title, int baseline) {
-    ReportTable *t = report_table(r, key, title);
-    table_column(t, "name", "name", CELL_TEXT, 0);
-    table_column(t, "kind", "kind", CELL_TEXT, 0);
-    table_column(t, "train_count", "in training", CELL_INT, 0);
-    table_column(t, "pieces", "pieces", CELL_TEXT, 0);
-    table_column(t, "stories", "stories", CELL_INT, 0);
-    table_column(t, "mentions", "mentions", CELL_INT, 0);
-    table_column(t, "model_probability", "p(name)", CELL_NUMBER, 4);
-    table_column(t, "model_top1", "name top guess", CELL_PERCENT, 1);
+    ReportTable *t = slm_report_table(r, key, title);
+    slm_table_column(t, "name", "name", CELL_TEXT, 0);
+    slm_table_column(t, "kind", "kind", CELL_TEXT, 0);
+    slm_table_column(t, "train_count", "in training", CELL_INT, 0);
+    slm_table_column(t, "pieces", "pieces", CELL_TEXT, 0);
+    slm_table_column(t, "stories", "stories", CELL_INT, 0);
+    slm_table_column(t, "mentions", "mentions", CELL_INT, 0);
+    slm_table_column(t, "model_probability", "p(name)", CELL_NUMBER, 4);
+    slm_table_column(t, "model_top1", "name top guess", CELL_PERCENT, 1);
     if (baseline) {
-        table_column(t, "baseline_probability", "window8 p(name)", CELL_NUMBER, 4);
-        table_column(t, "baseline_top1", "window8 name top guess", CELL_PERCENT, 1);
+        slm_table_column(t, "baseline_probability", "window8 p(name)", CELL_NUMBER, 4);
+        slm_table_column(t, "baseline_top1", "window8 name top guess", CELL_PERCENT, 1);
     }
     return t;
 }
@@ -65,25 +65,25 @@ static ReportTable *name_table(Report *r, const char *key, const char *title, in
 static void name_row(ReportTable *t, const ProbeSession *ps, const SwapRow *row, int far, int baseline) {
     char pieces[256];
     pieces_text(ps, &row->name, pieces, sizeof pieces);
-    table_row(t);
-    cell_text(t, row->name.word);
-    cell_text(t, name_kind_names[row->name.kind]);
-    if (row->name.kind == NAME_ORIGINAL) cell_skip(t), cell_skip(t);
-    else cell_int(t, row->name.train_count), cell_text(t, pieces);
-    cell_int(t, row->model.stories);
-    cell_int(t, far ? row->model.far_mentions : row->model.mentions);
-    cell_number(t, far ? row->model.far_probability : row->model.probability);
-    cell_number(t, far ? row->model.far_top1 : row->model.top1);
+    slm_table_row(t);
+    slm_cell_text(t, row->name.word);
+    slm_cell_text(t, slm_name_kind_names[row->name.kind]);
+    if (row->name.kind == NAME_ORIGINAL) slm_cell_skip(t), slm_cell_skip(t);
+    else slm_cell_int(t, row->name.train_count), slm_cell_text(t, pieces);
+    slm_cell_int(t, row->model.stories);
+    slm_cell_int(t, far ? row->model.far_mentions : row->model.mentions);
+    slm_cell_number(t, far ? row->model.far_probability : row->model.probability);
+    slm_cell_number(t, far ? row->model.far_top1 : row->model.top1);
     if (baseline) {
-        cell_number(t, far ? row->baseline.far_probability : row->baseline.probability);
-        cell_number(t, far ? row->baseline.far_top1 : row->baseline.top1);
+        slm_cell_number(t, far ? row->baseline.far_probability : row->baseline.probability);
+        slm_cell_number(t, far ? row->baseline.far_top1 : row->baseline.top1);
     }
 }
 
 static void build_report(Report *r, const ProbeSession *ps, const char *baseline, const SwapRow *rows, int n) {
-    probe_report_header(r, ps);
-    report_text(r, "baseline", "baseline", baseline ? baseline : "none");
-    if (ps->names_from_all) report_note(r, "note: names were learnt from every story (test ones included)");
+    slm_probe_report_header(r, ps);
+    slm_report_text(r, "baseline", "baseline", baseline ? baseline : "none");
+    if (ps->names_from_all) slm_report_note(r, "note: names were learnt from every story (test ones included)");
     ReportTable *all = name_table(r, "names", "At every later mention of the hero", baseline != NULL);
     ReportTable *far = name_table(r, "far", "At later mentions more than 8 tokens after the previous one", baseline != NULL);
     for (int k = 0; k < n; k++) name_row(all, ps, &rows[k], 0, baseline != NULL);
@@ -99,9 +99,9 @@ static void draw_panel(Svg *s, const SwapRow *rows, int n, const char **labels, 
         hi = fmax(hi, fmax(values[k], baseline ? values[n + k] : 0) * 1.15);
     }
     SvgPanel p = {.x = 70, .y = y, .w = 760, .h = 220, .y0 = 0, .y1 = fmin(1, hi)};
-    svg_axes(s, &p, title, NULL, "mean probability", 0);
-    svg_bars(s, &p, values, baseline ? 2 : 1, n, labels, NULL, 1);
-    svg_bar_values(s, &p, values, baseline ? 2 : 1, n, 8); /* invented names' bars are a pixel high */
+    slm_svg_axes(s, &p, title, NULL, "mean probability", 0);
+    slm_svg_bars(s, &p, values, baseline ? 2 : 1, n, labels, NULL, 1);
+    slm_svg_bar_values(s, &p, values, baseline ? 2 : 1, n, 8); /* invented names' bars are a pixel high */
 }
 
 static int draw(const char *path, const SwapRow *rows, int n, int baseline, Error *e) {
@@ -109,52 +109,52 @@ static int draw(const char *path, const SwapRow *rows, int n, int baseline, Erro
     for (int k = 0; k < n && k < 64; k++) labels[k] = rows[k].name.kind == NAME_ORIGINAL ? "(own)" : rows[k].name.word;
     n = n < 64 ? n : 64;
     Svg s;
-    svg_begin(&s, 980, 700, "storylm swap: who follows a renamed hero");
-    svg_text(&s, 20, 24, "Probability of the hero's (new) name where it comes back", 15, SVG_START, 0, "black");
+    slm_svg_begin(&s, 980, 700, "storylm swap: who follows a renamed hero");
+    slm_svg_text(&s, 20, 24, "Probability of the hero's (new) name where it comes back", 15, SVG_START, 0, "black");
     draw_panel(&s, rows, n, labels, 0, baseline, 70, "every later mention");
     draw_panel(&s, rows, n, labels, 1, baseline, 400, "mentions more than 8 tokens after the previous one");
     const char *names[2] = {"attention", "window8"};
-    svg_legend(&s, 850, 70, names, NULL, baseline ? 2 : 1);
-    int rc = svg_save(&s, path, e);
-    svg_free(&s);
+    slm_svg_legend(&s, 850, 70, names, NULL, baseline ? 2 : 1);
+    int rc = slm_svg_save(&s, path, e);
+    slm_svg_free(&s);
     return rc;
 }
 
 /* --text: one typed story's hero renamed (the server's /api/swap). */
 static int swap_text(const SwapArgs *a, const char *stories, Error *e) {
     ProbeSession ps;
-    if (probe_session_open(&ps, &a->po, "swap", stories, PROBE_NAMES, e)) return -1;
+    if (slm_probe_session_open(&ps, &a->po, "swap", stories, PROBE_NAMES, e)) return -1;
     LoadedModel base = {0};
     Report r;
-    report_init(&r, "swap");
-    int rc = a->baseline ? probe_load_other(&ps, a->baseline, &base, e) : 0;
-    if (!rc) rc = view_swap_text(&r, &ps, a->baseline ? &base : NULL, a->baseline, a->text, a->names, e);
+    slm_report_init(&r, "swap");
+    int rc = a->baseline ? slm_probe_load_other(&ps, a->baseline, &base, e) : 0;
+    if (!rc) rc = slm_view_swap_text(&r, &ps, a->baseline ? &base : NULL, a->baseline, a->text, a->names, e);
     if (!rc) rc = probe_emit(&r, &a->po, e);
-    report_free(&r);
-    if (a->baseline) cli_free_model(&base);
-    probe_session_close(&ps);
+    slm_report_free(&r);
+    if (a->baseline) slm_cli_free_model(&base);
+    slm_probe_session_close(&ps);
     return rc;
 }
 
 static int swap(const SwapArgs *a, const char *stories, Error *e) {
     ProbeSession ps;
-    if (probe_session_open(&ps, &a->po, "swap", stories, PROBE_NAMES, e)) return -1;
+    if (slm_probe_session_open(&ps, &a->po, "swap", stories, PROBE_NAMES, e)) return -1;
     LoadedModel base = {0};
     SwapName names[64];
     SwapRow rows[65];
     Report r;
-    report_init(&r, "swap");
-    int rc = a->baseline && a->po.svg ? output_check(a->po.svg, &a->baseline, 1, e) : 0; /* the baseline is an input too */
-    if (!rc && a->baseline) rc = probe_load_other(&ps, a->baseline, &base, e);
-    int n = rc ? -1 : cli_swap_names(&ps, a->names, names, 64, e);
-    rc = n < 0 ? -1 : probe_swap(&ps.lm.model, a->baseline ? &base.model : NULL, &ps.lm.tokenizer, &ps.names,
+    slm_report_init(&r, "swap");
+    int rc = a->baseline && a->po.svg ? slm_output_check(a->po.svg, &a->baseline, 1, e) : 0; /* the baseline is an input too */
+    if (!rc && a->baseline) rc = slm_probe_load_other(&ps, a->baseline, &base, e);
+    int n = rc ? -1 : slm_cli_swap_names(&ps, a->names, names, 64, e);
+    rc = n < 0 ? -1 : slm_probe_swap(&ps.lm.model, a->baseline ? &base.model : NULL, &ps.lm.tokenizer, &ps.names,
                                  &ps.stories, ps.stories.test, ps.stories.n_test, names, n, &ps.ablation, rows, e);
     if (!rc) build_report(&r, &ps, a->baseline, rows, n + 1);
     if (!rc && a->po.svg) rc = draw(a->po.svg, rows, n + 1, a->baseline != NULL, e);
     if (!rc) rc = probe_emit(&r, &a->po, e);
-    report_free(&r);
-    if (a->baseline) cli_free_model(&base);
-    probe_session_close(&ps);
+    slm_report_free(&r);
+    if (a->baseline) slm_cli_free_model(&base);
+    slm_probe_session_close(&ps);
     return rc;
 }
 

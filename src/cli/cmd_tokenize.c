@@ -57,24 +57,24 @@ static int print_word(const char *word, size_t len, void *ctx_) {
 /* --words: the normalised words, before WordPiece. */
 static int print_words(const Pretokenizer *pre, const char *text, size_t len, const Flags *f, Error *e) {
     ByteVec normalized = {0};
-    if (text_normalize(text, len, &normalized, e)) return -1;
+    if (slm_text_normalize(text, len, &normalized, e)) return -1;
     WordsCtx ctx = {f, 0};
     if (f->json) fputs("{\"command\":\"tokenize\",\"words\":[", stdout);
-    int rc = pretokenize(pre, normalized.data ? normalized.data : "", normalized.len, print_word, &ctx, e);
+    int rc = slm_pretokenize(pre, normalized.data ? normalized.data : "", normalized.len, print_word, &ctx, e);
     fputs(f->json ? "]}\n" : "\n", stdout);
-    bytevec_free(&normalized);
+    slm_bytevec_free(&normalized);
     return rc;
 }
 
 static int print_tokens(const Tokenizer *t, const char *text, size_t len, const Flags *f, Error *e) {
     IntVec ids = {0};
-    if (tokenizer_encode(t, text, len, &ids, e)) return -1;
+    if (slm_tokenizer_encode(t, text, len, &ids, e)) return -1;
     if (f->json) { /* the tokens built where the server builds /api/tokenize; one line a text */
-        cJSON *j = cli_json_begin("tokenize"), *tokens = view_tokens_json(t, ids.data, ids.len);
+        cJSON *j = cli_json_begin("tokenize"), *tokens = slm_view_tokens_json(t, ids.data, ids.len);
         if (!cJSON_AddItemToObject(j, "tokens", tokens)) cJSON_Delete(tokens);
         char *out = j ? cJSON_PrintUnformatted(j) : NULL;
         cJSON_Delete(j);
-        intvec_free(&ids);
+        slm_intvec_free(&ids);
         if (!out) return FAIL(e, NULL, "out of memory printing JSON");
         printf("%s\n", out);
         free(out);
@@ -90,14 +90,14 @@ static int print_tokens(const Tokenizer *t, const char *text, size_t len, const 
         }
     }
     fputs("\n", stdout);
-    intvec_free(&ids);
+    slm_intvec_free(&ids);
     return 0;
 }
 
 /* One text: checked, then printed as --words or tokens. */
 static int print_text(const Tokenizer *t, const Pretokenizer *pre, const char *text, size_t len, const char *what,
                       const Flags *f, Error *e) {
-    if (!f->lossy && utf8_validate(text, len, what, e)) {
+    if (!f->lossy && slm_utf8_validate(text, len, what, e)) {
         snprintf(e->hint, sizeof e->hint, "%s",
                  "convert the text to UTF-8 without NUL bytes, or pass --lossy to drop them");
         return -1;
@@ -107,20 +107,20 @@ static int print_text(const Tokenizer *t, const Pretokenizer *pre, const char *t
 
 /* Reads a whole file, or standard input for "-". */
 static int read_input(const char *path, char **data, size_t *len, Error *e) {
-    if (strcmp(path, "-") != 0) return file_read_all(path, 0, data, len, e);
+    if (strcmp(path, "-") != 0) return slm_file_read_all(path, 0, data, len, e);
     ByteVec v = {0};
     char buf[1 << 16];
     size_t n;
     while ((n = fread(buf, 1, sizeof buf, stdin)) > 0)
-        if (bytevec_append(&v, buf, n, e)) {
-            bytevec_free(&v);
+        if (slm_bytevec_append(&v, buf, n, e)) {
+            slm_bytevec_free(&v);
             return -1;
         }
     if (ferror(stdin)) {
-        bytevec_free(&v);
+        slm_bytevec_free(&v);
         return FAIL(e, NULL, "error reading standard input");
     }
-    if (!v.data && bytevec_append(&v, "", 0, e)) return -1;
+    if (!v.data && slm_bytevec_append(&v, "", 0, e)) return -1;
     *data = v.data;
     *len = v.len;
     return 0;
@@ -151,7 +151,7 @@ static int tokenize(const Flags *f, const char *arg, Error *e) {
     Pretokenizer pre = {0};
     /* --words needs no vocabulary, only the word pattern. */
     LoadedModel lm = {0};
-    int rc = f->words ? pretokenizer_init(&pre, e) : f->model ? cli_load_model(&lm, f->model, e) : tokenizer_load(&t, f->vocab, 0, e);
+    int rc = f->words ? slm_pretokenizer_init(&pre, e) : f->model ? slm_cli_load_model(&lm, f->model, e) : slm_tokenizer_load(&t, f->vocab, 0, e);
     const Tokenizer *use = f->model ? &lm.tokenizer : &t;
     if (rc == 0 && f->lines) {
         rc = print_lines(use, &pre, f, e);
@@ -163,9 +163,9 @@ static int tokenize(const Flags *f, const char *arg, Error *e) {
             rc = print_text(use, &pre, data ? data : arg, len, data ? "standard input" : "the text", f, e);
         free(data);
     }
-    if (pre.code) pretokenizer_free(&pre);
-    if (t.pieces) tokenizer_free(&t);
-    if (f->model) cli_free_model(&lm);
+    if (pre.code) slm_pretokenizer_free(&pre);
+    if (t.pieces) slm_tokenizer_free(&t);
+    if (f->model) slm_cli_free_model(&lm);
     return rc;
 }
 
@@ -193,7 +193,7 @@ static int run(int argc, char **argv) {
     Error e = {0};
     if (tokenize(&f, np ? pos[0] : NULL, &e)) {
         fflush(stdout);
-        error_print(&e, "storylm tokenize");
+        slm_error_print(&e, "storylm tokenize");
         return 1;
     }
     return 0;

@@ -22,63 +22,63 @@ const Command command_trace = {
 /* The 160 inputs as bars coloured by part, the hidden layer, and the guesses. */
 static int draw(const char *path, const ProbeSession *ps, const TraceResult *t, Error *e) {
     const ModelConfig *c = &ps->lm.model.cfg;
-    int Z = model_hidden_input_dim(c);
+    int Z = slm_model_hidden_input_dim(c);
     double lo = -1, hi = 1;
     for (int i = 0; i < Z; i++) lo = fmin(lo, t->z[i]), hi = fmax(hi, t->z[i]);
     Svg s;
-    svg_begin(&s, 1000, 760, "storylm trace");
+    slm_svg_begin(&s, 1000, 760, "storylm trace");
     char title[160];
-    snprintf(title, sizeof title, "Following '%s' (position %d) through the network", probe_token(ps, t->token),
+    snprintf(title, sizeof title, "Following '%s' (position %d) through the network", slm_probe_token(ps, t->token),
              t->position);
-    svg_text(&s, 20, 24, title, 15, SVG_START, 0, "black");
+    slm_svg_text(&s, 20, 24, title, 15, SVG_START, 0, "black");
     SvgPanel p = {.x = 60, .y = 60, .w = 820, .h = 180, .x0 = 0, .x1 = Z, .y0 = lo, .y1 = hi};
-    svg_axes(&s, &p, "the 160 inputs: row (grey), then heads 0-7", NULL, "value", 0);
+    slm_svg_axes(&s, &p, "the 160 inputs: row (grey), then heads 0-7", NULL, "value", 0);
     for (int i = 0; i < Z; i++) {
         int part = i < c->row_dim ? -1 : (i - c->row_dim) / c->value_dim;
-        double y = svg_py(&p, t->z[i]), y0 = svg_py(&p, 0);
-        svg_rect(&s, svg_px(&p, i), fmin(y, y0), p.w / Z * 0.9, fabs(y - y0), part < 0 ? "#999" : svg_palette(part),
+        double y = slm_svg_py(&p, t->z[i]), y0 = slm_svg_py(&p, 0);
+        slm_svg_rect(&s, slm_svg_px(&p, i), fmin(y, y0), p.w / Z * 0.9, fabs(y - y0), part < 0 ? "#999" : slm_svg_palette(part),
                  "none", NULL);
     }
     const char *parts[9] = {"row"}, *part_colors[9] = {"#999"};
     char heads[8][16];
     for (int h = 0; h < c->n_heads && h < 8; h++) {
         snprintf(heads[h], sizeof heads[h], "head %d", h);
-        parts[h + 1] = heads[h], part_colors[h + 1] = svg_palette(h);
+        parts[h + 1] = heads[h], part_colors[h + 1] = slm_svg_palette(h);
     }
-    svg_legend(&s, 900, 60, parts, part_colors, 1 + (c->n_heads < 8 ? c->n_heads : 8));
+    slm_svg_legend(&s, 900, 60, parts, part_colors, 1 + (c->n_heads < 8 ? c->n_heads : 8));
     SvgPanel ph = {.x = 60, .y = 300, .w = 820, .h = 150, .x0 = 0, .x1 = c->hidden_dim, .y0 = -1, .y1 = 1};
-    svg_axes(&s, &ph, "the 128 hidden units (tanh)", NULL, "value", 0);
+    slm_svg_axes(&s, &ph, "the 128 hidden units (tanh)", NULL, "value", 0);
     for (int i = 0; i < c->hidden_dim; i++) {
-        double y = svg_py(&ph, t->hidden[i]), y0 = svg_py(&ph, 0);
-        svg_rect(&s, svg_px(&ph, i), fmin(y, y0), ph.w / c->hidden_dim * 0.9, fabs(y - y0), "#555", "none", NULL);
+        double y = slm_svg_py(&ph, t->hidden[i]), y0 = slm_svg_py(&ph, 0);
+        slm_svg_rect(&s, slm_svg_px(&ph, i), fmin(y, y0), ph.w / c->hidden_dim * 0.9, fabs(y - y0), "#555", "none", NULL);
     }
     double probs[64];
     const char *labels[64];
     int n = t->n_guesses < 64 ? t->n_guesses : 64;
-    for (int k = 0; k < n; k++) probs[k] = t->guesses[k].probability, labels[k] = probe_token(ps, t->guesses[k].token);
+    for (int k = 0; k < n; k++) probs[k] = t->guesses[k].probability, labels[k] = slm_probe_token(ps, t->guesses[k].token);
     SvgPanel pg = {.x = 60, .y = 510, .w = 820, .h = 170, .y0 = 0, .y1 = n > 0 ? fmax(probs[0], 0.01) : 1};
-    svg_axes(&s, &pg, "top next-token guesses (probability)", NULL, "probability", 0);
-    svg_bars(&s, &pg, probs, 1, n, labels, NULL, 1);
-    int rc = svg_save(&s, path, e);
-    svg_free(&s);
+    slm_svg_axes(&s, &pg, "top next-token guesses (probability)", NULL, "probability", 0);
+    slm_svg_bars(&s, &pg, probs, 1, n, labels, NULL, 1);
+    int rc = slm_svg_save(&s, path, e);
+    slm_svg_free(&s);
     return rc;
 }
 
 static int trace(const ProbeOptions *po, const char *text, int pos, int n_units, int n_guesses, Error *e) {
     ProbeSession ps;
-    if (probe_session_open(&ps, po, "trace", NULL, PROBE_ATTENTION_ONLY, e)) return -1;
+    if (slm_probe_session_open(&ps, po, "trace", NULL, PROBE_ATTENTION_ONLY, e)) return -1;
     ViewText vt = {0};
     TraceResult t = {0};
     Report rep;
-    report_init(&rep, "trace");
-    int rc = view_text_run(&vt, &ps, text, pos, 1, e);
-    if (!rc) rc = view_trace(&rep, &ps, &vt, text, n_units, n_guesses, &t, e);
+    slm_report_init(&rep, "trace");
+    int rc = slm_view_text_run(&vt, &ps, text, pos, 1, e);
+    if (!rc) rc = slm_view_trace(&rep, &ps, &vt, text, n_units, n_guesses, &t, e);
     if (!rc && po->svg) rc = draw(po->svg, &ps, &t, e);
     if (!rc) rc = probe_emit(&rep, po, e);
-    report_free(&rep);
-    trace_result_free(&t);
-    view_text_free(&vt);
-    probe_session_close(&ps);
+    slm_report_free(&rep);
+    slm_trace_result_free(&t);
+    slm_view_text_free(&vt);
+    slm_probe_session_close(&ps);
     return rc ? -1 : 0;
 }
 

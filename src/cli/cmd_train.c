@@ -118,7 +118,7 @@ static void put_program(FILE *out) {
  * (--arch, --lr, --batch, --seed and --warmup it does); not --stop-at, which
  * would stop it again at once. */
 static void put_resume(FILE *out, const char *stories, const TrainOptions *o, const char *vocab_path, int n_test) {
-    TrainOptions d = train_default_options();
+    TrainOptions d = slm_train_default_options();
     if (dist_size(o->dist) > 1) fprintf(out, "mpirun -np %d ", dist_size(o->dist));
     put_program(out);
     fputs(" train ", out);
@@ -170,9 +170,9 @@ static int print_json(const TrainPlace *pl, const TrainOptions *o, const TrainRe
     cJSON *j = cli_json_begin("train");
     cJSON *model = cJSON_AddObjectToObject(j, "model");
     cJSON_AddStringToObject(model, "file", o->out);
-    cJSON_AddStringToObject(model, "arch", arch_name(o->arch));
-    ModelConfig cfg = model_config_default(o->arch, pl->vocab_size);
-    cJSON_AddNumberToObject(model, "parameters", (double)model_param_count(&cfg));
+    cJSON_AddStringToObject(model, "arch", slm_arch_name(o->arch));
+    ModelConfig cfg = slm_model_config_default(o->arch, pl->vocab_size);
+    cJSON_AddNumberToObject(model, "parameters", (double)slm_model_param_count(&cfg));
     cli_json_stories(j, pl->stories, pl->s);
     cJSON *vocab = cJSON_AddObjectToObject(j, "vocab");
     cJSON_AddStringToObject(vocab, "file", pl->vocab_path);
@@ -191,7 +191,7 @@ static int print_json(const TrainPlace *pl, const TrainOptions *o, const TrainRe
     char best_path[REGULARISE_PATH_MAX];
     if (o->keep_best && r->best_step >= 0) {
         cJSON *best = cJSON_AddObjectToObject(j, "best");
-        cJSON_AddStringToObject(best, "file", regularise_file(o->out, "best", best_path));
+        cJSON_AddStringToObject(best, "file", slm_regularise_file(o->out, "best", best_path));
         cJSON_AddNumberToObject(best, "step", r->best_step);
         cJSON_AddNumberToObject(best, "test_loss", r->best_test_loss);
     } else {
@@ -221,7 +221,7 @@ static int print_result(const TrainPlace *pl, const TrainOptions *o, const Train
     if (isfinite(r->ema_test_loss)) fprintf(stderr, "moving average: test loss %.4f\n", r->ema_test_loss);
     if (o->keep_best && r->best_step >= 0)
         fprintf(stderr, "best: step %d, test loss %.4f, kept in %s\n", r->best_step, r->best_test_loss,
-                regularise_file(o->out, "best", best));
+                slm_regularise_file(o->out, "best", best));
     if (json) return print_json(pl, o, r, e);
     printf("model saved to %s\nsample it:  ", o->out);
     put_sample(stdout, o);
@@ -239,18 +239,18 @@ static int get_vocab(const char *vocab_path, const char *stories_path, int size,
     struct stat st;
     if (stat(vocab_path, &st) == 0) {
         if (say) fprintf(stderr, "storylm: using the vocabulary in %s (delete it to learn a new one)\n", vocab_path);
-        return file_read_all(vocab_path, 64u << 20, text, &len, e);
+        return slm_file_read_all(vocab_path, 64u << 20, text, &len, e);
     }
     fprintf(stderr, "storylm: learning a %d-piece vocabulary from %s\n", size, stories_path);
     char *data;
     Vocab v = {0};
     VocabStats vs;
-    if (file_read_all(stories_path, 0, &data, &len, e)) return -1;
-    int rc = vocab_train_text(data, len, stories_path, size, &v, &vs, e);
+    if (slm_file_read_all(stories_path, 0, &data, &len, e)) return -1;
+    int rc = slm_vocab_train_text(data, len, stories_path, size, &v, &vs, e);
     free(data);
-    if (!rc) rc = vocab_save(&v, vocab_path, e);
-    if (!rc) *text = vocab_to_text(&v, &len, e);
-    vocab_free(&v);
+    if (!rc) rc = slm_vocab_save(&v, vocab_path, e);
+    if (!rc) *text = slm_vocab_to_text(&v, &len, e);
+    slm_vocab_free(&v);
     if (!rc && !*text) rc = -1;
     if (!rc) fprintf(stderr, "storylm: wrote %s\n", vocab_path);
     return rc;
@@ -262,9 +262,9 @@ static int get_vocab(const char *vocab_path, const char *stories_path, int size,
 static int load_stories(Stories *s, const char *path, const Tokenizer *tok, const StoriesOptions *so, Dist *d,
                         Error *e) {
     int rc = 0;
-    if (d->rank != 0) rc = dist_barrier(d, e);
-    if (!rc) rc = stories_load(s, path, tok, so, e);
-    if (d->rank == 0 && !rc) rc = dist_barrier(d, e);
+    if (d->rank != 0) rc = slm_dist_barrier(d, e);
+    if (!rc) rc = slm_stories_load(s, path, tok, so, e);
+    if (d->rank == 0 && !rc) rc = slm_dist_barrier(d, e);
     return rc;
 }
 
@@ -292,8 +292,8 @@ static void print_summary(const Stories *s, const char *path) {
  * read-only file system still refuses). */
 static int try_writing(const char *path, Error *e) {
     AtomicFile a;
-    if (atomic_open(&a, path, e)) return -1;
-    atomic_abort(&a);
+    if (slm_atomic_open(&a, path, e)) return -1;
+    slm_atomic_abort(&a);
     return 0;
 }
 
@@ -305,16 +305,16 @@ static int try_writing(const char *path, Error *e) {
 static int check_outputs(const char *stories, const TrainOptions *o, const char *vocab_path, Error *e) {
     struct stat st;
     int learn_vocab = stat(vocab_path, &st) != 0;
-    char *adam = checkpoint_adam_path(o->out, e), *next = adam ? checkpoint_adam_next_path(o->out, e) : NULL;
+    char *adam = slm_checkpoint_adam_path(o->out, e), *next = adam ? slm_checkpoint_adam_next_path(o->out, e) : NULL;
     const char *inputs[] = {stories, learn_vocab ? NULL : vocab_path};
     const char *outputs[] = {o->out, adam, next, learn_vocab ? vocab_path : NULL};
     int rc = next ? 0 : -1;
     for (int i = 0; i < 4 && !rc; i++) {
         if (!outputs[i]) continue;
-        rc = output_check(outputs[i], inputs, 2, e);
+        rc = slm_output_check(outputs[i], inputs, 2, e);
         if (!rc && i != 2) rc = try_writing(outputs[i], e);
         for (int j = 0; j < i && !rc; j++)
-            if (outputs[j] && paths_same(outputs[i], outputs[j]))
+            if (outputs[j] && slm_paths_same(outputs[i], outputs[j]))
                 rc = FAIL(e, "give --out and --vocab different names",
                           "'%s' would be written as the model and as the vocabulary", outputs[i]);
     }
@@ -330,7 +330,7 @@ static int train_file(const char *path, TrainOptions *o, const char *vocab_path,
     Tokenizer tok = {0};
     Stories s = {0};
     NameSwap swap = {0};
-    StoriesOptions so = stories_default_options();
+    StoriesOptions so = slm_stories_default_options();
     so.n_test = n_test;
     FileLock lock = {0};
     struct stat st;
@@ -340,13 +340,13 @@ static int train_file(const char *path, TrainOptions *o, const char *vocab_path,
                   vocab_path);
     /* rank 0 alone writes, so it alone checks the outputs and holds the lock */
     if (!rc && root) rc = check_outputs(path, o, vocab_path, e);
-    if (!rc && root) rc = file_lock(&lock, o->out, e); /* one run per output: they would share the state's .next */
+    if (!rc && root) rc = slm_file_lock(&lock, o->out, e); /* one run per output: they would share the state's .next */
     if (!rc) rc = get_vocab(vocab_path, path, 2000, &vocab, root, e);
     /* From the file, so that messages name it; the model has room for exactly 2,000 pieces. */
-    if (!rc) rc = tokenizer_load(&tok, vocab_path, VOCAB_DEFAULT_SIZE, e);
+    if (!rc) rc = slm_tokenizer_load(&tok, vocab_path, VOCAB_DEFAULT_SIZE, e);
     if (!rc) rc = load_stories(&s, path, &tok, &so, o->dist, e);
-    if (!rc && o->swap_names > 0 && !(rc = name_swap_init(&swap, &tok, path, &s, o->swap_names, e))) {
-        o->augment = name_swap_story;
+    if (!rc && o->swap_names > 0 && !(rc = slm_name_swap_init(&swap, &tok, path, &s, o->swap_names, e))) {
+        o->augment = slm_name_swap_story;
         o->augment_ctx = &swap;
         if (root)
             fprintf(stderr, "storylm: --swap-names %g: %d names of the training stories, %d of them to cut up\n",
@@ -359,7 +359,7 @@ static int train_file(const char *path, TrainOptions *o, const char *vocab_path,
     o->data_path = path;
     ProgressPrinter pp = {.tty = isatty(2)};
     TrainResult r;
-    rc = train_run(&s, o, root ? print_progress : NULL, &pp, &r, e);
+    rc = slm_train_run(&s, o, root ? print_progress : NULL, &pp, &r, e);
     if (rc) goto done;
     /* a signal that came at the last step or after it leaves a whole run: exit 0 */
     *signalled = r.interrupted && stop_requested;
@@ -368,16 +368,16 @@ static int train_file(const char *path, TrainOptions *o, const char *vocab_path,
     TrainPlace pl = {.stories = path, .vocab_path = vocab_path, .s = &s, .vocab_size = tok.size, .n_test = n_test};
     rc = print_result(&pl, o, &r, json, e);
 done:
-    file_unlock(&lock);
-    name_swap_free(&swap);
-    stories_free(&s);
-    tokenizer_free(&tok);
+    slm_file_unlock(&lock);
+    slm_name_swap_free(&swap);
+    slm_stories_free(&s);
+    slm_tokenizer_free(&tok);
     free(vocab);
     return rc;
 }
 
 static int run(int argc, char **argv) {
-    TrainOptions o = train_default_options();
+    TrainOptions o = slm_train_default_options();
     o.threads = cli_default_threads();
     const char *arch = "attention", *vocab_path = "vocab.txt", *pos[1], *pos_scheme = "distance", *score = "scaled-dot";
     int steps = o.steps, seed = (int)o.seed, n_test = STORIES_DEFAULT_TEST, np;
@@ -415,7 +415,7 @@ static int run(int argc, char **argv) {
     int rc = args_parse(&command_train, argc, argv, opts, N_OPTIONS(opts), pos, 1, 1, &np);
     if (rc) return rc > 0 ? 0 : 2;
     Error e = {0};
-    if (arch_parse(arch, &o.arch, &e) || pos_parse(pos_scheme, &o.pos, &e) || score_parse(score, &o.score, &e))
+    if (slm_arch_parse(arch, &o.arch, &e) || slm_pos_parse(pos_scheme, &o.pos, &e) || slm_score_parse(score, &o.score, &e))
         return args_usage_error(&command_train, "%s", e.message);
     if (o.arch != ARCH_ATTENTION && (o.pos != POS_DISTANCE || o.score != SCORE_SCALED_DOT))
         return args_usage_error(&command_train, "--pos and --score are for the attention network, not --arch %s", arch);
@@ -432,18 +432,18 @@ static int run(int argc, char **argv) {
     o.keep_best = keep_best;
     o.threads = cli_set_threads(o.threads);
     o.stop = &stop_requested;
-    if (regularise_check_options(&o, &e)) return args_usage_error(&command_train, "%s", e.message);
+    if (slm_regularise_check_options(&o, &e)) return args_usage_error(&command_train, "%s", e.message);
     install_handlers();
     int signalled = 0;
     Dist dist;
-    if (dist_init(&dist, &e)) return cli_fail(&e);
+    if (slm_dist_init(&dist, &e)) return cli_fail(&e);
     o.dist = &dist;
     if (train_file(pos[0], &o, vocab_path, n_test, json, &e, &signalled)) {
-        if (dist.rank != 0) error_prefix(&e, "rank %d: ", dist.rank);
+        if (dist.rank != 0) slm_error_prefix(&e, "rank %d: ", dist.rank);
         rc = cli_fail(&e);
-        dist_abort(&dist, rc); /* the other ranks may be waiting for this one */
+        slm_dist_abort(&dist, rc); /* the other ranks may be waiting for this one */
         return rc;
     }
-    dist_finalize(&dist);
+    slm_dist_finalize(&dist);
     return signalled ? 130 : 0;
 }

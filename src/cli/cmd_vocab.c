@@ -79,7 +79,7 @@ static int print_json(const char *path, const char *output, int size, const Voca
 static int export_vocab(const char *model_path, const char *output, bool json) {
     Error e = {0};
     LoadedModel lm;
-    int rc = cli_load_model(&lm, model_path, &e) || file_write_atomic(output, lm.vocab, strlen(lm.vocab), &e);
+    int rc = slm_cli_load_model(&lm, model_path, &e) || slm_file_write_atomic(output, lm.vocab, strlen(lm.vocab), &e);
     if (!rc && json) {
         cJSON *j = cli_json_begin("vocab");
         cli_json_model(j, &lm.model, model_path);
@@ -91,10 +91,10 @@ static int export_vocab(const char *model_path, const char *output, bool json) {
         fprintf(stderr, "wrote %s: the %d pieces of %s\n", output, lm.model.cfg.vocab_size, model_path);
     }
     if (rc) {
-        error_print(&e, "storylm vocab");
+        slm_error_print(&e, "storylm vocab");
         return 1;
     }
-    cli_free_model(&lm);
+    slm_cli_free_model(&lm);
     return 0;
 }
 
@@ -123,17 +123,17 @@ static int run(int argc, char **argv) {
     size_t len = 0;
     Vocab v = {0};
     VocabStats st = {0};
-    rc = output_check(output, pos, 1, &e) || file_read_all(pos[0], 0, &text, &len, &e) || vocab_train_text(text, len, pos[0], size, &v, &st, &e) ||
-         vocab_save(&v, output, &e);
+    rc = slm_output_check(output, pos, 1, &e) || slm_file_read_all(pos[0], 0, &text, &len, &e) || slm_vocab_train_text(text, len, pos[0], size, &v, &st, &e) ||
+         slm_vocab_save(&v, output, &e);
     free(text);
     if (rc) {
-        error_print(&e, "storylm vocab");
-        vocab_free(&v);
+        slm_error_print(&e, "storylm vocab");
+        slm_vocab_free(&v);
         return 1;
     }
     if (json) rc = print_json(pos[0], output, v.size, &st, seconds_now() - t0, &e);
     else print_summary(pos[0], output, v.size, &st, seconds_now() - t0);
-    vocab_free(&v);
-    if (rc) error_print(&e, "storylm vocab");
+    slm_vocab_free(&v);
+    if (rc) slm_error_print(&e, "storylm vocab");
     return rc ? 1 : 0;
 }

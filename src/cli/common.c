@@ -18,7 +18,7 @@ int cli_default_threads(void) {
 
 int cli_set_threads(int n) {
     if (n <= 0) n = cli_default_threads();
-    model_threads_setup(n); /* OpenMP threads; OpenBLAS single-threaded inside them */
+    slm_model_threads_setup(n); /* OpenMP threads; OpenBLAS single-threaded inside them */
     return n;
 }
 
@@ -27,11 +27,11 @@ const char *cli_model_path(const char *given, bool quiet) {
      * buffer is simpler for callers than an allocation to free. */
     static char shipped[PATH_MAX];
     if (given) return given;
-    if (session_file_exists(DEFAULT_MODEL_PATH)) {
+    if (slm_session_file_exists(DEFAULT_MODEL_PATH)) {
         if (!quiet) fprintf(stderr, "storylm: using %s\n", DEFAULT_MODEL_PATH);
         return DEFAULT_MODEL_PATH;
     }
-    if (session_shipped_model(shipped, sizeof shipped)) {
+    if (slm_session_shipped_model(shipped, sizeof shipped)) {
         /* said even when quiet (--json): stdout stays clean, and a model the
          * user did not train should never be used silently */
         fprintf(stderr, "storylm: no %s here; using the shipped model %s (trained on TinyStories)\n",
@@ -42,7 +42,7 @@ const char *cli_model_path(const char *given, bool quiet) {
 }
 
 int cli_fail(const Error *e) {
-    error_print(e, "storylm");
+    slm_error_print(e, "storylm");
     return 1;
 }
 
@@ -63,10 +63,10 @@ cJSON *cli_json_begin(const char *verb) {
 void cli_json_model(cJSON *j, const Model *m, const char *path) {
     cJSON *o = cJSON_AddObjectToObject(j, "model");
     cJSON_AddStringToObject(o, "file", path);
-    cJSON_AddStringToObject(o, "arch", arch_name(m->cfg.arch));
+    cJSON_AddStringToObject(o, "arch", slm_arch_name(m->cfg.arch));
     if (m->cfg.arch == ARCH_ATTENTION) { /* the variant (--pos, --score) */
-        cJSON_AddStringToObject(o, "pos", pos_name(m->cfg.pos));
-        cJSON_AddStringToObject(o, "score", score_name(m->cfg.score));
+        cJSON_AddStringToObject(o, "pos", slm_pos_name(m->cfg.pos));
+        cJSON_AddStringToObject(o, "score", slm_score_name(m->cfg.score));
     }
     cJSON_AddNumberToObject(o, "parameters", (double)m->n_params);
 }

@@ -10,11 +10,11 @@
 #include "storylm/error.h"
 #include "storylm/model.h"
 #include "storylm/safetensors.h"
-#include "storylm/session.h" /* LoadedModel, cli_load_model, cli_parse_heads: in the library */
+#include "storylm/session.h" /* LoadedModel, slm_cli_load_model, slm_cli_parse_heads: in the library */
 #include "storylm/stories.h"
 #include "storylm/tokenizer.h"
 
-/* Sets the thread count (model_threads_setup); n = 0: every core. Returns n used. */
+/* Sets the thread count (slm_model_threads_setup); n = 0: every core. Returns n used. */
 int cli_set_threads(int n);
 /* One thread per core (at most 256, what --threads allows): the default of --threads. */
 int cli_default_threads(void);
@@ -28,7 +28,7 @@ const char *cli_model_path(const char *given, bool quiet);
 int cli_fail(const Error *e);
 
 /* JSON a verb builds itself, with the keys of docs/json.md that reports get
- * from report_model and report_stories (session.h): */
+ * from slm_report_model and slm_report_stories (session.h): */
 /* {"command": verb}, the start of every verb's JSON (NULL when out of memory). */
 cJSON *cli_json_begin(const char *verb);
 /* j["model"] = {"file": path, "arch", "parameters"}. */

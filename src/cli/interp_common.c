@@ -6,15 +6,15 @@
 
 int interp_encode(const ProbeSession *ps, const char *text, IntVec *ids, Error *e) {
     ids->len = 0;
-    if (intvec_push(ids, ps->lm.tokenizer.eos_id, e)) return -1;
-    return tokenizer_encode(&ps->lm.tokenizer, text, strlen(text), ids, e);
+    if (slm_intvec_push(ids, ps->lm.tokenizer.eos_id, e)) return -1;
+    return slm_tokenizer_encode(&ps->lm.tokenizer, text, strlen(text), ids, e);
 }
 
 void interp_pieces(const ProbeSession *ps, const int32_t *ids, int n, char *buf, size_t size) {
     size_t used = 0;
     buf[0] = '\0';
     for (int i = 0; i < n; i++) {
-        const char *piece = probe_token(ps, ids[i]);
+        const char *piece = slm_probe_token(ps, ids[i]);
         if (used + strlen(piece) + 6 >= size) {
             snprintf(buf + used, size - used, " ...");
             return;
@@ -24,12 +24,12 @@ void interp_pieces(const ProbeSession *ps, const int32_t *ids, int n, char *buf,
 }
 
 int interp_token(const ProbeSession *ps, const char *text, const char *flag, int32_t *id, Error *e) {
-    int found = tokenizer_lookup(&ps->lm.tokenizer, text, strlen(text));
+    int found = slm_tokenizer_lookup(&ps->lm.tokenizer, text, strlen(text));
     IntVec ids = {0};
     /* a word that is one piece once normalised ("Max" -> max) counts too */
-    if (found < 0 && tokenizer_encode(&ps->lm.tokenizer, text, strlen(text), &ids, NULL) == 0 && ids.len == 1)
+    if (found < 0 && slm_tokenizer_encode(&ps->lm.tokenizer, text, strlen(text), &ids, NULL) == 0 && ids.len == 1)
         found = ids.data[0];
-    intvec_free(&ids);
+    slm_intvec_free(&ids);
     if (found >= 0) {
         *id = found;
         return 0;

@@ -13,12 +13,12 @@ int probe_check_mode(const Command *cmd, const char *mode) {
 }
 
 int probe_emit(const Report *r, const ProbeOptions *o, Error *e) {
-    if (report_failed(r, e)) return -1;
+    if (slm_report_failed(r, e)) return -1;
     if (!o->json) {
-        report_print(r, stdout);
+        slm_report_print(r, stdout);
         return 0;
     }
-    cJSON *j = report_json(r);
+    cJSON *j = slm_report_json(r);
     char *s = j ? cJSON_Print(j) : NULL;
     cJSON_Delete(j);
     if (!s) return FAIL(e, NULL, "out of memory printing JSON");

@@ -11,7 +11,7 @@
 #include "common.h"
 #include "storylm/probes.h"
 #include "storylm/report.h"
-#include "storylm/session.h" /* ProbeSession, probe_session_open, cli_setup_ablation...: in the library */
+#include "storylm/session.h" /* ProbeSession, slm_probe_session_open, slm_cli_setup_ablation...: in the library */
 #include "storylm/views.h"
 
 #define PROBE_OPTIONS_DEFAULT {.ablate_mode = "zero", .n_test = STORIES_DEFAULT_TEST, .threads = cli_default_threads()}

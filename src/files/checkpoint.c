@@ -71,7 +71,7 @@ static char *copy_string(const char *s, Error *e) {
 }
 
 /* See checkpoint.h. */
-int checkpoint_parse_u64(const char *s, int base, uint64_t *out) {
+int slm_checkpoint_parse_u64(const char *s, int base, uint64_t *out) {
     if (!s || !*s) return 0;
     uint64_t x = 0;
     for (const char *p = s; *p; p++) {
@@ -92,10 +92,10 @@ static size_t count_lines(const char *text) {
 }
 
 /* Copies the keys of from that reserved() does not claim. Into an empty list
- * appended (from has no duplicates): metadata_set's search for an earlier
+ * appended (from has no duplicates): slm_metadata_set's search for an earlier
  * key made loading quadratic in the number of keys. */
 static int copy_free_keys(Metadata *to, const Metadata *from, int (*reserved)(const char *), Error *e) {
-    int (*add)(Metadata *, const char *, const char *, Error *) = to->count ? metadata_set : metadata_append;
+    int (*add)(Metadata *, const char *, const char *, Error *) = to->count ? slm_metadata_set : slm_metadata_append;
     for (int i = 0; i < from->count; i++)
         if (!reserved(from->items[i].key) && add(to, from->items[i].key, from->items[i].value, e)) return -1;
     return 0;
@@ -105,28 +105,28 @@ static int copy_free_keys(Metadata *to, const Metadata *from, int (*reserved)(co
 
 /* format, version, arch and sizes: what both files begin with. */
 static int put_config_keys(Metadata *md, const char *format, const ModelConfig *c, Error *e) {
-    if (metadata_set(md, "format", format, e) || metadata_set(md, "format_version", CHECKPOINT_FORMAT_VERSION, e) ||
-        metadata_set(md, "arch", arch_name(c->arch), e))
+    if (slm_metadata_set(md, "format", format, e) || slm_metadata_set(md, "format_version", CHECKPOINT_FORMAT_VERSION, e) ||
+        slm_metadata_set(md, "arch", slm_arch_name(c->arch), e))
         return -1;
     if (c->arch == ARCH_ATTENTION &&
-        (metadata_set(md, "pos", pos_name(c->pos), e) || metadata_set(md, "score", score_name(c->score), e)))
+        (slm_metadata_set(md, "pos", slm_pos_name(c->pos), e) || slm_metadata_set(md, "score", slm_score_name(c->score), e)))
         return -1;
     for (int i = 0; i < N_SIZES; i++) {
         char num[16];
         snprintf(num, sizeof num, "%d", size_value(c, i));
-        if (metadata_set(md, config_sizes[i].key, num, e)) return -1;
+        if (slm_metadata_set(md, config_sizes[i].key, num, e)) return -1;
     }
     return 0;
 }
 
 /* The caller's keys after ours; a key the format writes itself is refused.
- * Appended: meta has no duplicates (metadata_set made it), ours are refused. */
+ * Appended: meta has no duplicates (slm_metadata_set made it), ours are refused. */
 static int put_caller_keys(Metadata *md, const Metadata *meta, int (*reserved)(const char *), Error *e) {
     for (int i = 0; meta && i < meta->count; i++) {
         if (reserved(meta->items[i].key))
             return FAIL(e, "give training metadata under another name",
                         "metadata key '%s' is written by storylm itself", meta->items[i].key);
-        if (metadata_append(md, meta->items[i].key, meta->items[i].value, e)) return -1;
+        if (slm_metadata_append(md, meta->items[i].key, meta->items[i].value, e)) return -1;
     }
     return 0;
 }
@@ -151,7 +151,7 @@ static void list_add_table(TensorList *l, const Model *m, const char *prefix, co
     }
 }
 
-int checkpoint_save_model(const char *path, const Model *m, const char *vocab, const Metadata *meta, Error *e) {
+int slm_checkpoint_save_model(const char *path, const Model *m, const char *vocab, const Metadata *meta, Error *e) {
     size_t lines = vocab ? count_lines(vocab) : 0;
     if (lines != (size_t)m->cfg.vocab_size)
         return FAIL(e, "save the vocabulary the model was trained with",
@@ -159,13 +159,13 @@ int checkpoint_save_model(const char *path, const Model *m, const char *vocab, c
                     m->cfg.vocab_size);
     Metadata md = {0};
     int rc = put_config_keys(&md, CHECKPOINT_FORMAT, &m->cfg, e) || put_caller_keys(&md, meta, is_model_key, e) ||
-             metadata_set(&md, "vocab", vocab, e);
+             slm_metadata_set(&md, "vocab", vocab, e);
     if (!rc) {
         TensorList l = {0};
         list_add_table(&l, m, "", m->params);
-        rc = safetensors_write_f32(path, l.items, l.n, &md, e);
+        rc = slm_safetensors_write_f32(path, l.items, l.n, &md, e);
     }
-    metadata_free(&md);
+    slm_metadata_free(&md);
     return rc ? -1 : 0;
 }
 
@@ -175,13 +175,13 @@ static int put_resume_keys(Metadata *md, const TrainingState *s, Error *e) {
     snprintf(rng, sizeof rng, "%" PRIu64, s->rng_state);
     snprintf(data, sizeof data, "%016" PRIx64, s->data_hash);
     snprintf(run, sizeof run, "%016" PRIx64, s->run_id);
-    if (metadata_set(md, "step", step, e) || metadata_set(md, "rng_state", rng, e) ||
-        metadata_set(md, "data_hash", data, e) || metadata_set(md, "run_id", run, e))
+    if (slm_metadata_set(md, "step", step, e) || slm_metadata_set(md, "rng_state", rng, e) ||
+        slm_metadata_set(md, "data_hash", data, e) || slm_metadata_set(md, "run_id", run, e))
         return -1;
     return 0;
 }
 
-int checkpoint_save_adam(const char *path, const Model *m, const TrainingState *s, Error *e) {
+int slm_checkpoint_save_adam(const char *path, const Model *m, const TrainingState *s, Error *e) {
     if (!s->adam_m || !s->adam_v || s->n_params != m->n_params)
         return FAIL(e, "initialise it with training_state_init",
                     "cannot save '%s': the optimizer state holds %zu numbers, the model %zu", path, s->n_params,
@@ -193,9 +193,9 @@ int checkpoint_save_adam(const char *path, const Model *m, const TrainingState *
         TensorList l = {0};
         list_add_table(&l, m, "m.", s->adam_m);
         list_add_table(&l, m, "v.", s->adam_v);
-        rc = safetensors_write_f32(path, l.items, l.n, &md, e);
+        rc = slm_safetensors_write_f32(path, l.items, l.n, &md, e);
     }
-    metadata_free(&md);
+    slm_metadata_free(&md);
     return rc ? -1 : 0;
 }
 
@@ -204,7 +204,7 @@ int checkpoint_save_adam(const char *path, const Model *m, const TrainingState *
 static int check_format(const SafeTensorsFile *st, const char *format, Error *e) {
     if (!st->has_metadata)
         return FAIL(e, BAD_MODEL_HINT, "'%s' has no \"__metadata__\": it is not a storylm file", st->path);
-    const char *f = metadata_get(&st->metadata, "format"), *v = metadata_get(&st->metadata, "format_version");
+    const char *f = slm_metadata_get(&st->metadata, "format"), *v = slm_metadata_get(&st->metadata, "format_version");
     if (!f) return FAIL(e, BAD_MODEL_HINT, "'%s': the metadata has no \"format\": it is not a storylm file", st->path);
     if (strcmp(f, format) != 0) {
         const char *hint =
@@ -220,31 +220,31 @@ static int check_format(const SafeTensorsFile *st, const char *format, Error *e)
 
 /* --pos and --score; a file from before them has neither: today's network. */
 static int read_variant(const SafeTensorsFile *st, ModelConfig *c, Error *e) {
-    const char *pos = metadata_get(&st->metadata, "pos"), *score = metadata_get(&st->metadata, "score");
-    if (pos && pos_parse(pos, &c->pos, NULL))
+    const char *pos = slm_metadata_get(&st->metadata, "pos"), *score = slm_metadata_get(&st->metadata, "score");
+    if (pos && slm_pos_parse(pos, &c->pos, NULL))
         return FAIL(e, "a newer storylm may read it", "'%s': unknown position scheme '%.40s' (storylm knows %s)",
-                    st->path, pos, pos_names());
-    if (score && score_parse(score, &c->score, NULL))
+                    st->path, pos, slm_pos_names());
+    if (score && slm_score_parse(score, &c->score, NULL))
         return FAIL(e, "a newer storylm may read it", "'%s': unknown score function '%.40s' (storylm knows %s)",
-                    st->path, score, score_names());
+                    st->path, score, slm_score_names());
     if (c->arch != ARCH_ATTENTION && (c->pos != POS_DISTANCE || c->score != SCORE_SCALED_DOT))
-        return FAIL(e, BAD_MODEL_HINT, "'%s': a %s model has no --pos or --score", st->path, arch_name(c->arch));
+        return FAIL(e, BAD_MODEL_HINT, "'%s': a %s model has no --pos or --score", st->path, slm_arch_name(c->arch));
     return 0;
 }
 
 /* The architecture and sizes, each present and in range. */
 static int read_config(const SafeTensorsFile *st, ModelConfig *c, Error *e) {
-    const char *arch = metadata_get(&st->metadata, "arch");
+    const char *arch = slm_metadata_get(&st->metadata, "arch");
     if (!arch) return FAIL(e, BAD_MODEL_HINT, "'%s': the metadata has no \"arch\"", st->path);
-    *c = model_config_default(ARCH_ATTENTION, 2);
-    if (arch_parse(arch, &c->arch, NULL))
+    *c = slm_model_config_default(ARCH_ATTENTION, 2);
+    if (slm_arch_parse(arch, &c->arch, NULL))
         return FAIL(e, BAD_MODEL_HINT, "'%s': unknown architecture '%.40s' (storylm knows attention and window8)",
                     st->path, arch);
     for (int i = 0; i < N_SIZES; i++) {
-        const char *s = metadata_get(&st->metadata, config_sizes[i].key);
+        const char *s = slm_metadata_get(&st->metadata, config_sizes[i].key);
         uint64_t x;
         if (!s) return FAIL(e, BAD_MODEL_HINT, "'%s': the metadata has no \"%s\"", st->path, config_sizes[i].key);
-        if (!checkpoint_parse_u64(s, 10, &x) || x < (uint64_t)config_sizes[i].min || x > (uint64_t)config_sizes[i].max)
+        if (!slm_checkpoint_parse_u64(s, 10, &x) || x < (uint64_t)config_sizes[i].min || x > (uint64_t)config_sizes[i].max)
             return FAIL(e, BAD_MODEL_HINT, "'%s': metadata %s '%.40s' is not a whole number from %d to %d", st->path,
                         config_sizes[i].key, s, config_sizes[i].min, config_sizes[i].max);
         *size_field(c, i) = (int)x;
@@ -253,7 +253,7 @@ static int read_config(const SafeTensorsFile *st, ModelConfig *c, Error *e) {
 }
 
 static int check_vocab(const SafeTensorsFile *st, int vocab_size, Error *e) {
-    const char *vocab = metadata_get(&st->metadata, "vocab");
+    const char *vocab = slm_metadata_get(&st->metadata, "vocab");
     if (!vocab) return FAIL(e, BAD_MODEL_HINT, "'%s': the metadata has no \"vocab\"", st->path);
     size_t lines = count_lines(vocab);
     if (lines != (size_t)vocab_size)
@@ -267,7 +267,7 @@ static const ParamTensor *expected_tensor(const Model *m, const char *const *pre
                                           const char *name) {
     for (int p = 0; p < n_prefixes; p++) {
         size_t len = strlen(prefixes[p]);
-        const ParamTensor *t = strncmp(name, prefixes[p], len) == 0 ? model_tensor(m, name + len) : NULL;
+        const ParamTensor *t = strncmp(name, prefixes[p], len) == 0 ? slm_model_tensor(m, name + len) : NULL;
         if (t) return t;
     }
     return NULL;
@@ -279,19 +279,19 @@ static int check_names(const SafeTensorsFile *st, const ModelConfig *have, const
                        Error *e) {
     Model table;
     Arch arch = have->arch;
-    ModelConfig c = model_config_default(arch, 2);
+    ModelConfig c = slm_model_config_default(arch, 2);
     c.pos = have->pos;
     c.score = have->score;
-    if (model_init(&table, &c, e)) return -1;
+    if (slm_model_init(&table, &c, e)) return -1;
     int rc = 0;
     for (int p = 0; p < n_prefixes && !rc; p++)
         for (int i = 0; i < table.n_tensors && !rc; i++) {
             char name[64];
             snprintf(name, sizeof name, "%s%s", prefixes[p], table.tensors[i].name);
-            const SafeTensorInfo *t = safetensors_find(st, name);
+            const SafeTensorInfo *t = slm_safetensors_find(st, name);
             if (!t)
                 rc = FAIL(e, BAD_MODEL_HINT, "'%s': tensor '%s' is missing (the %s model has it)", st->path, name,
-                          arch_name(arch));
+                          slm_arch_name(arch));
             else if (strcmp(t->dtype, "F32") != 0)
                 rc = FAIL(e, BAD_MODEL_HINT, "'%s': tensor '%s' has dtype %s; storylm stores F32", st->path, name,
                           t->dtype);
@@ -299,15 +299,15 @@ static int check_names(const SafeTensorsFile *st, const ModelConfig *have, const
     for (int i = 0; i < st->n_tensors && !rc; i++)
         if (!expected_tensor(&table, prefixes, n_prefixes, st->tensors[i].name))
             rc = FAIL(e, BAD_MODEL_HINT, "'%s': unexpected tensor '%.60s' (the %s model has no such tensor)", st->path,
-                      st->tensors[i].name, arch_name(arch));
-    model_free(&table);
+                      st->tensors[i].name, slm_arch_name(arch));
+    slm_model_free(&table);
     return rc;
 }
 
 /* The sizes in the metadata must not claim more than the file holds, so what
- * model_init allocates is bounded by the file's own size. */
+ * slm_model_init allocates is bounded by the file's own size. */
 static int check_fits(const SafeTensorsFile *st, const ModelConfig *c, int copies, Error *e) {
-    uint64_t need = (uint64_t)model_param_count(c) * 4 * (uint64_t)copies;
+    uint64_t need = (uint64_t)slm_model_param_count(c) * 4 * (uint64_t)copies;
     if (need > st->data_size)
         return FAIL(e, BAD_MODEL_HINT,
                     "'%s': its sizes need %" PRIu64 " bytes of tensors but its tensors hold %" PRIu64
@@ -323,17 +323,17 @@ static int check_shapes(const SafeTensorsFile *st, const Model *m, const char *c
             const ParamTensor *want = &m->tensors[i];
             char name[64];
             snprintf(name, sizeof name, "%s%s", prefixes[p], want->name);
-            const SafeTensorInfo *t = safetensors_find(st, name);
+            const SafeTensorInfo *t = slm_safetensors_find(st, name);
             int same = t && t->ndim == want->ndim;
             for (int d = 0; same && d < want->ndim; d++)
                 same = t->shape[d] == (uint64_t)want->shape[d];
             if (same) continue;
             uint64_t want_shape[3] = {(uint64_t)want->shape[0], (uint64_t)want->shape[1], (uint64_t)want->shape[2]};
             char got[256], need[64];
-            safetensors_format_shape(got, sizeof got, t ? t->shape : want_shape, t ? t->ndim : 0);
-            safetensors_format_shape(need, sizeof need, want_shape, want->ndim);
+            slm_safetensors_format_shape(got, sizeof got, t ? t->shape : want_shape, t ? t->ndim : 0);
+            slm_safetensors_format_shape(need, sizeof need, want_shape, want->ndim);
             return FAIL(e, BAD_MODEL_HINT, "'%s': tensor '%s' has shape %s; the %s model with these sizes needs %s",
-                        st->path, name, got, arch_name(m->cfg.arch), need);
+                        st->path, name, got, slm_arch_name(m->cfg.arch), need);
         }
     return 0;
 }
@@ -343,7 +343,7 @@ static int read_tensors(SafeTensorsFile *st, const Model *m, const char *prefix,
     for (int i = 0; i < m->n_tensors; i++) {
         char name[64];
         snprintf(name, sizeof name, "%s%s", prefix, m->tensors[i].name);
-        if (safetensors_read_f32(st, safetensors_find(st, name), base + m->tensors[i].offset, e)) return -1;
+        if (slm_safetensors_read_f32(st, slm_safetensors_find(st, name), base + m->tensors[i].offset, e)) return -1;
     }
     return 0;
 }
@@ -367,11 +367,11 @@ static int check_finite(const SafeTensorsFile *st, const Model *m, const char *p
  * what generate would refuse. */
 static int check_vocab_pieces(const SafeTensorsFile *st, const char *vocab, int vocab_size, Error *e) {
     Tokenizer t;
-    if (tokenizer_from_text(&t, vocab, strlen(vocab), vocab_size, e)) {
-        error_prefix(e, "'%s': ", st->path);
+    if (slm_tokenizer_from_text(&t, vocab, strlen(vocab), vocab_size, e)) {
+        slm_error_prefix(e, "'%s': ", st->path);
         return -1;
     }
-    tokenizer_free(&t);
+    slm_tokenizer_free(&t);
     return 0;
 }
 
@@ -381,29 +381,29 @@ static int load_model_from(SafeTensorsFile *st, Model *m, char **vocab, Metadata
     static const char *const prefixes[] = {""};
     ModelConfig cfg;
     if (check_format(st, CHECKPOINT_FORMAT, e) || read_config(st, &cfg, e) || check_vocab(st, cfg.vocab_size, e) ||
-        check_names(st, &cfg, prefixes, 1, e) || check_fits(st, &cfg, 1, e) || model_init(m, &cfg, e) ||
+        check_names(st, &cfg, prefixes, 1, e) || check_fits(st, &cfg, 1, e) || slm_model_init(m, &cfg, e) ||
         check_shapes(st, m, prefixes, 1, e) || read_tensors(st, m, "", m->params, e) ||
         check_finite(st, m, "", m->params, e) ||
-        check_vocab_pieces(st, metadata_get(&st->metadata, "vocab"), cfg.vocab_size, e))
+        check_vocab_pieces(st, slm_metadata_get(&st->metadata, "vocab"), cfg.vocab_size, e))
         return -1;
-    *vocab = copy_string(metadata_get(&st->metadata, "vocab"), e);
+    *vocab = copy_string(slm_metadata_get(&st->metadata, "vocab"), e);
     if (!*vocab) return -1;
     return meta ? copy_free_keys(meta, &st->metadata, is_model_key, e) : 0;
 }
 
-int checkpoint_load_model(const char *path, Model *m, char **vocab, Metadata *meta, Error *e) {
+int slm_checkpoint_load_model(const char *path, Model *m, char **vocab, Metadata *meta, Error *e) {
     *m = (Model){0};
     *vocab = NULL;
     if (meta) *meta = (Metadata){0};
     SafeTensorsFile st;
-    if (safetensors_open(&st, path, e)) return -1;
+    if (slm_safetensors_open(&st, path, e)) return -1;
     int rc = load_model_from(&st, m, vocab, meta, e);
-    safetensors_close(&st);
+    slm_safetensors_close(&st);
     if (rc) {
-        model_free(m);
+        slm_model_free(m);
         free(*vocab);
         *vocab = NULL;
-        if (meta) metadata_free(meta);
+        if (meta) slm_metadata_free(meta);
     }
     return rc;
 }
@@ -414,11 +414,11 @@ static int check_same_config(const SafeTensorsFile *st, const ModelConfig *have,
     const char *hint = "give the optimizer state saved with this model, or train afresh";
     if (have->arch != model->arch)
         return FAIL(e, hint, "'%s' is the optimizer state of a model of architecture %s, not %s", st->path,
-                    arch_name(have->arch), arch_name(model->arch));
+                    slm_arch_name(have->arch), slm_arch_name(model->arch));
     if (have->pos != model->pos || have->score != model->score)
         return FAIL(e, hint, "'%s' is the optimizer state of a model with --pos %s --score %s, not --pos %s --score %s",
-                    st->path, pos_name(have->pos), score_name(have->score), pos_name(model->pos),
-                    score_name(model->score));
+                    st->path, slm_pos_name(have->pos), slm_score_name(have->score), slm_pos_name(model->pos),
+                    slm_score_name(model->score));
     for (int i = 0; i < N_SIZES; i++)
         if (size_value(have, i) != size_value(model, i))
             return FAIL(e, hint, "'%s' is the optimizer state of a model with %s %d, not %d", st->path,
@@ -436,9 +436,9 @@ static int read_resume_keys(const SafeTensorsFile *st, TrainingState *s, Error *
                 {"data_hash", 16, offsetof(TrainingState, data_hash)},
                 {"run_id", 16, offsetof(TrainingState, run_id)}};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-        const char *v = metadata_get(&st->metadata, keys[i].key);
+        const char *v = slm_metadata_get(&st->metadata, keys[i].key);
         if (!v) return FAIL(e, BAD_MODEL_HINT, "'%s': the metadata has no \"%s\"", st->path, keys[i].key);
-        if (!checkpoint_parse_u64(v, keys[i].base, (uint64_t *)((char *)s + keys[i].offset)))
+        if (!slm_checkpoint_parse_u64(v, keys[i].base, (uint64_t *)((char *)s + keys[i].offset)))
             return FAIL(e, BAD_MODEL_HINT, "'%s': metadata %s '%.40s' is not a %s number", st->path, keys[i].key, v,
                         keys[i].base == 10 ? "decimal" : "hexadecimal");
     }
@@ -461,19 +461,19 @@ static int load_adam_from(SafeTensorsFile *st, const Model *m, TrainingState *s,
     return copy_free_keys(&s->extra, &st->metadata, is_adam_key, e);
 }
 
-int checkpoint_load_adam(const char *path, const Model *m, TrainingState *s, Error *e) {
+int slm_checkpoint_load_adam(const char *path, const Model *m, TrainingState *s, Error *e) {
     *s = (TrainingState){0};
     SafeTensorsFile st;
-    if (safetensors_open(&st, path, e)) return -1;
+    if (slm_safetensors_open(&st, path, e)) return -1;
     int rc = load_adam_from(&st, m, s, e);
-    safetensors_close(&st);
-    if (rc) training_state_free(s);
+    slm_safetensors_close(&st);
+    if (rc) slm_training_state_free(s);
     return rc;
 }
 
 /* ---- the state's life and the pair ------------------------------------- */
 
-int training_state_init(TrainingState *s, const Model *m, Error *e) {
+int slm_training_state_init(TrainingState *s, const Model *m, Error *e) {
     *s = (TrainingState){0};
     s->adam_m = xcalloc(m->n_params, sizeof(float), e);
     s->adam_v = s->adam_m ? xcalloc(m->n_params, sizeof(float), e) : NULL;
@@ -483,25 +483,25 @@ int training_state_init(TrainingState *s, const Model *m, Error *e) {
         return -1;
     }
     s->n_params = m->n_params;
-    s->run_id = checkpoint_new_run_id();
+    s->run_id = slm_checkpoint_new_run_id();
     return 0;
 }
 
-void training_state_free(TrainingState *s) {
+void slm_training_state_free(TrainingState *s) {
     free(s->adam_m);
     free(s->adam_v);
-    metadata_free(&s->extra);
+    slm_metadata_free(&s->extra);
     *s = (TrainingState){0};
 }
 
-uint64_t checkpoint_new_run_id(void) {
+uint64_t slm_checkpoint_new_run_id(void) {
     uint64_t x = 0;
     if (getrandom(&x, sizeof x, 0) != (ssize_t)sizeof x) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         x = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
         x ^= (uint64_t)getpid() << 40 ^ (uint64_t)(uintptr_t)&ts;
-        x += 0x9E3779B97F4A7C15ULL; /* splitmix64's finish spreads the bits */
+        x += 0x9E3779B97F4A7C15ULL; /* slm_splitmix64's finish spreads the bits */
         x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
         x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
         x ^= x >> 31;
@@ -518,7 +518,7 @@ static char *next_path(const char *adam_path, Error *e) {
     return p;
 }
 
-char *checkpoint_adam_path(const char *model_path, Error *e) {
+char *slm_checkpoint_adam_path(const char *model_path, Error *e) {
     static const char ext[] = ".safetensors";
     size_t len = strlen(model_path), ext_len = sizeof ext - 1;
     size_t stem = len >= ext_len && strcmp(model_path + len - ext_len, ext) == 0 ? len - ext_len : len;
@@ -527,16 +527,16 @@ char *checkpoint_adam_path(const char *model_path, Error *e) {
     return p;
 }
 
-char *checkpoint_adam_next_path(const char *model_path, Error *e) {
-    char *adam_path = checkpoint_adam_path(model_path, e);
+char *slm_checkpoint_adam_next_path(const char *model_path, Error *e) {
+    char *adam_path = slm_checkpoint_adam_path(model_path, e);
     char *next = adam_path ? next_path(adam_path, e) : NULL;
     free(adam_path);
     return next;
 }
 
-int checkpoint_save_all(const char *model_path, const Model *m, const char *vocab, const Metadata *meta,
+int slm_checkpoint_save_all(const char *model_path, const Model *m, const char *vocab, const Metadata *meta,
                         const TrainingState *s, Error *e) {
-    char *adam_path = checkpoint_adam_path(model_path, e);
+    char *adam_path = slm_checkpoint_adam_path(model_path, e);
     char *next = adam_path ? next_path(adam_path, e) : NULL;
     if (!next) {
         free(adam_path);
@@ -546,17 +546,17 @@ int checkpoint_save_all(const char *model_path, const Model *m, const char *voca
     snprintf(step, sizeof step, "%" PRIu64, s->step);
     snprintf(run, sizeof run, "%016" PRIx64, s->run_id);
     Metadata md = {0};
-    int rc = (meta && copy_free_keys(&md, meta, reserves_nothing, e)) || metadata_set(&md, "step", step, e) ||
-             metadata_set(&md, "run_id", run, e);
+    int rc = (meta && copy_free_keys(&md, meta, reserves_nothing, e)) || slm_metadata_set(&md, "step", step, e) ||
+             slm_metadata_set(&md, "run_id", run, e);
     /* The state beside, the model, the state into place: whenever a kill comes,
      * the model pairs with the state in adam_path or in next. */
-    if (!rc) rc = checkpoint_save_adam(next, m, s, e);
-    if (!rc) rc = checkpoint_save_model(model_path, m, vocab, &md, e);
+    if (!rc) rc = slm_checkpoint_save_adam(next, m, s, e);
+    if (!rc) rc = slm_checkpoint_save_model(model_path, m, vocab, &md, e);
     if (!rc && rename(next, adam_path) != 0)
         rc = FAIL(e, "check the folder's permissions", "cannot rename '%s' to '%s': %s", next, adam_path,
                   strerror(errno));
     if (rc) unlink(next);
-    metadata_free(&md);
+    slm_metadata_free(&md);
     free(next);
     free(adam_path);
     return rc ? -1 : 0;
@@ -566,8 +566,8 @@ int checkpoint_save_all(const char *model_path, const Model *m, const char *voca
 static int check_pair(const char *model_path, const Metadata *meta, const char *adam_path, const TrainingState *s,
                       Error *e) {
     uint64_t step, run;
-    if (!checkpoint_parse_u64(metadata_get(meta, "step"), 10, &step) ||
-        !checkpoint_parse_u64(metadata_get(meta, "run_id"), 16, &run))
+    if (!slm_checkpoint_parse_u64(slm_metadata_get(meta, "step"), 10, &step) ||
+        !slm_checkpoint_parse_u64(slm_metadata_get(meta, "run_id"), 16, &run))
         return FAIL(e, PAIR_HINT, "'%s' has no step and run_id: it was not saved together with an optimizer state",
                     model_path);
     if (run != s->run_id)
@@ -582,16 +582,16 @@ static int check_pair(const char *model_path, const Metadata *meta, const char *
 /* The optimizer state at path, when it pairs with the model. */
 static int load_state(const char *model_path, const Metadata *meta, const char *path, const Model *m,
                       TrainingState *s, Error *e) {
-    if (checkpoint_load_adam(path, m, s, e)) return -1;
+    if (slm_checkpoint_load_adam(path, m, s, e)) return -1;
     if (check_pair(model_path, meta, path, s, e) == 0) return 0;
-    training_state_free(s);
+    slm_training_state_free(s);
     return -1;
 }
 
 static int load_pair(const char *model_path, const char *adam_path, Model *m, char **vocab, Metadata *meta,
                      TrainingState *s, Error *e) {
     struct stat sb;
-    if (checkpoint_load_model(model_path, m, vocab, meta, e)) return -1;
+    if (slm_checkpoint_load_model(model_path, m, vocab, meta, e)) return -1;
     /* A save stopped after its model, before renaming its state into place. */
     char *next = next_path(adam_path, e);
     if (!next) return -1;
@@ -604,22 +604,22 @@ static int load_pair(const char *model_path, const char *adam_path, Model *m, ch
     return load_state(model_path, meta, adam_path, m, s, e);
 }
 
-int checkpoint_load_all(const char *model_path, Model *m, char **vocab, Metadata *meta, TrainingState *s, Error *e) {
+int slm_checkpoint_load_all(const char *model_path, Model *m, char **vocab, Metadata *meta, TrainingState *s, Error *e) {
     *m = (Model){0};
     *vocab = NULL;
     *s = (TrainingState){0};
     Metadata md = {0};
-    char *adam_path = checkpoint_adam_path(model_path, e);
+    char *adam_path = slm_checkpoint_adam_path(model_path, e);
     int rc = adam_path ? load_pair(model_path, adam_path, m, vocab, &md, s, e) : -1;
     free(adam_path);
     if (rc) {
-        model_free(m);
+        slm_model_free(m);
         free(*vocab);
         *vocab = NULL;
-        training_state_free(s);
-        metadata_free(&md);
+        slm_training_state_free(s);
+        slm_metadata_free(&md);
     }
     if (meta) *meta = md;
-    else metadata_free(&md);
+    else slm_metadata_free(&md);
     return rc;
 }

@@ -18,44 +18,44 @@ static void set_name(StoriesRecord *r, const char *path) {
     snprintf(r->name, sizeof r->name, "%s", slash ? slash + 1 : path);
 }
 
-int record_of_file(StoriesRecord *r, const char *path, Error *e) {
+int slm_record_of_file(StoriesRecord *r, const char *path, Error *e) {
     *r = (StoriesRecord){0};
     FileMap m;
-    if (file_map(&m, path, e)) return -1;
-    uint64_t basis = hash64(NULL, 0, 0), h = basis;
+    if (slm_file_map(&m, path, e)) return -1;
+    uint64_t basis = slm_hash64(NULL, 0, 0), h = basis;
     for (size_t at = 0; at < m.len; at += RECORD_CHUNK) {
         size_t n = m.len - at < RECORD_CHUNK ? m.len - at : RECORD_CHUNK;
-        h = hash64(m.data + at, n, h ^ basis); /* seeded with h ^ basis, hash64 goes on from h */
-        file_map_drop(&m, at, at + n);
+        h = slm_hash64(m.data + at, n, h ^ basis); /* seeded with h ^ basis, slm_hash64 goes on from h */
+        slm_file_map_drop(&m, at, at + n);
     }
     *r = (StoriesRecord){.bytes = m.len, .fnv1a64 = h, .has_sums = true};
     set_name(r, path);
-    file_unmap(&m);
+    slm_file_unmap(&m);
     return 0;
 }
 
-int record_to_metadata(const StoriesRecord *r, Metadata *md, Error *e) {
-    if (metadata_set(md, "data", r->name, e)) return -1;
+int slm_record_to_metadata(const StoriesRecord *r, Metadata *md, Error *e) {
+    if (slm_metadata_set(md, "data", r->name, e)) return -1;
     if (!r->has_sums) return 0;
     char bytes[24], hash[24];
     snprintf(bytes, sizeof bytes, "%" PRIu64, r->bytes);
     snprintf(hash, sizeof hash, "%016" PRIx64, r->fnv1a64);
-    return metadata_set(md, "data_bytes", bytes, e) || metadata_set(md, "data_fnv1a64", hash, e) ? -1 : 0;
+    return slm_metadata_set(md, "data_bytes", bytes, e) || slm_metadata_set(md, "data_fnv1a64", hash, e) ? -1 : 0;
 }
 
-void record_from_metadata(StoriesRecord *r, const Metadata *md) {
+void slm_record_from_metadata(StoriesRecord *r, const Metadata *md) {
     *r = (StoriesRecord){0};
-    const char *data = metadata_get(md, "data");
+    const char *data = slm_metadata_get(md, "data");
     if (data) set_name(r, data);
-    r->has_sums = checkpoint_parse_u64(metadata_get(md, "data_bytes"), 10, &r->bytes) &&
-                  checkpoint_parse_u64(metadata_get(md, "data_fnv1a64"), 16, &r->fnv1a64);
+    r->has_sums = slm_checkpoint_parse_u64(slm_metadata_get(md, "data_bytes"), 10, &r->bytes) &&
+                  slm_checkpoint_parse_u64(slm_metadata_get(md, "data_fnv1a64"), 16, &r->fnv1a64);
 }
 
-int record_check_file(const StoriesRecord *r, const char *path, char *why, size_t size, Error *e) {
+int slm_record_check_file(const StoriesRecord *r, const char *path, char *why, size_t size, Error *e) {
     if (size) why[0] = '\0';
     if (!r->has_sums) return 1;
     StoriesRecord got;
-    if (record_of_file(&got, path, e)) return -1;
+    if (slm_record_of_file(&got, path, e)) return -1;
     if (got.bytes == r->bytes && got.fnv1a64 == r->fnv1a64) return 1;
     if (got.bytes != r->bytes)
         snprintf(why, size, "'%s' has %" PRIu64 " bytes, not the %" PRIu64 " of '%s' the model was trained on", path,

@@ -27,7 +27,7 @@ static char *copy_string(const char *s, Error *e) {
 
 /* ---- metadata ---------------------------------------------------------- */
 
-int metadata_append(Metadata *md, const char *key, const char *value, Error *e) {
+int slm_metadata_append(Metadata *md, const char *key, const char *value, Error *e) {
     if (md->count == md->cap) {
         int cap = md->cap ? 2 * md->cap : 16;
         MetaEntry *items = xrealloc(md->items, (size_t)cap * sizeof *items, e);
@@ -45,7 +45,7 @@ int metadata_append(Metadata *md, const char *key, const char *value, Error *e) 
     return 0;
 }
 
-int metadata_set(Metadata *md, const char *key, const char *value, Error *e) {
+int slm_metadata_set(Metadata *md, const char *key, const char *value, Error *e) {
     for (int i = 0; i < md->count; i++) {
         if (strcmp(md->items[i].key, key) != 0) continue;
         char *v = copy_string(value, e);
@@ -54,16 +54,16 @@ int metadata_set(Metadata *md, const char *key, const char *value, Error *e) {
         md->items[i].value = v;
         return 0;
     }
-    return metadata_append(md, key, value, e);
+    return slm_metadata_append(md, key, value, e);
 }
 
-const char *metadata_get(const Metadata *md, const char *key) {
+const char *slm_metadata_get(const Metadata *md, const char *key) {
     for (int i = 0; i < md->count; i++)
         if (strcmp(md->items[i].key, key) == 0) return md->items[i].value;
     return NULL;
 }
 
-void metadata_free(Metadata *md) {
+void slm_metadata_free(Metadata *md) {
     for (int i = 0; i < md->count; i++) {
         free(md->items[i].key);
         free(md->items[i].value);
@@ -112,14 +112,14 @@ static int json_whole(const cJSON *j, uint64_t *out) {
     return 1;
 }
 
-void safetensors_format_shape(char *buf, size_t size, const uint64_t *shape, int ndim) {
+void slm_safetensors_format_shape(char *buf, size_t size, const uint64_t *shape, int ndim) {
     size_t n = (size_t)snprintf(buf, size, "[");
     for (int i = 0; i < ndim && n < size; i++)
         n += (size_t)snprintf(buf + n, size - n, "%s%" PRIu64, i ? ", " : "", shape[i]);
     if (n < size) snprintf(buf + n, size - n, "]");
 }
 
-uint64_t safetensors_count(const SafeTensorInfo *t) {
+uint64_t slm_safetensors_count(const SafeTensorInfo *t) {
     uint64_t count = 1;
     for (int i = 0; i < t->ndim; i++)
         count *= t->shape[i];
@@ -132,15 +132,15 @@ static const char *find_duplicate(const char **names, int n, int *failed, Error 
     const char *dup = NULL;
     *failed = 0;
     if (n < 2) return NULL;
-    *failed = hashmap_reserve(&seen, (size_t)n, e) != 0;
+    *failed = slm_hashmap_reserve(&seen, (size_t)n, e) != 0;
     for (int k = 0; k < n && !dup && !*failed; k++) {
-        uint64_t h = hash64(names[k], strlen(names[k]), 0);
+        uint64_t h = slm_hash64(names[k], strlen(names[k]), 0);
         int32_t i;
         for (HashProbe p = hashmap_probe(&seen, h); !dup && (i = hashmap_next(&seen, &p)) >= 0;)
             if (strcmp(names[i], names[k]) == 0) dup = names[k];
-        if (!dup) *failed = hashmap_add(&seen, h, k, e) != 0;
+        if (!dup) *failed = slm_hashmap_add(&seen, h, k, e) != 0;
     }
-    hashmap_free(&seen);
+    slm_hashmap_free(&seen);
     return *failed ? NULL : dup;
 }
 
@@ -156,7 +156,7 @@ static int parse_metadata(const cJSON *j, Metadata *md, Error *e) {
         if (!cJSON_IsString(kv))
             return FAIL(e, BAD_FILE_HINT, "metadata '%s' is not a string (safetensors metadata holds strings only)",
                         kv->string);
-        if (metadata_append(md, kv->string, kv->valuestring, e)) return -1;
+        if (slm_metadata_append(md, kv->string, kv->valuestring, e)) return -1;
     }
     const char **keys = xmalloc((size_t)(md->count ? md->count : 1) * sizeof *keys, e);
     if (!keys) return -1;
@@ -202,7 +202,7 @@ static int parse_offsets(const cJSON *j, SafeTensorInfo *t, uint64_t data_size, 
 /* The byte range must hold exactly shape's product of elements. */
 static int check_size(const SafeTensorInfo *t, int elem_size, Error *e) {
     char shape[256];
-    safetensors_format_shape(shape, sizeof shape, t->shape, t->ndim);
+    slm_safetensors_format_shape(shape, sizeof shape, t->shape, t->ndim);
     uint64_t count = 1;
     for (int i = 0; i < t->ndim; i++) {
         if (t->shape[i] && count > UINT64_MAX / t->shape[i] / (uint64_t)elem_size)
@@ -380,34 +380,34 @@ static int read_header(SafeTensorsFile *st, Error *e) {
     return rc;
 }
 
-int safetensors_open(SafeTensorsFile *st, const char *path, Error *e) {
+int slm_safetensors_open(SafeTensorsFile *st, const char *path, Error *e) {
     *st = (SafeTensorsFile){0};
     st->f = xfopen(path, "rb", e);
     if (!st->f) return -1;
     st->path = copy_string(path, e);
     if (!st->path) {
-        safetensors_close(st);
+        slm_safetensors_close(st);
         return -1;
     }
     if (read_header(st, e)) {
-        error_prefix(e, "'%s': ", path);
-        safetensors_close(st);
+        slm_error_prefix(e, "'%s': ", path);
+        slm_safetensors_close(st);
         return -1;
     }
     return 0;
 }
 
-void safetensors_close(SafeTensorsFile *st) {
+void slm_safetensors_close(SafeTensorsFile *st) {
     if (st->f) fclose(st->f);
     for (int i = 0; i < st->n_tensors; i++)
         free(st->tensors[i].name);
     free(st->tensors);
     free(st->path);
-    metadata_free(&st->metadata);
+    slm_metadata_free(&st->metadata);
     *st = (SafeTensorsFile){0};
 }
 
-const SafeTensorInfo *safetensors_find(const SafeTensorsFile *st, const char *name) {
+const SafeTensorInfo *slm_safetensors_find(const SafeTensorsFile *st, const char *name) {
     for (int i = 0; i < st->n_tensors; i++)
         if (strcmp(st->tensors[i].name, name) == 0) return &st->tensors[i];
     return NULL;
@@ -415,7 +415,7 @@ const SafeTensorInfo *safetensors_find(const SafeTensorsFile *st, const char *na
 
 /* ---- tensor data ------------------------------------------------------- */
 
-int safetensors_read_f32(SafeTensorsFile *st, const SafeTensorInfo *t, float *dst, Error *e) {
+int slm_safetensors_read_f32(SafeTensorsFile *st, const SafeTensorInfo *t, float *dst, Error *e) {
     if (strcmp(t->dtype, "F32") != 0)
         return FAIL(e, NULL, "'%s': tensor '%s' has dtype %s, not F32", st->path, t->name, t->dtype);
     if (fseeko(st->f, (off_t)(st->data_start + t->begin), SEEK_SET) != 0)
@@ -527,12 +527,12 @@ static int write_f32_le(AtomicFile *a, const float *x, uint64_t n, Error *e) {
             for (int b = 0; b < 4; b++)
                 buf[4 * j + (size_t)b] = (unsigned char)(u >> (8 * b));
         }
-        if (atomic_write(a, buf, 4 * k, e)) return -1;
+        if (slm_atomic_write(a, buf, 4 * k, e)) return -1;
     }
     return 0;
 }
 
-int safetensors_write_f32(const char *path, const SafeTensorOut *tensors, int n, const Metadata *md, Error *e) {
+int slm_safetensors_write_f32(const char *path, const SafeTensorOut *tensors, int n, const Metadata *md, Error *e) {
     size_t len;
     char *header = check_outputs(tensors, n, md, e) ? NULL : header_text(tensors, n, md, &len, e);
     if (!header) return -1;
@@ -540,14 +540,14 @@ int safetensors_write_f32(const char *path, const SafeTensorOut *tensors, int n,
     for (int b = 0; b < 8; b++)
         len_bytes[b] = (unsigned char)((uint64_t)len >> (8 * b));
     AtomicFile a;
-    int rc = atomic_open(&a, path, e);
-    if (!rc) rc = atomic_write(&a, len_bytes, 8, e) || atomic_write(&a, header, len, e) ? -1 : 0;
+    int rc = slm_atomic_open(&a, path, e);
+    if (!rc) rc = slm_atomic_write(&a, len_bytes, 8, e) || slm_atomic_write(&a, header, len, e) ? -1 : 0;
     for (int i = 0; i < n && !rc; i++)
         rc = write_f32_le(&a, tensors[i].data, out_count(&tensors[i]), e);
     free(header);
     if (rc) {
-        if (a.f) atomic_abort(&a);
+        if (a.f) slm_atomic_abort(&a);
         return -1;
     }
-    return atomic_commit(&a, e);
+    return slm_atomic_commit(&a, e);
 }

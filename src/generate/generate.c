@@ -1,5 +1,5 @@
 /* Incremental inference: see include/storylm/generate.h. The arithmetic is
- * model_forward's for one position, so the two agree to float rounding. */
+ * slm_model_forward's for one position, so the two agree to float rounding. */
 #include "storylm/generate.h"
 
 #include <math.h>
@@ -122,8 +122,8 @@ static void pack_weights(GeneratorBatch *g, float *table) {
     const Model *m = g->model;
     const ModelConfig *c = &m->cfg;
     int D = c->row_dim, H = c->n_heads, kd = c->key_dim, vd = c->value_dim, W = c->window, QKV = qkv_width(c);
-    float scale = score_scale(c); /* --score: 1/sqrt(kd) for scaled-dot, else 1 */
-    const float *distance = position_table_for(m, table); /* --pos: the scores added per distance */
+    float scale = slm_score_scale(c); /* --score: 1/sqrt(kd) for scaled-dot, else 1 */
+    const float *distance = slm_position_table_for(m, table); /* --pos: the scores added per distance */
     for (int r = 0; r < D; r++)
         for (int h = 0; h < H; h++) {
             float *dst = g->qkv_w + (size_t)r * QKV;
@@ -147,10 +147,10 @@ static SampleSizes sample_sizes(const ModelConfig *c) {
     size_t H = c->n_heads, W = c->window;
     return (SampleSizes){.keys = att ? H * W * c->key_dim : 0, .values = att ? H * W * c->value_dim : 0,
                          .recent = c->context > 0 ? (size_t)c->context : 1, .qkv = att ? (size_t)qkv_width(c) : 0,
-                         .z = model_hidden_input_dim(c), .hidden = c->hidden_dim, .logits = c->vocab_size};
+                         .z = slm_model_hidden_input_dim(c), .hidden = c->hidden_dim, .logits = c->vocab_size};
 }
 
-int generator_batch_init(GeneratorBatch *g, const Model *m, const Ablation *ablation, int n, Error *e) {
+int slm_generator_batch_init(GeneratorBatch *g, const Model *m, const Ablation *ablation, int n, Error *e) {
     const ModelConfig *c = &m->cfg;
     *g = (GeneratorBatch){.model = m, .n = n};
     if (ablation) g->ablation = *ablation;
@@ -170,13 +170,13 @@ int generator_batch_init(GeneratorBatch *g, const Model *m, const Ablation *abla
              (g->qkv_w = xmalloc((size_t)c->row_dim * sz.qkv * sizeof(float), e)) &&
              (g->distance2 = xmalloc(H * 2 * W * sizeof(float), e)) && (g->qkv = xmalloc(N * sz.qkv * sizeof(float), e));
     if (!ok) {
-        generator_batch_free(g);
+        slm_generator_batch_free(g);
         return -1;
     }
     if (c->arch == ARCH_ATTENTION) {
         float *table = xmalloc(H * W * sizeof(float), e);
         if (!table) {
-            generator_batch_free(g);
+            slm_generator_batch_free(g);
             return -1;
         }
         pack_weights(g, table);
@@ -187,16 +187,16 @@ int generator_batch_init(GeneratorBatch *g, const Model *m, const Ablation *abla
     return 0;
 }
 
-void generator_batch_free(GeneratorBatch *g) {
+void slm_generator_batch_free(GeneratorBatch *g) {
     void *bufs[] = {g->keys, g->values, g->qkv_w, g->distance2, g->qkv, g->hidden_w, g->output_w, g->pos, g->recent,
                     g->z, g->scores, g->rows, g->hidden, g->logits};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     *g = (GeneratorBatch){0};
 }
 
-void generator_batch_reset(GeneratorBatch *g, int s) { g->pos[s] = 0; }
+void slm_generator_batch_reset(GeneratorBatch *g, int s) { g->pos[s] = 0; }
 
-void generator_batch_copy(GeneratorBatch *g, int from, int to) {
+void slm_generator_batch_copy(GeneratorBatch *g, int from, int to) {
     SampleSizes sz = sample_sizes(&g->model->cfg);
     g->pos[to] = g->pos[from];
     if (g->keys) {
@@ -207,7 +207,7 @@ void generator_batch_copy(GeneratorBatch *g, int from, int to) {
     memcpy(g->logits + to * sz.logits, g->logits + from * sz.logits, sz.logits * sizeof(float));
 }
 
-const float *generator_batch_logits(const GeneratorBatch *g, int s) {
+const float *slm_generator_batch_logits(const GeneratorBatch *g, int s) {
     return g->logits + (size_t)s * g->model->cfg.vocab_size;
 }
 
@@ -229,7 +229,7 @@ static void new_query_key_value(GeneratorBatch *g, const float *rows, const int 
     for (int j = 0; j < k; j++) {
         int s = which[j], slot = g->pos[s] % W;
         float *qkv = g->qkv + s * sz.qkv;
-        score_token_qk(g->model, g->pos[s], qkv); /* --pos rope, --score general|additive: turned once, cached so */
+        slm_score_token_qk(g->model, g->pos[s], qkv); /* --pos rope, --score general|additive: turned once, cached so */
         float *keys = g->keys + s * sz.keys, *values = g->values + s * sz.values;
         for (int i = 0; i < H * kd; i++) keys[(size_t)i * W + slot] = qkv[H * kd + i];
         for (int i = 0; i < H * vd; i++) values[(size_t)i * W + slot] = qkv[2 * H * kd + i];
@@ -249,7 +249,7 @@ static void head_attend(GeneratorBatch *g, int s, int h, float *out) {
     float *sc = g->scores + (size_t)s * W; /* each sample its own: threads may share the batch */
     memcpy(sc, bias, n * sizeof(float));
     if (c->score == SCORE_ADDITIVE) /* --score additive: v . tanh(q~ + k~) */
-        additive_scores_cached(model_param(g->model, "score.v") + h * kd, kd, q, keys, W, n, sc);
+        slm_additive_scores_cached(slm_model_param(g->model, "score.v") + h * kd, kd, q, keys, W, n, sc);
     else
         for (int i = 0; i < kd; i++) {
             const float *key = keys + (size_t)i * W;
@@ -257,7 +257,7 @@ static void head_attend(GeneratorBatch *g, int s, int h, float *out) {
 #pragma omp simd
             for (int j = 0; j < n; j++) sc[j] += qi * key[j];
         }
-    softmax_inplace(sc, n);
+    slm_softmax_inplace(sc, n);
     for (int ch = 0; ch < vd; ch++) {
         const float *v = g->values + s * sz.values + ((size_t)h * vd + ch) * W;
         float acc = 0.0f;
@@ -303,7 +303,7 @@ static void window_z(GeneratorBatch *g, int s, int32_t token) {
     for (int i = 0; i < C; i++) memcpy(z + i * D, g->model->embedding + (size_t)recent[i] * D, D * sizeof(float));
 }
 
-/* generator_batch_feed for tokens[j] to which[j], j < k, with the rows
+/* slm_generator_batch_feed for tokens[j] to which[j], j < k, with the rows
  * scratch rows (k, D): one thread's part of a step. */
 static void feed_part(GeneratorBatch *g, const int *which, const int32_t *tokens, int k, float *rows) {
     const Model *m = g->model;
@@ -313,7 +313,7 @@ static void feed_part(GeneratorBatch *g, const int *which, const int32_t *tokens
     if (c->arch == ARCH_ATTENTION) { /* the rows gathered (k, D) for the one pass over the query, key, value weights */
         for (int j = 0; j < k; j++) {
             memcpy(rows + (size_t)j * D, m->embedding + (size_t)tokens[j] * D, D * sizeof(float));
-            position_row_add(m, g->pos[which[j]], rows + (size_t)j * D); /* --pos absolute|sinusoidal */
+            slm_position_row_add(m, g->pos[which[j]], rows + (size_t)j * D); /* --pos absolute|sinusoidal */
         }
         attention_z(g, rows, which, k);
     } else {
@@ -321,7 +321,7 @@ static void feed_part(GeneratorBatch *g, const int *which, const int32_t *tokens
     }
     /* hidden = tanh(W1 z + b1), W1 (Hd, Z); logits = W2 hidden + b2, W2 (V, Hd) */
     dense16(g->hidden_w, m->hidden_b, g->z, sz.z, which, k, Hd, Z, g->hidden, sz.hidden);
-    for (int j = 0; j < k; j++) tanh_inplace(g->hidden + which[j] * sz.hidden, Hd);
+    for (int j = 0; j < k; j++) slm_tanh_inplace(g->hidden + which[j] * sz.hidden, Hd);
     dense16(g->output_w, m->output_b, g->hidden, sz.hidden, which, k, V, Hd, g->logits, sz.logits);
     for (int j = 0; j < k; j++) g->pos[which[j]]++;
 }
@@ -340,27 +340,27 @@ static void feed_job(void *arg, int t, int n) {
     if (j1 > j0) feed_part(f->g, f->which + j0, f->tokens + j0, j1 - j0, f->g->rows + (size_t)j0 * f->g->model->cfg.row_dim);
 }
 
-void generator_batch_feed(GeneratorBatch *g, const int *which, const int32_t *tokens, int k) {
+void slm_generator_batch_feed(GeneratorBatch *g, const int *which, const int32_t *tokens, int k) {
     if (!g->workers || g->workers->n < 2 || k < 2) {
         feed_part(g, which, tokens, k, g->rows);
         return;
     }
     FeedJob f = {g, which, tokens, k};
-    workers_run(g->workers, feed_job, &f);
+    slm_workers_run(g->workers, feed_job, &f);
 }
 
-void generator_batch_use_workers(GeneratorBatch *g, Workers *w) { g->workers = w; }
+void slm_generator_batch_use_workers(GeneratorBatch *g, Workers *w) { g->workers = w; }
 
-int generator_init(Generator *g, const Model *m, const Ablation *ablation, Error *e) {
-    return generator_batch_init(&g->batch, m, ablation, 1, e);
+int slm_generator_init(Generator *g, const Model *m, const Ablation *ablation, Error *e) {
+    return slm_generator_batch_init(&g->batch, m, ablation, 1, e);
 }
 
-void generator_free(Generator *g) { generator_batch_free(&g->batch); }
+void slm_generator_free(Generator *g) { slm_generator_batch_free(&g->batch); }
 
-void generator_reset(Generator *g) { generator_batch_reset(&g->batch, 0); }
+void slm_generator_reset(Generator *g) { slm_generator_batch_reset(&g->batch, 0); }
 
-const float *generator_feed(Generator *g, int32_t token) {
+const float *slm_generator_feed(Generator *g, int32_t token) {
     static const int first = 0; /* constant: the batch's only sample */
-    generator_batch_feed(&g->batch, &first, &token, 1);
+    slm_generator_batch_feed(&g->batch, &first, &token, 1);
     return g->batch.logits;
 }

@@ -8,22 +8,22 @@
 
 #include "storylm/model.h"
 
-int sampler_init(Sampler *s, int vocab_size, float temperature, int top_k, float top_p, uint64_t seed, Error *e) {
+int slm_sampler_init(Sampler *s, int vocab_size, float temperature, int top_k, float top_p, uint64_t seed, Error *e) {
     *s = (Sampler){.vocab_size = vocab_size, .temperature = temperature, .top_k = top_k, .top_p = top_p};
     if (!(temperature >= 0) || top_k < 0 || !(top_p > 0 && top_p <= 1))
         return FAIL(e, "use --temperature >= 0, --top-k >= 0, 0 < --top-p <= 1", "invalid sampling settings");
-    rng_seed(&s->rng, seed);
+    slm_rng_seed(&s->rng, seed);
     s->probs = xmalloc((size_t)vocab_size * sizeof *s->probs, e);
     s->candidates = s->probs ? xmalloc((size_t)vocab_size * sizeof(Candidate), e) : NULL;
     s->spare = s->candidates ? xmalloc((size_t)vocab_size * sizeof(Candidate), e) : NULL;
     if (!s->spare) {
-        sampler_free(s);
+        slm_sampler_free(s);
         return -1;
     }
     return 0;
 }
 
-void sampler_free(Sampler *s) {
+void slm_sampler_free(Sampler *s) {
     free(s->probs);
     free(s->candidates);
     free(s->spare);
@@ -32,9 +32,9 @@ void sampler_free(Sampler *s) {
     s->spare = NULL;
 }
 
-void softmax_probs(const float *logits, int n, float *probs) {
+void slm_softmax_probs(const float *logits, int n, float *probs) {
     if (probs != logits) memcpy(probs, logits, (size_t)n * sizeof(float));
-    softmax_inplace(probs, n); /* vectorized exp: a token's sampling is a few microseconds */
+    slm_softmax_inplace(probs, n); /* vectorized exp: a token's sampling is a few microseconds */
 }
 
 /* The first largest of x (n), NaNs passed over (0 if every one is NaN). */
@@ -146,7 +146,7 @@ static int sample_truncated(Sampler *s, const float *probs) {
     const Candidate *c = s->candidates;
     double mass = 0;
     for (int i = 0; i < keep; i++) mass += c[i].prob;
-    double r = rng_uniform(&s->rng) * mass, acc = 0;
+    double r = slm_rng_uniform(&s->rng) * mass, acc = 0;
     for (int i = 0; i < keep; i++) {
         acc += c[i].prob;
         if (r < acc) return c[i].id;
@@ -154,7 +154,7 @@ static int sample_truncated(Sampler *s, const float *probs) {
     return c[keep - 1].id;
 }
 
-int sampler_sample(Sampler *s, const float *logits) {
+int slm_sampler_sample(Sampler *s, const float *logits) {
     int n = s->vocab_size;
     /* At a temperature this low sampling is greedy anyway; and 1/T would
      * overflow (1e-38, 1e-45), turning every logit into inf and the softmax
@@ -163,9 +163,9 @@ int sampler_sample(Sampler *s, const float *logits) {
     float inv = 1.0f / s->temperature;
     if (!scales_safely(logits, n, inv)) return argmax(logits, n);
     for (int i = 0; i < n; i++) s->probs[i] = logits[i] * inv;
-    softmax_probs(s->probs, n, s->probs);
+    slm_softmax_probs(s->probs, n, s->probs);
     if (s->top_k == 0 && s->top_p >= 1) {
-        double r = rng_uniform(&s->rng), acc = 0;
+        double r = slm_rng_uniform(&s->rng), acc = 0;
         for (int i = 0; i < n; i++) {
             acc += s->probs[i];
             if (r < acc) return i;

@@ -4,18 +4,18 @@
 #include <math.h>
 #include <stdlib.h>
 
-int adam_init(Adam *a, size_t n, Error *e) {
+int slm_adam_init(Adam *a, size_t n, Error *e) {
     *a = (Adam){.n = n, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .weight_decay = 0.0f};
     a->m = xcalloc(n, sizeof(float), e);
     a->v = xcalloc(n, sizeof(float), e);
     if (!a->m || !a->v) {
-        adam_free(a);
+        slm_adam_free(a);
         return -1;
     }
     return 0;
 }
 
-void adam_free(Adam *a) {
+void slm_adam_free(Adam *a) {
     free(a->m);
     free(a->v);
     *a = (Adam){0};
@@ -23,7 +23,7 @@ void adam_free(Adam *a) {
 
 /* params (n), grads (n): m, v updated in place; PyTorch's order of operations
  * (step size lr / (1 - beta1^t), denominator sqrt(v) / sqrt(1 - beta2^t) + eps). */
-void adam_update(Adam *a, float *params, const float *grads, float lr) {
+void slm_adam_update(Adam *a, float *params, const float *grads, float lr) {
     a->step++;
     double t = (double)a->step;
     float step_size = (float)(lr / (1.0 - pow(a->beta1, t)));

@@ -39,7 +39,7 @@ static inline float sum8(f8 v) { return ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2]
 
 /* Scratch rows: a window of W keys spans at most W/8 + 2 blocks; distance
  * scores get 8 zeros on each side for the lanes outside the window. */
-int attention_row_stride(int window) { return (window + 7) / 8 * 8 + 16; }
+int slm_attention_row_stride(int window) { return (window + 7) / 8 * 8 + 16; }
 
 /* x . y over nb floats, nb a multiple of 8 */
 static float dot8(const float *x, const float *y, int nb) {
@@ -63,14 +63,14 @@ typedef struct Head {
     const float *v;     /* (kd) --score additive: the head's v (NULL: a dot-product score) */
     float *d_v;         /* (kd) its gradient, backward only */
     int h, kd, vd, ld, W;
-    float scale;        /* 1/sqrt(kd) for scaled-dot, else 1 (score_scale) */
+    float scale;        /* 1/sqrt(kd) for scaled-dot, else 1 (slm_score_scale) */
 } Head;
 
 static size_t block_size(const ModelConfig *c) { return 8 * (size_t)(c->key_dim + c->value_dim); }
 
 static Head head_view(const ModelConfig *c, const float *qkv, float *d_qkv, const AttentionScratch *s, int ld,
                       int h) {
-    size_t S = (size_t)attention_row_stride(c->window), kv = (size_t)h * (ld / 8) * block_size(c);
+    size_t S = (size_t)slm_attention_row_stride(c->window), kv = (size_t)h * (ld / 8) * block_size(c);
     size_t q = (size_t)h * c->key_dim * ld;
     const VariantScratch *v = s->variant;
     int additive = c->score == SCORE_ADDITIVE && v && v->additive_v;
@@ -79,7 +79,7 @@ static Head head_view(const ModelConfig *c, const float *qkv, float *d_qkv, cons
                   .q = qkv + q, .dq = d_qkv ? d_qkv + q : NULL, .kv = s->kv + kv, .d_kv = s->d_kv + kv,
                   .dist = s->dist + h * S, .d_dist = s->d_dist + h * S, .lse = s->lse + (size_t)h * ld,
                   .drop = &s->drop, .dw = s->dw + h * S, .h = h, .kd = c->key_dim, .vd = c->value_dim,
-                  .ld = ld, .W = c->window, .scale = score_scale(c)};
+                  .ld = ld, .W = c->window, .scale = slm_score_scale(c)};
 }
 
 /* Position p's query (kd), times 1/sqrt(kd). */
@@ -106,11 +106,11 @@ static Span span_of(int p, int lo) { return (Span){lo / 8, p / 8 - lo / 8 + 1, l
  * component at once: one call of layers.c's vectorizable tanh a block. */
 static inline void additive_tanh(const float *q, int kd, const float *kv, float *t) {
     for (int i = 0; i < kd; i++) store8(t + 8 * i, splat8(q[i]) + load8(kv + 8 * i));
-    tanh_inplace(t, 8 * kd);
+    slm_tanh_inplace(t, 8 * kd);
 }
 
 /* --score additive, position p: w (8*count lanes) = v . tanh(q~ + k~) +
- * distance score, q~ = A q and k~ = B k made before (score_qk_forward). */
+ * distance score, q~ = A q and k~ = B k made before (slm_score_qk_forward). */
 static void additive_scores_one(const Head *r, int p, Span sp, float *w) {
     const int kd = r->kd, bs = 8 * (kd + r->vd);
     float q[STORYLM_MAX_HEAD_DIM];
@@ -155,7 +155,7 @@ static inline void zero_unread(Span sp, float *w) {
  * + distance score, 0 elsewhere; the scores' log-sum-exp kept in lse[p]. */
 KERNEL void weights_one(const Head *r, const int kd, const int vd, int p, Span sp, float *w) {
     scores_one(r, kd, vd, p, sp, w);
-    r->lse[p] = softmax_inplace(w + sp.off, sp.n);
+    r->lse[p] = slm_softmax_inplace(w + sp.off, sp.n);
     zero_unread(sp, w);
 }
 
@@ -164,7 +164,7 @@ KERNEL void weights_one(const Head *r, const int kd, const int vd, int p, Span s
  * read lanes are masked, in r->dw. The softmax's backward still takes w. */
 static inline void mask_lanes(const Head *r, int p, Span sp, float *x) {
     size_t N = (size_t)r->drop->n_positions;
-    dropout_apply(r->drop, p, (uint64_t)r->h, ((size_t)r->h * N + p) * N + (size_t)(p - sp.n + 1), x + sp.off, sp.n);
+    slm_dropout_apply(r->drop, p, (uint64_t)r->h, ((size_t)r->h * N + p) * N + (size_t)(p - sp.n + 1), x + sp.off, sp.n);
 }
 
 static inline const float *dropped_weights(const Head *r, int p, Span sp, const float *w) {
@@ -196,7 +196,7 @@ KERNEL void attend_one(const Head *r, const int kd, const int vd, int p, Span sp
 /* One head over every position: att (N, S) rows of lanes, or, att NULL, the
  * weights left in the scratch row w (S) only; out (N, out_ld). */
 static void attend_head(const Head *r, const int *first_key, int N, float *att, float *w, float *out, int out_ld) {
-    size_t S = (size_t)attention_row_stride(r->W);
+    size_t S = (size_t)slm_attention_row_stride(r->W);
     for (int p = 0; p < N; p++) {
         Span sp = span_of(p, first_key[p]);
         float *row = att ? att + p * S : w, *o = out + (size_t)p * out_ld;
@@ -217,16 +217,16 @@ static void pack_head(const ModelConfig *c, const float *qkv, int ld, int N, int
             float *dst = kv + ((size_t)b * (kd + vd) + i) * 8;
             for (int l = 0; l < 8; l++) dst[l] = 8 * b + l < N ? qkv[row * ld + 8 * b + l] : 0.0f;
         }
-    memset(dist, 0, attention_row_stride(W) * sizeof(float));
+    memset(dist, 0, slm_attention_row_stride(W) * sizeof(float));
     for (int d = 0; d < W; d++) dist[8 + W - 1 - d] = distance[d];
 }
 
 /* qkv (QKV, ld), distance (H, W), first_key (N) -> att (H, N, S) (or
  * nothing, att NULL), out: head h of position p at out + p*out_ld + h*vd.
  * s: kv and dist are filled (and kept for the backward pass). */
-void attention_forward(const ModelConfig *c, const float *qkv, int ld, const float *distance, const int *first_key,
+void slm_attention_forward(const ModelConfig *c, const float *qkv, int ld, const float *distance, const int *first_key,
                        int N, float *att, float *out, int out_ld, const AttentionScratch *s) {
-    int W = c->window, S = attention_row_stride(W);
+    int W = c->window, S = slm_attention_row_stride(W);
 #pragma omp parallel for schedule(static)
     for (int h = 0; h < c->n_heads; h++) {
         Head r = head_view(c, qkv, NULL, s, ld, h);
@@ -338,10 +338,10 @@ static void unpack_head_grads(const ModelConfig *c, const Head *r, int h, float 
 /* Position p's weights: att's row, or computed again into w (S), from the
  * scores and the forward's log-sum-exp: one exp a key, no max or sum. */
 static const float *weights_of(const Head *r, const float *att, int p, Span sp, float *w) {
-    if (att) return att + p * (size_t)attention_row_stride(r->W);
+    if (att) return att + p * (size_t)slm_attention_row_stride(r->W);
     if (r->kd == 8 && r->vd == 16) scores_one(r, 8, 16, p, sp, w);
     else scores_one(r, r->kd, r->vd, p, sp, w);
-    exp_inplace(w + sp.off, sp.n, r->lse[p]);
+    slm_exp_inplace(w + sp.off, sp.n, r->lse[p]);
     zero_unread(sp, w);
     return w;
 }
@@ -352,7 +352,7 @@ static const float *weights_of(const Head *r, const float *att, int p, Span sp, 
  * a key, against 8.7 KB a position stored and read back); w, ds (S) scratch. */
 static void head_backward(const Head *r, const float *att, const int *first_key, int N, const float *d_out,
                           int out_ld, float *d_distance, float *w, float *ds) {
-    size_t S = (size_t)attention_row_stride(r->W);
+    size_t S = (size_t)slm_attention_row_stride(r->W);
     memset(r->d_kv, 0, (size_t)(r->ld / 8) * 8 * (r->kd + r->vd) * sizeof(float));
     memset(r->d_dist, 0, S * sizeof(float));
     for (int p = 0; p < N; p++) {
@@ -365,12 +365,12 @@ static void head_backward(const Head *r, const float *att, const int *first_key,
 }
 
 /* d_out (head h of position p at d_out + p*out_ld + h*vd) -> d_qkv (QKV, ld) =
- * (0 for heads in skip_heads), d_distance (H, W) +=. s as attention_forward
+ * (0 for heads in skip_heads), d_distance (H, W) +=. s as slm_attention_forward
  * left it; its d_kv, d_dist, w and ds are scratch. */
-void attention_backward(const ModelConfig *c, const float *qkv, int ld, const float *att, const int *first_key,
+void slm_attention_backward(const ModelConfig *c, const float *qkv, int ld, const float *att, const int *first_key,
                         int N, const float *d_out, int out_ld, uint32_t skip_heads, float *d_qkv, float *d_distance,
                         const AttentionScratch *s) {
-    int W = c->window, S = attention_row_stride(W);
+    int W = c->window, S = slm_attention_row_stride(W);
 #pragma omp parallel for schedule(static)
     for (int h = 0; h < c->n_heads; h++) {
         Head r = head_view(c, qkv, d_qkv, s, ld, h);

@@ -6,41 +6,41 @@
 #include "storylm/model.h"
 #include "storylm/rng.h"
 
-uint64_t dropout_story_key(uint64_t seed, int64_t step, int slot) {
+uint64_t slm_dropout_story_key(uint64_t seed, int64_t step, int slot) {
     uint64_t x = seed * 0xD1B54A32D192ED03ULL ^ (uint64_t)step;
-    x = splitmix64(&x) ^ (uint64_t)slot;
-    return splitmix64(&x);
+    x = slm_splitmix64(&x) ^ (uint64_t)slot;
+    return slm_splitmix64(&x);
 }
 
-void dropout_story_position_keys(uint64_t story_key, int first, int n, uint64_t *keys) {
+void slm_dropout_story_position_keys(uint64_t story_key, int first, int n, uint64_t *keys) {
     for (int t = 0; t < n; t++) {
         uint64_t x = story_key + (uint64_t)(first + t) * 0xA24BAED4963EE407ULL;
-        keys[t] = splitmix64(&x);
+        keys[t] = slm_splitmix64(&x);
     }
 }
 
-void dropout_position_keys(const uint64_t *story_keys, const int *starts, int n_stories, uint64_t *keys) {
+void slm_dropout_position_keys(const uint64_t *story_keys, const int *starts, int n_stories, uint64_t *keys) {
     for (int i = 0; i < n_stories; i++)
-        dropout_story_position_keys(story_keys[i], 0, starts[i + 1] - starts[i], keys + starts[i]);
+        slm_dropout_story_position_keys(story_keys[i], 0, starts[i + 1] - starts[i], keys + starts[i]);
 }
 
-DropoutMask dropout_mask(float p, uint64_t salt, const uint64_t *keys, const uint8_t *fixed) {
+DropoutMask slm_dropout_mask(float p, uint64_t salt, const uint64_t *keys, const uint8_t *fixed) {
     if (!(p > 0.0f)) return (DropoutMask){0};
     /* p of the 2^32 draws fall below the threshold */
     return (DropoutMask){.p = p, .scale = 1.0f / (1.0f - p), .threshold = (uint64_t)llround(p * 4294967296.0),
                          .salt = salt, .keys = keys, .fixed = fixed};
 }
 
-/* Two 32-bit draws from each 64-bit value of a splitmix64 stream: a few
+/* Two 32-bit draws from each 64-bit value of a slm_splitmix64 stream: a few
  * cycles a number, against the tens a key costs in attention. */
-void dropout_apply(const DropoutMask *d, int pos, uint64_t stream, size_t at, float *x, int n) {
+void slm_dropout_apply(const DropoutMask *d, int pos, uint64_t stream, size_t at, float *x, int n) {
     if (d->fixed) {
         for (int j = 0; j < n; j++) x[j] *= d->fixed[at + j] ? d->scale : 0.0f;
         return;
     }
     uint64_t state = d->keys[pos] ^ d->salt ^ (stream + 1) * 0x9FB21C651E98DF25ULL;
     for (int j = 0; j < n; j += 2) {
-        uint64_t r = splitmix64(&state);
+        uint64_t r = slm_splitmix64(&state);
         x[j] *= (r & 0xFFFFFFFFu) < d->threshold ? 0.0f : d->scale;
         if (j + 1 < n) x[j + 1] *= (r >> 32) < d->threshold ? 0.0f : d->scale;
     }
@@ -48,38 +48,38 @@ void dropout_apply(const DropoutMask *d, int pos, uint64_t stream, size_t at, fl
 
 /* ---- the passes' hooks ----------------------------------------------------- */
 
-void dropout_prepare(Activations *a, const Batch *b) {
+void slm_dropout_prepare(Activations *a, const Batch *b) {
     const Dropout *d = &a->dropout;
     int keyed = d->story_keys && (d->hidden > 0 || d->attention > 0);
     /* a piece of a long story (BatchPiece) draws the whole story's masks: its
      * positions count from the story's start, not the piece's */
     for (int i = 0; keyed && i < b->n_stories; i++)
-        dropout_story_position_keys(d->story_keys[i], b->piece ? b->piece[i].offset : 0, b->starts[i + 1] - b->starts[i],
+        slm_dropout_story_position_keys(d->story_keys[i], b->piece ? b->piece[i].offset : 0, b->starts[i + 1] - b->starts[i],
                                     a->drop_keys + b->starts[i]);
     const uint64_t *keys = keyed ? a->drop_keys : NULL;
     /* a mask needs keys or a fixed mask; without either, nothing is dropped */
-    a->hidden_drop = keys || d->hidden_mask ? dropout_mask(d->hidden, DROPOUT_SALT_HIDDEN, keys, d->hidden_mask)
+    a->hidden_drop = keys || d->hidden_mask ? slm_dropout_mask(d->hidden, DROPOUT_SALT_HIDDEN, keys, d->hidden_mask)
                                             : (DropoutMask){0};
     a->scratch.drop = keys || d->attention_mask
-                          ? dropout_mask(d->attention, DROPOUT_SALT_ATTENTION, keys, d->attention_mask)
+                          ? slm_dropout_mask(d->attention, DROPOUT_SALT_ATTENTION, keys, d->attention_mask)
                           : (DropoutMask){0};
     a->scratch.drop.n_positions = a->n_positions;
 }
 
 /* x (N, Z) -> x * z's mask, position by position. */
 static void mask_z(const Activations *a, float *x) {
-    int Z = model_hidden_input_dim(&a->cfg);
+    int Z = slm_model_hidden_input_dim(&a->cfg);
     for (int p = 0; p < a->n_positions; p++)
-        dropout_apply(&a->hidden_drop, p, 0, (size_t)p * Z, x + (size_t)p * Z, Z);
+        slm_dropout_apply(&a->hidden_drop, p, 0, (size_t)p * Z, x + (size_t)p * Z, Z);
 }
 
-void dropout_hidden_forward(Activations *a) { mask_z(a, a->z); }
+void slm_dropout_hidden_forward(Activations *a) { mask_z(a, a->z); }
 
-void dropout_hidden_backward(const Model *m, Activations *a, const Batch *b) {
+void slm_dropout_hidden_backward(const Model *m, Activations *a, const Batch *b) {
     mask_z(a, a->d_z);
     const ModelConfig *c = &m->cfg;
     if (c->arch == ARCH_ATTENTION) {
-        embedding_forward(m->embedding, b->tokens, a->n_positions, c->row_dim, a->z, model_hidden_input_dim(c));
-        position_rows_forward(m, a->scratch.variant->story_pos, a->n_positions, a->z, model_hidden_input_dim(c));
+        slm_embedding_forward(m->embedding, b->tokens, a->n_positions, c->row_dim, a->z, slm_model_hidden_input_dim(c));
+        slm_position_rows_forward(m, a->scratch.variant->story_pos, a->n_positions, a->z, slm_model_hidden_input_dim(c));
     }
 }

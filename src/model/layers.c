@@ -73,12 +73,12 @@ static float exp_shifted_inplace(float *x, int n, float shift) {
     return sum;
 }
 
-void exp_inplace(float *x, int n, float shift) {
+void slm_exp_inplace(float *x, int n, float shift) {
 #pragma omp simd
     for (int i = 0; i < n; i++) x[i] = exp_approx(x[i] - shift);
 }
 
-float softmax_inplace(float *x, int n) {
+float slm_softmax_inplace(float *x, int n) {
     float mx = max_of(x, n);
     float sum = exp_shifted_inplace(x, n, mx);
     float inv = 1.0f / sum;
@@ -87,7 +87,7 @@ float softmax_inplace(float *x, int n) {
     return mx + logf(sum);
 }
 
-void tanh_inplace(float *x, int n) {
+void slm_tanh_inplace(float *x, int n) {
 #pragma omp simd
     for (int i = 0; i < n; i++) x[i] = tanh_approx(x[i]);
 }
@@ -125,7 +125,7 @@ static int product_threads(int nb) {
     return threads < nb ? threads : nb;
 }
 
-void matmul(int trans_a, int trans_b, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
+void slm_matmul(int trans_a, int trans_b, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
             float beta, float *C, int ldc) {
     if (M <= 0 || N <= 0) return;
     enum CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans, tb = trans_b ? CblasTrans : CblasNoTrans;
@@ -138,13 +138,13 @@ void matmul(int trans_a, int trans_b, int M, int N, int K, const float *A, int l
     for (int i = 0; i < nb; i++) matmul_block(ta, tb, by_rows, i, M, N, K, A, lda, B, ldb, beta, C, ldc);
 }
 
-/* Block i of column_sums. */
+/* Block i of slm_column_sums. */
 static void column_sums_block(const float *A, int rows, int cols, int lda, const float *ones, float *sums, int i) {
     int s = i * PRODUCT_BLOCK, e = s + PRODUCT_BLOCK < cols ? s + PRODUCT_BLOCK : cols;
     cblas_sgemv(CblasRowMajor, CblasTrans, rows, e - s, 1.0f, A + s, lda, ones, 1, 1.0f, sums + s, 1);
 }
 
-void column_sums(const float *A, int rows, int cols, int lda, const float *ones, float *sums) {
+void slm_column_sums(const float *A, int rows, int cols, int lda, const float *ones, float *sums) {
     int nb = n_blocks(cols), threads = product_threads(nb);
     if (threads == 1) {
         for (int i = 0; i < nb; i++) column_sums_block(A, rows, cols, lda, ones, sums, i);
@@ -157,13 +157,13 @@ void column_sums(const float *A, int rows, int cols, int lda, const float *ones,
 /* ---- embedding: token ids -> rows ---------------------------------------- */
 
 /* tokens (n) -> rows (n, D), row stride ld */
-void embedding_forward(const float *embedding, const int32_t *tokens, int n, int D, float *rows, int ld) {
+void slm_embedding_forward(const float *embedding, const int32_t *tokens, int n, int D, float *rows, int ld) {
     for (int p = 0; p < n; p++) memcpy(rows + (size_t)p * ld, embedding + (size_t)tokens[p] * D, D * sizeof(float));
 }
 
 /* d_rows (n, D), stride ld -> d_embedding (V, D) +=, in position order (a token
  * may repeat, so this stays serial: deterministic and cheap) */
-void embedding_backward(float *d_embedding, const int32_t *tokens, int n, int D, const float *d_rows, int ld) {
+void slm_embedding_backward(float *d_embedding, const int32_t *tokens, int n, int D, const float *d_rows, int ld) {
     for (int p = 0; p < n; p++) {
         float *d = d_embedding + (size_t)tokens[p] * D;
         const float *g = d_rows + (size_t)p * ld;
@@ -178,7 +178,7 @@ static int32_t window_token(const Batch *b, int start, int p, int C, int s) {
 }
 
 /* tokens -> z (n, C*D): rows of x_{p-C+1} .. x_p, the story's first row before its start */
-void window_forward(const float *embedding, const Batch *b, int C, int D, float *z) {
+void slm_window_forward(const float *embedding, const Batch *b, int C, int D, float *z) {
     for (int i = 0; i < b->n_stories; i++)
         for (int p = b->starts[i]; p < b->starts[i + 1]; p++)
             for (int s = 0; s < C; s++)
@@ -187,7 +187,7 @@ void window_forward(const float *embedding, const Batch *b, int C, int D, float 
 }
 
 /* d_z (n, C*D) -> d_embedding (V, D) += */
-void window_backward(float *d_embedding, const Batch *b, int C, int D, const float *d_z) {
+void slm_window_backward(float *d_embedding, const Batch *b, int C, int D, const float *d_z) {
     for (int i = 0; i < b->n_stories; i++)
         for (int p = b->starts[i]; p < b->starts[i + 1]; p++)
             for (int s = 0; s < C; s++) {
@@ -200,8 +200,8 @@ void window_backward(float *d_embedding, const Batch *b, int C, int D, const flo
 /* ---- dense + tanh: the hidden layer -------------------------------------- */
 
 /* x (n, in) -> y (n, out) = tanh(x W^T + bias); W (out, in) */
-void dense_tanh_forward(const float *W, const float *bias, const float *x, int n, int in, int out, float *y) {
-    matmul(0, 1, n, out, in, x, in, W, in, 0.0f, y, out);
+void slm_dense_tanh_forward(const float *W, const float *bias, const float *x, int n, int in, int out, float *y) {
+    slm_matmul(0, 1, n, out, in, x, in, W, in, 0.0f, y, out);
 #pragma omp parallel for schedule(static)
     for (int p = 0; p < n; p++) {
         float *row = y + (size_t)p * out;
@@ -212,14 +212,14 @@ void dense_tanh_forward(const float *W, const float *bias, const float *x, int n
 
 /* d_y (n, out) -> d_pre = d_y (1 - y^2) in place; dW (out, in) += d_pre^T x;
  * d_bias (out) += column sums; d_x (n, in) = d_pre W */
-void dense_tanh_backward(const float *W, const float *x, const float *y, float *d_y, int n, int in, int out,
+void slm_dense_tanh_backward(const float *W, const float *x, const float *y, float *d_y, int n, int in, int out,
                          float *dW, float *d_bias, float *d_x, const float *ones) {
     size_t total = (size_t)n * out;
 #pragma omp parallel for simd schedule(static)
     for (size_t i = 0; i < total; i++) d_y[i] *= 1.0f - y[i] * y[i];
-    matmul(1, 0, out, in, n, d_y, out, x, in, 1.0f, dW, in);
-    column_sums(d_y, n, out, out, ones, d_bias);
-    matmul(0, 0, n, in, out, d_y, out, W, in, 0.0f, d_x, in);
+    slm_matmul(1, 0, out, in, n, d_y, out, x, in, 1.0f, dW, in);
+    slm_column_sums(d_y, n, out, out, ones, d_bias);
+    slm_matmul(0, 0, n, in, out, d_y, out, W, in, 0.0f, d_x, in);
 }
 
 /* ---- output layer with softmax + cross-entropy --------------------------- */
@@ -260,9 +260,9 @@ static void xent_row(float *row, const float *bias, int V, int32_t target, float
 }
 
 /* y (n, Hd) -> logits (n, V); W (V, Hd); per row lse, loss, correct */
-void output_forward(const float *W, const float *bias, const float *y, int n, int Hd, int V, float *logits,
+void slm_output_forward(const float *W, const float *bias, const float *y, int n, int Hd, int V, float *logits,
                     const int32_t *target, float *lse, float *loss, uint8_t *correct) {
-    matmul(0, 1, n, V, Hd, y, Hd, W, Hd, 0.0f, logits, V);
+    slm_matmul(0, 1, n, V, Hd, y, Hd, W, Hd, 0.0f, logits, V);
 #pragma omp parallel for schedule(static)
     for (int p = 0; p < n; p++)
         xent_row(logits + (size_t)p * V, bias, V, target[p], &lse[p], &loss[p], &correct[p]);
@@ -305,7 +305,7 @@ static void xent_fused_row(float *row, const float *bias, int V, int32_t target,
     d_bias[target] -= scale;
 }
 
-/* One chunk of rows (n <= the scratch's rows) of output_loss: logits (n, V)
+/* One chunk of rows (n <= the scratch's rows) of slm_output_loss: logits (n, V)
  * in scratch, turned into their gradient while still in cache. */
 static void output_loss_chunk(const OutputLoss *o, int first, int n) {
     int Hd = o->Hd, V = o->V;
@@ -325,7 +325,7 @@ static void output_loss_chunk(const OutputLoss *o, int first, int n) {
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, V, Hd, n, 1.0f, o->scratch, V, y, Hd, 1.0f, o->dW, Hd);
 }
 
-void output_loss(const OutputLoss *o) {
+void slm_output_loss(const OutputLoss *o) {
     for (int first = 0; first < o->n; first += o->chunk_rows)
         output_loss_chunk(o, first, o->n - first < o->chunk_rows ? o->n - first : o->chunk_rows);
 }
@@ -343,11 +343,11 @@ static void xent_grad_row(float *row, int V, int32_t target, float lse, float sc
 
 /* logits (n, V) -> d logits in place; dW (V, Hd) += dl^T y; d_bias (V) +=;
  * d_y (n, Hd) = dl W */
-void output_backward(const float *W, const float *y, float *logits, const int32_t *target, const float *lse,
+void slm_output_backward(const float *W, const float *y, float *logits, const int32_t *target, const float *lse,
                      float scale, int n, int Hd, int V, float *dW, float *d_bias, float *d_y, const float *ones) {
 #pragma omp parallel for schedule(static)
     for (int p = 0; p < n; p++) xent_grad_row(logits + (size_t)p * V, V, target[p], lse[p], scale);
-    matmul(1, 0, V, Hd, n, logits, V, y, Hd, 1.0f, dW, Hd);
-    column_sums(logits, n, V, V, ones, d_bias);
-    matmul(0, 0, n, Hd, V, logits, V, W, Hd, 0.0f, d_y, Hd);
+    slm_matmul(1, 0, V, Hd, n, logits, V, y, Hd, 1.0f, dW, Hd);
+    slm_column_sums(logits, n, V, V, ones, d_bias);
+    slm_matmul(0, 0, n, Hd, V, logits, V, W, Hd, 0.0f, d_y, Hd);
 }

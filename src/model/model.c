@@ -10,7 +10,7 @@
 #include "storylm/model.h"
 #include "storylm/rng.h"
 
-int model_hidden_input_dim(const ModelConfig *c) {
+int slm_model_hidden_input_dim(const ModelConfig *c) {
     return c->arch == ARCH_ATTENTION ? c->row_dim + c->n_heads * c->value_dim : c->context * c->row_dim;
 }
 
@@ -22,7 +22,7 @@ static int qkv_rows(const ModelConfig *c) { return c->n_heads * (2 * c->key_dim 
  * multiple of 4 KiB apart (they would evict each other from the same cache sets). */
 static int qkv_stride(int N) { return (N + 7) / 8 * 8 + 8; }
 
-void model_threads_setup(int n_threads) {
+void slm_model_threads_setup(int n_threads) {
     if (n_threads > 0) omp_set_num_threads(n_threads);
     openblas_set_num_threads(1);
 }
@@ -30,11 +30,11 @@ void model_threads_setup(int n_threads) {
 /* ---- init ---------------------------------------------------------------- */
 
 static void fill_normal(Rng *r, float *x, size_t n, double std) {
-    for (size_t i = 0; i < n; i++) x[i] = (float)(rng_normal(r) * std);
+    for (size_t i = 0; i < n; i++) x[i] = (float)(slm_rng_normal(r) * std);
 }
 
 static void fill_uniform(Rng *r, float *x, size_t n, double bound) {
-    for (size_t i = 0; i < n; i++) x[i] = (float)rng_range(r, -bound, bound);
+    for (size_t i = 0; i < n; i++) x[i] = (float)slm_rng_range(r, -bound, bound);
 }
 
 /* --pos and --score's own tensors, from a stream of their own, so that every
@@ -48,13 +48,13 @@ static void randomize_variant(Model *m, uint64_t seed) {
     const ModelConfig *c = &m->cfg;
     int H = c->n_heads, kd = c->key_dim;
     Rng r;
-    rng_seed(&r, seed ^ 0x5C0BE5A11D0C0DEULL);
-    float *G = (float *)model_param(m, "score.weight");
+    slm_rng_seed(&r, seed ^ 0x5C0BE5A11D0C0DEULL);
+    float *G = (float *)slm_model_param(m, "score.weight");
     for (int h = 0; G && h < H; h++)
         for (int i = 0; i < kd; i++) G[((size_t)h * kd + i) * kd + i] = 1.0f / sqrtf((float)kd);
     const char *additive[] = {"score.query", "score.key", "score.v"};
     for (int i = 0; i < 3; i++) {
-        const ParamTensor *t = model_tensor(m, additive[i]);
+        const ParamTensor *t = slm_model_tensor(m, additive[i]);
         if (t) fill_uniform(&r, m->params + t->offset, t->size, 1.0 / sqrt(kd));
     }
 }
@@ -64,11 +64,11 @@ static void randomize_variant(Model *m, uint64_t seed) {
  * tanh starts in its linear part, the first scores q.k/sqrt(8) are small
  * (every head reads almost evenly, as the chapter describes) and the first
  * logits are near 0 (loss near ln 2000). Distance scores start at exactly 0. */
-void model_randomize(Model *m, uint64_t seed) {
+void slm_model_randomize(Model *m, uint64_t seed) {
     const ModelConfig *c = &m->cfg;
     Rng r;
-    rng_seed(&r, seed);
-    double row_bound = 1.0 / sqrt(c->row_dim), z_bound = 1.0 / sqrt(model_hidden_input_dim(c));
+    slm_rng_seed(&r, seed);
+    double row_bound = 1.0 / sqrt(c->row_dim), z_bound = 1.0 / sqrt(slm_model_hidden_input_dim(c));
     double y_bound = 1.0 / sqrt(c->hidden_dim);
     fill_normal(&r, m->embedding, (size_t)c->vocab_size * c->row_dim, 1.0);
     if (c->arch == ARCH_ATTENTION) {
@@ -77,7 +77,7 @@ void model_randomize(Model *m, uint64_t seed) {
         fill_uniform(&r, m->value, (size_t)c->n_heads * c->row_dim * c->value_dim, row_bound);
         if (m->distance) memset(m->distance, 0, (size_t)c->n_heads * c->window * sizeof(float));
     }
-    fill_uniform(&r, m->hidden_w, (size_t)c->hidden_dim * model_hidden_input_dim(c), z_bound);
+    fill_uniform(&r, m->hidden_w, (size_t)c->hidden_dim * slm_model_hidden_input_dim(c), z_bound);
     fill_uniform(&r, m->hidden_b, (size_t)c->hidden_dim, z_bound);
     fill_uniform(&r, m->output_w, (size_t)c->vocab_size * c->hidden_dim, y_bound);
     fill_uniform(&r, m->output_b, (size_t)c->vocab_size, y_bound);
@@ -86,7 +86,7 @@ void model_randomize(Model *m, uint64_t seed) {
 
 /* ---- batches --------------------------------------------------------------- */
 
-int batch_init(Batch *b, int max_tokens, int max_stories, Error *e) {
+int slm_batch_init(Batch *b, int max_tokens, int max_stories, Error *e) {
     *b = (Batch){.max_tokens = max_tokens, .max_stories = max_stories};
     if (max_tokens < 1 || max_stories < 1)
         return FAIL(e, NULL, "a batch needs room for at least one token and one story (got %d, %d)", max_tokens,
@@ -95,29 +95,29 @@ int batch_init(Batch *b, int max_tokens, int max_stories, Error *e) {
     b->starts = xcalloc((size_t)max_stories + 1, sizeof(int), e);
     b->piece = xcalloc((size_t)max_stories, sizeof *b->piece, e);
     if (!b->tokens || !b->starts || !b->piece) {
-        batch_free(b);
+        slm_batch_free(b);
         return -1;
     }
     return 0;
 }
 
-void batch_free(Batch *b) {
+void slm_batch_free(Batch *b) {
     free(b->tokens);
     free(b->starts);
     free(b->piece);
     *b = (Batch){0};
 }
 
-void batch_clear(Batch *b) {
+void slm_batch_clear(Batch *b) {
     b->n_stories = 0;
     b->n_tokens = 0;
 }
 
-int batch_add(Batch *b, const int32_t *ids, int len, Error *e) {
-    return batch_add_piece(b, ids, len, (BatchPiece){.context = 0, .offset = 0, .next = -1}, e);
+int slm_batch_add(Batch *b, const int32_t *ids, int len, Error *e) {
+    return slm_batch_add_piece(b, ids, len, (BatchPiece){.context = 0, .offset = 0, .next = -1}, e);
 }
 
-int batch_add_piece(Batch *b, const int32_t *ids, int len, BatchPiece piece, Error *e) {
+int slm_batch_add_piece(Batch *b, const int32_t *ids, int len, BatchPiece piece, Error *e) {
     if (len < 1) return FAIL(e, NULL, "cannot add a story of %d tokens to a batch", len);
     if (piece.context < 0 || piece.context >= len)
         return FAIL(e, NULL, "a piece of %d tokens cannot begin with %d of context", len, piece.context);
@@ -144,13 +144,13 @@ static float *alloc_floats(size_t n, Error *e) {
     return p;
 }
 
-int activations_init(Activations *a, const ModelConfig *cfg, int max_positions, Error *e) {
+int slm_activations_init(Activations *a, const ModelConfig *cfg, int max_positions, Error *e) {
     *a = (Activations){.cfg = *cfg, .max_positions = max_positions};
     if (max_positions < 1) return FAIL(e, NULL, "activations need at least one position (got %d)", max_positions);
     if (cfg->key_dim > STORYLM_MAX_HEAD_DIM || cfg->value_dim > STORYLM_MAX_HEAD_DIM || cfg->n_heads > 32)
         return FAIL(e, NULL, "heads of %d query and %d value numbers (%d heads) are more than the passes take",
                     cfg->key_dim, cfg->value_dim, cfg->n_heads);
-    size_t N = (size_t)max_positions, Z = (size_t)model_hidden_input_dim(cfg), Hd = (size_t)cfg->hidden_dim;
+    size_t N = (size_t)max_positions, Z = (size_t)slm_model_hidden_input_dim(cfg), Hd = (size_t)cfg->hidden_dim;
     int ok = (a->z = alloc_floats(N * Z, e)) && (a->d_z = alloc_floats(N * Z, e)) &&
              (a->hidden = alloc_floats(N * Hd, e)) && (a->d_hidden = alloc_floats(N * Hd, e)) &&
              (a->logits = alloc_floats(N * cfg->vocab_size, e)) && (a->lse = alloc_floats(N, e)) &&
@@ -159,7 +159,7 @@ int activations_init(Activations *a, const ModelConfig *cfg, int max_positions, 
              (a->ones = alloc_floats(N, e)) && (a->drop_keys = xmalloc(N * sizeof(uint64_t), e));
     if (ok && cfg->arch == ARCH_ATTENTION) {
         size_t QKV = (size_t)qkv_rows(cfg), D = (size_t)cfg->row_dim;
-        size_t LD = (size_t)qkv_stride(max_positions), HS = (size_t)cfg->n_heads * attention_row_stride(cfg->window);
+        size_t LD = (size_t)qkv_stride(max_positions), HS = (size_t)cfg->n_heads * slm_attention_row_stride(cfg->window);
         size_t KV = (size_t)cfg->n_heads * LD * (cfg->key_dim + cfg->value_dim);
         AttentionScratch *s = &a->scratch;
         ok = (a->qkv = alloc_floats(QKV * LD, e)) && (a->d_qkv = alloc_floats(QKV * LD, e)) &&
@@ -168,18 +168,18 @@ int activations_init(Activations *a, const ModelConfig *cfg, int max_positions, 
              (s->d_kv = alloc_floats(KV, e)) && (s->dist = alloc_floats(HS, e)) && (s->d_dist = alloc_floats(HS, e)) &&
              (s->w = alloc_floats(HS, e)) && (s->ds = alloc_floats(HS, e)) &&
              (s->lse = alloc_floats((size_t)cfg->n_heads * LD, e)) && (s->dw = alloc_floats(HS, e)) &&
-             (s->variant = variant_scratch_new(cfg, max_positions, (int)LD, e));
+             (s->variant = slm_variant_scratch_new(cfg, max_positions, (int)LD, e));
     }
     if (!ok) {
-        activations_free(a);
+        slm_activations_free(a);
         return -1;
     }
     for (size_t p = 0; p < N; p++) a->ones[p] = 1.0f;
     return 0;
 }
 
-void activations_free(Activations *a) {
-    variant_scratch_free(a->scratch.variant);
+void slm_activations_free(Activations *a) {
+    slm_variant_scratch_free(a->scratch.variant);
     void *bufs[] = {a->z, a->d_z, a->hidden, a->d_hidden, a->logits, a->lse, a->loss, a->target, a->correct,
                     a->first_key, a->ones, a->qkv, a->d_qkv, a->att, a->qkv_w, a->d_qkv_w, a->scratch.kv,
                     a->scratch.d_kv, a->scratch.dist, a->scratch.d_dist, a->scratch.w, a->scratch.ds,
@@ -188,14 +188,14 @@ void activations_free(Activations *a) {
     *a = (Activations){0};
 }
 
-const float *activations_attention(const Activations *a, int h, int p, int *first_key, int *n_keys) {
-    int S = attention_row_stride(a->cfg.window);
+const float *slm_activations_attention(const Activations *a, int h, int p, int *first_key, int *n_keys) {
+    int S = slm_attention_row_stride(a->cfg.window);
     if (first_key) *first_key = a->first_key[p];
     if (n_keys) *n_keys = p - a->first_key[p] + 1;
     return a->att + ((size_t)h * a->n_positions + p) * S + a->first_key[p] % 8;
 }
 
-void activations_qkv(const Activations *a, int h, int p, float *query, float *key, float *value) {
+void slm_activations_qkv(const Activations *a, int h, int p, float *query, float *key, float *value) {
     const ModelConfig *c = &a->cfg;
     size_t N = (size_t)a->qkv_ld, kd = (size_t)c->key_dim, vd = (size_t)c->value_dim;
     const float *q = a->qkv + h * kd * N, *k = a->qkv + (c->n_heads + h) * kd * N;
@@ -207,9 +207,9 @@ void activations_qkv(const Activations *a, int h, int p, float *query, float *ke
     for (size_t i = 0; value && i < vd; i++) value[i] = v[i * N + p];
 }
 
-const float *activations_head_output(const Activations *a, int h, int p) {
+const float *slm_activations_head_output(const Activations *a, int h, int p) {
     const ModelConfig *c = &a->cfg;
-    return a->z + (size_t)p * model_hidden_input_dim(c) + c->row_dim + (size_t)h * c->value_dim;
+    return a->z + (size_t)p * slm_model_hidden_input_dim(c) + c->row_dim + (size_t)h * c->value_dim;
 }
 
 /* ---- forward ------------------------------------------------------------------ */
@@ -299,7 +299,7 @@ static void unpack_qkv_grads(const Model *m, const float *d_qkv_w, float *d_quer
 /* z (N, Z): switched-off heads' slots -> 0 or the head's mean output. */
 static void ablate_heads(Activations *a, const Ablation *ab) {
     const ModelConfig *c = &a->cfg;
-    int Z = model_hidden_input_dim(c), vd = c->value_dim;
+    int Z = slm_model_hidden_input_dim(c), vd = c->value_dim;
     for (int h = 0; h < c->n_heads; h++) {
         if (!(ab->heads >> h & 1u)) continue;
         for (int p = 0; p < a->n_positions; p++) {
@@ -314,14 +314,14 @@ static void ablate_heads(Activations *a, const Ablation *ab) {
  * (its weights kept in a->att when keep_weights) */
 static void attention_input(const Model *m, Activations *a, const Batch *b, int keep_weights) {
     const ModelConfig *c = &m->cfg;
-    int N = a->n_positions, Z = model_hidden_input_dim(c), D = c->row_dim;
+    int N = a->n_positions, Z = slm_model_hidden_input_dim(c), D = c->row_dim;
     VariantScratch *v = a->scratch.variant;
-    embedding_forward(m->embedding, b->tokens, N, D, a->z, Z);
-    position_rows_forward(m, v->story_pos, N, a->z, Z);
+    slm_embedding_forward(m->embedding, b->tokens, N, D, a->z, Z);
+    slm_position_rows_forward(m, v->story_pos, N, a->z, Z);
     pack_qkv_weights(m, a->qkv_w);
-    matmul(0, 1, qkv_rows(c), N, D, a->qkv_w, D, a->z, Z, 0.0f, a->qkv, a->qkv_ld);
-    score_qk_forward(m, v, a->qkv, a->qkv_ld, N);
-    attention_forward(c, a->qkv, a->qkv_ld, position_table_for(m, v->table), a->first_key, N,
+    slm_matmul(0, 1, qkv_rows(c), N, D, a->qkv_w, D, a->z, Z, 0.0f, a->qkv, a->qkv_ld);
+    slm_score_qk_forward(m, v, a->qkv, a->qkv_ld, N);
+    slm_attention_forward(c, a->qkv, a->qkv_ld, slm_position_table_for(m, v->table), a->first_key, N,
                       keep_weights ? a->att : NULL, a->z + D, Z, &a->scratch);
     if (a->ablation.heads) ablate_heads(a, &a->ablation);
 }
@@ -335,11 +335,11 @@ static int forward_to_hidden(const Model *m, Activations *a, const Batch *b, con
     a->ablation = ablation ? *ablation : (Ablation){0};
     a->attention_kept = keep_weights;
     prepare_positions(a, b);
-    dropout_prepare(a, b);
+    slm_dropout_prepare(a, b);
     if (c->arch == ARCH_ATTENTION) attention_input(m, a, b, keep_weights);
-    else window_forward(m->embedding, b, c->context, c->row_dim, a->z);
-    if (a->hidden_drop.p > 0) dropout_hidden_forward(a);
-    dense_tanh_forward(m->hidden_w, m->hidden_b, a->z, a->n_positions, model_hidden_input_dim(c), c->hidden_dim,
+    else slm_window_forward(m->embedding, b, c->context, c->row_dim, a->z);
+    if (a->hidden_drop.p > 0) slm_dropout_hidden_forward(a);
+    slm_dense_tanh_forward(m->hidden_w, m->hidden_b, a->z, a->n_positions, slm_model_hidden_input_dim(c), c->hidden_dim,
                        a->hidden);
     return 0;
 }
@@ -368,15 +368,15 @@ static int check_losses(const Activations *a, const Batch *b, Error *e) {
     return 0;
 }
 
-int model_forward_heads(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, Error *e) {
+int slm_model_forward_heads(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, Error *e) {
     return forward_to_hidden(m, a, b, ablation, 1, e);
 }
 
-int model_forward(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, float *mean_loss,
+int slm_model_forward(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, float *mean_loss,
                   Error *e) {
     if (forward_to_hidden(m, a, b, ablation, 1, e)) return -1;
     const ModelConfig *c = &m->cfg;
-    output_forward(m->output_w, m->output_b, a->hidden, a->n_positions, c->hidden_dim, c->vocab_size, a->logits,
+    slm_output_forward(m->output_w, m->output_b, a->hidden, a->n_positions, c->hidden_dim, c->vocab_size, a->logits,
                    a->target, a->lse, a->loss, a->correct);
     if (check_losses(a, b, e)) return -1;
     mean_of_losses(a, mean_loss);
@@ -385,7 +385,7 @@ int model_forward(const Model *m, Activations *a, const Batch *b, const Ablation
 
 /* ---- backward ---------------------------------------------------------------- */
 
-void model_zero_grad(const Model *m, float *grads) { memset(grads, 0, m->n_params * sizeof(float)); }
+void slm_model_zero_grad(const Model *m, float *grads) { memset(grads, 0, m->n_params * sizeof(float)); }
 
 /* The gradient buffer's view matching a parameter view. */
 static float *grad_of(const Model *m, float *grads, const float *param) { return grads + (param - m->params); }
@@ -393,47 +393,47 @@ static float *grad_of(const Model *m, float *grads, const float *param) { return
 /* d_z (N, 160) -> grads of the attention's weights and of the rows' embedding */
 static void attention_input_backward(const Model *m, Activations *a, const Batch *b, float *grads) {
     const ModelConfig *c = &m->cfg;
-    int N = a->n_positions, Z = model_hidden_input_dim(c), D = c->row_dim, QKV = qkv_rows(c);
+    int N = a->n_positions, Z = slm_model_hidden_input_dim(c), D = c->row_dim, QKV = qkv_rows(c);
     VariantScratch *v = a->scratch.variant;
-    v->d_additive_v = model_grad(m, grads, "score.v");
-    attention_backward(c, a->qkv, a->qkv_ld, a->attention_kept ? a->att : NULL, a->first_key, N, a->d_z + D, Z,
-                       a->ablation.heads, a->d_qkv, position_table_grad(m, grads, v->d_table), &a->scratch);
-    position_distance_backward(m, v->d_table, grads);
-    score_qk_backward(m, v, a->d_qkv, a->qkv_ld, N, grads);
-    matmul(0, 0, QKV, D, N, a->d_qkv, a->qkv_ld, a->z, Z, 0.0f, a->d_qkv_w, D);
+    v->d_additive_v = slm_model_grad(m, grads, "score.v");
+    slm_attention_backward(c, a->qkv, a->qkv_ld, a->attention_kept ? a->att : NULL, a->first_key, N, a->d_z + D, Z,
+                       a->ablation.heads, a->d_qkv, slm_position_table_grad(m, grads, v->d_table), &a->scratch);
+    slm_position_distance_backward(m, v->d_table, grads);
+    slm_score_qk_backward(m, v, a->d_qkv, a->qkv_ld, N, grads);
+    slm_matmul(0, 0, QKV, D, N, a->d_qkv, a->qkv_ld, a->z, Z, 0.0f, a->d_qkv_w, D);
     unpack_qkv_grads(m, a->d_qkv_w, grad_of(m, grads, m->query), grad_of(m, grads, m->key),
                      grad_of(m, grads, m->value));
     /* the rows feed z directly and through q, k, v: add the second path */
-    matmul(1, 0, N, D, QKV, a->d_qkv, a->qkv_ld, a->qkv_w, D, 1.0f, a->d_z, Z);
-    position_rows_backward(m, v->story_pos, N, a->d_z, Z, grads);
-    embedding_backward(grad_of(m, grads, m->embedding), b->tokens, N, D, a->d_z, Z);
+    slm_matmul(1, 0, N, D, QKV, a->d_qkv, a->qkv_ld, a->qkv_w, D, 1.0f, a->d_z, Z);
+    slm_position_rows_backward(m, v->story_pos, N, a->d_z, Z, grads);
+    slm_embedding_backward(grad_of(m, grads, m->embedding), b->tokens, N, D, a->d_z, Z);
 }
 
 /* d_hidden (N, 128) -> grads of the hidden layer and everything before it. */
 static void backward_from_hidden(const Model *m, Activations *a, const Batch *b, float *grads) {
     const ModelConfig *c = &m->cfg;
-    dense_tanh_backward(m->hidden_w, a->z, a->hidden, a->d_hidden, a->n_positions, model_hidden_input_dim(c),
+    slm_dense_tanh_backward(m->hidden_w, a->z, a->hidden, a->d_hidden, a->n_positions, slm_model_hidden_input_dim(c),
                         c->hidden_dim, grad_of(m, grads, m->hidden_w), grad_of(m, grads, m->hidden_b), a->d_z,
                         a->ones);
-    if (a->hidden_drop.p > 0) dropout_hidden_backward(m, a, b);
+    if (a->hidden_drop.p > 0) slm_dropout_hidden_backward(m, a, b);
     if (c->arch == ARCH_ATTENTION) attention_input_backward(m, a, b, grads);
-    else window_backward(grad_of(m, grads, m->embedding), b, c->context, c->row_dim, a->d_z);
+    else slm_window_backward(grad_of(m, grads, m->embedding), b, c->context, c->row_dim, a->d_z);
 }
 
-void model_backward(const Model *m, Activations *a, const Batch *b, float *grads) {
+void slm_model_backward(const Model *m, Activations *a, const Batch *b, float *grads) {
     const ModelConfig *c = &m->cfg;
     if (a->n_predicted < 1) return; /* no target: the loss depends on nothing */
-    output_backward(m->output_w, a->hidden, a->logits, a->target, a->lse, 1.0f / a->n_predicted, a->n_positions,
+    slm_output_backward(m->output_w, a->hidden, a->logits, a->target, a->lse, 1.0f / a->n_predicted, a->n_positions,
                     c->hidden_dim, c->vocab_size, grad_of(m, grads, m->output_w), grad_of(m, grads, m->output_b),
                     a->d_hidden, a->ones);
     backward_from_hidden(m, a, b, grads);
 }
 
-/* Positions whose logits one chunk of output_loss holds: 128 x 2,000 floats
+/* Positions whose logits one chunk of slm_output_loss holds: 128 x 2,000 floats
  * (1 MB) stay in a core's cache between the products and the softmax. */
 #define OUTPUT_CHUNK_ROWS 256
 
-int model_loss_and_grad(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, float scale,
+int slm_model_loss_and_grad(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, float scale,
                         float *grads, Error *e) {
     if (forward_to_hidden(m, a, b, ablation, 0, e)) return -1;
     const ModelConfig *c = &m->cfg;
@@ -444,7 +444,7 @@ int model_loss_and_grad(const Model *m, Activations *a, const Batch *b, const Ab
                     .chunk_rows = a->max_positions < OUTPUT_CHUNK_ROWS ? a->max_positions : OUTPUT_CHUNK_ROWS,
                     .dW = backward ? grad_of(m, grads, m->output_w) : NULL,
                     .d_bias = backward ? grad_of(m, grads, m->output_b) : NULL, .d_y = a->d_hidden};
-    output_loss(&o);
+    slm_output_loss(&o);
     if (check_losses(a, b, e)) return -1;
     mean_of_losses(a, NULL);
     if (backward) backward_from_hidden(m, a, b, grads);

@@ -5,14 +5,14 @@
 
 #include "storylm/model.h"
 
-ModelConfig model_config_default(Arch arch, int vocab_size) {
+ModelConfig slm_model_config_default(Arch arch, int vocab_size) {
     return (ModelConfig){.arch = arch, .vocab_size = vocab_size, .row_dim = 32, .n_heads = 8, .key_dim = 8,
                          .value_dim = 16, .window = 256, .hidden_dim = 128, .context = 8};
 }
 
-const char *arch_name(Arch arch) { return arch == ARCH_WINDOW8 ? "window8" : "attention"; }
+const char *slm_arch_name(Arch arch) { return arch == ARCH_WINDOW8 ? "window8" : "attention"; }
 
-int arch_parse(const char *name, Arch *arch, Error *e) {
+int slm_arch_parse(const char *name, Arch *arch, Error *e) {
     if (strcmp(name, "attention") == 0) *arch = ARCH_ATTENTION;
     else if (strcmp(name, "window8") == 0) *arch = ARCH_WINDOW8;
     else return FAIL(e, "use attention or window8", "unknown architecture '%s'", name);
@@ -79,29 +79,29 @@ static void layout(Model *m, const ModelConfig *c) {
     add_tensor(m, "output.bias", 1, c->vocab_size, 0, 0);
 }
 
-void model_decay_mask(const Model *m, uint8_t *mask) {
+void slm_model_decay_mask(const Model *m, uint8_t *mask) {
     for (int i = 0; i < m->n_tensors; i++)
         memset(mask + m->tensors[i].offset, m->tensors[i].decay, m->tensors[i].size);
 }
 
-size_t model_param_count(const ModelConfig *cfg) {
+size_t slm_model_param_count(const ModelConfig *cfg) {
     Model m = {0};
     layout(&m, cfg);
     return m.n_params;
 }
 
-const ParamTensor *model_tensor(const Model *m, const char *name) {
+const ParamTensor *slm_model_tensor(const Model *m, const char *name) {
     for (int i = 0; i < m->n_tensors; i++)
         if (strcmp(m->tensors[i].name, name) == 0) return &m->tensors[i];
     return NULL;
 }
 
 static float *view(Model *m, const char *name) {
-    const ParamTensor *t = model_tensor(m, name);
+    const ParamTensor *t = slm_model_tensor(m, name);
     return t ? m->params + t->offset : NULL;
 }
 
-int model_init(Model *m, const ModelConfig *cfg, Error *e) {
+int slm_model_init(Model *m, const ModelConfig *cfg, Error *e) {
     *m = (Model){0};
     if (cfg->vocab_size < 2 || cfg->row_dim < 1 || cfg->n_heads < 1 || cfg->key_dim < 1 || cfg->value_dim < 1 ||
         cfg->window < 1 || cfg->hidden_dim < 1 || cfg->context < 1)
@@ -124,7 +124,7 @@ int model_init(Model *m, const ModelConfig *cfg, Error *e) {
     return 0;
 }
 
-void model_free(Model *m) {
+void slm_model_free(Model *m) {
     free(m->params);
     *m = (Model){0};
 }

@@ -12,11 +12,11 @@
 
 static const char *const score_names_list[SCORE_COUNT] = {"scaled-dot", "dot", "general", "additive"};
 
-const char *score_name(ScoreFn score) { return score >= 0 && score < SCORE_COUNT ? score_names_list[score] : "?"; }
+const char *slm_score_name(ScoreFn score) { return score >= 0 && score < SCORE_COUNT ? score_names_list[score] : "?"; }
 
-const char *score_names(void) { return "scaled-dot|dot|general|additive"; }
+const char *slm_score_names(void) { return "scaled-dot|dot|general|additive"; }
 
-int score_parse(const char *name, ScoreFn *score, Error *e) {
+int slm_score_parse(const char *name, ScoreFn *score, Error *e) {
     for (int i = 0; i < SCORE_COUNT; i++)
         if (strcmp(name, score_names_list[i]) == 0) {
             *score = (ScoreFn)i;
@@ -25,23 +25,23 @@ int score_parse(const char *name, ScoreFn *score, Error *e) {
     return FAIL(e, "use one of scaled-dot, dot, general, additive", "unknown score function '%s'", name);
 }
 
-float score_scale(const ModelConfig *c) {
+float slm_score_scale(const ModelConfig *c) {
     return c->score == SCORE_SCALED_DOT ? 1.0f / sqrtf((float)c->key_dim) : 1.0f;
 }
 
-const float *model_param(const Model *m, const char *name) {
-    const ParamTensor *t = model_tensor(m, name);
+const float *slm_model_param(const Model *m, const char *name) {
+    const ParamTensor *t = slm_model_tensor(m, name);
     return t ? m->params + t->offset : NULL;
 }
 
-float *model_grad(const Model *m, float *grads, const char *name) {
-    const ParamTensor *t = model_tensor(m, name);
+float *slm_model_grad(const Model *m, float *grads, const char *name) {
+    const ParamTensor *t = slm_model_tensor(m, name);
     return t && grads ? grads + t->offset : NULL;
 }
 
 /* ---- working memory ------------------------------------------------------------ */
 
-VariantScratch *variant_scratch_new(const ModelConfig *c, int max_positions, int max_ld, Error *e) {
+VariantScratch *slm_variant_scratch_new(const ModelConfig *c, int max_positions, int max_ld, Error *e) {
     VariantScratch *v = xcalloc(1, sizeof *v, e);
     if (!v) return NULL;
     size_t HW = (size_t)c->n_heads * c->window, QK = 2 * (size_t)c->n_heads * c->key_dim * max_ld;
@@ -51,13 +51,13 @@ VariantScratch *variant_scratch_new(const ModelConfig *c, int max_positions, int
     int transforms = c->score == SCORE_GENERAL || c->score == SCORE_ADDITIVE;
     v->qk_before = v->d_table && transforms ? xcalloc(QK, sizeof(float), e) : NULL;
     if (!v->d_table || (transforms && !v->qk_before)) {
-        variant_scratch_free(v);
+        slm_variant_scratch_free(v);
         return NULL;
     }
     return v;
 }
 
-void variant_scratch_free(VariantScratch *v) {
+void slm_variant_scratch_free(VariantScratch *v) {
     if (!v) return;
     free(v->story_pos);
     free(v->table);
@@ -107,53 +107,53 @@ static void transform_rows_backward(const float *M, int kd, int transposed, int 
     }
 }
 
-void score_qk_forward(const Model *m, VariantScratch *v, float *qkv, int ld, int N) {
+void slm_score_qk_forward(const Model *m, VariantScratch *v, float *qkv, int ld, int N) {
     const ModelConfig *c = &m->cfg;
     int H = c->n_heads, kd = c->key_dim;
-    if (c->pos == POS_ROPE) rope_forward(c, v->story_pos, N, qkv, ld, 1);
+    if (c->pos == POS_ROPE) slm_rope_forward(c, v->story_pos, N, qkv, ld, 1);
     if (c->score == SCORE_GENERAL) {
-        const float *G = model_param(m, "score.weight");
+        const float *G = slm_model_param(m, "score.weight");
         for (int h = 0; h < H; h++) transform_rows(G + (size_t)h * kd * kd, kd, 1, h, qkv, v->qk_before, ld, N);
     } else if (c->score == SCORE_ADDITIVE) {
-        const float *A = model_param(m, "score.query"), *B = model_param(m, "score.key");
+        const float *A = slm_model_param(m, "score.query"), *B = slm_model_param(m, "score.key");
         for (int h = 0; h < H; h++) {
             transform_rows(A + (size_t)h * kd * kd, kd, 0, h, qkv, v->qk_before, ld, N);
             transform_rows(B + (size_t)h * kd * kd, kd, 0, H + h, qkv, v->qk_before, ld, N);
         }
     }
-    v->additive_v = model_param(m, "score.v");
+    v->additive_v = slm_model_param(m, "score.v");
 }
 
-void score_qk_backward(const Model *m, const VariantScratch *v, float *d_qkv, int ld, int N, float *grads) {
+void slm_score_qk_backward(const Model *m, const VariantScratch *v, float *d_qkv, int ld, int N, float *grads) {
     const ModelConfig *c = &m->cfg;
     int H = c->n_heads, kd = c->key_dim;
     if (c->score == SCORE_GENERAL) {
-        const float *G = model_param(m, "score.weight");
-        float *dG = model_grad(m, grads, "score.weight");
+        const float *G = slm_model_param(m, "score.weight");
+        float *dG = slm_model_grad(m, grads, "score.weight");
         for (int h = 0; h < H; h++)
             transform_rows_backward(G + (size_t)h * kd * kd, kd, 1, h, d_qkv, v->qk_before, ld, N,
                                     dG + (size_t)h * kd * kd);
     } else if (c->score == SCORE_ADDITIVE) {
-        const float *A = model_param(m, "score.query"), *B = model_param(m, "score.key");
-        float *dA = model_grad(m, grads, "score.query"), *dB = model_grad(m, grads, "score.key");
+        const float *A = slm_model_param(m, "score.query"), *B = slm_model_param(m, "score.key");
+        float *dA = slm_model_grad(m, grads, "score.query"), *dB = slm_model_grad(m, grads, "score.key");
         for (int h = 0; h < H; h++) {
             size_t o = (size_t)h * kd * kd;
             transform_rows_backward(A + o, kd, 0, h, d_qkv, v->qk_before, ld, N, dA + o);
             transform_rows_backward(B + o, kd, 0, H + h, d_qkv, v->qk_before, ld, N, dB + o);
         }
     }
-    if (c->pos == POS_ROPE) rope_forward(c, v->story_pos, N, d_qkv, ld, -1);
+    if (c->pos == POS_ROPE) slm_rope_forward(c, v->story_pos, N, d_qkv, ld, -1);
 }
 
-void score_token_qk(const Model *m, int t, float *qkv) {
+void slm_score_token_qk(const Model *m, int t, float *qkv) {
     const ModelConfig *c = &m->cfg;
     int H = c->n_heads, kd = c->key_dim;
     float x[STORYLM_MAX_HEAD_DIM];
-    for (int g = 0; g < 2 * H && c->pos == POS_ROPE; g++) rope_turn(kd, t, 1, qkv + g * kd);
+    for (int g = 0; g < 2 * H && c->pos == POS_ROPE; g++) slm_rope_turn(kd, t, 1, qkv + g * kd);
     for (int g = 0; g < 2 * H; g++) {
         int h = g % H, query = g < H;
-        const float *M = c->score == SCORE_GENERAL   ? (query ? model_param(m, "score.weight") : NULL)
-                         : c->score == SCORE_ADDITIVE ? model_param(m, query ? "score.query" : "score.key")
+        const float *M = c->score == SCORE_GENERAL   ? (query ? slm_model_param(m, "score.weight") : NULL)
+                         : c->score == SCORE_ADDITIVE ? slm_model_param(m, query ? "score.query" : "score.key")
                                                       : NULL;
         if (!M) continue;
         memcpy(x, qkv + g * kd, kd * sizeof(float));
@@ -161,31 +161,31 @@ void score_token_qk(const Model *m, int t, float *qkv) {
     }
 }
 
-float score_content(const Model *m, int h, const float *q, const float *k) {
+float slm_score_content(const Model *m, int h, const float *q, const float *k) {
     const ModelConfig *c = &m->cfg;
     int kd = c->key_dim;
-    if (c->score == SCORE_ADDITIVE) return additive_score(model_param(m, "score.v") + (size_t)h * kd, kd, q, k);
+    if (c->score == SCORE_ADDITIVE) return slm_additive_score(slm_model_param(m, "score.v") + (size_t)h * kd, kd, q, k);
     float dot = 0.0f;
     for (int i = 0; i < kd; i++) dot += q[i] * k[i];
-    return dot * score_scale(c);
+    return dot * slm_score_scale(c);
 }
 
-float additive_score(const float *v, int kd, const float *q, const float *k) {
+float slm_additive_score(const float *v, int kd, const float *q, const float *k) {
     float t[STORYLM_MAX_HEAD_DIM], s = 0.0f;
     for (int i = 0; i < kd; i++) t[i] = q[i] + k[i];
-    tanh_inplace(t, kd); /* the passes' tanh, so that every path scores alike */
+    slm_tanh_inplace(t, kd); /* the passes' tanh, so that every path scores alike */
     for (int i = 0; i < kd; i++) s += v[i] * t[i];
     return s;
 }
 
-void additive_scores_cached(const float *v, int kd, const float *q, const float *keys, int stride, int n, float *s) {
+void slm_additive_scores_cached(const float *v, int kd, const float *q, const float *keys, int stride, int n, float *s) {
     float t[64];
     for (int j0 = 0; j0 < n; j0 += 64) {
         int len = n - j0 < 64 ? n - j0 : 64;
         for (int i = 0; i < kd; i++) {
             const float *k = keys + (size_t)i * stride + j0;
             for (int j = 0; j < len; j++) t[j] = q[i] + k[j];
-            tanh_inplace(t, len);
+            slm_tanh_inplace(t, len);
             for (int j = 0; j < len; j++) s[j0 + j] += v[i] * t[j];
         }
     }
@@ -193,14 +193,14 @@ void additive_scores_cached(const float *v, int kd, const float *q, const float 
 
 /* ---- what a probe can read ------------------------------------------------------- */
 
-int variant_check(const ModelConfig *c, const char *what, unsigned need, Error *e) {
+int slm_variant_check(const ModelConfig *c, const char *what, unsigned need, Error *e) {
     int plain_dot = c->score == SCORE_SCALED_DOT || c->score == SCORE_DOT;
     int rows_alone = c->pos == POS_DISTANCE || c->pos == POS_NONE || c->pos == POS_ALIBI || c->pos == POS_T5;
     const char *why = NULL, *hint = NULL;
     if ((need & VARIANT_NEEDS_DOT) && c->score == SCORE_ADDITIVE) {
         why = "its scores are additive (v . tanh(A q + B k)), not a product of a query and a key";
         hint = "give a model trained with --score scaled-dot, dot or general";
-    } else if ((need & VARIANT_NEEDS_DISTANCE) && !pos_scores_distance(c->pos)) {
+    } else if ((need & VARIANT_NEEDS_DISTANCE) && !slm_pos_scores_distance(c->pos)) {
         why = "it adds no score per distance back";
         hint = "give a model trained with --pos distance (the default), alibi or t5";
     } else if ((need & VARIANT_NEEDS_ROW_SCORES) && (!plain_dot || !rows_alone)) {
@@ -209,6 +209,6 @@ int variant_check(const ModelConfig *c, const char *what, unsigned need, Error *
         hint = "give a model trained with --pos distance, none, alibi or t5 and --score scaled-dot or dot";
     }
     if (!why) return 0;
-    return FAIL(e, hint, "%s has no meaning for a model with --pos %s --score %s: %s", what, pos_name(c->pos),
-                score_name(c->score), why);
+    return FAIL(e, hint, "%s has no meaning for a model with --pos %s --score %s: %s", what, slm_pos_name(c->pos),
+                slm_score_name(c->score), why);
 }

@@ -8,13 +8,13 @@
 #include "storylm/rng.h"
 #include "storylm/train.h"
 
-int names_learn_training(NameList *nl, const char *path, const Stories *s, int *from_all, Error *e) {
+int slm_names_learn_training(NameList *nl, const char *path, const Stories *s, int *from_all, Error *e) {
     char *text;
     size_t len;
     StorySpan *spans = NULL;
     int n = 0;
-    if (file_read_all(path, 0, &text, &len, e)) return -1;
-    int rc = stories_split(text, len, path, &spans, &n, NULL, e);
+    if (slm_file_read_all(path, 0, &text, &len, e)) return -1;
+    int rc = slm_stories_split(text, len, path, &spans, &n, NULL, e);
     uint8_t *use = rc ? NULL : xmalloc((size_t)n + 1, e);
     if (!rc && !use) rc = -1;
     if (!rc) {
@@ -22,7 +22,7 @@ int names_learn_training(NameList *nl, const char *path, const Stories *s, int *
         memset(use, 1, (size_t)n);
         for (int i = 0; !all && i < s->n_test; i++) use[s->test[i]] = 0;
         if (from_all) *from_all = all;
-        rc = names_learn(nl, text, spans, n, use, e);
+        rc = slm_names_learn(nl, text, spans, n, use, e);
     }
     free(use);
     free(spans);
@@ -35,12 +35,12 @@ static int collect_names(NameSwap *ns, Error *e) {
     enum { MAX_NAMES = 20000 };
     const char **words = xmalloc(MAX_NAMES * sizeof *words, e);
     if (!words) return -1;
-    int n = names_most_common(&ns->names, words, NULL, MAX_NAMES);
+    int n = slm_names_most_common(&ns->names, words, NULL, MAX_NAMES);
     ns->known = xmalloc((size_t)(n + 1) * sizeof(SwapName), e);
     ns->made = ns->known ? xmalloc((size_t)(n + 1) * sizeof(int), e) : NULL;
     for (int i = 0; ns->made && i < n; i++) {
         SwapName *name = &ns->known[ns->n_known];
-        if (swap_name_make(ns->t, &ns->names, words[i], name, NULL)) continue; /* not spelt as one word */
+        if (slm_swap_name_make(ns->t, &ns->names, words[i], name, NULL)) continue; /* not spelt as one word */
         if (name->n_pieces >= 2) ns->made[ns->n_made++] = ns->n_known;
         ns->n_known++;
     }
@@ -48,25 +48,25 @@ static int collect_names(NameSwap *ns, Error *e) {
     return ns->made ? 0 : -1;
 }
 
-int name_swap_init(NameSwap *ns, const Tokenizer *t, const char *path, const Stories *s, double p, Error *e) {
+int slm_name_swap_init(NameSwap *ns, const Tokenizer *t, const char *path, const Stories *s, double p, Error *e) {
     *ns = (NameSwap){.t = t, .p = p};
-    if (names_learn_training(&ns->names, path, s, NULL, e) || collect_names(ns, e)) {
-        name_swap_free(ns);
+    if (slm_names_learn_training(&ns->names, path, s, NULL, e) || collect_names(ns, e)) {
+        slm_name_swap_free(ns);
         return -1;
     }
     if (ns->n_known < 2) {
-        name_swap_free(ns);
+        slm_name_swap_free(ns);
         return FAIL(e, "train without --swap-names on stories without named heroes",
                     "--swap-names found fewer than 2 names in the training stories of '%s'", path);
     }
     return 0;
 }
 
-void name_swap_free(NameSwap *ns) {
-    names_free(&ns->names);
+void slm_name_swap_free(NameSwap *ns) {
+    slm_names_free(&ns->names);
     free(ns->known);
     free(ns->made);
-    intvec_free(&ns->ids);
+    slm_intvec_free(&ns->ids);
     *ns = (NameSwap){0};
 }
 
@@ -74,14 +74,14 @@ void name_swap_free(NameSwap *ns) {
 static int pick_name(const NameSwap *ns, Rng *r, const Hero *hero, int32_t *pieces) {
     for (int tries = 0; tries < 8; tries++) {
         int n;
-        if (ns->n_made >= 2 && rng_below(r, 2) == 0) { /* made up: the head of one, the tail of another */
-            const SwapName *a = &ns->known[ns->made[rng_below(r, (uint64_t)ns->n_made)]];
-            const SwapName *b = &ns->known[ns->made[rng_below(r, (uint64_t)ns->n_made)]];
+        if (ns->n_made >= 2 && slm_rng_below(r, 2) == 0) { /* made up: the head of one, the tail of another */
+            const SwapName *a = &ns->known[ns->made[slm_rng_below(r, (uint64_t)ns->n_made)]];
+            const SwapName *b = &ns->known[ns->made[slm_rng_below(r, (uint64_t)ns->n_made)]];
             pieces[0] = a->pieces[0];
             memcpy(pieces + 1, b->pieces + 1, (size_t)(b->n_pieces - 1) * sizeof(int32_t));
             n = b->n_pieces;
         } else {
-            const SwapName *a = &ns->known[rng_below(r, (uint64_t)ns->n_known)];
+            const SwapName *a = &ns->known[slm_rng_below(r, (uint64_t)ns->n_known)];
             memcpy(pieces, a->pieces, (size_t)a->n_pieces * sizeof(int32_t));
             n = a->n_pieces;
         }
@@ -93,27 +93,27 @@ static int pick_name(const NameSwap *ns, Rng *r, const Hero *hero, int32_t *piec
 /* The story (ns->ids, len) into out as it is. */
 static int keep(const NameSwap *ns, int len, IntVec *out, Error *e) {
     out->len = 0;
-    if (intvec_reserve(out, (size_t)len, e)) return -1;
+    if (slm_intvec_reserve(out, (size_t)len, e)) return -1;
     memcpy(out->data, ns->ids.data, (size_t)len * sizeof(int32_t));
     out->len = (size_t)len;
     return 0;
 }
 
-int name_swap_story(void *ctx, const Stories *s, int story, uint64_t key, IntVec *out, Error *e) {
+int slm_name_swap_story(void *ctx, const Stories *s, int story, uint64_t key, IntVec *out, Error *e) {
     NameSwap *ns = ctx;
     int len = (int)story_len(s, story);
-    if (intvec_reserve(&ns->ids, (size_t)len, e)) return -1;
+    if (slm_intvec_reserve(&ns->ids, (size_t)len, e)) return -1;
     story_copy_ids(s, story, ns->ids.data);
     ns->ids.len = (size_t)len;
     Rng r;
-    rng_seed(&r, key);
+    slm_rng_seed(&r, key);
     Hero hero;
     int32_t pieces[16];
-    int n = rng_uniform(&r) < ns->p && find_hero(ns->t, &ns->names, ns->ids.data, len, &hero)
+    int n = slm_rng_uniform(&r) < ns->p && slm_find_hero(ns->t, &ns->names, ns->ids.data, len, &hero)
                 ? pick_name(ns, &r, &hero, pieces)
                 : 0;
     /* not renamed, or renamed too long for the trainer's chunks: as it is */
     if (n == 0 || len + (n - hero.n_pieces) * hero.n_mentions > TRAIN_AUGMENT_MAX_LEN(len)) return keep(ns, len, out, e);
     int starts[HERO_MAX_MENTIONS];
-    return swap_hero(ns->ids.data, len, &hero, pieces, n, out, starts, e);
+    return slm_swap_hero(ns->ids.data, len, &hero, pieces, n, out, starts, e);
 }

@@ -7,7 +7,7 @@
 #include "storylm/evaluate.h"
 #include "storylm/probes.h"
 
-void name_targets_free(NameTargets *nt) {
+void slm_name_targets_free(NameTargets *nt) {
     free(nt->story);
     free(nt->position);
     *nt = (NameTargets){0};
@@ -29,29 +29,29 @@ static int add_target(NameTargets *nt, int *cap, int story, int position, Error 
     return 0;
 }
 
-int name_targets_find(const Tokenizer *t, const NameList *nl, const Stories *s, const int *idx, int n,
+int slm_name_targets_find(const Tokenizer *t, const NameList *nl, const Stories *s, const int *idx, int n,
                       NameTargets *out, Error *e) {
     *out = (NameTargets){0};
     int cap = 0;
     StoryBuf buf = {0};
     for (int i = 0; i < n; i++) {
         Hero hero;
-        const int32_t *ids = story_ids(s, idx[i], &buf, e);
-        if (ids && !find_hero(t, nl, ids, (int)story_len(s, idx[i]), &hero)) continue;
+        const int32_t *ids = slm_story_ids(s, idx[i], &buf, e);
+        if (ids && !slm_find_hero(t, nl, ids, (int)story_len(s, idx[i]), &hero)) continue;
         for (int k = 1; ids && k < hero.n_mentions; k++)
             if (add_target(out, &cap, idx[i], hero.mentions[k] - 1, e)) ids = NULL;
         if (!ids) {
-            story_buf_free(&buf);
-            name_targets_free(out);
+            slm_story_buf_free(&buf);
+            slm_name_targets_free(out);
             return -1;
         }
     }
-    story_buf_free(&buf);
+    slm_story_buf_free(&buf);
     return 0;
 }
 
 /* Loss, accuracy and probability at the name positions, from each
- * position's numbers (evaluate_each's layout over idx[0..n)). */
+ * position's numbers (slm_evaluate_each's layout over idx[0..n)). */
 static void score_name_positions(const Stories *s, const int *idx, int n, const NameTargets *names, const float *loss,
                         const uint8_t *correct, AblateScore *out) {
     double sums[4] = {0};
@@ -73,7 +73,7 @@ static void score_name_positions(const Stories *s, const int *idx, int n, const 
 /* Positions a forward chunk holds (split over the threads): training's default. */
 #define SCORE_POSITIONS 4096
 
-int probe_score(const Model *m, const Stories *s, const int *idx, int n, const Ablation *ablation,
+int slm_probe_score(const Model *m, const Stories *s, const int *idx, int n, const Ablation *ablation,
                 const NameTargets *names, AblateScore *out, Error *e) {
     *out = (AblateScore){0};
     size_t total = 0;
@@ -82,7 +82,7 @@ int probe_score(const Model *m, const Stories *s, const int *idx, int n, const A
     uint8_t *correct = loss ? xmalloc(total ? total : 1, e) : NULL;
     EvalResult r;
     int rc = names && !correct ? -1
-                               : evaluate_each(m, s, idx, n, ablation, SCORE_POSITIONS, &r, loss, correct, e);
+                               : slm_evaluate_each(m, s, idx, n, ablation, SCORE_POSITIONS, &r, loss, correct, e);
     if (!rc) {
         out->loss = r.loss, out->accuracy = r.accuracy, out->positions = r.positions;
         score_name_positions(s, idx, n, names, loss, correct, out);

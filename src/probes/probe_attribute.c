@@ -1,6 +1,6 @@
 /* Attribution: gradient x activation and the exact effect of removing each
  * part of z at one position, and the surprisal of every token (see
- * probe_attribute.h). */
+ * slm_probe_attribute.h). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,7 +9,7 @@
 #include "storylm/probe_patch.h"
 #include "storylm/probes.h"
 
-void attribute_result_free(AttributeResult *r) {
+void slm_attribute_result_free(AttributeResult *r) {
     free(r->grad_x_act);
     free(r->zero_effect);
     free(r->mean_effect);
@@ -27,11 +27,11 @@ static void part_range(const ModelConfig *c, int k, int *from, int *to) {
 /* logit - logit with part k of z replaced by fill (Z; NULL: zeros). work (Z). */
 static double removal_effect(const Model *m, const double *z, int k, const double *fill, int32_t token, double logit,
                              double *work) {
-    int Z = model_hidden_input_dim(&m->cfg), from, to;
+    int Z = slm_model_hidden_input_dim(&m->cfg), from, to;
     part_range(&m->cfg, k, &from, &to);
     memcpy(work, z, (size_t)Z * sizeof(double));
     for (int i = from; i < to; i++) work[i] = fill ? fill[i] : 0.0;
-    return logit - probe_logit_and_grad(m, work, token, NULL);
+    return logit - slm_probe_logit_and_grad(m, work, token, NULL);
 }
 
 static void parts(const Model *m, const double *z, const double *grad, const double *mean_z, AttributeResult *r,
@@ -58,12 +58,12 @@ static int attribute_alloc(AttributeResult *r, int n_parts, int T, Error *e) {
     return r->surprisal ? 0 : -1;
 }
 
-int probe_attribute(const Model *m, const Activations *a, int p, int32_t token, const double *mean_z,
+int slm_probe_attribute(const Model *m, const Activations *a, int p, int32_t token, const double *mean_z,
                     AttributeResult *out, Error *e) {
     const ModelConfig *c = &m->cfg;
     *out = (AttributeResult){0};
-    if (probe_need_attention(m, "attribution", e)) return -1;
-    int T = a->n_positions, Z = model_hidden_input_dim(c);
+    if (slm_probe_need_attention(m, "attribution", e)) return -1;
+    int T = a->n_positions, Z = slm_model_hidden_input_dim(c);
     if (p < 0 || p >= T)
         return FAIL(e, "give a position from 0 ([EOS]) to the last token", "position %d is outside the text's %d positions",
                     p, T);
@@ -72,7 +72,7 @@ int probe_attribute(const Model *m, const Activations *a, int p, int32_t token, 
     double *z = xmalloc((size_t)Z * 3 * sizeof(double), e);
     if (!z || attribute_alloc(out, c->n_heads + 1, T, e)) {
         free(z);
-        attribute_result_free(out);
+        slm_attribute_result_free(out);
         return -1;
     }
     double *grad = z + Z, *work = grad + Z;
@@ -81,19 +81,19 @@ int probe_attribute(const Model *m, const Activations *a, int p, int32_t token, 
     out->token = token;
     out->n_parts = c->n_heads + 1;
     out->n_positions = T;
-    out->logit = probe_logit_and_grad(m, z, token, grad);
-    out->probability = probe_probability(a, p, token, &out->rank);
+    out->logit = slm_probe_logit_and_grad(m, z, token, grad);
+    out->probability = slm_probe_probability(a, p, token, &out->rank);
     parts(m, z, grad, mean_z, out, work);
     for (int t = 0; t < T; t++) out->surprisal[t] = a->target[t] >= 0 ? a->loss[t] : NAN;
     free(z);
     return 0;
 }
 
-int probe_mean_z(const Model *m, const Stories *s, const int *idx, int n, double *mean_z, Error *e) {
+int slm_probe_mean_z(const Model *m, const Stories *s, const int *idx, int n, double *mean_z, Error *e) {
     const ModelConfig *c = &m->cfg;
     int D = c->row_dim, HV = c->n_heads * c->value_dim;
     float *heads = xmalloc((size_t)HV * sizeof(float), e), *row = heads ? xmalloc((size_t)D * sizeof(float), e) : NULL;
-    if (!row || probe_head_means(m, s, idx, n, heads, e)) {
+    if (!row || slm_probe_head_means(m, s, idx, n, heads, e)) {
         free(heads);
         free(row);
         return -1;
@@ -103,7 +103,7 @@ int probe_mean_z(const Model *m, const Stories *s, const int *idx, int n, double
     for (int i = 0; i < n; i++)
         for (size_t j = 0, len = story_len(s, idx[i]); j < len; j++, positions++) {
             memcpy(row, m->embedding + (size_t)story_token(s, idx[i], j) * D, (size_t)D * sizeof(float));
-            position_row_add(m, (int)j, row); /* --pos absolute|sinusoidal: z's row carries the tag */
+            slm_position_row_add(m, (int)j, row); /* --pos absolute|sinusoidal: z's row carries the tag */
             for (int d = 0; d < D; d++) mean_z[d] += row[d];
         }
     for (int d = 0; d < D; d++) mean_z[d] /= (double)positions;

@@ -1,19 +1,19 @@
 /* The activation cache: one story at a time through the network, every
- * activation copied into packed tensors (layouts in probe_cache.h). */
+ * activation copied into packed tensors (layouts in slm_probe_cache.h). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "storylm/probe_cache.h"
 #include "storylm/probes.h"
 
-void activation_cache_free(ActivationCache *c) {
+void slm_activation_cache_free(ActivationCache *c) {
     float *all[] = {c->tokens, c->story_starts, c->rows, c->queries, c->keys, c->values,
                     c->attention, c->head_outputs, c->hidden, c->logits, c->loss};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]);
     *c = (ActivationCache){0};
 }
 
-void activation_cache_tensors(const ActivationCache *c, SafeTensorOut *t) {
+void slm_activation_cache_tensors(const ActivationCache *c, SafeTensorOut *t) {
     int N = c->n_positions, H = c->n_heads;
     SafeTensorOut list[CACHE_TENSORS] = {
         {"tokens", 1, {N}, c->tokens},
@@ -31,10 +31,10 @@ void activation_cache_tensors(const ActivationCache *c, SafeTensorOut *t) {
     memcpy(t, list, sizeof list);
 }
 
-int activation_cache_write(const ActivationCache *c, const char *path, const Metadata *metadata, Error *e) {
+int slm_activation_cache_write(const ActivationCache *c, const char *path, const Metadata *metadata, Error *e) {
     SafeTensorOut t[CACHE_TENSORS];
-    activation_cache_tensors(c, t);
-    return safetensors_write_f32(path, t, CACHE_TENSORS, metadata, e);
+    slm_activation_cache_tensors(c, t);
+    return slm_safetensors_write_f32(path, t, CACHE_TENSORS, metadata, e);
 }
 
 static int cache_alloc(ActivationCache *c, Error *e) {
@@ -52,7 +52,7 @@ static int cache_alloc(ActivationCache *c, Error *e) {
 /* Story positions [at, at + T) of c from the run in a. */
 static void cache_story(ActivationCache *c, const Activations *a, const int32_t *ids, int at) {
     int T = a->n_positions, H = c->n_heads, D = c->row_dim, kd = c->key_dim, vd = c->value_dim;
-    int Z = model_hidden_input_dim(&a->cfg), K = c->max_distance;
+    int Z = slm_model_hidden_input_dim(&a->cfg), K = c->max_distance;
     size_t N = (size_t)c->n_positions;
     for (int p = 0; p < T; p++) {
         size_t g = (size_t)at + p;
@@ -62,22 +62,22 @@ static void cache_story(ActivationCache *c, const Activations *a, const int32_t 
         memcpy(c->hidden + g * c->hidden_dim, a->hidden + (size_t)p * c->hidden_dim, (size_t)c->hidden_dim * sizeof(float));
         memcpy(c->logits + g * c->vocab_size, a->logits + (size_t)p * c->vocab_size, (size_t)c->vocab_size * sizeof(float));
         for (int h = 0; h < H; h++) {
-            activations_qkv(a, h, p, c->queries + (g * H + h) * kd, c->keys + (g * H + h) * kd,
+            slm_activations_qkv(a, h, p, c->queries + (g * H + h) * kd, c->keys + (g * H + h) * kd,
                             c->values + (g * H + h) * vd);
-            memcpy(c->head_outputs + (g * H + h) * vd, activations_head_output(a, h, p), (size_t)vd * sizeof(float));
+            memcpy(c->head_outputs + (g * H + h) * vd, slm_activations_head_output(a, h, p), (size_t)vd * sizeof(float));
             int first, n;
-            const float *w = activations_attention(a, h, p, &first, &n);
+            const float *w = slm_activations_attention(a, h, p, &first, &n);
             float *row = c->attention + ((size_t)h * N + g) * K;
             for (int j = 0; j < n; j++) row[p - (first + j)] = w[j];
         }
     }
 }
 
-int probe_cache(const Model *m, const int32_t *ids, const int *starts, int n, const Ablation *ablation,
+int slm_probe_cache(const Model *m, const int32_t *ids, const int *starts, int n, const Ablation *ablation,
                 ActivationCache *out, Error *e) {
     const ModelConfig *c = &m->cfg;
     *out = (ActivationCache){0};
-    if (probe_need_attention(m, "cache", e)) return -1;
+    if (slm_probe_need_attention(m, "cache", e)) return -1;
     int longest = 0;
     for (int i = 0; i < n; i++)
         if (starts[i + 1] - starts[i] > longest) longest = starts[i + 1] - starts[i];
@@ -86,13 +86,13 @@ int probe_cache(const Model *m, const int32_t *ids, const int *starts, int n, co
                              .n_heads = c->n_heads, .row_dim = c->row_dim, .key_dim = c->key_dim,
                              .value_dim = c->value_dim, .hidden_dim = c->hidden_dim, .vocab_size = c->vocab_size};
     ProbeRunner r = {0};
-    int rc = cache_alloc(out, e) || probe_runner_init(&r, m, longest, e);
+    int rc = cache_alloc(out, e) || slm_probe_runner_init(&r, m, longest, e);
     for (int i = 0; !rc && i < n; i++) {
-        rc = probe_run(&r, ids + starts[i], starts[i + 1] - starts[i], ablation, e);
+        rc = slm_probe_run(&r, ids + starts[i], starts[i + 1] - starts[i], ablation, e);
         if (!rc) cache_story(out, &r.acts, ids + starts[i], starts[i]);
     }
     for (int i = 0; !rc && i <= n; i++) out->story_starts[i] = (float)starts[i];
-    probe_runner_free(&r);
-    if (rc) activation_cache_free(out);
+    slm_probe_runner_free(&r);
+    if (rc) slm_activation_cache_free(out);
     return rc;
 }

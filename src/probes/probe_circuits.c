@@ -1,5 +1,5 @@
 /* Circuits from the weights: each head's QK and OV circuits over the whole
- * vocabulary (see probe_circuits.h for the formulas and the linearisation). */
+ * vocabulary (see slm_probe_circuits.h for the formulas and the linearisation). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,34 +13,34 @@ static void add_inputs(const Activations *a, int Z, double *sum) {
         for (int i = 0; i < Z; i++) sum[i] += a->z[(size_t)p * Z + i];
 }
 
-int circuits_mean_input(const Model *m, const Stories *s, const int *idx, int n, const Ablation *ablation,
+int slm_circuits_mean_input(const Model *m, const Stories *s, const int *idx, int n, const Ablation *ablation,
                         float *z_mean, uint8_t *seen, long long *positions, Error *e) {
-    if (probe_need_attention(m, "circuits", e)) return -1;
+    if (slm_probe_need_attention(m, "circuits", e)) return -1;
     if (n < 1) return FAIL(e, "give a stories file with test stories", "no stories to take the hidden layer's mean input over");
-    int Z = model_hidden_input_dim(&m->cfg);
+    int Z = slm_model_hidden_input_dim(&m->cfg);
     double *sum = xcalloc((size_t)Z, sizeof(double), e);
     int32_t *ids = NULL;
     size_t cap = 0;
     ProbeRunner r = {0};
-    int rc = sum ? probe_runner_init(&r, m, 1024, e) : -1;
+    int rc = sum ? slm_probe_runner_init(&r, m, 1024, e) : -1;
     memset(seen, 0, (size_t)m->cfg.vocab_size);
     *positions = 0;
     for (int i = 0; !rc && i < n; i++) {
         size_t len = story_len(s, idx[i]);
-        rc = probe_run_story(&r, s, idx[i], ablation, &ids, &cap, e);
+        rc = slm_probe_run_story(&r, s, idx[i], ablation, &ids, &cap, e);
         for (size_t j = 0; !rc && j < len; j++) seen[ids[j]] = 1;
         if (!rc) add_inputs(&r.acts, Z, sum);
         *positions += (long long)len;
     }
     for (int i = 0; !rc && i < Z; i++) z_mean[i] = (float)(sum[i] / (double)*positions);
-    probe_runner_free(&r);
+    slm_probe_runner_free(&r);
     free(ids);
     free(sum);
     return rc;
 }
 
-void circuits_gain(const Model *m, const float *z_mean, float *gain) {
-    int Z = model_hidden_input_dim(&m->cfg), Hd = m->cfg.hidden_dim;
+void slm_circuits_gain(const Model *m, const float *z_mean, float *gain) {
+    int Z = slm_model_hidden_input_dim(&m->cfg), Hd = m->cfg.hidden_dim;
     for (int j = 0; j < Hd; j++) {
         double pre = m->hidden_b[j];
         for (int i = 0; i < Z; i++) pre += (double)m->hidden_w[(size_t)j * Z + i] * z_mean[i];
@@ -49,7 +49,7 @@ void circuits_gain(const Model *m, const float *z_mean, float *gain) {
     }
 }
 
-size_t circuit_scratch_size(const ModelConfig *c) {
+size_t slm_circuit_scratch_size(const ModelConfig *c) {
     int w = c->key_dim > c->value_dim ? c->key_dim : c->value_dim;
     return 2 * (size_t)c->vocab_size * w + (size_t)c->hidden_dim * c->value_dim;
 }
@@ -57,10 +57,10 @@ size_t circuit_scratch_size(const ModelConfig *c) {
 /* rows (V, k) = E (V, D) @ weights (D, k). */
 static void project_rows(const Model *m, const float *weights, int k, float *rows) {
     const ModelConfig *c = &m->cfg;
-    matmul(0, 0, c->vocab_size, k, c->row_dim, m->embedding, c->row_dim, weights, k, 0, rows, k);
+    slm_matmul(0, 0, c->vocab_size, k, c->row_dim, m->embedding, c->row_dim, weights, k, 0, rows, k);
 }
 
-void circuit_qk(const Model *m, int h, float *scratch, float *qk) {
+void slm_circuit_qk(const Model *m, int h, float *scratch, float *qk) {
     const ModelConfig *c = &m->cfg;
     int V = c->vocab_size, D = c->row_dim, kd = c->key_dim;
     float *q = scratch, *k = scratch + (size_t)V * kd;
@@ -68,21 +68,21 @@ void circuit_qk(const Model *m, int h, float *scratch, float *qk) {
     project_rows(m, m->key + (size_t)h * D * kd, kd, k);
     float scale = 1.0f / sqrtf((float)kd);
     for (size_t i = 0; i < (size_t)V * kd; i++) q[i] *= scale;
-    matmul(0, 1, V, V, kd, q, kd, k, kd, 0, qk, V);
+    slm_matmul(0, 1, V, V, kd, q, kd, k, kd, 0, qk, V);
 }
 
-void circuit_ov(const Model *m, int h, const float *gain, float *scratch, float *ov) {
+void slm_circuit_ov(const Model *m, int h, const float *gain, float *scratch, float *ov) {
     const ModelConfig *c = &m->cfg;
     int V = c->vocab_size, D = c->row_dim, vd = c->value_dim, Hd = c->hidden_dim;
-    int Z = model_hidden_input_dim(c), slot = D + h * vd;
+    int Z = slm_model_hidden_input_dim(c), slot = D + h * vd;
     float *values = scratch, *map = scratch + (size_t)V * vd, *slope = map + (size_t)V * vd;
     project_rows(m, m->value + (size_t)h * D * vd, vd, values);
     /* slope (Hd, vd) = diag(gain) hidden.weight[:, slot h]: the linearised hidden layer seen from head h */
     for (int j = 0; j < Hd; j++)
         for (int i = 0; i < vd; i++) slope[j * vd + i] = gain[j] * m->hidden_w[(size_t)j * Z + slot + i];
     /* map (V, vd) = output.weight (V, Hd) @ slope: a head output's effect on every logit */
-    matmul(0, 0, V, vd, Hd, m->output_w, Hd, slope, vd, 0, map, vd);
-    matmul(0, 1, V, V, vd, values, vd, map, vd, 0, ov, V);
+    slm_matmul(0, 0, V, vd, Hd, m->output_w, Hd, slope, vd, 0, map, vd);
+    slm_matmul(0, 1, V, V, vd, values, vd, map, vd, 0, ov, V);
 }
 
 /* ---- reading a circuit ------------------------------------------------------- */
@@ -161,7 +161,7 @@ static void read_rows(const float *M, int V, const int32_t *ids, int n, int k, C
     }
 }
 
-void circuits_result_free(CircuitsResult *r) {
+void slm_circuits_result_free(CircuitsResult *r) {
     for (int i = 0; r->heads && i < r->n_heads; i++) {
         free(r->heads[i].qk);
         free(r->heads[i].ov);
@@ -179,11 +179,11 @@ static int head_alloc(CircuitHead *ch, const CircuitsResult *out, Error *e) {
     return ch->reads ? 0 : -1;
 }
 
-int probe_circuits(const Model *m, const float *z_mean, const uint8_t *seen, const CircuitsOptions *o,
+int slm_probe_circuits(const Model *m, const float *z_mean, const uint8_t *seen, const CircuitsOptions *o,
                    CircuitsResult *out, Error *e) {
     *out = (CircuitsResult){.top = o->top > 0 ? o->top : 1, .read_top = o->read_top > 0 ? o->read_top : 1};
-    if (probe_need_attention(m, "circuits", e) ||
-        variant_check(&m->cfg, "the QK circuit of token rows", VARIANT_NEEDS_ROW_SCORES, e))
+    if (slm_probe_need_attention(m, "circuits", e) ||
+        slm_variant_check(&m->cfg, "the QK circuit of token rows", VARIANT_NEEDS_ROW_SCORES, e))
         return -1;
     const ModelConfig *c = &m->cfg;
     int V = c->vocab_size, H = c->n_heads;
@@ -194,20 +194,20 @@ int probe_circuits(const Model *m, const float *z_mean, const uint8_t *seen, con
     if (!heads) heads = H >= 32 ? 0xffffffffu : (1u << H) - 1;
     for (int h = 0; h < H; h++) out->n_heads += heads >> h & 1u;
     float *M = xmalloc((size_t)V * V * sizeof(float), e);
-    float *scratch = M ? xmalloc(circuit_scratch_size(c) * sizeof(float), e) : NULL;
+    float *scratch = M ? xmalloc(slm_circuit_scratch_size(c) * sizeof(float), e) : NULL;
     float *gain = scratch ? xmalloc((size_t)c->hidden_dim * sizeof(float), e) : NULL;
     double *means = gain ? xmalloc((size_t)V * sizeof(double), e) : NULL;
     out->heads = means ? xcalloc((size_t)out->n_heads, sizeof(CircuitHead), e) : NULL;
     int rc = out->heads ? 0 : -1;
-    if (!rc) circuits_gain(m, z_mean, gain);
+    if (!rc) slm_circuits_gain(m, z_mean, gain);
     for (int h = 0, k = 0; !rc && h < H; h++) {
         if (!(heads >> h & 1u)) continue;
         CircuitHead *ch = &out->heads[k++];
         ch->head = h;
         if ((rc = head_alloc(ch, out, e))) break;
-        circuit_qk(m, h, scratch, M);
+        slm_circuit_qk(m, h, scratch, M);
         read_circuit(M, V, seen, 0, ch->qk, out->top, ch->qk_self, means);
-        circuit_ov(m, h, gain, scratch, M);
+        slm_circuit_ov(m, h, gain, scratch, M);
         read_circuit(M, V, seen, 1, ch->ov, out->top, ch->copy, means);
         read_rows(M, V, o->reads, out->n_reads, out->read_top, ch->reads);
     }
@@ -215,6 +215,6 @@ int probe_circuits(const Model *m, const float *z_mean, const uint8_t *seen, con
     free(gain);
     free(scratch);
     free(M);
-    if (rc) circuits_result_free(out);
+    if (rc) slm_circuits_result_free(out);
     return rc;
 }

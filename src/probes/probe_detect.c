@@ -1,6 +1,6 @@
 /* Head detectors: previous-token, duplicate-token and induction scores on
  * stories and on repeated random sequences, and the induction loss (see
- * probe_detect.h for the definitions). */
+ * slm_probe_detect.h for the definitions). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,7 +8,7 @@
 #include "storylm/probe_detect.h"
 #include "storylm/rng.h"
 
-int detect_tally_init(DetectTally *t, int n_heads, Error *e) {
+int slm_detect_tally_init(DetectTally *t, int n_heads, Error *e) {
     *t = (DetectTally){.n_heads = n_heads};
     t->previous = xcalloc((size_t)3 * n_heads, sizeof(double), e);
     if (!t->previous) return -1;
@@ -17,7 +17,7 @@ int detect_tally_init(DetectTally *t, int n_heads, Error *e) {
     return 0;
 }
 
-void detect_tally_free(DetectTally *t) {
+void slm_detect_tally_free(DetectTally *t) {
     free(t->previous);
     *t = (DetectTally){0};
 }
@@ -39,20 +39,20 @@ static void matches(const int32_t *ids, int first, int p, int *dup, int *n_dup, 
     }
 }
 
-int detect_tally_add(DetectTally *t, const ProbeRunner *r, const int32_t *ids, Error *e) {
+int slm_detect_tally_add(DetectTally *t, const ProbeRunner *r, const int32_t *ids, Error *e) {
     const Activations *a = &r->acts;
     int N = a->n_positions;
     int *dup = xmalloc((size_t)2 * N * sizeof(int), e), *next = dup ? dup + N : NULL;
     if (!dup) return -1;
     for (int p = 0; p < N; p++) {
         int first, n_keys, n_dup, n_next;
-        activations_attention(a, 0, p, &first, &n_keys);
+        slm_activations_attention(a, 0, p, &first, &n_keys);
         matches(ids, first, p, dup, &n_dup, next, &n_next);
         t->n_previous += p > first;
         t->n_duplicate += n_dup > 0;
         t->n_induction += n_next > 0;
         for (int h = 0; h < t->n_heads; h++) {
-            const float *w = activations_attention(a, h, p, &first, &n_keys);
+            const float *w = slm_activations_attention(a, h, p, &first, &n_keys);
             if (p > first) t->previous[h] += w[p - 1 - first];
             t->duplicate[h] += weight_at(w, first, dup, n_dup);
             t->induction[h] += weight_at(w, first, next, n_next);
@@ -64,12 +64,12 @@ int detect_tally_add(DetectTally *t, const ProbeRunner *r, const int32_t *ids, E
 
 static double mean_or_nan(double sum, long long n) { return n > 0 ? sum / (double)n : NAN; }
 
-DetectScores detect_tally_scores(const DetectTally *t, int h) {
+DetectScores slm_detect_tally_scores(const DetectTally *t, int h) {
     return (DetectScores){mean_or_nan(t->previous[h], t->n_previous), mean_or_nan(t->duplicate[h], t->n_duplicate),
                           mean_or_nan(t->induction[h], t->n_induction)};
 }
 
-void detect_result_free(DetectResult *r) {
+void slm_detect_result_free(DetectResult *r) {
     free(r->stories); /* random lies in the same block */
     *r = (DetectResult){0};
 }
@@ -77,7 +77,7 @@ void detect_result_free(DetectResult *r) {
 /* ---- runs ------------------------------------------------------------------------- */
 
 static void fill_scores(const DetectTally *t, DetectScores *out) {
-    for (int h = 0; h < t->n_heads; h++) out[h] = detect_tally_scores(t, h);
+    for (int h = 0; h < t->n_heads; h++) out[h] = slm_detect_tally_scores(t, h);
 }
 
 /* Stories idx[0..n) into t. */
@@ -88,8 +88,8 @@ static int tally_stories(ProbeRunner *r, const Stories *s, const int *idx, int n
     int rc = 0;
     for (int i = 0; !rc && i < n; i++) {
         size_t len = story_len(s, idx[i]);
-        rc = probe_run_story(r, s, idx[i], ab, &ids, &cap, e);
-        if (!rc) rc = detect_tally_add(t, r, ids, e);
+        rc = slm_probe_run_story(r, s, idx[i], ab, &ids, &cap, e);
+        if (!rc) rc = slm_detect_tally_add(t, r, ids, e);
         *positions += (long long)len;
     }
     free(ids);
@@ -124,13 +124,13 @@ static int tally_random(ProbeRunner *r, const Stories *s, const int *idx, int n,
     int n_pool = ids ? token_pool(s, idx, n, V, pool, e) : -1, rc = n_pool < 0 ? -1 : 0;
     if (!rc && n_pool < 2) rc = FAIL(e, "give stories with more than one kind of token", "too few tokens to draw random sequences from");
     Rng rng;
-    rng_seed(&rng, o->seed);
+    slm_rng_seed(&rng, o->seed);
     double first = 0, second = 0;
     for (int k = 0; !rc && k < o->n_random; k++) {
         ids[0] = story_token(s, idx[0], 0);
-        for (int i = 1; i <= L; i++) ids[i] = ids[i + L] = pool[rng_below(&rng, (uint64_t)n_pool)];
-        rc = probe_run(r, ids, len, ab, e);
-        if (!rc) rc = detect_tally_add(t, r, ids, e);
+        for (int i = 1; i <= L; i++) ids[i] = ids[i + L] = pool[slm_rng_below(&rng, (uint64_t)n_pool)];
+        rc = slm_probe_run(r, ids, len, ab, e);
+        if (!rc) rc = slm_detect_tally_add(t, r, ids, e);
         /* positions 1..L-1 predict r_2..r_L of the first copy, L+1..2L-1 the same tokens again */
         first += loss_sum(&r->acts, 1, L);
         second += loss_sum(&r->acts, L + 1, 2 * L);
@@ -145,7 +145,7 @@ static int tally_random(ProbeRunner *r, const Stories *s, const int *idx, int n,
 }
 
 static int check_options(const Model *m, int n, const DetectOptions *o, Error *e) {
-    if (probe_need_attention(m, "detect", e)) return -1;
+    if (slm_probe_need_attention(m, "detect", e)) return -1;
     if (n < 1) return FAIL(e, "give a stories file with test stories", "no stories to detect heads on");
     if (o->length < 2 || 2 * o->length + 1 > m->cfg.window)
         return FAIL(e, "give a --length from 2 to half the window (127 for 256 distances)",
@@ -154,7 +154,7 @@ static int check_options(const Model *m, int n, const DetectOptions *o, Error *e
     return 0;
 }
 
-int probe_detect(const Model *m, const Stories *s, const int *idx, int n, const DetectOptions *o,
+int slm_probe_detect(const Model *m, const Stories *s, const int *idx, int n, const DetectOptions *o,
                  const Ablation *ablation, DetectResult *out, Error *e) {
     int H = m->cfg.n_heads;
     *out = (DetectResult){.n_heads = H};
@@ -162,8 +162,8 @@ int probe_detect(const Model *m, const Stories *s, const int *idx, int n, const 
     DetectTally st = {0}, rt = {0};
     ProbeRunner r = {0};
     out->stories = xcalloc((size_t)2 * H, sizeof(DetectScores), e);
-    int rc = out->stories && !detect_tally_init(&st, H, e) && !detect_tally_init(&rt, H, e) ? 0 : -1;
-    if (!rc) out->random = out->stories + H, rc = probe_runner_init(&r, m, 1024, e);
+    int rc = out->stories && !slm_detect_tally_init(&st, H, e) && !slm_detect_tally_init(&rt, H, e) ? 0 : -1;
+    if (!rc) out->random = out->stories + H, rc = slm_probe_runner_init(&r, m, 1024, e);
     if (!rc) rc = tally_stories(&r, s, idx, n, ablation, &st, &out->positions, e);
     if (!rc && o->n_random > 0) rc = tally_random(&r, s, idx, n, o, ablation, &rt, out, e);
     if (!rc) {
@@ -173,9 +173,9 @@ int probe_detect(const Model *m, const Stories *s, const int *idx, int n, const 
         out->random_duplicate_positions = rt.n_duplicate, out->random_induction_positions = rt.n_induction;
         if (o->n_random <= 0) out->loss_first = out->loss_second = NAN;
     }
-    probe_runner_free(&r);
-    detect_tally_free(&st);
-    detect_tally_free(&rt);
+    slm_probe_runner_free(&r);
+    slm_detect_tally_free(&st);
+    slm_detect_tally_free(&rt);
     if (rc) free(out->stories), *out = (DetectResult){0};
     return rc;
 }

@@ -5,11 +5,11 @@
 
 #include "storylm/probes.h"
 
-const char *const head_bin_names[HEAD_BINS] = {"0", "1", "2", "3-7", "8-31", "32-255"};
+const char *const slm_head_bin_names[HEAD_BINS] = {"0", "1", "2", "3-7", "8-31", "32-255"};
 
 static int distance_bin(int d) { return d <= 2 ? d : d <= 7 ? 3 : d <= 31 ? 4 : 5; }
 
-void heads_result_free(HeadsResult *h) {
+void slm_heads_result_free(HeadsResult *h) {
     free(h->mass);
     free(h->mean_distance);
     free(h->top);
@@ -24,7 +24,7 @@ static void add_story(const ProbeRunner *r, double *mass, double *distance, doub
     for (int h = 0; h < c->n_heads; h++)
         for (int p = 0; p < a->n_positions; p++) {
             int first, n;
-            const float *w = activations_attention(a, h, p, &first, &n);
+            const float *w = slm_activations_attention(a, h, p, &first, &n);
             for (int j = 0; j < n; j++) {
                 int d = p - first - j;
                 mass[h * HEAD_BINS + distance_bin(d)] += w[j];
@@ -53,19 +53,19 @@ static int heads_alloc(HeadsResult *out, int H, int top_k, Error *e) {
     return out->top ? 0 : -1;
 }
 
-int probe_heads(const Model *m, const Stories *s, const int *idx, int n, int top_k, HeadsResult *out, Error *e) {
+int slm_probe_heads(const Model *m, const Stories *s, const int *idx, int n, int top_k, HeadsResult *out, Error *e) {
     const ModelConfig *c = &m->cfg;
     int H = c->n_heads, V = c->vocab_size;
     *out = (HeadsResult){.n_heads = H, .top_k = top_k > 0 ? top_k : 1};
-    if (probe_need_attention(m, "heads", e)) return -1;
+    if (slm_probe_need_attention(m, "heads", e)) return -1;
     double *by_token = xcalloc((size_t)H * V, sizeof(double), e);
     ProbeRunner r = {0};
-    int rc = by_token && !heads_alloc(out, H, out->top_k, e) ? probe_runner_init(&r, m, 1024, e) : -1;
+    int rc = by_token && !heads_alloc(out, H, out->top_k, e) ? slm_probe_runner_init(&r, m, 1024, e) : -1;
     StoryBuf buf = {0};
     for (int i = 0; !rc && i < n; i++) {
         int len = (int)story_len(s, idx[i]);
-        const int32_t *ids = story_ids(s, idx[i], &buf, e);
-        rc = ids ? probe_run(&r, ids, len, NULL, e) : -1;
+        const int32_t *ids = slm_story_ids(s, idx[i], &buf, e);
+        rc = ids ? slm_probe_run(&r, ids, len, NULL, e) : -1;
         if (!rc) add_story(&r, out->mass, out->mean_distance, by_token);
         out->positions += len;
     }
@@ -75,9 +75,9 @@ int probe_heads(const Model *m, const Stories *s, const int *idx, int n, int top
         out->mean_distance[h] /= total;
         top_tokens(by_token + (size_t)h * V, V, out->top_k, total, out->top + (size_t)h * out->top_k);
     }
-    probe_runner_free(&r);
-    story_buf_free(&buf);
+    slm_probe_runner_free(&r);
+    slm_story_buf_free(&buf);
     free(by_token);
-    if (rc) heads_result_free(out);
+    if (rc) slm_heads_result_free(out);
     return rc;
 }

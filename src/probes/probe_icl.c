@@ -1,5 +1,5 @@
 /* In-context learning: the loss by position over stories and the score, late
- * minus early (see probe_icl.h). Works for both architectures. */
+ * minus early (see slm_probe_icl.h). Works for both architectures. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,7 +7,7 @@
 #include "storylm/probe_icl.h"
 #include "storylm/probes.h"
 
-void icl_result_free(IclResult *r) {
+void slm_icl_result_free(IclResult *r) {
     free(r->loss);
     free(r->stories);
     *r = (IclResult){0};
@@ -29,13 +29,13 @@ static int sum_losses(const Model *m, const Stories *s, const int *idx, int n, c
     int32_t *ids = NULL;
     size_t cap = 0;
     ProbeRunner r = {0};
-    int rc = probe_runner_init(&r, m, 1024, e);
+    int rc = slm_probe_runner_init(&r, m, 1024, e);
     for (int i = 0; !rc && i < n; i++) {
         size_t len = story_len(s, idx[i]);
-        rc = probe_run_story(&r, s, idx[i], ab, &ids, &cap, e);
+        rc = slm_probe_run_story(&r, s, idx[i], ab, &ids, &cap, e);
         if (!rc) add_story(&r.acts, len, out, band, loss, paired);
     }
-    probe_runner_free(&r);
+    slm_probe_runner_free(&r);
     free(ids);
     return rc;
 }
@@ -72,7 +72,7 @@ static void score(IclResult *out, const double *sum, const double *paired, int b
     out->paired_score = out->late_loss - out->paired_early_loss;
 }
 
-int probe_icl(const Model *m, const Stories *s, const int *idx, int n, const IclOptions *o, const Ablation *ablation,
+int slm_probe_icl(const Model *m, const Stories *s, const int *idx, int n, const IclOptions *o, const Ablation *ablation,
               IclResult *out, Error *e) {
     *out = (IclResult){0};
     if (n < 1) return FAIL(e, "give a stories file with test stories", "no stories to measure the loss by position on");
@@ -94,6 +94,6 @@ int probe_icl(const Model *m, const Stories *s, const int *idx, int n, const Icl
     for (int p = 0; !rc && p < N; p++) out->loss[p] = out->stories[p] ? sum[p] / out->stories[p] : NAN;
     if (!rc) score(out, sum, paired, o->band);
     free(sum);
-    if (rc) icl_result_free(out);
+    if (rc) slm_icl_result_free(out);
     return rc;
 }

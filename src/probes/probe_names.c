@@ -29,13 +29,13 @@ static int is_not_name(const char *w) {
 
 /* ---- the word table ------------------------------------------------------------ */
 
-void names_free(NameList *nl) {
+void slm_names_free(NameList *nl) {
     for (size_t i = 0; i < nl->count; i++) free(nl->words[i]);
     free(nl->words);
     free(nl->total);
     free(nl->cap_mid);
     free(nl->lower);
-    hashmap_free(&nl->index);
+    slm_hashmap_free(&nl->index);
     *nl = (NameList){0};
 }
 
@@ -67,13 +67,13 @@ static int entries_grow(NameList *nl, Error *e) {
 
 /* The entry of word (lower-case), added with zero counts when new; -1 on error. */
 static long entry_add(NameList *nl, const char *word, Error *e) {
-    uint64_t h = hash64(word, strlen(word), 0);
+    uint64_t h = slm_hash64(word, strlen(word), 0);
     long i = entry_of(nl, word, h);
     if (i >= 0) return i;
     if (nl->count == nl->cap && entries_grow(nl, e)) return -1;
     i = (long)nl->count;
     if (!(nl->words[i] = strdup(word))) return FAIL(e, NULL, "out of memory counting words");
-    if (hashmap_add(&nl->index, h, (int32_t)i, e)) return free(nl->words[i]), -1;
+    if (slm_hashmap_add(&nl->index, h, (int32_t)i, e)) return free(nl->words[i]), -1;
     nl->total[i] = nl->cap_mid[i] = nl->lower[i] = 0;
     nl->count++;
     return i;
@@ -123,12 +123,12 @@ static int learn_story(NameList *nl, const char *p, const char *end, Error *e) {
     return 0;
 }
 
-int names_learn(NameList *nl, const char *text, const StorySpan *spans, int n_spans, const uint8_t *use, Error *e) {
+int slm_names_learn(NameList *nl, const char *text, const StorySpan *spans, int n_spans, const uint8_t *use, Error *e) {
     *nl = (NameList){0};
     for (int i = 0; i < n_spans; i++) {
         if (use && !use[i]) continue;
         if (learn_story(nl, text + spans[i].offset, text + spans[i].offset + spans[i].len, e)) {
-            names_free(nl);
+            slm_names_free(nl);
             return -1;
         }
         nl->stories++;
@@ -136,8 +136,8 @@ int names_learn(NameList *nl, const char *text, const StorySpan *spans, int n_sp
     return 0;
 }
 
-int names_count(const NameList *nl, const char *word) {
-    long i = entry_of(nl, word, hash64(word, strlen(word), 0));
+int slm_names_count(const NameList *nl, const char *word) {
+    long i = entry_of(nl, word, slm_hash64(word, strlen(word), 0));
     return i >= 0 ? nl->total[i] : 0;
 }
 
@@ -146,8 +146,8 @@ static int entry_is_name(const NameList *nl, size_t i) {
     return strlen(w) >= 2 && nl->cap_mid[i] >= 2 && nl->lower[i] * 10 <= nl->cap_mid[i] && !is_not_name(w);
 }
 
-int names_is_name(const NameList *nl, const char *word) {
-    long i = entry_of(nl, word, hash64(word, strlen(word), 0));
+int slm_names_is_name(const NameList *nl, const char *word) {
+    long i = entry_of(nl, word, slm_hash64(word, strlen(word), 0));
     return i >= 0 && entry_is_name(nl, (size_t)i);
 }
 
@@ -162,7 +162,7 @@ static int by_count_desc(const void *a, const void *b) {
     return strcmp(x->word, y->word);
 }
 
-int names_most_common(const NameList *nl, const char **out, int *counts, int max) {
+int slm_names_most_common(const NameList *nl, const char **out, int *counts, int max) {
     NameCount *all = malloc((nl->count + 1) * sizeof *all);
     if (!all) return 0;
     size_t n = 0;
@@ -182,7 +182,7 @@ int names_most_common(const NameList *nl, const char **out, int *counts, int max
 
 static int is_continuation(const Tokenizer *t, int32_t id) { return strncmp(t->pieces[id], "##", 2) == 0; }
 
-int word_at(const Tokenizer *t, const int32_t *ids, int len, int i, char *buf, size_t size) {
+int slm_word_at(const Tokenizer *t, const int32_t *ids, int len, int i, char *buf, size_t size) {
     if (i < 0 || i >= len || is_continuation(t, ids[i])) return 0;
     size_t used = 0;
     int n = 0;
@@ -198,7 +198,7 @@ int word_at(const Tokenizer *t, const int32_t *ids, int len, int i, char *buf, s
     return n;
 }
 
-int find_word(const Tokenizer *t, const int32_t *ids, int len, const int32_t *pieces, int n, int *starts, int max) {
+int slm_find_word(const Tokenizer *t, const int32_t *ids, int len, const int32_t *pieces, int n, int *starts, int max) {
     int count = 0;
     for (int i = 0; i + n <= len; i++) {
         if (memcmp(ids + i, pieces, (size_t)n * sizeof(int32_t)) != 0) continue;
@@ -219,13 +219,13 @@ static int first_sentence_end(const Tokenizer *t, const int32_t *ids, int len) {
     return len;
 }
 
-int find_hero(const Tokenizer *t, const NameList *nl, const int32_t *ids, int len, Hero *hero) {
+int slm_find_hero(const Tokenizer *t, const NameList *nl, const int32_t *ids, int len, Hero *hero) {
     int end = first_sentence_end(t, ids, len);
     char word[WORD_MAX + 1];
     for (int i = 0; i < end; i++) {
-        int n = word_at(t, ids, len, i, word, sizeof word);
-        if (n == 0 || n > 16 || !names_is_name(nl, word)) continue;
-        int count = find_word(t, ids, len, ids + i, n, hero->mentions, HERO_MAX_MENTIONS);
+        int n = slm_word_at(t, ids, len, i, word, sizeof word);
+        if (n == 0 || n > 16 || !slm_names_is_name(nl, word)) continue;
+        int count = slm_find_word(t, ids, len, ids + i, n, hero->mentions, HERO_MAX_MENTIONS);
         if (count >= 2 && count <= HERO_MAX_MENTIONS) {
             snprintf(hero->word, sizeof hero->word, "%s", word);
             memcpy(hero->pieces, ids + i, (size_t)n * sizeof(int32_t));
@@ -238,10 +238,10 @@ int find_hero(const Tokenizer *t, const NameList *nl, const int32_t *ids, int le
     return 0;
 }
 
-int swap_hero(const int32_t *ids, int len, const Hero *hero, const int32_t *pieces, int n, IntVec *out,
+int slm_swap_hero(const int32_t *ids, int len, const Hero *hero, const int32_t *pieces, int n, IntVec *out,
               int *new_starts, Error *e) {
     out->len = 0;
-    if (intvec_reserve(out, (size_t)len + (size_t)hero->n_mentions * (size_t)n, e)) return -1;
+    if (slm_intvec_reserve(out, (size_t)len + (size_t)hero->n_mentions * (size_t)n, e)) return -1;
     int k = 0;
     for (int i = 0; i < len;) {
         if (k < hero->n_mentions && i == hero->mentions[k]) {

@@ -1,5 +1,5 @@
 /* Activation patching: pieces of a clean run put into a corrupt run, the
- * last position's logit difference measured again (see probe_patch.h). The
+ * last position's logit difference measured again (see slm_probe_patch.h). The
  * last position is evaluated in double from what it reads, so that every
  * patched run, and the two runs themselves, go through the same arithmetic. */
 #include <math.h>
@@ -8,7 +8,7 @@
 
 #include "storylm/probe_patch.h"
 
-void probe_logits_from_hidden(const Model *m, const double *y, double *logits) {
+void slm_probe_logits_from_hidden(const Model *m, const double *y, double *logits) {
     const ModelConfig *c = &m->cfg;
     int Hd = c->hidden_dim;
     for (int v = 0; v < c->vocab_size; v++) {
@@ -19,21 +19,21 @@ void probe_logits_from_hidden(const Model *m, const double *y, double *logits) {
     }
 }
 
-void probe_logits_from_z(const Model *m, const double *z, double *hidden, double *logits) {
+void slm_probe_logits_from_z(const Model *m, const double *z, double *hidden, double *logits) {
     const ModelConfig *c = &m->cfg;
-    int Z = model_hidden_input_dim(c);
+    int Z = slm_model_hidden_input_dim(c);
     for (int j = 0; j < c->hidden_dim; j++) {
         const float *w = m->hidden_w + (size_t)j * Z;
         double sum = m->hidden_b[j];
         for (int i = 0; i < Z; i++) sum += w[i] * z[i];
         hidden[j] = tanh(sum);
     }
-    probe_logits_from_hidden(m, hidden, logits);
+    slm_probe_logits_from_hidden(m, hidden, logits);
 }
 
-double probe_logit_and_grad(const Model *m, const double *z, int32_t token, double *grad) {
+double slm_probe_logit_and_grad(const Model *m, const double *z, int32_t token, double *grad) {
     const ModelConfig *c = &m->cfg;
-    int Z = model_hidden_input_dim(c), Hd = c->hidden_dim;
+    int Z = slm_model_hidden_input_dim(c), Hd = c->hidden_dim;
     const float *w2 = m->output_w + (size_t)token * Hd;
     double logit = m->output_b[token];
     if (grad) memset(grad, 0, (size_t)Z * sizeof(double));
@@ -73,16 +73,16 @@ static int reads_init(LastReads *r, const ModelConfig *c, int T, Error *e) {
     return 0;
 }
 
-/* a (after model_forward, attention network) -> r. */
+/* a (after slm_model_forward, attention network) -> r. */
 static void reads_fill(LastReads *r, const Activations *a) {
     const ModelConfig *c = &a->cfg;
-    int T = r->T, D = c->row_dim, kd = c->key_dim, vd = c->value_dim, Z = model_hidden_input_dim(c);
+    int T = r->T, D = c->row_dim, kd = c->key_dim, vd = c->value_dim, Z = slm_model_hidden_input_dim(c);
     float q[STORYLM_MAX_HEAD_DIM], k[STORYLM_MAX_HEAD_DIM], v[STORYLM_MAX_HEAD_DIM];
     for (int p = 0; p < T; p++)
         for (int i = 0; i < D; i++) r->rows[(size_t)p * D + i] = a->z[(size_t)p * Z + i];
     for (int h = 0; h < c->n_heads; h++)
         for (int p = 0; p < T; p++) {
-            activations_qkv(a, h, p, q, k, v);
+            slm_activations_qkv(a, h, p, q, k, v);
             for (int i = 0; i < kd; i++) r->key[((size_t)h * T + p) * kd + i] = k[i];
             for (int i = 0; i < vd; i++) r->value[((size_t)h * T + p) * vd + i] = v[i];
             if (p == T - 1)
@@ -95,12 +95,12 @@ static void head_output(const Model *m, const LastReads *r, int h, double *score
     const ModelConfig *c = &m->cfg;
     int T = r->T, kd = c->key_dim, vd = c->value_dim;
     const double *q = r->query + h * kd;
-    double top = -INFINITY, sum = 0, scale = score_scale(c); /* 1/sqrt(kd), or 1 (--score dot, general) */
+    double top = -INFINITY, sum = 0, scale = slm_score_scale(c); /* 1/sqrt(kd), or 1 (--score dot, general) */
     for (int u = r->first; u < T; u++) {
         const double *k = r->key + ((size_t)h * T + u) * kd;
         double dot = 0;
         for (int i = 0; i < kd; i++) dot += q[i] * k[i];
-        scores[u] = dot * scale + position_distance_score(m, h, T - 1 - u);
+        scores[u] = dot * scale + slm_position_distance_score(m, h, T - 1 - u);
         top = fmax(top, scores[u]);
     }
     for (int u = r->first; u < T; u++) sum += scores[u] = exp(scores[u] - top);
@@ -134,9 +134,9 @@ typedef struct Patcher {
     int32_t answer, wrong;
 } Patcher;
 
-static double evaluate(Patcher *p, const LastReads *r) {
+static double slm_evaluate(Patcher *p, const LastReads *r) {
     last_z(p->m, r, p->ablation, p->scores, p->z);
-    probe_logits_from_z(p->m, p->z, p->hidden, p->logits);
+    slm_probe_logits_from_z(p->m, p->z, p->hidden, p->logits);
     return p->logits[p->answer] - p->logits[p->wrong];
 }
 
@@ -175,13 +175,13 @@ static void sweep_heads(Patcher *p, PatchResult *r) {
         for (int u = 0; u < T; u++) {
             reset_work(p);
             copy_reads(&p->work, &p->clean, c, h, u);
-            r->reads[(size_t)h * T + u] = normalised(r, evaluate(p, &p->work));
+            r->reads[(size_t)h * T + u] = normalised(r, slm_evaluate(p, &p->work));
         }
         reset_work(p);
         copy_query(&p->work, &p->clean, c, h);
-        r->query[h] = normalised(r, evaluate(p, &p->work));
+        r->query[h] = normalised(r, slm_evaluate(p, &p->work));
         for (int u = 0; u < T; u++) copy_reads(&p->work, &p->clean, c, h, u);
-        r->output[h] = normalised(r, evaluate(p, &p->work));
+        r->output[h] = normalised(r, slm_evaluate(p, &p->work));
     }
 }
 
@@ -192,10 +192,10 @@ static void sweep_rows(Patcher *p, PatchResult *r) {
     for (int u = 0; u < T; u++) {
         reset_work(p);
         copy_token(&p->work, &p->clean, c, u);
-        r->rows[u] = normalised(r, evaluate(p, &p->work));
+        r->rows[u] = normalised(r, slm_evaluate(p, &p->work));
     }
     for (int u = 0; u < T; u++) copy_token(&p->work, &p->clean, c, u);
-    r->all_rows = normalised(r, evaluate(p, &p->work));
+    r->all_rows = normalised(r, slm_evaluate(p, &p->work));
     memcpy(r->all_logits, p->logits, (size_t)c->vocab_size * sizeof(double));
     reset_work(p);
     copy_row(&p->work, &p->clean, T - 1, c->row_dim);
@@ -203,10 +203,10 @@ static void sweep_rows(Patcher *p, PatchResult *r) {
         copy_query(&p->work, &p->clean, c, h);
         for (int u = 0; u < T; u++) copy_reads(&p->work, &p->clean, c, h, u);
     }
-    r->outputs_and_row = normalised(r, evaluate(p, &p->work));
+    r->outputs_and_row = normalised(r, slm_evaluate(p, &p->work));
 }
 
-void patch_result_free(PatchResult *r) {
+void slm_patch_result_free(PatchResult *r) {
     free(r->reads);
     free(r->query);
     free(r->output);
@@ -230,7 +230,7 @@ static int patch_alloc(Patcher *p, PatchResult *r, const ModelConfig *c, int T, 
     int H = c->n_heads, V = c->vocab_size;
     if (reads_init(&p->clean, c, T, e) || reads_init(&p->corrupt, c, T, e) || reads_init(&p->work, c, T, e)) return -1;
     p->scores = xmalloc((size_t)T * sizeof(double), e);
-    p->z = p->scores ? xmalloc((size_t)model_hidden_input_dim(c) * sizeof(double), e) : NULL;
+    p->z = p->scores ? xmalloc((size_t)slm_model_hidden_input_dim(c) * sizeof(double), e) : NULL;
     p->hidden = p->z ? xmalloc((size_t)c->hidden_dim * 2 * sizeof(double), e) : NULL;
     p->clean_hidden = p->hidden ? p->hidden + c->hidden_dim : NULL;
     p->logits = p->hidden ? xmalloc((size_t)V * sizeof(double), e) : NULL;
@@ -248,7 +248,7 @@ static int check_runs(const Model *m, const Activations *clean, const Activation
     const ModelConfig *c = &m->cfg;
     if (c->arch != ARCH_ATTENTION || !clean->attention_kept || !corrupt->attention_kept)
         return FAIL(e, "give an attention model", "patching needs both runs of the attention network (model_forward)");
-    if (variant_check(c, "patching a head's keys and queries", VARIANT_NEEDS_DOT, e)) return -1;
+    if (slm_variant_check(c, "patching a head's keys and queries", VARIANT_NEEDS_DOT, e)) return -1;
     if (clean->n_positions != corrupt->n_positions || clean->n_positions < 1)
         return FAIL(e, "give texts of the same number of tokens", "the clean run has %d positions, the corrupt run %d",
                     clean->n_positions, corrupt->n_positions);
@@ -260,13 +260,13 @@ static int check_runs(const Model *m, const Activations *clean, const Activation
     return 0;
 }
 
-/* LD from model_forward's logits at the last position of a. */
+/* LD from slm_model_forward's logits at the last position of a. */
 static double model_diff(const Activations *a, int32_t answer, int32_t wrong) {
     const float *l = a->logits + (size_t)(a->n_positions - 1) * a->cfg.vocab_size;
     return (double)l[answer] - (double)l[wrong];
 }
 
-int probe_patch(const Model *m, const Activations *clean, const Activations *corrupt, int32_t answer, int32_t wrong,
+int slm_probe_patch(const Model *m, const Activations *clean, const Activations *corrupt, int32_t answer, int32_t wrong,
                 PatchResult *out, Error *e) {
     *out = (PatchResult){0};
     if (check_runs(m, clean, corrupt, answer, wrong, e)) return -1;
@@ -275,7 +275,7 @@ int probe_patch(const Model *m, const Activations *clean, const Activations *cor
     Patcher p = {.m = m, .ablation = &clean->ablation, .answer = answer, .wrong = wrong};
     if (patch_alloc(&p, out, c, T, e)) {
         patcher_free(&p);
-        patch_result_free(out);
+        slm_patch_result_free(out);
         return -1;
     }
     *out = (PatchResult){.n_positions = T, .n_heads = c->n_heads, .answer = answer, .wrong = wrong,
@@ -283,10 +283,10 @@ int probe_patch(const Model *m, const Activations *clean, const Activations *cor
                          .all_logits = out->all_logits, .clean_logits = out->clean_logits};
     reads_fill(&p.clean, clean);
     reads_fill(&p.corrupt, corrupt);
-    out->clean_diff = evaluate(&p, &p.clean);
+    out->clean_diff = slm_evaluate(&p, &p.clean);
     memcpy(p.clean_hidden, p.hidden, (size_t)c->hidden_dim * sizeof(double));
     memcpy(out->clean_logits, p.logits, (size_t)c->vocab_size * sizeof(double));
-    out->corrupt_diff = evaluate(&p, &p.corrupt);
+    out->corrupt_diff = slm_evaluate(&p, &p.corrupt);
     out->clean_diff_model = model_diff(clean, answer, wrong);
     out->corrupt_diff_model = model_diff(corrupt, answer, wrong);
     int rc = 0;
@@ -297,10 +297,10 @@ int probe_patch(const Model *m, const Activations *clean, const Activations *cor
     if (!rc) {
         sweep_heads(&p, out);
         sweep_rows(&p, out);
-        probe_logits_from_hidden(m, p.clean_hidden, p.logits); /* the corrupt run above the clean hidden layer */
+        slm_probe_logits_from_hidden(m, p.clean_hidden, p.logits); /* the corrupt run above the clean hidden layer */
         out->hidden = normalised(out, p.logits[answer] - p.logits[wrong]);
     }
     patcher_free(&p);
-    if (rc) patch_result_free(out);
+    if (rc) slm_patch_result_free(out);
     return rc;
 }

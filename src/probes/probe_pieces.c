@@ -35,10 +35,10 @@ static int measure(const Activations *a, const int32_t *ids, int len, const int 
     for (int k = 1; k < n; k++) {
         int s = starts[k], rank;
         if (follower < 0 || s + 1 >= len) continue;
-        double p = probe_probability(a, s - 1, first, &rank);
+        double p = slm_probe_probability(a, s - 1, first, &rank);
         ps->first_p += p;
         ps->first_top1 += rank == 1;
-        p = probe_probability(a, s, follower, &rank);
+        p = slm_probe_probability(a, s, follower, &rank);
         ps->next_p += p;
         ps->next_top1 += rank == 1;
         if (add_rank(ps, rank, e)) return -1;
@@ -76,28 +76,28 @@ static int pieces_for_name(ProbeRunner *r, const Tokenizer *t, const NameList *n
     *row = (PieceScore){0};
     StoryBuf buf = {0};
     for (int i = 0; !rc && i < n; i++) {
-        const int32_t *story = story_ids(s, idx[i], &buf, e);
+        const int32_t *story = slm_story_ids(s, idx[i], &buf, e);
         int len = (int)story_len(s, idx[i]);
         Hero hero;
         if (!story) rc = -1;
-        else if (!find_hero(t, nl, story, len, &hero)) continue;
-        else if (find_word(t, story, len, name->pieces, name->n_pieces, &unused, 0) > 0) continue;
-        else rc = swap_hero(story, len, &hero, name->pieces, name->n_pieces, &ids, starts, e);
-        if (!rc) rc = probe_run(r, ids.data, (int)ids.len, ab, e);
+        else if (!slm_find_hero(t, nl, story, len, &hero)) continue;
+        else if (slm_find_word(t, story, len, name->pieces, name->n_pieces, &unused, 0) > 0) continue;
+        else rc = slm_swap_hero(story, len, &hero, name->pieces, name->n_pieces, &ids, starts, e);
+        if (!rc) rc = slm_probe_run(r, ids.data, (int)ids.len, ab, e);
         if (!rc) rc = measure(&r->acts, ids.data, (int)ids.len, starts, hero.n_mentions, row, &ps, e);
     }
     if (!rc) finish(row, &ps);
     free(ps.ranks);
-    story_buf_free(&buf);
-    intvec_free(&ids);
+    slm_story_buf_free(&buf);
+    slm_intvec_free(&ids);
     return rc;
 }
 
-int probe_pieces(const Model *m, const Tokenizer *t, const NameList *nl, const Stories *s, const int *idx, int n,
+int slm_probe_pieces(const Model *m, const Tokenizer *t, const NameList *nl, const Stories *s, const int *idx, int n,
                  const SwapName *names, int n_names, const Ablation *ablation, PieceScore *rows, Error *e) {
     ProbeRunner r;
-    int rc = probe_runner_init(&r, m, 1024, e);
+    int rc = slm_probe_runner_init(&r, m, 1024, e);
     for (int k = 0; !rc && k < n_names; k++) rc = pieces_for_name(&r, t, nl, s, idx, n, &names[k], ablation, &rows[k], e);
-    probe_runner_free(&r);
+    slm_probe_runner_free(&r);
     return rc;
 }

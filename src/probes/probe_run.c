@@ -6,20 +6,20 @@
 
 #include "storylm/probes.h"
 
-int probe_runner_init(ProbeRunner *r, const Model *m, int max_positions, Error *e) {
+int slm_probe_runner_init(ProbeRunner *r, const Model *m, int max_positions, Error *e) {
     *r = (ProbeRunner){.model = m};
     if (max_positions < 1) max_positions = 1;
-    if (activations_init(&r->acts, &m->cfg, max_positions, e)) return -1;
-    if (batch_init(&r->batch, max_positions, 1, e)) {
-        activations_free(&r->acts);
+    if (slm_activations_init(&r->acts, &m->cfg, max_positions, e)) return -1;
+    if (slm_batch_init(&r->batch, max_positions, 1, e)) {
+        slm_activations_free(&r->acts);
         return -1;
     }
     return 0;
 }
 
-void probe_runner_free(ProbeRunner *r) {
-    activations_free(&r->acts);
-    batch_free(&r->batch);
+void slm_probe_runner_free(ProbeRunner *r) {
+    slm_activations_free(&r->acts);
+    slm_batch_free(&r->batch);
     *r = (ProbeRunner){0};
 }
 
@@ -28,21 +28,21 @@ static int runner_fit(ProbeRunner *r, int len, Error *e) {
     if (len <= r->acts.max_positions) return 0;
     const Model *m = r->model;
     int heads_only = r->heads_only;
-    probe_runner_free(r);
-    int rc = probe_runner_init(r, m, len, e);
+    slm_probe_runner_free(r);
+    int rc = slm_probe_runner_init(r, m, len, e);
     r->heads_only = heads_only;
     return rc;
 }
 
-int probe_run(ProbeRunner *r, const int32_t *ids, int len, const Ablation *ablation, Error *e) {
+int slm_probe_run(ProbeRunner *r, const int32_t *ids, int len, const Ablation *ablation, Error *e) {
     if (runner_fit(r, len, e)) return -1;
-    batch_clear(&r->batch);
-    if (batch_add(&r->batch, ids, len, e)) return -1;
-    return r->heads_only ? model_forward_heads(r->model, &r->acts, &r->batch, ablation, e)
-                         : model_forward(r->model, &r->acts, &r->batch, ablation, NULL, e);
+    slm_batch_clear(&r->batch);
+    if (slm_batch_add(&r->batch, ids, len, e)) return -1;
+    return r->heads_only ? slm_model_forward_heads(r->model, &r->acts, &r->batch, ablation, e)
+                         : slm_model_forward(r->model, &r->acts, &r->batch, ablation, NULL, e);
 }
 
-int probe_run_story(ProbeRunner *r, const Stories *s, int i, const Ablation *ablation, int32_t **ids, size_t *cap,
+int slm_probe_run_story(ProbeRunner *r, const Stories *s, int i, const Ablation *ablation, int32_t **ids, size_t *cap,
                     Error *e) {
     size_t len = story_len(s, i);
     if (len > *cap) {
@@ -51,16 +51,16 @@ int probe_run_story(ProbeRunner *r, const Stories *s, int i, const Ablation *abl
         *ids = grown, *cap = len;
     }
     story_copy_ids(s, i, *ids);
-    return probe_run(r, *ids, (int)len, ablation, e);
+    return slm_probe_run(r, *ids, (int)len, ablation, e);
 }
 
-int probe_need_attention(const Model *m, const char *what, Error *e) {
+int slm_probe_need_attention(const Model *m, const char *what, Error *e) {
     if (m->cfg.arch == ARCH_ATTENTION) return 0;
     return FAIL(e, "give a model trained with --arch attention (the default)",
-                "%s needs the attention network, and this is a %s model: it has no heads", what, arch_name(m->cfg.arch));
+                "%s needs the attention network, and this is a %s model: it has no heads", what, slm_arch_name(m->cfg.arch));
 }
 
-double probe_probability(const Activations *a, int p, int32_t token, int *rank) {
+double slm_probe_probability(const Activations *a, int p, int32_t token, int *rank) {
     int V = a->cfg.vocab_size;
     const float *logits = a->logits + (size_t)p * V;
     if (rank) {
@@ -71,7 +71,7 @@ double probe_probability(const Activations *a, int p, int32_t token, int *rank) 
     return exp((double)logits[token] - (double)a->lse[p]);
 }
 
-double probe_cosine(const float *a, const float *b, int n) {
+double slm_probe_cosine(const float *a, const float *b, int n) {
     double ab = 0, aa = 0, bb = 0;
     for (int i = 0; i < n; i++) {
         ab += (double)a[i] * b[i];
@@ -87,32 +87,32 @@ static void add_head_outputs(const Activations *a, double *sum) {
     int vd = c->value_dim;
     for (int h = 0; h < c->n_heads; h++)
         for (int p = 0; p < a->n_positions; p++) {
-            const float *o = activations_head_output(a, h, p);
+            const float *o = slm_activations_head_output(a, h, p);
             for (int i = 0; i < vd; i++) sum[h * vd + i] += o[i];
         }
 }
 
-int probe_head_means(const Model *m, const Stories *s, const int *idx, int n, float *mean, Error *e) {
-    if (probe_need_attention(m, "mean ablation", e)) return -1;
+int slm_probe_head_means(const Model *m, const Stories *s, const int *idx, int n, float *mean, Error *e) {
+    if (slm_probe_need_attention(m, "mean ablation", e)) return -1;
     if (n < 1) return FAIL(e, "give a stories file with test stories", "no stories to average the heads' outputs over");
     const ModelConfig *c = &m->cfg;
     size_t HV = (size_t)c->n_heads * c->value_dim;
     double *sum = calloc(HV, sizeof(double));
     if (!sum) return FAIL(e, NULL, "out of memory");
     ProbeRunner r;
-    int rc = probe_runner_init(&r, m, 1024, e);
+    int rc = slm_probe_runner_init(&r, m, 1024, e);
     long long positions = 0;
     StoryBuf buf = {0};
     for (int i = 0; !rc && i < n; i++) {
         int len = (int)story_len(s, idx[i]);
-        const int32_t *ids = story_ids(s, idx[i], &buf, e);
-        rc = ids ? probe_run(&r, ids, len, NULL, e) : -1;
+        const int32_t *ids = slm_story_ids(s, idx[i], &buf, e);
+        rc = ids ? slm_probe_run(&r, ids, len, NULL, e) : -1;
         if (!rc) add_head_outputs(&r.acts, sum);
         positions += len;
     }
     for (size_t i = 0; !rc && i < HV; i++) mean[i] = (float)(sum[i] / (double)positions);
-    probe_runner_free(&r);
-    story_buf_free(&buf);
+    slm_probe_runner_free(&r);
+    slm_story_buf_free(&buf);
     free(sum);
     return rc;
 }

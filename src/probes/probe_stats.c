@@ -9,7 +9,7 @@
 
 #include "storylm/probes.h"
 
-void stats_result_free(StatsResult *r) {
+void slm_stats_result_free(StatsResult *r) {
     free(r->correlation);
     free(r->correlation_others);
     free(r->closest_not_largest);
@@ -27,7 +27,7 @@ static int by_count(const void *a, const void *b) {
     return (x->token > y->token) - (x->token < y->token);
 }
 
-int common_tokens(const Stories *s, const int *idx, int n, const Tokenizer *t, const NameList *nl, int top,
+int slm_common_tokens(const Stories *s, const int *idx, int n, const Tokenizer *t, const NameList *nl, int top,
                   uint8_t *left_out, Error *e) {
     int V = t->size;
     TokenCount *counts = xcalloc((size_t)V, sizeof *counts, e);
@@ -39,7 +39,7 @@ int common_tokens(const Stories *s, const int *idx, int n, const Tokenizer *t, c
     memset(left_out, 0, (size_t)V);
     for (int k = 0; k < top && k < V; k++) {
         const char *piece = t->pieces[counts[k].token];
-        left_out[counts[k].token] = !(strncmp(piece, "##", 2) != 0 && names_is_name(nl, piece));
+        left_out[counts[k].token] = !(strncmp(piece, "##", 2) != 0 && slm_names_is_name(nl, piece));
     }
     free(counts);
     return 0;
@@ -97,7 +97,7 @@ static void head_pairs(const ProbeRunner *r, StatsWork *w, int h, Pearson *pc, P
     const Activations *a = &r->acts;
     int T = a->n_positions, D = a->cfg.row_dim, kd = a->cfg.key_dim;
     for (int p = 0; p < T; p++) {
-        activations_qkv(a, h, p, w->query + (size_t)p * kd, w->key + (size_t)p * kd, NULL);
+        slm_activations_qkv(a, h, p, w->query + (size_t)p * kd, w->key + (size_t)p * kd, NULL);
         w->key_len[p] = sqrtf(dot(w->key + (size_t)p * kd, w->key + (size_t)p * kd, kd));
     }
     for (int p = 0; p < T; p++) {
@@ -151,13 +151,13 @@ static int stats_alloc(StatsResult *out, Pearson **pc, long long **differ, int *
     return *last ? 0 : -1;
 }
 
-int probe_stats(const Model *m, const Stories *s, const int *idx, int n, const uint8_t *left_out, StatsResult *out,
+int slm_probe_stats(const Model *m, const Stories *s, const int *idx, int n, const uint8_t *left_out, StatsResult *out,
                 Error *e) {
     const ModelConfig *c = &m->cfg;
     int H = c->n_heads;
     *out = (StatsResult){.n_heads = H};
-    if (probe_need_attention(m, "stats", e) ||
-        variant_check(&m->cfg, "the correlation of q.k with the rows' cosine", VARIANT_NEEDS_DOT, e))
+    if (slm_probe_need_attention(m, "stats", e) ||
+        slm_variant_check(&m->cfg, "the correlation of q.k with the rows' cosine", VARIANT_NEEDS_DOT, e))
         return -1;
     if (n < 1) return FAIL(e, "give a stories file with test stories", "no stories to measure");
     Pearson *pc = NULL;
@@ -166,11 +166,11 @@ int probe_stats(const Model *m, const Stories *s, const int *idx, int n, const u
     StoryBuf buf = {0};
     StatsWork w = {0};
     ProbeRunner r = {0};
-    int rc = stats_alloc(out, &pc, &differ, &last, H, c->vocab_size, e) ? -1 : probe_runner_init(&r, m, 1024, e);
+    int rc = stats_alloc(out, &pc, &differ, &last, H, c->vocab_size, e) ? -1 : slm_probe_runner_init(&r, m, 1024, e);
     for (int i = 0; !rc && i < n; i++) {
-        const int32_t *ids = story_ids(s, idx[i], &buf, e);
+        const int32_t *ids = slm_story_ids(s, idx[i], &buf, e);
         int T = (int)story_len(s, idx[i]);
-        rc = !ids || probe_run(&r, ids, T, NULL, e) || work_fit(&w, T, c, e) ? -1 : 0;
+        rc = !ids || slm_probe_run(&r, ids, T, NULL, e) || work_fit(&w, T, c, e) ? -1 : 0;
         if (rc) break;
         unit_rows(m, ids, T, w.unit_rows);
         for (int h = 0; h < H; h++) head_pairs(&r, &w, h, &pc[h], &pc[H + h], &differ[h]);
@@ -185,8 +185,8 @@ int probe_stats(const Model *m, const Stories *s, const int *idx, int n, const u
     }
     free(w.unit_rows), free(w.query), free(w.key), free(w.key_len);
     free(pc), free(differ), free(last);
-    story_buf_free(&buf);
-    probe_runner_free(&r);
-    if (rc) stats_result_free(out);
+    slm_story_buf_free(&buf);
+    slm_probe_runner_free(&r);
+    if (rc) slm_stats_result_free(out);
     return rc;
 }

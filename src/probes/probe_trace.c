@@ -7,7 +7,7 @@
 
 #include "storylm/probes.h"
 
-void trace_result_free(TraceResult *t) {
+void slm_trace_result_free(TraceResult *t) {
     free(t->z);
     free(t->hidden);
     free(t->units);
@@ -19,7 +19,7 @@ void trace_result_free(TraceResult *t) {
  * hidden unit u's input, and that amount. z (Z), hidden_w (128, Z). */
 static void strongest_part(const Model *m, const float *z, int u, int *part, float *amount) {
     const ModelConfig *c = &m->cfg;
-    int Z = model_hidden_input_dim(c), D = c->row_dim, vd = c->value_dim;
+    int Z = slm_model_hidden_input_dim(c), D = c->row_dim, vd = c->value_dim;
     const float *w = m->hidden_w + (size_t)u * Z;
     *part = -1;
     *amount = 0;
@@ -56,18 +56,18 @@ static int trace_alloc(TraceResult *t, int Z, int Hd, int n_units, int n_guesses
     return t->guesses ? 0 : -1;
 }
 
-int probe_trace(const ProbeRunner *r, int n_units, int n_guesses, TraceResult *out, Error *e) {
+int slm_probe_trace(const ProbeRunner *r, int n_units, int n_guesses, TraceResult *out, Error *e) {
     const Model *m = r->model;
     const ModelConfig *c = &m->cfg;
     const Activations *a = &r->acts;
-    int Z = model_hidden_input_dim(c), Hd = c->hidden_dim, V = c->vocab_size, p = a->n_positions - 1;
+    int Z = slm_model_hidden_input_dim(c), Hd = c->hidden_dim, V = c->vocab_size, p = a->n_positions - 1;
     n_units = n_units < Hd ? n_units : Hd;
     n_guesses = n_guesses < V ? n_guesses : V;
     *out = (TraceResult){.position = p, .token = r->batch.tokens[p], .n_units = n_units, .n_guesses = n_guesses};
     int *order = xmalloc((size_t)(n_units > n_guesses ? n_units : n_guesses) * sizeof(int) + 1, e);
     if (!order || trace_alloc(out, Z, Hd, n_units, n_guesses, e)) {
         free(order);
-        trace_result_free(out);
+        slm_trace_result_free(out);
         return -1;
     }
     memcpy(out->z, a->z + (size_t)p * Z, (size_t)Z * sizeof(float));

@@ -30,7 +30,7 @@ static int grow(void **buf, int n, int *cap, size_t size, int *failed) {
     return 0;
 }
 
-void report_init(Report *r, const char *name) {
+void slm_report_init(Report *r, const char *name) {
     *r = (Report){0};
     r->name = dup_or_fail(name, &r->failed);
 }
@@ -54,7 +54,7 @@ static void table_free(ReportTable *t) {
     free(t);
 }
 
-void report_free(Report *r) {
+void slm_report_free(Report *r) {
     for (int i = 0; i < r->n_items; i++) {
         ReportItem *it = &r->items[i];
         free(it->key);
@@ -68,7 +68,7 @@ void report_free(Report *r) {
     *r = (Report){0};
 }
 
-int report_failed(const Report *r, Error *e) {
+int slm_report_failed(const Report *r, Error *e) {
     if (!r->failed) return 0;
     return FAIL(e, "free some memory and try again", "out of memory while building the %s report", r->name);
 }
@@ -91,23 +91,23 @@ static ReportItem *new_value(Report *r, const char *key, const char *label, Cell
     return it;
 }
 
-void report_text(Report *r, const char *key, const char *label, const char *text) {
+void slm_report_text(Report *r, const char *key, const char *label, const char *text) {
     ReportItem *it = new_value(r, key, label, CELL_TEXT, 0);
     if (it) it->value.text = dup_or_fail(text, &r->failed);
 }
 
 
-void report_int(Report *r, const char *key, const char *label, long long x) {
+void slm_report_int(Report *r, const char *key, const char *label, long long x) {
     ReportItem *it = new_value(r, key, label, CELL_INT, 0);
     if (it) it->value.number = (double)x;
 }
 
-void report_number(Report *r, const char *key, const char *label, double x, int decimals) {
+void slm_report_number(Report *r, const char *key, const char *label, double x, int decimals) {
     ReportItem *it = new_value(r, key, label, CELL_NUMBER, decimals);
     if (it) it->value.number = x;
 }
 
-void report_percent(Report *r, const char *key, const char *label, double fraction, int decimals) {
+void slm_report_percent(Report *r, const char *key, const char *label, double fraction, int decimals) {
     ReportItem *it = new_value(r, key, label, CELL_PERCENT, decimals);
     if (it) it->value.number = fraction;
 }
@@ -119,7 +119,7 @@ static float *copy_floats(const float *x, int n, int *failed) {
     return v;
 }
 
-void report_ints(Report *r, const char *key, const char *label, const int *x, int n) {
+void slm_report_ints(Report *r, const char *key, const char *label, const int *x, int n) {
     ReportItem *it = new_value(r, key, label, CELL_VECTOR, 0);
     float *v = it ? malloc((size_t)(n > 0 ? n : 1) * sizeof(float)) : NULL;
     if (it && !v) r->failed = 1;
@@ -127,7 +127,7 @@ void report_ints(Report *r, const char *key, const char *label, const int *x, in
     if (it) it->value.vector = v, it->value.n = v ? n : 0;
 }
 
-void report_note(Report *r, const char *fmt, ...) {
+void slm_report_note(Report *r, const char *fmt, ...) {
     char buf[2048];
     va_list ap;
     va_start(ap, fmt);
@@ -137,12 +137,12 @@ void report_note(Report *r, const char *fmt, ...) {
     if (it) it->note = dup_or_fail(buf, &r->failed);
 }
 
-void report_heading(Report *r, const char *heading) {
+void slm_report_heading(Report *r, const char *heading) {
     ReportItem *it = new_item(r, ITEM_HEADING);
     if (it) it->note = dup_or_fail(heading, &r->failed);
 }
 
-ReportTable *report_table(Report *r, const char *key, const char *title) {
+ReportTable *slm_report_table(Report *r, const char *key, const char *title) {
     ReportTable *t = calloc(1, sizeof *t);
     ReportItem *it = t ? new_item(r, ITEM_TABLE) : NULL;
     if (!it) {
@@ -158,13 +158,13 @@ ReportTable *report_table(Report *r, const char *key, const char *title) {
     return t;
 }
 
-void table_column(ReportTable *t, const char *key, const char *label, CellKind kind, int decimals) {
+void slm_table_column(ReportTable *t, const char *key, const char *label, CellKind kind, int decimals) {
     if (!t || t->n_rows > 0) return; /* columns come before rows */
     if (grow((void **)&t->cols, t->n_cols, &t->cap_cols, sizeof(ReportColumn), t->failed)) return;
     t->cols[t->n_cols++] = (ReportColumn){dup_or_fail(key, t->failed), dup_or_fail(label, t->failed), kind, decimals};
 }
 
-void table_row(ReportTable *t) {
+void slm_table_row(ReportTable *t) {
     if (!t || t->n_cols == 0) return;
     if (t->n_rows >= t->cap_rows) {
         int want = t->cap_rows ? t->cap_rows * 2 : 16;
@@ -187,23 +187,23 @@ static ReportCell *next_cell(ReportTable *t) {
     return &t->cells[(size_t)(t->n_rows - 1) * t->n_cols + t->next_col++];
 }
 
-void cell_text(ReportTable *t, const char *text) {
+void slm_cell_text(ReportTable *t, const char *text) {
     ReportCell *c = next_cell(t);
     if (!c) return;
     c->text = dup_or_fail(text, t->failed);
     c->set = 1;
 }
 
-void cell_int(ReportTable *t, long long x) { cell_number(t, (double)x); }
+void slm_cell_int(ReportTable *t, long long x) { slm_cell_number(t, (double)x); }
 
-void cell_number(ReportTable *t, double x) {
+void slm_cell_number(ReportTable *t, double x) {
     ReportCell *c = next_cell(t);
     if (!c) return;
     c->number = x;
     c->set = 1;
 }
 
-void cell_vector(ReportTable *t, const float *x, int n) {
+void slm_cell_vector(ReportTable *t, const float *x, int n) {
     ReportCell *c = next_cell(t);
     if (!c) return;
     c->vector = copy_floats(x, n, t->failed);
@@ -211,9 +211,9 @@ void cell_vector(ReportTable *t, const float *x, int n) {
     c->set = 1;
 }
 
-void cell_skip(ReportTable *t) { (void)next_cell(t); }
+void slm_cell_skip(ReportTable *t) { (void)next_cell(t); }
 
-double table_number(const ReportTable *t, int row, int col) {
+double slm_table_number(const ReportTable *t, int row, int col) {
     if (!t || row < 0 || row >= t->n_rows || col < 0 || col >= t->n_cols) return NAN;
     const ReportCell *c = &t->cells[(size_t)row * t->n_cols + col];
     CellKind k = t->cols[col].kind;
@@ -319,7 +319,7 @@ static void print_table(const ReportTable *t, FILE *out) {
     free(width);
 }
 
-void report_print(const Report *r, FILE *out) {
+void slm_report_print(const Report *r, FILE *out) {
     int label_width = 0;
     for (int i = 0; i < r->n_items; i++)
         if (r->items[i].kind == ITEM_VALUE && r->items[i].label) {
@@ -401,7 +401,7 @@ static int put_float(char *p, double a) {
     return (int)(q - p);
 }
 
-int report_format_number(double x, char *buf, size_t size) {
+int slm_report_format_number(double x, char *buf, size_t size) {
     char tmp[40], *p = tmp;
     if (!isfinite(x)) return snprintf(buf, size, "null");
     if (x == trunc(x) && fabs(x) < 1e15) { /* whole numbers as digits, as cJSON writes them (-0 as 0) */
@@ -425,12 +425,12 @@ int report_format_number(double x, char *buf, size_t size) {
     return n;
 }
 
-/* A number printed by report_format_number (a raw item, printed as is), its
+/* A number printed by slm_report_format_number (a raw item, printed as is), its
  * value kept in valuedouble for readers of the tree; null when not finite. */
 static cJSON *number_json(double x) {
     if (!isfinite(x)) return cJSON_CreateNull();
     char buf[40];
-    report_format_number(x, buf, sizeof buf);
+    slm_report_format_number(x, buf, sizeof buf);
     cJSON *n = cJSON_CreateRaw(buf);
     if (n) {
         n->valuedouble = x;
@@ -481,7 +481,7 @@ static void add_value(cJSON *j, const char *key, cJSON *value) {
     else cJSON_Delete(value);
 }
 
-cJSON *report_json(const Report *r) {
+cJSON *slm_report_json(const Report *r) {
     cJSON *j = cJSON_CreateObject();
     if (!j) return NULL;
     cJSON_AddStringToObject(j, "command", r->name ? r->name : "");

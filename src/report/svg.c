@@ -9,7 +9,7 @@
 #include "storylm/fileio.h"
 
 static void put(Svg *s, const char *text, size_t n) {
-    if (!s->failed && bytevec_append(&s->buf, text, n, NULL)) s->failed = 1;
+    if (!s->failed && slm_bytevec_append(&s->buf, text, n, NULL)) s->failed = 1;
 }
 
 static void putf(Svg *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -22,7 +22,7 @@ static void putf(Svg *s, const char *fmt, ...) {
     if (n > 0) put(s, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
 }
 
-void svg_escaped(Svg *s, const char *text) {
+void slm_svg_escaped(Svg *s, const char *text) {
     for (const char *p = text ? text : ""; *p; p++) {
         unsigned char c = (unsigned char)*p;
         switch (c) {
@@ -37,31 +37,31 @@ void svg_escaped(Svg *s, const char *text) {
     }
 }
 
-void svg_begin(Svg *s, double width, double height, const char *title) {
+void slm_svg_begin(Svg *s, double width, double height, const char *title) {
     *s = (Svg){.width = width, .height = height};
     putf(s, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     putf(s,
          "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
          "font-family=\"Helvetica, Arial, sans-serif\">\n<title>",
          width, height, width, height);
-    svg_escaped(s, title);
+    slm_svg_escaped(s, title);
     putf(s, "</title>\n<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" fill=\"white\"/>\n", width, height);
 }
 
-void svg_free(Svg *s) {
-    bytevec_free(&s->buf);
+void slm_svg_free(Svg *s) {
+    slm_bytevec_free(&s->buf);
     *s = (Svg){0};
 }
 
-const char *svg_finish(Svg *s) {
+const char *slm_svg_finish(Svg *s) {
     put(s, "</svg>\n", 7);
     return s->failed ? NULL : s->buf.data;
 }
 
-int svg_save(Svg *s, const char *path, Error *e) {
-    if (!svg_finish(s)) return FAIL(e, "free some memory and try again", "out of memory while drawing '%s'", path);
-    if (file_write_atomic(path, s->buf.data, s->buf.len, e)) {
-        error_prefix(e, "writing the picture: ");
+int slm_svg_save(Svg *s, const char *path, Error *e) {
+    if (!slm_svg_finish(s)) return FAIL(e, "free some memory and try again", "out of memory while drawing '%s'", path);
+    if (slm_file_write_atomic(path, s->buf.data, s->buf.len, e)) {
+        slm_error_prefix(e, "writing the picture: ");
         return -1;
     }
     return 0;
@@ -70,15 +70,15 @@ int svg_save(Svg *s, const char *path, Error *e) {
 static void put_tip(Svg *s, const char *tip) {
     if (!tip) return;
     put(s, "<title>", 7);
-    svg_escaped(s, tip);
+    slm_svg_escaped(s, tip);
     put(s, "</title>", 8);
 }
 
-void svg_rect(Svg *s, double x, double y, double w, double h, const char *fill, const char *stroke, const char *tip) {
+void slm_svg_rect(Svg *s, double x, double y, double w, double h, const char *fill, const char *stroke, const char *tip) {
     putf(s, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"", x, y, w > 0 ? w : 0, h > 0 ? h : 0);
-    svg_escaped(s, fill ? fill : "none");
+    slm_svg_escaped(s, fill ? fill : "none");
     put(s, "\" stroke=\"", 10);
-    svg_escaped(s, stroke ? stroke : "none");
+    slm_svg_escaped(s, stroke ? stroke : "none");
     if (tip) {
         put(s, "\">", 2);
         put_tip(s, tip);
@@ -88,36 +88,36 @@ void svg_rect(Svg *s, double x, double y, double w, double h, const char *fill, 
     }
 }
 
-void svg_line(Svg *s, double x1, double y1, double x2, double y2, const char *stroke, double width) {
+void slm_svg_line(Svg *s, double x1, double y1, double x2, double y2, const char *stroke, double width) {
     putf(s, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke-width=\"%.2f\" stroke=\"", x1, y1, x2, y2,
          width);
-    svg_escaped(s, stroke);
+    slm_svg_escaped(s, stroke);
     put(s, "\"/>\n", 4);
 }
 
-void svg_text(Svg *s, double x, double y, const char *text, double size, SvgAnchor anchor, double rotate,
+void slm_svg_text(Svg *s, double x, double y, const char *text, double size, SvgAnchor anchor, double rotate,
               const char *fill) {
     static const char *const anchors[] = {"start", "middle", "end"};
     putf(s, "<text x=\"%.2f\" y=\"%.2f\" font-size=\"%.1f\" text-anchor=\"%s\"", x, y, size, anchors[anchor]);
     if (rotate != 0) putf(s, " transform=\"rotate(%.1f %.2f %.2f)\"", rotate, x, y);
     put(s, " fill=\"", 7);
-    svg_escaped(s, fill ? fill : "black");
+    slm_svg_escaped(s, fill ? fill : "black");
     put(s, "\">", 2);
-    svg_escaped(s, text);
+    slm_svg_escaped(s, text);
     put(s, "</text>\n", 8);
 }
 
-void svg_group_begin(Svg *s, double dx, double dy) { putf(s, "<g transform=\"translate(%.2f %.2f)\">\n", dx, dy); }
+void slm_svg_group_begin(Svg *s, double dx, double dy) { putf(s, "<g transform=\"translate(%.2f %.2f)\">\n", dx, dy); }
 
-void svg_group_end(Svg *s) { put(s, "</g>\n", 5); }
+void slm_svg_group_end(Svg *s) { put(s, "</g>\n", 5); }
 
-const char *svg_palette(int i) {
+const char *slm_svg_palette(int i) {
     static const char *const colors[8] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
                                           "#9467bd", "#8c564b", "#e377c2", "#17becf"};
     return colors[((i % 8) + 8) % 8];
 }
 
-void svg_heat(double t, char *buf) {
+void slm_svg_heat(double t, char *buf) {
     if (!(t > 0)) t = 0;
     if (t > 1) t = 1;
     /* white (255, 255, 255) to dark blue (8, 48, 107) */
@@ -127,12 +127,12 @@ void svg_heat(double t, char *buf) {
 
 /* ---- charts ------------------------------------------------------------------ */
 
-double svg_px(const SvgPanel *p, double v) {
+double slm_svg_px(const SvgPanel *p, double v) {
     double span = p->x1 - p->x0;
     return p->x + (span != 0 ? (v - p->x0) / span : 0.5) * p->w;
 }
 
-double svg_py(const SvgPanel *p, double v) {
+double slm_svg_py(const SvgPanel *p, double v) {
     double span = p->y1 - p->y0;
     return p->y + p->h - (span != 0 ? (v - p->y0) / span : 0.5) * p->h;
 }
@@ -144,7 +144,7 @@ static double tick_step(double span, int n) {
     return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * mag;
 }
 
-double svg_round_up(double v) {
+double slm_svg_round_up(double v) {
     if (!(v > 0)) return 1;
     double step = tick_step(v, 5);
     return ceil(v / step * (1 - 1e-9)) * step;
@@ -155,11 +155,11 @@ static double y_ticks(Svg *s, const SvgPanel *p) {
     double lo = fmin(p->y0, p->y1), hi = fmax(p->y0, p->y1), step = tick_step(hi - lo, 5), widest = 0;
     char label[32];
     for (double v = ceil(lo / step) * step; v <= hi + step * 1e-6; v += step) {
-        double y = svg_py(p, v);
-        svg_line(s, p->x - 4, y, p->x, y, "#444", 1);
+        double y = slm_svg_py(p, v);
+        slm_svg_line(s, p->x - 4, y, p->x, y, "#444", 1);
         snprintf(label, sizeof label, "%g", fabs(v) < step * 1e-6 ? 0.0 : v);
-        svg_text(s, p->x - 6, y + 3.5, label, 10, SVG_END, 0, "#444");
-        widest = fmax(widest, svg_text_width(label, 10));
+        slm_svg_text(s, p->x - 6, y + 3.5, label, 10, SVG_END, 0, "#444");
+        widest = fmax(widest, slm_svg_text_width(label, 10));
     }
     return widest;
 }
@@ -168,10 +168,10 @@ static void x_ticks(Svg *s, const SvgPanel *p) {
     double lo = fmin(p->x0, p->x1), hi = fmax(p->x0, p->x1), step = tick_step(hi - lo, 5);
     char label[32];
     for (double v = ceil(lo / step) * step; v <= hi + step * 1e-6; v += step) {
-        double x = svg_px(p, v);
-        svg_line(s, x, p->y + p->h, x, p->y + p->h + 4, "#444", 1);
+        double x = slm_svg_px(p, v);
+        slm_svg_line(s, x, p->y + p->h, x, p->y + p->h + 4, "#444", 1);
         snprintf(label, sizeof label, "%g", fabs(v) < step * 1e-6 ? 0.0 : v);
-        svg_text(s, x, p->y + p->h + 15, label, 10, SVG_MIDDLE, 0, "#444");
+        slm_svg_text(s, x, p->y + p->h + 15, label, 10, SVG_MIDDLE, 0, "#444");
     }
 }
 
@@ -182,56 +182,56 @@ static void frame(Svg *s, double x, double y, double w, double h) {
          x, y, w, h);
 }
 
-void svg_axes(Svg *s, const SvgPanel *p, const char *title, const char *x_label, const char *y_label, int with_x) {
+void slm_svg_axes(Svg *s, const SvgPanel *p, const char *title, const char *x_label, const char *y_label, int with_x) {
     frame(s, p->x, p->y, p->w, p->h);
     double ticks_w = y_ticks(s, p);
     if (with_x) x_ticks(s, p);
-    if (p->y0 < 0 && p->y1 > 0) svg_line(s, p->x, svg_py(p, 0), p->x + p->w, svg_py(p, 0), "#bbb", 1);
-    if (title) svg_text(s, p->x + p->w / 2, p->y - 8, title, 12, SVG_MIDDLE, 0, "black");
-    if (x_label) svg_text(s, p->x + p->w / 2, p->y + p->h + 30, x_label, 10, SVG_MIDDLE, 0, "#444");
+    if (p->y0 < 0 && p->y1 > 0) slm_svg_line(s, p->x, slm_svg_py(p, 0), p->x + p->w, slm_svg_py(p, 0), "#bbb", 1);
+    if (title) slm_svg_text(s, p->x + p->w / 2, p->y - 8, title, 12, SVG_MIDDLE, 0, "black");
+    if (x_label) slm_svg_text(s, p->x + p->w / 2, p->y + p->h + 30, x_label, 10, SVG_MIDDLE, 0, "#444");
     /* clear of the widest tick label ("0.006" needs more room than "4") */
-    if (y_label) svg_text(s, p->x - fmax(38, 6 + ticks_w + 10), p->y + p->h / 2, y_label, 10, SVG_MIDDLE, -90, "#444");
+    if (y_label) slm_svg_text(s, p->x - fmax(38, 6 + ticks_w + 10), p->y + p->h / 2, y_label, 10, SVG_MIDDLE, -90, "#444");
 }
 
-void svg_polyline(Svg *s, const SvgPanel *p, const double *x, const double *y, int n, const char *stroke,
+void slm_svg_polyline(Svg *s, const SvgPanel *p, const double *x, const double *y, int n, const char *stroke,
                   double width) {
-    svg_polyline_dashed(s, p, x, y, n, stroke, width, NULL);
+    slm_svg_polyline_dashed(s, p, x, y, n, stroke, width, NULL);
 }
 
-void svg_polyline_dashed(Svg *s, const SvgPanel *p, const double *x, const double *y, int n, const char *stroke,
+void slm_svg_polyline_dashed(Svg *s, const SvgPanel *p, const double *x, const double *y, int n, const char *stroke,
                          double width, const char *dash) {
     put(s, "<polyline fill=\"none\" stroke=\"", 30);
-    svg_escaped(s, stroke);
+    slm_svg_escaped(s, stroke);
     if (dash) {
         put(s, "\" stroke-dasharray=\"", 20);
-        svg_escaped(s, dash);
+        slm_svg_escaped(s, dash);
     }
     putf(s, "\" stroke-width=\"%.2f\" points=\"", width);
     for (int i = 0; i < n; i++)
-        if (isfinite(x[i]) && isfinite(y[i])) putf(s, "%.2f,%.2f ", svg_px(p, x[i]), svg_py(p, y[i]));
+        if (isfinite(x[i]) && isfinite(y[i])) putf(s, "%.2f,%.2f ", slm_svg_px(p, x[i]), slm_svg_py(p, y[i]));
     put(s, "\"/>\n", 4);
 }
 
-void svg_bars(Svg *s, const SvgPanel *p, const double *values, int n_series, int n_groups,
+void slm_svg_bars(Svg *s, const SvgPanel *p, const double *values, int n_series, int n_groups,
               const char *const *group_labels, const char *const *colors, int rotate_labels) {
     if (n_groups < 1 || n_series < 1) return;
     double group_w = p->w / n_groups, bar_w = group_w * 0.8 / n_series;
-    double base = svg_py(p, p->y0 <= 0 && p->y1 >= 0 ? 0 : p->y0);
+    double base = slm_svg_py(p, p->y0 <= 0 && p->y1 >= 0 ? 0 : p->y0);
     char tip[160];
     for (int g = 0; g < n_groups; g++) {
         double gx = p->x + g * group_w + group_w * 0.1;
         for (int k = 0; k < n_series; k++) {
             double v = values[(size_t)k * n_groups + g];
             if (!isfinite(v)) continue;
-            double y = svg_py(p, v);
+            double y = slm_svg_py(p, v);
             snprintf(tip, sizeof tip, "%s: %.4g", group_labels ? group_labels[g] : "", v);
-            svg_rect(s, gx + k * bar_w, fmin(y, base), bar_w * 0.92, fabs(base - y),
-                     colors ? colors[k] : svg_palette(k), "none", tip);
+            slm_svg_rect(s, gx + k * bar_w, fmin(y, base), bar_w * 0.92, fabs(base - y),
+                     colors ? colors[k] : slm_svg_palette(k), "none", tip);
         }
         if (group_labels) {
             double lx = p->x + (g + 0.5) * group_w, ly = p->y + p->h + 13;
-            if (rotate_labels) svg_text(s, lx, ly - 4, group_labels[g], 10, SVG_END, -45, "#222");
-            else svg_text(s, lx, ly, group_labels[g], 10, SVG_MIDDLE, 0, "#222");
+            if (rotate_labels) slm_svg_text(s, lx, ly - 4, group_labels[g], 10, SVG_END, -45, "#222");
+            else slm_svg_text(s, lx, ly, group_labels[g], 10, SVG_MIDDLE, 0, "#222");
         }
     }
 }
@@ -242,105 +242,105 @@ static void legend_begin(Svg *s) { put(s, "<g class=\"legend\">\n", 19); }
 /* Squares side by side drawn without anti-aliased seams between them. */
 static void crisp_begin(Svg *s) { putf(s, "<g shape-rendering=\"crispEdges\">\n"); }
 
-void svg_legend(Svg *s, double x, double y, const char *const *names, const char *const *colors, int n) {
+void slm_svg_legend(Svg *s, double x, double y, const char *const *names, const char *const *colors, int n) {
     legend_begin(s);
     for (int i = 0; i < n; i++) {
-        svg_rect(s, x, y + i * 16, 10, 10, colors ? colors[i] : svg_palette(i), "none", NULL);
-        svg_text(s, x + 15, y + i * 16 + 9, names[i], 11, SVG_START, 0, "#222");
+        slm_svg_rect(s, x, y + i * 16, 10, 10, colors ? colors[i] : slm_svg_palette(i), "none", NULL);
+        slm_svg_text(s, x + 15, y + i * 16 + 9, names[i], 11, SVG_START, 0, "#222");
     }
-    svg_group_end(s);
+    slm_svg_group_end(s);
 }
 
-void svg_line_legend(Svg *s, double x, double y, const char *const *names, const char *const *colors,
+void slm_svg_line_legend(Svg *s, double x, double y, const char *const *names, const char *const *colors,
                      const char *const *dashes, int n) {
     legend_begin(s);
     for (int i = 0; i < n; i++) {
         double ly = y + i * 16 + 5;
         putf(s, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke-width=\"2\" stroke=\"", x, ly, x + 22, ly);
-        svg_escaped(s, colors ? colors[i] : svg_palette(i));
+        slm_svg_escaped(s, colors ? colors[i] : slm_svg_palette(i));
         if (dashes && dashes[i]) {
             put(s, "\" stroke-dasharray=\"", 20);
-            svg_escaped(s, dashes[i]);
+            slm_svg_escaped(s, dashes[i]);
         }
         put(s, "\"/>\n", 4);
-        svg_text(s, x + 28, y + i * 16 + 9, names[i], 11, SVG_START, 0, "#222");
+        slm_svg_text(s, x + 28, y + i * 16 + 9, names[i], 11, SVG_START, 0, "#222");
     }
-    svg_group_end(s);
+    slm_svg_group_end(s);
 }
 
-double svg_legend_width(const char *const *names, int n, int line) {
+double slm_svg_legend_width(const char *const *names, int n, int line) {
     double w = 0;
-    for (int i = 0; i < n; i++) w = fmax(w, svg_text_width(names[i], 11));
+    for (int i = 0; i < n; i++) w = fmax(w, slm_svg_text_width(names[i], 11));
     return w + (line ? 28 : 15);
 }
 
-void svg_color_scale(Svg *s, double x, double y, double h, double vmax, const char *label) {
+void slm_svg_color_scale(Svg *s, double x, double y, double h, double vmax, const char *label) {
     enum { STEPS = 50 };
     char color[8], value[32];
     legend_begin(s);
-    if (label) svg_text(s, x, y - 8, label, 11, SVG_START, 0, "#222");
+    if (label) slm_svg_text(s, x, y - 8, label, 11, SVG_START, 0, "#222");
     crisp_begin(s);
     for (int i = 0; i < STEPS; i++) { /* from vmax at the top down to 0 */
-        svg_heat(1 - (i + 0.5) / STEPS, color);
-        svg_rect(s, x, y + i * h / STEPS, 14, h / STEPS, color, "none", NULL);
+        slm_svg_heat(1 - (i + 0.5) / STEPS, color);
+        slm_svg_rect(s, x, y + i * h / STEPS, 14, h / STEPS, color, "none", NULL);
     }
-    svg_group_end(s);
+    slm_svg_group_end(s);
     frame(s, x, y, 14, h);
     double step = tick_step(vmax, 4);
     for (double v = 0; v <= vmax * (1 + 1e-9); v += step) {
         double ty = y + h - (vmax > 0 ? v / vmax : 0) * h;
-        svg_line(s, x + 14, ty, x + 18, ty, "#444", 1);
+        slm_svg_line(s, x + 14, ty, x + 18, ty, "#444", 1);
         snprintf(value, sizeof value, "%g", v);
-        svg_text(s, x + 21, ty + 3.5, value, 10, SVG_START, 0, "#444");
+        slm_svg_text(s, x + 21, ty + 3.5, value, 10, SVG_START, 0, "#444");
     }
-    svg_group_end(s);
+    slm_svg_group_end(s);
 }
 
-double svg_text_width(const char *text, double size) {
+double slm_svg_text_width(const char *text, double size) {
     int chars = 0;
     for (const unsigned char *p = (const unsigned char *)(text ? text : ""); *p; p++)
         if ((*p & 0xc0) != 0x80) chars++; /* a character, not a continuation byte of UTF-8 */
     return chars * size * 0.6;
 }
 
-void svg_bar_values(Svg *s, const SvgPanel *p, const double *values, int n_series, int n_groups, double min_px) {
+void slm_svg_bar_values(Svg *s, const SvgPanel *p, const double *values, int n_series, int n_groups, double min_px) {
     if (n_groups < 1 || n_series < 1) return;
     double group_w = p->w / n_groups, bar_w = group_w * 0.8 / n_series;
-    double base = svg_py(p, p->y0 <= 0 && p->y1 >= 0 ? 0 : p->y0);
+    double base = slm_svg_py(p, p->y0 <= 0 && p->y1 >= 0 ? 0 : p->y0);
     char label[32];
     for (int g = 0; g < n_groups; g++)
         for (int k = 0; k < n_series; k++) {
-            double v = values[(size_t)k * n_groups + g], y = svg_py(p, v);
+            double v = values[(size_t)k * n_groups + g], y = slm_svg_py(p, v);
             if (!isfinite(v) || fabs(base - y) >= min_px) continue;
             snprintf(label, sizeof label, "%.2g", v);
             /* upright along the bar, starting just past its end: narrow bars keep their labels apart */
             double cx = p->x + g * group_w + group_w * 0.1 + (k + 0.46) * bar_w;
             int up = v >= 0;
-            svg_text(s, cx + 3.5, up ? fmin(y, base) - 3 : fmax(y, base) + 3, label, 10, up ? SVG_START : SVG_END, -90,
+            slm_svg_text(s, cx + 3.5, up ? fmin(y, base) - 3 : fmax(y, base) + 3, label, 10, up ? SVG_START : SVG_END, -90,
                      "#222");
         }
 }
 
-void svg_heatmap(Svg *s, double x, double y, double cell, const double *values, int rows, int cols, double vmax,
+void slm_svg_heatmap(Svg *s, double x, double y, double cell, const double *values, int rows, int cols, double vmax,
                  const char *const *row_labels, const char *const *col_labels, double label_size) {
     char color[8], tip[256];
     crisp_begin(s);
     for (int r = 0; r < rows; r++) {
         if (row_labels)
-            svg_text(s, x - 3, y + (r + 0.5) * cell + label_size * 0.35, row_labels[r], label_size, SVG_END, 0, "#222");
+            slm_svg_text(s, x - 3, y + (r + 0.5) * cell + label_size * 0.35, row_labels[r], label_size, SVG_END, 0, "#222");
         for (int c = 0; c < cols; c++) {
             double v = values[(size_t)r * cols + c];
             /* below 0.5% of vmax a square is white to the eye: not drawn, a long
              * story's maps would otherwise be hundreds of thousands of them */
             if (!isfinite(v) || !(v >= vmax * 0.005)) continue;
-            svg_heat(vmax > 0 ? v / vmax : 0, color);
+            slm_svg_heat(vmax > 0 ? v / vmax : 0, color);
             snprintf(tip, sizeof tip, "%s, %s: %.4f", row_labels ? row_labels[r] : "", col_labels ? col_labels[c] : "",
                      v);
-            svg_rect(s, x + c * cell, y + r * cell, cell, cell, color, "none", tip);
+            slm_svg_rect(s, x + c * cell, y + r * cell, cell, cell, color, "none", tip);
         }
     }
-    svg_group_end(s);
+    slm_svg_group_end(s);
     for (int c = 0; col_labels && c < cols; c++)
-        svg_text(s, x + (c + 0.5) * cell + label_size * 0.35, y - 3, col_labels[c], label_size, SVG_START, -90, "#222");
+        slm_svg_text(s, x + (c + 0.5) * cell + label_size * 0.35, y - 3, col_labels[c], label_size, SVG_START, -90, "#222");
     frame(s, x, y, cols * cell, rows * cell);
 }

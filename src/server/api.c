@@ -44,8 +44,8 @@ static int session_open(Server *s, const cJSON *body, int need, Session *ss, Rep
     if (cache_acquire(&s->cache, path, &ss->entry, &e)) return reply_failure(r, 400, &e), -1;
     ModelEntry *m = ss->entry;
     int mean = ablate && strcmp(mode, "mean") == 0;
-    int rc = (need & NEED_ATTENTION) ? probe_need_attention(&m->ps.lm.model, "this view", &e) : 0;
-    if (!rc) rc = session_ablation(&m->ps.lm, ablate, mode, NULL, NULL, &ss->ps.ablation, ss->ps.ablation_desc,
+    int rc = (need & NEED_ATTENTION) ? slm_probe_need_attention(&m->ps.lm.model, "this view", &e) : 0;
+    if (!rc) rc = slm_session_ablation(&m->ps.lm, ablate, mode, NULL, NULL, &ss->ps.ablation, ss->ps.ablation_desc,
                                    sizeof ss->ps.ablation_desc, &e); /* the heads checked before anything is averaged */
     if (!rc && ((need & NEED_STORIES) || mean)) rc = entry_stories(&s->cache, m, s->o.stories, &e);
     if (!rc && mean) rc = entry_mean(m, &e);
@@ -54,7 +54,7 @@ static int session_open(Server *s, const cJSON *body, int need, Session *ss, Rep
     pthread_mutex_unlock(&m->lock);
     ss->ps.stories_path = need & NEED_STORIES ? s->o.stories : NULL;
     ss->ps.mean = NULL;
-    if (!rc) rc = session_ablation(&m->ps.lm, ablate, mode, m->mean, s->o.stories, &ss->ps.ablation,
+    if (!rc) rc = slm_session_ablation(&m->ps.lm, ablate, mode, m->mean, s->o.stories, &ss->ps.ablation,
                                    ss->ps.ablation_desc, sizeof ss->ps.ablation_desc, &e);
     if (rc) {
         reply_failure(r, 400, &e);
@@ -77,9 +77,9 @@ static int request_text(const Session *ss, const cJSON *body, const char *key, c
     if (field_string(body, key, text, 1, SERVER_MAX_TEXT, r)) return -1;
     IntVec ids = {0};
     Error e = {0};
-    int rc = tokenizer_encode(&ss->ps.lm.tokenizer, *text, strlen(*text), &ids, &e);
+    int rc = slm_tokenizer_encode(&ss->ps.lm.tokenizer, *text, strlen(*text), &ids, &e);
     size_t n = ids.len;
-    intvec_free(&ids);
+    slm_intvec_free(&ids);
     if (rc) return reply_failure(r, 400, &e), -1;
     if (n < SERVER_MAX_TOKENS) return 0;
     char msg[160];
@@ -92,7 +92,7 @@ static int request_text(const Session *ss, const cJSON *body, const char *key, c
 static int finish(Server *s, Session *ss, Report *rep, int rc, const Error *e, Reply *r) {
     if (rc) reply_failure(r, 400, e);
     else reply_report(r, rep);
-    report_free(rep);
+    slm_report_free(rep);
     session_release(s, ss);
     return r->status;
 }
@@ -104,9 +104,9 @@ static int api_tokenize(Server *s, const cJSON *body, Reply *r) {
     if (request_text(&ss, body, "text", &text, r) == 0) {
         IntVec ids = {0};
         Error e = {0};
-        if (tokenizer_encode(&ss.ps.lm.tokenizer, text, strlen(text), &ids, &e)) reply_failure(r, 400, &e);
-        else reply_json(r, 200, view_tokens_json(&ss.ps.lm.tokenizer, ids.data, ids.len));
-        intvec_free(&ids);
+        if (slm_tokenizer_encode(&ss.ps.lm.tokenizer, text, strlen(text), &ids, &e)) reply_failure(r, 400, &e);
+        else reply_json(r, 200, slm_view_tokens_json(&ss.ps.lm.tokenizer, ids.data, ids.len));
+        slm_intvec_free(&ids);
     }
     session_release(s, &ss);
     return r->status;
@@ -121,12 +121,12 @@ static int api_attend(Server *s, const cJSON *body, Reply *r) {
         field_int(body, "head", &head, -1000000, 1000000, r))
         return session_release(s, &ss), r->status;
     Report rep;
-    report_init(&rep, "attend");
+    slm_report_init(&rep, "attend");
     ViewText vt = {0};
     Error e = {0};
-    int rc = view_check_head(&ss.ps, head, &e) || view_text_run(&vt, &ss.ps, text, pos, VIEW_RUN_HEADS, &e);
-    if (!rc) view_attend(&rep, &ss.ps, &vt, head);
-    view_text_free(&vt);
+    int rc = slm_view_check_head(&ss.ps, head, &e) || slm_view_text_run(&vt, &ss.ps, text, pos, VIEW_RUN_HEADS, &e);
+    if (!rc) slm_view_attend(&rep, &ss.ps, &vt, head);
+    slm_view_text_free(&vt);
     return finish(s, &ss, &rep, rc, &e, r);
 }
 
@@ -139,14 +139,14 @@ static int api_trace(Server *s, const cJSON *body, Reply *r) {
         field_int(body, "units", &units, 1, 4096, r) || field_int(body, "top", &top, 1, 64, r))
         return session_release(s, &ss), r->status;
     Report rep;
-    report_init(&rep, "trace");
+    slm_report_init(&rep, "trace");
     ViewText vt = {0};
     TraceResult t = {0};
     Error e = {0};
-    int rc = view_text_run(&vt, &ss.ps, text, pos, 1, &e);
-    if (!rc) rc = view_trace(&rep, &ss.ps, &vt, text, units, top, &t, &e);
-    trace_result_free(&t);
-    view_text_free(&vt);
+    int rc = slm_view_text_run(&vt, &ss.ps, text, pos, 1, &e);
+    if (!rc) rc = slm_view_trace(&rep, &ss.ps, &vt, text, units, top, &t, &e);
+    slm_trace_result_free(&t);
+    slm_view_text_free(&vt);
     return finish(s, &ss, &rep, rc, &e, r);
 }
 
@@ -156,12 +156,12 @@ static int api_loss(Server *s, const cJSON *body, Reply *r) {
     if (session_open(s, body, 0, &ss, r)) return r->status;
     if (request_text(&ss, body, "text", &text, r)) return session_release(s, &ss), r->status;
     Report rep;
-    report_init(&rep, "eval");
+    slm_report_init(&rep, "eval");
     ViewText vt = {0};
     Error e = {0};
-    int rc = view_text_run(&vt, &ss.ps, text, -1, 0, &e);
-    if (!rc) view_loss(&rep, &ss.ps, &vt, text);
-    view_text_free(&vt);
+    int rc = slm_view_text_run(&vt, &ss.ps, text, -1, 0, &e);
+    if (!rc) slm_view_loss(&rep, &ss.ps, &vt, text);
+    slm_view_text_free(&vt);
     return finish(s, &ss, &rep, rc, &e, r);
 }
 
@@ -171,8 +171,8 @@ static int api_distances(Server *s, const cJSON *body, Reply *r) {
     if (session_open(s, body, NEED_ATTENTION, &ss, r)) return r->status;
     if (field_int(body, "up_to", &up_to, 0, 100000, r)) return session_release(s, &ss), r->status;
     Report rep;
-    report_init(&rep, "distances");
-    view_distances(&rep, &ss.ps, up_to);
+    slm_report_init(&rep, "distances");
+    slm_view_distances(&rep, &ss.ps, up_to);
     return finish(s, &ss, &rep, 0, NULL, r);
 }
 
@@ -212,18 +212,18 @@ static int api_heads(Server *s, const cJSON *body, Reply *r) {
         return r->status;
     }
     Report rep;
-    report_init(&rep, "heads");
+    slm_report_init(&rep, "heads");
     ViewHeads vh;
     HeadsResult h = {0};
     if (!rc) {
-        view_heads_begin(&rep, ps, &vh);
-        rc = view_heads_add(&vh, ps, 0, top, &h, &e);
+        slm_view_heads_begin(&rep, ps, &vh);
+        rc = slm_view_heads_add(&vh, ps, 0, top, &h, &e);
     }
-    heads_result_free(&h);
-    if (own) stories_free(&other.stories);
+    slm_heads_result_free(&h);
+    if (own) slm_stories_free(&other.stories);
     if (rc) reply_failure(r, 400, &e);
     else reply_report(r, &rep);
-    report_free(&rep);
+    slm_report_free(&rep);
     if (keep && r->status == 200 && r->body) {
         free(m->heads_json);
         m->heads_json = strdup(r->body);
@@ -251,8 +251,8 @@ static int api_swap(Server *s, const cJSON *body, Reply *r) {
                   "'%s' and '%s' use different vocabularies, so their guesses cannot be compared", base_path,
                   ss.ps.model_path);
     Report rep;
-    report_init(&rep, "swap");
-    if (!rc) rc = view_swap_text(&rep, &ss.ps, has_base ? &base.entry->ps.lm : NULL, has_base ? base_path : NULL, text, name, &e);
+    slm_report_init(&rep, "swap");
+    if (!rc) rc = slm_view_swap_text(&rep, &ss.ps, has_base ? &base.entry->ps.lm : NULL, has_base ? base_path : NULL, text, name, &e);
     session_release(s, &base);
     return finish(s, &ss, &rep, rc, &e, r);
 }
@@ -265,8 +265,8 @@ static char *stories_json(Server *s, Error *e) {
     size_t len;
     StorySpan *spans = NULL;
     int n = 0;
-    int rc = entry_stories(&s->cache, m, s->o.stories, e) || file_read_all(s->o.stories, 0, &text, &len, e) ||
-             stories_split(text, len, s->o.stories, &spans, &n, NULL, e);
+    int rc = entry_stories(&s->cache, m, s->o.stories, e) || slm_file_read_all(s->o.stories, 0, &text, &len, e) ||
+             slm_stories_split(text, len, s->o.stories, &spans, &n, NULL, e);
     if (!rc && n != m->ps.stories.n_stories)
         rc = FAIL(e, "give --stories a file of well-formed stories", "cannot line up the stories of '%s' with their text",
                   s->o.stories);

@@ -23,7 +23,7 @@ int model_dirs_init(ModelDirs *d, const char *train_dir, const char *default_mod
         free(real);
         d->n++;
     }
-    if (!session_file_exists(default_model))
+    if (!slm_session_file_exists(default_model))
         return FAIL(e, "train one with 'storylm train STORIES', or give --model FILE", "no model file '%s'", default_model);
     char listed[PATH_MAX];
     if (model_resolve(d, default_model, listed, sizeof listed) == 0) /* "models/x" rather than "/abs/models/x" */
@@ -48,7 +48,7 @@ int model_resolve(const ModelDirs *d, const char *given, char *out, size_t size)
         found = 0;
     }
     char *slash = strrchr(real, '/');
-    if (found && slash && is_model_name(slash + 1) && session_file_exists(real)) {
+    if (found && slash && is_model_name(slash + 1) && slm_session_file_exists(real)) {
         *slash = '\0';
         for (int i = 0; i < d->n && found; i++)
             if (strcmp(d->real[i], real[0] ? real : "/") == 0) {
@@ -65,13 +65,13 @@ int model_resolve(const ModelDirs *d, const char *given, char *out, size_t size)
  * when the file is not a storylm model. */
 static cJSON *model_item(const char *path, const char *name) {
     SafeTensorsFile st;
-    if (safetensors_open(&st, path, NULL)) return NULL;
-    const char *format = metadata_get(&st.metadata, "format"), *arch = metadata_get(&st.metadata, "arch"),
-               *vocab = metadata_get(&st.metadata, "vocab_size");
+    if (slm_safetensors_open(&st, path, NULL)) return NULL;
+    const char *format = slm_metadata_get(&st.metadata, "format"), *arch = slm_metadata_get(&st.metadata, "arch"),
+               *vocab = slm_metadata_get(&st.metadata, "vocab_size");
     cJSON *o = NULL;
     if (format && strcmp(format, CHECKPOINT_FORMAT) == 0 && arch) {
         double params = 0;
-        for (int i = 0; i < st.n_tensors; i++) params += (double)safetensors_count(&st.tensors[i]);
+        for (int i = 0; i < st.n_tensors; i++) params += (double)slm_safetensors_count(&st.tensors[i]);
         o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "name", name);
         cJSON_AddStringToObject(o, "path", path);
@@ -79,7 +79,7 @@ static cJSON *model_item(const char *path, const char *name) {
         cJSON_AddNumberToObject(o, "params", params);
         cJSON_AddNumberToObject(o, "vocab_size", vocab ? atof(vocab) : 0);
     }
-    safetensors_close(&st);
+    slm_safetensors_close(&st);
     return o;
 }
 
@@ -130,8 +130,8 @@ int cache_init(ModelCache *c, int cap) {
 }
 
 static void entry_free(ModelEntry *m) {
-    probe_session_close(&m->ps);
-    names_free(&m->gen_names);
+    slm_probe_session_close(&m->ps);
+    slm_names_free(&m->gen_names);
     free(m->mean);
     free(m->heads_json);
     pthread_mutex_destroy(&m->lock);
@@ -151,7 +151,7 @@ static ModelEntry *entry_load(const char *path, const struct stat *st, Error *e)
     if (!m) return FAIL(e, NULL, "out of memory loading '%s'", path), NULL;
     snprintf(m->path, sizeof m->path, "%s", path);
     ProbeOptions po = {.model = m->path, .ablate_mode = "zero", .n_test = STORIES_DEFAULT_TEST};
-    if (probe_session_open(&m->ps, &po, "serve", NULL, 0, e)) {
+    if (slm_probe_session_open(&m->ps, &po, "serve", NULL, 0, e)) {
         free(m);
         return NULL;
     }
@@ -217,7 +217,7 @@ void cache_release(ModelCache *c, ModelEntry *m) {
 
 int cache_read_stories(ModelCache *c, ProbeSession *ps, int flags, Error *e) {
     pthread_mutex_lock(&c->stories_lock);
-    int rc = probe_session_stories(ps, STORIES_DEFAULT_TEST, flags, e);
+    int rc = slm_probe_session_stories(ps, STORIES_DEFAULT_TEST, flags, e);
     pthread_mutex_unlock(&c->stories_lock);
     return rc;
 }
@@ -229,8 +229,8 @@ int entry_stories(ModelCache *c, ModelEntry *m, const char *stories_path, Error 
         m->ps.stories_path = stories_path;
         rc = cache_read_stories(c, &m->ps, PROBE_NAMES, e);
         if (rc) {
-            stories_free(&m->ps.stories);
-            names_free(&m->ps.names);
+            slm_stories_free(&m->ps.stories);
+            slm_names_free(&m->ps.names);
             m->ps.stories = (Stories){0};
             m->ps.names = (NameList){0};
             m->ps.stories_path = NULL;
@@ -247,7 +247,7 @@ int entry_mean(ModelEntry *m, Error *e) {
     if (!m->mean) {
         const ModelConfig *c = &m->ps.lm.model.cfg;
         float *mean = xmalloc((size_t)c->n_heads * c->value_dim * sizeof(float), e);
-        rc = mean ? probe_head_means(&m->ps.lm.model, &m->ps.stories, m->ps.stories.test, m->ps.stories.n_test, mean, e)
+        rc = mean ? slm_probe_head_means(&m->ps.lm.model, &m->ps.stories, m->ps.stories.test, m->ps.stories.n_test, mean, e)
                   : -1;
         if (rc) free(mean);
         else m->mean = mean;

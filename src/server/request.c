@@ -27,8 +27,8 @@ int reply_json(Reply *r, int status, cJSON *j) {
 
 int reply_report(Reply *r, const Report *rep) {
     Error e = {0};
-    if (report_failed(rep, &e)) return reply_failure(r, 500, &e);
-    return reply_json(r, 200, report_json(rep));
+    if (slm_report_failed(rep, &e)) return reply_failure(r, 500, &e);
+    return reply_json(r, 200, slm_report_json(rep));
 }
 
 static int bad(Reply *r, int status, const char *hint, const char *fmt, const char *key) {
@@ -50,7 +50,7 @@ int field_string(const cJSON *body, const char *key, const char **out, int requi
         return -1;
     }
     Error e = {0};
-    if (utf8_validate(v->valuestring, n, key, &e)) {
+    if (slm_utf8_validate(v->valuestring, n, key, &e)) {
         reply_failure(r, 400, &e);
         return -1;
     }
@@ -115,9 +115,9 @@ static int under(const char *real, const char *folder) {
 
 int server_allowed_stories(const Server *s, const char *given, char *out, size_t size, Reply *r) {
     char *real = realpath(given, NULL);
-    int ok = real && session_file_exists(real) &&
+    int ok = real && slm_session_file_exists(real) &&
              (s->default_stories_real[0] && strcmp(real, s->default_stories_real) == 0);
-    for (int i = 0; real && !ok && i < s->n_data; i++) ok = under(real, s->data_real[i]) && session_file_exists(real);
+    for (int i = 0; real && !ok && i < s->n_data; i++) ok = under(real, s->data_real[i]) && slm_session_file_exists(real);
     if (ok) snprintf(out, size, "%s", real); /* the file checked, whatever a symlink points to later */
     free(real);
     if (ok) return 0;

@@ -113,7 +113,7 @@ static enum MHD_Result dispatch(Server *s, struct MHD_Connection *conn, const ch
     if (!body) body = cJSON_CreateObject();
     /* one thread a request: the pool's threads are the parallelism (an
      * OpenMP team in each would oversubscribe the cores) */
-    model_threads_setup(s->o.compute_threads);
+    slm_model_threads_setup(s->o.compute_threads);
     struct timespec t0, t1, c0, c1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);

@@ -47,7 +47,7 @@ typedef struct ModelEntry {
     float *mean;          /* (H, vd) heads' mean outputs over the test stories, or NULL */
     char *heads_json;     /* /api/heads on the server's stories, no ablation, top heads_top: seconds to make, kept */
     int heads_top;
-    NameList gen_names;   /* the names generation capitalises (view_generate_names), learnt at the first */
+    NameList gen_names;   /* the names generation capitalises (slm_view_generate_names), learnt at the first */
     int gen_names_tried;
     long long mtime, size; /* of the file when loaded: a changed file is loaded again */
     unsigned long used;
@@ -86,7 +86,7 @@ int cache_acquire(ModelCache *c, const char *path, ModelEntry **out, Error *e);
 void cache_release(ModelCache *c, ModelEntry *m);
 /* Loads the stories (and names) of stories_path into m once. */
 int entry_stories(ModelCache *c, ModelEntry *m, const char *stories_path, Error *e);
-/* probe_session_stories under the cache's stories lock. */
+/* slm_probe_session_stories under the cache's stories lock. */
 int cache_read_stories(ModelCache *c, ProbeSession *ps, int flags, Error *e);
 /* Each head's mean output over m's test stories, once (after entry_stories). */
 int entry_mean(ModelEntry *m, Error *e);

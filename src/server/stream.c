@@ -44,8 +44,8 @@ static char *event_text(const char *name, cJSON *j) {
 /* The next event: a token, the end, or an error. */
 static void next_event(Stream *st) {
     Error e = {0};
-    int rc = view_generator_next(&st->vg, &e);
-    char *text = rc >= 0 ? view_generator_text(&st->vg, &e) : NULL;
+    int rc = slm_view_generator_next(&st->vg, &e);
+    char *text = rc >= 0 ? slm_view_generator_text(&st->vg, &e) : NULL;
     cJSON *j = cJSON_CreateObject();
     if (rc > 0 && text) {
         int32_t id = st->vg.ids.data[st->vg.ids.len - 1];
@@ -90,7 +90,7 @@ static void free_stream(void *cls) {
     if (st->ended && st->sent == st->len) s->streams_done++;
     else s->streams_stopped++; /* the client went away first */
     pthread_mutex_unlock(&s->lock);
-    view_generator_free(&st->vg);
+    slm_view_generator_free(&st->vg);
     cache_release(&s->cache, st->entry);
     free(st->prompt);
     free(st->event);
@@ -103,7 +103,7 @@ static const NameList *generate_names(ModelEntry *m) {
     if (!m->gen_names_tried) {
         Error e = {0};
         char from[PATH_MAX];
-        if (view_generate_names(&m->gen_names, &m->ps.lm, NULL, from, sizeof from, &e)) m->gen_names = (NameList){0};
+        if (slm_view_generate_names(&m->gen_names, &m->ps.lm, NULL, from, sizeof from, &e)) m->gen_names = (NameList){0};
         m->gen_names_tried = 1;
     }
     pthread_mutex_unlock(&m->lock);
@@ -133,7 +133,7 @@ int api_generate(Server *s, const cJSON *body, Reply *r) {
     ViewGenerateOptions go = {.max_tokens = max_tokens, .top_k = top_k, .seed = st->seed, .temperature = temperature,
                               .top_p = top_p, .names = generate_names(st->entry)};
     Error e = {0};
-    if (!st->prompt || view_generator_init(&st->vg, &st->entry->ps.lm, &ab, st->prompt, &go, &e)) {
+    if (!st->prompt || slm_view_generator_init(&st->vg, &st->entry->ps.lm, &ab, st->prompt, &go, &e)) {
         cache_release(&s->cache, st->entry);
         free(st->prompt);
         free(st);

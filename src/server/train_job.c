@@ -66,19 +66,19 @@ static int job_vocab(TrainJob *j, char **text, Error *e) {
     snprintf(path, sizeof path, "%s/%s.vocab.txt", j->dir, stem);
     size_t len;
     struct stat st;
-    if (stat(path, &st) == 0) return file_read_all(path, 64u << 20, text, &len, e);
+    if (stat(path, &st) == 0) return slm_file_read_all(path, 64u << 20, text, &len, e);
     char msg[PATH_MAX + 80];
     snprintf(msg, sizeof msg, "learning a %d-piece vocabulary from %s", VOCAB_DEFAULT_SIZE, j->stories);
     set_message(j, NULL, msg);
     char *data;
     Vocab v = {0};
     VocabStats vs;
-    if (file_read_all(j->stories, 0, &data, &len, e)) return -1;
-    int rc = vocab_train_text(data, len, j->stories, VOCAB_DEFAULT_SIZE, &v, &vs, e);
+    if (slm_file_read_all(j->stories, 0, &data, &len, e)) return -1;
+    int rc = slm_vocab_train_text(data, len, j->stories, VOCAB_DEFAULT_SIZE, &v, &vs, e);
     free(data);
-    if (!rc) rc = vocab_save(&v, path, e);
-    if (!rc) *text = vocab_to_text(&v, &len, e);
-    vocab_free(&v);
+    if (!rc) rc = slm_vocab_save(&v, path, e);
+    if (!rc) *text = slm_vocab_to_text(&v, &len, e);
+    slm_vocab_free(&v);
     return rc || !*text ? -1 : 0;
 }
 
@@ -90,7 +90,7 @@ static cJSON *heads_point(TrainJob *j, int step) {
     HeadsResult h = {0};
     cJSON *o = NULL;
     int n = j->s->n_test < HEADS_STORIES ? j->s->n_test : HEADS_STORIES;
-    if (!checkpoint_load_model(j->model, &m, &vocab, &meta, NULL) && !probe_heads(&m, j->s, j->s->test, n, 1, &h, NULL)) {
+    if (!slm_checkpoint_load_model(j->model, &m, &vocab, &meta, NULL) && !slm_probe_heads(&m, j->s, j->s->test, n, 1, &h, NULL)) {
         o = cJSON_CreateObject();
         cJSON_AddNumberToObject(o, "step", step);
         cJSON *mass = cJSON_AddArrayToObject(o, "mass");
@@ -100,10 +100,10 @@ static cJSON *heads_point(TrainJob *j, int step) {
             cJSON_AddItemToArray(mass, row);
         }
     }
-    heads_result_free(&h);
-    model_free(&m);
+    slm_heads_result_free(&h);
+    slm_model_free(&m);
     free(vocab);
-    metadata_free(&meta);
+    slm_metadata_free(&meta);
     return o;
 }
 
@@ -130,12 +130,12 @@ static int job_run(TrainJob *j, Error *e) {
     char *vocab = NULL;
     Tokenizer tok = {0};
     Stories s = {0};
-    StoriesOptions so = stories_default_options();
-    int rc = job_vocab(j, &vocab, e) || tokenizer_from_text(&tok, vocab, strlen(vocab), VOCAB_DEFAULT_SIZE, e);
+    StoriesOptions so = slm_stories_default_options();
+    int rc = job_vocab(j, &vocab, e) || slm_tokenizer_from_text(&tok, vocab, strlen(vocab), VOCAB_DEFAULT_SIZE, e);
     if (!rc) set_message(j, NULL, "reading the stories");
-    if (!rc) rc = stories_load(&s, j->stories, &tok, &so, e);
+    if (!rc) rc = slm_stories_load(&s, j->stories, &tok, &so, e);
     if (!rc && s.n_test == 0) rc = FAIL(e, "pick a file with more stories", "'%s' has too few stories to hold any out", j->stories);
-    TrainOptions o = train_default_options();
+    TrainOptions o = slm_train_default_options();
     o.steps = j->steps;
     o.seed = j->seed;
     o.eval_every = j->eval_every;
@@ -147,7 +147,7 @@ static int job_run(TrainJob *j, Error *e) {
     o.stop = &j->stop;
     TrainResult res;
     j->s = &s;
-    if (!rc) rc = train_run(&s, &o, on_progress, j, &res, e);
+    if (!rc) rc = slm_train_run(&s, &o, on_progress, j, &res, e);
     j->s = NULL;
     if (!rc) {
         char msg[256];
@@ -155,15 +155,15 @@ static int job_run(TrainJob *j, Error *e) {
                  res.final_step, res.test_loss);
         set_message(j, res.interrupted ? "stopped" : "done", msg);
     }
-    stories_free(&s);
-    if (tok.pieces) tokenizer_free(&tok);
+    slm_stories_free(&s);
+    if (tok.pieces) slm_tokenizer_free(&tok);
     free(vocab);
     return rc;
 }
 
 static void *job_thread(void *arg) {
     TrainJob *j = arg;
-    model_threads_setup(1);
+    slm_model_threads_setup(1);
     Error e = {0};
     if (job_run(j, &e)) {
         char msg[1600];

@@ -25,7 +25,7 @@
 #define BATCH_BYTES (4u << 20)                /* or this much text */
 #define DROP_EVERY (8u << 20)                 /* bytes of text read between giving pages back */
 
-StoriesOptions stories_default_options(void) {
+StoriesOptions slm_stories_default_options(void) {
     return (StoriesOptions){.n_test = STORIES_DEFAULT_TEST, .cache_dir = NULL, .use_cache = 1};
 }
 
@@ -73,7 +73,7 @@ static int has_separator_line(const char *text, size_t b, size_t len, const File
         size_t e = line_end(text, len, b);
         if (is_separator_line(text, b, e)) return 1;
         b = e + 1;
-        if (map && b - dropped > DROP_EVERY) file_map_drop(map, dropped, b), dropped = b;
+        if (map && b - dropped > DROP_EVERY) slm_file_map_drop(map, dropped, b), dropped = b;
     }
     return 0;
 }
@@ -116,7 +116,7 @@ static int add_story(Splitter *sp, size_t b, size_t e) {
         sp->skips.too_long++;
         return 0;
     }
-    if (utf8_validate(sp->text + tb, te - tb, "story", NULL) != 0) {
+    if (slm_utf8_validate(sp->text + tb, te - tb, "story", NULL) != 0) {
         sp->skips.invalid_utf8++;
         return 0;
     }
@@ -159,7 +159,7 @@ static int fail_no_stories(const char *what, size_t len, const StorySkips *k, Er
                 what, k->empty, k->invalid_utf8, k->too_long, STORIES_MAX_STORY_BYTES);
 }
 
-/* stories_split's collection of every span. */
+/* slm_stories_split's collection of every span. */
 typedef struct SpanList {
     StorySpan *spans;
     int n, cap;
@@ -179,7 +179,7 @@ static int push_span(Splitter *sp, size_t b, size_t e) {
     return 0;
 }
 
-int stories_split(const char *text, size_t len, const char *what, StorySpan **spans, int *n, StorySkips *skips,
+int slm_stories_split(const char *text, size_t len, const char *what, StorySpan **spans, int *n, StorySkips *skips,
                   Error *e) {
     SpanList l = {0};
     size_t b = text_start(text, len);
@@ -203,16 +203,16 @@ int stories_split(const char *text, size_t len, const char *what, StorySpan **sp
 
 /* ----------------------------------------------------------------- encoding */
 
-/* hash64 (STORIES_HASH_SEED) of a story's text with its '\r's left out, so
- * a file and its CRLF copy hold out the same stories. hash64 continues from
+/* slm_hash64 (STORIES_HASH_SEED) of a story's text with its '\r's left out, so
+ * a file and its CRLF copy hold out the same stories. slm_hash64 continues from
  * a state h when seeded with h ^ basis. */
 static uint64_t story_hash(const char *text, size_t len) {
-    const uint64_t basis = hash64(NULL, 0, 0);
-    uint64_t h = hash64(NULL, 0, STORIES_HASH_SEED);
+    const uint64_t basis = slm_hash64(NULL, 0, 0);
+    uint64_t h = slm_hash64(NULL, 0, STORIES_HASH_SEED);
     while (len > 0) {
         const char *cr = memchr(text, '\r', len);
         size_t n = cr ? (size_t)(cr - text) : len;
-        h = hash64(text, n, h ^ basis);
+        h = slm_hash64(text, n, h ^ basis);
         n += cr != NULL;
         text += n;
         len -= n;
@@ -260,7 +260,7 @@ static void encode_one(Reader *r, Batch *b, int i) {
     TokenizerMemo *memo = thread < r->n_memo ? &r->memo[thread] : NULL;
     b->ids[i].len = 0;
     b->hashes[i] = story_hash(text, b->spans[i].len);
-    if (tokenizer_encode_memo(r->t, memo, text, b->spans[i].len, &b->ids[i], &local) != 0) {
+    if (slm_tokenizer_encode_memo(r->t, memo, text, b->spans[i].len, &b->ids[i], &local) != 0) {
 #pragma omp critical(stories_encode_error)
         if (i < b->failed) {
             b->failed = i;
@@ -274,7 +274,7 @@ static void encode_one(Reader *r, Batch *b, int i) {
 static int write_batch(Reader *r, Batch *b, Error *e) {
     for (int i = 0; i < b->n; i++) {
         if (b->ids[i].len == 0) r->skips.empty++;
-        else if (ids_writer_story(r->out, b->ids[i].data, b->ids[i].len, r->t->eos_id, b->hashes[i], e))
+        else if (slm_ids_writer_story(r->out, b->ids[i].data, b->ids[i].len, r->t->eos_id, b->hashes[i], e))
             return -1;
     }
     b->n = 0;
@@ -329,13 +329,13 @@ static int stream(Reader *r, Error *e) {
         if (r->split_rc < 0) return -1; /* sp.e is e */
         if (enc->failed != INT_MAX) {
             *e = enc->error;
-            error_prefix(e, "'%s', the story at byte %zu: ", r->path, enc->spans[enc->failed].offset);
+            slm_error_prefix(e, "'%s', the story at byte %zu: ", r->path, enc->spans[enc->failed].offset);
             return -1;
         }
         /* batch[0] is written: the text before batch[1] is no longer needed */
         Batch *next = &r->batch[2];
         size_t upto = enc->n ? enc->spans[0].offset : next->n ? next->spans[0].offset : r->sp.story;
-        if (upto - r->dropped > DROP_EVERY) file_map_drop(r->text, r->dropped, upto), r->dropped = upto;
+        if (upto - r->dropped > DROP_EVERY) slm_file_map_drop(r->text, r->dropped, upto), r->dropped = upto;
         rotate(r);
     }
     return 0;
@@ -345,7 +345,7 @@ static int stream(Reader *r, Error *e) {
 static int read_stories(Stories *s, const Tokenizer *t, const FileMap *text, const char *path, IdsWriter *out,
                         uint64_t key, const uint64_t **hashes, Error *e) {
     Reader *r = xcalloc(1, sizeof *r, e);
-    if (!r) return ids_writer_abort(out), -1;
+    if (!r) return slm_ids_writer_abort(out), -1;
     size_t b = text_start(text->data, text->len);
     r->t = t, r->text = text, r->path = path, r->out = out, r->split_rc = 1;
     r->sp = splitter(text->data, text->len, has_separator_line(text->data, b, text->len, text), b);
@@ -353,18 +353,18 @@ static int read_stories(Stories *s, const Tokenizer *t, const FileMap *text, con
     r->n_memo = omp_get_max_threads();
     r->memo = xcalloc((size_t)r->n_memo, sizeof *r->memo, e);
     int rc = r->memo ? 0 : -1;
-    for (int i = 0; !rc && i < r->n_memo; i++) rc = tokenizer_memo_init(&r->memo[i], t, e);
+    for (int i = 0; !rc && i < r->n_memo; i++) rc = slm_tokenizer_memo_init(&r->memo[i], t, e);
     if (!rc) rc = stream(r, e);
-    for (int i = 0; r->memo && i < r->n_memo; i++) tokenizer_memo_free(&r->memo[i]);
+    for (int i = 0; r->memo && i < r->n_memo; i++) slm_tokenizer_memo_free(&r->memo[i]);
     free(r->memo);
     for (int k = 0; k < 3; k++)
-        for (int i = 0; i < BATCH_STORIES; i++) intvec_free(&r->batch[k].ids[i]);
+        for (int i = 0; i < BATCH_STORIES; i++) slm_intvec_free(&r->batch[k].ids[i]);
     StorySkips k = r->sp.skips;
     k.empty += r->skips.empty;
     free(r);
     if (!rc && out->n_stories == 0) rc = fail_no_stories(path, text->len, &k, e);
-    if (!rc) rc = ids_writer_finish(out, key, t, &k, s, hashes, e);
-    else ids_writer_abort(out);
+    if (!rc) rc = slm_ids_writer_finish(out, key, t, &k, s, hashes, e);
+    else slm_ids_writer_abort(out);
     return rc;
 }
 
@@ -427,47 +427,47 @@ static int load_ids(Stories *s, const char *path, const FileMap *text, const Tok
     uint64_t key = 0;
     char *cache = NULL;
     if (o->use_cache) {
-        if (ids_cache_key(text, t, &key, e)) return -1;
-        cache = ids_cache_path(o, key);
+        if (slm_ids_cache_key(text, t, &key, e)) return -1;
+        cache = slm_ids_cache_path(o, key);
     }
-    if (cache && ids_cache_read(cache, key, t, s, hashes) == 0) {
+    if (cache && slm_ids_cache_read(cache, key, t, s, hashes) == 0) {
         s->from_cache = 1;
         free(cache);
         return 0;
     }
     IdsWriter out;
-    int rc = ids_writer_open(&out, cache, t, e);
-    if (rc && cache) rc = ids_writer_open(&out, NULL, t, e); /* an unwritable cache folder is no error */
+    int rc = slm_ids_writer_open(&out, cache, t, e);
+    if (rc && cache) rc = slm_ids_writer_open(&out, NULL, t, e); /* an unwritable cache folder is no error */
     free(cache);
     return rc ? rc : read_stories(s, t, text, path, &out, key, hashes, e);
 }
 
-int stories_load(Stories *s, const char *path, const Tokenizer *t, const StoriesOptions *o, Error *e) {
-    StoriesOptions defaults = stories_default_options();
+int slm_stories_load(Stories *s, const char *path, const Tokenizer *t, const StoriesOptions *o, Error *e) {
+    StoriesOptions defaults = slm_stories_default_options();
     if (!o) o = &defaults;
     *s = (Stories){0};
     if (o->n_test < 0) return FAIL(e, "give 0 or more test stories", "invalid number of test stories: %d", o->n_test);
     FileMap text;
-    if (file_map(&text, path, e)) return -1;
+    if (slm_file_map(&text, path, e)) return -1;
     const uint64_t *hashes = NULL;
     int rc = load_ids(s, path, &text, t, o, &hashes, e);
-    file_unmap(&text);
+    slm_file_unmap(&text);
     if (rc == 0) rc = pick_test(s, hashes, o->n_test, e);
-    if (rc != 0) stories_free(s);
+    if (rc != 0) slm_stories_free(s);
     return rc;
 }
 
-void stories_free(Stories *s) {
+void slm_stories_free(Stories *s) {
     if (s->map) {
         FileMap m = {.data = s->map, .len = s->map_len};
-        file_unmap(&m);
+        slm_file_unmap(&m);
     }
     free(s->test);
     free(s->train);
     *s = (Stories){0};
 }
 
-const int32_t *story_ids(const Stories *s, int i, StoryBuf *b, Error *e) {
+const int32_t *slm_story_ids(const Stories *s, int i, StoryBuf *b, Error *e) {
     if (!s->ids16) return s->ids32 + s->starts[i];
     size_t n = story_len(s, i);
     if (n > b->cap) {
@@ -480,20 +480,20 @@ const int32_t *story_ids(const Stories *s, int i, StoryBuf *b, Error *e) {
     return b->ids;
 }
 
-void story_buf_free(StoryBuf *b) {
+void slm_story_buf_free(StoryBuf *b) {
     free(b->ids);
     *b = (StoryBuf){0};
 }
 
-uint64_t stories_hash_ids(const Stories *s, uint64_t seed) {
-    if (!s->ids16) return hash64(s->ids32, s->n_tokens * sizeof(int32_t), seed);
-    const uint64_t basis = hash64(NULL, 0, 0);
-    uint64_t h = hash64(NULL, 0, seed);
+uint64_t slm_stories_hash_ids(const Stories *s, uint64_t seed) {
+    if (!s->ids16) return slm_hash64(s->ids32, s->n_tokens * sizeof(int32_t), seed);
+    const uint64_t basis = slm_hash64(NULL, 0, 0);
+    uint64_t h = slm_hash64(NULL, 0, seed);
     int32_t chunk[4096];
     for (size_t at = 0; at < s->n_tokens;) {
         size_t n = s->n_tokens - at < 4096 ? s->n_tokens - at : 4096;
         for (size_t j = 0; j < n; j++) chunk[j] = s->ids16[at + j];
-        h = hash64(chunk, n * sizeof(int32_t), h ^ basis);
+        h = slm_hash64(chunk, n * sizeof(int32_t), h ^ basis);
         at += n;
     }
     return h;

@@ -7,7 +7,7 @@
  *           too_long), u32 bytes an id (2 or 4)
  *   ids (n_tokens, 2 or 4 bytes each), zeros up to a multiple of 8 bytes,
  *   u64 starts (n_stories + 1), u64 text hashes (n_stories),
- *   u64 checksum: hash64 of the bytes after the header up to the checksum,
+ *   u64 checksum: slm_hash64 of the bytes after the header up to the checksum,
  *   continued over the header (so a writer can sum as it goes and write the
  *   header last).
  * The ids come first so that they can be written while the text is read;
@@ -39,9 +39,9 @@ typedef struct CacheHeader {
 
 static const char CACHE_MAGIC[8] = {'s', 't', 'o', 'r', 'y', 'i', 'd', 's'};
 
-/* hash64 goes on from a state h when seeded with h ^ basis. */
+/* slm_hash64 goes on from a state h when seeded with h ^ basis. */
 static uint64_t hash_more(uint64_t h, const void *data, size_t len) {
-    return hash64(data, len, h ^ hash64(NULL, 0, 0));
+    return slm_hash64(data, len, h ^ slm_hash64(NULL, 0, 0));
 }
 
 /* hash_more over a map's bytes [from, to), giving the pages back behind. */
@@ -49,7 +49,7 @@ static uint64_t hash_map(uint64_t h, const FileMap *m, size_t from, size_t to) {
     for (size_t at = from; at < to;) {
         size_t n = to - at < WINDOW ? to - at : WINDOW;
         h = hash_more(h, m->data + at, n);
-        file_map_drop(m, at, at + n);
+        slm_file_map_drop(m, at, at + n);
         at += n;
     }
     return h;
@@ -88,7 +88,7 @@ static int make_folders(char *path) {
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : -1;
 }
 
-char *ids_cache_path(const StoriesOptions *o, uint64_t key) {
+char *slm_ids_cache_path(const StoriesOptions *o, uint64_t key) {
     char *dir = cache_folder(o);
     if (!dir || make_folders(dir) != 0) {
         free(dir);
@@ -101,14 +101,14 @@ char *ids_cache_path(const StoriesOptions *o, uint64_t key) {
     return path;
 }
 
-int ids_cache_key(const FileMap *text, const Tokenizer *t, uint64_t *key, Error *e) {
+int slm_ids_cache_key(const FileMap *text, const Tokenizer *t, uint64_t *key, Error *e) {
     size_t vocab_len, len = text->len, longest = STORIES_MAX_STORY_BYTES;
-    char *vocab = tokenizer_to_text(t, &vocab_len, e);
+    char *vocab = slm_tokenizer_to_text(t, &vocab_len, e);
     if (!vocab) return -1;
-    uint64_t h = hash_map(hash64(NULL, 0, CACHE_KEY_VERSION), text, 0, len);
-    h = hash64(&len, sizeof len, h);
-    h = hash64(&longest, sizeof longest, h);
-    *key = hash64(vocab, vocab_len, h);
+    uint64_t h = hash_map(slm_hash64(NULL, 0, CACHE_KEY_VERSION), text, 0, len);
+    h = slm_hash64(&len, sizeof len, h);
+    h = slm_hash64(&longest, sizeof longest, h);
+    *key = slm_hash64(vocab, vocab_len, h);
     free(vocab);
     return 0;
 }
@@ -157,7 +157,7 @@ static int header_valid(const FileMap *m, uint64_t key, const Tokenizer *t, Cach
 /* The checksum and every id a vocabulary id, in one pass over windows. */
 static int body_valid(const FileMap *m, const CacheHeader *h, const Tokenizer *t) {
     size_t from = sizeof *h, ids_to = from + (size_t)h->n_tokens * h->id_bytes, step = WINDOW / 4 * h->id_bytes;
-    uint64_t sum = hash64(NULL, 0, 0), stored;
+    uint64_t sum = slm_hash64(NULL, 0, 0), stored;
     int ok = 1;
     for (size_t at = from; at < ids_to; at += step) {
         size_t n = ids_to - at < step ? ids_to - at : step;
@@ -168,7 +168,7 @@ static int body_valid(const FileMap *m, const CacheHeader *h, const Tokenizer *t
             else id = ((const int32_t *)(const void *)(m->data + at))[i];
             ok &= id >= 0 && id < t->size;
         }
-        file_map_drop(m, at, at + n);
+        slm_file_map_drop(m, at, at + n);
     }
     sum = hash_map(sum, m, ids_to, m->len - 8);
     sum = hash_more(sum, m->data, sizeof *h);
@@ -186,25 +186,25 @@ static int starts_valid(const Stories *s, const FileMap *m, const Tokenizer *t) 
         if (e > s->n_tokens || e < b || e - b < 3) return 0;
         if (story_token(s, i, 0) != t->eos_id || story_token(s, i, e - b - 1) != t->eos_id) return 0;
         if ((b - dropped) * id_bytes > WINDOW) {
-            file_map_drop(m, sizeof(CacheHeader) + dropped * id_bytes, sizeof(CacheHeader) + b * id_bytes);
+            slm_file_map_drop(m, sizeof(CacheHeader) + dropped * id_bytes, sizeof(CacheHeader) + b * id_bytes);
             dropped = b;
         }
     }
     return 1;
 }
 
-int ids_cache_read(const char *path, uint64_t key, const Tokenizer *t, Stories *s, const uint64_t **hashes) {
+int slm_ids_cache_read(const char *path, uint64_t key, const Tokenizer *t, Stories *s, const uint64_t **hashes) {
     FileMap m;
     CacheHeader h;
-    if (file_map(&m, path, NULL) != 0) return -1;
+    if (slm_file_map(&m, path, NULL) != 0) return -1;
     Stories got = *s;
     if (!header_valid(&m, key, t, &h) || !body_valid(&m, &h, t)) {
-        file_unmap(&m);
+        slm_file_unmap(&m);
         return -1;
     }
     point_into(&got, &m, &h, hashes);
     if (!starts_valid(&got, &m, t)) {
-        file_unmap(&m);
+        slm_file_unmap(&m);
         return -1;
     }
     *s = got;
@@ -221,13 +221,13 @@ static int put(IdsWriter *w, uint64_t *sum, const void *data, size_t len, Error 
                 strerror(errno));
 }
 
-int ids_writer_open(IdsWriter *w, const char *final_path, const Tokenizer *t, Error *e) {
+int slm_ids_writer_open(IdsWriter *w, const char *final_path, const Tokenizer *t, Error *e) {
     *w = (IdsWriter){.id_bytes = id_bytes_for(t)};
     if (final_path) {
         size_t n = strlen(final_path) + 32;
         w->final_path = xmalloc(n, e);
         w->temp_path = w->final_path ? xmalloc(n, e) : NULL;
-        if (!w->temp_path) return ids_writer_abort(w), -1;
+        if (!w->temp_path) return slm_ids_writer_abort(w), -1;
         snprintf(w->final_path, n, "%s", final_path);
         snprintf(w->temp_path, n, "%s.tmp.%ld", final_path, (long)getpid());
         w->f = fopen(w->temp_path, "w+b");
@@ -235,15 +235,15 @@ int ids_writer_open(IdsWriter *w, const char *final_path, const Tokenizer *t, Er
         w->f = tmpfile();
     }
     if (!w->f) {
-        ids_writer_abort(w);
+        slm_ids_writer_abort(w);
         return FAIL(e, "set TMPDIR to a folder with free space", "cannot make a file for the token ids: %s",
                     strerror(errno));
     }
     setvbuf(w->f, NULL, _IOFBF, 1 << 20);
     CacheHeader zero = {0};
-    w->body_sum = hash64(NULL, 0, 0);
+    w->body_sum = slm_hash64(NULL, 0, 0);
     if (fwrite(&zero, sizeof zero, 1, w->f) != 1) {
-        ids_writer_abort(w);
+        slm_ids_writer_abort(w);
         return FAIL(e, "check free disk space", "cannot write the token ids: %s", strerror(errno));
     }
     return 0;
@@ -263,7 +263,7 @@ static int grow(IdsWriter *w, Error *e) {
     return 0;
 }
 
-int ids_writer_story(IdsWriter *w, const int32_t *ids, size_t n, int32_t eos, uint64_t hash, Error *e) {
+int slm_ids_writer_story(IdsWriter *w, const int32_t *ids, size_t n, int32_t eos, uint64_t hash, Error *e) {
     if (w->n_stories >= INT_MAX) return FAIL(e, "split the file into smaller files", "more than %d stories", INT_MAX);
     if (grow(w, e)) return -1;
     if (n + 2 > w->row_cap) {
@@ -308,13 +308,13 @@ static int write_tail(IdsWriter *w, uint64_t key, const Tokenizer *t, const Stor
     return FAIL(e, "check free disk space", "cannot write the token ids: %s", strerror(errno));
 }
 
-int ids_writer_finish(IdsWriter *w, uint64_t key, const Tokenizer *t, const StorySkips *skips, Stories *s,
+int slm_ids_writer_finish(IdsWriter *w, uint64_t key, const Tokenizer *t, const StorySkips *skips, Stories *s,
                       const uint64_t **hashes, Error *e) {
     CacheHeader h;
     FileMap m;
     int rc = grow(w, e);
     if (!rc) rc = write_tail(w, key, t, skips, &h, e);
-    if (!rc) rc = file_map_fd(&m, fileno(w->f), file_size(h.n_stories, h.n_tokens, h.id_bytes), "the token ids", e);
+    if (!rc) rc = slm_file_map_fd(&m, fileno(w->f), file_size(h.n_stories, h.n_tokens, h.id_bytes), "the token ids", e);
     /* no fsync: a cache cut short by a crash fails its checksum and is rewritten */
     if (!rc && w->final_path && rename(w->temp_path, w->final_path) != 0) remove(w->temp_path);
     if (!rc) point_into(s, &m, &h, hashes);
@@ -322,11 +322,11 @@ int ids_writer_finish(IdsWriter *w, uint64_t key, const Tokenizer *t, const Stor
         free(w->temp_path); /* now in place: nothing left to remove */
         w->temp_path = NULL;
     }
-    ids_writer_abort(w);
+    slm_ids_writer_abort(w);
     return rc;
 }
 
-void ids_writer_abort(IdsWriter *w) {
+void slm_ids_writer_abort(IdsWriter *w) {
     if (w->f) fclose(w->f);
     if (w->temp_path) remove(w->temp_path);
     free(w->temp_path);

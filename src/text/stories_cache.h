@@ -11,13 +11,13 @@
 
 /* The cache's file name for this key, "<folder>/<16 hex digits>.ids"
  * (the folder made when missing); NULL when no folder is usable. */
-char *ids_cache_path(const StoriesOptions *o, uint64_t key);
+char *slm_ids_cache_path(const StoriesOptions *o, uint64_t key);
 
 /* The cache key of a stories file: its bytes, the vocabulary's text and the
  * longest story kept, as before the streaming reader (the same file names).
  * text is a map: the pass gives its pages back as it goes. */
 typedef struct FileMap FileMap;
-int ids_cache_key(const FileMap *text, const Tokenizer *t, uint64_t *key, Error *e);
+int slm_ids_cache_key(const FileMap *text, const Tokenizer *t, uint64_t *key, Error *e);
 
 /* An ids file being written, story by story, in file order. */
 typedef struct IdsWriter {
@@ -33,17 +33,17 @@ typedef struct IdsWriter {
 } IdsWriter;
 
 /* final_path NULL: write to an unlinked temporary file (no cache). */
-int ids_writer_open(IdsWriter *w, const char *final_path, const Tokenizer *t, Error *e);
+int slm_ids_writer_open(IdsWriter *w, const char *final_path, const Tokenizer *t, Error *e);
 /* Appends [EOS] ids[0..n) [EOS], with the story's text hash. */
-int ids_writer_story(IdsWriter *w, const int32_t *ids, size_t n, int32_t eos, uint64_t hash, Error *e);
+int slm_ids_writer_story(IdsWriter *w, const int32_t *ids, size_t n, int32_t eos, uint64_t hash, Error *e);
 /* Writes the starts, hashes, header and checksum, puts the file in place
  * and maps it into s (ids, starts, map) with *hashes into the map. Frees w. */
-int ids_writer_finish(IdsWriter *w, uint64_t key, const Tokenizer *t, const StorySkips *skips, Stories *s,
+int slm_ids_writer_finish(IdsWriter *w, uint64_t key, const Tokenizer *t, const StorySkips *skips, Stories *s,
                       const uint64_t **hashes, Error *e);
-void ids_writer_abort(IdsWriter *w);
+void slm_ids_writer_abort(IdsWriter *w);
 
 /* Maps the cache at path into s (ids, starts, skips, map) and *hashes when it
  * is whole and valid for this key and vocabulary; -1 (s untouched) on a miss. */
-int ids_cache_read(const char *path, uint64_t key, const Tokenizer *t, Stories *s, const uint64_t **hashes);
+int slm_ids_cache_read(const char *path, uint64_t key, const Tokenizer *t, Stories *s, const uint64_t **hashes);
 
 #endif

@@ -72,7 +72,7 @@ static size_t plain_ascii_run(const unsigned char *s, size_t len) {
     return i;
 }
 
-int utf8_validate(const char *text, size_t len, const char *what, Error *e) {
+int slm_utf8_validate(const char *text, size_t len, const char *what, Error *e) {
     const unsigned char *s = (const unsigned char *)text;
     size_t i = 0;
     while (i < len) {
@@ -383,8 +383,8 @@ static void normalize_char(Normalizer *z, uint32_t cp, size_t at) {
  * the spaces around an ideograph. */
 #define ROOM(i) (len - (i) + 2 * MAX_PENDING * 4 + 8 * 4 + 3)
 
-int text_normalize(const char *text, size_t len, ByteVec *out, Error *e) {
-    if (bytevec_reserve(out, out->len + len + 1, e)) return -1;
+int slm_text_normalize(const char *text, size_t len, ByteVec *out, Error *e) {
+    if (slm_bytevec_reserve(out, out->len + len + 1, e)) return -1;
     Normalizer z = {.in = (const unsigned char *)text, .len = len, .out = out};
     size_t i = 0;
     while (i < len) {
@@ -403,7 +403,7 @@ int text_normalize(const char *text, size_t len, ByteVec *out, Error *e) {
             out->len = (size_t)(w - out->data);
             continue;
         }
-        if (bytevec_reserve(out, out->len + ROOM(i), e)) return -1;
+        if (slm_bytevec_reserve(out, out->len + ROOM(i), e)) return -1;
         uint32_t cp;
         size_t n = utf8_decode(z.in + i, len - i, &cp);
         normalize_char(&z, cp, i);
@@ -443,7 +443,7 @@ static int learn_ascii(Pretokenizer *p, Error *e) {
     return rc < 0 ? -1 : 0;
 }
 
-int pretokenizer_init(Pretokenizer *p, Error *e) {
+int slm_pretokenizer_init(Pretokenizer *p, Error *e) {
     int code;
     PCRE2_SIZE offset;
     pcre2_code *re = pcre2_compile((PCRE2_SPTR)word_pattern, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP, &code,
@@ -460,7 +460,7 @@ int pretokenizer_init(Pretokenizer *p, Error *e) {
     return learn_ascii(p, e);
 }
 
-void pretokenizer_free(Pretokenizer *p) {
+void slm_pretokenizer_free(Pretokenizer *p) {
     pcre2_code_free((pcre2_code *)p->code);
     p->code = NULL;
 }
@@ -482,8 +482,8 @@ static int next_word(const Pretokenizer *p, pcre2_match_data *md, const char *te
     return 1;
 }
 
-int pretokenize(const Pretokenizer *p, const char *normalized, size_t len, WordFn fn, void *ctx, Error *e) {
-    if (utf8_validate(normalized, len, "text to split into words", e)) return -1;
+int slm_pretokenize(const Pretokenizer *p, const char *normalized, size_t len, WordFn fn, void *ctx, Error *e) {
+    if (slm_utf8_validate(normalized, len, "text to split into words", e)) return -1;
     /* Match data per call: the compiled pattern is shared by threads, this is not. */
     pcre2_match_data *md = pcre2_match_data_create(1, NULL);
     if (!md) return FAIL(e, "free some memory", "out of memory for the word matcher");

@@ -43,16 +43,16 @@ static int find_piece(const Tokenizer *t, const char *prefix, size_t np, const c
     return -1;
 }
 
-int tokenizer_lookup(const Tokenizer *t, const char *piece, size_t len) { return find_piece(t, "", 0, piece, len); }
+int slm_tokenizer_lookup(const Tokenizer *t, const char *piece, size_t len) { return find_piece(t, "", 0, piece, len); }
 
 /* ---- Loading ---- */
 
-void tokenizer_free(Tokenizer *t) {
-    if (t->pretokenizer.code) pretokenizer_free(&t->pretokenizer);
+void slm_tokenizer_free(Tokenizer *t) {
+    if (t->pretokenizer.code) slm_pretokenizer_free(&t->pretokenizer);
     free(t->pieces);
     free(t->piece_len);
     free(t->storage);
-    hashmap_free(&t->index);
+    slm_hashmap_free(&t->index);
     *t = (Tokenizer){0};
 }
 
@@ -60,11 +60,11 @@ void tokenizer_free(Tokenizer *t) {
 static int add_piece(Tokenizer *t, int id, const char *what, Error *e) {
     const char *p = t->pieces[id];
     int n = t->piece_len[id];
-    int old = tokenizer_lookup(t, p, (size_t)n);
+    int old = slm_tokenizer_lookup(t, p, (size_t)n);
     if (old >= 0)
         return FAIL(e, "every piece may appear once; make the vocabulary again with storylm vocab STORIES",
                     "%s line %d: duplicate piece '%s' (already on line %d)", what, id + 1, p, old + 1);
-    if (hashmap_add(&t->index, hash_done(hash_more(HASH_INIT, p, (size_t)n)), id, e)) return -1;
+    if (slm_hashmap_add(&t->index, hash_done(hash_more(HASH_INIT, p, (size_t)n)), id, e)) return -1;
     if (n > t->max_piece_len) t->max_piece_len = n;
     return 0;
 }
@@ -94,8 +94,8 @@ static int read_lines(Tokenizer *t, const char *text, size_t len, const char *wh
         if (n == 0)
             return FAIL(e, "a vocabulary has one piece on every line; remove the empty line", "%s line %zu is empty",
                         what, line + 1);
-        if (utf8_validate(s + at, n, where, e)) {
-            error_prefix(e, "%s ", what);
+        if (slm_utf8_validate(s + at, n, where, e)) {
+            slm_error_prefix(e, "%s ", what);
             return -1;
         }
         s[at + n] = '\0';
@@ -116,32 +116,32 @@ static int load_text(Tokenizer *t, const char *text, size_t len, int expected_si
              "%s has %d pieces, expected %d", what, t->size, expected_size);
         goto fail;
     }
-    if (hashmap_reserve(&t->index, (size_t)t->size, e)) goto fail;
+    if (slm_hashmap_reserve(&t->index, (size_t)t->size, e)) goto fail;
     for (int id = 0; id < t->size; id++)
         if (add_piece(t, id, what, e)) goto fail;
-    t->unk_id = tokenizer_lookup(t, TOKEN_UNK_TEXT, strlen(TOKEN_UNK_TEXT));
-    t->eos_id = tokenizer_lookup(t, TOKEN_EOS_TEXT, strlen(TOKEN_EOS_TEXT));
+    t->unk_id = slm_tokenizer_lookup(t, TOKEN_UNK_TEXT, strlen(TOKEN_UNK_TEXT));
+    t->eos_id = slm_tokenizer_lookup(t, TOKEN_EOS_TEXT, strlen(TOKEN_EOS_TEXT));
     if (t->unk_id < 0 || t->eos_id < 0) {
         FAIL(e, "a storylm vocabulary has the pieces [UNK] and [EOS]; make it with storylm vocab STORIES",
              "%s has no %s line", what, t->unk_id < 0 ? TOKEN_UNK_TEXT : TOKEN_EOS_TEXT);
         goto fail;
     }
-    if (pretokenizer_init(&t->pretokenizer, e)) goto fail;
+    if (slm_pretokenizer_init(&t->pretokenizer, e)) goto fail;
     return 0;
 fail:
-    tokenizer_free(t);
+    slm_tokenizer_free(t);
     return -1;
 }
 
-int tokenizer_from_text(Tokenizer *t, const char *text, size_t len, int expected_size, Error *e) {
+int slm_tokenizer_from_text(Tokenizer *t, const char *text, size_t len, int expected_size, Error *e) {
     return load_text(t, text, len, expected_size, "the vocabulary", e);
 }
 
-int tokenizer_load(Tokenizer *t, const char *path, int expected_size, Error *e) {
+int slm_tokenizer_load(Tokenizer *t, const char *path, int expected_size, Error *e) {
     char *text;
     size_t len;
     *t = (Tokenizer){0};
-    if (file_read_all(path, 0, &text, &len, e)) {
+    if (slm_file_read_all(path, 0, &text, &len, e)) {
         if (e && access(path, F_OK) != 0)
             snprintf(e->hint, sizeof e->hint, "run storylm vocab STORIES first (it writes %s)", path);
         return -1;
@@ -153,7 +153,7 @@ int tokenizer_load(Tokenizer *t, const char *path, int expected_size, Error *e) 
     return rc;
 }
 
-char *tokenizer_to_text(const Tokenizer *t, size_t *len, Error *e) {
+char *slm_tokenizer_to_text(const Tokenizer *t, size_t *len, Error *e) {
     size_t n = 0;
     for (int id = 0; id < t->size; id++) n += (size_t)t->piece_len[id] + 1;
     char *text = xmalloc(n + 1, e);
@@ -188,13 +188,13 @@ typedef struct MemoSlot {
     int32_t ids[MEMO_IDS];
 } MemoSlot;
 
-int tokenizer_memo_init(TokenizerMemo *m, const Tokenizer *t, Error *e) {
+int slm_tokenizer_memo_init(TokenizerMemo *m, const Tokenizer *t, Error *e) {
     m->t = t;
     m->slots = xcalloc(MEMO_SLOTS, sizeof(MemoSlot), e);
     return m->slots ? 0 : -1;
 }
 
-void tokenizer_memo_free(TokenizerMemo *m) {
+void slm_tokenizer_memo_free(TokenizerMemo *m) {
     free(m->slots);
     *m = (TokenizerMemo){0};
 }
@@ -230,7 +230,7 @@ static int encode_word(const char *word, size_t n, void *ctx_) {
     MemoSlot *slot = memo_slot(ctx->memo, word, n);
     if (slot->len == n && memcmp(slot->word, word, n) == 0) {
         for (int i = 0; i < slot->n_ids; i++)
-            if (intvec_push(ctx->out, slot->ids[i], ctx->e)) return -1;
+            if (slm_intvec_push(ctx->out, slot->ids[i], ctx->e)) return -1;
         return 0;
     }
     size_t mark = ctx->out->len;
@@ -242,7 +242,7 @@ static int encode_word(const char *word, size_t n, void *ctx_) {
 static int encode_pieces(const char *word, size_t n, EncodeCtx *ctx) {
     const Tokenizer *t = ctx->t;
     size_t mark = ctx->out->len;
-    if (count_chars(word, n) > TOKENIZER_MAX_WORD_CHARS) return intvec_push(ctx->out, t->unk_id, ctx->e);
+    if (count_chars(word, n) > TOKENIZER_MAX_WORD_CHARS) return slm_intvec_push(ctx->out, t->unk_id, ctx->e);
     for (size_t start = 0; start < n;) {
         size_t end = n - start > (size_t)t->max_piece_len ? start + (size_t)t->max_piece_len : n;
         while (end < n && ((unsigned char)word[end] & 0xC0) == 0x80) end--; /* a character boundary */
@@ -254,27 +254,27 @@ static int encode_pieces(const char *word, size_t n, EncodeCtx *ctx) {
         }
         if (id < 0) {
             ctx->out->len = mark;
-            return intvec_push(ctx->out, t->unk_id, ctx->e);
+            return slm_intvec_push(ctx->out, t->unk_id, ctx->e);
         }
-        if (intvec_push(ctx->out, id, ctx->e)) return -1;
+        if (slm_intvec_push(ctx->out, id, ctx->e)) return -1;
         start = end;
     }
     return 0;
 }
 
-int tokenizer_encode(const Tokenizer *t, const char *text, size_t len, IntVec *out, Error *e) {
-    return tokenizer_encode_memo(t, NULL, text, len, out, e);
+int slm_tokenizer_encode(const Tokenizer *t, const char *text, size_t len, IntVec *out, Error *e) {
+    return slm_tokenizer_encode_memo(t, NULL, text, len, out, e);
 }
 
-int tokenizer_encode_memo(const Tokenizer *t, TokenizerMemo *m, const char *text, size_t len, IntVec *out, Error *e) {
+int slm_tokenizer_encode_memo(const Tokenizer *t, TokenizerMemo *m, const char *text, size_t len, IntVec *out, Error *e) {
     if (m && m->t != t) return FAIL(e, NULL, "a tokenizer memo used with another tokenizer");
     ByteVec normalized = {0};
-    if (text_normalize(text, len, &normalized, e)) return -1;
+    if (slm_text_normalize(text, len, &normalized, e)) return -1;
     /* About one piece per four bytes of story text: reserve to grow rarely. */
-    int rc = intvec_reserve(out, out->len + normalized.len / 4 + 16, e);
+    int rc = slm_intvec_reserve(out, out->len + normalized.len / 4 + 16, e);
     EncodeCtx ctx = {t, out, e, m};
-    if (rc == 0) rc = pretokenize(&t->pretokenizer, normalized.data, normalized.len, encode_word, &ctx, e);
-    bytevec_free(&normalized);
+    if (rc == 0) rc = slm_pretokenize(&t->pretokenizer, normalized.data, normalized.len, encode_word, &ctx, e);
+    slm_bytevec_free(&normalized);
     return rc ? -1 : 0;
 }
 
@@ -347,7 +347,7 @@ typedef struct Decoder {
 
 /* Appends piece text, capitalising its first letter when asked. */
 static int put_piece(Decoder *d, const char *p, int space, int upper) {
-    if (space && d->out.len > 0 && bytevec_append(&d->out, " ", 1, d->e)) return -1;
+    if (space && d->out.len > 0 && slm_bytevec_append(&d->out, " ", 1, d->e)) return -1;
     if (upper) {
         utf8proc_int32_t c;
         utf8proc_ssize_t k = utf8proc_iterate((const utf8proc_uint8_t *)p, -1, &c);
@@ -357,11 +357,11 @@ static int put_piece(Decoder *d, const char *p, int space, int upper) {
             if (utf8proc_tolower(title) != c) title = c;
             utf8proc_uint8_t buf[4];
             utf8proc_ssize_t m = utf8proc_encode_char(title, buf);
-            if (bytevec_append(&d->out, buf, (size_t)m, d->e)) return -1;
+            if (slm_bytevec_append(&d->out, buf, (size_t)m, d->e)) return -1;
             p += k;
         }
     }
-    return bytevec_append(&d->out, p, strlen(p), d->e);
+    return slm_bytevec_append(&d->out, p, strlen(p), d->e);
 }
 
 /* One punctuation piece: where spaces go, and what it does to quotes and sentences. */
@@ -403,14 +403,14 @@ static int put_word(Decoder *d, const Tokenizer *t, const int32_t *ids, size_t n
     return rc;
 }
 
-char *tokenizer_decode(const Tokenizer *t, const int32_t *ids, size_t n, int capitalize, Error *e) {
+char *slm_tokenizer_decode(const Tokenizer *t, const int32_t *ids, size_t n, int capitalize, Error *e) {
     Decoder d = {.sentence_start = 1, .glue_next = 1, .e = e};
-    if (bytevec_reserve(&d.out, n * 5 + 1, e)) return NULL;
+    if (slm_bytevec_reserve(&d.out, n * 5 + 1, e)) return NULL;
     for (size_t i = 0; i < n; i++) {
         if (ids[i] < 0 || ids[i] >= t->size) {
             FAIL(e, "give ids from this vocabulary", "token id %d is out of range (the vocabulary has %d)", ids[i],
                  t->size);
-            bytevec_free(&d.out);
+            slm_bytevec_free(&d.out);
             return NULL;
         }
         if (ids[i] == t->eos_id) { /* a story boundary: the next story starts afresh */
@@ -420,7 +420,7 @@ char *tokenizer_decode(const Tokenizer *t, const int32_t *ids, size_t n, int cap
         PieceKind kind = piece_kind(t->pieces[ids[i]]);
         int rc = kind == PIECE_WORD ? put_word(&d, t, ids, n, i, capitalize) : put_punct(&d, t, ids, n, i, kind);
         if (rc) {
-            bytevec_free(&d.out);
+            slm_bytevec_free(&d.out);
             return NULL;
         }
     }

@@ -26,19 +26,19 @@ typedef struct StrMap {
     ByteVec keys;       /* every key's bytes, each followed by NUL */
     size_t *key_at;     /* entry -> offset into keys */
     uint32_t *key_len;  /* entry -> length in bytes */
-    uint64_t *key_hash; /* entry -> hash64 of the key */
+    uint64_t *key_hash; /* entry -> slm_hash64 of the key */
     int64_t *value;     /* entry -> value (a count, or a piece id) */
     size_t n, cap;
     HashMap index; /* key -> entry */
 } StrMap;
 
 static void strmap_free(StrMap *m) {
-    bytevec_free(&m->keys);
+    slm_bytevec_free(&m->keys);
     free(m->key_at);
     free(m->key_len);
     free(m->key_hash);
     free(m->value);
-    hashmap_free(&m->index);
+    slm_hashmap_free(&m->index);
     *m = (StrMap){0};
 }
 
@@ -80,13 +80,13 @@ static long strmap_add(StrMap *m, const char *key, size_t len, uint64_t h, int64
     if (m->n >= INT32_MAX - 1) return FAIL(e, "use a smaller input", "more than %d distinct words", INT32_MAX - 1);
     if (m->n == m->cap && strmap_grow_entries(m, e)) return -1;
     size_t at = m->keys.len;
-    if (bytevec_append(&m->keys, key, len, e) || bytevec_append(&m->keys, "", 1, e)) return -1;
+    if (slm_bytevec_append(&m->keys, key, len, e) || slm_bytevec_append(&m->keys, "", 1, e)) return -1;
     i = (long)m->n++;
     m->key_at[i] = at;
     m->key_len[i] = (uint32_t)len;
     m->key_hash[i] = h;
     m->value[i] = delta;
-    return hashmap_add(&m->index, h, (int32_t)i, e) ? -1 : i;
+    return slm_hashmap_add(&m->index, h, (int32_t)i, e) ? -1 : i;
 }
 
 /* ---- the alphabet: which characters get pieces ---- */
@@ -163,11 +163,11 @@ static void trainer_free(Trainer *t) {
     free(t->start);
     free(t->len);
     free(t->count);
-    for (int i = 0; i < t->n_pairs; i++) intvec_free(&t->pairs[i].words);
+    for (int i = 0; i < t->n_pairs; i++) slm_intvec_free(&t->pairs[i].words);
     free(t->pairs);
-    hashmap_free(&t->pair_index);
+    slm_hashmap_free(&t->pair_index);
     free(t->heap);
-    intvec_free(&t->raised);
+    slm_intvec_free(&t->raised);
     *t = (Trainer){0};
 }
 
@@ -178,7 +178,7 @@ static int add_piece(Trainer *t, const char *piece, size_t len, Error *e) {
     memcpy(copy, piece, len);
     copy[len] = '\0';
     int id = t->n_pieces;
-    if (strmap_add(&t->piece_ids, piece, len, hash64(piece, len, 0), id, e) < 0) {
+    if (strmap_add(&t->piece_ids, piece, len, slm_hash64(piece, len, 0), id, e) < 0) {
         free(copy);
         return -1;
     }
@@ -263,7 +263,7 @@ static int pair_index(Trainer *t, int32_t a, int32_t b, Error *e) {
         t->pairs = pairs;
         t->cap_pairs = cap;
     }
-    if (hashmap_add(&t->pair_index, h, t->n_pairs, e)) return -1;
+    if (slm_hashmap_add(&t->pair_index, h, t->n_pairs, e)) return -1;
     t->pairs[t->n_pairs] = (Pair){.a = a, .b = b, .stamp = -1};
     return t->n_pairs++;
 }
@@ -276,10 +276,10 @@ static int change_pair(Trainer *t, int32_t a, int32_t b, int64_t delta, int w, E
     Pair *p = &t->pairs[i];
     p->count += delta;
     if (delta <= 0) return 0;
-    if ((p->words.len == 0 || p->words.data[p->words.len - 1] != w) && intvec_push(&p->words, w, e)) return -1;
+    if ((p->words.len == 0 || p->words.data[p->words.len - 1] != w) && slm_intvec_push(&p->words, w, e)) return -1;
     if (p->stamp != t->merge_no) {
         p->stamp = t->merge_no;
-        if (intvec_push(&t->raised, i, e)) return -1;
+        if (slm_intvec_push(&t->raised, i, e)) return -1;
     }
     return 0;
 }
@@ -316,7 +316,7 @@ static int merged_piece(const Trainer *t, int32_t a, int32_t b, ByteVec *out, Er
     size_t n = strlen(CONTINUATION);
     if (strncmp(pb, CONTINUATION, n) == 0) pb += n;
     out->len = 0;
-    return bytevec_append(out, pa, strlen(pa), e) || bytevec_append(out, pb, strlen(pb), e) ? -1 : 0;
+    return slm_bytevec_append(out, pa, strlen(pa), e) || slm_bytevec_append(out, pb, strlen(pb), e) ? -1 : 0;
 }
 
 /* Merges the pair everywhere; a new piece joins the vocabulary, an existing one
@@ -325,7 +325,7 @@ static int merge_pair(Trainer *t, int pair, ByteVec *buf, VocabStats *st, Error 
     int32_t a = t->pairs[pair].a, b = t->pairs[pair].b;
     int64_t count = t->pairs[pair].count;
     if (merged_piece(t, a, b, buf, e)) return -1;
-    long found = strmap_find(&t->piece_ids, buf->data, buf->len, hash64(buf->data, buf->len, 0));
+    long found = strmap_find(&t->piece_ids, buf->data, buf->len, slm_hash64(buf->data, buf->len, 0));
     int32_t merged = found >= 0 ? (int32_t)t->piece_ids.value[found] : add_piece(t, buf->data, buf->len, e);
     if (merged < 0) return -1;
     IntVec words = t->pairs[pair].words; /* taken: the pair table may move while merging */
@@ -334,7 +334,7 @@ static int merge_pair(Trainer *t, int pair, ByteVec *buf, VocabStats *st, Error 
     t->raised.len = 0;
     int rc = 0;
     for (size_t i = 0; i < words.len && !rc; i++) rc = merge_word(t, words.data[i], a, b, merged, e);
-    intvec_free(&words);
+    slm_intvec_free(&words);
     for (size_t i = 0; i < t->raised.len && !rc; i++)
         if (t->pairs[t->raised.data[i]].count > 0) rc = heap_push(t, t->raised.data[i], e);
     st->n_merges++;
@@ -385,7 +385,7 @@ static int keep_characters(Char *chars, int n, int size, VocabStats *st) {
 /* Index of code in chars (through the map code -> index), added when new. */
 static long char_index(Char **chars, int *n, int *cap, StrMap *index, int32_t code, Error *e) {
     const char *key = (const char *)&code;
-    uint64_t h = hash64(key, sizeof code, 0);
+    uint64_t h = slm_hash64(key, sizeof code, 0);
     long i = strmap_find(index, key, sizeof code, h);
     if (i >= 0) return (long)index->value[i];
     if (*n == *cap) {
@@ -560,7 +560,7 @@ static void take_pieces(Trainer *t, Vocab *v) {
     t->n_pieces = 0;
 }
 
-int vocab_train_from_counts(const WordCount *words, size_t n_words, int size, Vocab *v, VocabStats *st, Error *e) {
+int slm_vocab_train_from_counts(const WordCount *words, size_t n_words, int size, Vocab *v, VocabStats *st, Error *e) {
     *v = (Vocab){0};
     VocabStats local;
     if (!st) st = &local;
@@ -574,7 +574,7 @@ int vocab_train_from_counts(const WordCount *words, size_t n_words, int size, Vo
         if (p == -1) rc = too_few_pieces(&t, st, e);
         else rc = p < 0 ? -1 : merge_pair(&t, p, &buf, st, e);
     }
-    bytevec_free(&buf);
+    slm_bytevec_free(&buf);
     if (!rc) take_pieces(&t, v);
     trainer_free(&t);
     return rc;
@@ -591,15 +591,15 @@ typedef struct Counter {
 static int count_word(const char *word, size_t len, void *ctx) {
     Counter *c = ctx;
     c->n_tokens++;
-    return strmap_add(&c->words, word, len, hash64(word, len, 0), 1, c->e) < 0 ? -1 : 0;
+    return strmap_add(&c->words, word, len, slm_hash64(word, len, 0), 1, c->e) < 0 ? -1 : 0;
 }
 
 /* Normalises one story and counts its words into c. */
 static int count_story(const char *story, size_t len, const Pretokenizer *pt, ByteVec *norm, Counter *c, Error *e) {
     norm->len = 0;
-    if (text_normalize(story, len, norm, e)) return -1;
+    if (slm_text_normalize(story, len, norm, e)) return -1;
     if (norm->len == 0) return 0;
-    int rc = pretokenize(pt, norm->data, norm->len, count_word, c, e);
+    int rc = slm_pretokenize(pt, norm->data, norm->len, count_word, c, e);
     return rc ? -1 : 0;
 }
 
@@ -607,12 +607,12 @@ static int count_story(const char *story, size_t len, const Pretokenizer *pt, By
 static int count_share(const char *text, const StorySpan *spans, int n, Counter *c, Error *e) {
     Pretokenizer pt = {0};
     ByteVec norm = {0};
-    int rc = pretokenizer_init(&pt, e);
+    int rc = slm_pretokenizer_init(&pt, e);
 #pragma omp for schedule(dynamic, 32)
     for (int i = 0; i < n; i++)
         if (!rc) rc = count_story(text + spans[i].offset, spans[i].len, &pt, &norm, c, e);
-    bytevec_free(&norm);
-    if (pt.code) pretokenizer_free(&pt);
+    slm_bytevec_free(&norm);
+    if (pt.code) slm_pretokenizer_free(&pt);
     return rc;
 }
 
@@ -676,7 +676,7 @@ static WordCount *word_list(const StrMap *m, Error *e) {
     return list;
 }
 
-int vocab_train_text(const char *text, size_t len, const char *what, int size, Vocab *v, VocabStats *st, Error *e) {
+int slm_vocab_train_text(const char *text, size_t len, const char *what, int size, Vocab *v, VocabStats *st, Error *e) {
     *v = (Vocab){0};
     VocabStats local;
     if (!st) st = &local;
@@ -684,19 +684,19 @@ int vocab_train_text(const char *text, size_t len, const char *what, int size, V
     if (check_size(size, e)) return -1;
     StorySpan *spans = NULL;
     int n = 0;
-    if (stories_split(text, len, what, &spans, &n, &st->skips, e)) return -1;
+    if (slm_stories_split(text, len, what, &spans, &n, &st->skips, e)) return -1;
     st->n_stories = n;
     StrMap words = {0};
     int rc = count_words(text, spans, n, &words, &st->n_word_tokens, e);
     free(spans);
     WordCount *list = rc ? NULL : word_list(&words, e);
     VocabStats reading = *st;
-    if (list) rc = vocab_train_from_counts(list, words.n, size, v, st, e);
+    if (list) rc = slm_vocab_train_from_counts(list, words.n, size, v, st, e);
     else rc = -1;
     st->n_stories = reading.n_stories;
     st->skips = reading.skips;
     st->n_word_tokens = reading.n_word_tokens;
-    if (rc) error_prefix(e, "learning a vocabulary from '%s': ", what);
+    if (rc) slm_error_prefix(e, "learning a vocabulary from '%s': ", what);
     free(list);
     strmap_free(&words);
     return rc;
@@ -704,27 +704,27 @@ int vocab_train_text(const char *text, size_t len, const char *what, int size, V
 
 /* ---- vocab.txt ---- */
 
-char *vocab_to_text(const Vocab *v, size_t *len, Error *e) {
+char *slm_vocab_to_text(const Vocab *v, size_t *len, Error *e) {
     ByteVec out = {0};
     for (int i = 0; i < v->size; i++)
-        if (bytevec_append(&out, v->pieces[i], strlen(v->pieces[i]), e) || bytevec_append(&out, "\n", 1, e)) {
-            bytevec_free(&out);
+        if (slm_bytevec_append(&out, v->pieces[i], strlen(v->pieces[i]), e) || slm_bytevec_append(&out, "\n", 1, e)) {
+            slm_bytevec_free(&out);
             return NULL;
         }
     *len = out.len;
     return out.data ? out.data : xcalloc(1, 1, e);
 }
 
-int vocab_save(const Vocab *v, const char *path, Error *e) {
+int slm_vocab_save(const Vocab *v, const char *path, Error *e) {
     size_t len;
-    char *text = vocab_to_text(v, &len, e);
+    char *text = slm_vocab_to_text(v, &len, e);
     if (!text) return -1;
-    int rc = file_write_atomic(path, text, len, e);
+    int rc = slm_file_write_atomic(path, text, len, e);
     free(text);
     return rc;
 }
 
-void vocab_free(Vocab *v) {
+void slm_vocab_free(Vocab *v) {
     for (int i = 0; i < v->size; i++) free(v->pieces[i]);
     free(v->pieces);
     *v = (Vocab){0};

@@ -38,7 +38,7 @@ static int mpi_fail(int rc, const char *call, Error *e) {
 }
 #endif
 
-int dist_init(Dist *d, Error *e) {
+int slm_dist_init(Dist *d, Error *e) {
     *d = (Dist){.rank = 0, .size = 1};
     int n = launched_size();
     if (n <= 1) return 0;
@@ -57,21 +57,21 @@ int dist_init(Dist *d, Error *e) {
 #endif
 }
 
-void dist_finalize(Dist *d) {
+void slm_dist_finalize(Dist *d) {
 #ifdef STORYLM_MPI
     if (d->mpi) MPI_Finalize();
 #endif
     d->mpi = 0;
 }
 
-void dist_abort(Dist *d, int code) {
+void slm_dist_abort(Dist *d, int code) {
 #ifdef STORYLM_MPI
     if (d->mpi) MPI_Abort(MPI_COMM_WORLD, code);
 #endif
     (void)d, (void)code;
 }
 
-int dist_allgather(Dist *d, void *buf, size_t each, Error *e) {
+int slm_dist_allgather(Dist *d, void *buf, size_t each, Error *e) {
     if (!d || d->size <= 1) return 0;
 #ifdef STORYLM_MPI
     if (each > INT_MAX) return FAIL(e, "use fewer threads per rank", "%zu bytes a rank are too many for one gather", each);
@@ -92,7 +92,7 @@ int dist_allgather(Dist *d, void *buf, size_t each, Error *e) {
 #endif
 }
 
-int dist_any(Dist *d, int flag, int *any, Error *e) {
+int slm_dist_any(Dist *d, int flag, int *any, Error *e) {
     *any = flag != 0;
     if (!d || d->size <= 1) return 0;
 #ifdef STORYLM_MPI
@@ -104,19 +104,19 @@ int dist_any(Dist *d, int flag, int *any, Error *e) {
 #endif
 }
 
-int dist_same(Dist *d, uint64_t x, int *same, Error *e) {
+int slm_dist_same(Dist *d, uint64_t x, int *same, Error *e) {
     *same = 1;
     if (!d || d->size <= 1) return 0;
     uint64_t *all = xcalloc((size_t)d->size, sizeof *all, e);
     if (!all) return -1;
     all[d->rank] = x;
-    int rc = dist_allgather(d, all, sizeof *all, e);
+    int rc = slm_dist_allgather(d, all, sizeof *all, e);
     for (int i = 0; !rc && i < d->size; i++) *same &= all[i] == x;
     free(all);
     return rc;
 }
 
-int dist_barrier(Dist *d, Error *e) {
+int slm_dist_barrier(Dist *d, Error *e) {
     if (!d || d->size <= 1) return 0;
 #ifdef STORYLM_MPI
     int rc = MPI_Barrier(MPI_COMM_WORLD);

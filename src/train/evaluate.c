@@ -19,11 +19,11 @@ static void eval_result(EvalResult *r, const Stories *s, const int *idx, int n, 
     r->accuracy = r->positions ? (double)correct / (double)r->positions : NAN;
 }
 
-int pass_evaluate(Pass *p, const Stories *s, const int *idx, int n, const Ablation *ab, EvalResult *r, Error *e) {
+int slm_pass_evaluate(Pass *p, const Stories *s, const int *idx, int n, const Ablation *ab, EvalResult *r, Error *e) {
     double loss = 0;
     long long correct = 0;
     *r = (EvalResult){0};
-    if (pass_refs(p, s, idx, n, e) || pass_go(p, n, ab, NULL, &loss, &correct, e)) return -1;
+    if (slm_pass_refs(p, s, idx, n, e) || slm_pass_go(p, n, ab, NULL, &loss, &correct, e)) return -1;
     eval_result(r, s, idx, n, loss, correct);
     return 0;
 }
@@ -34,7 +34,7 @@ static int longest_story(const Stories *s, const int *idx, int n) {
     return longest;
 }
 
-/* Story i's slices of loss and correct (evaluate_each's layout), zeroed,
+/* Story i's slices of loss and correct (slm_evaluate_each's layout), zeroed,
  * into at_loss[i] and at_correct[i] (n each). */
 static int position_outputs(const Stories *s, const int *idx, int n, float *loss, uint8_t *correct,
                             float ***at_loss, uint8_t ***at_correct, Error *e) {
@@ -49,23 +49,23 @@ static int position_outputs(const Stories *s, const int *idx, int n, float *loss
     return 0;
 }
 
-int evaluate_each(const Model *m, const Stories *s, const int *idx, int n, const Ablation *ab, int max_positions,
+int slm_evaluate_each(const Model *m, const Stories *s, const int *idx, int n, const Ablation *ab, int max_positions,
                   EvalResult *r, float *loss, uint8_t *correct, Error *e) {
     *r = (EvalResult){0};
     Pass p;
     float **at_loss = NULL;
     uint8_t **at_correct = NULL;
-    int rc = pass_init(&p, m, NULL, max_positions, longest_story(s, idx, n), n > 0 ? n : 1, e);
+    int rc = slm_pass_init(&p, m, NULL, max_positions, longest_story(s, idx, n), n > 0 ? n : 1, e);
     if (!rc && loss) rc = position_outputs(s, idx, n, loss, correct, &at_loss, &at_correct, e);
     p.shards.position_loss = at_loss, p.shards.position_correct = at_correct;
-    if (!rc) rc = pass_evaluate(&p, s, idx, n, ab, r, e);
-    pass_free(&p);
+    if (!rc) rc = slm_pass_evaluate(&p, s, idx, n, ab, r, e);
+    slm_pass_free(&p);
     free(at_loss);
     free(at_correct);
     return rc;
 }
 
-int evaluate(const Model *m, const Stories *s, const int *idx, int n, const Ablation *ab, int max_positions,
+int slm_evaluate(const Model *m, const Stories *s, const int *idx, int n, const Ablation *ab, int max_positions,
              EvalResult *r, Error *e) {
-    return evaluate_each(m, s, idx, n, ab, max_positions, r, NULL, NULL, e);
+    return slm_evaluate_each(m, s, idx, n, ab, max_positions, r, NULL, NULL, e);
 }

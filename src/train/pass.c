@@ -4,23 +4,23 @@
 #include <omp.h>
 #include <stdlib.h>
 
-int pass_init(Pass *p, const Model *m, Dist *dist, int max_positions, int longest, int max_stories, Error *e) {
+int slm_pass_init(Pass *p, const Model *m, Dist *dist, int max_positions, int longest, int max_stories, Error *e) {
     *p = (Pass){0};
     int threads = omp_get_max_threads(), shards = threads * dist_size(dist);
     int positions = (max_positions + shards - 1) / shards;
     p->refs = xmalloc((size_t)max_stories * sizeof(StoryRef), e);
     if (!p->refs) return -1;
-    return shards_init_dist(&p->shards, m, threads, dist, shards_positions(&m->cfg, positions, longest), max_stories,
+    return slm_shards_init_dist(&p->shards, m, threads, dist, slm_shards_positions(&m->cfg, positions, longest), max_stories,
                             e);
 }
 
-void pass_free(Pass *p) {
-    shards_free(&p->shards);
+void slm_pass_free(Pass *p) {
+    slm_shards_free(&p->shards);
     free(p->refs);
     free(p->ids);
 }
 
-int pass_refs(Pass *p, const Stories *s, const int *idx, int n, Error *e) {
+int slm_pass_refs(Pass *p, const Stories *s, const int *idx, int n, Error *e) {
     size_t total = 0;
     for (int i = 0; i < n; i++) total += story_len(s, idx[i]);
     if (total > p->ids_cap) {
@@ -37,14 +37,14 @@ int pass_refs(Pass *p, const Stories *s, const int *idx, int n, Error *e) {
     return 0;
 }
 
-long long pass_refs_positions(const Pass *p, int n) {
+long long slm_pass_refs_positions(const Pass *p, int n) {
     long long total = 0;
     for (int i = 0; i < n; i++) total += p->refs[i].len - 1;
     return total;
 }
 
-int pass_go(Pass *p, int n, const Ablation *ab, float *grads, double *loss_sum, long long *correct, Error *e) {
-    long long total = pass_refs_positions(p, n);
-    return shards_run(&p->shards, p->refs, n, ab, total > 0 ? 1.0f / (float)total : 0.0f, grads, loss_sum, correct,
+int slm_pass_go(Pass *p, int n, const Ablation *ab, float *grads, double *loss_sum, long long *correct, Error *e) {
+    long long total = slm_pass_refs_positions(p, n);
+    return slm_shards_run(&p->shards, p->refs, n, ab, total > 0 ? 1.0f / (float)total : 0.0f, grads, loss_sum, correct,
                       e);
 }

@@ -17,20 +17,20 @@ typedef struct Pass {
     size_t ids_cap;
 } Pass;
 
-/* Threads from OpenMP's setting (model_threads_setup), on each of dist's
+/* Threads from OpenMP's setting (slm_model_threads_setup), on each of dist's
  * ranks; each shard's chunks hold max_positions / shards positions (shards
- * over all ranks), or the longest story up to a bound (shards_positions:
+ * over all ranks), or the longest story up to a bound (slm_shards_positions:
  * longer stories run in pieces). */
-int pass_init(Pass *p, const Model *m, Dist *dist, int max_positions, int longest, int max_stories, Error *e);
-void pass_free(Pass *p);
+int slm_pass_init(Pass *p, const Model *m, Dist *dist, int max_positions, int longest, int max_stories, Error *e);
+void slm_pass_free(Pass *p);
 /* p->refs[0..n): idx's stories, their ids copied out of s into p->ids. */
-int pass_refs(Pass *p, const Stories *s, const int *idx, int n, Error *e);
+int slm_pass_refs(Pass *p, const Stories *s, const int *idx, int n, Error *e);
 /* Predicted positions of p->refs[0..n) (a rewritten story may have changed length). */
-long long pass_refs_positions(const Pass *p, int n);
+long long slm_pass_refs_positions(const Pass *p, int n);
 /* Runs p->refs[0..n) through the model. grads == NULL: forward only. Sums loss
  * and correct predictions over predicted positions into *loss_sum, *correct. */
-int pass_go(Pass *p, int n, const Ablation *ab, float *grads, double *loss_sum, long long *correct, Error *e);
+int slm_pass_go(Pass *p, int n, const Ablation *ab, float *grads, double *loss_sum, long long *correct, Error *e);
 /* Loss and accuracy of idx[0..n) with p's activations (forward only; src/train/evaluate.c). */
-int pass_evaluate(Pass *p, const Stories *s, const int *idx, int n, const Ablation *ab, EvalResult *r, Error *e);
+int slm_pass_evaluate(Pass *p, const Stories *s, const int *idx, int n, const Ablation *ab, EvalResult *r, Error *e);
 
 #endif

@@ -14,7 +14,7 @@
 
 /* ---- options and their record -------------------------------------------- */
 
-int regularise_check_options(const TrainOptions *o, Error *e) {
+int slm_regularise_check_options(const TrainOptions *o, Error *e) {
     const struct {
         const char *flag;
         double x;
@@ -65,23 +65,23 @@ static void exact_decimal(double x, char *buf, size_t size) {
     }
 }
 
-int regularise_metadata(const TrainOptions *o, Metadata *md, Error *e) {
+int slm_regularise_metadata(const TrainOptions *o, Metadata *md, Error *e) {
     RecordedOption opt[8];
     int n = recorded(o, opt);
     for (int i = 0; i < n; i++) {
         if (opt[i].value == 0) continue;
         char buf[40];
         exact_decimal(opt[i].value, buf, sizeof buf);
-        if (metadata_set(md, opt[i].key, buf, e)) return -1;
+        if (slm_metadata_set(md, opt[i].key, buf, e)) return -1;
     }
     return 0;
 }
 
-int regularise_check_resume(const TrainOptions *o, const Metadata *md, const char *path, Error *e) {
+int slm_regularise_check_resume(const TrainOptions *o, const Metadata *md, const char *path, Error *e) {
     RecordedOption opt[8];
     int n = recorded(o, opt);
     for (int i = 0; i < n; i++) {
-        const char *v = metadata_get(md, opt[i].key);
+        const char *v = slm_metadata_get(md, opt[i].key);
         double was = v ? strtod(v, NULL) : 0;
         if (was == opt[i].value) continue;
         if (opt[i].is_switch)
@@ -104,11 +104,11 @@ static int beside(const char *out, const char *what, char *path, Error *e) {
     return 0;
 }
 
-const char *regularise_file(const char *out, const char *what, char path[REGULARISE_PATH_MAX]) {
+const char *slm_regularise_file(const char *out, const char *what, char path[REGULARISE_PATH_MAX]) {
     return beside(out, what, path, NULL) ? NULL : path;
 }
 
-int regularise_paths(Regularise *g, const TrainOptions *o, Error *e) {
+int slm_regularise_paths(Regularise *g, const TrainOptions *o, Error *e) {
     *g = (Regularise){.o = o, .best_loss = INFINITY, .best_step = -1};
     snprintf(g->model_path, sizeof g->model_path, "%s", o->out);
     if (beside(o->out, "ema", g->ema_path, e) || beside(o->out, "best", g->best_path, e)) return -1;
@@ -132,14 +132,14 @@ static int load_own(const char *path, uint64_t run_id, Model *m, Metadata *meta,
     struct stat st;
     if (stat(path, &st) != 0) return 0;
     char *vocab = NULL;
-    if (checkpoint_load_model(path, m, &vocab, meta, e)) return -1;
+    if (slm_checkpoint_load_model(path, m, &vocab, meta, e)) return -1;
     free(vocab);
-    const char *run = metadata_get(meta, "trained_run");
+    const char *run = slm_metadata_get(meta, "trained_run");
     char want[24];
     snprintf(want, sizeof want, "%016" PRIx64, run_id);
     if (run && strcmp(run, want) == 0) return 1;
-    model_free(m);
-    metadata_free(meta);
+    slm_model_free(m);
+    slm_metadata_free(meta);
     return 0;
 }
 
@@ -149,7 +149,7 @@ static int resume_average(Regularise *g, int step, uint64_t run_id, Error *e) {
     Metadata meta = {0};
     int own = load_own(g->ema_path, run_id, &file, &meta, e);
     if (own < 0) return -1;
-    const char *at = own ? metadata_get(&meta, "step") : NULL;
+    const char *at = own ? slm_metadata_get(&meta, "step") : NULL;
     int rc = 0;
     if (!own || !at || atoi(at) != step || file.n_params != g->ema.n_params)
         rc = FAIL(e, "train anew: the run's moving average is lost (a kill between the model's save and the "
@@ -157,7 +157,7 @@ static int resume_average(Regularise *g, int step, uint64_t run_id, Error *e) {
                   "cannot resume the moving average: '%s' is %s", g->ema_path,
                   own ? "of another step than the model" : "missing or of another run");
     else memcpy(g->ema.params, file.params, file.n_params * sizeof(float));
-    if (own) model_free(&file), metadata_free(&meta);
+    if (own) slm_model_free(&file), slm_metadata_free(&meta);
     return rc;
 }
 
@@ -167,26 +167,26 @@ static int resume_best(Regularise *g, uint64_t run_id, Error *e) {
     Metadata meta = {0};
     int own = load_own(g->best_path, run_id, &file, &meta, e);
     if (own <= 0) return own;
-    const char *loss = metadata_get(&meta, "test_loss"), *at = metadata_get(&meta, "step");
+    const char *loss = slm_metadata_get(&meta, "test_loss"), *at = slm_metadata_get(&meta, "step");
     if (loss && at) g->best_loss = strtod(loss, NULL), g->best_step = atoi(at);
-    model_free(&file);
-    metadata_free(&meta);
+    slm_model_free(&file);
+    slm_metadata_free(&meta);
     return 0;
 }
 
-int regularise_init(Regularise *g, const Model *m, Adam *adam, int step, uint64_t run_id, Error *e) {
+int slm_regularise_init(Regularise *g, const Model *m, Adam *adam, int step, uint64_t run_id, Error *e) {
     const TrainOptions *o = g->o;
     if (o->swap_names > 0 && !o->augment)
         return FAIL(e, NULL, "--swap-names needs the names of the training stories (TrainOptions.augment)");
     adam->weight_decay = (float)o->weight_decay;
     if (o->weight_decay > 0) {
         if (!(g->decay_mask = xmalloc(m->n_params, e))) return -1;
-        model_decay_mask(m, g->decay_mask);
+        slm_model_decay_mask(m, g->decay_mask);
         adam->decay_mask = g->decay_mask;
     }
     if (o->augment && !(g->rewritten = xcalloc((size_t)o->batch, sizeof(IntVec), e))) return -1;
     if (o->ema > 0) {
-        if (model_init(&g->ema, &m->cfg, e)) return -1;
+        if (slm_model_init(&g->ema, &m->cfg, e)) return -1;
         g->has_ema = 1;
         memcpy(g->ema.params, m->params, m->n_params * sizeof(float));
         if (step > 0 && resume_average(g, step, run_id, e)) return -1;
@@ -194,17 +194,17 @@ int regularise_init(Regularise *g, const Model *m, Adam *adam, int step, uint64_
     return o->keep_best && step > 0 ? resume_best(g, run_id, e) : 0;
 }
 
-void regularise_free(Regularise *g) {
+void slm_regularise_free(Regularise *g) {
     free(g->decay_mask);
-    if (g->has_ema) model_free(&g->ema);
-    for (int i = 0; g->rewritten && i < g->o->batch; i++) intvec_free(&g->rewritten[i]);
+    if (g->has_ema) slm_model_free(&g->ema);
+    for (int i = 0; g->rewritten && i < g->o->batch; i++) slm_intvec_free(&g->rewritten[i]);
     free(g->rewritten);
     g->decay_mask = NULL, g->rewritten = NULL, g->has_ema = 0;
 }
 
 /* ---- steps ------------------------------------------------------------------ */
 
-int regularise_before_step(Regularise *g, const Stories *s, const int *idx, int n, int64_t step, StoryRef *refs,
+int slm_regularise_before_step(Regularise *g, const Stories *s, const int *idx, int n, int64_t step, StoryRef *refs,
                            Shards *shards, Error *e) {
     const TrainOptions *o = g->o;
     shards->dropout_hidden = (float)o->dropout;
@@ -214,7 +214,7 @@ int regularise_before_step(Regularise *g, const Stories *s, const int *idx, int 
     for (int i = 0; o->augment && i < n; i++) {
         int len = refs[i].len;
         /* another stream than dropout's: the same seed, step and place, salted */
-        uint64_t key = dropout_story_key(o->seed ^ 0x6e616d6573ULL, step, i);
+        uint64_t key = slm_dropout_story_key(o->seed ^ 0x6e616d6573ULL, step, i);
         if (o->augment(o->augment_ctx, s, idx[i], key, &g->rewritten[i], e)) return -1;
         if ((int)g->rewritten[i].len > TRAIN_AUGMENT_MAX_LEN(len))
             return FAIL(e, NULL, "a rewritten story of %zu tokens is longer than the %d allowed for one of %d",
@@ -224,13 +224,13 @@ int regularise_before_step(Regularise *g, const Stories *s, const int *idx, int 
     return 0;
 }
 
-void ema_update(float *avg, const float *x, size_t n, float decay) {
+void slm_ema_update(float *avg, const float *x, size_t n, float decay) {
     float rest = 1.0f - decay;
     for (size_t i = 0; i < n; i++) avg[i] = decay * avg[i] + rest * x[i];
 }
 
-void regularise_after_step(Regularise *g, const Model *m) {
-    if (g->has_ema) ema_update(g->ema.params, m->params, m->n_params, (float)g->o->ema);
+void slm_regularise_after_step(Regularise *g, const Model *m) {
+    if (g->has_ema) slm_ema_update(g->ema.params, m->params, m->n_params, (float)g->o->ema);
 }
 
 /* ---- saves ------------------------------------------------------------------ */
@@ -241,20 +241,20 @@ static int save_weights(const char *path, const Model *m, const char *vocab, con
     Metadata md = {0};
     char buf[40];
     int rc = 0;
-    for (int i = 0; !rc && i < meta->count; i++) rc = metadata_set(&md, meta->items[i].key, meta->items[i].value, e);
+    for (int i = 0; !rc && i < meta->count; i++) rc = slm_metadata_set(&md, meta->items[i].key, meta->items[i].value, e);
     snprintf(buf, sizeof buf, "%d", step);
-    rc = rc ? rc : metadata_set(&md, "step", buf, e);
+    rc = rc ? rc : slm_metadata_set(&md, "step", buf, e);
     snprintf(buf, sizeof buf, "%016" PRIx64, run_id);
-    rc = rc ? rc : metadata_set(&md, "trained_run", buf, e);
-    rc = rc ? rc : metadata_set(&md, "weights", weights, e);
+    rc = rc ? rc : slm_metadata_set(&md, "trained_run", buf, e);
+    rc = rc ? rc : slm_metadata_set(&md, "weights", weights, e);
     snprintf(buf, sizeof buf, "%.6f", test_loss);
-    if (!rc && isfinite(test_loss)) rc = metadata_set(&md, "test_loss", buf, e);
-    if (!rc) rc = checkpoint_save_model(path, m, vocab, &md, e);
-    metadata_free(&md);
+    if (!rc && isfinite(test_loss)) rc = slm_metadata_set(&md, "test_loss", buf, e);
+    if (!rc) rc = slm_checkpoint_save_model(path, m, vocab, &md, e);
+    slm_metadata_free(&md);
     return rc;
 }
 
-int regularise_saved(Regularise *g, const Model *m, const char *vocab, const Metadata *meta, int step,
+int slm_regularise_saved(Regularise *g, const Model *m, const char *vocab, const Metadata *meta, int step,
                      uint64_t run_id, TrainResult *r, Error *e) {
     const TrainOptions *o = g->o;
     if (g->has_ema && save_weights(g->ema_path, &g->ema, vocab, meta, step, run_id, r->ema_test_loss,

@@ -4,43 +4,43 @@
 #include <stdlib.h>
 #include <string.h>
 
-int shards_init(Shards *s, const Model *m, int n_threads, int positions, int max_stories, Error *e) {
-    return shards_init_dist(s, m, n_threads, NULL, positions, max_stories, e);
+int slm_shards_init(Shards *s, const Model *m, int n_threads, int positions, int max_stories, Error *e) {
+    return slm_shards_init_dist(s, m, n_threads, NULL, positions, max_stories, e);
 }
 
-int shards_init_dist(Shards *s, const Model *m, int n_threads, Dist *dist, int positions, int max_stories,
+int slm_shards_init_dist(Shards *s, const Model *m, int n_threads, Dist *dist, int positions, int max_stories,
                      Error *e) {
     int local = n_threads < 1 ? 1 : n_threads;
     *s = (Shards){.model = m, .n = local * dist_size(dist), .first = local * dist_rank(dist), .local = local,
                   .dist = dist, .positions = positions, .max_stories = max_stories};
     if (positions < 1 || max_stories < 1)
         return FAIL(e, NULL, "shards need room for a position and a story (got %d, %d)", positions, max_stories);
-    if (workers_init(&s->workers, s->local, e) || !(s->shard = xcalloc((size_t)s->n, sizeof(Shard), e)) ||
+    if (slm_workers_init(&s->workers, s->local, e) || !(s->shard = xcalloc((size_t)s->n, sizeof(Shard), e)) ||
         !(s->owner = xmalloc((size_t)max_stories * sizeof(int), e)) ||
         !(s->grads_all = xmalloc((size_t)s->n * m->n_params * sizeof(float), e)) ||
         !(s->results = xcalloc((size_t)s->n * 3, sizeof(double), e))) {
-        shards_free(s);
+        slm_shards_free(s);
         return -1;
     }
     for (int i = 0; i < s->n; i++) {
         Shard *h = &s->shard[i];
         int mine = i >= s->first && i < s->first + s->local; /* only this process's shards run here */
         h->grads = s->grads_all + (size_t)i * m->n_params;
-        if ((mine && (activations_init(&h->acts, &m->cfg, positions, e) ||
-                      batch_init(&h->batch, positions, max_stories, e))) ||
+        if ((mine && (slm_activations_init(&h->acts, &m->cfg, positions, e) ||
+                      slm_batch_init(&h->batch, positions, max_stories, e))) ||
             !(h->stories = xmalloc((size_t)max_stories * sizeof(int), e)) ||
             !(h->drop_keys = xmalloc((size_t)max_stories * sizeof(uint64_t), e))) {
-            shards_free(s);
+            slm_shards_free(s);
             return -1;
         }
     }
     return 0;
 }
 
-void shards_free(Shards *s) {
+void slm_shards_free(Shards *s) {
     for (int i = 0; s->shard && i < s->n; i++) {
-        activations_free(&s->shard[i].acts);
-        batch_free(&s->shard[i].batch);
+        slm_activations_free(&s->shard[i].acts);
+        slm_batch_free(&s->shard[i].batch);
         free(s->shard[i].stories);
         free(s->shard[i].drop_keys);
     }
@@ -48,7 +48,7 @@ void shards_free(Shards *s) {
     free(s->grads_all);
     free(s->results);
     free(s->owner);
-    if (s->workers.n) workers_free(&s->workers);
+    if (s->workers.n) slm_workers_free(&s->workers);
     *s = (Shards){0};
 }
 
@@ -110,7 +110,7 @@ static void keep_positions(const Shards *s, const Shard *h, int j, int k, int at
  * window's keys (attention) or the rows (window8) its first position reads. */
 static int piece_context(const ModelConfig *c) { return c->arch == ARCH_ATTENTION ? c->window - 1 : c->context - 1; }
 
-int shards_positions(const ModelConfig *c, int positions, int longest) {
+int slm_shards_positions(const ModelConfig *c, int positions, int longest) {
     int piece = 4 * (piece_context(c) + 1); /* a piece's context is at most a quarter of its work */
     int whole = longest < piece ? longest : piece;
     return positions > whole ? positions : whole;
@@ -119,7 +119,7 @@ int shards_positions(const ModelConfig *c, int positions, int longest) {
 /* The chunk's dropout: training's, keyed by each story's place k in the run. */
 static void chunk_dropout(const Shards *s, Shard *h, int k) {
     int training = s->run_grads && (s->dropout_hidden > 0 || s->dropout_attention > 0);
-    if (training) h->drop_keys[h->batch.n_stories - 1] = dropout_story_key(s->dropout_seed, s->dropout_step, k);
+    if (training) h->drop_keys[h->batch.n_stories - 1] = slm_dropout_story_key(s->dropout_seed, s->dropout_step, k);
     h->acts.dropout = training ? (Dropout){.hidden = s->dropout_hidden, .attention = s->dropout_attention,
                                            .story_keys = h->drop_keys}
                                : (Dropout){0};
@@ -139,10 +139,10 @@ static int run_pieces(Shards *s, Shard *h, int k) {
         int begin = first > context ? first - context : 0;
         int end = begin + cap < st->len ? begin + cap : st->len;
         BatchPiece piece = {.context = first - begin, .offset = begin, .next = end < st->len ? st->ids[end] : -1};
-        batch_clear(&h->batch);
-        if (batch_add_piece(&h->batch, st->ids + begin, end - begin, piece, &h->error)) return -1;
+        slm_batch_clear(&h->batch);
+        if (slm_batch_add_piece(&h->batch, st->ids + begin, end - begin, piece, &h->error)) return -1;
         chunk_dropout(s, h, k); /* keyed by the story and the piece's offset: the whole story's masks */
-        if (model_loss_and_grad(s->model, &h->acts, &h->batch, s->run_ablation, s->run_scale,
+        if (slm_model_loss_and_grad(s->model, &h->acts, &h->batch, s->run_ablation, s->run_scale,
                                 s->run_grads ? h->grads : NULL, &h->error))
             return -1;
         add_losses(h);
@@ -161,18 +161,18 @@ static void shard_job(void *arg, int i, int n_threads) {
     if (s->run_grads) memset(h->grads, 0, m->n_params * sizeof(float));
     for (int k = 0; k < h->n_stories;) {
         int first = k;
-        batch_clear(&h->batch);
+        slm_batch_clear(&h->batch);
         while (k < h->n_stories && h->batch.n_stories < h->batch.max_stories &&
                s->run_stories[h->stories[k]].len <= h->batch.max_tokens - h->batch.n_tokens) {
             const StoryRef *st = &s->run_stories[h->stories[k]];
-            if (batch_add(&h->batch, st->ids, st->len, &h->error)) return (void)(h->failed = 1);
+            if (slm_batch_add(&h->batch, st->ids, st->len, &h->error)) return (void)(h->failed = 1);
             chunk_dropout(s, h, h->stories[k++]);
         }
         if (h->batch.n_stories == 0) { /* a story longer than a chunk */
             if (run_pieces(s, h, h->stories[k++])) return (void)(h->failed = 1);
             continue;
         }
-        if (model_loss_and_grad(m, &h->acts, &h->batch, s->run_ablation, s->run_scale,
+        if (slm_model_loss_and_grad(m, &h->acts, &h->batch, s->run_ablation, s->run_scale,
                                 s->run_grads ? h->grads : NULL, &h->error))
             return (void)(h->failed = 1);
         add_losses(h);
@@ -203,7 +203,7 @@ static int exchange(Shards *s, Error *e) {
         double *r = s->results + (size_t)i * 3;
         r[0] = h->loss_sum, r[1] = (double)h->correct, r[2] = h->failed; /* counts below 2^53 are exact */
     }
-    if (dist_allgather(s->dist, s->results, (size_t)s->local * 3 * sizeof(double), e)) return -1;
+    if (slm_dist_allgather(s->dist, s->results, (size_t)s->local * 3 * sizeof(double), e)) return -1;
     int failed = 0;
     for (int i = 0; i < s->n; i++) {
         Shard *h = &s->shard[i];
@@ -213,16 +213,16 @@ static int exchange(Shards *s, Error *e) {
     }
     if (failed || !s->run_grads) return 0;
     size_t n = s->model->n_params * (size_t)s->local;
-    return dist_allgather(s->dist, s->grads_all, n * sizeof(float), e);
+    return slm_dist_allgather(s->dist, s->grads_all, n * sizeof(float), e);
 }
 
-int shards_run(Shards *s, const StoryRef *stories, int n, const Ablation *ablation, float scale, float *grads,
+int slm_shards_run(Shards *s, const StoryRef *stories, int n, const Ablation *ablation, float scale, float *grads,
                double *loss_sum, long long *correct, Error *e) {
     if (n > s->max_stories)
         return FAIL(e, NULL, "%d stories are more than the %d these shards were made for", n, s->max_stories);
     deal(s, stories, n);
     s->run_stories = stories, s->run_ablation = ablation, s->run_scale = scale, s->run_grads = grads;
-    workers_run(&s->workers, shard_job, s);
+    slm_workers_run(&s->workers, shard_job, s);
     if (exchange(s, e)) return -1;
     for (int i = 0; i < s->n; i++)
         if (s->shard[i].failed) {
@@ -236,6 +236,6 @@ int shards_run(Shards *s, const StoryRef *stories, int n, const Ablation *ablati
         *loss_sum += s->shard[i].loss_sum;
         *correct += s->shard[i].correct;
     }
-    if (grads) workers_run(&s->workers, reduce_job, s);
+    if (grads) slm_workers_run(&s->workers, reduce_job, s);
     return 0;
 }

@@ -1,4 +1,4 @@
-/* One optimizer step: see train_step in include/storylm/train.h. */
+/* One optimizer step: see slm_train_step in include/storylm/train.h. */
 #include <math.h>
 #include <omp.h>
 
@@ -10,14 +10,14 @@ static int all_finite(const float *x, size_t n) {
     return acc == 0.0f;
 }
 
-int train_step(const TrainStep *t, const StoryRef *refs, int n, float lr, TrainStepResult *r, Error *e) {
+int slm_train_step(const TrainStep *t, const StoryRef *refs, int n, float lr, TrainStepResult *r, Error *e) {
     *r = (TrainStepResult){0};
     for (int i = 0; i < n; i++) r->positions += refs[i].len - 1;
     double loss_sum = 0;
     long long correct = 0;
-    model_zero_grad(t->model, t->grads);
+    slm_model_zero_grad(t->model, t->grads);
     float scale = r->positions > 0 ? 1.0f / (float)r->positions : 0.0f;
-    if (shards_run(t->shards, refs, n, NULL, scale, t->grads, &loss_sum, &correct, e)) return -1;
+    if (slm_shards_run(t->shards, refs, n, NULL, scale, t->grads, &loss_sum, &correct, e)) return -1;
     r->loss = loss_sum / (double)r->positions;
     if (t->poison) t->grads[0] = INFINITY;
     if (!isfinite(r->loss) || !all_finite(t->grads, t->model->n_params)) {
@@ -28,7 +28,7 @@ int train_step(const TrainStep *t, const StoryRef *refs, int n, float lr, TrainS
      * team is left busy-waiting beside the shards' threads. */
     int threads = omp_get_max_threads();
     omp_set_num_threads(1);
-    adam_update(t->adam, t->model->params, t->grads, lr);
+    slm_adam_update(t->adam, t->model->params, t->grads, lr);
     omp_set_num_threads(threads);
     return 0;
 }

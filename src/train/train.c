@@ -19,7 +19,7 @@
 #include "pass.h"
 #include "train_dist.h"
 
-TrainOptions train_default_options(void) {
+TrainOptions slm_train_default_options(void) {
     return (TrainOptions){.arch = ARCH_ATTENTION, .steps = 3000, .lr = 3e-3, .warmup = -1, .min_lr_ratio = 0.1,
                           .batch = 8, .seed = 1, .threads = 0, .eval_every = 250, .max_positions = 4096,
                           .out = "model.safetensors"};
@@ -37,7 +37,7 @@ static int warmup_steps(const TrainOptions *o) {
     return w < 100 ? w : 100;
 }
 
-double train_lr_at(const TrainOptions *o, int step) {
+double slm_train_lr_at(const TrainOptions *o, int step) {
     int warm = warmup_steps(o);
     if (step < warm) return o->lr * (step + 1) / warm;
     double span = o->steps - warm, t = span > 0 ? (step - warm) / span : 1.0;
@@ -60,10 +60,10 @@ typedef struct StoryStream {
 static void stream_shuffle(StoryStream *st, long pass) {
     int n = st->s->n_train;
     Rng r;
-    rng_seed(&r, st->seed * 0x9E3779B97F4A7C15ULL + (uint64_t)pass + 1);
+    slm_rng_seed(&r, st->seed * 0x9E3779B97F4A7C15ULL + (uint64_t)pass + 1);
     memcpy(st->order, st->s->train, (size_t)n * sizeof(int));
     for (int i = n - 1; i > 0; i--) {
-        int j = (int)rng_below(&r, (uint64_t)i + 1), t = st->order[i];
+        int j = (int)slm_rng_below(&r, (uint64_t)i + 1), t = st->order[i];
         st->order[i] = st->order[j];
         st->order[j] = t;
     }
@@ -97,14 +97,14 @@ typedef struct Trainer {
 
 /* Identifies the training data: the token ids and the held-out split. */
 static uint64_t data_hash(const Stories *s) {
-    uint64_t h = stories_hash_ids(s, 0);
-    return hash64(s->test, (size_t)s->n_test * sizeof(int), h);
+    uint64_t h = slm_stories_hash_ids(s, 0);
+    return slm_hash64(s->test, (size_t)s->n_test * sizeof(int), h);
 }
 
 static int set_meta(Metadata *md, const char *key, const char *fmt, double x, Error *e) {
     char buf[64];
     snprintf(buf, sizeof buf, fmt, x);
-    return metadata_set(md, key, buf, e);
+    return slm_metadata_set(md, key, buf, e);
 }
 
 /* The shortest decimal that reads back as exactly x, so a resume gets the same bits. */
@@ -114,14 +114,14 @@ static int set_meta_exact(Metadata *md, const char *key, double x, Error *e) {
         snprintf(buf, sizeof buf, "%.*g", digits, x);
         if (strtod(buf, NULL) == x) break;
     }
-    return metadata_set(md, key, buf, e);
+    return slm_metadata_set(md, key, buf, e);
 }
 
 /* The keys a model file carries about its training (read by info and resume). */
 static int fill_metadata(const Trainer *t, Metadata *md, Error *e) {
     const TrainOptions *o = &t->o;
     const TrainResult *r = t->r;
-    int rc = record_to_metadata(&t->data, md, e);
+    int rc = slm_record_to_metadata(&t->data, md, e);
     rc = rc ? rc : set_meta(md, "steps", "%.0f", o->steps, e);
     rc = rc ? rc : set_meta(md, "seed", "%.0f", (double)o->seed, e);
     rc = rc ? rc : set_meta_exact(md, "lr", o->lr, e);
@@ -136,8 +136,8 @@ static int fill_metadata(const Trainer *t, Metadata *md, Error *e) {
     if (!rc && isfinite(r->test_loss)) rc = set_meta(md, "test_loss", "%.6f", r->test_loss, e);
     if (!rc && isfinite(r->test_accuracy)) rc = set_meta(md, "test_accuracy", "%.6f", r->test_accuracy, e);
     rc = rc ? rc : set_meta(md, "seconds", "%.1f", r->seconds, e);
-    rc = rc ? rc : train_dist_set_meta(o->dist, md, e);
-    rc = rc ? rc : regularise_metadata(o, md, e);
+    rc = rc ? rc : slm_train_dist_set_meta(o->dist, md, e);
+    rc = rc ? rc : slm_regularise_metadata(o, md, e);
     return rc;
 }
 
@@ -147,10 +147,10 @@ static int save(Trainer *t, const char *path, Error *e) {
     TrainingState st = {.adam_m = t->adam.m, .adam_v = t->adam.v, .n_params = t->model.n_params,
                         .step = (uint64_t)t->step, .data_hash = t->data_hash, .run_id = t->run_id};
     int rc = fill_metadata(t, &md, e);
-    if (!rc) rc = checkpoint_save_all(path, &t->model, t->o.vocab_text, &md, &st, e);
-    if (!rc) rc = regularise_saved(&t->reg, &t->model, t->o.vocab_text, &md, t->step, t->run_id, t->r, e);
+    if (!rc) rc = slm_checkpoint_save_all(path, &t->model, t->o.vocab_text, &md, &st, e);
+    if (!rc) rc = slm_regularise_saved(&t->reg, &t->model, t->o.vocab_text, &md, t->step, t->run_id, t->r, e);
     if (!rc) t->saved_step = t->step;
-    metadata_free(&md);
+    slm_metadata_free(&md);
     return rc;
 }
 
@@ -159,7 +159,7 @@ static int save(Trainer *t, const char *path, Error *e) {
  * *x stays when the key is absent. */
 static int resume_number(const Metadata *md, const char *path, const char *key, double min, double max, double *x,
                          Error *e) {
-    const char *v = metadata_get(md, key);
+    const char *v = slm_metadata_get(md, key);
     if (!v) return 0;
     char *end;
     double d = strtod(v, &end);
@@ -214,41 +214,41 @@ static int resume(Trainer *t, Error *e) {
     Metadata md = {0};
     TrainingState st = {0};
     char *vocab = NULL;
-    if (checkpoint_load_all(t->o.out, &t->model, &vocab, &md, &st, e)) {
-        error_prefix(e, "cannot resume: ");
+    if (slm_checkpoint_load_all(t->o.out, &t->model, &vocab, &md, &st, e)) {
+        slm_error_prefix(e, "cannot resume: ");
         return -1;
     }
     int rc = 0;
     if (strcmp(vocab, t->o.vocab_text) != 0 || st.data_hash != t->data_hash)
         rc = FAIL(e, "resume with the same stories file and vocabulary, or train anew without --resume",
                   "cannot resume '%s': it was trained on other data or another vocabulary", t->o.out);
-    if (!rc) rc = train_dist_check_resume(t->o.dist, &md, t->o.out, e);
+    if (!rc) rc = slm_train_dist_check_resume(t->o.dist, &md, t->o.out, e);
     if (!rc) {
         if ((t->o.given & TRAIN_GIVEN_ARCH) && t->o.arch != t->model.cfg.arch)
             rc = FAIL(e, "leave --arch out when resuming, or train afresh",
                       "cannot resume '%s' with --arch %s: it is a model of architecture %s", t->o.out,
-                      arch_name(t->o.arch), arch_name(t->model.cfg.arch));
+                      slm_arch_name(t->o.arch), slm_arch_name(t->model.cfg.arch));
         t->o.arch = t->model.cfg.arch;
         if (!rc && (t->o.given & TRAIN_GIVEN_VARIANT) &&
             (t->o.pos != t->model.cfg.pos || t->o.score != t->model.cfg.score))
             rc = FAIL(e, "leave --pos and --score out when resuming, or train afresh",
                       "cannot resume '%s' with --pos %s --score %s: it is a model with --pos %s --score %s", t->o.out,
-                      pos_name(t->o.pos), score_name(t->o.score), pos_name(t->model.cfg.pos),
-                      score_name(t->model.cfg.score));
+                      slm_pos_name(t->o.pos), slm_score_name(t->o.score), slm_pos_name(t->model.cfg.pos),
+                      slm_score_name(t->model.cfg.score));
         if (!rc) rc = resume_schedule(t, &md, &st, e);
     }
-    if (!rc) rc = regularise_check_resume(&t->o, &md, t->o.out, e);
+    if (!rc) rc = slm_regularise_check_resume(&t->o, &md, t->o.out, e);
     if (!rc) {
         t->run_id = st.run_id;
-        rc = adam_init(&t->adam, t->model.n_params, e);
+        rc = slm_adam_init(&t->adam, t->model.n_params, e);
     }
     if (!rc) {
         memcpy(t->adam.m, st.adam_m, t->model.n_params * sizeof(float));
         memcpy(t->adam.v, st.adam_v, t->model.n_params * sizeof(float));
         t->adam.step = (int64_t)st.step;
     }
-    training_state_free(&st);
-    metadata_free(&md);
+    slm_training_state_free(&st);
+    slm_metadata_free(&md);
     free(vocab);
     return rc;
 }
@@ -256,10 +256,10 @@ static int resume(Trainer *t, Error *e) {
 static int trainer_init(Trainer *t, const Stories *s, const TrainOptions *o, TrainResult *r, Error *e) {
     *t = (Trainer){.s = s, .o = *o, .r = r, .saved_step = -1};
     t->data_hash = data_hash(s);
-    if (train_dist_same_data(o->dist, t->data_hash, o->data_path, e)) return -1;
-    if (o->data_path && record_of_file(&t->data, o->data_path, e)) return -1;
+    if (slm_train_dist_same_data(o->dist, t->data_hash, o->data_path, e)) return -1;
+    if (o->data_path && slm_record_of_file(&t->data, o->data_path, e)) return -1;
     if (s->n_train < 1) return FAIL(e, "give a file with more stories", "no training stories");
-    if (regularise_check_options(o, e) || regularise_paths(&t->reg, &t->o, e)) return -1;
+    if (slm_regularise_check_options(o, e) || slm_regularise_paths(&t->reg, &t->o, e)) return -1;
     t->o.out = t->reg.checkpoint_path; /* OUT itself, or OUT.raw with --ema-save */
     int ntok = 0;
     for (int i = 0; i < s->n_stories; i++) ntok = (int)story_len(s, i) > ntok ? (int)story_len(s, i) : ntok;
@@ -267,15 +267,15 @@ static int trainer_init(Trainer *t, const Stories *s, const TrainOptions *o, Tra
         if (resume(t, e)) return -1;
         t->saved_step = t->step;
     } else {
-        ModelConfig cfg = model_config_default(o->arch, 0);
+        ModelConfig cfg = slm_model_config_default(o->arch, 0);
         cfg.vocab_size = o->vocab_size;
         cfg.pos = o->pos;
         cfg.score = o->score;
-        if (model_init(&t->model, &cfg, e) || adam_init(&t->adam, t->model.n_params, e)) return -1;
-        model_randomize(&t->model, o->seed);
-        t->run_id = checkpoint_new_run_id();
+        if (slm_model_init(&t->model, &cfg, e) || slm_adam_init(&t->adam, t->model.n_params, e)) return -1;
+        slm_model_randomize(&t->model, o->seed);
+        t->run_id = slm_checkpoint_new_run_id();
     }
-    if (regularise_init(&t->reg, &t->model, &t->adam, t->step, t->run_id, e)) return -1;
+    if (slm_regularise_init(&t->reg, &t->model, &t->adam, t->step, t->run_id, e)) return -1;
     t->grads = xmalloc(t->model.n_params * sizeof(float), e);
     t->step_stories = t->grads ? xmalloc((size_t)t->o.batch * sizeof(int), e) : NULL;
     t->stream = (StoryStream){.s = s, .seed = t->o.seed, .pass = -1};
@@ -283,17 +283,17 @@ static int trainer_init(Trainer *t, const Stories *s, const TrainOptions *o, Tra
     if (!t->stream.order) return -1;
     int stories = t->o.batch > s->n_test ? t->o.batch : s->n_test; /* a step's, or the test stories */
     if (o->augment) ntok = TRAIN_AUGMENT_MAX_LEN(ntok); /* a rewritten story may be longer */
-    return pass_init(&t->pass, &t->model, o->dist, o->max_positions, ntok, stories > 1 ? stories : 1, e);
+    return slm_pass_init(&t->pass, &t->model, o->dist, o->max_positions, ntok, stories > 1 ? stories : 1, e);
 }
 
 static void trainer_free(Trainer *t) {
-    regularise_free(&t->reg);
-    pass_free(&t->pass);
+    slm_regularise_free(&t->reg);
+    slm_pass_free(&t->pass);
     free(t->grads);
     free(t->step_stories);
     free(t->stream.order);
-    adam_free(&t->adam);
-    model_free(&t->model);
+    slm_adam_free(&t->adam);
+    slm_model_free(&t->model);
 }
 
 /* Stops a step whose loss or gradient (what) is not finite, before the update:
@@ -311,7 +311,7 @@ static int diverged(const Trainer *t, const char *what, Error *e) {
  * step and the model left on disk, as diverged() says them. */
 static int stopped(const Trainer *t, Error *e) {
     if (!e) return -1;
-    error_prefix(e, "training stopped at step %d: ", t->step + 1);
+    slm_error_prefix(e, "training stopped at step %d: ", t->step + 1);
     size_t n = strlen(e->message);
     if (t->saved_step >= 0)
         snprintf(e->message + n, sizeof e->message - n, "; '%s' keeps the last good model, of step %d", t->o.out,
@@ -319,21 +319,21 @@ static int stopped(const Trainer *t, Error *e) {
     return -1;
 }
 
-/* One optimizer step (train_step) on the next o.batch stories of the stream. */
+/* One optimizer step (slm_train_step) on the next o.batch stories of the stream. */
 static int trainer_step(Trainer *t, double *loss, long long *positions, Error *e) {
     long long first = (long long)t->step * t->o.batch;
     for (int i = 0; i < t->o.batch; i++) t->step_stories[i] = stream_story(&t->stream, first + i);
     TrainStep step = {.shards = &t->pass.shards, .model = &t->model, .adam = &t->adam, .grads = t->grads,
                       .poison = t->step + 1 == t->o.overflow_at_step};
     TrainStepResult r;
-    if (pass_refs(&t->pass, t->s, t->step_stories, t->o.batch, e) ||
-        regularise_before_step(&t->reg, t->s, t->step_stories, t->o.batch, t->step, t->pass.refs, &t->pass.shards, e) ||
-        train_step(&step, t->pass.refs, t->o.batch, (float)train_lr_at(&t->o, t->step), &r, e))
+    if (slm_pass_refs(&t->pass, t->s, t->step_stories, t->o.batch, e) ||
+        slm_regularise_before_step(&t->reg, t->s, t->step_stories, t->o.batch, t->step, t->pass.refs, &t->pass.shards, e) ||
+        slm_train_step(&step, t->pass.refs, t->o.batch, (float)slm_train_lr_at(&t->o, t->step), &r, e))
         return stopped(t, e);
     *positions = r.positions;
     *loss = r.loss;
     if (r.not_finite) return diverged(t, r.not_finite, e);
-    regularise_after_step(&t->reg, &t->model);
+    slm_regularise_after_step(&t->reg, &t->model);
     t->step++;
     return 0;
 }
@@ -342,7 +342,7 @@ static int evaluate_test(Trainer *t, Error *e) {
     EvalResult ev;
     if (t->s->n_test == 0) return 0;
     /* the training step's activations: a second set would double the peak memory */
-    if (pass_evaluate(&t->pass, t->s, t->s->test, t->s->n_test, NULL, &ev, e)) return -1;
+    if (slm_pass_evaluate(&t->pass, t->s, t->s->test, t->s->n_test, NULL, &ev, e)) return -1;
     t->r->test_loss = ev.loss;
     t->r->test_accuracy = ev.accuracy;
     if (!(ev.loss >= t->r->best_test_loss)) {
@@ -351,7 +351,7 @@ static int evaluate_test(Trainer *t, Error *e) {
     }
     if (t->reg.has_ema) { /* the average, through the same shards */
         t->pass.shards.model = &t->reg.ema;
-        int rc = pass_evaluate(&t->pass, t->s, t->s->test, t->s->n_test, NULL, &ev, e);
+        int rc = slm_pass_evaluate(&t->pass, t->s, t->s->test, t->s->n_test, NULL, &ev, e);
         t->pass.shards.model = &t->model;
         if (rc) return -1;
         t->r->ema_test_loss = ev.loss;
@@ -369,8 +369,8 @@ static int snapshot(Trainer *t, Error *e) {
     Metadata md = {0};
     int rc = fill_metadata(t, &md, e);
     if (!rc) rc = set_meta(&md, "step", "%.0f", t->step, e);
-    if (!rc) rc = checkpoint_save_model(path, &t->model, t->o.vocab_text, &md, e);
-    metadata_free(&md);
+    if (!rc) rc = slm_checkpoint_save_model(path, &t->model, t->o.vocab_text, &md, e);
+    slm_metadata_free(&md);
     return rc;
 }
 
@@ -381,7 +381,7 @@ static void report(Trainer *t, TrainProgressFn fn, void *ctx, double start, int 
     if (!fn) return;
     TrainProgress p = {.step = t->step, .steps = t->o.steps, .train_loss = t->r->train_loss,
                        .test_loss = evaluated ? t->r->test_loss : NAN, .test_accuracy = t->r->test_accuracy,
-                       .ema_test_loss = evaluated ? t->r->ema_test_loss : NAN, .lr = train_lr_at(&t->o, t->step - 1),
+                       .ema_test_loss = evaluated ? t->r->ema_test_loss : NAN, .lr = slm_train_lr_at(&t->o, t->step - 1),
                        .tokens_per_s = rate, .elapsed_s = now_s() - start, .evaluated = evaluated, .saved = saved};
     int done = t->step - start_step;
     double per_step = done > 0 ? p.elapsed_s / done : 0;
@@ -412,7 +412,7 @@ static int train_loop(Trainer *t, TrainProgressFn fn, void *ctx, Error *e) {
         }
         int stop = (t->o.stop && *t->o.stop) || (t->o.minutes > 0 && now - start >= t->o.minutes * 60) ||
                    (t->o.stop_at > 0 && t->step >= t->o.stop_at);
-        if (dist_any(t->o.dist, stop, &stop, e)) return -1; /* a signal or a clock on one rank stops all */
+        if (slm_dist_any(t->o.dist, stop, &stop, e)) return -1; /* a signal or a clock on one rank stops all */
         int last = t->step == t->o.steps || stop;
         int snap = t->o.snapshot_every > 0 && t->step % t->o.snapshot_every == 0;
         /* a snapshot is evaluated too, so it records its own test loss */
@@ -433,7 +433,7 @@ static int train_loop(Trainer *t, TrainProgressFn fn, void *ctx, Error *e) {
     return 0;
 }
 
-int train_run(const Stories *s, const TrainOptions *o, TrainProgressFn progress, void *ctx, TrainResult *r,
+int slm_train_run(const Stories *s, const TrainOptions *o, TrainProgressFn progress, void *ctx, TrainResult *r,
               Error *e) {
     *r = (TrainResult){.test_loss = NAN, .test_accuracy = NAN, .best_test_loss = INFINITY, .best_step = -1,
                        .ema_test_loss = NAN};

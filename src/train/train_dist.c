@@ -4,23 +4,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-int train_dist_same_data(Dist *d, uint64_t data_hash, const char *data_path, Error *e) {
+int slm_train_dist_same_data(Dist *d, uint64_t data_hash, const char *data_path, Error *e) {
     int same;
-    if (dist_same(d, data_hash, &same, e)) return -1;
+    if (slm_dist_same(d, data_hash, &same, e)) return -1;
     if (same) return 0;
     return FAIL(e, "give every rank the same stories file and vocabulary (each rank reads them itself)",
                 "the ranks read different token ids or held-out stories from '%s'", data_path ? data_path : "");
 }
 
-int train_dist_set_meta(const Dist *d, Metadata *md, Error *e) {
+int slm_train_dist_set_meta(const Dist *d, Metadata *md, Error *e) {
     if (dist_size(d) <= 1) return 0;
     char buf[32];
     snprintf(buf, sizeof buf, "%d", dist_size(d));
-    return metadata_set(md, "ranks", buf, e);
+    return slm_metadata_set(md, "ranks", buf, e);
 }
 
-int train_dist_check_resume(const Dist *d, const Metadata *md, const char *path, Error *e) {
-    const char *v = metadata_get(md, "ranks");
+int slm_train_dist_check_resume(const Dist *d, const Metadata *md, const char *path, Error *e) {
+    const char *v = slm_metadata_get(md, "ranks");
     int ranks = v ? atoi(v) : 1;
     if (ranks == dist_size(d)) return 0;
     if (ranks == 1)

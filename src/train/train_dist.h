@@ -8,12 +8,12 @@
 #include "storylm/dist.h"
 
 /* Fails unless every rank read the same ids and held-out split. */
-int train_dist_same_data(Dist *d, uint64_t data_hash, const char *data_path, Error *e);
+int slm_train_dist_same_data(Dist *d, uint64_t data_hash, const char *data_path, Error *e);
 /* "ranks" in a model file trained on more than one (a single process's
  * file stays as it was). */
-int train_dist_set_meta(const Dist *d, Metadata *md, Error *e);
+int slm_train_dist_set_meta(const Dist *d, Metadata *md, Error *e);
 /* Refuses to resume a file of another rank count: the shards, and so the
  * numbers, would change under the run. */
-int train_dist_check_resume(const Dist *d, const Metadata *md, const char *path, Error *e);
+int slm_train_dist_check_resume(const Dist *d, const Metadata *md, const char *path, Error *e);
 
 #endif

@@ -15,7 +15,7 @@
 #include "storylm/name_swap.h"
 #include "storylm/record.h"
 
-bool session_file_exists(const char *path) {
+bool slm_session_file_exists(const char *path) {
     struct stat st;
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
@@ -52,11 +52,11 @@ static bool source_place(int i, const char *dir, const char *rel, char *buf, siz
     return true;
 }
 
-bool session_source_file(const char *rel, char *buf, size_t size) {
+bool slm_session_source_file(const char *rel, char *buf, size_t size) {
     char dir[4096], candidate[8192], resolved[PATH_MAX];
     bool have_dir = exe_dir(dir, sizeof dir);
     for (int i = 0; source_place(i, have_dir ? dir : NULL, rel, candidate, sizeof candidate); i++) {
-        if (!candidate[0] || !session_file_exists(candidate)) continue;
+        if (!candidate[0] || !slm_session_file_exists(candidate)) continue;
         /* "…/models/x" rather than "…/build/../models/x" in what we tell the user */
         const char *path = realpath(candidate, resolved) ? resolved : candidate;
         if (strlen(path) >= size) return false;
@@ -66,7 +66,7 @@ bool session_source_file(const char *rel, char *buf, size_t size) {
     return false;
 }
 
-void session_source_places(const char *rel, char *buf, size_t size) {
+void slm_session_source_places(const char *rel, char *buf, size_t size) {
     char dir[4096], candidate[8192];
     bool have_dir = exe_dir(dir, sizeof dir);
     size_t used = 0;
@@ -79,41 +79,41 @@ void session_source_places(const char *rel, char *buf, size_t size) {
     }
 }
 
-bool session_shipped_model(char *buf, size_t size) { return session_source_file(SHIPPED_MODEL_REL, buf, size); }
+bool slm_session_shipped_model(char *buf, size_t size) { return slm_session_source_file(SHIPPED_MODEL_REL, buf, size); }
 
-int session_no_model(const char *path, Error *e) {
+int slm_session_no_model(const char *path, Error *e) {
     char shipped[PATH_MAX];
     /* a file given, or the default name asked for while a shipped model is there (--model given) */
-    if (strcmp(path, DEFAULT_MODEL_PATH) != 0 || session_shipped_model(shipped, sizeof shipped))
+    if (strcmp(path, DEFAULT_MODEL_PATH) != 0 || slm_session_shipped_model(shipped, sizeof shipped))
         return FAIL(e, "train one with 'storylm train STORIES', or give --model FILE", "no model file '%s'", path);
     char places[800]; /* the default: say where else we looked */
-    session_source_places(SHIPPED_MODEL_REL, places, sizeof places);
+    slm_session_source_places(SHIPPED_MODEL_REL, places, sizeof places);
     return FAIL(e, "train one with 'storylm train STORIES', give --model FILE, or install storylm with its models",
                 "no model file '%s' here, and no shipped model in %s", path, places);
 }
 
-int cli_load_model(LoadedModel *lm, const char *path, Error *e) {
+int slm_cli_load_model(LoadedModel *lm, const char *path, Error *e) {
     *lm = (LoadedModel){.path = path};
     struct stat st;
-    if (stat(path, &st) != 0) return session_no_model(path, e); /* anything else there (a folder, say) the loader names */
-    if (checkpoint_load_model(path, &lm->model, &lm->vocab, &lm->meta, e)) return -1;
-    if (tokenizer_from_text(&lm->tokenizer, lm->vocab, strlen(lm->vocab), lm->model.cfg.vocab_size, e)) {
-        error_prefix(e, "the vocabulary in '%s' is unusable: ", path);
-        cli_free_model(lm);
+    if (stat(path, &st) != 0) return slm_session_no_model(path, e); /* anything else there (a folder, say) the loader names */
+    if (slm_checkpoint_load_model(path, &lm->model, &lm->vocab, &lm->meta, e)) return -1;
+    if (slm_tokenizer_from_text(&lm->tokenizer, lm->vocab, strlen(lm->vocab), lm->model.cfg.vocab_size, e)) {
+        slm_error_prefix(e, "the vocabulary in '%s' is unusable: ", path);
+        slm_cli_free_model(lm);
         return -1;
     }
     return 0;
 }
 
-void cli_free_model(LoadedModel *lm) {
-    model_free(&lm->model);
-    tokenizer_free(&lm->tokenizer);
-    metadata_free(&lm->meta);
+void slm_cli_free_model(LoadedModel *lm) {
+    slm_model_free(&lm->model);
+    slm_tokenizer_free(&lm->tokenizer);
+    slm_metadata_free(&lm->meta);
     free(lm->vocab);
     *lm = (LoadedModel){0};
 }
 
-int cli_parse_heads(const char *list, int n_heads, uint32_t *mask, Error *e) {
+int slm_cli_parse_heads(const char *list, int n_heads, uint32_t *mask, Error *e) {
     *mask = 0;
     const char *p = list;
     if (!*p) return FAIL(e, "give head numbers like 3,5", "empty head list");
@@ -134,21 +134,21 @@ int cli_parse_heads(const char *list, int n_heads, uint32_t *mask, Error *e) {
 /* mean (H, vd) over the held-out test stories of path, read with lm's vocabulary. */
 static int mean_from_file(const LoadedModel *lm, const char *path, int n_test, float *mean, Error *e) {
     Stories s;
-    StoriesOptions so = stories_default_options();
+    StoriesOptions so = slm_stories_default_options();
     so.n_test = n_test;
-    if (stories_load(&s, path, &lm->tokenizer, &so, e)) return -1;
-    int rc = s.n_test > 0 ? probe_head_means(&lm->model, &s, s.test, s.n_test, mean, e)
+    if (slm_stories_load(&s, path, &lm->tokenizer, &so, e)) return -1;
+    int rc = s.n_test > 0 ? slm_probe_head_means(&lm->model, &s, s.test, s.n_test, mean, e)
                           : FAIL(e, "give --stories FILE with more stories", "'%s' has too few stories to hold any out", path);
-    stories_free(&s);
+    slm_stories_free(&s);
     return rc;
 }
 
-const char *session_mean_stories(const LoadedModel *lm, const char *given, const char *what, char *warning,
+const char *slm_session_mean_stories(const LoadedModel *lm, const char *given, const char *what, char *warning,
                                  size_t size, Error *e) {
     StoriesRecord rec;
-    record_from_metadata(&rec, &lm->meta);
+    slm_record_from_metadata(&rec, &lm->meta);
     if (size) warning[0] = '\0';
-    if (given) return record_check_file(&rec, given, warning, size, e) < 0 ? NULL : given;
+    if (given) return slm_record_check_file(&rec, given, warning, size, e) < 0 ? NULL : given;
     char hint[400];
     if (rec.name[0] && rec.has_sums)
         snprintf(hint, sizeof hint, "give --stories FILE: '%s' was trained on '%s' (%" PRIu64 " bytes)", lm->path,
@@ -159,15 +159,15 @@ const char *session_mean_stories(const LoadedModel *lm, const char *given, const
     return NULL;
 }
 
-int session_ablation(const LoadedModel *lm, const char *ablate, const char *mode, const float *mean,
+int slm_session_ablation(const LoadedModel *lm, const char *ablate, const char *mode, const float *mean,
                      const char *mean_from, Ablation *ab, char *desc, size_t size, Error *e) {
     *ab = (Ablation){0};
     desc[0] = '\0';
     if (!ablate) return 0;
     if (lm->model.cfg.arch != ARCH_ATTENTION)
         return FAIL(e, "leave out --ablate", "'%s' is a %s model: it has no heads to switch off", lm->path,
-                    arch_name(lm->model.cfg.arch));
-    if (cli_parse_heads(ablate, lm->model.cfg.n_heads, &ab->heads, e)) return -1;
+                    slm_arch_name(lm->model.cfg.arch));
+    if (slm_cli_parse_heads(ablate, lm->model.cfg.n_heads, &ab->heads, e)) return -1;
     if (strcmp(mode, "mean") != 0) {
         snprintf(desc, size, "heads %s set to 0", ablate);
         return 0;
@@ -185,21 +185,21 @@ static void add_warning(char *desc, size_t size, const char *warning) {
     if (warning[0] && used < size) snprintf(desc + used, size - used, " (warning: %s)", warning);
 }
 
-int cli_setup_ablation(const LoadedModel *lm, const char *ablate, const char *mode, const Stories *s,
+int slm_cli_setup_ablation(const LoadedModel *lm, const char *ablate, const char *mode, const Stories *s,
                        const char *stories_path, int n_test, Ablation *ab, float **mean, char *desc, size_t size,
                        Error *e) {
     *mean = NULL;
-    if (session_ablation(lm, ablate, mode, NULL, NULL, ab, desc, size, e)) return -1;
+    if (slm_session_ablation(lm, ablate, mode, NULL, NULL, ab, desc, size, e)) return -1;
     if (!ablate || strcmp(mode, "mean") != 0) return 0;
     const ModelConfig *c = &lm->model.cfg;
     *mean = xmalloc((size_t)c->n_heads * c->value_dim * sizeof(float), e);
     if (!*mean) return -1;
     char warning[400];
-    const char *path = s ? NULL : session_mean_stories(lm, stories_path, "--ablate-mode mean", warning, sizeof warning, e);
-    int rc = s ? (s->n_test > 0 ? probe_head_means(&lm->model, s, s->test, s->n_test, *mean, e)
+    const char *path = s ? NULL : slm_session_mean_stories(lm, stories_path, "--ablate-mode mean", warning, sizeof warning, e);
+    int rc = s ? (s->n_test > 0 ? slm_probe_head_means(&lm->model, s, s->test, s->n_test, *mean, e)
                                 : FAIL(e, "use --ablate-mode zero", "there are no held-out test stories to average over"))
                : path ? mean_from_file(lm, path, n_test, *mean, e) : -1;
-    if (!rc) rc = session_ablation(lm, ablate, mode, *mean, s ? stories_path : path, ab, desc, size, e);
+    if (!rc) rc = slm_session_ablation(lm, ablate, mode, *mean, s ? stories_path : path, ab, desc, size, e);
     if (rc) {
         free(*mean);
         *mean = NULL;
@@ -211,56 +211,56 @@ int cli_setup_ablation(const LoadedModel *lm, const char *ablate, const char *mo
 
 /* ---- sessions ------------------------------------------------------------------ */
 
-/* Names from the training stories' text: the file split as stories_load
+/* Names from the training stories' text: the file split as slm_stories_load
  * splits it; when the counts agree the stories line up, and test stories are
  * left out. */
 static int learn_names(ProbeSession *ps, Error *e) {
-    return names_learn_training(&ps->names, ps->stories_path, &ps->stories, &ps->names_from_all, e);
+    return slm_names_learn_training(&ps->names, ps->stories_path, &ps->stories, &ps->names_from_all, e);
 }
 
-int probe_session_stories(ProbeSession *ps, int n_test, int flags, Error *e) {
-    StoriesOptions so = stories_default_options();
+int slm_probe_session_stories(ProbeSession *ps, int n_test, int flags, Error *e) {
+    StoriesOptions so = slm_stories_default_options();
     so.n_test = n_test;
-    if (stories_load(&ps->stories, ps->stories_path, &ps->lm.tokenizer, &so, e)) return -1;
+    if (slm_stories_load(&ps->stories, ps->stories_path, &ps->lm.tokenizer, &so, e)) return -1;
     if (ps->stories.n_test == 0)
         return FAIL(e, "give a file with at least 2 stories", "'%s' has too few stories to hold any out for testing",
                     ps->stories_path);
     return flags & PROBE_NAMES ? learn_names(ps, e) : 0;
 }
 
-int probe_session_open(ProbeSession *ps, const ProbeOptions *o, const char *what, const char *stories_path, int flags,
+int slm_probe_session_open(ProbeSession *ps, const ProbeOptions *o, const char *what, const char *stories_path, int flags,
                        Error *e) {
     *ps = (ProbeSession){.stories_path = stories_path};
     ps->model_path = o->model;
     if (!ps->model_path) /* the CLI resolves (and announces) its default before; others get it silently */
-        ps->model_path = session_file_exists(DEFAULT_MODEL_PATH) || !session_shipped_model(ps->shipped, sizeof ps->shipped)
+        ps->model_path = slm_session_file_exists(DEFAULT_MODEL_PATH) || !slm_session_shipped_model(ps->shipped, sizeof ps->shipped)
                              ? DEFAULT_MODEL_PATH
                              : ps->shipped;
     const char *inputs[] = {ps->model_path, stories_path, o->mean_stories};
-    int rc = o->svg ? output_check(o->svg, inputs, 3, e) : 0; /* before the work, and never over an input */
-    if (!rc) rc = cli_load_model(&ps->lm, ps->model_path, e);
-    if (!rc && (flags & PROBE_ATTENTION_ONLY)) rc = probe_need_attention(&ps->lm.model, what, e);
-    if (!rc && stories_path) rc = probe_session_stories(ps, o->n_test, flags, e);
+    int rc = o->svg ? slm_output_check(o->svg, inputs, 3, e) : 0; /* before the work, and never over an input */
+    if (!rc) rc = slm_cli_load_model(&ps->lm, ps->model_path, e);
+    if (!rc && (flags & PROBE_ATTENTION_ONLY)) rc = slm_probe_need_attention(&ps->lm.model, what, e);
+    if (!rc && stories_path) rc = slm_probe_session_stories(ps, o->n_test, flags, e);
     if (!rc)
-        rc = cli_setup_ablation(&ps->lm, o->ablate, o->ablate_mode, stories_path ? &ps->stories : NULL,
+        rc = slm_cli_setup_ablation(&ps->lm, o->ablate, o->ablate_mode, stories_path ? &ps->stories : NULL,
                                 stories_path ? stories_path : o->mean_stories, o->n_test, &ps->ablation, &ps->mean, ps->ablation_desc,
                                 sizeof ps->ablation_desc, e);
-    if (rc) probe_session_close(ps);
+    if (rc) slm_probe_session_close(ps);
     return rc;
 }
 
-void probe_session_close(ProbeSession *ps) {
-    cli_free_model(&ps->lm);
-    stories_free(&ps->stories);
-    names_free(&ps->names);
+void slm_probe_session_close(ProbeSession *ps) {
+    slm_cli_free_model(&ps->lm);
+    slm_stories_free(&ps->stories);
+    slm_names_free(&ps->names);
     free(ps->mean);
     *ps = (ProbeSession){0};
 }
 
-int probe_load_other(const ProbeSession *ps, const char *path, LoadedModel *other, Error *e) {
-    if (cli_load_model(other, path, e)) return -1;
+int slm_probe_load_other(const ProbeSession *ps, const char *path, LoadedModel *other, Error *e) {
+    if (slm_cli_load_model(other, path, e)) return -1;
     if (strcmp(other->vocab, ps->lm.vocab) != 0) {
-        cli_free_model(other);
+        slm_cli_free_model(other);
         return FAIL(e, "train both models with the same --vocab file",
                     "'%s' and '%s' use different vocabularies, so their guesses cannot be compared", path,
                     ps->model_path);
@@ -268,45 +268,45 @@ int probe_load_other(const ProbeSession *ps, const char *path, LoadedModel *othe
     return 0;
 }
 
-void probe_report_header(Report *r, const ProbeSession *ps) {
-    report_model(r, &ps->lm.model, ps->model_path);
-    if (ps->stories_path) report_stories(r, ps->stories_path, ps->stories.n_stories, ps->stories.n_test);
-    report_ablation(r, &ps->ablation, ps->lm.model.cfg.n_heads, ps->ablation_desc);
+void slm_probe_report_header(Report *r, const ProbeSession *ps) {
+    slm_report_model(r, &ps->lm.model, ps->model_path);
+    if (ps->stories_path) slm_report_stories(r, ps->stories_path, ps->stories.n_stories, ps->stories.n_test);
+    slm_report_ablation(r, &ps->ablation, ps->lm.model.cfg.n_heads, ps->ablation_desc);
 }
 
 /* The JSON convention of docs/json.md: the same nested keys in every verb. */
-void report_model(Report *r, const Model *m, const char *path) {
-    report_text(r, "model.file", "model", path);
-    report_text(r, "model.arch", "architecture", arch_name(m->cfg.arch));
+void slm_report_model(Report *r, const Model *m, const char *path) {
+    slm_report_text(r, "model.file", "model", path);
+    slm_report_text(r, "model.arch", "architecture", slm_arch_name(m->cfg.arch));
     if (m->cfg.arch == ARCH_ATTENTION) { /* the variant: in the table only when not the chapter's */
         int plain = m->cfg.pos == POS_DISTANCE && m->cfg.score == SCORE_SCALED_DOT;
-        report_text(r, "model.pos", plain ? NULL : "position scheme", pos_name(m->cfg.pos));
-        report_text(r, "model.score", plain ? NULL : "score", score_name(m->cfg.score));
+        slm_report_text(r, "model.pos", plain ? NULL : "position scheme", slm_pos_name(m->cfg.pos));
+        slm_report_text(r, "model.score", plain ? NULL : "score", slm_score_name(m->cfg.score));
     }
-    report_int(r, "model.parameters", NULL, (long long)m->n_params);
+    slm_report_int(r, "model.parameters", NULL, (long long)m->n_params);
 }
 
-void report_stories(Report *r, const char *path, int n_stories, int n_test) {
-    report_text(r, "stories.file", "stories", path);
-    report_int(r, "stories.stories", NULL, n_stories);
-    report_int(r, "stories.test_stories", "test stories", n_test);
+void slm_report_stories(Report *r, const char *path, int n_stories, int n_test) {
+    slm_report_text(r, "stories.file", "stories", path);
+    slm_report_int(r, "stories.stories", NULL, n_stories);
+    slm_report_int(r, "stories.test_stories", "test stories", n_test);
 }
 
-void report_ablation(Report *r, const Ablation *ab, int n_heads, const char *desc) {
+void slm_report_ablation(Report *r, const Ablation *ab, int n_heads, const char *desc) {
     int heads[32], n = 0;
     for (int h = 0; h < n_heads && h < 32; h++)
         if (ab && (ab->heads >> h & 1u)) heads[n++] = h;
-    report_text(r, "ablation.text", "ablation", n && desc && desc[0] ? desc : "none");
-    report_ints(r, "ablation.heads", NULL, heads, n);
-    report_text(r, "ablation.mode", NULL, !n ? "none" : ab->mode == ABLATE_MEAN ? "mean" : "zero");
+    slm_report_text(r, "ablation.text", "ablation", n && desc && desc[0] ? desc : "none");
+    slm_report_ints(r, "ablation.heads", NULL, heads, n);
+    slm_report_text(r, "ablation.mode", NULL, !n ? "none" : ab->mode == ABLATE_MEAN ? "mean" : "zero");
 }
 
-const char *probe_token(const ProbeSession *ps, int32_t id) {
+const char *slm_probe_token(const ProbeSession *ps, int32_t id) {
     return id >= 0 && id < ps->lm.tokenizer.size ? ps->lm.tokenizer.pieces[id] : "?";
 }
 
-int cli_swap_names(const ProbeSession *ps, const char *list, SwapName *out, int max, Error *e) {
-    if (!list) return swap_default_names(&ps->lm.tokenizer, &ps->names, out, max);
+int slm_cli_swap_names(const ProbeSession *ps, const char *list, SwapName *out, int max, Error *e) {
+    if (!list) return slm_swap_default_names(&ps->lm.tokenizer, &ps->names, out, max);
     int n = 0;
     char word[64];
     for (const char *p = list; *p && n < max;) {
@@ -315,7 +315,7 @@ int cli_swap_names(const ProbeSession *ps, const char *list, SwapName *out, int 
             return FAIL(e, "give names separated by commas, like lily,fred,zarko", "cannot read the name list '%s'", list);
         memcpy(word, p, len);
         word[len] = '\0';
-        if (swap_name_make(&ps->lm.tokenizer, &ps->names, word, &out[n++], e)) return -1;
+        if (slm_swap_name_make(&ps->lm.tokenizer, &ps->names, word, &out[n++], e)) return -1;
         p += len + (p[len] == ',');
     }
     return n;

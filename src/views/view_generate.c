@@ -19,9 +19,9 @@ static int all_finite(const float *x, int n) {
 
 /* Feeds [EOS] and ids (the prompt) to sample slot of g; returns its logits. */
 static const float *feed_prompt(GeneratorBatch *g, int slot, int32_t eos, const IntVec *ids) {
-    generator_batch_feed(g, &slot, &eos, 1);
-    for (size_t i = 0; i < ids->len; i++) generator_batch_feed(g, &slot, &ids->data[i], 1);
-    return generator_batch_logits(g, slot);
+    slm_generator_batch_feed(g, &slot, &eos, 1);
+    for (size_t i = 0; i < ids->len; i++) slm_generator_batch_feed(g, &slot, &ids->data[i], 1);
+    return slm_generator_batch_logits(g, slot);
 }
 
 /* What every story needs but its tokens: the prompt's ids (copied from
@@ -30,24 +30,24 @@ static int story_setup(ViewGenerator *vg, const LoadedModel *lm, const char *pro
                        const ViewGenerateOptions *go, uint64_t seed, Error *e) {
     *vg = (ViewGenerator){.lm = lm, .prompt = prompt, .names = go->names, .seed = seed, .max_tokens = go->max_tokens,
                           .stop_reason = "max_tokens"};
-    int rc = prompt_ids ? intvec_reserve(&vg->ids, prompt_ids->len + 1, e)
-                        : tokenizer_encode(&lm->tokenizer, prompt, strlen(prompt), &vg->ids, e);
+    int rc = prompt_ids ? slm_intvec_reserve(&vg->ids, prompt_ids->len + 1, e)
+                        : slm_tokenizer_encode(&lm->tokenizer, prompt, strlen(prompt), &vg->ids, e);
     if (!rc && prompt_ids) {
         memcpy(vg->ids.data, prompt_ids->data, prompt_ids->len * sizeof(int32_t));
         vg->ids.len = prompt_ids->len;
     }
-    if (!rc) rc = sampler_init(&vg->smp, lm->model.cfg.vocab_size, (float)go->temperature, go->top_k, (float)go->top_p,
+    if (!rc) rc = slm_sampler_init(&vg->smp, lm->model.cfg.vocab_size, (float)go->temperature, go->top_k, (float)go->top_p,
                                seed, e);
-    if (rc) intvec_free(&vg->ids);
+    if (rc) slm_intvec_free(&vg->ids);
     vg->prompt_tokens = (int)vg->ids.len;
     return rc;
 }
 
-int view_generator_init(ViewGenerator *vg, const LoadedModel *lm, const Ablation *ab, const char *prompt,
+int slm_view_generator_init(ViewGenerator *vg, const LoadedModel *lm, const Ablation *ab, const char *prompt,
                         const ViewGenerateOptions *go, Error *e) {
     if (story_setup(vg, lm, prompt, NULL, go, go->seed, e)) return -1;
-    if (generator_batch_init(&vg->own, &lm->model, ab, 1, e)) {
-        view_generator_free(vg);
+    if (slm_generator_batch_init(&vg->own, &lm->model, ab, 1, e)) {
+        slm_view_generator_free(vg);
         return -1;
     }
     vg->logits = feed_prompt(&vg->own, 0, lm->tokenizer.eos_id, &vg->ids);
@@ -63,24 +63,24 @@ static int story_pick(ViewGenerator *vg, int32_t *next, Error *e) {
         return FAIL(e, "train or save the model again (storylm info counts NaN and infinite weights)",
                     "'%s' gives NaN or infinite logits at token %zu: its weights hold NaN, infinite or huge numbers",
                     lm->path, vg->ids.len);
-    int token = sampler_sample(&vg->smp, vg->logits);
+    int token = slm_sampler_sample(&vg->smp, vg->logits);
     if (token == lm->tokenizer.eos_id) {
         vg->stop_reason = "end";
         return vg->finished = 1, 0;
     }
-    if (intvec_push(&vg->ids, token, e)) return -1;
+    if (slm_intvec_push(&vg->ids, token, e)) return -1;
     vg->tokens++;
     *next = token;
     return 1;
 }
 
-int view_generator_next(ViewGenerator *vg, Error *e) {
+int slm_view_generator_next(ViewGenerator *vg, Error *e) {
     int32_t next;
     int rc = story_pick(vg, &next, e);
     if (rc > 0) {
         GeneratorBatch *g = vg->shared ? vg->shared : &vg->own;
-        generator_batch_feed(g, &vg->slot, &next, 1);
-        vg->logits = generator_batch_logits(g, vg->slot);
+        slm_generator_batch_feed(g, &vg->slot, &next, 1);
+        vg->logits = slm_generator_batch_logits(g, vg->slot);
     }
     return rc;
 }
@@ -88,7 +88,7 @@ int view_generator_next(ViewGenerator *vg, Error *e) {
 /* ---- the text ------------------------------------------------------------------- */
 
 static int is_letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-/* After these a capital says nothing (as names_learn reads capitals). */
+/* After these a capital says nothing (as slm_names_learn reads capitals). */
 static int starts_sentence(char c) {
     return c == '.' || c == '!' || c == '?' || c == '"' || c == '\n' || c == ':' || (unsigned char)c >= 0x80;
 }
@@ -106,7 +106,7 @@ static int prompt_names_it(const char *prompt, const char *word, size_t n, const
         const char *w = p;
         while (is_letter(*p)) p++;
         if ((size_t)(p - w) == n && isupper((unsigned char)w[0]) && strncasecmp(w, word, n) == 0 &&
-            (!sentence_start || names_count(names, word) == 0))
+            (!sentence_start || slm_names_count(names, word) == 0))
             return 1;
         sentence_start = 0;
     }
@@ -127,16 +127,16 @@ static void capitalize_names(char *text, int skip_first, const char *prompt, con
         if ((skip_first && w == text) || n >= sizeof low) continue;
         for (size_t i = 0; i < n; i++) low[i] = (char)tolower((unsigned char)w[i]);
         low[n] = '\0';
-        if (names_is_name(names, low) || prompt_names_it(prompt, low, n, names)) w[0] = (char)toupper((unsigned char)w[0]);
+        if (slm_names_is_name(names, low) || prompt_names_it(prompt, low, n, names)) w[0] = (char)toupper((unsigned char)w[0]);
     }
 }
 
 /* The decoding of all n ids past that of the prompt's: the decoder
  * capitalises sentence starts and spaces words by what comes before them. */
-char *view_story_text(const Tokenizer *t, const char *prompt, const int32_t *ids, size_t n_prompt, size_t n,
+char *slm_view_story_text(const Tokenizer *t, const char *prompt, const int32_t *ids, size_t n_prompt, size_t n,
                       const NameList *names, Error *e) {
-    char *all = tokenizer_decode(t, ids, n, 1, e);
-    char *head = all ? tokenizer_decode(t, ids, n_prompt, 1, e) : NULL;
+    char *all = slm_tokenizer_decode(t, ids, n, 1, e);
+    char *head = all ? slm_tokenizer_decode(t, ids, n_prompt, 1, e) : NULL;
     char *out = NULL;
     if (head) {
         size_t hl = strlen(head), pl = strlen(prompt);
@@ -148,7 +148,7 @@ char *view_story_text(const Tokenizer *t, const char *prompt, const int32_t *ids
             memcpy(out, prompt, pl);
             memcpy(out + pl, cont, cl + 1);
             if (names) capitalize_names(out + pl, pl && is_letter(prompt[pl - 1]), prompt, names);
-            else view_recapitalize(out + pl, prompt);
+            else slm_view_recapitalize(out + pl, prompt);
         }
     }
     free(all);
@@ -157,10 +157,10 @@ char *view_story_text(const Tokenizer *t, const char *prompt, const int32_t *ids
 }
 
 static char *story_text(const ViewGenerator *vg, size_t n, Error *e) {
-    return view_story_text(&vg->lm->tokenizer, vg->prompt, vg->ids.data, (size_t)vg->prompt_tokens, n, vg->names, e);
+    return slm_view_story_text(&vg->lm->tokenizer, vg->prompt, vg->ids.data, (size_t)vg->prompt_tokens, n, vg->names, e);
 }
 
-char *view_generator_text(const ViewGenerator *vg, Error *e) { return story_text(vg, vg->ids.len, e); }
+char *slm_view_generator_text(const ViewGenerator *vg, Error *e) { return story_text(vg, vg->ids.len, e); }
 
 /* How many ids are settled: all when finished, else up to the last word,
  * which a "##" piece may still go on (never fewer than the prompt's). */
@@ -173,22 +173,22 @@ static size_t settled_ids(const ViewGenerator *vg) {
     return k;
 }
 
-void view_generator_free(ViewGenerator *vg) {
-    sampler_free(&vg->smp);
-    generator_batch_free(&vg->own);
-    intvec_free(&vg->ids);
+void slm_view_generator_free(ViewGenerator *vg) {
+    slm_sampler_free(&vg->smp);
+    slm_generator_batch_free(&vg->own);
+    slm_intvec_free(&vg->ids);
     *vg = (ViewGenerator){0};
 }
 
-int view_generate(const LoadedModel *lm, const Ablation *ab, const char *prompt, const ViewGenerateOptions *go,
+int slm_view_generate(const LoadedModel *lm, const Ablation *ab, const char *prompt, const ViewGenerateOptions *go,
                   char **text, Error *e) {
     ViewGenerator vg;
     *text = NULL;
-    if (view_generator_init(&vg, lm, ab, prompt, go, e)) return -1;
+    if (slm_view_generator_init(&vg, lm, ab, prompt, go, e)) return -1;
     int rc;
-    while ((rc = view_generator_next(&vg, e)) > 0) {}
-    if (!rc) *text = view_generator_text(&vg, e);
-    view_generator_free(&vg);
+    while ((rc = slm_view_generator_next(&vg, e)) > 0) {}
+    if (!rc) *text = slm_view_generator_text(&vg, e);
+    slm_view_generator_free(&vg);
     return rc || !*text ? -1 : 0;
 }
 
@@ -209,7 +209,7 @@ static int common_sentence_word(const char *w, size_t n) {
 /* The tokenizer lower-cases everything; words the prompt wrote with a capital
  * (its names, usually) get their capital back wherever they come again.
  * Without a name list only (the server's generation). */
-void view_recapitalize(char *text, const char *prompt) {
+void slm_view_recapitalize(char *text, const char *prompt) {
     for (const char *p = prompt; *p;) {
         while (*p && !isalpha((unsigned char)*p)) p++;
         const char *w = p;
@@ -226,42 +226,42 @@ void view_recapitalize(char *text, const char *prompt) {
 
 /* ---- several stories at once --------------------------------------------------- */
 
-int view_batch_init(ViewBatch *vb, const LoadedModel *lm, const Ablation *ab, const char *prompt,
+int slm_view_batch_init(ViewBatch *vb, const LoadedModel *lm, const Ablation *ab, const char *prompt,
                     const ViewGenerateOptions *go, int n, Error *e) {
     *vb = (ViewBatch){0};
     IntVec ids = {0};
     if (n < 1) return FAIL(e, "give --samples 1 or more", "%d samples asked for", n);
-    if (tokenizer_encode(&lm->tokenizer, prompt, strlen(prompt), &ids, e)) return -1;
-    int ok = !generator_batch_init(&vb->gen, &lm->model, ab, n, e) &&
+    if (slm_tokenizer_encode(&lm->tokenizer, prompt, strlen(prompt), &ids, e)) return -1;
+    int ok = !slm_generator_batch_init(&vb->gen, &lm->model, ab, n, e) &&
              (vb->samples = xcalloc((size_t)n, sizeof *vb->samples, e)) && (vb->which = xcalloc((size_t)n, sizeof(int), e)) &&
              (vb->next = xcalloc((size_t)n, sizeof(int32_t), e));
     int threads = go->threads < n ? go->threads : n;
-    if (ok && threads > 1 && (ok = !workers_init(&vb->workers, threads, e))) {
+    if (ok && threads > 1 && (ok = !slm_workers_init(&vb->workers, threads, e))) {
         vb->has_workers = 1;
-        generator_batch_use_workers(&vb->gen, &vb->workers);
+        slm_generator_batch_use_workers(&vb->gen, &vb->workers);
     }
     for (int i = 0; ok && i < n; i++, vb->n++) ok = !story_setup(&vb->samples[i], lm, prompt, &ids, go, go->seed + (uint64_t)i, e);
     if (ok) { /* the prompt fed once, for every sample */
         feed_prompt(&vb->gen, 0, lm->tokenizer.eos_id, &ids);
         for (int i = 0; i < n; i++) {
-            if (i) generator_batch_copy(&vb->gen, 0, i);
+            if (i) slm_generator_batch_copy(&vb->gen, 0, i);
             vb->samples[i].shared = &vb->gen;
             vb->samples[i].slot = i;
-            vb->samples[i].logits = generator_batch_logits(&vb->gen, i);
+            vb->samples[i].logits = slm_generator_batch_logits(&vb->gen, i);
         }
     }
-    intvec_free(&ids);
-    if (!ok) view_batch_free(vb);
+    slm_intvec_free(&ids);
+    if (!ok) slm_view_batch_free(vb);
     return ok ? 0 : -1;
 }
 
-void view_batch_free(ViewBatch *vb) {
-    for (int i = 0; i < vb->n; i++) view_generator_free(&vb->samples[i]);
+void slm_view_batch_free(ViewBatch *vb) {
+    for (int i = 0; i < vb->n; i++) slm_view_generator_free(&vb->samples[i]);
     free(vb->samples);
     free(vb->which);
     free(vb->next);
-    generator_batch_free(&vb->gen);
-    if (vb->has_workers) workers_free(&vb->workers);
+    slm_generator_batch_free(&vb->gen);
+    if (vb->has_workers) slm_workers_free(&vb->workers);
     *vb = (ViewBatch){0};
 }
 
@@ -282,7 +282,7 @@ static int stream_text(ViewBatch *vb, int s, ViewTextFn fn, void *ctx, Error *e)
     return rc;
 }
 
-int view_batch_run(ViewBatch *vb, ViewTextFn fn, void *ctx, Error *e) {
+int slm_view_batch_run(ViewBatch *vb, ViewTextFn fn, void *ctx, Error *e) {
     int rc = 0;
     for (int s = 0; fn && s < vb->n && !rc; s++) rc = stream_text(vb, s, fn, ctx, e);
     for (int k = 1; k > 0 && !rc;) {
@@ -294,8 +294,8 @@ int view_batch_run(ViewBatch *vb, ViewTextFn fn, void *ctx, Error *e) {
             else rc = picked < 0 ? -1 : fn ? stream_text(vb, s, fn, ctx, e) : 0;
         }
         if (rc || k == 0) break;
-        generator_batch_feed(&vb->gen, vb->which, vb->next, k); /* every sample's token in one pass */
-        for (int j = 0; j < k; j++) vb->samples[vb->which[j]].logits = generator_batch_logits(&vb->gen, vb->which[j]);
+        slm_generator_batch_feed(&vb->gen, vb->which, vb->next, k); /* every sample's token in one pass */
+        for (int j = 0; j < k; j++) vb->samples[vb->which[j]].logits = slm_generator_batch_logits(&vb->gen, vb->which[j]);
         for (int j = 0; fn && j < k && !rc; j++) rc = stream_text(vb, vb->which[j], fn, ctx, e);
     }
     return rc;
@@ -315,7 +315,7 @@ static size_t char_bytes(const char *p) {
 /* 1 when the character (n bytes at c) is read as [UNK] on its own. */
 static int char_unknown(const Tokenizer *t, const char *c, size_t n, IntVec *scratch, Error *e) {
     scratch->len = 0;
-    if (tokenizer_encode(t, c, n, scratch, e)) return -1;
+    if (slm_tokenizer_encode(t, c, n, scratch, e)) return -1;
     for (size_t i = 0; i < scratch->len; i++)
         if (scratch->data[i] == t->unk_id) return 1;
     return 0;
@@ -330,11 +330,11 @@ static int add_char(char *chars, size_t size, size_t *at, const char *c, size_t 
     return 1;
 }
 
-int view_prompt_unknown(const Tokenizer *t, const char *prompt, PromptUnknown *pu, char *chars, size_t size, Error *e) {
+int slm_view_prompt_unknown(const Tokenizer *t, const char *prompt, PromptUnknown *pu, char *chars, size_t size, Error *e) {
     *pu = (PromptUnknown){0};
     if (size) chars[0] = '\0';
     IntVec ids = {0};
-    int rc = tokenizer_encode(t, prompt, strlen(prompt), &ids, e);
+    int rc = slm_tokenizer_encode(t, prompt, strlen(prompt), &ids, e);
     for (size_t i = 0; !rc && i < ids.len; i++) pu->unk += ids.data[i] == t->unk_id;
     pu->tokens = (int)ids.len;
     size_t at = 0;
@@ -345,33 +345,33 @@ int view_prompt_unknown(const Tokenizer *t, const char *prompt, PromptUnknown *p
         if (unknown > 0 && size) pu->n_chars += add_char(chars, size, &at, p, n);
         p += n;
     }
-    intvec_free(&ids);
+    slm_intvec_free(&ids);
     return rc;
 }
 
-int view_prompt_mostly_unknown(const PromptUnknown *pu) { return pu->unk > 0 && 2 * pu->unk > pu->tokens; }
+int slm_view_prompt_mostly_unknown(const PromptUnknown *pu) { return pu->unk > 0 && 2 * pu->unk > pu->tokens; }
 
 /* ---- names ---------------------------------------------------------------------- */
 
-/* The stories file of view_generate_names, or NULL. */
+/* The stories file of slm_view_generate_names, or NULL. */
 static const char *names_source(const LoadedModel *lm, const char *given, char *buf, size_t size) {
     if (given) return given;
-    const char *data = metadata_get(&lm->meta, "data");
-    if (data && data[0] && session_file_exists(data)) return data;
-    if (session_file_exists("data/stories.txt")) return "data/stories.txt";
-    return session_source_file("data/stories.txt", buf, size) ? buf : NULL;
+    const char *data = slm_metadata_get(&lm->meta, "data");
+    if (data && data[0] && slm_session_file_exists(data)) return data;
+    if (slm_session_file_exists("data/stories.txt")) return "data/stories.txt";
+    return slm_session_source_file("data/stories.txt", buf, size) ? buf : NULL;
 }
 
-int view_generate_names(NameList *nl, const LoadedModel *lm, const char *stories, char *from, size_t size, Error *e) {
+int slm_view_generate_names(NameList *nl, const LoadedModel *lm, const char *stories, char *from, size_t size, Error *e) {
     char buf[4096], *text;
     size_t len;
     *nl = (NameList){0};
     const char *path = names_source(lm, stories, buf, sizeof buf);
     snprintf(from, size, "%s", path ? path : "");
     if (!path) return 0;
-    if (file_read_all(path, (size_t)1 << 30, &text, &len, e)) return -1;
+    if (slm_file_read_all(path, (size_t)1 << 30, &text, &len, e)) return -1;
     StorySpan all = {0, len};
-    int rc = names_learn(nl, text, &all, 1, NULL, e);
+    int rc = slm_names_learn(nl, text, &all, 1, NULL, e);
     free(text);
     return rc;
 }

@@ -5,35 +5,35 @@
 
 #include "storylm/views.h"
 
-void view_distances(Report *r, const ProbeSession *ps, int up_to) {
+void slm_view_distances(Report *r, const ProbeSession *ps, int up_to) {
     const ModelConfig *c = &ps->lm.model.cfg;
-    probe_report_header(r, ps);
-    ReportTable *t = report_table(r, "scores", "Distance scores (rows: distance back; columns: heads)");
-    table_column(t, "distance", "distance", CELL_INT, 0);
+    slm_probe_report_header(r, ps);
+    ReportTable *t = slm_report_table(r, "scores", "Distance scores (rows: distance back; columns: heads)");
+    slm_table_column(t, "distance", "distance", CELL_INT, 0);
     char key[32], label[32];
     for (int h = 0; h < c->n_heads; h++) {
         snprintf(key, sizeof key, "head_%d", h);
         snprintf(label, sizeof label, "head %d", h);
-        table_column(t, key, label, CELL_NUMBER, 3);
+        slm_table_column(t, key, label, CELL_NUMBER, 3);
     }
     for (int d = 0; d <= up_to && d < c->window; d++) {
-        table_row(t);
-        cell_int(t, d);
-        for (int h = 0; h < c->n_heads; h++) cell_number(t, position_distance_score(&ps->lm.model, h, d)); /* --pos: the scheme's */
+        slm_table_row(t);
+        slm_cell_int(t, d);
+        for (int h = 0; h < c->n_heads; h++) slm_cell_number(t, slm_position_distance_score(&ps->lm.model, h, d)); /* --pos: the scheme's */
     }
 }
 
 /* The training step of the model: from the snapshot's name
  * (OUT.step1200.safetensors) or the model's metadata; -1 when neither says. */
 static int model_step(const ProbeSession *ps) {
-    const char *dot = strstr(ps->model_path, ".step"), *step = metadata_get(&ps->lm.meta, "step");
+    const char *dot = strstr(ps->model_path, ".step"), *step = slm_metadata_get(&ps->lm.meta, "step");
     int n = -1;
     if (dot && sscanf(dot, ".step%d", &n) == 1) return n;
     return step && sscanf(step, "%d", &n) == 1 ? n : -1;
 }
 
 /* "step 1200 (path)", or the path alone. */
-void view_model_label(const ProbeSession *ps, char *buf, size_t size) {
+void slm_view_model_label(const ProbeSession *ps, char *buf, size_t size) {
     int step = model_step(ps);
     if (step >= 0) snprintf(buf, size, "step %d (%s)", step, ps->model_path);
     else snprintf(buf, size, "%s", ps->model_path);
@@ -43,63 +43,63 @@ static void add_rows(ReportTable *t, ReportTable *tokens, const ProbeSession *ps
     char reads[512];
     int step = model_step(ps);
     for (int head = 0; head < h->n_heads; head++) {
-        table_row(t);
-        cell_int(t, k);
-        cell_text(t, ps->model_path);
-        if (step >= 0) cell_int(t, step);
-        else cell_skip(t);
-        cell_int(t, head);
-        for (int b = 0; b < HEAD_BINS; b++) cell_number(t, h->mass[head * HEAD_BINS + b]);
-        cell_number(t, h->mean_distance[head]);
+        slm_table_row(t);
+        slm_cell_int(t, k);
+        slm_cell_text(t, ps->model_path);
+        if (step >= 0) slm_cell_int(t, step);
+        else slm_cell_skip(t);
+        slm_cell_int(t, head);
+        for (int b = 0; b < HEAD_BINS; b++) slm_cell_number(t, h->mass[head * HEAD_BINS + b]);
+        slm_cell_number(t, h->mean_distance[head]);
         size_t used = 0;
         reads[0] = '\0';
         for (int j = 0; j < h->top_k; j++) {
             const HeadToken *ht = &h->top[(size_t)head * h->top_k + j];
             if (ht->token < 0) break;
             used += (size_t)snprintf(reads + used, sizeof reads - used, "%s%s %.0f%%", j ? ", " : "",
-                                     probe_token(ps, ht->token), 100 * ht->share);
+                                     slm_probe_token(ps, ht->token), 100 * ht->share);
             if (used >= sizeof reads) break;
-            table_row(tokens);
-            cell_int(tokens, k);
-            cell_int(tokens, head);
-            cell_int(tokens, j + 1);
-            cell_text(tokens, probe_token(ps, ht->token));
-            cell_int(tokens, ht->token);
-            cell_number(tokens, ht->share);
+            slm_table_row(tokens);
+            slm_cell_int(tokens, k);
+            slm_cell_int(tokens, head);
+            slm_cell_int(tokens, j + 1);
+            slm_cell_text(tokens, slm_probe_token(ps, ht->token));
+            slm_cell_int(tokens, ht->token);
+            slm_cell_number(tokens, ht->share);
         }
-        cell_text(t, reads);
+        slm_cell_text(t, reads);
     }
 }
 
 static void make_tables(Report *r, ReportTable **t, ReportTable **tokens) {
-    *t = report_table(r, "heads", "Where each head's weight goes, by distance back, and what it reads most");
-    table_column(*t, "snapshot", "#", CELL_INT, 0);
-    table_column(*t, "model", "model", CELL_FILE, 0);
-    table_column(*t, "step", "step", CELL_INT, 0);
-    table_column(*t, "head", "head", CELL_INT, 0);
+    *t = slm_report_table(r, "heads", "Where each head's weight goes, by distance back, and what it reads most");
+    slm_table_column(*t, "snapshot", "#", CELL_INT, 0);
+    slm_table_column(*t, "model", "model", CELL_FILE, 0);
+    slm_table_column(*t, "step", "step", CELL_INT, 0);
+    slm_table_column(*t, "head", "head", CELL_INT, 0);
     const char *keys[HEAD_BINS] = {"d0", "d1", "d2", "d3_7", "d8_31", "d32_255"};
-    for (int b = 0; b < HEAD_BINS; b++) table_column(*t, keys[b], head_bin_names[b], CELL_PERCENT, 1);
-    table_column(*t, "mean_distance", "mean dist", CELL_NUMBER, 1);
-    table_column(*t, "reads_most", "reads most", CELL_TEXT, 0);
+    for (int b = 0; b < HEAD_BINS; b++) slm_table_column(*t, keys[b], slm_head_bin_names[b], CELL_PERCENT, 1);
+    slm_table_column(*t, "mean_distance", "mean dist", CELL_NUMBER, 1);
+    slm_table_column(*t, "reads_most", "reads most", CELL_TEXT, 0);
     if (*t) (*t)->group_column = 0;
-    *tokens = report_table(r, "top_tokens", "The tokens each head reads most");
-    table_column(*tokens, "snapshot", "#", CELL_INT, 0);
-    table_column(*tokens, "head", "head", CELL_INT, 0);
-    table_column(*tokens, "rank", "rank", CELL_INT, 0);
-    table_column(*tokens, "token", "token", CELL_TEXT, 0);
-    table_column(*tokens, "id", "id", CELL_INT, 0);
-    table_column(*tokens, "share", "share", CELL_PERCENT, 1);
+    *tokens = slm_report_table(r, "top_tokens", "The tokens each head reads most");
+    slm_table_column(*tokens, "snapshot", "#", CELL_INT, 0);
+    slm_table_column(*tokens, "head", "head", CELL_INT, 0);
+    slm_table_column(*tokens, "rank", "rank", CELL_INT, 0);
+    slm_table_column(*tokens, "token", "token", CELL_TEXT, 0);
+    slm_table_column(*tokens, "id", "id", CELL_INT, 0);
+    slm_table_column(*tokens, "share", "share", CELL_PERCENT, 1);
     if (*tokens) (*tokens)->json_only = 1;
 }
 
-void view_heads_begin(Report *r, const ProbeSession *ps, ViewHeads *vh) {
-    probe_report_header(r, ps);
+void slm_view_heads_begin(Report *r, const ProbeSession *ps, ViewHeads *vh) {
+    slm_probe_report_header(r, ps);
     make_tables(r, &vh->heads, &vh->tokens);
 }
 
-int view_heads_add(ViewHeads *vh, const ProbeSession *ps, int k, int top, HeadsResult *h, Error *e) {
+int slm_view_heads_add(ViewHeads *vh, const ProbeSession *ps, int k, int top, HeadsResult *h, Error *e) {
     *h = (HeadsResult){0};
-    if (probe_heads(&ps->lm.model, &ps->stories, ps->stories.test, ps->stories.n_test, top, h, e)) return -1;
+    if (slm_probe_heads(&ps->lm.model, &ps->stories, ps->stories.test, ps->stories.n_test, top, h, e)) return -1;
     add_rows(vh->heads, vh->tokens, ps, h, k);
     return 0;
 }

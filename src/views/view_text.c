@@ -7,30 +7,30 @@
 
 #include "storylm/views.h"
 
-int view_text_run(ViewText *vt, const ProbeSession *ps, const char *text, int pos, int how, Error *e) {
+int slm_view_text_run(ViewText *vt, const ProbeSession *ps, const char *text, int pos, int how, Error *e) {
     *vt = (ViewText){0};
-    int rc = intvec_push(&vt->ids, ps->lm.tokenizer.eos_id, e) ||
-             tokenizer_encode(&ps->lm.tokenizer, text, strlen(text), &vt->ids, e);
+    int rc = slm_intvec_push(&vt->ids, ps->lm.tokenizer.eos_id, e) ||
+             slm_tokenizer_encode(&ps->lm.tokenizer, text, strlen(text), &vt->ids, e);
     int T = (int)vt->ids.len;
     vt->pos = pos < 0 ? T + pos : pos;
     if (!rc && (vt->pos < 0 || vt->pos >= T))
         rc = FAIL(e, "positions run from 0 ([EOS]) to the number of tokens; -1 is the last",
                   "--pos %d is outside the text's %d positions", pos, T);
     int n = how & VIEW_RUN_PREFIX ? vt->pos + 1 : T;
-    if (!rc) rc = probe_runner_init(&vt->runner, &ps->lm.model, n, e);
+    if (!rc) rc = slm_probe_runner_init(&vt->runner, &ps->lm.model, n, e);
     if (!rc) vt->runner.heads_only = (how & VIEW_RUN_HEADS) != 0;
-    if (!rc) rc = probe_run(&vt->runner, vt->ids.data, n, &ps->ablation, e);
-    if (rc) view_text_free(vt);
+    if (!rc) rc = slm_probe_run(&vt->runner, vt->ids.data, n, &ps->ablation, e);
+    if (rc) slm_view_text_free(vt);
     return rc ? -1 : 0;
 }
 
-void view_text_free(ViewText *vt) {
-    probe_runner_free(&vt->runner);
-    intvec_free(&vt->ids);
+void slm_view_text_free(ViewText *vt) {
+    slm_probe_runner_free(&vt->runner);
+    slm_intvec_free(&vt->ids);
     *vt = (ViewText){0};
 }
 
-int view_check_head(const ProbeSession *ps, int head, Error *e) {
+int slm_view_check_head(const ProbeSession *ps, int head, Error *e) {
     if (head >= -1 && head < ps->lm.model.cfg.n_heads) return 0;
     return FAIL(e, "heads are numbered from 0; -1 is all of them", "head %d is out of range: this model has heads 0 to %d",
                 head, ps->lm.model.cfg.n_heads - 1);
@@ -39,46 +39,46 @@ int view_check_head(const ProbeSession *ps, int head, Error *e) {
 /* ---- Tool 1: attend ---------------------------------------------------------- */
 
 static void add_keys(ReportTable *t, const ProbeSession *ps, const ProbeRunner *r, int h, int p, AttendKey *keys) {
-    int n = probe_attend(r, h, p, keys);
+    int n = slm_probe_attend(r, h, p, keys);
     for (int j = n - 1; j >= 0; j--) { /* nearest first, as one reads back */
         const AttendKey *k = &keys[j];
-        table_row(t);
-        cell_int(t, h);
-        cell_int(t, k->position);
-        cell_text(t, probe_token(ps, k->token));
-        cell_int(t, k->token);
-        cell_int(t, k->distance);
-        cell_number(t, k->dot);
-        cell_number(t, k->distance_score);
-        cell_number(t, k->score);
-        cell_number(t, k->weight);
-        cell_number(t, k->cosine);
+        slm_table_row(t);
+        slm_cell_int(t, h);
+        slm_cell_int(t, k->position);
+        slm_cell_text(t, slm_probe_token(ps, k->token));
+        slm_cell_int(t, k->token);
+        slm_cell_int(t, k->distance);
+        slm_cell_number(t, k->dot);
+        slm_cell_number(t, k->distance_score);
+        slm_cell_number(t, k->score);
+        slm_cell_number(t, k->weight);
+        slm_cell_number(t, k->cosine);
     }
 }
 
-void view_attend(Report *r, const ProbeSession *ps, const ViewText *vt, int head) {
+void slm_view_attend(Report *r, const ProbeSession *ps, const ViewText *vt, int head) {
     const ProbeRunner *run_ = &vt->runner;
     const IntVec *ids = &vt->ids;
     int p = vt->pos;
-    probe_report_header(r, ps);
-    ReportTable *tokens = report_table(r, "tokens", "Tokens (position, id, text)");
-    table_column(tokens, "position", "pos", CELL_INT, 0);
-    table_column(tokens, "id", "id", CELL_INT, 0);
-    table_column(tokens, "token", "token", CELL_TEXT, 0);
+    slm_probe_report_header(r, ps);
+    ReportTable *tokens = slm_report_table(r, "tokens", "Tokens (position, id, text)");
+    slm_table_column(tokens, "position", "pos", CELL_INT, 0);
+    slm_table_column(tokens, "id", "id", CELL_INT, 0);
+    slm_table_column(tokens, "token", "token", CELL_TEXT, 0);
     for (size_t i = 0; i < ids->len; i++) {
-        table_row(tokens);
-        cell_int(tokens, (long long)i);
-        cell_int(tokens, ids->data[i]);
-        cell_text(tokens, probe_token(ps, ids->data[i]));
+        slm_table_row(tokens);
+        slm_cell_int(tokens, (long long)i);
+        slm_cell_int(tokens, ids->data[i]);
+        slm_cell_text(tokens, slm_probe_token(ps, ids->data[i]));
     }
-    report_int(r, "position", "reading position", p);
-    report_text(r, "token", "reading token", probe_token(ps, ids->data[p]));
-    ReportTable *t = report_table(r, "keys", "What it reads (nearest first)");
+    slm_report_int(r, "position", "reading position", p);
+    slm_report_text(r, "token", "reading token", slm_probe_token(ps, ids->data[p]));
+    ReportTable *t = slm_report_table(r, "keys", "What it reads (nearest first)");
     const char *keys[][2] = {{"head", "head"}, {"position", "pos"}, {"token", "token"}, {"id", "id"},
                              {"distance", "dist"}, {"dot", "q.k/sqrt8"}, {"distance_score", "dist.score"},
                              {"score", "score"}, {"weight", "weight"}, {"cosine", "cos(rows)"}};
     for (int c = 0; c < 10; c++)
-        table_column(t, keys[c][0], keys[c][1], c == 2 ? CELL_TEXT : c < 5 ? CELL_INT : CELL_NUMBER, 4);
+        slm_table_column(t, keys[c][0], keys[c][1], c == 2 ? CELL_TEXT : c < 5 ? CELL_INT : CELL_NUMBER, 4);
     if (t) t->group_column = 0;
     AttendKey *buf = malloc((size_t)ps->lm.model.cfg.window * sizeof(AttendKey));
     if (!buf) r->failed = 1;
@@ -91,97 +91,97 @@ void view_attend(Report *r, const ProbeSession *ps, const ViewText *vt, int head
 /* ---- Tool 3: trace ------------------------------------------------------------ */
 
 static void inputs_table(Report *r, const TraceResult *t, const ModelConfig *c) {
-    ReportTable *in = report_table(r, "inputs", "What the hidden layer reads (the row, then each head's output)");
-    table_column(in, "part", "part", CELL_TEXT, 0);
-    table_column(in, "norm", "length", CELL_NUMBER, 3);
-    table_column(in, "numbers", "numbers", CELL_VECTOR, 2);
+    ReportTable *in = slm_report_table(r, "inputs", "What the hidden layer reads (the row, then each head's output)");
+    slm_table_column(in, "part", "part", CELL_TEXT, 0);
+    slm_table_column(in, "norm", "length", CELL_NUMBER, 3);
+    slm_table_column(in, "numbers", "numbers", CELL_VECTOR, 2);
     char name[32];
     for (int k = -1; k < c->n_heads; k++) {
         int from = k < 0 ? 0 : c->row_dim + k * c->value_dim, n = k < 0 ? c->row_dim : c->value_dim;
         double len = 0;
         for (int i = 0; i < n; i++) len += (double)t->z[from + i] * t->z[from + i];
         snprintf(name, sizeof name, k < 0 ? "row" : "head %d", k);
-        table_row(in);
-        cell_text(in, name);
-        cell_number(in, sqrt(len));
-        cell_vector(in, t->z + from, n);
+        slm_table_row(in);
+        slm_cell_text(in, name);
+        slm_cell_number(in, sqrt(len));
+        slm_cell_vector(in, t->z + from, n);
     }
 }
 
 static void trace_report(Report *r, const ProbeSession *ps, const TraceResult *t, const char *text) {
-    probe_report_header(r, ps);
-    report_text(r, "text", "text", text);
-    report_int(r, "position", "last position", t->position);
-    report_text(r, "token", "last token", probe_token(ps, t->token));
+    slm_probe_report_header(r, ps);
+    slm_report_text(r, "text", "text", text);
+    slm_report_int(r, "position", "last position", t->position);
+    slm_report_text(r, "token", "last token", slm_probe_token(ps, t->token));
     inputs_table(r, t, &ps->lm.model.cfg);
-    ReportTable *u = report_table(r, "hidden", "Most active hidden units (tanh output)");
-    table_column(u, "unit", "unit", CELL_INT, 0);
-    table_column(u, "value", "value", CELL_NUMBER, 3);
-    table_column(u, "strongest_part", "pushed most by", CELL_TEXT, 0);
-    table_column(u, "part_input", "its input", CELL_NUMBER, 3);
+    ReportTable *u = slm_report_table(r, "hidden", "Most active hidden units (tanh output)");
+    slm_table_column(u, "unit", "unit", CELL_INT, 0);
+    slm_table_column(u, "value", "value", CELL_NUMBER, 3);
+    slm_table_column(u, "strongest_part", "pushed most by", CELL_TEXT, 0);
+    slm_table_column(u, "part_input", "its input", CELL_NUMBER, 3);
     char part[32];
     for (int k = 0; k < t->n_units; k++) {
         snprintf(part, sizeof part, t->units[k].part < 0 ? "row" : "head %d", t->units[k].part);
-        table_row(u);
-        cell_int(u, t->units[k].unit);
-        cell_number(u, t->units[k].value);
-        cell_text(u, part);
-        cell_number(u, t->units[k].part_input);
+        slm_table_row(u);
+        slm_cell_int(u, t->units[k].unit);
+        slm_cell_number(u, t->units[k].value);
+        slm_cell_text(u, part);
+        slm_cell_number(u, t->units[k].part_input);
     }
-    ReportTable *g = report_table(r, "guesses", "Top next-token guesses");
-    table_column(g, "rank", "rank", CELL_INT, 0);
-    table_column(g, "token", "token", CELL_TEXT, 0);
-    table_column(g, "id", "id", CELL_INT, 0);
-    table_column(g, "probability", "probability", CELL_PERCENT, 2);
+    ReportTable *g = slm_report_table(r, "guesses", "Top next-token guesses");
+    slm_table_column(g, "rank", "rank", CELL_INT, 0);
+    slm_table_column(g, "token", "token", CELL_TEXT, 0);
+    slm_table_column(g, "id", "id", CELL_INT, 0);
+    slm_table_column(g, "probability", "probability", CELL_PERCENT, 2);
     for (int k = 0; k < t->n_guesses; k++) {
-        table_row(g);
-        cell_int(g, k + 1);
-        cell_text(g, probe_token(ps, t->guesses[k].token));
-        cell_int(g, t->guesses[k].token);
-        cell_number(g, t->guesses[k].probability);
+        slm_table_row(g);
+        slm_cell_int(g, k + 1);
+        slm_cell_text(g, slm_probe_token(ps, t->guesses[k].token));
+        slm_cell_int(g, t->guesses[k].token);
+        slm_cell_number(g, t->guesses[k].probability);
     }
 }
 
 
-int view_trace(Report *r, const ProbeSession *ps, const ViewText *vt, const char *text, int n_units, int n_guesses,
+int slm_view_trace(Report *r, const ProbeSession *ps, const ViewText *vt, const char *text, int n_units, int n_guesses,
                TraceResult *t, Error *e) {
     *t = (TraceResult){0};
-    if (probe_trace(&vt->runner, n_units, n_guesses, t, e)) return -1;
+    if (slm_probe_trace(&vt->runner, n_units, n_guesses, t, e)) return -1;
     trace_report(r, ps, t, text);
     return 0;
 }
 
 /* ---- the loss on a text ------------------------------------------------------- */
 
-void view_loss(Report *r, const ProbeSession *ps, const ViewText *vt, const char *text) {
-    probe_report_header(r, ps);
-    report_text(r, "text", "text", text);
+void slm_view_loss(Report *r, const ProbeSession *ps, const ViewText *vt, const char *text) {
+    slm_probe_report_header(r, ps);
+    slm_report_text(r, "text", "text", text);
     int T = (int)vt->ids.len;
-    ReportTable *tab = report_table(r, "tokens", "Every position: the token, the next one it predicts, its loss");
+    ReportTable *tab = slm_report_table(r, "tokens", "Every position: the token, the next one it predicts, its loss");
     const char *cols[][2] = {{"position", "pos"}, {"token", "token"}, {"id", "id"}, {"target", "target"},
                              {"target_id", "target id"}, {"probability", "p(target)"}, {"loss", "loss"}, {"rank", "rank"}};
     for (int c = 0; c < 8; c++)
-        table_column(tab, cols[c][0], cols[c][1], c == 1 || c == 3 ? CELL_TEXT : c == 5 || c == 6 ? CELL_NUMBER : CELL_INT, 4);
+        slm_table_column(tab, cols[c][0], cols[c][1], c == 1 || c == 3 ? CELL_TEXT : c == 5 || c == 6 ? CELL_NUMBER : CELL_INT, 4);
     double sum = 0;
     int right = 0;
     for (int p = 0; p + 1 < T; p++) {
         int rank, target = vt->ids.data[p + 1];
-        double prob = probe_probability(&vt->runner.acts, p, target, &rank), loss = -log(prob);
+        double prob = slm_probe_probability(&vt->runner.acts, p, target, &rank), loss = -log(prob);
         sum += loss;
         right += rank == 1;
-        table_row(tab);
-        cell_int(tab, p);
-        cell_text(tab, probe_token(ps, vt->ids.data[p]));
-        cell_int(tab, vt->ids.data[p]);
-        cell_text(tab, probe_token(ps, target));
-        cell_int(tab, target);
-        cell_number(tab, prob);
-        cell_number(tab, loss);
-        cell_int(tab, rank);
+        slm_table_row(tab);
+        slm_cell_int(tab, p);
+        slm_cell_text(tab, slm_probe_token(ps, vt->ids.data[p]));
+        slm_cell_int(tab, vt->ids.data[p]);
+        slm_cell_text(tab, slm_probe_token(ps, target));
+        slm_cell_int(tab, target);
+        slm_cell_number(tab, prob);
+        slm_cell_number(tab, loss);
+        slm_cell_int(tab, rank);
     }
     int n = T - 1;
-    report_int(r, "positions", "predicted positions", n);
-    report_number(r, "loss", "loss (nats/token)", n > 0 ? sum / n : NAN, 4);
-    report_number(r, "perplexity", "perplexity", n > 0 ? exp(sum / n) : NAN, 2);
-    report_percent(r, "accuracy", "accuracy", n > 0 ? (double)right / n : NAN, 2);
+    slm_report_int(r, "positions", "predicted positions", n);
+    slm_report_number(r, "loss", "loss (nats/token)", n > 0 ? sum / n : NAN, 4);
+    slm_report_number(r, "perplexity", "perplexity", n > 0 ? exp(sum / n) : NAN, 2);
+    slm_report_percent(r, "accuracy", "accuracy", n > 0 ? (double)right / n : NAN, 2);
 }

@@ -1,7 +1,7 @@
 /* tokenize --json as a cJSON array: see views.h. */
 #include "storylm/views.h"
 
-cJSON *view_tokens_json(const Tokenizer *t, const int32_t *ids, size_t n) {
+cJSON *slm_view_tokens_json(const Tokenizer *t, const int32_t *ids, size_t n) {
     cJSON *a = cJSON_CreateArray();
     for (size_t i = 0; a && i < n; i++) {
         cJSON *o = cJSON_CreateObject();
