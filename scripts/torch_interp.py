@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""PyTorch reference for storylm's patch and attribute verbs: the shipped model
-(models/tinystories.safetensors) written again in PyTorch, whole-sequence and
+"""PyTorch reference for storylm's patch and attribute verbs: the chapter's plain model
+(models/tinystories-plain.safetensors) written again in PyTorch, whole-sequence and
 in float64, with activation patching and attribution done the textbook way
 (patched tensors substituted into a full forward pass, gradients by autograd).
 
@@ -175,7 +175,7 @@ def attribute_case(net, vocab, text, pos, token):
 def main():
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     ap = argparse.ArgumentParser()
-    ap.add_argument("--model", default=os.path.join(root, "models", "tinystories.safetensors"))
+    ap.add_argument("--model", default=os.path.join(root, "models", "tinystories-plain.safetensors"))
     ap.add_argument("--out", default=os.path.join(root, "tests", "fixtures", "interp.json"))
     args = ap.parse_args()
     torch.set_num_threads(1)
@@ -184,7 +184,7 @@ def main():
     net = Net(tensors)
     with torch.no_grad():
         patches = [patch_case(net, vocab, *c) for c in PATCH_CASES]
-    fixture = {"model": "models/tinystories.safetensors", "run_id": meta.get("run_id", ""),
+    fixture = {"model": "models/tinystories-plain.safetensors", "run_id": meta.get("run_id", ""),
                "patch": patches, "attribute": [attribute_case(net, vocab, *c) for c in ATTRIBUTE_CASES]}
     with open(args.out, "w") as f:
         json.dump(fixture, f, indent=1, sort_keys=True)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End to end, circuits, detect and icl on the shipped models and a slice of
+# End to end, circuits, detect and icl on the plain and window8 models and a slice of
 # data/stories.txt: numpy recomputes the circuits' matrix products from the
 # model file (read by scripts/read_safetensors.py) and the top pairs and
 # copying scores from them; detect and icl give their documented fields,
@@ -11,18 +11,18 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 S="$STORYLM"
 M="$STORYLM_SOURCE_DIR/models"
-[[ -f "$M/tinystories.safetensors" && -f "$M/tinystories-window8.safetensors" ]] || { echo "no shipped models in $M"; exit 77; }
+[[ -f "$M/tinystories-plain.safetensors" && -f "$M/tinystories-window8.safetensors" ]] || { echo "no shipped models in $M"; exit 77; }
 "$PY" -c 'import numpy' 2> /dev/null || { echo "numpy is missing (apt-get install python3-numpy)"; exit 77; }
 
 first_stories 300 > slice.txt
 C=(--stories slice.txt --test-stories 20 --threads 2)
 
 # circuits: every product recomputed by numpy from the file.
-"$S" circuits -m "$M/tinystories.safetensors" "${C[@]}" --top 6 --json --svg circuits.svg > circuits.json
-"$S" circuits -m "$M/tinystories.safetensors" "${C[@]}" --top 3 --head 5 --tokens lily,tom,##s --json > circuits5.json
-"$S" circuits -m "$M/tinystories.safetensors" "${C[@]}" --top 2 > circuits.txt
+"$S" circuits -m "$M/tinystories-plain.safetensors" "${C[@]}" --top 6 --json --svg circuits.svg > circuits.json
+"$S" circuits -m "$M/tinystories-plain.safetensors" "${C[@]}" --top 3 --head 5 --tokens lily,tom,##s --json > circuits5.json
+"$S" circuits -m "$M/tinystories-plain.safetensors" "${C[@]}" --top 2 > circuits.txt
 grep -q "looks for itself" circuits.txt || fail "circuits' table has no 'looks for itself' column"
-"$PY" - "$STORYLM_SOURCE_DIR/scripts" "$M/tinystories.safetensors" circuits.json circuits5.json <<'EOF' || fail "circuits' numbers against numpy"
+"$PY" - "$STORYLM_SOURCE_DIR/scripts" "$M/tinystories-plain.safetensors" circuits.json circuits5.json <<'EOF' || fail "circuits' numbers against numpy"
 import json, sys
 import numpy as np
 sys.path.insert(0, sys.argv[1])
@@ -81,11 +81,11 @@ print("circuits: numpy agrees")
 EOF
 
 # detect: fields, several models, curves; --ablate changes the losses, not the weights.
-SNAP=("$M"/snapshots/tinystories.step*.safetensors)
+SNAP=("$M"/snapshots/tinystories-plain.step*.safetensors)
 D=(slice.txt --test-stories 20 --threads 2 --random 10 --length 40)
-"$S" detect "${D[@]}" -m "${SNAP[0]}" -m "$M/tinystories.safetensors" --json --svg detect.svg > detect.json
-"$S" detect "${D[@]}" -m "$M/tinystories.safetensors" --svg detect1.svg > detect.txt
-"$S" detect "${D[@]}" -m "$M/tinystories.safetensors" --ablate 4 --json > detect_off.json
+"$S" detect "${D[@]}" -m "${SNAP[0]}" -m "$M/tinystories-plain.safetensors" --json --svg detect.svg > detect.json
+"$S" detect "${D[@]}" -m "$M/tinystories-plain.safetensors" --svg detect1.svg > detect.txt
+"$S" detect "${D[@]}" -m "$M/tinystories-plain.safetensors" --ablate 4 --json > detect_off.json
 "$PY" - detect.json detect_off.json <<'EOF' || fail "detect's output"
 import json, sys
 j, off = (json.load(open(p)) for p in sys.argv[1:])
@@ -101,7 +101,7 @@ for m in j["models"]:
 assert j["models"][0]["step"] < j["models"][1]["step"], [m["step"] for m in j["models"]]
 final = [r for r in j["heads"] if r["step"] == j["models"][1]["step"]]
 best = max(final, key=lambda r: r["previous"])
-assert best["previous"] > 0.15, best  # the shipped model has previous-token heads (docs/results.md)
+assert best["previous"] > 0.15, best  # the plain model has previous-token heads (docs/results.md)
 assert off["ablation"]["heads"] == [4] and off["ablation"]["text"].startswith("heads 4"), off["ablation"]
 for a, b in zip(final, off["heads"]):
     for k in ("previous", "duplicate", "induction", "random_induction"):
@@ -110,10 +110,10 @@ assert off["models"][0]["loss_first"] != j["models"][1]["loss_first"], "ablation
 EOF
 
 # icl: both architectures, clipping said, --ablate honoured.
-"$S" icl slice.txt --test-stories 20 --threads 2 -m "$M/tinystories.safetensors" -m "$M/tinystories-window8.safetensors" \
+"$S" icl slice.txt --test-stories 20 --threads 2 -m "$M/tinystories-plain.safetensors" -m "$M/tinystories-window8.safetensors" \
   --min-stories 3 --json --svg icl.svg > icl.json
-"$S" icl slice.txt --test-stories 20 --threads 2 -m "$M/tinystories.safetensors" --min-stories 3 --ablate 1,2 --json > icl_off.json
-"$S" icl slice.txt --test-stories 20 --threads 2 -m "$M/tinystories.safetensors" --min-stories 3 > icl.txt
+"$S" icl slice.txt --test-stories 20 --threads 2 -m "$M/tinystories-plain.safetensors" --min-stories 3 --ablate 1,2 --json > icl_off.json
+"$S" icl slice.txt --test-stories 20 --threads 2 -m "$M/tinystories-plain.safetensors" --min-stories 3 > icl.txt
 grep -q "clipped to" icl.txt || fail "icl does not say that --late 500 was clipped"
 "$PY" - icl.json icl_off.json <<'EOF' || fail "icl's output"
 import json, math, sys
@@ -147,12 +147,12 @@ expect_error() { # PATTERN ARGS...: storylm ARGS fails, saying PATTERN
 }
 expect_error "attention network" circuits -m "$M/tinystories-window8.safetensors" "${C[@]}"
 expect_error "attention network" detect slice.txt -m "$M/tinystories-window8.safetensors" --test-stories 20
-expect_error "not a token" circuits -m "$M/tinystories.safetensors" "${C[@]}" --tokens lily,zarko
-expect_error "head 8 is out of range" circuits -m "$M/tinystories.safetensors" "${C[@]}" --head 8
-expect_error "too short" icl slice.txt -m "$M/tinystories.safetensors" --test-stories 20 --early 5000 --late 6000
-expect_error "must come after" icl slice.txt -m "$M/tinystories.safetensors" --early 60 --late 50
-expect_error "do not fit the window" detect slice.txt -m "$M/tinystories.safetensors" --test-stories 20 --length 200
-expect_error "out of range" detect slice.txt -m "$M/tinystories.safetensors" --test-stories 20 --ablate 9
+expect_error "not a token" circuits -m "$M/tinystories-plain.safetensors" "${C[@]}" --tokens lily,zarko
+expect_error "head 8 is out of range" circuits -m "$M/tinystories-plain.safetensors" "${C[@]}" --head 8
+expect_error "too short" icl slice.txt -m "$M/tinystories-plain.safetensors" --test-stories 20 --early 5000 --late 6000
+expect_error "must come after" icl slice.txt -m "$M/tinystories-plain.safetensors" --early 60 --late 50
+expect_error "do not fit the window" detect slice.txt -m "$M/tinystories-plain.safetensors" --test-stories 20 --length 200
+expect_error "out of range" detect slice.txt -m "$M/tinystories-plain.safetensors" --test-stories 20 --ablate 9
 for verb in circuits detect icl; do "$S" "$verb" --help | grep -q -- "--json" || fail "$verb --help"; done
 "$S" circuits --help | grep -q "linearised" || fail "circuits --help does not explain the linearisation"
 echo "e2e_circuits: ok"

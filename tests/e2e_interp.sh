@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End to end, patch, attribute and cache on the shipped model: their numbers
+# End to end, patch, attribute and cache on the chapter's plain model: their numbers
 # against the PyTorch reference (tests/fixtures/interp.json, written by
 # scripts/torch_interp.py; no torch needed here); patching every row gives
 # back the clean run exactly; the cache read back with the independent numpy
@@ -8,7 +8,7 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 S="$STORYLM"
-M="$STORYLM_SOURCE_DIR/models/tinystories.safetensors"
+M="$STORYLM_SOURCE_DIR/models/tinystories-plain.safetensors"
 W8="$STORYLM_SOURCE_DIR/models/tinystories-window8.safetensors"
 FIX="$STORYLM_SOURCE_DIR/tests/fixtures/interp.json"
 [[ -f "$M" && -f "$W8" ]] || { echo "e2e_interp: the shipped models are missing: skipped"; exit 77; }

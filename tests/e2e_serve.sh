@@ -10,7 +10,7 @@ M="$STORYLM_SOURCE_DIR/models"
 [[ -f "$M/tinystories.safetensors" && -f "$M/tinystories-window8.safetensors" ]] || { echo "SKIPPED: no shipped models"; exit 77; }
 mkdir -p models/snapshots data
 cp "$M/tinystories.safetensors" "$M/tinystories-window8.safetensors" models/
-cp "$M/snapshots/tinystories.step250.safetensors" models/snapshots/
+cp "$M/snapshots/tinystories-plain.step250.safetensors" models/snapshots/
 first_stories 300 > data/stories.txt
 mkdir -p elsewhere && cp "$M/tinystories.safetensors" elsewhere/m.safetensors
 ln -s "$PWD/elsewhere/m.safetensors" models/outside.safetensors # listed folders only: a symlink out is refused

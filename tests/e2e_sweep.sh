@@ -2,7 +2,8 @@
 # scripts/sweep end to end on a tiny grid (2 settings x 2 seeds x 12 steps, 2
 # runs at a time, on 200 stories): one line a run and one a setting, the
 # spread over seeds, the name-copy rate, the curves and their picture; bad
-# arguments refused with a message.
+# arguments refused with a message; --reuse measures finished runs, not
+# training them again.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 SWEEP="$STORYLM_SOURCE_DIR/scripts/sweep"
@@ -35,6 +36,17 @@ if curves[0] != "step\tplain\twd" or not curves[1].startswith("6\t") or not curv
     sys.exit("curves.tsv: %s" % curves[:3])
 PY
 grep -q "<svg" out/sweep.svg || fail "no sweep.svg"
+
+# --reuse: a grown grid measures the finished runs again without training them.
+before=$(stat -c %Y.%s out/plain.seed3.safetensors out/wd.seed4.safetensors)
+"$SWEEP" slice.txt --storylm "$STORYLM" --setting plain= --setting "wd=--weight-decay 0.5 --dropout 0.1" \
+  --setting "ema=--ema 0.9 --ema-save" --seeds 3,4 --steps 12 --eval-every 6 --test-stories 20 --jobs 2 \
+  --out out --reuse > table2.md 2> sweep2.log || { cat sweep2.log; fail "sweep --reuse"; }
+[[ "$(stat -c %Y.%s out/plain.seed3.safetensors out/wd.seed4.safetensors)" == "$before" ]] \
+  || fail "--reuse trained a finished run again"
+[[ $(wc -l < out/runs.tsv) -eq 7 && -f out/ema.seed4.safetensors ]] || fail "--reuse: runs.tsv does not hold 6 runs"
+grep -q "^| wd | .* | 2 |" table2.md || { cat table2.md; fail "--reuse lost the finished runs"; }
+cmp -s <(grep "^| wd " table.md) <(grep "^| wd " table2.md) || fail "--reuse measured the finished runs differently"
 if "$SWEEP" slice.txt --storylm "$STORYLM" --setting "a b=" --out bad 2> bad.err; then fail "a bad setting name was accepted"; fi
 grep -q "setting names" bad.err || fail "bad setting name: message"
 if "$SWEEP" slice.txt --storylm "$STORYLM" --out bad 2> bad.err; then fail "a sweep without settings was accepted"; fi

@@ -124,7 +124,7 @@ try:
     same("heads again (the answer kept)", srv.post("/api/heads", {"model": M})[1], heads_cli)
     same("heads with top 3", srv.post("/api/heads", {"model": M, "top": 3})[1],
          cli_json(S, "heads", STORIES, "--model", M, "--top", "3"))
-    snap = "models/snapshots/tinystories.step250.safetensors"
+    snap = "models/snapshots/tinystories-plain.step250.safetensors"
     same("attend on a snapshot", srv.post("/api/attend", {"model": snap, "text": TEXT, "head": 1})[1],
          cli_json(S, "attend", TEXT, "--model", snap, "--head", "1"))
 
