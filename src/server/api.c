@@ -48,7 +48,7 @@ static int session_open(Server *s, const cJSON *body, int need, Session *ss, Rep
     if (!rc) rc = slm_session_ablation(&m->ps.lm, ablate, mode, NULL, NULL, &ss->ps.ablation, ss->ps.ablation_desc,
                                    sizeof ss->ps.ablation_desc, &e); /* the heads checked before anything is averaged */
     if (!rc && ((need & NEED_STORIES) || mean)) rc = entry_stories(&s->cache, m, s->o.stories, &e);
-    if (!rc && mean) rc = entry_mean(m, &e);
+    if (!rc && mean) rc = entry_mean(m, s->o.stories, &e);
     pthread_mutex_lock(&m->lock); /* not while another request loads the stories into it */
     ss->ps = m->ps;               /* shared model, tokenizer, stories and names; never closed here */
     pthread_mutex_unlock(&m->lock);
@@ -56,6 +56,9 @@ static int session_open(Server *s, const cJSON *body, int need, Session *ss, Rep
     ss->ps.mean = NULL;
     if (!rc) rc = slm_session_ablation(&m->ps.lm, ablate, mode, m->mean, s->o.stories, &ss->ps.ablation,
                                    ss->ps.ablation_desc, sizeof ss->ps.ablation_desc, &e);
+    size_t used = strlen(ss->ps.ablation_desc);
+    if (!rc && mean && m->mean_warning[0] && used < sizeof ss->ps.ablation_desc)
+        snprintf(ss->ps.ablation_desc + used, sizeof ss->ps.ablation_desc - used, " (warning: %s)", m->mean_warning);
     if (rc) {
         reply_failure(r, 400, &e);
         session_release(s, ss);

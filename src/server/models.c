@@ -241,7 +241,7 @@ int entry_stories(ModelCache *c, ModelEntry *m, const char *stories_path, Error 
     return rc;
 }
 
-int entry_mean(ModelEntry *m, Error *e) {
+int entry_mean(ModelEntry *m, const char *stories_path, Error *e) {
     pthread_mutex_lock(&m->lock);
     int rc = 0;
     if (!m->mean) {
@@ -249,6 +249,10 @@ int entry_mean(ModelEntry *m, Error *e) {
         float *mean = xmalloc((size_t)c->n_heads * c->value_dim * sizeof(float), e);
         rc = mean ? slm_probe_head_means(&m->ps.lm.model, &m->ps.stories, m->ps.stories.test, m->ps.stories.n_test, mean, e)
                   : -1;
+        /* the CLI's warning when these are not the stories the model was trained on */
+        if (!rc && !slm_session_mean_stories(&m->ps.lm, stories_path, "mean ablation", m->mean_warning,
+                                             sizeof m->mean_warning, e))
+            rc = -1;
         if (rc) free(mean);
         else m->mean = mean;
     }

@@ -45,6 +45,7 @@ typedef struct ModelEntry {
     ProbeSession ps;      /* no ablation: each request sets its own on a copy */
     int stories_loaded;   /* 1: ps.stories and ps.names hold the server's stories */
     float *mean;          /* (H, vd) heads' mean outputs over the test stories, or NULL */
+    char mean_warning[400]; /* how the server's stories differ from the model's record, as the CLI warns; "" */
     char *heads_json;     /* /api/heads on the server's stories, no ablation, top heads_top: seconds to make, kept */
     int heads_top;
     NameList gen_names;   /* the names generation capitalises (slm_view_generate_names), learnt at the first */
@@ -89,7 +90,7 @@ int entry_stories(ModelCache *c, ModelEntry *m, const char *stories_path, Error 
 /* slm_probe_session_stories under the cache's stories lock. */
 int cache_read_stories(ModelCache *c, ProbeSession *ps, int flags, Error *e);
 /* Each head's mean output over m's test stories, once (after entry_stories). */
-int entry_mean(ModelEntry *m, Error *e);
+int entry_mean(ModelEntry *m, const char *stories_path, Error *e);
 
 /* ---- the training job --------------------------------------------------------- */
 
