@@ -16,3 +16,16 @@ first_stories() {
 tensor_sums() {
   "$STORYLM" info --model "$1" --json | "$PY" -c 'import json,sys; print([(t["name"], t["fnv1a64"]) for t in json.load(sys.stdin)["tensors"]])'
 }
+
+# skip WHY: the test cannot run here; CTest shows it as skipped (exit 77).
+skip() { echo "SKIPPED: $*"; exit 77; }
+
+# require_chromium: skips unless headless Chromium, node and the browser tests'
+# npm packages are here; sets $chromium ($STORYLM_CHROMIUM, else /usr/bin/chromium).
+require_chromium() {
+  chromium="${STORYLM_CHROMIUM:-/usr/bin/chromium}"
+  [[ -x "$chromium" ]] || skip "no chromium at $chromium (scripts/setup installs it)"
+  command -v node >/dev/null || skip "node is not installed (scripts/setup installs it)"
+  [[ -d "$STORYLM_SOURCE_DIR/tests/browser/node_modules/puppeteer-core" ]] ||
+    skip "tests/browser/node_modules is missing: run scripts/setup (or scripts/setup_npm)"
+}

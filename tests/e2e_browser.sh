@@ -17,12 +17,7 @@
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 src="$STORYLM_SOURCE_DIR"
-chromium="${STORYLM_CHROMIUM:-/usr/bin/chromium}"
-
-skip() { echo "SKIPPED: $*"; exit 77; }
-[[ -x "$chromium" ]] || skip "no chromium at $chromium (scripts/setup installs it)"
-command -v node >/dev/null || skip "node is not installed (scripts/setup installs it)"
-[[ -d "$src/tests/browser/node_modules/puppeteer-core" ]] || skip "tests/browser/node_modules is missing: run scripts/setup (or scripts/setup_npm)"
+require_chromium
 "$STORYLM" serve --help >/dev/null 2>&1 || skip "this storylm has no serve verb"
 
 # The server's world: the shipped models under models/, the stories under data/

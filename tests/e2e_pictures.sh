@@ -17,12 +17,7 @@
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 src="$STORYLM_SOURCE_DIR"
-chromium="${STORYLM_CHROMIUM:-/usr/bin/chromium}"
-
-skip() { echo "SKIPPED: $*"; exit 77; }
-[[ -x "$chromium" ]] || skip "no chromium at $chromium (scripts/setup installs it)"
-command -v node >/dev/null || skip "node is not installed (scripts/setup installs it)"
-[[ -d "$src/tests/browser/node_modules/puppeteer-core" ]] || skip "tests/browser/node_modules is missing: run scripts/setup (or scripts/setup_npm)"
+require_chromium
 
 m="$src/models/tinystories.safetensors"
 w8="$src/models/tinystories-window8.safetensors"
