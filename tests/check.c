@@ -42,3 +42,20 @@ const char *check_source_path(const char *rel) {
     snprintf(buf, sizeof buf, "%s/%s", root ? root : "..", rel);
     return buf;
 }
+
+double check_ref_output_loss(const double *W1, const double *b1, const double *W2, const double *b2, int Z, int Hd,
+                             int V, const double *z, int next) {
+    double y[64], logit[64], mx = -1e300, sum = 0.0;
+    for (int j = 0; j < Hd; j++) {
+        double a = b1[j];
+        for (int i = 0; i < Z; i++) a += W1[j * Z + i] * z[i];
+        y[j] = tanh(a);
+    }
+    for (int v = 0; v < V; v++) {
+        logit[v] = b2[v];
+        for (int j = 0; j < Hd; j++) logit[v] += W2[v * Hd + j] * y[j];
+        mx = fmax(mx, logit[v]);
+    }
+    for (int v = 0; v < V; v++) sum += exp(logit[v] - mx);
+    return mx + log(sum) - logit[next];
+}

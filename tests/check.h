@@ -13,6 +13,12 @@ const char *check_tmpdir(void);
 /* $STORYLM_SOURCE_DIR/rel, for fixtures and data. */
 const char *check_source_path(const char *rel);
 
+/* The reference output side in double, for the gradient checks: z (Z) ->
+ * hidden tanh(W1 z + b1), W1 (Hd, Z), Hd <= 64 -> logits W2 y + b2, W2 (V, Hd),
+ * V <= 64 -> the cross-entropy of token next, max-subtracted. */
+double check_ref_output_loss(const double *W1, const double *b1, const double *W2, const double *b2, int Z, int Hd,
+                             int V, const double *z, int next);
+
 #define CHECK(cond) check_at(!!(cond), #cond, __FILE__, __LINE__)
 #define CHECK_CLOSE(got, want, rel, abs_tol) \
     check_close_at((got), (want), (rel), (abs_tol), #got " ~ " #want, __FILE__, __LINE__)

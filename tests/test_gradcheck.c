@@ -94,19 +94,7 @@ static double ref_position_loss(const Ref *r, const double *z, int next) {
     int Z = slm_model_hidden_input_dim(c), Hd = c->hidden_dim, V = c->vocab_size;
     const double *W1 = tensor(r, "hidden.weight"), *b1 = tensor(r, "hidden.bias");
     const double *W2 = tensor(r, "output.weight"), *b2 = tensor(r, "output.bias");
-    double y[64], logit[64], mx = -1e300, sum = 0.0;
-    for (int j = 0; j < Hd; j++) {
-        double a = b1[j];
-        for (int i = 0; i < Z; i++) a += W1[j * Z + i] * z[i];
-        y[j] = tanh(a);
-    }
-    for (int v = 0; v < V; v++) {
-        logit[v] = b2[v];
-        for (int j = 0; j < Hd; j++) logit[v] += W2[v * Hd + j] * y[j];
-        mx = fmax(mx, logit[v]);
-    }
-    for (int v = 0; v < V; v++) sum += exp(logit[v] - mx);
-    return mx + log(sum) - logit[next];
+    return check_ref_output_loss(W1, b1, W2, b2, Z, Hd, V, z, next);
 }
 
 /* Mean loss over every predicted position of the batch. */
