@@ -84,6 +84,9 @@ int slm_cli_setup_ablation(const LoadedModel *lm, const char *ablate, const char
                        const char *stories_path, int n_test, Ablation *ab, float **mean, char *desc, size_t size,
                        Error *e);
 
+/* " (warning: WARNING)" after desc (size bytes), as far as it fits; nothing for an empty warning. */
+void slm_session_add_warning(char *desc, size_t size, const char *warning);
+
 /* The same with each head's mean output (H, vd) already at hand (mean NULL
  * in mean mode: checks the heads only); mean_from names its stories in desc. */
 int slm_session_ablation(const LoadedModel *lm, const char *ablate, const char *mode, const float *mean,

@@ -56,9 +56,7 @@ static int session_open(Server *s, const cJSON *body, int need, Session *ss, Rep
     ss->ps.mean = NULL;
     if (!rc) rc = slm_session_ablation(&m->ps.lm, ablate, mode, m->mean, s->o.stories, &ss->ps.ablation,
                                    ss->ps.ablation_desc, sizeof ss->ps.ablation_desc, &e);
-    size_t used = strlen(ss->ps.ablation_desc);
-    if (!rc && mean && m->mean_warning[0] && used < sizeof ss->ps.ablation_desc)
-        snprintf(ss->ps.ablation_desc + used, sizeof ss->ps.ablation_desc - used, " (warning: %s)", m->mean_warning);
+    if (!rc && mean) slm_session_add_warning(ss->ps.ablation_desc, sizeof ss->ps.ablation_desc, m->mean_warning);
     if (rc) {
         reply_failure(r, 400, &e);
         session_release(s, ss);

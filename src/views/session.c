@@ -179,8 +179,7 @@ int slm_session_ablation(const LoadedModel *lm, const char *ablate, const char *
     return 0;
 }
 
-/* " (warning: ...)" after desc, as far as it fits. */
-static void add_warning(char *desc, size_t size, const char *warning) {
+void slm_session_add_warning(char *desc, size_t size, const char *warning) {
     size_t used = strlen(desc);
     if (warning[0] && used < size) snprintf(desc + used, size - used, " (warning: %s)", warning);
 }
@@ -205,7 +204,7 @@ int slm_cli_setup_ablation(const LoadedModel *lm, const char *ablate, const char
         *mean = NULL;
         return -1;
     }
-    if (path) add_warning(desc, size, warning);
+    if (path) slm_session_add_warning(desc, size, warning);
     return 0;
 }
 
