@@ -31,6 +31,8 @@ for name in ("plain", "wd"):
         sys.exit("%s: name-copy rate %s, probability %s" % (name, r["copy_top1_mean"], r["copy_probability_mean"]))
     if len(set(losses)) != 2:
         sys.exit("%s: the two seeds gave the same loss" % name)
+    if r["params"] != "352848" or not float(r["tok_per_s_mean"]) > 0:
+        sys.exit("%s: parameters %s, training tok/s %s" % (name, r["params"], r["tok_per_s_mean"]))
 curves = open(d + "/curves.tsv").read().split("\n")
 if curves[0] != "step\tplain\twd" or not curves[1].startswith("6\t") or not curves[2].startswith("12\t"):
     sys.exit("curves.tsv: %s" % curves[:3])
