@@ -155,6 +155,9 @@ int slm_generator_batch_init(GeneratorBatch *g, const Model *m, const Ablation *
     *g = (GeneratorBatch){.model = m, .n = n};
     if (ablation) g->ablation = *ablation;
     if (n < 1) return FAIL(e, "ask for 1 or more samples", "a batch of %d samples", n);
+    if (slm_model_layers(c) > 1)
+        return FAIL(e, "generate with a one-layer model for now", "generation of a model of %d layers is not written yet",
+                    slm_model_layers(c));
     SampleSizes sz = sample_sizes(c);
     size_t H = c->n_heads, W = c->window, N = (size_t)n;
     size_t Z = sz.z, Hd16 = (c->hidden_dim + 15) / 16 * 16, V16 = (c->vocab_size + 15) / 16 * 16;
