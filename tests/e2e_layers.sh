@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End to end, issue 12's --layers N: a two-layer network trains on a slice of
 # data/stories.txt, deterministically; info shows its layers, tensors and
-# parameter count (412,240); eval and --ablate run on it; a resume keeps the
+# parameter count (412,240); eval, --ablate and generation run on it; a resume keeps the
 # layers and refuses a contradicting --layers; window8 and --layers 5 are
 # refused with a message.
 set -euo pipefail
@@ -29,6 +29,10 @@ loss=$("$STORYLM" eval slice.txt --model l2.safetensors --test-stories 20 --json
 ablated=$("$STORYLM" eval slice.txt --model l2.safetensors --test-stories 20 --ablate 0,3 --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["loss"])')
 "$PY" -c "import sys; sys.exit(0 if 0 < $loss < 7.5 and 0 < $ablated < 9 and $ablated != $loss else 1)" || fail "test loss $loss (ablated $ablated)"
 echo "--layers 2: test loss after 30 steps $loss, layer 1's heads 0 and 3 off $ablated"
+
+a=$("$STORYLM" generate --model l2.safetensors -t 0 -n 30 "Lily found a")
+b=$("$STORYLM" generate --model l2.safetensors -t 0 -n 30 "Lily found a")
+[[ -n "$a" && "$a" == "$b" ]] || fail "greedy generation of a two-layer model is not deterministic"
 
 for v in t5/additive rope/general absolute/scaled-dot; do
   pos=${v%/*} score=${v#*/}

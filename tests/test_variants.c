@@ -438,7 +438,7 @@ static void layers_thread_invariant(void) {
 
 /* Token by token through the generator against one forward pass over a story
  * longer than the window: the same logits at every position. */
-static void generator_matches_forward(const ModelConfig *base, PosScheme pos, ScoreFn score) {
+static void generator_matches_forward(const ModelConfig *base, PosScheme pos, ScoreFn score, const Ablation *ab) {
     ModelConfig cfg = *base;
     cfg.pos = pos;
     cfg.score = score;
@@ -456,8 +456,8 @@ static void generator_matches_forward(const ModelConfig *base, PosScheme pos, Sc
     for (int t = 1; t < 13; t++) ids[t] = (int32_t)slm_rng_below(&rng, (uint64_t)cfg.vocab_size);
     CHECK(slm_activations_init(&a, &cfg, 16, &e) == 0 && slm_batch_init(&b, 16, 1, &e) == 0);
     CHECK(slm_batch_add(&b, ids, 13, &e) == 0);
-    CHECK(slm_model_forward(&m, &a, &b, NULL, NULL, &e) == 0);
-    CHECK(slm_generator_init(&g, &m, NULL, &e) == 0);
+    CHECK(slm_model_forward(&m, &a, &b, ab, NULL, &e) == 0);
+    CHECK(slm_generator_init(&g, &m, ab, &e) == 0);
     double worst = 0.0;
     for (int t = 0; t < 13; t++) {
         const float *logits = slm_generator_feed(&g, ids[t]);
@@ -465,8 +465,8 @@ static void generator_matches_forward(const ModelConfig *base, PosScheme pos, Sc
             worst = fmax(worst, fabs(logits[v] - a.logits[(size_t)t * cfg.vocab_size + v]));
     }
     if (!CHECK(worst < 2e-5))
-        fprintf(stderr, "  generator, --pos %s --score %s: logits differ by %g\n", slm_pos_name(pos), slm_score_name(score),
-                worst);
+        fprintf(stderr, "  generator, --pos %s --score %s, %d layers: logits differ by %g\n", slm_pos_name(pos),
+                slm_score_name(score), slm_model_layers(&cfg), worst);
     slm_generator_free(&g);
     slm_batch_free(&b);
     slm_activations_free(&a);
@@ -790,11 +790,18 @@ int main(void) {
         saved_and_loaded_exactly((PosScheme)pos, pos == POS_ROPE ? SCORE_ADDITIVE : SCORE_GENERAL, 2);
         layered_pieces_match_the_whole_story((PosScheme)pos);
         for (int score = 0; score < SCORE_COUNT; score++) {
-            generator_matches_forward(&TINY, (PosScheme)pos, (ScoreFn)score);
-            generator_matches_forward(&SMALL_REAL_HEADS, (PosScheme)pos, (ScoreFn)score);
+            generator_matches_forward(&TINY, (PosScheme)pos, (ScoreFn)score, NULL);
+            generator_matches_forward(&SMALL_REAL_HEADS, (PosScheme)pos, (ScoreFn)score, NULL);
+            ModelConfig two = with_layers(&TINY, 2), real2 = with_layers(&SMALL_REAL_HEADS, 2);
+            generator_matches_forward(&two, (PosScheme)pos, (ScoreFn)score, NULL); /* each layer's keys cached */
+            generator_matches_forward(&real2, (PosScheme)pos, (ScoreFn)score, NULL);
         }
     }
     pieces_match_the_whole_story(POS_ROPE, SCORE_ADDITIVE);
+    ModelConfig three = with_layers(&TINY, 3);
+    Ablation ab = {.heads = 1u << 1 | 1u << (TINY.n_heads + 2), .mode = ABLATE_ZERO};
+    generator_matches_forward(&three, POS_DISTANCE, SCORE_SCALED_DOT, NULL);
+    generator_matches_forward(&three, POS_ROPE, SCORE_ADDITIVE, &ab);
     files_without_the_keys();
     gradient_checks();
     layer_gradient_checks();
