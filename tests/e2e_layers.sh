@@ -41,6 +41,38 @@ for v in t5/additive rope/general absolute/scaled-dot; do
   "$STORYLM" info --model v.safetensors | grep -q "^layers        2" || fail "$v: info does not show the layers"
 done
 
+# Heads named by layer: --ablate L:H (a plain H is layer 1's), ablate's rows, pieces' two lookups;
+# a probe that reads one layer's heads refuses with a message.
+l2h3=$("$STORYLM" eval slice.txt --model l2.safetensors --test-stories 20 --ablate 2:3 --json | "$PY" -c 'import json,sys; j=json.load(sys.stdin); print(j["loss"], j["ablation"]["heads"], j["ablation"]["names"])')
+[[ "$l2h3" == *" [11] 2:3" && "$l2h3" != "$loss "* ]] || fail "--ablate 2:3: '$l2h3'"
+plain=$("$STORYLM" eval slice.txt --model l2.safetensors --test-stories 20 --ablate 3 --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["loss"])')
+first=$("$STORYLM" eval slice.txt --model l2.safetensors --test-stories 20 --ablate 1:3 --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["loss"])')
+[[ "$plain" == "$first" ]] || fail "--ablate 3 ($plain) is not layer 1's head 3 ($first)"
+if "$STORYLM" eval slice.txt --model l2.safetensors --test-stories 20 --ablate 3:1 2> bad.txt; then fail "--ablate 3:1 on two layers"; fi
+grep -q "layer 3 is out of range" bad.txt || { cat bad.txt; fail "--ablate 3:1's message"; }
+"$STORYLM" ablate slice.txt --model l2.safetensors --test-stories 20 --json > ablate.json || fail "ablate on two layers"
+"$PY" -c 'import json,sys; rows=[r["heads"] for r in json.load(open("ablate.json"))["ablations"]]; sys.exit(0 if rows[1:] == ["%d:%d" % (l, h) for l in (1, 2) for h in range(8)] else 1)' \
+  || fail "ablate's rows are not the heads 1:0 .. 2:7"
+"$STORYLM" pieces slice.txt --model l2.safetensors --test-stories 20 --json > pieces.json || fail "pieces on two layers"
+"$PY" - <<'PY' || fail "pieces' heads on two layers"
+import json
+j = json.load(open("pieces.json"))
+heads = j["heads"]
+assert [h["head"] for h in heads] == ["%d:%d" % (l, h) for l in (1, 2) for h in range(8)], heads
+assert all(0 < h["previous_token"] < 1 and 0 <= h["induction"] < 1 for h in heads)
+best = max((h for h in heads if h["layer"] == 2), key=lambda h: h["induction"])
+assert j["induction_head"] == best["head"] and abs(j["induction_weight"] - best["induction"]) < 1e-9
+assert j["heads_mentions"] > 0 and 0 < j["even_weight"] < 1
+PY
+"$STORYLM" pieces slice.txt --model l1.safetensors --test-stories 20 --json | "$PY" -c 'import json,sys; sys.exit(0 if "heads" not in json.load(sys.stdin) else 1)' \
+  || fail "pieces on one layer grew a heads table"
+"$STORYLM" distances --model l2.safetensors --layer 2 --up-to 3 > /dev/null || fail "distances --layer 2"
+if "$STORYLM" distances --model l2.safetensors --layer 3 2> bad.txt; then fail "distances --layer 3 on two layers"; fi
+for verb in "heads slice.txt --test-stories 20" "attend Lily" "trace Lily" "stats slice.txt --test-stories 20" "circuits"; do
+  if "$STORYLM" $verb --model l2.safetensors > /dev/null 2> refused.txt; then fail "$verb did not refuse two layers"; fi
+  grep -q "not written for a model of 2 layers" refused.txt || { cat refused.txt; fail "$verb's message"; }
+done
+
 # A resume keeps the layers; a contradicting --layers, window8 with layers and --layers 5 are refused.
 "$STORYLM" train slice.txt "${common[@]}" --steps 35 --resume --out l2.safetensors 2> resume.log || { cat resume.log; fail "resume a two-layer model"; }
 "$STORYLM" info --model l2.safetensors | grep -q "^layers        2" || fail "the resumed model lost its layers"

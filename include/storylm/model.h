@@ -67,6 +67,12 @@ typedef struct ModelConfig {
 
 /* Layers of heads of c (1 for window8, and for a config that leaves n_layers 0). */
 int slm_model_layers(const ModelConfig *c);
+/* Heads over all layers (layers * n_heads; 0 for window8). */
+int slm_model_heads(const ModelConfig *c);
+/* The name of head g (numbered over all layers, see Ablation): "3" on a
+ * one-layer model, "L:H" with the layer from 1 on others ("2:5" is layer 2's
+ * head 5), as --ablate reads them. */
+void slm_head_name(const ModelConfig *c, int g, char *buf, size_t size);
 
 /* One named tensor inside the parameter buffer, safetensors-style shape. */
 typedef struct ParamTensor {

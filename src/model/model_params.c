@@ -1,5 +1,6 @@
 /* The model's parameter table: one buffer, named views. The optimizer, the
  * checkpoint code, the gradient checks and `info` all walk this table. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,6 +12,13 @@ ModelConfig slm_model_config_default(Arch arch, int vocab_size) {
 }
 
 int slm_model_layers(const ModelConfig *c) { return c->arch == ARCH_ATTENTION && c->n_layers > 1 ? c->n_layers : 1; }
+
+int slm_model_heads(const ModelConfig *c) { return c->arch == ARCH_ATTENTION ? slm_model_layers(c) * c->n_heads : 0; }
+
+void slm_head_name(const ModelConfig *c, int g, char *buf, size_t size) {
+    if (slm_model_layers(c) > 1) snprintf(buf, size, "%d:%d", g / c->n_heads + 1, g % c->n_heads);
+    else snprintf(buf, size, "%d", g);
+}
 
 const char *slm_arch_name(Arch arch) { return arch == ARCH_WINDOW8 ? "window8" : "attention"; }
 
