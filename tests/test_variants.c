@@ -318,81 +318,57 @@ static void layer_gradient_checks(void) {
 
 /* ---- a long story as pieces ------------------------------------------------------ */
 
+/* A random model of cfg (seeded) and a random story of T <= 16 ids, run whole
+ * and as the piece from position `from` with `context` tokens of context:
+ * the largest difference of their losses over the piece's predictions. */
+static double piece_gap(const ModelConfig *cfg, uint64_t seed, int T, int from, int context) {
+    Model m;
+    Activations whole, piece;
+    Batch b;
+    Error e;
+    Rng rng;
+    slm_rng_seed(&rng, seed);
+    CHECK(slm_model_init(&m, cfg, &e) == 0);
+    random_params(&m, &rng, 0.6);
+    int32_t ids[16];
+    ids[0] = 1;
+    for (int t = 1; t < T; t++) ids[t] = (int32_t)slm_rng_below(&rng, 11);
+    CHECK(slm_activations_init(&whole, cfg, 16, &e) == 0 && slm_activations_init(&piece, cfg, 16, &e) == 0);
+    CHECK(slm_batch_init(&b, 16, 2, &e) == 0);
+    CHECK(slm_batch_add(&b, ids, T, &e) == 0);
+    CHECK(slm_model_forward(&m, &whole, &b, NULL, NULL, &e) == 0);
+    slm_batch_clear(&b);
+    CHECK(slm_batch_add_piece(&b, ids + from, T - from, (BatchPiece){.context = context, .offset = from, .next = -1}, &e) == 0);
+    CHECK(slm_model_forward(&m, &piece, &b, NULL, NULL, &e) == 0);
+    double worst = 0.0;
+    for (int t = from + context; t < T - 1; t++) worst = fmax(worst, fabs(whole.loss[t] - piece.loss[t - from]));
+    slm_batch_free(&b);
+    slm_activations_free(&whole);
+    slm_activations_free(&piece);
+    slm_model_free(&m);
+    return worst;
+}
+
 /* A story of 12 tokens, whole and as pieces of 7 (W-1 = 3 of context): the
  * same losses at every position (the pieces count positions from the story's start). */
 static void pieces_match_the_whole_story(PosScheme pos, ScoreFn score) {
     ModelConfig cfg = TINY;
     cfg.pos = pos;
     cfg.score = score;
-    Model m;
-    Activations whole, piece;
-    Batch b;
-    Error e;
-    Rng rng;
-    slm_rng_seed(&rng, 99);
-    CHECK(slm_model_init(&m, &cfg, &e) == 0);
-    random_params(&m, &rng, 0.6);
-    int32_t ids[12];
-    ids[0] = 1;
-    for (int t = 1; t < 12; t++) ids[t] = (int32_t)slm_rng_below(&rng, 11);
-    CHECK(slm_activations_init(&whole, &cfg, 16, &e) == 0 && slm_activations_init(&piece, &cfg, 16, &e) == 0);
-    CHECK(slm_batch_init(&b, 16, 2, &e) == 0);
-    CHECK(slm_batch_add(&b, ids, 12, &e) == 0);
-    CHECK(slm_model_forward(&m, &whole, &b, NULL, NULL, &e) == 0);
-    slm_batch_clear(&b);
-    /* positions 5..11: context 5..7 (3 tokens), predictions from 8 on */
-    CHECK(slm_batch_add_piece(&b, ids + 5, 7, (BatchPiece){.context = 3, .offset = 5, .next = -1}, &e) == 0);
-    CHECK(slm_model_forward(&m, &piece, &b, NULL, NULL, &e) == 0);
-    double worst = 0.0;
-    for (int t = 8; t < 11; t++) worst = fmax(worst, fabs(whole.loss[t] - piece.loss[t - 5]));
+    double worst = piece_gap(&cfg, 99, 12, 5, 3); /* positions 5..11: context 5..7, predictions from 8 on */
     if (!CHECK(worst < 1e-5)) fprintf(stderr, "  --pos %s: a piece's losses differ by %g\n", slm_pos_name(pos), worst);
-    slm_batch_free(&b);
-    slm_activations_free(&whole);
-    slm_activations_free(&piece);
-    slm_model_free(&m);
 }
 
 /* Two layers: a piece needs 2(W-1) tokens of context, as layer 2's keys read
  * layer 1's heads W-1 further back. A story of 16 tokens, whole and from
  * position 4 with 6 of context: the same losses; with only W-1 = 3 of
- * context the first prediction differs (so the test can fail). */
+ * context (from position 7) the first prediction differs (so the test can fail). */
 static void layered_pieces_match_the_whole_story(PosScheme pos) {
     ModelConfig cfg = with_layers(&TINY, 2);
     cfg.pos = pos;
-    Model m;
-    Activations whole, piece;
-    Batch b;
-    Error e;
-    Rng rng;
-    slm_rng_seed(&rng, 98);
-    CHECK(slm_model_init(&m, &cfg, &e) == 0);
-    random_params(&m, &rng, 0.6);
-    int32_t ids[16];
-    ids[0] = 1;
-    for (int t = 1; t < 16; t++) ids[t] = (int32_t)slm_rng_below(&rng, 11);
-    CHECK(slm_activations_init(&whole, &cfg, 16, &e) == 0 && slm_activations_init(&piece, &cfg, 16, &e) == 0);
-    CHECK(slm_batch_init(&b, 16, 2, &e) == 0);
-    CHECK(slm_batch_add(&b, ids, 16, &e) == 0);
-    CHECK(slm_model_forward(&m, &whole, &b, NULL, NULL, &e) == 0);
-    double worst = 0.0, short_context = 0.0;
-    for (int context = 6; context >= 3; context -= 3) {
-        int from = 10 - context;
-        slm_batch_clear(&b);
-        CHECK(slm_batch_add_piece(&b, ids + from, 16 - from, (BatchPiece){.context = context, .offset = from, .next = -1},
-                                  &e) == 0);
-        CHECK(slm_model_forward(&m, &piece, &b, NULL, NULL, &e) == 0);
-        for (int t = 10; t < 15; t++) {
-            double d = fabs(whole.loss[t] - piece.loss[t - from]);
-            if (context == 6) worst = fmax(worst, d);
-            else short_context = fmax(short_context, d);
-        }
-    }
+    double worst = piece_gap(&cfg, 98, 16, 4, 6);
     if (!CHECK(worst < 1e-5)) fprintf(stderr, "  --layers 2 --pos %s: a piece's losses differ by %g\n", slm_pos_name(pos), worst);
-    CHECK(short_context > 1e-4);
-    slm_batch_free(&b);
-    slm_activations_free(&whole);
-    slm_activations_free(&piece);
-    slm_model_free(&m);
+    CHECK(piece_gap(&cfg, 98, 16, 7, 3) > 1e-4);
 }
 
 /* Training's pass on a two-layer model with real heads' sizes: the same loss

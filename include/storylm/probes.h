@@ -119,7 +119,7 @@ typedef struct HeadToken {
 } HeadToken;
 
 typedef struct HeadsResult {
-    int n_heads, top_k;
+    int n_heads, top_k;    /* n_heads: every layer's (layer l's head h is l*H + h) */
     long long positions;
     double *mass;          /* (H, HEAD_BINS): share of each head's weight by distance back */
     double *mean_distance; /* (H) weighted mean distance back */
