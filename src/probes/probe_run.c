@@ -62,8 +62,8 @@ int slm_probe_need_attention(const Model *m, const char *what, Error *e) {
 
 int slm_probe_need_one_layer(const Model *m, const char *what, Error *e) {
     if (slm_model_layers(&m->cfg) == 1) return 0;
-    return FAIL(e, "give a one-layer model; eval, generate, --ablate L:H, ablate, heads, swap, pieces, icl and distances "
-                   "--layer L read a model of several layers",
+    return FAIL(e, "give a one-layer model; eval, generate, --ablate L:H, ablate, heads, detect, swap, pieces, icl and "
+                   "distances --layer L read a model of several layers",
                 "%s reads one layer of heads and is not written for a model of %d layers (--layers)", what,
                 slm_model_layers(&m->cfg));
 }
