@@ -39,6 +39,7 @@ typedef struct GeneratorBatch {
                        * heads below, 160; each layer's block as large as the widest) */
     float *distance2; /* (L, H, 2W): entry k = distance score (W-1-k) mod W */
     Model *layers;    /* (L) each layer's view of the model (slm_model_layer_view) */
+    ScoreTensors *score; /* (L) each layer's --score tensors, looked up once */
     float *hidden_w;  /* hidden.weight and output.weight in blocks of 16 rows, column by column */
     float *output_w;
     /* each sample's story; sample s's part is at s times the size given */

@@ -58,6 +58,17 @@ void slm_score_qk_backward(const struct Model *m, const VariantScratch *v, float
 /* One new token's queries and keys (qkv as generation lays it: H*kd queries,
  * H*kd keys, values) at position t: turned and transformed like the above. */
 void slm_score_token_qk(const struct Model *m, int t, float *qkv);
+/* The score's tensors of a model (or of a layer's view), looked up once, so
+ * that generation's every token does not look them up by name (NULL where
+ * the score has none). */
+typedef struct ScoreTensors {
+    const float *general;       /* "score.weight" (H, kd, kd) */
+    const float *query, *key;   /* "score.query", "score.key" (H, kd, kd) */
+    const float *v;             /* "score.v" (H, kd) */
+} ScoreTensors;
+void slm_score_tensors(const struct Model *m, ScoreTensors *t);
+/* slm_score_token_qk with the tensors at hand. */
+void slm_score_token_qk_with(const struct ModelConfig *c, const ScoreTensors *st, int t, float *qkv);
 /* Head h's score of key k for query q before any distance score, from the
  * queries and keys as the activations hold them (turned and transformed):
  * q.k times slm_score_scale, or the additive score. */

@@ -178,7 +178,7 @@ int slm_generator_batch_init(GeneratorBatch *g, const Model *m, const Ablation *
         ok = (g->keys = xcalloc(N * sz.keys, sizeof(float), e)) && (g->values = xcalloc(N * sz.values, sizeof(float), e)) &&
              (g->qkv_w = xmalloc(L * qkv_w_size(c) * sizeof(float), e)) &&
              (g->distance2 = xmalloc(H * 2 * W * sizeof(float), e)) && (g->qkv = xmalloc(N * sz.qkv * sizeof(float), e)) &&
-             (g->layers = xcalloc(L, sizeof(Model), e));
+             (g->layers = xcalloc(L, sizeof(Model), e)) && (g->score = xcalloc(L, sizeof(ScoreTensors), e));
     if (!ok) {
         slm_generator_batch_free(g);
         return -1;
@@ -191,6 +191,7 @@ int slm_generator_batch_init(GeneratorBatch *g, const Model *m, const Ablation *
         }
         for (int l = 0; l < (int)L; l++) {
             slm_model_layer_view(m, l, &g->layers[l]);
+            slm_score_tensors(&g->layers[l], &g->score[l]);
             pack_weights(g, &g->layers[l], l, table);
         }
         free(table);
@@ -202,7 +203,7 @@ int slm_generator_batch_init(GeneratorBatch *g, const Model *m, const Ablation *
 
 void slm_generator_batch_free(GeneratorBatch *g) {
     void *bufs[] = {g->keys, g->values, g->qkv_w, g->distance2, g->qkv, g->hidden_w, g->output_w, g->pos, g->recent,
-                    g->z, g->scores, g->rows, g->hidden, g->logits, g->layers};
+                    g->z, g->scores, g->rows, g->hidden, g->logits, g->layers, g->score};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     *g = (GeneratorBatch){0};
 }
@@ -249,7 +250,7 @@ static void new_query_key_value(GeneratorBatch *g, int l, const int *which, int 
     for (int j = 0; j < k; j++) {
         int s = which[j], slot = g->pos[s] % W;
         float *qkv = g->qkv + s * sz.qkv;
-        slm_score_token_qk(&g->layers[l], g->pos[s], qkv); /* --pos rope, --score general|additive: turned once, cached so */
+        slm_score_token_qk_with(c, &g->score[l], g->pos[s], qkv); /* --pos rope, --score general|additive: turned once, cached so */
         float *keys = g->keys + s * sz.keys + (size_t)l * H * kd * W, *values = g->values + s * sz.values + (size_t)l * H * vd * W;
         for (int i = 0; i < H * kd; i++) keys[(size_t)i * W + slot] = qkv[H * kd + i];
         for (int i = 0; i < H * vd; i++) values[(size_t)i * W + slot] = qkv[2 * H * kd + i];
@@ -270,7 +271,7 @@ static void head_attend(GeneratorBatch *g, int s, int l, int h, float *out) {
     float *sc = g->scores + (size_t)s * W; /* each sample its own: threads may share the batch */
     memcpy(sc, bias, n * sizeof(float));
     if (c->score == SCORE_ADDITIVE) /* --score additive: v . tanh(q~ + k~) */
-        slm_additive_scores_cached(slm_model_param(&g->layers[l], "score.v") + h * kd, kd, q, keys, W, n, sc);
+        slm_additive_scores_cached(g->score[l].v + h * kd, kd, q, keys, W, n, sc);
     else
         for (int i = 0; i < kd; i++) {
             const float *key = keys + (size_t)i * W;
