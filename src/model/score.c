@@ -165,12 +165,6 @@ void slm_score_token_qk_with(const ModelConfig *c, const ScoreTensors *st, int t
     }
 }
 
-void slm_score_token_qk(const Model *m, int t, float *qkv) {
-    ScoreTensors st;
-    slm_score_tensors(m, &st);
-    slm_score_token_qk_with(&m->cfg, &st, t, qkv);
-}
-
 float slm_score_content(const Model *m, int h, const float *q, const float *k) {
     const ModelConfig *c = &m->cfg;
     int kd = c->key_dim;
