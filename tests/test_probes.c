@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "storylm/adam.h"
 #include "storylm/generate.h"
 #include "storylm/probes.h"
 #include "storylm/report.h"
@@ -263,6 +264,117 @@ static void name_targets(const Tokenizer *t, const NameList *nl) {
     slm_intvec_free(&b);
 }
 
+/* ---- Secret 4 on two layers ------------------------------------------------------ */
+
+static const char *const hero_texts[3] = {
+    "Once there was a girl named Mia. Mia saw a dog. Mom said hi, Mia!",
+    "Mia liked the park. One day Mia saw a big dog and the dog sat on the park. Mia was happy. Mia went home.",
+    "There was a boy named Tom. Tom went home. Tom said hi and Tom sat on the park."};
+
+/* The three stories, encoded into ids (starts: 4), all held out. */
+static Stories hero_stories(const Tokenizer *t, IntVec *ids, size_t *starts, int *idx) {
+    Error e;
+    for (int i = 0; i < 3; i++) {
+        IntVec v = encode(t, hero_texts[i]);
+        starts[i] = ids->len;
+        for (size_t j = 0; j < v.len; j++) CHECK(slm_intvec_push(ids, v.data[j], &e) == 0);
+        slm_intvec_free(&v);
+        idx[i] = i;
+    }
+    starts[3] = ids->len;
+    return (Stories){.n_stories = 3, .ids32 = ids->data, .starts = starts, .n_tokens = ids->len, .n_test = 3, .test = idx};
+}
+
+/* A tiny model of two layers, trained 40 Adam steps on the stories. */
+static void two_layer_model(Model *m, const Tokenizer *t, const Stories *s) {
+    ModelConfig c = {.arch = ARCH_ATTENTION, .vocab_size = t->size, .row_dim = 6, .n_heads = 2, .key_dim = 4,
+                     .value_dim = 4, .window = 32, .hidden_dim = 8, .context = 3, .n_layers = 2};
+    Error e;
+    Activations a;
+    Batch b;
+    Adam opt;
+    CHECK(slm_model_init(m, &c, &e) == 0 && slm_activations_init(&a, &c, 128, &e) == 0 && slm_batch_init(&b, 128, 4, &e) == 0);
+    CHECK(slm_adam_init(&opt, m->n_params, &e) == 0);
+    slm_model_randomize(m, 12);
+    for (int i = 0; i < 3; i++) CHECK(slm_batch_add(&b, s->ids32 + s->starts[i], (int)(s->starts[i + 1] - s->starts[i]), &e) == 0);
+    float *grads = calloc(m->n_params, sizeof(float));
+    for (int step = 0; step < 40; step++) {
+        slm_model_zero_grad(m, grads);
+        CHECK(slm_model_forward(m, &a, &b, NULL, NULL, &e) == 0);
+        slm_model_backward(m, &a, &b, grads);
+        slm_adam_update(&opt, m->params, grads, 0.01f);
+    }
+    free(grads);
+    slm_adam_free(&opt);
+    slm_batch_free(&b);
+    slm_activations_free(&a);
+}
+
+/* Weight of head h of layer l at position p on the key at u, read from the
+ * forward pass's att (H, N, S) as model.h lays it out. */
+static double att_weight(const Activations *a, int l, int h, int p, int u) {
+    int S = slm_attention_row_stride(a->cfg.window), lo = a->first_key[p];
+    if (u < lo || u > p) return 0.0;
+    return a->layer[l].att[((size_t)h * a->n_positions + p) * S + lo % 8 + (u - lo)];
+}
+
+/* slm_probe_pieces' heads: each story renamed to zarko (z ##ark ##o), run
+ * through slm_model_forward, the weights at each later mention read
+ * directly, averaged: the probe's numbers. */
+static void pieces_heads_on_two_layers(const Tokenizer *t, const NameList *nl) {
+    IntVec ids = {0}, out = {0};
+    size_t starts[4];
+    int idx[3];
+    Stories s = hero_stories(t, &ids, starts, idx);
+    Model m;
+    two_layer_model(&m, t, &s);
+    SwapName name;
+    Error e;
+    CHECK(slm_swap_name_make(t, nl, "zarko", &name, &e) == 0 && name.n_pieces == 3);
+    PieceScore row;
+    PieceHeads ph;
+    CHECK(slm_probe_pieces(&m, t, nl, &s, idx, 3, &name, 1, NULL, &row, &ph, &e) == 0);
+    double prev[4] = {0}, ind[4] = {0}, even = 0;
+    long long n = 0;
+    Activations a;
+    Batch b;
+    CHECK(slm_activations_init(&a, &m.cfg, 128, &e) == 0 && slm_batch_init(&b, 128, 1, &e) == 0);
+    for (int i = 0; i < 3; i++) {
+        const int32_t *story = s.ids32 + starts[i];
+        int len = (int)(starts[i + 1] - starts[i]), at[HERO_MAX_MENTIONS];
+        Hero hero;
+        if (!CHECK(slm_find_hero(t, nl, story, len, &hero) == 1)) continue;
+        CHECK(slm_swap_hero(story, len, &hero, name.pieces, name.n_pieces, &out, at, &e) == 0);
+        slm_batch_clear(&b);
+        CHECK(slm_batch_add(&b, out.data, (int)out.len, &e) == 0 && slm_model_forward(&m, &a, &b, NULL, NULL, &e) == 0);
+        for (int k = 1; k < hero.n_mentions; k++) {
+            int later = at[k], copy = at[0] + 1;
+            if (later + 1 >= (int)out.len) continue; /* the probe counts mentions with a next token */
+            even += 1.0 / (later - a.first_key[later] + 1);
+            for (int g = 0; g < 4; g++) {
+                prev[g] += att_weight(&a, g / 2, g % 2, copy, at[0]);
+                ind[g] += att_weight(&a, g / 2, g % 2, later, copy);
+            }
+            n++;
+        }
+    }
+    CHECK(n >= 6 && ph.mentions == n && ph.n_heads == 4 && row.mentions == n);
+    CHECK_CLOSE(ph.even, even / n, 1e-12, 0);
+    for (int g = 0; g < 4; g++) {
+        CHECK_CLOSE(ph.previous[g], prev[g] / n, 1e-9, 1e-12);
+        CHECK_CLOSE(ph.induction[g], ind[g] / n, 1e-9, 1e-12);
+        CHECK(ph.previous[g] > 0 && ph.previous[g] < 1 && ph.induction[g] > 0 && ph.induction[g] < 1);
+    }
+    char head[16];
+    slm_head_name(&m.cfg, 3, head, sizeof head);
+    CHECK(strcmp(head, "2:1") == 0);
+    slm_batch_free(&b);
+    slm_activations_free(&a);
+    slm_intvec_free(&ids);
+    slm_intvec_free(&out);
+    slm_model_free(&m);
+}
+
 /* ---- report and svg ---------------------------------------------------------------- */
 
 static void report_prints_what_it_holds(void) {
@@ -367,6 +479,7 @@ int main(void) {
     hero_and_mentions(&t, &nl);
     rename_hero(&t, &nl);
     name_targets(&t, &nl);
+    pieces_heads_on_two_layers(&t, &nl);
     slm_names_free(&nl);
     slm_tokenizer_free(&t);
     report_prints_what_it_holds();

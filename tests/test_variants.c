@@ -36,17 +36,23 @@ typedef struct Ref {
     int N;               /* positions of the batch (the attention mask's stride) */
 } Ref;
 
-/* The fixed attention mask's factor for key u of position t (story positions) in head h. */
-static double weight_keep(const Ref *r, int h, int t, int u) {
+/* The fixed attention mask's factor for key u of position t (story positions)
+ * in head g (numbered over all layers). */
+static double weight_keep(const Ref *r, int g, int t, int u) {
     const Dropout *d = r->drop;
     if (!d || !d->attention_mask) return 1.0;
     size_t N = (size_t)r->N, p = (size_t)(r->base + t), k = (size_t)(r->base + u);
-    return d->attention_mask[((size_t)h * N + p) * N + k] ? 1.0 / (1.0 - d->attention) : 0.0;
+    return d->attention_mask[((size_t)g * N + p) * N + k] ? 1.0 / (1.0 - d->attention) : 0.0;
 }
 
 static const double *tensor(const Ref *r, const char *name) {
     const ParamTensor *t = slm_model_tensor(r->m, name);
     return t ? r->p + t->offset : NULL;
+}
+
+/* Layer l's own tensor called name in the first layer ("layer2.query" for l = 1). */
+static const double *layer_tensor(const Ref *r, int l, const char *name) {
+    return tensor(r, l == 0 ? name : slm_model_layer_tensor_name(l, name));
 }
 
 /* The row of position t: E[x_t] plus its tag (absolute: P[min(t, W-1)]; sinusoidal: sin/cos pairs). */
@@ -61,13 +67,13 @@ static void ref_row(const Ref *r, const int32_t *ids, int t, double *row) {
         for (int i = 0; i < D; i++) row[i] += i % 2 ? cos(t * pow(10000.0, -(i - 1.0) / D)) : sin(t * pow(10000.0, -(double)i / D));
 }
 
-/* x (n) = row (D) @ W[h] (D, n), then (queries and keys of rope) turned by t. */
-static void ref_project(const Ref *r, const double *row, const double *W, int h, int n, int t, int turn, double *x) {
+/* x (n) = in (Din) @ W[h] (Din, n), then (queries and keys of rope) turned by t. */
+static void ref_project(const Ref *r, const double *in, int Din, const double *W, int h, int n, int t, int turn,
+                        double *x) {
     const ModelConfig *c = &r->m->cfg;
-    int D = c->row_dim;
     for (int i = 0; i < n; i++) {
         x[i] = 0.0;
-        for (int j = 0; j < D; j++) x[i] += row[j] * W[(h * D + j) * n + i];
+        for (int j = 0; j < Din; j++) x[i] += in[j] * W[(h * Din + j) * n + i];
     }
     if (!turn || c->pos != POS_ROPE) return;
     for (int i = 0; 2 * i + 1 < n; i++) {
@@ -84,59 +90,73 @@ static int ref_bucket(int d) {
     return b < 31 ? b : 31;
 }
 
-/* Head h's score of key k (at distance d back) for query q. */
-static double ref_score(const Ref *r, int h, const double *q, const double *k, int d) {
+/* Head h of layer l: its score of key k (at distance d back) for query q. */
+static double ref_score(const Ref *r, int l, int h, const double *q, const double *k, int d) {
     const ModelConfig *c = &r->m->cfg;
     int kd = c->key_dim;
     double s = 0.0;
     if (c->score == SCORE_ADDITIVE) {
-        const double *A = tensor(r, "score.query"), *B = tensor(r, "score.key"), *v = tensor(r, "score.v");
+        const double *A = layer_tensor(r, l, "score.query"), *B = layer_tensor(r, l, "score.key");
+        const double *v = layer_tensor(r, l, "score.v");
         for (int j = 0; j < kd; j++) {
             double a = 0.0;
             for (int i = 0; i < kd; i++) a += A[(h * kd + j) * kd + i] * q[i] + B[(h * kd + j) * kd + i] * k[i];
             s += v[h * kd + j] * tanh(a);
         }
     } else if (c->score == SCORE_GENERAL) {
-        const double *G = tensor(r, "score.weight");
+        const double *G = layer_tensor(r, l, "score.weight");
         for (int i = 0; i < kd; i++)
             for (int j = 0; j < kd; j++) s += q[i] * G[(h * kd + i) * kd + j] * k[j];
     } else {
         for (int i = 0; i < kd; i++) s += q[i] * k[i];
         if (c->score == SCORE_SCALED_DOT) s /= sqrt(kd);
     }
-    if (c->pos == POS_DISTANCE) s += tensor(r, "distance")[h * c->window + d];
+    if (c->pos == POS_DISTANCE) s += layer_tensor(r, l, "distance")[h * c->window + d];
     if (c->pos == POS_ALIBI) s -= pow(2.0, -8.0 * (h + 1) / c->n_heads) * d;
-    if (c->pos == POS_T5) s += tensor(r, "distance_bucket")[h * 32 + ref_bucket(d)];
+    if (c->pos == POS_T5) s += layer_tensor(r, l, "distance_bucket")[h * 32 + ref_bucket(d)];
     return s;
 }
 
-/* z (Z) of position t of a story ids (t counts from the story's start). */
-static void ref_z(const Ref *r, const int32_t *ids, int t, const Ablation *ab, double *z) {
+#define REF_MAX_T 32
+#define REF_MAX_Z 512
+
+/* Head h of layer l at every position of a story of T tokens whose z (T, Z)
+ * holds the rows and the layers below: its output into its slot of z. Layer
+ * l >= 1 reads [row, layer l-1's heads]. */
+static void ref_head(const Ref *r, int l, int h, int T, const Ablation *ab, double *z) {
     const ModelConfig *c = &r->m->cfg;
-    int D = c->row_dim, kd = c->key_dim, vd = c->value_dim, lo = t - c->window + 1 > 0 ? t - c->window + 1 : 0;
-    const double *Wq = tensor(r, "query"), *Wk = tensor(r, "key"), *Wv = tensor(r, "value");
-    double row[64], other[64], q[16], k[16], v[16], s[64];
-    ref_row(r, ids, t, row);
-    memcpy(z, row, D * sizeof(double));
-    for (int h = 0; h < c->n_heads; h++) {
-        double mx = -1e300, sum = 0.0, *o = z + D + h * vd;
-        ref_project(r, row, Wq, h, kd, t, 1, q);
-        for (int u = lo; u <= t; u++) {
-            ref_row(r, ids, u, other);
-            ref_project(r, other, Wk, h, kd, u, 1, k);
-            s[u - lo] = ref_score(r, h, q, k, t - u);
-            mx = fmax(mx, s[u - lo]);
-        }
+    int D = c->row_dim, kd = c->key_dim, vd = c->value_dim, H = c->n_heads, HV = H * vd, g = l * H + h;
+    int Z = slm_model_hidden_input_dim(c), Din = l == 0 ? D : D + HV;
+    const double *Wq = layer_tensor(r, l, "query"), *Wk = layer_tensor(r, l, "key"), *Wv = layer_tensor(r, l, "value");
+    static double q[REF_MAX_T][64], k[REF_MAX_T][64], v[REF_MAX_T][64];
+    double in[REF_MAX_Z], s[REF_MAX_T];
+    for (int t = 0; t < T; t++) {
+        memcpy(in, z + t * Z, D * sizeof(double));
+        if (l > 0) memcpy(in + D, z + t * Z + D + (l - 1) * HV, HV * sizeof(double));
+        ref_project(r, in, Din, Wq, h, kd, t, 1, q[t]);
+        ref_project(r, in, Din, Wk, h, kd, t, 1, k[t]);
+        ref_project(r, in, Din, Wv, h, vd, t, 0, v[t]);
+    }
+    for (int t = 0; t < T; t++) {
+        int lo = t - c->window + 1 > 0 ? t - c->window + 1 : 0;
+        double mx = -1e300, sum = 0.0, *o = z + t * Z + D + g * vd;
+        for (int u = lo; u <= t; u++) mx = fmax(mx, s[u - lo] = ref_score(r, l, h, q[t], k[u], t - u));
         for (int u = lo; u <= t; u++) sum += exp(s[u - lo] - mx);
         for (int i = 0; i < vd; i++) o[i] = 0.0;
-        for (int u = lo; u <= t; u++) {
-            ref_row(r, ids, u, other);
-            ref_project(r, other, Wv, h, vd, u, 0, v);
-            for (int i = 0; i < vd; i++) o[i] += exp(s[u - lo] - mx) / sum * weight_keep(r, h, t, u) * v[i];
-        }
-        if (ab && (ab->heads >> h & 1u))
+        for (int u = lo; u <= t; u++)
+            for (int i = 0; i < vd; i++) o[i] += exp(s[u - lo] - mx) / sum * weight_keep(r, g, t, u) * v[u][i];
+        if (ab && (ab->heads >> g & 1u))
             for (int i = 0; i < vd; i++) o[i] = 0.0;
     }
+}
+
+/* z (T, Z) of every position of a story ids of T tokens, layer by layer. */
+static void ref_story_z(const Ref *r, const int32_t *ids, int T, const Ablation *ab, double *z) {
+    const ModelConfig *c = &r->m->cfg;
+    int Z = slm_model_hidden_input_dim(c);
+    for (int t = 0; t < T; t++) ref_row(r, ids, t, z + t * Z);
+    for (int l = 0; l < slm_model_layers(c); l++)
+        for (int h = 0; h < c->n_heads; h++) ref_head(r, l, h, T, ab, z);
 }
 
 static double ref_position_loss(const Ref *r, const double *z, int next) {
@@ -148,15 +168,17 @@ static double ref_position_loss(const Ref *r, const double *z, int next) {
 }
 
 static double ref_loss(const Ref *ref, const Batch *b, const Ablation *ab) {
-    double total = 0.0, z[512];
+    static double zs[REF_MAX_T * REF_MAX_Z];
+    double total = 0.0;
     int n = 0, Z = slm_model_hidden_input_dim(&ref->m->cfg);
     Ref story = *ref;
     for (int s = 0; s < b->n_stories; s++) {
         const int32_t *ids = b->tokens + b->starts[s];
         int T = b->starts[s + 1] - b->starts[s];
         story.base = b->starts[s];
+        ref_story_z(&story, ids, T, ab, zs);
         for (int t = 0; t + 1 < T; t++, n++) {
-            ref_z(&story, ids, t, ab, z);
+            double *z = zs + t * Z;
             const Dropout *d = story.drop;
             for (int i = 0; d && d->hidden_mask && i < Z; i++)
                 z[i] *= d->hidden_mask[(size_t)(story.base + t) * Z + i] ? 1.0 / (1.0 - d->hidden) : 0.0;
@@ -190,7 +212,9 @@ static void gradcheck(const ModelConfig *base, PosScheme pos, ScoreFn score, con
     cfg.pos = pos;
     cfg.score = score;
     char what[96];
-    snprintf(what, sizeof what, "--pos %s --score %s%s%s (kd %d)", slm_pos_name(pos), slm_score_name(score),
+    char layers[24] = "";
+    if (slm_model_layers(&cfg) > 1) snprintf(layers, sizeof layers, " --layers %d", slm_model_layers(&cfg));
+    snprintf(what, sizeof what, "--pos %s --score %s%s%s%s (kd %d)", slm_pos_name(pos), slm_score_name(score), layers,
              ab ? " ablated" : "", dropout == 1 ? " dropout" : dropout == 2 ? " attention dropout" : "", cfg.key_dim);
     Model m;
     Activations a;
@@ -205,8 +229,9 @@ static void gradcheck(const ModelConfig *base, PosScheme pos, ScoreFn score, con
     int Z = slm_model_hidden_input_dim(&cfg);
     uint8_t *mask = malloc((size_t)32 * Z);
     for (int i = 0; i < 32 * Z; i++) mask[i] = slm_rng_below(&rng, 4) != 0;
-    uint8_t *att_mask = malloc((size_t)cfg.n_heads * 32 * 32);
-    for (int i = 0; i < cfg.n_heads * 32 * 32; i++) att_mask[i] = slm_rng_below(&rng, 5) != 0;
+    int heads = slm_model_layers(&cfg) * cfg.n_heads; /* every layer's heads draw their own mask */
+    uint8_t *att_mask = malloc((size_t)heads * 32 * 32);
+    for (int i = 0; i < heads * 32 * 32; i++) att_mask[i] = slm_rng_below(&rng, 5) != 0;
     Dropout drop = {.hidden = 0.25f, .hidden_mask = mask};
     if (dropout == 2) drop = (Dropout){.attention = 0.2f, .attention_mask = att_mask};
     if (dropout) a.dropout = drop;
@@ -265,7 +290,64 @@ static void gradient_checks(void) {
     gradcheck(&SMALL_REAL_HEADS, POS_T5, SCORE_ADDITIVE, NULL, 2);
 }
 
+static ModelConfig with_layers(const ModelConfig *base, int layers) {
+    ModelConfig c = *base;
+    c.n_layers = layers;
+    return c;
+}
+
+/* --layers: layer l+1 reads [row, layer l's heads], the hidden layer every
+ * layer's heads; its tensors' gradients (and the first layer's through it). */
+static void layer_gradient_checks(void) {
+    ModelConfig two = with_layers(&TINY, 2), three = with_layers(&TINY, 3), real2 = with_layers(&SMALL_REAL_HEADS, 2);
+    for (int pos = 0; pos < POS_COUNT; pos++) gradcheck(&two, (PosScheme)pos, SCORE_SCALED_DOT, NULL, 0);
+    for (int score = 1; score < SCORE_COUNT; score++) gradcheck(&two, POS_DISTANCE, (ScoreFn)score, NULL, 0);
+    gradcheck(&two, POS_ROPE, SCORE_ADDITIVE, NULL, 0);
+    gradcheck(&three, POS_DISTANCE, SCORE_SCALED_DOT, NULL, 0);
+    gradcheck(&two, POS_T5, SCORE_GENERAL, NULL, 0);
+    gradcheck(&three, POS_ALIBI, SCORE_GENERAL, NULL, 0);
+    gradcheck(&real2, POS_DISTANCE, SCORE_SCALED_DOT, NULL, 0);
+    gradcheck(&real2, POS_ALIBI, SCORE_ADDITIVE, NULL, 0);
+    /* layer 1's head 1 (layer 2 reads its replacement) and layer 2's head 2 */
+    Ablation ab = {.heads = 1u << 1 | 1u << (TINY.n_heads + 2), .mode = ABLATE_ZERO};
+    gradcheck(&two, POS_DISTANCE, SCORE_SCALED_DOT, &ab, 0);
+    gradcheck(&two, POS_ABSOLUTE, SCORE_GENERAL, NULL, 1); /* dropout on z: the upper layers read it unmasked */
+    gradcheck(&three, POS_ROPE, SCORE_SCALED_DOT, NULL, 2); /* every layer's heads their own attention mask */
+    gradcheck(&real2, POS_DISTANCE, SCORE_SCALED_DOT, NULL, 2);
+}
+
 /* ---- a long story as pieces ------------------------------------------------------ */
+
+/* A random model of cfg (seeded) and a random story of T <= 16 ids, run whole
+ * and as the piece from position `from` with `context` tokens of context:
+ * the largest difference of their losses over the piece's predictions. */
+static double piece_gap(const ModelConfig *cfg, uint64_t seed, int T, int from, int context) {
+    Model m;
+    Activations whole, piece;
+    Batch b;
+    Error e;
+    Rng rng;
+    slm_rng_seed(&rng, seed);
+    CHECK(slm_model_init(&m, cfg, &e) == 0);
+    random_params(&m, &rng, 0.6);
+    int32_t ids[16];
+    ids[0] = 1;
+    for (int t = 1; t < T; t++) ids[t] = (int32_t)slm_rng_below(&rng, 11);
+    CHECK(slm_activations_init(&whole, cfg, 16, &e) == 0 && slm_activations_init(&piece, cfg, 16, &e) == 0);
+    CHECK(slm_batch_init(&b, 16, 2, &e) == 0);
+    CHECK(slm_batch_add(&b, ids, T, &e) == 0);
+    CHECK(slm_model_forward(&m, &whole, &b, NULL, NULL, &e) == 0);
+    slm_batch_clear(&b);
+    CHECK(slm_batch_add_piece(&b, ids + from, T - from, (BatchPiece){.context = context, .offset = from, .next = -1}, &e) == 0);
+    CHECK(slm_model_forward(&m, &piece, &b, NULL, NULL, &e) == 0);
+    double worst = 0.0;
+    for (int t = from + context; t < T - 1; t++) worst = fmax(worst, fabs(whole.loss[t] - piece.loss[t - from]));
+    slm_batch_free(&b);
+    slm_activations_free(&whole);
+    slm_activations_free(&piece);
+    slm_model_free(&m);
+    return worst;
+}
 
 /* A story of 12 tokens, whole and as pieces of 7 (W-1 = 3 of context): the
  * same losses at every position (the pieces count positions from the story's start). */
@@ -273,31 +355,58 @@ static void pieces_match_the_whole_story(PosScheme pos, ScoreFn score) {
     ModelConfig cfg = TINY;
     cfg.pos = pos;
     cfg.score = score;
+    double worst = piece_gap(&cfg, 99, 12, 5, 3); /* positions 5..11: context 5..7, predictions from 8 on */
+    if (!CHECK(worst < 1e-5)) fprintf(stderr, "  --pos %s: a piece's losses differ by %g\n", slm_pos_name(pos), worst);
+}
+
+/* Two layers: a piece needs 2(W-1) tokens of context, as layer 2's keys read
+ * layer 1's heads W-1 further back. A story of 16 tokens, whole and from
+ * position 4 with 6 of context: the same losses; with only W-1 = 3 of
+ * context (from position 7) the first prediction differs (so the test can fail). */
+static void layered_pieces_match_the_whole_story(PosScheme pos) {
+    ModelConfig cfg = with_layers(&TINY, 2);
+    cfg.pos = pos;
+    double worst = piece_gap(&cfg, 98, 16, 4, 6);
+    if (!CHECK(worst < 1e-5)) fprintf(stderr, "  --layers 2 --pos %s: a piece's losses differ by %g\n", slm_pos_name(pos), worst);
+    CHECK(piece_gap(&cfg, 98, 16, 7, 3) > 1e-4);
+}
+
+/* Training's pass on a two-layer model with real heads' sizes: the same loss
+ * and gradient bits on one thread and two, and slm_model_forward's loss. */
+static void layers_thread_invariant(void) {
+    ModelConfig cfg = with_layers(&SMALL_REAL_HEADS, 2);
+    cfg.window = 8;
     Model m;
-    Activations whole, piece;
+    Activations a;
     Batch b;
     Error e;
     Rng rng;
-    slm_rng_seed(&rng, 99);
-    CHECK(slm_model_init(&m, &cfg, &e) == 0);
-    random_params(&m, &rng, 0.6);
-    int32_t ids[12];
-    ids[0] = 1;
-    for (int t = 1; t < 12; t++) ids[t] = (int32_t)slm_rng_below(&rng, 11);
-    CHECK(slm_activations_init(&whole, &cfg, 16, &e) == 0 && slm_activations_init(&piece, &cfg, 16, &e) == 0);
-    CHECK(slm_batch_init(&b, 16, 2, &e) == 0);
-    CHECK(slm_batch_add(&b, ids, 12, &e) == 0);
-    CHECK(slm_model_forward(&m, &whole, &b, NULL, NULL, &e) == 0);
-    slm_batch_clear(&b);
-    /* positions 5..11: context 5..7 (3 tokens), predictions from 8 on */
-    CHECK(slm_batch_add_piece(&b, ids + 5, 7, (BatchPiece){.context = 3, .offset = 5, .next = -1}, &e) == 0);
-    CHECK(slm_model_forward(&m, &piece, &b, NULL, NULL, &e) == 0);
-    double worst = 0.0;
-    for (int t = 8; t < 11; t++) worst = fmax(worst, fabs(whole.loss[t] - piece.loss[t - 5]));
-    if (!CHECK(worst < 1e-5)) fprintf(stderr, "  --pos %s: a piece's losses differ by %g\n", slm_pos_name(pos), worst);
+    slm_rng_seed(&rng, 21);
+    CHECK(slm_model_init(&m, &cfg, &e) == 0 && slm_activations_init(&a, &cfg, 64, &e) == 0);
+    random_params(&m, &rng, 0.4);
+    CHECK(slm_batch_init(&b, 64, 4, &e) == 0);
+    int32_t ids[20];
+    for (int s = 0; s < 3; s++) {
+        ids[0] = 1;
+        for (int t = 1; t < 20; t++) ids[t] = (int32_t)slm_rng_below(&rng, 11);
+        CHECK(slm_batch_add(&b, ids, 20 - 4 * s, &e) == 0);
+    }
+    float *g[2];
+    double loss[2];
+    for (int threads = 1; threads <= 2; threads++) {
+        slm_model_threads_setup(threads);
+        g[threads - 1] = calloc(m.n_params, sizeof(float));
+        CHECK(slm_model_loss_and_grad(&m, &a, &b, NULL, 0.1f, g[threads - 1], &e) == 0);
+        loss[threads - 1] = a.mean_loss;
+    }
+    CHECK(loss[0] == loss[1] && memcmp(g[0], g[1], m.n_params * sizeof(float)) == 0);
+    float fwd;
+    CHECK(slm_model_forward(&m, &a, &b, NULL, &fwd, &e) == 0);
+    CHECK_CLOSE(fwd, loss[0], 1e-6, 0);
+    free(g[0]);
+    free(g[1]);
     slm_batch_free(&b);
-    slm_activations_free(&whole);
-    slm_activations_free(&piece);
+    slm_activations_free(&a);
     slm_model_free(&m);
 }
 
@@ -305,7 +414,7 @@ static void pieces_match_the_whole_story(PosScheme pos, ScoreFn score) {
 
 /* Token by token through the generator against one forward pass over a story
  * longer than the window: the same logits at every position. */
-static void generator_matches_forward(const ModelConfig *base, PosScheme pos, ScoreFn score) {
+static void generator_matches_forward(const ModelConfig *base, PosScheme pos, ScoreFn score, const Ablation *ab) {
     ModelConfig cfg = *base;
     cfg.pos = pos;
     cfg.score = score;
@@ -323,8 +432,8 @@ static void generator_matches_forward(const ModelConfig *base, PosScheme pos, Sc
     for (int t = 1; t < 13; t++) ids[t] = (int32_t)slm_rng_below(&rng, (uint64_t)cfg.vocab_size);
     CHECK(slm_activations_init(&a, &cfg, 16, &e) == 0 && slm_batch_init(&b, 16, 1, &e) == 0);
     CHECK(slm_batch_add(&b, ids, 13, &e) == 0);
-    CHECK(slm_model_forward(&m, &a, &b, NULL, NULL, &e) == 0);
-    CHECK(slm_generator_init(&g, &m, NULL, &e) == 0);
+    CHECK(slm_model_forward(&m, &a, &b, ab, NULL, &e) == 0);
+    CHECK(slm_generator_init(&g, &m, ab, &e) == 0);
     double worst = 0.0;
     for (int t = 0; t < 13; t++) {
         const float *logits = slm_generator_feed(&g, ids[t]);
@@ -332,8 +441,8 @@ static void generator_matches_forward(const ModelConfig *base, PosScheme pos, Sc
             worst = fmax(worst, fabs(logits[v] - a.logits[(size_t)t * cfg.vocab_size + v]));
     }
     if (!CHECK(worst < 2e-5))
-        fprintf(stderr, "  generator, --pos %s --score %s: logits differ by %g\n", slm_pos_name(pos), slm_score_name(score),
-                worst);
+        fprintf(stderr, "  generator, --pos %s --score %s, %d layers: logits differ by %g\n", slm_pos_name(pos),
+                slm_score_name(score), slm_model_layers(&cfg), worst);
     slm_generator_free(&g);
     slm_batch_free(&b);
     slm_activations_free(&a);
@@ -342,8 +451,8 @@ static void generator_matches_forward(const ModelConfig *base, PosScheme pos, Sc
 
 /* ---- saved and loaded back --------------------------------------------------------- */
 
-static void saved_and_loaded_exactly(PosScheme pos, ScoreFn score) {
-    ModelConfig cfg = TINY;
+static void saved_and_loaded_exactly(PosScheme pos, ScoreFn score, int layers) {
+    ModelConfig cfg = with_layers(&TINY, layers);
     cfg.pos = pos;
     cfg.score = score;
     Model m, back;
@@ -358,19 +467,28 @@ static void saved_and_loaded_exactly(PosScheme pos, ScoreFn score) {
         snprintf(line, sizeof line, i == 0 ? "[UNK]\n" : i == 1 ? "[EOS]\n" : "w%c\n", 'a' + i);
         strcat(vocab, line);
     }
-    snprintf(path, sizeof path, "%s/variant_%s_%s.safetensors", check_tmpdir(), slm_pos_name(pos), slm_score_name(score));
+    snprintf(path, sizeof path, "%s/variant_%s_%s_%d.safetensors", check_tmpdir(), slm_pos_name(pos),
+             slm_score_name(score), layers);
     char *got_vocab = NULL;
     int saved = slm_checkpoint_save_model(path, &m, vocab, NULL, &e) == 0;
     if (!CHECK(saved)) fprintf(stderr, "  save: %s\n", e.message);
     int loaded = saved && slm_checkpoint_load_model(path, &back, &got_vocab, NULL, &e) == 0;
     if (!CHECK(loaded)) fprintf(stderr, "  load: %s\n", e.message);
     if (loaded) {
-        CHECK(back.cfg.pos == pos && back.cfg.score == score);
+        CHECK(back.cfg.pos == pos && back.cfg.score == score && slm_model_layers(&back.cfg) == layers);
         CHECK(back.n_params == m.n_params && back.n_tensors == m.n_tensors);
         CHECK(memcmp(back.params, m.params, m.n_params * sizeof(float)) == 0);
         slm_model_free(&back);
     }
     free(got_vocab);
+    /* "layers" in the header only when there is more than one: a one-layer file is as it was */
+    FILE *f = fopen(path, "rb");
+    char head[4096] = {0};
+    if (f) {
+        CHECK(fread(head, 1, sizeof head - 1, f) > 0);
+        fclose(f);
+    }
+    CHECK((strstr(head + 8, "\"layers\"") != NULL) == (layers > 1));
     slm_model_free(&m);
 }
 
@@ -564,6 +682,46 @@ static void rotary_score_survives_a_shift(void) {
 
 /* ---- the table of tensors ----------------------------------------------------------- */
 
+/* --layers N: each layer past the first adds query and key (8, 160, 8),
+ * value (8, 160, 16), distance (8, 256), and 128 columns of hidden.weight:
+ * 10,240 + 10,240 + 20,480 + 2,048 + 16,384 = 59,392. */
+static void layer_parameter_counts(void) {
+    ModelConfig c = slm_model_config_default(ARCH_ATTENTION, 2000);
+    const size_t want[4] = {352848, 412240, 471632, 531024};
+    for (int l = 1; l <= 4; l++) {
+        c.n_layers = l;
+        if (!CHECK(slm_model_param_count(&c) == want[l - 1]))
+            fprintf(stderr, "  --layers %d: %zu parameters\n", l, slm_model_param_count(&c));
+    }
+    c.n_layers = 0; /* a config that leaves it out is one layer */
+    CHECK(slm_model_param_count(&c) == 352848 && slm_model_layers(&c) == 1);
+    c.n_layers = 2;
+    c.pos = POS_T5;
+    c.score = SCORE_ADDITIVE;
+    CHECK(slm_model_param_count(&c) == 412240 - 2 * 2048 + 2 * 256 + 2 * 1088); /* each layer its own buckets and score */
+    c = slm_model_config_default(ARCH_ATTENTION, 2000);
+    c.n_layers = 2;
+    Model m;
+    Error e;
+    CHECK(slm_model_init(&m, &c, &e) == 0);
+    const ParamTensor *q2 = slm_model_tensor(&m, "layer2.query"), *d2 = slm_model_tensor(&m, "layer2.distance");
+    const ParamTensor *v2 = slm_model_tensor(&m, "layer2.value"), *hw = slm_model_tensor(&m, "hidden.weight");
+    CHECK(q2 && q2->shape[0] == 8 && q2->shape[1] == 160 && q2->shape[2] == 8 && q2->decay == 1);
+    CHECK(v2 && v2->shape[1] == 160 && v2->shape[2] == 16 && v2->decay == 1);
+    CHECK(d2 && d2->shape[0] == 8 && d2->shape[1] == 256 && d2->decay == 0);
+    CHECK(hw && hw->shape[1] == 32 + 2 * 128);
+    Model view;
+    slm_model_layer_view(&m, 1, &view);
+    CHECK(view.query == m.params + q2->offset && view.distance == m.params + d2->offset && view.cfg.row_dim == 160);
+    CHECK(slm_model_tensor(&view, "layer2.query") == NULL && slm_model_tensor(&view, "embedding") != NULL);
+    slm_model_free(&m);
+    c.n_layers = 5;
+    CHECK(slm_model_init(&m, &c, &e) != 0);
+    c = slm_model_config_default(ARCH_WINDOW8, 2000);
+    c.n_layers = 2;
+    CHECK(slm_model_init(&m, &c, &e) != 0);
+}
+
 static void parameter_counts(void) {
     ModelConfig c = slm_model_config_default(ARCH_ATTENTION, 2000);
     CHECK(slm_model_param_count(&c) == 352848); /* the default, the chapter's network */
@@ -593,6 +751,7 @@ static void parameter_counts(void) {
     CHECK(slm_variant_check(&c, "the distances", VARIANT_NEEDS_DISTANCE, &e) == 0);
     c.pos = POS_ROPE;
     CHECK(slm_variant_check(&c, "the distances", VARIANT_NEEDS_DISTANCE, &e) != 0 && strstr(e.message, "rope"));
+    layer_parameter_counts();
 }
 
 int main(void) {
@@ -603,14 +762,25 @@ int main(void) {
     rotary_score_survives_a_shift();
     for (int pos = 0; pos < POS_COUNT; pos++) {
         pieces_match_the_whole_story((PosScheme)pos, SCORE_SCALED_DOT);
-        saved_and_loaded_exactly((PosScheme)pos, pos == POS_ROPE ? SCORE_GENERAL : SCORE_ADDITIVE);
+        saved_and_loaded_exactly((PosScheme)pos, pos == POS_ROPE ? SCORE_GENERAL : SCORE_ADDITIVE, 1);
+        saved_and_loaded_exactly((PosScheme)pos, pos == POS_ROPE ? SCORE_ADDITIVE : SCORE_GENERAL, 2);
+        layered_pieces_match_the_whole_story((PosScheme)pos);
         for (int score = 0; score < SCORE_COUNT; score++) {
-            generator_matches_forward(&TINY, (PosScheme)pos, (ScoreFn)score);
-            generator_matches_forward(&SMALL_REAL_HEADS, (PosScheme)pos, (ScoreFn)score);
+            generator_matches_forward(&TINY, (PosScheme)pos, (ScoreFn)score, NULL);
+            generator_matches_forward(&SMALL_REAL_HEADS, (PosScheme)pos, (ScoreFn)score, NULL);
+            ModelConfig two = with_layers(&TINY, 2), real2 = with_layers(&SMALL_REAL_HEADS, 2);
+            generator_matches_forward(&two, (PosScheme)pos, (ScoreFn)score, NULL); /* each layer's keys cached */
+            generator_matches_forward(&real2, (PosScheme)pos, (ScoreFn)score, NULL);
         }
     }
     pieces_match_the_whole_story(POS_ROPE, SCORE_ADDITIVE);
+    ModelConfig three = with_layers(&TINY, 3);
+    Ablation ab = {.heads = 1u << 1 | 1u << (TINY.n_heads + 2), .mode = ABLATE_ZERO};
+    generator_matches_forward(&three, POS_DISTANCE, SCORE_SCALED_DOT, NULL);
+    generator_matches_forward(&three, POS_ROPE, SCORE_ADDITIVE, &ab);
     files_without_the_keys();
     gradient_checks();
+    layer_gradient_checks();
+    layers_thread_invariant();
     return check_report();
 }

@@ -1,4 +1,4 @@
-/* The variants of --pos and --score against PyTorch: scripts/torch_variants.py
+/* The variants of --pos, --score and --layers against PyTorch: scripts/torch_variants.py
  * wrote each variant's loss and every gradient (float64) on a tiny case into
  * tests/fixtures/variants.json; the C passes must give the loss to 1e-5
  * relative and every gradient to 1e-4 of its tensor's largest, on one thread
@@ -28,6 +28,7 @@ static ModelConfig config_of(const cJSON *fixture, const cJSON *cas) {
     Error e;
     CHECK(slm_pos_parse(item(cas, "pos")->valuestring, &cfg.pos, &e) == 0);
     CHECK(slm_score_parse(item(cas, "score")->valuestring, &cfg.score, &e) == 0);
+    cfg.n_layers = item(cas, "layers") ? item(cas, "layers")->valueint : 1; /* absent: one layer */
     return cfg;
 }
 
@@ -72,7 +73,8 @@ static double compare_grads(const cJSON *cas, const Model *m, const float *grads
 static void check_case(const cJSON *fixture, const cJSON *cas, const Batch *b) {
     ModelConfig cfg = config_of(fixture, cas);
     char what[64];
-    snprintf(what, sizeof what, "--pos %s --score %s", slm_pos_name(cfg.pos), slm_score_name(cfg.score));
+    snprintf(what, sizeof what, "--pos %s --score %s --layers %d", slm_pos_name(cfg.pos), slm_score_name(cfg.score),
+             slm_model_layers(&cfg));
     Model m;
     Activations a;
     Error e;
@@ -123,6 +125,9 @@ int main(void) {
         }
     }
     CHECK(cases >= 2 * 3); /* at least rope, alibi and absolute */
+    int layered = 0;
+    cJSON_ArrayForEach(story, item(fixture, "cases")) layered += item(story, "layers") && item(story, "layers")->valueint == 2;
+    CHECK(layered >= 1); /* and --layers 2 */
     slm_batch_free(&b);
     cJSON_Delete(fixture);
     free(json);

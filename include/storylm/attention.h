@@ -22,6 +22,8 @@ typedef struct AttentionScratch {
     DropoutMask drop;    /* training's attention dropout for this pass (p 0: none; slm_dropout_prepare) */
     float *dw;           /* (H, S): one position's weights after dropout, what the blend reads */
     VariantScratch *variant; /* --pos and --score's working memory (score.h) */
+    int head_base;       /* l*H for layer l: its heads' number over all layers, attention
+                          * dropout's stream (so each layer draws masks of its own) */
 } AttentionScratch;
 
 /* Causal attention of every head over packed stories.

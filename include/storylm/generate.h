@@ -34,16 +34,20 @@ typedef struct GeneratorBatch {
     Ablation ablation;
     int n;            /* samples */
     /* the weights, packed once for every sample */
-    float *qkv_w;     /* (D, H*(2*kd+vd)): queries (times 1/sqrt(kd)), keys, values of every head */
-    float *distance2; /* (H, 2W): entry k = distance score (W-1-k) mod W */
+    float *qkv_w;     /* (L, Din, H*(2*kd+vd)): each layer's queries (times 1/sqrt(kd)), keys, values of
+                       * every head from its input (Din: the row, 32, and above the first layer the
+                       * heads below, 160; each layer's block as large as the widest) */
+    float *distance2; /* (L, H, 2W): entry k = distance score (W-1-k) mod W */
+    Model *layers;    /* (L) each layer's view of the model (slm_model_layer_view) */
+    ScoreTensors *score; /* (L) each layer's --score tensors, looked up once */
     float *hidden_w;  /* hidden.weight and output.weight in blocks of 16 rows, column by column */
     float *output_w;
     /* each sample's story; sample s's part is at s times the size given */
     int *pos;         /* (n) tokens fed so far */
-    float *keys;      /* (n, H, kd, W): component i of the key in slot s (position pos % W) */
-    float *values;    /* (n, H, vd, W) */
+    float *keys;      /* (n, L, H, kd, W): component i of the key in slot s (position pos % W) */
+    float *values;    /* (n, L, H, vd, W) */
     int32_t *recent;  /* (n, C) window8: the last C tokens, oldest first */
-    float *qkv;       /* (n, H*(2*kd+vd)) the newest token's queries, keys, values */
+    float *qkv;       /* (n, H*(2*kd+vd)) the newest token's queries, keys, values (of one layer at a time) */
     float *z;         /* (n, Z) what the hidden layer reads */
     float *hidden;    /* (n, 128) */
     float *logits;    /* (n, V) of the last token fed */

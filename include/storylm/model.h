@@ -9,6 +9,10 @@
  *            s_u = q_t.k_u / sqrt(8) + distance[h][t-u],  u = max(0, t-255)..t
  *            o_h = sum_u softmax(s)_u v_u                     (16)
  *   z_t = [r_t, o_0, ..., o_7]                                (160)
+ *   --layers N (2..4): layer l+1's heads read x_t = [r_t, layer l's o_0..o_7]
+ *            (32 + 128 = 160) with their own query/key (H, 160, 8), value
+ *            (H, 160, 16) and position/score tensors ("layer2.query", ...);
+ *            z_t = [r_t, layer 1's heads, ..., layer N's heads]  (32 + 128 N)
  *   window8: z_t = [E[x_{t-7}], ..., E[x_t]], oldest first, E[x_0] standing
  *            in before the story's start                      (256)
  *   hidden   y_t = tanh(hidden.weight z_t + hidden.bias)      (128)
@@ -56,7 +60,19 @@ typedef struct ModelConfig {
     int context;    /* window8 only: 8 rows, oldest first, [EOS] row before the story */
     PosScheme pos;  /* attention only: how positions are marked (position.h); 0 = distance, today's */
     ScoreFn score;  /* attention only: how a query scores a key (score.h); 0 = scaled-dot, today's */
+    int n_layers;   /* attention only: layers of heads, 1..STORYLM_MAX_LAYERS (0 is read as 1, today's) */
 } ModelConfig;
+
+#define STORYLM_MAX_LAYERS 4
+
+/* Layers of heads of c (1 for window8, and for a config that leaves n_layers 0). */
+int slm_model_layers(const ModelConfig *c);
+/* Heads over all layers (layers * n_heads; 0 for window8). */
+int slm_model_heads(const ModelConfig *c);
+/* The name of head g (numbered over all layers, see Ablation): "3" on a
+ * one-layer model, "L:H" with the layer from 1 on others ("2:5" is layer 2's
+ * head 5), as --ablate reads them. */
+void slm_head_name(const ModelConfig *c, int g, char *buf, size_t size);
 
 /* One named tensor inside the parameter buffer, safetensors-style shape. */
 typedef struct ParamTensor {
@@ -70,7 +86,7 @@ typedef struct ParamTensor {
                     * the embedding (see model_params.c for why) */
 } ParamTensor;
 
-#define MODEL_MAX_TENSORS 16
+#define MODEL_MAX_TENSORS 48
 #define STORYLM_MAX_HEAD_DIM 64 /* largest key_dim and value_dim the passes take */
 
 typedef struct Model {
@@ -107,6 +123,16 @@ void slm_model_randomize(Model *m, uint64_t seed);
 const ParamTensor *slm_model_tensor(const Model *m, const char *name);
 /* mask (n_params): 1 where the parameter's tensor has decay set, 0 elsewhere. */
 void slm_model_decay_mask(const Model *m, uint8_t *mask);
+/* The model as layer l's passes see it (l = 0 .. layers-1), written into
+ * *view: for l = 0 a plain copy of m; for l >= 1 a copy whose query, key,
+ * value and distance views and whose table's per-layer tensors are layer
+ * l's, named as layer 0's ("layer2.score.weight" found as "score.weight"),
+ * and whose cfg.row_dim is the layer's input width (row + one layer's heads,
+ * 160). Its params is m's buffer, so offsets (and grads + offset) hold. */
+void slm_model_layer_view(const Model *m, int l, Model *view);
+/* The name of layer l's tensor called base in layer 0 ("query" of layer 1:
+ * "layer2.query"), or NULL when base is not a per-layer tensor. */
+const char *slm_model_layer_tensor_name(int l, const char *base);
 /* Number of floats the table would hold for cfg (352,848 for the default). */
 size_t slm_model_param_count(const ModelConfig *cfg);
 
@@ -117,7 +143,8 @@ size_t slm_model_param_count(const ModelConfig *cfg);
  * but its spinning threads and OpenMP's then fight over the cores. */
 void slm_model_threads_setup(int n_threads);
 
-/* Width of z, the hidden layer's input: 160 (row, 8 heads) or 256 (8 rows). */
+/* Width of z, the hidden layer's input: 160 (row, 8 heads; + 128 a further
+ * layer) or 256 (8 rows). */
 int slm_model_hidden_input_dim(const ModelConfig *c);
 
 /* ---------------------------------------------------------------------------
@@ -158,10 +185,14 @@ int slm_batch_add_piece(Batch *b, const int32_t *ids, int len, BatchPiece piece,
  * (probes can read it) but nothing flows back through it. */
 typedef enum { ABLATE_ZERO = 0, ABLATE_MEAN = 1 } AblationMode;
 
+/* Heads are numbered over all layers: head h of layer l (both from 0) is
+ * g = l*H + h, so a one-layer model's heads are 0..H-1 as always. A head of
+ * layer l switched off is switched off for the layers above it too: they read
+ * its slot of z as replaced. */
 typedef struct Ablation {
-    uint32_t heads;    /* bit h set: head h switched off */
+    uint32_t heads;    /* bit g set: head g switched off */
     AblationMode mode;
-    const float *mean; /* (H, value_dim), ABLATE_MEAN only; must outlive the backward pass */
+    const float *mean; /* (layers*H, value_dim), ABLATE_MEAN only; must outlive the backward pass */
 } Ablation;
 
 /* ---------------------------------------------------------------------------
@@ -172,6 +203,7 @@ typedef struct Ablation {
  * Layouts, for the probes:
  *   z       (N, Z) what the hidden layer read: row then head 0..H-1 (an ablated
  *           head's slot holds its replacement), or window8's 8 rows
+ *   layer[l].qkv, layer[l].att: layer l's heads as below (qkv, att)
  *   qkv     (H*(2*kd+vd), ld), transposed so that keys lie contiguous, row
  *           stride ld = qkv_ld >= N: query[h] component i of position p at
  *           qkv[(h*kd + i)*ld + p], key at qkv[(H*kd + h*kd + i)*ld + p],
@@ -189,6 +221,15 @@ typedef struct Ablation {
  * (-log p(target) in nats, 0 without target), correct (1 when the target has
  * the largest logit). qkv, att and the attention scratch are NULL for window8,
  * and the activations_* accessors below are for the attention network. */
+/* One layer of heads' part of the activations (layer l; l = 0 is the first). */
+typedef struct LayerActivations {
+    float *qkv;    /* (QKV, ld) the layer's queries, keys, values, layout as below */
+    float *att;    /* (H, N, S) its attention weights */
+    float *qkv_w;  /* (QKV, Din) its query, key, value weights stacked, one sgemm for all heads;
+                    * Din = 32 (layer 0) or 160 (row, the layer below's heads) */
+    AttentionScratch scratch; /* kv, dist, lse, variant its own; the backward's scratch shared */
+} LayerActivations;
+
 typedef struct Activations {
     ModelConfig cfg;
     int max_positions;
@@ -197,9 +238,8 @@ typedef struct Activations {
     Ablation ablation; /* of the last forward; backward honours it */
     int attention_kept; /* 1 after slm_model_forward: att holds the weights */
     float *z;          /* (N, Z) */
-    float *qkv;        /* (QKV, ld), QKV = H*(2*kd+vd) = 256 */
+    LayerActivations layer[STORYLM_MAX_LAYERS]; /* the first slm_model_layers(cfg) are set */
     int qkv_ld;        /* row stride of qkv and d_qkv: N in blocks of 8, plus 8 */
-    float *att;        /* (H, N, S) */
     int *first_key;    /* (N) earliest position p reads */
     float *hidden;     /* (N, 128) */
     float *logits;     /* (N, V) */
@@ -208,25 +248,26 @@ typedef struct Activations {
     float *loss;       /* (N) */
     uint8_t *correct;  /* (N) */
     /* backward and scratch */
-    float *qkv_w;   /* (QKV, 32): query, key, value weights stacked, one sgemm for all heads */
-    float *d_qkv_w; /* (QKV, 32) */
+    float *d_qkv_w; /* (QKV, Din) of the widest layer */
     float *d_qkv;   /* (QKV, ld) */
     float *d_z;     /* (N, Z) */
     float *d_hidden;/* (N, 128) */
-    AttentionScratch scratch;
     float *ones;    /* (max_positions) for bias gradients as matrix-vector products */
     /* training's dropout: set by the caller before a forward (zeroed: none, as
      * slm_activations_init leaves it); the backward drops what its forward did */
     Dropout dropout;
     DropoutMask hidden_drop; /* z's mask for this pass (slm_dropout_prepare) */
     uint64_t *drop_keys;     /* (max_positions) each position's key */
+    float *z_kept;           /* (N, Z) two layers or more: z before z's dropout, which the
+                              * backward through the upper layers reads */
 } Activations;
 
 int slm_activations_init(Activations *a, const ModelConfig *cfg, int max_positions, Error *e);
 void slm_activations_free(Activations *a);
 
-/* Head h's attention at position p: *n_keys weights, entry j for the key at
- * position *first_key + j. */
+/* The accessors take a head numbered over all layers (g = l*H + h, see
+ * Ablation). Head g's attention at position p: *n_keys weights, entry j for
+ * the key at position *first_key + j. */
 const float *slm_activations_attention(const Activations *a, int h, int p, int *first_key, int *n_keys);
 /* Copies head h's query (kd), key (kd) and value (vd) of position p; any may be NULL. */
 void slm_activations_qkv(const Activations *a, int h, int p, float *query, float *key, float *value);
@@ -264,12 +305,14 @@ void slm_model_zero_grad(const Model *m, float *grads);
 void slm_model_backward(const Model *m, Activations *a, const Batch *b, float *grads);
 
 /* Training's dropout (src/model/dropout.c, dropout.h), as hooks of the passes. */
-/* a->dropout for batch b -> each position's key, z's mask and attention's (in a->scratch). */
+/* a->dropout for batch b -> each position's key, z's mask and attention's (in each layer's scratch). */
 void slm_dropout_prepare(Activations *a, const Batch *b);
-/* z (N, Z) -> z * mask / (1-P), in place, what the hidden layer reads. */
+/* z (N, Z) -> z * mask / (1-P), in place, what the hidden layer reads (z as
+ * it was kept in z_kept first with two layers or more). */
 void slm_dropout_hidden_forward(Activations *a);
 /* d_z (N, Z) -> d_z * the same mask / (1-P); then z's rows (attention) read
- * again from the embedding, as the backward through q, k, v needs them. */
+ * again from the embedding (or, with two layers or more, z from z_kept), as
+ * the backward through q, k, v needs them. */
 void slm_dropout_hidden_backward(const Model *m, Activations *a, const Batch *b);
 
 #endif

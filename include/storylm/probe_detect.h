@@ -50,7 +50,8 @@ typedef struct DetectOptions {
 } DetectOptions;
 
 typedef struct DetectResult {
-    int n_heads;
+    int n_heads;  /* every layer's heads (layer l's head h is l*H + h) */
+    int layers;   /* of heads; names them (slm_detect_head_name) */
     DetectScores *stories, *random; /* (H) each, one block */
     long long positions, duplicate_positions, induction_positions;          /* stories */
     long long random_positions, random_duplicate_positions, random_induction_positions;
@@ -62,5 +63,7 @@ typedef struct DetectResult {
 int slm_probe_detect(const Model *m, const Stories *s, const int *idx, int n, const DetectOptions *o,
                  const Ablation *ablation, DetectResult *out, Error *e);
 void slm_detect_result_free(DetectResult *r);
+/* Head g's name as slm_head_name gives it: "3", or "2:3" with several layers. */
+void slm_detect_head_name(const DetectResult *r, int g, char *buf, size_t size);
 
 #endif

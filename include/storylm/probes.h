@@ -40,12 +40,16 @@ int slm_probe_run(ProbeRunner *r, const int32_t *ids, int len, const Ablation *a
 int slm_probe_run_story(ProbeRunner *r, const Stories *s, int i, const Ablation *ablation, int32_t **ids, size_t *cap,
                     Error *e);
 
-/* mean (H, vd) = each head's output averaged over every position of stories
- * idx[0..n) (what mean ablation puts in a switched-off head's place). */
+/* mean (layers*H, vd) = each head's output (every layer's, numbered as
+ * Ablation's) averaged over every position of stories idx[0..n) (what mean
+ * ablation puts in a switched-off head's place). */
 int slm_probe_head_means(const Model *m, const Stories *s, const int *idx, int n, float *mean, Error *e);
 
 /* Refuses a model without heads: "'what' needs the attention network". */
 int slm_probe_need_attention(const Model *m, const char *what, Error *e);
+/* 0 for a model of one layer of heads; else -1 with a message naming what
+ * (a probe that reads one layer's heads only) and what reads more layers. */
+int slm_probe_need_one_layer(const Model *m, const char *what, Error *e);
 
 /* After slm_probe_run: the probability the network gave token at position p
  * (predicting position p + 1), and its rank (1 = the most likely; may be NULL). */
@@ -115,7 +119,7 @@ typedef struct HeadToken {
 } HeadToken;
 
 typedef struct HeadsResult {
-    int n_heads, top_k;
+    int n_heads, top_k;    /* n_heads: every layer's (layer l's head h is l*H + h) */
     long long positions;
     double *mass;          /* (H, HEAD_BINS): share of each head's weight by distance back */
     double *mean_distance; /* (H) weighted mean distance back */
@@ -266,9 +270,25 @@ typedef struct PieceScore {
     double next_median_rank;               /* 1 = the most likely */
 } PieceScore;
 
-/* For each name, heroes of stories idx[0..n) renamed to it; rows: n_names. */
+/* Secret 4's two lookups head by head, over the later mentions of the names
+ * of 2 or more pieces (those counted in next_probability): an induction
+ * circuit's first step is a head that, at the token after the earlier first
+ * piece (the token to copy), reads the token before it (the earlier first
+ * piece); its second, a head of a later layer that, at the later first piece
+ * (the position predicting the second piece), reads the token to copy. */
+typedef struct PieceHeads {
+    int n_heads;        /* every layer's heads, numbered as Ablation's (layer l's head h: l*H + h) */
+    long long mentions; /* later mentions measured */
+    double previous[32];  /* mean weight, at the token to copy, on the earlier first piece (distance 1) */
+    double induction[32]; /* mean weight, at the later first piece, on the token to copy (0 past the window) */
+    double even;          /* mean 1 / (keys read) at the later first piece: a head reading evenly */
+} PieceHeads;
+
+/* For each name, heroes of stories idx[0..n) renamed to it; rows: n_names.
+ * heads (may be NULL): filled as PieceHeads says, over every name of 2+ pieces. */
 int slm_probe_pieces(const Model *m, const Tokenizer *t, const NameList *nl, const Stories *s, const int *idx, int n,
-                 const SwapName *names, int n_names, const Ablation *ablation, PieceScore *rows, Error *e);
+                 const SwapName *names, int n_names, const Ablation *ablation, PieceScore *rows, PieceHeads *heads,
+                 Error *e);
 
 /* ---------------------------------------------------------------------------
  * The chapter's statistics (slm_probe_stats.c). */

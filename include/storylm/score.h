@@ -55,9 +55,19 @@ void slm_score_qk_forward(const struct Model *m, VariantScratch *v, float *qkv, 
 /* d_qkv (QKV, ld) w.r.t. the transformed queries and keys -> w.r.t. the
  * matmul's, in place; grads of the score's tensors +=. */
 void slm_score_qk_backward(const struct Model *m, const VariantScratch *v, float *d_qkv, int ld, int N, float *grads);
+/* The score's tensors of a model (or of a layer's view), looked up once, so
+ * that generation's every token does not look them up by name (NULL where
+ * the score has none). */
+typedef struct ScoreTensors {
+    const float *general;       /* "score.weight" (H, kd, kd) */
+    const float *query, *key;   /* "score.query", "score.key" (H, kd, kd) */
+    const float *v;             /* "score.v" (H, kd) */
+} ScoreTensors;
+void slm_score_tensors(const struct Model *m, ScoreTensors *t);
 /* One new token's queries and keys (qkv as generation lays it: H*kd queries,
- * H*kd keys, values) at position t: turned and transformed like the above. */
-void slm_score_token_qk(const struct Model *m, int t, float *qkv);
+ * H*kd keys, values) at position t: turned and transformed like the above,
+ * with st the model's (slm_score_tensors). */
+void slm_score_token_qk_with(const struct ModelConfig *c, const ScoreTensors *st, int t, float *qkv);
 /* Head h's score of key k for query q before any distance score, from the
  * queries and keys as the activations hold them (turned and transformed):
  * q.k times slm_score_scale, or the additive score. */

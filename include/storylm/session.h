@@ -54,6 +54,9 @@ void slm_cli_free_model(LoadedModel *lm);
 
 /* "3,5" -> bit mask of heads; fails for numbers outside 0..n_heads-1. */
 int slm_cli_parse_heads(const char *list, int n_heads, uint32_t *mask, Error *e);
+/* The same for c's heads over all its layers: "L:H" (layer from 1) or a
+ * plain "H" (the first layer's), e.g. "1:3,2:5"; bit (L-1)*n_heads + H. */
+int slm_cli_parse_model_heads(const char *list, const ModelConfig *c, uint32_t *mask, Error *e);
 
 /* What a probe session is opened with (the CLI fills it from its flags). */
 typedef struct ProbeOptions {
@@ -93,8 +96,9 @@ int slm_session_ablation(const LoadedModel *lm, const char *ablate, const char *
                      const char *mean_from, Ablation *ab, char *desc, size_t size, Error *e);
 
 enum {
-    PROBE_ATTENTION_ONLY = 1, /* refuse window8 models */
-    PROBE_NAMES = 2           /* learn names from the stories' training text */
+    PROBE_ATTENTION_ONLY = 1, /* refuse window8 models, and models of several layers unless PROBE_LAYERS */
+    PROBE_NAMES = 2,          /* learn names from the stories' training text */
+    PROBE_LAYERS = 4          /* with PROBE_ATTENTION_ONLY: the verb reads every layer's heads (--layers) */
 };
 
 /* Everything a probe works on. */
@@ -131,7 +135,9 @@ void slm_probe_report_header(Report *r, const ProbeSession *ps);
  * and "ablation" {text, heads, mode} of docs/json.md. */
 void slm_report_model(Report *r, const Model *m, const char *path);
 void slm_report_stories(Report *r, const char *path, int n_stories, int n_test);
-void slm_report_ablation(Report *r, const Ablation *ab, int n_heads, const char *desc);
+/* ablation.heads: the heads switched off, numbered over all layers; on a
+ * model of several layers also ablation.names, "1:3,2:5". */
+void slm_report_ablation(Report *r, const Ablation *ab, const ModelConfig *c, const char *desc);
 
 /* Names from "a,b,c" (or, list NULL, swap's default set) into out (max);
  * returns how many, -1 on error. */

@@ -31,6 +31,7 @@ typedef struct TrainOptions {
     Arch arch;
     PosScheme pos;       /* --pos, attention only (position.h); 0 = distance */
     ScoreFn score;       /* --score, attention only (score.h); 0 = scaled-dot */
+    int layers;          /* --layers, attention only: layers of heads, 1..4 (0 read as 1) */
     int steps;           /* total optimizer steps (the schedule's horizon) */
     double minutes;      /* time budget; 0 = none. Stops early, saving. */
     int stop_at;         /* stop (saving) after this step, keeping the schedule of `steps`; 0 = none */
@@ -69,7 +70,7 @@ typedef struct TrainOptions {
 } TrainOptions;
 
 enum { TRAIN_GIVEN_ARCH = 1, TRAIN_GIVEN_LR = 2, TRAIN_GIVEN_BATCH = 4, TRAIN_GIVEN_SEED = 8, TRAIN_GIVEN_WARMUP = 16,
-       TRAIN_GIVEN_VARIANT = 32 /* --pos or --score */ };
+       TRAIN_GIVEN_VARIANT = 32 /* --pos or --score */, TRAIN_GIVEN_LAYERS = 64 };
 
 TrainOptions slm_train_default_options(void);
 
@@ -97,6 +98,7 @@ typedef struct TrainResult {
     double seconds;
     int interrupted; /* stopped by the stop flag or the time budget */
     long long tokens_seen;
+    long long parameters; /* the model's (its --pos, --score and --layers, a resume's as the file has them) */
 } TrainResult;
 
 /* Trains a new model on s (or resumes o->out when o->resume), saving to o->out. */

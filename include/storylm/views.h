@@ -64,6 +64,7 @@ void slm_view_distances(Report *r, const ProbeSession *ps, int up_to);
  * (k: its index, from 0) on the held-out test stories of its session. */
 typedef struct ViewHeads {
     ReportTable *heads, *tokens;
+    int layers; /* the first model's: heads are named "L:H" when more than 1; every model must have as many */
 } ViewHeads;
 void slm_view_heads_begin(Report *r, const ProbeSession *ps, ViewHeads *vh);
 int slm_view_heads_add(ViewHeads *vh, const ProbeSession *ps, int k, int top, HeadsResult *h, Error *e);

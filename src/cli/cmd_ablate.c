@@ -27,11 +27,15 @@ typedef struct AblateArgs {
     const char *heads;
 } AblateArgs;
 
-static void heads_text(uint32_t mask, int H, char *buf, size_t size) {
+/* The heads of mask by name ("3,5"; "1:3,2:5" on a model of several layers). */
+static void heads_text(uint32_t mask, const ModelConfig *c, char *buf, size_t size) {
     size_t used = 0;
     buf[0] = '\0';
-    for (int h = 0; h < H && used < size; h++)
-        if (mask >> h & 1u) used += (size_t)snprintf(buf + used, size - used, "%s%d", used ? "," : "", h);
+    for (int h = 0; h < slm_model_heads(c) && used < size; h++) {
+        char name[16];
+        slm_head_name(c, h, name, sizeof name);
+        if (mask >> h & 1u) used += (size_t)snprintf(buf + used, size - used, "%s%s", used ? "," : "", name);
+    }
     if (!used) snprintf(buf, size, "none");
 }
 
@@ -103,19 +107,20 @@ static int draw(const char *path, const ReportTable *t, Error *e) {
 /* The intact row (with --ablate's heads only), then each single head or the --heads set. */
 static int ablate(const AblateArgs *a, const char *stories, Error *e) {
     ProbeSession ps;
-    if (slm_probe_session_open(&ps, &a->po, "ablate", stories, PROBE_ATTENTION_ONLY | PROBE_NAMES, e)) return -1;
+    if (slm_probe_session_open(&ps, &a->po, "ablate", stories, PROBE_ATTENTION_ONLY | PROBE_NAMES | PROBE_LAYERS, e)) return -1;
     const Stories *s = &ps.stories;
-    int H = ps.lm.model.cfg.n_heads, rc;
+    const ModelConfig *c = &ps.lm.model.cfg;
+    int H = slm_model_heads(c), rc; /* every layer's heads, in turn */
     uint32_t set = 0;
     NameTargets names = {0};
     AblateScore base, score;
     Report r;
     slm_report_init(&r, "ablate");
     ReportTable *t = NULL;
-    rc = a->heads ? slm_cli_parse_heads(a->heads, H, &set, e) : 0;
+    rc = a->heads ? slm_cli_parse_model_heads(a->heads, c, &set, e) : 0;
     float *mean = ps.mean, *own_mean = NULL; /* mean ablation without --ablate: the means are made here */
     if (!rc && !mean && strcmp(a->po.ablate_mode, "mean") == 0) {
-        mean = own_mean = xmalloc((size_t)H * ps.lm.model.cfg.value_dim * sizeof(float), e);
+        mean = own_mean = xmalloc((size_t)H * c->value_dim * sizeof(float), e);
         rc = mean ? slm_probe_head_means(&ps.lm.model, s, s->test, s->n_test, mean, e) : -1;
     }
     if (!rc) rc = slm_name_targets_find(&ps.lm.tokenizer, &ps.names, s, s->test, s->n_test, &names, e);
@@ -126,7 +131,7 @@ static int ablate(const AblateArgs *a, const char *stories, Error *e) {
         slm_report_int(&r, "name_positions", "name positions", base.name_positions);
         t = make_table(&r);
         char label[64];
-        heads_text(ps.ablation.heads, H, label, sizeof label);
+        heads_text(ps.ablation.heads, c, label, sizeof label);
         add_row(t, label, &base, &base);
     }
     for (int h = 0; !rc && h < H; h++) {
@@ -137,7 +142,7 @@ static int ablate(const AblateArgs *a, const char *stories, Error *e) {
         if (mean) ab.mode = ABLATE_MEAN, ab.mean = mean;
         rc = slm_probe_score(&ps.lm.model, s, s->test, s->n_test, &ab, &names, &score, e);
         char label[64];
-        heads_text(ab.heads, H, label, sizeof label);
+        heads_text(ab.heads, c, label, sizeof label);
         if (!rc) add_row(t, label, &score, &base);
     }
     if (!rc && a->po.svg && t) rc = draw(a->po.svg, t, e);
@@ -156,7 +161,7 @@ static int run(int argc, char **argv) {
         PROBE_COMMON_OPTIONS(a.po),
         PROBE_SVG_OPTION(a.po),
         PROBE_TEST_OPTION(a.po),
-        {"heads", 0, OPT_STRING, &a.heads, "HEADS", "switch this set off together, e.g. 3,5 (default: each head in turn)", 0, 0},
+        {"heads", 0, OPT_STRING, &a.heads, "HEADS", "switch this set off together, e.g. 3,5 (1:3,2:5 on a model of several layers; default: each head in turn)", 0, 0},
     };
     int rc = probe_parse(&command_ablate, argc, argv, opts, N_OPTIONS(opts), &a.po, pos, 1);
     if (rc >= 0) return rc;

@@ -44,7 +44,8 @@ static int model_step(const ProbeSession *ps) {
     return steps && sscanf(steps, "%d", &n) == 1 ? n : -1;
 }
 
-static void make_tables(Report *r, const DetectArgs *a, ReportTable **heads, ReportTable **loss) {
+/* heads: CELL_TEXT ("L:H") for a model of several layers, else CELL_INT. */
+static void make_tables(Report *r, const DetectArgs *a, ReportTable **heads, ReportTable **loss, CellKind head_kind) {
     slm_report_int(r, "random_sequences", "random sequences", a->n_random);
     slm_report_int(r, "random_length", "tokens per copy", a->length);
     slm_report_int(r, "seed", "seed", a->seed);
@@ -53,7 +54,8 @@ static void make_tables(Report *r, const DetectArgs *a, ReportTable **heads, Rep
                           "random_duplicate", "random_induction"};
     const char *labels[] = {"model", "step", "head", "previous", "duplicate", "induction", "random: previous",
                             "random: duplicate", "random: induction"};
-    for (int i = 0; i < 9; i++) slm_table_column(*heads, keys[i], labels[i], i == 0 ? CELL_FILE : i < 3 ? CELL_INT : CELL_PERCENT, 1);
+    for (int i = 0; i < 9; i++)
+        slm_table_column(*heads, keys[i], labels[i], i == 0 ? CELL_FILE : i == 2 ? head_kind : i < 3 ? CELL_INT : CELL_PERCENT, 1);
     if (*heads) (*heads)->group_column = 0;
     *loss = slm_report_table(r, "models", "Per model: positions counted and the induction loss on random tokens repeated twice");
     const char *lk[] = {"model", "step", "positions", "duplicate_positions", "induction_positions", "loss_first",
@@ -68,7 +70,10 @@ static void add_rows(ReportTable *heads, ReportTable *loss, const char *model, i
         slm_table_row(heads);
         slm_cell_text(heads, model);
         slm_cell_int(heads, step);
-        slm_cell_int(heads, h);
+        char name[16];
+        slm_detect_head_name(d, h, name, sizeof name);
+        if (d->layers > 1) slm_cell_text(heads, name);
+        else slm_cell_int(heads, h);
         const DetectScores *s = &d->stories[h], *q = &d->random[h];
         double v[] = {s->previous, s->duplicate, s->induction, q->previous, q->duplicate, q->induction};
         for (int i = 0; i < 6; i++) slm_cell_number(heads, v[i]);
@@ -97,10 +102,12 @@ static double panel_value(const DetectResult *d, int panel, int h) {
 static void draw_bars(Svg *s, const DetectResult *d) {
     int H = d->n_heads < 32 ? d->n_heads : 32;
     double values[SCORE_PANELS * 32], hi = 0;
-    char names[32][16];
+    char names[32][24];
     const char *labels[32];
     for (int h = 0; h < H; h++) {
-        snprintf(names[h], sizeof names[h], "head %d", h);
+        char name[12];
+        slm_detect_head_name(d, h, name, sizeof name);
+        snprintf(names[h], sizeof names[h], "head %s", name);
         labels[h] = names[h];
         for (int k = 0; k < SCORE_PANELS; k++) hi = fmax(hi, values[k * H + h] = panel_value(d, k, h));
     }
@@ -137,10 +144,12 @@ static void draw_curves(Svg *s, const DetectResult *d, const int *steps, int n) 
         for (int k = 0; k < n; k++) ys[k] = copy ? d[k].loss_second : d[k].loss_first;
         slm_svg_polyline(s, &p, xs, ys, n, copy ? "#d62728" : "#7f7f7f", 2);
     }
-    char names[32][16];
+    char names[32][24];
     const char *labels[32], *colors[32];
     for (int h = 0; h < H && h < 32; h++) {
-        snprintf(names[h], sizeof names[h], "head %d", h);
+        char name[12];
+        slm_detect_head_name(&d[0], h, name, sizeof name);
+        snprintf(names[h], sizeof names[h], "head %s", name);
         labels[h] = names[h], colors[h] = slm_svg_palette(h);
     }
     slm_svg_legend(s, 880, 380, labels, colors, H < 32 ? H : 32);
@@ -171,10 +180,15 @@ static int detect(const DetectArgs *a, const char *stories, Error *e) {
         ProbeOptions po = a->po;
         po.model = a->models.count ? a->models.items[k] : NULL;
         ProbeSession ps;
-        if ((rc = slm_probe_session_open(&ps, &po, "detect", stories, PROBE_ATTENTION_ONLY, e))) break;
+        if ((rc = slm_probe_session_open(&ps, &po, "detect", stories, PROBE_ATTENTION_ONLY | PROBE_LAYERS, e))) break;
         if (k == 0) {
             slm_probe_report_header(&r, &ps);
-            make_tables(&r, a, &heads, &loss);
+            make_tables(&r, a, &heads, &loss, slm_model_layers(&ps.lm.model.cfg) > 1 ? CELL_TEXT : CELL_INT);
+        } else if (slm_model_layers(&ps.lm.model.cfg) != results[0].layers) {
+            rc = FAIL(e, "compare models of as many layers", "'%s' has %d layer(s), the first model %d", ps.model_path,
+                      slm_model_layers(&ps.lm.model.cfg), results[0].layers);
+            slm_probe_session_close(&ps);
+            break;
         }
         steps[k] = model_step(&ps);
         rc = slm_probe_detect(&ps.lm.model, &ps.stories, ps.stories.test, ps.stories.n_test, &o, &ps.ablation, &results[k], e);

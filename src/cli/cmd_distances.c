@@ -73,12 +73,13 @@ static int draw_scheme(const char *path, const Model *m, Error *e) {
 
 static int run(int argc, char **argv) {
     ProbeOptions po = PROBE_OPTIONS_DEFAULT;
-    int up_to = 255, np;
+    int up_to = 255, np, layer = 1;
     Option opts[] = {
         PROBE_COMMON_OPTIONS(po),
         PROBE_SVG_OPTION(po),
         PROBE_MEAN_STORIES_OPTION(po),
         {"up-to", 0, OPT_INT, &up_to, "D", "print distances 0 to D", 0, 100000},
+        {"layer", 0, OPT_INT, &layer, "L", "the layer whose heads to show, on a model of several layers (--layers)", 1, STORYLM_MAX_LAYERS},
     };
     int rc = args_parse(&command_distances, argc, argv, opts, N_OPTIONS(opts), NULL, 0, 0, &np);
     if (rc) return rc > 0 ? 0 : 2;
@@ -87,17 +88,23 @@ static int run(int argc, char **argv) {
     po.model = cli_model_path(po.model, po.json);
     Error e = {0};
     ProbeSession ps;
-    if (slm_probe_session_open(&ps, &po, "distances", NULL, PROBE_ATTENTION_ONLY, &e)) return cli_fail(&e);
-    if (slm_variant_check(&ps.lm.model.cfg, "distances", VARIANT_NEEDS_DISTANCE, &e)) {
+    if (slm_probe_session_open(&ps, &po, "distances", NULL, PROBE_ATTENTION_ONLY | PROBE_LAYERS, &e)) return cli_fail(&e);
+    if (slm_variant_check(&ps.lm.model.cfg, "distances", VARIANT_NEEDS_DISTANCE, &e) ||
+        (layer > slm_model_layers(&ps.lm.model.cfg) &&
+         FAIL(&e, "give --layer from 1 to the model's layers", "--layer %d: '%s' has %d layer(s)", layer, ps.model_path,
+              slm_model_layers(&ps.lm.model.cfg)))) {
         slm_probe_session_close(&ps);
         return cli_fail(&e);
     }
+    Model whole = ps.lm.model; /* the view of --layer's tensors, shown as the model; put back before closing */
+    slm_model_layer_view(&whole, layer - 1, &ps.lm.model);
     Report r;
     slm_report_init(&r, "distances");
     slm_view_distances(&r, &ps, up_to);
     rc = po.svg ? draw_scheme(po.svg, &ps.lm.model, &e) : 0;
     if (!rc) rc = probe_emit(&r, &po, &e);
     slm_report_free(&r);
+    ps.lm.model = whole;
     slm_probe_session_close(&ps);
     return rc ? cli_fail(&e) : 0;
 }

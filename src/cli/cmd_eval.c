@@ -39,7 +39,7 @@ static int print_result(const EvalArgs *a, const LoadedModel *lm, const Stories 
     slm_report_init(&rep, "eval");
     slm_report_model(&rep, &lm->model, lm->path);
     slm_report_stories(&rep, stories, s->n_stories, s->n_test);
-    slm_report_ablation(&rep, ab, lm->model.cfg.n_heads, desc);
+    slm_report_ablation(&rep, ab, &lm->model.cfg, desc);
     slm_report_text(&rep, "split", "evaluated", a->all ? "all" : "test");
     slm_report_int(&rep, "stories_evaluated", "stories evaluated", a->all ? s->n_stories : s->n_test);
     slm_report_int(&rep, "positions", "predicted positions", r->positions);

@@ -120,6 +120,8 @@ static void print_sizes(const ModelConfig *c) {
         printf("architecture  attention: %d heads, queries and keys of %d, values of %d, %d distances, hidden %d\n",
                c->n_heads, c->key_dim, c->value_dim, c->window, c->hidden_dim);
     else printf("architecture  window8: the last %d rows, hidden %d\n", c->context, c->hidden_dim);
+    if (c->arch == ARCH_ATTENTION && slm_model_layers(c) > 1)
+        printf("layers        %d: layer l+1's heads read the row and layer l's heads\n", slm_model_layers(c));
     if (c->arch == ARCH_ATTENTION) printf("variant       --pos %s --score %s\n", slm_pos_name(c->pos), slm_score_name(c->score));
 }
 
@@ -200,6 +202,7 @@ static int print_json(const char *path, long long file_bytes, const Model *m, co
                            "value_dim",  "window",  "hidden_dim", "context"};
     for (int i = 0; i < 8; i++)
         cJSON_AddNumberToObject(cfg, names[i], sizes[i]);
+    if (c->arch == ARCH_ATTENTION) cJSON_AddNumberToObject(cfg, "layers", slm_model_layers(c));
     cJSON_AddNumberToObject(root, "vocab_size", c->vocab_size);
     cJSON *tensors = cJSON_AddArrayToObject(root, "tensors");
     for (int i = 0; i < m->n_tensors; i++)

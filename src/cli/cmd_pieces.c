@@ -18,7 +18,12 @@ const Command command_pieces = {
     "probability, share as top guess: one lookup copies it) and, after the first piece,\n"
     "the token that followed the first piece at the first mention (the name's second\n"
     "piece; for a one-piece name, the word after it): two lookups, find the earlier first\n"
-    "piece and read the token after it. --names a,b,c gives your own names.",
+    "piece and read the token after it. --names a,b,c gives your own names.\n"
+    "On a model of several layers (--layers) it also shows, head by head, the two steps of\n"
+    "that lookup over the names of 2+ pieces: at the token after the earlier first piece\n"
+    "(the token to copy), the weight on the token before it; at the later first piece, the\n"
+    "weight on the token to copy. A head of layer 2 or above with much of the second is an\n"
+    "induction head.",
     run};
 
 typedef struct PiecesArgs {
@@ -67,6 +72,33 @@ static void build_report(Report *r, const ProbeSession *ps, const SwapName *name
     }
 }
 
+/* The two steps head by head (models of several layers), and the head of
+ * layer 2 or above that reads the token to copy most. */
+static void heads_report(Report *r, const ModelConfig *c, const PieceHeads *ph) {
+    ReportTable *t = slm_report_table(r, "heads", "The two lookups, head by head (names of 2+ pieces)");
+    slm_table_column(t, "head", "head", CELL_TEXT, 0);
+    slm_table_column(t, "layer", "layer", CELL_INT, 0);
+    slm_table_column(t, "previous_token", "at the token to copy: on the one before", CELL_NUMBER, 4);
+    slm_table_column(t, "induction", "at the later first piece: on the token to copy", CELL_NUMBER, 4);
+    int best = -1;
+    char name[16];
+    for (int g = 0; g < ph->n_heads; g++) {
+        slm_head_name(c, g, name, sizeof name);
+        slm_table_row(t);
+        slm_cell_text(t, name);
+        slm_cell_int(t, g / c->n_heads + 1);
+        slm_cell_number(t, ph->previous[g]);
+        slm_cell_number(t, ph->induction[g]);
+        if (g >= c->n_heads && (best < 0 || ph->induction[g] > ph->induction[best])) best = g;
+    }
+    slm_report_int(r, "heads_mentions", "later mentions measured", ph->mentions);
+    slm_report_number(r, "even_weight", "weight of a head reading evenly there", ph->even, 4);
+    if (best < 0) return;
+    slm_head_name(c, best, name, sizeof name);
+    slm_report_text(r, "induction_head", "reads the token to copy most (layer 2+)", name);
+    slm_report_number(r, "induction_weight", "its weight on it", ph->induction[best], 4);
+}
+
 static int draw(const char *path, const SwapName *names, const PieceScore *rows, int n, Error *e) {
     double values[2 * 32], hi = 0;
     const char *labels[32];
@@ -98,13 +130,16 @@ static int pieces(const PiecesArgs *a, const char *stories, Error *e) {
     if (slm_probe_session_open(&ps, &a->po, "pieces", stories, PROBE_NAMES, e)) return -1;
     SwapName names[32];
     PieceScore rows[32];
+    PieceHeads heads;
+    int layered = slm_model_layers(&ps.lm.model.cfg) > 1; /* a one-layer model's report stays as it was */
     Report r;
     slm_report_init(&r, "pieces");
     int n = a->names ? slm_cli_swap_names(&ps, a->names, names, 32, e) : default_names(&ps, names, 32);
     int rc = n < 0 ? -1
                    : slm_probe_pieces(&ps.lm.model, &ps.lm.tokenizer, &ps.names, &ps.stories, ps.stories.test,
-                                  ps.stories.n_test, names, n, &ps.ablation, rows, e);
+                                  ps.stories.n_test, names, n, &ps.ablation, rows, layered ? &heads : NULL, e);
     if (!rc) build_report(&r, &ps, names, rows, n);
+    if (!rc && layered) heads_report(&r, &ps.lm.model.cfg, &heads);
     if (!rc && a->po.svg) rc = draw(a->po.svg, names, rows, n, e);
     if (!rc) rc = probe_emit(&r, &a->po, e);
     slm_report_free(&r);

@@ -171,8 +171,7 @@ static int print_json(const TrainPlace *pl, const TrainOptions *o, const TrainRe
     cJSON *model = cJSON_AddObjectToObject(j, "model");
     cJSON_AddStringToObject(model, "file", o->out);
     cJSON_AddStringToObject(model, "arch", slm_arch_name(o->arch));
-    ModelConfig cfg = slm_model_config_default(o->arch, pl->vocab_size);
-    cJSON_AddNumberToObject(model, "parameters", (double)slm_model_param_count(&cfg));
+    cJSON_AddNumberToObject(model, "parameters", (double)r->parameters);
     cli_json_stories(j, pl->stories, pl->s);
     cJSON *vocab = cJSON_AddObjectToObject(j, "vocab");
     cJSON_AddStringToObject(vocab, "file", pl->vocab_path);
@@ -380,7 +379,7 @@ static int run(int argc, char **argv) {
     TrainOptions o = slm_train_default_options();
     o.threads = cli_default_threads();
     const char *arch = "attention", *vocab_path = "vocab.txt", *pos[1], *pos_scheme = "distance", *score = "scaled-dot";
-    int steps = o.steps, seed = (int)o.seed, n_test = STORIES_DEFAULT_TEST, np;
+    int steps = o.steps, seed = (int)o.seed, n_test = STORIES_DEFAULT_TEST, np, layers = 1;
     bool resume = false, ema_save = false, keep_best = false, json = false;
     Option opts[] = {
         {"steps", 0, OPT_INT, &steps, "N", "optimizer steps", 1, 1e9},
@@ -400,6 +399,7 @@ static int run(int argc, char **argv) {
         {"arch", 0, OPT_STRING, &arch, "NAME", "attention, or window8 (chapter 6's baseline)", 0, 0},
         {"pos", 0, OPT_STRING, &pos_scheme, "SCHEME", "how positions are marked: distance (a learned score per distance back), none, absolute, sinusoidal, rope, alibi, t5 (docs/variants.md)", 0, 0},
         {"score", 0, OPT_STRING, &score, "FN", "how a query scores a key: scaled-dot (q.k/sqrt(8)), dot, general (q G k), additive (v.tanh(A q + B k))", 0, 0},
+        {"layers", 0, OPT_INT, &layers, "N", "layers of heads: layer l+1's heads read the row and layer l's heads; the hidden layer reads the row and every layer's heads (docs/variants.md)", 1, STORYLM_MAX_LAYERS},
         {"stop-at", 0, OPT_INT, &o.stop_at, "STEP", "stop and save after this step, keeping the schedule of --steps; 0: never", 0, 1e9},
         {"resume", 0, OPT_BOOL, &resume, NULL, "continue the run saved in --out (and its optimizer state); --arch, --batch, --lr, --seed, --warmup must match it or be left out", 0, 0},
         {"weight-decay", 0, OPT_DOUBLE, &o.weight_decay, "W",
@@ -419,6 +419,9 @@ static int run(int argc, char **argv) {
         return args_usage_error(&command_train, "%s", e.message);
     if (o.arch != ARCH_ATTENTION && (o.pos != POS_DISTANCE || o.score != SCORE_SCALED_DOT))
         return args_usage_error(&command_train, "--pos and --score are for the attention network, not --arch %s", arch);
+    if (o.arch != ARCH_ATTENTION && layers != 1)
+        return args_usage_error(&command_train, "--layers is for the attention network, not --arch %s", arch);
+    o.layers = layers;
     o.steps = steps;
     o.seed = (uint64_t)seed;
     o.resume = resume;
@@ -428,6 +431,7 @@ static int run(int argc, char **argv) {
     for (size_t i = 0; i < sizeof given / sizeof given[0]; i++)
         if (args_given(argc, argv, given[i].flag, given[i].short_name)) o.given |= given[i].bit;
     if (args_given(argc, argv, "pos", 0) || args_given(argc, argv, "score", 0)) o.given |= TRAIN_GIVEN_VARIANT;
+    if (args_given(argc, argv, "layers", 0)) o.given |= TRAIN_GIVEN_LAYERS;
     o.ema_save = ema_save;
     o.keep_best = keep_best;
     o.threads = cli_set_threads(o.threads);

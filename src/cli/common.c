@@ -67,6 +67,7 @@ void cli_json_model(cJSON *j, const Model *m, const char *path) {
     if (m->cfg.arch == ARCH_ATTENTION) { /* the variant (--pos, --score) */
         cJSON_AddStringToObject(o, "pos", slm_pos_name(m->cfg.pos));
         cJSON_AddStringToObject(o, "score", slm_score_name(m->cfg.score));
+        if (slm_model_layers(&m->cfg) > 1) cJSON_AddNumberToObject(o, "layers", slm_model_layers(&m->cfg));
     }
     cJSON_AddNumberToObject(o, "parameters", (double)m->n_params);
 }

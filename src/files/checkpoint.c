@@ -46,7 +46,7 @@ static int size_value(const ModelConfig *c, int i) { return *(const int *)((cons
 
 static int is_config_key(const char *key) {
     if (!strcmp(key, "format") || !strcmp(key, "format_version") || !strcmp(key, "arch")) return 1;
-    if (!strcmp(key, "pos") || !strcmp(key, "score")) return 1;
+    if (!strcmp(key, "pos") || !strcmp(key, "score") || !strcmp(key, "layers")) return 1;
     for (int i = 0; i < N_SIZES; i++)
         if (strcmp(key, config_sizes[i].key) == 0) return 1;
     return 0;
@@ -111,6 +111,9 @@ static int put_config_keys(Metadata *md, const char *format, const ModelConfig *
     if (c->arch == ARCH_ATTENTION &&
         (slm_metadata_set(md, "pos", slm_pos_name(c->pos), e) || slm_metadata_set(md, "score", slm_score_name(c->score), e)))
         return -1;
+    char layers[16]; /* only when more than one: a one-layer file stays as it was */
+    snprintf(layers, sizeof layers, "%d", slm_model_layers(c));
+    if (slm_model_layers(c) > 1 && slm_metadata_set(md, "layers", layers, e)) return -1;
     for (int i = 0; i < N_SIZES; i++) {
         char num[16];
         snprintf(num, sizeof num, "%d", size_value(c, i));
@@ -218,9 +221,17 @@ static int check_format(const SafeTensorsFile *st, const char *format, Error *e)
     return 0;
 }
 
-/* --pos and --score; a file from before them has neither: today's network. */
+/* --pos, --score and --layers; a file from before them has none: today's network. */
 static int read_variant(const SafeTensorsFile *st, ModelConfig *c, Error *e) {
     const char *pos = slm_metadata_get(&st->metadata, "pos"), *score = slm_metadata_get(&st->metadata, "score");
+    const char *layers = slm_metadata_get(&st->metadata, "layers");
+    uint64_t n_layers = 1;
+    if (layers && (!slm_checkpoint_parse_u64(layers, 10, &n_layers) || n_layers < 1 || n_layers > STORYLM_MAX_LAYERS))
+        return FAIL(e, BAD_MODEL_HINT, "'%s': metadata layers '%.40s' is not a whole number from 1 to %d", st->path,
+                    layers, STORYLM_MAX_LAYERS);
+    c->n_layers = (int)n_layers;
+    if (c->arch != ARCH_ATTENTION && c->n_layers != 1)
+        return FAIL(e, BAD_MODEL_HINT, "'%s': a %s model has no layers of heads", st->path, slm_arch_name(c->arch));
     if (pos && slm_pos_parse(pos, &c->pos, NULL))
         return FAIL(e, "a newer storylm may read it", "'%s': unknown position scheme '%.40s' (storylm knows %s)",
                     st->path, pos, slm_pos_names());
@@ -282,6 +293,7 @@ static int check_names(const SafeTensorsFile *st, const ModelConfig *have, const
     ModelConfig c = slm_model_config_default(arch, 2);
     c.pos = have->pos;
     c.score = have->score;
+    c.n_layers = have->n_layers;
     if (slm_model_init(&table, &c, e)) return -1;
     int rc = 0;
     for (int p = 0; p < n_prefixes && !rc; p++)
@@ -419,6 +431,9 @@ static int check_same_config(const SafeTensorsFile *st, const ModelConfig *have,
         return FAIL(e, hint, "'%s' is the optimizer state of a model with --pos %s --score %s, not --pos %s --score %s",
                     st->path, slm_pos_name(have->pos), slm_score_name(have->score), slm_pos_name(model->pos),
                     slm_score_name(model->score));
+    if (slm_model_layers(have) != slm_model_layers(model))
+        return FAIL(e, hint, "'%s' is the optimizer state of a model of %d layers, not %d", st->path,
+                    slm_model_layers(have), slm_model_layers(model));
     for (int i = 0; i < N_SIZES; i++)
         if (size_value(have, i) != size_value(model, i))
             return FAIL(e, hint, "'%s' is the optimizer state of a model with %s %d, not %d", st->path,

@@ -116,17 +116,26 @@ static void dense16(const float *packed, const float *bias, const float *x, size
     }
 }
 
-/* query, key, value (H, D, kd|vd) -> qkv_w (D, QKV), queries times 1/sqrt(kd);
- * distance (H, W) -> distance2 (H, 2W), entry k = score of distance (W-1-k) mod W. */
-static void pack_weights(GeneratorBatch *g, float *table) {
-    const Model *m = g->model;
+/* Layer l's input width: the row (l = 0), or the row and layer l-1's heads. */
+static int layer_input(const ModelConfig *c, int l) { return c->row_dim + (l > 0 ? c->n_heads * c->value_dim : 0); }
+
+/* Floats of one layer's packed query, key, value weights (the widest layer's). */
+static size_t qkv_w_size(const ModelConfig *c) {
+    return (size_t)layer_input(c, slm_model_layers(c) > 1) * qkv_width(c);
+}
+
+/* Layer l (m its view): query, key, value (H, Din, kd|vd) -> its qkv_w block
+ * (Din, QKV), queries times 1/sqrt(kd); distance (H, W) -> its distance2
+ * block (H, 2W), entry k = score of distance (W-1-k) mod W. */
+static void pack_weights(GeneratorBatch *g, const Model *m, int l, float *table) {
     const ModelConfig *c = &m->cfg;
     int D = c->row_dim, H = c->n_heads, kd = c->key_dim, vd = c->value_dim, W = c->window, QKV = qkv_width(c);
     float scale = slm_score_scale(c); /* --score: 1/sqrt(kd) for scaled-dot, else 1 */
     const float *distance = slm_position_table_for(m, table); /* --pos: the scores added per distance */
+    float *qkv_w = g->qkv_w + (size_t)l * qkv_w_size(&g->model->cfg), *distance2 = g->distance2 + (size_t)l * H * 2 * W;
     for (int r = 0; r < D; r++)
         for (int h = 0; h < H; h++) {
-            float *dst = g->qkv_w + (size_t)r * QKV;
+            float *dst = qkv_w + (size_t)r * QKV;
             for (int i = 0; i < kd; i++) {
                 dst[h * kd + i] = m->query[((size_t)h * D + r) * kd + i] * scale;
                 dst[(H + h) * kd + i] = m->key[((size_t)h * D + r) * kd + i];
@@ -134,7 +143,7 @@ static void pack_weights(GeneratorBatch *g, float *table) {
             for (int i = 0; i < vd; i++) dst[2 * H * kd + h * vd + i] = m->value[((size_t)h * D + r) * vd + i];
         }
     for (int h = 0; h < H; h++)
-        for (int k = 0; k < 2 * W; k++) g->distance2[(size_t)h * 2 * W + k] = distance[(size_t)h * W + (2 * W - 1 - k) % W];
+        for (int k = 0; k < 2 * W; k++) distance2[(size_t)h * 2 * W + k] = distance[(size_t)h * W + (2 * W - 1 - k) % W];
 }
 
 /* Sizes of one sample's part of each per-sample buffer. */
@@ -144,7 +153,7 @@ typedef struct SampleSizes {
 
 static SampleSizes sample_sizes(const ModelConfig *c) {
     int att = c->arch == ARCH_ATTENTION;
-    size_t H = c->n_heads, W = c->window;
+    size_t H = c->n_heads * (size_t)slm_model_layers(c), W = c->window; /* every layer's heads */
     return (SampleSizes){.keys = att ? H * W * c->key_dim : 0, .values = att ? H * W * c->value_dim : 0,
                          .recent = c->context > 0 ? (size_t)c->context : 1, .qkv = att ? (size_t)qkv_width(c) : 0,
                          .z = slm_model_hidden_input_dim(c), .hidden = c->hidden_dim, .logits = c->vocab_size};
@@ -156,7 +165,7 @@ int slm_generator_batch_init(GeneratorBatch *g, const Model *m, const Ablation *
     if (ablation) g->ablation = *ablation;
     if (n < 1) return FAIL(e, "ask for 1 or more samples", "a batch of %d samples", n);
     SampleSizes sz = sample_sizes(c);
-    size_t H = c->n_heads, W = c->window, N = (size_t)n;
+    size_t L = (size_t)slm_model_layers(c), H = c->n_heads * L, W = c->window, N = (size_t)n;
     size_t Z = sz.z, Hd16 = (c->hidden_dim + 15) / 16 * 16, V16 = (c->vocab_size + 15) / 16 * 16;
     int ok = (g->hidden_w = xmalloc(Hd16 * Z * sizeof(float), e)) &&
              (g->output_w = xmalloc(V16 * c->hidden_dim * sizeof(float), e)) &&
@@ -167,8 +176,9 @@ int slm_generator_batch_init(GeneratorBatch *g, const Model *m, const Ablation *
              (g->logits = xcalloc(N * sz.logits, sizeof(float), e));
     if (ok && c->arch == ARCH_ATTENTION)
         ok = (g->keys = xcalloc(N * sz.keys, sizeof(float), e)) && (g->values = xcalloc(N * sz.values, sizeof(float), e)) &&
-             (g->qkv_w = xmalloc((size_t)c->row_dim * sz.qkv * sizeof(float), e)) &&
-             (g->distance2 = xmalloc(H * 2 * W * sizeof(float), e)) && (g->qkv = xmalloc(N * sz.qkv * sizeof(float), e));
+             (g->qkv_w = xmalloc(L * qkv_w_size(c) * sizeof(float), e)) &&
+             (g->distance2 = xmalloc(H * 2 * W * sizeof(float), e)) && (g->qkv = xmalloc(N * sz.qkv * sizeof(float), e)) &&
+             (g->layers = xcalloc(L, sizeof(Model), e)) && (g->score = xcalloc(L, sizeof(ScoreTensors), e));
     if (!ok) {
         slm_generator_batch_free(g);
         return -1;
@@ -179,7 +189,11 @@ int slm_generator_batch_init(GeneratorBatch *g, const Model *m, const Ablation *
             slm_generator_batch_free(g);
             return -1;
         }
-        pack_weights(g, table);
+        for (int l = 0; l < (int)L; l++) {
+            slm_model_layer_view(m, l, &g->layers[l]);
+            slm_score_tensors(&g->layers[l], &g->score[l]);
+            pack_weights(g, &g->layers[l], l, table);
+        }
         free(table);
     }
     pack_rows16(m->hidden_w, c->hidden_dim, (int)Z, g->hidden_w);
@@ -189,7 +203,7 @@ int slm_generator_batch_init(GeneratorBatch *g, const Model *m, const Ablation *
 
 void slm_generator_batch_free(GeneratorBatch *g) {
     void *bufs[] = {g->keys, g->values, g->qkv_w, g->distance2, g->qkv, g->hidden_w, g->output_w, g->pos, g->recent,
-                    g->z, g->scores, g->rows, g->hidden, g->logits};
+                    g->z, g->scores, g->rows, g->hidden, g->logits, g->layers, g->score};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     *g = (GeneratorBatch){0};
 }
@@ -211,17 +225,24 @@ const float *slm_generator_batch_logits(const GeneratorBatch *g, int s) {
     return g->logits + (size_t)s * g->model->cfg.vocab_size;
 }
 
-/* For j < k: the row of sample which[j] (rows + j*D) -> its qkv = row @ qkv_w,
- * one pass over qkv_w for all of them; the key and value go to its cache's slot. */
-static void new_query_key_value(GeneratorBatch *g, const float *rows, const int *which, int k) {
+/* Component r of layer l's input in sample z (Z): the row, then layer l-1's heads. */
+static float layer_input_at(const ModelConfig *c, const float *z, int l, int r) {
+    return r < c->row_dim ? z[r] : z[r + (size_t)(l - 1) * c->n_heads * c->value_dim];
+}
+
+/* Layer l, for j < k: sample which[j]'s input (its z's row and layer l-1's
+ * heads) -> its qkv = input @ layer l's qkv_w, one pass over qkv_w for all
+ * of them; the key and value go to its layer l cache's slot. */
+static void new_query_key_value(GeneratorBatch *g, int l, const int *which, int k) {
     const ModelConfig *c = &g->model->cfg;
-    int D = c->row_dim, QKV = qkv_width(c), H = c->n_heads, kd = c->key_dim, vd = c->value_dim, W = c->window;
+    int Din = layer_input(c, l), QKV = qkv_width(c), H = c->n_heads, kd = c->key_dim, vd = c->value_dim, W = c->window;
     SampleSizes sz = sample_sizes(c);
+    const float *qkv_w = g->qkv_w + (size_t)l * qkv_w_size(c);
     for (int j = 0; j < k; j++) memset(g->qkv + which[j] * sz.qkv, 0, QKV * sizeof(float));
-    for (int r = 0; r < D; r++) {
-        const float *w = g->qkv_w + (size_t)r * QKV;
+    for (int r = 0; r < Din; r++) {
+        const float *w = qkv_w + (size_t)r * QKV;
         for (int j = 0; j < k; j++) {
-            float *qkv = g->qkv + which[j] * sz.qkv, x = rows[(size_t)j * D + r];
+            float *qkv = g->qkv + which[j] * sz.qkv, x = layer_input_at(c, g->z + which[j] * sz.z, l, r);
 #pragma omp simd
             for (int q = 0; q < QKV; q++) qkv[q] += x * w[q];
         }
@@ -229,27 +250,28 @@ static void new_query_key_value(GeneratorBatch *g, const float *rows, const int 
     for (int j = 0; j < k; j++) {
         int s = which[j], slot = g->pos[s] % W;
         float *qkv = g->qkv + s * sz.qkv;
-        slm_score_token_qk(g->model, g->pos[s], qkv); /* --pos rope, --score general|additive: turned once, cached so */
-        float *keys = g->keys + s * sz.keys, *values = g->values + s * sz.values;
+        slm_score_token_qk_with(c, &g->score[l], g->pos[s], qkv); /* --pos rope, --score general|additive: turned once, cached so */
+        float *keys = g->keys + s * sz.keys + (size_t)l * H * kd * W, *values = g->values + s * sz.values + (size_t)l * H * vd * W;
         for (int i = 0; i < H * kd; i++) keys[(size_t)i * W + slot] = qkv[H * kd + i];
         for (int i = 0; i < H * vd; i++) values[(size_t)i * W + slot] = qkv[2 * H * kd + i];
     }
 }
 
-/* Head h of sample s at its newest position over the cache's n slots: scores
- * (query . key / sqrt(kd) + distance score), softmax, blend of the values into out (vd). */
-static void head_attend(GeneratorBatch *g, int s, int h, float *out) {
+/* Head h of layer l of sample s at its newest position over the cache's n
+ * slots: scores (query . key / sqrt(kd) + distance score), softmax, blend of
+ * the values into out (vd). */
+static void head_attend(GeneratorBatch *g, int s, int l, int h, float *out) {
     const ModelConfig *c = &g->model->cfg;
     SampleSizes sz = sample_sizes(c);
-    int W = c->window, kd = c->key_dim, vd = c->value_dim, pos = g->pos[s];
+    int W = c->window, kd = c->key_dim, vd = c->value_dim, pos = g->pos[s], lh = l * c->n_heads + h;
     int n = pos + 1 < W ? pos + 1 : W, newest = pos % W;
     /* slot s holds the key (newest - s) mod W back */
-    const float *bias = g->distance2 + (size_t)h * 2 * W + (W - 1 - newest);
-    const float *q = g->qkv + s * sz.qkv + h * kd, *keys = g->keys + s * sz.keys + (size_t)h * kd * W;
+    const float *bias = g->distance2 + (size_t)lh * 2 * W + (W - 1 - newest);
+    const float *q = g->qkv + s * sz.qkv + h * kd, *keys = g->keys + s * sz.keys + (size_t)lh * kd * W;
     float *sc = g->scores + (size_t)s * W; /* each sample its own: threads may share the batch */
     memcpy(sc, bias, n * sizeof(float));
     if (c->score == SCORE_ADDITIVE) /* --score additive: v . tanh(q~ + k~) */
-        slm_additive_scores_cached(slm_model_param(g->model, "score.v") + h * kd, kd, q, keys, W, n, sc);
+        slm_additive_scores_cached(g->score[l].v + h * kd, kd, q, keys, W, n, sc);
     else
         for (int i = 0; i < kd; i++) {
             const float *key = keys + (size_t)i * W;
@@ -259,7 +281,7 @@ static void head_attend(GeneratorBatch *g, int s, int h, float *out) {
         }
     slm_softmax_inplace(sc, n);
     for (int ch = 0; ch < vd; ch++) {
-        const float *v = g->values + s * sz.values + ((size_t)h * vd + ch) * W;
+        const float *v = g->values + s * sz.values + ((size_t)lh * vd + ch) * W;
         float acc = 0.0f;
 #pragma omp simd reduction(+ : acc)
         for (int j = 0; j < n; j++) acc += sc[j] * v[j];
@@ -267,23 +289,25 @@ static void head_attend(GeneratorBatch *g, int s, int h, float *out) {
     }
 }
 
-/* The rows (k, D) and the heads' outputs of the newest tokens -> each sample's z (160). */
+/* The rows (k, D) and, layer by layer, the heads' outputs of the newest
+ * tokens -> each sample's z (Z); a switched-off head's slot replaced before
+ * the layer above reads it. */
 static void attention_z(GeneratorBatch *g, const float *rows, const int *which, int k) {
     const ModelConfig *c = &g->model->cfg;
-    int D = c->row_dim, vd = c->value_dim;
+    int D = c->row_dim, vd = c->value_dim, H = c->n_heads;
     size_t Z = sample_sizes(c).z;
-    new_query_key_value(g, rows, which, k);
-    for (int j = 0; j < k; j++) {
-        float *z = g->z + which[j] * Z;
-        memcpy(z, rows + (size_t)j * D, D * sizeof(float));
-        for (int h = 0; h < c->n_heads; h++) {
-            float *out = z + D + h * vd;
-            if (g->ablation.heads & (1u << h)) {
-                for (int i = 0; i < vd; i++) out[i] = g->ablation.mode == ABLATE_MEAN ? g->ablation.mean[h * vd + i] : 0;
-            } else {
-                head_attend(g, which[j], h, out);
+    for (int j = 0; j < k; j++) memcpy(g->z + which[j] * Z, rows + (size_t)j * D, D * sizeof(float));
+    for (int l = 0; l < slm_model_layers(c); l++) {
+        new_query_key_value(g, l, which, k);
+        for (int j = 0; j < k; j++)
+            for (int h = 0, lh = l * H; h < H; h++, lh++) {
+                float *out = g->z + which[j] * Z + D + (size_t)lh * vd;
+                if (g->ablation.heads & (1u << lh)) {
+                    for (int i = 0; i < vd; i++) out[i] = g->ablation.mode == ABLATE_MEAN ? g->ablation.mean[lh * vd + i] : 0;
+                } else {
+                    head_attend(g, which[j], l, h, out);
+                }
             }
-        }
     }
 }
 

@@ -63,6 +63,7 @@ typedef struct Head {
     const float *v;     /* (kd) --score additive: the head's v (NULL: a dot-product score) */
     float *d_v;         /* (kd) its gradient, backward only */
     int h, kd, vd, ld, W;
+    int g;              /* the head's number over all layers (dropout's stream) */
     float scale;        /* 1/sqrt(kd) for scaled-dot, else 1 (slm_score_scale) */
 } Head;
 
@@ -78,7 +79,7 @@ static Head head_view(const ModelConfig *c, const float *qkv, float *d_qkv, cons
                   .d_v = additive && v->d_additive_v ? v->d_additive_v + (size_t)h * c->key_dim : NULL,
                   .q = qkv + q, .dq = d_qkv ? d_qkv + q : NULL, .kv = s->kv + kv, .d_kv = s->d_kv + kv,
                   .dist = s->dist + h * S, .d_dist = s->d_dist + h * S, .lse = s->lse + (size_t)h * ld,
-                  .drop = &s->drop, .dw = s->dw + h * S, .h = h, .kd = c->key_dim, .vd = c->value_dim,
+                  .drop = &s->drop, .dw = s->dw + h * S, .h = h, .g = s->head_base + h, .kd = c->key_dim, .vd = c->value_dim,
                   .ld = ld, .W = c->window, .scale = slm_score_scale(c)};
 }
 
@@ -164,7 +165,7 @@ KERNEL void weights_one(const Head *r, const int kd, const int vd, int p, Span s
  * read lanes are masked, in r->dw. The softmax's backward still takes w. */
 static inline void mask_lanes(const Head *r, int p, Span sp, float *x) {
     size_t N = (size_t)r->drop->n_positions;
-    slm_dropout_apply(r->drop, p, (uint64_t)r->h, ((size_t)r->h * N + p) * N + (size_t)(p - sp.n + 1), x + sp.off, sp.n);
+    slm_dropout_apply(r->drop, p, (uint64_t)r->g, ((size_t)r->g * N + p) * N + (size_t)(p - sp.n + 1), x + sp.off, sp.n);
 }
 
 static inline const float *dropped_weights(const Head *r, int p, Span sp, const float *w) {

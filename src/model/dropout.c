@@ -2,6 +2,7 @@
 #include "storylm/dropout.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "storylm/model.h"
 #include "storylm/rng.h"
@@ -60,10 +61,12 @@ void slm_dropout_prepare(Activations *a, const Batch *b) {
     /* a mask needs keys or a fixed mask; without either, nothing is dropped */
     a->hidden_drop = keys || d->hidden_mask ? slm_dropout_mask(d->hidden, DROPOUT_SALT_HIDDEN, keys, d->hidden_mask)
                                             : (DropoutMask){0};
-    a->scratch.drop = keys || d->attention_mask
+    DropoutMask att = keys || d->attention_mask
                           ? slm_dropout_mask(d->attention, DROPOUT_SALT_ATTENTION, keys, d->attention_mask)
                           : (DropoutMask){0};
-    a->scratch.drop.n_positions = a->n_positions;
+    att.n_positions = a->n_positions;
+    /* every layer the same mask; each head draws its own stream (AttentionScratch.head_base) */
+    for (int l = 0; l < slm_model_layers(&a->cfg); l++) a->layer[l].scratch.drop = att;
 }
 
 /* x (N, Z) -> x * z's mask, position by position. */
@@ -73,13 +76,20 @@ static void mask_z(const Activations *a, float *x) {
         slm_dropout_apply(&a->hidden_drop, p, 0, (size_t)p * Z, x + (size_t)p * Z, Z);
 }
 
-void slm_dropout_hidden_forward(Activations *a) { mask_z(a, a->z); }
+void slm_dropout_hidden_forward(Activations *a) {
+    /* the layers above the first read z's heads; their backward needs them unmasked */
+    if (slm_model_layers(&a->cfg) > 1)
+        memcpy(a->z_kept, a->z, (size_t)a->n_positions * slm_model_hidden_input_dim(&a->cfg) * sizeof(float));
+    mask_z(a, a->z);
+}
 
 void slm_dropout_hidden_backward(const Model *m, Activations *a, const Batch *b) {
     mask_z(a, a->d_z);
     const ModelConfig *c = &m->cfg;
-    if (c->arch == ARCH_ATTENTION) {
+    if (slm_model_layers(c) > 1) {
+        memcpy(a->z, a->z_kept, (size_t)a->n_positions * slm_model_hidden_input_dim(c) * sizeof(float));
+    } else if (c->arch == ARCH_ATTENTION) {
         slm_embedding_forward(m->embedding, b->tokens, a->n_positions, c->row_dim, a->z, slm_model_hidden_input_dim(c));
-        slm_position_rows_forward(m, a->scratch.variant->story_pos, a->n_positions, a->z, slm_model_hidden_input_dim(c));
+        slm_position_rows_forward(m, a->layer[0].scratch.variant->story_pos, a->n_positions, a->z, slm_model_hidden_input_dim(c));
     }
 }

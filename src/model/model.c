@@ -11,7 +11,8 @@
 #include "storylm/rng.h"
 
 int slm_model_hidden_input_dim(const ModelConfig *c) {
-    return c->arch == ARCH_ATTENTION ? c->row_dim + c->n_heads * c->value_dim : c->context * c->row_dim;
+    return c->arch == ARCH_ATTENTION ? c->row_dim + slm_model_layers(c) * c->n_heads * c->value_dim
+                                     : c->context * c->row_dim;
 }
 
 /* Rows of the stacked query, key and value weights: H*(2*kd + vd), 256 at the real sizes. */
@@ -44,7 +45,7 @@ static void fill_uniform(Rng *r, float *x, size_t n, double bound) {
  * distance scores; general's G starts at I/sqrt(kd), so a general model
  * starts as the scaled dot product; additive's A, B and v are Linear-like,
  * U(-1/sqrt(kd), 1/sqrt(kd)). */
-static void randomize_variant(Model *m, uint64_t seed) {
+static void randomize_variant(const Model *m, uint64_t seed) {
     const ModelConfig *c = &m->cfg;
     int H = c->n_heads, kd = c->key_dim;
     Rng r;
@@ -57,6 +58,25 @@ static void randomize_variant(Model *m, uint64_t seed) {
         const ParamTensor *t = slm_model_tensor(m, additive[i]);
         if (t) fill_uniform(&r, m->params + t->offset, t->size, 1.0 / sqrt(kd));
     }
+}
+
+/* Layer l >= 1's own tensors, from a stream of their own, so that a deeper
+ * network of a seed starts with the first layer, embedding and output layer
+ * of the one-layer network of that seed: query, key and value Linear-like
+ * over their input (row and heads, 160), distance scores 0, the variants'
+ * tensors as the first layer's. */
+static void randomize_layer(const Model *m, int l, uint64_t seed) {
+    Model v;
+    slm_model_layer_view(m, l, &v);
+    const ModelConfig *c = &v.cfg;
+    double bound = 1.0 / sqrt(c->row_dim);
+    Rng r;
+    slm_rng_seed(&r, seed ^ (0x1A7E5ULL * (uint64_t)(l + 1)) << 20);
+    fill_uniform(&r, v.query, (size_t)c->n_heads * c->row_dim * c->key_dim, bound);
+    fill_uniform(&r, v.key, (size_t)c->n_heads * c->row_dim * c->key_dim, bound);
+    fill_uniform(&r, v.value, (size_t)c->n_heads * c->row_dim * c->value_dim, bound);
+    if (v.distance) memset(v.distance, 0, (size_t)c->n_heads * c->window * sizeof(float));
+    randomize_variant(&v, seed ^ (uint64_t)l * 0x9E3779B97F4A7C15ULL);
 }
 
 /* PyTorch's defaults, the scales the chapter's kind of network trains well from:
@@ -82,6 +102,7 @@ void slm_model_randomize(Model *m, uint64_t seed) {
     fill_uniform(&r, m->output_w, (size_t)c->vocab_size * c->hidden_dim, y_bound);
     fill_uniform(&r, m->output_b, (size_t)c->vocab_size, y_bound);
     if (c->arch == ARCH_ATTENTION) randomize_variant(m, seed);
+    for (int l = 1; l < slm_model_layers(c); l++) randomize_layer(m, l, seed);
 }
 
 /* ---- batches --------------------------------------------------------------- */
@@ -144,6 +165,32 @@ static float *alloc_floats(size_t n, Error *e) {
     return p;
 }
 
+/* Layer l's own buffers (qkv, att, packed weights, kv, dist, lse, variant);
+ * the backward's scratch of layer 0's attention is shared by every layer. */
+static int layer_activations_init(Activations *a, const ModelConfig *cfg, int l, Error *e) {
+    size_t QKV = (size_t)qkv_rows(cfg), N = (size_t)a->max_positions;
+    size_t Din = (size_t)cfg->row_dim + (l > 0 ? (size_t)cfg->n_heads * cfg->value_dim : 0);
+    size_t LD = (size_t)qkv_stride(a->max_positions), HS = (size_t)cfg->n_heads * slm_attention_row_stride(cfg->window);
+    size_t KV = (size_t)cfg->n_heads * LD * (cfg->key_dim + cfg->value_dim);
+    LayerActivations *la = &a->layer[l];
+    AttentionScratch *s = &la->scratch;
+    int ok = (la->qkv = alloc_floats(QKV * LD, e)) && (la->att = alloc_floats(HS * N, e)) &&
+             (la->qkv_w = alloc_floats(QKV * Din, e)) && (s->kv = alloc_floats(KV, e)) &&
+             (s->dist = alloc_floats(HS, e)) && (s->lse = alloc_floats((size_t)cfg->n_heads * LD, e)) &&
+             (s->variant = slm_variant_scratch_new(cfg, a->max_positions, (int)LD, e));
+    if (!ok) return -1;
+    s->head_base = l * cfg->n_heads;
+    if (l == 0)
+        return (a->d_qkv = alloc_floats(QKV * LD, e)) && (s->d_kv = alloc_floats(KV, e)) &&
+                       (s->d_dist = alloc_floats(HS, e)) && (s->w = alloc_floats(HS, e)) &&
+                       (s->ds = alloc_floats(HS, e)) && (s->dw = alloc_floats(HS, e))
+                   ? 0
+                   : -1;
+    const AttentionScratch *first = &a->layer[0].scratch;
+    s->d_kv = first->d_kv, s->d_dist = first->d_dist, s->w = first->w, s->ds = first->ds, s->dw = first->dw;
+    return 0;
+}
+
 int slm_activations_init(Activations *a, const ModelConfig *cfg, int max_positions, Error *e) {
     *a = (Activations){.cfg = *cfg, .max_positions = max_positions};
     if (max_positions < 1) return FAIL(e, NULL, "activations need at least one position (got %d)", max_positions);
@@ -157,18 +204,12 @@ int slm_activations_init(Activations *a, const ModelConfig *cfg, int max_positio
              (a->loss = alloc_floats(N, e)) && (a->target = xmalloc(N * sizeof(int32_t), e)) &&
              (a->correct = xmalloc(N, e)) && (a->first_key = xmalloc(N * sizeof(int), e)) &&
              (a->ones = alloc_floats(N, e)) && (a->drop_keys = xmalloc(N * sizeof(uint64_t), e));
+    int layers = slm_model_layers(cfg);
     if (ok && cfg->arch == ARCH_ATTENTION) {
-        size_t QKV = (size_t)qkv_rows(cfg), D = (size_t)cfg->row_dim;
-        size_t LD = (size_t)qkv_stride(max_positions), HS = (size_t)cfg->n_heads * slm_attention_row_stride(cfg->window);
-        size_t KV = (size_t)cfg->n_heads * LD * (cfg->key_dim + cfg->value_dim);
-        AttentionScratch *s = &a->scratch;
-        ok = (a->qkv = alloc_floats(QKV * LD, e)) && (a->d_qkv = alloc_floats(QKV * LD, e)) &&
-             (a->att = alloc_floats(HS * N, e)) && (a->qkv_w = alloc_floats(QKV * D, e)) &&
-             (a->d_qkv_w = alloc_floats(QKV * D, e)) && (s->kv = alloc_floats(KV, e)) &&
-             (s->d_kv = alloc_floats(KV, e)) && (s->dist = alloc_floats(HS, e)) && (s->d_dist = alloc_floats(HS, e)) &&
-             (s->w = alloc_floats(HS, e)) && (s->ds = alloc_floats(HS, e)) &&
-             (s->lse = alloc_floats((size_t)cfg->n_heads * LD, e)) && (s->dw = alloc_floats(HS, e)) &&
-             (s->variant = slm_variant_scratch_new(cfg, max_positions, (int)LD, e));
+        size_t Din = (size_t)cfg->row_dim + (layers > 1 ? (size_t)cfg->n_heads * cfg->value_dim : 0);
+        ok = (a->d_qkv_w = alloc_floats((size_t)qkv_rows(cfg) * Din, e)) != NULL;
+        for (int l = 0; ok && l < layers; l++) ok = layer_activations_init(a, cfg, l, e) == 0;
+        if (ok && layers > 1) ok = (a->z_kept = alloc_floats(N * Z, e)) != NULL;
     }
     if (!ok) {
         slm_activations_free(a);
@@ -179,27 +220,38 @@ int slm_activations_init(Activations *a, const ModelConfig *cfg, int max_positio
 }
 
 void slm_activations_free(Activations *a) {
-    slm_variant_scratch_free(a->scratch.variant);
+    for (int l = 0; l < STORYLM_MAX_LAYERS; l++) {
+        LayerActivations *la = &a->layer[l];
+        slm_variant_scratch_free(la->scratch.variant);
+        free(la->qkv);
+        free(la->att);
+        free(la->qkv_w);
+        free(la->scratch.kv);
+        free(la->scratch.dist);
+        free(la->scratch.lse);
+    }
+    const AttentionScratch *s = &a->layer[0].scratch; /* the shared backward scratch */
     void *bufs[] = {a->z, a->d_z, a->hidden, a->d_hidden, a->logits, a->lse, a->loss, a->target, a->correct,
-                    a->first_key, a->ones, a->qkv, a->d_qkv, a->att, a->qkv_w, a->d_qkv_w, a->scratch.kv,
-                    a->scratch.d_kv, a->scratch.dist, a->scratch.d_dist, a->scratch.w, a->scratch.ds,
-                    a->scratch.lse, a->drop_keys, a->scratch.dw};
+                    a->first_key, a->ones, a->d_qkv, a->d_qkv_w, s->d_kv, s->d_dist, s->w, s->ds, a->drop_keys,
+                    s->dw, a->z_kept};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     *a = (Activations){0};
 }
 
-const float *slm_activations_attention(const Activations *a, int h, int p, int *first_key, int *n_keys) {
-    int S = slm_attention_row_stride(a->cfg.window);
+const float *slm_activations_attention(const Activations *a, int g, int p, int *first_key, int *n_keys) {
+    int S = slm_attention_row_stride(a->cfg.window), H = a->cfg.n_heads;
     if (first_key) *first_key = a->first_key[p];
     if (n_keys) *n_keys = p - a->first_key[p] + 1;
-    return a->att + ((size_t)h * a->n_positions + p) * S + a->first_key[p] % 8;
+    return a->layer[g / H].att + ((size_t)(g % H) * a->n_positions + p) * S + a->first_key[p] % 8;
 }
 
-void slm_activations_qkv(const Activations *a, int h, int p, float *query, float *key, float *value) {
+void slm_activations_qkv(const Activations *a, int g, int p, float *query, float *key, float *value) {
     const ModelConfig *c = &a->cfg;
     size_t N = (size_t)a->qkv_ld, kd = (size_t)c->key_dim, vd = (size_t)c->value_dim;
-    const float *q = a->qkv + h * kd * N, *k = a->qkv + (c->n_heads + h) * kd * N;
-    const float *v = a->qkv + (2 * c->n_heads * kd + h * vd) * N;
+    int h = g % c->n_heads;
+    const float *qkv = a->layer[g / c->n_heads].qkv;
+    const float *q = qkv + h * kd * N, *k = qkv + (c->n_heads + h) * kd * N;
+    const float *v = qkv + (2 * c->n_heads * kd + h * vd) * N;
     for (size_t i = 0; i < kd; i++) {
         if (query) query[i] = q[i * N + p];
         if (key) key[i] = k[i * N + p];
@@ -207,9 +259,9 @@ void slm_activations_qkv(const Activations *a, int h, int p, float *query, float
     for (size_t i = 0; value && i < vd; i++) value[i] = v[i * N + p];
 }
 
-const float *slm_activations_head_output(const Activations *a, int h, int p) {
+const float *slm_activations_head_output(const Activations *a, int g, int p) {
     const ModelConfig *c = &a->cfg;
-    return a->z + (size_t)p * slm_model_hidden_input_dim(c) + c->row_dim + (size_t)h * c->value_dim;
+    return a->z + (size_t)p * slm_model_hidden_input_dim(c) + c->row_dim + (size_t)g * c->value_dim;
 }
 
 /* ---- forward ------------------------------------------------------------------ */
@@ -218,15 +270,16 @@ static int same_config(const ModelConfig *x, const ModelConfig *y) {
     return x->arch == y->arch && x->vocab_size == y->vocab_size && x->row_dim == y->row_dim &&
            x->n_heads == y->n_heads && x->key_dim == y->key_dim && x->value_dim == y->value_dim &&
            x->window == y->window && x->hidden_dim == y->hidden_dim && x->context == y->context && x->pos == y->pos &&
-           x->score == y->score;
+           x->score == y->score && slm_model_layers(x) == slm_model_layers(y);
 }
 
 static int check_ablation(const ModelConfig *c, const Ablation *ab, Error *e) {
     if (!ab || !ab->heads) return 0;
     if (c->arch != ARCH_ATTENTION) return FAIL(e, "ablate heads of an attention model", "window8 has no heads");
-    if (c->n_heads > 32 || (c->n_heads < 32 && ab->heads >> c->n_heads))
+    int heads = slm_model_layers(c) * c->n_heads;
+    if (heads > 32 || (heads < 32 && ab->heads >> heads))
         return FAIL(e, "give head numbers from 0 to the number of heads - 1",
-                    "cannot switch off head mask 0x%x: the model has heads 0 to %d", ab->heads, c->n_heads - 1);
+                    "cannot switch off head mask 0x%x: the model has heads 0 to %d", ab->heads, heads - 1);
     if (ab->mode == ABLATE_MEAN && !ab->mean)
         return FAIL(e, "compute the heads' mean outputs first", "mean ablation needs the heads' mean outputs");
     return 0;
@@ -249,7 +302,7 @@ static int check_forward(const Model *m, const Activations *a, const Batch *b, c
 /* Per position p: the next id as target (-1 at a story's end) and the first
  * position its window reaches (the story's start or W-1 back). */
 static void prepare_positions(Activations *a, const Batch *b) {
-    int W = a->cfg.window, *story_pos = a->scratch.variant ? a->scratch.variant->story_pos : NULL;
+    int W = a->cfg.window, *story_pos = a->layer[0].scratch.variant ? a->layer[0].scratch.variant->story_pos : NULL;
     a->n_predicted = 0;
     for (int i = 0; i < b->n_stories; i++) {
         int start = b->starts[i], end = b->starts[i + 1];
@@ -263,10 +316,13 @@ static void prepare_positions(Activations *a, const Batch *b) {
     }
     a->n_positions = b->n_tokens;
     a->qkv_ld = qkv_stride(b->n_tokens);
+    for (int l = 1; story_pos && l < slm_model_layers(&a->cfg); l++) /* every layer's variant reads them */
+        memcpy(a->layer[l].scratch.variant->story_pos, story_pos, (size_t)b->n_tokens * sizeof(int));
 }
 
 /* query (H, D, kd), key (H, D, kd), value (H, D, vd) -> qkv_w (QKV, D), so one
- * sgemm makes every head's queries, keys and values at once. */
+ * sgemm makes every head's queries, keys and values at once. m is a layer's
+ * view (slm_model_layer_view): D is the layer's input width. */
 static void pack_qkv_weights(const Model *m, float *qkv_w) {
     const ModelConfig *c = &m->cfg;
     int D = c->row_dim, kd = c->key_dim, vd = c->value_dim, H = c->n_heads;
@@ -296,34 +352,55 @@ static void unpack_qkv_grads(const Model *m, const float *d_qkv_w, float *d_quer
         }
 }
 
-/* z (N, Z): switched-off heads' slots -> 0 or the head's mean output. */
-static void ablate_heads(Activations *a, const Ablation *ab) {
+/* z (N, Z): layer l's switched-off heads' slots -> 0 or the head's mean output. */
+static void ablate_heads(Activations *a, const Ablation *ab, int l) {
     const ModelConfig *c = &a->cfg;
     int Z = slm_model_hidden_input_dim(c), vd = c->value_dim;
-    for (int h = 0; h < c->n_heads; h++) {
-        if (!(ab->heads >> h & 1u)) continue;
+    for (int g = l * c->n_heads; g < (l + 1) * c->n_heads; g++) {
+        if (!(ab->heads >> g & 1u)) continue;
         for (int p = 0; p < a->n_positions; p++) {
-            float *slot = a->z + (size_t)p * Z + c->row_dim + (size_t)h * vd;
-            if (ab->mode == ABLATE_MEAN) memcpy(slot, ab->mean + (size_t)h * vd, vd * sizeof(float));
+            float *slot = a->z + (size_t)p * Z + c->row_dim + (size_t)g * vd;
+            if (ab->mode == ABLATE_MEAN) memcpy(slot, ab->mean + (size_t)g * vd, vd * sizeof(float));
             else memset(slot, 0, vd * sizeof(float));
         }
     }
 }
 
-/* tokens -> z (N, 160): rows, every head's queries, keys, values, attention
- * (its weights kept in a->att when keep_weights) */
+/* Where layer l's input lies in z: the row at column 0 (D wide) and, for
+ * l >= 1, the layer below's heads at column *below (HV wide). */
+static int heads_column(const ModelConfig *c, int l) { return c->row_dim + l * c->n_heads * c->value_dim; }
+
+/* Layer l (lm its view): z's row and layer l-1's heads -> its queries, keys,
+ * values, attention (weights kept in att when keep_weights) -> its heads'
+ * slot of z, ablated heads replaced. */
+static void layer_forward(const Model *lm, Activations *a, int l, int keep_weights) {
+    const ModelConfig *c = &a->cfg;
+    int N = a->n_positions, Z = slm_model_hidden_input_dim(c), D = c->row_dim, Din = lm->cfg.row_dim;
+    int HV = c->n_heads * c->value_dim, QKV = qkv_rows(c);
+    LayerActivations *la = &a->layer[l];
+    VariantScratch *v = la->scratch.variant;
+    pack_qkv_weights(lm, la->qkv_w);
+    slm_matmul(0, 1, QKV, N, D, la->qkv_w, Din, a->z, Z, 0.0f, la->qkv, a->qkv_ld);
+    if (l > 0) slm_matmul(0, 1, QKV, N, HV, la->qkv_w + D, Din, a->z + heads_column(c, l - 1), Z, 1.0f, la->qkv, a->qkv_ld);
+    slm_score_qk_forward(lm, v, la->qkv, a->qkv_ld, N);
+    slm_attention_forward(&lm->cfg, la->qkv, a->qkv_ld, slm_position_table_for(lm, v->table), a->first_key, N,
+                      keep_weights ? la->att : NULL, a->z + heads_column(c, l), Z, &la->scratch);
+    if (a->ablation.heads) ablate_heads(a, &a->ablation, l);
+}
+
+/* tokens -> z (N, Z): rows, then layer by layer every head's queries, keys,
+ * values, attention (its weights kept in layer[l].att when keep_weights) */
 static void attention_input(const Model *m, Activations *a, const Batch *b, int keep_weights) {
     const ModelConfig *c = &m->cfg;
     int N = a->n_positions, Z = slm_model_hidden_input_dim(c), D = c->row_dim;
-    VariantScratch *v = a->scratch.variant;
     slm_embedding_forward(m->embedding, b->tokens, N, D, a->z, Z);
-    slm_position_rows_forward(m, v->story_pos, N, a->z, Z);
-    pack_qkv_weights(m, a->qkv_w);
-    slm_matmul(0, 1, qkv_rows(c), N, D, a->qkv_w, D, a->z, Z, 0.0f, a->qkv, a->qkv_ld);
-    slm_score_qk_forward(m, v, a->qkv, a->qkv_ld, N);
-    slm_attention_forward(c, a->qkv, a->qkv_ld, slm_position_table_for(m, v->table), a->first_key, N,
-                      keep_weights ? a->att : NULL, a->z + D, Z, &a->scratch);
-    if (a->ablation.heads) ablate_heads(a, &a->ablation);
+    slm_position_rows_forward(m, a->layer[0].scratch.variant->story_pos, N, a->z, Z);
+    layer_forward(m, a, 0, keep_weights);
+    for (int l = 1; l < slm_model_layers(c); l++) {
+        Model view;
+        slm_model_layer_view(m, l, &view);
+        layer_forward(&view, a, l, keep_weights);
+    }
 }
 
 /* Checks, then tokens -> z -> hidden (N, 128): everything before the output
@@ -390,22 +467,45 @@ void slm_model_zero_grad(const Model *m, float *grads) { memset(grads, 0, m->n_p
 /* The gradient buffer's view matching a parameter view. */
 static float *grad_of(const Model *m, float *grads, const float *param) { return grads + (param - m->params); }
 
-/* d_z (N, 160) -> grads of the attention's weights and of the rows' embedding */
+/* Layer l (lm its view): d_z of its heads' slot -> grads of its tensors +=,
+ * and d_z of its input += (the row's slot, and layer l-1's heads' slot). */
+static void layer_backward(const Model *lm, Activations *a, int l, float *grads) {
+    const ModelConfig *c = &a->cfg;
+    int N = a->n_positions, Z = slm_model_hidden_input_dim(c), D = c->row_dim, Din = lm->cfg.row_dim;
+    int H = c->n_heads, HV = H * c->value_dim, QKV = qkv_rows(c);
+    LayerActivations *la = &a->layer[l];
+    VariantScratch *v = la->scratch.variant;
+    uint32_t skip = (uint32_t)((uint64_t)a->ablation.heads >> (l * H)) & (uint32_t)((1ULL << H) - 1);
+    v->d_additive_v = slm_model_grad(lm, grads, "score.v");
+    slm_attention_backward(&lm->cfg, la->qkv, a->qkv_ld, a->attention_kept ? la->att : NULL, a->first_key, N,
+                       a->d_z + heads_column(c, l), Z, skip, a->d_qkv, slm_position_table_grad(lm, grads, v->d_table),
+                       &la->scratch);
+    slm_position_distance_backward(lm, v->d_table, grads);
+    slm_score_qk_backward(lm, v, a->d_qkv, a->qkv_ld, N, grads);
+    slm_matmul(0, 0, QKV, D, N, a->d_qkv, a->qkv_ld, a->z, Z, 0.0f, a->d_qkv_w, Din);
+    if (l > 0)
+        slm_matmul(0, 0, QKV, HV, N, a->d_qkv, a->qkv_ld, a->z + heads_column(c, l - 1), Z, 0.0f, a->d_qkv_w + D, Din);
+    unpack_qkv_grads(lm, a->d_qkv_w, grad_of(lm, grads, lm->query), grad_of(lm, grads, lm->key),
+                     grad_of(lm, grads, lm->value));
+    /* the row (and the heads below) feed z directly and through q, k, v: add the second path */
+    slm_matmul(1, 0, N, D, QKV, a->d_qkv, a->qkv_ld, la->qkv_w, Din, 1.0f, a->d_z, Z);
+    if (l > 0)
+        slm_matmul(1, 0, N, HV, QKV, a->d_qkv, a->qkv_ld, la->qkv_w + D, Din, 1.0f, a->d_z + heads_column(c, l - 1), Z);
+}
+
+/* d_z (N, Z) -> grads of every layer's tensors, top layer first (a layer's
+ * input gradient is whole only once the layers above it added theirs), then
+ * of the rows' embedding and positions */
 static void attention_input_backward(const Model *m, Activations *a, const Batch *b, float *grads) {
     const ModelConfig *c = &m->cfg;
-    int N = a->n_positions, Z = slm_model_hidden_input_dim(c), D = c->row_dim, QKV = qkv_rows(c);
-    VariantScratch *v = a->scratch.variant;
-    v->d_additive_v = slm_model_grad(m, grads, "score.v");
-    slm_attention_backward(c, a->qkv, a->qkv_ld, a->attention_kept ? a->att : NULL, a->first_key, N, a->d_z + D, Z,
-                       a->ablation.heads, a->d_qkv, slm_position_table_grad(m, grads, v->d_table), &a->scratch);
-    slm_position_distance_backward(m, v->d_table, grads);
-    slm_score_qk_backward(m, v, a->d_qkv, a->qkv_ld, N, grads);
-    slm_matmul(0, 0, QKV, D, N, a->d_qkv, a->qkv_ld, a->z, Z, 0.0f, a->d_qkv_w, D);
-    unpack_qkv_grads(m, a->d_qkv_w, grad_of(m, grads, m->query), grad_of(m, grads, m->key),
-                     grad_of(m, grads, m->value));
-    /* the rows feed z directly and through q, k, v: add the second path */
-    slm_matmul(1, 0, N, D, QKV, a->d_qkv, a->qkv_ld, a->qkv_w, D, 1.0f, a->d_z, Z);
-    slm_position_rows_backward(m, v->story_pos, N, a->d_z, Z, grads);
+    int N = a->n_positions, Z = slm_model_hidden_input_dim(c), D = c->row_dim;
+    for (int l = slm_model_layers(c) - 1; l > 0; l--) {
+        Model view;
+        slm_model_layer_view(m, l, &view);
+        layer_backward(&view, a, l, grads);
+    }
+    layer_backward(m, a, 0, grads);
+    slm_position_rows_backward(m, a->layer[0].scratch.variant->story_pos, N, a->d_z, Z, grads);
     slm_embedding_backward(grad_of(m, grads, m->embedding), b->tokens, N, D, a->d_z, Z);
 }
 

@@ -1,5 +1,6 @@
 /* The model's parameter table: one buffer, named views. The optimizer, the
  * checkpoint code, the gradient checks and `info` all walk this table. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -7,7 +8,16 @@
 
 ModelConfig slm_model_config_default(Arch arch, int vocab_size) {
     return (ModelConfig){.arch = arch, .vocab_size = vocab_size, .row_dim = 32, .n_heads = 8, .key_dim = 8,
-                         .value_dim = 16, .window = 256, .hidden_dim = 128, .context = 8};
+                         .value_dim = 16, .window = 256, .hidden_dim = 128, .context = 8, .n_layers = 1};
+}
+
+int slm_model_layers(const ModelConfig *c) { return c->arch == ARCH_ATTENTION && c->n_layers > 1 ? c->n_layers : 1; }
+
+int slm_model_heads(const ModelConfig *c) { return c->arch == ARCH_ATTENTION ? slm_model_layers(c) * c->n_heads : 0; }
+
+void slm_head_name(const ModelConfig *c, int g, char *buf, size_t size) {
+    if (slm_model_layers(c) > 1) snprintf(buf, size, "%d:%d", g / c->n_heads + 1, g % c->n_heads);
+    else snprintf(buf, size, "%d", g);
 }
 
 const char *slm_arch_name(Arch arch) { return arch == ARCH_WINDOW8 ? "window8" : "attention"; }
@@ -19,9 +29,30 @@ int slm_arch_parse(const char *name, Arch *arch, Error *e) {
     return 0;
 }
 
-/* The hidden layer's input width: the row and 8 heads' values, or 8 rows. */
-static int hidden_input_dim(const ModelConfig *c) {
-    return c->arch == ARCH_ATTENTION ? c->row_dim + c->n_heads * c->value_dim : c->context * c->row_dim;
+/* Every layer's own tensors, by layer: layer 0's names are today's, layer
+ * l's the same with the prefix "layer<l+1>.". */
+#define PER_LAYER 9
+#define LAYER_NAMES(p)                                                                                               \
+    { p "query", p "key", p "value", p "distance", p "distance_bucket", p "score.weight", p "score.query",             \
+      p "score.key", p "score.v" }
+static const char *const layer_names[STORYLM_MAX_LAYERS][PER_LAYER] = {
+    LAYER_NAMES(""), LAYER_NAMES("layer2."), LAYER_NAMES("layer3."), LAYER_NAMES("layer4.")};
+
+/* Which per-layer tensor name is (its index), and of which layer; -1 if none. */
+static int per_layer_index(const char *name, int *layer) {
+    for (int l = 0; l < STORYLM_MAX_LAYERS; l++)
+        for (int i = 0; i < PER_LAYER; i++)
+            if (strcmp(name, layer_names[l][i]) == 0) {
+                *layer = l;
+                return i;
+            }
+    return -1;
+}
+
+const char *slm_model_layer_tensor_name(int l, const char *base) {
+    int layer;
+    int i = l >= 0 && l < STORYLM_MAX_LAYERS ? per_layer_index(base, &layer) : -1;
+    return i >= 0 && layer == 0 ? layer_names[l][i] : NULL;
 }
 
 /* Weight decay pulls a tensor towards 0 at every step, whether its entries were
@@ -34,6 +65,8 @@ static int hidden_input_dim(const ModelConfig *c) {
  * gradient only in the few steps that read it, so a decay applied at every
  * step would shrink it to nothing between them. */
 static int decays(const char *name) {
+    int layer, i = per_layer_index(name, &layer);
+    if (i >= 0) name = layer_names[0][i]; /* a further layer's query, key, value decay as the first's */
     return strcmp(name, "query") == 0 || strcmp(name, "key") == 0 || strcmp(name, "value") == 0 ||
            strcmp(name, "hidden.weight") == 0 || strcmp(name, "output.weight") == 0;
 }
@@ -53,27 +86,33 @@ static void add_tensor(Model *m, const char *name, int ndim, int d0, int d1, int
     m->n_params += t->size;
 }
 
+/* Layer l's own tensors (l >= 1 reads the row and layer l-1's heads); the
+ * first layer's absolute positions are the row's, not a layer's. */
+static void layout_layer(Model *m, const ModelConfig *c, int l) {
+    const char *const *n = layer_names[l];
+    int in = l == 0 ? c->row_dim : c->row_dim + c->n_heads * c->value_dim;
+    add_tensor(m, n[0], 3, c->n_heads, in, c->key_dim);
+    add_tensor(m, n[1], 3, c->n_heads, in, c->key_dim);
+    add_tensor(m, n[2], 3, c->n_heads, in, c->value_dim);
+    if (c->pos == POS_DISTANCE) add_tensor(m, n[3], 2, c->n_heads, c->window, 0);
+    if (c->pos == POS_ABSOLUTE && l == 0) add_tensor(m, "position", 2, c->window, c->row_dim, 0);
+    if (c->pos == POS_T5) add_tensor(m, n[4], 2, c->n_heads, T5_BUCKETS, 0);
+    if (c->score == SCORE_GENERAL) add_tensor(m, n[5], 3, c->n_heads, c->key_dim, c->key_dim);
+    if (c->score == SCORE_ADDITIVE) {
+        add_tensor(m, n[6], 3, c->n_heads, c->key_dim, c->key_dim);
+        add_tensor(m, n[7], 3, c->n_heads, c->key_dim, c->key_dim);
+        add_tensor(m, n[8], 2, c->n_heads, c->key_dim, 0);
+    }
+}
+
 /* Fills the table (and n_params) for cfg without allocating. */
 static void layout(Model *m, const ModelConfig *c) {
     m->cfg = *c;
     m->n_params = 0;
     m->n_tensors = 0;
     add_tensor(m, "embedding", 2, c->vocab_size, c->row_dim, 0);
-    if (c->arch == ARCH_ATTENTION) {
-        add_tensor(m, "query", 3, c->n_heads, c->row_dim, c->key_dim);
-        add_tensor(m, "key", 3, c->n_heads, c->row_dim, c->key_dim);
-        add_tensor(m, "value", 3, c->n_heads, c->row_dim, c->value_dim);
-        if (c->pos == POS_DISTANCE) add_tensor(m, "distance", 2, c->n_heads, c->window, 0);
-        if (c->pos == POS_ABSOLUTE) add_tensor(m, "position", 2, c->window, c->row_dim, 0);
-        if (c->pos == POS_T5) add_tensor(m, "distance_bucket", 2, c->n_heads, T5_BUCKETS, 0);
-        if (c->score == SCORE_GENERAL) add_tensor(m, "score.weight", 3, c->n_heads, c->key_dim, c->key_dim);
-        if (c->score == SCORE_ADDITIVE) {
-            add_tensor(m, "score.query", 3, c->n_heads, c->key_dim, c->key_dim);
-            add_tensor(m, "score.key", 3, c->n_heads, c->key_dim, c->key_dim);
-            add_tensor(m, "score.v", 2, c->n_heads, c->key_dim, 0);
-        }
-    }
-    add_tensor(m, "hidden.weight", 2, c->hidden_dim, hidden_input_dim(c), 0);
+    for (int l = 0; c->arch == ARCH_ATTENTION && l < slm_model_layers(c); l++) layout_layer(m, c, l);
+    add_tensor(m, "hidden.weight", 2, c->hidden_dim, slm_model_hidden_input_dim(c), 0);
     add_tensor(m, "hidden.bias", 1, c->hidden_dim, 0, 0);
     add_tensor(m, "output.weight", 2, c->vocab_size, c->hidden_dim, 0);
     add_tensor(m, "output.bias", 1, c->vocab_size, 0, 0);
@@ -96,6 +135,25 @@ const ParamTensor *slm_model_tensor(const Model *m, const char *name) {
     return NULL;
 }
 
+void slm_model_layer_view(const Model *m, int l, Model *view) {
+    *view = *m;
+    if (l == 0) return;
+    view->n_tensors = 0;
+    for (int i = 0; i < m->n_tensors; i++) {
+        const ParamTensor *t = &m->tensors[i];
+        int layer, k = per_layer_index(t->name, &layer);
+        if (k >= 0 && layer != l) continue; /* another layer's */
+        view->tensors[view->n_tensors] = *t;
+        if (k >= 0) view->tensors[view->n_tensors].name = layer_names[0][k];
+        view->n_tensors++;
+    }
+    view->cfg.row_dim = m->cfg.row_dim + m->cfg.n_heads * m->cfg.value_dim;
+    view->query = (float *)slm_model_param(view, "query");
+    view->key = (float *)slm_model_param(view, "key");
+    view->value = (float *)slm_model_param(view, "value");
+    view->distance = (float *)slm_model_param(view, "distance");
+}
+
 static float *view(Model *m, const char *name) {
     const ParamTensor *t = slm_model_tensor(m, name);
     return t ? m->params + t->offset : NULL;
@@ -109,6 +167,12 @@ int slm_model_init(Model *m, const ModelConfig *cfg, Error *e) {
     if (cfg->pos < 0 || cfg->pos >= POS_COUNT || cfg->score < 0 || cfg->score >= SCORE_COUNT ||
         (cfg->arch != ARCH_ATTENTION && (cfg->pos != POS_DISTANCE || cfg->score != SCORE_SCALED_DOT)))
         return FAIL(e, "--pos and --score are for the attention network", "invalid position scheme or score function");
+    if (cfg->n_layers < 0 || cfg->n_layers > STORYLM_MAX_LAYERS || (cfg->arch != ARCH_ATTENTION && cfg->n_layers > 1))
+        return FAIL(e, "give --layers from 1 to 4, and only for the attention network", "invalid number of layers %d",
+                    cfg->n_layers);
+    if (slm_model_layers(cfg) * cfg->n_heads > 32)
+        return FAIL(e, "use fewer heads or layers", "%d layers of %d heads are more than the 32 heads an ablation names",
+                    slm_model_layers(cfg), cfg->n_heads);
     layout(m, cfg);
     m->params = xcalloc(m->n_params, sizeof(float), e);
     if (!m->params) return -1;

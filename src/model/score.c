@@ -145,15 +145,19 @@ void slm_score_qk_backward(const Model *m, const VariantScratch *v, float *d_qkv
     if (c->pos == POS_ROPE) slm_rope_forward(c, v->story_pos, N, d_qkv, ld, -1);
 }
 
-void slm_score_token_qk(const Model *m, int t, float *qkv) {
-    const ModelConfig *c = &m->cfg;
+void slm_score_tensors(const Model *m, ScoreTensors *t) {
+    *t = (ScoreTensors){.general = slm_model_param(m, "score.weight"), .query = slm_model_param(m, "score.query"),
+                        .key = slm_model_param(m, "score.key"), .v = slm_model_param(m, "score.v")};
+}
+
+void slm_score_token_qk_with(const ModelConfig *c, const ScoreTensors *st, int t, float *qkv) {
     int H = c->n_heads, kd = c->key_dim;
     float x[STORYLM_MAX_HEAD_DIM];
     for (int g = 0; g < 2 * H && c->pos == POS_ROPE; g++) slm_rope_turn(kd, t, 1, qkv + g * kd);
     for (int g = 0; g < 2 * H; g++) {
         int h = g % H, query = g < H;
-        const float *M = c->score == SCORE_GENERAL   ? (query ? slm_model_param(m, "score.weight") : NULL)
-                         : c->score == SCORE_ADDITIVE ? slm_model_param(m, query ? "score.query" : "score.key")
+        const float *M = c->score == SCORE_GENERAL ? (query ? st->general : NULL)
+                         : c->score == SCORE_ADDITIVE ? (query ? st->query : st->key)
                                                       : NULL;
         if (!M) continue;
         memcpy(x, qkv + g * kd, kd * sizeof(float));

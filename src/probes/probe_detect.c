@@ -154,10 +154,16 @@ static int check_options(const Model *m, int n, const DetectOptions *o, Error *e
     return 0;
 }
 
+void slm_detect_head_name(const DetectResult *r, int g, char *buf, size_t size) {
+    int layers = r->layers > 1 ? r->layers : 1;
+    ModelConfig c = {.arch = ARCH_ATTENTION, .n_heads = r->n_heads / layers, .n_layers = layers};
+    slm_head_name(&c, g, buf, size);
+}
+
 int slm_probe_detect(const Model *m, const Stories *s, const int *idx, int n, const DetectOptions *o,
                  const Ablation *ablation, DetectResult *out, Error *e) {
-    int H = m->cfg.n_heads;
-    *out = (DetectResult){.n_heads = H};
+    int H = slm_model_heads(&m->cfg); /* every layer's heads */
+    *out = (DetectResult){.n_heads = H, .layers = slm_model_layers(&m->cfg)};
     if (check_options(m, n, o, e)) return -1;
     DetectTally st = {0}, rt = {0};
     ProbeRunner r = {0};

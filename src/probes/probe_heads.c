@@ -16,12 +16,13 @@ void slm_heads_result_free(HeadsResult *h) {
     *h = (HeadsResult){0};
 }
 
-/* Adds the story run last: mass (H, BINS), distance (H), by_token (H, V). */
+/* Adds the story run last: mass (H, BINS), distance (H), by_token (H, V),
+ * H every layer's heads. */
 static void add_story(const ProbeRunner *r, double *mass, double *distance, double *by_token) {
     const Activations *a = &r->acts;
     const ModelConfig *c = &a->cfg;
     const int32_t *tokens = r->batch.tokens;
-    for (int h = 0; h < c->n_heads; h++)
+    for (int h = 0; h < slm_model_heads(c); h++)
         for (int p = 0; p < a->n_positions; p++) {
             int first, n;
             const float *w = slm_activations_attention(a, h, p, &first, &n);
@@ -55,9 +56,9 @@ static int heads_alloc(HeadsResult *out, int H, int top_k, Error *e) {
 
 int slm_probe_heads(const Model *m, const Stories *s, const int *idx, int n, int top_k, HeadsResult *out, Error *e) {
     const ModelConfig *c = &m->cfg;
-    int H = c->n_heads, V = c->vocab_size;
-    *out = (HeadsResult){.n_heads = H, .top_k = top_k > 0 ? top_k : 1};
     if (slm_probe_need_attention(m, "heads", e)) return -1;
+    int H = slm_model_heads(c), V = c->vocab_size; /* every layer's heads, numbered as Ablation's */
+    *out = (HeadsResult){.n_heads = H, .top_k = top_k > 0 ? top_k : 1};
     double *by_token = xcalloc((size_t)H * V, sizeof(double), e);
     ProbeRunner r = {0};
     int rc = by_token && !heads_alloc(out, H, out->top_k, e) ? slm_probe_runner_init(&r, m, 1024, e) : -1;

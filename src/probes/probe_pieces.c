@@ -1,5 +1,6 @@
 /* Secret 4, what one layer cannot do: heroes renamed to names of several
- * pieces. Where the name comes back, after its first piece, the right next
+ * pieces (and, on a model of several layers, which heads do the two steps:
+ * PieceHeads). Where the name comes back, after its first piece, the right next
  * piece is the one that followed the first piece at the first mention: two
  * lookups (find the earlier first piece, read the token after it), which one
  * layer of attention cannot chain. Compared with the same measure for a name
@@ -28,9 +29,30 @@ static int add_rank(PieceSums *ps, int rank, Error *e) {
     return 0;
 }
 
-/* The later mentions (starts[1..n)) of the story run last, ids (len). */
+/* Head g's weight at position p on the key at position u (0 outside p's window). */
+static double weight_on(const Activations *a, int g, int p, int u) {
+    int first, n_keys;
+    const float *w = slm_activations_attention(a, g, p, &first, &n_keys);
+    return u >= first && u < first + n_keys ? w[u - first] : 0.0;
+}
+
+/* One later mention, at the later first piece `later`, of a name whose
+ * first mention's first piece stands at `earlier`: the two steps, every head. */
+static void add_heads(const Activations *a, int earlier, int later, PieceHeads *ph) {
+    int first, n_keys;
+    slm_activations_attention(a, 0, later, &first, &n_keys);
+    ph->even += 1.0 / n_keys;
+    for (int g = 0; g < ph->n_heads; g++) {
+        ph->previous[g] += weight_on(a, g, earlier + 1, earlier);
+        ph->induction[g] += weight_on(a, g, later, earlier + 1);
+    }
+    ph->mentions++;
+}
+
+/* The later mentions (starts[1..n)) of the story run last, ids (len);
+ * heads (NULL: not measured) over them. */
 static int measure(const Activations *a, const int32_t *ids, int len, const int *starts, int n, PieceScore *row,
-                   PieceSums *ps, Error *e) {
+                   PieceSums *ps, PieceHeads *heads, Error *e) {
     int32_t first = ids[starts[0]], follower = starts[0] + 1 < len ? ids[starts[0] + 1] : -1;
     for (int k = 1; k < n; k++) {
         int s = starts[k], rank;
@@ -42,6 +64,7 @@ static int measure(const Activations *a, const int32_t *ids, int len, const int 
         ps->next_p += p;
         ps->next_top1 += rank == 1;
         if (add_rank(ps, rank, e)) return -1;
+        if (heads) add_heads(a, starts[0], s, heads);
         row->mentions++;
     }
     row->stories++;
@@ -69,7 +92,8 @@ static void finish(PieceScore *row, PieceSums *ps) {
 
 /* Every story of idx with a hero (and without name already) renamed to name. */
 static int pieces_for_name(ProbeRunner *r, const Tokenizer *t, const NameList *nl, const Stories *s, const int *idx,
-                           int n, const SwapName *name, const Ablation *ab, PieceScore *row, Error *e) {
+                           int n, const SwapName *name, const Ablation *ab, PieceScore *row, PieceHeads *heads,
+                           Error *e) {
     PieceSums ps = {0};
     IntVec ids = {0};
     int starts[HERO_MAX_MENTIONS], rc = 0, unused;
@@ -84,7 +108,9 @@ static int pieces_for_name(ProbeRunner *r, const Tokenizer *t, const NameList *n
         else if (slm_find_word(t, story, len, name->pieces, name->n_pieces, &unused, 0) > 0) continue;
         else rc = slm_swap_hero(story, len, &hero, name->pieces, name->n_pieces, &ids, starts, e);
         if (!rc) rc = slm_probe_run(r, ids.data, (int)ids.len, ab, e);
-        if (!rc) rc = measure(&r->acts, ids.data, (int)ids.len, starts, hero.n_mentions, row, &ps, e);
+        if (!rc)
+            rc = measure(&r->acts, ids.data, (int)ids.len, starts, hero.n_mentions, row, &ps,
+                         name->n_pieces > 1 ? heads : NULL, e);
     }
     if (!rc) finish(row, &ps);
     free(ps.ranks);
@@ -93,11 +119,25 @@ static int pieces_for_name(ProbeRunner *r, const Tokenizer *t, const NameList *n
     return rc;
 }
 
+/* Sums into means. */
+static void finish_heads(PieceHeads *ph) {
+    double n = ph->mentions > 0 ? (double)ph->mentions : NAN;
+    ph->even /= n;
+    for (int g = 0; g < ph->n_heads; g++) ph->previous[g] /= n, ph->induction[g] /= n;
+}
+
 int slm_probe_pieces(const Model *m, const Tokenizer *t, const NameList *nl, const Stories *s, const int *idx, int n,
-                 const SwapName *names, int n_names, const Ablation *ablation, PieceScore *rows, Error *e) {
+                 const SwapName *names, int n_names, const Ablation *ablation, PieceScore *rows, PieceHeads *heads,
+                 Error *e) {
+    if (heads) {
+        *heads = (PieceHeads){.n_heads = slm_model_heads(&m->cfg)};
+        if (slm_probe_need_attention(m, "the heads of Secret 4", e)) return -1;
+    }
     ProbeRunner r;
     int rc = slm_probe_runner_init(&r, m, 1024, e);
-    for (int k = 0; !rc && k < n_names; k++) rc = pieces_for_name(&r, t, nl, s, idx, n, &names[k], ablation, &rows[k], e);
+    for (int k = 0; !rc && k < n_names; k++)
+        rc = pieces_for_name(&r, t, nl, s, idx, n, &names[k], ablation, &rows[k], heads, e);
+    if (!rc && heads) finish_heads(heads);
     slm_probe_runner_free(&r);
     return rc;
 }

@@ -60,6 +60,14 @@ int slm_probe_need_attention(const Model *m, const char *what, Error *e) {
                 "%s needs the attention network, and this is a %s model: it has no heads", what, slm_arch_name(m->cfg.arch));
 }
 
+int slm_probe_need_one_layer(const Model *m, const char *what, Error *e) {
+    if (slm_model_layers(&m->cfg) == 1) return 0;
+    return FAIL(e, "give a one-layer model; eval, generate, --ablate L:H, ablate, heads, detect, swap, pieces, icl and "
+                   "distances --layer L read a model of several layers",
+                "%s reads one layer of heads and is not written for a model of %d layers (--layers)", what,
+                slm_model_layers(&m->cfg));
+}
+
 double slm_probe_probability(const Activations *a, int p, int32_t token, int *rank) {
     int V = a->cfg.vocab_size;
     const float *logits = a->logits + (size_t)p * V;
@@ -81,11 +89,11 @@ double slm_probe_cosine(const float *a, const float *b, int n) {
     return aa > 0 && bb > 0 ? ab / sqrt(aa * bb) : 0.0;
 }
 
-/* mean (H, vd): sums of every head's output over the positions run, added in double. */
+/* mean (layers*H, vd): sums of every layer's heads' outputs over the positions run, added in double. */
 static void add_head_outputs(const Activations *a, double *sum) {
     const ModelConfig *c = &a->cfg;
     int vd = c->value_dim;
-    for (int h = 0; h < c->n_heads; h++)
+    for (int h = 0; h < slm_model_heads(c); h++)
         for (int p = 0; p < a->n_positions; p++) {
             const float *o = slm_activations_head_output(a, h, p);
             for (int i = 0; i < vd; i++) sum[h * vd + i] += o[i];
@@ -96,7 +104,7 @@ int slm_probe_head_means(const Model *m, const Stories *s, const int *idx, int n
     if (slm_probe_need_attention(m, "mean ablation", e)) return -1;
     if (n < 1) return FAIL(e, "give a stories file with test stories", "no stories to average the heads' outputs over");
     const ModelConfig *c = &m->cfg;
-    size_t HV = (size_t)c->n_heads * c->value_dim;
+    size_t HV = (size_t)slm_model_heads(c) * c->value_dim;
     double *sum = calloc(HV, sizeof(double));
     if (!sum) return FAIL(e, NULL, "out of memory");
     ProbeRunner r;

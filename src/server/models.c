@@ -246,7 +246,7 @@ int entry_mean(ModelEntry *m, const char *stories_path, Error *e) {
     int rc = 0;
     if (!m->mean) {
         const ModelConfig *c = &m->ps.lm.model.cfg;
-        float *mean = xmalloc((size_t)c->n_heads * c->value_dim * sizeof(float), e);
+        float *mean = xmalloc((size_t)slm_model_heads(c) * c->value_dim * sizeof(float), e); /* every layer's heads */
         rc = mean ? slm_probe_head_means(&m->ps.lm.model, &m->ps.stories, m->ps.stories.test, m->ps.stories.n_test, mean, e)
                   : -1;
         /* the CLI's warning when these are not the stories the model was trained on */

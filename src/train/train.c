@@ -235,6 +235,11 @@ static int resume(Trainer *t, Error *e) {
                       "cannot resume '%s' with --pos %s --score %s: it is a model with --pos %s --score %s", t->o.out,
                       slm_pos_name(t->o.pos), slm_score_name(t->o.score), slm_pos_name(t->model.cfg.pos),
                       slm_score_name(t->model.cfg.score));
+        if (!rc && (t->o.given & TRAIN_GIVEN_LAYERS) && (t->o.layers > 1 ? t->o.layers : 1) != slm_model_layers(&t->model.cfg))
+            rc = FAIL(e, "leave --layers out when resuming, or train afresh",
+                      "cannot resume '%s' with --layers %d: it is a model of %d layers", t->o.out, t->o.layers,
+                      slm_model_layers(&t->model.cfg));
+        t->o.layers = slm_model_layers(&t->model.cfg);
         if (!rc) rc = resume_schedule(t, &md, &st, e);
     }
     if (!rc) rc = slm_regularise_check_resume(&t->o, &md, t->o.out, e);
@@ -271,10 +276,12 @@ static int trainer_init(Trainer *t, const Stories *s, const TrainOptions *o, Tra
         cfg.vocab_size = o->vocab_size;
         cfg.pos = o->pos;
         cfg.score = o->score;
+        cfg.n_layers = o->layers > 1 ? o->layers : 1;
         if (slm_model_init(&t->model, &cfg, e) || slm_adam_init(&t->adam, t->model.n_params, e)) return -1;
         slm_model_randomize(&t->model, o->seed);
         t->run_id = slm_checkpoint_new_run_id();
     }
+    r->parameters = (long long)t->model.n_params;
     if (slm_regularise_init(&t->reg, &t->model, &t->adam, t->step, t->run_id, e)) return -1;
     t->grads = xmalloc(t->model.n_params * sizeof(float), e);
     t->step_stories = t->grads ? xmalloc((size_t)t->o.batch * sizeof(int), e) : NULL;

@@ -113,25 +113,46 @@ void slm_cli_free_model(LoadedModel *lm) {
     *lm = (LoadedModel){0};
 }
 
-int slm_cli_parse_heads(const char *list, int n_heads, uint32_t *mask, Error *e) {
+/* "3,5" or "1:3,2:5" -> mask of heads numbered over `layers` layers of n_heads
+ * (plain H: the first layer's). */
+static int parse_heads(const char *list, int layers, int n_heads, uint32_t *mask, Error *e) {
     *mask = 0;
     const char *p = list;
-    if (!*p) return FAIL(e, "give head numbers like 3,5", "empty head list");
+    const char *hint = layers > 1 ? "give heads like 1:3,2:5 (layer:head; a plain 3 is layer 1's)" : "give head numbers like 3,5";
+    if (!*p) return FAIL(e, hint, "empty head list");
     while (*p) {
         char *end;
-        long h = strtol(p, &end, 10);
+        long l = 1, h = strtol(p, &end, 10);
+        if (end != p && *end == ':') {
+            const char *at = end + 1;
+            l = h;
+            h = strtol(at, &end, 10);
+            if (end == at) end = (char *)p; /* "2:" reads as nothing */
+        }
         if (end == p || (*end && *end != ','))
-            return FAIL(e, "give head numbers separated by commas, like 3,5", "cannot read head list '%s'", list);
+            return FAIL(e, layers > 1 ? hint : "give head numbers separated by commas, like 3,5", "cannot read head list '%s'",
+                        list);
+        if (l < 1 || l > layers)
+            return FAIL(e, "layers are numbered from 1", "layer %ld is out of range: this model has %s %d", l,
+                        layers > 1 ? "layers 1 to" : "only layer", layers);
         if (h < 0 || h >= n_heads)
             return FAIL(e, "heads are numbered from 0", "head %ld is out of range: this model has heads 0 to %d", h,
                         n_heads - 1);
-        *mask |= 1u << h;
+        *mask |= 1u << ((l - 1) * n_heads + h);
         p = *end ? end + 1 : end;
     }
     return 0;
 }
 
-/* mean (H, vd) over the held-out test stories of path, read with lm's vocabulary. */
+int slm_cli_parse_heads(const char *list, int n_heads, uint32_t *mask, Error *e) {
+    return parse_heads(list, 1, n_heads, mask, e);
+}
+
+int slm_cli_parse_model_heads(const char *list, const ModelConfig *c, uint32_t *mask, Error *e) {
+    return parse_heads(list, slm_model_layers(c), c->n_heads, mask, e);
+}
+
+/* mean (layers*H, vd) over the held-out test stories of path, read with lm's vocabulary. */
 static int mean_from_file(const LoadedModel *lm, const char *path, int n_test, float *mean, Error *e) {
     Stories s;
     StoriesOptions so = slm_stories_default_options();
@@ -167,7 +188,7 @@ int slm_session_ablation(const LoadedModel *lm, const char *ablate, const char *
     if (lm->model.cfg.arch != ARCH_ATTENTION)
         return FAIL(e, "leave out --ablate", "'%s' is a %s model: it has no heads to switch off", lm->path,
                     slm_arch_name(lm->model.cfg.arch));
-    if (slm_cli_parse_heads(ablate, lm->model.cfg.n_heads, &ab->heads, e)) return -1;
+    if (slm_cli_parse_model_heads(ablate, &lm->model.cfg, &ab->heads, e)) return -1;
     if (strcmp(mode, "mean") != 0) {
         snprintf(desc, size, "heads %s set to 0", ablate);
         return 0;
@@ -191,7 +212,7 @@ int slm_cli_setup_ablation(const LoadedModel *lm, const char *ablate, const char
     if (slm_session_ablation(lm, ablate, mode, NULL, NULL, ab, desc, size, e)) return -1;
     if (!ablate || strcmp(mode, "mean") != 0) return 0;
     const ModelConfig *c = &lm->model.cfg;
-    *mean = xmalloc((size_t)c->n_heads * c->value_dim * sizeof(float), e);
+    *mean = xmalloc((size_t)slm_model_heads(c) * c->value_dim * sizeof(float), e); /* every layer's heads */
     if (!*mean) return -1;
     char warning[400];
     const char *path = s ? NULL : slm_session_mean_stories(lm, stories_path, "--ablate-mode mean", warning, sizeof warning, e);
@@ -239,6 +260,7 @@ int slm_probe_session_open(ProbeSession *ps, const ProbeOptions *o, const char *
     int rc = o->svg ? slm_output_check(o->svg, inputs, 3, e) : 0; /* before the work, and never over an input */
     if (!rc) rc = slm_cli_load_model(&ps->lm, ps->model_path, e);
     if (!rc && (flags & PROBE_ATTENTION_ONLY)) rc = slm_probe_need_attention(&ps->lm.model, what, e);
+    if (!rc && (flags & PROBE_ATTENTION_ONLY) && !(flags & PROBE_LAYERS)) rc = slm_probe_need_one_layer(&ps->lm.model, what, e);
     if (!rc && stories_path) rc = slm_probe_session_stories(ps, o->n_test, flags, e);
     if (!rc)
         rc = slm_cli_setup_ablation(&ps->lm, o->ablate, o->ablate_mode, stories_path ? &ps->stories : NULL,
@@ -270,7 +292,7 @@ int slm_probe_load_other(const ProbeSession *ps, const char *path, LoadedModel *
 void slm_probe_report_header(Report *r, const ProbeSession *ps) {
     slm_report_model(r, &ps->lm.model, ps->model_path);
     if (ps->stories_path) slm_report_stories(r, ps->stories_path, ps->stories.n_stories, ps->stories.n_test);
-    slm_report_ablation(r, &ps->ablation, ps->lm.model.cfg.n_heads, ps->ablation_desc);
+    slm_report_ablation(r, &ps->ablation, &ps->lm.model.cfg, ps->ablation_desc);
 }
 
 /* The JSON convention of docs/json.md: the same nested keys in every verb. */
@@ -291,12 +313,19 @@ void slm_report_stories(Report *r, const char *path, int n_stories, int n_test) 
     slm_report_int(r, "stories.test_stories", "test stories", n_test);
 }
 
-void slm_report_ablation(Report *r, const Ablation *ab, int n_heads, const char *desc) {
+void slm_report_ablation(Report *r, const Ablation *ab, const ModelConfig *c, const char *desc) {
     int heads[32], n = 0;
-    for (int h = 0; h < n_heads && h < 32; h++)
+    char names[32 * 8] = "";
+    for (int h = 0; h < slm_model_heads(c) && h < 32; h++)
         if (ab && (ab->heads >> h & 1u)) heads[n++] = h;
     slm_report_text(r, "ablation.text", "ablation", n && desc && desc[0] ? desc : "none");
-    slm_report_ints(r, "ablation.heads", NULL, heads, n);
+    slm_report_ints(r, "ablation.heads", NULL, heads, n); /* numbered over all layers: layer l's head h is l*H + h */
+    for (int i = 0, used = 0; slm_model_layers(c) > 1 && i < n; i++) {
+        char name[16];
+        slm_head_name(c, heads[i], name, sizeof name);
+        used += snprintf(names + used, sizeof names - (size_t)used, "%s%s", i ? "," : "", name);
+    }
+    if (slm_model_layers(c) > 1) slm_report_text(r, "ablation.names", NULL, names); /* "1:3,2:5" */
     slm_report_text(r, "ablation.mode", NULL, !n ? "none" : ab->mode == ABLATE_MEAN ? "mean" : "zero");
 }
 

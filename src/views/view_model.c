@@ -39,16 +39,25 @@ void slm_view_model_label(const ProbeSession *ps, char *buf, size_t size) {
     else snprintf(buf, size, "%s", ps->model_path);
 }
 
+/* Head g's cell: its number, or "L:H" on a model of several layers. */
+static void head_cell(ReportTable *t, const ModelConfig *c, int g) {
+    char name[16];
+    slm_head_name(c, g, name, sizeof name);
+    if (slm_model_layers(c) > 1) slm_cell_text(t, name);
+    else slm_cell_int(t, g);
+}
+
 static void add_rows(ReportTable *t, ReportTable *tokens, const ProbeSession *ps, const HeadsResult *h, int k) {
     char reads[512];
     int step = model_step(ps);
+    const ModelConfig *c = &ps->lm.model.cfg;
     for (int head = 0; head < h->n_heads; head++) {
         slm_table_row(t);
         slm_cell_int(t, k);
         slm_cell_text(t, ps->model_path);
         if (step >= 0) slm_cell_int(t, step);
         else slm_cell_skip(t);
-        slm_cell_int(t, head);
+        head_cell(t, c, head);
         for (int b = 0; b < HEAD_BINS; b++) slm_cell_number(t, h->mass[head * HEAD_BINS + b]);
         slm_cell_number(t, h->mean_distance[head]);
         size_t used = 0;
@@ -61,7 +70,7 @@ static void add_rows(ReportTable *t, ReportTable *tokens, const ProbeSession *ps
             if (used >= sizeof reads) break;
             slm_table_row(tokens);
             slm_cell_int(tokens, k);
-            slm_cell_int(tokens, head);
+            head_cell(tokens, c, head);
             slm_cell_int(tokens, j + 1);
             slm_cell_text(tokens, slm_probe_token(ps, ht->token));
             slm_cell_int(tokens, ht->token);
@@ -71,12 +80,13 @@ static void add_rows(ReportTable *t, ReportTable *tokens, const ProbeSession *ps
     }
 }
 
-static void make_tables(Report *r, ReportTable **t, ReportTable **tokens) {
+/* heads: text ("L:H") on a model of several layers, else numbers. */
+static void make_tables(Report *r, ReportTable **t, ReportTable **tokens, CellKind heads) {
     *t = slm_report_table(r, "heads", "Where each head's weight goes, by distance back, and what it reads most");
     slm_table_column(*t, "snapshot", "#", CELL_INT, 0);
     slm_table_column(*t, "model", "model", CELL_FILE, 0);
     slm_table_column(*t, "step", "step", CELL_INT, 0);
-    slm_table_column(*t, "head", "head", CELL_INT, 0);
+    slm_table_column(*t, "head", "head", heads, 0);
     const char *keys[HEAD_BINS] = {"d0", "d1", "d2", "d3_7", "d8_31", "d32_255"};
     for (int b = 0; b < HEAD_BINS; b++) slm_table_column(*t, keys[b], slm_head_bin_names[b], CELL_PERCENT, 1);
     slm_table_column(*t, "mean_distance", "mean dist", CELL_NUMBER, 1);
@@ -84,7 +94,7 @@ static void make_tables(Report *r, ReportTable **t, ReportTable **tokens) {
     if (*t) (*t)->group_column = 0;
     *tokens = slm_report_table(r, "top_tokens", "The tokens each head reads most");
     slm_table_column(*tokens, "snapshot", "#", CELL_INT, 0);
-    slm_table_column(*tokens, "head", "head", CELL_INT, 0);
+    slm_table_column(*tokens, "head", "head", heads, 0);
     slm_table_column(*tokens, "rank", "rank", CELL_INT, 0);
     slm_table_column(*tokens, "token", "token", CELL_TEXT, 0);
     slm_table_column(*tokens, "id", "id", CELL_INT, 0);
@@ -94,11 +104,15 @@ static void make_tables(Report *r, ReportTable **t, ReportTable **tokens) {
 
 void slm_view_heads_begin(Report *r, const ProbeSession *ps, ViewHeads *vh) {
     slm_probe_report_header(r, ps);
-    make_tables(r, &vh->heads, &vh->tokens);
+    vh->layers = slm_model_layers(&ps->lm.model.cfg);
+    make_tables(r, &vh->heads, &vh->tokens, vh->layers > 1 ? CELL_TEXT : CELL_INT);
 }
 
 int slm_view_heads_add(ViewHeads *vh, const ProbeSession *ps, int k, int top, HeadsResult *h, Error *e) {
     *h = (HeadsResult){0};
+    if (slm_model_layers(&ps->lm.model.cfg) != vh->layers)
+        return FAIL(e, "compare models of as many layers", "'%s' has %d layer(s), the first model %d", ps->model_path,
+                    slm_model_layers(&ps->lm.model.cfg), vh->layers);
     if (slm_probe_heads(&ps->lm.model, &ps->stories, ps->stories.test, ps->stories.n_test, top, h, e)) return -1;
     add_rows(vh->heads, vh->tokens, ps, h, k);
     return 0;
