@@ -28,6 +28,7 @@ const Command command_bench = {
     "                     prints), --batch a step in file order from --first-batch, after\n"
     "                     2 untimed steps; a fresh model; the step of storylm train\n"
     "                     (stories split over threads, Adam). Counts predicted tokens.\n"
+    "                     --pos, --score and --layers time a variant (docs/variants.md).\n"
     "  generate MODEL     [EOS], --prompt, then --tokens new tokens, one thread, sampled\n"
     "                     as `storylm generate` does by default (t 0.8, top-p 0.95); an\n"
     "                     [EOS] does not stop it.\n"
@@ -35,8 +36,8 @@ const Command command_bench = {
     run};
 
 typedef struct BenchOptions {
-    int steps, tokens, threads, batch, first_batch;
-    const char *prompt;
+    int steps, tokens, threads, batch, first_batch, layers;
+    const char *prompt, *pos, *score;
 } BenchOptions;
 
 static double now_s(void) {
@@ -107,7 +108,9 @@ static int bench_train(const char *path, const BenchOptions *o, Error *e) {
     float *grads = NULL;
     StoryRef *refs = NULL;
     ModelConfig cfg = slm_model_config_default(ARCH_ATTENTION, 2000);
-    int threads = omp_get_max_threads(), rc = read_ids(path, &ids, &starts, e);
+    cfg.n_layers = o->layers;
+    int threads = omp_get_max_threads(), rc = slm_pos_parse(o->pos, &cfg.pos, e) ||
+                                              slm_score_parse(o->score, &cfg.score, e) || read_ids(path, &ids, &starts, e);
     int positions = rc ? 0 : (4096 + threads - 1) / threads, longest = rc ? 0 : longest_story(&starts);
     rc = rc || check_ids(&ids, cfg.vocab_size, path, e) || slm_model_init(&m, &cfg, e) ||
          slm_shards_init(&sh, &m, threads, positions > longest ? positions : longest, o->batch, e) ||
@@ -181,13 +184,17 @@ static int bench_encode(const char *vocab_path, const char *text_path, Error *e)
 }
 
 static int run(int argc, char **argv) {
-    BenchOptions o = {.steps = 10, .tokens = 256, .threads = cli_default_threads(), .batch = 8, .prompt = "Once upon a time"};
+    BenchOptions o = {.steps = 10, .tokens = 256, .threads = cli_default_threads(), .batch = 8, .layers = 1,
+                      .prompt = "Once upon a time", .pos = "distance", .score = "scaled-dot"};
     const char *pos[3];
     int np;
     Option opts[] = {
         {"steps", 0, OPT_INT, &o.steps, "N", "training steps timed", 1, 1e6},
         {"batch", 0, OPT_INT, &o.batch, "N", "stories a training step", 1, 4096},
         {"first-batch", 0, OPT_INT, &o.first_batch, "K", "start at the K-th batch of IDS", 0, 1e9},
+        {"pos", 0, OPT_STRING, &o.pos, "SCHEME", "training's position scheme, as storylm train --pos", 0, 0},
+        {"score", 0, OPT_STRING, &o.score, "FN", "training's score function, as storylm train --score", 0, 0},
+        {"layers", 0, OPT_INT, &o.layers, "N", "training's layers of heads, as storylm train --layers", 1, STORYLM_MAX_LAYERS},
         THREADS_OPTION(o.threads), /* training; generation and encoding time one thread */
         {"tokens", 'n', OPT_INT, &o.tokens, "N", "new tokens generated", 1, 1e6},
         {"prompt", 0, OPT_STRING, &o.prompt, "TEXT", "generation's prompt", 0, 0},
