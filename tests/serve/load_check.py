@@ -24,6 +24,11 @@ REQUESTS = [
     ("/api/tokenize", lambda r: {"text": TEXT}, None),
     ("/api/generate", lambda r: {"prompt": "Lily found a", "max_tokens": 15, "seed": r.randrange(1000)}, "event: done"),
     ("/api/attend", lambda r: {"text": TEXT, "head": 99}, "error"),  # a bad one now and then: a 400, not a failure
+    # a click of the page: attention and trace in one batch, on one of 12 long texts (more
+    # than the server keeps the runs of: kept runs are dropped and made under load)
+    ("/api/batch", lambda r: (lambda t, p: {"requests": [{"url": "/api/attend", "body": {"text": t, "pos": p, "wide": True}},
+                                                         {"url": "/api/trace", "body": {"text": t, "pos": p}}]})(
+        (TEXT + " ") * (2 + r.randrange(12)), r.randrange(1, 80)), "guesses"),
 ]
 
 srv = Server(S, "--model", "models/tinystories.safetensors", "--threads", "4")
