@@ -21,6 +21,8 @@ const state = {
   attend: null,       // the last /api/attend answer drawn: one head's, or all 8 by position (wide)
   attendHead: -1,     // the head it was asked for (-1: it holds all 8, wide)
   answers: new Map(), // views' answers kept, by what was asked (see known)
+  asking: new Map(),  // views asked for and not answered yet, by what was asked: their answers' promises
+  hover: 0,           // the timer of the pointer resting on a token (prefetch)
   tokenKey: "",       // the token ids the token buttons were made for
   weights: null,      // the weight drawn behind each token, by position
   titled: null,       // the token whose tooltip was made last (remade after a redraw)
@@ -201,24 +203,55 @@ async function refreshStory() {
 // weights by position (wide: a tenth of all heads' rows), so a click on a long story
 // stays small; the trace does not depend on the head, so picking another head asks
 // for the attention alone (withTrace false). Answers kept (known) are not asked again.
+// The views a click on pos shows: [url, body] of the attention (the head in view, or
+// all 8 wide) and, withTrace, of the trace.
+function positionViews(pos, withTrace) {
+  const base = { model: state.model, text: state.text, pos, ...ablation() };
+  const views = [["/api/attend", state.head >= 0 ? { ...base, head: state.head } : { ...base, wide: true }]];
+  if (withTrace) views.push(["/api/trace", base]);
+  return views;
+}
+
+// The answers of views ([url, body]) and of the requests in more ({url, body}, never
+// kept): the kept ones, those already asked for (awaited, not asked again), and one
+// batch for the rest, whose answers are kept. {answers, more, inHand: all were kept}.
+async function answersOf(views, more = []) {
+  const inHand = views.every(([url, body]) => known(url, body));
+  const got = views.map(([url, body]) => known(url, body) || state.asking.get(url + JSON.stringify(body)));
+  const ask = views.filter((_, i) => !got[i]);
+  const sent = ask.length || more.length ? batch(ask.map(([url, body]) => ({ url, body })).concat(more)) : null;
+  ask.forEach(([url, body], j) => {
+    const key = url + JSON.stringify(body);
+    const one = sent.then((a) => {
+      keep(url, body, a[j]);
+      keep(url, { ...body, pos: a[j].position }, a[j]);   // a click on that position later asks nothing
+      return a[j];
+    });
+    one.catch(() => {}).finally(() => state.asking.delete(key));
+    state.asking.set(key, one);
+    got[views.indexOf(ask[j])] = one;
+  });
+  const answers = await Promise.all(got);
+  return { answers, more: sent ? (await sent).slice(ask.length) : [], inHand };
+}
+
+// The pointer resting on a token: its views asked for now, so that the click that
+// usually follows finds them in hand (a pointer passing over tokens asks nothing).
+function prefetch(b) {
+  clearTimeout(state.hover);
+  state.hover = setTimeout(() => {
+    if (state.attend && modelArch() === "attention" && Number(b.dataset.pos) !== state.pos)
+      answersOf(positionViews(Number(b.dataset.pos), true)).catch(() => {});
+  }, 80);
+}
+
 async function fetchPosition(pos, withTrace = true, t0 = performance.now(), more = []) {
   const n = ++state.seq.pos;
-  const base = { model: state.model, text: state.text, pos, ...ablation() };
   const head = state.head;
-  const views = [["/api/attend", head >= 0 ? { ...base, head } : { ...base, wide: true }]];
-  if (withTrace) views.push(["/api/trace", base]);
-  const got = views.map(([url, body]) => known(url, body));
-  const ask = views.filter((_, i) => !got[i]).map(([url, body]) => ({ url, body })).concat(more);
   try {
-    const answers = ask.length ? await batch(ask) : [];
+    const { answers: got, more: extra, inHand } = await answersOf(positionViews(pos, withTrace), more);
     if (n !== state.seq.pos) return null;
-    let k = 0;
-    views.forEach(([url, body], i) => {
-      if (got[i]) return;
-      got[i] = answers[k++];
-      keep(url, body, got[i]);
-      keep(url, { ...body, pos: got[i].position }, got[i]);   // a click on that position later asks nothing
-    });
+    const cached = inHand && !more.length;
     const [att, tr] = got;
     const t1 = performance.now();
     state.attend = att;
@@ -231,11 +264,11 @@ async function fetchPosition(pos, withTrace = true, t0 = performance.now(), more
     // browser lay the page out now): what "instant" is measured by.
     void document.body.offsetHeight;
     const t2 = performance.now();
-    markClick(att.position, t0, t1, t2, k === 0);
-    $("attend-caption").append(el("span", { class: "muted", text: ` (${k ? "answered" : "known"} and drawn in ${(t2 - t0).toFixed(0)} ms)` }));
+    markClick(att.position, t0, t1, t2, cached);
+    $("attend-caption").append(el("span", { class: "muted", text: ` (${cached ? "known" : "answered"} and drawn in ${(t2 - t0).toFixed(0)} ms)` }));
     showError("attend", null);
     if (tr) showError("trace", null);
-    return answers.slice(k);
+    return extra;
   } catch (e) {
     if (n === state.seq.pos) { showError("attend", e); if (withTrace) showError("trace", e); }
     if (more.length) throw e;
@@ -1048,13 +1081,15 @@ function debounce(fn, ms) {
 function wire() {
   $("tokens").addEventListener("click", (ev) => {
     const b = ev.target.closest(".tok");
+    clearTimeout(state.hover);
     if (b) fetchPosition(Number(b.dataset.pos), true, ev.timeStamp);
   });
   $("tokens").addEventListener("keydown", tokenKeys);
   $("tokens").addEventListener("mouseover", (ev) => {
     const b = ev.target.closest(".tok");
-    if (b) tokenTitle(b);
+    if (b) { tokenTitle(b); prefetch(b); }
   });
+  $("tokens").addEventListener("mouseleave", () => clearTimeout(state.hover));
   $("inputs").addEventListener("mousemove", inputTitle);
   $("attend-table").parentNode.addEventListener("scroll", gridScrolled, { passive: true });
   const storyChanged = debounce(() => { state.pos = -1; refreshStory(); }, 250);

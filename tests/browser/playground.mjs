@@ -202,6 +202,14 @@ async function measureClicks(page) {
   const s = summary(await timeClicks(page, positions));
   const again = await timeClicks(page, positions.slice(0, 5));
   check(again.cached.every(Boolean), "a click on a position clicked before asks the server nothing (its answers are kept)");
+  // The pointer resting on a token asks for its views before the click.
+  const rest = want.long_tokens - 8;
+  await page.$eval(`[data-testid="token"][data-pos="${rest}"]`, (e) => e.scrollIntoView({ block: "center" }));
+  await page.hover(`[data-testid="token"][data-pos="${rest}"]`);
+  await until(page, (p) => !state.asking.size && positionViews(p, true).every(([url, body]) => known(url, body)),
+    "the views of the token under the pointer", rest);
+  const rested = await timeClicks(page, [rest]);
+  check(rested.cached[0], "a click on the token the pointer rested on finds its answers in hand");
   const view = await page.$eval('input[name="view-head"]:checked', (e) => e.value === "-1" ? "all 8 heads" : "head " + e.value);
   console.log(`measured: a click on a ${want.long_tokens}-token story (${view} in view), to all views drawn: median ${s.click.median} ms, ` +
     `p90 ${s.click.p90} ms, slowest ${s.click.slowest} ms; of which drawing: median ${s.draw.median} ms (${s.clicks} clicks, ${s.cached} answered from what the page kept)`);
