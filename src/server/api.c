@@ -384,8 +384,11 @@ static int batch_item(const cJSON *item, const cJSON **body, Reply *r) {
 static int api_batch(Server *s, const cJSON *body, Reply *r) {
     const cJSON *list = cJSON_GetObjectItemCaseSensitive(body, "requests"), *item, *sub;
     int n = cJSON_GetArraySize(list);
-    if (!cJSON_IsArray(list) || n < 1 || n > SERVER_MAX_BATCH)
-        return reply_error(r, 400, "\"requests\" must be a list of 1 to 16 requests", NULL);
+    if (!cJSON_IsArray(list) || n < 1 || n > SERVER_MAX_BATCH) {
+        char msg[80];
+        snprintf(msg, sizeof msg, "\"requests\" must be a list of 1 to %d requests", SERVER_MAX_BATCH);
+        return reply_error(r, 400, msg, NULL);
+    }
     cJSON_ArrayForEach(item, list) if (batch_item(item, &sub, r) < 0) return r->status;
     char *out = NULL, head[48];
     size_t used = 0, cap = 0;

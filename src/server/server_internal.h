@@ -40,7 +40,7 @@ int reply_report(Reply *r, const Report *rep);
 /* ---- models ------------------------------------------------------------------- */
 
 typedef struct KeptRun KeptRun;
-#define RUNS_BUDGET ((size_t)32 << 20) /* bytes of kept runs a model (runs.c): six of a 256-token story */
+#define RUNS_BUDGET ((size_t)16 << 20) /* bytes of kept runs a model (runs.c): three of a 256-token story */
 
 /* A loaded model, shared by requests; the stories and names it reads them
  * with load once, on first need. */
