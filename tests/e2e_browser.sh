@@ -3,7 +3,8 @@
 # on a free local port, loads the page in Debian's headless Chromium through
 # puppeteer-core (tests/browser, pinned by its package-lock.json) and
 #   - types a story, clicks a token, picks a head and checks the weights the page
-#     shows against `storylm attend --json`;
+#     shows against `storylm attend --json`, and with all 8 heads in view against
+#     `attend --wide --json`;
 #   - checks the next-token guesses against `storylm trace --json`, switches a head
 #     off, sees guesses and loss change and checks them against `trace --ablate`,
 #     and with its mean output against `trace --ablate-mode mean`;
@@ -46,6 +47,7 @@ text="Lily found a shiny shell on the beach. She put it in her pocket and ran ho
 pos=9 head=2 ablate=4
 gen_n=40 gen_t=0.8 gen_k=0 gen_p=0.95 gen_seed=7
 "$STORYLM" attend "$text" --model "$model" --pos $pos --head $head --json > attend.json
+"$STORYLM" attend "$text" --model "$model" --pos $pos --wide --json > attend_wide.json
 "$STORYLM" trace "$text" --model "$model" --json > trace.json
 "$STORYLM" trace "$text" --model "$model" --ablate $ablate --json > trace_ablated.json
 "$STORYLM" trace "$text" --model "$model" --ablate $ablate --ablate-mode mean --stories data/stories.txt --json > trace_mean.json
@@ -65,7 +67,7 @@ chromium, text, pos, head, ablate, n, t, k, p, seed = sys.argv[1:]
 load = lambda f: json.load(open(f))
 print(json.dumps({
     "chromium": chromium, "text": text, "pos": int(pos), "head": int(head), "ablate_head": int(ablate),
-    "attend": load("attend.json"), "trace": load("trace.json"), "trace_ablated": load("trace_ablated.json"),
+    "attend": load("attend.json"), "attend_wide": load("attend_wide.json"), "trace": load("trace.json"), "trace_ablated": load("trace_ablated.json"),
     "trace_mean": load("trace_mean.json"),
     "swap": load("swap.json"), "swap_name": "fred",
     "generate": {"max_tokens": int(n), "temperature": float(t), "top_k": int(k), "top_p": float(p),

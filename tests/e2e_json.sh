@@ -29,7 +29,7 @@ TEXT = "Lily found a shell. She"
 # how each verb is run (several runs for some); --ablate where the verb takes it
 RUNS = {
     "ablate": [ST + M + ["--heads", "3"]],
-    "attend": [[TEXT] + M, [TEXT] + M + ["--ablate", "3"]],
+    "attend": [[TEXT] + M, [TEXT] + M + ["--ablate", "3"], [TEXT] + M + ["--wide"]],
     "attribute": [[TEXT] + M],
     "cache": [[TEXT, "-o", "cache.safetensors"] + M],
     "circuits": [["--stories", "stories.txt", "--test-stories", "5", "--top-k", "2"] + M],

@@ -1,7 +1,9 @@
 /* The views (src/views) on the shipped model: the loss on a typed text is
  * what the trainer's own evaluation gives for that story; the generator,
  * one token at a time, writes what the whole-story forward pass ranks first;
- * the attention view's weights add up to 1 for every head; positions out of
+ * the attention view's weights add up to 1 for every head, and its wide
+ * layout holds the same weights by position; the trace of a position of a
+ * whole-text run is the trace of the text cut after it; positions out of
  * range are refused and negative ones count from the end. */
 #include <math.h>
 #include <stdlib.h>
@@ -111,6 +113,77 @@ static void attention_weights_add_up_to_one(const ProbeSession *ps) {
     slm_view_text_free(&vt);
 }
 
+/* The number under key in row i of a JSON table. */
+static double cell(const cJSON *table, int i, const char *key) {
+    return cJSON_GetObjectItem(cJSON_GetArrayItem(table, i), key)->valuedouble;
+}
+
+/* attend --wide: a row a position read, nearest first, each head's weight as the
+ * long layout gives it (the same floats), the position's token, distance and cosine. */
+static void wide_layout_holds_every_heads_weights(const ProbeSession *ps) {
+    Error e;
+    ViewText vt;
+    CHECK(slm_view_text_run(&vt, ps, TEXT, 9, 0, &e) == 0);
+    Report long_r, wide_r;
+    slm_report_init(&long_r, "attend");
+    slm_report_init(&wide_r, "attend");
+    slm_view_attend(&long_r, ps, &vt, -1);
+    slm_view_attend_wide(&wide_r, ps, &vt);
+    CHECK(slm_report_failed(&wide_r, &e) == 0);
+    cJSON *lj = slm_report_json(&long_r), *wj = slm_report_json(&wide_r);
+    const cJSON *lk = cJSON_GetObjectItem(lj, "keys"), *wk = cJSON_GetObjectItem(wj, "keys");
+    int n = cJSON_GetArraySize(wk), same = 1;
+    CHECK(n == 10 && cJSON_GetArraySize(lk) == 8 * n); /* position 9 reads 0..9 */
+    for (int i = 0; i < cJSON_GetArraySize(lk); i++) {
+        int h = (int)cell(lk, i, "head"), j = i % n; /* the long layout: head by head, nearest first */
+        char key[16];
+        snprintf(key, sizeof key, "weight_%d", h);
+        same &= cell(wk, j, key) == cell(lk, i, "weight") && cell(wk, j, "position") == cell(lk, i, "position") &&
+                cell(wk, j, "distance") == cell(lk, i, "distance") && cell(wk, j, "cosine") == cell(lk, i, "cosine");
+    }
+    CHECK(same);
+    CHECK(cJSON_GetObjectItem(cJSON_GetArrayItem(wk, 0), "dot") == NULL); /* what the wide layout leaves out */
+    CHECK(cJSON_GetObjectItem(wj, "position")->valuedouble == 9);
+    cJSON_Delete(lj);
+    cJSON_Delete(wj);
+    slm_report_free(&long_r);
+    slm_report_free(&wide_r);
+    slm_view_text_free(&vt);
+}
+
+/* The trace of position 12 read from a run of the whole text gives what the
+ * run of the text cut after position 12 gives (a causal network: up to the
+ * bits BLAS's sums may round differently in), and slm_view_text_at moves the
+ * position of a run. */
+static void trace_of_a_position_of_the_whole_run(const ProbeSession *ps) {
+    Error e;
+    ViewText whole, cut;
+    CHECK(slm_view_text_run(&whole, ps, TEXT, -1, 0, &e) == 0);
+    CHECK(slm_view_text_at(&whole, 12, &e) == 0 && whole.pos == 12);
+    CHECK(slm_view_text_run(&cut, ps, TEXT, 12, VIEW_RUN_PREFIX, &e) == 0 && cut.runner.acts.n_positions == 13);
+    TraceResult a, b;
+    Report ra, rb;
+    slm_report_init(&ra, "trace");
+    slm_report_init(&rb, "trace");
+    CHECK(slm_view_trace(&ra, ps, &whole, TEXT, 10, 10, &a, &e) == 0);
+    CHECK(slm_view_trace(&rb, ps, &cut, TEXT, 10, 10, &b, &e) == 0);
+    CHECK(a.position == 12 && b.position == 12 && a.token == b.token);
+    int Z = slm_model_hidden_input_dim(&ps->lm.model.cfg);
+    for (int i = 0; i < Z; i++) CHECK_CLOSE(a.z[i], b.z[i], 1e-5, 1e-5);
+    for (int k = 0; k < 10; k++) {
+        CHECK(a.guesses[k].token == b.guesses[k].token);
+        CHECK_CLOSE(a.guesses[k].probability, b.guesses[k].probability, 1e-5, 1e-6);
+    }
+    CHECK(slm_view_text_at(&whole, (int)whole.ids.len, &e) == -1 && strstr(e.message, "outside") != NULL);
+    CHECK(slm_view_text_at(&whole, -1, &e) == 0 && whole.pos == (int)whole.ids.len - 1);
+    slm_trace_result_free(&a);
+    slm_trace_result_free(&b);
+    slm_report_free(&ra);
+    slm_report_free(&rb);
+    slm_view_text_free(&whole);
+    slm_view_text_free(&cut);
+}
+
 static void positions_out_of_range_are_refused(const ProbeSession *ps) {
     Error e;
     ViewText vt;
@@ -133,6 +206,8 @@ int main(void) {
     loss_on_text_is_the_trainers_evaluation(&ps);
     greedy_generation_follows_the_full_forward(&ps);
     attention_weights_add_up_to_one(&ps);
+    wide_layout_holds_every_heads_weights(&ps);
+    trace_of_a_position_of_the_whole_run(&ps);
     positions_out_of_range_are_refused(&ps);
     slm_probe_session_close(&ps);
     return check_report();

@@ -1,7 +1,8 @@
 // The storylm playground: plain JavaScript over the JSON API of `storylm serve`.
 // Every number shown comes from the server (the same numbers as the CLI's --json);
-// the page only draws them. A click sends the requests its views need at once,
-// in parallel, and a late answer to an older click is dropped.
+// the page only draws them. A click asks for what its views need in one request
+// (/api/batch), answers are kept for the clicks after, and a late answer to an
+// older click is dropped.
 "use strict";
 
 const HEADS = 8;
@@ -17,8 +18,11 @@ const state = {
   head: -1,           // the head viewed; -1: all 8
   off: new Set(),     // heads switched off
   mode: "zero",
-  attend: null,       // the last /api/attend answer drawn
-  attendHead: -1,     // the head it was asked for (-1: it holds all 8)
+  attend: null,       // the last /api/attend answer drawn: one head's, or all 8 by position (wide)
+  attendHead: -1,     // the head it was asked for (-1: it holds all 8, wide)
+  answers: new Map(), // views' answers kept, by what was asked (see known)
+  asking: new Map(),  // views asked for and not answered yet, by what was asked: their answers' promises
+  hover: 0,           // the timer of the pointer resting on a token (prefetch)
   tokenKey: "",       // the token ids the token buttons were made for
   weights: null,      // the weight drawn behind each token, by position
   titled: null,       // the token whose tooltip was made last (remade after a redraw)
@@ -94,6 +98,29 @@ async function api(path, body, signal) {
   return data;
 }
 
+// Several views in one request: bodies [{url, body}] -> their answers, in order;
+// the first that failed is thrown as its message.
+async function batch(requests) {
+  const data = await api("/api/batch", { requests });
+  return data.answers.map((a, i) => {
+    if (a.status === 200) return a.body;
+    const b = a.body || {};
+    throw new Error((b.error || `${requests[i].url}: the server answered ${a.status}`) + (b.hint ? ` (${b.hint})` : ""));
+  });
+}
+
+// Answers kept by what was asked (a view's url and body): a click on a position seen
+// before, or another head whose numbers are in hand, asks for nothing. At most
+// KEEP answers, the oldest dropped (a Map keeps its keys in the order set).
+const KEEP = 96;
+function known(url, body) { return state.answers.get(url + JSON.stringify(body)); }
+function keep(url, body, answer) {
+  const key = url + JSON.stringify(body);
+  state.answers.delete(key);
+  state.answers.set(key, answer);
+  if (state.answers.size > KEEP) state.answers.delete(state.answers.keys().next().value);
+}
+
 function ablation() {
   const heads = [...state.off].sort((a, b) => a - b).join(",");
   return heads ? { ablate: heads, ablate_mode: state.mode } : {};
@@ -146,19 +173,19 @@ function modelArch() {
 
 // ---------- the story: attention, trace and loss ----------
 
-// Text, model or switches changed: ask for all three views at once.
+// Text, model or switches changed: ask for all three views at once, in one request.
 async function refreshStory() {
   const n = ++state.seq.story;
   state.text = $("story").value;
   if (!state.text.trim()) return;
   if (modelArch() !== "attention") { showWindow8(n); return; }
   const lossKey = state.model + "\u0000" + state.text;
-  const jobs = [fetchPosition(state.pos), api("/api/loss", { model: state.model, text: state.text, ...ablation() })];
-  const needFull = state.off.size && state.fullLoss[lossKey] === undefined;
-  if (needFull) jobs.push(api("/api/loss", { model: state.model, text: state.text }));
+  const more = [{ url: "/api/loss", body: { model: state.model, text: state.text, ...ablation() } }];
+  if (state.off.size && state.fullLoss[lossKey] === undefined) more.push({ url: "/api/loss", body: { model: state.model, text: state.text } });
   try {
-    const [, loss, full] = await Promise.all(jobs);
-    if (n !== state.seq.story) return;
+    const got = await fetchPosition(state.pos, true, performance.now(), more);
+    if (!got || n !== state.seq.story) return;
+    const [loss, full] = got;
     if (!state.off.size) state.fullLoss[lossKey] = loss.loss;
     state.lossTokens = loss.tokens || null;
     drawTokens();
@@ -170,19 +197,62 @@ async function refreshStory() {
   }
 }
 
-// Attention and trace for one position, in parallel. The attention asked for is the
-// head in view (all 8 when all are viewed: 8 times the numbers), so a click on a
-// long story stays small; the trace does not depend on the head, so picking another
-// head asks for the attention alone (withTrace false), and nothing at all when the
-// answer in hand holds every head.
-async function fetchPosition(pos, withTrace = true) {
-  const n = ++state.seq.pos;
-  const t0 = performance.now();
+// Attention and trace for one position, with the requests in more (their answers
+// are returned), in one request to the server, which runs the text once for all of
+// them. The attention asked for is the head in view, or with all 8 in view their
+// weights by position (wide: a tenth of all heads' rows), so a click on a long story
+// stays small; the trace does not depend on the head, so picking another head asks
+// for the attention alone (withTrace false). Answers kept (known) are not asked again.
+// The views a click on pos shows: [url, body] of the attention (the head in view, or
+// all 8 wide) and, withTrace, of the trace.
+function positionViews(pos, withTrace) {
   const base = { model: state.model, text: state.text, pos, ...ablation() };
+  const views = [["/api/attend", state.head >= 0 ? { ...base, head: state.head } : { ...base, wide: true }]];
+  if (withTrace) views.push(["/api/trace", base]);
+  return views;
+}
+
+// The answers of views ([url, body]) and of the requests in more ({url, body}, never
+// kept): the kept ones, those already asked for (awaited, not asked again), and one
+// batch for the rest, whose answers are kept. {answers, more, inHand: all were kept}.
+async function answersOf(views, more = []) {
+  const inHand = views.every(([url, body]) => known(url, body));
+  const got = views.map(([url, body]) => known(url, body) || state.asking.get(url + JSON.stringify(body)));
+  const ask = views.filter((_, i) => !got[i]);
+  const sent = ask.length || more.length ? batch(ask.map(([url, body]) => ({ url, body })).concat(more)) : null;
+  ask.forEach(([url, body], j) => {
+    const key = url + JSON.stringify(body);
+    const one = sent.then((a) => {
+      keep(url, body, a[j]);
+      keep(url, { ...body, pos: a[j].position }, a[j]);   // a click on that position later asks nothing
+      return a[j];
+    });
+    one.catch(() => {}).finally(() => state.asking.delete(key));
+    state.asking.set(key, one);
+    got[views.indexOf(ask[j])] = one;
+  });
+  const answers = await Promise.all(got);
+  return { answers, more: sent ? (await sent).slice(ask.length) : [], inHand };
+}
+
+// The pointer resting on a token: its views asked for now, so that the click that
+// usually follows finds them in hand (a pointer passing over tokens asks nothing).
+function prefetch(b) {
+  clearTimeout(state.hover);
+  state.hover = setTimeout(() => {
+    if (state.attend && modelArch() === "attention" && Number(b.dataset.pos) !== state.pos)
+      answersOf(positionViews(Number(b.dataset.pos), true)).catch(() => {});
+  }, 80);
+}
+
+async function fetchPosition(pos, withTrace = true, t0 = performance.now(), more = []) {
+  const n = ++state.seq.pos;
   const head = state.head;
   try {
-    const [att, tr] = await Promise.all([api("/api/attend", { ...base, head }), withTrace ? api("/api/trace", base) : null]);
-    if (n !== state.seq.pos) return;
+    const { answers: got, more: extra, inHand } = await answersOf(positionViews(pos, withTrace), more);
+    if (n !== state.seq.pos) return null;
+    const cached = inHand && !more.length;
+    const [att, tr] = got;
     const t1 = performance.now();
     state.attend = att;
     state.attendHead = head;
@@ -194,14 +264,30 @@ async function fetchPosition(pos, withTrace = true) {
     // browser lay the page out now): what "instant" is measured by.
     void document.body.offsetHeight;
     const t2 = performance.now();
-    document.body.dataset.clickMs = (t2 - t0).toFixed(1);
-    document.body.dataset.drawMs = (t2 - t1).toFixed(1);
-    $("attend-caption").append(el("span", { class: "muted", text: ` (answered and drawn in ${(t2 - t0).toFixed(0)} ms)` }));
+    markClick(att.position, t0, t1, t2, cached);
+    $("attend-caption").append(el("span", { class: "muted", text: ` (${cached ? "known" : "answered"} and drawn in ${(t2 - t0).toFixed(0)} ms)` }));
     showError("attend", null);
     if (tr) showError("trace", null);
+    return extra;
   } catch (e) {
     if (n === state.seq.pos) { showError("attend", e); if (withTrace) showError("trace", e); }
+    if (more.length) throw e;
+    return null;
   }
+}
+
+// What a click took, for scripts/click_latency and the browser test: from the click
+// (t0, its event's time) to the answers in hand (t1) and to all drawn and laid out
+// (t2), and to the next frame (a task queued from the frame's callback runs once the
+// frame is painted).
+function markClick(pos, t0, t1, t2, cached) {
+  const d = document.body.dataset;
+  d.clickCached = cached ? "1" : "0";
+  d.clickMs = (t2 - t0).toFixed(1);
+  d.drawMs = (t2 - t1).toFixed(1);
+  d.clickPos = String(pos);
+  delete d.paintMs;
+  requestAnimationFrame(() => setTimeout(() => { if (d.clickPos === String(pos)) d.paintMs = (performance.now() - t0).toFixed(1); }));
 }
 
 // Another head picked for viewing.
@@ -209,7 +295,7 @@ function viewHead(h) {
   state.head = h;
   drawHeadsBar();
   drawDistances();
-  if (state.attend && (state.attendHead === -1 || state.attendHead === h)) { drawTokens(); drawAttention(); }
+  if (state.attend && state.attendHead === h) { drawTokens(); drawAttention(); }
   else if (state.attend) fetchPosition(state.pos, false);
 }
 
@@ -237,11 +323,16 @@ async function showWindow8(n) {
 function weightsShown() {
   const w = new Map();
   if (!state.attend) return w;
-  const heads = state.head >= 0 ? [state.head] : [...Array(HEADS).keys()].filter((h) => !state.off.has(h));
+  if (state.attendHead >= 0) {
+    for (const k of state.attend.keys) w.set(k.position, k.weight);
+    return w;
+  }
+  const heads = [...Array(HEADS).keys()].filter((h) => !state.off.has(h));
   if (!heads.length) return w;
   for (const k of state.attend.keys) {
-    if (!heads.includes(k.head)) continue;
-    w.set(k.position, (w.get(k.position) || 0) + k.weight / heads.length);
+    let sum = 0;
+    for (const h of heads) sum += k["weight_" + h];
+    w.set(k.position, sum / heads.length);
   }
   return w;
 }
@@ -283,11 +374,12 @@ function restyleToken(b, t, weight, max, viewOff) {
   if (t.position > state.pos) cls += " later";
   let bg = "";
   if (weight !== undefined && !viewOff) {
-    // in steps of 1/100 (finer is not seen), none below: most tokens keep theirs from
-    // one click to the next, and a token whose style is not written is not restyled
-    const a = Math.round(100 * weight / max);
-    if (a > 0) bg = `rgba(194, 65, 12, ${a / 100})`;
-    if (a > 55) cls += " dark";
+    // in steps of 1/20 of the largest (finer is hardly seen), none below: most tokens
+    // keep theirs from one click to the next, and a token whose style is not written
+    // is not restyled
+    const a = Math.round(20 * weight / max);
+    if (a > 0) bg = `rgba(194, 65, 12, ${a / 20})`;
+    if (a > 11) cls += " dark";
   }
   const reading = t.position === state.pos;
   if (b._cls !== cls) b.className = b._cls = cls;
@@ -326,7 +418,7 @@ function tokenKeys(ev) {
   else if (ev.key === "End") p = n - 1;
   else return;
   ev.preventDefault();
-  fetchPosition(p).then(() => {
+  fetchPosition(p, true, ev.timeStamp).then(() => {
     const b = $("tokens").querySelector(`[data-pos="${p}"]`);
     if (b) b.focus();
   });
@@ -337,28 +429,60 @@ function drawAttention() {
   const cap = $("attend-caption");
   if (!att) return;
   const who = state.head >= 0 ? `head ${state.head}` : "all 8 heads (colour: their mean weight over the heads that are on)";
-  const read = new Set(att.keys.map((k) => k.position)).size;
+  const read = att.keys.length;   // a row a position read, in either layout
   cap.textContent = `Position ${att.position}, "${att.token}", reads ${read} tokens; ${who}.`;
   if (state.head >= 0 && state.off.has(state.head)) {
     cap.textContent += ` Head ${state.head} is switched off: its weights are computed as always, but what it brings back is replaced, so they no longer count.`;
   }
-  if (state.head >= 0) drawOneHeadTable(att); else drawAllHeadsTable(att);
+  if (state.attendHead >= 0) drawOneHeadTable(att); else drawAllHeadsTable(att);
 }
 
-// The attention tables are written as HTML text (escaped), and only the rows in sight
-// in their scroll box and a screenful either side are made, between two spacers as
-// tall as the rows left out (rows have one fixed height, style.css); scrolling makes
-// the others. A 256-token story has 256 rows of up to 12 cells: making, matching and
-// laying them all out was most of a click's time.
-const ROW_PX = 28, ROWS_SEEN = 16, ROWS_AROUND = 4;
-const grid = { head: "", rows: [], html: null, from: 0, to: 0, top: 0 };
+// The attention tables: only the rows in sight in their scroll box and a couple either
+// side exist, between two spacers as tall as the rows left out (rows have one fixed
+// height, style.css); scrolling fills the others in. The rows are kept from one
+// click to the next and written in place, a cell only where its text or colour
+// changed: a click makes no element and lays out only the cells that changed (a
+// 256-token story has 256 rows of up to 12 cells; making, matching and laying them
+// all out was most of a click's time).
+const ROW_PX = 28, ROWS_SEEN = 16, ROWS_AROUND = 2;
+const grid = { kind: "", rows: [], fill: null, from: 0, to: 0, top: 0, pool: [], shown: 0, cells: 0, pads: [] };
 
-function setGridRows(cols, head, rows, html) {
+// Writes only what changed (each write makes the browser match styles or lay out again).
+function setText(cell, x) {
+  const s = String(x);
+  if (!cell.firstChild) cell.append(document.createTextNode(""));
+  if (cell.firstChild.nodeValue !== s) cell.firstChild.nodeValue = s;
+}
+function setAttr(node, k, v) {
+  const s = String(v);
+  if (node.getAttribute(k) !== s) node.setAttribute(k, s);
+}
+function setCss(node, css) {
+  if (node._css !== css) node.style.cssText = node._css = css;
+}
+
+// kind: which table ("one" head, "all" heads); cols: its grid columns; labels and
+// headStyle(i): its header; fill(row, item): writes item into a row's cells.
+function setGridRows(kind, cols, labels, headStyle, rows, fill) {
   const t = $("attend-table");
-  t.style.setProperty("--cols", cols);
-  t.setAttribute("aria-rowcount", rows.length + 1);
-  Object.assign(grid, { head, rows, html });
+  if (grid.kind !== kind) {
+    t.style.setProperty("--cols", cols);
+    const head = el("div", { class: "gt-row gt-head", role: "row", "aria-rowindex": 1 }, ...labels.map((c, i) =>
+      el("span", { role: "columnheader", class: i === 1 ? "text" : null, style: headStyle ? headStyle(i) : null, text: c })));
+    grid.pads = [el("div", { class: "gt-pad" }), el("div", { class: "gt-pad" })];
+    t.replaceChildren(head, ...grid.pads);
+    Object.assign(grid, { kind, pool: [], shown: 0, cells: labels.length });
+  }
+  setAttr(t, "aria-rowcount", rows.length + 1);
+  Object.assign(grid, { rows, fill });
   drawGridRows(true);
+}
+
+// A row of the table's cells, each holding one text node (written by setText).
+function gridRow() {
+  const r = el("div", { class: "gt-row", role: "row", "data-testid": "attn-row" });
+  for (let i = 0; i < grid.cells; i++) r.append(el("span", { role: "cell", class: i === 1 ? "text" : null }, document.createTextNode("")));
+  return r;
 }
 
 // The first row in sight, from the last scroll position seen (reading scrollTop now
@@ -369,10 +493,18 @@ function drawGridRows(always) {
   if (!always && first >= grid.from && Math.min(n, first + ROWS_SEEN) <= grid.to) return;
   grid.from = Math.max(0, first - ROWS_AROUND);
   grid.to = Math.min(n, first + ROWS_SEEN + ROWS_AROUND);
-  const pad = (rows) => (rows > 0 ? `<div class="gt-pad" style="height:${rows * ROW_PX}px"></div>` : "");
-  let body = "";
-  for (let i = grid.from; i < grid.to; i++) body += grid.html(grid.rows[i], i + 2);
-  $("attend-table").innerHTML = grid.head + pad(grid.from) + body + pad(n - grid.to);
+  const want = grid.to - grid.from;
+  while (grid.pool.length < want) grid.pool.push(gridRow());
+  for (let i = grid.shown; i < want; i++) grid.pads[1].before(grid.pool[i]);
+  for (let i = want; i < grid.shown; i++) grid.pool[i].remove();
+  grid.shown = want;
+  setCss(grid.pads[0], `height:${grid.from * ROW_PX}px`);
+  setCss(grid.pads[1], `height:${(n - grid.to) * ROW_PX}px`);
+  for (let i = grid.from; i < grid.to; i++) {
+    const r = grid.pool[i - grid.from];
+    setAttr(r, "aria-rowindex", i + 2);
+    grid.fill(r, grid.rows[i]);
+  }
 }
 
 function gridScrolled(ev) {
@@ -380,39 +512,48 @@ function gridScrolled(ev) {
   if (!grid.frame) grid.frame = requestAnimationFrame(() => { grid.frame = 0; drawGridRows(false); });
 }
 
-const esc = (x) => String(x).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
-const headRow = (cols, style) => '<div class="gt-row gt-head" role="row" aria-rowindex="1">' +
-  cols.map((c, i) => `<span role="columnheader"${i === 1 ? ' class="text"' : ""}${style ? style(i) : ""}>${esc(c)}</span>`).join("") + "</div>";
-
 function drawOneHeadTable(att) {
-  let rows = att.keys.filter((k) => k.head === state.head);
+  let rows = att.keys;
   if ($("sort-weight").checked) rows = [...rows].sort((a, b) => b.weight - a.weight);
-  const off = state.off.has(state.head) ? " off" : "";
-  const head = headRow(["position", "token", "distance", "q\u00b7k/\u221a8", "distance score", "score", "weight", "cosine of rows"]);
-  const row = (k, index) => `<div class="gt-row${off}" role="row" aria-rowindex="${index}" data-testid="attn-row" data-position="${k.position}" data-head="${k.head}" data-weight="${k.weight}">` +
-    `<span role="cell">${k.position}</span><span role="cell" class="text">${esc(k.token)}</span><span role="cell">${k.distance}</span><span role="cell">${num(k.dot)}</span>` +
-    `<span role="cell">${num(k.distance_score)}</span><span role="cell">${num(k.score)}</span>` +
-    `<span role="cell">${pct(k.weight)}<span class="barfill" style="width:${(60 * k.weight).toFixed(1)}px"></span></span>` +
-    `<span role="cell">${num(k.cosine)}</span></div>`;
-  setGridRows("5.5em minmax(6em, 1.4fr) 6.5em 1fr 1.3fr 1fr 1.5fr 1.3fr", head, rows, row);
+  const cls = "gt-row" + (state.off.has(state.head) ? " off" : "");
+  const labels = ["position", "token", "distance", "q\u00b7k/\u221a8", "distance score", "score", "weight", "cosine of rows"];
+  const fill = (r, k) => {
+    if (r.className !== cls) r.className = cls;
+    setAttr(r, "data-position", k.position);
+    setAttr(r, "data-head", k.head);
+    setAttr(r, "data-weight", k.weight);
+    const c = r.children;
+    [k.position, k.token, k.distance, num(k.dot), num(k.distance_score), num(k.score), pct(k.weight), num(k.cosine)].forEach((x, i) => setText(c[i], x));
+    if (!c[6].lastChild.className) c[6].append(el("span", { class: "barfill" }));   // the weight as a bar too
+    setCss(c[6].lastChild, `width:${(60 * k.weight).toFixed(1)}px`);
+  };
+  setGridRows("one", "5.5em minmax(6em, 1.4fr) 6.5em minmax(0, 1fr) minmax(0, 1.3fr) minmax(0, 1fr) minmax(0, 1.5fr) minmax(0, 1.3fr)",
+    labels, null, rows, fill);
 }
 
+// From the wide answer: a row a position read, each head's weight in its column.
 function drawAllHeadsTable(att) {
-  const byPos = new Map();
-  for (const k of att.keys) {
-    if (!byPos.has(k.position)) byPos.set(k.position, { k, w: new Array(HEADS).fill(0) });
-    byPos.get(k.position).w[k.head] = k.weight;
-  }
-  const shown = weightsShown();
-  let rows = [...byPos.values()];
-  if ($("sort-weight").checked) rows.sort((a, b) => (shown.get(b.k.position) || 0) - (shown.get(a.k.position) || 0));
-  const cols = ["position", "token", "distance", ...[...Array(HEADS).keys()].map((h) => `head ${h}`), "cosine"];
-  const head = headRow(cols, (i) => (i >= 3 && i < 3 + HEADS ? ` style="border-bottom: 3px solid ${HEAD_COLORS[i - 3]}"` : ""));
-  const cell = (x, h) => `<span role="cell" data-head="${h}" data-weight="${x}" style="${state.off.has(h) ? "color:#a3a09a; text-decoration: line-through" : `background: rgba(194,65,12,${(0.6 * x).toFixed(3)})`}">${pct(x)}</span>`;
-  const row = ({ k, w }, index) => `<div class="gt-row" role="row" aria-rowindex="${index}" data-testid="attn-row" data-position="${k.position}">` +
-    `<span role="cell">${k.position}</span><span role="cell" class="text">${esc(k.token)}</span><span role="cell">${k.distance}</span>` + w.map(cell).join("") +
-    `<span role="cell">${num(k.cosine)}</span></div>`;
-  setGridRows(`5.5em minmax(5em, 1.2fr) 6.5em repeat(${HEADS}, 1fr) 5.5em`, head, rows, row);
+  const shown = state.weights;
+  let rows = att.keys;
+  if ($("sort-weight").checked) rows = [...rows].sort((a, b) => (shown.get(b.position) || 0) - (shown.get(a.position) || 0));
+  const labels = ["position", "token", "distance", ...[...Array(HEADS).keys()].map((h) => `head ${h}`), "cosine"];
+  const headStyle = (i) => (i >= 3 && i < 3 + HEADS ? `border-bottom: 3px solid ${HEAD_COLORS[i - 3]}` : null);
+  const fill = (r, k) => {
+    setAttr(r, "data-position", k.position);
+    const c = r.children;
+    setText(c[0], k.position);
+    setText(c[1], k.token);
+    setText(c[2], k.distance);
+    for (let h = 0; h < HEADS; h++) {
+      const x = k["weight_" + h], cell = c[3 + h];
+      setAttr(cell, "data-head", h);
+      setAttr(cell, "data-weight", x);
+      setText(cell, pct(x));
+      setCss(cell, state.off.has(h) ? "color:#a3a09a; text-decoration: line-through" : `background: rgba(194,65,12,${(0.6 * x).toFixed(2)})`);
+    }
+    setText(c[3 + HEADS], num(k.cosine));
+  };
+  setGridRows("all", `5.5em minmax(5em, 1.2fr) 6.5em repeat(${HEADS}, minmax(0, 1fr)) 5.5em`, labels, headStyle, rows, fill);
 }
 
 function drawLoss(loss, full) {
@@ -430,29 +571,43 @@ function drawLoss(loss, full) {
 
 // ---------- Tool 3: the trace ----------
 
+// The trace's lists are made once and rewritten in place after that (see setText):
+// a click on a long story makes no element in them and lays out only what changed.
 function drawTrace(tr) {
   const g = tr.guesses || [];
   const max = Math.max(1e-9, ...g.map((x) => x.probability));
-  $("guesses").replaceChildren(...g.map((x) => el("li", { "data-testid": "guess", "data-token": x.token, "data-probability": x.probability },
-    el("span", { class: "p", text: pct(x.probability) }),
-    el("span", { class: "pbar", style: `width:${(120 * x.probability / max).toFixed(1)}px` }),
-    x.token)));
-  $("guesses").dataset.position = tr.position;
-  $("guesses-h").textContent = `Next-token guesses after "${tr.token}" (position ${tr.position})`;
+  const list = $("guesses");
+  if (list.children.length !== g.length)
+    list.replaceChildren(...g.map(() => el("li", { "data-testid": "guess" }, el("span", { class: "p" }, document.createTextNode("")),
+      el("span", { class: "pbar" }), el("span", {}, document.createTextNode("")))));
+  g.forEach((x, i) => {
+    const li = list.children[i];
+    setAttr(li, "data-token", x.token);
+    setAttr(li, "data-probability", x.probability);
+    setText(li.children[0], pct(x.probability));
+    setCss(li.children[1], `width:${(120 * x.probability / max).toFixed(1)}px`);
+    setText(li.children[2], x.token);
+  });
+  list.dataset.position = tr.position;
+  setText($("guesses-h"), `Next-token guesses after "${tr.token}" (position ${tr.position})`);
   drawInputs(tr.inputs || []);
   drawHidden(tr.hidden || []);
 }
 
-// Each part of the 160 inputs as a strip of cells (blue negative, red positive). The
-// strips are made once for a model's parts and recoloured after that; a cell's number
-// is its tooltip, made when the pointer comes (inputTitle).
+// Each part of the 160 inputs as a strip of cells (blue negative, red positive),
+// painted on a canvas a part (160 coloured elements cost a click a style match, a
+// layout and a paint each); a cell's number is its tooltip, made when the pointer
+// comes (inputTitle). The strips are made once for a model's parts.
+const CELL_PX = 12;
 function drawInputs(parts) {
   const box = $("inputs");
   const key = parts.map((p) => p.part + ":" + p.numbers.length).join(" ");
+  const dpr = window.devicePixelRatio || 1;
   if (box.dataset.key !== key) {
     box.replaceChildren(...parts.map((p) => el("div", { class: "part", "data-testid": "input-part", "data-part": p.part },
-      el("span"), el("span", { class: "muted", title: "length of the part" }),
-      el("span", { class: "cells" }, ...p.numbers.map((_, i) => el("span", { "data-i": i }))))));
+      el("span", {}, document.createTextNode("")), el("span", { class: "muted", title: "length of the part" }, document.createTextNode("")),
+      el("canvas", { class: "cells", width: Math.round(p.numbers.length * CELL_PX * dpr), height: Math.round(16 * dpr),
+        style: `width:${p.numbers.length * CELL_PX}px; height:16px`, role: "img", "aria-label": `the ${p.numbers.length} numbers of ${p.part}` }))));
     box.dataset.key = key;
   }
   state.inputs = parts;
@@ -460,31 +615,44 @@ function drawInputs(parts) {
   parts.forEach((p, k) => {
     const m = /^head (\d)$/.exec(p.part);
     const off = m && state.off.has(Number(m[1]));
-    const [name, norm, cells] = box.children[k].children;
-    box.children[k].className = "part" + (off ? " off" : "");
-    name.textContent = p.part + (off ? " (off)" : "");
-    norm.textContent = fmt(p.norm, 2);
+    const row = box.children[k];
+    const [name, norm, cells] = row.children;
+    const cls = "part" + (off ? " off" : "");
+    if (row.className !== cls) row.className = cls;
+    setText(name, p.part + (off ? " (off)" : ""));
+    setText(norm, fmt(p.norm, 2));
+    const g = cells.getContext("2d");
+    g.setTransform(dpr, 0, 0, dpr, 0, 0);
+    g.clearRect(0, 0, p.numbers.length * CELL_PX, 16);
     p.numbers.forEach((x, i) => {
       const a = Math.min(1, Math.abs(x) / big);
-      cells.children[i].style.background = x >= 0 ? `rgba(194,65,12,${a.toFixed(3)})` : `rgba(37,99,235,${a.toFixed(3)})`;
+      g.fillStyle = x >= 0 ? `rgba(194,65,12,${a.toFixed(3)})` : `rgba(37,99,235,${a.toFixed(3)})`;
+      g.fillRect(i * CELL_PX, 0, CELL_PX, 16);
     });
   });
 }
 
 function inputTitle(ev) {
-  const cell = ev.target.closest("[data-i]");
-  const part = cell && cell.closest(".part");
+  const cells = ev.target.closest("canvas.cells");
+  const part = cells && cells.closest(".part");
   if (!part || !state.inputs) return;
   const p = state.inputs[[...part.parentNode.children].indexOf(part)];
-  if (p) cell.title = fmt(p.numbers[Number(cell.dataset.i)]);
+  const i = Math.floor(ev.offsetX / CELL_PX);
+  if (p && i >= 0 && i < p.numbers.length) cells.title = `number ${i} of ${p.part}: ${fmt(p.numbers[i])}`;
 }
 
 function drawHidden(units) {
-  const head = el("tr", {}, ...["unit", "value", "pushed hardest by", "its input"].map((h, i) =>
-    el("th", { class: i === 2 ? "text" : null, text: h })));
-  $("hidden").replaceChildren(el("thead", {}, head), el("tbody", {}, ...units.map((u) => el("tr", {},
-    el("td", { text: u.unit }), el("td", { text: u.value.toFixed(3) }),
-    el("td", { class: "text", text: u.strongest_part }), el("td", { text: num(u.part_input) })))));
+  const t = $("hidden");
+  if (!t.tBodies.length || t.tBodies[0].rows.length !== units.length) {
+    const head = el("tr", {}, ...["unit", "value", "pushed hardest by", "its input"].map((h, i) =>
+      el("th", { class: i === 2 ? "text" : null, text: h })));
+    t.replaceChildren(el("thead", {}, head), el("tbody", {}, ...units.map(() => el("tr", {},
+      ...[0, 1, 2, 3].map((i) => el("td", { class: i === 2 ? "text" : null }, document.createTextNode("")))))));
+  }
+  units.forEach((u, k) => {
+    const c = t.tBodies[0].rows[k].cells;
+    [u.unit, u.value.toFixed(3), u.strongest_part, num(u.part_input)].forEach((x, i) => setText(c[i], x));
+  });
 }
 
 // ---------- Tool 2: distance scores ----------
@@ -913,14 +1081,16 @@ function debounce(fn, ms) {
 function wire() {
   $("tokens").addEventListener("click", (ev) => {
     const b = ev.target.closest(".tok");
-    if (b) fetchPosition(Number(b.dataset.pos));
+    clearTimeout(state.hover);
+    if (b) fetchPosition(Number(b.dataset.pos), true, ev.timeStamp);
   });
   $("tokens").addEventListener("keydown", tokenKeys);
   $("tokens").addEventListener("mouseover", (ev) => {
     const b = ev.target.closest(".tok");
-    if (b) tokenTitle(b);
+    if (b) { tokenTitle(b); prefetch(b); }
   });
-  $("inputs").addEventListener("mouseover", inputTitle);
+  $("tokens").addEventListener("mouseleave", () => clearTimeout(state.hover));
+  $("inputs").addEventListener("mousemove", inputTitle);
   $("attend-table").parentNode.addEventListener("scroll", gridScrolled, { passive: true });
   const storyChanged = debounce(() => { state.pos = -1; refreshStory(); }, 250);
   $("story").addEventListener("input", storyChanged);

@@ -80,7 +80,7 @@ int slm_probe_attend(const ProbeRunner *r, int h, int p, AttendKey *keys);
 void slm_probe_attention_map(const ProbeRunner *r, int h, double *map);
 
 /* ---------------------------------------------------------------------------
- * Tool 3, the network around it (slm_probe_trace.c): the last position of the
+ * Tool 3, the network around it (slm_probe_trace.c): one position of the
  * story run last. */
 typedef struct TraceUnit {
     int unit;          /* hidden unit 0..127 */
@@ -105,7 +105,9 @@ typedef struct TraceResult {
     int n_guesses;
 } TraceResult;
 
-int slm_probe_trace(const ProbeRunner *r, int n_units, int n_guesses, TraceResult *out, Error *e);
+/* Position p (0..positions run - 1): a causal network's position p reads nothing
+ * after p, so one run of a whole text serves the trace of any of its positions. */
+int slm_probe_trace(const ProbeRunner *r, int p, int n_units, int n_guesses, TraceResult *out, Error *e);
 void slm_trace_result_free(TraceResult *t);
 
 /* ---------------------------------------------------------------------------

@@ -38,6 +38,10 @@ enum {
 /* Encodes text, checks pos, runs ids[0..pos] (VIEW_RUN_PREFIX) or all of
  * them with ps's ablation; how: 0 or VIEW_RUN_* bits. */
 int slm_view_text_run(ViewText *vt, const ProbeSession *ps, const char *text, int pos, int how, Error *e);
+/* Resolves and checks pos (negative: from the end) into vt->pos. A run of
+ * the whole text serves every position: the server keeps such runs and
+ * gives each request a copy with its own pos. */
+int slm_view_text_at(ViewText *vt, int pos, Error *e);
 void slm_view_text_free(ViewText *vt);
 
 /* Fails for a head outside -1 (all) .. H-1. */
@@ -46,9 +50,15 @@ int slm_view_check_head(const ProbeSession *ps, int head, Error *e);
 /* Tool 1 (attend): the tokens, and every key position vt->pos reads with
  * head (-1: all), nearest first. */
 void slm_view_attend(Report *r, const ProbeSession *ps, const ViewText *vt, int head);
+/* The same for all heads at once, by position (attend --wide): one row a key
+ * position, its token, distance and cosine once and each head's weight in a
+ * column of its own (weight_0 ..), without dot, distance_score and score. A
+ * tenth of the size of all heads' rows: what the page's all-heads view draws. */
+void slm_view_attend_wide(Report *r, const ProbeSession *ps, const ViewText *vt);
 
-/* Tool 3 (trace): position vt->pos of a prefix-only run followed through
- * the network; t (caller frees with slm_trace_result_free) keeps the numbers. */
+/* Tool 3 (trace): position vt->pos of the run followed through the network
+ * (trace runs the whole text, as the server does, so that both give the same
+ * bits); t (caller frees with slm_trace_result_free) keeps the numbers. */
 int slm_view_trace(Report *r, const ProbeSession *ps, const ViewText *vt, const char *text, int n_units, int n_guesses,
                TraceResult *t, Error *e);
 

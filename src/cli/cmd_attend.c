@@ -18,6 +18,8 @@ const Command command_attend = {
     "head --head (default: all 8), every token it can read: dot = q.k/sqrt(8), the head's\n"
     "learned distance score, score = their sum, weight = softmax of the scores (they add up\n"
     "to 1), and the cosine of the two tokens' rows of the embedding, only to compare.\n"
+    "--wide shows all heads by position: one row a token read, each head's weight in a\n"
+    "column of its own (weight_0 .. weight_7 in --json), without dot, distance score and score.\n"
     "--svg FILE draws the attention maps: every position's weights, one map per head.\n"
     "Switching heads off (--ablate) changes what the hidden layer reads, not the weights.",
     run};
@@ -25,6 +27,7 @@ const Command command_attend = {
 typedef struct AttendArgs {
     ProbeOptions po;
     int pos, head;
+    bool wide;
 } AttendArgs;
 
 /* How one picture of attention maps is laid out: every size in pixels. */
@@ -121,7 +124,8 @@ static int attend(const AttendArgs *a, const char *text, Error *e) {
     Report rep;
     slm_report_init(&rep, "attend");
     int rc = slm_view_check_head(&ps, a->head, e) || slm_view_text_run(&vt, &ps, text, a->pos, VIEW_RUN_HEADS, e);
-    if (!rc) slm_view_attend(&rep, &ps, &vt, a->head);
+    if (!rc && a->wide) slm_view_attend_wide(&rep, &ps, &vt);
+    else if (!rc) slm_view_attend(&rep, &ps, &vt, a->head);
     if (!rc && a->po.svg) rc = draw(a->po.svg, &ps, &vt.runner, &vt.ids, vt.pos, a->head, e);
     if (!rc) rc = probe_emit(&rep, &a->po, e);
     slm_report_free(&rep);
@@ -139,9 +143,15 @@ static int run(int argc, char **argv) {
         PROBE_MEAN_STORIES_OPTION(a.po),
         {"pos", 0, OPT_INT, &a.pos, "N", "the position reading; negative: from the end", -1000000, 1000000},
         {"head", 0, OPT_INT, &a.head, "H", "one head (0 to 7); -1: all", -1, 7}, /* the network has 8 heads */
+        {"wide", 0, OPT_BOOL, &a.wide, NULL, "all heads by position: each head's weight in a column", 0, 0},
     };
     int rc = probe_parse(&command_attend, argc, argv, opts, N_OPTIONS(opts), &a.po, pos, 1);
     if (rc >= 0) return rc;
     Error e = {0};
+    if (a.wide && a.head >= 0) {
+        FAIL(&e, "leave out --head: --wide shows every head's weight side by side", "--wide and --head %d do not go together",
+             a.head);
+        return cli_fail(&e);
+    }
     return attend(&a, pos[0], &e) ? cli_fail(&e) : 0;
 }

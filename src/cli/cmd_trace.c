@@ -71,7 +71,7 @@ static int trace(const ProbeOptions *po, const char *text, int pos, int n_units,
     TraceResult t = {0};
     Report rep;
     slm_report_init(&rep, "trace");
-    int rc = slm_view_text_run(&vt, &ps, text, pos, 1, e);
+    int rc = slm_view_text_run(&vt, &ps, text, pos, 0, e); /* the whole text, as the server runs it: the same bits */
     if (!rc) rc = slm_view_trace(&rep, &ps, &vt, text, n_units, n_guesses, &t, e);
     if (!rc && po->svg) rc = draw(po->svg, &ps, &t, e);
     if (!rc) rc = probe_emit(&rep, po, e);

@@ -1,4 +1,4 @@
-/* Tool 3, the network around it: the last token of the story run last,
+/* Tool 3, the network around it: one token of the story run last,
  * followed through what the hidden layer reads (its row and the heads'
  * outputs), the hidden layer and the next-token guesses. */
 #include <math.h>
@@ -56,11 +56,13 @@ static int trace_alloc(TraceResult *t, int Z, int Hd, int n_units, int n_guesses
     return t->guesses ? 0 : -1;
 }
 
-int slm_probe_trace(const ProbeRunner *r, int n_units, int n_guesses, TraceResult *out, Error *e) {
+int slm_probe_trace(const ProbeRunner *r, int p, int n_units, int n_guesses, TraceResult *out, Error *e) {
     const Model *m = r->model;
     const ModelConfig *c = &m->cfg;
     const Activations *a = &r->acts;
-    int Z = slm_model_hidden_input_dim(c), Hd = c->hidden_dim, V = c->vocab_size, p = a->n_positions - 1;
+    int Z = slm_model_hidden_input_dim(c), Hd = c->hidden_dim, V = c->vocab_size;
+    if (p < 0 || p >= a->n_positions)
+        return FAIL(e, NULL, "position %d of the trace is outside the %d positions run", p, a->n_positions);
     n_units = n_units < Hd ? n_units : Hd;
     n_guesses = n_guesses < V ? n_guesses : V;
     *out = (TraceResult){.position = p, .token = r->batch.tokens[p], .n_units = n_units, .n_guesses = n_guesses};

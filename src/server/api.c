@@ -13,13 +13,23 @@
 typedef struct Session {
     ModelEntry *entry;
     ProbeSession ps;
+    KeptRun *run; /* the text's run the request reads, or NULL */
 } Session;
 
 enum { NEED_STORIES = 1, NEED_ATTENTION = 2 };
 
 static void session_release(Server *s, Session *ss) {
+    if (ss->run) entry_run_release(ss->entry, ss->run);
     if (ss->entry) cache_release(&s->cache, ss->entry);
     ss->entry = NULL;
+    ss->run = NULL;
+}
+
+/* The text run whole through the session's model (kept for the next click
+ * on it: the attention, trace and loss views of any position read the same
+ * run), read at pos; held until session_release. */
+static int session_run(Session *ss, const char *text, int pos, ViewText *vt, Error *e) {
+    return entry_run(ss->entry, &ss->ps, text, pos, vt, &ss->run, e);
 }
 
 /* The model a request names ("model", else the server's default): one of
@@ -116,18 +126,22 @@ static int api_tokenize(Server *s, const cJSON *body, Reply *r) {
 static int api_attend(Server *s, const cJSON *body, Reply *r) {
     Session ss;
     const char *text;
-    int pos = -1, head = -1;
+    int pos = -1, head = -1, wide = 0;
     if (session_open(s, body, NEED_ATTENTION, &ss, r)) return r->status;
     if (request_text(&ss, body, "text", &text, r) || field_int(body, "pos", &pos, -1000000, 1000000, r) ||
-        field_int(body, "head", &head, -1000000, 1000000, r))
+        field_int(body, "head", &head, -1000000, 1000000, r) || field_bool(body, "wide", &wide, r))
         return session_release(s, &ss), r->status;
     Report rep;
     slm_report_init(&rep, "attend");
-    ViewText vt = {0};
+    ViewText vt;
     Error e = {0};
-    int rc = slm_view_check_head(&ss.ps, head, &e) || slm_view_text_run(&vt, &ss.ps, text, pos, VIEW_RUN_HEADS, &e);
-    if (!rc) slm_view_attend(&rep, &ss.ps, &vt, head);
-    slm_view_text_free(&vt);
+    int rc = slm_view_check_head(&ss.ps, head, &e);
+    if (!rc && wide && head >= 0)
+        rc = FAIL(&e, "leave out \"head\": \"wide\" gives every head's weight side by side",
+                  "\"wide\" and \"head\": %d do not go together", head);
+    if (!rc) rc = session_run(&ss, text, pos, &vt, &e); /* the same numbers as attend's heads-only run */
+    if (!rc && wide) slm_view_attend_wide(&rep, &ss.ps, &vt);
+    else if (!rc) slm_view_attend(&rep, &ss.ps, &vt, head);
     return finish(s, &ss, &rep, rc, &e, r);
 }
 
@@ -141,13 +155,12 @@ static int api_trace(Server *s, const cJSON *body, Reply *r) {
         return session_release(s, &ss), r->status;
     Report rep;
     slm_report_init(&rep, "trace");
-    ViewText vt = {0};
+    ViewText vt;
     TraceResult t = {0};
     Error e = {0};
-    int rc = slm_view_text_run(&vt, &ss.ps, text, pos, 1, &e);
+    int rc = session_run(&ss, text, pos, &vt, &e);
     if (!rc) rc = slm_view_trace(&rep, &ss.ps, &vt, text, units, top, &t, &e);
     slm_trace_result_free(&t);
-    slm_view_text_free(&vt);
     return finish(s, &ss, &rep, rc, &e, r);
 }
 
@@ -158,11 +171,10 @@ static int api_loss(Server *s, const cJSON *body, Reply *r) {
     if (request_text(&ss, body, "text", &text, r)) return session_release(s, &ss), r->status;
     Report rep;
     slm_report_init(&rep, "eval");
-    ViewText vt = {0};
+    ViewText vt;
     Error e = {0};
-    int rc = slm_view_text_run(&vt, &ss.ps, text, -1, 0, &e);
+    int rc = session_run(&ss, text, -1, &vt, &e);
     if (!rc) slm_view_loss(&rep, &ss.ps, &vt, text);
-    slm_view_text_free(&vt);
     return finish(s, &ss, &rep, rc, &e, r);
 }
 
@@ -324,14 +336,88 @@ static int api_train_start(Server *s, const cJSON *body, Reply *r) {
     return reply_json(r, 202, j);
 }
 
+static int api_batch(Server *s, const cJSON *body, Reply *r);
+
+/* The POST endpoints; views: those a batch may hold (a JSON answer, no stream, no side effect). */
+static const struct {
+    const char *url;
+    int (*fn)(Server *, const cJSON *, Reply *);
+    int view;
+} posts[] = {{"/api/tokenize", api_tokenize, 1}, {"/api/attend", api_attend, 1},   {"/api/trace", api_trace, 1},
+             {"/api/loss", api_loss, 1},         {"/api/distances", api_distances, 1}, {"/api/heads", api_heads, 1},
+             {"/api/swap", api_swap, 1},         {"/api/generate", api_generate, 0}, {"/api/train", api_train_start, 0},
+             {"/api/batch", api_batch, 0}};
+#define N_POSTS (sizeof posts / sizeof posts[0])
+
+/* Appends text (len bytes) to *buf (size *cap, *len used); -1 when out of memory. */
+static int append(char **buf, size_t *used, size_t *cap, const char *text, size_t len) {
+    if (*used + len + 1 > *cap) {
+        size_t want = (*used + len + 1) * 2;
+        char *grown = realloc(*buf, want);
+        if (!grown) return -1;
+        *buf = grown, *cap = want;
+    }
+    memcpy(*buf + *used, text, len);
+    *used += len;
+    (*buf)[*used] = '\0';
+    return 0;
+}
+
+/* The view a batch's item names (its index in posts), or -1 with r filled. */
+static int batch_item(const cJSON *item, const cJSON **body, Reply *r) {
+    const cJSON *url = cJSON_GetObjectItemCaseSensitive(item, "url");
+    *body = cJSON_GetObjectItemCaseSensitive(item, "body");
+    if (!cJSON_IsObject(item) || !cJSON_IsString(url) || (*body && !cJSON_IsObject(*body)))
+        return reply_error(r, 400, "each of \"requests\" is {\"url\": \"/api/VIEW\", \"body\": {...}}", NULL), -1;
+    for (size_t i = 0; i < N_POSTS; i++)
+        if (posts[i].view && strcmp(url->valuestring, posts[i].url) == 0) return (int)i;
+    char msg[160];
+    snprintf(msg, sizeof msg, "a batch cannot hold '%.80s'", url->valuestring);
+    return reply_error(r, 400, msg, "a batch holds the views: tokenize, attend, trace, loss, distances, heads, swap"), -1;
+}
+
+/* Several views in one request, each answered as it would be alone:
+ * {"requests": [{"url": "/api/attend", "body": {...}}, ...]} gives
+ * {"answers": [{"status": 200, "body": {...}}, ...]}, in order. A click on
+ * the page asks for its attention and its trace at once: one round trip, and
+ * one run of the text for both (runs.c). */
+static int api_batch(Server *s, const cJSON *body, Reply *r) {
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(body, "requests"), *item, *sub;
+    int n = cJSON_GetArraySize(list);
+    if (!cJSON_IsArray(list) || n < 1 || n > SERVER_MAX_BATCH) {
+        char msg[80];
+        snprintf(msg, sizeof msg, "\"requests\" must be a list of 1 to %d requests", SERVER_MAX_BATCH);
+        return reply_error(r, 400, msg, NULL);
+    }
+    cJSON_ArrayForEach(item, list) if (batch_item(item, &sub, r) < 0) return r->status;
+    char *out = NULL, head[48];
+    size_t used = 0, cap = 0;
+    int ok = append(&out, &used, &cap, "{\"answers\":[", 12) == 0;
+    cJSON_ArrayForEach(item, list) {
+        Reply one = {0};
+        cJSON *none = NULL;
+        int i = batch_item(item, &sub, &one);
+        if (!sub) sub = none = cJSON_CreateObject();
+        if (sub) posts[i].fn(s, sub, &one);
+        else reply_error(&one, 500, "out of memory", NULL);
+        cJSON_Delete(none);
+        int len = snprintf(head, sizeof head, "%s{\"status\":%d,\"body\":", item == list->child ? "" : ",", one.status);
+        ok = ok && one.body && append(&out, &used, &cap, head, (size_t)len) == 0 &&
+             append(&out, &used, &cap, one.body, strlen(one.body)) == 0 && append(&out, &used, &cap, "}", 1) == 0;
+        free(one.body);
+    }
+    if (!(ok && append(&out, &used, &cap, "]}", 2) == 0)) {
+        free(out);
+        return reply_error(r, 500, "out of memory", NULL);
+    }
+    r->status = 200;
+    r->body = out;
+    r->mime = "application/json";
+    return 200;
+}
+
 int api_handle(Server *s, const char *method, const char *url, const cJSON *body, Reply *r) {
     int get = strcmp(method, "GET") == 0;
-    static const struct {
-        const char *url;
-        int (*fn)(Server *, const cJSON *, Reply *);
-    } posts[] = {{"/api/tokenize", api_tokenize}, {"/api/attend", api_attend},   {"/api/trace", api_trace},
-                 {"/api/loss", api_loss},         {"/api/distances", api_distances}, {"/api/heads", api_heads},
-                 {"/api/swap", api_swap},         {"/api/generate", api_generate}, {"/api/train", api_train_start}};
     if (get && strcmp(url, "/api/models") == 0) return reply_json(r, 200, model_list(&s->dirs));
     if (get && strcmp(url, "/api/stories") == 0) return api_stories(s, r);
     if (get && strcmp(url, "/api/train") == 0) return reply_json(r, 200, train_job_status(s->train));
@@ -350,7 +436,7 @@ int api_handle(Server *s, const char *method, const char *url, const cJSON *body
         cJSON_AddBoolToObject(j, "stopping", train_job_stop(s->train));
         return reply_json(r, 200, j);
     }
-    for (size_t i = 0; i < sizeof posts / sizeof posts[0]; i++) {
+    for (size_t i = 0; i < N_POSTS; i++) {
         if (strcmp(url, posts[i].url) != 0) continue;
         if (get) return reply_error(r, 405, "this endpoint takes POST with a JSON body", NULL);
         return posts[i].fn(s, body, r);

@@ -130,6 +130,8 @@ int cache_init(ModelCache *c, int cap) {
 }
 
 static void entry_free(ModelEntry *m) {
+    entry_runs_free(m); /* before the model their runners point to */
+    pthread_mutex_destroy(&m->runs_lock);
     slm_probe_session_close(&m->ps);
     slm_names_free(&m->gen_names);
     free(m->mean);
@@ -158,6 +160,7 @@ static ModelEntry *entry_load(const char *path, const struct stat *st, Error *e)
     m->mtime = (long long)st->st_mtime;
     m->size = (long long)st->st_size;
     pthread_mutex_init(&m->lock, NULL);
+    pthread_mutex_init(&m->runs_lock, NULL);
     return m;
 }
 

@@ -81,6 +81,14 @@ int field_int(const cJSON *body, const char *key, int *out, int lo, int hi, Repl
     return 0;
 }
 
+int field_bool(const cJSON *body, const char *key, int *out, Reply *r) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, key);
+    if (!v || cJSON_IsNull(v)) return 0;
+    if (!cJSON_IsBool(v)) return bad(r, 400, "send true or false", "\"%s\" must be true or false", key);
+    *out = cJSON_IsTrue(v);
+    return 0;
+}
+
 int field_ablation(const cJSON *body, char *buf, size_t size, const char **ablate, const char **mode, Reply *r) {
     *ablate = NULL;
     *mode = "zero";

@@ -2,6 +2,7 @@
  * routing to the API or to the page compiled in from web/. */
 #define _XOPEN_SOURCE 700 /* realpath */
 #include <arpa/inet.h>
+#include <malloc.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -200,6 +201,11 @@ int server_start(Server **out, const ServerOptions *o, Error *e) {
     if (!s) return FAIL(e, NULL, "out of memory starting the server");
     s->o = *o;
     pthread_mutex_init(&s->lock, NULL);
+    /* Buffers of 256 KiB and more (a request's activations, a kept run's) are mapped
+     * and go back to the system when freed: glibc would otherwise raise this threshold
+     * as they are freed and keep them in its per-thread heaps, where the runs the server
+     * makes and drops under load fragment, and its memory would grow with no leak. */
+    mallopt(M_MMAP_THRESHOLD, 256 * 1024);
     struct sockaddr_in addr;
     mkdir(o->train_dir, 0755); /* where trained models go; an error shows when training saves */
     int rc = listen_address(o->host, o->port, &addr, e) || data_dirs_init(s, e) ||

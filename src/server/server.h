@@ -6,7 +6,8 @@
  *
  * Files: server.c (the daemon, routing, limits, static files), api.c (the
  * JSON endpoints), request.c (reading a request's JSON fields), models.c
- * (which model files may be named; the cache of loaded models), stream.c
+ * (which model files may be named; the cache of loaded models), runs.c (texts
+ * run lately, kept for the next click), stream.c
  * (generation as Server-Sent Events), train_job.c (the training job). */
 #ifndef STORYLM_SERVER_H
 #define STORYLM_SERVER_H

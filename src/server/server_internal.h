@@ -16,6 +16,7 @@
 #define SERVER_MAX_TEXT (64 * 1024)  /* bytes of a text or prompt */
 #define SERVER_MAX_TOKENS 4096       /* tokens of a text: bounds a request's memory (activations grow with it) */
 #define SERVER_MAX_GENERATE 2000     /* new tokens of one generation */
+#define SERVER_MAX_BATCH 16          /* views in one /api/batch */
 
 /* ---- answers ------------------------------------------------------------------ */
 
@@ -38,6 +39,9 @@ int reply_report(Reply *r, const Report *rep);
 
 /* ---- models ------------------------------------------------------------------- */
 
+typedef struct KeptRun KeptRun;
+#define RUNS_BUDGET ((size_t)16 << 20) /* bytes of kept runs a model (runs.c): three of a 256-token story */
+
 /* A loaded model, shared by requests; the stories and names it reads them
  * with load once, on first need. */
 typedef struct ModelEntry {
@@ -54,6 +58,10 @@ typedef struct ModelEntry {
     unsigned long used;
     int refs;
     pthread_mutex_t lock; /* stories, names and mean */
+    KeptRun *runs;        /* texts run whole lately (runs.c) */
+    size_t runs_bytes;
+    unsigned long runs_clock;
+    pthread_mutex_t runs_lock;
 } ModelEntry;
 
 typedef struct ModelCache {
@@ -92,6 +100,13 @@ int cache_read_stories(ModelCache *c, ProbeSession *ps, int flags, Error *e);
 /* Each head's mean output over m's test stories, once (after entry_stories). */
 int entry_mean(ModelEntry *m, const char *stories_path, Error *e);
 
+/* The run of text through m with ps's ablation (ps: a session on m), whole,
+ * from the kept runs or run now and kept: *vt a copy reading it at pos
+ * (checked), valid until entry_run_release(held). */
+int entry_run(ModelEntry *m, const ProbeSession *ps, const char *text, int pos, ViewText *vt, KeptRun **held, Error *e);
+void entry_run_release(ModelEntry *m, KeptRun *held); /* held may be NULL */
+void entry_runs_free(ModelEntry *m);
+
 /* ---- the training job --------------------------------------------------------- */
 
 typedef struct TrainJob TrainJob;
@@ -127,6 +142,7 @@ struct Server {
 int field_string(const cJSON *body, const char *key, const char **out, int required, size_t max, Reply *r);
 int field_int(const cJSON *body, const char *key, int *out, int lo, int hi, Reply *r);
 int field_double(const cJSON *body, const char *key, double *out, double lo, double hi, Reply *r);
+int field_bool(const cJSON *body, const char *key, int *out, Reply *r);
 /* ablate: "3,5" or [3, 5] into buf (NULL when absent); ablate_mode: zero or mean. */
 int field_ablation(const cJSON *body, char *buf, size_t size, const char **ablate, const char **mode, Reply *r);
 

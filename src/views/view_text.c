@@ -7,15 +7,19 @@
 
 #include "storylm/views.h"
 
+int slm_view_text_at(ViewText *vt, int pos, Error *e) {
+    int T = (int)vt->ids.len;
+    vt->pos = pos < 0 ? T + pos : pos;
+    if (vt->pos >= 0 && vt->pos < T) return 0;
+    return FAIL(e, "positions run from 0 ([EOS]) to the number of tokens; -1 is the last",
+                "--pos %d is outside the text's %d positions", pos, T);
+}
+
 int slm_view_text_run(ViewText *vt, const ProbeSession *ps, const char *text, int pos, int how, Error *e) {
     *vt = (ViewText){0};
     int rc = slm_intvec_push(&vt->ids, ps->lm.tokenizer.eos_id, e) ||
-             slm_tokenizer_encode(&ps->lm.tokenizer, text, strlen(text), &vt->ids, e);
+             slm_tokenizer_encode(&ps->lm.tokenizer, text, strlen(text), &vt->ids, e) || slm_view_text_at(vt, pos, e);
     int T = (int)vt->ids.len;
-    vt->pos = pos < 0 ? T + pos : pos;
-    if (!rc && (vt->pos < 0 || vt->pos >= T))
-        rc = FAIL(e, "positions run from 0 ([EOS]) to the number of tokens; -1 is the last",
-                  "--pos %d is outside the text's %d positions", pos, T);
     int n = how & VIEW_RUN_PREFIX ? vt->pos + 1 : T;
     if (!rc) rc = slm_probe_runner_init(&vt->runner, &ps->lm.model, n, e);
     if (!rc) vt->runner.heads_only = (how & VIEW_RUN_HEADS) != 0;
@@ -56,10 +60,9 @@ static void add_keys(ReportTable *t, const ProbeSession *ps, const ProbeRunner *
     }
 }
 
-void slm_view_attend(Report *r, const ProbeSession *ps, const ViewText *vt, int head) {
-    const ProbeRunner *run_ = &vt->runner;
+/* What both layouts start with: the tokens, the reading position and token. */
+static void attend_header(Report *r, const ProbeSession *ps, const ViewText *vt) {
     const IntVec *ids = &vt->ids;
-    int p = vt->pos;
     slm_probe_report_header(r, ps);
     ReportTable *tokens = slm_report_table(r, "tokens", "Tokens (position, id, text)");
     slm_table_column(tokens, "position", "pos", CELL_INT, 0);
@@ -71,8 +74,14 @@ void slm_view_attend(Report *r, const ProbeSession *ps, const ViewText *vt, int 
         slm_cell_int(tokens, ids->data[i]);
         slm_cell_text(tokens, slm_probe_token(ps, ids->data[i]));
     }
-    slm_report_int(r, "position", "reading position", p);
-    slm_report_text(r, "token", "reading token", slm_probe_token(ps, ids->data[p]));
+    slm_report_int(r, "position", "reading position", vt->pos);
+    slm_report_text(r, "token", "reading token", slm_probe_token(ps, ids->data[vt->pos]));
+}
+
+void slm_view_attend(Report *r, const ProbeSession *ps, const ViewText *vt, int head) {
+    const ProbeRunner *run_ = &vt->runner;
+    int p = vt->pos;
+    attend_header(r, ps, vt);
     ReportTable *t = slm_report_table(r, "keys", "What it reads (nearest first)");
     const char *keys[][2] = {{"head", "head"}, {"position", "pos"}, {"token", "token"}, {"id", "id"},
                              {"distance", "dist"}, {"dot", "q.k/sqrt8"}, {"distance_score", "dist.score"},
@@ -85,6 +94,34 @@ void slm_view_attend(Report *r, const ProbeSession *ps, const ViewText *vt, int 
     for (int h = 0; buf && h < ps->lm.model.cfg.n_heads; h++)
         if (head < 0 || h == head) add_keys(t, ps, run_, h, p, buf);
     free(buf);
+}
+
+void slm_view_attend_wide(Report *r, const ProbeSession *ps, const ViewText *vt) {
+    int H = ps->lm.model.cfg.n_heads, W = ps->lm.model.cfg.window, n = 0;
+    attend_header(r, ps, vt);
+    ReportTable *t = slm_report_table(r, "keys", "What it reads (nearest first), each head's weight");
+    const char *cols[][2] = {{"position", "pos"}, {"token", "token"}, {"id", "id"}, {"distance", "dist"}, {"cosine", "cos(rows)"}};
+    for (int c = 0; c < 5; c++) slm_table_column(t, cols[c][0], cols[c][1], c == 1 ? CELL_TEXT : c < 4 ? CELL_INT : CELL_NUMBER, 4);
+    char key[32], label[32];
+    for (int h = 0; h < H; h++) {
+        snprintf(key, sizeof key, "weight_%d", h);
+        snprintf(label, sizeof label, "head %d", h);
+        slm_table_column(t, key, label, CELL_NUMBER, 4);
+    }
+    AttendKey *keys = malloc((size_t)H * W * sizeof(AttendKey)); /* (H, window): every head's keys, oldest first */
+    if (!keys) r->failed = 1;
+    for (int h = 0; keys && h < H; h++) n = slm_probe_attend(&vt->runner, h, vt->pos, keys + (size_t)h * W);
+    for (int j = n - 1; keys && j >= 0; j--) { /* the heads read the same positions: nearest first */
+        const AttendKey *k = &keys[j];
+        slm_table_row(t);
+        slm_cell_int(t, k->position);
+        slm_cell_text(t, slm_probe_token(ps, k->token));
+        slm_cell_int(t, k->token);
+        slm_cell_int(t, k->distance);
+        slm_cell_number(t, k->cosine);
+        for (int h = 0; h < H; h++) slm_cell_number(t, keys[(size_t)h * W + j].weight);
+    }
+    free(keys);
 }
 
 
@@ -146,7 +183,7 @@ static void trace_report(Report *r, const ProbeSession *ps, const TraceResult *t
 int slm_view_trace(Report *r, const ProbeSession *ps, const ViewText *vt, const char *text, int n_units, int n_guesses,
                TraceResult *t, Error *e) {
     *t = (TraceResult){0};
-    if (slm_probe_trace(&vt->runner, n_units, n_guesses, t, e)) return -1;
+    if (slm_probe_trace(&vt->runner, vt->pos, n_units, n_guesses, t, e)) return -1;
     trace_report(r, ps, t, text);
     return 0;
 }

@@ -83,13 +83,15 @@ try:
     for extra, args in [({}, []), ({"head": 3}, ["--head", "3"]), ({"pos": 7, "head": 0}, ["--pos", "7", "--head", "0"]),
                         ({"pos": -3, "ablate": "3,5"}, ["--pos", "-3", "--ablate", "3,5"]),
                         ({"head": 2, "ablate": [1, 6], "ablate_mode": "mean"},
-                         ["--head", "2", "--ablate", "1,6", "--ablate-mode", "mean", "--stories", STORIES])]:
+                         ["--head", "2", "--ablate", "1,6", "--ablate-mode", "mean", "--stories", STORIES]),
+                        ({"wide": True}, ["--wide"]), ({"wide": True, "pos": 5, "ablate": "2"}, ["--wide", "--pos", "5", "--ablate", "2"]),
+                        ({"wide": False, "head": 1}, ["--head", "1"])]:
         same("attend %s" % extra, srv.post("/api/attend", dict(model=M, text=TEXT, **extra))[1],
              cli_json(S, "attend", TEXT, "--model", M, *args))
     # a long story, positions in the middle: the CLI's numbers to the bit
     long_text = " ".join(" ".join(t["text"] for t in texts).split()[:180])
     for extra, args in [({"pos": 37}, ["--pos", "37"]), ({"pos": 150, "ablate": "2,6"}, ["--pos", "150", "--ablate", "2,6"]),
-                        ({"pos": 101, "head": 5}, ["--pos", "101", "--head", "5"])]:
+                        ({"pos": 101, "head": 5}, ["--pos", "101", "--head", "5"]), ({"pos": 160, "wide": True}, ["--pos", "160", "--wide"])]:
         same("attend on a long story %s" % extra, srv.post("/api/attend", dict(model=M, text=long_text, **extra))[1],
              cli_json(S, "attend", long_text, "--model", M, *args))
     same("distances", srv.post("/api/distances", {"model": M})[1], cli_json(S, "distances", "--model", M))
@@ -97,6 +99,9 @@ try:
                         ({"ablate": "2", "ablate_mode": "mean"}, ["--ablate", "2", "--ablate-mode", "mean", "--stories", STORIES])]:
         same("trace %s" % extra, srv.post("/api/trace", dict(model=M, text=TEXT, **extra))[1],
              cli_json(S, "trace", TEXT, "--model", M, *args))
+    for extra, args in [({"pos": 90}, ["--pos", "90"]), ({"pos": 12, "ablate": "2,6"}, ["--pos", "12", "--ablate", "2,6"])]:
+        same("trace on a long story %s" % extra, srv.post("/api/trace", dict(model=M, text=long_text, **extra))[1],
+             cli_json(S, "trace", long_text, "--model", M, *args))
     for extra, args in [({}, []), ({"ablate": "3"}, ["--ablate", "3"])]:
         same("loss %s" % extra, srv.post("/api/loss", dict(model=M, text=TEXT, **extra))[1],
              cli_json(S, "eval", "--text", TEXT, "--model", M, *args))
@@ -115,6 +120,30 @@ try:
             ok("loss and trace agree at position %d" % t["position"],
                abs(g[0]["probability"] - t["probability"]) < 1e-5 and g[0]["rank"] == t["rank"])
     ok("loss and trace compared at some positions", crossed >= 5)
+    # ---- a batch: several views in one request, each answered as it is alone ----------------
+    reqs = [("/api/attend", {"text": long_text, "pos": 120, "wide": True}), ("/api/trace", {"text": long_text, "pos": 120}),
+            ("/api/loss", {"text": long_text, "ablate": "1"}), ("/api/attend", {"text": long_text, "pos": 7, "head": 2}),
+            ("/api/tokenize", {"text": TEXT}), ("/api/distances", None), ("/api/attend", {"text": TEXT, "pos": 999})]
+    status, batch = srv.post("/api/batch", {"requests": [dict(url=u, **({} if b is None else {"body": b})) for u, b in reqs]})
+    ok("a batch of %d views is answered with %d answers" % (len(reqs), len(batch.get("answers", []))),
+       status == 200 and len(batch["answers"]) == len(reqs))
+    for (url, body), answer in zip(reqs, batch["answers"]):
+        alone_status, alone = srv.post(url, body or {})
+        ok("batch %s %s: the status alone (%d)" % (url, body, alone_status), answer["status"] == alone_status)
+        same("batch %s %s: the answer alone" % (url, body), answer["body"], alone)
+    ok("a bad view in a batch is its own 4xx, the others answered", batch["answers"][-1]["status"] == 400 and
+       "outside" in batch["answers"][-1]["body"]["error"])
+    same("batch: attend --wide", batch["answers"][0]["body"], cli_json(S, "attend", long_text, "--model", M, "--pos", "120", "--wide"))
+    same("batch: trace --pos", batch["answers"][1]["body"], cli_json(S, "trace", long_text, "--model", M, "--pos", "120"))
+    # the server keeps the runs of the texts asked lately (runs.c): more long texts than it
+    # keeps, then the first again, each answer the CLI's
+    words = " ".join(t["text"] for t in texts).split()
+    many = [" ".join(words[40 * k:40 * k + 180]) for k in range(12)]
+    for k, t in enumerate(many):
+        srv.post("/api/loss", {"text": t})
+    for k in (0, 11):
+        same("attend on kept or dropped run %d" % k, srv.post("/api/attend", {"text": many[k], "pos": 50, "head": 6})[1],
+             cli_json(S, "attend", many[k], "--model", M, "--pos", "50", "--head", "6"))
     same("swap", srv.post("/api/swap", {"model": M, "baseline": W8, "text": TEXT, "name": "zarko"})[1],
          cli_json(S, "swap", STORIES, "--text", TEXT, "--names", "zarko", "--baseline", W8, "--model", M))
     same("swap without baseline", srv.post("/api/swap", {"model": M, "text": TEXT, "name": "lily"})[1],
@@ -213,6 +242,18 @@ try:
     refused("heads on a file outside", 403, path="/api/heads", body={"stories": "/etc/passwd"})
     refused("train steps out of range", 400, path="/api/train", body={"steps": 0})
     refused("GET of a POST endpoint", 405, method="GET", path="/api/attend")
+    refused("wide not a boolean", 400, body={"text": TEXT, "wide": 1})
+    refused("wide with one head", 400, body={"text": TEXT, "wide": True, "head": 3})
+    refused("a batch without requests", 400, path="/api/batch", body={})
+    refused("a batch of nothing", 400, path="/api/batch", body={"requests": []})
+    refused("a batch not a list", 400, path="/api/batch", body={"requests": {"url": "/api/attend"}})
+    refused("a batch of 17", 400, path="/api/batch", body={"requests": [{"url": "/api/tokenize", "body": {"text": "a"}}] * 17})
+    refused("a batch holding a generation", 400, path="/api/batch", body={"requests": [{"url": "/api/generate", "body": {}}]})
+    refused("a batch holding a training", 400, path="/api/batch", body={"requests": [{"url": "/api/train", "body": {}}]})
+    refused("a batch in a batch", 400, path="/api/batch", body={"requests": [{"url": "/api/batch", "body": {"requests": []}}]})
+    refused("a batch of numbers", 400, path="/api/batch", body={"requests": [1, 2]})
+    refused("a batch item's body not an object", 400, path="/api/batch", body={"requests": [{"url": "/api/attend", "body": "x"}]})
+    refused("GET of the batch", 405, method="GET", path="/api/batch")
     refused("an unknown endpoint", 404, path="/api/nothing", body={})
     refused("a DELETE", 405, method="DELETE", path="/api/models")
     refused("a request from another site", 403, body={"text": TEXT}, headers={"Origin": "http://evil.example"})

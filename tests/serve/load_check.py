@@ -17,6 +17,7 @@ CLIENTS, SECONDS, WARM = 50, 20.0, 5.0
 sanitized = len(sys.argv) > 2 and sys.argv[2] == "sanitized"
 TEXT = ("Once upon a time, there was a girl named Mia. Mia saw a big dog in the park. The dog ran to Mia and "
         "licked her hand. Mia laughed and gave the dog a stick. They played all day until the sun went down.")
+LONG = [(TEXT + " ") * (1 + k // 3) + ("They went home. " * (k % 3)) for k in range(12)]
 REQUESTS = [
     ("/api/attend", lambda r: {"text": TEXT, "pos": r.randrange(1, 40), "head": r.randrange(-1, 8)}, "keys"),
     ("/api/trace", lambda r: {"text": TEXT, "pos": r.randrange(1, 40), "ablate": str(r.randrange(8))}, "guesses"),
@@ -24,6 +25,11 @@ REQUESTS = [
     ("/api/tokenize", lambda r: {"text": TEXT}, None),
     ("/api/generate", lambda r: {"prompt": "Lily found a", "max_tokens": 15, "seed": r.randrange(1000)}, "event: done"),
     ("/api/attend", lambda r: {"text": TEXT, "head": 99}, "error"),  # a bad one now and then: a 400, not a failure
+    # a click of the page: attention and trace in one batch, on one of 12 texts of 45 to 200
+    # tokens (more than the server keeps the runs of: kept runs are dropped and made under load)
+    ("/api/batch", lambda r: (lambda k, p: {"requests": [{"url": "/api/attend", "body": {"text": LONG[k], "pos": p, "wide": True}},
+                                                         {"url": "/api/trace", "body": {"text": LONG[k], "pos": p}}]})(
+        r.randrange(len(LONG)), r.randrange(1, 40)), "guesses"),
 ]
 
 srv = Server(S, "--model", "models/tinystories.safetensors", "--threads", "4")
