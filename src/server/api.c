@@ -16,7 +16,7 @@ typedef struct Session {
     KeptRun *run; /* the text's run the request reads, or NULL */
 } Session;
 
-enum { NEED_STORIES = 1, NEED_ATTENTION = 2 };
+enum { NEED_STORIES = 1, NEED_ATTENTION = 2, NEED_ONE_LAYER = 4 }; /* NEED_ONE_LAYER: a view of one layer's heads */
 
 static void session_release(Server *s, Session *ss) {
     if (ss->run) entry_run_release(ss->entry, ss->run);
@@ -55,6 +55,7 @@ static int session_open(Server *s, const cJSON *body, int need, Session *ss, Rep
     ModelEntry *m = ss->entry;
     int mean = ablate && strcmp(mode, "mean") == 0;
     int rc = (need & NEED_ATTENTION) ? slm_probe_need_attention(&m->ps.lm.model, "this view", &e) : 0;
+    if (!rc && (need & NEED_ONE_LAYER)) rc = slm_probe_need_one_layer(&m->ps.lm.model, "this view", &e);
     if (!rc) rc = slm_session_ablation(&m->ps.lm, ablate, mode, NULL, NULL, &ss->ps.ablation, ss->ps.ablation_desc,
                                    sizeof ss->ps.ablation_desc, &e); /* the heads checked before anything is averaged */
     if (!rc && ((need & NEED_STORIES) || mean)) rc = entry_stories(&s->cache, m, s->o.stories, &e);
@@ -127,7 +128,7 @@ static int api_attend(Server *s, const cJSON *body, Reply *r) {
     Session ss;
     const char *text;
     int pos = -1, head = -1, wide = 0;
-    if (session_open(s, body, NEED_ATTENTION, &ss, r)) return r->status;
+    if (session_open(s, body, NEED_ATTENTION | NEED_ONE_LAYER, &ss, r)) return r->status;
     if (request_text(&ss, body, "text", &text, r) || field_int(body, "pos", &pos, -1000000, 1000000, r) ||
         field_int(body, "head", &head, -1000000, 1000000, r) || field_bool(body, "wide", &wide, r))
         return session_release(s, &ss), r->status;
@@ -149,7 +150,7 @@ static int api_trace(Server *s, const cJSON *body, Reply *r) {
     Session ss;
     const char *text;
     int pos = -1, units = 10, top = 10;
-    if (session_open(s, body, NEED_ATTENTION, &ss, r)) return r->status;
+    if (session_open(s, body, NEED_ATTENTION | NEED_ONE_LAYER, &ss, r)) return r->status;
     if (request_text(&ss, body, "text", &text, r) || field_int(body, "pos", &pos, -1000000, 1000000, r) ||
         field_int(body, "units", &units, 1, 4096, r) || field_int(body, "top", &top, 1, 64, r))
         return session_release(s, &ss), r->status;
@@ -181,7 +182,7 @@ static int api_loss(Server *s, const cJSON *body, Reply *r) {
 static int api_distances(Server *s, const cJSON *body, Reply *r) {
     Session ss;
     int up_to = 255;
-    if (session_open(s, body, NEED_ATTENTION, &ss, r)) return r->status;
+    if (session_open(s, body, NEED_ATTENTION | NEED_ONE_LAYER, &ss, r)) return r->status;
     if (field_int(body, "up_to", &up_to, 0, 100000, r)) return session_release(s, &ss), r->status;
     Report rep;
     slm_report_init(&rep, "distances");

@@ -229,6 +229,10 @@ try:
     refused("a symlink out of the listed folders", 404, body={"text": TEXT, "model": "models/outside.safetensors"})
     refused("a stories file as model", 404, body={"text": TEXT, "model": STORIES})
     refused("a window8 model in attend", 400, body={"text": TEXT, "model": W8})
+    for view in ("/api/attend", "/api/trace", "/api/distances"):
+        refused("a model of two layers in " + view, 400, path=view, body={"text": TEXT, "model": "models/two-layers.safetensors"})
+    status, _, data = srv.request("POST", "/api/loss", {"text": TEXT, "model": "models/two-layers.safetensors"})
+    ok("a model of two layers answers the loss view", status == 200 and "loss" in json.loads(data))
     refused("temperature negative", 400, path="/api/generate", body={"prompt": "a", "temperature": -1})
     refused("max_tokens huge", 400, path="/api/generate", body={"prompt": "a", "max_tokens": 10 ** 9})
     refused("top_p zero", 400, path="/api/generate", body={"prompt": "a", "top_p": 0})
