@@ -49,6 +49,12 @@ before=$(stat -c %Y.%s out/plain.seed3.safetensors out/wd.seed4.safetensors)
 [[ $(wc -l < out/runs.tsv) -eq 7 && -f out/ema.seed4.safetensors ]] || fail "--reuse: runs.tsv does not hold 6 runs"
 grep -q "^| wd | .* | 2 |" table2.md || { cat table2.md; fail "--reuse lost the finished runs"; }
 cmp -s <(grep "^| wd " table.md) <(grep "^| wd " table2.md) || fail "--reuse measured the finished runs differently"
+# --measure-only: the finished runs tabulated, a setting never run left out and not trained.
+"$SWEEP" slice.txt --storylm "$STORYLM" --setting plain= --setting "lr=--lr 0.01" --seeds 3,4 --steps 12 \
+  --eval-every 6 --test-stories 20 --out out --measure-only > table3.md 2> sweep3.log || { cat sweep3.log; fail "sweep --measure-only"; }
+[[ ! -e out/lr.seed3.safetensors && $(wc -l < out/runs.tsv) -eq 3 ]] || fail "--measure-only trained, or lost the finished runs"
+grep -q "2 runs not started, not finished in OUT: lr/3, lr/4" sweep3.log || { cat sweep3.log; fail "--measure-only did not say what it left out"; }
+cmp -s <(grep "^| plain " table.md) <(grep "^| plain " table3.md) || fail "--measure-only measured the finished runs differently"
 if "$SWEEP" slice.txt --storylm "$STORYLM" --setting "a b=" --out bad 2> bad.err; then fail "a bad setting name was accepted"; fi
 grep -q "setting names" bad.err || fail "bad setting name: message"
 if "$SWEEP" slice.txt --storylm "$STORYLM" --out bad 2> bad.err; then fail "a sweep without settings was accepted"; fi
