@@ -5,6 +5,7 @@
 # differences are larger than the spread between seeds.
 
 VARIANTS=docs/variants-sweep
+commas() { python3 -c "print('{:,}'.format($1))"; }
 
 # variants_table: the sweep's runs.tsv as one markdown table against the default.
 variants_table() {
@@ -38,6 +39,10 @@ for name in order:
         100 * copy[0], 100 * copy[1], "" if same else "%+.1f points" % (100 * (copy[0] - base_copy[0])),
         "" if same else beyond(copy, base_copy), "{:,}".format(int(sp["tok_per_s_median"])),
         "" if same else "%.2f×" % float(sp["ratio"])))
+short = ["%s (%d of 3 seeds)" % (n, len([r for r in runs if r["setting"] == n])) for n in order
+         if len([r for r in runs if r["setting"] == n]) < 3]
+if short:
+    print("\nNot every run of the grid finished when this table was made: %s. A missing row, or one of fewer seeds, is what finished." % ", ".join(short))
 PY
 }
 
@@ -48,8 +53,8 @@ variants_section() {
   steps=$(awk -F'\t' 'NR == 2 { print $7 }' "$VARIANTS/runs.tsv")
   say "## Variants at one budget (issue 12)" "" \
       "Every \`--pos\` and \`--score\` variant of [docs/variants.md](variants.md) and \`--layers 2\`, each trained" \
-      "from scratch on the same stories with the same vocabulary for the same $steps steps of 8 stories (the same" \
-      "budget for all: $((steps * 8)) stories, about $((steps * 8 / 5527)) passes over the training stories), 1 thread each," \
+      "from scratch on the same stories with the same vocabulary for the same $(commas "$steps") steps of 8 stories (the same" \
+      "budget for all: $(commas $((steps * 8))) stories, about $(awk -v s="$steps" 'BEGIN { printf "%.1f", s * 8 / 5527 }') passes over the training stories), 1 thread each," \
       "two at a time, seeds 1, 2 and 3:" ""
   say '```' "$ scripts/sweep tinystories-train.txt --grid $VARIANTS/grid.tsv --seeds 1,2,3 --steps $steps \\" \
       "    --eval-every 500 --jobs 2 --threads 1 --vocab models/vocab.txt --out variants-out" \
