@@ -63,9 +63,10 @@ variants_section() {
       "the swapped-in names, the share of later mentions where the new name's first piece is the top guess)." \
       "A difference is called larger than the seeds' spread when the two settings' ranges over their three seeds do" \
       "not overlap. Training tokens per second are not the trainings' own (they ran two at a time on a shared" \
-      "machine) but \`scripts/variant_speed\`'s: \`storylm bench train\` of each setting at 1 thread, 20 steps, the" \
-      "median of 5 runs, the settings interleaved round by round ($VARIANTS/speed.tsv):" "" \
-      '```' "$ scripts/variant_speed tinystories-train.txt --grid $VARIANTS/grid.tsv --out $VARIANTS/speed.tsv" '```' ""
+      "machine) but \`scripts/variant_speed\`'s: \`storylm bench train\` of each setting at 1 thread, 10 steps, the" \
+      "median of 3 runs, the settings interleaved round by round ($VARIANTS/speed.tsv):" "" \
+      '```' "$ scripts/variant_speed tinystories-train.txt --grid $VARIANTS/grid.tsv --steps 10 --repeats 3 \\" \
+      "    --out $VARIANTS/speed.tsv" '```' ""
   variants_table >> "$OUT"
   say ""
   VARIANTS_SUMMARY=$(python3 - "$VARIANTS/runs.tsv" <<'PY'
