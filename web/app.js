@@ -88,7 +88,7 @@ async function api(path, body, signal) {
     { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body), signal };
   const res = await fetch(path, init);
   let data = null;
-  try { data = await res.json(); } catch (e) { data = null; }
+  try { data = JSON.parse(await res.text()); } catch (e) { data = null; }
   if (!res.ok) {
     let msg = data && data.error ? data.error : `${path}: the server answered ${res.status}`;
     if (data && data.hint) msg += ` (${data.hint})`;
@@ -235,14 +235,19 @@ async function answersOf(views, more = []) {
   return { answers, more: sent ? (await sent).slice(ask.length) : [], inHand };
 }
 
-// The pointer resting on a token: its views asked for now, so that the click that
-// usually follows finds them in hand (a pointer passing over tokens asks nothing).
+// A position's views asked for ahead (unless in hand or asked for already), so that
+// the click or key that usually follows finds them in hand or on their way.
+function askAhead(pos) {
+  if (state.attend && modelArch() === "attention" && pos !== state.pos && pos >= 0 && pos < state.attend.tokens.length)
+    answersOf(positionViews(pos, true)).catch(() => {});
+}
+
+// The pointer resting on a token asks for its views (one passing over tokens asks
+// nothing); pressing the button asks at once, as a click takes the press's length
+// (about a tenth of a second by hand) before it fires.
 function prefetch(b) {
   clearTimeout(state.hover);
-  state.hover = setTimeout(() => {
-    if (state.attend && modelArch() === "attention" && Number(b.dataset.pos) !== state.pos)
-      answersOf(positionViews(Number(b.dataset.pos), true)).catch(() => {});
-  }, 80);
+  state.hover = setTimeout(() => askAhead(Number(b.dataset.pos)), 80);
 }
 
 async function fetchPosition(pos, withTrace = true, t0 = performance.now(), more = []) {
@@ -421,6 +426,8 @@ function tokenKeys(ev) {
   fetchPosition(p, true, ev.timeStamp).then(() => {
     const b = $("tokens").querySelector(`[data-pos="${p}"]`);
     if (b) b.focus();
+    // the next key most likely moves on the same way
+    if (ev.key === "ArrowLeft" || ev.key === "ArrowRight") askAhead(ev.key === "ArrowLeft" ? p - 1 : p + 1);
   });
 }
 
@@ -1083,6 +1090,10 @@ function wire() {
     const b = ev.target.closest(".tok");
     clearTimeout(state.hover);
     if (b) fetchPosition(Number(b.dataset.pos), true, ev.timeStamp);
+  });
+  $("tokens").addEventListener("pointerdown", (ev) => {
+    const b = ev.target.closest(".tok");
+    if (b && ev.button === 0) { clearTimeout(state.hover); askAhead(Number(b.dataset.pos)); }
   });
   $("tokens").addEventListener("keydown", tokenKeys);
   $("tokens").addEventListener("mouseover", (ev) => {

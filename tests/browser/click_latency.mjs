@@ -3,15 +3,17 @@
 // the next frame), for a 256-position story ([EOS] + 255 tokens of the server's
 // held-out test stories), with one head in view and with all 8.
 //
-//   node click_latency.mjs URL CHROMIUM CLICKS [json]
+//   node click_latency.mjs URL CHROMIUM CLICKS PRESS_MS [json]
 //
 // Every click is on a position not clicked before in that view, so none is
-// answered from what the page already holds. Run by scripts/click_latency.
+// answered from what the page already holds when the button goes down; PRESS_MS
+// is how long it is held (0: down and up at once; the page asks for the numbers
+// at the press). Run by scripts/click_latency.
 import puppeteer from "puppeteer-core";
 import { press, summary, timeClicks, untilDrawn } from "./clicks.mjs";
 
-const [url, chromium, clicksArg, asJson] = process.argv.slice(2);
-const CLICKS = Number(clicksArg);
+const [url, chromium, clicksArg, pressArg, asJson] = process.argv.slice(2);
+const CLICKS = Number(clicksArg), PRESS = Number(pressArg);
 const WARM = 3;
 
 async function post(path, body) {
@@ -48,6 +50,9 @@ function positions(T, seed) {
 
 async function main() {
   const browser = await puppeteer.launch({
+    // no DevTools watching the network: a user's browser has none, and its events
+    // cost every request about 2 ms here
+    networkEnabled: false,
     executablePath: chromium, headless: true,
     args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run"],
   });
@@ -65,13 +70,13 @@ async function main() {
     for (const [name, sel, seed] of [["one head (head 3)", '[data-testid="view-head-3"]', 1], ["all 8 heads", '[data-testid="view-all"]', 2]]) {
       await press(page, sel);
       const ps = positions(story.positions, seed);
-      await timeClicks(page, ps.slice(0, WARM));
-      views.push({ view: name, ...summary(await timeClicks(page, ps.slice(WARM))) });
+      await timeClicks(page, ps.slice(0, WARM), PRESS);
+      views.push({ view: name, ...summary(await timeClicks(page, ps.slice(WARM), PRESS)) });
     }
     if (errors.length) throw new Error("the page failed: " + errors.join("; "));
-    const out = { story_positions: story.positions, views };
+    const out = { story_positions: story.positions, press_ms: PRESS, views };
     if (asJson === "json") { console.log(JSON.stringify(out, null, 2)); return; }
-    console.log(`a click on a token of a ${story.positions}-position story, ${CLICKS} clicks a view (after ${WARM} not counted), each on a position not clicked before:`);
+    console.log(`a click on a token of a ${story.positions}-position story, ${CLICKS} clicks a view (after ${WARM} not counted), each on a position not clicked before, the button held ${PRESS} ms:`);
     console.log("");
     console.log("view                to drawn: median      p90  slowest   of which drawing (median)   to the next frame: median      p90");
     for (const v of views)

@@ -34,16 +34,18 @@ export async function untilDrawn(page, p, timeout = 60000) {
   { timeout, polling: 50 }, p);
 }
 
-// Clicks each position in turn; returns {click, draw, paint, cached}: per click
-// its milliseconds to drawn, of which drawing, to the next frame, and whether
-// the page had the numbers already (no request).
-export async function timeClicks(page, positions) {
+// Clicks each position in turn, holding the button down pressMs (0: press and
+// release at once, as scripts do; a hand's click lasts about 100 ms, and the page
+// asks for the numbers at the press); returns {click, draw, paint, cached}: per
+// click its milliseconds from the click (the release) to drawn, of which drawing,
+// to the next frame, and whether the page had the numbers already (no request).
+export async function timeClicks(page, positions, pressMs = 0) {
   const out = { click: [], draw: [], paint: [], cached: [] };
   for (const p of positions) {
     await page.$eval(`[data-testid="token"][data-pos="${p}"]`, (e) => e.scrollIntoView({ block: "center" }));
     await page.evaluate(() => { delete document.body.dataset.paintMs; delete document.body.dataset.clickPos; });
     await drawnPromise(page, p);
-    await page.click(`[data-testid="token"][data-pos="${p}"]`);
+    await page.click(`[data-testid="token"][data-pos="${p}"]`, { delay: pressMs });
     await page.evaluate(() => window.__drawn);
     await untilDrawn(page, p);
     const d = await page.evaluate(() => ({ ...document.body.dataset }));

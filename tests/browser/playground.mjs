@@ -210,6 +210,7 @@ async function measureClicks(page) {
     "the views of the token under the pointer", rest);
   const rested = await timeClicks(page, [rest]);
   check(rested.cached[0], "a click on the token the pointer rested on finds its answers in hand");
+  await checkPressAsks(page, want.long_tokens - 20);
   const view = await page.$eval('input[name="view-head"]:checked', (e) => e.value === "-1" ? "all 8 heads" : "head " + e.value);
   console.log(`measured: a click on a ${want.long_tokens}-token story (${view} in view), to all views drawn: median ${s.click.median} ms, ` +
     `p90 ${s.click.p90} ms, slowest ${s.click.slowest} ms; of which drawing: median ${s.draw.median} ms (${s.clicks} clicks, ${s.cached} answered from what the page kept)`);
@@ -219,6 +220,24 @@ async function measureClicks(page) {
     document.querySelector('[data-testid="guesses"]').dataset.position === String(p), `position ${last} drawn`, last);
   await checkTableScroll(page, last);
   await shot(page, "7-long-story", "#attend-card");
+}
+
+// Pressing the button on a token asks for its views at once (a hand's click comes a
+// tenth of a second later): with the pointer's resting timer cleared, the request is
+// on its way right after the press, and a release once it is answered finds it in hand.
+async function checkPressAsks(page, p) {
+  const sel = `[data-testid="token"][data-pos="${p}"]`;
+  await page.$eval(sel, (e) => e.scrollIntoView({ block: "center" }));
+  const box = await (await page.$(sel)).boundingBox();
+  await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+  await page.evaluate(() => clearTimeout(state.hover));
+  await page.mouse.down();
+  const asked = await page.evaluate((p) => positionViews(p, true).every(([url, body]) => known(url, body) || state.asking.has(url + JSON.stringify(body))), p);
+  check(asked, `pressing the button on token ${p} asks for its views before the click`);
+  await until(page, (p) => !state.asking.size && positionViews(p, true).every(([url, body]) => known(url, body)), "the views of the pressed token", p);
+  await page.mouse.up();
+  await untilDrawn(page, p, TIMEOUT);
+  check(await page.evaluate(() => document.body.dataset.clickCached === "1"), "the click after that press finds its answers in hand");
 }
 
 // The attention table makes only the rows in sight: scrolled from top to bottom, it
