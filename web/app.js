@@ -372,9 +372,10 @@ function tokenButton(t) {
 }
 
 // A click restyles every token: only what changed is written (each write makes the
-// browser match styles again), and the tooltip is made when the pointer comes (tokenTitle).
+// browser match styles again; a weight is kept in state.weights, not written on each of
+// the 256 tokens), and the tooltip is made when the pointer comes (tokenTitle).
 function restyleToken(b, t, weight, max, viewOff) {
-  let cls = b.dataset.base;
+  let cls = b._base || (b._base = b.dataset.base);
   if (t.position === state.pos) cls += " reading";
   if (t.position > state.pos) cls += " later";
   let bg = "";
@@ -389,10 +390,6 @@ function restyleToken(b, t, weight, max, viewOff) {
   const reading = t.position === state.pos;
   if (b._cls !== cls) b.className = b._cls = cls;
   if (b._bg !== bg) b.style.background = b._bg = bg;
-  if (b._weight !== weight) {
-    b._weight = weight;
-    if (weight === undefined) delete b.dataset.weight; else b.dataset.weight = weight;
-  }
   if (b._reading !== reading) {
     b._reading = reading;
     b.setAttribute("aria-pressed", reading ? "true" : "false");
