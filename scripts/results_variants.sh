@@ -87,12 +87,14 @@ PY
   say "![variants' held-out loss by step](variants-curves.svg)" ""
 }
 
-# Secret 4 on the shipped two-layer model, against the one-layer model of the same recipe ($NEW).
+# Secret 4 on the shipped two-layer model, against the one-layer model of the same recipe
+# (issue 16's first, models/tinystories-wd-ema.safetensors; the default model $NEW is of the final one).
 layers_section() {
   local L2=models/tinystories-layers2.safetensors J="$TMP/l2"
   [[ -f $L2 ]] || { echo "results: no two-layer model $L2" >&2; exit 1; }
   mkdir -p "$J"
-  "$S" pieces "$TINYSTORIES" -m $NEW --threads 1 --json > "$J/one.json"
+  local ONE=models/tinystories-wd-ema.safetensors
+  "$S" pieces "$TINYSTORIES" -m $ONE --threads 1 --json > "$J/one.json"
   "$S" pieces "$TINYSTORIES" -m $L2 --threads 1 --json > "$J/two.json"
   local head
   head=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['induction_head'])" "$J/two.json")
@@ -105,8 +107,11 @@ print('Two layers (same recipe): head %s of layer 2 reads the token after the ea
       "The chapter says one layer cannot finish an invented name made of pieces, because that takes two lookups:" \
       "find the earlier first piece, then read the token after it. \`$L2\` has a second layer of 8 heads that" \
       "reads the row beside layer 1's heads (\`--layers 2\`, [models/README.md](../models/README.md) has its exact" \
-      "command: the default model's recipe, budget and seed, plus \`--layers 2\`). Its test loss is" \
-      "$(json "eval \$TINYSTORIES -m $L2 --threads 1" "'%.4f' % j['loss']") against the one-layer default's" \
+      "command: issue 16's first recipe, weight decay and the weights' moving average at the chapter's learning" \
+      "rate, plus \`--layers 2\`). Its test loss is" \
+      "$(json "eval \$TINYSTORIES -m $L2 --threads 1" "'%.4f' % j['loss']") against" \
+      "$(json "eval \$TINYSTORIES -m $ONE --threads 1" "'%.4f' % j['loss']") for one layer of the same recipe, budget and seed" \
+      "(\`$ONE\`); the default model, one layer with issue 16's final recipe (a higher learning rate), has" \
       "$(json "eval \$TINYSTORIES -m $NEW --threads 1" "'%.4f' % j['loss']"). \`storylm pieces\` on it:" ""
   run "pieces \$TINYSTORIES -m $L2 --threads 1"
   python3 - "$J/one.json" "$J/two.json" "$J/two_off.json" "$head" >> "$OUT" <<'PY'
@@ -119,7 +124,7 @@ heads = {h["head"]: h for h in two["heads"]}
 even = two["even_weight"]
 prev = sorted((h for h in two["heads"] if h["layer"] == 1), key=lambda h: -h["previous_token"])
 print("The second piece of each invented name after its first piece, at the later mentions (probability, and how often")
-print("it is the top guess), on the one-layer default model, on the two-layer model, and on the two-layer model with")
+print("it is the top guess), on the one-layer model of the same recipe, on the two-layer model, and on the two-layer model with")
 print("its strongest layer-2 reader of the token to copy, head %s, switched off (`--ablate %s`):\n" % (head, head))
 print("| name | pieces | one layer | two layers | two layers, %s off |" % head)
 print("|---|---|---:|---:|---:|")
