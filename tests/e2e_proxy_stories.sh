@@ -33,4 +33,6 @@ rc=0; "$P" full.txt 100000 -o x.txt 2> err.txt || rc=$?
 [[ $rc != 0 ]] && grep -q "only 270 training stories" err.txt || fail "too large an N was not refused: $(cat err.txt)"
 rc=0; "$P" missing.txt 10 -o x.txt 2> err.txt || rc=$?
 [[ $rc != 0 ]] && grep -q "failed" err.txt || fail "a missing file was not refused: $(cat err.txt)"
+rc=0; "$P" full.txt 180 -o no/such/dir/x.txt --test-stories 20 2> err.txt || rc=$?
+[[ $rc != 0 ]] && grep -q "cannot write no/such/dir/x.txt" err.txt && ! grep -q Traceback err.txt || fail "an unwritable output was not refused with a message: $(cat err.txt)"
 echo "ok"

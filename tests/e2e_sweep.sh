@@ -53,8 +53,10 @@ cmp -s <(grep "^| wd " table.md) <(grep "^| wd " table2.md) || fail "--reuse mea
 "$SWEEP" slice.txt --storylm "$STORYLM" --setting plain= --setting "lr=--lr 0.01" --seeds 3,4 --steps 12 \
   --eval-every 6 --test-stories 20 --out out --measure-only > table3.md 2> sweep3.log || { cat sweep3.log; fail "sweep --measure-only"; }
 [[ ! -e out/lr.seed3.safetensors && $(wc -l < out/runs.tsv) -eq 3 ]] || fail "--measure-only trained, or lost the finished runs"
-grep -q "2 runs not started, not finished in OUT: lr/3, lr/4" sweep3.log || { cat sweep3.log; fail "--measure-only did not say what it left out"; }
+grep -q "2 runs left out, not finished in OUT: lr/3, lr/4" sweep3.log || { cat sweep3.log; fail "--measure-only did not say what it left out"; }
 cmp -s <(grep "^| plain " table.md) <(grep "^| plain " table3.md) || fail "--measure-only measured the finished runs differently"
+if "$SWEEP" slice.txt --storylm "$STORYLM" --setting plain= --out nothing-here --measure-only 2> bad.err; then fail "--measure-only on a missing folder was accepted"; fi
+grep -q "no folder 'nothing-here' of finished runs" bad.err && [[ ! -e nothing-here ]] || fail "--measure-only on a missing folder: message, or it made the folder"
 if "$SWEEP" slice.txt --storylm "$STORYLM" --setting "a b=" --out bad 2> bad.err; then fail "a bad setting name was accepted"; fi
 grep -q "setting names" bad.err || fail "bad setting name: message"
 if "$SWEEP" slice.txt --storylm "$STORYLM" --out bad 2> bad.err; then fail "a sweep without settings was accepted"; fi
