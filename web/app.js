@@ -88,7 +88,7 @@ async function api(path, body, signal) {
     { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body), signal };
   const res = await fetch(path, init);
   let data = null;
-  try { data = JSON.parse(await res.text()); } catch (e) { data = null; }
+  try { data = await res.json(); } catch (e) { data = null; }
   if (!res.ok) {
     let msg = data && data.error ? data.error : `${path}: the server answered ${res.status}`;
     if (data && data.hint) msg += ` (${data.hint})`;
