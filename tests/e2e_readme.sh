@@ -4,7 +4,7 @@
 # (.ci/run); every relative link of README.md, models/README.md and docs/*.md
 # reaches a file (and a heading, where it names one); docs/cli.md is what the
 # built binary's help says; the user docs name no issue numbers or load
-# averages; and the README's quick-start commands run, from an empty folder.
+# averages; the picture is a small PNG; and the README's quick-start commands run, from an empty folder.
 set -euo pipefail
 source "$STORYLM_SOURCE_DIR/tests/common.sh"
 SRC="$STORYLM_SOURCE_DIR"
@@ -56,6 +56,11 @@ for f in files:
 print(f"{len(files)} pages checked, {bad} broken links")
 sys.exit(1 if bad else 0)
 PY
+
+# The README's picture is a PNG small enough for a repository (under 200 KB).
+png="$SRC/docs/playground.png"
+[[ "$(head -c 8 "$png" | od -An -tx1 | tr -d ' \n')" == 89504e470d0a1a0a ]] || fail "docs/playground.png is not a PNG"
+(( $(wc -c < "$png") < 200000 )) || fail "docs/playground.png is $(wc -c < "$png") bytes; keep it under 200 KB"
 
 # docs/cli.md is the built binary's help (scripts/cli_reference writes it).
 "$SRC/scripts/cli_reference" --check "$STORYLM" >cli.diff 2>&1 || { cat cli.diff; fail "docs/cli.md is out of date: run scripts/cli_reference"; }
