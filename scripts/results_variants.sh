@@ -1,4 +1,4 @@
-# Sourced by scripts/results: issue 12's section, the variants at one budget.
+# Sourced by scripts/results: the section of the variants at one budget.
 # The runs themselves are long (33 trainings), so they are not redone here:
 # scripts/sweep trained them (the command is printed on the page) and its
 # tables are committed in docs/variants-sweep/; this renders them, and says which
@@ -51,7 +51,7 @@ variants_section() {
     echo "results: $VARIANTS/runs.tsv, grid.tsv or speed.tsv is missing (the sweep and variant_speed commands of docs/results.md make them)" >&2; exit 1; }
   local steps
   steps=$(awk -F'\t' 'NR == 2 { print $7 }' "$VARIANTS/runs.tsv")
-  say "## Variants at one budget (issue 12)" "" \
+  say "## Variants at one budget" "" \
       "Every \`--pos\` and \`--score\` variant of [docs/variants.md](variants.md) and \`--layers 2\`, each trained" \
       "from scratch on the same stories with the same vocabulary for the same $(commas "$steps") steps of 8 stories (the same" \
       "budget for all: $(commas $((steps * 8))) stories, about $(awk -v s="$steps" 'BEGIN { printf "%.1f", s * 8 / 5527 }') passes over the training stories), 1 thread each," \
@@ -88,7 +88,7 @@ PY
 }
 
 # Secret 4 on the shipped two-layer model, against the one-layer model of the same recipe
-# (issue 16's first, models/tinystories-wd-ema.safetensors; the default model $NEW is of the final one).
+# (the first tuned recipe, models/tinystories-wd-ema.safetensors; the default model $NEW is of the final one).
 layers_section() {
   local L2=models/tinystories-layers2.safetensors J="$TMP/l2"
   [[ -f $L2 ]] || { echo "results: no two-layer model $L2" >&2; exit 1; }
@@ -103,15 +103,15 @@ layers_section() {
 import json, sys
 t = json.load(open(sys.argv[1]))
 print('Two layers (same recipe): head %s of layer 2 reads the token after the earlier first piece (%.1f%% of its weight, %.0f times even); the first lookup of an invented name still fails.' % (t['induction_head'], 100 * t['induction_weight'], t['induction_weight'] / t['even_weight']))" "$J/two.json")
-  say "## Secret 4 on two layers (issue 12)" "" \
+  say "## Secret 4 on two layers" "" \
       "The chapter says one layer cannot finish an invented name made of pieces, because that takes two lookups:" \
       "find the earlier first piece, then read the token after it. \`$L2\` has a second layer of 8 heads that" \
       "reads the row beside layer 1's heads (\`--layers 2\`, [models/README.md](../models/README.md) has its exact" \
-      "command: issue 16's first recipe, weight decay and the weights' moving average at the chapter's learning" \
+      "command: the first tuned recipe, weight decay and the weights' moving average at the chapter's learning" \
       "rate, plus \`--layers 2\`). Its test loss is" \
       "$(json "eval \$TINYSTORIES -m $L2 --threads 1" "'%.4f' % j['loss']") against" \
       "$(json "eval \$TINYSTORIES -m $ONE --threads 1" "'%.4f' % j['loss']") for one layer of the same recipe, budget and seed" \
-      "(\`$ONE\`); the default model, one layer with issue 16's final recipe (a higher learning rate), has" \
+      "(\`$ONE\`); the default model, one layer with the final tuned recipe (a higher learning rate), has" \
       "$(json "eval \$TINYSTORIES -m $NEW --threads 1" "'%.4f' % j['loss']"). \`storylm pieces\` on it:" ""
   run "pieces \$TINYSTORIES -m $L2 --threads 1"
   python3 - "$J/one.json" "$J/two.json" "$J/two_off.json" "$head" >> "$OUT" <<'PY'

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The README's PyTorch loader (the python block of "The model file in
-# PyTorch", taken from the README itself) reads a storylm model file with nothing but torch and continues a prompt
+# docs/model-file.md's PyTorch loader (the python block of "The model file in
+# PyTorch", taken from that page itself) reads a storylm model file with nothing but torch and continues a prompt
 # greedily: the same tokens as `storylm generate -t 0`. Skipped (77) where
 # Debian's python3-torch is not installed (CI does not install it).
 set -euo pipefail
@@ -9,8 +9,8 @@ source "$STORYLM_SOURCE_DIR/tests/common.sh"
 MODEL="$STORYLM_SOURCE_DIR/models/tinystories.safetensors"
 SNIPPET=snippet.py
 awk '/^## The model file in PyTorch/ {s = 1} s && /^```python/ {c = 1; next} c && /^```/ {exit} c' \
-  "$STORYLM_SOURCE_DIR/README.md" > "$SNIPPET"
-grep -q "^import .*torch" "$SNIPPET" && (( $(wc -l < "$SNIPPET") <= 25 )) || fail "no short PyTorch block in the README's 'The model file in PyTorch'"
+  "$STORYLM_SOURCE_DIR/docs/model-file.md" > "$SNIPPET"
+grep -q "^import .*torch" "$SNIPPET" && (( $(wc -l < "$SNIPPET") <= 25 )) || fail "no short PyTorch block in docs/model-file.md's 'The model file in PyTorch'"
 
 # The model's own vocabulary, for storylm tokenize.
 "$PY" - "$MODEL" > vocab.txt <<'PY'
