@@ -273,12 +273,14 @@ def _installed_stories():
 
 
 def shipped_model():
-    """The shipped model's path, found as the CLI finds it from an installed
-    prefix (PREFIX/share/storylm/models), else by the library (its compiled-in
-    data folder), else None."""
+    """The shipped model's path, found as the CLI finds it: in an installed
+    prefix (PREFIX/share/storylm/models) or a source checkout (models/), else
+    None (the library then looks in the data folder compiled into it)."""
     share = _installed_share()
-    if share and os.path.isfile(os.path.join(share, "models", "tinystories.safetensors")):
-        return os.path.join(share, "models", "tinystories.safetensors")
+    for models in ([os.path.join(share, "models")] if share else []) + [os.path.join(_lib.HERE, "..", "..", "models")]:
+        path = os.path.normpath(os.path.join(models, "tinystories.safetensors"))
+        if os.path.isfile(path):
+            return path
     return None
 
 

@@ -57,14 +57,14 @@ def train(stories, out, steps=3000, progress=None, **options):
             sys.stderr.write(line + "\n")
     cmd = [program(), "train", os.fspath(stories), "-o", os.fspath(out), "--steps", str(steps), "--json"]
     cmd += _flags(options)
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     messages = []
-    for line in proc.stderr:
-        line = line.rstrip("\n")
-        messages.append(line)
-        progress(line)
-    result = proc.stdout.read()
-    if proc.wait() != 0:
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        for line in proc.stderr:  # the summary on stdout is one line, which the pipe holds meanwhile
+            line = line.rstrip("\n")
+            messages.append(line)
+            progress(line)
+        result = proc.stdout.read()
+    if proc.returncode != 0:
         raise _failure(messages, proc.returncode)
     return json.loads(result)
 

@@ -58,14 +58,16 @@ char *slm_hook_names(const ModelConfig *c, Error *e) {
     char *out = xmalloc(size, e), name[96];
     if (!out) return NULL;
     out[0] = '\0';
+    /* in the pass's order: the row, each layer's points, then the points above the layers */
     int layers = c->arch == ARCH_ATTENTION ? slm_model_layers(c) : 0;
-    for (int p = 0; p < HOOK_COUNT; p++) {
-        if (c->arch != ARCH_ATTENTION && (p < HOOK_HIDDEN_IN)) continue; /* window8: no rows or heads of its own */
-        for (int l = 0; l < (hook_specs[p].in_block ? layers : 1); l++) {
+    for (int l = -1; l <= layers; l++)
+        for (int p = 0; p < HOOK_COUNT; p++) {
+            int outside = l == -1 ? p < HOOK_Q : l == layers ? p >= HOOK_HIDDEN_IN : 0;
+            if (hook_specs[p].in_block ? l < 0 || l == layers : !outside) continue;
+            if (c->arch != ARCH_ATTENTION && p < HOOK_HIDDEN_IN) continue; /* window8: no rows or heads of its own */
             slm_hook_name((HookPoint)p, l, name, sizeof name);
             used += (size_t)snprintf(out + used, size - used, "%s%s", used ? "\n" : "", name);
         }
-    }
     return out;
 }
 
@@ -139,14 +141,16 @@ static void gather_square(const Model *lm, const Activations *a, HookPoint p, in
         }
 }
 
-/* A changed pattern buf (H, T, T): layer l's heads' outputs in z become
- * pattern @ values (switched-off heads keep their replacement). */
-static void outputs_from_pattern(Activations *a, int l, const float *buf) {
+/* A changed pattern buf (H, T, T): the outputs in z of layer l's heads whose
+ * pattern differs from was (H, T, T) become pattern @ values (the others
+ * keep the kernel's bits; switched-off heads keep their replacement). */
+static void outputs_from_pattern(Activations *a, int l, const float *buf, const float *was) {
     const ModelConfig *c = &a->cfg;
     int T = a->n_positions, H = c->n_heads, vd = c->value_dim;
-    size_t Z = (size_t)slm_model_hidden_input_dim(c);
+    size_t Z = (size_t)slm_model_hidden_input_dim(c), TT = (size_t)T * T;
     for (int h = 0; h < H; h++) {
-        if (a->ablation.heads >> (l * H + h) & 1u) continue;
+        if (a->ablation.heads >> (l * H + h) & 1u || memcmp(buf + h * TT, was + h * TT, TT * sizeof(float)) == 0)
+            continue;
         const float *v = a->layer[l].qkv + qkv_row(c, HOOK_V, h, 0) * a->qkv_ld;
         for (int t = 0; t < T; t++) {
             const float *w = buf + ((size_t)h * T + t) * T;
@@ -191,19 +195,27 @@ static void gather(const Model *m, Activations *a, HookPoint p, int l, float *bu
     }
 }
 
-static void scatter(Activations *a, HookPoint p, int l, const float *buf) {
+/* buf (changed by a hook) back into a; -1 when out of memory. */
+static int scatter(const Model *m, Activations *a, HookPoint p, int l, const float *buf, Error *e) {
     const ModelConfig *c = &a->cfg;
     size_t T = (size_t)a->n_positions;
+    float *was = NULL;
     switch (p) {
     case HOOK_EMBED: move_z(a, 0, c->row_dim, (float *)buf, 0); break;
     case HOOK_Q: case HOOK_K: case HOOK_V: move_qkv(a, p, l, (float *)buf, 0); break;
-    case HOOK_PATTERN: outputs_from_pattern(a, l, buf); break;
+    case HOOK_PATTERN:
+        if (!(was = xmalloc((size_t)c->n_heads * T * T * sizeof(float), e))) return -1;
+        gather_square(m, a, p, l, was);
+        outputs_from_pattern(a, l, buf, was);
+        free(was);
+        break;
     case HOOK_Z: move_z(a, heads_at(c, l), c->n_heads * c->value_dim, (float *)buf, 0); break;
     case HOOK_HIDDEN_IN: move_z(a, 0, slm_model_hidden_input_dim(c), (float *)buf, 0); break;
     case HOOK_HIDDEN: memcpy(a->hidden, buf, T * c->hidden_dim * sizeof(float)); break;
     case HOOK_LOGITS: memcpy(a->logits, buf, T * c->vocab_size * sizeof(float)), losses_from_logits(a); break;
     default: break;
     }
+    return 0;
 }
 
 void slm_hooks_at(const Model *m, Activations *a, HookPoint p, int l) {
@@ -225,7 +237,7 @@ void slm_hooks_at(const Model *m, Activations *a, HookPoint p, int l) {
     }
     gather(m, a, p, l, h->buf);
     int rc = h->fn(h->ctx, name, h->buf, ndim, shape, hook_specs[p].writable);
-    if (rc == 1 && hook_specs[p].writable) scatter(a, p, l, h->buf);
+    if (rc == 1 && hook_specs[p].writable) h->failed = scatter(m, a, p, l, h->buf, &h->error) != 0;
     else if (rc == 1) {
         h->failed = 1;
         FAIL(&h->error, "return None (or the array unchanged) from a hook on it",

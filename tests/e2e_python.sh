@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The Python package through an installed prefix: cmake --install into a
+# temporary prefix, then Debian's python3 imports storylm from
+# PREFIX/lib/python3/dist-packages alone and tests/python/test_storylm.py
+# checks every call against the installed CLI's --json, on the shipped models
+# and on a small model trained here; then the walk-through of docs/python.md
+# runs and must print what docs/python_walkthrough.out holds.
+set -euo pipefail
+source "$STORYLM_SOURCE_DIR/tests/common.sh"
+BUILD=$(dirname "$STORYLM")
+[[ -x $PY ]] || skip "no $PY (Debian's python3)"
+"$PY" -c 'import numpy' 2>/dev/null || skip "numpy is missing for $PY (apt-get install python3-numpy, or scripts/setup)"
+[[ -f $BUILD/cmake_install.cmake ]] || skip "$BUILD is not a CMake build folder to install from"
+if grep -q '^STORYLM_SANITIZE:BOOL=ON' "$BUILD/CMakeCache.txt" 2>/dev/null; then
+  skip "a sanitized libstorylm.so cannot be loaded into python3 (its runtime must come first)"
+fi
+
+P=$PWD/prefix
+cmake --install "$BUILD" --prefix "$P" > install.log || fail "cmake --install: $(tail -5 install.log)"
+SITE=$P/lib/python3/dist-packages
+for f in storylm/__init__.py storylm/model.py storylm/_lib.py storylm/train.py storylm/libstorylm.so; do
+  [[ -f $SITE/$f ]] || fail "not installed: lib/python3/dist-packages/$f"
+done
+! nm -D --defined-only "$SITE/storylm/libstorylm.so" | awk '{print $3}' | grep -v '^slm_' | grep . ||
+  fail "libstorylm.so exports symbols without the slm_ prefix"
+
+# The installed package, found by PYTHONPATH alone, loads its own library and the installed model.
+mkdir elsewhere && cd elsewhere
+PYTHONPATH=$SITE "$PY" -c '
+import os, sys, storylm, storylm._lib as l
+assert l.lib()._name == os.path.join(sys.argv[1], "storylm", "libstorylm.so"), l.lib()._name
+m = storylm.load()
+assert m.path == os.path.join(sys.argv[2], "share/storylm/models/tinystories.safetensors"), m.path
+' "$SITE" "$P" || fail "the installed package did not load its library and the installed model"
+cd ..
+
+# A small model of two layers, trained by the installed CLI, for the tests.
+first_stories 300 > small.txt
+"$P/bin/storylm" train small.txt --vocab "$STORYLM_SOURCE_DIR/models/vocab.txt" --steps 40 --layers 2 --eval-every 0 \
+  --test-stories 20 --threads 2 -o small.safetensors 2> small.log || { cat small.log; fail "training the small model"; }
+
+STORYLM_PROGRAM=$P/bin/storylm STORYLM_SMALL_MODEL=$PWD/small.safetensors STORYLM_SMALL_STORIES=$PWD/small.txt \
+  PYTHONPATH=$SITE "$PY" -m unittest discover -s "$STORYLM_SOURCE_DIR/tests/python" -t "$STORYLM_SOURCE_DIR/tests/python" \
+  > unittest.log 2>&1 || { cat unittest.log; fail "tests/python"; }
+tail -3 unittest.log
+
+# The walk-through prints what its committed output holds (the plot's line
+# says whether matplotlib drew it, which depends on the machine).
+cd elsewhere
+STORYLM_PROGRAM=$P/bin/storylm PYTHONPATH=$SITE "$PY" "$STORYLM_SOURCE_DIR/docs/python_walkthrough.py" \
+  > walk.out 2> walk.err || { cat walk.err; fail "docs/python_walkthrough.py"; }
+diff <(grep -v '^\[plot\]' "$STORYLM_SOURCE_DIR/docs/python_walkthrough.out") <(grep -v '^\[plot\]' walk.out) ||
+  fail "docs/python_walkthrough.py printed other numbers than docs/python_walkthrough.out"
+grep -q '^\[plot\]' walk.out || fail "the walk-through said nothing about its plot"
+echo "python: package, API and walk-through OK"
