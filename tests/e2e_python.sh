@@ -34,9 +34,22 @@ assert m.path == os.path.join(sys.argv[2], "share/storylm/models/tinystories.saf
 ' "$SITE" "$P" || fail "the installed package did not load its library and the installed model"
 cd ..
 
+# pip install ./python, offline, into a venv that sees Debian's numpy (where pip and venv are here).
+if "$PY" -m pip --version >/dev/null 2>&1 && "$PY" -m venv --system-site-packages venv >/dev/null 2>&1; then
+  STORYLM_LIBRARY=$SITE/storylm/libstorylm.so venv/bin/pip install --no-index "$STORYLM_SOURCE_DIR/python" \
+    > pip.log 2>&1 || { cat pip.log; fail "pip install ./python"; }
+  (cd elsewhere && ../venv/bin/python -c '
+import sys, storylm
+assert storylm._lib.lib()._name.startswith(sys.prefix), storylm._lib.lib()._name
+print("pip: loss %.6f" % storylm.load(sys.argv[1]).loss("Lily found a ball."))
+' "$STORYLM_SOURCE_DIR/models/tinystories.safetensors") || fail "the package pip installed"
+else
+  echo "pip or venv is not here for $PY: pip install ./python not tried"
+fi
+
 # A small model of two layers, trained by the installed CLI, for the tests.
 first_stories 300 > small.txt
-"$P/bin/storylm" train small.txt --vocab "$STORYLM_SOURCE_DIR/models/vocab.txt" --steps 40 --layers 2 --eval-every 0 \
+"$P/bin/storylm" train small.txt --vocab "$STORYLM_SOURCE_DIR/models/vocab.txt" --steps 20 --layers 2 --eval-every 0 \
   --test-stories 20 --threads 2 -o small.safetensors 2> small.log || { cat small.log; fail "training the small model"; }
 
 STORYLM_PROGRAM=$P/bin/storylm STORYLM_SMALL_MODEL=$PWD/small.safetensors STORYLM_SMALL_STORIES=$PWD/small.txt \
