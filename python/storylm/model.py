@@ -95,8 +95,10 @@ class Model:
     """A storylm model file loaded through the library (storylm.load)."""
 
     def __init__(self, path=None):
+        self._handle = None
+        self._lib = _lib.lib()  # kept: at interpreter exit the module's globals may be gone before __del__
         err = _lib.Error()
-        handle = _lib.lib().slm_py_load(path.encode() if path is not None else None, ctypes.byref(err))
+        handle = self._lib.slm_py_load(path.encode() if path is not None else None, ctypes.byref(err))
         if not handle:
             raise err.exception()
         self._handle = handle
@@ -112,7 +114,7 @@ class Model:
     def close(self):
         """Frees the model now (else when it is garbage collected)."""
         if getattr(self, "_handle", None):
-            _lib.lib().slm_py_free(self._handle)
+            self._lib.slm_py_free(self._handle)
             self._handle = None
 
     def __del__(self):
@@ -259,29 +261,30 @@ def _text(text):
     return text.encode("utf-8")
 
 
-def _installed_share():
-    """PREFIX/share/storylm for a package installed by cmake --install under
-    PREFIX/lib/python3/dist-packages, else None."""
-    share = os.path.normpath(os.path.join(_lib.HERE, "..", "..", "..", "..", "share", "storylm"))
-    return share if os.path.isdir(share) else None
-
-
-def _installed_stories():
-    share = _installed_share()
-    path = os.path.join(share, "data", "stories.txt") if share else None
-    return path.encode() if path and os.path.isfile(path) else None
-
-
-def shipped_model():
-    """The shipped model's path, found as the CLI finds it: in an installed
-    prefix (PREFIX/share/storylm/models) or a source checkout (models/), else
-    None (the library then looks in the data folder compiled into it)."""
-    share = _installed_share()
-    for models in ([os.path.join(share, "models")] if share else []) + [os.path.join(_lib.HERE, "..", "..", "models")]:
-        path = os.path.normpath(os.path.join(models, "tinystories.safetensors"))
+def _source_file(rel):
+    """A file of the source tree (rel: "models/tinystories.safetensors"), as the
+    CLI looks for it from its own folder: in the prefix the package was
+    installed in by cmake --install (PREFIX/lib/python3/dist-packages/storylm
+    -> PREFIX/share/storylm/rel), or in the source checkout holding python/
+    (-> rel); None when neither has it (the library then looks in the data
+    folder compiled into it)."""
+    installed = os.path.join(_lib.HERE, "..", "..", "..", "..", "share", "storylm")
+    for root in (installed, os.path.join(_lib.HERE, "..", "..")):
+        path = os.path.normpath(os.path.join(root, rel))
         if os.path.isfile(path):
             return path
     return None
+
+
+def _installed_stories():
+    """data/stories.txt, whose names generation capitalises when the CLI's own places have none."""
+    path = _source_file(os.path.join("data", "stories.txt"))
+    return path.encode() if path else None
+
+
+def shipped_model():
+    """The shipped model's path (models/tinystories.safetensors), found as the CLI finds it, or None."""
+    return _source_file(os.path.join("models", "tinystories.safetensors"))
 
 
 def load(path=None):

@@ -3,6 +3,7 @@ with Debian's python3, the package imported from an installed prefix and the
 CLI of the same prefix in $STORYLM_PROGRAM. Every number the API gives is the
 CLI's, bit for bit where both compute it the same way."""
 
+import functools
 import json
 import os
 import subprocess
@@ -26,7 +27,9 @@ sys.path.insert(0, os.path.join(SOURCE, "scripts"))
 from read_safetensors import load as read_safetensors  # noqa: E402
 
 
+@functools.lru_cache(maxsize=None)
 def cli(*args):
+    """The CLI's --json answer (asked once for the same arguments; treat it as read-only)."""
     out = subprocess.run([CLI, *args], check=True, capture_output=True, text=True).stdout
     return json.loads(out)
 
