@@ -53,11 +53,21 @@ static int hook_shape(const Activations *a, HookPoint p, int *shape) {
     }
 }
 
+/* Appends "\n" (unless first) and name to *out (*size bytes, *used of them taken), growing it. */
+static int append_name(char **out, size_t *size, size_t *used, const char *name, Error *e) {
+    size_t need = *used + strlen(name) + 2;
+    if (need > *size) {
+        char *grown = xrealloc(*out, need * 2, e);
+        if (!grown) return -1;
+        *out = grown, *size = need * 2;
+    }
+    *used += (size_t)snprintf(*out + *used, *size - *used, "%s%s", *used ? "\n" : "", name);
+    return 0;
+}
+
 char *slm_hook_names(const ModelConfig *c, Error *e) {
-    size_t size = 4096, used = 0;
-    char *out = xmalloc(size, e), name[96];
-    if (!out) return NULL;
-    out[0] = '\0';
+    size_t size = 0, used = 0;
+    char *out = NULL, name[96];
     /* in the pass's order: the row, each layer's points, then the points above the layers */
     int layers = c->arch == ARCH_ATTENTION ? slm_model_layers(c) : 0;
     for (int l = -1; l <= layers; l++)
@@ -66,7 +76,7 @@ char *slm_hook_names(const ModelConfig *c, Error *e) {
             if (hook_specs[p].in_block ? l < 0 || l == layers : !outside) continue;
             if (c->arch != ARCH_ATTENTION && p < HOOK_HIDDEN_IN) continue; /* window8: no rows or heads of its own */
             slm_hook_name((HookPoint)p, l, name, sizeof name);
-            used += (size_t)snprintf(out + used, size - used, "%s%s", used ? "\n" : "", name);
+            if (append_name(&out, &size, &used, name, e)) return free(out), NULL;
         }
     return out;
 }
