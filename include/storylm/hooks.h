@@ -25,6 +25,10 @@
  *                                            give the loss again
  * Window8 has hook_hidden_in, hook_hidden and hook_logits only.
  *
+ * Hooks are for looking and intervening in a forward pass (slm_model_forward,
+ * slm_model_forward_heads up to hook_hidden); the backward passes do not know
+ * what a hook changed, so training leaves Activations.hooks NULL.
+ *
  * Adding a hook point: one entry in the table of src/model/hooks.c (its name,
  * shape, and how its numbers are read from and written back into the
  * activations) and one slm_hooks_at call where the pass makes the part. */
