@@ -30,7 +30,7 @@ print("hook names:", ", ".join(m.hook_names))
 # %% 2. Tokens, logits and the loss, against `storylm eval --text TEXT --json`.
 text = "Tom gave Lily a red ball. Lily said thank you to Tom."
 ids = m.to_ids(text)  # [EOS] + the text's tokens
-print("tokens:", " ".join(m.decode([i]) or "[EOS]" for i in ids))
+print("tokens:", " ".join(m.to_str_tokens(text)))
 logits = m(text)
 print("logits:", logits.shape, logits.dtype)
 loss, cli_loss = m.loss(text), cli("eval", "--text", text, "-m", m.path)["loss"]
@@ -55,7 +55,7 @@ try:
 except ImportError:
     print("[plot] skipped: matplotlib is not installed (apt-get install python3-matplotlib)")
 else:
-    labels = [m.decode([i]) or "[EOS]" for i in ids]
+    labels = m.to_str_tokens(text)
     fig, ax = plt.subplots(figsize=(6, 5))
     ax.imshow(pattern[3], cmap="Blues")
     ax.set_xticks(range(len(labels)), labels, rotation=90)

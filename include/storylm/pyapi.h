@@ -30,6 +30,8 @@ char *slm_py_hook_names(const PyModel *m, Error *e);
 int slm_py_tokenize(const PyModel *m, const char *text, int32_t **ids, Error *e);
 /* The ids as text (the tokenizer's decoding, pieces joined). */
 char *slm_py_decode(const PyModel *m, const int32_t *ids, int n, Error *e);
+/* The vocabulary, one piece a line (line number = id), as vocab.txt holds it. */
+char *slm_py_vocab(const PyModel *m, Error *e);
 /* The vocabulary's id of [EOS]. */
 int slm_py_eos(const PyModel *m);
 

@@ -70,6 +70,7 @@ def _declare(lib):
         "slm_py_tokenize": (ctypes.c_int, [P, ctypes.c_char_p, ctypes.POINTER(i32p), E]),
         "slm_py_decode": (P, [P, i32p, ctypes.c_int, E]),
         "slm_py_eos": (ctypes.c_int, [P]),
+        "slm_py_vocab": (P, [P, E]),
         "slm_py_run": (ctypes.c_int, [P, i32p, ctypes.c_int, HOOK_FN, P, ctypes.POINTER(ctypes.c_char_p),
                                       ctypes.c_int, ctypes.POINTER(ctypes.c_float),
                                       ctypes.POINTER(ctypes.c_double), E]),

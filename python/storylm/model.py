@@ -27,11 +27,16 @@ class Config(dict):
 
 
 class Tokenizer:
-    """The model's WordPiece tokenizer (its vocabulary is stored in the model file)."""
+    """The model's WordPiece tokenizer (its vocabulary is stored in the model
+    file): vocab[id] is the piece of id ("##ark" continues a word)."""
 
     def __init__(self, model):
         self._model = model
-        self.eos_id = _lib.lib().slm_py_eos(model._handle)
+        self.eos_id = model._lib.slm_py_eos(model._handle)
+        err = _lib.Error()
+        self.vocab = _lib.check_string(model._lib.slm_py_vocab(model._handle, ctypes.byref(err)), err).split("\n")
+        if self.vocab and self.vocab[-1] == "":
+            self.vocab.pop()
 
     def encode(self, text):
         """text -> token ids (no [EOS]), as `storylm tokenize` gives them."""
@@ -155,6 +160,10 @@ class Model:
             raise StorylmError("token ids must lie in 0..%d" % (self.cfg.vocab_size - 1),
                                "encode the text with this model's tokenize")
         return np.ascontiguousarray(ids, dtype=np.int32)
+
+    def to_str_tokens(self, text_or_ids):
+        """The pieces the model runs, as text: ["[EOS]", "lily", "found", "z", "##ark", ...]."""
+        return [self.tokenizer.vocab[i] for i in self.to_ids(text_or_ids)]
 
     def decode(self, ids):
         """ids -> text (pieces joined, [EOS] left out), as the library decodes."""

@@ -87,6 +87,11 @@ char *slm_py_decode(const PyModel *m, const int32_t *ids, int n, Error *e) {
     return slm_tokenizer_decode(&m->lm.tokenizer, ids, (size_t)n, 0, e);
 }
 
+char *slm_py_vocab(const PyModel *m, Error *e) {
+    size_t len;
+    return slm_tokenizer_to_text(&m->lm.tokenizer, &len, e);
+}
+
 int slm_py_eos(const PyModel *m) { return m->lm.tokenizer.eos_id; }
 
 /* eval --text's loss: the mean of -log p over positions 0..T-2, in double from the logits. */

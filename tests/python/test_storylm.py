@@ -109,6 +109,9 @@ class Tokens(unittest.TestCase):
             want = [t["id"] for t in cli("tokenize", "--json", "-m", m.path, text)["tokens"]]
             self.assertEqual(m.tokenize(text).tolist(), want, text)
             self.assertEqual(m.tokenizer.encode(text).tolist(), want, text)
+            pieces = [t["piece"] for t in cli("tokenize", "--json", "-m", m.path, text)["tokens"]]
+            self.assertEqual(m.to_str_tokens(text), ["[EOS]"] + pieces, text)
+        self.assertEqual(m.tokenizer.vocab, open(os.path.join(MODELS, "vocab.txt"), encoding="utf-8").read().split())
 
     def test_decode_gives_the_text_back(self):
         m = model(model_paths()[0])
