@@ -191,7 +191,8 @@ class Model:
             name, fn = entry
             if not callable(fn):
                 raise StorylmError("the hook on %r is not a function" % name, "give (name, fn) pairs, fn(array, hook)")
-            hooks.setdefault(name, []).append(fn)
+            for n in [n for n in self.hook_names if name(n)] if callable(name) else [name]:
+                hooks.setdefault(n, []).append(fn)
         cache = {} if cache_names is not None else None
         wanted = list(dict.fromkeys(list(hooks) + list(cache_names or ())))
         self._check_names(wanted)
@@ -235,7 +236,8 @@ class Model:
         return logits, cache
 
     def run_with_hooks(self, text_or_ids, fwd_hooks=(), return_type="logits"):
-        """The pass with fwd_hooks = [(hook name, fn)]: fn(array, hook) sees the
+        """The pass with fwd_hooks = [(hook name, fn)] (or a function name -> bool
+        for the name, as TransformerLens takes it): fn(array, hook) sees the
         part's numbers (a copy) and may change them in place or return a new
         array of the same shape; the rest of the pass reads the result.
         return_type: "logits", "loss" or "both" ((logits, loss))."""

@@ -291,6 +291,12 @@ class Hooks(unittest.TestCase):
         self.assertTrue(np.array_equal(patched["blocks.0.attn.hook_pattern"][2], even))
         self.assertTrue(np.array_equal(patched["blocks.0.attn.hook_z"][:, 3], cache["blocks.0.attn.hook_z"][:, 3]))
 
+    def test_a_name_filter_hooks_every_name_it_takes(self):
+        m = model(model_paths()[1])
+        seen = []
+        m.run_with_hooks(TEXT, [(lambda n: n.endswith("hook_z"), lambda z, hook: seen.append(hook.layer()))])
+        self.assertEqual(seen, [0, 1])
+
     def test_a_changed_layer_reaches_the_layers_above(self):
         m = model(model_paths()[1])
         _, cache = m.run_with_cache(TEXT)
@@ -395,12 +401,12 @@ class Generate(unittest.TestCase):
 class Train(unittest.TestCase):
     def test_train_gives_the_clis_model(self):
         with tempfile.TemporaryDirectory() as d:
-            opts = dict(vocab=os.path.join(MODELS, "vocab.txt"), eval_every=10, test_stories=20, threads=2, seed=3)
+            opts = dict(vocab=os.path.join(MODELS, "vocab.txt"), eval_every=5, test_stories=20, threads=2, seed=3)
             lines = []
-            summary = storylm.train(SMALL_STORIES, os.path.join(d, "py.safetensors"), steps=20, progress=lines.append,
+            summary = storylm.train(SMALL_STORIES, os.path.join(d, "py.safetensors"), steps=10, progress=lines.append,
                                     **opts)
-            subprocess.run([CLI, "train", SMALL_STORIES, "-o", os.path.join(d, "cli.safetensors"), "--steps", "20",
-                            "--vocab", opts["vocab"], "--eval-every", "10", "--test-stories", "20", "--threads", "2",
+            subprocess.run([CLI, "train", SMALL_STORIES, "-o", os.path.join(d, "cli.safetensors"), "--steps", "10",
+                            "--vocab", opts["vocab"], "--eval-every", "5", "--test-stories", "20", "--threads", "2",
                             "--seed", "3"], check=True, capture_output=True)
             self.assertTrue(any(l.startswith("step") for l in lines), lines)
             self.assertIn("step", json.dumps(summary))
