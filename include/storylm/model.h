@@ -260,6 +260,8 @@ typedef struct Activations {
     uint64_t *drop_keys;     /* (max_positions) each position's key */
     float *z_kept;           /* (N, Z) two layers or more: z before z's dropout, which the
                               * backward through the upper layers reads */
+    struct ForwardHooks *hooks; /* set by the caller (hooks.h; NULL: none): slm_model_forward
+                                 * calls them between its parts */
 } Activations;
 
 int slm_activations_init(Activations *a, const ModelConfig *cfg, int max_positions, Error *e);

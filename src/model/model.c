@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "storylm/hooks.h"
 #include "storylm/model.h"
 #include "storylm/rng.h"
 
@@ -382,10 +383,12 @@ static void layer_forward(const Model *lm, Activations *a, int l, int keep_weigh
     pack_qkv_weights(lm, la->qkv_w);
     slm_matmul(0, 1, QKV, N, D, la->qkv_w, Din, a->z, Z, 0.0f, la->qkv, a->qkv_ld);
     if (l > 0) slm_matmul(0, 1, QKV, N, HV, la->qkv_w + D, Din, a->z + heads_column(c, l - 1), Z, 1.0f, la->qkv, a->qkv_ld);
+    for (HookPoint p = HOOK_Q; p <= HOOK_V; p++) slm_hooks_at(lm, a, p, l);
     slm_score_qk_forward(lm, v, la->qkv, a->qkv_ld, N);
     slm_attention_forward(&lm->cfg, la->qkv, a->qkv_ld, slm_position_table_for(lm, v->table), a->first_key, N,
                       keep_weights ? la->att : NULL, a->z + heads_column(c, l), Z, &la->scratch);
     if (a->ablation.heads) ablate_heads(a, &a->ablation, l);
+    for (HookPoint p = HOOK_DISTANCE_SCORE; p <= HOOK_Z; p++) slm_hooks_at(lm, a, p, l);
 }
 
 /* tokens -> z (N, Z): rows, then layer by layer every head's queries, keys,
@@ -395,6 +398,7 @@ static void attention_input(const Model *m, Activations *a, const Batch *b, int 
     int N = a->n_positions, Z = slm_model_hidden_input_dim(c), D = c->row_dim;
     slm_embedding_forward(m->embedding, b->tokens, N, D, a->z, Z);
     slm_position_rows_forward(m, a->layer[0].scratch.variant->story_pos, N, a->z, Z);
+    slm_hooks_at(m, a, HOOK_EMBED, 0);
     layer_forward(m, a, 0, keep_weights);
     for (int l = 1; l < slm_model_layers(c); l++) {
         Model view;
@@ -416,9 +420,11 @@ static int forward_to_hidden(const Model *m, Activations *a, const Batch *b, con
     if (c->arch == ARCH_ATTENTION) attention_input(m, a, b, keep_weights);
     else slm_window_forward(m->embedding, b, c->context, c->row_dim, a->z);
     if (a->hidden_drop.p > 0) slm_dropout_hidden_forward(a);
+    slm_hooks_at(m, a, HOOK_HIDDEN_IN, 0);
     slm_dense_tanh_forward(m->hidden_w, m->hidden_b, a->z, a->n_positions, slm_model_hidden_input_dim(c), c->hidden_dim,
                        a->hidden);
-    return 0;
+    slm_hooks_at(m, a, HOOK_HIDDEN, 0);
+    return slm_hooks_check(a, e);
 }
 
 /* a->mean_loss and *mean_loss (may be NULL) from the positions' losses. */
@@ -455,7 +461,8 @@ int slm_model_forward(const Model *m, Activations *a, const Batch *b, const Abla
     const ModelConfig *c = &m->cfg;
     slm_output_forward(m->output_w, m->output_b, a->hidden, a->n_positions, c->hidden_dim, c->vocab_size, a->logits,
                    a->target, a->lse, a->loss, a->correct);
-    if (check_losses(a, b, e)) return -1;
+    slm_hooks_at(m, a, HOOK_LOGITS, 0);
+    if (slm_hooks_check(a, e) || check_losses(a, b, e)) return -1;
     mean_of_losses(a, mean_loss);
     return 0;
 }

@@ -1,0 +1,53 @@
+/* A flat C interface for foreign-function callers (python/storylm, through
+ * ctypes): an opaque loaded model and calls that take and return plain C
+ * types, so the caller needs none of the library's structs but Error.
+ * Strings returned are the caller's, freed with slm_py_release. Every call
+ * is safe from several threads at once on the same model: each allocates
+ * its own activations. */
+#ifndef STORYLM_PYAPI_H
+#define STORYLM_PYAPI_H
+
+#include <stdint.h>
+
+#include "storylm/error.h"
+#include "storylm/hooks.h"
+
+typedef struct PyModel PyModel;
+
+/* The model file path (NULL: the shipped model, found as the CLI finds it). */
+PyModel *slm_py_load(const char *path, Error *e);
+void slm_py_free(PyModel *m);
+/* Frees what the calls below returned. */
+void slm_py_release(void *p);
+
+/* JSON: the model's file, arch, pos, score, parameters and info --json's
+ * config (vocab_size, row_dim, n_heads, ...; layers for attention). */
+char *slm_py_config_json(const PyModel *m, Error *e);
+/* The hook names of the model, "\n"-separated (hooks.h). */
+char *slm_py_hook_names(const PyModel *m, Error *e);
+
+/* text's token ids (without [EOS]) into *ids (caller releases); count, or -1. */
+int slm_py_tokenize(const PyModel *m, const char *text, int32_t **ids, Error *e);
+/* The ids as text (the tokenizer's decoding, pieces joined). */
+char *slm_py_decode(const PyModel *m, const int32_t *ids, int n, Error *e);
+/* The vocabulary, one piece a line (line number = id), as vocab.txt holds it. */
+char *slm_py_vocab(const PyModel *m, Error *e);
+/* The vocabulary's id of [EOS]. */
+int slm_py_eos(const PyModel *m);
+
+/* ids (T >= 1, the caller's [EOS] first) through slm_model_forward, hooks
+ * fn(ctx, ...) at the points names[0..n_names) (names NULL: all; fn NULL:
+ * none) -> logits (T, V) when not NULL and *loss (may be NULL): the mean of
+ * -log p(ids[t+1]) over t < T-1, as eval --text reports it (0 when T = 1). */
+int slm_py_run(const PyModel *m, const int32_t *ids, int T, HookFn fn, void *ctx, const char *const *names,
+               int n_names, float *logits, double *loss, Error *e);
+
+/* storylm generate's text for prompt: samples stories (sample i with seed
+ * seed + i), as a JSON array of strings. Names are capitalised as the CLI
+ * does (stories, else the model's training file, else data/stories.txt; then
+ * fallback_stories when none of those is found; each may be NULL). */
+char *slm_py_generate(const PyModel *m, const char *prompt, int max_tokens, double temperature, int top_k,
+                      double top_p, uint64_t seed, int samples, const char *stories, const char *fallback_stories,
+                      Error *e);
+
+#endif

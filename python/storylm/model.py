@@ -1,0 +1,308 @@
+"""A loaded model: tokens, logits, loss, the activation cache and hooks, and
+generation, each a call into the C library (the forward pass runs in C; hooks
+are called by it between its parts)."""
+
+import ctypes
+import json
+import os
+
+import numpy as np
+
+from . import _lib
+from ._lib import StorylmError
+
+
+class Config(dict):
+    """The model's configuration as `storylm info --json` gives it (arch, pos,
+    score, parameters, vocab_size, row_dim, n_heads, key_dim, value_dim,
+    window, hidden_dim, context, layers), readable as keys or attributes, with
+    TransformerLens's names beside them (d_model, n_layers, d_head, d_vocab,
+    n_ctx, d_mlp)."""
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+class Tokenizer:
+    """The model's WordPiece tokenizer (its vocabulary is stored in the model
+    file): vocab[id] is the piece of id ("##ark" continues a word)."""
+
+    def __init__(self, model):
+        self._model = model
+        self.eos_id = model._lib.slm_py_eos(model._handle)
+        err = _lib.Error()
+        self.vocab = _lib.check_string(model._lib.slm_py_vocab(model._handle, ctypes.byref(err)), err).split("\n")
+        if self.vocab and self.vocab[-1] == "":
+            self.vocab.pop()
+
+    def encode(self, text):
+        """text -> token ids (no [EOS]), as `storylm tokenize` gives them."""
+        return self._model.tokenize(text)
+
+    def decode(self, ids):
+        return self._model.decode(ids)
+
+
+class HookPoint:
+    """What a hook function gets as its second argument: the hook's name (and layer)."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def layer(self):
+        """The layer of a blocks.{l}.… hook, else None."""
+        parts = self.name.split(".")
+        return int(parts[1]) if parts[0] == "blocks" else None
+
+    def __repr__(self):
+        return "HookPoint(%r)" % self.name
+
+
+class _HookRun:
+    """One forward pass's hooks: the user's functions by name, the cache to
+    fill, and the first exception a hook raised (re-raised after the pass)."""
+
+    def __init__(self, hooks, cache, cache_names):
+        self.hooks = hooks
+        self.cache = cache
+        self.cache_names = cache_names
+        self.exception = None
+        self.callback = _lib.HOOK_FN(self._call)
+
+    def _call(self, ctx, name, data, ndim, shape, writable):
+        try:
+            name = name.decode()
+            view = np.ctypeslib.as_array(data, shape=tuple(shape[i] for i in range(ndim)))
+            changed = False
+            for fn in self.hooks.get(name, ()):
+                x = view.copy()  # the hook's own array: the C buffer is reused once the pass goes on
+                out = fn(x, HookPoint(name))
+                result = x if out is None else np.asarray(out)
+                if result.shape != view.shape:
+                    raise ValueError("hook %s returned an array of shape %s; the pass needs %s"
+                                     % (name, result.shape, view.shape))
+                result = result.astype(np.float32, copy=False)
+                if not np.array_equal(result.view(np.uint32), view.view(np.uint32)):
+                    view[...] = result
+                    changed = True
+            if self.cache is not None and name in self.cache_names:
+                self.cache[name] = view.copy()
+            return 1 if changed else 0
+        except BaseException as exc:  # re-raised after the pass: ctypes would only print it
+            self.exception = exc
+            return -1
+
+
+class Model:
+    """A storylm model file loaded through the library (storylm.load)."""
+
+    def __init__(self, path=None):
+        self._handle = None
+        self._lib = _lib.lib()  # kept: at interpreter exit the module's globals may be gone before __del__
+        err = _lib.Error()
+        handle = self._lib.slm_py_load(path.encode() if path is not None else None, ctypes.byref(err))
+        if not handle:
+            raise err.exception()
+        self._handle = handle
+        self.cfg = Config(json.loads(_lib.check_string(_lib.lib().slm_py_config_json(handle, ctypes.byref(err)), err)))
+        c = self.cfg
+        c.update(d_model=c["row_dim"], n_layers=c.get("layers", 1), d_head=c["key_dim"], d_vocab=c["vocab_size"],
+                 n_ctx=c["window"], d_mlp=c["hidden_dim"])
+        self.path = c["file"]
+        names = _lib.check_string(_lib.lib().slm_py_hook_names(handle, ctypes.byref(err)), err)
+        self.hook_names = names.split("\n") if names else []
+        self.tokenizer = Tokenizer(self)
+
+    def close(self):
+        """Frees the model now (else when it is garbage collected)."""
+        if getattr(self, "_handle", None):
+            self._lib.slm_py_free(self._handle)
+            self._handle = None
+
+    def __del__(self):
+        self.close()
+
+    def __repr__(self):
+        return "storylm.Model(%r, arch=%s, layers=%s)" % (self.path, self.cfg.arch, self.cfg.n_layers)
+
+    def _alive(self):
+        if not self._handle:
+            raise StorylmError("the model was closed", "load it again with storylm.load")
+        return self._handle
+
+    # ---- tokens -----------------------------------------------------------------
+
+    def tokenize(self, text):
+        """text -> np.int32 ids (without [EOS]), as `storylm tokenize --json` gives them."""
+        err = _lib.Error()
+        ptr = ctypes.POINTER(ctypes.c_int32)()
+        n = _lib.lib().slm_py_tokenize(self._alive(), _text(text), ctypes.byref(ptr), ctypes.byref(err))
+        if n < 0:
+            raise err.exception()
+        try:
+            return np.ctypeslib.as_array(ptr, shape=(n,)).copy() if n else np.zeros(0, np.int32)
+        finally:
+            _lib.lib().slm_py_release(ptr)
+
+    def to_ids(self, text_or_ids):
+        """What the model runs: [EOS] + tokenize(text) for a str; ids (a sequence or
+        array of ints, [EOS] first by convention) as given."""
+        if isinstance(text_or_ids, str):
+            return np.concatenate([[self.tokenizer.eos_id], self.tokenize(text_or_ids)]).astype(np.int32)
+        ids = np.asarray(text_or_ids)
+        if ids.ndim != 1 or not np.issubdtype(ids.dtype, np.integer):
+            raise StorylmError("expected a text or a 1-D sequence of token ids, got an array of shape %s and type %s"
+                               % (ids.shape, ids.dtype), "give one story at a time")
+        if ids.size and (ids.min() < 0 or ids.max() >= self.cfg.vocab_size):
+            raise StorylmError("token ids must lie in 0..%d" % (self.cfg.vocab_size - 1),
+                               "encode the text with this model's tokenize")
+        return np.ascontiguousarray(ids, dtype=np.int32)
+
+    def to_str_tokens(self, text_or_ids):
+        """The pieces the model runs, as text: ["[EOS]", "lily", "found", "z", "##ark", ...]."""
+        return [self.tokenizer.vocab[i] for i in self.to_ids(text_or_ids)]
+
+    def decode(self, ids):
+        """ids -> text (pieces joined, [EOS] left out), as the library decodes."""
+        ids = np.ascontiguousarray(np.asarray(ids, dtype=np.int64).astype(np.int32))
+        err = _lib.Error()
+        ptr = _lib.lib().slm_py_decode(self._alive(), ids.ctypes.data_as(ctypes.POINTER(ctypes.c_int32)),
+                                       int(ids.size), ctypes.byref(err))
+        return _lib.check_string(ptr, err)
+
+    # ---- the forward pass ------------------------------------------------------
+
+    def _check_names(self, names):
+        unknown = [n for n in names if n not in self.hook_names]
+        if unknown:
+            raise StorylmError("unknown hook name %s" % ", ".join(map(repr, unknown)),
+                               "the hook names of this model are in model.hook_names: " + ", ".join(self.hook_names))
+
+    def _run(self, text_or_ids, fwd_hooks=None, cache_names=None, logits=True):
+        """One pass in C -> (logits [T, V] or None, loss, cache or None)."""
+        ids = self.to_ids(text_or_ids)
+        if ids.size == 0:
+            raise StorylmError("nothing to run: no token", "give a text or at least one id")
+        hooks = {}
+        for entry in fwd_hooks or ():
+            name, fn = entry
+            if not callable(fn):
+                raise StorylmError("the hook on %r is not a function" % name, "give (name, fn) pairs, fn(array, hook)")
+            for n in [n for n in self.hook_names if name(n)] if callable(name) else [name]:
+                hooks.setdefault(n, []).append(fn)
+        cache = {} if cache_names is not None else None
+        wanted = list(dict.fromkeys(list(hooks) + list(cache_names or ())))
+        self._check_names(wanted)
+        run = _HookRun(hooks, cache, set(cache_names or ()))
+        names = (ctypes.c_char_p * max(1, len(wanted)))(*[n.encode() for n in wanted])
+        out = np.empty((ids.size, self.cfg.vocab_size), np.float32) if logits else None
+        loss = ctypes.c_double()
+        err = _lib.Error()
+        rc = _lib.lib().slm_py_run(self._alive(), ids.ctypes.data_as(ctypes.POINTER(ctypes.c_int32)), int(ids.size),
+                                   run.callback if wanted else _lib.HOOK_FN(), None, names, len(wanted),
+                                   out.ctypes.data_as(ctypes.POINTER(ctypes.c_float)) if logits else None,
+                                   ctypes.byref(loss), ctypes.byref(err))
+        if run.exception is not None:
+            raise run.exception
+        if rc:
+            raise err.exception()
+        return out, loss.value, cache
+
+    def __call__(self, text_or_ids, fwd_hooks=None):
+        """Logits np.float32 [T, V]: row t predicts token t+1 (T = [EOS] + the text's tokens)."""
+        return self._run(text_or_ids, fwd_hooks)[0]
+
+    def loss(self, text_or_ids, fwd_hooks=None):
+        """The mean loss in nats over the predicted positions, as `storylm eval --text TEXT --json`."""
+        return self._run(text_or_ids, fwd_hooks, logits=False)[1]
+
+    def run_with_cache(self, text_or_ids, names_filter=None, fwd_hooks=None):
+        """(logits [T, V], cache): the cache a dict of np.float32 arrays under the
+        hook names (model.hook_names; docs/python.md lists their shapes), each as
+        the rest of the pass read it. names_filter: a name, a list of names or a
+        function name -> bool, to keep only some."""
+        if names_filter is None:
+            names = list(self.hook_names)
+        elif isinstance(names_filter, str):
+            names = [names_filter]
+        elif callable(names_filter):
+            names = [n for n in self.hook_names if names_filter(n)]
+        else:
+            names = list(names_filter)
+        logits, _, cache = self._run(text_or_ids, fwd_hooks, cache_names=names)
+        return logits, cache
+
+    def run_with_hooks(self, text_or_ids, fwd_hooks=(), return_type="logits"):
+        """The pass with fwd_hooks = [(hook name, fn)] (or a function name -> bool
+        for the name, as TransformerLens takes it): fn(array, hook) sees the
+        part's numbers (a copy) and may change them in place or return a new
+        array of the same shape; the rest of the pass reads the result.
+        return_type: "logits", "loss" or "both" ((logits, loss))."""
+        if return_type not in ("logits", "loss", "both"):
+            raise StorylmError("return_type %r" % (return_type,), 'give "logits", "loss" or "both"')
+        logits, loss, _ = self._run(text_or_ids, fwd_hooks, logits=return_type != "loss")
+        return {"logits": logits, "loss": loss, "both": (logits, loss)}[return_type]
+
+    # ---- generation ---------------------------------------------------------------
+
+    def generate(self, prompt="", max_tokens=200, temperature=0.8, top_k=0, top_p=0.95, seed=None, samples=1,
+                 stories=None):
+        """`storylm generate`'s text: the prompt as typed and the story written on
+        (names capitalised as the CLI does; stories as its --stories). One str, or
+        a list of samples strs when samples > 1 (sample i drawn with seed + i).
+        seed None draws one at random, kept in model.last_seed."""
+        if seed is None:
+            seed = int.from_bytes(os.urandom(4), "little") & 0x7FFFFFFF
+        self.last_seed = seed
+        err = _lib.Error()
+        ptr = _lib.lib().slm_py_generate(self._alive(), _text(prompt), int(max_tokens), float(temperature), int(top_k),
+                                         float(top_p), int(seed), int(samples),
+                                         stories.encode() if stories else None, _installed_stories(),
+                                         ctypes.byref(err))
+        texts = json.loads(_lib.check_string(ptr, err))
+        return texts[0] if samples == 1 else texts
+
+
+def _text(text):
+    if not isinstance(text, str):
+        raise StorylmError("expected a text (str), got %s" % type(text).__name__, "give the text as a str")
+    return text.encode("utf-8")
+
+
+def _source_file(rel):
+    """A file of the source tree (rel: "models/tinystories.safetensors"), as the
+    CLI looks for it from its own folder: in the prefix the package was
+    installed in by cmake --install (PREFIX/lib/python3/dist-packages/storylm
+    -> PREFIX/share/storylm/rel), or in the source checkout holding python/
+    (-> rel); None when neither has it (the library then looks in the data
+    folder compiled into it)."""
+    installed = os.path.join(_lib.HERE, "..", "..", "..", "..", "share", "storylm")
+    for root in (installed, os.path.join(_lib.HERE, "..", "..")):
+        path = os.path.normpath(os.path.join(root, rel))
+        if os.path.isfile(path):
+            return path
+    return None
+
+
+def _installed_stories():
+    """data/stories.txt, whose names generation capitalises when the CLI's own places have none."""
+    path = _source_file(os.path.join("data", "stories.txt"))
+    return path.encode() if path else None
+
+
+def shipped_model():
+    """The shipped model's path (models/tinystories.safetensors), found as the CLI finds it, or None."""
+    return _source_file(os.path.join("models", "tinystories.safetensors"))
+
+
+def load(path=None):
+    """A model file -> Model. None: ./model.safetensors when it is there, else the
+    shipped model (models/tinystories.safetensors), as the CLI chooses."""
+    if path is None and os.path.isfile("model.safetensors"):
+        path = "model.safetensors"
+    if path is None:
+        path = shipped_model()  # None still: the library looks in its own data folder
+    return Model(os.fspath(path) if path is not None else None)

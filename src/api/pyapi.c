@@ -1,0 +1,157 @@
+/* The flat interface of pyapi.h: the loaded model of a session, the probes'
+ * runner with hooks, and the generation views, behind plain C types. */
+#include "storylm/pyapi.h"
+
+#include <cjson/cJSON.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "storylm/session.h"
+#include "storylm/views.h"
+
+struct PyModel {
+    LoadedModel lm;
+    char *path; /* lm.path points here */
+};
+
+void slm_py_release(void *p) { free(p); }
+
+PyModel *slm_py_load(const char *path, Error *e) {
+    char shipped[PATH_MAX];
+    if (!path) {
+        if (!slm_session_shipped_model(shipped, sizeof shipped)) {
+            slm_session_no_model(DEFAULT_MODEL_PATH, e);
+            return NULL;
+        }
+        path = shipped;
+    }
+    PyModel *m = xcalloc(1, sizeof *m, e);
+    if (!m) return NULL;
+    if (!(m->path = xmalloc(strlen(path) + 1, e))) return free(m), NULL;
+    strcpy(m->path, path);
+    if (slm_cli_load_model(&m->lm, m->path, e)) {
+        free(m->path);
+        free(m);
+        return NULL;
+    }
+    return m;
+}
+
+void slm_py_free(PyModel *m) {
+    if (!m) return;
+    slm_cli_free_model(&m->lm);
+    free(m->path);
+    free(m);
+}
+
+/* j printed and deleted; NULL (e set) when out of memory. */
+static char *json_out(cJSON *j, Error *e) {
+    char *s = j ? cJSON_PrintUnformatted(j) : NULL;
+    cJSON_Delete(j);
+    if (!s) FAIL(e, NULL, "out of memory making JSON");
+    return s;
+}
+
+char *slm_py_config_json(const PyModel *m, Error *e) {
+    const Model *model = &m->lm.model;
+    const ModelConfig *c = &model->cfg;
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "file", m->path);
+    cJSON_AddStringToObject(j, "arch", slm_arch_name(c->arch));
+    cJSON_AddStringToObject(j, "pos", slm_pos_name(c->pos));
+    cJSON_AddStringToObject(j, "score", slm_score_name(c->score));
+    cJSON_AddNumberToObject(j, "parameters", (double)model->n_params);
+    const char *names[] = {"vocab_size", "row_dim", "n_heads", "key_dim", "value_dim", "window", "hidden_dim", "context"};
+    int sizes[] = {c->vocab_size, c->row_dim, c->n_heads, c->key_dim, c->value_dim, c->window, c->hidden_dim, c->context};
+    for (int i = 0; i < 8; i++) cJSON_AddNumberToObject(j, names[i], sizes[i]);
+    if (c->arch == ARCH_ATTENTION) cJSON_AddNumberToObject(j, "layers", slm_model_layers(c));
+    return json_out(j, e);
+}
+
+char *slm_py_hook_names(const PyModel *m, Error *e) { return slm_hook_names(&m->lm.model.cfg, e); }
+
+int slm_py_tokenize(const PyModel *m, const char *text, int32_t **ids, Error *e) {
+    IntVec v = {0};
+    *ids = NULL;
+    if (slm_tokenizer_encode(&m->lm.tokenizer, text, strlen(text), &v, e)) return -1;
+    if (v.len > INT_MAX / 2) return slm_intvec_free(&v), FAIL(e, "give a shorter text", "the text has too many tokens");
+    if (!v.data && !(v.data = xmalloc(sizeof(int32_t), e))) return -1; /* an empty text: still a buffer to release */
+    *ids = v.data;
+    return (int)v.len;
+}
+
+char *slm_py_decode(const PyModel *m, const int32_t *ids, int n, Error *e) {
+    if (n < 0) return FAIL(e, NULL, "a negative number of ids (%d)", n), NULL;
+    return slm_tokenizer_decode(&m->lm.tokenizer, ids, (size_t)n, 0, e);
+}
+
+char *slm_py_vocab(const PyModel *m, Error *e) {
+    size_t len;
+    return slm_tokenizer_to_text(&m->lm.tokenizer, &len, e);
+}
+
+int slm_py_eos(const PyModel *m) { return m->lm.tokenizer.eos_id; }
+
+/* eval --text's loss: the mean of -log p over positions 0..T-2, in double from the logits. */
+static double text_loss(const Activations *a, const int32_t *ids, int T) {
+    double sum = 0;
+    for (int p = 0; p + 1 < T; p++) sum += -log(slm_probe_probability(a, p, ids[p + 1], NULL));
+    return T > 1 ? sum / (T - 1) : 0.0;
+}
+
+int slm_py_run(const PyModel *m, const int32_t *ids, int T, HookFn fn, void *ctx, const char *const *names,
+               int n_names, float *logits, double *loss, Error *e) {
+    if (T < 1) return FAIL(e, "give at least one token ([EOS] first)", "nothing to run: no token");
+    ForwardHooks hooks = {.fn = fn, .ctx = ctx, .names = names, .n_names = n_names};
+    ProbeRunner r;
+    if (slm_probe_runner_init(&r, &m->lm.model, T, e)) return -1;
+    r.acts.hooks = fn ? &hooks : NULL;
+    int rc = slm_probe_run(&r, ids, T, NULL, e);
+    if (!rc && logits) memcpy(logits, r.acts.logits, (size_t)T * m->lm.model.cfg.vocab_size * sizeof(float));
+    if (!rc && loss) *loss = text_loss(&r.acts, ids, T);
+    slm_probe_runner_free(&r);
+    slm_hooks_free(&hooks);
+    return rc;
+}
+
+/* The names generation capitalises, found as the CLI finds them, else in fallback. */
+static int find_names(NameList *nl, const LoadedModel *lm, const char *stories, const char *fallback, char *from,
+                      size_t size, Error *e) {
+    if (slm_view_generate_names(nl, lm, stories, from, size, e)) return -1;
+    if (from[0] || stories || !fallback) return 0;
+    slm_names_free(nl);
+    return slm_view_generate_names(nl, lm, fallback, from, size, e);
+}
+
+char *slm_py_generate(const PyModel *m, const char *prompt, int max_tokens, double temperature, int top_k,
+                      double top_p, uint64_t seed, int samples, const char *stories, const char *fallback_stories,
+                      Error *e) {
+    if (samples < 1 || max_tokens < 0 || top_k < 0 || !(temperature >= 0) || !(top_p > 0 && top_p <= 1))
+        return FAIL(e, "samples >= 1, max_tokens >= 0, top_k >= 0, temperature >= 0, 0 < top_p <= 1",
+                    "generate: an option is out of range"), NULL;
+    ViewGenerateOptions go = {.max_tokens = max_tokens, .top_k = top_k, .seed = seed, .temperature = temperature,
+                              .top_p = top_p};
+    NameList names = {0};
+    char from[4096];
+    ViewBatch vb;
+    cJSON *texts = NULL;
+    int rc = find_names(&names, &m->lm, stories, fallback_stories, from, sizeof from, e);
+    if (!rc && from[0]) go.names = &names;
+    if (!rc) rc = slm_view_batch_init(&vb, &m->lm, NULL, prompt, &go, samples, e);
+    if (!rc) {
+        rc = slm_view_batch_run(&vb, NULL, NULL, e);
+        texts = cJSON_CreateArray();
+        for (int i = 0; !rc && i < samples; i++) {
+            char *text = slm_view_generator_text(&vb.samples[i], e);
+            if (!text) rc = -1;
+            else cJSON_AddItemToArray(texts, cJSON_CreateString(text));
+            free(text);
+        }
+        slm_view_batch_free(&vb);
+    }
+    slm_names_free(&names);
+    if (rc) return cJSON_Delete(texts), NULL;
+    return json_out(texts, e);
+}

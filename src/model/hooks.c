@@ -1,0 +1,256 @@
+/* Hooks of the forward pass (hooks.h): each hook point's numbers gathered
+ * from the activations into one C-order buffer, handed to the caller's
+ * function, and written back when it changed them. Runs on the calling
+ * thread between the pass's parallel parts, so a hook (Python's, through
+ * ctypes) never runs inside an OpenMP team. */
+#include "storylm/hooks.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "storylm/model.h"
+
+/* One hook point: its name (%d: the layer), whether a hook may change it,
+ * and its shape for a run of T positions. */
+typedef struct HookSpec {
+    const char *name;
+    int in_block, writable;
+} HookSpec;
+
+static const HookSpec hook_specs[HOOK_COUNT] = {
+    [HOOK_EMBED] = {"hook_embed", 0, 1},
+    [HOOK_Q] = {"blocks.%d.attn.hook_q", 1, 1},
+    [HOOK_K] = {"blocks.%d.attn.hook_k", 1, 1},
+    [HOOK_V] = {"blocks.%d.attn.hook_v", 1, 1},
+    [HOOK_DISTANCE_SCORE] = {"blocks.%d.attn.hook_distance_score", 1, 0},
+    [HOOK_PATTERN] = {"blocks.%d.attn.hook_pattern", 1, 1},
+    [HOOK_Z] = {"blocks.%d.attn.hook_z", 1, 1},
+    [HOOK_HIDDEN_IN] = {"hook_hidden_in", 0, 1},
+    [HOOK_HIDDEN] = {"hook_hidden", 0, 1},
+    [HOOK_LOGITS] = {"hook_logits", 0, 1},
+};
+
+void slm_hook_name(HookPoint p, int l, char *buf, size_t size) {
+    if (hook_specs[p].in_block) snprintf(buf, size, hook_specs[p].name, l);
+    else snprintf(buf, size, "%s", hook_specs[p].name);
+}
+
+/* Point p's shape for the run in a (returns ndim). */
+static int hook_shape(const Activations *a, HookPoint p, int *shape) {
+    const ModelConfig *c = &a->cfg;
+    int T = a->n_positions, H = c->n_heads;
+    switch (p) {
+    case HOOK_EMBED: shape[0] = T, shape[1] = c->row_dim; return 2;
+    case HOOK_Q: case HOOK_K: shape[0] = T, shape[1] = H, shape[2] = c->key_dim; return 3;
+    case HOOK_V: case HOOK_Z: shape[0] = T, shape[1] = H, shape[2] = c->value_dim; return 3;
+    case HOOK_DISTANCE_SCORE: case HOOK_PATTERN: shape[0] = H, shape[1] = T, shape[2] = T; return 3;
+    case HOOK_HIDDEN_IN: shape[0] = T, shape[1] = slm_model_hidden_input_dim(c); return 2;
+    case HOOK_HIDDEN: shape[0] = T, shape[1] = c->hidden_dim; return 2;
+    case HOOK_LOGITS: shape[0] = T, shape[1] = c->vocab_size; return 2;
+    default: return 0;
+    }
+}
+
+/* Appends "\n" (unless first) and name to *out (*size bytes, *used of them taken), growing it. */
+static int append_name(char **out, size_t *size, size_t *used, const char *name, Error *e) {
+    size_t need = *used + strlen(name) + 2;
+    if (need > *size) {
+        char *grown = xrealloc(*out, need * 2, e);
+        if (!grown) return -1;
+        *out = grown, *size = need * 2;
+    }
+    *used += (size_t)snprintf(*out + *used, *size - *used, "%s%s", *used ? "\n" : "", name);
+    return 0;
+}
+
+char *slm_hook_names(const ModelConfig *c, Error *e) {
+    size_t size = 0, used = 0;
+    char *out = NULL, name[96];
+    /* in the pass's order: the row, each layer's points, then the points above the layers */
+    int layers = c->arch == ARCH_ATTENTION ? slm_model_layers(c) : 0;
+    for (int l = -1; l <= layers; l++)
+        for (int p = 0; p < HOOK_COUNT; p++) {
+            int outside = l == -1 ? p < HOOK_Q : l == layers ? p >= HOOK_HIDDEN_IN : 0;
+            if (hook_specs[p].in_block ? l < 0 || l == layers : !outside) continue;
+            if (c->arch != ARCH_ATTENTION && p < HOOK_HIDDEN_IN) continue; /* window8: no rows or heads of its own */
+            slm_hook_name((HookPoint)p, l, name, sizeof name);
+            if (append_name(&out, &size, &used, name, e)) return free(out), NULL;
+        }
+    return out;
+}
+
+void slm_hooks_fail(ForwardHooks *h, const char *message, const char *hint) {
+    h->failed = 1;
+    slm_error_set(&h->error, __FILE__, __LINE__, hint && hint[0] ? hint : NULL, "%s", message);
+}
+
+void slm_hooks_free(ForwardHooks *h) {
+    free(h->buf);
+    h->buf = NULL;
+    h->cap = 0;
+}
+
+int slm_hooks_check(const Activations *a, Error *e) {
+    if (!a->hooks || !a->hooks->failed) return 0;
+    if (e) *e = a->hooks->error;
+    return -1;
+}
+
+static int wanted(const ForwardHooks *h, const char *name) {
+    if (!h->names) return 1;
+    for (int i = 0; i < h->n_names; i++)
+        if (strcmp(h->names[i], name) == 0) return 1;
+    return 0;
+}
+
+/* Where head h's query (HOOK_Q), key or value component i lies in qkv's rows. */
+static size_t qkv_row(const ModelConfig *c, HookPoint p, int h, int i) {
+    int H = c->n_heads, kd = c->key_dim;
+    return p == HOOK_Q ? (size_t)h * kd + i : p == HOOK_K ? (size_t)(H + h) * kd + i : (size_t)2 * H * kd + h * c->value_dim + i;
+}
+
+/* Column of z where layer l's heads begin (the row first). */
+static size_t heads_at(const ModelConfig *c, int l) { return (size_t)c->row_dim + (size_t)l * c->n_heads * c->value_dim; }
+
+/* qkv rows (QKV, ld) <-> buf (T, H, d); to_buf: gather, else scatter. */
+static void move_qkv(Activations *a, HookPoint p, int l, float *buf, int to_buf) {
+    const ModelConfig *c = &a->cfg;
+    int T = a->n_positions, H = c->n_heads, d = p == HOOK_V ? c->value_dim : c->key_dim;
+    float *qkv = a->layer[l].qkv;
+    for (int t = 0; t < T; t++)
+        for (int h = 0; h < H; h++)
+            for (int i = 0; i < d; i++) {
+                float *x = qkv + qkv_row(c, p, h, i) * a->qkv_ld + t, *y = buf + ((size_t)t * H + h) * d + i;
+                if (to_buf) *y = *x;
+                else *x = *y;
+            }
+}
+
+/* n columns of z from column col, every position <-> buf (T, n). */
+static void move_z(Activations *a, size_t col, int n, float *buf, int to_buf) {
+    size_t Z = (size_t)slm_model_hidden_input_dim(&a->cfg);
+    for (int t = 0; t < a->n_positions; t++) {
+        float *x = a->z + t * Z + col, *y = buf + (size_t)t * n;
+        memcpy(to_buf ? y : x, to_buf ? x : y, (size_t)n * sizeof(float));
+    }
+}
+
+/* buf (H, T, T): layer l's distance scores (lm its view) or attention weights, 0 where unread. */
+static void gather_square(const Model *lm, const Activations *a, HookPoint p, int l, float *buf) {
+    int T = a->n_positions, H = a->cfg.n_heads;
+    memset(buf, 0, (size_t)H * T * T * sizeof(float));
+    for (int h = 0; h < H; h++)
+        for (int t = 0; t < T; t++) {
+            int first, n;
+            const float *w = slm_activations_attention(a, l * H + h, t, &first, &n);
+            float *row = buf + ((size_t)h * T + t) * T;
+            for (int j = 0; j < n; j++)
+                row[first + j] = p == HOOK_PATTERN ? w[j] : slm_position_distance_score(lm, h, t - first - j);
+        }
+}
+
+/* A changed pattern buf (H, T, T): the outputs in z of layer l's heads whose
+ * pattern differs from was (H, T, T) become pattern @ values (the others
+ * keep the kernel's bits; switched-off heads keep their replacement). */
+static void outputs_from_pattern(Activations *a, int l, const float *buf, const float *was) {
+    const ModelConfig *c = &a->cfg;
+    int T = a->n_positions, H = c->n_heads, vd = c->value_dim;
+    size_t Z = (size_t)slm_model_hidden_input_dim(c), TT = (size_t)T * T;
+    for (int h = 0; h < H; h++) {
+        if (a->ablation.heads >> (l * H + h) & 1u || memcmp(buf + h * TT, was + h * TT, TT * sizeof(float)) == 0)
+            continue;
+        const float *v = a->layer[l].qkv + qkv_row(c, HOOK_V, h, 0) * a->qkv_ld;
+        for (int t = 0; t < T; t++) {
+            const float *w = buf + ((size_t)h * T + t) * T;
+            float *out = a->z + t * Z + heads_at(c, l) + (size_t)h * vd;
+            for (int i = 0; i < vd; i++) {
+                double sum = 0;
+                for (int u = 0; u < T; u++) sum += (double)w[u] * v[(size_t)i * a->qkv_ld + u];
+                out[i] = (float)sum;
+            }
+        }
+    }
+}
+
+/* Changed logits: each position's log-sum-exp, loss and whether the target is the top guess again. */
+static void losses_from_logits(Activations *a) {
+    int V = a->cfg.vocab_size;
+    for (int t = 0; t < a->n_positions; t++) {
+        const float *row = a->logits + (size_t)t * V;
+        double top = -INFINITY, sum = 0;
+        for (int v = 0; v < V; v++) top = fmax(top, row[v]);
+        for (int v = 0; v < V; v++) sum += exp(row[v] - top);
+        a->lse[t] = (float)(top + log(sum));
+        int target = a->target[t], above = 0;
+        for (int v = 0; target >= 0 && v < V; v++) above += row[v] > row[target] || (row[v] == row[target] && v < target);
+        a->loss[t] = target >= 0 ? a->lse[t] - row[target] : 0.0f;
+        a->correct[t] = target >= 0 && above == 0;
+    }
+}
+
+static void gather(const Model *m, Activations *a, HookPoint p, int l, float *buf) {
+    const ModelConfig *c = &a->cfg;
+    size_t T = (size_t)a->n_positions;
+    switch (p) {
+    case HOOK_EMBED: move_z(a, 0, c->row_dim, buf, 1); break;
+    case HOOK_Q: case HOOK_K: case HOOK_V: move_qkv(a, p, l, buf, 1); break;
+    case HOOK_DISTANCE_SCORE: case HOOK_PATTERN: gather_square(m, a, p, l, buf); break;
+    case HOOK_Z: move_z(a, heads_at(c, l), c->n_heads * c->value_dim, buf, 1); break;
+    case HOOK_HIDDEN_IN: move_z(a, 0, slm_model_hidden_input_dim(c), buf, 1); break;
+    case HOOK_HIDDEN: memcpy(buf, a->hidden, T * c->hidden_dim * sizeof(float)); break;
+    case HOOK_LOGITS: memcpy(buf, a->logits, T * c->vocab_size * sizeof(float)); break;
+    default: break;
+    }
+}
+
+/* buf (changed by a hook) back into a; -1 when out of memory. */
+static int scatter(const Model *m, Activations *a, HookPoint p, int l, const float *buf, Error *e) {
+    const ModelConfig *c = &a->cfg;
+    size_t T = (size_t)a->n_positions;
+    float *was = NULL;
+    switch (p) {
+    case HOOK_EMBED: move_z(a, 0, c->row_dim, (float *)buf, 0); break;
+    case HOOK_Q: case HOOK_K: case HOOK_V: move_qkv(a, p, l, (float *)buf, 0); break;
+    case HOOK_PATTERN:
+        if (!(was = xmalloc((size_t)c->n_heads * T * T * sizeof(float), e))) return -1;
+        gather_square(m, a, p, l, was);
+        outputs_from_pattern(a, l, buf, was);
+        free(was);
+        break;
+    case HOOK_Z: move_z(a, heads_at(c, l), c->n_heads * c->value_dim, (float *)buf, 0); break;
+    case HOOK_HIDDEN_IN: move_z(a, 0, slm_model_hidden_input_dim(c), (float *)buf, 0); break;
+    case HOOK_HIDDEN: memcpy(a->hidden, buf, T * c->hidden_dim * sizeof(float)); break;
+    case HOOK_LOGITS: memcpy(a->logits, buf, T * c->vocab_size * sizeof(float)), losses_from_logits(a); break;
+    default: break;
+    }
+    return 0;
+}
+
+void slm_hooks_at(const Model *m, Activations *a, HookPoint p, int l) {
+    ForwardHooks *h = a->hooks;
+    if (!h || h->failed) return;
+    char name[96];
+    slm_hook_name(p, l, name, sizeof name);
+    if (!wanted(h, name)) return;
+    int shape[4], ndim = hook_shape(a, p, shape);
+    size_t n = 1;
+    for (int i = 0; i < ndim; i++) n *= (size_t)shape[i];
+    if (n > h->cap) {
+        float *grown = xrealloc(h->buf, n * sizeof(float), &h->error);
+        if (!grown) {
+            h->failed = 1;
+            return;
+        }
+        h->buf = grown, h->cap = n;
+    }
+    gather(m, a, p, l, h->buf);
+    int rc = h->fn(h->ctx, name, h->buf, ndim, shape, hook_specs[p].writable);
+    if (rc == 1 && hook_specs[p].writable) h->failed = scatter(m, a, p, l, h->buf, &h->error) != 0;
+    else if (rc == 1) {
+        h->failed = 1;
+        FAIL(&h->error, "return None (or the array unchanged) from a hook on it",
+             "hook '%s' is read-only: the pass does not read it back", name);
+    } else if (rc != 0 && !h->failed) slm_hooks_fail(h, "a hook stopped the forward pass", NULL);
+}

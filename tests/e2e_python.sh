@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# The Python package through an installed prefix: cmake --install into a
+# temporary prefix, then Debian's python3 imports storylm from
+# PREFIX/lib/python3/dist-packages alone and tests/python/test_storylm.py
+# checks every call against the installed CLI's --json, on the shipped models
+# and on a small model trained here; then the walk-through of docs/python.md
+# runs and must print what docs/python_walkthrough.out holds.
+set -euo pipefail
+source "$STORYLM_SOURCE_DIR/tests/common.sh"
+BUILD=$(dirname "$STORYLM")
+[[ -x $PY ]] || skip "no $PY (Debian's python3)"
+"$PY" -c 'import numpy' 2>/dev/null || skip "numpy is missing for $PY (apt-get install python3-numpy, or scripts/setup)"
+[[ -f $BUILD/cmake_install.cmake ]] || skip "$BUILD is not a CMake build folder to install from"
+# A sanitized libstorylm.so loads into python3 only with the sanitizers'
+# runtimes preloaded (they must come first); python3 itself is not
+# instrumented, so the library's calls through ctypes are checked, not leaks.
+# Under them every pass is slow: only the classes of the hooks, the cache,
+# tokens and threads run, and the rest of this test is left to the plain build.
+sanitized=0
+if grep -q '^STORYLM_SANITIZE:BOOL=ON' "$BUILD/CMakeCache.txt" 2>/dev/null; then
+  cc=$(sed -n 's/^CMAKE_C_COMPILER:[A-Z]*=//p' "$BUILD/CMakeCache.txt")
+  asan=$("${cc:-cc}" -print-file-name=libasan.so) ubsan=$("${cc:-cc}" -print-file-name=libubsan.so)
+  [[ $asan == /* && -f $asan && $ubsan == /* && -f $ubsan ]] ||
+    skip "the sanitizers' runtimes of ${cc:-cc} (libasan.so, libubsan.so) are not found to preload into python3"
+  sanitized=1
+fi
+
+P=$PWD/prefix
+cmake --install "$BUILD" --prefix "$P" > install.log || fail "cmake --install: $(tail -5 install.log)"
+SITE=$P/lib/python3/dist-packages
+for f in storylm/__init__.py storylm/model.py storylm/_lib.py storylm/train.py storylm/libstorylm.so; do
+  [[ -f $SITE/$f ]] || fail "not installed: lib/python3/dist-packages/$f"
+done
+! nm -D --defined-only "$SITE/storylm/libstorylm.so" | awk '{print $3}' | grep -v '^slm_' | grep . ||
+  fail "libstorylm.so exports symbols without the slm_ prefix"
+
+if ((sanitized)); then
+  LD_PRELOAD="$asan $ubsan" ASAN_OPTIONS=detect_leaks=0 STORYLM_PROGRAM=$P/bin/storylm \
+    PYTHONPATH=$SITE:$STORYLM_SOURCE_DIR/tests/python \
+    "$PY" -m unittest test_storylm.Hooks test_storylm.Cache test_storylm.Tokens test_storylm.Threads \
+    > unittest.log 2>&1 < /dev/null || { cat unittest.log; fail "tests/python under the sanitizers"; }
+  tail -3 unittest.log
+  echo "python: the hooks, cache, tokens and threads tests passed under the sanitizers"
+  exit 0
+fi
+
+# The installed package, found by PYTHONPATH alone, loads its own library and the installed model.
+mkdir elsewhere && cd elsewhere
+PYTHONPATH=$SITE "$PY" -c '
+import os, sys, storylm, storylm._lib as l
+assert l.lib()._name == os.path.join(sys.argv[1], "storylm", "libstorylm.so"), l.lib()._name
+m = storylm.load()
+assert m.path == os.path.join(sys.argv[2], "share/storylm/models/tinystories.safetensors"), m.path
+' "$SITE" "$P" || fail "the installed package did not load its library and the installed model"
+cd ..
+
+# pip install ./python, offline, into a venv that sees Debian's numpy (where pip and venv are here).
+if "$PY" -m pip --version >/dev/null 2>&1 && "$PY" -m venv --system-site-packages venv >/dev/null 2>&1; then
+  STORYLM_LIBRARY=$SITE/storylm/libstorylm.so venv/bin/pip install --no-index "$STORYLM_SOURCE_DIR/python" \
+    > pip.log 2>&1 || { cat pip.log; fail "pip install ./python"; }
+  (cd elsewhere && ../venv/bin/python -c '
+import sys, storylm
+assert storylm._lib.lib()._name.startswith(sys.prefix), storylm._lib.lib()._name
+print("pip: loss %.6f" % storylm.load(sys.argv[1]).loss("Lily found a ball."))
+' "$STORYLM_SOURCE_DIR/models/tinystories.safetensors") || fail "the package pip installed"
+else
+  echo "pip or venv is not here for $PY: pip install ./python not tried"
+fi
+
+# A small model of two layers, trained by the installed CLI, for the tests.
+first_stories 300 > small.txt
+"$P/bin/storylm" train small.txt --vocab "$STORYLM_SOURCE_DIR/models/vocab.txt" --steps 20 --layers 2 --eval-every 0 \
+  --test-stories 20 --threads 2 -o small.safetensors 2> small.log || { cat small.log; fail "training the small model"; }
+
+STORYLM_PROGRAM=$P/bin/storylm STORYLM_SMALL_MODEL=$PWD/small.safetensors STORYLM_SMALL_STORIES=$PWD/small.txt \
+  PYTHONPATH=$SITE "$PY" -m unittest discover -s "$STORYLM_SOURCE_DIR/tests/python" -t "$STORYLM_SOURCE_DIR/tests/python" \
+  > unittest.log 2>&1 || { cat unittest.log; fail "tests/python"; }
+tail -3 unittest.log
+
+# The walk-through prints what its committed output holds (the plot's line
+# says whether matplotlib drew it, which depends on the machine).
+cd elsewhere
+STORYLM_PROGRAM=$P/bin/storylm PYTHONPATH=$SITE "$PY" "$STORYLM_SOURCE_DIR/docs/python_walkthrough.py" \
+  > walk.out 2> walk.err || { cat walk.err; fail "docs/python_walkthrough.py"; }
+diff <(grep -v '^\[plot\]' "$STORYLM_SOURCE_DIR/docs/python_walkthrough.out") <(grep -v '^\[plot\]' walk.out) ||
+  fail "docs/python_walkthrough.py printed other numbers than docs/python_walkthrough.out"
+grep -q '^\[plot\]' walk.out || fail "the walk-through said nothing about its plot"
+echo "python: package, API and walk-through OK"

@@ -1,0 +1,426 @@
+"""The Python package against the CLI's --json: run by tests/e2e_python.sh
+with Debian's python3, the package imported from an installed prefix and the
+CLI of the same prefix in $STORYLM_PROGRAM. Every number the API gives is the
+CLI's, bit for bit where both compute it the same way."""
+
+import functools
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import unittest
+
+import numpy as np
+
+import storylm
+
+CLI = os.environ["STORYLM_PROGRAM"]
+SOURCE = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+MODELS = os.path.join(SOURCE, "models")
+SHIPPED = ["tinystories", "tinystories-layers2", "tinystories-window8", "tinystories-plain", "tinystories-wd-ema"]
+SMALL = os.environ.get("STORYLM_SMALL_MODEL")
+SMALL_STORIES = os.environ.get("STORYLM_SMALL_STORIES")
+TEXT = "Lily and Tom went to the park. Lily gave the ball to Tom. Tom was happy and said thank you."
+sys.path.insert(0, os.path.join(SOURCE, "scripts"))
+from read_safetensors import load as read_safetensors  # noqa: E402
+
+
+@functools.lru_cache(maxsize=None)
+def cli(*args):
+    """The CLI's --json answer (asked once for the same arguments; treat it as read-only)."""
+    out = subprocess.run([CLI, *args], check=True, capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def model_paths():
+    paths = [os.path.join(MODELS, n + ".safetensors") for n in SHIPPED]
+    return paths + ([SMALL] if SMALL else [])
+
+
+def same_number(test, py, printed, what):
+    """py equals the number the CLI's JSON printed (src/report/report.c): a
+    float the network computed is printed to 9 digits, which read back as
+    exactly that float; any other double to 15 digits when they read back
+    within a rounding of it, else 17."""
+    if float(np.float32(py)) == py:
+        test.assertEqual(float(np.float32(printed)), py, what)
+        return
+    short = float("%.15g" % py)
+    close = abs(short - py) <= max(abs(short), abs(py)) * sys.float_info.epsilon
+    test.assertEqual(short if close else py, printed, what)
+
+
+_LOADED = {}
+
+
+def model(path):
+    if path not in _LOADED:
+        _LOADED[path] = storylm.load(path)
+    return _LOADED[path]
+
+
+class LoadAndConfig(unittest.TestCase):
+    def test_config_is_info_json(self):
+        for path in model_paths():
+            m, info = model(path), cli("info", "--json", "-m", path)
+            for key, value in info["config"].items():
+                self.assertEqual(m.cfg[key], value, "%s: cfg[%s]" % (path, key))
+            for key, value in info["model"].items():
+                if key != "file_bytes":
+                    self.assertEqual(m.cfg[key], value, "%s: cfg[%s]" % (path, key))
+            self.assertEqual(m.cfg.n_layers, info["config"].get("layers", 1))
+            self.assertEqual(m.cfg.d_model, info["config"]["row_dim"])
+
+    def test_a_file_that_is_not_a_model_raises(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".safetensors", delete=False) as f:
+            f.write("Once upon a time there was no model in this file.\n")
+        try:
+            with self.assertRaises(storylm.StorylmError) as cm:
+                storylm.load(f.name)
+            self.assertIn(f.name, str(cm.exception))
+            self.assertTrue(cm.exception.message)
+        finally:
+            os.unlink(f.name)
+
+    def test_a_missing_file_raises_with_a_hint(self):
+        with self.assertRaises(storylm.StorylmError) as cm:
+            storylm.load("/nonexistent/model.safetensors")
+        self.assertIn("/nonexistent/model.safetensors", cm.exception.message)
+
+    def test_the_shipped_model_by_default(self):
+        here = os.getcwd()
+        with tempfile.TemporaryDirectory() as d:
+            os.chdir(d)
+            try:
+                m = storylm.load()
+            finally:
+                os.chdir(here)
+        want = read_safetensors(os.path.join(MODELS, "tinystories.safetensors"))[0]["embedding"]
+        got = read_safetensors(m.path)[0]["embedding"]
+        self.assertTrue(np.array_equal(want, got), m.path)
+
+
+class Tokens(unittest.TestCase):
+    def test_tokenize_is_the_clis(self):
+        m = model(model_paths()[0])
+        for text in [TEXT, "Zarko ate a crêpe!", "", "  \n"]:
+            want = [t["id"] for t in cli("tokenize", "--json", "-m", m.path, text)["tokens"]]
+            self.assertEqual(m.tokenize(text).tolist(), want, text)
+            self.assertEqual(m.tokenizer.encode(text).tolist(), want, text)
+            pieces = [t["piece"] for t in cli("tokenize", "--json", "-m", m.path, text)["tokens"]]
+            self.assertEqual(m.to_str_tokens(text), ["[EOS]"] + pieces, text)
+        self.assertEqual(m.tokenizer.vocab, open(os.path.join(MODELS, "vocab.txt"), encoding="utf-8").read().split())
+
+    def test_decode_gives_the_text_back(self):
+        m = model(model_paths()[0])
+        ids = m.tokenize("lily found a red ball.")
+        self.assertEqual(m.decode(ids), "lily found a red ball.")
+        self.assertEqual(m.decode([m.tokenizer.eos_id] + ids.tolist()), "lily found a red ball.")
+        with self.assertRaises(storylm.StorylmError):
+            m.decode([m.cfg.vocab_size + 5])
+
+    def test_bad_ids_raise(self):
+        m = model(model_paths()[0])
+        with self.assertRaises(storylm.StorylmError):
+            m([1, 2, m.cfg.vocab_size])
+        with self.assertRaises(storylm.StorylmError):
+            m([[1, 2]])
+        with self.assertRaises(storylm.StorylmError):
+            m.loss(b"bytes are not a text")
+
+
+class LogitsAndLoss(unittest.TestCase):
+    def test_loss_is_eval_text(self):
+        for path in model_paths():
+            m = model(path)
+            for text in [TEXT, "Lily found a ball."]:
+                got = m.loss(text)
+                same_number(self, got, cli("eval", "--text", text, "--json", "-m", path)["loss"], path)
+
+    def test_logits_give_evals_probabilities_and_ranks(self):
+        for path in model_paths():
+            m = model(path)
+            logits = m(TEXT)
+            ids = m.to_ids(TEXT)
+            self.assertEqual(logits.shape, (len(ids), m.cfg.vocab_size))
+            self.assertEqual(logits.dtype, np.float32)
+            rows = cli("eval", "--text", TEXT, "--json", "-m", path)["tokens"]
+            for t, row in enumerate(rows):
+                x = logits[t].astype(np.float64)
+                p = np.exp(x[row["target_id"]] - x.max()) / np.exp(x - x.max()).sum()
+                self.assertAlmostEqual(p / row["probability"], 1.0, delta=1e-5, msg="%s position %d" % (path, t))
+                self.assertEqual(int((logits[t] > logits[t][row["target_id"]]).sum()) + 1, row["rank"])
+
+    def test_ids_run_as_given(self):
+        m = model(model_paths()[0])
+        self.assertTrue(np.array_equal(m(TEXT), m(m.to_ids(TEXT).tolist())))
+
+
+class Cache(unittest.TestCase):
+    def test_cache_is_storylm_cache(self):
+        """run_with_cache's arrays are the bits `storylm cache` writes."""
+        for path in model_paths():
+            m = model(path)
+            if m.cfg.arch != "attention" or m.cfg.n_layers > 1:
+                continue  # storylm cache reads one layer of heads
+            with tempfile.TemporaryDirectory() as d:
+                out = os.path.join(d, "cache.safetensors")
+                subprocess.run([CLI, "cache", TEXT, "-o", out, "-m", path], check=True, capture_output=True)
+                want = read_safetensors(out)[0]
+            logits, cache = m.run_with_cache(TEXT)
+            T, H = len(m.to_ids(TEXT)), m.cfg.n_heads
+            self.assertTrue(np.array_equal(cache["hook_embed"], want["rows"]))
+            self.assertTrue(np.array_equal(cache["blocks.0.attn.hook_q"], want["queries"]))
+            self.assertTrue(np.array_equal(cache["blocks.0.attn.hook_k"], want["keys"]))
+            self.assertTrue(np.array_equal(cache["blocks.0.attn.hook_v"], want["values"]))
+            self.assertTrue(np.array_equal(cache["blocks.0.attn.hook_z"], want["head_outputs"]))
+            self.assertTrue(np.array_equal(cache["hook_hidden"], want["hidden"]))
+            self.assertTrue(np.array_equal(cache["hook_logits"], want["logits"]))
+            self.assertTrue(np.array_equal(logits, want["logits"]))
+            pattern = cache["blocks.0.attn.hook_pattern"]
+            self.assertEqual(pattern.shape, (H, T, T))
+            for t in range(T):
+                for u in range(t + 1):
+                    self.assertEqual(pattern[:, t, u].tolist(), want["attention"][:, t, t - u].tolist())
+            self.assertEqual(np.triu(pattern, 1).any(), False, "weights above the diagonal")
+            self.assertTrue(np.allclose(pattern.sum(-1), 1, atol=1e-5))
+
+    def test_every_hook_name_has_its_documented_shape(self):
+        for path in model_paths():
+            m = model(path)
+            _, cache = m.run_with_cache("Lily found a ball.")
+            self.assertEqual(sorted(cache), sorted(m.hook_names))
+            T, H, c = 6, m.cfg.n_heads, m.cfg
+            Z = c.row_dim + c.n_layers * H * c.value_dim if c.arch == "attention" else c.context * c.row_dim
+            shapes = {"hook_hidden_in": (T, Z), "hook_hidden": (T, c.hidden_dim), "hook_logits": (T, c.vocab_size)}
+            if c.arch == "attention":
+                shapes["hook_embed"] = (T, c.row_dim)
+            for l in range(c.n_layers if c.arch == "attention" else 0):
+                b = "blocks.%d.attn." % l
+                shapes.update({b + "hook_q": (T, H, c.key_dim), b + "hook_k": (T, H, c.key_dim),
+                               b + "hook_v": (T, H, c.value_dim), b + "hook_z": (T, H, c.value_dim),
+                               b + "hook_pattern": (H, T, T), b + "hook_distance_score": (H, T, T)})
+            self.assertEqual({k: v.shape for k, v in cache.items()}, shapes, path)
+
+    def test_distance_scores_are_the_models(self):
+        m = model(model_paths()[0])
+        _, cache = m.run_with_cache(TEXT, names_filter="blocks.0.attn.hook_distance_score")
+        distance = read_safetensors(m.path)[0]["distance"]  # [H, 256]
+        d = cache["blocks.0.attn.hook_distance_score"]
+        self.assertEqual(list(cache), ["blocks.0.attn.hook_distance_score"])
+        for t in range(d.shape[1]):
+            for u in range(t + 1):
+                self.assertTrue(np.array_equal(d[:, t, u], distance[:, t - u]))
+
+    def test_names_filter_as_a_function(self):
+        m = model(model_paths()[1])
+        _, cache = m.run_with_cache("Lily found a ball.", names_filter=lambda n: n.endswith("hook_z"))
+        self.assertEqual(sorted(cache), ["blocks.0.attn.hook_z", "blocks.1.attn.hook_z"])
+
+
+class Hooks(unittest.TestCase):
+    def test_hooks_that_change_nothing_give_the_same_bits(self):
+        for path in model_paths():
+            m = model(path)
+            plain, loss = m(TEXT), m.loss(TEXT)
+            seen = []
+
+            def touch(x, hook):
+                seen.append(hook.name)
+                return x.copy() if len(seen) % 2 else None
+
+            hooks = [(n, touch) for n in m.hook_names if "distance_score" not in n]
+            self.assertTrue(np.array_equal(m.run_with_hooks(TEXT, fwd_hooks=hooks), plain), path)
+            self.assertEqual(m.loss(TEXT, fwd_hooks=hooks), loss, path)
+            self.assertEqual(seen[:len(hooks)], [n for n, _ in hooks], "hooks run in the pass's order")
+
+    def test_zeroing_head_3_of_hook_z_is_ablate_3(self):
+        for path in model_paths():
+            m = model(path)
+            if m.cfg.arch != "attention":
+                continue
+            layer = m.cfg.n_layers - 1
+            name = "3" if layer == 0 else "%d:3" % (layer + 1)
+
+            def zero(z, hook):
+                z[:, 3, :] = 0
+
+            hooked = m.loss(TEXT, fwd_hooks=[("blocks.%d.attn.hook_z" % layer, zero)])
+            want = cli("eval", "--text", TEXT, "--ablate", name, "--json", "-m", path)["loss"]
+            same_number(self, hooked, want, path)
+
+    def test_patching_by_hook_gives_patchs_numbers(self):
+        m = model(model_paths()[0])
+        clean, corrupt = "Lily and Tom went to the park. Lily gave the ball to", \
+                         "Lily and Tom went to the park. Tom gave the ball to"
+        want = cli("patch", clean, corrupt, "--json", "-m", m.path)
+        a, w = want["answer_id"], want["wrong_id"]
+        _, cache = m.run_with_cache(clean)
+        ld = lambda logits: float(logits[-1, a]) - float(logits[-1, w])  # noqa: E731
+        ld_clean, ld_corrupt = ld(m(clean)), ld(m(corrupt))
+        same_number(self, ld_clean, want["clean_diff_model"], "clean LD")
+        same_number(self, ld_corrupt, want["corrupt_diff_model"], "corrupt LD")
+        norm = lambda x: (x - ld_corrupt) / (ld_clean - ld_corrupt)  # noqa: E731
+        # patch evaluates the last position in double, the pass in float
+        tol = 2e-6 * max(abs(ld_clean), 1) / abs(ld_clean - ld_corrupt)
+        for h, row in enumerate(want["heads"]):
+            def put(z, hook, h=h):
+                z[-1, h] = cache["blocks.0.attn.hook_z"][-1, h]
+            self.assertAlmostEqual(norm(ld(m.run_with_hooks(corrupt, [("blocks.0.attn.hook_z", put)]))),
+                                   row["output"], delta=tol, msg="head %d output" % h)
+        for u, row in enumerate(want["positions"]):
+            def put_row(r, hook, u=u):
+                r[u] = cache["hook_embed"][u]
+            self.assertAlmostEqual(norm(ld(m.run_with_hooks(corrupt, [("hook_embed", put_row)]))), row["row"],
+                                   delta=tol, msg="row %d" % u)
+
+    def test_a_changed_pattern_is_read_by_the_rest_of_the_pass(self):
+        m = model(model_paths()[0])
+        _, cache = m.run_with_cache(TEXT)
+        T = cache["hook_embed"].shape[0]
+        even = np.tril(np.ones((T, T), np.float32)) / np.arange(1, T + 1, dtype=np.float32)[:, None]
+
+        def flatten(p, hook):
+            p[2] = even
+
+        _, patched = m.run_with_cache(TEXT, fwd_hooks=[("blocks.0.attn.hook_pattern", flatten)])
+        v = cache["blocks.0.attn.hook_v"][:, 2, :].astype(np.float64)
+        self.assertTrue(np.allclose(patched["blocks.0.attn.hook_z"][:, 2], even.astype(np.float64) @ v, atol=1e-5))
+        self.assertTrue(np.array_equal(patched["blocks.0.attn.hook_pattern"][2], even))
+        self.assertTrue(np.array_equal(patched["blocks.0.attn.hook_z"][:, 3], cache["blocks.0.attn.hook_z"][:, 3]))
+
+    def test_a_name_filter_hooks_every_name_it_takes(self):
+        m = model(model_paths()[1])
+        seen = []
+        m.run_with_hooks(TEXT, [(lambda n: n.endswith("hook_z"), lambda z, hook: seen.append(hook.layer()))])
+        self.assertEqual(seen, [0, 1])
+
+    def test_a_changed_layer_reaches_the_layers_above(self):
+        m = model(model_paths()[1])
+        _, cache = m.run_with_cache(TEXT)
+
+        def zero(z, hook):
+            return np.zeros_like(z)
+
+        _, hooked = m.run_with_cache(TEXT, fwd_hooks=[("blocks.0.attn.hook_z", zero)])
+        self.assertFalse(np.array_equal(hooked["blocks.1.attn.hook_q"], cache["blocks.1.attn.hook_q"]))
+        self.assertTrue(np.array_equal(hooked["hook_embed"], cache["hook_embed"]))
+
+    def test_changed_logits_give_the_loss_again(self):
+        m = model(model_paths()[0])
+        ids = m.to_ids(TEXT)
+
+        def certain(x, hook):
+            x[:] = -30
+            x[np.arange(len(ids) - 1), ids[1:]] = 30
+
+        self.assertLess(m.loss(TEXT, fwd_hooks=[("hook_logits", certain)]), 1e-20)
+
+    def test_a_hook_that_raises_raises_its_exception(self):
+        m = model(model_paths()[0])
+
+        class Boom(Exception):
+            pass
+
+        def boom(x, hook):
+            raise Boom("from " + hook.name)
+
+        for name in m.hook_names:
+            with self.assertRaises(Boom) as cm:
+                m.run_with_hooks(TEXT, [(name, boom)])
+            self.assertEqual(str(cm.exception), "from " + name)
+        self.assertEqual(m.loss(TEXT), model(m.path).loss(TEXT), "the model works on")
+
+    def test_bad_hooks_raise_clean_errors(self):
+        m = model(model_paths()[0])
+        with self.assertRaises(ValueError):
+            m.run_with_hooks(TEXT, [("hook_hidden", lambda x, h: x[:2])])
+        with self.assertRaises(storylm.StorylmError) as cm:
+            m.run_with_hooks(TEXT, [("blocks.0.attn.hook_distance_score", lambda x, h: x + 1)])
+        self.assertIn("read-only", cm.exception.message)
+        with self.assertRaises(storylm.StorylmError) as cm:
+            m.run_with_hooks(TEXT, [("blocks.0.attn.hook_result", lambda x, h: None)])
+        self.assertIn("hook_result", cm.exception.message)
+        self.assertIn("blocks.0.attn.hook_z", cm.exception.hint)
+        w8 = model(os.path.join(MODELS, "tinystories-window8.safetensors"))
+        with self.assertRaises(storylm.StorylmError):
+            w8.run_with_hooks(TEXT, [("blocks.0.attn.hook_z", lambda x, h: None)])
+
+
+class Threads(unittest.TestCase):
+    def test_passes_in_python_threads_give_the_same_numbers(self):
+        m = model(model_paths()[0])
+        want = m.loss(TEXT)
+        got, errors = [], []
+
+        def work():
+            try:
+                for _ in range(3):
+                    got.append(m.loss(TEXT, fwd_hooks=[("blocks.0.attn.hook_z", lambda z, h: None)]))
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=work) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(errors, [])
+        self.assertEqual(got, [want] * 12)
+        self.assertEqual(threading.active_count(), 1)
+
+
+class Generate(unittest.TestCase):
+    def test_greedy_and_sampled_text_is_the_clis(self):
+        for path in model_paths():
+            m = model(path)
+            for opts in [dict(temperature=0), dict(temperature=0.9, top_k=40, top_p=0.9, seed=7)]:
+                args = ["generate", "Lily found a", "--json", "-m", path, "-n", "30", "-t", str(opts["temperature"]),
+                        "--seed", str(opts.get("seed", 1))]
+                if "top_k" in opts:
+                    args += ["-k", str(opts["top_k"]), "-p", str(opts["top_p"])]
+                want = cli(*args)["samples"][0]["text"]
+                got = m.generate("Lily found a", max_tokens=30, **{"seed": 1, **opts})
+                self.assertEqual(got, want, "%s %s" % (path, opts))
+
+    def test_samples(self):
+        m = model(model_paths()[0])
+        want = [s["text"] for s in cli("generate", "Tom", "--json", "-m", m.path, "-n", "12", "--samples", "3",
+                                        "--seed", "5")["samples"]]
+        self.assertEqual(m.generate("Tom", max_tokens=12, samples=3, seed=5), want)
+
+    def test_bad_options_raise(self):
+        m = model(model_paths()[0])
+        with self.assertRaises(storylm.StorylmError):
+            m.generate("Tom", top_p=0)
+
+
+@unittest.skipUnless(SMALL_STORIES, "no stories to train on (tests/e2e_python.sh gives them)")
+class Train(unittest.TestCase):
+    def test_train_gives_the_clis_model(self):
+        with tempfile.TemporaryDirectory() as d:
+            opts = dict(vocab=os.path.join(MODELS, "vocab.txt"), eval_every=5, test_stories=20, threads=2, seed=3)
+            lines = []
+            summary = storylm.train(SMALL_STORIES, os.path.join(d, "py.safetensors"), steps=10, progress=lines.append,
+                                    **opts)
+            subprocess.run([CLI, "train", SMALL_STORIES, "-o", os.path.join(d, "cli.safetensors"), "--steps", "10",
+                            "--vocab", opts["vocab"], "--eval-every", "5", "--test-stories", "20", "--threads", "2",
+                            "--seed", "3"], check=True, capture_output=True)
+            self.assertTrue(any(l.startswith("step") for l in lines), lines)
+            self.assertIn("step", json.dumps(summary))
+            sums = [[t["fnv1a64"] for t in cli("info", "--json", "-m", os.path.join(d, f))["tensors"]]
+                    for f in ("py.safetensors", "cli.safetensors")]
+            self.assertEqual(sums[0], sums[1])
+            self.assertEqual(storylm.load(os.path.join(d, "py.safetensors")).loss(TEXT),
+                             storylm.load(os.path.join(d, "cli.safetensors")).loss(TEXT))
+
+    def test_train_failure_raises_the_clis_message(self):
+        with self.assertRaises(storylm.StorylmError) as cm:
+            storylm.train("/nonexistent/stories.txt", "/tmp/never.safetensors", steps=1, progress=lambda l: None)
+        self.assertIn("/nonexistent/stories.txt", cm.exception.message)
+
+
+if __name__ == "__main__":
+    unittest.main()
