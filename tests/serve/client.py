@@ -5,6 +5,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import time
 
 
@@ -77,6 +78,14 @@ class Server:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             return None
+
+    def stop_cleanly(self):
+        """SIGTERM; fails the test, showing the server's log, unless it exits 0."""
+        code = self.stop()
+        if code != 0:
+            with open("serve.log") as f:
+                sys.stderr.write(f.read())
+            raise SystemExit("FAILED: storylm serve did not stop cleanly on SIGTERM (exit %r)" % code)
 
     def rss_kib(self):
         with open("/proc/%d/status" % self.proc.pid) as f:
