@@ -15,6 +15,7 @@
 #include "storylm/checkpoint.h"
 #include "storylm/filemap.h"
 #include "storylm/fileio.h"
+#include "storylm/record.h"
 #include "storylm/train.h"
 #include "storylm/vocab_train.h"
 
@@ -36,6 +37,7 @@ struct TrainJob {
     uint64_t seed;
     int eval_every;
     const Stories *s; /* while running */
+    StoriesRecord record; /* of the stories file, made while its vocabulary is found: the trainer reads it no more */
 };
 
 int train_job_create(TrainJob **out, const char *train_dir, Error *e) {
@@ -57,7 +59,7 @@ static void set_message(TrainJob *j, const char *state, const char *msg) {
     pthread_mutex_unlock(&j->lock);
 }
 
-/* slm_hash64 of a mapped file's bytes (as the token cache keys a text), a
+/* slm_hash64 of a mapped file's bytes (what slm_record_of_file records), a
  * slice at a time: a stop is heard, and the pages read go back behind. */
 static int map_hash(const FileMap *m, const volatile sig_atomic_t *stop, uint64_t *out, Error *e) {
     const size_t slice = (size_t)16 << 20;
@@ -86,6 +88,8 @@ static int job_vocab(TrainJob *j, char **text, Error *e) {
     uint64_t hash = 0;
     if (slm_file_map(&map, j->stories, e)) return -1;
     int rc = map_hash(&map, &j->stop, &hash, e);
+    j->record = (StoriesRecord){.bytes = map.len, .fnv1a64 = hash, .has_sums = true}; /* what slm_record_of_file makes */
+    snprintf(j->record.name, sizeof j->record.name, "%.255s", base);
     snprintf(path, sizeof path, "%s/%s.%016llx.vocab.txt", j->dir, stem, (unsigned long long)hash);
     size_t len;
     struct stat st;
@@ -182,6 +186,7 @@ static int job_run(TrainJob *j, Error *e) {
     o.threads = 1; /* the other core answers the page */
     o.out = j->model;
     o.data_path = j->stories;
+    o.data_record = &j->record;
     o.vocab_text = vocab;
     o.vocab_size = tok.size;
     o.stop = &j->stop;

@@ -429,7 +429,7 @@ static int load_ids(Stories *s, const char *path, const FileMap *text, const Tok
     uint64_t key = 0;
     char *cache = NULL;
     if (o->use_cache) {
-        if (slm_ids_cache_key(text, t, &key, e)) return -1;
+        if (slm_ids_cache_key(text, t, o->stop, &key, e)) return -1;
         cache = slm_ids_cache_path(o, key);
     }
     if (cache && slm_ids_cache_read(cache, key, t, s, hashes) == 0) {

@@ -95,6 +95,16 @@ class Server:
         return 0
 
 
+CHECKS = [0]  # checks passed by ok()
+
+
+def ok(what, cond):
+    """A check: counted, or the test fails saying what."""
+    CHECKS[0] += 1
+    if not cond:
+        raise SystemExit("FAILED: " + what)
+
+
 def parse(data):
     try:
         return json.loads(data)

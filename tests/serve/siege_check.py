@@ -16,21 +16,13 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from client import Server, cli_json  # noqa: E402
+from client import Server, cli_json, ok, CHECKS  # noqa: E402
 
 S = sys.argv[1]
 M = "models/tinystories.safetensors"
 TEXT = "Once upon a time, there was a girl named Mia. Mia saw a big dog."
 HALF_OPEN = 600
 HEADER_SECONDS, BODY_SECONDS = 5, 10  # src/server/server_internal.h, docs/server.md
-checks = 0
-
-
-def ok(what, cond):
-    global checks
-    checks += 1
-    if not cond:
-        raise SystemExit("FAILED: " + what)
 
 
 def raw_request(srv, data, timeout=5):
@@ -168,8 +160,7 @@ try:
 
     # ---- numbers are numbers, in range ------------------------------------------------------
     def refused(what, path, body, status_want=400):
-        global checks
-        checks += 1
+        CHECKS[0] += 1
         status, answer = srv.post(path, body)
         if status != status_want or not isinstance(answer, dict) or not answer.get("error"):
             raise SystemExit("FAILED: %s: want %d with a message, got %d %r" % (what, status_want, status, answer))
@@ -223,6 +214,6 @@ try:
     want = cli_json(S, "eval", "--text", TEXT, "--model", "models/resaved.safetensors")["loss"]
     ok("the re-saved model is read again (%.6f before, %.6f now, the CLI %.6f)" % (before, after, want),
        after == want and after != before)
-    print("serve siege: %d checks passed" % checks)
+    print("serve siege: %d checks passed" % CHECKS[0])
 finally:
     srv.stop_cleanly()
