@@ -99,6 +99,8 @@ try:
     ok("health answered within a second each time (slowest %.3f s)" % slowest, slowest < 1.0)
     status, h = srv.get("/api/health")
     c = h["connections"]
+    print("%d half-open connections opened in %.2f s; 5 health probes, the slowest %.1f ms; %s"
+          % (HALF_OPEN, opened, slowest * 1000, json.dumps(c)))
     ok("the server holds at most 256 connections of one address (open %d, dropped %d)" % (c["open"], c["dropped"]),
        c["open"] <= 256 + 2 and c["dropped"] >= HALF_OPEN - 256)
     status, body = srv.post("/api/tokenize", {"text": TEXT})
@@ -112,6 +114,7 @@ try:
     for s in socks:
         s.close()
     c = srv.get("/api/health")[1]["connections"]
+    print("all closed %.1f s after the first was opened: %s" % (time.time() - start, json.dumps(c)))
     ok("closed by timeout: %d, by newcomers: %d" % (c["timed_out"], c["dropped"]), c["timed_out"] > 0)
     # headers trickled a byte at a time: cut at the header timeout, not kept forever
     s = socket.create_connection((srv.host, srv.port), timeout=10)
