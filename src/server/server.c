@@ -22,6 +22,7 @@ typedef struct Body {
     char *data;
     size_t len;
     int too_big; /* more than SERVER_MAX_BODY: the rest is read and dropped */
+    size_t dropped; /* bytes dropped so: past SERVER_MAX_DROPPED the connection is closed */
 } Body;
 
 static const WebAsset *find_asset(const char *url) {
@@ -189,11 +190,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         if (!b) return MHD_NO;
         *con_cls = b;
         guard_phase(s->guard, conn, GUARD_BODY);
-        return MHD_YES;
+        /* A body a little too large is read and dropped, so the client reads the 413
+         * (a socket closed with bytes unread is reset, and the answer may be lost);
+         * one said to be far too large is answered now, unread, and closed. */
+        const char *length = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        if (!length || strtoull(length, NULL, 10) <= SERVER_MAX_DROPPED) return MHD_YES;
+        b->too_big = 1;
+        return dispatch(s, conn, url, method, b);
     }
     if (*upload_data_size) {
         size_t n = *upload_data_size;
         *upload_data_size = 0;
+        b->dropped += b->too_big ? n : 0;
+        if (b->dropped > SERVER_MAX_DROPPED) return MHD_NO; /* a chunked body without end: closed */
         if (b->too_big || b->len + n > SERVER_MAX_BODY) {
             b->too_big = 1;
             free(b->data);

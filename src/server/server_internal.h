@@ -14,6 +14,7 @@
 #include "storylm/views.h"
 
 #define SERVER_MAX_BODY (256 * 1024) /* bytes of a request body */
+#define SERVER_MAX_DROPPED (16u << 20) /* bytes of a body too large read (to answer 413); more: closed */
 #define SERVER_MAX_TEXT (64 * 1024)  /* bytes of a text or prompt */
 #define SERVER_MAX_TOKENS 4096       /* tokens of a text: bounds a request's memory (activations grow with it) */
 #define SERVER_MAX_GENERATE 2000     /* new tokens of one generation */
