@@ -212,6 +212,9 @@ static void *job_thread(void *arg) {
     Error e = {0};
     int rc = job_run(j, &e);
     if (rc && j->stop) {
+        pthread_mutex_lock(&j->lock);
+        j->model[0] = '\0'; /* none was saved: the page offers none */
+        pthread_mutex_unlock(&j->lock);
         set_message(j, "stopped", "stopped before training began: no model was saved");
     } else if (rc) {
         char msg[1600];

@@ -3,8 +3,8 @@
   folder (run1.safetensors of an earlier server is never overwritten);
 - a vocabulary learnt for one stories file is never used for another of
   the same name (it is keyed by the file's bytes);
-- SIGTERM while a run learns its vocabulary, or tokenizes its stories,
-  stops the server promptly."""
+- a stop asked, or SIGTERM, while a run learns its vocabulary or tokenizes
+  its stories is heard at once."""
 import glob
 import hashlib
 import os
@@ -78,6 +78,19 @@ try:
     status, started = srv.post("/api/train", {"stories": "data/stories.txt", "steps": 2, "eval_every": 1})
     ok("a server started again goes on from the last run (%r)" % started, status == 202 and started["id"] == 7)
     wait_for("the run", lambda: srv.get("/api/train")[1]["state"] != "running", timeout=300)
+finally:
+    srv.stop_cleanly()
+
+# ---- a stop asked while the vocabulary is learnt: no model, none offered -------------------------
+srv = Server(S, *args)
+try:
+    status, started = srv.post("/api/train", {"stories": "data/big.txt", "steps": 50})
+    wait_for("the run to learn its vocabulary", lambda: srv.get("/api/train")[1]["message"].startswith("learning"), every=0.01)
+    ok("POST /api/train/stop while learning", srv.post("/api/train/stop", {})[1]["stopping"] is True)
+    t = wait_for("the run to stop", lambda: (lambda j: j if j["state"] != "running" else None)(srv.get("/api/train")[1]), timeout=30)
+    ok("stopped before training, no model named (%r)" % t, t["state"] == "stopped" and t["model"] == "" and
+       "before training began" in t["message"])
+    ok("no model file of that run", not os.path.exists("playground-models/run%d.safetensors" % started["id"]))
 finally:
     srv.stop_cleanly()
 
