@@ -292,6 +292,7 @@ int server_start(Server **out, const ServerOptions *o, Error *e) {
              model_dirs_init(&s->dirs, o->train_dir, o->model, e) || train_job_create(&s->train, o->train_dir, e) ||
              guard_create(&s->guard, e);
     if (!rc && cache_init(&s->cache, o->cache_models)) rc = FAIL(e, NULL, "out of memory starting the server");
+    s->port = o->port; /* the Host rule reads it: set before the first request (0: set below) */
     if (!rc) {
         s->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO, (uint16_t)o->port, NULL, NULL,
                                      on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
