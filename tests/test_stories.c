@@ -511,6 +511,33 @@ static void test_cache_hit(const Tokenizer *t) {
     slm_stories_free(&plain);
 }
 
+/* A stop flag already set: the reading gives up with "stopped", leaves s
+ * empty and writes no cache (with a cache, while hashing the text for its
+ * key; without, while tokenizing). */
+static void test_stop_flag(const Tokenizer *t) {
+    char path[4096], cache[4096];
+    tmp_path(path, sizeof path, "stopped.txt");
+    write_stories(path, 300, NULL);
+    fresh_folder(cache, sizeof cache, "cache_stop");
+    volatile sig_atomic_t stop = 1;
+    for (int use_cache = 0; use_cache < 2; use_cache++) {
+        StoriesOptions o = options(cache, use_cache);
+        o.stop = &stop;
+        Stories s;
+        Error e = {0};
+        CHECK(slm_stories_load(&s, path, t, &o, &e) == -1);
+        CHECK(strstr(e.message, "stopped") != NULL);
+        CHECK(s.n_stories == 0 && s.map == NULL);
+    }
+    CHECK(count_cache_files(cache) == 0);
+    stop = 0; /* a flag never set changes nothing */
+    StoriesOptions o = options(cache, 1);
+    o.stop = &stop;
+    Stories s;
+    if (load(&s, path, t, &o) == 0) CHECK(s.n_stories == 300 && count_cache_files(cache) == 1);
+    slm_stories_free(&s);
+}
+
 static void test_cache_invalidation(const Tokenizer *t) {
     char path[4096], cache[4096];
     tmp_path(path, sizeof path, "changing.txt");
@@ -744,6 +771,7 @@ int main(void) {
         test_held_out(&t);
         test_held_out_follows_text(&t);
         test_cache_hit(&t);
+        test_stop_flag(&t);
         test_cache_invalidation(&t);
         test_cache_damaged(&t);
         test_cache_unwritable_or_off(&t);

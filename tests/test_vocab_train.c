@@ -427,6 +427,24 @@ static void test_stories_text(void) {
     CHECK(strstr(e.message, "empty.txt") != NULL);
 }
 
+/* A stop flag set: no vocabulary, the error says it stopped; never set: the
+ * same vocabulary as without one. */
+static void test_stop_flag(void) {
+    size_t len = strlen(invented_stories);
+    volatile sig_atomic_t stop = 1;
+    Vocab v, plain;
+    Error e = {0};
+    CHECK(slm_vocab_train_text_until(invented_stories, len, "invented", 160, &stop, &v, NULL, &e) == -1);
+    CHECK(strstr(e.message, "stopped") != NULL && v.size == 0 && v.pieces == NULL);
+    stop = 0;
+    CHECK(slm_vocab_train_text_until(invented_stories, len, "invented", 160, &stop, &v, NULL, &e) == 0);
+    CHECK(slm_vocab_train_text(invented_stories, len, "invented", 160, &plain, NULL, &e) == 0);
+    CHECK(v.size == plain.size);
+    for (int i = 0; i < v.size && i < plain.size; i++) CHECK(strcmp(v.pieces[i], plain.pieces[i]) == 0);
+    slm_vocab_free(&v);
+    slm_vocab_free(&plain);
+}
+
 /* The real stories, when they are there: 2,000 pieces, every character covered. */
 static void test_tinystories(void) {
     char *text = NULL;
@@ -465,6 +483,7 @@ int main(void) {
     test_bad_arguments();
     test_same_as_recounting_every_pair();
     test_stories_text();
+    test_stop_flag();
     test_tinystories();
     return check_report();
 }

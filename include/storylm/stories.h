@@ -4,6 +4,7 @@
 #ifndef STORYLM_STORIES_H
 #define STORYLM_STORIES_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -55,6 +56,7 @@ typedef struct StoriesOptions {
     int n_test;            /* held-out test stories (default STORIES_DEFAULT_TEST); 0: none */
     const char *cache_dir; /* NULL: $STORYLM_CACHE, else $XDG_CACHE_HOME/storylm, else ~/.cache/storylm */
     int use_cache;         /* 0: neither read nor write a cache */
+    const volatile sig_atomic_t *stop; /* NULL, or set (by a signal or another thread) to give up reading: fails with "stopped" */
 } StoriesOptions;
 
 StoriesOptions slm_stories_default_options(void);

@@ -46,6 +46,7 @@ typedef struct TrainOptions {
     int max_positions;   /* positions per forward chunk (memory bound) */
     const char *out;     /* model path; optimizer state beside it */
     const char *data_path; /* the stories file: the model records its name, size and hash (record.h) */
+    const struct StoriesRecord *data_record; /* data_path's record when the caller has made it (NULL: made here) */
     const char *vocab_text; /* vocab.txt text stored in the model */
     int vocab_size;
     int resume;

@@ -20,6 +20,7 @@
 #ifndef STORYLM_VOCAB_TRAIN_H
 #define STORYLM_VOCAB_TRAIN_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -75,6 +76,11 @@ int slm_vocab_train_from_counts(const WordCount *words, size_t n_words, int size
  * and pre-tokenized exactly as the tokenizer does, in parallel with OpenMP)
  * and learns the vocabulary from them. `what` names the file in messages. */
 int slm_vocab_train_text(const char *text, size_t len, const char *what, int size, Vocab *v, VocabStats *st, Error *e);
+/* The same, giving up as soon as *stop is set (looked at before each story
+ * is counted and each merge): fails with "stopped" (a server stopping does
+ * not wait for a file of hundreds of megabytes). stop may be NULL. */
+int slm_vocab_train_text_until(const char *text, size_t len, const char *what, int size, const volatile sig_atomic_t *stop,
+                               Vocab *v, VocabStats *st, Error *e);
 
 /* vocab.txt text: one piece a line, "\n" line ends (caller frees). */
 char *slm_vocab_to_text(const Vocab *v, size_t *len, Error *e);

@@ -23,8 +23,11 @@ const Command command_serve = {
     "the JSON of the matching verb's --json (see the README, 'The playground').\n"
     "Listens on loopback only unless --host says otherwise. Models: the files *.safetensors\n"
     "in the working directory, models/, models/snapshots/ and the training folder (new\n"
-    "models trained from the page go there). Ctrl-C or SIGTERM stops it; a training run is\n"
-    "stopped after a consistent save.",
+    "models trained from the page go there; runs are numbered past the files already there).\n"
+    "Ctrl-C or SIGTERM stops it; a training run is stopped after a consistent save.\n"
+    "Requests must name the server in their Host header (127.0.0.1, localhost or [::1] with\n"
+    "the port, or --host); at most 512 connections (256 from one address) are kept, a request\n"
+    "has 5 s for its headers and 10 s for its body (docs/server.md).",
     run};
 
 /* SIGINT and SIGTERM blocked in every thread (the server's threads inherit

@@ -148,6 +148,17 @@ void cache_free(ModelCache *c) {
     *c = (ModelCache){0};
 }
 
+/* What tells a file's versions apart: a save renames a new file in (another
+ * inode); one written in place within the same second with the same size
+ * still has another mtime in nanoseconds. */
+static void file_stamp(const struct stat *st, long long stamp[5]) {
+    stamp[0] = (long long)st->st_dev;
+    stamp[1] = (long long)st->st_ino;
+    stamp[2] = (long long)st->st_size;
+    stamp[3] = (long long)st->st_mtim.tv_sec;
+    stamp[4] = (long long)st->st_mtim.tv_nsec;
+}
+
 static ModelEntry *entry_load(const char *path, const struct stat *st, Error *e) {
     ModelEntry *m = calloc(1, sizeof *m);
     if (!m) return FAIL(e, NULL, "out of memory loading '%s'", path), NULL;
@@ -157,8 +168,7 @@ static ModelEntry *entry_load(const char *path, const struct stat *st, Error *e)
         free(m);
         return NULL;
     }
-    m->mtime = (long long)st->st_mtime;
-    m->size = (long long)st->st_size;
+    file_stamp(st, m->stamp);
     pthread_mutex_init(&m->lock, NULL);
     pthread_mutex_init(&m->runs_lock, NULL);
     return m;
@@ -179,7 +189,9 @@ int cache_acquire(ModelCache *c, const char *path, ModelEntry **out, Error *e) {
     for (int i = 0; i < c->n; i++) {
         ModelEntry *m = c->entries[i];
         if (strcmp(m->path, path) != 0) continue;
-        if (m->mtime == (long long)st.st_mtime && m->size == (long long)st.st_size) {
+        long long stamp[5];
+        file_stamp(&st, stamp);
+        if (memcmp(stamp, m->stamp, sizeof stamp) == 0) {
             m->refs++;
             m->used = ++c->clock;
             pthread_mutex_unlock(&c->lock);

@@ -1,6 +1,7 @@
 /* Reading a request's JSON fields, and answering. */
-#define _XOPEN_SOURCE 700 /* realpath */
+#define _GNU_SOURCE /* realpath, memmem */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,83 @@ static int bad(Reply *r, int status, const char *hint, const char *fmt, const ch
     return -1;
 }
 
+/* ---- NUL in a body's strings ---- */
+
+/* Appends code point cp as UTF-8 (a lone surrogate as its three bytes: invalid). */
+static size_t put_utf8(unsigned char *out, uint32_t cp) {
+    if (cp < 0x80) return out[0] = (unsigned char)cp, 1;
+    if (cp < 0x800) return out[0] = (unsigned char)(0xC0 | cp >> 6), out[1] = (unsigned char)(0x80 | (cp & 0x3F)), 2;
+    if (cp < 0x10000) {
+        out[0] = (unsigned char)(0xE0 | cp >> 12), out[1] = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
+        return out[2] = (unsigned char)(0x80 | (cp & 0x3F)), 3;
+    }
+    out[0] = (unsigned char)(0xF0 | cp >> 18), out[1] = (unsigned char)(0x80 | (cp >> 12 & 0x3F));
+    return out[2] = (unsigned char)(0x80 | (cp >> 6 & 0x3F)), out[3] = (unsigned char)(0x80 | (cp & 0x3F)), 4;
+}
+
+/* The 4 hex digits at d, or -1. */
+static long hex4(const char *d, size_t left) {
+    if (left < 4) return -1;
+    char digits[5] = {d[0], d[1], d[2], d[3], 0}, *end;
+    long v = strtol(digits, &end, 16);
+    return *end || strspn(digits, "0123456789abcdefABCDEF") != 4 ? -1 : v;
+}
+
+/* Decodes the JSON string whose opening quote is d[*at] into out (room for
+ * its raw length); *at moves past the closing quote. Returns the decoded
+ * length: what cJSON would hold, but with its NULs (cJSON stops at them). */
+static size_t json_string(const char *d, size_t len, size_t *at, unsigned char *out) {
+    size_t i = *at + 1, n = 0;
+    while (i < len && d[i] != '"') {
+        if (d[i] != '\\' || i + 1 >= len) {
+            out[n++] = (unsigned char)d[i++];
+            continue;
+        }
+        char c = d[i + 1];
+        i += 2;
+        if (c != 'u') {
+            const char *from = "bfnrt", *to = "\b\f\n\r\t", *k = strchr(from, c);
+            out[n++] = (unsigned char)(c && k ? to[k - from] : c);
+            continue;
+        }
+        long cp = hex4(d + i, len - i);
+        if (cp < 0) continue; /* malformed: cJSON refuses it */
+        i += 4;
+        long low = cp >= 0xD800 && cp < 0xDC00 && i + 1 < len && d[i] == '\\' && d[i + 1] == 'u' ? hex4(d + i + 2, len - i - 2) : -1;
+        if (low >= 0xDC00 && low < 0xE000) cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00), i += 6;
+        n += put_utf8(out + n, (uint32_t)cp);
+    }
+    *at = i + 1;
+    return n;
+}
+
+int body_check_strings(const char *data, size_t len, Reply *r) {
+    if (!memchr(data, 0, len) && !memmem(data, len, "\\u0000", 6)) return 0; /* the usual body: no scan */
+    unsigned char *text = malloc(len + 4);
+    if (!text) return reply_error(r, 500, "out of memory", NULL), -1;
+    char key[64] = "request body";
+    Error e = {0};
+    int rc = 0;
+    for (size_t at = 0; at < len && !rc;) {
+        if (data[at] != '"') {
+            at++;
+            continue;
+        }
+        size_t n = json_string(data, len, &at, text), next = at;
+        while (next < len && strchr(" \t\r\n", data[next]) && data[next]) next++;
+        if (next < len && data[next] == ':') { /* a key: it names the strings after it */
+            snprintf(key, sizeof key, "%.*s", (int)(n < 63 ? n : 63), (const char *)text);
+        } else {
+            rc = slm_utf8_validate((const char *)text, n, key, &e);
+        }
+    }
+    free(text);
+    if (!rc && memchr(data, 0, len)) rc = FAIL(&e, NULL, "the request body holds a NUL byte outside its strings");
+    if (!rc) return 0;
+    reply_error(r, 400, e.message, "send UTF-8 text without NUL characters");
+    return -1;
+}
+
 int field_string(const cJSON *body, const char *key, const char **out, int required, size_t max, Reply *r) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, key);
     if (!v || cJSON_IsNull(v)) return required ? bad(r, 400, "send it as a JSON string", "missing \"%s\"", key) : 0;
@@ -58,14 +136,17 @@ int field_string(const cJSON *body, const char *key, const char **out, int requi
     return 0;
 }
 
+/* A number's field given as null is refused, not taken for the default: a
+ * page's empty box sends null (JSON has no NaN), and a run of the default
+ * length is not what its user asked for. */
 int field_double(const cJSON *body, const char *key, double *out, double lo, double hi, Reply *r) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, key);
-    if (!v || cJSON_IsNull(v)) return 0;
+    if (!v) return 0;
     if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
         return bad(r, 400, "send it as a JSON number", "\"%s\" must be a number", key);
     if (v->valuedouble < lo || v->valuedouble > hi) {
         char msg[256];
-        snprintf(msg, sizeof msg, "\"%s\" is %g; it must be from %g to %g", key, v->valuedouble, lo, hi);
+        snprintf(msg, sizeof msg, "\"%s\" is %.15g; it must be from %.15g to %.15g", key, v->valuedouble, lo, hi);
         reply_error(r, 400, msg, NULL);
         return -1;
     }
@@ -83,7 +164,7 @@ int field_int(const cJSON *body, const char *key, int *out, int lo, int hi, Repl
 
 int field_bool(const cJSON *body, const char *key, int *out, Reply *r) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, key);
-    if (!v || cJSON_IsNull(v)) return 0;
+    if (!v) return 0;
     if (!cJSON_IsBool(v)) return bad(r, 400, "send true or false", "\"%s\" must be true or false", key);
     *out = cJSON_IsTrue(v);
     return 0;

@@ -8,8 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "server_internal.h"
 #include "web_assets.h"
@@ -19,6 +22,7 @@ typedef struct Body {
     char *data;
     size_t len;
     int too_big; /* more than SERVER_MAX_BODY: the rest is read and dropped */
+    size_t dropped; /* bytes dropped so: past SERVER_MAX_DROPPED the connection is closed */
 } Body;
 
 static const WebAsset *find_asset(const char *url) {
@@ -55,27 +59,74 @@ static enum MHD_Result send_asset(struct MHD_Connection *conn, const WebAsset *a
     return send_reply(conn, &r);
 }
 
-/* host:port (or [::1]:port) names this machine's loopback. */
-static int loopback_name(const char *host) {
-    static const char *const names[] = {"localhost", "127.0.0.1", "[::1]"};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        size_t n = strlen(names[i]);
-        if (strncmp(host, names[i], n) == 0 && (host[n] == '\0' || host[n] == ':')) return 1;
+/* A Host header's value names this server: one of its names (127.0.0.1,
+ * localhost, [::1], the --host given; listening on 0.0.0.0, any IP address
+ * or this machine's name) with the port it listens on (left out only for
+ * port 80). A web page elsewhere can rebind its own name to 127.0.0.1, but
+ * its requests then still carry that name. */
+static int host_names_us(const Server *s, const char *host) {
+    const char *end = host[0] == '[' ? strchr(host, ']') : host + strcspn(host, ":");
+    if (!end) return 0;
+    end += host[0] == '[';
+    if (*end == ':') {
+        const char *digits = end + 1;
+        size_t n = strlen(digits);
+        if (n == 0 || n > 5 || strspn(digits, "0123456789") != n || atoi(digits) != s->port) return 0;
+    } else if (*end != '\0' || s->port != 80) {
+        return 0;
     }
-    return 0;
+    char name[256];
+    size_t n = (size_t)(end - host);
+    if (n == 0 || n >= sizeof name) return 0;
+    memcpy(name, host, n);
+    name[n] = '\0';
+    static const char *const loopback[] = {"localhost", "127.0.0.1", "[::1]"};
+    for (size_t i = 0; i < sizeof loopback / sizeof loopback[0]; i++)
+        if (strcasecmp(name, loopback[i]) == 0) return 1;
+    if (strcasecmp(name, s->o.host) == 0) return 1;
+    if (strcmp(s->o.host, "0.0.0.0") != 0) return 0;
+    unsigned char ip[16];
+    char here[256] = "";
+    if (name[0] == '[' && n > 2) { /* [v6]: the address within */
+        name[n - 1] = '\0';
+        return inet_pton(AF_INET6, name + 1, ip) == 1;
+    }
+    gethostname(here, sizeof here - 1);
+    return inet_pton(AF_INET, name, ip) == 1 || (here[0] && strcasecmp(name, here) == 0);
 }
 
-/* Served on loopback, the server answers only requests addressed to
- * loopback (a web page elsewhere cannot rebind its name to us) and refuses
- * requests a page of another origin sends (it could start trainings). */
-static int foreign_request(const Server *s, struct MHD_Connection *conn) {
+static enum MHD_Result count_host(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+    (void)kind, (void)value;
+    if (strcasecmp(key, MHD_HTTP_HEADER_HOST) == 0) ++*(int *)cls;
+    return MHD_YES;
+}
+
+/* A refused request's message in r (403), or 0: the request names this
+ * server in one Host header, and a page of another origin did not send it
+ * (it could start trainings). */
+static int refused_request(const Server *s, struct MHD_Connection *conn, Reply *r) {
     const char *host = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
     const char *origin = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin");
-    int loopback = strcmp(s->o.host, "127.0.0.1") == 0 || strcmp(s->o.host, "localhost") == 0;
-    if (loopback && host && !loopback_name(host)) return 1;
+    char hint[160], msg[200], shown[101];
+    snprintf(hint, sizeof hint, "open the page the server prints (http://%s:%d/)",
+             strcmp(s->o.host, "0.0.0.0") == 0 ? "127.0.0.1" : s->o.host, s->port);
+    int hosts = 0;
+    MHD_get_connection_values(conn, MHD_HEADER_KIND, count_host, &hosts);
+    if (!host || !host[0] || hosts != 1) {
+        snprintf(msg, sizeof msg, hosts > 1 ? "the request has %d Host headers; it must have one" : "the request names no Host",
+                 hosts);
+        return reply_error(r, 403, msg, hint);
+    }
+    if (!host_names_us(s, host)) {
+        size_t n = 0; /* shown as printable ASCII: the answer stays UTF-8 */
+        for (; host[n] && n < sizeof shown - 1; n++) shown[n] = host[n] >= 0x20 && host[n] < 0x7f ? host[n] : '?';
+        shown[n] = '\0';
+        snprintf(msg, sizeof msg, "the Host '%s' is not this server's address", shown);
+        return reply_error(r, 403, msg, hint);
+    }
     if (origin) { /* "null" too: what a sandboxed frame of any site sends */
         const char *o = strstr(origin, "://");
-        if (!o || !host || strcmp(o + 3, host) != 0) return 1;
+        if (!o || strcmp(o + 3, host) != 0) return reply_error(r, 403, "requests from other sites are refused", hint);
     }
     return 0;
 }
@@ -84,10 +135,8 @@ static enum MHD_Result dispatch(Server *s, struct MHD_Connection *conn, const ch
                                 Body *b) {
     Reply r = {0};
     int get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0, post = strcmp(method, "POST") == 0;
-    if (foreign_request(s, conn)) {
-        reply_error(&r, 403, "requests from other sites are refused", "open the page the server prints");
-        return send_reply(conn, &r);
-    }
+    guard_phase(s->guard, conn, GUARD_BUSY);
+    if (refused_request(s, conn, &r)) return send_reply(conn, &r);
     if (strncmp(url, "/api/", 5) != 0) {
         const WebAsset *a = get ? find_asset(url) : NULL;
         if (a) return send_asset(conn, a);
@@ -103,6 +152,7 @@ static enum MHD_Result dispatch(Server *s, struct MHD_Connection *conn, const ch
         return send_reply(conn, &r);
     }
     cJSON *body = NULL;
+    if (post && b->len > 0 && body_check_strings(b->data, b->len, &r)) return send_reply(conn, &r);
     if (post && b->len > 0) {
         body = cJSON_ParseWithLength(b->data, b->len);
         if (!body || !cJSON_IsObject(body)) {
@@ -139,11 +189,20 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         b = calloc(1, sizeof *b);
         if (!b) return MHD_NO;
         *con_cls = b;
-        return MHD_YES;
+        guard_phase(s->guard, conn, GUARD_BODY);
+        /* A body a little too large is read and dropped, so the client reads the 413
+         * (a socket closed with bytes unread is reset, and the answer may be lost);
+         * one said to be far too large is answered now, unread, and closed. */
+        const char *length = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        if (!length || strtoull(length, NULL, 10) <= SERVER_MAX_DROPPED) return MHD_YES;
+        b->too_big = 1;
+        return dispatch(s, conn, url, method, b);
     }
     if (*upload_data_size) {
         size_t n = *upload_data_size;
         *upload_data_size = 0;
+        b->dropped += b->too_big ? n : 0;
+        if (b->dropped > SERVER_MAX_DROPPED) return MHD_NO; /* a chunked body without end: closed */
         if (b->too_big || b->len + n > SERVER_MAX_BODY) {
             b->too_big = 1;
             free(b->data);
@@ -162,6 +221,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe) {
+    Server *s = cls;
+    (void)toe;
+    guard_phase(s->guard, conn, GUARD_HEADERS); /* the next request's time begins */
     Body *b = *con_cls;
     if (b) free(b->data);
     free(b);
@@ -195,6 +257,24 @@ static int listen_address(const char *host, int port, struct sockaddr_in *addr, 
     return 0;
 }
 
+/* libmicrohttpd's own bound on connections, above the guard's: it takes a
+ * newcomer in, and the guard then closes the oldest waiting one (at its own
+ * bound, libmicrohttpd would close the newcomer). The file descriptors it
+ * needs are asked for (the soft limit raised toward the hard one). */
+static unsigned connection_backstop(void) {
+    unsigned want = 2 * GUARD_MAX_CONNECTIONS + 64;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return want;
+    rlim_t need = want + 256; /* model files, stories, the token cache, logs */
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need) {
+        rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > need ? need : rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+        getrlimit(RLIMIT_NOFILE, &rl);
+    }
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need) want = rl.rlim_cur > 512 ? (unsigned)rl.rlim_cur - 256 : 256;
+    return want;
+}
+
 int server_start(Server **out, const ServerOptions *o, Error *e) {
     *out = NULL;
     Server *s = calloc(1, sizeof *s);
@@ -209,13 +289,17 @@ int server_start(Server **out, const ServerOptions *o, Error *e) {
     struct sockaddr_in addr;
     mkdir(o->train_dir, 0755); /* where trained models go; an error shows when training saves */
     int rc = listen_address(o->host, o->port, &addr, e) || data_dirs_init(s, e) ||
-             model_dirs_init(&s->dirs, o->train_dir, o->model, e) || train_job_create(&s->train, o->train_dir, e);
+             model_dirs_init(&s->dirs, o->train_dir, o->model, e) || train_job_create(&s->train, o->train_dir, e) ||
+             guard_create(&s->guard, e);
     if (!rc && cache_init(&s->cache, o->cache_models)) rc = FAIL(e, NULL, "out of memory starting the server");
+    s->port = o->port; /* the Host rule reads it: set before the first request (0: set below) */
     if (!rc) {
         s->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO, (uint16_t)o->port, NULL, NULL,
                                      on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
                                      MHD_OPTION_THREAD_POOL_SIZE, (unsigned)(o->threads > 0 ? o->threads : 4),
-                                     MHD_OPTION_CONNECTION_LIMIT, 512u, MHD_OPTION_CONNECTION_TIMEOUT, 60u,
+                                     MHD_OPTION_CONNECTION_LIMIT, connection_backstop(),
+                                     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)GUARD_IDLE_SECONDS,
+                                     MHD_OPTION_NOTIFY_CONNECTION, guard_notify, s->guard,
                                      MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
         if (!s->daemon)
             rc = FAIL(e, "pick another --port, or stop what listens there", "cannot listen on %s:%d", o->host, o->port);
@@ -237,6 +321,7 @@ void server_stop(Server *s) {
     if (s->train) train_job_stop(s->train); /* it saves while the daemon winds down */
     if (s->daemon) MHD_stop_daemon(s->daemon); /* waits for its threads: no request reads the job after this */
     if (s->train) train_job_free(s->train);
+    guard_free(s->guard); /* after the daemon: no connection is left to watch */
     if (s->cache.entries) cache_free(&s->cache);
     free(s->stories_json);
     pthread_mutex_destroy(&s->lock);

@@ -4,6 +4,7 @@
 
 #include <cjson/cJSON.h>
 #include <limits.h>
+#include <microhttpd.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -13,6 +14,7 @@
 #include "storylm/views.h"
 
 #define SERVER_MAX_BODY (256 * 1024) /* bytes of a request body */
+#define SERVER_MAX_DROPPED (16u << 20) /* bytes of a body too large read (to answer 413); more: closed */
 #define SERVER_MAX_TEXT (64 * 1024)  /* bytes of a text or prompt */
 #define SERVER_MAX_TOKENS 4096       /* tokens of a text: bounds a request's memory (activations grow with it) */
 #define SERVER_MAX_GENERATE 2000     /* new tokens of one generation */
@@ -54,7 +56,7 @@ typedef struct ModelEntry {
     int heads_top;
     NameList gen_names;   /* the names generation capitalises (slm_view_generate_names), learnt at the first */
     int gen_names_tried;
-    long long mtime, size; /* of the file when loaded: a changed file is loaded again */
+    long long stamp[5];   /* the file's device, inode, size, mtime s and ns when loaded: a changed file is loaded again */
     unsigned long used;
     int refs;
     pthread_mutex_t lock; /* stories, names and mean */
@@ -118,11 +120,36 @@ cJSON *train_job_status(TrainJob *j);
 /* 1 when a running job was asked to stop. */
 int train_job_stop(TrainJob *j);
 
+/* ---- connections (guard.c) ------------------------------------------------------ */
+
+#define GUARD_MAX_CONNECTIONS 512 /* open at once */
+#define GUARD_MAX_PER_ADDRESS 256 /* open at once from one client address */
+#define GUARD_HEADER_SECONDS 5.0  /* for a request's headers */
+#define GUARD_BODY_SECONDS 10.0   /* for its body (at most SERVER_MAX_BODY) */
+#define GUARD_IDLE_SECONDS 30     /* an answer's client reading nothing (libmicrohttpd's timeout) */
+
+typedef struct Guard Guard;
+typedef struct GuardStats {
+    long long accepted, dropped, refused, timed_out; /* dropped: waiting, closed for a newcomer */
+    int open;
+} GuardStats;
+enum { GUARD_HEADERS, GUARD_BODY, GUARD_BUSY }; /* what a connection waits for, or busy answering */
+
+int guard_create(Guard **out, Error *e);
+void guard_free(Guard *g); /* after the daemon stopped */
+/* libmicrohttpd's MHD_OPTION_NOTIFY_CONNECTION callback, cls the guard. */
+void guard_notify(void *cls, struct MHD_Connection *conn, void **socket_context, enum MHD_ConnectionNotificationCode code);
+/* conn's request moves on: its headers came (GUARD_BODY), it is being
+ * answered (GUARD_BUSY), or its answer is sent (GUARD_HEADERS: the next). */
+void guard_phase(Guard *g, struct MHD_Connection *conn, int phase);
+GuardStats guard_stats(Guard *g);
+
 /* ---- the server ----------------------------------------------------------------- */
 
 struct Server {
     ServerOptions o;
     struct MHD_Daemon *daemon;
+    Guard *guard;
     int port;
     ModelDirs dirs;
     ModelCache cache;
@@ -143,6 +170,10 @@ int field_string(const cJSON *body, const char *key, const char **out, int requi
 int field_int(const cJSON *body, const char *key, int *out, int lo, int hi, Reply *r);
 int field_double(const cJSON *body, const char *key, double *out, double lo, double hi, Reply *r);
 int field_bool(const cJSON *body, const char *key, int *out, Reply *r);
+/* A body's strings hold no NUL (escaped as \u0000, which cJSON would cut
+ * the string at, or raw) and are UTF-8: else 400 with the message
+ * slm_utf8_validate gives (that of storylm tokenize), -1. Before parsing. */
+int body_check_strings(const char *data, size_t len, Reply *r);
 /* ablate: "3,5" or [3, 5] into buf (NULL when absent); ablate_mode: zero or mean. */
 int field_ablation(const cJSON *body, char *buf, size_t size, const char **ablate, const char **mode, Reply *r);
 

@@ -4,6 +4,7 @@
  * atomically into the server's training folder at every evaluation, and
  * records the loss curve and, at every save, where each head's weight goes
  * by distance back (Secret 1) for the page to draw. */
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +13,9 @@
 
 #include "server_internal.h"
 #include "storylm/checkpoint.h"
+#include "storylm/filemap.h"
 #include "storylm/fileio.h"
+#include "storylm/record.h"
 #include "storylm/train.h"
 #include "storylm/vocab_train.h"
 
@@ -34,6 +37,7 @@ struct TrainJob {
     uint64_t seed;
     int eval_every;
     const Stories *s; /* while running */
+    StoriesRecord record; /* of the stories file, made while its vocabulary is found: the trainer reads it no more */
 };
 
 int train_job_create(TrainJob **out, const char *train_dir, Error *e) {
@@ -55,7 +59,24 @@ static void set_message(TrainJob *j, const char *state, const char *msg) {
     pthread_mutex_unlock(&j->lock);
 }
 
-/* The stories file's vocabulary: <dir>/<stem>.vocab.txt, learnt once. */
+/* slm_hash64 of a mapped file's bytes (what slm_record_of_file records), a
+ * slice at a time: a stop is heard, and the pages read go back behind. */
+static int map_hash(const FileMap *m, const volatile sig_atomic_t *stop, uint64_t *out, Error *e) {
+    const size_t slice = (size_t)16 << 20;
+    uint64_t h = slm_hash64(NULL, 0, 0);
+    for (size_t at = 0; at < m->len; at += slice) {
+        if (*stop) return FAIL(e, "it was asked to stop", "stopped");
+        size_t n = m->len - at < slice ? m->len - at : slice;
+        h = slm_hash64(m->data + at, n, h ^ slm_hash64(NULL, 0, 0)); /* goes on from h */
+        slm_file_map_drop(m, at, at + n);
+    }
+    *out = h;
+    return 0;
+}
+
+/* The stories file's vocabulary: <dir>/<stem>.<hash of its bytes>.vocab.txt,
+ * learnt once. Keyed by the bytes, not the name: two files of one name (in
+ * two --data-dir folders), or a file changed since, never share one. */
 static int job_vocab(TrainJob *j, char **text, Error *e) {
     const char *base = strrchr(j->stories, '/');
     base = base ? base + 1 : j->stories;
@@ -63,23 +84,45 @@ static int job_vocab(TrainJob *j, char **text, Error *e) {
     snprintf(stem, sizeof stem, "%.200s", base);
     char *dot = strrchr(stem, '.');
     if (dot && dot != stem) *dot = '\0';
-    snprintf(path, sizeof path, "%s/%s.vocab.txt", j->dir, stem);
+    FileMap map;
+    uint64_t hash = 0;
+    if (slm_file_map(&map, j->stories, e)) return -1;
+    int rc = map_hash(&map, &j->stop, &hash, e);
+    j->record = (StoriesRecord){.bytes = map.len, .fnv1a64 = hash, .has_sums = true}; /* what slm_record_of_file makes */
+    snprintf(j->record.name, sizeof j->record.name, "%.255s", base);
+    snprintf(path, sizeof path, "%s/%s.%016llx.vocab.txt", j->dir, stem, (unsigned long long)hash);
     size_t len;
     struct stat st;
-    if (stat(path, &st) == 0) return slm_file_read_all(path, 64u << 20, text, &len, e);
+    if (!rc && stat(path, &st) == 0) {
+        slm_file_unmap(&map);
+        return slm_file_read_all(path, 64u << 20, text, &len, e);
+    }
     char msg[PATH_MAX + 80];
     snprintf(msg, sizeof msg, "learning a %d-piece vocabulary from %s", VOCAB_DEFAULT_SIZE, j->stories);
-    set_message(j, NULL, msg);
-    char *data;
+    if (!rc) set_message(j, NULL, msg);
     Vocab v = {0};
     VocabStats vs;
-    if (slm_file_read_all(j->stories, 0, &data, &len, e)) return -1;
-    int rc = slm_vocab_train_text(data, len, j->stories, VOCAB_DEFAULT_SIZE, &v, &vs, e);
-    free(data);
+    if (!rc) rc = slm_vocab_train_text_until(map.data, map.len, j->stories, VOCAB_DEFAULT_SIZE, &j->stop, &v, &vs, e);
+    slm_file_unmap(&map);
     if (!rc) rc = slm_vocab_save(&v, path, e);
     if (!rc) *text = slm_vocab_to_text(&v, &len, e);
     slm_vocab_free(&v);
     return rc || !*text ? -1 : 0;
+}
+
+/* The number of the next run: above every run<N>.* in the folder (left by
+ * this server or an earlier one) and every run of this server. */
+static int next_run(const TrainJob *j) {
+    int last = j->id;
+    DIR *d = opendir(j->dir);
+    for (struct dirent *de; d && (de = readdir(d));) {
+        char *end;
+        if (strncmp(de->d_name, "run", 3) != 0 || de->d_name[3] < '0' || de->d_name[3] > '9') continue;
+        long n = strtol(de->d_name + 3, &end, 10);
+        if ((*end == '.' || *end == '\0') && n > last && n < INT_MAX - 1) last = (int)n;
+    }
+    if (d) closedir(d);
+    return last + 1;
 }
 
 /* {"step", "mass": [[6 shares] x 8 heads]} of the model just saved. */
@@ -131,6 +174,7 @@ static int job_run(TrainJob *j, Error *e) {
     Tokenizer tok = {0};
     Stories s = {0};
     StoriesOptions so = slm_stories_default_options();
+    so.stop = &j->stop; /* a stop while the stories are tokenized is heard too */
     int rc = job_vocab(j, &vocab, e) || slm_tokenizer_from_text(&tok, vocab, strlen(vocab), VOCAB_DEFAULT_SIZE, e);
     if (!rc) set_message(j, NULL, "reading the stories");
     if (!rc) rc = slm_stories_load(&s, j->stories, &tok, &so, e);
@@ -142,6 +186,7 @@ static int job_run(TrainJob *j, Error *e) {
     o.threads = 1; /* the other core answers the page */
     o.out = j->model;
     o.data_path = j->stories;
+    o.data_record = &j->record;
     o.vocab_text = vocab;
     o.vocab_size = tok.size;
     o.stop = &j->stop;
@@ -165,7 +210,13 @@ static void *job_thread(void *arg) {
     TrainJob *j = arg;
     slm_model_threads_setup(1);
     Error e = {0};
-    if (job_run(j, &e)) {
+    int rc = job_run(j, &e);
+    if (rc && j->stop) {
+        pthread_mutex_lock(&j->lock);
+        j->model[0] = '\0'; /* none was saved: the page offers none */
+        pthread_mutex_unlock(&j->lock);
+        set_message(j, "stopped", "stopped before training began: no model was saved");
+    } else if (rc) {
         char msg[1600];
         snprintf(msg, sizeof msg, "%s%s%s", e.message, e.hint[0] ? " (" : "", e.hint[0] ? e.hint : "");
         if (e.hint[0]) strncat(msg, ")", sizeof msg - strlen(msg) - 1);
@@ -182,7 +233,7 @@ int train_job_start(TrainJob *j, const char *stories, int steps, uint64_t seed, 
     }
     if (j->has_thread) pthread_join(j->thread, NULL); /* the last run's thread has ended */
     j->has_thread = 0;
-    *id = ++j->id;
+    *id = j->id = next_run(j);
     j->state = "running";
     j->step = 0;
     j->steps = steps;

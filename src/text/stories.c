@@ -244,6 +244,7 @@ typedef struct Reader {
     Batch batch[3];    /* [0] to write, [1] to encode, [2] to fill */
     size_t dropped;    /* text before this is given back */
     IdsWriter *out;
+    const volatile sig_atomic_t *stop; /* NULL, or set to give up */
     TokenizerMemo *memo; /* (n_memo) one a thread: words already encoded */
     int n_memo;
     StorySkips skips;  /* of encoding: stories that give no token */
@@ -323,6 +324,7 @@ static void rotate(Reader *r) {
 static int stream(Reader *r, Error *e) {
     r->batch[1].failed = INT_MAX;
     while (r->batch[0].n || r->batch[1].n || r->split_rc == 1) {
+        if (r->stop && *r->stop) return FAIL(e, "it was asked to stop", "reading '%s': stopped", r->path);
         round_of_three(r);
         Batch *enc = &r->batch[1];
         if (r->write_rc) return *e = r->write_error, -1;
@@ -343,11 +345,11 @@ static int stream(Reader *r, Error *e) {
 
 /* Splits and encodes the mapped text into the ids file out; fills s from it. */
 static int read_stories(Stories *s, const Tokenizer *t, const FileMap *text, const char *path, IdsWriter *out,
-                        uint64_t key, const uint64_t **hashes, Error *e) {
+                        uint64_t key, const volatile sig_atomic_t *stop, const uint64_t **hashes, Error *e) {
     Reader *r = xcalloc(1, sizeof *r, e);
     if (!r) return slm_ids_writer_abort(out), -1;
     size_t b = text_start(text->data, text->len);
-    r->t = t, r->text = text, r->path = path, r->out = out, r->split_rc = 1;
+    r->t = t, r->text = text, r->path = path, r->out = out, r->split_rc = 1, r->stop = stop;
     r->sp = splitter(text->data, text->len, has_separator_line(text->data, b, text->len, text), b);
     r->sp.take = take_span, r->sp.e = e;
     r->n_memo = omp_get_max_threads();
@@ -427,7 +429,7 @@ static int load_ids(Stories *s, const char *path, const FileMap *text, const Tok
     uint64_t key = 0;
     char *cache = NULL;
     if (o->use_cache) {
-        if (slm_ids_cache_key(text, t, &key, e)) return -1;
+        if (slm_ids_cache_key(text, t, o->stop, &key, e)) return -1;
         cache = slm_ids_cache_path(o, key);
     }
     if (cache && slm_ids_cache_read(cache, key, t, s, hashes) == 0) {
@@ -439,7 +441,7 @@ static int load_ids(Stories *s, const char *path, const FileMap *text, const Tok
     int rc = slm_ids_writer_open(&out, cache, t, e);
     if (rc && cache) rc = slm_ids_writer_open(&out, NULL, t, e); /* an unwritable cache folder is no error */
     free(cache);
-    return rc ? rc : read_stories(s, t, text, path, &out, key, hashes, e);
+    return rc ? rc : read_stories(s, t, text, path, &out, key, o->stop, hashes, e);
 }
 
 int slm_stories_load(Stories *s, const char *path, const Tokenizer *t, const StoriesOptions *o, Error *e) {

@@ -101,11 +101,15 @@ char *slm_ids_cache_path(const StoriesOptions *o, uint64_t key) {
     return path;
 }
 
-int slm_ids_cache_key(const FileMap *text, const Tokenizer *t, uint64_t *key, Error *e) {
+int slm_ids_cache_key(const FileMap *text, const Tokenizer *t, const volatile sig_atomic_t *stop, uint64_t *key, Error *e) {
     size_t vocab_len, len = text->len, longest = STORIES_MAX_STORY_BYTES;
+    uint64_t h = slm_hash64(NULL, 0, CACHE_KEY_VERSION);
+    for (size_t at = 0; at < len; at += WINDOW) { /* a window at a time: a stop is heard within one */
+        if (stop && *stop) return FAIL(e, "it was asked to stop", "stopped");
+        h = hash_map(h, text, at, len - at < WINDOW ? len : at + WINDOW);
+    }
     char *vocab = slm_tokenizer_to_text(t, &vocab_len, e);
     if (!vocab) return -1;
-    uint64_t h = hash_map(slm_hash64(NULL, 0, CACHE_KEY_VERSION), text, 0, len);
     h = slm_hash64(&len, sizeof len, h);
     h = slm_hash64(&longest, sizeof longest, h);
     *key = slm_hash64(vocab, vocab_len, h);

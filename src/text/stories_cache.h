@@ -17,7 +17,7 @@ char *slm_ids_cache_path(const StoriesOptions *o, uint64_t key);
  * longest story kept, as before the streaming reader (the same file names).
  * text is a map: the pass gives its pages back as it goes. */
 typedef struct FileMap FileMap;
-int slm_ids_cache_key(const FileMap *text, const Tokenizer *t, uint64_t *key, Error *e);
+int slm_ids_cache_key(const FileMap *text, const Tokenizer *t, const volatile sig_atomic_t *stop, uint64_t *key, Error *e);
 
 /* An ids file being written, story by story, in file order. */
 typedef struct IdsWriter {

@@ -560,7 +560,11 @@ static void take_pieces(Trainer *t, Vocab *v) {
     t->n_pieces = 0;
 }
 
-int slm_vocab_train_from_counts(const WordCount *words, size_t n_words, int size, Vocab *v, VocabStats *st, Error *e) {
+/* The error of a run given up because *stop was set. */
+static int stopped(Error *e) { return FAIL(e, "it was asked to stop", "stopped"); }
+
+static int train_from_counts(const WordCount *words, size_t n_words, int size, const volatile sig_atomic_t *stop, Vocab *v,
+                             VocabStats *st, Error *e) {
     *v = (Vocab){0};
     VocabStats local;
     if (!st) st = &local;
@@ -570,6 +574,10 @@ int slm_vocab_train_from_counts(const WordCount *words, size_t n_words, int size
     int rc = trainer_init(&t, words, n_words, size, st, e);
     ByteVec buf = {0};
     while (!rc && t.n_pieces < size) {
+        if (stop && *stop) {
+            rc = stopped(e);
+            break;
+        }
         int p = next_pair(&t, e);
         if (p == -1) rc = too_few_pieces(&t, st, e);
         else rc = p < 0 ? -1 : merge_pair(&t, p, &buf, st, e);
@@ -580,12 +588,17 @@ int slm_vocab_train_from_counts(const WordCount *words, size_t n_words, int size
     return rc;
 }
 
+int slm_vocab_train_from_counts(const WordCount *words, size_t n_words, int size, Vocab *v, VocabStats *st, Error *e) {
+    return train_from_counts(words, n_words, size, NULL, v, st, e);
+}
+
 /* ---- counting the words of a stories file ---- */
 
 typedef struct Counter {
     StrMap words;
     int64_t n_tokens;
     Error *e;
+    const volatile sig_atomic_t *stop;
 } Counter;
 
 static int count_word(const char *word, size_t len, void *ctx) {
@@ -610,7 +623,7 @@ static int count_share(const char *text, const StorySpan *spans, int n, Counter 
     int rc = slm_pretokenizer_init(&pt, e);
 #pragma omp for schedule(dynamic, 32)
     for (int i = 0; i < n; i++)
-        if (!rc) rc = count_story(text + spans[i].offset, spans[i].len, &pt, &norm, c, e);
+        if (!rc) rc = c->stop && *c->stop ? stopped(e) : count_story(text + spans[i].offset, spans[i].len, &pt, &norm, c, e);
     slm_bytevec_free(&norm);
     if (pt.code) slm_pretokenizer_free(&pt);
     return rc;
@@ -626,7 +639,8 @@ static int add_counts(StrMap *into, const StrMap *from, Error *e) {
 }
 
 /* Counts every story's words, one map per thread, added up in thread order. */
-static int count_words(const char *text, const StorySpan *spans, int n, StrMap *words, int64_t *n_tokens, Error *e) {
+static int count_words(const char *text, const StorySpan *spans, int n, const volatile sig_atomic_t *stop, StrMap *words,
+                       int64_t *n_tokens, Error *e) {
     int n_threads = omp_get_max_threads();
     Counter *c = xcalloc((size_t)n_threads, sizeof *c, e);
     Error *errors = c ? xcalloc((size_t)n_threads, sizeof *errors, e) : NULL;
@@ -640,6 +654,7 @@ static int count_words(const char *text, const StorySpan *spans, int n, StrMap *
     {
         int id = omp_get_thread_num();
         c[id].e = &errors[id];
+        c[id].stop = stop;
         failed[id] = count_share(text, spans, n, &c[id], &errors[id]);
     }
     int rc = 0;
@@ -677,6 +692,11 @@ static WordCount *word_list(const StrMap *m, Error *e) {
 }
 
 int slm_vocab_train_text(const char *text, size_t len, const char *what, int size, Vocab *v, VocabStats *st, Error *e) {
+    return slm_vocab_train_text_until(text, len, what, size, NULL, v, st, e);
+}
+
+int slm_vocab_train_text_until(const char *text, size_t len, const char *what, int size, const volatile sig_atomic_t *stop,
+                               Vocab *v, VocabStats *st, Error *e) {
     *v = (Vocab){0};
     VocabStats local;
     if (!st) st = &local;
@@ -687,11 +707,11 @@ int slm_vocab_train_text(const char *text, size_t len, const char *what, int siz
     if (slm_stories_split(text, len, what, &spans, &n, &st->skips, e)) return -1;
     st->n_stories = n;
     StrMap words = {0};
-    int rc = count_words(text, spans, n, &words, &st->n_word_tokens, e);
+    int rc = count_words(text, spans, n, stop, &words, &st->n_word_tokens, e);
     free(spans);
     WordCount *list = rc ? NULL : word_list(&words, e);
     VocabStats reading = *st;
-    if (list) rc = slm_vocab_train_from_counts(list, words.n, size, v, st, e);
+    if (list) rc = train_from_counts(list, words.n, size, stop, v, st, e);
     else rc = -1;
     st->n_stories = reading.n_stories;
     st->skips = reading.skips;

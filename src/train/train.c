@@ -262,7 +262,8 @@ static int trainer_init(Trainer *t, const Stories *s, const TrainOptions *o, Tra
     *t = (Trainer){.s = s, .o = *o, .r = r, .saved_step = -1};
     t->data_hash = data_hash(s);
     if (slm_train_dist_same_data(o->dist, t->data_hash, o->data_path, e)) return -1;
-    if (o->data_path && slm_record_of_file(&t->data, o->data_path, e)) return -1;
+    if (o->data_record) t->data = *o->data_record; /* the file is not read again: a server's run stops at once */
+    else if (o->data_path && slm_record_of_file(&t->data, o->data_path, e)) return -1;
     if (s->n_train < 1) return FAIL(e, "give a file with more stories", "no training stories");
     if (slm_regularise_check_options(o, e) || slm_regularise_paths(&t->reg, &t->o, e)) return -1;
     t->o.out = t->reg.checkpoint_path; /* OUT itself, or OUT.raw with --ema-save */

@@ -296,8 +296,4 @@ try:
 
     print("serve API: %d checks passed" % checks)
 finally:
-    code = srv.stop()
-    if code != 0:
-        with open("serve.log") as f:
-            sys.stderr.write(f.read())
-        raise SystemExit("FAILED: storylm serve did not stop cleanly on SIGTERM (exit %r)" % code)
+    srv.stop_cleanly()

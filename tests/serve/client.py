@@ -5,6 +5,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import time
 
 
@@ -78,12 +79,30 @@ class Server:
             self.proc.kill()
             return None
 
+    def stop_cleanly(self):
+        """SIGTERM; fails the test, showing the server's log, unless it exits 0."""
+        code = self.stop()
+        if code != 0:
+            with open("serve.log") as f:
+                sys.stderr.write(f.read())
+            raise SystemExit("FAILED: storylm serve did not stop cleanly on SIGTERM (exit %r)" % code)
+
     def rss_kib(self):
         with open("/proc/%d/status" % self.proc.pid) as f:
             for line in f:
                 if line.startswith("VmRSS:"):
                     return int(line.split()[1])
         return 0
+
+
+CHECKS = [0]  # checks passed by ok()
+
+
+def ok(what, cond):
+    """A check: counted, or the test fails saying what."""
+    CHECKS[0] += 1
+    if not cond:
+        raise SystemExit("FAILED: " + what)
 
 
 def parse(data):

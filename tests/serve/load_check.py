@@ -1,6 +1,9 @@
 """50 clients at once for 20 s against storylm serve: every answer a 200
 with the JSON expected, and the server's resident memory (VmRSS) flat once
-warm: what it holds after the first 5 s is what it holds at the end."""
+warm: what it holds after the first 5 s is what it holds at the end; and
+once the load is over, back near what it held before it (at most
+AFTER_BOUND more: the kept runs of texts and the loaded model).
+STORYLM_LOAD_CLIENTS and STORYLM_LOAD_SECONDS change the load (to measure)."""
 import http.client
 import json
 import os
@@ -13,7 +16,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from client import Server  # noqa: E402
 
 S = sys.argv[1]
-CLIENTS, SECONDS, WARM = 50, 20.0, 5.0
+CLIENTS = int(os.environ.get("STORYLM_LOAD_CLIENTS", 50))
+SECONDS, WARM = float(os.environ.get("STORYLM_LOAD_SECONDS", 20)), 5.0
+AFTER_BOUND = 48 * 1024  # KiB: RUNS_BUDGET (16 MiB) of kept runs, the model and its stories, glibc's slack
 sanitized = len(sys.argv) > 2 and sys.argv[2] == "sanitized"
 TEXT = ("Once upon a time, there was a girl named Mia. Mia saw a big dog in the park. The dog ran to Mia and "
         "licked her hand. Mia laughed and gave the dog a stick. They played all day until the sun went down.")
@@ -57,6 +62,7 @@ def client(k):
 
 
 try:
+    rss_start = srv.rss_kib()
     threads = [threading.Thread(target=client, args=(k,)) for k in range(CLIENTS)]
     start = time.time()
     for t in threads:
@@ -91,7 +97,11 @@ try:
         time.sleep(0.1)
     if ok[0] != 200 or ok[1]["streams"] != 0:
         raise SystemExit("FAILED: the server is not idle 5 s after the load: %r" % (ok,))
+    time.sleep(1.5)  # the server hands memory back once no request is being answered (src/server/guard.c)
+    rss_after = srv.rss_kib()
+    print("VmRSS %d MiB before the load, %d MiB at most under it, %d MiB 1.5 s after it"
+          % (rss_start // 1024, max(v for _, v in rss) // 1024, rss_after // 1024))
+    if rss_after - rss_start > AFTER_BOUND and not sanitized:
+        raise SystemExit("FAILED: VmRSS stayed at %d KiB after the load (%d before)" % (rss_after, rss_start))
 finally:
-    code = srv.stop()
-    if code != 0:
-        raise SystemExit("FAILED: storylm serve did not stop cleanly on SIGTERM after the load (exit %r)" % code)
+    srv.stop_cleanly()
