@@ -146,7 +146,8 @@ static int bench_generate(const char *path, const BenchOptions *o, Error *e) {
     Sampler s = {0};
     int rc = slm_tokenizer_encode(&lm.tokenizer, o->prompt, strlen(o->prompt), &prompt, e) ||
              slm_generator_init(&g, &lm.model, NULL, e) ||
-             slm_sampler_init(&s, lm.model.cfg.vocab_size, 0.8f, 0, 0.95f, 1, e);
+             slm_sampler_init(&s, lm.model.cfg.vocab_size, SAMPLER_DEFAULT_TEMPERATURE, SAMPLER_DEFAULT_TOP_K,
+                             SAMPLER_DEFAULT_TOP_P, 1, e);
     if (!rc) {
         double start = now_s(), cpu = cpu_s();
         const float *logits = slm_generator_feed(&g, lm.tokenizer.eos_id);
