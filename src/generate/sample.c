@@ -78,12 +78,15 @@ static int argmax(const float *x, int n) {
  * softmax subtracts the largest, so what matters is the spread: every scaled
  * logit finite and max - min (scaled) finite too, in double. */
 static int scales_safely(const float *logits, int n, float inv) {
-    float lo = INFINITY, hi = -INFINITY;
+    float lo = INFINITY, hi = -INFINITY, poison = 0.0f;
+    /* one vectorised pass: x * 0 is NaN exactly when x is inf or NaN */
+#pragma omp simd reduction(min : lo) reduction(max : hi) reduction(+ : poison)
     for (int i = 0; i < n; i++) {
-        if (!isfinite(logits[i])) return 0;
         lo = logits[i] < lo ? logits[i] : lo;
         hi = logits[i] > hi ? logits[i] : hi;
+        poison += logits[i] * 0.0f;
     }
+    if (poison != poison) return 0;
     double big = fmax(fabs((double)hi), fabs((double)lo)), spread = (double)hi - (double)lo;
     return big * inv < FLT_MAX && spread * inv < FLT_MAX;
 }
@@ -135,10 +138,16 @@ static float nucleus_floor(const float *probs, int n, float top_p) {
 
 /* Candidates at or above floor, most likely first; returns how many. */
 static int candidates_from(Sampler *s, const float *probs, float floor) {
-    int m = 0;
-    for (int i = 0; i < s->vocab_size; i++) { /* without a branch: which tokens pass is hard to predict */
-        s->candidates[m] = (Candidate){probs[i], i};
-        m += probs[i] >= floor;
+    int m = 0, n = s->vocab_size;
+    for (int c = 0; c < n; c += 64) { /* most stretches of 64 hold none: one vectorised test skips them */
+        int end = c + 64 < n ? c + 64 : n, any = 0;
+#pragma omp simd reduction(| : any)
+        for (int i = c; i < end; i++) any |= probs[i] >= floor;
+        if (!any) continue;
+        for (int i = c; i < end; i++) { /* without a branch: which tokens pass is hard to predict */
+            s->candidates[m] = (Candidate){probs[i], i};
+            m += probs[i] >= floor;
+        }
     }
     sort_by_prob_desc(s->candidates, s->spare, m);
     return m;
@@ -227,8 +236,10 @@ int slm_sampler_sample_story(Sampler *s, const float *logits, const int32_t *sto
     if (s->temperature < SAMPLER_GREEDY_BELOW) return argmax(logits, n);
     float inv = 1.0f / s->temperature;
     if (!scales_safely(logits, n, inv)) return argmax(logits, n);
-    for (int i = 0; i < n; i++) s->probs[i] = logits[i] * inv;
-    slm_softmax_probs(s->probs, n, s->probs);
+    float *probs = s->probs;
+#pragma omp simd
+    for (int i = 0; i < n; i++) probs[i] = logits[i] * inv;
+    slm_softmax_probs(probs, n, probs);
     if (s->min_p > 0) min_p_cut(s, logits);
     if (s->top_k == 0 && s->top_p >= 1) {
         double r = slm_rng_uniform(&s->rng), acc = 0;

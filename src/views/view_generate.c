@@ -12,9 +12,10 @@
 #include "storylm/views.h"
 
 static int all_finite(const float *x, int n) {
-    for (int i = 0; i < n; i++)
-        if (!isfinite(x[i])) return 0;
-    return 1;
+    float poison = 0.0f; /* x * 0 is NaN exactly when x is inf or NaN: one vectorised pass */
+#pragma omp simd reduction(+ : poison)
+    for (int i = 0; i < n; i++) poison += x[i] * 0.0f;
+    return poison == poison;
 }
 
 /* Feeds [EOS] and ids (the prompt) to sample slot of g; returns its logits. */
