@@ -50,8 +50,13 @@ static inline f16v load16(const float *p) {
 
 /* A block's 16 sums (even and odd columns' chains) + bias -> y (n of them). */
 static inline void store16(f16v even, f16v odd, const float *bias, int n, float *y) {
-    float out[16];
     f16v sum = even + odd;
+    if (n == 16) { /* the same sums as below, a register at once */
+        sum += load16(bias);
+        memcpy(y, &sum, sizeof sum);
+        return;
+    }
+    float out[16];
     memcpy(out, &sum, sizeof sum);
     for (int r = 0; r < n; r++) y[r] = out[r] + bias[r];
 }
@@ -310,7 +315,7 @@ static void new_query_key_value(GeneratorBatch *g, int l, const int *which, int 
         slm_score_token_qk_with(c, &g->score[l], g->pos[s], qkv); /* --pos rope, --score general|additive: turned once, cached so */
         float *keys = g->keys + s * sz.keys + (size_t)l * H * kd * W, *values = g->values + s * sz.values + (size_t)l * H * vd * W;
         for (int i = 0; i < H * kd; i++) keys[(size_t)i * W + slot] = qkv[H * kd + i];
-        for (int i = 0; i < H * vd; i++) values[(size_t)i * W + slot] = qkv[2 * H * kd + i];
+        for (int h = 0; h < H; h++) memcpy(values + ((size_t)h * W + slot) * vd, qkv + 2 * H * kd + h * vd, vd * sizeof(float));
     }
 }
 
@@ -340,45 +345,26 @@ static void query_key_scores(const float *q, int kd, const float *keys, int stri
     }
 }
 
-/* The 16 lanes of v summed in a fixed order (halves, then quarters...). */
-static inline float sum16(f16v v) {
-    float x[16];
-    memcpy(x, &v, sizeof x);
-    for (int w = 8; w > 0; w /= 2)
-        for (int i = 0; i < w; i++) x[i] += x[i + w];
-    return x[0];
-}
-
-/* out (vd) = weights a (n) . each channel's values over the slots (values:
- * vd rows of stride floats): 4 channels at a time, each two registers over
- * alternate 16 slots (eight chains in flight), summed across in a fixed
- * order, then the slots past the last 16. */
-static void blend_values(const float *a, int n, const float *values, int stride, int vd, float *out) {
-    int n16 = n / 16 * 16, ch = 0;
-    for (; ch + 4 <= vd; ch += 4) {
-        const float *v0 = values + (size_t)ch * stride, *v1 = v0 + stride, *v2 = v1 + stride, *v3 = v2 + stride;
-        f16v s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0}, r0 = {0}, r1 = {0}, r2 = {0}, r3 = {0};
+/* out (vd) = weights a (n) . the slots' values (values: n slots of vd
+ * channels): 16 channels a register, the slots in four chains (j mod 4)
+ * added at the end; channels past the last 16 one by one. */
+static void blend_values(const float *a, int n, const float *values, int vd, float *out) {
+    int ch = 0;
+    for (; ch + 16 <= vd; ch += 16) {
+        f16v s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
+        const float *v = values + ch;
         int j = 0;
-        for (; j + 32 <= n16; j += 32) {
-            f16v w = load16(a + j), u = load16(a + j + 16);
-            s0 += w * load16(v0 + j), s1 += w * load16(v1 + j), s2 += w * load16(v2 + j), s3 += w * load16(v3 + j);
-            r0 += u * load16(v0 + j + 16), r1 += u * load16(v1 + j + 16), r2 += u * load16(v2 + j + 16);
-            r3 += u * load16(v3 + j + 16);
+        for (; j + 4 <= n; j += 4) {
+            s0 += load16(v + (size_t)j * vd) * a[j], s1 += load16(v + (size_t)(j + 1) * vd) * a[j + 1];
+            s2 += load16(v + (size_t)(j + 2) * vd) * a[j + 2], s3 += load16(v + (size_t)(j + 3) * vd) * a[j + 3];
         }
-        if (j < n16) {
-            f16v w = load16(a + j);
-            s0 += w * load16(v0 + j), s1 += w * load16(v1 + j), s2 += w * load16(v2 + j), s3 += w * load16(v3 + j);
-        }
-        float t0 = sum16(s0 + r0), t1 = sum16(s1 + r1), t2 = sum16(s2 + r2), t3 = sum16(s3 + r3);
-        for (j = n16; j < n; j++) t0 += a[j] * v0[j], t1 += a[j] * v1[j], t2 += a[j] * v2[j], t3 += a[j] * v3[j];
-        out[ch] = t0, out[ch + 1] = t1, out[ch + 2] = t2, out[ch + 3] = t3;
+        for (; j < n; j++) s0 += load16(v + (size_t)j * vd) * a[j];
+        f16v sum = (s0 + s1) + (s2 + s3);
+        memcpy(out + ch, &sum, sizeof sum);
     }
     for (; ch < vd; ch++) {
-        const float *v = values + (size_t)ch * stride;
-        f16v s0 = {0};
-        for (int j = 0; j < n16; j += 16) s0 += load16(a + j) * load16(v + j);
-        float t = sum16(s0);
-        for (int j = n16; j < n; j++) t += a[j] * v[j];
+        float t = 0.0f;
+        for (int j = 0; j < n; j++) t += a[j] * values[(size_t)j * vd + ch];
         out[ch] = t;
     }
 }
@@ -402,7 +388,7 @@ static void head_attend(GeneratorBatch *g, int s, int l, int h, float *out) {
         query_key_scores(q, kd, keys, W, bias, n, sc);
     }
     slm_softmax_inplace(sc, n);
-    blend_values(sc, n, g->values + s * sz.values + (size_t)lh * vd * W, W, vd, out);
+    blend_values(sc, n, g->values + s * sz.values + (size_t)lh * W * vd, vd, out);
 }
 
 /* The rows (k, D) and, layer by layer, the heads' outputs of the newest
