@@ -91,28 +91,44 @@ static int scales_safely(const float *logits, int n, float inv) {
     return big * inv < FLT_MAX && spread * inv < FLT_MAX;
 }
 
+/* The sort key of a probability: its bits inverted (non-negative floats
+ * order as their bits), so that the most likely comes first. */
+static uint32_t sort_key(float prob) {
+    uint32_t bits;
+    memcpy(&bits, &prob, sizeof bits);
+    return ~bits;
+}
+
 /* c (m) in id order -> highest probability first, ties by id: a stable radix
- * sort on the probabilities' bits (non-negative floats order as their bits),
- * 8 bits a pass, passes where every key has the same digit skipped. */
+ * sort on sort_key, 8 bits a pass, the four digits counted in one read,
+ * passes where every key has the same digit skipped, the two buffers taking
+ * turns; a few candidates by insertion instead (also stable). */
 static void sort_by_prob_desc(Candidate *c, Candidate *spare, int m) {
-    for (int shift = 0; shift < 32; shift += 8) {
-        int count[257] = {0};
-        for (int i = 0; i < m; i++) {
-            uint32_t bits;
-            memcpy(&bits, &c[i].prob, sizeof bits);
-            count[((~bits) >> shift & 0xffu) + 1]++;
+    if (m <= 16) {
+        for (int i = 1; i < m; i++) {
+            Candidate x = c[i];
+            int j = i;
+            for (; j > 0 && c[j - 1].prob < x.prob; j--) c[j] = c[j - 1];
+            c[j] = x;
         }
-        int same = 0;
-        for (int d = 1; d <= 256; d++) same |= count[d] == m;
-        if (same) continue;
-        for (int d = 1; d <= 256; d++) count[d] += count[d - 1];
-        for (int i = 0; i < m; i++) {
-            uint32_t bits;
-            memcpy(&bits, &c[i].prob, sizeof bits);
-            spare[count[(~bits) >> shift & 0xffu]++] = c[i];
-        }
-        memcpy(c, spare, (size_t)m * sizeof *c);
+        return;
     }
+    int count[4][257] = {{0}};
+    for (int i = 0; i < m; i++) {
+        uint32_t key = sort_key(c[i].prob);
+        for (int d = 0; d < 4; d++) count[d][(key >> (8 * d) & 0xffu) + 1]++;
+    }
+    Candidate *from = c, *to = spare;
+    for (int d = 0; d < 4; d++) {
+        int same = 0, *n = count[d];
+        for (int b = 1; b <= 256; b++) same |= n[b] == m;
+        if (same) continue;
+        for (int b = 1; b <= 256; b++) n[b] += n[b - 1];
+        for (int i = 0; i < m; i++) to[n[sort_key(from[i].prob) >> (8 * d) & 0xffu]++] = from[i];
+        Candidate *t = from;
+        from = to, to = t;
+    }
+    if (from != c) memcpy(c, from, (size_t)m * sizeof *c);
 }
 
 /* Probability held by the tokens at or above floor. */
