@@ -21,14 +21,15 @@ typedef float f16v __attribute__((vector_size(64)));
 #endif
 /* Samples a block of weights serves at once: with 32 registers (AVX-512) 8
  * samples' 16 chains and the weights fit; with 16, 2. */
+/* Blocks one sample alone goes through at once: with AVX-512, 8 chains in
+ * flight, so the FMAs wait on neither each other nor the cache. */
 #ifdef __AVX512F__
 #define DENSE_GROUP 8
+#define DENSE_BLOCKS 4
 #else
 #define DENSE_GROUP 2
+#define DENSE_BLOCKS 2
 #endif
-/* Blocks one sample alone goes through at once: 8 chains in flight, so the
- * FMAs wait on neither each other nor the cache. */
-#define DENSE_BLOCKS 4
 
 /* W (rows, cols) -> blocks of 16 rows, column by column: block b holds
  * W[16b + r][k] at (b*cols + k)*16 + r (rows past the end 0). Then a
@@ -49,8 +50,8 @@ static inline f16v load16(const float *p) {
 }
 
 /* A block's 16 sums (even and odd columns' chains) + bias -> y (n of them). */
-static inline void store16(f16v even, f16v odd, const float *bias, int n, float *y) {
-    f16v sum = even + odd;
+static inline void store16(const f16v *even, const f16v *odd, const float *bias, int n, float *y) {
+    f16v sum = *even + *odd; /* by pointer: no vector crosses a call's ABI, even where not inlined */
     if (n == 16) { /* the same sums as below, a register at once */
         sum += load16(bias);
         memcpy(y, &sum, sizeof sum);
@@ -89,7 +90,7 @@ static inline __attribute__((always_inline)) void block_for_samples(const float 
         for (int s = 0; s < S; s++) e[s] += we * x[s][k];
     }
 #pragma GCC unroll 8
-    for (int s = 0; s < S; s++) store16(e[s], o[s], bias, n, y[s]);
+    for (int s = 0; s < S; s++) store16(&e[s], &o[s], bias, n, y[s]);
 }
 
 /* One sample alone through B consecutive blocks at once (B <= DENSE_BLOCKS,
@@ -114,7 +115,7 @@ static inline __attribute__((always_inline)) void blocks_for_sample(const float 
         for (int b = 0; b < B; b++) e[b] += load16(w + b * block + (size_t)k * 16) * x[k];
     }
 #pragma GCC unroll 4
-    for (int b = 0; b < B; b++) store16(e[b], o[b], bias + 16 * b, rows - 16 * b < 16 ? rows - 16 * b : 16, y + 16 * b);
+    for (int b = 0; b < B; b++) store16(&e[b], &o[b], bias + 16 * b, rows - 16 * b < 16 ? rows - 16 * b : 16, y + 16 * b);
 }
 
 /* y = packed W (rows, cols) x + bias for one sample: DENSE_BLOCKS blocks at
