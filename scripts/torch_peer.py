@@ -28,7 +28,9 @@ on the same stories: the peer is the same network.
 
 serve: reads commands on stdin, one a line, and answers each with one JSON
 line: `train N` (N steps: predicted tokens, seconds), `generate N` (N new
-tokens: tokens, seconds), `rss` (peak resident memory, KB), `quit`. The model
+tokens: tokens, seconds, CPU seconds), `generate N B` (B stories of N new tokens
+each, batched: every step one pass for all B, sampled over the batch), `rss`
+(peak resident memory, KB), `quit`. The model
 and batches are set up before the first command, so only the work is timed.
 """
 import argparse
@@ -181,6 +183,43 @@ class Generator:
         return out[:n_new], time.perf_counter() - t0
 
 
+class BatchGenerator(Generator):
+    """B stories at once, every step one batched pass: (B, D) rows, (B, H, T, KD) cached keys, one
+    F.linear for the hidden and output layers of all B, softmax, sort and multinomial over the batch."""
+
+    def sample_batch(self, logits, temperature=0.8, top_p=0.95):
+        probs = torch.softmax(logits / temperature, dim=-1)
+        sorted_p, order = probs.sort(dim=-1, descending=True)
+        keep = sorted_p.cumsum(-1) - sorted_p < top_p
+        picked = torch.multinomial(sorted_p * keep, 1, generator=self.g)  # (B, 1)
+        return order.gather(1, picked).squeeze(1)
+
+    @torch.no_grad()
+    def run_batch(self, prompt, n_new, b):
+        net, total = self.net, len(prompt) + n_new
+        keys, values = torch.zeros(b, H, total, KD), torch.zeros(b, H, total, VD)
+        scale = 1 / math.sqrt(KD)
+        hidden_w, hidden_b = net.hidden.weight.detach(), net.hidden.bias.detach()
+        out_w, out_b = net.output.weight.detach(), net.output.bias.detach()
+        embedding = net.embedding.detach()
+        tokens, n_out = torch.full((b,), prompt[0], dtype=torch.long), 0
+        t0 = time.perf_counter()
+        for t in range(total):
+            rows = embedding[tokens]  # (B, D)
+            q, k, v = (rows @ self.w).view(b, H, -1).split([KD, KD, VD], dim=-1)
+            keys[:, :, t], values[:, :, t] = k, v
+            lo = max(0, t - W + 1)
+            s = (keys[:, :, lo:t + 1] @ q.unsqueeze(-1)).squeeze(-1) * scale + self.distance_back[:, W - (t + 1 - lo):]
+            o = (torch.softmax(s, dim=-1).unsqueeze(2) @ values[:, :, lo:t + 1]).reshape(b, -1)  # (B, H*VD)
+            logits = F.linear(torch.tanh(F.linear(torch.cat([rows, o], dim=1), hidden_w, hidden_b)), out_w, out_b)
+            if t + 1 < len(prompt):
+                tokens = torch.full((b,), prompt[t + 1], dtype=torch.long)
+            else:
+                tokens = self.sample_batch(logits)
+                n_out += b
+        return min(n_out, b * n_new), time.perf_counter() - t0  # as run: the last step's draw is not kept
+
+
 @torch.no_grad()
 def mean_loss(net, stories):
     """Mean loss over every predicted position, batches of 8 padded stories."""
@@ -213,7 +252,7 @@ def serve(args):
     trainer.run(2)  # warm up: allocator, first-call costs
     gen_net = Net()
     gen_net.load(args.model)
-    generator = Generator(gen_net)
+    generator = BatchGenerator(gen_net)
     prompt = [int(t) for t in args.prompt.split()] if args.prompt else PROMPT
     print(json.dumps({"ready": True, "threads": torch.get_num_threads(), "blas_threads": openblas_threads(),
                       "torch": torch.__version__}), flush=True)
@@ -224,11 +263,17 @@ def serve(args):
         if cmd[0] == "train":
             tokens, seconds = trainer.run(int(cmd[1]))
             reply = {"tokens": tokens, "seconds": seconds, "cpu_seconds": trainer.cpu_seconds}
-        elif cmd[0] == "generate":
+        elif cmd[0] == "generate":  # generate N [B]: one story token by token, or B stories batched
             torch.set_num_threads(1)
-            tokens, seconds = generator.run(prompt, int(cmd[1]))
+            cpu0 = time.process_time()
+            if len(cmd) > 2:
+                n_tokens, seconds = generator.run_batch(prompt, int(cmd[1]), int(cmd[2]))
+            else:
+                tokens, seconds = generator.run(prompt, int(cmd[1]))
+                n_tokens = len(tokens)
+            cpu = time.process_time() - cpu0
             torch.set_num_threads(args.threads or default_threads)
-            reply = {"tokens": len(tokens), "seconds": seconds}
+            reply = {"tokens": n_tokens, "seconds": seconds, "cpu_seconds": cpu}
         elif cmd[0] == "rss":
             reply = {"peak_rss_kb": peak_rss_kb()}
         else:

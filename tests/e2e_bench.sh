@@ -41,6 +41,11 @@ grep -q "spiral" bad.err || fail "bench train --pos spiral: the message does not
 j=$("$STORYLM" bench generate m.safetensors --tokens 50 --prompt "Lily found a")
 echo "bench generate: $j"
 [[ $(field "$j" tokens) == 50 && $(field "$j" prompt_tokens) -ge 3 ]] || fail "bench generate: $j"
+j=$("$STORYLM" bench generate m.safetensors --tokens 20 --samples 4 --prompt "Lily found a")
+echo "bench generate --samples 4: $j"
+[[ $(field "$j" tokens) == 80 && $(field "$j" samples) == 4 ]] || fail "bench generate --samples 4: $j"
+python3 -c "import json,sys; d=json.loads(sys.argv[1]); sys.exit(0 if d['cpu_seconds'] > 0 else 1)" "$j" ||
+  fail "bench generate --samples 4: no CPU time: $j"
 
 j=$("$STORYLM" bench encode vocab.txt slice.txt)
 echo "bench encode: $j"
@@ -60,6 +65,11 @@ if /usr/bin/python3 -c "import torch" 2> /dev/null; then
   echo "held-out loss: storylm $ours, PyTorch peer $peer"
   python3 -c "import sys; sys.exit(0 if abs($ours - $peer) < 1e-4 * $ours else 1)" ||
     fail "the PyTorch peer's loss $peer differs from storylm's $ours: not the same network"
+  # its batched generation (the 64-sample row of scripts/bench): B stories of N tokens each
+  printf 'generate 6 3\nquit\n' | /usr/bin/python3 "$STORYLM_SOURCE_DIR/scripts/torch_peer.py" serve train_ids.txt m.safetensors \
+    > peer.out || fail "the PyTorch peer's serve"
+  python3 -c "import json,sys; d=json.loads(open('peer.out').read().splitlines()[1]); sys.exit(0 if d['tokens'] == 18 and d['cpu_seconds'] > 0 else 1)" ||
+    fail "the PyTorch peer's batched generation: $(cat peer.out)"
 else
   echo "e2e_bench: /usr/bin/python3 has no torch: the PyTorch peer check is skipped"
 fi

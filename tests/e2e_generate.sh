@@ -5,7 +5,9 @@
 # its seed writes, --json parsed with python3 (text, tokens, seed, stop
 # reason), the seed always on stderr, the prompt echoed byte for byte
 # (accents, spaces, newlines), names capitalised from --stories, and a
-# warning naming the characters of a prompt mostly of [UNK].
+# warning naming the characters of a prompt mostly of [UNK]; llama2.c's short
+# flags, --temp and the warning of a hot temperature; -f FILE; --stop,
+# --repeat-penalty, --min-p and --n-probs the same in a batch as alone.
 set -euo pipefail
 source "$STORYLM_SOURCE_DIR/tests/common.sh"
 S="$STORYLM"
@@ -130,7 +132,53 @@ grep -q "'"$'\xd0\x96'"'" unk.err || fail "the warning does not name the charact
 gen -n 5 --seed 1 "Zo"$'\xc3\xab'" found a ball" > /dev/null 2> known.err
 grep -q "UNK" known.err && fail "a warning for a prompt the vocabulary reads: $(cat known.err)"
 
+# llama2.c's short flags and --temp; a temperature above 2 warns, naming --threads.
+gen -t 0.7 -p 0.9 -s 4 -n 20 "Tom" > short.txt 2> /dev/null
+gen --temp 0.7 --top-p 0.9 --seed 4 --tokens 20 "Tom" > long.txt 2> /dev/null
+cmp -s short.txt long.txt || fail "-t -p -s -n differ from --temp --top-p --seed --tokens"
+gen -t 4 -n 3 -s 1 "Tom" > /dev/null 2> hot.err
+grep -q "warning: temperature 4 .*--threads" hot.err || fail "no warning for -t 4: $(cat hot.err)"
+gen -t 2 -n 3 -s 1 "Tom" > /dev/null 2> warm.err
+grep -q "warning" warm.err && fail "a warning at -t 2: $(cat warm.err)"
+
+# -f FILE reads the prompt (its final newline dropped), the same as the prompt typed.
+printf 'Lily found a\n' > prompt_file.txt
+gen -t 0 -n 25 -f prompt_file.txt > from_file.txt 2> /dev/null || fail "generate -f"
+cmp -s arg.txt from_file.txt || fail "-f prompt: '$(cat from_file.txt)' vs '$(cat arg.txt)'"
+if gen -f no-such-file.txt 2> nofile.err; then fail "-f of a missing file accepted"; fi
+grep -q "no-such-file.txt" nofile.err || fail "-f missing file: $(cat nofile.err)"
+
+# --stop, --repeat-penalty, --min-p, --n-probs: --samples 3 gives each sample what it writes alone,
+# log-probabilities and alternatives included; the text ends before the stop string.
+opts=(--repeat-penalty 1.3 --repeat-last-n 32 --min-p 0.05 --stop " the" --stop "." -n 60)
+gen "${opts[@]}" --n-probs 2 --seed 30 --samples 3 --json "Lily found a" > three.json 2> /dev/null || fail "generate with the new options"
+for i in 1 2 3; do gen "${opts[@]}" --n-probs 2 --seed $((30 + i - 1)) --json "Lily found a" > alone_opt$i.json 2> /dev/null; done
+gen "${opts[@]}" --seed 30 "Lily found a" > opt_text.txt 2> /dev/null
+"$PY" - three.json alone_opt1.json alone_opt2.json alone_opt3.json opt_text.txt <<'EOF' || fail "the new options: batch vs alone"
+import json, math, sys
+d = json.load(open(sys.argv[1])); three = d["samples"]
+assert d["repeat_penalty"] == 1.3 and d["min_p"] == 0.05 and d["stop"] == [" the", "."] and d["n_probs"] == 2, d
+for i, path in enumerate(sys.argv[2:5]):
+    alone = json.load(open(path))["samples"][0]
+    assert three[i] == dict(alone, sample=i + 1), (i, three[i], alone)
+for s in three:
+    written = s["text"][len("Lily found a"):]
+    assert " the" not in written and "." not in written, s["text"]
+    assert s["stop_reason"] in ("stop", "end", "max_tokens") and (s["stop"] is not None) == (s["stop_reason"] == "stop")
+    for t in s["tokens"]:
+        assert t["logprob"] <= 0 and len(t["top_logprobs"]) == 2, t
+        assert t["top_logprobs"][0]["logprob"] >= t["top_logprobs"][1]["logprob"]
+        assert t["logprob"] <= t["top_logprobs"][0]["logprob"]
+assert any(s["stop_reason"] == "stop" for s in three), [s["stop_reason"] for s in three]
+assert open(sys.argv[5]).read() == three[0]["text"] + "\n"
+EOF
+
 # Bad values are refused with a message.
+for bad in "--min-p 2" "--repeat-penalty 0" "--n-probs 21 --json" "--n-probs 2" "--repeat-last-n -1"; do
+  if gen $bad "Tom" 2> bad.err > /dev/null; then fail "$bad accepted"; fi
+  grep -q "error" bad.err || fail "$bad: $(cat bad.err)"
+done
+if gen --stop "" "Tom" 2> bad.err > /dev/null; then fail "an empty --stop accepted"; fi
 if gen --samples 0 "Tom" 2> bad.err; then fail "--samples 0 accepted"; fi
 grep -q "samples" bad.err || fail "--samples 0: $(cat bad.err)"
-echo "PASSED: stdin, pipe, --samples, --json, echo, names and [UNK] warning"
+echo "PASSED: stdin, -f, pipe, --samples, --json, sampling options, echo, names and [UNK] warning"

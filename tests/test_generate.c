@@ -232,7 +232,9 @@ static void samples_together_are_samples_alone(void) {
     LoadedModel lm;
     CHECK(open_test_model(&lm, 21, &e) == 0);
     const char *prompt = "Lily found a";
-    ViewGenerateOptions go = {.max_tokens = 60, .seed = 5, .temperature = 1.0, .top_p = 0.95};
+    const char *stops[] = {"ball"};
+    ViewGenerateOptions go = {.max_tokens = 60, .seed = 5, .temperature = 1.0, .top_p = 0.95, .min_p = 0.02,
+                              .repeat_penalty = 1.3, .repeat_last_n = 8, .stops = stops, .n_stops = 1, .n_probs = 3};
     ViewBatch vb;
     Streamed st = {.prompt = prompt};
     CHECK(slm_view_batch_init(&vb, &lm, NULL, prompt, &go, 3, &e) == 0);
@@ -246,14 +248,18 @@ static void samples_together_are_samples_alone(void) {
         const ViewGenerator *b = &vb.samples[i];
         CHECK(b->ids.len == vg.ids.len && !memcmp(b->ids.data, vg.ids.data, vg.ids.len * sizeof(int32_t)));
         CHECK(b->tokens == vg.tokens && strcmp(b->stop_reason, vg.stop_reason) == 0);
+        CHECK(b->logprob.len == vg.logprob.len && !memcmp(b->logprob.data, vg.logprob.data, vg.logprob.len));
+        CHECK(b->alternatives.len == vg.alternatives.len && vg.alternatives.len == vg.logprob.len * 6 && /* 3 of 8 bytes a 4-byte logprob */
+              !memcmp(b->alternatives.data, vg.alternatives.data, vg.alternatives.len));
         char *text = slm_view_generator_text(b, &e);
         CHECK(text && st.text[i].len == strlen(text) && !memcmp(st.text[i].data, text, st.text[i].len));
-        CHECK(st.done[i] == 1 && st.first_is_prompt[i] && st.calls[i] > 2);
+        CHECK(st.done[i] == 1 && st.first_is_prompt[i] && (st.calls[i] > 2 || b->tokens <= 2)); /* "ball" may come at once */
         free(text);
         slm_view_generator_free(&vg);
         slm_bytevec_free(&st.text[i]);
     }
     CHECK(st.after_done == 0);
+    CHECK(strcmp(vb.samples[1].stop_reason, "stop") == 0); /* seed 6 writes "ball" */
     CHECK(vb.samples[0].ids.len != vb.samples[1].ids.len ||
           memcmp(vb.samples[0].ids.data, vb.samples[1].ids.data, vb.samples[0].ids.len * sizeof(int32_t)) != 0);
     slm_view_batch_free(&vb);
@@ -329,6 +335,164 @@ static void unknown_characters_are_named(void) {
     close_test_model(&lm);
 }
 
+/* ---- the repeat penalty, min-p, log-probabilities: against hand-computed cases ---- */
+
+/* The token a sampler at temperature 1, no cut, seeded seed, draws from
+ * these logits: the first whose cumulative probability passes the draw. */
+static int draw_from(const float *logits, int V, uint64_t seed) {
+    float p[512];
+    Rng r;
+    slm_rng_seed(&r, seed);
+    slm_softmax_probs(logits, V, p);
+    double u = slm_rng_uniform(&r), acc = 0;
+    for (int i = 0; i < V; i++)
+        if (u < (acc += p[i])) return i;
+    return V - 1;
+}
+
+/* llama.cpp's rule on a tiny model's logits: each distinct token of the last
+ * repeat_last_n has a positive logit divided by the penalty, a negative one
+ * multiplied; tokens further back are untouched. */
+static void repeat_penalty_by_hand(void) {
+    Error e = {0};
+    LoadedModel lm;
+    CHECK(open_test_model(&lm, 31, &e) == 0);
+    int V = lm.model.cfg.vocab_size;
+    Generator g;
+    CHECK(slm_generator_init(&g, &lm.model, NULL, &e) == 0);
+    slm_generator_feed(&g, 1);
+    const float *logits = slm_generator_feed(&g, 9);
+    int top = 0, neg = -1; /* the likeliest token (positive logit after randomising) and a negative one */
+    for (int i = 1; i < V; i++) top = logits[i] > logits[top] ? i : top;
+    for (int i = 0; i < V && neg < 0; i++) neg = logits[i] < 0 ? i : -1;
+    CHECK(logits[top] > 0 && neg >= 0);
+    int32_t story[] = {neg, 5, top, top, top, 7}; /* top three times: penalised once */
+    float want[512];
+    memcpy(want, logits, V * sizeof(float));
+    want[neg] *= 4.0f, want[top] /= 4.0f, want[5] = want[5] > 0 ? want[5] / 4.0f : want[5] * 4.0f;
+    want[7] = want[7] > 0 ? want[7] / 4.0f : want[7] * 4.0f;
+    SamplerSettings st = {.temperature = 0, .top_p = 1, .min_p = 0, .repeat_penalty = 4, .repeat_last_n = 64};
+    Sampler s;
+    CHECK(slm_sampler_init_with(&s, V, &st, 3, &e) == 0);
+    int greedy = 0;
+    for (int i = 1; i < V; i++) greedy = want[i] > want[greedy] ? i : greedy;
+    CHECK(slm_sampler_sample_story(&s, logits, story, 6) == greedy && greedy != top);
+    CHECK(slm_sampler_sample(&s, logits) == top); /* no story, no penalty */
+    slm_sampler_free(&s);
+    int same = 1;
+    for (uint64_t seed = 0; seed < 200; seed++) { /* at temperature 1: the draw of the hand-penalised softmax */
+        st.temperature = 1;
+        CHECK(slm_sampler_init_with(&s, V, &st, seed, &e) == 0);
+        same &= slm_sampler_sample_story(&s, logits, story, 6) == draw_from(want, V, seed);
+        slm_sampler_free(&s);
+    }
+    CHECK(same);
+    st.repeat_last_n = 2; /* only {top, 7}: neg untouched, so its logit is the model's */
+    memcpy(want, logits, V * sizeof(float));
+    want[top] /= 4.0f, want[7] = want[7] > 0 ? want[7] / 4.0f : want[7] * 4.0f;
+    for (uint64_t seed = 0; seed < 200; seed++) {
+        CHECK(slm_sampler_init_with(&s, V, &st, seed, &e) == 0);
+        same &= slm_sampler_sample_story(&s, logits, story, 6) == draw_from(want, V, seed);
+        slm_sampler_free(&s);
+    }
+    CHECK(same);
+    st.repeat_penalty = 0; /* out of range: refused */
+    CHECK(slm_sampler_init_with(&s, V, &st, 1, &e) == -1 && strstr(e.message, "repeat penalty"));
+    slm_generator_free(&g);
+    close_test_model(&lm);
+}
+
+/* min-p 0.1 on probabilities 1 : 0.5 : 0.09 : 0.2 : 0.05 (as logits) keeps
+ * tokens 0, 1 and 3 (0.09 and 0.05 are under a tenth of the likeliest) and
+ * draws from them renormalised: 1/1.7, 0.5/1.7, 0.2/1.7. */
+static void min_p_cuts_by_hand(void) {
+    enum { V = 5, N = 60000 };
+    float logits[V] = {logf(1.0f), logf(0.5f), logf(0.09f), logf(0.2f), logf(0.05f)};
+    float kept_probs[V] = {1 / 1.7f, 0.5f / 1.7f, 0, 0.2f / 1.7f, 0};
+    Error e = {0};
+    SamplerSettings st = {.temperature = 1, .top_p = 1, .min_p = 0.1f, .repeat_penalty = 1};
+    Sampler s;
+    int counts[V] = {0};
+    CHECK(slm_sampler_init_with(&s, V, &st, 9, &e) == 0);
+    for (int i = 0; i < N; i++) counts[slm_sampler_sample(&s, logits)]++;
+    slm_sampler_free(&s);
+    CHECK(counts[2] == 0 && counts[4] == 0);
+    for (int i = 0; i < V; i++) CHECK_CLOSE((double)counts[i] / N, kept_probs[i], 0.05, 0.005);
+    st.min_p = 0.095f; /* 0.09 is cut, 0.1 would be kept: just under the line */
+    st.top_k = 2;      /* and top-k after the cut: tokens 0 and 1 only */
+    memset(counts, 0, sizeof counts);
+    CHECK(slm_sampler_init_with(&s, V, &st, 9, &e) == 0);
+    for (int i = 0; i < 6000; i++) counts[slm_sampler_sample(&s, logits)]++;
+    slm_sampler_free(&s);
+    CHECK(counts[0] + counts[1] == 6000 && counts[1] > 1000);
+    st.min_p = 1.5f;
+    CHECK(slm_sampler_init_with(&s, V, &st, 1, &e) == -1 && strstr(e.message, "min-p"));
+}
+
+/* A token's log-probability is log softmax of the model's logits; the
+ * alternatives are the likeliest, most likely first. */
+static void logprobs_by_hand(void) {
+    enum { V = 6 };
+    float logits[V] = {1.0f, 3.0f, -2.0f, 3.0f, 0.5f, 2.0f};
+    double z = 0;
+    for (int i = 0; i < V; i++) z += exp(logits[i]);
+    Error e = {0};
+    Sampler s;
+    CHECK(slm_sampler_init(&s, V, 0.8f, 0, 0.95f, 1, &e) == 0);
+    int32_t ids[4];
+    float lps[4];
+    float lp = slm_sampler_logprobs(&s, logits, 4, 4, ids, lps);
+    CHECK_CLOSE(lp, 0.5 - log(z), 1e-5, 1e-5);
+    CHECK(ids[0] == 1 && ids[1] == 3 && ids[2] == 5 && ids[3] == 0); /* the tie at 3.0: lower id first */
+    CHECK_CLOSE(lps[0], 3.0 - log(z), 1e-5, 1e-5);
+    CHECK_CLOSE(lps[3], 1.0 - log(z), 1e-5, 1e-5);
+    slm_sampler_free(&s);
+}
+
+/* Greedy from a prompt, then the same with a stop string made of the end of
+ * one written token and the start of the next: the story ends at the token
+ * that completes it, the text is the first text cut just before it, and the
+ * streamed pieces never show any of it. */
+static void stop_string_across_tokens(void) {
+    Error e = {0};
+    LoadedModel lm;
+    CHECK(open_test_model(&lm, 24, &e) == 0);
+    const char *prompt = "lily found";
+    ViewGenerateOptions go = slm_view_generate_defaults();
+    go.temperature = 0, go.max_tokens = 40;
+    ViewGenerator vg;
+    CHECK(slm_view_generator_init(&vg, &lm, NULL, prompt, &go, &e) == 0);
+    while (slm_view_generator_next(&vg, &e) > 0) {}
+    char *whole = slm_view_generator_text(&vg, &e);
+    CHECK(whole && vg.tokens >= 6);
+    /* the stop: the last 2 bytes of the text after 4 new tokens and the next byte */
+    char *part = slm_view_story_text(&lm.tokenizer, prompt, vg.ids.data, (size_t)vg.prompt_tokens,
+                                     (size_t)vg.prompt_tokens + 4, NULL, &e);
+    size_t cut = strlen(part);
+    CHECK(cut >= strlen(prompt) + 2 && strlen(whole) > cut);
+    char stop[4] = {part[cut - 2], part[cut - 1], whole[cut], 0};
+    size_t first = (size_t)(strstr(whole + strlen(prompt), stop) - whole);
+    slm_view_generator_free(&vg);
+    const char *stops[] = {"never written, surely", stop};
+    go.stops = stops, go.n_stops = 2;
+    ViewBatch vb;
+    Streamed sd = {.prompt = prompt};
+    CHECK(slm_view_batch_init(&vb, &lm, NULL, prompt, &go, 1, &e) == 0);
+    CHECK(slm_view_batch_run(&vb, collect, &sd, &e) == 0);
+    char *text = slm_view_generator_text(&vb.samples[0], &e);
+    CHECK(strcmp(vb.samples[0].stop_reason, "stop") == 0 && vb.samples[0].stop == stops[1]);
+    CHECK(text && strlen(text) == first && strncmp(text, whole, first) == 0);
+    CHECK(sd.text[0].len == first && memcmp(sd.text[0].data, whole, first) == 0 && sd.done[0] == 1);
+    CHECK(vb.samples[0].tokens <= 5 + (int)(first - cut + 2)); /* ended at the token that wrote it, not later */
+    printf("stop '%s' across tokens: %d tokens, text \"%s\"\n", stop, vb.samples[0].tokens, text);
+    free(text);
+    free(part);
+    free(whole);
+    slm_bytevec_free(&sd.text[0]);
+    slm_view_batch_free(&vb);
+    close_test_model(&lm);
+}
+
 int main(void) {
     slm_model_threads_setup(2);
     generation_matches_forward();
@@ -339,5 +503,9 @@ int main(void) {
     samples_together_are_samples_alone();
     prompt_as_typed_and_names_capitalised();
     unknown_characters_are_named();
+    repeat_penalty_by_hand();
+    min_p_cuts_by_hand();
+    logprobs_by_hand();
+    stop_string_across_tokens();
     return check_report();
 }

@@ -11,9 +11,10 @@
  * others.
  *
  * Laid out for speed (one token is some 300,000 multiply-adds, most of them
- * the output layer's): the cache holds each head's key and value components
- * as rows over the window's slots, so a head's scores and its blend are
- * loops over contiguous slots; the query, key and value weights are packed
+ * the output layer's): the cache holds each head's key components as rows
+ * over the window's slots, so a head's scores are 16 slots a register, and
+ * each slot's value channels together, so its blend is 16 channels a
+ * register; the query, key and value weights are packed
  * into one (32, 256) matrix; the distance scores are stored reversed and
  * twice over, so the scores of every slot are one contiguous stretch; the
  * dense layers' weights are packed in blocks of 16 rows, so that 16 outputs
@@ -45,7 +46,7 @@ typedef struct GeneratorBatch {
     /* each sample's story; sample s's part is at s times the size given */
     int *pos;         /* (n) tokens fed so far */
     float *keys;      /* (n, L, H, kd, W): component i of the key in slot s (position pos % W) */
-    float *values;    /* (n, L, H, vd, W) */
+    float *values;    /* (n, L, H, W, vd): the value in slot s (position pos % W), its channels together */
     int32_t *recent;  /* (n, C) window8: the last C tokens, oldest first */
     float *qkv;       /* (n, H*(2*kd+vd)) the newest token's queries, keys, values (of one layer at a time) */
     float *z;         /* (n, Z) what the hidden layer reads */

@@ -1,5 +1,8 @@
 /* The sampler: turns a position's logits into the next token. Apart from the
- * model, with its own seeded RNG: temperature (0 = greedy), top-k, top-p. */
+ * model, with its own seeded RNG. In order: the repeat penalty on the tokens
+ * of the story's latest stretch, min-p's cut, temperature (0 = greedy),
+ * top-k, top-p. Its settings' defaults and ranges are here, the one place the
+ * CLI, the server and the bench take them from. */
 #ifndef STORYLM_SAMPLE_H
 #define STORYLM_SAMPLE_H
 
@@ -12,26 +15,74 @@
  * the draw is greedy in effect, and 1/T soon overflows float. */
 #define SAMPLER_GREEDY_BELOW 1e-4f
 
+/* Defaults (those of `storylm generate`, the server's /api/generate, the bench). */
+#define SAMPLER_DEFAULT_TEMPERATURE 0.8
+#define SAMPLER_DEFAULT_TOP_K 0
+#define SAMPLER_DEFAULT_TOP_P 0.95
+#define SAMPLER_DEFAULT_MIN_P 0.0
+#define SAMPLER_DEFAULT_REPEAT_PENALTY 1.0 /* 1: off */
+#define SAMPLER_DEFAULT_REPEAT_LAST_N 64
+/* Ranges accepted (inclusive), by the CLI's flags and the server's fields alike. */
+#define SAMPLER_MAX_TEMPERATURE 100
+#define SAMPLER_WARN_TEMPERATURE 2 /* above it the text is mostly noise: the CLI warns */
+#define SAMPLER_MAX_TOP_K 1000000
+#define SAMPLER_MIN_TOP_P 1e-6
+#define SAMPLER_MIN_REPEAT_PENALTY 0.01
+#define SAMPLER_MAX_REPEAT_PENALTY 100
+#define SAMPLER_MAX_REPEAT_LAST_N 1000000
+#define SAMPLER_MAX_N_PROBS 20 /* alternatives reported a token */
+
+typedef struct SamplerSettings {
+    float temperature;    /* 0: always the most likely token */
+    int top_k;            /* 0: no limit */
+    float top_p;          /* 1: no limit; else the smallest set holding this much probability */
+    float min_p;          /* 0: none; else only tokens at least min_p times as likely as the
+                           * likeliest (at temperature 1, after the penalty), as llama.cpp's */
+    float repeat_penalty; /* 1: none; else llama.cpp's rule on each distinct token of the story's
+                           * latest repeat_last_n: a positive logit divided by it, a negative one
+                           * multiplied */
+    int repeat_last_n;    /* 0: no penalty */
+} SamplerSettings;
+
+#define SAMPLER_SETTINGS_DEFAULT                                                                                         \
+    ((SamplerSettings){.temperature = SAMPLER_DEFAULT_TEMPERATURE, .top_k = SAMPLER_DEFAULT_TOP_K,                      \
+                       .top_p = SAMPLER_DEFAULT_TOP_P, .min_p = SAMPLER_DEFAULT_MIN_P,                                    \
+                       .repeat_penalty = SAMPLER_DEFAULT_REPEAT_PENALTY, .repeat_last_n = SAMPLER_DEFAULT_REPEAT_LAST_N})
+
 typedef struct Sampler {
     int vocab_size;
-    float temperature; /* 0: always the most likely token */
-    int top_k;         /* 0: no limit */
-    float top_p;       /* 1: no limit; else the smallest set holding this much probability */
+    float temperature, top_p, min_p, repeat_penalty;
+    int top_k, repeat_last_n;
     Rng rng;
     float *probs;      /* (V) scratch */
+    float *penalized;  /* (V) scratch: the logits after the repeat penalty */
+    uint8_t *seen;     /* (V) scratch: tokens of the penalty's stretch, each once */
     struct Candidate { float prob; int32_t id; } *candidates; /* (V) scratch */
     struct Candidate *spare; /* (V) scratch of the sort */
 } Sampler;
 typedef struct Candidate Candidate;
 
+/* Refuses settings out of the ranges above, naming the flag. */
+int slm_sampler_settings_check(const SamplerSettings *st, Error *e);
+int slm_sampler_init_with(Sampler *s, int vocab_size, const SamplerSettings *st, uint64_t seed, Error *e);
+/* No penalty, no min-p. */
 int slm_sampler_init(Sampler *s, int vocab_size, float temperature, int top_k, float top_p, uint64_t seed, Error *e);
 void slm_sampler_free(Sampler *s);
 
 /* logits (V) -> a token id. Ties in the greedy case go to the lowest id.
  * Never picks a NaN logit: logits that cannot be scaled by 1/temperature
  * (inf, NaN, or a spread that overflows) fall back to greedy over the finite
- * and infinite ones, and NaNs are passed over. */
+ * and infinite ones, and NaNs are passed over. No repeat penalty. */
 int slm_sampler_sample(Sampler *s, const float *logits);
+/* The same after the story so far, story (n) (the prompt's tokens and those
+ * written; the last repeat_last_n of them get the repeat penalty). */
+int slm_sampler_sample_story(Sampler *s, const float *logits, const int32_t *story, int n);
+
+/* logits (V) -> log-probability of token chosen under the model's own
+ * distribution (softmax at temperature 1, before any penalty or cut), and
+ * the k most likely tokens, most likely first (ties: lower id): their ids
+ * (k) and log-probabilities (k). Uses s's scratch; draws nothing. */
+float slm_sampler_logprobs(Sampler *s, const float *logits, int chosen, int k, int32_t *top_ids, float *top_logprobs);
 
 /* logits (V) -> probabilities (V), softmax at temperature 1. */
 void slm_softmax_probs(const float *logits, int n, float *probs);

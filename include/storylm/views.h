@@ -102,9 +102,23 @@ typedef struct ViewGenerateOptions {
     int max_tokens, top_k;
     uint64_t seed;            /* of sample 0; sample i draws with seed + i */
     double temperature, top_p;
+    double min_p;             /* 0: no cut (sample.h) */
+    double repeat_penalty;    /* 0 or 1: none */
+    int repeat_last_n;        /* the penalty's stretch of the story, in tokens */
+    const char *const *stops; /* (n_stops) strings the text ends before: the first written ends the story */
+    int n_stops;
+    int logprobs;             /* keep each new token's log-probability (slm_view_generator_logprob), */
+    int n_probs;              /* and its n_probs likeliest alternatives (0..SAMPLER_MAX_N_PROBS) */
     const NameList *names;    /* may be NULL; kept by the caller while the generator lives */
     int threads;              /* a ViewBatch's steps share its samples between this many (0, 1: the caller's) */
 } ViewGenerateOptions;
+/* The defaults of sample.h, 200 tokens, seed 0, one thread. */
+ViewGenerateOptions slm_view_generate_defaults(void);
+/* One of a token's likeliest alternatives. */
+typedef struct TokenAlternative {
+    int32_t id;
+    float logprob;
+} TokenAlternative;
 /* One story, one token at a time, so a caller can stream them (the server)
  * or stop; in a ViewBatch, one of its samples. */
 typedef struct ViewGenerator {
@@ -121,7 +135,14 @@ typedef struct ViewGenerator {
     const float *logits;      /* for the next token */
     int tokens, max_tokens;   /* new tokens so far; at most */
     int finished;
-    const char *stop_reason;  /* "end" (the story ended) or "max_tokens" */
+    const char *stop_reason;  /* "end" (the story ended), "max_tokens" or "stop" (a stop string) */
+    const char *const *stops; /* the options' stop strings (n_stops) */
+    int n_stops;
+    const char *stop;         /* with "stop": the string written, and the text's bytes before it */
+    size_t stop_at;
+    int logprobs, n_probs;
+    ByteVec logprob;          /* (tokens) float: each new token's log-probability (with logprobs) */
+    ByteVec alternatives;     /* (tokens, n_probs) TokenAlternative */
     size_t shown;             /* bytes of the text streamed so far (slm_view_batch_run), */
     size_t settled;           /* and the ids it was made of */
 } ViewGenerator;
@@ -130,8 +151,19 @@ int slm_view_generator_init(ViewGenerator *vg, const LoadedModel *lm, const Abla
                         const ViewGenerateOptions *go, Error *e);
 /* 1: one more token (the last of vg->ids); 0: finished (vg->stop_reason); -1: error. */
 int slm_view_generator_next(ViewGenerator *vg, Error *e);
-/* The prompt and what was written, as the verb prints it (caller frees). */
+/* The prompt and what was written, as the verb prints it (caller frees):
+ * after a stop string, the text before it; before the end, without a tail
+ * that may yet become a stop string. */
 char *slm_view_generator_text(const ViewGenerator *vg, Error *e);
+/* New token i's log-probability under the model (slm_sampler_logprobs), and
+ * its n_probs alternatives; only with options' logprobs. */
+float slm_view_generator_logprob(const ViewGenerator *vg, int i);
+const TokenAlternative *slm_view_generator_alternatives(const ViewGenerator *vg, int i);
+/* New token i as JSON: {"piece", "id"} and, with logprobs, "logprob" and
+ * "top_logprobs" [{"piece", "id", "logprob"}] (n_probs of them); NULL when
+ * out of memory. The same for every new token: an array. */
+cJSON *slm_view_generator_token_json(const ViewGenerator *vg, int i);
+cJSON *slm_view_tokens_logprobs_json(const ViewGenerator *vg);
 /* The same for any ids: the prompt as typed, then ids[n_prompt..n) decoded
  * (ids[0..n_prompt) are the prompt's tokens), names (may be NULL) capitalised. */
 char *slm_view_story_text(const Tokenizer *t, const char *prompt, const int32_t *ids, size_t n_prompt, size_t n,

@@ -81,7 +81,7 @@ const char *args_nearest(const char *word, const char *const *names, int n) {
 
 /* Long names that mean another option (the spelling other tools use, or an
  * older one of storylm's: --top became --top-k). */
-static const char *const option_aliases[][2] = {{"output", "out"}, {"top", "top-k"}};
+static const char *const option_aliases[][2] = {{"output", "out"}, {"top", "top-k"}, {"temp", "temperature"}};
 
 /* The option arg names: "-n", "-n10" (a short option with its value
  * attached: *attached points at "10"), "--name" or "--name=value". */

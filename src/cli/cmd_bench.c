@@ -31,12 +31,14 @@ const Command command_bench = {
     "                     --pos, --score and --layers time a variant (docs/variants.md).\n"
     "  generate MODEL     [EOS], --prompt, then --tokens new tokens, one thread, sampled\n"
     "                     as `storylm generate` does by default (t 0.8, top-p 0.95); an\n"
-    "                     [EOS] does not stop it.\n"
+    "                     [EOS] does not stop it. --samples N: N stories of --tokens\n"
+    "                     each, computed together as `generate --samples` does (the\n"
+    "                     prompt fed once, one pass of the batch a step).\n"
     "  encode VOCAB TEXT  every line of TEXT encoded on its own, one thread.",
     run};
 
 typedef struct BenchOptions {
-    int steps, tokens, threads, batch, first_batch, layers;
+    int steps, tokens, threads, batch, first_batch, layers, samples;
     const char *prompt, *pos, *score;
 } BenchOptions;
 
@@ -137,25 +139,48 @@ static int bench_train(const char *path, const BenchOptions *o, Error *e) {
     return rc;
 }
 
-/* [EOS] + prompt fed, then o->tokens sampled and fed; the time of all of it. */
+/* Sample i of n: sampled with seed 1 + i, as `generate --samples` seeds them. */
+static int bench_samplers(Sampler *s, int n, int vocab_size, Error *e) {
+    SamplerSettings st = SAMPLER_SETTINGS_DEFAULT;
+    st.repeat_penalty = 1, st.repeat_last_n = 0; /* the defaults' penalty is none */
+    for (int i = 0; i < n; i++)
+        if (slm_sampler_init_with(&s[i], vocab_size, &st, 1 + (uint64_t)i, e)) return -1;
+    return 0;
+}
+
+/* [EOS] + prompt fed once, then --samples stories of o->tokens sampled and
+ * fed each, every step one pass of the batch (generate --samples' loop); the
+ * time of all of it. */
 static int bench_generate(const char *path, const BenchOptions *o, Error *e) {
     LoadedModel lm;
     if (slm_cli_load_model(&lm, path, e)) return -1;
+    int n = o->samples;
     IntVec prompt = {0};
-    Generator g = {0};
-    Sampler s = {0};
-    int rc = slm_tokenizer_encode(&lm.tokenizer, o->prompt, strlen(o->prompt), &prompt, e) ||
-             slm_generator_init(&g, &lm.model, NULL, e) ||
-             slm_sampler_init(&s, lm.model.cfg.vocab_size, 0.8f, 0, 0.95f, 1, e);
+    GeneratorBatch g = {0};
+    Sampler *s = xcalloc((size_t)n, sizeof *s, e);
+    int *which = s ? xcalloc((size_t)n, sizeof *which, e) : NULL;
+    int32_t *next = which ? xcalloc((size_t)n, sizeof *next, e) : NULL;
+    int rc = !next || slm_tokenizer_encode(&lm.tokenizer, o->prompt, strlen(o->prompt), &prompt, e) ||
+             slm_generator_batch_init(&g, &lm.model, NULL, n, e) || bench_samplers(s, n, lm.model.cfg.vocab_size, e);
     if (!rc) {
         double start = now_s(), cpu = cpu_s();
-        const float *logits = slm_generator_feed(&g, lm.tokenizer.eos_id);
-        for (size_t i = 0; i < prompt.len; i++) logits = slm_generator_feed(&g, prompt.data[i]);
-        for (int i = 0; i < o->tokens; i++) logits = slm_generator_feed(&g, slm_sampler_sample(&s, logits));
-        printf("{\"command\": \"bench\", \"work\": \"generate\", \"tokens\": %d, \"seconds\": %.6f, \"cpu_seconds\": %.6f, \"prompt_tokens\": %zu}\n", o->tokens,
-               now_s() - start, cpu_s() - cpu, prompt.len);
+        int first = 0;
+        slm_generator_batch_feed(&g, &first, &lm.tokenizer.eos_id, 1);
+        for (size_t i = 0; i < prompt.len; i++) slm_generator_batch_feed(&g, &first, &prompt.data[i], 1);
+        for (int i = 0; i < n; i++) {
+            if (i) slm_generator_batch_copy(&g, 0, i);
+            which[i] = i;
+        }
+        for (int t = 0; t < o->tokens; t++) {
+            for (int i = 0; i < n; i++) next[i] = slm_sampler_sample(&s[i], slm_generator_batch_logits(&g, i));
+            slm_generator_batch_feed(&g, which, next, n);
+        }
+        printf("{\"command\": \"bench\", \"work\": \"generate\", \"samples\": %d, \"tokens\": %lld, \"seconds\": %.6f, "
+               "\"cpu_seconds\": %.6f, \"prompt_tokens\": %zu}\n",
+               n, (long long)n * o->tokens, now_s() - start, cpu_s() - cpu, prompt.len);
     }
-    slm_sampler_free(&s), slm_generator_free(&g), slm_intvec_free(&prompt), slm_cli_free_model(&lm);
+    for (int i = 0; s && i < n; i++) slm_sampler_free(&s[i]);
+    free(s), free(which), free(next), slm_generator_batch_free(&g), slm_intvec_free(&prompt), slm_cli_free_model(&lm);
     return rc;
 }
 
@@ -184,7 +209,7 @@ static int bench_encode(const char *vocab_path, const char *text_path, Error *e)
 }
 
 static int run(int argc, char **argv) {
-    BenchOptions o = {.steps = 10, .tokens = 256, .threads = cli_default_threads(), .batch = 8, .layers = 1,
+    BenchOptions o = {.steps = 10, .tokens = 256, .threads = cli_default_threads(), .batch = 8, .layers = 1, .samples = 1,
                       .prompt = "Once upon a time", .pos = "distance", .score = "scaled-dot"};
     const char *pos[3];
     int np;
@@ -196,7 +221,8 @@ static int run(int argc, char **argv) {
         {"score", 0, OPT_STRING, &o.score, "FN", "training's score function, as storylm train --score", 0, 0},
         {"layers", 0, OPT_INT, &o.layers, "N", "training's layers of heads, as storylm train --layers", 1, STORYLM_MAX_LAYERS},
         THREADS_OPTION(o.threads), /* training; generation and encoding time one thread */
-        {"tokens", 'n', OPT_INT, &o.tokens, "N", "new tokens generated", 1, 1e6},
+        {"tokens", 'n', OPT_INT, &o.tokens, "N", "new tokens generated (a sample)", 1, 1e6},
+        {"samples", 0, OPT_INT, &o.samples, "N", "generation's samples, computed together (default 1)", 1, 4096},
         {"prompt", 0, OPT_STRING, &o.prompt, "TEXT", "generation's prompt", 0, 0},
     };
     int rc = args_parse(&command_bench, argc, argv, opts, N_OPTIONS(opts), pos, 2, 3, &np);

@@ -23,9 +23,21 @@ const Command command_generate = {
     "Feeds [EOS] and the prompt's tokens to the model, then samples up to -n more tokens,\n"
     "stopping at the end of the story, and prints the prompt as typed with the story\n"
     "written on, word by word as it comes. Keys and values of earlier tokens are kept,\n"
-    "not recomputed. --temperature 0 always takes the most likely token. PROMPT - (or\n"
-    "no PROMPT with a pipe or file on stdin) reads the prompt from stdin, its final\n"
-    "newline dropped; no PROMPT otherwise starts a story from nothing.\n"
+    "not recomputed. PROMPT - (or no PROMPT with a pipe or file on stdin) reads the\n"
+    "prompt from stdin, -f FILE from a file, the final newline dropped; no PROMPT\n"
+    "otherwise starts a story from nothing.\n"
+    "\n"
+    "The short flags are llama2.c's run: -t temperature (not threads: those are\n"
+    "--threads; --temp is -t too), -p top-p, -s seed, -n tokens. Sampling, in order:\n"
+    "the repeat penalty (llama.cpp's: each distinct token of the story's last\n"
+    "--repeat-last-n, prompt included, has a positive logit divided by the penalty, a\n"
+    "negative one multiplied), min-p's cut (tokens less than P times as likely as the\n"
+    "likeliest go), the temperature (0 always takes the most likely token), top-k,\n"
+    "top-p. --stop STRING (repeatable) ends the story where the text first holds one\n"
+    "of them, even across tokens: the text ends before it (stop reason \"stop\").\n"
+    "--json gives each new token its log-probability under the model (softmax of its\n"
+    "logits at temperature 1, before penalty and cuts) and, with --n-probs K, the K\n"
+    "likeliest tokens at that place with theirs.\n"
     "\n"
     "--samples N writes N stories computed together (one pass over the weights a step\n"
     "for all of them): sample i (from 1) draws with seed SEED + i - 1, so --samples 1\n"
@@ -46,19 +58,22 @@ typedef struct GenerateAblation {
 typedef struct GenerateFlags {
     GenerateAblation ga;
     ViewGenerateOptions go;
+    StringList stops;
     int samples;
     bool json;
 } GenerateFlags;
 
-/* The whole of stdin (caller frees), one final newline (as echo or a here
- * document adds) dropped. */
-static char *read_stdin_prompt(Error *e) {
+/* The whole of in (caller frees), named name in messages, one final
+ * newline (as echo, a here document or an editor adds) dropped. */
+static char *read_prompt(FILE *in, const char *name, Error *e) {
     ByteVec b = {0};
     char buf[4096];
     size_t n;
-    while ((n = fread(buf, 1, sizeof buf, stdin)) > 0)
+    while ((n = fread(buf, 1, sizeof buf, in)) > 0)
         if (slm_bytevec_append(&b, buf, n, e)) return slm_bytevec_free(&b), NULL;
-    if (ferror(stdin)) return slm_bytevec_free(&b), FAIL(e, NULL, "cannot read the prompt from stdin"), NULL;
+    if (ferror(in)) return slm_bytevec_free(&b), FAIL(e, NULL, "cannot read the prompt from %s", name), NULL;
+    if (memchr(b.data, '\0', b.len))
+        return slm_bytevec_free(&b), FAIL(e, "give a text file", "the prompt in %s holds a NUL byte", name), NULL;
     if (b.len && b.data[b.len - 1] == '\n') b.len--;
     if (b.len && b.data[b.len - 1] == '\r') b.len--;
     if (slm_bytevec_append(&b, "", 1, e)) return slm_bytevec_free(&b), NULL;
@@ -139,7 +154,6 @@ static int run_batch(ViewBatch *vb, bool json, Error *e) {
 /* ---- --json ---------------------------------------------------------------------- */
 
 static cJSON *sample_json(const ViewGenerator *vg, int i, Error *e) {
-    const Tokenizer *t = &vg->lm->tokenizer;
     char *text = slm_view_generator_text(vg, e);
     cJSON *j = text ? cJSON_CreateObject() : NULL;
     if (j) {
@@ -147,8 +161,10 @@ static cJSON *sample_json(const ViewGenerator *vg, int i, Error *e) {
         cJSON_AddNumberToObject(j, "seed", (double)vg->seed);
         cJSON_AddStringToObject(j, "text", text);
         cJSON_AddNumberToObject(j, "new_tokens", vg->tokens);
-        cJSON_AddItemToObject(j, "tokens", slm_view_tokens_json(t, vg->ids.data + vg->prompt_tokens, (size_t)vg->tokens));
+        cJSON_AddItemToObject(j, "tokens", slm_view_tokens_logprobs_json(vg));
         cJSON_AddStringToObject(j, "stop_reason", vg->stop_reason);
+        if (vg->stop) cJSON_AddStringToObject(j, "stop", vg->stop);
+        else cJSON_AddNullToObject(j, "stop");
     }
     free(text);
     return j;
@@ -167,6 +183,11 @@ static int print_json(const ViewBatch *vb, const LoadedModel *lm, const char *pr
     cJSON_AddNumberToObject(j, "temperature", f->go.temperature);
     cJSON_AddNumberToObject(j, "top_k", f->go.top_k);
     cJSON_AddNumberToObject(j, "top_p", f->go.top_p);
+    cJSON_AddNumberToObject(j, "min_p", f->go.min_p);
+    cJSON_AddNumberToObject(j, "repeat_penalty", f->go.repeat_penalty);
+    cJSON_AddNumberToObject(j, "repeat_last_n", f->go.repeat_last_n);
+    cJSON_AddItemToObject(j, "stop", cJSON_CreateStringArray(f->stops.items, f->stops.count));
+    cJSON_AddNumberToObject(j, "n_probs", f->go.n_probs);
     if (names_from) cJSON_AddStringToObject(j, "names_from", names_from);
     else cJSON_AddNullToObject(j, "names_from");
     cJSON *samples = cJSON_AddArrayToObject(j, "samples");
@@ -231,22 +252,49 @@ static int generate(const char *path, const char *prompt, GenerateFlags *f, Erro
     return rc;
 }
 
+/* The prompt: from -f FILE, stdin (PROMPT -, or none with a pipe or file
+ * there), PROMPT, or none; *owned is what the caller frees. */
+static const char *find_prompt(const char *file, int np, const char *given, char **owned, Error *e) {
+    *owned = NULL;
+    if (file) {
+        FILE *in = fopen(file, "rb");
+        if (!in) return FAIL(e, "check the path given to -f", "cannot open the prompt file '%s'", file), NULL;
+        *owned = read_prompt(in, file, e);
+        fclose(in);
+        return *owned;
+    }
+    if ((np && strcmp(given, "-") == 0) || (!np && stdin_has_prompt())) return *owned = read_prompt(stdin, "stdin", e);
+    return np ? given : "";
+}
+
 static int run(int argc, char **argv) {
-    GenerateFlags f = {.go = {.max_tokens = 200, .top_k = 0, .temperature = 0.8, .top_p = 0.95},
-                       .ga = {.mode = "zero"}, .samples = 1};
+    GenerateFlags f = {.go = slm_view_generate_defaults(), .ga = {.mode = "zero"}, .samples = 1};
     int seed = -1;
-    const char *model = NULL, *pos[1] = {NULL};
+    const char *model = NULL, *pos[1] = {NULL}, *file = NULL;
     GenerateAblation *ga = &f.ga;
     int np, threads = cli_default_threads();
     Option opts[] = {
         {"model", 'm', OPT_STRING, &model, "FILE", "model file (default: ./" DEFAULT_MODEL_PATH ", else the shipped model)", 0, 0},
-        {"tokens", 'n', OPT_INT, &f.go.max_tokens, "N", "most new tokens (default 200)", 0, 1000000},
-        {"temperature", 't', OPT_DOUBLE, &f.go.temperature, "T", "sampling temperature (default 0.8); 0 (or below 1e-4) = greedy", 0, 100},
-        {"top-k", 'k', OPT_INT, &f.go.top_k, "K", "sample among the K most likely (default 0 = all)", 0, 1000000},
-        {"top-p", 'p', OPT_DOUBLE, &f.go.top_p, "P", "sample among the most likely holding P of the probability (default 0.95)", 1e-6, 1},
-        {"seed", 's', OPT_INT, &seed, "N", "sampling seed of the first sample (default -1 = from the clock; printed)", -1, 2147483647},
-        {"samples", 0, OPT_INT, &f.samples, "N", "stories to write, computed together (default 1)", 1, 4096},
-        {"json", 0, OPT_BOOL, &f.json, NULL, "print text, tokens, seed and stop reason of each sample as JSON", 0, 0},
+        {"file", 'f', OPT_STRING, &file, "FILE", "read the prompt from FILE (its final newline dropped)", 0, 0},
+        {"tokens", 'n', OPT_INT, &f.go.max_tokens, "N", "most new tokens", 0, 1000000},
+        {"temperature", 't', OPT_DOUBLE, &f.go.temperature, "T",
+         "sampling temperature (also --temp); 0 (or below 1e-4) = greedy; -t is not threads", 0,
+         SAMPLER_MAX_TEMPERATURE},
+        {"top-k", 'k', OPT_INT, &f.go.top_k, "K", "sample among the K most likely (0 = all)", 0, SAMPLER_MAX_TOP_K},
+        {"top-p", 'p', OPT_DOUBLE, &f.go.top_p, "P", "sample among the most likely holding P of the probability",
+         SAMPLER_MIN_TOP_P, 1},
+        {"min-p", 0, OPT_DOUBLE, &f.go.min_p, "P", "drop tokens less than P times as likely as the likeliest (0 = none)", 0, 1},
+        {"repeat-penalty", 0, OPT_DOUBLE, &f.go.repeat_penalty, "R",
+         "penalty of the tokens of the last --repeat-last-n (1 = none; llama.cpp's rule)", SAMPLER_MIN_REPEAT_PENALTY,
+         SAMPLER_MAX_REPEAT_PENALTY},
+        {"repeat-last-n", 0, OPT_INT, &f.go.repeat_last_n, "N", "tokens the repeat penalty looks back over", 0,
+         SAMPLER_MAX_REPEAT_LAST_N},
+        {"stop", 0, OPT_STRINGS, &f.stops, "STRING", "end the story before STRING when it is written (repeat for more)", 0, 0},
+        {"seed", 's', OPT_INT, &seed, "N", "sampling seed of the first sample (-1 = from the clock; printed)", -1, 2147483647},
+        {"samples", 0, OPT_INT, &f.samples, "N", "stories to write, computed together", 1, 4096},
+        {"json", 0, OPT_BOOL, &f.json, NULL, "print text, tokens with log-probabilities, seed and stop reason of each sample as JSON", 0, 0},
+        {"n-probs", 0, OPT_INT, &f.go.n_probs, "K", "with --json, each token's K likeliest alternatives", 0,
+         SAMPLER_MAX_N_PROBS},
         ABLATE_OPTIONS(ga->heads, ga->mode),
         {"stories", 0, OPT_STRING, &ga->stories, "FILE",
          "stories for --ablate-mode mean (needed for it) and for the names (default: the model's training file if here, else data/stories.txt)", 0, 0},
@@ -255,6 +303,15 @@ static int run(int argc, char **argv) {
     int rc = args_parse(&command_generate, argc, argv, opts, N_OPTIONS(opts), pos, 0, 1, &np);
     if (rc) return rc > 0 ? 0 : 2;
     if (probe_check_mode(&command_generate, ga->mode)) return 2;
+    if (file && np) return args_usage_error(&command_generate, "give the prompt as PROMPT or as -f FILE, not both");
+    if (f.go.n_probs && !f.json) return args_usage_error(&command_generate, "--n-probs needs --json");
+    for (int i = 0; i < f.stops.count; i++)
+        if (!f.stops.items[i][0]) return args_usage_error(&command_generate, "--stop needs a string of one character or more");
+    if (f.go.temperature > SAMPLER_WARN_TEMPERATURE)
+        fprintf(stderr,
+                "storylm: warning: temperature %g is above %d, where the text turns to noise; -t is the temperature here, "
+                "as in llama2.c (the threads are --threads)\n",
+                f.go.temperature, SAMPLER_WARN_TEMPERATURE);
     cli_set_threads(threads);
     if (seed < 0) seed = (int)(((unsigned)time(NULL) ^ (unsigned)getpid() * 2654435761u) & 0x7fffffff);
     if (f.samples > 1)
@@ -263,13 +320,14 @@ static int run(int argc, char **argv) {
         fprintf(stderr, "storylm: seed %d (give --seed %d to repeat)\n", seed, seed);
     f.go.seed = (uint64_t)seed;
     f.go.threads = threads;
+    f.go.stops = f.stops.items;
+    f.go.n_stops = f.stops.count;
+    f.go.logprobs = f.json;
     Error e = {0};
-    char *from_stdin = NULL;
-    if ((np && strcmp(pos[0], "-") == 0) || (!np && stdin_has_prompt())) {
-        if (!(from_stdin = read_stdin_prompt(&e))) return cli_fail(&e);
-    }
-    const char *prompt = from_stdin ? from_stdin : np ? pos[0] : "";
+    char *owned;
+    const char *prompt = find_prompt(file, np, pos[0], &owned, &e);
+    if (!prompt) return cli_fail(&e);
     rc = generate(cli_model_path(model, false), prompt, &f, &e);
-    free(from_stdin);
+    free(owned);
     return rc ? cli_fail(&e) : 0;
 }

@@ -13,11 +13,22 @@
 
 static int qkv_width(const ModelConfig *c) { return c->n_heads * (2 * c->key_dim + c->value_dim); }
 
-/* 8 floats, one AVX register (two SSE ones, or plain loops, elsewhere). */
-typedef float f8 __attribute__((vector_size(32)));
-/* The helpers are static and inlined: no ABI is crossed (GCC warns without AVX). */
+/* 16 floats: one AVX-512 register (two AVX ones elsewhere), a block's 16 rows. */
+typedef float f16v __attribute__((vector_size(64)));
+/* The helpers are static and inlined: no ABI is crossed (GCC warns without AVX-512). */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+/* Samples a block of weights serves at once: with 32 registers (AVX-512) 8
+ * samples' 16 chains and the weights fit; with 16, 2. */
+/* Blocks one sample alone goes through at once: with AVX-512, 8 chains in
+ * flight, so the FMAs wait on neither each other nor the cache. */
+#ifdef __AVX512F__
+#define DENSE_GROUP 8
+#define DENSE_BLOCKS 4
+#else
+#define DENSE_GROUP 2
+#define DENSE_BLOCKS 2
 #endif
 
 /* W (rows, cols) -> blocks of 16 rows, column by column: block b holds
@@ -31,88 +42,118 @@ static void pack_rows16(const float *W, int rows, int cols, float *packed) {
                 packed[((size_t)b * cols + k) * 16 + r] = 16 * b + r < rows ? W[(size_t)(16 * b + r) * cols + k] : 0.0f;
 }
 
-/* 8 floats read from anywhere (no alignment asked). */
-static inline f8 load8(const float *p) {
-    f8 v;
+/* 16 floats read from anywhere (no alignment asked). */
+static inline f16v load16(const float *p) {
+    f16v v;
     memcpy(&v, p, sizeof v);
     return v;
 }
 
-/* The 16 sums of a block (two chains of two registers each) + bias -> y. */
-static inline void store_block(f8 even_lo, f8 even_hi, f8 odd_lo, f8 odd_hi, const float *bias, int n, float *y) {
+/* A block's 16 sums (even and odd columns' chains) + bias -> y (n of them). */
+static inline void store16(const f16v *even, const f16v *odd, const float *bias, int n, float *y) {
+    f16v sum = *even + *odd; /* by pointer: no vector crosses a call's ABI, even where not inlined */
+    if (n == 16) { /* the same sums as below, a register at once */
+        sum += load16(bias);
+        memcpy(y, &sum, sizeof sum);
+        return;
+    }
     float out[16];
-    f8 lo = even_lo + odd_lo, hi = even_hi + odd_hi;
-    memcpy(out, &lo, sizeof lo);
-    memcpy(out + 8, &hi, sizeof hi);
+    memcpy(out, &sum, sizeof sum);
     for (int r = 0; r < n; r++) y[r] = out[r] + bias[r];
 }
 
-/* Block b (16 rows; n of them real) of y = packed W (rows, cols) x (cols)
- * + bias, w the block. Each row's sum is two chains (even and odd columns:
- * an FMA waits on the one before) added at the end; the 16 rows are two
- * 8-float registers (AVX). */
-static void dense16_block(const float *w, const float *bias, const float *x, int cols, int n, float *y) {
-    f8 e0 = {0}, e1 = {0}, o0 = {0}, o1 = {0};
+/* Every row's sum is the same two chains whichever kernel computes it: one
+ * FMA a column, the even columns' in one, the odd ones' in the other (an FMA
+ * waits on the one before), added at the end, then the bias. So a sample's
+ * outputs have the same bits alone, in a group, or with any others. */
+
+/* One block (16 rows, n real; w its packed weights, cols columns) for S
+ * samples at once (S <= DENSE_GROUP, a constant where inlined): each weight
+ * register serves all S. x[s] (cols) -> y[s] (16). */
+static inline __attribute__((always_inline)) void block_for_samples(const float *w, int cols, const float *const *x, int S,
+                                                                    const float *bias, int n, float *const *y) {
+    f16v e[DENSE_GROUP], o[DENSE_GROUP];
+#pragma GCC unroll 8
+    for (int s = 0; s < S; s++) e[s] = o[s] = (f16v){0};
     int k = 0;
     for (; k + 1 < cols; k += 2) {
-        const float *wk = w + (size_t)k * 16;
-        e0 += load8(wk) * x[k];
-        e1 += load8(wk + 8) * x[k];
-        o0 += load8(wk + 16) * x[k + 1];
-        o1 += load8(wk + 24) * x[k + 1];
+        f16v we = load16(w + (size_t)k * 16), wo = load16(w + (size_t)k * 16 + 16);
+#pragma GCC unroll 8
+        for (int s = 0; s < S; s++) {
+            e[s] += we * x[s][k];
+            o[s] += wo * x[s][k + 1];
+        }
     }
     if (k < cols) {
-        e0 += load8(w + (size_t)k * 16) * x[k];
-        e1 += load8(w + (size_t)k * 16 + 8) * x[k];
+        f16v we = load16(w + (size_t)k * 16);
+#pragma GCC unroll 8
+        for (int s = 0; s < S; s++) e[s] += we * x[s][k];
     }
-    store_block(e0, e1, o0, o1, bias, n, y);
+#pragma GCC unroll 8
+    for (int s = 0; s < S; s++) store16(&e[s], &o[s], bias, n, y[s]);
 }
 
-/* dense16_block for two samples (xa -> ya, xb -> yb): eight chains in
- * flight, each weight read once for both, each sample's sums in the same
- * order as alone (so the same bits). */
-static void dense16_block2(const float *w, const float *bias, const float *xa, const float *xb, int cols, int n,
-                           float *ya, float *yb) {
-    f8 ae0 = {0}, ae1 = {0}, ao0 = {0}, ao1 = {0}, be0 = {0}, be1 = {0}, bo0 = {0}, bo1 = {0};
+/* One sample alone through B consecutive blocks at once (B <= DENSE_BLOCKS,
+ * a constant where inlined), blocks of block floats apart: x (cols) -> y
+ * (16 B, rows real of them). */
+static inline __attribute__((always_inline)) void blocks_for_sample(const float *w, size_t block, int cols, const float *x,
+                                                                    int B, const float *bias, int rows, float *y) {
+    f16v e[DENSE_BLOCKS], o[DENSE_BLOCKS];
+#pragma GCC unroll 4
+    for (int b = 0; b < B; b++) e[b] = o[b] = (f16v){0};
     int k = 0;
     for (; k + 1 < cols; k += 2) {
-        const float *wk = w + (size_t)k * 16;
-        f8 w0 = load8(wk), w1 = load8(wk + 8), w2 = load8(wk + 16), w3 = load8(wk + 24);
-        ae0 += w0 * xa[k];
-        ae1 += w1 * xa[k];
-        ao0 += w2 * xa[k + 1];
-        ao1 += w3 * xa[k + 1];
-        be0 += w0 * xb[k];
-        be1 += w1 * xb[k];
-        bo0 += w2 * xb[k + 1];
-        bo1 += w3 * xb[k + 1];
+        float xe = x[k], xo = x[k + 1];
+#pragma GCC unroll 4
+        for (int b = 0; b < B; b++) {
+            e[b] += load16(w + b * block + (size_t)k * 16) * xe;
+            o[b] += load16(w + b * block + (size_t)k * 16 + 16) * xo;
+        }
     }
     if (k < cols) {
-        f8 w0 = load8(w + (size_t)k * 16), w1 = load8(w + (size_t)k * 16 + 8);
-        ae0 += w0 * xa[k];
-        ae1 += w1 * xa[k];
-        be0 += w0 * xb[k];
-        be1 += w1 * xb[k];
+#pragma GCC unroll 4
+        for (int b = 0; b < B; b++) e[b] += load16(w + b * block + (size_t)k * 16) * x[k];
     }
-    store_block(ae0, ae1, ao0, ao1, bias, n, ya);
-    store_block(be0, be1, bo0, bo1, bias, n, yb);
+#pragma GCC unroll 4
+    for (int b = 0; b < B; b++) store16(&e[b], &o[b], bias + 16 * b, rows - 16 * b < 16 ? rows - 16 * b : 16, y + 16 * b);
+}
+
+/* y = packed W (rows, cols) x + bias for one sample: DENSE_BLOCKS blocks at
+ * a time, streaming the packed weights once in order. */
+static void dense_one(const float *packed, const float *bias, const float *x, int rows, int cols, float *y) {
+    int blocks = (rows + 15) / 16, b = 0;
+    size_t block = (size_t)cols * 16;
+    for (; b + DENSE_BLOCKS <= blocks; b += DENSE_BLOCKS)
+        blocks_for_sample(packed + b * block, block, cols, x, DENSE_BLOCKS, bias + 16 * b, rows - 16 * b, y + 16 * b);
+    for (; b < blocks; b++) blocks_for_sample(packed + b * block, block, cols, x, 1, bias + 16 * b, rows - 16 * b, y + 16 * b);
 }
 
 /* For j < k: y of sample which[j] (rows) = packed W (rows, cols) x of that
  * sample (cols) + bias; x and y hold a sample's vector every x_step, y_step
- * floats. Block by block, every sample's rows while the block (16 x cols)
- * sits in the first-level cache: the weights stream past once a step, not
- * once a sample; each sample's sums are the same whatever the others. */
+ * floats. A matrix product over the samples, block by block: each block of
+ * weights (16 x cols) is loaded into registers once for DENSE_GROUP samples
+ * and stays in the first-level cache while every sample passes, so the
+ * weights stream past once a step, not once a sample. */
 static void dense16(const float *packed, const float *bias, const float *x, size_t x_step, const int *which, int k,
                     int rows, int cols, float *y, size_t y_step) {
+    if (k == 1) {
+        dense_one(packed, bias, x + which[0] * x_step, rows, cols, y + which[0] * y_step);
+        return;
+    }
     for (int b = 0; b < (rows + 15) / 16; b++) {
-        const float *w = packed + (size_t)b * cols * 16;
-        int j = 0, n = rows - 16 * b < 16 ? rows - 16 * b : 16;
-        const float *bb = bias + 16 * b;
-        for (; j + 1 < k; j += 2)
-            dense16_block2(w, bb, x + which[j] * x_step, x + which[j + 1] * x_step, cols, n, y + which[j] * y_step + 16 * b,
-                           y + which[j + 1] * y_step + 16 * b);
-        if (j < k) dense16_block(w, bb, x + which[j] * x_step, cols, n, y + which[j] * y_step + 16 * b);
+        const float *w = packed + (size_t)b * cols * 16, *xs[DENSE_GROUP];
+        float *ys[DENSE_GROUP];
+        int n = rows - 16 * b < 16 ? rows - 16 * b : 16;
+        for (int j = 0; j < k;) {
+            int S = k - j < DENSE_GROUP ? k - j : DENSE_GROUP;
+            for (int s = 0; s < S; s++) xs[s] = x + which[j + s] * x_step, ys[s] = y + which[j + s] * y_step + 16 * b;
+            /* the group's size a constant in each call, so its chains stay in registers */
+            if (S == DENSE_GROUP) block_for_samples(w, cols, xs, DENSE_GROUP, bias + 16 * b, n, ys);
+            else if (S >= 4) block_for_samples(w, cols, xs, S = 4, bias + 16 * b, n, ys);
+            else if (S >= 2) block_for_samples(w, cols, xs, S = 2, bias + 16 * b, n, ys);
+            else block_for_samples(w, cols, xs, 1, bias + 16 * b, n, ys);
+            j += S;
+        }
     }
 }
 
@@ -225,27 +266,49 @@ const float *slm_generator_batch_logits(const GeneratorBatch *g, int s) {
     return g->logits + (size_t)s * g->model->cfg.vocab_size;
 }
 
-/* Component r of layer l's input in sample z (Z): the row, then layer l-1's heads. */
-static float layer_input_at(const ModelConfig *c, const float *z, int l, int r) {
-    return r < c->row_dim ? z[r] : z[r + (size_t)(l - 1) * c->n_heads * c->value_dim];
+/* y (m) = x (Din) @ w (Din, m) for one sample, x's row r at xr(r): each
+ * output's sum over the rows in order, one FMA a row, kept in registers
+ * (4 of 16 outputs at a time) rather than in memory. */
+static void row_times_matrix(const float *w, int Din, int m, const float *x0, int split, const float *x1, float *y) {
+    int c = 0;
+    for (; c + 64 <= m; c += 64) {
+        f16v a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+        for (int r = 0; r < Din; r++) {
+            const float *wr = w + (size_t)r * m + c;
+            float xr = r < split ? x0[r] : x1[r - split];
+            a0 += load16(wr) * xr;
+            a1 += load16(wr + 16) * xr;
+            a2 += load16(wr + 32) * xr;
+            a3 += load16(wr + 48) * xr;
+        }
+        memcpy(y + c, &a0, sizeof a0), memcpy(y + c + 16, &a1, sizeof a1);
+        memcpy(y + c + 32, &a2, sizeof a2), memcpy(y + c + 48, &a3, sizeof a3);
+    }
+    for (; c + 16 <= m; c += 16) {
+        f16v a = {0};
+        for (int r = 0; r < Din; r++) a += load16(w + (size_t)r * m + c) * (r < split ? x0[r] : x1[r - split]);
+        memcpy(y + c, &a, sizeof a);
+    }
+    for (; c < m; c++) {
+        float a = 0.0f;
+        for (int r = 0; r < Din; r++) a += w[(size_t)r * m + c] * (r < split ? x0[r] : x1[r - split]);
+        y[c] = a;
+    }
 }
 
 /* Layer l, for j < k: sample which[j]'s input (its z's row and layer l-1's
- * heads) -> its qkv = input @ layer l's qkv_w, one pass over qkv_w for all
- * of them; the key and value go to its layer l cache's slot. */
+ * heads) -> its qkv = input @ layer l's qkv_w (which stays in the
+ * first-level cache for all of them); the key and value go to its layer l
+ * cache's slot. */
 static void new_query_key_value(GeneratorBatch *g, int l, const int *which, int k) {
     const ModelConfig *c = &g->model->cfg;
     int Din = layer_input(c, l), QKV = qkv_width(c), H = c->n_heads, kd = c->key_dim, vd = c->value_dim, W = c->window;
     SampleSizes sz = sample_sizes(c);
     const float *qkv_w = g->qkv_w + (size_t)l * qkv_w_size(c);
-    for (int j = 0; j < k; j++) memset(g->qkv + which[j] * sz.qkv, 0, QKV * sizeof(float));
-    for (int r = 0; r < Din; r++) {
-        const float *w = qkv_w + (size_t)r * QKV;
-        for (int j = 0; j < k; j++) {
-            float *qkv = g->qkv + which[j] * sz.qkv, x = layer_input_at(c, g->z + which[j] * sz.z, l, r);
-#pragma omp simd
-            for (int q = 0; q < QKV; q++) qkv[q] += x * w[q];
-        }
+    for (int j = 0; j < k; j++) { /* layer l's input: the row, then layer l-1's heads (layer_input_at) */
+        const float *z = g->z + which[j] * sz.z;
+        row_times_matrix(qkv_w, Din, QKV, z, c->row_dim, z + c->row_dim + (size_t)(l > 0 ? l - 1 : 0) * H * vd,
+                         g->qkv + which[j] * sz.qkv);
     }
     for (int j = 0; j < k; j++) {
         int s = which[j], slot = g->pos[s] % W;
@@ -253,7 +316,57 @@ static void new_query_key_value(GeneratorBatch *g, int l, const int *which, int 
         slm_score_token_qk_with(c, &g->score[l], g->pos[s], qkv); /* --pos rope, --score general|additive: turned once, cached so */
         float *keys = g->keys + s * sz.keys + (size_t)l * H * kd * W, *values = g->values + s * sz.values + (size_t)l * H * vd * W;
         for (int i = 0; i < H * kd; i++) keys[(size_t)i * W + slot] = qkv[H * kd + i];
-        for (int i = 0; i < H * vd; i++) values[(size_t)i * W + slot] = qkv[2 * H * kd + i];
+        for (int h = 0; h < H; h++) memcpy(values + ((size_t)h * W + slot) * vd, qkv + 2 * H * kd + h * vd, vd * sizeof(float));
+    }
+}
+
+/* sc (n) = bias (n) + q (kd) . each slot's key (keys: kd rows of stride
+ * floats, component i of slot j at i*stride + j): 16 slots in a register,
+ * one FMA a component in order, stored once. */
+static void query_key_scores(const float *q, int kd, const float *keys, int stride, const float *bias, int n, float *sc) {
+    int j = 0;
+    for (; j + 64 <= n; j += 64) { /* four chains in flight */
+        f16v a0 = load16(bias + j), a1 = load16(bias + j + 16), a2 = load16(bias + j + 32), a3 = load16(bias + j + 48);
+        for (int i = 0; i < kd; i++) {
+            const float *k = keys + (size_t)i * stride + j;
+            a0 += load16(k) * q[i], a1 += load16(k + 16) * q[i], a2 += load16(k + 32) * q[i], a3 += load16(k + 48) * q[i];
+        }
+        memcpy(sc + j, &a0, sizeof a0), memcpy(sc + j + 16, &a1, sizeof a1);
+        memcpy(sc + j + 32, &a2, sizeof a2), memcpy(sc + j + 48, &a3, sizeof a3);
+    }
+    for (; j + 16 <= n; j += 16) {
+        f16v a = load16(bias + j);
+        for (int i = 0; i < kd; i++) a += load16(keys + (size_t)i * stride + j) * q[i];
+        memcpy(sc + j, &a, sizeof a);
+    }
+    for (; j < n; j++) {
+        float a = bias[j];
+        for (int i = 0; i < kd; i++) a += keys[(size_t)i * stride + j] * q[i];
+        sc[j] = a;
+    }
+}
+
+/* out (vd) = weights a (n) . the slots' values (values: n slots of vd
+ * channels): 16 channels a register, the slots in four chains (j mod 4)
+ * added at the end; channels past the last 16 one by one. */
+static void blend_values(const float *a, int n, const float *values, int vd, float *out) {
+    int ch = 0;
+    for (; ch + 16 <= vd; ch += 16) {
+        f16v s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
+        const float *v = values + ch;
+        int j = 0;
+        for (; j + 4 <= n; j += 4) {
+            s0 += load16(v + (size_t)j * vd) * a[j], s1 += load16(v + (size_t)(j + 1) * vd) * a[j + 1];
+            s2 += load16(v + (size_t)(j + 2) * vd) * a[j + 2], s3 += load16(v + (size_t)(j + 3) * vd) * a[j + 3];
+        }
+        for (; j < n; j++) s0 += load16(v + (size_t)j * vd) * a[j];
+        f16v sum = (s0 + s1) + (s2 + s3);
+        memcpy(out + ch, &sum, sizeof sum);
+    }
+    for (; ch < vd; ch++) {
+        float t = 0.0f;
+        for (int j = 0; j < n; j++) t += a[j] * values[(size_t)j * vd + ch];
+        out[ch] = t;
     }
 }
 
@@ -269,24 +382,14 @@ static void head_attend(GeneratorBatch *g, int s, int l, int h, float *out) {
     const float *bias = g->distance2 + (size_t)lh * 2 * W + (W - 1 - newest);
     const float *q = g->qkv + s * sz.qkv + h * kd, *keys = g->keys + s * sz.keys + (size_t)lh * kd * W;
     float *sc = g->scores + (size_t)s * W; /* each sample its own: threads may share the batch */
-    memcpy(sc, bias, n * sizeof(float));
-    if (c->score == SCORE_ADDITIVE) /* --score additive: v . tanh(q~ + k~) */
+    if (c->score == SCORE_ADDITIVE) { /* --score additive: v . tanh(q~ + k~) */
+        memcpy(sc, bias, n * sizeof(float));
         slm_additive_scores_cached(g->score[l].v + h * kd, kd, q, keys, W, n, sc);
-    else
-        for (int i = 0; i < kd; i++) {
-            const float *key = keys + (size_t)i * W;
-            float qi = q[i];
-#pragma omp simd
-            for (int j = 0; j < n; j++) sc[j] += qi * key[j];
-        }
-    slm_softmax_inplace(sc, n);
-    for (int ch = 0; ch < vd; ch++) {
-        const float *v = g->values + s * sz.values + ((size_t)lh * vd + ch) * W;
-        float acc = 0.0f;
-#pragma omp simd reduction(+ : acc)
-        for (int j = 0; j < n; j++) acc += sc[j] * v[j];
-        out[ch] = acc;
+    } else {
+        query_key_scores(q, kd, keys, W, bias, n, sc);
     }
+    slm_softmax_inplace(sc, n);
+    blend_values(sc, n, g->values + s * sz.values + (size_t)lh * W * vd, vd, out);
 }
 
 /* The rows (k, D) and, layer by layer, the heads' outputs of the newest

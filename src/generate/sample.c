@@ -8,13 +8,33 @@
 
 #include "storylm/model.h"
 
-int slm_sampler_init(Sampler *s, int vocab_size, float temperature, int top_k, float top_p, uint64_t seed, Error *e) {
-    *s = (Sampler){.vocab_size = vocab_size, .temperature = temperature, .top_k = top_k, .top_p = top_p};
-    if (!(temperature >= 0) || top_k < 0 || !(top_p > 0 && top_p <= 1))
-        return FAIL(e, "use --temperature >= 0, --top-k >= 0, 0 < --top-p <= 1", "invalid sampling settings");
+int slm_sampler_settings_check(const SamplerSettings *st, Error *e) {
+    if (!(st->temperature >= 0 && st->temperature <= SAMPLER_MAX_TEMPERATURE))
+        return FAIL(e, "use 0 <= --temperature <= 100 (0: greedy)", "invalid sampling settings: temperature %g", st->temperature);
+    if (st->top_k < 0 || st->top_k > SAMPLER_MAX_TOP_K)
+        return FAIL(e, "use --top-k 0 (no limit) or more", "invalid sampling settings: top-k %d", st->top_k);
+    if (!(st->top_p >= (float)SAMPLER_MIN_TOP_P && st->top_p <= 1))
+        return FAIL(e, "use 0 < --top-p <= 1", "invalid sampling settings: top-p %g", st->top_p);
+    if (!(st->min_p >= 0 && st->min_p <= 1))
+        return FAIL(e, "use 0 <= --min-p <= 1 (0: no cut)", "invalid sampling settings: min-p %g", st->min_p);
+    if (!(st->repeat_penalty >= (float)SAMPLER_MIN_REPEAT_PENALTY && st->repeat_penalty <= SAMPLER_MAX_REPEAT_PENALTY))
+        return FAIL(e, "use 0.01 <= --repeat-penalty <= 100 (1: none)", "invalid sampling settings: repeat penalty %g",
+                    st->repeat_penalty);
+    if (st->repeat_last_n < 0 || st->repeat_last_n > SAMPLER_MAX_REPEAT_LAST_N)
+        return FAIL(e, "use --repeat-last-n 0 (no penalty) or more", "invalid sampling settings: repeat-last-n %d",
+                    st->repeat_last_n);
+    return 0;
+}
+
+int slm_sampler_init_with(Sampler *s, int vocab_size, const SamplerSettings *st, uint64_t seed, Error *e) {
+    *s = (Sampler){.vocab_size = vocab_size, .temperature = st->temperature, .top_k = st->top_k, .top_p = st->top_p,
+                   .min_p = st->min_p, .repeat_penalty = st->repeat_penalty, .repeat_last_n = st->repeat_last_n};
+    if (slm_sampler_settings_check(st, e)) return -1;
     slm_rng_seed(&s->rng, seed);
     s->probs = xmalloc((size_t)vocab_size * sizeof *s->probs, e);
-    s->candidates = s->probs ? xmalloc((size_t)vocab_size * sizeof(Candidate), e) : NULL;
+    s->penalized = s->probs ? xmalloc((size_t)vocab_size * sizeof *s->penalized, e) : NULL;
+    s->seen = s->penalized ? xcalloc((size_t)vocab_size, 1, e) : NULL;
+    s->candidates = s->seen ? xmalloc((size_t)vocab_size * sizeof(Candidate), e) : NULL;
     s->spare = s->candidates ? xmalloc((size_t)vocab_size * sizeof(Candidate), e) : NULL;
     if (!s->spare) {
         slm_sampler_free(s);
@@ -23,13 +43,21 @@ int slm_sampler_init(Sampler *s, int vocab_size, float temperature, int top_k, f
     return 0;
 }
 
+int slm_sampler_init(Sampler *s, int vocab_size, float temperature, int top_k, float top_p, uint64_t seed, Error *e) {
+    SamplerSettings st = {.temperature = temperature, .top_k = top_k, .top_p = top_p, .min_p = 0, .repeat_penalty = 1,
+                          .repeat_last_n = 0};
+    return slm_sampler_init_with(s, vocab_size, &st, seed, e);
+}
+
 void slm_sampler_free(Sampler *s) {
     free(s->probs);
+    free(s->penalized);
+    free(s->seen);
     free(s->candidates);
     free(s->spare);
-    s->probs = NULL;
-    s->candidates = NULL;
-    s->spare = NULL;
+    s->probs = s->penalized = NULL;
+    s->seen = NULL;
+    s->candidates = s->spare = NULL;
 }
 
 void slm_softmax_probs(const float *logits, int n, float *probs) {
@@ -50,38 +78,57 @@ static int argmax(const float *x, int n) {
  * softmax subtracts the largest, so what matters is the spread: every scaled
  * logit finite and max - min (scaled) finite too, in double. */
 static int scales_safely(const float *logits, int n, float inv) {
-    float lo = INFINITY, hi = -INFINITY;
+    float lo = INFINITY, hi = -INFINITY, poison = 0.0f;
+    /* one vectorised pass: x * 0 is NaN exactly when x is inf or NaN */
+#pragma omp simd reduction(min : lo) reduction(max : hi) reduction(+ : poison)
     for (int i = 0; i < n; i++) {
-        if (!isfinite(logits[i])) return 0;
         lo = logits[i] < lo ? logits[i] : lo;
         hi = logits[i] > hi ? logits[i] : hi;
+        poison += logits[i] * 0.0f;
     }
+    if (poison != poison) return 0;
     double big = fmax(fabs((double)hi), fabs((double)lo)), spread = (double)hi - (double)lo;
     return big * inv < FLT_MAX && spread * inv < FLT_MAX;
 }
 
+/* The sort key of a probability: its bits inverted (non-negative floats
+ * order as their bits), so that the most likely comes first. */
+static uint32_t sort_key(float prob) {
+    uint32_t bits;
+    memcpy(&bits, &prob, sizeof bits);
+    return ~bits;
+}
+
 /* c (m) in id order -> highest probability first, ties by id: a stable radix
- * sort on the probabilities' bits (non-negative floats order as their bits),
- * 8 bits a pass, passes where every key has the same digit skipped. */
+ * sort on sort_key, 8 bits a pass, the four digits counted in one read,
+ * passes where every key has the same digit skipped, the two buffers taking
+ * turns; a few candidates by insertion instead (also stable). */
 static void sort_by_prob_desc(Candidate *c, Candidate *spare, int m) {
-    for (int shift = 0; shift < 32; shift += 8) {
-        int count[257] = {0};
-        for (int i = 0; i < m; i++) {
-            uint32_t bits;
-            memcpy(&bits, &c[i].prob, sizeof bits);
-            count[((~bits) >> shift & 0xffu) + 1]++;
+    if (m <= 16) {
+        for (int i = 1; i < m; i++) {
+            Candidate x = c[i];
+            int j = i;
+            for (; j > 0 && c[j - 1].prob < x.prob; j--) c[j] = c[j - 1];
+            c[j] = x;
         }
-        int same = 0;
-        for (int d = 1; d <= 256; d++) same |= count[d] == m;
-        if (same) continue;
-        for (int d = 1; d <= 256; d++) count[d] += count[d - 1];
-        for (int i = 0; i < m; i++) {
-            uint32_t bits;
-            memcpy(&bits, &c[i].prob, sizeof bits);
-            spare[count[(~bits) >> shift & 0xffu]++] = c[i];
-        }
-        memcpy(c, spare, (size_t)m * sizeof *c);
+        return;
     }
+    int count[4][257] = {{0}};
+    for (int i = 0; i < m; i++) {
+        uint32_t key = sort_key(c[i].prob);
+        for (int d = 0; d < 4; d++) count[d][(key >> (8 * d) & 0xffu) + 1]++;
+    }
+    Candidate *from = c, *to = spare;
+    for (int d = 0; d < 4; d++) {
+        int same = 0, *n = count[d];
+        for (int b = 1; b <= 256; b++) same |= n[b] == m;
+        if (same) continue;
+        for (int b = 1; b <= 256; b++) n[b] += n[b - 1];
+        for (int i = 0; i < m; i++) to[n[sort_key(from[i].prob) >> (8 * d) & 0xffu]++] = from[i];
+        Candidate *t = from;
+        from = to, to = t;
+    }
+    if (from != c) memcpy(c, from, (size_t)m * sizeof *c);
 }
 
 /* Probability held by the tokens at or above floor. */
@@ -107,10 +154,16 @@ static float nucleus_floor(const float *probs, int n, float top_p) {
 
 /* Candidates at or above floor, most likely first; returns how many. */
 static int candidates_from(Sampler *s, const float *probs, float floor) {
-    int m = 0;
-    for (int i = 0; i < s->vocab_size; i++) { /* without a branch: which tokens pass is hard to predict */
-        s->candidates[m] = (Candidate){probs[i], i};
-        m += probs[i] >= floor;
+    int m = 0, n = s->vocab_size;
+    for (int c = 0; c < n; c += 64) { /* most stretches of 64 hold none: one vectorised test skips them */
+        int end = c + 64 < n ? c + 64 : n, any = 0;
+#pragma omp simd reduction(| : any)
+        for (int i = c; i < end; i++) any |= probs[i] >= floor;
+        if (!any) continue;
+        for (int i = c; i < end; i++) { /* without a branch: which tokens pass is hard to predict */
+            s->candidates[m] = (Candidate){probs[i], i};
+            m += probs[i] >= floor;
+        }
     }
     sort_by_prob_desc(s->candidates, s->spare, m);
     return m;
@@ -151,19 +204,59 @@ static int sample_truncated(Sampler *s, const float *probs) {
         acc += c[i].prob;
         if (r < acc) return c[i].id;
     }
+    while (keep > 1 && c[keep - 1].prob == 0) keep--; /* rounding: never a token min-p cut */
     return c[keep - 1].id;
 }
 
-int slm_sampler_sample(Sampler *s, const float *logits) {
+/* logits (V) -> s->penalized: llama.cpp's repeat penalty on each distinct
+ * token of recent (n): a positive logit divided by the penalty, a negative
+ * one multiplied (so a penalty above 1 always makes the token less likely). */
+static const float *penalize(Sampler *s, const float *logits, const int32_t *recent, int n) {
+    float pen = s->repeat_penalty;
+    memcpy(s->penalized, logits, (size_t)s->vocab_size * sizeof(float));
+    for (int i = 0; i < n; i++) {
+        int32_t t = recent[i];
+        if (t < 0 || t >= s->vocab_size || s->seen[t]) continue;
+        s->seen[t] = 1;
+        s->penalized[t] = logits[t] > 0 ? logits[t] / pen : logits[t] * pen;
+    }
+    for (int i = 0; i < n; i++)
+        if (recent[i] >= 0 && recent[i] < s->vocab_size) s->seen[recent[i]] = 0;
+    return s->penalized;
+}
+
+/* min-p's cut, as llama.cpp's: probs (V, from logits at the temperature)
+ * keep only the tokens whose logit is within log(min_p) of the largest (at
+ * temperature 1, as likely as min_p times the likeliest or more), and are
+ * renormalised. */
+static void min_p_cut(Sampler *s, const float *logits) {
     int n = s->vocab_size;
+    float floor = logits[argmax(logits, n)] + logf(s->min_p), total = 0.0f;
+    for (int i = 0; i < n; i++) {
+        s->probs[i] = logits[i] >= floor ? s->probs[i] : 0.0f;
+        total += s->probs[i];
+    }
+    float inv = 1.0f / total; /* the largest survives: total > 0 */
+    for (int i = 0; i < n; i++) s->probs[i] *= inv;
+}
+
+int slm_sampler_sample_story(Sampler *s, const float *logits, const int32_t *story, int n_story) {
+    int n = s->vocab_size;
+    if (s->repeat_penalty != 1.0f && s->repeat_last_n > 0 && n_story > 0) {
+        int m = n_story < s->repeat_last_n ? n_story : s->repeat_last_n;
+        logits = penalize(s, logits, story + n_story - m, m);
+    }
     /* At a temperature this low sampling is greedy anyway; and 1/T would
      * overflow (1e-38, 1e-45), turning every logit into inf and the softmax
      * into NaN. The same when the logits themselves are too spread to scale. */
     if (s->temperature < SAMPLER_GREEDY_BELOW) return argmax(logits, n);
     float inv = 1.0f / s->temperature;
     if (!scales_safely(logits, n, inv)) return argmax(logits, n);
-    for (int i = 0; i < n; i++) s->probs[i] = logits[i] * inv;
-    slm_softmax_probs(s->probs, n, s->probs);
+    float *probs = s->probs;
+#pragma omp simd
+    for (int i = 0; i < n; i++) probs[i] = logits[i] * inv;
+    slm_softmax_probs(probs, n, probs);
+    if (s->min_p > 0) min_p_cut(s, logits);
     if (s->top_k == 0 && s->top_p >= 1) {
         double r = slm_rng_uniform(&s->rng), acc = 0;
         for (int i = 0; i < n; i++) {
@@ -173,4 +266,30 @@ int slm_sampler_sample(Sampler *s, const float *logits) {
         return argmax(s->probs, n);
     }
     return sample_truncated(s, s->probs);
+}
+
+int slm_sampler_sample(Sampler *s, const float *logits) { return slm_sampler_sample_story(s, logits, NULL, 0); }
+
+float slm_sampler_logprobs(Sampler *s, const float *logits, int chosen, int k, int32_t *top_ids, float *top_logprobs) {
+    int n = s->vocab_size;
+    memcpy(s->probs, logits, (size_t)n * sizeof(float));
+    float lse = slm_softmax_inplace(s->probs, n);
+    /* the k largest in one pass, kept sorted by insertion; a later token
+     * enters only when strictly larger, so ties keep the lower id first */
+    int m = 0;
+    k = k < n ? k : n;
+    for (int i = 0; i < n && k > 0; i++) {
+        if (isnan(logits[i]) || (m == k && !(logits[i] > logits[top_ids[m - 1]]))) continue;
+        int at = m < k ? m++ : k - 1;
+        while (at > 0 && logits[i] > logits[top_ids[at - 1]]) {
+            top_ids[at] = top_ids[at - 1];
+            at--;
+        }
+        top_ids[at] = i;
+    }
+    for (int j = 0; j < k; j++) {
+        if (j >= m) top_ids[j] = 0;
+        top_logprobs[j] = j < m ? logits[top_ids[j]] - lse : -INFINITY;
+    }
+    return logits[chosen] - lse;
 }

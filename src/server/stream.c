@@ -11,10 +11,16 @@
 
 #include "server_internal.h"
 
+#define STREAM_MAX_STOPS 16
+#define STREAM_MAX_STOP_BYTES 256
+
 typedef struct Stream {
     Server *s;
     ModelEntry *entry; /* held while streaming: the generator reads its weights and mean */
     char *prompt;
+    char *stops[STREAM_MAX_STOPS]; /* "stop": the strings the text ends before */
+    int n_stops;
+    int tokens_sent;   /* token events made */
     ViewGenerator vg;
     uint64_t seed;
     char *event;       /* the event being sent */
@@ -41,10 +47,23 @@ static char *event_text(const char *name, cJSON *j) {
     return out;
 }
 
+/* Token i's "logprob" and "top_logprobs" (as the CLI's --json) into j. */
+static void add_logprobs(cJSON *j, const ViewGenerator *vg, int i) {
+    static const char *const keys[] = {"logprob", "top_logprobs"};
+    cJSON *t = slm_view_generator_token_json(vg, i);
+    for (int k = 0; t && k < 2; k++) {
+        cJSON *v = cJSON_DetachItemFromObjectCaseSensitive(t, keys[k]);
+        if (v) cJSON_AddItemToObject(j, keys[k], v);
+    }
+    cJSON_Delete(t);
+}
+
 /* The next event: a token, the end, or an error. */
 static void next_event(Stream *st) {
     Error e = {0};
     int rc = slm_view_generator_next(&st->vg, &e);
+    if (rc == 0 && st->vg.tokens > st->tokens_sent) rc = 1; /* the token that wrote a stop string: its event first */
+    st->tokens_sent += rc > 0;
     char *text = rc >= 0 ? slm_view_generator_text(&st->vg, &e) : NULL;
     cJSON *j = cJSON_CreateObject();
     if (rc > 0 && text) {
@@ -52,6 +71,7 @@ static void next_event(Stream *st) {
         cJSON_AddNumberToObject(j, "id", id);
         cJSON_AddNumberToObject(j, "index", st->vg.tokens - 1);
         cJSON_AddStringToObject(j, "token", st->vg.lm->tokenizer.pieces[id]);
+        add_logprobs(j, &st->vg, st->vg.tokens - 1);
         cJSON_AddStringToObject(j, "text", text);
         set_event(st, event_text(NULL, j));
     } else if (rc == 0 && text) {
@@ -59,6 +79,7 @@ static void next_event(Stream *st) {
         cJSON_AddNumberToObject(j, "tokens", st->vg.tokens);
         cJSON_AddNumberToObject(j, "seed", (double)st->seed);
         cJSON_AddStringToObject(j, "stop_reason", st->vg.stop_reason);
+        if (st->vg.stop) cJSON_AddStringToObject(j, "stop", st->vg.stop);
         set_event(st, event_text("done", j));
         st->ended = 1;
     } else {
@@ -93,8 +114,27 @@ static void free_stream(void *cls) {
     slm_view_generator_free(&st->vg);
     cache_release(&s->cache, st->entry);
     free(st->prompt);
+    for (int i = 0; i < st->n_stops; i++) free(st->stops[i]);
     free(st->event);
     free(st);
+}
+
+/* "stop": a string or an array of them (each 1..256 bytes, 16 at most), copied into st. */
+static int field_stops(const cJSON *body, Stream *st, Reply *r) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, "stop");
+    if (!v || cJSON_IsNull(v)) return 0;
+    int n = cJSON_IsString(v) ? 1 : cJSON_IsArray(v) ? cJSON_GetArraySize(v) : -1;
+    if (n < 0 || n > STREAM_MAX_STOPS)
+        return reply_error(r, 400, "\"stop\" must be a string or an array of at most 16 strings", "send [\".\", \"The end\"]");
+    for (int i = 0; i < n; i++) {
+        const cJSON *item = cJSON_IsString(v) ? v : cJSON_GetArrayItem(v, i);
+        size_t len = cJSON_IsString(item) ? strlen(item->valuestring) : 0;
+        if (len == 0 || len > STREAM_MAX_STOP_BYTES)
+            return reply_error(r, 400, "each \"stop\" must be a string of 1 to 256 bytes", "send [\".\", \"The end\"]");
+        if (!(st->stops[st->n_stops] = strdup(item->valuestring))) return reply_error(r, 500, "out of memory", NULL);
+        st->n_stops++;
+    }
+    return 0;
 }
 
 /* The names m's generations capitalise, learnt once (the CLI's file: views.h). */
@@ -110,33 +150,50 @@ static const NameList *generate_names(ModelEntry *m) {
     return m->gen_names.cap ? &m->gen_names : NULL;
 }
 
+/* Frees st before it streams (a refused request). */
+static void drop_stream(Stream *st) {
+    for (int i = 0; i < st->n_stops; i++) free(st->stops[i]);
+    free(st->prompt);
+    free(st);
+}
+
 int api_generate(Server *s, const cJSON *body, Reply *r) {
     const char *prompt = "";
-    int max_tokens = 200, top_k = 0, seed = -1;
-    double temperature = 0.8, top_p = 0.95;
+    int seed = -1;
+    ViewGenerateOptions go = slm_view_generate_defaults(); /* sample.h's defaults, the CLI's ranges */
     if (field_string(body, "prompt", &prompt, 0, SERVER_MAX_TEXT, r) ||
-        field_int(body, "max_tokens", &max_tokens, 0, SERVER_MAX_GENERATE, r) ||
-        field_double(body, "temperature", &temperature, 0, 100, r) || field_int(body, "top_k", &top_k, 0, 1000000, r) ||
-        field_double(body, "top_p", &top_p, 1e-6, 1, r) || field_int(body, "seed", &seed, -1, 2147483647, r))
+        field_int(body, "max_tokens", &go.max_tokens, 0, SERVER_MAX_GENERATE, r) ||
+        field_double(body, "temperature", &go.temperature, 0, SAMPLER_MAX_TEMPERATURE, r) ||
+        field_int(body, "top_k", &go.top_k, 0, SAMPLER_MAX_TOP_K, r) ||
+        field_double(body, "top_p", &go.top_p, SAMPLER_MIN_TOP_P, 1, r) || field_double(body, "min_p", &go.min_p, 0, 1, r) ||
+        field_double(body, "repeat_penalty", &go.repeat_penalty, SAMPLER_MIN_REPEAT_PENALTY, SAMPLER_MAX_REPEAT_PENALTY, r) ||
+        field_int(body, "repeat_last_n", &go.repeat_last_n, 0, SAMPLER_MAX_REPEAT_LAST_N, r) ||
+        field_int(body, "n_probs", &go.n_probs, 0, SAMPLER_MAX_N_PROBS, r) || field_int(body, "seed", &seed, -1, 2147483647, r))
         return r->status;
     Stream *st = calloc(1, sizeof *st);
     if (!st) return reply_error(r, 500, "out of memory", NULL);
+    if (field_stops(body, st, r)) {
+        drop_stream(st);
+        return r->status;
+    }
     Ablation ab;
     if (api_model_ablation(s, body, &st->entry, &ab, r)) {
-        free(st);
+        drop_stream(st);
         return r->status;
     }
     if (seed < 0) seed = (int)(((unsigned)time(NULL) ^ (unsigned)getpid() * 2654435761u) & 0x7fffffff);
     st->s = s;
     st->seed = (uint64_t)seed;
     st->prompt = strdup(prompt);
-    ViewGenerateOptions go = {.max_tokens = max_tokens, .top_k = top_k, .seed = st->seed, .temperature = temperature,
-                              .top_p = top_p, .names = generate_names(st->entry)};
+    go.seed = st->seed;
+    go.names = generate_names(st->entry);
+    go.stops = (const char *const *)st->stops;
+    go.n_stops = st->n_stops;
+    go.logprobs = 1;
     Error e = {0};
     if (!st->prompt || slm_view_generator_init(&st->vg, &st->entry->ps.lm, &ab, st->prompt, &go, &e)) {
         cache_release(&s->cache, st->entry);
-        free(st->prompt);
-        free(st);
+        drop_stream(st);
         return reply_failure(r, 400, &e);
     }
     pthread_mutex_lock(&s->lock);

@@ -12,9 +12,10 @@
 #include "storylm/views.h"
 
 static int all_finite(const float *x, int n) {
-    for (int i = 0; i < n; i++)
-        if (!isfinite(x[i])) return 0;
-    return 1;
+    float poison = 0.0f; /* x * 0 is NaN exactly when x is inf or NaN: one vectorised pass */
+#pragma omp simd reduction(+ : poison)
+    for (int i = 0; i < n; i++) poison += x[i] * 0.0f;
+    return poison == poison;
 }
 
 /* Feeds [EOS] and ids (the prompt) to sample slot of g; returns its logits. */
@@ -24,20 +25,39 @@ static const float *feed_prompt(GeneratorBatch *g, int slot, int32_t eos, const 
     return slm_generator_batch_logits(g, slot);
 }
 
+ViewGenerateOptions slm_view_generate_defaults(void) {
+    return (ViewGenerateOptions){.max_tokens = 200, .top_k = SAMPLER_DEFAULT_TOP_K, .temperature = SAMPLER_DEFAULT_TEMPERATURE,
+                                 .top_p = SAMPLER_DEFAULT_TOP_P, .min_p = SAMPLER_DEFAULT_MIN_P,
+                                 .repeat_penalty = SAMPLER_DEFAULT_REPEAT_PENALTY,
+                                 .repeat_last_n = SAMPLER_DEFAULT_REPEAT_LAST_N, .threads = 1};
+}
+
+/* The sampler's settings of go (a repeat penalty of 0 is none). */
+static SamplerSettings sampler_settings(const ViewGenerateOptions *go) {
+    return (SamplerSettings){.temperature = (float)go->temperature, .top_k = go->top_k, .top_p = (float)go->top_p,
+                             .min_p = (float)go->min_p, .repeat_penalty = go->repeat_penalty == 0 ? 1.0f : (float)go->repeat_penalty,
+                             .repeat_last_n = go->repeat_last_n};
+}
+
 /* What every story needs but its tokens: the prompt's ids (copied from
  * prompt_ids, else encoded) and its sampler, seeded with seed. */
 static int story_setup(ViewGenerator *vg, const LoadedModel *lm, const char *prompt, const IntVec *prompt_ids,
                        const ViewGenerateOptions *go, uint64_t seed, Error *e) {
     *vg = (ViewGenerator){.lm = lm, .prompt = prompt, .names = go->names, .seed = seed, .max_tokens = go->max_tokens,
-                          .stop_reason = "max_tokens"};
+                          .stop_reason = "max_tokens", .stops = go->stops, .n_stops = go->n_stops,
+                          .logprobs = go->logprobs || go->n_probs > 0, .n_probs = go->n_probs};
+    if (go->n_probs < 0 || go->n_probs > SAMPLER_MAX_N_PROBS)
+        return FAIL(e, "use 0 <= --n-probs <= 20", "invalid sampling settings: n-probs %d", go->n_probs);
+    for (int i = 0; i < go->n_stops; i++)
+        if (!go->stops[i][0]) return FAIL(e, "give --stop a string of one character or more", "an empty stop string");
     int rc = prompt_ids ? slm_intvec_reserve(&vg->ids, prompt_ids->len + 1, e)
                         : slm_tokenizer_encode(&lm->tokenizer, prompt, strlen(prompt), &vg->ids, e);
     if (!rc && prompt_ids) {
         memcpy(vg->ids.data, prompt_ids->data, prompt_ids->len * sizeof(int32_t));
         vg->ids.len = prompt_ids->len;
     }
-    if (!rc) rc = slm_sampler_init(&vg->smp, lm->model.cfg.vocab_size, (float)go->temperature, go->top_k, (float)go->top_p,
-                               seed, e);
+    SamplerSettings st = sampler_settings(go);
+    if (!rc) rc = slm_sampler_init_with(&vg->smp, lm->model.cfg.vocab_size, &st, seed, e);
     if (rc) slm_intvec_free(&vg->ids);
     vg->prompt_tokens = (int)vg->ids.len;
     return rc;
@@ -54,6 +74,60 @@ int slm_view_generator_init(ViewGenerator *vg, const LoadedModel *lm, const Abla
     return 0;
 }
 
+static char *story_text(const ViewGenerator *vg, size_t n, Error *e);
+
+/* Keeps the log-probability of token (drawn from vg->logits) and its alternatives. */
+static int record_logprob(ViewGenerator *vg, int token, Error *e) {
+    TokenAlternative alt[SAMPLER_MAX_N_PROBS];
+    int32_t ids[SAMPLER_MAX_N_PROBS];
+    float lps[SAMPLER_MAX_N_PROBS];
+    float lp = slm_sampler_logprobs(&vg->smp, vg->logits, token, vg->n_probs, ids, lps);
+    for (int j = 0; j < vg->n_probs; j++) alt[j] = (TokenAlternative){ids[j], lps[j]};
+    return slm_bytevec_append(&vg->logprob, &lp, sizeof lp, e) ||
+           (vg->n_probs && slm_bytevec_append(&vg->alternatives, alt, (size_t)vg->n_probs * sizeof alt[0], e));
+}
+
+/* Where the first stop string starts in text (len bytes), looking only at
+ * what was written (from the prompt's end); SIZE_MAX if none. */
+static size_t first_stop(const ViewGenerator *vg, const char *text, size_t len, const char **which) {
+    size_t from = strlen(vg->prompt), best = SIZE_MAX;
+    if (from > len) return SIZE_MAX;
+    for (int i = 0; i < vg->n_stops; i++) {
+        const char *at = strstr(text + from, vg->stops[i]);
+        if (at && (size_t)(at - text) < best) best = (size_t)(at - text), *which = vg->stops[i];
+    }
+    return best;
+}
+
+/* Bytes of text (len) safe to show before the story ends: up to the first
+ * byte from which the rest is the start of a stop string (a token to come
+ * may complete it, and the text must then end before it). */
+static size_t before_partial_stop(const ViewGenerator *vg, const char *text, size_t len) {
+    size_t longest = 0, from = strlen(vg->prompt);
+    for (int k = 0; k < vg->n_stops; k++) longest = strlen(vg->stops[k]) > longest ? strlen(vg->stops[k]) : longest;
+    if (len > from + longest) from = len - longest; /* a partial stop is shorter than its string */
+    for (size_t i = from; i < len; i++)
+        for (int k = 0; k < vg->n_stops; k++)
+            if (strncmp(text + i, vg->stops[k], len - i) == 0) return i;
+    return len;
+}
+
+/* After a new token: ends the story when its text now holds a stop string
+ * (which may span the new token and the ones before). 1: ended, 0: goes on. */
+static int story_stopped(ViewGenerator *vg, Error *e) {
+    if (!vg->n_stops) return 0;
+    char *text = story_text(vg, vg->ids.len, e);
+    if (!text) return -1;
+    const char *which = NULL;
+    size_t at = first_stop(vg, text, strlen(text), &which);
+    free(text);
+    if (at == SIZE_MAX) return 0;
+    vg->stop_reason = "stop";
+    vg->stop = which;
+    vg->stop_at = at;
+    return vg->finished = 1;
+}
+
 /* The next token of the story, drawn but not yet fed: 1 (*next), 0
  * finished (vg->stop_reason), -1 error. */
 static int story_pick(ViewGenerator *vg, int32_t *next, Error *e) {
@@ -63,15 +137,28 @@ static int story_pick(ViewGenerator *vg, int32_t *next, Error *e) {
         return FAIL(e, "train or save the model again (storylm info counts NaN and infinite weights)",
                     "'%s' gives NaN or infinite logits at token %zu: its weights hold NaN, infinite or huge numbers",
                     lm->path, vg->ids.len);
-    int token = slm_sampler_sample(&vg->smp, vg->logits);
+    int token = slm_sampler_sample_story(&vg->smp, vg->logits, vg->ids.data, (int)vg->ids.len);
     if (token == lm->tokenizer.eos_id) {
         vg->stop_reason = "end";
         return vg->finished = 1, 0;
     }
+    if (vg->logprobs && record_logprob(vg, token, e)) return -1;
     if (slm_intvec_push(&vg->ids, token, e)) return -1;
     vg->tokens++;
+    int stopped = story_stopped(vg, e);
+    if (stopped) return stopped < 0 ? -1 : 0; /* the token that wrote the stop string is kept, not fed */
     *next = token;
     return 1;
+}
+
+float slm_view_generator_logprob(const ViewGenerator *vg, int i) {
+    float lp;
+    memcpy(&lp, vg->logprob.data + (size_t)i * sizeof lp, sizeof lp);
+    return lp;
+}
+
+const TokenAlternative *slm_view_generator_alternatives(const ViewGenerator *vg, int i) {
+    return (const TokenAlternative *)(const void *)vg->alternatives.data + (size_t)i * vg->n_probs;
 }
 
 int slm_view_generator_next(ViewGenerator *vg, Error *e) {
@@ -83,6 +170,46 @@ int slm_view_generator_next(ViewGenerator *vg, Error *e) {
         vg->logits = slm_generator_batch_logits(g, vg->slot);
     }
     return rc;
+}
+
+/* {"piece", "id"} and, when lp is not NULL, "logprob": *lp. */
+static cJSON *piece_json(const Tokenizer *t, int32_t id, const float *lp) {
+    cJSON *o = cJSON_CreateObject();
+    if (o && (!cJSON_AddStringToObject(o, "piece", t->pieces[id]) || !cJSON_AddNumberToObject(o, "id", id) ||
+              (lp && !cJSON_AddNumberToObject(o, "logprob", *lp)))) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
+cJSON *slm_view_generator_token_json(const ViewGenerator *vg, int i) {
+    const Tokenizer *t = &vg->lm->tokenizer;
+    float lp = vg->logprobs ? slm_view_generator_logprob(vg, i) : 0.0f;
+    cJSON *o = piece_json(t, vg->ids.data[vg->prompt_tokens + i], vg->logprobs ? &lp : NULL);
+    if (!o || !vg->n_probs) return o;
+    cJSON *top = cJSON_AddArrayToObject(o, "top_logprobs");
+    const TokenAlternative *alt = slm_view_generator_alternatives(vg, i);
+    for (int j = 0; top && j < vg->n_probs; j++) {
+        cJSON *a = piece_json(t, alt[j].id, &alt[j].logprob);
+        if (!a) top = NULL;
+        else cJSON_AddItemToArray(top, a);
+    }
+    if (!top) cJSON_Delete(o);
+    return top ? o : NULL;
+}
+
+cJSON *slm_view_tokens_logprobs_json(const ViewGenerator *vg) {
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; a && i < vg->tokens; i++) {
+        cJSON *o = slm_view_generator_token_json(vg, i);
+        if (!o) {
+            cJSON_Delete(a);
+            return NULL;
+        }
+        cJSON_AddItemToArray(a, o);
+    }
+    return a;
 }
 
 /* ---- the text ------------------------------------------------------------------- */
@@ -160,7 +287,17 @@ static char *story_text(const ViewGenerator *vg, size_t n, Error *e) {
     return slm_view_story_text(&vg->lm->tokenizer, vg->prompt, vg->ids.data, (size_t)vg->prompt_tokens, n, vg->names, e);
 }
 
-char *slm_view_generator_text(const ViewGenerator *vg, Error *e) { return story_text(vg, vg->ids.len, e); }
+/* text (len bytes) cut where slm_view_generator_text says. */
+static size_t text_kept(const ViewGenerator *vg, const char *text, size_t len) {
+    if (vg->stop) return vg->stop_at < len ? vg->stop_at : len;
+    return vg->finished || !vg->n_stops ? len : before_partial_stop(vg, text, len);
+}
+
+char *slm_view_generator_text(const ViewGenerator *vg, Error *e) {
+    char *text = story_text(vg, vg->ids.len, e);
+    if (text) text[text_kept(vg, text, strlen(text))] = '\0';
+    return text;
+}
 
 /* How many ids are settled: all when finished, else up to the last word,
  * which a "##" piece may still go on (never fewer than the prompt's). */
@@ -177,6 +314,8 @@ void slm_view_generator_free(ViewGenerator *vg) {
     slm_sampler_free(&vg->smp);
     slm_generator_batch_free(&vg->own);
     slm_intvec_free(&vg->ids);
+    slm_bytevec_free(&vg->logprob);
+    slm_bytevec_free(&vg->alternatives);
     *vg = (ViewGenerator){0};
 }
 
@@ -273,7 +412,7 @@ static int stream_text(ViewBatch *vb, int s, ViewTextFn fn, void *ctx, Error *e)
     vg->settled = settled;
     char *text = story_text(vg, settled, e);
     if (!text) return -1;
-    size_t len = strlen(text);
+    size_t len = text_kept(vg, text, strlen(text));
     int rc = 0;
     if (len > vg->shown || vg->finished)
         rc = fn(ctx, s, text + (len > vg->shown ? vg->shown : len), len > vg->shown ? len - vg->shown : 0, vg->finished);

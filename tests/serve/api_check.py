@@ -174,6 +174,26 @@ try:
            (not tokens or tokens[-1]["text"] == done[0]["text"]))
         ok("generate: a stop reason", done[0]["stop_reason"] in ("end", "max_tokens"))
 
+    # ---- the sampler's other options, bit for bit the CLI's (alone and in its batch) -----------
+    opts = {"repeat_penalty": 1.3, "repeat_last_n": 16, "min_p": 0.05, "stop": [" the", "!"], "n_probs": 3}
+    args = ["--repeat-penalty", "1.3", "--repeat-last-n", "16", "--min-p", "0.05", "--stop", " the", "--stop", "!",
+            "--n-probs", "3", "-n", "50"]
+    batch = cli_json(S, "generate", "Lily found a", "--model", M, "--seed", "20", "--samples", "3", *args)["samples"]
+    for i in range(3):
+        status, events = srv.events(dict(model=M, prompt="Lily found a", seed=20 + i, max_tokens=50, **opts))
+        tokens = [d for n, d in events if n == "message"]
+        done = [d for n, d in events if n == "done"]
+        want = batch[i]
+        ok("generate with options: the CLI's text (%r vs %r)" % (done and done[0]["text"], want["text"]),
+           status == 200 and done and done[0]["text"] == want["text"])
+        ok("generate with options: the CLI's stop reason and stop",
+           done[0]["stop_reason"] == want["stop_reason"] and done[0].get("stop") == want["stop"])
+        got = [{"piece": t["token"], "id": t["id"], "logprob": t["logprob"], "top_logprobs": t["top_logprobs"]} for t in tokens]
+        ok("generate with options: the CLI's tokens, log-probabilities and alternatives", got == want["tokens"])
+        ok("generate with options: no event's text holds a stop string past the prompt",
+           all(" the" not in t["text"][len("Lily found a"):] and "!" not in t["text"] for t in tokens))
+    ok("generate with options: some sample stopped at a stop string", any(s["stop_reason"] == "stop" for s in batch))
+
     # ---- a client that leaves mid-stream stops its generation ---------------------------------
     # greedy from this prompt writes the whole 2000 tokens (checked with the CLI), far more than
     # the socket buffers hold, so the server is still generating when the client leaves
@@ -236,6 +256,11 @@ try:
     refused("temperature negative", 400, path="/api/generate", body={"prompt": "a", "temperature": -1})
     refused("max_tokens huge", 400, path="/api/generate", body={"prompt": "a", "max_tokens": 10 ** 9})
     refused("top_p zero", 400, path="/api/generate", body={"prompt": "a", "top_p": 0})
+    refused("min_p above 1", 400, path="/api/generate", body={"prompt": "a", "min_p": 1.5})
+    refused("repeat_penalty zero", 400, path="/api/generate", body={"prompt": "a", "repeat_penalty": 0})
+    refused("n_probs above 20", 400, path="/api/generate", body={"prompt": "a", "n_probs": 21})
+    refused("an empty stop string", 400, path="/api/generate", body={"prompt": "a", "stop": [""]})
+    refused("stop not a string", 400, path="/api/generate", body={"prompt": "a", "stop": 3})
     refused("swap with no hero", 400, path="/api/swap", body={"text": "the dog ran.", "name": "zarko"})
     refused("swap with a bad name", 400, path="/api/swap", body={"text": TEXT, "name": "two words"})
     refused("swap baseline of another folder", 404, path="/api/swap", body={"text": TEXT, "name": "lily", "baseline": "/etc/passwd"})
