@@ -15,6 +15,7 @@
 #include "storylm/generate.h"
 #include "storylm/sample.h"
 #include "storylm/shards.h"
+#include "storylm/text.h"
 #include "storylm/train.h"
 
 static int run(int argc, char **argv);
@@ -144,7 +145,8 @@ static int bench_generate(const char *path, const BenchOptions *o, Error *e) {
     IntVec prompt = {0};
     Generator g = {0};
     Sampler s = {0};
-    int rc = slm_tokenizer_encode(&lm.tokenizer, o->prompt, strlen(o->prompt), &prompt, e) ||
+    int rc = slm_text_check(o->prompt, strlen(o->prompt), "the prompt", e) ||
+             slm_tokenizer_encode(&lm.tokenizer, o->prompt, strlen(o->prompt), &prompt, e) ||
              slm_generator_init(&g, &lm.model, NULL, e) ||
              slm_sampler_init(&s, lm.model.cfg.vocab_size, 0.8f, 0, 0.95f, 1, e);
     if (!rc) {

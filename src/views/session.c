@@ -12,6 +12,7 @@
 
 #include "storylm/checkpoint.h"
 #include "storylm/fileio.h"
+#include "storylm/outputs.h"
 #include "storylm/name_swap.h"
 #include "storylm/record.h"
 
@@ -248,6 +249,19 @@ int slm_probe_session_stories(ProbeSession *ps, int n_test, int flags, Error *e)
     return flags & PROBE_NAMES ? learn_names(ps, e) : 0;
 }
 
+int slm_probe_check_outputs(const ProbeOptions *o, const char *model_path, const char *stories_path,
+                            const char *other_input, Error *e) {
+    OutputPlan p;
+    slm_outputs_init(&p, o->force);
+    slm_outputs_read(&p, model_path);
+    slm_outputs_read(&p, stories_path);
+    slm_outputs_read(&p, o->mean_stories);
+    slm_outputs_read(&p, other_input);
+    slm_outputs_write(&p, o->svg, FILE_SVG);
+    slm_outputs_write(&p, o->out, FILE_ACTIVATIONS);
+    return slm_outputs_check(&p, e);
+}
+
 int slm_probe_session_open(ProbeSession *ps, const ProbeOptions *o, const char *what, const char *stories_path, int flags,
                        Error *e) {
     *ps = (ProbeSession){.stories_path = stories_path};
@@ -256,8 +270,7 @@ int slm_probe_session_open(ProbeSession *ps, const ProbeOptions *o, const char *
         ps->model_path = slm_session_file_exists(DEFAULT_MODEL_PATH) || !slm_session_shipped_model(ps->shipped, sizeof ps->shipped)
                              ? DEFAULT_MODEL_PATH
                              : ps->shipped;
-    const char *inputs[] = {ps->model_path, stories_path, o->mean_stories};
-    int rc = o->svg ? slm_output_check(o->svg, inputs, 3, e) : 0; /* before the work, and never over an input */
+    int rc = slm_probe_check_outputs(o, ps->model_path, stories_path, NULL, e); /* before the work */
     if (!rc) rc = slm_cli_load_model(&ps->lm, ps->model_path, e);
     if (!rc && (flags & PROBE_ATTENTION_ONLY)) rc = slm_probe_need_attention(&ps->lm.model, what, e);
     if (!rc && (flags & PROBE_ATTENTION_ONLY) && !(flags & PROBE_LAYERS)) rc = slm_probe_need_one_layer(&ps->lm.model, what, e);
