@@ -12,6 +12,7 @@
 
 #include "args.h"
 #include "common.h"
+#include "heartbeat.h"
 #include "storylm/checkpoint.h"
 #include "storylm/fileio.h"
 #include "storylm/name_swap.h"
@@ -51,13 +52,16 @@ static void install_handlers(void) {
 typedef struct ProgressPrinter {
     bool tty;
     double last_line_s;
+    Heartbeat beat; /* a line within a long step too (--batch 4096) */
 } ProgressPrinter;
 
 /* On a terminal one line rewritten in place; piped, a plain line every 10 s
  * and at every evaluation. */
 static void print_progress(const TrainProgress *p, void *ctx) {
     ProgressPrinter *pp = ctx;
-    if (!pp->tty && !p->evaluated && p->elapsed_s - pp->last_line_s < 10) return;
+    bool quiet = !pp->tty && !p->evaluated && p->elapsed_s - pp->last_line_s < 10;
+    cli_heartbeat_beat(&pp->beat, p->step, !quiet);
+    if (quiet) return;
     pp->last_line_s = p->elapsed_s;
     char eta[32], elapsed[32], test[64] = "";
     cli_format_duration(p->eta_s, eta, sizeof eta);
@@ -396,7 +400,9 @@ static int train_file(const char *path, TrainOptions *o, const char *vocab_path,
     o->data_path = path;
     ProgressPrinter pp = {.tty = isatty(2)};
     TrainResult r;
+    if (root) cli_heartbeat_start(&pp.beat, "training", o->steps);
     rc = slm_train_run(&s, o, root ? print_progress : NULL, &pp, &r, e);
+    if (root) cli_heartbeat_stop(&pp.beat);
     if (rc) goto done;
     /* a signal that came at the last step or after it leaves a whole run: exit 0 */
     *signalled = r.interrupted && stop_requested;

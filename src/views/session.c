@@ -1,5 +1,6 @@
 /* Sessions: see session.h. Moved from the CLI so the server shares them. */
 #define _XOPEN_SOURCE 700 /* realpath */
+#include "storylm/parse.h"
 #include "storylm/session.h"
 
 #include <inttypes.h>
@@ -122,22 +123,24 @@ static int parse_heads(const char *list, int layers, int n_heads, uint32_t *mask
     const char *hint = layers > 1 ? "give heads like 1:3,2:5 (layer:head; a plain 3 is layer 1's)" : "give head numbers like 3,5";
     if (!*p) return FAIL(e, hint, "empty head list");
     while (*p) {
-        char *end;
-        long l = 1, h = strtol(p, &end, 10);
+        const char *end;
+        long long l = 1, h = -1;
+        /* out of int's range reads as out of range, below */
+        if (slm_parse_integer_prefix(p, &end, -1000000, 1000000, &h) == PARSE_OUT_OF_RANGE) h = 1000000;
         if (end != p && *end == ':') {
             const char *at = end + 1;
             l = h;
-            h = strtol(at, &end, 10);
-            if (end == at) end = (char *)p; /* "2:" reads as nothing */
+            if (slm_parse_integer_prefix(at, &end, -1000000, 1000000, &h) == PARSE_OUT_OF_RANGE) h = 1000000;
+            if (end == at) end = p; /* "2:" reads as nothing */
         }
         if (end == p || (*end && *end != ','))
             return FAIL(e, layers > 1 ? hint : "give head numbers separated by commas, like 3,5", "cannot read head list '%s'",
                         list);
         if (l < 1 || l > layers)
-            return FAIL(e, "layers are numbered from 1", "layer %ld is out of range: this model has %s %d", l,
+            return FAIL(e, "layers are numbered from 1", "layer %lld is out of range: this model has %s %d", l,
                         layers > 1 ? "layers 1 to" : "only layer", layers);
         if (h < 0 || h >= n_heads)
-            return FAIL(e, "heads are numbered from 0", "head %ld is out of range: this model has heads 0 to %d", h,
+            return FAIL(e, "heads are numbered from 0", "head %lld is out of range: this model has heads 0 to %d", h,
                         n_heads - 1);
         *mask |= 1u << ((l - 1) * n_heads + h);
         p = *end ? end + 1 : end;

@@ -1,0 +1,68 @@
+/* A line every 10 s of silence: see heartbeat.h. */
+#include "heartbeat.h"
+
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common.h"
+
+#define HEARTBEAT_MS 10000
+
+static long long now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void *beat_loop(void *arg) {
+    Heartbeat *h = arg;
+    long long began = now_ms();
+    pthread_mutex_lock(&h->lock);
+    while (!h->stop) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 1;
+        pthread_cond_timedwait(&h->wake, &h->lock, &until);
+        long long now = now_ms(), last = atomic_load(&h->last_ms);
+        if (h->stop || now - last < HEARTBEAT_MS) continue;
+        char quiet[32], total[32];
+        cli_format_duration((double)(now - last) / 1000, quiet, sizeof quiet);
+        cli_format_duration((double)(now - began) / 1000, total, sizeof total);
+        fprintf(stderr, "%sstorylm: %s: step %d of %d under way, %s since the last line (%s in all)%s",
+                h->tty ? "\r\033[K" : "", h->what, atomic_load(&h->step), h->steps, quiet, total, h->tty ? "" : "\n");
+        atomic_store(&h->last_ms, now);
+    }
+    pthread_mutex_unlock(&h->lock);
+    return NULL;
+}
+
+void cli_heartbeat_start(Heartbeat *h, const char *what, int steps) {
+    *h = (Heartbeat){.what = what, .steps = steps, .tty = isatty(2)};
+    atomic_init(&h->step, 1);
+    atomic_init(&h->last_ms, now_ms());
+    if (pthread_mutex_init(&h->lock, NULL) != 0) return;
+    if (pthread_cond_init(&h->wake, NULL) != 0) {
+        pthread_mutex_destroy(&h->lock);
+        return;
+    }
+    h->running = pthread_create(&h->thread, NULL, beat_loop, h) == 0;
+    if (!h->running) pthread_cond_destroy(&h->wake), pthread_mutex_destroy(&h->lock);
+}
+
+void cli_heartbeat_beat(Heartbeat *h, int done, bool printed) {
+    atomic_store(&h->step, done + 1);
+    if (printed) atomic_store(&h->last_ms, now_ms());
+}
+
+void cli_heartbeat_stop(Heartbeat *h) {
+    if (!h->running) return;
+    pthread_mutex_lock(&h->lock);
+    h->stop = true;
+    pthread_cond_signal(&h->wake);
+    pthread_mutex_unlock(&h->lock);
+    pthread_join(h->thread, NULL);
+    pthread_cond_destroy(&h->wake);
+    pthread_mutex_destroy(&h->lock);
+    h->running = false;
+}
