@@ -2,12 +2,21 @@
 #include "heartbeat.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "common.h"
+#include "storylm/parse.h"
 
 #define HEARTBEAT_MS 10000
+
+/* $STORYLM_PROGRESS_SECONDS, else 10 s: the tests make it short. */
+static long long interval_ms(void) {
+    const char *v = getenv("STORYLM_PROGRESS_SECONDS");
+    double s;
+    return v && slm_parse_double(v, 0.01, 3600, &s) == PARSE_OK ? (long long)(s * 1000) : HEARTBEAT_MS;
+}
 
 static long long now_ms(void) {
     struct timespec ts;
@@ -17,20 +26,20 @@ static long long now_ms(void) {
 
 static void *beat_loop(void *arg) {
     Heartbeat *h = arg;
-    long long began = now_ms();
+    long long began = now_ms(), every = interval_ms(), wait_ms = every < 1000 ? every : 1000;
     pthread_mutex_lock(&h->lock);
     while (!h->stop) {
         struct timespec until;
         clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += 1;
+        long long ns = until.tv_nsec + wait_ms * 1000000;
+        until.tv_sec += ns / 1000000000, until.tv_nsec = ns % 1000000000;
         pthread_cond_timedwait(&h->wake, &h->lock, &until);
         long long now = now_ms(), last = atomic_load(&h->last_ms);
-        if (h->stop || now - last < HEARTBEAT_MS) continue;
-        char quiet[32], total[32];
-        cli_format_duration((double)(now - last) / 1000, quiet, sizeof quiet);
+        if (h->stop || now - last < every) continue;
+        char total[32];
         cli_format_duration((double)(now - began) / 1000, total, sizeof total);
-        fprintf(stderr, "%sstorylm: %s: step %d of %d under way, %s since the last line (%s in all)%s",
-                h->tty ? "\r\033[K" : "", h->what, atomic_load(&h->step), h->steps, quiet, total, h->tty ? "" : "\n");
+        fprintf(stderr, "%sstorylm: %s: step %d of %d under way, %s in all%s", h->tty ? "\r\033[K" : "", h->what,
+                atomic_load(&h->step), h->steps, total, h->tty ? "" : "\n");
         atomic_store(&h->last_ms, now);
     }
     pthread_mutex_unlock(&h->lock);

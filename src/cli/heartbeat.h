@@ -1,4 +1,4 @@
-/* A line on stderr every 10 s while long work goes on between the lines a
+/* A line on stderr every 10 s ($STORYLM_PROGRESS_SECONDS) while long work goes on between the lines a
  * verb prints itself (a training step of 4096 stories, a bench step on very
  * long stories): never minutes of silence. A thread of its own wakes each
  * second; the work only stores its step. */

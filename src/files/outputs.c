@@ -114,9 +114,27 @@ void slm_outputs_family(OutputPlan *p, const char *stem, const char *suffix, Fil
 
 /* ---- paths ----------------------------------------------------------------------- */
 
+/* A link to a file not there yet (a run's output before its first save):
+ * its target, read relative to the link's folder, into buf. */
+static bool link_target(const char *path, char *buf, size_t size) {
+    char target[PATH_MAX];
+    ssize_t n = readlink(path, target, sizeof target - 1);
+    if (n <= 0) return false;
+    target[n] = '\0';
+    const char *slash = strrchr(path, '/');
+    if (target[0] == '/' || !slash) return snprintf(buf, size, "%s", target) < (int)size;
+    return snprintf(buf, size, "%.*s/%s", (int)(slash - path), path, target) < (int)size;
+}
+
 bool slm_path_resolve(const char *path, char *buf, size_t size) {
-    char tmp[PATH_MAX];
+    char tmp[PATH_MAX], next[PATH_MAX];
     if (realpath(path, tmp)) return snprintf(buf, size, "%s", tmp) < (int)size;
+    struct stat st;
+    for (int depth = 0; depth < 16 && lstat(path, &st) == 0 && S_ISLNK(st.st_mode); depth++) {
+        if (!link_target(path, next, sizeof next)) return false;
+        snprintf(tmp, sizeof tmp, "%s", next);
+        path = tmp;
+    }
     const char *slash = strrchr(path, '/');
     char folder[PATH_MAX];
     if (!slash) snprintf(folder, sizeof folder, ".");
@@ -152,8 +170,9 @@ static bool same(const Known *a, const Known *b) {
 static bool in_family(const char *name, const char *stem, const char *suffix) {
     size_t ls = strlen(stem), lx = strlen(suffix), n = strlen(name);
     if (n < ls + lx + 1 || strncmp(name, stem, ls) != 0 || strcmp(name + n - lx, suffix) != 0) return false;
-    size_t run = strspn(name + ls, "0123456789.");
-    return run == n - ls - lx && name[ls] >= '0' && name[ls] <= '9';
+    for (size_t i = ls; i < n - lx; i++)
+        if (!strchr("0123456789.", name[i])) return false;
+    return name[ls] >= '0' && name[ls] <= '9';
 }
 
 /* A family's stem resolved as a path ("x/m.step" -> "/abs/x/m.step"). */
