@@ -65,7 +65,9 @@ void slm_outputs_read(OutputPlan *p, const char *path);
  * which only slm_outputs_write_own replaces without --force. */
 void slm_outputs_write(OutputPlan *p, const char *path, FileKind kind);
 /* The same, where an existing file of kind is the command's own to replace
- * (train --resume: its model, optimizer state, moving average). */
+ * (train --resume: its moving average); kind FILE_NONE: whatever it holds, a
+ * file the command reads back and judges itself (train --resume: its model
+ * and optimizer state, whose loader says what is wrong with them). */
 void slm_outputs_write_own(OutputPlan *p, const char *path, FileKind kind);
 /* Files STEM<digits>SUFFIX the command may write (train's snapshots). */
 void slm_outputs_family(OutputPlan *p, const char *stem, const char *suffix, FileKind kind, bool replace);

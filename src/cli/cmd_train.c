@@ -345,15 +345,19 @@ static int check_outputs(const char *stories, const TrainOptions *o, const char 
     slm_outputs_read(&p, stories);
     slm_outputs_read(&p, learn_vocab ? NULL : vocab_path);
     void (*model)(OutputPlan *, const char *, FileKind) = o->resume ? slm_outputs_write_own : slm_outputs_write;
-    model(&p, o->out, FILE_MODEL);
-    model(&p, f.adam, FILE_MODEL);
-    model(&p, f.next, FILE_MODEL);
+    FileKind read_back = o->resume ? FILE_NONE : FILE_MODEL; /* a resume reads them and says what is wrong */
+    model(&p, o->out, read_back);
+    model(&p, f.adam, read_back);
+    model(&p, f.next, read_back);
     model(&p, o->ema > 0 && !o->ema_save ? f.ema : NULL, FILE_MODEL);
     model(&p, o->keep_best ? f.best : NULL, FILE_MODEL);
     model(&p, o->ema_save ? f.raw : NULL, FILE_MODEL);
     slm_outputs_write(&p, f.lock, FILE_LOCK);
     slm_outputs_write(&p, learn_vocab ? vocab_path : NULL, FILE_VOCAB);
     if (o->snapshot_every > 0) slm_outputs_family(&p, f.stem, ".safetensors", FILE_MODEL, o->resume);
+    if (!rc && learn_vocab && slm_paths_same(o->out, vocab_path))
+        rc = FAIL(e, "give --out and --vocab different names", "'%s' would be written as the model and as the vocabulary",
+                  o->out);
     if (!rc) rc = slm_outputs_check(&p, e);
     /* tried now, with the same temporary file a save makes, rather than after
      * minutes of training (root passes access() where a read-only file system

@@ -185,7 +185,7 @@ static void resolve_stem(const char *stem, char *buf, size_t size) {
 /* An existing output of another kind than the command writes, kept unless --force. */
 static int check_existing(const OutputPlan *p, const char *path, FileKind kind, bool replace, Error *e) {
     FileKind have = slm_file_kind(path);
-    if (have == FILE_NONE || p->force || (have == kind && replace)) return 0;
+    if (have == FILE_NONE || p->force || (replace && (have == kind || kind == FILE_NONE))) return 0;
     if (have == FILE_LOCK && kind == FILE_LOCK) return 0; /* slm_file_lock tells a live one from a stale one */
     return FAIL(e, p->keep_hint ? p->keep_hint : DEFAULT_KEEP_HINT, "'%s' already holds %s: it is not replaced", path,
                 slm_file_kind_name(have));
@@ -220,7 +220,7 @@ static int check_family(const OutputPlan *p, const OutputFamily *f, const Known 
             return FAIL(e, "rename the input, or give the output another name",
                         "the input '%s' is named like a file this command writes (%sN%s)", p->inputs[j], f->stem,
                         f->suffix);
-    if (f->replace || p->force) return 0;
+    if (p->force) return 0;
     char folder[PATH_MAX];
     const char *slash = strrchr(stem, '/'), *name = slash + 1;
     snprintf(folder, sizeof folder, "%.*s", slash == stem ? 1 : (int)(slash - stem), stem);
@@ -231,7 +231,7 @@ static int check_family(const OutputPlan *p, const OutputFamily *f, const Known 
         char full[PATH_MAX + 256];
         snprintf(full, sizeof full, "%s/%s", folder, de->d_name);
         if (in_family(de->d_name, name, f->suffix) && slm_file_kind(full) != FILE_NONE)
-            rc = check_existing(p, full, FILE_NONE, false, e);
+            rc = check_existing(p, full, f->kind, f->replace, e);
     }
     if (d) closedir(d);
     return rc;
