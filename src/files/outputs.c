@@ -246,15 +246,12 @@ int slm_outputs_check(const OutputPlan *p, Error *e) {
         know(&out[i], o->path);
         if (check_against(p, i, in, out, e) || check_existing(p, o->path, o->kind, o->replace, e)) return -1;
     }
-    for (int f = 0; f < p->n_families; f++) {
-        Known outs_as_inputs[OUTPUTS_MAX];
-        if (check_family(p, &p->families[f], in, e)) return -1;
-        for (int i = 0; i < p->n_outputs; i++) outs_as_inputs[i] = out[i];
-        OutputPlan others = *p;
-        others.n_inputs = p->n_outputs;
-        for (int i = 0; i < p->n_outputs; i++) others.inputs[i] = p->outputs[i].path;
-        others.force = true; /* the outputs' own contents were checked above */
-        if (check_family(&others, &p->families[f], outs_as_inputs, e)) return -1;
-    }
+    /* no input, and no other output, is named like a member of a family */
+    OutputPlan others = *p;
+    others.n_inputs = p->n_outputs;
+    for (int i = 0; i < p->n_outputs; i++) others.inputs[i] = p->outputs[i].path;
+    others.force = true; /* the outputs' own contents were checked above */
+    for (int f = 0; f < p->n_families; f++)
+        if (check_family(p, &p->families[f], in, e) || check_family(&others, &p->families[f], out, e)) return -1;
     return 0;
 }
