@@ -149,7 +149,7 @@ refuses "invalid UTF-8 at byte offset" patch "$bad" "Lily sat." -m c.safetensors
 printf '1 2 4294967297 4\n5 6 7\n' >ids.txt
 refuses "outside the vocabulary" bench train ids.txt --steps 1 --threads 1
 printf '1 2 3 4\n5 6 7\n' >ids.txt
-"$S" bench train ids.txt --steps 1 --threads 1 --batch 4096 --first-batch 1000000000 >/dev/null 2>&1 || fail "--first-batch 1000000000"
+"$S" bench train ids.txt --steps 1 --threads 1 --batch 64 --first-batch 1000000000 >/dev/null 2>&1 || fail "--first-batch 1000000000"
 refuses "out of range" train s.txt --steps 99999999999 -o q.safetensors
 refuses "out of range" generate -m c.safetensors -n 4294967297 "Lily"
 
@@ -169,11 +169,11 @@ grep -q "not numbers" text.err || fail "plot said nothing of the text cell"
 [ -s negative.svg ] && [ -s text.svg ] || fail "plot drew nothing"
 
 # ---- long work says it is working ----
-"$PY" -c 'import random; r = random.Random(1); print("\n".join(" ".join(str(r.randrange(2, 2000)) for _ in range(3000)) for _ in range(4)))' >long.txt
-STORYLM_PROGRESS_SECONDS=0.05 "$S" bench train long.txt --steps 1 --batch 2 --threads 1 >/dev/null 2>bench.err
+"$PY" -c 'import random; r = random.Random(1); print("\n".join(" ".join(str(r.randrange(2, 2000)) for _ in range(800)) for _ in range(2)))' >long.txt
+STORYLM_PROGRESS_SECONDS=0.01 "$S" bench train long.txt --steps 1 --batch 2 --threads 1 >/dev/null 2>bench.err
 grep -q "step .* under way" bench.err || fail "bench train printed no progress: $(cat bench.err)"
-STORYLM_PROGRESS_SECONDS=0.05 "$S" train s.txt --steps 1 --batch 256 --test-stories 5 --threads 1 -o big.safetensors \
+STORYLM_PROGRESS_SECONDS=0.01 "$S" train s.txt --steps 1 --batch 16 --test-stories 5 --threads 1 -o big.safetensors \
   >/dev/null 2>train.err
-grep -q "step 1 of 1 under way" train.err || fail "train --batch 256 printed no progress: $(cat train.err)"
+grep -q "step 1 of 1 under way" train.err || fail "train --batch 16 printed no progress: $(cat train.err)"
 
 echo "ok"
