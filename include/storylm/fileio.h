@@ -39,13 +39,24 @@ int slm_output_check(const char *path, const char *const *inputs, int n_inputs, 
  * same name in the same folder? */
 int slm_paths_same(const char *a, const char *b);
 
-/* "path.lock" holding our PID, so that two runs never write one output. A
- * lock whose process no longer exists (kill -9) is stale and taken over. */
+/* "path.lock" holding our PID, so that two runs never write one output; path
+ * is resolved first (links, ".."), so that every name of one file finds one
+ * lock. A lock is stale and taken over only when it holds a lock's content
+ * (a PID and a newline) and that process no longer exists (kill -9); a file
+ * of anything else at that name is refused, never removed. */
 typedef struct FileLock {
     char *path; /* NULL when not held */
 } FileLock;
 int slm_file_lock(FileLock *l, const char *path, Error *e);
 void slm_file_unlock(FileLock *l); /* removes the lock if it is ours; frees l */
+/* The lock file slm_file_lock takes for path (caller frees), for output checks. */
+char *slm_file_lock_path(const char *path, Error *e);
+
+/* Creates a new temporary file beside final ("final.tmp.PID", or
+ * "final.tmp.PID.K" when that name is taken) with O_CREAT|O_EXCL|O_NOFOLLOW, so
+ * that a file or symbolic link planted at the name is never written through.
+ * Returns its descriptor (read-write) and *temp_path (caller frees), or -1. */
+int slm_temp_open(const char *final, char **temp_path, Error *e);
 
 /* 64-bit FNV-1a, for cache keys and deterministic choices (not security). */
 uint64_t slm_hash64(const void *data, size_t len, uint64_t seed);

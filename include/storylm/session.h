@@ -64,6 +64,8 @@ typedef struct ProbeOptions {
     const char *ablate, *ablate_mode; /* "3,5"; "zero" or "mean" */
     const char *mean_stories;        /* --stories: where mean ablation's test stories come from */
     const char *svg;                 /* picture to write, or NULL */
+    const char *out;                 /* activations to write (cache), or NULL */
+    bool force;                      /* replace an output that holds another kind of file (outputs.h) */
     bool json;
     int threads, n_test;
 } ProbeOptions;
@@ -118,6 +120,11 @@ typedef struct ProbeSession {
 /* Loads the model (o->model, or ./model.safetensors), the stories (when
  * stories_path), the names (PROBE_NAMES) and the ablation. On failure
  * everything is freed. */
+/* The files a probe writes (o->svg, o->out) checked against what it reads
+ * (the model, the stories, o->mean_stories, other_input) and what they hold
+ * (outputs.h), before any work. slm_probe_session_open calls it. */
+int slm_probe_check_outputs(const ProbeOptions *o, const char *model_path, const char *stories_path,
+                            const char *other_input, Error *e);
 int slm_probe_session_open(ProbeSession *ps, const ProbeOptions *o, const char *what, const char *stories_path, int flags,
                        Error *e);
 void slm_probe_session_close(ProbeSession *ps);

@@ -45,4 +45,11 @@ int slm_pretokenize(const Pretokenizer *p, const char *normalized, size_t len, W
  * byte offset N". */
 int slm_utf8_validate(const char *text, size_t len, const char *what, Error *e);
 
+/* Text a user gives (an argument, a prompt, a request's field): refused when
+ * it is not valid UTF-8 or holds a NUL byte, with the message storylm
+ * tokenize gives ("the text: invalid UTF-8 at byte offset N (byte 0xXX)")
+ * and a hint. Every verb and the server check typed text through this one
+ * function before encoding it, so none reads bad bytes silently. */
+int slm_text_check(const char *text, size_t len, const char *what, Error *e);
+
 #endif

@@ -1,6 +1,7 @@
 /* Whole-file reads and atomic writes: see include/storylm/fileio.h. */
 #define _XOPEN_SOURCE 700 /* realpath */
 #include "storylm/fileio.h"
+#include "storylm/outputs.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -105,9 +106,10 @@ int slm_paths_same(const char *a, const char *b) {
     return realpath(fa, ra) && realpath(fb, rb) ? strcmp(ra, rb) == 0 : strcmp(fa, fb) == 0;
 }
 
-/* Removes "NAME.tmp.PID" files beside final whose process no longer exists:
- * what a kill -9 in the middle of a save leaves. A live PID's file stays (a
- * save under way, or a reused PID: left alone rather than risk a live save). */
+/* Removes "NAME.tmp.PID[.K]" files beside final whose process no longer
+ * exists: what a kill -9 in the middle of a save leaves. A live PID's file
+ * stays (a save under way, or a reused PID: left alone rather than risk a
+ * live save); so does anything but a regular file. */
 static void remove_stale_temps(const char *final) {
     char folder[PATH_MAX];
     folder_of(final, folder, sizeof folder);
@@ -121,13 +123,34 @@ static void remove_stale_temps(const char *final) {
         if (strncmp(de->d_name, name, name_len) != 0 || strncmp(tail, ".tmp.", 5) != 0) continue;
         char *end;
         long pid = strtol(tail + 5, &end, 10);
+        if (*end == '.' && end[1] >= '0' && end[1] <= '9') strtol(end + 1, &end, 10); /* a second try's ".K" */
         if (*end || end == tail + 5 || pid <= 0 || pid == (long)getpid()) continue;
         if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
         char stale[PATH_MAX + 256];
+        struct stat st;
         snprintf(stale, sizeof stale, "%s/%s", folder, de->d_name);
-        unlink(stale);
+        if (lstat(stale, &st) == 0 && S_ISREG(st.st_mode)) unlink(stale);
     }
     closedir(d);
+}
+
+int slm_temp_open(const char *final, char **temp_path, Error *e) {
+    size_t n = strlen(final) + 48;
+    *temp_path = xmalloc(n, e);
+    if (!*temp_path) return -1;
+    /* O_EXCL and O_NOFOLLOW: a file or a link planted at the name is never
+     * opened, so its target is never written; another name is tried instead. */
+    for (int k = 0; k < 100; k++) {
+        if (k == 0) snprintf(*temp_path, n, "%s.tmp.%ld", final, (long)getpid());
+        else snprintf(*temp_path, n, "%s.tmp.%ld.%d", final, (long)getpid(), k);
+        int fd = open(*temp_path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+        if (fd >= 0) return fd;
+        if (errno != EEXIST && errno != ELOOP) break;
+    }
+    FAIL(e, OUTPUT_HINT, "cannot create a temporary file '%s': %s", *temp_path, strerror(errno));
+    free(*temp_path);
+    *temp_path = NULL;
+    return -1;
 }
 
 int slm_atomic_open(AtomicFile *a, const char *path, Error *e) {
@@ -138,17 +161,19 @@ int slm_atomic_open(AtomicFile *a, const char *path, Error *e) {
     char resolved[PATH_MAX];
     struct stat link;
     const char *final = lstat(path, &link) == 0 && S_ISLNK(link.st_mode) && realpath(path, resolved) ? resolved : path;
-    size_t n = strlen(final) + 32;
+    size_t n = strlen(final) + 1;
     a->final_path = xmalloc(n, e);
-    a->temp_path = a->final_path ? xmalloc(n, e) : NULL;
-    if (!a->temp_path) {
-        free(a->final_path);
-        return -1;
-    }
+    if (!a->final_path) return -1;
     strcpy(a->final_path, final);
     remove_stale_temps(final);
-    snprintf(a->temp_path, n, "%s.tmp.%ld", final, (long)getpid());
-    a->f = xfopen(a->temp_path, "wb", e);
+    free(a->temp_path);
+    int fd = slm_temp_open(final, &a->temp_path, e);
+    a->f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    if (fd >= 0 && !a->f) {
+        FAIL(e, "free some memory and try again", "%s", strerror(errno));
+        close(fd);
+        unlink(a->temp_path);
+    }
     if (!a->f) {
         slm_error_prefix(e, "cannot write '%s': ", path);
         free(a->final_path);
@@ -200,19 +225,25 @@ int slm_file_write_atomic(const char *path, const void *data, size_t len, Error 
 
 /* ---- a lock beside an output ------------------------------------------- */
 
-/* The PID in a lock file, or 0. */
+/* The PID a lock file holds, 0 when it holds no lock's content ("PID\n"
+ * and nothing else: anything else is not ours to remove), -1 when it cannot
+ * be read (gone already). */
 static long lock_owner(const char *lock_path) {
     char buf[32] = {0};
-    int fd = open(lock_path, O_RDONLY);
-    if (fd < 0) return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
+    int fd = open(lock_path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return errno == ENOENT ? -1 : 0;
+    struct stat st;
+    ssize_t n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, buf, sizeof buf - 1) : -1;
     close(fd);
-    return n > 0 ? strtol(buf, NULL, 10) : 0;
+    if (n < 2 || buf[n - 1] != '\n') return 0;
+    char *end;
+    long pid = strtol(buf, &end, 10);
+    return end == buf + n - 1 && buf[0] >= '0' && buf[0] <= '9' && pid > 0 ? pid : 0;
 }
 
 /* Creates lock_path holding our PID; 1 when it exists already. */
 static int lock_create(const char *lock_path, Error *e) {
-    int fd = open(lock_path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    int fd = open(lock_path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0 && errno == EEXIST) return 1;
     if (fd < 0) return FAIL(e, OUTPUT_HINT, "cannot create the lock file '%s': %s", lock_path, strerror(errno));
     char buf[32];
@@ -226,30 +257,50 @@ static int lock_create(const char *lock_path, Error *e) {
     return 0;
 }
 
+/* An existing lock: -1 (with the error) when it stands, 0 when it was stale and is removed. */
+static int lock_existing(const char *lock_path, const char *path, Error *e) {
+    long pid = lock_owner(lock_path);
+    if (pid < 0) return 0; /* removed meanwhile */
+    if (pid == 0)
+        return FAIL(e, "move that file away (it is not a lock storylm wrote), or give another --out",
+                    "'%s' exists and is not a lock: it is not removed", lock_path);
+    if (pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+        return FAIL(e, "wait for that run to finish, or give another --out; if no such run exists, remove the lock file",
+                    "'%s' is being written by another process (PID %ld holds '%s')", path, pid, lock_path);
+    unlink(lock_path); /* its process is gone: the lock is stale */
+    return 0;
+}
+
 int slm_file_lock(FileLock *l, const char *path, Error *e) {
     *l = (FileLock){0};
-    size_t n = strlen(path) + sizeof ".lock";
+    /* keyed by the file itself: a link to a running run's output finds its lock */
+    char resolved[PATH_MAX];
+    if (!slm_path_resolve(path, resolved, sizeof resolved))
+        return FAIL(e, OUTPUT_HINT, "cannot write '%s': its folder cannot be found", path);
+    size_t n = strlen(resolved) + sizeof ".lock";
     char *lock_path = xmalloc(n, e);
     if (!lock_path) return -1;
-    snprintf(lock_path, n, "%s.lock", path);
+    snprintf(lock_path, n, "%s.lock", resolved);
     for (int attempt = 0; attempt < 2; attempt++) {
         int rc = lock_create(lock_path, e);
         if (rc == 0) {
             l->path = lock_path;
             return 0;
         }
-        if (rc < 0) break;
-        long pid = lock_owner(lock_path);
-        if (pid > 0 && pid != (long)getpid() && (kill((pid_t)pid, 0) == 0 || errno != ESRCH)) {
-            FAIL(e, "wait for that run to finish, or give another --out; if no such run exists, remove the lock file",
-                 "'%s' is being written by another process (PID %ld holds '%s')", path, pid, lock_path);
-            break;
-        }
-        if (attempt == 0) unlink(lock_path); /* its process is gone: the lock is stale */
-        else FAIL(e, "remove the lock file if no run is writing the output", "cannot take the lock '%s'", lock_path);
+        if (rc < 0 || lock_existing(lock_path, path, e)) break;
+        if (attempt == 1) FAIL(e, "remove the lock file if no run is writing the output", "cannot take the lock '%s'", lock_path);
     }
     free(lock_path);
     return -1;
+}
+
+char *slm_file_lock_path(const char *path, Error *e) {
+    char resolved[PATH_MAX];
+    const char *base = slm_path_resolve(path, resolved, sizeof resolved) ? resolved : path;
+    size_t n = strlen(base) + sizeof ".lock";
+    char *lock_path = xmalloc(n, e);
+    if (lock_path) snprintf(lock_path, n, "%s.lock", base);
+    return lock_path;
 }
 
 void slm_file_unlock(FileLock *l) {

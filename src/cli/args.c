@@ -1,12 +1,14 @@
 /* Command-line flags: see args.h. */
 #include "args.h"
 
-#include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "storylm/parse.h"
 
 int args_usage_error(const Command *cmd, const char *fmt, ...) {
     va_list ap;
@@ -119,25 +121,26 @@ static void unknown_option(const Command *cmd, const Option *opts, int n, const 
     else args_usage_error(cmd, "unknown option '%s'", arg);
 }
 
-static int in_range(const Option *o, double x) { return o->min == o->max || (x >= o->min && x <= o->max); }
 
+/* Every number a flag takes goes through parse.h: no overflow, no wrap. */
 static int set_value(const Command *cmd, const Option *o, const char *value) {
-    char *end;
-    errno = 0;
     switch (o->kind) {
     case OPT_INT: {
-        long x = strtol(value, &end, 10);
-        if (*value == '\0' || *end || errno) return args_usage_error(cmd, "--%s wants a whole number, not '%s'", o->name, value);
-        if (!in_range(o, (double)x))
-            return args_usage_error(cmd, "--%s %ld is out of range (%g to %g)", o->name, x, o->min, o->max);
-        *(int *)o->target = (int)x;
+        int any = o->min == o->max, x = 0;
+        int min = any ? INT_MIN : (int)o->min, max = any ? INT_MAX : (int)o->max;
+        int rc = slm_parse_int(value, min, max, &x);
+        if (rc == PARSE_NOT_NUMBER) return args_usage_error(cmd, "--%s wants a whole number, not '%s'", o->name, value);
+        if (rc == PARSE_OUT_OF_RANGE)
+            return args_usage_error(cmd, "--%s %s is out of range (%d to %d)", o->name, value, min, max);
+        *(int *)o->target = x;
         return 0;
     }
     case OPT_DOUBLE: {
-        double x = strtod(value, &end);
-        if (*value == '\0' || *end || errno || !isfinite(x))
-            return args_usage_error(cmd, "--%s wants a number, not '%s'", o->name, value);
-        if (!in_range(o, x)) return args_usage_error(cmd, "--%s %g is out of range (%g to %g)", o->name, x, o->min, o->max);
+        double x = 0;
+        int rc = slm_parse_double(value, o->min == o->max ? -INFINITY : o->min, o->min == o->max ? INFINITY : o->max, &x);
+        if (rc == PARSE_NOT_NUMBER) return args_usage_error(cmd, "--%s wants a number, not '%s'", o->name, value);
+        if (rc == PARSE_OUT_OF_RANGE)
+            return args_usage_error(cmd, "--%s %s is out of range (%g to %g)", o->name, value, o->min, o->max);
         *(double *)o->target = x;
         return 0;
     }

@@ -56,6 +56,12 @@ int args_usage_error(const Command *cmd, const char *fmt, ...) __attribute__((fo
  * variable's initial value) is cli_default_threads(), one per core. */
 #define THREADS_OPTION(n) {"threads", 0, OPT_INT, &(n), "N", "threads, by default one per core", 1, 256}
 
+/* --force, the same in every verb that writes files: an output that already
+ * holds a model, stories or anything not of the verb's own kind is kept
+ * unless it is given (docs/files.md). */
+#define FORCE_OPTION(b) \
+    {"force", 0, OPT_BOOL, &(b), NULL, "replace an output file that holds a model, stories or other data (kept otherwise)", 0, 0}
+
 #define N_OPTIONS(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 #endif

@@ -10,11 +10,14 @@
 
 #include "args.h"
 #include "common.h"
+#include "heartbeat.h"
 #include "storylm/adam.h"
 #include "storylm/fileio.h"
 #include "storylm/generate.h"
+#include "storylm/parse.h"
 #include "storylm/sample.h"
 #include "storylm/shards.h"
+#include "storylm/text.h"
 #include "storylm/train.h"
 
 static int run(int argc, char **argv);
@@ -56,21 +59,38 @@ static double cpu_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* One story a line of ids -> ids packed, starts (n + 1). */
-static int read_ids(const char *path, IntVec *ids, IntVec *starts, Error *e) {
+/* The story read so far ends (at a line's end): its start goes in starts. */
+static int end_story(const IntVec *ids, IntVec *starts, Error *e) {
+    return ids->len > (size_t)starts->data[starts->len - 1] ? slm_intvec_push(starts, (int32_t)ids->len, e) : 0;
+}
+
+/* One story a line of ids -> ids packed, starts (n + 1). Each id a whole
+ * number from 0 to vocab_size - 1, read through parse.h (4294967297 is no
+ * id, not 1); anything else is refused with its line. */
+static int read_ids(const char *path, int vocab_size, IntVec *ids, IntVec *starts, Error *e) {
     char *text;
     size_t len;
     if (slm_file_read_all(path, 0, &text, &len, e)) return -1;
-    int rc = slm_intvec_push(starts, 0, e);
-    for (char *p = text; !rc && *p;) {
-        char *end;
-        long id = strtol(p, &end, 10);
-        if (end != p) rc = slm_intvec_push(ids, (int32_t)id, e);
-        else end = p + 1;
-        if (!rc && (*end == '\n' || !*end) && ids->len > (size_t)starts->data[starts->len - 1])
-            rc = slm_intvec_push(starts, (int32_t)ids->len, e);
+    int rc = slm_intvec_push(starts, 0, e), line = 1;
+    for (const char *p = text; !rc && p < text + len;) {
+        if (*p == '\n') line++, rc = end_story(ids, starts, e);
+        if (strchr(" \t\r\n", *p)) {
+            p++;
+            continue;
+        }
+        const char *end;
+        long long id = 0;
+        int got = slm_parse_integer_prefix(p, &end, 0, vocab_size - 1, &id);
+        if (got == PARSE_NOT_NUMBER || !strchr(" \t\r\n", *end))
+            rc = FAIL(e, "give the output of storylm stories --ids", "'%s' line %d: '%.*s' is not a token id", path, line,
+                      (int)strcspn(p, " \t\r\n") < 20 ? (int)strcspn(p, " \t\r\n") : 20, p);
+        else if (got == PARSE_OUT_OF_RANGE)
+            rc = FAIL(e, "give the output of storylm stories --ids", "'%s' line %d: id %.*s is outside the vocabulary of %d",
+                      path, line, (int)(end - p) < 24 ? (int)(end - p) : 24, p, vocab_size);
+        else rc = slm_intvec_push(ids, (int32_t)id, e);
         p = end;
     }
+    if (!rc) rc = end_story(ids, starts, e);
     free(text);
     if (!rc && starts->len < 2) rc = FAIL(e, "give the output of storylm stories --ids", "'%s' holds no ids", path);
     return rc;
@@ -81,7 +101,7 @@ static int read_ids(const char *path, IntVec *ids, IntVec *starts, Error *e) {
 static int step_stories(const IntVec *ids, const IntVec *starts, int k, int batch, StoryRef *refs) {
     int n = (int)starts->len - 1, predicted = 0;
     for (int i = 0; i < batch; i++) {
-        int s = (k * batch + i) % n, len = starts->data[s + 1] - starts->data[s];
+        int s = (int)(((long long)k * batch + i) % n), len = starts->data[s + 1] - starts->data[s];
         refs[i] = (StoryRef){ids->data + starts->data[s], len};
         predicted += len - 1;
     }
@@ -95,13 +115,6 @@ static int longest_story(const IntVec *starts) {
     return best;
 }
 
-static int check_ids(const IntVec *ids, int vocab_size, const char *path, Error *e) {
-    for (size_t i = 0; i < ids->len; i++)
-        if (ids->data[i] < 0 || ids->data[i] >= vocab_size)
-            return FAIL(e, NULL, "'%s' holds id %d, outside the vocabulary of %d", path, ids->data[i], vocab_size);
-    return 0;
-}
-
 static int bench_train(const char *path, const BenchOptions *o, Error *e) {
     IntVec ids = {0}, starts = {0};
     Model m = {0};
@@ -112,9 +125,9 @@ static int bench_train(const char *path, const BenchOptions *o, Error *e) {
     ModelConfig cfg = slm_model_config_default(ARCH_ATTENTION, 2000);
     cfg.n_layers = o->layers;
     int threads = omp_get_max_threads(), rc = slm_pos_parse(o->pos, &cfg.pos, e) ||
-                                              slm_score_parse(o->score, &cfg.score, e) || read_ids(path, &ids, &starts, e);
+                                              slm_score_parse(o->score, &cfg.score, e) || read_ids(path, cfg.vocab_size, &ids, &starts, e);
     int positions = rc ? 0 : (4096 + threads - 1) / threads, longest = rc ? 0 : longest_story(&starts);
-    rc = rc || check_ids(&ids, cfg.vocab_size, path, e) || slm_model_init(&m, &cfg, e) ||
+    rc = rc || slm_model_init(&m, &cfg, e) ||
          slm_shards_init(&sh, &m, threads, positions > longest ? positions : longest, o->batch, e) ||
          slm_adam_init(&opt, m.n_params, e) || !(grads = xmalloc(m.n_params * sizeof(float), e)) ||
          !(refs = xmalloc((size_t)o->batch * sizeof(StoryRef), e));
@@ -122,7 +135,10 @@ static int bench_train(const char *path, const BenchOptions *o, Error *e) {
     TrainStep step = {.shards = &sh, .model = &m, .adam = &opt, .grads = grads};
     long long tokens = 0;
     double start = 0, cpu = 0, loss = 0;
+    Heartbeat beat; /* a line every 10 s: a step on very long stories takes minutes */
+    cli_heartbeat_start(&beat, "bench train", o->steps + 2);
     for (int k = -2; !rc && k < o->steps; k++) { /* two untimed steps first */
+        cli_heartbeat_beat(&beat, k + 2, false);
         if (k == 0) start = now_s(), cpu = cpu_s();
         int n = step_stories(&ids, &starts, o->first_batch + k + 2, o->batch, refs);
         TrainStepResult r;
@@ -131,6 +147,7 @@ static int bench_train(const char *path, const BenchOptions *o, Error *e) {
         loss = r.loss;
         if (k >= 0) tokens += n;
     }
+    cli_heartbeat_stop(&beat);
     if (!rc)
         printf("{\"command\": \"bench\", \"work\": \"train\", \"tokens\": %lld, \"seconds\": %.6f, \"cpu_seconds\": %.6f, \"threads\": %d, \"loss\": %.4f}\n",
                tokens, now_s() - start, cpu_s() - cpu, threads, loss);
@@ -160,7 +177,8 @@ static int bench_generate(const char *path, const BenchOptions *o, Error *e) {
     Sampler *s = xcalloc((size_t)n, sizeof *s, e);
     int *which = s ? xcalloc((size_t)n, sizeof *which, e) : NULL;
     int32_t *next = which ? xcalloc((size_t)n, sizeof *next, e) : NULL;
-    int rc = !next || slm_tokenizer_encode(&lm.tokenizer, o->prompt, strlen(o->prompt), &prompt, e) ||
+    int rc = !next || slm_text_check(o->prompt, strlen(o->prompt), "the prompt", e) ||
+             slm_tokenizer_encode(&lm.tokenizer, o->prompt, strlen(o->prompt), &prompt, e) ||
              slm_generator_batch_init(&g, &lm.model, NULL, n, e) || bench_samplers(s, n, lm.model.cfg.vocab_size, e);
     if (!rc) {
         double start = now_s(), cpu = cpu_s();

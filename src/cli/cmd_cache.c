@@ -125,7 +125,8 @@ static int run(int argc, char **argv) {
         PROBE_COMMON_OPTIONS(po),
         PROBE_TEST_OPTION(po),
         {"stories", 0, OPT_STRING, &args.stories, "FILE", "cache the held-out test stories of FILE instead of a text", 0, 0},
-        {"out", 'o', OPT_STRING, &args.out, "FILE", "safetensors file to write (required)", 0, 0},
+        {"out", 'o', OPT_STRING, &args.out, "FILE", "safetensors file to write (required); a model, stories or other file already there is kept", 0, 0},
+        FORCE_OPTION(po.force),
     };
     int np, rc = args_parse(&command_cache, argc, argv, opts, N_OPTIONS(opts), pos, 0, 1, &np);
     if (rc) return rc > 0 ? 0 : 2;
@@ -135,6 +136,7 @@ static int run(int argc, char **argv) {
         return args_usage_error(&command_cache, "give either a TEXT or --stories FILE (one of the two)");
     cli_set_threads(po.threads);
     args.text = np == 1 ? pos[0] : NULL;
+    po.out = args.out; /* checked with the inputs (the model, default or given; the stories) before any work */
     Error e = {0};
     return cache(&po, &args, &e) ? cli_fail(&e) : 0;
 }

@@ -2,11 +2,13 @@
  * previous-token, duplicate-token and induction scores on the held-out test
  * stories and on random sequences repeated twice, with the induction loss;
  * for several models (training snapshots), the same across training. */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "storylm/parse.h"
 #include "probe_common.h"
 #include "storylm/probe_detect.h"
 #include "storylm/svg.h"
@@ -40,8 +42,9 @@ typedef struct DetectArgs {
 static int model_step(const ProbeSession *ps) {
     const char *dot = strstr(ps->model_path, ".step"), *steps = slm_metadata_get(&ps->lm.meta, "steps");
     int n;
-    if (dot && sscanf(dot, ".step%d", &n) == 1) return n;
-    return steps && sscanf(steps, "%d", &n) == 1 ? n : -1;
+    long long x;
+    if (dot && slm_parse_integer_prefix(dot + 5, NULL, 0, INT_MAX, &x) == PARSE_OK) return (int)x;
+    return steps && slm_parse_int(steps, 0, INT_MAX, &n) == PARSE_OK ? n : -1;
 }
 
 /* heads: CELL_TEXT ("L:H") for a model of several layers, else CELL_INT. */

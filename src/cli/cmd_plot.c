@@ -9,7 +9,9 @@
 #include "args.h"
 #include "common.h"
 #include "storylm/fileio.h"
+#include "storylm/outputs.h"
 #include "storylm/svg.h"
+#include "storylm/text.h"
 
 #define PLOT_MAX_SERIES 16
 
@@ -18,7 +20,7 @@ const Command command_plot = {
     "plot", "draw a table's columns as line charts (SVG)", "storylm plot TABLE.tsv -o FILE.svg [options]",
     "Reads a tab-separated table with a header line: the first column is x (e.g. the\n"
     "step), every other column a curve (e.g. train and test loss). Empty cells, '-' and\n"
-    "'nan' are gaps (so are values beyond +-1e100): each curve joins the points it has. Draws the curves on one panel\n"
+    "'nan' are gaps (so are values beyond +-1e100, and text, with a warning): each curve joins the points it has. Draws the curves on one panel\n"
     "with a legend, using storylm's own SVG writer. Columns named alike but for a last word\n"
     "'train' or 'test' (e.g. 'attention train', 'attention test') are one model's: they share\n"
     "a colour, the test curve dashed.",
@@ -30,6 +32,8 @@ typedef struct Table {
     double *cols[PLOT_MAX_SERIES + 1];
     int n_cols, n_rows, cap;
     int n_huge; /* values left out for being beyond PLOT_MAX_ABS */
+    int n_text; /* cells that are not numbers, left out */
+    int first_text_row, first_text_col; /* where the first of them is (1-based line, column) */
 } Table;
 
 static void table_free(Table *t) {
@@ -43,11 +47,14 @@ static void table_free(Table *t) {
  * the pixel arithmetic, would overflow and write -nan into the SVG. */
 #define PLOT_MAX_ABS 1e100
 
-static double parse_cell(const char *s, int *huge) {
-    if (!*s || !strcmp(s, "-") || !strcmp(s, "nan")) return NAN;
+static double parse_cell(const char *s, int *huge, int *text) {
+    if (!*s || !strcmp(s, "-") || !strcasecmp(s, "nan")) return NAN;
     char *end;
     double v = strtod(s, &end);
-    if (*end) return NAN;
+    if (*end || end == s) {
+        *text += 1;
+        return NAN;
+    }
     if (!(fabs(v) <= PLOT_MAX_ABS)) {
         *huge += !isnan(v);
         return NAN;
@@ -76,7 +83,11 @@ static int add_row(Table *t, char **fields, int n, Error *e) {
             t->cols[c] = grown;
         }
     }
-    for (int c = 0; c < t->n_cols; c++) t->cols[c][t->n_rows] = c < n ? parse_cell(fields[c], &t->n_huge) : NAN;
+    for (int c = 0; c < t->n_cols; c++) {
+        int text = 0;
+        t->cols[c][t->n_rows] = c < n ? parse_cell(fields[c], &t->n_huge, &text) : NAN;
+        if (text && !t->n_text++) t->first_text_row = t->n_rows + 2, t->first_text_col = c + 1;
+    }
     t->n_rows++;
     return 0;
 }
@@ -105,6 +116,9 @@ static int read_table(Table *t, const char *path, Error *e) {
     }
     free(text);
     if (!rc && t->n_rows == 0) rc = FAIL(e, "the table needs rows under its header", "'%s' has no rows", path);
+    if (!rc && t->n_text)
+        fprintf(stderr, "storylm plot: warning: %d cells of '%s' are not numbers (the first at row %d, column %d), left out, as gaps\n",
+                t->n_text, path, t->first_text_row, t->first_text_col);
     if (!rc && t->n_huge)
         fprintf(stderr, "storylm plot: %d values of '%s' beyond +-%g (or infinite) left out, as gaps\n", t->n_huge,
                 path, PLOT_MAX_ABS);
@@ -172,6 +186,9 @@ static int draw(const Table *t, const char *out, const char *title, const char *
     double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
     column_range(t, 0, &x0, &x1);
     for (int c = 1; c < t->n_cols; c++) column_range(t, c, &y0, &y1);
+    if (!isfinite(x0) || !isfinite(y0))
+        return FAIL(e, "give rows with a number in the first column (x) and in at least one other",
+                    "nothing to draw into '%s': the table has no number in %s", out, !isfinite(x0) ? "its first column" : "its curves");
     if (y_max > 0 && y1 > y_max) y1 = y_max;
     if (!(x1 > x0)) x1 = x0 + 1;
     if (!(y1 > y0)) y1 = y0 + 1;
@@ -197,8 +214,10 @@ static int draw(const Table *t, const char *out, const char *title, const char *
 static int run(int argc, char **argv) {
     const char *out = NULL, *title = "storylm plot", *y_label = NULL;
     double y_max = 0;
+    bool force = false;
     Option opts[] = {
-        {"out", 'o', OPT_STRING, &out, "FILE", "the SVG file to write (required)", 0, 0},
+        {"out", 'o', OPT_STRING, &out, "FILE", "the SVG file to write (required); a model, stories or other file already there is kept", 0, 0},
+        FORCE_OPTION(force),
         {"title", 0, OPT_STRING, &title, "TEXT", "the chart's title", 0, 0},
         {"y-label", 0, OPT_STRING, &y_label, "TEXT", "the y axis's label", 0, 0},
         {"y-max", 0, OPT_DOUBLE, &y_max, "Y", "clip the y axis at Y (0: the largest value)", 0, 1e9},
@@ -210,7 +229,12 @@ static int run(int argc, char **argv) {
     if (!out) return args_usage_error(&command_plot, "give the SVG file to write with -o FILE");
     Error e = {0};
     Table t = {0};
-    rc = slm_output_check(out, pos, 1, &e);
+    OutputPlan p;
+    slm_outputs_init(&p, force);
+    slm_outputs_read(&p, pos[0]);
+    slm_outputs_write(&p, out, FILE_SVG);
+    rc = slm_outputs_check(&p, &e) || slm_text_check(title, strlen(title), "--title", &e) ||
+         (y_label && slm_text_check(y_label, strlen(y_label), "--y-label", &e));
     if (!rc) rc = read_table(&t, pos[0], &e);
     if (!rc) rc = draw(&t, out, title, y_label, y_max, &e);
     table_free(&t);

@@ -144,7 +144,7 @@ static int swap(const SwapArgs *a, const char *stories, Error *e) {
     SwapRow rows[65];
     Report r;
     slm_report_init(&r, "swap");
-    int rc = a->baseline && a->po.svg ? slm_output_check(a->po.svg, &a->baseline, 1, e) : 0; /* the baseline is an input too */
+    int rc = a->baseline ? slm_probe_check_outputs(&a->po, ps.model_path, stories, a->baseline, e) : 0; /* the baseline is an input too */
     if (!rc && a->baseline) rc = slm_probe_load_other(&ps, a->baseline, &base, e);
     int n = rc ? -1 : slm_cli_swap_names(&ps, a->names, names, 64, e);
     rc = n < 0 ? -1 : slm_probe_swap(&ps.lm.model, a->baseline ? &base.model : NULL, &ps.lm.tokenizer, &ps.names,

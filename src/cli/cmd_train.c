@@ -12,9 +12,11 @@
 
 #include "args.h"
 #include "common.h"
+#include "heartbeat.h"
 #include "storylm/checkpoint.h"
 #include "storylm/fileio.h"
 #include "storylm/name_swap.h"
+#include "storylm/outputs.h"
 #include "storylm/regularise.h"
 #include "storylm/train.h"
 #include "storylm/vocab_train.h"
@@ -50,13 +52,16 @@ static void install_handlers(void) {
 typedef struct ProgressPrinter {
     bool tty;
     double last_line_s;
+    Heartbeat beat; /* a line within a long step too (--batch 4096) */
 } ProgressPrinter;
 
 /* On a terminal one line rewritten in place; piped, a plain line every 10 s
  * and at every evaluation. */
 static void print_progress(const TrainProgress *p, void *ctx) {
     ProgressPrinter *pp = ctx;
-    if (!pp->tty && !p->evaluated && p->elapsed_s - pp->last_line_s < 10) return;
+    bool quiet = !pp->tty && !p->evaluated && p->elapsed_s - pp->last_line_s < 10;
+    cli_heartbeat_beat(&pp->beat, p->step, !quiet);
+    if (quiet) return;
     pp->last_line_s = p->elapsed_s;
     char eta[32], elapsed[32], test[64] = "";
     cli_format_duration(p->eta_s, eta, sizeof eta);
@@ -296,34 +301,75 @@ static int try_writing(const char *path, Error *e) {
     return 0;
 }
 
-/* Every file training writes, checked before the first step (a folder or an
- * input given as --out was found only at the first save, or never): --out,
- * its optimizer state and that state's ".next", and a vocabulary to learn;
- * none may be an input (the stories, an existing vocabulary) or another of
- * them. With --resume, --out is read and written on purpose. */
-static int check_outputs(const char *stories, const TrainOptions *o, const char *vocab_path, Error *e) {
+#define KEEP_MODEL_HINT "give --resume to continue it, --out NEW for another model, or --force to replace it"
+
+/* The files beside --out that this run writes: its checkpoint (OUT, or
+ * OUT.raw with --ema-save), the checkpoint's optimizer state and that
+ * state's ".next", the moving average, the best model, the lock. */
+typedef struct SideFiles {
+    char ema[REGULARISE_PATH_MAX], best[REGULARISE_PATH_MAX], raw[REGULARISE_PATH_MAX];
+    char stem[REGULARISE_PATH_MAX]; /* OUT.step (snapshots OUT.stepN.safetensors) */
+    char *adam, *next, *lock;
+} SideFiles;
+
+static int side_files(SideFiles *f, const TrainOptions *o, Error *e) {
+    *f = (SideFiles){0};
+    if (!slm_regularise_file(o->out, "ema", f->ema) || !slm_regularise_file(o->out, "best", f->best) ||
+        !slm_regularise_file(o->out, "raw", f->raw))
+        return FAIL(e, "give a shorter --out", "the path '%.60s...' is too long", o->out);
+    const char *checkpoint = o->ema_save ? f->raw : o->out, *dot = strstr(checkpoint, ".safetensors");
+    int stem = dot && dot[12] == '\0' ? (int)(dot - checkpoint) : (int)strlen(checkpoint);
+    snprintf(f->stem, sizeof f->stem, "%.*s.step", stem, checkpoint);
+    f->adam = slm_checkpoint_adam_path(checkpoint, e);
+    f->next = f->adam ? slm_checkpoint_adam_next_path(checkpoint, e) : NULL;
+    f->lock = f->next ? slm_file_lock_path(o->out, e) : NULL;
+    return f->lock ? 0 : -1;
+}
+
+static void side_files_free(SideFiles *f) {
+    free(f->adam), free(f->next), free(f->lock);
+}
+
+/* Every file training writes, checked before the first step against the
+ * inputs (the stories, an existing vocabulary), each other and what they
+ * hold (outputs.h): without --resume, a model already in --out or beside it
+ * is kept unless --force. With --resume, --out is read and written on purpose. */
+static int check_outputs(const char *stories, const TrainOptions *o, const char *vocab_path, bool force, Error *e) {
     struct stat st;
     int learn_vocab = stat(vocab_path, &st) != 0;
-    char *adam = slm_checkpoint_adam_path(o->out, e), *next = adam ? slm_checkpoint_adam_next_path(o->out, e) : NULL;
-    const char *inputs[] = {stories, learn_vocab ? NULL : vocab_path};
-    const char *outputs[] = {o->out, adam, next, learn_vocab ? vocab_path : NULL};
-    int rc = next ? 0 : -1;
-    for (int i = 0; i < 4 && !rc; i++) {
-        if (!outputs[i]) continue;
-        rc = slm_output_check(outputs[i], inputs, 2, e);
-        if (!rc && i != 2) rc = try_writing(outputs[i], e);
-        for (int j = 0; j < i && !rc; j++)
-            if (outputs[j] && slm_paths_same(outputs[i], outputs[j]))
-                rc = FAIL(e, "give --out and --vocab different names",
-                          "'%s' would be written as the model and as the vocabulary", outputs[i]);
-    }
-    free(adam);
-    free(next);
+    SideFiles f;
+    int rc = side_files(&f, o, e);
+    OutputPlan p;
+    slm_outputs_init(&p, force);
+    p.keep_hint = o->resume ? NULL : KEEP_MODEL_HINT;
+    slm_outputs_read(&p, stories);
+    slm_outputs_read(&p, learn_vocab ? NULL : vocab_path);
+    void (*model)(OutputPlan *, const char *, FileKind) = o->resume ? slm_outputs_write_own : slm_outputs_write;
+    FileKind read_back = o->resume ? FILE_NONE : FILE_MODEL; /* a resume reads them and says what is wrong */
+    model(&p, o->out, read_back);
+    model(&p, f.adam, read_back);
+    model(&p, f.next, read_back);
+    model(&p, o->ema > 0 && !o->ema_save ? f.ema : NULL, FILE_MODEL);
+    model(&p, o->keep_best ? f.best : NULL, FILE_MODEL);
+    model(&p, o->ema_save ? f.raw : NULL, FILE_MODEL);
+    slm_outputs_write(&p, f.lock, FILE_LOCK);
+    slm_outputs_write(&p, learn_vocab ? vocab_path : NULL, FILE_VOCAB);
+    if (o->snapshot_every > 0) slm_outputs_family(&p, f.stem, ".safetensors", FILE_MODEL, o->resume);
+    if (!rc && learn_vocab && slm_paths_same(o->out, vocab_path))
+        rc = FAIL(e, "give --out and --vocab different names", "'%s' would be written as the model and as the vocabulary",
+                  o->out);
+    if (!rc) rc = slm_outputs_check(&p, e);
+    /* tried now, with the same temporary file a save makes, rather than after
+     * minutes of training (root passes access() where a read-only file system
+     * still refuses) */
+    for (int i = 0; i < p.n_outputs && !rc; i++)
+        if (p.outputs[i].kind != FILE_LOCK && p.outputs[i].path != f.next) rc = try_writing(p.outputs[i].path, e);
+    side_files_free(&f);
     return rc;
 }
 
-static int train_file(const char *path, TrainOptions *o, const char *vocab_path, int n_test, bool json, Error *e,
-                      int *signalled) {
+static int train_file(const char *path, TrainOptions *o, const char *vocab_path, int n_test, bool json, bool force,
+                      Error *e, int *signalled) {
     bool root = dist_rank(o->dist) == 0;
     char *vocab = NULL;
     Tokenizer tok = {0};
@@ -338,7 +384,7 @@ static int train_file(const char *path, TrainOptions *o, const char *vocab_path,
         rc = FAIL(e, "learn it first: storylm vocab STORIES -o vocab.txt", "under mpirun the vocabulary '%s' must exist",
                   vocab_path);
     /* rank 0 alone writes, so it alone checks the outputs and holds the lock */
-    if (!rc && root) rc = check_outputs(path, o, vocab_path, e);
+    if (!rc && root) rc = check_outputs(path, o, vocab_path, force, e);
     if (!rc && root) rc = slm_file_lock(&lock, o->out, e); /* one run per output: they would share the state's .next */
     if (!rc) rc = get_vocab(vocab_path, path, 2000, &vocab, root, e);
     /* From the file, so that messages name it; the model has room for exactly 2,000 pieces. */
@@ -358,7 +404,9 @@ static int train_file(const char *path, TrainOptions *o, const char *vocab_path,
     o->data_path = path;
     ProgressPrinter pp = {.tty = isatty(2)};
     TrainResult r;
+    if (root) cli_heartbeat_start(&pp.beat, "training", o->steps);
     rc = slm_train_run(&s, o, root ? print_progress : NULL, &pp, &r, e);
+    if (root) cli_heartbeat_stop(&pp.beat);
     if (rc) goto done;
     /* a signal that came at the last step or after it leaves a whole run: exit 0 */
     *signalled = r.interrupted && stop_requested;
@@ -380,7 +428,7 @@ static int run(int argc, char **argv) {
     o.threads = cli_default_threads();
     const char *arch = "attention", *vocab_path = "vocab.txt", *pos[1], *pos_scheme = "distance", *score = "scaled-dot";
     int steps = o.steps, seed = (int)o.seed, n_test = STORIES_DEFAULT_TEST, np, layers = 1;
-    bool resume = false, ema_save = false, keep_best = false, json = false;
+    bool resume = false, ema_save = false, keep_best = false, json = false, force = false;
     Option opts[] = {
         {"steps", 0, OPT_INT, &steps, "N", "optimizer steps", 1, 1e9},
         {"minutes", 0, OPT_DOUBLE, &o.minutes, "M", "time budget in minutes, 0 for none; stops early, saving", 0, 1e6},
@@ -389,7 +437,8 @@ static int run(int argc, char **argv) {
         {"batch", 0, OPT_INT, &o.batch, "N", "stories per step", 1, 4096},
         {"seed", 's', OPT_INT, &seed, "N", "seed of the initial weights and the story order", 0, 2147483647},
         THREADS_OPTION(o.threads),
-        {"out", 'o', OPT_STRING, &o.out, "FILE", "model file to write", 0, 0},
+        {"out", 'o', OPT_STRING, &o.out, "FILE", "model file to write; a model already there is kept: --resume continues it, --force replaces it", 0, 0},
+        FORCE_OPTION(force),
         {"json", 0, OPT_BOOL, &json, NULL, "print the final summary as JSON on stdout (progress stays on stderr)", 0, 0},
         {"vocab", 0, OPT_STRING, &vocab_path, "FILE", "vocabulary to use, or to learn and write if missing", 0, 0},
         {"eval-every", 0, OPT_INT, &o.eval_every, "N", "steps between test evaluations and saves; 0: at the end", 0, 1e9},
@@ -442,7 +491,7 @@ static int run(int argc, char **argv) {
     Dist dist;
     if (slm_dist_init(&dist, &e)) return cli_fail(&e);
     o.dist = &dist;
-    if (train_file(pos[0], &o, vocab_path, n_test, json, &e, &signalled)) {
+    if (train_file(pos[0], &o, vocab_path, n_test, json, force, &e, &signalled)) {
         if (dist.rank != 0) slm_error_prefix(&e, "rank %d: ", dist.rank);
         rc = cli_fail(&e);
         slm_dist_abort(&dist, rc); /* the other ranks may be waiting for this one */

@@ -8,6 +8,7 @@
 #include "args.h"
 #include "common.h"
 #include "storylm/fileio.h"
+#include "storylm/outputs.h"
 #include "storylm/vocab_train.h"
 
 static int run(int argc, char **argv);
@@ -75,11 +76,22 @@ static int print_json(const char *path, const char *output, int size, const Voca
     return cli_json_print(j, e);
 }
 
+/* The vocabulary to write, checked against the file it is learnt from or
+ * exported from (outputs.h): never over it, nor over a model or stories. */
+static int check_output(const char *output, const char *input, bool force, Error *e) {
+    OutputPlan p;
+    slm_outputs_init(&p, force);
+    slm_outputs_read(&p, input);
+    slm_outputs_write(&p, output, FILE_VOCAB);
+    return slm_outputs_check(&p, e);
+}
+
 /* --model: the vocabulary a model file holds, written as vocab.txt. */
-static int export_vocab(const char *model_path, const char *output, bool json) {
+static int export_vocab(const char *model_path, const char *output, bool json, bool force) {
     Error e = {0};
-    LoadedModel lm;
-    int rc = slm_cli_load_model(&lm, model_path, &e) || slm_file_write_atomic(output, lm.vocab, strlen(lm.vocab), &e);
+    LoadedModel lm = {0};
+    int rc = check_output(output, model_path, force, &e) || slm_cli_load_model(&lm, model_path, &e) ||
+             slm_file_write_atomic(output, lm.vocab, strlen(lm.vocab), &e);
     if (!rc && json) {
         cJSON *j = cli_json_begin("vocab");
         cli_json_model(j, &lm.model, model_path);
@@ -90,20 +102,21 @@ static int export_vocab(const char *model_path, const char *output, bool json) {
     } else if (!rc) {
         fprintf(stderr, "wrote %s: the %d pieces of %s\n", output, lm.model.cfg.vocab_size, model_path);
     }
+    slm_cli_free_model(&lm);
     if (rc) {
         slm_error_print(&e, "storylm vocab");
         return 1;
     }
-    slm_cli_free_model(&lm);
     return 0;
 }
 
 static int run(int argc, char **argv) {
     const char *output = "vocab.txt", *model = NULL;
     int size = VOCAB_DEFAULT_SIZE;
-    bool json = false;
+    bool json = false, force = false;
     const Option opts[] = {
-        {"out", 'o', OPT_STRING, &output, "FILE", "where to write the vocabulary", 0, 0},
+        {"out", 'o', OPT_STRING, &output, "FILE", "where to write the vocabulary; a model, stories or other file already there is kept", 0, 0},
+        FORCE_OPTION(force),
         {"size", 0, OPT_INT, &size, "N", "pieces in the vocabulary, [UNK] and [EOS] included", VOCAB_MIN_SIZE,
          VOCAB_MAX_SIZE},
         {"model", 'm', OPT_STRING, &model, "FILE", "export this model's vocabulary instead of learning one", 0, 0},
@@ -114,7 +127,7 @@ static int run(int argc, char **argv) {
     int rc = args_parse(&command_vocab, argc, argv, opts, N_OPTIONS(opts), pos, 0, 1, &np);
     if (rc) return rc > 0 ? 0 : 2;
     if (model && np) return args_usage_error(&command_vocab, "give STORIES to learn a vocabulary or --model to export one, not both");
-    if (model) return export_vocab(model, output, json);
+    if (model) return export_vocab(model, output, json, force);
     if (!np) return args_usage_error(&command_vocab, "missing argument; usage: %s", command_vocab.usage);
 
     double t0 = seconds_now();
@@ -123,7 +136,7 @@ static int run(int argc, char **argv) {
     size_t len = 0;
     Vocab v = {0};
     VocabStats st = {0};
-    rc = slm_output_check(output, pos, 1, &e) || slm_file_read_all(pos[0], 0, &text, &len, &e) || slm_vocab_train_text(text, len, pos[0], size, &v, &st, &e) ||
+    rc = check_output(output, pos[0], force, &e) || slm_file_read_all(pos[0], 0, &text, &len, &e) || slm_vocab_train_text(text, len, pos[0], size, &v, &st, &e) ||
          slm_vocab_save(&v, output, &e);
     free(text);
     if (rc) {

@@ -37,7 +37,8 @@
     ABLATE_OPTIONS((o).ablate, (o).ablate_mode),                                                             \
     {"json", 0, OPT_BOOL, &(o).json, NULL, "print JSON with the same numbers", 0, 0},                        \
     THREADS_OPTION((o).threads)
-#define PROBE_SVG_OPTION(o) {"svg", 0, OPT_STRING, &(o).svg, "FILE", "also draw the picture into FILE (SVG)", 0, 0}
+#define PROBE_SVG_OPTION(o) {"svg", 0, OPT_STRING, &(o).svg, "FILE", "also draw the picture into FILE (SVG); a file of another kind there is kept", 0, 0}, \
+    FORCE_OPTION((o).force)
 #define PROBE_TEST_OPTION(o) \
     {"test-stories", 0, OPT_INT, &(o).n_test, "N", "held-out test stories (as in training)", 1, 100000}
 /* For verbs without a STORIES argument: where mean ablation finds its stories. */

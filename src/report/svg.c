@@ -150,12 +150,24 @@ double slm_svg_round_up(double v) {
     return ceil(v / step * (1 - 1e-9)) * step;
 }
 
+/* How many ticks of step from *first (the first multiple of step at or above
+ * lo) up to hi: 0 when any is not finite, at most 50. Counted, not stepped
+ * to (v += step never reaches hi when step is below v's precision, or
+ * infinite), so that drawing always ends. */
+static int tick_count(double lo, double hi, double step, double *first) {
+    *first = ceil(lo / step) * step;
+    if (!isfinite(lo) || !isfinite(hi) || !isfinite(*first) || !(step > 0)) return 0;
+    double n = floor((hi + step * 1e-6 - *first) / step) + 1;
+    return n >= 1 && *first + step > *first ? (int)fmin(n, 50) : 0;
+}
+
 /* The ticks on y with their labels; returns how wide the widest label is. */
 static double y_ticks(Svg *s, const SvgPanel *p) {
     double lo = fmin(p->y0, p->y1), hi = fmax(p->y0, p->y1), step = tick_step(hi - lo, 5), widest = 0;
     char label[32];
-    for (double v = ceil(lo / step) * step; v <= hi + step * 1e-6; v += step) {
-        double y = slm_svg_py(p, v);
+    double first;
+    for (int i = 0, n = tick_count(lo, hi, step, &first); i < n; i++) {
+        double v = first + i * step, y = slm_svg_py(p, v);
         slm_svg_line(s, p->x - 4, y, p->x, y, "#444", 1);
         snprintf(label, sizeof label, "%g", fabs(v) < step * 1e-6 ? 0.0 : v);
         slm_svg_text(s, p->x - 6, y + 3.5, label, 10, SVG_END, 0, "#444");
@@ -167,8 +179,9 @@ static double y_ticks(Svg *s, const SvgPanel *p) {
 static void x_ticks(Svg *s, const SvgPanel *p) {
     double lo = fmin(p->x0, p->x1), hi = fmax(p->x0, p->x1), step = tick_step(hi - lo, 5);
     char label[32];
-    for (double v = ceil(lo / step) * step; v <= hi + step * 1e-6; v += step) {
-        double x = slm_svg_px(p, v);
+    double first;
+    for (int i = 0, n = tick_count(lo, hi, step, &first); i < n; i++) {
+        double v = first + i * step, x = slm_svg_px(p, v);
         slm_svg_line(s, x, p->y + p->h, x, p->y + p->h + 4, "#444", 1);
         snprintf(label, sizeof label, "%g", fabs(v) < step * 1e-6 ? 0.0 : v);
         slm_svg_text(s, x, p->y + p->h + 15, label, 10, SVG_MIDDLE, 0, "#444");
@@ -287,8 +300,9 @@ void slm_svg_color_scale(Svg *s, double x, double y, double h, double vmax, cons
     slm_svg_group_end(s);
     frame(s, x, y, 14, h);
     double step = tick_step(vmax, 4);
-    for (double v = 0; v <= vmax * (1 + 1e-9); v += step) {
-        double ty = y + h - (vmax > 0 ? v / vmax : 0) * h;
+    double first;
+    for (int i = 0, n = tick_count(0, vmax * (1 + 1e-9), step, &first); i < n; i++) {
+        double v = first + i * step, ty = y + h - (vmax > 0 ? v / vmax : 0) * h;
         slm_svg_line(s, x + 14, ty, x + 18, ty, "#444", 1);
         snprintf(value, sizeof value, "%g", v);
         slm_svg_text(s, x + 21, ty + 3.5, value, 10, SVG_START, 0, "#444");

@@ -228,13 +228,15 @@ static int put(IdsWriter *w, uint64_t *sum, const void *data, size_t len, Error 
 int slm_ids_writer_open(IdsWriter *w, const char *final_path, const Tokenizer *t, Error *e) {
     *w = (IdsWriter){.id_bytes = id_bytes_for(t)};
     if (final_path) {
-        size_t n = strlen(final_path) + 32;
+        size_t n = strlen(final_path) + 1;
         w->final_path = xmalloc(n, e);
-        w->temp_path = w->final_path ? xmalloc(n, e) : NULL;
-        if (!w->temp_path) return slm_ids_writer_abort(w), -1;
+        if (!w->final_path) return slm_ids_writer_abort(w), -1;
         snprintf(w->final_path, n, "%s", final_path);
-        snprintf(w->temp_path, n, "%s.tmp.%ld", final_path, (long)getpid());
-        w->f = fopen(w->temp_path, "w+b");
+        /* never through a link planted at the temporary's name (slm_temp_open) */
+        int fd = slm_temp_open(final_path, &w->temp_path, e);
+        if (fd < 0) return slm_ids_writer_abort(w), -1;
+        w->f = fdopen(fd, "w+b");
+        if (!w->f) close(fd);
     } else {
         w->f = tmpfile();
     }

@@ -94,6 +94,12 @@ int slm_utf8_validate(const char *text, size_t len, const char *what, Error *e) 
     return 0;
 }
 
+int slm_text_check(const char *text, size_t len, const char *what, Error *e) {
+    if (slm_utf8_validate(text, len, what, e) == 0) return 0;
+    if (e) snprintf(e->hint, sizeof e->hint, "%s", "convert the text to UTF-8 without NUL bytes");
+    return -1;
+}
+
 /* ---- What the reference knows that utf8proc 2.8 does not (Unicode 16/17) ---- */
 
 enum { OV_CASED = 1, OV_IGNORABLE = 2 };

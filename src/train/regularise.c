@@ -1,6 +1,8 @@
 /* Training's regularisation: see include/storylm/regularise.h. */
+#include "storylm/parse.h"
 #include "storylm/regularise.h"
 
+#include <limits.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -151,7 +153,9 @@ static int resume_average(Regularise *g, int step, uint64_t run_id, Error *e) {
     if (own < 0) return -1;
     const char *at = own ? slm_metadata_get(&meta, "step") : NULL;
     int rc = 0;
-    if (!own || !at || atoi(at) != step || file.n_params != g->ema.n_params)
+    int at_step = -1;
+    if (!own || !at || slm_parse_int(at, 0, INT_MAX, &at_step) != PARSE_OK || at_step != step ||
+        file.n_params != g->ema.n_params)
         rc = FAIL(e, "train anew: the run's moving average is lost (a kill between the model's save and the "
                      "average's leaves them at different steps)",
                   "cannot resume the moving average: '%s' is %s", g->ema_path,
@@ -168,7 +172,11 @@ static int resume_best(Regularise *g, uint64_t run_id, Error *e) {
     int own = load_own(g->best_path, run_id, &file, &meta, e);
     if (own <= 0) return own;
     const char *loss = slm_metadata_get(&meta, "test_loss"), *at = slm_metadata_get(&meta, "step");
-    if (loss && at) g->best_loss = strtod(loss, NULL), g->best_step = atoi(at);
+    double best_loss;
+    int best_step;
+    if (loss && at && slm_parse_double(loss, 0, INFINITY, &best_loss) == PARSE_OK &&
+        slm_parse_int(at, 0, INT_MAX, &best_step) == PARSE_OK)
+        g->best_loss = best_loss, g->best_step = best_step;
     slm_model_free(&file);
     slm_metadata_free(&meta);
     return 0;

@@ -1,5 +1,6 @@
 /* Sessions: see session.h. Moved from the CLI so the server shares them. */
 #define _XOPEN_SOURCE 700 /* realpath */
+#include "storylm/parse.h"
 #include "storylm/session.h"
 
 #include <inttypes.h>
@@ -12,6 +13,7 @@
 
 #include "storylm/checkpoint.h"
 #include "storylm/fileio.h"
+#include "storylm/outputs.h"
 #include "storylm/name_swap.h"
 #include "storylm/record.h"
 
@@ -121,22 +123,24 @@ static int parse_heads(const char *list, int layers, int n_heads, uint32_t *mask
     const char *hint = layers > 1 ? "give heads like 1:3,2:5 (layer:head; a plain 3 is layer 1's)" : "give head numbers like 3,5";
     if (!*p) return FAIL(e, hint, "empty head list");
     while (*p) {
-        char *end;
-        long l = 1, h = strtol(p, &end, 10);
+        const char *end;
+        long long l = 1, h = -1;
+        /* out of int's range reads as out of range, below */
+        if (slm_parse_integer_prefix(p, &end, -1000000, 1000000, &h) == PARSE_OUT_OF_RANGE) h = 1000000;
         if (end != p && *end == ':') {
             const char *at = end + 1;
             l = h;
-            h = strtol(at, &end, 10);
-            if (end == at) end = (char *)p; /* "2:" reads as nothing */
+            if (slm_parse_integer_prefix(at, &end, -1000000, 1000000, &h) == PARSE_OUT_OF_RANGE) h = 1000000;
+            if (end == at) end = p; /* "2:" reads as nothing */
         }
         if (end == p || (*end && *end != ','))
             return FAIL(e, layers > 1 ? hint : "give head numbers separated by commas, like 3,5", "cannot read head list '%s'",
                         list);
         if (l < 1 || l > layers)
-            return FAIL(e, "layers are numbered from 1", "layer %ld is out of range: this model has %s %d", l,
+            return FAIL(e, "layers are numbered from 1", "layer %lld is out of range: this model has %s %d", l,
                         layers > 1 ? "layers 1 to" : "only layer", layers);
         if (h < 0 || h >= n_heads)
-            return FAIL(e, "heads are numbered from 0", "head %ld is out of range: this model has heads 0 to %d", h,
+            return FAIL(e, "heads are numbered from 0", "head %lld is out of range: this model has heads 0 to %d", h,
                         n_heads - 1);
         *mask |= 1u << ((l - 1) * n_heads + h);
         p = *end ? end + 1 : end;
@@ -248,6 +252,19 @@ int slm_probe_session_stories(ProbeSession *ps, int n_test, int flags, Error *e)
     return flags & PROBE_NAMES ? learn_names(ps, e) : 0;
 }
 
+int slm_probe_check_outputs(const ProbeOptions *o, const char *model_path, const char *stories_path,
+                            const char *other_input, Error *e) {
+    OutputPlan p;
+    slm_outputs_init(&p, o->force);
+    slm_outputs_read(&p, model_path);
+    slm_outputs_read(&p, stories_path);
+    slm_outputs_read(&p, o->mean_stories);
+    slm_outputs_read(&p, other_input);
+    slm_outputs_write(&p, o->svg, FILE_SVG);
+    slm_outputs_write(&p, o->out, FILE_ACTIVATIONS);
+    return slm_outputs_check(&p, e);
+}
+
 int slm_probe_session_open(ProbeSession *ps, const ProbeOptions *o, const char *what, const char *stories_path, int flags,
                        Error *e) {
     *ps = (ProbeSession){.stories_path = stories_path};
@@ -256,8 +273,7 @@ int slm_probe_session_open(ProbeSession *ps, const ProbeOptions *o, const char *
         ps->model_path = slm_session_file_exists(DEFAULT_MODEL_PATH) || !slm_session_shipped_model(ps->shipped, sizeof ps->shipped)
                              ? DEFAULT_MODEL_PATH
                              : ps->shipped;
-    const char *inputs[] = {ps->model_path, stories_path, o->mean_stories};
-    int rc = o->svg ? slm_output_check(o->svg, inputs, 3, e) : 0; /* before the work, and never over an input */
+    int rc = slm_probe_check_outputs(o, ps->model_path, stories_path, NULL, e); /* before the work */
     if (!rc) rc = slm_cli_load_model(&ps->lm, ps->model_path, e);
     if (!rc && (flags & PROBE_ATTENTION_ONLY)) rc = slm_probe_need_attention(&ps->lm.model, what, e);
     if (!rc && (flags & PROBE_ATTENTION_ONLY) && !(flags & PROBE_LAYERS)) rc = slm_probe_need_one_layer(&ps->lm.model, what, e);

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "storylm/text.h"
 #include "storylm/fileio.h"
 #include "storylm/generate.h"
 #include "storylm/sample.h"
@@ -51,7 +52,8 @@ static int story_setup(ViewGenerator *vg, const LoadedModel *lm, const char *pro
     for (int i = 0; i < go->n_stops; i++)
         if (!go->stops[i][0]) return FAIL(e, "give --stop a string of one character or more", "an empty stop string");
     int rc = prompt_ids ? slm_intvec_reserve(&vg->ids, prompt_ids->len + 1, e)
-                        : slm_tokenizer_encode(&lm->tokenizer, prompt, strlen(prompt), &vg->ids, e);
+                        : slm_text_check(prompt, strlen(prompt), "the prompt", e) ||
+                              slm_tokenizer_encode(&lm->tokenizer, prompt, strlen(prompt), &vg->ids, e);
     if (!rc && prompt_ids) {
         memcpy(vg->ids.data, prompt_ids->data, prompt_ids->len * sizeof(int32_t));
         vg->ids.len = prompt_ids->len;
@@ -370,7 +372,9 @@ int slm_view_batch_init(ViewBatch *vb, const LoadedModel *lm, const Ablation *ab
     *vb = (ViewBatch){0};
     IntVec ids = {0};
     if (n < 1) return FAIL(e, "give --samples 1 or more", "%d samples asked for", n);
-    if (slm_tokenizer_encode(&lm->tokenizer, prompt, strlen(prompt), &ids, e)) return -1;
+    if (slm_text_check(prompt, strlen(prompt), "the prompt", e) ||
+        slm_tokenizer_encode(&lm->tokenizer, prompt, strlen(prompt), &ids, e))
+        return -1;
     int ok = !slm_generator_batch_init(&vb->gen, &lm->model, ab, n, e) &&
              (vb->samples = xcalloc((size_t)n, sizeof *vb->samples, e)) && (vb->which = xcalloc((size_t)n, sizeof(int), e)) &&
              (vb->next = xcalloc((size_t)n, sizeof(int32_t), e));
@@ -492,11 +496,29 @@ int slm_view_prompt_mostly_unknown(const PromptUnknown *pu) { return pu->unk > 0
 
 /* ---- names ---------------------------------------------------------------------- */
 
+/* The model's training file by its name (the "data" key), or NULL: only the
+ * name is taken from the file, never a path (a model file may come from
+ * anyone and say "/etc/passwd"); it is looked for beside the model, here and
+ * in data/ (here, then where the shipped data lives). */
+static const char *data_beside(const LoadedModel *lm, char *buf, size_t size) {
+    const char *data = slm_metadata_get(&lm->meta, "data");
+    const char *slash = data ? strrchr(data, '/') : NULL, *name = slash ? slash + 1 : data;
+    if (!name || !name[0] || !strcmp(name, ".") || !strcmp(name, "..")) return NULL;
+    const char *model_slash = lm->path ? strrchr(lm->path, '/') : NULL;
+    int folder = model_slash ? (int)(model_slash - lm->path) + 1 : 0;
+    char rel[300];
+    snprintf(rel, sizeof rel, "data/%.255s", name);
+    if (snprintf(buf, size, "%.*s%s", folder, lm->path ? lm->path : "", name) < (int)size && slm_session_file_exists(buf))
+        return buf;
+    if (snprintf(buf, size, "%s", name) < (int)size && slm_session_file_exists(buf)) return buf;
+    if (snprintf(buf, size, "%s", rel) < (int)size && slm_session_file_exists(buf)) return buf;
+    return slm_session_source_file(rel, buf, size) ? buf : NULL;
+}
+
 /* The stories file of slm_view_generate_names, or NULL. */
 static const char *names_source(const LoadedModel *lm, const char *given, char *buf, size_t size) {
     if (given) return given;
-    const char *data = slm_metadata_get(&lm->meta, "data");
-    if (data && data[0] && slm_session_file_exists(data)) return data;
+    if (data_beside(lm, buf, size)) return buf;
     if (slm_session_file_exists("data/stories.txt")) return "data/stories.txt";
     return slm_session_source_file("data/stories.txt", buf, size) ? buf : NULL;
 }

@@ -1,8 +1,10 @@
 /* Views of a model's weights and of its heads on stories: see views.h.
  * Tool 2 (distances) and Secret 1 (heads). Moved from the CLI's verbs. */
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "storylm/parse.h"
 #include "storylm/views.h"
 
 void slm_view_distances(Report *r, const ProbeSession *ps, int up_to) {
@@ -28,8 +30,9 @@ void slm_view_distances(Report *r, const ProbeSession *ps, int up_to) {
 static int model_step(const ProbeSession *ps) {
     const char *dot = strstr(ps->model_path, ".step"), *step = slm_metadata_get(&ps->lm.meta, "step");
     int n = -1;
-    if (dot && sscanf(dot, ".step%d", &n) == 1) return n;
-    return step && sscanf(step, "%d", &n) == 1 ? n : -1;
+    long long x;
+    if (dot && slm_parse_integer_prefix(dot + 5, NULL, 0, INT_MAX, &x) == PARSE_OK) return (int)x;
+    return step && slm_parse_int(step, 0, INT_MAX, &n) == PARSE_OK ? n : -1;
 }
 
 /* "step 1200 (path)", or the path alone. */

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "storylm/text.h"
 #include "storylm/views.h"
 
 typedef struct SwapText {
@@ -25,7 +26,9 @@ static void swap_text_free(SwapText *w) {
 static int swap_text_run(SwapText *w, const ProbeSession *ps, const LoadedModel *baseline, const char *text,
                          const char *name, Error *e) {
     const Tokenizer *t = &ps->lm.tokenizer;
-    if (slm_intvec_push(&w->ids, t->eos_id, e) || slm_tokenizer_encode(t, text, strlen(text), &w->ids, e)) return -1;
+    if (slm_text_check(text, strlen(text), "the text", e) || slm_text_check(name, strlen(name), "the name", e) ||
+        slm_intvec_push(&w->ids, t->eos_id, e) || slm_tokenizer_encode(t, text, strlen(text), &w->ids, e))
+        return -1;
     int len = (int)w->ids.len;
     if (!slm_find_hero(t, &ps->names, w->ids.data, len, &w->hero))
         return FAIL(e, "name the hero in the first sentence and again later, like 'Lily found a shell. Lily smiled.'",

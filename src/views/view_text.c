@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "storylm/text.h"
 #include "storylm/views.h"
 
 int slm_view_text_at(ViewText *vt, int pos, Error *e) {
@@ -17,7 +18,7 @@ int slm_view_text_at(ViewText *vt, int pos, Error *e) {
 
 int slm_view_text_run(ViewText *vt, const ProbeSession *ps, const char *text, int pos, int how, Error *e) {
     *vt = (ViewText){0};
-    int rc = slm_intvec_push(&vt->ids, ps->lm.tokenizer.eos_id, e) ||
+    int rc = slm_text_check(text, strlen(text), "the text", e) || slm_intvec_push(&vt->ids, ps->lm.tokenizer.eos_id, e) ||
              slm_tokenizer_encode(&ps->lm.tokenizer, text, strlen(text), &vt->ids, e) || slm_view_text_at(vt, pos, e);
     int T = (int)vt->ids.len;
     int n = how & VIEW_RUN_PREFIX ? vt->pos + 1 : T;
