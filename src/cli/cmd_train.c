@@ -12,6 +12,7 @@
 
 #include "args.h"
 #include "common.h"
+#include "train_ranks.h"
 #include "storylm/checkpoint.h"
 #include "storylm/fileio.h"
 #include "storylm/name_swap.h"
@@ -381,6 +382,7 @@ static int run(int argc, char **argv) {
     const char *arch = "attention", *vocab_path = "vocab.txt", *pos[1], *pos_scheme = "distance", *score = "scaled-dot";
     int steps = o.steps, seed = (int)o.seed, n_test = STORIES_DEFAULT_TEST, np, layers = 1;
     bool resume = false, ema_save = false, keep_best = false, json = false;
+    double rank_timeout = DIST_DEFAULT_TIMEOUT_S;
     Option opts[] = {
         {"steps", 0, OPT_INT, &steps, "N", "optimizer steps", 1, 1e9},
         {"minutes", 0, OPT_DOUBLE, &o.minutes, "M", "time budget in minutes, 0 for none; stops early, saving", 0, 1e6},
@@ -411,6 +413,7 @@ static int run(int argc, char **argv) {
         {"ema-save", 0, OPT_BOOL, &ema_save, NULL, "save the average as the model OUT (the raw weights, for --resume, in OUT.raw.safetensors)", 0, 0},
         {"keep-best", 0, OPT_BOOL, &keep_best, NULL, "also keep OUT.best.safetensors, the model at its lowest test loss", 0, 0},
         {"swap-names", 0, OPT_DOUBLE, &o.swap_names, "P", "rename each training story's hero with probability P (names of the training stories or made up from pieces); 0: off", 0, 1},
+        {"rank-timeout", 0, OPT_DOUBLE, &rank_timeout, "S", "under mpirun: seconds a rank waits for the others at an exchange before the run stops, naming the rank that did not come (30 times longer while the stories are read); 0: forever", 0, 1e6},
     };
     int rc = args_parse(&command_train, argc, argv, opts, N_OPTIONS(opts), pos, 1, 1, &np);
     if (rc) return rc > 0 ? 0 : 2;
@@ -442,12 +445,10 @@ static int run(int argc, char **argv) {
     Dist dist;
     if (slm_dist_init(&dist, &e)) return cli_fail(&e);
     o.dist = &dist;
-    if (train_file(pos[0], &o, vocab_path, n_test, json, &e, &signalled)) {
-        if (dist.rank != 0) slm_error_prefix(&e, "rank %d: ", dist.rank);
-        rc = cli_fail(&e);
-        slm_dist_abort(&dist, rc); /* the other ranks may be waiting for this one */
-        return rc;
-    }
+    dist.timeout_s = rank_timeout;
+    if (cli_train_ranks_agree(&dist, opts, N_OPTIONS(opts), pos[0], vocab_path, &e) ||
+        train_file(pos[0], &o, vocab_path, n_test, json, &e, &signalled))
+        return cli_train_ranks_fail(&dist, &e);
     slm_dist_finalize(&dist);
     return signalled ? 130 : 0;
 }
