@@ -75,10 +75,7 @@ static void print_progress(const TrainProgress *p, void *ctx) {
 static void put_flag(FILE *out, const char *flag, double x) {
     char buf[40];
     if (!(x > 0)) return;
-    for (int digits = 1; digits <= 17; digits++) {
-        snprintf(buf, sizeof buf, "%.*g", digits, x);
-        if (strtod(buf, NULL) == x) break;
-    }
+    cli_format_exact(x, buf, sizeof buf);
     fprintf(out, " %s %s", flag, buf);
 }
 

@@ -22,7 +22,11 @@ static void put_option(FILE *f, const Option *o) {
     switch (o->kind) {
     case OPT_BOOL: fputs(*(bool *)o->target ? "on" : "off", f); break;
     case OPT_INT: fprintf(f, "%d", *(int *)o->target); break;
-    case OPT_DOUBLE: fprintf(f, "%.17g", *(double *)o->target); break;
+    case OPT_DOUBLE: {
+        char x[40];
+        cli_format_exact(*(double *)o->target, x, sizeof x);
+        fputs(x, f);
+    } break;
     case OPT_STRING: fputs(*(const char **)o->target ? *(const char **)o->target : "(none)", f); break;
     case OPT_STRINGS: {
         const StringList *l = o->target;
