@@ -4,7 +4,8 @@
 # name); mpirun in the first starts rank 1 in the second through a launcher
 # that enters it (in place of ssh), and the ranks talk over TCP only. The
 # model equals one process's with the same shards (2 ranks x 1 thread = 1
-# process x 2 threads), bit for bit. Only the namespaces' own addresses are
+# process x 2 threads), bit for bit; a rank stopped on the second host ends
+# the job within the deadline, named. Only the namespaces' own addresses are
 # used. Skips (77) without mpirun, without MPI in the build, or where
 # namespaces cannot be made (not root, no CAP_NET_ADMIN, no iproute2).
 set -euo pipefail
@@ -15,7 +16,11 @@ command -v ip >/dev/null || skip "no ip (apt install iproute2)"
 command -v unshare >/dev/null || skip "no unshare (util-linux)"
 [[ $(id -u) == 0 ]] || skip "making network namespaces needs root"
 a=slm$$a b=slm$$b net=10.254.77 # a private network that exists only between the two namespaces
-cleanup() { ip netns del "$a" 2> /dev/null || true; ip netns del "$b" 2> /dev/null || true; }
+cleanup() {
+  for p in "${stopped[@]}"; do kill -9 "$p" 2> /dev/null || true; done
+  ip netns del "$a" 2> /dev/null || true
+  ip netns del "$b" 2> /dev/null || true
+}
 trap cleanup EXIT
 ip netns add "$a" 2> ns.log && ip netns add "$b" 2>> ns.log || skip "cannot make network namespaces: $(cat ns.log)"
 ip link add "${a}v" type veth peer name "${b}v" 2>> ns.log || skip "cannot make a veth pair: $(cat ns.log)"
@@ -56,4 +61,8 @@ grep -q "2 ranks exchanged" hosts.log || fail "rank 0 did not report the exchang
 "$STORYLM" train slice.txt "${common[@]}" --threads 2 --out one.safetensors 2> one.log || { cat one.log; fail "train"; }
 [[ "$(tensor_sums hosts.safetensors)" == "$(tensor_sums one.safetensors)" ]] ||
   fail "2 hosts x 1 thread differs from 1 process x 2 threads"
+
+# rank 1, on the other host, stopped: the job ends within the deadline naming it
+stop_rank 1 stop.safetensors stop.log on_hosts "$STORYLM" train slice.txt --vocab vocab.txt --eval-every 5 \
+  --test-stories 20 --threads 1 --steps 400 --rank-timeout 3
 echo "e2e_mpi_hosts: passed ($(grep "ranks exchanged" hosts.log))"

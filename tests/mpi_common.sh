@@ -27,5 +27,42 @@ rank_pid() {
   done
 }
 
+# process_runs PID: the process exists and is no zombie (a zombie is dead,
+# waiting to be collected)
+process_runs() { kill -0 "$1" 2> /dev/null && [[ $(ps -o stat= -p "$1") != Z* ]]; }
+
+# stop_rank RANK OUT LOG RUNNER ARGS...: runs RUNNER ARGS (a training that
+# saves OUT, its messages to LOG) in the background, stops rank RANK with
+# SIGSTOP after the first save and checks that the job ends within 30 s with
+# a message naming the rank, and that the stopped process is gone. The
+# stopped PIDs are added to $stopped (for an EXIT trap to kill).
+stopped=()
+stop_rank() {
+  local rank=$1 out=$2 log=$3
+  shift 3
+  rm -f "$out" "$log"
+  (rc=0; "$@" --out "$out" 2> "$log" || rc=$?; echo $rc > "$log.rc") &
+  local job=$! victim= start took rc
+  for _ in $(seq 600); do [[ -f $out ]] && break; sleep 0.1; done
+  [[ -f $out ]] || { cat "$log"; fail "the run to stop saved nothing"; }
+  victim=$(rank_pid "storylm train .*$out" "$rank")
+  [[ -n $victim ]] || fail "found no rank $rank to stop"
+  kill -STOP "$victim"
+  stopped+=("$victim")
+  start=$SECONDS
+  wait $job
+  took=$((SECONDS - start))
+  rc=$(cat "$log.rc")
+  [[ $rc != 0 && $rc != 124 ]] || { cat "$log"; fail "after rank $rank was stopped the job ended with $rc (124: it hung)"; }
+  ((took <= 30)) || fail "the job took $took s to end after rank $rank was stopped"
+  grep -q "rank $rank did not come to an exchange" "$log" || { cat "$log"; fail "no message names rank $rank"; }
+  echo "rank $rank stopped: the job ended in $took s: $(grep 'did not come' "$log" | head -1)"
+  # mpirun ended the job: the stopped rank is killed too (and soon collected)
+  for _ in $(seq 100); do process_runs "$victim" || break; sleep 0.1; done
+  ! process_runs "$victim" || fail "the stopped rank $rank still runs"
+  for _ in $(seq 100); do kill -0 "$victim" 2> /dev/null || break; sleep 0.1; done
+  "$STORYLM" info --model "$out" > /dev/null || fail "the last saved model is damaged"
+}
+
 first_stories 300 > slice.txt
 "$STORYLM" vocab slice.txt -o vocab.txt > /dev/null 2>&1 || fail "vocab"
