@@ -65,43 +65,58 @@ static void answer_roll_calls(void) {
 
 static void nap(long ns) { nanosleep(&(struct timespec){.tv_sec = 0, .tv_nsec = ns}, NULL); }
 
-/* After a missed deadline: asks every other rank and waits `grace` seconds
- * for the answers; the error names the first rank that did not answer. The
- * requests stay pending: the caller stops the job (MPI_Abort). */
-static int roll_call(Dist *d, const char *call, double waited, Error *e) {
-    int n = d->size, answered = 1, me = d->rank, first_missing = -1;
-    int *got = calloc((size_t)n, sizeof *got), *echo = calloc((size_t)n, sizeof *echo);
-    MPI_Request *asks = calloc((size_t)n, sizeof *asks), *answers = calloc((size_t)n, sizeof *answers);
-    if (!got || !echo || !asks || !answers) {
-        free(got), free(echo), free(asks), free(answers);
-        return FAIL(e, "another rank is stopped, dead or stuck; the last saved model is intact",
-                    "%s: the other ranks did not come within %.0f s", call, waited);
-    }
-    for (int r = 0; r < n; r++) {
-        if (r == me) continue;
-        MPI_Isend(&me, 1, MPI_INT, r, TAG_ASK, MPI_COMM_WORLD, &asks[r]);
-        MPI_Irecv(&echo[r], 1, MPI_INT, r, TAG_ANSWER, MPI_COMM_WORLD, &answers[r]);
-    }
+/* Waits up to the grace time for answers[r] of every rank but this one;
+ * then gives up on the rest (their receives cancelled: nothing lands later
+ * in freed memory). Returns how many did not answer; *first is the lowest. */
+static int await_answers(const Dist *d, MPI_Request *answers, int *got, int *first) {
     double grace = d->timeout_s < DIST_ROLL_CALL_S ? d->timeout_s : DIST_ROLL_CALL_S, start = now_s();
-    while (answered < n && now_s() - start < grace) {
+    for (int answered = 1; answered < d->size && now_s() - start < grace; nap(1000000)) {
         answer_roll_calls();
-        for (int r = 0; r < n; r++) {
+        for (int r = 0; r < d->size; r++) {
             int flag = 0;
-            if (r != me && !got[r] && MPI_Test(&answers[r], &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS && flag)
+            if (r != d->rank && !got[r] && MPI_Test(&answers[r], &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS && flag)
                 got[r] = 1, answered++;
         }
-        nap(1000000);
     }
     int missing = 0;
-    for (int r = 0; r < n; r++)
-        if (r != me && !got[r]) missing++, first_missing = first_missing < 0 ? r : first_missing;
-    free(got), free(echo), free(asks), free(answers);
-    if (first_missing < 0)
+    *first = -1;
+    for (int r = 0; r < d->size; r++) {
+        if (r == d->rank || got[r]) continue;
+        MPI_Cancel(&answers[r]);
+        MPI_Wait(&answers[r], MPI_STATUS_IGNORE);
+        missing++;
+        if (*first < 0) *first = r;
+    }
+    return missing;
+}
+
+/* After a missed deadline: asks every other rank and names the first that
+ * does not answer. The caller then stops the job (MPI_Abort). */
+static int roll_call(Dist *d, const char *call, double waited, Error *e) {
+    int n = d->size, first = -1, missing = n - 1;
+    int *got = calloc((size_t)n, sizeof *got), *echo = calloc((size_t)n, sizeof *echo);
+    MPI_Request *answers = calloc((size_t)n, sizeof *answers);
+    if (got && echo && answers) {
+        for (int r = 0; r < n; r++) {
+            if (r == d->rank) continue;
+            MPI_Request ask; /* sent from d->rank, which outlives the job */
+            MPI_Isend(&d->rank, 1, MPI_INT, r, TAG_ASK, MPI_COMM_WORLD, &ask);
+            MPI_Request_free(&ask);
+            MPI_Irecv(&echo[r], 1, MPI_INT, r, TAG_ANSWER, MPI_COMM_WORLD, &answers[r]);
+        }
+        missing = await_answers(d, answers, got, &first);
+    }
+    free(got), free(echo), free(answers);
+    if (missing == 0)
         return FAIL(e, "start every rank with the same settings and binary; the last saved model is intact",
-                    "%s: rank %d waited %.0f s; every rank answers, but not in the same exchange", call, me, waited);
+                    "%s: rank %d waited %.0f s; every rank answers, but not in the same exchange", call, d->rank,
+                    waited);
+    if (first < 0)
+        return FAIL(e, "another rank is stopped, dead or stuck; the last saved model is intact",
+                    "%s: the other ranks did not come within %.0f s", call, waited);
     return FAIL(e, "that rank is stopped (SIGSTOP), dead or stuck; resume from the last saved model with --resume",
-                "rank %d did not come to %s within %.0f s (%d rank(s) missing; this is rank %d)", first_missing, call,
-                waited, missing, me);
+                "rank %d did not come to %s within %.0f s (%d rank(s) missing; this is rank %d)", first, call, waited,
+                missing, d->rank);
 }
 
 /* Waits for a non-blocking collective, at most the deadline: MPI cannot
