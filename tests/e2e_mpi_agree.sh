@@ -3,7 +3,7 @@
 # any option that changes the numbers (or --steps, which made one rank wait
 # forever; or --threads, a bare MPI_ERR_TRUNCATE) stop at once, every one,
 # with one message naming the option and both values, and write no model;
-# so do ranks reading different stories, and ranks resuming from different
+# so do ranks reading different stories or vocabularies, and ranks resuming from different
 # models. The same vocabulary at two paths is no difference. Skips (77)
 # without mpirun or in a build without MPI.
 set -euo pipefail
@@ -49,6 +49,12 @@ refused "the ranks disagree on --resume: rank 0 has off, rank 1 has on" "${base[
 sed '0,/Lily/s//Lucy/' slice.txt > other.txt
 cmp -s slice.txt other.txt && fail "other.txt is no different"
 refused "the ranks disagree on the stories file: rank 0 has" "${base[@]}" -- other.txt "${base[@]:1}"
+
+# another vocabulary (learnt from fewer stories)
+first_stories 100 > fewer.txt
+"$STORYLM" vocab fewer.txt -o other_vocab.txt > /dev/null 2>&1 || fail "vocab of fewer stories"
+cmp -s vocab.txt other_vocab.txt && fail "other_vocab.txt is no different"
+refused "the ranks disagree on the vocabulary: rank 0 has" "${base[@]}" -- slice.txt --vocab other_vocab.txt "${base[@]:3}"
 
 # two models of the same settings but other seeds, resumed together (--seed is not given: a resume reads it)
 for seed in 1 3; do
