@@ -410,7 +410,7 @@ static int run(int argc, char **argv) {
         {"ema-save", 0, OPT_BOOL, &ema_save, NULL, "save the average as the model OUT (the raw weights, for --resume, in OUT.raw.safetensors)", 0, 0},
         {"keep-best", 0, OPT_BOOL, &keep_best, NULL, "also keep OUT.best.safetensors, the model at its lowest test loss", 0, 0},
         {"swap-names", 0, OPT_DOUBLE, &o.swap_names, "P", "rename each training story's hero with probability P (names of the training stories or made up from pieces); 0: off", 0, 1},
-        {"rank-timeout", 0, OPT_DOUBLE, &rank_timeout, "S", "under mpirun: seconds a rank waits for the others at an exchange before the run stops, naming the rank that did not come (30 times longer while the stories are read); 0: forever", 0, 1e6},
+        {"rank-timeout", 0, OPT_DOUBLE, &rank_timeout, "S", "under mpirun: seconds to wait for the other ranks at an exchange, then stop naming the missing one (x30 while reading the stories); 0: forever", 0, 1e6},
     };
     int rc = args_parse(&command_train, argc, argv, opts, N_OPTIONS(opts), pos, 1, 1, &np);
     if (rc) return rc > 0 ? 0 : 2;
