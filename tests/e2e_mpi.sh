@@ -7,16 +7,8 @@
 # saved model whole. Skips (77) without mpirun or in a build without MPI.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-command -v mpirun >/dev/null || { echo "SKIP: no mpirun (apt install openmpi-bin libopenmpi-dev)"; exit 77; }
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 # CI runs as root
-export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
-# Open MPI's own start-up allocations are never freed; under a sanitized build
-# LeakSanitizer would report them (from Open MPI's modules, not storylm's code),
-# so leaks are not checked in the MPI runs. Every other sanitizer check stays.
-mpi() { ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" timeout 300 mpirun --oversubscribe -x ASAN_OPTIONS -np "$@"; }
+source "$(dirname "${BASH_SOURCE[0]}")/mpi_common.sh"
 
-first_stories 300 > slice.txt
-"$STORYLM" vocab slice.txt -o vocab.txt > /dev/null 2>&1 || fail "vocab"
 common=(--vocab vocab.txt --eval-every 10 --seed 7 --test-stories 20 --steps 30)
 # the model's numbers, its losses and its optimizer state
 numbers() {
@@ -25,7 +17,7 @@ print([(t["name"], t["fnv1a64"]) for t in d["tensors"]], m.get("train_loss"), m.
 }
 
 if ! mpi 2 "$STORYLM" train slice.txt "${common[@]}" --threads 1 --out two.safetensors 2> two.log; then
-  grep -q "built without MPI" two.log && { echo "SKIP: storylm was built without MPI (cmake -DSTORYLM_MPI=ON)"; exit 77; }
+  skip_without_mpi two.log
   cat two.log; fail "mpirun -np 2 storylm train"
 fi
 "$STORYLM" train slice.txt "${common[@]}" --threads 2 --out one.safetensors 2> one.log || { cat one.log; fail "train"; }
@@ -50,10 +42,7 @@ mpi 2 "$STORYLM" train slice.txt "${common[@]}" --threads 1 --resume --out part.
    --threads 1 --out kill.safetensors 2> kill.log || rc=$?; echo $rc > kill.rc) &
 for _ in $(seq 600); do [[ -f kill.safetensors ]] && break; sleep 0.2; done
 [[ -f kill.safetensors ]] || fail "the run to kill saved nothing"
-victim=
-for p in $(pgrep -f "storylm train slice.txt.*kill.safetensors"); do
-  tr '\0' '\n' < /proc/$p/environ 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=1 && victim=$p
-done
+victim=$(rank_pid "storylm train slice.txt.*kill.safetensors" 1)
 [[ -n $victim ]] || fail "found no rank 1 to kill"
 kill -9 "$victim"
 wait

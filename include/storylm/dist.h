@@ -10,7 +10,10 @@
  *
  * Errors: the communicator returns errors instead of aborting, and a rank
  * that dies makes mpirun stop the others (Open MPI aborts the job when a
- * process exits without MPI_Finalize), so no rank waits forever. */
+ * process exits without MPI_Finalize). Every exchange is non-blocking and
+ * polled against a deadline (timeout_s), so a rank that is stopped (SIGSTOP)
+ * or stuck makes the others fail within it, naming the rank that did not
+ * come; the front end then stops the job (slm_dist_abort). */
 #ifndef STORYLM_DIST_H
 #define STORYLM_DIST_H
 
@@ -19,9 +22,23 @@
 
 #include "storylm/error.h"
 
+/* Seconds an exchange waits for the other ranks by default (--rank-timeout). */
+#define DIST_DEFAULT_TIMEOUT_S 60.0
+/* Before training starts (every rank reads and tokenizes the stories, rank 0
+ * first) a wait may last this many times the deadline. */
+#define DIST_STARTUP_FACTOR 30
+/* After a missed deadline, how long the other ranks have to answer the roll
+ * call that names the missing ones (at most timeout_s). */
+#define DIST_ROLL_CALL_S 5.0
+/* Polls of an exchange before waiting in naps (a step's exchange takes microseconds). */
+#define DIST_SPIN_POLLS 20000
+
 typedef struct Dist {
     int rank, size;      /* 0 and 1 in a single process */
     int mpi;             /* 1 when MPI was started here */
+    double timeout_s;    /* an exchange waits at most this long for the others; 0: forever */
+    int started;         /* 0 during start-up (waits DIST_STARTUP_FACTOR times longer), 1 when training */
+    int agreed;          /* the last error is every rank's alike: print it once, no abort needed */
     double comm_seconds; /* spent in slm_dist_allgather so far, waiting included */
     double wait_seconds; /* of which waiting for the slowest rank to arrive */
     double comm_bytes;   /* received by this rank in slm_dist_allgather so far */
@@ -44,6 +61,11 @@ int slm_dist_allgather(Dist *d, void *buf, size_t each, Error *e);
 int slm_dist_any(Dist *d, int flag, int *any, Error *e);
 /* Every rank's x equal? *same = 1 when so (on every rank). */
 int slm_dist_same(Dist *d, uint64_t x, int *same, Error *e);
+/* Fails on every rank alike (d->agreed set) unless every rank's text is
+ * rank 0's. text: lines "name<TAB>value"; the message names the first line
+ * that differs and both values ("the ranks disagree on --seed: rank 0 has 7,
+ * rank 1 has 8"). */
+int slm_dist_same_text(Dist *d, const char *text, Error *e);
 int slm_dist_barrier(Dist *d, Error *e);
 
 static inline int dist_size(const Dist *d) { return d ? d->size : 1; }

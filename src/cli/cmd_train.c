@@ -13,6 +13,7 @@
 #include "args.h"
 #include "common.h"
 #include "heartbeat.h"
+#include "train_ranks.h"
 #include "storylm/checkpoint.h"
 #include "storylm/fileio.h"
 #include "storylm/name_swap.h"
@@ -79,10 +80,7 @@ static void print_progress(const TrainProgress *p, void *ctx) {
 static void put_flag(FILE *out, const char *flag, double x) {
     char buf[40];
     if (!(x > 0)) return;
-    for (int digits = 1; digits <= 17; digits++) {
-        snprintf(buf, sizeof buf, "%.*g", digits, x);
-        if (strtod(buf, NULL) == x) break;
-    }
+    cli_format_exact(x, buf, sizeof buf);
     fprintf(out, " %s %s", flag, buf);
 }
 
@@ -429,6 +427,7 @@ static int run(int argc, char **argv) {
     const char *arch = "attention", *vocab_path = "vocab.txt", *pos[1], *pos_scheme = "distance", *score = "scaled-dot";
     int steps = o.steps, seed = (int)o.seed, n_test = STORIES_DEFAULT_TEST, np, layers = 1;
     bool resume = false, ema_save = false, keep_best = false, json = false, force = false;
+    double rank_timeout = DIST_DEFAULT_TIMEOUT_S;
     Option opts[] = {
         {"steps", 0, OPT_INT, &steps, "N", "optimizer steps", 1, 1e9},
         {"minutes", 0, OPT_DOUBLE, &o.minutes, "M", "time budget in minutes, 0 for none; stops early, saving", 0, 1e6},
@@ -460,6 +459,7 @@ static int run(int argc, char **argv) {
         {"ema-save", 0, OPT_BOOL, &ema_save, NULL, "save the average as the model OUT (the raw weights, for --resume, in OUT.raw.safetensors)", 0, 0},
         {"keep-best", 0, OPT_BOOL, &keep_best, NULL, "also keep OUT.best.safetensors, the model at its lowest test loss", 0, 0},
         {"swap-names", 0, OPT_DOUBLE, &o.swap_names, "P", "rename each training story's hero with probability P (names of the training stories or made up from pieces); 0: off", 0, 1},
+        {"rank-timeout", 0, OPT_DOUBLE, &rank_timeout, "S", "under mpirun: seconds to wait for the other ranks at an exchange, then stop naming the missing one (x30 while reading the stories); 0: forever", 0, 1e6},
     };
     int rc = args_parse(&command_train, argc, argv, opts, N_OPTIONS(opts), pos, 1, 1, &np);
     if (rc) return rc > 0 ? 0 : 2;
@@ -491,12 +491,10 @@ static int run(int argc, char **argv) {
     Dist dist;
     if (slm_dist_init(&dist, &e)) return cli_fail(&e);
     o.dist = &dist;
-    if (train_file(pos[0], &o, vocab_path, n_test, json, force, &e, &signalled)) {
-        if (dist.rank != 0) slm_error_prefix(&e, "rank %d: ", dist.rank);
-        rc = cli_fail(&e);
-        slm_dist_abort(&dist, rc); /* the other ranks may be waiting for this one */
-        return rc;
-    }
+    dist.timeout_s = rank_timeout;
+    if (cli_train_ranks_agree(&dist, opts, N_OPTIONS(opts), pos[0], vocab_path, &e) ||
+        train_file(pos[0], &o, vocab_path, n_test, json, force, &e, &signalled))
+        return cli_train_ranks_fail(&dist, &e);
     slm_dist_finalize(&dist);
     return signalled ? 130 : 0;
 }

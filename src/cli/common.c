@@ -46,6 +46,13 @@ int cli_fail(const Error *e) {
     return 1;
 }
 
+void cli_format_exact(double x, char *buf, int size) {
+    for (int digits = 1; digits <= 17; digits++) {
+        snprintf(buf, size, "%.*g", digits, x);
+        if (strtod(buf, NULL) == x) break;
+    }
+}
+
 void cli_format_duration(double s, char *buf, int size) {
     if (!(s >= 0)) s = 0;
     long t = (long)(s + 0.5);

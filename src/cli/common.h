@@ -40,5 +40,7 @@ int cli_json_print(cJSON *j, Error *e);
 
 /* Seconds as "1h02m", "3m05s" or "12s". */
 void cli_format_duration(double s, char *buf, int size);
+/* x as the shortest decimal that reads back as exactly x ("0.1", not "0.10000000000000001"). */
+void cli_format_exact(double x, char *buf, int size);
 
 #endif

@@ -283,6 +283,7 @@ static int trainer_init(Trainer *t, const Stories *s, const TrainOptions *o, Tra
         t->run_id = slm_checkpoint_new_run_id();
     }
     r->parameters = (long long)t->model.n_params;
+    if (slm_train_dist_same_start(o->dist, &t->model, t->step, t->o.out, e)) return -1;
     if (slm_regularise_init(&t->reg, &t->model, &t->adam, t->step, t->run_id, e)) return -1;
     t->grads = xmalloc(t->model.n_params * sizeof(float), e);
     t->step_stories = t->grads ? xmalloc((size_t)t->o.batch * sizeof(int), e) : NULL;

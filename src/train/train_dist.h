@@ -6,9 +6,14 @@
 
 #include "storylm/checkpoint.h"
 #include "storylm/dist.h"
+#include "storylm/model.h"
 
 /* Fails unless every rank read the same ids and held-out split. */
 int slm_train_dist_same_data(Dist *d, uint64_t data_hash, const char *data_path, Error *e);
+/* Fails unless every rank starts from the same weights at the same step (a
+ * resume reads --out on every rank); then training begins: the exchanges get
+ * the deadline (dist.h). */
+int slm_train_dist_same_start(Dist *d, const Model *m, int step, const char *out, Error *e);
 /* "ranks" in a model file trained on more than one (a single process's
  * file stays as it was). */
 int slm_train_dist_set_meta(const Dist *d, Metadata *md, Error *e);
