@@ -76,6 +76,12 @@ int slm_vocab_train_from_counts(const WordCount *words, size_t n_words, int size
  * and learns the vocabulary from them. `what` names the file in messages. */
 int slm_vocab_train_text(const char *text, size_t len, const char *what, int size, Vocab *v, VocabStats *st, Error *e);
 
+/* As slm_vocab_train_text, but max_size is a ceiling: when the words cannot
+ * fill it, the vocabulary holds every piece they give (v->size < max_size),
+ * which a small corpus needs. */
+int slm_vocab_train_text_up_to(const char *text, size_t len, const char *what, int max_size, Vocab *v, VocabStats *st,
+                               Error *e);
+
 /* vocab.txt text: one piece a line, "\n" line ends (caller frees). */
 char *slm_vocab_to_text(const Vocab *v, size_t *len, Error *e);
 /* Writes vocab.txt atomically. */

@@ -8,6 +8,7 @@
 #include "storylm/vocab_train.h"
 
 #include <omp.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <utf8proc.h>
@@ -560,7 +561,9 @@ static void take_pieces(Trainer *t, Vocab *v) {
     t->n_pieces = 0;
 }
 
-int slm_vocab_train_from_counts(const WordCount *words, size_t n_words, int size, Vocab *v, VocabStats *st, Error *e) {
+/* up_to: size is a ceiling; the words may give fewer pieces. */
+static int train_from_counts(const WordCount *words, size_t n_words, int size, bool up_to, Vocab *v, VocabStats *st,
+                             Error *e) {
     *v = (Vocab){0};
     VocabStats local;
     if (!st) st = &local;
@@ -571,6 +574,7 @@ int slm_vocab_train_from_counts(const WordCount *words, size_t n_words, int size
     ByteVec buf = {0};
     while (!rc && t.n_pieces < size) {
         int p = next_pair(&t, e);
+        if (p == -1 && up_to) break;
         if (p == -1) rc = too_few_pieces(&t, st, e);
         else rc = p < 0 ? -1 : merge_pair(&t, p, &buf, st, e);
     }
@@ -578,6 +582,10 @@ int slm_vocab_train_from_counts(const WordCount *words, size_t n_words, int size
     if (!rc) take_pieces(&t, v);
     trainer_free(&t);
     return rc;
+}
+
+int slm_vocab_train_from_counts(const WordCount *words, size_t n_words, int size, Vocab *v, VocabStats *st, Error *e) {
+    return train_from_counts(words, n_words, size, false, v, st, e);
 }
 
 /* ---- counting the words of a stories file ---- */
@@ -676,7 +684,8 @@ static WordCount *word_list(const StrMap *m, Error *e) {
     return list;
 }
 
-int slm_vocab_train_text(const char *text, size_t len, const char *what, int size, Vocab *v, VocabStats *st, Error *e) {
+static int train_text(const char *text, size_t len, const char *what, int size, bool up_to, Vocab *v,
+                      VocabStats *st, Error *e) {
     *v = (Vocab){0};
     VocabStats local;
     if (!st) st = &local;
@@ -691,7 +700,7 @@ int slm_vocab_train_text(const char *text, size_t len, const char *what, int siz
     free(spans);
     WordCount *list = rc ? NULL : word_list(&words, e);
     VocabStats reading = *st;
-    if (list) rc = slm_vocab_train_from_counts(list, words.n, size, v, st, e);
+    if (list) rc = train_from_counts(list, words.n, size, up_to, v, st, e);
     else rc = -1;
     st->n_stories = reading.n_stories;
     st->skips = reading.skips;
@@ -700,6 +709,15 @@ int slm_vocab_train_text(const char *text, size_t len, const char *what, int siz
     free(list);
     strmap_free(&words);
     return rc;
+}
+
+int slm_vocab_train_text(const char *text, size_t len, const char *what, int size, Vocab *v, VocabStats *st, Error *e) {
+    return train_text(text, len, what, size, false, v, st, e);
+}
+
+int slm_vocab_train_text_up_to(const char *text, size_t len, const char *what, int max_size, Vocab *v, VocabStats *st,
+                               Error *e) {
+    return train_text(text, len, what, max_size, true, v, st, e);
 }
 
 /* ---- vocab.txt ---- */
