@@ -28,7 +28,7 @@ const Command command_bench = {
     "                     prints), --batch a step in file order from --first-batch, after\n"
     "                     2 untimed steps; a fresh model; the step of storylm train\n"
     "                     (stories split over threads, Adam). Counts predicted tokens.\n"
-    "                     --pos, --score and --layers time a variant (docs/variants.md).\n"
+    "                     --position-scheme, --score and --layers time a variant (docs/variants.md).\n"
     "  generate MODEL     [EOS], --prompt, then --tokens new tokens, one thread, sampled\n"
     "                     as `storylm generate` does by default (t 0.8, top-p 0.95); an\n"
     "                     [EOS] does not stop it.\n"
@@ -192,7 +192,7 @@ static int run(int argc, char **argv) {
         {"steps", 0, OPT_INT, &o.steps, "N", "training steps timed", 1, 1e6},
         {"batch", 0, OPT_INT, &o.batch, "N", "stories a training step", 1, 4096},
         {"first-batch", 0, OPT_INT, &o.first_batch, "K", "start at the K-th batch of IDS", 0, 1e9},
-        {"pos", 0, OPT_STRING, &o.pos, "SCHEME", "training's position scheme, as storylm train --pos", 0, 0},
+        {"position-scheme", 0, OPT_STRING, &o.pos, "SCHEME", "training's position scheme, as storylm train --position-scheme", 0, 0},
         {"score", 0, OPT_STRING, &o.score, "FN", "training's score function, as storylm train --score", 0, 0},
         {"layers", 0, OPT_INT, &o.layers, "N", "training's layers of heads, as storylm train --layers", 1, STORYLM_MAX_LAYERS},
         THREADS_OPTION(o.threads), /* training; generation and encoding time one thread */
