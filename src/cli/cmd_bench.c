@@ -15,7 +15,9 @@
 #include "storylm/generate.h"
 #include "storylm/sample.h"
 #include "storylm/shards.h"
+#include "storylm/checkpoint.h"
 #include "storylm/train.h"
+#include "storylm/vocab_train.h"
 
 static int run(int argc, char **argv);
 const Command command_bench = {
@@ -36,7 +38,7 @@ const Command command_bench = {
     run};
 
 typedef struct BenchOptions {
-    int steps, tokens, threads, batch, first_batch, layers;
+    int steps, tokens, threads, batch, first_batch, layers, vocab_size;
     const char *prompt, *pos, *score;
 } BenchOptions;
 
@@ -107,7 +109,7 @@ static int bench_train(const char *path, const BenchOptions *o, Error *e) {
     Adam opt = {0};
     float *grads = NULL;
     StoryRef *refs = NULL;
-    ModelConfig cfg = slm_model_config_default(ARCH_ATTENTION, 2000);
+    ModelConfig cfg = slm_model_config_default(ARCH_ATTENTION, o->vocab_size);
     cfg.n_layers = o->layers;
     int threads = omp_get_max_threads(), rc = slm_pos_parse(o->pos, &cfg.pos, e) ||
                                               slm_score_parse(o->score, &cfg.score, e) || read_ids(path, &ids, &starts, e);
@@ -185,6 +187,7 @@ static int bench_encode(const char *vocab_path, const char *text_path, Error *e)
 
 static int run(int argc, char **argv) {
     BenchOptions o = {.steps = 10, .tokens = 256, .threads = cli_default_threads(), .batch = 8, .layers = 1,
+                      .vocab_size = VOCAB_DEFAULT_SIZE,
                       .prompt = "Once upon a time", .pos = "distance", .score = "scaled-dot"};
     const char *pos[3];
     int np;
@@ -195,6 +198,7 @@ static int run(int argc, char **argv) {
         {"position-scheme", 0, OPT_STRING, &o.pos, "SCHEME", "training's position scheme, as storylm train --position-scheme", 0, 0},
         {"score", 0, OPT_STRING, &o.score, "FN", "training's score function, as storylm train --score", 0, 0},
         {"layers", 0, OPT_INT, &o.layers, "N", "training's layers of heads, as storylm train --layers", 1, STORYLM_MAX_LAYERS},
+        {"vocab-size", 0, OPT_INT, &o.vocab_size, "N", "training's vocabulary size, as storylm train --vocab-size", VOCAB_MIN_SIZE, CHECKPOINT_MAX_VOCAB},
         THREADS_OPTION(o.threads), /* training; generation and encoding time one thread */
         {"tokens", 'n', OPT_INT, &o.tokens, "N", "new tokens generated", 1, 1e6},
         {"prompt", 0, OPT_STRING, &o.prompt, "TEXT", "generation's prompt", 0, 0},

@@ -223,6 +223,11 @@ static int print_result(const TrainPlace *pl, const TrainOptions *o, const Train
     if (o->keep_best && r->best_step >= 0)
         fprintf(stderr, "best: step %d, test loss %.4f, kept in %s\n", r->best_step, r->best_test_loss,
                 slm_regularise_file(o->out, "best", best));
+    else if (r->best_step >= 0 && r->test_loss > r->best_test_loss + 0.1) /* a small corpus learnt by heart */
+        fprintf(stderr,
+                "storylm: the test loss was lowest at step %d (%.4f) and rose since: the model learnt its training "
+                "stories by heart. Train with --steps %d, or with --keep-best to keep that model too (docs/guide.md)\n",
+                r->best_step, r->best_test_loss, r->best_step);
     if (json) return print_json(pl, o, r, e);
     printf("model saved to %s\nsample it:  ", o->out);
     put_sample(stdout, o);
@@ -413,7 +418,7 @@ static int run(int argc, char **argv) {
     TrainOptions o = slm_train_default_options();
     o.threads = cli_default_threads();
     const char *arch = "attention", *vocab_path = "vocab.txt", *pos[1], *pos_scheme = "distance", *score = "scaled-dot";
-    int steps = o.steps, seed = (int)o.seed, n_test = STORIES_DEFAULT_TEST, np, layers = 1, vocab_size = 0;
+    int steps = o.steps, seed = (int)o.seed, n_test = STORIES_DEFAULT_TEST, np, layers = 1, vocab_size = VOCAB_DEFAULT_SIZE;
     bool resume = false, ema_save = false, keep_best = false, json = false;
     Option opts[] = {
         {"steps", 0, OPT_INT, &steps, "N", "optimizer steps", 1, 1e9},
@@ -427,8 +432,9 @@ static int run(int argc, char **argv) {
         {"json", 0, OPT_BOOL, &json, NULL, "print the final summary as JSON on stdout (progress stays on stderr)", 0, 0},
         {"vocab", 0, OPT_STRING, &vocab_path, "FILE", "vocabulary to use, or to learn and write if missing", 0, 0},
         {"vocab-size", 0, OPT_INT, &vocab_size, "N",
-         "pieces in the vocabulary, learnt or read (recorded in the model); 0: 2,000, the chapter's, or as many as a "
-         "small corpus's words give (said on stderr), or what the --vocab file has", 0, CHECKPOINT_MAX_VOCAB},
+         "pieces in the vocabulary, learnt or read (recorded in the model); left out: the chapter's 2,000, fewer when "
+         "a small corpus's words give fewer (said on stderr), or as many as an existing --vocab file has",
+         VOCAB_MIN_SIZE, CHECKPOINT_MAX_VOCAB},
         {"eval-every", 0, OPT_INT, &o.eval_every, "N", "steps between test evaluations and saves; 0: at the end", 0, 1e9},
         {"snapshot-every", 0, OPT_INT, &o.snapshot_every, "N", "also keep OUT.stepN.safetensors every N steps; 0: never", 0, 1e9},
         {"test-stories", 0, OPT_INT, &n_test, "N", "held-out test stories", 0, 100000},
@@ -479,8 +485,7 @@ static int run(int argc, char **argv) {
     Dist dist;
     if (slm_dist_init(&dist, &e)) return cli_fail(&e);
     o.dist = &dist;
-    if (vocab_size > 0 && vocab_size < VOCAB_MIN_SIZE)
-        return args_usage_error(&command_train, "--vocab-size %d: a vocabulary holds [UNK], [EOS] and at least one piece", vocab_size);
+    if (!args_given(argc, argv, "vocab-size", 0)) vocab_size = 0; /* the words' or the file's size */
     if (train_file(pos[0], &o, vocab_path, vocab_size, n_test, json, &e, &signalled)) {
         if (dist.rank != 0) slm_error_prefix(&e, "rank %d: ", dist.rank);
         rc = cli_fail(&e);
