@@ -56,6 +56,10 @@ size=$("$S" info 2> /dev/null | awk '/^vocabulary/ {gsub(",", "", $2); print $2}
 "$PY" -c 'import json,sys; j=json.load(open("eval.json")); assert 0 < j["loss"] < 20, j' || fail "eval: $(cat eval.json)"
 "$S" tokenize "Pip had a red kite." > tok.txt 2> tok.err || fail "tokenize beside the model"
 grep -q "using model.safetensors" tok.err || fail "tokenize did not use ./model.safetensors: $(cat tok.err)"
+"$S" stories mine.txt --ids --split test > ids.txt 2> ids.err || fail "stories --ids beside the model"
+grep -q "using model.safetensors" ids.err || fail "stories --ids did not say it used ./model.safetensors: $(cat ids.err)"
+"$PY" -c 'import sys; n = int(sys.argv[1]); assert all(0 <= int(i) < n for l in open("ids.txt") for i in l.split())' "$size" ||
+  fail "stories --ids gave ids outside the model's $size"
 
 # serve that model: one real request to the API.
 "$S" serve --port 0 --threads 1 --stories mine.txt > serve.out 2> serve.err &
@@ -103,7 +107,8 @@ dv=$(fresh)
 cd "$dv"
 make_stories 200 4 > mine.txt
 if "$S" train mine.txt --vocab-size 5000 --steps 2 2> err.txt; then fail "--vocab-size 5000 on a small corpus succeeded"; fi
-grep -q "storylm vocab --size" err.txt || { cat err.txt; fail "--vocab-size too large: no hint"; }
+grep -q "give only [0-9]* pieces" err.txt && grep -q "HINT: give --vocab-size of at most" err.txt ||
+  { cat err.txt; fail "--vocab-size too large: no hint"; }
 "$S" train mine.txt --vocab-size 120 --steps 20 --threads 1 --snapshot-every 10 > /dev/null 2> train.err ||
   { cat train.err; fail "train --vocab-size 120"; }
 [[ $(wc -l < vocab.txt) -eq 120 ]] || fail "vocab.txt has $(wc -l < vocab.txt) pieces, not 120"

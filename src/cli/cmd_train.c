@@ -265,6 +265,9 @@ static int learn_vocab(const char *vocab_path, const char *stories_path, int siz
     int rc = size ? slm_vocab_train_text(data, len, stories_path, size, &v, &vs, e)
                   : slm_vocab_train_text_up_to(data, len, stories_path, VOCAB_DEFAULT_SIZE, &v, &vs, e);
     free(data);
+    if (rc && size && strstr(e->message, "fewer than the"))
+        snprintf(e->hint, sizeof e->hint, "give --vocab-size of at most the pieces above, leave it out to take as "
+                 "many as the words give, or give more stories");
     if (!rc) rc = slm_train_check_story_count(vs.n_stories, stories_path, e);
     if (!rc) rc = slm_vocab_save(&v, vocab_path, e);
     if (!rc) *text = slm_vocab_to_text(&v, &len, e);

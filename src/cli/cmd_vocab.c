@@ -115,6 +115,10 @@ static int run(int argc, char **argv) {
     int rc = args_parse(&command_vocab, argc, argv, opts, N_OPTIONS(opts), pos, 0, 1, &np);
     if (rc) return rc > 0 ? 0 : 2;
     if (model && np) return args_usage_error(&command_vocab, "give STORIES to learn a vocabulary or --model to export one, not both");
+    /* a bare `storylm vocab` beside a learnt vocab.txt must not replace it with another model's */
+    if (!model && !np && slm_session_file_exists(output))
+        return args_usage_error(&command_vocab, "give STORIES to learn a vocabulary, or --model M to export one; "
+                                "without them the default model's would replace '%s'", output);
     if (model || !np) return export_vocab(cli_model_path(model, false), output, json);
 
     double t0 = seconds_now();
