@@ -25,8 +25,11 @@ static int run(int argc, char **argv);
 const Command command_train = {
     "train", "train a model from scratch on a stories file", "storylm train STORIES [options]",
     "Trains the chapter's attention network (or chapter 6's window8 baseline) on the\n"
-    "stories in STORIES. The vocabulary is read from --vocab, or learnt from STORIES and\n"
-    "written there when the file does not exist. 100 stories are held out for testing.\n"
+    "stories in STORIES (20 or more; docs/guide.md says how many make a useful model).\n"
+    "The vocabulary is read from --vocab, or learnt from STORIES and written there when\n"
+    "the file does not exist: 2,000 pieces, or as many as a small corpus's words give\n"
+    "(said on stderr; --vocab-size N asks for exactly N). A tenth of the stories, at most\n"
+    "100, is held out for testing.\n"
     "Each step reads 8 whole stories. The model (and its optimizer state, for --resume)\n"
     "is saved atomically at every evaluation and at the end. Ctrl-C stops after saving.\n"
     "Under mpirun -np N (a build with MPI), N processes share every step's stories; the\n"
