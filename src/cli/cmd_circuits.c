@@ -27,7 +27,8 @@ const Command command_circuits = {
     "change over all tokens (logits matter only up to a constant). The copying score: the share\n"
     "of tokens t whose reading raises t itself the most (top 1), among the 10 most (top 10),\n"
     "or above the mean (random heads: 0.05%, 0.5%, 50%); 'looks for itself' is the same for\n"
-    "the QK circuit. Both over every token of the vocabulary and over the tokens seen in the test stories.\n"
+    "the QK circuit. Both over every token of the vocabulary and over the tokens seen in the\n"
+    "test stories.\n"
     "--token-list lily,tom lists, per head, the 5 tokens that reading each of them raises most.\n"
     "The stories (for z_mean) are --stories FILE (needed; 'storylm info' names the training file).\n"
     "--ablate HEADS switches heads off while z_mean is measured. --svg draws the scores per head.",
