@@ -89,8 +89,9 @@ head -n 1999 vocab.txt >short_vocab.txt
 { head -n 5 vocab.txt; printf 'a\xffb\n'; tail -n +7 vocab.txt; } >utf8_vocab.txt
 refuse 1 dup_vocab.txt duplicate -- train stories.txt --vocab dup_vocab.txt --steps 2 --out never.safetensors
 refuse 1 gap_vocab.txt empty -- train stories.txt --vocab gap_vocab.txt --steps 2 --out never.safetensors
-refuse 1 short_vocab.txt 1999 -- train stories.txt --vocab short_vocab.txt --steps 2 --out never.safetensors
-refuse 1 long_vocab.txt 2001 -- train stories.txt --vocab long_vocab.txt --steps 2 --out never.safetensors
+# a vocabulary of any size trains a model of that size; --vocab-size N asks for exactly N
+refuse 1 short_vocab.txt 1999 "expected 2000" -- train stories.txt --vocab short_vocab.txt --vocab-size 2000 --steps 2 --out never.safetensors
+refuse 1 long_vocab.txt 2001 "expected 2000" -- train stories.txt --vocab long_vocab.txt --vocab-size 2000 --steps 2 --out never.safetensors
 refuse 1 nul_vocab.txt NUL -- train stories.txt --vocab nul_vocab.txt --steps 2 --out never.safetensors
 refuse 1 utf8_vocab.txt UTF-8 -- train stories.txt --vocab utf8_vocab.txt --steps 2 --out never.safetensors
 refuse 1 dup_vocab.txt duplicate -- tokenize --vocab dup_vocab.txt "the end"

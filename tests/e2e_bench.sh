@@ -29,14 +29,14 @@ done
 
 # A variant is timed on the same stories (the same tokens) with its own network (another loss).
 base=$("$STORYLM" bench train train_ids.txt --steps 2 --threads 1)
-for v in "--layers 2" "--pos rope --score additive"; do
+for v in "--layers 2" "--position-scheme rope --score additive"; do
   j=$("$STORYLM" bench train train_ids.txt --steps 2 --threads 1 $v)
   echo "bench train $v: $j"
   [[ $(field "$j" tokens) == $(field "$base" tokens) ]] || fail "bench train $v timed other stories: $j against $base"
   [[ $(field "$j" loss) != $(field "$base" loss) ]] || fail "bench train $v trained the default network: $j"
 done
-if "$STORYLM" bench train train_ids.txt --pos spiral 2> bad.err; then fail "bench train --pos spiral was accepted"; fi
-grep -q "spiral" bad.err || fail "bench train --pos spiral: the message does not name it"
+if "$STORYLM" bench train train_ids.txt --position-scheme spiral 2> bad.err; then fail "bench train --position-scheme spiral was accepted"; fi
+grep -q "spiral" bad.err || fail "bench train --position-scheme spiral: the message does not name it"
 
 j=$("$STORYLM" bench generate m.safetensors --tokens 50 --prompt "Lily found a")
 echo "bench generate: $j"

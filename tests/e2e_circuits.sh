@@ -19,7 +19,7 @@ C=(--stories slice.txt --test-stories 20 --threads 2)
 
 # circuits: every product recomputed by numpy from the file.
 "$S" circuits -m "$M/tinystories-plain.safetensors" "${C[@]}" --top 6 --json --svg circuits.svg > circuits.json
-"$S" circuits -m "$M/tinystories-plain.safetensors" "${C[@]}" --top 3 --head 5 --tokens lily,tom,##s --json > circuits5.json
+"$S" circuits -m "$M/tinystories-plain.safetensors" "${C[@]}" --top 3 --head 5 --token-list lily,tom,##s --json > circuits5.json
 "$S" circuits -m "$M/tinystories-plain.safetensors" "${C[@]}" --top 2 > circuits.txt
 grep -q "looks for itself" circuits.txt || fail "circuits' table has no 'looks for itself' column"
 "$PY" - "$STORYLM_SOURCE_DIR/scripts" "$M/tinystories-plain.safetensors" circuits.json circuits5.json <<'EOF' || fail "circuits' numbers against numpy"
@@ -67,7 +67,7 @@ for path in sys.argv[3:]:
             got = [r["score"] if name == "qk" else r["vs_mean"] for r in rows]
             for g, w in zip(got, want):  # and they are the largest ones, in order
                 close(g, w, (name, h, "top"))
-        for r in (x for x in j.get("reads_top", []) if x["head"] == h):  # --tokens: rows of the OV circuit
+        for r in (x for x in j.get("reads_top", []) if x["head"] == h):  # --token-list: rows of the OV circuit
             close(r["change"], ov[r["reads_id"], r["raises_id"]], ("reads", r))
             want = np.sort(ov[r["reads_id"]])[::-1][r["rank"] - 1]
             close(r["change"], want, ("reads rank", r))
@@ -147,7 +147,7 @@ expect_error() { # PATTERN ARGS...: storylm ARGS fails, saying PATTERN
 }
 expect_error "attention network" circuits -m "$M/tinystories-window8.safetensors" "${C[@]}"
 expect_error "attention network" detect slice.txt -m "$M/tinystories-window8.safetensors" --test-stories 20
-expect_error "not a token" circuits -m "$M/tinystories-plain.safetensors" "${C[@]}" --tokens lily,zarko
+expect_error "not a token" circuits -m "$M/tinystories-plain.safetensors" "${C[@]}" --token-list lily,zarko
 expect_error "head 8 is out of range" circuits -m "$M/tinystories-plain.safetensors" "${C[@]}" --head 8
 expect_error "too short" icl slice.txt -m "$M/tinystories-plain.safetensors" --test-stories 20 --early 5000 --late 6000
 expect_error "must come after" icl slice.txt -m "$M/tinystories-plain.safetensors" --early 60 --late 50

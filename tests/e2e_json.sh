@@ -38,7 +38,7 @@ RUNS = {
     "distances": [M],
     "eval": [ST + M, ST + M + ["--ablate", "2,5"], ["--text", TEXT] + M],
     "generate": [["Lily found a", "-n", "5", "-s", "1"] + M],
-    "heads": [ST + M + ["--ablate", "1"]],
+    "heads": [ST + M],
     "icl": [ST + M + ["--early", "2", "--late", "20", "--min-stories", "1"]],
     "info": [["--model", "m.safetensors"]],
     "patch": [["Tom had a red ball.", "Sue had a red ball."] + M],

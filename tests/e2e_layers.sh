@@ -36,8 +36,8 @@ b=$("$STORYLM" generate --model l2.safetensors -t 0 -n 30 "Lily found a")
 
 for v in t5/additive rope/general absolute/scaled-dot; do
   pos=${v%/*} score=${v#*/}
-  "$STORYLM" train slice.txt "${common[@]}" --steps 5 --layers 2 --pos "$pos" --score "$score" --out "v-$pos.safetensors" 2> v.log \
-    || { cat v.log; fail "train --layers 2 --pos $pos --score $score"; }
+  "$STORYLM" train slice.txt "${common[@]}" --steps 5 --layers 2 --position-scheme "$pos" --score "$score" --out "v-$pos.safetensors" 2> v.log \
+    || { cat v.log; fail "train --layers 2 --position-scheme $pos --score $score"; }
   "$STORYLM" info --model "v-$pos.safetensors" | grep -q "^layers        2" || fail "$v: info does not show the layers"
 done
 

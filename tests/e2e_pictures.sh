@@ -47,7 +47,7 @@ S ablate stories.txt -m "$m" --svg svg/ablate.svg
 S stats stories.txt -m "$m" --svg svg/stats.svg
 S detect stories.txt -m "$snap" -m "$m" --random 10 --svg svg/detect.svg
 S detect stories.txt -m "$m" --random 10 --svg svg/detect-one.svg
-S circuits -m "$m" --stories stories.txt --top 4 --tokens lily,tom,max --svg svg/circuits.svg
+S circuits -m "$m" --stories stories.txt --top 4 --token-list lily,tom,max --svg svg/circuits.svg
 S icl stories.txt -m "$m" -m "$w8" --svg svg/icl.svg
 S patch "$story" "${story//Max/Tom}" -m "$m" --answer max --wrong tom --svg svg/patch.svg
 S attribute "$story" -m "$m" --token max --stories stories.txt --svg svg/attribute.svg

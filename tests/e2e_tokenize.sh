@@ -69,7 +69,14 @@ expect "lossy" "mat mat" bash -c "printf 'm\\xffat m\\0at' | \"\$0\" tokenize --
 
 # Vocabulary errors: the message names the file and the line; the hint says what to do.
 expect_error "missing vocab" 1 "run storylm vocab STORIES first" "$STORYLM" tokenize --vocab "$tmp/none.txt" "hi"
-expect_error "missing default vocab" 1 "cannot open 'vocab.txt'" bash -c "cd / && \"\$0\" tokenize hi" "$STORYLM"
+# From an empty folder (no --vocab, no model, no vocab.txt): the shipped model's vocabulary, said on stderr.
+empty=$(mktemp -d)
+(cd "$empty" && "$STORYLM" tokenize "Zarko sat on the mat." > "$tmp/stdout" 2> "$tmp/stderr") ||
+    fail "tokenize from an empty folder: $(cat "$tmp/stderr")"
+[[ $(cat "$tmp/stdout") == "z ##ark ##o sat on the mat ." ]] || fail "tokenize from an empty folder: $(cat "$tmp/stdout")"
+grep -q "using the shipped model" "$tmp/stderr" || fail "tokenize from an empty folder did not say which vocabulary"
+rmdir "$empty"
+expect_error "vocab and model" 2 "not both" "$STORYLM" tokenize --vocab vocab.txt --model m.safetensors hi
 printf '[UNK]\n[EOS]\nthe\nthe\n' > dup.txt
 expect_error "duplicate piece" 1 "dup.txt' line 4: duplicate piece 'the' (already on line 3)" \
     "$STORYLM" tokenize --vocab dup.txt "the"

@@ -17,9 +17,9 @@ declare -A count=(
 for v in distance/scaled-dot none/scaled-dot absolute/scaled-dot sinusoidal/scaled-dot rope/scaled-dot \
          alibi/scaled-dot t5/scaled-dot distance/dot distance/general distance/additive; do
   pos=${v%/*} score=${v#*/} m=$pos-$score.safetensors
-  "$STORYLM" train slice.txt "${common[@]}" --steps 30 --pos "$pos" --score "$score" --out "$m" 2> "$m.log" \
-    || { cat "$m.log"; fail "train --pos $pos --score $score"; }
-  "$STORYLM" info --model "$m" | grep -q -- "variant       --pos $pos --score $score" || fail "info does not show $v"
+  "$STORYLM" train slice.txt "${common[@]}" --steps 30 --position-scheme "$pos" --score "$score" --out "$m" 2> "$m.log" \
+    || { cat "$m.log"; fail "train --position-scheme $pos --score $score"; }
+  "$STORYLM" info --model "$m" | grep -q -- "variant       --position-scheme $pos --score $score" || fail "info does not show $v"
   "$STORYLM" info --model "$m" | grep -q -- "total  *${count[$v]} parameters" || fail "$v does not have ${count[$v]} parameters"
   got=$("$STORYLM" info --model "$m" --json | "$PY" -c 'import json,sys; j=json.load(sys.stdin); print(j["model"]["pos"] + "/" + j["model"]["score"])')
   [[ "$got" == "$v" ]] || fail "info --json says $got, not $v"
@@ -42,19 +42,21 @@ for v in distance/scaled-dot none/scaled-dot absolute/scaled-dot sinusoidal/scal
   case $pos in
     distance|alibi|t5) "$STORYLM" distances --model "$m" --up-to 3 > /dev/null || fail "$v: distances" ;;
     *) if "$STORYLM" distances --model "$m" 2> refused.txt > /dev/null; then fail "$v: distances did not refuse"; fi
-       grep -q "has no meaning for a model with --pos $pos" refused.txt || { cat refused.txt; fail "$v: distances' message"; } ;;
+       grep -q "has no meaning for a model with --position-scheme $pos" refused.txt || { cat refused.txt; fail "$v: distances' message"; } ;;
   esac
 done
 
-# A resume keeps the variant; asking for another is refused, and so is --pos on window8.
+# A resume keeps the variant; asking for another is refused (also with --pos, the old name, warned), and so is
+# --position-scheme on window8.
 if "$STORYLM" train slice.txt "${common[@]}" --steps 40 --resume --pos alibi --out rope-scaled-dot.safetensors 2> resume.txt; then
   fail "resuming a rope model with --pos alibi was not refused"
 fi
-grep -q "cannot resume.*--pos rope" resume.txt || { cat resume.txt; fail "resume's message"; }
+grep -q "warning: --pos is now --position-scheme" resume.txt || { cat resume.txt; fail "train --pos gave no warning"; }
+grep -q "cannot resume.*--position-scheme rope" resume.txt || { cat resume.txt; fail "resume's message"; }
 "$STORYLM" train slice.txt "${common[@]}" --steps 40 --resume --out rope-scaled-dot.safetensors 2> resume.log || { cat resume.log; fail "resume a rope model"; }
-"$STORYLM" info --model rope-scaled-dot.safetensors | grep -q -- "--pos rope" || fail "the resumed model lost its variant"
-if "$STORYLM" train slice.txt "${common[@]}" --steps 5 --arch window8 --pos rope --out w8.safetensors 2> w8.txt; then
-  fail "--arch window8 --pos rope was not refused"
+"$STORYLM" info --model rope-scaled-dot.safetensors | grep -q -- "--position-scheme rope" || fail "the resumed model lost its variant"
+if "$STORYLM" train slice.txt "${common[@]}" --steps 5 --arch window8 --position-scheme rope --out w8.safetensors 2> w8.txt; then
+  fail "--arch window8 --position-scheme rope was not refused"
 fi
 grep -q "for the attention network" w8.txt || { cat w8.txt; fail "window8's message"; }
 echo "every variant trains, generates, evaluates and is probed"

@@ -82,7 +82,8 @@ expect_fail 2 'size' "$STORYLM" vocab stories.txt --size 0
 expect_fail 2 'size' "$STORYLM" vocab stories.txt --size 2
 expect_fail 2 'size' "$STORYLM" vocab stories.txt --size 1000001
 expect_fail 2 'size' "$STORYLM" vocab stories.txt --size many
-expect_fail 2 'missing argument' "$STORYLM" vocab
+touch vocab.txt
+expect_fail 2 'give STORIES to learn a vocabulary' "$STORYLM" vocab
 expect_fail 2 'unknown option' "$STORYLM" vocab stories.txt --sise 10
 
 # --model: the vocabulary a model holds, as vocab.txt; the shipped vocab.txt is the shipped model's.
@@ -92,6 +93,11 @@ cmp -s exported.txt "$STORYLM_SOURCE_DIR/models/vocab.txt" || fail "models/vocab
 (( $(wc -l < exported.txt) == 2000 )) || fail "exported vocabulary has $(wc -l < exported.txt) lines"
 "$STORYLM" tokenize --vocab exported.txt "Zarko sat on the mat." > /dev/null || fail "the exported vocabulary does not load"
 expect_fail 2 'not both' "$STORYLM" vocab stories.txt --model "$SHIPPED"
+# without STORIES or --model, from an empty folder: the shipped model's, said on stderr
+empty=$(mktemp -d "$PWD/empty.XXXX")
+(cd "$empty" && "$STORYLM" vocab > out.txt 2> err.txt) || fail "storylm vocab from an empty folder: $(cat "$empty/err.txt")"
+cmp -s "$empty/vocab.txt" "$STORYLM_SOURCE_DIR/models/vocab.txt" || fail "storylm vocab from an empty folder wrote another vocabulary"
+grep -q "using the shipped model" "$empty/err.txt" || fail "storylm vocab did not say which model: $(cat "$empty/err.txt")"
 expect_fail 1 'no model file' "$STORYLM" vocab --model no_such.safetensors -o x2.txt
 [ ! -e x2.txt ] || fail "x2.txt written after an error"
 

@@ -147,6 +147,7 @@ async function loadModels() {
 function describeModel() {
   const m = state.models.find((x) => x.path === state.model);
   $("model-info").textContent = m ? `${m.path}: ${m.params.toLocaleString("en")} parameters, ${m.vocab_size} tokens` : "";
+  if (m && m.vocab_size > 0) $("gen-k").max = m.vocab_size; // top-k reaches every token of this model's vocabulary
 }
 
 function fillBaselines() {
@@ -782,7 +783,7 @@ async function runSwap() {
 }
 
 // The typed story renamed: where the name comes back, what each network gives the new
-// name's first piece there (probability and rank among the 2,000 tokens).
+// name's first piece there (probability and rank among the vocabulary's tokens).
 function swapView(d) {
   const base = d.baseline && d.baseline !== "none";
   const out = [el("p", {}, `The hero "${d.hero}" becomes "${d.name}" (${d.kind}, ${d.train_count === null ? "never" : d.train_count + " times"} in the training stories):`),

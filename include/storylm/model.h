@@ -16,7 +16,7 @@
  *   window8: z_t = [E[x_{t-7}], ..., E[x_t]], oldest first, E[x_0] standing
  *            in before the story's start                      (256)
  *   hidden   y_t = tanh(hidden.weight z_t + hidden.bias)      (128)
- *   logits   output.weight y_t + output.bias                  (2000)
+ *   logits   output.weight y_t + output.bias                  (V: 2000, train --vocab-size)
  *   loss     mean over every predicted position of the batch of -log p(x_{t+1}), nats
  *
  * Usage (one training step):
@@ -50,7 +50,7 @@ typedef enum { ARCH_ATTENTION = 0, ARCH_WINDOW8 = 1 } Arch;
 
 typedef struct ModelConfig {
     Arch arch;
-    int vocab_size; /* 2000 */
+    int vocab_size; /* V: 2000 by default (train --vocab-size); the vocabulary stored with the model */
     int row_dim;    /* 32: a token's row of the embedding */
     int n_heads;    /* 8 */
     int key_dim;    /* 8: queries and keys */

@@ -75,6 +75,14 @@ enum { TRAIN_GIVEN_ARCH = 1, TRAIN_GIVEN_LR = 2, TRAIN_GIVEN_BATCH = 4, TRAIN_GI
 
 TrainOptions slm_train_default_options(void);
 
+/* The fewest stories a file may hold for `storylm train` (and the page's
+ * training): a tenth of them is held out, and below this there is too little
+ * to learn from or to measure on. */
+#define TRAIN_MIN_STORIES 20
+/* -1 with e saying what to do when a stories file (path, for the message)
+ * holds fewer than TRAIN_MIN_STORIES stories. */
+int slm_train_check_story_count(int n_stories, const char *path, Error *e);
+
 /* What the progress callback sees. */
 typedef struct TrainProgress {
     int step, steps;

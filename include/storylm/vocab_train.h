@@ -21,6 +21,7 @@
 #define STORYLM_VOCAB_TRAIN_H
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -78,9 +79,16 @@ int slm_vocab_train_from_counts(const WordCount *words, size_t n_words, int size
 int slm_vocab_train_text(const char *text, size_t len, const char *what, int size, Vocab *v, VocabStats *st, Error *e);
 /* The same, giving up as soon as *stop is set (looked at before each story
  * is counted and each merge): fails with "stopped" (a server stopping does
- * not wait for a file of hundreds of megabytes). stop may be NULL. */
-int slm_vocab_train_text_until(const char *text, size_t len, const char *what, int size, const volatile sig_atomic_t *stop,
-                               Vocab *v, VocabStats *st, Error *e);
+ * not wait for a file of hundreds of megabytes). stop may be NULL. With
+ * up_to, size is a ceiling (as slm_vocab_train_text_up_to). */
+int slm_vocab_train_text_until(const char *text, size_t len, const char *what, int size, bool up_to,
+                               const volatile sig_atomic_t *stop, Vocab *v, VocabStats *st, Error *e);
+
+/* As slm_vocab_train_text, but max_size is a ceiling: when the words cannot
+ * fill it, the vocabulary holds every piece they give (v->size < max_size),
+ * which a small corpus needs. */
+int slm_vocab_train_text_up_to(const char *text, size_t len, const char *what, int max_size, Vocab *v, VocabStats *st,
+                               Error *e);
 
 /* vocab.txt text: one piece a line, "\n" line ends (caller frees). */
 char *slm_vocab_to_text(const Vocab *v, size_t *len, Error *e);

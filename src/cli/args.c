@@ -81,13 +81,45 @@ const char *args_nearest(const char *word, const char *const *names, int n) {
     return best && best_d <= 2 && 2 * best_d < (int)strlen(word) ? best : NULL;
 }
 
-/* Long names that mean another option (the spelling other tools use, or an
- * older one of storylm's: --top became --top-k). */
-static const char *const option_aliases[][2] = {{"output", "out"}, {"top", "top-k"}, {"temp", "temperature"}};
+/* Long names that mean another option: the spelling other tools use, or an
+ * older one of storylm's (--top became --top-k). A warned one goes in the
+ * next release: its verb (NULL: any) says so each time it is used. */
+typedef struct OptionAlias {
+    const char *verb, *old_name, *name;
+    bool warned;
+} OptionAlias;
+static const OptionAlias option_aliases[] = {
+    {NULL, "output", "out", false},
+    {NULL, "top", "top-k", false},
+    {NULL, "temp", "temperature", false},
+    /* --pos is a token position in attend, trace and attribute */
+    {"train", "pos", "position-scheme", true},
+    {"bench", "pos", "position-scheme", true},
+    /* --tokens is a count of new tokens in generate and bench */
+    {"circuits", "tokens", "token-list", true},
+};
+
+/* The option an alias names in cmd (n characters of name), or NULL. */
+static const Option *find_alias(const Command *cmd, const Option *opts, int n, const char *name, size_t len) {
+    for (size_t a = 0; a < sizeof option_aliases / sizeof option_aliases[0]; a++) {
+        const OptionAlias *al = &option_aliases[a];
+        if ((al->verb && strcmp(al->verb, cmd->name) != 0) || strlen(al->old_name) != len ||
+            strncmp(al->old_name, name, len) != 0)
+            continue;
+        for (int i = 0; i < n; i++)
+            if (strcmp(opts[i].name, al->name) == 0) {
+                if (al->warned)
+                    fprintf(stderr, "storylm %s: warning: --%s is now --%s; the old name goes in the next release\n",
+                            cmd->name, al->old_name, al->name);
+                return &opts[i];
+            }
+    }
+    return NULL;
+}
 
 /* The option arg names: "-n", "-n10" (a short option with its value
  * attached: *attached points at "10"), "--name" or "--name=value". */
-static const Option *find_option(const Option *opts, int n, const char *arg, const char **attached) {
+static const Option *find_option(const Command *cmd, const Option *opts, int n, const char *arg, const char **attached) {
     *attached = NULL;
     if (arg[1] != '-') {
         for (int i = 0; i < n; i++)
@@ -99,14 +131,9 @@ static const Option *find_option(const Option *opts, int n, const char *arg, con
     }
     const char *name = arg + 2;
     size_t len = strcspn(name, "=");
-    for (int pass = 0; pass < 2; pass++) {
-        for (int i = 0; i < n; i++)
-            if (strlen(opts[i].name) == len && strncmp(opts[i].name, name, len) == 0) return &opts[i];
-        for (size_t a = 0; a < sizeof option_aliases / sizeof option_aliases[0]; a++)
-            if (strlen(option_aliases[a][0]) == len && strncmp(option_aliases[a][0], name, len) == 0)
-                name = option_aliases[a][1], len = strlen(name);
-    }
-    return NULL;
+    for (int i = 0; i < n; i++)
+        if (strlen(opts[i].name) == len && strncmp(opts[i].name, name, len) == 0) return &opts[i];
+    return find_alias(cmd, opts, n, name, len);
 }
 
 /* "unknown option '--stpes'", with the nearest long name when it is a typo. */
@@ -180,7 +207,7 @@ int args_parse(const Command *cmd, int argc, char **argv, const Option *opts, in
             continue;
         }
         const char *attached;
-        const Option *o = find_option(opts, n_opts, arg, &attached);
+        const Option *o = find_option(cmd, opts, n_opts, arg, &attached);
         if (!o) {
             unknown_option(cmd, opts, n_opts, arg);
             return -1;

@@ -17,8 +17,10 @@
 #include "storylm/parse.h"
 #include "storylm/sample.h"
 #include "storylm/shards.h"
+#include "storylm/checkpoint.h"
 #include "storylm/text.h"
 #include "storylm/train.h"
+#include "storylm/vocab_train.h"
 
 static int run(int argc, char **argv);
 const Command command_bench = {
@@ -31,7 +33,7 @@ const Command command_bench = {
     "                     prints), --batch a step in file order from --first-batch, after\n"
     "                     2 untimed steps; a fresh model; the step of storylm train\n"
     "                     (stories split over threads, Adam). Counts predicted tokens.\n"
-    "                     --pos, --score and --layers time a variant (docs/variants.md).\n"
+    "                     --position-scheme, --score and --layers time a variant (docs/variants.md).\n"
     "  generate MODEL     [EOS], --prompt, then --tokens new tokens, one thread, sampled\n"
     "                     as `storylm generate` does by default (t 0.8, top-p 0.95); an\n"
     "                     [EOS] does not stop it. --samples N: N stories of --tokens\n"
@@ -41,7 +43,7 @@ const Command command_bench = {
     run};
 
 typedef struct BenchOptions {
-    int steps, tokens, threads, batch, first_batch, layers, samples;
+    int steps, tokens, threads, batch, first_batch, layers, samples, vocab_size;
     const char *prompt, *pos, *score;
 } BenchOptions;
 
@@ -122,7 +124,7 @@ static int bench_train(const char *path, const BenchOptions *o, Error *e) {
     Adam opt = {0};
     float *grads = NULL;
     StoryRef *refs = NULL;
-    ModelConfig cfg = slm_model_config_default(ARCH_ATTENTION, 2000);
+    ModelConfig cfg = slm_model_config_default(ARCH_ATTENTION, o->vocab_size);
     cfg.n_layers = o->layers;
     int threads = omp_get_max_threads(), rc = slm_pos_parse(o->pos, &cfg.pos, e) ||
                                               slm_score_parse(o->score, &cfg.score, e) || read_ids(path, cfg.vocab_size, &ids, &starts, e);
@@ -228,6 +230,7 @@ static int bench_encode(const char *vocab_path, const char *text_path, Error *e)
 
 static int run(int argc, char **argv) {
     BenchOptions o = {.steps = 10, .tokens = 256, .threads = cli_default_threads(), .batch = 8, .layers = 1, .samples = 1,
+                      .vocab_size = VOCAB_DEFAULT_SIZE,
                       .prompt = "Once upon a time", .pos = "distance", .score = "scaled-dot"};
     const char *pos[3];
     int np;
@@ -235,9 +238,10 @@ static int run(int argc, char **argv) {
         {"steps", 0, OPT_INT, &o.steps, "N", "training steps timed", 1, 1e6},
         {"batch", 0, OPT_INT, &o.batch, "N", "stories a training step", 1, 4096},
         {"first-batch", 0, OPT_INT, &o.first_batch, "K", "start at the K-th batch of IDS", 0, 1e9},
-        {"pos", 0, OPT_STRING, &o.pos, "SCHEME", "training's position scheme, as storylm train --pos", 0, 0},
+        {"position-scheme", 0, OPT_STRING, &o.pos, "SCHEME", "training's position scheme, as storylm train --position-scheme", 0, 0},
         {"score", 0, OPT_STRING, &o.score, "FN", "training's score function, as storylm train --score", 0, 0},
         {"layers", 0, OPT_INT, &o.layers, "N", "training's layers of heads, as storylm train --layers", 1, STORYLM_MAX_LAYERS},
+        {"vocab-size", 0, OPT_INT, &o.vocab_size, "N", "training's vocabulary size, as storylm train --vocab-size", VOCAB_MIN_SIZE, CHECKPOINT_MAX_VOCAB},
         THREADS_OPTION(o.threads), /* training; generation and encoding time one thread */
         {"tokens", 'n', OPT_INT, &o.tokens, "N", "new tokens generated (a sample)", 1, 1e6},
         {"samples", 0, OPT_INT, &o.samples, "N", "generation's samples, computed together (default 1)", 1, 4096},

@@ -26,11 +26,12 @@ const Command command_cache = {
     "                             (d = 0: itself), 0 where there is none\n"
     "  head_outputs  [N, H, 16]   each head's output as the hidden layer read it\n"
     "  hidden        [N, 128]     the hidden layer after tanh\n"
-    "  logits        [N, 2000]    the next-token logits\n"
+    "  logits        [N, V]       the next-token logits (V: the vocabulary's size, 2,000 by default)\n"
     "  loss          [N]          -log p(next token) in nats, 0 at a story's last position\n"
     "The metadata holds the model, the ablation and, for a text, the text. --ablate switches\n"
-    "heads off (head_outputs then hold the replacement). Logits take 8 kB a position: the\n"
-    "100 test stories of TinyStories make a file of about 400 MB; --test-stories N takes fewer.",
+    "heads off (head_outputs then hold the replacement). Logits take 4 bytes a token of the\n"
+    "vocabulary a position (8 kB at 2,000): the 100 test stories of TinyStories make a file\n"
+    "of about 400 MB; --test-stories N takes fewer.",
     run};
 
 typedef struct CacheArgs {

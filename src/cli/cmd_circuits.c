@@ -27,8 +27,9 @@ const Command command_circuits = {
     "change over all tokens (logits matter only up to a constant). The copying score: the share\n"
     "of tokens t whose reading raises t itself the most (top 1), among the 10 most (top 10),\n"
     "or above the mean (random heads: 0.05%, 0.5%, 50%); 'looks for itself' is the same for\n"
-    "the QK circuit. Both over all 2,000 tokens and over the tokens seen in the test stories.\n"
-    "--tokens lily,tom lists, per head, the 5 tokens that reading each of them raises most.\n"
+    "the QK circuit. Both over every token of the vocabulary and over the tokens seen in the\n"
+    "test stories.\n"
+    "--token-list lily,tom lists, per head, the 5 tokens that reading each of them raises most.\n"
     "The stories (for z_mean) are --stories FILE (needed; 'storylm info' names the training file).\n"
     "--ablate HEADS switches heads off while z_mean is measured. --svg draws the scores per head.",
     run};
@@ -36,10 +37,10 @@ const Command command_circuits = {
 typedef struct CircuitsArgs {
     ProbeOptions po;
     int head, top;
-    const char *tokens; /* --tokens lily,tom */
+    const char *tokens; /* --token-list lily,tom */
 } CircuitsArgs;
 
-#define READ_TOP 5 /* tokens raised listed for each --tokens token */
+#define READ_TOP 5 /* tokens raised listed for each --token-list token */
 #define MAX_READS 64
 
 static void self_columns(ReportTable *t) {
@@ -95,9 +96,9 @@ static void pair_table(Report *r, const ProbeSession *ps, const CircuitsResult *
     }
 }
 
-/* --tokens: for each head and token asked for, the tokens its reading raises most. */
+/* --token-list: for each head and token asked for, the tokens its reading raises most. */
 static void reads_tables(Report *r, const ProbeSession *ps, const CircuitsResult *cr) {
-    ReportTable *t = slm_report_table(r, "reads", "OV circuit: reading each --tokens token raises most (change vs mean)");
+    ReportTable *t = slm_report_table(r, "reads", "OV circuit: reading each --token-list token raises most (change vs mean)");
     slm_table_column(t, "head", "head", CELL_INT, 0);
     slm_table_column(t, "reads", "reads", CELL_TEXT, 0);
     slm_table_column(t, "raises_most", "raises most", CELL_TEXT, 0);
@@ -128,7 +129,7 @@ static void reads_tables(Report *r, const ProbeSession *ps, const CircuitsResult
         }
 }
 
-/* --tokens "lily,tom" as token ids (pieces exactly as in the vocabulary); returns how many, -1 on error. */
+/* --token-list "lily,tom" as token ids (pieces exactly as in the vocabulary); returns how many, -1 on error. */
 static int parse_tokens(const ProbeSession *ps, const char *list, int32_t *ids, int max, Error *e) {
     int n = 0;
     for (const char *p = list; p && *p;) {
@@ -137,7 +138,7 @@ static int parse_tokens(const ProbeSession *ps, const char *list, int32_t *ids, 
         if (id < 0)
             return FAIL(e, "give tokens as the vocabulary spells them, lower-case, e.g. lily,tom,##ark (storylm tokenize shows them)",
                         "'%.*s' is not a token of the model's vocabulary", (int)len, p);
-        if (n == max) return FAIL(e, NULL, "at most %d --tokens", max);
+        if (n == max) return FAIL(e, NULL, "at most %d --token-list tokens", max);
         ids[n++] = id;
         p += len + (p[len] == ',');
     }
@@ -239,7 +240,7 @@ static int run(int argc, char **argv) {
          "stories for the mean input and --ablate-mode mean (needed; info names the training file)", 0, 0},
         {"head", 0, OPT_INT, &a.head, "H", "only this head, 0 to 7 (-1: every head)", -1, 7},
         {"top-k", 0, OPT_INT, &a.top, "K", "the K strongest pairs listed per circuit and head", 1, 10000},
-        {"tokens", 0, OPT_STRING, &a.tokens, "LIST", "also list what reading each of these tokens raises, e.g. lily,tom", 0, 0},
+        {"token-list", 0, OPT_STRING, &a.tokens, "LIST", "also list what reading each of these tokens raises, e.g. lily,tom", 0, 0},
     };
     int rc = probe_parse(&command_circuits, argc, argv, opts, N_OPTIONS(opts), &a.po, NULL, 0);
     if (rc >= 0) return rc;

@@ -14,7 +14,7 @@ const Command command_distances = {
     "every distance back, 0 (the token itself) to 255. A head with a high score at\n"
     "distance 1 reads the token just before; one with flat scores reads by content alone.\n"
     "--svg FILE draws them as 8 curves, over all 256 distances and over the first 32.\n"
-    "--ablate is accepted for symmetry with the other probes; it does not change the scores.",
+    "No head switched off changes them: they are weights, so --ablate is refused.",
     run};
 
 /* One panel of every head's curve over distances 0..last. */
@@ -75,15 +75,15 @@ static int run(int argc, char **argv) {
     ProbeOptions po = PROBE_OPTIONS_DEFAULT;
     int up_to = 255, np, layer = 1;
     Option opts[] = {
-        PROBE_COMMON_OPTIONS(po),
+        PROBE_MODEL_OPTION(po),
+        PROBE_OUTPUT_OPTIONS(po),
         PROBE_SVG_OPTION(po),
-        PROBE_MEAN_STORIES_OPTION(po),
         {"up-to", 0, OPT_INT, &up_to, "D", "print distances 0 to D", 0, 100000},
         {"layer", 0, OPT_INT, &layer, "L", "the layer whose heads to show, on a model of several layers (--layers)", 1, STORYLM_MAX_LAYERS},
     };
+    if (probe_refuse_ablation(&command_distances, argc, argv, "weights, read before any forward pass")) return 2;
     int rc = args_parse(&command_distances, argc, argv, opts, N_OPTIONS(opts), NULL, 0, 0, &np);
     if (rc) return rc > 0 ? 0 : 2;
-    if (probe_check_mode(&command_distances, po.ablate_mode)) return 2;
     cli_set_threads(po.threads);
     po.model = cli_model_path(po.model, po.json);
     Error e = {0};

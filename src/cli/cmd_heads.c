@@ -17,8 +17,8 @@ const Command command_heads = {
     "distance back, and the tokens it reads most (share of all its weight). Give several\n"
     "--model snapshots (storylm train --snapshot-every N writes OUT.stepN.safetensors) to\n"
     "see the table for each, in the order given. --svg FILE draws the distance shares as\n"
-    "small multiples: one row per model, one panel per head. --ablate is accepted for\n"
-    "symmetry; in a one-layer network it does not change where the heads look.",
+    "small multiples: one row per model, one panel per head. --ablate is refused: the\n"
+    "table is where the heads look, which no head switched off changes here.",
     run};
 
 typedef struct HeadsArgs {
@@ -84,11 +84,13 @@ static int run(int argc, char **argv) {
     HeadsArgs a = {.po = PROBE_OPTIONS_DEFAULT, .top = 5};
     const char *pos[1];
     Option opts[] = {
-        PROBE_MODELS_OPTIONS(a.po, a.models, "repeat for snapshots"),
+        PROBE_MODELS_OPTION(a.models, "repeat for snapshots"),
+        PROBE_OUTPUT_OPTIONS(a.po),
         PROBE_SVG_OPTION(a.po),
         PROBE_TEST_OPTION(a.po),
         {"top-k", 0, OPT_INT, &a.top, "K", "the K tokens read most, per head", 1, 100},
     };
+    if (probe_refuse_ablation(&command_heads, argc, argv, "where each head's weight goes, measured with every head on")) return 2;
     int rc = probe_parse(&command_heads, argc, argv, opts, N_OPTIONS(opts), &a.po, pos, 1);
     if (rc >= 0) return rc;
     Error e = {0};

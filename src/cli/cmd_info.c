@@ -122,7 +122,7 @@ static void print_sizes(const ModelConfig *c) {
     else printf("architecture  window8: the last %d rows, hidden %d\n", c->context, c->hidden_dim);
     if (c->arch == ARCH_ATTENTION && slm_model_layers(c) > 1)
         printf("layers        %d: layer l+1's heads read the row and layer l's heads\n", slm_model_layers(c));
-    if (c->arch == ARCH_ATTENTION) printf("variant       --pos %s --score %s\n", slm_pos_name(c->pos), slm_score_name(c->score));
+    if (c->arch == ARCH_ATTENTION) printf("variant       --position-scheme %s --score %s\n", slm_pos_name(c->pos), slm_score_name(c->score));
 }
 
 static void print_table(const char *path, long long file_bytes, const Model *m, const Metadata *meta,

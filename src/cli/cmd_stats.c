@@ -24,7 +24,7 @@ const Command command_stats = {
     "               story but not among the 8 tokens before them, out of chapter 6's\n"
     "               reach; the 100 most common tokens of the training stories are left\n"
     "               out, except names (--common N changes 100).\n"
-    "--ablate is accepted for symmetry; it changes none of these numbers.",
+    "--ablate is refused: no head switched off changes these numbers.",
     run};
 
 static void build_report(Report *r, const ProbeSession *ps, const StatsResult *s, int common) {
@@ -113,11 +113,13 @@ static int run(int argc, char **argv) {
     const char *pos[1];
     int common = 100;
     Option opts[] = {
-        PROBE_COMMON_OPTIONS(po),
+        PROBE_MODEL_OPTION(po),
+        PROBE_OUTPUT_OPTIONS(po),
         PROBE_SVG_OPTION(po),
         PROBE_TEST_OPTION(po),
         {"common", 0, OPT_INT, &common, "N", "most common tokens left out of the far repeats", 0, 100000},
     };
+    if (probe_refuse_ablation(&command_stats, argc, argv, "queries, keys and rows, which come before the heads' outputs")) return 2;
     int rc = probe_parse(&command_stats, argc, argv, opts, N_OPTIONS(opts), &po, pos, 1);
     if (rc >= 0) return rc;
     Error e = {0};

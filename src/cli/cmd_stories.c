@@ -67,7 +67,7 @@ static int show(const StoriesArgs *a, const char *path, Error *e) {
     int rc;
     if (a->vocab) rc = slm_tokenizer_load(&own, a->vocab, 0, e);
     else {
-        rc = slm_cli_load_model(&lm, cli_model_path(a->model, true), e);
+        rc = slm_cli_load_model(&lm, cli_model_path(a->model, a->json), e); /* which vocabulary, said on stderr */
         tok = &lm.tokenizer;
     }
     Stories s = {0};

@@ -17,8 +17,10 @@ const Command command_tokenize = {
     "Normalises TEXT as BERT does (lower case, accents stripped, control characters\n"
     "dropped), splits it into words (every punctuation character is a word) and each\n"
     "word into the longest pieces of the vocabulary; prints the pieces separated by\n"
-    "spaces (with --model, the vocabulary stored in that model file). TEXT '-' reads standard input. With --lines FILE, each line of FILE is a\n"
-    "text of its own and gets an output line of its own.\n\n"
+    "spaces. The vocabulary: --vocab FILE, or the one stored in --model FILE, else in\n"
+    "./" DEFAULT_MODEL_PATH ", else ./vocab.txt, else the shipped model's (said on stderr).\n"
+    "TEXT '-' reads standard input. With --lines FILE, each line of FILE is a text of its\n"
+    "own and gets an output line of its own.\n\n"
     "Text that is not valid UTF-8 is refused with the byte offset of the first bad\n"
     "byte; with --lossy, bad bytes are read as U+FFFD and dropped, as a BERT\n"
     "tokenizer given the text decoded by a web browser does.",
@@ -146,13 +148,27 @@ static int print_lines(const Tokenizer *t, const Pretokenizer *pre, const Flags 
     return rc;
 }
 
+/* The vocabulary, found as the other verbs find their model: --vocab, else
+ * --model's, else ./model.safetensors's, else ./vocab.txt (what storylm
+ * vocab writes), else the shipped model's; said on stderr when not given.
+ * Sets *use to t or to lm's tokenizer. */
+static int load_vocabulary(const Flags *f, Tokenizer *t, LoadedModel *lm, const Tokenizer **use, Error *e) {
+    const char *vocab = f->vocab;
+    if (!vocab && !f->model && !slm_session_file_exists(DEFAULT_MODEL_PATH) && slm_session_file_exists("vocab.txt")) {
+        fprintf(stderr, "storylm: using vocab.txt\n");
+        vocab = "vocab.txt";
+    }
+    *use = vocab ? t : &lm->tokenizer;
+    return vocab ? slm_tokenizer_load(t, vocab, 0, e) : slm_cli_load_model(lm, cli_model_path(f->model, false), e);
+}
+
 static int tokenize(const Flags *f, const char *arg, Error *e) {
     Tokenizer t = {0};
     Pretokenizer pre = {0};
-    /* --words needs no vocabulary, only the word pattern. */
     LoadedModel lm = {0};
-    int rc = f->words ? slm_pretokenizer_init(&pre, e) : f->model ? slm_cli_load_model(&lm, f->model, e) : slm_tokenizer_load(&t, f->vocab, 0, e);
-    const Tokenizer *use = f->model ? &lm.tokenizer : &t;
+    const Tokenizer *use = &t;
+    /* --words needs no vocabulary, only the word pattern. */
+    int rc = f->words ? slm_pretokenizer_init(&pre, e) : load_vocabulary(f, &t, &lm, &use, e);
     if (rc == 0 && f->lines) {
         rc = print_lines(use, &pre, f, e);
     } else if (rc == 0) {
@@ -165,15 +181,15 @@ static int tokenize(const Flags *f, const char *arg, Error *e) {
     }
     if (pre.code) slm_pretokenizer_free(&pre);
     if (t.pieces) slm_tokenizer_free(&t);
-    if (f->model) slm_cli_free_model(&lm);
+    if (lm.vocab) slm_cli_free_model(&lm);
     return rc;
 }
 
 static int run(int argc, char **argv) {
-    Flags f = {.vocab = "vocab.txt"};
+    Flags f = {0};
     Option opts[] = {
-        {"vocab", 'v', OPT_STRING, &f.vocab, "FILE", "the vocabulary (vocab.txt of storylm vocab)", 0, 0},
-        {"model", 'm', OPT_STRING, &f.model, "FILE", "use the vocabulary stored in this model file instead of --vocab", 0, 0},
+        {"vocab", 'v', OPT_STRING, &f.vocab, "FILE", "the vocabulary (vocab.txt of storylm vocab) (default: see above)", 0, 0},
+        {"model", 'm', OPT_STRING, &f.model, "FILE", "use the vocabulary stored in this model file (default: see above)", 0, 0},
         {"ids", 0, OPT_BOOL, &f.ids, NULL, "print token ids instead of pieces", 0, 0},
         {"json", 0, OPT_BOOL, &f.json, NULL, "print {\"command\":\"tokenize\",\"tokens\":[{\"piece\":..,\"id\":..}]} (--words: \"words\":[..]), a line a text", 0, 0},
         {"words", 0, OPT_BOOL, &f.words, NULL, "print the normalised words before WordPiece (no vocabulary needed)",
@@ -186,6 +202,7 @@ static int run(int argc, char **argv) {
     int np;
     int rc = args_parse(&command_tokenize, argc, argv, opts, N_OPTIONS(opts), pos, 0, 1, &np);
     if (rc) return rc > 0 ? 0 : 2;
+    if (f.vocab && f.model) return args_usage_error(&command_tokenize, "give --vocab or --model, not both");
     if (f.ids && f.json) return args_usage_error(&command_tokenize, "--ids and --json do not go together");
     if (f.words && f.ids) return args_usage_error(&command_tokenize, "--words prints words, not ids");
     if (!f.lines && np == 0) return args_usage_error(&command_tokenize, "missing TEXT (or --lines FILE)");

@@ -2,6 +2,7 @@
  * training with progress, atomic saves; Ctrl-C stops after saving. */
 #define _GNU_SOURCE /* program_invocation_name: the program as called, for the resume command */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -19,6 +20,7 @@
 #include "storylm/name_swap.h"
 #include "storylm/outputs.h"
 #include "storylm/regularise.h"
+#include "storylm/session.h"
 #include "storylm/train.h"
 #include "storylm/vocab_train.h"
 
@@ -26,8 +28,11 @@ static int run(int argc, char **argv);
 const Command command_train = {
     "train", "train a model from scratch on a stories file", "storylm train STORIES [options]",
     "Trains the chapter's attention network (or chapter 6's window8 baseline) on the\n"
-    "stories in STORIES. The vocabulary is read from --vocab, or learnt from STORIES and\n"
-    "written there when the file does not exist. 100 stories are held out for testing.\n"
+    "stories in STORIES (20 or more; docs/guide.md says how many make a useful model).\n"
+    "The vocabulary is read from --vocab, or learnt from STORIES and written there when\n"
+    "the file does not exist: 2,000 pieces, or as many as a small corpus's words give\n"
+    "(said on stderr; --vocab-size N asks for exactly N). A tenth of the stories, at most\n"
+    "100, is held out for testing.\n"
     "Each step reads 8 whole stories. The model (and its optimizer state, for --resume)\n"
     "is saved atomically at every evaluation and at the end. Ctrl-C stops after saving.\n"
     "Under mpirun -np N (a build with MPI), N processes share every step's stories; the\n"
@@ -224,6 +229,11 @@ static int print_result(const TrainPlace *pl, const TrainOptions *o, const Train
     if (o->keep_best && r->best_step >= 0)
         fprintf(stderr, "best: step %d, test loss %.4f, kept in %s\n", r->best_step, r->best_test_loss,
                 slm_regularise_file(o->out, "best", best));
+    else if (r->best_step >= 0 && r->test_loss > r->best_test_loss + 0.1) /* a small corpus learnt by heart */
+        fprintf(stderr,
+                "storylm: the test loss was lowest at step %d (%.4f) and rose since: the model learnt its training "
+                "stories by heart. Train with --steps %d, or with --keep-best to keep that model too (docs/guide.md)\n",
+                r->best_step, r->best_test_loss, r->best_step);
     if (json) return print_json(pl, o, r, e);
     printf("model saved to %s\nsample it:  ", o->out);
     put_sample(stdout, o);
@@ -235,27 +245,54 @@ static int print_result(const TrainPlace *pl, const TrainOptions *o, const Train
     return 0;
 }
 
-/* Reuses an existing vocabulary, or learns one from the stories and saves it. */
-static int get_vocab(const char *vocab_path, const char *stories_path, int size, char **text, bool say, Error *e) {
-    size_t len;
-    struct stat st;
-    if (stat(vocab_path, &st) == 0) {
-        if (say) fprintf(stderr, "storylm: using the vocabulary in %s (delete it to learn a new one)\n", vocab_path);
-        return slm_file_read_all(vocab_path, 64u << 20, text, &len, e);
-    }
-    fprintf(stderr, "storylm: learning a %d-piece vocabulary from %s\n", size, stories_path);
+/* On a small corpus the words give fewer than 2,000 pieces: say what the
+ * model gets, and the other way, the shipped vocabulary (learnt from
+ * TinyStories, so fit for English stories). */
+static void say_small_vocab(int size, const char *stories_path, const char *vocab_path) {
+    char shipped[PATH_MAX];
+    if (!slm_session_source_file("models/vocab.txt", shipped, sizeof shipped)) snprintf(shipped, sizeof shipped, "models/vocab.txt");
+    fprintf(stderr,
+            "storylm: the words of %s give only %d pieces, so the model's vocabulary has %d (the chapter's has %d).\n"
+            "storylm: for English stories the shipped vocabulary of %d may serve better: train with --vocab %s "
+            "(%s stays this corpus's own)\n",
+            stories_path, size, size, VOCAB_DEFAULT_SIZE, VOCAB_DEFAULT_SIZE, shipped, vocab_path);
+}
+
+/* Learns a vocabulary of `size` pieces (0: as many as the words give, up to
+ * 2,000) from the stories and saves it; refuses a file of too few stories
+ * before writing anything. */
+static int learn_vocab(const char *vocab_path, const char *stories_path, int size, char **text, Error *e) {
+    fprintf(stderr, "storylm: learning a %d-piece vocabulary from %s\n", size ? size : VOCAB_DEFAULT_SIZE, stories_path);
     char *data;
+    size_t len;
     Vocab v = {0};
     VocabStats vs;
     if (slm_file_read_all(stories_path, 0, &data, &len, e)) return -1;
-    int rc = slm_vocab_train_text(data, len, stories_path, size, &v, &vs, e);
+    int rc = size ? slm_vocab_train_text(data, len, stories_path, size, &v, &vs, e)
+                  : slm_vocab_train_text_up_to(data, len, stories_path, VOCAB_DEFAULT_SIZE, &v, &vs, e);
     free(data);
+    if (rc && size && strstr(e->message, "fewer than the"))
+        snprintf(e->hint, sizeof e->hint, "give --vocab-size of at most the pieces above, leave it out to take as "
+                 "many as the words give, or give more stories");
+    if (!rc) rc = slm_train_check_story_count(vs.n_stories, stories_path, e);
     if (!rc) rc = slm_vocab_save(&v, vocab_path, e);
     if (!rc) *text = slm_vocab_to_text(&v, &len, e);
-    slm_vocab_free(&v);
     if (!rc && !*text) rc = -1;
     if (!rc) fprintf(stderr, "storylm: wrote %s\n", vocab_path);
+    if (!rc && v.size < VOCAB_DEFAULT_SIZE) say_small_vocab(v.size, stories_path, vocab_path);
+    slm_vocab_free(&v);
     return rc;
+}
+
+/* Reuses an existing vocabulary, or learns one from the stories and saves it. */
+static int get_vocab(const char *vocab_path, const char *stories_path, int size, char **text, bool say, bool *learnt,
+                     Error *e) {
+    size_t len;
+    struct stat st;
+    *learnt = stat(vocab_path, &st) != 0;
+    if (*learnt) return learn_vocab(vocab_path, stories_path, size, text, e);
+    if (say) fprintf(stderr, "storylm: using the vocabulary in %s (delete it to learn a new one)\n", vocab_path);
+    return slm_file_read_all(vocab_path, 64u << 20, text, &len, e);
 }
 
 /* Under mpirun: every rank reads the stories itself (no gigabytes to send;
@@ -366,7 +403,8 @@ static int check_outputs(const char *stories, const TrainOptions *o, const char 
     return rc;
 }
 
-static int train_file(const char *path, TrainOptions *o, const char *vocab_path, int n_test, bool json, bool force,
+/* vocab_size: --vocab-size, 0 when not given (then any size a vocabulary file has). */
+static int train_file(const char *path, TrainOptions *o, const char *vocab_path, int vocab_size, int n_test, bool json, bool force,
                       Error *e, int *signalled) {
     bool root = dist_rank(o->dist) == 0;
     char *vocab = NULL;
@@ -384,10 +422,17 @@ static int train_file(const char *path, TrainOptions *o, const char *vocab_path,
     /* rank 0 alone writes, so it alone checks the outputs and holds the lock */
     if (!rc && root) rc = check_outputs(path, o, vocab_path, force, e);
     if (!rc && root) rc = slm_file_lock(&lock, o->out, e); /* one run per output: they would share the state's .next */
-    if (!rc) rc = get_vocab(vocab_path, path, 2000, &vocab, root, e);
-    /* From the file, so that messages name it; the model has room for exactly 2,000 pieces. */
-    if (!rc) rc = slm_tokenizer_load(&tok, vocab_path, VOCAB_DEFAULT_SIZE, e);
+    bool learnt = false;
+    if (!rc) rc = get_vocab(vocab_path, path, vocab_size, &vocab, root, &learnt, e);
+    /* From the file, so that messages name it; the model gets the vocabulary's size
+     * (exactly --vocab-size when given) */
+    if (!rc && (rc = slm_tokenizer_load(&tok, vocab_path, vocab_size, e)) && strstr(e->message, "pieces, expected"))
+        snprintf(e->hint, sizeof e->hint, "leave out --vocab-size to use '%s' as it is, or delete it (or give --vocab "
+                 "NEW) to learn one of %d pieces", vocab_path, vocab_size);
+    if (!rc && !learnt && tok.size != VOCAB_DEFAULT_SIZE && root)
+        fprintf(stderr, "storylm: the model's vocabulary has %d pieces, as %s\n", tok.size, vocab_path);
     if (!rc) rc = load_stories(&s, path, &tok, &so, o->dist, e);
+    if (!rc) rc = slm_train_check_story_count(s.n_stories, path, e);
     if (!rc && o->swap_names > 0 && !(rc = slm_name_swap_init(&swap, &tok, path, &s, o->swap_names, e))) {
         o->augment = slm_name_swap_story;
         o->augment_ctx = &swap;
@@ -425,7 +470,7 @@ static int run(int argc, char **argv) {
     TrainOptions o = slm_train_default_options();
     o.threads = cli_default_threads();
     const char *arch = "attention", *vocab_path = "vocab.txt", *pos[1], *pos_scheme = "distance", *score = "scaled-dot";
-    int steps = o.steps, seed = (int)o.seed, n_test = STORIES_DEFAULT_TEST, np, layers = 1;
+    int steps = o.steps, seed = (int)o.seed, n_test = STORIES_DEFAULT_TEST, np, layers = 1, vocab_size = VOCAB_DEFAULT_SIZE;
     bool resume = false, ema_save = false, keep_best = false, json = false, force = false;
     double rank_timeout = DIST_DEFAULT_TIMEOUT_S;
     Option opts[] = {
@@ -440,12 +485,16 @@ static int run(int argc, char **argv) {
         FORCE_OPTION(force),
         {"json", 0, OPT_BOOL, &json, NULL, "print the final summary as JSON on stdout (progress stays on stderr)", 0, 0},
         {"vocab", 0, OPT_STRING, &vocab_path, "FILE", "vocabulary to use, or to learn and write if missing", 0, 0},
+        {"vocab-size", 0, OPT_INT, &vocab_size, "N",
+         "pieces in the vocabulary, learnt or read (recorded in the model); left out: the chapter's 2,000, fewer when "
+         "a small corpus's words give fewer (said on stderr), or as many as an existing --vocab file has",
+         VOCAB_MIN_SIZE, CHECKPOINT_MAX_VOCAB},
         {"eval-every", 0, OPT_INT, &o.eval_every, "N", "steps between test evaluations and saves; 0: at the end", 0, 1e9},
         {"snapshot-every", 0, OPT_INT, &o.snapshot_every, "N", "also keep OUT.stepN.safetensors every N steps; 0: never", 0, 1e9},
         {"test-stories", 0, OPT_INT, &n_test, "N", "held-out test stories", 0, 100000},
         {"max-positions", 0, OPT_INT, &o.max_positions, "N", "positions per forward pass (memory bound)", 64, 1 << 20},
         {"arch", 0, OPT_STRING, &arch, "NAME", "attention, or window8 (chapter 6's baseline)", 0, 0},
-        {"pos", 0, OPT_STRING, &pos_scheme, "SCHEME", "how positions are marked: distance (a learned score per distance back), none, absolute, sinusoidal, rope, alibi, t5 (docs/variants.md)", 0, 0},
+        {"position-scheme", 0, OPT_STRING, &pos_scheme, "SCHEME", "how positions are marked: distance (a learned score per distance back), none, absolute, sinusoidal, rope, alibi, t5 (docs/variants.md)", 0, 0},
         {"score", 0, OPT_STRING, &score, "FN", "how a query scores a key: scaled-dot (q.k/sqrt(8)), dot, general (q G k), additive (v.tanh(A q + B k))", 0, 0},
         {"layers", 0, OPT_INT, &layers, "N", "layers of heads: layer l+1's heads read the row and layer l's heads; the hidden layer reads the row and every layer's heads (docs/variants.md)", 1, STORYLM_MAX_LAYERS},
         {"stop-at", 0, OPT_INT, &o.stop_at, "STEP", "stop and save after this step, keeping the schedule of --steps; 0: never", 0, 1e9},
@@ -467,7 +516,7 @@ static int run(int argc, char **argv) {
     if (slm_arch_parse(arch, &o.arch, &e) || slm_pos_parse(pos_scheme, &o.pos, &e) || slm_score_parse(score, &o.score, &e))
         return args_usage_error(&command_train, "%s", e.message);
     if (o.arch != ARCH_ATTENTION && (o.pos != POS_DISTANCE || o.score != SCORE_SCALED_DOT))
-        return args_usage_error(&command_train, "--pos and --score are for the attention network, not --arch %s", arch);
+        return args_usage_error(&command_train, "--position-scheme and --score are for the attention network, not --arch %s", arch);
     if (o.arch != ARCH_ATTENTION && layers != 1)
         return args_usage_error(&command_train, "--layers is for the attention network, not --arch %s", arch);
     o.layers = layers;
@@ -479,7 +528,7 @@ static int run(int argc, char **argv) {
         {"seed", 's', TRAIN_GIVEN_SEED}, {"warmup", 0, TRAIN_GIVEN_WARMUP}};
     for (size_t i = 0; i < sizeof given / sizeof given[0]; i++)
         if (args_given(argc, argv, given[i].flag, given[i].short_name)) o.given |= given[i].bit;
-    if (args_given(argc, argv, "pos", 0) || args_given(argc, argv, "score", 0)) o.given |= TRAIN_GIVEN_VARIANT;
+    if (args_given(argc, argv, "position-scheme", 0) || args_given(argc, argv, "pos", 0) || args_given(argc, argv, "score", 0)) o.given |= TRAIN_GIVEN_VARIANT;
     if (args_given(argc, argv, "layers", 0)) o.given |= TRAIN_GIVEN_LAYERS;
     o.ema_save = ema_save;
     o.keep_best = keep_best;
@@ -491,9 +540,10 @@ static int run(int argc, char **argv) {
     Dist dist;
     if (slm_dist_init(&dist, &e)) return cli_fail(&e);
     o.dist = &dist;
+    if (!args_given(argc, argv, "vocab-size", 0)) vocab_size = 0; /* the words' or the file's size */
     dist.timeout_s = rank_timeout;
     if (cli_train_ranks_agree(&dist, opts, N_OPTIONS(opts), pos[0], vocab_path, &e) ||
-        train_file(pos[0], &o, vocab_path, n_test, json, force, &e, &signalled))
+        train_file(pos[0], &o, vocab_path, vocab_size, n_test, json, force, &e, &signalled))
         return cli_train_ranks_fail(&dist, &e);
     slm_dist_finalize(&dist);
     return signalled ? 130 : 0;

@@ -14,14 +14,15 @@
 static int run(int argc, char **argv);
 const Command command_vocab = {
     "vocab", "learn the WordPiece vocabulary (vocab.txt) from stories",
-    "storylm vocab STORIES [options] | storylm vocab --model M [options]",
+    "storylm vocab STORIES [options] | storylm vocab [--model M] [options]",
     "Learns a WordPiece vocabulary of exactly --size pieces from the stories, the way HuggingFace's\n"
     "WordPieceTrainer does: every word is split into characters (\"c\", then \"##c\" inside the word)\n"
     "and the most frequent adjacent pair of pieces is merged, again and again. vocab.txt holds\n"
     "[UNK] and [EOS], the characters, then the merged pieces in merge order, one a line (line\n"
     "number = id). The same stories always give the same file, byte for byte.\n"
-    "With --model M instead of STORIES, writes the vocabulary stored in the model file: a\n"
-    "standard BERT vocab.txt that any WordPiece tokenizer loads.",
+    "Without STORIES, writes the vocabulary stored in a model file (--model M, else\n"
+    "./" DEFAULT_MODEL_PATH ", else the shipped model; said on stderr): a standard BERT\n"
+    "vocab.txt that any WordPiece tokenizer loads.",
     run};
 
 static double seconds_now(void) {
@@ -119,7 +120,7 @@ static int run(int argc, char **argv) {
         FORCE_OPTION(force),
         {"size", 0, OPT_INT, &size, "N", "pieces in the vocabulary, [UNK] and [EOS] included", VOCAB_MIN_SIZE,
          VOCAB_MAX_SIZE},
-        {"model", 'm', OPT_STRING, &model, "FILE", "export this model's vocabulary instead of learning one", 0, 0},
+        {"model", 'm', OPT_STRING, &model, "FILE", "export this model's vocabulary instead of learning one (default without STORIES: ./" DEFAULT_MODEL_PATH ", else the shipped model)", 0, 0},
         {"json", 0, OPT_BOOL, &json, NULL, "print the summary as JSON on stdout (else it goes to stderr)", 0, 0},
     };
     const char *pos[1];
@@ -127,8 +128,11 @@ static int run(int argc, char **argv) {
     int rc = args_parse(&command_vocab, argc, argv, opts, N_OPTIONS(opts), pos, 0, 1, &np);
     if (rc) return rc > 0 ? 0 : 2;
     if (model && np) return args_usage_error(&command_vocab, "give STORIES to learn a vocabulary or --model to export one, not both");
-    if (model) return export_vocab(model, output, json, force);
-    if (!np) return args_usage_error(&command_vocab, "missing argument; usage: %s", command_vocab.usage);
+    /* a bare `storylm vocab` beside a learnt vocab.txt must not replace it with another model's */
+    if (!model && !np && !force && slm_session_file_exists(output))
+        return args_usage_error(&command_vocab, "give STORIES to learn a vocabulary, or --model M to export one; "
+                                "without them the default model's would replace '%s' (--force replaces it)", output);
+    if (model || !np) return export_vocab(cli_model_path(model, false), output, json, force);
 
     double t0 = seconds_now();
     Error e = {0};

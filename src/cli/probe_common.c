@@ -27,6 +27,13 @@ int probe_emit(const Report *r, const ProbeOptions *o, Error *e) {
     return 0;
 }
 
+int probe_refuse_ablation(const Command *cmd, int argc, char **argv, const char *why) {
+    const char *flag = args_given(argc, argv, "ablate", 0) ? "--ablate" : args_given(argc, argv, "ablate-mode", 0) ? "--ablate-mode" : NULL;
+    if (!flag) return 0;
+    return args_usage_error(cmd, "%s changes nothing %s shows (%s); switch heads off in ablate, eval, generate, attend, "
+                            "trace or swap", flag, cmd->name, why);
+}
+
 int probe_parse(const Command *cmd, int argc, char **argv, const Option *opts, int n_opts, ProbeOptions *po,
                 const char **positional, int n_positional) {
     int np, rc = args_parse(cmd, argc, argv, opts, n_opts, positional, n_positional, n_positional, &np);

@@ -19,24 +19,26 @@
 #define ABLATE_HELP_MODE "zero, or mean: each head's mean output over the held-out test stories"
 
 /* The flags every probe takes, for its Option table. */
-#define PROBE_COMMON_OPTIONS(o)                                                                              \
-    {"model", 'm', OPT_STRING, &(o).model, "FILE", "model file (default: ./" DEFAULT_MODEL_PATH ", else the shipped model)", 0, 0},  \
-    PROBE_SHARED_OPTIONS(o)
+#define PROBE_COMMON_OPTIONS(o) PROBE_MODEL_OPTION(o), PROBE_SHARED_OPTIONS(o)
 /* The same with --model repeatable into the StringList list, for probes run
  * on several models ("repeat for snapshots"). */
-#define PROBE_MODELS_OPTIONS(o, list, repeat)                                                                \
+#define PROBE_MODELS_OPTIONS(o, list, repeat) PROBE_MODELS_OPTION(list, repeat), PROBE_SHARED_OPTIONS(o)
+#define PROBE_MODELS_OPTION(list, repeat)                                                                    \
     {"model", 'm', OPT_STRINGS, &(list), "FILE",                                                             \
-     "model file; " repeat " (default: ./" DEFAULT_MODEL_PATH ", else the shipped model)", 0, 0},           \
-    PROBE_SHARED_OPTIONS(o)
+     "model file; " repeat " (default: ./" DEFAULT_MODEL_PATH ", else the shipped model)", 0, 0}
 /* --ablate and --ablate-mode, bound to two strings: every verb that switches
  * heads off declares them through this one entry, probes or not. */
 #define ABLATE_OPTIONS(heads, mode)                                                                          \
     {"ablate", 0, OPT_STRING, &(heads), "HEADS", "switch heads off, e.g. 3,5 (heads 0 to 7; 1:3,2:5 is layer 1's head 3 and layer 2's head 5)", 0, 0},         \
     {"ablate-mode", 0, OPT_STRING, &(mode), "MODE", ABLATE_HELP_MODE, 0, 0}
-#define PROBE_SHARED_OPTIONS(o)                                                                              \
-    ABLATE_OPTIONS((o).ablate, (o).ablate_mode),                                                             \
+#define PROBE_SHARED_OPTIONS(o) ABLATE_OPTIONS((o).ablate, (o).ablate_mode), PROBE_OUTPUT_OPTIONS(o)
+#define PROBE_OUTPUT_OPTIONS(o)                                                                              \
     {"json", 0, OPT_BOOL, &(o).json, NULL, "print JSON with the same numbers", 0, 0},                        \
     THREADS_OPTION((o).threads)
+/* The same without --ablate, for probes whose numbers no switched-off head
+ * changes (distances, heads, stats): they refuse it (probe_refuse_ablation). */
+#define PROBE_MODEL_OPTION(o) \
+    {"model", 'm', OPT_STRING, &(o).model, "FILE", "model file (default: ./" DEFAULT_MODEL_PATH ", else the shipped model)", 0, 0}
 #define PROBE_SVG_OPTION(o) {"svg", 0, OPT_STRING, &(o).svg, "FILE", "also draw the picture into FILE (SVG); a file of another kind there is kept", 0, 0}, \
     FORCE_OPTION((o).force)
 #define PROBE_TEST_OPTION(o) \
@@ -55,6 +57,11 @@ int probe_check_mode(const Command *cmd, const char *mode);
  * (0 after --help, 2 for a usage error). */
 int probe_parse(const Command *cmd, int argc, char **argv, const Option *opts, int n_opts, ProbeOptions *po,
                 const char **positional, int n_positional);
+
+/* Before parsing, for a verb without --ablate: when argv asks for --ablate
+ * or --ablate-mode, prints why the verb has none (why: what its numbers
+ * are) and returns 2; else 0. */
+int probe_refuse_ablation(const Command *cmd, int argc, char **argv, const char *why);
 
 /* Prints r as text or JSON (o->json) on stdout. */
 int probe_emit(const Report *r, const ProbeOptions *o, Error *e);

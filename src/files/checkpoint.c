@@ -239,7 +239,7 @@ static int read_variant(const SafeTensorsFile *st, ModelConfig *c, Error *e) {
         return FAIL(e, "a newer storylm may read it", "'%s': unknown score function '%.40s' (storylm knows %s)",
                     st->path, score, slm_score_names());
     if (c->arch != ARCH_ATTENTION && (c->pos != POS_DISTANCE || c->score != SCORE_SCALED_DOT))
-        return FAIL(e, BAD_MODEL_HINT, "'%s': a %s model has no --pos or --score", st->path, slm_arch_name(c->arch));
+        return FAIL(e, BAD_MODEL_HINT, "'%s': a %s model has no --position-scheme or --score", st->path, slm_arch_name(c->arch));
     return 0;
 }
 
@@ -428,7 +428,7 @@ static int check_same_config(const SafeTensorsFile *st, const ModelConfig *have,
         return FAIL(e, hint, "'%s' is the optimizer state of a model of architecture %s, not %s", st->path,
                     slm_arch_name(have->arch), slm_arch_name(model->arch));
     if (have->pos != model->pos || have->score != model->score)
-        return FAIL(e, hint, "'%s' is the optimizer state of a model with --pos %s --score %s, not --pos %s --score %s",
+        return FAIL(e, hint, "'%s' is the optimizer state of a model with --position-scheme %s --score %s, not --position-scheme %s --score %s",
                     st->path, slm_pos_name(have->pos), slm_score_name(have->score), slm_pos_name(model->pos),
                     slm_score_name(model->score));
     if (slm_model_layers(have) != slm_model_layers(model))

@@ -166,7 +166,7 @@ int slm_model_init(Model *m, const ModelConfig *cfg, Error *e) {
         return FAIL(e, NULL, "invalid model sizes");
     if (cfg->pos < 0 || cfg->pos >= POS_COUNT || cfg->score < 0 || cfg->score >= SCORE_COUNT ||
         (cfg->arch != ARCH_ATTENTION && (cfg->pos != POS_DISTANCE || cfg->score != SCORE_SCALED_DOT)))
-        return FAIL(e, "--pos and --score are for the attention network", "invalid position scheme or score function");
+        return FAIL(e, "--position-scheme and --score are for the attention network", "invalid position scheme or score function");
     if (cfg->n_layers < 0 || cfg->n_layers > STORYLM_MAX_LAYERS || (cfg->arch != ARCH_ATTENTION && cfg->n_layers > 1))
         return FAIL(e, "give --layers from 1 to 4, and only for the attention network", "invalid number of layers %d",
                     cfg->n_layers);

@@ -206,13 +206,13 @@ int slm_variant_check(const ModelConfig *c, const char *what, unsigned need, Err
         hint = "give a model trained with --score scaled-dot, dot or general";
     } else if ((need & VARIANT_NEEDS_DISTANCE) && !slm_pos_scores_distance(c->pos)) {
         why = "it adds no score per distance back";
-        hint = "give a model trained with --pos distance (the default), alibi or t5";
+        hint = "give a model trained with --position-scheme distance (the default), alibi or t5";
     } else if ((need & VARIANT_NEEDS_ROW_SCORES) && (!plain_dot || !rows_alone)) {
         why = !plain_dot ? "its score is not a plain product of two tokens' queries and keys"
                          : "its queries and keys depend on the tokens' positions, not on the tokens alone";
-        hint = "give a model trained with --pos distance, none, alibi or t5 and --score scaled-dot or dot";
+        hint = "give a model trained with --position-scheme distance, none, alibi or t5 and --score scaled-dot or dot";
     }
     if (!why) return 0;
-    return FAIL(e, hint, "%s has no meaning for a model with --pos %s --score %s: %s", what, slm_pos_name(c->pos),
+    return FAIL(e, hint, "%s has no meaning for a model with --position-scheme %s --score %s: %s", what, slm_pos_name(c->pos),
                 slm_score_name(c->score), why);
 }

@@ -8,6 +8,7 @@
 #include "storylm/vocab_train.h"
 
 #include <omp.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <utf8proc.h>
@@ -563,8 +564,9 @@ static void take_pieces(Trainer *t, Vocab *v) {
 /* The error of a run given up because *stop was set. */
 static int stopped(Error *e) { return FAIL(e, "it was asked to stop", "stopped"); }
 
-static int train_from_counts(const WordCount *words, size_t n_words, int size, const volatile sig_atomic_t *stop, Vocab *v,
-                             VocabStats *st, Error *e) {
+/* up_to: size is a ceiling; the words may give fewer pieces. stop may be NULL. */
+static int train_from_counts(const WordCount *words, size_t n_words, int size, bool up_to,
+                             const volatile sig_atomic_t *stop, Vocab *v, VocabStats *st, Error *e) {
     *v = (Vocab){0};
     VocabStats local;
     if (!st) st = &local;
@@ -579,6 +581,7 @@ static int train_from_counts(const WordCount *words, size_t n_words, int size, c
             break;
         }
         int p = next_pair(&t, e);
+        if (p == -1 && up_to) break;
         if (p == -1) rc = too_few_pieces(&t, st, e);
         else rc = p < 0 ? -1 : merge_pair(&t, p, &buf, st, e);
     }
@@ -589,7 +592,7 @@ static int train_from_counts(const WordCount *words, size_t n_words, int size, c
 }
 
 int slm_vocab_train_from_counts(const WordCount *words, size_t n_words, int size, Vocab *v, VocabStats *st, Error *e) {
-    return train_from_counts(words, n_words, size, NULL, v, st, e);
+    return train_from_counts(words, n_words, size, false, NULL, v, st, e);
 }
 
 /* ---- counting the words of a stories file ---- */
@@ -691,12 +694,8 @@ static WordCount *word_list(const StrMap *m, Error *e) {
     return list;
 }
 
-int slm_vocab_train_text(const char *text, size_t len, const char *what, int size, Vocab *v, VocabStats *st, Error *e) {
-    return slm_vocab_train_text_until(text, len, what, size, NULL, v, st, e);
-}
-
-int slm_vocab_train_text_until(const char *text, size_t len, const char *what, int size, const volatile sig_atomic_t *stop,
-                               Vocab *v, VocabStats *st, Error *e) {
+int slm_vocab_train_text_until(const char *text, size_t len, const char *what, int size, bool up_to,
+                               const volatile sig_atomic_t *stop, Vocab *v, VocabStats *st, Error *e) {
     *v = (Vocab){0};
     VocabStats local;
     if (!st) st = &local;
@@ -711,7 +710,7 @@ int slm_vocab_train_text_until(const char *text, size_t len, const char *what, i
     free(spans);
     WordCount *list = rc ? NULL : word_list(&words, e);
     VocabStats reading = *st;
-    if (list) rc = train_from_counts(list, words.n, size, stop, v, st, e);
+    if (list) rc = train_from_counts(list, words.n, size, up_to, stop, v, st, e);
     else rc = -1;
     st->n_stories = reading.n_stories;
     st->skips = reading.skips;
@@ -720,6 +719,15 @@ int slm_vocab_train_text_until(const char *text, size_t len, const char *what, i
     free(list);
     strmap_free(&words);
     return rc;
+}
+
+int slm_vocab_train_text(const char *text, size_t len, const char *what, int size, Vocab *v, VocabStats *st, Error *e) {
+    return slm_vocab_train_text_until(text, len, what, size, false, NULL, v, st, e);
+}
+
+int slm_vocab_train_text_up_to(const char *text, size_t len, const char *what, int max_size, Vocab *v, VocabStats *st,
+                               Error *e) {
+    return slm_vocab_train_text_until(text, len, what, max_size, true, NULL, v, st, e);
 }
 
 /* ---- vocab.txt ---- */

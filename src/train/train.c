@@ -25,6 +25,15 @@ TrainOptions slm_train_default_options(void) {
                           .out = "model.safetensors"};
 }
 
+int slm_train_check_story_count(int n_stories, const char *path, Error *e) {
+    if (n_stories >= TRAIN_MIN_STORIES) return 0;
+    return FAIL(e,
+                "give at least 20 stories (a few hundred learn far more; docs/guide.md), separated by a line "
+                "holding only <|endoftext|> or by blank lines; a file without either is read as one story",
+                "'%s' holds %d %s; training needs at least %d", path, n_stories, n_stories == 1 ? "story" : "stories",
+                TRAIN_MIN_STORIES);
+}
+
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -231,8 +240,8 @@ static int resume(Trainer *t, Error *e) {
         t->o.arch = t->model.cfg.arch;
         if (!rc && (t->o.given & TRAIN_GIVEN_VARIANT) &&
             (t->o.pos != t->model.cfg.pos || t->o.score != t->model.cfg.score))
-            rc = FAIL(e, "leave --pos and --score out when resuming, or train afresh",
-                      "cannot resume '%s' with --pos %s --score %s: it is a model with --pos %s --score %s", t->o.out,
+            rc = FAIL(e, "leave --position-scheme and --score out when resuming, or train afresh",
+                      "cannot resume '%s' with --position-scheme %s --score %s: it is a model with --position-scheme %s --score %s", t->o.out,
                       slm_pos_name(t->o.pos), slm_score_name(t->o.score), slm_pos_name(t->model.cfg.pos),
                       slm_score_name(t->model.cfg.score));
         if (!rc && (t->o.given & TRAIN_GIVEN_LAYERS) && (t->o.layers > 1 ? t->o.layers : 1) != slm_model_layers(&t->model.cfg))
