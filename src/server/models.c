@@ -61,7 +61,19 @@ int model_resolve(const ModelDirs *d, const char *given, char *out, size_t size)
     return found;
 }
 
-/* {"name","path","arch","params","vocab_size"} from the header alone, or NULL
+/* The page draws a model's heads from these, never from fixed numbers:
+ * "layers" (1 unless the header says), "heads" a layer (0: no heads, as
+ * window8) and each head's "value_dim" and the "hidden_dim". */
+static void model_item_shape(cJSON *o, const Metadata *md, const char *arch) {
+    const char *keys[][2] = {{"layers", "layers"}, {"heads", "n_heads"}, {"value_dim", "value_dim"}, {"hidden_dim", "hidden_dim"}};
+    for (int i = 0; i < 4; i++) {
+        const char *v = slm_metadata_get(md, keys[i][1]);
+        int none = i == 1 && strcmp(arch, "window8") == 0; /* its header keeps the sizes of heads it has not */
+        cJSON_AddNumberToObject(o, keys[i][0], none ? 0 : v ? atof(v) : i == 0 ? 1 : 0);
+    }
+}
+
+/* {"name","path","arch","params","vocab_size", shape} from the header alone, or NULL
  * when the file is not a storylm model. */
 static cJSON *model_item(const char *path, const char *name) {
     SafeTensorsFile st;
@@ -78,6 +90,7 @@ static cJSON *model_item(const char *path, const char *name) {
         cJSON_AddStringToObject(o, "arch", arch);
         cJSON_AddNumberToObject(o, "params", params);
         cJSON_AddNumberToObject(o, "vocab_size", vocab ? atof(vocab) : 0);
+        model_item_shape(o, &st.metadata, arch);
     }
     slm_safetensors_close(&st);
     return o;

@@ -190,6 +190,29 @@ try:
     else:
         print("note: greedy generation ends early with this model (%d tokens); the early stop is not checked" % len(ids))
 
+    # ---- Secrets 3 and 4, and a model's layers (each the JSON of its verb, at --threads 1) ----------
+    def secrets_checks(srv, refused):
+        two = "models/two-layers.safetensors"
+        for layer in (1, 2):
+            same("distances of layer %d of two" % layer, srv.post("/api/distances", {"model": two, "layer": layer, "up_to": 5})[1],
+                 cli_json(S, "distances", "--model", two, "--layer", str(layer), "--up-to", "5"))
+        refused("distances of layer 3 of two", 400, path="/api/distances", body={"model": two, "layer": 3})
+        refused("distances of layer 0", 400, path="/api/distances", body={"layer": 0})
+        refused("distances of a layer not whole", 400, path="/api/distances", body={"layer": 1.5})
+        same("ablate", srv.post("/api/ablate", {})[1], cli_json(S, "ablate", STORIES, "--model", M, "--threads", "1"))
+        same("ablate of heads 3,5 on two layers", srv.post("/api/ablate", {"model": two, "heads": "1:3,2:5"})[1],
+             cli_json(S, "ablate", STORIES, "--model", two, "--heads", "1:3,2:5", "--threads", "1"))
+        refused("ablate of a head out of range", 400, path="/api/ablate", body={"heads": "9"})
+        refused("ablate of a mode unknown", 400, path="/api/ablate", body={"mode": "half"})
+        refused("ablate on window8", 400, path="/api/ablate", body={"model": W8})
+        same("pieces", srv.post("/api/pieces", {"names": "zarko,lily"})[1],
+             cli_json(S, "pieces", STORIES, "--model", M, "--names", "zarko,lily", "--threads", "1"))
+        same("pieces on two layers", srv.post("/api/pieces", {"model": two})[1],
+             cli_json(S, "pieces", STORIES, "--model", two, "--threads", "1"))
+        refused("pieces of a name of two words", 400, path="/api/pieces", body={"names": "two words"})
+        refused("pieces of names not a string", 400, path="/api/pieces", body={"names": 3})
+        ok("GET /api/ablate is refused", srv.request("GET", "/api/ablate", None)[0] == 405)
+
     # ---- hostile requests ---------------------------------------------------------------------
     def refused(what, status_want, method="POST", path="/api/attend", body=None, raw=None, headers=None):
         global checks
@@ -229,8 +252,9 @@ try:
     refused("a symlink out of the listed folders", 404, body={"text": TEXT, "model": "models/outside.safetensors"})
     refused("a stories file as model", 404, body={"text": TEXT, "model": STORIES})
     refused("a window8 model in attend", 400, body={"text": TEXT, "model": W8})
-    for view in ("/api/attend", "/api/trace", "/api/distances"):
+    for view in ("/api/attend", "/api/trace"):
         refused("a model of two layers in " + view, 400, path=view, body={"text": TEXT, "model": "models/two-layers.safetensors"})
+    secrets_checks(srv, refused)
     status, _, data = srv.request("POST", "/api/loss", {"text": TEXT, "model": "models/two-layers.safetensors"})
     ok("a model of two layers answers the loss view", status == 200 and "loss" in json.loads(data))
     refused("temperature negative", 400, path="/api/generate", body={"prompt": "a", "temperature": -1})
