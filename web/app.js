@@ -756,6 +756,8 @@ function drawDistances() {
     names: series.map((_, h) => `head ${headName(layer * H + h)}`), bold, xMax: n - 1,
   });
   $("dist-chart").replaceChildren(chart);
+  $("dist-chart").dataset.layer = layer + 1;                // what is drawn, for scripts and the browser test:
+  $("dist-chart").dataset.scores = JSON.stringify(rows[1]); // the scores at distance 1
 }
 
 // A line chart: series = [[[x, y], ...], ...]. The head in view is drawn bold.
@@ -830,7 +832,7 @@ function headColumn(h) {
     onchange: () => viewHead(h),
   });
   const label = el("label", { for: `view-${h}` }, h < 0 ? `all ${state.layers * state.heads}` : el("span", { class: "swatch", style: `background:${headColor(h % state.heads)}` }),
-    h < 0 ? "" : `head ${name}`);
+    h < 0 ? "" : el("span", { class: "word", text: "head " }), h < 0 ? "" : name);
   const col = el("div", { class: "head" + (viewing ? " viewing" : "") + (state.off.has(h) ? " off" : "") }, el("span", {}, view, label));
   if (h >= 0) {
     const sw = el("input", {
@@ -1246,7 +1248,7 @@ function piecesView(d, model) {
   const layers = m && m.layers > 1 ? `${m.layers} layers` : "one layer";
   const out = [el("h3", { text: `${model.split("/").pop()} (${layers})` })];
   for (const r of d.names) {
-    out.push(el("p", { "data-testid": "pieces-says" }, `"${r.name}" (${r.pieces}, ${r.mentions} later mentions in ${r.stories} stories): the first piece gets ${prob(r.first_probability)} (top guess ${pct(r.first_top1)}); after it, the next piece gets ${prob(r.next_probability)} (top guess ${pct(r.next_top1)}, median rank ${fmt(r.next_median_rank, 1)}).`));
+    out.push(el("p", { "data-testid": "pieces-says", "data-name": r.name, "data-first-probability": r.first_probability, "data-next-probability": r.next_probability }, `"${r.name}" (${r.pieces}, ${r.mentions} later mentions in ${r.stories} stories): the first piece gets ${prob(r.first_probability)} (top guess ${pct(r.first_top1)}); after it, the next piece gets ${prob(r.next_probability)} (top guess ${pct(r.next_top1)}, median rank ${fmt(r.next_median_rank, 1)}).`));
   }
   out.push(tableOf(d.names, "pieces-names"));
   if (d.heads) {
