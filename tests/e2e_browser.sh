@@ -74,6 +74,9 @@ pieces_names=zarko,lily
 [[ -f models/tinystories-layers2.safetensors ]] &&
   "$STORYLM" pieces data/stories.txt --model models/tinystories-layers2.safetensors --names $pieces_names --threads 1 --json > "pieces-tinystories-layers2.safetensors.json"
 export pieces_names
+first_stories 300 > upload.txt   # a stories file of one's own, sent from the page
+upload_stories=$("$STORYLM" stories upload.txt --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["stories"]["stories"])')
+export upload_stories
 
 # A 256-token story for timing clicks: the story told again and again, cut to fit.
 long="$text"
@@ -111,6 +114,7 @@ print(json.dumps({
     "long_text": os.environ["long"], "long_tokens": int(os.environ["long_tokens"]),
     "model_file": "tinystories.safetensors", "models": models(), "ablate": load("ablate.json"),
     "pieces_names": os.environ["pieces_names"],
+    "upload_file": os.path.abspath("upload.txt"), "upload_stories": int(os.environ["upload_stories"]),
     "pieces": {f[len("pieces-"):-len(".json")]: load(f) for f in sorted(glob.glob("pieces-*.json"))}}))
 EOF
 

@@ -176,6 +176,7 @@ async function loadModels() {
 // switches of another model's heads do not carry over.
 function describeModel() {
   const m = state.models.find((x) => x.path === state.model);
+  $("model-download").href = "/api/download?model=" + encodeURIComponent(state.model);
   $("model-info").textContent = m ? `${m.path}: ${m.params.toLocaleString("en")} parameters, ${m.vocab_size} tokens` +
     (m.layers > 1 ? `, ${m.layers} layers of ${m.heads} heads` : "") : "";
   const layers = m && m.layers ? m.layers : 1, heads = m && m.heads !== undefined ? m.heads : 8;
@@ -1017,6 +1018,24 @@ async function startTraining() {
   } catch (e) { showError("train", e); }
 }
 
+// A stories file of the learner's own, sent to the server (POST /api/upload, the file's bytes
+// as body), which checks it as storylm stories reads it and keeps it in its training folder;
+// the training then reads it from there.
+async function uploadStories(file) {
+  if (!file) return;
+  const st = $("upload-state");
+  st.textContent = `sending ${file.name} (${(file.size / 1e6).toFixed(1)} MB)...`;
+  try {
+    const res = await fetch("/api/upload?name=" + encodeURIComponent(file.name), { method: "POST", body: file });
+    const data = await res.json().catch(() => null);
+    if (!res.ok) throw new Error((data && data.error ? data.error + (data.hint ? ` (${data.hint})` : "") : `the server answered ${res.status}`));
+    $("train-stories").value = data.stories;
+    st.textContent = `${file.name}: ${data.stories_count.toLocaleString("en")} stories, ${data.tokens.toLocaleString("en")} tokens; ready to train`;
+    st.dataset.stories = data.stories;
+    showError("train", null);
+  } catch (e) { st.textContent = ""; showError("train", e); }
+}
+
 async function stopTraining() {
   try { await api("/api/train/stop", {}); pollTraining(); } catch (e) { showError("train", e); }
 }
@@ -1033,6 +1052,9 @@ async function pollTraining() {
     await loadModels().catch((e) => showError("top", e));
     $("train-use").hidden = false;
     $("train-use").dataset.model = t.model;
+    const m = findModel(t.model);
+    $("train-download").hidden = !m;
+    if (m) $("train-download").href = "/api/download?model=" + encodeURIComponent(m.path);
   }
 }
 
@@ -1359,6 +1381,9 @@ function wire() {
   $("gen-stop").addEventListener("click", () => state.gen && state.gen.abort());
   $("train-go").addEventListener("click", startTraining);
   $("train-stop").addEventListener("click", stopTraining);
+  $("train-file").addEventListener("change", (ev) => uploadStories(ev.target.files[0]));
+  $("train-card").addEventListener("dragover", (ev) => ev.preventDefault());
+  $("train-card").addEventListener("drop", (ev) => { ev.preventDefault(); uploadStories(ev.dataTransfer.files[0]); });
   $("train-snap").addEventListener("input", drawTrainHeads);
   $("train-use").addEventListener("click", (ev) => {
     const m = findModel(ev.target.dataset.model);

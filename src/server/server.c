@@ -80,6 +80,27 @@ static int foreign_request(const Server *s, struct MHD_Connection *conn) {
     return 0;
 }
 
+static int is_upload(const char *url) { return strcmp(url, "/api/upload") == 0; }
+
+/* The bodies of upload and download: not JSON (a text file's bytes; a query
+ * argument). NULL when url is neither. */
+static Reply *file_routes(Server *s, struct MHD_Connection *conn, const char *url, int post, Body *b, Reply *r) {
+    if (is_upload(url) && post) {
+        if (b->too_big) reply_error(r, 413, "the file is larger than 20 MiB", "split it, or train with storylm train");
+        else api_upload(s, MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "name"), b->data ? b->data : "", b->len, r);
+        return r;
+    }
+    if (strcmp(url, "/api/download") == 0 && !post) {
+        api_download(s, MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "model"), r);
+        return r;
+    }
+    if (is_upload(url) || strcmp(url, "/api/download") == 0) {
+        reply_error(r, 405, post ? "download takes GET" : "upload takes POST with the file as body", NULL);
+        return r;
+    }
+    return NULL;
+}
+
 static enum MHD_Result dispatch(Server *s, struct MHD_Connection *conn, const char *url, const char *method,
                                 Body *b) {
     Reply r = {0};
@@ -98,6 +119,7 @@ static enum MHD_Result dispatch(Server *s, struct MHD_Connection *conn, const ch
         reply_error(&r, 405, "the API takes GET and POST", NULL);
         return send_reply(conn, &r);
     }
+    if (file_routes(s, conn, url, post, b, &r)) return send_reply(conn, &r);
     if (b->too_big) {
         reply_error(&r, 413, "the request body is larger than 256 KiB", "send a shorter text (at most 64 KiB)");
         return send_reply(conn, &r);
@@ -144,7 +166,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (*upload_data_size) {
         size_t n = *upload_data_size;
         *upload_data_size = 0;
-        if (b->too_big || b->len + n > SERVER_MAX_BODY) {
+        if (b->too_big || b->len + n > (is_upload(url) ? SERVER_MAX_UPLOAD : SERVER_MAX_BODY)) {
             b->too_big = 1;
             free(b->data);
             b->data = NULL;

@@ -13,6 +13,7 @@
 #include "storylm/views.h"
 
 #define SERVER_MAX_BODY (256 * 1024) /* bytes of a request body */
+#define SERVER_MAX_UPLOAD (20 * 1024 * 1024) /* bytes of a stories file sent to /api/upload */
 #define SERVER_MAX_TEXT (64 * 1024)  /* bytes of a text or prompt */
 #define SERVER_MAX_TOKENS 4096       /* tokens of a text: bounds a request's memory (activations grow with it) */
 #define SERVER_MAX_GENERATE 2000     /* new tokens of one generation */
@@ -153,6 +154,10 @@ int server_allowed_stories(const Server *s, const char *given, char *out, size_t
 /* The endpoints (api.c, stream.c). method is "GET" or "POST". */
 int api_handle(Server *s, const char *method, const char *url, const cJSON *body, Reply *r);
 int api_generate(Server *s, const cJSON *body, Reply *r);
+/* upload.c: a stories file (name from ?name=, data the body) into the training
+ * folder; a listed model file sent whole. */
+int api_upload(Server *s, const char *name, const char *data, size_t len, Reply *r);
+int api_download(Server *s, const char *model, Reply *r);
 /* The model a request names, held (cache_release it), with the request's ablation. */
 int api_model_ablation(Server *s, const cJSON *body, ModelEntry **entry, Ablation *ab, Reply *r);
 

@@ -330,8 +330,19 @@ async function checkError(page) {
   check(msg.length > 10, `a stories path outside the allowed folders is refused, the page shows: ${msg}`);
 }
 
+// A stories file of one's own sent from the page: the server counts its stories as
+// storylm stories does and gives the path the training then reads.
+async function checkUpload(page) {
+  const input = await page.$('[data-testid="train-file"]');
+  await input.uploadFile(want.upload_file);
+  const stored = await until(page, () => document.querySelector('[data-testid="upload-state"]').dataset.stories, "the upload's answer");
+  const shown = await page.$eval('[data-testid="upload-state"]', (e) => e.textContent);
+  check(shown.includes(`${want.upload_stories.toLocaleString("en")} stories`) && await page.$eval('[data-testid="train-stories"]', (e) => e.value) === stored,
+    `the uploaded file is stored as ${stored}, its stories counted as storylm stories counts them (${shown})`);
+}
+
 async function checkTraining(page) {
-  await setValue(page, "train-stories", want.train_stories);
+  if (!want.upload_file) await setValue(page, "train-stories", want.train_stories);
   await setValue(page, "train-steps", want.train_steps); await setValue(page, "train-every", want.train_every);
   await press(page, '[data-testid="train-go"]');
   const counts = new Set();
@@ -364,6 +375,13 @@ async function checkTraining(page) {
   check(bars === 8 * 6 * 2, `the heads' weight by distance is drawn (${bars / 2} bars, 8 heads x 6 distances)`);
   await until(page, () => !document.querySelector('[data-testid="train-use"]').hidden, "the button to use the new model");
   await shot(page, "5-trained", "#train-card");
+  const got = await until(page, () => { const a = document.querySelector('[data-testid="train-download"]'); return !a.hidden && a.href; }, "the link to download the new model");
+  const header = await page.evaluate(async (href) => {
+    const b = new Uint8Array(await (await fetch(href)).arrayBuffer());
+    const n = Number(new DataView(b.buffer).getBigUint64(0, true));
+    return { bytes: b.length, meta: JSON.parse(new TextDecoder().decode(b.slice(8, 8 + n))).__metadata__ };
+  }, got);
+  check(header.meta && header.meta.format === "storylm" && header.bytes > 100000, `the new model downloads as a storylm safetensors file (${header.bytes} bytes)`);
   const newModel = await page.$eval('[data-testid="train-use"]', (e) => e.dataset.model);
   await press(page, '[data-testid="train-use"]');
   await until(page, (m) => document.querySelector('[data-testid="model"]').value.split("/").pop() === m.split("/").pop(), "the new model picked", newModel);
@@ -535,6 +553,7 @@ async function main() {
     await checkPieces(page);
     await checkPhone(page);
     await checkError(page);
+    await checkUpload(page);
     await checkTraining(page);
     await measure(page);
     const real = problems.filter((p) => !/409|403/.test(p));
