@@ -10,6 +10,29 @@
 #include "storylm/checkpoint.h"
 #include "storylm/safetensors.h"
 
+/* The default model's folder and its snapshots/ listed too: an installed
+ * storylm run from any folder lists every shipped model beside the default
+ * (share/storylm/models), not the default alone. */
+static void model_dirs_add_home(ModelDirs *d, const char *default_model) {
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", default_model);
+    char *slash = strrchr(dir, '/');
+    if (!slash) return; /* in the working directory: listed already */
+    slash[1] = '\0';
+    for (int k = 0; k < 2 && d->n < 6; k++) {
+        if (k == 1) strncat(dir, "snapshots/", sizeof dir - strlen(dir) - 1);
+        char *real = realpath(dir, NULL);
+        int known = !real;
+        for (int i = 0; real && i < d->n; i++) known = known || strcmp(d->real[i], real) == 0;
+        if (!known) {
+            snprintf(d->prefix[d->n], PATH_MAX, "%s", dir);
+            snprintf(d->real[d->n], PATH_MAX, "%s", real);
+            d->n++;
+        }
+        free(real);
+    }
+}
+
 int model_dirs_init(ModelDirs *d, const char *train_dir, const char *default_model, Error *e) {
     *d = (ModelDirs){0};
     char train_prefix[PATH_MAX];
@@ -25,6 +48,7 @@ int model_dirs_init(ModelDirs *d, const char *train_dir, const char *default_mod
     }
     if (!slm_session_file_exists(default_model))
         return FAIL(e, "train one with 'storylm train STORIES', or give --model FILE", "no model file '%s'", default_model);
+    model_dirs_add_home(d, default_model);
     char listed[PATH_MAX];
     if (model_resolve(d, default_model, listed, sizeof listed) == 0) /* "models/x" rather than "/abs/models/x" */
         snprintf(d->default_model, sizeof d->default_model, "%s", listed);

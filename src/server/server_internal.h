@@ -76,8 +76,8 @@ typedef struct ModelCache {
 /* The folders models are listed from ("", "models/", "models/snapshots/",
  * the training folder) and their real paths. */
 typedef struct ModelDirs {
-    char prefix[4][PATH_MAX];
-    char real[4][PATH_MAX];
+    char prefix[6][PATH_MAX]; /* ., models/, models/snapshots/, the training folder, the default model's folder and its snapshots/ */
+    char real[6][PATH_MAX];
     int n;
     char default_model[PATH_MAX];
 } ModelDirs;
