@@ -326,7 +326,13 @@ async function fetchPosition(pos, withTrace = true, t0 = performance.now(), more
     savePermalink();
     return extra;
   } catch (e) {
-    if (n === state.seq.pos) { showError("attend", e); if (withTrace) showError("trace", e); }
+    if (n === state.seq.pos) {
+      // the old numbers go: they belong to a text, model or switches no longer asked for
+      const msg = new Error(`${e.message}. Change the text, the switches or the model and try again; reload the page if the server was restarted.`);
+      clearPositionViews();
+      showError("attend", msg);
+      if (withTrace) showError("trace", msg);
+    }
     if (more.length) throw e;
     return null;
   }
@@ -364,13 +370,8 @@ function viewHead(h) {
 // of one layer's heads are emptied (their cards say why), the loss on the story (with the
 // switches, on several layers) and the generation still work.
 async function showStoryLoss(n) {
-  state.attend = null;
   state.seq.pos++;
-  for (const id of ["tokens", "attend-table", "guesses", "inputs", "hidden"]) $(id).replaceChildren();
-  $("inputs").dataset.key = "";
-  $("attend-caption").textContent = "";
-  $("guesses-h").textContent = "Next-token guesses";
-  state.tokenKey = "";
+  clearPositionViews();
   showError("attend", null);
   showError("trace", null);
   const lossKey = state.model + "\u0000" + state.text;
@@ -381,6 +382,17 @@ async function showStoryLoss(n) {
     if (n === state.seq.story) drawLoss(loss, state.fullLoss[lossKey]);
     showError("story", null);
   } catch (e) { if (n === state.seq.story) { clearLoss(); showError("story", e); } }
+}
+
+// The attention view and the trace emptied (the tables made again when next drawn).
+function clearPositionViews() {
+  state.attend = null;
+  drawTokens();
+  for (const id of ["attend-table", "guesses", "inputs", "hidden"]) $(id).replaceChildren();
+  grid.kind = "";
+  $("inputs").dataset.key = "";
+  $("attend-caption").textContent = "";
+  $("guesses-h").textContent = "Next-token guesses";
 }
 
 function clearLoss() {

@@ -441,6 +441,10 @@ async function checkEveryModel(page) {
   }
   await pickModel(page, want.model_file);
   await until(page, (n) => document.querySelectorAll('[data-testid="token"]').length === n, "the default model's tokens again", want.attend.tokens.length);
+  await press(page, `[data-testid="token"][data-pos="${want.pos}"]`);
+  await until(page, (p) => document.querySelectorAll('[data-testid="attn-row"]').length > 0 &&
+    document.querySelector('[data-testid="guesses"]').dataset.position === String(p), "the attention table and the trace drawn again after the other models", want.pos);
+  console.log("ok: back on the default model, the attention table and the trace are drawn again");
 }
 
 async function checkAblate(page) {
