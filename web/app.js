@@ -188,10 +188,12 @@ function describeModel() {
     `The attention view and the trace read one layer of heads; this model has ${state.layers}. Its distance scores (layer by layer), the heads' jobs, switching heads off (Secret 3) and the two lookups (Secret 4) read every layer.` :
     "This is a window8 model (chapter 6's network): it reads the last 8 tokens with no heads, so there is nothing to show here. The loss on your story, the name swap (as its baseline), Secret 4 and writing on work with it.";
   setUnavailable("attend-card", one);
-  setUnavailable("trace-card", one);
-  const none = views.heads ? null : one;
-  for (const card of ["dist-card", "jobs-card", "ablate-card"]) setUnavailable(card, none);
-  $("heads-bar").hidden = !views.heads;
+  const short = views.heads ? "This view reads one layer of heads (see Tool 1)." : "A window8 model has no heads: nothing to show here (see Tool 1).";
+  setUnavailable("trace-card", one && short);
+  for (const card of ["dist-card", "jobs-card", "ablate-card"]) setUnavailable(card, views.heads ? null : short);
+  // without heads the bar keeps only the loss on the story
+  for (const id of ["heads-h", "heads"]) $(id).hidden = !views.heads;
+  $("ablate-mode").closest(".row").classList.toggle("no-heads", !views.heads);
   const layerPick = $("dist-layer");
   layerPick.replaceChildren(...[...Array(state.layers).keys()].map((l) => el("option", { value: l + 1, text: `layer ${l + 1}` })));
   layerPick.closest("label").hidden = state.layers < 2;
