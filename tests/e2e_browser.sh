@@ -26,6 +26,7 @@ require_chromium
 mkdir -p models data shots
 cp "$src/models/tinystories.safetensors" models/
 [[ -f "$src/models/tinystories-window8.safetensors" ]] && cp "$src/models/tinystories-window8.safetensors" models/
+[[ -f "$src/models/tinystories-layers2.safetensors" ]] && cp "$src/models/tinystories-layers2.safetensors" models/
 cp "$src/data/stories.txt" data/stories.txt
 model="$STORYLM_TEST_TMP/models/tinystories.safetensors"
 
@@ -55,6 +56,28 @@ baseline=()
 [[ -f models/tinystories-window8.safetensors ]] && baseline=(--baseline models/tinystories-window8.safetensors)
 "$STORYLM" swap data/stories.txt --text "$text" --names fred "${baseline[@]}" --model "$model" --json > swap.json
 "$STORYLM" generate "$text" --model "$model" -n $gen_n -t $gen_t -k $gen_k -p $gen_p --seed $gen_seed > generate.txt
+# Every model the picker lists: its shape, its loss on the story (eval --text), with a head
+# of its last layer off when it has several, and that layer's distance scores; Secret 3
+# (ablate) on the default model and Secret 4 (pieces) on it and on the two-layer model
+# (the page shows the two side by side). The server computes on one thread: --threads 1.
+for f in models/*.safetensors; do
+  b=$(basename "$f")
+  "$STORYLM" eval --text "$text" --model "$f" --threads 1 --json > "eval-$b.json"
+  "$STORYLM" info --model "$f" --json > "info-$b.json"
+  if "$STORYLM" distances --model "$f" --layer 2 --up-to 1 --json > "dist-$b.json" 2>/dev/null; then
+    "$STORYLM" eval --text "$text" --model "$f" --ablate 2:1 --threads 1 --json > "eval-off-$b.json"
+  fi
+done
+"$STORYLM" ablate data/stories.txt --model "$model" --threads 1 --json > ablate.json
+pieces_names=zarko,lily
+"$STORYLM" pieces data/stories.txt --model "$model" --names $pieces_names --threads 1 --json > "pieces-tinystories.safetensors.json"
+[[ -f models/tinystories-layers2.safetensors ]] &&
+  "$STORYLM" pieces data/stories.txt --model models/tinystories-layers2.safetensors --names $pieces_names --threads 1 --json > "pieces-tinystories-layers2.safetensors.json"
+export pieces_names
+first_stories 300 > upload.txt   # a stories file of one's own, sent from the page
+upload_stories=$("$STORYLM" stories upload.txt --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["stories"]["stories"])')
+export upload_stories
+
 # A 256-token story for timing clicks: the story told again and again, cut to fit.
 long="$text"
 while (( $("$STORYLM" tokenize --model "$model" --ids "$long" | wc -w) < 256 )); do long="$long. $text"; done
@@ -62,9 +85,24 @@ while (( $("$STORYLM" tokenize --model "$model" --ids "$long" | wc -w) + 1 > 256
 long_tokens=$(( $("$STORYLM" tokenize --model "$model" --ids "$long" | wc -w) + 1 ))   # with [EOS]
 export long long_tokens
 "$PY" - "$chromium" "$text" $pos $head $ablate $gen_n $gen_t $gen_k $gen_p $gen_seed > expect.json <<'EOF'
-import json, os, sys
+import glob, json, os, sys
 chromium, text, pos, head, ablate, n, t, k, p, seed = sys.argv[1:]
 load = lambda f: json.load(open(f))
+
+def models():
+    out = {}
+    for f in sorted(glob.glob("models/*.safetensors")):
+        b = os.path.basename(f)
+        info = load("info-%s.json" % b)
+        cfg = info["config"]
+        layers = int(cfg.get("layers", 1))
+        heads = 0 if info["model"]["arch"] == "window8" else int(cfg["n_heads"])
+        m = {"layers": layers, "heads": heads, "loss": load("eval-%s.json" % b)["loss"]}
+        if os.path.exists("eval-off-%s.json" % b):
+            m["distances_last_layer"] = load("dist-%s.json" % b)["scores"][1]
+            m["loss_ablated"] = load("eval-off-%s.json" % b)["loss"]
+        out[b] = m
+    return out
 print(json.dumps({
     "chromium": chromium, "text": text, "pos": int(pos), "head": int(head), "ablate_head": int(ablate),
     "attend": load("attend.json"), "attend_wide": load("attend_wide.json"), "trace": load("trace.json"), "trace_ablated": load("trace_ablated.json"),
@@ -73,7 +111,11 @@ print(json.dumps({
     "generate": {"max_tokens": int(n), "temperature": float(t), "top_k": int(k), "top_p": float(p),
                  "seed": int(seed), "text": open("generate.txt").read()},
     "train_stories": "data/stories.txt", "train_steps": 20, "train_every": 5,
-    "long_text": os.environ["long"], "long_tokens": int(os.environ["long_tokens"])}))
+    "long_text": os.environ["long"], "long_tokens": int(os.environ["long_tokens"]),
+    "model_file": "tinystories.safetensors", "models": models(), "ablate": load("ablate.json"),
+    "pieces_names": os.environ["pieces_names"],
+    "upload_file": os.path.abspath("upload.txt"), "upload_stories": int(os.environ["upload_stories"]),
+    "pieces": {f[len("pieces-"):-len(".json")]: load(f) for f in sorted(glob.glob("pieces-*.json"))}}))
 EOF
 
 if ! node "$src/tests/browser/playground.mjs" "http://127.0.0.1:$port/" expect.json "$STORYLM_TEST_TMP/shots"; then

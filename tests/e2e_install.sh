@@ -22,7 +22,9 @@ for h in "$STORYLM_SOURCE_DIR"/include/storylm/*.h; do
   cmp -s "$h" "$P/include/storylm/$(basename "$h")" || fail "header not installed: $(basename "$h")"
 done
 cmp -s "$SRC_MODEL" "$P/share/storylm/models/tinystories.safetensors" || fail "installed model differs from models/"
-! ls "$P/share/storylm/models" | grep -q step || fail "snapshots installed"
+for f in "$STORYLM_SOURCE_DIR"/models/*.safetensors "$STORYLM_SOURCE_DIR"/models/snapshots/*.safetensors; do
+  cmp -s "$f" "$P/share/storylm/models/${f#"$STORYLM_SOURCE_DIR"/models/}" || fail "shipped model not installed: $f"
+done
 
 # From another folder, with no model.safetensors there: the installed model.
 mkdir elsewhere && cd elsewhere
@@ -38,6 +40,19 @@ import json, sys
 info = json.load(open(sys.argv[1]))
 assert info["model"]["file"] == sys.argv[2], f"info read {info['model']['file']}, not the installed model"
 assert info["model"]["parameters"] > 0 and info["vocab_size"] > 0, info
+EOF
+
+# The installed playground, run from here, lists every shipped model and snapshot.
+port=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"$P/bin/storylm" serve --port "$port" --train-dir trained > serve.log 2>&1 &
+server=$!
+for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$port/api/models" > models.json && break; sleep 0.1; done
+kill "$server"; wait "$server" 2>/dev/null || true
+"$PY" - models.json "$STORYLM_SOURCE_DIR/models" <<'EOF' || fail "the installed serve does not list every shipped model: $(cat models.json serve.log)"
+import glob, json, os, sys
+listed = sorted(os.path.basename(m["path"]) for m in json.load(open(sys.argv[1]))["models"])
+shipped = sorted(os.path.basename(f) for f in glob.glob(sys.argv[2] + "/*.safetensors") + glob.glob(sys.argv[2] + "/snapshots/*.safetensors"))
+assert listed == shipped, (listed, shipped)
 EOF
 
 # A C program against the installed library, found by pkg-config alone.

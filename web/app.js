@@ -5,9 +5,10 @@
 // older click is dropped.
 "use strict";
 
-const HEADS = 8;
-// Distinct colours, one a head, readable on white (Tableau 10 minus the greys).
+// Distinct colours, one a head of a layer, readable on white (Tableau 10 minus the greys);
+// a model of more heads a layer uses them again.
 const HEAD_COLORS = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#9c755f"];
+const headColor = (h) => HEAD_COLORS[h % HEAD_COLORS.length];
 const DIST_BINS = ["0", "1", "2", "3-7", "8-31", "32+"];
 
 const state = {
@@ -15,8 +16,10 @@ const state = {
   model: "",
   text: "",
   pos: -1,            // the reading position; -1 until the server said which is the last
-  head: -1,           // the head viewed; -1: all 8
-  off: new Set(),     // heads switched off
+  layers: 1,          // the model's layers of heads and heads a layer (0: none, window8), from /api/models
+  heads: 8,
+  head: -1,           // the head viewed, numbered over every layer (layer l's head h: l*heads + h); -1: all
+  off: new Set(),     // heads switched off, numbered as head
   mode: "zero",
   attend: null,       // the last /api/attend answer drawn: one head's, or all 8 by position (wide)
   attendHead: -1,     // the head it was asked for (-1: it holds all 8, wide)
@@ -30,6 +33,7 @@ const state = {
   lossTokens: null,   // /api/loss's table: the probability of each next token
   fullLoss: {},       // loss with every head on, by model and text, to show what switching off costs
   distances: null,    // /api/distances of the model
+  ablate: null,       // {body, data}: the /api/ablate answer drawn (Secret 3)
   trainHeads: [],     // the training's heads' weight by distance, at each save
   seq: { story: 0, pos: 0 },
   gen: null,          // AbortController of the running generation
@@ -121,8 +125,32 @@ function keep(url, body, answer) {
   if (state.answers.size > KEEP) state.answers.delete(state.answers.keys().next().value);
 }
 
+// Head g (numbered over every layer) as the CLI names it: "3", or "2:3" (layer 2's head 3)
+// on a model of several layers.
+function headName(g) {
+  return state.layers > 1 ? `${Math.floor(g / state.heads) + 1}:${g % state.heads}` : String(g);
+}
+
+// Which views the model has: the attention view and the trace read one layer of heads;
+// the distance scores, the heads' jobs and switching heads off read any number of layers.
+function modelViews() {
+  const heads = modelArch() === "attention" && state.heads > 0;
+  return { heads, oneLayer: heads && state.layers === 1 };
+}
+
+// A card the model has not: its content hidden and a short note in its place (not an
+// error: nothing went wrong). note null: the card shown again.
+function setUnavailable(card, note) {
+  const box = $(card);
+  let p = box.querySelector(":scope > .note");
+  if (!p) { p = el("p", { class: "note", "data-testid": "note-" + card }); box.querySelector("h2").after(p); }
+  p.textContent = note || "";
+  p.hidden = !note;
+  box.classList.toggle("unavailable", !!note);
+}
+
 function ablation() {
-  const heads = [...state.off].sort((a, b) => a - b).join(",");
+  const heads = [...state.off].sort((a, b) => a - b).map(headName).join(",");
   return heads ? { ablate: heads, ablate_mode: state.mode } : {};
 }
 
@@ -144,10 +172,34 @@ async function loadModels() {
   describeModel();
 }
 
+// The model's shape (from its file's header, through /api/models) decides the heads drawn;
+// switches of another model's heads do not carry over.
 function describeModel() {
   const m = state.models.find((x) => x.path === state.model);
-  $("model-info").textContent = m ? `${m.path}: ${m.params.toLocaleString("en")} parameters, ${m.vocab_size} tokens` : "";
+  $("model-download").href = "/api/download?model=" + encodeURIComponent(state.model);
+  $("model-info").textContent = m ? `${m.path}: ${m.params.toLocaleString("en")} parameters, ${m.vocab_size} tokens` +
+    (m.layers > 1 ? `, ${m.layers} layers of ${m.heads} heads` : "") : "";
   if (m && m.vocab_size > 0) $("gen-k").max = m.vocab_size; // top-k reaches every token of this model's vocabulary
+  const layers = m && m.layers ? m.layers : 1, heads = m && m.heads !== undefined ? m.heads : 8;
+  if (layers !== state.layers || heads !== state.heads) { state.off.clear(); state.head = -1; }
+  state.layers = layers;
+  state.heads = heads;
+  const views = modelViews();
+  const one = views.oneLayer ? null : views.heads ?
+    `The attention view and the trace read one layer of heads; this model has ${state.layers}. Its distance scores (layer by layer), the heads' jobs, switching heads off (Secret 3) and the two lookups (Secret 4) read every layer.` :
+    "This is a window8 model (chapter 6's network): it reads the last 8 tokens with no heads, so there is nothing to show here. The loss on your story, the name swap (as its baseline), Secret 4 and writing on work with it.";
+  setUnavailable("attend-card", one);
+  const short = views.heads ? "This view reads one layer of heads (see Tool 1)." : "A window8 model has no heads: nothing to show here (see Tool 1).";
+  setUnavailable("trace-card", one && short);
+  for (const card of ["dist-card", "jobs-card", "ablate-card"]) setUnavailable(card, views.heads ? null : short);
+  // without heads the bar keeps only the loss on the story
+  for (const id of ["heads-h", "heads"]) $(id).hidden = !views.heads;
+  $("ablate-mode").closest(".row").classList.toggle("no-heads", !views.heads);
+  const layerPick = $("dist-layer");
+  layerPick.replaceChildren(...[...Array(state.layers).keys()].map((l) => el("option", { value: l + 1, text: `layer ${l + 1}` })));
+  layerPick.closest("label").hidden = state.layers < 2;
+  drawHeadsBar();
+  fillAblateHeads();
 }
 
 function fillBaselines() {
@@ -179,7 +231,7 @@ async function refreshStory() {
   const n = ++state.seq.story;
   state.text = $("story").value;
   if (!state.text.trim()) return;
-  if (modelArch() !== "attention") { showWindow8(n); return; }
+  if (!modelViews().oneLayer) { showStoryLoss(n); return; }
   const lossKey = state.model + "\u0000" + state.text;
   const more = [{ url: "/api/loss", body: { model: state.model, text: state.text, ...ablation() } }];
   if (state.off.size && state.fullLoss[lossKey] === undefined) more.push({ url: "/api/loss", body: { model: state.model, text: state.text } });
@@ -239,7 +291,7 @@ async function answersOf(views, more = []) {
 // A position's views asked for ahead (unless in hand or asked for already), so that
 // the click or key that usually follows finds them in hand or on their way.
 function askAhead(pos) {
-  if (state.attend && modelArch() === "attention" && pos !== state.pos && pos >= 0 && pos < state.attend.tokens.length)
+  if (state.attend && modelViews().oneLayer && pos !== state.pos && pos >= 0 && pos < state.attend.tokens.length)
     answersOf(positionViews(pos, true)).catch(() => {});
 }
 
@@ -274,9 +326,16 @@ async function fetchPosition(pos, withTrace = true, t0 = performance.now(), more
     $("attend-caption").append(el("span", { class: "muted", text: ` (${cached ? "known" : "answered"} and drawn in ${(t2 - t0).toFixed(0)} ms)` }));
     showError("attend", null);
     if (tr) showError("trace", null);
+    savePermalink();
     return extra;
   } catch (e) {
-    if (n === state.seq.pos) { showError("attend", e); if (withTrace) showError("trace", e); }
+    if (n === state.seq.pos) {
+      // the old numbers go: they belong to a text, model or switches no longer asked for
+      const msg = new Error(`${e.message}. Change the text, the switches or the model and try again; reload the page if the server was restarted.`);
+      clearPositionViews();
+      showError("attend", msg);
+      if (withTrace) showError("trace", msg);
+    }
     if (more.length) throw e;
     return null;
   }
@@ -300,27 +359,48 @@ function markClick(pos, t0, t1, t2, cached) {
 function viewHead(h) {
   state.head = h;
   drawHeadsBar();
-  drawDistances();
+  savePermalink();
+  const layer = h >= 0 ? Math.floor(h / state.heads) + 1 : 0;
+  if (layer && state.layers > 1 && Number($("dist-layer").value) !== layer) { $("dist-layer").value = layer; refreshDistances(); }
+  else drawDistances();
+  if (h >= 0 && $("ablate-head").value !== String(h)) $("ablate-head").value = h;
+  drawAblate();
   if (state.attend && state.attendHead === h) { drawTokens(); drawAttention(); }
   else if (state.attend) fetchPosition(state.pos, false);
 }
 
-// Chapter 6's network has no heads: the views of heads are emptied, the loss on the
-// story and the generation still work.
-async function showWindow8(n) {
-  const msg = new Error("This is a window8 model (chapter 6's network): it has no heads to look at. Pick an attention model for Tools 1 to 3; window8 models serve as the baseline of the name swap, and can write on.");
-  state.attend = null;
+// A model without the attention view (window8, or heads on several layers): the views
+// of one layer's heads are emptied (their cards say why), the loss on the story (with the
+// switches, on several layers) and the generation still work.
+async function showStoryLoss(n) {
   state.seq.pos++;
-  for (const id of ["tokens", "attend-table", "guesses", "inputs", "hidden", "dist-chart", "jobs-chart", "jobs-reads"]) $(id).replaceChildren();
+  clearPositionViews();
+  showError("attend", null);
+  showError("trace", null);
+  const lossKey = state.model + "\u0000" + state.text;
+  try {
+    const loss = await api("/api/loss", { model: state.model, text: state.text, ...ablation() });
+    if (!state.off.size) state.fullLoss[lossKey] = loss.loss;
+    else if (state.fullLoss[lossKey] === undefined) state.fullLoss[lossKey] = (await api("/api/loss", { model: state.model, text: state.text })).loss;
+    if (n === state.seq.story) drawLoss(loss, state.fullLoss[lossKey]);
+    showError("story", null);
+  } catch (e) { if (n === state.seq.story) { clearLoss(); showError("story", e); } }
+}
+
+// The attention view and the trace emptied (the tables made again when next drawn).
+function clearPositionViews() {
+  state.attend = null;
+  drawTokens();
+  for (const id of ["attend-table", "guesses", "inputs", "hidden"]) $(id).replaceChildren();
+  grid.kind = "";
+  $("inputs").dataset.key = "";
   $("attend-caption").textContent = "";
   $("guesses-h").textContent = "Next-token guesses";
-  showError("attend", msg);
-  showError("trace", msg);
-  try {
-    const loss = await api("/api/loss", { model: state.model, text: state.text });
-    if (n === state.seq.story) drawLoss(loss);
-    showError("story", null);
-  } catch (e) { if (n === state.seq.story) showError("story", e); }
+}
+
+function clearLoss() {
+  $("loss").replaceChildren();
+  delete $("loss").dataset.loss;
 }
 
 // The weight each token gets from the reading position: one head's, or with all
@@ -333,7 +413,7 @@ function weightsShown() {
     for (const k of state.attend.keys) w.set(k.position, k.weight);
     return w;
   }
-  const heads = [...Array(HEADS).keys()].filter((h) => !state.off.has(h));
+  const heads = [...Array(state.heads).keys()].filter((h) => !state.off.has(h));
   if (!heads.length) return w;
   for (const k of state.attend.keys) {
     let sum = 0;
@@ -433,7 +513,7 @@ function drawAttention() {
   const att = state.attend;
   const cap = $("attend-caption");
   if (!att) return;
-  const who = state.head >= 0 ? `head ${state.head}` : "all 8 heads (colour: their mean weight over the heads that are on)";
+  const who = state.head >= 0 ? `head ${state.head}` : `all ${state.heads} heads (colour: their mean weight over the heads that are on)`;
   const read = att.keys.length;   // a row a position read, in either layout
   cap.textContent = `Position ${att.position}, "${att.token}", reads ${read} tokens; ${who}.`;
   if (state.head >= 0 && state.off.has(state.head)) {
@@ -541,24 +621,25 @@ function drawAllHeadsTable(att) {
   const shown = state.weights;
   let rows = att.keys;
   if ($("sort-weight").checked) rows = [...rows].sort((a, b) => (shown.get(b.position) || 0) - (shown.get(a.position) || 0));
-  const labels = ["position", "token", "distance", ...[...Array(HEADS).keys()].map((h) => `head ${h}`), "cosine"];
-  const headStyle = (i) => (i >= 3 && i < 3 + HEADS ? `border-bottom: 3px solid ${HEAD_COLORS[i - 3]}` : null);
+  const H = state.heads;
+  const labels = ["position", "token", "distance", ...[...Array(H).keys()].map((h) => `head ${h}`), "cosine"];
+  const headStyle = (i) => (i >= 3 && i < 3 + H ? `border-bottom: 3px solid ${headColor(i - 3)}` : null);
   const fill = (r, k) => {
     setAttr(r, "data-position", k.position);
     const c = r.children;
     setText(c[0], k.position);
     setText(c[1], k.token);
     setText(c[2], k.distance);
-    for (let h = 0; h < HEADS; h++) {
+    for (let h = 0; h < H; h++) {
       const x = k["weight_" + h], cell = c[3 + h];
       setAttr(cell, "data-head", h);
       setAttr(cell, "data-weight", x);
       setText(cell, pct(x));
       setCss(cell, state.off.has(h) ? "color:#a3a09a; text-decoration: line-through" : `background: rgba(194,65,12,${(0.6 * x).toFixed(2)})`);
     }
-    setText(c[3 + HEADS], num(k.cosine));
+    setText(c[3 + H], num(k.cosine));
   };
-  setGridRows("all", `5.5em minmax(5em, 1.2fr) 6.5em repeat(${HEADS}, minmax(0, 1fr)) 5.5em`, labels, headStyle, rows, fill);
+  setGridRows("all", `5.5em minmax(5em, 1.2fr) 6.5em repeat(${H}, minmax(0, 1fr)) 5.5em`, labels, headStyle, rows, fill);
 }
 
 function drawLoss(loss, full) {
@@ -662,13 +743,20 @@ function drawHidden(units) {
 
 // ---------- Tool 2: distance scores ----------
 
+// The distance scores of the layer picked (distances --layer); a failure clears the old
+// model's curves rather than leave them under the message.
 async function refreshDistances() {
-  if (modelArch() !== "attention") { $("dist-chart").replaceChildren(); return; }
+  state.distances = null;
+  $("dist-chart").replaceChildren();
+  showError("dist", null);
+  if (!modelViews().heads) return;
+  const layer = Number($("dist-layer").value) || 1;
   try {
-    state.distances = await api("/api/distances", { model: state.model });
+    const d = await api("/api/distances", { model: state.model, layer });
+    if (d.model && d.model.file !== state.model) return;   // another model was picked meanwhile
+    state.distances = d;
     drawDistances();
-    showError("dist", null);
-  } catch (e) { showError("dist", e); }
+  } catch (e) { showError("dist", new Error(`${e.message}. Pick another model, or reload the page if the server was restarted.`)); }
 }
 
 function drawDistances() {
@@ -676,12 +764,16 @@ function drawDistances() {
   if (!d) return;
   const n = Number($("dist-range").value);
   const rows = d.scores.slice(0, n);
-  const series = [...Array(HEADS).keys()].map((h) => rows.map((r) => [r.distance, r["head_" + h]]));
+  const layer = (Number($("dist-layer").value) || 1) - 1, H = state.heads;
+  const series = [...Array(H).keys()].map((h) => rows.map((r) => [r.distance, r["head_" + h]]));
+  const bold = state.head >= 0 && Math.floor(state.head / H) === layer ? state.head % H : -1;
   const chart = lineChart(series, {
-    xLabel: "distance back", yLabel: "distance score", colors: HEAD_COLORS,
-    names: series.map((_, h) => `head ${h}`), bold: state.head, xMax: n - 1,
+    xLabel: "distance back", yLabel: "distance score", colors: series.map((_, h) => headColor(h)),
+    names: series.map((_, h) => `head ${headName(layer * H + h)}`), bold, xMax: n - 1,
   });
   $("dist-chart").replaceChildren(chart);
+  $("dist-chart").dataset.layer = layer + 1;                // what is drawn, for scripts and the browser test:
+  $("dist-chart").dataset.scores = JSON.stringify(rows[1]); // the scores at distance 1
 }
 
 // A line chart: series = [[[x, y], ...], ...]. The head in view is drawn bold.
@@ -741,24 +833,27 @@ function ticks(lo, hi, count) {
 function drawHeadsBar() {
   const box = $("heads");
   const cols = [headColumn(-1)];
-  for (let h = 0; h < HEADS; h++) cols.push(headColumn(h));
+  for (let g = 0; g < state.layers * state.heads; g++) cols.push(headColumn(g));
+  box.classList.toggle("compact", state.layers > 1);
   box.replaceChildren(...cols);
 }
 
+// A head's column: its view button and its on switch; h numbered over every layer
+// (-1: the view of all heads), named as the CLI names it ("3", or "2:3").
 function headColumn(h) {
-  const viewing = state.head === h;
+  const viewing = state.head === h, name = h < 0 ? "" : headName(h);
   const view = el("input", {
     type: "radio", name: "view-head", id: `view-${h}`, value: h, checked: viewing,
-    "data-testid": h < 0 ? "view-all" : `view-head-${h}`,
+    "data-testid": h < 0 ? "view-all" : `view-head-${name}`,
     onchange: () => viewHead(h),
   });
-  const label = el("label", { for: `view-${h}` }, h < 0 ? "all 8" : el("span", { class: "swatch", style: `background:${HEAD_COLORS[h]}` }),
-    h < 0 ? "" : `head ${h}`);
+  const label = el("label", { for: `view-${h}` }, h < 0 ? `all ${state.layers * state.heads}` : el("span", { class: "swatch", style: `background:${headColor(h % state.heads)}` }),
+    h < 0 ? "" : el("span", { class: "word", text: "head " }), h < 0 ? "" : name);
   const col = el("div", { class: "head" + (viewing ? " viewing" : "") + (state.off.has(h) ? " off" : "") }, el("span", {}, view, label));
   if (h >= 0) {
     const sw = el("input", {
-      type: "checkbox", id: `on-${h}`, checked: !state.off.has(h), "data-testid": `switch-head-${h}`,
-      onchange: (ev) => { if (ev.target.checked) state.off.delete(h); else state.off.add(h); drawHeadsBar(); refreshStory(); },
+      type: "checkbox", id: `on-${h}`, checked: !state.off.has(h), "data-testid": `switch-head-${name}`,
+      onchange: (ev) => { if (ev.target.checked) state.off.delete(h); else state.off.add(h); drawHeadsBar(); refreshStory(); savePermalink(); },
     });
     col.append(el("label", { for: `on-${h}` }, sw, " on"));
   } else {
@@ -938,6 +1033,24 @@ async function startTraining() {
   } catch (e) { showError("train", e); }
 }
 
+// A stories file of the learner's own, sent to the server (POST /api/upload, the file's bytes
+// as body), which checks it as storylm stories reads it and keeps it in its training folder;
+// the training then reads it from there.
+async function uploadStories(file) {
+  if (!file) return;
+  const st = $("upload-state");
+  st.textContent = `sending ${file.name} (${(file.size / 1e6).toFixed(1)} MB)...`;
+  try {
+    const res = await fetch("/api/upload?name=" + encodeURIComponent(file.name), { method: "POST", body: file });
+    const data = await res.json().catch(() => null);
+    if (!res.ok) throw new Error((data && data.error ? data.error + (data.hint ? ` (${data.hint})` : "") : `the server answered ${res.status}`));
+    $("train-stories").value = data.stories;
+    st.textContent = `${file.name}: ${data.stories_count.toLocaleString("en")} stories, ${data.tokens.toLocaleString("en")} tokens; ready to train`;
+    st.dataset.stories = data.stories;
+    showError("train", null);
+  } catch (e) { st.textContent = ""; showError("train", e); }
+}
+
 async function stopTraining() {
   try { await api("/api/train/stop", {}); pollTraining(); } catch (e) { showError("train", e); }
 }
@@ -954,6 +1067,9 @@ async function pollTraining() {
     await loadModels().catch((e) => showError("top", e));
     $("train-use").hidden = false;
     $("train-use").dataset.model = t.model;
+    const m = findModel(t.model);
+    $("train-download").hidden = !m;
+    if (m) $("train-download").href = "/api/download?model=" + encodeURIComponent(m.path);
   }
 }
 
@@ -1012,14 +1128,16 @@ function headPanels(now, before) {
   // evenly still shows its shape.
   const top = Math.max(0.05, ...now.flat(), ...(before ? before.flat() : []));
   const PW = 200, PH = 110, G = 16, W = 4 * (PW + G) + 10, RH = PH + 48;
-  const g = svg("svg", { viewBox: `0 0 ${W} ${2 * RH + 20}`, role: "img", "aria-label": "each head's weight by distance back" });
+  const rowsOf = Math.ceil(now.length / 4);
+  const g = svg("svg", { viewBox: `0 0 ${W} ${rowsOf * RH + 20}`, role: "img", "aria-label": "each head's weight by distance back" });
   now.forEach((bins, h) => {
     const x0 = (h % 4) * (PW + G) + 10, y0 = Math.floor(h / 4) * RH + 20;
-    g.append(svg("text", { x: x0, y: y0 - 4, fill: HEAD_COLORS[h], style: "font-weight:600" }, `head ${h}`));
+    const name = now.length > state.heads && state.heads ? headName(h) : String(h), color = headColor(h % (state.heads || 8));
+    g.append(svg("text", { x: x0, y: y0 - 4, fill: color, style: "font-weight:600" }, `head ${name}`));
     const bw = PW / bins.length;
     bins.forEach((m, b) => {
       const hgt = PH * m / top;
-      g.append(svg("rect", { x: x0 + b * bw + 2, y: y0 + PH - hgt, width: bw - 4, height: hgt, fill: HEAD_COLORS[h] }, svg("title", {}, `head ${h}, distance ${DIST_BINS[b]}: ${pct(m)}`)),
+      g.append(svg("rect", { x: x0 + b * bw + 2, y: y0 + PH - hgt, width: bw - 4, height: hgt, fill: color }, svg("title", {}, `head ${name}, distance ${DIST_BINS[b]}: ${pct(m)}`)),
         svg("text", { x: x0 + b * bw + bw / 2, y: y0 + PH + 16, "text-anchor": "middle", style: "font-size:13px" }, DIST_BINS[b]));
       if (before) {
         const f = PH * before[h][b] / top;
@@ -1027,7 +1145,7 @@ function headPanels(now, before) {
       }
     });
   });
-  g.append(svg("text", { x: 10, y: 2 * RH + 14 }, `bar height: share of the head's weight at that distance back (full height = ${pct(top)})`));
+  g.append(svg("text", { x: 10, y: rowsOf * RH + 14 }, `bar height: share of the head's weight at that distance back (full height = ${pct(top)})`));
   return g;
 }
 
@@ -1035,13 +1153,19 @@ function headPanels(now, before) {
 
 const massOf = (report) => report.heads.map((r) => [r.d0, r.d1, r.d2, r.d3_7, r.d8_31, r.d32_255]);
 
+// Secret 1 compares a model with snapshots of its own training run only ("X.stepN.safetensors"
+// beside "X.safetensors", or the other snapshots of the run a snapshot is of): another run
+// starts from other random weights, so its heads are no earlier stage of these.
 function fillCompare() {
   const sel = $("jobs-compare");
-  const others = state.models.filter((m) => m.arch === "attention" && m.path !== state.model);
-  sel.replaceChildren(el("option", { value: "", text: "(nothing)" }),
+  const run = (p) => p.split("/").pop().replace(/\.safetensors$/, "").replace(/\.step\d+$/, "");
+  const step = (p) => Number((p.match(/\.step(\d+)\.safetensors$/) || [0, Infinity])[1]);
+  const mine = run(state.model);
+  const others = state.models.filter((m) => m.arch === "attention" && m.path !== state.model && run(m.path) === mine && step(m.path) < step(state.model))
+    .sort((a, b) => step(a.path) - step(b.path));
+  sel.replaceChildren(el("option", { value: "", text: others.length ? "(nothing)" : "(no earlier snapshot of this run is listed)" }),
     ...others.map((m) => el("option", { value: m.path, text: m.name })));
-  const snap = others.find((m) => m.path.includes("snapshots/"));
-  if (snap) sel.value = snap.path;
+  if (others.length) sel.value = others[0].path;
 }
 
 async function runJobs() {
@@ -1053,15 +1177,151 @@ async function runJobs() {
     if (other) jobs.push(api("/api/heads", { model: other }));
     const [cur, before] = await Promise.all(jobs);
     $("jobs-chart").replaceChildren(headPanels(massOf(cur), before ? massOf(before) : null));
-    $("jobs-reads").replaceChildren(...cur.heads.map((r) => el("li", {},
-      el("span", { class: "swatch", style: `background:${HEAD_COLORS[r.head]}` }),
+    $("jobs-reads").replaceChildren(...cur.heads.map((r, g) => el("li", {},
+      el("span", { class: "swatch", style: `background:${headColor(g % state.heads)}` }),
       `head ${r.head}: mean distance back ${fmt(r.mean_distance, 1)}; reads most ${r.reads_most}`)));
     $("jobs-status").textContent = `${cur.heads[0].model}` + (before ? `; outline: ${before.heads[0].model}` : "");
     showError("jobs", null);
   } catch (e) {
     $("jobs-status").textContent = "";
+    $("jobs-chart").replaceChildren(); $("jobs-reads").replaceChildren();
     showError("jobs", e);
   } finally { $("jobs-go").disabled = false; }
+}
+
+// ---------- Secret 3: each head switched off on the test stories (/api/ablate) ----------
+
+function fillAblateHeads() {
+  const sel = $("ablate-head");
+  const n = state.layers * state.heads;
+  sel.replaceChildren(...[...Array(n).keys()].map((g) => el("option", { value: g, text: `head ${headName(g)}` })));
+  if (n) sel.value = state.head >= 0 ? state.head : 0;
+  $("ablate-out").replaceChildren();
+  $("ablate-summary").textContent = "";
+  $("ablate-status").textContent = "";
+  showError("ablate", null);
+}
+
+// ablate --json for the model: every single head off in turn (kept: the same answer every
+// time), then drawn ranked with the head picked in the panel (or the bar) marked.
+async function runAblate() {
+  const body = { model: state.model, mode: $("ablate-how").value };
+  $("ablate-go").disabled = true;
+  $("ablate-status").textContent = "measuring on the test stories...";
+  try {
+    const data = known("/api/ablate", body) || await api("/api/ablate", body);
+    keep("/api/ablate", body, data);
+    if (body.model !== state.model) return;
+    state.ablate = { body, data };
+    $("ablate-status").textContent = `${data.positions.toLocaleString("en")} next tokens and ${data.name_positions} name positions of ${data.stories ? data.stories.test_stories : "the"} test stories`;
+    drawAblate();
+    showError("ablate", null);
+  } catch (e) {
+    state.ablate = null;
+    $("ablate-out").replaceChildren(); $("ablate-summary").textContent = ""; $("ablate-status").textContent = "";
+    showError("ablate", e);
+  } finally { $("ablate-go").disabled = false; }
+}
+
+function drawAblate() {
+  const a = state.ablate;
+  if (!a || a.body.model !== state.model) return;
+  const [base, ...singles] = a.data.ablations;
+  const picked = headName(Number($("ablate-head").value));
+  const ranked = singles.slice().sort((x, y) => y.d_loss - x.d_loss);
+  const signed = (x, f) => (x >= 0 ? "+" : "") + f(x);
+  const points = (x) => (100 * x).toFixed(2);
+  const cols = ["rank", "head off", "loss", "loss change", "top guess right", "change (points)", "p(name)", "change", "name top guess", "change (points)"];
+  const rows = ranked.map((r, i) => el("tr", {
+    class: r.heads === picked ? "picked" : null, "data-testid": "ablate-row", "data-heads": r.heads, "data-d-loss": r.d_loss,
+    "data-d-accuracy": r.d_accuracy, "data-d-name-probability": r.d_name_probability,
+  }, ...[i + 1, r.heads, fmt(r.loss, 4), signed(r.d_loss, (x) => x.toFixed(4)), pct(r.accuracy), signed(r.d_accuracy, points),
+    prob(r.name_probability), signed(r.d_name_probability, (x) => x.toFixed(4)), pct(r.name_accuracy), signed(r.d_name_accuracy, points)]
+    .map((v, k) => el("td", { class: k === 1 ? "text" : null, text: String(v) }))));
+  const head = el("tr", {}, ...cols.map((c, k) => el("th", { class: k === 1 ? "text" : null, text: c })));
+  const first = el("tr", { class: "base" }, ...["", "none", fmt(base.loss, 4), "", pct(base.accuracy), "", prob(base.name_probability), "", pct(base.name_accuracy), ""]
+    .map((v, k) => el("td", { class: k === 1 ? "text" : null, text: v })));
+  $("ablate-out").replaceChildren(el("div", { class: "scroll" }, el("table", {}, el("thead", {}, head), el("tbody", {}, first, ...rows))));
+  const r = ranked.find((x) => x.heads === picked);
+  const rank = ranked.indexOf(r) + 1;
+  $("ablate-summary").textContent = !r ? "" : `Without head ${picked} the loss on the test stories goes from ${fmt(base.loss, 4)} to ${fmt(r.loss, 4)} nats a token (${signed(r.d_loss, (x) => x.toFixed(4))}, rank ${rank} of ${ranked.length}); its top guess is right ${pct(r.accuracy)} of the time instead of ${pct(base.accuracy)}; where the hero's name comes back it gives the name ${prob(r.name_probability)} instead of ${prob(base.name_probability)}.`;
+}
+
+// ---------- Secret 4: names made of pieces (/api/pieces) ----------
+
+// The model to show beside the one picked: one of the other kind (one layer of heads, or
+// several), the one-layer twin of the two-layer model (trained the same way) when listed.
+function piecesPartner() {
+  const attention = state.models.filter((m) => m.arch === "attention" && !m.path.includes("snapshots/") && m.path !== state.model);
+  if (state.layers > 1) return attention.find((m) => m.layers === 1 && /wd-ema/.test(m.name)) || attention.find((m) => m.layers === 1);
+  return attention.find((m) => m.layers > 1);
+}
+
+async function runPieces() {
+  const names = $("pieces-name").value.trim().toLowerCase();
+  const partner = piecesPartner();
+  const models = [state.model].concat(partner ? [partner.path] : []);
+  $("pieces-go").disabled = true;
+  $("pieces-status").textContent = "renaming the heroes of the test stories and measuring...";
+  try {
+    const got = await Promise.all(models.map((model) => {
+      const body = { model, names };
+      const had = known("/api/pieces", body);
+      return had ? had : api("/api/pieces", body).then((d) => { keep("/api/pieces", body, d); return d; });
+    }));
+    if (models[0] !== state.model) return;
+    $("pieces-out").replaceChildren(...got.map((d, i) => piecesView(d, models[i])));
+    $("pieces-status").textContent = "";
+    showError("pieces", null);
+  } catch (e) {
+    $("pieces-out").replaceChildren();
+    $("pieces-status").textContent = "";
+    showError("pieces", e);
+  } finally { $("pieces-go").disabled = false; }
+}
+
+function piecesView(d, model) {
+  const m = findModel(model);
+  const layers = m && m.layers > 1 ? `${m.layers} layers` : "one layer";
+  const out = [el("h3", { text: `${model.split("/").pop()} (${layers})` })];
+  for (const r of d.names) {
+    out.push(el("p", { "data-testid": "pieces-says", "data-name": r.name, "data-first-probability": r.first_probability, "data-next-probability": r.next_probability }, `"${r.name}" (${r.pieces}, ${r.mentions} later mentions in ${r.stories} stories): the first piece gets ${prob(r.first_probability)} (top guess ${pct(r.first_top1)}); after it, the next piece gets ${prob(r.next_probability)} (top guess ${pct(r.next_top1)}, median rank ${fmt(r.next_median_rank, 1)}).`));
+  }
+  out.push(tableOf(d.names, "pieces-names"));
+  if (d.heads) {
+    out.push(el("h3", { text: "The two lookups, head by head" }),
+      el("p", { class: "muted", text: `At the token to copy: its weight on the token before (a previous-token head). At the later first piece: its weight on the token to copy (an induction head, layer 2 and up). A head reading evenly gives ${fmt(d.even_weight, 4)}.` }),
+      tableOf(d.heads, "pieces-heads"));
+    if (d.induction_head) out.push(el("p", { "data-testid": "pieces-induction", text: `Head ${d.induction_head} reads the token to copy most: weight ${fmt(d.induction_weight, 4)}.` }));
+  }
+  return el("div", { "data-testid": "pieces-model", "data-model": model }, ...out);
+}
+
+// ---------- the permalink: model, story, reading position, head and switches in the hash ----------
+
+function savePermalink() {
+  if (!state.models.length) return;
+  const p = new URLSearchParams({ m: state.model, h: state.head, off: [...state.off].sort((a, b) => a - b).map(headName).join(","), p: state.pos, t: $("story").value });
+  const hash = "#" + p.toString();
+  if (location.hash !== hash) history.replaceState(null, "", hash);
+}
+
+// The view a permalink names, before anything is asked for; what does not fit this server
+// (a model it does not list, a head the model has not) is left out.
+function readPermalink() {
+  const p = new URLSearchParams(location.hash.slice(1));
+  const m = p.get("m");
+  if (m && findModel(m)) { state.model = findModel(m).path; $("model").value = state.model; describeModel(); fillCompare(); }
+  if (p.get("t")) $("story").value = p.get("t");
+  const n = state.layers * state.heads;
+  const g = (name) => { const [a, b] = name.includes(":") ? name.split(":").map(Number) : [1, Number(name)]; return (a - 1) * state.heads + b; };
+  for (const name of (p.get("off") || "").split(",").filter(Boolean)) { const h = g(name); if (h >= 0 && h < n) state.off.add(h); }
+  const h = p.has("h") ? Number(p.get("h")) : NaN;
+  if (Number.isInteger(h) && h >= -1 && h < n) state.head = h;
+  const pos = Number(p.get("p"));
+  if (p.has("p") && Number.isInteger(pos) && pos >= 0) state.pos = pos;
+  drawHeadsBar();
+  fillAblateHeads();
 }
 
 // ---------- the test stories ----------
@@ -1071,7 +1331,7 @@ async function loadStories() {
     const data = await api("/api/stories");
     const pick = $("story-pick");
     pick.append(...(data.stories || []).map((s) => el("option", {
-      value: s.text, text: `test story ${s.index}: ${s.text.slice(0, 60).replace(/\s+/g, " ")}...`,
+      value: s.text, text: `${s.index}: ${s.text.split(/\s+/).slice(0, 6).join(" ")}...`,
     })));
   } catch (e) { showError("story", e); }
 }
@@ -1101,7 +1361,7 @@ function wire() {
   $("tokens").addEventListener("mouseleave", () => clearTimeout(state.hover));
   $("inputs").addEventListener("mousemove", inputTitle);
   $("attend-table").parentNode.addEventListener("scroll", gridScrolled, { passive: true });
-  const storyChanged = debounce(() => { state.pos = -1; refreshStory(); }, 250);
+  const storyChanged = debounce(() => { state.pos = -1; refreshStory(); savePermalink(); }, 250);
   $("story").addEventListener("input", storyChanged);
   $("story-pick").addEventListener("change", (ev) => {
     if (!ev.target.value) return;
@@ -1114,10 +1374,19 @@ function wire() {
     state.pos = -1;   // another vocabulary may cut the story into other tokens
     describeModel();
     fillCompare();
-    $("jobs-chart").replaceChildren(); $("jobs-reads").replaceChildren(); $("jobs-status").textContent = "";
+    $("jobs-chart").replaceChildren(); $("jobs-reads").replaceChildren(); $("jobs-status").textContent = ""; showError("jobs", null);
+    state.ablate = null;
+    $("pieces-out").replaceChildren(); showError("pieces", null);
     refreshDistances();
     refreshStory();
+    savePermalink();
   });
+  $("dist-layer").addEventListener("change", refreshDistances);
+  $("ablate-go").addEventListener("click", runAblate);
+  $("ablate-head").addEventListener("change", (ev) => { viewHead(Number(ev.target.value)); });
+  $("ablate-how").addEventListener("change", () => { if (state.ablate) runAblate(); });
+  $("pieces-go").addEventListener("click", runPieces);
+  $("pieces-name").addEventListener("keydown", (ev) => { if (ev.key === "Enter") runPieces(); });
   $("ablate-mode").addEventListener("change", (ev) => { state.mode = ev.target.value; if (state.off.size) refreshStory(); });
   $("sort-weight").addEventListener("change", drawAttention);
   $("dist-range").addEventListener("change", drawDistances);
@@ -1127,6 +1396,9 @@ function wire() {
   $("gen-stop").addEventListener("click", () => state.gen && state.gen.abort());
   $("train-go").addEventListener("click", startTraining);
   $("train-stop").addEventListener("click", stopTraining);
+  $("train-file").addEventListener("change", (ev) => uploadStories(ev.target.files[0]));
+  $("train-card").addEventListener("dragover", (ev) => ev.preventDefault());
+  $("train-card").addEventListener("drop", (ev) => { ev.preventDefault(); uploadStories(ev.dataTransfer.files[0]); });
   $("train-snap").addEventListener("input", drawTrainHeads);
   $("train-use").addEventListener("click", (ev) => {
     const m = findModel(ev.target.dataset.model);
@@ -1142,6 +1414,7 @@ async function start() {
   try {
     await loadModels();
   } catch (e) { showError("top", e); return; }
+  readPermalink();
   document.body.dataset.ready = "1";
   loadStories();
   refreshDistances();

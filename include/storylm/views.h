@@ -221,4 +221,19 @@ int slm_view_prompt_mostly_unknown(const PromptUnknown *pu);
  * and the server find the same file, so they write the same text. */
 int slm_view_generate_names(NameList *nl, const LoadedModel *lm, const char *stories, char *from, size_t size, Error *e);
 
+/* Secret 3 (ablate): loss and accuracy over the held-out test stories of
+ * ps (and at the name positions of Secret 2), with ps's ablation, then each
+ * single head switched off in turn (heads NULL), or the heads of the list
+ * heads ("3,5", "1:3,2:5") together; mode "zero" or "mean" (ps->mean, or
+ * made here). *table (may be NULL): the table of rows, for a drawing. */
+int slm_view_ablate(Report *r, const ProbeSession *ps, const char *heads, const char *mode, ReportTable **table, Error *e);
+
+/* Secret 4 (pieces): heroes of the test stories renamed to each name of list
+ * ("a,b"; NULL: the most common one-piece name and invented ones), their
+ * pieces guessed at later mentions; on a model of several layers the two
+ * lookups head by head. names and rows (max entries) keep the numbers;
+ * returns how many names, or -1. */
+int slm_view_pieces(Report *r, const ProbeSession *ps, const char *list, SwapName *names, PieceScore *rows, int max,
+                    Error *e);
+
 #endif

@@ -31,74 +31,6 @@ typedef struct PiecesArgs {
     const char *names;
 } PiecesArgs;
 
-/* The most common one-piece name, then invented names of 3+ pieces. */
-static int default_names(const ProbeSession *ps, SwapName *out, int max) {
-    const char *common[50];
-    int n = slm_names_most_common(&ps->names, common, NULL, 50), k = 0;
-    for (int i = 0; i < n && k == 0; i++)
-        if (slm_swap_name_make(&ps->lm.tokenizer, &ps->names, common[i], &out[0], NULL) == 0 && out[0].n_pieces == 1) k = 1;
-    return k + slm_invented_names(&ps->lm.tokenizer, &ps->names, 3, out + k, max - k < 4 ? max - k : 4);
-}
-
-static void build_report(Report *r, const ProbeSession *ps, const SwapName *names, const PieceScore *rows, int n) {
-    slm_probe_report_header(r, ps);
-    if (ps->names_from_all) slm_report_note(r, "note: names were learnt from every story (test ones included)");
-    ReportTable *t = slm_report_table(r, "names", "Where the renamed hero comes back");
-    const char *cols[][2] = {{"name", "name"},           {"kind", "kind"},           {"pieces", "pieces"},
-                             {"stories", "stories"},     {"mentions", "mentions"},   {"first_probability", "p(first piece)"},
-                             {"first_top1", "first piece top guess"}, {"next_probability", "p(next piece)"}, {"next_top1", "next piece top guess"},
-                             {"next_median_rank", "next piece median rank"}};
-    for (int c = 0; c < 10; c++)
-        slm_table_column(t, cols[c][0], cols[c][1], c < 3 ? CELL_TEXT : c < 5 ? CELL_INT : c % 2 ? CELL_NUMBER : CELL_PERCENT,
-                     c == 9 ? 1 : c % 2 ? 4 : 1);
-    char pieces[256];
-    for (int k = 0; k < n; k++) {
-        size_t used = 0;
-        pieces[0] = '\0';
-        for (int i = 0; i < names[k].n_pieces && used < sizeof pieces; i++)
-            used += (size_t)snprintf(pieces + used, sizeof pieces - used, "%s%s", i ? " " : "",
-                                     slm_probe_token(ps, names[k].pieces[i]));
-        slm_table_row(t);
-        slm_cell_text(t, names[k].word);
-        slm_cell_text(t, slm_name_kind_names[names[k].kind]);
-        slm_cell_text(t, pieces);
-        slm_cell_int(t, rows[k].stories);
-        slm_cell_int(t, rows[k].mentions);
-        slm_cell_number(t, rows[k].first_probability);
-        slm_cell_number(t, rows[k].first_top1);
-        slm_cell_number(t, rows[k].next_probability);
-        slm_cell_number(t, rows[k].next_top1);
-        slm_cell_number(t, rows[k].next_median_rank);
-    }
-}
-
-/* The two steps head by head (models of several layers), and the head of
- * layer 2 or above that reads the token to copy most. */
-static void heads_report(Report *r, const ModelConfig *c, const PieceHeads *ph) {
-    ReportTable *t = slm_report_table(r, "heads", "The two lookups, head by head (names of 2+ pieces)");
-    slm_table_column(t, "head", "head", CELL_TEXT, 0);
-    slm_table_column(t, "layer", "layer", CELL_INT, 0);
-    slm_table_column(t, "previous_token", "at the token to copy: on the one before", CELL_NUMBER, 4);
-    slm_table_column(t, "induction", "at the later first piece: on the token to copy", CELL_NUMBER, 4);
-    int best = -1;
-    char name[16];
-    for (int g = 0; g < ph->n_heads; g++) {
-        slm_head_name(c, g, name, sizeof name);
-        slm_table_row(t);
-        slm_cell_text(t, name);
-        slm_cell_int(t, g / c->n_heads + 1);
-        slm_cell_number(t, ph->previous[g]);
-        slm_cell_number(t, ph->induction[g]);
-        if (g >= c->n_heads && (best < 0 || ph->induction[g] > ph->induction[best])) best = g;
-    }
-    slm_report_int(r, "heads_mentions", "later mentions measured", ph->mentions);
-    slm_report_number(r, "even_weight", "weight of a head reading evenly there", ph->even, 4);
-    if (best < 0) return;
-    slm_head_name(c, best, name, sizeof name);
-    slm_report_text(r, "induction_head", "reads the token to copy most (layer 2+)", name);
-    slm_report_number(r, "induction_weight", "its weight on it", ph->induction[best], 4);
-}
-
 static int draw(const char *path, const SwapName *names, const PieceScore *rows, int n, Error *e) {
     double values[2 * 32], hi = 0;
     const char *labels[32];
@@ -130,16 +62,9 @@ static int pieces(const PiecesArgs *a, const char *stories, Error *e) {
     if (slm_probe_session_open(&ps, &a->po, "pieces", stories, PROBE_NAMES, e)) return -1;
     SwapName names[32];
     PieceScore rows[32];
-    PieceHeads heads;
-    int layered = slm_model_layers(&ps.lm.model.cfg) > 1; /* a one-layer model's report stays as it was */
     Report r;
     slm_report_init(&r, "pieces");
-    int n = a->names ? slm_cli_swap_names(&ps, a->names, names, 32, e) : default_names(&ps, names, 32);
-    int rc = n < 0 ? -1
-                   : slm_probe_pieces(&ps.lm.model, &ps.lm.tokenizer, &ps.names, &ps.stories, ps.stories.test,
-                                  ps.stories.n_test, names, n, &ps.ablation, rows, layered ? &heads : NULL, e);
-    if (!rc) build_report(&r, &ps, names, rows, n);
-    if (!rc && layered) heads_report(&r, &ps.lm.model.cfg, &heads);
+    int n = slm_view_pieces(&r, &ps, a->names, names, rows, 32, e), rc = n < 0 ? -1 : 0;
     if (!rc && a->po.svg) rc = draw(a->po.svg, names, rows, n, e);
     if (!rc) rc = probe_emit(&r, &a->po, e);
     slm_report_free(&r);

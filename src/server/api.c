@@ -179,14 +179,31 @@ static int api_loss(Server *s, const cJSON *body, Reply *r) {
     return finish(s, &ss, &rep, rc, &e, r);
 }
 
+/* "layer" L (1-based) of the session's model, as distances --layer reads it:
+ * ss->ps.lm.model becomes that layer's view (the session's copy only; the
+ * cached model is untouched). */
+static int request_layer(Session *ss, int layer, Reply *r) {
+    int layers = slm_model_layers(&ss->ps.lm.model.cfg);
+    if (layer > layers) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "\"layer\": %d, but this model has %d layer(s)", layer, layers);
+        return reply_error(r, 400, msg, "give \"layer\" from 1 to the model's layers"), -1;
+    }
+    Model whole = ss->ps.lm.model;
+    slm_model_layer_view(&whole, layer - 1, &ss->ps.lm.model);
+    return 0;
+}
+
 static int api_distances(Server *s, const cJSON *body, Reply *r) {
     Session ss;
-    int up_to = 255;
-    if (session_open(s, body, NEED_ATTENTION | NEED_ONE_LAYER, &ss, r)) return r->status;
-    if (field_int(body, "up_to", &up_to, 0, 100000, r)) return session_release(s, &ss), r->status;
+    int up_to = 255, layer = 1;
+    if (session_open(s, body, NEED_ATTENTION, &ss, r)) return r->status;
+    if (field_int(body, "up_to", &up_to, 0, 100000, r) || field_int(body, "layer", &layer, 1, STORYLM_MAX_LAYERS, r) ||
+        request_layer(&ss, layer, r))
+        return session_release(s, &ss), r->status;
     Report rep;
     slm_report_init(&rep, "distances");
-    slm_view_distances(&rep, &ss.ps, up_to);
+    slm_view_distances(&rep, &ss.ps, up_to); /* ss.ps.lm.model: the layer's view (distances --layer) */
     return finish(s, &ss, &rep, 0, NULL, r);
 }
 
@@ -271,6 +288,40 @@ static int api_swap(Server *s, const cJSON *body, Reply *r) {
     return finish(s, &ss, &rep, rc, &e, r);
 }
 
+/* Secret 3 (ablate --json): every single head switched off in turn on the
+ * test stories, or "heads" together; "mode" zero or mean. */
+static int api_ablate(Server *s, const cJSON *body, Reply *r) {
+    Session ss;
+    const char *heads = NULL, *mode = "zero";
+    if (field_string(body, "heads", &heads, 0, 255, r) || field_string(body, "mode", &mode, 0, 8, r)) return r->status;
+    if (strcmp(mode, "zero") != 0 && strcmp(mode, "mean") != 0)
+        return reply_error(r, 400, "\"mode\" is zero or mean", NULL);
+    if (session_open(s, body, NEED_ATTENTION | NEED_STORIES, &ss, r)) return r->status;
+    Error e = {0};
+    int rc = strcmp(mode, "mean") == 0 ? entry_mean(ss.entry, s->o.stories, &e) : 0;
+    ss.ps.mean = strcmp(mode, "mean") == 0 ? ss.entry->mean : NULL; /* made once, as the CLI makes it */
+    Report rep;
+    slm_report_init(&rep, "ablate");
+    if (!rc) rc = slm_view_ablate(&rep, &ss.ps, heads, mode, NULL, &e);
+    return finish(s, &ss, &rep, rc, &e, r);
+}
+
+/* Secret 4 (pieces --json): the heroes renamed to "names" ("a,b"; default:
+ * the most common one-piece name and invented ones). */
+static int api_pieces(Server *s, const cJSON *body, Reply *r) {
+    Session ss;
+    const char *names = NULL;
+    if (field_string(body, "names", &names, 0, 255, r)) return r->status;
+    if (session_open(s, body, NEED_STORIES, &ss, r)) return r->status;
+    SwapName list[32];
+    PieceScore rows[32];
+    Error e = {0};
+    Report rep;
+    slm_report_init(&rep, "pieces");
+    int rc = slm_view_pieces(&rep, &ss.ps, names && names[0] ? names : NULL, list, rows, 32, &e) < 0 ? -1 : 0;
+    return finish(s, &ss, &rep, rc, &e, r);
+}
+
 /* The held-out test stories of the server's stories file, as text. */
 static char *stories_json(Server *s, Error *e) {
     ModelEntry *m;
@@ -346,7 +397,8 @@ static const struct {
     int view;
 } posts[] = {{"/api/tokenize", api_tokenize, 1}, {"/api/attend", api_attend, 1},   {"/api/trace", api_trace, 1},
              {"/api/loss", api_loss, 1},         {"/api/distances", api_distances, 1}, {"/api/heads", api_heads, 1},
-             {"/api/swap", api_swap, 1},         {"/api/generate", api_generate, 0}, {"/api/train", api_train_start, 0},
+             {"/api/swap", api_swap, 1},         {"/api/ablate", api_ablate, 0},       {"/api/pieces", api_pieces, 0},
+             {"/api/generate", api_generate, 0}, {"/api/train", api_train_start, 0},
              {"/api/batch", api_batch, 0}};
 #define N_POSTS (sizeof posts / sizeof posts[0])
 

@@ -10,6 +10,29 @@
 #include "storylm/checkpoint.h"
 #include "storylm/safetensors.h"
 
+/* The default model's folder and its snapshots/ listed too: an installed
+ * storylm run from any folder lists every shipped model beside the default
+ * (share/storylm/models), not the default alone. */
+static void model_dirs_add_home(ModelDirs *d, const char *default_model) {
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", default_model);
+    char *slash = strrchr(dir, '/');
+    if (!slash) return; /* in the working directory: listed already */
+    slash[1] = '\0';
+    for (int k = 0; k < 2 && d->n < 6; k++) {
+        if (k == 1) strncat(dir, "snapshots/", sizeof dir - strlen(dir) - 1);
+        char *real = realpath(dir, NULL);
+        int known = !real;
+        for (int i = 0; real && i < d->n; i++) known = known || strcmp(d->real[i], real) == 0;
+        if (!known) {
+            snprintf(d->prefix[d->n], PATH_MAX, "%s", dir);
+            snprintf(d->real[d->n], PATH_MAX, "%s", real);
+            d->n++;
+        }
+        free(real);
+    }
+}
+
 int model_dirs_init(ModelDirs *d, const char *train_dir, const char *default_model, Error *e) {
     *d = (ModelDirs){0};
     char train_prefix[PATH_MAX];
@@ -25,6 +48,7 @@ int model_dirs_init(ModelDirs *d, const char *train_dir, const char *default_mod
     }
     if (!slm_session_file_exists(default_model))
         return FAIL(e, "train one with 'storylm train STORIES', or give --model FILE", "no model file '%s'", default_model);
+    model_dirs_add_home(d, default_model);
     char listed[PATH_MAX];
     if (model_resolve(d, default_model, listed, sizeof listed) == 0) /* "models/x" rather than "/abs/models/x" */
         snprintf(d->default_model, sizeof d->default_model, "%s", listed);
@@ -61,7 +85,19 @@ int model_resolve(const ModelDirs *d, const char *given, char *out, size_t size)
     return found;
 }
 
-/* {"name","path","arch","params","vocab_size"} from the header alone, or NULL
+/* The page draws a model's heads from these, never from fixed numbers:
+ * "layers" (1 unless the header says), "heads" a layer (0: no heads, as
+ * window8) and each head's "value_dim" and the "hidden_dim". */
+static void model_item_shape(cJSON *o, const Metadata *md, const char *arch) {
+    const char *keys[][2] = {{"layers", "layers"}, {"heads", "n_heads"}, {"value_dim", "value_dim"}, {"hidden_dim", "hidden_dim"}};
+    for (int i = 0; i < 4; i++) {
+        const char *v = slm_metadata_get(md, keys[i][1]);
+        int none = i == 1 && strcmp(arch, "window8") == 0; /* its header keeps the sizes of heads it has not */
+        cJSON_AddNumberToObject(o, keys[i][0], none ? 0 : v ? atof(v) : i == 0 ? 1 : 0);
+    }
+}
+
+/* {"name","path","arch","params","vocab_size", shape} from the header alone, or NULL
  * when the file is not a storylm model. */
 static cJSON *model_item(const char *path, const char *name) {
     SafeTensorsFile st;
@@ -78,6 +114,7 @@ static cJSON *model_item(const char *path, const char *name) {
         cJSON_AddStringToObject(o, "arch", arch);
         cJSON_AddNumberToObject(o, "params", params);
         cJSON_AddNumberToObject(o, "vocab_size", vocab ? atof(vocab) : 0);
+        model_item_shape(o, &st.metadata, arch);
     }
     slm_safetensors_close(&st);
     return o;

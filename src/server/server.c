@@ -131,6 +131,30 @@ static int refused_request(const Server *s, struct MHD_Connection *conn, Reply *
     return 0;
 }
 
+static int is_upload(const char *url) { return strcmp(url, "/api/upload") == 0; }
+
+/* The most bytes of a body url takes: a stories file, or a request's JSON. */
+static size_t body_limit(const char *url) { return is_upload(url) ? SERVER_MAX_UPLOAD : SERVER_MAX_BODY; }
+
+/* The bodies of upload and download: not JSON (a text file's bytes; a query
+ * argument). NULL when url is neither. */
+static Reply *file_routes(Server *s, struct MHD_Connection *conn, const char *url, int post, Body *b, Reply *r) {
+    if (is_upload(url) && post) {
+        if (b->too_big) reply_error(r, 413, "the file is larger than 20 MiB", "split it, or train with storylm train");
+        else api_upload(s, MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "name"), b->data ? b->data : "", b->len, r);
+        return r;
+    }
+    if (strcmp(url, "/api/download") == 0 && !post) {
+        api_download(s, MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "model"), r);
+        return r;
+    }
+    if (is_upload(url) || strcmp(url, "/api/download") == 0) {
+        reply_error(r, 405, post ? "download takes GET" : "upload takes POST with the file as body", NULL);
+        return r;
+    }
+    return NULL;
+}
+
 static enum MHD_Result dispatch(Server *s, struct MHD_Connection *conn, const char *url, const char *method,
                                 Body *b) {
     Reply r = {0};
@@ -147,6 +171,7 @@ static enum MHD_Result dispatch(Server *s, struct MHD_Connection *conn, const ch
         reply_error(&r, 405, "the API takes GET and POST", NULL);
         return send_reply(conn, &r);
     }
+    if (file_routes(s, conn, url, post, b, &r)) return send_reply(conn, &r);
     if (b->too_big) {
         reply_error(&r, 413, "the request body is larger than 256 KiB", "send a shorter text (at most 64 KiB)");
         return send_reply(conn, &r);
@@ -194,7 +219,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
          * (a socket closed with bytes unread is reset, and the answer may be lost);
          * one said to be far too large is answered now, unread, and closed. */
         const char *length = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-        if (!length || strtoull(length, NULL, 10) <= SERVER_MAX_DROPPED) return MHD_YES;
+        if (!length || strtoull(length, NULL, 10) <= body_limit(url) + SERVER_MAX_DROPPED) return MHD_YES;
         b->too_big = 1;
         return dispatch(s, conn, url, method, b);
     }
@@ -203,7 +228,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         *upload_data_size = 0;
         b->dropped += b->too_big ? n : 0;
         if (b->dropped > SERVER_MAX_DROPPED) return MHD_NO; /* a chunked body without end: closed */
-        if (b->too_big || b->len + n > SERVER_MAX_BODY) {
+        if (b->too_big || b->len + n > body_limit(url)) {
             b->too_big = 1;
             free(b->data);
             b->data = NULL;

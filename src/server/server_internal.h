@@ -15,6 +15,7 @@
 
 #define SERVER_MAX_BODY (256 * 1024) /* bytes of a request body */
 #define SERVER_MAX_DROPPED (16u << 20) /* bytes of a body too large read (to answer 413); more: closed */
+#define SERVER_MAX_UPLOAD (20 * 1024 * 1024) /* bytes of a stories file sent to /api/upload */
 #define SERVER_MAX_TEXT (64 * 1024)  /* bytes of a text or prompt */
 #define SERVER_MAX_TOKENS 4096       /* tokens of a text: bounds a request's memory (activations grow with it) */
 #define SERVER_MAX_GENERATE 2000     /* new tokens of one generation */
@@ -77,8 +78,8 @@ typedef struct ModelCache {
 /* The folders models are listed from ("", "models/", "models/snapshots/",
  * the training folder) and their real paths. */
 typedef struct ModelDirs {
-    char prefix[4][PATH_MAX];
-    char real[4][PATH_MAX];
+    char prefix[6][PATH_MAX]; /* ., models/, models/snapshots/, the training folder, the default model's folder and its snapshots/ */
+    char real[6][PATH_MAX];
     int n;
     char default_model[PATH_MAX];
 } ModelDirs;
@@ -184,6 +185,10 @@ int server_allowed_stories(const Server *s, const char *given, char *out, size_t
 /* The endpoints (api.c, stream.c). method is "GET" or "POST". */
 int api_handle(Server *s, const char *method, const char *url, const cJSON *body, Reply *r);
 int api_generate(Server *s, const cJSON *body, Reply *r);
+/* upload.c: a stories file (name from ?name=, data the body) into the training
+ * folder; a listed model file sent whole. */
+int api_upload(Server *s, const char *name, const char *data, size_t len, Reply *r);
+int api_download(Server *s, const char *model, Reply *r);
 /* The model a request names, held (cache_release it), with the request's ablation. */
 int api_model_ablation(Server *s, const cJSON *body, ModelEntry **entry, Ablation *ab, Reply *r);
 

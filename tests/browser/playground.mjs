@@ -330,8 +330,19 @@ async function checkError(page) {
   check(msg.length > 10, `a stories path outside the allowed folders is refused, the page shows: ${msg}`);
 }
 
+// A stories file of one's own sent from the page: the server counts its stories as
+// storylm stories does and gives the path the training then reads.
+async function checkUpload(page) {
+  const input = await page.$('[data-testid="train-file"]');
+  await input.uploadFile(want.upload_file);
+  const stored = await until(page, () => document.querySelector('[data-testid="upload-state"]').dataset.stories, "the upload's answer");
+  const shown = await page.$eval('[data-testid="upload-state"]', (e) => e.textContent);
+  check(shown.includes(`${want.upload_stories.toLocaleString("en")} stories`) && await page.$eval('[data-testid="train-stories"]', (e) => e.value) === stored,
+    `the uploaded file is stored as ${stored}, its stories counted as storylm stories counts them (${shown})`);
+}
+
 async function checkTraining(page) {
-  await setValue(page, "train-stories", want.train_stories);
+  if (!want.upload_file) await setValue(page, "train-stories", want.train_stories);
   await setValue(page, "train-steps", want.train_steps); await setValue(page, "train-every", want.train_every);
   await press(page, '[data-testid="train-go"]');
   const counts = new Set();
@@ -364,6 +375,13 @@ async function checkTraining(page) {
   check(bars === 8 * 6 * 2, `the heads' weight by distance is drawn (${bars / 2} bars, 8 heads x 6 distances)`);
   await until(page, () => !document.querySelector('[data-testid="train-use"]').hidden, "the button to use the new model");
   await shot(page, "5-trained", "#train-card");
+  const got = await until(page, () => { const a = document.querySelector('[data-testid="train-download"]'); return !a.hidden && a.href; }, "the link to download the new model");
+  const header = await page.evaluate(async (href) => {
+    const b = new Uint8Array(await (await fetch(href)).arrayBuffer());
+    const n = Number(new DataView(b.buffer).getBigUint64(0, true));
+    return { bytes: b.length, meta: JSON.parse(new TextDecoder().decode(b.slice(8, 8 + n))).__metadata__ };
+  }, got);
+  check(header.meta && header.meta.format === "storylm" && header.bytes > 100000, `the new model downloads as a storylm safetensors file (${header.bytes} bytes)`);
   const newModel = await page.$eval('[data-testid="train-use"]', (e) => e.dataset.model);
   await press(page, '[data-testid="train-use"]');
   await until(page, (m) => document.querySelector('[data-testid="model"]').value.split("/").pop() === m.split("/").pop(), "the new model picked", newModel);
@@ -375,6 +393,139 @@ async function checkTraining(page) {
   }, "the guesses of the new model", shipped);
   console.log(`ok: the new model ${newModel} is used by the views`);
   await shot(page, "6-new-model");
+}
+
+// ---------- every model, Secrets 3 and 4, a phone's screen, the permalink ----------
+
+const visibleErrors = (page) => page.$$eval(".error:not([hidden])", (els) => els.map((x) => x.id + ": " + x.textContent));
+
+async function pickModel(page, file) {
+  const value = await page.$$eval('[data-testid="model"] option', (os, f) => (os.find((o) => o.value.endsWith("/" + f)) || {}).value, file);
+  if (!value) fail(`the model picker does not list ${file}`);
+  await page.select('[data-testid="model"]', value);
+  return value;
+}
+
+// Each model of the picker in turn: no error banner, the views it has showing the verbs'
+// numbers, the others hidden with a note.
+async function checkEveryModel(page) {
+  const models = await page.$$eval('[data-testid="model"] option', (os) => os.map((o) => o.value));
+  check(models.length >= 3, `the picker lists ${models.length} models: ${models.join(", ")}`);
+  for (const m of models) {
+    await page.select('[data-testid="model"]', m);
+    const file = m.split("/").pop();
+    const facts = want.models[file];
+    await until(page, (loss) => document.querySelector('[data-testid="loss"]').dataset.loss === String(loss), `the loss of ${file} on the story`, facts.loss);
+    const notes = await page.$$eval(".note:not([hidden])", (els) => els.map((e) => e.closest("section").id));
+    if (facts.layers === 1 && facts.heads > 0) {
+      await until(page, (n) => document.querySelectorAll('[data-testid="token"]').length === n, `the tokens of ${file}`, want.attend.tokens.length);
+      check(notes.length === 0, `${file}: every view shown`);
+    } else if (facts.heads > 0) {
+      check(notes.includes("attend-card") && notes.includes("trace-card") && !notes.includes("dist-card"), `${file} (${facts.layers} layers): the attention view and the trace say why they are hidden; the others show`);
+      const n = await page.$$eval('[data-testid^="switch-head-"]', (els) => els.length);
+      check(n === facts.layers * facts.heads, `${file}: ${n} head switches (L:H)`);
+      await page.select('[data-testid="dist-layer"]', String(facts.layers));
+      const got = await until(page, (l) => { const c = document.querySelector('[data-testid="dist-chart"]'); return c.dataset.layer === String(l) && c.dataset.scores; }, `the distance scores of layer ${facts.layers}`, facts.layers);
+      check(JSON.stringify(JSON.parse(got)) === JSON.stringify(facts.distances_last_layer), `${file}: layer ${facts.layers}'s distance scores equal distances --layer ${facts.layers} --json`);
+      await press(page, `[data-testid="switch-head-${facts.layers}:1"]`);
+      await until(page, (loss) => document.querySelector('[data-testid="loss"]').dataset.loss === String(loss), `the loss with head ${facts.layers}:1 off`, facts.loss_ablated);
+      console.log(`ok: ${file}: head ${facts.layers}:1 off gives the loss of eval --ablate ${facts.layers}:1 (${facts.loss_ablated})`);
+      await press(page, `[data-testid="switch-head-${facts.layers}:1"]`);
+    } else {
+      check(["attend-card", "trace-card", "dist-card", "jobs-card", "ablate-card"].every((c) => notes.includes(c)), `${file} (no heads): the views of heads say why they are hidden`);
+      check(await page.$$eval('[data-testid^="switch-head-"]', (els) => els.filter((e) => e.offsetParent).length) === 0, `${file}: no head switches (the bar shows the loss on the story only)`);
+    }
+    const errors = await visibleErrors(page);
+    check(errors.length === 0, `${file}: no error banner` + (errors.length ? ": " + errors.join(" | ") : ""));
+    await shot(page, "6-model-" + file.replace(".safetensors", ""));
+  }
+  await pickModel(page, want.model_file);
+  await until(page, (n) => document.querySelectorAll('[data-testid="token"]').length === n, "the default model's tokens again", want.attend.tokens.length);
+  await press(page, `[data-testid="token"][data-pos="${want.pos}"]`);
+  await until(page, (p) => document.querySelectorAll('[data-testid="attn-row"]').length > 0 &&
+    document.querySelector('[data-testid="guesses"]').dataset.position === String(p), "the attention table and the trace drawn again after the other models", want.pos);
+  console.log("ok: back on the default model, the attention table and the trace are drawn again");
+}
+
+async function checkAblate(page) {
+  await page.select('[data-testid="ablate-head"]', String(want.ablate_head));
+  await press(page, '[data-testid="ablate-go"]');
+  const rows = await until(page, () => { const r = [...document.querySelectorAll('[data-testid="ablate-row"]')];
+    return r.length && r.map((x) => ({ heads: x.dataset.heads, d_loss: Number(x.dataset.dLoss), d_accuracy: Number(x.dataset.dAccuracy), d_name_probability: Number(x.dataset.dNameProbability) })); }, "Secret 3's table");
+  const cli = want.ablate.ablations.slice(1);
+  check(rows.length === cli.length, `Secret 3 lists ${rows.length} heads, ablate --json ${cli.length}`);
+  for (const c of cli) {
+    const r = rows.find((x) => x.heads === c.heads);
+    if (!r || r.d_loss !== c.d_loss || r.d_accuracy !== c.d_accuracy || r.d_name_probability !== c.d_name_probability)
+      fail(`Secret 3: head ${c.heads} shows ${JSON.stringify(r)}, ablate --json ${JSON.stringify(c)}`);
+  }
+  check(rows.every((r, i) => i === 0 || rows[i - 1].d_loss >= r.d_loss), "Secret 3's heads are ranked by the loss they cost, as ablate --json measures it");
+  const picked = await page.$eval("tr.picked", (e) => e.dataset.heads);
+  check(picked === String(want.ablate_head), `Secret 3 marks the head picked (${picked})`);
+  await shot(page, "7-secret3", "#ablate-card");
+}
+
+async function checkPieces(page) {
+  await setValue(page, "pieces-name", want.pieces_names);
+  await press(page, '[data-testid="pieces-go"]');
+  const got = await until(page, (n) => { const m = [...document.querySelectorAll('[data-testid="pieces-model"]')];
+    return m.length === n && m.map((x) => ({ model: x.dataset.model, says: [...x.querySelectorAll('[data-testid="pieces-says"]')].map((p) => ({ name: p.dataset.name, first: Number(p.dataset.firstProbability), next: Number(p.dataset.nextProbability) })) })); },
+    "Secret 4 on the model and its partner", Object.keys(want.pieces).length);
+  for (const g of got) {
+    const cli = want.pieces[g.model.split("/").pop()];
+    if (!cli) fail(`Secret 4 shows ${g.model}, for which the test has no pieces --json`);
+    check(g.says.length === cli.names.length && cli.names.every((r, i) => g.says[i].name === r.name && g.says[i].first === r.first_probability && g.says[i].next === r.next_probability),
+      `Secret 4 on ${g.model}: each name's first and next piece equal pieces --json`);
+  }
+  await shot(page, "8-secret4", "#pieces-card");
+}
+
+// A phone: 400 x 850, nothing wider than the screen, the pinned bar at most a quarter high.
+async function checkPhone(page) {
+  await page.setViewport({ width: 400, height: 850 });
+  await new Promise((r) => setTimeout(r, 300));
+  const [w, sw, wide] = await page.evaluate(() => {
+    const W = document.documentElement.clientWidth, out = [];
+    for (const e of document.querySelectorAll("body *")) {
+      const r = e.getBoundingClientRect();
+      // inside a box that scrolls (a table, the attention grid) is fine; out of the page is not
+      let inside = false;
+      for (let p = e.parentElement; p && !inside; p = p.parentElement) inside = /auto|scroll/.test(getComputedStyle(p).overflowX);
+      if (r.width && r.right > W + 0.5 && !inside) out.push(`${e.tagName.toLowerCase()}#${e.id}.${e.className} ends at ${Math.round(r.right)}`);
+    }
+    return [W, document.documentElement.scrollWidth, out.slice(0, 5)];
+  });
+  check(sw <= 400 && wide.length === 0, `at 400 px the page is ${sw} px wide` + (wide.length ? `; too wide: ${wide.join(", ")}` : ""));
+  const bar = await page.$eval("#heads-bar", (e) => e.getBoundingClientRect().height);
+  check(bar <= 850 / 4, `at 400 x 850 the pinned heads bar is ${Math.round(bar)} px high (at most a quarter)`);
+  const opt = await page.$$eval('[data-testid="story-pick"] option', (os) => Math.max(...os.map((o) => o.textContent.length)));
+  check(opt <= 80, `the story picker shows a story's first words (longest option: ${opt} characters)`);
+  await page.screenshot({ path: path.join(shots, "9-phone.png") });
+  await shot(page, "9-phone-full");
+  await page.setViewport({ width: 1280, height: 900 });
+}
+
+// The view's hash opened in a new page: the same model, story, reading position, head and switches.
+async function checkPermalink(browser, page) {
+  await press(page, `[data-testid="view-head-${want.head}"]`);
+  await press(page, `[data-testid="switch-head-${want.ablate_head}"]`);
+  await press(page, `[data-testid="token"][data-pos="${want.pos}"]`);
+  await until(page, (p) => document.querySelector('[data-testid="guesses"]').dataset.position === String(p) && location.hash.includes("p=" + p), "the view of the permalink", want.pos);
+  const link = await page.evaluate(() => location.href);
+  const other = await browser.newPage();
+  await other.setViewport({ width: 1280, height: 900 });
+  await other.goto(link, { waitUntil: "networkidle0", timeout: TIMEOUT });
+  const got = await until(other, (p) => document.querySelector(`[data-testid="token"][data-pos="${p}"].reading`) && document.querySelector('[data-testid="guesses"]').dataset.position === String(p) && {
+    story: document.querySelector('[data-testid="story"]').value, model: document.querySelector('[data-testid="model"]').value,
+    head: document.querySelector('input[name="view-head"]:checked').value,
+    off: [...document.querySelectorAll('[data-testid^="switch-head-"]')].filter((e) => !e.checked).map((e) => e.dataset.testid),
+  }, "the permalink's view in a new page", want.pos);
+  check(got.story === want.text && got.head === String(want.head) && got.model.endsWith(want.model_file) &&
+    JSON.stringify(got.off) === JSON.stringify([`switch-head-${want.ablate_head}`]),
+    `the permalink restores the story, position ${want.pos}, head ${got.head}, the switch of head ${want.ablate_head} and the model`);
+  await shot(other, "10-permalink");
+  await other.close();
+  await press(page, `[data-testid="switch-head-${want.ablate_head}"]`);
 }
 
 async function main() {
@@ -400,7 +551,13 @@ async function main() {
     await checkSwitch(page);
     await checkSwap(page);
     await checkGenerate(page);
+    await checkPermalink(browser, page);
+    await checkEveryModel(page);
+    await checkAblate(page);
+    await checkPieces(page);
+    await checkPhone(page);
     await checkError(page);
+    await checkUpload(page);
     await checkTraining(page);
     await measure(page);
     const real = problems.filter((p) => !/409|403/.test(p));

@@ -210,6 +210,57 @@ try:
     else:
         print("note: greedy generation ends early with this model (%d tokens); the early stop is not checked" % len(ids))
 
+    # ---- Secrets 3 and 4, and a model's layers (each the JSON of its verb, at --threads 1) ----------
+    def secrets_checks(srv, refused):
+        two = "models/two-layers.safetensors"
+        for layer in (1, 2):
+            same("distances of layer %d of two" % layer, srv.post("/api/distances", {"model": two, "layer": layer, "up_to": 5})[1],
+                 cli_json(S, "distances", "--model", two, "--layer", str(layer), "--up-to", "5"))
+        refused("distances of layer 3 of two", 400, path="/api/distances", body={"model": two, "layer": 3})
+        refused("distances of layer 0", 400, path="/api/distances", body={"layer": 0})
+        refused("distances of a layer not whole", 400, path="/api/distances", body={"layer": 1.5})
+        same("ablate", srv.post("/api/ablate", {})[1], cli_json(S, "ablate", STORIES, "--model", M, "--threads", "1"))
+        same("ablate of heads 3,5 on two layers", srv.post("/api/ablate", {"model": two, "heads": "1:3,2:5"})[1],
+             cli_json(S, "ablate", STORIES, "--model", two, "--heads", "1:3,2:5", "--threads", "1"))
+        refused("ablate of a head out of range", 400, path="/api/ablate", body={"heads": "9"})
+        refused("ablate of a mode unknown", 400, path="/api/ablate", body={"mode": "half"})
+        refused("ablate on window8", 400, path="/api/ablate", body={"model": W8})
+        same("pieces", srv.post("/api/pieces", {"names": "zarko,lily"})[1],
+             cli_json(S, "pieces", STORIES, "--model", M, "--names", "zarko,lily", "--threads", "1"))
+        same("pieces on two layers", srv.post("/api/pieces", {"model": two})[1],
+             cli_json(S, "pieces", STORIES, "--model", two, "--threads", "1"))
+        refused("pieces of a name of two words", 400, path="/api/pieces", body={"names": "two words"})
+        refused("pieces of names not a string", 400, path="/api/pieces", body={"names": 3})
+        ok("GET /api/ablate is refused", srv.request("GET", "/api/ablate", None)[0] == 405)
+
+    # ---- a stories file sent from the page, a model file sent back -------------------------------
+    def upload_checks(srv, refused):
+        text = open(STORIES, "rb").read()[:200000]
+        with open("upload-copy.txt", "wb") as f:
+            f.write(text)
+        want = cli_json(S, "stories", "upload-copy.txt")
+        status, got = srv.post("/api/upload?name=my%20stories.txt", raw=text, headers={"Content-Type": "text/plain"})
+        ok("an upload is stored in the training folder: %s" % got, status == 201 and
+           os.path.realpath(os.path.dirname(got["stories"])) == os.path.realpath("playground-models") and
+           os.path.basename(got["stories"]) == "my_stories.txt" and open(got["stories"], "rb").read() == text)
+        ok("its stories and tokens counted as storylm stories counts them",
+           got["stories_count"] == want["stories"]["stories"] and got["tokens"] == want["tokens"])
+        status, again = srv.post("/api/upload?name=my%20stories.txt", raw=text)
+        ok("a second upload of the name keeps the first file", status == 201 and again["stories"] != got["stories"] and
+           open(got["stories"], "rb").read() == text)
+        for name in ("../x.txt", "a/x.txt", "..", ".hidden.txt", ""):
+            refused("an upload named %r" % name, 400, path="/api/upload?name=" + name, raw=text)
+        refused("an upload with no name", 400, path="/api/upload", raw=text)
+        refused("an empty upload", 400, path="/api/upload?name=e.txt", raw=b"")
+        refused("an upload not UTF-8", 400, path="/api/upload?name=b.txt", raw=b"Lily ran.\n\nBad \xff\xfe here.\n")
+        refused("an upload of more than 20 MiB", 413, path="/api/upload?name=big.txt", raw=b"a" * (20 * 1024 * 1024 + 1))
+        refused("an upload with GET", 405, method="GET", path="/api/upload?name=x.txt")
+        ok("nothing refused was stored", sorted(os.listdir("playground-models")) == ["my_stories-2.txt", "my_stories.txt"])
+        status, _, data = srv.request("GET", "/api/download?model=" + M)
+        ok("a listed model downloads whole", status == 200 and data == open(M, "rb").read())
+        for bad in ("/etc/passwd", STORIES, "models/../" + STORIES, got["stories"]):
+            refused("a download of %s" % bad, 404, method="GET", path="/api/download?model=" + bad)
+
     # ---- hostile requests ---------------------------------------------------------------------
     def refused(what, status_want, method="POST", path="/api/attend", body=None, raw=None, headers=None):
         global checks
@@ -249,8 +300,10 @@ try:
     refused("a symlink out of the listed folders", 404, body={"text": TEXT, "model": "models/outside.safetensors"})
     refused("a stories file as model", 404, body={"text": TEXT, "model": STORIES})
     refused("a window8 model in attend", 400, body={"text": TEXT, "model": W8})
-    for view in ("/api/attend", "/api/trace", "/api/distances"):
+    for view in ("/api/attend", "/api/trace"):
         refused("a model of two layers in " + view, 400, path=view, body={"text": TEXT, "model": "models/two-layers.safetensors"})
+    secrets_checks(srv, refused)
+    upload_checks(srv, refused)
     status, _, data = srv.request("POST", "/api/loss", {"text": TEXT, "model": "models/two-layers.safetensors"})
     ok("a model of two layers answers the loss view", status == 200 and "loss" in json.loads(data))
     refused("temperature negative", 400, path="/api/generate", body={"prompt": "a", "temperature": -1})
@@ -313,6 +366,7 @@ try:
     status, started = srv.post("/api/train", {"steps": 5000, "eval_every": 1000, "seed": 3})
     ok("a second run starts once the first is done", status == 202 and started["id"] == 2)
     wait_for("the second run to take steps", lambda: srv.get("/api/train")[1]["step"] >= 3, timeout=120)
+    refused("an upload while a run trains", 409, path="/api/upload?name=late.txt", raw=b"Lily ran home.\n")
     ok("POST /api/train/stop stops it", srv.post("/api/train/stop", {})[1]["stopping"] is True)
     t = wait_for("the run to stop", lambda: (lambda j: j if j["state"] != "running" else None)(srv.get("/api/train")[1]), timeout=120)
     ok("stopped, saved: %s" % t["message"], t["state"] == "stopped" and t["step"] < 5000)

@@ -1,0 +1,121 @@
+/* A stories file sent from the page (POST /api/upload?name=FILE, the text as
+ * body) stored in the training folder for /api/train, and a listed model file
+ * sent back whole (GET /api/download?model=PATH). */
+#define _XOPEN_SOURCE 700 /* realpath */
+#include <fcntl.h>
+#include <microhttpd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "server_internal.h"
+#include "storylm/fileio.h"
+#include "storylm/stories.h"
+#include "storylm/text.h"
+
+/* The file name an upload is stored under: the given name's last part kept
+ * to letters, digits, '-', '_' and '.', ending in .txt. A name with a '/'
+ * or "..", or nothing left, is refused (-1): the file lands in the training
+ * folder and nowhere else. */
+static int upload_name(const char *given, char *out, size_t size) {
+    if (!given || !given[0] || strchr(given, '/') || strchr(given, '\\') || strstr(given, "..") || given[0] == '.')
+        return -1;
+    size_t n = 0;
+    for (const char *c = given; *c && n + 5 < size && n < 100; c++) {
+        int ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || strchr("-_.", *c);
+        out[n++] = ok ? *c : '_';
+    }
+    out[n] = '\0';
+    if (n < 4 || strcmp(out + n - 4, ".txt") != 0) strcat(out, ".txt");
+    return 0;
+}
+
+/* train_dir/name, or train_dir/stem-2.txt .. when taken: an upload never
+ * replaces a file. */
+static int free_path(const char *dir, const char *name, char *out, size_t size) {
+    struct stat st;
+    snprintf(out, size, "%s/%s", dir, name);
+    for (int k = 2; k < 1000 && stat(out, &st) == 0; k++)
+        snprintf(out, size, "%s/%.*s-%d.txt", dir, (int)(strlen(name) - 4), name, k);
+    return stat(out, &st) == 0 ? -1 : 0;
+}
+
+static int training(Server *s) {
+    cJSON *st = train_job_status(s->train);
+    const cJSON *state = cJSON_GetObjectItemCaseSensitive(st, "state");
+    int running = cJSON_IsString(state) && strcmp(state->valuestring, "running") == 0;
+    cJSON_Delete(st);
+    return running;
+}
+
+/* The stories' tokens with the default model's vocabulary (a model trained
+ * on them learns its own, of about as many tokens). */
+static long long count_tokens(Server *s, const char *text, const StorySpan *spans, int n, Error *e) {
+    ModelEntry *m;
+    if (cache_acquire(&s->cache, s->dirs.default_model, &m, e)) return -1;
+    long long tokens = 0;
+    IntVec ids = {0};
+    for (int i = 0; i < n && tokens >= 0; i++) {
+        ids.len = 0;
+        if (slm_tokenizer_encode(&m->ps.lm.tokenizer, text + spans[i].offset, spans[i].len, &ids, e)) tokens = -1;
+        else tokens += (long long)ids.len + 2; /* [EOS] at both ends, as storylm stories counts */
+    }
+    slm_intvec_free(&ids);
+    cache_release(&s->cache, m);
+    return tokens;
+}
+
+int api_upload(Server *s, const char *given, const char *data, size_t len, Reply *r) {
+    char name[128], path[PATH_MAX];
+    if (upload_name(given, name, sizeof name))
+        return reply_error(r, 400, "give ?name=FILE.txt: a file name without '/' or '..'", "like /api/upload?name=my-stories.txt");
+    if (len == 0) return reply_error(r, 400, "the file is empty", "send a text file of stories, blank lines between them");
+    if (training(s)) return reply_error(r, 409, "a training run is going on", "upload once it is done, or POST /api/train/stop");
+    Error e = {0};
+    StorySpan *spans = NULL;
+    StorySkips skips = {0};
+    int n = 0;
+    /* the rules of storylm stories: the same reader, its checks first */
+    if (slm_utf8_validate(data, len, name, &e) || slm_stories_split(data, len, name, &spans, &n, &skips, &e)) {
+        free(spans);
+        return reply_failure(r, 400, &e);
+    }
+    long long tokens = count_tokens(s, data, spans, n, &e);
+    free(spans);
+    if (tokens < 0) return reply_failure(r, 500, &e);
+    if (free_path(s->o.train_dir, name, path, sizeof path))
+        return reply_error(r, 409, "too many uploads of that name", "give the file another name");
+    if (slm_file_write_atomic(path, data, len, &e)) return reply_failure(r, 500, &e);
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "stories", path);
+    cJSON_AddNumberToObject(j, "stories_count", n);
+    cJSON_AddNumberToObject(j, "tokens", (double)tokens);
+    cJSON_AddNumberToObject(j, "bytes", (double)len);
+    return reply_json(r, 201, j);
+}
+
+int api_download(Server *s, const char *given, Reply *r) {
+    char path[PATH_MAX];
+    if (!given || model_resolve(&s->dirs, given, path, sizeof path) != 0)
+        return reply_error(r, 404, "no such model", "name one of the models GET /api/models lists, as ?model=PATH");
+    int fd = open(path, O_RDONLY);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        if (fd >= 0) close(fd);
+        return reply_error(r, 500, "cannot read the model file", NULL);
+    }
+    r->response = MHD_create_response_from_fd((uint64_t)st.st_size, fd); /* closes fd when sent */
+    if (!r->response) {
+        close(fd);
+        return reply_error(r, 500, "out of memory", NULL);
+    }
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    char disposition[300];
+    snprintf(disposition, sizeof disposition, "attachment; filename=\"%.200s\"", base);
+    MHD_add_response_header(r->response, MHD_HTTP_HEADER_CONTENT_TYPE, "application/octet-stream");
+    MHD_add_response_header(r->response, "Content-Disposition", disposition);
+    r->status = 200;
+    return 200;
+}
