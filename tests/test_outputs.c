@@ -182,6 +182,31 @@ static void locks_are_stale_only_when_locks(void) {
     free(kept);
 }
 
+/* A run that ended but was not yet collected by its parent (mpirun leaves a
+ * stopped rank so for a moment) holds no lock: --resume must not wait on it. */
+static void a_zombie_holds_no_lock(void) {
+    pid_t pid = fork();
+    if (pid == 0) _exit(0);
+    char text[32], state[512] = "";
+    snprintf(text, sizeof text, "%ld\n", (long)pid);
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+    for (int i = 0; i < 200 && !strstr(state, ") Z"); i++) { /* until it is a zombie */
+        FILE *f = fopen(path, "r");
+        size_t n = f ? fread(state, 1, sizeof state - 1, f) : 0;
+        if (f) fclose(f);
+        state[n] = '\0';
+        if (!strstr(state, ") Z")) usleep(10000);
+    }
+    CHECK(strstr(state, ") Z") != NULL);
+    put_text(at("z.safetensors.lock"), text);
+    FileLock l;
+    Error e = {0};
+    CHECK(slm_file_lock(&l, at("z.safetensors"), &e) == 0);
+    slm_file_unlock(&l);
+    waitpid(pid, NULL, 0);
+}
+
 static void numbers_never_wrap(void) {
     long long x = 0;
     int i = 0;
@@ -218,6 +243,7 @@ int main(void) {
     families_are_checked();
     temporaries_never_follow_a_link();
     locks_are_stale_only_when_locks();
+    a_zombie_holds_no_lock();
     numbers_never_wrap();
     typed_text_is_checked();
     return check_report();

@@ -8,6 +8,8 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -106,6 +108,22 @@ int slm_paths_same(const char *a, const char *b) {
     return realpath(fa, ra) && realpath(fb, rb) ? strcmp(ra, rb) == 0 : strcmp(fa, fb) == 0;
 }
 
+/* Is pid a running process? A zombie (a process that ended and was not yet
+ * collected, as mpirun leaves a stopped rank for a moment) is not: its lock
+ * or temporary file is stale. Unknown (another user's) counts as running. */
+static bool process_running(long pid) {
+    if (kill((pid_t)pid, 0) != 0 && errno == ESRCH) return false;
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return true;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *paren = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
+    return !(paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X'));
+}
+
 /* Removes "NAME.tmp.PID[.K]" files beside final whose process no longer
  * exists: what a kill -9 in the middle of a save leaves. A live PID's file
  * stays (a save under way, or a reused PID: left alone rather than risk a
@@ -125,7 +143,7 @@ static void remove_stale_temps(const char *final) {
         long pid = strtol(tail + 5, &end, 10);
         if (*end == '.' && end[1] >= '0' && end[1] <= '9') strtol(end + 1, &end, 10); /* a second try's ".K" */
         if (*end || end == tail + 5 || pid <= 0 || pid == (long)getpid()) continue;
-        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+        if (process_running(pid)) continue;
         char stale[PATH_MAX + 256];
         struct stat st;
         snprintf(stale, sizeof stale, "%s/%s", folder, de->d_name);
@@ -264,7 +282,7 @@ static int lock_existing(const char *lock_path, const char *path, Error *e) {
     if (pid == 0)
         return FAIL(e, "move that file away (it is not a lock storylm wrote), or give another --out",
                     "'%s' exists and is not a lock: it is not removed", lock_path);
-    if (pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+    if (pid == (long)getpid() || process_running(pid))
         return FAIL(e, "wait for that run to finish, or give another --out; if no such run exists, remove the lock file",
                     "'%s' is being written by another process (PID %ld holds '%s')", path, pid, lock_path);
     unlink(lock_path); /* its process is gone: the lock is stale */
