@@ -166,7 +166,7 @@ cp "$T/window8.adam.safetensors" "$T/mixed.adam.safetensors"
 grep -q "cannot be read: .*architecture window8, not attention" "$T/mixed.txt" || fail "mixed pair: $(cat "$T/mixed.txt")"
 
 # Flags.
-"$STORYLM" info --help | grep -q -- "--model FILE" || fail "info --help"
+"$STORYLM" info --help | grep -- "--model FILE" >/dev/null || fail "info --help"
 set +e
 "$STORYLM" info --bogus 2>/dev/null
 rc=$?

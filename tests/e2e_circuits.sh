@@ -153,6 +153,6 @@ expect_error "too short" icl slice.txt -m "$M/tinystories-plain.safetensors" --t
 expect_error "must come after" icl slice.txt -m "$M/tinystories-plain.safetensors" --early 60 --late 50
 expect_error "do not fit the window" detect slice.txt -m "$M/tinystories-plain.safetensors" --test-stories 20 --length 200
 expect_error "out of range" detect slice.txt -m "$M/tinystories-plain.safetensors" --test-stories 20 --ablate 9
-for verb in circuits detect icl; do "$S" "$verb" --help | grep -q -- "--json" || fail "$verb --help"; done
-"$S" circuits --help | grep -q "linearised" || fail "circuits --help does not explain the linearisation"
+for verb in circuits detect icl; do "$S" "$verb" --help | grep -- "--json" >/dev/null || fail "$verb --help"; done
+"$S" circuits --help | grep "linearised" >/dev/null || fail "circuits --help does not explain the linearisation"
 echo "e2e_circuits: ok"

@@ -37,8 +37,12 @@ printf 'Lily had a red ball. She liked it.\n\nTom saw a dog. The dog ran.\n' > s
 "$S" vocab s.txt --output v.txt --size 40 > /dev/null 2>&1 || fail "vocab --output"
 "$S" vocab s.txt --out v2.txt --size 40 > /dev/null 2>&1 || fail "vocab --out"
 [[ -s v.txt ]] && cmp -s v.txt v2.txt || fail "vocab --output and --out differ"
-"$S" train --help | grep -- "-o, --out FILE" > /dev/null || fail "train has no -o, --out" # no -q: its help is more than one buffer
-"$S" plot --help | grep -q -- "-o, --out FILE" || fail "plot has no -o, --out"
+# (help read whole first: grep -q stops reading at its match, and a help past the pipe's
+# first write would then die of SIGPIPE under pipefail)
+for verb in train plot; do
+  "$S" $verb --help > help.txt
+  grep -q -- "-o, --out FILE" help.txt || fail "$verb has no -o, --out"
+done
 # Every verb's help, one way: summaries begin in lower case (or an acronym: QK); usage lines bracket what is
 # optional (a --model with a default is never written as required); a flag means the same
 # in every verb (its placeholder and, for --threads, --ablate and --ablate-mode, its help);

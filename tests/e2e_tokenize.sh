@@ -88,7 +88,7 @@ expect_error "a directory" 1 "is a directory" "$STORYLM" tokenize --vocab "$tmp"
 expect_error "no text" 2 "missing TEXT" "$STORYLM" tokenize "${V[@]}"
 expect_error "ids and json" 2 "--ids and --json" "$STORYLM" tokenize "${V[@]}" --ids --json hi
 expect_error "text and lines" 2 "not both" "$STORYLM" tokenize "${V[@]}" --lines lines.txt hi
-"$STORYLM" tokenize --help | grep -q -- "--lines FILE" || fail "--help lists --lines"
+"$STORYLM" tokenize --help | grep -- "--lines FILE" >/dev/null || fail "--help lists --lines"
 
 # A long line of mixed text does not crash and gives one output line.
 head -c 300000 /dev/urandom | base64 -w 0 > long.txt
