@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -196,7 +197,7 @@ static void a_zombie_holds_no_lock(void) {
         size_t n = f ? fread(state, 1, sizeof state - 1, f) : 0;
         if (f) fclose(f);
         state[n] = '\0';
-        if (!strstr(state, ") Z")) usleep(10000);
+        if (!strstr(state, ") Z")) nanosleep(&(struct timespec){.tv_nsec = 10000000}, NULL);
     }
     CHECK(strstr(state, ") Z") != NULL);
     put_text(at("z.safetensors.lock"), text);
