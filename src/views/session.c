@@ -185,6 +185,8 @@ int slm_session_ablation(const LoadedModel *lm, const char *ablate, const char *
     *ab = (Ablation){0};
     desc[0] = '\0';
     if (!ablate) return 0;
+    if (lm->model.cfg.arch == ARCH_TRANSFORMER)
+        return FAIL(e, "leave out --ablate", "'%s' is a transformer: --ablate does not switch its heads off yet", lm->path);
     if (lm->model.cfg.arch != ARCH_ATTENTION)
         return FAIL(e, "leave out --ablate", "'%s' is a %s model: it has no heads to switch off", lm->path,
                     slm_arch_name(lm->model.cfg.arch));
