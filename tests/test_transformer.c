@@ -382,6 +382,36 @@ static void check_same_bits(void) {
     slm_model_free(&m2);
 }
 
+/* A long story run as a piece (n_layers * (n_ctx - 1) tokens of context, as
+ * training's shards cut it) predicts exactly as in the whole story. */
+static void check_piece(PosScheme pos) {
+    ModelConfig c = tiny(pos, ACT_GELU);
+    Model m;
+    Activations a;
+    Batch whole, piece;
+    Error e;
+    Rng rng;
+    slm_rng_seed(&rng, 5);
+    int32_t ids[14] = {1};
+    for (int t = 1; t < 14; t++) ids[t] = (int32_t)slm_rng_below(&rng, 11);
+    CHECK(slm_model_init(&m, &c, &e) == 0 && slm_activations_init(&a, &c, 32, &e) == 0);
+    random_params(&m, &rng);
+    CHECK(slm_batch_init(&whole, 32, 1, &e) == 0 && slm_batch_init(&piece, 32, 1, &e) == 0);
+    CHECK(slm_batch_add(&whole, ids, 14, &e) == 0);
+    int context = c.n_layers * (c.window - 1), begin = 3; /* predicting from position 9 */
+    CHECK(slm_batch_add_piece(&piece, ids + begin, 14 - begin, (BatchPiece){context, begin, -1}, &e) == 0);
+    float want[14];
+    CHECK(slm_model_forward(&m, &a, &whole, NULL, NULL, &e) == 0);
+    memcpy(want, a.loss, sizeof want);
+    CHECK(slm_model_forward(&m, &a, &piece, NULL, NULL, &e) == 0);
+    CHECK(a.n_predicted == 14 - begin - context - 1);
+    for (int p = context; p < 14 - begin - 1; p++) CHECK_CLOSE(a.loss[p], want[begin + p], 1e-5, 1e-6);
+    slm_batch_free(&whole);
+    slm_batch_free(&piece);
+    slm_activations_free(&a);
+    slm_model_free(&m);
+}
+
 /* The key/value cache per block gives the forward pass's logits at every
  * position, also past the window (a story of 9 in n_ctx 4). */
 static void check_generator(PosScheme pos) {
@@ -427,5 +457,6 @@ int main(void) {
     check_same_bits();
     for (int i = 0; i < 6; i++) check_generator(schemes[i]);
     check_generator(POS_SINUSOIDAL);
+    for (int i = 0; i < 6; i++) check_piece(schemes[i]);
     return check_report();
 }
