@@ -3,7 +3,8 @@
 # below the uniform log(2000)); two runs of one seed and thread count give the
 # same weights, and so does a run stopped and resumed; info shows the exact
 # parameter count and TransformerLens's names; generate and eval read it;
-# the probes that do not read a transformer yet refuse it with a message;
+# --ablate L:H switches its heads off; the probes that do not read a
+# transformer yet refuse it with a message;
 # bad flags are refused.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -58,13 +59,18 @@ echo "greedy: $a"
 
 # Probes that do not read a transformer yet refuse it with a message, never a crash.
 for verb in "attend --model tf.safetensors Lily" "trace --model tf.safetensors Lily" "distances --model tf.safetensors" \
-            "heads slice.txt --model tf.safetensors" "ablate slice.txt --model tf.safetensors --heads 1" \
-            "eval slice.txt --model tf.safetensors --ablate 1"; do
+            "heads slice.txt --model tf.safetensors" "eval slice.txt --model tf.safetensors --ablate 1:1 --ablate-mode mean"; do
   rc=0
   "$STORYLM" $verb > /dev/null 2> refuse.err || rc=$?
   [[ $rc -eq 1 ]] || fail "$verb: exit $rc, wanted 1"
   grep -q "transformer" refuse.err || fail "$verb: the message does not name the transformer"
 done
+
+# --ablate L:H switches a head off (zero mode) in eval, generate and ablate.
+"$STORYLM" ablate slice.txt --model tf.safetensors --test-stories 20 --heads 2:3 > ablate.txt || fail "ablate a transformer's head"
+grep -q "^2:3 " ablate.txt || { cat ablate.txt; fail "ablate: no row for head 2:3"; }
+"$STORYLM" eval slice.txt --model tf.safetensors --test-stories 20 --ablate 1:0,2:7 | grep -q "heads 1:0,2:7 set to 0" || fail "eval --ablate"
+"$STORYLM" generate --model tf.safetensors --ablate 1:2 -t 0 -n 5 "Lily" > /dev/null || fail "generate --ablate"
 
 # Bad flags are refused.
 for bad in "--layers 9" "--act tanh" "--d-head 100" "--score dot" "--dropout 0.1"; do

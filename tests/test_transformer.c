@@ -88,6 +88,7 @@ static void check_activations(void) {
 typedef struct Ref {
     const Model *m;
     const double *p;
+    uint32_t off; /* heads switched off (zero mode), numbered over the blocks */
 } Ref;
 
 enum { MAXT = 12, MAXD = 8, MAXF = 8, MAXH = 2, MAXV = 11 };
@@ -172,6 +173,7 @@ static void ref_attention(const Ref *r, int l, int T, double resid[MAXT][MAXD]) 
             for (int u = lo; u <= t; u++) sum += exp(s[u] - mx);
             for (int u = lo; u <= t; u++)
                 for (int i = 0; i < dh; i++) z[i] += exp(s[u] - mx) / sum * v[u][h][i];
+            if (r->off >> (l * H + h) & 1u) continue; /* switched off: its z is 0 */
             for (int i = 0; i < dh; i++)
                 for (int j = 0; j < D; j++) out[t][j] += z[i] * Wo[(h * dh + i) * D + j];
         }
@@ -268,10 +270,11 @@ static void random_params(Model *m, Rng *rng) {
 
 /* Analytic (slm_model_backward and training's slm_model_loss_and_grad)
  * against numerical gradients of the double re-statement, every parameter. */
-static void gradcheck(PosScheme pos, ActFn act) {
+static void gradcheck(PosScheme pos, ActFn act, uint32_t off) {
     ModelConfig cfg = tiny(pos, act);
+    Ablation ab = {.heads = off}, *abp = off ? &ab : NULL;
     char what[64];
-    snprintf(what, sizeof what, "%s %s", slm_pos_name(pos), slm_act_name(act));
+    snprintf(what, sizeof what, "%s %s%s", slm_pos_name(pos), slm_act_name(act), off ? " ablated" : "");
     Model m;
     Activations a;
     Batch b;
@@ -285,13 +288,13 @@ static void gradcheck(PosScheme pos, ActFn act) {
     float *grads = malloc(m.n_params * sizeof(float)), *fused = calloc(m.n_params, sizeof(float));
     double *p = malloc(m.n_params * sizeof(double));
     for (size_t i = 0; i < m.n_params; i++) p[i] = m.params[i];
-    Ref ref = {&m, p};
+    Ref ref = {&m, p, off};
     float loss;
-    CHECK(slm_model_forward(&m, &a, &b, NULL, &loss, &e) == 0);
+    CHECK(slm_model_forward(&m, &a, &b, abp, &loss, &e) == 0);
     CHECK_CLOSE(a.mean_loss, ref_loss(&ref, &b), 1e-5, 0); /* the same function */
     slm_model_zero_grad(&m, grads);
     slm_model_backward(&m, &a, &b, grads);
-    CHECK(slm_model_loss_and_grad(&m, &a, &b, NULL, 1.0f / a.n_predicted, fused, &e) == 0);
+    CHECK(slm_model_loss_and_grad(&m, &a, &b, abp, 1.0f / a.n_predicted, fused, &e) == 0);
     CHECK_CLOSE(a.mean_loss, loss, 1e-6, 0);
     double worst = 0, h = 1e-5;
     for (int t = 0; t < m.n_tensors; t++) {
@@ -371,9 +374,11 @@ static void check_same_bits(void) {
     float l1 = (float)a.mean_loss;
     CHECK(slm_model_loss_and_grad(&m2, &a, &b, NULL, 0.1f, g2, &e) == 0);
     CHECK(l1 == (float)a.mean_loss && memcmp(g1, g2, m1.n_params * sizeof(float)) == 0);
-    Ablation ab = {.heads = 1};
+    Ablation ab = {.heads = 1, .mode = ABLATE_MEAN, .mean = g1};
     CHECK(slm_model_forward(&m1, &a, &b, &ab, NULL, &e) != 0); /* refused, with a message */
     CHECK(strstr(e.message, "transformer") != NULL);
+    ab = (Ablation){.heads = 1u << 4}; /* the tiny model has heads 0..3 (2 blocks of 2): no head 4 */
+    CHECK(slm_model_forward(&m1, &a, &b, &ab, NULL, &e) != 0);
     free(g1);
     free(g2);
     slm_batch_free(&b);
@@ -414,8 +419,9 @@ static void check_piece(PosScheme pos) {
 
 /* The key/value cache per block gives the forward pass's logits at every
  * position, also past the window (a story of 9 in n_ctx 4). */
-static void check_generator(PosScheme pos) {
+static void check_generator(PosScheme pos, uint32_t off) {
     ModelConfig c = tiny(pos, ACT_GELU);
+    Ablation ab = {.heads = off};
     Model m;
     Activations a;
     Batch b;
@@ -426,8 +432,8 @@ static void check_generator(PosScheme pos) {
     CHECK(slm_model_init(&m, &c, &e) == 0 && slm_activations_init(&a, &c, 32, &e) == 0);
     random_params(&m, &rng);
     tiny_batch(&b, &rng);
-    CHECK(slm_model_forward(&m, &a, &b, NULL, NULL, &e) == 0);
-    CHECK(slm_generator_init(&g, &m, NULL, &e) == 0);
+    CHECK(slm_model_forward(&m, &a, &b, &ab, NULL, &e) == 0);
+    CHECK(slm_generator_init(&g, &m, &ab, &e) == 0);
     double worst = 0;
     for (int p = 0; p < b.starts[1]; p++) {
         const float *logits = slm_generator_feed(&g, b.tokens[p]);
@@ -435,9 +441,9 @@ static void check_generator(PosScheme pos) {
             worst = fmax(worst, fabs(logits[v] - a.logits[(size_t)p * c.vocab_size + v]));
     }
     if (!CHECK(worst < 1e-4)) fprintf(stderr, "  generator %s: logits differ by %.3g\n", slm_pos_name(pos), worst);
-    Ablation ab = {.heads = 2};
+    Ablation mean = {.heads = 2, .mode = ABLATE_MEAN, .mean = a.loss};
     Generator refused;
-    CHECK(slm_generator_init(&refused, &m, &ab, &e) != 0);
+    CHECK(slm_generator_init(&refused, &m, &mean, &e) != 0);
     slm_generator_free(&g);
     slm_batch_free(&b);
     slm_activations_free(&a);
@@ -450,13 +456,15 @@ int main(void) {
     check_layernorm(&rng);
     check_activations();
     static const PosScheme schemes[] = {POS_ABSOLUTE, POS_ROPE, POS_ALIBI, POS_T5, POS_DISTANCE, POS_NONE};
-    for (int i = 0; i < 6; i++) gradcheck(schemes[i], ACT_GELU);
-    gradcheck(POS_ABSOLUTE, ACT_GELU_NEW);
-    gradcheck(POS_ROPE, ACT_RELU);
+    for (int i = 0; i < 6; i++) gradcheck(schemes[i], ACT_GELU, 0);
+    gradcheck(POS_ABSOLUTE, ACT_GELU_NEW, 0);
+    gradcheck(POS_ROPE, ACT_RELU, 0);
+    gradcheck(POS_ROPE, ACT_GELU, 0x5); /* --ablate 1:0,2:0 */
     check_default_table();
     check_same_bits();
-    for (int i = 0; i < 6; i++) check_generator(schemes[i]);
-    check_generator(POS_SINUSOIDAL);
+    for (int i = 0; i < 6; i++) check_generator(schemes[i], 0);
+    check_generator(POS_SINUSOIDAL, 0);
+    check_generator(POS_ABSOLUTE, 0x6);
     for (int i = 0; i < 6; i++) check_piece(schemes[i]);
     return check_report();
 }

@@ -70,7 +70,7 @@ typedef struct ModelConfig {
 
 /* Layers of heads of c (1 for window8, and for a config that leaves n_layers 0). */
 int slm_model_layers(const ModelConfig *c);
-/* Heads over all layers (layers * n_heads; 0 for window8). */
+/* Heads over all layers or blocks (layers * n_heads; 0 for window8). */
 int slm_model_heads(const ModelConfig *c);
 /* The name of head g (numbered over all layers, see Ablation): "3" on a
  * one-layer model, "L:H" with the layer from 1 on others ("2:5" is layer 2's

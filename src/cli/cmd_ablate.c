@@ -107,7 +107,8 @@ static int draw(const char *path, const ReportTable *t, Error *e) {
 /* The intact row (with --ablate's heads only), then each single head or the --heads set. */
 static int ablate(const AblateArgs *a, const char *stories, Error *e) {
     ProbeSession ps;
-    if (slm_probe_session_open(&ps, &a->po, "ablate", stories, PROBE_ATTENTION_ONLY | PROBE_NAMES | PROBE_LAYERS, e)) return -1;
+    if (slm_probe_session_open(&ps, &a->po, "ablate", stories,
+                               PROBE_ATTENTION_ONLY | PROBE_NAMES | PROBE_LAYERS | PROBE_TRANSFORMER, e)) return -1;
     const Stories *s = &ps.stories;
     const ModelConfig *c = &ps.lm.model.cfg;
     int H = slm_model_heads(c), rc; /* every layer's heads, in turn */

@@ -464,23 +464,16 @@ static int check_losses(const Activations *a, const Batch *b, Error *e) {
     return 0;
 }
 
-/* The transformer's passes (transformer.c) take no ablation yet. */
-static int transformer_ablation(const Ablation *ablation, Error *e) {
-    if (ablation && ablation->heads)
-        return FAIL(e, "switch heads off in the attention network", "head ablation is not implemented for the transformer");
-    return 0;
-}
-
 int slm_model_forward_heads(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, Error *e) {
     if (m->cfg.arch == ARCH_TRANSFORMER)
-        return transformer_ablation(ablation, e) || slm_transformer_forward(m, a, b, e) ? -1 : 0;
+        return slm_transformer_forward(m, a, b, ablation, e);
     return forward_to_hidden(m, a, b, ablation, 1, e);
 }
 
 int slm_model_forward(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, float *mean_loss,
                   Error *e) {
     if (m->cfg.arch == ARCH_TRANSFORMER) {
-        if (transformer_ablation(ablation, e) || slm_transformer_forward(m, a, b, e) || check_losses(a, b, e))
+        if (slm_transformer_forward(m, a, b, ablation, e) || check_losses(a, b, e))
             return -1;
         mean_of_losses(a, mean_loss);
         return 0;
@@ -574,8 +567,7 @@ void slm_model_backward(const Model *m, Activations *a, const Batch *b, float *g
 int slm_model_loss_and_grad(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, float scale,
                         float *grads, Error *e) {
     if (m->cfg.arch == ARCH_TRANSFORMER) {
-        if (transformer_ablation(ablation, e) || slm_transformer_loss_and_grad(m, a, b, scale, grads, e) ||
-            check_losses(a, b, e))
+        if (slm_transformer_loss_and_grad(m, a, b, ablation, scale, grads, e) || check_losses(a, b, e))
             return -1;
         mean_of_losses(a, NULL);
         return 0;

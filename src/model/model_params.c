@@ -16,7 +16,7 @@ int slm_model_layers(const ModelConfig *c) {
     return (c->arch == ARCH_ATTENTION || c->arch == ARCH_TRANSFORMER) && c->n_layers > 1 ? c->n_layers : 1;
 }
 
-int slm_model_heads(const ModelConfig *c) { return c->arch == ARCH_ATTENTION ? slm_model_layers(c) * c->n_heads : 0; }
+int slm_model_heads(const ModelConfig *c) { return c->arch != ARCH_WINDOW8 ? slm_model_layers(c) * c->n_heads : 0; }
 
 void slm_head_name(const ModelConfig *c, int g, char *buf, size_t size) {
     if (slm_model_layers(c) > 1) snprintf(buf, size, "%d:%d", g / c->n_heads + 1, g % c->n_heads);

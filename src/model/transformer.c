@@ -97,13 +97,19 @@ static int same_config(const ModelConfig *x, const ModelConfig *y) {
            x->hidden_dim == y->hidden_dim && x->pos == y->pos && x->n_layers == y->n_layers && x->act == y->act;
 }
 
-static int check_forward(const Model *m, const Activations *a, const Batch *b, Error *e) {
+static int check_forward(const Model *m, const Activations *a, const Batch *b, const Ablation *ab, Error *e) {
     if (!a->tf || !same_config(&m->cfg, &a->cfg))
         return FAIL(e, NULL, "activations were made for another model's sizes");
     if (b->n_stories < 1) return FAIL(e, NULL, "the batch holds no story");
     if (b->n_tokens > a->max_positions)
         return FAIL(e, "allocate activations for more positions", "a batch of %d tokens exceeds the %d positions",
                     b->n_tokens, a->max_positions);
+    int heads = m->cfg.n_layers * m->cfg.n_heads;
+    if (ab && ab->heads && (heads > 32 || (heads < 32 && ab->heads >> heads)))
+        return FAIL(e, "give heads as L:H of this model's blocks; --ablate names at most 32 heads",
+                    "cannot switch off head mask 0x%x in a transformer of %d heads", ab->heads, heads);
+    if (ab && ab->heads && ab->mode == ABLATE_MEAN)
+        return FAIL(e, "use --ablate-mode zero", "mean ablation is not implemented for the transformer");
     if (a->dropout.hidden > 0 || a->dropout.attention > 0)
         return FAIL(e, "train the transformer without --dropout and --attention-dropout",
                     "dropout is not implemented for the transformer");
@@ -194,6 +200,11 @@ static void qkv_bias_backward(const TfBlockViews *g, int HV, int N, int ld, cons
     }
 }
 
+/* Block l's heads switched off by the forward's ablation (bit h: head h). */
+static uint32_t ablated_heads(const Activations *a, const ModelConfig *c, int l) {
+    return (uint32_t)((uint64_t)a->ablation.heads >> (l * c->n_heads)) & (uint32_t)((1ULL << c->n_heads) - 1);
+}
+
 /* resid_pre (N, D) -> ln1 (N, D) -> qkv (QKV, ld) -> z (N, H*dh), the
  * weights kept in att when keep_weights -> resid_mid (N, D) = resid_pre +
  * z W_O + b_O. */
@@ -209,6 +220,9 @@ static void attn_forward(const ModelConfig *c, const TfBlockViews *w, Activation
     slm_transformer_distance_table(c, w, t->table);
     slm_attention_forward(c, L->qkv, ld, t->table, a->first_key, N, keep_weights ? L->att : NULL, L->z, HV,
                           &L->scratch);
+    uint32_t off = ablated_heads(a, c, l);
+    for (int h = 0; off && h < H; h++) /* --ablate: the head's z (hook_z) set to 0 */
+        for (int p = 0; (off >> h & 1u) && p < N; p++) memset(L->z + (size_t)p * HV + h * dh, 0, dh * sizeof(float));
     memcpy(L->resid_mid, L->resid_pre, (size_t)N * D * sizeof(float));
     slm_matmul(0, 0, N, D, HV, L->z, HV, w->W_O, D, 1.0f, L->resid_mid, D);
     slm_add_bias_rows(L->resid_mid, N, D, D, w->b_O);
@@ -224,8 +238,8 @@ static void attn_backward(const ModelConfig *c, const TfBlockViews *w, const TfB
     slm_column_sums(t->d_resid, N, D, D, a->ones, g->b_O);
     slm_matmul(0, 1, N, HV, D, t->d_resid, D, w->W_O, D, 0.0f, t->d_z, HV);
     float *d_table = distance_table_grad(c, g, t->d_table);
-    slm_attention_backward(c, L->qkv, ld, a->attention_kept ? L->att : NULL, a->first_key, N, t->d_z, HV, 0,
-                           t->d_qkv, d_table, &L->scratch);
+    slm_attention_backward(c, L->qkv, ld, a->attention_kept ? L->att : NULL, a->first_key, N, t->d_z, HV,
+                           ablated_heads(a, c, l), t->d_qkv, d_table, &L->scratch); /* nothing flows back through a switched-off head */
     distance_table_backward(c, d_table, g);
     if (c->pos == POS_ROPE) slm_rope_forward(c, t->story_pos, N, t->d_qkv, ld, -1);
     qkv_bias_backward(g, HV, N, ld, t->d_qkv);
@@ -278,13 +292,14 @@ static void mlp_backward(const ModelConfig *c, const TfBlockViews *w, const TfBl
 /* ---- the passes ---------------------------------------------------------------- */
 
 /* Checks, then tokens -> every block -> hidden = LN_final(resid_final) (N, D). */
-static int forward_to_final(const Model *m, Activations *a, const Batch *b, int keep_weights, Error *e) {
-    if (check_forward(m, a, b, e)) return -1;
+static int forward_to_final(const Model *m, Activations *a, const Batch *b, const Ablation *ablation,
+                            int keep_weights, Error *e) {
+    if (check_forward(m, a, b, ablation, e)) return -1;
     const ModelConfig *c = &m->cfg;
     TfActivations *t = a->tf;
     TfViews w;
     slm_transformer_views(m, m->params, &w);
-    a->ablation = (Ablation){0};
+    a->ablation = ablation ? *ablation : (Ablation){0};
     a->attention_kept = keep_weights;
     a->n_predicted = slm_batch_positions(b, c->window, a->target, a->first_key, t->story_pos);
     a->n_positions = b->n_tokens;
@@ -332,8 +347,8 @@ static void backward_from_final(const Model *m, Activations *a, const Batch *b, 
     embed_backward(c, &g, b, t->story_pos, a->n_positions, t->d_resid);
 }
 
-int slm_transformer_forward(const Model *m, Activations *a, const Batch *b, Error *e) {
-    if (forward_to_final(m, a, b, 1, e)) return -1;
+int slm_transformer_forward(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, Error *e) {
+    if (forward_to_final(m, a, b, ablation, 1, e)) return -1;
     unembed(m, a, a->n_positions, 0.0f, NULL); /* one chunk: every position's logits stay in a->logits */
     return 0;
 }
@@ -346,9 +361,9 @@ void slm_transformer_backward(const Model *m, Activations *a, const Batch *b, fl
 /* Positions whose logits one chunk holds: 256 x V floats stay in cache. */
 #define TF_OUTPUT_CHUNK_ROWS 256
 
-int slm_transformer_loss_and_grad(const Model *m, Activations *a, const Batch *b, float scale, float *grads,
-                                  Error *e) {
-    if (forward_to_final(m, a, b, 0, e)) return -1;
+int slm_transformer_loss_and_grad(const Model *m, Activations *a, const Batch *b, const Ablation *ablation,
+                                  float scale, float *grads, Error *e) {
+    if (forward_to_final(m, a, b, ablation, 0, e)) return -1;
     int backward = grads && a->n_predicted > 0;
     int chunk = a->max_positions < TF_OUTPUT_CHUNK_ROWS ? a->max_positions : TF_OUTPUT_CHUNK_ROWS;
     unembed(m, a, chunk, scale, backward ? grads : NULL);
