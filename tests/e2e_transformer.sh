@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End to end: storylm train --arch transformer learns (the test loss falls
 # below the uniform log(2000)); two runs of one seed and thread count give the
-# same weights, and so does a run stopped and resumed; info shows the exact
+# same weights, and so does a run stopped and resumed (and mpirun -np 2); info shows the exact
 # parameter count and TransformerLens's names; generate and eval read it;
 # --ablate L:H switches its heads off; the probes that do not read a
 # transformer yet refuse it with a message;
@@ -45,6 +45,16 @@ if "$STORYLM" train slice.txt --vocab vocab.txt --threads 2 --steps 40 --resume 
   fail "resume with another --d-model was accepted"
 fi
 grep -q "d_model 64" bad.err || fail "resume with another --d-model: unclear message"
+
+# Under mpirun -np 2 with one thread each: the model of one process with 2 threads (when MPI is here).
+if command -v mpirun > /dev/null && ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" timeout 300 \
+     mpirun --oversubscribe -x ASAN_OPTIONS -np 2 "$STORYLM" train slice.txt "${common[@]}" --threads 1 --steps 6 \
+     --out mpi.safetensors 2> mpi.log; then
+  "$STORYLM" train slice.txt "${common[@]}" --steps 6 --out one.safetensors 2> one.log || { cat one.log; fail "train 6 steps"; }
+  [[ "$(tensor_sums mpi.safetensors)" == "$(tensor_sums one.safetensors)" ]] || fail "np 2 x 1 thread differs from 1 process x 2 threads"
+else
+  echo "mpirun part not run: $(tail -n 2 mpi.log 2>/dev/null || echo no mpirun)"
+fi
 
 # Another shape and scheme trains and says so.
 "$STORYLM" train slice.txt "${common[@]}" --steps 4 --layers 1 --d-model 32 --heads 4 --d-head 8 --d-mlp 64 \
