@@ -47,6 +47,7 @@ fi
 grep -q "d_model 64" bad.err || fail "resume with another --d-model: unclear message"
 
 # Under mpirun -np 2 with one thread each: the model of one process with 2 threads (when MPI is here).
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 # CI runs as root
 if command -v mpirun > /dev/null && ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" timeout 300 \
      mpirun --oversubscribe -x ASAN_OPTIONS -np 2 "$STORYLM" train slice.txt "${common[@]}" --threads 1 --steps 6 \
      --out mpi.safetensors 2> mpi.log; then
