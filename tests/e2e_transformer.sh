@@ -68,9 +68,13 @@ b=$("$STORYLM" generate --model tf.safetensors -t 0 -n 30 "Lily found a")
 [[ -n "$a" && "$a" == "$b" ]] || fail "greedy generation is not deterministic"
 echo "greedy: $a"
 
+# heads reads every block's heads.
+"$STORYLM" heads slice.txt --model tf.safetensors --test-stories 20 > heads.txt || fail "heads of a transformer"
+grep -q " 2:7 " heads.txt || { cat heads.txt; fail "heads: no row for head 2:7"; }
+
 # Probes that do not read a transformer yet refuse it with a message, never a crash.
 for verb in "attend --model tf.safetensors Lily" "trace --model tf.safetensors Lily" "distances --model tf.safetensors" \
-            "heads slice.txt --model tf.safetensors" "eval slice.txt --model tf.safetensors --ablate 1:1 --ablate-mode mean"; do
+            "detect slice.txt --model tf.safetensors" "eval slice.txt --model tf.safetensors --ablate 1:1 --ablate-mode mean"; do
   rc=0
   "$STORYLM" $verb > /dev/null 2> refuse.err || rc=$?
   [[ $rc -eq 1 ]] || fail "$verb: exit $rc, wanted 1"

@@ -441,6 +441,17 @@ static void check_generator(PosScheme pos, uint32_t off) {
             worst = fmax(worst, fabs(logits[v] - a.logits[(size_t)p * c.vocab_size + v]));
     }
     if (!CHECK(worst < 1e-4)) fprintf(stderr, "  generator %s: logits differ by %.3g\n", slm_pos_name(pos), worst);
+    double sum_err = 0; /* the probes' view of the weights: every head of every block sums to 1 over its keys */
+    for (int head = 0; head < slm_model_heads(&c); head++)
+        for (int p = 0; p < b.n_tokens; p++) {
+            int first, n;
+            const float *w = slm_activations_attention(&a, head, p, &first, &n);
+            double sum = 0;
+            for (int j = 0; j < n; j++) sum += w[j];
+            sum_err = fmax(sum_err, fabs(sum - 1));
+            CHECK(n == p - first + 1 && n <= c.window);
+        }
+    CHECK(sum_err < 1e-5);
     Ablation mean = {.heads = 2, .mode = ABLATE_MEAN, .mean = a.loss};
     Generator refused;
     CHECK(slm_generator_init(&refused, &m, &mean, &e) != 0);

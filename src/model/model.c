@@ -247,18 +247,23 @@ void slm_activations_free(Activations *a) {
     *a = (Activations){0};
 }
 
+/* Layer l's attention weights (H, N, S) and q, k, v (QKV, ld): the attention
+ * network's layer, or the transformer's block. */
+static const float *layer_att(const Activations *a, int l) { return a->tf ? a->tf->layer[l].att : a->layer[l].att; }
+static const float *layer_qkv(const Activations *a, int l) { return a->tf ? a->tf->layer[l].qkv : a->layer[l].qkv; }
+
 const float *slm_activations_attention(const Activations *a, int g, int p, int *first_key, int *n_keys) {
     int S = slm_attention_row_stride(a->cfg.window), H = a->cfg.n_heads;
     if (first_key) *first_key = a->first_key[p];
     if (n_keys) *n_keys = p - a->first_key[p] + 1;
-    return a->layer[g / H].att + ((size_t)(g % H) * a->n_positions + p) * S + a->first_key[p] % 8;
+    return layer_att(a, g / H) + ((size_t)(g % H) * a->n_positions + p) * S + a->first_key[p] % 8;
 }
 
 void slm_activations_qkv(const Activations *a, int g, int p, float *query, float *key, float *value) {
     const ModelConfig *c = &a->cfg;
     size_t N = (size_t)a->qkv_ld, kd = (size_t)c->key_dim, vd = (size_t)c->value_dim;
     int h = g % c->n_heads;
-    const float *qkv = a->layer[g / c->n_heads].qkv;
+    const float *qkv = layer_qkv(a, g / c->n_heads);
     const float *q = qkv + h * kd * N, *k = qkv + (c->n_heads + h) * kd * N;
     const float *v = qkv + (2 * c->n_heads * kd + h * vd) * N;
     for (size_t i = 0; i < kd; i++) {

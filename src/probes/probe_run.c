@@ -64,6 +64,10 @@ int slm_probe_need_attention(const Model *m, const char *what, Error *e) {
                 "%s needs the attention network, and this is a %s model: it has no heads", what, slm_arch_name(m->cfg.arch));
 }
 
+int slm_probe_need_heads(const Model *m, const char *what, Error *e) {
+    return m->cfg.arch == ARCH_TRANSFORMER ? 0 : slm_probe_need_attention(m, what, e);
+}
+
 int slm_probe_need_one_layer(const Model *m, const char *what, Error *e) {
     if (slm_model_layers(&m->cfg) == 1) return 0;
     return FAIL(e, "give a one-layer model; eval, generate, --ablate L:H, ablate, heads, detect, swap, pieces, icl and "
