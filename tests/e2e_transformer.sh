@@ -58,9 +58,10 @@ else
 fi
 
 # Another shape and scheme trains and says so.
-"$STORYLM" train slice.txt "${common[@]}" --steps 4 --layers 1 --d-model 32 --heads 4 --d-head 8 --d-mlp 64 \
-  --act relu --pos rope --out small.safetensors 2> small.log || { cat small.log; fail "train a small rope transformer"; }
+"$STORYLM" train slice.txt "${common[@]}" --steps 4 --layers 1 --d-model 32 --n-heads 4 --d-head 8 --d-mlp 64 \
+  --act relu --pos t5 --out small.safetensors 2> small.log || { cat small.log; fail "train a small t5 transformer"; }
 "$STORYLM" info --model small.safetensors | grep -q "1 pre-LN blocks, d_model 32, 4 heads of 8, d_mlp 64 (relu)" || fail "small: info"
+"$STORYLM" distances --model small.safetensors --layer 1 --up-to 3 | grep -q "head 3" || fail "distances of a t5 transformer's block"
 
 # Generation is deterministic when greedy.
 a=$("$STORYLM" generate --model tf.safetensors -t 0 -n 30 "Lily found a")
@@ -73,7 +74,7 @@ echo "greedy: $a"
 grep -q " 2:7 " heads.txt || { cat heads.txt; fail "heads: no row for head 2:7"; }
 
 # Probes that do not read a transformer yet refuse it with a message, never a crash.
-for verb in "attend --model tf.safetensors Lily" "trace --model tf.safetensors Lily" "distances --model tf.safetensors" \
+for verb in "attend --model tf.safetensors Lily" "trace --model tf.safetensors Lily" "stats slice.txt --model tf.safetensors" \
             "detect slice.txt --model tf.safetensors" "eval slice.txt --model tf.safetensors --ablate 1:1 --ablate-mode mean"; do
   rc=0
   "$STORYLM" $verb > /dev/null 2> refuse.err || rc=$?

@@ -73,7 +73,7 @@ typedef struct TrainOptions {
 
 enum { TRAIN_GIVEN_ARCH = 1, TRAIN_GIVEN_LR = 2, TRAIN_GIVEN_BATCH = 4, TRAIN_GIVEN_SEED = 8, TRAIN_GIVEN_WARMUP = 16,
        TRAIN_GIVEN_VARIANT = 32 /* --pos or --score */, TRAIN_GIVEN_LAYERS = 64,
-       TRAIN_GIVEN_SHAPE = 128 /* --d-model, --heads, --d-head, --d-mlp or --act */ };
+       TRAIN_GIVEN_SHAPE = 128 /* --d-model, --n-heads, --d-head, --d-mlp or --act */ };
 
 TrainOptions slm_train_default_options(void);
 

@@ -375,7 +375,7 @@ done:
     return rc;
 }
 
-static const char *const transformer_shape_flags[5] = {"d-model", "heads", "d-head", "d-mlp", "act"};
+static const char *const transformer_shape_flags[5] = {"d-model", "n-heads", "d-head", "d-mlp", "act"};
 
 /* --arch transformer: its scheme (absolute unless --pos gives one), score
  * (scaled-dot only), blocks (2 unless --layers). Non-zero after printing a usage error. */
@@ -387,7 +387,7 @@ static int transformer_flags(int argc, char **argv, TrainOptions *o, int *layers
     return 0;
 }
 
-/* --d-model, --heads, --d-head, --d-mlp or --act given? Then --act's value
+/* --d-model, --n-heads, --d-head, --d-mlp or --act given? Then --act's value
  * and the bit a resume checks them by. Non-zero after a usage error. */
 static int shape_flags(int argc, char **argv, const char *act, TrainOptions *o) {
     Error e = {0};
@@ -403,6 +403,8 @@ static int run(int argc, char **argv) {
     const char *arch = "attention", *vocab_path = "vocab.txt", *pos[1], *pos_scheme = "distance", *score = "scaled-dot";
     int steps = o.steps, seed = (int)o.seed, n_test = STORIES_DEFAULT_TEST, np, layers = 1;
     const char *act = "gelu";
+    ModelConfig tf = slm_transformer_config_default(0); /* the transformer's sizes, as --help shows them */
+    o.d_model = tf.row_dim, o.heads = tf.n_heads, o.d_head = tf.key_dim, o.d_mlp = tf.hidden_dim;
     bool resume = false, ema_save = false, keep_best = false, json = false;
     Option opts[] = {
         {"steps", 0, OPT_INT, &steps, "N", "optimizer steps", 1, 1e9},
@@ -420,13 +422,13 @@ static int run(int argc, char **argv) {
         {"test-stories", 0, OPT_INT, &n_test, "N", "held-out test stories", 0, 100000},
         {"max-positions", 0, OPT_INT, &o.max_positions, "N", "positions per forward pass (memory bound)", 64, 1 << 20},
         {"arch", 0, OPT_STRING, &arch, "NAME", "attention, window8 (chapter 6's baseline), or transformer (pre-LN blocks in TransformerLens's names, docs/transformer.md)", 0, 0},
-        {"pos", 0, OPT_STRING, &pos_scheme, "SCHEME", "how positions are marked: distance (a learned score per distance back), none, absolute, sinusoidal, rope, alibi, t5 (docs/variants.md)", 0, 0},
+        {"pos", 0, OPT_STRING, &pos_scheme, "SCHEME", "how positions are marked: distance (a learned score per distance back), none, absolute, sinusoidal, rope, alibi, t5 (docs/variants.md); --arch transformer: absolute unless given", 0, 0},
         {"score", 0, OPT_STRING, &score, "FN", "how a query scores a key: scaled-dot (q.k/sqrt(8)), dot, general (q G k), additive (v.tanh(A q + B k))", 0, 0},
         {"layers", 0, OPT_INT, &layers, "N", "layers of heads: layer l+1's heads read the row and layer l's heads; the hidden layer reads the row and every layer's heads (docs/variants.md); 1 to 4; --arch transformer: blocks, 1 to 8, default 2", 1, STORYLM_MAX_TF_LAYERS},
-        {"d-model", 0, OPT_INT, &o.d_model, "N", "--arch transformer: width of the residual stream (default 64)", 1, TF_MAX_D_MODEL},
-        {"heads", 0, OPT_INT, &o.heads, "N", "--arch transformer: heads per block (default 8)", 1, 32},
-        {"d-head", 0, OPT_INT, &o.d_head, "N", "--arch transformer: numbers per head's query, key and value (default 8)", 1, STORYLM_MAX_HEAD_DIM},
-        {"d-mlp", 0, OPT_INT, &o.d_mlp, "N", "--arch transformer: the MLP's hidden width (default 256)", 1, 1 << 16},
+        {"d-model", 0, OPT_INT, &o.d_model, "N", "--arch transformer: width of the residual stream", 1, TF_MAX_D_MODEL},
+        {"n-heads", 0, OPT_INT, &o.heads, "N", "--arch transformer: heads per block (TransformerLens's n_heads)", 1, 32},
+        {"d-head", 0, OPT_INT, &o.d_head, "N", "--arch transformer: numbers per head's query, key and value", 1, STORYLM_MAX_HEAD_DIM},
+        {"d-mlp", 0, OPT_INT, &o.d_mlp, "N", "--arch transformer: the MLP's hidden width", 1, 1 << 16},
         {"act", 0, OPT_STRING, &act, "FN", "--arch transformer: the MLP's activation, gelu, gelu_new or relu", 0, 0},
         {"stop-at", 0, OPT_INT, &o.stop_at, "STEP", "stop and save after this step, keeping the schedule of --steps; 0: never", 0, 1e9},
         {"resume", 0, OPT_BOOL, &resume, NULL, "continue the run saved in --out (and its optimizer state); --arch, --batch, --lr, --seed, --warmup must match it or be left out", 0, 0},
@@ -456,7 +458,7 @@ static int run(int argc, char **argv) {
         if (layers > STORYLM_MAX_LAYERS)
             return args_usage_error(&command_train, "--layers is 1 to %d for the attention network", STORYLM_MAX_LAYERS);
         if ((o.given & TRAIN_GIVEN_SHAPE) && !resume) /* a resume finds out from the file */
-            return args_usage_error(&command_train, "--d-model, --heads, --d-head, --d-mlp and --act are for --arch transformer");
+            return args_usage_error(&command_train, "--d-model, --n-heads, --d-head, --d-mlp and --act are for --arch transformer");
     }
     o.layers = layers;
     o.steps = steps;

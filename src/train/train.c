@@ -226,7 +226,7 @@ static int check_resume_shape(const TrainOptions *o, const ModelConfig *have, Er
     if (have->arch == ARCH_TRANSFORMER && want.row_dim == have->row_dim && want.n_heads == have->n_heads &&
         want.key_dim == have->key_dim && want.hidden_dim == have->hidden_dim && want.act == have->act)
         return 0;
-    return FAIL(e, "leave --d-model, --heads, --d-head, --d-mlp and --act out when resuming, or train afresh",
+    return FAIL(e, "leave --d-model, --n-heads, --d-head, --d-mlp and --act out when resuming, or train afresh",
                 "cannot resume '%s' with those sizes: it is a %s model of d_model %d, %d heads of %d, d_mlp %d",
                 o->out, slm_arch_name(have->arch), have->row_dim, have->n_heads, have->key_dim, have->hidden_dim);
 }
