@@ -73,9 +73,13 @@ echo "greedy: $a"
 "$STORYLM" heads slice.txt --model tf.safetensors --test-stories 20 > heads.txt || fail "heads of a transformer"
 grep -q " 2:7 " heads.txt || { cat heads.txt; fail "heads: no row for head 2:7"; }
 
+# detect scores every block's heads (previous-token, duplicate, induction).
+"$STORYLM" detect slice.txt --model tf.safetensors --test-stories 20 > detect.txt || fail "detect on a transformer"
+grep -q "2:7" detect.txt || { cat detect.txt; fail "detect: no row for head 2:7"; }
+
 # Probes that do not read a transformer yet refuse it with a message, never a crash.
 for verb in "attend --model tf.safetensors Lily" "trace --model tf.safetensors Lily" "stats slice.txt --model tf.safetensors" \
-            "detect slice.txt --model tf.safetensors" "eval slice.txt --model tf.safetensors --ablate 1:1 --ablate-mode mean"; do
+            "circuits --model tf.safetensors" "eval slice.txt --model tf.safetensors --ablate 1:1 --ablate-mode mean"; do
   rc=0
   "$STORYLM" $verb > /dev/null 2> refuse.err || rc=$?
   [[ $rc -eq 1 ]] || fail "$verb: exit $rc, wanted 1"
