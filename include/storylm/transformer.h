@@ -97,8 +97,8 @@ void slm_layernorm_backward(const float *x, const float *w, const float *mean, c
                             int n, int D, float *d_x, float *d_w, float *d_b);
 /* pre (n) -> post (n) = act(pre). */
 void slm_act_forward(ActFn act, const float *pre, int n, float *post);
-/* d (n): d post -> d pre, in place, act'(pre). */
-void slm_act_backward(ActFn act, const float *pre, int n, float *d);
+/* d (n): d post -> d pre, in place, act'(pre); post (n) as the forward gave it. */
+void slm_act_backward(ActFn act, const float *pre, const float *post, int n, float *d);
 /* table (H, n_ctx): head h's score added at distance d back in block w (the
  * scheme's: distance, alibi, t5; 0 for none, absolute, sinusoidal, rope). */
 void slm_transformer_distance_table(const ModelConfig *c, const TfBlockViews *w, float *table);
