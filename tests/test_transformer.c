@@ -69,7 +69,8 @@ static void check_activations(void) {
     static const float xs[] = {-3.0f, -1.2f, -0.3f, 0.0005f, 0.2f, 0.9f, 2.5f}; /* 0.0005: gelu's backward near 0 */
     for (int act = 0; act < ACT_COUNT; act++)
         for (int i = 0; i < 7; i++) {
-            float x = xs[i], h = fabsf(x) < 0.01f ? 1e-4f : 1e-3f, up[1], down[1], post[1], d[1] = {1.0f}; /* not across relu's kink */
+            /* a step that does not cross relu's kink */
+            float x = xs[i], h = fabsf(x) < 0.01f ? 1e-4f : 1e-3f, up[1], down[1], post[1], d[1] = {1.0f};
             float xu = x + h, xd = x - h;
             slm_act_forward((ActFn)act, &xu, 1, up);
             slm_act_forward((ActFn)act, &xd, 1, down);

@@ -26,14 +26,16 @@ int slm_tf_generator_init(GeneratorBatch *g, const Model *m, const Ablation *abl
     *g = (GeneratorBatch){.model = m, .n = n};
     if (n < 1) return FAIL(e, "ask for 1 or more samples", "a batch of %d samples", n);
     if (ablation && ablation->heads && (ablation->mode == ABLATE_MEAN || c->n_layers * c->n_heads > 32))
-        return FAIL(e, "use --ablate-mode zero", "a transformer's heads are switched off in zero mode only (and 32 at most)");
+        return FAIL(e, "use --ablate-mode zero",
+                    "a transformer's heads are switched off in zero mode only (and 32 at most)");
     if (ablation) g->ablation = *ablation;
     size_t L = (size_t)c->n_layers, H = (size_t)c->n_heads, W = (size_t)c->window, dh = (size_t)c->key_dim;
     size_t D = (size_t)c->row_dim, F = (size_t)c->hidden_dim, QKV = 3 * H * dh, N = (size_t)n;
     struct TfGenerator *t = g->tf = xcalloc(1, sizeof *t, e);
     int ok = t && (g->pos = xcalloc(N, sizeof(int), e)) && (g->logits = xcalloc(N * c->vocab_size, sizeof(float), e));
     if (ok) t->cache = L * H * W * dh;
-    ok = ok && (t->qkv_w = xmalloc(L * QKV * D * sizeof(float), e)) && (t->table = xmalloc(L * H * W * sizeof(float), e)) &&
+    ok = ok && (t->qkv_w = xmalloc(L * QKV * D * sizeof(float), e)) &&
+         (t->table = xmalloc(L * H * W * sizeof(float), e)) &&
          (t->keys = xcalloc(N * t->cache, sizeof(float), e)) && (t->values = xcalloc(N * t->cache, sizeof(float), e)) &&
          (t->resid = xmalloc(D * sizeof(float), e)) && (t->x = xmalloc(D * sizeof(float), e)) &&
          (t->qkv = xmalloc(QKV * sizeof(float), e)) && (t->z = xmalloc(H * dh * sizeof(float), e)) &&

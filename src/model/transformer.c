@@ -238,8 +238,9 @@ static void attn_backward(const ModelConfig *c, const TfBlockViews *w, const TfB
     slm_column_sums(t->d_resid, N, D, D, a->ones, g->b_O);
     slm_matmul(0, 1, N, HV, D, t->d_resid, D, w->W_O, D, 0.0f, t->d_z, HV);
     float *d_table = distance_table_grad(c, g, t->d_table);
+    /* nothing flows back through a switched-off head */
     slm_attention_backward(c, L->qkv, ld, a->attention_kept ? L->att : NULL, a->first_key, N, t->d_z, HV,
-                           ablated_heads(a, c, l), t->d_qkv, d_table, &L->scratch); /* nothing flows back through a switched-off head */
+                           ablated_heads(a, c, l), t->d_qkv, d_table, &L->scratch);
     distance_table_backward(c, d_table, g);
     if (c->pos == POS_ROPE) slm_rope_forward(c, t->story_pos, N, t->d_qkv, ld, -1);
     qkv_bias_backward(g, HV, N, ld, t->d_qkv);
