@@ -16,7 +16,9 @@ first_stories 300 >stories.txt
 "$STORYLM" stories stories.txt -m m.safetensors --ids --split train >ids.txt 2>/dev/null || fail "stories --ids"
 "$STORYLM" --help | awk '/^verbs:/ {on = 1; next} on && NF {print $1}' >verbs.txt
 for verb in $(cat verbs.txt); do
-  "$STORYLM" "$verb" --help | grep -Eq -- '^ +--json' && echo "$verb"
+  # grep reads the whole help (no -q): a help longer than a pipe write would otherwise die of
+  # SIGPIPE once grep has left, and pipefail would count the verb as having no --json
+  "$STORYLM" "$verb" --help | grep -E -- '^ +--json' >/dev/null && echo "$verb"
 done >with_json.txt
 
 "$PY" - "$STORYLM" verbs.txt with_json.txt <<'EOF'
