@@ -2,9 +2,13 @@
  * the test program, not of the library. */
 #include "check.h"
 
+#include <cjson/cJSON.h>
 #include <math.h>
+#include <string.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+
+#include "storylm/model.h"
 
 static int n_checks, n_failed;
 
@@ -59,3 +63,46 @@ double check_ref_output_loss(const double *W1, const double *b1, const double *W
     for (int v = 0; v < V; v++) sum += exp(logit[v] - mx);
     return mx + log(sum) - logit[next];
 }
+
+/* ---- PyTorch fixtures ------------------------------------------------------ */
+
+static cJSON *item(const cJSON *o, const char *key) { return cJSON_GetObjectItemCaseSensitive(o, key); }
+
+/* The fixture's tensors into m; the table must name the same tensors, shapes and order. */
+int check_fixture_tensors(const cJSON *cas, Model *m) {
+    const cJSON *t;
+    int i = 0;
+    cJSON_ArrayForEach(t, item(cas, "tensors")) {
+        const ParamTensor *pt = i < m->n_tensors ? &m->tensors[i] : NULL;
+        if (!CHECK(pt && strcmp(pt->name, item(t, "name")->valuestring) == 0 &&
+                   (size_t)cJSON_GetArraySize(item(t, "value")) == pt->size))
+            return -1;
+        const cJSON *x;
+        size_t j = 0;
+        cJSON_ArrayForEach(x, item(t, "value")) m->params[pt->offset + j++] = (float)x->valuedouble;
+        i++;
+    }
+    return CHECK(i == m->n_tensors) ? 0 : -1;
+}
+
+/* Worst gradient difference over the tensors, each relative to its largest. */
+double check_fixture_grads(const cJSON *cas, const Model *m, const float *grads, const char *what) {
+    const cJSON *t;
+    double worst = 0.0;
+    int i = 0;
+    cJSON_ArrayForEach(t, item(cas, "tensors")) {
+        const ParamTensor *pt = &m->tensors[i++];
+        double max_diff = 0.0, max_grad = 0.0;
+        const cJSON *g;
+        size_t j = 0;
+        cJSON_ArrayForEach(g, item(t, "grad")) {
+            max_diff = fmax(max_diff, fabs(g->valuedouble - grads[pt->offset + j++]));
+            max_grad = fmax(max_grad, fabs(g->valuedouble));
+        }
+        if (!CHECK(max_grad > 1e-9 ? max_diff <= 1e-4 * max_grad : max_diff <= 1e-6))
+            fprintf(stderr, "  %s %s: diff %.3g of max %.3g\n", what, pt->name, max_diff, max_grad);
+        if (max_grad > 1e-9) worst = fmax(worst, max_diff / max_grad);
+    }
+    return worst;
+}
+

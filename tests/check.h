@@ -19,6 +19,16 @@ const char *check_source_path(const char *rel);
 double check_ref_output_loss(const double *W1, const double *b1, const double *W2, const double *b2, int Z, int Hd,
                              int V, const double *z, int next);
 
+/* PyTorch fixtures (tests/fixtures/variants.json, transformer.json): a case's
+ * "tensors" array ({"name", "value", "grad"}, in the model table's order).
+ * check_fixture_tensors loads the values into m (0; -1 when the table differs);
+ * check_fixture_grads checks every gradient to 1e-4 of its tensor's largest (a
+ * tensor whose true gradient is 0 to 1e-6) and returns the worst ratio. */
+struct cJSON;
+struct Model;
+int check_fixture_tensors(const struct cJSON *cas, struct Model *m);
+double check_fixture_grads(const struct cJSON *cas, const struct Model *m, const float *grads, const char *what);
+
 #define CHECK(cond) check_at(!!(cond), #cond, __FILE__, __LINE__)
 #define CHECK_CLOSE(got, want, rel, abs_tol) \
     check_close_at((got), (want), (rel), (abs_tol), #got " ~ " #want, __FILE__, __LINE__)

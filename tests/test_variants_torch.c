@@ -32,44 +32,6 @@ static ModelConfig config_of(const cJSON *fixture, const cJSON *cas) {
     return cfg;
 }
 
-/* The fixture's tensors into m; the table must name the same tensors, shapes and order. */
-static int load_tensors(const cJSON *cas, Model *m) {
-    const cJSON *t;
-    int i = 0;
-    cJSON_ArrayForEach(t, item(cas, "tensors")) {
-        const ParamTensor *pt = i < m->n_tensors ? &m->tensors[i] : NULL;
-        if (!CHECK(pt && strcmp(pt->name, item(t, "name")->valuestring) == 0 &&
-                   (size_t)cJSON_GetArraySize(item(t, "value")) == pt->size))
-            return -1;
-        const cJSON *x;
-        size_t j = 0;
-        cJSON_ArrayForEach(x, item(t, "value")) m->params[pt->offset + j++] = (float)x->valuedouble;
-        i++;
-    }
-    return CHECK(i == m->n_tensors) ? 0 : -1;
-}
-
-/* Worst gradient difference over the tensors, each relative to its largest. */
-static double compare_grads(const cJSON *cas, const Model *m, const float *grads, const char *what) {
-    const cJSON *t;
-    double worst = 0.0;
-    int i = 0;
-    cJSON_ArrayForEach(t, item(cas, "tensors")) {
-        const ParamTensor *pt = &m->tensors[i++];
-        double max_diff = 0.0, max_grad = 0.0;
-        const cJSON *g;
-        size_t j = 0;
-        cJSON_ArrayForEach(g, item(t, "grad")) {
-            max_diff = fmax(max_diff, fabs(g->valuedouble - grads[pt->offset + j++]));
-            max_grad = fmax(max_grad, fabs(g->valuedouble));
-        }
-        if (!CHECK(max_grad > 0 && max_diff <= 1e-4 * max_grad))
-            fprintf(stderr, "  %s %s: diff %.3g of max %.3g\n", what, pt->name, max_diff, max_grad);
-        worst = fmax(worst, max_diff / max_grad);
-    }
-    return worst;
-}
-
 static void check_case(const cJSON *fixture, const cJSON *cas, const Batch *b) {
     ModelConfig cfg = config_of(fixture, cas);
     char what[64];
@@ -79,15 +41,15 @@ static void check_case(const cJSON *fixture, const cJSON *cas, const Batch *b) {
     Activations a;
     Error e;
     if (!CHECK(slm_model_init(&m, &cfg, &e) == 0 && slm_activations_init(&a, &cfg, b->n_tokens, &e) == 0)) return;
-    if (load_tensors(cas, &m) == 0) {
+    if (check_fixture_tensors(cas, &m) == 0) {
         float loss, *grads = calloc(m.n_params, sizeof(float)), *fused = calloc(m.n_params, sizeof(float));
         double want = item(cas, "loss")->valuedouble;
         CHECK(slm_model_forward(&m, &a, b, NULL, &loss, &e) == 0);
         if (!CHECK_CLOSE(a.mean_loss, want, 1e-5, 0)) fprintf(stderr, "  %s: loss differs\n", what);
         slm_model_backward(&m, &a, b, grads);
-        double worst = compare_grads(cas, &m, grads, what);
+        double worst = check_fixture_grads(cas, &m, grads, what);
         CHECK(slm_model_loss_and_grad(&m, &a, b, NULL, 1.0f / a.n_predicted, fused, &e) == 0);
-        worst = fmax(worst, compare_grads(cas, &m, fused, what));
+        worst = fmax(worst, check_fixture_grads(cas, &m, fused, what));
         printf("%-36s loss %.9f (PyTorch %.9f), worst gradient %.2e\n", what, a.mean_loss, want, worst);
         free(grads);
         free(fused);

@@ -55,6 +55,8 @@ typedef struct GeneratorBatch {
     float *scores;    /* (n, W) scratch of each sample's head scores */
     float *rows;      /* (n, D) scratch: the rows of the tokens fed */
     Workers *workers; /* NULL: steps on the caller's thread alone */
+    struct TfGenerator *tf; /* --arch transformer: its weights' views and key/value caches
+                             * (generate_transformer.c); then only pos and logits above are used */
 } GeneratorBatch;
 
 /* n >= 1 samples, each at the start of a story; ablation may be NULL (no
@@ -74,6 +76,13 @@ void slm_generator_batch_feed(GeneratorBatch *g, const int *which, const int32_t
 void slm_generator_batch_use_workers(GeneratorBatch *g, Workers *w);
 /* Sample s's logits (V) for its next token, valid until it is fed again. */
 const float *slm_generator_batch_logits(const GeneratorBatch *g, int s);
+
+/* --arch transformer's side of the functions above (src/generate/generate_transformer.c),
+ * which dispatch to them: a key/value cache per block, equal to the forward pass. */
+int slm_tf_generator_init(GeneratorBatch *g, const Model *m, const Ablation *ablation, int n, Error *e);
+void slm_tf_generator_free(GeneratorBatch *g);
+void slm_tf_generator_copy(GeneratorBatch *g, int from, int to);
+void slm_tf_generator_feed(GeneratorBatch *g, const int *which, const int32_t *tokens, int k);
 
 /* One story: a batch of one. */
 typedef struct Generator {

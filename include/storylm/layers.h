@@ -58,6 +58,7 @@ typedef struct OutputLoss {
     float *lse, *loss;          /* (n) */
     uint8_t *correct;           /* (n) */
     float *dW, *d_bias, *d_y;   /* NULL: forward only */
+    int W_columns;              /* 1: W and dW are (Hd, V), TransformerLens's W_U */
 } OutputLoss;
 void slm_output_loss(const OutputLoss *o);
 /* x (n) -> exp(x - shift) in place (slm_softmax_inplace's exp). */

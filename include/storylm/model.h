@@ -45,8 +45,9 @@
 #include "storylm/layers.h"
 #include "storylm/position.h"
 #include "storylm/score.h"
+#include "storylm/transformer.h"
 
-typedef enum { ARCH_ATTENTION = 0, ARCH_WINDOW8 = 1 } Arch;
+typedef enum { ARCH_ATTENTION = 0, ARCH_WINDOW8 = 1, ARCH_TRANSFORMER = 2 } Arch;
 
 typedef struct ModelConfig {
     Arch arch;
@@ -60,14 +61,16 @@ typedef struct ModelConfig {
     int context;    /* window8 only: 8 rows, oldest first, [EOS] row before the story */
     PosScheme pos;  /* attention only: how positions are marked (position.h); 0 = distance, today's */
     ScoreFn score;  /* attention only: how a query scores a key (score.h); 0 = scaled-dot, today's */
-    int n_layers;   /* attention only: layers of heads, 1..STORYLM_MAX_LAYERS (0 is read as 1, today's) */
+    int n_layers;   /* attention only: layers of heads, 1..STORYLM_MAX_LAYERS (0 is read as 1, today's);
+                     * transformer: blocks, 1..STORYLM_MAX_TF_LAYERS */
+    int act;        /* transformer only: the MLP's activation, an ActFn (transformer.h) */
 } ModelConfig;
 
 #define STORYLM_MAX_LAYERS 4
 
 /* Layers of heads of c (1 for window8, and for a config that leaves n_layers 0). */
 int slm_model_layers(const ModelConfig *c);
-/* Heads over all layers (layers * n_heads; 0 for window8). */
+/* Heads over all layers or blocks (layers * n_heads; 0 for window8). */
 int slm_model_heads(const ModelConfig *c);
 /* The name of head g (numbered over all layers, see Ablation): "3" on a
  * one-layer model, "L:H" with the layer from 1 on others ("2:5" is layer 2's
@@ -86,7 +89,7 @@ typedef struct ParamTensor {
                     * the embedding (see model_params.c for why) */
 } ParamTensor;
 
-#define MODEL_MAX_TENSORS 48
+#define MODEL_MAX_TENSORS 160 /* a transformer of 8 blocks has 150 */
 #define STORYLM_MAX_HEAD_DIM 64 /* largest key_dim and value_dim the passes take */
 
 typedef struct Model {
@@ -119,6 +122,9 @@ void slm_model_free(Model *m);
  * output weights and biases U(-1/sqrt(fan_in), 1/sqrt(fan_in)) (nn.Linear's
  * default); distance scores 0, so every head starts reading evenly (the chapter). */
 void slm_model_randomize(Model *m, uint64_t seed);
+/* Appends a tensor to m's table at the end of the buffer (the layouts'
+ * step; decay as ParamTensor.decay). */
+void slm_model_add_tensor(Model *m, const char *name, int ndim, int d0, int d1, int d2, int decay);
 /* The tensor called name, or NULL. */
 const ParamTensor *slm_model_tensor(const Model *m, const char *name);
 /* mask (n_params): 1 where the parameter's tensor has decay set, 0 elsewhere. */
@@ -262,7 +268,27 @@ typedef struct Activations {
                               * backward through the upper layers reads */
     struct ForwardHooks *hooks; /* set by the caller (hooks.h; NULL: none): slm_model_forward
                                  * calls them between its parts */
+    struct TfActivations *tf; /* --arch transformer: its own activations (transformer.h); then
+                               * hidden is ln_final's output (N, d_model) and z, layer[] unused */
 } Activations;
+
+/* Helpers the attention network and the transformer share (src/model/model.c). */
+/* n floats from a 64-byte boundary (free with free()); NULL with a message. */
+float *slm_alloc_floats(size_t n, Error *e);
+/* Row stride of qkv for N positions (Activations.qkv_ld). */
+int slm_qkv_stride(int N);
+/* query (H, D, kd), key (H, D, kd), value (H, D, vd) -> qkv_w (QKV, D): one
+ * sgemm then makes every head's queries, keys and values in qkv's layout. */
+void slm_pack_qkv(const float *query, const float *key, const float *value, int H, int D, int kd, int vd,
+                  float *qkv_w);
+/* The reverse, accumulating: d_qkv_w (QKV, D) -> d_query, d_key, d_value +=. */
+void slm_unpack_qkv_grads(const float *d_qkv_w, int H, int D, int kd, int vd, float *d_query, float *d_key,
+                          float *d_value);
+/* Per position p of b: target[p] (the next id, -1 at a story's end or in a
+ * piece's context), first_key[p] (the first position a window of W reaches)
+ * and story_pos[p] (its place in the whole story; may be NULL). Returns the
+ * number of positions with a target. */
+int slm_batch_positions(const Batch *b, int W, int32_t *target, int *first_key, int *story_pos);
 
 int slm_activations_init(Activations *a, const ModelConfig *cfg, int max_positions, Error *e);
 void slm_activations_free(Activations *a);

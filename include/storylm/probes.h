@@ -47,6 +47,9 @@ int slm_probe_head_means(const Model *m, const Stories *s, const int *idx, int n
 
 /* Refuses a model without heads: "'what' needs the attention network". */
 int slm_probe_need_attention(const Model *m, const char *what, Error *e);
+/* 0 for a model whose heads' attention weights the probes can read (the
+ * attention network, the transformer's blocks); else -1 with a message. */
+int slm_probe_need_heads(const Model *m, const char *what, Error *e);
 /* 0 for a model of one layer of heads; else -1 with a message naming what
  * (a probe that reads one layer's heads only) and what reads more layers. */
 int slm_probe_need_one_layer(const Model *m, const char *what, Error *e);

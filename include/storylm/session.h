@@ -100,7 +100,8 @@ int slm_session_ablation(const LoadedModel *lm, const char *ablate, const char *
 enum {
     PROBE_ATTENTION_ONLY = 1, /* refuse window8 models, and models of several layers unless PROBE_LAYERS */
     PROBE_NAMES = 2,          /* learn names from the stories' training text */
-    PROBE_LAYERS = 4          /* with PROBE_ATTENTION_ONLY: the verb reads every layer's heads (--layers) */
+    PROBE_LAYERS = 4,         /* with PROBE_ATTENTION_ONLY: the verb reads every layer's heads (--layers) */
+    PROBE_TRANSFORMER = 8     /* with PROBE_ATTENTION_ONLY: the verb reads a transformer's heads too */
 };
 
 /* Everything a probe works on. */

@@ -31,7 +31,9 @@ typedef struct TrainOptions {
     Arch arch;
     PosScheme pos;       /* --pos, attention only (position.h); 0 = distance */
     ScoreFn score;       /* --score, attention only (score.h); 0 = scaled-dot */
-    int layers;          /* --layers, attention only: layers of heads, 1..4 (0 read as 1) */
+    int layers;          /* --layers: attention's layers of heads, 1..4 (0 read as 1); transformer's blocks, 1..8 */
+    int d_model, heads, d_head, d_mlp; /* --arch transformer's sizes (0: the default's, transformer.h) */
+    ActFn act;           /* --act, transformer only */
     int steps;           /* total optimizer steps (the schedule's horizon) */
     double minutes;      /* time budget; 0 = none. Stops early, saving. */
     int stop_at;         /* stop (saving) after this step, keeping the schedule of `steps`; 0 = none */
@@ -71,7 +73,8 @@ typedef struct TrainOptions {
 } TrainOptions;
 
 enum { TRAIN_GIVEN_ARCH = 1, TRAIN_GIVEN_LR = 2, TRAIN_GIVEN_BATCH = 4, TRAIN_GIVEN_SEED = 8, TRAIN_GIVEN_WARMUP = 16,
-       TRAIN_GIVEN_VARIANT = 32 /* --pos or --score */, TRAIN_GIVEN_LAYERS = 64 };
+       TRAIN_GIVEN_VARIANT = 32 /* --pos or --score */, TRAIN_GIVEN_LAYERS = 64,
+       TRAIN_GIVEN_SHAPE = 128 /* --d-model, --n-heads, --d-head, --d-mlp or --act */ };
 
 TrainOptions slm_train_default_options(void);
 

@@ -60,7 +60,8 @@ static int draw(const char *path, const ReportTable *t, Error *e) {
 /* The intact row (with --ablate's heads only), then each single head or the --heads set. */
 static int ablate(const AblateArgs *a, const char *stories, Error *e) {
     ProbeSession ps;
-    if (slm_probe_session_open(&ps, &a->po, "ablate", stories, PROBE_ATTENTION_ONLY | PROBE_NAMES | PROBE_LAYERS, e)) return -1;
+    if (slm_probe_session_open(&ps, &a->po, "ablate", stories,
+                               PROBE_ATTENTION_ONLY | PROBE_NAMES | PROBE_LAYERS | PROBE_TRANSFORMER, e)) return -1;
     Report r;
     slm_report_init(&r, "ablate");
     ReportTable *t = NULL;

@@ -183,7 +183,8 @@ static int detect(const DetectArgs *a, const char *stories, Error *e) {
         ProbeOptions po = a->po;
         po.model = a->models.count ? a->models.items[k] : NULL;
         ProbeSession ps;
-        if ((rc = slm_probe_session_open(&ps, &po, "detect", stories, PROBE_ATTENTION_ONLY | PROBE_LAYERS, e))) break;
+        int flags = PROBE_ATTENTION_ONLY | PROBE_LAYERS | PROBE_TRANSFORMER;
+        if ((rc = slm_probe_session_open(&ps, &po, "detect", stories, flags, e))) break;
         if (k == 0) {
             slm_probe_report_header(&r, &ps);
             make_tables(&r, a, &heads, &loss, slm_model_layers(&ps.lm.model.cfg) > 1 ? CELL_TEXT : CELL_INT);

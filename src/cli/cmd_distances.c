@@ -71,6 +71,21 @@ static int draw_scheme(const char *path, const Model *m, Error *e) {
     return rc;
 }
 
+/* A transformer's block l shown as a model of one layer whose "distance"
+ * holds the block's scores per distance back (its scheme's: distance, alibi,
+ * t5), so the table and drawing read it as the attention network's. */
+static int transformer_block_scores(const Model *m, int l, Model *shown, float **table, Error *e) {
+    *table = xmalloc((size_t)m->cfg.n_heads * m->cfg.window * sizeof(float), e);
+    if (!*table) return -1;
+    TfViews v;
+    slm_transformer_views(m, m->params, &v);
+    slm_transformer_distance_table(&m->cfg, &v.block[l], *table);
+    *shown = *m;
+    shown->distance = *table;
+    shown->cfg.pos = POS_DISTANCE;
+    return 0;
+}
+
 static int run(int argc, char **argv) {
     ProbeOptions po = PROBE_OPTIONS_DEFAULT;
     int up_to = 255, np, layer = 1;
@@ -79,7 +94,7 @@ static int run(int argc, char **argv) {
         PROBE_OUTPUT_OPTIONS(po),
         PROBE_SVG_OPTION(po),
         {"up-to", 0, OPT_INT, &up_to, "D", "print distances 0 to D", 0, 100000},
-        {"layer", 0, OPT_INT, &layer, "L", "the layer whose heads to show, on a model of several layers (--layers)", 1, STORYLM_MAX_LAYERS},
+        {"layer", 0, OPT_INT, &layer, "L", "the layer (or transformer block) whose heads to show, on a model of several", 1, STORYLM_MAX_TF_LAYERS},
     };
     if (probe_refuse_ablation(&command_distances, argc, argv, "weights, read before any forward pass")) return 2;
     int rc = args_parse(&command_distances, argc, argv, opts, N_OPTIONS(opts), NULL, 0, 0, &np);
@@ -88,7 +103,8 @@ static int run(int argc, char **argv) {
     po.model = cli_model_path(po.model, po.json);
     Error e = {0};
     ProbeSession ps;
-    if (slm_probe_session_open(&ps, &po, "distances", NULL, PROBE_ATTENTION_ONLY | PROBE_LAYERS, &e)) return cli_fail(&e);
+    if (slm_probe_session_open(&ps, &po, "distances", NULL, PROBE_ATTENTION_ONLY | PROBE_LAYERS | PROBE_TRANSFORMER, &e))
+        return cli_fail(&e);
     if (slm_variant_check(&ps.lm.model.cfg, "distances", VARIANT_NEEDS_DISTANCE, &e) ||
         (layer > slm_model_layers(&ps.lm.model.cfg) &&
          FAIL(&e, "give --layer from 1 to the model's layers", "--layer %d: '%s' has %d layer(s)", layer, ps.model_path,
@@ -97,7 +113,12 @@ static int run(int argc, char **argv) {
         return cli_fail(&e);
     }
     Model whole = ps.lm.model; /* the view of --layer's tensors, shown as the model; put back before closing */
-    slm_model_layer_view(&whole, layer - 1, &ps.lm.model);
+    float *table = NULL;
+    if (whole.cfg.arch == ARCH_TRANSFORMER && transformer_block_scores(&whole, layer - 1, &ps.lm.model, &table, &e)) {
+        slm_probe_session_close(&ps);
+        return cli_fail(&e);
+    }
+    if (whole.cfg.arch != ARCH_TRANSFORMER) slm_model_layer_view(&whole, layer - 1, &ps.lm.model);
     Report r;
     slm_report_init(&r, "distances");
     slm_view_distances(&r, &ps, up_to);
@@ -105,6 +126,7 @@ static int run(int argc, char **argv) {
     if (!rc) rc = probe_emit(&r, &po, &e);
     slm_report_free(&r);
     ps.lm.model = whole;
+    free(table);
     slm_probe_session_close(&ps);
     return rc ? cli_fail(&e) : 0;
 }

@@ -58,7 +58,7 @@ static int run_heads(const HeadsArgs *a, const char *stories, Error *e) {
         po.model = a->models.count ? a->models.items[k] : cli_model_path(NULL, a->po.json);
         ProbeSession ps;
         HeadsResult h = {0};
-        if ((rc = slm_probe_session_open(&ps, &po, "heads", stories, PROBE_ATTENTION_ONLY | PROBE_LAYERS, e))) break;
+        if ((rc = slm_probe_session_open(&ps, &po, "heads", stories, PROBE_ATTENTION_ONLY | PROBE_LAYERS | PROBE_TRANSFORMER, e))) break;
         if (k == 0) slm_view_heads_begin(&r, &ps, &vh);
         if (k == 0 && a->po.svg) { /* a row of panels a layer; every model has as many (slm_view_heads_add) */
             layers = slm_model_layers(&ps.lm.model.cfg);

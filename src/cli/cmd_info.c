@@ -116,6 +116,12 @@ static void print_value(const char *s) {
 }
 
 static void print_sizes(const ModelConfig *c) {
+    if (c->arch == ARCH_TRANSFORMER) {
+        printf("architecture  transformer: %d pre-LN blocks, d_model %d, %d heads of %d, d_mlp %d (%s), n_ctx %d\n",
+               c->n_layers, c->row_dim, c->n_heads, c->key_dim, c->hidden_dim, slm_act_name((ActFn)c->act), c->window);
+        printf("variant       --pos %s (docs/transformer.md)\n", slm_pos_name(c->pos));
+        return;
+    }
     if (c->arch == ARCH_ATTENTION)
         printf("architecture  attention: %d heads, queries and keys of %d, values of %d, %d distances, hidden %d\n",
                c->n_heads, c->key_dim, c->value_dim, c->window, c->hidden_dim);
@@ -134,15 +140,18 @@ static void print_table(const char *path, long long file_bytes, const Model *m, 
     printf("vocabulary    %s tokens, rows of %d\n", with_commas((uint64_t)m->cfg.vocab_size, a, sizeof a),
            m->cfg.row_dim);
     printf("tensors\n");
+    int name_width = 15; /* the names in one column: the widest sets it (a transformer's are long) */
+    for (int i = 0; i < m->n_tensors; i++)
+        if ((int)strlen(m->tensors[i].name) > name_width) name_width = (int)strlen(m->tensors[i].name);
     for (int i = 0; i < m->n_tensors; i++) {
         const ParamTensor *t = &m->tensors[i];
         TensorStats s = tensor_stats(m->params + t->offset, t->size);
         shape_text(t, b, sizeof b);
-        printf("  %-15s %-14s %9s", t->name, b, with_commas(t->size, a, sizeof a));
+        printf("  %-*s %-14s %9s", name_width, t->name, b, with_commas(t->size, a, sizeof a));
         if (s.nonfinite) printf("   (%zu NaN or infinite!)", s.nonfinite);
         printf("\n");
     }
-    printf("  %-30s %9s parameters\n", "total", with_commas(m->n_params, a, sizeof a));
+    printf("  %-*s %9s parameters\n", name_width + 15, "total", with_commas(m->n_params, a, sizeof a));
     printf("training%s\n", meta->count ? "" : "      (no metadata)");
     int width = 12; /* the keys in one column: the widest sets it */
     for (int i = 0; i < meta->count; i++)
@@ -202,7 +211,8 @@ static int print_json(const char *path, long long file_bytes, const Model *m, co
                            "value_dim",  "window",  "hidden_dim", "context"};
     for (int i = 0; i < 8; i++)
         cJSON_AddNumberToObject(cfg, names[i], sizes[i]);
-    if (c->arch == ARCH_ATTENTION) cJSON_AddNumberToObject(cfg, "layers", slm_model_layers(c));
+    if (c->arch != ARCH_WINDOW8) cJSON_AddNumberToObject(cfg, "layers", slm_model_layers(c));
+    if (c->arch == ARCH_TRANSFORMER) cJSON_AddStringToObject(cfg, "act_fn", slm_act_name((ActFn)c->act));
     cJSON_AddNumberToObject(root, "vocab_size", c->vocab_size);
     cJSON *tensors = cJSON_AddArrayToObject(root, "tensors");
     for (int i = 0; i < m->n_tensors; i++)

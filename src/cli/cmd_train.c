@@ -466,11 +466,36 @@ done:
     return rc;
 }
 
+static const char *const transformer_shape_flags[5] = {"d-model", "n-heads", "d-head", "d-mlp", "act"};
+
+/* --arch transformer: its scheme (absolute unless --position-scheme gives one), score
+ * (scaled-dot only), blocks (2 unless --layers). Non-zero after printing a usage error. */
+static int transformer_flags(int argc, char **argv, TrainOptions *o, int *layers) {
+    if (o->score != SCORE_SCALED_DOT)
+        return args_usage_error(&command_train, "a transformer scores q.k/sqrt(d_head): --score is for the attention network");
+    if (!args_given(argc, argv, "position-scheme", 0) && !args_given(argc, argv, "pos", 0)) o->pos = POS_ABSOLUTE;
+    if (!args_given(argc, argv, "layers", 0)) *layers = 0; /* the transformer's default */
+    return 0;
+}
+
+/* --d-model, --n-heads, --d-head, --d-mlp or --act given? Then --act's value
+ * and the bit a resume checks them by. Non-zero after a usage error. */
+static int shape_flags(int argc, char **argv, const char *act, TrainOptions *o) {
+    Error e = {0};
+    for (int i = 0; i < 5; i++)
+        if (args_given(argc, argv, transformer_shape_flags[i], 0)) o->given |= TRAIN_GIVEN_SHAPE;
+    if (slm_act_parse(act, &o->act, &e)) return args_usage_error(&command_train, "%s", e.message);
+    return 0;
+}
+
 static int run(int argc, char **argv) {
     TrainOptions o = slm_train_default_options();
     o.threads = cli_default_threads();
     const char *arch = "attention", *vocab_path = "vocab.txt", *pos[1], *pos_scheme = "distance", *score = "scaled-dot";
     int steps = o.steps, seed = (int)o.seed, n_test = STORIES_DEFAULT_TEST, np, layers = 1, vocab_size = VOCAB_DEFAULT_SIZE;
+    const char *act = "gelu";
+    ModelConfig tf = slm_transformer_config_default(0); /* the transformer's sizes, as --help shows them */
+    o.d_model = tf.row_dim, o.heads = tf.n_heads, o.d_head = tf.key_dim, o.d_mlp = tf.hidden_dim;
     bool resume = false, ema_save = false, keep_best = false, json = false, force = false;
     double rank_timeout = DIST_DEFAULT_TIMEOUT_S;
     Option opts[] = {
@@ -493,10 +518,15 @@ static int run(int argc, char **argv) {
         {"snapshot-every", 0, OPT_INT, &o.snapshot_every, "N", "also keep OUT.stepN.safetensors every N steps; 0: never", 0, 1e9},
         {"test-stories", 0, OPT_INT, &n_test, "N", "held-out test stories", 0, 100000},
         {"max-positions", 0, OPT_INT, &o.max_positions, "N", "positions per forward pass (memory bound)", 64, 1 << 20},
-        {"arch", 0, OPT_STRING, &arch, "NAME", "attention, or window8 (chapter 6's baseline)", 0, 0},
-        {"position-scheme", 0, OPT_STRING, &pos_scheme, "SCHEME", "how positions are marked: distance (a learned score per distance back), none, absolute, sinusoidal, rope, alibi, t5 (docs/variants.md)", 0, 0},
+        {"arch", 0, OPT_STRING, &arch, "NAME", "attention, window8 (chapter 6's baseline), or transformer (pre-LN blocks in TransformerLens's names, docs/transformer.md)", 0, 0},
+        {"position-scheme", 0, OPT_STRING, &pos_scheme, "SCHEME", "how positions are marked: distance (a learned score per distance back), none, absolute, sinusoidal, rope, alibi, t5 (docs/variants.md); --arch transformer: absolute unless given", 0, 0},
         {"score", 0, OPT_STRING, &score, "FN", "how a query scores a key: scaled-dot (q.k/sqrt(8)), dot, general (q G k), additive (v.tanh(A q + B k))", 0, 0},
-        {"layers", 0, OPT_INT, &layers, "N", "layers of heads: layer l+1's heads read the row and layer l's heads; the hidden layer reads the row and every layer's heads (docs/variants.md)", 1, STORYLM_MAX_LAYERS},
+        {"layers", 0, OPT_INT, &layers, "N", "layers of heads: layer l+1's heads read the row and layer l's heads; the hidden layer reads the row and every layer's heads (docs/variants.md); 1 to 4; --arch transformer: blocks, 1 to 8, default 2", 1, STORYLM_MAX_TF_LAYERS},
+        {"d-model", 0, OPT_INT, &o.d_model, "N", "--arch transformer: width of the residual stream", 1, TF_MAX_D_MODEL},
+        {"n-heads", 0, OPT_INT, &o.heads, "N", "--arch transformer: heads per block (TransformerLens's n_heads)", 1, 32},
+        {"d-head", 0, OPT_INT, &o.d_head, "N", "--arch transformer: numbers per head's query, key and value", 1, STORYLM_MAX_HEAD_DIM},
+        {"d-mlp", 0, OPT_INT, &o.d_mlp, "N", "--arch transformer: the MLP's hidden width", 1, 1 << 16},
+        {"act", 0, OPT_STRING, &act, "FN", "--arch transformer: the MLP's activation, gelu, gelu_new or relu", 0, 0},
         {"stop-at", 0, OPT_INT, &o.stop_at, "STEP", "stop and save after this step, keeping the schedule of --steps; 0: never", 0, 1e9},
         {"resume", 0, OPT_BOOL, &resume, NULL, "continue the run saved in --out (and its optimizer state); --arch, --batch, --lr, --seed, --warmup must match it or be left out", 0, 0},
         {"weight-decay", 0, OPT_DOUBLE, &o.weight_decay, "W",
@@ -515,10 +545,19 @@ static int run(int argc, char **argv) {
     Error e = {0};
     if (slm_arch_parse(arch, &o.arch, &e) || slm_pos_parse(pos_scheme, &o.pos, &e) || slm_score_parse(score, &o.score, &e))
         return args_usage_error(&command_train, "%s", e.message);
-    if (o.arch != ARCH_ATTENTION && (o.pos != POS_DISTANCE || o.score != SCORE_SCALED_DOT))
-        return args_usage_error(&command_train, "--position-scheme and --score are for the attention network, not --arch %s", arch);
-    if (o.arch != ARCH_ATTENTION && layers != 1)
-        return args_usage_error(&command_train, "--layers is for the attention network, not --arch %s", arch);
+    if (shape_flags(argc, argv, act, &o)) return 2;
+    if (o.arch == ARCH_TRANSFORMER) {
+        if (transformer_flags(argc, argv, &o, &layers)) return 2;
+    } else {
+        if (o.arch != ARCH_ATTENTION && (o.pos != POS_DISTANCE || o.score != SCORE_SCALED_DOT))
+            return args_usage_error(&command_train, "--position-scheme and --score are for the attention network, not --arch %s", arch);
+        if (o.arch != ARCH_ATTENTION && layers != 1)
+            return args_usage_error(&command_train, "--layers is for the attention network, not --arch %s", arch);
+        if (layers > STORYLM_MAX_LAYERS)
+            return args_usage_error(&command_train, "--layers is 1 to %d for the attention network", STORYLM_MAX_LAYERS);
+        if ((o.given & TRAIN_GIVEN_SHAPE) && !resume) /* a resume finds out from the file */
+            return args_usage_error(&command_train, "--d-model, --n-heads, --d-head, --d-mlp and --act are for --arch transformer");
+    }
     o.layers = layers;
     o.steps = steps;
     o.seed = (uint64_t)seed;

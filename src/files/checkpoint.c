@@ -42,11 +42,38 @@ static const struct {
 static int *size_field(ModelConfig *c, int i) { return (int *)((char *)c + config_sizes[i].offset); }
 static int size_value(const ModelConfig *c, int i) { return *(const int *)((const char *)c + config_sizes[i].offset); }
 
+/* A transformer's file also names its config as TransformerLens's
+ * HookedTransformerConfig does (docs/transformer.md); act_fn is read back. */
+static const char *const tl_keys[] = {"act_fn", "d_model", "n_heads", "d_head", "d_mlp", "n_layers", "n_ctx",
+                                      "d_vocab", "positional_embedding_type"};
+#define N_TL_KEYS ((int)(sizeof tl_keys / sizeof tl_keys[0]))
+
+/* TransformerLens's name of a position scheme ("rotary", "alibi",
+ * "standard"; storylm's own name for the schemes it lacks). */
+static const char *tl_positional(PosScheme pos) {
+    return pos == POS_ROPE ? "rotary" : pos == POS_ABSOLUTE ? "standard" : pos == POS_ALIBI ? "alibi" : slm_pos_name(pos);
+}
+
+static int put_transformer_keys(Metadata *md, const ModelConfig *c, Error *e) {
+    int values[] = {c->row_dim, c->n_heads, c->key_dim, c->hidden_dim, c->n_layers, c->window, c->vocab_size};
+    if (slm_metadata_set(md, "act_fn", slm_act_name((ActFn)c->act), e) ||
+        slm_metadata_set(md, "positional_embedding_type", tl_positional(c->pos), e))
+        return -1;
+    for (int i = 0; i < 7; i++) {
+        char num[16];
+        snprintf(num, sizeof num, "%d", values[i]);
+        if (slm_metadata_set(md, tl_keys[i + 1], num, e)) return -1;
+    }
+    return 0;
+}
+
 /* ---- which metadata keys the format writes itself ---------------------- */
 
 static int is_config_key(const char *key) {
     if (!strcmp(key, "format") || !strcmp(key, "format_version") || !strcmp(key, "arch")) return 1;
     if (!strcmp(key, "pos") || !strcmp(key, "score") || !strcmp(key, "layers")) return 1;
+    for (int i = 0; i < N_TL_KEYS; i++)
+        if (strcmp(key, tl_keys[i]) == 0) return 1;
     for (int i = 0; i < N_SIZES; i++)
         if (strcmp(key, config_sizes[i].key) == 0) return 1;
     return 0;
@@ -108,9 +135,10 @@ static int put_config_keys(Metadata *md, const char *format, const ModelConfig *
     if (slm_metadata_set(md, "format", format, e) || slm_metadata_set(md, "format_version", CHECKPOINT_FORMAT_VERSION, e) ||
         slm_metadata_set(md, "arch", slm_arch_name(c->arch), e))
         return -1;
-    if (c->arch == ARCH_ATTENTION &&
+    if (c->arch != ARCH_WINDOW8 &&
         (slm_metadata_set(md, "pos", slm_pos_name(c->pos), e) || slm_metadata_set(md, "score", slm_score_name(c->score), e)))
         return -1;
+    if (c->arch == ARCH_TRANSFORMER && put_transformer_keys(md, c, e)) return -1;
     char layers[16]; /* only when more than one: a one-layer file stays as it was */
     snprintf(layers, sizeof layers, "%d", slm_model_layers(c));
     if (slm_model_layers(c) > 1 && slm_metadata_set(md, "layers", layers, e)) return -1;
@@ -221,15 +249,34 @@ static int check_format(const SafeTensorsFile *st, const char *format, Error *e)
     return 0;
 }
 
+/* A transformer's scheme (always written) and score (only scaled-dot). */
+static int read_transformer_variant(const SafeTensorsFile *st, ModelConfig *c, const char *pos, const char *score,
+                                    Error *e) {
+    if (!pos || slm_pos_parse(pos, &c->pos, NULL))
+        return FAIL(e, "a newer storylm may read it", "'%s': unknown position scheme '%.40s' (storylm knows %s)",
+                    st->path, pos ? pos : "(none)", slm_pos_names());
+    if (score && strcmp(score, slm_score_name(SCORE_SCALED_DOT)) != 0)
+        return FAIL(e, BAD_MODEL_HINT, "'%s': a transformer scores by scaled-dot, not '%.40s'", st->path, score);
+    c->score = SCORE_SCALED_DOT;
+    return slm_transformer_check_config(c, e) ? (slm_error_prefix(e, "'%s': ", st->path), -1) : 0;
+}
+
 /* --pos, --score and --layers; a file from before them has none: today's network. */
 static int read_variant(const SafeTensorsFile *st, ModelConfig *c, Error *e) {
     const char *pos = slm_metadata_get(&st->metadata, "pos"), *score = slm_metadata_get(&st->metadata, "score");
     const char *layers = slm_metadata_get(&st->metadata, "layers");
-    uint64_t n_layers = 1;
-    if (layers && (!slm_checkpoint_parse_u64(layers, 10, &n_layers) || n_layers < 1 || n_layers > STORYLM_MAX_LAYERS))
+    uint64_t n_layers = 1, max_layers = c->arch == ARCH_TRANSFORMER ? STORYLM_MAX_TF_LAYERS : STORYLM_MAX_LAYERS;
+    if (layers && (!slm_checkpoint_parse_u64(layers, 10, &n_layers) || n_layers < 1 || n_layers > max_layers))
         return FAIL(e, BAD_MODEL_HINT, "'%s': metadata layers '%.40s' is not a whole number from 1 to %d", st->path,
-                    layers, STORYLM_MAX_LAYERS);
+                    layers, (int)max_layers);
     c->n_layers = (int)n_layers;
+    const char *act = slm_metadata_get(&st->metadata, "act_fn");
+    ActFn act_fn = ACT_GELU;
+    if (c->arch == ARCH_TRANSFORMER && (!act || slm_act_parse(act, &act_fn, NULL)))
+        return FAIL(e, BAD_MODEL_HINT, "'%s': a transformer's metadata act_fn '%.40s' is not gelu, gelu_new or relu",
+                    st->path, act ? act : "(none)");
+    c->act = (int)act_fn;
+    if (c->arch == ARCH_TRANSFORMER) return read_transformer_variant(st, c, pos, score, e);
     if (c->arch != ARCH_ATTENTION && c->n_layers != 1)
         return FAIL(e, BAD_MODEL_HINT, "'%s': a %s model has no layers of heads", st->path, slm_arch_name(c->arch));
     if (pos && slm_pos_parse(pos, &c->pos, NULL))
@@ -431,6 +478,9 @@ static int check_same_config(const SafeTensorsFile *st, const ModelConfig *have,
         return FAIL(e, hint, "'%s' is the optimizer state of a model with --position-scheme %s --score %s, not --position-scheme %s --score %s",
                     st->path, slm_pos_name(have->pos), slm_score_name(have->score), slm_pos_name(model->pos),
                     slm_score_name(model->score));
+    if (have->act != model->act)
+        return FAIL(e, hint, "'%s' is the optimizer state of a transformer with act_fn %s, not %s", st->path,
+                    slm_act_name((ActFn)have->act), slm_act_name((ActFn)model->act));
     if (slm_model_layers(have) != slm_model_layers(model))
         return FAIL(e, hint, "'%s' is the optimizer state of a model of %d layers, not %d", st->path,
                     slm_model_layers(have), slm_model_layers(model));

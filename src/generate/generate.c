@@ -202,6 +202,7 @@ static SampleSizes sample_sizes(const ModelConfig *c) {
 
 int slm_generator_batch_init(GeneratorBatch *g, const Model *m, const Ablation *ablation, int n, Error *e) {
     const ModelConfig *c = &m->cfg;
+    if (c->arch == ARCH_TRANSFORMER) return slm_tf_generator_init(g, m, ablation, n, e);
     *g = (GeneratorBatch){.model = m, .n = n};
     if (ablation) g->ablation = *ablation;
     if (n < 1) return FAIL(e, "ask for 1 or more samples", "a batch of %d samples", n);
@@ -243,6 +244,7 @@ int slm_generator_batch_init(GeneratorBatch *g, const Model *m, const Ablation *
 }
 
 void slm_generator_batch_free(GeneratorBatch *g) {
+    slm_tf_generator_free(g);
     void *bufs[] = {g->keys, g->values, g->qkv_w, g->distance2, g->qkv, g->hidden_w, g->output_w, g->pos, g->recent,
                     g->z, g->scores, g->rows, g->hidden, g->logits, g->layers, g->score};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
@@ -252,6 +254,10 @@ void slm_generator_batch_free(GeneratorBatch *g) {
 void slm_generator_batch_reset(GeneratorBatch *g, int s) { g->pos[s] = 0; }
 
 void slm_generator_batch_copy(GeneratorBatch *g, int from, int to) {
+    if (g->tf) {
+        slm_tf_generator_copy(g, from, to);
+        return;
+    }
     SampleSizes sz = sample_sizes(&g->model->cfg);
     g->pos[to] = g->pos[from];
     if (g->keys) {
@@ -468,6 +474,10 @@ static void feed_job(void *arg, int t, int n) {
 }
 
 void slm_generator_batch_feed(GeneratorBatch *g, const int *which, const int32_t *tokens, int k) {
+    if (g->tf) {
+        slm_tf_generator_feed(g, which, tokens, k);
+        return;
+    }
     if (!g->workers || g->workers->n < 2 || k < 2) {
         feed_part(g, which, tokens, k, g->rows);
         return;

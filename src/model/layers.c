@@ -310,7 +310,9 @@ static void xent_fused_row(float *row, const float *bias, int V, int32_t target,
 static void output_loss_chunk(const OutputLoss *o, int first, int n) {
     int Hd = o->Hd, V = o->V;
     const float *y = o->y + (size_t)first * Hd;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, V, Hd, 1.0f, y, Hd, o->W, Hd, 0.0f, o->scratch, V);
+    int ldw = o->W_columns ? V : Hd; /* W (V, Hd), or (Hd, V): TransformerLens's W_U */
+    enum CBLAS_TRANSPOSE tw = o->W_columns ? CblasNoTrans : CblasTrans, tw_back = o->W_columns ? CblasTrans : CblasNoTrans;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, tw, n, V, Hd, 1.0f, y, Hd, o->W, ldw, 0.0f, o->scratch, V);
     for (int p = 0; p < n; p++) {
         float *row = o->scratch + (size_t)p * V;
         int q = first + p;
@@ -320,9 +322,12 @@ static void output_loss_chunk(const OutputLoss *o, int first, int n) {
                            o->d_bias);
     }
     if (!o->dW) return;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, Hd, V, 1.0f, o->scratch, V, o->W, Hd, 0.0f,
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, tw_back, n, Hd, V, 1.0f, o->scratch, V, o->W, ldw, 0.0f,
                 o->d_y + (size_t)first * Hd, Hd);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, V, Hd, n, 1.0f, o->scratch, V, y, Hd, 1.0f, o->dW, Hd);
+    if (o->W_columns) /* dW (Hd, V) += y^T dl */
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, Hd, V, n, 1.0f, y, Hd, o->scratch, V, 1.0f, o->dW, V);
+    else
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, V, Hd, n, 1.0f, o->scratch, V, y, Hd, 1.0f, o->dW, Hd);
 }
 
 void slm_output_loss(const OutputLoss *o) {

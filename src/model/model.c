@@ -22,7 +22,7 @@ static int qkv_rows(const ModelConfig *c) { return c->n_heads * (2 * c->key_dim 
 /* Row stride of qkv for N positions: N in whole blocks of 8 (attention packs
  * whole blocks), plus 8 floats so that rows read together never sit a
  * multiple of 4 KiB apart (they would evict each other from the same cache sets). */
-static int qkv_stride(int N) { return (N + 7) / 8 * 8 + 8; }
+int slm_qkv_stride(int N) { return (N + 7) / 8 * 8 + 8; }
 
 void slm_model_threads_setup(int n_threads) {
     if (n_threads > 0) omp_set_num_threads(n_threads);
@@ -87,6 +87,10 @@ static void randomize_layer(const Model *m, int l, uint64_t seed) {
  * logits are near 0 (loss near ln 2000). Distance scores start at exactly 0. */
 void slm_model_randomize(Model *m, uint64_t seed) {
     const ModelConfig *c = &m->cfg;
+    if (c->arch == ARCH_TRANSFORMER) {
+        slm_transformer_randomize(m, seed);
+        return;
+    }
     Rng r;
     slm_rng_seed(&r, seed);
     double row_bound = 1.0 / sqrt(c->row_dim), z_bound = 1.0 / sqrt(slm_model_hidden_input_dim(c));
@@ -158,7 +162,7 @@ int slm_batch_add_piece(Batch *b, const int32_t *ids, int len, BatchPiece piece,
 
 /* n floats from a 64-byte boundary: a vector register's loads and stores
  * at whole-register offsets then never straddle two cache lines. */
-static float *alloc_floats(size_t n, Error *e) {
+float *slm_alloc_floats(size_t n, Error *e) {
     size_t bytes = (n * sizeof(float) + 63) / 64 * 64;
     float *p = aligned_alloc(64, bytes ? bytes : 64);
     if (!p)
@@ -171,20 +175,20 @@ static float *alloc_floats(size_t n, Error *e) {
 static int layer_activations_init(Activations *a, const ModelConfig *cfg, int l, Error *e) {
     size_t QKV = (size_t)qkv_rows(cfg), N = (size_t)a->max_positions;
     size_t Din = (size_t)cfg->row_dim + (l > 0 ? (size_t)cfg->n_heads * cfg->value_dim : 0);
-    size_t LD = (size_t)qkv_stride(a->max_positions), HS = (size_t)cfg->n_heads * slm_attention_row_stride(cfg->window);
+    size_t LD = (size_t)slm_qkv_stride(a->max_positions), HS = (size_t)cfg->n_heads * slm_attention_row_stride(cfg->window);
     size_t KV = (size_t)cfg->n_heads * LD * (cfg->key_dim + cfg->value_dim);
     LayerActivations *la = &a->layer[l];
     AttentionScratch *s = &la->scratch;
-    int ok = (la->qkv = alloc_floats(QKV * LD, e)) && (la->att = alloc_floats(HS * N, e)) &&
-             (la->qkv_w = alloc_floats(QKV * Din, e)) && (s->kv = alloc_floats(KV, e)) &&
-             (s->dist = alloc_floats(HS, e)) && (s->lse = alloc_floats((size_t)cfg->n_heads * LD, e)) &&
+    int ok = (la->qkv = slm_alloc_floats(QKV * LD, e)) && (la->att = slm_alloc_floats(HS * N, e)) &&
+             (la->qkv_w = slm_alloc_floats(QKV * Din, e)) && (s->kv = slm_alloc_floats(KV, e)) &&
+             (s->dist = slm_alloc_floats(HS, e)) && (s->lse = slm_alloc_floats((size_t)cfg->n_heads * LD, e)) &&
              (s->variant = slm_variant_scratch_new(cfg, a->max_positions, (int)LD, e));
     if (!ok) return -1;
     s->head_base = l * cfg->n_heads;
     if (l == 0)
-        return (a->d_qkv = alloc_floats(QKV * LD, e)) && (s->d_kv = alloc_floats(KV, e)) &&
-                       (s->d_dist = alloc_floats(HS, e)) && (s->w = alloc_floats(HS, e)) &&
-                       (s->ds = alloc_floats(HS, e)) && (s->dw = alloc_floats(HS, e))
+        return (a->d_qkv = slm_alloc_floats(QKV * LD, e)) && (s->d_kv = slm_alloc_floats(KV, e)) &&
+                       (s->d_dist = slm_alloc_floats(HS, e)) && (s->w = slm_alloc_floats(HS, e)) &&
+                       (s->ds = slm_alloc_floats(HS, e)) && (s->dw = slm_alloc_floats(HS, e))
                    ? 0
                    : -1;
     const AttentionScratch *first = &a->layer[0].scratch;
@@ -193,24 +197,25 @@ static int layer_activations_init(Activations *a, const ModelConfig *cfg, int l,
 }
 
 int slm_activations_init(Activations *a, const ModelConfig *cfg, int max_positions, Error *e) {
+    if (cfg->arch == ARCH_TRANSFORMER) return slm_transformer_activations_init(a, cfg, max_positions, e);
     *a = (Activations){.cfg = *cfg, .max_positions = max_positions};
     if (max_positions < 1) return FAIL(e, NULL, "activations need at least one position (got %d)", max_positions);
     if (cfg->key_dim > STORYLM_MAX_HEAD_DIM || cfg->value_dim > STORYLM_MAX_HEAD_DIM || cfg->n_heads > 32)
         return FAIL(e, NULL, "heads of %d query and %d value numbers (%d heads) are more than the passes take",
                     cfg->key_dim, cfg->value_dim, cfg->n_heads);
     size_t N = (size_t)max_positions, Z = (size_t)slm_model_hidden_input_dim(cfg), Hd = (size_t)cfg->hidden_dim;
-    int ok = (a->z = alloc_floats(N * Z, e)) && (a->d_z = alloc_floats(N * Z, e)) &&
-             (a->hidden = alloc_floats(N * Hd, e)) && (a->d_hidden = alloc_floats(N * Hd, e)) &&
-             (a->logits = alloc_floats(N * cfg->vocab_size, e)) && (a->lse = alloc_floats(N, e)) &&
-             (a->loss = alloc_floats(N, e)) && (a->target = xmalloc(N * sizeof(int32_t), e)) &&
+    int ok = (a->z = slm_alloc_floats(N * Z, e)) && (a->d_z = slm_alloc_floats(N * Z, e)) &&
+             (a->hidden = slm_alloc_floats(N * Hd, e)) && (a->d_hidden = slm_alloc_floats(N * Hd, e)) &&
+             (a->logits = slm_alloc_floats(N * cfg->vocab_size, e)) && (a->lse = slm_alloc_floats(N, e)) &&
+             (a->loss = slm_alloc_floats(N, e)) && (a->target = xmalloc(N * sizeof(int32_t), e)) &&
              (a->correct = xmalloc(N, e)) && (a->first_key = xmalloc(N * sizeof(int), e)) &&
-             (a->ones = alloc_floats(N, e)) && (a->drop_keys = xmalloc(N * sizeof(uint64_t), e));
+             (a->ones = slm_alloc_floats(N, e)) && (a->drop_keys = xmalloc(N * sizeof(uint64_t), e));
     int layers = slm_model_layers(cfg);
     if (ok && cfg->arch == ARCH_ATTENTION) {
         size_t Din = (size_t)cfg->row_dim + (layers > 1 ? (size_t)cfg->n_heads * cfg->value_dim : 0);
-        ok = (a->d_qkv_w = alloc_floats((size_t)qkv_rows(cfg) * Din, e)) != NULL;
+        ok = (a->d_qkv_w = slm_alloc_floats((size_t)qkv_rows(cfg) * Din, e)) != NULL;
         for (int l = 0; ok && l < layers; l++) ok = layer_activations_init(a, cfg, l, e) == 0;
-        if (ok && layers > 1) ok = (a->z_kept = alloc_floats(N * Z, e)) != NULL;
+        if (ok && layers > 1) ok = (a->z_kept = slm_alloc_floats(N * Z, e)) != NULL;
     }
     if (!ok) {
         slm_activations_free(a);
@@ -221,6 +226,10 @@ int slm_activations_init(Activations *a, const ModelConfig *cfg, int max_positio
 }
 
 void slm_activations_free(Activations *a) {
+    if (a->tf) {
+        slm_transformer_activations_free(a);
+        return;
+    }
     for (int l = 0; l < STORYLM_MAX_LAYERS; l++) {
         LayerActivations *la = &a->layer[l];
         slm_variant_scratch_free(la->scratch.variant);
@@ -239,18 +248,23 @@ void slm_activations_free(Activations *a) {
     *a = (Activations){0};
 }
 
+/* Layer l's attention weights (H, N, S) and q, k, v (QKV, ld): the attention
+ * network's layer, or the transformer's block. */
+static const float *layer_att(const Activations *a, int l) { return a->tf ? a->tf->layer[l].att : a->layer[l].att; }
+static const float *layer_qkv(const Activations *a, int l) { return a->tf ? a->tf->layer[l].qkv : a->layer[l].qkv; }
+
 const float *slm_activations_attention(const Activations *a, int g, int p, int *first_key, int *n_keys) {
     int S = slm_attention_row_stride(a->cfg.window), H = a->cfg.n_heads;
     if (first_key) *first_key = a->first_key[p];
     if (n_keys) *n_keys = p - a->first_key[p] + 1;
-    return a->layer[g / H].att + ((size_t)(g % H) * a->n_positions + p) * S + a->first_key[p] % 8;
+    return layer_att(a, g / H) + ((size_t)(g % H) * a->n_positions + p) * S + a->first_key[p] % 8;
 }
 
 void slm_activations_qkv(const Activations *a, int g, int p, float *query, float *key, float *value) {
     const ModelConfig *c = &a->cfg;
     size_t N = (size_t)a->qkv_ld, kd = (size_t)c->key_dim, vd = (size_t)c->value_dim;
     int h = g % c->n_heads;
-    const float *qkv = a->layer[g / c->n_heads].qkv;
+    const float *qkv = layer_qkv(a, g / c->n_heads);
     const float *q = qkv + h * kd * N, *k = qkv + (c->n_heads + h) * kd * N;
     const float *v = qkv + (2 * c->n_heads * kd + h * vd) * N;
     for (size_t i = 0; i < kd; i++) {
@@ -300,48 +314,46 @@ static int check_forward(const Model *m, const Activations *a, const Batch *b, c
     return check_ablation(&m->cfg, ab, e);
 }
 
-/* Per position p: the next id as target (-1 at a story's end) and the first
- * position its window reaches (the story's start or W-1 back). */
-static void prepare_positions(Activations *a, const Batch *b) {
-    int W = a->cfg.window, *story_pos = a->layer[0].scratch.variant ? a->layer[0].scratch.variant->story_pos : NULL;
-    a->n_predicted = 0;
+int slm_batch_positions(const Batch *b, int W, int32_t *target, int *first_key, int *story_pos) {
+    int n_predicted = 0;
     for (int i = 0; i < b->n_stories; i++) {
         int start = b->starts[i], end = b->starts[i + 1];
         const BatchPiece *piece = &b->piece[i];
         for (int p = start; p < end; p++) {
-            a->target[p] = p < start + piece->context ? -1 : p + 1 < end ? b->tokens[p + 1] : piece->next;
-            a->first_key[p] = p - (W - 1) > start ? p - (W - 1) : start;
-            a->n_predicted += a->target[p] >= 0;
+            target[p] = p < start + piece->context ? -1 : p + 1 < end ? b->tokens[p + 1] : piece->next;
+            first_key[p] = p - (W - 1) > start ? p - (W - 1) : start;
+            n_predicted += target[p] >= 0;
             if (story_pos) story_pos[p] = piece->offset + (p - start); /* --pos: the place in the whole story */
         }
     }
+    return n_predicted;
+}
+
+/* Per position: target, first key and place in the story (slm_batch_positions). */
+static void prepare_positions(Activations *a, const Batch *b) {
+    int *story_pos = a->layer[0].scratch.variant ? a->layer[0].scratch.variant->story_pos : NULL;
+    a->n_predicted = slm_batch_positions(b, a->cfg.window, a->target, a->first_key, story_pos);
     a->n_positions = b->n_tokens;
-    a->qkv_ld = qkv_stride(b->n_tokens);
+    a->qkv_ld = slm_qkv_stride(b->n_tokens);
     for (int l = 1; story_pos && l < slm_model_layers(&a->cfg); l++) /* every layer's variant reads them */
         memcpy(a->layer[l].scratch.variant->story_pos, story_pos, (size_t)b->n_tokens * sizeof(int));
 }
 
-/* query (H, D, kd), key (H, D, kd), value (H, D, vd) -> qkv_w (QKV, D), so one
- * sgemm makes every head's queries, keys and values at once. m is a layer's
- * view (slm_model_layer_view): D is the layer's input width. */
-static void pack_qkv_weights(const Model *m, float *qkv_w) {
-    const ModelConfig *c = &m->cfg;
-    int D = c->row_dim, kd = c->key_dim, vd = c->value_dim, H = c->n_heads;
+void slm_pack_qkv(const float *query, const float *key, const float *value, int H, int D, int kd, int vd,
+                  float *qkv_w) {
     for (int h = 0; h < H; h++)
         for (int r = 0; r < D; r++) {
             for (int i = 0; i < kd; i++) {
-                qkv_w[(size_t)(h * kd + i) * D + r] = m->query[((size_t)h * D + r) * kd + i];
-                qkv_w[(size_t)((H + h) * kd + i) * D + r] = m->key[((size_t)h * D + r) * kd + i];
+                qkv_w[(size_t)(h * kd + i) * D + r] = query[((size_t)h * D + r) * kd + i];
+                qkv_w[(size_t)((H + h) * kd + i) * D + r] = key[((size_t)h * D + r) * kd + i];
             }
             for (int i = 0; i < vd; i++)
-                qkv_w[(size_t)(2 * H * kd + h * vd + i) * D + r] = m->value[((size_t)h * D + r) * vd + i];
+                qkv_w[(size_t)(2 * H * kd + h * vd + i) * D + r] = value[((size_t)h * D + r) * vd + i];
         }
 }
 
-/* The reverse of pack_qkv_weights, accumulating: d_qkv_w (QKV, D) -> grads +=. */
-static void unpack_qkv_grads(const Model *m, const float *d_qkv_w, float *d_query, float *d_key, float *d_value) {
-    const ModelConfig *c = &m->cfg;
-    int D = c->row_dim, kd = c->key_dim, vd = c->value_dim, H = c->n_heads;
+void slm_unpack_qkv_grads(const float *d_qkv_w, int H, int D, int kd, int vd, float *d_query, float *d_key,
+                          float *d_value) {
     for (int h = 0; h < H; h++)
         for (int r = 0; r < D; r++) {
             for (int i = 0; i < kd; i++) {
@@ -351,6 +363,18 @@ static void unpack_qkv_grads(const Model *m, const float *d_qkv_w, float *d_quer
             for (int i = 0; i < vd; i++)
                 d_value[((size_t)h * D + r) * vd + i] += d_qkv_w[(size_t)(2 * H * kd + h * vd + i) * D + r];
         }
+}
+
+/* A layer's view (slm_model_layer_view) -> its qkv_w (QKV, D): D is the layer's input width. */
+static void pack_qkv_weights(const Model *m, float *qkv_w) {
+    const ModelConfig *c = &m->cfg;
+    slm_pack_qkv(m->query, m->key, m->value, c->n_heads, c->row_dim, c->key_dim, c->value_dim, qkv_w);
+}
+
+/* The reverse of pack_qkv_weights, accumulating into the layer's gradients. */
+static void unpack_qkv_grads(const Model *m, const float *d_qkv_w, float *d_query, float *d_key, float *d_value) {
+    const ModelConfig *c = &m->cfg;
+    slm_unpack_qkv_grads(d_qkv_w, c->n_heads, c->row_dim, c->key_dim, c->value_dim, d_query, d_key, d_value);
 }
 
 /* z (N, Z): layer l's switched-off heads' slots -> 0 or the head's mean output. */
@@ -452,11 +476,19 @@ static int check_losses(const Activations *a, const Batch *b, Error *e) {
 }
 
 int slm_model_forward_heads(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, Error *e) {
+    if (m->cfg.arch == ARCH_TRANSFORMER)
+        return slm_transformer_forward(m, a, b, ablation, e);
     return forward_to_hidden(m, a, b, ablation, 1, e);
 }
 
 int slm_model_forward(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, float *mean_loss,
                   Error *e) {
+    if (m->cfg.arch == ARCH_TRANSFORMER) {
+        if (slm_transformer_forward(m, a, b, ablation, e) || check_losses(a, b, e))
+            return -1;
+        mean_of_losses(a, mean_loss);
+        return 0;
+    }
     if (forward_to_hidden(m, a, b, ablation, 1, e)) return -1;
     const ModelConfig *c = &m->cfg;
     slm_output_forward(m->output_w, m->output_b, a->hidden, a->n_positions, c->hidden_dim, c->vocab_size, a->logits,
@@ -530,6 +562,10 @@ static void backward_from_hidden(const Model *m, Activations *a, const Batch *b,
 void slm_model_backward(const Model *m, Activations *a, const Batch *b, float *grads) {
     const ModelConfig *c = &m->cfg;
     if (a->n_predicted < 1) return; /* no target: the loss depends on nothing */
+    if (c->arch == ARCH_TRANSFORMER) {
+        slm_transformer_backward(m, a, b, grads);
+        return;
+    }
     slm_output_backward(m->output_w, a->hidden, a->logits, a->target, a->lse, 1.0f / a->n_predicted, a->n_positions,
                     c->hidden_dim, c->vocab_size, grad_of(m, grads, m->output_w), grad_of(m, grads, m->output_b),
                     a->d_hidden, a->ones);
@@ -542,6 +578,12 @@ void slm_model_backward(const Model *m, Activations *a, const Batch *b, float *g
 
 int slm_model_loss_and_grad(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, float scale,
                         float *grads, Error *e) {
+    if (m->cfg.arch == ARCH_TRANSFORMER) {
+        if (slm_transformer_loss_and_grad(m, a, b, ablation, scale, grads, e) || check_losses(a, b, e))
+            return -1;
+        mean_of_losses(a, NULL);
+        return 0;
+    }
     if (forward_to_hidden(m, a, b, ablation, 0, e)) return -1;
     const ModelConfig *c = &m->cfg;
     int backward = grads && a->n_predicted > 0;

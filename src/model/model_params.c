@@ -7,25 +7,31 @@
 #include "storylm/model.h"
 
 ModelConfig slm_model_config_default(Arch arch, int vocab_size) {
+    if (arch == ARCH_TRANSFORMER) return slm_transformer_config_default(vocab_size);
     return (ModelConfig){.arch = arch, .vocab_size = vocab_size, .row_dim = 32, .n_heads = 8, .key_dim = 8,
                          .value_dim = 16, .window = 256, .hidden_dim = 128, .context = 8, .n_layers = 1};
 }
 
-int slm_model_layers(const ModelConfig *c) { return c->arch == ARCH_ATTENTION && c->n_layers > 1 ? c->n_layers : 1; }
+int slm_model_layers(const ModelConfig *c) {
+    return (c->arch == ARCH_ATTENTION || c->arch == ARCH_TRANSFORMER) && c->n_layers > 1 ? c->n_layers : 1;
+}
 
-int slm_model_heads(const ModelConfig *c) { return c->arch == ARCH_ATTENTION ? slm_model_layers(c) * c->n_heads : 0; }
+int slm_model_heads(const ModelConfig *c) { return c->arch != ARCH_WINDOW8 ? slm_model_layers(c) * c->n_heads : 0; }
 
 void slm_head_name(const ModelConfig *c, int g, char *buf, size_t size) {
     if (slm_model_layers(c) > 1) snprintf(buf, size, "%d:%d", g / c->n_heads + 1, g % c->n_heads);
     else snprintf(buf, size, "%d", g);
 }
 
-const char *slm_arch_name(Arch arch) { return arch == ARCH_WINDOW8 ? "window8" : "attention"; }
+const char *slm_arch_name(Arch arch) {
+    return arch == ARCH_WINDOW8 ? "window8" : arch == ARCH_TRANSFORMER ? "transformer" : "attention";
+}
 
 int slm_arch_parse(const char *name, Arch *arch, Error *e) {
     if (strcmp(name, "attention") == 0) *arch = ARCH_ATTENTION;
     else if (strcmp(name, "window8") == 0) *arch = ARCH_WINDOW8;
-    else return FAIL(e, "use attention or window8", "unknown architecture '%s'", name);
+    else if (strcmp(name, "transformer") == 0) *arch = ARCH_TRANSFORMER;
+    else return FAIL(e, "use attention, window8 or transformer", "unknown architecture '%s'", name);
     return 0;
 }
 
@@ -71,11 +77,11 @@ static int decays(const char *name) {
            strcmp(name, "hidden.weight") == 0 || strcmp(name, "output.weight") == 0;
 }
 
-static void add_tensor(Model *m, const char *name, int ndim, int d0, int d1, int d2) {
+void slm_model_add_tensor(Model *m, const char *name, int ndim, int d0, int d1, int d2, int decay) {
     ParamTensor *t = &m->tensors[m->n_tensors++];
     int dims[3] = {d0, d1, d2};
     t->name = name;
-    t->decay = decays(name);
+    t->decay = decay;
     t->ndim = ndim;
     t->size = 1;
     for (int i = 0; i < 3; i++) {
@@ -84,6 +90,10 @@ static void add_tensor(Model *m, const char *name, int ndim, int d0, int d1, int
     }
     t->offset = m->n_params;
     m->n_params += t->size;
+}
+
+static void add_tensor(Model *m, const char *name, int ndim, int d0, int d1, int d2) {
+    slm_model_add_tensor(m, name, ndim, d0, d1, d2, decays(name));
 }
 
 /* Layer l's own tensors (l >= 1 reads the row and layer l-1's heads); the
@@ -110,6 +120,10 @@ static void layout(Model *m, const ModelConfig *c) {
     m->cfg = *c;
     m->n_params = 0;
     m->n_tensors = 0;
+    if (c->arch == ARCH_TRANSFORMER) {
+        slm_transformer_layout(m);
+        return;
+    }
     add_tensor(m, "embedding", 2, c->vocab_size, c->row_dim, 0);
     for (int l = 0; c->arch == ARCH_ATTENTION && l < slm_model_layers(c); l++) layout_layer(m, c, l);
     add_tensor(m, "hidden.weight", 2, c->hidden_dim, slm_model_hidden_input_dim(c), 0);
@@ -159,8 +173,20 @@ static float *view(Model *m, const char *name) {
     return t ? m->params + t->offset : NULL;
 }
 
+/* The transformer's checks and views (its passes look their tensors up in
+ * TfViews; embedding is W_E, which generation and the tokens' views read). */
+static int transformer_init(Model *m, const ModelConfig *cfg, Error *e) {
+    if (slm_transformer_check_config(cfg, e)) return -1;
+    layout(m, cfg);
+    m->params = xcalloc(m->n_params, sizeof(float), e);
+    if (!m->params) return -1;
+    m->embedding = view(m, "embed.W_E");
+    return 0;
+}
+
 int slm_model_init(Model *m, const ModelConfig *cfg, Error *e) {
     *m = (Model){0};
+    if (cfg->arch == ARCH_TRANSFORMER) return transformer_init(m, cfg, e);
     if (cfg->vocab_size < 2 || cfg->row_dim < 1 || cfg->n_heads < 1 || cfg->key_dim < 1 || cfg->value_dim < 1 ||
         cfg->window < 1 || cfg->hidden_dim < 1 || cfg->context < 1)
         return FAIL(e, NULL, "invalid model sizes");

@@ -145,7 +145,7 @@ static int tally_random(ProbeRunner *r, const Stories *s, const int *idx, int n,
 }
 
 static int check_options(const Model *m, int n, const DetectOptions *o, Error *e) {
-    if (slm_probe_need_attention(m, "detect", e)) return -1;
+    if (slm_probe_need_heads(m, "detect", e)) return -1;
     if (n < 1) return FAIL(e, "give a stories file with test stories", "no stories to detect heads on");
     if (o->length < 2 || 2 * o->length + 1 > m->cfg.window)
         return FAIL(e, "give a --length from 2 to half the window (127 for 256 distances)",

@@ -56,7 +56,7 @@ static int heads_alloc(HeadsResult *out, int H, int top_k, Error *e) {
 
 int slm_probe_heads(const Model *m, const Stories *s, const int *idx, int n, int top_k, HeadsResult *out, Error *e) {
     const ModelConfig *c = &m->cfg;
-    if (slm_probe_need_attention(m, "heads", e)) return -1;
+    if (slm_probe_need_heads(m, "heads", e)) return -1;
     int H = slm_model_heads(c), V = c->vocab_size; /* every layer's heads, numbered as Ablation's */
     *out = (HeadsResult){.n_heads = H, .top_k = top_k > 0 ? top_k : 1};
     double *by_token = xcalloc((size_t)H * V, sizeof(double), e);

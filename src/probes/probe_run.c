@@ -56,8 +56,16 @@ int slm_probe_run_story(ProbeRunner *r, const Stories *s, int i, const Ablation 
 
 int slm_probe_need_attention(const Model *m, const char *what, Error *e) {
     if (m->cfg.arch == ARCH_ATTENTION) return 0;
+    if (m->cfg.arch == ARCH_TRANSFORMER)
+        return FAIL(e, "eval, generate and info read a transformer; for the probes give a model trained with --arch attention",
+                    "%s does not read a transformer yet (its heads sit in blocks of attention and MLP, docs/transformer.md)",
+                    what);
     return FAIL(e, "give a model trained with --arch attention (the default)",
                 "%s needs the attention network, and this is a %s model: it has no heads", what, slm_arch_name(m->cfg.arch));
+}
+
+int slm_probe_need_heads(const Model *m, const char *what, Error *e) {
+    return m->cfg.arch == ARCH_TRANSFORMER ? 0 : slm_probe_need_attention(m, what, e);
 }
 
 int slm_probe_need_one_layer(const Model *m, const char *what, Error *e) {

@@ -111,7 +111,7 @@ static void keep_positions(const Shards *s, const Shard *h, int j, int k, int at
  * With L layers of heads, W-1 a layer: a layer-2 key's value reads layer 1's
  * heads at its own position, which read W-1 further back. */
 static int piece_context(const ModelConfig *c) {
-    return c->arch == ARCH_ATTENTION ? slm_model_layers(c) * (c->window - 1) : c->context - 1;
+    return c->arch != ARCH_WINDOW8 ? slm_model_layers(c) * (c->window - 1) : c->context - 1; /* attention, transformer */
 }
 
 int slm_shards_positions(const ModelConfig *c, int positions, int longest) {

@@ -217,6 +217,29 @@ static int resume_schedule(Trainer *t, const Metadata *md, const TrainingState *
     return 0;
 }
 
+/* --arch transformer's sizes: the default's, where a flag gives none. */
+static void transformer_shape(const TrainOptions *o, ModelConfig *c) {
+    c->n_layers = o->layers > 0 ? o->layers : slm_transformer_config_default(c->vocab_size).n_layers;
+    c->row_dim = o->d_model > 0 ? o->d_model : c->row_dim;
+    c->n_heads = o->heads > 0 ? o->heads : c->n_heads;
+    c->key_dim = c->value_dim = o->d_head > 0 ? o->d_head : c->key_dim;
+    c->hidden_dim = o->d_mlp > 0 ? o->d_mlp : c->hidden_dim;
+    c->act = (int)o->act;
+}
+
+/* A resume given transformer sizes must be given the file's. */
+static int check_resume_shape(const TrainOptions *o, const ModelConfig *have, Error *e) {
+    if (!(o->given & TRAIN_GIVEN_SHAPE)) return 0;
+    ModelConfig want = *have;
+    transformer_shape(o, &want);
+    if (have->arch == ARCH_TRANSFORMER && want.row_dim == have->row_dim && want.n_heads == have->n_heads &&
+        want.key_dim == have->key_dim && want.hidden_dim == have->hidden_dim && want.act == have->act)
+        return 0;
+    return FAIL(e, "leave --d-model, --n-heads, --d-head, --d-mlp and --act out when resuming, or train afresh",
+                "cannot resume '%s' with those sizes: it is a %s model of d_model %d, %d heads of %d, d_mlp %d",
+                o->out, slm_arch_name(have->arch), have->row_dim, have->n_heads, have->key_dim, have->hidden_dim);
+}
+
 /* Loads o.out and its optimizer state; the schedule and seed come from the
  * file so the run goes on as it began (only --steps may extend it). */
 static int resume(Trainer *t, Error *e) {
@@ -249,6 +272,7 @@ static int resume(Trainer *t, Error *e) {
                       "cannot resume '%s' with --layers %d: it is a model of %d layers", t->o.out, t->o.layers,
                       slm_model_layers(&t->model.cfg));
         t->o.layers = slm_model_layers(&t->model.cfg);
+        if (!rc) rc = check_resume_shape(&t->o, &t->model.cfg, e);
         if (!rc) rc = resume_schedule(t, &md, &st, e);
     }
     if (!rc) rc = slm_regularise_check_resume(&t->o, &md, t->o.out, e);
@@ -287,6 +311,7 @@ static int trainer_init(Trainer *t, const Stories *s, const TrainOptions *o, Tra
         cfg.pos = o->pos;
         cfg.score = o->score;
         cfg.n_layers = o->layers > 1 ? o->layers : 1;
+        if (o->arch == ARCH_TRANSFORMER) transformer_shape(o, &cfg);
         if (slm_model_init(&t->model, &cfg, e) || slm_adam_init(&t->adam, t->model.n_params, e)) return -1;
         slm_model_randomize(&t->model, o->seed);
         t->run_id = slm_checkpoint_new_run_id();

@@ -189,7 +189,12 @@ int slm_session_ablation(const LoadedModel *lm, const char *ablate, const char *
     *ab = (Ablation){0};
     desc[0] = '\0';
     if (!ablate) return 0;
-    if (lm->model.cfg.arch != ARCH_ATTENTION)
+    if (lm->model.cfg.arch == ARCH_TRANSFORMER && strcmp(mode, "mean") == 0)
+        return FAIL(e, "use --ablate-mode zero", "'%s' is a transformer: --ablate switches its heads off in zero mode only", lm->path);
+    if (lm->model.cfg.arch == ARCH_TRANSFORMER && slm_model_heads(&lm->model.cfg) > 32)
+        return FAIL(e, "leave out --ablate", "'%s' has %d heads; --ablate names at most 32", lm->path,
+                    slm_model_heads(&lm->model.cfg));
+    if (lm->model.cfg.arch == ARCH_WINDOW8)
         return FAIL(e, "leave out --ablate", "'%s' is a %s model: it has no heads to switch off", lm->path,
                     slm_arch_name(lm->model.cfg.arch));
     if (slm_cli_parse_model_heads(ablate, &lm->model.cfg, &ab->heads, e)) return -1;
@@ -275,6 +280,7 @@ int slm_probe_session_open(ProbeSession *ps, const ProbeOptions *o, const char *
                              : ps->shipped;
     int rc = slm_probe_check_outputs(o, ps->model_path, stories_path, NULL, e); /* before the work */
     if (!rc) rc = slm_cli_load_model(&ps->lm, ps->model_path, e);
+    if (!rc && (flags & PROBE_TRANSFORMER) && ps->lm.model.cfg.arch == ARCH_TRANSFORMER) flags &= ~PROBE_ATTENTION_ONLY;
     if (!rc && (flags & PROBE_ATTENTION_ONLY)) rc = slm_probe_need_attention(&ps->lm.model, what, e);
     if (!rc && (flags & PROBE_ATTENTION_ONLY) && !(flags & PROBE_LAYERS)) rc = slm_probe_need_one_layer(&ps->lm.model, what, e);
     if (!rc && stories_path) rc = slm_probe_session_stories(ps, o->n_test, flags, e);

@@ -1,0 +1,483 @@
+/* The transformer (--arch transformer): its parts' backward against central
+ * finite differences (LayerNorm, the activations), then the whole network's
+ * forward and every parameter's gradient against a plain re-statement in
+ * double (loops straight from transformer.h's equations, nothing shared with
+ * src/ but the tensor table), for every position scheme and activation, on
+ * a tiny configuration of two blocks: vocabulary 11, n_ctx 4, a story longer
+ * than the window and two shorter ones. Then the default's parameter count,
+ * TransformerLens's names and shapes, and the same bits twice. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "storylm/generate.h"
+#include "storylm/model.h"
+#include "storylm/rng.h"
+
+static ModelConfig tiny(PosScheme pos, ActFn act) {
+    ModelConfig c = slm_transformer_config_default(11);
+    c.row_dim = 6, c.n_heads = 2, c.key_dim = c.value_dim = 4, c.hidden_dim = 8, c.window = 4, c.n_layers = 2;
+    c.pos = pos, c.act = act;
+    return c;
+}
+
+/* ---- the parts ------------------------------------------------------------ */
+
+/* sum of d_y * LN(x) as a function of x, w, b: its gradient is the backward's. */
+static double ln_objective(const float *x, const float *w, const float *b, const float *d_y, int n, int D) {
+    float y[64], mean[8], rstd[8];
+    slm_layernorm_forward(x, w, b, n, D, y, mean, rstd);
+    double s = 0;
+    for (int i = 0; i < n * D; i++) s += (double)d_y[i] * y[i];
+    return s;
+}
+
+/* d (objective) / d v[i] by central differences, v perturbed in place. */
+static double numeric(float *v, int i, const float *x, const float *w, const float *b, const float *d_y, int n,
+                      int D) {
+    float saved = v[i], h = 1e-2f;
+    v[i] = saved + h;
+    double up = ln_objective(x, w, b, d_y, n, D);
+    v[i] = saved - h;
+    double down = ln_objective(x, w, b, d_y, n, D);
+    v[i] = saved;
+    return (up - down) / (2 * h);
+}
+
+static void check_layernorm(Rng *rng) {
+    enum { n = 3, D = 7 };
+    float x[n * D], w[D], b[D], d_y[n * D], d_x[n * D] = {0}, d_w[D] = {0}, d_b[D] = {0}, y[n * D], mean[n], rstd[n];
+    for (int i = 0; i < n * D; i++) x[i] = (float)slm_rng_normal(rng) * 2 + 1, d_y[i] = (float)slm_rng_normal(rng);
+    for (int i = 0; i < D; i++) w[i] = 1 + (float)slm_rng_normal(rng) * 0.3f, b[i] = (float)slm_rng_normal(rng);
+    slm_layernorm_forward(x, w, b, n, D, y, mean, rstd);
+    double m = 0, v = 0;
+    for (int i = 0; i < D; i++) m += x[i];
+    m /= D;
+    for (int i = 0; i < D; i++) v += (x[i] - m) * (x[i] - m);
+    v /= D;
+    CHECK_CLOSE(y[2], (x[2] - m) / sqrt(v + 1e-5) * w[2] + b[2], 1e-5, 1e-6); /* biased variance, eps 1e-5 */
+    slm_layernorm_backward(x, w, mean, rstd, d_y, n, D, d_x, d_w, d_b);
+    for (int i = 0; i < n * D; i++) CHECK_CLOSE(d_x[i], numeric(x, i, x, w, b, d_y, n, D), 1e-2, 2e-3);
+    for (int i = 0; i < D; i++) {
+        CHECK_CLOSE(d_w[i], numeric(w, i, x, w, b, d_y, n, D), 1e-2, 2e-3);
+        CHECK_CLOSE(d_b[i], numeric(b, i, x, w, b, d_y, n, D), 1e-2, 2e-3);
+    }
+}
+
+static void check_activations(void) {
+    static const float xs[] = {-3.0f, -1.2f, -0.3f, 0.0005f, 0.2f, 0.9f, 2.5f}; /* 0.0005: gelu's backward near 0 */
+    for (int act = 0; act < ACT_COUNT; act++)
+        for (int i = 0; i < 7; i++) {
+            /* a step that does not cross relu's kink */
+            float x = xs[i], h = fabsf(x) < 0.01f ? 1e-4f : 1e-3f, up[1], down[1], post[1], d[1] = {1.0f};
+            float xu = x + h, xd = x - h;
+            slm_act_forward((ActFn)act, &xu, 1, up);
+            slm_act_forward((ActFn)act, &xd, 1, down);
+            slm_act_forward((ActFn)act, &x, 1, post);
+            slm_act_backward((ActFn)act, &x, post, 1, d);
+            CHECK_CLOSE(d[0], (up[0] - down[0]) / (2 * h), 1e-2, 1e-3);
+        }
+    float x = 1.0f, y;
+    slm_act_forward(ACT_GELU, &x, 1, &y);
+    CHECK_CLOSE(y, 0.8413447460685429, 1e-6, 0); /* x Phi(x) at 1 */
+    slm_act_forward(ACT_GELU_NEW, &x, 1, &y);
+    CHECK_CLOSE(y, 0.8411919906082768, 1e-6, 0); /* GPT-2's tanh form at 1 */
+}
+
+/* ---- the whole network, restated in double ---------------------------------- */
+
+typedef struct Ref {
+    const Model *m;
+    const double *p;
+    uint32_t off; /* heads switched off (zero mode), numbered over the blocks */
+} Ref;
+
+enum { MAXT = 12, MAXD = 8, MAXF = 8, MAXH = 2, MAXV = 11 };
+
+static const double *tensor(const Ref *r, const char *name) {
+    const ParamTensor *t = slm_model_tensor(r->m, name);
+    return t ? r->p + t->offset : NULL;
+}
+
+static const double *block_tensor(const Ref *r, int l, const char *name) {
+    char full[64];
+    snprintf(full, sizeof full, "blocks.%d.%s", l, name);
+    return tensor(r, full);
+}
+
+static void ref_layernorm(const double *x, const double *w, const double *b, int D, double *y) {
+    double m = 0, v = 0;
+    for (int i = 0; i < D; i++) m += x[i];
+    m /= D;
+    for (int i = 0; i < D; i++) v += (x[i] - m) * (x[i] - m);
+    v /= D;
+    for (int i = 0; i < D; i++) y[i] = (x[i] - m) / sqrt(v + 1e-5) * w[i] + b[i];
+}
+
+static double ref_act(int act, double x) {
+    if (act == ACT_GELU) return 0.5 * x * (1 + erf(x / sqrt(2.0)));
+    if (act == ACT_GELU_NEW) return 0.5 * x * (1 + tanh(sqrt(2 / 3.14159265358979323846) * (x + 0.044715 * x * x * x)));
+    return x > 0 ? x : 0;
+}
+
+/* x (dh) turned by position t, adjacent pairs (TransformerLens's rotary_adjacent_pairs). */
+static void ref_rope(double *x, int dh, int t) {
+    for (int i = 0; 2 * i + 1 < dh; i++) {
+        double a = t * pow(10000.0, -2.0 * i / dh), x0 = x[2 * i], x1 = x[2 * i + 1];
+        x[2 * i] = x0 * cos(a) - x1 * sin(a);
+        x[2 * i + 1] = x0 * sin(a) + x1 * cos(a);
+    }
+}
+
+static double ref_position_score(const Ref *r, int l, int h, int d) {
+    const ModelConfig *c = &r->m->cfg;
+    if (c->pos == POS_DISTANCE) return block_tensor(r, l, "attn.distance")[h * c->window + d];
+    if (c->pos == POS_ALIBI) return -pow(2.0, -8.0 * (h + 1) / c->n_heads) * d;
+    if (c->pos == POS_T5) return block_tensor(r, l, "attn.distance_bucket")[h * 32 + d]; /* d < 16: its own bucket */
+    return 0;
+}
+
+/* resid (T, D) += block l's attention part. */
+static void ref_attention(const Ref *r, int l, int T, double resid[MAXT][MAXD]) {
+    const ModelConfig *c = &r->m->cfg;
+    int D = c->row_dim, H = c->n_heads, dh = c->key_dim;
+    const double *Wq = block_tensor(r, l, "attn.W_Q"), *Wk = block_tensor(r, l, "attn.W_K");
+    const double *Wv = block_tensor(r, l, "attn.W_V"), *bq = block_tensor(r, l, "attn.b_Q");
+    const double *bk = block_tensor(r, l, "attn.b_K"), *bv = block_tensor(r, l, "attn.b_V");
+    const double *Wo = block_tensor(r, l, "attn.W_O"), *bo = block_tensor(r, l, "attn.b_O");
+    double x[MAXT][MAXD], q[MAXT][MAXH][MAXD], k[MAXT][MAXH][MAXD], v[MAXT][MAXH][MAXD], out[MAXT][MAXD];
+    for (int t = 0; t < T; t++) {
+        ref_layernorm(resid[t], block_tensor(r, l, "ln1.w"), block_tensor(r, l, "ln1.b"), D, x[t]);
+        for (int h = 0; h < H; h++) {
+            for (int i = 0; i < dh; i++) {
+                q[t][h][i] = bq[h * dh + i], k[t][h][i] = bk[h * dh + i], v[t][h][i] = bv[h * dh + i];
+                for (int j = 0; j < D; j++) {
+                    q[t][h][i] += x[t][j] * Wq[(h * D + j) * dh + i];
+                    k[t][h][i] += x[t][j] * Wk[(h * D + j) * dh + i];
+                    v[t][h][i] += x[t][j] * Wv[(h * D + j) * dh + i];
+                }
+            }
+            if (c->pos == POS_ROPE) ref_rope(q[t][h], dh, t), ref_rope(k[t][h], dh, t);
+        }
+    }
+    for (int t = 0; t < T; t++) {
+        for (int j = 0; j < D; j++) out[t][j] = bo[j];
+        int lo = t - c->window + 1 > 0 ? t - c->window + 1 : 0;
+        for (int h = 0; h < H; h++) {
+            double s[MAXT], mx = -1e300, sum = 0, z[MAXD] = {0};
+            for (int u = lo; u <= t; u++) {
+                double dot = 0;
+                for (int i = 0; i < dh; i++) dot += q[t][h][i] * k[u][h][i];
+                s[u] = dot / sqrt(dh) + ref_position_score(r, l, h, t - u);
+                mx = fmax(mx, s[u]);
+            }
+            for (int u = lo; u <= t; u++) sum += exp(s[u] - mx);
+            for (int u = lo; u <= t; u++)
+                for (int i = 0; i < dh; i++) z[i] += exp(s[u] - mx) / sum * v[u][h][i];
+            if (r->off >> (l * H + h) & 1u) continue; /* switched off: its z is 0 */
+            for (int i = 0; i < dh; i++)
+                for (int j = 0; j < D; j++) out[t][j] += z[i] * Wo[(h * dh + i) * D + j];
+        }
+    }
+    for (int t = 0; t < T; t++)
+        for (int j = 0; j < D; j++) resid[t][j] += out[t][j];
+}
+
+/* resid (T, D) += block l's MLP part. */
+static void ref_mlp(const Ref *r, int l, int T, double resid[MAXT][MAXD]) {
+    const ModelConfig *c = &r->m->cfg;
+    int D = c->row_dim, F = c->hidden_dim;
+    const double *Win = block_tensor(r, l, "mlp.W_in"), *bin = block_tensor(r, l, "mlp.b_in");
+    const double *Wout = block_tensor(r, l, "mlp.W_out"), *bout = block_tensor(r, l, "mlp.b_out");
+    for (int t = 0; t < T; t++) {
+        double x[MAXD], post[MAXF];
+        ref_layernorm(resid[t], block_tensor(r, l, "ln2.w"), block_tensor(r, l, "ln2.b"), D, x);
+        for (int f = 0; f < F; f++) {
+            double pre = bin[f];
+            for (int j = 0; j < D; j++) pre += x[j] * Win[j * F + f];
+            post[f] = ref_act(c->act, pre);
+        }
+        for (int j = 0; j < D; j++) {
+            double o = bout[j];
+            for (int f = 0; f < F; f++) o += post[f] * Wout[f * D + j];
+            resid[t][j] += o;
+        }
+    }
+}
+
+/* Sum of the losses of one story. */
+static double ref_story_loss(const Ref *r, const int32_t *ids, int T) {
+    const ModelConfig *c = &r->m->cfg;
+    int D = c->row_dim, V = c->vocab_size;
+    const double *E = tensor(r, "embed.W_E"), *P = tensor(r, "pos_embed.W_pos");
+    double resid[MAXT][MAXD], total = 0;
+    for (int t = 0; t < T; t++)
+        for (int j = 0; j < D; j++)
+            resid[t][j] = E[ids[t] * D + j] + (P ? P[(t < c->window ? t : c->window - 1) * D + j] : 0);
+    for (int l = 0; l < c->n_layers; l++) {
+        ref_attention(r, l, T, resid);
+        ref_mlp(r, l, T, resid);
+    }
+    const double *Wu = tensor(r, "unembed.W_U"), *bu = tensor(r, "unembed.b_U");
+    for (int t = 0; t + 1 < T; t++) {
+        double x[MAXD], logits[MAXV], mx = -1e300, sum = 0;
+        ref_layernorm(resid[t], tensor(r, "ln_final.w"), tensor(r, "ln_final.b"), D, x);
+        for (int v = 0; v < V; v++) {
+            logits[v] = bu[v];
+            for (int j = 0; j < D; j++) logits[v] += x[j] * Wu[j * V + v];
+            mx = fmax(mx, logits[v]);
+        }
+        for (int v = 0; v < V; v++) sum += exp(logits[v] - mx);
+        total += mx + log(sum) - logits[ids[t + 1]];
+    }
+    return total;
+}
+
+static double ref_loss(const Ref *r, const Batch *b) {
+    double total = 0;
+    int n = 0;
+    for (int s = 0; s < b->n_stories; s++) {
+        int T = b->starts[s + 1] - b->starts[s];
+        total += ref_story_loss(r, b->tokens + b->starts[s], T);
+        n += T - 1;
+    }
+    return total / n;
+}
+
+/* Stories of 9 (longer than the window), 4 and 2 tokens, random ids. */
+static void tiny_batch(Batch *b, Rng *rng) {
+    static const int lengths[3] = {9, 4, 2};
+    int32_t ids[16];
+    Error e;
+    CHECK(slm_batch_init(b, 32, 4, &e) == 0);
+    for (int s = 0; s < 3; s++) {
+        ids[0] = 1; /* [EOS] */
+        for (int t = 1; t < lengths[s]; t++) ids[t] = (int32_t)slm_rng_below(rng, 11);
+        CHECK(slm_batch_add(b, ids, lengths[s], &e) == 0);
+    }
+}
+
+/* Weights large enough that attention is far from even and the MLP bends;
+ * LayerNorm weights around 1. */
+static void random_params(Model *m, Rng *rng) {
+    for (int t = 0; t < m->n_tensors; t++) {
+        const ParamTensor *pt = &m->tensors[t];
+        const char *last = strrchr(pt->name, '.');
+        int ln_weight = last && strcmp(last, ".w") == 0;
+        for (size_t i = pt->offset; i < pt->offset + pt->size; i++)
+            m->params[i] = (float)(ln_weight ? 1 + 0.3 * slm_rng_normal(rng) : 0.6 * slm_rng_normal(rng));
+    }
+}
+
+/* Analytic (slm_model_backward and training's slm_model_loss_and_grad)
+ * against numerical gradients of the double re-statement, every parameter. */
+static void gradcheck(PosScheme pos, ActFn act, uint32_t off) {
+    ModelConfig cfg = tiny(pos, act);
+    Ablation ab = {.heads = off}, *abp = off ? &ab : NULL;
+    char what[64];
+    snprintf(what, sizeof what, "%s %s%s", slm_pos_name(pos), slm_act_name(act), off ? " ablated" : "");
+    Model m;
+    Activations a;
+    Batch b;
+    Error e;
+    Rng rng;
+    slm_rng_seed(&rng, 7);
+    CHECK(slm_model_init(&m, &cfg, &e) == 0);
+    CHECK(slm_activations_init(&a, &cfg, 32, &e) == 0);
+    tiny_batch(&b, &rng);
+    random_params(&m, &rng);
+    float *grads = malloc(m.n_params * sizeof(float)), *fused = calloc(m.n_params, sizeof(float));
+    double *p = malloc(m.n_params * sizeof(double));
+    for (size_t i = 0; i < m.n_params; i++) p[i] = m.params[i];
+    Ref ref = {&m, p, off};
+    float loss;
+    CHECK(slm_model_forward(&m, &a, &b, abp, &loss, &e) == 0);
+    CHECK_CLOSE(a.mean_loss, ref_loss(&ref, &b), 1e-5, 0); /* the same function */
+    slm_model_zero_grad(&m, grads);
+    slm_model_backward(&m, &a, &b, grads);
+    CHECK(slm_model_loss_and_grad(&m, &a, &b, abp, 1.0f / a.n_predicted, fused, &e) == 0);
+    CHECK_CLOSE(a.mean_loss, loss, 1e-6, 0);
+    double worst = 0, h = 1e-5;
+    for (int t = 0; t < m.n_tensors; t++) {
+        const ParamTensor *pt = &m.tensors[t];
+        double max_diff = 0, max_grad = 0;
+        for (size_t i = pt->offset; i < pt->offset + pt->size; i++) {
+            double saved = p[i];
+            p[i] = saved + h;
+            double up = ref_loss(&ref, &b);
+            p[i] = saved - h;
+            double down = ref_loss(&ref, &b);
+            p[i] = saved;
+            double num = (up - down) / (2 * h);
+            max_diff = fmax(max_diff, fmax(fabs(num - grads[i]), fabs(num - fused[i])));
+            max_grad = fmax(max_grad, fabs(num));
+        }
+        /* b_K's true gradient is 0 unless rope turns it: a bias on every key moves
+         * all of a query's scores alike. The float pass leaves rounding there. */
+        int ok = CHECK(max_grad > 1e-9 ? max_diff <= 2e-4 * max_grad : max_diff <= 1e-6);
+        if (!ok) fprintf(stderr, "  %s %s: diff %.3g, max %.3g\n", what, pt->name, max_diff, max_grad);
+        if (max_grad > 1e-9) worst = fmax(worst, max_diff / max_grad);
+    }
+    printf("%-20s loss %.6f, worst gradient %.2e of its tensor's max\n", what, loss, worst);
+    free(p);
+    free(fused);
+    free(grads);
+    slm_batch_free(&b);
+    slm_activations_free(&a);
+    slm_model_free(&m);
+}
+
+/* ---- the table ------------------------------------------------------------------ */
+
+static void check_default_table(void) {
+    ModelConfig c = slm_transformer_config_default(2000);
+    CHECK(slm_model_param_count(&c) == 374480); /* docs/transformer.md */
+    c.pos = POS_ROPE;
+    CHECK(slm_model_param_count(&c) == 358096);
+    c.pos = POS_ABSOLUTE;
+    Model m;
+    Error e;
+    CHECK(slm_model_init(&m, &c, &e) == 0);
+    const ParamTensor *t = slm_model_tensor(&m, "blocks.1.attn.W_Q");
+    CHECK(t && t->ndim == 3 && t->shape[0] == 8 && t->shape[1] == 64 && t->shape[2] == 8 && t->decay);
+    t = slm_model_tensor(&m, "blocks.0.attn.W_O");
+    CHECK(t && t->shape[0] == 8 && t->shape[1] == 8 && t->shape[2] == 64);
+    t = slm_model_tensor(&m, "unembed.W_U");
+    CHECK(t && t->shape[0] == 64 && t->shape[1] == 2000);
+    t = slm_model_tensor(&m, "pos_embed.W_pos");
+    CHECK(t && t->shape[0] == 256 && t->shape[1] == 64 && !t->decay);
+    CHECK(slm_model_tensor(&m, "blocks.1.mlp.W_in")->shape[1] == 256);
+    CHECK(slm_model_tensor(&m, "blocks.0.ln1.b") && !slm_model_tensor(&m, "blocks.2.ln1.w"));
+    slm_model_free(&m);
+    c.n_layers = 9;
+    CHECK(slm_model_init(&m, &c, &e) != 0); /* 1..8 blocks */
+    c.n_layers = 2, c.value_dim = 4;
+    CHECK(slm_model_init(&m, &c, &e) != 0); /* one d_head */
+}
+
+/* The same batch twice, and a fresh model of the same seed: the same bits. */
+static void check_same_bits(void) {
+    ModelConfig c = tiny(POS_ROPE, ACT_GELU);
+    Model m1, m2;
+    Activations a;
+    Batch b;
+    Error e;
+    Rng rng;
+    slm_rng_seed(&rng, 3);
+    CHECK(slm_model_init(&m1, &c, &e) == 0 && slm_model_init(&m2, &c, &e) == 0);
+    slm_model_randomize(&m1, 99);
+    slm_model_randomize(&m2, 99);
+    CHECK(memcmp(m1.params, m2.params, m1.n_params * sizeof(float)) == 0);
+    CHECK(slm_activations_init(&a, &c, 32, &e) == 0);
+    tiny_batch(&b, &rng);
+    float *g1 = calloc(m1.n_params, sizeof(float)), *g2 = calloc(m1.n_params, sizeof(float));
+    CHECK(slm_model_loss_and_grad(&m1, &a, &b, NULL, 0.1f, g1, &e) == 0);
+    float l1 = (float)a.mean_loss;
+    CHECK(slm_model_loss_and_grad(&m2, &a, &b, NULL, 0.1f, g2, &e) == 0);
+    CHECK(l1 == (float)a.mean_loss && memcmp(g1, g2, m1.n_params * sizeof(float)) == 0);
+    Ablation ab = {.heads = 1, .mode = ABLATE_MEAN, .mean = g1};
+    CHECK(slm_model_forward(&m1, &a, &b, &ab, NULL, &e) != 0); /* refused, with a message */
+    CHECK(strstr(e.message, "transformer") != NULL);
+    ab = (Ablation){.heads = 1u << 4}; /* the tiny model has heads 0..3 (2 blocks of 2): no head 4 */
+    CHECK(slm_model_forward(&m1, &a, &b, &ab, NULL, &e) != 0);
+    free(g1);
+    free(g2);
+    slm_batch_free(&b);
+    slm_activations_free(&a);
+    slm_model_free(&m1);
+    slm_model_free(&m2);
+}
+
+/* A long story run as a piece (n_layers * (n_ctx - 1) tokens of context, as
+ * training's shards cut it) predicts exactly as in the whole story. */
+static void check_piece(PosScheme pos) {
+    ModelConfig c = tiny(pos, ACT_GELU);
+    Model m;
+    Activations a;
+    Batch whole, piece;
+    Error e;
+    Rng rng;
+    slm_rng_seed(&rng, 5);
+    int32_t ids[14] = {1};
+    for (int t = 1; t < 14; t++) ids[t] = (int32_t)slm_rng_below(&rng, 11);
+    CHECK(slm_model_init(&m, &c, &e) == 0 && slm_activations_init(&a, &c, 32, &e) == 0);
+    random_params(&m, &rng);
+    CHECK(slm_batch_init(&whole, 32, 1, &e) == 0 && slm_batch_init(&piece, 32, 1, &e) == 0);
+    CHECK(slm_batch_add(&whole, ids, 14, &e) == 0);
+    int context = c.n_layers * (c.window - 1), begin = 3; /* predicting from position 9 */
+    CHECK(slm_batch_add_piece(&piece, ids + begin, 14 - begin, (BatchPiece){context, begin, -1}, &e) == 0);
+    float want[14];
+    CHECK(slm_model_forward(&m, &a, &whole, NULL, NULL, &e) == 0);
+    memcpy(want, a.loss, sizeof want);
+    CHECK(slm_model_forward(&m, &a, &piece, NULL, NULL, &e) == 0);
+    CHECK(a.n_predicted == 14 - begin - context - 1);
+    for (int p = context; p < 14 - begin - 1; p++) CHECK_CLOSE(a.loss[p], want[begin + p], 1e-5, 1e-6);
+    slm_batch_free(&whole);
+    slm_batch_free(&piece);
+    slm_activations_free(&a);
+    slm_model_free(&m);
+}
+
+/* The key/value cache per block gives the forward pass's logits at every
+ * position, also past the window (a story of 9 in n_ctx 4). */
+static void check_generator(PosScheme pos, uint32_t off) {
+    ModelConfig c = tiny(pos, ACT_GELU);
+    Ablation ab = {.heads = off};
+    Model m;
+    Activations a;
+    Batch b;
+    Generator g;
+    Error e;
+    Rng rng;
+    slm_rng_seed(&rng, 11);
+    CHECK(slm_model_init(&m, &c, &e) == 0 && slm_activations_init(&a, &c, 32, &e) == 0);
+    random_params(&m, &rng);
+    tiny_batch(&b, &rng);
+    CHECK(slm_model_forward(&m, &a, &b, &ab, NULL, &e) == 0);
+    CHECK(slm_generator_init(&g, &m, &ab, &e) == 0);
+    double worst = 0;
+    for (int p = 0; p < b.starts[1]; p++) {
+        const float *logits = slm_generator_feed(&g, b.tokens[p]);
+        for (int v = 0; v < c.vocab_size; v++)
+            worst = fmax(worst, fabs(logits[v] - a.logits[(size_t)p * c.vocab_size + v]));
+    }
+    if (!CHECK(worst < 1e-4)) fprintf(stderr, "  generator %s: logits differ by %.3g\n", slm_pos_name(pos), worst);
+    double sum_err = 0; /* the probes' view of the weights: every head of every block sums to 1 over its keys */
+    for (int head = 0; head < slm_model_heads(&c); head++)
+        for (int p = 0; p < b.n_tokens; p++) {
+            int first, n;
+            const float *w = slm_activations_attention(&a, head, p, &first, &n);
+            double sum = 0;
+            for (int j = 0; j < n; j++) sum += w[j];
+            sum_err = fmax(sum_err, fabs(sum - 1));
+            CHECK(n == p - first + 1 && n <= c.window);
+        }
+    CHECK(sum_err < 1e-5);
+    Ablation mean = {.heads = 2, .mode = ABLATE_MEAN, .mean = a.loss};
+    Generator refused;
+    CHECK(slm_generator_init(&refused, &m, &mean, &e) != 0);
+    slm_generator_free(&g);
+    slm_batch_free(&b);
+    slm_activations_free(&a);
+    slm_model_free(&m);
+}
+
+int main(void) {
+    Rng rng;
+    slm_rng_seed(&rng, 1);
+    check_layernorm(&rng);
+    check_activations();
+    static const PosScheme schemes[] = {POS_ABSOLUTE, POS_ROPE, POS_ALIBI, POS_T5, POS_DISTANCE, POS_NONE};
+    for (int i = 0; i < 6; i++) gradcheck(schemes[i], ACT_GELU, 0);
+    gradcheck(POS_ABSOLUTE, ACT_GELU_NEW, 0);
+    gradcheck(POS_ROPE, ACT_RELU, 0);
+    gradcheck(POS_ROPE, ACT_GELU, 0x5); /* --ablate 1:0,2:0 */
+    check_default_table();
+    check_same_bits();
+    for (int i = 0; i < 6; i++) check_generator(schemes[i], 0);
+    check_generator(POS_SINUSOIDAL, 0);
+    check_generator(POS_ABSOLUTE, 0x6);
+    for (int i = 0; i < 6; i++) check_piece(schemes[i]);
+    return check_report();
+}

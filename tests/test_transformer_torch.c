@@ -1,0 +1,98 @@
+/* The transformer against PyTorch: scripts/torch_transformer.py, written from
+ * TransformerLens's conventions, wrote each case's loss and every gradient
+ * (float64) on a tiny case of two blocks into tests/fixtures/transformer.json
+ * (absolute, rope and alibi positions, gelu, gelu_new and relu); the C passes
+ * must give the loss to 1e-5 relative and every gradient to 1e-4 of its
+ * tensor's largest, on one thread and on two, through slm_model_backward and
+ * through training's fused pass. */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "storylm/fileio.h"
+#include "storylm/model.h"
+
+static const cJSON *item(const cJSON *o, const char *key) { return cJSON_GetObjectItemCaseSensitive(o, key); }
+
+static ModelConfig config_of(const cJSON *fixture, const cJSON *cas) {
+    const cJSON *c = item(fixture, "config");
+    ModelConfig cfg = slm_transformer_config_default(item(c, "vocab_size")->valueint);
+    cfg.row_dim = item(c, "d_model")->valueint;
+    cfg.n_heads = item(c, "n_heads")->valueint;
+    cfg.key_dim = cfg.value_dim = item(c, "d_head")->valueint;
+    cfg.hidden_dim = item(c, "d_mlp")->valueint;
+    cfg.window = item(c, "n_ctx")->valueint;
+    cfg.n_layers = item(c, "n_layers")->valueint;
+    Error e;
+    ActFn act;
+    CHECK(slm_pos_parse(item(cas, "pos")->valuestring, &cfg.pos, &e) == 0);
+    CHECK(slm_act_parse(item(cas, "act_fn")->valuestring, &act, &e) == 0);
+    cfg.act = (int)act;
+    return cfg;
+}
+
+static void check_case(const cJSON *fixture, const cJSON *cas, const Batch *b) {
+    ModelConfig cfg = config_of(fixture, cas);
+    char what[64];
+    snprintf(what, sizeof what, "--pos %s --act %s", slm_pos_name(cfg.pos), slm_act_name((ActFn)cfg.act));
+    Model m;
+    Activations a;
+    Error e;
+    if (!CHECK(slm_model_init(&m, &cfg, &e) == 0 && slm_activations_init(&a, &cfg, b->n_tokens, &e) == 0)) return;
+    if (check_fixture_tensors(cas, &m) == 0) {
+        float loss, *grads = calloc(m.n_params, sizeof(float)), *fused = calloc(m.n_params, sizeof(float));
+        double want = item(cas, "loss")->valuedouble;
+        CHECK(slm_model_forward(&m, &a, b, NULL, &loss, &e) == 0);
+        if (!CHECK_CLOSE(a.mean_loss, want, 1e-5, 0)) fprintf(stderr, "  %s: loss differs\n", what);
+        slm_model_backward(&m, &a, b, grads);
+        double worst = check_fixture_grads(cas, &m, grads, what);
+        CHECK(slm_model_loss_and_grad(&m, &a, b, NULL, 1.0f / a.n_predicted, fused, &e) == 0);
+        worst = fmax(worst, check_fixture_grads(cas, &m, fused, what));
+        printf("%-28s loss %.9f (PyTorch %.9f), worst gradient %.2e\n", what, a.mean_loss, want, worst);
+        free(grads);
+        free(fused);
+    }
+    slm_activations_free(&a);
+    slm_model_free(&m);
+}
+
+int main(void) {
+    char *json;
+    size_t len;
+    Error e;
+    if (!CHECK(slm_file_read_all(check_source_path("tests/fixtures/transformer.json"), 0, &json, &len, &e) == 0)) {
+        fprintf(stderr, "%s\n", e.message);
+        return check_report();
+    }
+    cJSON *fixture = cJSON_Parse(json);
+    if (!CHECK(fixture != NULL)) return check_report();
+    Batch b;
+    CHECK(slm_batch_init(&b, 64, 4, &e) == 0);
+    const cJSON *story, *id;
+    cJSON_ArrayForEach(story, item(fixture, "stories")) {
+        int32_t ids[64];
+        int n = 0;
+        cJSON_ArrayForEach(id, story) ids[n++] = id->valueint;
+        CHECK(slm_batch_add(&b, ids, n, &e) == 0);
+    }
+    int cases = 0, absolute = 0, rope = 0;
+    for (int threads = 1; threads <= 2; threads++) {
+        slm_model_threads_setup(threads);
+        const cJSON *cas;
+        cJSON_ArrayForEach(cas, item(fixture, "cases")) {
+            check_case(fixture, cas, &b);
+            cases++;
+            absolute += strcmp(item(cas, "pos")->valuestring, "absolute") == 0;
+            rope += strcmp(item(cas, "pos")->valuestring, "rope") == 0;
+        }
+    }
+    CHECK(cases >= 2 * 3 && absolute >= 2 && rope >= 2); /* 2 layers, at least absolute and rope */
+    CHECK(item(item(fixture, "config"), "n_layers")->valueint == 2);
+    slm_batch_free(&b);
+    cJSON_Delete(fixture);
+    free(json);
+    return check_report();
+}
