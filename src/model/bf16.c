@@ -52,60 +52,103 @@ uint16_t slm_bf16_from_float(float x) {
 
 /* ---- packing ------------------------------------------------------------- */
 
-/* Two bfloat16 as VDPBF16PS reads a 32-bit lane: x0 (even k) low, x1 high. */
-static uint32_t bf16_pair(float x0, float x1) {
-    return (uint32_t)slm_bf16_from_float(x0) | (uint32_t)slm_bf16_from_float(x1) << 16;
+/* 16 floats -> 16 pairs (x0 low, x1 high) as VDPBF16PS reads its lanes,
+ * each rounded by the CPU's own conversion (what slm_bf16_from_float gives). */
+static inline __attribute__((always_inline)) BF16_TARGET __m512i pairs16(__m512 x0, __m512 x1) {
+    __m512i lo = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(x0));
+    __m512i hi = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(x1));
+    return _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
 }
 
-/* op(A) (M, K) -> ap (M, Kh) pairs, Kh = ceil(K/2), an odd K's last pair padded with 0. */
-static void pack_rows(int trans, int M, int K, const float *A, int lda, uint32_t *ap) {
+/* Row x (n floats, contiguous) -> pairs (ceil(n/2)) of (x[2i], x[2i+1]), an odd n's last padded with 0. */
+static BF16_TARGET void pack_row(const float *x, int n, uint32_t *pairs) {
+    for (int k = 0; k < n; k += 32) {
+        int left = n - k;
+        __mmask16 m0 = left >= 16 ? 0xFFFF : (__mmask16)((1u << left) - 1u);
+        __mmask16 m1 = left >= 32 ? 0xFFFF : left <= 16 ? 0 : (__mmask16)((1u << (left - 16)) - 1u);
+        __m512 lo = _mm512_maskz_loadu_ps(m0, x + k), hi = _mm512_maskz_loadu_ps(m1, x + k + 16);
+        int out = (left + 1) / 2 < 16 ? (left + 1) / 2 : 16;
+        _mm512_mask_storeu_epi32(pairs + k / 2, (__mmask16)((1u << out) - 1u), (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+    }
+}
+
+/* Rows k and k+1 (row k+1 absent past K: 0) of a (K, n) matrix, stride ld
+ * -> pairs (n) of (x[k][j], x[k+1][j]). */
+static BF16_TARGET void pack_two_rows(const float *x, int ld, int k, int K, int n, uint32_t *pairs) {
+    const float *r0 = x + (size_t)k * ld, *r1 = r0 + ld;
+    for (int j = 0; j < n; j += 16) {
+        __mmask16 m = n - j >= 16 ? 0xFFFF : (__mmask16)((1u << (n - j)) - 1u);
+        __m512 x1 = k + 1 < K ? _mm512_maskz_loadu_ps(m, r1 + j) : _mm512_setzero_ps();
+        _mm512_mask_storeu_epi32(pairs + j, m, pairs16(_mm512_maskz_loadu_ps(m, r0 + j), x1));
+    }
+}
+
+/* op(A) (M, K) -> ap: pair kp of row m at ap[m * rs + kp * ks]: by rows
+ * (rs Kh, ks 1) when A is stored so, else by k-pairs (rs 1, ks M), so that
+ * either way the packing reads A's rows in order. */
+static BF16_TARGET void pack_a(int trans, int M, int K, const float *A, int lda, uint32_t *ap, size_t *rs, size_t *ks) {
     int Kh = (K + 1) / 2;
-    for (int m = 0; m < M; m++)
-        for (int kp = 0; kp < Kh; kp++) {
-            int k = 2 * kp;
-            float x0 = trans ? A[(size_t)k * lda + m] : A[(size_t)m * lda + k];
-            float x1 = k + 1 >= K ? 0.0f : trans ? A[(size_t)(k + 1) * lda + m] : A[(size_t)m * lda + k + 1];
-            ap[(size_t)m * Kh + kp] = bf16_pair(x0, x1);
-        }
+    if (!trans) {
+        for (int m = 0; m < M; m++) pack_row(A + (size_t)m * lda, K, ap + (size_t)m * Kh);
+        *rs = (size_t)Kh, *ks = 1;
+    } else {
+        for (int kp = 0; kp < Kh; kp++) pack_two_rows(A, lda, 2 * kp, K, M, ap + (size_t)kp * M);
+        *rs = 1, *ks = (size_t)M;
+    }
 }
 
-/* op(B) (K, N) -> bp (ceil(N/16), Kh, 16) pairs, columns past N padded with 0. */
-static void pack_panels(int trans, int K, int N, const float *B, int ldb, uint32_t *bp) {
-    int Kh = (K + 1) / 2, Np = (N + 15) / 16 * 16;
-    for (int n = 0; n < Np; n++)
-        for (int kp = 0; kp < Kh; kp++) {
-            int k = 2 * kp;
-            float x0 = 0.0f, x1 = 0.0f;
-            if (n < N) {
-                x0 = trans ? B[(size_t)n * ldb + k] : B[(size_t)k * ldb + n];
-                if (k + 1 < K) x1 = trans ? B[(size_t)n * ldb + k + 1] : B[(size_t)(k + 1) * ldb + n];
+/* op(B) (K, N) -> bp (ceil(N/16), Kh, 16) pairs, columns past N 0; row
+ * (Kh) scratch for a transposed B's rows. */
+static BF16_TARGET void pack_b(int trans, int K, int N, const float *B, int ldb, uint32_t *bp, uint32_t *row) {
+    int Kh = (K + 1) / 2, panels = (N + 15) / 16;
+    if (!trans) {
+        for (int kp = 0; kp < Kh; kp++)
+            for (int p = 0; p < panels; p++) {
+                int n = p * 16;
+                uint32_t *dst = bp + ((size_t)p * Kh + kp) * 16;
+                if (N - n < 16) memset(dst, 0, 16 * sizeof *dst);
+                pack_two_rows(B + n, ldb, 2 * kp, K, N - n < 16 ? N - n : 16, dst);
             }
-            bp[((size_t)(n / 16) * Kh + kp) * 16 + n % 16] = bf16_pair(x0, x1);
-        }
+        return;
+    }
+    if (N % 16) memset(bp + (size_t)(panels - 1) * Kh * 16, 0, (size_t)Kh * 16 * sizeof *bp);
+    for (int n = 0; n < N; n++) { /* B's row n is op(B)'s column n */
+        pack_row(B + (size_t)n * ldb, K, row);
+        uint32_t *dst = bp + (size_t)(n / 16) * Kh * 16 + n % 16;
+        for (int kp = 0; kp < Kh; kp++) dst[(size_t)kp * 16] = row[kp];
+    }
 }
 
 /* ---- the kernel ------------------------------------------------------------ */
 
 /* C rows (R, up to 6) x columns n0 .. n0 + 16W (W 1 or 2, clipped at N) =
- * sums over ap's rows and the panels from bp (+ C when beta). R and W are
- * constants at each call, so the sums live in registers. */
-static inline __attribute__((always_inline)) BF16_TARGET void tile(const uint32_t *ap, int Kh, const uint32_t *bp,
-                                                                 int R, int W, float *C, int ldc, int n0, int N,
-                                                                 int beta) {
+ * sums over ap's rows (pair kp of row r at ap[r*rs + kp*ks]) and the panels
+ * from bp (+ C when beta). R and W are constants at each call, the loops
+ * unrolled, so the 12 sums live in registers. */
+static inline __attribute__((always_inline)) BF16_TARGET void tile(const uint32_t *ap, size_t rs, size_t ks, int Kh,
+                                                                 const uint32_t *bp, int R, int W, float *C, int ldc,
+                                                                 int n0, int N, int beta) {
     __m512 acc[6][2];
+#pragma GCC unroll 6
     for (int r = 0; r < R; r++)
+#pragma GCC unroll 2
         for (int w = 0; w < W; w++) acc[r][w] = _mm512_setzero_ps();
     for (int kp = 0; kp < Kh; kp++) {
         __m512bh b[2];
+#pragma GCC unroll 2
         for (int w = 0; w < W; w++) b[w] = (__m512bh)_mm512_loadu_si512(bp + ((size_t)w * Kh + kp) * 16);
+#pragma GCC unroll 6
         for (int r = 0; r < R; r++) {
-            __m512bh a = (__m512bh)_mm512_set1_epi32((int)ap[(size_t)r * Kh + kp]);
+            __m512bh a = (__m512bh)_mm512_set1_epi32((int)ap[r * rs + kp * ks]);
+#pragma GCC unroll 2
             for (int w = 0; w < W; w++) acc[r][w] = _mm512_dpbf16_ps(acc[r][w], a, b[w]);
         }
     }
+#pragma GCC unroll 2
     for (int w = 0; w < W; w++) {
         int n = n0 + 16 * w, valid = N - n < 16 ? N - n : 16;
         __mmask16 mask = (__mmask16)((1u << valid) - 1u);
+#pragma GCC unroll 6
         for (int r = 0; r < R; r++) {
             float *c = C + (size_t)r * ldc + n;
             __m512 x = beta ? _mm512_add_ps(_mm512_maskz_loadu_ps(mask, c), acc[r][w]) : acc[r][w];
@@ -114,21 +157,26 @@ static inline __attribute__((always_inline)) BF16_TARGET void tile(const uint32_
     }
 }
 
-/* Rows m .. m+R of C, every column: tiles of 32 columns, a last one of 16. */
-static BF16_TARGET void row_tiles(const uint32_t *ap, int Kh, const uint32_t *bp, int R, float *C, int ldc, int N,
-                                  int beta) {
+/* One tile of R rows, R from 1 to 6 turned into a constant. */
+static inline __attribute__((always_inline)) BF16_TARGET void tile_rows(const uint32_t *ap, size_t rs, size_t ks,
+                                                                      int Kh, const uint32_t *bp, int R, int W,
+                                                                      float *C, int ldc, int n0, int N, int beta) {
+    switch (R) {
+    case 6: tile(ap, rs, ks, Kh, bp, 6, W, C, ldc, n0, N, beta); break;
+    case 5: tile(ap, rs, ks, Kh, bp, 5, W, C, ldc, n0, N, beta); break;
+    case 4: tile(ap, rs, ks, Kh, bp, 4, W, C, ldc, n0, N, beta); break;
+    case 3: tile(ap, rs, ks, Kh, bp, 3, W, C, ldc, n0, N, beta); break;
+    case 2: tile(ap, rs, ks, Kh, bp, 2, W, C, ldc, n0, N, beta); break;
+    default: tile(ap, rs, ks, Kh, bp, 1, W, C, ldc, n0, N, beta); break;
+    }
+}
+
+/* R rows of C (from ap's first row), every column: tiles of 32 columns, a last one of 16. */
+static BF16_TARGET void row_tiles(const uint32_t *ap, size_t rs, size_t ks, int Kh, const uint32_t *bp, int R,
+                                  float *C, int ldc, int N, int beta) {
     int n = 0;
-    for (; n + 16 < N; n += 32) {
-        const uint32_t *panel = bp + (size_t)(n / 16) * Kh * 16;
-        if (R == 6) tile(ap, Kh, panel, 6, 2, C, ldc, n, N, beta);
-        else if (R == 1) tile(ap, Kh, panel, 1, 2, C, ldc, n, N, beta);
-        else
-            for (int r = 0; r < R; r++) tile(ap + (size_t)r * Kh, Kh, panel, 1, 2, C + (size_t)r * ldc, ldc, n, N, beta);
-    }
-    if (n < N) {
-        const uint32_t *panel = bp + (size_t)(n / 16) * Kh * 16;
-        for (int r = 0; r < R; r++) tile(ap + (size_t)r * Kh, Kh, panel, 1, 1, C + (size_t)r * ldc, ldc, n, N, beta);
-    }
+    for (; n + 16 < N; n += 32) tile_rows(ap, rs, ks, Kh, bp + (size_t)(n / 16) * Kh * 16, R, 2, C, ldc, n, N, beta);
+    if (n < N) tile_rows(ap, rs, ks, Kh, bp + (size_t)(n / 16) * Kh * 16, R, 1, C, ldc, n, N, beta);
 }
 
 #define TILE_ROWS 6
@@ -143,20 +191,21 @@ void slm_matmul_bf16(int trans_a, int trans_b, int M, int N, int K, const float 
         return;
     }
     /* packs of a few hundred KB at most in training: malloc reuses them call after call */
-    uint32_t *ap = malloc((size_t)M * Kh * sizeof *ap), *bp = malloc((size_t)Np * Kh * sizeof *bp);
+    uint32_t *ap = malloc(((size_t)M * Kh + 16) * sizeof *ap), *bp = malloc(((size_t)Np + 1) * Kh * sizeof *bp);
     if (!ap || !bp) { /* the products have no error path: the same bits, the slow way */
         free(ap);
         free(bp);
         slm_matmul_bf16_emulated(trans_a, trans_b, M, N, K, A, lda, B, ldb, beta, C, ldc);
         return;
     }
-    pack_rows(trans_a, M, K, A, lda, ap);
-    pack_panels(trans_b, K, N, B, ldb, bp);
+    size_t rs, ks;
+    pack_a(trans_a, M, K, A, lda, ap, &rs, &ks);
+    pack_b(trans_b, K, N, B, ldb, bp, bp + (size_t)Np * Kh);
     int parallel = !omp_in_parallel() && omp_get_max_threads() > 1 && tiles > 1;
 #pragma omp parallel for schedule(static) if (parallel)
     for (int t = 0; t < tiles; t++) {
         int m = t * TILE_ROWS, R = M - m < TILE_ROWS ? M - m : TILE_ROWS;
-        row_tiles(ap + (size_t)m * Kh, Kh, bp, R, C + (size_t)m * ldc, ldc, N, beta != 0.0f);
+        row_tiles(ap + (size_t)m * rs, rs, ks, Kh, bp, R, C + (size_t)m * ldc, ldc, N, beta != 0.0f);
     }
     free(ap);
     free(bp);
