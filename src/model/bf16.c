@@ -25,7 +25,7 @@ const char *slm_precision_name(Precision p) { return p == PRECISION_BF16 ? "bf16
 int slm_precision_parse(const char *name, Precision *p, Error *e) {
     if (name && strcmp(name, "fp32") == 0) *p = PRECISION_FP32;
     else if (name && strcmp(name, "bf16") == 0) *p = PRECISION_BF16;
-    else return FAIL(e, "give --precision fp32 (the default) or bf16", "unknown precision '%.40s'", name ? name : "");
+    else return FAIL(e, "give --precision fp32 (the default) or bf16", "unknown precision '%.40s' (fp32 or bf16)", name ? name : "");
     return 0;
 }
 
