@@ -29,7 +29,7 @@ const Command command_bench = {
     "                     2 untimed steps; a fresh model; the step of storylm train\n"
     "                     (stories split over threads, Adam). Counts predicted tokens.\n"
     "                     --pos, --score and --layers time a variant (docs/variants.md),\n"
-    "                     --precision bf16 the BF16 products (docs/performance.md).\n"
+    "                     and with --precision bf16, the BF16 products (docs/performance.md).\n"
     "  generate MODEL     [EOS], --prompt, then --tokens new tokens, one thread, sampled\n"
     "                     as `storylm generate` does by default (t 0.8, top-p 0.95); an\n"
     "                     [EOS] does not stop it.\n"
