@@ -10,6 +10,8 @@
 
 #include <stdint.h>
 
+#include "storylm/bf16.h"
+
 typedef struct Batch Batch; /* model.h */
 
 /* C (M, N) = op(A) op(B) + beta C, row-major (cblas_sgemm with alpha 1;
@@ -36,6 +38,11 @@ void slm_dense_tanh_forward(const float *W, const float *bias, const float *x, i
  * d_x (n, in) = (overwritten). ones (n). */
 void slm_dense_tanh_backward(const float *W, const float *x, const float *y, float *d_y, int n, int in, int out,
                          float *dW, float *d_bias, float *d_x, const float *ones);
+/* The two above with their products at precision p (bf16.h). */
+void slm_dense_tanh_forward_at(Precision p, const float *W, const float *bias, const float *x, int n, int in, int out,
+                               float *y);
+void slm_dense_tanh_backward_at(Precision p, const float *W, const float *x, const float *y, float *d_y, int n, int in,
+                                int out, float *dW, float *d_bias, float *d_x, const float *ones);
 /* y (n, Hd) -> logits (n, V) = y W^T + bias, then per row: lse, and for rows
  * with a target (>= 0): loss = lse - logit[target], correct. */
 void slm_output_forward(const float *W, const float *bias, const float *y, int n, int Hd, int V, float *logits,
@@ -59,6 +66,7 @@ typedef struct OutputLoss {
     uint8_t *correct;           /* (n) */
     float *dW, *d_bias, *d_y;   /* NULL: forward only */
     int W_columns;              /* 1: W and dW are (Hd, V), TransformerLens's W_U */
+    Precision precision;        /* of the three products (bf16.h); 0: FP32 */
 } OutputLoss;
 void slm_output_loss(const OutputLoss *o);
 /* x (n) -> exp(x - shift) in place (slm_softmax_inplace's exp). */

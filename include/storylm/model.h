@@ -264,6 +264,10 @@ typedef struct Activations {
     Dropout dropout;
     DropoutMask hidden_drop; /* z's mask for this pass (slm_dropout_prepare) */
     uint64_t *drop_keys;     /* (max_positions) each position's key */
+    /* training's matrix products (bf16.h): set by the caller like dropout;
+     * slm_model_loss_and_grad uses it when it computes gradients, every
+     * forward alone (evaluation, probes) runs FP32. products: this pass's. */
+    Precision precision, products;
     float *z_kept;           /* (N, Z) two layers or more: z before z's dropout, which the
                               * backward through the upper layers reads */
     struct ForwardHooks *hooks; /* set by the caller (hooks.h; NULL: none): slm_model_forward

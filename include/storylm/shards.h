@@ -70,6 +70,9 @@ typedef struct Shards {
     float dropout_hidden, dropout_attention;
     uint64_t dropout_seed;
     int64_t dropout_step;
+    /* Training's matrix products (bf16.h), in runs with gradients; an
+     * evaluation's forward is FP32 (FP32, as slm_shards_init leaves it). */
+    Precision precision;
     /* Each position's numbers (slm_evaluate_each), set by the caller for a run
      * (NULL, as slm_shards_init leaves them: not kept): story k's position p,
      * which predicts its id p+1, to position_loss[k][p] and

@@ -46,6 +46,7 @@ typedef struct TrainOptions {
     int eval_every;      /* steps between test evaluations (and saves); 0 = only at the end */
     int snapshot_every;  /* also keep OUT.stepN.safetensors every N steps; 0 = never */
     int max_positions;   /* positions per forward chunk (memory bound) */
+    Precision precision; /* of the training steps' matrix products (bf16.h); evaluation is FP32 */
     const char *out;     /* model path; optimizer state beside it */
     const char *data_path; /* the stories file: the model records its name, size and hash (record.h) */
     const struct StoriesRecord *data_record; /* data_path's record when the caller has made it (NULL: made here) */
@@ -74,7 +75,8 @@ typedef struct TrainOptions {
 
 enum { TRAIN_GIVEN_ARCH = 1, TRAIN_GIVEN_LR = 2, TRAIN_GIVEN_BATCH = 4, TRAIN_GIVEN_SEED = 8, TRAIN_GIVEN_WARMUP = 16,
        TRAIN_GIVEN_VARIANT = 32 /* --pos or --score */, TRAIN_GIVEN_LAYERS = 64,
-       TRAIN_GIVEN_SHAPE = 128 /* --d-model, --n-heads, --d-head, --d-mlp or --act */ };
+       TRAIN_GIVEN_SHAPE = 128 /* --d-model, --n-heads, --d-head, --d-mlp or --act */,
+       TRAIN_GIVEN_PRECISION = 256 };
 
 TrainOptions slm_train_default_options(void);
 

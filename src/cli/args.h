@@ -55,6 +55,9 @@ int args_usage_error(const Command *cmd, const char *fmt, ...) __attribute__((fo
 /* --threads, the same in every verb that computes: the default (the
  * variable's initial value) is cli_default_threads(), one per core. */
 #define THREADS_OPTION(n) {"threads", 0, OPT_INT, &(n), "N", "threads, by default one per core", 1, 256}
+/* Training's matrix products (storylm/bf16.h), a string for slm_precision_parse. */
+#define PRECISION_OPTION(name) \
+    {"precision", 0, OPT_STRING, &(name), "P", "training's matrix products: fp32, or bf16 (avx512_bf16, FP32 sums and weights; docs/performance.md)", 0, 0}
 
 /* --force, the same in every verb that writes files: an output that already
  * holds a model, stories or anything not of the verb's own kind is kept

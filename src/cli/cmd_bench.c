@@ -33,7 +33,8 @@ const Command command_bench = {
     "                     prints), --batch a step in file order from --first-batch, after\n"
     "                     2 untimed steps; a fresh model; the step of storylm train\n"
     "                     (stories split over threads, Adam). Counts predicted tokens.\n"
-    "                     --position-scheme, --score and --layers time a variant (docs/variants.md).\n"
+    "                     --position-scheme, --score and --layers time a variant (docs/variants.md),\n"
+    "                     and with --precision bf16, the BF16 products (docs/performance.md).\n"
     "  generate MODEL     [EOS], --prompt, then --tokens new tokens, one thread, sampled\n"
     "                     as `storylm generate` does by default (t 0.8, top-p 0.95); an\n"
     "                     [EOS] does not stop it. --samples N: N stories of --tokens\n"
@@ -44,7 +45,7 @@ const Command command_bench = {
 
 typedef struct BenchOptions {
     int steps, tokens, threads, batch, first_batch, layers, samples, vocab_size;
-    const char *prompt, *pos, *score;
+    const char *prompt, *pos, *score, *precision;
 } BenchOptions;
 
 static double now_s(void) {
@@ -126,14 +127,18 @@ static int bench_train(const char *path, const BenchOptions *o, Error *e) {
     StoryRef *refs = NULL;
     ModelConfig cfg = slm_model_config_default(ARCH_ATTENTION, o->vocab_size);
     cfg.n_layers = o->layers;
+    Precision precision = PRECISION_FP32;
     int threads = omp_get_max_threads(), rc = slm_pos_parse(o->pos, &cfg.pos, e) ||
-                                              slm_score_parse(o->score, &cfg.score, e) || read_ids(path, cfg.vocab_size, &ids, &starts, e);
+                                              slm_score_parse(o->score, &cfg.score, e) ||
+                                              slm_precision_parse(o->precision, &precision, e) ||
+                                              slm_precision_check(precision, e) || read_ids(path, cfg.vocab_size, &ids, &starts, e);
     int positions = rc ? 0 : (4096 + threads - 1) / threads, longest = rc ? 0 : longest_story(&starts);
     rc = rc || slm_model_init(&m, &cfg, e) ||
          slm_shards_init(&sh, &m, threads, positions > longest ? positions : longest, o->batch, e) ||
          slm_adam_init(&opt, m.n_params, e) || !(grads = xmalloc(m.n_params * sizeof(float), e)) ||
          !(refs = xmalloc((size_t)o->batch * sizeof(StoryRef), e));
     if (!rc) slm_model_randomize(&m, 1);
+    sh.precision = precision;
     TrainStep step = {.shards = &sh, .model = &m, .adam = &opt, .grads = grads};
     long long tokens = 0;
     double start = 0, cpu = 0, loss = 0;
@@ -151,8 +156,8 @@ static int bench_train(const char *path, const BenchOptions *o, Error *e) {
     }
     cli_heartbeat_stop(&beat);
     if (!rc)
-        printf("{\"command\": \"bench\", \"work\": \"train\", \"tokens\": %lld, \"seconds\": %.6f, \"cpu_seconds\": %.6f, \"threads\": %d, \"loss\": %.4f}\n",
-               tokens, now_s() - start, cpu_s() - cpu, threads, loss);
+        printf("{\"command\": \"bench\", \"work\": \"train\", \"tokens\": %lld, \"seconds\": %.6f, \"cpu_seconds\": %.6f, \"threads\": %d, \"loss\": %.4f, \"precision\": \"%s\"}\n",
+               tokens, now_s() - start, cpu_s() - cpu, threads, loss, slm_precision_name(precision));
     free(refs), free(grads), slm_adam_free(&opt), slm_shards_free(&sh), slm_model_free(&m);
     slm_intvec_free(&ids), slm_intvec_free(&starts);
     return rc;
@@ -231,7 +236,7 @@ static int bench_encode(const char *vocab_path, const char *text_path, Error *e)
 static int run(int argc, char **argv) {
     BenchOptions o = {.steps = 10, .tokens = 256, .threads = cli_default_threads(), .batch = 8, .layers = 1, .samples = 1,
                       .vocab_size = VOCAB_DEFAULT_SIZE,
-                      .prompt = "Once upon a time", .pos = "distance", .score = "scaled-dot"};
+                      .prompt = "Once upon a time", .pos = "distance", .score = "scaled-dot", .precision = "fp32"};
     const char *pos[3];
     int np;
     Option opts[] = {
@@ -242,6 +247,7 @@ static int run(int argc, char **argv) {
         {"score", 0, OPT_STRING, &o.score, "FN", "training's score function, as storylm train --score", 0, 0},
         {"layers", 0, OPT_INT, &o.layers, "N", "training's layers of heads, as storylm train --layers", 1, STORYLM_MAX_LAYERS},
         {"vocab-size", 0, OPT_INT, &o.vocab_size, "N", "training's vocabulary size, as storylm train --vocab-size", VOCAB_MIN_SIZE, CHECKPOINT_MAX_VOCAB},
+        PRECISION_OPTION(o.precision),
         THREADS_OPTION(o.threads), /* training; generation and encoding time one thread */
         {"tokens", 'n', OPT_INT, &o.tokens, "N", "new tokens generated (a sample)", 1, 1e6},
         {"samples", 0, OPT_INT, &o.samples, "N", "generation's samples, computed together (default 1)", 1, 4096},

@@ -492,6 +492,7 @@ static int run(int argc, char **argv) {
     TrainOptions o = slm_train_default_options();
     o.threads = cli_default_threads();
     const char *arch = "attention", *vocab_path = "vocab.txt", *pos[1], *pos_scheme = "distance", *score = "scaled-dot";
+    const char *precision = "fp32";
     int steps = o.steps, seed = (int)o.seed, n_test = STORIES_DEFAULT_TEST, np, layers = 1, vocab_size = VOCAB_DEFAULT_SIZE;
     const char *act = "gelu";
     ModelConfig tf = slm_transformer_config_default(0); /* the transformer's sizes, as --help shows them */
@@ -537,17 +538,21 @@ static int run(int argc, char **argv) {
         {"ema", 0, OPT_DOUBLE, &o.ema, "DECAY", "keep a moving average of the weights (e.g. 0.999) in OUT.ema.safetensors, evaluated beside them; 0: off", 0, 1},
         {"ema-save", 0, OPT_BOOL, &ema_save, NULL, "save the average as the model OUT (the raw weights, for --resume, in OUT.raw.safetensors)", 0, 0},
         {"keep-best", 0, OPT_BOOL, &keep_best, NULL, "also keep OUT.best.safetensors, the model at its lowest test loss", 0, 0},
+        PRECISION_OPTION(precision),
         {"swap-names", 0, OPT_DOUBLE, &o.swap_names, "P", "rename each training story's hero with probability P (names of the training stories or made up from pieces); 0: off", 0, 1},
         {"rank-timeout", 0, OPT_DOUBLE, &rank_timeout, "S", "under mpirun: seconds to wait for the other ranks at an exchange, then stop naming the missing one (x30 while reading the stories); 0: forever", 0, 1e6},
     };
     int rc = args_parse(&command_train, argc, argv, opts, N_OPTIONS(opts), pos, 1, 1, &np);
     if (rc) return rc > 0 ? 0 : 2;
     Error e = {0};
-    if (slm_arch_parse(arch, &o.arch, &e) || slm_pos_parse(pos_scheme, &o.pos, &e) || slm_score_parse(score, &o.score, &e))
+    if (slm_arch_parse(arch, &o.arch, &e) || slm_pos_parse(pos_scheme, &o.pos, &e) || slm_score_parse(score, &o.score, &e) ||
+        slm_precision_parse(precision, &o.precision, &e))
         return args_usage_error(&command_train, "%s", e.message);
     if (shape_flags(argc, argv, act, &o)) return 2;
     if (o.arch == ARCH_TRANSFORMER) {
         if (transformer_flags(argc, argv, &o, &layers)) return 2;
+        if (o.precision != PRECISION_FP32) /* its blocks' products have no BF16 path yet */
+            return args_usage_error(&command_train, "--precision %s is for the attention network and window8; the transformer trains in fp32", precision);
     } else {
         if (o.arch != ARCH_ATTENTION && (o.pos != POS_DISTANCE || o.score != SCORE_SCALED_DOT))
             return args_usage_error(&command_train, "--position-scheme and --score are for the attention network, not --arch %s", arch);
@@ -569,6 +574,7 @@ static int run(int argc, char **argv) {
         if (args_given(argc, argv, given[i].flag, given[i].short_name)) o.given |= given[i].bit;
     if (args_given(argc, argv, "position-scheme", 0) || args_given(argc, argv, "pos", 0) || args_given(argc, argv, "score", 0)) o.given |= TRAIN_GIVEN_VARIANT;
     if (args_given(argc, argv, "layers", 0)) o.given |= TRAIN_GIVEN_LAYERS;
+    if (args_given(argc, argv, "precision", 0)) o.given |= TRAIN_GIVEN_PRECISION;
     o.ema_save = ema_save;
     o.keep_best = keep_best;
     o.threads = cli_set_threads(o.threads);

@@ -201,7 +201,12 @@ void slm_window_backward(float *d_embedding, const Batch *b, int C, int D, const
 
 /* x (n, in) -> y (n, out) = tanh(x W^T + bias); W (out, in) */
 void slm_dense_tanh_forward(const float *W, const float *bias, const float *x, int n, int in, int out, float *y) {
-    slm_matmul(0, 1, n, out, in, x, in, W, in, 0.0f, y, out);
+    slm_dense_tanh_forward_at(PRECISION_FP32, W, bias, x, n, in, out, y);
+}
+
+void slm_dense_tanh_forward_at(Precision prec, const float *W, const float *bias, const float *x, int n, int in,
+                               int out, float *y) {
+    slm_matmul_at(prec, 0, 1, n, out, in, x, in, W, in, 0.0f, y, out);
 #pragma omp parallel for schedule(static)
     for (int p = 0; p < n; p++) {
         float *row = y + (size_t)p * out;
@@ -214,12 +219,17 @@ void slm_dense_tanh_forward(const float *W, const float *bias, const float *x, i
  * d_bias (out) += column sums; d_x (n, in) = d_pre W */
 void slm_dense_tanh_backward(const float *W, const float *x, const float *y, float *d_y, int n, int in, int out,
                          float *dW, float *d_bias, float *d_x, const float *ones) {
+    slm_dense_tanh_backward_at(PRECISION_FP32, W, x, y, d_y, n, in, out, dW, d_bias, d_x, ones);
+}
+
+void slm_dense_tanh_backward_at(Precision prec, const float *W, const float *x, const float *y, float *d_y, int n,
+                                int in, int out, float *dW, float *d_bias, float *d_x, const float *ones) {
     size_t total = (size_t)n * out;
 #pragma omp parallel for simd schedule(static)
     for (size_t i = 0; i < total; i++) d_y[i] *= 1.0f - y[i] * y[i];
-    slm_matmul(1, 0, out, in, n, d_y, out, x, in, 1.0f, dW, in);
+    slm_matmul_at(prec, 1, 0, out, in, n, d_y, out, x, in, 1.0f, dW, in);
     slm_column_sums(d_y, n, out, out, ones, d_bias);
-    slm_matmul(0, 0, n, in, out, d_y, out, W, in, 0.0f, d_x, in);
+    slm_matmul_at(prec, 0, 0, n, in, out, d_y, out, W, in, 0.0f, d_x, in);
 }
 
 /* ---- output layer with softmax + cross-entropy --------------------------- */
@@ -305,14 +315,23 @@ static void xent_fused_row(float *row, const float *bias, int V, int32_t target,
     d_bias[target] -= scale;
 }
 
+/* One product of output_loss_chunk, on the calling thread: OpenBLAS's sgemm
+ * in one call (as before), or BF16 by o's precision. */
+static void chunk_product(const OutputLoss *o, int ta, int tb, int M, int N, int K, const float *A, int lda,
+                          const float *B, int ldb, float beta, float *C, int ldc) {
+    if (o->precision == PRECISION_BF16) slm_matmul_bf16(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
+    else
+        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, 1.0f, A,
+                    lda, B, ldb, beta, C, ldc);
+}
+
 /* One chunk of rows (n <= the scratch's rows) of slm_output_loss: logits (n, V)
  * in scratch, turned into their gradient while still in cache. */
 static void output_loss_chunk(const OutputLoss *o, int first, int n) {
     int Hd = o->Hd, V = o->V;
     const float *y = o->y + (size_t)first * Hd;
-    int ldw = o->W_columns ? V : Hd; /* W (V, Hd), or (Hd, V): TransformerLens's W_U */
-    enum CBLAS_TRANSPOSE tw = o->W_columns ? CblasNoTrans : CblasTrans, tw_back = o->W_columns ? CblasTrans : CblasNoTrans;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, tw, n, V, Hd, 1.0f, y, Hd, o->W, ldw, 0.0f, o->scratch, V);
+    int ldw = o->W_columns ? V : Hd, tw = !o->W_columns; /* W (V, Hd), or (Hd, V): TransformerLens's W_U */
+    chunk_product(o, 0, tw, n, V, Hd, y, Hd, o->W, ldw, 0.0f, o->scratch, V);
     for (int p = 0; p < n; p++) {
         float *row = o->scratch + (size_t)p * V;
         int q = first + p;
@@ -322,12 +341,11 @@ static void output_loss_chunk(const OutputLoss *o, int first, int n) {
                            o->d_bias);
     }
     if (!o->dW) return;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, tw_back, n, Hd, V, 1.0f, o->scratch, V, o->W, ldw, 0.0f,
-                o->d_y + (size_t)first * Hd, Hd);
+    chunk_product(o, 0, !tw, n, Hd, V, o->scratch, V, o->W, ldw, 0.0f, o->d_y + (size_t)first * Hd, Hd);
     if (o->W_columns) /* dW (Hd, V) += y^T dl */
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, Hd, V, n, 1.0f, y, Hd, o->scratch, V, 1.0f, o->dW, V);
+        chunk_product(o, 1, 0, Hd, V, n, y, Hd, o->scratch, V, 1.0f, o->dW, V);
     else
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, V, Hd, n, 1.0f, o->scratch, V, y, Hd, 1.0f, o->dW, Hd);
+        chunk_product(o, 1, 0, V, Hd, n, o->scratch, V, y, Hd, 1.0f, o->dW, Hd);
 }
 
 void slm_output_loss(const OutputLoss *o) {

@@ -405,8 +405,8 @@ static void layer_forward(const Model *lm, Activations *a, int l, int keep_weigh
     LayerActivations *la = &a->layer[l];
     VariantScratch *v = la->scratch.variant;
     pack_qkv_weights(lm, la->qkv_w);
-    slm_matmul(0, 1, QKV, N, D, la->qkv_w, Din, a->z, Z, 0.0f, la->qkv, a->qkv_ld);
-    if (l > 0) slm_matmul(0, 1, QKV, N, HV, la->qkv_w + D, Din, a->z + heads_column(c, l - 1), Z, 1.0f, la->qkv, a->qkv_ld);
+    slm_matmul_at(a->products, 0, 1, QKV, N, D, la->qkv_w, Din, a->z, Z, 0.0f, la->qkv, a->qkv_ld);
+    if (l > 0) slm_matmul_at(a->products, 0, 1, QKV, N, HV, la->qkv_w + D, Din, a->z + heads_column(c, l - 1), Z, 1.0f, la->qkv, a->qkv_ld);
     for (HookPoint p = HOOK_Q; p <= HOOK_V; p++) slm_hooks_at(lm, a, p, l);
     slm_score_qk_forward(lm, v, la->qkv, a->qkv_ld, N);
     slm_attention_forward(&lm->cfg, la->qkv, a->qkv_ld, slm_position_table_for(lm, v->table), a->first_key, N,
@@ -434,8 +434,9 @@ static void attention_input(const Model *m, Activations *a, const Batch *b, int 
 /* Checks, then tokens -> z -> hidden (N, 128): everything before the output
  * layer; the attention weights kept in a->att when keep_weights. */
 static int forward_to_hidden(const Model *m, Activations *a, const Batch *b, const Ablation *ablation,
-                             int keep_weights, Error *e) {
+                             int keep_weights, Precision products, Error *e) {
     if (check_forward(m, a, b, ablation, e)) return -1;
+    a->products = products;
     const ModelConfig *c = &m->cfg;
     a->ablation = ablation ? *ablation : (Ablation){0};
     a->attention_kept = keep_weights;
@@ -445,7 +446,7 @@ static int forward_to_hidden(const Model *m, Activations *a, const Batch *b, con
     else slm_window_forward(m->embedding, b, c->context, c->row_dim, a->z);
     if (a->hidden_drop.p > 0) slm_dropout_hidden_forward(a);
     slm_hooks_at(m, a, HOOK_HIDDEN_IN, 0);
-    slm_dense_tanh_forward(m->hidden_w, m->hidden_b, a->z, a->n_positions, slm_model_hidden_input_dim(c), c->hidden_dim,
+    slm_dense_tanh_forward_at(a->products, m->hidden_w, m->hidden_b, a->z, a->n_positions, slm_model_hidden_input_dim(c), c->hidden_dim,
                        a->hidden);
     slm_hooks_at(m, a, HOOK_HIDDEN, 0);
     return slm_hooks_check(a, e);
@@ -478,7 +479,7 @@ static int check_losses(const Activations *a, const Batch *b, Error *e) {
 int slm_model_forward_heads(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, Error *e) {
     if (m->cfg.arch == ARCH_TRANSFORMER)
         return slm_transformer_forward(m, a, b, ablation, e);
-    return forward_to_hidden(m, a, b, ablation, 1, e);
+    return forward_to_hidden(m, a, b, ablation, 1, PRECISION_FP32, e);
 }
 
 int slm_model_forward(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, float *mean_loss,
@@ -489,7 +490,7 @@ int slm_model_forward(const Model *m, Activations *a, const Batch *b, const Abla
         mean_of_losses(a, mean_loss);
         return 0;
     }
-    if (forward_to_hidden(m, a, b, ablation, 1, e)) return -1;
+    if (forward_to_hidden(m, a, b, ablation, 1, PRECISION_FP32, e)) return -1;
     const ModelConfig *c = &m->cfg;
     slm_output_forward(m->output_w, m->output_b, a->hidden, a->n_positions, c->hidden_dim, c->vocab_size, a->logits,
                    a->target, a->lse, a->loss, a->correct);
@@ -521,15 +522,15 @@ static void layer_backward(const Model *lm, Activations *a, int l, float *grads)
                        &la->scratch);
     slm_position_distance_backward(lm, v->d_table, grads);
     slm_score_qk_backward(lm, v, a->d_qkv, a->qkv_ld, N, grads);
-    slm_matmul(0, 0, QKV, D, N, a->d_qkv, a->qkv_ld, a->z, Z, 0.0f, a->d_qkv_w, Din);
+    slm_matmul_at(a->products, 0, 0, QKV, D, N, a->d_qkv, a->qkv_ld, a->z, Z, 0.0f, a->d_qkv_w, Din);
     if (l > 0)
-        slm_matmul(0, 0, QKV, HV, N, a->d_qkv, a->qkv_ld, a->z + heads_column(c, l - 1), Z, 0.0f, a->d_qkv_w + D, Din);
+        slm_matmul_at(a->products, 0, 0, QKV, HV, N, a->d_qkv, a->qkv_ld, a->z + heads_column(c, l - 1), Z, 0.0f, a->d_qkv_w + D, Din);
     unpack_qkv_grads(lm, a->d_qkv_w, grad_of(lm, grads, lm->query), grad_of(lm, grads, lm->key),
                      grad_of(lm, grads, lm->value));
     /* the row (and the heads below) feed z directly and through q, k, v: add the second path */
-    slm_matmul(1, 0, N, D, QKV, a->d_qkv, a->qkv_ld, la->qkv_w, Din, 1.0f, a->d_z, Z);
+    slm_matmul_at(a->products, 1, 0, N, D, QKV, a->d_qkv, a->qkv_ld, la->qkv_w, Din, 1.0f, a->d_z, Z);
     if (l > 0)
-        slm_matmul(1, 0, N, HV, QKV, a->d_qkv, a->qkv_ld, la->qkv_w + D, Din, 1.0f, a->d_z + heads_column(c, l - 1), Z);
+        slm_matmul_at(a->products, 1, 0, N, HV, QKV, a->d_qkv, a->qkv_ld, la->qkv_w + D, Din, 1.0f, a->d_z + heads_column(c, l - 1), Z);
 }
 
 /* d_z (N, Z) -> grads of every layer's tensors, top layer first (a layer's
@@ -551,7 +552,7 @@ static void attention_input_backward(const Model *m, Activations *a, const Batch
 /* d_hidden (N, 128) -> grads of the hidden layer and everything before it. */
 static void backward_from_hidden(const Model *m, Activations *a, const Batch *b, float *grads) {
     const ModelConfig *c = &m->cfg;
-    slm_dense_tanh_backward(m->hidden_w, a->z, a->hidden, a->d_hidden, a->n_positions, slm_model_hidden_input_dim(c),
+    slm_dense_tanh_backward_at(a->products, m->hidden_w, a->z, a->hidden, a->d_hidden, a->n_positions, slm_model_hidden_input_dim(c),
                         c->hidden_dim, grad_of(m, grads, m->hidden_w), grad_of(m, grads, m->hidden_b), a->d_z,
                         a->ones);
     if (a->hidden_drop.p > 0) slm_dropout_hidden_backward(m, a, b);
@@ -584,7 +585,7 @@ int slm_model_loss_and_grad(const Model *m, Activations *a, const Batch *b, cons
         mean_of_losses(a, NULL);
         return 0;
     }
-    if (forward_to_hidden(m, a, b, ablation, 0, e)) return -1;
+    if (forward_to_hidden(m, a, b, ablation, 0, grads ? a->precision : PRECISION_FP32, e)) return -1;
     const ModelConfig *c = &m->cfg;
     int backward = grads && a->n_predicted > 0;
     OutputLoss o = {.W = m->output_w, .bias = m->output_b, .y = a->hidden, .n = a->n_positions,
@@ -592,7 +593,8 @@ int slm_model_loss_and_grad(const Model *m, Activations *a, const Batch *b, cons
                     .scratch = a->logits, .lse = a->lse, .loss = a->loss, .correct = a->correct,
                     .chunk_rows = a->max_positions < OUTPUT_CHUNK_ROWS ? a->max_positions : OUTPUT_CHUNK_ROWS,
                     .dW = backward ? grad_of(m, grads, m->output_w) : NULL,
-                    .d_bias = backward ? grad_of(m, grads, m->output_b) : NULL, .d_y = a->d_hidden};
+                    .d_bias = backward ? grad_of(m, grads, m->output_b) : NULL, .d_y = a->d_hidden,
+                    .precision = a->products};
     slm_output_loss(&o);
     if (check_losses(a, b, e)) return -1;
     mean_of_losses(a, NULL);

@@ -138,6 +138,7 @@ static int fill_metadata(const Trainer *t, Metadata *md, Error *e) {
     rc = rc ? rc : set_meta_exact(md, "min_lr_ratio", o->min_lr_ratio, e);
     rc = rc ? rc : set_meta(md, "batch", "%.0f", o->batch, e);
     rc = rc ? rc : set_meta(md, "threads", "%.0f", o->threads, e);
+    rc = rc ? rc : slm_metadata_set(md, "precision", slm_precision_name(o->precision), e);
     rc = rc ? rc : set_meta(md, "train_stories", "%.0f", t->s->n_train, e);
     rc = rc ? rc : set_meta(md, "test_stories", "%.0f", t->s->n_test, e);
     rc = rc ? rc : set_meta(md, "tokens_seen", "%.0f", (double)r->tokens_seen, e);
@@ -186,6 +187,23 @@ static int contradicts(const Trainer *t, unsigned bit, const char *flag, double 
     return FAIL(e, "leave the flag out (a resumed run keeps its settings; only --steps may change), or train afresh",
                 "cannot resume '%s' with --%s %.10g: the run was trained with %s %.10g", t->o.out, flag, given, flag,
                 run);
+}
+
+/* The precision of the run the file comes from (fp32 when it names none:
+ * files from before --precision); a --precision given against it is refused. */
+static int resume_precision(Trainer *t, const Metadata *md, Error *e) {
+    const char *v = slm_metadata_get(md, "precision");
+    Precision run = PRECISION_FP32;
+    if (v && slm_precision_parse(v, &run, e)) {
+        slm_error_prefix(e, "cannot resume: ");
+        return -1;
+    }
+    if ((t->o.given & TRAIN_GIVEN_PRECISION) && t->o.precision != run)
+        return FAIL(e, "leave --precision out when resuming (the run keeps its own), or train afresh",
+                    "cannot resume '%s' with --precision %s: the run was trained with --precision %s", t->o.out,
+                    slm_precision_name(t->o.precision), slm_precision_name(run));
+    t->o.precision = run;
+    return 0;
 }
 
 /* The seed, schedule and position of the run the file comes from. */
@@ -274,6 +292,7 @@ static int resume(Trainer *t, Error *e) {
         t->o.layers = slm_model_layers(&t->model.cfg);
         if (!rc) rc = check_resume_shape(&t->o, &t->model.cfg, e);
         if (!rc) rc = resume_schedule(t, &md, &st, e);
+        if (!rc) rc = resume_precision(t, &md, e);
     }
     if (!rc) rc = slm_regularise_check_resume(&t->o, &md, t->o.out, e);
     if (!rc) {
@@ -326,7 +345,11 @@ static int trainer_init(Trainer *t, const Stories *s, const TrainOptions *o, Tra
     if (!t->stream.order) return -1;
     int stories = t->o.batch > s->n_test ? t->o.batch : s->n_test; /* a step's, or the test stories */
     if (o->augment) ntok = TRAIN_AUGMENT_MAX_LEN(ntok); /* a rewritten story may be longer */
-    return slm_pass_init(&t->pass, &t->model, o->dist, o->max_positions, ntok, stories > 1 ? stories : 1, e);
+    if (slm_precision_check(t->o.precision, e) ||
+        slm_pass_init(&t->pass, &t->model, o->dist, o->max_positions, ntok, stories > 1 ? stories : 1, e))
+        return -1;
+    t->pass.shards.precision = t->o.precision;
+    return 0;
 }
 
 static void trainer_free(Trainer *t) {

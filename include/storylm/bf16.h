@@ -1,0 +1,48 @@
+/* Training's matrix products in BF16 (src/model/bf16.c): `train --precision
+ * bf16`. Each operand is rounded to bfloat16 (8 bits of mantissa, round to
+ * nearest even), the products are summed in FP32 with avx512_bf16's
+ * dot-product instruction (VDPBF16PS: two products a step, each add rounded
+ * to FP32), and the weights, gradients and Adam stay FP32. The order of the
+ * sums is fixed (k = 0, 1, ... in pairs) whatever the blocking or threads,
+ * so the same inputs give the same bits; slm_matmul_bf16_emulated computes
+ * the same bits in plain C, the reference the tests hold the kernel to. */
+#ifndef STORYLM_BF16_H
+#define STORYLM_BF16_H
+
+#include <stdint.h>
+
+#include "storylm/error.h"
+
+typedef enum Precision { PRECISION_FP32 = 0, PRECISION_BF16 = 1 } Precision;
+
+/* "fp32" or "bf16". */
+const char *slm_precision_name(Precision p);
+/* name -> *p; -1 with e set (naming the choices) for anything else. */
+int slm_precision_parse(const char *name, Precision *p, Error *e);
+/* 1 when this CPU runs avx512_bf16's instructions (checked at run time). */
+int slm_bf16_supported(void);
+/* 0 when p can run on this CPU; -1 with e set (BF16 on a CPU without avx512_bf16). */
+int slm_precision_check(Precision p, Error *e);
+
+/* x -> bfloat16 bits as the CPU's conversion gives them: round to nearest
+ * even, denormals to signed zero, NaN stays NaN (quiet). */
+uint16_t slm_bf16_from_float(float x);
+static inline float slm_bf16_to_float(uint16_t b) {
+    union { uint32_t u; float f; } v = {.u = (uint32_t)b << 16};
+    return v.f;
+}
+
+/* C (M, N) = op(A) op(B) + beta C, row-major, as slm_matmul (layers.h) but
+ * with A and B rounded to BF16 and FP32 sums; beta is 0 or 1. Needs
+ * avx512_bf16 (slm_precision_check). Threads over blocks of rows when
+ * called outside a parallel region; the bits do not depend on them. */
+void slm_matmul_bf16(int trans_a, int trans_b, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
+                     float beta, float *C, int ldc);
+/* The same bits in plain C, one element at a time (slow: tests only). */
+void slm_matmul_bf16_emulated(int trans_a, int trans_b, int M, int N, int K, const float *A, int lda,
+                              const float *B, int ldb, float beta, float *C, int ldc);
+/* slm_matmul (FP32) or slm_matmul_bf16, by p. */
+void slm_matmul_at(Precision p, int trans_a, int trans_b, int M, int N, int K, const float *A, int lda,
+                   const float *B, int ldb, float beta, float *C, int ldc);
+
+#endif

@@ -1,0 +1,244 @@
+/* BF16 products with FP32 sums: see include/storylm/bf16.h.
+ *
+ * Both operands are packed once per call as bfloat16 pairs along k (k even
+ * in the low half, as VDPBF16PS reads them): A by rows, (M, K/2) pairs, and
+ * B in panels of 16 columns, (N/16, K/2, 16) pairs, so one 512-bit load is a
+ * k-pair of 16 columns. A tile of up to 6 rows by 32 columns keeps 12 sums in
+ * registers; each sum runs over k in order from 0, so an element's bits do
+ * not depend on the tile, the block or the thread it falls in. The
+ * instruction adds the odd product, then the even one, each rounded to FP32
+ * (bf16 x bf16 is exact in FP32), denormals flushed to zero: the emulation
+ * below does the same. */
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "storylm/bf16.h"
+#include "storylm/layers.h"
+
+#define BF16_TARGET __attribute__((target("avx512f,avx512bf16")))
+#include <immintrin.h>
+
+const char *slm_precision_name(Precision p) { return p == PRECISION_BF16 ? "bf16" : "fp32"; }
+
+int slm_precision_parse(const char *name, Precision *p, Error *e) {
+    if (name && strcmp(name, "fp32") == 0) *p = PRECISION_FP32;
+    else if (name && strcmp(name, "bf16") == 0) *p = PRECISION_BF16;
+    else return FAIL(e, "give --precision fp32 (the default) or bf16", "unknown precision '%.40s' (fp32 or bf16)", name ? name : "");
+    return 0;
+}
+
+int slm_bf16_supported(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512bf16");
+}
+
+int slm_precision_check(Precision p, Error *e) {
+    if (p == PRECISION_BF16 && !slm_bf16_supported())
+        return FAIL(e, "train with --precision fp32 (the default) on this machine",
+                    "--precision bf16 needs a CPU with avx512_bf16 (AMD Zen 4, Intel Cooper Lake or Sapphire Rapids "
+                    "and later); this one has none");
+    return 0;
+}
+
+uint16_t slm_bf16_from_float(float x) {
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    if ((u & 0x7F800000u) == 0) return (uint16_t)(u >> 16 & 0x8000u);          /* zero or denormal: signed 0 */
+    if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)(u >> 16 | 0x0040u); /* NaN: quiet */
+    return (uint16_t)((u + 0x7FFFu + (u >> 16 & 1u)) >> 16);                    /* nearest, ties to even */
+}
+
+/* ---- packing ------------------------------------------------------------- */
+
+/* 16 floats -> 16 pairs (x0 low, x1 high) as VDPBF16PS reads its lanes,
+ * each rounded by the CPU's own conversion (what slm_bf16_from_float gives). */
+static inline __attribute__((always_inline)) BF16_TARGET __m512i pairs16(__m512 x0, __m512 x1) {
+    __m512i lo = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(x0));
+    __m512i hi = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(x1));
+    return _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
+}
+
+/* Row x (n floats, contiguous) -> pairs (ceil(n/2)) of (x[2i], x[2i+1]), an odd n's last padded with 0. */
+static BF16_TARGET void pack_row(const float *x, int n, uint32_t *pairs) {
+    for (int k = 0; k < n; k += 32) {
+        int left = n - k;
+        __mmask16 m0 = left >= 16 ? 0xFFFF : (__mmask16)((1u << left) - 1u);
+        __mmask16 m1 = left >= 32 ? 0xFFFF : left <= 16 ? 0 : (__mmask16)((1u << (left - 16)) - 1u);
+        __m512 lo = _mm512_maskz_loadu_ps(m0, x + k), hi = _mm512_maskz_loadu_ps(m1, x + k + 16);
+        int out = (left + 1) / 2 < 16 ? (left + 1) / 2 : 16;
+        _mm512_mask_storeu_epi32(pairs + k / 2, (__mmask16)((1u << out) - 1u), (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+    }
+}
+
+/* Rows k and k+1 (row k+1 absent past K: 0) of a (K, n) matrix, stride ld
+ * -> pairs (n) of (x[k][j], x[k+1][j]). */
+static BF16_TARGET void pack_two_rows(const float *x, int ld, int k, int K, int n, uint32_t *pairs) {
+    const float *r0 = x + (size_t)k * ld, *r1 = r0 + ld;
+    for (int j = 0; j < n; j += 16) {
+        __mmask16 m = n - j >= 16 ? 0xFFFF : (__mmask16)((1u << (n - j)) - 1u);
+        __m512 x1 = k + 1 < K ? _mm512_maskz_loadu_ps(m, r1 + j) : _mm512_setzero_ps();
+        _mm512_mask_storeu_epi32(pairs + j, m, pairs16(_mm512_maskz_loadu_ps(m, r0 + j), x1));
+    }
+}
+
+/* op(A) (M, K) -> ap: pair kp of row m at ap[m * rs + kp * ks]: by rows
+ * (rs Kh, ks 1) when A is stored so, else by k-pairs (rs 1, ks M), so that
+ * either way the packing reads A's rows in order. */
+static BF16_TARGET void pack_a(int trans, int M, int K, const float *A, int lda, uint32_t *ap, size_t *rs, size_t *ks) {
+    int Kh = (K + 1) / 2;
+    if (!trans) {
+        for (int m = 0; m < M; m++) pack_row(A + (size_t)m * lda, K, ap + (size_t)m * Kh);
+        *rs = (size_t)Kh, *ks = 1;
+    } else {
+        for (int kp = 0; kp < Kh; kp++) pack_two_rows(A, lda, 2 * kp, K, M, ap + (size_t)kp * M);
+        *rs = 1, *ks = (size_t)M;
+    }
+}
+
+/* op(B) (K, N) -> bp (ceil(N/16), Kh, 16) pairs, columns past N 0; row
+ * (Kh) scratch for a transposed B's rows. */
+static BF16_TARGET void pack_b(int trans, int K, int N, const float *B, int ldb, uint32_t *bp, uint32_t *row) {
+    int Kh = (K + 1) / 2, panels = (N + 15) / 16;
+    if (!trans) {
+        for (int kp = 0; kp < Kh; kp++)
+            for (int p = 0; p < panels; p++) {
+                int n = p * 16;
+                uint32_t *dst = bp + ((size_t)p * Kh + kp) * 16;
+                if (N - n < 16) memset(dst, 0, 16 * sizeof *dst);
+                pack_two_rows(B + n, ldb, 2 * kp, K, N - n < 16 ? N - n : 16, dst);
+            }
+        return;
+    }
+    if (N % 16) memset(bp + (size_t)(panels - 1) * Kh * 16, 0, (size_t)Kh * 16 * sizeof *bp);
+    for (int n = 0; n < N; n++) { /* B's row n is op(B)'s column n */
+        pack_row(B + (size_t)n * ldb, K, row);
+        uint32_t *dst = bp + (size_t)(n / 16) * Kh * 16 + n % 16;
+        for (int kp = 0; kp < Kh; kp++) dst[(size_t)kp * 16] = row[kp];
+    }
+}
+
+/* ---- the kernel ------------------------------------------------------------ */
+
+/* C rows (R, up to 6) x columns n0 .. n0 + 16W (W 1 or 2, clipped at N) =
+ * sums over ap's rows (pair kp of row r at ap[r*rs + kp*ks]) and the panels
+ * from bp (+ C when beta). R and W are constants at each call, the loops
+ * unrolled, so the 12 sums live in registers. */
+static inline __attribute__((always_inline)) BF16_TARGET void tile(const uint32_t *ap, size_t rs, size_t ks, int Kh,
+                                                                 const uint32_t *bp, int R, int W, float *C, int ldc,
+                                                                 int n0, int N, int beta) {
+    __m512 acc[6][2];
+#pragma GCC unroll 6
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 2
+        for (int w = 0; w < W; w++) acc[r][w] = _mm512_setzero_ps();
+    for (int kp = 0; kp < Kh; kp++) {
+        __m512bh b[2];
+#pragma GCC unroll 2
+        for (int w = 0; w < W; w++) b[w] = (__m512bh)_mm512_loadu_si512(bp + ((size_t)w * Kh + kp) * 16);
+#pragma GCC unroll 6
+        for (int r = 0; r < R; r++) {
+            __m512bh a = (__m512bh)_mm512_set1_epi32((int)ap[r * rs + kp * ks]);
+#pragma GCC unroll 2
+            for (int w = 0; w < W; w++) acc[r][w] = _mm512_dpbf16_ps(acc[r][w], a, b[w]);
+        }
+    }
+#pragma GCC unroll 2
+    for (int w = 0; w < W; w++) {
+        int n = n0 + 16 * w, valid = N - n < 16 ? N - n : 16;
+        __mmask16 mask = (__mmask16)((1u << valid) - 1u);
+#pragma GCC unroll 6
+        for (int r = 0; r < R; r++) {
+            float *c = C + (size_t)r * ldc + n;
+            __m512 x = beta ? _mm512_add_ps(_mm512_maskz_loadu_ps(mask, c), acc[r][w]) : acc[r][w];
+            _mm512_mask_storeu_ps(c, mask, x);
+        }
+    }
+}
+
+/* One tile of R rows, R from 1 to 6 turned into a constant. */
+static inline __attribute__((always_inline)) BF16_TARGET void tile_rows(const uint32_t *ap, size_t rs, size_t ks,
+                                                                      int Kh, const uint32_t *bp, int R, int W,
+                                                                      float *C, int ldc, int n0, int N, int beta) {
+    switch (R) {
+    case 6: tile(ap, rs, ks, Kh, bp, 6, W, C, ldc, n0, N, beta); break;
+    case 5: tile(ap, rs, ks, Kh, bp, 5, W, C, ldc, n0, N, beta); break;
+    case 4: tile(ap, rs, ks, Kh, bp, 4, W, C, ldc, n0, N, beta); break;
+    case 3: tile(ap, rs, ks, Kh, bp, 3, W, C, ldc, n0, N, beta); break;
+    case 2: tile(ap, rs, ks, Kh, bp, 2, W, C, ldc, n0, N, beta); break;
+    default: tile(ap, rs, ks, Kh, bp, 1, W, C, ldc, n0, N, beta); break;
+    }
+}
+
+/* R rows of C (from ap's first row), every column: tiles of 32 columns, a last one of 16. */
+static BF16_TARGET void row_tiles(const uint32_t *ap, size_t rs, size_t ks, int Kh, const uint32_t *bp, int R,
+                                  float *C, int ldc, int N, int beta) {
+    int n = 0;
+    for (; n + 16 < N; n += 32) tile_rows(ap, rs, ks, Kh, bp + (size_t)(n / 16) * Kh * 16, R, 2, C, ldc, n, N, beta);
+    if (n < N) tile_rows(ap, rs, ks, Kh, bp + (size_t)(n / 16) * Kh * 16, R, 1, C, ldc, n, N, beta);
+}
+
+#define TILE_ROWS 6
+
+void slm_matmul_bf16(int trans_a, int trans_b, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
+                     float beta, float *C, int ldc) {
+    if (M <= 0 || N <= 0) return;
+    int Kh = (K + 1) / 2, Np = (N + 15) / 16 * 16, tiles = (M + TILE_ROWS - 1) / TILE_ROWS;
+    if (K <= 0) { /* no products: C = beta C */
+        for (int m = 0; m < M; m++)
+            for (int n = 0; n < N; n++) C[(size_t)m * ldc + n] = beta != 0.0f ? C[(size_t)m * ldc + n] : 0.0f;
+        return;
+    }
+    /* packs of a few hundred KB at most in training: malloc reuses them call after call */
+    uint32_t *ap = malloc(((size_t)M * Kh + 16) * sizeof *ap), *bp = malloc(((size_t)Np + 1) * Kh * sizeof *bp);
+    if (!ap || !bp) { /* the products have no error path: the same bits, the slow way */
+        free(ap);
+        free(bp);
+        slm_matmul_bf16_emulated(trans_a, trans_b, M, N, K, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    size_t rs, ks;
+    pack_a(trans_a, M, K, A, lda, ap, &rs, &ks);
+    pack_b(trans_b, K, N, B, ldb, bp, bp + (size_t)Np * Kh);
+    int parallel = !omp_in_parallel() && omp_get_max_threads() > 1 && tiles > 1;
+#pragma omp parallel for schedule(static) if (parallel)
+    for (int t = 0; t < tiles; t++) {
+        int m = t * TILE_ROWS, R = M - m < TILE_ROWS ? M - m : TILE_ROWS;
+        row_tiles(ap + (size_t)m * rs, rs, ks, Kh, bp, R, C + (size_t)m * ldc, ldc, N, beta != 0.0f);
+    }
+    free(ap);
+    free(bp);
+}
+
+/* ---- the same bits in plain C ------------------------------------------------ */
+
+/* FP32 results below the normal range become signed zero, as VDPBF16PS gives them. */
+static float flush(float x) { return fabsf(x) < 1.17549435e-38f ? copysignf(0.0f, x) : x; }
+
+void slm_matmul_bf16_emulated(int trans_a, int trans_b, int M, int N, int K, const float *A, int lda,
+                              const float *B, int ldb, float beta, float *C, int ldc) {
+    for (int m = 0; m < M; m++)
+        for (int n = 0; n < N; n++) {
+            float acc = 0.0f;
+            for (int k = 0; k < K; k += 2) {
+                float a[2] = {0.0f, 0.0f}, b[2] = {0.0f, 0.0f};
+                for (int j = 0; j < 2 && k + j < K; j++) {
+                    a[j] = slm_bf16_to_float(slm_bf16_from_float(trans_a ? A[(size_t)(k + j) * lda + m]
+                                                                         : A[(size_t)m * lda + k + j]));
+                    b[j] = slm_bf16_to_float(slm_bf16_from_float(trans_b ? B[(size_t)n * ldb + k + j]
+                                                                         : B[(size_t)(k + j) * ldb + n]));
+                }
+                acc = flush(acc + a[1] * b[1]); /* exact products: one rounding per add */
+                acc = flush(acc + a[0] * b[0]);
+            }
+            float *c = &C[(size_t)m * ldc + n];
+            *c = beta != 0.0f ? *c + acc : acc;
+        }
+}
+
+void slm_matmul_at(Precision p, int trans_a, int trans_b, int M, int N, int K, const float *A, int lda,
+                   const float *B, int ldb, float beta, float *C, int ldc) {
+    if (p == PRECISION_BF16) slm_matmul_bf16(trans_a, trans_b, M, N, K, A, lda, B, ldb, beta, C, ldc);
+    else slm_matmul(trans_a, trans_b, M, N, K, A, lda, B, ldb, beta, C, ldc);
+}
