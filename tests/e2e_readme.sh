@@ -95,5 +95,5 @@ while IFS= read -r cmd; do
   n=$((n + 1))
   bash -c "$cmd" >out.$n 2>err.$n || { cat err.$n; fail "README command failed: $cmd"; }
 done < quick.sh
-[[ -s first.safetensors && -s mine.safetensors && -s distances.svg ]] || fail "the quick start did not write its files"
+[[ -s first.safetensors && -s model.safetensors && -s distances.svg ]] || fail "the quick start did not write its files"
 echo "e2e_readme: README $lines lines, $n quick-start commands run"

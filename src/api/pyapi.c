@@ -66,7 +66,8 @@ char *slm_py_config_json(const PyModel *m, Error *e) {
     const char *names[] = {"vocab_size", "row_dim", "n_heads", "key_dim", "value_dim", "window", "hidden_dim", "context"};
     int sizes[] = {c->vocab_size, c->row_dim, c->n_heads, c->key_dim, c->value_dim, c->window, c->hidden_dim, c->context};
     for (int i = 0; i < 8; i++) cJSON_AddNumberToObject(j, names[i], sizes[i]);
-    if (c->arch == ARCH_ATTENTION) cJSON_AddNumberToObject(j, "layers", slm_model_layers(c));
+    if (c->arch != ARCH_WINDOW8) /* layers of heads, or the transformer's blocks (as info --json) */
+        cJSON_AddNumberToObject(j, "layers", c->arch == ARCH_TRANSFORMER ? c->n_layers : slm_model_layers(c));
     return json_out(j, e);
 }
 

@@ -416,6 +416,21 @@ class Train(unittest.TestCase):
             self.assertEqual(storylm.load(os.path.join(d, "py.safetensors")).loss(TEXT),
                              storylm.load(os.path.join(d, "cli.safetensors")).loss(TEXT))
 
+    def test_a_transformer_runs_but_refuses_hooks_clearly(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "tf.safetensors")
+            subprocess.run([CLI, "train", SMALL_STORIES, "--arch", "transformer", "--layers", "2", "-o", path,
+                            "--steps", "2", "--vocab", os.path.join(MODELS, "vocab.txt"), "--eval-every", "0",
+                            "--test-stories", "20", "--threads", "1"], check=True, capture_output=True)
+            t = storylm.load(path)
+            self.assertEqual(t.cfg.n_layers, cli("info", "--json", "-m", path)["layers"])
+            self.assertEqual(t.hook_names, [])
+            same_number(self, t.loss(TEXT), cli("eval", "--text", TEXT, "--json", "-m", path)["loss"], "loss")
+            for call in (lambda: t.run_with_cache(TEXT), lambda: t.run_with_hooks(TEXT, [("hook_logits", lambda a, h: a)])):
+                with self.assertRaises(storylm.StorylmError) as cm:
+                    call()
+                self.assertIn("transformer", cm.exception.message)
+
     def test_train_failure_raises_the_clis_message(self):
         with self.assertRaises(storylm.StorylmError) as cm:
             storylm.train("/nonexistent/stories.txt", "/tmp/never.safetensors", steps=1, progress=lambda l: None)
