@@ -423,7 +423,7 @@ class Train(unittest.TestCase):
                             "--steps", "2", "--vocab", os.path.join(MODELS, "vocab.txt"), "--eval-every", "0",
                             "--test-stories", "20", "--threads", "1"], check=True, capture_output=True)
             t = storylm.load(path)
-            self.assertEqual(t.cfg.n_layers, cli("info", "--json", "-m", path)["layers"])
+            self.assertEqual(t.cfg.n_layers, cli("info", "--json", "-m", path)["config"]["layers"])
             self.assertEqual(t.hook_names, [])
             same_number(self, t.loss(TEXT), cli("eval", "--text", TEXT, "--json", "-m", path)["loss"], "loss")
             for call in (lambda: t.run_with_cache(TEXT), lambda: t.run_with_hooks(TEXT, [("hook_logits", lambda a, h: a)])):
