@@ -119,7 +119,7 @@ static void print_sizes(const ModelConfig *c) {
     if (c->arch == ARCH_TRANSFORMER) {
         printf("architecture  transformer: %d pre-LN blocks, d_model %d, %d heads of %d, d_mlp %d (%s), n_ctx %d\n",
                c->n_layers, c->row_dim, c->n_heads, c->key_dim, c->hidden_dim, slm_act_name((ActFn)c->act), c->window);
-        printf("variant       --pos %s (docs/transformer.md)\n", slm_pos_name(c->pos));
+        printf("variant       --position-scheme %s (docs/transformer.md)\n", slm_pos_name(c->pos));
         return;
     }
     if (c->arch == ARCH_ATTENTION)

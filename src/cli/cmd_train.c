@@ -371,6 +371,9 @@ static void side_files_free(SideFiles *f) {
  * is kept unless --force. With --resume, --out is read and written on purpose. */
 static int check_outputs(const char *stories, const TrainOptions *o, const char *vocab_path, bool force, Error *e) {
     struct stat st;
+    if (o->resume && stat(o->out, &st) != 0) /* said before a vocabulary is learnt for nothing */
+        return FAIL(e, "train without --resume to start a run, or give --out the model to continue",
+                    "nothing to resume: there is no model '%s' (%s)", o->out, strerror(errno));
     int learn_vocab = stat(vocab_path, &st) != 0;
     SideFiles f;
     int rc = side_files(&f, o, e);

@@ -131,7 +131,7 @@ int slm_probe_pieces(const Model *m, const Tokenizer *t, const NameList *nl, con
                  Error *e) {
     if (heads) {
         *heads = (PieceHeads){.n_heads = slm_model_heads(&m->cfg)};
-        if (slm_probe_need_attention(m, "the heads of Secret 4", e)) return -1;
+        if (slm_probe_need_attention(m, "Secret 4's table of the two lookups", e)) return -1;
     }
     ProbeRunner r;
     int rc = slm_probe_runner_init(&r, m, 1024, e);

@@ -57,8 +57,8 @@ int slm_probe_run_story(ProbeRunner *r, const Stories *s, int i, const Ablation 
 int slm_probe_need_attention(const Model *m, const char *what, Error *e) {
     if (m->cfg.arch == ARCH_ATTENTION) return 0;
     if (m->cfg.arch == ARCH_TRANSFORMER)
-        return FAIL(e, "eval, generate and info read a transformer; for the probes give a model trained with --arch attention",
-                    "%s does not read a transformer yet (its heads sit in blocks of attention and MLP, docs/transformer.md)",
+        return FAIL(e, "eval, generate, info, heads, detect, distances and ablate read a transformer; for this probe give a model trained with --arch attention",
+                    "%s cannot read a transformer yet (its heads sit in blocks of attention and MLP, docs/transformer.md)",
                     what);
     return FAIL(e, "give a model trained with --arch attention (the default)",
                 "%s needs the attention network, and this is a %s model: it has no heads", what, slm_arch_name(m->cfg.arch));
