@@ -160,6 +160,8 @@ expect 2 "--ablate-mode is zero or mean" swap slice.txt --model att.safetensors 
 expect 2 "--ablate changes nothing stats shows" stats slice.txt --model att.safetensors --ablate 1
 expect 2 "--ablate-mode changes nothing heads shows" heads slice.txt --model att.safetensors --ablate-mode mean
 expect 2 "--ablate changes nothing distances shows" distances --model att.safetensors --ablate=2
+# nor a mode without heads to switch off
+expect 2 "--ablate-mode changes nothing without --ablate" attend "Mia saw" --model att.safetensors --ablate-mode mean
 expect 2 "unknown option" trace "Mia" --model att.safetensors --bogus
 expect 2 "missing argument" swap --model att.safetensors
 expect 1 "no model file" distances --model missing.safetensors

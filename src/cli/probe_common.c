@@ -1,6 +1,7 @@
 /* What the probe verbs share: see probe_common.h. */
 #include "probe_common.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,11 +35,23 @@ int probe_refuse_ablation(const Command *cmd, int argc, char **argv, const char 
                             "trace or swap", flag, cmd->name, why);
 }
 
+/* No verb takes a flag it would ignore: --ablate-mode without heads to switch
+ * off (ablate's own --heads aside). */
+static int refuse_idle_ablation_flags(const Command *cmd, int argc, char **argv, const Option *opts, int n_opts,
+                                      const ProbeOptions *po) {
+    bool has_ablate = false;
+    for (int i = 0; i < n_opts; i++) has_ablate |= opts[i].target == &po->ablate;
+    bool heads = (po->ablate && po->ablate[0]) || strcmp(cmd->name, "ablate") == 0;
+    if (has_ablate && !heads && args_given(argc, argv, "ablate-mode", 0))
+        return args_usage_error(cmd, "--ablate-mode changes nothing without --ablate HEADS (the heads to switch off)");
+    return 0;
+}
+
 int probe_parse(const Command *cmd, int argc, char **argv, const Option *opts, int n_opts, ProbeOptions *po,
                 const char **positional, int n_positional) {
     int np, rc = args_parse(cmd, argc, argv, opts, n_opts, positional, n_positional, n_positional, &np);
     if (rc) return rc > 0 ? 0 : 2;
-    if (probe_check_mode(cmd, po->ablate_mode)) return 2;
+    if (probe_check_mode(cmd, po->ablate_mode) || refuse_idle_ablation_flags(cmd, argc, argv, opts, n_opts, po)) return 2;
     cli_set_threads(po->threads);
     /* the default model found (and said on stderr) here; a verb with its own
      * model list (heads) resolves its models itself */
