@@ -4,6 +4,7 @@
 
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -106,3 +107,25 @@ double check_fixture_grads(const cJSON *cas, const Model *m, const float *grads,
     return worst;
 }
 
+
+void check_fixture_case(const ModelConfig *cfg, const cJSON *cas, const Batch *b, const char *what) {
+    Model m;
+    Activations a;
+    Error e;
+    if (!CHECK(slm_model_init(&m, cfg, &e) == 0 && slm_activations_init(&a, cfg, b->n_tokens, &e) == 0)) return;
+    if (check_fixture_tensors(cas, &m) == 0) {
+        float loss, *grads = calloc(m.n_params, sizeof(float)), *fused = calloc(m.n_params, sizeof(float));
+        double want = cJSON_GetObjectItemCaseSensitive(cas, "loss")->valuedouble;
+        CHECK(slm_model_forward(&m, &a, b, NULL, &loss, &e) == 0);
+        if (!CHECK_CLOSE(a.mean_loss, want, 1e-5, 0)) fprintf(stderr, "  %s: loss differs\n", what);
+        slm_model_backward(&m, &a, b, grads);
+        double worst = check_fixture_grads(cas, &m, grads, what);
+        CHECK(slm_model_loss_and_grad(&m, &a, b, NULL, 1.0f / a.n_predicted, fused, &e) == 0);
+        worst = fmax(worst, check_fixture_grads(cas, &m, fused, what));
+        printf("%-36s loss %.9f (PyTorch %.9f), worst gradient %.2e\n", what, a.mean_loss, want, worst);
+        free(grads);
+        free(fused);
+    }
+    slm_activations_free(&a);
+    slm_model_free(&m);
+}

@@ -28,6 +28,12 @@ struct cJSON;
 struct Model;
 int check_fixture_tensors(const struct cJSON *cas, struct Model *m);
 double check_fixture_grads(const struct cJSON *cas, const struct Model *m, const float *grads, const char *what);
+/* A whole fixture case on cfg's network: its tensors loaded, the loss to 1e-5
+ * relative and every gradient checked, through slm_model_backward and through
+ * training's fused pass; prints one line named what. */
+struct ModelConfig;
+struct Batch;
+void check_fixture_case(const struct ModelConfig *cfg, const struct cJSON *cas, const struct Batch *b, const char *what);
 
 #define CHECK(cond) check_at(!!(cond), #cond, __FILE__, __LINE__)
 #define CHECK_CLOSE(got, want, rel, abs_tol) \
