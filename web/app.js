@@ -546,12 +546,15 @@ function setCss(node, css) {
   if (node._css !== css) node.style.cssText = node._css = css;
 }
 
-// kind: which table ("one" head, "all" heads); cols: its grid columns; labels and
-// headStyle(i): its header; fill(row, item): writes item into a row's cells.
-function setGridRows(kind, cols, labels, headStyle, rows, fill) {
+// kind: which table ("one" head, "all" heads); cols: its grid columns; minEm: the sum
+// of their least widths (in em), below which the table scrolls sideways in its box
+// instead of squeezing its columns; labels and headStyle(i): its header;
+// fill(row, item): writes item into a row's cells.
+function setGridRows(kind, cols, minEm, labels, headStyle, rows, fill) {
   const t = $("attend-table");
   if (grid.kind !== kind) {
     t.style.setProperty("--cols", cols);
+    t.style.minWidth = `${minEm}em`;
     const head = el("div", { class: "gt-row gt-head", role: "row", "aria-rowindex": 1 }, ...labels.map((c, i) =>
       el("span", { role: "columnheader", class: i === 1 ? "text" : null, style: headStyle ? headStyle(i) : null, text: c })));
     grid.pads = [el("div", { class: "gt-pad" }), el("div", { class: "gt-pad" })];
@@ -612,8 +615,8 @@ function drawOneHeadTable(att) {
     if (!c[6].lastChild.className) c[6].append(el("span", { class: "barfill" }));   // the weight as a bar too
     setCss(c[6].lastChild, `width:${(60 * k.weight).toFixed(1)}px`);
   };
-  setGridRows("one", "5.5em minmax(6em, 1.4fr) 6.5em minmax(0, 1fr) minmax(0, 1.3fr) minmax(0, 1fr) minmax(0, 1.5fr) minmax(0, 1.3fr)",
-    labels, null, rows, fill);
+  setGridRows("one", "5.5em minmax(6em, 1.4fr) 6.5em minmax(4em, 1fr) minmax(4.5em, 1.3fr) minmax(4em, 1fr) minmax(6em, 1.5fr) minmax(4.5em, 1.3fr)",
+    41, labels, null, rows, fill);
 }
 
 // From the wide answer: a row a position read, each head's weight in its column.
@@ -639,7 +642,8 @@ function drawAllHeadsTable(att) {
     }
     setText(c[3 + H], num(k.cosine));
   };
-  setGridRows("all", `5.5em minmax(5em, 1.2fr) 6.5em repeat(${H}, minmax(0, 1fr)) 5.5em`, labels, headStyle, rows, fill);
+  // a head's column holds "head 7" and "100.0%" (4.2em with its padding)
+  setGridRows("all", `5.5em minmax(5em, 1.2fr) 6.5em repeat(${H}, minmax(4.2em, 1fr)) 5.5em`, 22.5 + 4.2 * H, labels, headStyle, rows, fill);
 }
 
 function drawLoss(loss, full) {

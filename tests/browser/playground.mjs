@@ -496,6 +496,8 @@ async function checkPhone(page) {
     return [W, document.documentElement.scrollWidth, out.slice(0, 5)];
   });
   check(sw <= 400 && wide.length === 0, `at 400 px the page is ${sw} px wide` + (wide.length ? `; too wide: ${wide.join(", ")}` : ""));
+  const narrow = await page.$$eval('#attend-table .gt-head > span', (els) => Math.min(...els.map((e) => e.getBoundingClientRect().width)));
+  check(narrow >= 24, `at 400 px the attention table's narrowest column is ${Math.round(narrow)} px wide (at least 24; the table scrolls sideways)`);
   const bar = await page.$eval("#heads-bar", (e) => e.getBoundingClientRect().height);
   check(bar <= 850 / 4, `at 400 x 850 the pinned heads bar is ${Math.round(bar)} px high (at most a quarter)`);
   const opt = await page.$$eval('[data-testid="story-pick"] option', (os) => Math.max(...os.map((o) => o.textContent.length)));
