@@ -16,6 +16,7 @@ const state = {
   model: "",
   text: "",
   pos: -1,            // the reading position; -1 until the server said which is the last
+  linkPos: null,      // a permalink's position, read once the story's length is known
   layers: 1,          // the model's layers of heads and heads a layer (0: none, window8), from /api/models
   heads: 8,
   head: -1,           // the head viewed, numbered over every layer (layer l's head h: l*heads + h); -1: all
@@ -229,6 +230,8 @@ function modelArch() {
 // Text, model or switches changed: ask for all three views at once, in one request.
 async function refreshStory() {
   const n = ++state.seq.story;
+  const linkPos = state.linkPos;   // only for the story the permalink came with
+  state.linkPos = null;
   state.text = $("story").value;
   if (!state.text.trim()) return;
   if (!modelViews().oneLayer) { showStoryLoss(n); return; }
@@ -238,6 +241,8 @@ async function refreshStory() {
   try {
     const got = await fetchPosition(state.pos, true, performance.now(), more);
     if (!got || n !== state.seq.story) return;
+    // a permalink's position past the story's end is dropped: the last token reads
+    if (linkPos !== null && linkPos < state.attend.tokens.length && linkPos !== state.pos) await fetchPosition(linkPos);
     const [loss, full] = got;
     if (!state.off.size) state.fullLoss[lossKey] = loss.loss;
     state.lossTokens = loss.tokens || null;
@@ -1311,7 +1316,8 @@ function savePermalink() {
 }
 
 // The view a permalink names, before anything is asked for; what does not fit this server
-// (a model it does not list, a head the model has not) is left out.
+// (a model it does not list, a head the model has not, a position past the story's end)
+// is left out.
 function readPermalink() {
   const p = new URLSearchParams(location.hash.slice(1));
   const m = p.get("m");
@@ -1323,7 +1329,7 @@ function readPermalink() {
   const h = p.has("h") ? Number(p.get("h")) : NaN;
   if (Number.isInteger(h) && h >= -1 && h < n) state.head = h;
   const pos = Number(p.get("p"));
-  if (p.has("p") && Number.isInteger(pos) && pos >= 0) state.pos = pos;
+  if (p.has("p") && Number.isInteger(pos) && pos >= 0) state.linkPos = pos;
   drawHeadsBar();
   fillAblateHeads();
 }

@@ -526,6 +526,12 @@ async function checkPermalink(browser, page) {
     JSON.stringify(got.off) === JSON.stringify([`switch-head-${want.ablate_head}`]),
     `the permalink restores the story, position ${want.pos}, head ${got.head}, the switch of head ${want.ablate_head} and the model`);
   await shot(other, "10-permalink");
+  // a position past the story's end (an edited or old link) is dropped, not three errors
+  await other.goto(link.replace(/([#&])p=\d+/, "$1p=999"), { waitUntil: "networkidle0", timeout: TIMEOUT });
+  await other.reload({ waitUntil: "networkidle0", timeout: TIMEOUT });
+  await until(other, () => document.querySelector('[data-testid="token"].reading') && document.querySelector('[data-testid="guesses"]').dataset.position, "the view of a permalink past the story's end");
+  const errs = await other.$$eval(".error:not([hidden])", (els) => els.map((x) => x.id + ": " + x.textContent));
+  check(errs.length === 0, "a permalink whose position is past the story's end shows no error" + (errs.length ? `; it shows ${errs.join(" | ")}` : ""));
   await other.close();
   await press(page, `[data-testid="switch-head-${want.ablate_head}"]`);
 }
