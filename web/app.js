@@ -1300,10 +1300,23 @@ function piecesView(d, model) {
   if (d.heads) {
     out.push(el("h3", { text: "The two lookups, head by head" }),
       el("p", { class: "muted", text: `At the token to copy: its weight on the token before (a previous-token head). At the later first piece: its weight on the token to copy (an induction head, layer 2 and up). A head reading evenly gives ${fmt(d.even_weight, 4)}.` }),
-      tableOf(d.heads, "pieces-heads"));
+      headsTable(d));
     if (d.induction_head) out.push(el("p", { "data-testid": "pieces-induction", text: `Head ${d.induction_head} reads the token to copy most: weight ${fmt(d.induction_weight, 4)}.` }));
   }
   return el("div", { "data-testid": "pieces-model", "data-model": model }, ...out);
+}
+
+// Secret 4's head-by-head table, tall enough for the 16 heads of two layers, the head
+// the sentence below names marked (and in sight when there are more heads than fit).
+function headsTable(d) {
+  const box = tableOf(d.heads, "pieces-heads");
+  box.classList.add("tall");
+  const named = [...box.querySelectorAll("tbody tr")].find((tr) => tr.firstChild.textContent === String(d.induction_head));
+  if (named) {
+    named.classList.add("picked");
+    requestAnimationFrame(() => { box.scrollTop += Math.max(0, named.getBoundingClientRect().bottom - box.getBoundingClientRect().bottom); });
+  }
+  return box;
 }
 
 // ---------- the permalink: model, story, reading position, head and switches in the hash ----------
