@@ -483,6 +483,10 @@ async function checkPieces(page) {
 // A phone: 400 x 850, nothing wider than the screen, the pinned bar at most a quarter high.
 async function checkPhone(page) {
   await page.setViewport({ width: 400, height: 850 });
+  // all heads in view: the widest attention table (a column a head)
+  const viewed = await page.$eval('input[name="view-head"]:checked', (e) => e.dataset.testid);
+  await press(page, '[data-testid="view-all"]');
+  await until(page, () => document.querySelectorAll("#attend-table .gt-head > span").length > 8, "the all-heads table");
   await new Promise((r) => setTimeout(r, 300));
   const [w, sw, wide] = await page.evaluate(() => {
     const W = document.documentElement.clientWidth, out = [];
@@ -498,6 +502,9 @@ async function checkPhone(page) {
   check(sw <= 400 && wide.length === 0, `at 400 px the page is ${sw} px wide` + (wide.length ? `; too wide: ${wide.join(", ")}` : ""));
   const narrow = await page.$$eval('#attend-table .gt-head > span', (els) => Math.min(...els.map((e) => e.getBoundingClientRect().width)));
   check(narrow >= 24, `at 400 px the attention table's narrowest column is ${Math.round(narrow)} px wide (at least 24; the table scrolls sideways)`);
+  await page.$eval("#attend-card", (e) => e.scrollIntoView());
+  await shot(page, "9-phone-attention", "#attend-card");
+  await press(page, `[data-testid="${viewed}"]`);
   const bar = await page.$eval("#heads-bar", (e) => e.getBoundingClientRect().height);
   check(bar <= 850 / 4, `at 400 x 850 the pinned heads bar is ${Math.round(bar)} px high (at most a quarter)`);
   const opt = await page.$$eval('[data-testid="story-pick"] option', (os) => Math.max(...os.map((o) => o.textContent.length)));
