@@ -16,6 +16,7 @@ const state = {
   model: "",
   text: "",
   pos: -1,            // the reading position; -1 until the server said which is the last
+  linkPos: null,      // a permalink's position, read once the story's length is known
   layers: 1,          // the model's layers of heads and heads a layer (0: none, window8), from /api/models
   heads: 8,
   head: -1,           // the head viewed, numbered over every layer (layer l's head h: l*heads + h); -1: all
@@ -229,6 +230,8 @@ function modelArch() {
 // Text, model or switches changed: ask for all three views at once, in one request.
 async function refreshStory() {
   const n = ++state.seq.story;
+  const linkPos = state.linkPos;   // only for the story the permalink came with
+  state.linkPos = null;
   state.text = $("story").value;
   if (!state.text.trim()) return;
   if (!modelViews().oneLayer) { showStoryLoss(n); return; }
@@ -238,6 +241,8 @@ async function refreshStory() {
   try {
     const got = await fetchPosition(state.pos, true, performance.now(), more);
     if (!got || n !== state.seq.story) return;
+    // a permalink's position past the story's end is dropped: the last token reads
+    if (linkPos !== null && linkPos < state.attend.tokens.length && linkPos !== state.pos) await fetchPosition(linkPos);
     const [loss, full] = got;
     if (!state.off.size) state.fullLoss[lossKey] = loss.loss;
     state.lossTokens = loss.tokens || null;
@@ -546,12 +551,15 @@ function setCss(node, css) {
   if (node._css !== css) node.style.cssText = node._css = css;
 }
 
-// kind: which table ("one" head, "all" heads); cols: its grid columns; labels and
-// headStyle(i): its header; fill(row, item): writes item into a row's cells.
-function setGridRows(kind, cols, labels, headStyle, rows, fill) {
+// kind: which table ("one" head, "all" heads); cols: its grid columns; minEm: the sum
+// of their least widths (in em), below which the table scrolls sideways in its box
+// instead of squeezing its columns; labels and headStyle(i): its header;
+// fill(row, item): writes item into a row's cells.
+function setGridRows(kind, cols, minEm, labels, headStyle, rows, fill) {
   const t = $("attend-table");
   if (grid.kind !== kind) {
     t.style.setProperty("--cols", cols);
+    t.style.minWidth = `${minEm}em`;
     const head = el("div", { class: "gt-row gt-head", role: "row", "aria-rowindex": 1 }, ...labels.map((c, i) =>
       el("span", { role: "columnheader", class: i === 1 ? "text" : null, style: headStyle ? headStyle(i) : null, text: c })));
     grid.pads = [el("div", { class: "gt-pad" }), el("div", { class: "gt-pad" })];
@@ -612,8 +620,8 @@ function drawOneHeadTable(att) {
     if (!c[6].lastChild.className) c[6].append(el("span", { class: "barfill" }));   // the weight as a bar too
     setCss(c[6].lastChild, `width:${(60 * k.weight).toFixed(1)}px`);
   };
-  setGridRows("one", "5.5em minmax(6em, 1.4fr) 6.5em minmax(0, 1fr) minmax(0, 1.3fr) minmax(0, 1fr) minmax(0, 1.5fr) minmax(0, 1.3fr)",
-    labels, null, rows, fill);
+  setGridRows("one", "5.5em minmax(6em, 1.4fr) 6.5em minmax(4em, 1fr) minmax(4.5em, 1.3fr) minmax(4em, 1fr) minmax(6em, 1.5fr) minmax(4.5em, 1.3fr)",
+    41, labels, null, rows, fill);
 }
 
 // From the wide answer: a row a position read, each head's weight in its column.
@@ -639,7 +647,8 @@ function drawAllHeadsTable(att) {
     }
     setText(c[3 + H], num(k.cosine));
   };
-  setGridRows("all", `5.5em minmax(5em, 1.2fr) 6.5em repeat(${H}, minmax(0, 1fr)) 5.5em`, labels, headStyle, rows, fill);
+  // a head's column holds "head 7" and "100.0%" (4.2em with its padding)
+  setGridRows("all", `5.5em minmax(5em, 1.2fr) 6.5em repeat(${H}, minmax(4.2em, 1fr)) 5.5em`, 22.5 + 4.2 * H, labels, headStyle, rows, fill);
 }
 
 function drawLoss(loss, full) {
@@ -1291,10 +1300,23 @@ function piecesView(d, model) {
   if (d.heads) {
     out.push(el("h3", { text: "The two lookups, head by head" }),
       el("p", { class: "muted", text: `At the token to copy: its weight on the token before (a previous-token head). At the later first piece: its weight on the token to copy (an induction head, layer 2 and up). A head reading evenly gives ${fmt(d.even_weight, 4)}.` }),
-      tableOf(d.heads, "pieces-heads"));
+      headsTable(d));
     if (d.induction_head) out.push(el("p", { "data-testid": "pieces-induction", text: `Head ${d.induction_head} reads the token to copy most: weight ${fmt(d.induction_weight, 4)}.` }));
   }
   return el("div", { "data-testid": "pieces-model", "data-model": model }, ...out);
+}
+
+// Secret 4's head-by-head table, tall enough for the 16 heads of two layers, the head
+// the sentence below names marked (and in sight when there are more heads than fit).
+function headsTable(d) {
+  const box = tableOf(d.heads, "pieces-heads");
+  box.classList.add("tall");
+  const named = [...box.querySelectorAll("tbody tr")].find((tr) => tr.firstChild.textContent === String(d.induction_head));
+  if (named) {
+    named.classList.add("picked");
+    requestAnimationFrame(() => { box.scrollTop += Math.max(0, named.getBoundingClientRect().bottom - box.getBoundingClientRect().bottom); });
+  }
+  return box;
 }
 
 // ---------- the permalink: model, story, reading position, head and switches in the hash ----------
@@ -1307,7 +1329,8 @@ function savePermalink() {
 }
 
 // The view a permalink names, before anything is asked for; what does not fit this server
-// (a model it does not list, a head the model has not) is left out.
+// (a model it does not list, a head the model has not, a position past the story's end)
+// is left out.
 function readPermalink() {
   const p = new URLSearchParams(location.hash.slice(1));
   const m = p.get("m");
@@ -1319,7 +1342,7 @@ function readPermalink() {
   const h = p.has("h") ? Number(p.get("h")) : NaN;
   if (Number.isInteger(h) && h >= -1 && h < n) state.head = h;
   const pos = Number(p.get("p"));
-  if (p.has("p") && Number.isInteger(pos) && pos >= 0) state.pos = pos;
+  if (p.has("p") && Number.isInteger(pos) && pos >= 0) state.linkPos = pos;
   drawHeadsBar();
   fillAblateHeads();
 }

@@ -483,6 +483,10 @@ async function checkPieces(page) {
 // A phone: 400 x 850, nothing wider than the screen, the pinned bar at most a quarter high.
 async function checkPhone(page) {
   await page.setViewport({ width: 400, height: 850 });
+  // all heads in view: the widest attention table (a column a head)
+  const viewed = await page.$eval('input[name="view-head"]:checked', (e) => e.dataset.testid);
+  await press(page, '[data-testid="view-all"]');
+  await until(page, () => document.querySelectorAll("#attend-table .gt-head > span").length > 8, "the all-heads table");
   await new Promise((r) => setTimeout(r, 300));
   const [w, sw, wide] = await page.evaluate(() => {
     const W = document.documentElement.clientWidth, out = [];
@@ -496,6 +500,11 @@ async function checkPhone(page) {
     return [W, document.documentElement.scrollWidth, out.slice(0, 5)];
   });
   check(sw <= 400 && wide.length === 0, `at 400 px the page is ${sw} px wide` + (wide.length ? `; too wide: ${wide.join(", ")}` : ""));
+  const narrow = await page.$$eval('#attend-table .gt-head > span', (els) => Math.min(...els.map((e) => e.getBoundingClientRect().width)));
+  check(narrow >= 24, `at 400 px the attention table's narrowest column is ${Math.round(narrow)} px wide (at least 24; the table scrolls sideways)`);
+  await page.$eval("#attend-card", (e) => e.scrollIntoView());
+  await shot(page, "9-phone-attention", "#attend-card");
+  await press(page, `[data-testid="${viewed}"]`);
   const bar = await page.$eval("#heads-bar", (e) => e.getBoundingClientRect().height);
   check(bar <= 850 / 4, `at 400 x 850 the pinned heads bar is ${Math.round(bar)} px high (at most a quarter)`);
   const opt = await page.$$eval('[data-testid="story-pick"] option', (os) => Math.max(...os.map((o) => o.textContent.length)));
@@ -524,6 +533,12 @@ async function checkPermalink(browser, page) {
     JSON.stringify(got.off) === JSON.stringify([`switch-head-${want.ablate_head}`]),
     `the permalink restores the story, position ${want.pos}, head ${got.head}, the switch of head ${want.ablate_head} and the model`);
   await shot(other, "10-permalink");
+  // a position past the story's end (an edited or old link) is dropped, not three errors
+  await other.goto(link.replace(/([#&])p=\d+/, "$1p=999"), { waitUntil: "networkidle0", timeout: TIMEOUT });
+  await other.reload({ waitUntil: "networkidle0", timeout: TIMEOUT });
+  await until(other, () => document.querySelector('[data-testid="token"].reading') && document.querySelector('[data-testid="guesses"]').dataset.position, "the view of a permalink past the story's end");
+  const errs = await other.$$eval(".error:not([hidden])", (els) => els.map((x) => x.id + ": " + x.textContent));
+  check(errs.length === 0, "a permalink whose position is past the story's end shows no error" + (errs.length ? `; it shows ${errs.join(" | ")}` : ""));
   await other.close();
   await press(page, `[data-testid="switch-head-${want.ablate_head}"]`);
 }
