@@ -23,7 +23,7 @@ got=$("$STORYLM" info --model l2.safetensors --json | "$PY" -c 'import json,sys;
 "$STORYLM" train slice.txt "${common[@]}" --steps 5 --out l1.safetensors 2> l1.log || { cat l1.log; fail "train one layer"; }
 one=$("$STORYLM" info --model l1.safetensors --json | "$PY" -c 'import json,sys; j=json.load(sys.stdin); print("layers" in j["model"], j["config"]["layers"], j["model"]["parameters"])')
 [[ "$one" == "False 1 352848" ]] || fail "a one-layer model's JSON: '$one'"
-if "$STORYLM" info --model l1.safetensors | grep -q "^layers"; then fail "info shows layers for a one-layer model"; fi
+if "$STORYLM" info --model l1.safetensors | grep "^layers" >/dev/null; then fail "info shows layers for a one-layer model"; fi
 
 loss=$("$STORYLM" eval slice.txt --model l2.safetensors --test-stories 20 --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["loss"])')
 ablated=$("$STORYLM" eval slice.txt --model l2.safetensors --test-stories 20 --ablate 0,3 --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["loss"])')
@@ -38,7 +38,7 @@ for v in t5/additive rope/general absolute/scaled-dot; do
   pos=${v%/*} score=${v#*/}
   "$STORYLM" train slice.txt "${common[@]}" --steps 5 --layers 2 --position-scheme "$pos" --score "$score" --out "v-$pos.safetensors" 2> v.log \
     || { cat v.log; fail "train --layers 2 --position-scheme $pos --score $score"; }
-  "$STORYLM" info --model "v-$pos.safetensors" | grep -q "^layers        2" || fail "$v: info does not show the layers"
+  "$STORYLM" info --model "v-$pos.safetensors" | grep "^layers        2" >/dev/null || fail "$v: info does not show the layers"
 done
 
 # Heads named by layer: --ablate L:H (a plain H is layer 1's), ablate's rows, pieces' two lookups;
@@ -82,7 +82,7 @@ done
 
 # A resume keeps the layers; a contradicting --layers, window8 with layers and --layers 5 are refused.
 "$STORYLM" train slice.txt "${common[@]}" --steps 35 --resume --out l2.safetensors 2> resume.log || { cat resume.log; fail "resume a two-layer model"; }
-"$STORYLM" info --model l2.safetensors | grep -q "^layers        2" || fail "the resumed model lost its layers"
+"$STORYLM" info --model l2.safetensors | grep "^layers        2" >/dev/null || fail "the resumed model lost its layers"
 if "$STORYLM" train slice.txt "${common[@]}" --steps 40 --resume --layers 3 --out l2.safetensors 2> refused.txt; then
   fail "resuming a two-layer model with --layers 3 was not refused"
 fi

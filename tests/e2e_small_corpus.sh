@@ -112,7 +112,7 @@ grep -q "give only [0-9]* pieces" err.txt && grep -q "HINT: give --vocab-size of
 "$S" train mine.txt --vocab-size 120 --steps 20 --threads 1 --snapshot-every 10 > /dev/null 2> train.err ||
   { cat train.err; fail "train --vocab-size 120"; }
 [[ $(wc -l < vocab.txt) -eq 120 ]] || fail "vocab.txt has $(wc -l < vocab.txt) pieces, not 120"
-"$S" info | grep -q "^vocabulary    120 tokens" || fail "info: $("$S" info | grep vocabulary)"
+"$S" info | grep "^vocabulary    120 tokens" >/dev/null || fail "info: $("$S" info | grep vocabulary)"
 [[ $("$S" info --json 2> /dev/null | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["vocab_size"])') == 120 ]] ||
   fail "info --json does not record vocab_size 120"
 if "$S" train mine.txt --vocab-size 2000 --steps 2 -o other.safetensors 2> err.txt; then fail "--vocab-size 2000 with a 120-piece vocab.txt"; fi

@@ -19,8 +19,8 @@ for v in distance/scaled-dot none/scaled-dot absolute/scaled-dot sinusoidal/scal
   pos=${v%/*} score=${v#*/} m=$pos-$score.safetensors
   "$STORYLM" train slice.txt "${common[@]}" --steps 30 --position-scheme "$pos" --score "$score" --out "$m" 2> "$m.log" \
     || { cat "$m.log"; fail "train --position-scheme $pos --score $score"; }
-  "$STORYLM" info --model "$m" | grep -q -- "variant       --position-scheme $pos --score $score" || fail "info does not show $v"
-  "$STORYLM" info --model "$m" | grep -q -- "total  *${count[$v]} parameters" || fail "$v does not have ${count[$v]} parameters"
+  "$STORYLM" info --model "$m" | grep -- "variant       --position-scheme $pos --score $score" >/dev/null || fail "info does not show $v"
+  "$STORYLM" info --model "$m" | grep -- "total  *${count[$v]} parameters" >/dev/null || fail "$v does not have ${count[$v]} parameters"
   got=$("$STORYLM" info --model "$m" --json | "$PY" -c 'import json,sys; j=json.load(sys.stdin); print(j["model"]["pos"] + "/" + j["model"]["score"])')
   [[ "$got" == "$v" ]] || fail "info --json says $got, not $v"
 
@@ -54,7 +54,7 @@ fi
 grep -q "warning: --pos is now --position-scheme" resume.txt || { cat resume.txt; fail "train --pos gave no warning"; }
 grep -q "cannot resume.*--position-scheme rope" resume.txt || { cat resume.txt; fail "resume's message"; }
 "$STORYLM" train slice.txt "${common[@]}" --steps 40 --resume --out rope-scaled-dot.safetensors 2> resume.log || { cat resume.log; fail "resume a rope model"; }
-"$STORYLM" info --model rope-scaled-dot.safetensors | grep -q -- "--position-scheme rope" || fail "the resumed model lost its variant"
+"$STORYLM" info --model rope-scaled-dot.safetensors | grep -- "--position-scheme rope" >/dev/null || fail "the resumed model lost its variant"
 if "$STORYLM" train slice.txt "${common[@]}" --steps 5 --arch window8 --position-scheme rope --out w8.safetensors 2> w8.txt; then
   fail "--arch window8 --position-scheme rope was not refused"
 fi
