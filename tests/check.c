@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "storylm/model.h"
+#include "storylm/rng.h"
 
 static int n_checks, n_failed;
 
@@ -128,4 +129,16 @@ void check_fixture_case(const ModelConfig *cfg, const cJSON *cas, const Batch *b
     }
     slm_activations_free(&a);
     slm_model_free(&m);
+}
+
+void check_tiny_batch(Batch *b, int vocab_size, Rng *rng) {
+    static const int lengths[3] = {9, 4, 2};
+    int32_t ids[16];
+    Error e;
+    CHECK(slm_batch_init(b, 32, 4, &e) == 0);
+    for (int s = 0; s < 3; s++) {
+        ids[0] = 1; /* [EOS] */
+        for (int t = 1; t < lengths[s]; t++) ids[t] = (int32_t)slm_rng_below(rng, (uint64_t)vocab_size);
+        CHECK(slm_batch_add(b, ids, lengths[s], &e) == 0);
+    }
 }

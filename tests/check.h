@@ -33,6 +33,10 @@ double check_fixture_grads(const struct cJSON *cas, const struct Model *m, const
  * training's fused pass; prints one line named what. */
 struct ModelConfig;
 struct Batch;
+struct Rng;
+/* Stories of 9 (longer than a tiny window), 4 and 2 tokens: [EOS], then random
+ * ids below vocab_size, for the gradient checks. */
+void check_tiny_batch(struct Batch *b, int vocab_size, struct Rng *rng);
 void check_fixture_case(const struct ModelConfig *cfg, const struct cJSON *cas, const struct Batch *b, const char *what);
 
 #define CHECK(cond) check_at(!!(cond), #cond, __FILE__, __LINE__)

@@ -117,19 +117,6 @@ static double ref_loss(const Ref *ref, const Batch *b, const Ablation *ab) {
     return total / n;
 }
 
-/* Stories of 9 (longer than the window), 4 and 2 tokens, random ids. */
-static void tiny_batch(Batch *b, Rng *rng) {
-    static const int lengths[3] = {9, 4, 2};
-    int32_t ids[16];
-    Error e;
-    CHECK(slm_batch_init(b, 32, 4, &e) == 0);
-    for (int s = 0; s < 3; s++) {
-        ids[0] = 1; /* [EOS] */
-        for (int t = 1; t < lengths[s]; t++) ids[t] = (int32_t)slm_rng_below(rng, TINY.vocab_size);
-        CHECK(slm_batch_add(b, ids, lengths[s], &e) == 0);
-    }
-}
-
 /* Weights large enough that attention is far from even and tanh bends. */
 static void random_params(Model *m, Rng *rng) {
     for (size_t i = 0; i < m->n_params; i++) m->params[i] = (float)(slm_rng_normal(rng) * 0.7);
@@ -149,7 +136,7 @@ static void gradcheck_with(const ModelConfig *base, Arch arch, const Ablation *a
     slm_rng_seed(&rng, 42);
     CHECK(slm_model_init(&m, &cfg, &e) == 0);
     CHECK(slm_activations_init(&a, &cfg, 32, &e) == 0);
-    tiny_batch(&b, &rng);
+    check_tiny_batch(&b, TINY.vocab_size, &rng);
     random_params(&m, &rng);
     float *grads = malloc(m.n_params * sizeof(float));
     double *p = malloc(m.n_params * sizeof(double));
@@ -223,7 +210,7 @@ static void ablated_head_gets_nothing(void) {
     slm_rng_seed(&rng, 7);
     CHECK(slm_model_init(&m, &TINY, &e) == 0);
     CHECK(slm_activations_init(&a, &TINY, 32, &e) == 0);
-    tiny_batch(&b, &rng);
+    check_tiny_batch(&b, TINY.vocab_size, &rng);
     random_params(&m, &rng);
     float *grads = calloc(m.n_params, sizeof(float));
     Ablation ab = {.heads = 1u << 1, .mode = ABLATE_ZERO};

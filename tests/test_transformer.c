@@ -245,19 +245,6 @@ static double ref_loss(const Ref *r, const Batch *b) {
     return total / n;
 }
 
-/* Stories of 9 (longer than the window), 4 and 2 tokens, random ids. */
-static void tiny_batch(Batch *b, Rng *rng) {
-    static const int lengths[3] = {9, 4, 2};
-    int32_t ids[16];
-    Error e;
-    CHECK(slm_batch_init(b, 32, 4, &e) == 0);
-    for (int s = 0; s < 3; s++) {
-        ids[0] = 1; /* [EOS] */
-        for (int t = 1; t < lengths[s]; t++) ids[t] = (int32_t)slm_rng_below(rng, 11);
-        CHECK(slm_batch_add(b, ids, lengths[s], &e) == 0);
-    }
-}
-
 /* Weights large enough that attention is far from even and the MLP bends;
  * LayerNorm weights around 1. */
 static void random_params(Model *m, Rng *rng) {
@@ -285,7 +272,7 @@ static void gradcheck(PosScheme pos, ActFn act, uint32_t off) {
     slm_rng_seed(&rng, 7);
     CHECK(slm_model_init(&m, &cfg, &e) == 0);
     CHECK(slm_activations_init(&a, &cfg, 32, &e) == 0);
-    tiny_batch(&b, &rng);
+    check_tiny_batch(&b, 11, &rng);
     random_params(&m, &rng);
     float *grads = malloc(m.n_params * sizeof(float)), *fused = calloc(m.n_params, sizeof(float));
     double *p = malloc(m.n_params * sizeof(double));
@@ -370,7 +357,7 @@ static void check_same_bits(void) {
     slm_model_randomize(&m2, 99);
     CHECK(memcmp(m1.params, m2.params, m1.n_params * sizeof(float)) == 0);
     CHECK(slm_activations_init(&a, &c, 32, &e) == 0);
-    tiny_batch(&b, &rng);
+    check_tiny_batch(&b, 11, &rng);
     float *g1 = calloc(m1.n_params, sizeof(float)), *g2 = calloc(m1.n_params, sizeof(float));
     CHECK(slm_model_loss_and_grad(&m1, &a, &b, NULL, 0.1f, g1, &e) == 0);
     float l1 = (float)a.mean_loss;
@@ -433,7 +420,7 @@ static void check_generator(PosScheme pos, uint32_t off) {
     slm_rng_seed(&rng, 11);
     CHECK(slm_model_init(&m, &c, &e) == 0 && slm_activations_init(&a, &c, 32, &e) == 0);
     random_params(&m, &rng);
-    tiny_batch(&b, &rng);
+    check_tiny_batch(&b, 11, &rng);
     CHECK(slm_model_forward(&m, &a, &b, &ab, NULL, &e) == 0);
     CHECK(slm_generator_init(&g, &m, &ab, &e) == 0);
     double worst = 0;

@@ -190,19 +190,6 @@ static double ref_loss(const Ref *ref, const Batch *b, const Ablation *ab) {
 
 /* ---- gradient checks ------------------------------------------------------------- */
 
-/* Stories of 9 (longer than the window), 4 and 2 tokens, random ids. */
-static void tiny_batch(Batch *b, int V, Rng *rng) {
-    static const int lengths[3] = {9, 4, 2};
-    int32_t ids[16];
-    Error e;
-    CHECK(slm_batch_init(b, 32, 4, &e) == 0);
-    for (int s = 0; s < 3; s++) {
-        ids[0] = 1;
-        for (int t = 1; t < lengths[s]; t++) ids[t] = (int32_t)slm_rng_below(rng, (uint64_t)V);
-        CHECK(slm_batch_add(b, ids, lengths[s], &e) == 0);
-    }
-}
-
 static void random_params(Model *m, Rng *rng, double scale) {
     for (size_t i = 0; i < m->n_params; i++) m->params[i] = (float)(slm_rng_normal(rng) * scale);
 }
@@ -224,7 +211,7 @@ static void gradcheck(const ModelConfig *base, PosScheme pos, ScoreFn score, con
     slm_rng_seed(&rng, 7 + pos * 10 + score);
     CHECK(slm_model_init(&m, &cfg, &e) == 0);
     CHECK(slm_activations_init(&a, &cfg, 32, &e) == 0);
-    tiny_batch(&b, cfg.vocab_size, &rng);
+    check_tiny_batch(&b, cfg.vocab_size, &rng);
     random_params(&m, &rng, 0.6);
     int Z = slm_model_hidden_input_dim(&cfg);
     uint8_t *mask = malloc((size_t)32 * Z);
