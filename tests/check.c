@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include "storylm/fileio.h"
 #include "storylm/model.h"
 #include "storylm/rng.h"
 
@@ -141,4 +142,26 @@ void check_tiny_batch(Batch *b, int vocab_size, Rng *rng) {
         for (int t = 1; t < lengths[s]; t++) ids[t] = (int32_t)slm_rng_below(rng, (uint64_t)vocab_size);
         CHECK(slm_batch_add(b, ids, lengths[s], &e) == 0);
     }
+}
+
+cJSON *check_fixture_load(const char *rel, Batch *b) {
+    char *json;
+    size_t len;
+    Error e;
+    if (!CHECK(slm_file_read_all(check_source_path(rel), 0, &json, &len, &e) == 0)) {
+        fprintf(stderr, "%s\n", e.message);
+        return NULL;
+    }
+    cJSON *fixture = cJSON_Parse(json);
+    free(json);
+    if (!CHECK(fixture != NULL)) return NULL;
+    CHECK(slm_batch_init(b, 64, 4, &e) == 0);
+    const cJSON *story, *id;
+    cJSON_ArrayForEach(story, cJSON_GetObjectItemCaseSensitive(fixture, "stories")) {
+        int32_t ids[64];
+        int n = 0;
+        cJSON_ArrayForEach(id, story) if (n < 64) ids[n++] = id->valueint;
+        CHECK(cJSON_GetArraySize(story) <= 64 && slm_batch_add(b, ids, n, &e) == 0);
+    }
+    return fixture;
 }

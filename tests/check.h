@@ -37,6 +37,9 @@ struct Rng;
 /* Stories of 9 (longer than a tiny window), 4 and 2 tokens: [EOS], then random
  * ids below vocab_size, for the gradient checks. */
 void check_tiny_batch(struct Batch *b, int vocab_size, struct Rng *rng);
+/* Reads the fixture at rel (from the source tree) and its "stories" into b;
+ * NULL (a failed check) when it cannot be read. The caller frees both. */
+struct cJSON *check_fixture_load(const char *rel, struct Batch *b);
 void check_fixture_case(const struct ModelConfig *cfg, const struct cJSON *cas, const struct Batch *b, const char *what);
 
 #define CHECK(cond) check_at(!!(cond), #cond, __FILE__, __LINE__)

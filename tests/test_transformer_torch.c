@@ -37,29 +37,14 @@ static ModelConfig config_of(const cJSON *fixture, const cJSON *cas) {
 static void check_case(const cJSON *fixture, const cJSON *cas, const Batch *b) {
     ModelConfig cfg = config_of(fixture, cas);
     char what[64];
-    snprintf(what, sizeof what, "--pos %s --act %s", slm_pos_name(cfg.pos), slm_act_name((ActFn)cfg.act));
+    snprintf(what, sizeof what, "--position-scheme %s --act %s", slm_pos_name(cfg.pos), slm_act_name((ActFn)cfg.act));
     check_fixture_case(&cfg, cas, b, what);
 }
 
 int main(void) {
-    char *json;
-    size_t len;
-    Error e;
-    if (!CHECK(slm_file_read_all(check_source_path("tests/fixtures/transformer.json"), 0, &json, &len, &e) == 0)) {
-        fprintf(stderr, "%s\n", e.message);
-        return check_report();
-    }
-    cJSON *fixture = cJSON_Parse(json);
-    if (!CHECK(fixture != NULL)) return check_report();
     Batch b;
-    CHECK(slm_batch_init(&b, 64, 4, &e) == 0);
-    const cJSON *story, *id;
-    cJSON_ArrayForEach(story, item(fixture, "stories")) {
-        int32_t ids[64];
-        int n = 0;
-        cJSON_ArrayForEach(id, story) ids[n++] = id->valueint;
-        CHECK(slm_batch_add(&b, ids, n, &e) == 0);
-    }
+    cJSON *fixture = check_fixture_load("tests/fixtures/transformer.json", &b);
+    if (!fixture) return check_report();
     int cases = 0, absolute = 0, rope = 0;
     for (int threads = 1; threads <= 2; threads++) {
         slm_model_threads_setup(threads);
@@ -75,6 +60,5 @@ int main(void) {
     CHECK(item(item(fixture, "config"), "n_layers")->valueint == 2);
     slm_batch_free(&b);
     cJSON_Delete(fixture);
-    free(json);
     return check_report();
 }

@@ -35,30 +35,15 @@ static ModelConfig config_of(const cJSON *fixture, const cJSON *cas) {
 static void check_case(const cJSON *fixture, const cJSON *cas, const Batch *b) {
     ModelConfig cfg = config_of(fixture, cas);
     char what[64];
-    snprintf(what, sizeof what, "--pos %s --score %s --layers %d", slm_pos_name(cfg.pos), slm_score_name(cfg.score),
+    snprintf(what, sizeof what, "--position-scheme %s --score %s --layers %d", slm_pos_name(cfg.pos), slm_score_name(cfg.score),
              slm_model_layers(&cfg));
     check_fixture_case(&cfg, cas, b, what);
 }
 
 int main(void) {
-    char *json;
-    size_t len;
-    Error e;
-    if (!CHECK(slm_file_read_all(check_source_path("tests/fixtures/variants.json"), 0, &json, &len, &e) == 0)) {
-        fprintf(stderr, "%s\n", e.message);
-        return check_report();
-    }
-    cJSON *fixture = cJSON_Parse(json);
-    if (!CHECK(fixture != NULL)) return check_report();
     Batch b;
-    CHECK(slm_batch_init(&b, 64, 4, &e) == 0);
-    const cJSON *story, *id;
-    cJSON_ArrayForEach(story, item(fixture, "stories")) {
-        int32_t ids[64];
-        int n = 0;
-        cJSON_ArrayForEach(id, story) ids[n++] = id->valueint;
-        CHECK(slm_batch_add(&b, ids, n, &e) == 0);
-    }
+    cJSON *fixture = check_fixture_load("tests/fixtures/variants.json", &b);
+    if (!fixture) return check_report();
     int cases = 0;
     for (int threads = 1; threads <= 2; threads++) {
         slm_model_threads_setup(threads);
@@ -70,10 +55,10 @@ int main(void) {
     }
     CHECK(cases >= 2 * 3); /* at least rope, alibi and absolute */
     int layered = 0;
-    cJSON_ArrayForEach(story, item(fixture, "cases")) layered += item(story, "layers") && item(story, "layers")->valueint == 2;
+    const cJSON *cas;
+    cJSON_ArrayForEach(cas, item(fixture, "cases")) layered += item(cas, "layers") && item(cas, "layers")->valueint == 2;
     CHECK(layered >= 1); /* and --layers 2 */
     slm_batch_free(&b);
     cJSON_Delete(fixture);
-    free(json);
     return check_report();
 }
