@@ -106,8 +106,15 @@ static void load_as_adam(const char *path) {
     static Model tiny;
     static int made;
     if (!made) {
-        ModelConfig c = {.arch = ARCH_ATTENTION, .vocab_size = 2, .row_dim = 2, .n_heads = 2, .key_dim = 1,
-                         .value_dim = 1, .window = 2, .hidden_dim = 2, .context = 8};
+        ModelConfig c = {.arch = ARCH_ATTENTION,
+                         .vocab_size = 2,
+                         .row_dim = 2,
+                         .n_heads = 2,
+                         .key_dim = 1,
+                         .value_dim = 1,
+                         .window = 2,
+                         .hidden_dim = 2,
+                         .context = 8};
         if (slm_model_init(&tiny, &c, NULL)) abort();
         made = 1;
     }

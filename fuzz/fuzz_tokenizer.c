@@ -92,7 +92,9 @@ static void own_vocab(const uint8_t *data, size_t size) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1) return 0;
-    if (data[0] & 1) own_vocab(data + 1, size - 1);
-    else fixed_vocab(data + 1, size - 1, data[0] & 2);
+    if (data[0] & 1)
+        own_vocab(data + 1, size - 1);
+    else
+        fixed_vocab(data + 1, size - 1, data[0] & 2);
     return 0;
 }

@@ -61,12 +61,12 @@ static inline const char *fuzz_file(const uint8_t *data, size_t size) {
 }
 
 /* A promise broken: say which, and abort so libFuzzer saves the input. */
-#define FUZZ_ASSERT(cond)                                                            \
-    do {                                                                             \
-        if (!(cond)) {                                                               \
-            fprintf(stderr, "%s:%d: broken promise: %s\n", __FILE__, __LINE__, #cond); \
-            abort();                                                                 \
-        }                                                                            \
+#define FUZZ_ASSERT(cond)                                                                                              \
+    do {                                                                                                               \
+        if (!(cond)) {                                                                                                 \
+            fprintf(stderr, "%s:%d: broken promise: %s\n", __FILE__, __LINE__, #cond);                                 \
+            abort();                                                                                                   \
+        }                                                                                                              \
     } while (0)
 
 #endif

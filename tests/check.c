@@ -109,7 +109,6 @@ double check_fixture_grads(const cJSON *cas, const Model *m, const float *grads,
     return worst;
 }
 
-
 void check_fixture_case(const ModelConfig *cfg, const cJSON *cas, const Batch *b, const char *what) {
     Model m;
     Activations a;

@@ -40,10 +40,11 @@ void check_tiny_batch(struct Batch *b, int vocab_size, struct Rng *rng);
 /* Reads the fixture at rel (from the source tree) and its "stories" into b;
  * NULL (a failed check) when it cannot be read. The caller frees both. */
 struct cJSON *check_fixture_load(const char *rel, struct Batch *b);
-void check_fixture_case(const struct ModelConfig *cfg, const struct cJSON *cas, const struct Batch *b, const char *what);
+void check_fixture_case(const struct ModelConfig *cfg, const struct cJSON *cas, const struct Batch *b,
+                        const char *what);
 
 #define CHECK(cond) check_at(!!(cond), #cond, __FILE__, __LINE__)
-#define CHECK_CLOSE(got, want, rel, abs_tol) \
+#define CHECK_CLOSE(got, want, rel, abs_tol)                                                                           \
     check_close_at((got), (want), (rel), (abs_tol), #got " ~ " #want, __FILE__, __LINE__)
 
 #endif

@@ -12,8 +12,15 @@
 
 /* A model of the given sizes, every weight 0: the tests set the few that matter. */
 static void tiny_model(Model *m, int vocab, int row_dim, int key_dim, int value_dim) {
-    ModelConfig c = {.arch = ARCH_ATTENTION, .vocab_size = vocab, .row_dim = row_dim, .n_heads = 1,
-                     .key_dim = key_dim, .value_dim = value_dim, .window = 8, .hidden_dim = 2, .context = 8};
+    ModelConfig c = {.arch = ARCH_ATTENTION,
+                     .vocab_size = vocab,
+                     .row_dim = row_dim,
+                     .n_heads = 1,
+                     .key_dim = key_dim,
+                     .value_dim = value_dim,
+                     .window = 8,
+                     .hidden_dim = 2,
+                     .context = 8};
     Error e;
     CHECK(slm_model_init(m, &c, &e) == 0);
     for (int i = 0; i < vocab && i < row_dim; i++) m->embedding[i * row_dim + i] = 1.0f; /* token i's row is e_i */
@@ -21,7 +28,9 @@ static void tiny_model(Model *m, int vocab, int row_dim, int key_dim, int value_
 }
 
 /* Row r of a head's (row_dim, dim) table, set to vals. */
-static void set_row(float *table, int r, int dim, const float *vals) { memcpy(table + r * dim, vals, dim * sizeof(float)); }
+static void set_row(float *table, int r, int dim, const float *vals) {
+    memcpy(table + r * dim, vals, dim * sizeof(float));
+}
 
 static void run(const Model *m, Activations *a, Batch *b) {
     Error e;
@@ -236,7 +245,7 @@ static void window_of_256(void) {
     float *o299 = a.z + 299 * 160, *o298 = a.z + 298 * 160;
     CHECK(memcmp(o299, c.z + 299 * 160, 160 * sizeof(float)) == 0); /* token 43 is out of its sight */
     CHECK(memcmp(o298, c.z + 298 * 160, 160 * sizeof(float)) != 0); /* but not of position 298's */
-    double worst = 0; /* every row of weights adds up to 1 */
+    double worst = 0;                                               /* every row of weights adds up to 1 */
     for (int h = 0; h < 8; h++)
         for (int p = 0; p < 300; p++) {
             const float *w = slm_activations_attention(&a, h, p, &first, &n);

@@ -34,12 +34,12 @@ static float from_bits(uint32_t u) {
 static void rounding_is_nearest_even(void) {
     CHECK(slm_bf16_to_float(slm_bf16_from_float(1.0f)) == 1.0f);
     CHECK(slm_bf16_to_float(slm_bf16_from_float(-2.5f)) == -2.5f);
-    CHECK(slm_bf16_from_float(from_bits(0x3F808000u)) == 0x3F80);  /* halfway, even below */
-    CHECK(slm_bf16_from_float(from_bits(0x3F818000u)) == 0x3F82);  /* halfway, even above */
-    CHECK(slm_bf16_from_float(from_bits(0x3F808001u)) == 0x3F81);  /* past halfway */
-    CHECK(slm_bf16_from_float(from_bits(0x00400000u)) == 0x0000);  /* denormal */
+    CHECK(slm_bf16_from_float(from_bits(0x3F808000u)) == 0x3F80); /* halfway, even below */
+    CHECK(slm_bf16_from_float(from_bits(0x3F818000u)) == 0x3F82); /* halfway, even above */
+    CHECK(slm_bf16_from_float(from_bits(0x3F808001u)) == 0x3F81); /* past halfway */
+    CHECK(slm_bf16_from_float(from_bits(0x00400000u)) == 0x0000); /* denormal */
     CHECK(slm_bf16_from_float(from_bits(0x80400000u)) == 0x8000);
-    CHECK(slm_bf16_from_float(from_bits(0x7F7FFFFFu)) == 0x7F80);  /* rounds up to infinity */
+    CHECK(slm_bf16_from_float(from_bits(0x7F7FFFFFu)) == 0x7F80); /* rounds up to infinity */
     CHECK(isnan(slm_bf16_to_float(slm_bf16_from_float(NAN))));
 }
 
@@ -66,11 +66,14 @@ static int close_to_exact(int ta, int tb, int M, int N, int K, const float *A, i
     return ok;
 }
 
-typedef struct Shape { int ta, tb, M, N, K; float beta; } Shape;
+typedef struct Shape {
+    int ta, tb, M, N, K;
+    float beta;
+} Shape;
 
 static const Shape shapes[] = {
     {0, 1, 256, 40, 160, 0}, {0, 1, 13, 2000, 128, 0}, {0, 0, 7, 128, 2000, 0}, {1, 0, 300, 128, 37, 1},
-    {1, 0, 37, 160, 128, 1}, {0, 0, 6, 33, 5, 1},       {1, 1, 1, 1, 1, 0},      {0, 1, 12, 17, 3, 1},
+    {1, 0, 37, 160, 128, 1}, {0, 0, 6, 33, 5, 1},      {1, 1, 1, 1, 1, 0},      {0, 1, 12, 17, 3, 1},
 };
 
 /* The emulation against the exact product for every shape. */
@@ -178,7 +181,8 @@ static void training_pass_is_close(int layers) {
     for (int t = 0; t < m.n_tensors; t++) {
         const ParamTensor *p = &m.tensors[t];
         double d = relative_distance(g16 + p->offset, g32 + p->offset, p->size);
-        if (!CHECK(d < ldexp(1, -6))) fprintf(stderr, "  %d layers, %s: gradient %.3g from FP32's\n", layers, p->name, d);
+        if (!CHECK(d < ldexp(1, -6)))
+            fprintf(stderr, "  %d layers, %s: gradient %.3g from FP32's\n", layers, p->name, d);
     }
     CHECK(pass_at(&m, PRECISION_BF16, refs, N, NULL) == pass_at(&m, PRECISION_FP32, refs, N, NULL));
     free(g32), free(g16);

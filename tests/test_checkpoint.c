@@ -45,8 +45,7 @@ static void fill_any_bits(float *x, size_t n, uint64_t seed) {
 
 /* Ordinary weights in [-1, 1), with a negative zero and a denormal. */
 static void fill_weights(float *x, size_t n, uint64_t seed) {
-    for (size_t i = 0; i < n; i++)
-        x[i] = (float)((double)(next_random(&seed) >> 11) / 4503599627370496.0 - 1.0);
+    for (size_t i = 0; i < n; i++) x[i] = (float)((double)(next_random(&seed) >> 11) / 4503599627370496.0 - 1.0);
     if (n > 2) {
         x[0] = -0.0f;
         x[1] = 1e-40f;
@@ -59,8 +58,10 @@ static char *make_vocab(int n) {
     ByteVec v = {0};
     for (int i = 0; i < n; i++) {
         char line[32];
-        if (i < 8) snprintf(line, sizeof line, "%s\n", first[i]);
-        else snprintf(line, sizeof line, "w%d\n", i);
+        if (i < 8)
+            snprintf(line, sizeof line, "%s\n", first[i]);
+        else
+            snprintf(line, sizeof line, "w%d\n", i);
         if (slm_bytevec_append(&v, line, strlen(line), NULL)) abort();
     }
     return v.data;
@@ -69,8 +70,10 @@ static char *make_vocab(int n) {
 static void make_model(Model *m, Arch arch, uint64_t seed, int any_bits) {
     ModelConfig c = slm_model_config_default(arch, 2000);
     if (slm_model_init(m, &c, NULL)) abort();
-    if (any_bits) fill_any_bits(m->params, m->n_params, seed);
-    else fill_weights(m->params, m->n_params, seed);
+    if (any_bits)
+        fill_any_bits(m->params, m->n_params, seed);
+    else
+        fill_weights(m->params, m->n_params, seed);
 }
 
 static void make_meta(Metadata *md) {
@@ -106,14 +109,12 @@ static void spit(const char *path, const void *data, size_t len) {
 
 static uint64_t le64(const unsigned char *b) {
     uint64_t x = 0;
-    for (int i = 7; i >= 0; i--)
-        x = (x << 8) | b[i];
+    for (int i = 7; i >= 0; i--) x = (x << 8) | b[i];
     return x;
 }
 
 static void put_le64(unsigned char *b, uint64_t x) {
-    for (int i = 0; i < 8; i++)
-        b[i] = (unsigned char)(x >> (8 * i));
+    for (int i = 0; i < 8; i++) b[i] = (unsigned char)(x >> (8 * i));
 }
 
 /* ---- round trips ------------------------------------------------------- */
@@ -164,8 +165,10 @@ static void expect_refused(const char *path, const char *says, const char *label
     Error e = {0};
     int rc = slm_checkpoint_load_model(path, &m, &vocab, &meta, &e);
     int ok = rc == -1 && strstr(e.message, path) && strstr(e.message, says) && !m.params && !vocab && !meta.count;
-    if (!ok) fprintf(stderr, "  %s: rc %d, message \"%s\" (wanted \"%s\")\n", label, rc, e.message, says);
-    else if (getenv("STORYLM_TEST_VERBOSE")) printf("refused: %s\n   HINT: %s\n", e.message, e.hint);
+    if (!ok)
+        fprintf(stderr, "  %s: rc %d, message \"%s\" (wanted \"%s\")\n", label, rc, e.message, says);
+    else if (getenv("STORYLM_TEST_VERBOSE"))
+        printf("refused: %s\n   HINT: %s\n", e.message, e.hint);
     check_at(ok, label, __FILE__, line);
     if (!rc) {
         slm_model_free(&m);
@@ -356,7 +359,8 @@ static void test_metadata_refusals(const char *base) {
     REFUSED(mutant(base, out, "__metadata__", "format_version", NULL, 0), "no \"format_version\"");
     REFUSED(mutant(base, out, "__metadata__", "arch", NULL, 0), "no \"arch\"");
     REFUSED(mutant(base, out, "__metadata__", "arch", "\"lstm\"", 0), "unknown architecture 'lstm'");
-    REFUSED(mutant(base, out, "__metadata__", "arch", "\"transformer\"", 0), "act_fn"); /* a transformer's file names its activation */
+    REFUSED(mutant(base, out, "__metadata__", "arch", "\"transformer\"", 0),
+            "act_fn"); /* a transformer's file names its activation */
     REFUSED(mutant(base, out, "__metadata__", "n_heads", NULL, 0), "no \"n_heads\"");
     REFUSED(mutant(base, out, "__metadata__", "vocab_size", "\"1\"", 0), "vocab_size '1' is not a whole number from 2");
     REFUSED(mutant(base, out, "__metadata__", "vocab_size", "\"1000001\"", 0), "vocab_size '1000001'");

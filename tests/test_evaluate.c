@@ -73,7 +73,7 @@ static void each_position_is_the_forward_pass(const Model *m, const Stories *s, 
     CHECK_CLOSE(r.loss, sum / (double)positions, 1e-6, 0);
     CHECK_CLOSE(r.accuracy, (double)right / (double)positions, 0, 1e-12);
     CHECK(r.loss == plain.loss && r.accuracy == plain.accuracy); /* the same pass */
-    CHECK_CLOSE(r.loss, log(V), 0.2, 0);                        /* untrained: near uniform */
+    CHECK_CLOSE(r.loss, log(V), 0.2, 0);                         /* untrained: near uniform */
 }
 
 /* slm_probe_score: its loss and accuracy are evaluate's, with the head off as

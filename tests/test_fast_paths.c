@@ -49,8 +49,18 @@ static void chunked_output_layer_matches(void) {
     for (int c = 0; c < 3; c++) {
         float scratch[N * V], lse2[N], loss2[N], dW2[V * HD] = {0}, d_bias2[V] = {0}, d_y2[N * HD];
         uint8_t correct2[N];
-        OutputLoss o = {.W = W, .bias = bias, .y = y, .n = N, .Hd = HD, .V = V, .chunk_rows = chunks[c],
-                        .target = target, .scale = 0.25f, .scratch = scratch, .lse = lse2, .loss = loss2,
+        OutputLoss o = {.W = W,
+                        .bias = bias,
+                        .y = y,
+                        .n = N,
+                        .Hd = HD,
+                        .V = V,
+                        .chunk_rows = chunks[c],
+                        .target = target,
+                        .scale = 0.25f,
+                        .scratch = scratch,
+                        .lse = lse2,
+                        .loss = loss2,
                         .correct = correct2};
         /* Forward only: the same numbers to rounding. Not bit for bit: OpenBLAS's
          * sgemm sums an element in an order that depends on the block it falls in
@@ -210,8 +220,8 @@ static void sampler_draws_as_sorting_all(void) {
                     CHECK(slm_sampler_init(&s, V, temperatures[t], top_ks[k], top_ps[p], 99, &e) == 0);
                     slm_rng_seed(&plain, 99);
                     for (int d = 0; d < 200; d++)
-                        differ += slm_sampler_sample(&s, logits) != plain_draw(&plain, logits, V, temperatures[t],
-                                                                           top_ks[k], top_ps[p]);
+                        differ += slm_sampler_sample(&s, logits) !=
+                                  plain_draw(&plain, logits, V, temperatures[t], top_ks[k], top_ps[p]);
                     slm_sampler_free(&s);
                     settings++;
                 }

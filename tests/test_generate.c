@@ -148,7 +148,7 @@ static void batch_gives_each_sample_its_own_bits(Arch arch, const Ablation *ab, 
         int32_t tokens[N];
         for (int s = 0; s < N; s++)
             if (step == 0 || slm_rng_below(&r, 4) != 0) which[k++] = s; /* now and then a sample waits */
-        for (int j = k - 1; j > 0; j--) { /* in any order */
+        for (int j = k - 1; j > 0; j--) {                               /* in any order */
             int i = (int)slm_rng_below(&r, (uint64_t)j + 1), t = which[i];
             which[i] = which[j], which[j] = t;
         }
@@ -165,7 +165,8 @@ static void batch_gives_each_sample_its_own_bits(Arch arch, const Ablation *ab, 
     int32_t t = 17;
     int zero = 0;
     slm_generator_batch_feed(&batch, &zero, &t, 1);
-    CHECK(memcmp(slm_generator_feed(&alone[2], t), slm_generator_batch_logits(&batch, 0), cfg.vocab_size * sizeof(float)) == 0);
+    CHECK(memcmp(slm_generator_feed(&alone[2], t), slm_generator_batch_logits(&batch, 0),
+                 cfg.vocab_size * sizeof(float)) == 0);
     for (int s = 0; s < N; s++) slm_generator_free(&alone[s]);
     slm_generator_batch_free(&batch);
     slm_workers_free(&w);
@@ -185,8 +186,9 @@ static void batches_match_alone(void) {
 
 /* Every letter as a word and as a "##" piece, some punctuation and words. */
 static char *test_vocab(void) {
-    static const char *const words[] = {"[UNK]", "[EOS]", ".", ",", "!", "?", "\"", "'", "lily", "tom", "found",
-                                         "the", "ball", "she", "saw", "then", "and", "ran", "we", "met", "today"};
+    static const char *const words[] = {"[UNK]", "[EOS]", ".",   ",",     "!",   "?",    "\"",
+                                        "'",     "lily",  "tom", "found", "the", "ball", "she",
+                                        "saw",   "then",  "and", "ran",   "we",  "met",  "today"};
     char *v = malloc(4096), *p = v;
     for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) p += sprintf(p, "%s\n", words[i]);
     for (char c = 'a'; c <= 'z'; c++) p += sprintf(p, "%c\n##%c\n", c, c); /* "a" among them */
@@ -220,7 +222,8 @@ static int collect(void *ctx, int sample, const char *text, size_t len, int done
     Streamed *st = ctx;
     Error e;
     if (st->done[sample]) st->after_done++;
-    if (st->calls[sample]++ == 0) st->first_is_prompt[sample] = len >= strlen(st->prompt) && !strncmp(text, st->prompt, strlen(st->prompt));
+    if (st->calls[sample]++ == 0)
+        st->first_is_prompt[sample] = len >= strlen(st->prompt) && !strncmp(text, st->prompt, strlen(st->prompt));
     st->done[sample] += done;
     return slm_bytevec_append(&st->text[sample], text, len, &e);
 }
@@ -233,8 +236,16 @@ static void samples_together_are_samples_alone(void) {
     CHECK(open_test_model(&lm, 21, &e) == 0);
     const char *prompt = "Lily found a";
     const char *stops[] = {"ball"};
-    ViewGenerateOptions go = {.max_tokens = 60, .seed = 5, .temperature = 1.0, .top_p = 0.95, .min_p = 0.02,
-                              .repeat_penalty = 1.3, .repeat_last_n = 8, .stops = stops, .n_stops = 1, .n_probs = 3};
+    ViewGenerateOptions go = {.max_tokens = 60,
+                              .seed = 5,
+                              .temperature = 1.0,
+                              .top_p = 0.95,
+                              .min_p = 0.02,
+                              .repeat_penalty = 1.3,
+                              .repeat_last_n = 8,
+                              .stops = stops,
+                              .n_stops = 1,
+                              .n_probs = 3};
     ViewBatch vb;
     Streamed st = {.prompt = prompt};
     CHECK(slm_view_batch_init(&vb, &lm, NULL, prompt, &go, 3, &e) == 0);
@@ -249,11 +260,13 @@ static void samples_together_are_samples_alone(void) {
         CHECK(b->ids.len == vg.ids.len && !memcmp(b->ids.data, vg.ids.data, vg.ids.len * sizeof(int32_t)));
         CHECK(b->tokens == vg.tokens && strcmp(b->stop_reason, vg.stop_reason) == 0);
         CHECK(b->logprob.len == vg.logprob.len && !memcmp(b->logprob.data, vg.logprob.data, vg.logprob.len));
-        CHECK(b->alternatives.len == vg.alternatives.len && vg.alternatives.len == vg.logprob.len * 6 && /* 3 of 8 bytes a 4-byte logprob */
+        CHECK(b->alternatives.len == vg.alternatives.len &&
+              vg.alternatives.len == vg.logprob.len * 6 && /* 3 of 8 bytes a 4-byte logprob */
               !memcmp(b->alternatives.data, vg.alternatives.data, vg.alternatives.len));
         char *text = slm_view_generator_text(b, &e);
         CHECK(text && st.text[i].len == strlen(text) && !memcmp(st.text[i].data, text, st.text[i].len));
-        CHECK(st.done[i] == 1 && st.first_is_prompt[i] && (st.calls[i] > 2 || b->tokens <= 2)); /* "ball" may come at once */
+        CHECK(st.done[i] == 1 && st.first_is_prompt[i] &&
+              (st.calls[i] > 2 || b->tokens <= 2)); /* "ball" may come at once */
         free(text);
         slm_view_generator_free(&vg);
         slm_bytevec_free(&st.text[i]);
@@ -302,7 +315,8 @@ static void prompt_as_typed_and_names_capitalised(void) {
     CHECK(story_is(&lm, &names, "Lily found a", "ball. then tom saw lily", "Lily found a ball. Then Tom saw Lily"));
     CHECK(story_is(&lm, &names, "lily  FOUND\na ", "ball", "lily  FOUND\na ball")); /* as typed; no second space */
     CHECK(story_is(&lm, &names, "Zo\xc3\xab said: \"Hi", "zoe ran", "Zo\xc3\xab said: \"Hi zoe ran"));
-    CHECK(story_is(&lm, &names, "We met Bip today.", "bip ran and then bip saw tom", "We met Bip today. Bip ran and then Bip saw Tom"));
+    CHECK(story_is(&lm, &names, "We met Bip today.", "bip ran and then bip saw tom",
+                   "We met Bip today. Bip ran and then Bip saw Tom"));
     CHECK(story_is(&lm, &names, "Zorbo ran. Then", "zorbo saw a ball then", "Zorbo ran. Then Zorbo saw a ball then"));
     IntVec ids = {0}; /* a word the prompt began goes on: "Lily jum" + "##p ##e ##d tom" */
     CHECK(slm_tokenizer_encode(&lm.tokenizer, "Lily jumped tom", 15, &ids, &e) == 0 && ids.len == 8);
@@ -324,14 +338,17 @@ static void unknown_characters_are_named(void) {
     CHECK(open_test_model(&lm, 23, &e) == 0);
     PromptUnknown pu;
     char chars[64];
-    CHECK(slm_view_prompt_unknown(&lm.tokenizer, "\xd0\x96\xd0\xb8\xd0\xb6 \xd0\xb6\xd0\xb8", &pu, chars, sizeof chars, &e) == 0);
+    CHECK(slm_view_prompt_unknown(&lm.tokenizer, "\xd0\x96\xd0\xb8\xd0\xb6 \xd0\xb6\xd0\xb8", &pu, chars, sizeof chars,
+                                  &e) == 0);
     CHECK(pu.tokens == 2 && pu.unk == 2 && slm_view_prompt_mostly_unknown(&pu));
     CHECK(pu.n_chars == 3 && strcmp(chars, "'\xd0\x96', '\xd0\xb8', '\xd0\xb6'") == 0);
     CHECK(slm_view_prompt_unknown(&lm.tokenizer, "lily saw \xd0\x96\xd0\xb8 today", &pu, chars, sizeof chars, &e) == 0);
     CHECK(pu.unk == 1 && pu.tokens == 4 && !slm_view_prompt_mostly_unknown(&pu) && pu.n_chars == 2);
     CHECK(slm_view_prompt_unknown(&lm.tokenizer, "Zo\xc3\xab saw Tom", &pu, chars, sizeof chars, &e) == 0);
-    CHECK(pu.unk == 0 && !slm_view_prompt_mostly_unknown(&pu) && chars[0] == '\0'); /* accents are stripped, not unknown */
-    CHECK(slm_view_prompt_unknown(&lm.tokenizer, "", &pu, chars, sizeof chars, &e) == 0 && !slm_view_prompt_mostly_unknown(&pu));
+    CHECK(pu.unk == 0 && !slm_view_prompt_mostly_unknown(&pu) &&
+          chars[0] == '\0'); /* accents are stripped, not unknown */
+    CHECK(slm_view_prompt_unknown(&lm.tokenizer, "", &pu, chars, sizeof chars, &e) == 0 &&
+          !slm_view_prompt_mostly_unknown(&pu));
     close_test_model(&lm);
 }
 

@@ -15,11 +15,24 @@
 #include "storylm/model.h"
 #include "storylm/rng.h"
 
-static const ModelConfig TINY = {.arch = ARCH_ATTENTION, .vocab_size = 11, .row_dim = 5, .n_heads = 3, .key_dim = 2,
-                                 .value_dim = 3, .window = 4, .hidden_dim = 6, .context = 3};
+static const ModelConfig TINY = {.arch = ARCH_ATTENTION,
+                                 .vocab_size = 11,
+                                 .row_dim = 5,
+                                 .n_heads = 3,
+                                 .key_dim = 2,
+                                 .value_dim = 3,
+                                 .window = 4,
+                                 .hidden_dim = 6,
+                                 .context = 3};
 /* The real heads' sizes (8, 16), which run the unrolled kernels, in a small model. */
-static const ModelConfig SMALL_REAL_HEADS = {.arch = ARCH_ATTENTION, .vocab_size = 11, .row_dim = 6, .n_heads = 2,
-                                             .key_dim = 8, .value_dim = 16, .window = 5, .hidden_dim = 6,
+static const ModelConfig SMALL_REAL_HEADS = {.arch = ARCH_ATTENTION,
+                                             .vocab_size = 11,
+                                             .row_dim = 6,
+                                             .n_heads = 2,
+                                             .key_dim = 8,
+                                             .value_dim = 16,
+                                             .window = 5,
+                                             .hidden_dim = 6,
                                              .context = 3};
 
 /* The model's parameters in double, viewed by tensor name. */
@@ -108,8 +121,10 @@ static double ref_loss(const Ref *ref, const Batch *b, const Ablation *ab) {
         int T = b->starts[s + 1] - b->starts[s];
         story.base = b->starts[s];
         for (int t = 0; t + 1 < T; t++, n++) {
-            if (r->m->cfg.arch == ARCH_ATTENTION) ref_attention_z(r, ids, t, ab, z);
-            else ref_window_z(r, ids, t, z);
+            if (r->m->cfg.arch == ARCH_ATTENTION)
+                ref_attention_z(r, ids, t, ab, z);
+            else
+                ref_window_z(r, ids, t, z);
             for (int i = 0; i < Z; i++) z[i] *= z_keep(r, r->base + t, i);
             total += ref_position_loss(r, z, ids[t + 1]);
         }
@@ -195,8 +210,10 @@ static void gradcheck_dropout(const ModelConfig *cfg, Arch arch, int hidden, int
     slm_rng_seed(&rng, 99);
     for (size_t i = 0; i < sizeof zmask; i++) zmask[i] = slm_rng_uniform(&rng) >= 0.25;
     for (size_t i = 0; i < sizeof amask; i++) amask[i] = slm_rng_uniform(&rng) >= 0.25;
-    Dropout d = {.hidden = hidden ? 0.3f : 0.0f, .attention = attention ? 0.25f : 0.0f,
-                 .hidden_mask = hidden ? zmask : NULL, .attention_mask = attention ? amask : NULL};
+    Dropout d = {.hidden = hidden ? 0.3f : 0.0f,
+                 .attention = attention ? 0.25f : 0.0f,
+                 .hidden_mask = hidden ? zmask : NULL,
+                 .attention_mask = attention ? amask : NULL};
     gradcheck_with(cfg, arch, NULL, &d, what);
 }
 

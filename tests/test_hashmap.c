@@ -68,7 +68,7 @@ static void reserve_sizes_once(void) {
     HashSlot *slots = m.slots;
     CHECK(m.mask + 1 >= 2000 && ((m.mask + 1) & m.mask) == 0); /* a power of two */
     for (int i = 0; i < 1000; i++) CHECK(slm_hashmap_add(&m, mix((uint64_t)i), i, &e) == 0);
-    CHECK(m.slots == slots); /* no growth */
+    CHECK(m.slots == slots);                                         /* no growth */
     CHECK(slm_hashmap_reserve(&m, 10, &e) == 0 && m.slots == slots); /* never shrinks */
     slm_hashmap_free(&m);
 }

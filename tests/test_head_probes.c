@@ -22,8 +22,15 @@ enum { V = 12, D = 16, H = 3, KD = 16, VD = 16, W = 32, HD = 16 };
  * head 2 reads evenly and copies (value, its slot of the hidden layer and the
  * output layer are identities). */
 static void known_model(Model *m) {
-    ModelConfig c = {.arch = ARCH_ATTENTION, .vocab_size = V, .row_dim = D, .n_heads = H, .key_dim = KD,
-                     .value_dim = VD, .window = W, .hidden_dim = HD, .context = 8};
+    ModelConfig c = {.arch = ARCH_ATTENTION,
+                     .vocab_size = V,
+                     .row_dim = D,
+                     .n_heads = H,
+                     .key_dim = KD,
+                     .value_dim = VD,
+                     .window = W,
+                     .hidden_dim = HD,
+                     .context = 8};
     Error e;
     CHECK(slm_model_init(m, &c, &e) == 0); /* zeroed */
     int Z = slm_model_hidden_input_dim(&c);
@@ -40,8 +47,15 @@ static void known_model(Model *m) {
 }
 
 static void small_random_model(Model *m, uint64_t seed) {
-    ModelConfig c = {.arch = ARCH_ATTENTION, .vocab_size = V, .row_dim = 6, .n_heads = 3, .key_dim = 4,
-                     .value_dim = 5, .window = 8, .hidden_dim = 7, .context = 8};
+    ModelConfig c = {.arch = ARCH_ATTENTION,
+                     .vocab_size = V,
+                     .row_dim = 6,
+                     .n_heads = 3,
+                     .key_dim = 4,
+                     .value_dim = 5,
+                     .window = 8,
+                     .hidden_dim = 7,
+                     .context = 8};
     Error e;
     CHECK(slm_model_init(m, &c, &e) == 0);
     slm_model_randomize(m, seed);
@@ -52,8 +66,8 @@ static const int32_t hand_ids[] = {0, 3, 5, 7, 3, 9, 11, 2, 4, 3, 6, 8, 0, 0, 1,
 static size_t story_starts[] = {0, 13, 26};
 static int both[] = {0, 1};
 static Stories two_stories(void) {
-    return (Stories){.n_stories = 2, .ids32 = hand_ids, .starts = story_starts, .n_tokens = 26,
-                     .n_test = 2, .test = both};
+    return (Stories){
+        .n_stories = 2, .ids32 = hand_ids, .starts = story_starts, .n_tokens = 26, .n_test = 2, .test = both};
 }
 
 /* "a head whose distance score at 1 dominates scores highest as a previous-token head" */
@@ -210,7 +224,7 @@ static void self_scores_by_construction(void) {
     CHECK(cr.heads[0].qk_self[0].top1 == 0 && cr.heads[0].qk_self[0].above_mean == 0); /* all scores equal: no win */
     CHECK(cr.heads[2].copy[0].top1 == 1.0 && cr.heads[2].copy[1].top1 == 1.0);
     CHECK(cr.heads[2].ov[0].from == cr.heads[2].ov[0].to && cr.heads[2].ov[0].centred > 0);
-    CHECK(cr.heads[0].copy[0].top1 == 0); /* head 0 has no value weights: it changes nothing */
+    CHECK(cr.heads[0].copy[0].top1 == 0);    /* head 0 has no value weights: it changes nothing */
     CHECK(cr.heads[1].copy[1].tokens == 11); /* the tokens seen: all but 10 */
     /* reading token 3 or 7 with the copying head raises that token most */
     CHECK(cr.heads[2].reads[0].from == 3 && cr.heads[2].reads[0].to == 3 && cr.heads[2].reads[2].to == 7);
@@ -271,7 +285,8 @@ static void window8_is_refused_where_it_has_no_heads(void) {
     CHECK(slm_probe_circuits(&m, z, NULL, &co, &cr, &e) != 0 && strstr(e.message, "attention network"));
     IclOptions io = {.early = 2, .late = 8, .band = 0, .min_stories = 1};
     IclResult res;
-    CHECK(slm_probe_icl(&m, &s, s.test, 2, &io, NULL, &res, &e) == 0 && isfinite(res.score)); /* icl works for window8 */
+    CHECK(slm_probe_icl(&m, &s, s.test, 2, &io, NULL, &res, &e) == 0 &&
+          isfinite(res.score)); /* icl works for window8 */
     slm_icl_result_free(&res);
     slm_model_free(&m);
     Model a;

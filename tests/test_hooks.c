@@ -19,11 +19,11 @@
 
 /* What the test's hook does at each point. */
 typedef struct Probe {
-    const char *zero_z;   /* zero head `head` of this hook_z */
+    const char *zero_z; /* zero head `head` of this hook_z */
     int head;
     int touched, stop, change_readonly;
-    const char *even;     /* make this pattern's head `head` even */
-    Activations *a;       /* the run, to compare the gathered numbers with */
+    const char *even; /* make this pattern's head `head` even */
+    Activations *a;   /* the run, to compare the gathered numbers with */
     int pattern_ok, qkv_ok;
     char last[96];
 } Probe;
@@ -60,7 +60,8 @@ static int probe_hook(void *ctx, const char *name, float *data, int ndim, const 
     if (strstr(name, "hook_q") && p->a->cfg.pos != POS_ROPE) check_query(p, name, data);
     if (p->change_readonly && !writable) return data[0] += 1.0f, 1;
     if (p->zero_z && strcmp(name, p->zero_z) == 0) {
-        for (int t = 0; t < shape[0]; t++) memset(data + ((size_t)t * shape[1] + p->head) * shape[2], 0, (size_t)shape[2] * sizeof(float));
+        for (int t = 0; t < shape[0]; t++)
+            memset(data + ((size_t)t * shape[1] + p->head) * shape[2], 0, (size_t)shape[2] * sizeof(float));
         return 1;
     }
     if (p->even && strcmp(name, p->even) == 0) {
@@ -116,7 +117,8 @@ static void test_config(const ModelConfig *c, const char *what) {
     Probe p = {.a = &r.a, .pattern_ok = 1, .qkv_ok = 1};
     ForwardHooks h = {.fn = probe_hook, .ctx = &p};
     CHECK(forward(&r, &h, NULL, got, &e) == 0);
-    if (!CHECK(memcmp(plain, got, n * sizeof(float)) == 0)) fprintf(stderr, "  %s: hooks changed nothing, logits differ\n", what);
+    if (!CHECK(memcmp(plain, got, n * sizeof(float)) == 0))
+        fprintf(stderr, "  %s: hooks changed nothing, logits differ\n", what);
     CHECK(p.pattern_ok && p.qkv_ok);
     char *names = slm_hook_names(c, &e);
     int count = 1;
@@ -173,8 +175,16 @@ static void test_config(const ModelConfig *c, const char *what) {
 }
 
 int main(void) {
-    ModelConfig base = {.arch = ARCH_ATTENTION, .vocab_size = 23, .row_dim = 8, .n_heads = 3, .key_dim = 8,
-                        .value_dim = 16, .window = 6, .hidden_dim = 10, .context = 8, .n_layers = 1};
+    ModelConfig base = {.arch = ARCH_ATTENTION,
+                        .vocab_size = 23,
+                        .row_dim = 8,
+                        .n_heads = 3,
+                        .key_dim = 8,
+                        .value_dim = 16,
+                        .window = 6,
+                        .hidden_dim = 10,
+                        .context = 8,
+                        .n_layers = 1};
     char what[96];
     for (int pos = 0; pos < POS_COUNT; pos++)
         for (int score = 0; score < SCORE_COUNT; score++) {

@@ -16,8 +16,15 @@
 
 /* 12 tokens, rows of 6, 3 heads of 4 (query, key) and 5 (value), a window of 8. */
 static void small_model(Model *m, uint64_t seed) {
-    ModelConfig c = {.arch = ARCH_ATTENTION, .vocab_size = 12, .row_dim = 6, .n_heads = 3, .key_dim = 4,
-                     .value_dim = 5, .window = 8, .hidden_dim = 7, .context = 8};
+    ModelConfig c = {.arch = ARCH_ATTENTION,
+                     .vocab_size = 12,
+                     .row_dim = 6,
+                     .n_heads = 3,
+                     .key_dim = 4,
+                     .value_dim = 5,
+                     .window = 8,
+                     .hidden_dim = 7,
+                     .context = 8};
     Error e;
     CHECK(slm_model_init(m, &c, &e) == 0);
     slm_model_randomize(m, seed);
@@ -33,7 +40,8 @@ static const int32_t corrupt_ids[] = {0, 3, 8, 7, 1, 9, 11, 2, 4, 10, 6};
 static void run_both(const Model *m, ProbeRunner *clean, ProbeRunner *corrupt, const Ablation *ab) {
     Error e;
     CHECK(slm_probe_runner_init(clean, m, T_IDS, &e) == 0 && slm_probe_runner_init(corrupt, m, T_IDS, &e) == 0);
-    CHECK(slm_probe_run(clean, clean_ids, T_IDS, ab, &e) == 0 && slm_probe_run(corrupt, corrupt_ids, T_IDS, ab, &e) == 0);
+    CHECK(slm_probe_run(clean, clean_ids, T_IDS, ab, &e) == 0 &&
+          slm_probe_run(corrupt, corrupt_ids, T_IDS, ab, &e) == 0);
 }
 
 /* Patching everything gives back the clean numbers exactly; what is the same in both runs brings back 0. */
@@ -59,8 +67,10 @@ static void patching_everything_is_the_clean_run(void) {
     int same_zero = 1, outside_zero = 1, differs = 0;
     for (int u = 0; u < T_IDS; u++) {
         int same = clean_ids[u] == corrupt_ids[u];
-        if (same) same_zero &= p.rows[u] == 0.0;
-        else differs += p.rows[u] != 0.0;
+        if (same)
+            same_zero &= p.rows[u] == 0.0;
+        else
+            differs += p.rows[u] != 0.0;
         for (int h = 0; h < 3; h++) {
             if (same) same_zero &= p.reads[h * T_IDS + u] == 0.0;
             if (u < T_IDS - 8) outside_zero &= p.reads[h * T_IDS + u] == 0.0; /* out of the last one's window */
@@ -235,7 +245,8 @@ static void the_cache_holds_the_forward_pass(void) {
             float k[4];
             slm_activations_qkv(&r.acts, h, p, NULL, k, NULL);
             same &= memcmp(c.keys + (g * 3 + h) * 4, k, sizeof k) == 0;
-            same &= memcmp(c.head_outputs + (g * 3 + h) * 5, slm_activations_head_output(&r.acts, h, p), 5 * sizeof(float)) == 0;
+            same &= memcmp(c.head_outputs + (g * 3 + h) * 5, slm_activations_head_output(&r.acts, h, p),
+                           5 * sizeof(float)) == 0;
             int first, n;
             const float *w = slm_activations_attention(&r.acts, h, p, &first, &n);
             same &= c.attention[((size_t)h * N + g) * 8 + 0] == w[n - 1]; /* distance 0: itself */

@@ -111,7 +111,7 @@ static void existing_files_are_kept(void) {
     CHECK(plan_one(NULL, at("p.svg"), FILE_SVG, false) == 0);                 /* its own kind */
     CHECK(plan_one(NULL, at("a.safetensors"), FILE_ACTIVATIONS, false) == 0);
     CHECK(plan_one(NULL, at("vocab.txt"), FILE_VOCAB, false) == 0);
-    CHECK(plan_one(NULL, at("m.safetensors"), FILE_MODEL, false) != 0);       /* a model only with write_own */
+    CHECK(plan_one(NULL, at("m.safetensors"), FILE_MODEL, false) != 0); /* a model only with write_own */
     OutputPlan p;
     Error e = {0};
     slm_outputs_init(&p, false);

@@ -16,8 +16,15 @@
 
 /* A small random model: 12 tokens, rows of 6, 3 heads of 4 (query, key) and 5 (value). */
 static void small_model(Model *m, uint64_t seed) {
-    ModelConfig c = {.arch = ARCH_ATTENTION, .vocab_size = 12, .row_dim = 6, .n_heads = 3, .key_dim = 4,
-                     .value_dim = 5, .window = 8, .hidden_dim = 7, .context = 8};
+    ModelConfig c = {.arch = ARCH_ATTENTION,
+                     .vocab_size = 12,
+                     .row_dim = 6,
+                     .n_heads = 3,
+                     .key_dim = 4,
+                     .value_dim = 5,
+                     .window = 8,
+                     .hidden_dim = 7,
+                     .context = 8};
     Error e;
     CHECK(slm_model_init(m, &c, &e) == 0);
     slm_model_randomize(m, seed);
@@ -25,12 +32,13 @@ static void small_model(Model *m, uint64_t seed) {
 }
 
 /* Two stories of ids as a Stories value, both held out. */
-static const int32_t two_stories_ids[] = {0, 3, 5, 7, 3, 9, 11, 2, 4, 3, 6, 8, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 0};
+static const int32_t two_stories_ids[] = {0, 3, 5, 7, 3, 9, 11, 2, 4, 3, 6,  8,  0,
+                                          0, 1, 2, 3, 4, 5, 6,  7, 8, 9, 10, 11, 0};
 static size_t story_starts[] = {0, 13, 26};
 static int both[] = {0, 1};
 static Stories two_stories(void) {
-    return (Stories){.n_stories = 2, .ids32 = two_stories_ids, .starts = story_starts, .n_tokens = 26,
-                     .n_test = 2, .test = both};
+    return (Stories){
+        .n_stories = 2, .ids32 = two_stories_ids, .starts = story_starts, .n_tokens = 26, .n_test = 2, .test = both};
 }
 
 /* A switched-off head's slot holds exactly 0, or exactly its mean output;
@@ -53,8 +61,8 @@ static void ablated_head_is_zero_or_mean(void) {
             const float *o = slm_activations_head_output(&off.acts, 1, p);
             for (int i = 0; i < 5; i++) exact &= o[i] == (mode ? mean[5 + i] : 0.0f);
             for (int h = 0; h < 3; h += 2)
-                others &= memcmp(slm_activations_head_output(&off.acts, h, p), slm_activations_head_output(&plain.acts, h, p),
-                                 5 * sizeof(float)) == 0;
+                others &= memcmp(slm_activations_head_output(&off.acts, h, p),
+                                 slm_activations_head_output(&plain.acts, h, p), 5 * sizeof(float)) == 0;
         }
         CHECK(exact);
         CHECK(others);
@@ -127,13 +135,15 @@ static void attend_matches_direct_computation(void) {
             CHECK(n == (p < 8 ? p + 1 : 8)); /* a window of 8 */
             double q[4] = {0}, scores[8], max = -INFINITY, total = 0, sum_w = 0;
             for (int i = 0; i < c->row_dim; i++)
-                for (int j = 0; j < 4; j++) q[j] += m.embedding[two_stories_ids[p] * 6 + i] * m.query[(h * 6 + i) * 4 + j];
+                for (int j = 0; j < 4; j++)
+                    q[j] += m.embedding[two_stories_ids[p] * 6 + i] * m.query[(h * 6 + i) * 4 + j];
             for (int k = 0; k < n; k++) {
                 int u = p - n + 1 + k;
                 double dot = 0;
                 for (int j = 0; j < 4; j++) {
                     double kj = 0;
-                    for (int i = 0; i < 6; i++) kj += m.embedding[two_stories_ids[u] * 6 + i] * m.key[(h * 6 + i) * 4 + j];
+                    for (int i = 0; i < 6; i++)
+                        kj += m.embedding[two_stories_ids[u] * 6 + i] * m.key[(h * 6 + i) * 4 + j];
                     dot += q[j] * kj;
                 }
                 scores[k] = dot / 2 + m.distance[h * 8 + (p - u)];
@@ -141,8 +151,10 @@ static void attend_matches_direct_computation(void) {
                 CHECK(keys[k].position == u && keys[k].distance == p - u && keys[k].token == two_stories_ids[u]);
                 CHECK_CLOSE(keys[k].dot, dot / 2, 1e-4, 1e-5);
                 CHECK_CLOSE(keys[k].distance_score, m.distance[h * 8 + (p - u)], 0, 0);
-                CHECK_CLOSE(keys[k].cosine,
-                            slm_probe_cosine(m.embedding + two_stories_ids[p] * 6, m.embedding + two_stories_ids[u] * 6, 6), 1e-6, 1e-6);
+                CHECK_CLOSE(
+                    keys[k].cosine,
+                    slm_probe_cosine(m.embedding + two_stories_ids[p] * 6, m.embedding + two_stories_ids[u] * 6, 6),
+                    1e-6, 1e-6);
             }
             for (int k = 0; k < n; k++) total += exp(scores[k] - max);
             for (int k = 0; k < n; k++) {
@@ -207,7 +219,8 @@ static void names_learnt_from_capitals(NameList *nl) {
 /* The hero is the first name of the first sentence that comes back; its
  * mentions are where the word stands whole. */
 static void hero_and_mentions(const Tokenizer *t, const NameList *nl) {
-    IntVec v = encode(t, "Once there was a girl named Mia. Mia saw a dog. The dog sat on the lilypad. Mom said hi, Mia!");
+    IntVec v =
+        encode(t, "Once there was a girl named Mia. Mia saw a dog. The dog sat on the lilypad. Mom said hi, Mia!");
     Hero hero;
     CHECK(slm_find_hero(t, nl, v.data, (int)v.len, &hero) == 1);
     CHECK(strcmp(hero.word, "mia") == 0 && hero.n_pieces == 1);
@@ -215,7 +228,8 @@ static void hero_and_mentions(const Tokenizer *t, const NameList *nl) {
     CHECK(hero.n_mentions == 3 && hero.mentions[0] == 7 && hero.mentions[1] == 9 && hero.mentions[2] == 26);
     slm_intvec_free(&v);
     v = encode(t, "Once there was a boy named Tom. He saw a dog and Lily. Lily was happy.");
-    CHECK(slm_find_hero(t, nl, v.data, (int)v.len, &hero) == 0); /* Tom does not come back; Lily is not in the first sentence */
+    CHECK(slm_find_hero(t, nl, v.data, (int)v.len, &hero) ==
+          0); /* Tom does not come back; Lily is not in the first sentence */
     slm_intvec_free(&v);
     v = encode(t, "Lily sat on the lilypad. Lily was happy.");
     CHECK(slm_find_hero(t, nl, v.data, (int)v.len, &hero) == 1 && hero.n_mentions == 2); /* not inside "lilypad" */
@@ -248,7 +262,8 @@ static void rename_hero(const Tokenizer *t, const NameList *nl) {
 
 /* Name targets: the position before each later mention, story by story. */
 static void name_targets(const Tokenizer *t, const NameList *nl) {
-    IntVec a = encode(t, "There was a girl named Mia. Mia saw a dog. Mia said hi."), b = encode(t, "The dog sat on the park.");
+    IntVec a = encode(t, "There was a girl named Mia. Mia saw a dog. Mia said hi."),
+           b = encode(t, "The dog sat on the park.");
     int32_t ids[64];
     memcpy(ids, b.data, b.len * sizeof(int32_t));
     memcpy(ids + b.len, a.data, a.len * sizeof(int32_t));
@@ -282,21 +297,32 @@ static Stories hero_stories(const Tokenizer *t, IntVec *ids, size_t *starts, int
         idx[i] = i;
     }
     starts[3] = ids->len;
-    return (Stories){.n_stories = 3, .ids32 = ids->data, .starts = starts, .n_tokens = ids->len, .n_test = 3, .test = idx};
+    return (Stories){
+        .n_stories = 3, .ids32 = ids->data, .starts = starts, .n_tokens = ids->len, .n_test = 3, .test = idx};
 }
 
 /* A tiny model of two layers, trained 40 Adam steps on the stories. */
 static void two_layer_model(Model *m, const Tokenizer *t, const Stories *s) {
-    ModelConfig c = {.arch = ARCH_ATTENTION, .vocab_size = t->size, .row_dim = 6, .n_heads = 2, .key_dim = 4,
-                     .value_dim = 4, .window = 32, .hidden_dim = 8, .context = 3, .n_layers = 2};
+    ModelConfig c = {.arch = ARCH_ATTENTION,
+                     .vocab_size = t->size,
+                     .row_dim = 6,
+                     .n_heads = 2,
+                     .key_dim = 4,
+                     .value_dim = 4,
+                     .window = 32,
+                     .hidden_dim = 8,
+                     .context = 3,
+                     .n_layers = 2};
     Error e;
     Activations a;
     Batch b;
     Adam opt;
-    CHECK(slm_model_init(m, &c, &e) == 0 && slm_activations_init(&a, &c, 128, &e) == 0 && slm_batch_init(&b, 128, 4, &e) == 0);
+    CHECK(slm_model_init(m, &c, &e) == 0 && slm_activations_init(&a, &c, 128, &e) == 0 &&
+          slm_batch_init(&b, 128, 4, &e) == 0);
     CHECK(slm_adam_init(&opt, m->n_params, &e) == 0);
     slm_model_randomize(m, 12);
-    for (int i = 0; i < 3; i++) CHECK(slm_batch_add(&b, s->ids32 + s->starts[i], (int)(s->starts[i + 1] - s->starts[i]), &e) == 0);
+    for (int i = 0; i < 3; i++)
+        CHECK(slm_batch_add(&b, s->ids32 + s->starts[i], (int)(s->starts[i + 1] - s->starts[i]), &e) == 0);
     float *grads = calloc(m->n_params, sizeof(float));
     for (int step = 0; step < 40; step++) {
         slm_model_zero_grad(m, grads);

@@ -21,8 +21,14 @@ static const char TEXT[] = "Tom had a red ball.\n<|endoftext|>\nMia saw a cat.\n
 /* N stories of LEN tokens between [EOS]s (id 1): only the ids train; the
  * record is of the file whatever it holds. */
 static void tiny_stories(Stories *s, size_t *starts, int32_t *ids, int *test, int *train) {
-    *s = (Stories){.n_stories = N, .starts = starts, .ids32 = ids, .n_tokens = (size_t)N * LEN, .n_test = 2,
-                   .n_train = N - 2, .test = test, .train = train};
+    *s = (Stories){.n_stories = N,
+                   .starts = starts,
+                   .ids32 = ids,
+                   .n_tokens = (size_t)N * LEN,
+                   .n_test = 2,
+                   .n_train = N - 2,
+                   .test = test,
+                   .train = train};
     for (int i = 0; i <= N; i++) starts[i] = (size_t)i * LEN;
     for (int i = 0; i < N * LEN; i++) ids[i] = i % LEN == 0 || i % LEN == LEN - 1 ? 1 : 2 + (i / LEN + i) % (V - 2);
     test[0] = 3, test[1] = 11;
@@ -60,7 +66,8 @@ static void training_records_no_path(void) {
     Metadata md = {0};
     CHECK(slm_checkpoint_load_model(out, &m, &text, &md, &e) == 0);
     for (int i = 0; i < md.count; i++)
-        if (!CHECK(strchr(md.items[i].value, '/') == NULL)) fprintf(stderr, "  %s: %s\n", md.items[i].key, md.items[i].value);
+        if (!CHECK(strchr(md.items[i].value, '/') == NULL))
+            fprintf(stderr, "  %s: %s\n", md.items[i].key, md.items[i].value);
     StoriesRecord rec;
     slm_record_from_metadata(&rec, &md);
     CHECK(strcmp(rec.name, "record stories.txt") == 0);
@@ -92,7 +99,8 @@ static void old_path_reads_as_its_name(void) {
     char why[64];
     CHECK(slm_record_check_file(&rec, "anything.txt", why, sizeof why, &e) == 1); /* nothing to tell it by */
     Metadata out = {0};
-    CHECK(slm_record_to_metadata(&rec, &out, &e) == 0 && out.count == 1 && !strcmp(slm_metadata_get(&out, "data"), rec.name));
+    CHECK(slm_record_to_metadata(&rec, &out, &e) == 0 && out.count == 1 &&
+          !strcmp(slm_metadata_get(&out, "data"), rec.name));
     slm_metadata_free(&out);
     slm_metadata_free(&md);
 }

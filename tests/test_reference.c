@@ -123,8 +123,8 @@ static void check_loss_and_grads(const Fixture *f, Model *m, Activations *a, con
  * largest), any float32 code lands anywhere an Adam step can reach. Those few
  * parameters are held only to that reach (and counted); every other to 1e-5.
  * adam_alone below pins Adam itself down at every gradient size. */
-static void compare_after_adam(const Fixture *f, const Model *m, const char *arch, int steps, float lr,
-                               double *worst, size_t *loose) {
+static void compare_after_adam(const Fixture *f, const Model *m, const char *arch, int steps, float lr, double *worst,
+                               size_t *loose) {
     for (int t = 0; t < m->n_tensors; t++) {
         char name[128], gname[128];
         size_t n = 0, ng = 0;
@@ -165,7 +165,8 @@ static void check_adam(const Fixture *f, Model *m, Activations *a, const Batch *
     compare_after_adam(f, m, arch, steps, lr, &worst, &loose);
     CHECK(loose < m->n_params / 1000);
     printf("%s: after %d Adam steps, worst parameter difference %.2e (%zu parameters with a gradient at float "
-           "noise level off by more than 1e-5)\n", arch, steps, worst, loose);
+           "noise level off by more than 1e-5)\n",
+           arch, steps, worst, loose);
     slm_adam_free(&opt);
 }
 
@@ -257,7 +258,7 @@ static void check_ablation(const Fixture *f, const Batch *b, const char *cas) {
     float *grads = calloc(m.n_params, sizeof(float));
     cJSON *c = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(f->index, "cases"), cas), *h;
     Ablation ab = {.mode = strcmp(cJSON_GetObjectItemCaseSensitive(c, "mode")->valuestring, "mean") == 0 ? ABLATE_MEAN
-                                                                                                       : ABLATE_ZERO,
+                                                                                                         : ABLATE_ZERO,
                    .mean = array(f, "head_mean", &n)};
     cJSON_ArrayForEach(h, cJSON_GetObjectItemCaseSensitive(c, "heads")) ab.heads |= 1u << (int)h->valuedouble;
     if (load_params(f, &m, "attention/params") == 0) {

@@ -75,14 +75,14 @@ static void dropout_masks_seeded_and_scaled(void) {
     }
     CHECK(other == 0);
     CHECK(fabs((double)zeros / N - 0.3) < 0.005);
-    CHECK(memcmp(x, y, N * sizeof(float)) == 0);       /* the backward draws the forward's mask */
+    CHECK(memcmp(x, y, N * sizeof(float)) == 0); /* the backward draws the forward's mask */
     for (int i = 0; i < N; i++) y[i] = 1.0f;
-    slm_dropout_apply(&d, 1, 0, 0, y, N);                   /* another story */
+    slm_dropout_apply(&d, 1, 0, 0, y, N); /* another story */
     long same = 0;
     for (int i = 0; i < N; i++) same += x[i] == y[i];
-    CHECK(same < N * 0.7);                              /* independent: 0.3^2 + 0.7^2 = 58% agree */
+    CHECK(same < N * 0.7); /* independent: 0.3^2 + 0.7^2 = 58% agree */
     for (int i = 0; i < N; i++) y[i] = 1.0f;
-    slm_dropout_apply(&d, 0, 1, 0, y, N);                   /* another head */
+    slm_dropout_apply(&d, 0, 1, 0, y, N); /* another head */
     CHECK(memcmp(x, y, N * sizeof(float)) != 0);
     DropoutMask off = slm_dropout_mask(0.0f, DROPOUT_SALT_HIDDEN, keys, NULL);
     CHECK(off.p == 0.0f);
@@ -107,7 +107,8 @@ static void dropout_only_with_keys(void) {
     Activations a;
     Batch b;
     Error e;
-    CHECK(slm_model_init(&m, &cfg, &e) == 0 && slm_activations_init(&a, &cfg, 64, &e) == 0 && slm_batch_init(&b, 64, 2, &e) == 0);
+    CHECK(slm_model_init(&m, &cfg, &e) == 0 && slm_activations_init(&a, &cfg, 64, &e) == 0 &&
+          slm_batch_init(&b, 64, 2, &e) == 0);
     slm_model_randomize(&m, 5);
     int32_t ids[40];
     for (int t = 0; t < 40; t++) ids[t] = t ? 2 + (t * 7) % 28 : 1;
@@ -136,7 +137,7 @@ static size_t json_floats(const cJSON *obj, const char *key, float **out) {
     const cJSON *a = cJSON_GetObjectItemCaseSensitive(obj, key), *x;
     size_t n = (size_t)cJSON_GetArraySize(a), i = 0;
     *out = malloc((n + 1) * sizeof(float));
-    cJSON_ArrayForEach(x, a) (*out)[i++] = (float)x->valuedouble;
+    cJSON_ArrayForEach(x, a)(*out)[i++] = (float)x->valuedouble;
     return n;
 }
 
@@ -147,10 +148,14 @@ static double json_number(const cJSON *obj, const char *key) {
 /* One case: C's loss and gradients, through both passes, with torch's. */
 static void dropout_case_against_torch(const cJSON *c, const char *name) {
     const cJSON *cfgj = cJSON_GetObjectItemCaseSensitive(c, "config");
-    ModelConfig cfg = {.arch = ARCH_ATTENTION, .vocab_size = (int)json_number(cfgj, "V"),
-                       .row_dim = (int)json_number(cfgj, "D"), .n_heads = (int)json_number(cfgj, "H"),
-                       .key_dim = (int)json_number(cfgj, "KD"), .value_dim = (int)json_number(cfgj, "VD"),
-                       .window = (int)json_number(cfgj, "W"), .hidden_dim = (int)json_number(cfgj, "HID"),
+    ModelConfig cfg = {.arch = ARCH_ATTENTION,
+                       .vocab_size = (int)json_number(cfgj, "V"),
+                       .row_dim = (int)json_number(cfgj, "D"),
+                       .n_heads = (int)json_number(cfgj, "H"),
+                       .key_dim = (int)json_number(cfgj, "KD"),
+                       .value_dim = (int)json_number(cfgj, "VD"),
+                       .window = (int)json_number(cfgj, "W"),
+                       .hidden_dim = (int)json_number(cfgj, "HID"),
                        .context = 8};
     Model m;
     Activations a;
@@ -176,8 +181,10 @@ static void dropout_case_against_torch(const cJSON *c, const char *name) {
         memcpy(m.params + m.tensors[t].offset, x, m.tensors[t].size * sizeof(float));
         free(x);
     }
-    a.dropout = (Dropout){.hidden = (float)json_number(c, "p_hidden"), .attention = (float)json_number(c, "p_attention"),
-                          .hidden_mask = zmask, .attention_mask = amask};
+    a.dropout = (Dropout){.hidden = (float)json_number(c, "p_hidden"),
+                          .attention = (float)json_number(c, "p_attention"),
+                          .hidden_mask = zmask,
+                          .attention_mask = amask};
     float *g1 = calloc(m.n_params, sizeof(float)), *g2 = calloc(m.n_params, sizeof(float)), loss;
     CHECK(slm_model_forward(&m, &a, &b, NULL, &loss, &e) == 0);
     slm_model_backward(&m, &a, &b, g1);
@@ -245,8 +252,8 @@ static const char *const friends[] = {"Anna", "Bert", "Cleo", "Dora", "Egon", "F
 static void write_stories(const char *path) {
     FILE *f = fopen(path, "w");
     for (int i = 0; i < 12; i++)
-        fprintf(f, "Once there was a girl named %s. %s saw the dog and %s. The dog met %s and %s.\n\n",
-                heroes[i % 6], heroes[i % 6], friends[i], friends[i], heroes[i % 6]);
+        fprintf(f, "Once there was a girl named %s. %s saw the dog and %s. The dog met %s and %s.\n\n", heroes[i % 6],
+                heroes[i % 6], friends[i], friends[i], heroes[i % 6]);
     fclose(f);
 }
 

@@ -88,7 +88,7 @@ static void test_pieces_equal_whole(Arch arch) {
 static void test_positions_bounded(void) {
     ModelConfig c = slm_model_config_default(ARCH_ATTENTION, V);
     CHECK(slm_shards_positions(&c, 2048, 30000) == 2048);
-    CHECK(slm_shards_positions(&c, 512, 800) == 800);  /* a story a shard can hold whole runs whole, as before */
+    CHECK(slm_shards_positions(&c, 512, 800) == 800); /* a story a shard can hold whole runs whole, as before */
     CHECK(slm_shards_positions(&c, 512, 30000) == 1024);
     CHECK(slm_shards_positions(&c, 512, 1 << 30) == 1024);
     ModelConfig w = slm_model_config_default(ARCH_WINDOW8, V);

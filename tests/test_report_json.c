@@ -46,17 +46,35 @@ static void floats_read_back_the_same(void) {
 }
 
 static void known_texts(void) {
-    struct { double x; const char *want; } cases[] = {
-        {0, "0"}, {-0.0, "0"}, {3, "3"}, {-12, "-12"}, {123456789012345.0, "123456789012345"},
-        {0.5f, "0.5"}, {0.1f, "0.100000001"}, {-0.25f, "-0.25"}, {1e-5f, "9.99999975e-06"},
-        {0.0001f, "9.99999975e-05"}, {0.001f, "0.00100000005"}, {123456.789f, "123456.789"},
-        {3.0e38f, "3.00000001e+38"}, {1.5e9f, "1500000000"}, {2.5e15f, "2.50000007e+15"}, {16777216.5f, "16777216"}, {0.1, "0.1"},
-        {1.0 / 3, "0.33333333333333331"}, {2.5, "2.5"},
+    struct {
+        double x;
+        const char *want;
+    } cases[] = {
+        {0, "0"},
+        {-0.0, "0"},
+        {3, "3"},
+        {-12, "-12"},
+        {123456789012345.0, "123456789012345"},
+        {0.5f, "0.5"},
+        {0.1f, "0.100000001"},
+        {-0.25f, "-0.25"},
+        {1e-5f, "9.99999975e-06"},
+        {0.0001f, "9.99999975e-05"},
+        {0.001f, "0.00100000005"},
+        {123456.789f, "123456.789"},
+        {3.0e38f, "3.00000001e+38"},
+        {1.5e9f, "1500000000"},
+        {2.5e15f, "2.50000007e+15"},
+        {16777216.5f, "16777216"},
+        {0.1, "0.1"},
+        {1.0 / 3, "0.33333333333333331"},
+        {2.5, "2.5"},
     };
     char buf[40];
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         slm_report_format_number(cases[i].x, buf, sizeof buf);
-        if (strcmp(buf, cases[i].want) != 0) fprintf(stderr, "%.17g: '%s', want '%s'\n", cases[i].x, buf, cases[i].want);
+        if (strcmp(buf, cases[i].want) != 0)
+            fprintf(stderr, "%.17g: '%s', want '%s'\n", cases[i].x, buf, cases[i].want);
         CHECK(strcmp(buf, cases[i].want) == 0);
     }
 }
@@ -97,7 +115,8 @@ static void tree_keeps_values(void) {
     CHECK(cJSON_GetObjectItem(j, "loss")->valuedouble == (double)0.1f);
     CHECK(cJSON_IsNull(cJSON_GetObjectItem(j, "nan")));
     char *s = cJSON_PrintUnformatted(j);
-    const char *want = "{\"command\":\"demo\",\"loss\":0.100000001,\"nan\":null,\"v\":[{\"x\":[1.5,-0.300000012,null]}]}";
+    const char *want =
+        "{\"command\":\"demo\",\"loss\":0.100000001,\"nan\":null,\"v\":[{\"x\":[1.5,-0.300000012,null]}]}";
     if (!s || strcmp(s, want) != 0) fprintf(stderr, "report_json: %s\nwant:        %s\n", s ? s : "(null)", want);
     CHECK(s && strcmp(s, want) == 0);
     cJSON *back = s ? cJSON_Parse(s) : NULL;

@@ -221,9 +221,9 @@ static void test_split_separator_edges(void) {
 }
 
 static void test_split_skips_bad_stories(void) {
-    static const char text[] = "Tom ran.\n" SEP "\n  \t \n" SEP "\nA\0B.\n" SEP "\nbad \xff byte\n" SEP
-                               "\nover\xc0\xaflong\n" SEP "\ncut \xe2\x82\n" SEP "\nsurrogate \xed\xa0\x80\n" SEP
-                               "\ncaf\xc3\xa9 ok\n" SEP "\nLily sat.";
+    static const char text[] =
+        "Tom ran.\n" SEP "\n  \t \n" SEP "\nA\0B.\n" SEP "\nbad \xff byte\n" SEP "\nover\xc0\xaflong\n" SEP
+        "\ncut \xe2\x82\n" SEP "\nsurrogate \xed\xa0\x80\n" SEP "\ncaf\xc3\xa9 ok\n" SEP "\nLily sat.";
     StorySpan *spans;
     StorySkips k;
     int n = split(text, sizeof text - 1, &spans, &k, NULL);
@@ -742,7 +742,8 @@ static void test_stream_matches_plain_path(const Tokenizer *t) {
         CHECK(s.from_cache == (k == 1) && s.ids16 != NULL && s.n_stories == n && s.n_tokens == plain.len);
         size_t at = 0, differ = 0;
         for (int i = 0; i < s.n_stories && at <= plain.len; i++)
-            for (size_t j = 0; j < story_len(&s, i) && at < plain.len; j++) differ += story_token(&s, i, j) != plain.data[at++];
+            for (size_t j = 0; j < story_len(&s, i) && at < plain.len; j++)
+                differ += story_token(&s, i, j) != plain.data[at++];
         CHECK(differ == 0 && at == plain.len);
         CHECK(slm_stories_hash_ids(&s, 7) == slm_hash64(plain.data, plain.len * sizeof(int32_t), 7));
         slm_stories_free(&s);

@@ -24,7 +24,7 @@ static void test_ascii_and_white_space(void) {
     NORM("", "");
     NORM("tab\there\nnew\rline", "tab here new line");
     NORM("ctrl\x01\x02\x1f\x7f gone, \x0b\x0c too", "ctrl gone,  too"); /* \v \f are controls in BERT */
-    NORM("a\0b", "ab");                                               /* NUL bytes are dropped */
+    NORM("a\0b", "ab");                                                 /* NUL bytes are dropped */
     NORM("nbsp\xc2\xa0 em\xe2\x80\x83 ideo\xe3\x80\x80 line\xe2\x80\xa8", "nbsp  em  ideo  line ");
     NORM("zero\xe2\x80\x8bwidth soft\xc2\xadhyphen bom\xef\xbb\xbfx nel\xc2\x85", "zerowidth softhyphen bomx nel");
     NORM("private\xee\x80\x80 use", "private use"); /* Co is a control for the reference */
@@ -33,14 +33,14 @@ static void test_ascii_and_white_space(void) {
 
 static void test_accents_and_case(void) {
     NORM("Café naïve RÉSUMÉ Ångström", "cafe naive resume angstrom");
-    NORM("\xc4\xb0stanbul", "istanbul");                   /* U+0130: i + U+0307, the mark dropped */
-    NORM("\xc4\xb1", "\xc4\xb1");                          /* dotless i stays */
-    NORM("Привет Йод Ёлка", "привет иод елка");           /* й is и + breve (Mn) */
+    NORM("\xc4\xb0stanbul", "istanbul");        /* U+0130: i + U+0307, the mark dropped */
+    NORM("\xc4\xb1", "\xc4\xb1");               /* dotless i stays */
+    NORM("Привет Йод Ёлка", "привет иод елка"); /* й is и + breve (Mn) */
     NORM("Ελληνικά ἄλφα", "ελληνικα αλφα");
-    NORM("\xe1\xba\x9e", "\xc3\x9f");                      /* capital sharp s -> ß */
+    NORM("\xe1\xba\x9e", "\xc3\x9f");                                   /* capital sharp s -> ß */
     NORM("\xef\xac\x81ne \xef\xbc\xa1", "\xef\xac\x81ne \xef\xbd\x81"); /* no compatibility mapping: NFD only */
-    NORM("\xe2\x84\xa6 \xe2\x84\xaa \xe2\x84\xab", "\xcf\x89 k a"); /* ohm, kelvin, angstrom signs */
-    NORM("\xed\x95\x9c", "\xe1\x84\x92\xe1\x85\xa1\xe1\x86\xab"); /* Hangul: NFD gives the jamo */
+    NORM("\xe2\x84\xa6 \xe2\x84\xaa \xe2\x84\xab", "\xcf\x89 k a");     /* ohm, kelvin, angstrom signs */
+    NORM("\xed\x95\x9c", "\xe1\x84\x92\xe1\x85\xa1\xe1\x86\xab");       /* Hangul: NFD gives the jamo */
     NORM("\xf0\x9f\x98\x80 \xf0\x9f\x91\x8d\xf0\x9f\x8f\xbd", "\xf0\x9f\x98\x80 \xf0\x9f\x91\x8d\xf0\x9f\x8f\xbd");
     NORM("\xf0\x9f\x91\xa8\xe2\x80\x8d\xf0\x9f\x91\xa9", "\xf0\x9f\x91\xa8\xf0\x9f\x91\xa9"); /* ZWJ is Cf */
 }
@@ -48,31 +48,44 @@ static void test_accents_and_case(void) {
 static void test_final_sigma(void) {
     /* As JavaScript's toLowerCase: final after a cased letter, not before one. */
     NORM("\xce\x9f\xce\x94\xce\x9f\xce\xa3", "\xce\xbf\xce\xb4\xce\xbf\xcf\x82"); /* ΟΔΟΣ -> οδος */
-    CHECK(normalizes_to("\xce\x9f\xce\xa3", 4, "\xce\xbf\xcf\x82"));     /* ΟΣ -> ος */
-    CHECK(normalizes_to("\xce\xa3", 2, "\xcf\x83"));                     /* Σ alone -> σ */
-    CHECK(normalizes_to("\xce\x91\xce\xa3.a", 6, "\xce\xb1\xcf\x83.a")); /* '.' is case-ignorable: a follows */
-    CHECK(normalizes_to("\xce\x91\xce\xa3 a", 6, "\xce\xb1\xcf\x82 a")); /* a space ends the word */
+    CHECK(normalizes_to("\xce\x9f\xce\xa3", 4, "\xce\xbf\xcf\x82"));              /* ΟΣ -> ος */
+    CHECK(normalizes_to("\xce\xa3", 2, "\xcf\x83"));                              /* Σ alone -> σ */
+    CHECK(normalizes_to("\xce\x91\xce\xa3.a", 6, "\xce\xb1\xcf\x83.a"));          /* '.' is case-ignorable: a follows */
+    CHECK(normalizes_to("\xce\x91\xce\xa3 a", 6, "\xce\xb1\xcf\x82 a"));          /* a space ends the word */
     CHECK(normalizes_to("\xce\x91\xce\xa3\x01\xce\x91", 7, "\xce\xb1\xcf\x83\xce\xb1")); /* dropped control: unseen */
     CHECK(normalizes_to("\xce\x91\xce\xa3\xff\xce\x91", 7, "\xce\xb1\xcf\x83\xce\xb1")); /* dropped bad byte too */
-    CHECK(normalizes_to("\xca\xb0\xce\xa3", 4, "\xca\xb0\xcf\x83"));     /* ʰ is ignorable before cased */
+    CHECK(normalizes_to("\xca\xb0\xce\xa3", 4, "\xca\xb0\xcf\x83"));         /* ʰ is ignorable before cased */
     CHECK(normalizes_to("\xe2\x92\xb6\xce\xa3", 5, "\xe2\x93\x90\xcf\x82")); /* circled A is cased */
 }
 
 static void test_cjk(void) {
     NORM("中文", " 中  文 ");
     NORM("a日本b", "a 日  本 b");
-    NORM("\xef\xa4\x80", " \xe8\xb1\x88 ");                 /* U+F900 padded, then NFD: U+8C48 */
-    NORM("a\xf0\xa0\x80\x80" "b", "a\xf0\xa0\x80\x80" "b"); /* U+20000: the reference pads BMP only */
-    NORM("カタカナ", "カタカナ");                            /* kana are no ideographs */
+    NORM("\xef\xa4\x80", " \xe8\xb1\x88 "); /* U+F900 padded, then NFD: U+8C48 */
+    NORM("a\xf0\xa0\x80\x80"
+         "b",
+         "a\xf0\xa0\x80\x80"
+         "b");                    /* U+20000: the reference pads BMP only */
+    NORM("カタカナ", "カタカナ"); /* kana are no ideographs */
 }
 
 static void test_invalid_utf8(void) {
     /* Like TextDecoder: each maximal bad sequence is one U+FFFD, dropped; the next character survives. */
-    NORM("a\xff" "b", "ab");
-    NORM("a\xe2\x82" "b", "ab");
-    NORM("\xc0\xaf" "x", "x");
-    NORM("\xed\xa0\x80" "x", "x");          /* an encoded surrogate */
-    NORM("\xf0\x9f\x98" "\xc3\xa9", "e");    /* cut emoji, then é */
+    NORM("a\xff"
+         "b",
+         "ab");
+    NORM("a\xe2\x82"
+         "b",
+         "ab");
+    NORM("\xc0\xaf"
+         "x",
+         "x");
+    NORM("\xed\xa0\x80"
+         "x",
+         "x"); /* an encoded surrogate */
+    NORM("\xf0\x9f\x98"
+         "\xc3\xa9",
+         "e"); /* cut emoji, then é */
     NORM("\xf4\x90\x80\x80 \x80 \xf8", "  ");
     NORM("\xe2\x82\xac\xef\xbf\xbd", "\xe2\x82\xac"); /* a real U+FFFD is dropped too */
     NORM("end\xe2\x82", "end");
@@ -121,7 +134,9 @@ static void test_utf8_validate(void) {
     Error e = {0};
     CHECK(slm_utf8_validate("plain", 5, "x", &e) == 0);
     CHECK(slm_utf8_validate("caf\xc3\xa9 \xf0\x9f\x98\x80 \xef\xbf\xbd", 14, "x", &e) == 0);
-    CHECK(slm_utf8_validate("ab\xff" "cd", 5, "the text", &e) == -1);
+    CHECK(slm_utf8_validate("ab\xff"
+                            "cd",
+                            5, "the text", &e) == -1);
     CHECK(strstr(e.message, "the text") && strstr(e.message, "byte offset 2"));
     CHECK(slm_utf8_validate("abc\xe2\x82", 5, "x", &e) == -1 && strstr(e.message, "byte offset 3"));
     CHECK(slm_utf8_validate("a\xed\xa0\x80", 4, "x", &e) == -1 && strstr(e.message, "byte offset 1"));
@@ -172,9 +187,16 @@ static void test_pretokenize(void) {
     CHECK(splits_to(&p, "3.14 $5 a+b=c x_y", "3|.|14|$|5|a|+|b|=|c|x|_|y"));
     CHECK(splits_to(&p, "\xe2\x80\x9chi\xe2\x80\x9d \xe2\x80\x94 \xc2\xbfque?", /* “hi” — ¿que? */
                     "\xe2\x80\x9c|hi|\xe2\x80\x9d|\xe2\x80\x94|\xc2\xbf|que|?"));
-    CHECK(splits_to(&p, "\xc3\xbc" "ber-cool caf\xc3\xa9!", "\xc3\xbc" "ber|-|cool|caf\xc3\xa9|!"));
+    CHECK(splits_to(&p,
+                    "\xc3\xbc"
+                    "ber-cool caf\xc3\xa9!",
+                    "\xc3\xbc"
+                    "ber|-|cool|caf\xc3\xa9|!"));
     CHECK(splits_to(&p, "\xf0\x9f\x98\x80x \xce\xb1\xce\xb2", "\xf0\x9f\x98\x80x|\xce\xb1\xce\xb2")); /* So is no P */
-    CHECK(splits_to(&p, "a\xe1\xad\x8e" "b", "a|\xe1\xad\x8e|b")); /* U+1B4E, punctuation since Unicode 16 */
+    CHECK(splits_to(&p,
+                    "a\xe1\xad\x8e"
+                    "b",
+                    "a|\xe1\xad\x8e|b")); /* U+1B4E, punctuation since Unicode 16 */
     CHECK(splits_to(&p, "", ""));
     CHECK(splits_to(&p, "    ", ""));
     int seen = 0;

@@ -10,12 +10,57 @@
 #include "storylm/fileio.h"
 #include "storylm/tokenizer.h"
 
-static const char *const hand_vocab[] = {
-    "[UNK]", "[EOS]", "the", "sat", "on", "mat", "z", "##ark", "##o", ".", "!", "?", ",", "'", "\"", "(", ")", "[",
-    "]", "don", "t", "lily", "s", "4", "##2", "cafe", "\xe2\x80\x9c" /* “ */, "\xe2\x80\x9d" /* ” */, "hi",
-    "\xf0\x9f\x98\x80" /* 😀 */, "\xce\xb3" /* γ */, "##\xce\xb1" /* ##α */, "##\xcf\x84" /* ##τ */,
-    "\xd0\xba\xd0\xbe\xd1\x82" /* кот */, "\xe7\x8c\xab" /* 猫 */, "a", "##a", "\xd0\xb6" /* ж */,
-    "##\xd0\xb6" /* ##ж */, "i", "think", "m", "ok", "stop", "she", "said", "once", "upon", "time", "dog", "didn"};
+static const char *const hand_vocab[] = {"[UNK]",
+                                         "[EOS]",
+                                         "the",
+                                         "sat",
+                                         "on",
+                                         "mat",
+                                         "z",
+                                         "##ark",
+                                         "##o",
+                                         ".",
+                                         "!",
+                                         "?",
+                                         ",",
+                                         "'",
+                                         "\"",
+                                         "(",
+                                         ")",
+                                         "[",
+                                         "]",
+                                         "don",
+                                         "t",
+                                         "lily",
+                                         "s",
+                                         "4",
+                                         "##2",
+                                         "cafe",
+                                         "\xe2\x80\x9c" /* “ */,
+                                         "\xe2\x80\x9d" /* ” */,
+                                         "hi",
+                                         "\xf0\x9f\x98\x80" /* 😀 */,
+                                         "\xce\xb3" /* γ */,
+                                         "##\xce\xb1" /* ##α */,
+                                         "##\xcf\x84" /* ##τ */,
+                                         "\xd0\xba\xd0\xbe\xd1\x82" /* кот */,
+                                         "\xe7\x8c\xab" /* 猫 */,
+                                         "a",
+                                         "##a",
+                                         "\xd0\xb6" /* ж */,
+                                         "##\xd0\xb6" /* ##ж */,
+                                         "i",
+                                         "think",
+                                         "m",
+                                         "ok",
+                                         "stop",
+                                         "she",
+                                         "said",
+                                         "once",
+                                         "upon",
+                                         "time",
+                                         "dog",
+                                         "didn"};
 #define N_HAND ((int)(sizeof hand_vocab / sizeof hand_vocab[0]))
 
 static char *vocab_text(const char *const *pieces, int n) {
@@ -71,12 +116,12 @@ static void test_encode(const Tokenizer *t) {
     ENC(t, "\xe2\x80\x9cHi\xe2\x80\x9d", "\xe2\x80\x9c hi \xe2\x80\x9d");
     ENC(t, "\xf0\x9f\x98\x80 \xf0\x9f\x99\x82 \xf0\x9f\x98\x80\xf0\x9f\x98\x80", "\xf0\x9f\x98\x80 [UNK] [UNK]");
     ENC(t, "\xce\x93\xce\xac\xcf\x84\xce\xb1", "\xce\xb3 ##\xce\xb1 ##\xcf\x84 ##\xce\xb1"); /* Γάτα */
-    ENC(t, "\xd0\x9a\xd0\xbe\xd1\x82", "\xd0\xba\xd0\xbe\xd1\x82");                        /* Кот */
-    ENC(t, "\xe7\x8c\xab\xe7\x8c\xab\xe7\x8b\x97", "\xe7\x8c\xab \xe7\x8c\xab [UNK]");     /* 猫猫狗 */
+    ENC(t, "\xd0\x9a\xd0\xbe\xd1\x82", "\xd0\xba\xd0\xbe\xd1\x82");                          /* Кот */
+    ENC(t, "\xe7\x8c\xab\xe7\x8c\xab\xe7\x8b\x97", "\xe7\x8c\xab \xe7\x8c\xab [UNK]");       /* 猫猫狗 */
     ENC(t, "", "");
     ENC(t, "  \n\t \r\n", "");
-    ENC(t, "thez mat", "[UNK] mat");          /* no ##z: the whole word is one [UNK] */
-    ENC(t, "ma\xfft m\0at", "mat mat");       /* bad bytes and NUL dropped */
+    ENC(t, "thez mat", "[UNK] mat");              /* no ##z: the whole word is one [UNK] */
+    ENC(t, "ma\xfft m\0at", "mat mat");           /* bad bytes and NUL dropped */
     ENC(t, "[EOS] [UNK]", "[ [UNK] ] [ [UNK] ]"); /* plain text, never the special tokens */
     CHECK(slm_tokenizer_lookup(t, "[EOS]", 5) == t->eos_id && t->eos_id == 1 && t->unk_id == 0);
     CHECK(slm_tokenizer_lookup(t, "##ark", 5) == 7 && slm_tokenizer_lookup(t, "ark", 3) == -1);
@@ -118,7 +163,8 @@ static void test_decode(const Tokenizer *t) {
     CHECK(decodes_to(t, "once upon a time , lily ' s dog didn ' t", 1, "Once upon a time, lily's dog didn't"));
     CHECK(decodes_to(t, "\" stop ! \" she said .", 1, "\"Stop!\" she said."));
     CHECK(decodes_to(t, "she said , \" stop ! \"", 1, "She said, \"Stop!\""));
-    CHECK(decodes_to(t, "\" stop . \" the mat", 1, "\"Stop.\" The mat")); /* a full stop before the quote ends the sentence */
+    CHECK(decodes_to(t, "\" stop . \" the mat", 1,
+                     "\"Stop.\" The mat")); /* a full stop before the quote ends the sentence */
     CHECK(decodes_to(t, "i think i ' m ok", 1, "I think I'm ok"));
     CHECK(decodes_to(t, "i think i ' m ok", 0, "i think i'm ok"));
     CHECK(decodes_to(t, "z ##ark ##o sat on the mat . she sat", 1, "Zarko sat on the mat. She sat"));
@@ -350,7 +396,8 @@ static void threads_agree(const Tokenizer *t, const Texts *s) {
     for (int i = 0; i < s->n; i++) slm_tokenizer_encode(t, s->data + s->start[i], s->len[i], &one[i], NULL);
     int failed = 0;
 #pragma omp parallel for schedule(dynamic, 8) num_threads(4) reduction(+ : failed)
-    for (int i = 0; i < s->n; i++) failed += slm_tokenizer_encode(t, s->data + s->start[i], s->len[i], &many[i], NULL) != 0;
+    for (int i = 0; i < s->n; i++)
+        failed += slm_tokenizer_encode(t, s->data + s->start[i], s->len[i], &many[i], NULL) != 0;
     int same = failed == 0;
     for (int i = 0; i < s->n; i++) {
         same &= one[i].len == many[i].len && memcmp(one[i].data, many[i].data, one[i].len * sizeof(int32_t)) == 0;
@@ -410,8 +457,9 @@ static void test_memo_changes_nothing(const Tokenizer *t) {
     TokenizerMemo m;
     if (!CHECK(slm_tokenizer_memo_init(&m, t, NULL) == 0)) return;
     ByteVec text = {0};
-    const char *words[] = {"the", "dog", "played", "zarkoqq", "a", "cat", "xyzzyplugh", "!", "Ünïcödé",
-                           "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "ran", "lily", "tom", ","};
+    const char *words[] = {"the", "dog",        "played", "zarkoqq", "a",
+                           "cat", "xyzzyplugh", "!",      "Ünïcödé", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+                           "ran", "lily",       "tom",    ","};
     for (int i = 0; i < 20000; i++) {
         char w[64];
         int n = snprintf(w, sizeof w, "%s%s%d ", words[(i * 7) % 14], i % 3 ? "" : "s", i % 50);

@@ -37,8 +37,10 @@ static void toy_stories(Stories *s) {
     s->test = malloc(6 * sizeof(int));
     s->train = malloc(s->n_train * sizeof(int));
     for (int i = 0, a = 0, b = 0; i < N_STORIES; i++) {
-        if (i % 10 == 3) s->test[a++] = i;
-        else s->train[b++] = i;
+        if (i % 10 == 3)
+            s->test[a++] = i;
+        else
+            s->train[b++] = i;
     }
 }
 
@@ -53,7 +55,7 @@ static void schedule_warms_up_then_decays(void) {
     TrainOptions o = slm_train_default_options();
     o.steps = 1000;
     o.lr = 1e-3;
-    CHECK_CLOSE(slm_train_lr_at(&o, 0), 1e-5, 1e-9, 0);   /* warm-up: 100 steps */
+    CHECK_CLOSE(slm_train_lr_at(&o, 0), 1e-5, 1e-9, 0); /* warm-up: 100 steps */
     CHECK_CLOSE(slm_train_lr_at(&o, 99), 1e-3, 1e-9, 0);
     CHECK_CLOSE(slm_train_lr_at(&o, 550), 0.55e-3, 1e-9, 0); /* half way down the cosine */
     CHECK_CLOSE(slm_train_lr_at(&o, 1000), 1e-4, 1e-9, 0);
@@ -119,7 +121,6 @@ static void training_learns_and_saves(const Stories *s) {
     free(text);
     free(vocab);
 }
-
 
 /* Options of a short toy run saving every 2 steps to path. */
 static TrainOptions toy_options(const char *path, const char *vocab) {
@@ -190,7 +191,9 @@ static void overflow_stops_and_keeps_the_last_good_model(const Stories *s) {
     o.overflow_at_step = 7;
     CHECK(slm_train_run(s, &o, NULL, NULL, &r, &e) != 0);
     char want[1024];
-    snprintf(want, sizeof want, "training diverged at step 7: the gradient is not finite; '%s' keeps the last good model, of step 6", fault);
+    snprintf(want, sizeof want,
+             "training diverged at step 7: the gradient is not finite; '%s' keeps the last good model, of step 6",
+             fault);
     CHECK(strstr(e.message, want) != NULL);
     CHECK(strstr(e.hint, "lower --lr") != NULL);
     CHECK(same_model(fault, clean6));

@@ -34,8 +34,7 @@ static double ln_objective(const float *x, const float *w, const float *b, const
 }
 
 /* d (objective) / d v[i] by central differences, v perturbed in place. */
-static double numeric(float *v, int i, const float *x, const float *w, const float *b, const float *d_y, int n,
-                      int D) {
+static double numeric(float *v, int i, const float *x, const float *w, const float *b, const float *d_y, int n, int D) {
     float saved = v[i], h = 1e-2f;
     v[i] = saved + h;
     double up = ln_objective(x, w, b, d_y, n, D);

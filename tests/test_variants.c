@@ -20,10 +20,23 @@
 #include "storylm/model.h"
 #include "storylm/rng.h"
 
-static const ModelConfig TINY = {.arch = ARCH_ATTENTION, .vocab_size = 11, .row_dim = 4, .n_heads = 3, .key_dim = 4,
-                                 .value_dim = 3, .window = 4, .hidden_dim = 5, .context = 3};
-static const ModelConfig SMALL_REAL_HEADS = {.arch = ARCH_ATTENTION, .vocab_size = 11, .row_dim = 6, .n_heads = 2,
-                                             .key_dim = 8, .value_dim = 16, .window = 5, .hidden_dim = 6,
+static const ModelConfig TINY = {.arch = ARCH_ATTENTION,
+                                 .vocab_size = 11,
+                                 .row_dim = 4,
+                                 .n_heads = 3,
+                                 .key_dim = 4,
+                                 .value_dim = 3,
+                                 .window = 4,
+                                 .hidden_dim = 5,
+                                 .context = 3};
+static const ModelConfig SMALL_REAL_HEADS = {.arch = ARCH_ATTENTION,
+                                             .vocab_size = 11,
+                                             .row_dim = 6,
+                                             .n_heads = 2,
+                                             .key_dim = 8,
+                                             .value_dim = 16,
+                                             .window = 5,
+                                             .hidden_dim = 6,
                                              .context = 3};
 
 /* ---- the reference: one variant in double, straight from the headers ------------- */
@@ -64,7 +77,8 @@ static void ref_row(const Ref *r, const int32_t *ids, int t, double *row) {
     if (c->pos == POS_ABSOLUTE)
         for (int i = 0; i < D; i++) row[i] += P[(t < c->window ? t : c->window - 1) * D + i];
     if (c->pos == POS_SINUSOIDAL)
-        for (int i = 0; i < D; i++) row[i] += i % 2 ? cos(t * pow(10000.0, -(i - 1.0) / D)) : sin(t * pow(10000.0, -(double)i / D));
+        for (int i = 0; i < D; i++)
+            row[i] += i % 2 ? cos(t * pow(10000.0, -(i - 1.0) / D)) : sin(t * pow(10000.0, -(double)i / D));
 }
 
 /* x (n) = in (Din) @ W[h] (Din, n), then (queries and keys of rope) turned by t. */
@@ -202,7 +216,11 @@ static void gradcheck(const ModelConfig *base, PosScheme pos, ScoreFn score, con
     char layers[24] = "";
     if (slm_model_layers(&cfg) > 1) snprintf(layers, sizeof layers, " --layers %d", slm_model_layers(&cfg));
     snprintf(what, sizeof what, "--pos %s --score %s%s%s%s (kd %d)", slm_pos_name(pos), slm_score_name(score), layers,
-             ab ? " ablated" : "", dropout == 1 ? " dropout" : dropout == 2 ? " attention dropout" : "", cfg.key_dim);
+             ab ? " ablated" : "",
+             dropout == 1   ? " dropout"
+             : dropout == 2 ? " attention dropout"
+                            : "",
+             cfg.key_dim);
     Model m;
     Activations a;
     Batch b;
@@ -298,7 +316,7 @@ static void layer_gradient_checks(void) {
     /* layer 1's head 1 (layer 2 reads its replacement) and layer 2's head 2 */
     Ablation ab = {.heads = 1u << 1 | 1u << (TINY.n_heads + 2), .mode = ABLATE_ZERO};
     gradcheck(&two, POS_DISTANCE, SCORE_SCALED_DOT, &ab, 0);
-    gradcheck(&two, POS_ABSOLUTE, SCORE_GENERAL, NULL, 1); /* dropout on z: the upper layers read it unmasked */
+    gradcheck(&two, POS_ABSOLUTE, SCORE_GENERAL, NULL, 1);  /* dropout on z: the upper layers read it unmasked */
     gradcheck(&three, POS_ROPE, SCORE_SCALED_DOT, NULL, 2); /* every layer's heads their own attention mask */
     gradcheck(&real2, POS_DISTANCE, SCORE_SCALED_DOT, NULL, 2);
 }
@@ -325,7 +343,8 @@ static double piece_gap(const ModelConfig *cfg, uint64_t seed, int T, int from, 
     CHECK(slm_batch_add(&b, ids, T, &e) == 0);
     CHECK(slm_model_forward(&m, &whole, &b, NULL, NULL, &e) == 0);
     slm_batch_clear(&b);
-    CHECK(slm_batch_add_piece(&b, ids + from, T - from, (BatchPiece){.context = context, .offset = from, .next = -1}, &e) == 0);
+    CHECK(slm_batch_add_piece(&b, ids + from, T - from, (BatchPiece){.context = context, .offset = from, .next = -1},
+                              &e) == 0);
     CHECK(slm_model_forward(&m, &piece, &b, NULL, NULL, &e) == 0);
     double worst = 0.0;
     for (int t = from + context; t < T - 1; t++) worst = fmax(worst, fabs(whole.loss[t] - piece.loss[t - from]));
@@ -354,7 +373,8 @@ static void layered_pieces_match_the_whole_story(PosScheme pos) {
     ModelConfig cfg = with_layers(&TINY, 2);
     cfg.pos = pos;
     double worst = piece_gap(&cfg, 98, 16, 4, 6);
-    if (!CHECK(worst < 1e-5)) fprintf(stderr, "  --layers 2 --pos %s: a piece's losses differ by %g\n", slm_pos_name(pos), worst);
+    if (!CHECK(worst < 1e-5))
+        fprintf(stderr, "  --layers 2 --pos %s: a piece's losses differ by %g\n", slm_pos_name(pos), worst);
     CHECK(piece_gap(&cfg, 98, 16, 7, 3) > 1e-4);
 }
 
@@ -529,8 +549,17 @@ static void files_without_the_keys(void) {
 
 /* A one-head model of rows of 2 whose weights the examples set by hand. */
 static void hand_model(Model *m, int kd, PosScheme pos, ScoreFn score) {
-    ModelConfig cfg = {.arch = ARCH_ATTENTION, .vocab_size = 4, .row_dim = 2, .n_heads = 1, .key_dim = kd,
-                       .value_dim = 2, .window = 8, .hidden_dim = 2, .context = 3, .pos = pos, .score = score};
+    ModelConfig cfg = {.arch = ARCH_ATTENTION,
+                       .vocab_size = 4,
+                       .row_dim = 2,
+                       .n_heads = 1,
+                       .key_dim = kd,
+                       .value_dim = 2,
+                       .window = 8,
+                       .hidden_dim = 2,
+                       .context = 3,
+                       .pos = pos,
+                       .score = score};
     Error e;
     CHECK(slm_model_init(m, &cfg, &e) == 0); /* zeros everywhere */
 }
@@ -560,8 +589,8 @@ static void additive_score_by_hand(void) {
     float *v = (float *)slm_model_param(&m, "score.v");
     A[0] = A[3] = B[0] = B[3] = 1.0f;
     v[0] = v[1] = 1.0f;
-    m.key[0] = m.key[3] = 1.0f;                   /* key = row */
-    m.query[0] = 0.5f, m.query[1] = -0.5f;         /* query of (1, 1): (0.5, -0.5) */
+    m.key[0] = m.key[3] = 1.0f;            /* key = row */
+    m.query[0] = 0.5f, m.query[1] = -0.5f; /* query of (1, 1): (0.5, -0.5) */
     int32_t ids[3] = {1, 2, 3};
     const float *w = last_weights(&m, &a, ids, 3);
     CHECK_CLOSE(w[0], 0.195, 0, 5e-4);
@@ -598,7 +627,8 @@ static void dividing_by_sqrt_d(void) {
 static void sinusoidal_tags_depend_on_distance(void) {
     float pe[4][4];
     for (int t = 0; t < 4; t++) slm_sinusoid_tag(t, 4, pe[t]);
-    const float want[3][4] = {{0.8415f, 0.5403f, 0.0100f, 1.0000f}, {0.9093f, -0.4161f, 0.0200f, 0.9998f},
+    const float want[3][4] = {{0.8415f, 0.5403f, 0.0100f, 1.0000f},
+                              {0.9093f, -0.4161f, 0.0200f, 0.9998f},
                               {0.1411f, -0.9900f, 0.0300f, 0.9996f}};
     for (int t = 0; t < 3; t++)
         for (int i = 0; i < 4; i++) CHECK_CLOSE(pe[t + 1][i], want[t][i], 0, 6e-5); /* the seed rounds to 4 places */
@@ -614,11 +644,13 @@ static void sinusoidal_tags_depend_on_distance(void) {
     Activations a;
     Batch b;
     Error e;
-    CHECK(slm_model_init(&m, &cfg, &e) == 0 && slm_activations_init(&a, &cfg, 8, &e) == 0 && slm_batch_init(&b, 8, 1, &e) == 0);
+    CHECK(slm_model_init(&m, &cfg, &e) == 0 && slm_activations_init(&a, &cfg, 8, &e) == 0 &&
+          slm_batch_init(&b, 8, 1, &e) == 0);
     int32_t ids[4] = {1, 1, 1, 1};
     CHECK(slm_batch_add(&b, ids, 4, &e) == 0 && slm_model_forward(&m, &a, &b, NULL, NULL, &e) == 0);
     for (int t = 0; t < 4; t++)
-        for (int i = 0; i < 4; i++) CHECK_CLOSE(a.z[(size_t)t * slm_model_hidden_input_dim(&cfg) + i], pe[t][i], 0, 1e-6);
+        for (int i = 0; i < 4; i++)
+            CHECK_CLOSE(a.z[(size_t)t * slm_model_hidden_input_dim(&cfg) + i], pe[t][i], 0, 1e-6);
     slm_batch_free(&b);
     slm_activations_free(&a);
     slm_model_free(&m);
@@ -645,7 +677,8 @@ static void rotary_score_survives_a_shift(void) {
     Error e;
     Rng rng;
     slm_rng_seed(&rng, 11);
-    CHECK(slm_model_init(&m, &cfg, &e) == 0 && slm_activations_init(&a, &cfg, 8, &e) == 0 && slm_batch_init(&b, 8, 1, &e) == 0);
+    CHECK(slm_model_init(&m, &cfg, &e) == 0 && slm_activations_init(&a, &cfg, 8, &e) == 0 &&
+          slm_batch_init(&b, 8, 1, &e) == 0);
     random_params(&m, &rng, 1.0);
     int32_t ids[7] = {3, 3, 3, 3, 3, 3, 3};
     CHECK(slm_batch_add(&b, ids, 7, &e) == 0 && slm_model_forward(&m, &a, &b, NULL, NULL, &e) == 0);
@@ -685,7 +718,8 @@ static void layer_parameter_counts(void) {
     c.n_layers = 2;
     c.pos = POS_T5;
     c.score = SCORE_ADDITIVE;
-    CHECK(slm_model_param_count(&c) == 412240 - 2 * 2048 + 2 * 256 + 2 * 1088); /* each layer its own buckets and score */
+    CHECK(slm_model_param_count(&c) ==
+          412240 - 2 * 2048 + 2 * 256 + 2 * 1088); /* each layer its own buckets and score */
     c = slm_model_config_default(ARCH_ATTENTION, 2000);
     c.n_layers = 2;
     Model m;
@@ -724,8 +758,10 @@ static void parameter_counts(void) {
         c.score = (ScoreFn)s;
         CHECK(slm_model_param_count(&c) == want_score[s]);
     }
-    for (int d = 0; d < 300; d++) CHECK(slm_t5_bucket(d) >= 0 && slm_t5_bucket(d) < T5_BUCKETS && slm_t5_bucket(d) == ref_bucket(d));
-    CHECK(slm_t5_bucket(15) == 15 && slm_t5_bucket(16) == 16 && slm_t5_bucket(32) == 21 && slm_t5_bucket(64) == 26 && slm_t5_bucket(127) == 31);
+    for (int d = 0; d < 300; d++)
+        CHECK(slm_t5_bucket(d) >= 0 && slm_t5_bucket(d) < T5_BUCKETS && slm_t5_bucket(d) == ref_bucket(d));
+    CHECK(slm_t5_bucket(15) == 15 && slm_t5_bucket(16) == 16 && slm_t5_bucket(32) == 21 && slm_t5_bucket(64) == 26 &&
+          slm_t5_bucket(127) == 31);
     CHECK(slm_t5_bucket(200) == 31);
     CHECK_CLOSE(slm_alibi_slope(0, 8), 0.5, 0, 0);
     CHECK_CLOSE(slm_alibi_slope(7, 8), 1.0 / 256, 0, 0);

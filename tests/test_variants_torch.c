@@ -35,8 +35,8 @@ static ModelConfig config_of(const cJSON *fixture, const cJSON *cas) {
 static void check_case(const cJSON *fixture, const cJSON *cas, const Batch *b) {
     ModelConfig cfg = config_of(fixture, cas);
     char what[64];
-    snprintf(what, sizeof what, "--position-scheme %s --score %s --layers %d", slm_pos_name(cfg.pos), slm_score_name(cfg.score),
-             slm_model_layers(&cfg));
+    snprintf(what, sizeof what, "--position-scheme %s --score %s --layers %d", slm_pos_name(cfg.pos),
+             slm_score_name(cfg.score), slm_model_layers(&cfg));
     check_fixture_case(&cfg, cas, b, what);
 }
 
@@ -56,7 +56,8 @@ int main(void) {
     CHECK(cases >= 2 * 3); /* at least rope, alibi and absolute */
     int layered = 0;
     const cJSON *cas;
-    cJSON_ArrayForEach(cas, item(fixture, "cases")) layered += item(cas, "layers") && item(cas, "layers")->valueint == 2;
+    cJSON_ArrayForEach(cas, item(fixture, "cases")) layered +=
+        item(cas, "layers") && item(cas, "layers")->valueint == 2;
     CHECK(layered >= 1); /* and --layers 2 */
     slm_batch_free(&b);
     cJSON_Delete(fixture);

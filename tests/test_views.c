@@ -16,7 +16,8 @@
 static const char *const TEXT = "Once upon a time, there was a girl named Mia. Mia saw a big dog. The dog ran to Mia.";
 
 static int open_session(ProbeSession *ps, Error *e) {
-    ProbeOptions po = {.model = check_source_path("models/tinystories.safetensors"), .ablate_mode = "zero",
+    ProbeOptions po = {.model = check_source_path("models/tinystories.safetensors"),
+                       .ablate_mode = "zero",
                        .n_test = STORIES_DEFAULT_TEST};
     return slm_probe_session_open(ps, &po, "test_views", NULL, PROBE_ATTENTION_ONLY, e);
 }
@@ -33,7 +34,8 @@ static void loss_on_text_is_the_trainers_evaluation(const ProbeSession *ps) {
     cJSON *j = slm_report_json(&r);
     size_t starts[2] = {0, vt.ids.len};
     int only[1] = {0};
-    Stories s = {.n_stories = 1, .ids32 = vt.ids.data, .starts = starts, .n_tokens = vt.ids.len, .n_test = 1, .test = only};
+    Stories s = {
+        .n_stories = 1, .ids32 = vt.ids.data, .starts = starts, .n_tokens = vt.ids.len, .n_test = 1, .test = only};
     EvalResult ev;
     CHECK(slm_evaluate(&ps->lm.model, &s, only, 1, NULL, 4096, &ev, &e) == 0);
     CHECK(ev.positions == (long long)vt.ids.len - 1);

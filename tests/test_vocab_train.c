@@ -44,8 +44,8 @@ static int has_piece(const Vocab *v, const char *piece, size_t len) {
  * 6. (p,##ug) 5 -> pug;     7. (b,##un) 4 -> bun; then every word is one piece. */
 static void test_merges_worked_by_hand(void) {
     WordCount words[] = {wc("hug", 10), wc("pug", 5), wc("pun", 12), wc("bun", 4), wc("hugs", 5)};
-    const char *want[] = {"[UNK]", "[EOS]", "b",    "g",    "h",   "n",   "p",    "s",   "u",   "##g",
-                          "##n",   "##s",   "##u",  "##ug", "##un", "hug", "pun", "hugs", "pug", "bun"};
+    const char *want[] = {"[UNK]", "[EOS]", "b",   "g",    "h",    "n",   "p",   "s",    "u",   "##g",
+                          "##n",   "##s",   "##u", "##ug", "##un", "hug", "pun", "hugs", "pug", "bun"};
     Vocab v;
     VocabStats st;
     Error e = {0};
@@ -278,8 +278,7 @@ static void test_same_as_recounting_every_pair(void) {
         WordCount words[64];
         int n = invented_words(seed, store, words, 40 + 4 * (int)seed);
         slow_init(s, words, n);
-        while (s->n < SLOW_MAX - 1 && slow_merge(s)) {
-        }
+        while (s->n < SLOW_MAX - 1 && slow_merge(s)) {}
         /* the fast trainer at the largest size the words allow, and one more */
         Vocab v;
         Error e = {0};

@@ -10,14 +10,14 @@
 #include "storylm/error.h"
 
 typedef struct Adam {
-    size_t n;      /* number of parameters */
-    float *m;      /* (n) running mean of the gradients */
-    float *v;      /* (n) running mean of the squared gradients */
-    int64_t step;  /* updates done so far (the bias correction needs it) */
-    float beta1;   /* 0.9 */
-    float beta2;   /* 0.999 */
-    float eps;     /* 1e-8 */
-    float weight_decay; /* 0: plain Adam; > 0: AdamW's decoupled decay */
+    size_t n;                  /* number of parameters */
+    float *m;                  /* (n) running mean of the gradients */
+    float *v;                  /* (n) running mean of the squared gradients */
+    int64_t step;              /* updates done so far (the bias correction needs it) */
+    float beta1;               /* 0.9 */
+    float beta2;               /* 0.999 */
+    float eps;                 /* 1e-8 */
+    float weight_decay;        /* 0: plain Adam; > 0: AdamW's decoupled decay */
     const uint8_t *decay_mask; /* (n) or NULL: which parameters decay (1) and which not (0);
                                 * NULL: all of them. Not owned (slm_model_decay_mask fills one). */
 } Adam;

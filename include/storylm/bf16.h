@@ -28,7 +28,10 @@ int slm_precision_check(Precision p, Error *e);
  * even, denormals to signed zero, NaN stays NaN (quiet). */
 uint16_t slm_bf16_from_float(float x);
 static inline float slm_bf16_to_float(uint16_t b) {
-    union { uint32_t u; float f; } v = {.u = (uint32_t)b << 16};
+    union {
+        uint32_t u;
+        float f;
+    } v = {.u = (uint32_t)b << 16};
     return v.f;
 }
 
@@ -39,10 +42,10 @@ static inline float slm_bf16_to_float(uint16_t b) {
 void slm_matmul_bf16(int trans_a, int trans_b, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
                      float beta, float *C, int ldc);
 /* The same bits in plain C, one element at a time (slow: tests only). */
-void slm_matmul_bf16_emulated(int trans_a, int trans_b, int M, int N, int K, const float *A, int lda,
-                              const float *B, int ldb, float beta, float *C, int ldc);
+void slm_matmul_bf16_emulated(int trans_a, int trans_b, int M, int N, int K, const float *A, int lda, const float *B,
+                              int ldb, float beta, float *C, int ldc);
 /* slm_matmul (FP32) or slm_matmul_bf16, by p. */
-void slm_matmul_at(Precision p, int trans_a, int trans_b, int M, int N, int K, const float *A, int lda,
-                   const float *B, int ldb, float beta, float *C, int ldc);
+void slm_matmul_at(Precision p, int trans_a, int trans_b, int M, int N, int K, const float *A, int lda, const float *B,
+                   int ldb, float beta, float *C, int ldc);
 
 #endif

@@ -89,7 +89,7 @@ int slm_checkpoint_load_adam(const char *path, const Model *m, TrainingState *s,
 /* Both files: the model at model_path, the state at slm_checkpoint_adam_path()
  * (or, after a crash between the two, its ".next"), as described above. */
 int slm_checkpoint_save_all(const char *model_path, const Model *m, const char *vocab, const Metadata *meta,
-                        const TrainingState *s, Error *e);
+                            const TrainingState *s, Error *e);
 int slm_checkpoint_load_all(const char *model_path, Model *m, char **vocab, Metadata *meta, TrainingState *s, Error *e);
 
 #endif

@@ -27,13 +27,13 @@ typedef struct Dropout {
 
 /* One kind of dropout during one pass. */
 typedef struct DropoutMask {
-    float p;             /* 0: off */
-    float scale;         /* 1 / (1 - p) */
-    uint64_t threshold;  /* a 32-bit draw below it drops */
-    uint64_t salt;       /* which kind: z or attention */
-    const uint64_t *keys;/* (N) each position's key (slm_dropout_position_keys) */
-    const uint8_t *fixed;/* tests: the mask itself */
-    int n_positions;     /* N of the pass (a fixed attention mask's stride) */
+    float p;              /* 0: off */
+    float scale;          /* 1 / (1 - p) */
+    uint64_t threshold;   /* a 32-bit draw below it drops */
+    uint64_t salt;        /* which kind: z or attention */
+    const uint64_t *keys; /* (N) each position's key (slm_dropout_position_keys) */
+    const uint8_t *fixed; /* tests: the mask itself */
+    int n_positions;      /* N of the pass (a fixed attention mask's stride) */
 } DropoutMask;
 
 /* The key of the story in slot `slot` of training step `step` of a run seeded `seed`. */

@@ -21,7 +21,7 @@ typedef struct EvalResult {
  * ablation switched off (NULL: none), in chunks of up to max_positions
  * positions. */
 int slm_evaluate(const Model *m, const Stories *s, const int *idx, int n, const Ablation *ablation, int max_positions,
-             EvalResult *r, Error *e);
+                 EvalResult *r, Error *e);
 
 /* evaluate, and each position's numbers: position p of story idx[i], which
  * predicts its token p+1, at loss[at + p] and correct[at + p] (1 when the
@@ -29,6 +29,6 @@ int slm_evaluate(const Model *m, const Stories *s, const int *idx, int n, const 
  * added up; loss and correct hold that sum over all n stories, and each
  * story's last position gets 0. */
 int slm_evaluate_each(const Model *m, const Stories *s, const int *idx, int n, const Ablation *ablation,
-                  int max_positions, EvalResult *r, float *loss, uint8_t *correct, Error *e);
+                      int max_positions, EvalResult *r, float *loss, uint8_t *correct, Error *e);
 
 #endif

@@ -33,28 +33,28 @@
 typedef struct GeneratorBatch {
     const Model *model;
     Ablation ablation;
-    int n;            /* samples */
+    int n; /* samples */
     /* the weights, packed once for every sample */
-    float *qkv_w;     /* (L, Din, H*(2*kd+vd)): each layer's queries (times 1/sqrt(kd)), keys, values of
-                       * every head from its input (Din: the row, 32, and above the first layer the
-                       * heads below, 160; each layer's block as large as the widest) */
-    float *distance2; /* (L, H, 2W): entry k = distance score (W-1-k) mod W */
-    Model *layers;    /* (L) each layer's view of the model (slm_model_layer_view) */
+    float *qkv_w;        /* (L, Din, H*(2*kd+vd)): each layer's queries (times 1/sqrt(kd)), keys, values of
+                          * every head from its input (Din: the row, 32, and above the first layer the
+                          * heads below, 160; each layer's block as large as the widest) */
+    float *distance2;    /* (L, H, 2W): entry k = distance score (W-1-k) mod W */
+    Model *layers;       /* (L) each layer's view of the model (slm_model_layer_view) */
     ScoreTensors *score; /* (L) each layer's --score tensors, looked up once */
-    float *hidden_w;  /* hidden.weight and output.weight in blocks of 16 rows, column by column */
+    float *hidden_w;     /* hidden.weight and output.weight in blocks of 16 rows, column by column */
     float *output_w;
     /* each sample's story; sample s's part is at s times the size given */
-    int *pos;         /* (n) tokens fed so far */
-    float *keys;      /* (n, L, H, kd, W): component i of the key in slot s (position pos % W) */
-    float *values;    /* (n, L, H, W, vd): the value in slot s (position pos % W), its channels together */
-    int32_t *recent;  /* (n, C) window8: the last C tokens, oldest first */
-    float *qkv;       /* (n, H*(2*kd+vd)) the newest token's queries, keys, values (of one layer at a time) */
-    float *z;         /* (n, Z) what the hidden layer reads */
-    float *hidden;    /* (n, 128) */
-    float *logits;    /* (n, V) of the last token fed */
-    float *scores;    /* (n, W) scratch of each sample's head scores */
-    float *rows;      /* (n, D) scratch: the rows of the tokens fed */
-    Workers *workers; /* NULL: steps on the caller's thread alone */
+    int *pos;               /* (n) tokens fed so far */
+    float *keys;            /* (n, L, H, kd, W): component i of the key in slot s (position pos % W) */
+    float *values;          /* (n, L, H, W, vd): the value in slot s (position pos % W), its channels together */
+    int32_t *recent;        /* (n, C) window8: the last C tokens, oldest first */
+    float *qkv;             /* (n, H*(2*kd+vd)) the newest token's queries, keys, values (of one layer at a time) */
+    float *z;               /* (n, Z) what the hidden layer reads */
+    float *hidden;          /* (n, 128) */
+    float *logits;          /* (n, V) of the last token fed */
+    float *scores;          /* (n, W) scratch of each sample's head scores */
+    float *rows;            /* (n, D) scratch: the rows of the tokens fed */
+    Workers *workers;       /* NULL: steps on the caller's thread alone */
     struct TfGenerator *tf; /* --arch transformer: its weights' views and key/value caches
                              * (generate_transformer.c); then only pos and logits above are used */
 } GeneratorBatch;

@@ -30,7 +30,7 @@ typedef struct HashSlot {
 typedef struct HashMap {
     HashSlot *slots; /* (mask + 1), NULL while empty */
     size_t mask;
-    size_t n;        /* entries filed */
+    size_t n; /* entries filed */
 } HashMap;
 
 /* Where a lookup of one hash stands. */

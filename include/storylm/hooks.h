@@ -70,10 +70,10 @@ typedef struct ForwardHooks {
     const char *const *names; /* the hook names fn is called for (n_names of them); NULL: every one */
     int n_names;
     /* filled by the pass */
-    float *buf;               /* gather buffer, grown as needed (slm_hooks_free) */
+    float *buf; /* gather buffer, grown as needed (slm_hooks_free) */
     size_t cap;
-    int failed;               /* 1 once a hook stopped the pass: the later points are skipped */
-    Error error;              /* why */
+    int failed;  /* 1 once a hook stopped the pass: the later points are skipped */
+    Error error; /* why */
 } ForwardHooks;
 
 /* The name of point p in layer l ("blocks.0.attn.hook_z"; layer ignored for

@@ -22,7 +22,7 @@ typedef struct Batch Batch; /* model.h */
  * whole blocks: one kind of thread runs everything (OpenMP's and OpenBLAS's
  * busy-waiting threads would fight over the cores). */
 void slm_matmul(int trans_a, int trans_b, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
-            float beta, float *C, int ldc);
+                float beta, float *C, int ldc);
 /* sums (cols) += column sums of A (rows, cols), row stride lda; ones (rows). Split like matmul. */
 void slm_column_sums(const float *A, int rows, int cols, int lda, const float *ones, float *sums);
 
@@ -37,7 +37,7 @@ void slm_dense_tanh_forward(const float *W, const float *bias, const float *x, i
 /* d_y (n, out) is turned into d_pre in place; dW (out, in) +=, d_bias (out) +=,
  * d_x (n, in) = (overwritten). ones (n). */
 void slm_dense_tanh_backward(const float *W, const float *x, const float *y, float *d_y, int n, int in, int out,
-                         float *dW, float *d_bias, float *d_x, const float *ones);
+                             float *dW, float *d_bias, float *d_x, const float *ones);
 /* The two above with their products at precision p (bf16.h). */
 void slm_dense_tanh_forward_at(Precision p, const float *W, const float *bias, const float *x, int n, int in, int out,
                                float *y);
@@ -46,27 +46,27 @@ void slm_dense_tanh_backward_at(Precision p, const float *W, const float *x, con
 /* y (n, Hd) -> logits (n, V) = y W^T + bias, then per row: lse, and for rows
  * with a target (>= 0): loss = lse - logit[target], correct. */
 void slm_output_forward(const float *W, const float *bias, const float *y, int n, int Hd, int V, float *logits,
-                    const int32_t *target, float *lse, float *loss, uint8_t *correct);
+                        const int32_t *target, float *lse, float *loss, uint8_t *correct);
 /* logits (n, V) become d logits in place, (softmax - onehot) * scale on rows
  * with a target, 0 elsewhere; dW (V, Hd) +=, d_bias (V) +=, d_y (n, Hd) =. */
 void slm_output_backward(const float *W, const float *y, float *logits, const int32_t *target, const float *lse,
-                     float scale, int n, int Hd, int V, float *dW, float *d_bias, float *d_y, const float *ones);
+                         float scale, int n, int Hd, int V, float *dW, float *d_bias, float *d_y, const float *ones);
 /* The output layer, softmax and cross-entropy on the calling thread, over
  * chunks of chunk_rows positions whose logits live only in scratch
  * (chunk_rows, V) and stay in cache: y (n, Hd) -> per position lse, loss and
  * correct as slm_output_forward gives them; with dW, also the backward of
  * scale * (sum of the losses): dW (V, Hd) +=, d_bias (V) +=, d_y (n, Hd) =. */
 typedef struct OutputLoss {
-    const float *W, *bias, *y;  /* (V, Hd), (V), (n, Hd) */
+    const float *W, *bias, *y; /* (V, Hd), (V), (n, Hd) */
     int n, Hd, V, chunk_rows;
-    const int32_t *target;      /* (n), -1: nothing to predict */
+    const int32_t *target; /* (n), -1: nothing to predict */
     float scale;
-    float *scratch;             /* (chunk_rows, V) */
-    float *lse, *loss;          /* (n) */
-    uint8_t *correct;           /* (n) */
-    float *dW, *d_bias, *d_y;   /* NULL: forward only */
-    int W_columns;              /* 1: W and dW are (Hd, V), TransformerLens's W_U */
-    Precision precision;        /* of the three products (bf16.h); 0: FP32 */
+    float *scratch;           /* (chunk_rows, V) */
+    float *lse, *loss;        /* (n) */
+    uint8_t *correct;         /* (n) */
+    float *dW, *d_bias, *d_y; /* NULL: forward only */
+    int W_columns;            /* 1: W and dW are (Hd, V), TransformerLens's W_U */
+    Precision precision;      /* of the three products (bf16.h); 0: FP32 */
 } OutputLoss;
 void slm_output_loss(const OutputLoss *o);
 /* x (n) -> exp(x - shift) in place (slm_softmax_inplace's exp). */

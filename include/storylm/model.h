@@ -89,7 +89,7 @@ typedef struct ParamTensor {
                     * the embedding (see model_params.c for why) */
 } ParamTensor;
 
-#define MODEL_MAX_TENSORS 160 /* a transformer of 8 blocks has 150 */
+#define MODEL_MAX_TENSORS 160   /* a transformer of 8 blocks has 150 */
 #define STORYLM_MAX_HEAD_DIM 64 /* largest key_dim and value_dim the passes take */
 
 typedef struct Model {
@@ -169,8 +169,8 @@ typedef struct BatchPiece {
 } BatchPiece;
 
 typedef struct Batch {
-    int32_t *tokens; /* (max_tokens) every story's ids, packed */
-    int *starts;     /* (max_stories + 1): story i is tokens[starts[i] .. starts[i+1]) */
+    int32_t *tokens;   /* (max_tokens) every story's ids, packed */
+    int *starts;       /* (max_stories + 1): story i is tokens[starts[i] .. starts[i+1]) */
     BatchPiece *piece; /* (max_stories): {0, 0, -1} for a whole story */
     int n_stories, n_tokens;
     int max_stories, max_tokens;
@@ -196,7 +196,7 @@ typedef enum { ABLATE_ZERO = 0, ABLATE_MEAN = 1 } AblationMode;
  * layer l switched off is switched off for the layers above it too: they read
  * its slot of z as replaced. */
 typedef struct Ablation {
-    uint32_t heads;    /* bit g set: head g switched off */
+    uint32_t heads; /* bit g set: head g switched off */
     AblationMode mode;
     const float *mean; /* (layers*H, value_dim), ABLATE_MEAN only; must outlive the backward pass */
 } Ablation;
@@ -229,10 +229,10 @@ typedef struct Ablation {
  * and the activations_* accessors below are for the attention network. */
 /* One layer of heads' part of the activations (layer l; l = 0 is the first). */
 typedef struct LayerActivations {
-    float *qkv;    /* (QKV, ld) the layer's queries, keys, values, layout as below */
-    float *att;    /* (H, N, S) its attention weights */
-    float *qkv_w;  /* (QKV, Din) its query, key, value weights stacked, one sgemm for all heads;
-                    * Din = 32 (layer 0) or 160 (row, the layer below's heads) */
+    float *qkv;               /* (QKV, ld) the layer's queries, keys, values, layout as below */
+    float *att;               /* (H, N, S) its attention weights */
+    float *qkv_w;             /* (QKV, Din) its query, key, value weights stacked, one sgemm for all heads;
+                               * Din = 32 (layer 0) or 160 (row, the layer below's heads) */
     AttentionScratch scratch; /* kv, dist, lse, variant its own; the backward's scratch shared */
 } LayerActivations;
 
@@ -241,24 +241,24 @@ typedef struct Activations {
     int max_positions;
     int n_positions, n_predicted;
     double mean_loss;
-    Ablation ablation; /* of the last forward; backward honours it */
-    int attention_kept; /* 1 after slm_model_forward: att holds the weights */
-    float *z;          /* (N, Z) */
+    Ablation ablation;                          /* of the last forward; backward honours it */
+    int attention_kept;                         /* 1 after slm_model_forward: att holds the weights */
+    float *z;                                   /* (N, Z) */
     LayerActivations layer[STORYLM_MAX_LAYERS]; /* the first slm_model_layers(cfg) are set */
-    int qkv_ld;        /* row stride of qkv and d_qkv: N in blocks of 8, plus 8 */
-    int *first_key;    /* (N) earliest position p reads */
-    float *hidden;     /* (N, 128) */
-    float *logits;     /* (N, V) */
-    float *lse;        /* (N) log-sum-exp of each row of logits */
-    int32_t *target;   /* (N) */
-    float *loss;       /* (N) */
-    uint8_t *correct;  /* (N) */
+    int qkv_ld;                                 /* row stride of qkv and d_qkv: N in blocks of 8, plus 8 */
+    int *first_key;                             /* (N) earliest position p reads */
+    float *hidden;                              /* (N, 128) */
+    float *logits;                              /* (N, V) */
+    float *lse;                                 /* (N) log-sum-exp of each row of logits */
+    int32_t *target;                            /* (N) */
+    float *loss;                                /* (N) */
+    uint8_t *correct;                           /* (N) */
     /* backward and scratch */
-    float *d_qkv_w; /* (QKV, Din) of the widest layer */
-    float *d_qkv;   /* (QKV, ld) */
-    float *d_z;     /* (N, Z) */
-    float *d_hidden;/* (N, 128) */
-    float *ones;    /* (max_positions) for bias gradients as matrix-vector products */
+    float *d_qkv_w;  /* (QKV, Din) of the widest layer */
+    float *d_qkv;    /* (QKV, ld) */
+    float *d_z;      /* (N, Z) */
+    float *d_hidden; /* (N, 128) */
+    float *ones;     /* (max_positions) for bias gradients as matrix-vector products */
     /* training's dropout: set by the caller before a forward (zeroed: none, as
      * slm_activations_init leaves it); the backward drops what its forward did */
     Dropout dropout;
@@ -268,12 +268,12 @@ typedef struct Activations {
      * slm_model_loss_and_grad uses it when it computes gradients, every
      * forward alone (evaluation, probes) runs FP32. products: this pass's. */
     Precision precision, products;
-    float *z_kept;           /* (N, Z) two layers or more: z before z's dropout, which the
-                              * backward through the upper layers reads */
+    float *z_kept;              /* (N, Z) two layers or more: z before z's dropout, which the
+                                 * backward through the upper layers reads */
     struct ForwardHooks *hooks; /* set by the caller (hooks.h; NULL: none): slm_model_forward
                                  * calls them between its parts */
-    struct TfActivations *tf; /* --arch transformer: its own activations (transformer.h); then
-                               * hidden is ln_final's output (N, d_model) and z, layer[] unused */
+    struct TfActivations *tf;   /* --arch transformer: its own activations (transformer.h); then
+                                 * hidden is ln_final's output (N, d_model) and z, layer[] unused */
 } Activations;
 
 /* Helpers the attention network and the transformer share (src/model/model.c). */
@@ -283,8 +283,7 @@ float *slm_alloc_floats(size_t n, Error *e);
 int slm_qkv_stride(int N);
 /* query (H, D, kd), key (H, D, kd), value (H, D, vd) -> qkv_w (QKV, D): one
  * sgemm then makes every head's queries, keys and values in qkv's layout. */
-void slm_pack_qkv(const float *query, const float *key, const float *value, int H, int D, int kd, int vd,
-                  float *qkv_w);
+void slm_pack_qkv(const float *query, const float *key, const float *value, int H, int D, int kd, int vd, float *qkv_w);
 /* The reverse, accumulating: d_qkv_w (QKV, D) -> d_query, d_key, d_value +=. */
 void slm_unpack_qkv_grads(const float *d_qkv_w, int H, int D, int kd, int vd, float *d_query, float *d_key,
                           float *d_value);
@@ -313,7 +312,7 @@ const float *slm_activations_head_output(const Activations *a, int h, int p);
  * in range), with the heads in ablation switched off (NULL: none). Fills a;
  * *mean_loss (may be NULL) = mean loss over predicted positions (0 if none). */
 int slm_model_forward(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, float *mean_loss,
-                  Error *e);
+                      Error *e);
 /* slm_model_forward up to the hidden layer: the attention weights, z and the
  * hidden layer, but no logits, log-sum-exp or loss (they are left as they
  * were): for views that show only what the heads read, where the 2,000-way
@@ -330,7 +329,7 @@ int slm_model_forward_heads(const Model *m, Activations *a, const Batch *b, cons
  * touched. Runs on the calling thread's OpenMP team (one thread inside a
  * Workers job). */
 int slm_model_loss_and_grad(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, float scale,
-                        float *grads, Error *e);
+                            float *grads, Error *e);
 /* grads (n_params, the layout of params) = 0. */
 void slm_model_zero_grad(const Model *m, float *grads);
 /* After slm_model_forward on the same b: grads += d mean_loss / d params. */

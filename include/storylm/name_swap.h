@@ -20,13 +20,13 @@
 
 typedef struct NameSwap {
     const Tokenizer *t;
-    NameList names;   /* of the training stories */
+    NameList names; /* of the training stories */
     double p;
-    SwapName *known;  /* (n_known) the names of the training stories */
+    SwapName *known; /* (n_known) the names of the training stories */
     int n_known;
-    int *made;        /* (n_made) indices into known of names of 2 or more pieces */
+    int *made; /* (n_made) indices into known of names of 2 or more pieces */
     int n_made;
-    IntVec ids;       /* scratch: the story being rewritten (one caller at a time) */
+    IntVec ids; /* scratch: the story being rewritten (one caller at a time) */
 } NameSwap;
 
 /* Names learnt from the training stories of path (s as slm_stories_load read it

@@ -37,9 +37,9 @@ struct Model;
 struct Activations;
 struct Batch;
 
-#define T5_BUCKETS 32      /* T5's num_buckets, one-directional (causal) */
+#define T5_BUCKETS 32       /* T5's num_buckets, one-directional (causal) */
 #define T5_MAX_DISTANCE 128 /* T5's max_distance: farther keys share the last bucket */
-#define ROPE_BASE 10000.0  /* pair i of a query turns by t * ROPE_BASE^(-2i/kd) */
+#define ROPE_BASE 10000.0   /* pair i of a query turns by t * ROPE_BASE^(-2i/kd) */
 
 const char *slm_pos_name(PosScheme pos);
 int slm_pos_parse(const char *name, PosScheme *pos, Error *e);
@@ -82,7 +82,7 @@ float *slm_position_table_grad(const struct Model *m, float *grads, float *d_tab
 void slm_position_rows_forward(const struct Model *m, const int *story_pos, int N, float *rows, int ld);
 /* d_rows (N, D) -> grads of "position" += (absolute only). */
 void slm_position_rows_backward(const struct Model *m, const int *story_pos, int N, const float *d_rows, int ld,
-                            float *grads);
+                                float *grads);
 /* row (D) += the tag of position t (absolute, sinusoidal): generation's hook. */
 void slm_position_row_add(const struct Model *m, int t, float *row);
 

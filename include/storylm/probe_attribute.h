@@ -23,23 +23,23 @@
 #include "storylm/stories.h"
 
 typedef struct AttributeResult {
-    int position;           /* the predicting position */
-    int32_t token;          /* the next token whose logit is taken apart */
+    int position;  /* the predicting position */
+    int32_t token; /* the next token whose logit is taken apart */
     double logit, probability;
-    int rank;               /* 1 = the most likely */
-    int n_parts;            /* 1 + H: the row, then head 0..H-1 */
-    double *grad_x_act;     /* (n_parts) */
-    double *zero_effect;    /* (n_parts) */
-    double *mean_effect;    /* (n_parts), NAN without means */
-    double *norm;           /* (n_parts) length of the part's numbers */
+    int rank;            /* 1 = the most likely */
+    int n_parts;         /* 1 + H: the row, then head 0..H-1 */
+    double *grad_x_act;  /* (n_parts) */
+    double *zero_effect; /* (n_parts) */
+    double *mean_effect; /* (n_parts), NAN without means */
+    double *norm;        /* (n_parts) length of the part's numbers */
     int n_positions;
-    double *surprisal;      /* (T) -log p(x_{t+1}) at t in nats (NAN at the last position) */
+    double *surprisal; /* (T) -log p(x_{t+1}) at t in nats (NAN at the last position) */
 } AttributeResult;
 
 /* After slm_model_forward of one story into a (attention network): the parts of
  * token's logit at position p (0 <= p < n_positions). mean_z (Z) may be NULL. */
 int slm_probe_attribute(const Model *m, const Activations *a, int p, int32_t token, const double *mean_z,
-                    AttributeResult *out, Error *e);
+                        AttributeResult *out, Error *e);
 void slm_attribute_result_free(AttributeResult *r);
 
 /* mean_z (Z) = what the hidden layer reads, averaged over every position of

@@ -38,7 +38,7 @@ typedef struct ActivationCache {
 /* Runs each story ids[starts[i] .. starts[i+1]) (n stories, each [EOS]
  * first, attention network) with ablation (NULL: none) into out. */
 int slm_probe_cache(const Model *m, const int32_t *ids, const int *starts, int n, const Ablation *ablation,
-                ActivationCache *out, Error *e);
+                    ActivationCache *out, Error *e);
 void slm_activation_cache_free(ActivationCache *c);
 /* The tensors in the order above, names and shapes filled (t: CACHE_TENSORS). */
 void slm_activation_cache_tensors(const ActivationCache *c, SafeTensorOut *t);

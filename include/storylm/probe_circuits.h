@@ -29,45 +29,45 @@
  * the token read for OV), token `to` (the key's token, the token raised). */
 typedef struct CircuitPair {
     int32_t from, to;
-    float value;    /* qk[from, to], or ov[from, to] */
-    float centred;  /* value minus the mean of row `from` */
+    float value;   /* qk[from, to], or ov[from, to] */
+    float centred; /* value minus the mean of row `from` */
 } CircuitPair;
 
 /* How much a circuit's rows favour their own token, over the tokens s with
  * mask[s] (the candidates t range over the mask too). */
 typedef struct SelfScore {
-    int tokens;         /* rows counted */
-    double top1;        /* share of rows s where [s, s] is the largest entry */
-    double top10;       /* share where it is among the 10 largest */
-    double above_mean;  /* share where it is above the row's mean */
+    int tokens;        /* rows counted */
+    double top1;       /* share of rows s where [s, s] is the largest entry */
+    double top10;      /* share where it is among the 10 largest */
+    double above_mean; /* share where it is above the row's mean */
 } SelfScore;
 
 typedef struct CircuitHead {
     int head;
-    CircuitPair *qk, *ov;     /* (top) each: the largest qk (by value), the largest ov (by centred value) */
-    CircuitPair *reads;       /* (n_reads, read_top): for each token asked for, the tokens reading it raises most */
-    SelfScore qk_self[2];     /* [0] over all tokens, [1] over the tokens seen in the stories */
-    SelfScore copy[2];        /* the OV circuit's copying score, the same two ways */
+    CircuitPair *qk, *ov; /* (top) each: the largest qk (by value), the largest ov (by centred value) */
+    CircuitPair *reads;   /* (n_reads, read_top): for each token asked for, the tokens reading it raises most */
+    SelfScore qk_self[2]; /* [0] over all tokens, [1] over the tokens seen in the stories */
+    SelfScore copy[2];    /* the OV circuit's copying score, the same two ways */
 } CircuitHead;
 
 typedef struct CircuitsResult {
-    int n_heads, top;         /* heads listed, pairs per circuit */
+    int n_heads, top; /* heads listed, pairs per circuit */
     int n_reads, read_top;
     CircuitHead *heads;
 } CircuitsResult;
 
 typedef struct CircuitsOptions {
-    int top;                  /* pairs per circuit and head */
-    uint32_t heads;           /* bit h: head h; 0: every head */
-    const int32_t *reads;     /* tokens whose OV rows to list (may be NULL) */
-    int n_reads, read_top;    /* how many, and the tokens raised listed for each */
+    int top;               /* pairs per circuit and head */
+    uint32_t heads;        /* bit h: head h; 0: every head */
+    const int32_t *reads;  /* tokens whose OV rows to list (may be NULL) */
+    int n_reads, read_top; /* how many, and the tokens raised listed for each */
 } CircuitsOptions;
 
 /* z_mean (Z) = mean of the hidden layer's input over every position of
  * stories idx[0..n) with ablation (NULL: none); seen (V) = 1 for the tokens
  * that occur in them; *positions counted. */
 int slm_circuits_mean_input(const Model *m, const Stories *s, const int *idx, int n, const Ablation *ablation,
-                        float *z_mean, uint8_t *seen, long long *positions, Error *e);
+                            float *z_mean, uint8_t *seen, long long *positions, Error *e);
 
 /* gain (hidden_dim) = 1 - tanh^2(hidden.weight z_mean + hidden.bias): the slope of the linearised hidden layer. */
 void slm_circuits_gain(const Model *m, const float *z_mean, float *gain);
@@ -82,7 +82,7 @@ void slm_circuit_ov(const Model *m, int h, const float *gain, float *scratch, fl
  * o->reads and the self scores, with the OV circuit linearised at z_mean (Z);
  * seen (V) for the second self score (NULL: all tokens). */
 int slm_probe_circuits(const Model *m, const float *z_mean, const uint8_t *seen, const CircuitsOptions *o,
-                   CircuitsResult *out, Error *e);
+                       CircuitsResult *out, Error *e);
 void slm_circuits_result_free(CircuitsResult *r);
 
 #endif

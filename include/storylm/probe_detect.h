@@ -32,7 +32,7 @@ typedef struct DetectScores {
 /* Sums over the positions run so far, for means. */
 typedef struct DetectTally {
     int n_heads;
-    double *previous, *duplicate, *induction; /* (H) summed weights */
+    double *previous, *duplicate, *induction;       /* (H) summed weights */
     long long n_previous, n_duplicate, n_induction; /* positions where each is defined */
 } DetectTally;
 
@@ -44,16 +44,16 @@ int slm_detect_tally_add(DetectTally *t, const ProbeRunner *r, const int32_t *id
 DetectScores slm_detect_tally_scores(const DetectTally *t, int h);
 
 typedef struct DetectOptions {
-    int n_random;    /* random sequences */
-    int length;      /* L: tokens in each copy (2L + 1 <= the window, so the first copy stays in reach) */
+    int n_random; /* random sequences */
+    int length;   /* L: tokens in each copy (2L + 1 <= the window, so the first copy stays in reach) */
     uint64_t seed;
 } DetectOptions;
 
 typedef struct DetectResult {
-    int n_heads;  /* every layer's heads (layer l's head h is l*H + h) */
-    int layers;   /* of heads; names them (slm_detect_head_name) */
+    int n_heads;                    /* every layer's heads (layer l's head h is l*H + h) */
+    int layers;                     /* of heads; names them (slm_detect_head_name) */
     DetectScores *stories, *random; /* (H) each, one block */
-    long long positions, duplicate_positions, induction_positions;          /* stories */
+    long long positions, duplicate_positions, induction_positions; /* stories */
     long long random_positions, random_duplicate_positions, random_induction_positions;
     double loss_first, loss_second; /* random sequences: r_2..r_L in the first copy, in the second */
 } DetectResult;
@@ -61,7 +61,7 @@ typedef struct DetectResult {
 /* The scores over stories idx[0..n) and o->n_random random sequences, with
  * ablation (NULL: none). */
 int slm_probe_detect(const Model *m, const Stories *s, const int *idx, int n, const DetectOptions *o,
-                 const Ablation *ablation, DetectResult *out, Error *e);
+                     const Ablation *ablation, DetectResult *out, Error *e);
 void slm_detect_result_free(DetectResult *r);
 /* Head g's name as slm_head_name gives it: "3", or "2:3" with several layers. */
 void slm_detect_head_name(const DetectResult *r, int g, char *buf, size_t size);

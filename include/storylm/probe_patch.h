@@ -33,23 +33,23 @@
 typedef struct PatchResult {
     int n_positions, n_heads;
     int32_t answer, wrong;
-    double clean_diff, corrupt_diff; /* LD of the two runs, evaluated as the patches are */
+    double clean_diff, corrupt_diff;             /* LD of the two runs, evaluated as the patches are */
     double clean_diff_model, corrupt_diff_model; /* LD from slm_model_forward's float logits */
-    double *reads;           /* (H, T) normalised, as above */
-    double *query, *output;  /* (H) */
-    double *rows;            /* (T) */
+    double *reads;                               /* (H, T) normalised, as above */
+    double *query, *output;                      /* (H) */
+    double *rows;                                /* (T) */
     double hidden;
-    double all_rows;         /* every row patched: the clean run */
-    double outputs_and_row;  /* every head's output and the row at the last position */
-    double *all_logits;      /* (V) logits of the run with every row patched */
-    double *clean_logits;    /* (V) logits of the clean run, evaluated the same way */
+    double all_rows;        /* every row patched: the clean run */
+    double outputs_and_row; /* every head's output and the row at the last position */
+    double *all_logits;     /* (V) logits of the run with every row patched */
+    double *clean_logits;   /* (V) logits of the clean run, evaluated the same way */
 } PatchResult;
 
 /* After slm_model_forward of the clean run into clean and of the corrupt run into
  * corrupt (same number of positions, same ablation, attention network):
  * every patch above. answer and wrong are token ids. */
 int slm_probe_patch(const Model *m, const Activations *clean, const Activations *corrupt, int32_t answer, int32_t wrong,
-                PatchResult *out, Error *e);
+                    PatchResult *out, Error *e);
 void slm_patch_result_free(PatchResult *r);
 
 /* The part above z, in double: z (Z) -> hidden (128) = tanh(W1 z + b1) ->

@@ -38,7 +38,7 @@ int slm_probe_run(ProbeRunner *r, const int32_t *ids, int len, const Ablation *a
 /* Story i of s through the network as slm_probe_run does, its ids copied (with
  * story_copy_ids) into *ids, grown as needed (*cap entries; caller frees). */
 int slm_probe_run_story(ProbeRunner *r, const Stories *s, int i, const Ablation *ablation, int32_t **ids, size_t *cap,
-                    Error *e);
+                        Error *e);
 
 /* mean (layers*H, vd) = each head's output (every layer's, numbered as
  * Ablation's) averaged over every position of stories idx[0..n) (what mean
@@ -65,7 +65,7 @@ double slm_probe_cosine(const float *a, const float *b, int n);
  * Tool 1, a lookup by content (slm_probe_attend.c): one position reading with one
  * head, after slm_probe_run. */
 typedef struct AttendKey {
-    int position;         /* of the key in the story */
+    int position; /* of the key in the story */
     int32_t token;
     int distance;         /* back from the reading position; 0 = itself */
     float dot;            /* q.k / sqrt(kd) */
@@ -86,10 +86,10 @@ void slm_probe_attention_map(const ProbeRunner *r, int h, double *map);
  * Tool 3, the network around it (slm_probe_trace.c): one position of the
  * story run last. */
 typedef struct TraceUnit {
-    int unit;          /* hidden unit 0..127 */
-    float value;       /* after tanh */
-    int part;          /* the input part that pushes it most: -1 the row, h a head */
-    float part_input;  /* that part's share of the unit's input, W1[unit, part] . z[part] */
+    int unit;         /* hidden unit 0..127 */
+    float value;      /* after tanh */
+    int part;         /* the input part that pushes it most: -1 the row, h a head */
+    float part_input; /* that part's share of the unit's input, W1[unit, part] . z[part] */
 } TraceUnit;
 
 typedef struct TraceGuess {
@@ -100,9 +100,9 @@ typedef struct TraceGuess {
 typedef struct TraceResult {
     int position;
     int32_t token;
-    float *z;          /* (Z) what the hidden layer read: row (D), then head 0..H-1 (vd each) */
-    float *hidden;     /* (128) */
-    TraceUnit *units;  /* (n_units) most active, by |value| */
+    float *z;         /* (Z) what the hidden layer read: row (D), then head 0..H-1 (vd each) */
+    float *hidden;    /* (128) */
+    TraceUnit *units; /* (n_units) most active, by |value| */
     int n_units;
     TraceGuess *guesses; /* (n_guesses) most likely next tokens */
     int n_guesses;
@@ -124,7 +124,7 @@ typedef struct HeadToken {
 } HeadToken;
 
 typedef struct HeadsResult {
-    int n_heads, top_k;    /* n_heads: every layer's (layer l's head h is l*H + h) */
+    int n_heads, top_k; /* n_heads: every layer's (layer l's head h is l*H + h) */
     long long positions;
     double *mass;          /* (H, HEAD_BINS): share of each head's weight by distance back */
     double *mean_distance; /* (H) weighted mean distance back */
@@ -147,12 +147,12 @@ void slm_heads_result_free(HeadsResult *h);
  * name in its first sentence (up to the first . ! or ?) that comes back
  * later in the story as a whole word. */
 typedef struct NameList {
-    char **words;   /* (count) every word seen, lower-case, in the order first seen */
-    int *total;     /* (count) times seen in any form */
-    int *cap_mid;   /* (count) capitalised where no sentence starts */
-    int *lower;     /* (count) lower-case */
+    char **words;      /* (count) every word seen, lower-case, in the order first seen */
+    int *total;        /* (count) times seen in any form */
+    int *cap_mid;      /* (count) capitalised where no sentence starts */
+    int *lower;        /* (count) lower-case */
     size_t cap, count; /* entries room is made for, entries */
-    HashMap index;  /* word -> entry (hashmap.h) */
+    HashMap index;     /* word -> entry (hashmap.h) */
     long long stories;
 } NameList;
 
@@ -175,11 +175,11 @@ int slm_word_at(const Tokenizer *t, const int32_t *ids, int len, int i, char *bu
 
 #define HERO_MAX_MENTIONS 256
 typedef struct Hero {
-    char word[64];                    /* lower-case */
+    char word[64]; /* lower-case */
     int32_t pieces[16];
     int n_pieces;
-    int mentions[HERO_MAX_MENTIONS];  /* start of every mention, ascending; [0] is the first */
-    int n_mentions;                   /* >= 2 when found */
+    int mentions[HERO_MAX_MENTIONS]; /* start of every mention, ascending; [0] is the first */
+    int n_mentions;                  /* >= 2 when found */
 } Hero;
 
 /* 1 and *hero filled when the story ids (len) has a hero by the rule above,
@@ -191,7 +191,7 @@ int slm_find_word(const Tokenizer *t, const int32_t *ids, int len, const int32_t
 /* ids with every mention of hero replaced by pieces (n) into out (cleared
  * first); new_starts (hero->n_mentions) gets the mentions' new starts. */
 int slm_swap_hero(const int32_t *ids, int len, const Hero *hero, const int32_t *pieces, int n, IntVec *out,
-              int *new_starts, Error *e);
+                  int *new_starts, Error *e);
 
 /* The names swapped in (Secret 2 and 4). */
 typedef enum { NAME_ORIGINAL, NAME_COMMON, NAME_RARE, NAME_INVENTED } NameKind;
@@ -201,7 +201,7 @@ extern const char *const slm_name_kind_names[4];
 typedef struct SwapName {
     char word[64];
     NameKind kind;
-    int train_count;   /* times seen in the training stories */
+    int train_count; /* times seen in the training stories */
     int32_t pieces[16];
     int n_pieces;
 } SwapName;
@@ -228,7 +228,7 @@ typedef struct NameScore {
 } NameScore;
 
 typedef struct SwapRow {
-    SwapName name;       /* NAME_ORIGINAL: each story's own hero */
+    SwapName name; /* NAME_ORIGINAL: each story's own hero */
     NameScore model, baseline;
 } SwapRow;
 
@@ -237,13 +237,13 @@ typedef struct SwapRow {
  * the name everywhere, measured at the later mentions with m and baseline
  * (may be NULL; no ablation). rows: n_names + 1. */
 int slm_probe_swap(const Model *m, const Model *baseline, const Tokenizer *t, const NameList *nl, const Stories *s,
-               const int *idx, int n, const SwapName *names, int n_names, const Ablation *ablation, SwapRow *rows,
-               Error *e);
+                   const int *idx, int n, const SwapName *names, int n_names, const Ablation *ablation, SwapRow *rows,
+                   Error *e);
 
 /* ---------------------------------------------------------------------------
  * Secret 3, switch a head off (probe_ablate.c). */
 typedef struct AblateScore {
-    double loss, accuracy;    /* over every predicted position */
+    double loss, accuracy; /* over every predicted position */
     long long positions;
     double name_loss, name_accuracy, name_probability; /* at the heroes' later mentions */
     long long name_positions;
@@ -257,22 +257,22 @@ typedef struct NameTargets {
 } NameTargets;
 
 int slm_name_targets_find(const Tokenizer *t, const NameList *nl, const Stories *s, const int *idx, int n,
-                      NameTargets *out, Error *e);
+                          NameTargets *out, Error *e);
 void slm_name_targets_free(NameTargets *nt);
 
 /* Loss and accuracy of m over stories idx[0..n) with ablation (NULL: none),
  * and at names (may be NULL; found by slm_name_targets_find over the same idx). */
 int slm_probe_score(const Model *m, const Stories *s, const int *idx, int n, const Ablation *ablation,
-                const NameTargets *names, AblateScore *out, Error *e);
+                    const NameTargets *names, AblateScore *out, Error *e);
 
 /* ---------------------------------------------------------------------------
  * Secret 4, what one layer cannot do (slm_probe_pieces.c). */
 typedef struct PieceScore {
     int stories;
     long long mentions;
-    double first_probability, first_top1;  /* the first piece, where the name comes back */
-    double next_probability, next_top1;    /* after the first piece: the token that followed it at the first mention */
-    double next_median_rank;               /* 1 = the most likely */
+    double first_probability, first_top1; /* the first piece, where the name comes back */
+    double next_probability, next_top1;   /* after the first piece: the token that followed it at the first mention */
+    double next_median_rank;              /* 1 = the most likely */
 } PieceScore;
 
 /* Secret 4's two lookups head by head, over the later mentions of the names
@@ -282,8 +282,8 @@ typedef struct PieceScore {
  * piece); its second, a head of a later layer that, at the later first piece
  * (the position predicting the second piece), reads the token to copy. */
 typedef struct PieceHeads {
-    int n_heads;        /* every layer's heads, numbered as Ablation's (layer l's head h: l*H + h) */
-    long long mentions; /* later mentions measured */
+    int n_heads;          /* every layer's heads, numbered as Ablation's (layer l's head h: l*H + h) */
+    long long mentions;   /* later mentions measured */
     double previous[32];  /* mean weight, at the token to copy, on the earlier first piece (distance 1) */
     double induction[32]; /* mean weight, at the later first piece, on the token to copy (0 past the window) */
     double even;          /* mean 1 / (keys read) at the later first piece: a head reading evenly */
@@ -292,8 +292,8 @@ typedef struct PieceHeads {
 /* For each name, heroes of stories idx[0..n) renamed to it; rows: n_names.
  * heads (may be NULL): filled as PieceHeads says, over every name of 2+ pieces. */
 int slm_probe_pieces(const Model *m, const Tokenizer *t, const NameList *nl, const Stories *s, const int *idx, int n,
-                 const SwapName *names, int n_names, const Ablation *ablation, PieceScore *rows, PieceHeads *heads,
-                 Error *e);
+                     const SwapName *names, int n_names, const Ablation *ablation, PieceScore *rows, PieceHeads *heads,
+                     Error *e);
 
 /* ---------------------------------------------------------------------------
  * The chapter's statistics (slm_probe_stats.c). */
@@ -312,9 +312,9 @@ typedef struct StatsResult {
 /* left_out (V): 1 for the top most common tokens of stories idx[0..n)
  * (count by occurrences), except whole-word names of nl. */
 int slm_common_tokens(const Stories *s, const int *idx, int n, const Tokenizer *t, const NameList *nl, int top,
-                  uint8_t *left_out, Error *e);
+                      uint8_t *left_out, Error *e);
 int slm_probe_stats(const Model *m, const Stories *s, const int *idx, int n, const uint8_t *left_out, StatsResult *out,
-                Error *e);
+                    Error *e);
 void slm_stats_result_free(StatsResult *r);
 
 #endif

@@ -39,15 +39,14 @@ int slm_py_eos(const PyModel *m);
  * fn(ctx, ...) at the points names[0..n_names) (names NULL: all; fn NULL:
  * none) -> logits (T, V) when not NULL and *loss (may be NULL): the mean of
  * -log p(ids[t+1]) over t < T-1, as eval --text reports it (0 when T = 1). */
-int slm_py_run(const PyModel *m, const int32_t *ids, int T, HookFn fn, void *ctx, const char *const *names,
-               int n_names, float *logits, double *loss, Error *e);
+int slm_py_run(const PyModel *m, const int32_t *ids, int T, HookFn fn, void *ctx, const char *const *names, int n_names,
+               float *logits, double *loss, Error *e);
 
 /* storylm generate's text for prompt: samples stories (sample i with seed
  * seed + i), as a JSON array of strings. Names are capitalised as the CLI
  * does (stories, else the model's training file, else data/stories.txt; then
  * fallback_stories when none of those is found; each may be NULL). */
-char *slm_py_generate(const PyModel *m, const char *prompt, int max_tokens, double temperature, int top_k,
-                      double top_p, uint64_t seed, int samples, const char *stories, const char *fallback_stories,
-                      Error *e);
+char *slm_py_generate(const PyModel *m, const char *prompt, int max_tokens, double temperature, int top_k, double top_p,
+                      uint64_t seed, int samples, const char *stories, const char *fallback_stories, Error *e);
 
 #endif

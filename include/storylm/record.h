@@ -15,9 +15,9 @@
 #include "storylm/safetensors.h"
 
 typedef struct StoriesRecord {
-    char name[256];   /* "" when the model does not say */
+    char name[256]; /* "" when the model does not say */
     uint64_t bytes, fnv1a64;
-    bool has_sums;    /* bytes and fnv1a64 are known (files from before this record hold a path in "data" only) */
+    bool has_sums; /* bytes and fnv1a64 are known (files from before this record hold a path in "data" only) */
 } StoriesRecord;
 
 /* The record of the regular file at path (read once, in one streaming pass). */

@@ -25,13 +25,13 @@
 #define REGULARISE_PATH_MAX 4096
 
 typedef struct Regularise {
-    const TrainOptions *o;        /* the trainer's options */
-    uint8_t *decay_mask;          /* (n_params) which parameters decay */
-    Model ema;                    /* the moving average (ema > 0), laid out like the model */
+    const TrainOptions *o; /* the trainer's options */
+    uint8_t *decay_mask;   /* (n_params) which parameters decay */
+    Model ema;             /* the moving average (ema > 0), laid out like the model */
     int has_ema;
-    double best_loss;             /* of the model as saved to OUT (the average's with ema_save) */
-    int best_step;                /* -1: none yet */
-    IntVec *rewritten;            /* (batch) a step's rewritten stories */
+    double best_loss;                          /* of the model as saved to OUT (the average's with ema_save) */
+    int best_step;                             /* -1: none yet */
+    IntVec *rewritten;                         /* (batch) a step's rewritten stories */
     char model_path[REGULARISE_PATH_MAX];      /* the user's --out */
     char checkpoint_path[REGULARISE_PATH_MAX]; /* where the raw weights and Adam's state go */
     char ema_path[REGULARISE_PATH_MAX], best_path[REGULARISE_PATH_MAX];
@@ -61,7 +61,7 @@ int slm_regularise_check_resume(const TrainOptions *o, const Metadata *md, const
 /* Before a step's pass: its stories refs (n) rewritten by o->augment, each
  * keyed by the seed, the step and its place; the shards' dropout for the step. */
 int slm_regularise_before_step(Regularise *g, const Stories *s, const int *idx, int n, int64_t step, StoryRef *refs,
-                           Shards *shards, Error *e);
+                               Shards *shards, Error *e);
 /* After Adam's update: average = ema * average + (1 - ema) * weights. */
 void slm_regularise_after_step(Regularise *g, const Model *m);
 /* avg (n) = decay * avg + (1 - decay) * x (n): the average's arithmetic. */
@@ -71,6 +71,6 @@ void slm_ema_update(float *avg, const float *x, size_t n, float decay);
  * losses just evaluated): the average's file and, with keep_best, the best
  * model when this one is better; r's best_* then follow the saved model. */
 int slm_regularise_saved(Regularise *g, const Model *m, const char *vocab, const Metadata *meta, int step,
-                     uint64_t run_id, TrainResult *r, Error *e);
+                         uint64_t run_id, TrainResult *r, Error *e);
 
 #endif

@@ -55,10 +55,10 @@ typedef struct ReportTable {
     int n_cols, cap_cols;
     ReportCell *cells; /* (n_rows, n_cols) */
     int n_rows, cap_rows;
-    int next_col;      /* the column the next cell_* call fills */
-    int group_column;  /* text only: a blank line where this column's value changes; -1: none */
-    int json_only;     /* 1: left out of the text (its numbers are shown another way there) */
-    int *failed;       /* the report's flag */
+    int next_col;     /* the column the next cell_* call fills */
+    int group_column; /* text only: a blank line where this column's value changes; -1: none */
+    int json_only;    /* 1: left out of the text (its numbers are shown another way there) */
+    int *failed;      /* the report's flag */
 } ReportTable;
 
 typedef enum { ITEM_VALUE, ITEM_NOTE, ITEM_HEADING, ITEM_TABLE } ReportItemKind;

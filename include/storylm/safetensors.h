@@ -93,6 +93,7 @@ typedef struct SafeTensorOut {
 
 /* Writes the tensors in the given order, with metadata (NULL: no
  * "__metadata__"), to path atomically: on any error the old file stays. */
-int slm_safetensors_write_f32(const char *path, const SafeTensorOut *tensors, int n, const Metadata *metadata, Error *e);
+int slm_safetensors_write_f32(const char *path, const SafeTensorOut *tensors, int n, const Metadata *metadata,
+                              Error *e);
 
 #endif

@@ -44,20 +44,26 @@ typedef struct SamplerSettings {
     int repeat_last_n;    /* 0: no penalty */
 } SamplerSettings;
 
-#define SAMPLER_SETTINGS_DEFAULT                                                                                         \
-    ((SamplerSettings){.temperature = SAMPLER_DEFAULT_TEMPERATURE, .top_k = SAMPLER_DEFAULT_TOP_K,                      \
-                       .top_p = SAMPLER_DEFAULT_TOP_P, .min_p = SAMPLER_DEFAULT_MIN_P,                                    \
-                       .repeat_penalty = SAMPLER_DEFAULT_REPEAT_PENALTY, .repeat_last_n = SAMPLER_DEFAULT_REPEAT_LAST_N})
+#define SAMPLER_SETTINGS_DEFAULT                                                                                       \
+    ((SamplerSettings){.temperature = SAMPLER_DEFAULT_TEMPERATURE,                                                     \
+                       .top_k = SAMPLER_DEFAULT_TOP_K,                                                                 \
+                       .top_p = SAMPLER_DEFAULT_TOP_P,                                                                 \
+                       .min_p = SAMPLER_DEFAULT_MIN_P,                                                                 \
+                       .repeat_penalty = SAMPLER_DEFAULT_REPEAT_PENALTY,                                               \
+                       .repeat_last_n = SAMPLER_DEFAULT_REPEAT_LAST_N})
 
 typedef struct Sampler {
     int vocab_size;
     float temperature, top_p, min_p, repeat_penalty;
     int top_k, repeat_last_n;
     Rng rng;
-    float *probs;      /* (V) scratch */
-    float *penalized;  /* (V) scratch: the logits after the repeat penalty */
-    uint8_t *seen;     /* (V) scratch: tokens of the penalty's stretch, each once */
-    struct Candidate { float prob; int32_t id; } *candidates; /* (V) scratch */
+    float *probs;     /* (V) scratch */
+    float *penalized; /* (V) scratch: the logits after the repeat penalty */
+    uint8_t *seen;    /* (V) scratch: tokens of the penalty's stretch, each once */
+    struct Candidate {
+        float prob;
+        int32_t id;
+    } * candidates;          /* (V) scratch */
     struct Candidate *spare; /* (V) scratch of the sort */
 } Sampler;
 typedef struct Candidate Candidate;

@@ -37,10 +37,10 @@ float slm_score_scale(const struct ModelConfig *c);
 
 /* The variants' working memory for up to max_positions positions, qkv rows of stride up to max_ld. */
 typedef struct VariantScratch {
-    int *story_pos;      /* (N) each position's place in its story */
-    float *table;        /* (H, W) distance scores as attention reads them (not for `distance`) */
-    float *d_table;      /* (H, W) */
-    float *qk_before;    /* (2*H*kd, ld) queries and keys before the score's transform */
+    int *story_pos;          /* (N) each position's place in its story */
+    float *table;            /* (H, W) distance scores as attention reads them (not for `distance`) */
+    float *d_table;          /* (H, W) */
+    float *qk_before;        /* (2*H*kd, ld) queries and keys before the score's transform */
     const float *additive_v; /* (H, kd) additive only: the model's v, set by the forward */
     float *d_additive_v;     /* (H, kd) additive only: its gradient, set by the backward */
 } VariantScratch;
@@ -59,9 +59,9 @@ void slm_score_qk_backward(const struct Model *m, const VariantScratch *v, float
  * that generation's every token does not look them up by name (NULL where
  * the score has none). */
 typedef struct ScoreTensors {
-    const float *general;       /* "score.weight" (H, kd, kd) */
-    const float *query, *key;   /* "score.query", "score.key" (H, kd, kd) */
-    const float *v;             /* "score.v" (H, kd) */
+    const float *general;     /* "score.weight" (H, kd, kd) */
+    const float *query, *key; /* "score.query", "score.key" (H, kd, kd) */
+    const float *v;           /* "score.v" (H, kd) */
 } ScoreTensors;
 void slm_score_tensors(const struct Model *m, ScoreTensors *t);
 /* One new token's queries and keys (qkv as generation lays it: H*kd queries,
@@ -85,9 +85,9 @@ float *slm_model_grad(const struct Model *m, float *grads, const char *name);
 /* 0, or -1 with a message naming `what` and the variant when a probe or
  * view cannot read a model of this kind. need: VARIANT_NEEDS_* bits. */
 enum {
-    VARIANT_NEEDS_DOT = 1,          /* scores that are a dot product of q and k (not additive) */
-    VARIANT_NEEDS_DISTANCE = 2,     /* scores per distance back (--pos distance, alibi, t5) */
-    VARIANT_NEEDS_ROW_SCORES = 4    /* scores of two tokens' rows alone: no position inside q or k, plain dot */
+    VARIANT_NEEDS_DOT = 1,       /* scores that are a dot product of q and k (not additive) */
+    VARIANT_NEEDS_DISTANCE = 2,  /* scores per distance back (--pos distance, alibi, t5) */
+    VARIANT_NEEDS_ROW_SCORES = 4 /* scores of two tokens' rows alone: no position inside q or k, plain dot */
 };
 int slm_variant_check(const struct ModelConfig *c, const char *what, unsigned need, Error *e);
 

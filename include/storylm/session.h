@@ -60,12 +60,12 @@ int slm_cli_parse_model_heads(const char *list, const ModelConfig *c, uint32_t *
 
 /* What a probe session is opened with (the CLI fills it from its flags). */
 typedef struct ProbeOptions {
-    const char *model;               /* NULL: ./model.safetensors (the CLI resolves its default first) */
+    const char *model;                /* NULL: ./model.safetensors (the CLI resolves its default first) */
     const char *ablate, *ablate_mode; /* "3,5"; "zero" or "mean" */
-    const char *mean_stories;        /* --stories: where mean ablation's test stories come from */
-    const char *svg;                 /* picture to write, or NULL */
-    const char *out;                 /* activations to write (cache), or NULL */
-    bool force;                      /* replace an output that holds another kind of file (outputs.h) */
+    const char *mean_stories;         /* --stories: where mean ablation's test stories come from */
+    const char *svg;                  /* picture to write, or NULL */
+    const char *out;                  /* activations to write (cache), or NULL */
+    bool force;                       /* replace an output that holds another kind of file (outputs.h) */
     bool json;
     int threads, n_test;
 } ProbeOptions;
@@ -77,7 +77,7 @@ typedef struct ProbeOptions {
  * holds no path to fall back on: given NULL fails, the hint naming the file
  * the model was trained on. NULL on failure. */
 const char *slm_session_mean_stories(const LoadedModel *lm, const char *given, const char *what, char *warning,
-                                 size_t size, Error *e);
+                                     size_t size, Error *e);
 
 /* --ablate and --ablate-mode for a loaded model: fills ab (heads, mode) and,
  * for mean, *mean (caller frees) averaged over the held-out test stories of
@@ -86,8 +86,8 @@ const char *slm_session_mean_stories(const LoadedModel *lm, const char *given, c
  * desc (size) says what was done, for reports ("" when nothing), with a
  * warning when stories_path is not the model's training file. */
 int slm_cli_setup_ablation(const LoadedModel *lm, const char *ablate, const char *mode, const Stories *s,
-                       const char *stories_path, int n_test, Ablation *ab, float **mean, char *desc, size_t size,
-                       Error *e);
+                           const char *stories_path, int n_test, Ablation *ab, float **mean, char *desc, size_t size,
+                           Error *e);
 
 /* " (warning: WARNING)" after desc (size bytes), as far as it fits; nothing for an empty warning. */
 void slm_session_add_warning(char *desc, size_t size, const char *warning);
@@ -95,7 +95,7 @@ void slm_session_add_warning(char *desc, size_t size, const char *warning);
 /* The same with each head's mean output (H, vd) already at hand (mean NULL
  * in mean mode: checks the heads only); mean_from names its stories in desc. */
 int slm_session_ablation(const LoadedModel *lm, const char *ablate, const char *mode, const float *mean,
-                     const char *mean_from, Ablation *ab, char *desc, size_t size, Error *e);
+                         const char *mean_from, Ablation *ab, char *desc, size_t size, Error *e);
 
 enum {
     PROBE_ATTENTION_ONLY = 1, /* refuse window8 models, and models of several layers unless PROBE_LAYERS */
@@ -111,11 +111,11 @@ typedef struct ProbeSession {
     const char *stories_path; /* NULL when the verb reads no stories */
     Stories stories;
     NameList names;
-    int names_from_all;       /* 1 when the names came from every story (could not tell test ones apart) */
+    int names_from_all; /* 1 when the names came from every story (could not tell test ones apart) */
     Ablation ablation;
     float *mean;
-    char ablation_desc[512];  /* room for a warning about the stories averaged over */
-    char shipped[4096];       /* the shipped model's path, when o->model was NULL and it is used */
+    char ablation_desc[512]; /* room for a warning about the stories averaged over */
+    char shipped[4096];      /* the shipped model's path, when o->model was NULL and it is used */
 } ProbeSession;
 
 /* Loads the model (o->model, or ./model.safetensors), the stories (when
@@ -126,8 +126,8 @@ typedef struct ProbeSession {
  * (outputs.h), before any work. slm_probe_session_open calls it. */
 int slm_probe_check_outputs(const ProbeOptions *o, const char *model_path, const char *stories_path,
                             const char *other_input, Error *e);
-int slm_probe_session_open(ProbeSession *ps, const ProbeOptions *o, const char *what, const char *stories_path, int flags,
-                       Error *e);
+int slm_probe_session_open(ProbeSession *ps, const ProbeOptions *o, const char *what, const char *stories_path,
+                           int flags, Error *e);
 void slm_probe_session_close(ProbeSession *ps);
 /* Loads the stories of ps->stories_path (n_test held out) with ps's
  * tokenizer and, with PROBE_NAMES in flags, learns the names. */

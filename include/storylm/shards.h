@@ -36,8 +36,8 @@ typedef struct StoryRef {
 typedef struct Shard {
     Activations acts;
     Batch batch;
-    float *grads;   /* (n_params) this shard's share of the gradient, in Shards.grads_all */
-    int *stories;   /* (max_stories) indices into the run's stories, in order */
+    float *grads;        /* (n_params) this shard's share of the gradient, in Shards.grads_all */
+    int *stories;        /* (max_stories) indices into the run's stories, in order */
     uint64_t *drop_keys; /* (max_stories) dropout keys of the chunk's stories */
     int n_stories;
     long long tokens;
@@ -49,16 +49,16 @@ typedef struct Shard {
 
 typedef struct Shards {
     const Model *model;
-    int n;                /* shards in all: threads x ranks */
-    int first, local;     /* this process runs shards first .. first + local - 1, one a thread */
-    Dist *dist;           /* NULL: one process runs them all */
-    float *grads_all;     /* (n x n_params) every shard's gradient, in shard order: what the ranks exchange */
-    double *results;      /* (n x 3) every shard's loss sum, correct predictions, failure */
-    int positions;        /* per shard and forward chunk */
-    int max_stories;      /* per run */
+    int n;            /* shards in all: threads x ranks */
+    int first, local; /* this process runs shards first .. first + local - 1, one a thread */
+    Dist *dist;       /* NULL: one process runs them all */
+    float *grads_all; /* (n x n_params) every shard's gradient, in shard order: what the ranks exchange */
+    double *results;  /* (n x 3) every shard's loss sum, correct predictions, failure */
+    int positions;    /* per shard and forward chunk */
+    int max_stories;  /* per run */
     Workers workers;
-    Shard *shard;         /* (n) */
-    int *owner;           /* (max_stories) scratch: the shard of each story */
+    Shard *shard; /* (n) */
+    int *owner;   /* (max_stories) scratch: the shard of each story */
     /* the run under way, read by the jobs */
     const StoryRef *run_stories;
     const Ablation *run_ablation;
@@ -88,7 +88,7 @@ typedef struct Shards {
 int slm_shards_init(Shards *s, const Model *m, int n_threads, int positions, int max_stories, Error *e);
 /* The same with n_threads on each of dist's ranks (dist NULL: slm_shards_init). */
 int slm_shards_init_dist(Shards *s, const Model *m, int n_threads, Dist *dist, int positions, int max_stories,
-                     Error *e);
+                         Error *e);
 
 /* The positions a shard should hold: `positions` (its share of
  * --max-positions), or the longest story when that is longer, up to four
@@ -103,6 +103,6 @@ void slm_shards_free(Shards *s);
  * predictions to *correct (over predicted positions); with grads (n_params),
  * also grads += d (scale * sum of the losses) / d params. */
 int slm_shards_run(Shards *s, const StoryRef *stories, int n, const Ablation *ablation, float scale, float *grads,
-               double *loss_sum, long long *correct, Error *e);
+                   double *loss_sum, long long *correct, Error *e);
 
 #endif

@@ -50,13 +50,14 @@ typedef struct StorySkips {
  * naming `what`, on an empty file or one with no usable story
  * ("'x.txt' holds no stories: ..."). */
 int slm_stories_split(const char *text, size_t len, const char *what, StorySpan **spans, int *n, StorySkips *skips,
-                  Error *e);
+                      Error *e);
 
 typedef struct StoriesOptions {
     int n_test;            /* held-out test stories (default STORIES_DEFAULT_TEST); 0: none */
     const char *cache_dir; /* NULL: $STORYLM_CACHE, else $XDG_CACHE_HOME/storylm, else ~/.cache/storylm */
     int use_cache;         /* 0: neither read nor write a cache */
-    const volatile sig_atomic_t *stop; /* NULL, or set (by a signal or another thread) to give up reading: fails with "stopped" */
+    const volatile sig_atomic_t
+        *stop; /* NULL, or set (by a signal or another thread) to give up reading: fails with "stopped" */
 } StoriesOptions;
 
 StoriesOptions slm_stories_default_options(void);
@@ -73,11 +74,11 @@ typedef struct Stories {
     const size_t *starts;  /* n_stories + 1 entries */
     size_t n_tokens;       /* = starts[n_stories] */
     int n_test, n_train;
-    int *test;        /* indices of the held-out test stories, ascending */
-    int *train;       /* indices of the others, ascending */
+    int *test;  /* indices of the held-out test stories, ascending */
+    int *train; /* indices of the others, ascending */
     StorySkips skips;
-    int from_cache;   /* 1 when ids came from the cache */
-    const void *map;  /* the mapped ids file holding ids and starts (NULL: none) */
+    int from_cache;  /* 1 when ids came from the cache */
+    const void *map; /* the mapped ids file holding ids and starts (NULL: none) */
     size_t map_len;
 } Stories;
 

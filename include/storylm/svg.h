@@ -39,11 +39,12 @@ void slm_svg_escaped(Svg *s, const char *text);
 
 /* fill/stroke: any SVG colour ("#1f77b4", "none"); tip: a tooltip shown on
  * hover, or NULL. */
-void slm_svg_rect(Svg *s, double x, double y, double w, double h, const char *fill, const char *stroke, const char *tip);
+void slm_svg_rect(Svg *s, double x, double y, double w, double h, const char *fill, const char *stroke,
+                  const char *tip);
 void slm_svg_line(Svg *s, double x1, double y1, double x2, double y2, const char *stroke, double width);
 /* rotate: degrees clockwise around (x, y). */
 void slm_svg_text(Svg *s, double x, double y, const char *text, double size, SvgAnchor anchor, double rotate,
-              const char *fill);
+                  const char *fill);
 void slm_svg_group_begin(Svg *s, double dx, double dy);
 void slm_svg_group_end(Svg *s);
 
@@ -66,10 +67,10 @@ double slm_svg_py(const SvgPanel *p, double v); /* data y -> pixels (up is large
 void slm_svg_axes(Svg *s, const SvgPanel *p, const char *title, const char *x_label, const char *y_label, int x_ticks);
 /* Lines between consecutive points (x, y) of n, in panel coordinates. */
 void slm_svg_polyline(Svg *s, const SvgPanel *p, const double *x, const double *y, int n, const char *stroke,
-                  double width);
+                      double width);
 /* The same with a dash pattern (an SVG stroke-dasharray, e.g. "6 4"; NULL: solid). */
 void slm_svg_polyline_dashed(Svg *s, const SvgPanel *p, const double *x, const double *y, int n, const char *stroke,
-                         double width, const char *dash);
+                             double width, const char *dash);
 /* The top of an axis that fits data up to v > 0: v rounded up to the next of
  * about 5 ticks from 0 (steps of 1, 2 or 5 times a power of 10), e.g.
  * 0.0173 -> 0.018, 0.083 -> 0.1; 1 when v is not > 0. */
@@ -79,7 +80,7 @@ double slm_svg_round_up(double v);
  * series coloured by slm_svg_palette unless colors is given. Non-finite values
  * are left out. The panel's x range is ignored (categories fill it). */
 void slm_svg_bars(Svg *s, const SvgPanel *p, const double *values, int n_series, int n_groups,
-              const char *const *group_labels, const char *const *colors, int rotate_labels);
+                  const char *const *group_labels, const char *const *colors, int rotate_labels);
 /* Value labels for the bars of slm_svg_bars (same arguments) drawn shorter than
  * min_px pixels, which the eye cannot read off the axis: each printed upright
  * just past the bar's end. */
@@ -89,7 +90,7 @@ void slm_svg_bar_values(Svg *s, const SvgPanel *p, const double *values, int n_s
 void slm_svg_legend(Svg *s, double x, double y, const char *const *names, const char *const *colors, int n);
 /* The same with line samples, dashed by dashes[i] (or all solid when NULL). */
 void slm_svg_line_legend(Svg *s, double x, double y, const char *const *names, const char *const *colors,
-                     const char *const *dashes, int n);
+                         const char *const *dashes, int n);
 /* About how wide a legend of these names is, in pixels (line: slm_svg_line_legend's). */
 double slm_svg_legend_width(const char *const *names, int n, int line);
 /* A colour scale for slm_svg_heatmap's colours: a bar h pixels high from (x, y),
@@ -105,6 +106,6 @@ double slm_svg_text_width(const char *text, double size);
  * its row, column and value. Values below 0.5% of vmax (white to the eye)
  * draw no square. */
 void slm_svg_heatmap(Svg *s, double x, double y, double cell, const double *values, int rows, int cols, double vmax,
-                 const char *const *row_labels, const char *const *col_labels, double label_size);
+                     const char *const *row_labels, const char *const *col_labels, double label_size);
 
 #endif

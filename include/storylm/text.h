@@ -25,8 +25,8 @@ int slm_text_normalize(const char *text, size_t len, ByteVec *out, Error *e);
  * [-` {-~). Read-only once made: threads may share one. */
 enum { ASCII_SPACE, ASCII_PUNCT, ASCII_WORD };
 typedef struct Pretokenizer {
-    void *code; /* pcre2_code_8 *, JIT-compiled when available */
-    int jit;    /* 1 when JIT compilation worked */
+    void *code;                     /* pcre2_code_8 *, JIT-compiled when available */
+    int jit;                        /* 1 when JIT compilation worked */
     unsigned char ascii_class[128]; /* ASCII_*, learnt from the pattern */
 } Pretokenizer;
 

@@ -19,11 +19,11 @@
 #define TOKEN_EOS_TEXT "[EOS]"
 
 typedef struct Tokenizer {
-    int size;         /* number of entries; id = line number of vocab.txt (from 0) */
-    char **pieces;    /* id -> piece text ("the", "##s", "[UNK]"), NUL-terminated */
-    int *piece_len;   /* id -> bytes of the piece */
-    int unk_id;       /* id of [UNK] */
-    int eos_id;       /* id of [EOS]: opens and closes every story */
+    int size;          /* number of entries; id = line number of vocab.txt (from 0) */
+    char **pieces;     /* id -> piece text ("the", "##s", "[UNK]"), NUL-terminated */
+    int *piece_len;    /* id -> bytes of the piece */
+    int unk_id;        /* id of [UNK] */
+    int eos_id;        /* id of [EOS]: opens and closes every story */
     HashMap index;     /* lookup: piece -> id, the entries are ids (hashmap.h) */
     int max_piece_len; /* bytes of the longest piece: no longer match is tried */
     char *storage;     /* the pieces' text, one block */
@@ -62,7 +62,8 @@ typedef struct TokenizerMemo {
 int slm_tokenizer_memo_init(TokenizerMemo *m, const Tokenizer *t, Error *e);
 void slm_tokenizer_memo_free(TokenizerMemo *m);
 /* slm_tokenizer_encode, with m (of t; one thread's at a time) remembering words. */
-int slm_tokenizer_encode_memo(const Tokenizer *t, TokenizerMemo *m, const char *text, size_t len, IntVec *out, Error *e);
+int slm_tokenizer_encode_memo(const Tokenizer *t, TokenizerMemo *m, const char *text, size_t len, IntVec *out,
+                              Error *e);
 
 /* ids -> readable text (caller frees). "##" pieces are glued to the piece
  * before; words are separated by one space, except: no space before

@@ -29,34 +29,34 @@ typedef int (*TrainAugmentFn)(void *ctx, const Stories *s, int story, uint64_t k
 
 typedef struct TrainOptions {
     Arch arch;
-    PosScheme pos;       /* --pos, attention only (position.h); 0 = distance */
-    ScoreFn score;       /* --score, attention only (score.h); 0 = scaled-dot */
-    int layers;          /* --layers: attention's layers of heads, 1..4 (0 read as 1); transformer's blocks, 1..8 */
+    PosScheme pos; /* --pos, attention only (position.h); 0 = distance */
+    ScoreFn score; /* --score, attention only (score.h); 0 = scaled-dot */
+    int layers;    /* --layers: attention's layers of heads, 1..4 (0 read as 1); transformer's blocks, 1..8 */
     int d_model, heads, d_head, d_mlp; /* --arch transformer's sizes (0: the default's, transformer.h) */
-    ActFn act;           /* --act, transformer only */
-    int steps;           /* total optimizer steps (the schedule's horizon) */
-    double minutes;      /* time budget; 0 = none. Stops early, saving. */
-    int stop_at;         /* stop (saving) after this step, keeping the schedule of `steps`; 0 = none */
-    double lr;           /* peak learning rate */
-    int warmup;          /* linear warm-up steps; -1 = min(100, steps / 10) */
-    double min_lr_ratio; /* cosine decays to lr * this */
-    int batch;           /* stories per step */
+    ActFn act;                         /* --act, transformer only */
+    int steps;                         /* total optimizer steps (the schedule's horizon) */
+    double minutes;                    /* time budget; 0 = none. Stops early, saving. */
+    int stop_at;                       /* stop (saving) after this step, keeping the schedule of `steps`; 0 = none */
+    double lr;                         /* peak learning rate */
+    int warmup;                        /* linear warm-up steps; -1 = min(100, steps / 10) */
+    double min_lr_ratio;               /* cosine decays to lr * this */
+    int batch;                         /* stories per step */
     uint64_t seed;
     int threads;
-    int eval_every;      /* steps between test evaluations (and saves); 0 = only at the end */
-    int snapshot_every;  /* also keep OUT.stepN.safetensors every N steps; 0 = never */
-    int max_positions;   /* positions per forward chunk (memory bound) */
-    Precision precision; /* of the training steps' matrix products (bf16.h); evaluation is FP32 */
-    const char *out;     /* model path; optimizer state beside it */
+    int eval_every;        /* steps between test evaluations (and saves); 0 = only at the end */
+    int snapshot_every;    /* also keep OUT.stepN.safetensors every N steps; 0 = never */
+    int max_positions;     /* positions per forward chunk (memory bound) */
+    Precision precision;   /* of the training steps' matrix products (bf16.h); evaluation is FP32 */
+    const char *out;       /* model path; optimizer state beside it */
     const char *data_path; /* the stories file: the model records its name, size and hash (record.h) */
     const struct StoriesRecord *data_record; /* data_path's record when the caller has made it (NULL: made here) */
-    const char *vocab_text; /* vocab.txt text stored in the model */
+    const char *vocab_text;                  /* vocab.txt text stored in the model */
     int vocab_size;
     int resume;
-    unsigned given;      /* TRAIN_GIVEN_* bits: flags the user set; a resume refuses any the run contradicts */
+    unsigned given;              /* TRAIN_GIVEN_* bits: flags the user set; a resume refuses any the run contradicts */
     volatile sig_atomic_t *stop; /* set by a signal handler: save and stop */
-    int overflow_at_step; /* tests only: this step's gradient overflows (one inf); 0 = never */
-    Dist *dist;           /* the ranks under mpirun (dist.h); NULL = this process alone */
+    int overflow_at_step;        /* tests only: this step's gradient overflows (one inf); 0 = never */
+    Dist *dist;                  /* the ranks under mpirun (dist.h); NULL = this process alone */
 
     /* Regularisation (src/train/regularise.c), every one off by default so
      * that a run without them is bit for bit what it was. A resume must give
@@ -73,10 +73,17 @@ typedef struct TrainOptions {
     void *augment_ctx;
 } TrainOptions;
 
-enum { TRAIN_GIVEN_ARCH = 1, TRAIN_GIVEN_LR = 2, TRAIN_GIVEN_BATCH = 4, TRAIN_GIVEN_SEED = 8, TRAIN_GIVEN_WARMUP = 16,
-       TRAIN_GIVEN_VARIANT = 32 /* --pos or --score */, TRAIN_GIVEN_LAYERS = 64,
-       TRAIN_GIVEN_SHAPE = 128 /* --d-model, --n-heads, --d-head, --d-mlp or --act */,
-       TRAIN_GIVEN_PRECISION = 256 };
+enum {
+    TRAIN_GIVEN_ARCH = 1,
+    TRAIN_GIVEN_LR = 2,
+    TRAIN_GIVEN_BATCH = 4,
+    TRAIN_GIVEN_SEED = 8,
+    TRAIN_GIVEN_WARMUP = 16,
+    TRAIN_GIVEN_VARIANT = 32 /* --pos or --score */,
+    TRAIN_GIVEN_LAYERS = 64,
+    TRAIN_GIVEN_SHAPE = 128 /* --d-model, --n-heads, --d-head, --d-mlp or --act */,
+    TRAIN_GIVEN_PRECISION = 256
+};
 
 TrainOptions slm_train_default_options(void);
 
@@ -91,15 +98,15 @@ int slm_train_check_story_count(int n_stories, const char *path, Error *e);
 /* What the progress callback sees. */
 typedef struct TrainProgress {
     int step, steps;
-    double train_loss;   /* mean over the last step */
-    double test_loss;    /* NAN until evaluated */
+    double train_loss; /* mean over the last step */
+    double test_loss;  /* NAN until evaluated */
     double test_accuracy;
-    double tokens_per_s; /* recent, of this run */
-    double lr;           /* the learning rate of the step just taken */
+    double tokens_per_s;     /* recent, of this run */
+    double lr;               /* the learning rate of the step just taken */
     double elapsed_s, eta_s; /* of this run (a resume counts from its own start) */
-    double ema_test_loss;/* the moving average's, NAN when none or not evaluated */
-    int evaluated;       /* 1 when this report follows an evaluation */
-    int saved;           /* 1 when the model was just saved */
+    double ema_test_loss;    /* the moving average's, NAN when none or not evaluated */
+    int evaluated;           /* 1 when this report follows an evaluation */
+    int saved;               /* 1 when the model was just saved */
 } TrainProgress;
 typedef void (*TrainProgressFn)(const TrainProgress *p, void *ctx);
 
@@ -107,8 +114,8 @@ typedef struct TrainResult {
     int steps_done; /* in this run */
     int final_step; /* steps of the saved model */
     double train_loss, test_loss, test_accuracy, best_test_loss;
-    int best_step;         /* of the saved model's lowest test loss (the average's with ema_save) */
-    double ema_test_loss;  /* NAN without --ema */
+    int best_step;        /* of the saved model's lowest test loss (the average's with ema_save) */
+    double ema_test_loss; /* NAN without --ema */
     double seconds;
     int interrupted; /* stopped by the stop flag or the time budget */
     long long tokens_seen;
@@ -117,7 +124,7 @@ typedef struct TrainResult {
 
 /* Trains a new model on s (or resumes o->out when o->resume), saving to o->out. */
 int slm_train_run(const Stories *s, const TrainOptions *o, TrainProgressFn progress, void *ctx, TrainResult *r,
-              Error *e);
+                  Error *e);
 
 /* The learning rate at step (0-based) of o's schedule. */
 double slm_train_lr_at(const TrainOptions *o, int step);
@@ -134,8 +141,8 @@ typedef struct TrainStep {
     Shards *shards; /* made for the model, for at least n stories */
     Model *model;
     Adam *adam;
-    float *grads;   /* (n_params) scratch */
-    int poison;     /* tests only: the gradient overflows (one inf) before the check */
+    float *grads; /* (n_params) scratch */
+    int poison;   /* tests only: the gradient overflows (one inf) before the check */
 } TrainStep;
 typedef struct TrainStepResult {
     double loss;            /* mean over the predicted positions */

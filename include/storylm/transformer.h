@@ -58,16 +58,16 @@ int slm_transformer_check_config(const ModelConfig *c, Error *e);
 /* One block's tensors, views into a buffer laid out like params (the
  * parameters themselves, or their gradients). */
 typedef struct TfBlockViews {
-    float *ln1_w, *ln1_b;      /* (D) */
-    float *W_Q, *W_K, *W_V;    /* (H, D, dh) */
-    float *b_Q, *b_K, *b_V;    /* (H, dh) */
-    float *W_O;                /* (H, dh, D) */
-    float *b_O;                /* (D) */
-    float *ln2_w, *ln2_b;      /* (D) */
-    float *W_in, *b_in;        /* (D, F), (F) */
-    float *W_out, *b_out;      /* (F, D), (D) */
-    float *distance;           /* (H, n_ctx) --pos distance only ("blocks.l.attn.distance") */
-    float *bucket;             /* (H, 32) --pos t5 only ("blocks.l.attn.distance_bucket") */
+    float *ln1_w, *ln1_b;   /* (D) */
+    float *W_Q, *W_K, *W_V; /* (H, D, dh) */
+    float *b_Q, *b_K, *b_V; /* (H, dh) */
+    float *W_O;             /* (H, dh, D) */
+    float *b_O;             /* (D) */
+    float *ln2_w, *ln2_b;   /* (D) */
+    float *W_in, *b_in;     /* (D, F), (F) */
+    float *W_out, *b_out;   /* (F, D), (D) */
+    float *distance;        /* (H, n_ctx) --pos distance only ("blocks.l.attn.distance") */
+    float *bucket;          /* (H, 32) --pos t5 only ("blocks.l.attn.distance_bucket") */
 } TfBlockViews;
 
 typedef struct TfViews {
@@ -75,8 +75,8 @@ typedef struct TfViews {
     float *W_pos; /* (n_ctx, D) --pos absolute only */
     TfBlockViews block[STORYLM_MAX_TF_LAYERS];
     float *ln_final_w, *ln_final_b; /* (D) */
-    float *W_U;   /* (D, V) */
-    float *b_U;   /* (V) */
+    float *W_U;                     /* (D, V) */
+    float *b_U;                     /* (V) */
 } TfViews;
 
 /* Adds the transformer's tensors to m's table (model_params.c's layout). */
@@ -109,29 +109,29 @@ void slm_add_bias_rows(float *y, int n, int cols, int ld, const float *bias);
 
 /* One block's part of the activations, N positions. */
 typedef struct TfLayerActs {
-    float *resid_pre;          /* (N, D) */
+    float *resid_pre;                 /* (N, D) */
     float *ln1, *ln1_mean, *ln1_rstd; /* (N, D), (N), (N) */
-    float *qkv_w;              /* (QKV, D) W_Q, W_K, W_V packed: one sgemm for all heads */
-    float *qkv;                /* (QKV, ld) q, k, v after bias (q, k turned for rope), as Activations.qkv */
-    float *att;                /* (H, N, S) attention weights, kept by slm_model_forward */
-    AttentionScratch scratch;  /* kv, dist, lse its own; the backward's scratch shared */
-    float *z;                  /* (N, H*dh) every head's output, head h at column h*dh (hook_z) */
-    float *resid_mid;          /* (N, D) */
+    float *qkv_w;                     /* (QKV, D) W_Q, W_K, W_V packed: one sgemm for all heads */
+    float *qkv;                       /* (QKV, ld) q, k, v after bias (q, k turned for rope), as Activations.qkv */
+    float *att;                       /* (H, N, S) attention weights, kept by slm_model_forward */
+    AttentionScratch scratch;         /* kv, dist, lse its own; the backward's scratch shared */
+    float *z;                         /* (N, H*dh) every head's output, head h at column h*dh (hook_z) */
+    float *resid_mid;                 /* (N, D) */
     float *ln2, *ln2_mean, *ln2_rstd; /* (N, D), (N), (N) */
-    float *mlp_pre, *mlp_post; /* (N, F) */
+    float *mlp_pre, *mlp_post;        /* (N, F) */
 } TfLayerActs;
 
 typedef struct TfActivations {
     TfLayerActs layer[STORYLM_MAX_TF_LAYERS];
-    float *resid_final;        /* (N, D) the last block's resid_post */
-    float *lnf_mean, *lnf_rstd;/* (N) ln_final's; its output is Activations.hidden (N, D) */
-    int *story_pos;            /* (N) each position's place in its story */
-    float *table, *d_table;    /* (H, n_ctx) the scheme's score per distance back, and its gradient */
-    float *d_resid, *d_x;      /* (N, D) */
-    float *d_z;                /* (N, H*dh) */
-    float *d_mlp;              /* (N, F) */
-    float *d_qkv;              /* (QKV, ld) */
-    float *d_qkv_w;            /* (QKV, D) */
+    float *resid_final;         /* (N, D) the last block's resid_post */
+    float *lnf_mean, *lnf_rstd; /* (N) ln_final's; its output is Activations.hidden (N, D) */
+    int *story_pos;             /* (N) each position's place in its story */
+    float *table, *d_table;     /* (H, n_ctx) the scheme's score per distance back, and its gradient */
+    float *d_resid, *d_x;       /* (N, D) */
+    float *d_z;                 /* (N, H*dh) */
+    float *d_mlp;               /* (N, F) */
+    float *d_qkv;               /* (QKV, ld) */
+    float *d_qkv_w;             /* (QKV, D) */
 } TfActivations;
 
 int slm_transformer_activations_init(Activations *a, const ModelConfig *cfg, int max_positions, Error *e);
@@ -146,7 +146,7 @@ void slm_transformer_activations_free(Activations *a);
 typedef struct Ablation Ablation;
 int slm_transformer_forward(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, Error *e);
 void slm_transformer_backward(const Model *m, Activations *a, const Batch *b, float *grads);
-int slm_transformer_loss_and_grad(const Model *m, Activations *a, const Batch *b, const Ablation *ablation,
-                                  float scale, float *grads, Error *e);
+int slm_transformer_loss_and_grad(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, float scale,
+                                  float *grads, Error *e);
 
 #endif

@@ -60,7 +60,7 @@ void slm_view_attend_wide(Report *r, const ProbeSession *ps, const ViewText *vt)
  * (trace runs the whole text, as the server does, so that both give the same
  * bits); t (caller frees with slm_trace_result_free) keeps the numbers. */
 int slm_view_trace(Report *r, const ProbeSession *ps, const ViewText *vt, const char *text, int n_units, int n_guesses,
-               TraceResult *t, Error *e);
+                   TraceResult *t, Error *e);
 
 /* eval --text: loss, perplexity and accuracy over the text's predicted
  * positions (0..T-2, each predicting the next token of the text), and every
@@ -86,7 +86,7 @@ void slm_view_model_label(const ProbeSession *ps, char *buf, size_t size);
  * and rank the model (and baseline, may be NULL) give the new name's first
  * piece. */
 int slm_view_swap_text(Report *r, const ProbeSession *ps, const LoadedModel *baseline, const char *baseline_path,
-                   const char *text, const char *name, Error *e);
+                       const char *text, const char *name, Error *e);
 
 /* tokenize --json: [{"piece": .., "id": ..}, ...] (caller cJSON_Deletes); NULL when out of memory. */
 cJSON *slm_view_tokens_json(const Tokenizer *t, const int32_t *ids, size_t n);
@@ -100,17 +100,17 @@ cJSON *slm_view_tokens_json(const Tokenizer *t, const int32_t *ids, size_t n);
  * capital get it back (slm_view_recapitalize). */
 typedef struct ViewGenerateOptions {
     int max_tokens, top_k;
-    uint64_t seed;            /* of sample 0; sample i draws with seed + i */
+    uint64_t seed; /* of sample 0; sample i draws with seed + i */
     double temperature, top_p;
     double min_p;             /* 0: no cut (sample.h) */
     double repeat_penalty;    /* 0 or 1: none */
     int repeat_last_n;        /* the penalty's stretch of the story, in tokens */
     const char *const *stops; /* (n_stops) strings the text ends before: the first written ends the story */
     int n_stops;
-    int logprobs;             /* keep each new token's log-probability (slm_view_generator_logprob), */
-    int n_probs;              /* and its n_probs likeliest alternatives (0..SAMPLER_MAX_N_PROBS) */
-    const NameList *names;    /* may be NULL; kept by the caller while the generator lives */
-    int threads;              /* a ViewBatch's steps share its samples between this many (0, 1: the caller's) */
+    int logprobs;          /* keep each new token's log-probability (slm_view_generator_logprob), */
+    int n_probs;           /* and its n_probs likeliest alternatives (0..SAMPLER_MAX_N_PROBS) */
+    const NameList *names; /* may be NULL; kept by the caller while the generator lives */
+    int threads;           /* a ViewBatch's steps share its samples between this many (0, 1: the caller's) */
 } ViewGenerateOptions;
 /* The defaults of sample.h, 200 tokens, seed 0, one thread. */
 ViewGenerateOptions slm_view_generate_defaults(void);
@@ -123,32 +123,32 @@ typedef struct TokenAlternative {
  * or stop; in a ViewBatch, one of its samples. */
 typedef struct ViewGenerator {
     const LoadedModel *lm;
-    const char *prompt;       /* kept by the caller while the generator lives */
+    const char *prompt; /* kept by the caller while the generator lives */
     const NameList *names;
-    GeneratorBatch own;       /* alone: a batch of one */
-    GeneratorBatch *shared;   /* in a ViewBatch: its batch, and this story's sample there */
+    GeneratorBatch own;     /* alone: a batch of one */
+    GeneratorBatch *shared; /* in a ViewBatch: its batch, and this story's sample there */
     int slot;
     Sampler smp;
     uint64_t seed;
-    IntVec ids;               /* the prompt's tokens, then the new ones */
+    IntVec ids; /* the prompt's tokens, then the new ones */
     int prompt_tokens;
-    const float *logits;      /* for the next token */
-    int tokens, max_tokens;   /* new tokens so far; at most */
+    const float *logits;    /* for the next token */
+    int tokens, max_tokens; /* new tokens so far; at most */
     int finished;
     const char *stop_reason;  /* "end" (the story ended), "max_tokens" or "stop" (a stop string) */
     const char *const *stops; /* the options' stop strings (n_stops) */
     int n_stops;
-    const char *stop;         /* with "stop": the string written, and the text's bytes before it */
+    const char *stop; /* with "stop": the string written, and the text's bytes before it */
     size_t stop_at;
     int logprobs, n_probs;
-    ByteVec logprob;          /* (tokens) float: each new token's log-probability (with logprobs) */
-    ByteVec alternatives;     /* (tokens, n_probs) TokenAlternative */
-    size_t shown;             /* bytes of the text streamed so far (slm_view_batch_run), */
-    size_t settled;           /* and the ids it was made of */
+    ByteVec logprob;      /* (tokens) float: each new token's log-probability (with logprobs) */
+    ByteVec alternatives; /* (tokens, n_probs) TokenAlternative */
+    size_t shown;         /* bytes of the text streamed so far (slm_view_batch_run), */
+    size_t settled;       /* and the ids it was made of */
 } ViewGenerator;
 /* Feeds [EOS] and the prompt's tokens. */
 int slm_view_generator_init(ViewGenerator *vg, const LoadedModel *lm, const Ablation *ab, const char *prompt,
-                        const ViewGenerateOptions *go, Error *e);
+                            const ViewGenerateOptions *go, Error *e);
 /* 1: one more token (the last of vg->ids); 0: finished (vg->stop_reason); -1: error. */
 int slm_view_generator_next(ViewGenerator *vg, Error *e);
 /* The prompt and what was written, as the verb prints it (caller frees):
@@ -167,11 +167,11 @@ cJSON *slm_view_tokens_logprobs_json(const ViewGenerator *vg);
 /* The same for any ids: the prompt as typed, then ids[n_prompt..n) decoded
  * (ids[0..n_prompt) are the prompt's tokens), names (may be NULL) capitalised. */
 char *slm_view_story_text(const Tokenizer *t, const char *prompt, const int32_t *ids, size_t n_prompt, size_t n,
-                      const NameList *names, Error *e);
+                          const NameList *names, Error *e);
 void slm_view_generator_free(ViewGenerator *vg);
 /* All at once: *text (caller frees). */
 int slm_view_generate(const LoadedModel *lm, const Ablation *ab, const char *prompt, const ViewGenerateOptions *go,
-                  char **text, Error *e);
+                      char **text, Error *e);
 /* Words the prompt wrote with a capital get it back wherever they come again. */
 void slm_view_recapitalize(char *text, const char *prompt);
 
@@ -181,7 +181,7 @@ void slm_view_recapitalize(char *text, const char *prompt);
  * with that seed writes, bit for bit. */
 typedef struct ViewBatch {
     GeneratorBatch gen;
-    Workers workers;        /* when threads > 1 */
+    Workers workers; /* when threads > 1 */
     int has_workers;
     int n;
     ViewGenerator *samples; /* (n) */
@@ -189,7 +189,7 @@ typedef struct ViewBatch {
     int32_t *next;          /* (n) and their tokens */
 } ViewBatch;
 int slm_view_batch_init(ViewBatch *vb, const LoadedModel *lm, const Ablation *ab, const char *prompt,
-                    const ViewGenerateOptions *go, int n, Error *e);
+                        const ViewGenerateOptions *go, int n, Error *e);
 /* Called with each new stretch of sample's text (text, len bytes), in order;
  * done: the sample is finished and this is its last call. Returns 0 to go
  * on, else that value stops slm_view_batch_run. */
@@ -209,7 +209,8 @@ typedef struct PromptUnknown {
     int tokens, unk;
     int n_chars;
 } PromptUnknown;
-int slm_view_prompt_unknown(const Tokenizer *t, const char *prompt, PromptUnknown *pu, char *chars, size_t size, Error *e);
+int slm_view_prompt_unknown(const Tokenizer *t, const char *prompt, PromptUnknown *pu, char *chars, size_t size,
+                            Error *e);
 /* 1 when most of the prompt's tokens are [UNK] (worth a warning). */
 int slm_view_prompt_mostly_unknown(const PromptUnknown *pu);
 
@@ -219,14 +220,16 @@ int slm_view_prompt_mostly_unknown(const PromptUnknown *pu);
  * here or in the source tree. The file's path goes into from (size), ""
  * when there is none (nl then stays empty: slm_names_is_name says no). The CLI
  * and the server find the same file, so they write the same text. */
-int slm_view_generate_names(NameList *nl, const LoadedModel *lm, const char *stories, char *from, size_t size, Error *e);
+int slm_view_generate_names(NameList *nl, const LoadedModel *lm, const char *stories, char *from, size_t size,
+                            Error *e);
 
 /* Secret 3 (ablate): loss and accuracy over the held-out test stories of
  * ps (and at the name positions of Secret 2), with ps's ablation, then each
  * single head switched off in turn (heads NULL), or the heads of the list
  * heads ("3,5", "1:3,2:5") together; mode "zero" or "mean" (ps->mean, or
  * made here). *table (may be NULL): the table of rows, for a drawing. */
-int slm_view_ablate(Report *r, const ProbeSession *ps, const char *heads, const char *mode, ReportTable **table, Error *e);
+int slm_view_ablate(Report *r, const ProbeSession *ps, const char *heads, const char *mode, ReportTable **table,
+                    Error *e);
 
 /* Secret 4 (pieces): heroes of the test stories renamed to each name of list
  * ("a,b"; NULL: the most common one-piece name and invented ones), their

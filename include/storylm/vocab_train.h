@@ -29,7 +29,7 @@
 #include "storylm/stories.h"
 
 #define VOCAB_DEFAULT_SIZE 2000
-#define VOCAB_MIN_SIZE 3        /* [UNK], [EOS] and at least one piece */
+#define VOCAB_MIN_SIZE 3 /* [UNK], [EOS] and at least one piece */
 #define VOCAB_MAX_SIZE 1000000
 
 /* One pre-tokenized, normalised word and how often it occurs. */
@@ -42,21 +42,21 @@ typedef struct WordCount {
 /* What the training saw and did, for the summary a user reads. */
 typedef struct VocabStats {
     /* reading (slm_vocab_train_text only) */
-    int n_stories;          /* stories read */
-    StorySkips skips;       /* stories left out, by reason */
-    int64_t n_word_tokens;  /* words in the text, repeats counted */
+    int n_stories;         /* stories read */
+    StorySkips skips;      /* stories left out, by reason */
+    int64_t n_word_tokens; /* words in the text, repeats counted */
     /* training */
-    int n_words;            /* distinct words given */
-    int n_long_words;       /* left out: longer than 100 characters ([UNK] anyway) */
-    int n_chars;            /* distinct characters in the words trained on */
-    int n_chars_kept;       /* characters in the alphabet (fewer when size is small) */
-    int64_t n_char_tokens;  /* character occurrences, repeats counted */
+    int n_words;                   /* distinct words given */
+    int n_long_words;              /* left out: longer than 100 characters ([UNK] anyway) */
+    int n_chars;                   /* distinct characters in the words trained on */
+    int n_chars_kept;              /* characters in the alphabet (fewer when size is small) */
+    int64_t n_char_tokens;         /* character occurrences, repeats counted */
     int64_t n_char_tokens_dropped; /* occurrences of characters left out of the alphabet */
-    int n_words_dropped;    /* distinct words with a character left out ([UNK] anyway) */
-    int n_alphabet_pieces;  /* "c" and "##c" pieces */
-    int n_merges;           /* merges done */
-    int n_merges_existing;  /* merges whose piece was already in the vocabulary */
-    int64_t last_merge_count; /* how often the last merged pair occurred */
+    int n_words_dropped;           /* distinct words with a character left out ([UNK] anyway) */
+    int n_alphabet_pieces;         /* "c" and "##c" pieces */
+    int n_merges;                  /* merges done */
+    int n_merges_existing;         /* merges whose piece was already in the vocabulary */
+    int64_t last_merge_count;      /* how often the last merged pair occurred */
 } VocabStats;
 
 /* A learnt vocabulary: pieces[id], id = line number of vocab.txt. */

@@ -17,8 +17,8 @@
 typedef void (*WorkerJob)(void *arg, int thread, int n_threads);
 
 typedef struct Workers {
-    int n;               /* threads, the caller counted as thread 0 */
-    pthread_t *threads;  /* (n - 1) */
+    int n;              /* threads, the caller counted as thread 0 */
+    pthread_t *threads; /* (n - 1) */
     pthread_mutex_t lock;
     pthread_cond_t wake, done;
     WorkerJob job;
@@ -26,7 +26,7 @@ typedef struct Workers {
     unsigned long round; /* jobs started so far */
     int busy;            /* threads still on the current job */
     int quit;
-    int started;         /* threads created (for slm_workers_free after a failed init) */
+    int started; /* threads created (for slm_workers_free after a failed init) */
 } Workers;
 
 /* n >= 1 threads (1: jobs run on the caller alone, no thread is made). */

@@ -63,8 +63,10 @@ char *slm_py_config_json(const PyModel *m, Error *e) {
     cJSON_AddStringToObject(j, "pos", slm_pos_name(c->pos));
     cJSON_AddStringToObject(j, "score", slm_score_name(c->score));
     cJSON_AddNumberToObject(j, "parameters", (double)model->n_params);
-    const char *names[] = {"vocab_size", "row_dim", "n_heads", "key_dim", "value_dim", "window", "hidden_dim", "context"};
-    int sizes[] = {c->vocab_size, c->row_dim, c->n_heads, c->key_dim, c->value_dim, c->window, c->hidden_dim, c->context};
+    const char *names[] = {"vocab_size", "row_dim", "n_heads",    "key_dim",
+                           "value_dim",  "window",  "hidden_dim", "context"};
+    int sizes[] = {c->vocab_size, c->row_dim, c->n_heads,    c->key_dim,
+                   c->value_dim,  c->window,  c->hidden_dim, c->context};
     for (int i = 0; i < 8; i++) cJSON_AddNumberToObject(j, names[i], sizes[i]);
     if (c->arch != ARCH_WINDOW8) /* layers of heads, or the transformer's blocks (as info --json) */
         cJSON_AddNumberToObject(j, "layers", c->arch == ARCH_TRANSFORMER ? c->n_layers : slm_model_layers(c));
@@ -102,8 +104,8 @@ static double text_loss(const Activations *a, const int32_t *ids, int T) {
     return T > 1 ? sum / (T - 1) : 0.0;
 }
 
-int slm_py_run(const PyModel *m, const int32_t *ids, int T, HookFn fn, void *ctx, const char *const *names,
-               int n_names, float *logits, double *loss, Error *e) {
+int slm_py_run(const PyModel *m, const int32_t *ids, int T, HookFn fn, void *ctx, const char *const *names, int n_names,
+               float *logits, double *loss, Error *e) {
     if (T < 1) return FAIL(e, "give at least one token ([EOS] first)", "nothing to run: no token");
     ForwardHooks hooks = {.fn = fn, .ctx = ctx, .names = names, .n_names = n_names};
     ProbeRunner r;
@@ -126,14 +128,14 @@ static int find_names(NameList *nl, const LoadedModel *lm, const char *stories, 
     return slm_view_generate_names(nl, lm, fallback, from, size, e);
 }
 
-char *slm_py_generate(const PyModel *m, const char *prompt, int max_tokens, double temperature, int top_k,
-                      double top_p, uint64_t seed, int samples, const char *stories, const char *fallback_stories,
-                      Error *e) {
+char *slm_py_generate(const PyModel *m, const char *prompt, int max_tokens, double temperature, int top_k, double top_p,
+                      uint64_t seed, int samples, const char *stories, const char *fallback_stories, Error *e) {
     if (samples < 1 || max_tokens < 0 || top_k < 0 || !(temperature >= 0) || !(top_p > 0 && top_p <= 1))
         return FAIL(e, "samples >= 1, max_tokens >= 0, top_k >= 0, temperature >= 0, 0 < top_p <= 1",
-                    "generate: an option is out of range"), NULL;
-    ViewGenerateOptions go = {.max_tokens = max_tokens, .top_k = top_k, .seed = seed, .temperature = temperature,
-                              .top_p = top_p};
+                    "generate: an option is out of range"),
+               NULL;
+    ViewGenerateOptions go = {
+        .max_tokens = max_tokens, .top_k = top_k, .seed = seed, .temperature = temperature, .top_p = top_p};
     NameList names = {0};
     char from[4096];
     ViewBatch vb;
@@ -146,8 +148,10 @@ char *slm_py_generate(const PyModel *m, const char *prompt, int max_tokens, doub
         texts = cJSON_CreateArray();
         for (int i = 0; !rc && i < samples; i++) {
             char *text = slm_view_generator_text(&vb.samples[i], e);
-            if (!text) rc = -1;
-            else cJSON_AddItemToArray(texts, cJSON_CreateString(text));
+            if (!text)
+                rc = -1;
+            else
+                cJSON_AddItemToArray(texts, cJSON_CreateString(text));
             free(text);
         }
         slm_view_batch_free(&vb);

@@ -44,21 +44,25 @@ void slm_error_print(const Error *e, const char *program) {
 
 void *slm_xmalloc_at(size_t n, Error *e, const char *file, int line) {
     void *p = malloc(n ? n : 1);
-    if (!p) slm_error_set(e, file, line, "free some memory or use a smaller input", "out of memory allocating %zu bytes", n);
+    if (!p)
+        slm_error_set(e, file, line, "free some memory or use a smaller input", "out of memory allocating %zu bytes",
+                      n);
     return p;
 }
 
 void *slm_xcalloc_at(size_t count, size_t size, Error *e, const char *file, int line) {
     void *p = calloc(count ? count : 1, size ? size : 1);
     if (!p)
-        slm_error_set(e, file, line, "free some memory or use a smaller input", "out of memory allocating %zu x %zu bytes",
-                  count, size);
+        slm_error_set(e, file, line, "free some memory or use a smaller input",
+                      "out of memory allocating %zu x %zu bytes", count, size);
     return p;
 }
 
 void *slm_xrealloc_at(void *old, size_t n, Error *e, const char *file, int line) {
     void *p = realloc(old, n ? n : 1);
-    if (!p) slm_error_set(e, file, line, "free some memory or use a smaller input", "out of memory growing to %zu bytes", n);
+    if (!p)
+        slm_error_set(e, file, line, "free some memory or use a smaller input", "out of memory growing to %zu bytes",
+                      n);
     return p;
 }
 
@@ -71,8 +75,8 @@ FILE *slm_xfopen_at(const char *path, const char *mode, Error *e, const char *fi
     /* Opening a named pipe blocks until someone writes to it: refuse it (and
      * sockets, devices) before opening rather than hang. */
     if (mode[0] == 'r' && stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-        slm_error_set(e, file, line, "give the path of a regular file", "'%s' is not a regular file (a pipe or a device)",
-                  path);
+        slm_error_set(e, file, line, "give the path of a regular file",
+                      "'%s' is not a regular file (a pipe or a device)", path);
         return NULL;
     }
     FILE *f = fopen(path, mode);
@@ -81,7 +85,7 @@ FILE *slm_xfopen_at(const char *path, const char *mode, Error *e, const char *fi
         const char *hint = mode[0] == 'r' ? "check the path and that the file exists"
                                           : "check that the folder exists and that you may write to it";
         slm_error_set(e, file, line, hint, "cannot open '%s' for %s: %s", path, mode[0] == 'r' ? "reading" : "writing",
-                  strerror(err));
+                      strerror(err));
     }
     return f;
 }

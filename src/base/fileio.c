@@ -55,12 +55,17 @@ int slm_file_read_all(const char *path, size_t max_bytes, char **data, size_t *l
 /* The folder part of path ("." for a bare name) into buf. */
 static void folder_of(const char *path, char *buf, size_t size) {
     const char *slash = strrchr(path, '/');
-    if (!slash) snprintf(buf, size, ".");
-    else if (slash == path) snprintf(buf, size, "/");
-    else snprintf(buf, size, "%.*s", (int)(slash - path), path);
+    if (!slash)
+        snprintf(buf, size, ".");
+    else if (slash == path)
+        snprintf(buf, size, "/");
+    else
+        snprintf(buf, size, "%.*s", (int)(slash - path), path);
 }
 
-static int same_file(const struct stat *x, const struct stat *y) { return x->st_dev == y->st_dev && x->st_ino == y->st_ino; }
+static int same_file(const struct stat *x, const struct stat *y) {
+    return x->st_dev == y->st_dev && x->st_ino == y->st_ino;
+}
 
 int slm_output_check(const char *path, const char *const *inputs, int n_inputs, Error *e) {
     if (!path || !*path) return FAIL(e, OUTPUT_HINT, "an output path is empty");
@@ -73,8 +78,7 @@ int slm_output_check(const char *path, const char *const *inputs, int n_inputs, 
             return FAIL(e, "give a file name inside the folder, e.g. DIR/model.safetensors",
                         "cannot write '%s': it is a directory", path);
         if (!S_ISREG(st.st_mode))
-            return FAIL(e, OUTPUT_HINT, "cannot write '%s': it is not a regular file (a device, pipe or socket)",
-                        path);
+            return FAIL(e, OUTPUT_HINT, "cannot write '%s': it is not a regular file (a device, pipe or socket)", path);
         for (int i = 0; i < n_inputs; i++) {
             struct stat in;
             if (inputs[i] && stat(inputs[i], &in) == 0 && same_file(&in, &st))
@@ -159,8 +163,10 @@ int slm_temp_open(const char *final, char **temp_path, Error *e) {
     /* O_EXCL and O_NOFOLLOW: a file or a link planted at the name is never
      * opened, so its target is never written; another name is tried instead. */
     for (int k = 0; k < 100; k++) {
-        if (k == 0) snprintf(*temp_path, n, "%s.tmp.%ld", final, (long)getpid());
-        else snprintf(*temp_path, n, "%s.tmp.%ld.%d", final, (long)getpid(), k);
+        if (k == 0)
+            snprintf(*temp_path, n, "%s.tmp.%ld", final, (long)getpid());
+        else
+            snprintf(*temp_path, n, "%s.tmp.%ld.%d", final, (long)getpid(), k);
         int fd = open(*temp_path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
         if (fd >= 0) return fd;
         if (errno != EEXIST && errno != ELOOP) break;
@@ -283,7 +289,8 @@ static int lock_existing(const char *lock_path, const char *path, Error *e) {
         return FAIL(e, "move that file away (it is not a lock storylm wrote), or give another --out",
                     "'%s' exists and is not a lock: it is not removed", lock_path);
     if (pid == (long)getpid() || process_running(pid))
-        return FAIL(e, "wait for that run to finish, or give another --out; if no such run exists, remove the lock file",
+        return FAIL(e,
+                    "wait for that run to finish, or give another --out; if no such run exists, remove the lock file",
                     "'%s' is being written by another process (PID %ld holds '%s')", path, pid, lock_path);
     unlink(lock_path); /* its process is gone: the lock is stale */
     return 0;
@@ -306,7 +313,8 @@ int slm_file_lock(FileLock *l, const char *path, Error *e) {
             return 0;
         }
         if (rc < 0 || lock_existing(lock_path, path, e)) break;
-        if (attempt == 1) FAIL(e, "remove the lock file if no run is writing the output", "cannot take the lock '%s'", lock_path);
+        if (attempt == 1)
+            FAIL(e, "remove the lock file if no run is writing the output", "cannot take the lock '%s'", lock_path);
     }
     free(lock_path);
     return -1;

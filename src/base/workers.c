@@ -54,7 +54,8 @@ int slm_workers_init(Workers *w, int n, Error *e) {
         int rc = pthread_create(&w->threads[i - 1], NULL, worker_main, s);
         if (rc) {
             free(s);
-            return FAIL(e, "run with fewer --threads", "cannot start worker thread %d of %d: %s", i, w->n, strerror(rc));
+            return FAIL(e, "run with fewer --threads", "cannot start worker thread %d of %d: %s", i, w->n,
+                        strerror(rc));
         }
         w->started = i;
     }

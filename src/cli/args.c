@@ -22,14 +22,14 @@ int args_usage_error(const Command *cmd, const char *fmt, ...) {
 
 static void print_default(const Option *o) {
     switch (o->kind) {
-    case OPT_INT: printf(" (default: %d)", *(int *)o->target); break;
-    case OPT_DOUBLE: printf(" (default: %g)", *(double *)o->target); break;
-    case OPT_STRING: {
-        const char *s = *(const char **)o->target;
-        if (s) printf(" (default: %s)", s);
-        break;
-    }
-    default: break;
+        case OPT_INT: printf(" (default: %d)", *(int *)o->target); break;
+        case OPT_DOUBLE: printf(" (default: %g)", *(double *)o->target); break;
+        case OPT_STRING: {
+            const char *s = *(const char **)o->target;
+            if (s) printf(" (default: %s)", s);
+            break;
+        }
+        default: break;
     }
 }
 
@@ -41,7 +41,8 @@ void args_print_help(const Command *cmd, const Option *opts, int n_opts) {
         char left[64];
         int n = o->short_name ? snprintf(left, sizeof left, "-%c, --%s", o->short_name, o->name)
                               : snprintf(left, sizeof left, "    --%s", o->name);
-        if (o->kind != OPT_BOOL && n < (int)sizeof left) snprintf(left + n, sizeof left - n, " %s", o->meta ? o->meta : "X");
+        if (o->kind != OPT_BOOL && n < (int)sizeof left)
+            snprintf(left + n, sizeof left - n, " %s", o->meta ? o->meta : "X");
         printf("  %-28s %s", left, o->help);
         print_default(o);
         printf("\n");
@@ -119,7 +120,8 @@ static const Option *find_alias(const Command *cmd, const Option *opts, int n, c
 
 /* The option arg names: "-n", "-n10" (a short option with its value
  * attached: *attached points at "10"), "--name" or "--name=value". */
-static const Option *find_option(const Command *cmd, const Option *opts, int n, const char *arg, const char **attached) {
+static const Option *find_option(const Command *cmd, const Option *opts, int n, const char *arg,
+                                 const char **attached) {
     *attached = NULL;
     if (arg[1] != '-') {
         for (int i = 0; i < n; i++)
@@ -144,42 +146,45 @@ static void unknown_option(const Command *cmd, const Option *opts, int n, const 
     char word[64];
     snprintf(word, sizeof word, "%.*s", (int)strcspn(arg + strspn(arg, "-"), "="), arg + strspn(arg, "-"));
     const char *near = args_nearest(word, names, k);
-    if (near) args_usage_error(cmd, "unknown option '%s'; did you mean --%s?", arg, near);
-    else args_usage_error(cmd, "unknown option '%s'", arg);
+    if (near)
+        args_usage_error(cmd, "unknown option '%s'; did you mean --%s?", arg, near);
+    else
+        args_usage_error(cmd, "unknown option '%s'", arg);
 }
-
 
 /* Every number a flag takes goes through parse.h: no overflow, no wrap. */
 static int set_value(const Command *cmd, const Option *o, const char *value) {
     switch (o->kind) {
-    case OPT_INT: {
-        int any = o->min == o->max, x = 0;
-        int min = any ? INT_MIN : (int)o->min, max = any ? INT_MAX : (int)o->max;
-        int rc = slm_parse_int(value, min, max, &x);
-        if (rc == PARSE_NOT_NUMBER) return args_usage_error(cmd, "--%s wants a whole number, not '%s'", o->name, value);
-        if (rc == PARSE_OUT_OF_RANGE)
-            return args_usage_error(cmd, "--%s %s is out of range (%d to %d)", o->name, value, min, max);
-        *(int *)o->target = x;
-        return 0;
-    }
-    case OPT_DOUBLE: {
-        double x = 0;
-        int rc = slm_parse_double(value, o->min == o->max ? -INFINITY : o->min, o->min == o->max ? INFINITY : o->max, &x);
-        if (rc == PARSE_NOT_NUMBER) return args_usage_error(cmd, "--%s wants a number, not '%s'", o->name, value);
-        if (rc == PARSE_OUT_OF_RANGE)
-            return args_usage_error(cmd, "--%s %s is out of range (%g to %g)", o->name, value, o->min, o->max);
-        *(double *)o->target = x;
-        return 0;
-    }
-    case OPT_STRING: *(const char **)o->target = value; return 0;
-    case OPT_STRINGS: {
-        StringList *l = o->target;
-        if (l->count == (int)(sizeof l->items / sizeof l->items[0]))
-            return args_usage_error(cmd, "too many --%s options", o->name);
-        l->items[l->count++] = value;
-        return 0;
-    }
-    case OPT_BOOL: *(bool *)o->target = true; return 0;
+        case OPT_INT: {
+            int any = o->min == o->max, x = 0;
+            int min = any ? INT_MIN : (int)o->min, max = any ? INT_MAX : (int)o->max;
+            int rc = slm_parse_int(value, min, max, &x);
+            if (rc == PARSE_NOT_NUMBER)
+                return args_usage_error(cmd, "--%s wants a whole number, not '%s'", o->name, value);
+            if (rc == PARSE_OUT_OF_RANGE)
+                return args_usage_error(cmd, "--%s %s is out of range (%d to %d)", o->name, value, min, max);
+            *(int *)o->target = x;
+            return 0;
+        }
+        case OPT_DOUBLE: {
+            double x = 0;
+            int rc = slm_parse_double(value, o->min == o->max ? -INFINITY : o->min,
+                                      o->min == o->max ? INFINITY : o->max, &x);
+            if (rc == PARSE_NOT_NUMBER) return args_usage_error(cmd, "--%s wants a number, not '%s'", o->name, value);
+            if (rc == PARSE_OUT_OF_RANGE)
+                return args_usage_error(cmd, "--%s %s is out of range (%g to %g)", o->name, value, o->min, o->max);
+            *(double *)o->target = x;
+            return 0;
+        }
+        case OPT_STRING: *(const char **)o->target = value; return 0;
+        case OPT_STRINGS: {
+            StringList *l = o->target;
+            if (l->count == (int)(sizeof l->items / sizeof l->items[0]))
+                return args_usage_error(cmd, "too many --%s options", o->name);
+            l->items[l->count++] = value;
+            return 0;
+        }
+        case OPT_BOOL: *(bool *)o->target = true; return 0;
     }
     return 0;
 }

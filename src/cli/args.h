@@ -9,13 +9,13 @@
 typedef enum { OPT_BOOL, OPT_INT, OPT_DOUBLE, OPT_STRING, OPT_STRINGS } OptionKind;
 
 typedef struct Option {
-    const char *name;   /* long name without dashes: "steps" */
-    char short_name;    /* 'n', or 0 */
+    const char *name; /* long name without dashes: "steps" */
+    char short_name;  /* 'n', or 0 */
     OptionKind kind;
-    void *target;       /* bool*, int*, double*, const char**, or StringList* */
-    const char *meta;   /* value placeholder in help: "N" */
+    void *target;     /* bool*, int*, double*, const char**, or StringList* */
+    const char *meta; /* value placeholder in help: "N" */
     const char *help;
-    double min, max;    /* accepted range for numbers (min == max: any) */
+    double min, max; /* accepted range for numbers (min == max: any) */
 } Option;
 
 /* A repeatable string option (--model A --model B). */
@@ -54,16 +54,24 @@ int args_usage_error(const Command *cmd, const char *fmt, ...) __attribute__((fo
 
 /* --threads, the same in every verb that computes: the default (the
  * variable's initial value) is cli_default_threads(), one per core. */
-#define THREADS_OPTION(n) {"threads", 0, OPT_INT, &(n), "N", "threads, by default one per core", 1, 256}
+#define THREADS_OPTION(n)                                                                                              \
+    { "threads", 0, OPT_INT, &(n), "N", "threads, by default one per core", 1, 256 }
 /* Training's matrix products (storylm/bf16.h), a string for slm_precision_parse. */
-#define PRECISION_OPTION(name) \
-    {"precision", 0, OPT_STRING, &(name), "P", "training's matrix products: fp32, or bf16 (avx512_bf16, FP32 sums and weights; docs/performance.md)", 0, 0}
+#define PRECISION_OPTION(name)                                                                                         \
+    {                                                                                                                  \
+        "precision", 0, OPT_STRING, &(name), "P",                                                                      \
+            "training's matrix products: fp32, or bf16 (avx512_bf16, FP32 sums and weights; docs/performance.md)", 0,  \
+            0                                                                                                          \
+    }
 
 /* --force, the same in every verb that writes files: an output that already
  * holds a model, stories or anything not of the verb's own kind is kept
  * unless it is given (docs/files.md). */
-#define FORCE_OPTION(b) \
-    {"force", 0, OPT_BOOL, &(b), NULL, "replace an output file that holds a model, stories or other data (kept otherwise)", 0, 0}
+#define FORCE_OPTION(b)                                                                                                \
+    {                                                                                                                  \
+        "force", 0, OPT_BOOL, &(b), NULL,                                                                              \
+            "replace an output file that holds a model, stories or other data (kept otherwise)", 0, 0                  \
+    }
 
 #define N_OPTIONS(a) ((int)(sizeof(a) / sizeof((a)[0])))
 

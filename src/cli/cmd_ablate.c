@@ -49,7 +49,8 @@ static int draw(const char *path, const ReportTable *t, Error *e) {
     slm_svg_bars(&s, &p, d_loss, 1, n, labels, NULL, 0);
     SvgPanel q = {.x = 80, .y = 370, .w = 760, .h = 200, .y0 = lo_name * 1.1, .y1 = hi_name * 1.1};
     const char *red = "#d62728";
-    slm_svg_axes(&s, &q, "change in the probability of the hero's name where it comes back", "heads off", "change in p", 0);
+    slm_svg_axes(&s, &q, "change in the probability of the hero's name where it comes back", "heads off", "change in p",
+                 0);
     slm_svg_bars(&s, &q, d_name, 1, n, labels, &red, 0);
     slm_svg_bar_values(&s, &q, d_name, 1, n, 4); /* a head whose removal barely changes p */
     int rc = slm_svg_save(&s, path, e);
@@ -61,7 +62,8 @@ static int draw(const char *path, const ReportTable *t, Error *e) {
 static int ablate(const AblateArgs *a, const char *stories, Error *e) {
     ProbeSession ps;
     if (slm_probe_session_open(&ps, &a->po, "ablate", stories,
-                               PROBE_ATTENTION_ONLY | PROBE_NAMES | PROBE_LAYERS | PROBE_TRANSFORMER, e)) return -1;
+                               PROBE_ATTENTION_ONLY | PROBE_NAMES | PROBE_LAYERS | PROBE_TRANSFORMER, e))
+        return -1;
     Report r;
     slm_report_init(&r, "ablate");
     ReportTable *t = NULL;
@@ -80,7 +82,9 @@ static int run(int argc, char **argv) {
         PROBE_COMMON_OPTIONS(a.po),
         PROBE_SVG_OPTION(a.po),
         PROBE_TEST_OPTION(a.po),
-        {"heads", 0, OPT_STRING, &a.heads, "HEADS", "switch this set off together, e.g. 3,5 (1:3,2:5 on a model of several layers; default: each head in turn)", 0, 0},
+        {"heads", 0, OPT_STRING, &a.heads, "HEADS",
+         "switch this set off together, e.g. 3,5 (1:3,2:5 on a model of several layers; default: each head in turn)", 0,
+         0},
     };
     int rc = probe_parse(&command_ablate, argc, argv, opts, N_OPTIONS(opts), &a.po, pos, 1);
     if (rc >= 0) return rc;

@@ -32,9 +32,9 @@ typedef struct AttendArgs {
 
 /* How one picture of attention maps is laid out: every size in pixels. */
 typedef struct MapLayout {
-    double cell, font;    /* a square of the map; its labels (never below 10) */
-    double label_w;       /* the widest "12 mia" label */
-    double map_w;         /* the map, or its axis titles when they are longer */
+    double cell, font;       /* a square of the map; its labels (never below 10) */
+    double label_w;          /* the widest "12 mia" label */
+    double map_w;            /* the map, or its axis titles when they are longer */
     double block_w, block_h; /* one head's map with its labels and titles */
     int per_row;
 } MapLayout;
@@ -104,12 +104,13 @@ static int draw(const char *path, const ProbeSession *ps, const ProbeRunner *r, 
     Svg s;
     /* as wide as what is drawn: one head's map is not set on a page sized for eight */
     slm_svg_begin(&s, fmax(scale_x + 70, slm_svg_text_width(header, 13) + 40), top + rows * l.block_h + 10,
-              "storylm attend: attention maps");
+                  "storylm attend: attention maps");
     slm_svg_text(&s, 20, 22, header, 13, SVG_START, 0, "black");
     for (int k = 0; k < n; k++)
         draw_map(&s, r, (const char *const *)labels, &l, head < 0 ? k : head, p, 20 + (k % l.per_row) * l.block_w,
                  top + (k / l.per_row) * l.block_h, map);
-    slm_svg_color_scale(&s, scale_x, top + 24 + 22 + l.label_w + 6 + 14, fmin(200, fmax(80, T * l.cell)), 1.0, "weight");
+    slm_svg_color_scale(&s, scale_x, top + 24 + 22 + l.label_w + 6 + 14, fmin(200, fmax(80, T * l.cell)), 1.0,
+                        "weight");
     int rc = slm_svg_save(&s, path, e);
     slm_svg_free(&s);
     free(labels);
@@ -124,8 +125,10 @@ static int attend(const AttendArgs *a, const char *text, Error *e) {
     Report rep;
     slm_report_init(&rep, "attend");
     int rc = slm_view_check_head(&ps, a->head, e) || slm_view_text_run(&vt, &ps, text, a->pos, VIEW_RUN_HEADS, e);
-    if (!rc && a->wide) slm_view_attend_wide(&rep, &ps, &vt);
-    else if (!rc) slm_view_attend(&rep, &ps, &vt, a->head);
+    if (!rc && a->wide)
+        slm_view_attend_wide(&rep, &ps, &vt);
+    else if (!rc)
+        slm_view_attend(&rep, &ps, &vt, a->head);
     if (!rc && a->po.svg) rc = draw(a->po.svg, &ps, &vt.runner, &vt.ids, vt.pos, a->head, e);
     if (!rc) rc = probe_emit(&rep, &a->po, e);
     slm_report_free(&rep);
@@ -149,8 +152,8 @@ static int run(int argc, char **argv) {
     if (rc >= 0) return rc;
     Error e = {0};
     if (a.wide && a.head >= 0) {
-        FAIL(&e, "leave out --head: --wide shows every head's weight side by side", "--wide and --head %d do not go together",
-             a.head);
+        FAIL(&e, "leave out --head: --wide shows every head's weight side by side",
+             "--wide and --head %d do not go together", a.head);
         return cli_fail(&e);
     }
     return attend(&a, pos[0], &e) ? cli_fail(&e) : 0;

@@ -15,7 +15,8 @@ const Command command_attribute = {
     "attribute", "which parts push a guess: gradient x activation, removal, surprisal",
     "storylm attribute TEXT [options]",
     "Runs [EOS] and the text through the network. At position --pos (0 is [EOS]; negative\n"
-    "counts from the end; default: the last token) the hidden layer reads z = [the token's row (32), head 0 (16), ..., head 7]\n"
+    "counts from the end; default: the last token) the hidden layer reads z = [the token's row (32), head 0 (16), ..., "
+    "head 7]\n"
     "and the next token --token (default: the top guess there) gets the logit\n"
     "W2[token] tanh(W1 z + b1) + b2[token]. For the row and each head it shows:\n"
     "  grad x act   the sum over the part's numbers of d logit / d z_i times z_i: a\n"
@@ -38,7 +39,7 @@ static int mean_input(const ProbeSession *ps, const ProbeOptions *po, double *me
     char warning[400];
     Error none = {0};
     const char *path = slm_session_mean_stories(&ps->lm, po->mean_stories, "the mean column", warning, sizeof warning,
-                                            po->mean_stories ? e : &none);
+                                                po->mean_stories ? e : &none);
     *have = 0;
     if (!path && po->mean_stories) return -1;
     if (!path) {
@@ -49,10 +50,12 @@ static int mean_input(const ProbeSession *ps, const ProbeOptions *po, double *me
     StoriesOptions so = slm_stories_default_options();
     so.n_test = po->n_test;
     if (slm_stories_load(&s, path, &ps->lm.tokenizer, &so, e)) return -1;
-    int rc = s.n_test > 0 ? slm_probe_mean_z(&ps->lm.model, &s, s.test, s.n_test, mean_z, e)
-                          : FAIL(e, "give --stories FILE with more stories", "'%s' has too few stories to hold any out", path);
-    if (!rc) snprintf(note, size, "mean: over the %d test stories of %s%s%s", s.n_test, path, warning[0] ? "; warning: " : "",
-                      warning);
+    int rc = s.n_test > 0
+                 ? slm_probe_mean_z(&ps->lm.model, &s, s.test, s.n_test, mean_z, e)
+                 : FAIL(e, "give --stories FILE with more stories", "'%s' has too few stories to hold any out", path);
+    if (!rc)
+        snprintf(note, size, "mean: over the %d test stories of %s%s%s", s.n_test, path,
+                 warning[0] ? "; warning: " : "", warning);
     slm_stories_free(&s);
     *have = rc == 0;
     return rc;
@@ -73,8 +76,10 @@ static void parts_table(Report *r, const AttributeResult *a) {
         slm_cell_number(t, a->norm[k]);
         slm_cell_number(t, a->grad_x_act[k]);
         slm_cell_number(t, a->zero_effect[k]);
-        if (isfinite(a->mean_effect[k])) slm_cell_number(t, a->mean_effect[k]);
-        else slm_cell_skip(t);
+        if (isfinite(a->mean_effect[k]))
+            slm_cell_number(t, a->mean_effect[k]);
+        else
+            slm_cell_skip(t);
     }
 }
 
@@ -113,7 +118,8 @@ static void build_report(Report *r, const ProbeSession *ps, const char *text, co
     parts_table(r, a);
     double total = 0;
     for (int u = 0; u + 1 < a->n_positions; u++) total += a->surprisal[u];
-    slm_report_number(r, "mean_surprisal", "mean surprisal (nats)", a->n_positions > 1 ? total / (a->n_positions - 1) : NAN, 4);
+    slm_report_number(r, "mean_surprisal", "mean surprisal (nats)",
+                      a->n_positions > 1 ? total / (a->n_positions - 1) : NAN, 4);
     surprisal_table(r, ps, ids, a);
 }
 
@@ -122,7 +128,7 @@ static int draw(const char *path, const ProbeSession *ps, const IntVec *ids, con
     int P = a->n_parts, T = a->n_positions;
     double *values = malloc((size_t)(3 * P + T) * sizeof(double));
     const char **labels = malloc((size_t)(P + T) * sizeof *labels);
-    char (*names)[16] = malloc((size_t)P * sizeof *names);
+    char(*names)[16] = malloc((size_t)P * sizeof *names);
     if (!values || !labels || !names) {
         free(values), free(labels), free(names);
         return FAIL(e, NULL, "out of memory drawing the attribution");
@@ -136,18 +142,21 @@ static int draw(const char *path, const ProbeSession *ps, const IntVec *ids, con
     for (int i = 0; i < 3 * P; i++)
         if (isfinite(values[i])) lo = fmin(lo, values[i]), hi = fmax(hi, values[i]);
     double *s = values + 3 * P;
-    for (int u = 1; u < T; u++) s[u - 1] = a->surprisal[u - 1], top = fmax(top, s[u - 1]), labels[P + u - 1] = slm_probe_token(ps, ids->data[u]);
+    for (int u = 1; u < T; u++)
+        s[u - 1] = a->surprisal[u - 1], top = fmax(top, s[u - 1]),
+              labels[P + u - 1] = slm_probe_token(ps, ids->data[u]);
     Svg svg;
     double width = fmax(900, 120 + 14.0 * T);
     slm_svg_begin(&svg, width, 760, "storylm attribute");
     char title[200];
-    snprintf(title, sizeof title, "What pushes '%s' at position %d (logit %.3f)", slm_probe_token(ps, a->token), a->position,
-             a->logit);
+    snprintf(title, sizeof title, "What pushes '%s' at position %d (logit %.3f)", slm_probe_token(ps, a->token),
+             a->position, a->logit);
     slm_svg_text(&svg, 20, 24, title, 15, SVG_START, 0, "black");
     SvgPanel p1 = {.x = 70, .y = 60, .w = width - 260, .h = 250, .y0 = 1.1 * lo, .y1 = hi > lo ? 1.1 * hi : lo + 1};
     slm_svg_axes(&svg, &p1, "each part: gradient x activation, zero removal, mean removal", NULL, "logit", 0);
     slm_svg_bars(&svg, &p1, values, 3, P, labels, NULL, 0);
-    const char *series[3] = {"grad x act", "zero", "mean"}, *colors[3] = {slm_svg_palette(0), slm_svg_palette(1), slm_svg_palette(2)};
+    const char *series[3] = {"grad x act", "zero", "mean"},
+               *colors[3] = {slm_svg_palette(0), slm_svg_palette(1), slm_svg_palette(2)};
     slm_svg_legend(&svg, width - 170, 70, series, colors, 3);
     SvgPanel p2 = {.x = 70, .y = 400, .w = width - 110, .h = 250, .y0 = 0, .y1 = 1.1 * top};
     slm_svg_axes(&svg, &p2, "surprisal of each token (nats)", NULL, "nats", 0);
@@ -177,11 +186,15 @@ static int attribute(const ProbeOptions *po, const AttributeArgs *args, Error *e
     int rc = !mean_z || interp_encode(&ps, args->text, &ids, e);
     int T = (int)ids.len, p = args->pos < 0 ? T + args->pos : args->pos;
     if (!rc && (p < 0 || p >= T))
-        rc = FAIL(e, "give --pos from 0 ([EOS]) to the last token, or from -1 (the last) back; 'storylm tokenize' shows the positions",
+        rc = FAIL(e,
+                  "give --pos from 0 ([EOS]) to the last token, or from -1 (the last) back; 'storylm tokenize' shows "
+                  "the positions",
                   "--pos %d is outside the text's %d positions", args->pos, T);
     if (!rc) rc = slm_probe_runner_init(&r, &ps.lm.model, T, e) || slm_probe_run(&r, ids.data, T, &ps.ablation, e);
     int32_t token = -1;
-    if (!rc) rc = args->token ? interp_token(&ps, args->token, "--token", &token, e) : (token = interp_top_guess(&r.acts, p, -1), 0);
+    if (!rc)
+        rc = args->token ? interp_token(&ps, args->token, "--token", &token, e)
+                         : (token = interp_top_guess(&r.acts, p, -1), 0);
     if (!rc) rc = mean_input(&ps, po, mean_z, &have_mean, note, sizeof note, e);
     if (!rc) rc = slm_probe_attribute(&ps.lm.model, &r.acts, p, token, have_mean ? mean_z : NULL, &a, e);
     if (!rc) build_report(&rep, &ps, args->text, &ids, &a, note);
@@ -206,7 +219,8 @@ static int run(int argc, char **argv) {
         PROBE_MEAN_STORIES_OPTION(po),
         PROBE_TEST_OPTION(po),
         {"pos", 0, OPT_INT, &args.pos, "N", "position to take apart, 0 = [EOS]; negative: from the end", -1e9, 1e9},
-        {"token", 0, OPT_STRING, &args.token, "T", "next token whose logit is taken apart (default: the top guess)", 0, 0},
+        {"token", 0, OPT_STRING, &args.token, "T", "next token whose logit is taken apart (default: the top guess)", 0,
+         0},
     };
     int rc = probe_parse(&command_attribute, argc, argv, opts, N_OPTIONS(opts), &po, pos, 1);
     if (rc >= 0) return rc;

@@ -25,7 +25,8 @@
 static int run(int argc, char **argv);
 const Command command_bench = {
     "bench", "time training, generation or encoding (for scripts/bench)",
-    "storylm bench train IDS [options] | storylm bench generate MODEL [options] | storylm bench encode VOCAB TEXT [options]",
+    "storylm bench train IDS [options] | storylm bench generate MODEL [options] | storylm bench encode VOCAB TEXT "
+    "[options]",
     "Times one kind of work and prints one JSON line; scripts/bench runs it side by side\n"
     "with the PyTorch and npm peers and prints the table.\n\n"
     "  train IDS          --steps training steps (forward, backward, Adam) on the stories\n"
@@ -85,12 +86,14 @@ static int read_ids(const char *path, int vocab_size, IntVec *ids, IntVec *start
         long long id = 0;
         int got = slm_parse_integer_prefix(p, &end, 0, vocab_size - 1, &id);
         if (got == PARSE_NOT_NUMBER || !strchr(" \t\r\n", *end))
-            rc = FAIL(e, "give the output of storylm stories --ids", "'%s' line %d: '%.*s' is not a token id", path, line,
-                      (int)strcspn(p, " \t\r\n") < 20 ? (int)strcspn(p, " \t\r\n") : 20, p);
+            rc = FAIL(e, "give the output of storylm stories --ids", "'%s' line %d: '%.*s' is not a token id", path,
+                      line, (int)strcspn(p, " \t\r\n") < 20 ? (int)strcspn(p, " \t\r\n") : 20, p);
         else if (got == PARSE_OUT_OF_RANGE)
-            rc = FAIL(e, "give the output of storylm stories --ids", "'%s' line %d: id %.*s is outside the vocabulary of %d",
-                      path, line, (int)(end - p) < 24 ? (int)(end - p) : 24, p, vocab_size);
-        else rc = slm_intvec_push(ids, (int32_t)id, e);
+            rc = FAIL(e, "give the output of storylm stories --ids",
+                      "'%s' line %d: id %.*s is outside the vocabulary of %d", path, line,
+                      (int)(end - p) < 24 ? (int)(end - p) : 24, p, vocab_size);
+        else
+            rc = slm_intvec_push(ids, (int32_t)id, e);
         p = end;
     }
     if (!rc) rc = end_story(ids, starts, e);
@@ -128,10 +131,10 @@ static int bench_train(const char *path, const BenchOptions *o, Error *e) {
     ModelConfig cfg = slm_model_config_default(ARCH_ATTENTION, o->vocab_size);
     cfg.n_layers = o->layers;
     Precision precision = PRECISION_FP32;
-    int threads = omp_get_max_threads(), rc = slm_pos_parse(o->pos, &cfg.pos, e) ||
-                                              slm_score_parse(o->score, &cfg.score, e) ||
-                                              slm_precision_parse(o->precision, &precision, e) ||
-                                              slm_precision_check(precision, e) || read_ids(path, cfg.vocab_size, &ids, &starts, e);
+    int threads = omp_get_max_threads(),
+        rc = slm_pos_parse(o->pos, &cfg.pos, e) || slm_score_parse(o->score, &cfg.score, e) ||
+             slm_precision_parse(o->precision, &precision, e) || slm_precision_check(precision, e) ||
+             read_ids(path, cfg.vocab_size, &ids, &starts, e);
     int positions = rc ? 0 : (4096 + threads - 1) / threads, longest = rc ? 0 : longest_story(&starts);
     rc = rc || slm_model_init(&m, &cfg, e) ||
          slm_shards_init(&sh, &m, threads, positions > longest ? positions : longest, o->batch, e) ||
@@ -156,7 +159,8 @@ static int bench_train(const char *path, const BenchOptions *o, Error *e) {
     }
     cli_heartbeat_stop(&beat);
     if (!rc)
-        printf("{\"command\": \"bench\", \"work\": \"train\", \"tokens\": %lld, \"seconds\": %.6f, \"cpu_seconds\": %.6f, \"threads\": %d, \"loss\": %.4f, \"precision\": \"%s\"}\n",
+        printf("{\"command\": \"bench\", \"work\": \"train\", \"tokens\": %lld, \"seconds\": %.6f, \"cpu_seconds\": "
+               "%.6f, \"threads\": %d, \"loss\": %.4f, \"precision\": \"%s\"}\n",
                tokens, now_s() - start, cpu_s() - cpu, threads, loss, slm_precision_name(precision));
     free(refs), free(grads), slm_adam_free(&opt), slm_shards_free(&sh), slm_model_free(&m);
     slm_intvec_free(&ids), slm_intvec_free(&starts);
@@ -227,26 +231,38 @@ static int bench_encode(const char *vocab_path, const char *text_path, Error *e)
         at = end + 1;
     }
     if (!rc)
-        printf("{\"command\": \"bench\", \"work\": \"encode\", \"bytes\": %zu, \"seconds\": %.6f, \"cpu_seconds\": %.6f, \"ids\": %lld}\n", len, now_s() - start,
-               cpu_s() - cpu, n_ids);
+        printf("{\"command\": \"bench\", \"work\": \"encode\", \"bytes\": %zu, \"seconds\": %.6f, \"cpu_seconds\": "
+               "%.6f, \"ids\": %lld}\n",
+               len, now_s() - start, cpu_s() - cpu, n_ids);
     slm_intvec_free(&ids), free(text), slm_tokenizer_free(&t);
     return rc;
 }
 
 static int run(int argc, char **argv) {
-    BenchOptions o = {.steps = 10, .tokens = 256, .threads = cli_default_threads(), .batch = 8, .layers = 1, .samples = 1,
+    BenchOptions o = {.steps = 10,
+                      .tokens = 256,
+                      .threads = cli_default_threads(),
+                      .batch = 8,
+                      .layers = 1,
+                      .samples = 1,
                       .vocab_size = VOCAB_DEFAULT_SIZE,
-                      .prompt = "Once upon a time", .pos = "distance", .score = "scaled-dot", .precision = "fp32"};
+                      .prompt = "Once upon a time",
+                      .pos = "distance",
+                      .score = "scaled-dot",
+                      .precision = "fp32"};
     const char *pos[3];
     int np;
     Option opts[] = {
         {"steps", 0, OPT_INT, &o.steps, "N", "training steps timed", 1, 1e6},
         {"batch", 0, OPT_INT, &o.batch, "N", "stories a training step", 1, 4096},
         {"first-batch", 0, OPT_INT, &o.first_batch, "K", "start at the K-th batch of IDS", 0, 1e9},
-        {"position-scheme", 0, OPT_STRING, &o.pos, "SCHEME", "training's position scheme, as storylm train --position-scheme", 0, 0},
+        {"position-scheme", 0, OPT_STRING, &o.pos, "SCHEME",
+         "training's position scheme, as storylm train --position-scheme", 0, 0},
         {"score", 0, OPT_STRING, &o.score, "FN", "training's score function, as storylm train --score", 0, 0},
-        {"layers", 0, OPT_INT, &o.layers, "N", "training's layers of heads, as storylm train --layers", 1, STORYLM_MAX_LAYERS},
-        {"vocab-size", 0, OPT_INT, &o.vocab_size, "N", "training's vocabulary size, as storylm train --vocab-size", VOCAB_MIN_SIZE, CHECKPOINT_MAX_VOCAB},
+        {"layers", 0, OPT_INT, &o.layers, "N", "training's layers of heads, as storylm train --layers", 1,
+         STORYLM_MAX_LAYERS},
+        {"vocab-size", 0, OPT_INT, &o.vocab_size, "N", "training's vocabulary size, as storylm train --vocab-size",
+         VOCAB_MIN_SIZE, CHECKPOINT_MAX_VOCAB},
         PRECISION_OPTION(o.precision),
         THREADS_OPTION(o.threads), /* training; generation and encoding time one thread */
         {"tokens", 'n', OPT_INT, &o.tokens, "N", "new tokens generated (a sample)", 1, 1e6},

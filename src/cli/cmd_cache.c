@@ -60,11 +60,13 @@ static int gather(const ProbeSession *ps, const CacheArgs *args, IntVec *ids, in
 }
 
 static int metadata_fill(Metadata *md, const ProbeSession *ps, const CacheArgs *args, Error *e) {
-    int rc = slm_metadata_set(md, "format", "storylm-activations", e) || slm_metadata_set(md, "format_version", "1", e) ||
-             slm_metadata_set(md, "model", ps->model_path, e) ||
+    int rc = slm_metadata_set(md, "format", "storylm-activations", e) ||
+             slm_metadata_set(md, "format_version", "1", e) || slm_metadata_set(md, "model", ps->model_path, e) ||
              slm_metadata_set(md, "ablation", ps->ablation_desc[0] ? ps->ablation_desc : "none", e) ||
-             slm_metadata_set(md, "tensors", "tokens rows queries keys values attention head_outputs hidden logits loss "
-                                         "story_starts: see storylm cache --help", e);
+             slm_metadata_set(md, "tensors",
+                              "tokens rows queries keys values attention head_outputs hidden logits loss "
+                              "story_starts: see storylm cache --help",
+                              e);
     if (!rc && args->text) rc = slm_metadata_set(md, "text", args->text, e);
     if (!rc && args->stories) rc = slm_metadata_set(md, "stories", args->stories, e);
     return rc;
@@ -125,8 +127,10 @@ static int run(int argc, char **argv) {
     Option opts[] = {
         PROBE_COMMON_OPTIONS(po),
         PROBE_TEST_OPTION(po),
-        {"stories", 0, OPT_STRING, &args.stories, "FILE", "cache the held-out test stories of FILE instead of a text", 0, 0},
-        {"out", 'o', OPT_STRING, &args.out, "FILE", "safetensors file to write (required); a model, stories or other file already there is kept", 0, 0},
+        {"stories", 0, OPT_STRING, &args.stories, "FILE", "cache the held-out test stories of FILE instead of a text",
+         0, 0},
+        {"out", 'o', OPT_STRING, &args.out, "FILE",
+         "safetensors file to write (required); a model, stories or other file already there is kept", 0, 0},
         FORCE_OPTION(po.force),
     };
     int np, rc = args_parse(&command_cache, argc, argv, opts, N_OPTIONS(opts), pos, 0, 1, &np);

@@ -67,8 +67,8 @@ static void self_rows(ReportTable *t, const CircuitHead *ch) {
 
 static void pair_table(Report *r, const ProbeSession *ps, const CircuitsResult *cr, int ov) {
     ReportTable *t = slm_report_table(r, ov ? "ov" : "qk",
-                                  ov ? "OV circuit: reading token s raises token t (logit change, linearised)"
-                                     : "QK circuit: a query at token s looks for a key at token t");
+                                      ov ? "OV circuit: reading token s raises token t (logit change, linearised)"
+                                         : "QK circuit: a query at token s looks for a key at token t");
     slm_table_column(t, "head", "head", CELL_INT, 0);
     slm_table_column(t, "rank", "rank", CELL_INT, 0);
     slm_table_column(t, ov ? "reads" : "query", ov ? "reads s" : "query s", CELL_TEXT, 0);
@@ -98,7 +98,8 @@ static void pair_table(Report *r, const ProbeSession *ps, const CircuitsResult *
 
 /* --token-list: for each head and token asked for, the tokens its reading raises most. */
 static void reads_tables(Report *r, const ProbeSession *ps, const CircuitsResult *cr) {
-    ReportTable *t = slm_report_table(r, "reads", "OV circuit: reading each --token-list token raises most (change vs mean)");
+    ReportTable *t =
+        slm_report_table(r, "reads", "OV circuit: reading each --token-list token raises most (change vs mean)");
     slm_table_column(t, "head", "head", CELL_INT, 0);
     slm_table_column(t, "reads", "reads", CELL_TEXT, 0);
     slm_table_column(t, "raises_most", "raises most", CELL_TEXT, 0);
@@ -118,7 +119,8 @@ static void reads_tables(Report *r, const ProbeSession *ps, const CircuitsResult
                 used += (size_t)snprintf(text + used, sizeof text - used, "%s%s %+.2f", q ? ", " : "",
                                          slm_probe_token(ps, top[q].to), top[q].centred);
                 slm_table_row(j);
-                slm_cell_int(j, cr->heads[i].head), slm_cell_text(j, slm_probe_token(ps, top[q].from)), slm_cell_int(j, top[q].from);
+                slm_cell_int(j, cr->heads[i].head), slm_cell_text(j, slm_probe_token(ps, top[q].from)),
+                    slm_cell_int(j, top[q].from);
                 slm_cell_int(j, q + 1), slm_cell_text(j, slm_probe_token(ps, top[q].to)), slm_cell_int(j, top[q].to);
                 slm_cell_number(j, top[q].value), slm_cell_number(j, top[q].centred);
             }
@@ -136,7 +138,9 @@ static int parse_tokens(const ProbeSession *ps, const char *list, int32_t *ids, 
         size_t len = strcspn(p, ",");
         int id = len ? slm_tokenizer_lookup(&ps->lm.tokenizer, p, len) : -1;
         if (id < 0)
-            return FAIL(e, "give tokens as the vocabulary spells them, lower-case, e.g. lily,tom,##ark (storylm tokenize shows them)",
+            return FAIL(e,
+                        "give tokens as the vocabulary spells them, lower-case, e.g. lily,tom,##ark (storylm tokenize "
+                        "shows them)",
                         "'%.*s' is not a token of the model's vocabulary", (int)len, p);
         if (n == max) return FAIL(e, NULL, "at most %d --token-list tokens", max);
         ids[n++] = id;
@@ -145,13 +149,14 @@ static int parse_tokens(const ProbeSession *ps, const char *list, int32_t *ids, 
     return n;
 }
 
-static void build_report(Report *r, const ProbeSession *ps, const char *stories, const Stories *s,
-                         long long positions, const float *z_mean, const CircuitsResult *cr) {
+static void build_report(Report *r, const ProbeSession *ps, const char *stories, const Stories *s, long long positions,
+                         const float *z_mean, const CircuitsResult *cr) {
     slm_probe_report_header(r, ps);
     slm_report_stories(r, stories, s->n_stories, s->n_test); /* the mean input's */
     slm_report_int(r, "positions", "positions averaged", positions);
     slm_report_note(r, "OV: the hidden layer linearised at its mean input over the test stories (see --help)");
-    ReportTable *t = slm_report_table(r, "heads", "Per head: looking for itself (QK) and copying (OV), shares of tokens");
+    ReportTable *t =
+        slm_report_table(r, "heads", "Per head: looking for itself (QK) and copying (OV), shares of tokens");
     if (t) self_columns(t);
     for (int i = 0; i < cr->n_heads; i++) self_rows(t, &cr->heads[i]);
     pair_table(r, ps, cr, 0);
@@ -177,8 +182,10 @@ static int draw(const char *path, const CircuitsResult *cr, Error *e) {
     }
     Svg s;
     slm_svg_begin(&s, 900, 400, "storylm circuits: copying and looking for itself");
-    slm_svg_text(&s, 20, 24, "Share of the tokens seen in the test stories that a head raises (OV) or looks for (QK) when it reads them",
-             13, SVG_START, 0, "black");
+    slm_svg_text(
+        &s, 20, 24,
+        "Share of the tokens seen in the test stories that a head raises (OV) or looks for (QK) when it reads them", 13,
+        SVG_START, 0, "black");
     SvgPanel p = {.x = 80, .y = 70, .w = 560, .h = 260, .y0 = 0, .y1 = 0.05}; /* small shares stay readable */
     for (int i = 0; i < 2 * n; i++) p.y1 = fmax(p.y1, fmin(1, values[i] * 1.2));
     slm_svg_axes(&s, &p, NULL, NULL, "share of tokens (itself among the top 10)", 0);
@@ -197,15 +204,20 @@ static int circuits(const CircuitsArgs *a, Error *e, int *usage) {
     const Model *m = &ps.lm.model;
     int H = m->cfg.n_heads, rc = 0;
     *usage = a->head >= H;
-    if (*usage) rc = FAIL(e, "heads are numbered from 0", "--head %d is out of range: this model has heads 0 to %d", a->head, H - 1);
+    if (*usage)
+        rc = FAIL(e, "heads are numbered from 0", "--head %d is out of range: this model has heads 0 to %d", a->head,
+                  H - 1);
     char warning[400] = "";
-    const char *path = rc ? NULL : slm_session_mean_stories(&ps.lm, a->po.mean_stories, "circuits' mean input to the hidden layer",
-                                                        warning, sizeof warning, e);
+    const char *path =
+        rc ? NULL
+           : slm_session_mean_stories(&ps.lm, a->po.mean_stories, "circuits' mean input to the hidden layer", warning,
+                                      sizeof warning, e);
     StoriesOptions so = slm_stories_default_options();
     so.n_test = a->po.n_test;
     Stories s = {0};
     rc = path ? slm_stories_load(&s, path, &ps.lm.tokenizer, &so, e) : -1;
-    if (!rc && s.n_test == 0) rc = FAIL(e, "give --stories FILE with more stories", "'%s' has too few stories to hold any out", path);
+    if (!rc && s.n_test == 0)
+        rc = FAIL(e, "give --stories FILE with more stories", "'%s' has too few stories to hold any out", path);
     float *z_mean = rc ? NULL : xmalloc((size_t)slm_model_hidden_input_dim(&m->cfg) * sizeof(float), e);
     uint8_t *seen = z_mean ? xmalloc((size_t)m->cfg.vocab_size, e) : NULL;
     long long positions = 0;
@@ -213,9 +225,11 @@ static int circuits(const CircuitsArgs *a, Error *e, int *usage) {
     Report r;
     slm_report_init(&r, "circuits");
     int32_t reads[MAX_READS];
-    CircuitsOptions co = {.top = a->top, .heads = a->head >= 0 ? 1u << a->head : 0, .reads = reads, .read_top = READ_TOP};
+    CircuitsOptions co = {
+        .top = a->top, .heads = a->head >= 0 ? 1u << a->head : 0, .reads = reads, .read_top = READ_TOP};
     co.n_reads = seen ? parse_tokens(&ps, a->tokens, reads, MAX_READS, e) : -1;
-    rc = co.n_reads >= 0 ? slm_circuits_mean_input(m, &s, s.test, s.n_test, &ps.ablation, z_mean, seen, &positions, e) : -1;
+    rc = co.n_reads >= 0 ? slm_circuits_mean_input(m, &s, s.test, s.n_test, &ps.ablation, z_mean, seen, &positions, e)
+                         : -1;
     if (!rc) rc = slm_probe_circuits(m, z_mean, seen, &co, &cr, e);
     if (!rc) build_report(&r, &ps, path, &s, positions, z_mean, &cr);
     if (!rc && warning[0]) slm_report_note(&r, "warning: %s", warning);
@@ -240,7 +254,8 @@ static int run(int argc, char **argv) {
          "stories for the mean input and --ablate-mode mean (needed; info names the training file)", 0, 0},
         {"head", 0, OPT_INT, &a.head, "H", "only this head, 0 to 7 (-1: every head)", -1, 7},
         {"top-k", 0, OPT_INT, &a.top, "K", "the K strongest pairs listed per circuit and head", 1, 10000},
-        {"token-list", 0, OPT_STRING, &a.tokens, "LIST", "also list what reading each of these tokens raises, e.g. lily,tom", 0, 0},
+        {"token-list", 0, OPT_STRING, &a.tokens, "LIST",
+         "also list what reading each of these tokens raises, e.g. lily,tom", 0, 0},
     };
     int rc = probe_parse(&command_circuits, argc, argv, opts, N_OPTIONS(opts), &a.po, NULL, 0);
     if (rc >= 0) return rc;

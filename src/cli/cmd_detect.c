@@ -53,19 +53,34 @@ static void make_tables(Report *r, const DetectArgs *a, ReportTable **heads, Rep
     slm_report_int(r, "random_length", "tokens per copy", a->length);
     slm_report_int(r, "seed", "seed", a->seed);
     *heads = slm_report_table(r, "heads", "Head scores on the test stories, and on random tokens repeated twice");
-    const char *keys[] = {"model", "step", "head", "previous", "duplicate", "induction", "random_previous",
-                          "random_duplicate", "random_induction"};
-    const char *labels[] = {"model", "step", "head", "previous", "duplicate", "induction", "random: previous",
-                            "random: duplicate", "random: induction"};
+    const char *keys[] = {
+        "model",           "step", "head", "previous", "duplicate", "induction", "random_previous", "random_duplicate",
+        "random_induction"};
+    const char *labels[] = {"model",
+                            "step",
+                            "head",
+                            "previous",
+                            "duplicate",
+                            "induction",
+                            "random: previous",
+                            "random: duplicate",
+                            "random: induction"};
     for (int i = 0; i < 9; i++)
-        slm_table_column(*heads, keys[i], labels[i], i == 0 ? CELL_FILE : i == 2 ? head_kind : i < 3 ? CELL_INT : CELL_PERCENT, 1);
+        slm_table_column(*heads, keys[i], labels[i],
+                         i == 0   ? CELL_FILE
+                         : i == 2 ? head_kind
+                         : i < 3  ? CELL_INT
+                                  : CELL_PERCENT,
+                         1);
     if (*heads) (*heads)->group_column = 0;
-    *loss = slm_report_table(r, "models", "Per model: positions counted and the induction loss on random tokens repeated twice");
-    const char *lk[] = {"model", "step", "positions", "duplicate_positions", "induction_positions", "loss_first",
-                        "loss_second", "induction_loss_drop"};
-    const char *ll[] = {"model", "step", "positions", "with a duplicate", "with an induction target", "loss 1st copy",
-                        "loss 2nd copy", "drop"};
-    for (int i = 0; i < 8; i++) slm_table_column(*loss, lk[i], ll[i], i == 0 ? CELL_FILE : i < 5 ? CELL_INT : CELL_NUMBER, 3);
+    *loss = slm_report_table(r, "models",
+                             "Per model: positions counted and the induction loss on random tokens repeated twice");
+    const char *lk[] = {"model",      "step",        "positions",          "duplicate_positions", "induction_positions",
+                        "loss_first", "loss_second", "induction_loss_drop"};
+    const char *ll[] = {"model",         "step",          "positions", "with a duplicate", "with an induction target",
+                        "loss 1st copy", "loss 2nd copy", "drop"};
+    for (int i = 0; i < 8; i++)
+        slm_table_column(*loss, lk[i], ll[i], i == 0 ? CELL_FILE : i < 5 ? CELL_INT : CELL_NUMBER, 3);
 }
 
 static void add_rows(ReportTable *heads, ReportTable *loss, const char *model, int step, const DetectResult *d) {
@@ -75,8 +90,10 @@ static void add_rows(ReportTable *heads, ReportTable *loss, const char *model, i
         slm_cell_int(heads, step);
         char name[16];
         slm_detect_head_name(d, h, name, sizeof name);
-        if (d->layers > 1) slm_cell_text(heads, name);
-        else slm_cell_int(heads, h);
+        if (d->layers > 1)
+            slm_cell_text(heads, name);
+        else
+            slm_cell_int(heads, h);
         const DetectScores *s = &d->stories[h], *q = &d->random[h];
         double v[] = {s->previous, s->duplicate, s->induction, q->previous, q->duplicate, q->induction};
         for (int i = 0; i < 6; i++) slm_cell_number(heads, v[i]);
@@ -94,7 +111,8 @@ static void add_rows(ReportTable *heads, ReportTable *loss, const char *model, i
 
 #define SCORE_PANELS 4
 static const char *const panel_titles[SCORE_PANELS] = {"previous-token score", "duplicate-token score",
-                                                       "induction score (test stories)", "induction score (random, repeated)"};
+                                                       "induction score (test stories)",
+                                                       "induction score (random, repeated)"};
 
 static double panel_value(const DetectResult *d, int panel, int h) {
     const DetectScores *s = panel == 3 ? &d->random[h] : &d->stories[h];
@@ -124,7 +142,8 @@ static void draw_bars(Svg *s, const DetectResult *d) {
 static void draw_curves(Svg *s, const DetectResult *d, const int *steps, int n) {
     double xs[64], ys[64];
     for (int k = 0; k < n; k++) xs[k] = steps[k] >= 0 ? steps[k] : k;
-    SvgPanel base = {.w = 330, .h = 220, .x0 = xs[0], .x1 = xs[n - 1] > xs[0] ? xs[n - 1] : xs[0] + 1, .y0 = 0, .y1 = 1};
+    SvgPanel base = {
+        .w = 330, .h = 220, .x0 = xs[0], .x1 = xs[n - 1] > xs[0] ? xs[n - 1] : xs[0] + 1, .y0 = 0, .y1 = 1};
     int H = d[0].n_heads;
     for (int panel = 0; panel < SCORE_PANELS; panel++) {
         SvgPanel p = base;
@@ -164,9 +183,11 @@ static int draw(const char *path, const DetectResult *d, const int *steps, int n
     Svg s;
     slm_svg_begin(&s, n > 1 ? 1280 : 1180, n > 1 ? 640 : 420, "storylm detect: head detectors");
     slm_svg_text(&s, 20, 24, n > 1 ? "Head scores across training (one curve per head)" : "Head scores per head", 15,
-             SVG_START, 0, "black");
-    if (n > 1) draw_curves(&s, d, steps, n);
-    else draw_bars(&s, d);
+                 SVG_START, 0, "black");
+    if (n > 1)
+        draw_curves(&s, d, steps, n);
+    else
+        draw_bars(&s, d);
     int rc = slm_svg_save(&s, path, e);
     slm_svg_free(&s);
     return rc;
@@ -195,7 +216,8 @@ static int detect(const DetectArgs *a, const char *stories, Error *e) {
             break;
         }
         steps[k] = model_step(&ps);
-        rc = slm_probe_detect(&ps.lm.model, &ps.stories, ps.stories.test, ps.stories.n_test, &o, &ps.ablation, &results[k], e);
+        rc = slm_probe_detect(&ps.lm.model, &ps.stories, ps.stories.test, ps.stories.n_test, &o, &ps.ablation,
+                              &results[k], e);
         if (!rc) add_rows(heads, loss, ps.model_path, steps[k], &results[k]);
         slm_probe_session_close(&ps);
     }
@@ -219,7 +241,8 @@ static int run(int argc, char **argv) {
     };
     int rc = probe_parse(&command_detect, argc, argv, opts, N_OPTIONS(opts), &a.po, pos, 1);
     if (rc >= 0) return rc;
-    if (a.models.count > 64) return args_usage_error(&command_detect, "at most 64 --model files, not %d", a.models.count);
+    if (a.models.count > 64)
+        return args_usage_error(&command_detect, "at most 64 --model files, not %d", a.models.count);
     Error e = {0};
     return detect(&a, pos[0], &e) ? cli_fail(&e) : 0;
 }

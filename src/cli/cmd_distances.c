@@ -48,8 +48,8 @@ static int draw(const char *path, const Model *m, Error *e) {
     }
     Svg s;
     slm_svg_begin(&s, 1380, 420, "storylm distances: the heads' distance scores");
-    slm_svg_text(&s, 20, 24, "Each head's learned score for each distance back (added to q.k/sqrt(8) before softmax)", 14,
-             SVG_START, 0, "black");
+    slm_svg_text(&s, 20, 24, "Each head's learned score for each distance back (added to q.k/sqrt(8) before softmax)",
+                 14, SVG_START, 0, "black");
     draw_panel(&s, m, m->cfg.window - 1, 70, 60, "all distances");
     draw_panel(&s, m, m->cfg.window < 32 ? m->cfg.window - 1 : 31, 700, 60, "the first 32");
     slm_svg_legend(&s, 1280, 60, names, colors, H);
@@ -94,7 +94,8 @@ static int run(int argc, char **argv) {
         PROBE_OUTPUT_OPTIONS(po),
         PROBE_SVG_OPTION(po),
         {"up-to", 0, OPT_INT, &up_to, "D", "print distances 0 to D", 0, 100000},
-        {"layer", 0, OPT_INT, &layer, "L", "the layer (or transformer block) whose heads to show, on a model of several", 1, STORYLM_MAX_TF_LAYERS},
+        {"layer", 0, OPT_INT, &layer, "L",
+         "the layer (or transformer block) whose heads to show, on a model of several", 1, STORYLM_MAX_TF_LAYERS},
     };
     if (probe_refuse_ablation(&command_distances, argc, argv, "weights, read before any forward pass")) return 2;
     int rc = args_parse(&command_distances, argc, argv, opts, N_OPTIONS(opts), NULL, 0, 0, &np);
@@ -103,7 +104,8 @@ static int run(int argc, char **argv) {
     po.model = cli_model_path(po.model, po.json);
     Error e = {0};
     ProbeSession ps;
-    if (slm_probe_session_open(&ps, &po, "distances", NULL, PROBE_ATTENTION_ONLY | PROBE_LAYERS | PROBE_TRANSFORMER, &e))
+    if (slm_probe_session_open(&ps, &po, "distances", NULL, PROBE_ATTENTION_ONLY | PROBE_LAYERS | PROBE_TRANSFORMER,
+                               &e))
         return cli_fail(&e);
     if (slm_variant_check(&ps.lm.model.cfg, "distances", VARIANT_NEEDS_DISTANCE, &e) ||
         (layer > slm_model_layers(&ps.lm.model.cfg) &&

@@ -12,16 +12,16 @@
 #include "storylm/train.h"
 
 static int run(int argc, char **argv);
-const Command command_eval = {
-    "eval", "loss, perplexity and accuracy on held-out stories", "storylm eval STORIES [options] | storylm eval --text TEXT [STORIES] [options]",
-    "Reads STORIES with the model's own vocabulary and measures, over every predicted\n"
-    "position of the held-out test stories (the same 100 that training left out) or of\n"
-    "--all stories: the loss in nats per token, the perplexity exp(loss) and the share of\n"
-    "positions where the most likely token is the right one.\n"
-    "--text TEXT measures the same over one typed text instead (after [EOS]; each position\n"
-    "predicting the text's next token) and lists every position's token, target, loss and\n"
-    "rank; STORIES is then optional (mean ablation's test stories).",
-    run};
+const Command command_eval = {"eval", "loss, perplexity and accuracy on held-out stories",
+                              "storylm eval STORIES [options] | storylm eval --text TEXT [STORIES] [options]",
+                              "Reads STORIES with the model's own vocabulary and measures, over every predicted\n"
+                              "position of the held-out test stories (the same 100 that training left out) or of\n"
+                              "--all stories: the loss in nats per token, the perplexity exp(loss) and the share of\n"
+                              "positions where the most likely token is the right one.\n"
+                              "--text TEXT measures the same over one typed text instead (after [EOS]; each position\n"
+                              "predicting the text's next token) and lists every position's token, target, loss and\n"
+                              "rank; STORIES is then optional (mean ablation's test stories).",
+                              run};
 
 typedef struct EvalArgs {
     const char *model, *ablate, *ablate_mode, *text;
@@ -64,8 +64,9 @@ static int eval_file(const EvalArgs *a, const char *stories_path, Error *e) {
     float *mean = NULL;
     char desc[160];
     int rc = slm_stories_load(&s, stories_path, &lm.tokenizer, &so, e);
-    if (!rc) rc = slm_cli_setup_ablation(&lm, a->ablate, a->ablate_mode, &s, stories_path, a->n_test, &ab, &mean, desc,
-                                     sizeof desc, e);
+    if (!rc)
+        rc = slm_cli_setup_ablation(&lm, a->ablate, a->ablate_mode, &s, stories_path, a->n_test, &ab, &mean, desc,
+                                    sizeof desc, e);
     int *all = NULL;
     if (!rc && a->all) {
         all = xmalloc((size_t)s.n_stories * sizeof(int), e);
@@ -91,8 +92,12 @@ static int eval_file(const EvalArgs *a, const char *stories_path, Error *e) {
 
 /* --text: the loss on one typed text, as the server's /api/loss gives it. */
 static int eval_text(const EvalArgs *a, const char *stories_path, Error *e) {
-    ProbeOptions po = {.model = cli_model_path(a->model, a->json), .ablate = a->ablate, .ablate_mode = a->ablate_mode,
-                       .mean_stories = stories_path, .json = a->json, .n_test = a->n_test};
+    ProbeOptions po = {.model = cli_model_path(a->model, a->json),
+                       .ablate = a->ablate,
+                       .ablate_mode = a->ablate_mode,
+                       .mean_stories = stories_path,
+                       .json = a->json,
+                       .n_test = a->n_test};
     ProbeSession ps;
     if (slm_probe_session_open(&ps, &po, "eval", NULL, 0, e)) return -1;
     ViewText vt;
@@ -108,11 +113,13 @@ static int eval_text(const EvalArgs *a, const char *stories_path, Error *e) {
 }
 
 static int run(int argc, char **argv) {
-    EvalArgs a = {.n_test = STORIES_DEFAULT_TEST, .threads = cli_default_threads(), .max_positions = 4096, .ablate_mode = "zero"};
+    EvalArgs a = {
+        .n_test = STORIES_DEFAULT_TEST, .threads = cli_default_threads(), .max_positions = 4096, .ablate_mode = "zero"};
     const char *pos[1];
     int np;
     Option opts[] = {
-        {"model", 'm', OPT_STRING, &a.model, "FILE", "model file (default: ./" DEFAULT_MODEL_PATH ", else the shipped model)", 0, 0},
+        {"model", 'm', OPT_STRING, &a.model, "FILE",
+         "model file (default: ./" DEFAULT_MODEL_PATH ", else the shipped model)", 0, 0},
         {"all", 0, OPT_BOOL, &a.all, NULL, "every story of the file, not only the held-out ones", 0, 0},
         {"text", 0, OPT_STRING, &a.text, "TEXT", "measure one typed text instead of the stories", 0, 0},
         {"test-stories", 0, OPT_INT, &a.n_test, "N", "held-out test stories (as in training)", 1, 100000},

@@ -163,8 +163,10 @@ static cJSON *sample_json(const ViewGenerator *vg, int i, Error *e) {
         cJSON_AddNumberToObject(j, "new_tokens", vg->tokens);
         cJSON_AddItemToObject(j, "tokens", slm_view_tokens_logprobs_json(vg));
         cJSON_AddStringToObject(j, "stop_reason", vg->stop_reason);
-        if (vg->stop) cJSON_AddStringToObject(j, "stop", vg->stop);
-        else cJSON_AddNullToObject(j, "stop");
+        if (vg->stop)
+            cJSON_AddStringToObject(j, "stop", vg->stop);
+        else
+            cJSON_AddNullToObject(j, "stop");
     }
     free(text);
     return j;
@@ -176,7 +178,8 @@ static int print_json(const ViewBatch *vb, const LoadedModel *lm, const char *pr
     const ViewGenerator *first = &vb->samples[0];
     cli_json_model(j, &lm->model, lm->path);
     cJSON_AddStringToObject(j, "prompt", prompt);
-    cJSON_AddItemToObject(j, "prompt_tokens", slm_view_tokens_json(&lm->tokenizer, first->ids.data, (size_t)first->prompt_tokens));
+    cJSON_AddItemToObject(j, "prompt_tokens",
+                          slm_view_tokens_json(&lm->tokenizer, first->ids.data, (size_t)first->prompt_tokens));
     cJSON_AddNumberToObject(j, "unk_tokens", pu->unk);
     cJSON_AddNumberToObject(j, "seed", (double)f->go.seed);
     cJSON_AddNumberToObject(j, "max_tokens", f->go.max_tokens);
@@ -188,8 +191,10 @@ static int print_json(const ViewBatch *vb, const LoadedModel *lm, const char *pr
     cJSON_AddNumberToObject(j, "repeat_last_n", f->go.repeat_last_n);
     cJSON_AddItemToObject(j, "stop", cJSON_CreateStringArray(f->stops.items, f->stops.count));
     cJSON_AddNumberToObject(j, "n_probs", f->go.n_probs);
-    if (names_from) cJSON_AddStringToObject(j, "names_from", names_from);
-    else cJSON_AddNullToObject(j, "names_from");
+    if (names_from)
+        cJSON_AddStringToObject(j, "names_from", names_from);
+    else
+        cJSON_AddNullToObject(j, "names_from");
     cJSON *samples = cJSON_AddArrayToObject(j, "samples");
     long long total = 0;
     for (int i = 0; i < vb->n; i++) {
@@ -241,7 +246,7 @@ static int generate(const char *path, const char *prompt, GenerateFlags *f, Erro
     char desc[160], from[4096];
     NameList names = {0};
     int rc = slm_cli_setup_ablation(&lm, ga->heads, ga->mode, NULL, ga->stories, STORIES_DEFAULT_TEST, &ab, &mean, desc,
-                                sizeof desc, e);
+                                    sizeof desc, e);
     if (!rc && desc[0] && isatty(2)) fprintf(stderr, "storylm: %s\n", desc);
     if (!rc) rc = slm_view_generate_names(&names, &lm, ga->stories, from, sizeof from, e);
     if (!rc && from[0]) f->go.names = &names;
@@ -274,7 +279,8 @@ static int run(int argc, char **argv) {
     GenerateAblation *ga = &f.ga;
     int np, threads = cli_default_threads();
     Option opts[] = {
-        {"model", 'm', OPT_STRING, &model, "FILE", "model file (default: ./" DEFAULT_MODEL_PATH ", else the shipped model)", 0, 0},
+        {"model", 'm', OPT_STRING, &model, "FILE",
+         "model file (default: ./" DEFAULT_MODEL_PATH ", else the shipped model)", 0, 0},
         {"file", 'f', OPT_STRING, &file, "FILE", "read the prompt from FILE (its final newline dropped)", 0, 0},
         {"tokens", 'n', OPT_INT, &f.go.max_tokens, "N", "most new tokens", 0, 1000000},
         {"temperature", 't', OPT_DOUBLE, &f.go.temperature, "T",
@@ -283,22 +289,29 @@ static int run(int argc, char **argv) {
         {"top-k", 'k', OPT_INT, &f.go.top_k, "K", "sample among the K most likely (0 = all)", 0, SAMPLER_MAX_TOP_K},
         {"top-p", 'p', OPT_DOUBLE, &f.go.top_p, "P", "sample among the most likely holding P of the probability",
          SAMPLER_MIN_TOP_P, 1},
-        {"min-p", 0, OPT_DOUBLE, &f.go.min_p, "P", "drop tokens less than P times as likely as the likeliest (0 = none)", 0, 1},
+        {"min-p", 0, OPT_DOUBLE, &f.go.min_p, "P",
+         "drop tokens less than P times as likely as the likeliest (0 = none)", 0, 1},
         {"repeat-penalty", 0, OPT_DOUBLE, &f.go.repeat_penalty, "R",
          "penalty of the tokens of the last --repeat-last-n (1 = none; llama.cpp's rule)", SAMPLER_MIN_REPEAT_PENALTY,
          SAMPLER_MAX_REPEAT_PENALTY},
         {"repeat-last-n", 0, OPT_INT, &f.go.repeat_last_n, "N", "tokens the repeat penalty looks back over", 0,
          SAMPLER_MAX_REPEAT_LAST_N},
-        {"stop", 0, OPT_STRINGS, &f.stops, "STRING", "end the story before STRING when it is written (repeat for more)", 0, 0},
-        {"seed", 's', OPT_INT, &seed, "N", "sampling seed of the first sample (-1 = from the clock; printed)", -1, 2147483647},
+        {"stop", 0, OPT_STRINGS, &f.stops, "STRING", "end the story before STRING when it is written (repeat for more)",
+         0, 0},
+        {"seed", 's', OPT_INT, &seed, "N", "sampling seed of the first sample (-1 = from the clock; printed)", -1,
+         2147483647},
         {"samples", 0, OPT_INT, &f.samples, "N", "stories to write, computed together", 1, 4096},
-        {"json", 0, OPT_BOOL, &f.json, NULL, "print text, tokens with log-probabilities, seed and stop reason of each sample as JSON", 0, 0},
+        {"json", 0, OPT_BOOL, &f.json, NULL,
+         "print text, tokens with log-probabilities, seed and stop reason of each sample as JSON", 0, 0},
         {"n-probs", 0, OPT_INT, &f.go.n_probs, "K", "with --json, each token's K likeliest alternatives", 0,
          SAMPLER_MAX_N_PROBS},
         ABLATE_OPTIONS(ga->heads, ga->mode),
         {"stories", 0, OPT_STRING, &ga->stories, "FILE",
-         "stories for --ablate-mode mean (needed for it) and for the names (default: the model's training file if here, else data/stories.txt)", 0, 0},
-        {"threads", 0, OPT_INT, &threads, "N", "threads the samples of --samples are shared between, by default one per core", 1, 256},
+         "stories for --ablate-mode mean (needed for it) and for the names (default: the model's training file if "
+         "here, else data/stories.txt)",
+         0, 0},
+        {"threads", 0, OPT_INT, &threads, "N",
+         "threads the samples of --samples are shared between, by default one per core", 1, 256},
     };
     int rc = args_parse(&command_generate, argc, argv, opts, N_OPTIONS(opts), pos, 0, 1, &np);
     if (rc) return rc > 0 ? 0 : 2;
@@ -306,16 +319,19 @@ static int run(int argc, char **argv) {
     if (file && np) return args_usage_error(&command_generate, "give the prompt as PROMPT or as -f FILE, not both");
     if (f.go.n_probs && !f.json) return args_usage_error(&command_generate, "--n-probs needs --json");
     for (int i = 0; i < f.stops.count; i++)
-        if (!f.stops.items[i][0]) return args_usage_error(&command_generate, "--stop needs a string of one character or more");
+        if (!f.stops.items[i][0])
+            return args_usage_error(&command_generate, "--stop needs a string of one character or more");
     if (f.go.temperature > SAMPLER_WARN_TEMPERATURE)
-        fprintf(stderr,
-                "storylm: warning: temperature %g is above %d, where the text turns to noise; -t is the temperature here, "
-                "as in llama2.c (the threads are --threads)\n",
-                f.go.temperature, SAMPLER_WARN_TEMPERATURE);
+        fprintf(
+            stderr,
+            "storylm: warning: temperature %g is above %d, where the text turns to noise; -t is the temperature here, "
+            "as in llama2.c (the threads are --threads)\n",
+            f.go.temperature, SAMPLER_WARN_TEMPERATURE);
     cli_set_threads(threads);
     if (seed < 0) seed = (int)(((unsigned)time(NULL) ^ (unsigned)getpid() * 2654435761u) & 0x7fffffff);
     if (f.samples > 1)
-        fprintf(stderr, "storylm: seed %d; sample i draws with seed %d + i - 1 (give --seed %d to repeat)\n", seed, seed, seed);
+        fprintf(stderr, "storylm: seed %d; sample i draws with seed %d + i - 1 (give --seed %d to repeat)\n", seed,
+                seed, seed);
     else
         fprintf(stderr, "storylm: seed %d (give --seed %d to repeat)\n", seed, seed);
     f.go.seed = (uint64_t)seed;

@@ -36,8 +36,12 @@ static void draw_row(Svg *s, const HeadsResult *h, const ModelConfig *c, const c
     for (int head = 0; head < h->n_heads; head++) {
         double values[HEAD_BINS];
         for (int b = 0; b < HEAD_BINS; b++) values[b] = h->mass[head * HEAD_BINS + b];
-        SvgPanel p = {.x = 40 + head % c->n_heads * 180, .y = y + 40 + head / c->n_heads * ROW_HEIGHT, .w = 150, .h = 80,
-                      .y0 = 0, .y1 = 1};
+        SvgPanel p = {.x = 40 + head % c->n_heads * 180,
+                      .y = y + 40 + head / c->n_heads * ROW_HEIGHT,
+                      .w = 150,
+                      .h = 80,
+                      .y0 = 0,
+                      .y1 = 1};
         char title[32], name[16];
         slm_head_name(c, head, name, sizeof name);
         snprintf(title, sizeof title, "head %s", name);
@@ -58,13 +62,17 @@ static int run_heads(const HeadsArgs *a, const char *stories, Error *e) {
         po.model = a->models.count ? a->models.items[k] : cli_model_path(NULL, a->po.json);
         ProbeSession ps;
         HeadsResult h = {0};
-        if ((rc = slm_probe_session_open(&ps, &po, "heads", stories, PROBE_ATTENTION_ONLY | PROBE_LAYERS | PROBE_TRANSFORMER, e))) break;
+        if ((rc = slm_probe_session_open(&ps, &po, "heads", stories,
+                                         PROBE_ATTENTION_ONLY | PROBE_LAYERS | PROBE_TRANSFORMER, e)))
+            break;
         if (k == 0) slm_view_heads_begin(&r, &ps, &vh);
         if (k == 0 && a->po.svg) { /* a row of panels a layer; every model has as many (slm_view_heads_add) */
             layers = slm_model_layers(&ps.lm.model.cfg);
             slm_svg_begin(&s, 1480, ROW_HEIGHT * n * layers + 60, "storylm heads: where each head looks");
-            slm_svg_text(&s, 10, 24, "Share of each head's weight by distance back (0, 1, 2, 3-7, 8-31, 32-255), on the test stories",
-                     14, SVG_START, 0, "black");
+            slm_svg_text(
+                &s, 10, 24,
+                "Share of each head's weight by distance back (0, 1, 2, 3-7, 8-31, 32-255), on the test stories", 14,
+                SVG_START, 0, "black");
         }
         rc = slm_view_heads_add(&vh, &ps, k, a->top, &h, e);
         char label[256];
@@ -90,7 +98,8 @@ static int run(int argc, char **argv) {
         PROBE_TEST_OPTION(a.po),
         {"top-k", 0, OPT_INT, &a.top, "K", "the K tokens read most, per head", 1, 100},
     };
-    if (probe_refuse_ablation(&command_heads, argc, argv, "where each head's weight goes, measured with every head on")) return 2;
+    if (probe_refuse_ablation(&command_heads, argc, argv, "where each head's weight goes, measured with every head on"))
+        return 2;
     int rc = probe_parse(&command_heads, argc, argv, opts, N_OPTIONS(opts), &a.po, pos, 1);
     if (rc >= 0) return rc;
     Error e = {0};

@@ -35,9 +35,14 @@ typedef struct IclArgs {
 
 static ReportTable *score_table(Report *r) {
     ReportTable *t = slm_report_table(r, "scores", "In-context-learning score: loss at --late minus loss at --early");
-    const char *keys[] = {"model", "arch", "early", "late", "early_loss", "late_loss", "score", "paired_early_loss", "paired_score", "early_count", "late_count", "clipped"};
-    const char *labels[] = {"model", "arch", "early", "late", "loss early", "loss late", "icl score", "paired: loss early", "paired score", "losses early", "losses late", "clipped"};
-    CellKind kinds[] = {CELL_FILE, CELL_TEXT, CELL_INT, CELL_INT, CELL_NUMBER, CELL_NUMBER, CELL_NUMBER, CELL_NUMBER, CELL_NUMBER, CELL_INT, CELL_INT, CELL_TEXT};
+    const char *keys[] = {"model",        "arch",        "early",      "late",
+                          "early_loss",   "late_loss",   "score",      "paired_early_loss",
+                          "paired_score", "early_count", "late_count", "clipped"};
+    const char *labels[] = {"model",        "arch",         "early",       "late",
+                            "loss early",   "loss late",    "icl score",   "paired: loss early",
+                            "paired score", "losses early", "losses late", "clipped"};
+    CellKind kinds[] = {CELL_FILE,   CELL_TEXT,   CELL_INT,    CELL_INT, CELL_NUMBER, CELL_NUMBER,
+                        CELL_NUMBER, CELL_NUMBER, CELL_NUMBER, CELL_INT, CELL_INT,    CELL_TEXT};
     for (int i = 0; i < 12; i++) slm_table_column(t, keys[i], labels[i], kinds[i], 3);
     return t;
 }
@@ -77,7 +82,8 @@ static void curve_tables(Report *r, const IclResult *res, int n, int bin) {
         slm_table_column(b, key, label, CELL_NUMBER, 3);
         for (int p = 0; p < res[k].n_positions; p++) {
             slm_table_row(t);
-            slm_cell_int(t, k), slm_cell_int(t, p), slm_cell_number(t, res[k].loss[p]), slm_cell_int(t, res[k].stories[p]);
+            slm_cell_int(t, k), slm_cell_int(t, p), slm_cell_number(t, res[k].loss[p]),
+                slm_cell_int(t, res[k].stories[p]);
         }
     }
     for (int from = 0; from <= res[0].last; from += bin) {
@@ -87,7 +93,8 @@ static void curve_tables(Report *r, const IclResult *res, int n, int bin) {
         for (int k = 0; k < n; k++) {
             double sum = 0;
             long long count = 0;
-            for (int p = from; p <= to && p < res[k].n_positions; p++) sum += res[k].loss[p] * res[k].stories[p], count += res[k].stories[p];
+            for (int p = from; p <= to && p < res[k].n_positions; p++)
+                sum += res[k].loss[p] * res[k].stories[p], count += res[k].stories[p];
             slm_cell_number(b, count ? sum / (double)count : NAN);
         }
     }
@@ -120,11 +127,18 @@ static int draw(const char *path, const IclResult *res, const char *const *names
     }
     Svg s;
     slm_svg_begin(&s, fmax(980, 760 + slm_svg_legend_width(shown, n, 0)), 460, "storylm icl: loss by position");
-    slm_svg_text(&s, 20, 24, "Mean loss by position in the test stories (moving mean), with the early and late positions", 14,
-             SVG_START, 0, "black");
+    slm_svg_text(&s, 20, 24,
+                 "Mean loss by position in the test stories (moving mean), with the early and late positions", 14,
+                 SVG_START, 0, "black");
     for (int k = 0; k < n; k++) /* the axis fits the curves drawn, not the noisier single positions */
         for (int i = 0, m = moving_mean(&res[k], band, xs, ys); i < m; i++) hi = fmax(hi, ys[i]);
-    SvgPanel p = {.x = 80, .y = 60, .w = 640, .h = 320, .x0 = 0, .x1 = last > 0 ? last : 1, .y0 = 0,
+    SvgPanel p = {.x = 80,
+                  .y = 60,
+                  .w = 640,
+                  .h = 320,
+                  .x0 = 0,
+                  .x1 = last > 0 ? last : 1,
+                  .y0 = 0,
                   .y1 = slm_svg_round_up(fmin(hi, 12) * 1.05)};
     slm_svg_axes(&s, &p, NULL, "position in the story", "loss (nats)", 1);
     const char *colors[32];
@@ -170,11 +184,12 @@ static int icl(const IclArgs *a, const char *stories, Error *e) {
             t = score_table(&r);
         }
         names[k] = a->models.count ? a->models.items[k] : ps.model_path;
-        rc = slm_probe_icl(&ps.lm.model, &ps.stories, ps.stories.test, ps.stories.n_test, &a->o, &ps.ablation, &res[k], e);
+        rc = slm_probe_icl(&ps.lm.model, &ps.stories, ps.stories.test, ps.stories.n_test, &a->o, &ps.ablation, &res[k],
+                           e);
         if (!rc) score_row(t, &ps, &res[k]);
         if (!rc && res[k].late_clipped)
-            slm_report_note(&r, "#%d: --late %d clipped to %d%s, the last position %d or more test stories reach", k, a->o.late,
-                        res[k].late, res[k].early_clipped ? " (and --early too)" : "", a->o.min_stories);
+            slm_report_note(&r, "#%d: --late %d clipped to %d%s, the last position %d or more test stories reach", k,
+                            a->o.late, res[k].late, res[k].early_clipped ? " (and --early too)" : "", a->o.min_stories);
         slm_probe_session_close(&ps);
     }
     if (!rc) curve_tables(&r, res, n, a->bin);
@@ -186,7 +201,8 @@ static int icl(const IclArgs *a, const char *stories, Error *e) {
 }
 
 static int run(int argc, char **argv) {
-    IclArgs a = {.po = PROBE_OPTIONS_DEFAULT, .o = {.early = 50, .late = 500, .band = 10, .min_stories = 10}, .bin = 25};
+    IclArgs a = {
+        .po = PROBE_OPTIONS_DEFAULT, .o = {.early = 50, .late = 500, .band = 10, .min_stories = 10}, .bin = 25};
     const char *pos[1];
     Option opts[] = {
         PROBE_MODELS_OPTIONS(a.po, a.models, "repeat to compare"),
@@ -201,7 +217,8 @@ static int run(int argc, char **argv) {
     int rc = probe_parse(&command_icl, argc, argv, opts, N_OPTIONS(opts), &a.po, pos, 1);
     if (rc >= 0) return rc;
     if (a.models.count > 32) return args_usage_error(&command_icl, "at most 32 --model files, not %d", a.models.count);
-    if (a.o.late <= a.o.early) return args_usage_error(&command_icl, "--late %d must come after --early %d", a.o.late, a.o.early);
+    if (a.o.late <= a.o.early)
+        return args_usage_error(&command_icl, "--late %d must come after --early %d", a.o.late, a.o.early);
     Error e = {0};
     return icl(&a, pos[0], &e) ? cli_fail(&e) : 0;
 }

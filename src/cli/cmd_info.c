@@ -107,10 +107,14 @@ static void optimizer_info(OptimizerInfo *o, const char *model_path, const Model
 static void print_value(const char *s) {
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
-        if (c == '\n') fputs("\\n", stdout);
-        else if (c == '\t') fputs("\\t", stdout);
-        else if (c < 0x20 || c == 0x7f) printf("\\x%02x", c);
-        else putchar(c);
+        if (c == '\n')
+            fputs("\\n", stdout);
+        else if (c == '\t')
+            fputs("\\t", stdout);
+        else if (c < 0x20 || c == 0x7f)
+            printf("\\x%02x", c);
+        else
+            putchar(c);
     }
     putchar('\n');
 }
@@ -125,10 +129,12 @@ static void print_sizes(const ModelConfig *c) {
     if (c->arch == ARCH_ATTENTION)
         printf("architecture  attention: %d heads, queries and keys of %d, values of %d, %d distances, hidden %d\n",
                c->n_heads, c->key_dim, c->value_dim, c->window, c->hidden_dim);
-    else printf("architecture  window8: the last %d rows, hidden %d\n", c->context, c->hidden_dim);
+    else
+        printf("architecture  window8: the last %d rows, hidden %d\n", c->context, c->hidden_dim);
     if (c->arch == ARCH_ATTENTION && slm_model_layers(c) > 1)
         printf("layers        %d: layer l+1's heads read the row and layer l's heads\n", slm_model_layers(c));
-    if (c->arch == ARCH_ATTENTION) printf("variant       --position-scheme %s --score %s\n", slm_pos_name(c->pos), slm_score_name(c->score));
+    if (c->arch == ARCH_ATTENTION)
+        printf("variant       --position-scheme %s --score %s\n", slm_pos_name(c->pos), slm_score_name(c->score));
 }
 
 static void print_table(const char *path, long long file_bytes, const Model *m, const Metadata *meta,
@@ -160,8 +166,10 @@ static void print_table(const char *path, long long file_bytes, const Model *m, 
         printf("  %-*s ", width, meta->items[i].key);
         print_value(meta->items[i].value);
     }
-    if (!o->present) printf("optimizer     none beside the model\n");
-    else if (!o->readable) printf("optimizer     %s cannot be read: %s\n", o->path, o->error.message);
+    if (!o->present)
+        printf("optimizer     none beside the model\n");
+    else if (!o->readable)
+        printf("optimizer     %s cannot be read: %s\n", o->path, o->error.message);
     else
         printf("optimizer     %s: step %" PRIu64 ", %s\n", o->path, o->step,
                o->pairs ? "pairs with this model" : "NOT from the same save as this model");
@@ -174,8 +182,7 @@ static cJSON *json_tensor(const Model *m, const ParamTensor *t) {
     snprintf(hash, sizeof hash, "%016" PRIx64, s.fnv1a64);
     cJSON_AddStringToObject(j, "name", t->name);
     cJSON *shape = cJSON_AddArrayToObject(j, "shape");
-    for (int d = 0; d < t->ndim; d++)
-        cJSON_AddItemToArray(shape, cJSON_CreateNumber(t->shape[d]));
+    for (int d = 0; d < t->ndim; d++) cJSON_AddItemToArray(shape, cJSON_CreateNumber(t->shape[d]));
     cJSON_AddNumberToObject(j, "count", (double)t->size);
     cJSON_AddNumberToObject(j, "sum", s.sum);
     cJSON_AddStringToObject(j, "fnv1a64", hash);
@@ -209,17 +216,14 @@ static int print_json(const char *path, long long file_bytes, const Model *m, co
                          c->value_dim,  c->window,  c->hidden_dim, c->context};
     const char *names[] = {"vocab_size", "row_dim", "n_heads",    "key_dim",
                            "value_dim",  "window",  "hidden_dim", "context"};
-    for (int i = 0; i < 8; i++)
-        cJSON_AddNumberToObject(cfg, names[i], sizes[i]);
+    for (int i = 0; i < 8; i++) cJSON_AddNumberToObject(cfg, names[i], sizes[i]);
     if (c->arch != ARCH_WINDOW8) cJSON_AddNumberToObject(cfg, "layers", slm_model_layers(c));
     if (c->arch == ARCH_TRANSFORMER) cJSON_AddStringToObject(cfg, "act_fn", slm_act_name((ActFn)c->act));
     cJSON_AddNumberToObject(root, "vocab_size", c->vocab_size);
     cJSON *tensors = cJSON_AddArrayToObject(root, "tensors");
-    for (int i = 0; i < m->n_tensors; i++)
-        cJSON_AddItemToArray(tensors, json_tensor(m, &m->tensors[i]));
+    for (int i = 0; i < m->n_tensors; i++) cJSON_AddItemToArray(tensors, json_tensor(m, &m->tensors[i]));
     cJSON *md = cJSON_AddObjectToObject(root, "metadata");
-    for (int i = 0; i < meta->count; i++)
-        cJSON_AddStringToObject(md, meta->items[i].key, meta->items[i].value);
+    for (int i = 0; i < meta->count; i++) cJSON_AddStringToObject(md, meta->items[i].key, meta->items[i].value);
     cJSON_AddItemToObject(root, "optimizer", json_optimizer(o));
     Error e = {0};
     if (cli_json_print(root, &e) == 0) return 0;
@@ -231,7 +235,8 @@ static int run(int argc, char **argv) {
     const char *model_path = NULL;
     bool json = false;
     Option opts[] = {
-        {"model", 'm', OPT_STRING, &model_path, "FILE", "model file (default: ./" DEFAULT_MODEL_PATH ", else the shipped model)", 0, 0},
+        {"model", 'm', OPT_STRING, &model_path, "FILE",
+         "model file (default: ./" DEFAULT_MODEL_PATH ", else the shipped model)", 0, 0},
         {"json", 0, OPT_BOOL, &json, NULL, "print one JSON object instead of a table", 0, 0},
     };
     const char *pos[1];
@@ -256,8 +261,10 @@ static int run(int argc, char **argv) {
     stat(model_path, &sb); /* again: the first may have failed for a reason the loader has reported */
     OptimizerInfo o;
     optimizer_info(&o, model_path, &m, &meta);
-    if (json) rc = print_json(model_path, (long long)sb.st_size, &m, &meta, &o);
-    else print_table(model_path, (long long)sb.st_size, &m, &meta, &o);
+    if (json)
+        rc = print_json(model_path, (long long)sb.st_size, &m, &meta, &o);
+    else
+        print_table(model_path, (long long)sb.st_size, &m, &meta, &o);
     free(o.path);
     slm_metadata_free(&meta);
     free(vocab);

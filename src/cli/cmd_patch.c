@@ -68,7 +68,8 @@ static int choose_tokens(const ProbeSession *ps, PatchInput *in, const Activatio
 }
 
 static void positions_table(Report *r, const ProbeSession *ps, const PatchInput *in, const PatchResult *p) {
-    ReportTable *t = slm_report_table(r, "positions", "Clean pieces at each position put into the corrupt run (0 corrupt, 1 clean)");
+    ReportTable *t =
+        slm_report_table(r, "positions", "Clean pieces at each position put into the corrupt run (0 corrupt, 1 clean)");
     slm_table_column(t, "position", "pos", CELL_INT, 0);
     slm_table_column(t, "clean", "clean", CELL_TEXT, 0);
     slm_table_column(t, "corrupt", "corrupt", CELL_TEXT, 0);
@@ -143,7 +144,7 @@ static double *heat_values(const PatchResult *p, int cols) {
 static int draw(const char *path, const ProbeSession *ps, const PatchInput *in, const PatchResult *p, Error *e) {
     int H = p->n_heads, T = p->n_positions, cols = T + 2;
     double *values = heat_values(p, cols);
-    char (*names)[48] = malloc((size_t)(cols + H + 1) * sizeof *names);
+    char(*names)[48] = malloc((size_t)(cols + H + 1) * sizeof *names);
     const char **labels = malloc((size_t)(cols + H + 1) * sizeof *labels);
     if (!values || !names || !labels) {
         free(values), free(names), free(labels);
@@ -151,8 +152,10 @@ static int draw(const char *path, const ProbeSession *ps, const PatchInput *in, 
     }
     for (int u = 0; u < T; u++) {
         const char *a = slm_probe_token(ps, in->clean_ids.data[u]), *b = slm_probe_token(ps, in->corrupt_ids.data[u]);
-        if (strcmp(a, b) == 0) snprintf(names[u], sizeof names[u], "%d %s", u, a);
-        else snprintf(names[u], sizeof names[u], "%d %s/%s", u, a, b);
+        if (strcmp(a, b) == 0)
+            snprintf(names[u], sizeof names[u], "%d %s", u, a);
+        else
+            snprintf(names[u], sizeof names[u], "%d %s/%s", u, a, b);
     }
     snprintf(names[T], sizeof names[T], "query");
     snprintf(names[T + 1], sizeof names[T + 1], "output (row: every row)");
@@ -167,8 +170,10 @@ static int draw(const char *path, const ProbeSession *ps, const PatchInput *in, 
     snprintf(title, sizeof title, "Activation patching: '%s' over '%s' (0 corrupt, 1 clean; clean/corrupt tokens)",
              slm_probe_token(ps, p->answer), slm_probe_token(ps, p->wrong));
     slm_svg_text(&s, 20, 22, title, 13, SVG_START, 0, "black");
-    slm_svg_text(&s, 20, 40, "a cell: that piece of the clean run put into the corrupt one; head h at position u: its key and value there",
-             11, SVG_START, 0, "#444");
+    slm_svg_text(
+        &s, 20, 40,
+        "a cell: that piece of the clean run put into the corrupt one; head h at position u: its key and value there",
+        11, SVG_START, 0, "#444");
     slm_svg_heatmap(&s, left, top, cell, values, H + 1, cols, 1.0, labels + cols, labels, fmin(11, cell - 2));
     slm_svg_color_scale(&s, scale_x, top, fmax(100, (H + 1) * cell), 1.0, "share restored");
     int rc = slm_svg_save(&s, path, e);
@@ -187,9 +192,11 @@ static int patch(const ProbeOptions *po, PatchInput *in, Error *e) {
     int rc = interp_encode(&ps, in->clean, &in->clean_ids, e) || interp_encode(&ps, in->corrupt, &in->corrupt_ids, e) ||
              same_length(&ps, in, e);
     int T = (int)in->clean_ids.len;
-    if (!rc) rc = slm_probe_runner_init(&clean, &ps.lm.model, T, e) || slm_probe_runner_init(&corrupt, &ps.lm.model, T, e);
-    if (!rc) rc = slm_probe_run(&clean, in->clean_ids.data, T, &ps.ablation, e) ||
-                  slm_probe_run(&corrupt, in->corrupt_ids.data, T, &ps.ablation, e);
+    if (!rc)
+        rc = slm_probe_runner_init(&clean, &ps.lm.model, T, e) || slm_probe_runner_init(&corrupt, &ps.lm.model, T, e);
+    if (!rc)
+        rc = slm_probe_run(&clean, in->clean_ids.data, T, &ps.ablation, e) ||
+             slm_probe_run(&corrupt, in->corrupt_ids.data, T, &ps.ablation, e);
     if (!rc) rc = choose_tokens(&ps, in, &clean.acts, &corrupt.acts, e);
     if (!rc) rc = slm_probe_patch(&ps.lm.model, &clean.acts, &corrupt.acts, in->answer_id, in->wrong_id, &p, e);
     if (!rc) build_report(&rep, &ps, in, &p);
@@ -214,8 +221,10 @@ static int run(int argc, char **argv) {
         PROBE_SVG_OPTION(po),
         PROBE_MEAN_STORIES_OPTION(po),
         PROBE_TEST_OPTION(po),
-        {"answer", 0, OPT_STRING, &in.answer, "TOKEN", "the token the clean text should lead to (default: its top guess)", 0, 0},
-        {"wrong", 0, OPT_STRING, &in.wrong, "TOKEN", "the token to compare with (default: the corrupt run's top guess)", 0, 0},
+        {"answer", 0, OPT_STRING, &in.answer, "TOKEN",
+         "the token the clean text should lead to (default: its top guess)", 0, 0},
+        {"wrong", 0, OPT_STRING, &in.wrong, "TOKEN", "the token to compare with (default: the corrupt run's top guess)",
+         0, 0},
     };
     int rc = probe_parse(&command_patch, argc, argv, opts, N_OPTIONS(opts), &po, pos, 2);
     if (rc >= 0) return rc;

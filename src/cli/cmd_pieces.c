@@ -43,8 +43,9 @@ static int draw(const char *path, const SwapName *names, const PieceScore *rows,
     }
     Svg s;
     slm_svg_begin(&s, 900, 400, "storylm pieces: finishing a name made of pieces");
-    slm_svg_text(&s, 20, 24, "Where the renamed hero comes back: its first piece, then the piece that followed it before", 14,
-             SVG_START, 0, "black");
+    slm_svg_text(&s, 20, 24,
+                 "Where the renamed hero comes back: its first piece, then the piece that followed it before", 14,
+                 SVG_START, 0, "black");
     /* the axis fits the data (probabilities here stay far below 1) */
     SvgPanel p = {.x = 80, .y = 70, .w = 620, .h = 240, .y0 = 0, .y1 = fmin(1, slm_svg_round_up(hi * 1.1))};
     slm_svg_axes(&s, &p, NULL, NULL, "mean probability", 0);

@@ -20,7 +20,8 @@ const Command command_plot = {
     "plot", "draw a table's columns as line charts (SVG)", "storylm plot TABLE.tsv -o FILE.svg [options]",
     "Reads a tab-separated table with a header line: the first column is x (e.g. the\n"
     "step), every other column a curve (e.g. train and test loss). Empty cells, '-' and\n"
-    "'nan' are gaps (so are values beyond +-1e100, and text, with a warning): each curve joins the points it has. Draws the curves on one panel\n"
+    "'nan' are gaps (so are values beyond +-1e100, and text, with a warning): each curve joins the points it has. "
+    "Draws the curves on one panel\n"
     "with a legend, using storylm's own SVG writer. Columns named alike but for a last word\n"
     "'train' or 'test' (e.g. 'attention train', 'attention test') are one model's: they share\n"
     "a colour, the test curve dashed.",
@@ -31,8 +32,8 @@ typedef struct Table {
     char *names[PLOT_MAX_SERIES + 1];
     double *cols[PLOT_MAX_SERIES + 1];
     int n_cols, n_rows, cap;
-    int n_huge; /* values left out for being beyond PLOT_MAX_ABS */
-    int n_text; /* cells that are not numbers, left out */
+    int n_huge;                         /* values left out for being beyond PLOT_MAX_ABS */
+    int n_text;                         /* cells that are not numbers, left out */
     int first_text_row, first_text_col; /* where the first of them is (1-based line, column) */
 } Table;
 
@@ -102,12 +103,15 @@ static int read_table(Table *t, const char *path, Error *e) {
     for (char *line = strtok_r(text, "\r\n", &save); line && !rc; line = strtok_r(NULL, "\r\n", &save)) {
         int n = split_tabs(line, fields, PLOT_MAX_SERIES + 1);
         if (t->n_cols == 0) {
-            if (n < 2) rc = FAIL(e, "give a header line: x, then one name per curve, separated by tabs",
-                                 "'%s' has fewer than 2 columns", path);
+            if (n < 2)
+                rc = FAIL(e, "give a header line: x, then one name per curve, separated by tabs",
+                          "'%s' has fewer than 2 columns", path);
             for (int c = 0; c < n && !rc; c++) {
                 t->names[c] = xmalloc(strlen(fields[c]) + 1, e);
-                if (!t->names[c]) rc = -1;
-                else strcpy(t->names[c], fields[c]);
+                if (!t->names[c])
+                    rc = -1;
+                else
+                    strcpy(t->names[c], fields[c]);
                 t->n_cols = c + 1;
             }
         } else if (line[0] != '#') {
@@ -117,7 +121,9 @@ static int read_table(Table *t, const char *path, Error *e) {
     free(text);
     if (!rc && t->n_rows == 0) rc = FAIL(e, "the table needs rows under its header", "'%s' has no rows", path);
     if (!rc && t->n_text)
-        fprintf(stderr, "storylm plot: warning: %d cells of '%s' are not numbers (the first at row %d, column %d), left out, as gaps\n",
+        fprintf(stderr,
+                "storylm plot: warning: %d cells of '%s' are not numbers (the first at row %d, column %d), left out, "
+                "as gaps\n",
                 t->n_text, path, t->first_text_row, t->first_text_col);
     if (!rc && t->n_huge)
         fprintf(stderr, "storylm plot: %d values of '%s' beyond +-%g (or infinite) left out, as gaps\n", t->n_huge,
@@ -188,7 +194,8 @@ static int draw(const Table *t, const char *out, const char *title, const char *
     for (int c = 1; c < t->n_cols; c++) column_range(t, c, &y0, &y1);
     if (!isfinite(x0) || !isfinite(y0))
         return FAIL(e, "give rows with a number in the first column (x) and in at least one other",
-                    "nothing to draw into '%s': the table has no number in %s", out, !isfinite(x0) ? "its first column" : "its curves");
+                    "nothing to draw into '%s': the table has no number in %s", out,
+                    !isfinite(x0) ? "its first column" : "its curves");
     if (y_max > 0 && y1 > y_max) y1 = y_max;
     if (!(x1 > x0)) x1 = x0 + 1;
     if (!(y1 > y0)) y1 = y0 + 1;
@@ -216,7 +223,8 @@ static int run(int argc, char **argv) {
     double y_max = 0;
     bool force = false;
     Option opts[] = {
-        {"out", 'o', OPT_STRING, &out, "FILE", "the SVG file to write (required); a model, stories or other file already there is kept", 0, 0},
+        {"out", 'o', OPT_STRING, &out, "FILE",
+         "the SVG file to write (required); a model, stories or other file already there is kept", 0, 0},
         FORCE_OPTION(force),
         {"title", 0, OPT_STRING, &title, "TEXT", "the chart's title", 0, 0},
         {"y-label", 0, OPT_STRING, &y_label, "TEXT", "the y axis's label", 0, 0},

@@ -60,20 +60,27 @@ static const char *default_stories(char *buf, size_t size) {
 
 static int run(int argc, char **argv) {
     char stories[4200];
-    ServerOptions o = {.host = "127.0.0.1", .port = 8080, .stories = NULL,
-                       .train_dir = "playground-models", .threads = 4, .cache_models = 4,
+    ServerOptions o = {.host = "127.0.0.1",
+                       .port = 8080,
+                       .stories = NULL,
+                       .train_dir = "playground-models",
+                       .threads = 4,
+                       .cache_models = 4,
                        .compute_threads = 1};
     StringList data_dirs = {0};
     bool open = false;
     int np;
     Option opts[] = {
-        {"model", 'm', OPT_STRING, &o.model, "FILE", "default model (default: ./" DEFAULT_MODEL_PATH ", else the shipped model)", 0, 0},
+        {"model", 'm', OPT_STRING, &o.model, "FILE",
+         "default model (default: ./" DEFAULT_MODEL_PATH ", else the shipped model)", 0, 0},
         {"port", 0, OPT_INT, &o.port, "N", "port to listen on; 0: any free one (printed)", 0, 65535},
         {"host", 0, OPT_STRING, &o.host, "ADDR", "address to listen on; 0.0.0.0 opens it to the network", 0, 0},
         {"open", 0, OPT_BOOL, &open, NULL, "open the page in the desktop's browser", 0, 0},
         {"stories", 0, OPT_STRING, &o.stories, "FILE",
-         "the test stories, names and mean ablation's stories (default: data/stories.txt, here or in the source tree)", 0, 0},
-        {"data-dir", 0, OPT_STRINGS, &data_dirs, "DIR", "a folder whose stories files the page may train on (repeat)", 0, 0},
+         "the test stories, names and mean ablation's stories (default: data/stories.txt, here or in the source tree)",
+         0, 0},
+        {"data-dir", 0, OPT_STRINGS, &data_dirs, "DIR", "a folder whose stories files the page may train on (repeat)",
+         0, 0},
         {"train-dir", 0, OPT_STRING, &o.train_dir, "DIR", "where models trained from the page are saved", 0, 0},
         {"threads", 0, OPT_INT, &o.threads, "N", "threads answering requests", 1, 256},
         {"compute-threads", 0, OPT_INT, &o.compute_threads, "N",
@@ -82,7 +89,8 @@ static int run(int argc, char **argv) {
     };
     int rc = args_parse(&command_serve, argc, argv, opts, N_OPTIONS(opts), NULL, 0, 0, &np);
     if (rc) return rc > 0 ? 0 : 2;
-    if (data_dirs.count > SERVER_MAX_DATA_DIRS) return args_usage_error(&command_serve, "at most %d --data-dir", SERVER_MAX_DATA_DIRS);
+    if (data_dirs.count > SERVER_MAX_DATA_DIRS)
+        return args_usage_error(&command_serve, "at most %d --data-dir", SERVER_MAX_DATA_DIRS);
     for (int i = 0; i < data_dirs.count; i++) o.data_dirs[o.n_data_dirs++] = data_dirs.items[i];
     o.model = cli_model_path(o.model, false);
     if (!o.stories) o.stories = default_stories(stories, sizeof stories);

@@ -10,22 +10,22 @@
 #include "storylm/svg.h"
 
 static int run(int argc, char **argv);
-const Command command_stats = {
-    "stats", "the chapter's statistics on the test stories", "storylm stats STORIES [options]",
-    "On the held-out test stories of STORIES:\n"
-    "  correlation  per head, Pearson's correlation of q.k with the cosine of the two\n"
-    "               tokens' rows, over every (position, token it reads) pair, itself\n"
-    "               included (the chapter: between -0.12 and 0.09 in every head), and\n"
-    "               without the pairs of a position with itself (whose cosine is 1);\n"
-    "  not closest  per head, the share of positions reading 2 or more tokens whose key\n"
-    "               closest in direction to the query is not the key with the largest\n"
-    "               q.k (the chapter: 48% to 65%);\n"
-    "  far repeats  the share of tokens ([EOS] left out) that appeared earlier in the\n"
-    "               story but not among the 8 tokens before them, out of chapter 6's\n"
-    "               reach; the 100 most common tokens of the training stories are left\n"
-    "               out, except names (--common N changes 100).\n"
-    "--ablate is refused: no head switched off changes these numbers.",
-    run};
+const Command command_stats = {"stats", "the chapter's statistics on the test stories",
+                               "storylm stats STORIES [options]",
+                               "On the held-out test stories of STORIES:\n"
+                               "  correlation  per head, Pearson's correlation of q.k with the cosine of the two\n"
+                               "               tokens' rows, over every (position, token it reads) pair, itself\n"
+                               "               included (the chapter: between -0.12 and 0.09 in every head), and\n"
+                               "               without the pairs of a position with itself (whose cosine is 1);\n"
+                               "  not closest  per head, the share of positions reading 2 or more tokens whose key\n"
+                               "               closest in direction to the query is not the key with the largest\n"
+                               "               q.k (the chapter: 48% to 65%);\n"
+                               "  far repeats  the share of tokens ([EOS] left out) that appeared earlier in the\n"
+                               "               story but not among the 8 tokens before them, out of chapter 6's\n"
+                               "               reach; the 100 most common tokens of the training stories are left\n"
+                               "               out, except names (--common N changes 100).\n"
+                               "--ablate is refused: no head switched off changes these numbers.",
+                               run};
 
 static void build_report(Report *r, const ProbeSession *ps, const StatsResult *s, int common) {
     slm_probe_report_header(r, ps);
@@ -48,16 +48,18 @@ static void build_report(Report *r, const ProbeSession *ps, const StatsResult *s
         lo2 = fmin(lo2, s->closest_not_largest[h]), hi2 = fmax(hi2, s->closest_not_largest[h]);
     }
     slm_report_note(r, "\ncorrelation over the heads: %.3f to %.3f (the chapter: -0.12 to 0.09)", lo, hi);
-    slm_report_note(r, "closest in direction is not the largest q.k: %.1f%% to %.1f%% of positions (the chapter: 48%% to 65%%)",
-                100 * lo2, 100 * hi2);
+    slm_report_note(
+        r, "closest in direction is not the largest q.k: %.1f%% to %.1f%% of positions (the chapter: 48%% to 65%%)",
+        100 * lo2, 100 * hi2);
     slm_report_heading(r, "Far repeats: tokens back from beyond chapter 6's window of 8");
     slm_report_int(r, "tokens", "tokens ([EOS] left out)", s->tokens);
     slm_report_int(r, "common_left_out", "most common tokens left out", common);
     slm_report_int(r, "counted_tokens", "tokens not left out", s->counted_tokens);
     slm_report_int(r, "far_repeats", "seen earlier, not among the 8 before", s->far_repeats);
-    slm_report_percent(r, "far_repeat_share", "share of all tokens", s->tokens ? (double)s->far_repeats / (double)s->tokens : NAN, 1);
+    slm_report_percent(r, "far_repeat_share", "share of all tokens",
+                       s->tokens ? (double)s->far_repeats / (double)s->tokens : NAN, 1);
     slm_report_percent(r, "far_repeat_share_counted", "share of tokens not left out",
-                   s->counted_tokens ? (double)s->far_repeats / (double)s->counted_tokens : NAN, 1);
+                       s->counted_tokens ? (double)s->far_repeats / (double)s->counted_tokens : NAN, 1);
 }
 
 static int draw(const char *path, const StatsResult *s, Error *e) {
@@ -96,7 +98,8 @@ static int stats(const ProbeOptions *po, const char *stories, int common, Error 
     StatsResult res = {0};
     Report r;
     slm_report_init(&r, "stats");
-    int rc = left_out ? slm_common_tokens(s, s->train, s->n_train, &ps.lm.tokenizer, &ps.names, common, left_out, e) : -1;
+    int rc =
+        left_out ? slm_common_tokens(s, s->train, s->n_train, &ps.lm.tokenizer, &ps.names, common, left_out, e) : -1;
     if (!rc) rc = slm_probe_stats(&ps.lm.model, s, s->test, s->n_test, left_out, &res, e);
     if (!rc) build_report(&r, &ps, &res, common);
     if (!rc && po->svg) rc = draw(po->svg, &res, e);
@@ -119,7 +122,9 @@ static int run(int argc, char **argv) {
         PROBE_TEST_OPTION(po),
         {"common", 0, OPT_INT, &common, "N", "most common tokens left out of the far repeats", 0, 100000},
     };
-    if (probe_refuse_ablation(&command_stats, argc, argv, "queries, keys and rows, which come before the heads' outputs")) return 2;
+    if (probe_refuse_ablation(&command_stats, argc, argv,
+                              "queries, keys and rows, which come before the heads' outputs"))
+        return 2;
     int rc = probe_parse(&command_stats, argc, argv, opts, N_OPTIONS(opts), &po, pos, 1);
     if (rc >= 0) return rc;
     Error e = {0};

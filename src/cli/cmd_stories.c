@@ -46,8 +46,10 @@ static void print_summary(const Stories *s, const char *path) {
  * with the split, the tokens, the skips, the held-out stories' numbers. */
 static int print_json(const StoriesArgs *a, const LoadedModel *lm, const Stories *s, const char *path, Error *e) {
     cJSON *j = cli_json_begin("stories");
-    if (a->vocab) cJSON_AddStringToObject(j, "vocab", a->vocab);
-    else cli_json_model(j, &lm->model, lm->path);
+    if (a->vocab)
+        cJSON_AddStringToObject(j, "vocab", a->vocab);
+    else
+        cli_json_model(j, &lm->model, lm->path);
     cli_json_stories(j, path, s);
     cJSON_AddNumberToObject(j, "train_stories", s->n_train);
     cJSON_AddNumberToObject(j, "tokens", (double)s->n_tokens);
@@ -65,7 +67,8 @@ static int show(const StoriesArgs *a, const char *path, Error *e) {
     Tokenizer own = {0};
     const Tokenizer *tok = &own;
     int rc;
-    if (a->vocab) rc = slm_tokenizer_load(&own, a->vocab, 0, e);
+    if (a->vocab)
+        rc = slm_tokenizer_load(&own, a->vocab, 0, e);
     else {
         rc = slm_cli_load_model(&lm, cli_model_path(a->model, a->json), e); /* which vocabulary, said on stderr */
         tok = &lm.tokenizer;
@@ -75,8 +78,10 @@ static int show(const StoriesArgs *a, const char *path, Error *e) {
     so.n_test = a->n_test;
     if (!rc) rc = slm_stories_load(&s, path, tok, &so, e);
     if (!rc && a->ids) {
-        if (strcmp(a->split, "test") == 0) print_ids(&s, s.test, s.n_test);
-        else if (strcmp(a->split, "train") == 0) print_ids(&s, s.train, s.n_train);
+        if (strcmp(a->split, "test") == 0)
+            print_ids(&s, s.test, s.n_test);
+        else if (strcmp(a->split, "train") == 0)
+            print_ids(&s, s.train, s.n_train);
         else
             for (int i = 0; i < s.n_stories; i++) print_ids(&s, &i, 1);
     } else if (!rc && a->json) {
@@ -95,7 +100,8 @@ static int run(int argc, char **argv) {
     const char *pos[1];
     int np;
     Option opts[] = {
-        {"model", 'm', OPT_STRING, &a.model, "FILE", "take the vocabulary from this model (default: ./" DEFAULT_MODEL_PATH ", else the shipped model)", 0, 0},
+        {"model", 'm', OPT_STRING, &a.model, "FILE",
+         "take the vocabulary from this model (default: ./" DEFAULT_MODEL_PATH ", else the shipped model)", 0, 0},
         {"vocab", 0, OPT_STRING, &a.vocab, "FILE", "take the vocabulary from this vocab.txt instead", 0, 0},
         {"ids", 0, OPT_BOOL, &a.ids, NULL, "print token ids, one story a line", 0, 0},
         {"json", 0, OPT_BOOL, &a.json, NULL, "print the summary as JSON", 0, 0},

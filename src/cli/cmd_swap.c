@@ -12,25 +12,24 @@
 #include "storylm/svg.h"
 
 static int run(int argc, char **argv);
-const Command command_swap = {
-    "swap", "rename the hero, see who follows (Secret 2)", "storylm swap STORIES [options]",
-    "In the held-out test stories of STORIES whose hero is named in the first sentence and\n"
-    "named again later, the hero's name is replaced everywhere by each of a set of names;\n"
-    "at every later mention it reports the mean probability the network gives the new\n"
-    "name's first piece and how often that piece is its top guess, for the model and for\n"
-    "--baseline (a window8 model trained on the same vocabulary), side by side; and the\n"
-    "same at the mentions whose previous mention is more than 8 tokens back, out of\n"
-    "window8's reach. The first row keeps each story's own hero.\n"
-    "Names: a word is a name when the training stories (the file's stories other than the\n"
-    "test ones) write it capitalised, where no sentence starts, at least twice and almost\n"
-    "never lower-case; the hero is the first name of the first sentence that comes back.\n"
-    "Default set: the 3 most common names, 3 rare ones (seen 2 to 19 times) and 3\n"
-    "invented ones (never seen, 3 or more pieces); --names a,b,c gives your own (kinds:\n"
-    "invented when never seen, rare under 20 times, common otherwise).\n"
-    "--text TEXT --names NAME does it for one typed story instead: its hero (named in its\n"
-    "first sentence and again later) renamed to NAME, and at every later mention the\n"
-    "probability and rank each network gives the new name's first piece.",
-    run};
+const Command command_swap = {"swap", "rename the hero, see who follows (Secret 2)", "storylm swap STORIES [options]",
+                              "In the held-out test stories of STORIES whose hero is named in the first sentence and\n"
+                              "named again later, the hero's name is replaced everywhere by each of a set of names;\n"
+                              "at every later mention it reports the mean probability the network gives the new\n"
+                              "name's first piece and how often that piece is its top guess, for the model and for\n"
+                              "--baseline (a window8 model trained on the same vocabulary), side by side; and the\n"
+                              "same at the mentions whose previous mention is more than 8 tokens back, out of\n"
+                              "window8's reach. The first row keeps each story's own hero.\n"
+                              "Names: a word is a name when the training stories (the file's stories other than the\n"
+                              "test ones) write it capitalised, where no sentence starts, at least twice and almost\n"
+                              "never lower-case; the hero is the first name of the first sentence that comes back.\n"
+                              "Default set: the 3 most common names, 3 rare ones (seen 2 to 19 times) and 3\n"
+                              "invented ones (never seen, 3 or more pieces); --names a,b,c gives your own (kinds:\n"
+                              "invented when never seen, rare under 20 times, common otherwise).\n"
+                              "--text TEXT --names NAME does it for one typed story instead: its hero (named in its\n"
+                              "first sentence and again later) renamed to NAME, and at every later mention the\n"
+                              "probability and rank each network gives the new name's first piece.",
+                              run};
 
 typedef struct SwapArgs {
     ProbeOptions po;
@@ -68,8 +67,10 @@ static void name_row(ReportTable *t, const ProbeSession *ps, const SwapRow *row,
     slm_table_row(t);
     slm_cell_text(t, row->name.word);
     slm_cell_text(t, slm_name_kind_names[row->name.kind]);
-    if (row->name.kind == NAME_ORIGINAL) slm_cell_skip(t), slm_cell_skip(t);
-    else slm_cell_int(t, row->name.train_count), slm_cell_text(t, pieces);
+    if (row->name.kind == NAME_ORIGINAL)
+        slm_cell_skip(t), slm_cell_skip(t);
+    else
+        slm_cell_int(t, row->name.train_count), slm_cell_text(t, pieces);
     slm_cell_int(t, row->model.stories);
     slm_cell_int(t, far ? row->model.far_mentions : row->model.mentions);
     slm_cell_number(t, far ? row->model.far_probability : row->model.probability);
@@ -85,7 +86,8 @@ static void build_report(Report *r, const ProbeSession *ps, const char *baseline
     slm_report_text(r, "baseline", "baseline", baseline ? baseline : "none");
     if (ps->names_from_all) slm_report_note(r, "note: names were learnt from every story (test ones included)");
     ReportTable *all = name_table(r, "names", "At every later mention of the hero", baseline != NULL);
-    ReportTable *far = name_table(r, "far", "At later mentions more than 8 tokens after the previous one", baseline != NULL);
+    ReportTable *far =
+        name_table(r, "far", "At later mentions more than 8 tokens after the previous one", baseline != NULL);
     for (int k = 0; k < n; k++) name_row(all, ps, &rows[k], 0, baseline != NULL);
     for (int k = 0; k < n; k++) name_row(far, ps, &rows[k], 1, baseline != NULL);
 }
@@ -144,11 +146,13 @@ static int swap(const SwapArgs *a, const char *stories, Error *e) {
     SwapRow rows[65];
     Report r;
     slm_report_init(&r, "swap");
-    int rc = a->baseline ? slm_probe_check_outputs(&a->po, ps.model_path, stories, a->baseline, e) : 0; /* the baseline is an input too */
+    int rc = a->baseline ? slm_probe_check_outputs(&a->po, ps.model_path, stories, a->baseline, e)
+                         : 0; /* the baseline is an input too */
     if (!rc && a->baseline) rc = slm_probe_load_other(&ps, a->baseline, &base, e);
     int n = rc ? -1 : slm_cli_swap_names(&ps, a->names, names, 64, e);
-    rc = n < 0 ? -1 : slm_probe_swap(&ps.lm.model, a->baseline ? &base.model : NULL, &ps.lm.tokenizer, &ps.names,
-                                 &ps.stories, ps.stories.test, ps.stories.n_test, names, n, &ps.ablation, rows, e);
+    rc = n < 0 ? -1
+               : slm_probe_swap(&ps.lm.model, a->baseline ? &base.model : NULL, &ps.lm.tokenizer, &ps.names,
+                                &ps.stories, ps.stories.test, ps.stories.n_test, names, n, &ps.ablation, rows, e);
     if (!rc) build_report(&r, &ps, a->baseline, rows, n + 1);
     if (!rc && a->po.svg) rc = draw(a->po.svg, rows, n + 1, a->baseline != NULL, e);
     if (!rc) rc = probe_emit(&r, &a->po, e);

@@ -13,7 +13,8 @@
 
 static int run(int argc, char **argv);
 const Command command_tokenize = {
-    "tokenize", "show the tokens of a text", "storylm tokenize TEXT [options] | storylm tokenize --lines FILE [options]",
+    "tokenize", "show the tokens of a text",
+    "storylm tokenize TEXT [options] | storylm tokenize --lines FILE [options]",
     "Normalises TEXT as BERT does (lower case, accents stripped, control characters\n"
     "dropped), splits it into words (every punctuation character is a word) and each\n"
     "word into the longest pieces of the vocabulary; prints the pieces separated by\n"
@@ -36,9 +37,12 @@ static void put_json_string(FILE *out, const char *s, size_t n) {
     fputc('"', out);
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\') fprintf(out, "\\%c", c);
-        else if (c < 0x20) fprintf(out, "\\u%04x", c);
-        else fputc(c, out);
+        if (c == '"' || c == '\\')
+            fprintf(out, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(out, "\\u%04x", c);
+        else
+            fputc(c, out);
     }
     fputc('"', out);
 }
@@ -51,8 +55,10 @@ typedef struct WordsCtx {
 static int print_word(const char *word, size_t len, void *ctx_) {
     WordsCtx *ctx = ctx_;
     if (ctx->count++) fputs(ctx->f->json ? "," : " ", stdout);
-    if (ctx->f->json) put_json_string(stdout, word, len);
-    else fwrite(word, 1, len, stdout);
+    if (ctx->f->json)
+        put_json_string(stdout, word, len);
+    else
+        fwrite(word, 1, len, stdout);
     return 0;
 }
 
@@ -175,8 +181,7 @@ static int tokenize(const Flags *f, const char *arg, Error *e) {
         char *data = NULL;
         size_t len = strlen(arg);
         if (strcmp(arg, "-") == 0) rc = read_input("-", &data, &len, e);
-        if (rc == 0)
-            rc = print_text(use, &pre, data ? data : arg, len, data ? "standard input" : "the text", f, e);
+        if (rc == 0) rc = print_text(use, &pre, data ? data : arg, len, data ? "standard input" : "the text", f, e);
         free(data);
     }
     if (pre.code) slm_pretokenizer_free(&pre);
@@ -188,12 +193,17 @@ static int tokenize(const Flags *f, const char *arg, Error *e) {
 static int run(int argc, char **argv) {
     Flags f = {0};
     Option opts[] = {
-        {"vocab", 'v', OPT_STRING, &f.vocab, "FILE", "the vocabulary (vocab.txt of storylm vocab) (default: see above)", 0, 0},
-        {"model", 'm', OPT_STRING, &f.model, "FILE", "use the vocabulary stored in this model file (default: see above)", 0, 0},
-        {"ids", 0, OPT_BOOL, &f.ids, NULL, "print token ids instead of pieces", 0, 0},
-        {"json", 0, OPT_BOOL, &f.json, NULL, "print {\"command\":\"tokenize\",\"tokens\":[{\"piece\":..,\"id\":..}]} (--words: \"words\":[..]), a line a text", 0, 0},
-        {"words", 0, OPT_BOOL, &f.words, NULL, "print the normalised words before WordPiece (no vocabulary needed)",
+        {"vocab", 'v', OPT_STRING, &f.vocab, "FILE", "the vocabulary (vocab.txt of storylm vocab) (default: see above)",
          0, 0},
+        {"model", 'm', OPT_STRING, &f.model, "FILE",
+         "use the vocabulary stored in this model file (default: see above)", 0, 0},
+        {"ids", 0, OPT_BOOL, &f.ids, NULL, "print token ids instead of pieces", 0, 0},
+        {"json", 0, OPT_BOOL, &f.json, NULL,
+         "print {\"command\":\"tokenize\",\"tokens\":[{\"piece\":..,\"id\":..}]} (--words: \"words\":[..]), a line a "
+         "text",
+         0, 0},
+        {"words", 0, OPT_BOOL, &f.words, NULL, "print the normalised words before WordPiece (no vocabulary needed)", 0,
+         0},
         {"lines", 0, OPT_STRING, &f.lines, "FILE", "tokenize every line of FILE ('-': standard input) on its own", 0,
          0},
         {"lossy", 0, OPT_BOOL, &f.lossy, NULL, "drop bytes that are not UTF-8 instead of refusing the text", 0, 0},

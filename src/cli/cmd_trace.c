@@ -36,8 +36,8 @@ static int draw(const char *path, const ProbeSession *ps, const TraceResult *t, 
     for (int i = 0; i < Z; i++) {
         int part = i < c->row_dim ? -1 : (i - c->row_dim) / c->value_dim;
         double y = slm_svg_py(&p, t->z[i]), y0 = slm_svg_py(&p, 0);
-        slm_svg_rect(&s, slm_svg_px(&p, i), fmin(y, y0), p.w / Z * 0.9, fabs(y - y0), part < 0 ? "#999" : slm_svg_palette(part),
-                 "none", NULL);
+        slm_svg_rect(&s, slm_svg_px(&p, i), fmin(y, y0), p.w / Z * 0.9, fabs(y - y0),
+                     part < 0 ? "#999" : slm_svg_palette(part), "none", NULL);
     }
     const char *parts[9] = {"row"}, *part_colors[9] = {"#999"};
     char heads[8][16];
@@ -50,12 +50,14 @@ static int draw(const char *path, const ProbeSession *ps, const TraceResult *t, 
     slm_svg_axes(&s, &ph, "the 128 hidden units (tanh)", NULL, "value", 0);
     for (int i = 0; i < c->hidden_dim; i++) {
         double y = slm_svg_py(&ph, t->hidden[i]), y0 = slm_svg_py(&ph, 0);
-        slm_svg_rect(&s, slm_svg_px(&ph, i), fmin(y, y0), ph.w / c->hidden_dim * 0.9, fabs(y - y0), "#555", "none", NULL);
+        slm_svg_rect(&s, slm_svg_px(&ph, i), fmin(y, y0), ph.w / c->hidden_dim * 0.9, fabs(y - y0), "#555", "none",
+                     NULL);
     }
     double probs[64];
     const char *labels[64];
     int n = t->n_guesses < 64 ? t->n_guesses : 64;
-    for (int k = 0; k < n; k++) probs[k] = t->guesses[k].probability, labels[k] = slm_probe_token(ps, t->guesses[k].token);
+    for (int k = 0; k < n; k++)
+        probs[k] = t->guesses[k].probability, labels[k] = slm_probe_token(ps, t->guesses[k].token);
     SvgPanel pg = {.x = 60, .y = 510, .w = 820, .h = 170, .y0 = 0, .y1 = n > 0 ? fmax(probs[0], 0.01) : 1};
     slm_svg_axes(&s, &pg, "top next-token guesses (probability)", NULL, "probability", 0);
     slm_svg_bars(&s, &pg, probs, 1, n, labels, NULL, 1);

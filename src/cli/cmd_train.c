@@ -25,20 +25,20 @@
 #include "storylm/vocab_train.h"
 
 static int run(int argc, char **argv);
-const Command command_train = {
-    "train", "train a model from scratch on a stories file", "storylm train STORIES [options]",
-    "Trains the chapter's attention network (or chapter 6's window8 baseline) on the\n"
-    "stories in STORIES (20 or more; docs/guide.md says how many make a useful model).\n"
-    "The vocabulary is read from --vocab, or learnt from STORIES and written there when\n"
-    "the file does not exist: 2,000 pieces, or as many as a small corpus's words give\n"
-    "(said on stderr; --vocab-size N asks for exactly N). A tenth of the stories, at most\n"
-    "100, is held out for testing.\n"
-    "Each step reads 8 whole stories. The model (and its optimizer state, for --resume)\n"
-    "is saved atomically at every evaluation and at the end. Ctrl-C stops after saving.\n"
-    "Under mpirun -np N (a build with MPI), N processes share every step's stories; the\n"
-    "model equals one process's with N x --threads threads, bit for bit; rank 0 prints\n"
-    "and saves. The vocabulary must exist then (learn it first with storylm vocab).",
-    run};
+const Command command_train = {"train", "train a model from scratch on a stories file",
+                               "storylm train STORIES [options]",
+                               "Trains the chapter's attention network (or chapter 6's window8 baseline) on the\n"
+                               "stories in STORIES (20 or more; docs/guide.md says how many make a useful model).\n"
+                               "The vocabulary is read from --vocab, or learnt from STORIES and written there when\n"
+                               "the file does not exist: 2,000 pieces, or as many as a small corpus's words give\n"
+                               "(said on stderr; --vocab-size N asks for exactly N). A tenth of the stories, at most\n"
+                               "100, is held out for testing.\n"
+                               "Each step reads 8 whole stories. The model (and its optimizer state, for --resume)\n"
+                               "is saved atomically at every evaluation and at the end. Ctrl-C stops after saving.\n"
+                               "Under mpirun -np N (a build with MPI), N processes share every step's stories; the\n"
+                               "model equals one process's with N x --threads threads, bit for bit; rank 0 prints\n"
+                               "and saves. The vocabulary must exist then (learn it first with storylm vocab).",
+                               run};
 
 static volatile sig_atomic_t stop_requested; /* the one thing a signal handler may set */
 
@@ -76,8 +76,8 @@ static void print_progress(const TrainProgress *p, void *ctx) {
         snprintf(test, sizeof test, " | test %.4f acc %.1f%%", p->test_loss, 100 * p->test_accuracy);
     if (p->evaluated && isfinite(p->ema_test_loss)) /* after the test column, which scripts read by place */
         snprintf(test + strlen(test), sizeof test - strlen(test), " ema %.4f", p->ema_test_loss);
-    fprintf(stderr, "%sstep %5d/%d | loss %.4f%s | lr %.2e | %.0f tok/s | %s elapsed, ETA %s%s", pp->tty ? "\r\033[K" : "",
-            p->step, p->steps, p->train_loss, test, p->lr, p->tokens_per_s, elapsed, eta,
+    fprintf(stderr, "%sstep %5d/%d | loss %.4f%s | lr %.2e | %.0f tok/s | %s elapsed, ETA %s%s",
+            pp->tty ? "\r\033[K" : "", p->step, p->steps, p->train_loss, test, p->lr, p->tokens_per_s, elapsed, eta,
             pp->tty && !p->evaluated ? "" : "\n");
 }
 
@@ -109,8 +109,10 @@ static void put_word(FILE *out, const char *s) {
     }
     fputc('\'', out);
     for (; *s; s++)
-        if (*s == '\'') fputs("'\\''", out);
-        else fputc(*s, out);
+        if (*s == '\'')
+            fputs("'\\''", out);
+        else
+            fputc(*s, out);
     fputc('\'', out);
 }
 
@@ -158,8 +160,10 @@ static char *command_text(const char *stories, const TrainOptions *o, const char
     size_t len;
     FILE *f = open_memstream(&text, &len);
     if (!f) return NULL;
-    if (resume) put_resume(f, stories, o, vocab_path, n_test);
-    else put_sample(f, o);
+    if (resume)
+        put_resume(f, stories, o, vocab_path, n_test);
+    else
+        put_sample(f, o);
     fclose(f);
     return text;
 }
@@ -207,8 +211,10 @@ static int print_json(const TrainPlace *pl, const TrainOptions *o, const TrainRe
     char *sample = command_text(pl->stories, o, pl->vocab_path, pl->n_test, 0);
     char *resume = r->interrupted ? command_text(pl->stories, o, pl->vocab_path, pl->n_test, 1) : NULL;
     cJSON_AddStringToObject(j, "sample_command", sample ? sample : "");
-    if (resume) cJSON_AddStringToObject(j, "resume_command", resume);
-    else cJSON_AddNullToObject(j, "resume_command");
+    if (resume)
+        cJSON_AddStringToObject(j, "resume_command", resume);
+    else
+        cJSON_AddNullToObject(j, "resume_command");
     free(sample);
     free(resume);
     return cli_json_print(j, e);
@@ -223,8 +229,8 @@ static int print_result(const TrainPlace *pl, const TrainOptions *o, const Train
     if (isfinite(r->test_loss))
         snprintf(test, sizeof test, "test loss %.4f (perplexity %.1f), accuracy %.1f%%", r->test_loss,
                  exp(r->test_loss), 100 * r->test_accuracy);
-    fprintf(stderr, "%s after %d steps (%s): train loss %.4f, %s\n", r->interrupted ? "stopped" : "done",
-            r->final_step, took, r->train_loss, test);
+    fprintf(stderr, "%s after %d steps (%s): train loss %.4f, %s\n", r->interrupted ? "stopped" : "done", r->final_step,
+            took, r->train_loss, test);
     if (isfinite(r->ema_test_loss)) fprintf(stderr, "moving average: test loss %.4f\n", r->ema_test_loss);
     if (o->keep_best && r->best_step >= 0)
         fprintf(stderr, "best: step %d, test loss %.4f, kept in %s\n", r->best_step, r->best_test_loss,
@@ -250,7 +256,8 @@ static int print_result(const TrainPlace *pl, const TrainOptions *o, const Train
  * TinyStories, so fit for English stories). */
 static void say_small_vocab(int size, const char *stories_path, const char *vocab_path) {
     char shipped[PATH_MAX];
-    if (!slm_session_source_file("models/vocab.txt", shipped, sizeof shipped)) snprintf(shipped, sizeof shipped, "models/vocab.txt");
+    if (!slm_session_source_file("models/vocab.txt", shipped, sizeof shipped))
+        snprintf(shipped, sizeof shipped, "models/vocab.txt");
     fprintf(stderr,
             "storylm: the words of %s give only %d pieces, so the model's vocabulary has %d (the chapter's has %d).\n"
             "storylm: for English stories the shipped vocabulary of %d may serve better: train with --vocab %s "
@@ -262,7 +269,8 @@ static void say_small_vocab(int size, const char *stories_path, const char *voca
  * 2,000) from the stories and saves it; refuses a file of too few stories
  * before writing anything. */
 static int learn_vocab(const char *vocab_path, const char *stories_path, int size, char **text, Error *e) {
-    fprintf(stderr, "storylm: learning a %d-piece vocabulary from %s\n", size ? size : VOCAB_DEFAULT_SIZE, stories_path);
+    fprintf(stderr, "storylm: learning a %d-piece vocabulary from %s\n", size ? size : VOCAB_DEFAULT_SIZE,
+            stories_path);
     char *data;
     size_t len;
     Vocab v = {0};
@@ -272,7 +280,8 @@ static int learn_vocab(const char *vocab_path, const char *stories_path, int siz
                   : slm_vocab_train_text_up_to(data, len, stories_path, VOCAB_DEFAULT_SIZE, &v, &vs, e);
     free(data);
     if (rc && size && strstr(e->message, "fewer than the"))
-        snprintf(e->hint, sizeof e->hint, "give --vocab-size of at most the pieces above, leave it out to take as "
+        snprintf(e->hint, sizeof e->hint,
+                 "give --vocab-size of at most the pieces above, leave it out to take as "
                  "many as the words give, or give more stories");
     if (!rc) rc = slm_train_check_story_count(vs.n_stories, stories_path, e);
     if (!rc) rc = slm_vocab_save(&v, vocab_path, e);
@@ -319,8 +328,8 @@ static void print_comm(const Dist *d, const TrainResult *r) {
 }
 
 static void print_summary(const Stories *s, const char *path) {
-    fprintf(stderr, "storylm: %s: %d stories, %zu tokens; %d held out for testing%s\n", path, s->n_stories,
-            s->n_tokens, s->n_test, s->from_cache ? " (token ids from cache)" : "");
+    fprintf(stderr, "storylm: %s: %d stories, %zu tokens; %d held out for testing%s\n", path, s->n_stories, s->n_tokens,
+            s->n_test, s->from_cache ? " (token ids from cache)" : "");
     if (s->skips.empty + s->skips.invalid_utf8 + s->skips.too_long)
         fprintf(stderr, "storylm: skipped %d empty, %d invalid UTF-8, %d too long stories\n", s->skips.empty,
                 s->skips.invalid_utf8, s->skips.too_long);
@@ -361,9 +370,7 @@ static int side_files(SideFiles *f, const TrainOptions *o, Error *e) {
     return f->lock ? 0 : -1;
 }
 
-static void side_files_free(SideFiles *f) {
-    free(f->adam), free(f->next), free(f->lock);
-}
+static void side_files_free(SideFiles *f) { free(f->adam), free(f->next), free(f->lock); }
 
 /* Every file training writes, checked before the first step against the
  * inputs (the stories, an existing vocabulary), each other and what they
@@ -394,8 +401,8 @@ static int check_outputs(const char *stories, const TrainOptions *o, const char 
     slm_outputs_write(&p, learn_vocab ? vocab_path : NULL, FILE_VOCAB);
     if (o->snapshot_every > 0) slm_outputs_family(&p, f.stem, ".safetensors", FILE_MODEL, o->resume);
     if (!rc && learn_vocab && slm_paths_same(o->out, vocab_path))
-        rc = FAIL(e, "give --out and --vocab different names", "'%s' would be written as the model and as the vocabulary",
-                  o->out);
+        rc = FAIL(e, "give --out and --vocab different names",
+                  "'%s' would be written as the model and as the vocabulary", o->out);
     if (!rc) rc = slm_outputs_check(&p, e);
     /* tried now, with the same temporary file a save makes, rather than after
      * minutes of training (root passes access() where a read-only file system
@@ -407,8 +414,8 @@ static int check_outputs(const char *stories, const TrainOptions *o, const char 
 }
 
 /* vocab_size: --vocab-size, 0 when not given (then any size a vocabulary file has). */
-static int train_file(const char *path, TrainOptions *o, const char *vocab_path, int vocab_size, int n_test, bool json, bool force,
-                      Error *e, int *signalled) {
+static int train_file(const char *path, TrainOptions *o, const char *vocab_path, int vocab_size, int n_test, bool json,
+                      bool force, Error *e, int *signalled) {
     bool root = dist_rank(o->dist) == 0;
     char *vocab = NULL;
     Tokenizer tok = {0};
@@ -420,8 +427,8 @@ static int train_file(const char *path, TrainOptions *o, const char *vocab_path,
     struct stat st;
     int rc = 0;
     if (stat(vocab_path, &st) != 0 && dist_size(o->dist) > 1) /* every rank would learn and write it */
-        rc = FAIL(e, "learn it first: storylm vocab STORIES -o vocab.txt", "under mpirun the vocabulary '%s' must exist",
-                  vocab_path);
+        rc = FAIL(e, "learn it first: storylm vocab STORIES -o vocab.txt",
+                  "under mpirun the vocabulary '%s' must exist", vocab_path);
     /* rank 0 alone writes, so it alone checks the outputs and holds the lock */
     if (!rc && root) rc = check_outputs(path, o, vocab_path, force, e);
     if (!rc && root) rc = slm_file_lock(&lock, o->out, e); /* one run per output: they would share the state's .next */
@@ -430,8 +437,10 @@ static int train_file(const char *path, TrainOptions *o, const char *vocab_path,
     /* From the file, so that messages name it; the model gets the vocabulary's size
      * (exactly --vocab-size when given) */
     if (!rc && (rc = slm_tokenizer_load(&tok, vocab_path, vocab_size, e)) && strstr(e->message, "pieces, expected"))
-        snprintf(e->hint, sizeof e->hint, "leave out --vocab-size to use '%s' as it is, or delete it (or give --vocab "
-                 "NEW) to learn one of %d pieces", vocab_path, vocab_size);
+        snprintf(e->hint, sizeof e->hint,
+                 "leave out --vocab-size to use '%s' as it is, or delete it (or give --vocab "
+                 "NEW) to learn one of %d pieces",
+                 vocab_path, vocab_size);
     if (!rc && !learnt && tok.size != VOCAB_DEFAULT_SIZE && root)
         fprintf(stderr, "storylm: the model's vocabulary has %d pieces, as %s\n", tok.size, vocab_path);
     if (!rc) rc = load_stories(&s, path, &tok, &so, o->dist, e);
@@ -475,7 +484,8 @@ static const char *const transformer_shape_flags[5] = {"d-model", "n-heads", "d-
  * (scaled-dot only), blocks (2 unless --layers). Non-zero after printing a usage error. */
 static int transformer_flags(int argc, char **argv, TrainOptions *o, int *layers) {
     if (o->score != SCORE_SCALED_DOT)
-        return args_usage_error(&command_train, "a transformer scores q.k/sqrt(d_head): --score is for the attention network");
+        return args_usage_error(&command_train,
+                                "a transformer scores q.k/sqrt(d_head): --score is for the attention network");
     if (!args_given(argc, argv, "position-scheme", 0) && !args_given(argc, argv, "pos", 0)) o->pos = POS_ABSOLUTE;
     if (!args_given(argc, argv, "layers", 0)) *layers = 0; /* the transformer's default */
     return 0;
@@ -496,7 +506,8 @@ static int run(int argc, char **argv) {
     o.threads = cli_default_threads();
     const char *arch = "attention", *vocab_path = "vocab.txt", *pos[1], *pos_scheme = "distance", *score = "scaled-dot";
     const char *precision = "fp32";
-    int steps = o.steps, seed = (int)o.seed, n_test = STORIES_DEFAULT_TEST, np, layers = 1, vocab_size = VOCAB_DEFAULT_SIZE;
+    int steps = o.steps, seed = (int)o.seed, n_test = STORIES_DEFAULT_TEST, np, layers = 1,
+        vocab_size = VOCAB_DEFAULT_SIZE;
     const char *act = "gelu";
     ModelConfig tf = slm_transformer_config_default(0); /* the transformer's sizes, as --help shows them */
     o.d_model = tf.row_dim, o.heads = tf.n_heads, o.d_head = tf.key_dim, o.d_mlp = tf.hidden_dim;
@@ -510,72 +521,121 @@ static int run(int argc, char **argv) {
         {"batch", 0, OPT_INT, &o.batch, "N", "stories per step", 1, 4096},
         {"seed", 's', OPT_INT, &seed, "N", "seed of the initial weights and the story order", 0, 2147483647},
         THREADS_OPTION(o.threads),
-        {"out", 'o', OPT_STRING, &o.out, "FILE", "model file to write; a model already there is kept: --resume continues it, --force replaces it", 0, 0},
+        {"out", 'o', OPT_STRING, &o.out, "FILE",
+         "model file to write; a model already there is kept: --resume continues it, --force replaces it", 0, 0},
         FORCE_OPTION(force),
-        {"json", 0, OPT_BOOL, &json, NULL, "print the final summary as JSON on stdout (progress stays on stderr)", 0, 0},
+        {"json", 0, OPT_BOOL, &json, NULL, "print the final summary as JSON on stdout (progress stays on stderr)", 0,
+         0},
         {"vocab", 0, OPT_STRING, &vocab_path, "FILE", "vocabulary to use, or to learn and write if missing", 0, 0},
         {"vocab-size", 0, OPT_INT, &vocab_size, "N",
          "pieces in the vocabulary, learnt or read (recorded in the model); left out: the chapter's 2,000, fewer when "
          "a small corpus's words give fewer (said on stderr), or as many as an existing --vocab file has",
          VOCAB_MIN_SIZE, CHECKPOINT_MAX_VOCAB},
-        {"eval-every", 0, OPT_INT, &o.eval_every, "N", "steps between test evaluations and saves; 0: at the end", 0, 1e9},
-        {"snapshot-every", 0, OPT_INT, &o.snapshot_every, "N", "also keep OUT.stepN.safetensors every N steps; 0: never", 0, 1e9},
+        {"eval-every", 0, OPT_INT, &o.eval_every, "N", "steps between test evaluations and saves; 0: at the end", 0,
+         1e9},
+        {"snapshot-every", 0, OPT_INT, &o.snapshot_every, "N",
+         "also keep OUT.stepN.safetensors every N steps; 0: never", 0, 1e9},
         {"test-stories", 0, OPT_INT, &n_test, "N", "held-out test stories", 0, 100000},
         {"max-positions", 0, OPT_INT, &o.max_positions, "N", "positions per forward pass (memory bound)", 64, 1 << 20},
-        {"arch", 0, OPT_STRING, &arch, "NAME", "attention, window8 (chapter 6's baseline), or transformer (pre-LN blocks in TransformerLens's names, docs/transformer.md)", 0, 0},
-        {"position-scheme", 0, OPT_STRING, &pos_scheme, "SCHEME", "how positions are marked: distance (a learned score per distance back), none, absolute, sinusoidal, rope, alibi, t5 (docs/variants.md); --arch transformer: absolute unless given", 0, 0},
-        {"score", 0, OPT_STRING, &score, "FN", "how a query scores a key: scaled-dot (q.k/sqrt(8)), dot, general (q G k), additive (v.tanh(A q + B k))", 0, 0},
-        {"layers", 0, OPT_INT, &layers, "N", "layers of heads: layer l+1's heads read the row and layer l's heads; the hidden layer reads the row and every layer's heads (docs/variants.md); 1 to 4; --arch transformer: blocks, 1 to 8, default 2", 1, STORYLM_MAX_TF_LAYERS},
+        {"arch", 0, OPT_STRING, &arch, "NAME",
+         "attention, window8 (chapter 6's baseline), or transformer (pre-LN blocks in TransformerLens's names, "
+         "docs/transformer.md)",
+         0, 0},
+        {"position-scheme", 0, OPT_STRING, &pos_scheme, "SCHEME",
+         "how positions are marked: distance (a learned score per distance back), none, absolute, sinusoidal, rope, "
+         "alibi, t5 (docs/variants.md); --arch transformer: absolute unless given",
+         0, 0},
+        {"score", 0, OPT_STRING, &score, "FN",
+         "how a query scores a key: scaled-dot (q.k/sqrt(8)), dot, general (q G k), additive (v.tanh(A q + B k))", 0,
+         0},
+        {"layers", 0, OPT_INT, &layers, "N",
+         "layers of heads: layer l+1's heads read the row and layer l's heads; the hidden layer reads the row and "
+         "every layer's heads (docs/variants.md); 1 to 4; --arch transformer: blocks, 1 to 8, default 2",
+         1, STORYLM_MAX_TF_LAYERS},
         {"d-model", 0, OPT_INT, &o.d_model, "N", "--arch transformer: width of the residual stream", 1, TF_MAX_D_MODEL},
-        {"n-heads", 0, OPT_INT, &o.heads, "N", "--arch transformer: heads per block (TransformerLens's n_heads)", 1, 32},
-        {"d-head", 0, OPT_INT, &o.d_head, "N", "--arch transformer: numbers per head's query, key and value", 1, STORYLM_MAX_HEAD_DIM},
+        {"n-heads", 0, OPT_INT, &o.heads, "N", "--arch transformer: heads per block (TransformerLens's n_heads)", 1,
+         32},
+        {"d-head", 0, OPT_INT, &o.d_head, "N", "--arch transformer: numbers per head's query, key and value", 1,
+         STORYLM_MAX_HEAD_DIM},
         {"d-mlp", 0, OPT_INT, &o.d_mlp, "N", "--arch transformer: the MLP's hidden width", 1, 1 << 16},
         {"act", 0, OPT_STRING, &act, "FN", "--arch transformer: the MLP's activation, gelu, gelu_new or relu", 0, 0},
-        {"stop-at", 0, OPT_INT, &o.stop_at, "STEP", "stop and save after this step, keeping the schedule of --steps; 0: never", 0, 1e9},
-        {"resume", 0, OPT_BOOL, &resume, NULL, "continue the run saved in --out (and its optimizer state); --arch, --batch, --lr, --seed, --warmup must match it or be left out", 0, 0},
+        {"stop-at", 0, OPT_INT, &o.stop_at, "STEP",
+         "stop and save after this step, keeping the schedule of --steps; 0: never", 0, 1e9},
+        {"resume", 0, OPT_BOOL, &resume, NULL,
+         "continue the run saved in --out (and its optimizer state); --arch, --batch, --lr, --seed, --warmup must "
+         "match it or be left out",
+         0, 0},
         {"weight-decay", 0, OPT_DOUBLE, &o.weight_decay, "W",
          "AdamW's decoupled weight decay; 0: off. On query, key, value, hidden.weight and output.weight; "
-         "not on biases, distance scores or the embedding (a rare name's row would fade between the steps that read it)", 0, 1e6},
-        {"dropout", 0, OPT_DOUBLE, &o.dropout, "P", "dropout on z, the hidden layer's input, in training steps only (masks seeded by --seed and the step); 0: off", 0, 1},
-        {"attention-dropout", 0, OPT_DOUBLE, &o.attention_dropout, "P", "dropout on the attention weights, in training steps only (seeded likewise); 0: off", 0, 1},
-        {"ema", 0, OPT_DOUBLE, &o.ema, "DECAY", "keep a moving average of the weights (e.g. 0.999) in OUT.ema.safetensors, evaluated beside them; 0: off", 0, 1},
-        {"ema-save", 0, OPT_BOOL, &ema_save, NULL, "save the average as the model OUT (the raw weights, for --resume, in OUT.raw.safetensors)", 0, 0},
-        {"keep-best", 0, OPT_BOOL, &keep_best, NULL, "also keep OUT.best.safetensors, the model at its lowest test loss", 0, 0},
+         "not on biases, distance scores or the embedding (a rare name's row would fade between the steps that read "
+         "it)",
+         0, 1e6},
+        {"dropout", 0, OPT_DOUBLE, &o.dropout, "P",
+         "dropout on z, the hidden layer's input, in training steps only (masks seeded by --seed and the step); 0: off",
+         0, 1},
+        {"attention-dropout", 0, OPT_DOUBLE, &o.attention_dropout, "P",
+         "dropout on the attention weights, in training steps only (seeded likewise); 0: off", 0, 1},
+        {"ema", 0, OPT_DOUBLE, &o.ema, "DECAY",
+         "keep a moving average of the weights (e.g. 0.999) in OUT.ema.safetensors, evaluated beside them; 0: off", 0,
+         1},
+        {"ema-save", 0, OPT_BOOL, &ema_save, NULL,
+         "save the average as the model OUT (the raw weights, for --resume, in OUT.raw.safetensors)", 0, 0},
+        {"keep-best", 0, OPT_BOOL, &keep_best, NULL,
+         "also keep OUT.best.safetensors, the model at its lowest test loss", 0, 0},
         PRECISION_OPTION(precision),
-        {"swap-names", 0, OPT_DOUBLE, &o.swap_names, "P", "rename each training story's hero with probability P (names of the training stories or made up from pieces); 0: off", 0, 1},
-        {"rank-timeout", 0, OPT_DOUBLE, &rank_timeout, "S", "under mpirun: seconds to wait for the other ranks at an exchange, then stop naming the missing one (x30 while reading the stories); 0: forever", 0, 1e6},
+        {"swap-names", 0, OPT_DOUBLE, &o.swap_names, "P",
+         "rename each training story's hero with probability P (names of the training stories or made up from pieces); "
+         "0: off",
+         0, 1},
+        {"rank-timeout", 0, OPT_DOUBLE, &rank_timeout, "S",
+         "under mpirun: seconds to wait for the other ranks at an exchange, then stop naming the missing one (x30 "
+         "while reading the stories); 0: forever",
+         0, 1e6},
     };
     int rc = args_parse(&command_train, argc, argv, opts, N_OPTIONS(opts), pos, 1, 1, &np);
     if (rc) return rc > 0 ? 0 : 2;
     Error e = {0};
-    if (slm_arch_parse(arch, &o.arch, &e) || slm_pos_parse(pos_scheme, &o.pos, &e) || slm_score_parse(score, &o.score, &e) ||
-        slm_precision_parse(precision, &o.precision, &e))
+    if (slm_arch_parse(arch, &o.arch, &e) || slm_pos_parse(pos_scheme, &o.pos, &e) ||
+        slm_score_parse(score, &o.score, &e) || slm_precision_parse(precision, &o.precision, &e))
         return args_usage_error(&command_train, "%s", e.message);
     if (shape_flags(argc, argv, act, &o)) return 2;
     if (o.arch == ARCH_TRANSFORMER) {
         if (transformer_flags(argc, argv, &o, &layers)) return 2;
         if (o.precision != PRECISION_FP32) /* its blocks' products have no BF16 path yet */
-            return args_usage_error(&command_train, "--precision %s is for the attention network and window8; the transformer trains in fp32", precision);
+            return args_usage_error(
+                &command_train,
+                "--precision %s is for the attention network and window8; the transformer trains in fp32", precision);
     } else {
         if (o.arch != ARCH_ATTENTION && (o.pos != POS_DISTANCE || o.score != SCORE_SCALED_DOT))
-            return args_usage_error(&command_train, "--position-scheme and --score are for the attention network, not --arch %s", arch);
+            return args_usage_error(&command_train,
+                                    "--position-scheme and --score are for the attention network, not --arch %s", arch);
         if (o.arch != ARCH_ATTENTION && layers != 1)
             return args_usage_error(&command_train, "--layers is for the attention network, not --arch %s", arch);
         if (layers > STORYLM_MAX_LAYERS)
-            return args_usage_error(&command_train, "--layers is 1 to %d for the attention network", STORYLM_MAX_LAYERS);
+            return args_usage_error(&command_train, "--layers is 1 to %d for the attention network",
+                                    STORYLM_MAX_LAYERS);
         if ((o.given & TRAIN_GIVEN_SHAPE) && !resume) /* a resume finds out from the file */
-            return args_usage_error(&command_train, "--d-model, --n-heads, --d-head, --d-mlp and --act are for --arch transformer");
+            return args_usage_error(&command_train,
+                                    "--d-model, --n-heads, --d-head, --d-mlp and --act are for --arch transformer");
     }
     o.layers = layers;
     o.steps = steps;
     o.seed = (uint64_t)seed;
     o.resume = resume;
-    static const struct { const char *flag; char short_name; unsigned bit; } given[] = {
-        {"arch", 0, TRAIN_GIVEN_ARCH}, {"lr", 0, TRAIN_GIVEN_LR}, {"batch", 0, TRAIN_GIVEN_BATCH},
-        {"seed", 's', TRAIN_GIVEN_SEED}, {"warmup", 0, TRAIN_GIVEN_WARMUP}};
+    static const struct {
+        const char *flag;
+        char short_name;
+        unsigned bit;
+    } given[] = {{"arch", 0, TRAIN_GIVEN_ARCH},
+                 {"lr", 0, TRAIN_GIVEN_LR},
+                 {"batch", 0, TRAIN_GIVEN_BATCH},
+                 {"seed", 's', TRAIN_GIVEN_SEED},
+                 {"warmup", 0, TRAIN_GIVEN_WARMUP}};
     for (size_t i = 0; i < sizeof given / sizeof given[0]; i++)
         if (args_given(argc, argv, given[i].flag, given[i].short_name)) o.given |= given[i].bit;
-    if (args_given(argc, argv, "position-scheme", 0) || args_given(argc, argv, "pos", 0) || args_given(argc, argv, "score", 0)) o.given |= TRAIN_GIVEN_VARIANT;
+    if (args_given(argc, argv, "position-scheme", 0) || args_given(argc, argv, "pos", 0) ||
+        args_given(argc, argv, "score", 0))
+        o.given |= TRAIN_GIVEN_VARIANT;
     if (args_given(argc, argv, "layers", 0)) o.given |= TRAIN_GIVEN_LAYERS;
     if (args_given(argc, argv, "precision", 0)) o.given |= TRAIN_GIVEN_PRECISION;
     o.ema_save = ema_save;

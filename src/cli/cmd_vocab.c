@@ -66,12 +66,30 @@ static int print_json(const char *path, const char *output, int size, const Voca
     cJSON *vocab = cJSON_AddObjectToObject(j, "vocab");
     cJSON_AddStringToObject(vocab, "file", output);
     cJSON_AddNumberToObject(vocab, "size", size);
-    const char *keys[] = {"words", "distinct_words", "long_words_left_out", "characters", "characters_kept",
-                          "character_occurrences", "character_occurrences_dropped", "words_dropped",
-                          "alphabet_pieces", "merges", "merges_existing", "last_merge_count"};
-    double values[] = {(double)st->n_word_tokens, st->n_words, st->n_long_words, st->n_chars, st->n_chars_kept,
-                       (double)st->n_char_tokens, (double)st->n_char_tokens_dropped, st->n_words_dropped,
-                       st->n_alphabet_pieces, st->n_merges, st->n_merges_existing, (double)st->last_merge_count};
+    const char *keys[] = {"words",
+                          "distinct_words",
+                          "long_words_left_out",
+                          "characters",
+                          "characters_kept",
+                          "character_occurrences",
+                          "character_occurrences_dropped",
+                          "words_dropped",
+                          "alphabet_pieces",
+                          "merges",
+                          "merges_existing",
+                          "last_merge_count"};
+    double values[] = {(double)st->n_word_tokens,
+                       st->n_words,
+                       st->n_long_words,
+                       st->n_chars,
+                       st->n_chars_kept,
+                       (double)st->n_char_tokens,
+                       (double)st->n_char_tokens_dropped,
+                       st->n_words_dropped,
+                       st->n_alphabet_pieces,
+                       st->n_merges,
+                       st->n_merges_existing,
+                       (double)st->last_merge_count};
     for (int i = 0; i < (int)(sizeof keys / sizeof keys[0]); i++) cJSON_AddNumberToObject(j, keys[i], values[i]);
     cJSON_AddNumberToObject(j, "seconds", seconds);
     return cli_json_print(j, e);
@@ -116,22 +134,30 @@ static int run(int argc, char **argv) {
     int size = VOCAB_DEFAULT_SIZE;
     bool json = false, force = false;
     const Option opts[] = {
-        {"out", 'o', OPT_STRING, &output, "FILE", "where to write the vocabulary; a model, stories or other file already there is kept", 0, 0},
+        {"out", 'o', OPT_STRING, &output, "FILE",
+         "where to write the vocabulary; a model, stories or other file already there is kept", 0, 0},
         FORCE_OPTION(force),
         {"size", 0, OPT_INT, &size, "N", "pieces in the vocabulary, [UNK] and [EOS] included", VOCAB_MIN_SIZE,
          VOCAB_MAX_SIZE},
-        {"model", 'm', OPT_STRING, &model, "FILE", "export this model's vocabulary instead of learning one (default without STORIES: ./" DEFAULT_MODEL_PATH ", else the shipped model)", 0, 0},
+        {"model", 'm', OPT_STRING, &model, "FILE",
+         "export this model's vocabulary instead of learning one (default without STORIES: ./" DEFAULT_MODEL_PATH
+         ", else the shipped model)",
+         0, 0},
         {"json", 0, OPT_BOOL, &json, NULL, "print the summary as JSON on stdout (else it goes to stderr)", 0, 0},
     };
     const char *pos[1];
     int np;
     int rc = args_parse(&command_vocab, argc, argv, opts, N_OPTIONS(opts), pos, 0, 1, &np);
     if (rc) return rc > 0 ? 0 : 2;
-    if (model && np) return args_usage_error(&command_vocab, "give STORIES to learn a vocabulary or --model to export one, not both");
+    if (model && np)
+        return args_usage_error(&command_vocab,
+                                "give STORIES to learn a vocabulary or --model to export one, not both");
     /* a bare `storylm vocab` beside a learnt vocab.txt must not replace it with another model's */
     if (!model && !np && !force && slm_session_file_exists(output))
-        return args_usage_error(&command_vocab, "give STORIES to learn a vocabulary, or --model M to export one; "
-                                "without them the default model's would replace '%s' (--force replaces it)", output);
+        return args_usage_error(&command_vocab,
+                                "give STORIES to learn a vocabulary, or --model M to export one; "
+                                "without them the default model's would replace '%s' (--force replaces it)",
+                                output);
     if (model || !np) return export_vocab(cli_model_path(model, false), output, json, force);
 
     double t0 = seconds_now();
@@ -140,16 +166,18 @@ static int run(int argc, char **argv) {
     size_t len = 0;
     Vocab v = {0};
     VocabStats st = {0};
-    rc = check_output(output, pos[0], force, &e) || slm_file_read_all(pos[0], 0, &text, &len, &e) || slm_vocab_train_text(text, len, pos[0], size, &v, &st, &e) ||
-         slm_vocab_save(&v, output, &e);
+    rc = check_output(output, pos[0], force, &e) || slm_file_read_all(pos[0], 0, &text, &len, &e) ||
+         slm_vocab_train_text(text, len, pos[0], size, &v, &st, &e) || slm_vocab_save(&v, output, &e);
     free(text);
     if (rc) {
         slm_error_print(&e, "storylm vocab");
         slm_vocab_free(&v);
         return 1;
     }
-    if (json) rc = print_json(pos[0], output, v.size, &st, seconds_now() - t0, &e);
-    else print_summary(pos[0], output, v.size, &st, seconds_now() - t0);
+    if (json)
+        rc = print_json(pos[0], output, v.size, &st, seconds_now() - t0, &e);
+    else
+        print_summary(pos[0], output, v.size, &st, seconds_now() - t0);
     slm_vocab_free(&v);
     if (rc) slm_error_print(&e, "storylm vocab");
     return rc ? 1 : 0;

@@ -56,9 +56,12 @@ void cli_format_exact(double x, char *buf, int size) {
 void cli_format_duration(double s, char *buf, int size) {
     if (!(s >= 0)) s = 0;
     long t = (long)(s + 0.5);
-    if (t >= 3600) snprintf(buf, size, "%ldh%02ldm", t / 3600, t / 60 % 60);
-    else if (t >= 60) snprintf(buf, size, "%ldm%02lds", t / 60, t % 60);
-    else snprintf(buf, size, "%lds", t);
+    if (t >= 3600)
+        snprintf(buf, size, "%ldh%02ldm", t / 3600, t / 60 % 60);
+    else if (t >= 60)
+        snprintf(buf, size, "%ldm%02lds", t / 60, t % 60);
+    else
+        snprintf(buf, size, "%lds", t);
 }
 
 cJSON *cli_json_begin(const char *verb) {

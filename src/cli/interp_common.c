@@ -8,7 +8,10 @@
 int interp_encode(const ProbeSession *ps, const char *text, IntVec *ids, Error *e) {
     ids->len = 0;
     if (slm_intvec_push(ids, ps->lm.tokenizer.eos_id, e)) return -1;
-    return slm_text_check(text, strlen(text), "the text", e) || slm_tokenizer_encode(&ps->lm.tokenizer, text, strlen(text), ids, e) ? -1 : 0;
+    return slm_text_check(text, strlen(text), "the text", e) ||
+                   slm_tokenizer_encode(&ps->lm.tokenizer, text, strlen(text), ids, e)
+               ? -1
+               : 0;
 }
 
 void interp_pieces(const ProbeSession *ps, const int32_t *ids, int n, char *buf, size_t size) {

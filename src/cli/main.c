@@ -37,8 +37,10 @@ static int finish_stdout(int rc) {
     bad |= fclose(stdout) != 0;
     if (!err) err = errno;
     if (!bad) return rc;
-    fprintf(stderr, "storylm: error: cannot write the output: %s\n---> HINT: check free space on the disk or "
-                    "file that standard output goes to\n", err ? strerror(err) : "write error");
+    fprintf(stderr,
+            "storylm: error: cannot write the output: %s\n---> HINT: check free space on the disk or "
+            "file that standard output goes to\n",
+            err ? strerror(err) : "write error");
     return rc ? rc : 1;
 }
 
@@ -53,13 +55,16 @@ static int unknown_verb(const char *name) {
     const char *names[N_VERBS];
     for (int i = 0; i < N_VERBS; i++) names[i] = verbs[i]->name;
     const char *near = args_nearest(name, names, N_VERBS);
-    if (near) fprintf(stderr, "storylm: error: unknown verb '%s'; did you mean '%s'?\n", name, near);
-    else fprintf(stderr, "storylm: error: unknown verb '%s'\n---> HINT: run 'storylm --help' for the list\n", name);
+    if (near)
+        fprintf(stderr, "storylm: error: unknown verb '%s'; did you mean '%s'?\n", name, near);
+    else
+        fprintf(stderr, "storylm: error: unknown verb '%s'\n---> HINT: run 'storylm --help' for the list\n", name);
     return 2;
 }
 
 static int run(int argc, char **argv) {
-    bool help = argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0);
+    bool help =
+        argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0);
     if (help && argc >= 3) { /* storylm help VERB: that verb's --help */
         const Command *c = find_verb(argv[2]);
         if (!c) return unknown_verb(argv[2]);

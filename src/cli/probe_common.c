@@ -29,10 +29,14 @@ int probe_emit(const Report *r, const ProbeOptions *o, Error *e) {
 }
 
 int probe_refuse_ablation(const Command *cmd, int argc, char **argv, const char *why) {
-    const char *flag = args_given(argc, argv, "ablate", 0) ? "--ablate" : args_given(argc, argv, "ablate-mode", 0) ? "--ablate-mode" : NULL;
+    const char *flag = args_given(argc, argv, "ablate", 0)        ? "--ablate"
+                       : args_given(argc, argv, "ablate-mode", 0) ? "--ablate-mode"
+                                                                  : NULL;
     if (!flag) return 0;
-    return args_usage_error(cmd, "%s changes nothing %s shows (%s); switch heads off in ablate, eval, generate, attend, "
-                            "trace or swap", flag, cmd->name, why);
+    return args_usage_error(cmd,
+                            "%s changes nothing %s shows (%s); switch heads off in ablate, eval, generate, attend, "
+                            "trace or swap",
+                            flag, cmd->name, why);
 }
 
 /* No verb takes a flag it would ignore: --ablate-mode without heads to switch
@@ -51,7 +55,8 @@ int probe_parse(const Command *cmd, int argc, char **argv, const Option *opts, i
                 const char **positional, int n_positional) {
     int np, rc = args_parse(cmd, argc, argv, opts, n_opts, positional, n_positional, n_positional, &np);
     if (rc) return rc > 0 ? 0 : 2;
-    if (probe_check_mode(cmd, po->ablate_mode) || refuse_idle_ablation_flags(cmd, argc, argv, opts, n_opts, po)) return 2;
+    if (probe_check_mode(cmd, po->ablate_mode) || refuse_idle_ablation_flags(cmd, argc, argv, opts, n_opts, po))
+        return 2;
     cli_set_threads(po->threads);
     /* the default model found (and said on stderr) here; a verb with its own
      * model list (heads) resolves its models itself */

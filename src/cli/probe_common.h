@@ -14,7 +14,8 @@
 #include "storylm/session.h" /* ProbeSession, slm_probe_session_open, slm_cli_setup_ablation...: in the library */
 #include "storylm/views.h"
 
-#define PROBE_OPTIONS_DEFAULT {.ablate_mode = "zero", .n_test = STORIES_DEFAULT_TEST, .threads = cli_default_threads()}
+#define PROBE_OPTIONS_DEFAULT                                                                                          \
+    { .ablate_mode = "zero", .n_test = STORIES_DEFAULT_TEST, .threads = cli_default_threads() }
 
 #define ABLATE_HELP_MODE "zero, or mean: each head's mean output over the held-out test stories"
 
@@ -23,31 +24,44 @@
 /* The same with --model repeatable into the StringList list, for probes run
  * on several models ("repeat for snapshots"). */
 #define PROBE_MODELS_OPTIONS(o, list, repeat) PROBE_MODELS_OPTION(list, repeat), PROBE_SHARED_OPTIONS(o)
-#define PROBE_MODELS_OPTION(list, repeat)                                                                    \
-    {"model", 'm', OPT_STRINGS, &(list), "FILE",                                                             \
-     "model file; " repeat " (default: ./" DEFAULT_MODEL_PATH ", else the shipped model)", 0, 0}
+#define PROBE_MODELS_OPTION(list, repeat)                                                                              \
+    {                                                                                                                  \
+        "model", 'm', OPT_STRINGS, &(list), "FILE",                                                                    \
+            "model file; " repeat " (default: ./" DEFAULT_MODEL_PATH ", else the shipped model)", 0, 0                 \
+    }
 /* --ablate and --ablate-mode, bound to two strings: every verb that switches
  * heads off declares them through this one entry, probes or not. */
-#define ABLATE_OPTIONS(heads, mode)                                                                          \
-    {"ablate", 0, OPT_STRING, &(heads), "HEADS", "switch heads off, e.g. 3,5 (heads 0 to 7; 1:3,2:5 is layer 1's head 3 and layer 2's head 5)", 0, 0},         \
-    {"ablate-mode", 0, OPT_STRING, &(mode), "MODE", ABLATE_HELP_MODE, 0, 0}
+#define ABLATE_OPTIONS(heads, mode)                                                                                    \
+    {"ablate", 0,       OPT_STRING,                                                                                    \
+     &(heads), "HEADS", "switch heads off, e.g. 3,5 (heads 0 to 7; 1:3,2:5 is layer 1's head 3 and layer 2's head 5)", \
+     0,        0},                                                                                                     \
+    {                                                                                                                  \
+        "ablate-mode", 0, OPT_STRING, &(mode), "MODE", ABLATE_HELP_MODE, 0, 0                                          \
+    }
 #define PROBE_SHARED_OPTIONS(o) ABLATE_OPTIONS((o).ablate, (o).ablate_mode), PROBE_OUTPUT_OPTIONS(o)
-#define PROBE_OUTPUT_OPTIONS(o)                                                                              \
-    {"json", 0, OPT_BOOL, &(o).json, NULL, "print JSON with the same numbers", 0, 0},                        \
-    THREADS_OPTION((o).threads)
+#define PROBE_OUTPUT_OPTIONS(o)                                                                                        \
+    {"json", 0, OPT_BOOL, &(o).json, NULL, "print JSON with the same numbers", 0, 0}, THREADS_OPTION((o).threads)
 /* The same without --ablate, for probes whose numbers no switched-off head
  * changes (distances, heads, stats): they refuse it (probe_refuse_ablation). */
-#define PROBE_MODEL_OPTION(o) \
-    {"model", 'm', OPT_STRING, &(o).model, "FILE", "model file (default: ./" DEFAULT_MODEL_PATH ", else the shipped model)", 0, 0}
-#define PROBE_SVG_OPTION(o) {"svg", 0, OPT_STRING, &(o).svg, "FILE", "also draw the picture into FILE (SVG); a file of another kind there is kept", 0, 0}, \
-    FORCE_OPTION((o).force)
-#define PROBE_TEST_OPTION(o) \
-    {"test-stories", 0, OPT_INT, &(o).n_test, "N", "held-out test stories (as in training)", 1, 100000}
+#define PROBE_MODEL_OPTION(o)                                                                                          \
+    {                                                                                                                  \
+        "model", 'm', OPT_STRING, &(o).model, "FILE",                                                                  \
+            "model file (default: ./" DEFAULT_MODEL_PATH ", else the shipped model)", 0, 0                             \
+    }
+#define PROBE_SVG_OPTION(o)                                                                                            \
+    {"svg",    0,      OPT_STRING,                                                                                     \
+     &(o).svg, "FILE", "also draw the picture into FILE (SVG); a file of another kind there is kept",                  \
+     0,        0},                                                                                                     \
+        FORCE_OPTION((o).force)
+#define PROBE_TEST_OPTION(o)                                                                                           \
+    { "test-stories", 0, OPT_INT, &(o).n_test, "N", "held-out test stories (as in training)", 1, 100000 }
 /* For verbs without a STORIES argument: where mean ablation finds its stories. */
 #define PROBE_MEAN_STORIES_OPTION(o) ABLATE_STORIES_OPTION((o).mean_stories)
-#define ABLATE_STORIES_OPTION(stories)                                                                       \
-    {"stories", 0, OPT_STRING, &(stories), "FILE",                                                           \
-     "stories for --ablate-mode mean (needed for it; info names the training file)", 0, 0}
+#define ABLATE_STORIES_OPTION(stories)                                                                                 \
+    {                                                                                                                  \
+        "stories", 0, OPT_STRING, &(stories), "FILE",                                                                  \
+            "stories for --ablate-mode mean (needed for it; info names the training file)", 0, 0                       \
+    }
 
 /* Checks --ablate-mode after parsing: 0, or prints a usage error and returns 2. */
 int probe_check_mode(const Command *cmd, const char *mode);

@@ -20,18 +20,18 @@ static bool may_differ(const char *name) {
 static void put_option(FILE *f, const Option *o) {
     fprintf(f, "--%s\t", o->name);
     switch (o->kind) {
-    case OPT_BOOL: fputs(*(bool *)o->target ? "on" : "off", f); break;
-    case OPT_INT: fprintf(f, "%d", *(int *)o->target); break;
-    case OPT_DOUBLE: {
-        char x[40];
-        cli_format_exact(*(double *)o->target, x, sizeof x);
-        fputs(x, f);
-    } break;
-    case OPT_STRING: fputs(*(const char **)o->target ? *(const char **)o->target : "(none)", f); break;
-    case OPT_STRINGS: {
-        const StringList *l = o->target;
-        for (int i = 0; i < l->count; i++) fprintf(f, "%s%s", i ? "," : "", l->items[i]);
-    } break;
+        case OPT_BOOL: fputs(*(bool *)o->target ? "on" : "off", f); break;
+        case OPT_INT: fprintf(f, "%d", *(int *)o->target); break;
+        case OPT_DOUBLE: {
+            char x[40];
+            cli_format_exact(*(double *)o->target, x, sizeof x);
+            fputs(x, f);
+        } break;
+        case OPT_STRING: fputs(*(const char **)o->target ? *(const char **)o->target : "(none)", f); break;
+        case OPT_STRINGS: {
+            const StringList *l = o->target;
+            for (int i = 0; i < l->count; i++) fprintf(f, "%s%s", i ? "," : "", l->items[i]);
+        } break;
     }
     fputc('\n', f);
 }

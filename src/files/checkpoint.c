@@ -44,14 +44,17 @@ static int size_value(const ModelConfig *c, int i) { return *(const int *)((cons
 
 /* A transformer's file also names its config as TransformerLens's
  * HookedTransformerConfig does (docs/transformer.md); act_fn is read back. */
-static const char *const tl_keys[] = {"act_fn", "d_model", "n_heads", "d_head", "d_mlp", "n_layers", "n_ctx",
-                                      "d_vocab", "positional_embedding_type"};
+static const char *const tl_keys[] = {
+    "act_fn", "d_model", "n_heads", "d_head", "d_mlp", "n_layers", "n_ctx", "d_vocab", "positional_embedding_type"};
 #define N_TL_KEYS ((int)(sizeof tl_keys / sizeof tl_keys[0]))
 
 /* TransformerLens's name of a position scheme ("rotary", "alibi",
  * "standard"; storylm's own name for the schemes it lacks). */
 static const char *tl_positional(PosScheme pos) {
-    return pos == POS_ROPE ? "rotary" : pos == POS_ABSOLUTE ? "standard" : pos == POS_ALIBI ? "alibi" : slm_pos_name(pos);
+    return pos == POS_ROPE       ? "rotary"
+           : pos == POS_ABSOLUTE ? "standard"
+           : pos == POS_ALIBI    ? "alibi"
+                                 : slm_pos_name(pos);
 }
 
 static int put_transformer_keys(Metadata *md, const ModelConfig *c, Error *e) {
@@ -113,8 +116,7 @@ int slm_checkpoint_parse_u64(const char *s, int base, uint64_t *out) {
 /* Lines of vocab.txt text; a last line may lack its newline. */
 static size_t count_lines(const char *text) {
     size_t n = 0, len = strlen(text);
-    for (size_t i = 0; i < len; i++)
-        n += text[i] == '\n';
+    for (size_t i = 0; i < len; i++) n += text[i] == '\n';
     return n + (len && text[len - 1] != '\n');
 }
 
@@ -132,11 +134,12 @@ static int copy_free_keys(Metadata *to, const Metadata *from, int (*reserved)(co
 
 /* format, version, arch and sizes: what both files begin with. */
 static int put_config_keys(Metadata *md, const char *format, const ModelConfig *c, Error *e) {
-    if (slm_metadata_set(md, "format", format, e) || slm_metadata_set(md, "format_version", CHECKPOINT_FORMAT_VERSION, e) ||
+    if (slm_metadata_set(md, "format", format, e) ||
+        slm_metadata_set(md, "format_version", CHECKPOINT_FORMAT_VERSION, e) ||
         slm_metadata_set(md, "arch", slm_arch_name(c->arch), e))
         return -1;
-    if (c->arch != ARCH_WINDOW8 &&
-        (slm_metadata_set(md, "pos", slm_pos_name(c->pos), e) || slm_metadata_set(md, "score", slm_score_name(c->score), e)))
+    if (c->arch != ARCH_WINDOW8 && (slm_metadata_set(md, "pos", slm_pos_name(c->pos), e) ||
+                                    slm_metadata_set(md, "score", slm_score_name(c->score), e)))
         return -1;
     if (c->arch == ARCH_TRANSFORMER && put_transformer_keys(md, c, e)) return -1;
     char layers[16]; /* only when more than one: a one-layer file stays as it was */
@@ -176,8 +179,7 @@ static void list_add_table(TensorList *l, const Model *m, const char *prefix, co
         SafeTensorOut *o = &l->items[l->n];
         snprintf(l->names[l->n], sizeof l->names[0], "%s%s", prefix, t->name);
         *o = (SafeTensorOut){.name = l->names[l->n], .ndim = t->ndim, .data = base + t->offset};
-        for (int d = 0; d < t->ndim; d++)
-            o->shape[d] = t->shape[d];
+        for (int d = 0; d < t->ndim; d++) o->shape[d] = t->shape[d];
         l->n++;
     }
 }
@@ -286,7 +288,8 @@ static int read_variant(const SafeTensorsFile *st, ModelConfig *c, Error *e) {
         return FAIL(e, "a newer storylm may read it", "'%s': unknown score function '%.40s' (storylm knows %s)",
                     st->path, score, slm_score_names());
     if (c->arch != ARCH_ATTENTION && (c->pos != POS_DISTANCE || c->score != SCORE_SCALED_DOT))
-        return FAIL(e, BAD_MODEL_HINT, "'%s': a %s model has no --position-scheme or --score", st->path, slm_arch_name(c->arch));
+        return FAIL(e, BAD_MODEL_HINT, "'%s': a %s model has no --position-scheme or --score", st->path,
+                    slm_arch_name(c->arch));
     return 0;
 }
 
@@ -302,7 +305,8 @@ static int read_config(const SafeTensorsFile *st, ModelConfig *c, Error *e) {
         const char *s = slm_metadata_get(&st->metadata, config_sizes[i].key);
         uint64_t x;
         if (!s) return FAIL(e, BAD_MODEL_HINT, "'%s': the metadata has no \"%s\"", st->path, config_sizes[i].key);
-        if (!slm_checkpoint_parse_u64(s, 10, &x) || x < (uint64_t)config_sizes[i].min || x > (uint64_t)config_sizes[i].max)
+        if (!slm_checkpoint_parse_u64(s, 10, &x) || x < (uint64_t)config_sizes[i].min ||
+            x > (uint64_t)config_sizes[i].max)
             return FAIL(e, BAD_MODEL_HINT, "'%s': metadata %s '%.40s' is not a whole number from %d to %d", st->path,
                         config_sizes[i].key, s, config_sizes[i].min, config_sizes[i].max);
         *size_field(c, i) = (int)x;
@@ -384,8 +388,7 @@ static int check_shapes(const SafeTensorsFile *st, const Model *m, const char *c
             snprintf(name, sizeof name, "%s%s", prefixes[p], want->name);
             const SafeTensorInfo *t = slm_safetensors_find(st, name);
             int same = t && t->ndim == want->ndim;
-            for (int d = 0; same && d < want->ndim; d++)
-                same = t->shape[d] == (uint64_t)want->shape[d];
+            for (int d = 0; same && d < want->ndim; d++) same = t->shape[d] == (uint64_t)want->shape[d];
             if (same) continue;
             uint64_t want_shape[3] = {(uint64_t)want->shape[0], (uint64_t)want->shape[1], (uint64_t)want->shape[2]};
             char got[256], need[64];
@@ -475,7 +478,9 @@ static int check_same_config(const SafeTensorsFile *st, const ModelConfig *have,
         return FAIL(e, hint, "'%s' is the optimizer state of a model of architecture %s, not %s", st->path,
                     slm_arch_name(have->arch), slm_arch_name(model->arch));
     if (have->pos != model->pos || have->score != model->score)
-        return FAIL(e, hint, "'%s' is the optimizer state of a model with --position-scheme %s --score %s, not --position-scheme %s --score %s",
+        return FAIL(e, hint,
+                    "'%s' is the optimizer state of a model with --position-scheme %s --score %s, not "
+                    "--position-scheme %s --score %s",
                     st->path, slm_pos_name(have->pos), slm_score_name(have->score), slm_pos_name(model->pos),
                     slm_score_name(model->score));
     if (have->act != model->act)
@@ -600,7 +605,7 @@ char *slm_checkpoint_adam_next_path(const char *model_path, Error *e) {
 }
 
 int slm_checkpoint_save_all(const char *model_path, const Model *m, const char *vocab, const Metadata *meta,
-                        const TrainingState *s, Error *e) {
+                            const TrainingState *s, Error *e) {
     char *adam_path = slm_checkpoint_adam_path(model_path, e);
     char *next = adam_path ? next_path(adam_path, e) : NULL;
     if (!next) {
@@ -645,8 +650,8 @@ static int check_pair(const char *model_path, const Metadata *meta, const char *
 }
 
 /* The optimizer state at path, when it pairs with the model. */
-static int load_state(const char *model_path, const Metadata *meta, const char *path, const Model *m,
-                      TrainingState *s, Error *e) {
+static int load_state(const char *model_path, const Metadata *meta, const char *path, const Model *m, TrainingState *s,
+                      Error *e) {
     if (slm_checkpoint_load_adam(path, m, s, e)) return -1;
     if (check_pair(model_path, meta, path, s, e) == 0) return 0;
     slm_training_state_free(s);
@@ -669,7 +674,8 @@ static int load_pair(const char *model_path, const char *adam_path, Model *m, ch
     return load_state(model_path, meta, adam_path, m, s, e);
 }
 
-int slm_checkpoint_load_all(const char *model_path, Model *m, char **vocab, Metadata *meta, TrainingState *s, Error *e) {
+int slm_checkpoint_load_all(const char *model_path, Model *m, char **vocab, Metadata *meta, TrainingState *s,
+                            Error *e) {
     *m = (Model){0};
     *vocab = NULL;
     *s = (TrainingState){0};
@@ -684,7 +690,9 @@ int slm_checkpoint_load_all(const char *model_path, Model *m, char **vocab, Meta
         slm_training_state_free(s);
         slm_metadata_free(&md);
     }
-    if (meta) *meta = md;
-    else slm_metadata_free(&md);
+    if (meta)
+        *meta = md;
+    else
+        slm_metadata_free(&md);
     return rc;
 }

@@ -72,11 +72,14 @@ FileKind slm_file_kind(const char *path) {
     ssize_t n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? pread(fd, b, SNIFF_BYTES, 0) : -1;
     FileKind k = FILE_OTHER;
     uint64_t header_len;
-    if (n == 0) k = FILE_NONE;
-    else if (n < 0) k = FILE_OTHER;
+    if (n == 0)
+        k = FILE_NONE;
+    else if (n < 0)
+        k = FILE_OTHER;
     else if (is_safetensors(b, (size_t)n, &header_len))
         k = header_says_activations(fd, header_len) ? FILE_ACTIVATIONS : FILE_MODEL;
-    else if (is_lock(b, (size_t)n)) k = FILE_LOCK;
+    else if (is_lock(b, (size_t)n))
+        k = FILE_LOCK;
     else if (!memchr(b, 0, (size_t)n)) {
         b[n] = '\0';
         k = text_kind((const char *)b);
@@ -86,9 +89,9 @@ FileKind slm_file_kind(const char *path) {
 }
 
 const char *slm_file_kind_name(FileKind k) {
-    static const char *const names[] = {"nothing", "a model (safetensors)", "activations (storylm cache)",
-                                        "a vocabulary", "a picture (SVG)", "a lock", "text (stories, a table...)",
-                                        "data of another kind"};
+    static const char *const names[] = {
+        "nothing", "a model (safetensors)",      "activations (storylm cache)", "a vocabulary", "a picture (SVG)",
+        "a lock",  "text (stories, a table...)", "data of another kind"};
     return k >= FILE_NONE && k <= FILE_OTHER ? names[k] : "?";
 }
 
@@ -104,7 +107,9 @@ static void add_output(OutputPlan *p, const char *path, FileKind kind, bool repl
     if (path && p->n_outputs < OUTPUTS_MAX) p->outputs[p->n_outputs++] = (PlannedOutput){path, kind, replace};
 }
 
-void slm_outputs_write(OutputPlan *p, const char *path, FileKind kind) { add_output(p, path, kind, kind != FILE_MODEL); }
+void slm_outputs_write(OutputPlan *p, const char *path, FileKind kind) {
+    add_output(p, path, kind, kind != FILE_MODEL);
+}
 
 void slm_outputs_write_own(OutputPlan *p, const char *path, FileKind kind) { add_output(p, path, kind, true); }
 
@@ -137,9 +142,12 @@ bool slm_path_resolve(const char *path, char *buf, size_t size) {
     }
     const char *slash = strrchr(path, '/');
     char folder[PATH_MAX];
-    if (!slash) snprintf(folder, sizeof folder, ".");
-    else if (slash == path) snprintf(folder, sizeof folder, "/");
-    else snprintf(folder, sizeof folder, "%.*s", (int)(slash - path), path);
+    if (!slash)
+        snprintf(folder, sizeof folder, ".");
+    else if (slash == path)
+        snprintf(folder, sizeof folder, "/");
+    else
+        snprintf(folder, sizeof folder, "%.*s", (int)(slash - path), path);
     const char *name = slash ? slash + 1 : path;
     if (!*name || !strcmp(name, ".") || !strcmp(name, "..") || !realpath(folder, tmp)) return false;
     return snprintf(buf, size, "%s%s%s", tmp, strcmp(tmp, "/") ? "/" : "", name) < (int)size;

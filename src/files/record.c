@@ -61,7 +61,9 @@ int slm_record_check_file(const StoriesRecord *r, const char *path, char *why, s
         snprintf(why, size, "'%s' has %" PRIu64 " bytes, not the %" PRIu64 " of '%s' the model was trained on", path,
                  got.bytes, r->bytes, r->name);
     else
-        snprintf(why, size, "'%s' has the size of '%s' the model was trained on, but another text (FNV-1a 64 %016" PRIx64
-                 ", recorded %016" PRIx64 ")", path, r->name, got.fnv1a64, r->fnv1a64);
+        snprintf(why, size,
+                 "'%s' has the size of '%s' the model was trained on, but another text (FNV-1a 64 %016" PRIx64
+                 ", recorded %016" PRIx64 ")",
+                 path, r->name, got.fnv1a64, r->fnv1a64);
     return 0;
 }

@@ -121,8 +121,7 @@ void slm_safetensors_format_shape(char *buf, size_t size, const uint64_t *shape,
 
 uint64_t slm_safetensors_count(const SafeTensorInfo *t) {
     uint64_t count = 1;
-    for (int i = 0; i < t->ndim; i++)
-        count *= t->shape[i];
+    for (int i = 0; i < t->ndim; i++) count *= t->shape[i];
     return count;
 }
 
@@ -160,8 +159,7 @@ static int parse_metadata(const cJSON *j, Metadata *md, Error *e) {
     }
     const char **keys = xmalloc((size_t)(md->count ? md->count : 1) * sizeof *keys, e);
     if (!keys) return -1;
-    for (int i = 0; i < md->count; i++)
-        keys[i] = md->items[i].key;
+    for (int i = 0; i < md->count; i++) keys[i] = md->items[i].key;
     int failed;
     const char *dup = find_duplicate(keys, md->count, &failed, e);
     int rc = failed ? -1 : dup ? FAIL(e, BAD_FILE_HINT, "metadata key '%s' occurs twice", dup) : 0;
@@ -245,8 +243,7 @@ static int check_coverage(const SafeTensorsFile *st, Error *e) {
     int n = st->n_tensors;
     const SafeTensorInfo **order = xmalloc((size_t)(n ? n : 1) * sizeof *order, e);
     if (!order) return -1;
-    for (int i = 0; i < n; i++)
-        order[i] = &st->tensors[i];
+    for (int i = 0; i < n; i++) order[i] = &st->tensors[i];
     qsort(order, (size_t)n, sizeof *order, by_offset);
     uint64_t pos = 0;
     int rc = 0;
@@ -270,8 +267,7 @@ static int check_coverage(const SafeTensorsFile *st, Error *e) {
 static int check_tensor_names(const SafeTensorsFile *st, Error *e) {
     const char **names = xmalloc((size_t)(st->n_tensors ? st->n_tensors : 1) * sizeof *names, e);
     if (!names) return -1;
-    for (int i = 0; i < st->n_tensors; i++)
-        names[i] = st->tensors[i].name;
+    for (int i = 0; i < st->n_tensors; i++) names[i] = st->tensors[i].name;
     int failed;
     const char *dup = find_duplicate(names, st->n_tensors, &failed, e);
     int rc = failed ? -1 : dup ? FAIL(e, BAD_FILE_HINT, "tensor '%s' occurs twice in the header", dup) : 0;
@@ -309,8 +305,10 @@ static size_t count_values(const char *text, size_t n) {
     for (size_t i = 0; i < n; i++) {
         char c = text[i];
         if (in_string) {
-            if (c == '\\') i++;
-            else if (c == '"') in_string = 0;
+            if (c == '\\')
+                i++;
+            else if (c == '"')
+                in_string = 0;
         } else {
             in_string = c == '"';
             count += c == ':' || c == ',';
@@ -344,8 +342,7 @@ static int parse_header(SafeTensorsFile *st, const char *text, size_t n, Error *
 
 static uint64_t read_le64(const unsigned char *b) {
     uint64_t x = 0;
-    for (int i = 7; i >= 0; i--)
-        x = (x << 8) | b[i];
+    for (int i = 7; i >= 0; i--) x = (x << 8) | b[i];
     return x;
 }
 
@@ -399,8 +396,7 @@ int slm_safetensors_open(SafeTensorsFile *st, const char *path, Error *e) {
 
 void slm_safetensors_close(SafeTensorsFile *st) {
     if (st->f) fclose(st->f);
-    for (int i = 0; i < st->n_tensors; i++)
-        free(st->tensors[i].name);
+    for (int i = 0; i < st->n_tensors; i++) free(st->tensors[i].name);
     free(st->tensors);
     free(st->path);
     slm_metadata_free(&st->metadata);
@@ -440,8 +436,7 @@ int slm_safetensors_read_f32(SafeTensorsFile *st, const SafeTensorInfo *t, float
 
 static uint64_t out_count(const SafeTensorOut *t) {
     uint64_t count = 1;
-    for (int i = 0; i < t->ndim; i++)
-        count *= (uint64_t)t->shape[i];
+    for (int i = 0; i < t->ndim; i++) count *= (uint64_t)t->shape[i];
     return count;
 }
 
@@ -476,8 +471,7 @@ static void add_tensor_entry(cJSON *root, const SafeTensorOut *t, uint64_t begin
     cJSON *entry = cJSON_AddObjectToObject(root, t->name);
     cJSON_AddStringToObject(entry, "dtype", "F32");
     cJSON *shape = cJSON_AddArrayToObject(entry, "shape");
-    for (int d = 0; d < t->ndim; d++)
-        cJSON_AddItemToArray(shape, cJSON_CreateNumber(t->shape[d]));
+    for (int d = 0; d < t->ndim; d++) cJSON_AddItemToArray(shape, cJSON_CreateNumber(t->shape[d]));
     cJSON *offsets = cJSON_AddArrayToObject(entry, "data_offsets");
     cJSON_AddItemToArray(offsets, cJSON_CreateNumber((double)begin));
     cJSON_AddItemToArray(offsets, cJSON_CreateNumber((double)end));
@@ -487,8 +481,7 @@ static void add_tensor_entry(cJSON *root, const SafeTensorOut *t, uint64_t begin
 static char *header_text(const SafeTensorOut *tensors, int n, const Metadata *md, size_t *len, Error *e) {
     cJSON *root = cJSON_CreateObject();
     cJSON *meta = md && root ? cJSON_AddObjectToObject(root, "__metadata__") : NULL;
-    for (int i = 0; md && i < md->count; i++)
-        cJSON_AddStringToObject(meta, md->items[i].key, md->items[i].value);
+    for (int i = 0; md && i < md->count; i++) cJSON_AddStringToObject(meta, md->items[i].key, md->items[i].value);
     uint64_t pos = 0;
     for (int i = 0; i < n && root; i++) {
         uint64_t bytes = 4 * out_count(&tensors[i]);
@@ -524,8 +517,7 @@ static int write_f32_le(AtomicFile *a, const float *x, uint64_t n, Error *e) {
         for (size_t j = 0; j < k; j++) {
             uint32_t u;
             memcpy(&u, &x[i + j], 4);
-            for (int b = 0; b < 4; b++)
-                buf[4 * j + (size_t)b] = (unsigned char)(u >> (8 * b));
+            for (int b = 0; b < 4; b++) buf[4 * j + (size_t)b] = (unsigned char)(u >> (8 * b));
         }
         if (slm_atomic_write(a, buf, 4 * k, e)) return -1;
     }
@@ -537,13 +529,11 @@ int slm_safetensors_write_f32(const char *path, const SafeTensorOut *tensors, in
     char *header = check_outputs(tensors, n, md, e) ? NULL : header_text(tensors, n, md, &len, e);
     if (!header) return -1;
     unsigned char len_bytes[8];
-    for (int b = 0; b < 8; b++)
-        len_bytes[b] = (unsigned char)((uint64_t)len >> (8 * b));
+    for (int b = 0; b < 8; b++) len_bytes[b] = (unsigned char)((uint64_t)len >> (8 * b));
     AtomicFile a;
     int rc = slm_atomic_open(&a, path, e);
     if (!rc) rc = slm_atomic_write(&a, len_bytes, 8, e) || slm_atomic_write(&a, header, len, e) ? -1 : 0;
-    for (int i = 0; i < n && !rc; i++)
-        rc = write_f32_le(&a, tensors[i].data, out_count(&tensors[i]), e);
+    for (int i = 0; i < n && !rc; i++) rc = write_f32_le(&a, tensors[i].data, out_count(&tensors[i]), e);
     free(header);
     if (rc) {
         if (a.f) slm_atomic_abort(&a);

@@ -52,7 +52,7 @@ static inline f16v load16(const float *p) {
 /* A block's 16 sums (even and odd columns' chains) + bias -> y (n of them). */
 static inline void store16(const f16v *even, const f16v *odd, const float *bias, int n, float *y) {
     f16v sum = *even + *odd; /* by pointer: no vector crosses a call's ABI, even where not inlined */
-    if (n == 16) { /* the same sums as below, a register at once */
+    if (n == 16) {           /* the same sums as below, a register at once */
         sum += load16(bias);
         memcpy(y, &sum, sizeof sum);
         return;
@@ -70,8 +70,8 @@ static inline void store16(const f16v *even, const f16v *odd, const float *bias,
 /* One block (16 rows, n real; w its packed weights, cols columns) for S
  * samples at once (S <= DENSE_GROUP, a constant where inlined): each weight
  * register serves all S. x[s] (cols) -> y[s] (16). */
-static inline __attribute__((always_inline)) void block_for_samples(const float *w, int cols, const float *const *x, int S,
-                                                                    const float *bias, int n, float *const *y) {
+static inline __attribute__((always_inline)) void block_for_samples(const float *w, int cols, const float *const *x,
+                                                                    int S, const float *bias, int n, float *const *y) {
     f16v e[DENSE_GROUP], o[DENSE_GROUP];
 #pragma GCC unroll 8
     for (int s = 0; s < S; s++) e[s] = o[s] = (f16v){0};
@@ -96,8 +96,9 @@ static inline __attribute__((always_inline)) void block_for_samples(const float 
 /* One sample alone through B consecutive blocks at once (B <= DENSE_BLOCKS,
  * a constant where inlined), blocks of block floats apart: x (cols) -> y
  * (16 B, rows real of them). */
-static inline __attribute__((always_inline)) void blocks_for_sample(const float *w, size_t block, int cols, const float *x,
-                                                                    int B, const float *bias, int rows, float *y) {
+static inline __attribute__((always_inline)) void blocks_for_sample(const float *w, size_t block, int cols,
+                                                                    const float *x, int B, const float *bias, int rows,
+                                                                    float *y) {
     f16v e[DENSE_BLOCKS], o[DENSE_BLOCKS];
 #pragma GCC unroll 4
     for (int b = 0; b < B; b++) e[b] = o[b] = (f16v){0};
@@ -115,7 +116,8 @@ static inline __attribute__((always_inline)) void blocks_for_sample(const float 
         for (int b = 0; b < B; b++) e[b] += load16(w + b * block + (size_t)k * 16) * x[k];
     }
 #pragma GCC unroll 4
-    for (int b = 0; b < B; b++) store16(&e[b], &o[b], bias + 16 * b, rows - 16 * b < 16 ? rows - 16 * b : 16, y + 16 * b);
+    for (int b = 0; b < B; b++)
+        store16(&e[b], &o[b], bias + 16 * b, rows - 16 * b < 16 ? rows - 16 * b : 16, y + 16 * b);
 }
 
 /* y = packed W (rows, cols) x + bias for one sample: DENSE_BLOCKS blocks at
@@ -125,7 +127,8 @@ static void dense_one(const float *packed, const float *bias, const float *x, in
     size_t block = (size_t)cols * 16;
     for (; b + DENSE_BLOCKS <= blocks; b += DENSE_BLOCKS)
         blocks_for_sample(packed + b * block, block, cols, x, DENSE_BLOCKS, bias + 16 * b, rows - 16 * b, y + 16 * b);
-    for (; b < blocks; b++) blocks_for_sample(packed + b * block, block, cols, x, 1, bias + 16 * b, rows - 16 * b, y + 16 * b);
+    for (; b < blocks; b++)
+        blocks_for_sample(packed + b * block, block, cols, x, 1, bias + 16 * b, rows - 16 * b, y + 16 * b);
 }
 
 /* For j < k: y of sample which[j] (rows) = packed W (rows, cols) x of that
@@ -148,10 +151,14 @@ static void dense16(const float *packed, const float *bias, const float *x, size
             int S = k - j < DENSE_GROUP ? k - j : DENSE_GROUP;
             for (int s = 0; s < S; s++) xs[s] = x + which[j + s] * x_step, ys[s] = y + which[j + s] * y_step + 16 * b;
             /* the group's size a constant in each call, so its chains stay in registers */
-            if (S == DENSE_GROUP) block_for_samples(w, cols, xs, DENSE_GROUP, bias + 16 * b, n, ys);
-            else if (S >= 4) block_for_samples(w, cols, xs, S = 4, bias + 16 * b, n, ys);
-            else if (S >= 2) block_for_samples(w, cols, xs, S = 2, bias + 16 * b, n, ys);
-            else block_for_samples(w, cols, xs, 1, bias + 16 * b, n, ys);
+            if (S == DENSE_GROUP)
+                block_for_samples(w, cols, xs, DENSE_GROUP, bias + 16 * b, n, ys);
+            else if (S >= 4)
+                block_for_samples(w, cols, xs, S = 4, bias + 16 * b, n, ys);
+            else if (S >= 2)
+                block_for_samples(w, cols, xs, S = 2, bias + 16 * b, n, ys);
+            else
+                block_for_samples(w, cols, xs, 1, bias + 16 * b, n, ys);
             j += S;
         }
     }
@@ -171,7 +178,7 @@ static size_t qkv_w_size(const ModelConfig *c) {
 static void pack_weights(GeneratorBatch *g, const Model *m, int l, float *table) {
     const ModelConfig *c = &m->cfg;
     int D = c->row_dim, H = c->n_heads, kd = c->key_dim, vd = c->value_dim, W = c->window, QKV = qkv_width(c);
-    float scale = slm_score_scale(c); /* --score: 1/sqrt(kd) for scaled-dot, else 1 */
+    float scale = slm_score_scale(c);                         /* --score: 1/sqrt(kd) for scaled-dot, else 1 */
     const float *distance = slm_position_table_for(m, table); /* --pos: the scores added per distance */
     float *qkv_w = g->qkv_w + (size_t)l * qkv_w_size(&g->model->cfg), *distance2 = g->distance2 + (size_t)l * H * 2 * W;
     for (int r = 0; r < D; r++)
@@ -184,7 +191,8 @@ static void pack_weights(GeneratorBatch *g, const Model *m, int l, float *table)
             for (int i = 0; i < vd; i++) dst[2 * H * kd + h * vd + i] = m->value[((size_t)h * D + r) * vd + i];
         }
     for (int h = 0; h < H; h++)
-        for (int k = 0; k < 2 * W; k++) distance2[(size_t)h * 2 * W + k] = distance[(size_t)h * W + (2 * W - 1 - k) % W];
+        for (int k = 0; k < 2 * W; k++)
+            distance2[(size_t)h * 2 * W + k] = distance[(size_t)h * W + (2 * W - 1 - k) % W];
 }
 
 /* Sizes of one sample's part of each per-sample buffer. */
@@ -195,9 +203,13 @@ typedef struct SampleSizes {
 static SampleSizes sample_sizes(const ModelConfig *c) {
     int att = c->arch == ARCH_ATTENTION;
     size_t H = c->n_heads * (size_t)slm_model_layers(c), W = c->window; /* every layer's heads */
-    return (SampleSizes){.keys = att ? H * W * c->key_dim : 0, .values = att ? H * W * c->value_dim : 0,
-                         .recent = c->context > 0 ? (size_t)c->context : 1, .qkv = att ? (size_t)qkv_width(c) : 0,
-                         .z = slm_model_hidden_input_dim(c), .hidden = c->hidden_dim, .logits = c->vocab_size};
+    return (SampleSizes){.keys = att ? H * W * c->key_dim : 0,
+                         .values = att ? H * W * c->value_dim : 0,
+                         .recent = c->context > 0 ? (size_t)c->context : 1,
+                         .qkv = att ? (size_t)qkv_width(c) : 0,
+                         .z = slm_model_hidden_input_dim(c),
+                         .hidden = c->hidden_dim,
+                         .logits = c->vocab_size};
 }
 
 int slm_generator_batch_init(GeneratorBatch *g, const Model *m, const Ablation *ablation, int n, Error *e) {
@@ -210,17 +222,18 @@ int slm_generator_batch_init(GeneratorBatch *g, const Model *m, const Ablation *
     size_t L = (size_t)slm_model_layers(c), H = c->n_heads * L, W = c->window, N = (size_t)n;
     size_t Z = sz.z, Hd16 = (c->hidden_dim + 15) / 16 * 16, V16 = (c->vocab_size + 15) / 16 * 16;
     int ok = (g->hidden_w = xmalloc(Hd16 * Z * sizeof(float), e)) &&
-             (g->output_w = xmalloc(V16 * c->hidden_dim * sizeof(float), e)) &&
-             (g->pos = xcalloc(N, sizeof(int), e)) && (g->recent = xcalloc(N * sz.recent, sizeof(int32_t), e)) &&
-             (g->z = xcalloc(N * Z, sizeof(float), e)) && (g->scores = xcalloc(N * W, sizeof(float), e)) &&
-             (g->rows = xcalloc(N * c->row_dim, sizeof(float), e)) &&
+             (g->output_w = xmalloc(V16 * c->hidden_dim * sizeof(float), e)) && (g->pos = xcalloc(N, sizeof(int), e)) &&
+             (g->recent = xcalloc(N * sz.recent, sizeof(int32_t), e)) && (g->z = xcalloc(N * Z, sizeof(float), e)) &&
+             (g->scores = xcalloc(N * W, sizeof(float), e)) && (g->rows = xcalloc(N * c->row_dim, sizeof(float), e)) &&
              (g->hidden = xcalloc(N * sz.hidden, sizeof(float), e)) &&
              (g->logits = xcalloc(N * sz.logits, sizeof(float), e));
     if (ok && c->arch == ARCH_ATTENTION)
-        ok = (g->keys = xcalloc(N * sz.keys, sizeof(float), e)) && (g->values = xcalloc(N * sz.values, sizeof(float), e)) &&
+        ok = (g->keys = xcalloc(N * sz.keys, sizeof(float), e)) &&
+             (g->values = xcalloc(N * sz.values, sizeof(float), e)) &&
              (g->qkv_w = xmalloc(L * qkv_w_size(c) * sizeof(float), e)) &&
-             (g->distance2 = xmalloc(H * 2 * W * sizeof(float), e)) && (g->qkv = xmalloc(N * sz.qkv * sizeof(float), e)) &&
-             (g->layers = xcalloc(L, sizeof(Model), e)) && (g->score = xcalloc(L, sizeof(ScoreTensors), e));
+             (g->distance2 = xmalloc(H * 2 * W * sizeof(float), e)) &&
+             (g->qkv = xmalloc(N * sz.qkv * sizeof(float), e)) && (g->layers = xcalloc(L, sizeof(Model), e)) &&
+             (g->score = xcalloc(L, sizeof(ScoreTensors), e));
     if (!ok) {
         slm_generator_batch_free(g);
         return -1;
@@ -245,8 +258,8 @@ int slm_generator_batch_init(GeneratorBatch *g, const Model *m, const Ablation *
 
 void slm_generator_batch_free(GeneratorBatch *g) {
     slm_tf_generator_free(g);
-    void *bufs[] = {g->keys, g->values, g->qkv_w, g->distance2, g->qkv, g->hidden_w, g->output_w, g->pos, g->recent,
-                    g->z, g->scores, g->rows, g->hidden, g->logits, g->layers, g->score};
+    void *bufs[] = {g->keys,   g->values, g->qkv_w,  g->distance2, g->qkv,    g->hidden_w, g->output_w, g->pos,
+                    g->recent, g->z,      g->scores, g->rows,      g->hidden, g->logits,   g->layers,   g->score};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     *g = (GeneratorBatch){0};
 }
@@ -319,23 +332,28 @@ static void new_query_key_value(GeneratorBatch *g, int l, const int *which, int 
     for (int j = 0; j < k; j++) {
         int s = which[j], slot = g->pos[s] % W;
         float *qkv = g->qkv + s * sz.qkv;
-        slm_score_token_qk_with(c, &g->score[l], g->pos[s], qkv); /* --pos rope, --score general|additive: turned once, cached so */
-        float *keys = g->keys + s * sz.keys + (size_t)l * H * kd * W, *values = g->values + s * sz.values + (size_t)l * H * vd * W;
+        slm_score_token_qk_with(c, &g->score[l], g->pos[s],
+                                qkv); /* --pos rope, --score general|additive: turned once, cached so */
+        float *keys = g->keys + s * sz.keys + (size_t)l * H * kd * W,
+              *values = g->values + s * sz.values + (size_t)l * H * vd * W;
         for (int i = 0; i < H * kd; i++) keys[(size_t)i * W + slot] = qkv[H * kd + i];
-        for (int h = 0; h < H; h++) memcpy(values + ((size_t)h * W + slot) * vd, qkv + 2 * H * kd + h * vd, vd * sizeof(float));
+        for (int h = 0; h < H; h++)
+            memcpy(values + ((size_t)h * W + slot) * vd, qkv + 2 * H * kd + h * vd, vd * sizeof(float));
     }
 }
 
 /* sc (n) = bias (n) + q (kd) . each slot's key (keys: kd rows of stride
  * floats, component i of slot j at i*stride + j): 16 slots in a register,
  * one FMA a component in order, stored once. */
-static void query_key_scores(const float *q, int kd, const float *keys, int stride, const float *bias, int n, float *sc) {
+static void query_key_scores(const float *q, int kd, const float *keys, int stride, const float *bias, int n,
+                             float *sc) {
     int j = 0;
     for (; j + 64 <= n; j += 64) { /* four chains in flight */
         f16v a0 = load16(bias + j), a1 = load16(bias + j + 16), a2 = load16(bias + j + 32), a3 = load16(bias + j + 48);
         for (int i = 0; i < kd; i++) {
             const float *k = keys + (size_t)i * stride + j;
-            a0 += load16(k) * q[i], a1 += load16(k + 16) * q[i], a2 += load16(k + 32) * q[i], a3 += load16(k + 48) * q[i];
+            a0 += load16(k) * q[i], a1 += load16(k + 16) * q[i], a2 += load16(k + 32) * q[i],
+                a3 += load16(k + 48) * q[i];
         }
         memcpy(sc + j, &a0, sizeof a0), memcpy(sc + j + 16, &a1, sizeof a1);
         memcpy(sc + j + 32, &a2, sizeof a2), memcpy(sc + j + 48, &a3, sizeof a3);
@@ -388,7 +406,7 @@ static void head_attend(GeneratorBatch *g, int s, int l, int h, float *out) {
     const float *bias = g->distance2 + (size_t)lh * 2 * W + (W - 1 - newest);
     const float *q = g->qkv + s * sz.qkv + h * kd, *keys = g->keys + s * sz.keys + (size_t)lh * kd * W;
     float *sc = g->scores + (size_t)s * W; /* each sample its own: threads may share the batch */
-    if (c->score == SCORE_ADDITIVE) { /* --score additive: v . tanh(q~ + k~) */
+    if (c->score == SCORE_ADDITIVE) {      /* --score additive: v . tanh(q~ + k~) */
         memcpy(sc, bias, n * sizeof(float));
         slm_additive_scores_cached(g->score[l].v + h * kd, kd, q, keys, W, n, sc);
     } else {
@@ -412,7 +430,8 @@ static void attention_z(GeneratorBatch *g, const float *rows, const int *which, 
             for (int h = 0, lh = l * H; h < H; h++, lh++) {
                 float *out = g->z + which[j] * Z + D + (size_t)lh * vd;
                 if (g->ablation.heads & (1u << lh)) {
-                    for (int i = 0; i < vd; i++) out[i] = g->ablation.mode == ABLATE_MEAN ? g->ablation.mean[lh * vd + i] : 0;
+                    for (int i = 0; i < vd; i++)
+                        out[i] = g->ablation.mode == ABLATE_MEAN ? g->ablation.mean[lh * vd + i] : 0;
                 } else {
                     head_attend(g, which[j], l, h, out);
                 }
@@ -470,7 +489,8 @@ typedef struct FeedJob {
 static void feed_job(void *arg, int t, int n) {
     FeedJob *f = arg;
     int j0 = f->k * t / n, j1 = f->k * (t + 1) / n;
-    if (j1 > j0) feed_part(f->g, f->which + j0, f->tokens + j0, j1 - j0, f->g->rows + (size_t)j0 * f->g->model->cfg.row_dim);
+    if (j1 > j0)
+        feed_part(f->g, f->which + j0, f->tokens + j0, j1 - j0, f->g->rows + (size_t)j0 * f->g->model->cfg.row_dim);
 }
 
 void slm_generator_batch_feed(GeneratorBatch *g, const int *which, const int32_t *tokens, int k) {

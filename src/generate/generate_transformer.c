@@ -13,12 +13,12 @@
 
 struct TfGenerator {
     TfViews w;
-    float *qkv_w;   /* (L, QKV, D) each block's W_Q, W_K, W_V packed (slm_pack_qkv) */
-    float *table;   /* (L, H, W) each head's score per distance back */
-    float *keys;    /* (n, L, H, W, dh): the key of the token at position u in slot u % W */
-    float *values;  /* (n, L, H, W, dh) */
+    float *qkv_w;                              /* (L, QKV, D) each block's W_Q, W_K, W_V packed (slm_pack_qkv) */
+    float *table;                              /* (L, H, W) each head's score per distance back */
+    float *keys;                               /* (n, L, H, W, dh): the key of the token at position u in slot u % W */
+    float *values;                             /* (n, L, H, W, dh) */
     float *resid, *x, *qkv, *z, *mlp, *scores; /* one token's scratch: (D), (D), (QKV), (H*dh), (F), (W) */
-    size_t cache;   /* floats of one sample's keys (and of its values) */
+    size_t cache;                              /* floats of one sample's keys (and of its values) */
 };
 
 int slm_tf_generator_init(GeneratorBatch *g, const Model *m, const Ablation *ablation, int n, Error *e) {
@@ -35,11 +35,11 @@ int slm_tf_generator_init(GeneratorBatch *g, const Model *m, const Ablation *abl
     int ok = t && (g->pos = xcalloc(N, sizeof(int), e)) && (g->logits = xcalloc(N * c->vocab_size, sizeof(float), e));
     if (ok) t->cache = L * H * W * dh;
     ok = ok && (t->qkv_w = xmalloc(L * QKV * D * sizeof(float), e)) &&
-         (t->table = xmalloc(L * H * W * sizeof(float), e)) &&
-         (t->keys = xcalloc(N * t->cache, sizeof(float), e)) && (t->values = xcalloc(N * t->cache, sizeof(float), e)) &&
-         (t->resid = xmalloc(D * sizeof(float), e)) && (t->x = xmalloc(D * sizeof(float), e)) &&
-         (t->qkv = xmalloc(QKV * sizeof(float), e)) && (t->z = xmalloc(H * dh * sizeof(float), e)) &&
-         (t->mlp = xmalloc(F * sizeof(float), e)) && (t->scores = xmalloc(W * sizeof(float), e));
+         (t->table = xmalloc(L * H * W * sizeof(float), e)) && (t->keys = xcalloc(N * t->cache, sizeof(float), e)) &&
+         (t->values = xcalloc(N * t->cache, sizeof(float), e)) && (t->resid = xmalloc(D * sizeof(float), e)) &&
+         (t->x = xmalloc(D * sizeof(float), e)) && (t->qkv = xmalloc(QKV * sizeof(float), e)) &&
+         (t->z = xmalloc(H * dh * sizeof(float), e)) && (t->mlp = xmalloc(F * sizeof(float), e)) &&
+         (t->scores = xmalloc(W * sizeof(float), e));
     if (!ok) {
         slm_generator_batch_free(g);
         return -1;

@@ -10,7 +10,8 @@
 
 int slm_sampler_settings_check(const SamplerSettings *st, Error *e) {
     if (!(st->temperature >= 0 && st->temperature <= SAMPLER_MAX_TEMPERATURE))
-        return FAIL(e, "use 0 <= --temperature <= 100 (0: greedy)", "invalid sampling settings: temperature %g", st->temperature);
+        return FAIL(e, "use 0 <= --temperature <= 100 (0: greedy)", "invalid sampling settings: temperature %g",
+                    st->temperature);
     if (st->top_k < 0 || st->top_k > SAMPLER_MAX_TOP_K)
         return FAIL(e, "use --top-k 0 (no limit) or more", "invalid sampling settings: top-k %d", st->top_k);
     if (!(st->top_p >= (float)SAMPLER_MIN_TOP_P && st->top_p <= 1))
@@ -27,8 +28,13 @@ int slm_sampler_settings_check(const SamplerSettings *st, Error *e) {
 }
 
 int slm_sampler_init_with(Sampler *s, int vocab_size, const SamplerSettings *st, uint64_t seed, Error *e) {
-    *s = (Sampler){.vocab_size = vocab_size, .temperature = st->temperature, .top_k = st->top_k, .top_p = st->top_p,
-                   .min_p = st->min_p, .repeat_penalty = st->repeat_penalty, .repeat_last_n = st->repeat_last_n};
+    *s = (Sampler){.vocab_size = vocab_size,
+                   .temperature = st->temperature,
+                   .top_k = st->top_k,
+                   .top_p = st->top_p,
+                   .min_p = st->min_p,
+                   .repeat_penalty = st->repeat_penalty,
+                   .repeat_last_n = st->repeat_last_n};
     if (slm_sampler_settings_check(st, e)) return -1;
     slm_rng_seed(&s->rng, seed);
     s->probs = xmalloc((size_t)vocab_size * sizeof *s->probs, e);
@@ -44,7 +50,11 @@ int slm_sampler_init_with(Sampler *s, int vocab_size, const SamplerSettings *st,
 }
 
 int slm_sampler_init(Sampler *s, int vocab_size, float temperature, int top_k, float top_p, uint64_t seed, Error *e) {
-    SamplerSettings st = {.temperature = temperature, .top_k = top_k, .top_p = top_p, .min_p = 0, .repeat_penalty = 1,
+    SamplerSettings st = {.temperature = temperature,
+                          .top_k = top_k,
+                          .top_p = top_p,
+                          .min_p = 0,
+                          .repeat_penalty = 1,
                           .repeat_last_n = 0};
     return slm_sampler_init_with(s, vocab_size, &st, seed, e);
 }
@@ -146,8 +156,10 @@ static float nucleus_floor(const float *probs, int n, float top_p) {
     int lo = 0, hi = 24; /* 2^-hi is enough, 2^-lo is not (nothing is above 1) */
     while (hi - lo > 1) {
         int mid = (lo + hi) / 2;
-        if (mass_from(probs, n, ldexpf(1.0f, -mid)) >= top_p + 1e-3f) hi = mid;
-        else lo = mid;
+        if (mass_from(probs, n, ldexpf(1.0f, -mid)) >= top_p + 1e-3f)
+            hi = mid;
+        else
+            lo = mid;
     }
     return ldexpf(1.0f, -hi);
 }

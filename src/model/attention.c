@@ -51,36 +51,47 @@ static float dot8(const float *x, const float *y, int nb) {
 /* One head's view. Queries stay in qkv's transposed rows (component i of
  * position p at q[i*ld + p]); keys and values are packed in kv blocks. */
 typedef struct Head {
-    const float *q;     /* (kd, ld) */
-    float *dq;          /* (kd, ld), backward only */
-    float *kv;          /* (ld/8, kd+vd, 8): key components 0..kd-1, then value components */
-    float *d_kv;        /* the same for gradients, backward only */
-    float *dist;        /* (8 + W + 8): dist[8 + W-1-d] = distance score d, zeros around */
-    float *d_dist;      /* the same for gradients, backward only */
-    float *lse;         /* (ld): each position's log-sum-exp of its scores */
+    const float *q;          /* (kd, ld) */
+    float *dq;               /* (kd, ld), backward only */
+    float *kv;               /* (ld/8, kd+vd, 8): key components 0..kd-1, then value components */
+    float *d_kv;             /* the same for gradients, backward only */
+    float *dist;             /* (8 + W + 8): dist[8 + W-1-d] = distance score d, zeros around */
+    float *d_dist;           /* the same for gradients, backward only */
+    float *lse;              /* (ld): each position's log-sum-exp of its scores */
     const DropoutMask *drop; /* training's attention dropout (p 0: none) */
-    float *dw;          /* (S): a position's weights after dropout */
-    const float *v;     /* (kd) --score additive: the head's v (NULL: a dot-product score) */
-    float *d_v;         /* (kd) its gradient, backward only */
+    float *dw;               /* (S): a position's weights after dropout */
+    const float *v;          /* (kd) --score additive: the head's v (NULL: a dot-product score) */
+    float *d_v;              /* (kd) its gradient, backward only */
     int h, kd, vd, ld, W;
-    int g;              /* the head's number over all layers (dropout's stream) */
-    float scale;        /* 1/sqrt(kd) for scaled-dot, else 1 (slm_score_scale) */
+    int g;       /* the head's number over all layers (dropout's stream) */
+    float scale; /* 1/sqrt(kd) for scaled-dot, else 1 (slm_score_scale) */
 } Head;
 
 static size_t block_size(const ModelConfig *c) { return 8 * (size_t)(c->key_dim + c->value_dim); }
 
-static Head head_view(const ModelConfig *c, const float *qkv, float *d_qkv, const AttentionScratch *s, int ld,
-                      int h) {
+static Head head_view(const ModelConfig *c, const float *qkv, float *d_qkv, const AttentionScratch *s, int ld, int h) {
     size_t S = (size_t)slm_attention_row_stride(c->window), kv = (size_t)h * (ld / 8) * block_size(c);
     size_t q = (size_t)h * c->key_dim * ld;
     const VariantScratch *v = s->variant;
     int additive = c->score == SCORE_ADDITIVE && v && v->additive_v;
     return (Head){.v = additive ? v->additive_v + (size_t)h * c->key_dim : NULL,
                   .d_v = additive && v->d_additive_v ? v->d_additive_v + (size_t)h * c->key_dim : NULL,
-                  .q = qkv + q, .dq = d_qkv ? d_qkv + q : NULL, .kv = s->kv + kv, .d_kv = s->d_kv + kv,
-                  .dist = s->dist + h * S, .d_dist = s->d_dist + h * S, .lse = s->lse + (size_t)h * ld,
-                  .drop = &s->drop, .dw = s->dw + h * S, .h = h, .g = s->head_base + h, .kd = c->key_dim, .vd = c->value_dim,
-                  .ld = ld, .W = c->window, .scale = slm_score_scale(c)};
+                  .q = qkv + q,
+                  .dq = d_qkv ? d_qkv + q : NULL,
+                  .kv = s->kv + kv,
+                  .d_kv = s->d_kv + kv,
+                  .dist = s->dist + h * S,
+                  .d_dist = s->d_dist + h * S,
+                  .lse = s->lse + (size_t)h * ld,
+                  .drop = &s->drop,
+                  .dw = s->dw + h * S,
+                  .h = h,
+                  .g = s->head_base + h,
+                  .kd = c->key_dim,
+                  .vd = c->value_dim,
+                  .ld = ld,
+                  .W = c->window,
+                  .scale = slm_score_scale(c)};
 }
 
 /* Position p's query (kd), times 1/sqrt(kd). */
@@ -165,7 +176,8 @@ KERNEL void weights_one(const Head *r, const int kd, const int vd, int p, Span s
  * read lanes are masked, in r->dw. The softmax's backward still takes w. */
 static inline void mask_lanes(const Head *r, int p, Span sp, float *x) {
     size_t N = (size_t)r->drop->n_positions;
-    slm_dropout_apply(r->drop, p, (uint64_t)r->g, ((size_t)r->g * N + p) * N + (size_t)(p - sp.n + 1), x + sp.off, sp.n);
+    slm_dropout_apply(r->drop, p, (uint64_t)r->g, ((size_t)r->g * N + p) * N + (size_t)(p - sp.n + 1), x + sp.off,
+                      sp.n);
 }
 
 static inline const float *dropped_weights(const Head *r, int p, Span sp, const float *w) {
@@ -201,8 +213,10 @@ static void attend_head(const Head *r, const int *first_key, int N, float *att, 
     for (int p = 0; p < N; p++) {
         Span sp = span_of(p, first_key[p]);
         float *row = att ? att + p * S : w, *o = out + (size_t)p * out_ld;
-        if (r->kd == 8 && r->vd == 16) attend_one(r, 8, 16, p, sp, row, o);
-        else attend_one(r, r->kd, r->vd, p, sp, row, o);
+        if (r->kd == 8 && r->vd == 16)
+            attend_one(r, 8, 16, p, sp, row, o);
+        else
+            attend_one(r, r->kd, r->vd, p, sp, row, o);
     }
 }
 
@@ -226,7 +240,7 @@ static void pack_head(const ModelConfig *c, const float *qkv, int ld, int N, int
  * nothing, att NULL), out: head h of position p at out + p*out_ld + h*vd.
  * s: kv and dist are filled (and kept for the backward pass). */
 void slm_attention_forward(const ModelConfig *c, const float *qkv, int ld, const float *distance, const int *first_key,
-                       int N, float *att, float *out, int out_ld, const AttentionScratch *s) {
+                           int N, float *att, float *out, int out_ld, const AttentionScratch *s) {
     int W = c->window, S = slm_attention_row_stride(W);
 #pragma omp parallel for schedule(static)
     for (int h = 0; h < c->n_heads; h++) {
@@ -287,8 +301,7 @@ static void additive_score_backward(const Head *r, int p, Span sp, const float *
 
 /* Through softmax and the scores: ds = w (da - w.da); d distance (summed
  * along the diagonal), d query of p, d keys. ds (8*count) holds da. */
-KERNEL void score_backward(const Head *r, const int kd, const int vd, int p, Span sp, const float *w,
-                           const float *ds) {
+KERNEL void score_backward(const Head *r, const int kd, const int vd, int p, Span sp, const float *w, const float *ds) {
     if (r->v) {
         additive_score_backward(r, p, sp, w, ds, dot8(w, ds, 8 * sp.count));
         return;
@@ -340,8 +353,10 @@ static void unpack_head_grads(const ModelConfig *c, const Head *r, int h, float 
  * scores and the forward's log-sum-exp: one exp a key, no max or sum. */
 static const float *weights_of(const Head *r, const float *att, int p, Span sp, float *w) {
     if (att) return att + p * (size_t)slm_attention_row_stride(r->W);
-    if (r->kd == 8 && r->vd == 16) scores_one(r, 8, 16, p, sp, w);
-    else scores_one(r, r->kd, r->vd, p, sp, w);
+    if (r->kd == 8 && r->vd == 16)
+        scores_one(r, 8, 16, p, sp, w);
+    else
+        scores_one(r, r->kd, r->vd, p, sp, w);
     slm_exp_inplace(w + sp.off, sp.n, r->lse[p]);
     zero_unread(sp, w);
     return w;
@@ -351,16 +366,18 @@ static const float *weights_of(const Head *r, const float *att, int p, Span sp, 
  * and d_dist; then d_distance (W) +=. att (N, S) rows as the forward left
  * them, or NULL: each position's weights computed again (a few multiply-adds
  * a key, against 8.7 KB a position stored and read back); w, ds (S) scratch. */
-static void head_backward(const Head *r, const float *att, const int *first_key, int N, const float *d_out,
-                          int out_ld, float *d_distance, float *w, float *ds) {
+static void head_backward(const Head *r, const float *att, const int *first_key, int N, const float *d_out, int out_ld,
+                          float *d_distance, float *w, float *ds) {
     size_t S = (size_t)slm_attention_row_stride(r->W);
     memset(r->d_kv, 0, (size_t)(r->ld / 8) * 8 * (r->kd + r->vd) * sizeof(float));
     memset(r->d_dist, 0, S * sizeof(float));
     for (int p = 0; p < N; p++) {
         Span sp = span_of(p, first_key[p]);
         const float *wp = weights_of(r, att, p, sp, w), *g = d_out + (size_t)p * out_ld;
-        if (r->kd == 8 && r->vd == 16) attend_one_backward(r, 8, 16, p, sp, wp, g, ds);
-        else attend_one_backward(r, r->kd, r->vd, p, sp, wp, g, ds);
+        if (r->kd == 8 && r->vd == 16)
+            attend_one_backward(r, 8, 16, p, sp, wp, g, ds);
+        else
+            attend_one_backward(r, r->kd, r->vd, p, sp, wp, g, ds);
     }
     for (int d = 0; d < r->W; d++) d_distance[d] += r->d_dist[8 + r->W - 1 - d];
 }
@@ -369,8 +386,8 @@ static void head_backward(const Head *r, const float *att, const int *first_key,
  * (0 for heads in skip_heads), d_distance (H, W) +=. s as slm_attention_forward
  * left it; its d_kv, d_dist, w and ds are scratch. */
 void slm_attention_backward(const ModelConfig *c, const float *qkv, int ld, const float *att, const int *first_key,
-                        int N, const float *d_out, int out_ld, uint32_t skip_heads, float *d_qkv, float *d_distance,
-                        const AttentionScratch *s) {
+                            int N, const float *d_out, int out_ld, uint32_t skip_heads, float *d_qkv, float *d_distance,
+                            const AttentionScratch *s) {
     int W = c->window, S = slm_attention_row_stride(W);
 #pragma omp parallel for schedule(static)
     for (int h = 0; h < c->n_heads; h++) {

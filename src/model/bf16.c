@@ -23,9 +23,13 @@
 const char *slm_precision_name(Precision p) { return p == PRECISION_BF16 ? "bf16" : "fp32"; }
 
 int slm_precision_parse(const char *name, Precision *p, Error *e) {
-    if (name && strcmp(name, "fp32") == 0) *p = PRECISION_FP32;
-    else if (name && strcmp(name, "bf16") == 0) *p = PRECISION_BF16;
-    else return FAIL(e, "give --precision fp32 (the default) or bf16", "unknown precision '%.40s' (fp32 or bf16)", name ? name : "");
+    if (name && strcmp(name, "fp32") == 0)
+        *p = PRECISION_FP32;
+    else if (name && strcmp(name, "bf16") == 0)
+        *p = PRECISION_BF16;
+    else
+        return FAIL(e, "give --precision fp32 (the default) or bf16", "unknown precision '%.40s' (fp32 or bf16)",
+                    name ? name : "");
     return 0;
 }
 
@@ -47,7 +51,7 @@ uint16_t slm_bf16_from_float(float x) {
     memcpy(&u, &x, sizeof u);
     if ((u & 0x7F800000u) == 0) return (uint16_t)(u >> 16 & 0x8000u);          /* zero or denormal: signed 0 */
     if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)(u >> 16 | 0x0040u); /* NaN: quiet */
-    return (uint16_t)((u + 0x7FFFu + (u >> 16 & 1u)) >> 16);                    /* nearest, ties to even */
+    return (uint16_t)((u + 0x7FFFu + (u >> 16 & 1u)) >> 16);                   /* nearest, ties to even */
 }
 
 /* ---- packing ------------------------------------------------------------- */
@@ -126,8 +130,8 @@ static BF16_TARGET void pack_b(int trans, int K, int N, const float *B, int ldb,
  * from bp (+ C when beta). R and W are constants at each call, the loops
  * unrolled, so the 12 sums live in registers. */
 static inline __attribute__((always_inline)) BF16_TARGET void tile(const uint32_t *ap, size_t rs, size_t ks, int Kh,
-                                                                 const uint32_t *bp, int R, int W, float *C, int ldc,
-                                                                 int n0, int N, int beta) {
+                                                                   const uint32_t *bp, int R, int W, float *C, int ldc,
+                                                                   int n0, int N, int beta) {
     __m512 acc[6][2];
 #pragma GCC unroll 6
     for (int r = 0; r < R; r++)
@@ -159,21 +163,21 @@ static inline __attribute__((always_inline)) BF16_TARGET void tile(const uint32_
 
 /* One tile of R rows, R from 1 to 6 turned into a constant. */
 static inline __attribute__((always_inline)) BF16_TARGET void tile_rows(const uint32_t *ap, size_t rs, size_t ks,
-                                                                      int Kh, const uint32_t *bp, int R, int W,
-                                                                      float *C, int ldc, int n0, int N, int beta) {
+                                                                        int Kh, const uint32_t *bp, int R, int W,
+                                                                        float *C, int ldc, int n0, int N, int beta) {
     switch (R) {
-    case 6: tile(ap, rs, ks, Kh, bp, 6, W, C, ldc, n0, N, beta); break;
-    case 5: tile(ap, rs, ks, Kh, bp, 5, W, C, ldc, n0, N, beta); break;
-    case 4: tile(ap, rs, ks, Kh, bp, 4, W, C, ldc, n0, N, beta); break;
-    case 3: tile(ap, rs, ks, Kh, bp, 3, W, C, ldc, n0, N, beta); break;
-    case 2: tile(ap, rs, ks, Kh, bp, 2, W, C, ldc, n0, N, beta); break;
-    default: tile(ap, rs, ks, Kh, bp, 1, W, C, ldc, n0, N, beta); break;
+        case 6: tile(ap, rs, ks, Kh, bp, 6, W, C, ldc, n0, N, beta); break;
+        case 5: tile(ap, rs, ks, Kh, bp, 5, W, C, ldc, n0, N, beta); break;
+        case 4: tile(ap, rs, ks, Kh, bp, 4, W, C, ldc, n0, N, beta); break;
+        case 3: tile(ap, rs, ks, Kh, bp, 3, W, C, ldc, n0, N, beta); break;
+        case 2: tile(ap, rs, ks, Kh, bp, 2, W, C, ldc, n0, N, beta); break;
+        default: tile(ap, rs, ks, Kh, bp, 1, W, C, ldc, n0, N, beta); break;
     }
 }
 
 /* R rows of C (from ap's first row), every column: tiles of 32 columns, a last one of 16. */
-static BF16_TARGET void row_tiles(const uint32_t *ap, size_t rs, size_t ks, int Kh, const uint32_t *bp, int R,
-                                  float *C, int ldc, int N, int beta) {
+static BF16_TARGET void row_tiles(const uint32_t *ap, size_t rs, size_t ks, int Kh, const uint32_t *bp, int R, float *C,
+                                  int ldc, int N, int beta) {
     int n = 0;
     for (; n + 16 < N; n += 32) tile_rows(ap, rs, ks, Kh, bp + (size_t)(n / 16) * Kh * 16, R, 2, C, ldc, n, N, beta);
     if (n < N) tile_rows(ap, rs, ks, Kh, bp + (size_t)(n / 16) * Kh * 16, R, 1, C, ldc, n, N, beta);
@@ -216,18 +220,18 @@ void slm_matmul_bf16(int trans_a, int trans_b, int M, int N, int K, const float 
 /* FP32 results below the normal range become signed zero, as VDPBF16PS gives them. */
 static float flush(float x) { return fabsf(x) < 1.17549435e-38f ? copysignf(0.0f, x) : x; }
 
-void slm_matmul_bf16_emulated(int trans_a, int trans_b, int M, int N, int K, const float *A, int lda,
-                              const float *B, int ldb, float beta, float *C, int ldc) {
+void slm_matmul_bf16_emulated(int trans_a, int trans_b, int M, int N, int K, const float *A, int lda, const float *B,
+                              int ldb, float beta, float *C, int ldc) {
     for (int m = 0; m < M; m++)
         for (int n = 0; n < N; n++) {
             float acc = 0.0f;
             for (int k = 0; k < K; k += 2) {
                 float a[2] = {0.0f, 0.0f}, b[2] = {0.0f, 0.0f};
                 for (int j = 0; j < 2 && k + j < K; j++) {
-                    a[j] = slm_bf16_to_float(slm_bf16_from_float(trans_a ? A[(size_t)(k + j) * lda + m]
-                                                                         : A[(size_t)m * lda + k + j]));
-                    b[j] = slm_bf16_to_float(slm_bf16_from_float(trans_b ? B[(size_t)n * ldb + k + j]
-                                                                         : B[(size_t)(k + j) * ldb + n]));
+                    a[j] = slm_bf16_to_float(
+                        slm_bf16_from_float(trans_a ? A[(size_t)(k + j) * lda + m] : A[(size_t)m * lda + k + j]));
+                    b[j] = slm_bf16_to_float(
+                        slm_bf16_from_float(trans_b ? B[(size_t)n * ldb + k + j] : B[(size_t)(k + j) * ldb + n]));
                 }
                 acc = flush(acc + a[1] * b[1]); /* exact products: one rounding per add */
                 acc = flush(acc + a[0] * b[0]);
@@ -237,8 +241,10 @@ void slm_matmul_bf16_emulated(int trans_a, int trans_b, int M, int N, int K, con
         }
 }
 
-void slm_matmul_at(Precision p, int trans_a, int trans_b, int M, int N, int K, const float *A, int lda,
-                   const float *B, int ldb, float beta, float *C, int ldc) {
-    if (p == PRECISION_BF16) slm_matmul_bf16(trans_a, trans_b, M, N, K, A, lda, B, ldb, beta, C, ldc);
-    else slm_matmul(trans_a, trans_b, M, N, K, A, lda, B, ldb, beta, C, ldc);
+void slm_matmul_at(Precision p, int trans_a, int trans_b, int M, int N, int K, const float *A, int lda, const float *B,
+                   int ldb, float beta, float *C, int ldc) {
+    if (p == PRECISION_BF16)
+        slm_matmul_bf16(trans_a, trans_b, M, N, K, A, lda, B, ldb, beta, C, ldc);
+    else
+        slm_matmul(trans_a, trans_b, M, N, K, A, lda, B, ldb, beta, C, ldc);
 }

@@ -28,8 +28,12 @@ void slm_dropout_position_keys(const uint64_t *story_keys, const int *starts, in
 DropoutMask slm_dropout_mask(float p, uint64_t salt, const uint64_t *keys, const uint8_t *fixed) {
     if (!(p > 0.0f)) return (DropoutMask){0};
     /* p of the 2^32 draws fall below the threshold */
-    return (DropoutMask){.p = p, .scale = 1.0f / (1.0f - p), .threshold = (uint64_t)llround(p * 4294967296.0),
-                         .salt = salt, .keys = keys, .fixed = fixed};
+    return (DropoutMask){.p = p,
+                         .scale = 1.0f / (1.0f - p),
+                         .threshold = (uint64_t)llround(p * 4294967296.0),
+                         .salt = salt,
+                         .keys = keys,
+                         .fixed = fixed};
 }
 
 /* Two 32-bit draws from each 64-bit value of a slm_splitmix64 stream: a few
@@ -55,8 +59,8 @@ void slm_dropout_prepare(Activations *a, const Batch *b) {
     /* a piece of a long story (BatchPiece) draws the whole story's masks: its
      * positions count from the story's start, not the piece's */
     for (int i = 0; keyed && i < b->n_stories; i++)
-        slm_dropout_story_position_keys(d->story_keys[i], b->piece ? b->piece[i].offset : 0, b->starts[i + 1] - b->starts[i],
-                                    a->drop_keys + b->starts[i]);
+        slm_dropout_story_position_keys(d->story_keys[i], b->piece ? b->piece[i].offset : 0,
+                                        b->starts[i + 1] - b->starts[i], a->drop_keys + b->starts[i]);
     const uint64_t *keys = keyed ? a->drop_keys : NULL;
     /* a mask needs keys or a fixed mask; without either, nothing is dropped */
     a->hidden_drop = keys || d->hidden_mask ? slm_dropout_mask(d->hidden, DROPOUT_SALT_HIDDEN, keys, d->hidden_mask)
@@ -90,6 +94,7 @@ void slm_dropout_hidden_backward(const Model *m, Activations *a, const Batch *b)
         memcpy(a->z, a->z_kept, (size_t)a->n_positions * slm_model_hidden_input_dim(c) * sizeof(float));
     } else if (c->arch == ARCH_ATTENTION) {
         slm_embedding_forward(m->embedding, b->tokens, a->n_positions, c->row_dim, a->z, slm_model_hidden_input_dim(c));
-        slm_position_rows_forward(m, a->layer[0].scratch.variant->story_pos, a->n_positions, a->z, slm_model_hidden_input_dim(c));
+        slm_position_rows_forward(m, a->layer[0].scratch.variant->story_pos, a->n_positions, a->z,
+                                  slm_model_hidden_input_dim(c));
     }
 }

@@ -33,8 +33,10 @@ static const HookSpec hook_specs[HOOK_COUNT] = {
 };
 
 void slm_hook_name(HookPoint p, int l, char *buf, size_t size) {
-    if (hook_specs[p].in_block) snprintf(buf, size, hook_specs[p].name, l);
-    else snprintf(buf, size, "%s", hook_specs[p].name);
+    if (hook_specs[p].in_block)
+        snprintf(buf, size, hook_specs[p].name, l);
+    else
+        snprintf(buf, size, "%s", hook_specs[p].name);
 }
 
 /* Point p's shape for the run in a (returns ndim). */
@@ -42,14 +44,17 @@ static int hook_shape(const Activations *a, HookPoint p, int *shape) {
     const ModelConfig *c = &a->cfg;
     int T = a->n_positions, H = c->n_heads;
     switch (p) {
-    case HOOK_EMBED: shape[0] = T, shape[1] = c->row_dim; return 2;
-    case HOOK_Q: case HOOK_K: shape[0] = T, shape[1] = H, shape[2] = c->key_dim; return 3;
-    case HOOK_V: case HOOK_Z: shape[0] = T, shape[1] = H, shape[2] = c->value_dim; return 3;
-    case HOOK_DISTANCE_SCORE: case HOOK_PATTERN: shape[0] = H, shape[1] = T, shape[2] = T; return 3;
-    case HOOK_HIDDEN_IN: shape[0] = T, shape[1] = slm_model_hidden_input_dim(c); return 2;
-    case HOOK_HIDDEN: shape[0] = T, shape[1] = c->hidden_dim; return 2;
-    case HOOK_LOGITS: shape[0] = T, shape[1] = c->vocab_size; return 2;
-    default: return 0;
+        case HOOK_EMBED: shape[0] = T, shape[1] = c->row_dim; return 2;
+        case HOOK_Q:
+        case HOOK_K: shape[0] = T, shape[1] = H, shape[2] = c->key_dim; return 3;
+        case HOOK_V:
+        case HOOK_Z: shape[0] = T, shape[1] = H, shape[2] = c->value_dim; return 3;
+        case HOOK_DISTANCE_SCORE:
+        case HOOK_PATTERN: shape[0] = H, shape[1] = T, shape[2] = T; return 3;
+        case HOOK_HIDDEN_IN: shape[0] = T, shape[1] = slm_model_hidden_input_dim(c); return 2;
+        case HOOK_HIDDEN: shape[0] = T, shape[1] = c->hidden_dim; return 2;
+        case HOOK_LOGITS: shape[0] = T, shape[1] = c->vocab_size; return 2;
+        default: return 0;
     }
 }
 
@@ -109,11 +114,15 @@ static int wanted(const ForwardHooks *h, const char *name) {
 /* Where head h's query (HOOK_Q), key or value component i lies in qkv's rows. */
 static size_t qkv_row(const ModelConfig *c, HookPoint p, int h, int i) {
     int H = c->n_heads, kd = c->key_dim;
-    return p == HOOK_Q ? (size_t)h * kd + i : p == HOOK_K ? (size_t)(H + h) * kd + i : (size_t)2 * H * kd + h * c->value_dim + i;
+    return p == HOOK_Q   ? (size_t)h * kd + i
+           : p == HOOK_K ? (size_t)(H + h) * kd + i
+                         : (size_t)2 * H * kd + h * c->value_dim + i;
 }
 
 /* Column of z where layer l's heads begin (the row first). */
-static size_t heads_at(const ModelConfig *c, int l) { return (size_t)c->row_dim + (size_t)l * c->n_heads * c->value_dim; }
+static size_t heads_at(const ModelConfig *c, int l) {
+    return (size_t)c->row_dim + (size_t)l * c->n_heads * c->value_dim;
+}
 
 /* qkv rows (QKV, ld) <-> buf (T, H, d); to_buf: gather, else scatter. */
 static void move_qkv(Activations *a, HookPoint p, int l, float *buf, int to_buf) {
@@ -124,8 +133,10 @@ static void move_qkv(Activations *a, HookPoint p, int l, float *buf, int to_buf)
         for (int h = 0; h < H; h++)
             for (int i = 0; i < d; i++) {
                 float *x = qkv + qkv_row(c, p, h, i) * a->qkv_ld + t, *y = buf + ((size_t)t * H + h) * d + i;
-                if (to_buf) *y = *x;
-                else *x = *y;
+                if (to_buf)
+                    *y = *x;
+                else
+                    *x = *y;
             }
 }
 
@@ -185,7 +196,8 @@ static void losses_from_logits(Activations *a) {
         for (int v = 0; v < V; v++) sum += exp(row[v] - top);
         a->lse[t] = (float)(top + log(sum));
         int target = a->target[t], above = 0;
-        for (int v = 0; target >= 0 && v < V; v++) above += row[v] > row[target] || (row[v] == row[target] && v < target);
+        for (int v = 0; target >= 0 && v < V; v++)
+            above += row[v] > row[target] || (row[v] == row[target] && v < target);
         a->loss[t] = target >= 0 ? a->lse[t] - row[target] : 0.0f;
         a->correct[t] = target >= 0 && above == 0;
     }
@@ -195,14 +207,17 @@ static void gather(const Model *m, Activations *a, HookPoint p, int l, float *bu
     const ModelConfig *c = &a->cfg;
     size_t T = (size_t)a->n_positions;
     switch (p) {
-    case HOOK_EMBED: move_z(a, 0, c->row_dim, buf, 1); break;
-    case HOOK_Q: case HOOK_K: case HOOK_V: move_qkv(a, p, l, buf, 1); break;
-    case HOOK_DISTANCE_SCORE: case HOOK_PATTERN: gather_square(m, a, p, l, buf); break;
-    case HOOK_Z: move_z(a, heads_at(c, l), c->n_heads * c->value_dim, buf, 1); break;
-    case HOOK_HIDDEN_IN: move_z(a, 0, slm_model_hidden_input_dim(c), buf, 1); break;
-    case HOOK_HIDDEN: memcpy(buf, a->hidden, T * c->hidden_dim * sizeof(float)); break;
-    case HOOK_LOGITS: memcpy(buf, a->logits, T * c->vocab_size * sizeof(float)); break;
-    default: break;
+        case HOOK_EMBED: move_z(a, 0, c->row_dim, buf, 1); break;
+        case HOOK_Q:
+        case HOOK_K:
+        case HOOK_V: move_qkv(a, p, l, buf, 1); break;
+        case HOOK_DISTANCE_SCORE:
+        case HOOK_PATTERN: gather_square(m, a, p, l, buf); break;
+        case HOOK_Z: move_z(a, heads_at(c, l), c->n_heads * c->value_dim, buf, 1); break;
+        case HOOK_HIDDEN_IN: move_z(a, 0, slm_model_hidden_input_dim(c), buf, 1); break;
+        case HOOK_HIDDEN: memcpy(buf, a->hidden, T * c->hidden_dim * sizeof(float)); break;
+        case HOOK_LOGITS: memcpy(buf, a->logits, T * c->vocab_size * sizeof(float)); break;
+        default: break;
     }
 }
 
@@ -212,19 +227,21 @@ static int scatter(const Model *m, Activations *a, HookPoint p, int l, const flo
     size_t T = (size_t)a->n_positions;
     float *was = NULL;
     switch (p) {
-    case HOOK_EMBED: move_z(a, 0, c->row_dim, (float *)buf, 0); break;
-    case HOOK_Q: case HOOK_K: case HOOK_V: move_qkv(a, p, l, (float *)buf, 0); break;
-    case HOOK_PATTERN:
-        if (!(was = xmalloc((size_t)c->n_heads * T * T * sizeof(float), e))) return -1;
-        gather_square(m, a, p, l, was);
-        outputs_from_pattern(a, l, buf, was);
-        free(was);
-        break;
-    case HOOK_Z: move_z(a, heads_at(c, l), c->n_heads * c->value_dim, (float *)buf, 0); break;
-    case HOOK_HIDDEN_IN: move_z(a, 0, slm_model_hidden_input_dim(c), (float *)buf, 0); break;
-    case HOOK_HIDDEN: memcpy(a->hidden, buf, T * c->hidden_dim * sizeof(float)); break;
-    case HOOK_LOGITS: memcpy(a->logits, buf, T * c->vocab_size * sizeof(float)), losses_from_logits(a); break;
-    default: break;
+        case HOOK_EMBED: move_z(a, 0, c->row_dim, (float *)buf, 0); break;
+        case HOOK_Q:
+        case HOOK_K:
+        case HOOK_V: move_qkv(a, p, l, (float *)buf, 0); break;
+        case HOOK_PATTERN:
+            if (!(was = xmalloc((size_t)c->n_heads * T * T * sizeof(float), e))) return -1;
+            gather_square(m, a, p, l, was);
+            outputs_from_pattern(a, l, buf, was);
+            free(was);
+            break;
+        case HOOK_Z: move_z(a, heads_at(c, l), c->n_heads * c->value_dim, (float *)buf, 0); break;
+        case HOOK_HIDDEN_IN: move_z(a, 0, slm_model_hidden_input_dim(c), (float *)buf, 0); break;
+        case HOOK_HIDDEN: memcpy(a->hidden, buf, T * c->hidden_dim * sizeof(float)); break;
+        case HOOK_LOGITS: memcpy(a->logits, buf, T * c->vocab_size * sizeof(float)), losses_from_logits(a); break;
+        default: break;
     }
     return 0;
 }
@@ -248,10 +265,12 @@ void slm_hooks_at(const Model *m, Activations *a, HookPoint p, int l) {
     }
     gather(m, a, p, l, h->buf);
     int rc = h->fn(h->ctx, name, h->buf, ndim, shape, hook_specs[p].writable);
-    if (rc == 1 && hook_specs[p].writable) h->failed = scatter(m, a, p, l, h->buf, &h->error) != 0;
+    if (rc == 1 && hook_specs[p].writable)
+        h->failed = scatter(m, a, p, l, h->buf, &h->error) != 0;
     else if (rc == 1) {
         h->failed = 1;
         FAIL(&h->error, "return None (or the array unchanged) from a hook on it",
              "hook '%s' is read-only: the pass does not read it back", name);
-    } else if (rc != 0 && !h->failed) slm_hooks_fail(h, "a hook stopped the forward pass", NULL);
+    } else if (rc != 0 && !h->failed)
+        slm_hooks_fail(h, "a hook stopped the forward pass", NULL);
 }

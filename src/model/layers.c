@@ -38,7 +38,10 @@ static inline float exp_approx(float x) {
     p = p * r + 5.0000001201e-1f;
     p = p * r * r + r + 1.0f;
     n = n == n ? n : 0.0f; /* a NaN x: p is NaN already, and converting NaN to int is undefined */
-    union { int32_t i; float f; } scale = {.i = ((int32_t)n + 127) << 23}; /* 2^n */
+    union {
+        int32_t i;
+        float f;
+    } scale = {.i = ((int32_t)n + 127) << 23}; /* 2^n */
     return p * scale.f;
 }
 
@@ -47,9 +50,17 @@ static inline float exp_approx(float x) {
  * series where subtracting 1 would cancel (|2x| < 1), from exp_approx elsewhere. */
 static inline float tanh_approx(float x) {
     float ax = x < 0.0f ? -x : x, u = -2.0f * ax;
-    float series = u * (1.0f + u * (1.0f / 2 + u * (1.0f / 6 + u * (1.0f / 24 + u * (1.0f / 120 + u * (1.0f / 720 +
-                   u * (1.0f / 5040 + u * (1.0f / 40320 + u * (1.0f / 362880 + u * (1.0f / 3628800 +
-                   u * (1.0f / 39916800)))))))))));
+    float series =
+        u *
+        (1.0f +
+         u * (1.0f / 2 +
+              u * (1.0f / 6 +
+                   u * (1.0f / 24 +
+                        u * (1.0f / 120 +
+                             u * (1.0f / 720 +
+                                  u * (1.0f / 5040 +
+                                       u * (1.0f / 40320 +
+                                            u * (1.0f / 362880 + u * (1.0f / 3628800 + u * (1.0f / 39916800)))))))))));
     float m = u > -1.0f ? series : exp_approx(u) - 1.0f;
     float r = -m / (2.0f + m);
     return x < 0.0f ? -r : r;
@@ -126,7 +137,7 @@ static int product_threads(int nb) {
 }
 
 void slm_matmul(int trans_a, int trans_b, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
-            float beta, float *C, int ldc) {
+                float beta, float *C, int ldc) {
     if (M <= 0 || N <= 0) return;
     enum CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans, tb = trans_b ? CblasTrans : CblasNoTrans;
     int by_rows = M >= N, nb = n_blocks(by_rows ? M : N), threads = product_threads(nb);
@@ -218,7 +229,7 @@ void slm_dense_tanh_forward_at(Precision prec, const float *W, const float *bias
 /* d_y (n, out) -> d_pre = d_y (1 - y^2) in place; dW (out, in) += d_pre^T x;
  * d_bias (out) += column sums; d_x (n, in) = d_pre W */
 void slm_dense_tanh_backward(const float *W, const float *x, const float *y, float *d_y, int n, int in, int out,
-                         float *dW, float *d_bias, float *d_x, const float *ones) {
+                             float *dW, float *d_bias, float *d_x, const float *ones) {
     slm_dense_tanh_backward_at(PRECISION_FP32, W, x, y, d_y, n, in, out, dW, d_bias, d_x, ones);
 }
 
@@ -256,8 +267,7 @@ static int is_first_max(const float *row, int target, float mx) {
 }
 
 /* One row of logits (V): adds the bias; lse; loss and correct when target >= 0. */
-static void xent_row(float *row, const float *bias, int V, int32_t target, float *lse, float *loss,
-                     uint8_t *correct) {
+static void xent_row(float *row, const float *bias, int V, int32_t target, float *lse, float *loss, uint8_t *correct) {
 #pragma omp simd
     for (int v = 0; v < V; v++) row[v] += bias[v];
     float mx = max_of(row, V);
@@ -271,11 +281,10 @@ static void xent_row(float *row, const float *bias, int V, int32_t target, float
 
 /* y (n, Hd) -> logits (n, V); W (V, Hd); per row lse, loss, correct */
 void slm_output_forward(const float *W, const float *bias, const float *y, int n, int Hd, int V, float *logits,
-                    const int32_t *target, float *lse, float *loss, uint8_t *correct) {
+                        const int32_t *target, float *lse, float *loss, uint8_t *correct) {
     slm_matmul(0, 1, n, V, Hd, y, Hd, W, Hd, 0.0f, logits, V);
 #pragma omp parallel for schedule(static)
-    for (int p = 0; p < n; p++)
-        xent_row(logits + (size_t)p * V, bias, V, target[p], &lse[p], &loss[p], &correct[p]);
+    for (int p = 0; p < n; p++) xent_row(logits + (size_t)p * V, bias, V, target[p], &lse[p], &loss[p], &correct[p]);
 }
 
 /* One row of logits (V) -> d (scale * loss) / d logits in place, (softmax -
@@ -283,8 +292,8 @@ void slm_output_forward(const float *W, const float *bias, const float *y, int n
  * gives them up to rounding. One exp per logit, the softmax from their sum.
  * 16 lanes (simdlen): one AVX-512 register, where GCC would use 8; over
  * 2,000 logits a row that halves the exps' time. */
-static void xent_fused_row(float *row, const float *bias, int V, int32_t target, float scale, float *lse,
-                           float *loss, uint8_t *correct, float *d_bias) {
+static void xent_fused_row(float *row, const float *bias, int V, int32_t target, float scale, float *lse, float *loss,
+                           uint8_t *correct, float *d_bias) {
     if (target < 0) {
         xent_row(row, bias, V, target, lse, loss, correct);
         memset(row, 0, V * sizeof(float));
@@ -319,7 +328,8 @@ static void xent_fused_row(float *row, const float *bias, int V, int32_t target,
  * in one call (as before), or BF16 by o's precision. */
 static void chunk_product(const OutputLoss *o, int ta, int tb, int M, int N, int K, const float *A, int lda,
                           const float *B, int ldb, float beta, float *C, int ldc) {
-    if (o->precision == PRECISION_BF16) slm_matmul_bf16(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
+    if (o->precision == PRECISION_BF16)
+        slm_matmul_bf16(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
     else
         cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, 1.0f, A,
                     lda, B, ldb, beta, C, ldc);
@@ -335,10 +345,10 @@ static void output_loss_chunk(const OutputLoss *o, int first, int n) {
     for (int p = 0; p < n; p++) {
         float *row = o->scratch + (size_t)p * V;
         int q = first + p;
-        if (!o->dW) xent_row(row, o->bias, V, o->target[q], &o->lse[q], &o->loss[q], &o->correct[q]);
+        if (!o->dW)
+            xent_row(row, o->bias, V, o->target[q], &o->lse[q], &o->loss[q], &o->correct[q]);
         else
-            xent_fused_row(row, o->bias, V, o->target[q], o->scale, &o->lse[q], &o->loss[q], &o->correct[q],
-                           o->d_bias);
+            xent_fused_row(row, o->bias, V, o->target[q], o->scale, &o->lse[q], &o->loss[q], &o->correct[q], o->d_bias);
     }
     if (!o->dW) return;
     chunk_product(o, 0, !tw, n, Hd, V, o->scratch, V, o->W, ldw, 0.0f, o->d_y + (size_t)first * Hd, Hd);
@@ -367,7 +377,7 @@ static void xent_grad_row(float *row, int V, int32_t target, float lse, float sc
 /* logits (n, V) -> d logits in place; dW (V, Hd) += dl^T y; d_bias (V) +=;
  * d_y (n, Hd) = dl W */
 void slm_output_backward(const float *W, const float *y, float *logits, const int32_t *target, const float *lse,
-                     float scale, int n, int Hd, int V, float *dW, float *d_bias, float *d_y, const float *ones) {
+                         float scale, int n, int Hd, int V, float *dW, float *d_bias, float *d_y, const float *ones) {
 #pragma omp parallel for schedule(static)
     for (int p = 0; p < n; p++) xent_grad_row(logits + (size_t)p * V, V, target[p], lse[p], scale);
     slm_matmul(1, 0, V, Hd, n, logits, V, y, Hd, 1.0f, dW, Hd);

@@ -165,8 +165,7 @@ int slm_batch_add_piece(Batch *b, const int32_t *ids, int len, BatchPiece piece,
 float *slm_alloc_floats(size_t n, Error *e) {
     size_t bytes = (n * sizeof(float) + 63) / 64 * 64;
     float *p = aligned_alloc(64, bytes ? bytes : 64);
-    if (!p)
-        FAIL(e, "free some memory or use a smaller --max-positions", "out of memory allocating %zu bytes", bytes);
+    if (!p) FAIL(e, "free some memory or use a smaller --max-positions", "out of memory allocating %zu bytes", bytes);
     return p;
 }
 
@@ -175,7 +174,8 @@ float *slm_alloc_floats(size_t n, Error *e) {
 static int layer_activations_init(Activations *a, const ModelConfig *cfg, int l, Error *e) {
     size_t QKV = (size_t)qkv_rows(cfg), N = (size_t)a->max_positions;
     size_t Din = (size_t)cfg->row_dim + (l > 0 ? (size_t)cfg->n_heads * cfg->value_dim : 0);
-    size_t LD = (size_t)slm_qkv_stride(a->max_positions), HS = (size_t)cfg->n_heads * slm_attention_row_stride(cfg->window);
+    size_t LD = (size_t)slm_qkv_stride(a->max_positions),
+           HS = (size_t)cfg->n_heads * slm_attention_row_stride(cfg->window);
     size_t KV = (size_t)cfg->n_heads * LD * (cfg->key_dim + cfg->value_dim);
     LayerActivations *la = &a->layer[l];
     AttentionScratch *s = &la->scratch;
@@ -241,9 +241,9 @@ void slm_activations_free(Activations *a) {
         free(la->scratch.lse);
     }
     const AttentionScratch *s = &a->layer[0].scratch; /* the shared backward scratch */
-    void *bufs[] = {a->z, a->d_z, a->hidden, a->d_hidden, a->logits, a->lse, a->loss, a->target, a->correct,
-                    a->first_key, a->ones, a->d_qkv, a->d_qkv_w, s->d_kv, s->d_dist, s->w, s->ds, a->drop_keys,
-                    s->dw, a->z_kept};
+    void *bufs[] = {a->z,      a->d_z,     a->hidden,    a->d_hidden,  a->logits, a->lse,     a->loss,
+                    a->target, a->correct, a->first_key, a->ones,      a->d_qkv,  a->d_qkv_w, s->d_kv,
+                    s->d_dist, s->w,       s->ds,        a->drop_keys, s->dw,     a->z_kept};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     *a = (Activations){0};
 }
@@ -385,8 +385,10 @@ static void ablate_heads(Activations *a, const Ablation *ab, int l) {
         if (!(ab->heads >> g & 1u)) continue;
         for (int p = 0; p < a->n_positions; p++) {
             float *slot = a->z + (size_t)p * Z + c->row_dim + (size_t)g * vd;
-            if (ab->mode == ABLATE_MEAN) memcpy(slot, ab->mean + (size_t)g * vd, vd * sizeof(float));
-            else memset(slot, 0, vd * sizeof(float));
+            if (ab->mode == ABLATE_MEAN)
+                memcpy(slot, ab->mean + (size_t)g * vd, vd * sizeof(float));
+            else
+                memset(slot, 0, vd * sizeof(float));
         }
     }
 }
@@ -406,11 +408,13 @@ static void layer_forward(const Model *lm, Activations *a, int l, int keep_weigh
     VariantScratch *v = la->scratch.variant;
     pack_qkv_weights(lm, la->qkv_w);
     slm_matmul_at(a->products, 0, 1, QKV, N, D, la->qkv_w, Din, a->z, Z, 0.0f, la->qkv, a->qkv_ld);
-    if (l > 0) slm_matmul_at(a->products, 0, 1, QKV, N, HV, la->qkv_w + D, Din, a->z + heads_column(c, l - 1), Z, 1.0f, la->qkv, a->qkv_ld);
+    if (l > 0)
+        slm_matmul_at(a->products, 0, 1, QKV, N, HV, la->qkv_w + D, Din, a->z + heads_column(c, l - 1), Z, 1.0f,
+                      la->qkv, a->qkv_ld);
     for (HookPoint p = HOOK_Q; p <= HOOK_V; p++) slm_hooks_at(lm, a, p, l);
     slm_score_qk_forward(lm, v, la->qkv, a->qkv_ld, N);
     slm_attention_forward(&lm->cfg, la->qkv, a->qkv_ld, slm_position_table_for(lm, v->table), a->first_key, N,
-                      keep_weights ? la->att : NULL, a->z + heads_column(c, l), Z, &la->scratch);
+                          keep_weights ? la->att : NULL, a->z + heads_column(c, l), Z, &la->scratch);
     if (a->ablation.heads) ablate_heads(a, &a->ablation, l);
     for (HookPoint p = HOOK_DISTANCE_SCORE; p <= HOOK_Z; p++) slm_hooks_at(lm, a, p, l);
 }
@@ -433,8 +437,8 @@ static void attention_input(const Model *m, Activations *a, const Batch *b, int 
 
 /* Checks, then tokens -> z -> hidden (N, 128): everything before the output
  * layer; the attention weights kept in a->att when keep_weights. */
-static int forward_to_hidden(const Model *m, Activations *a, const Batch *b, const Ablation *ablation,
-                             int keep_weights, Precision products, Error *e) {
+static int forward_to_hidden(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, int keep_weights,
+                             Precision products, Error *e) {
     if (check_forward(m, a, b, ablation, e)) return -1;
     a->products = products;
     const ModelConfig *c = &m->cfg;
@@ -442,12 +446,14 @@ static int forward_to_hidden(const Model *m, Activations *a, const Batch *b, con
     a->attention_kept = keep_weights;
     prepare_positions(a, b);
     slm_dropout_prepare(a, b);
-    if (c->arch == ARCH_ATTENTION) attention_input(m, a, b, keep_weights);
-    else slm_window_forward(m->embedding, b, c->context, c->row_dim, a->z);
+    if (c->arch == ARCH_ATTENTION)
+        attention_input(m, a, b, keep_weights);
+    else
+        slm_window_forward(m->embedding, b, c->context, c->row_dim, a->z);
     if (a->hidden_drop.p > 0) slm_dropout_hidden_forward(a);
     slm_hooks_at(m, a, HOOK_HIDDEN_IN, 0);
-    slm_dense_tanh_forward_at(a->products, m->hidden_w, m->hidden_b, a->z, a->n_positions, slm_model_hidden_input_dim(c), c->hidden_dim,
-                       a->hidden);
+    slm_dense_tanh_forward_at(a->products, m->hidden_w, m->hidden_b, a->z, a->n_positions,
+                              slm_model_hidden_input_dim(c), c->hidden_dim, a->hidden);
     slm_hooks_at(m, a, HOOK_HIDDEN, 0);
     return slm_hooks_check(a, e);
 }
@@ -470,30 +476,28 @@ static int check_losses(const Activations *a, const Batch *b, Error *e) {
         while (i + 1 < b->n_stories && b->starts[i + 1] <= p) i++;
         return FAIL(e, "the model's weights are too large to compute with; train or save it again",
                     "the %s overflows at position %d of story %d of the batch (token id %d): its logits are not finite",
-                    isfinite(a->lse[p]) ? "loss" : "log-sum-exp of the logits", p - b->starts[i] + b->piece[i].offset, i,
-                    b->tokens[p]);
+                    isfinite(a->lse[p]) ? "loss" : "log-sum-exp of the logits", p - b->starts[i] + b->piece[i].offset,
+                    i, b->tokens[p]);
     }
     return 0;
 }
 
 int slm_model_forward_heads(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, Error *e) {
-    if (m->cfg.arch == ARCH_TRANSFORMER)
-        return slm_transformer_forward(m, a, b, ablation, e);
+    if (m->cfg.arch == ARCH_TRANSFORMER) return slm_transformer_forward(m, a, b, ablation, e);
     return forward_to_hidden(m, a, b, ablation, 1, PRECISION_FP32, e);
 }
 
 int slm_model_forward(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, float *mean_loss,
-                  Error *e) {
+                      Error *e) {
     if (m->cfg.arch == ARCH_TRANSFORMER) {
-        if (slm_transformer_forward(m, a, b, ablation, e) || check_losses(a, b, e))
-            return -1;
+        if (slm_transformer_forward(m, a, b, ablation, e) || check_losses(a, b, e)) return -1;
         mean_of_losses(a, mean_loss);
         return 0;
     }
     if (forward_to_hidden(m, a, b, ablation, 1, PRECISION_FP32, e)) return -1;
     const ModelConfig *c = &m->cfg;
     slm_output_forward(m->output_w, m->output_b, a->hidden, a->n_positions, c->hidden_dim, c->vocab_size, a->logits,
-                   a->target, a->lse, a->loss, a->correct);
+                       a->target, a->lse, a->loss, a->correct);
     slm_hooks_at(m, a, HOOK_LOGITS, 0);
     if (slm_hooks_check(a, e) || check_losses(a, b, e)) return -1;
     mean_of_losses(a, mean_loss);
@@ -518,19 +522,21 @@ static void layer_backward(const Model *lm, Activations *a, int l, float *grads)
     uint32_t skip = (uint32_t)((uint64_t)a->ablation.heads >> (l * H)) & (uint32_t)((1ULL << H) - 1);
     v->d_additive_v = slm_model_grad(lm, grads, "score.v");
     slm_attention_backward(&lm->cfg, la->qkv, a->qkv_ld, a->attention_kept ? la->att : NULL, a->first_key, N,
-                       a->d_z + heads_column(c, l), Z, skip, a->d_qkv, slm_position_table_grad(lm, grads, v->d_table),
-                       &la->scratch);
+                           a->d_z + heads_column(c, l), Z, skip, a->d_qkv,
+                           slm_position_table_grad(lm, grads, v->d_table), &la->scratch);
     slm_position_distance_backward(lm, v->d_table, grads);
     slm_score_qk_backward(lm, v, a->d_qkv, a->qkv_ld, N, grads);
     slm_matmul_at(a->products, 0, 0, QKV, D, N, a->d_qkv, a->qkv_ld, a->z, Z, 0.0f, a->d_qkv_w, Din);
     if (l > 0)
-        slm_matmul_at(a->products, 0, 0, QKV, HV, N, a->d_qkv, a->qkv_ld, a->z + heads_column(c, l - 1), Z, 0.0f, a->d_qkv_w + D, Din);
+        slm_matmul_at(a->products, 0, 0, QKV, HV, N, a->d_qkv, a->qkv_ld, a->z + heads_column(c, l - 1), Z, 0.0f,
+                      a->d_qkv_w + D, Din);
     unpack_qkv_grads(lm, a->d_qkv_w, grad_of(lm, grads, lm->query), grad_of(lm, grads, lm->key),
                      grad_of(lm, grads, lm->value));
     /* the row (and the heads below) feed z directly and through q, k, v: add the second path */
     slm_matmul_at(a->products, 1, 0, N, D, QKV, a->d_qkv, a->qkv_ld, la->qkv_w, Din, 1.0f, a->d_z, Z);
     if (l > 0)
-        slm_matmul_at(a->products, 1, 0, N, HV, QKV, a->d_qkv, a->qkv_ld, la->qkv_w + D, Din, 1.0f, a->d_z + heads_column(c, l - 1), Z);
+        slm_matmul_at(a->products, 1, 0, N, HV, QKV, a->d_qkv, a->qkv_ld, la->qkv_w + D, Din, 1.0f,
+                      a->d_z + heads_column(c, l - 1), Z);
 }
 
 /* d_z (N, Z) -> grads of every layer's tensors, top layer first (a layer's
@@ -552,12 +558,14 @@ static void attention_input_backward(const Model *m, Activations *a, const Batch
 /* d_hidden (N, 128) -> grads of the hidden layer and everything before it. */
 static void backward_from_hidden(const Model *m, Activations *a, const Batch *b, float *grads) {
     const ModelConfig *c = &m->cfg;
-    slm_dense_tanh_backward_at(a->products, m->hidden_w, a->z, a->hidden, a->d_hidden, a->n_positions, slm_model_hidden_input_dim(c),
-                        c->hidden_dim, grad_of(m, grads, m->hidden_w), grad_of(m, grads, m->hidden_b), a->d_z,
-                        a->ones);
+    slm_dense_tanh_backward_at(a->products, m->hidden_w, a->z, a->hidden, a->d_hidden, a->n_positions,
+                               slm_model_hidden_input_dim(c), c->hidden_dim, grad_of(m, grads, m->hidden_w),
+                               grad_of(m, grads, m->hidden_b), a->d_z, a->ones);
     if (a->hidden_drop.p > 0) slm_dropout_hidden_backward(m, a, b);
-    if (c->arch == ARCH_ATTENTION) attention_input_backward(m, a, b, grads);
-    else slm_window_backward(grad_of(m, grads, m->embedding), b, c->context, c->row_dim, a->d_z);
+    if (c->arch == ARCH_ATTENTION)
+        attention_input_backward(m, a, b, grads);
+    else
+        slm_window_backward(grad_of(m, grads, m->embedding), b, c->context, c->row_dim, a->d_z);
 }
 
 void slm_model_backward(const Model *m, Activations *a, const Batch *b, float *grads) {
@@ -568,8 +576,8 @@ void slm_model_backward(const Model *m, Activations *a, const Batch *b, float *g
         return;
     }
     slm_output_backward(m->output_w, a->hidden, a->logits, a->target, a->lse, 1.0f / a->n_predicted, a->n_positions,
-                    c->hidden_dim, c->vocab_size, grad_of(m, grads, m->output_w), grad_of(m, grads, m->output_b),
-                    a->d_hidden, a->ones);
+                        c->hidden_dim, c->vocab_size, grad_of(m, grads, m->output_w), grad_of(m, grads, m->output_b),
+                        a->d_hidden, a->ones);
     backward_from_hidden(m, a, b, grads);
 }
 
@@ -578,22 +586,31 @@ void slm_model_backward(const Model *m, Activations *a, const Batch *b, float *g
 #define OUTPUT_CHUNK_ROWS 256
 
 int slm_model_loss_and_grad(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, float scale,
-                        float *grads, Error *e) {
+                            float *grads, Error *e) {
     if (m->cfg.arch == ARCH_TRANSFORMER) {
-        if (slm_transformer_loss_and_grad(m, a, b, ablation, scale, grads, e) || check_losses(a, b, e))
-            return -1;
+        if (slm_transformer_loss_and_grad(m, a, b, ablation, scale, grads, e) || check_losses(a, b, e)) return -1;
         mean_of_losses(a, NULL);
         return 0;
     }
     if (forward_to_hidden(m, a, b, ablation, 0, grads ? a->precision : PRECISION_FP32, e)) return -1;
     const ModelConfig *c = &m->cfg;
     int backward = grads && a->n_predicted > 0;
-    OutputLoss o = {.W = m->output_w, .bias = m->output_b, .y = a->hidden, .n = a->n_positions,
-                    .Hd = c->hidden_dim, .V = c->vocab_size, .target = a->target, .scale = scale,
-                    .scratch = a->logits, .lse = a->lse, .loss = a->loss, .correct = a->correct,
+    OutputLoss o = {.W = m->output_w,
+                    .bias = m->output_b,
+                    .y = a->hidden,
+                    .n = a->n_positions,
+                    .Hd = c->hidden_dim,
+                    .V = c->vocab_size,
+                    .target = a->target,
+                    .scale = scale,
+                    .scratch = a->logits,
+                    .lse = a->lse,
+                    .loss = a->loss,
+                    .correct = a->correct,
                     .chunk_rows = a->max_positions < OUTPUT_CHUNK_ROWS ? a->max_positions : OUTPUT_CHUNK_ROWS,
                     .dW = backward ? grad_of(m, grads, m->output_w) : NULL,
-                    .d_bias = backward ? grad_of(m, grads, m->output_b) : NULL, .d_y = a->d_hidden,
+                    .d_bias = backward ? grad_of(m, grads, m->output_b) : NULL,
+                    .d_y = a->d_hidden,
                     .precision = a->products};
     slm_output_loss(&o);
     if (check_losses(a, b, e)) return -1;

@@ -8,8 +8,16 @@
 
 ModelConfig slm_model_config_default(Arch arch, int vocab_size) {
     if (arch == ARCH_TRANSFORMER) return slm_transformer_config_default(vocab_size);
-    return (ModelConfig){.arch = arch, .vocab_size = vocab_size, .row_dim = 32, .n_heads = 8, .key_dim = 8,
-                         .value_dim = 16, .window = 256, .hidden_dim = 128, .context = 8, .n_layers = 1};
+    return (ModelConfig){.arch = arch,
+                         .vocab_size = vocab_size,
+                         .row_dim = 32,
+                         .n_heads = 8,
+                         .key_dim = 8,
+                         .value_dim = 16,
+                         .window = 256,
+                         .hidden_dim = 128,
+                         .context = 8,
+                         .n_layers = 1};
 }
 
 int slm_model_layers(const ModelConfig *c) {
@@ -19,8 +27,10 @@ int slm_model_layers(const ModelConfig *c) {
 int slm_model_heads(const ModelConfig *c) { return c->arch != ARCH_WINDOW8 ? slm_model_layers(c) * c->n_heads : 0; }
 
 void slm_head_name(const ModelConfig *c, int g, char *buf, size_t size) {
-    if (slm_model_layers(c) > 1) snprintf(buf, size, "%d:%d", g / c->n_heads + 1, g % c->n_heads);
-    else snprintf(buf, size, "%d", g);
+    if (slm_model_layers(c) > 1)
+        snprintf(buf, size, "%d:%d", g / c->n_heads + 1, g % c->n_heads);
+    else
+        snprintf(buf, size, "%d", g);
 }
 
 const char *slm_arch_name(Arch arch) {
@@ -28,21 +38,27 @@ const char *slm_arch_name(Arch arch) {
 }
 
 int slm_arch_parse(const char *name, Arch *arch, Error *e) {
-    if (strcmp(name, "attention") == 0) *arch = ARCH_ATTENTION;
-    else if (strcmp(name, "window8") == 0) *arch = ARCH_WINDOW8;
-    else if (strcmp(name, "transformer") == 0) *arch = ARCH_TRANSFORMER;
-    else return FAIL(e, "use attention, window8 or transformer", "unknown architecture '%s'", name);
+    if (strcmp(name, "attention") == 0)
+        *arch = ARCH_ATTENTION;
+    else if (strcmp(name, "window8") == 0)
+        *arch = ARCH_WINDOW8;
+    else if (strcmp(name, "transformer") == 0)
+        *arch = ARCH_TRANSFORMER;
+    else
+        return FAIL(e, "use attention, window8 or transformer", "unknown architecture '%s'", name);
     return 0;
 }
 
 /* Every layer's own tensors, by layer: layer 0's names are today's, layer
  * l's the same with the prefix "layer<l+1>.". */
 #define PER_LAYER 9
-#define LAYER_NAMES(p)                                                                                               \
-    { p "query", p "key", p "value", p "distance", p "distance_bucket", p "score.weight", p "score.query",             \
-      p "score.key", p "score.v" }
-static const char *const layer_names[STORYLM_MAX_LAYERS][PER_LAYER] = {
-    LAYER_NAMES(""), LAYER_NAMES("layer2."), LAYER_NAMES("layer3."), LAYER_NAMES("layer4.")};
+#define LAYER_NAMES(p)                                                                                                 \
+    {                                                                                                                  \
+        p "query", p "key", p "value", p "distance", p "distance_bucket", p "score.weight", p "score.query",           \
+            p "score.key", p "score.v"                                                                                 \
+    }
+static const char *const layer_names[STORYLM_MAX_LAYERS][PER_LAYER] = {LAYER_NAMES(""), LAYER_NAMES("layer2."),
+                                                                       LAYER_NAMES("layer3."), LAYER_NAMES("layer4.")};
 
 /* Which per-layer tensor name is (its index), and of which layer; -1 if none. */
 static int per_layer_index(const char *name, int *layer) {
@@ -133,8 +149,7 @@ static void layout(Model *m, const ModelConfig *c) {
 }
 
 void slm_model_decay_mask(const Model *m, uint8_t *mask) {
-    for (int i = 0; i < m->n_tensors; i++)
-        memset(mask + m->tensors[i].offset, m->tensors[i].decay, m->tensors[i].size);
+    for (int i = 0; i < m->n_tensors; i++) memset(mask + m->tensors[i].offset, m->tensors[i].decay, m->tensors[i].size);
 }
 
 size_t slm_model_param_count(const ModelConfig *cfg) {
@@ -192,13 +207,15 @@ int slm_model_init(Model *m, const ModelConfig *cfg, Error *e) {
         return FAIL(e, NULL, "invalid model sizes");
     if (cfg->pos < 0 || cfg->pos >= POS_COUNT || cfg->score < 0 || cfg->score >= SCORE_COUNT ||
         (cfg->arch != ARCH_ATTENTION && (cfg->pos != POS_DISTANCE || cfg->score != SCORE_SCALED_DOT)))
-        return FAIL(e, "--position-scheme and --score are for the attention network", "invalid position scheme or score function");
+        return FAIL(e, "--position-scheme and --score are for the attention network",
+                    "invalid position scheme or score function");
     if (cfg->n_layers < 0 || cfg->n_layers > STORYLM_MAX_LAYERS || (cfg->arch != ARCH_ATTENTION && cfg->n_layers > 1))
         return FAIL(e, "give --layers from 1 to 4, and only for the attention network", "invalid number of layers %d",
                     cfg->n_layers);
     if (slm_model_layers(cfg) * cfg->n_heads > 32)
-        return FAIL(e, "use fewer heads or layers", "%d layers of %d heads are more than the 32 heads an ablation names",
-                    slm_model_layers(cfg), cfg->n_heads);
+        return FAIL(e, "use fewer heads or layers",
+                    "%d layers of %d heads are more than the 32 heads an ablation names", slm_model_layers(cfg),
+                    cfg->n_heads);
     layout(m, cfg);
     m->params = xcalloc(m->n_params, sizeof(float), e);
     if (!m->params) return -1;

@@ -8,8 +8,8 @@
 
 #include "storylm/model.h"
 
-static const char *const pos_names_list[POS_COUNT] = {"distance", "none", "absolute", "sinusoidal",
-                                                      "rope", "alibi", "t5"};
+static const char *const pos_names_list[POS_COUNT] = {"distance", "none",  "absolute", "sinusoidal",
+                                                      "rope",     "alibi", "t5"};
 
 const char *slm_pos_name(PosScheme pos) { return pos >= 0 && pos < POS_COUNT ? pos_names_list[pos] : "?"; }
 
@@ -72,7 +72,8 @@ void slm_position_distance_backward(const Model *m, const float *d_table, float 
     float *d_bucket = slm_model_grad(m, grads, "distance_bucket");
     if (c->pos != POS_T5 || !d_bucket) return;
     for (int h = 0; h < c->n_heads; h++)
-        for (int d = 0; d < c->window; d++) d_bucket[h * T5_BUCKETS + slm_t5_bucket(d)] += d_table[(size_t)h * c->window + d];
+        for (int d = 0; d < c->window; d++)
+            d_bucket[h * T5_BUCKETS + slm_t5_bucket(d)] += d_table[(size_t)h * c->window + d];
 }
 
 /* ---- the rows' tags: absolute, sinusoidal --------------------------------------- */
@@ -112,7 +113,7 @@ void slm_position_rows_forward(const Model *m, const int *story_pos, int N, floa
 
 /* d_rows (N, D), stride ld -> d position (W, D) +=. */
 void slm_position_rows_backward(const Model *m, const int *story_pos, int N, const float *d_rows, int ld,
-                            float *grads) {
+                                float *grads) {
     const ModelConfig *c = &m->cfg;
     if (c->pos != POS_ABSOLUTE) return;
     float *dP = slm_model_grad(m, grads, "position");

@@ -101,8 +101,7 @@ static void transform_rows_backward(const float *M, int kd, int transposed, int 
         /* y = M x: dx = M^T dy, dM[j][i] += dy_j x_i; y = M^T x: dx = M dy, dM[i][j] += x_i dy_j */
         small_matvec(M, kd, !transposed, dy, dx);
         for (int j = 0; j < kd; j++)
-            for (int i = 0; i < kd; i++)
-                dM[transposed ? i * kd + j : j * kd + i] += dy[j] * x[(size_t)i * ld + p];
+            for (int i = 0; i < kd; i++) dM[transposed ? i * kd + j : j * kd + i] += dy[j] * x[(size_t)i * ld + p];
         for (int i = 0; i < kd; i++) rows[(size_t)i * ld + p] = dx[i];
     }
 }
@@ -146,8 +145,10 @@ void slm_score_qk_backward(const Model *m, const VariantScratch *v, float *d_qkv
 }
 
 void slm_score_tensors(const Model *m, ScoreTensors *t) {
-    *t = (ScoreTensors){.general = slm_model_param(m, "score.weight"), .query = slm_model_param(m, "score.query"),
-                        .key = slm_model_param(m, "score.key"), .v = slm_model_param(m, "score.v")};
+    *t = (ScoreTensors){.general = slm_model_param(m, "score.weight"),
+                        .query = slm_model_param(m, "score.query"),
+                        .key = slm_model_param(m, "score.key"),
+                        .v = slm_model_param(m, "score.v")};
 }
 
 void slm_score_token_qk_with(const ModelConfig *c, const ScoreTensors *st, int t, float *qkv) {
@@ -156,7 +157,7 @@ void slm_score_token_qk_with(const ModelConfig *c, const ScoreTensors *st, int t
     for (int g = 0; g < 2 * H && c->pos == POS_ROPE; g++) slm_rope_turn(kd, t, 1, qkv + g * kd);
     for (int g = 0; g < 2 * H; g++) {
         int h = g % H, query = g < H;
-        const float *M = c->score == SCORE_GENERAL ? (query ? st->general : NULL)
+        const float *M = c->score == SCORE_GENERAL    ? (query ? st->general : NULL)
                          : c->score == SCORE_ADDITIVE ? (query ? st->query : st->key)
                                                       : NULL;
         if (!M) continue;
@@ -182,7 +183,8 @@ float slm_additive_score(const float *v, int kd, const float *q, const float *k)
     return s;
 }
 
-void slm_additive_scores_cached(const float *v, int kd, const float *q, const float *keys, int stride, int n, float *s) {
+void slm_additive_scores_cached(const float *v, int kd, const float *q, const float *keys, int stride, int n,
+                                float *s) {
     float t[64];
     for (int j0 = 0; j0 < n; j0 += 64) {
         int len = n - j0 < 64 ? n - j0 : 64;
@@ -213,6 +215,6 @@ int slm_variant_check(const ModelConfig *c, const char *what, unsigned need, Err
         hint = "give a model trained with --position-scheme distance, none, alibi or t5 and --score scaled-dot or dot";
     }
     if (!why) return 0;
-    return FAIL(e, hint, "%s has no meaning for a model with --position-scheme %s --score %s: %s", what, slm_pos_name(c->pos),
-                slm_score_name(c->score), why);
+    return FAIL(e, hint, "%s has no meaning for a model with --position-scheme %s --score %s: %s", what,
+                slm_pos_name(c->pos), slm_score_name(c->score), why);
 }

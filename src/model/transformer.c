@@ -22,12 +22,12 @@ static int layer_buffers(const ModelConfig *c, TfLayerActs *L, size_t N, Buffer 
     size_t D = (size_t)c->row_dim, F = (size_t)c->hidden_dim, H = (size_t)c->n_heads, dh = (size_t)c->key_dim;
     size_t HV = H * dh, QKV = 3 * HV, LD = (size_t)slm_qkv_stride((int)N);
     size_t HS = H * (size_t)slm_attention_row_stride(c->window);
-    Buffer list[] = {{&L->resid_pre, N * D}, {&L->ln1, N * D},       {&L->ln1_mean, N},
-                     {&L->ln1_rstd, N},      {&L->qkv_w, QKV * D},   {&L->qkv, QKV * LD},
-                     {&L->att, HS * N},      {&L->scratch.kv, H * LD * 2 * dh},
-                     {&L->scratch.dist, HS}, {&L->scratch.lse, H * LD}, {&L->z, N * HV},
-                     {&L->resid_mid, N * D}, {&L->ln2, N * D},       {&L->ln2_mean, N},
-                     {&L->ln2_rstd, N},      {&L->mlp_pre, N * F},   {&L->mlp_post, N * F}};
+    Buffer list[] = {
+        {&L->resid_pre, N * D}, {&L->ln1, N * D},          {&L->ln1_mean, N}, {&L->ln1_rstd, N},
+        {&L->qkv_w, QKV * D},   {&L->qkv, QKV * LD},       {&L->att, HS * N}, {&L->scratch.kv, H * LD * 2 * dh},
+        {&L->scratch.dist, HS}, {&L->scratch.lse, H * LD}, {&L->z, N * HV},   {&L->resid_mid, N * D},
+        {&L->ln2, N * D},       {&L->ln2_mean, N},         {&L->ln2_rstd, N}, {&L->mlp_pre, N * F},
+        {&L->mlp_post, N * F}};
     memcpy(b, list, sizeof list);
     return (int)(sizeof list / sizeof list[0]);
 }
@@ -38,12 +38,28 @@ static int all_buffers(Activations *a, TfActivations *t, Buffer *b) {
     size_t H = (size_t)c->n_heads, HV = H * (size_t)c->key_dim, QKV = 3 * HV, LD = (size_t)slm_qkv_stride((int)N);
     size_t HS = H * (size_t)slm_attention_row_stride(c->window), HW = H * (size_t)c->window;
     AttentionScratch *s = &t->layer[0].scratch; /* the backward's scratch, shared by every layer */
-    Buffer list[] = {{&a->logits, N * (size_t)c->vocab_size}, {&a->lse, N}, {&a->loss, N}, {&a->ones, N},
-                     {&a->hidden, N * D}, {&a->d_hidden, N * D}, {&t->resid_final, N * D}, {&t->lnf_mean, N},
-                     {&t->lnf_rstd, N}, {&t->table, HW}, {&t->d_table, HW}, {&t->d_resid, N * D},
-                     {&t->d_x, N * D}, {&t->d_z, N * HV}, {&t->d_mlp, N * F}, {&t->d_qkv, QKV * LD},
-                     {&t->d_qkv_w, QKV * D}, {&s->d_kv, H * LD * 2 * (size_t)c->key_dim}, {&s->d_dist, HS},
-                     {&s->w, HS}, {&s->ds, HS}, {&s->dw, HS}};
+    Buffer list[] = {{&a->logits, N * (size_t)c->vocab_size},
+                     {&a->lse, N},
+                     {&a->loss, N},
+                     {&a->ones, N},
+                     {&a->hidden, N * D},
+                     {&a->d_hidden, N * D},
+                     {&t->resid_final, N * D},
+                     {&t->lnf_mean, N},
+                     {&t->lnf_rstd, N},
+                     {&t->table, HW},
+                     {&t->d_table, HW},
+                     {&t->d_resid, N * D},
+                     {&t->d_x, N * D},
+                     {&t->d_z, N * HV},
+                     {&t->d_mlp, N * F},
+                     {&t->d_qkv, QKV * LD},
+                     {&t->d_qkv_w, QKV * D},
+                     {&s->d_kv, H * LD * 2 * (size_t)c->key_dim},
+                     {&s->d_dist, HS},
+                     {&s->w, HS},
+                     {&s->ds, HS},
+                     {&s->dw, HS}};
     int n = (int)(sizeof list / sizeof list[0]);
     memcpy(b, list, sizeof list);
     for (int l = 0; l < c->n_layers; l++) n += layer_buffers(c, &t->layer[l], N, b + n);
@@ -133,8 +149,10 @@ static void embed_forward(const ModelConfig *c, const TfViews *w, const Batch *b
     for (int p = 0; p < N && (w->W_pos || c->pos == POS_SINUSOIDAL); p++) {
         float *row = resid + (size_t)p * D;
         const float *add = tag;
-        if (w->W_pos) add = w->W_pos + (size_t)(story_pos[p] < c->window ? story_pos[p] : c->window - 1) * D;
-        else slm_sinusoid_tag(story_pos[p], D, tag);
+        if (w->W_pos)
+            add = w->W_pos + (size_t)(story_pos[p] < c->window ? story_pos[p] : c->window - 1) * D;
+        else
+            slm_sinusoid_tag(story_pos[p], D, tag);
         for (int i = 0; i < D; i++) row[i] += add[i];
     }
 }
@@ -157,9 +175,12 @@ void slm_transformer_distance_table(const ModelConfig *c, const TfBlockViews *w,
     for (int h = 0; h < H; h++)
         for (int d = 0; d < W; d++) {
             float s = 0.0f;
-            if (c->pos == POS_DISTANCE) s = w->distance[(size_t)h * W + d];
-            else if (c->pos == POS_ALIBI) s = -slm_alibi_slope(h, H) * (float)d;
-            else if (c->pos == POS_T5) s = w->bucket[h * T5_BUCKETS + slm_t5_bucket(d)];
+            if (c->pos == POS_DISTANCE)
+                s = w->distance[(size_t)h * W + d];
+            else if (c->pos == POS_ALIBI)
+                s = -slm_alibi_slope(h, H) * (float)d;
+            else if (c->pos == POS_T5)
+                s = w->bucket[h * T5_BUCKETS + slm_t5_bucket(d)];
             table[(size_t)h * W + d] = s;
         }
 }
@@ -293,8 +314,8 @@ static void mlp_backward(const ModelConfig *c, const TfBlockViews *w, const TfBl
 /* ---- the passes ---------------------------------------------------------------- */
 
 /* Checks, then tokens -> every block -> hidden = LN_final(resid_final) (N, D). */
-static int forward_to_final(const Model *m, Activations *a, const Batch *b, const Ablation *ablation,
-                            int keep_weights, Error *e) {
+static int forward_to_final(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, int keep_weights,
+                            Error *e) {
     if (check_forward(m, a, b, ablation, e)) return -1;
     const ModelConfig *c = &m->cfg;
     TfActivations *t = a->tf;
@@ -323,10 +344,22 @@ static void unembed(const Model *m, Activations *a, int chunk_rows, float scale,
     TfViews w, g;
     slm_transformer_views(m, m->params, &w);
     if (grads) slm_transformer_views(m, grads, &g);
-    OutputLoss o = {.W = w.W_U, .bias = w.b_U, .y = a->hidden, .n = a->n_positions, .Hd = c->row_dim,
-                    .V = c->vocab_size, .target = a->target, .scale = scale, .scratch = a->logits, .lse = a->lse,
-                    .loss = a->loss, .correct = a->correct, .chunk_rows = chunk_rows,
-                    .dW = grads ? g.W_U : NULL, .d_bias = grads ? g.b_U : NULL, .d_y = a->d_hidden,
+    OutputLoss o = {.W = w.W_U,
+                    .bias = w.b_U,
+                    .y = a->hidden,
+                    .n = a->n_positions,
+                    .Hd = c->row_dim,
+                    .V = c->vocab_size,
+                    .target = a->target,
+                    .scale = scale,
+                    .scratch = a->logits,
+                    .lse = a->lse,
+                    .loss = a->loss,
+                    .correct = a->correct,
+                    .chunk_rows = chunk_rows,
+                    .dW = grads ? g.W_U : NULL,
+                    .d_bias = grads ? g.b_U : NULL,
+                    .d_y = a->d_hidden,
                     .W_columns = 1};
     slm_output_loss(&o);
 }
@@ -362,8 +395,8 @@ void slm_transformer_backward(const Model *m, Activations *a, const Batch *b, fl
 /* Positions whose logits one chunk holds: 256 x V floats stay in cache. */
 #define TF_OUTPUT_CHUNK_ROWS 256
 
-int slm_transformer_loss_and_grad(const Model *m, Activations *a, const Batch *b, const Ablation *ablation,
-                                  float scale, float *grads, Error *e) {
+int slm_transformer_loss_and_grad(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, float scale,
+                                  float *grads, Error *e) {
     if (forward_to_final(m, a, b, ablation, 0, e)) return -1;
     int backward = grads && a->n_predicted > 0;
     int chunk = a->max_positions < TF_OUTPUT_CHUNK_ROWS ? a->max_positions : TF_OUTPUT_CHUNK_ROWS;

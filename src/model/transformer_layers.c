@@ -61,10 +61,12 @@ void slm_layernorm_backward(const float *x, const float *w, const float *mean, c
 void slm_act_forward(ActFn act, const float *pre, int n, float *post) {
     for (int i = 0; i < n; i++) {
         float x = pre[i];
-        if (act == ACT_GELU) post[i] = 0.5f * x * (1.0f + erff(x * SQRT_HALF));
+        if (act == ACT_GELU)
+            post[i] = 0.5f * x * (1.0f + erff(x * SQRT_HALF));
         else if (act == ACT_GELU_NEW)
             post[i] = 0.5f * x * (1.0f + tanhf(SQRT_2_OVER_PI * (x + GELU_NEW_C * x * x * x)));
-        else post[i] = x > 0 ? x : 0.0f;
+        else
+            post[i] = x > 0 ? x : 0.0f;
     }
 }
 

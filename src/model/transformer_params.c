@@ -22,9 +22,19 @@ int slm_act_parse(const char *name, ActFn *act, Error *e) {
 }
 
 ModelConfig slm_transformer_config_default(int vocab_size) {
-    return (ModelConfig){.arch = ARCH_TRANSFORMER, .vocab_size = vocab_size, .row_dim = 64, .n_heads = 8,
-                         .key_dim = 8, .value_dim = 8, .window = 256, .hidden_dim = 256, .context = 8,
-                         .pos = POS_ABSOLUTE, .score = SCORE_SCALED_DOT, .n_layers = 2, .act = ACT_GELU};
+    return (ModelConfig){.arch = ARCH_TRANSFORMER,
+                         .vocab_size = vocab_size,
+                         .row_dim = 64,
+                         .n_heads = 8,
+                         .key_dim = 8,
+                         .value_dim = 8,
+                         .window = 256,
+                         .hidden_dim = 256,
+                         .context = 8,
+                         .pos = POS_ABSOLUTE,
+                         .score = SCORE_SCALED_DOT,
+                         .n_layers = 2,
+                         .act = ACT_GELU};
 }
 
 int slm_transformer_check_config(const ModelConfig *c, Error *e) {
@@ -36,11 +46,12 @@ int slm_transformer_check_config(const ModelConfig *c, Error *e) {
         return FAIL(e, "give one --d-head", "a transformer's queries and values have one size, d_head (got %d and %d)",
                     c->key_dim, c->value_dim);
     if (c->key_dim > STORYLM_MAX_HEAD_DIM || c->n_heads > 32)
-        return FAIL(e, "use at most 32 heads of at most 64", "%d heads of %d are more than the passes take",
-                    c->n_heads, c->key_dim);
+        return FAIL(e, "use at most 32 heads of at most 64", "%d heads of %d are more than the passes take", c->n_heads,
+                    c->key_dim);
     if (c->n_layers < 1 || c->n_layers > STORYLM_MAX_TF_LAYERS)
         return FAIL(e, "give --layers from 1 to 8", "invalid number of transformer layers %d", c->n_layers);
-    if (c->act < 0 || c->act >= ACT_COUNT) return FAIL(e, "use gelu, gelu_new or relu", "invalid activation %d", c->act);
+    if (c->act < 0 || c->act >= ACT_COUNT)
+        return FAIL(e, "use gelu, gelu_new or relu", "invalid activation %d", c->act);
     if (c->pos < 0 || c->pos >= POS_COUNT || c->score != SCORE_SCALED_DOT)
         return FAIL(e, "a transformer scores q.k/sqrt(d_head); --score is for the attention network",
                     "invalid position scheme or score function for a transformer");
@@ -50,15 +61,34 @@ int slm_transformer_check_config(const ModelConfig *c, Error *e) {
 /* One block's tensor names, in the order of the table (TransformerLens's
  * names; distance and distance_bucket are the schemes it lacks). */
 enum {
-    LN1_W, LN1_B, W_Q, W_K, W_V, B_Q, B_K, B_V, W_O, B_O, LN2_W, LN2_B, W_IN, B_IN, W_OUT, B_OUT, DISTANCE, BUCKET,
+    LN1_W,
+    LN1_B,
+    W_Q,
+    W_K,
+    W_V,
+    B_Q,
+    B_K,
+    B_V,
+    W_O,
+    B_O,
+    LN2_W,
+    LN2_B,
+    W_IN,
+    B_IN,
+    W_OUT,
+    B_OUT,
+    DISTANCE,
+    BUCKET,
     PER_BLOCK
 };
-#define BLOCK_NAMES(l)                                                                                                \
-    {"blocks." #l ".ln1.w",      "blocks." #l ".ln1.b",      "blocks." #l ".attn.W_Q",  "blocks." #l ".attn.W_K",    \
-     "blocks." #l ".attn.W_V",   "blocks." #l ".attn.b_Q",   "blocks." #l ".attn.b_K",  "blocks." #l ".attn.b_V",    \
-     "blocks." #l ".attn.W_O",   "blocks." #l ".attn.b_O",   "blocks." #l ".ln2.w",     "blocks." #l ".ln2.b",       \
-     "blocks." #l ".mlp.W_in",   "blocks." #l ".mlp.b_in",   "blocks." #l ".mlp.W_out", "blocks." #l ".mlp.b_out",   \
-     "blocks." #l ".attn.distance", "blocks." #l ".attn.distance_bucket"}
+#define BLOCK_NAMES(l)                                                                                                 \
+    {                                                                                                                  \
+        "blocks." #l ".ln1.w", "blocks." #l ".ln1.b", "blocks." #l ".attn.W_Q", "blocks." #l ".attn.W_K",              \
+            "blocks." #l ".attn.W_V", "blocks." #l ".attn.b_Q", "blocks." #l ".attn.b_K", "blocks." #l ".attn.b_V",    \
+            "blocks." #l ".attn.W_O", "blocks." #l ".attn.b_O", "blocks." #l ".ln2.w", "blocks." #l ".ln2.b",          \
+            "blocks." #l ".mlp.W_in", "blocks." #l ".mlp.b_in", "blocks." #l ".mlp.W_out", "blocks." #l ".mlp.b_out",  \
+            "blocks." #l ".attn.distance", "blocks." #l ".attn.distance_bucket"                                        \
+    }
 static const char *const block_names[STORYLM_MAX_TF_LAYERS][PER_BLOCK] = {
     BLOCK_NAMES(0), BLOCK_NAMES(1), BLOCK_NAMES(2), BLOCK_NAMES(3),
     BLOCK_NAMES(4), BLOCK_NAMES(5), BLOCK_NAMES(6), BLOCK_NAMES(7)};
@@ -103,16 +133,32 @@ static float *view_of(const Model *m, const float *base, const char *name) {
 }
 
 void slm_transformer_views(const Model *m, const float *base, TfViews *v) {
-    *v = (TfViews){.W_E = view_of(m, base, "embed.W_E"), .W_pos = view_of(m, base, "pos_embed.W_pos"),
-                   .ln_final_w = view_of(m, base, "ln_final.w"), .ln_final_b = view_of(m, base, "ln_final.b"),
-                   .W_U = view_of(m, base, "unembed.W_U"), .b_U = view_of(m, base, "unembed.b_U")};
+    *v = (TfViews){.W_E = view_of(m, base, "embed.W_E"),
+                   .W_pos = view_of(m, base, "pos_embed.W_pos"),
+                   .ln_final_w = view_of(m, base, "ln_final.w"),
+                   .ln_final_b = view_of(m, base, "ln_final.b"),
+                   .W_U = view_of(m, base, "unembed.W_U"),
+                   .b_U = view_of(m, base, "unembed.b_U")};
     for (int l = 0; l < m->cfg.n_layers && l < STORYLM_MAX_TF_LAYERS; l++) {
         float *p[PER_BLOCK];
         for (int i = 0; i < PER_BLOCK; i++) p[i] = view_of(m, base, block_names[l][i]);
-        v->block[l] = (TfBlockViews){.ln1_w = p[LN1_W], .ln1_b = p[LN1_B], .W_Q = p[W_Q], .W_K = p[W_K], .W_V = p[W_V],
-                                     .b_Q = p[B_Q], .b_K = p[B_K], .b_V = p[B_V], .W_O = p[W_O], .b_O = p[B_O],
-                                     .ln2_w = p[LN2_W], .ln2_b = p[LN2_B], .W_in = p[W_IN], .b_in = p[B_IN],
-                                     .W_out = p[W_OUT], .b_out = p[B_OUT], .distance = p[DISTANCE],
+        v->block[l] = (TfBlockViews){.ln1_w = p[LN1_W],
+                                     .ln1_b = p[LN1_B],
+                                     .W_Q = p[W_Q],
+                                     .W_K = p[W_K],
+                                     .W_V = p[W_V],
+                                     .b_Q = p[B_Q],
+                                     .b_K = p[B_K],
+                                     .b_V = p[B_V],
+                                     .W_O = p[W_O],
+                                     .b_O = p[B_O],
+                                     .ln2_w = p[LN2_W],
+                                     .ln2_b = p[LN2_B],
+                                     .W_in = p[W_IN],
+                                     .b_in = p[B_IN],
+                                     .W_out = p[W_OUT],
+                                     .b_out = p[B_OUT],
+                                     .distance = p[DISTANCE],
                                      .bucket = p[BUCKET]};
     }
 }

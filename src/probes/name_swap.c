@@ -113,7 +113,8 @@ int slm_name_swap_story(void *ctx, const Stories *s, int story, uint64_t key, In
                 ? pick_name(ns, &r, &hero, pieces)
                 : 0;
     /* not renamed, or renamed too long for the trainer's chunks: as it is */
-    if (n == 0 || len + (n - hero.n_pieces) * hero.n_mentions > TRAIN_AUGMENT_MAX_LEN(len)) return keep(ns, len, out, e);
+    if (n == 0 || len + (n - hero.n_pieces) * hero.n_mentions > TRAIN_AUGMENT_MAX_LEN(len))
+        return keep(ns, len, out, e);
     int starts[HERO_MAX_MENTIONS];
     return slm_swap_hero(ns->ids.data, len, &hero, pieces, n, out, starts, e);
 }

@@ -30,7 +30,7 @@ static int add_target(NameTargets *nt, int *cap, int story, int position, Error 
 }
 
 int slm_name_targets_find(const Tokenizer *t, const NameList *nl, const Stories *s, const int *idx, int n,
-                      NameTargets *out, Error *e) {
+                          NameTargets *out, Error *e) {
     *out = (NameTargets){0};
     int cap = 0;
     StoryBuf buf = {0};
@@ -53,7 +53,7 @@ int slm_name_targets_find(const Tokenizer *t, const NameList *nl, const Stories 
 /* Loss, accuracy and probability at the name positions, from each
  * position's numbers (slm_evaluate_each's layout over idx[0..n)). */
 static void score_name_positions(const Stories *s, const int *idx, int n, const NameTargets *names, const float *loss,
-                        const uint8_t *correct, AblateScore *out) {
+                                 const uint8_t *correct, AblateScore *out) {
     double sums[4] = {0};
     size_t at = 0;
     for (int i = 0, next = 0; names && i < n; at += story_len(s, idx[i]), i++)
@@ -74,15 +74,14 @@ static void score_name_positions(const Stories *s, const int *idx, int n, const 
 #define SCORE_POSITIONS 4096
 
 int slm_probe_score(const Model *m, const Stories *s, const int *idx, int n, const Ablation *ablation,
-                const NameTargets *names, AblateScore *out, Error *e) {
+                    const NameTargets *names, AblateScore *out, Error *e) {
     *out = (AblateScore){0};
     size_t total = 0;
     for (int i = 0; i < n; i++) total += story_len(s, idx[i]);
     float *loss = names ? xmalloc((total ? total : 1) * sizeof *loss, e) : NULL;
     uint8_t *correct = loss ? xmalloc(total ? total : 1, e) : NULL;
     EvalResult r;
-    int rc = names && !correct ? -1
-                               : slm_evaluate_each(m, s, idx, n, ablation, SCORE_POSITIONS, &r, loss, correct, e);
+    int rc = names && !correct ? -1 : slm_evaluate_each(m, s, idx, n, ablation, SCORE_POSITIONS, &r, loss, correct, e);
     if (!rc) {
         out->loss = r.loss, out->accuracy = r.accuracy, out->positions = r.positions;
         score_name_positions(s, idx, n, names, loss, correct, out);

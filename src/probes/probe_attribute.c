@@ -59,14 +59,14 @@ static int attribute_alloc(AttributeResult *r, int n_parts, int T, Error *e) {
 }
 
 int slm_probe_attribute(const Model *m, const Activations *a, int p, int32_t token, const double *mean_z,
-                    AttributeResult *out, Error *e) {
+                        AttributeResult *out, Error *e) {
     const ModelConfig *c = &m->cfg;
     *out = (AttributeResult){0};
     if (slm_probe_need_attention(m, "attribution", e)) return -1;
     int T = a->n_positions, Z = slm_model_hidden_input_dim(c);
     if (p < 0 || p >= T)
-        return FAIL(e, "give a position from 0 ([EOS]) to the last token", "position %d is outside the text's %d positions",
-                    p, T);
+        return FAIL(e, "give a position from 0 ([EOS]) to the last token",
+                    "position %d is outside the text's %d positions", p, T);
     if (token < 0 || token >= c->vocab_size)
         return FAIL(e, NULL, "token id %d is outside the vocabulary of %d", token, c->vocab_size);
     double *z = xmalloc((size_t)Z * 3 * sizeof(double), e);

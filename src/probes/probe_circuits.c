@@ -14,9 +14,11 @@ static void add_inputs(const Activations *a, int Z, double *sum) {
 }
 
 int slm_circuits_mean_input(const Model *m, const Stories *s, const int *idx, int n, const Ablation *ablation,
-                        float *z_mean, uint8_t *seen, long long *positions, Error *e) {
+                            float *z_mean, uint8_t *seen, long long *positions, Error *e) {
     if (slm_probe_need_attention(m, "circuits", e)) return -1;
-    if (n < 1) return FAIL(e, "give a stories file with test stories", "no stories to take the hidden layer's mean input over");
+    if (n < 1)
+        return FAIL(e, "give a stories file with test stories",
+                    "no stories to take the hidden layer's mean input over");
     int Z = slm_model_hidden_input_dim(&m->cfg);
     double *sum = xcalloc((size_t)Z, sizeof(double), e);
     int32_t *ids = NULL;
@@ -111,7 +113,8 @@ static SelfScore self_score(const float *M, int V, const uint8_t *mask, const do
         above += row[s] > means[s];
         r.tokens++;
     }
-    if (r.tokens) r.top1 = (double)top1 / r.tokens, r.top10 = (double)top10 / r.tokens, r.above_mean = (double)above / r.tokens;
+    if (r.tokens)
+        r.top1 = (double)top1 / r.tokens, r.top10 = (double)top10 / r.tokens, r.above_mean = (double)above / r.tokens;
     return r;
 }
 
@@ -180,7 +183,7 @@ static int head_alloc(CircuitHead *ch, const CircuitsResult *out, Error *e) {
 }
 
 int slm_probe_circuits(const Model *m, const float *z_mean, const uint8_t *seen, const CircuitsOptions *o,
-                   CircuitsResult *out, Error *e) {
+                       CircuitsResult *out, Error *e) {
     *out = (CircuitsResult){.top = o->top > 0 ? o->top : 1, .read_top = o->read_top > 0 ? o->read_top : 1};
     if (slm_probe_need_attention(m, "circuits", e) ||
         slm_variant_check(&m->cfg, "the QK circuit of token rows", VARIANT_NEEDS_ROW_SCORES, e))

@@ -120,9 +120,11 @@ static double loss_sum(const Activations *a, int from, int to) {
 static int tally_random(ProbeRunner *r, const Stories *s, const int *idx, int n, const DetectOptions *o,
                         const Ablation *ab, DetectTally *t, DetectResult *out, Error *e) {
     int V = r->model->cfg.vocab_size, L = o->length, len = 2 * L + 1;
-    int32_t *pool = xmalloc((size_t)V * sizeof(int32_t), e), *ids = pool ? xmalloc((size_t)len * sizeof(int32_t), e) : NULL;
+    int32_t *pool = xmalloc((size_t)V * sizeof(int32_t), e),
+            *ids = pool ? xmalloc((size_t)len * sizeof(int32_t), e) : NULL;
     int n_pool = ids ? token_pool(s, idx, n, V, pool, e) : -1, rc = n_pool < 0 ? -1 : 0;
-    if (!rc && n_pool < 2) rc = FAIL(e, "give stories with more than one kind of token", "too few tokens to draw random sequences from");
+    if (!rc && n_pool < 2)
+        rc = FAIL(e, "give stories with more than one kind of token", "too few tokens to draw random sequences from");
     Rng rng;
     slm_rng_seed(&rng, o->seed);
     double first = 0, second = 0;
@@ -150,7 +152,8 @@ static int check_options(const Model *m, int n, const DetectOptions *o, Error *e
     if (o->length < 2 || 2 * o->length + 1 > m->cfg.window)
         return FAIL(e, "give a --length from 2 to half the window (127 for 256 distances)",
                     "random sequences of %d tokens repeated twice do not fit the window of %d: the second copy could "
-                    "not see the first", o->length, m->cfg.window);
+                    "not see the first",
+                    o->length, m->cfg.window);
     return 0;
 }
 
@@ -161,7 +164,7 @@ void slm_detect_head_name(const DetectResult *r, int g, char *buf, size_t size) 
 }
 
 int slm_probe_detect(const Model *m, const Stories *s, const int *idx, int n, const DetectOptions *o,
-                 const Ablation *ablation, DetectResult *out, Error *e) {
+                     const Ablation *ablation, DetectResult *out, Error *e) {
     int H = slm_model_heads(&m->cfg); /* every layer's heads */
     *out = (DetectResult){.n_heads = H, .layers = slm_model_layers(&m->cfg)};
     if (check_options(m, n, o, e)) return -1;

@@ -15,8 +15,7 @@ void slm_icl_result_free(IclResult *r) {
 
 /* Adds the story run last (len ids) to loss and, when it reaches position
  * late, its losses in early's band to paired. */
-static void add_story(const Activations *a, size_t len, const IclResult *out, int band, double *loss,
-                      double *paired) {
+static void add_story(const Activations *a, size_t len, const IclResult *out, int band, double *loss, double *paired) {
     for (size_t p = 0; p + 1 < len; p++) loss[p] += a->loss[p];
     if ((int)len - 2 < out->late) return;
     for (int p = out->early - band; p <= out->early + band; p++)
@@ -60,7 +59,8 @@ static int clip(IclResult *out, const IclOptions *o, Error *e) {
     if (out->late <= out->early)
         return FAIL(e, "give a smaller --early (or --late), or fewer --min-stories",
                     "the stories are too short for --early %d and --late %d: only up to position %d do %d or more "
-                    "of them reach", o->early, o->late, out->last, o->min_stories);
+                    "of them reach",
+                    o->early, o->late, out->last, o->min_stories);
     return 0;
 }
 
@@ -72,13 +72,13 @@ static void score(IclResult *out, const double *sum, const double *paired, int b
     out->paired_score = out->late_loss - out->paired_early_loss;
 }
 
-int slm_probe_icl(const Model *m, const Stories *s, const int *idx, int n, const IclOptions *o, const Ablation *ablation,
-              IclResult *out, Error *e) {
+int slm_probe_icl(const Model *m, const Stories *s, const int *idx, int n, const IclOptions *o,
+                  const Ablation *ablation, IclResult *out, Error *e) {
     *out = (IclResult){0};
     if (n < 1) return FAIL(e, "give a stories file with test stories", "no stories to measure the loss by position on");
     if (o->early < 0 || o->late <= o->early)
-        return FAIL(e, "give --early below --late", "--early %d and --late %d: the late position must come after the early one",
-                    o->early, o->late);
+        return FAIL(e, "give --early below --late",
+                    "--early %d and --late %d: the late position must come after the early one", o->early, o->late);
     size_t longest = 0;
     for (int i = 0; i < n; i++) longest = story_len(s, idx[i]) > longest ? story_len(s, idx[i]) : longest;
     int N = longest > 1 ? (int)longest - 1 : 0;

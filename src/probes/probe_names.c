@@ -11,11 +11,11 @@
 
 /* Capitalised words that are not names, though written like them. */
 static const char *const not_names[] = {
-    "i",        "mom",      "dad",      "mommy",    "daddy",     "mum",      "mummy",   "mama",    "papa",
-    "grandma",  "grandpa",  "granny",   "grandmother", "grandfather", "mr",   "mrs",     "ms",      "miss",
-    "sir",      "god",      "monday",   "tuesday",  "wednesday", "thursday", "friday",  "saturday", "sunday",
-    "january",  "february", "march",    "april",    "may",       "june",     "july",    "august",  "september",
-    "october",  "november", "december", "christmas", "easter",   "halloween", "english", "ok",      "okay"};
+    "i",       "mom",      "dad",      "mommy",       "daddy",       "mum",       "mummy",   "mama",     "papa",
+    "grandma", "grandpa",  "granny",   "grandmother", "grandfather", "mr",        "mrs",     "ms",       "miss",
+    "sir",     "god",      "monday",   "tuesday",     "wednesday",   "thursday",  "friday",  "saturday", "sunday",
+    "january", "february", "march",    "april",       "may",         "june",      "july",    "august",   "september",
+    "october", "november", "december", "christmas",   "easter",      "halloween", "english", "ok",       "okay"};
 
 /* On the list, or its plural ("Saturdays"). */
 static int is_not_name(const char *w) {
@@ -239,7 +239,7 @@ int slm_find_hero(const Tokenizer *t, const NameList *nl, const int32_t *ids, in
 }
 
 int slm_swap_hero(const int32_t *ids, int len, const Hero *hero, const int32_t *pieces, int n, IntVec *out,
-              int *new_starts, Error *e) {
+                  int *new_starts, Error *e) {
     out->len = 0;
     if (slm_intvec_reserve(out, (size_t)len + (size_t)hero->n_mentions * (size_t)n, e)) return -1;
     int k = 0;

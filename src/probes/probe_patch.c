@@ -52,12 +52,12 @@ double slm_probe_logit_and_grad(const Model *m, const double *z, int32_t token, 
 
 /* What the last position T-1 reads, in double. */
 typedef struct LastReads {
-    int T, first;   /* positions; the earliest key the last one reads */
-    double *rows;   /* (T, D) */
-    double *query;  /* (H, kd) at the last position */
-    double *key;    /* (H, T, kd) */
-    double *value;  /* (H, T, vd) */
-    size_t size;    /* doubles in the one block rows points into */
+    int T, first;  /* positions; the earliest key the last one reads */
+    double *rows;  /* (T, D) */
+    double *query; /* (H, kd) at the last position */
+    double *key;   /* (H, T, kd) */
+    double *value; /* (H, T, vd) */
+    size_t size;   /* doubles in the one block rows points into */
 } LastReads;
 
 static int reads_init(LastReads *r, const ModelConfig *c, int T, Error *e) {
@@ -118,7 +118,8 @@ static void last_z(const Model *m, const LastReads *r, const Ablation *ab, doubl
     for (int i = 0; i < D; i++) z[i] = r->rows[(size_t)(r->T - 1) * D + i];
     for (int h = 0; h < c->n_heads; h++) {
         double *slot = z + D + h * vd;
-        if (!(ab->heads >> h & 1u)) head_output(m, r, h, scores, slot);
+        if (!(ab->heads >> h & 1u))
+            head_output(m, r, h, scores, slot);
         else
             for (int i = 0; i < vd; i++) slot[i] = ab->mode == ABLATE_MEAN ? ab->mean[h * vd + i] : 0.0;
     }
@@ -253,8 +254,8 @@ static int check_runs(const Model *m, const Activations *clean, const Activation
         return FAIL(e, "give texts of the same number of tokens", "the clean run has %d positions, the corrupt run %d",
                     clean->n_positions, corrupt->n_positions);
     if (answer < 0 || answer >= c->vocab_size || wrong < 0 || wrong >= c->vocab_size || answer == wrong)
-        return FAIL(e, "give two different tokens of the vocabulary", "answer %d and wrong %d: not two tokens to compare",
-                    answer, wrong);
+        return FAIL(e, "give two different tokens of the vocabulary",
+                    "answer %d and wrong %d: not two tokens to compare", answer, wrong);
     if (clean->ablation.heads != corrupt->ablation.heads || clean->ablation.mode != corrupt->ablation.mode)
         return FAIL(e, "run both texts with the same --ablate", "the two runs switch off different heads");
     return 0;
@@ -267,7 +268,7 @@ static double model_diff(const Activations *a, int32_t answer, int32_t wrong) {
 }
 
 int slm_probe_patch(const Model *m, const Activations *clean, const Activations *corrupt, int32_t answer, int32_t wrong,
-                PatchResult *out, Error *e) {
+                    PatchResult *out, Error *e) {
     *out = (PatchResult){0};
     if (check_runs(m, clean, corrupt, answer, wrong, e)) return -1;
     const ModelConfig *c = &m->cfg;
@@ -278,9 +279,16 @@ int slm_probe_patch(const Model *m, const Activations *clean, const Activations 
         slm_patch_result_free(out);
         return -1;
     }
-    *out = (PatchResult){.n_positions = T, .n_heads = c->n_heads, .answer = answer, .wrong = wrong,
-                         .reads = out->reads, .query = out->query, .output = out->output, .rows = out->rows,
-                         .all_logits = out->all_logits, .clean_logits = out->clean_logits};
+    *out = (PatchResult){.n_positions = T,
+                         .n_heads = c->n_heads,
+                         .answer = answer,
+                         .wrong = wrong,
+                         .reads = out->reads,
+                         .query = out->query,
+                         .output = out->output,
+                         .rows = out->rows,
+                         .all_logits = out->all_logits,
+                         .clean_logits = out->clean_logits};
     reads_fill(&p.clean, clean);
     reads_fill(&p.corrupt, corrupt);
     out->clean_diff = slm_evaluate(&p, &p.clean);

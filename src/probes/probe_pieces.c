@@ -103,10 +103,14 @@ static int pieces_for_name(ProbeRunner *r, const Tokenizer *t, const NameList *n
         const int32_t *story = slm_story_ids(s, idx[i], &buf, e);
         int len = (int)story_len(s, idx[i]);
         Hero hero;
-        if (!story) rc = -1;
-        else if (!slm_find_hero(t, nl, story, len, &hero)) continue;
-        else if (slm_find_word(t, story, len, name->pieces, name->n_pieces, &unused, 0) > 0) continue;
-        else rc = slm_swap_hero(story, len, &hero, name->pieces, name->n_pieces, &ids, starts, e);
+        if (!story)
+            rc = -1;
+        else if (!slm_find_hero(t, nl, story, len, &hero))
+            continue;
+        else if (slm_find_word(t, story, len, name->pieces, name->n_pieces, &unused, 0) > 0)
+            continue;
+        else
+            rc = slm_swap_hero(story, len, &hero, name->pieces, name->n_pieces, &ids, starts, e);
         if (!rc) rc = slm_probe_run(r, ids.data, (int)ids.len, ab, e);
         if (!rc)
             rc = measure(&r->acts, ids.data, (int)ids.len, starts, hero.n_mentions, row, &ps,
@@ -127,8 +131,8 @@ static void finish_heads(PieceHeads *ph) {
 }
 
 int slm_probe_pieces(const Model *m, const Tokenizer *t, const NameList *nl, const Stories *s, const int *idx, int n,
-                 const SwapName *names, int n_names, const Ablation *ablation, PieceScore *rows, PieceHeads *heads,
-                 Error *e) {
+                     const SwapName *names, int n_names, const Ablation *ablation, PieceScore *rows, PieceHeads *heads,
+                     Error *e) {
     if (heads) {
         *heads = (PieceHeads){.n_heads = slm_model_heads(&m->cfg)};
         if (slm_probe_need_attention(m, "Secret 4's table of the two lookups", e)) return -1;

@@ -43,7 +43,7 @@ int slm_probe_run(ProbeRunner *r, const int32_t *ids, int len, const Ablation *a
 }
 
 int slm_probe_run_story(ProbeRunner *r, const Stories *s, int i, const Ablation *ablation, int32_t **ids, size_t *cap,
-                    Error *e) {
+                        Error *e) {
     size_t len = story_len(s, i);
     if (len > *cap) {
         int32_t *grown = xrealloc(*ids, len * sizeof **ids, e);
@@ -57,11 +57,15 @@ int slm_probe_run_story(ProbeRunner *r, const Stories *s, int i, const Ablation 
 int slm_probe_need_attention(const Model *m, const char *what, Error *e) {
     if (m->cfg.arch == ARCH_ATTENTION) return 0;
     if (m->cfg.arch == ARCH_TRANSFORMER)
-        return FAIL(e, "eval, generate, info, heads, detect, distances and ablate read a transformer; for this probe give a model trained with --arch attention",
-                    "%s cannot read a transformer yet (its heads sit in blocks of attention and MLP, docs/transformer.md)",
-                    what);
+        return FAIL(
+            e,
+            "eval, generate, info, heads, detect, distances and ablate read a transformer; for this probe give a model "
+            "trained with --arch attention",
+            "%s cannot read a transformer yet (its heads sit in blocks of attention and MLP, docs/transformer.md)",
+            what);
     return FAIL(e, "give a model trained with --arch attention (the default)",
-                "%s needs the attention network, and this is a %s model: it has no heads", what, slm_arch_name(m->cfg.arch));
+                "%s needs the attention network, and this is a %s model: it has no heads", what,
+                slm_arch_name(m->cfg.arch));
 }
 
 int slm_probe_need_heads(const Model *m, const char *what, Error *e) {
@@ -70,8 +74,9 @@ int slm_probe_need_heads(const Model *m, const char *what, Error *e) {
 
 int slm_probe_need_one_layer(const Model *m, const char *what, Error *e) {
     if (slm_model_layers(&m->cfg) == 1) return 0;
-    return FAIL(e, "give a one-layer model; eval, generate, --ablate L:H, ablate, heads, detect, swap, pieces, icl and "
-                   "distances --layer L read a model of several layers",
+    return FAIL(e,
+                "give a one-layer model; eval, generate, --ablate L:H, ablate, heads, detect, swap, pieces, icl and "
+                "distances --layer L read a model of several layers",
                 "%s reads one layer of heads and is not written for a model of %d layers (--layers)", what,
                 slm_model_layers(&m->cfg));
 }

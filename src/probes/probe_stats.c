@@ -28,7 +28,7 @@ static int by_count(const void *a, const void *b) {
 }
 
 int slm_common_tokens(const Stories *s, const int *idx, int n, const Tokenizer *t, const NameList *nl, int top,
-                  uint8_t *left_out, Error *e) {
+                      uint8_t *left_out, Error *e) {
     int V = t->size;
     TokenCount *counts = xcalloc((size_t)V, sizeof *counts, e);
     if (!counts) return -1;
@@ -152,7 +152,7 @@ static int stats_alloc(StatsResult *out, Pearson **pc, long long **differ, int *
 }
 
 int slm_probe_stats(const Model *m, const Stories *s, const int *idx, int n, const uint8_t *left_out, StatsResult *out,
-                Error *e) {
+                    Error *e) {
     const ModelConfig *c = &m->cfg;
     int H = c->n_heads;
     *out = (StatsResult){.n_heads = H};

@@ -12,15 +12,17 @@ const char *const slm_name_kind_names[4] = {"original", "common", "rare", "inven
 
 /* Candidates for invented names: none is an English word; those the training
  * text holds, or that come out in fewer pieces than asked, are passed over. */
-static const char *const invented_candidates[] = {"zarko",  "blimto", "quenfrey", "vodrick", "plimzy", "grunthor",
-                                                  "tazmin", "dribbet", "yolvane", "krespin", "zubnik", "flormax",
-                                                  "wuzzlet", "trobkin", "snerda",  "glimbo"};
+static const char *const invented_candidates[] = {"zarko",   "blimto",  "quenfrey", "vodrick", "plimzy", "grunthor",
+                                                  "tazmin",  "dribbet", "yolvane",  "krespin", "zubnik", "flormax",
+                                                  "wuzzlet", "trobkin", "snerda",   "glimbo"};
 
 int slm_swap_name_make(const Tokenizer *t, const NameList *nl, const char *word, SwapName *name, Error *e) {
     *name = (SwapName){0};
     size_t n = strlen(word);
-    if (n == 0 || n >= sizeof name->word) return FAIL(e, "give names of 1 to 63 letters", "cannot use the name '%s'", word);
-    for (size_t i = 0; i <= n; i++) name->word[i] = (char)(word[i] >= 'A' && word[i] <= 'Z' ? word[i] - 'A' + 'a' : word[i]);
+    if (n == 0 || n >= sizeof name->word)
+        return FAIL(e, "give names of 1 to 63 letters", "cannot use the name '%s'", word);
+    for (size_t i = 0; i <= n; i++)
+        name->word[i] = (char)(word[i] >= 'A' && word[i] <= 'Z' ? word[i] - 'A' + 'a' : word[i]);
     IntVec ids = {0};
     if (slm_tokenizer_encode(t, name->word, n, &ids, e)) return -1;
     char joined[64];
@@ -142,8 +144,8 @@ static int swap_story(SwapWork *w, const Tokenizer *t, const int32_t *ids, int l
 }
 
 int slm_probe_swap(const Model *m, const Model *baseline, const Tokenizer *t, const NameList *nl, const Stories *s,
-               const int *idx, int n, const SwapName *names, int n_names, const Ablation *ablation, SwapRow *rows,
-               Error *e) {
+                   const int *idx, int n, const SwapName *names, int n_names, const Ablation *ablation, SwapRow *rows,
+                   Error *e) {
     SwapWork w = {0};
     rows[0] = (SwapRow){.name = {.word = "(each story's own)", .kind = NAME_ORIGINAL}};
     for (int k = 0; k < n_names; k++) rows[k + 1] = (SwapRow){.name = names[k]};
@@ -154,9 +156,12 @@ int slm_probe_swap(const Model *m, const Model *baseline, const Tokenizer *t, co
         const int32_t *ids = slm_story_ids(s, idx[i], &buf, e);
         int len = (int)story_len(s, idx[i]);
         Hero hero;
-        if (!ids) rc = -1;
-        else if (!slm_find_hero(t, nl, ids, len, &hero)) continue;
-        for (int k = 0; !rc && k <= n_names; k++) rc = swap_story(&w, t, ids, len, &hero, &rows[k].name, ablation, &rows[k], e);
+        if (!ids)
+            rc = -1;
+        else if (!slm_find_hero(t, nl, ids, len, &hero))
+            continue;
+        for (int k = 0; !rc && k <= n_names; k++)
+            rc = swap_story(&w, t, ids, len, &hero, &rows[k].name, ablation, &rows[k], e);
     }
     for (int k = 0; k <= n_names; k++) {
         finish(&rows[k].model);

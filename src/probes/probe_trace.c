@@ -83,8 +83,7 @@ int slm_probe_trace(const ProbeRunner *r, int p, int n_units, int n_guesses, Tra
     }
     const float *logits = a->logits + (size_t)p * V;
     top_indices(logits, V, n_guesses, 0, order);
-    for (int k = 0; k < n_guesses; k++)
-        out->guesses[k] = (TraceGuess){order[k], expf(logits[order[k]] - a->lse[p])};
+    for (int k = 0; k < n_guesses; k++) out->guesses[k] = (TraceGuess){order[k], expf(logits[order[k]] - a->lse[p])};
     free(order);
     return 0;
 }

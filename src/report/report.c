@@ -96,7 +96,6 @@ void slm_report_text(Report *r, const char *key, const char *label, const char *
     if (it) it->value.text = dup_or_fail(text, &r->failed);
 }
 
-
 void slm_report_int(Report *r, const char *key, const char *label, long long x) {
     ReportItem *it = new_value(r, key, label, CELL_INT, 0);
     if (it) it->value.number = (double)x;
@@ -114,8 +113,10 @@ void slm_report_percent(Report *r, const char *key, const char *label, double fr
 
 static float *copy_floats(const float *x, int n, int *failed) {
     float *v = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
-    if (!v) *failed = 1;
-    else if (n > 0) memcpy(v, x, (size_t)n * sizeof(float));
+    if (!v)
+        *failed = 1;
+    else if (n > 0)
+        memcpy(v, x, (size_t)n * sizeof(float));
     return v;
 }
 
@@ -223,9 +224,7 @@ double slm_table_number(const ReportTable *t, int row, int col) {
 /* ---- text -------------------------------------------------------------------- */
 
 /* Numbers are right-aligned, text and vectors left-aligned. */
-static int is_numeric(CellKind k) {
-    return k == CELL_INT || k == CELL_NUMBER || k == CELL_PERCENT || k == CELL_POINTS;
-}
+static int is_numeric(CellKind k) { return k == CELL_INT || k == CELL_NUMBER || k == CELL_PERCENT || k == CELL_POINTS; }
 
 /* A cell as text into buf (vectors may be cut short at size). */
 static void format_cell(const ReportCell *c, CellKind kind, int decimals, char *buf, size_t size) {
@@ -234,23 +233,23 @@ static void format_cell(const ReportCell *c, CellKind kind, int decimals, char *
         return;
     }
     switch (kind) {
-    case CELL_TEXT: snprintf(buf, size, "%s", c->text ? c->text : ""); break;
-    case CELL_FILE: { /* the file's name: its folder, the same on every row, would hide what differs */
-        const char *path = c->text ? c->text : "", *slash = strrchr(path, '/');
-        snprintf(buf, size, "%s", slash && slash[1] ? slash + 1 : path);
-        break;
-    }
-    case CELL_INT: snprintf(buf, size, "%.0f", c->number); break;
-    case CELL_NUMBER: snprintf(buf, size, "%.*f", decimals, c->number); break;
-    case CELL_PERCENT: snprintf(buf, size, "%.*f%%", decimals, 100 * c->number); break;
-    case CELL_POINTS: snprintf(buf, size, "%.*f", decimals, 100 * c->number); break;
-    case CELL_VECTOR: {
-        size_t used = 0;
-        buf[0] = '\0';
-        for (int i = 0; i < c->n && used + 1 < size; i++)
-            used += (size_t)snprintf(buf + used, size - used, "%s%.*f", i ? " " : "", decimals, c->vector[i]);
-        break;
-    }
+        case CELL_TEXT: snprintf(buf, size, "%s", c->text ? c->text : ""); break;
+        case CELL_FILE: { /* the file's name: its folder, the same on every row, would hide what differs */
+            const char *path = c->text ? c->text : "", *slash = strrchr(path, '/');
+            snprintf(buf, size, "%s", slash && slash[1] ? slash + 1 : path);
+            break;
+        }
+        case CELL_INT: snprintf(buf, size, "%.0f", c->number); break;
+        case CELL_NUMBER: snprintf(buf, size, "%.*f", decimals, c->number); break;
+        case CELL_PERCENT: snprintf(buf, size, "%.*f%%", decimals, 100 * c->number); break;
+        case CELL_POINTS: snprintf(buf, size, "%.*f", decimals, 100 * c->number); break;
+        case CELL_VECTOR: {
+            size_t used = 0;
+            buf[0] = '\0';
+            for (int i = 0; i < c->n && used + 1 < size; i++)
+                used += (size_t)snprintf(buf + used, size - used, "%s%.*f", i ? " " : "", decimals, c->vector[i]);
+            break;
+        }
     }
 }
 
@@ -376,9 +375,9 @@ static int put_float(char *p, double a) {
     int e = (int)floor(log10(a));
     /* rint: ties to even, as printf rounds a float that ends in 5 exactly */
     unsigned long long d = (unsigned long long)rint(times_pow10(a, 8 - e));
-    if (d < 100000000ULL) d = (unsigned long long)rint(times_pow10(a, 8 - --e)); /* log10 rounded up */
+    if (d < 100000000ULL) d = (unsigned long long)rint(times_pow10(a, 8 - --e));   /* log10 rounded up */
     if (d >= 1000000000ULL) d = (unsigned long long)rint(times_pow10(a, 8 - ++e)); /* or down, or 9.999999995 */
-    if (d >= 1000000000ULL) d /= 10; /* 10^9 exactly: 1 and zeros */
+    if (d >= 1000000000ULL) d /= 10;                                               /* 10^9 exactly: 1 and zeros */
     char dig[20];
     int n = put_digits(dig, d);
     while (n > 1 && dig[n - 1] == '0') n--;
@@ -458,7 +457,8 @@ static cJSON *table_json(const ReportTable *t) {
         cJSON *row = cJSON_CreateObject();
         if (!row) break;
         for (int c = 0; c < t->n_cols; c++)
-            cJSON_AddItemToObject(row, t->cols[c].key, cell_json(&t->cells[(size_t)r * t->n_cols + c], t->cols[c].kind));
+            cJSON_AddItemToObject(row, t->cols[c].key,
+                                  cell_json(&t->cells[(size_t)r * t->n_cols + c], t->cols[c].kind));
         cJSON_AddItemToArray(rows, row);
     }
     return rows;
@@ -477,8 +477,10 @@ static void add_value(cJSON *j, const char *key, cJSON *value) {
     snprintf(outer, sizeof outer, "%.*s", (int)(dot - key), key);
     cJSON *o = cJSON_GetObjectItemCaseSensitive(j, outer);
     if (!cJSON_IsObject(o)) o = cJSON_AddObjectToObject(j, outer);
-    if (o) cJSON_AddItemToObject(o, dot + 1, value);
-    else cJSON_Delete(value);
+    if (o)
+        cJSON_AddItemToObject(o, dot + 1, value);
+    else
+        cJSON_Delete(value);
 }
 
 cJSON *slm_report_json(const Report *r) {
@@ -488,8 +490,10 @@ cJSON *slm_report_json(const Report *r) {
     cJSON *notes = NULL;
     for (int i = 0; i < r->n_items; i++) {
         const ReportItem *it = &r->items[i];
-        if (it->kind == ITEM_VALUE) add_value(j, it->key, cell_json(&it->value, it->value_kind));
-        else if (it->kind == ITEM_TABLE && it->table) cJSON_AddItemToObject(j, it->table->key, table_json(it->table));
+        if (it->kind == ITEM_VALUE)
+            add_value(j, it->key, cell_json(&it->value, it->value_kind));
+        else if (it->kind == ITEM_TABLE && it->table)
+            cJSON_AddItemToObject(j, it->table->key, table_json(it->table));
         else if (it->kind == ITEM_NOTE) {
             if (!notes) notes = cJSON_AddArrayToObject(j, "notes");
             if (notes) cJSON_AddItemToArray(notes, cJSON_CreateString(it->note));

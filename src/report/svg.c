@@ -26,13 +26,13 @@ void slm_svg_escaped(Svg *s, const char *text) {
     for (const char *p = text ? text : ""; *p; p++) {
         unsigned char c = (unsigned char)*p;
         switch (c) {
-        case '&': put(s, "&amp;", 5); break;
-        case '<': put(s, "&lt;", 4); break;
-        case '>': put(s, "&gt;", 4); break;
-        case '"': put(s, "&quot;", 6); break;
-        case '\'': put(s, "&apos;", 6); break;
-        default:
-            if (c >= 0x20 && c != 0x7f) put(s, p, 1); /* XML 1.0 allows no other control characters */
+            case '&': put(s, "&amp;", 5); break;
+            case '<': put(s, "&lt;", 4); break;
+            case '>': put(s, "&gt;", 4); break;
+            case '"': put(s, "&quot;", 6); break;
+            case '\'': put(s, "&apos;", 6); break;
+            default:
+                if (c >= 0x20 && c != 0x7f) put(s, p, 1); /* XML 1.0 allows no other control characters */
         }
     }
 }
@@ -74,7 +74,8 @@ static void put_tip(Svg *s, const char *tip) {
     put(s, "</title>", 8);
 }
 
-void slm_svg_rect(Svg *s, double x, double y, double w, double h, const char *fill, const char *stroke, const char *tip) {
+void slm_svg_rect(Svg *s, double x, double y, double w, double h, const char *fill, const char *stroke,
+                  const char *tip) {
     putf(s, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"", x, y, w > 0 ? w : 0, h > 0 ? h : 0);
     slm_svg_escaped(s, fill ? fill : "none");
     put(s, "\" stroke=\"", 10);
@@ -96,7 +97,7 @@ void slm_svg_line(Svg *s, double x1, double y1, double x2, double y2, const char
 }
 
 void slm_svg_text(Svg *s, double x, double y, const char *text, double size, SvgAnchor anchor, double rotate,
-              const char *fill) {
+                  const char *fill) {
     static const char *const anchors[] = {"start", "middle", "end"};
     putf(s, "<text x=\"%.2f\" y=\"%.2f\" font-size=\"%.1f\" text-anchor=\"%s\"", x, y, size, anchors[anchor]);
     if (rotate != 0) putf(s, " transform=\"rotate(%.1f %.2f %.2f)\"", rotate, x, y);
@@ -121,7 +122,8 @@ void slm_svg_heat(double t, char *buf) {
     if (!(t > 0)) t = 0;
     if (t > 1) t = 1;
     /* white (255, 255, 255) to dark blue (8, 48, 107) */
-    int r = (int)lround(255 - t * (255 - 8)), g = (int)lround(255 - t * (255 - 48)), b = (int)lround(255 - t * (255 - 107));
+    int r = (int)lround(255 - t * (255 - 8)), g = (int)lround(255 - t * (255 - 48)),
+        b = (int)lround(255 - t * (255 - 107));
     snprintf(buf, 8, "#%02x%02x%02x", r, g, b);
 }
 
@@ -191,7 +193,8 @@ static void x_ticks(Svg *s, const SvgPanel *p) {
 /* A panel's frame: class "frame" tells a reader of the SVG (the screenshot
  * checks) where one chart ends and the next begins. */
 static void frame(Svg *s, double x, double y, double w, double h) {
-    putf(s, "<rect class=\"frame\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"none\" stroke=\"#888\"/>\n",
+    putf(s,
+         "<rect class=\"frame\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"none\" stroke=\"#888\"/>\n",
          x, y, w, h);
 }
 
@@ -203,16 +206,17 @@ void slm_svg_axes(Svg *s, const SvgPanel *p, const char *title, const char *x_la
     if (title) slm_svg_text(s, p->x + p->w / 2, p->y - 8, title, 12, SVG_MIDDLE, 0, "black");
     if (x_label) slm_svg_text(s, p->x + p->w / 2, p->y + p->h + 30, x_label, 10, SVG_MIDDLE, 0, "#444");
     /* clear of the widest tick label ("0.006" needs more room than "4") */
-    if (y_label) slm_svg_text(s, p->x - fmax(38, 6 + ticks_w + 10), p->y + p->h / 2, y_label, 10, SVG_MIDDLE, -90, "#444");
+    if (y_label)
+        slm_svg_text(s, p->x - fmax(38, 6 + ticks_w + 10), p->y + p->h / 2, y_label, 10, SVG_MIDDLE, -90, "#444");
 }
 
 void slm_svg_polyline(Svg *s, const SvgPanel *p, const double *x, const double *y, int n, const char *stroke,
-                  double width) {
+                      double width) {
     slm_svg_polyline_dashed(s, p, x, y, n, stroke, width, NULL);
 }
 
 void slm_svg_polyline_dashed(Svg *s, const SvgPanel *p, const double *x, const double *y, int n, const char *stroke,
-                         double width, const char *dash) {
+                             double width, const char *dash) {
     put(s, "<polyline fill=\"none\" stroke=\"", 30);
     slm_svg_escaped(s, stroke);
     if (dash) {
@@ -226,7 +230,7 @@ void slm_svg_polyline_dashed(Svg *s, const SvgPanel *p, const double *x, const d
 }
 
 void slm_svg_bars(Svg *s, const SvgPanel *p, const double *values, int n_series, int n_groups,
-              const char *const *group_labels, const char *const *colors, int rotate_labels) {
+                  const char *const *group_labels, const char *const *colors, int rotate_labels) {
     if (n_groups < 1 || n_series < 1) return;
     double group_w = p->w / n_groups, bar_w = group_w * 0.8 / n_series;
     double base = slm_svg_py(p, p->y0 <= 0 && p->y1 >= 0 ? 0 : p->y0);
@@ -239,12 +243,14 @@ void slm_svg_bars(Svg *s, const SvgPanel *p, const double *values, int n_series,
             double y = slm_svg_py(p, v);
             snprintf(tip, sizeof tip, "%s: %.4g", group_labels ? group_labels[g] : "", v);
             slm_svg_rect(s, gx + k * bar_w, fmin(y, base), bar_w * 0.92, fabs(base - y),
-                     colors ? colors[k] : slm_svg_palette(k), "none", tip);
+                         colors ? colors[k] : slm_svg_palette(k), "none", tip);
         }
         if (group_labels) {
             double lx = p->x + (g + 0.5) * group_w, ly = p->y + p->h + 13;
-            if (rotate_labels) slm_svg_text(s, lx, ly - 4, group_labels[g], 10, SVG_END, -45, "#222");
-            else slm_svg_text(s, lx, ly, group_labels[g], 10, SVG_MIDDLE, 0, "#222");
+            if (rotate_labels)
+                slm_svg_text(s, lx, ly - 4, group_labels[g], 10, SVG_END, -45, "#222");
+            else
+                slm_svg_text(s, lx, ly, group_labels[g], 10, SVG_MIDDLE, 0, "#222");
         }
     }
 }
@@ -265,11 +271,12 @@ void slm_svg_legend(Svg *s, double x, double y, const char *const *names, const 
 }
 
 void slm_svg_line_legend(Svg *s, double x, double y, const char *const *names, const char *const *colors,
-                     const char *const *dashes, int n) {
+                         const char *const *dashes, int n) {
     legend_begin(s);
     for (int i = 0; i < n; i++) {
         double ly = y + i * 16 + 5;
-        putf(s, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke-width=\"2\" stroke=\"", x, ly, x + 22, ly);
+        putf(s, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke-width=\"2\" stroke=\"", x, ly, x + 22,
+             ly);
         slm_svg_escaped(s, colors ? colors[i] : slm_svg_palette(i));
         if (dashes && dashes[i]) {
             put(s, "\" stroke-dasharray=\"", 20);
@@ -330,18 +337,19 @@ void slm_svg_bar_values(Svg *s, const SvgPanel *p, const double *values, int n_s
             /* upright along the bar, starting just past its end: narrow bars keep their labels apart */
             double cx = p->x + g * group_w + group_w * 0.1 + (k + 0.46) * bar_w;
             int up = v >= 0;
-            slm_svg_text(s, cx + 3.5, up ? fmin(y, base) - 3 : fmax(y, base) + 3, label, 10, up ? SVG_START : SVG_END, -90,
-                     "#222");
+            slm_svg_text(s, cx + 3.5, up ? fmin(y, base) - 3 : fmax(y, base) + 3, label, 10, up ? SVG_START : SVG_END,
+                         -90, "#222");
         }
 }
 
 void slm_svg_heatmap(Svg *s, double x, double y, double cell, const double *values, int rows, int cols, double vmax,
-                 const char *const *row_labels, const char *const *col_labels, double label_size) {
+                     const char *const *row_labels, const char *const *col_labels, double label_size) {
     char color[8], tip[256];
     crisp_begin(s);
     for (int r = 0; r < rows; r++) {
         if (row_labels)
-            slm_svg_text(s, x - 3, y + (r + 0.5) * cell + label_size * 0.35, row_labels[r], label_size, SVG_END, 0, "#222");
+            slm_svg_text(s, x - 3, y + (r + 0.5) * cell + label_size * 0.35, row_labels[r], label_size, SVG_END, 0,
+                         "#222");
         for (int c = 0; c < cols; c++) {
             double v = values[(size_t)r * cols + c];
             /* below 0.5% of vmax a square is white to the eye: not drawn, a long
@@ -355,6 +363,7 @@ void slm_svg_heatmap(Svg *s, double x, double y, double cell, const double *valu
     }
     slm_svg_group_end(s);
     for (int c = 0; col_labels && c < cols; c++)
-        slm_svg_text(s, x + (c + 0.5) * cell + label_size * 0.35, y - 3, col_labels[c], label_size, SVG_START, -90, "#222");
+        slm_svg_text(s, x + (c + 0.5) * cell + label_size * 0.35, y - 3, col_labels[c], label_size, SVG_START, -90,
+                     "#222");
     frame(s, x, y, cols * cell, rows * cell);
 }

@@ -49,15 +49,17 @@ static int session_open(Server *s, const cJSON *body, int need, Session *ss, Rep
     char path[PATH_MAX], ablate_buf[256];
     const char *ablate, *mode;
     Error e = {0};
-    if (request_model(s, body, "model", path, sizeof path, r) || field_ablation(body, ablate_buf, sizeof ablate_buf, &ablate, &mode, r))
+    if (request_model(s, body, "model", path, sizeof path, r) ||
+        field_ablation(body, ablate_buf, sizeof ablate_buf, &ablate, &mode, r))
         return -1;
     if (cache_acquire(&s->cache, path, &ss->entry, &e)) return reply_failure(r, 400, &e), -1;
     ModelEntry *m = ss->entry;
     int mean = ablate && strcmp(mode, "mean") == 0;
     int rc = (need & NEED_ATTENTION) ? slm_probe_need_attention(&m->ps.lm.model, "this view", &e) : 0;
     if (!rc && (need & NEED_ONE_LAYER)) rc = slm_probe_need_one_layer(&m->ps.lm.model, "this view", &e);
-    if (!rc) rc = slm_session_ablation(&m->ps.lm, ablate, mode, NULL, NULL, &ss->ps.ablation, ss->ps.ablation_desc,
-                                   sizeof ss->ps.ablation_desc, &e); /* the heads checked before anything is averaged */
+    if (!rc)
+        rc = slm_session_ablation(&m->ps.lm, ablate, mode, NULL, NULL, &ss->ps.ablation, ss->ps.ablation_desc,
+                                  sizeof ss->ps.ablation_desc, &e); /* the heads checked before anything is averaged */
     if (!rc && ((need & NEED_STORIES) || mean)) rc = entry_stories(&s->cache, m, s->o.stories, &e);
     if (!rc && mean) rc = entry_mean(m, s->o.stories, &e);
     pthread_mutex_lock(&m->lock); /* not while another request loads the stories into it */
@@ -65,8 +67,9 @@ static int session_open(Server *s, const cJSON *body, int need, Session *ss, Rep
     pthread_mutex_unlock(&m->lock);
     ss->ps.stories_path = need & NEED_STORIES ? s->o.stories : NULL;
     ss->ps.mean = NULL;
-    if (!rc) rc = slm_session_ablation(&m->ps.lm, ablate, mode, m->mean, s->o.stories, &ss->ps.ablation,
-                                   ss->ps.ablation_desc, sizeof ss->ps.ablation_desc, &e);
+    if (!rc)
+        rc = slm_session_ablation(&m->ps.lm, ablate, mode, m->mean, s->o.stories, &ss->ps.ablation,
+                                  ss->ps.ablation_desc, sizeof ss->ps.ablation_desc, &e);
     if (!rc && mean) slm_session_add_warning(ss->ps.ablation_desc, sizeof ss->ps.ablation_desc, m->mean_warning);
     if (rc) {
         reply_failure(r, 400, &e);
@@ -102,8 +105,10 @@ static int request_text(const Session *ss, const cJSON *body, const char *key, c
 
 /* The end of every report view: the report, or the error as 400. */
 static int finish(Server *s, Session *ss, Report *rep, int rc, const Error *e, Reply *r) {
-    if (rc) reply_failure(r, 400, e);
-    else reply_report(r, rep);
+    if (rc)
+        reply_failure(r, 400, e);
+    else
+        reply_report(r, rep);
     slm_report_free(rep);
     session_release(s, ss);
     return r->status;
@@ -116,8 +121,10 @@ static int api_tokenize(Server *s, const cJSON *body, Reply *r) {
     if (request_text(&ss, body, "text", &text, r) == 0) {
         IntVec ids = {0};
         Error e = {0};
-        if (slm_tokenizer_encode(&ss.ps.lm.tokenizer, text, strlen(text), &ids, &e)) reply_failure(r, 400, &e);
-        else reply_json(r, 200, slm_view_tokens_json(&ss.ps.lm.tokenizer, ids.data, ids.len));
+        if (slm_tokenizer_encode(&ss.ps.lm.tokenizer, text, strlen(text), &ids, &e))
+            reply_failure(r, 400, &e);
+        else
+            reply_json(r, 200, slm_view_tokens_json(&ss.ps.lm.tokenizer, ids.data, ids.len));
         slm_intvec_free(&ids);
     }
     session_release(s, &ss);
@@ -141,8 +148,10 @@ static int api_attend(Server *s, const cJSON *body, Reply *r) {
         rc = FAIL(&e, "leave out \"head\": \"wide\" gives every head's weight side by side",
                   "\"wide\" and \"head\": %d do not go together", head);
     if (!rc) rc = session_run(&ss, text, pos, &vt, &e); /* the same numbers as attend's heads-only run */
-    if (!rc && wide) slm_view_attend_wide(&rep, &ss.ps, &vt);
-    else if (!rc) slm_view_attend(&rep, &ss.ps, &vt, head);
+    if (!rc && wide)
+        slm_view_attend_wide(&rep, &ss.ps, &vt);
+    else if (!rc)
+        slm_view_attend(&rep, &ss.ps, &vt, head);
     return finish(s, &ss, &rep, rc, &e, r);
 }
 
@@ -252,8 +261,10 @@ static int api_heads(Server *s, const cJSON *body, Reply *r) {
     }
     slm_heads_result_free(&h);
     if (own) slm_stories_free(&other.stories);
-    if (rc) reply_failure(r, 400, &e);
-    else reply_report(r, &rep);
+    if (rc)
+        reply_failure(r, 400, &e);
+    else
+        reply_report(r, &rep);
     slm_report_free(&rep);
     if (keep && r->status == 200 && r->body) {
         free(m->heads_json);
@@ -283,7 +294,9 @@ static int api_swap(Server *s, const cJSON *body, Reply *r) {
                   ss.ps.model_path);
     Report rep;
     slm_report_init(&rep, "swap");
-    if (!rc) rc = slm_view_swap_text(&rep, &ss.ps, has_base ? &base.entry->ps.lm : NULL, has_base ? base_path : NULL, text, name, &e);
+    if (!rc)
+        rc = slm_view_swap_text(&rep, &ss.ps, has_base ? &base.entry->ps.lm : NULL, has_base ? base_path : NULL, text,
+                                name, &e);
     session_release(s, &base);
     return finish(s, &ss, &rep, rc, &e, r);
 }
@@ -333,8 +346,8 @@ static char *stories_json(Server *s, Error *e) {
     int rc = entry_stories(&s->cache, m, s->o.stories, e) || slm_file_read_all(s->o.stories, 0, &text, &len, e) ||
              slm_stories_split(text, len, s->o.stories, &spans, &n, NULL, e);
     if (!rc && n != m->ps.stories.n_stories)
-        rc = FAIL(e, "give --stories a file of well-formed stories", "cannot line up the stories of '%s' with their text",
-                  s->o.stories);
+        rc = FAIL(e, "give --stories a file of well-formed stories",
+                  "cannot line up the stories of '%s' with their text", s->o.stories);
     if (!rc) {
         cJSON *j = cJSON_CreateObject(), *list = cJSON_AddArrayToObject(j, "stories");
         for (int k = 0; k < m->ps.stories.n_test; k++) {
@@ -377,7 +390,8 @@ static int api_train_start(Server *s, const cJSON *body, Reply *r) {
         server_allowed_stories(s, stories, real, sizeof real, r))
         return r->status;
     if (eval_every == 0) eval_every = steps >= 20 ? steps / 20 : 1; /* about 20 points on the curve */
-    if (eval_every < (steps + 199) / 200) eval_every = (steps + 199) / 200; /* at most 200 saves: bounded time and memory */
+    if (eval_every < (steps + 199) / 200)
+        eval_every = (steps + 199) / 200; /* at most 200 saves: bounded time and memory */
     int id;
     Error e = {0};
     int rc = train_job_start(s->train, real, steps, (uint64_t)seed, eval_every, &id, &e);
@@ -395,11 +409,10 @@ static const struct {
     const char *url;
     int (*fn)(Server *, const cJSON *, Reply *);
     int view;
-} posts[] = {{"/api/tokenize", api_tokenize, 1}, {"/api/attend", api_attend, 1},   {"/api/trace", api_trace, 1},
+} posts[] = {{"/api/tokenize", api_tokenize, 1}, {"/api/attend", api_attend, 1},       {"/api/trace", api_trace, 1},
              {"/api/loss", api_loss, 1},         {"/api/distances", api_distances, 1}, {"/api/heads", api_heads, 1},
              {"/api/swap", api_swap, 1},         {"/api/ablate", api_ablate, 0},       {"/api/pieces", api_pieces, 0},
-             {"/api/generate", api_generate, 0}, {"/api/train", api_train_start, 0},
-             {"/api/batch", api_batch, 0}};
+             {"/api/generate", api_generate, 0}, {"/api/train", api_train_start, 0},   {"/api/batch", api_batch, 0}};
 #define N_POSTS (sizeof posts / sizeof posts[0])
 
 /* Appends text (len bytes) to *buf (size *cap, *len used); -1 when out of memory. */
@@ -426,7 +439,8 @@ static int batch_item(const cJSON *item, const cJSON **body, Reply *r) {
         if (posts[i].view && strcmp(url->valuestring, posts[i].url) == 0) return (int)i;
     char msg[160];
     snprintf(msg, sizeof msg, "a batch cannot hold '%.80s'", url->valuestring);
-    return reply_error(r, 400, msg, "a batch holds the views: tokenize, attend, trace, loss, distances, heads, swap"), -1;
+    return reply_error(r, 400, msg, "a batch holds the views: tokenize, attend, trace, loss, distances, heads, swap"),
+           -1;
 }
 
 /* Several views in one request, each answered as it would be alone:
@@ -451,8 +465,10 @@ static int api_batch(Server *s, const cJSON *body, Reply *r) {
         cJSON *none = NULL;
         int i = batch_item(item, &sub, &one);
         if (!sub) sub = none = cJSON_CreateObject();
-        if (sub) posts[i].fn(s, sub, &one);
-        else reply_error(&one, 500, "out of memory", NULL);
+        if (sub)
+            posts[i].fn(s, sub, &one);
+        else
+            reply_error(&one, 500, "out of memory", NULL);
         cJSON_Delete(none);
         int len = snprintf(head, sizeof head, "%s{\"status\":%d,\"body\":", item == list->child ? "" : ",", one.status);
         ok = ok && one.body && append(&out, &used, &cap, head, (size_t)len) == 0 &&

@@ -170,10 +170,13 @@ static void remove_conn(Guard *g, GuardConn *c) {
     free(c);
 }
 
-void guard_notify(void *cls, struct MHD_Connection *conn, void **socket_context, enum MHD_ConnectionNotificationCode code) {
+void guard_notify(void *cls, struct MHD_Connection *conn, void **socket_context,
+                  enum MHD_ConnectionNotificationCode code) {
     Guard *g = cls;
-    if (code == MHD_CONNECTION_NOTIFY_STARTED) add_conn(g, conn, socket_context);
-    else if (*socket_context) remove_conn(g, *socket_context);
+    if (code == MHD_CONNECTION_NOTIFY_STARTED)
+        add_conn(g, conn, socket_context);
+    else if (*socket_context)
+        remove_conn(g, *socket_context);
     if (code != MHD_CONNECTION_NOTIFY_STARTED) *socket_context = NULL;
 }
 
@@ -194,7 +197,9 @@ void guard_phase(Guard *g, struct MHD_Connection *conn, int phase) {
 static void close_late(Guard *g, double now) {
     for (int i = 0; i < g->n; i++) {
         GuardConn *c = g->conns[i];
-        double limit = c->phase == WAIT_HEADERS ? GUARD_HEADER_SECONDS : c->phase == WAIT_BODY ? GUARD_BODY_SECONDS : -1;
+        double limit = c->phase == WAIT_HEADERS ? GUARD_HEADER_SECONDS
+                       : c->phase == WAIT_BODY  ? GUARD_BODY_SECONDS
+                                                : -1;
         if (limit > 0 && now - c->since > limit && unread_bytes(c) == 0) {
             close_conn(c);
             g->stats.timed_out++;

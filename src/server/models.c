@@ -47,7 +47,8 @@ int model_dirs_init(ModelDirs *d, const char *train_dir, const char *default_mod
         d->n++;
     }
     if (!slm_session_file_exists(default_model))
-        return FAIL(e, "train one with 'storylm train STORIES', or give --model FILE", "no model file '%s'", default_model);
+        return FAIL(e, "train one with 'storylm train STORIES', or give --model FILE", "no model file '%s'",
+                    default_model);
     model_dirs_add_home(d, default_model);
     char listed[PATH_MAX];
     if (model_resolve(d, default_model, listed, sizeof listed) == 0) /* "models/x" rather than "/abs/models/x" */
@@ -89,7 +90,8 @@ int model_resolve(const ModelDirs *d, const char *given, char *out, size_t size)
  * "layers" (1 unless the header says), "heads" a layer (0: no heads, as
  * window8) and each head's "value_dim" and the "hidden_dim". */
 static void model_item_shape(cJSON *o, const Metadata *md, const char *arch) {
-    const char *keys[][2] = {{"layers", "layers"}, {"heads", "n_heads"}, {"value_dim", "value_dim"}, {"hidden_dim", "hidden_dim"}};
+    const char *keys[][2] = {
+        {"layers", "layers"}, {"heads", "n_heads"}, {"value_dim", "value_dim"}, {"hidden_dim", "hidden_dim"}};
     for (int i = 0; i < 4; i++) {
         const char *v = slm_metadata_get(md, keys[i][1]);
         int none = i == 1 && strcmp(arch, "window8") == 0; /* its header keeps the sizes of heads it has not */
@@ -215,8 +217,10 @@ static ModelEntry *entry_load(const char *path, const struct stat *st, Error *e)
 static void cache_drop(ModelCache *c, int i) {
     ModelEntry *m = c->entries[i];
     c->entries[i] = c->entries[--c->n];
-    if (m->refs == 0) entry_free(m);
-    else m->refs = -m->refs; /* orphaned: the last release frees it */
+    if (m->refs == 0)
+        entry_free(m);
+    else
+        m->refs = -m->refs; /* orphaned: the last release frees it */
 }
 
 int cache_acquire(ModelCache *c, const char *path, ModelEntry **out, Error *e) {
@@ -260,8 +264,10 @@ int cache_acquire(ModelCache *c, const char *path, ModelEntry **out, Error *e) {
 void cache_release(ModelCache *c, ModelEntry *m) {
     pthread_mutex_lock(&c->lock);
     int orphan = m->refs < 0;
-    if (orphan) m->refs++;
-    else m->refs--;
+    if (orphan)
+        m->refs++;
+    else
+        m->refs--;
     int last = orphan && m->refs == 0;
     pthread_mutex_unlock(&c->lock);
     if (last) entry_free(m);
@@ -299,14 +305,17 @@ int entry_mean(ModelEntry *m, const char *stories_path, Error *e) {
     if (!m->mean) {
         const ModelConfig *c = &m->ps.lm.model.cfg;
         float *mean = xmalloc((size_t)slm_model_heads(c) * c->value_dim * sizeof(float), e); /* every layer's heads */
-        rc = mean ? slm_probe_head_means(&m->ps.lm.model, &m->ps.stories, m->ps.stories.test, m->ps.stories.n_test, mean, e)
+        rc = mean ? slm_probe_head_means(&m->ps.lm.model, &m->ps.stories, m->ps.stories.test, m->ps.stories.n_test,
+                                         mean, e)
                   : -1;
         /* the CLI's warning when these are not the stories the model was trained on */
         if (!rc && !slm_session_mean_stories(&m->ps.lm, stories_path, "mean ablation", m->mean_warning,
                                              sizeof m->mean_warning, e))
             rc = -1;
-        if (rc) free(mean);
-        else m->mean = mean;
+        if (rc)
+            free(mean);
+        else
+            m->mean = mean;
     }
     pthread_mutex_unlock(&m->lock);
     return rc;

@@ -81,7 +81,9 @@ static size_t json_string(const char *d, size_t len, size_t *at, unsigned char *
         long cp = hex4(d + i, len - i);
         if (cp < 0) continue; /* malformed: cJSON refuses it */
         i += 4;
-        long low = cp >= 0xD800 && cp < 0xDC00 && i + 1 < len && d[i] == '\\' && d[i + 1] == 'u' ? hex4(d + i + 2, len - i - 2) : -1;
+        long low = cp >= 0xD800 && cp < 0xDC00 && i + 1 < len && d[i] == '\\' && d[i + 1] == 'u'
+                       ? hex4(d + i + 2, len - i - 2)
+                       : -1;
         if (low >= 0xDC00 && low < 0xE000) cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00), i += 6;
         n += put_utf8(out + n, (uint32_t)cp);
     }
@@ -181,7 +183,8 @@ int field_ablation(const cJSON *body, char *buf, size_t size, const char **ablat
         cJSON_ArrayForEach(h, v) {
             if (!cJSON_IsNumber(h) || h->valuedouble != floor(h->valuedouble) || fabs(h->valuedouble) > 1e6)
                 return bad(r, 400, "like [3, 5] or \"3,5\"", "\"%s\" must list head numbers", "ablate");
-            used += (size_t)snprintf(buf + used, used < size ? size - used : 0, "%s%d", used ? "," : "", (int)h->valuedouble);
+            used += (size_t)snprintf(buf + used, used < size ? size - used : 0, "%s%d", used ? "," : "",
+                                     (int)h->valuedouble);
         }
         if (used >= size) return bad(r, 400, NULL, "\"%s\" lists too many heads", "ablate");
         if (used) *ablate = buf;
@@ -206,7 +209,8 @@ int server_allowed_stories(const Server *s, const char *given, char *out, size_t
     char *real = realpath(given, NULL);
     int ok = real && slm_session_file_exists(real) &&
              (s->default_stories_real[0] && strcmp(real, s->default_stories_real) == 0);
-    for (int i = 0; real && !ok && i < s->n_data; i++) ok = under(real, s->data_real[i]) && slm_session_file_exists(real);
+    for (int i = 0; real && !ok && i < s->n_data; i++)
+        ok = under(real, s->data_real[i]) && slm_session_file_exists(real);
     char *uploads = real && !ok ? realpath(s->o.train_dir, NULL) : NULL; /* stories sent to /api/upload */
     if (uploads) ok = under(real, uploads) && slm_session_file_exists(real);
     free(uploads);

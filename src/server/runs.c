@@ -16,8 +16,8 @@ struct KeptRun {
     Ablation ablation; /* heads and mode; the mean is the entry's own */
     ViewText vt;       /* run whole: pos is each request's copy's */
     size_t bytes;
-    int refs;          /* requests reading it now */
-    int kept;          /* in the entry's list; 0: too large to keep, freed at the last release */
+    int refs; /* requests reading it now */
+    int kept; /* in the entry's list; 0: too large to keep, freed at the last release */
     unsigned long used;
 };
 

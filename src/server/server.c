@@ -21,7 +21,7 @@
 typedef struct Body {
     char *data;
     size_t len;
-    int too_big; /* more than SERVER_MAX_BODY: the rest is read and dropped */
+    int too_big;    /* more than SERVER_MAX_BODY: the rest is read and dropped */
     size_t dropped; /* bytes dropped so: past SERVER_MAX_DROPPED the connection is closed */
 } Body;
 
@@ -113,8 +113,8 @@ static int refused_request(const Server *s, struct MHD_Connection *conn, Reply *
     int hosts = 0;
     MHD_get_connection_values(conn, MHD_HEADER_KIND, count_host, &hosts);
     if (!host || !host[0] || hosts != 1) {
-        snprintf(msg, sizeof msg, hosts > 1 ? "the request has %d Host headers; it must have one" : "the request names no Host",
-                 hosts);
+        snprintf(msg, sizeof msg,
+                 hosts > 1 ? "the request has %d Host headers; it must have one" : "the request names no Host", hosts);
         return reply_error(r, 403, msg, hint);
     }
     if (!host_names_us(s, host)) {
@@ -140,8 +140,11 @@ static size_t body_limit(const char *url) { return is_upload(url) ? SERVER_MAX_U
  * argument). NULL when url is neither. */
 static Reply *file_routes(Server *s, struct MHD_Connection *conn, const char *url, int post, Body *b, Reply *r) {
     if (is_upload(url) && post) {
-        if (b->too_big) reply_error(r, 413, "the file is larger than 20 MiB", "split it, or train with storylm train");
-        else api_upload(s, MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "name"), b->data ? b->data : "", b->len, r);
+        if (b->too_big)
+            reply_error(r, 413, "the file is larger than 20 MiB", "split it, or train with storylm train");
+        else
+            api_upload(s, MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "name"), b->data ? b->data : "",
+                       b->len, r);
         return r;
     }
     if (strcmp(url, "/api/download") == 0 && !post) {
@@ -155,8 +158,7 @@ static Reply *file_routes(Server *s, struct MHD_Connection *conn, const char *ur
     return NULL;
 }
 
-static enum MHD_Result dispatch(Server *s, struct MHD_Connection *conn, const char *url, const char *method,
-                                Body *b) {
+static enum MHD_Result dispatch(Server *s, struct MHD_Connection *conn, const char *url, const char *method, Body *b) {
     Reply r = {0};
     int get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0, post = strcmp(method, "POST") == 0;
     guard_phase(s->guard, conn, GUARD_BUSY);
@@ -182,7 +184,8 @@ static enum MHD_Result dispatch(Server *s, struct MHD_Connection *conn, const ch
         body = cJSON_ParseWithLength(b->data, b->len);
         if (!body || !cJSON_IsObject(body)) {
             cJSON_Delete(body);
-            reply_error(&r, 400, "the request body is not a JSON object", "send a body like {\"text\": \"Lily found a\"}");
+            reply_error(&r, 400, "the request body is not a JSON object",
+                        "send a body like {\"text\": \"Lily found a\"}");
             return send_reply(conn, &r);
         }
     }
@@ -277,8 +280,8 @@ static int listen_address(const char *host, int port, struct sockaddr_in *addr, 
     *addr = (struct sockaddr_in){.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     const char *ip = strcmp(host, "localhost") == 0 ? "127.0.0.1" : host;
     if (inet_pton(AF_INET, ip, &addr->sin_addr) != 1)
-        return FAIL(e, "give --host an IPv4 address such as 127.0.0.1 (the default) or 0.0.0.0", "cannot listen on '%s'",
-                    host);
+        return FAIL(e, "give --host an IPv4 address such as 127.0.0.1 (the default) or 0.0.0.0",
+                    "cannot listen on '%s'", host);
     return 0;
 }
 
@@ -296,7 +299,8 @@ static unsigned connection_backstop(void) {
         setrlimit(RLIMIT_NOFILE, &rl);
         getrlimit(RLIMIT_NOFILE, &rl);
     }
-    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need) want = rl.rlim_cur > 512 ? (unsigned)rl.rlim_cur - 256 : 256;
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need)
+        want = rl.rlim_cur > 512 ? (unsigned)rl.rlim_cur - 256 : 256;
     return want;
 }
 
@@ -322,9 +326,8 @@ int server_start(Server **out, const ServerOptions *o, Error *e) {
         s->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO, (uint16_t)o->port, NULL, NULL,
                                      on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
                                      MHD_OPTION_THREAD_POOL_SIZE, (unsigned)(o->threads > 0 ? o->threads : 4),
-                                     MHD_OPTION_CONNECTION_LIMIT, connection_backstop(),
-                                     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)GUARD_IDLE_SECONDS,
-                                     MHD_OPTION_NOTIFY_CONNECTION, guard_notify, s->guard,
+                                     MHD_OPTION_CONNECTION_LIMIT, connection_backstop(), MHD_OPTION_CONNECTION_TIMEOUT,
+                                     (unsigned)GUARD_IDLE_SECONDS, MHD_OPTION_NOTIFY_CONNECTION, guard_notify, s->guard,
                                      MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
         if (!s->daemon)
             rc = FAIL(e, "pick another --port, or stop what listens there", "cannot listen on %s:%d", o->host, o->port);
@@ -343,7 +346,7 @@ int server_port(const Server *s) { return s->port; }
 
 void server_stop(Server *s) {
     if (!s) return;
-    if (s->train) train_job_stop(s->train); /* it saves while the daemon winds down */
+    if (s->train) train_job_stop(s->train);    /* it saves while the daemon winds down */
     if (s->daemon) MHD_stop_daemon(s->daemon); /* waits for its threads: no request reads the job after this */
     if (s->train) train_job_free(s->train);
     guard_free(s->guard); /* after the daemon: no connection is left to watch */

@@ -17,10 +17,10 @@
 #define SERVER_MAX_DATA_DIRS 16
 
 typedef struct ServerOptions {
-    const char *host;      /* "127.0.0.1"; "0.0.0.0" must be asked for */
-    int port;              /* 0: any free port */
-    const char *model;     /* the default model */
-    const char *stories;   /* test stories, names, mean ablation, heads */
+    const char *host;                            /* "127.0.0.1"; "0.0.0.0" must be asked for */
+    int port;                                    /* 0: any free port */
+    const char *model;                           /* the default model */
+    const char *stories;                         /* test stories, names, mean ablation, heads */
     const char *data_dirs[SERVER_MAX_DATA_DIRS]; /* where /api/train may read stories */
     int n_data_dirs;
     const char *train_dir; /* where trained models are saved (created) */

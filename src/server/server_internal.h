@@ -13,13 +13,13 @@
 #include "storylm/session.h"
 #include "storylm/views.h"
 
-#define SERVER_MAX_BODY (256 * 1024) /* bytes of a request body */
-#define SERVER_MAX_DROPPED (16u << 20) /* bytes of a body too large read (to answer 413); more: closed */
+#define SERVER_MAX_BODY (256 * 1024)         /* bytes of a request body */
+#define SERVER_MAX_DROPPED (16u << 20)       /* bytes of a body too large read (to answer 413); more: closed */
 #define SERVER_MAX_UPLOAD (20 * 1024 * 1024) /* bytes of a stories file sent to /api/upload */
-#define SERVER_MAX_TEXT (64 * 1024)  /* bytes of a text or prompt */
-#define SERVER_MAX_TOKENS 4096       /* tokens of a text: bounds a request's memory (activations grow with it) */
-#define SERVER_MAX_GENERATE 2000     /* new tokens of one generation */
-#define SERVER_MAX_BATCH 16          /* views in one /api/batch */
+#define SERVER_MAX_TEXT (64 * 1024)          /* bytes of a text or prompt */
+#define SERVER_MAX_TOKENS 4096   /* tokens of a text: bounds a request's memory (activations grow with it) */
+#define SERVER_MAX_GENERATE 2000 /* new tokens of one generation */
+#define SERVER_MAX_BATCH 16      /* views in one /api/batch */
 
 /* ---- answers ------------------------------------------------------------------ */
 
@@ -48,16 +48,16 @@ typedef struct KeptRun KeptRun;
 /* A loaded model, shared by requests; the stories and names it reads them
  * with load once, on first need. */
 typedef struct ModelEntry {
-    char path[PATH_MAX];  /* as listed */
-    ProbeSession ps;      /* no ablation: each request sets its own on a copy */
-    int stories_loaded;   /* 1: ps.stories and ps.names hold the server's stories */
-    float *mean;          /* (H, vd) heads' mean outputs over the test stories, or NULL */
+    char path[PATH_MAX];    /* as listed */
+    ProbeSession ps;        /* no ablation: each request sets its own on a copy */
+    int stories_loaded;     /* 1: ps.stories and ps.names hold the server's stories */
+    float *mean;            /* (H, vd) heads' mean outputs over the test stories, or NULL */
     char mean_warning[400]; /* how the server's stories differ from the model's record, as the CLI warns; "" */
-    char *heads_json;     /* /api/heads on the server's stories, no ablation, top heads_top: seconds to make, kept */
+    char *heads_json;       /* /api/heads on the server's stories, no ablation, top heads_top: seconds to make, kept */
     int heads_top;
-    NameList gen_names;   /* the names generation capitalises (slm_view_generate_names), learnt at the first */
+    NameList gen_names; /* the names generation capitalises (slm_view_generate_names), learnt at the first */
     int gen_names_tried;
-    long long stamp[5];   /* the file's device, inode, size, mtime s and ns when loaded: a changed file is loaded again */
+    long long stamp[5]; /* the file's device, inode, size, mtime s and ns when loaded: a changed file is loaded again */
     unsigned long used;
     int refs;
     pthread_mutex_t lock; /* stories, names and mean */
@@ -78,7 +78,8 @@ typedef struct ModelCache {
 /* The folders models are listed from ("", "models/", "models/snapshots/",
  * the training folder) and their real paths. */
 typedef struct ModelDirs {
-    char prefix[6][PATH_MAX]; /* ., models/, models/snapshots/, the training folder, the default model's folder and its snapshots/ */
+    char prefix[6][PATH_MAX]; /* ., models/, models/snapshots/, the training folder, the default model's folder and its
+                                 snapshots/ */
     char real[6][PATH_MAX];
     int n;
     char default_model[PATH_MAX];
@@ -139,7 +140,8 @@ enum { GUARD_HEADERS, GUARD_BODY, GUARD_BUSY }; /* what a connection waits for, 
 int guard_create(Guard **out, Error *e);
 void guard_free(Guard *g); /* after the daemon stopped */
 /* libmicrohttpd's MHD_OPTION_NOTIFY_CONNECTION callback, cls the guard. */
-void guard_notify(void *cls, struct MHD_Connection *conn, void **socket_context, enum MHD_ConnectionNotificationCode code);
+void guard_notify(void *cls, struct MHD_Connection *conn, void **socket_context,
+                  enum MHD_ConnectionNotificationCode code);
 /* conn's request moves on: its headers came (GUARD_BODY), it is being
  * answered (GUARD_BUSY), or its answer is sent (GUARD_HEADERS: the next). */
 void guard_phase(Guard *g, struct MHD_Connection *conn, int phase);
@@ -157,10 +159,10 @@ struct Server {
     TrainJob *train;
     char data_real[SERVER_MAX_DATA_DIRS][PATH_MAX]; /* real paths of the --data-dir folders */
     int n_data;
-    char default_stories_real[PATH_MAX];            /* the server's --stories file, always allowed */
-    pthread_mutex_t lock;                           /* the stories list and the stream counts below */
-    char *stories_json;                             /* /api/stories, built once */
-    int streams, streams_done, streams_stopped;     /* generations streaming now, finished, cut off by the client */
+    char default_stories_real[PATH_MAX];        /* the server's --stories file, always allowed */
+    pthread_mutex_t lock;                       /* the stories list and the stream counts below */
+    char *stories_json;                         /* /api/stories, built once */
+    int streams, streams_done, streams_stopped; /* generations streaming now, finished, cut off by the client */
 };
 
 /* ---- requests ------------------------------------------------------------------- */

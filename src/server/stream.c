@@ -20,12 +20,12 @@ typedef struct Stream {
     char *prompt;
     char *stops[STREAM_MAX_STOPS]; /* "stop": the strings the text ends before */
     int n_stops;
-    int tokens_sent;   /* token events made */
+    int tokens_sent; /* token events made */
     ViewGenerator vg;
     uint64_t seed;
-    char *event;       /* the event being sent */
+    char *event; /* the event being sent */
     size_t len, sent;
-    int ended;         /* the done (or error) event is made */
+    int ended; /* the done (or error) event is made */
 } Stream;
 
 static void set_event(Stream *st, char *text) { /* takes text */
@@ -108,8 +108,10 @@ static void free_stream(void *cls) {
     Server *s = st->s;
     pthread_mutex_lock(&s->lock);
     s->streams--;
-    if (st->ended && st->sent == st->len) s->streams_done++;
-    else s->streams_stopped++; /* the client went away first */
+    if (st->ended && st->sent == st->len)
+        s->streams_done++;
+    else
+        s->streams_stopped++; /* the client went away first */
     pthread_mutex_unlock(&s->lock);
     slm_view_generator_free(&st->vg);
     cache_release(&s->cache, st->entry);
@@ -125,7 +127,8 @@ static int field_stops(const cJSON *body, Stream *st, Reply *r) {
     if (!v || cJSON_IsNull(v)) return 0;
     int n = cJSON_IsString(v) ? 1 : cJSON_IsArray(v) ? cJSON_GetArraySize(v) : -1;
     if (n < 0 || n > STREAM_MAX_STOPS)
-        return reply_error(r, 400, "\"stop\" must be a string or an array of at most 16 strings", "send [\".\", \"The end\"]");
+        return reply_error(r, 400, "\"stop\" must be a string or an array of at most 16 strings",
+                           "send [\".\", \"The end\"]");
     for (int i = 0; i < n; i++) {
         const cJSON *item = cJSON_IsString(v) ? v : cJSON_GetArrayItem(v, i);
         size_t len = cJSON_IsString(item) ? strlen(item->valuestring) : 0;
@@ -143,7 +146,8 @@ static const NameList *generate_names(ModelEntry *m) {
     if (!m->gen_names_tried) {
         Error e = {0};
         char from[PATH_MAX];
-        if (slm_view_generate_names(&m->gen_names, &m->ps.lm, NULL, from, sizeof from, &e)) m->gen_names = (NameList){0};
+        if (slm_view_generate_names(&m->gen_names, &m->ps.lm, NULL, from, sizeof from, &e))
+            m->gen_names = (NameList){0};
         m->gen_names_tried = 1;
     }
     pthread_mutex_unlock(&m->lock);
@@ -165,10 +169,13 @@ int api_generate(Server *s, const cJSON *body, Reply *r) {
         field_int(body, "max_tokens", &go.max_tokens, 0, SERVER_MAX_GENERATE, r) ||
         field_double(body, "temperature", &go.temperature, 0, SAMPLER_MAX_TEMPERATURE, r) ||
         field_int(body, "top_k", &go.top_k, 0, SAMPLER_MAX_TOP_K, r) ||
-        field_double(body, "top_p", &go.top_p, SAMPLER_MIN_TOP_P, 1, r) || field_double(body, "min_p", &go.min_p, 0, 1, r) ||
-        field_double(body, "repeat_penalty", &go.repeat_penalty, SAMPLER_MIN_REPEAT_PENALTY, SAMPLER_MAX_REPEAT_PENALTY, r) ||
+        field_double(body, "top_p", &go.top_p, SAMPLER_MIN_TOP_P, 1, r) ||
+        field_double(body, "min_p", &go.min_p, 0, 1, r) ||
+        field_double(body, "repeat_penalty", &go.repeat_penalty, SAMPLER_MIN_REPEAT_PENALTY, SAMPLER_MAX_REPEAT_PENALTY,
+                     r) ||
         field_int(body, "repeat_last_n", &go.repeat_last_n, 0, SAMPLER_MAX_REPEAT_LAST_N, r) ||
-        field_int(body, "n_probs", &go.n_probs, 0, SAMPLER_MAX_N_PROBS, r) || field_int(body, "seed", &seed, -1, 2147483647, r))
+        field_int(body, "n_probs", &go.n_probs, 0, SAMPLER_MAX_N_PROBS, r) ||
+        field_int(body, "seed", &seed, -1, 2147483647, r))
         return r->status;
     Stream *st = calloc(1, sizeof *st);
     if (!st) return reply_error(r, 500, "out of memory", NULL);

@@ -36,7 +36,7 @@ struct TrainJob {
     char stories[PATH_MAX];
     uint64_t seed;
     int eval_every;
-    const Stories *s; /* while running */
+    const Stories *s;     /* while running */
     StoriesRecord record; /* of the stories file, made while its vocabulary is found: the trainer reads it no more */
 };
 
@@ -88,7 +88,8 @@ static int job_vocab(TrainJob *j, char **text, Error *e) {
     uint64_t hash = 0;
     if (slm_file_map(&map, j->stories, e)) return -1;
     int rc = map_hash(&map, &j->stop, &hash, e);
-    j->record = (StoriesRecord){.bytes = map.len, .fnv1a64 = hash, .has_sums = true}; /* what slm_record_of_file makes */
+    j->record =
+        (StoriesRecord){.bytes = map.len, .fnv1a64 = hash, .has_sums = true}; /* what slm_record_of_file makes */
     snprintf(j->record.name, sizeof j->record.name, "%.255s", base);
     snprintf(path, sizeof path, "%s/%s.%016llx.vocab.txt", j->dir, stem, (unsigned long long)hash);
     size_t len;
@@ -103,7 +104,8 @@ static int job_vocab(TrainJob *j, char **text, Error *e) {
     Vocab v = {0};
     VocabStats vs;
     /* a small corpus gets as many pieces as its words give, as storylm train does */
-    if (!rc) rc = slm_vocab_train_text_until(map.data, map.len, j->stories, VOCAB_DEFAULT_SIZE, true, &j->stop, &v, &vs, e);
+    if (!rc)
+        rc = slm_vocab_train_text_until(map.data, map.len, j->stories, VOCAB_DEFAULT_SIZE, true, &j->stop, &v, &vs, e);
     slm_file_unmap(&map);
     if (!rc) rc = slm_train_check_story_count(vs.n_stories, j->stories, e);
     if (!rc) rc = slm_vocab_save(&v, path, e);
@@ -135,13 +137,15 @@ static cJSON *heads_point(TrainJob *j, int step) {
     HeadsResult h = {0};
     cJSON *o = NULL;
     int n = j->s->n_test < HEADS_STORIES ? j->s->n_test : HEADS_STORIES;
-    if (!slm_checkpoint_load_model(j->model, &m, &vocab, &meta, NULL) && !slm_probe_heads(&m, j->s, j->s->test, n, 1, &h, NULL)) {
+    if (!slm_checkpoint_load_model(j->model, &m, &vocab, &meta, NULL) &&
+        !slm_probe_heads(&m, j->s, j->s->test, n, 1, &h, NULL)) {
         o = cJSON_CreateObject();
         cJSON_AddNumberToObject(o, "step", step);
         cJSON *mass = cJSON_AddArrayToObject(o, "mass");
         for (int head = 0; head < h.n_heads; head++) {
             cJSON *row = cJSON_CreateArray();
-            for (int b = 0; b < HEAD_BINS; b++) cJSON_AddItemToArray(row, cJSON_CreateNumber(h.mass[head * HEAD_BINS + b]));
+            for (int b = 0; b < HEAD_BINS; b++)
+                cJSON_AddItemToArray(row, cJSON_CreateNumber(h.mass[head * HEAD_BINS + b]));
             cJSON_AddItemToArray(mass, row);
         }
     }
@@ -160,10 +164,14 @@ static void on_progress(const TrainProgress *p, void *ctx) {
     if (p->evaluated || p->step % j->every == 0 || p->step == p->steps) { /* at most about 500 points */
         cJSON *pt = cJSON_CreateObject();
         cJSON_AddNumberToObject(pt, "step", p->step);
-        if (isfinite(p->train_loss)) cJSON_AddNumberToObject(pt, "train_loss", p->train_loss);
-        else cJSON_AddNullToObject(pt, "train_loss");
-        if (p->evaluated && isfinite(p->test_loss)) cJSON_AddNumberToObject(pt, "test_loss", p->test_loss);
-        else cJSON_AddNullToObject(pt, "test_loss");
+        if (isfinite(p->train_loss))
+            cJSON_AddNumberToObject(pt, "train_loss", p->train_loss);
+        else
+            cJSON_AddNullToObject(pt, "train_loss");
+        if (p->evaluated && isfinite(p->test_loss))
+            cJSON_AddNumberToObject(pt, "test_loss", p->test_loss);
+        else
+            cJSON_AddNullToObject(pt, "test_loss");
         cJSON_AddItemToArray(j->points, pt);
     }
     if (heads) cJSON_AddItemToArray(j->heads, heads);

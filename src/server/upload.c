@@ -59,8 +59,10 @@ static long long count_tokens(Server *s, const char *text, const StorySpan *span
     IntVec ids = {0};
     for (int i = 0; i < n && tokens >= 0; i++) {
         ids.len = 0;
-        if (slm_tokenizer_encode(&m->ps.lm.tokenizer, text + spans[i].offset, spans[i].len, &ids, e)) tokens = -1;
-        else tokens += (long long)ids.len + 2; /* [EOS] at both ends, as storylm stories counts */
+        if (slm_tokenizer_encode(&m->ps.lm.tokenizer, text + spans[i].offset, spans[i].len, &ids, e))
+            tokens = -1;
+        else
+            tokens += (long long)ids.len + 2; /* [EOS] at both ends, as storylm stories counts */
     }
     slm_intvec_free(&ids);
     cache_release(&s->cache, m);
@@ -70,9 +72,12 @@ static long long count_tokens(Server *s, const char *text, const StorySpan *span
 int api_upload(Server *s, const char *given, const char *data, size_t len, Reply *r) {
     char name[128], path[PATH_MAX];
     if (upload_name(given, name, sizeof name))
-        return reply_error(r, 400, "give ?name=FILE.txt: a file name without '/' or '..'", "like /api/upload?name=my-stories.txt");
-    if (len == 0) return reply_error(r, 400, "the file is empty", "send a text file of stories, blank lines between them");
-    if (training(s)) return reply_error(r, 409, "a training run is going on", "upload once it is done, or POST /api/train/stop");
+        return reply_error(r, 400, "give ?name=FILE.txt: a file name without '/' or '..'",
+                           "like /api/upload?name=my-stories.txt");
+    if (len == 0)
+        return reply_error(r, 400, "the file is empty", "send a text file of stories, blank lines between them");
+    if (training(s))
+        return reply_error(r, 409, "a training run is going on", "upload once it is done, or POST /api/train/stop");
     Error e = {0};
     StorySpan *spans = NULL;
     StorySkips skips = {0};

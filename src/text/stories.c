@@ -180,7 +180,7 @@ static int push_span(Splitter *sp, size_t b, size_t e) {
 }
 
 int slm_stories_split(const char *text, size_t len, const char *what, StorySpan **spans, int *n, StorySkips *skips,
-                  Error *e) {
+                      Error *e) {
     SpanList l = {0};
     size_t b = text_start(text, len);
     Splitter sp = splitter(text, len, has_separator_line(text, b, len, NULL), b);
@@ -240,14 +240,14 @@ typedef struct Reader {
     const FileMap *text;
     const char *path;
     Splitter sp;
-    int split_rc;      /* of the last split_lines: 1 paused, 0 at the end, -1 failed */
-    Batch batch[3];    /* [0] to write, [1] to encode, [2] to fill */
-    size_t dropped;    /* text before this is given back */
+    int split_rc;   /* of the last split_lines: 1 paused, 0 at the end, -1 failed */
+    Batch batch[3]; /* [0] to write, [1] to encode, [2] to fill */
+    size_t dropped; /* text before this is given back */
     IdsWriter *out;
     const volatile sig_atomic_t *stop; /* NULL, or set to give up */
-    TokenizerMemo *memo; /* (n_memo) one a thread: words already encoded */
+    TokenizerMemo *memo;               /* (n_memo) one a thread: words already encoded */
     int n_memo;
-    StorySkips skips;  /* of encoding: stories that give no token */
+    StorySkips skips; /* of encoding: stories that give no token */
     int write_rc;
     Error write_error;
 } Reader;
@@ -274,7 +274,8 @@ static void encode_one(Reader *r, Batch *b, int i) {
  * (only Unicode spaces or control characters) are counted as empty and left out. */
 static int write_batch(Reader *r, Batch *b, Error *e) {
     for (int i = 0; i < b->n; i++) {
-        if (b->ids[i].len == 0) r->skips.empty++;
+        if (b->ids[i].len == 0)
+            r->skips.empty++;
         else if (slm_ids_writer_story(r->out, b->ids[i].data, b->ids[i].len, r->t->eos_id, b->hashes[i], e))
             return -1;
     }
@@ -365,8 +366,10 @@ static int read_stories(Stories *s, const Tokenizer *t, const FileMap *text, con
     k.empty += r->skips.empty;
     free(r);
     if (!rc && out->n_stories == 0) rc = fail_no_stories(path, text->len, &k, e);
-    if (!rc) rc = slm_ids_writer_finish(out, key, t, &k, s, hashes, e);
-    else slm_ids_writer_abort(out);
+    if (!rc)
+        rc = slm_ids_writer_finish(out, key, t, &k, s, hashes, e);
+    else
+        slm_ids_writer_abort(out);
     return rc;
 }
 
@@ -411,8 +414,10 @@ static int pick_test(Stories *s, const uint64_t *hashes, int requested, Error *e
     qsort(order, (size_t)n, sizeof *order, by_hash_then_index);
     for (int i = 0; i < s->n_test; i++) is_test[order[i].index] = 1;
     for (int i = 0, a = 0, b = 0; i < n; i++) {
-        if (is_test[i]) s->test[a++] = i;
-        else s->train[b++] = i;
+        if (is_test[i])
+            s->test[a++] = i;
+        else
+            s->train[b++] = i;
     }
     free(order);
     free(is_test);

@@ -101,7 +101,8 @@ char *slm_ids_cache_path(const StoriesOptions *o, uint64_t key) {
     return path;
 }
 
-int slm_ids_cache_key(const FileMap *text, const Tokenizer *t, const volatile sig_atomic_t *stop, uint64_t *key, Error *e) {
+int slm_ids_cache_key(const FileMap *text, const Tokenizer *t, const volatile sig_atomic_t *stop, uint64_t *key,
+                      Error *e) {
     size_t vocab_len, len = text->len, longest = STORIES_MAX_STORY_BYTES;
     uint64_t h = slm_hash64(NULL, 0, CACHE_KEY_VERSION);
     for (size_t at = 0; at < len; at += WINDOW) { /* a window at a time: a stop is heard within one */
@@ -168,8 +169,10 @@ static int body_valid(const FileMap *m, const CacheHeader *h, const Tokenizer *t
         sum = hash_more(sum, m->data + at, n);
         for (size_t i = 0; i < n / h->id_bytes; i++) {
             int32_t id;
-            if (h->id_bytes == 2) id = ((const uint16_t *)(const void *)(m->data + at))[i];
-            else id = ((const int32_t *)(const void *)(m->data + at))[i];
+            if (h->id_bytes == 2)
+                id = ((const uint16_t *)(const void *)(m->data + at))[i];
+            else
+                id = ((const int32_t *)(const void *)(m->data + at))[i];
             ok &= id >= 0 && id < t->size;
         }
         slm_file_map_drop(m, at, at + n);
@@ -294,13 +297,15 @@ int slm_ids_writer_story(IdsWriter *w, const int32_t *ids, size_t n, int32_t eos
 }
 
 /* The starts, hashes, checksum and header after the ids. */
-static int write_tail(IdsWriter *w, uint64_t key, const Tokenizer *t, const StorySkips *k, CacheHeader *h,
-                      Error *e) {
+static int write_tail(IdsWriter *w, uint64_t key, const Tokenizer *t, const StorySkips *k, CacheHeader *h, Error *e) {
     static const char zeros[8] = {0};
     size_t pad = ids_end(w->n_tokens, (uint32_t)w->id_bytes) - sizeof *h - w->n_tokens * (size_t)w->id_bytes;
     w->starts[w->n_stories] = w->n_tokens;
-    *h = (CacheHeader){.version = CACHE_VERSION, .vocab_size = (uint32_t)t->size, .key = key,
-                       .n_stories = w->n_stories, .n_tokens = w->n_tokens,
+    *h = (CacheHeader){.version = CACHE_VERSION,
+                       .vocab_size = (uint32_t)t->size,
+                       .key = key,
+                       .n_stories = w->n_stories,
+                       .n_tokens = w->n_tokens,
                        .skips = {(uint32_t)k->empty, (uint32_t)k->invalid_utf8, (uint32_t)k->too_long},
                        .id_bytes = (uint32_t)w->id_bytes};
     memcpy(h->magic, CACHE_MAGIC, 8);
@@ -315,7 +320,7 @@ static int write_tail(IdsWriter *w, uint64_t key, const Tokenizer *t, const Stor
 }
 
 int slm_ids_writer_finish(IdsWriter *w, uint64_t key, const Tokenizer *t, const StorySkips *skips, Stories *s,
-                      const uint64_t **hashes, Error *e) {
+                          const uint64_t **hashes, Error *e) {
     CacheHeader h;
     FileMap m;
     int rc = grow(w, e);

@@ -17,7 +17,8 @@ char *slm_ids_cache_path(const StoriesOptions *o, uint64_t key);
  * longest story kept, as before the streaming reader (the same file names).
  * text is a map: the pass gives its pages back as it goes. */
 typedef struct FileMap FileMap;
-int slm_ids_cache_key(const FileMap *text, const Tokenizer *t, const volatile sig_atomic_t *stop, uint64_t *key, Error *e);
+int slm_ids_cache_key(const FileMap *text, const Tokenizer *t, const volatile sig_atomic_t *stop, uint64_t *key,
+                      Error *e);
 
 /* An ids file being written, story by story, in file order. */
 typedef struct IdsWriter {
@@ -25,10 +26,10 @@ typedef struct IdsWriter {
     char *final_path, *temp_path; /* final_path NULL: an unlinked temporary file */
     int id_bytes;                 /* 2 or 4 */
     size_t n_tokens;
-    uint64_t *starts, *hashes;    /* (n_stories + 1), (n_stories) */
+    uint64_t *starts, *hashes; /* (n_stories + 1), (n_stories) */
     size_t n_stories, cap;
-    void *row;                    /* a story's ids in the file's width */
-    uint64_t body_sum;            /* the checksum of what follows the header, so far */
+    void *row;         /* a story's ids in the file's width */
+    uint64_t body_sum; /* the checksum of what follows the header, so far */
     size_t row_cap;
 } IdsWriter;
 
@@ -39,7 +40,7 @@ int slm_ids_writer_story(IdsWriter *w, const int32_t *ids, size_t n, int32_t eos
 /* Writes the starts, hashes, header and checksum, puts the file in place
  * and maps it into s (ids, starts, map) with *hashes into the map. Frees w. */
 int slm_ids_writer_finish(IdsWriter *w, uint64_t key, const Tokenizer *t, const StorySkips *skips, Stories *s,
-                      const uint64_t **hashes, Error *e);
+                          const uint64_t **hashes, Error *e);
 void slm_ids_writer_abort(IdsWriter *w);
 
 /* Maps the cache at path into s (ids, starts, skips, map) and *hashes when it

@@ -39,9 +39,12 @@ static size_t utf8_decode(const unsigned char *s, size_t n, uint32_t *cp) {
     int need;
     unsigned lo = 0x80, hi = 0xBF;
     uint32_t v;
-    if (c >= 0xC2 && c <= 0xDF) need = 1, v = c & 0x1F;
-    else if (c >= 0xE0 && c <= 0xEF) need = 2, v = c & 0x0F, lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
-    else if (c >= 0xF0 && c <= 0xF4) need = 3, v = c & 0x07, lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+    if (c >= 0xC2 && c <= 0xDF)
+        need = 1, v = c & 0x1F;
+    else if (c >= 0xE0 && c <= 0xEF)
+        need = 2, v = c & 0x0F, lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+    else if (c >= 0xF0 && c <= 0xF4)
+        need = 3, v = c & 0x07, lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
     else {
         *cp = 0xFFFD;
         return 1;
@@ -115,6 +118,8 @@ typedef struct Override {
     uint32_t to[3];
 } Override;
 
+/* A data table, kept dense: */
+/* clang-format off */
 static const Override overrides[] = {
     {0x295, 0, 1, 0, {0x295}}, {0x897, OV_IGNORABLE, 0, 230, {}}, {0x1ACF, OV_IGNORABLE, 0, 230, {}},
     {0x1AD0, OV_IGNORABLE, 0, 230, {}}, {0x1AD1, OV_IGNORABLE, 0, 230, {}}, {0x1AD2, OV_IGNORABLE, 0, 230, {}},
@@ -190,8 +195,9 @@ static const Override overrides[] = {
     {0x1E6E6, OV_IGNORABLE, 0, 230, {}}, {0x1E6EE, OV_IGNORABLE, 0, 230, {}}, {0x1E6EF, OV_IGNORABLE, 0, 230, {}},
     {0x1E6F5, OV_IGNORABLE, 0, 230, {}}, {0x1E6FF, OV_IGNORABLE, 1, 0, {0x1E6FF}},
 };
-#define PUNCT_NEWER \
-    "\\x{1B4E}-\\x{1B4F}\\x{1B7F}\\x{10D6E}\\x{10ED0}\\x{113D4}-\\x{113D5}\\x{113D7}-\\x{113D8}" \
+/* clang-format on */
+#define PUNCT_NEWER                                                                                                    \
+    "\\x{1B4E}-\\x{1B4F}\\x{1B7F}\\x{10D6E}\\x{10ED0}\\x{113D4}-\\x{113D5}\\x{113D7}-\\x{113D8}"                       \
     "\\x{11B00}-\\x{11B09}\\x{11BE1}\\x{11F43}-\\x{11F4F}\\x{16D6D}-\\x{16D6F}\\x{1E5FF}"
 
 static const Override *find_override(uint32_t cp) {
@@ -199,8 +205,10 @@ static const Override *find_override(uint32_t cp) {
     if (cp < overrides[0].cp) return NULL;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        if (overrides[mid].cp < cp) lo = mid + 1;
-        else hi = mid;
+        if (overrides[mid].cp < cp)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     return lo < sizeof overrides / sizeof overrides[0] && overrides[lo].cp == cp ? &overrides[lo] : NULL;
 }
@@ -261,12 +269,12 @@ static int sigma_context(uint32_t cp) {
 
 /* ASCII after cleaning and lower-casing; 0 = dropped. */
 static const unsigned char ascii_map[128] = {
-    0,   0,   0,   0,   0,   0,   0,   0,   0,   ' ', ' ', 0,   0,   ' ', 0,   0,   0,   0,   0,   0,   0,   0,
-    0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   ' ', '!', '"', '#', '$', '%', '&', '\'', '(', ')', '*', '+',
-    ',', '-', '.', '/', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9', ':', ';', '<', '=', '>', '?', '@', 'a',
-    'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', 'k', 'l', 'm', 'n', 'o', 'p', 'q', 'r', 's', 't', 'u', 'v', 'w',
-    'x', 'y', 'z', '[', '\\', ']', '^', '_', '`', 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', 'k', 'l', 'm',
-    'n', 'o', 'p', 'q', 'r', 's', 't', 'u', 'v', 'w', 'x', 'y', 'z', '{', '|', '}', '~', 0};
+    0,   0,   0,   0,   0,    0,   0,   0,   0,   ' ', ' ', 0,   0,   ' ', 0,   0,   0,   0,    0,   0,   0,   0,
+    0,   0,   0,   0,   0,    0,   0,   0,   0,   0,   ' ', '!', '"', '#', '$', '%', '&', '\'', '(', ')', '*', '+',
+    ',', '-', '.', '/', '0',  '1', '2', '3', '4', '5', '6', '7', '8', '9', ':', ';', '<', '=',  '>', '?', '@', 'a',
+    'b', 'c', 'd', 'e', 'f',  'g', 'h', 'i', 'j', 'k', 'l', 'm', 'n', 'o', 'p', 'q', 'r', 's',  't', 'u', 'v', 'w',
+    'x', 'y', 'z', '[', '\\', ']', '^', '_', '`', 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i',  'j', 'k', 'l', 'm',
+    'n', 'o', 'p', 'q', 'r',  's', 't', 'u', 'v', 'w', 'x', 'y', 'z', '{', '|', '}', '~', 0};
 
 #define MAX_PENDING 32
 
@@ -354,8 +362,10 @@ static void normalize_char(Normalizer *z, uint32_t cp, size_t at) {
     if (o) {
         if (o->ccc == 0) flush_pending(z);
         for (int i = 0; i < o->n; i++) {
-            if (o->ccc == 0) put_char(z, o->to[i]);
-            else add_pending(z, o->to[i], o->ccc);
+            if (o->ccc == 0)
+                put_char(z, o->to[i]);
+            else
+                add_pending(z, o->to[i], o->ccc);
         }
         return;
     }
@@ -378,8 +388,8 @@ static void normalize_char(Normalizer *z, uint32_t cp, size_t at) {
     }
     utf8proc_int32_t d[8];
     int boundclass = 0;
-    utf8proc_ssize_t n = utf8proc_decompose_char(utf8proc_tolower((utf8proc_int32_t)cp), d, 8, UTF8PROC_DECOMPOSE,
-                                                 &boundclass);
+    utf8proc_ssize_t n =
+        utf8proc_decompose_char(utf8proc_tolower((utf8proc_int32_t)cp), d, 8, UTF8PROC_DECOMPOSE, &boundclass);
     for (utf8proc_ssize_t i = 0; i < n && n <= 8; i++) emit_decomposed(z, (uint32_t)d[i]);
     if (cjk) z->out->data[z->out->len++] = ' ';
 }
@@ -452,8 +462,8 @@ static int learn_ascii(Pretokenizer *p, Error *e) {
 int slm_pretokenizer_init(Pretokenizer *p, Error *e) {
     int code;
     PCRE2_SIZE offset;
-    pcre2_code *re = pcre2_compile((PCRE2_SPTR)word_pattern, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP, &code,
-                                   &offset, NULL);
+    pcre2_code *re =
+        pcre2_compile((PCRE2_SPTR)word_pattern, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP, &code, &offset, NULL);
     if (!re) {
         PCRE2_UCHAR msg[256];
         pcre2_get_error_message(code, msg, sizeof msg);

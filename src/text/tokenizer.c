@@ -74,8 +74,7 @@ static int read_lines(Tokenizer *t, const char *text, size_t len, const char *wh
     size_t n_lines = 0;
     for (size_t i = 0; i < len; i++) n_lines += text[i] == '\n';
     if (len > 0 && text[len - 1] != '\n') n_lines++; /* a last line without its newline */
-    if (n_lines == 0)
-        return FAIL(e, "make a vocabulary with storylm vocab STORIES", "%s is empty: no pieces", what);
+    if (n_lines == 0) return FAIL(e, "make a vocabulary with storylm vocab STORIES", "%s is empty: no pieces", what);
     if (n_lines > INT32_MAX / 2) return FAIL(e, NULL, "%s has too many lines (%zu)", what, n_lines);
     t->pieces = xcalloc(n_lines, sizeof *t->pieces, e);
     t->piece_len = t->pieces ? xcalloc(n_lines, sizeof *t->piece_len, e) : NULL;
@@ -266,7 +265,8 @@ int slm_tokenizer_encode(const Tokenizer *t, const char *text, size_t len, IntVe
     return slm_tokenizer_encode_memo(t, NULL, text, len, out, e);
 }
 
-int slm_tokenizer_encode_memo(const Tokenizer *t, TokenizerMemo *m, const char *text, size_t len, IntVec *out, Error *e) {
+int slm_tokenizer_encode_memo(const Tokenizer *t, TokenizerMemo *m, const char *text, size_t len, IntVec *out,
+                              Error *e) {
     if (m && m->t != t) return FAIL(e, NULL, "a tokenizer memo used with another tokenizer");
     ByteVec normalized = {0};
     if (slm_text_normalize(text, len, &normalized, e)) return -1;
@@ -302,13 +302,35 @@ static PieceKind piece_kind(const char *p) {
     utf8proc_ssize_t k = utf8proc_iterate((const utf8proc_uint8_t *)p, -1, &c);
     if (k <= 0 || p[k] != '\0') return PIECE_WORD; /* punctuation pieces are one character */
     switch (c) {
-    case '.': case ',': case '!': case '?': case ';': case ':': case ')': case ']': case '}': case '%':
-    case 0x201D: case 0xBB: case 0x2026: return PIECE_CLOSE;
-    case '(': case '[': case '{': case 0x201C: case 0xAB: case 0x2018: case 0xA1: case 0xBF: return PIECE_OPEN;
-    case '-': case '/': case 0x2013: case 0x2014: return PIECE_JOIN;
-    case '"': return PIECE_DQUOTE;
-    case '\'': case 0x2019: return PIECE_APOSTROPHE;
-    default: break;
+        case '.':
+        case ',':
+        case '!':
+        case '?':
+        case ';':
+        case ':':
+        case ')':
+        case ']':
+        case '}':
+        case '%':
+        case 0x201D:
+        case 0xBB:
+        case 0x2026: return PIECE_CLOSE;
+        case '(':
+        case '[':
+        case '{':
+        case 0x201C:
+        case 0xAB:
+        case 0x2018:
+        case 0xA1:
+        case 0xBF: return PIECE_OPEN;
+        case '-':
+        case '/':
+        case 0x2013:
+        case 0x2014: return PIECE_JOIN;
+        case '"': return PIECE_DQUOTE;
+        case '\'':
+        case 0x2019: return PIECE_APOSTROPHE;
+        default: break;
     }
     int cat = utf8proc_category(c);
     int ascii_punct = c < 0x80 && !((c | 0x20) >= 'a' && (c | 0x20) <= 'z') && !(c >= '0' && c <= '9');
@@ -370,8 +392,10 @@ static int put_punct(Decoder *d, const Tokenizer *t, const int32_t *ids, size_t 
     const char *next = i + 1 < n && ids[i + 1] >= 0 && ids[i + 1] < t->size ? t->pieces[ids[i + 1]] : "";
     if (kind == PIECE_DQUOTE) kind = d->in_dquote ? PIECE_CLOSE : PIECE_OPEN, d->in_dquote = !d->in_dquote;
     if (kind == PIECE_APOSTROPHE) { /* after a word: don't, or a closing quote; else an opening ' */
-        if (d->prev_word) kind = is_contraction_tail(t, ids, n, i + 1) ? PIECE_JOIN : PIECE_CLOSE;
-        else kind = p[0] == '\'' ? PIECE_OPEN : PIECE_CLOSE;
+        if (d->prev_word)
+            kind = is_contraction_tail(t, ids, n, i + 1) ? PIECE_JOIN : PIECE_CLOSE;
+        else
+            kind = p[0] == '\'' ? PIECE_OPEN : PIECE_CLOSE;
     }
     if ((p[0] == '.' || p[0] == ':') && !p[1] && d->prev_digit && next[0] >= '0' && next[0] <= '9')
         kind = PIECE_JOIN; /* 3.5, 10:30 */

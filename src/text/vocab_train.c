@@ -93,10 +93,10 @@ static long strmap_add(StrMap *m, const char *key, size_t len, uint64_t h, int64
 /* ---- the alphabet: which characters get pieces ---- */
 
 typedef struct Char {
-    int32_t code;  /* Unicode code point */
-    int64_t count; /* occurrences, word counts included */
-    int inner;     /* seen after a word's first character: needs "##c" */
-    int kept;      /* in the alphabet */
+    int32_t code;               /* Unicode code point */
+    int64_t count;              /* occurrences, word counts included */
+    int inner;                  /* seen after a word's first character: needs "##c" */
+    int kept;                   /* in the alphabet */
     int32_t first_id, inner_id; /* its pieces' ids, or -1 */
 } Char;
 
@@ -124,10 +124,10 @@ static int decode_word(const WordCount *w, size_t index, int32_t *codes, int max
 /* ---- the trainer's state ---- */
 
 typedef struct Pair {
-    int32_t a, b;   /* piece ids, a before b */
-    int64_t count;  /* occurrences, word counts included */
-    IntVec words;   /* words that hold (or held) the pair; may list stale ones */
-    int stamp;      /* merge number when last raised (to push it once) */
+    int32_t a, b;  /* piece ids, a before b */
+    int64_t count; /* occurrences, word counts included */
+    IntVec words;  /* words that hold (or held) the pair; may list stale ones */
+    int stamp;     /* merge number when last raised (to push it once) */
 } Pair;
 
 typedef struct HeapEntry {
@@ -136,10 +136,10 @@ typedef struct HeapEntry {
 } HeapEntry;
 
 typedef struct Trainer {
-    int size;          /* pieces wanted */
-    char **pieces;     /* id -> piece; n_pieces of them */
+    int size;      /* pieces wanted */
+    char **pieces; /* id -> piece; n_pieces of them */
     int n_pieces;
-    StrMap piece_ids;  /* piece -> id */
+    StrMap piece_ids; /* piece -> id */
     /* the words being merged: word w's pieces are symbols[start[w] .. start[w] + len[w]) */
     int32_t *symbols;
     size_t *start;
@@ -412,7 +412,8 @@ static int count_characters(const WordCount *words, size_t n_words, const char *
         if (use[w]) rc = decode_word(&words[w], w, codes, TOKENIZER_MAX_WORD_CHARS, &n_codes, e);
         for (int k = 0; k < n_codes && !rc; k++) {
             long i = char_index(&chars, &n, &cap, &index, codes[k], e);
-            if (i < 0) rc = -1;
+            if (i < 0)
+                rc = -1;
             else {
                 chars[i].count += words[w].count;
                 chars[i].inner |= k > 0;
@@ -582,8 +583,10 @@ static int train_from_counts(const WordCount *words, size_t n_words, int size, b
         }
         int p = next_pair(&t, e);
         if (p == -1 && up_to) break;
-        if (p == -1) rc = too_few_pieces(&t, st, e);
-        else rc = p < 0 ? -1 : merge_pair(&t, p, &buf, st, e);
+        if (p == -1)
+            rc = too_few_pieces(&t, st, e);
+        else
+            rc = p < 0 ? -1 : merge_pair(&t, p, &buf, st, e);
     }
     slm_bytevec_free(&buf);
     if (!rc) take_pieces(&t, v);
@@ -626,7 +629,8 @@ static int count_share(const char *text, const StorySpan *spans, int n, Counter 
     int rc = slm_pretokenizer_init(&pt, e);
 #pragma omp for schedule(dynamic, 32)
     for (int i = 0; i < n; i++)
-        if (!rc) rc = c->stop && *c->stop ? stopped(e) : count_story(text + spans[i].offset, spans[i].len, &pt, &norm, c, e);
+        if (!rc)
+            rc = c->stop && *c->stop ? stopped(e) : count_story(text + spans[i].offset, spans[i].len, &pt, &norm, c, e);
     slm_bytevec_free(&norm);
     if (pt.code) slm_pretokenizer_free(&pt);
     return rc;
@@ -642,8 +646,8 @@ static int add_counts(StrMap *into, const StrMap *from, Error *e) {
 }
 
 /* Counts every story's words, one map per thread, added up in thread order. */
-static int count_words(const char *text, const StorySpan *spans, int n, const volatile sig_atomic_t *stop, StrMap *words,
-                       int64_t *n_tokens, Error *e) {
+static int count_words(const char *text, const StorySpan *spans, int n, const volatile sig_atomic_t *stop,
+                       StrMap *words, int64_t *n_tokens, Error *e) {
     int n_threads = omp_get_max_threads();
     Counter *c = xcalloc((size_t)n_threads, sizeof *c, e);
     Error *errors = c ? xcalloc((size_t)n_threads, sizeof *errors, e) : NULL;
@@ -710,8 +714,10 @@ int slm_vocab_train_text_until(const char *text, size_t len, const char *what, i
     free(spans);
     WordCount *list = rc ? NULL : word_list(&words, e);
     VocabStats reading = *st;
-    if (list) rc = train_from_counts(list, words.n, size, up_to, stop, v, st, e);
-    else rc = -1;
+    if (list)
+        rc = train_from_counts(list, words.n, size, up_to, stop, v, st, e);
+    else
+        rc = -1;
     st->n_stories = reading.n_stories;
     st->skips = reading.skips;
     st->n_word_tokens = reading.n_word_tokens;

@@ -187,7 +187,8 @@ void slm_dist_abort(Dist *d, int code) {
 int slm_dist_allgather(Dist *d, void *buf, size_t each, Error *e) {
     if (!d || d->size <= 1) return 0;
 #ifdef STORYLM_MPI
-    if (each > INT_MAX) return FAIL(e, "use fewer threads per rank", "%zu bytes a rank are too many for one gather", each);
+    if (each > INT_MAX)
+        return FAIL(e, "use fewer threads per rank", "%zu bytes a rank are too many for one gather", each);
     /* the barrier first tells the wait for the slowest rank (uneven shards, a
      * busy core) from the transfer itself; it costs a few microseconds */
     double t0 = now_s();
@@ -196,7 +197,8 @@ int slm_dist_allgather(Dist *d, void *buf, size_t each, Error *e) {
     MPI_Request req;
     if (!rc) {
         int mrc = MPI_Iallgather(MPI_IN_PLACE, 0, MPI_BYTE, buf, (int)each, MPI_BYTE, MPI_COMM_WORLD, &req);
-        rc = mrc == MPI_SUCCESS ? wait_for(d, &req, "an exchange (MPI_Iallgather)", e) : mpi_fail(mrc, "MPI_Iallgather", e);
+        rc = mrc == MPI_SUCCESS ? wait_for(d, &req, "an exchange (MPI_Iallgather)", e)
+                                : mpi_fail(mrc, "MPI_Iallgather", e);
     }
     d->comm_seconds += now_s() - t0;
     d->wait_seconds += t1 - t0;

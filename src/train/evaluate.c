@@ -36,8 +36,8 @@ static int longest_story(const Stories *s, const int *idx, int n) {
 
 /* Story i's slices of loss and correct (slm_evaluate_each's layout), zeroed,
  * into at_loss[i] and at_correct[i] (n each). */
-static int position_outputs(const Stories *s, const int *idx, int n, float *loss, uint8_t *correct,
-                            float ***at_loss, uint8_t ***at_correct, Error *e) {
+static int position_outputs(const Stories *s, const int *idx, int n, float *loss, uint8_t *correct, float ***at_loss,
+                            uint8_t ***at_correct, Error *e) {
     *at_loss = xmalloc((size_t)(n > 0 ? n : 1) * sizeof **at_loss, e);
     *at_correct = *at_loss ? xmalloc((size_t)(n > 0 ? n : 1) * sizeof **at_correct, e) : NULL;
     if (!*at_correct) return -1;
@@ -50,7 +50,7 @@ static int position_outputs(const Stories *s, const int *idx, int n, float *loss
 }
 
 int slm_evaluate_each(const Model *m, const Stories *s, const int *idx, int n, const Ablation *ab, int max_positions,
-                  EvalResult *r, float *loss, uint8_t *correct, Error *e) {
+                      EvalResult *r, float *loss, uint8_t *correct, Error *e) {
     *r = (EvalResult){0};
     Pass p;
     float **at_loss = NULL;
@@ -66,6 +66,6 @@ int slm_evaluate_each(const Model *m, const Stories *s, const int *idx, int n, c
 }
 
 int slm_evaluate(const Model *m, const Stories *s, const int *idx, int n, const Ablation *ab, int max_positions,
-             EvalResult *r, Error *e) {
+                 EvalResult *r, Error *e) {
     return slm_evaluate_each(m, s, idx, n, ab, max_positions, r, NULL, NULL, e);
 }

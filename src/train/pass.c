@@ -10,8 +10,8 @@ int slm_pass_init(Pass *p, const Model *m, Dist *dist, int max_positions, int lo
     int positions = (max_positions + shards - 1) / shards;
     p->refs = xmalloc((size_t)max_stories * sizeof(StoryRef), e);
     if (!p->refs) return -1;
-    return slm_shards_init_dist(&p->shards, m, threads, dist, slm_shards_positions(&m->cfg, positions, longest), max_stories,
-                            e);
+    return slm_shards_init_dist(&p->shards, m, threads, dist, slm_shards_positions(&m->cfg, positions, longest),
+                                max_stories, e);
 }
 
 void slm_pass_free(Pass *p) {
@@ -46,5 +46,5 @@ long long slm_pass_refs_positions(const Pass *p, int n) {
 int slm_pass_go(Pass *p, int n, const Ablation *ab, float *grads, double *loss_sum, long long *correct, Error *e) {
     long long total = slm_pass_refs_positions(p, n);
     return slm_shards_run(&p->shards, p->refs, n, ab, total > 0 ? 1.0f / (float)total : 0.0f, grads, loss_sum, correct,
-                      e);
+                          e);
 }

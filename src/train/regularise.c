@@ -35,7 +35,8 @@ int slm_regularise_check_options(const TrainOptions *o, Error *e) {
         return FAIL(e, "give a decay from 0 (off) to below 1, such as 0.999", "--ema %g is not from 0 to below 1",
                     o->ema);
     if (o->ema_save && !(o->ema > 0))
-        return FAIL(e, "give --ema DECAY with --ema-save", "--ema-save saves the moving average, but no --ema is given");
+        return FAIL(e, "give --ema DECAY with --ema-save",
+                    "--ema-save saves the moving average, but no --ema is given");
     return 0;
 }
 
@@ -87,10 +88,10 @@ int slm_regularise_check_resume(const TrainOptions *o, const Metadata *md, const
         double was = v ? strtod(v, NULL) : 0;
         if (was == opt[i].value) continue;
         if (opt[i].is_switch)
-            return FAIL(e, "resume with the flags the run began with", "cannot resume '%s': it was trained %s %s",
-                        path, was ? "with" : "without", opt[i].flag);
-        return FAIL(e, "resume with the flags the run began with", "cannot resume '%s': it was trained with %s %g, not %g",
-                    path, opt[i].flag, was, opt[i].value);
+            return FAIL(e, "resume with the flags the run began with", "cannot resume '%s': it was trained %s %s", path,
+                        was ? "with" : "without", opt[i].flag);
+        return FAIL(e, "resume with the flags the run began with",
+                    "cannot resume '%s': it was trained with %s %g, not %g", path, opt[i].flag, was, opt[i].value);
     }
     return 0;
 }
@@ -123,7 +124,8 @@ int slm_regularise_paths(Regularise *g, const TrainOptions *o, Error *e) {
         struct stat st;
         if (o->resume && beside(o->out, "raw", raw, NULL) == 0 && stat(raw, &st) == 0)
             return FAIL(e, "resume with the flags the run began with",
-                        "cannot resume '%s': it was trained with --ema-save (its raw weights are in '%s')", o->out, raw);
+                        "cannot resume '%s': it was trained with --ema-save (its raw weights are in '%s')", o->out,
+                        raw);
     }
     return 0;
 }
@@ -156,11 +158,13 @@ static int resume_average(Regularise *g, int step, uint64_t run_id, Error *e) {
     int at_step = -1;
     if (!own || !at || slm_parse_int(at, 0, INT_MAX, &at_step) != PARSE_OK || at_step != step ||
         file.n_params != g->ema.n_params)
-        rc = FAIL(e, "train anew: the run's moving average is lost (a kill between the model's save and the "
-                     "average's leaves them at different steps)",
+        rc = FAIL(e,
+                  "train anew: the run's moving average is lost (a kill between the model's save and the "
+                  "average's leaves them at different steps)",
                   "cannot resume the moving average: '%s' is %s", g->ema_path,
                   own ? "of another step than the model" : "missing or of another run");
-    else memcpy(g->ema.params, file.params, file.n_params * sizeof(float));
+    else
+        memcpy(g->ema.params, file.params, file.n_params * sizeof(float));
     if (own) slm_model_free(&file), slm_metadata_free(&meta);
     return rc;
 }
@@ -213,7 +217,7 @@ void slm_regularise_free(Regularise *g) {
 /* ---- steps ------------------------------------------------------------------ */
 
 int slm_regularise_before_step(Regularise *g, const Stories *s, const int *idx, int n, int64_t step, StoryRef *refs,
-                           Shards *shards, Error *e) {
+                               Shards *shards, Error *e) {
     const TrainOptions *o = g->o;
     shards->dropout_hidden = (float)o->dropout;
     shards->dropout_attention = (float)o->attention_dropout;
@@ -249,7 +253,8 @@ static int save_weights(const char *path, const Model *m, const char *vocab, con
     Metadata md = {0};
     char buf[40];
     int rc = 0;
-    for (int i = 0; !rc && i < meta->count; i++) rc = slm_metadata_set(&md, meta->items[i].key, meta->items[i].value, e);
+    for (int i = 0; !rc && i < meta->count; i++)
+        rc = slm_metadata_set(&md, meta->items[i].key, meta->items[i].value, e);
     snprintf(buf, sizeof buf, "%d", step);
     rc = rc ? rc : slm_metadata_set(&md, "step", buf, e);
     snprintf(buf, sizeof buf, "%016" PRIx64, run_id);
@@ -263,10 +268,10 @@ static int save_weights(const char *path, const Model *m, const char *vocab, con
 }
 
 int slm_regularise_saved(Regularise *g, const Model *m, const char *vocab, const Metadata *meta, int step,
-                     uint64_t run_id, TrainResult *r, Error *e) {
+                         uint64_t run_id, TrainResult *r, Error *e) {
     const TrainOptions *o = g->o;
-    if (g->has_ema && save_weights(g->ema_path, &g->ema, vocab, meta, step, run_id, r->ema_test_loss,
-                                   "moving average", e))
+    if (g->has_ema &&
+        save_weights(g->ema_path, &g->ema, vocab, meta, step, run_id, r->ema_test_loss, "moving average", e))
         return -1;
     if (!o->keep_best && !o->ema_save) return 0;
     const Model *model = o->ema_save ? &g->ema : m;

@@ -9,10 +9,15 @@ int slm_shards_init(Shards *s, const Model *m, int n_threads, int positions, int
 }
 
 int slm_shards_init_dist(Shards *s, const Model *m, int n_threads, Dist *dist, int positions, int max_stories,
-                     Error *e) {
+                         Error *e) {
     int local = n_threads < 1 ? 1 : n_threads;
-    *s = (Shards){.model = m, .n = local * dist_size(dist), .first = local * dist_rank(dist), .local = local,
-                  .dist = dist, .positions = positions, .max_stories = max_stories};
+    *s = (Shards){.model = m,
+                  .n = local * dist_size(dist),
+                  .first = local * dist_rank(dist),
+                  .local = local,
+                  .dist = dist,
+                  .positions = positions,
+                  .max_stories = max_stories};
     if (positions < 1 || max_stories < 1)
         return FAIL(e, NULL, "shards need room for a position and a story (got %d, %d)", positions, max_stories);
     if (slm_workers_init(&s->workers, s->local, e) || !(s->shard = xcalloc((size_t)s->n, sizeof(Shard), e)) ||
@@ -111,7 +116,8 @@ static void keep_positions(const Shards *s, const Shard *h, int j, int k, int at
  * With L layers of heads, W-1 a layer: a layer-2 key's value reads layer 1's
  * heads at its own position, which read W-1 further back. */
 static int piece_context(const ModelConfig *c) {
-    return c->arch != ARCH_WINDOW8 ? slm_model_layers(c) * (c->window - 1) : c->context - 1; /* attention, transformer */
+    return c->arch != ARCH_WINDOW8 ? slm_model_layers(c) * (c->window - 1)
+                                   : c->context - 1; /* attention, transformer */
 }
 
 int slm_shards_positions(const ModelConfig *c, int positions, int longest) {
@@ -124,9 +130,9 @@ int slm_shards_positions(const ModelConfig *c, int positions, int longest) {
 static void chunk_dropout(const Shards *s, Shard *h, int k) {
     int training = s->run_grads && (s->dropout_hidden > 0 || s->dropout_attention > 0);
     if (training) h->drop_keys[h->batch.n_stories - 1] = slm_dropout_story_key(s->dropout_seed, s->dropout_step, k);
-    h->acts.dropout = training ? (Dropout){.hidden = s->dropout_hidden, .attention = s->dropout_attention,
-                                           .story_keys = h->drop_keys}
-                               : (Dropout){0};
+    h->acts.dropout =
+        training ? (Dropout){.hidden = s->dropout_hidden, .attention = s->dropout_attention, .story_keys = h->drop_keys}
+                 : (Dropout){0};
 }
 
 /* A story longer than the shard's positions, run as pieces of at most that
@@ -147,7 +153,7 @@ static int run_pieces(Shards *s, Shard *h, int k) {
         if (slm_batch_add_piece(&h->batch, st->ids + begin, end - begin, piece, &h->error)) return -1;
         chunk_dropout(s, h, k); /* keyed by the story and the piece's offset: the whole story's masks */
         if (slm_model_loss_and_grad(s->model, &h->acts, &h->batch, s->run_ablation, s->run_scale,
-                                s->run_grads ? h->grads : NULL, &h->error))
+                                    s->run_grads ? h->grads : NULL, &h->error))
             return -1;
         add_losses(h);
         keep_positions(s, h, 0, k, begin);
@@ -178,7 +184,7 @@ static void shard_job(void *arg, int i, int n_threads) {
             continue;
         }
         if (slm_model_loss_and_grad(m, &h->acts, &h->batch, s->run_ablation, s->run_scale,
-                                s->run_grads ? h->grads : NULL, &h->error))
+                                    s->run_grads ? h->grads : NULL, &h->error))
             return (void)(h->failed = 1);
         add_losses(h);
         for (int j = 0; j < h->batch.n_stories; j++) keep_positions(s, h, j, h->stories[first + j], 0);
@@ -222,7 +228,7 @@ static int exchange(Shards *s, Error *e) {
 }
 
 int slm_shards_run(Shards *s, const StoryRef *stories, int n, const Ablation *ablation, float scale, float *grads,
-               double *loss_sum, long long *correct, Error *e) {
+                   double *loss_sum, long long *correct, Error *e) {
     if (n > s->max_stories)
         return FAIL(e, NULL, "%d stories are more than the %d these shards were made for", n, s->max_stories);
     deal(s, stories, n);

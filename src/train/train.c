@@ -20,8 +20,16 @@
 #include "train_dist.h"
 
 TrainOptions slm_train_default_options(void) {
-    return (TrainOptions){.arch = ARCH_ATTENTION, .steps = 3000, .lr = 3e-3, .warmup = -1, .min_lr_ratio = 0.1,
-                          .batch = 8, .seed = 1, .threads = 0, .eval_every = 250, .max_positions = 4096,
+    return (TrainOptions){.arch = ARCH_ATTENTION,
+                          .steps = 3000,
+                          .lr = 3e-3,
+                          .warmup = -1,
+                          .min_lr_ratio = 0.1,
+                          .batch = 8,
+                          .seed = 1,
+                          .threads = 0,
+                          .eval_every = 250,
+                          .max_positions = 4096,
                           .out = "model.safetensors"};
 }
 
@@ -154,8 +162,12 @@ static int fill_metadata(const Trainer *t, Metadata *md, Error *e) {
 static int save(Trainer *t, const char *path, Error *e) {
     if (dist_rank(t->o.dist) != 0) return (void)(t->saved_step = t->step), 0; /* rank 0 alone writes */
     Metadata md = {0};
-    TrainingState st = {.adam_m = t->adam.m, .adam_v = t->adam.v, .n_params = t->model.n_params,
-                        .step = (uint64_t)t->step, .data_hash = t->data_hash, .run_id = t->run_id};
+    TrainingState st = {.adam_m = t->adam.m,
+                        .adam_v = t->adam.v,
+                        .n_params = t->model.n_params,
+                        .step = (uint64_t)t->step,
+                        .data_hash = t->data_hash,
+                        .run_id = t->run_id};
     int rc = fill_metadata(t, &md, e);
     if (!rc) rc = slm_checkpoint_save_all(path, &t->model, t->o.vocab_text, &md, &st, e);
     if (!rc) rc = slm_regularise_saved(&t->reg, &t->model, t->o.vocab_text, &md, t->step, t->run_id, t->r, e);
@@ -254,8 +266,8 @@ static int check_resume_shape(const TrainOptions *o, const ModelConfig *have, Er
         want.key_dim == have->key_dim && want.hidden_dim == have->hidden_dim && want.act == have->act)
         return 0;
     return FAIL(e, "leave --d-model, --n-heads, --d-head, --d-mlp and --act out when resuming, or train afresh",
-                "cannot resume '%s' with those sizes: it is a %s model of d_model %d, %d heads of %d, d_mlp %d",
-                o->out, slm_arch_name(have->arch), have->row_dim, have->n_heads, have->key_dim, have->hidden_dim);
+                "cannot resume '%s' with those sizes: it is a %s model of d_model %d, %d heads of %d, d_mlp %d", o->out,
+                slm_arch_name(have->arch), have->row_dim, have->n_heads, have->key_dim, have->hidden_dim);
 }
 
 /* Loads o.out and its optimizer state; the schedule and seed come from the
@@ -282,10 +294,12 @@ static int resume(Trainer *t, Error *e) {
         if (!rc && (t->o.given & TRAIN_GIVEN_VARIANT) &&
             (t->o.pos != t->model.cfg.pos || t->o.score != t->model.cfg.score))
             rc = FAIL(e, "leave --position-scheme and --score out when resuming, or train afresh",
-                      "cannot resume '%s' with --position-scheme %s --score %s: it is a model with --position-scheme %s --score %s", t->o.out,
-                      slm_pos_name(t->o.pos), slm_score_name(t->o.score), slm_pos_name(t->model.cfg.pos),
+                      "cannot resume '%s' with --position-scheme %s --score %s: it is a model with --position-scheme "
+                      "%s --score %s",
+                      t->o.out, slm_pos_name(t->o.pos), slm_score_name(t->o.score), slm_pos_name(t->model.cfg.pos),
                       slm_score_name(t->model.cfg.score));
-        if (!rc && (t->o.given & TRAIN_GIVEN_LAYERS) && (t->o.layers > 1 ? t->o.layers : 1) != slm_model_layers(&t->model.cfg))
+        if (!rc && (t->o.given & TRAIN_GIVEN_LAYERS) &&
+            (t->o.layers > 1 ? t->o.layers : 1) != slm_model_layers(&t->model.cfg))
             rc = FAIL(e, "leave --layers out when resuming, or train afresh",
                       "cannot resume '%s' with --layers %d: it is a model of %d layers", t->o.out, t->o.layers,
                       slm_model_layers(&t->model.cfg));
@@ -314,8 +328,10 @@ static int trainer_init(Trainer *t, const Stories *s, const TrainOptions *o, Tra
     *t = (Trainer){.s = s, .o = *o, .r = r, .saved_step = -1};
     t->data_hash = data_hash(s);
     if (slm_train_dist_same_data(o->dist, t->data_hash, o->data_path, e)) return -1;
-    if (o->data_record) t->data = *o->data_record; /* the file is not read again: a server's run stops at once */
-    else if (o->data_path && slm_record_of_file(&t->data, o->data_path, e)) return -1;
+    if (o->data_record)
+        t->data = *o->data_record; /* the file is not read again: a server's run stops at once */
+    else if (o->data_path && slm_record_of_file(&t->data, o->data_path, e))
+        return -1;
     if (s->n_train < 1) return FAIL(e, "give a file with more stories", "no training stories");
     if (slm_regularise_check_options(o, e) || slm_regularise_paths(&t->reg, &t->o, e)) return -1;
     t->o.out = t->reg.checkpoint_path; /* OUT itself, or OUT.raw with --ema-save */
@@ -344,7 +360,7 @@ static int trainer_init(Trainer *t, const Stories *s, const TrainOptions *o, Tra
     t->stream.order = t->step_stories ? xmalloc((size_t)s->n_train * sizeof(int), e) : NULL;
     if (!t->stream.order) return -1;
     int stories = t->o.batch > s->n_test ? t->o.batch : s->n_test; /* a step's, or the test stories */
-    if (o->augment) ntok = TRAIN_AUGMENT_MAX_LEN(ntok); /* a rewritten story may be longer */
+    if (o->augment) ntok = TRAIN_AUGMENT_MAX_LEN(ntok);            /* a rewritten story may be longer */
     if (slm_precision_check(t->o.precision, e) ||
         slm_pass_init(&t->pass, &t->model, o->dist, o->max_positions, ntok, stories > 1 ? stories : 1, e))
         return -1;
@@ -369,7 +385,8 @@ static int diverged(const Trainer *t, const char *what, Error *e) {
     if (t->saved_step < 0)
         return FAIL(e, hint, "training diverged at step %d: the %s is not finite; no model was saved yet", t->step + 1,
                     what);
-    return FAIL(e, hint, "training diverged at step %d: the %s is not finite; '%s' keeps the last good model, of step %d",
+    return FAIL(e, hint,
+                "training diverged at step %d: the %s is not finite; '%s' keeps the last good model, of step %d",
                 t->step + 1, what, t->o.out, t->saved_step);
 }
 
@@ -389,11 +406,15 @@ static int stopped(const Trainer *t, Error *e) {
 static int trainer_step(Trainer *t, double *loss, long long *positions, Error *e) {
     long long first = (long long)t->step * t->o.batch;
     for (int i = 0; i < t->o.batch; i++) t->step_stories[i] = stream_story(&t->stream, first + i);
-    TrainStep step = {.shards = &t->pass.shards, .model = &t->model, .adam = &t->adam, .grads = t->grads,
+    TrainStep step = {.shards = &t->pass.shards,
+                      .model = &t->model,
+                      .adam = &t->adam,
+                      .grads = t->grads,
                       .poison = t->step + 1 == t->o.overflow_at_step};
     TrainStepResult r;
     if (slm_pass_refs(&t->pass, t->s, t->step_stories, t->o.batch, e) ||
-        slm_regularise_before_step(&t->reg, t->s, t->step_stories, t->o.batch, t->step, t->pass.refs, &t->pass.shards, e) ||
+        slm_regularise_before_step(&t->reg, t->s, t->step_stories, t->o.batch, t->step, t->pass.refs, &t->pass.shards,
+                                   e) ||
         slm_train_step(&step, t->pass.refs, t->o.batch, (float)slm_train_lr_at(&t->o, t->step), &r, e))
         return stopped(t, e);
     *positions = r.positions;
@@ -445,10 +466,17 @@ static int snapshot(Trainer *t, Error *e) {
 static void report(Trainer *t, TrainProgressFn fn, void *ctx, double start, int start_step, double rate, int evaluated,
                    int saved) {
     if (!fn) return;
-    TrainProgress p = {.step = t->step, .steps = t->o.steps, .train_loss = t->r->train_loss,
-                       .test_loss = evaluated ? t->r->test_loss : NAN, .test_accuracy = t->r->test_accuracy,
-                       .ema_test_loss = evaluated ? t->r->ema_test_loss : NAN, .lr = slm_train_lr_at(&t->o, t->step - 1),
-                       .tokens_per_s = rate, .elapsed_s = now_s() - start, .evaluated = evaluated, .saved = saved};
+    TrainProgress p = {.step = t->step,
+                       .steps = t->o.steps,
+                       .train_loss = t->r->train_loss,
+                       .test_loss = evaluated ? t->r->test_loss : NAN,
+                       .test_accuracy = t->r->test_accuracy,
+                       .ema_test_loss = evaluated ? t->r->ema_test_loss : NAN,
+                       .lr = slm_train_lr_at(&t->o, t->step - 1),
+                       .tokens_per_s = rate,
+                       .elapsed_s = now_s() - start,
+                       .evaluated = evaluated,
+                       .saved = saved};
     int done = t->step - start_step;
     double per_step = done > 0 ? p.elapsed_s / done : 0;
     p.eta_s = per_step * (t->o.steps - t->step);
@@ -500,9 +528,9 @@ static int train_loop(Trainer *t, TrainProgressFn fn, void *ctx, Error *e) {
 }
 
 int slm_train_run(const Stories *s, const TrainOptions *o, TrainProgressFn progress, void *ctx, TrainResult *r,
-              Error *e) {
-    *r = (TrainResult){.test_loss = NAN, .test_accuracy = NAN, .best_test_loss = INFINITY, .best_step = -1,
-                       .ema_test_loss = NAN};
+                  Error *e) {
+    *r = (TrainResult){
+        .test_loss = NAN, .test_accuracy = NAN, .best_test_loss = INFINITY, .best_step = -1, .ema_test_loss = NAN};
     Trainer t;
     int rc = trainer_init(&t, s, o, r, e);
     if (!rc && t.step >= t.o.steps)

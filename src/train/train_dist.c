@@ -27,8 +27,8 @@ int slm_train_dist_check_resume(const Dist *d, const Metadata *md, const char *p
     int ranks = v ? atoi(v) : 1;
     if (ranks == dist_size(d)) return 0;
     if (ranks == 1)
-        return FAIL(e, "resume it without mpirun", "cannot resume '%s' on %d ranks: it was trained by one process", path,
-                    dist_size(d));
+        return FAIL(e, "resume it without mpirun", "cannot resume '%s' on %d ranks: it was trained by one process",
+                    path, dist_size(d));
     return FAIL(e, "resume with mpirun -np N, N the ranks it was trained on",
                 "cannot resume '%s' on %d rank(s): it was trained on %d (the shards, and so the numbers, would change)",
                 path, dist_size(d), ranks);

@@ -45,8 +45,10 @@ static bool exe_dir(char *buf, size_t size) {
 static bool source_place(int i, const char *dir, const char *rel, char *buf, size_t size) {
     const char *beside[] = {"../", "", STORYLM_DATA_FROM_BIN "/"};
     if (i < 3) {
-        if (dir) snprintf(buf, size, "%s/%s%s", dir, beside[i], rel);
-        else buf[0] = '\0'; /* skipped */
+        if (dir)
+            snprintf(buf, size, "%s/%s%s", dir, beside[i], rel);
+        else
+            buf[0] = '\0'; /* skipped */
         return true;
     }
     if (i > 3) return false;
@@ -97,7 +99,8 @@ int slm_session_no_model(const char *path, Error *e) {
 int slm_cli_load_model(LoadedModel *lm, const char *path, Error *e) {
     *lm = (LoadedModel){.path = path};
     struct stat st;
-    if (stat(path, &st) != 0) return slm_session_no_model(path, e); /* anything else there (a folder, say) the loader names */
+    if (stat(path, &st) != 0)
+        return slm_session_no_model(path, e); /* anything else there (a folder, say) the loader names */
     if (slm_checkpoint_load_model(path, &lm->model, &lm->vocab, &lm->meta, e)) return -1;
     if (slm_tokenizer_from_text(&lm->tokenizer, lm->vocab, strlen(lm->vocab), lm->model.cfg.vocab_size, e)) {
         slm_error_prefix(e, "the vocabulary in '%s' is unusable: ", path);
@@ -120,7 +123,8 @@ void slm_cli_free_model(LoadedModel *lm) {
 static int parse_heads(const char *list, int layers, int n_heads, uint32_t *mask, Error *e) {
     *mask = 0;
     const char *p = list;
-    const char *hint = layers > 1 ? "give heads like 1:3,2:5 (layer:head; a plain 3 is layer 1's)" : "give head numbers like 3,5";
+    const char *hint =
+        layers > 1 ? "give heads like 1:3,2:5 (layer:head; a plain 3 is layer 1's)" : "give head numbers like 3,5";
     if (!*p) return FAIL(e, hint, "empty head list");
     while (*p) {
         const char *end;
@@ -134,8 +138,8 @@ static int parse_heads(const char *list, int layers, int n_heads, uint32_t *mask
             if (end == at) end = p; /* "2:" reads as nothing */
         }
         if (end == p || (*end && *end != ','))
-            return FAIL(e, layers > 1 ? hint : "give head numbers separated by commas, like 3,5", "cannot read head list '%s'",
-                        list);
+            return FAIL(e, layers > 1 ? hint : "give head numbers separated by commas, like 3,5",
+                        "cannot read head list '%s'", list);
         if (l < 1 || l > layers)
             return FAIL(e, "layers are numbered from 1", "layer %lld is out of range: this model has %s %d", l,
                         layers > 1 ? "layers 1 to" : "only layer", layers);
@@ -162,14 +166,15 @@ static int mean_from_file(const LoadedModel *lm, const char *path, int n_test, f
     StoriesOptions so = slm_stories_default_options();
     so.n_test = n_test;
     if (slm_stories_load(&s, path, &lm->tokenizer, &so, e)) return -1;
-    int rc = s.n_test > 0 ? slm_probe_head_means(&lm->model, &s, s.test, s.n_test, mean, e)
-                          : FAIL(e, "give --stories FILE with more stories", "'%s' has too few stories to hold any out", path);
+    int rc = s.n_test > 0
+                 ? slm_probe_head_means(&lm->model, &s, s.test, s.n_test, mean, e)
+                 : FAIL(e, "give --stories FILE with more stories", "'%s' has too few stories to hold any out", path);
     slm_stories_free(&s);
     return rc;
 }
 
 const char *slm_session_mean_stories(const LoadedModel *lm, const char *given, const char *what, char *warning,
-                                 size_t size, Error *e) {
+                                     size_t size, Error *e) {
     StoriesRecord rec;
     slm_record_from_metadata(&rec, &lm->meta);
     if (size) warning[0] = '\0';
@@ -178,19 +183,22 @@ const char *slm_session_mean_stories(const LoadedModel *lm, const char *given, c
     if (rec.name[0] && rec.has_sums)
         snprintf(hint, sizeof hint, "give --stories FILE: '%s' was trained on '%s' (%" PRIu64 " bytes)", lm->path,
                  rec.name, rec.bytes);
-    else if (rec.name[0]) snprintf(hint, sizeof hint, "give --stories FILE: '%s' was trained on '%s'", lm->path, rec.name);
-    else snprintf(hint, sizeof hint, "give --stories FILE, the stories to average over");
+    else if (rec.name[0])
+        snprintf(hint, sizeof hint, "give --stories FILE: '%s' was trained on '%s'", lm->path, rec.name);
+    else
+        snprintf(hint, sizeof hint, "give --stories FILE, the stories to average over");
     FAIL(e, hint, "%s averages over held-out test stories: say which with --stories", what);
     return NULL;
 }
 
 int slm_session_ablation(const LoadedModel *lm, const char *ablate, const char *mode, const float *mean,
-                     const char *mean_from, Ablation *ab, char *desc, size_t size, Error *e) {
+                         const char *mean_from, Ablation *ab, char *desc, size_t size, Error *e) {
     *ab = (Ablation){0};
     desc[0] = '\0';
     if (!ablate) return 0;
     if (lm->model.cfg.arch == ARCH_TRANSFORMER && strcmp(mode, "mean") == 0)
-        return FAIL(e, "use --ablate-mode zero", "'%s' is a transformer: --ablate switches its heads off in zero mode only", lm->path);
+        return FAIL(e, "use --ablate-mode zero",
+                    "'%s' is a transformer: --ablate switches its heads off in zero mode only", lm->path);
     if (lm->model.cfg.arch == ARCH_TRANSFORMER && slm_model_heads(&lm->model.cfg) > 32)
         return FAIL(e, "leave out --ablate", "'%s' has %d heads; --ablate names at most 32", lm->path,
                     slm_model_heads(&lm->model.cfg));
@@ -215,8 +223,8 @@ void slm_session_add_warning(char *desc, size_t size, const char *warning) {
 }
 
 int slm_cli_setup_ablation(const LoadedModel *lm, const char *ablate, const char *mode, const Stories *s,
-                       const char *stories_path, int n_test, Ablation *ab, float **mean, char *desc, size_t size,
-                       Error *e) {
+                           const char *stories_path, int n_test, Ablation *ab, float **mean, char *desc, size_t size,
+                           Error *e) {
     *mean = NULL;
     if (slm_session_ablation(lm, ablate, mode, NULL, NULL, ab, desc, size, e)) return -1;
     if (!ablate || strcmp(mode, "mean") != 0) return 0;
@@ -224,10 +232,13 @@ int slm_cli_setup_ablation(const LoadedModel *lm, const char *ablate, const char
     *mean = xmalloc((size_t)slm_model_heads(c) * c->value_dim * sizeof(float), e); /* every layer's heads */
     if (!*mean) return -1;
     char warning[400];
-    const char *path = s ? NULL : slm_session_mean_stories(lm, stories_path, "--ablate-mode mean", warning, sizeof warning, e);
-    int rc = s ? (s->n_test > 0 ? slm_probe_head_means(&lm->model, s, s->test, s->n_test, *mean, e)
+    const char *path =
+        s ? NULL : slm_session_mean_stories(lm, stories_path, "--ablate-mode mean", warning, sizeof warning, e);
+    int rc =
+        s      ? (s->n_test > 0 ? slm_probe_head_means(&lm->model, s, s->test, s->n_test, *mean, e)
                                 : FAIL(e, "use --ablate-mode zero", "there are no held-out test stories to average over"))
-               : path ? mean_from_file(lm, path, n_test, *mean, e) : -1;
+        : path ? mean_from_file(lm, path, n_test, *mean, e)
+               : -1;
     if (!rc) rc = slm_session_ablation(lm, ablate, mode, *mean, s ? stories_path : path, ab, desc, size, e);
     if (rc) {
         free(*mean);
@@ -270,24 +281,26 @@ int slm_probe_check_outputs(const ProbeOptions *o, const char *model_path, const
     return slm_outputs_check(&p, e);
 }
 
-int slm_probe_session_open(ProbeSession *ps, const ProbeOptions *o, const char *what, const char *stories_path, int flags,
-                       Error *e) {
+int slm_probe_session_open(ProbeSession *ps, const ProbeOptions *o, const char *what, const char *stories_path,
+                           int flags, Error *e) {
     *ps = (ProbeSession){.stories_path = stories_path};
     ps->model_path = o->model;
     if (!ps->model_path) /* the CLI resolves (and announces) its default before; others get it silently */
-        ps->model_path = slm_session_file_exists(DEFAULT_MODEL_PATH) || !slm_session_shipped_model(ps->shipped, sizeof ps->shipped)
-                             ? DEFAULT_MODEL_PATH
-                             : ps->shipped;
+        ps->model_path =
+            slm_session_file_exists(DEFAULT_MODEL_PATH) || !slm_session_shipped_model(ps->shipped, sizeof ps->shipped)
+                ? DEFAULT_MODEL_PATH
+                : ps->shipped;
     int rc = slm_probe_check_outputs(o, ps->model_path, stories_path, NULL, e); /* before the work */
     if (!rc) rc = slm_cli_load_model(&ps->lm, ps->model_path, e);
     if (!rc && (flags & PROBE_TRANSFORMER) && ps->lm.model.cfg.arch == ARCH_TRANSFORMER) flags &= ~PROBE_ATTENTION_ONLY;
     if (!rc && (flags & PROBE_ATTENTION_ONLY)) rc = slm_probe_need_attention(&ps->lm.model, what, e);
-    if (!rc && (flags & PROBE_ATTENTION_ONLY) && !(flags & PROBE_LAYERS)) rc = slm_probe_need_one_layer(&ps->lm.model, what, e);
+    if (!rc && (flags & PROBE_ATTENTION_ONLY) && !(flags & PROBE_LAYERS))
+        rc = slm_probe_need_one_layer(&ps->lm.model, what, e);
     if (!rc && stories_path) rc = slm_probe_session_stories(ps, o->n_test, flags, e);
     if (!rc)
         rc = slm_cli_setup_ablation(&ps->lm, o->ablate, o->ablate_mode, stories_path ? &ps->stories : NULL,
-                                stories_path ? stories_path : o->mean_stories, o->n_test, &ps->ablation, &ps->mean, ps->ablation_desc,
-                                sizeof ps->ablation_desc, e);
+                                    stories_path ? stories_path : o->mean_stories, o->n_test, &ps->ablation, &ps->mean,
+                                    ps->ablation_desc, sizeof ps->ablation_desc, e);
     if (rc) slm_probe_session_close(ps);
     return rc;
 }
@@ -362,7 +375,8 @@ int slm_cli_swap_names(const ProbeSession *ps, const char *list, SwapName *out, 
     for (const char *p = list; *p && n < max;) {
         size_t len = strcspn(p, ",");
         if (len == 0 || len >= sizeof word)
-            return FAIL(e, "give names separated by commas, like lily,fred,zarko", "cannot read the name list '%s'", list);
+            return FAIL(e, "give names separated by commas, like lily,fred,zarko", "cannot read the name list '%s'",
+                        list);
         memcpy(word, p, len);
         word[len] = '\0';
         if (slm_swap_name_make(&ps->lm.tokenizer, &ps->names, word, &out[n++], e)) return -1;
@@ -370,4 +384,3 @@ int slm_cli_swap_names(const ProbeSession *ps, const char *list, SwapName *out, 
     }
     return n;
 }
-

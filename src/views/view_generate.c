@@ -27,16 +27,23 @@ static const float *feed_prompt(GeneratorBatch *g, int slot, int32_t eos, const 
 }
 
 ViewGenerateOptions slm_view_generate_defaults(void) {
-    return (ViewGenerateOptions){.max_tokens = 200, .top_k = SAMPLER_DEFAULT_TOP_K, .temperature = SAMPLER_DEFAULT_TEMPERATURE,
-                                 .top_p = SAMPLER_DEFAULT_TOP_P, .min_p = SAMPLER_DEFAULT_MIN_P,
+    return (ViewGenerateOptions){.max_tokens = 200,
+                                 .top_k = SAMPLER_DEFAULT_TOP_K,
+                                 .temperature = SAMPLER_DEFAULT_TEMPERATURE,
+                                 .top_p = SAMPLER_DEFAULT_TOP_P,
+                                 .min_p = SAMPLER_DEFAULT_MIN_P,
                                  .repeat_penalty = SAMPLER_DEFAULT_REPEAT_PENALTY,
-                                 .repeat_last_n = SAMPLER_DEFAULT_REPEAT_LAST_N, .threads = 1};
+                                 .repeat_last_n = SAMPLER_DEFAULT_REPEAT_LAST_N,
+                                 .threads = 1};
 }
 
 /* The sampler's settings of go (a repeat penalty of 0 is none). */
 static SamplerSettings sampler_settings(const ViewGenerateOptions *go) {
-    return (SamplerSettings){.temperature = (float)go->temperature, .top_k = go->top_k, .top_p = (float)go->top_p,
-                             .min_p = (float)go->min_p, .repeat_penalty = go->repeat_penalty == 0 ? 1.0f : (float)go->repeat_penalty,
+    return (SamplerSettings){.temperature = (float)go->temperature,
+                             .top_k = go->top_k,
+                             .top_p = (float)go->top_p,
+                             .min_p = (float)go->min_p,
+                             .repeat_penalty = go->repeat_penalty == 0 ? 1.0f : (float)go->repeat_penalty,
                              .repeat_last_n = go->repeat_last_n};
 }
 
@@ -44,9 +51,16 @@ static SamplerSettings sampler_settings(const ViewGenerateOptions *go) {
  * prompt_ids, else encoded) and its sampler, seeded with seed. */
 static int story_setup(ViewGenerator *vg, const LoadedModel *lm, const char *prompt, const IntVec *prompt_ids,
                        const ViewGenerateOptions *go, uint64_t seed, Error *e) {
-    *vg = (ViewGenerator){.lm = lm, .prompt = prompt, .names = go->names, .seed = seed, .max_tokens = go->max_tokens,
-                          .stop_reason = "max_tokens", .stops = go->stops, .n_stops = go->n_stops,
-                          .logprobs = go->logprobs || go->n_probs > 0, .n_probs = go->n_probs};
+    *vg = (ViewGenerator){.lm = lm,
+                          .prompt = prompt,
+                          .names = go->names,
+                          .seed = seed,
+                          .max_tokens = go->max_tokens,
+                          .stop_reason = "max_tokens",
+                          .stops = go->stops,
+                          .n_stops = go->n_stops,
+                          .logprobs = go->logprobs || go->n_probs > 0,
+                          .n_probs = go->n_probs};
     if (go->n_probs < 0 || go->n_probs > SAMPLER_MAX_N_PROBS)
         return FAIL(e, "use 0 <= --n-probs <= 20", "invalid sampling settings: n-probs %d", go->n_probs);
     for (int i = 0; i < go->n_stops; i++)
@@ -66,7 +80,7 @@ static int story_setup(ViewGenerator *vg, const LoadedModel *lm, const char *pro
 }
 
 int slm_view_generator_init(ViewGenerator *vg, const LoadedModel *lm, const Ablation *ab, const char *prompt,
-                        const ViewGenerateOptions *go, Error *e) {
+                            const ViewGenerateOptions *go, Error *e) {
     if (story_setup(vg, lm, prompt, NULL, go, go->seed, e)) return -1;
     if (slm_generator_batch_init(&vg->own, &lm->model, ab, 1, e)) {
         slm_view_generator_free(vg);
@@ -194,8 +208,10 @@ cJSON *slm_view_generator_token_json(const ViewGenerator *vg, int i) {
     const TokenAlternative *alt = slm_view_generator_alternatives(vg, i);
     for (int j = 0; top && j < vg->n_probs; j++) {
         cJSON *a = piece_json(t, alt[j].id, &alt[j].logprob);
-        if (!a) top = NULL;
-        else cJSON_AddItemToArray(top, a);
+        if (!a)
+            top = NULL;
+        else
+            cJSON_AddItemToArray(top, a);
     }
     if (!top) cJSON_Delete(o);
     return top ? o : NULL;
@@ -256,14 +272,15 @@ static void capitalize_names(char *text, int skip_first, const char *prompt, con
         if ((skip_first && w == text) || n >= sizeof low) continue;
         for (size_t i = 0; i < n; i++) low[i] = (char)tolower((unsigned char)w[i]);
         low[n] = '\0';
-        if (slm_names_is_name(names, low) || prompt_names_it(prompt, low, n, names)) w[0] = (char)toupper((unsigned char)w[0]);
+        if (slm_names_is_name(names, low) || prompt_names_it(prompt, low, n, names))
+            w[0] = (char)toupper((unsigned char)w[0]);
     }
 }
 
 /* The decoding of all n ids past that of the prompt's: the decoder
  * capitalises sentence starts and spaces words by what comes before them. */
 char *slm_view_story_text(const Tokenizer *t, const char *prompt, const int32_t *ids, size_t n_prompt, size_t n,
-                      const NameList *names, Error *e) {
+                          const NameList *names, Error *e) {
     char *all = slm_tokenizer_decode(t, ids, n, 1, e);
     char *head = all ? slm_tokenizer_decode(t, ids, n_prompt, 1, e) : NULL;
     char *out = NULL;
@@ -276,8 +293,10 @@ char *slm_view_story_text(const Tokenizer *t, const char *prompt, const int32_t 
         if ((out = xmalloc(pl + cl + 1, e))) {
             memcpy(out, prompt, pl);
             memcpy(out + pl, cont, cl + 1);
-            if (names) capitalize_names(out + pl, pl && is_letter(prompt[pl - 1]), prompt, names);
-            else slm_view_recapitalize(out + pl, prompt);
+            if (names)
+                capitalize_names(out + pl, pl && is_letter(prompt[pl - 1]), prompt, names);
+            else
+                slm_view_recapitalize(out + pl, prompt);
         }
     }
     free(all);
@@ -286,7 +305,8 @@ char *slm_view_story_text(const Tokenizer *t, const char *prompt, const int32_t 
 }
 
 static char *story_text(const ViewGenerator *vg, size_t n, Error *e) {
-    return slm_view_story_text(&vg->lm->tokenizer, vg->prompt, vg->ids.data, (size_t)vg->prompt_tokens, n, vg->names, e);
+    return slm_view_story_text(&vg->lm->tokenizer, vg->prompt, vg->ids.data, (size_t)vg->prompt_tokens, n, vg->names,
+                               e);
 }
 
 /* text (len bytes) cut where slm_view_generator_text says. */
@@ -322,7 +342,7 @@ void slm_view_generator_free(ViewGenerator *vg) {
 }
 
 int slm_view_generate(const LoadedModel *lm, const Ablation *ab, const char *prompt, const ViewGenerateOptions *go,
-                  char **text, Error *e) {
+                      char **text, Error *e) {
     ViewGenerator vg;
     *text = NULL;
     if (slm_view_generator_init(&vg, lm, ab, prompt, go, e)) return -1;
@@ -337,11 +357,13 @@ int slm_view_generate(const LoadedModel *lm, const Ablation *ab, const char *pro
  * smiled" must not give "in Her pocket" later). */
 static int common_sentence_word(const char *w, size_t n) {
     static const char *const words[] = {
-        "the", "a", "an", "he", "she", "it", "they", "we", "i", "you", "her", "his", "him", "them", "their",
-        "our", "my", "your", "its", "this", "that", "these", "those", "there", "then", "once", "one", "when",
-        "but", "and", "so", "if", "as", "at", "in", "on", "to", "with", "after", "before", "while", "because",
-        "what", "where", "who", "why", "how", "yes", "no", "oh", "every", "some", "all", "now", "soon", "today",
-        "suddenly", "finally", "later", "mom", "dad", "mommy", "daddy", "let", "can", "do", "look", "come", "thank"};
+        "the",   "a",       "an",    "he",    "she",   "it",    "they",     "we",      "i",     "you",
+        "her",   "his",     "him",   "them",  "their", "our",   "my",       "your",    "its",   "this",
+        "that",  "these",   "those", "there", "then",  "once",  "one",      "when",    "but",   "and",
+        "so",    "if",      "as",    "at",    "in",    "on",    "to",       "with",    "after", "before",
+        "while", "because", "what",  "where", "who",   "why",   "how",      "yes",     "no",    "oh",
+        "every", "some",    "all",   "now",   "soon",  "today", "suddenly", "finally", "later", "mom",
+        "dad",   "mommy",   "daddy", "let",   "can",   "do",    "look",     "come",    "thank"};
     for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
         if (strlen(words[i]) == n && strncasecmp(w, words[i], n) == 0) return 1;
     return 0;
@@ -358,7 +380,8 @@ void slm_view_recapitalize(char *text, const char *prompt) {
         size_t n = (size_t)(p - w);
         if (n < 2 || !isupper((unsigned char)w[0]) || common_sentence_word(w, n)) continue;
         for (char *t = text; *t; t++) {
-            if (strncasecmp(t, w, n) != 0 || (t > text && isalnum((unsigned char)t[-1])) || isalnum((unsigned char)t[n]))
+            if (strncasecmp(t, w, n) != 0 || (t > text && isalnum((unsigned char)t[-1])) ||
+                isalnum((unsigned char)t[n]))
                 continue;
             t[0] = (char)toupper((unsigned char)t[0]);
         }
@@ -368,7 +391,7 @@ void slm_view_recapitalize(char *text, const char *prompt) {
 /* ---- several stories at once --------------------------------------------------- */
 
 int slm_view_batch_init(ViewBatch *vb, const LoadedModel *lm, const Ablation *ab, const char *prompt,
-                    const ViewGenerateOptions *go, int n, Error *e) {
+                        const ViewGenerateOptions *go, int n, Error *e) {
     *vb = (ViewBatch){0};
     IntVec ids = {0};
     if (n < 1) return FAIL(e, "give --samples 1 or more", "%d samples asked for", n);
@@ -376,14 +399,15 @@ int slm_view_batch_init(ViewBatch *vb, const LoadedModel *lm, const Ablation *ab
         slm_tokenizer_encode(&lm->tokenizer, prompt, strlen(prompt), &ids, e))
         return -1;
     int ok = !slm_generator_batch_init(&vb->gen, &lm->model, ab, n, e) &&
-             (vb->samples = xcalloc((size_t)n, sizeof *vb->samples, e)) && (vb->which = xcalloc((size_t)n, sizeof(int), e)) &&
-             (vb->next = xcalloc((size_t)n, sizeof(int32_t), e));
+             (vb->samples = xcalloc((size_t)n, sizeof *vb->samples, e)) &&
+             (vb->which = xcalloc((size_t)n, sizeof(int), e)) && (vb->next = xcalloc((size_t)n, sizeof(int32_t), e));
     int threads = go->threads < n ? go->threads : n;
     if (ok && threads > 1 && (ok = !slm_workers_init(&vb->workers, threads, e))) {
         vb->has_workers = 1;
         slm_generator_batch_use_workers(&vb->gen, &vb->workers);
     }
-    for (int i = 0; ok && i < n; i++, vb->n++) ok = !story_setup(&vb->samples[i], lm, prompt, &ids, go, go->seed + (uint64_t)i, e);
+    for (int i = 0; ok && i < n; i++, vb->n++)
+        ok = !story_setup(&vb->samples[i], lm, prompt, &ids, go, go->seed + (uint64_t)i, e);
     if (ok) { /* the prompt fed once, for every sample */
         feed_prompt(&vb->gen, 0, lm->tokenizer.eos_id, &ids);
         for (int i = 0; i < n; i++) {
@@ -419,7 +443,8 @@ static int stream_text(ViewBatch *vb, int s, ViewTextFn fn, void *ctx, Error *e)
     size_t len = text_kept(vg, text, strlen(text));
     int rc = 0;
     if (len > vg->shown || vg->finished)
-        rc = fn(ctx, s, text + (len > vg->shown ? vg->shown : len), len > vg->shown ? len - vg->shown : 0, vg->finished);
+        rc =
+            fn(ctx, s, text + (len > vg->shown ? vg->shown : len), len > vg->shown ? len - vg->shown : 0, vg->finished);
     if (len > vg->shown) vg->shown = len;
     free(text);
     return rc;
@@ -433,12 +458,15 @@ int slm_view_batch_run(ViewBatch *vb, ViewTextFn fn, void *ctx, Error *e) {
         for (int s = 0; s < vb->n && !rc; s++) {
             if (vb->samples[s].finished) continue;
             int picked = story_pick(&vb->samples[s], &vb->next[k], e);
-            if (picked > 0) vb->which[k++] = s;
-            else rc = picked < 0 ? -1 : fn ? stream_text(vb, s, fn, ctx, e) : 0;
+            if (picked > 0)
+                vb->which[k++] = s;
+            else
+                rc = picked < 0 ? -1 : fn ? stream_text(vb, s, fn, ctx, e) : 0;
         }
         if (rc || k == 0) break;
         slm_generator_batch_feed(&vb->gen, vb->which, vb->next, k); /* every sample's token in one pass */
-        for (int j = 0; j < k; j++) vb->samples[vb->which[j]].logits = slm_generator_batch_logits(&vb->gen, vb->which[j]);
+        for (int j = 0; j < k; j++)
+            vb->samples[vb->which[j]].logits = slm_generator_batch_logits(&vb->gen, vb->which[j]);
         for (int j = 0; fn && j < k && !rc; j++) rc = stream_text(vb, vb->which[j], fn, ctx, e);
     }
     return rc;
@@ -473,7 +501,8 @@ static int add_char(char *chars, size_t size, size_t *at, const char *c, size_t 
     return 1;
 }
 
-int slm_view_prompt_unknown(const Tokenizer *t, const char *prompt, PromptUnknown *pu, char *chars, size_t size, Error *e) {
+int slm_view_prompt_unknown(const Tokenizer *t, const char *prompt, PromptUnknown *pu, char *chars, size_t size,
+                            Error *e) {
     *pu = (PromptUnknown){0};
     if (size) chars[0] = '\0';
     IntVec ids = {0};
@@ -508,7 +537,8 @@ static const char *data_beside(const LoadedModel *lm, char *buf, size_t size) {
     int folder = model_slash ? (int)(model_slash - lm->path) + 1 : 0;
     char rel[300];
     snprintf(rel, sizeof rel, "data/%.255s", name);
-    if (snprintf(buf, size, "%.*s%s", folder, lm->path ? lm->path : "", name) < (int)size && slm_session_file_exists(buf))
+    if (snprintf(buf, size, "%.*s%s", folder, lm->path ? lm->path : "", name) < (int)size &&
+        slm_session_file_exists(buf))
         return buf;
     if (snprintf(buf, size, "%s", name) < (int)size && slm_session_file_exists(buf)) return buf;
     if (snprintf(buf, size, "%s", rel) < (int)size && slm_session_file_exists(buf)) return buf;
@@ -523,7 +553,8 @@ static const char *names_source(const LoadedModel *lm, const char *given, char *
     return slm_session_source_file("data/stories.txt", buf, size) ? buf : NULL;
 }
 
-int slm_view_generate_names(NameList *nl, const LoadedModel *lm, const char *stories, char *from, size_t size, Error *e) {
+int slm_view_generate_names(NameList *nl, const LoadedModel *lm, const char *stories, char *from, size_t size,
+                            Error *e) {
     char buf[4096], *text;
     size_t len;
     *nl = (NameList){0};

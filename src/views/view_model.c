@@ -21,7 +21,8 @@ void slm_view_distances(Report *r, const ProbeSession *ps, int up_to) {
     for (int d = 0; d <= up_to && d < c->window; d++) {
         slm_table_row(t);
         slm_cell_int(t, d);
-        for (int h = 0; h < c->n_heads; h++) slm_cell_number(t, slm_position_distance_score(&ps->lm.model, h, d)); /* --pos: the scheme's */
+        for (int h = 0; h < c->n_heads; h++)
+            slm_cell_number(t, slm_position_distance_score(&ps->lm.model, h, d)); /* --pos: the scheme's */
     }
 }
 
@@ -38,16 +39,20 @@ static int model_step(const ProbeSession *ps) {
 /* "step 1200 (path)", or the path alone. */
 void slm_view_model_label(const ProbeSession *ps, char *buf, size_t size) {
     int step = model_step(ps);
-    if (step >= 0) snprintf(buf, size, "step %d (%s)", step, ps->model_path);
-    else snprintf(buf, size, "%s", ps->model_path);
+    if (step >= 0)
+        snprintf(buf, size, "step %d (%s)", step, ps->model_path);
+    else
+        snprintf(buf, size, "%s", ps->model_path);
 }
 
 /* Head g's cell: its number, or "L:H" on a model of several layers. */
 static void head_cell(ReportTable *t, const ModelConfig *c, int g) {
     char name[16];
     slm_head_name(c, g, name, sizeof name);
-    if (slm_model_layers(c) > 1) slm_cell_text(t, name);
-    else slm_cell_int(t, g);
+    if (slm_model_layers(c) > 1)
+        slm_cell_text(t, name);
+    else
+        slm_cell_int(t, g);
 }
 
 static void add_rows(ReportTable *t, ReportTable *tokens, const ProbeSession *ps, const HeadsResult *h, int k) {
@@ -58,8 +63,10 @@ static void add_rows(ReportTable *t, ReportTable *tokens, const ProbeSession *ps
         slm_table_row(t);
         slm_cell_int(t, k);
         slm_cell_text(t, ps->model_path);
-        if (step >= 0) slm_cell_int(t, step);
-        else slm_cell_skip(t);
+        if (step >= 0)
+            slm_cell_int(t, step);
+        else
+            slm_cell_skip(t);
         head_cell(t, c, head);
         for (int b = 0; b < HEAD_BINS; b++) slm_cell_number(t, h->mass[head * HEAD_BINS + b]);
         slm_cell_number(t, h->mean_distance[head]);

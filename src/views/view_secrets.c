@@ -57,7 +57,8 @@ static void ablate_row(ReportTable *t, const char *heads, const AblateScore *s, 
     }
 }
 
-int slm_view_ablate(Report *r, const ProbeSession *ps, const char *heads, const char *mode, ReportTable **table, Error *e) {
+int slm_view_ablate(Report *r, const ProbeSession *ps, const char *heads, const char *mode, ReportTable **table,
+                    Error *e) {
     const Stories *s = &ps->stories;
     const ModelConfig *c = &ps->lm.model.cfg;
     int H = slm_model_heads(c), rc; /* every layer's heads, in turn */
@@ -106,7 +107,8 @@ static int default_names(const ProbeSession *ps, SwapName *out, int max) {
     const char *common[50];
     int n = slm_names_most_common(&ps->names, common, NULL, 50), k = 0;
     for (int i = 0; i < n && k == 0; i++)
-        if (slm_swap_name_make(&ps->lm.tokenizer, &ps->names, common[i], &out[0], NULL) == 0 && out[0].n_pieces == 1) k = 1;
+        if (slm_swap_name_make(&ps->lm.tokenizer, &ps->names, common[i], &out[0], NULL) == 0 && out[0].n_pieces == 1)
+            k = 1;
     return k + slm_invented_names(&ps->lm.tokenizer, &ps->names, 3, out + k, max - k < 4 ? max - k : 4);
 }
 
@@ -114,13 +116,25 @@ static void pieces_table(Report *r, const ProbeSession *ps, const SwapName *name
     slm_probe_report_header(r, ps);
     if (ps->names_from_all) slm_report_note(r, "note: names were learnt from every story (test ones included)");
     ReportTable *t = slm_report_table(r, "names", "Where the renamed hero comes back");
-    const char *cols[][2] = {{"name", "name"},           {"kind", "kind"},           {"pieces", "pieces"},
-                             {"stories", "stories"},     {"mentions", "mentions"},   {"first_probability", "p(first piece)"},
-                             {"first_top1", "first piece top guess"}, {"next_probability", "p(next piece)"}, {"next_top1", "next piece top guess"},
+    const char *cols[][2] = {{"name", "name"},
+                             {"kind", "kind"},
+                             {"pieces", "pieces"},
+                             {"stories", "stories"},
+                             {"mentions", "mentions"},
+                             {"first_probability", "p(first piece)"},
+                             {"first_top1", "first piece top guess"},
+                             {"next_probability", "p(next piece)"},
+                             {"next_top1", "next piece top guess"},
                              {"next_median_rank", "next piece median rank"}};
     for (int c = 0; c < 10; c++)
-        slm_table_column(t, cols[c][0], cols[c][1], c < 3 ? CELL_TEXT : c < 5 ? CELL_INT : c % 2 ? CELL_NUMBER : CELL_PERCENT,
-                     c == 9 ? 1 : c % 2 ? 4 : 1);
+        slm_table_column(t, cols[c][0], cols[c][1],
+                         c < 3   ? CELL_TEXT
+                         : c < 5 ? CELL_INT
+                         : c % 2 ? CELL_NUMBER
+                                 : CELL_PERCENT,
+                         c == 9  ? 1
+                         : c % 2 ? 4
+                                 : 1);
     char pieces[256];
     for (int k = 0; k < n; k++) {
         size_t used = 0;
@@ -176,7 +190,7 @@ int slm_view_pieces(Report *r, const ProbeSession *ps, const char *list, SwapNam
     int n = list ? slm_cli_swap_names(ps, list, names, max, e) : default_names(ps, names, max);
     int rc = n < 0 ? -1
                    : slm_probe_pieces(&ps->lm.model, &ps->lm.tokenizer, &ps->names, &ps->stories, ps->stories.test,
-                                  ps->stories.n_test, names, n, &ps->ablation, rows, layered ? &heads : NULL, e);
+                                      ps->stories.n_test, names, n, &ps->ablation, rows, layered ? &heads : NULL, e);
     if (!rc) pieces_table(r, ps, names, rows, n);
     if (!rc && layered) pieces_heads(r, &ps->lm.model.cfg, &heads);
     return rc ? -1 : n;

@@ -34,12 +34,15 @@ static int swap_text_run(SwapText *w, const ProbeSession *ps, const LoadedModel 
         return FAIL(e, "name the hero in the first sentence and again later, like 'Lily found a shell. Lily smiled.'",
                     "the text has no hero: no name of its first sentence comes back later");
     if (slm_swap_name_make(t, &ps->names, name, &w->name, e)) return -1;
-    if (slm_swap_hero(w->ids.data, len, &w->hero, w->name.pieces, w->name.n_pieces, &w->swapped, w->starts, e)) return -1;
+    if (slm_swap_hero(w->ids.data, len, &w->hero, w->name.pieces, w->name.n_pieces, &w->swapped, w->starts, e))
+        return -1;
     int n = (int)w->swapped.len;
-    if (slm_probe_runner_init(&w->model, &ps->lm.model, n, e) || slm_probe_run(&w->model, w->swapped.data, n, &ps->ablation, e))
+    if (slm_probe_runner_init(&w->model, &ps->lm.model, n, e) ||
+        slm_probe_run(&w->model, w->swapped.data, n, &ps->ablation, e))
         return -1;
     if (!baseline) return 0;
-    return slm_probe_runner_init(&w->baseline, &baseline->model, n, e) || slm_probe_run(&w->baseline, w->swapped.data, n, NULL, e)
+    return slm_probe_runner_init(&w->baseline, &baseline->model, n, e) ||
+                   slm_probe_run(&w->baseline, w->swapped.data, n, NULL, e)
                ? -1
                : 0;
 }
@@ -81,7 +84,7 @@ static void mention_rows(Report *r, const SwapText *w, int baseline) {
 }
 
 int slm_view_swap_text(Report *r, const ProbeSession *ps, const LoadedModel *baseline, const char *baseline_path,
-                   const char *text, const char *name, Error *e) {
+                       const char *text, const char *name, Error *e) {
     SwapText w = {0};
     int rc = swap_text_run(&w, ps, baseline, text, name, e);
     char *swapped = rc ? NULL : slm_tokenizer_decode(&ps->lm.tokenizer, w.swapped.data + 1, w.swapped.len - 1, 1, e);

@@ -18,7 +18,8 @@ int slm_view_text_at(ViewText *vt, int pos, Error *e) {
 
 int slm_view_text_run(ViewText *vt, const ProbeSession *ps, const char *text, int pos, int how, Error *e) {
     *vt = (ViewText){0};
-    int rc = slm_text_check(text, strlen(text), "the text", e) || slm_intvec_push(&vt->ids, ps->lm.tokenizer.eos_id, e) ||
+    int rc = slm_text_check(text, strlen(text), "the text", e) ||
+             slm_intvec_push(&vt->ids, ps->lm.tokenizer.eos_id, e) ||
              slm_tokenizer_encode(&ps->lm.tokenizer, text, strlen(text), &vt->ids, e) || slm_view_text_at(vt, pos, e);
     int T = (int)vt->ids.len;
     int n = how & VIEW_RUN_PREFIX ? vt->pos + 1 : T;
@@ -37,8 +38,8 @@ void slm_view_text_free(ViewText *vt) {
 
 int slm_view_check_head(const ProbeSession *ps, int head, Error *e) {
     if (head >= -1 && head < ps->lm.model.cfg.n_heads) return 0;
-    return FAIL(e, "heads are numbered from 0; -1 is all of them", "head %d is out of range: this model has heads 0 to %d",
-                head, ps->lm.model.cfg.n_heads - 1);
+    return FAIL(e, "heads are numbered from 0; -1 is all of them",
+                "head %d is out of range: this model has heads 0 to %d", head, ps->lm.model.cfg.n_heads - 1);
 }
 
 /* ---- Tool 1: attend ---------------------------------------------------------- */
@@ -84,9 +85,16 @@ void slm_view_attend(Report *r, const ProbeSession *ps, const ViewText *vt, int 
     int p = vt->pos;
     attend_header(r, ps, vt);
     ReportTable *t = slm_report_table(r, "keys", "What it reads (nearest first)");
-    const char *keys[][2] = {{"head", "head"}, {"position", "pos"}, {"token", "token"}, {"id", "id"},
-                             {"distance", "dist"}, {"dot", "q.k/sqrt8"}, {"distance_score", "dist.score"},
-                             {"score", "score"}, {"weight", "weight"}, {"cosine", "cos(rows)"}};
+    const char *keys[][2] = {{"head", "head"},
+                             {"position", "pos"},
+                             {"token", "token"},
+                             {"id", "id"},
+                             {"distance", "dist"},
+                             {"dot", "q.k/sqrt8"},
+                             {"distance_score", "dist.score"},
+                             {"score", "score"},
+                             {"weight", "weight"},
+                             {"cosine", "cos(rows)"}};
     for (int c = 0; c < 10; c++)
         slm_table_column(t, keys[c][0], keys[c][1], c == 2 ? CELL_TEXT : c < 5 ? CELL_INT : CELL_NUMBER, 4);
     if (t) t->group_column = 0;
@@ -101,8 +109,10 @@ void slm_view_attend_wide(Report *r, const ProbeSession *ps, const ViewText *vt)
     int H = ps->lm.model.cfg.n_heads, W = ps->lm.model.cfg.window, n = 0;
     attend_header(r, ps, vt);
     ReportTable *t = slm_report_table(r, "keys", "What it reads (nearest first), each head's weight");
-    const char *cols[][2] = {{"position", "pos"}, {"token", "token"}, {"id", "id"}, {"distance", "dist"}, {"cosine", "cos(rows)"}};
-    for (int c = 0; c < 5; c++) slm_table_column(t, cols[c][0], cols[c][1], c == 1 ? CELL_TEXT : c < 4 ? CELL_INT : CELL_NUMBER, 4);
+    const char *cols[][2] = {
+        {"position", "pos"}, {"token", "token"}, {"id", "id"}, {"distance", "dist"}, {"cosine", "cos(rows)"}};
+    for (int c = 0; c < 5; c++)
+        slm_table_column(t, cols[c][0], cols[c][1], c == 1 ? CELL_TEXT : c < 4 ? CELL_INT : CELL_NUMBER, 4);
     char key[32], label[32];
     for (int h = 0; h < H; h++) {
         snprintf(key, sizeof key, "weight_%d", h);
@@ -124,7 +134,6 @@ void slm_view_attend_wide(Report *r, const ProbeSession *ps, const ViewText *vt)
     }
     free(keys);
 }
-
 
 /* ---- Tool 3: trace ------------------------------------------------------------ */
 
@@ -180,9 +189,8 @@ static void trace_report(Report *r, const ProbeSession *ps, const TraceResult *t
     }
 }
 
-
 int slm_view_trace(Report *r, const ProbeSession *ps, const ViewText *vt, const char *text, int n_units, int n_guesses,
-               TraceResult *t, Error *e) {
+                   TraceResult *t, Error *e) {
     *t = (TraceResult){0};
     if (slm_probe_trace(&vt->runner, vt->pos, n_units, n_guesses, t, e)) return -1;
     trace_report(r, ps, t, text);
@@ -196,10 +204,15 @@ void slm_view_loss(Report *r, const ProbeSession *ps, const ViewText *vt, const 
     slm_report_text(r, "text", "text", text);
     int T = (int)vt->ids.len;
     ReportTable *tab = slm_report_table(r, "tokens", "Every position: the token, the next one it predicts, its loss");
-    const char *cols[][2] = {{"position", "pos"}, {"token", "token"}, {"id", "id"}, {"target", "target"},
-                             {"target_id", "target id"}, {"probability", "p(target)"}, {"loss", "loss"}, {"rank", "rank"}};
+    const char *cols[][2] = {
+        {"position", "pos"},        {"token", "token"},           {"id", "id"},     {"target", "target"},
+        {"target_id", "target id"}, {"probability", "p(target)"}, {"loss", "loss"}, {"rank", "rank"}};
     for (int c = 0; c < 8; c++)
-        slm_table_column(tab, cols[c][0], cols[c][1], c == 1 || c == 3 ? CELL_TEXT : c == 5 || c == 6 ? CELL_NUMBER : CELL_INT, 4);
+        slm_table_column(tab, cols[c][0], cols[c][1],
+                         c == 1 || c == 3   ? CELL_TEXT
+                         : c == 5 || c == 6 ? CELL_NUMBER
+                                            : CELL_INT,
+                         4);
     double sum = 0;
     int right = 0;
     for (int p = 0; p + 1 < T; p++) {
