@@ -19,7 +19,8 @@
 
 #include "storylm/error.h"
 #include "storylm/report.h"
-#include "storylm/session.h"
+#include "storylm/loaded_model.h"
+#include "storylm/probe_session.h"
 #include "storylm/views.h"
 
 /* A repeatable string option (--model A --model B), or a request's list of strings. */

@@ -38,8 +38,8 @@ static int mean_input(const ProbeSession *ps, const ProbeOptions *po, double *me
                       size_t size, Error *e) {
     char warning[400];
     Error none = {0};
-    const char *path = slm_session_mean_stories(&ps->lm, po->mean_stories, "the mean column", warning, sizeof warning,
-                                                po->mean_stories ? e : &none);
+    const char *path = slm_ablation_mean_stories(&ps->lm, po->mean_stories, "the mean column", warning, sizeof warning,
+                                                 po->mean_stories ? e : &none);
     *have = 0;
     if (!path && po->mean_stories) return -1;
     if (!path) {
@@ -95,7 +95,7 @@ static void surprisal_table(Report *r, const ProbeSession *ps, const IntVec *ids
         double s = a->surprisal[u - 1];
         slm_table_row(t);
         slm_cell_int(t, u);
-        slm_cell_text(t, slm_probe_token(ps, ids->data[u]));
+        slm_cell_text(t, slm_probe_session_token(ps, ids->data[u]));
         slm_cell_int(t, ids->data[u]);
         slm_cell_number(t, s);
         slm_cell_number(t, s / log(2.0));
@@ -105,11 +105,11 @@ static void surprisal_table(Report *r, const ProbeSession *ps, const IntVec *ids
 
 static void build_report(Report *r, const ProbeSession *ps, const char *text, const IntVec *ids,
                          const AttributeResult *a, const char *mean_note) {
-    slm_probe_report_header(r, ps);
+    slm_report_header_session(r, ps);
     slm_report_text(r, "text", "text", text);
     slm_report_int(r, "position", "position", a->position);
-    slm_report_text(r, "at", "token there", slm_probe_token(ps, ids->data[a->position]));
-    slm_report_text(r, "token", "next token", slm_probe_token(ps, a->token));
+    slm_report_text(r, "at", "token there", slm_probe_session_token(ps, ids->data[a->position]));
+    slm_report_text(r, "token", "next token", slm_probe_session_token(ps, a->token));
     slm_report_int(r, "token_id", "next token id", a->token);
     slm_report_number(r, "logit", "its logit", a->logit, 4);
     slm_report_percent(r, "probability", "its probability", a->probability, 2);
@@ -144,12 +144,12 @@ static int draw(const char *path, const ProbeSession *ps, const IntVec *ids, con
     double *s = values + 3 * P;
     for (int u = 1; u < T; u++)
         s[u - 1] = a->surprisal[u - 1], top = fmax(top, s[u - 1]),
-              labels[P + u - 1] = slm_probe_token(ps, ids->data[u]);
+              labels[P + u - 1] = slm_probe_session_token(ps, ids->data[u]);
     Svg svg;
     double width = fmax(900, 120 + 14.0 * T);
     slm_svg_begin(&svg, width, 760, "storylm attribute");
     char title[200];
-    snprintf(title, sizeof title, "What pushes '%s' at position %d (logit %.3f)", slm_probe_token(ps, a->token),
+    snprintf(title, sizeof title, "What pushes '%s' at position %d (logit %.3f)", slm_probe_session_token(ps, a->token),
              a->position, a->logit);
     slm_svg_text(&svg, 20, 24, title, 15, SVG_START, 0, "black");
     SvgPanel p1 = {.x = 70, .y = 60, .w = width - 260, .h = 250, .y0 = 1.1 * lo, .y1 = hi > lo ? 1.1 * hi : lo + 1};

@@ -207,7 +207,7 @@ static int detect(const DetectArgs *a, const char *stories, Error *e) {
         int flags = PROBE_ATTENTION_ONLY | PROBE_LAYERS | PROBE_TRANSFORMER;
         if ((rc = slm_probe_session_open(&ps, &po, "detect", stories, flags, e))) break;
         if (k == 0) {
-            slm_probe_report_header(&r, &ps);
+            slm_report_header_session(&r, &ps);
             make_tables(&r, a, &heads, &loss, slm_model_layers(&ps.lm.model.cfg) > 1 ? CELL_TEXT : CELL_INT);
         } else if (slm_model_layers(&ps.lm.model.cfg) != results[0].layers) {
             rc = FAIL(e, "compare models of as many layers", "'%s' has %d layer(s), the first model %d", ps.model_path,

@@ -178,7 +178,7 @@ static int icl(const IclArgs *a, const char *stories, Error *e) {
         ProbeSession ps;
         if ((rc = slm_probe_session_open(&ps, &po, "icl", stories, 0, e))) break;
         if (k == 0) {
-            slm_probe_report_header(&r, &ps);
+            slm_report_header_session(&r, &ps);
             slm_report_int(&r, "band", "band", a->o.band);
             slm_report_int(&r, "min_stories", "min stories", a->o.min_stories);
             t = score_table(&r);

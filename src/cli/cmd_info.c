@@ -247,7 +247,7 @@ static int run(int argc, char **argv) {
     Error e = {0};
     struct stat sb;
     if (stat(model_path, &sb) != 0 && errno == ENOENT) {
-        slm_session_no_model(model_path, &e);
+        slm_loaded_model_missing(model_path, &e);
         slm_error_print(&e, "storylm info");
         return 1;
     }

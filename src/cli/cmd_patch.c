@@ -63,7 +63,7 @@ static int choose_tokens(const ProbeSession *ps, PatchInput *in, const Activatio
     if (!in->wrong) in->wrong_id = interp_top_guess(corrupt, last, in->answer_id);
     if (in->wrong_id == in->answer_id)
         return FAIL(e, "give a --wrong token other than the answer", "--answer and --wrong are the same token '%s'",
-                    slm_probe_token(ps, in->answer_id));
+                    slm_probe_session_token(ps, in->answer_id));
     return 0;
 }
 
@@ -83,8 +83,8 @@ static void positions_table(Report *r, const ProbeSession *ps, const PatchInput 
     for (int u = 0; u < p->n_positions; u++) {
         slm_table_row(t);
         slm_cell_int(t, u);
-        slm_cell_text(t, slm_probe_token(ps, in->clean_ids.data[u]));
-        slm_cell_text(t, slm_probe_token(ps, in->corrupt_ids.data[u]));
+        slm_cell_text(t, slm_probe_session_token(ps, in->clean_ids.data[u]));
+        slm_cell_text(t, slm_probe_session_token(ps, in->corrupt_ids.data[u]));
         slm_cell_number(t, p->rows[u]);
         for (int h = 0; h < p->n_heads; h++) slm_cell_number(t, p->reads[(size_t)h * p->n_positions + u]);
     }
@@ -104,13 +104,13 @@ static void heads_table(Report *r, const PatchResult *p) {
 }
 
 static void build_report(Report *r, const ProbeSession *ps, const PatchInput *in, const PatchResult *p) {
-    slm_probe_report_header(r, ps);
+    slm_report_header_session(r, ps);
     slm_report_text(r, "clean", "clean text", in->clean);
     slm_report_text(r, "corrupt", "corrupt text", in->corrupt);
     slm_report_int(r, "tokens", "tokens", p->n_positions);
-    slm_report_text(r, "answer", "answer", slm_probe_token(ps, p->answer));
+    slm_report_text(r, "answer", "answer", slm_probe_session_token(ps, p->answer));
     slm_report_int(r, "answer_id", "answer id", p->answer);
-    slm_report_text(r, "wrong", "wrong token", slm_probe_token(ps, p->wrong));
+    slm_report_text(r, "wrong", "wrong token", slm_probe_session_token(ps, p->wrong));
     slm_report_int(r, "wrong_id", "wrong id", p->wrong);
     slm_report_number(r, "clean_diff", "logit difference, clean", p->clean_diff, 4);
     slm_report_number(r, "corrupt_diff", "logit difference, corrupt", p->corrupt_diff, 4);
@@ -151,7 +151,8 @@ static int draw(const char *path, const ProbeSession *ps, const PatchInput *in, 
         return FAIL(e, NULL, "out of memory drawing the patching heat map");
     }
     for (int u = 0; u < T; u++) {
-        const char *a = slm_probe_token(ps, in->clean_ids.data[u]), *b = slm_probe_token(ps, in->corrupt_ids.data[u]);
+        const char *a = slm_probe_session_token(ps, in->clean_ids.data[u]),
+                   *b = slm_probe_session_token(ps, in->corrupt_ids.data[u]);
         if (strcmp(a, b) == 0)
             snprintf(names[u], sizeof names[u], "%d %s", u, a);
         else
@@ -168,7 +169,7 @@ static int draw(const char *path, const ProbeSession *ps, const PatchInput *in, 
     slm_svg_begin(&s, fmax(640, scale_x + 110), top + (H + 1) * cell + 60, "storylm patch");
     char title[256];
     snprintf(title, sizeof title, "Activation patching: '%s' over '%s' (0 corrupt, 1 clean; clean/corrupt tokens)",
-             slm_probe_token(ps, p->answer), slm_probe_token(ps, p->wrong));
+             slm_probe_session_token(ps, p->answer), slm_probe_session_token(ps, p->wrong));
     slm_svg_text(&s, 20, 22, title, 13, SVG_START, 0, "black");
     slm_svg_text(
         &s, 20, 40,
