@@ -130,8 +130,8 @@ int slm_view_count(void);
 const View *slm_view_at(int i);
 const View *slm_view_find(const char *name);
 
-/* A parameter's field in a request ("up_to"): key, else name with '-' as
- * '_', into buf (size). */
+/* A parameter's field in a request ("up_to"): key, else name in lower
+ * case with '-' as '_' ("TEXT" is "text"), into buf (size). */
 const char *slm_view_param_key(const ViewParam *p, char *buf, size_t size);
 /* Fills params (the view's params_size bytes) with the table's defaults;
  * threads left at 0 (the front end's default: every core). */

@@ -371,49 +371,6 @@ static int api_tokenize(Server *s, const cJSON *body, Reply *r) {
     return r->status;
 }
 
-static int api_attend(Server *s, const cJSON *body, Reply *r) {
-    Session ss;
-    const char *text;
-    int pos = -1, head = -1, wide = 0;
-    if (session_open(s, body, NEED_ATTENTION | NEED_ONE_LAYER, &ss, r)) return r->status;
-    if (request_text(&ss, body, "text", &text, r) || field_int(body, "pos", &pos, -1000000, 1000000, r) ||
-        field_int(body, "head", &head, -1000000, 1000000, r) || field_bool(body, "wide", &wide, r))
-        return session_release(s, &ss), r->status;
-    Report rep;
-    slm_report_init(&rep, "attend");
-    ViewText vt;
-    Error e = {0};
-    int rc = slm_view_check_head(&ss.ps, head, &e);
-    if (!rc && wide && head >= 0)
-        rc = FAIL(&e, "leave out \"head\": \"wide\" gives every head's weight side by side",
-                  "\"wide\" and \"head\": %d do not go together", head);
-    if (!rc) rc = session_run(&ss, text, pos, &vt, &e); /* the same numbers as attend's heads-only run */
-    if (!rc && wide)
-        slm_view_attend_wide(&rep, &ss.ps, &vt);
-    else if (!rc)
-        slm_view_attend(&rep, &ss.ps, &vt, head);
-    return finish(s, &ss, &rep, rc, &e, r);
-}
-
-static int api_trace(Server *s, const cJSON *body, Reply *r) {
-    Session ss;
-    const char *text;
-    int pos = -1, units = 10, top = 10;
-    if (session_open(s, body, NEED_ATTENTION | NEED_ONE_LAYER, &ss, r)) return r->status;
-    if (request_text(&ss, body, "text", &text, r) || field_int(body, "pos", &pos, -1000000, 1000000, r) ||
-        field_int(body, "units", &units, 1, 4096, r) || field_int(body, "top", &top, 1, 64, r))
-        return session_release(s, &ss), r->status;
-    Report rep;
-    slm_report_init(&rep, "trace");
-    ViewText vt;
-    TraceResult t = {0};
-    Error e = {0};
-    int rc = session_run(&ss, text, pos, &vt, &e);
-    if (!rc) rc = slm_view_trace(&rep, &ss.ps, &vt, text, units, top, &t, &e);
-    slm_trace_result_free(&t);
-    return finish(s, &ss, &rep, rc, &e, r);
-}
-
 static int api_loss(Server *s, const cJSON *body, Reply *r) {
     Session ss;
     const char *text;
@@ -669,8 +626,6 @@ static const Route routes[] = {
     {"/api/generate", ROUTE_POST, api_generate, NULL},
     {"/api/batch", ROUTE_POST, api_batch, NULL},
     {"/api/tokenize", ROUTE_POST | ROUTE_BATCH, api_tokenize, NULL},
-    {"/api/attend", ROUTE_POST | ROUTE_BATCH, api_attend, NULL},
-    {"/api/trace", ROUTE_POST | ROUTE_BATCH, api_trace, NULL},
     {"/api/loss", ROUTE_POST | ROUTE_BATCH, api_loss, NULL},
     {"/api/heads", ROUTE_POST | ROUTE_BATCH, api_heads, NULL},
     {"/api/swap", ROUTE_POST | ROUTE_BATCH, api_swap, NULL},

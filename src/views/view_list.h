@@ -1,4 +1,6 @@
 /* Every view of the registry (include/storylm/registry.h), one line each:
  * VIEW(name) for the entry `const View view_name` of src/views/view_name.c.
  * A new view is its file and its line here. */
+VIEW(attend)
 VIEW(distances)
+VIEW(trace)

@@ -61,7 +61,8 @@ try:
             if p["positional"] or p["request_only"] or p["default"] in (None, False) or p["name"] == "threads":
                 continue
             want = "--%s" % p["name"]
-            line = next((l for l in shown.splitlines() if want + " " in l + " "), "")
+            options = shown[shown.index("\noptions:\n"):].splitlines()
+            line = next((l for l in options if want + " " in l + " "), "")
             default = p["default"] if p["type"] == "string" else ("%g" % p["default"])
             ok("%s --help shows %s's default %s" % (name, want, default), "(default: %s)" % default in line)
 
