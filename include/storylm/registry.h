@@ -112,6 +112,8 @@ struct View {
     const char *no_ablation; /* this view takes no --ablate: why (what its numbers are), else NULL */
     int serve;               /* VIEW_SERVE_* */
     size_t state_size;       /* of ViewCall.state */
+    int keep; /* 1: the server keeps its last answer a model (asked with no ablation on its stories, the page's
+               * request: the same every time, and seconds to make) */
     /* Checks the parameters against each other after parsing, and settles
      * what one implies for another (eval --text: STORIES become mean
      * ablation's); NULL: nothing to check. -1 with e set: a usage error (the

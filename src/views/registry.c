@@ -108,7 +108,7 @@ static cJSON *describe_param(const ViewParam *p) {
     char key[64];
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "name", p->name);
-    /* no key: not a request's field (the server reads its own --stories) */
+    /* STORIES: "stories", the server's own --stories unless a request names a file under --data-dir */
     if (!(p->flags & (VP_CLI_ONLY | VP_STORIES)))
         cJSON_AddStringToObject(j, "key", slm_view_param_key(p, key, sizeof key));
     if (p->alias) cJSON_AddStringToObject(j, "alias", p->alias);

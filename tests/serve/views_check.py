@@ -45,7 +45,8 @@ def cli_args(view, body):
 
 # a request's body with every required field: the text views' text
 def body_of(view):
-    return {p["key"]: TEXT for p in view["params"] if p["required"] and p.get("key") and p["type"] == "string"}
+    return {p["key"]: TEXT for p in view["params"]
+            if p["required"] and p.get("key") and p["type"] == "string" and p["name"] != "STORIES"}
 
 
 srv = Server(S, "--model", M, "--stories", STORIES, "--threads", "2")
@@ -58,7 +59,7 @@ try:
         ok("%s is a verb of storylm help" % name, ("\n  %s " % name) in verbs)
         shown = help_text(name)
         for p in view["params"]:
-            if p["positional"] or p["request_only"] or p["default"] in (None, False) or p["name"] == "threads":
+            if p["positional"] or p["request_only"] or p.get("default") in (None, False) or p["name"] == "threads":
                 continue
             want = "--%s" % p["name"]
             options = shown[shown.index("\noptions:\n"):].splitlines()
