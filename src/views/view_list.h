@@ -4,6 +4,7 @@
 VIEW(ablate)
 VIEW(attend)
 VIEW(distances)
+VIEW(eval)
 VIEW(heads)
 VIEW(pieces)
 VIEW(swap)
