@@ -11,6 +11,7 @@
 
 #include "storylm/adam.h"
 #include "storylm/checkpoint.h"
+#include "storylm/clock.h"
 #include "storylm/fileio.h"
 #include "storylm/record.h"
 #include "storylm/regularise.h"
@@ -40,12 +41,6 @@ int slm_train_check_story_count(int n_stories, const char *path, Error *e) {
                 "holding only <|endoftext|> or by blank lines; a file without either is read as one story",
                 "'%s' holds %d %s; training needs at least %d", path, n_stories, n_stories == 1 ? "story" : "stories",
                 TRAIN_MIN_STORIES);
-}
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 static int warmup_steps(const TrainOptions *o) {
@@ -474,7 +469,7 @@ static void report(Trainer *t, TrainProgressFn fn, void *ctx, double start, int 
                        .ema_test_loss = evaluated ? t->r->ema_test_loss : NAN,
                        .lr = slm_train_lr_at(&t->o, t->step - 1),
                        .tokens_per_s = rate,
-                       .elapsed_s = now_s() - start,
+                       .elapsed_s = slm_clock_seconds() - start,
                        .evaluated = evaluated,
                        .saved = saved};
     int done = t->step - start_step;
@@ -486,7 +481,7 @@ static void report(Trainer *t, TrainProgressFn fn, void *ctx, double start, int 
 
 static int train_loop(Trainer *t, TrainProgressFn fn, void *ctx, Error *e) {
     TrainResult *r = t->r;
-    double start = now_s(), window_start = start;
+    double start = slm_clock_seconds(), window_start = start;
     long long window_tokens = 0;
     double rate = 0;
     int start_step = t->step;
@@ -498,7 +493,7 @@ static int train_loop(Trainer *t, TrainProgressFn fn, void *ctx, Error *e) {
         r->train_loss = loss;
         r->tokens_seen += positions;
         window_tokens += positions;
-        double now = now_s();
+        double now = slm_clock_seconds();
         if (now - window_start > 0.5) {
             rate = window_tokens / (now - window_start);
             window_start = now;
@@ -513,7 +508,7 @@ static int train_loop(Trainer *t, TrainProgressFn fn, void *ctx, Error *e) {
         int eval = last || snap || (t->o.eval_every > 0 && t->step % t->o.eval_every == 0);
         if (eval && evaluate_test(t, e)) return -1;
         if (snap && snapshot(t, e)) return -1;
-        r->seconds = now_s() - start;
+        r->seconds = slm_clock_seconds() - start;
         if (eval && save(t, t->o.out, e)) return -1;
         report(t, fn, ctx, start, start_step, rate ? rate : (double)(r->tokens_seen - start_tokens) / (now - start),
                eval, eval);
