@@ -19,6 +19,7 @@
 #include "storylm/shards.h"
 #include "pass.h"
 #include "train_dist.h"
+#include "train_testing.h"
 
 TrainOptions slm_train_default_options(void) {
     return (TrainOptions){.arch = ARCH_ATTENTION,
@@ -105,6 +106,7 @@ typedef struct Trainer {
     StoriesRecord data; /* of o.data_path: its name, size and hash, never its path */
     TrainResult *r;
     Regularise reg;
+    int overflow_at_step; /* tests only (train_testing.h): this step's gradient overflows; 0 = never */
 } Trainer;
 
 /* Identifies the training data: the token ids and the held-out split. */
@@ -401,16 +403,13 @@ static int stopped(const Trainer *t, Error *e) {
 static int trainer_step(Trainer *t, double *loss, long long *positions, Error *e) {
     long long first = (long long)t->step * t->o.batch;
     for (int i = 0; i < t->o.batch; i++) t->step_stories[i] = stream_story(&t->stream, first + i);
-    TrainStep step = {.shards = &t->pass.shards,
-                      .model = &t->model,
-                      .adam = &t->adam,
-                      .grads = t->grads,
-                      .poison = t->step + 1 == t->o.overflow_at_step};
+    TrainStep step = {.shards = &t->pass.shards, .model = &t->model, .adam = &t->adam, .grads = t->grads};
     TrainStepResult r;
     if (slm_pass_refs(&t->pass, t->s, t->step_stories, t->o.batch, e) ||
         slm_regularise_before_step(&t->reg, t->s, t->step_stories, t->o.batch, t->step, t->pass.refs, &t->pass.shards,
                                    e) ||
-        slm_train_step(&step, t->pass.refs, t->o.batch, (float)slm_train_lr_at(&t->o, t->step), &r, e))
+        train_step_overflowing(&step, t->pass.refs, t->o.batch, (float)slm_train_lr_at(&t->o, t->step),
+                               t->step + 1 == t->overflow_at_step, &r, e))
         return stopped(t, e);
     *positions = r.positions;
     *loss = r.loss;
@@ -522,12 +521,13 @@ static int train_loop(Trainer *t, TrainProgressFn fn, void *ctx, Error *e) {
     return 0;
 }
 
-int slm_train_run(const Stories *s, const TrainOptions *o, TrainProgressFn progress, void *ctx, TrainResult *r,
-                  Error *e) {
+int train_run_overflowing(const Stories *s, const TrainOptions *o, TrainProgressFn progress, void *ctx,
+                          int overflow_at_step, TrainResult *r, Error *e) {
     *r = (TrainResult){
         .test_loss = NAN, .test_accuracy = NAN, .best_test_loss = INFINITY, .best_step = -1, .ema_test_loss = NAN};
     Trainer t;
     int rc = trainer_init(&t, s, o, r, e);
+    t.overflow_at_step = overflow_at_step;
     if (!rc && t.step >= t.o.steps)
         rc = FAIL(e, "give a larger --steps to train further", "'%s' has already done %d of %d steps", o->out, t.step,
                   t.o.steps);
@@ -540,4 +540,9 @@ int slm_train_run(const Stories *s, const TrainOptions *o, TrainProgressFn progr
     omp_set_num_threads(threads);
     trainer_free(&t);
     return rc;
+}
+
+int slm_train_run(const Stories *s, const TrainOptions *o, TrainProgressFn progress, void *ctx, TrainResult *r,
+                  Error *e) {
+    return train_run_overflowing(s, o, progress, ctx, 0, r, e);
 }
