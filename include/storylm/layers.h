@@ -8,11 +8,13 @@
 #ifndef STORYLM_LAYERS_H
 #define STORYLM_LAYERS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "storylm/bf16.h"
 
-typedef struct Batch Batch; /* model.h */
+#include "storylm/error.h"
+#include "storylm/model_types.h" /* Batch */
 
 /* C (M, N) = op(A) op(B) + beta C, row-major (cblas_sgemm with alpha 1;
  * trans_a/trans_b: use A, B transposed). C is cut in blocks of 256 rows (or
@@ -75,5 +77,11 @@ void slm_exp_inplace(float *x, int n, float shift);
 float slm_softmax_inplace(float *x, int n);
 /* x (n) -> tanh x in place, vectorized (the hidden layer's tanh). */
 void slm_tanh_inplace(float *x, int n);
+
+/* slm_matmul (FP32) or slm_matmul_bf16, by p. */
+void slm_matmul_at(Precision p, int trans_a, int trans_b, int M, int N, int K, const float *A, int lda, const float *B,
+                   int ldb, float beta, float *C, int ldc);
+/* n floats from a 64-byte boundary (free with free()); NULL with a message. */
+float *slm_alloc_floats(size_t n, Error *e);
 
 #endif

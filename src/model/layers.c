@@ -11,14 +11,14 @@
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("vect-cost-model=dynamic", "fp-contract=fast")
 #endif
+#include "storylm/layers.h"
+
 #include <cblas.h>
 #include <float.h>
 #include <math.h>
+#include <stdlib.h>
 #include <omp.h>
 #include <string.h>
-
-#include "storylm/layers.h"
-#include "storylm/model.h"
 
 /* exp for x <= 88 (Cephes' polynomial, about 1 ulp), written so that loops
  * over it vectorize: the softmaxes over 2,000 logits and 256 keys spend most
@@ -163,6 +163,24 @@ void slm_column_sums(const float *A, int rows, int cols, int lda, const float *o
     }
 #pragma omp parallel for schedule(static) num_threads(threads)
     for (int i = 0; i < nb; i++) column_sums_block(A, rows, cols, lda, ones, sums, i);
+}
+
+/* slm_matmul or slm_matmul_bf16 (bf16.c), by p. */
+void slm_matmul_at(Precision p, int trans_a, int trans_b, int M, int N, int K, const float *A, int lda, const float *B,
+                   int ldb, float beta, float *C, int ldc) {
+    if (p == PRECISION_BF16)
+        slm_matmul_bf16(trans_a, trans_b, M, N, K, A, lda, B, ldb, beta, C, ldc);
+    else
+        slm_matmul(trans_a, trans_b, M, N, K, A, lda, B, ldb, beta, C, ldc);
+}
+
+/* n floats from a 64-byte boundary: a vector register's loads and stores
+ * at whole-register offsets then never straddle two cache lines. */
+float *slm_alloc_floats(size_t n, Error *e) {
+    size_t bytes = (n * sizeof(float) + 63) / 64 * 64;
+    float *p = aligned_alloc(64, bytes ? bytes : 64);
+    if (!p) FAIL(e, "free some memory or use a smaller --max-positions", "out of memory allocating %zu bytes", bytes);
+    return p;
 }
 
 /* ---- embedding: token ids -> rows ---------------------------------------- */
