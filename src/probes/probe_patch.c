@@ -1,5 +1,5 @@
 /* Activation patching: pieces of a clean run put into a corrupt run, the
- * last position's logit difference measured again (see slm_probe_patch.h). The
+ * last position's logit difference measured again (see probe_patch.h). The
  * last position is evaluated in double from what it reads, so that every
  * patched run, and the two runs themselves, go through the same arithmetic. */
 #include <math.h>
