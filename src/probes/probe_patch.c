@@ -130,8 +130,8 @@ typedef struct Patcher {
     const Model *m;
     const Ablation *ablation;
     LastReads clean, corrupt, work;
-    double *scores, *z, *hidden, *logits; /* (T), (Z), (128), (V) */
-    double *clean_hidden;                 /* (128) the clean run's hidden layer at the last position */
+    double *scores, *z, *hidden, *logits; /* (T), (Z), (Hd), (V) */
+    double *clean_hidden;                 /* (Hd) the clean run's hidden layer at the last position */
     int32_t answer, wrong;
 } Patcher;
 
