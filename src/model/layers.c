@@ -228,11 +228,7 @@ void slm_window_backward(float *d_embedding, const Batch *b, int C, int D, const
 
 /* ---- dense + tanh: the hidden layer -------------------------------------- */
 
-/* x (n, in) -> y (n, out) = tanh(x W^T + bias); W (out, in) */
-void slm_dense_tanh_forward(const float *W, const float *bias, const float *x, int n, int in, int out, float *y) {
-    slm_dense_tanh_forward_at(PRECISION_FP32, W, bias, x, n, in, out, y);
-}
-
+/* x (n, in) -> y (n, out) = tanh(x W^T + bias); W (out, in); products at prec */
 void slm_dense_tanh_forward_at(Precision prec, const float *W, const float *bias, const float *x, int n, int in,
                                int out, float *y) {
     slm_matmul_at(prec, 0, 1, n, out, in, x, in, W, in, 0.0f, y, out);
@@ -245,12 +241,7 @@ void slm_dense_tanh_forward_at(Precision prec, const float *W, const float *bias
 }
 
 /* d_y (n, out) -> d_pre = d_y (1 - y^2) in place; dW (out, in) += d_pre^T x;
- * d_bias (out) += column sums; d_x (n, in) = d_pre W */
-void slm_dense_tanh_backward(const float *W, const float *x, const float *y, float *d_y, int n, int in, int out,
-                             float *dW, float *d_bias, float *d_x, const float *ones) {
-    slm_dense_tanh_backward_at(PRECISION_FP32, W, x, y, d_y, n, in, out, dW, d_bias, d_x, ones);
-}
-
+ * d_bias (out) += column sums; d_x (n, in) = d_pre W; products at prec */
 void slm_dense_tanh_backward_at(Precision prec, const float *W, const float *x, const float *y, float *d_y, int n,
                                 int in, int out, float *dW, float *d_bias, float *d_x, const float *ones) {
     size_t total = (size_t)n * out;
