@@ -206,7 +206,7 @@ async function measureClicks(page) {
   const rest = want.long_tokens - 8;
   await page.$eval(`[data-testid="token"][data-pos="${rest}"]`, (e) => e.scrollIntoView({ block: "center" }));
   await page.hover(`[data-testid="token"][data-pos="${rest}"]`);
-  await until(page, (p) => !state.asking.size && positionViews(p, true).every(([url, body]) => known(url, body)),
+  await until(page, (p) => { const { state, positionViews, known } = window.playground; return !state.asking.size && positionViews(p, true).every(([url, body]) => known(url, body)); },
     "the views of the token under the pointer", rest);
   const rested = await timeClicks(page, [rest]);
   check(rested.cached[0], "a click on the token the pointer rested on finds its answers in hand");
@@ -230,11 +230,11 @@ async function checkPressAsks(page, p) {
   await page.$eval(sel, (e) => e.scrollIntoView({ block: "center" }));
   const box = await (await page.$(sel)).boundingBox();
   await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
-  await page.evaluate(() => clearTimeout(state.hover));
+  await page.evaluate(() => clearTimeout(window.playground.state.hover));
   await page.mouse.down();
-  const asked = await page.evaluate((p) => positionViews(p, true).every(([url, body]) => known(url, body) || state.asking.has(url + JSON.stringify(body))), p);
+  const asked = await page.evaluate((p) => { const { state, positionViews, known } = window.playground; return positionViews(p, true).every(([url, body]) => known(url, body) || state.asking.has(url + JSON.stringify(body))); }, p);
   check(asked, `pressing the button on token ${p} asks for its views before the click`);
-  await until(page, (p) => !state.asking.size && positionViews(p, true).every(([url, body]) => known(url, body)), "the views of the pressed token", p);
+  await until(page, (p) => { const { state, positionViews, known } = window.playground; return !state.asking.size && positionViews(p, true).every(([url, body]) => known(url, body)); }, "the views of the pressed token", p);
   await page.mouse.up();
   await untilDrawn(page, p, TIMEOUT);
   check(await page.evaluate(() => document.body.dataset.clickCached === "1"), "the click after that press finds its answers in hand");
