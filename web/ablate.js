@@ -1,3 +1,4 @@
+// Secret 3: each head switched off on the test stories (/api/ablate), ranked.
 import { state } from "./state.js";
 import { $, api, el, fmt, headName, keep, known, pct, prob, showError } from "./util.js";
 

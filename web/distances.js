@@ -1,3 +1,4 @@
+// Tool 2: each head's learned distance scores, a layer at a time.
 import { headColor, state } from "./state.js";
 import { $, api, fmt, headName, modelViews, showError, svg } from "./util.js";
 

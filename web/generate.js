@@ -1,3 +1,4 @@
+// Let the network write on: /api/generate read as a stream of Server-Sent Events.
 import { state } from "./state.js";
 import { $, ablation, keep, showError } from "./util.js";
 

@@ -1,3 +1,4 @@
+// The heads bar: view one head or all, switch any off.
 import { savePermalink } from "./permalink.js";
 import { headColor, state } from "./state.js";
 import { refreshStory, viewHead } from "./story.js";

@@ -1,3 +1,4 @@
+// Secret 1: where each head's weight goes on the test stories, against a snapshot of the same run.
 import { headColor, state } from "./state.js";
 import { headPanels } from "./train.js";
 import { $, api, el, fmt, showError } from "./util.js";

@@ -1,3 +1,5 @@
+// The model picker: the models /api/models lists, the shape of the one picked (heads by layer),
+// which views it has, and whether the server shows a model of several layers layer by layer.
 import { fillAblateHeads } from "./ablate.js";
 import { drawHeadsBar } from "./heads_bar.js";
 import { fillCompare } from "./jobs.js";

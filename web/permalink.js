@@ -1,3 +1,4 @@
+// The permalink: model, story, reading position, head, switches and layer in the URL's hash.
 import { fillAblateHeads } from "./ablate.js";
 import { drawHeadsBar } from "./heads_bar.js";
 import { fillCompare } from "./jobs.js";

@@ -1,3 +1,4 @@
+// Secret 4: invented names made of pieces (/api/pieces), on one layer and on two.
 import { findModel } from "./models.js";
 import { state } from "./state.js";
 import { tableOf } from "./swap.js";

@@ -1,3 +1,5 @@
+// The page's state and the heads' colours, shared by every view (it imports nothing).
+
 // Distinct colours, one a head of a layer, readable on white (Tableau 10 minus the greys);
 // a model of more heads a layer uses them again.
 export const HEAD_COLORS = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#9c755f"];

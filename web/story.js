@@ -1,3 +1,5 @@
+// Tool 1 and the story: the tokens, a click's views asked for in one batch, the attention tables,
+// the loss on the story.
 import { drawAblate } from "./ablate.js";
 import { drawDistances, refreshDistances } from "./distances.js";
 import { drawHeadsBar } from "./heads_bar.js";

@@ -1,3 +1,4 @@
+// Secret 2: the story's hero renamed (/api/swap); the report tables other panels draw too.
 import { state } from "./state.js";
 import { $, api, el, fmt, pct, prob, showError } from "./util.js";
 

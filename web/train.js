@@ -1,3 +1,4 @@
+// Train your own: upload, start, stop, the loss curve and the heads' weight by distance at each save.
 import { lineChart } from "./distances.js";
 import { findModel, loadModels } from "./models.js";
 import { DIST_BINS, headColor, state } from "./state.js";

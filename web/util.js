@@ -1,3 +1,5 @@
+// What every view uses: elements, number formats, the API calls (one, a batch), the answers kept,
+// head names and which views the model picked has.
 import { modelArch } from "./models.js";
 import { state } from "./state.js";
 
