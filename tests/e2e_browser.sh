@@ -23,8 +23,12 @@ require_chromium
 
 # The server's world: the shipped models under models/, the stories under data/
 # (the only folder training may read), its own folder for the models it trains.
-mkdir -p models data shots
+mkdir -p models/snapshots data shots
 cp "$src/models/tinystories.safetensors" models/
+# the default model's own snapshots (Secret 1 compares snapshots of the same run only), and
+# one of another run, which must not be offered beside it
+cp "$src"/models/snapshots/tinystories.step*.safetensors models/snapshots/ 2>/dev/null || true
+cp "$src/models/snapshots/tinystories-plain.step250.safetensors" models/snapshots/
 [[ -f "$src/models/tinystories-window8.safetensors" ]] && cp "$src/models/tinystories-window8.safetensors" models/
 [[ -f "$src/models/tinystories-layers2.safetensors" ]] && cp "$src/models/tinystories-layers2.safetensors" models/
 cp "$src/data/stories.txt" data/stories.txt
@@ -60,12 +64,15 @@ baseline=()
 # of its last layer off when it has several, and that layer's distance scores; Secret 3
 # (ablate) on the default model and Secret 4 (pieces) on it and on the two-layer model
 # (the page shows the two side by side). The server computes on one thread: --threads 1.
-for f in models/*.safetensors; do
+for f in models/*.safetensors models/snapshots/*.safetensors; do
   b=$(basename "$f")
   "$STORYLM" eval --text "$text" --model "$f" --threads 1 --json > "eval-$b.json"
   "$STORYLM" info --model "$f" --json > "info-$b.json"
   if "$STORYLM" distances --model "$f" --layer 2 --up-to 1 --json > "dist-$b.json" 2>/dev/null; then
     "$STORYLM" eval --text "$text" --model "$f" --ablate 2:1 --threads 1 --json > "eval-off-$b.json"
+    # the attention view of the last layer, where attend reads a layer (--layer L)
+    "$STORYLM" attend "$text" --model "$f" --layer 2 --pos $pos --wide --json > "attend-layer-$b.json" 2>/dev/null ||
+      rm -f "attend-layer-$b.json"
   fi
 done
 "$STORYLM" ablate data/stories.txt --model "$model" --threads 1 --json > ablate.json
@@ -91,7 +98,7 @@ load = lambda f: json.load(open(f))
 
 def models():
     out = {}
-    for f in sorted(glob.glob("models/*.safetensors")):
+    for f in sorted(glob.glob("models/*.safetensors") + glob.glob("models/snapshots/*.safetensors")):
         b = os.path.basename(f)
         info = load("info-%s.json" % b)
         cfg = info["config"]
@@ -101,6 +108,9 @@ def models():
         if os.path.exists("eval-off-%s.json" % b):
             m["distances_last_layer"] = load("dist-%s.json" % b)["scores"][1]
             m["loss_ablated"] = load("eval-off-%s.json" % b)["loss"]
+        if os.path.exists("attend-layer-%s.json" % b):
+            m["attend_last_layer"] = load("attend-layer-%s.json" % b)
+        m["run"] = info.get("metadata", {}).get("trained_run")
         out[b] = m
     return out
 print(json.dumps({

@@ -47,7 +47,14 @@ port=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); p
 "$P/bin/storylm" serve --port "$port" --train-dir trained > serve.log 2>&1 &
 server=$!
 for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$port/api/models" > models.json && break; sleep 0.1; done
+# the default model's test stories: the held-out ones installed beside it
+curl -sf "http://127.0.0.1:$port/api/stories" > stories.json || true
 kill "$server"; wait "$server" 2>/dev/null || true
+"$PY" - stories.json <<'EOF' || fail "the installed serve does not read the installed held-out stories: $(head -c 300 stories.json; cat serve.log)"
+import json, sys
+got = json.load(open(sys.argv[1]))
+assert got["file"].endswith("share/storylm/models/tinystories-test.txt") and len(got["stories"]) == 100, got["file"]
+EOF
 "$PY" - models.json "$STORYLM_SOURCE_DIR/models" <<'EOF' || fail "the installed serve does not list every shipped model: $(cat models.json serve.log)"
 import glob, json, os, sys
 listed = sorted(os.path.basename(m["path"]) for m in json.load(open(sys.argv[1]))["models"])

@@ -65,10 +65,10 @@ static int session_open(Server *s, const cJSON *body, int need, Session *ss, Rep
     pthread_mutex_lock(&m->lock); /* not while another request loads the stories into it */
     ss->ps = m->ps;               /* shared model, tokenizer, stories and names; never closed here */
     pthread_mutex_unlock(&m->lock);
-    ss->ps.stories_path = need & NEED_STORIES ? s->o.stories : NULL;
+    ss->ps.stories_path = need & NEED_STORIES ? m->teach : NULL; /* the model's teaching stories (teach.c) */
     ss->ps.mean = NULL;
     if (!rc)
-        rc = slm_ablation_parse(&m->ps.lm, ablate, mode, m->mean, s->o.stories, &ss->ps.ablation, ss->ps.ablation_desc,
+        rc = slm_ablation_parse(&m->ps.lm, ablate, mode, m->mean, m->teach, &ss->ps.ablation, ss->ps.ablation_desc,
                                 sizeof ss->ps.ablation_desc, &e);
     if (!rc && mean) slm_ablation_add_warning(ss->ps.ablation_desc, sizeof ss->ps.ablation_desc, m->mean_warning);
     if (rc) {
@@ -408,21 +408,23 @@ static int api_tokenize(Server *s, const cJSON *body, Reply *r) {
     return r->status;
 }
 
-/* The held-out test stories of the server's stories file, as text. */
-static char *stories_json(Server *s, Error *e) {
+/* The test stories of a model's teaching stories (teach.c), as text. */
+static char *stories_json(Server *s, const char *model, Error *e) {
     ModelEntry *m;
-    if (cache_acquire(&s->cache, s->dirs.default_model, &m, e)) return NULL;
+    if (cache_acquire(&s->cache, model, &m, e)) return NULL;
     char *text = NULL, *out = NULL;
     size_t len;
     StorySpan *spans = NULL;
     int n = 0;
-    int rc = entry_stories(&s->cache, m, s->o.stories, e) || slm_file_read_all(s->o.stories, 0, &text, &len, e) ||
-             slm_stories_split(text, len, s->o.stories, &spans, &n, NULL, e);
+    int rc = entry_stories(&s->cache, m, s->o.stories, e) || slm_file_read_all(m->teach, 0, &text, &len, e) ||
+             slm_stories_split(text, len, m->teach, &spans, &n, NULL, e);
     if (!rc && n != m->ps.stories.n_stories)
         rc = FAIL(e, "give --stories a file of well-formed stories",
-                  "cannot line up the stories of '%s' with their text", s->o.stories);
+                  "cannot line up the stories of '%s' with their text", m->teach);
     if (!rc) {
-        cJSON *j = cJSON_CreateObject(), *list = cJSON_AddArrayToObject(j, "stories");
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddStringToObject(j, "file", m->teach);
+        cJSON *list = cJSON_AddArrayToObject(j, "stories");
         for (int k = 0; k < m->ps.stories.n_test; k++) {
             int i = m->ps.stories.test[k];
             char *t = strndup(text + spans[i].offset, spans[i].len);
@@ -444,7 +446,7 @@ static char *stories_json(Server *s, Error *e) {
 static int api_stories(Server *s, Reply *r) {
     Error e = {0};
     pthread_mutex_lock(&s->lock);
-    if (!s->stories_json) s->stories_json = stories_json(s, &e);
+    if (!s->stories_json) s->stories_json = stories_json(s, s->dirs.default_model, &e);
     char *body = s->stories_json ? strdup(s->stories_json) : NULL;
     pthread_mutex_unlock(&s->lock);
     if (!body) return reply_failure(r, 500, &e);
@@ -458,21 +460,35 @@ static int api_train_start(Server *s, const cJSON *body, Reply *r) {
     const char *stories = s->o.stories;
     char real[PATH_MAX];
     int steps = 300, eval_every = 0, seed = 1;
+    double lr = 0; /* 0: the trainer's default */
     if (field_string(body, "stories", &stories, 0, PATH_MAX - 1, r) || field_int(body, "steps", &steps, 1, 20000, r) ||
         field_int(body, "seed", &seed, 0, 2147483647, r) || field_int(body, "eval_every", &eval_every, 0, 20000, r) ||
-        server_allowed_stories(s, stories, real, sizeof real, r))
+        field_double(body, "lr", &lr, 0, 1, r) || server_allowed_stories(s, stories, real, sizeof real, r))
         return r->status;
     if (eval_every == 0) eval_every = steps >= 20 ? steps / 20 : 1; /* about 20 points on the curve */
     if (eval_every < (steps + 199) / 200)
         eval_every = (steps + 199) / 200; /* at most 200 saves: bounded time and memory */
     int id;
     Error e = {0};
-    int rc = train_job_start(s->train, real, steps, (uint64_t)seed, eval_every, &id, &e);
+    int rc = train_job_start(s->train, real, steps, (uint64_t)seed, eval_every, lr, &id, &e);
     if (rc < 0) return reply_failure(r, 500, &e);
     if (rc > 0) return reply_error(r, 409, "a training run is going on", "wait for it, or POST /api/train/stop");
     cJSON *j = cJSON_CreateObject();
     cJSON_AddNumberToObject(j, "id", id);
     return reply_json(r, 202, j);
+}
+
+/* The same for the model a request names (the page's picker follows the model). */
+static int api_stories_of(Server *s, const cJSON *body, Reply *r) {
+    char path[PATH_MAX];
+    Error e = {0};
+    if (request_model(s, body, "model", path, sizeof path, r)) return r->status;
+    char *text = stories_json(s, path, &e);
+    if (!text) return reply_failure(r, 400, &e);
+    r->status = 200;
+    r->body = text;
+    r->mime = "application/json";
+    return 200;
 }
 
 static int api_batch(Server *s, const cJSON *body, Reply *r);
@@ -523,6 +539,7 @@ typedef struct Route {
 static const Route routes[] = {
     {"/api/models", ROUTE_GET, api_models, NULL, NULL},
     {"/api/stories", ROUTE_GET, api_stories_get, NULL, NULL},
+    {"/api/stories", ROUTE_POST, api_stories_of, NULL, NULL},
     {"/api/health", ROUTE_GET, api_health, NULL, NULL},
     {"/api/views", ROUTE_GET, api_views, NULL, NULL},
     {"/api/train", ROUTE_GET, api_train_status, NULL, NULL},

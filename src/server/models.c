@@ -117,6 +117,10 @@ static cJSON *model_item(const char *path, const char *name) {
         cJSON_AddNumberToObject(o, "params", params);
         cJSON_AddNumberToObject(o, "vocab_size", vocab ? atof(vocab) : 0);
         model_item_shape(o, &st.metadata, arch);
+        /* the training run it comes from and its step: Secret 1 compares snapshots of the same run */
+        const char *run = slm_metadata_get(&st.metadata, "trained_run"), *step = slm_metadata_get(&st.metadata, "step");
+        if (run) cJSON_AddStringToObject(o, "run", run);
+        if (step) cJSON_AddNumberToObject(o, "step", atof(step));
     }
     slm_safetensors_close(&st);
     return o;
@@ -285,8 +289,7 @@ int entry_stories(ModelCache *c, ModelEntry *m, const char *stories_path, Error 
     pthread_mutex_lock(&m->lock);
     int rc = 0;
     if (!m->stories_loaded) {
-        m->ps.stories_path = stories_path;
-        rc = cache_read_stories(c, &m->ps, PROBE_NAMES, e);
+        rc = teach_load(c, m, stories_path, e); /* the model's own teaching stories, else stories_path */
         if (rc) {
             slm_stories_free(&m->ps.stories);
             slm_names_free(&m->ps.names);
@@ -309,9 +312,12 @@ int entry_mean(ModelEntry *m, const char *stories_path, Error *e) {
         rc = mean ? slm_probe_head_means(&m->ps.lm.model, &m->ps.stories, m->ps.stories.test, m->ps.stories.n_test,
                                          mean, e)
                   : -1;
-        /* the CLI's warning when these are not the stories the model was trained on */
-        if (!rc && !slm_ablation_mean_stories(&m->ps.lm, stories_path, "mean ablation", m->mean_warning,
-                                              sizeof m->mean_warning, e))
+        /* the CLI's warning when these are not the stories the model was trained on (a file of its
+         * held-out stories is not that file, but it is those stories) */
+        (void)stories_path;
+        if (!rc && !m->teach_all_test &&
+            !slm_ablation_mean_stories(&m->ps.lm, m->teach, "mean ablation", m->mean_warning, sizeof m->mean_warning,
+                                       e))
             rc = -1;
         if (rc)
             free(mean);

@@ -52,7 +52,9 @@ typedef struct KeptRun KeptRun;
 typedef struct ModelEntry {
     char path[PATH_MAX];    /* as listed */
     ProbeSession ps;        /* no ablation: each request sets its own on a copy */
-    int stories_loaded;     /* 1: ps.stories and ps.names hold the server's stories */
+    int stories_loaded;     /* 1: ps.stories and ps.names hold its teaching stories (teach.c) */
+    char teach[PATH_MAX];   /* their file (set with stories_loaded) */
+    int teach_all_test;     /* 1: a file of held-out stories only, every one a test story */
     float *mean;            /* (H, vd) heads' mean outputs over the test stories, or NULL */
     char mean_warning[400]; /* how the server's stories differ from the model's record, as the CLI warns; "" */
     char *kept_json;        /* the last answer of a view marked keep (heads: seconds to make), and */
@@ -99,10 +101,13 @@ void cache_free(ModelCache *c);
 /* The entry of path (loaded when new or changed); release it after use. */
 int cache_acquire(ModelCache *c, const char *path, ModelEntry **out, Error *e);
 void cache_release(ModelCache *c, ModelEntry *m);
-/* Loads the stories (and names) of stories_path into m once. */
+/* Loads m's teaching stories (teach_load; stories_path when it has none) and names once. */
 int entry_stories(ModelCache *c, ModelEntry *m, const char *stories_path, Error *e);
 /* slm_probe_session_stories under the cache's stories lock. */
 int cache_read_stories(ModelCache *c, ProbeSession *ps, int flags, Error *e);
+/* teach.c: finds m's teaching stories (its training file, else the held-out
+ * stories shipped beside it, else fallback) and loads them into m->ps. */
+int teach_load(ModelCache *c, ModelEntry *m, const char *fallback, Error *e);
 /* Each head's mean output over m's test stories, once (after entry_stories). */
 int entry_mean(ModelEntry *m, const char *stories_path, Error *e);
 
@@ -119,7 +124,8 @@ typedef struct TrainJob TrainJob;
 int train_job_create(TrainJob **out, const char *train_dir, Error *e);
 void train_job_free(TrainJob *j); /* stops a running job first, saving */
 /* 0 started (*id), 1 one is running already, -1 error. */
-int train_job_start(TrainJob *j, const char *stories, int steps, uint64_t seed, int eval_every, int *id, Error *e);
+int train_job_start(TrainJob *j, const char *stories, int steps, uint64_t seed, int eval_every, double lr, int *id,
+                    Error *e); /* lr 0: the trainer's default */
 cJSON *train_job_status(TrainJob *j);
 /* 1 when a running job was asked to stop. */
 int train_job_stop(TrainJob *j);

@@ -36,6 +36,7 @@ struct TrainJob {
     char stories[PATH_MAX];
     uint64_t seed;
     int eval_every;
+    double lr;            /* peak learning rate; 0: the trainer's default */
     const Stories *s;     /* while running */
     StoriesRecord record; /* of the stories file, made while its vocabulary is found: the trainer reads it no more */
 };
@@ -193,6 +194,7 @@ static int job_run(TrainJob *j, Error *e) {
     o.steps = j->steps;
     o.seed = j->seed;
     o.eval_every = j->eval_every;
+    if (j->lr > 0) o.lr = j->lr;
     o.threads = 1; /* the other core answers the page */
     o.out = j->model;
     o.data_path = j->stories;
@@ -235,7 +237,8 @@ static void *job_thread(void *arg) {
     return NULL;
 }
 
-int train_job_start(TrainJob *j, const char *stories, int steps, uint64_t seed, int eval_every, int *id, Error *e) {
+int train_job_start(TrainJob *j, const char *stories, int steps, uint64_t seed, int eval_every, double lr, int *id,
+                    Error *e) {
     pthread_mutex_lock(&j->lock);
     if (strcmp(j->state, "running") == 0) {
         pthread_mutex_unlock(&j->lock);
@@ -258,6 +261,7 @@ int train_job_start(TrainJob *j, const char *stories, int steps, uint64_t seed, 
     snprintf(j->stories, sizeof j->stories, "%s", stories);
     j->seed = seed;
     j->eval_every = eval_every;
+    j->lr = lr;
     int rc = pthread_create(&j->thread, NULL, job_thread, j);
     j->has_thread = rc == 0;
     if (rc) j->state = "failed";

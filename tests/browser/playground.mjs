@@ -206,7 +206,7 @@ async function measureClicks(page) {
   const rest = want.long_tokens - 8;
   await page.$eval(`[data-testid="token"][data-pos="${rest}"]`, (e) => e.scrollIntoView({ block: "center" }));
   await page.hover(`[data-testid="token"][data-pos="${rest}"]`);
-  await until(page, (p) => !state.asking.size && positionViews(p, true).every(([url, body]) => known(url, body)),
+  await until(page, (p) => { const { state, positionViews, known } = window.playground; return !state.asking.size && positionViews(p, true).every(([url, body]) => known(url, body)); },
     "the views of the token under the pointer", rest);
   const rested = await timeClicks(page, [rest]);
   check(rested.cached[0], "a click on the token the pointer rested on finds its answers in hand");
@@ -230,11 +230,11 @@ async function checkPressAsks(page, p) {
   await page.$eval(sel, (e) => e.scrollIntoView({ block: "center" }));
   const box = await (await page.$(sel)).boundingBox();
   await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
-  await page.evaluate(() => clearTimeout(state.hover));
+  await page.evaluate(() => clearTimeout(window.playground.state.hover));
   await page.mouse.down();
-  const asked = await page.evaluate((p) => positionViews(p, true).every(([url, body]) => known(url, body) || state.asking.has(url + JSON.stringify(body))), p);
+  const asked = await page.evaluate((p) => { const { state, positionViews, known } = window.playground; return positionViews(p, true).every(([url, body]) => known(url, body) || state.asking.has(url + JSON.stringify(body))); }, p);
   check(asked, `pressing the button on token ${p} asks for its views before the click`);
-  await until(page, (p) => !state.asking.size && positionViews(p, true).every(([url, body]) => known(url, body)), "the views of the pressed token", p);
+  await until(page, (p) => { const { state, positionViews, known } = window.playground; return !state.asking.size && positionViews(p, true).every(([url, body]) => known(url, body)); }, "the views of the pressed token", p);
   await page.mouse.up();
   await untilDrawn(page, p, TIMEOUT);
   check(await page.evaluate(() => document.body.dataset.clickCached === "1"), "the click after that press finds its answers in hand");
@@ -421,7 +421,11 @@ async function checkEveryModel(page) {
       await until(page, (n) => document.querySelectorAll('[data-testid="token"]').length === n, `the tokens of ${file}`, want.attend.tokens.length);
       check(notes.length === 0, `${file}: every view shown`);
     } else if (facts.heads > 0) {
-      check(notes.includes("attend-card") && notes.includes("trace-card") && !notes.includes("dist-card"), `${file} (${facts.layers} layers): the attention view and the trace say why they are hidden; the others show`);
+      // the page asks the server once whether it reads the attention and the trace layer by layer
+      const byLayer = await until(page, (m) => { const v = window.playground.state.layerViews[m]; return v === true || v === false ? String(v) : null; }, `whether the server shows ${file} layer by layer`, m);
+      const shown = await page.$$eval(".note:not([hidden])", (els) => els.map((e) => e.closest("section").id));
+      if (byLayer === "true") await checkLayerView(page, file, facts, shown);
+      else check(shown.includes("attend-card") && shown.includes("trace-card") && !shown.includes("dist-card"), `${file} (${facts.layers} layers): this server reads one layer; the attention view and the trace say so in a note; the others show`);
       const n = await page.$$eval('[data-testid^="switch-head-"]', (els) => els.length);
       check(n === facts.layers * facts.heads, `${file}: ${n} head switches (L:H)`);
       await page.select('[data-testid="dist-layer"]', String(facts.layers));
@@ -445,6 +449,42 @@ async function checkEveryModel(page) {
   await until(page, (p) => document.querySelectorAll('[data-testid="attn-row"]').length > 0 &&
     document.querySelector('[data-testid="guesses"]').dataset.position === String(p), "the attention table and the trace drawn again after the other models", want.pos);
   console.log("ok: back on the default model, the attention table and the trace are drawn again");
+}
+
+// A server that reads a model of several layers layer by layer: the layer picker shown, the
+// last layer's weights (all heads) equal to attend --layer L --wide --json where the CLI has it.
+async function checkLayerView(page, file, facts, shown) {
+  check(!shown.includes("attend-card") && !shown.includes("trace-card"), `${file}: the attention view and the trace shown layer by layer`);
+  check(await page.$eval('[data-testid="view-layer"]', (e) => !e.closest("label").hidden), `${file}: the layer picker is offered`);
+  await page.select('[data-testid="view-layer"]', String(facts.layers));
+  await press(page, `[data-testid="token"][data-pos="${want.pos}"]`);
+  if (!facts.attend_last_layer) { console.log(`note: ${file}: this storylm's attend has no --layer; layer ${facts.layers}'s numbers not compared`); return; }
+  const cli = facts.attend_last_layer;
+  const got = await until(page, (n, p) => {
+    const rows = [...document.querySelectorAll('[data-testid="attn-row"]')];
+    if (document.querySelector('[data-testid="guesses"]').dataset.position !== String(p) || rows.length < Math.min(n, 8)) return null;
+    return rows.map((r) => [Number(r.dataset.position), [...r.querySelectorAll("[data-head]")].map((c) => Number(c.dataset.weight))]);
+  }, `layer ${facts.layers}'s attention drawn`, cli.keys.length, want.pos);
+  for (const [p, ws] of got) {
+    const k = cli.keys.find((x) => x.position === p);
+    ws.forEach((w, h) => { if (!k || Math.abs(w - k["weight_" + h]) > 1e-9) fail(`${file}: layer ${facts.layers}, position ${p}, head ${h}: the page shows ${w}, attend --layer says ${k && k["weight_" + h]}`); });
+  }
+  console.log(`ok: ${file}: layer ${facts.layers}'s weights on ${got.length} rows equal attend --layer ${facts.layers} --wide --json`);
+  await page.select('[data-testid="view-layer"]', "1");
+}
+
+// Secret 1 offers only earlier snapshots of the model's own run: for the default model its
+// tinystories.stepN snapshots (when shipped), never another run's (tinystories-plain.stepN).
+async function checkJobsCompare(page) {
+  await pickModel(page, want.model_file);
+  const offered = await page.$$eval('[data-testid="jobs-compare"] option', (os) => os.filter((o) => o.value).map((o) => o.value.split("/").pop()));
+  const mine = Object.keys(want.models).filter((f) => /^tinystories\.step\d+\.safetensors$/.test(f))
+    .sort((a, b) => Number(a.match(/\d+/)[0]) - Number(b.match(/\d+/)[0]));
+  check(JSON.stringify(offered) === JSON.stringify(mine), `Secret 1 offers the default model's own snapshots only: ${offered.join(", ") || "(none listed)"}`);
+  const plain = await pickModel(page, "tinystories-plain.step250.safetensors");
+  const none = await page.$$eval('[data-testid="jobs-compare"] option', (os) => os.filter((o) => o.value).length);
+  check(plain && none === 0, "a snapshot of another run, with no earlier one of its own, offers none (and says so)");
+  await pickModel(page, want.model_file);
 }
 
 async function checkAblate(page) {
@@ -568,6 +608,7 @@ async function main() {
     await checkGenerate(page);
     await checkPermalink(browser, page);
     await checkEveryModel(page);
+    await checkJobsCompare(page);
     await checkAblate(page);
     await checkPieces(page);
     await checkPhone(page);

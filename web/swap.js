@@ -1,0 +1,66 @@
+// Secret 2: the story's hero renamed (/api/swap); the report tables other panels draw too.
+import { state } from "./state.js";
+import { $, api, el, fmt, pct, prob, showError } from "./util.js";
+
+// ---------- Secret 2: the name swap ----------
+
+export async function runSwap() {
+  const name = $("swap-name").value.trim();
+  if (!name) { showError("swap", new Error("Type a name to swap in.")); return; }
+  const body = { model: state.model, text: $("story").value, name };
+  if ($("swap-baseline").value) body.baseline = $("swap-baseline").value;
+  $("swap-go").disabled = true;
+  try {
+    const data = await api("/api/swap", body);
+    $("swap-out").replaceChildren(...(Array.isArray(data.mentions) ? swapView(data) : reportView(data)));
+    showError("swap", null);
+  } catch (e) { showError("swap", e); } finally { $("swap-go").disabled = false; }
+}
+
+// The typed story renamed: where the name comes back, what each network gives the new
+// name's first piece there (probability and rank among the vocabulary's tokens).
+export function swapView(d) {
+  const base = d.baseline && d.baseline !== "none";
+  const out = [el("p", {}, `The hero "${d.hero}" becomes "${d.name}" (${d.kind}, ${d.train_count === null ? "never" : d.train_count + " times"} in the training stories):`),
+    el("p", { class: "gen-out", "data-testid": "swap-text", text: d.swapped_text })];
+  const cols = ["mention", "position", "previous mention", "attention: probability", "rank"];
+  if (base) cols.push("window8: probability", "rank");
+  const head = el("tr", {}, ...cols.map((c) => el("th", { text: c })));
+  const rows = d.mentions.map((m) => el("tr", {
+    "data-testid": "swap-row", "data-position": m.position,
+    "data-model-probability": m.model_probability, "data-baseline-probability": base ? m.baseline_probability : null,
+  },
+    el("td", { text: m.mention }), el("td", { text: m.position }),
+    el("td", { class: "text", text: m.far ? "more than 8 tokens back" : "within the last 8" }),
+    el("td", { text: prob(m.model_probability) }), el("td", { text: m.model_rank }),
+    ...(base ? [el("td", { text: prob(m.baseline_probability) }), el("td", { text: m.baseline_rank })] : [])));
+  out.push(el("div", { class: "scroll" }, el("table", {}, el("thead", {}, head), el("tbody", {}, ...rows))));
+  let sum = `Over the ${d.later_mentions} later mentions, the attention network gives "${d.name}" ${prob(d.model_probability)} on average and guesses it first ${pct(d.model_top1)} of the time`;
+  if (base) sum += `; window8 gives it ${prob(d.baseline_probability)} and guesses it first ${pct(d.baseline_top1)} of the time`;
+  out.push(el("p", { "data-testid": "swap-summary", text: sum + "." }));
+  return out;
+}
+
+// A report as the CLI's JSON gives it: its plain fields as a list, each table (an
+// array of objects) as a table, so every number the server sends is shown.
+export function reportView(data) {
+  const skip = new Set(["command", "model"]);
+  const kv = el("dl", { class: "kv" });
+  const tables = [];
+  for (const [k, v] of Object.entries(data)) {
+    if (skip.has(k)) continue;
+    if (Array.isArray(v) && v.length && typeof v[0] === "object") tables.push(el("h3", { text: k.replace(/_/g, " ") }), tableOf(v, k));
+    else if (v === null || typeof v !== "object") kv.append(el("dt", { text: k.replace(/_/g, " ") }), el("dd", { text: fmt(v) }));
+  }
+  return [kv, ...tables];
+}
+
+export function tableOf(rows, name) {
+  const cols = [...new Set(rows.flatMap((r) => Object.keys(r)))];
+  const head = el("tr", {}, ...cols.map((c) => el("th", { text: c.replace(/_/g, " ") })));
+  const body = rows.map((r) => el("tr", { "data-testid": `${name}-row` }, ...cols.map((c) => {
+    const v = r[c];
+    return el("td", { class: typeof v === "string" ? "text" : null, text: v !== null && typeof v === "object" ? JSON.stringify(v) : fmt(v) });
+  })));
+  return el("div", { class: "scroll" }, el("table", {}, el("thead", {}, head), el("tbody", {}, ...body)));
+}

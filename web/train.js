@@ -1,0 +1,136 @@
+// Train your own: upload, start, stop, the loss curve and the heads' weight by distance at each save.
+import { lineChart } from "./distances.js";
+import { findModel, loadModels } from "./models.js";
+import { DIST_BINS, headColor, state } from "./state.js";
+import { $, api, el, headName, pct, showError, svg } from "./util.js";
+
+// ---------- train your own ----------
+
+export async function startTraining() {
+  const body = {
+    stories: $("train-stories").value.trim(), steps: Number($("train-steps").value),
+    seed: Number($("train-seed").value), eval_every: Number($("train-every").value), lr: Number($("train-lr").value),
+  };
+  try {
+    await api("/api/train", body);
+    showError("train", null);
+    $("train-use").hidden = true;
+    pollTraining();
+  } catch (e) { showError("train", e); }
+}
+
+// A stories file of the learner's own, sent to the server (POST /api/upload, the file's bytes
+// as body), which checks it as storylm stories reads it and keeps it in its training folder;
+// the training then reads it from there.
+export async function uploadStories(file) {
+  if (!file) return;
+  const st = $("upload-state");
+  st.textContent = `sending ${file.name} (${(file.size / 1e6).toFixed(1)} MB)...`;
+  try {
+    const res = await fetch("/api/upload?name=" + encodeURIComponent(file.name), { method: "POST", body: file });
+    const data = await res.json().catch(() => null);
+    if (!res.ok) throw new Error((data && data.error ? data.error + (data.hint ? ` (${data.hint})` : "") : `the server answered ${res.status}`));
+    $("train-stories").value = data.stories;
+    st.textContent = `${file.name}: ${data.stories_count.toLocaleString("en")} stories, ${data.tokens.toLocaleString("en")} tokens; ready to train`;
+    st.dataset.stories = data.stories;
+    showError("train", null);
+  } catch (e) { st.textContent = ""; showError("train", e); }
+}
+
+export async function stopTraining() {
+  try { await api("/api/train/stop", {}); pollTraining(); } catch (e) { showError("train", e); }
+}
+
+// Polled every second while a run is going; once at page load to find one.
+export async function pollTraining() {
+  clearTimeout(state.trainTimer);
+  let t;
+  try { t = await api("/api/train"); } catch (e) { showError("train", e); return; }
+  drawTraining(t);
+  if (t.state === "running") state.trainTimer = setTimeout(pollTraining, 1000);
+  else if (t.model && t.model !== state.trainSeen && (t.state === "done" || t.state === "stopped")) {
+    state.trainSeen = t.model;
+    await loadModels().catch((e) => showError("top", e));
+    $("train-use").hidden = false;
+    $("train-use").dataset.model = t.model;
+    const m = findModel(t.model);
+    $("train-download").hidden = !m;
+    if (m) $("train-download").href = "/api/download?model=" + encodeURIComponent(m.path);
+  }
+}
+
+export function drawTraining(t) {
+  const running = t.state === "running";
+  $("train-go").disabled = running;
+  $("train-stop").disabled = !running;
+  const st = $("train-state");
+  st.dataset.state = t.state;
+  st.dataset.points = (t.points || []).length;
+  // The server's message already says the step while it runs.
+  st.textContent = running && t.message ? `running: ${t.message}` :
+    `${t.state}` + (t.steps ? `: step ${t.step} of ${t.steps}` : "") +
+    (t.model && !running ? `, saved as ${t.model}` : "") + (t.message ? ` (${t.message})` : "");
+  const pts = t.points || [];
+  if (!pts.length) {
+    $("train-curve").replaceChildren(el("p", { class: "muted", text: running ? "waiting for the first evaluation..." : "no training yet" }));
+    state.trainHeads = t.heads || [];
+    drawTrainHeads();
+    return;
+  }
+  const series = [pts.map((p) => [p.step, p.train_loss]), pts.map((p) => [p.step, p.test_loss])];
+  const chart = lineChart(series, {
+    xLabel: "step", yLabel: "loss", colors: ["#2563eb", "#c2410c"], names: ["training", "test stories"],
+    xMax: Math.max(1, t.steps || 1), xMin: 0, W: 560, H: 320,
+  });
+  chart.setAttribute("data-points", pts.length);
+  $("train-curve").replaceChildren(chart);
+  state.trainHeads = t.heads || [];
+  const snap = $("train-snap");
+  const last = Math.max(0, state.trainHeads.length - 1);
+  const follow = Number(snap.value) >= Number(snap.max);
+  snap.max = String(last);
+  if (follow) snap.value = String(last);
+  drawTrainHeads();
+}
+
+// The training's heads at the step picked, in front of its first step's (outlined).
+export function drawTrainHeads() {
+  const list = state.trainHeads || [];
+  const box = $("train-heads");
+  if (!list.length) { box.replaceChildren(); $("train-snap-step").textContent = ""; return; }
+  const i = Math.min(Number($("train-snap").value), list.length - 1);
+  const cur = list[i], first = list[0];
+  $("train-snap-step").textContent = `${cur.step} (dashed outline: step ${first.step})`;
+  const chart = headPanels(cur.mass, first.mass);
+  chart.setAttribute("data-step", cur.step);
+  box.replaceChildren(chart);
+}
+
+// Small multiples: one panel a head, a bar a distance bin (the share of the head's
+// weight), and the same shares of another moment as dashed outlines when given.
+// now, before: [8][6] shares.
+export function headPanels(now, before) {
+  // Full height is the largest share drawn, so a head that spreads its weight
+  // evenly still shows its shape.
+  const top = Math.max(0.05, ...now.flat(), ...(before ? before.flat() : []));
+  const PW = 200, PH = 110, G = 16, W = 4 * (PW + G) + 10, RH = PH + 48;
+  const rowsOf = Math.ceil(now.length / 4);
+  const g = svg("svg", { viewBox: `0 0 ${W} ${rowsOf * RH + 20}`, role: "img", "aria-label": "each head's weight by distance back" });
+  now.forEach((bins, h) => {
+    const x0 = (h % 4) * (PW + G) + 10, y0 = Math.floor(h / 4) * RH + 20;
+    const name = now.length > state.heads && state.heads ? headName(h) : String(h), color = headColor(h % (state.heads || 8));
+    g.append(svg("text", { x: x0, y: y0 - 4, fill: color, style: "font-weight:600" }, `head ${name}`));
+    const bw = PW / bins.length;
+    bins.forEach((m, b) => {
+      const hgt = PH * m / top;
+      g.append(svg("rect", { x: x0 + b * bw + 2, y: y0 + PH - hgt, width: bw - 4, height: hgt, fill: color }, svg("title", {}, `head ${name}, distance ${DIST_BINS[b]}: ${pct(m)}`)),
+        svg("text", { x: x0 + b * bw + bw / 2, y: y0 + PH + 16, "text-anchor": "middle", style: "font-size:13px" }, DIST_BINS[b]));
+      if (before) {
+        const f = PH * before[h][b] / top;
+        g.append(svg("rect", { x: x0 + b * bw + 2, y: y0 + PH - f, width: bw - 4, height: f, fill: "none", stroke: "#333", "stroke-dasharray": "3 2" }));
+      }
+    });
+  });
+  g.append(svg("text", { x: 10, y: rowsOf * RH + 14 }, `bar height: share of the head's weight at that distance back (full height = ${pct(top)})`));
+  return g;
+}

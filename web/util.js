@@ -1,0 +1,130 @@
+// What every view uses: elements, number formats, the API calls (one, a batch), the answers kept,
+// head names and which views the model picked has.
+import { modelArch } from "./models.js";
+import { state } from "./state.js";
+
+// ---------- small helpers ----------
+
+export const $ = (id) => document.getElementById(id);
+
+export function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k === "class") node.className = v;
+    else if (k === "text") node.textContent = v;
+    else if (k === "style") node.style.cssText = v;
+    else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
+    else node.setAttribute(k, v === true ? "" : v);
+  }
+  for (const c of children) if (c !== null && c !== undefined) node.append(c);
+  return node;
+}
+
+export const SVG_NS = "http://www.w3.org/2000/svg";
+export function svg(tag, attrs, ...children) {
+  const node = document.createElementNS(SVG_NS, tag);
+  for (const [k, v] of Object.entries(attrs || {})) if (v !== null && v !== undefined) node.setAttribute(k, v);
+  for (const c of children) if (c !== null && c !== undefined) node.append(c);
+  return node;
+}
+
+export function fmt(x, digits = 3) {
+  if (x === null || x === undefined) return "";
+  if (typeof x !== "number") return String(x);
+  if (Number.isInteger(x)) return String(x);
+  return x.toFixed(digits);
+}
+export const num = (x) => (typeof x === "number" ? x.toFixed(3) : fmt(x));
+export const pct = (x) => (100 * x).toFixed(1) + "%";
+// A probability that may be tiny (a name the network does not expect): two digits that count.
+export const prob = (x) => (x >= 0.001 || x === 0 ? pct(x) : (100 * x).toPrecision(2) + "%");
+
+export function showError(where, err) {
+  const box = $("error-" + where);
+  if (!err) { box.hidden = true; box.textContent = ""; return; }
+  box.textContent = err.message || String(err);
+  box.hidden = false;
+}
+
+// One API call: POST with a JSON body (or GET without); a 4xx/5xx answer's
+// {"error"} becomes the thrown message, so every view can show it as is.
+export async function api(path, body, signal) {
+  const init = body === undefined ? { signal } :
+    { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body), signal };
+  const res = await fetch(path, init);
+  let data = null;
+  try { data = await res.json(); } catch (e) { data = null; }
+  if (!res.ok) {
+    let msg = data && data.error ? data.error : `${path}: the server answered ${res.status}`;
+    if (data && data.hint) msg += ` (${data.hint})`;
+    throw new Error(msg);
+  }
+  if (data === null) throw new Error(`${path}: the server's answer is not JSON`);
+  return data;
+}
+
+// Several views in one request: bodies [{url, body}] -> their answers, in order;
+// the first that failed is thrown as its message.
+export async function batch(requests) {
+  const data = await api("/api/batch", { requests });
+  return data.answers.map((a, i) => {
+    if (a.status === 200) return a.body;
+    const b = a.body || {};
+    throw new Error((b.error || `${requests[i].url}: the server answered ${a.status}`) + (b.hint ? ` (${b.hint})` : ""));
+  });
+}
+
+// Answers kept by what was asked (a view's url and body): a click on a position seen
+// before, or another head whose numbers are in hand, asks for nothing. At most
+// KEEP answers, the oldest dropped (a Map keeps its keys in the order set).
+export const KEEP = 96;
+export function known(url, body) { return state.answers.get(url + JSON.stringify(body)); }
+export function keep(url, body, answer) {
+  const key = url + JSON.stringify(body);
+  state.answers.delete(key);
+  state.answers.set(key, answer);
+  if (state.answers.size > KEEP) state.answers.delete(state.answers.keys().next().value);
+}
+
+// Head g (numbered over every layer) as the CLI names it: "3", or "2:3" (layer 2's head 3)
+// on a model of several layers.
+export function headName(g) {
+  return state.layers > 1 ? `${Math.floor(g / state.heads) + 1}:${g % state.heads}` : String(g);
+}
+
+// Which views the model has: the attention view and the trace read one layer of heads at
+// a time ("layer" in their requests on a model of several; a server that reads only the
+// first layer of such a model says so, and the page shows a note: state.layerViews);
+// the distance scores, the heads' jobs and switching heads off read any number of layers.
+export function modelViews() {
+  const heads = modelArch() === "attention" && state.heads > 0;
+  return { heads, oneLayer: heads && (state.layers === 1 || state.layerViews[state.model] === true) };
+}
+
+// The layer the attention view and the trace read: the head in view's, else the one picked.
+export function viewLayer() {
+  return state.head >= 0 ? Math.floor(state.head / state.heads) + 1 : Math.min(state.layer, state.layers);
+}
+
+// "layer" for a request of the attention view or the trace: only on a model of several
+// layers (a one-layer model's requests stay as they were, and so do their kept answers).
+export function layerBody() {
+  return state.layers > 1 ? { layer: viewLayer() } : {};
+}
+
+// A card the model has not: its content hidden and a short note in its place (not an
+// error: nothing went wrong). note null: the card shown again.
+export function setUnavailable(card, note) {
+  const box = $(card);
+  let p = box.querySelector(":scope > .note");
+  if (!p) { p = el("p", { class: "note", "data-testid": "note-" + card }); box.querySelector("h2").after(p); }
+  p.textContent = note || "";
+  p.hidden = !note;
+  box.classList.toggle("unavailable", !!note);
+}
+
+export function ablation() {
+  const heads = [...state.off].sort((a, b) => a - b).map(headName).join(",");
+  return heads ? { ablate: heads, ablate_mode: state.mode } : {};
+}
