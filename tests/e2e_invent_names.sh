@@ -4,7 +4,7 @@
 # repeats bit for bit for the same seed; a run stopped and resumed ends with the
 # weights of an uninterrupted one; the model records it and a resume with
 # another value is refused; bad values (also with --swap-names, whose share it
-# shares) are refused naming the flag.
+# shares) are refused naming the flag; pieces reads the transformer's heads.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
@@ -39,6 +39,11 @@ grep -Eq "invent-names 0.5: heroes found by [0-9]+ names of the training stories
 import json, sys
 meta = json.load(sys.stdin)["metadata"]
 sys.exit(0 if meta.get("invent_names") == "0.5" else "invent_names not recorded: %s" % meta.get("invent_names"))'
+
+# pieces reads the transformer's heads too: the table of the two lookups, layer 2's heads in it.
+"$STORYLM" pieces slice.txt -m inv-transformer.safetensors --test-stories 30 --threads 1 > pieces.out 2> pieces.err \
+  || { cat pieces.err; fail "pieces on a transformer"; }
+grep -Eq '^2:1 +2 +[0-9.]+ +[0-9.]+$' pieces.out || { cat pieces.out; fail "pieces shows no layer-2 head of the transformer"; }
 
 refuse() { # PATTERN flags...
   local pattern=$1
