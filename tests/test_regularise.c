@@ -286,20 +286,28 @@ static int record(void *ctx, const Stories *s, int story, uint64_t key, IntVec *
     return slm_name_swap_story(r->ns, s, story, key, out, e);
 }
 
-static void swap_names_renames_heroes_only(void) {
-    char path[4096], out[4096];
-    snprintf(path, sizeof path, "%s/swap_stories.txt", check_tmpdir());
-    snprintf(out, sizeof out, "%s/swap_model.safetensors", check_tmpdir());
+/* The 12 stories written to file (under the test's directory) and read with
+ * vocab_text into t and s, and ns made for them with probability p; 0 when all went. */
+static int swap_fixture(const char *file, Tokenizer *t, Stories *s, NameSwap *ns, double p) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", check_tmpdir(), file);
     write_stories(path);
+    Error e;
+    StoriesOptions so = slm_stories_default_options();
+    so.use_cache = 0;
+    CHECK(slm_tokenizer_from_text(t, vocab_text, strlen(vocab_text), 0, &e) == 0);
+    if (!CHECK(slm_stories_load(s, path, t, &so, &e) == 0 && s->n_test == 1)) return -1;
+    return CHECK(slm_name_swap_init(ns, t, path, s, p, &e) == 0) ? 0 : -1;
+}
+
+static void swap_names_renames_heroes_only(void) {
+    char out[4096];
+    snprintf(out, sizeof out, "%s/swap_model.safetensors", check_tmpdir());
     Tokenizer t;
     Stories s;
     NameSwap ns;
     Error e;
-    StoriesOptions so = slm_stories_default_options();
-    so.use_cache = 0;
-    CHECK(slm_tokenizer_from_text(&t, vocab_text, strlen(vocab_text), 0, &e) == 0);
-    if (!CHECK(slm_stories_load(&s, path, &t, &so, &e) == 0 && s.n_test == 1)) return;
-    CHECK(slm_name_swap_init(&ns, &t, path, &s, 1.0, &e) == 0);
+    if (swap_fixture("swap_stories.txt", &t, &s, &ns, 1.0)) return;
     /* the test story's friend is unknown: names come from training stories only */
     for (int i = 0; i < 12; i++) {
         char w[16];
@@ -341,6 +349,66 @@ static void swap_names_renames_heroes_only(void) {
     slm_name_swap_free(&ns), slm_stories_free(&s), slm_tokenizer_free(&t);
 }
 
+/* ---- --invent-names ------------------------------------------------------------- */
+
+/* Invented names: seeded, of 2+ pieces as the tokenizer spells them, never a
+ * word of the training stories (b ##ob would spell bob, a hero), and many. */
+static void invented_names_never_seen(const Tokenizer *t, const NameSwap *ns) {
+    CHECK(ns->inventor.n_tails == 4 && ns->inventor.n_heads > 10);
+    SwapName a, b;
+    char seen[64][64];
+    int n_seen = 0;
+    for (uint64_t key = 1; key <= 200; key++) {
+        Rng r1, r2;
+        slm_rng_seed(&r1, key), slm_rng_seed(&r2, key);
+        int n = slm_name_invent(&ns->inventor, t, &ns->names, &r1, &a);
+        CHECK(n >= 2 && n == a.n_pieces);
+        CHECK(slm_name_invent(&ns->inventor, t, &ns->names, &r2, &b) == n && !strcmp(a.word, b.word));
+        CHECK(slm_names_count(&ns->names, a.word) == 0 && a.kind == NAME_INVENTED);
+        CHECK(strcmp(a.word, "bob") != 0);
+        SwapName again; /* the pieces are the tokenizer's own spelling */
+        CHECK(slm_swap_name_make(t, &ns->names, a.word, &again, NULL) == 0 && again.n_pieces == n &&
+              !memcmp(again.pieces, a.pieces, (size_t)n * sizeof(int32_t)));
+        int known = 0;
+        for (int i = 0; i < n_seen; i++) known |= !strcmp(seen[i], a.word);
+        if (!known && n_seen < 64) snprintf(seen[n_seen++], sizeof seen[0], "%s", a.word);
+    }
+    CHECK(n_seen >= 40); /* different names at different draws */
+}
+
+/* With ns->invent 1 every training story's hero gets a name invented anew. */
+static void invent_names_renames_heroes(void) {
+    Tokenizer t;
+    Stories s;
+    NameSwap ns;
+    Error e;
+    if (swap_fixture("invent_stories.txt", &t, &s, &ns, 0.0)) return;
+    invented_names_never_seen(&t, &ns);
+    ns.invent = 1.0;
+    IntVec got = {0}, again = {0};
+    int32_t ids[128];
+    int names = 0;
+    char first[64] = "";
+    for (int k = 0; k < s.n_train; k++) {
+        int i = s.train[k], len = (int)story_len(&s, i);
+        story_copy_ids(&s, i, ids);
+        Hero h;
+        CHECK(slm_find_hero(&t, &ns.names, ids, len, &h) == 1);
+        CHECK(slm_name_swap_story(&ns, &s, i, 77 + (uint64_t)k, &got, &e) == 0);
+        CHECK(slm_name_swap_story(&ns, &s, i, 77 + (uint64_t)k, &again, &e) == 0); /* seeded */
+        CHECK(got.len == again.len && !memcmp(got.data, again.data, got.len * sizeof(int32_t)));
+        CHECK(only_hero_changed(&h, ids, len, &got));
+        char word[64];
+        CHECK(slm_word_at(&t, got.data, (int)got.len, h.mentions[0], word, sizeof word) >= 2);
+        CHECK(slm_names_count(&ns.names, word) == 0);
+        if (k == 0) snprintf(first, sizeof first, "%s", word);
+        names += strcmp(word, first) != 0;
+    }
+    CHECK(names > 0); /* not one name for all */
+    slm_intvec_free(&got), slm_intvec_free(&again);
+    slm_name_swap_free(&ns), slm_stories_free(&s), slm_tokenizer_free(&t);
+}
+
 int main(void) {
     weight_decay_on_known_tensors();
     dropout_masks_seeded_and_scaled();
@@ -349,5 +417,6 @@ int main(void) {
     dropout_against_torch();
     ema_arithmetic();
     swap_names_renames_heroes_only();
+    invent_names_renames_heroes();
     return check_report();
 }

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "storylm/error.h"
+#include "storylm/name_invent.h"
 #include "storylm/probes.h"
 #include "storylm/stories.h"
 #include "storylm/tokenizer.h"
@@ -22,6 +23,8 @@ typedef struct NameSwap {
     const Tokenizer *t;
     NameList names; /* of the training stories */
     double p;
+    double invent; /* probability of a freshly invented name instead (--invent-names); p + invent <= 1 */
+    NameInventor inventor;
     SwapName *known; /* (n_known) the names of the training stories */
     int n_known;
     int *made; /* (n_made) indices into known of names of 2 or more pieces */
@@ -39,7 +42,9 @@ int slm_names_learn_training(NameList *nl, const char *path, const Stories *s, i
 int slm_name_swap_init(NameSwap *ns, const Tokenizer *t, const char *path, const Stories *s, double p, Error *e);
 void slm_name_swap_free(NameSwap *ns);
 /* A TrainAugmentFn (train.h): story `story` of s into out, its hero renamed
- * with probability ns->p (drawn from key); otherwise, or without a hero, as it is. */
+ * with probability ns->p (drawn from key), or with probability ns->invent to
+ * a name invented for this draw (name_invent.h); otherwise, or without a
+ * hero, as it is. With ns->invent 0 the draws are those of --swap-names alone. */
 int slm_name_swap_story(void *ns, const Stories *s, int story, uint64_t key, IntVec *out, Error *e);
 
 #endif

@@ -68,6 +68,7 @@ typedef struct TrainOptions {
                                * their optimizer state) go to OUT.raw.safetensors */
     int keep_best;            /* also keep OUT.best.safetensors: the model at its lowest test loss */
     double swap_names;        /* recorded only: the augment's probability (--swap-names) */
+    double invent_names;      /* recorded only: its probability of an invented name (--invent-names) */
     TrainAugmentFn augment;   /* rewrites each training story of a step; NULL = none */
     void *augment_ctx;
 } TrainOptions;

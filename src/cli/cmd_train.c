@@ -98,6 +98,7 @@ static void put_regularise_flags(FILE *out, const TrainOptions *o) {
     if (o->ema_save) fputs(" --ema-save", out);
     if (o->keep_best) fputs(" --keep-best", out);
     put_flag(out, "--swap-names", o->swap_names);
+    put_flag(out, "--invent-names", o->invent_names);
 }
 
 /* s as one shell word: as it is when only safe characters, else in single
@@ -445,12 +446,19 @@ static int train_file(const char *path, TrainOptions *o, const char *vocab_path,
         fprintf(stderr, "storylm: the model's vocabulary has %d pieces, as %s\n", tok.size, vocab_path);
     if (!rc) rc = load_stories(&s, path, &tok, &so, o->dist, e);
     if (!rc) rc = slm_train_check_story_count(s.n_stories, path, e);
-    if (!rc && o->swap_names > 0 && !(rc = slm_name_swap_init(&swap, &tok, path, &s, o->swap_names, e))) {
+    if (!rc && (o->swap_names > 0 || o->invent_names > 0) &&
+        !(rc = slm_name_swap_init(&swap, &tok, path, &s, o->swap_names, e))) {
+        swap.invent = o->invent_names;
         o->augment = slm_name_swap_story;
         o->augment_ctx = &swap;
-        if (root)
+        if (root && o->swap_names > 0)
             fprintf(stderr, "storylm: --swap-names %g: %d names of the training stories, %d of them to cut up\n",
                     o->swap_names, swap.n_known, swap.n_made);
+        if (root && o->invent_names > 0)
+            fprintf(stderr,
+                    "storylm: --invent-names %g: heroes found by %d names of the training stories; names made of %d "
+                    "first pieces and %d \"##\" pieces\n",
+                    o->invent_names, swap.n_known, swap.inventor.n_heads, swap.inventor.n_tails);
     }
     if (rc) goto done;
     if (root) print_summary(&s, path);
@@ -586,6 +594,11 @@ static int run(int argc, char **argv) {
         {"swap-names", 0, OPT_DOUBLE, &o.swap_names, "P",
          "rename each training story's hero with probability P (names of the training stories or made up from pieces); "
          "0: off",
+         0, 1},
+        {"invent-names", 0, OPT_DOUBLE, &o.invent_names, "P",
+         "rename each training story's hero with probability P to a name invented for that draw (2 to 4 pieces, never "
+         "a word of the training stories), so that copying a name never seen pays; at most 1 minus --swap-names; 0: "
+         "off",
          0, 1},
         {"rank-timeout", 0, OPT_DOUBLE, &rank_timeout, "S",
          "under mpirun: seconds to wait for the other ranks at an exchange, then stop naming the missing one (x30 "

@@ -50,14 +50,15 @@ static int collect_names(NameSwap *ns, Error *e) {
 
 int slm_name_swap_init(NameSwap *ns, const Tokenizer *t, const char *path, const Stories *s, double p, Error *e) {
     *ns = (NameSwap){.t = t, .p = p};
-    if (slm_names_learn_training(&ns->names, path, s, NULL, e) || collect_names(ns, e)) {
+    if (slm_names_learn_training(&ns->names, path, s, NULL, e) || collect_names(ns, e) ||
+        slm_name_inventor_init(&ns->inventor, t, e)) {
         slm_name_swap_free(ns);
         return -1;
     }
     if (ns->n_known < 2) {
         slm_name_swap_free(ns);
-        return FAIL(e, "train without --swap-names on stories without named heroes",
-                    "--swap-names found fewer than 2 names in the training stories of '%s'", path);
+        return FAIL(e, "train without --swap-names and --invent-names on stories without named heroes",
+                    "renaming heroes: fewer than 2 names in the training stories of '%s'", path);
     }
     return 0;
 }
@@ -66,6 +67,7 @@ void slm_name_swap_free(NameSwap *ns) {
     slm_names_free(&ns->names);
     free(ns->known);
     free(ns->made);
+    slm_name_inventor_free(&ns->inventor);
     slm_intvec_free(&ns->ids);
     *ns = (NameSwap){0};
 }
@@ -109,9 +111,13 @@ int slm_name_swap_story(void *ctx, const Stories *s, int story, uint64_t key, In
     slm_rng_seed(&r, key);
     Hero hero;
     int32_t pieces[16];
-    int n = slm_rng_uniform(&r) < ns->p && slm_find_hero(ns->t, &ns->names, ns->ids.data, len, &hero)
-                ? pick_name(ns, &r, &hero, pieces)
-                : 0;
+    double u = slm_rng_uniform(&r);
+    int n = 0;
+    if (u < ns->p + ns->invent && slm_find_hero(ns->t, &ns->names, ns->ids.data, len, &hero)) {
+        SwapName made;
+        n = u < ns->p ? pick_name(ns, &r, &hero, pieces) : slm_name_invent(&ns->inventor, ns->t, &ns->names, &r, &made);
+        if (u >= ns->p) memcpy(pieces, made.pieces, (size_t)n * sizeof(int32_t));
+    }
     /* not renamed, or renamed too long for the trainer's chunks: as it is */
     if (n == 0 || len + (n - hero.n_pieces) * hero.n_mentions > TRAIN_AUGMENT_MAX_LEN(len))
         return keep(ns, len, out, e);

@@ -28,6 +28,9 @@ int slm_regularise_check_options(const TrainOptions *o, Error *e) {
     if (!(o->swap_names >= 0 && o->swap_names <= 1))
         return FAIL(e, "give a probability from 0 (off) to 1 (every story)", "--swap-names %g is not a probability",
                     o->swap_names);
+    if (!(o->invent_names >= 0 && o->invent_names <= 1 - o->swap_names))
+        return FAIL(e, "give a probability from 0 (off) to 1 minus --swap-names (a story is renamed at most once)",
+                    "--invent-names %g is not a probability up to %g", o->invent_names, 1 - o->swap_names);
     if (!(o->weight_decay >= 0 && o->weight_decay * o->lr < 1))
         return FAIL(e, "give a decay from 0 (off) such that decay x lr < 1, such as 0.1",
                     "--weight-decay %g cannot be used with --lr %g", o->weight_decay, o->lr);
@@ -55,7 +58,8 @@ static int recorded(const TrainOptions *o, RecordedOption *out) {
                             {"ema", "--ema", o->ema, 0},
                             {"ema_save", "--ema-save", o->ema_save, 1},
                             {"keep_best", "--keep-best", o->keep_best, 1},
-                            {"swap_names", "--swap-names", o->swap_names, 0}};
+                            {"swap_names", "--swap-names", o->swap_names, 0},
+                            {"invent_names", "--invent-names", o->invent_names, 0}};
     memcpy(out, all, sizeof all);
     return (int)(sizeof all / sizeof all[0]);
 }
@@ -69,7 +73,7 @@ static void exact_decimal(double x, char *buf, size_t size) {
 }
 
 int slm_regularise_metadata(const TrainOptions *o, Metadata *md, Error *e) {
-    RecordedOption opt[8];
+    RecordedOption opt[9];
     int n = recorded(o, opt);
     for (int i = 0; i < n; i++) {
         if (opt[i].value == 0) continue;
@@ -81,7 +85,7 @@ int slm_regularise_metadata(const TrainOptions *o, Metadata *md, Error *e) {
 }
 
 int slm_regularise_check_resume(const TrainOptions *o, const Metadata *md, const char *path, Error *e) {
-    RecordedOption opt[8];
+    RecordedOption opt[9];
     int n = recorded(o, opt);
     for (int i = 0; i < n; i++) {
         const char *v = slm_metadata_get(md, opt[i].key);
@@ -188,8 +192,9 @@ static int resume_best(Regularise *g, uint64_t run_id, Error *e) {
 
 int slm_regularise_init(Regularise *g, const Model *m, Adam *adam, int step, uint64_t run_id, Error *e) {
     const TrainOptions *o = g->o;
-    if (o->swap_names > 0 && !o->augment)
-        return FAIL(e, NULL, "--swap-names needs the names of the training stories (TrainOptions.augment)");
+    if ((o->swap_names > 0 || o->invent_names > 0) && !o->augment)
+        return FAIL(e, NULL,
+                    "--swap-names and --invent-names need the names of the training stories (TrainOptions.augment)");
     adam->weight_decay = (float)o->weight_decay;
     if (o->weight_decay > 0) {
         if (!(g->decay_mask = xmalloc(m->n_params, e))) return -1;
