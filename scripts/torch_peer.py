@@ -29,7 +29,9 @@ on the same stories: the peer is the same network.
 serve: reads commands on stdin, one a line, and answers each with one JSON
 line: `train N` (N steps: predicted tokens, seconds), `generate N` (N new
 tokens: tokens, seconds, CPU seconds), `generate N B` (B stories of N new tokens
-each, batched: every step one pass for all B, sampled over the batch), `rss`
+each, batched: every step one pass for all B, sampled over the batch),
+`train_tf N` (N steps of storylm's default transformer, TfNet, on the same
+batches), `rss`
 (peak resident memory, KB), `quit`. The model
 and batches are set up before the first command, so only the work is timed.
 """
@@ -101,6 +103,60 @@ class Net(torch.nn.Module):
         return self.output(torch.tanh(self.hidden(z)))
 
 
+class TfNet(torch.nn.Module):
+    """storylm's default transformer (--arch transformer: 2 pre-LN blocks, d_model 64, 8 heads of 8, d_mlp
+    256, GELU, absolute positions, n_ctx 256) in TransformerLens's conventions and names, batched as
+    HookedTransformer runs it: einsums for q, k, v and the output, a causal mask (each position reads its
+    latest n_ctx tokens, the last W_pos row for every later position, as storylm does), F.layer_norm,
+    F.gelu. Timed only, so its weights are random."""
+
+    L, DM, NH, DH, DMLP = 2, 64, 8, 8, 256
+
+    def __init__(self, seed=1):
+        super().__init__()
+        g = torch.Generator().manual_seed(seed)
+
+        def param(*shape, std=0.02):
+            return torch.nn.Parameter(torch.randn(*shape, generator=g) * std)
+
+        DM, NH, DH, DMLP = self.DM, self.NH, self.DH, self.DMLP
+        self.W_E, self.W_pos = param(V, DM), param(W, DM)
+        self.blocks = torch.nn.ModuleList()
+        for _ in range(self.L):
+            b = torch.nn.Module()
+            b.ln1_w, b.ln1_b, b.ln2_w, b.ln2_b = (torch.nn.Parameter(torch.full((DM,), float(i % 2 == 0)))
+                                                  for i in range(4))
+            b.W_Q, b.W_K, b.W_V = param(NH, DM, DH), param(NH, DM, DH), param(NH, DM, DH)
+            b.b_Q, b.b_K, b.b_V = param(NH, DH), param(NH, DH), param(NH, DH)
+            b.W_O, b.b_O = param(NH, DH, DM), param(DM)
+            b.W_in, b.b_in, b.W_out, b.b_out = param(DM, DMLP), param(DMLP), param(DMLP, DM), param(DM)
+            self.blocks.append(b)
+        self.ln_w, self.ln_b = torch.nn.Parameter(torch.ones(DM)), torch.nn.Parameter(torch.zeros(DM))
+        self.W_U, self.b_U = param(DM, V), param(V)
+        self.masks = {}
+
+    def mask(self, T):
+        if T not in self.masks:
+            back = torch.arange(T).view(T, 1) - torch.arange(T).view(1, T)
+            self.masks[T] = torch.zeros(T, T).masked_fill(~((back >= 0) & (back < W)), float("-inf"))
+        return self.masks[T]
+
+    def forward(self, x):
+        """x (B, T) ids -> logits (B, T, V)."""
+        B, T = x.shape
+        resid = self.W_E[x] + self.W_pos[torch.arange(T).clamp(max=W - 1)]
+        for b in self.blocks:
+            h = F.layer_norm(resid, (self.DM,), b.ln1_w, b.ln1_b, 1e-5)
+            q = torch.einsum("btm,hmd->bhtd", h, b.W_Q) + b.b_Q[:, None]
+            k = torch.einsum("btm,hmd->bhtd", h, b.W_K) + b.b_K[:, None]
+            v = torch.einsum("btm,hmd->bhtd", h, b.W_V) + b.b_V[:, None]
+            pattern = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(self.DH) + self.mask(T), dim=-1)
+            resid = resid + torch.einsum("bhtd,hdm->btm", pattern @ v, b.W_O) + b.b_O
+            h = F.layer_norm(resid, (self.DM,), b.ln2_w, b.ln2_b, 1e-5)
+            resid = resid + F.gelu(h @ b.W_in + b.b_in) @ b.W_out + b.b_out
+        return F.layer_norm(resid, (self.DM,), self.ln_w, self.ln_b, 1e-5) @ self.W_U + self.b_U
+
+
 def read_stories(path):
     with open(path) as f:
         return [[int(t) for t in line.split()] for line in f if len(line.split()) >= 2]
@@ -118,9 +174,10 @@ def make_batch(stories):
 
 
 class Trainer:
-    def __init__(self, stories):
-        self.net = Net()
+    def __init__(self, stories, net=None):
+        self.net = net or Net()
         self.opt = torch.optim.Adam(self.net.parameters(), lr=3e-3)
+        self.stories = stories
         self.batches = [make_batch(stories[i:i + BATCH]) for i in range(0, len(stories) - BATCH + 1, BATCH)]
         self.next = 0
 
@@ -250,6 +307,7 @@ def peak_rss_kb():
 def serve(args):
     trainer = Trainer(read_stories(args.ids))
     trainer.run(2)  # warm up: allocator, first-call costs
+    tf_trainer = None  # the transformer's, made at its first `train_tf`
     gen_net = Net()
     gen_net.load(args.model)
     generator = BatchGenerator(gen_net)
@@ -263,6 +321,12 @@ def serve(args):
         if cmd[0] == "train":
             tokens, seconds = trainer.run(int(cmd[1]))
             reply = {"tokens": tokens, "seconds": seconds, "cpu_seconds": trainer.cpu_seconds}
+        elif cmd[0] == "train_tf":  # train_tf N: N steps of the transformer (TfNet)
+            if tf_trainer is None:
+                tf_trainer = Trainer(trainer.stories, TfNet())
+                tf_trainer.run(2)
+            tokens, seconds = tf_trainer.run(int(cmd[1]))
+            reply = {"tokens": tokens, "seconds": seconds, "cpu_seconds": tf_trainer.cpu_seconds}
         elif cmd[0] == "generate":  # generate N [B]: one story token by token, or B stories batched
             torch.set_num_threads(1)
             cpu0 = time.process_time()

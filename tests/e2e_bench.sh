@@ -29,12 +29,14 @@ done
 
 # A variant is timed on the same stories (the same tokens) with its own network (another loss).
 base=$("$STORYLM" bench train train_ids.txt --steps 2 --threads 1)
-for v in "--layers 2" "--position-scheme rope --score additive"; do
+for v in "--layers 2" "--position-scheme rope --score additive" "--arch transformer"; do
   j=$("$STORYLM" bench train train_ids.txt --steps 2 --threads 1 $v)
   echo "bench train $v: $j"
   [[ $(field "$j" tokens) == $(field "$base" tokens) ]] || fail "bench train $v timed other stories: $j against $base"
   [[ $(field "$j" loss) != $(field "$base" loss) ]] || fail "bench train $v trained the default network: $j"
 done
+if "$STORYLM" bench train train_ids.txt --arch transformer --precision bf16 2> bad.err; then fail "bench train --arch transformer --precision bf16 was accepted"; fi
+grep -q "attention network" bad.err || fail "bench train --arch transformer --precision bf16: $(cat bad.err)"
 if "$STORYLM" bench train train_ids.txt --position-scheme spiral 2> bad.err; then fail "bench train --position-scheme spiral was accepted"; fi
 grep -q "spiral" bad.err || fail "bench train --position-scheme spiral: the message does not name it"
 
@@ -66,10 +68,12 @@ if /usr/bin/python3 -c "import torch" 2> /dev/null; then
   python3 -c "import sys; sys.exit(0 if abs($ours - $peer) < 1e-4 * $ours else 1)" ||
     fail "the PyTorch peer's loss $peer differs from storylm's $ours: not the same network"
   # its batched generation (the 64-sample row of scripts/bench): B stories of N tokens each
-  printf 'generate 6 3\nquit\n' | /usr/bin/python3 "$STORYLM_SOURCE_DIR/scripts/torch_peer.py" serve train_ids.txt m.safetensors \
+  printf 'generate 6 3\ntrain_tf 1\nquit\n' | /usr/bin/python3 "$STORYLM_SOURCE_DIR/scripts/torch_peer.py" serve train_ids.txt m.safetensors \
     > peer.out || fail "the PyTorch peer's serve"
   python3 -c "import json,sys; d=json.loads(open('peer.out').read().splitlines()[1]); sys.exit(0 if d['tokens'] == 18 and d['cpu_seconds'] > 0 else 1)" ||
     fail "the PyTorch peer's batched generation: $(cat peer.out)"
+  python3 -c "import json,sys; d=json.loads(open('peer.out').read().splitlines()[2]); sys.exit(0 if d['tokens'] > 0 and d['cpu_seconds'] > 0 else 1)" ||
+    fail "the PyTorch peer's transformer training (train_tf): $(cat peer.out)"
 else
   echo "e2e_bench: /usr/bin/python3 has no torch: the PyTorch peer check is skipped"
 fi

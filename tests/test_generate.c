@@ -124,18 +124,22 @@ static void same_seed_same_draws(void) {
     slm_sampler_free(&b);
 }
 
-/* A batch of 5 fed random tokens, a random subset of the samples each step
- * in a random order, gives each sample the same logits, bit for bit, as a
- * generator of its own fed the same tokens; also past the window. */
-static void batch_gives_each_sample_its_own_bits(Arch arch, const Ablation *ab, uint64_t seed, int threads) {
-    enum { N = 5, STEPS = 300 };
+/* A batch of N (at most 64) fed random tokens, a random subset of the
+ * samples each step in a random order, gives each sample the same logits,
+ * bit for bit, as a generator of its own fed the same tokens; also past the
+ * window (window: 0 for the default). */
+static void batch_of_n_gives_each_sample_its_own_bits(Arch arch, const Ablation *ab, uint64_t seed, int threads, int N,
+                                                      int window) {
+    enum { MAX_N = 64, STEPS = 300 };
     Error e = {0};
     ModelConfig cfg = slm_model_config_default(arch, 300);
+    if (window) cfg.window = window;
+    CHECK(N >= 3 && N <= MAX_N);
     Model m;
     CHECK(slm_model_init(&m, &cfg, &e) == 0);
     slm_model_randomize(&m, seed);
     GeneratorBatch batch;
-    Generator alone[N];
+    Generator alone[MAX_N];
     Workers w;
     CHECK(slm_generator_batch_init(&batch, &m, ab, N, &e) == 0 && slm_workers_init(&w, threads, &e) == 0);
     if (threads > 1) slm_generator_batch_use_workers(&batch, &w); /* the samples of a step shared between threads */
@@ -144,8 +148,8 @@ static void batch_gives_each_sample_its_own_bits(Arch arch, const Ablation *ab, 
     slm_rng_seed(&r, seed + 7);
     int same = 1, fed = 0;
     for (int step = 0; step < STEPS; step++) {
-        int which[N], k = 0;
-        int32_t tokens[N];
+        int which[MAX_N], k = 0;
+        int32_t tokens[MAX_N];
         for (int s = 0; s < N; s++)
             if (step == 0 || slm_rng_below(&r, 4) != 0) which[k++] = s; /* now and then a sample waits */
         for (int j = k - 1; j > 0; j--) {                               /* in any order */
@@ -173,6 +177,10 @@ static void batch_gives_each_sample_its_own_bits(Arch arch, const Ablation *ab, 
     slm_model_free(&m);
 }
 
+static void batch_gives_each_sample_its_own_bits(Arch arch, const Ablation *ab, uint64_t seed, int threads) {
+    batch_of_n_gives_each_sample_its_own_bits(arch, ab, seed, threads, 5, 0);
+}
+
 static void batches_match_alone(void) {
     batch_gives_each_sample_its_own_bits(ARCH_ATTENTION, NULL, 11, 1);
     batch_gives_each_sample_its_own_bits(ARCH_WINDOW8, NULL, 12, 1);
@@ -180,6 +188,9 @@ static void batches_match_alone(void) {
     batch_gives_each_sample_its_own_bits(ARCH_ATTENTION, &zero, 13, 1);
     batch_gives_each_sample_its_own_bits(ARCH_ATTENTION, NULL, 14, 2);
     batch_gives_each_sample_its_own_bits(ARCH_WINDOW8, NULL, 15, 3);
+    /* 64 samples, as generate --samples 64; a window that is no multiple of the cache's blocks of 16 slots */
+    batch_of_n_gives_each_sample_its_own_bits(ARCH_ATTENTION, NULL, 16, 1, 64, 0);
+    batch_of_n_gives_each_sample_its_own_bits(ARCH_ATTENTION, NULL, 17, 2, 64, 37);
 }
 
 /* ---- the view: a small vocabulary and a random model over it --------------------- */

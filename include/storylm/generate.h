@@ -12,7 +12,7 @@
  *
  * Laid out for speed (one token is some 300,000 multiply-adds, most of them
  * the output layer's): the cache holds each head's key components as rows
- * over the window's slots, so a head's scores are 16 slots a register, and
+ * over blocks of 16 slots, so a head's scores are 16 slots a register, and
  * each slot's value channels together, so its blend is 16 channels a
  * register; the query, key and value weights are packed
  * into one (32, 256) matrix; the distance scores are stored reversed and
@@ -38,21 +38,22 @@ typedef struct GeneratorBatch {
     float *qkv_w;        /* (L, Din, H*(2*kd+vd)): each layer's queries (times 1/sqrt(kd)), keys, values of
                           * every head from its input (Din: the row, 32, and above the first layer the
                           * heads below, 160; each layer's block as large as the widest) */
-    float *distance2;    /* (L, H, 2W): entry k = distance score (W-1-k) mod W */
+    float *distance2;    /* (L, H, 2W) and 16 more: entry k = distance score (W-1-k) mod W */
     Model *layers;       /* (L) each layer's view of the model (slm_model_layer_view) */
     ScoreTensors *score; /* (L) each layer's --score tensors, looked up once */
     float *hidden_w;     /* hidden.weight and output.weight in blocks of 16 rows, column by column */
     float *output_w;
     /* each sample's story; sample s's part is at s times the size given */
     int *pos;               /* (n) tokens fed so far */
-    float *keys;            /* (n, L, H, kd, W): component i of the key in slot s (position pos % W) */
+    float *keys;            /* (n, L, H, W/16, kd, 16): component i of the key in slot s (position pos % W),
+                             * slots in blocks of 16 (W rounded up), a block's components in turn */
     float *values;          /* (n, L, H, W, vd): the value in slot s (position pos % W), its channels together */
     int32_t *recent;        /* (n, C) window8: the last C tokens, oldest first */
     float *qkv;             /* (n, H*(2*kd+vd)) the newest token's queries, keys, values (of one layer at a time) */
     float *z;               /* (n, Z) what the hidden layer reads */
     float *hidden;          /* (n, 128) */
     float *logits;          /* (n, V) of the last token fed */
-    float *scores;          /* (n, W) scratch of each sample's head scores */
+    float *scores;          /* (n, W rounded up to 16) scratch of each sample's head scores */
     float *rows;            /* (n, D) scratch: the rows of the tokens fed */
     Workers *workers;       /* NULL: steps on the caller's thread alone */
     struct TfGenerator *tf; /* --arch transformer: its weights' views and key/value caches

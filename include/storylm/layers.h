@@ -73,6 +73,8 @@ void slm_output_loss(const OutputLoss *o);
 void slm_exp_inplace(float *x, int n, float shift);
 /* x (n) -> softmax in place; returns the log-sum-exp of the input. */
 float slm_softmax_inplace(float *x, int n);
+/* The same when x's largest element mx is known (a pass fewer; the same bits). */
+float slm_softmax_max_inplace(float *x, int n, float mx);
 /* x (n) -> tanh x in place, vectorized (the hidden layer's tanh). */
 void slm_tanh_inplace(float *x, int n);
 

@@ -60,6 +60,7 @@ typedef struct Sampler {
     float temperature, top_p, min_p, repeat_penalty;
     int top_k, repeat_last_n;
     Rng rng;
+    int floor_exp;    /* the last token's nucleus floor 2^-floor_exp (0: none yet), where the next search starts */
     float *probs;     /* (V) scratch */
     float *penalized; /* (V) scratch: the logits after the repeat penalty */
     uint8_t *seen;    /* (V) scratch: tokens of the penalty's stretch, each once */

@@ -56,7 +56,8 @@ const Command command_bench = {
 
 typedef struct BenchOptions {
     int steps, tokens, threads, batch, first_batch, layers, samples, vocab_size;
-    const char *prompt, *pos, *score, *precision;
+    int given_variant; /* --layers, --position-scheme or --score given: else the architecture's own */
+    const char *prompt, *pos, *score, *precision, *arch;
 } BenchOptions;
 
 /* x rounded to 1/scale (1e6: microseconds), as the line has always shown it. */
@@ -141,13 +142,19 @@ static int bench_train(const char *path, const BenchOptions *o, Error *e) {
     Adam opt = {0};
     float *grads = NULL;
     StoryRef *refs = NULL;
-    ModelConfig cfg = slm_model_config_default(ARCH_ATTENTION, o->vocab_size);
-    cfg.n_layers = o->layers;
+    Arch arch = ARCH_ATTENTION;
     Precision precision = PRECISION_FP32;
-    int threads = omp_get_max_threads(),
-        rc = slm_pos_parse(o->pos, &cfg.pos, e) || slm_score_parse(o->score, &cfg.score, e) ||
-             slm_precision_parse(o->precision, &precision, e) || slm_precision_check(precision, e) ||
-             read_ids(path, cfg.vocab_size, &ids, &starts, e);
+    int rc = slm_arch_parse(o->arch, &arch, e);
+    ModelConfig cfg = slm_model_config_default(arch, o->vocab_size); /* the transformer: train's default shape */
+    if (!rc && (arch != ARCH_TRANSFORMER || o->given_variant)) {
+        cfg.n_layers = o->layers;
+        rc = slm_pos_parse(o->pos, &cfg.pos, e) || slm_score_parse(o->score, &cfg.score, e);
+    }
+    rc = rc || slm_precision_parse(o->precision, &precision, e) || slm_precision_check(precision, e);
+    if (!rc && arch != ARCH_ATTENTION && precision != PRECISION_FP32)
+        rc = FAIL(e, "leave --precision out (fp32)", "--precision %s is for the attention network", o->precision);
+    int threads = omp_get_max_threads();
+    rc = rc || read_ids(path, cfg.vocab_size, &ids, &starts, e);
     int positions = rc ? 0 : (4096 + threads - 1) / threads, longest = rc ? 0 : longest_story(&starts);
     rc = rc || slm_model_init(&m, &cfg, e) ||
          slm_shards_init(&sh, &m, threads, positions > longest ? positions : longest, o->batch, e) ||
@@ -274,7 +281,8 @@ static int run(int argc, char **argv) {
                       .prompt = "Once upon a time",
                       .pos = "distance",
                       .score = "scaled-dot",
-                      .precision = "fp32"};
+                      .precision = "fp32",
+                      .arch = "attention"};
     const char *pos[3];
     int np;
     Option opts[] = {
@@ -289,6 +297,8 @@ static int run(int argc, char **argv) {
         {"vocab-size", 0, OPT_INT, &o.vocab_size, "N", "training's vocabulary size, as storylm train --vocab-size",
          VOCAB_MIN_SIZE, CHECKPOINT_MAX_VOCAB},
         PRECISION_OPTION(o.precision),
+        {"arch", 0, OPT_STRING, &o.arch, "NAME",
+         "training's network, as storylm train --arch (transformer: its default shape)", 0, 0},
         THREADS_OPTION(o.threads), /* training; generation and encoding time one thread */
         {"tokens", 'n', OPT_INT, &o.tokens, "N", "new tokens generated (a sample)", 1, 1e6},
         {"samples", 0, OPT_INT, &o.samples, "N", "generation's samples, computed together (default 1)", 1, 4096},
@@ -297,6 +307,8 @@ static int run(int argc, char **argv) {
     int rc = args_parse(&command_bench, argc, argv, opts, N_OPTIONS(opts), pos, 2, 3, &np);
     if (rc) return rc > 0 ? 0 : 2;
     Error e = {0};
+    o.given_variant = args_given(argc, argv, "layers", 0) || args_given(argc, argv, "position-scheme", 0) ||
+                      args_given(argc, argv, "score", 0);
     if (strcmp(pos[0], "train") == 0 && np == 2) {
         cli_set_threads(o.threads);
         rc = bench_train(pos[1], &o, &e);

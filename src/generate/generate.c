@@ -200,10 +200,19 @@ typedef struct SampleSizes {
     size_t keys, values, recent, qkv, z, hidden, logits;
 } SampleSizes;
 
+/* Slots of a head's key cache: the window's, rounded up to blocks of 16. */
+static int key_slots(const ModelConfig *c) { return (c->window + 15) / 16 * 16; }
+
+/* Where component i of slot j sits in a head's keys (kd components): slots
+ * in blocks of 16, a block's components one after the other, each 16 slots
+ * (one register, one cache line) wide. A head's scores then read one
+ * contiguous stretch, a block at a time. */
+static size_t key_at(int kd, int i, int j) { return ((size_t)(j / 16) * kd + i) * 16 + j % 16; }
+
 static SampleSizes sample_sizes(const ModelConfig *c) {
     int att = c->arch == ARCH_ATTENTION;
     size_t H = c->n_heads * (size_t)slm_model_layers(c), W = c->window; /* every layer's heads */
-    return (SampleSizes){.keys = att ? H * W * c->key_dim : 0,
+    return (SampleSizes){.keys = att ? H * key_slots(c) * c->key_dim : 0,
                          .values = att ? H * W * c->value_dim : 0,
                          .recent = c->context > 0 ? (size_t)c->context : 1,
                          .qkv = att ? (size_t)qkv_width(c) : 0,
@@ -224,14 +233,15 @@ int slm_generator_batch_init(GeneratorBatch *g, const Model *m, const Ablation *
     int ok = (g->hidden_w = xmalloc(Hd16 * Z * sizeof(float), e)) &&
              (g->output_w = xmalloc(V16 * c->hidden_dim * sizeof(float), e)) && (g->pos = xcalloc(N, sizeof(int), e)) &&
              (g->recent = xcalloc(N * sz.recent, sizeof(int32_t), e)) && (g->z = xcalloc(N * Z, sizeof(float), e)) &&
-             (g->scores = xcalloc(N * W, sizeof(float), e)) && (g->rows = xcalloc(N * c->row_dim, sizeof(float), e)) &&
+             (g->scores = xcalloc(N * key_slots(c), sizeof(float), e)) &&
+             (g->rows = xcalloc(N * c->row_dim, sizeof(float), e)) &&
              (g->hidden = xcalloc(N * sz.hidden, sizeof(float), e)) &&
              (g->logits = xcalloc(N * sz.logits, sizeof(float), e));
     if (ok && c->arch == ARCH_ATTENTION)
         ok = (g->keys = xcalloc(N * sz.keys, sizeof(float), e)) &&
              (g->values = xcalloc(N * sz.values, sizeof(float), e)) &&
              (g->qkv_w = xmalloc(L * qkv_w_size(c) * sizeof(float), e)) &&
-             (g->distance2 = xmalloc(H * 2 * W * sizeof(float), e)) &&
+             (g->distance2 = xcalloc(H * 2 * W + 16, sizeof(float), e)) &&
              (g->qkv = xmalloc(N * sz.qkv * sizeof(float), e)) && (g->layers = xcalloc(L, sizeof(Model), e)) &&
              (g->score = xcalloc(L, sizeof(ScoreTensors), e));
     if (!ok) {
@@ -332,39 +342,44 @@ static void new_query_key_value(GeneratorBatch *g, int l, const int *which, int 
         float *qkv = g->qkv + s * sz.qkv;
         slm_score_token_qk_with(c, &g->score[l], g->pos[s],
                                 qkv); /* --pos rope, --score general|additive: turned once, cached so */
-        float *keys = g->keys + s * sz.keys + (size_t)l * H * kd * W,
+        float *keys = g->keys + s * sz.keys + (size_t)l * H * kd * key_slots(c),
               *values = g->values + s * sz.values + (size_t)l * H * vd * W;
-        for (int i = 0; i < H * kd; i++) keys[(size_t)i * W + slot] = qkv[H * kd + i];
+        for (int h = 0; h < H; h++)
+            for (int i = 0; i < kd; i++)
+                keys[(size_t)h * kd * key_slots(c) + key_at(kd, i, slot)] = qkv[(H + h) * kd + i];
         for (int h = 0; h < H; h++)
             memcpy(values + ((size_t)h * W + slot) * vd, qkv + 2 * H * kd + h * vd, vd * sizeof(float));
     }
 }
 
-/* sc (n) = bias (n) + q (kd) . each slot's key (keys: kd rows of stride
- * floats, component i of slot j at i*stride + j): 16 slots in a register,
- * one FMA a component in order, stored once. */
-static void query_key_scores(const float *q, int kd, const float *keys, int stride, const float *bias, int n,
-                             float *sc) {
+/* sc (n rounded up to 16) = bias (as many) + q (kd) . each slot's key
+ * (keys: blocks of 16 slots, key_at): 16 slots in a register, one FMA a
+ * component in order, stored once; the slots past n are the cache's
+ * unused ones (their scores are never read). */
+static void query_key_scores(const float *q, int kd, const float *keys, const float *bias, int n, float *sc) {
     int j = 0;
-    for (; j + 64 <= n; j += 64) { /* four chains in flight */
-        f16v a0 = load16(bias + j), a1 = load16(bias + j + 16), a2 = load16(bias + j + 32), a3 = load16(bias + j + 48);
-        for (int i = 0; i < kd; i++) {
-            const float *k = keys + (size_t)i * stride + j;
-            a0 += load16(k) * q[i], a1 += load16(k + 16) * q[i], a2 += load16(k + 32) * q[i],
-                a3 += load16(k + 48) * q[i];
-        }
+    for (; j + 32 <= n; j += 32) { /* two blocks: two chains in flight */
+        const float *k0 = keys + (size_t)j * kd, *k1 = k0 + 16 * kd;
+        f16v a0 = load16(bias + j), a1 = load16(bias + j + 16);
+        for (int i = 0; i < kd; i++) a0 += load16(k0 + 16 * i) * q[i], a1 += load16(k1 + 16 * i) * q[i];
         memcpy(sc + j, &a0, sizeof a0), memcpy(sc + j + 16, &a1, sizeof a1);
-        memcpy(sc + j + 32, &a2, sizeof a2), memcpy(sc + j + 48, &a3, sizeof a3);
     }
     for (; j + 16 <= n; j += 16) {
+        const float *k = keys + (size_t)j * kd;
         f16v a = load16(bias + j);
-        for (int i = 0; i < kd; i++) a += load16(keys + (size_t)i * stride + j) * q[i];
+        for (int i = 0; i < kd; i++) a += load16(k + 16 * i) * q[i];
         memcpy(sc + j, &a, sizeof a);
     }
-    for (; j < n; j++) {
-        float a = bias[j];
-        for (int i = 0; i < kd; i++) a += keys[(size_t)i * stride + j] * q[i];
-        sc[j] = a;
+    if (j < n) { /* the last n % 16 slots: each product rounded before it is added (no FMA), as the one-slot-at-a-time
+                  * code before gave them (GCC contracts vector code here, not scalar), so the numbers stay */
+        const float *k = keys + (size_t)j * kd;
+        f16v a = load16(bias + j);
+        for (int i = 0; i < kd; i++) {
+            f16v p = load16(k + 16 * i) * q[i];
+            __asm__("" : "+m"(p)); /* p through memory: rounded, not fused into the add */
+            a += p;
+        }
+        memcpy(sc + j, &a, sizeof a);
     }
 }
 
@@ -402,16 +417,35 @@ static void head_attend(GeneratorBatch *g, int s, int l, int h, float *out) {
     int n = pos + 1 < W ? pos + 1 : W, newest = pos % W;
     /* slot s holds the key (newest - s) mod W back */
     const float *bias = g->distance2 + (size_t)lh * 2 * W + (W - 1 - newest);
-    const float *q = g->qkv + s * sz.qkv + h * kd, *keys = g->keys + s * sz.keys + (size_t)lh * kd * W;
-    float *sc = g->scores + (size_t)s * W; /* each sample its own: threads may share the batch */
-    if (c->score == SCORE_ADDITIVE) {      /* --score additive: v . tanh(q~ + k~) */
+    const float *q = g->qkv + s * sz.qkv + h * kd, *keys = g->keys + s * sz.keys + (size_t)lh * kd * key_slots(c);
+    float *sc = g->scores + (size_t)s * key_slots(c); /* each sample its own: threads may share the batch */
+    if (c->score == SCORE_ADDITIVE) {                 /* --score additive: v . tanh(q~ + k~), a block at a time */
         memcpy(sc, bias, n * sizeof(float));
-        slm_additive_scores_cached(g->score[l].v + h * kd, kd, q, keys, W, n, sc);
+        for (int j = 0; j < n; j += 16)
+            slm_additive_scores_cached(g->score[l].v + h * kd, kd, q, keys + (size_t)j * kd, 16,
+                                       n - j < 16 ? n - j : 16, sc + j);
     } else {
-        query_key_scores(q, kd, keys, W, bias, n, sc);
+        query_key_scores(q, kd, keys, bias, n, sc);
     }
     slm_softmax_inplace(sc, n);
     blend_values(sc, n, g->values + s * sz.values + (size_t)lh * W * vd, vd, out);
+}
+
+/* Asks the cache for head h of layer l of sample s's keys and values (the
+ * slots its next scores and blend read), while the head before it computes:
+ * with many samples each one's cache has left the core's caches since its
+ * last step, and its short stretches, one a head, are too short for the
+ * hardware's prefetcher to find in time. */
+static void prefetch_head(const GeneratorBatch *g, int s, int l, int h) {
+    const ModelConfig *c = &g->model->cfg;
+    SampleSizes sz = sample_sizes(c);
+    int W = c->window, kd = c->key_dim, vd = c->value_dim, lh = l * c->n_heads + h;
+    int n = g->pos[s] + 1 < W ? g->pos[s] + 1 : W;
+    const char *keys = (const char *)(g->keys + s * sz.keys + (size_t)lh * kd * key_slots(c));
+    const char *values = (const char *)(g->values + s * sz.values + (size_t)lh * W * vd);
+    size_t key_bytes = (size_t)(n + 15) / 16 * 16 * kd * sizeof(float), value_bytes = (size_t)n * vd * sizeof(float);
+    for (size_t b = 0; b < key_bytes; b += 64) __builtin_prefetch(keys + b, 0, 3);
+    for (size_t b = 0; b < value_bytes; b += 64) __builtin_prefetch(values + b, 0, 3);
 }
 
 /* The rows (k, D) and, layer by layer, the heads' outputs of the newest
@@ -431,6 +465,10 @@ static void attention_z(GeneratorBatch *g, const float *rows, const int *which, 
                     for (int i = 0; i < vd; i++)
                         out[i] = g->ablation.mode == ABLATE_MEAN ? g->ablation.mean[lh * vd + i] : 0;
                 } else {
+                    if (h + 1 < H)
+                        prefetch_head(g, which[j], l, h + 1);
+                    else if (j + 1 < k)
+                        prefetch_head(g, which[j + 1], l, 0);
                     head_attend(g, which[j], l, h, out);
                 }
             }

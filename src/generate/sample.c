@@ -84,10 +84,13 @@ static int argmax(const float *x, int n) {
     return best;
 }
 
-/* Can logits / temperature be exponentiated without overflow or NaN? The
+/* logits (n) -> scaled (n) = logits / temperature (times inv), in one pass
+ * with the check that they can be exponentiated without overflow or NaN: the
  * softmax subtracts the largest, so what matters is the spread: every scaled
- * logit finite and max - min (scaled) finite too, in double. */
-static int scales_safely(const float *logits, int n, float inv) {
+ * logit finite and max - min (scaled) finite too, in double. Returns 0 when
+ * they cannot; else 1 with *largest the largest scaled logit (max(x) times
+ * inv: rounding keeps the order, so it is the largest of the products). */
+static int scale_safely(const float *logits, int n, float inv, float *scaled, float *largest) {
     float lo = INFINITY, hi = -INFINITY, poison = 0.0f;
     /* one vectorised pass: x * 0 is NaN exactly when x is inf or NaN */
 #pragma omp simd reduction(min : lo) reduction(max : hi) reduction(+ : poison)
@@ -95,9 +98,11 @@ static int scales_safely(const float *logits, int n, float inv) {
         lo = logits[i] < lo ? logits[i] : lo;
         hi = logits[i] > hi ? logits[i] : hi;
         poison += logits[i] * 0.0f;
+        scaled[i] = logits[i] * inv;
     }
     if (poison != poison) return 0;
     double big = fmax(fabs((double)hi), fabs((double)lo)), spread = (double)hi - (double)lo;
+    *largest = hi * inv;
     return big * inv < FLT_MAX && spread * inv < FLT_MAX;
 }
 
@@ -149,18 +154,37 @@ static float mass_from(const float *probs, int n, float floor) {
     return mass;
 }
 
-/* A power of two such that the tokens at or above it hold at least top_p of
- * the mass (with a little room), found in five passes; 0 if none down to 2^-24. */
-static float nucleus_floor(const float *probs, int n, float top_p) {
-    if (mass_from(probs, n, 0x1p-24f) < top_p + 1e-3f) return 0.0f;
+static int enough_from(const float *probs, int n, int e, float target) {
+    return mass_from(probs, n, ldexpf(1.0f, -e)) >= target;
+}
+
+/* A power of two 2^-e such that the tokens at or above it hold at least
+ * top_p of the mass (with a little room) and those above 2^-(e-1) do not, or
+ * 0 if none down to 2^-24. The search starts at the last token's e (*last:
+ * the next token's distribution is mostly much like it), so two passes
+ * usually find it; a binary search otherwise. Which floor is found changes
+ * only how many candidates are sorted, never the draw. */
+static float nucleus_floor(const float *probs, int n, float top_p, int *last) {
+    float target = top_p + 1e-3f;
+    if (!enough_from(probs, n, 24, target)) return 0.0f;
     int lo = 0, hi = 24; /* 2^-hi is enough, 2^-lo is not (nothing is above 1) */
+    if (*last > 0 && *last < 24) {
+        if (enough_from(probs, n, *last, target)) {
+            hi = *last;
+            if (!enough_from(probs, n, hi - 1, target)) lo = hi - 1;
+        } else {
+            lo = *last;
+            if (enough_from(probs, n, lo + 1, target)) hi = lo + 1;
+        }
+    }
     while (hi - lo > 1) {
         int mid = (lo + hi) / 2;
-        if (mass_from(probs, n, ldexpf(1.0f, -mid)) >= top_p + 1e-3f)
+        if (enough_from(probs, n, mid, target))
             hi = mid;
         else
             lo = mid;
     }
+    *last = hi;
     return ldexpf(1.0f, -hi);
 }
 
@@ -201,7 +225,7 @@ static int sample_truncated(Sampler *s, const float *probs) {
     int n = s->vocab_size;
     /* Tokens below this share cannot be in the top-p set (llama2.c's cut-off). */
     float cutoff = s->top_p < 1 ? (1.0f - s->top_p) / (float)(n - 1) : 0.0f;
-    float floor = nucleus_floor(probs, n, s->top_p);
+    float floor = nucleus_floor(probs, n, s->top_p, &s->floor_exp);
     int m = candidates_from(s, probs, floor > cutoff ? floor : cutoff);
     int keep = m ? nucleus_size(s, m, floor <= cutoff) : 0;
     if (m && !keep) keep = nucleus_size(s, m = candidates_from(s, probs, cutoff), 1);
@@ -262,12 +286,9 @@ int slm_sampler_sample_story(Sampler *s, const float *logits, const int32_t *sto
      * overflow (1e-38, 1e-45), turning every logit into inf and the softmax
      * into NaN. The same when the logits themselves are too spread to scale. */
     if (s->temperature < SAMPLER_GREEDY_BELOW) return argmax(logits, n);
-    float inv = 1.0f / s->temperature;
-    if (!scales_safely(logits, n, inv)) return argmax(logits, n);
-    float *probs = s->probs;
-#pragma omp simd
-    for (int i = 0; i < n; i++) probs[i] = logits[i] * inv;
-    slm_softmax_probs(probs, n, probs);
+    float inv = 1.0f / s->temperature, largest;
+    if (!scale_safely(logits, n, inv, s->probs, &largest)) return argmax(logits, n);
+    slm_softmax_max_inplace(s->probs, n, largest); /* the largest known: a pass fewer */
     if (s->min_p > 0) min_p_cut(s, logits);
     if (s->top_k == 0 && s->top_p >= 1) {
         double r = slm_rng_uniform(&s->rng), acc = 0;

@@ -218,8 +218,10 @@ static void attend_head(const Head *r, const int *first_key, int N, float *att, 
     for (int p = 0; p < N; p++) {
         Span sp = span_of(p, first_key[p]);
         float *row = att ? att + p * S : w, *o = out + (size_t)p * out_ld;
-        if (r->kd == 8 && r->vd == 16)
+        if (r->kd == 8 && r->vd == 16) /* the attention network's heads, */
             attend_one(r, 8, 16, p, sp, row, o);
+        else if (r->kd == 8 && r->vd == 8) /* the default transformer's: sizes known, loops unrolled */
+            attend_one(r, 8, 8, p, sp, row, o);
         else
             attend_one(r, r->kd, r->vd, p, sp, row, o);
     }
@@ -360,6 +362,8 @@ static const float *weights_of(const Head *r, const float *att, int p, Span sp, 
     if (att) return att + p * (size_t)slm_attention_row_stride(r->W);
     if (r->kd == 8 && r->vd == 16)
         scores_one(r, 8, 16, p, sp, w);
+    else if (r->kd == 8 && r->vd == 8)
+        scores_one(r, 8, 8, p, sp, w);
     else
         scores_one(r, r->kd, r->vd, p, sp, w);
     slm_exp_inplace(w + sp.off, sp.n, r->lse[p]);
@@ -381,6 +385,8 @@ static void head_backward(const Head *r, const float *att, const int *first_key,
         const float *wp = weights_of(r, att, p, sp, w), *g = d_out + (size_t)p * out_ld;
         if (r->kd == 8 && r->vd == 16)
             attend_one_backward(r, 8, 16, p, sp, wp, g, ds);
+        else if (r->kd == 8 && r->vd == 8)
+            attend_one_backward(r, 8, 8, p, sp, wp, g, ds);
         else
             attend_one_backward(r, r->kd, r->vd, p, sp, wp, g, ds);
     }

@@ -89,8 +89,9 @@ void slm_exp_inplace(float *x, int n, float shift) {
     for (int i = 0; i < n; i++) x[i] = exp_approx(x[i] - shift);
 }
 
-float slm_softmax_inplace(float *x, int n) {
-    float mx = max_of(x, n);
+float slm_softmax_inplace(float *x, int n) { return slm_softmax_max_inplace(x, n, max_of(x, n)); }
+
+float slm_softmax_max_inplace(float *x, int n, float mx) {
     float sum = exp_shifted_inplace(x, n, mx);
     float inv = 1.0f / sum;
 #pragma omp simd
