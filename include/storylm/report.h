@@ -114,6 +114,16 @@ void slm_cell_vector(ReportTable *t, const float *x, int n);
 void slm_cell_skip(ReportTable *t);
 /* The number in row, col (NAN when empty or not a number). */
 double slm_table_number(const ReportTable *t, int row, int col);
+/* The text in row, col (NULL when empty or not text). */
+const char *slm_table_text(const ReportTable *t, int row, int col);
+
+/* A built report read back by key, for drawing its picture from it
+ * (report_read.c): the table (NULL when none), a column's index (-1), a
+ * value's number (NAN when none or not a number) or text (NULL). */
+const ReportTable *slm_report_find_table(const Report *r, const char *key);
+int slm_table_find_column(const ReportTable *t, const char *key);
+double slm_report_find_number(const Report *r, const char *key);
+const char *slm_report_find_text(const Report *r, const char *key);
 
 /* Plain text: values as aligned "label  value" lines, notes, and each table
  * with its title, a header and columns padded to their widest cell

@@ -1,0 +1,18 @@
+/* The probe and interpretability verbs' reports as views: each builds its
+ * Report from a session and its parameters (the table, --json) and draws
+ * its picture from that Report alone (--svg), so that the CLI and the
+ * server give the same numbers. Never prints. */
+#ifndef STORYLM_PROBE_VIEWS_H
+#define STORYLM_PROBE_VIEWS_H
+
+#include "storylm/error.h"
+#include "storylm/report.h"
+#include "storylm/session.h"
+
+/* stats: per head, q.k against the cosine of the rows; far repeats, leaving
+ * out the common most common tokens of the training stories (names kept).
+ * ps needs its stories and names. */
+int slm_view_stats(Report *r, const ProbeSession *ps, int common, Error *e);
+int slm_view_stats_draw(const Report *r, const char *path, Error *e);
+
+#endif
