@@ -15,4 +15,16 @@
 int slm_view_stats(Report *r, const ProbeSession *ps, int common, Error *e);
 int slm_view_stats_draw(const Report *r, const char *path, Error *e);
 
+/* circuits: each head's QK and OV circuits (head -1: every head; top pairs
+ * each), the OV read through the hidden layer linearised at its mean input
+ * over the test stories of stories (n_test held out; needed), and what
+ * reading each token of tokens ("lily,tom", may be NULL) raises. */
+typedef struct CircuitsParams {
+    int head, top;
+    const char *tokens, *stories;
+    int n_test;
+} CircuitsParams;
+int slm_view_circuits(Report *r, const ProbeSession *ps, const CircuitsParams *cp, Error *e);
+int slm_view_circuits_draw(const Report *r, const char *path, Error *e);
+
 #endif
