@@ -9,6 +9,18 @@
 #include "storylm/report.h"
 #include "storylm/session.h"
 
+/* What the interpretability views share: a text as the network reads it,
+ * and a token named by the user. */
+/* [EOS] and the pieces of text into ids (cleared first). */
+int slm_view_encode(const ProbeSession *ps, const char *text, IntVec *ids, Error *e);
+/* ids as "[EOS] lily went ##s" into buf (size), cut with "..." when long. */
+void slm_view_ids_text(const ProbeSession *ps, const int32_t *ids, int n, char *buf, size_t size);
+/* The id of the vocabulary piece text ("max", "##ark", "[EOS]"); flag names
+ * the option for the message when it is not one. */
+int slm_view_token_id(const ProbeSession *ps, const char *text, const char *flag, int32_t *id, Error *e);
+/* The most likely token at position p after a run, leaving out skip (-1: none). */
+int32_t slm_view_top_guess(const Activations *a, int p, int32_t skip);
+
 /* stats: per head, q.k against the cosine of the rows; far repeats, leaving
  * out the common most common tokens of the training stories (names kept).
  * ps needs its stories and names. */

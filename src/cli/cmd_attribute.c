@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "interp_common.h"
+#include "probe_common.h"
+#include "storylm/probe_views.h"
 #include "storylm/probe_attribute.h"
 #include "storylm/svg.h"
 
@@ -183,7 +184,7 @@ static int attribute(const ProbeOptions *po, const AttributeArgs *args, Error *e
     char note[512] = "";
     int have_mean = 0, Z = slm_model_hidden_input_dim(&ps.lm.model.cfg);
     double *mean_z = xmalloc((size_t)Z * sizeof(double), e);
-    int rc = !mean_z || interp_encode(&ps, args->text, &ids, e);
+    int rc = !mean_z || slm_view_encode(&ps, args->text, &ids, e);
     int T = (int)ids.len, p = args->pos < 0 ? T + args->pos : args->pos;
     if (!rc && (p < 0 || p >= T))
         rc = FAIL(e,
@@ -193,8 +194,8 @@ static int attribute(const ProbeOptions *po, const AttributeArgs *args, Error *e
     if (!rc) rc = slm_probe_runner_init(&r, &ps.lm.model, T, e) || slm_probe_run(&r, ids.data, T, &ps.ablation, e);
     int32_t token = -1;
     if (!rc)
-        rc = args->token ? interp_token(&ps, args->token, "--token", &token, e)
-                         : (token = interp_top_guess(&r.acts, p, -1), 0);
+        rc = args->token ? slm_view_token_id(&ps, args->token, "--token", &token, e)
+                         : (token = slm_view_top_guess(&r.acts, p, -1), 0);
     if (!rc) rc = mean_input(&ps, po, mean_z, &have_mean, note, sizeof note, e);
     if (!rc) rc = slm_probe_attribute(&ps.lm.model, &r.acts, p, token, have_mean ? mean_z : NULL, &a, e);
     if (!rc) build_report(&rep, &ps, args->text, &ids, &a, note);

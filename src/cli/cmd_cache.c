@@ -4,7 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "interp_common.h"
+#include "probe_common.h"
+#include "storylm/probe_views.h"
 #include "storylm/probe_cache.h"
 
 static int run(int argc, char **argv);
@@ -43,7 +44,7 @@ static int gather(const ProbeSession *ps, const CacheArgs *args, IntVec *ids, in
     if (args->text) {
         *n = 1;
         *starts = xmalloc(2 * sizeof(int), e);
-        if (!*starts || interp_encode(ps, args->text, ids, e)) return -1;
+        if (!*starts || slm_view_encode(ps, args->text, ids, e)) return -1;
         (*starts)[0] = 0, (*starts)[1] = (int)ids->len;
         return 0;
     }

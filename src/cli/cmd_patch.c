@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "interp_common.h"
+#include "probe_common.h"
+#include "storylm/probe_views.h"
 #include "storylm/probe_patch.h"
 #include "storylm/svg.h"
 
@@ -45,8 +46,8 @@ typedef struct PatchInput {
 static int same_length(const ProbeSession *ps, const PatchInput *in, Error *e) {
     if (in->clean_ids.len == in->corrupt_ids.len) return 0;
     char a[2048], b[2048];
-    interp_pieces(ps, in->clean_ids.data, (int)in->clean_ids.len, a, sizeof a);
-    interp_pieces(ps, in->corrupt_ids.data, (int)in->corrupt_ids.len, b, sizeof b);
+    slm_view_ids_text(ps, in->clean_ids.data, (int)in->clean_ids.len, a, sizeof a);
+    slm_view_ids_text(ps, in->corrupt_ids.data, (int)in->corrupt_ids.len, b, sizeof b);
     return FAIL(e, "change the corrupt text so that it has as many tokens (e.g. swap a name for one of as many pieces)",
                 "the texts have different numbers of tokens, so positions cannot be matched:\n"
                 "  clean   (%zu tokens): %s\n  corrupt (%zu tokens): %s",
@@ -57,10 +58,10 @@ static int same_length(const ProbeSession *ps, const PatchInput *in, Error *e) {
 static int choose_tokens(const ProbeSession *ps, PatchInput *in, const Activations *clean, const Activations *corrupt,
                          Error *e) {
     int last = clean->n_positions - 1;
-    if (in->answer ? interp_token(ps, in->answer, "--answer", &in->answer_id, e) : 0) return -1;
-    if (!in->answer) in->answer_id = interp_top_guess(clean, last, -1);
-    if (in->wrong ? interp_token(ps, in->wrong, "--wrong", &in->wrong_id, e) : 0) return -1;
-    if (!in->wrong) in->wrong_id = interp_top_guess(corrupt, last, in->answer_id);
+    if (in->answer ? slm_view_token_id(ps, in->answer, "--answer", &in->answer_id, e) : 0) return -1;
+    if (!in->answer) in->answer_id = slm_view_top_guess(clean, last, -1);
+    if (in->wrong ? slm_view_token_id(ps, in->wrong, "--wrong", &in->wrong_id, e) : 0) return -1;
+    if (!in->wrong) in->wrong_id = slm_view_top_guess(corrupt, last, in->answer_id);
     if (in->wrong_id == in->answer_id)
         return FAIL(e, "give a --wrong token other than the answer", "--answer and --wrong are the same token '%s'",
                     slm_probe_token(ps, in->answer_id));
@@ -189,8 +190,8 @@ static int patch(const ProbeOptions *po, PatchInput *in, Error *e) {
     PatchResult p = {0};
     Report rep;
     slm_report_init(&rep, "patch");
-    int rc = interp_encode(&ps, in->clean, &in->clean_ids, e) || interp_encode(&ps, in->corrupt, &in->corrupt_ids, e) ||
-             same_length(&ps, in, e);
+    int rc = slm_view_encode(&ps, in->clean, &in->clean_ids, e) ||
+             slm_view_encode(&ps, in->corrupt, &in->corrupt_ids, e) || same_length(&ps, in, e);
     int T = (int)in->clean_ids.len;
     if (!rc)
         rc = slm_probe_runner_init(&clean, &ps.lm.model, T, e) || slm_probe_runner_init(&corrupt, &ps.lm.model, T, e);
