@@ -39,4 +39,15 @@ typedef struct CircuitsParams {
 int slm_view_circuits(Report *r, const ProbeSession *ps, const CircuitsParams *cp, Error *e);
 int slm_view_circuits_draw(const Report *r, const char *path, Error *e);
 
+/* patch: [EOS] and each text run (as many tokens each); pieces of the clean
+ * run put into the corrupt one, the share of the logit difference
+ * answer - wrong (NULL: the clean run's top guess; the corrupt run's, else
+ * its second) each brings back. */
+typedef struct PatchParams {
+    const char *clean, *corrupt, *answer, *wrong;
+} PatchParams;
+int slm_view_patch(Report *r, const ProbeSession *ps, const PatchParams *pp, Error *e);
+/* The heat map: the row and the heads by position, then query and output. */
+int slm_view_patch_draw(const Report *r, const char *path, Error *e);
+
 #endif
