@@ -50,4 +50,18 @@ int slm_view_patch(Report *r, const ProbeSession *ps, const PatchParams *pp, Err
 /* The heat map: the row and the heads by position, then query and output. */
 int slm_view_patch_draw(const Report *r, const char *path, Error *e);
 
+/* attribute: at position pos of [EOS] and text (negative: from the end),
+ * what the row and each head add to the logit of token (NULL: the top
+ * guess there): gradient x activation, zero and mean removal (the mean over
+ * the test stories of stories, n_test held out; without it the column stays
+ * empty); and the surprisal of every token. */
+typedef struct AttributeParams {
+    const char *text, *token;
+    int pos;
+    const char *stories;
+    int n_test;
+} AttributeParams;
+int slm_view_attribute(Report *r, const ProbeSession *ps, const AttributeParams *ap, Error *e);
+int slm_view_attribute_draw(const Report *r, const char *path, Error *e);
+
 #endif
