@@ -64,4 +64,22 @@ typedef struct AttributeParams {
 int slm_view_attribute(Report *r, const ProbeSession *ps, const AttributeParams *ap, Error *e);
 int slm_view_attribute_draw(const Report *r, const char *path, Error *e);
 
+/* detect: per head, the previous-token, duplicate-token and induction
+ * scores on the test stories and on n_random sequences of length random
+ * tokens (seed) repeated twice, with the induction loss. The tables, then
+ * one slm_view_detect_add per model (training snapshots: every model must
+ * have as many layers as the first). */
+typedef struct DetectParams {
+    int n_random, length, seed;
+} DetectParams;
+typedef struct ViewDetect {
+    DetectParams p;
+    ReportTable *heads, *models;
+    int layers; /* the first model's: heads are named "L:H" when more than 1 */
+} ViewDetect;
+void slm_view_detect_begin(Report *r, const ProbeSession *ps, const DetectParams *dp, ViewDetect *vd);
+int slm_view_detect_add(ViewDetect *vd, const ProbeSession *ps, Error *e);
+/* One model: the scores as bars per head; several: curves across training. */
+int slm_view_detect_draw(const Report *r, const char *path, Error *e);
+
 #endif
