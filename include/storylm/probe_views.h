@@ -6,6 +6,7 @@
 #define STORYLM_PROBE_VIEWS_H
 
 #include "storylm/error.h"
+#include "storylm/probe_icl.h"
 #include "storylm/report.h"
 #include "storylm/session.h"
 
@@ -81,5 +82,28 @@ void slm_view_detect_begin(Report *r, const ProbeSession *ps, const DetectParams
 int slm_view_detect_add(ViewDetect *vd, const ProbeSession *ps, Error *e);
 /* One model: the scores as bars per head; several: curves across training. */
 int slm_view_detect_draw(const Report *r, const char *path, Error *e);
+
+/* icl: the in-context-learning score (the loss at o.late minus at o.early)
+ * and the mean loss at every position (a table by bins of bin positions
+ * too), side by side for several models: the tables, one slm_view_icl_add
+ * per model (at most VIEW_ICL_MAX_MODELS), then slm_view_icl_end; the
+ * results are kept until slm_view_icl_free. */
+#define VIEW_ICL_MAX_MODELS 32
+typedef struct IclParams {
+    IclOptions o;
+    int bin;
+} IclParams;
+typedef struct ViewIcl {
+    IclParams p;
+    ReportTable *scores;
+    IclResult res[VIEW_ICL_MAX_MODELS];
+    int n;
+} ViewIcl;
+void slm_view_icl_begin(Report *r, const ProbeSession *ps, const IclParams *ip, ViewIcl *vi);
+int slm_view_icl_add(ViewIcl *vi, Report *r, const ProbeSession *ps, Error *e);
+void slm_view_icl_end(ViewIcl *vi, Report *r);
+void slm_view_icl_free(ViewIcl *vi);
+/* The loss by position (a moving mean over band), one curve per model. */
+int slm_view_icl_draw(const Report *r, const char *path, Error *e);
 
 #endif
