@@ -5,6 +5,11 @@
 #ifndef STORYLM_PROBE_VIEWS_H
 #define STORYLM_PROBE_VIEWS_H
 
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
 #include "storylm/error.h"
 #include "storylm/probe_icl.h"
 #include "storylm/report.h"
@@ -105,5 +110,38 @@ void slm_view_icl_end(ViewIcl *vi, Report *r);
 void slm_view_icl_free(ViewIcl *vi);
 /* The loss by position (a moving mean over band), one curve per model. */
 int slm_view_icl_draw(const Report *r, const char *path, Error *e);
+
+/* JSON a view builds itself, with the keys of docs/json.md that reports get
+ * from slm_report_model and slm_report_stories (session.h): */
+/* {"command": verb}, the start of every verb's JSON (NULL when out of memory). */
+cJSON *slm_view_json_begin(const char *verb);
+/* j["model"] = {"file": path, "arch", "parameters"}. */
+void slm_view_json_model(cJSON *j, const Model *m, const char *path);
+/* j["stories"] = {"file": path, "stories", "test_stories"}. */
+void slm_view_json_stories(cJSON *j, const char *path, const Stories *s);
+
+/* info: a model file, validated fully, with the optimizer state beside it
+ * (MODEL.adam.safetensors, or the ".next" one that pairs). Its own JSON
+ * (every tensor's sum and FNV-1a 64 checksum) and text, which a Report
+ * would print otherwise. */
+typedef struct OptimizerInfo {
+    char *path;
+    bool present, readable, pairs;
+    uint64_t step;
+    Error error;
+} OptimizerInfo;
+typedef struct ViewInfo {
+    const char *path;
+    long long file_bytes;
+    Model model;
+    Metadata meta;
+    OptimizerInfo optimizer;
+    int loaded;
+} ViewInfo;
+int slm_view_info_open(ViewInfo *vi, const char *path, Error *e);
+/* NULL when out of memory. */
+cJSON *slm_view_info_json(const ViewInfo *vi);
+void slm_view_info_print(const ViewInfo *vi, FILE *out);
+void slm_view_info_close(ViewInfo *vi);
 
 #endif

@@ -1,17 +1,10 @@
 /* storylm info: what a model file holds. */
-#include <cjson/cJSON.h>
-#include <errno.h>
-#include <inttypes.h>
-#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
 
 #include "args.h"
 #include "common.h"
-#include "storylm/checkpoint.h"
+#include "storylm/probe_views.h"
 
 static int run(int argc, char **argv);
 const Command command_info = {
@@ -22,214 +15,6 @@ const Command command_info = {
     "whether it pairs with the model are shown too. With --json, one JSON object, where each tensor also\n"
     "has the sum of its numbers and the FNV-1a 64 checksum of its little-endian bytes, for scripts.",
     run};
-
-/* Per-tensor numbers for --json: a sum in index order, a byte checksum. */
-typedef struct TensorStats {
-    double sum;
-    uint64_t fnv1a64;
-    size_t nonfinite;
-} TensorStats;
-
-/* x (n) -> sum, FNV-1a 64 of the little-endian bytes, count of NaN/inf. */
-static TensorStats tensor_stats(const float *x, size_t n) {
-    TensorStats s = {0.0, 14695981039346656037ULL, 0}; /* FNV-1a 64 offset basis */
-    for (size_t i = 0; i < n; i++) {
-        uint32_t u;
-        memcpy(&u, &x[i], 4);
-        for (int b = 0; b < 4; b++) {
-            s.fnv1a64 ^= (u >> (8 * b)) & 0xff;
-            s.fnv1a64 *= 1099511628211ULL;
-        }
-        s.sum += x[i];
-        s.nonfinite += !isfinite(x[i]);
-    }
-    return s;
-}
-
-/* 352848 -> "352,848". */
-static const char *with_commas(uint64_t n, char *buf, size_t size) {
-    char digits[32];
-    int len = snprintf(digits, sizeof digits, "%" PRIu64, n), o = 0;
-    for (int i = 0; i < len && o + 2 < (int)size; i++) {
-        if (i && (len - i) % 3 == 0) buf[o++] = ',';
-        buf[o++] = digits[i];
-    }
-    buf[o] = '\0';
-    return buf;
-}
-
-static void shape_text(const ParamTensor *t, char *buf, size_t size) {
-    uint64_t shape[3] = {(uint64_t)t->shape[0], (uint64_t)t->shape[1], (uint64_t)t->shape[2]};
-    slm_safetensors_format_shape(buf, size, shape, t->ndim);
-}
-
-/* What a model file's neighbours tell: the optimizer state, if any. */
-typedef struct OptimizerInfo {
-    char *path;
-    bool present, readable, pairs;
-    uint64_t step;
-    Error error;
-} OptimizerInfo;
-
-/* The state at o->path: present, readable, from the model's save. */
-static void read_state(OptimizerInfo *o, const Model *m, const Metadata *meta) {
-    struct stat sb;
-    o->present = o->path && stat(o->path, &sb) == 0;
-    if (!o->present) return;
-    TrainingState s;
-    o->readable = slm_checkpoint_load_adam(o->path, m, &s, &o->error) == 0;
-    if (!o->readable) return;
-    char step[24], run_id[24];
-    snprintf(step, sizeof step, "%" PRIu64, s.step);
-    snprintf(run_id, sizeof run_id, "%016" PRIx64, s.run_id);
-    const char *model_step = slm_metadata_get(meta, "step"), *model_run = slm_metadata_get(meta, "run_id");
-    o->pairs = model_step && model_run && !strcmp(model_step, step) && !strcmp(model_run, run_id);
-    o->step = s.step;
-    slm_training_state_free(&s);
-}
-
-static void optimizer_info(OptimizerInfo *o, const char *model_path, const Model *m, const Metadata *meta) {
-    *o = (OptimizerInfo){.path = slm_checkpoint_adam_path(model_path, NULL)};
-    read_state(o, m, meta);
-    if (o->pairs) return;
-    /* A save stopped after its model leaves the state that pairs in ".next" (--resume takes it). */
-    OptimizerInfo next = {.path = slm_checkpoint_adam_next_path(model_path, NULL)};
-    read_state(&next, m, meta);
-    if (next.pairs) {
-        free(o->path);
-        *o = next;
-    } else {
-        free(next.path);
-    }
-}
-
-/* A metadata value on one line: control characters shown as escapes. */
-static void print_value(const char *s) {
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '\n')
-            fputs("\\n", stdout);
-        else if (c == '\t')
-            fputs("\\t", stdout);
-        else if (c < 0x20 || c == 0x7f)
-            printf("\\x%02x", c);
-        else
-            putchar(c);
-    }
-    putchar('\n');
-}
-
-static void print_sizes(const ModelConfig *c) {
-    if (c->arch == ARCH_TRANSFORMER) {
-        printf("architecture  transformer: %d pre-LN blocks, d_model %d, %d heads of %d, d_mlp %d (%s), n_ctx %d\n",
-               c->n_layers, c->row_dim, c->n_heads, c->key_dim, c->hidden_dim, slm_act_name((ActFn)c->act), c->window);
-        printf("variant       --position-scheme %s (docs/transformer.md)\n", slm_pos_name(c->pos));
-        return;
-    }
-    if (c->arch == ARCH_ATTENTION)
-        printf("architecture  attention: %d heads, queries and keys of %d, values of %d, %d distances, hidden %d\n",
-               c->n_heads, c->key_dim, c->value_dim, c->window, c->hidden_dim);
-    else
-        printf("architecture  window8: the last %d rows, hidden %d\n", c->context, c->hidden_dim);
-    if (c->arch == ARCH_ATTENTION && slm_model_layers(c) > 1)
-        printf("layers        %d: layer l+1's heads read the row and layer l's heads\n", slm_model_layers(c));
-    if (c->arch == ARCH_ATTENTION)
-        printf("variant       --position-scheme %s --score %s\n", slm_pos_name(c->pos), slm_score_name(c->score));
-}
-
-static void print_table(const char *path, long long file_bytes, const Model *m, const Metadata *meta,
-                        const OptimizerInfo *o) {
-    char a[32], b[32];
-    printf("model         %s (%s bytes)\n", path, with_commas((uint64_t)file_bytes, a, sizeof a));
-    printf("format        %s, version %s\n", CHECKPOINT_FORMAT, CHECKPOINT_FORMAT_VERSION);
-    print_sizes(&m->cfg);
-    printf("vocabulary    %s tokens, rows of %d\n", with_commas((uint64_t)m->cfg.vocab_size, a, sizeof a),
-           m->cfg.row_dim);
-    printf("tensors\n");
-    int name_width = 15; /* the names in one column: the widest sets it (a transformer's are long) */
-    for (int i = 0; i < m->n_tensors; i++)
-        if ((int)strlen(m->tensors[i].name) > name_width) name_width = (int)strlen(m->tensors[i].name);
-    for (int i = 0; i < m->n_tensors; i++) {
-        const ParamTensor *t = &m->tensors[i];
-        TensorStats s = tensor_stats(m->params + t->offset, t->size);
-        shape_text(t, b, sizeof b);
-        printf("  %-*s %-14s %9s", name_width, t->name, b, with_commas(t->size, a, sizeof a));
-        if (s.nonfinite) printf("   (%zu NaN or infinite!)", s.nonfinite);
-        printf("\n");
-    }
-    printf("  %-*s %9s parameters\n", name_width + 15, "total", with_commas(m->n_params, a, sizeof a));
-    printf("training%s\n", meta->count ? "" : "      (no metadata)");
-    int width = 12; /* the keys in one column: the widest sets it */
-    for (int i = 0; i < meta->count; i++)
-        if ((int)strlen(meta->items[i].key) > width) width = (int)strlen(meta->items[i].key);
-    for (int i = 0; i < meta->count; i++) {
-        printf("  %-*s ", width, meta->items[i].key);
-        print_value(meta->items[i].value);
-    }
-    if (!o->present)
-        printf("optimizer     none beside the model\n");
-    else if (!o->readable)
-        printf("optimizer     %s cannot be read: %s\n", o->path, o->error.message);
-    else
-        printf("optimizer     %s: step %" PRIu64 ", %s\n", o->path, o->step,
-               o->pairs ? "pairs with this model" : "NOT from the same save as this model");
-}
-
-static cJSON *json_tensor(const Model *m, const ParamTensor *t) {
-    cJSON *j = cJSON_CreateObject();
-    TensorStats s = tensor_stats(m->params + t->offset, t->size);
-    char hash[24];
-    snprintf(hash, sizeof hash, "%016" PRIx64, s.fnv1a64);
-    cJSON_AddStringToObject(j, "name", t->name);
-    cJSON *shape = cJSON_AddArrayToObject(j, "shape");
-    for (int d = 0; d < t->ndim; d++) cJSON_AddItemToArray(shape, cJSON_CreateNumber(t->shape[d]));
-    cJSON_AddNumberToObject(j, "count", (double)t->size);
-    cJSON_AddNumberToObject(j, "sum", s.sum);
-    cJSON_AddStringToObject(j, "fnv1a64", hash);
-    cJSON_AddNumberToObject(j, "nonfinite", (double)s.nonfinite);
-    return j;
-}
-
-static cJSON *json_optimizer(const OptimizerInfo *o) {
-    if (!o->present) return cJSON_CreateNull();
-    cJSON *j = cJSON_CreateObject();
-    cJSON_AddStringToObject(j, "path", o->path);
-    if (!o->readable) {
-        cJSON_AddStringToObject(j, "error", o->error.message);
-        return j;
-    }
-    cJSON_AddNumberToObject(j, "step", (double)o->step);
-    cJSON_AddBoolToObject(j, "pairs", o->pairs);
-    return j;
-}
-
-static int print_json(const char *path, long long file_bytes, const Model *m, const Metadata *meta,
-                      const OptimizerInfo *o) {
-    const ModelConfig *c = &m->cfg;
-    cJSON *root = cli_json_begin("info");
-    cli_json_model(root, m, path);
-    cJSON_AddNumberToObject(cJSON_GetObjectItem(root, "model"), "file_bytes", (double)file_bytes);
-    cJSON_AddStringToObject(root, "format", CHECKPOINT_FORMAT);
-    cJSON_AddStringToObject(root, "format_version", CHECKPOINT_FORMAT_VERSION);
-    cJSON *cfg = cJSON_AddObjectToObject(root, "config");
-    const int sizes[] = {c->vocab_size, c->row_dim, c->n_heads,    c->key_dim,
-                         c->value_dim,  c->window,  c->hidden_dim, c->context};
-    const char *names[] = {"vocab_size", "row_dim", "n_heads",    "key_dim",
-                           "value_dim",  "window",  "hidden_dim", "context"};
-    for (int i = 0; i < 8; i++) cJSON_AddNumberToObject(cfg, names[i], sizes[i]);
-    if (c->arch != ARCH_WINDOW8) cJSON_AddNumberToObject(cfg, "layers", slm_model_layers(c));
-    if (c->arch == ARCH_TRANSFORMER) cJSON_AddStringToObject(cfg, "act_fn", slm_act_name((ActFn)c->act));
-    cJSON_AddNumberToObject(root, "vocab_size", c->vocab_size);
-    cJSON *tensors = cJSON_AddArrayToObject(root, "tensors");
-    for (int i = 0; i < m->n_tensors; i++) cJSON_AddItemToArray(tensors, json_tensor(m, &m->tensors[i]));
-    cJSON *md = cJSON_AddObjectToObject(root, "metadata");
-    for (int i = 0; i < meta->count; i++) cJSON_AddStringToObject(md, meta->items[i].key, meta->items[i].value);
-    cJSON_AddItemToObject(root, "optimizer", json_optimizer(o));
-    Error e = {0};
-    if (cli_json_print(root, &e) == 0) return 0;
-    slm_error_print(&e, "storylm info");
-    return 1;
-}
 
 static int run(int argc, char **argv) {
     const char *model_path = NULL;
@@ -245,29 +30,15 @@ static int run(int argc, char **argv) {
     if (rc) return rc > 0 ? 0 : 2;
     model_path = cli_model_path(model_path, json);
     Error e = {0};
-    struct stat sb;
-    if (stat(model_path, &sb) != 0 && errno == ENOENT) {
-        slm_session_no_model(model_path, &e);
+    ViewInfo vi;
+    if (slm_view_info_open(&vi, model_path, &e)) {
         slm_error_print(&e, "storylm info");
         return 1;
     }
-    Model m;
-    char *vocab;
-    Metadata meta;
-    if (slm_checkpoint_load_model(model_path, &m, &vocab, &meta, &e)) {
-        slm_error_print(&e, "storylm info");
-        return 1;
-    }
-    stat(model_path, &sb); /* again: the first may have failed for a reason the loader has reported */
-    OptimizerInfo o;
-    optimizer_info(&o, model_path, &m, &meta);
     if (json)
-        rc = print_json(model_path, (long long)sb.st_size, &m, &meta, &o);
+        rc = cli_json_print(slm_view_info_json(&vi), &e) ? (slm_error_print(&e, "storylm info"), 1) : 0;
     else
-        print_table(model_path, (long long)sb.st_size, &m, &meta, &o);
-    free(o.path);
-    slm_metadata_free(&meta);
-    free(vocab);
-    slm_model_free(&m);
+        slm_view_info_print(&vi, stdout);
+    slm_view_info_close(&vi);
     return rc;
 }
