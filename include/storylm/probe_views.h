@@ -13,7 +13,7 @@
 #include "storylm/error.h"
 #include "storylm/probe_icl.h"
 #include "storylm/report.h"
-#include "storylm/session.h"
+#include "storylm/probe_session.h"
 
 /* What the interpretability views share: a text as the network reads it,
  * and a token named by the user. */
@@ -112,7 +112,7 @@ void slm_view_icl_free(ViewIcl *vi);
 int slm_view_icl_draw(const Report *r, const char *path, Error *e);
 
 /* JSON a view builds itself, with the keys of docs/json.md that reports get
- * from slm_report_model and slm_report_stories (session.h): */
+ * from slm_report_header_model and slm_report_header_stories (report_header.h): */
 /* {"command": verb}, the start of every verb's JSON (NULL when out of memory). */
 cJSON *slm_view_json_begin(const char *verb);
 /* j["model"] = {"file": path, "arch", "parameters"}. */

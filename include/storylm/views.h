@@ -1,7 +1,7 @@
 /* Views: the reports the probe verbs print with --json, built in one place
  * so that `storylm VERB --json` and the server's /api/VERB give the same
  * keys and the same numbers. Each fills a Report (report.h) from a session
- * (session.h) and the view's parameters; the caller prints it or turns it
+ * (probe_session.h) and the view's parameters; the caller prints it or turns it
  * into JSON. Never prints.
  *
  * Files: view_text.c (a typed text run through the network; Tools 1 and 3,
@@ -19,7 +19,8 @@
 #include "storylm/probes.h"
 #include "storylm/report.h"
 #include "storylm/sample.h"
-#include "storylm/session.h"
+#include "storylm/loaded_model.h"
+#include "storylm/probe_session.h"
 #include "storylm/text.h"
 
 /* A typed text run through the network: ids = [EOS] + the text's tokens (T);

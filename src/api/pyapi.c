@@ -8,7 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "storylm/session.h"
+#include "storylm/data_files.h"
+#include "storylm/loaded_model.h"
 #include "storylm/views.h"
 
 struct PyModel {
@@ -21,8 +22,8 @@ void slm_py_release(void *p) { free(p); }
 PyModel *slm_py_load(const char *path, Error *e) {
     char shipped[PATH_MAX];
     if (!path) {
-        if (!slm_session_shipped_model(shipped, sizeof shipped)) {
-            slm_session_no_model(DEFAULT_MODEL_PATH, e);
+        if (!slm_data_file_shipped_model(shipped, sizeof shipped)) {
+            slm_loaded_model_missing(DEFAULT_MODEL_PATH, e);
             return NULL;
         }
         path = shipped;
@@ -31,7 +32,7 @@ PyModel *slm_py_load(const char *path, Error *e) {
     if (!m) return NULL;
     if (!(m->path = xmalloc(strlen(path) + 1, e))) return free(m), NULL;
     strcpy(m->path, path);
-    if (slm_cli_load_model(&m->lm, m->path, e)) {
+    if (slm_loaded_model_load(&m->lm, m->path, e)) {
         free(m->path);
         free(m);
         return NULL;
@@ -41,7 +42,7 @@ PyModel *slm_py_load(const char *path, Error *e) {
 
 void slm_py_free(PyModel *m) {
     if (!m) return;
-    slm_cli_free_model(&m->lm);
+    slm_loaded_model_free(&m->lm);
     free(m->path);
     free(m);
 }

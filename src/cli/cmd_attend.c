@@ -77,12 +77,12 @@ static void draw_map(Svg *s, const ProbeRunner *r, const char *const *labels, co
 static char **position_labels(const ProbeSession *ps, const IntVec *ids) {
     int T = (int)ids->len;
     size_t bytes = (size_t)T * sizeof(char *);
-    for (int i = 0; i < T; i++) bytes += strlen(slm_probe_token(ps, ids->data[i])) + 12;
+    for (int i = 0; i < T; i++) bytes += strlen(slm_probe_session_token(ps, ids->data[i])) + 12;
     char **labels = malloc(bytes), *text = (char *)(labels + T);
     if (!labels) return NULL;
     for (int i = 0; i < T; i++) {
         labels[i] = text;
-        text += sprintf(text, "%d %s", i, slm_probe_token(ps, ids->data[i])) + 1;
+        text += sprintf(text, "%d %s", i, slm_probe_session_token(ps, ids->data[i])) + 1;
     }
     return labels;
 }

@@ -181,7 +181,7 @@ static int bench_samplers(Sampler *s, int n, int vocab_size, Error *e) {
  * time of all of it. */
 static int bench_generate(const char *path, const BenchOptions *o, Error *e) {
     LoadedModel lm;
-    if (slm_cli_load_model(&lm, path, e)) return -1;
+    if (slm_loaded_model_load(&lm, path, e)) return -1;
     int n = o->samples;
     IntVec prompt = {0};
     GeneratorBatch g = {0};
@@ -209,7 +209,8 @@ static int bench_generate(const char *path, const BenchOptions *o, Error *e) {
                n, (long long)n * o->tokens, now_s() - start, cpu_s() - cpu, prompt.len);
     }
     for (int i = 0; s && i < n; i++) slm_sampler_free(&s[i]);
-    free(s), free(which), free(next), slm_generator_batch_free(&g), slm_intvec_free(&prompt), slm_cli_free_model(&lm);
+    free(s), free(which), free(next), slm_generator_batch_free(&g), slm_intvec_free(&prompt),
+        slm_loaded_model_free(&lm);
     return rc;
 }
 

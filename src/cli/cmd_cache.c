@@ -74,7 +74,7 @@ static int metadata_fill(Metadata *md, const ProbeSession *ps, const CacheArgs *
 }
 
 static void build_report(Report *r, const ProbeSession *ps, const CacheArgs *args, const ActivationCache *c) {
-    slm_probe_report_header(r, ps);
+    slm_report_header_session(r, ps);
     if (args->text) slm_report_text(r, "text", "text", args->text);
     slm_report_text(r, "out", "written to", args->out);
     slm_report_int(r, "stories_cached", "stories", c->n_stories);

@@ -37,9 +37,9 @@ static int print_result(const EvalArgs *a, const LoadedModel *lm, const Stories 
     double perplexity = fmin(exp(r->loss), DBL_MAX);
     Report rep;
     slm_report_init(&rep, "eval");
-    slm_report_model(&rep, &lm->model, lm->path);
-    slm_report_stories(&rep, stories, s->n_stories, s->n_test);
-    slm_report_ablation(&rep, ab, &lm->model.cfg, desc);
+    slm_report_header_model(&rep, &lm->model, lm->path);
+    slm_report_header_stories(&rep, stories, s->n_stories, s->n_test);
+    slm_report_header_ablation(&rep, ab, &lm->model.cfg, desc);
     slm_report_text(&rep, "split", "evaluated", a->all ? "all" : "test");
     slm_report_int(&rep, "stories_evaluated", "stories evaluated", a->all ? s->n_stories : s->n_test);
     slm_report_int(&rep, "positions", "predicted positions", r->positions);
@@ -56,7 +56,7 @@ static int print_result(const EvalArgs *a, const LoadedModel *lm, const Stories 
 static int eval_file(const EvalArgs *a, const char *stories_path, Error *e) {
     LoadedModel lm;
     const char *path = cli_model_path(a->model, a->json);
-    if (slm_cli_load_model(&lm, path, e)) return -1;
+    if (slm_loaded_model_load(&lm, path, e)) return -1;
     Stories s = {0};
     StoriesOptions so = slm_stories_default_options();
     so.n_test = a->n_test;
@@ -65,8 +65,8 @@ static int eval_file(const EvalArgs *a, const char *stories_path, Error *e) {
     char desc[160];
     int rc = slm_stories_load(&s, stories_path, &lm.tokenizer, &so, e);
     if (!rc)
-        rc = slm_cli_setup_ablation(&lm, a->ablate, a->ablate_mode, &s, stories_path, a->n_test, &ab, &mean, desc,
-                                    sizeof desc, e);
+        rc = slm_ablation_setup(&lm, a->ablate, a->ablate_mode, &s, stories_path, a->n_test, &ab, &mean, desc,
+                                sizeof desc, e);
     int *all = NULL;
     if (!rc && a->all) {
         all = xmalloc((size_t)s.n_stories * sizeof(int), e);
@@ -86,7 +86,7 @@ static int eval_file(const EvalArgs *a, const char *stories_path, Error *e) {
     free(all);
     free(mean);
     slm_stories_free(&s);
-    slm_cli_free_model(&lm);
+    slm_loaded_model_free(&lm);
     return rc;
 }
 

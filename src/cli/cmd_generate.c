@@ -239,21 +239,21 @@ static int write_stories(const LoadedModel *lm, const Ablation *ab, const char *
 
 static int generate(const char *path, const char *prompt, GenerateFlags *f, Error *e) {
     LoadedModel lm;
-    if (slm_cli_load_model(&lm, path, e)) return -1;
+    if (slm_loaded_model_load(&lm, path, e)) return -1;
     const GenerateAblation *ga = &f->ga;
     Ablation ab = {0};
     float *mean = NULL;
     char desc[160], from[4096];
     NameList names = {0};
-    int rc = slm_cli_setup_ablation(&lm, ga->heads, ga->mode, NULL, ga->stories, STORIES_DEFAULT_TEST, &ab, &mean, desc,
-                                    sizeof desc, e);
+    int rc = slm_ablation_setup(&lm, ga->heads, ga->mode, NULL, ga->stories, STORIES_DEFAULT_TEST, &ab, &mean, desc,
+                                sizeof desc, e);
     if (!rc && desc[0] && isatty(2)) fprintf(stderr, "storylm: %s\n", desc);
     if (!rc) rc = slm_view_generate_names(&names, &lm, ga->stories, from, sizeof from, e);
     if (!rc && from[0]) f->go.names = &names;
     if (!rc) rc = write_stories(&lm, &ab, prompt, f, from[0] ? from : NULL, e);
     slm_names_free(&names);
     free(mean);
-    slm_cli_free_model(&lm);
+    slm_loaded_model_free(&lm);
     return rc;
 }
 

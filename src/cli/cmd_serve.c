@@ -55,7 +55,7 @@ static void open_browser(const char *url) {
  * names it). */
 static const char *default_stories(char *buf, size_t size) {
     const char *here = "data/stories.txt";
-    return slm_session_file_exists(here) || !slm_session_source_file(here, buf, size) ? here : buf;
+    return slm_data_file_exists(here) || !slm_data_file_find(here, buf, size) ? here : buf;
 }
 
 static int run(int argc, char **argv) {

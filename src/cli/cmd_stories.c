@@ -70,7 +70,7 @@ static int show(const StoriesArgs *a, const char *path, Error *e) {
     if (a->vocab)
         rc = slm_tokenizer_load(&own, a->vocab, 0, e);
     else {
-        rc = slm_cli_load_model(&lm, cli_model_path(a->model, a->json), e); /* which vocabulary, said on stderr */
+        rc = slm_loaded_model_load(&lm, cli_model_path(a->model, a->json), e); /* which vocabulary, said on stderr */
         tok = &lm.tokenizer;
     }
     Stories s = {0};
@@ -91,7 +91,7 @@ static int show(const StoriesArgs *a, const char *path, Error *e) {
     }
     slm_stories_free(&s);
     slm_tokenizer_free(&own);
-    if (!a->vocab) slm_cli_free_model(&lm);
+    if (!a->vocab) slm_loaded_model_free(&lm);
     return rc;
 }
 

@@ -41,7 +41,8 @@ static void pieces_text(const ProbeSession *ps, const SwapName *n, char *buf, si
     size_t used = 0;
     buf[0] = '\0';
     for (int i = 0; i < n->n_pieces && used < size; i++)
-        used += (size_t)snprintf(buf + used, size - used, "%s%s", i ? " " : "", slm_probe_token(ps, n->pieces[i]));
+        used +=
+            (size_t)snprintf(buf + used, size - used, "%s%s", i ? " " : "", slm_probe_session_token(ps, n->pieces[i]));
 }
 
 static ReportTable *name_table(Report *r, const char *key, const char *title, int baseline) {
@@ -82,7 +83,7 @@ static void name_row(ReportTable *t, const ProbeSession *ps, const SwapRow *row,
 }
 
 static void build_report(Report *r, const ProbeSession *ps, const char *baseline, const SwapRow *rows, int n) {
-    slm_probe_report_header(r, ps);
+    slm_report_header_session(r, ps);
     slm_report_text(r, "baseline", "baseline", baseline ? baseline : "none");
     if (ps->names_from_all) slm_report_note(r, "note: names were learnt from every story (test ones included)");
     ReportTable *all = name_table(r, "names", "At every later mention of the hero", baseline != NULL);
@@ -129,11 +130,11 @@ static int swap_text(const SwapArgs *a, const char *stories, Error *e) {
     LoadedModel base = {0};
     Report r;
     slm_report_init(&r, "swap");
-    int rc = a->baseline ? slm_probe_load_other(&ps, a->baseline, &base, e) : 0;
+    int rc = a->baseline ? slm_probe_session_load_other(&ps, a->baseline, &base, e) : 0;
     if (!rc) rc = slm_view_swap_text(&r, &ps, a->baseline ? &base : NULL, a->baseline, a->text, a->names, e);
     if (!rc) rc = probe_emit(&r, &a->po, e);
     slm_report_free(&r);
-    if (a->baseline) slm_cli_free_model(&base);
+    if (a->baseline) slm_loaded_model_free(&base);
     slm_probe_session_close(&ps);
     return rc;
 }
@@ -146,10 +147,10 @@ static int swap(const SwapArgs *a, const char *stories, Error *e) {
     SwapRow rows[65];
     Report r;
     slm_report_init(&r, "swap");
-    int rc = a->baseline ? slm_probe_check_outputs(&a->po, ps.model_path, stories, a->baseline, e)
+    int rc = a->baseline ? slm_probe_session_check_outputs(&a->po, ps.model_path, stories, a->baseline, e)
                          : 0; /* the baseline is an input too */
-    if (!rc && a->baseline) rc = slm_probe_load_other(&ps, a->baseline, &base, e);
-    int n = rc ? -1 : slm_cli_swap_names(&ps, a->names, names, 64, e);
+    if (!rc && a->baseline) rc = slm_probe_session_load_other(&ps, a->baseline, &base, e);
+    int n = rc ? -1 : slm_probe_session_swap_names(&ps, a->names, names, 64, e);
     rc = n < 0 ? -1
                : slm_probe_swap(&ps.lm.model, a->baseline ? &base.model : NULL, &ps.lm.tokenizer, &ps.names,
                                 &ps.stories, ps.stories.test, ps.stories.n_test, names, n, &ps.ablation, rows, e);
@@ -157,7 +158,7 @@ static int swap(const SwapArgs *a, const char *stories, Error *e) {
     if (!rc && a->po.svg) rc = draw(a->po.svg, rows, n + 1, a->baseline != NULL, e);
     if (!rc) rc = probe_emit(&r, &a->po, e);
     slm_report_free(&r);
-    if (a->baseline) slm_cli_free_model(&base);
+    if (a->baseline) slm_loaded_model_free(&base);
     slm_probe_session_close(&ps);
     return rc;
 }

@@ -160,12 +160,12 @@ static int print_lines(const Tokenizer *t, const Pretokenizer *pre, const Flags 
  * Sets *use to t or to lm's tokenizer. */
 static int load_vocabulary(const Flags *f, Tokenizer *t, LoadedModel *lm, const Tokenizer **use, Error *e) {
     const char *vocab = f->vocab;
-    if (!vocab && !f->model && !slm_session_file_exists(DEFAULT_MODEL_PATH) && slm_session_file_exists("vocab.txt")) {
+    if (!vocab && !f->model && !slm_data_file_exists(DEFAULT_MODEL_PATH) && slm_data_file_exists("vocab.txt")) {
         fprintf(stderr, "storylm: using vocab.txt\n");
         vocab = "vocab.txt";
     }
     *use = vocab ? t : &lm->tokenizer;
-    return vocab ? slm_tokenizer_load(t, vocab, 0, e) : slm_cli_load_model(lm, cli_model_path(f->model, false), e);
+    return vocab ? slm_tokenizer_load(t, vocab, 0, e) : slm_loaded_model_load(lm, cli_model_path(f->model, false), e);
 }
 
 static int tokenize(const Flags *f, const char *arg, Error *e) {
@@ -186,7 +186,7 @@ static int tokenize(const Flags *f, const char *arg, Error *e) {
     }
     if (pre.code) slm_pretokenizer_free(&pre);
     if (t.pieces) slm_tokenizer_free(&t);
-    if (lm.vocab) slm_cli_free_model(&lm);
+    if (lm.vocab) slm_loaded_model_free(&lm);
     return rc;
 }
 

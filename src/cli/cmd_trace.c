@@ -28,8 +28,8 @@ static int draw(const char *path, const ProbeSession *ps, const TraceResult *t, 
     Svg s;
     slm_svg_begin(&s, 1000, 760, "storylm trace");
     char title[160];
-    snprintf(title, sizeof title, "Following '%s' (position %d) through the network", slm_probe_token(ps, t->token),
-             t->position);
+    snprintf(title, sizeof title, "Following '%s' (position %d) through the network",
+             slm_probe_session_token(ps, t->token), t->position);
     slm_svg_text(&s, 20, 24, title, 15, SVG_START, 0, "black");
     SvgPanel p = {.x = 60, .y = 60, .w = 820, .h = 180, .x0 = 0, .x1 = Z, .y0 = lo, .y1 = hi};
     slm_svg_axes(&s, &p, "the 160 inputs: row (grey), then heads 0-7", NULL, "value", 0);
@@ -57,7 +57,7 @@ static int draw(const char *path, const ProbeSession *ps, const TraceResult *t, 
     const char *labels[64];
     int n = t->n_guesses < 64 ? t->n_guesses : 64;
     for (int k = 0; k < n; k++)
-        probs[k] = t->guesses[k].probability, labels[k] = slm_probe_token(ps, t->guesses[k].token);
+        probs[k] = t->guesses[k].probability, labels[k] = slm_probe_session_token(ps, t->guesses[k].token);
     SvgPanel pg = {.x = 60, .y = 510, .w = 820, .h = 170, .y0 = 0, .y1 = n > 0 ? fmax(probs[0], 0.01) : 1};
     slm_svg_axes(&s, &pg, "top next-token guesses (probability)", NULL, "probability", 0);
     slm_svg_bars(&s, &pg, probs, 1, n, labels, NULL, 1);

@@ -20,7 +20,7 @@
 #include "storylm/name_swap.h"
 #include "storylm/outputs.h"
 #include "storylm/regularise.h"
-#include "storylm/session.h"
+#include "storylm/data_files.h"
 #include "storylm/train.h"
 #include "storylm/vocab_train.h"
 
@@ -256,7 +256,7 @@ static int print_result(const TrainPlace *pl, const TrainOptions *o, const Train
  * TinyStories, so fit for English stories). */
 static void say_small_vocab(int size, const char *stories_path, const char *vocab_path) {
     char shipped[PATH_MAX];
-    if (!slm_session_source_file("models/vocab.txt", shipped, sizeof shipped))
+    if (!slm_data_file_find("models/vocab.txt", shipped, sizeof shipped))
         snprintf(shipped, sizeof shipped, "models/vocab.txt");
     fprintf(stderr,
             "storylm: the words of %s give only %d pieces, so the model's vocabulary has %d (the chapter's has %d).\n"

@@ -109,7 +109,7 @@ static int check_output(const char *output, const char *input, bool force, Error
 static int export_vocab(const char *model_path, const char *output, bool json, bool force) {
     Error e = {0};
     LoadedModel lm = {0};
-    int rc = check_output(output, model_path, force, &e) || slm_cli_load_model(&lm, model_path, &e) ||
+    int rc = check_output(output, model_path, force, &e) || slm_loaded_model_load(&lm, model_path, &e) ||
              slm_file_write_atomic(output, lm.vocab, strlen(lm.vocab), &e);
     if (!rc && json) {
         cJSON *j = cli_json_begin("vocab");
@@ -121,7 +121,7 @@ static int export_vocab(const char *model_path, const char *output, bool json, b
     } else if (!rc) {
         fprintf(stderr, "wrote %s: the %d pieces of %s\n", output, lm.model.cfg.vocab_size, model_path);
     }
-    slm_cli_free_model(&lm);
+    slm_loaded_model_free(&lm);
     if (rc) {
         slm_error_print(&e, "storylm vocab");
         return 1;
@@ -153,7 +153,7 @@ static int run(int argc, char **argv) {
         return args_usage_error(&command_vocab,
                                 "give STORIES to learn a vocabulary or --model to export one, not both");
     /* a bare `storylm vocab` beside a learnt vocab.txt must not replace it with another model's */
-    if (!model && !np && !force && slm_session_file_exists(output))
+    if (!model && !np && !force && slm_data_file_exists(output))
         return args_usage_error(&command_vocab,
                                 "give STORIES to learn a vocabulary, or --model M to export one; "
                                 "without them the default model's would replace '%s' (--force replaces it)",

@@ -28,11 +28,11 @@ const char *cli_model_path(const char *given, bool quiet) {
      * buffer is simpler for callers than an allocation to free. */
     static char shipped[PATH_MAX];
     if (given) return given;
-    if (slm_session_file_exists(DEFAULT_MODEL_PATH)) {
+    if (slm_data_file_exists(DEFAULT_MODEL_PATH)) {
         if (!quiet) fprintf(stderr, "storylm: using %s\n", DEFAULT_MODEL_PATH);
         return DEFAULT_MODEL_PATH;
     }
-    if (slm_session_shipped_model(shipped, sizeof shipped)) {
+    if (slm_data_file_shipped_model(shipped, sizeof shipped)) {
         /* said even when quiet (--json): stdout stays clean, and a model the
          * user did not train should never be used silently */
         fprintf(stderr, "storylm: no %s here; using the shipped model %s (trained on TinyStories)\n",

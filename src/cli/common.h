@@ -10,7 +10,9 @@
 #include "storylm/error.h"
 #include "storylm/model.h"
 #include "storylm/safetensors.h"
-#include "storylm/session.h" /* LoadedModel, slm_cli_load_model, slm_cli_parse_heads: in the library */
+#include "storylm/data_files.h"
+#include "storylm/loaded_model.h" /* LoadedModel, slm_loaded_model_load: in the library */
+#include "storylm/report_header.h"
 #include "storylm/stories.h"
 #include "storylm/tokenizer.h"
 
@@ -28,7 +30,7 @@ const char *cli_model_path(const char *given, bool quiet);
 int cli_fail(const Error *e);
 
 /* JSON a verb builds itself, with the keys of docs/json.md that reports get
- * from slm_report_model and slm_report_stories (session.h): */
+ * from slm_report_header_model and slm_report_header_stories (report_header.h): */
 /* {"command": verb}, the start of every verb's JSON (NULL when out of memory). */
 cJSON *cli_json_begin(const char *verb);
 /* j["model"] = {"file": path, "arch", "parameters"}. */

@@ -11,7 +11,8 @@
 #include "common.h"
 #include "storylm/probes.h"
 #include "storylm/report.h"
-#include "storylm/session.h" /* ProbeSession, slm_probe_session_open, slm_cli_setup_ablation...: in the library */
+#include "storylm/ablation.h"      /* slm_ablation_setup: in the library */
+#include "storylm/probe_session.h" /* ProbeSession, slm_probe_session_open: in the library */
 #include "storylm/views.h"
 
 #define PROBE_OPTIONS_DEFAULT                                                                                          \

@@ -58,8 +58,8 @@ static int session_open(Server *s, const cJSON *body, int need, Session *ss, Rep
     int rc = (need & NEED_ATTENTION) ? slm_probe_need_attention(&m->ps.lm.model, "this view", &e) : 0;
     if (!rc && (need & NEED_ONE_LAYER)) rc = slm_probe_need_one_layer(&m->ps.lm.model, "this view", &e);
     if (!rc)
-        rc = slm_session_ablation(&m->ps.lm, ablate, mode, NULL, NULL, &ss->ps.ablation, ss->ps.ablation_desc,
-                                  sizeof ss->ps.ablation_desc, &e); /* the heads checked before anything is averaged */
+        rc = slm_ablation_parse(&m->ps.lm, ablate, mode, NULL, NULL, &ss->ps.ablation, ss->ps.ablation_desc,
+                                sizeof ss->ps.ablation_desc, &e); /* the heads checked before anything is averaged */
     if (!rc && ((need & NEED_STORIES) || mean)) rc = entry_stories(&s->cache, m, s->o.stories, &e);
     if (!rc && mean) rc = entry_mean(m, s->o.stories, &e);
     pthread_mutex_lock(&m->lock); /* not while another request loads the stories into it */
@@ -68,9 +68,9 @@ static int session_open(Server *s, const cJSON *body, int need, Session *ss, Rep
     ss->ps.stories_path = need & NEED_STORIES ? s->o.stories : NULL;
     ss->ps.mean = NULL;
     if (!rc)
-        rc = slm_session_ablation(&m->ps.lm, ablate, mode, m->mean, s->o.stories, &ss->ps.ablation,
-                                  ss->ps.ablation_desc, sizeof ss->ps.ablation_desc, &e);
-    if (!rc && mean) slm_session_add_warning(ss->ps.ablation_desc, sizeof ss->ps.ablation_desc, m->mean_warning);
+        rc = slm_ablation_parse(&m->ps.lm, ablate, mode, m->mean, s->o.stories, &ss->ps.ablation, ss->ps.ablation_desc,
+                                sizeof ss->ps.ablation_desc, &e);
+    if (!rc && mean) slm_ablation_add_warning(ss->ps.ablation_desc, sizeof ss->ps.ablation_desc, m->mean_warning);
     if (rc) {
         reply_failure(r, 400, &e);
         session_release(s, ss);

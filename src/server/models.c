@@ -46,7 +46,7 @@ int model_dirs_init(ModelDirs *d, const char *train_dir, const char *default_mod
         free(real);
         d->n++;
     }
-    if (!slm_session_file_exists(default_model))
+    if (!slm_data_file_exists(default_model))
         return FAIL(e, "train one with 'storylm train STORIES', or give --model FILE", "no model file '%s'",
                     default_model);
     model_dirs_add_home(d, default_model);
@@ -73,7 +73,7 @@ int model_resolve(const ModelDirs *d, const char *given, char *out, size_t size)
         found = 0;
     }
     char *slash = strrchr(real, '/');
-    if (found && slash && is_model_name(slash + 1) && slm_session_file_exists(real)) {
+    if (found && slash && is_model_name(slash + 1) && slm_data_file_exists(real)) {
         *slash = '\0';
         for (int i = 0; i < d->n && found; i++)
             if (strcmp(d->real[i], real[0] ? real : "/") == 0) {
@@ -309,8 +309,8 @@ int entry_mean(ModelEntry *m, const char *stories_path, Error *e) {
                                          mean, e)
                   : -1;
         /* the CLI's warning when these are not the stories the model was trained on */
-        if (!rc && !slm_session_mean_stories(&m->ps.lm, stories_path, "mean ablation", m->mean_warning,
-                                             sizeof m->mean_warning, e))
+        if (!rc && !slm_ablation_mean_stories(&m->ps.lm, stories_path, "mean ablation", m->mean_warning,
+                                              sizeof m->mean_warning, e))
             rc = -1;
         if (rc)
             free(mean);

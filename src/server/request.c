@@ -207,12 +207,11 @@ static int under(const char *real, const char *folder) {
 
 int server_allowed_stories(const Server *s, const char *given, char *out, size_t size, Reply *r) {
     char *real = realpath(given, NULL);
-    int ok = real && slm_session_file_exists(real) &&
+    int ok = real && slm_data_file_exists(real) &&
              (s->default_stories_real[0] && strcmp(real, s->default_stories_real) == 0);
-    for (int i = 0; real && !ok && i < s->n_data; i++)
-        ok = under(real, s->data_real[i]) && slm_session_file_exists(real);
+    for (int i = 0; real && !ok && i < s->n_data; i++) ok = under(real, s->data_real[i]) && slm_data_file_exists(real);
     char *uploads = real && !ok ? realpath(s->o.train_dir, NULL) : NULL; /* stories sent to /api/upload */
-    if (uploads) ok = under(real, uploads) && slm_session_file_exists(real);
+    if (uploads) ok = under(real, uploads) && slm_data_file_exists(real);
     free(uploads);
     if (ok) snprintf(out, size, "%s", real); /* the file checked, whatever a symlink points to later */
     free(real);

@@ -10,7 +10,9 @@
 #include <stdint.h>
 
 #include "server.h"
-#include "storylm/session.h"
+#include "storylm/ablation.h"
+#include "storylm/data_files.h"
+#include "storylm/probe_session.h"
 #include "storylm/views.h"
 
 #define SERVER_MAX_BODY (256 * 1024)         /* bytes of a request body */

@@ -5,7 +5,9 @@
 #include <string.h>
 
 #include "storylm/probe_attribute.h"
+#include "storylm/ablation.h"
 #include "storylm/probe_views.h"
+#include "storylm/report_header.h"
 #include "storylm/svg.h"
 
 /* The mean z over the test stories of --stories; *have 0 without it (the note then says which file to give). */
@@ -13,8 +15,8 @@ static int mean_input(const ProbeSession *ps, const AttributeParams *ap, double 
                       size_t size, Error *e) {
     char warning[400];
     Error none = {0};
-    const char *path = slm_session_mean_stories(&ps->lm, ap->stories, "the mean column", warning, sizeof warning,
-                                                ap->stories ? e : &none);
+    const char *path = slm_ablation_mean_stories(&ps->lm, ap->stories, "the mean column", warning, sizeof warning,
+                                                 ap->stories ? e : &none);
     *have = 0;
     if (!path && ap->stories) return -1;
     if (!path) {
@@ -70,7 +72,7 @@ static void surprisal_table(Report *r, const ProbeSession *ps, const IntVec *ids
         double s = a->surprisal[u - 1];
         slm_table_row(t);
         slm_cell_int(t, u);
-        slm_cell_text(t, slm_probe_token(ps, ids->data[u]));
+        slm_cell_text(t, slm_probe_session_token(ps, ids->data[u]));
         slm_cell_int(t, ids->data[u]);
         slm_cell_number(t, s);
         slm_cell_number(t, s / log(2.0));
@@ -80,11 +82,11 @@ static void surprisal_table(Report *r, const ProbeSession *ps, const IntVec *ids
 
 static void build_report(Report *r, const ProbeSession *ps, const char *text, const IntVec *ids,
                          const AttributeResult *a, const char *mean_note) {
-    slm_probe_report_header(r, ps);
+    slm_report_header_session(r, ps);
     slm_report_text(r, "text", "text", text);
     slm_report_int(r, "position", "position", a->position);
-    slm_report_text(r, "at", "token there", slm_probe_token(ps, ids->data[a->position]));
-    slm_report_text(r, "token", "next token", slm_probe_token(ps, a->token));
+    slm_report_text(r, "at", "token there", slm_probe_session_token(ps, ids->data[a->position]));
+    slm_report_text(r, "token", "next token", slm_probe_session_token(ps, a->token));
     slm_report_int(r, "token_id", "next token id", a->token);
     slm_report_number(r, "logit", "its logit", a->logit, 4);
     slm_report_percent(r, "probability", "its probability", a->probability, 2);

@@ -5,7 +5,9 @@
 #include <string.h>
 
 #include "storylm/probe_circuits.h"
+#include "storylm/ablation.h"
 #include "storylm/probe_views.h"
+#include "storylm/report_header.h"
 #include "storylm/svg.h"
 
 #define READ_TOP 5 /* tokens raised listed for each --token-list token */
@@ -54,9 +56,9 @@ static void pair_table(Report *r, const ProbeSession *ps, const CircuitsResult *
             slm_table_row(t);
             slm_cell_int(t, ch->head);
             slm_cell_int(t, k + 1);
-            slm_cell_text(t, slm_probe_token(ps, p->from));
+            slm_cell_text(t, slm_probe_session_token(ps, p->from));
             slm_cell_int(t, p->from);
-            slm_cell_text(t, slm_probe_token(ps, p->to));
+            slm_cell_text(t, slm_probe_session_token(ps, p->to));
             slm_cell_int(t, p->to);
             slm_cell_number(t, p->value);
             slm_cell_number(t, p->centred);
@@ -85,16 +87,17 @@ static void reads_tables(Report *r, const ProbeSession *ps, const CircuitsResult
             text[0] = '\0';
             for (int q = 0; q < cr->read_top && top[q].to >= 0 && used < sizeof text; q++) {
                 used += (size_t)snprintf(text + used, sizeof text - used, "%s%s %+.2f", q ? ", " : "",
-                                         slm_probe_token(ps, top[q].to), top[q].centred);
+                                         slm_probe_session_token(ps, top[q].to), top[q].centred);
                 slm_table_row(j);
-                slm_cell_int(j, cr->heads[i].head), slm_cell_text(j, slm_probe_token(ps, top[q].from)),
+                slm_cell_int(j, cr->heads[i].head), slm_cell_text(j, slm_probe_session_token(ps, top[q].from)),
                     slm_cell_int(j, top[q].from);
-                slm_cell_int(j, q + 1), slm_cell_text(j, slm_probe_token(ps, top[q].to)), slm_cell_int(j, top[q].to);
+                slm_cell_int(j, q + 1), slm_cell_text(j, slm_probe_session_token(ps, top[q].to)),
+                    slm_cell_int(j, top[q].to);
                 slm_cell_number(j, top[q].value), slm_cell_number(j, top[q].centred);
             }
             slm_table_row(t);
             slm_cell_int(t, cr->heads[i].head);
-            slm_cell_text(t, slm_probe_token(ps, top[0].from));
+            slm_cell_text(t, slm_probe_session_token(ps, top[0].from));
             slm_cell_text(t, text);
         }
 }
@@ -119,8 +122,8 @@ static int parse_tokens(const ProbeSession *ps, const char *list, int32_t *ids, 
 
 static void build_report(Report *r, const ProbeSession *ps, const char *stories, const Stories *s, long long positions,
                          const float *z_mean, const CircuitsResult *cr) {
-    slm_probe_report_header(r, ps);
-    slm_report_stories(r, stories, s->n_stories, s->n_test); /* the mean input's */
+    slm_report_header_session(r, ps);
+    slm_report_header_stories(r, stories, s->n_stories, s->n_test); /* the mean input's */
     slm_report_int(r, "positions", "positions averaged", positions);
     slm_report_note(r, "OV: the hidden layer linearised at its mean input over the test stories (see --help)");
     ReportTable *t =
@@ -146,8 +149,8 @@ int slm_view_circuits(Report *r, const ProbeSession *ps, const CircuitsParams *c
                   H - 1);
     char warning[400] = "";
     const char *path = rc ? NULL
-                          : slm_session_mean_stories(&ps->lm, cp->stories, "circuits' mean input to the hidden layer",
-                                                     warning, sizeof warning, e);
+                          : slm_ablation_mean_stories(&ps->lm, cp->stories, "circuits' mean input to the hidden layer",
+                                                      warning, sizeof warning, e);
     StoriesOptions so = slm_stories_default_options();
     so.n_test = cp->n_test;
     Stories s = {0};

@@ -8,6 +8,7 @@
 #include "storylm/parse.h"
 #include "storylm/probe_detect.h"
 #include "storylm/probe_views.h"
+#include "storylm/report_header.h"
 #include "storylm/svg.h"
 
 /* The training step of a model file: OUT.stepN.safetensors, else its "steps" metadata, else -1. */
@@ -83,7 +84,7 @@ static void add_rows(ReportTable *heads, ReportTable *loss, const char *model, i
 
 void slm_view_detect_begin(Report *r, const ProbeSession *ps, const DetectParams *dp, ViewDetect *vd) {
     *vd = (ViewDetect){.p = *dp, .layers = slm_model_layers(&ps->lm.model.cfg)};
-    slm_probe_report_header(r, ps);
+    slm_report_header_session(r, ps);
     make_tables(r, dp, &vd->heads, &vd->models, vd->layers > 1 ? CELL_TEXT : CELL_INT);
 }
 

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "storylm/data_files.h"
 #include "storylm/text.h"
 #include "storylm/fileio.h"
 #include "storylm/generate.h"
@@ -537,20 +538,19 @@ static const char *data_beside(const LoadedModel *lm, char *buf, size_t size) {
     int folder = model_slash ? (int)(model_slash - lm->path) + 1 : 0;
     char rel[300];
     snprintf(rel, sizeof rel, "data/%.255s", name);
-    if (snprintf(buf, size, "%.*s%s", folder, lm->path ? lm->path : "", name) < (int)size &&
-        slm_session_file_exists(buf))
+    if (snprintf(buf, size, "%.*s%s", folder, lm->path ? lm->path : "", name) < (int)size && slm_data_file_exists(buf))
         return buf;
-    if (snprintf(buf, size, "%s", name) < (int)size && slm_session_file_exists(buf)) return buf;
-    if (snprintf(buf, size, "%s", rel) < (int)size && slm_session_file_exists(buf)) return buf;
-    return slm_session_source_file(rel, buf, size) ? buf : NULL;
+    if (snprintf(buf, size, "%s", name) < (int)size && slm_data_file_exists(buf)) return buf;
+    if (snprintf(buf, size, "%s", rel) < (int)size && slm_data_file_exists(buf)) return buf;
+    return slm_data_file_find(rel, buf, size) ? buf : NULL;
 }
 
 /* The stories file of slm_view_generate_names, or NULL. */
 static const char *names_source(const LoadedModel *lm, const char *given, char *buf, size_t size) {
     if (given) return given;
     if (data_beside(lm, buf, size)) return buf;
-    if (slm_session_file_exists("data/stories.txt")) return "data/stories.txt";
-    return slm_session_source_file("data/stories.txt", buf, size) ? buf : NULL;
+    if (slm_data_file_exists("data/stories.txt")) return "data/stories.txt";
+    return slm_data_file_find("data/stories.txt", buf, size) ? buf : NULL;
 }
 
 int slm_view_generate_names(NameList *nl, const LoadedModel *lm, const char *stories, char *from, size_t size,

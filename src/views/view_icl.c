@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "storylm/probe_views.h"
+#include "storylm/report_header.h"
 #include "storylm/svg.h"
 
 static ReportTable *score_table(Report *r) {
@@ -76,7 +77,7 @@ static void curve_tables(Report *r, const IclResult *res, int n, int bin) {
 
 void slm_view_icl_begin(Report *r, const ProbeSession *ps, const IclParams *ip, ViewIcl *vi) {
     *vi = (ViewIcl){.p = *ip};
-    slm_probe_report_header(r, ps);
+    slm_report_header_session(r, ps);
     slm_report_int(r, "band", "band", ip->o.band);
     slm_report_int(r, "min_stories", "min stories", ip->o.min_stories);
     vi->scores = score_table(r);

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "storylm/checkpoint.h"
+#include "storylm/loaded_model.h"
 #include "storylm/probe_views.h"
 
 /* Per-tensor numbers for --json: a sum in index order, a byte checksum. */
@@ -223,7 +224,7 @@ cJSON *slm_view_info_json(const ViewInfo *vi) {
 int slm_view_info_open(ViewInfo *vi, const char *path, Error *e) {
     *vi = (ViewInfo){.path = path};
     struct stat sb;
-    if (stat(path, &sb) != 0 && errno == ENOENT) return slm_session_no_model(path, e);
+    if (stat(path, &sb) != 0 && errno == ENOENT) return slm_loaded_model_missing(path, e);
     char *vocab;
     if (slm_checkpoint_load_model(path, &vi->model, &vocab, &vi->meta, e)) return -1;
     free(vocab);

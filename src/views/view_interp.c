@@ -18,7 +18,7 @@ void slm_view_ids_text(const ProbeSession *ps, const int32_t *ids, int n, char *
     size_t used = 0;
     buf[0] = '\0';
     for (int i = 0; i < n; i++) {
-        const char *piece = slm_probe_token(ps, ids[i]);
+        const char *piece = slm_probe_session_token(ps, ids[i]);
         if (used + strlen(piece) + 6 >= size) {
             snprintf(buf + used, size - used, " ...");
             return;

@@ -5,11 +5,12 @@
 #include <string.h>
 
 #include "storylm/parse.h"
+#include "storylm/report_header.h"
 #include "storylm/views.h"
 
 void slm_view_distances(Report *r, const ProbeSession *ps, int up_to) {
     const ModelConfig *c = &ps->lm.model.cfg;
-    slm_probe_report_header(r, ps);
+    slm_report_header_session(r, ps);
     ReportTable *t = slm_report_table(r, "scores", "Distance scores (rows: distance back; columns: heads)");
     slm_table_column(t, "distance", "distance", CELL_INT, 0);
     char key[32], label[32];
@@ -76,13 +77,13 @@ static void add_rows(ReportTable *t, ReportTable *tokens, const ProbeSession *ps
             const HeadToken *ht = &h->top[(size_t)head * h->top_k + j];
             if (ht->token < 0) break;
             used += (size_t)snprintf(reads + used, sizeof reads - used, "%s%s %.0f%%", j ? ", " : "",
-                                     slm_probe_token(ps, ht->token), 100 * ht->share);
+                                     slm_probe_session_token(ps, ht->token), 100 * ht->share);
             if (used >= sizeof reads) break;
             slm_table_row(tokens);
             slm_cell_int(tokens, k);
             head_cell(tokens, c, head);
             slm_cell_int(tokens, j + 1);
-            slm_cell_text(tokens, slm_probe_token(ps, ht->token));
+            slm_cell_text(tokens, slm_probe_session_token(ps, ht->token));
             slm_cell_int(tokens, ht->token);
             slm_cell_number(tokens, ht->share);
         }
@@ -113,7 +114,7 @@ static void make_tables(Report *r, ReportTable **t, ReportTable **tokens, CellKi
 }
 
 void slm_view_heads_begin(Report *r, const ProbeSession *ps, ViewHeads *vh) {
-    slm_probe_report_header(r, ps);
+    slm_report_header_session(r, ps);
     vh->layers = slm_model_layers(&ps->lm.model.cfg);
     make_tables(r, &vh->heads, &vh->tokens, vh->layers > 1 ? CELL_TEXT : CELL_INT);
 }

@@ -6,6 +6,7 @@
 
 #include "storylm/probe_patch.h"
 #include "storylm/probe_views.h"
+#include "storylm/report_header.h"
 #include "storylm/svg.h"
 
 typedef struct PatchInput {
@@ -35,7 +36,7 @@ static int choose_tokens(const ProbeSession *ps, PatchInput *in, const Activatio
     if (!in->p->wrong) in->wrong_id = slm_view_top_guess(corrupt, last, in->answer_id);
     if (in->wrong_id == in->answer_id)
         return FAIL(e, "give a --wrong token other than the answer", "--answer and --wrong are the same token '%s'",
-                    slm_probe_token(ps, in->answer_id));
+                    slm_probe_session_token(ps, in->answer_id));
     return 0;
 }
 
@@ -55,8 +56,8 @@ static void positions_table(Report *r, const ProbeSession *ps, const PatchInput 
     for (int u = 0; u < p->n_positions; u++) {
         slm_table_row(t);
         slm_cell_int(t, u);
-        slm_cell_text(t, slm_probe_token(ps, in->clean_ids.data[u]));
-        slm_cell_text(t, slm_probe_token(ps, in->corrupt_ids.data[u]));
+        slm_cell_text(t, slm_probe_session_token(ps, in->clean_ids.data[u]));
+        slm_cell_text(t, slm_probe_session_token(ps, in->corrupt_ids.data[u]));
         slm_cell_number(t, p->rows[u]);
         for (int h = 0; h < p->n_heads; h++) slm_cell_number(t, p->reads[(size_t)h * p->n_positions + u]);
     }
@@ -76,13 +77,13 @@ static void heads_table(Report *r, const PatchResult *p) {
 }
 
 static void build_report(Report *r, const ProbeSession *ps, const PatchInput *in, const PatchResult *p) {
-    slm_probe_report_header(r, ps);
+    slm_report_header_session(r, ps);
     slm_report_text(r, "clean", "clean text", in->p->clean);
     slm_report_text(r, "corrupt", "corrupt text", in->p->corrupt);
     slm_report_int(r, "tokens", "tokens", p->n_positions);
-    slm_report_text(r, "answer", "answer", slm_probe_token(ps, p->answer));
+    slm_report_text(r, "answer", "answer", slm_probe_session_token(ps, p->answer));
     slm_report_int(r, "answer_id", "answer id", p->answer);
-    slm_report_text(r, "wrong", "wrong token", slm_probe_token(ps, p->wrong));
+    slm_report_text(r, "wrong", "wrong token", slm_probe_session_token(ps, p->wrong));
     slm_report_int(r, "wrong_id", "wrong id", p->wrong);
     slm_report_number(r, "clean_diff", "logit difference, clean", p->clean_diff, 4);
     slm_report_number(r, "corrupt_diff", "logit difference, corrupt", p->corrupt_diff, 4);

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "storylm/head_list.h"
+#include "storylm/report_header.h"
 #include "storylm/views.h"
 
 /* ---------- Secret 3: ablate ---------- */
@@ -66,7 +68,7 @@ int slm_view_ablate(Report *r, const ProbeSession *ps, const char *heads, const 
     NameTargets names = {0};
     AblateScore base, score;
     ReportTable *t = NULL;
-    rc = heads ? slm_cli_parse_model_heads(heads, c, &set, e) : 0;
+    rc = heads ? slm_head_list_parse(heads, c, &set, e) : 0;
     float *mean = ps->mean, *own_mean = NULL; /* mean ablation without --ablate: the means are made here */
     if (!rc && !mean && strcmp(mode, "mean") == 0) {
         mean = own_mean = xmalloc((size_t)H * c->value_dim * sizeof(float), e);
@@ -75,7 +77,7 @@ int slm_view_ablate(Report *r, const ProbeSession *ps, const char *heads, const 
     if (!rc) rc = slm_name_targets_find(&ps->lm.tokenizer, &ps->names, s, s->test, s->n_test, &names, e);
     if (!rc) rc = slm_probe_score(&ps->lm.model, s, s->test, s->n_test, &ps->ablation, &names, &base, e);
     if (!rc) {
-        slm_probe_report_header(r, ps);
+        slm_report_header_session(r, ps);
         slm_report_int(r, "positions", "predicted positions", base.positions);
         slm_report_int(r, "name_positions", "name positions", base.name_positions);
         t = ablate_table(r);
@@ -113,7 +115,7 @@ static int default_names(const ProbeSession *ps, SwapName *out, int max) {
 }
 
 static void pieces_table(Report *r, const ProbeSession *ps, const SwapName *names, const PieceScore *rows, int n) {
-    slm_probe_report_header(r, ps);
+    slm_report_header_session(r, ps);
     if (ps->names_from_all) slm_report_note(r, "note: names were learnt from every story (test ones included)");
     ReportTable *t = slm_report_table(r, "names", "Where the renamed hero comes back");
     const char *cols[][2] = {{"name", "name"},
@@ -141,7 +143,7 @@ static void pieces_table(Report *r, const ProbeSession *ps, const SwapName *name
         pieces[0] = '\0';
         for (int i = 0; i < names[k].n_pieces && used < sizeof pieces; i++)
             used += (size_t)snprintf(pieces + used, sizeof pieces - used, "%s%s", i ? " " : "",
-                                     slm_probe_token(ps, names[k].pieces[i]));
+                                     slm_probe_session_token(ps, names[k].pieces[i]));
         slm_table_row(t);
         slm_cell_text(t, names[k].word);
         slm_cell_text(t, slm_name_kind_names[names[k].kind]);
@@ -187,7 +189,7 @@ int slm_view_pieces(Report *r, const ProbeSession *ps, const char *list, SwapNam
                     Error *e) {
     PieceHeads heads;
     int layered = slm_model_layers(&ps->lm.model.cfg) > 1; /* a one-layer model's report stays as it was */
-    int n = list ? slm_cli_swap_names(ps, list, names, max, e) : default_names(ps, names, max);
+    int n = list ? slm_probe_session_swap_names(ps, list, names, max, e) : default_names(ps, names, max);
     int rc = n < 0 ? -1
                    : slm_probe_pieces(&ps->lm.model, &ps->lm.tokenizer, &ps->names, &ps->stories, ps->stories.test,
                                       ps->stories.n_test, names, n, &ps->ablation, rows, layered ? &heads : NULL, e);

@@ -4,10 +4,11 @@
 #include <stdlib.h>
 
 #include "storylm/probe_views.h"
+#include "storylm/report_header.h"
 #include "storylm/svg.h"
 
 static void build_report(Report *r, const ProbeSession *ps, const StatsResult *s, int common) {
-    slm_probe_report_header(r, ps);
+    slm_report_header_session(r, ps);
     slm_report_heading(r, "What the heads read, on the test stories");
     slm_report_int(r, "pairs", "pairs (position, token it reads)", s->pairs);
     slm_report_int(r, "positions", "positions reading 2+ tokens", s->positions);

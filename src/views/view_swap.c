@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "storylm/text.h"
+#include "storylm/report_header.h"
 #include "storylm/views.h"
 
 typedef struct SwapText {
@@ -90,7 +91,7 @@ int slm_view_swap_text(Report *r, const ProbeSession *ps, const LoadedModel *bas
     char *swapped = rc ? NULL : slm_tokenizer_decode(&ps->lm.tokenizer, w.swapped.data + 1, w.swapped.len - 1, 1, e);
     if (!rc && !swapped) rc = -1;
     if (!rc) {
-        slm_probe_report_header(r, ps);
+        slm_report_header_session(r, ps);
         slm_report_text(r, "baseline", "baseline", baseline_path ? baseline_path : "none");
         slm_report_text(r, "text", "text", text);
         slm_report_text(r, "hero", "hero", w.hero.word);

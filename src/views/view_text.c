@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "storylm/text.h"
+#include "storylm/report_header.h"
 #include "storylm/views.h"
 
 int slm_view_text_at(ViewText *vt, int pos, Error *e) {
@@ -51,7 +52,7 @@ static void add_keys(ReportTable *t, const ProbeSession *ps, const ProbeRunner *
         slm_table_row(t);
         slm_cell_int(t, h);
         slm_cell_int(t, k->position);
-        slm_cell_text(t, slm_probe_token(ps, k->token));
+        slm_cell_text(t, slm_probe_session_token(ps, k->token));
         slm_cell_int(t, k->token);
         slm_cell_int(t, k->distance);
         slm_cell_number(t, k->dot);
@@ -65,7 +66,7 @@ static void add_keys(ReportTable *t, const ProbeSession *ps, const ProbeRunner *
 /* What both layouts start with: the tokens, the reading position and token. */
 static void attend_header(Report *r, const ProbeSession *ps, const ViewText *vt) {
     const IntVec *ids = &vt->ids;
-    slm_probe_report_header(r, ps);
+    slm_report_header_session(r, ps);
     ReportTable *tokens = slm_report_table(r, "tokens", "Tokens (position, id, text)");
     slm_table_column(tokens, "position", "pos", CELL_INT, 0);
     slm_table_column(tokens, "id", "id", CELL_INT, 0);
@@ -74,10 +75,10 @@ static void attend_header(Report *r, const ProbeSession *ps, const ViewText *vt)
         slm_table_row(tokens);
         slm_cell_int(tokens, (long long)i);
         slm_cell_int(tokens, ids->data[i]);
-        slm_cell_text(tokens, slm_probe_token(ps, ids->data[i]));
+        slm_cell_text(tokens, slm_probe_session_token(ps, ids->data[i]));
     }
     slm_report_int(r, "position", "reading position", vt->pos);
-    slm_report_text(r, "token", "reading token", slm_probe_token(ps, ids->data[vt->pos]));
+    slm_report_text(r, "token", "reading token", slm_probe_session_token(ps, ids->data[vt->pos]));
 }
 
 void slm_view_attend(Report *r, const ProbeSession *ps, const ViewText *vt, int head) {
@@ -126,7 +127,7 @@ void slm_view_attend_wide(Report *r, const ProbeSession *ps, const ViewText *vt)
         const AttendKey *k = &keys[j];
         slm_table_row(t);
         slm_cell_int(t, k->position);
-        slm_cell_text(t, slm_probe_token(ps, k->token));
+        slm_cell_text(t, slm_probe_session_token(ps, k->token));
         slm_cell_int(t, k->token);
         slm_cell_int(t, k->distance);
         slm_cell_number(t, k->cosine);
@@ -156,10 +157,10 @@ static void inputs_table(Report *r, const TraceResult *t, const ModelConfig *c) 
 }
 
 static void trace_report(Report *r, const ProbeSession *ps, const TraceResult *t, const char *text) {
-    slm_probe_report_header(r, ps);
+    slm_report_header_session(r, ps);
     slm_report_text(r, "text", "text", text);
     slm_report_int(r, "position", "last position", t->position);
-    slm_report_text(r, "token", "last token", slm_probe_token(ps, t->token));
+    slm_report_text(r, "token", "last token", slm_probe_session_token(ps, t->token));
     inputs_table(r, t, &ps->lm.model.cfg);
     ReportTable *u = slm_report_table(r, "hidden", "Most active hidden units (tanh output)");
     slm_table_column(u, "unit", "unit", CELL_INT, 0);
@@ -183,7 +184,7 @@ static void trace_report(Report *r, const ProbeSession *ps, const TraceResult *t
     for (int k = 0; k < t->n_guesses; k++) {
         slm_table_row(g);
         slm_cell_int(g, k + 1);
-        slm_cell_text(g, slm_probe_token(ps, t->guesses[k].token));
+        slm_cell_text(g, slm_probe_session_token(ps, t->guesses[k].token));
         slm_cell_int(g, t->guesses[k].token);
         slm_cell_number(g, t->guesses[k].probability);
     }
@@ -200,7 +201,7 @@ int slm_view_trace(Report *r, const ProbeSession *ps, const ViewText *vt, const 
 /* ---- the loss on a text ------------------------------------------------------- */
 
 void slm_view_loss(Report *r, const ProbeSession *ps, const ViewText *vt, const char *text) {
-    slm_probe_report_header(r, ps);
+    slm_report_header_session(r, ps);
     slm_report_text(r, "text", "text", text);
     int T = (int)vt->ids.len;
     ReportTable *tab = slm_report_table(r, "tokens", "Every position: the token, the next one it predicts, its loss");
@@ -222,9 +223,9 @@ void slm_view_loss(Report *r, const ProbeSession *ps, const ViewText *vt, const 
         right += rank == 1;
         slm_table_row(tab);
         slm_cell_int(tab, p);
-        slm_cell_text(tab, slm_probe_token(ps, vt->ids.data[p]));
+        slm_cell_text(tab, slm_probe_session_token(ps, vt->ids.data[p]));
         slm_cell_int(tab, vt->ids.data[p]);
-        slm_cell_text(tab, slm_probe_token(ps, target));
+        slm_cell_text(tab, slm_probe_session_token(ps, target));
         slm_cell_int(tab, target);
         slm_cell_number(tab, prob);
         slm_cell_number(tab, loss);

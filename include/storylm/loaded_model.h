@@ -1,0 +1,28 @@
+/* A model file loaded with its tokenizer (from the vocabulary stored in it):
+ * what every verb that reads a model starts from. Never prints. */
+#ifndef STORYLM_LOADED_MODEL_H
+#define STORYLM_LOADED_MODEL_H
+
+#include "storylm/error.h"
+#include "storylm/model.h"
+#include "storylm/safetensors.h"
+#include "storylm/tokenizer.h"
+
+#define DEFAULT_MODEL_PATH "model.safetensors"
+
+typedef struct LoadedModel {
+    Model model;
+    Tokenizer tokenizer;
+    Metadata meta;
+    char *vocab;
+    const char *path;
+} LoadedModel;
+
+int slm_loaded_model_load(LoadedModel *lm, const char *path, Error *e);
+void slm_loaded_model_free(LoadedModel *lm);
+/* The error for a model file path that does not exist (returns -1); for
+ * ./model.safetensors, the default, it names where the shipped model was
+ * looked for too (data_files.h). */
+int slm_loaded_model_missing(const char *path, Error *e);
+
+#endif

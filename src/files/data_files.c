@@ -1,0 +1,78 @@
+/* Data files: see data_files.h. */
+#define _XOPEN_SOURCE 700 /* realpath */
+#include "storylm/data_files.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+bool slm_data_file_exists(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+#ifndef STORYLM_DATA_DIR /* CMakeLists.txt sets both from the install prefix */
+#define STORYLM_DATA_DIR "/usr/local/share/storylm"
+#endif
+#ifndef STORYLM_DATA_FROM_BIN
+#define STORYLM_DATA_FROM_BIN "../share/storylm"
+#endif
+
+/* The executable's folder into buf (size); false when it cannot be known. */
+static bool exe_dir(char *buf, size_t size) {
+    ssize_t n = readlink("/proc/self/exe", buf, size - 1);
+    if (n <= 0 || (size_t)n >= size - 1) return false;
+    buf[n] = '\0';
+    char *slash = strrchr(buf, '/');
+    if (!slash) return false;
+    *slash = '\0';
+    return true;
+}
+
+/* Place i where rel is looked for, into buf; false past the last one. The
+ * first three need the executable's folder (dir, or NULL when unknown). */
+static bool source_place(int i, const char *dir, const char *rel, char *buf, size_t size) {
+    const char *beside[] = {"../", "", STORYLM_DATA_FROM_BIN "/"};
+    if (i < 3) {
+        if (dir)
+            snprintf(buf, size, "%s/%s%s", dir, beside[i], rel);
+        else
+            buf[0] = '\0'; /* skipped */
+        return true;
+    }
+    if (i > 3) return false;
+    snprintf(buf, size, "%s/%s", STORYLM_DATA_DIR, rel);
+    return true;
+}
+
+bool slm_data_file_find(const char *rel, char *buf, size_t size) {
+    char dir[4096], candidate[8192], resolved[PATH_MAX];
+    bool have_dir = exe_dir(dir, sizeof dir);
+    for (int i = 0; source_place(i, have_dir ? dir : NULL, rel, candidate, sizeof candidate); i++) {
+        if (!candidate[0] || !slm_data_file_exists(candidate)) continue;
+        /* "…/models/x" rather than "…/build/../models/x" in what we tell the user */
+        const char *path = realpath(candidate, resolved) ? resolved : candidate;
+        if (strlen(path) >= size) return false;
+        strcpy(buf, path);
+        return true;
+    }
+    return false;
+}
+
+void slm_data_file_places(const char *rel, char *buf, size_t size) {
+    char dir[4096], candidate[8192];
+    bool have_dir = exe_dir(dir, sizeof dir);
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; source_place(i, have_dir ? dir : NULL, rel, candidate, sizeof candidate); i++) {
+        if (!candidate[0]) continue;
+        int n = snprintf(buf + used, size - used, "%s%s", used ? ", " : "", candidate);
+        if (n < 0 || (size_t)n >= size - used) return; /* cut short: the first places matter most */
+        used += (size_t)n;
+    }
+}
+
+bool slm_data_file_shipped_model(char *buf, size_t size) { return slm_data_file_find(SHIPPED_MODEL_REL, buf, size); }

@@ -1,0 +1,44 @@
+/* Report headers: see report_header.h. */
+#include "storylm/report_header.h"
+
+#include <stdio.h>
+
+void slm_report_header_session(Report *r, const ProbeSession *ps) {
+    slm_report_header_model(r, &ps->lm.model, ps->model_path);
+    if (ps->stories_path) slm_report_header_stories(r, ps->stories_path, ps->stories.n_stories, ps->stories.n_test);
+    slm_report_header_ablation(r, &ps->ablation, &ps->lm.model.cfg, ps->ablation_desc);
+}
+
+/* The JSON convention of docs/json.md: the same nested keys in every verb. */
+void slm_report_header_model(Report *r, const Model *m, const char *path) {
+    slm_report_text(r, "model.file", "model", path);
+    slm_report_text(r, "model.arch", "architecture", slm_arch_name(m->cfg.arch));
+    if (m->cfg.arch == ARCH_ATTENTION) { /* the variant: in the table only when not the chapter's */
+        int plain = m->cfg.pos == POS_DISTANCE && m->cfg.score == SCORE_SCALED_DOT;
+        slm_report_text(r, "model.pos", plain ? NULL : "position scheme", slm_pos_name(m->cfg.pos));
+        slm_report_text(r, "model.score", plain ? NULL : "score", slm_score_name(m->cfg.score));
+    }
+    slm_report_int(r, "model.parameters", NULL, (long long)m->n_params);
+}
+
+void slm_report_header_stories(Report *r, const char *path, int n_stories, int n_test) {
+    slm_report_text(r, "stories.file", "stories", path);
+    slm_report_int(r, "stories.stories", NULL, n_stories);
+    slm_report_int(r, "stories.test_stories", "test stories", n_test);
+}
+
+void slm_report_header_ablation(Report *r, const Ablation *ab, const ModelConfig *c, const char *desc) {
+    int heads[32], n = 0;
+    char names[32 * 8] = "";
+    for (int h = 0; h < slm_model_heads(c) && h < 32; h++)
+        if (ab && (ab->heads >> h & 1u)) heads[n++] = h;
+    slm_report_text(r, "ablation.text", "ablation", n && desc && desc[0] ? desc : "none");
+    slm_report_ints(r, "ablation.heads", NULL, heads, n); /* numbered over all layers: layer l's head h is l*H + h */
+    for (int i = 0, used = 0; slm_model_layers(c) > 1 && i < n; i++) {
+        char name[16];
+        slm_head_name(c, heads[i], name, sizeof name);
+        used += snprintf(names + used, sizeof names - (size_t)used, "%s%s", i ? "," : "", name);
+    }
+    if (slm_model_layers(c) > 1) slm_report_text(r, "ablation.names", NULL, names); /* "1:3,2:5" */
+    slm_report_text(r, "ablation.mode", NULL, !n ? "none" : ab->mode == ABLATE_MEAN ? "mean" : "zero");
+}
