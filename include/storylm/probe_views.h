@@ -144,4 +144,21 @@ cJSON *slm_view_info_json(const ViewInfo *vi);
 void slm_view_info_print(const ViewInfo *vi, FILE *out);
 void slm_view_info_close(ViewInfo *vi);
 
+/* stories: a stories file read as training reads it, with the vocabulary
+ * of vocab (a vocab.txt) or else of lm (kept by the caller); n_test held out. */
+typedef struct ViewStories {
+    const char *vocab, *path;
+    const LoadedModel *lm; /* the caller's (NULL with vocab) */
+    Tokenizer own;         /* vocab's */
+    Stories stories;
+} ViewStories;
+int slm_view_stories_open(ViewStories *vs, const LoadedModel *lm, const char *vocab, const char *path, int n_test,
+                          Error *e);
+void slm_view_stories_close(ViewStories *vs);
+/* Counts, skips and the held-out stories, as text or JSON (NULL when out of memory). */
+void slm_view_stories_print(const ViewStories *vs, FILE *out);
+cJSON *slm_view_stories_json(const ViewStories *vs);
+/* The token ids of split's stories (test, train or all), one story a line. */
+int slm_view_stories_ids(const ViewStories *vs, const char *split, FILE *out, Error *e);
+
 #endif
