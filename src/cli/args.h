@@ -18,11 +18,8 @@ typedef struct Option {
     double min, max; /* accepted range for numbers (min == max: any) */
 } Option;
 
-/* A repeatable string option (--model A --model B). */
-typedef struct StringList {
-    const char *items[64];
-    int count;
-} StringList;
+/* StringList, a repeatable string option's target (--model A --model B): in the registry's header. */
+#include "storylm/registry.h"
 
 typedef struct Command {
     const char *name;

@@ -55,6 +55,10 @@ int probe_parse(const Command *cmd, int argc, char **argv, const Option *opts, i
                 const char **positional, int n_positional) {
     int np, rc = args_parse(cmd, argc, argv, opts, n_opts, positional, n_positional, n_positional, &np);
     if (rc) return rc > 0 ? 0 : 2;
+    return probe_after_parse(cmd, argc, argv, opts, n_opts, po);
+}
+
+int probe_after_parse(const Command *cmd, int argc, char **argv, const Option *opts, int n_opts, ProbeOptions *po) {
     if (probe_check_mode(cmd, po->ablate_mode) || refuse_idle_ablation_flags(cmd, argc, argv, opts, n_opts, po))
         return 2;
     cli_set_threads(po->threads);

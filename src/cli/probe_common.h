@@ -73,10 +73,19 @@ int probe_check_mode(const Command *cmd, const char *mode);
 int probe_parse(const Command *cmd, int argc, char **argv, const Option *opts, int n_opts, ProbeOptions *po,
                 const char **positional, int n_positional);
 
+/* probe_parse's steps after args_parse: --ablate-mode checked, threads set,
+ * the default model found. -1 to go on, else the exit code. */
+int probe_after_parse(const Command *cmd, int argc, char **argv, const Option *opts, int n_opts, ProbeOptions *po);
+
 /* Before parsing, for a verb without --ablate: when argv asks for --ablate
  * or --ablate-mode, prints why the verb has none (why: what its numbers
  * are) and returns 2; else 0. */
 int probe_refuse_ablation(const Command *cmd, int argc, char **argv, const char *why);
+
+/* storylm NAME for a view of the registry (view_runner.c): its options
+ * parsed from the entry, its session opened, built, printed. Exit code. */
+struct View;
+int cli_run_view(const struct View *v, int argc, char **argv);
 
 /* Prints r as text or JSON (o->json) on stdout. */
 int probe_emit(const Report *r, const ProbeOptions *o, Error *e);

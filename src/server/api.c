@@ -1,12 +1,16 @@
 /* The JSON endpoints: each reads its fields, opens a session on a cached
  * model and answers with the report the matching CLI verb prints with
  * --json (src/views builds both). */
+#include <float.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "server_internal.h"
 #include "storylm/fileio.h"
+#include "storylm/parse.h"
+#include "storylm/registry.h"
 
 /* A request's view of a cached model: the entry's session with the
  * request's own ablation (and stories, for views that read them). */
@@ -14,11 +18,17 @@ typedef struct Session {
     ModelEntry *entry;
     ProbeSession ps;
     KeptRun *run; /* the text's run the request reads, or NULL */
+    Server *server;
+    ModelEntry *other[4]; /* other models a view opened (swap's baseline), held until session_release */
+    int n_other;
+    int status; /* a view's error's status when not 400 (an unknown baseline: 404) */
 } Session;
 
 enum { NEED_STORIES = 1, NEED_ATTENTION = 2, NEED_ONE_LAYER = 4 }; /* NEED_ONE_LAYER: a view of one layer's heads */
 
 static void session_release(Server *s, Session *ss) {
+    for (int i = 0; i < ss->n_other; i++) cache_release(&s->cache, ss->other[i]);
+    ss->n_other = 0;
     if (ss->run) entry_run_release(ss->entry, ss->run);
     if (ss->entry) cache_release(&s->cache, ss->entry);
     ss->entry = NULL;
@@ -114,6 +124,236 @@ static int finish(Server *s, Session *ss, Report *rep, int rc, const Error *e, R
     return r->status;
 }
 
+/* ---- the views of the registry: /api/NAME from the entry ------------------------------ */
+
+/* The text run whole (kept for the next click: the attention, trace and
+ * loss views of any position read the same run), whatever `how` asks: a
+ * run of the whole text gives a prefix's positions the same numbers. */
+static int host_run_text(void *ctx, const ProbeSession *ps, const char *text, int pos, int how, ViewText *vt,
+                         Error *e) {
+    Session *ss = ctx;
+    (void)how;
+    if (ss->run) entry_run_release(ss->entry, ss->run);
+    ss->run = NULL;
+    return entry_run(ss->entry, ps, text, pos, vt, &ss->run, e);
+}
+
+static void host_release_text(void *ctx, ViewText *vt) {
+    (void)ctx, (void)vt;
+} /* the session's run: released with it */
+
+/* Another listed model from the cache (404 when not listed), held until the session is released. */
+static int host_other_model(void *ctx, const ProbeSession *ps, const char *path, const LoadedModel **lm, Error *e) {
+    Session *ss = ctx;
+    char real[PATH_MAX];
+    if (ss->n_other == (int)(sizeof ss->other / sizeof ss->other[0]))
+        return FAIL(e, NULL, "too many models in one request");
+    if (model_resolve(&ss->server->dirs, path, real, sizeof real)) {
+        ss->status = 404;
+        return FAIL(e, "name one of the models GET /api/models lists", "unknown model '%s'", path);
+    }
+    ModelEntry *m;
+    if (cache_acquire(&ss->server->cache, real, &m, e)) return -1;
+    ss->other[ss->n_other++] = m;
+    if (strcmp(m->ps.lm.vocab, ps->lm.vocab) != 0)
+        return FAIL(e, "pick a baseline trained with the same vocabulary",
+                    "'%s' and '%s' use different vocabularies, so their guesses cannot be compared", real,
+                    ps->model_path);
+    *lm = &m->ps.lm;
+    return 0;
+}
+
+/* The model fits the view (its PROBE_* flags, as slm_probe_session_open checks them). */
+static int model_fits(const Model *m, int flags, const char *what, Error *e) {
+    if (!(flags & PROBE_ATTENTION_ONLY) || ((flags & PROBE_TRANSFORMER) && m->cfg.arch == ARCH_TRANSFORMER)) return 0;
+    return slm_probe_need_attention(m, what, e) || (!(flags & PROBE_LAYERS) && slm_probe_need_one_layer(m, what, e));
+}
+
+/* One parameter's field (key) of the body into t: its type, range and choices. */
+static int request_param(const ViewParam *p, const char *key, const cJSON *body, void *t, Reply *r) {
+    int any = p->min == p->max;
+    switch (p->type) {
+        case VIEW_INT:
+            return field_int(body, key, t, any ? -1000000000 : (int)p->min, any ? 1000000000 : (int)p->max, r);
+        case VIEW_DOUBLE: return field_double(body, key, t, any ? -DBL_MAX : p->min, any ? DBL_MAX : p->max, r);
+        case VIEW_BOOL: {
+            int b = *(bool *)t;
+            if (field_bool(body, key, &b, r)) return -1;
+            *(bool *)t = b;
+            return 0;
+        }
+        case VIEW_STRING: {
+            size_t max = p->flags & VP_TEXT ? SERVER_MAX_TEXT : PATH_MAX - 1;
+            if (field_string(body, key, t, (p->flags & VP_REQUIRED) != 0, max, r)) return -1;
+            if (slm_view_param_choice_ok(p, *(const char **)t)) return 0;
+            char msg[200], choices[128];
+            slm_view_param_choices(p, choices, sizeof choices);
+            snprintf(msg, sizeof msg, "\"%s\" is %s", key, choices);
+            return reply_error(r, 400, msg, NULL), -1;
+        }
+        case VIEW_STRINGS: { /* "a" or ["a", "b"] */
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, key), *item;
+            const cJSON *list = cJSON_IsArray(v) ? v : NULL;
+            StringList *l = t;
+            if (cJSON_IsString(v) && l->count < 64) l->items[l->count++] = v->valuestring;
+            cJSON_ArrayForEach(item, list) {
+                if (!cJSON_IsString(item) || l->count == 64)
+                    return reply_error(r, 400, "a list of at most 64 strings", NULL), -1;
+                l->items[l->count++] = item->valuestring;
+            }
+            return 0;
+        }
+    }
+    return 0;
+}
+
+/* The view's parameters from a request (absent: the defaults); the STORIES
+ * the session reads are the server's own (*stories set). */
+static int request_params(Server *s, const View *v, const cJSON *body, void *params, int *stories, Reply *r) {
+    char key[64];
+    slm_view_params_init(v, params);
+    *stories = 0;
+    for (int i = 0; i < v->n_params; i++) {
+        const ViewParam *p = &v->params[i];
+        void *t = slm_view_param_target(p, params);
+        if (p->flags & VP_STORIES) {
+            *(const char **)t = s->o.stories;
+            *stories = 1;
+            continue;
+        }
+        if (p->flags & (VP_CLI_ONLY | VP_SERVED)) continue;
+        const char *k = slm_view_param_key(p, key, sizeof key);
+        if (p->alias && cJSON_GetObjectItemCaseSensitive(body, p->alias)) k = p->alias;
+        if (request_param(p, k, body, t, r)) return -1;
+    }
+    Error e = {0};
+    if (slm_view_params_check(v, params, &e)) return reply_failure(r, 400, &e), -1;
+    *stories = slm_view_stories(v, params) != NULL; /* the check may have taken them for another use */
+    return 0;
+}
+
+/* The parameter of v a request's field names (its key or alias), or NULL. */
+static const ViewParam *param_of_key(const View *v, const char *name) {
+    char key[64];
+    for (int i = 0; i < v->n_params; i++) {
+        const ViewParam *p = &v->params[i];
+        if (p->flags & VP_CLI_ONLY) continue;
+        if (strcmp(slm_view_param_key(p, key, sizeof key), name) == 0 || (p->alias && strcmp(p->alias, name) == 0))
+            return p;
+    }
+    return NULL;
+}
+
+/* A GET's query (every value a string) as the JSON body a POST sends: each
+ * field of a number or a bool read as one (400 otherwise). */
+static cJSON *query_body(const View *v, const cJSON *query, Reply *r) {
+    cJSON *body = cJSON_CreateObject(), *item;
+    cJSON_ArrayForEach(item, query) {
+        const ViewParam *p = param_of_key(v, item->string);
+        const char *text = item->valuestring;
+        double x;
+        cJSON *value = NULL;
+        if (p && (p->type == VIEW_INT || p->type == VIEW_DOUBLE)) {
+            if (slm_parse_double(text, -INFINITY, INFINITY, &x) == PARSE_OK) value = cJSON_CreateNumber(x);
+        } else if (p && p->type == VIEW_BOOL) {
+            int yes = !text[0] || strcmp(text, "true") == 0 || strcmp(text, "1") == 0;
+            if (yes || strcmp(text, "false") == 0 || strcmp(text, "0") == 0) value = cJSON_CreateBool(yes);
+        } else {
+            value = cJSON_CreateString(text);
+        }
+        if (!value) {
+            char msg[160];
+            snprintf(msg, sizeof msg, "\"%.60s\" must be a %s, not '%.40s'", item->string,
+                     p->type == VIEW_BOOL ? "true or false" : "number", text);
+            cJSON_Delete(body);
+            return reply_error(r, 400, msg, NULL), NULL;
+        }
+        cJSON_AddItemToObject(body, item->string, value);
+    }
+    return body;
+}
+
+/* Any VP_TEXT parameter's text: at most SERVER_MAX_TOKENS tokens (read
+ * again: field_string checked its bytes). */
+static int request_texts(const Session *ss, const View *v, const cJSON *body, Reply *r) {
+    char key[64];
+    const char *text;
+    for (int i = 0; i < v->n_params; i++)
+        if ((v->params[i].flags & VP_TEXT) &&
+            cJSON_GetObjectItemCaseSensitive(body, slm_view_param_key(&v->params[i], key, sizeof key)) &&
+            request_text(ss, body, key, &text, r))
+            return -1;
+    return 0;
+}
+
+/* The view built on the request's session and answered as its --json. */
+static int view_answer(Server *s, const View *v, const cJSON *body, void *params, int stories, Reply *r) {
+    Session ss;
+    if (session_open(s, body, stories ? NEED_STORIES : 0, &ss, r)) return r->status;
+    ss.server = s;
+    Error e = {0};
+    if (model_fits(&ss.ps.lm.model, v->probe_flags, v->name, &e)) {
+        reply_failure(r, 400, &e);
+        return session_release(s, &ss), r->status;
+    }
+    if (request_texts(&ss, v, body, r)) return session_release(s, &ss), r->status;
+    /* a view's own mean ablation (ablate's "mode"): the heads' means made once, as the CLI makes them */
+    int mean = strcmp(slm_view_probe_options(params)->ablate_mode, "mean") == 0 && stories;
+    if (mean && entry_mean(ss.entry, s->o.stories, &e)) {
+        reply_failure(r, 400, &e);
+        return session_release(s, &ss), r->status;
+    }
+    ss.ps.mean = mean ? ss.entry->mean : NULL;
+    ViewHost host = {
+        .ctx = &ss, .run_text = host_run_text, .release_text = host_release_text, .other_model = host_other_model};
+    Report rep;
+    slm_report_init(&rep, v->name);
+    ViewCall c = {.view = v, .params = params, .ps = &ss.ps, .report = &rep, .host = &host, .served = 1};
+    int rc = slm_view_build(&c, &e);
+    slm_view_call_end(&c);
+    if (rc && ss.status) {
+        reply_failure(r, ss.status, &e);
+        slm_report_free(&rep);
+        return session_release(s, &ss), r->status;
+    }
+    return finish(s, &ss, &rep, rc, &e, r);
+}
+
+/* /api/NAME for the view v: GET with a query string (query), POST with a JSON body. */
+static int api_view(Server *s, const View *v, int get, const cJSON *body, Reply *r) {
+    if (v->serve == VIEW_SERVE_CLI) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "%s writes files, so it is not served", v->name);
+        return reply_error(r, 405, msg, "run storylm on the command line for it");
+    }
+    if (get && v->serve == VIEW_SERVE_POST)
+        return reply_error(r, 405, "this view takes POST with a JSON body (it computes over every test story)", NULL);
+    int required = 0;
+    for (int i = 0; i < v->n_params; i++) required |= (v->params[i].flags & (VP_REQUIRED | VP_CLI_ONLY)) == VP_REQUIRED;
+    if (get && required && !body->child)
+        return reply_error(r, 405, "this endpoint takes POST with a JSON body, or GET with its fields in the query",
+                           "GET /api/views lists each view's fields");
+    cJSON *query = get ? query_body(v, body, r) : NULL;
+    if (get && !query) return r->status;
+    void *params = malloc(v->params_size);
+    int stories;
+    if (!params)
+        reply_error(r, 500, "out of memory", NULL);
+    else if (request_params(s, v, get ? query : body, params, &stories, r) == 0)
+        view_answer(s, v, get ? query : body, params, stories, r);
+    free(params);
+    cJSON_Delete(query);
+    return r->status;
+}
+
+/* GET /api/views: every view with its parameters (type, range, default, help). */
+static int api_views(Server *s, const cJSON *body, Reply *r) {
+    (void)s, (void)body;
+    cJSON *j = cJSON_CreateObject(), *list = cJSON_AddArrayToObject(j, "views");
+    for (int i = 0; i < slm_view_count(); i++) cJSON_AddItemToArray(list, slm_view_describe(slm_view_at(i)));
+    return reply_json(r, 200, j);
+}
+
 static int api_tokenize(Server *s, const cJSON *body, Reply *r) {
     Session ss;
     const char *text;
@@ -186,34 +426,6 @@ static int api_loss(Server *s, const cJSON *body, Reply *r) {
     int rc = session_run(&ss, text, -1, &vt, &e);
     if (!rc) slm_view_loss(&rep, &ss.ps, &vt, text);
     return finish(s, &ss, &rep, rc, &e, r);
-}
-
-/* "layer" L (1-based) of the session's model, as distances --layer reads it:
- * ss->ps.lm.model becomes that layer's view (the session's copy only; the
- * cached model is untouched). */
-static int request_layer(Session *ss, int layer, Reply *r) {
-    int layers = slm_model_layers(&ss->ps.lm.model.cfg);
-    if (layer > layers) {
-        char msg[96];
-        snprintf(msg, sizeof msg, "\"layer\": %d, but this model has %d layer(s)", layer, layers);
-        return reply_error(r, 400, msg, "give \"layer\" from 1 to the model's layers"), -1;
-    }
-    Model whole = ss->ps.lm.model;
-    slm_model_layer_view(&whole, layer - 1, &ss->ps.lm.model);
-    return 0;
-}
-
-static int api_distances(Server *s, const cJSON *body, Reply *r) {
-    Session ss;
-    int up_to = 255, layer = 1;
-    if (session_open(s, body, NEED_ATTENTION, &ss, r)) return r->status;
-    if (field_int(body, "up_to", &up_to, 0, 100000, r) || field_int(body, "layer", &layer, 1, STORYLM_MAX_LAYERS, r) ||
-        request_layer(&ss, layer, r))
-        return session_release(s, &ss), r->status;
-    Report rep;
-    slm_report_init(&rep, "distances");
-    slm_view_distances(&rep, &ss.ps, up_to); /* ss.ps.lm.model: the layer's view (distances --layer) */
-    return finish(s, &ss, &rep, 0, NULL, r);
 }
 
 /* heads on the server's stories, or on a file under a --data-dir (loaded for this request only). */
@@ -403,17 +615,83 @@ static int api_train_start(Server *s, const cJSON *body, Reply *r) {
 }
 
 static int api_batch(Server *s, const cJSON *body, Reply *r);
+static int api_models(Server *s, const cJSON *body, Reply *r) {
+    return (void)body, reply_json(r, 200, model_list(&s->dirs));
+}
+static int api_stories_get(Server *s, const cJSON *body, Reply *r) { return (void)body, api_stories(s, r); }
+static int api_train_status(Server *s, const cJSON *body, Reply *r) {
+    return (void)body, reply_json(r, 200, train_job_status(s->train));
+}
+static int api_train_stop(Server *s, const cJSON *body, Reply *r) {
+    (void)body;
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddBoolToObject(j, "stopping", train_job_stop(s->train));
+    return reply_json(r, 200, j);
+}
 
-/* The POST endpoints; views: those a batch may hold (a JSON answer, no stream, no side effect). */
-static const struct {
+static int api_health(Server *s, const cJSON *body, Reply *r) {
+    (void)body;
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddBoolToObject(j, "ok", 1);
+    pthread_mutex_lock(&s->lock);
+    cJSON_AddNumberToObject(j, "streams", s->streams);
+    cJSON_AddNumberToObject(j, "streams_done", s->streams_done);
+    cJSON_AddNumberToObject(j, "streams_stopped", s->streams_stopped);
+    pthread_mutex_unlock(&s->lock);
+    GuardStats g = guard_stats(s->guard);
+    cJSON *c = cJSON_AddObjectToObject(j, "connections");
+    cJSON_AddNumberToObject(c, "open", g.open);
+    cJSON_AddNumberToObject(c, "accepted", (double)g.accepted);
+    cJSON_AddNumberToObject(c, "dropped", (double)g.dropped); /* waiting, closed to let a newer one in */
+    cJSON_AddNumberToObject(c, "refused", (double)g.refused);
+    cJSON_AddNumberToObject(c, "timed_out", (double)g.timed_out);
+    return reply_json(r, 200, j);
+}
+
+enum { ROUTE_GET = 1, ROUTE_POST = 2, ROUTE_BATCH = 4 }; /* ROUTE_BATCH: a batch may hold it (a view) */
+
+/* The endpoints that are not a view's /api/NAME, and the names a view is
+ * served under besides its own (view: the registry's name; fn NULL). */
+typedef struct Route {
     const char *url;
+    int how; /* ROUTE_* */
     int (*fn)(Server *, const cJSON *, Reply *);
-    int view;
-} posts[] = {{"/api/tokenize", api_tokenize, 1}, {"/api/attend", api_attend, 1},       {"/api/trace", api_trace, 1},
-             {"/api/loss", api_loss, 1},         {"/api/distances", api_distances, 1}, {"/api/heads", api_heads, 1},
-             {"/api/swap", api_swap, 1},         {"/api/ablate", api_ablate, 0},       {"/api/pieces", api_pieces, 0},
-             {"/api/generate", api_generate, 0}, {"/api/train", api_train_start, 0},   {"/api/batch", api_batch, 0}};
-#define N_POSTS (sizeof posts / sizeof posts[0])
+    const char *view;
+} Route;
+static const Route routes[] = {
+    {"/api/models", ROUTE_GET, api_models, NULL},
+    {"/api/stories", ROUTE_GET, api_stories_get, NULL},
+    {"/api/health", ROUTE_GET, api_health, NULL},
+    {"/api/views", ROUTE_GET, api_views, NULL},
+    {"/api/train", ROUTE_GET, api_train_status, NULL},
+    {"/api/train", ROUTE_POST, api_train_start, NULL},
+    {"/api/train/stop", ROUTE_POST, api_train_stop, NULL},
+    {"/api/generate", ROUTE_POST, api_generate, NULL},
+    {"/api/batch", ROUTE_POST, api_batch, NULL},
+    {"/api/tokenize", ROUTE_POST | ROUTE_BATCH, api_tokenize, NULL},
+    {"/api/attend", ROUTE_POST | ROUTE_BATCH, api_attend, NULL},
+    {"/api/trace", ROUTE_POST | ROUTE_BATCH, api_trace, NULL},
+    {"/api/loss", ROUTE_POST | ROUTE_BATCH, api_loss, NULL},
+    {"/api/heads", ROUTE_POST | ROUTE_BATCH, api_heads, NULL},
+    {"/api/swap", ROUTE_POST | ROUTE_BATCH, api_swap, NULL},
+    {"/api/ablate", ROUTE_POST, api_ablate, NULL},
+    {"/api/pieces", ROUTE_POST, api_pieces, NULL},
+};
+#define N_ROUTES (sizeof routes / sizeof routes[0])
+
+/* What url names: a route of the table (*route) or a view of the registry
+ * (*view, at /api/NAME or a route's other name); 0, or -1 for neither. */
+static int find_endpoint(const char *url, int get, const Route **route, const View **view) {
+    *route = NULL;
+    *view = NULL;
+    for (size_t i = 0; i < N_ROUTES; i++) {
+        if (strcmp(url, routes[i].url) != 0) continue;
+        if (!*route || (routes[i].how & (get ? ROUTE_GET : ROUTE_POST))) *route = &routes[i];
+    }
+    if (*route && (*route)->view) *view = slm_view_find((*route)->view), *route = NULL;
+    if (!*route && !*view && strncmp(url, "/api/", 5) == 0) *view = slm_view_find(url + 5);
+    return *route || *view ? 0 : -1;
+}
 
 /* Appends text (len bytes) to *buf (size *cap, *len used); -1 when out of memory. */
 static int append(char **buf, size_t *used, size_t *cap, const char *text, size_t len) {
@@ -429,17 +707,21 @@ static int append(char **buf, size_t *used, size_t *cap, const char *text, size_
     return 0;
 }
 
-/* The view a batch's item names (its index in posts), or -1 with r filled. */
-static int batch_item(const cJSON *item, const cJSON **body, Reply *r) {
+/* The view a batch's item names (a route that may be batched, or a view
+ * served by GET and POST), or -1 with r filled. */
+static int batch_item(const cJSON *item, const cJSON **body, const Route **route, const View **view, Reply *r) {
     const cJSON *url = cJSON_GetObjectItemCaseSensitive(item, "url");
     *body = cJSON_GetObjectItemCaseSensitive(item, "body");
     if (!cJSON_IsObject(item) || !cJSON_IsString(url) || (*body && !cJSON_IsObject(*body)))
         return reply_error(r, 400, "each of \"requests\" is {\"url\": \"/api/VIEW\", \"body\": {...}}", NULL), -1;
-    for (size_t i = 0; i < N_POSTS; i++)
-        if (posts[i].view && strcmp(url->valuestring, posts[i].url) == 0) return (int)i;
+    if (find_endpoint(url->valuestring, 0, route, view) == 0 &&
+        (*route ? ((*route)->how & ROUTE_BATCH) != 0 : (*view)->serve == VIEW_SERVE_GET_POST))
+        return 0;
     char msg[160];
     snprintf(msg, sizeof msg, "a batch cannot hold '%.80s'", url->valuestring);
-    return reply_error(r, 400, msg, "a batch holds the views: tokenize, attend, trace, loss, distances, heads, swap"),
+    return reply_error(r, 400, msg,
+                       "a batch holds the views: tokenize, attend, trace, loss, heads, swap, and those GET /api/views "
+                       "lists as served by GET,POST"),
            -1;
 }
 
@@ -450,25 +732,29 @@ static int batch_item(const cJSON *item, const cJSON **body, Reply *r) {
  * one run of the text for both (runs.c). */
 static int api_batch(Server *s, const cJSON *body, Reply *r) {
     const cJSON *list = cJSON_GetObjectItemCaseSensitive(body, "requests"), *item, *sub;
+    const Route *route;
+    const View *view;
     int n = cJSON_GetArraySize(list);
     if (!cJSON_IsArray(list) || n < 1 || n > SERVER_MAX_BATCH) {
         char msg[80];
         snprintf(msg, sizeof msg, "\"requests\" must be a list of 1 to %d requests", SERVER_MAX_BATCH);
         return reply_error(r, 400, msg, NULL);
     }
-    cJSON_ArrayForEach(item, list) if (batch_item(item, &sub, r) < 0) return r->status;
+    cJSON_ArrayForEach(item, list) if (batch_item(item, &sub, &route, &view, r) < 0) return r->status;
     char *out = NULL, head[48];
     size_t used = 0, cap = 0;
     int ok = append(&out, &used, &cap, "{\"answers\":[", 12) == 0;
     cJSON_ArrayForEach(item, list) {
         Reply one = {0};
         cJSON *none = NULL;
-        int i = batch_item(item, &sub, &one);
+        batch_item(item, &sub, &route, &view, &one);
         if (!sub) sub = none = cJSON_CreateObject();
-        if (sub)
-            posts[i].fn(s, sub, &one);
-        else
+        if (!sub)
             reply_error(&one, 500, "out of memory", NULL);
+        else if (route)
+            route->fn(s, sub, &one);
+        else
+            api_view(s, view, 0, sub, &one);
         cJSON_Delete(none);
         int len = snprintf(head, sizeof head, "%s{\"status\":%d,\"body\":", item == list->child ? "" : ",", one.status);
         ok = ok && one.body && append(&out, &used, &cap, head, (size_t)len) == 0 &&
@@ -487,35 +773,12 @@ static int api_batch(Server *s, const cJSON *body, Reply *r) {
 
 int api_handle(Server *s, const char *method, const char *url, const cJSON *body, Reply *r) {
     int get = strcmp(method, "GET") == 0;
-    if (get && strcmp(url, "/api/models") == 0) return reply_json(r, 200, model_list(&s->dirs));
-    if (get && strcmp(url, "/api/stories") == 0) return api_stories(s, r);
-    if (get && strcmp(url, "/api/train") == 0) return reply_json(r, 200, train_job_status(s->train));
-    if (get && strcmp(url, "/api/health") == 0) {
-        cJSON *j = cJSON_CreateObject();
-        cJSON_AddBoolToObject(j, "ok", 1);
-        pthread_mutex_lock(&s->lock);
-        cJSON_AddNumberToObject(j, "streams", s->streams);
-        cJSON_AddNumberToObject(j, "streams_done", s->streams_done);
-        cJSON_AddNumberToObject(j, "streams_stopped", s->streams_stopped);
-        pthread_mutex_unlock(&s->lock);
-        GuardStats g = guard_stats(s->guard);
-        cJSON *c = cJSON_AddObjectToObject(j, "connections");
-        cJSON_AddNumberToObject(c, "open", g.open);
-        cJSON_AddNumberToObject(c, "accepted", (double)g.accepted);
-        cJSON_AddNumberToObject(c, "dropped", (double)g.dropped); /* waiting, closed to let a newer one in */
-        cJSON_AddNumberToObject(c, "refused", (double)g.refused);
-        cJSON_AddNumberToObject(c, "timed_out", (double)g.timed_out);
-        return reply_json(r, 200, j);
-    }
-    if (!get && strcmp(url, "/api/train/stop") == 0) {
-        cJSON *j = cJSON_CreateObject();
-        cJSON_AddBoolToObject(j, "stopping", train_job_stop(s->train));
-        return reply_json(r, 200, j);
-    }
-    for (size_t i = 0; i < N_POSTS; i++) {
-        if (strcmp(url, posts[i].url) != 0) continue;
-        if (get) return reply_error(r, 405, "this endpoint takes POST with a JSON body", NULL);
-        return posts[i].fn(s, body, r);
-    }
-    return reply_error(r, 404, "no such endpoint", "see the README's section 'The playground' for the API");
+    const Route *route;
+    const View *view;
+    if (find_endpoint(url, get, &route, &view))
+        return reply_error(r, 404, "no such endpoint", "see docs/views.md, or GET /api/views for the views");
+    if (view) return api_view(s, view, get, body, r);
+    if (!(route->how & (get ? ROUTE_GET : ROUTE_POST)))
+        return reply_error(r, 405, get ? "this endpoint takes POST with a JSON body" : "this endpoint takes GET", NULL);
+    return route->fn(s, body, r);
 }

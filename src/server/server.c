@@ -158,6 +158,14 @@ static Reply *file_routes(Server *s, struct MHD_Connection *conn, const char *ur
     return NULL;
 }
 
+/* A GET's query field into the object cls (every value a string; the
+ * handler reads each as its field's type). */
+static enum MHD_Result add_query_field(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+    (void)kind;
+    if (key && !cJSON_GetObjectItemCaseSensitive(cls, key)) cJSON_AddStringToObject(cls, key, value ? value : "");
+    return MHD_YES;
+}
+
 static enum MHD_Result dispatch(Server *s, struct MHD_Connection *conn, const char *url, const char *method, Body *b) {
     Reply r = {0};
     int get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0, post = strcmp(method, "POST") == 0;
@@ -190,6 +198,7 @@ static enum MHD_Result dispatch(Server *s, struct MHD_Connection *conn, const ch
         }
     }
     if (!body) body = cJSON_CreateObject();
+    if (get && body) MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, add_query_field, body);
     /* one thread a request: the pool's threads are the parallelism (an
      * OpenMP team in each would oversubscribe the cores) */
     slm_model_threads_setup(s->o.compute_threads);

@@ -1,0 +1,250 @@
+/* The view registry: every view (a verb that builds a Report, printed as a
+ * table, as --json, and optionally drawn with --svg) is one entry, in one
+ * file src/views/view_NAME.c, and one line VIEW(NAME) in
+ * src/views/view_list.h. From the entry alone the CLI parses the verb's
+ * options (and prints its --help), and the server answers /api/NAME (GET
+ * with a query string, POST with a JSON body) and lists it in /api/views.
+ *
+ * An entry declares its parameters in one table bound to a struct of its
+ * own whose first member is a ProbeOptions (the options every probe shares:
+ * model, ablation, json, threads, svg); the front end fills that struct
+ * (defaults from the table, then the command line or the request), opens
+ * the session the entry asks for, and calls build (params -> Report), then
+ * draw (-> SVG file) when the CLI was given --svg. See docs/views.md. */
+#ifndef STORYLM_REGISTRY_H
+#define STORYLM_REGISTRY_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+
+#include "storylm/error.h"
+#include "storylm/report.h"
+#include "storylm/session.h"
+#include "storylm/views.h"
+
+/* A repeatable string option (--model A --model B), or a request's list of strings. */
+typedef struct StringList {
+    const char *items[64];
+    int count;
+} StringList;
+
+typedef enum { VIEW_BOOL, VIEW_INT, VIEW_DOUBLE, VIEW_STRING, VIEW_STRINGS } ViewParamType;
+
+/* ViewParam.flags */
+enum {
+    VP_POSITIONAL = 1,    /* a positional argument (in table order), not --name */
+    VP_REQUIRED = 2,      /* must be given (CLI and request) */
+    VP_CLI_ONLY = 4,      /* the command line only: a file to read or write, how to print, threads */
+    VP_SERVED = 8,        /* read from a request though the CLI reads it too as a shared option (model, ablate) */
+    VP_TEXT = 16,         /* a text the view runs: a request's is bounded (64 KiB, 4096 tokens) */
+    VP_REQUEST_ONLY = 32, /* a request's field only (no CLI option): another name the page uses */
+    VP_STORIES = 64       /* the STORIES file the session reads (the server: its own --stories) */
+};
+
+/* One parameter: a CLI option ("--up-to D") or positional argument, and
+ * the field of a request ("up_to"). Numbers are checked against min..max
+ * (min == max: any), strings against choices when given. */
+typedef struct ViewParam {
+    const char *name; /* CLI long name, "up-to" (a positional's name in usage: "TEXT") */
+    char short_name;  /* 'm', or 0 */
+    ViewParamType type;
+    size_t offset;    /* of the field in the view's params struct: bool, int, double, const char *, StringList */
+    const char *meta; /* value placeholder in help: "N" */
+    const char *help;
+    double min, max;
+    double def;             /* default of a number (a bool: 0) */
+    const char *def_string; /* default of a string (NULL: none) */
+    int flags;              /* VP_* */
+    const char *key;        /* the request's field when not name with '-' as '_' (NULL) */
+    const char *alias;      /* another field name a request may use (NULL) */
+    const char *choices;    /* a string's accepted values, "zero,mean" (NULL: any) */
+} ViewParam;
+
+/* View.session: what the front end opens before build. */
+enum {
+    VIEW_SESSION_PROBE = 1, /* a ProbeSession on the model (with the STORIES param's stories, if any) */
+    VIEW_SESSION_NONE = 2   /* nothing: build reads params alone (and opens what it needs) */
+};
+
+/* View.serve */
+enum {
+    VIEW_SERVE_GET_POST = 0, /* /api/NAME answers both, and a batch may hold it */
+    VIEW_SERVE_POST = 1,     /* POST only: it computes over every test story (seconds); no batch */
+    VIEW_SERVE_CLI = 2       /* not served: it writes files (the message says so) */
+};
+
+typedef struct View View;
+typedef struct ViewCall ViewCall;
+
+/* What a front end offers a view beyond the session: runs of a text (the
+ * server keeps them for the next click) and other models (swap's baseline).
+ * NULL functions: the library's own (slm_view_text_run, slm_probe_load_other). */
+typedef struct ViewHost {
+    void *ctx;
+    int (*run_text)(void *ctx, const ProbeSession *ps, const char *text, int pos, int how, ViewText *vt, Error *e);
+    void (*release_text)(void *ctx, ViewText *vt);
+    int (*other_model)(void *ctx, const ProbeSession *ps, const char *path, const LoadedModel **lm, Error *e);
+    void (*release_models)(void *ctx); /* after the call: every other_model given back */
+} ViewHost;
+
+/* One call of a view. */
+struct ViewCall {
+    const View *view;
+    void *params;     /* the view's params struct, filled (its first member a ProbeOptions) */
+    ProbeSession *ps; /* VIEW_SESSION_PROBE: the session, ablation set (the server's is a copy of its cached one) */
+    Report *report;
+    void *state; /* state_size bytes, zeroed: what build keeps for draw; done frees what it holds */
+    const ViewHost *host;
+    int served; /* 1: a request of the server (build may cache; --svg is never set) */
+};
+
+struct View {
+    const char *name;
+    const char *summary;     /* one line for storylm --help */
+    const char *usage;       /* "storylm distances [options]" */
+    const char *description; /* storylm NAME --help's paragraphs */
+    const ViewParam *params;
+    int n_params;
+    size_t params_size;
+    int session;             /* VIEW_SESSION_* */
+    int probe_flags;         /* PROBE_* of slm_probe_session_open (server: the same checks) */
+    const char *no_ablation; /* this view takes no --ablate: why (what its numbers are), else NULL */
+    int serve;               /* VIEW_SERVE_* */
+    size_t state_size;       /* of ViewCall.state */
+    /* Checks the parameters against each other after parsing, and settles
+     * what one implies for another (eval --text: STORIES become mean
+     * ablation's); NULL: nothing to check. -1 with e set: a usage error (the
+     * CLI exits 2, the server says 400). */
+    int (*check)(void *params, Error *e);
+    /* Fills c->report; -1 with e set. */
+    int (*build)(ViewCall *c, Error *e);
+    /* Draws what build kept into the SVG file path (NULL: the view has no picture). */
+    int (*draw)(ViewCall *c, const char *path, Error *e);
+    /* Frees what build kept in c->state (NULL: nothing). */
+    void (*done)(ViewCall *c);
+};
+
+/* The registry: every view of src/views/view_list.h, by name. */
+int slm_view_count(void);
+const View *slm_view_at(int i);
+const View *slm_view_find(const char *name);
+
+/* A parameter's field in a request ("up_to"): key, else name with '-' as
+ * '_', into buf (size). */
+const char *slm_view_param_key(const ViewParam *p, char *buf, size_t size);
+/* Fills params (the view's params_size bytes) with the table's defaults;
+ * threads left at 0 (the front end's default: every core). */
+void slm_view_params_init(const View *v, void *params);
+/* The field of p in params. */
+void *slm_view_param_target(const ViewParam *p, void *params);
+/* The view's ProbeOptions: the first member of its params. */
+ProbeOptions *slm_view_probe_options(void *params);
+/* s among p's choices (always, when it has none). */
+int slm_view_param_choice_ok(const ViewParam *p, const char *s);
+/* p's choices in words, "zero or mean", into buf (size). */
+void slm_view_param_choices(const ViewParam *p, char *buf, size_t size);
+/* Checks a filled params struct (required ones given, choices) and runs
+ * v->check: -1 with e set. */
+int slm_view_params_check(const View *v, void *params, Error *e);
+/* The STORIES the session reads (the VP_STORIES parameter's value), or NULL. */
+const char *slm_view_stories(const View *v, void *params);
+
+/* {"name", "summary", "usage", "serve": "GET,POST" | "POST" | "CLI only",
+ *  "params": [{"name", "key", "type", "help", "default", "min", "max",
+ *  "choices", "positional", "required", "cli_only"}]}: what /api/views
+ * lists for v (NULL when out of memory). */
+cJSON *slm_view_describe(const View *v);
+
+/* Runs text through c's session (c->host's run, else slm_view_text_run); a
+ * view that ran one gives it back with slm_view_release_text before done. */
+int slm_view_run_text(ViewCall *c, const char *text, int pos, int how, ViewText *vt, Error *e);
+void slm_view_release_text(ViewCall *c, ViewText *vt);
+/* Another model of path (swap's baseline): of the same vocabulary, held
+ * until the front end ends the call. */
+int slm_view_other_model(ViewCall *c, const char *path, const LoadedModel **lm, Error *e);
+
+/* Builds c into c->report (slm_report_init'd by the caller): v->build. */
+int slm_view_build(ViewCall *c, Error *e);
+/* v->done, and the state freed. */
+void slm_view_call_end(ViewCall *c);
+
+/* ---- the shared parameters, for a view's table (T: its params struct) ---- */
+
+#define VIEW_MODEL_HELP "model file (default: ./" DEFAULT_MODEL_PATH ", else the shipped model)"
+#define VIEW_PARAM_MODEL(T)                                                                                            \
+    {                                                                                                                  \
+        .name = "model", .short_name = 'm', .type = VIEW_STRING, .offset = offsetof(T, po.model), .meta = "FILE",      \
+        .help = VIEW_MODEL_HELP, .flags = VP_SERVED                                                                    \
+    }
+#define VIEW_PARAMS_ABLATE(T)                                                                                          \
+    {.name = "ablate",                                                                                                 \
+     .type = VIEW_STRING,                                                                                              \
+     .offset = offsetof(T, po.ablate),                                                                                 \
+     .meta = "HEADS",                                                                                                  \
+     .help = "switch heads off, e.g. 3,5 (heads 0 to 7; 1:3,2:5 is layer 1's head 3 and layer 2's head 5)",            \
+     .flags = VP_SERVED},                                                                                              \
+    {                                                                                                                  \
+        .name = "ablate-mode", .type = VIEW_STRING, .offset = offsetof(T, po.ablate_mode), .meta = "MODE",             \
+        .help = "zero, or mean: each head's mean output over the held-out test stories", .def_string = "zero",         \
+        .flags = VP_SERVED, .choices = "zero,mean"                                                                     \
+    }
+#define VIEW_PARAMS_OUTPUT(T)                                                                                          \
+    {.name = "json",                                                                                                   \
+     .type = VIEW_BOOL,                                                                                                \
+     .offset = offsetof(T, po.json),                                                                                   \
+     .help = "print JSON with the same numbers",                                                                       \
+     .flags = VP_CLI_ONLY},                                                                                            \
+    {                                                                                                                  \
+        .name = "threads", .type = VIEW_INT, .offset = offsetof(T, po.threads), .meta = "N",                           \
+        .help = "threads, by default one per core", .min = 1, .max = 256, .flags = VP_CLI_ONLY                         \
+    }
+#define VIEW_PARAMS_SVG(T)                                                                                             \
+    {.name = "svg",                                                                                                    \
+     .type = VIEW_STRING,                                                                                              \
+     .offset = offsetof(T, po.svg),                                                                                    \
+     .meta = "FILE",                                                                                                   \
+     .help = "also draw the picture into FILE (SVG); a file of another kind there is kept",                            \
+     .flags = VP_CLI_ONLY},                                                                                            \
+    {                                                                                                                  \
+        .name = "force", .type = VIEW_BOOL, .offset = offsetof(T, po.force),                                           \
+        .help = "replace an output file that holds a model, stories or other data (kept otherwise)",                   \
+        .flags = VP_CLI_ONLY                                                                                           \
+    }
+#define VIEW_PARAM_TEST_STORIES(T)                                                                                     \
+    {                                                                                                                  \
+        .name = "test-stories", .type = VIEW_INT, .offset = offsetof(T, po.n_test), .meta = "N",                       \
+        .help = "held-out test stories (as in training)", .min = 1, .max = 100000, .def = STORIES_DEFAULT_TEST,        \
+        .flags = VP_CLI_ONLY                                                                                           \
+    }
+/* For views without a STORIES argument: where mean ablation finds its stories. */
+#define VIEW_PARAM_MEAN_STORIES(T)                                                                                     \
+    {                                                                                                                  \
+        .name = "stories", .type = VIEW_STRING, .offset = offsetof(T, po.mean_stories), .meta = "FILE",                \
+        .help = "stories for --ablate-mode mean (needed for it; info names the training file)", .flags = VP_CLI_ONLY   \
+    }
+/* The model, the ablation, --json and --threads: what every probe takes. */
+#define VIEW_PARAMS_COMMON(T) VIEW_PARAM_MODEL(T), VIEW_PARAMS_ABLATE(T), VIEW_PARAMS_OUTPUT(T)
+
+/* A view's own parameters (T its params struct, field a member of it);
+ * flags, key, alias or choices: a designated initializer of their own. */
+#define VIEW_INT_PARAM(T, field, name_, meta_, help_, min_, max_, def_)                                                \
+    {                                                                                                                  \
+        .name = name_, .type = VIEW_INT, .offset = offsetof(T, field), .meta = meta_, .help = help_, .min = min_,      \
+        .max = max_, .def = def_                                                                                       \
+    }
+#define VIEW_DOUBLE_PARAM(T, field, name_, meta_, help_, min_, max_, def_)                                             \
+    {                                                                                                                  \
+        .name = name_, .type = VIEW_DOUBLE, .offset = offsetof(T, field), .meta = meta_, .help = help_, .min = min_,   \
+        .max = max_, .def = def_                                                                                       \
+    }
+#define VIEW_BOOL_PARAM(T, field, name_, help_)                                                                        \
+    { .name = name_, .type = VIEW_BOOL, .offset = offsetof(T, field), .help = help_ }
+#define VIEW_STRING_PARAM(T, field, name_, meta_, help_)                                                               \
+    { .name = name_, .type = VIEW_STRING, .offset = offsetof(T, field), .meta = meta_, .help = help_ }
+/* A positional argument: "TEXT", "STORIES" (flags: VP_REQUIRED, VP_TEXT, VP_STORIES...). */
+#define VIEW_ARG(T, field, name_, flags_)                                                                              \
+    { .name = name_, .type = VIEW_STRING, .offset = offsetof(T, field), .flags = VP_POSITIONAL | (flags_) }
+
+#define VIEW_N_PARAMS(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+#endif
