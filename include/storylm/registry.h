@@ -19,7 +19,7 @@
 
 #include "storylm/error.h"
 #include "storylm/report.h"
-#include "storylm/session.h"
+#include "storylm/probe_session.h"
 #include "storylm/views.h"
 
 /* A repeatable string option (--model A --model B), or a request's list of strings. */
@@ -78,7 +78,7 @@ typedef struct ViewCall ViewCall;
 
 /* What a front end offers a view beyond the session: runs of a text (the
  * server keeps them for the next click) and other models (swap's baseline).
- * NULL functions: the library's own (slm_view_text_run, slm_probe_load_other). */
+ * NULL functions: the library's own (slm_view_text_run, slm_probe_session_load_other). */
 typedef struct ViewHost {
     void *ctx;
     int (*run_text)(void *ctx, const ProbeSession *ps, const char *text, int pos, int how, ViewText *vt, Error *e);

@@ -20,14 +20,14 @@ typedef struct CliModels {
 static int other_model(void *ctx, const ProbeSession *ps, const char *path, const LoadedModel **lm, Error *e) {
     CliModels *m = ctx;
     if (m->n == MAX_OTHER_MODELS) return FAIL(e, NULL, "too many models in one view");
-    if (slm_probe_load_other(ps, path, &m->lm[m->n], e)) return -1;
+    if (slm_probe_session_load_other(ps, path, &m->lm[m->n], e)) return -1;
     *lm = &m->lm[m->n++];
     return 0;
 }
 
 static void release_models(void *ctx) {
     CliModels *m = ctx;
-    for (int i = 0; i < m->n; i++) slm_cli_free_model(&m->lm[i]);
+    for (int i = 0; i < m->n; i++) slm_loaded_model_free(&m->lm[i]);
     m->n = 0;
 }
 
