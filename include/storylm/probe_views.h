@@ -27,49 +27,6 @@ int slm_view_token_id(const ProbeSession *ps, const char *text, const char *flag
 /* The most likely token at position p after a run, leaving out skip (-1: none). */
 int32_t slm_view_top_guess(const Activations *a, int p, int32_t skip);
 
-/* stats: per head, q.k against the cosine of the rows; far repeats, leaving
- * out the common most common tokens of the training stories (names kept).
- * ps needs its stories and names. */
-int slm_view_stats(Report *r, const ProbeSession *ps, int common, Error *e);
-int slm_view_stats_draw(const Report *r, const char *path, Error *e);
-
-/* circuits: each head's QK and OV circuits (head -1: every head; top pairs
- * each), the OV read through the hidden layer linearised at its mean input
- * over the test stories of stories (n_test held out; needed), and what
- * reading each token of tokens ("lily,tom", may be NULL) raises. */
-typedef struct CircuitsParams {
-    int head, top;
-    const char *tokens, *stories;
-    int n_test;
-} CircuitsParams;
-int slm_view_circuits(Report *r, const ProbeSession *ps, const CircuitsParams *cp, Error *e);
-int slm_view_circuits_draw(const Report *r, const char *path, Error *e);
-
-/* patch: [EOS] and each text run (as many tokens each); pieces of the clean
- * run put into the corrupt one, the share of the logit difference
- * answer - wrong (NULL: the clean run's top guess; the corrupt run's, else
- * its second) each brings back. */
-typedef struct PatchParams {
-    const char *clean, *corrupt, *answer, *wrong;
-} PatchParams;
-int slm_view_patch(Report *r, const ProbeSession *ps, const PatchParams *pp, Error *e);
-/* The heat map: the row and the heads by position, then query and output. */
-int slm_view_patch_draw(const Report *r, const char *path, Error *e);
-
-/* attribute: at position pos of [EOS] and text (negative: from the end),
- * what the row and each head add to the logit of token (NULL: the top
- * guess there): gradient x activation, zero and mean removal (the mean over
- * the test stories of stories, n_test held out; without it the column stays
- * empty); and the surprisal of every token. */
-typedef struct AttributeParams {
-    const char *text, *token;
-    int pos;
-    const char *stories;
-    int n_test;
-} AttributeParams;
-int slm_view_attribute(Report *r, const ProbeSession *ps, const AttributeParams *ap, Error *e);
-int slm_view_attribute_draw(const Report *r, const char *path, Error *e);
-
 /* detect: per head, the previous-token, duplicate-token and induction
  * scores on the test stories and on n_random sequences of length random
  * tokens (seed) repeated twice, with the induction loss. The tables, then

@@ -1,5 +1,6 @@
 /* Which parts push a guess, and the surprisal of every token (attribute): see probe_views.h. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,25 +8,32 @@
 #include "storylm/probe_attribute.h"
 #include "storylm/ablation.h"
 #include "storylm/probe_views.h"
+#include "storylm/registry.h"
 #include "storylm/report_header.h"
 #include "storylm/svg.h"
+
+typedef struct AttributeParams {
+    ProbeOptions po;
+    const char *text, *token;
+    int pos; /* -1: the last */
+} AttributeParams;
 
 /* The mean z over the test stories of --stories; *have 0 without it (the note then says which file to give). */
 static int mean_input(const ProbeSession *ps, const AttributeParams *ap, double *mean_z, int *have, char *note,
                       size_t size, Error *e) {
     char warning[400];
     Error none = {0};
-    const char *path = slm_ablation_mean_stories(&ps->lm, ap->stories, "the mean column", warning, sizeof warning,
-                                                 ap->stories ? e : &none);
+    const char *path = slm_ablation_mean_stories(&ps->lm, ap->po.mean_stories, "the mean column", warning,
+                                                 sizeof warning, ap->po.mean_stories ? e : &none);
     *have = 0;
-    if (!path && ap->stories) return -1;
+    if (!path && ap->po.mean_stories) return -1;
     if (!path) {
         snprintf(note, size, "mean: left empty, no stories to average over (%.400s)", none.hint);
         return 0;
     }
     Stories s;
     StoriesOptions so = slm_stories_default_options();
-    so.n_test = ap->n_test;
+    so.n_test = ap->po.n_test;
     if (slm_stories_load(&s, path, &ps->lm.tokenizer, &so, e)) return -1;
     int rc = s.n_test > 0
                  ? slm_probe_mean_z(&ps->lm.model, &s, s.test, s.n_test, mean_z, e)
@@ -100,7 +108,7 @@ static void build_report(Report *r, const ProbeSession *ps, const char *text, co
     surprisal_table(r, ps, ids, a);
 }
 
-int slm_view_attribute(Report *rep, const ProbeSession *ps, const AttributeParams *ap, Error *e) {
+static int attribute(Report *rep, const ProbeSession *ps, const AttributeParams *ap, Error *e) {
     IntVec ids = {0};
     ProbeRunner r = {0};
     AttributeResult a = {0};
@@ -130,7 +138,8 @@ int slm_view_attribute(Report *rep, const ProbeSession *ps, const AttributeParam
 }
 
 /* The parts' three measures as grouped bars, then the surprisal of every token. */
-int slm_view_attribute_draw(const Report *r, const char *path, Error *e) {
+static int draw(ViewCall *c, const char *path, Error *e) {
+    const Report *r = c->report;
     const ReportTable *parts = slm_report_find_table(r, "parts"), *sur = slm_report_find_table(r, "surprisal");
     if (!parts || !sur) return FAIL(e, NULL, "no attribution tables to draw");
     int P = parts->n_rows, T = sur->n_rows + 1;
@@ -173,3 +182,47 @@ int slm_view_attribute_draw(const Report *r, const char *path, Error *e) {
     free(values), free(labels);
     return rc;
 }
+
+static int build(ViewCall *c, Error *e) { return attribute(c->report, c->ps, c->params, e); }
+
+static const ViewParam params[] = {
+    VIEW_ARG(AttributeParams, text, "TEXT", VP_REQUIRED | VP_TEXT),
+    VIEW_PARAMS_COMMON(AttributeParams),
+    VIEW_PARAMS_SVG(AttributeParams),
+    VIEW_PARAM_MEAN_STORIES(AttributeParams),
+    VIEW_PARAM_TEST_STORIES(AttributeParams),
+    VIEW_INT_PARAM(AttributeParams, pos, "pos", "N", "position to take apart, 0 = [EOS]; negative: from the end", -1e9,
+                   1e9, -1),
+    VIEW_STRING_PARAM(AttributeParams, token, "token", "T",
+                      "next token whose logit is taken apart (default: the top guess)"),
+};
+const View view_attribute = {
+    .name = "attribute",
+    .summary = "which parts push a guess: gradient x activation, removal, surprisal",
+    .usage = "storylm attribute TEXT [options]",
+    .description = "Runs [EOS] and the text through the network. At position --pos (0 is [EOS]; negative\n"
+                   "counts from the end; default: the last token) the hidden layer reads z = [the token's row (32), "
+                   "head 0 (16), ..., "
+                   "head 7]\n"
+                   "and the next token --token (default: the top guess there) gets the logit\n"
+                   "W2[token] tanh(W1 z + b1) + b2[token]. For the row and each head it shows:\n"
+                   "  grad x act   the sum over the part's numbers of d logit / d z_i times z_i: a\n"
+                   "               first-order estimate of what the part adds\n"
+                   "  zero         the exact change of the logit when the part's numbers are set to 0\n"
+                   "  mean         the same with the part set to its mean over the test stories (the\n"
+                   "               mean row, the head's mean output) of --stories FILE (the model file\n"
+                   "               names the file it was trained on); left empty without it\n"
+                   "Only the part's own slot of z is removed: the row also reaches the guess through the\n"
+                   "heads' queries, keys and values, which 'storylm patch' measures. A large gap between\n"
+                   "grad x act and the removals shows where tanh is far from linear.\n"
+                   "Then the surprisal of every token, -log p(token | the tokens before), in nats and bits,\n"
+                   "so you see where the network is surprised. --ablate switches heads off first (their\n"
+                   "parts then hold the replacement). --svg FILE draws both.",
+    .params = params,
+    .n_params = VIEW_N_PARAMS(params),
+    .params_size = sizeof(AttributeParams),
+    .session = VIEW_SESSION_PROBE,
+    .probe_flags = PROBE_ATTENTION_ONLY,
+    .build = build,
+    .draw = draw,
+};

@@ -1,5 +1,6 @@
 /* QK and OV circuits of every head, from the weights (circuits): see probe_views.h. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,8 +8,19 @@
 #include "storylm/probe_circuits.h"
 #include "storylm/ablation.h"
 #include "storylm/probe_views.h"
+#include "storylm/registry.h"
 #include "storylm/report_header.h"
 #include "storylm/svg.h"
+
+/* The stories of the mean input (--stories) are the session's in the server
+ * (VP_STORIES); check moves them to po.mean_stories, so that no session
+ * reads them as its own (circuits reads no stories but these). */
+typedef struct CircuitsParams {
+    ProbeOptions po;
+    const char *stories;
+    int head, top;
+    const char *tokens;
+} CircuitsParams;
 
 #define READ_TOP 5 /* tokens raised listed for each --token-list token */
 #define MAX_READS 64
@@ -141,18 +153,19 @@ static void build_report(Report *r, const ProbeSession *ps, const char *stories,
 }
 
 /* The stories of the mean input, z_mean over their test stories, and the circuits from it. */
-int slm_view_circuits(Report *r, const ProbeSession *ps, const CircuitsParams *cp, Error *e) {
+static int circuits(Report *r, const ProbeSession *ps, const CircuitsParams *cp, Error *e) {
     const Model *m = &ps->lm.model;
     int H = m->cfg.n_heads, rc = 0;
     if (cp->head >= H)
         rc = FAIL(e, "heads are numbered from 0", "--head %d is out of range: this model has heads 0 to %d", cp->head,
                   H - 1);
     char warning[400] = "";
-    const char *path = rc ? NULL
-                          : slm_ablation_mean_stories(&ps->lm, cp->stories, "circuits' mean input to the hidden layer",
-                                                      warning, sizeof warning, e);
+    const char *path =
+        rc ? NULL
+           : slm_ablation_mean_stories(&ps->lm, cp->po.mean_stories, "circuits' mean input to the hidden layer",
+                                       warning, sizeof warning, e);
     StoriesOptions so = slm_stories_default_options();
-    so.n_test = cp->n_test;
+    so.n_test = cp->po.n_test;
     Stories s = {0};
     rc = path ? slm_stories_load(&s, path, &ps->lm.tokenizer, &so, e) : -1;
     if (!rc && s.n_test == 0)
@@ -178,8 +191,8 @@ int slm_view_circuits(Report *r, const ProbeSession *ps, const CircuitsParams *c
 }
 
 /* Per head, from the heads table's "seen in test" rows: copying and looking for itself, top 10. */
-int slm_view_circuits_draw(const Report *r, const char *path, Error *e) {
-    const ReportTable *t = slm_report_find_table(r, "heads");
+static int draw(ViewCall *c, const char *path, Error *e) {
+    const ReportTable *t = slm_report_find_table(c->report, "heads");
     int n = t ? t->n_rows / 2 : 0, qk = slm_table_find_column(t, "qk_top10"),
         ov = slm_table_find_column(t, "copy_top10");
     n = n < 32 ? n : 32;
@@ -208,3 +221,63 @@ int slm_view_circuits_draw(const Report *r, const char *path, Error *e) {
     slm_svg_free(&s);
     return rc;
 }
+
+static int check(void *params, Error *e) {
+    CircuitsParams *p = params;
+    (void)e;
+    if (p->stories) p->po.mean_stories = p->stories, p->stories = NULL;
+    return 0;
+}
+
+static int build(ViewCall *c, Error *e) { return circuits(c->report, c->ps, c->params, e); }
+
+static const ViewParam params[] = {
+    VIEW_PARAMS_COMMON(CircuitsParams),
+    VIEW_PARAMS_SVG(CircuitsParams),
+    VIEW_PARAM_TEST_STORIES(CircuitsParams),
+    {.name = "stories",
+     .type = VIEW_STRING,
+     .offset = offsetof(CircuitsParams, stories),
+     .meta = "FILE",
+     .help = "stories for the mean input and --ablate-mode mean (needed; info names the training file)",
+     .flags = VP_STORIES},
+    VIEW_INT_PARAM(CircuitsParams, head, "head", "H", "only this head, 0 to 7 (-1: every head)", -1, 7, -1),
+    VIEW_INT_PARAM(CircuitsParams, top, "top-k", "K", "the K strongest pairs listed per circuit and head", 1, 10000,
+                   20),
+    VIEW_STRING_PARAM(CircuitsParams, tokens, "token-list", "LIST",
+                      "also list what reading each of these tokens raises, e.g. lily,tom"),
+};
+const View view_circuits = {
+    .name = "circuits",
+    .summary = "QK and OV circuits of every head, from the weights",
+    .usage = "storylm circuits [options]",
+    .description =
+        "QK circuit: for every pair of tokens (s, t), the score E[s] query[h] . E[t] key[h] / sqrt(8)\n"
+        "a query at token s gives a key at token t before the distance score is added: which tokens\n"
+        "look for which. Listed: the --top-k pairs with the largest score, and 'vs mean', the score\n"
+        "less the mean over all keys t (softmax ignores a constant per query).\n"
+        "OV circuit: when head h puts all its weight on token s its output is E[s] value[h]; the\n"
+        "change this makes to every logit, against an output of 0 (zero ablation), is read through\n"
+        "the hidden layer linearised: tanh(W1 z + b1) is replaced by its tangent at the mean input\n"
+        "z_mean of the hidden layer over every position of the held-out test stories, so\n"
+        "  change of logit t = output.weight[t] . ((1 - tanh^2(W1 z_mean + b1)) * W1[:, head h] E[s] value[h]).\n"
+        "It is the first-order effect: close when the head output moves z little from z_mean.\n"
+        "Listed: the --top-k (token read, token raised) pairs with the largest change less the mean\n"
+        "change over all tokens (logits matter only up to a constant). The copying score: the share\n"
+        "of tokens t whose reading raises t itself the most (top 1), among the 10 most (top 10),\n"
+        "or above the mean (random heads: 0.05%, 0.5%, 50%); 'looks for itself' is the same for\n"
+        "the QK circuit. Both over every token of the vocabulary and over the tokens seen in the\n"
+        "test stories.\n"
+        "--token-list lily,tom lists, per head, the 5 tokens that reading each of them raises most.\n"
+        "The stories (for z_mean) are --stories FILE (needed; 'storylm info' names the training file).\n"
+        "--ablate HEADS switches heads off while z_mean is measured. --svg draws the scores per head.",
+    .params = params,
+    .n_params = VIEW_N_PARAMS(params),
+    .params_size = sizeof(CircuitsParams),
+    .session = VIEW_SESSION_PROBE,
+    .probe_flags = PROBE_ATTENTION_ONLY,
+    .serve = VIEW_SERVE_POST,
+    .check = check,
+    .build = build,
+    .draw = draw,
+};

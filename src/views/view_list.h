@@ -2,3 +2,7 @@
  * VIEW(name) for the entry `const View view_name` of src/views/view_name.c.
  * A new view is its file and its line here. */
 VIEW(distances)
+VIEW(stats)
+VIEW(circuits)
+VIEW(patch)
+VIEW(attribute)

@@ -1,13 +1,20 @@
 /* Activation patching (patch): see probe_views.h. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "storylm/probe_patch.h"
 #include "storylm/probe_views.h"
+#include "storylm/registry.h"
 #include "storylm/report_header.h"
 #include "storylm/svg.h"
+
+typedef struct PatchParams {
+    ProbeOptions po;
+    const char *clean, *corrupt, *answer, *wrong;
+} PatchParams;
 
 typedef struct PatchInput {
     const PatchParams *p;
@@ -96,7 +103,7 @@ static void build_report(Report *r, const ProbeSession *ps, const PatchInput *in
     heads_table(r, p);
 }
 
-int slm_view_patch(Report *r, const ProbeSession *ps, const PatchParams *pp, Error *e) {
+static int patch(Report *r, const ProbeSession *ps, const PatchParams *pp, Error *e) {
     PatchInput in = {.p = pp};
     ProbeRunner clean = {0}, corrupt = {0};
     PatchResult p = {0};
@@ -138,7 +145,8 @@ static double *heat_values(const Report *r, const ReportTable *pos, const Report
     return v;
 }
 
-int slm_view_patch_draw(const Report *r, const char *path, Error *e) {
+static int draw(ViewCall *c, const char *path, Error *e) {
+    const Report *r = c->report;
     const ReportTable *pos = slm_report_find_table(r, "positions"), *heads = slm_report_find_table(r, "heads");
     if (!pos || !heads) return FAIL(e, NULL, "no patching tables to draw");
     int H = heads->n_rows, T = pos->n_rows, cols = T + 2;
@@ -180,3 +188,50 @@ int slm_view_patch_draw(const Report *r, const char *path, Error *e) {
     free(values), free(names), free(labels);
     return rc;
 }
+
+static int build(ViewCall *c, Error *e) { return patch(c->report, c->ps, c->params, e); }
+
+static const ViewParam params[] = {
+    VIEW_ARG(PatchParams, clean, "CLEAN", VP_REQUIRED | VP_TEXT),
+    VIEW_ARG(PatchParams, corrupt, "CORRUPT", VP_REQUIRED | VP_TEXT),
+    VIEW_PARAMS_COMMON(PatchParams),
+    VIEW_PARAMS_SVG(PatchParams),
+    VIEW_PARAM_MEAN_STORIES(PatchParams),
+    VIEW_PARAM_TEST_STORIES(PatchParams),
+    VIEW_STRING_PARAM(PatchParams, answer, "answer", "TOKEN",
+                      "the token the clean text should lead to (default: its top guess)"),
+    VIEW_STRING_PARAM(PatchParams, wrong, "wrong", "TOKEN",
+                      "the token to compare with (default: the corrupt run's top guess)"),
+};
+const View view_patch = {
+    .name = "patch",
+    .summary = "activation patching: which heads and positions carry a difference",
+    .usage = "storylm patch CLEAN CORRUPT [options]",
+    .description = "Runs [EOS] and each text through the network (the two must have the same number of\n"
+                   "tokens; differing ones are refused with both tokenizations shown). At the last position\n"
+                   "it measures the logit difference LD = logit(answer) - logit(wrong), by default the\n"
+                   "answer being the clean run's top guess and the wrong token the corrupt run's (its second\n"
+                   "guess when both agree). Then it puts pieces of the clean run into the corrupt run, one at a\n"
+                   "time, and reports (LD - LD_corrupt) / (LD_clean - LD_corrupt): 0 is the corrupt run, 1 the\n"
+                   "clean one, above 1 or below 0 when a piece overshoots.\n"
+                   "\n"
+                   "In one layer a head's output at an earlier position reaches only that position's own\n"
+                   "guess, so the pieces are what the last position reads:\n"
+                   "  head h, position u   head h's key and value at u (what the head reads there)\n"
+                   "  head h, query        head h's query at the last position\n"
+                   "  head h, output       head h's whole output at the last position\n"
+                   "  row, position u      the token row at u: every head's key and value there, and at the\n"
+                   "                       last position also the queries and the row's own slot of z\n"
+                   "  hidden               the hidden layer at the last position\n"
+                   "Patching every row, or every head's output with the last row, gives back the clean run's\n"
+                   "numbers exactly. The last position is evaluated in double precision for every patch.\n"
+                   "--ablate switches heads off in both runs (patching them then changes nothing).\n"
+                   "--svg FILE draws the heat map: the row and the heads by position, then query and output.",
+    .params = params,
+    .n_params = VIEW_N_PARAMS(params),
+    .params_size = sizeof(PatchParams),
+    .session = VIEW_SESSION_PROBE,
+    .probe_flags = PROBE_ATTENTION_ONLY,
+    .build = build,
+    .draw = draw,
+};
