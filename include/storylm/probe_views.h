@@ -11,7 +11,7 @@
 #include <stdio.h>
 
 #include "storylm/error.h"
-#include "storylm/probe_icl.h"
+#include "storylm/registry.h"
 #include "storylm/report.h"
 #include "storylm/probe_session.h"
 
@@ -26,47 +26,6 @@ void slm_view_ids_text(const ProbeSession *ps, const int32_t *ids, int n, char *
 int slm_view_token_id(const ProbeSession *ps, const char *text, const char *flag, int32_t *id, Error *e);
 /* The most likely token at position p after a run, leaving out skip (-1: none). */
 int32_t slm_view_top_guess(const Activations *a, int p, int32_t skip);
-
-/* detect: per head, the previous-token, duplicate-token and induction
- * scores on the test stories and on n_random sequences of length random
- * tokens (seed) repeated twice, with the induction loss. The tables, then
- * one slm_view_detect_add per model (training snapshots: every model must
- * have as many layers as the first). */
-typedef struct DetectParams {
-    int n_random, length, seed;
-} DetectParams;
-typedef struct ViewDetect {
-    DetectParams p;
-    ReportTable *heads, *models;
-    int layers; /* the first model's: heads are named "L:H" when more than 1 */
-} ViewDetect;
-void slm_view_detect_begin(Report *r, const ProbeSession *ps, const DetectParams *dp, ViewDetect *vd);
-int slm_view_detect_add(ViewDetect *vd, const ProbeSession *ps, Error *e);
-/* One model: the scores as bars per head; several: curves across training. */
-int slm_view_detect_draw(const Report *r, const char *path, Error *e);
-
-/* icl: the in-context-learning score (the loss at o.late minus at o.early)
- * and the mean loss at every position (a table by bins of bin positions
- * too), side by side for several models: the tables, one slm_view_icl_add
- * per model (at most VIEW_ICL_MAX_MODELS), then slm_view_icl_end; the
- * results are kept until slm_view_icl_free. */
-#define VIEW_ICL_MAX_MODELS 32
-typedef struct IclParams {
-    IclOptions o;
-    int bin;
-} IclParams;
-typedef struct ViewIcl {
-    IclParams p;
-    ReportTable *scores;
-    IclResult res[VIEW_ICL_MAX_MODELS];
-    int n;
-} ViewIcl;
-void slm_view_icl_begin(Report *r, const ProbeSession *ps, const IclParams *ip, ViewIcl *vi);
-int slm_view_icl_add(ViewIcl *vi, Report *r, const ProbeSession *ps, Error *e);
-void slm_view_icl_end(ViewIcl *vi, Report *r);
-void slm_view_icl_free(ViewIcl *vi);
-/* The loss by position (a moving mean over band), one curve per model. */
-int slm_view_icl_draw(const Report *r, const char *path, Error *e);
 
 /* JSON a view builds itself, with the keys of docs/json.md that reports get
  * from slm_report_header_model and slm_report_header_stories (report_header.h): */
@@ -117,5 +76,13 @@ void slm_view_stories_print(const ViewStories *vs, FILE *out);
 cJSON *slm_view_stories_json(const ViewStories *vs);
 /* The token ids of split's stories (test, train or all), one story a line. */
 int slm_view_stories_ids(const ViewStories *vs, const char *split, FILE *out, Error *e);
+
+/* A view over several models (detect, icl: training snapshots side by
+ * side): on the command line a session on each of models in turn (none
+ * given: the default model) with the call's other options and stories, and
+ * add called with it (k: its index); in the server its one session. */
+typedef int (*ViewModelFn)(ViewCall *c, const ProbeSession *ps, int k, Error *e);
+int slm_view_each_model(ViewCall *c, const StringList *models, const char *stories, int flags, ViewModelFn add,
+                        Error *e);
 
 #endif

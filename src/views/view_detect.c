@@ -1,6 +1,7 @@
 /* Head detectors (detect): see probe_views.h. */
 #include <limits.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,8 +9,23 @@
 #include "storylm/parse.h"
 #include "storylm/probe_detect.h"
 #include "storylm/probe_views.h"
+#include "storylm/registry.h"
 #include "storylm/report_header.h"
 #include "storylm/svg.h"
+
+typedef struct DetectParams {
+    ProbeOptions po;
+    StringList models;
+    const char *stories;
+    int n_random, length, seed;
+} DetectParams;
+
+/* What build keeps between models: the tables, and the first model's layers
+ * (heads are named "L:H" when more than 1; every model must have as many). */
+typedef struct DetectState {
+    ReportTable *heads, *models;
+    int layers;
+} DetectState;
 
 /* The training step of a model file: OUT.stepN.safetensors, else its "steps" metadata, else -1. */
 static int model_step(const ProbeSession *ps) {
@@ -82,23 +98,32 @@ static void add_rows(ReportTable *heads, ReportTable *loss, const char *model, i
     slm_cell_number(loss, d->loss_first - d->loss_second);
 }
 
-void slm_view_detect_begin(Report *r, const ProbeSession *ps, const DetectParams *dp, ViewDetect *vd) {
-    *vd = (ViewDetect){.p = *dp, .layers = slm_model_layers(&ps->lm.model.cfg)};
-    slm_report_header_session(r, ps);
-    make_tables(r, dp, &vd->heads, &vd->models, vd->layers > 1 ? CELL_TEXT : CELL_INT);
-}
-
-int slm_view_detect_add(ViewDetect *vd, const ProbeSession *ps, Error *e) {
-    if (slm_model_layers(&ps->lm.model.cfg) != vd->layers)
+/* Model k: the tables before the first, then its rows. */
+static int detect_model(ViewCall *c, const ProbeSession *ps, int k, Error *e) {
+    const DetectParams *p = c->params;
+    DetectState *st = c->state;
+    int layers = slm_model_layers(&ps->lm.model.cfg);
+    if (k == 0) {
+        st->layers = layers;
+        slm_report_header_session(c->report, ps);
+        make_tables(c->report, p, &st->heads, &st->models, layers > 1 ? CELL_TEXT : CELL_INT);
+    } else if (layers != st->layers) {
         return FAIL(e, "compare models of as many layers", "'%s' has %d layer(s), the first model %d", ps->model_path,
-                    slm_model_layers(&ps->lm.model.cfg), vd->layers);
-    DetectOptions o = {.n_random = vd->p.n_random, .length = vd->p.length, .seed = (uint64_t)vd->p.seed};
+                    layers, st->layers);
+    }
+    DetectOptions o = {.n_random = p->n_random, .length = p->length, .seed = (uint64_t)p->seed};
     DetectResult d = {0};
     int rc =
         slm_probe_detect(&ps->lm.model, &ps->stories, ps->stories.test, ps->stories.n_test, &o, &ps->ablation, &d, e);
-    if (!rc) add_rows(vd->heads, vd->models, ps->model_path, model_step(ps), &d);
+    if (!rc) add_rows(st->heads, st->models, ps->model_path, model_step(ps), &d);
     slm_detect_result_free(&d);
     return rc;
+}
+
+static int build(ViewCall *c, Error *e) {
+    const DetectParams *p = c->params;
+    return slm_view_each_model(c, &p->models, p->stories, PROBE_ATTENTION_ONLY | PROBE_LAYERS | PROBE_TRANSFORMER,
+                               detect_model, e);
 }
 
 /* What a drawing reads from the report: n models of H heads each. */
@@ -188,7 +213,8 @@ static void draw_curves(Svg *s, const DetectTables *d) {
     slm_svg_legend(s, 1000, 380, copies, copy_colors, 2);
 }
 
-int slm_view_detect_draw(const Report *r, const char *path, Error *e) {
+static int draw(ViewCall *c, const char *path, Error *e) {
+    const Report *r = c->report;
     DetectTables d = {.heads = slm_report_find_table(r, "heads"), .models = slm_report_find_table(r, "models")};
     d.n = d.models ? d.models->n_rows : 0;
     if (!d.heads || d.n == 0) return FAIL(e, NULL, "no head scores to draw");
@@ -207,3 +233,57 @@ int slm_view_detect_draw(const Report *r, const char *path, Error *e) {
     slm_svg_free(&s);
     return rc;
 }
+
+static const ViewParam params[] = {
+    VIEW_ARG(DetectParams, stories, "STORIES", VP_REQUIRED | VP_STORIES),
+    {.name = "model",
+     .short_name = 'm',
+     .type = VIEW_STRINGS,
+     .offset = offsetof(DetectParams, models),
+     .meta = "FILE",
+     .help = "model file; repeat for snapshots (default: ./" DEFAULT_MODEL_PATH ", else the shipped model)",
+     .flags = VP_SERVED},
+    VIEW_PARAMS_ABLATE(DetectParams),
+    VIEW_PARAMS_OUTPUT(DetectParams),
+    VIEW_PARAMS_SVG(DetectParams),
+    VIEW_PARAM_TEST_STORIES(DetectParams),
+    VIEW_INT_PARAM(DetectParams, n_random, "random", "N", "random sequences repeated twice (0: none)", 0, 100000, 50),
+    VIEW_INT_PARAM(DetectParams, length, "length", "L", "random tokens in each copy", 2, 100000, 100),
+    {.name = "seed",
+     .short_name = 's',
+     .type = VIEW_INT,
+     .offset = offsetof(DetectParams, seed),
+     .meta = "N",
+     .help = "seed of the random sequences",
+     .min = 0,
+     .max = 2147483647,
+     .def = 1},
+};
+const View view_detect = {
+    .name = "detect",
+    .summary = "head detectors: previous-token, duplicate and induction scores",
+    .usage = "storylm detect STORIES [options]",
+    .description = "For every head, on the held-out test stories of STORIES, the mean over positions of:\n"
+                   "  previous  the weight on the token just before;\n"
+                   "  duplicate the total weight on earlier copies of the position's own token;\n"
+                   "  induction the total weight on the tokens right after earlier copies of the position's\n"
+                   "            token (where an induction head looks, to say what came next last time).\n"
+                   "The last two count only positions whose token came earlier within reach. The same on\n"
+                   "--random sequences of --length random tokens (drawn, with --seed, from the tokens of the\n"
+                   "test stories) repeated twice, [EOS] r1..rL r1..rL, with the induction loss: the mean loss\n"
+                   "on r2..rL in the second copy against the first. A network with induction heads predicts\n"
+                   "the second copy almost perfectly; the chapter says one layer cannot. Random attention\n"
+                   "gives about 1/(position+1) to each score's positions. Several --model files (snapshots:\n"
+                   "storylm train --snapshot-every N) give the table for each and, with --svg, curves across\n"
+                   "training (x: the step in the file name OUT.stepN.safetensors or the model's metadata).\n"
+                   "--ablate HEADS switches heads off (their weights are still measured; the losses change).",
+    .params = params,
+    .n_params = VIEW_N_PARAMS(params),
+    .params_size = sizeof(DetectParams),
+    .session = VIEW_SESSION_NONE,
+    .probe_flags = PROBE_ATTENTION_ONLY | PROBE_LAYERS | PROBE_TRANSFORMER,
+    .serve = VIEW_SERVE_POST,
+    .state_size = sizeof(DetectState),
+    .build = build,
+    .draw = draw,
+};

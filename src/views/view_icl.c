@@ -1,12 +1,32 @@
 /* In-context learning (icl): see probe_views.h. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "storylm/probe_icl.h"
 #include "storylm/probe_views.h"
+#include "storylm/registry.h"
 #include "storylm/report_header.h"
 #include "storylm/svg.h"
+
+#define ICL_MAX_MODELS 32
+
+typedef struct IclParams {
+    ProbeOptions po;
+    StringList models;
+    const char *stories;
+    IclOptions o;
+    int bin;
+} IclParams;
+
+/* What build keeps between models: the scores table and every model's losses by position. */
+typedef struct IclState {
+    ReportTable *scores;
+    IclResult res[ICL_MAX_MODELS];
+    int n;
+} IclState;
 
 static ReportTable *score_table(Report *r) {
     ReportTable *t = slm_report_table(r, "scores", "In-context-learning score: loss at --late minus loss at --early");
@@ -75,36 +95,48 @@ static void curve_tables(Report *r, const IclResult *res, int n, int bin) {
     }
 }
 
-void slm_view_icl_begin(Report *r, const ProbeSession *ps, const IclParams *ip, ViewIcl *vi) {
-    *vi = (ViewIcl){.p = *ip};
-    slm_report_header_session(r, ps);
-    slm_report_int(r, "band", "band", ip->o.band);
-    slm_report_int(r, "min_stories", "min stories", ip->o.min_stories);
-    vi->scores = score_table(r);
-}
-
-int slm_view_icl_add(ViewIcl *vi, Report *r, const ProbeSession *ps, Error *e) {
-    if (vi->n == VIEW_ICL_MAX_MODELS) return FAIL(e, NULL, "at most %d models", VIEW_ICL_MAX_MODELS);
-    int k = vi->n;
-    IclResult *res = &vi->res[k];
-    int rc = slm_probe_icl(&ps->lm.model, &ps->stories, ps->stories.test, ps->stories.n_test, &vi->p.o, &ps->ablation,
-                           res, e);
-    if (rc) return rc;
-    vi->n++;
-    score_row(vi->scores, ps, res);
+/* Model k: the header and the scores table before the first, then its row (and a note when clipped). */
+static int icl_model(ViewCall *c, const ProbeSession *ps, int k, Error *e) {
+    const IclParams *p = c->params;
+    IclState *st = c->state;
+    Report *r = c->report;
+    if (k == 0) {
+        slm_report_header_session(r, ps);
+        slm_report_int(r, "band", "band", p->o.band);
+        slm_report_int(r, "min_stories", "min stories", p->o.min_stories);
+        st->scores = score_table(r);
+    }
+    if (st->n == ICL_MAX_MODELS) return FAIL(e, NULL, "at most %d models", ICL_MAX_MODELS);
+    IclResult *res = &st->res[st->n];
+    if (slm_probe_icl(&ps->lm.model, &ps->stories, ps->stories.test, ps->stories.n_test, &p->o, &ps->ablation, res, e))
+        return -1;
+    st->n++;
+    score_row(st->scores, ps, res);
     if (res->late_clipped)
         slm_report_note(r, "#%d: --late %d clipped to %d%s, the last position %d or more test stories reach", k,
-                        vi->p.o.late, res->late, res->early_clipped ? " (and --early too)" : "", vi->p.o.min_stories);
+                        p->o.late, res->late, res->early_clipped ? " (and --early too)" : "", p->o.min_stories);
     return 0;
 }
 
-void slm_view_icl_end(ViewIcl *vi, Report *r) {
-    if (vi->n) curve_tables(r, vi->res, vi->n, vi->p.bin);
+static int build(ViewCall *c, Error *e) {
+    const IclParams *p = c->params;
+    IclState *st = c->state;
+    if (slm_view_each_model(c, &p->models, p->stories, 0, icl_model, e)) return -1;
+    curve_tables(c->report, st->res, st->n, p->bin);
+    return 0;
 }
 
-void slm_view_icl_free(ViewIcl *vi) {
-    for (int k = 0; k < vi->n; k++) slm_icl_result_free(&vi->res[k]);
-    vi->n = 0;
+static void done(ViewCall *c) {
+    IclState *st = c->state;
+    for (int k = 0; k < st->n; k++) slm_icl_result_free(&st->res[k]);
+}
+
+static int check(void *params, Error *e) {
+    const IclParams *p = params;
+    if (p->models.count > ICL_MAX_MODELS)
+        return FAIL(e, NULL, "at most %d --model files, not %d", ICL_MAX_MODELS, p->models.count);
+    if (p->o.late <= p->o.early) return FAIL(e, NULL, "--late %d must come after --early %d", p->o.late, p->o.early);
+    return 0;
 }
 
 /* Model k's curve from the by_position table (rows from *row on): its
@@ -130,7 +162,8 @@ static int moving_mean(const ReportTable *t, int *row, int k, int band, int min_
     return n;
 }
 
-int slm_view_icl_draw(const Report *r, const char *path, Error *e) {
+static int draw(ViewCall *c, const char *path, Error *e) {
+    const Report *r = c->report;
     const ReportTable *scores = slm_report_find_table(r, "scores"), *pos = slm_report_find_table(r, "by_position");
     int n = scores ? scores->n_rows : 0, band = (int)slm_report_find_number(r, "band"),
         min_stories = (int)slm_report_find_number(r, "min_stories");
@@ -189,3 +222,51 @@ int slm_view_icl_draw(const Report *r, const char *path, Error *e) {
     free(xs);
     return rc;
 }
+
+static const ViewParam params[] = {
+    VIEW_ARG(IclParams, stories, "STORIES", VP_REQUIRED | VP_STORIES),
+    {.name = "model",
+     .short_name = 'm',
+     .type = VIEW_STRINGS,
+     .offset = offsetof(IclParams, models),
+     .meta = "FILE",
+     .help = "model file; repeat to compare (default: ./" DEFAULT_MODEL_PATH ", else the shipped model)",
+     .flags = VP_SERVED},
+    VIEW_PARAMS_ABLATE(IclParams),
+    VIEW_PARAMS_OUTPUT(IclParams),
+    VIEW_PARAMS_SVG(IclParams),
+    VIEW_PARAM_TEST_STORIES(IclParams),
+    VIEW_INT_PARAM(IclParams, o.early, "early", "P", "the early position", 0, 1000000, 50),
+    VIEW_INT_PARAM(IclParams, o.late, "late", "P", "the late position", 1, 1000000, 500),
+    VIEW_INT_PARAM(IclParams, o.band, "band", "B", "pool the positions within B of each", 0, 1000, 10),
+    VIEW_INT_PARAM(IclParams, o.min_stories, "min-stories", "K", "a position counts when K test stories reach it", 1,
+                   100000, 10),
+    VIEW_INT_PARAM(IclParams, bin, "bin", "N", "positions per row of the text's loss table", 1, 100000, 25),
+};
+const View view_icl = {
+    .name = "icl",
+    .summary = "in-context learning: loss late in a story minus early",
+    .usage = "storylm icl STORIES [options]",
+    .description = "On the held-out test stories of STORIES: the mean loss (nats) at every position (position p\n"
+                   "predicts token p+1; 0 is the opening [EOS]) and the in-context-learning score, the mean loss\n"
+                   "at position --late minus at --early (Olsson et al. 2022): negative when the network predicts\n"
+                   "better for having read more of the story. Each of the two is pooled over the positions\n"
+                   "within --band of it, since one position of 100 stories is noisy. Both positions are\n"
+                   "clipped to the last position that --min-stories stories reach (the report says when);\n"
+                   "only the longer stories reach a late position, so the paired score takes the early loss\n"
+                   "over just those stories too (the same stories at both ends);\n"
+                   "when even --early lies beyond it, the stories are too short and icl says so. The window8\n"
+                   "network is measured too (it reads only 8 tokens: its score shows what needs no long\n"
+                   "context). Several --model files are compared side by side. --svg draws the loss by\n"
+                   "position (a moving mean over --band each side), one curve per model.",
+    .params = params,
+    .n_params = VIEW_N_PARAMS(params),
+    .params_size = sizeof(IclParams),
+    .session = VIEW_SESSION_NONE,
+    .serve = VIEW_SERVE_POST,
+    .state_size = sizeof(IclState),
+    .check = check,
+    .build = build,
+    .draw = draw,
+    .done = done,
+};

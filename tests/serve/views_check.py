@@ -37,15 +37,22 @@ def cli_args(view, body):
                 args.append(STORIES)
             elif p.get("key") in body:
                 args.append(body[p["key"]])
+        elif p["name"] == "stories" and not p["cli_only"]:  # the server's stories (circuits' mean input)
+            options += ["--stories", STORIES]
         elif p.get("key") in body and not p["request_only"] and p["name"] != "model":
             value = body[p["key"]]
             options += ["--" + p["name"]] if value is True else [] if value is False else ["--" + p["name"], str(value)]
     return [view["name"], *args, *options]
 
 
-# a request's body with every required field: the text views' text
+# the same text with its last name changed (as many tokens): a second text (patch's corrupt one)
+TEXT2 = TEXT[: TEXT.rindex("Mia")] + "Tom and"
+
+
+# a request's body with every required field: the text views' text, then TEXT2
 def body_of(view):
-    return {p["key"]: TEXT for p in view["params"] if p["required"] and p.get("key") and p["type"] == "string"}
+    keys = [p["key"] for p in view["params"] if p["required"] and p.get("key") and p["type"] == "string"]
+    return {k: TEXT if i == 0 else TEXT2 for i, k in enumerate(keys)}
 
 
 srv = Server(S, "--model", M, "--stories", STORIES, "--threads", "2")
@@ -61,7 +68,7 @@ try:
             if p["positional"] or p["request_only"] or p["default"] in (None, False) or p["name"] == "threads":
                 continue
             want = "--%s" % p["name"]
-            line = next((l for l in shown.splitlines() if want + " " in l + " "), "")
+            line = next((l for l in shown.splitlines() if l[:1] == " " and l.lstrip().startswith("-") and want + " " in l + " "), "")  # an option's line, not the description's
             default = p["default"] if p["type"] == "string" else ("%g" % p["default"])
             ok("%s --help shows %s's default %s" % (name, want, default), "(default: %s)" % default in line)
 
