@@ -84,5 +84,12 @@ int slm_view_stories_ids(const ViewStories *vs, const char *split, FILE *out, Er
 typedef int (*ViewModelFn)(ViewCall *c, const ProbeSession *ps, int k, Error *e);
 int slm_view_each_model(ViewCall *c, const StringList *models, const char *stories, int flags, ViewModelFn add,
                         Error *e);
+/* Their --model FILE, repeatable into the StringList field of T (repeat: "repeat to compare"). */
+#define VIEW_PARAM_MODELS(T, field, repeat)                                                                            \
+    {                                                                                                                  \
+        .name = "model", .short_name = 'm', .type = VIEW_STRINGS, .offset = offsetof(T, field), .meta = "FILE",        \
+        .help = "model file; " repeat " (default: ./" DEFAULT_MODEL_PATH ", else the shipped model)",                  \
+        .flags = VP_SERVED                                                                                             \
+    }
 
 #endif

@@ -236,13 +236,7 @@ static int draw(ViewCall *c, const char *path, Error *e) {
 
 static const ViewParam params[] = {
     VIEW_ARG(DetectParams, stories, "STORIES", VP_REQUIRED | VP_STORIES),
-    {.name = "model",
-     .short_name = 'm',
-     .type = VIEW_STRINGS,
-     .offset = offsetof(DetectParams, models),
-     .meta = "FILE",
-     .help = "model file; repeat for snapshots (default: ./" DEFAULT_MODEL_PATH ", else the shipped model)",
-     .flags = VP_SERVED},
+    VIEW_PARAM_MODELS(DetectParams, models, "repeat for snapshots"),
     VIEW_PARAMS_ABLATE(DetectParams),
     VIEW_PARAMS_OUTPUT(DetectParams),
     VIEW_PARAMS_SVG(DetectParams),

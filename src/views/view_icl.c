@@ -225,13 +225,7 @@ static int draw(ViewCall *c, const char *path, Error *e) {
 
 static const ViewParam params[] = {
     VIEW_ARG(IclParams, stories, "STORIES", VP_REQUIRED | VP_STORIES),
-    {.name = "model",
-     .short_name = 'm',
-     .type = VIEW_STRINGS,
-     .offset = offsetof(IclParams, models),
-     .meta = "FILE",
-     .help = "model file; repeat to compare (default: ./" DEFAULT_MODEL_PATH ", else the shipped model)",
-     .flags = VP_SERVED},
+    VIEW_PARAM_MODELS(IclParams, models, "repeat to compare"),
     VIEW_PARAMS_ABLATE(IclParams),
     VIEW_PARAMS_OUTPUT(IclParams),
     VIEW_PARAMS_SVG(IclParams),
