@@ -36,30 +36,6 @@ void slm_view_json_model(cJSON *j, const Model *m, const char *path);
 /* j["stories"] = {"file": path, "stories", "test_stories"}. */
 void slm_view_json_stories(cJSON *j, const char *path, const Stories *s);
 
-/* info: a model file, validated fully, with the optimizer state beside it
- * (MODEL.adam.safetensors, or the ".next" one that pairs). Its own JSON
- * (every tensor's sum and FNV-1a 64 checksum) and text, which a Report
- * would print otherwise. */
-typedef struct OptimizerInfo {
-    char *path;
-    bool present, readable, pairs;
-    uint64_t step;
-    Error error;
-} OptimizerInfo;
-typedef struct ViewInfo {
-    const char *path;
-    long long file_bytes;
-    Model model;
-    Metadata meta;
-    OptimizerInfo optimizer;
-    int loaded;
-} ViewInfo;
-int slm_view_info_open(ViewInfo *vi, const char *path, Error *e);
-/* NULL when out of memory. */
-cJSON *slm_view_info_json(const ViewInfo *vi);
-void slm_view_info_print(const ViewInfo *vi, FILE *out);
-void slm_view_info_close(ViewInfo *vi);
-
 /* stories: a stories file read as training reads it, with the vocabulary
  * of vocab (a vocab.txt) or else of lm (kept by the caller); n_test held out. */
 typedef struct ViewStories {

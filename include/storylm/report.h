@@ -61,7 +61,7 @@ typedef struct ReportTable {
     int *failed;      /* the report's flag */
 } ReportTable;
 
-typedef enum { ITEM_VALUE, ITEM_NOTE, ITEM_HEADING, ITEM_TABLE } ReportItemKind;
+typedef enum { ITEM_VALUE, ITEM_NOTE, ITEM_HEADING, ITEM_TABLE, ITEM_JSON, ITEM_TEXT } ReportItemKind;
 
 typedef struct ReportItem {
     ReportItemKind kind;
@@ -71,6 +71,7 @@ typedef struct ReportItem {
     int decimals;        /* ITEM_VALUE */
     char *note;          /* ITEM_NOTE, ITEM_HEADING */
     ReportTable *table;  /* ITEM_TABLE */
+    cJSON *json;         /* ITEM_JSON */
 } ReportItem;
 
 typedef struct Report {
@@ -99,6 +100,13 @@ void slm_report_ints(Report *r, const char *key, const char *label, const int *x
 void slm_report_heading(Report *r, const char *heading);
 /* A line of explanation (printf-style); in JSON, the array "notes". */
 void slm_report_note(Report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* For a verb whose JSON and text were laid out before reports (info,
+ * stories), kept byte for byte: value (owned by the report from here on)
+ * under key in the JSON as it is, left out of the text; and text printed as
+ * it is, left out of the JSON. */
+void slm_report_json_value(Report *r, const char *key, cJSON *value);
+void slm_report_raw_text(Report *r, const char *text);
 
 /* A new table (owned by the report), or NULL when out of memory (the
  * table_* and cell_* functions accept NULL and do nothing). */

@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,26 @@
 #include "storylm/checkpoint.h"
 #include "storylm/loaded_model.h"
 #include "storylm/probe_views.h"
+#include "storylm/registry.h"
+
+/* info: a model file, validated fully, with the optimizer state beside it
+ * (MODEL.adam.safetensors, or the ".next" one that pairs). Its own JSON
+ * (every tensor's sum and FNV-1a 64 checksum) and text, which a Report
+ * would print otherwise. */
+typedef struct OptimizerInfo {
+    char *path;
+    bool present, readable, pairs;
+    uint64_t step;
+    Error error;
+} OptimizerInfo;
+typedef struct ViewInfo {
+    const char *path;
+    long long file_bytes;
+    Model model;
+    Metadata meta;
+    OptimizerInfo optimizer;
+    int loaded;
+} ViewInfo;
 
 /* Per-tensor numbers for --json: a sum in index order, a byte checksum. */
 typedef struct TensorStats {
@@ -123,7 +144,7 @@ static void print_sizes(FILE *out, const ModelConfig *c) {
         fprintf(out, "variant       --position-scheme %s --score %s\n", slm_pos_name(c->pos), slm_score_name(c->score));
 }
 
-void slm_view_info_print(const ViewInfo *vi, FILE *out) {
+static void slm_view_info_print(const ViewInfo *vi, FILE *out) {
     const char *path = vi->path;
     long long file_bytes = vi->file_bytes;
     const Model *m = &vi->model;
@@ -193,7 +214,7 @@ static cJSON *json_optimizer(const OptimizerInfo *o) {
     return j;
 }
 
-cJSON *slm_view_info_json(const ViewInfo *vi) {
+static cJSON *slm_view_info_json(const ViewInfo *vi) {
     const char *path = vi->path;
     const Model *m = &vi->model;
     const Metadata *meta = &vi->meta;
@@ -221,7 +242,7 @@ cJSON *slm_view_info_json(const ViewInfo *vi) {
     return root;
 }
 
-int slm_view_info_open(ViewInfo *vi, const char *path, Error *e) {
+static int slm_view_info_open(ViewInfo *vi, const char *path, Error *e) {
     *vi = (ViewInfo){.path = path};
     struct stat sb;
     if (stat(path, &sb) != 0 && errno == ENOENT) return slm_loaded_model_missing(path, e);
@@ -235,10 +256,69 @@ int slm_view_info_open(ViewInfo *vi, const char *path, Error *e) {
     return 0;
 }
 
-void slm_view_info_close(ViewInfo *vi) {
+static void slm_view_info_close(ViewInfo *vi) {
     if (!vi->loaded) return;
     free(vi->optimizer.path);
     slm_metadata_free(&vi->meta);
     slm_model_free(&vi->model);
     vi->loaded = 0;
 }
+
+/* The text as info has always printed it, and the JSON as it has always
+ * written it (the sums as cJSON prints doubles), both kept in the report. */
+static int info(Report *r, const char *path, Error *e) {
+    ViewInfo vi;
+    if (slm_view_info_open(&vi, path, e)) return -1;
+    cJSON *j = slm_view_info_json(&vi);
+    char *text = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&text, &size);
+    if (f) {
+        slm_view_info_print(&vi, f);
+        fclose(f);
+    }
+    slm_view_info_close(&vi);
+    int rc = 0;
+    if (!j || !f || !text) rc = FAIL(e, "free some memory and try again", "out of memory describing '%s'", path);
+    for (cJSON *item = j ? j->child : NULL; !rc && item;) { /* every key after "command", in order */
+        cJSON *next = item->next;
+        if (strcmp(item->string, "command") != 0)
+            slm_report_json_value(r, item->string, cJSON_DetachItemViaPointer(j, item));
+        item = next;
+    }
+    if (!rc) slm_report_raw_text(r, text);
+    cJSON_Delete(j);
+    free(text);
+    return rc;
+}
+
+typedef struct InfoParams {
+    ProbeOptions po;
+} InfoParams;
+
+/* The server's session's model (one of its own), else --model. */
+static int build(ViewCall *c, Error *e) {
+    return info(c->report, c->ps ? c->ps->model_path : slm_view_probe_options(c->params)->model, e);
+}
+
+static const ViewParam params[] = {
+    VIEW_PARAM_MODEL(InfoParams),
+    VIEW_PARAMS_OUTPUT(InfoParams),
+};
+const View view_info = {
+    .name = "info",
+    .summary = "show what a model file holds",
+    .usage = "storylm info [options]",
+    .description =
+        "Loads a model file, validating it fully, and prints its architecture and sizes, every tensor's name,\n"
+        "shape and number count, the total parameter count, the vocabulary size, the file size and the\n"
+        "training metadata. If the optimizer state MODEL.adam.safetensors lies beside the model, its step and\n"
+        "whether it pairs with the model are shown too. With --json, one JSON object, where each tensor also\n"
+        "has the sum of its numbers and the FNV-1a 64 checksum of its little-endian bytes, for scripts.",
+    .params = params,
+    .n_params = VIEW_N_PARAMS(params),
+    .params_size = sizeof(InfoParams),
+    .session = VIEW_SESSION_NONE,
+    .no_ablation = "what the file holds, before any forward pass",
+    .build = build,
+};
