@@ -19,6 +19,7 @@
 
 #include "storylm/error.h"
 #include "storylm/report.h"
+#include "storylm/loaded_model.h"
 #include "storylm/probe_session.h"
 #include "storylm/views.h"
 
@@ -111,6 +112,8 @@ struct View {
     const char *no_ablation; /* this view takes no --ablate: why (what its numbers are), else NULL */
     int serve;               /* VIEW_SERVE_* */
     size_t state_size;       /* of ViewCall.state */
+    int keep; /* 1: the server keeps its last answer a model (asked with no ablation on its stories, the page's
+               * request: the same every time, and seconds to make) */
     /* Checks the parameters against each other after parsing, and settles
      * what one implies for another (eval --text: STORIES become mean
      * ablation's); NULL: nothing to check. -1 with e set: a usage error (the
@@ -129,8 +132,8 @@ int slm_view_count(void);
 const View *slm_view_at(int i);
 const View *slm_view_find(const char *name);
 
-/* A parameter's field in a request ("up_to"): key, else name with '-' as
- * '_', into buf (size). */
+/* A parameter's field in a request ("up_to"): key, else name in lower
+ * case with '-' as '_' ("TEXT" is "text"), into buf (size). */
 const char *slm_view_param_key(const ViewParam *p, char *buf, size_t size);
 /* Fills params (the view's params_size bytes) with the table's defaults;
  * threads left at 0 (the front end's default: every core). */

@@ -68,6 +68,8 @@ static int parse(const View *v, const Command *cmd, int argc, char **argv, void 
     if (rc >= 0) return rc;
     Error e = {0};
     if (slm_view_params_check(v, params, &e)) return args_usage_error(cmd, "%s", e.message);
+    if (v->session == VIEW_SESSION_PROBE && !po->model) /* a view whose --model is a list (heads) */
+        po->model = cli_model_path(NULL, po->json);
     return -1;
 }
 

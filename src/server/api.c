@@ -24,7 +24,7 @@ typedef struct Session {
     int status; /* a view's error's status when not 400 (an unknown baseline: 404) */
 } Session;
 
-enum { NEED_STORIES = 1, NEED_ATTENTION = 2, NEED_ONE_LAYER = 4 }; /* NEED_ONE_LAYER: a view of one layer's heads */
+enum { NEED_STORIES = 1 }; /* the server's stories (and names) loaded into the entry */
 
 static void session_release(Server *s, Session *ss) {
     for (int i = 0; i < ss->n_other; i++) cache_release(&s->cache, ss->other[i]);
@@ -65,10 +65,7 @@ static int session_open(Server *s, const cJSON *body, int need, Session *ss, Rep
     if (cache_acquire(&s->cache, path, &ss->entry, &e)) return reply_failure(r, 400, &e), -1;
     ModelEntry *m = ss->entry;
     int mean = ablate && strcmp(mode, "mean") == 0;
-    int rc = (need & NEED_ATTENTION) ? slm_probe_need_attention(&m->ps.lm.model, "this view", &e) : 0;
-    if (!rc && (need & NEED_ONE_LAYER)) rc = slm_probe_need_one_layer(&m->ps.lm.model, "this view", &e);
-    if (!rc)
-        rc = slm_ablation_parse(&m->ps.lm, ablate, mode, NULL, NULL, &ss->ps.ablation, ss->ps.ablation_desc,
+    int rc = slm_ablation_parse(&m->ps.lm, ablate, mode, NULL, NULL, &ss->ps.ablation, ss->ps.ablation_desc,
                                 sizeof ss->ps.ablation_desc, &e); /* the heads checked before anything is averaged */
     if (!rc && ((need & NEED_STORIES) || mean)) rc = entry_stories(&s->cache, m, s->o.stories, &e);
     if (!rc && mean) rc = entry_mean(m, s->o.stories, &e);
@@ -209,6 +206,17 @@ static int request_param(const ViewParam *p, const char *key, const cJSON *body,
 
 /* The view's parameters from a request (absent: the defaults); the STORIES
  * the session reads are the server's own (*stories set). */
+/* The STORIES a view reads: the server's (1), or a request's "stories" file
+ * under a --data-dir folder (2, checked: 403 otherwise). */
+static int request_stories(Server *s, const cJSON *body, const char **out, Reply *r) {
+    const char *given = NULL;
+    char real[PATH_MAX];
+    if (field_string(body, "stories", &given, 0, PATH_MAX - 1, r)) return -1;
+    *out = given && strcmp(given, s->o.stories) != 0 ? given : s->o.stories;
+    if (*out == s->o.stories) return 1;
+    return server_allowed_stories(s, given, real, sizeof real, r) ? -1 : 2;
+}
+
 static int request_params(Server *s, const View *v, const cJSON *body, void *params, int *stories, Reply *r) {
     char key[64];
     slm_view_params_init(v, params);
@@ -216,19 +224,15 @@ static int request_params(Server *s, const View *v, const cJSON *body, void *par
     for (int i = 0; i < v->n_params; i++) {
         const ViewParam *p = &v->params[i];
         void *t = slm_view_param_target(p, params);
-        if (p->flags & VP_STORIES) {
-            *(const char **)t = s->o.stories;
-            *stories = 1;
-            continue;
-        }
-        if (p->flags & (VP_CLI_ONLY | VP_SERVED)) continue;
+        if ((p->flags & VP_STORIES) && (*stories = request_stories(s, body, t, r)) < 0) return -1;
+        if (p->flags & (VP_CLI_ONLY | VP_SERVED | VP_STORIES)) continue;
         const char *k = slm_view_param_key(p, key, sizeof key);
         if (p->alias && cJSON_GetObjectItemCaseSensitive(body, p->alias)) k = p->alias;
         if (request_param(p, k, body, t, r)) return -1;
     }
     Error e = {0};
     if (slm_view_params_check(v, params, &e)) return reply_failure(r, 400, &e), -1;
-    *stories = slm_view_stories(v, params) != NULL; /* the check may have taken them for another use */
+    if (!slm_view_stories(v, params)) *stories = 0; /* the check took them for another use (eval --text) */
     return 0;
 }
 
@@ -287,36 +291,86 @@ static int request_texts(const Session *ss, const View *v, const cJSON *body, Re
 }
 
 /* The view built on the request's session and answered as its --json. */
-static int view_answer(Server *s, const View *v, const cJSON *body, void *params, int stories, Reply *r) {
-    Session ss;
-    if (session_open(s, body, stories ? NEED_STORIES : 0, &ss, r)) return r->status;
-    ss.server = s;
-    Error e = {0};
-    if (model_fits(&ss.ps.lm.model, v->probe_flags, v->name, &e)) {
-        reply_failure(r, 400, &e);
-        return session_release(s, &ss), r->status;
-    }
-    if (request_texts(&ss, v, body, r)) return session_release(s, &ss), r->status;
-    /* a view's own mean ablation (ablate's "mode"): the heads' means made once, as the CLI makes them */
-    int mean = strcmp(slm_view_probe_options(params)->ablate_mode, "mean") == 0 && stories;
-    if (mean && entry_mean(ss.entry, s->o.stories, &e)) {
-        reply_failure(r, 400, &e);
-        return session_release(s, &ss), r->status;
-    }
-    ss.ps.mean = mean ? ss.entry->mean : NULL;
+/* The view built on ps (the request's session, or its copy with the
+ * request's own stories) into r. */
+static int view_build(const View *v, Session *ss, ProbeSession *ps, void *params, Reply *r) {
     ViewHost host = {
-        .ctx = &ss, .run_text = host_run_text, .release_text = host_release_text, .other_model = host_other_model};
+        .ctx = ss, .run_text = host_run_text, .release_text = host_release_text, .other_model = host_other_model};
     Report rep;
     slm_report_init(&rep, v->name);
-    ViewCall c = {.view = v, .params = params, .ps = &ss.ps, .report = &rep, .host = &host, .served = 1};
+    ViewCall c = {.view = v, .params = params, .ps = ps, .report = &rep, .host = &host, .served = 1};
+    Error e = {0};
     int rc = slm_view_build(&c, &e);
     slm_view_call_end(&c);
-    if (rc && ss.status) {
-        reply_failure(r, ss.status, &e);
-        slm_report_free(&rep);
-        return session_release(s, &ss), r->status;
+    if (rc)
+        reply_failure(r, ss->status ? ss->status : 400, &e);
+    else
+        reply_report(r, &rep);
+    slm_report_free(&rep);
+    return r->status;
+}
+
+/* A view marked keep, asked with no ablation on the server's stories, gives
+ * the same answer every time: the model's entry keeps the last one with
+ * the request that made it (the fields but the model). */
+static char *kept_key(const View *v, const cJSON *body) {
+    cJSON *copy = cJSON_Duplicate(body, 1);
+    cJSON_DeleteItemFromObjectCaseSensitive(copy, "model");
+    cJSON_AddStringToObject(copy, " view", v->name);
+    char *key = copy ? cJSON_PrintUnformatted(copy) : NULL;
+    cJSON_Delete(copy);
+    return key;
+}
+
+/* view_build, or the kept answer of the same request (one computes, the others wait). */
+static int view_build_kept(const View *v, Session *ss, void *params, const cJSON *body, Reply *r) {
+    ModelEntry *m = ss->entry;
+    char *key = kept_key(v, body);
+    pthread_mutex_lock(&m->lock);
+    if (key && m->kept_json && strcmp(m->kept_key, key) == 0) {
+        r->body = strdup(m->kept_json);
+        r->status = r->body ? 200 : 500;
+        r->mime = "application/json";
+    } else if (view_build(v, ss, &ss->ps, params, r) == 200 && key && r->body) {
+        free(m->kept_json), free(m->kept_key);
+        m->kept_json = strdup(r->body);
+        m->kept_key = m->kept_json ? key : NULL;
+        key = m->kept_json ? NULL : key;
     }
-    return finish(s, &ss, &rep, rc, &e, r);
+    pthread_mutex_unlock(&m->lock);
+    free(key);
+    return r->status;
+}
+
+/* The session of the request (stories: 0 none, 1 the server's, 2 the
+ * request's own) opened and checked, the view built on it. */
+static int view_answer(Server *s, const View *v, const cJSON *body, void *params, int stories, Reply *r) {
+    Session ss;
+    if (session_open(s, body, stories == 1 ? NEED_STORIES : 0, &ss, r)) return r->status;
+    ss.server = s;
+    Error e = {0};
+    ProbeSession own = ss.ps; /* with the request's stories (2), loaded for this request only */
+    own.stories = (Stories){0};
+    own.names = (NameList){0};
+    own.stories_path = slm_view_stories(v, params);
+    /* a view's own mean ablation (ablate's "mode"): the heads' means made once, as the CLI makes them */
+    int mean = strcmp(slm_view_probe_options(params)->ablate_mode, "mean") == 0 && stories == 1;
+    int rc = model_fits(&ss.ps.lm.model, v->probe_flags, v->name, &e);
+    if (!rc && mean) rc = entry_mean(ss.entry, s->o.stories, &e);
+    ss.ps.mean = mean ? ss.entry->mean : NULL;
+    if (!rc && stories == 2) rc = cache_read_stories(&s->cache, &own, v->probe_flags & PROBE_NAMES, &e);
+    if (rc)
+        reply_failure(r, 400, &e);
+    else if (request_texts(&ss, v, body, r) == 0 && stories == 2)
+        view_build(v, &ss, &own, params, r);
+    else if (r->status == 0 && v->keep && !ss.ps.ablation_desc[0])
+        view_build_kept(v, &ss, params, body, r);
+    else if (r->status == 0)
+        view_build(v, &ss, &ss.ps, params, r);
+    slm_stories_free(&own.stories);
+    slm_names_free(&own.names);
+    session_release(s, &ss); /* last: it may free the entry */
+    return r->status;
 }
 
 /* /api/NAME for the view v: GET with a query string (query), POST with a JSON body. */
@@ -329,7 +383,8 @@ static int api_view(Server *s, const View *v, int get, const cJSON *body, Reply 
     if (get && v->serve == VIEW_SERVE_POST)
         return reply_error(r, 405, "this view takes POST with a JSON body (it computes over every test story)", NULL);
     int required = 0;
-    for (int i = 0; i < v->n_params; i++) required |= (v->params[i].flags & (VP_REQUIRED | VP_CLI_ONLY)) == VP_REQUIRED;
+    for (int i = 0; i < v->n_params; i++) /* a field the request must give (STORIES: the server's own) */
+        required |= (v->params[i].flags & (VP_REQUIRED | VP_CLI_ONLY | VP_STORIES)) == VP_REQUIRED;
     if (get && required && !body->child)
         return reply_error(r, 405, "this endpoint takes POST with a JSON body, or GET with its fields in the query",
                            "GET /api/views lists each view's fields");
@@ -371,49 +426,6 @@ static int api_tokenize(Server *s, const cJSON *body, Reply *r) {
     return r->status;
 }
 
-static int api_attend(Server *s, const cJSON *body, Reply *r) {
-    Session ss;
-    const char *text;
-    int pos = -1, head = -1, wide = 0;
-    if (session_open(s, body, NEED_ATTENTION | NEED_ONE_LAYER, &ss, r)) return r->status;
-    if (request_text(&ss, body, "text", &text, r) || field_int(body, "pos", &pos, -1000000, 1000000, r) ||
-        field_int(body, "head", &head, -1000000, 1000000, r) || field_bool(body, "wide", &wide, r))
-        return session_release(s, &ss), r->status;
-    Report rep;
-    slm_report_init(&rep, "attend");
-    ViewText vt;
-    Error e = {0};
-    int rc = slm_view_check_head(&ss.ps, head, &e);
-    if (!rc && wide && head >= 0)
-        rc = FAIL(&e, "leave out \"head\": \"wide\" gives every head's weight side by side",
-                  "\"wide\" and \"head\": %d do not go together", head);
-    if (!rc) rc = session_run(&ss, text, pos, &vt, &e); /* the same numbers as attend's heads-only run */
-    if (!rc && wide)
-        slm_view_attend_wide(&rep, &ss.ps, &vt);
-    else if (!rc)
-        slm_view_attend(&rep, &ss.ps, &vt, head);
-    return finish(s, &ss, &rep, rc, &e, r);
-}
-
-static int api_trace(Server *s, const cJSON *body, Reply *r) {
-    Session ss;
-    const char *text;
-    int pos = -1, units = 10, top = 10;
-    if (session_open(s, body, NEED_ATTENTION | NEED_ONE_LAYER, &ss, r)) return r->status;
-    if (request_text(&ss, body, "text", &text, r) || field_int(body, "pos", &pos, -1000000, 1000000, r) ||
-        field_int(body, "units", &units, 1, 4096, r) || field_int(body, "top", &top, 1, 64, r))
-        return session_release(s, &ss), r->status;
-    Report rep;
-    slm_report_init(&rep, "trace");
-    ViewText vt;
-    TraceResult t = {0};
-    Error e = {0};
-    int rc = session_run(&ss, text, pos, &vt, &e);
-    if (!rc) rc = slm_view_trace(&rep, &ss.ps, &vt, text, units, top, &t, &e);
-    slm_trace_result_free(&t);
-    return finish(s, &ss, &rep, rc, &e, r);
-}
-
 static int api_loss(Server *s, const cJSON *body, Reply *r) {
     Session ss;
     const char *text;
@@ -425,125 +437,6 @@ static int api_loss(Server *s, const cJSON *body, Reply *r) {
     Error e = {0};
     int rc = session_run(&ss, text, -1, &vt, &e);
     if (!rc) slm_view_loss(&rep, &ss.ps, &vt, text);
-    return finish(s, &ss, &rep, rc, &e, r);
-}
-
-/* heads on the server's stories, or on a file under a --data-dir (loaded for this request only). */
-static int api_heads(Server *s, const cJSON *body, Reply *r) {
-    Session ss;
-    const char *stories = NULL;
-    char real[PATH_MAX];
-    int top = 5;
-    if (field_string(body, "stories", &stories, 0, PATH_MAX - 1, r) || field_int(body, "top", &top, 1, 100, r))
-        return r->status;
-    if (stories && strcmp(stories, s->o.stories) != 0 && server_allowed_stories(s, stories, real, sizeof real, r))
-        return r->status;
-    int own = stories && strcmp(stories, s->o.stories) != 0;
-    if (session_open(s, body, own ? NEED_ATTENTION : NEED_ATTENTION | NEED_STORIES, &ss, r)) return r->status;
-    Error e = {0};
-    ProbeSession other = {0};
-    ProbeSession *ps = &ss.ps;
-    int rc = 0;
-    if (own) { /* a copy of the session with those stories of its own */
-        other = ss.ps;
-        other.stories = (Stories){0};
-        other.names = (NameList){0};
-        other.stories_path = stories;
-        rc = cache_read_stories(&s->cache, &other, 0, &e);
-        ps = &other;
-    }
-    int keep = !own && !ss.ps.ablation_desc[0]; /* the page's request: the same answer every time */
-    ModelEntry *m = ss.entry;
-    if (keep) pthread_mutex_lock(&m->lock); /* one computes, the others wait for it */
-    if (keep && m->heads_json && m->heads_top == top) {
-        r->body = strdup(m->heads_json);
-        r->status = r->body ? 200 : 500;
-        r->mime = "application/json";
-        pthread_mutex_unlock(&m->lock);
-        session_release(s, &ss);
-        return r->status;
-    }
-    Report rep;
-    slm_report_init(&rep, "heads");
-    ViewHeads vh;
-    HeadsResult h = {0};
-    if (!rc) {
-        slm_view_heads_begin(&rep, ps, &vh);
-        rc = slm_view_heads_add(&vh, ps, 0, top, &h, &e);
-    }
-    slm_heads_result_free(&h);
-    if (own) slm_stories_free(&other.stories);
-    if (rc)
-        reply_failure(r, 400, &e);
-    else
-        reply_report(r, &rep);
-    slm_report_free(&rep);
-    if (keep && r->status == 200 && r->body) {
-        free(m->heads_json);
-        m->heads_json = strdup(r->body);
-        m->heads_top = top;
-    }
-    if (keep) pthread_mutex_unlock(&m->lock);
-    session_release(s, &ss); /* last: it may free the entry */
-    return r->status;
-}
-
-static int api_swap(Server *s, const cJSON *body, Reply *r) {
-    Session ss, base = {0};
-    const char *text, *name;
-    char base_path[PATH_MAX];
-    int has_base = cJSON_GetObjectItemCaseSensitive(body, "baseline") != NULL &&
-                   !cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(body, "baseline"));
-    if (field_string(body, "name", &name, 1, 63, r)) return r->status;
-    if (has_base && request_model(s, body, "baseline", base_path, sizeof base_path, r)) return r->status;
-    if (session_open(s, body, NEED_STORIES, &ss, r)) return r->status;
-    if (request_text(&ss, body, "text", &text, r)) return session_release(s, &ss), r->status;
-    Error e = {0};
-    int rc = has_base ? cache_acquire(&s->cache, base_path, &base.entry, &e) : 0;
-    if (!rc && has_base && strcmp(base.entry->ps.lm.vocab, ss.ps.lm.vocab) != 0)
-        rc = FAIL(&e, "pick a baseline trained with the same vocabulary",
-                  "'%s' and '%s' use different vocabularies, so their guesses cannot be compared", base_path,
-                  ss.ps.model_path);
-    Report rep;
-    slm_report_init(&rep, "swap");
-    if (!rc)
-        rc = slm_view_swap_text(&rep, &ss.ps, has_base ? &base.entry->ps.lm : NULL, has_base ? base_path : NULL, text,
-                                name, &e);
-    session_release(s, &base);
-    return finish(s, &ss, &rep, rc, &e, r);
-}
-
-/* Secret 3 (ablate --json): every single head switched off in turn on the
- * test stories, or "heads" together; "mode" zero or mean. */
-static int api_ablate(Server *s, const cJSON *body, Reply *r) {
-    Session ss;
-    const char *heads = NULL, *mode = "zero";
-    if (field_string(body, "heads", &heads, 0, 255, r) || field_string(body, "mode", &mode, 0, 8, r)) return r->status;
-    if (strcmp(mode, "zero") != 0 && strcmp(mode, "mean") != 0)
-        return reply_error(r, 400, "\"mode\" is zero or mean", NULL);
-    if (session_open(s, body, NEED_ATTENTION | NEED_STORIES, &ss, r)) return r->status;
-    Error e = {0};
-    int rc = strcmp(mode, "mean") == 0 ? entry_mean(ss.entry, s->o.stories, &e) : 0;
-    ss.ps.mean = strcmp(mode, "mean") == 0 ? ss.entry->mean : NULL; /* made once, as the CLI makes it */
-    Report rep;
-    slm_report_init(&rep, "ablate");
-    if (!rc) rc = slm_view_ablate(&rep, &ss.ps, heads, mode, NULL, &e);
-    return finish(s, &ss, &rep, rc, &e, r);
-}
-
-/* Secret 4 (pieces --json): the heroes renamed to "names" ("a,b"; default:
- * the most common one-piece name and invented ones). */
-static int api_pieces(Server *s, const cJSON *body, Reply *r) {
-    Session ss;
-    const char *names = NULL;
-    if (field_string(body, "names", &names, 0, 255, r)) return r->status;
-    if (session_open(s, body, NEED_STORIES, &ss, r)) return r->status;
-    SwapName list[32];
-    PieceScore rows[32];
-    Error e = {0};
-    Report rep;
-    slm_report_init(&rep, "pieces");
-    int rc = slm_view_pieces(&rep, &ss.ps, names && names[0] ? names : NULL, list, rows, 32, &e) < 0 ? -1 : 0;
     return finish(s, &ss, &rep, rc, &e, r);
 }
 
@@ -656,31 +549,27 @@ typedef struct Route {
     const char *url;
     int how; /* ROUTE_* */
     int (*fn)(Server *, const cJSON *, Reply *);
-    const char *view;
+    const char *view;  /* fn NULL: this view, */
+    const char *needs; /* with this field required (NULL: none) */
 } Route;
 static const Route routes[] = {
-    {"/api/models", ROUTE_GET, api_models, NULL},
-    {"/api/stories", ROUTE_GET, api_stories_get, NULL},
-    {"/api/health", ROUTE_GET, api_health, NULL},
-    {"/api/views", ROUTE_GET, api_views, NULL},
-    {"/api/train", ROUTE_GET, api_train_status, NULL},
-    {"/api/train", ROUTE_POST, api_train_start, NULL},
-    {"/api/train/stop", ROUTE_POST, api_train_stop, NULL},
-    {"/api/generate", ROUTE_POST, api_generate, NULL},
-    {"/api/batch", ROUTE_POST, api_batch, NULL},
-    {"/api/tokenize", ROUTE_POST | ROUTE_BATCH, api_tokenize, NULL},
-    {"/api/attend", ROUTE_POST | ROUTE_BATCH, api_attend, NULL},
-    {"/api/trace", ROUTE_POST | ROUTE_BATCH, api_trace, NULL},
-    {"/api/loss", ROUTE_POST | ROUTE_BATCH, api_loss, NULL},
-    {"/api/heads", ROUTE_POST | ROUTE_BATCH, api_heads, NULL},
-    {"/api/swap", ROUTE_POST | ROUTE_BATCH, api_swap, NULL},
-    {"/api/ablate", ROUTE_POST, api_ablate, NULL},
-    {"/api/pieces", ROUTE_POST, api_pieces, NULL},
+    {"/api/models", ROUTE_GET, api_models, NULL, NULL},
+    {"/api/stories", ROUTE_GET, api_stories_get, NULL, NULL},
+    {"/api/health", ROUTE_GET, api_health, NULL, NULL},
+    {"/api/views", ROUTE_GET, api_views, NULL, NULL},
+    {"/api/train", ROUTE_GET, api_train_status, NULL, NULL},
+    {"/api/train", ROUTE_POST, api_train_start, NULL, NULL},
+    {"/api/train/stop", ROUTE_POST, api_train_stop, NULL, NULL},
+    {"/api/generate", ROUTE_POST, api_generate, NULL, NULL},
+    {"/api/batch", ROUTE_POST, api_batch, NULL, NULL},
+    {"/api/tokenize", ROUTE_POST | ROUTE_BATCH, api_tokenize, NULL, NULL},
+    {"/api/loss", ROUTE_POST | ROUTE_BATCH, api_loss, NULL, NULL},
 };
 #define N_ROUTES (sizeof routes / sizeof routes[0])
 
-/* What url names: a route of the table (*route) or a view of the registry
- * (*view, at /api/NAME or a route's other name); 0, or -1 for neither. */
+/* What url names: a route of the table (*route: one that takes the method
+ * when there are several), and the view it serves (*view: a route's, or
+ * the registry's at /api/NAME); 0, or -1 for neither. */
 static int find_endpoint(const char *url, int get, const Route **route, const View **view) {
     *route = NULL;
     *view = NULL;
@@ -688,9 +577,16 @@ static int find_endpoint(const char *url, int get, const Route **route, const Vi
         if (strcmp(url, routes[i].url) != 0) continue;
         if (!*route || (routes[i].how & (get ? ROUTE_GET : ROUTE_POST))) *route = &routes[i];
     }
-    if (*route && (*route)->view) *view = slm_view_find((*route)->view), *route = NULL;
-    if (!*route && !*view && strncmp(url, "/api/", 5) == 0) *view = slm_view_find(url + 5);
+    if (*route && (*route)->view) *view = slm_view_find((*route)->view);
+    if (!*route && strncmp(url, "/api/", 5) == 0) *view = slm_view_find(url + 5);
     return *route || *view ? 0 : -1;
+}
+
+/* A route to a view (fn NULL) answered by the view, its needed field first. */
+static int route_view(Server *s, const Route *route, const View *view, int get, const cJSON *body, Reply *r) {
+    const char *given;
+    if (route && route->needs && field_string(body, route->needs, &given, 1, SERVER_MAX_TEXT, r)) return r->status;
+    return api_view(s, view, get, body, r);
 }
 
 /* Appends text (len bytes) to *buf (size *cap, *len used); -1 when out of memory. */
@@ -715,7 +611,7 @@ static int batch_item(const cJSON *item, const cJSON **body, const Route **route
     if (!cJSON_IsObject(item) || !cJSON_IsString(url) || (*body && !cJSON_IsObject(*body)))
         return reply_error(r, 400, "each of \"requests\" is {\"url\": \"/api/VIEW\", \"body\": {...}}", NULL), -1;
     if (find_endpoint(url->valuestring, 0, route, view) == 0 &&
-        (*route ? ((*route)->how & ROUTE_BATCH) != 0 : (*view)->serve == VIEW_SERVE_GET_POST))
+        (*route ? ((*route)->how & ROUTE_BATCH) != 0 : (*view)->serve == VIEW_SERVE_GET_POST) && (*route || *view))
         return 0;
     char msg[160];
     snprintf(msg, sizeof msg, "a batch cannot hold '%.80s'", url->valuestring);
@@ -751,10 +647,10 @@ static int api_batch(Server *s, const cJSON *body, Reply *r) {
         if (!sub) sub = none = cJSON_CreateObject();
         if (!sub)
             reply_error(&one, 500, "out of memory", NULL);
-        else if (route)
+        else if (route && route->fn)
             route->fn(s, sub, &one);
         else
-            api_view(s, view, 0, sub, &one);
+            route_view(s, route, view, 0, sub, &one);
         cJSON_Delete(none);
         int len = snprintf(head, sizeof head, "%s{\"status\":%d,\"body\":", item == list->child ? "" : ",", one.status);
         ok = ok && one.body && append(&out, &used, &cap, head, (size_t)len) == 0 &&
@@ -777,8 +673,7 @@ int api_handle(Server *s, const char *method, const char *url, const cJSON *body
     const View *view;
     if (find_endpoint(url, get, &route, &view))
         return reply_error(r, 404, "no such endpoint", "see docs/views.md, or GET /api/views for the views");
-    if (view) return api_view(s, view, get, body, r);
-    if (!(route->how & (get ? ROUTE_GET : ROUTE_POST)))
+    if (route && !(route->how & (get ? ROUTE_GET : ROUTE_POST)))
         return reply_error(r, 405, get ? "this endpoint takes POST with a JSON body" : "this endpoint takes GET", NULL);
-    return route->fn(s, body, r);
+    return route && route->fn ? route->fn(s, body, r) : route_view(s, route, view, get, body, r);
 }

@@ -174,7 +174,8 @@ static void entry_free(ModelEntry *m) {
     slm_probe_session_close(&m->ps);
     slm_names_free(&m->gen_names);
     free(m->mean);
-    free(m->heads_json);
+    free(m->kept_json);
+    free(m->kept_key);
     pthread_mutex_destroy(&m->lock);
     free(m);
 }

@@ -55,9 +55,9 @@ typedef struct ModelEntry {
     int stories_loaded;     /* 1: ps.stories and ps.names hold the server's stories */
     float *mean;            /* (H, vd) heads' mean outputs over the test stories, or NULL */
     char mean_warning[400]; /* how the server's stories differ from the model's record, as the CLI warns; "" */
-    char *heads_json;       /* /api/heads on the server's stories, no ablation, top heads_top: seconds to make, kept */
-    int heads_top;
-    NameList gen_names; /* the names generation capitalises (slm_view_generate_names), learnt at the first */
+    char *kept_json;        /* the last answer of a view marked keep (heads: seconds to make), and */
+    char *kept_key;         /* the request that made it (api.c's kept_key) */
+    NameList gen_names;     /* the names generation capitalises (slm_view_generate_names), learnt at the first */
     int gen_names_tried;
     long long stamp[5]; /* the file's device, inode, size, mtime s and ns when loaded: a changed file is loaded again */
     unsigned long used;

@@ -1,6 +1,7 @@
 /* The view registry: see registry.h. */
 #include "storylm/registry.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +29,8 @@ const View *slm_view_find(const char *name) {
 const char *slm_view_param_key(const ViewParam *p, char *buf, size_t size) {
     if (p->key) return p->key;
     size_t n = 0;
-    for (; p->name[n] && n + 1 < size; n++) buf[n] = p->name[n] == '-' ? '_' : p->name[n];
+    for (; p->name[n] && n + 1 < size; n++) /* a positional's "TEXT" is "text" */
+        buf[n] = p->name[n] == '-' ? '_' : (char)tolower((unsigned char)p->name[n]);
     buf[n] = '\0';
     return buf;
 }
@@ -106,7 +108,9 @@ static cJSON *describe_param(const ViewParam *p) {
     char key[64];
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "name", p->name);
-    if (!(p->flags & VP_CLI_ONLY)) cJSON_AddStringToObject(j, "key", slm_view_param_key(p, key, sizeof key));
+    /* STORIES: "stories", the server's own --stories unless a request names a file under --data-dir */
+    if (!(p->flags & (VP_CLI_ONLY | VP_STORIES)))
+        cJSON_AddStringToObject(j, "key", slm_view_param_key(p, key, sizeof key));
     if (p->alias) cJSON_AddStringToObject(j, "alias", p->alias);
     cJSON_AddStringToObject(j, "type", type_name(p->type));
     cJSON_AddStringToObject(j, "help", p->help ? p->help : "");

@@ -51,7 +51,8 @@ TEXT2 = TEXT[: TEXT.rindex("Mia")] + "Tom and"
 
 # a request's body with every required field: the text views' text, then TEXT2
 def body_of(view):
-    keys = [p["key"] for p in view["params"] if p["required"] and p.get("key") and p["type"] == "string"]
+    keys = [p["key"] for p in view["params"]
+            if p["required"] and p.get("key") and p["type"] == "string" and p["name"] != "STORIES"]
     return {k: TEXT if i == 0 else TEXT2 for i, k in enumerate(keys)}
 
 
@@ -65,10 +66,11 @@ try:
         ok("%s is a verb of storylm help" % name, ("\n  %s " % name) in verbs)
         shown = help_text(name)
         for p in view["params"]:
-            if p["positional"] or p["request_only"] or p["default"] in (None, False) or p["name"] == "threads":
+            if p["positional"] or p["request_only"] or p.get("default") in (None, False) or p["name"] == "threads":
                 continue
             want = "--%s" % p["name"]
-            line = next((l for l in shown.splitlines() if l[:1] == " " and l.lstrip().startswith("-") and want + " " in l + " "), "")  # an option's line, not the description's
+            options = shown[shown.index("\noptions:\n"):].splitlines()
+            line = next((l for l in options if want + " " in l + " "), "")
             default = p["default"] if p["type"] == "string" else ("%g" % p["default"])
             ok("%s --help shows %s's default %s" % (name, want, default), "(default: %s)" % default in line)
 

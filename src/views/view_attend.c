@@ -1,4 +1,4 @@
-/* storylm attend TEXT: Tool 1, a lookup by content. For one position of the
+/* The view attend: Tool 1, a lookup by content. For one position of the
  * text and one head (or all), every token it reads: q.k/sqrt(8), the
  * distance score, their sum, the weight after softmax and the cosine of the
  * two tokens' rows; --svg draws the attention maps. */
@@ -7,28 +7,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "probe_common.h"
+#include "storylm/registry.h"
 #include "storylm/svg.h"
 
-static int run(int argc, char **argv);
-const Command command_attend = {
-    "attend", "how one position reads every earlier token (Tool 1)", "storylm attend TEXT [options]",
-    "Runs the text (after [EOS], as every story starts) through the network and shows, for\n"
-    "position --pos (0 is [EOS]; negative counts from the end; default: the last token) and\n"
-    "head --head (default: all 8), every token it can read: dot = q.k/sqrt(8), the head's\n"
-    "learned distance score, score = their sum, weight = softmax of the scores (they add up\n"
-    "to 1), and the cosine of the two tokens' rows of the embedding, only to compare.\n"
-    "--wide shows all heads by position: one row a token read, each head's weight in a\n"
-    "column of its own (weight_0 .. weight_7 in --json), without dot, distance score and score.\n"
-    "--svg FILE draws the attention maps: every position's weights, one map per head.\n"
-    "Switching heads off (--ablate) changes what the hidden layer reads, not the weights.",
-    run};
-
-typedef struct AttendArgs {
+typedef struct AttendParams {
     ProbeOptions po;
+    const char *text;
     int pos, head;
     bool wide;
-} AttendArgs;
+} AttendParams;
+
+typedef struct AttendState {
+    ViewText vt;
+    int ran;
+} AttendState;
 
 /* How one picture of attention maps is laid out: every size in pixels. */
 typedef struct MapLayout {
@@ -87,8 +79,8 @@ static char **position_labels(const ProbeSession *ps, const IntVec *ids) {
     return labels;
 }
 
-static int draw(const char *path, const ProbeSession *ps, const ProbeRunner *r, const IntVec *ids, int p, int head,
-                Error *e) {
+static int draw_maps(const char *path, const ProbeSession *ps, const ProbeRunner *r, const IntVec *ids, int p, int head,
+                     Error *e) {
     int T = (int)ids->len, H = ps->lm.model.cfg.n_heads, n = head < 0 ? H : 1;
     char **labels = position_labels(ps, ids);
     double *map = malloc((size_t)T * T * sizeof(double));
@@ -118,43 +110,70 @@ static int draw(const char *path, const ProbeSession *ps, const ProbeRunner *r, 
     return rc;
 }
 
-static int attend(const AttendArgs *a, const char *text, Error *e) {
-    ProbeSession ps;
-    if (slm_probe_session_open(&ps, &a->po, "attend", NULL, PROBE_ATTENTION_ONLY, e)) return -1;
-    ViewText vt = {0};
-    Report rep;
-    slm_report_init(&rep, "attend");
-    int rc = slm_view_check_head(&ps, a->head, e) || slm_view_text_run(&vt, &ps, text, a->pos, VIEW_RUN_HEADS, e);
-    if (!rc && a->wide)
-        slm_view_attend_wide(&rep, &ps, &vt);
-    else if (!rc)
-        slm_view_attend(&rep, &ps, &vt, a->head);
-    if (!rc && a->po.svg) rc = draw(a->po.svg, &ps, &vt.runner, &vt.ids, vt.pos, a->head, e);
-    if (!rc) rc = probe_emit(&rep, &a->po, e);
-    slm_report_free(&rep);
-    slm_view_text_free(&vt);
-    slm_probe_session_close(&ps);
-    return rc ? -1 : 0;
+static int draw(ViewCall *c, const char *path, Error *e) {
+    const AttendState *st = c->state;
+    return draw_maps(path, c->ps, &st->vt.runner, &st->vt.ids, st->vt.pos, ((const AttendParams *)c->params)->head, e);
 }
 
-static int run(int argc, char **argv) {
-    AttendArgs a = {.po = PROBE_OPTIONS_DEFAULT, .pos = -1, .head = -1};
-    const char *pos[1];
-    Option opts[] = {
-        PROBE_COMMON_OPTIONS(a.po),
-        PROBE_SVG_OPTION(a.po),
-        PROBE_MEAN_STORIES_OPTION(a.po),
-        {"pos", 0, OPT_INT, &a.pos, "N", "the position reading; negative: from the end", -1000000, 1000000},
-        {"head", 0, OPT_INT, &a.head, "H", "one head (0 to 7); -1: all", -1, 7}, /* the network has 8 heads */
-        {"wide", 0, OPT_BOOL, &a.wide, NULL, "all heads by position: each head's weight in a column", 0, 0},
-    };
-    int rc = probe_parse(&command_attend, argc, argv, opts, N_OPTIONS(opts), &a.po, pos, 1);
-    if (rc >= 0) return rc;
-    Error e = {0};
-    if (a.wide && a.head >= 0) {
-        FAIL(&e, "leave out --head: --wide shows every head's weight side by side",
-             "--wide and --head %d do not go together", a.head);
-        return cli_fail(&e);
-    }
-    return attend(&a, pos[0], &e) ? cli_fail(&e) : 0;
+static int check(void *params, Error *e) {
+    const AttendParams *p = params;
+    if (p->wide && p->head >= 0)
+        return FAIL(e, "leave out --head: --wide shows every head's weight side by side",
+                    "--wide and --head %d do not go together", p->head);
+    return 0;
 }
+
+static int build(ViewCall *c, Error *e) {
+    const AttendParams *p = c->params;
+    AttendState *st = c->state;
+    if (slm_view_check_head(c->ps, p->head, e)) return -1;
+    st->ran = 1;
+    if (slm_view_run_text(c, p->text, p->pos, VIEW_RUN_HEADS, &st->vt, e)) return -1;
+    if (p->wide)
+        slm_view_attend_wide(c->report, c->ps, &st->vt);
+    else
+        slm_view_attend(c->report, c->ps, &st->vt, p->head);
+    return 0;
+}
+
+static void done(ViewCall *c) {
+    AttendState *st = c->state;
+    if (st->ran) slm_view_release_text(c, &st->vt);
+}
+
+static const ViewParam params[] = {
+    VIEW_ARG(AttendParams, text, "TEXT", VP_REQUIRED | VP_TEXT),
+    VIEW_PARAMS_COMMON(AttendParams),
+    VIEW_PARAMS_SVG(AttendParams),
+    VIEW_PARAM_MEAN_STORIES(AttendParams),
+    VIEW_INT_PARAM(AttendParams, pos, "pos", "N", "the position reading; negative: from the end", -1000000, 1000000,
+                   -1),
+    VIEW_INT_PARAM(AttendParams, head, "head", "H", "one head (0 to 7); -1: all", -1, 7,
+                   -1), /* the network has 8 heads */
+    VIEW_BOOL_PARAM(AttendParams, wide, "wide", "all heads by position: each head's weight in a column"),
+};
+
+const View view_attend = {
+    .name = "attend",
+    .summary = "how one position reads every earlier token (Tool 1)",
+    .usage = "storylm attend TEXT [options]",
+    .description = "Runs the text (after [EOS], as every story starts) through the network and shows, for\n"
+                   "position --pos (0 is [EOS]; negative counts from the end; default: the last token) and\n"
+                   "head --head (default: all 8), every token it can read: dot = q.k/sqrt(8), the head's\n"
+                   "learned distance score, score = their sum, weight = softmax of the scores (they add up\n"
+                   "to 1), and the cosine of the two tokens' rows of the embedding, only to compare.\n"
+                   "--wide shows all heads by position: one row a token read, each head's weight in a\n"
+                   "column of its own (weight_0 .. weight_7 in --json), without dot, distance score and score.\n"
+                   "--svg FILE draws the attention maps: every position's weights, one map per head.\n"
+                   "Switching heads off (--ablate) changes what the hidden layer reads, not the weights.",
+    .params = params,
+    .n_params = VIEW_N_PARAMS(params),
+    .params_size = sizeof(AttendParams),
+    .session = VIEW_SESSION_PROBE,
+    .probe_flags = PROBE_ATTENTION_ONLY,
+    .state_size = sizeof(AttendState),
+    .check = check,
+    .build = build,
+    .draw = draw,
+    .done = done,
+};
