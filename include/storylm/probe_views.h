@@ -1,7 +1,7 @@
-/* The probe and interpretability verbs' reports as views: each builds its
- * Report from a session and its parameters (the table, --json) and draws
- * its picture from that Report alone (--svg), so that the CLI and the
- * server give the same numbers. Never prints. */
+/* What the probe and interpretability views (src/views/view_*.c, entries
+ * of registry.h) share beyond the registry: a text and a token as the user
+ * names them, the keys of a JSON a verb builds itself, the stories verb's
+ * work, and views over several models. Writes only to a FILE it is given. */
 #ifndef STORYLM_PROBE_VIEWS_H
 #define STORYLM_PROBE_VIEWS_H
 
