@@ -1,4 +1,4 @@
-/* Which parts push a guess, and the surprisal of every token (attribute): see probe_views.h. */
+/* Which parts push a guess, and the surprisal of every token: the view attribute (registry.h), its entry at the end. */
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* QK and OV circuits of every head, from the weights (circuits): see probe_views.h. */
+/* QK and OV circuits of every head, from the weights: the view circuits (registry.h), its entry at the end. */
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* Head detectors (detect): see probe_views.h. */
+/* Head detectors: the view detect (registry.h), its entry at the end. */
 #include <limits.h>
 #include <math.h>
 #include <stddef.h>

@@ -1,4 +1,4 @@
-/* In-context learning (icl): see probe_views.h. */
+/* In-context learning: the view icl (registry.h), its entry at the end. */
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>

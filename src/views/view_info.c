@@ -1,4 +1,4 @@
-/* What a model file holds (info): see probe_views.h. */
+/* What a model file holds: the view info (registry.h), its entry at the end. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <inttypes.h>

@@ -1,4 +1,4 @@
-/* Activation patching (patch): see probe_views.h. */
+/* Activation patching: the view patch (registry.h), its entry at the end. */
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* The chapter's statistics on the test stories (stats): see probe_views.h. */
+/* The chapter's statistics on the test stories: the view stats (registry.h), its entry at the end. */
 #include <math.h>
 #include <stdio.h>
 #include <stddef.h>

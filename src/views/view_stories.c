@@ -1,4 +1,4 @@
-/* What the reader makes of a stories file (stories): see probe_views.h. */
+/* What the reader makes of a stories file (stories): the verb's work, see probe_views.h. */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <string.h>
