@@ -10,6 +10,7 @@
 #include "storylm/checkpoint.h"
 #include "storylm/rng.h"
 #include "storylm/train.h"
+#include "../src/train/train_testing.h" /* the overflow seam */
 
 enum { V = 40, N_STORIES = 60 };
 
@@ -168,8 +169,8 @@ static char *slurp(const char *path, size_t *len) {
     return buf;
 }
 
-/* A gradient that overflows at step 7 (the library's overflow_at_step, which
- * the CLI cannot set): the run stops naming the step, the model on disk is
+/* A gradient that overflows at step 7 (train_testing.h's seam, which the
+ * CLI cannot reach): the run stops naming the step, the model on disk is
  * the clean run's of step 6, and resuming it ends where the clean run ends;
  * before the first save an older file at the path is left alone. */
 static void overflow_stops_and_keeps_the_last_good_model(const Stories *s) {
@@ -188,8 +189,7 @@ static void overflow_stops_and_keeps_the_last_good_model(const Stories *s) {
     CHECK(slm_train_run(s, &o, NULL, NULL, &r, &e) == 0 && r.final_step == 12);
 
     o = toy_options(fault, vocab);
-    o.overflow_at_step = 7;
-    CHECK(slm_train_run(s, &o, NULL, NULL, &r, &e) != 0);
+    CHECK(train_run_overflowing(s, &o, NULL, NULL, 7, &r, &e) != 0);
     char want[1024];
     snprintf(want, sizeof want,
              "training diverged at step 7: the gradient is not finite; '%s' keeps the last good model, of step 6",
@@ -209,9 +209,8 @@ static void overflow_stops_and_keeps_the_last_good_model(const Stories *s) {
     FILE *f = fopen(early, "wb");
     if (f) fwrite(before, 1, n_before, f), fclose(f);
     o = toy_options(early, vocab);
-    o.overflow_at_step = 1;
     e = (Error){0};
-    CHECK(slm_train_run(s, &o, NULL, NULL, &r, &e) != 0);
+    CHECK(train_run_overflowing(s, &o, NULL, NULL, 1, &r, &e) != 0);
     CHECK(strstr(e.message, "training diverged at step 1: the gradient is not finite; no model was saved yet") != NULL);
     char *after = slurp(early, &n_after);
     CHECK(before && after && n_before == n_after && memcmp(before, after, n_before) == 0);

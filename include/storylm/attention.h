@@ -7,24 +7,7 @@
 
 #include <stdint.h>
 
-#include "storylm/dropout.h"
-#include "storylm/score.h"
-
-typedef struct ModelConfig ModelConfig; /* model.h */
-
-/* Attention's working memory, sized by slm_activations_init (S = slm_attention_row_stride(W)). */
-typedef struct AttentionScratch {
-    float *kv, *d_kv;        /* (H, ld/8, kd+vd, 8): each head's keys and values in blocks of 8
-                              * positions (component i of the block's 8 keys at offset 8*i), and gradients */
-    float *dist, *d_dist;    /* (H, S): distance scores farthest first, 8 zeros each side, and gradients */
-    float *w, *ds;           /* (H, S): one position's weights and score gradients */
-    float *lse;              /* (H, ld): each position's log-sum-exp of its scores, for the backward */
-    DropoutMask drop;        /* training's attention dropout for this pass (p 0: none; slm_dropout_prepare) */
-    float *dw;               /* (H, S): one position's weights after dropout, what the blend reads */
-    VariantScratch *variant; /* --pos and --score's working memory (score.h) */
-    int head_base;           /* l*H for layer l: its heads' number over all layers, attention
-                              * dropout's stream (so each layer draws masks of its own) */
-} AttentionScratch;
+#include "storylm/model_types.h" /* ModelConfig, AttentionScratch */
 
 /* Causal attention of every head over packed stories.
  * qkv (QKV, ld) as in Activations (ld a multiple of 8, >= N + 8); distance
@@ -41,5 +24,17 @@ void slm_attention_backward(const ModelConfig *c, const float *qkv, int ld, cons
                             const AttentionScratch *s);
 /* Length of one head's scratch rows for a window of W keys. */
 int slm_attention_row_stride(int window);
+
+/* The layout of qkv, which the attention network and the transformer share. */
+/* Rows of the stacked query, key and value weights: H*(2*kd + vd), 256 at the real sizes. */
+int slm_qkv_rows(const ModelConfig *c);
+/* Row stride of qkv for N positions (Activations.qkv_ld). */
+int slm_qkv_stride(int N);
+/* query (H, D, kd), key (H, D, kd), value (H, D, vd) -> qkv_w (QKV, D): one
+ * sgemm then makes every head's queries, keys and values in qkv's layout. */
+void slm_pack_qkv(const float *query, const float *key, const float *value, int H, int D, int kd, int vd, float *qkv_w);
+/* The reverse, accumulating: d_qkv_w (QKV, D) -> d_query, d_key, d_value +=. */
+void slm_unpack_qkv_grads(const float *d_qkv_w, int H, int D, int kd, int vd, float *d_query, float *d_key,
+                          float *d_value);
 
 #endif

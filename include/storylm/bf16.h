@@ -44,8 +44,5 @@ void slm_matmul_bf16(int trans_a, int trans_b, int M, int N, int K, const float 
 /* The same bits in plain C, one element at a time (slow: tests only). */
 void slm_matmul_bf16_emulated(int trans_a, int trans_b, int M, int N, int K, const float *A, int lda, const float *B,
                               int ldb, float beta, float *C, int ldc);
-/* slm_matmul (FP32) or slm_matmul_bf16, by p. */
-void slm_matmul_at(Precision p, int trans_a, int trans_b, int M, int N, int K, const float *A, int lda, const float *B,
-                   int ldb, float beta, float *C, int ldc);
 
 #endif

@@ -16,25 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* What a forward pass drops (all zero: nothing, the default). */
-typedef struct Dropout {
-    float hidden;                  /* P for each number of z (N, Z); 0: off; < 1 */
-    float attention;               /* P for each attention weight; 0: off; < 1 */
-    const uint64_t *story_keys;    /* (the batch's stories) each story's key (slm_dropout_story_key) */
-    const uint8_t *hidden_mask;    /* tests, instead of keys: (N, Z), 1 keep, 0 drop */
-    const uint8_t *attention_mask; /* tests, instead of keys: (H, N, N), [h][p][u] for key u of position p */
-} Dropout;
-
-/* One kind of dropout during one pass. */
-typedef struct DropoutMask {
-    float p;              /* 0: off */
-    float scale;          /* 1 / (1 - p) */
-    uint64_t threshold;   /* a 32-bit draw below it drops */
-    uint64_t salt;        /* which kind: z or attention */
-    const uint64_t *keys; /* (N) each position's key (slm_dropout_position_keys) */
-    const uint8_t *fixed; /* tests: the mask itself */
-    int n_positions;      /* N of the pass (a fixed attention mask's stride) */
-} DropoutMask;
+#include "storylm/model_types.h" /* Dropout, DropoutMask */
 
 /* The key of the story in slot `slot` of training step `step` of a run seeded `seed`. */
 uint64_t slm_dropout_story_key(uint64_t seed, int64_t step, int slot);
@@ -50,5 +32,16 @@ void slm_dropout_apply(const DropoutMask *d, int pos, uint64_t stream, size_t at
 
 #define DROPOUT_SALT_HIDDEN 0x68696464656eULL
 #define DROPOUT_SALT_ATTENTION 0x617474656e74ULL
+
+/* ---- the passes' hooks (model.c calls them) ---- */
+/* a->dropout for batch b -> each position's key, z's mask and attention's (in each layer's scratch). */
+void slm_dropout_prepare(Activations *a, const Batch *b);
+/* z (N, Z) -> z * mask / (1-P), in place, what the hidden layer reads (z as
+ * it was kept in z_kept first with two layers or more). */
+void slm_dropout_hidden_forward(Activations *a);
+/* d_z (N, Z) -> d_z * the same mask / (1-P); then z's rows (attention) read
+ * again from the embedding (or, with two layers or more, z from z_kept), as
+ * the backward through q, k, v needs them. */
+void slm_dropout_hidden_backward(const Model *m, Activations *a, const Batch *b);
 
 #endif

@@ -58,7 +58,12 @@ char *slm_file_lock_path(const char *path, Error *e);
  * Returns its descriptor (read-write) and *temp_path (caller frees), or -1. */
 int slm_temp_open(const char *final, char **temp_path, Error *e);
 
-/* 64-bit FNV-1a, for cache keys and deterministic choices (not security). */
+/* 64-bit FNV-1a, for cache keys, checksums and deterministic choices (not
+ * security): the project's one hash. slm_hash64 starts from the offset basis
+ * xor seed; slm_hash64_more goes on from a state h (a file a slice at a
+ * time, a key made of parts). */
+#define SLM_HASH64_BASIS 14695981039346656037ULL
 uint64_t slm_hash64(const void *data, size_t len, uint64_t seed);
+uint64_t slm_hash64_more(uint64_t h, const void *data, size_t len);
 
 #endif

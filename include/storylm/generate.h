@@ -63,8 +63,6 @@ typedef struct GeneratorBatch {
  * head switched off); it is copied. */
 int slm_generator_batch_init(GeneratorBatch *g, const Model *m, const Ablation *ablation, int n, Error *e);
 void slm_generator_batch_free(GeneratorBatch *g);
-/* Sample s forgets its story. */
-void slm_generator_batch_reset(GeneratorBatch *g, int s);
 /* Sample to takes over sample from's story (cache, position, logits): a
  * prompt fed once serves every sample. */
 void slm_generator_batch_copy(GeneratorBatch *g, int from, int to);
@@ -91,8 +89,6 @@ typedef struct Generator {
 
 int slm_generator_init(Generator *g, const Model *m, const Ablation *ablation, Error *e);
 void slm_generator_free(Generator *g);
-/* Forgets the story so far. */
-void slm_generator_reset(Generator *g);
 /* Feeds one token (0 <= token < V); returns the logits (V) for the next one,
  * valid until the next call. */
 const float *slm_generator_feed(Generator *g, int32_t token);

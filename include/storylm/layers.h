@@ -8,11 +8,13 @@
 #ifndef STORYLM_LAYERS_H
 #define STORYLM_LAYERS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "storylm/bf16.h"
 
-typedef struct Batch Batch; /* model.h */
+#include "storylm/error.h"
+#include "storylm/model_types.h" /* Batch */
 
 /* C (M, N) = op(A) op(B) + beta C, row-major (cblas_sgemm with alpha 1;
  * trans_a/trans_b: use A, B transposed). C is cut in blocks of 256 rows (or
@@ -32,15 +34,13 @@ void slm_embedding_backward(float *d_embedding, const int32_t *tokens, int n, in
 /* window8: z (n, C*D): row slots of x_{p-C+1} .. x_p, the story's first row before its start. */
 void slm_window_forward(const float *embedding, const Batch *b, int C, int D, float *z);
 void slm_window_backward(float *d_embedding, const Batch *b, int C, int D, const float *d_z);
-/* x (n, in) -> y (n, out) = tanh(x W^T + bias), W (out, in). */
-void slm_dense_tanh_forward(const float *W, const float *bias, const float *x, int n, int in, int out, float *y);
-/* d_y (n, out) is turned into d_pre in place; dW (out, in) +=, d_bias (out) +=,
- * d_x (n, in) = (overwritten). ones (n). */
-void slm_dense_tanh_backward(const float *W, const float *x, const float *y, float *d_y, int n, int in, int out,
-                             float *dW, float *d_bias, float *d_x, const float *ones);
-/* The two above with their products at precision p (bf16.h). */
+/* The hidden layer, its products at precision p (bf16.h: FP32 but in
+ * training's --precision bf16). x (n, in) -> y (n, out) = tanh(x W^T + bias),
+ * W (out, in). */
 void slm_dense_tanh_forward_at(Precision p, const float *W, const float *bias, const float *x, int n, int in, int out,
                                float *y);
+/* d_y (n, out) is turned into d_pre in place; dW (out, in) +=, d_bias (out) +=,
+ * d_x (n, in) = (overwritten). ones (n). */
 void slm_dense_tanh_backward_at(Precision p, const float *W, const float *x, const float *y, float *d_y, int n, int in,
                                 int out, float *dW, float *d_bias, float *d_x, const float *ones);
 /* y (n, Hd) -> logits (n, V) = y W^T + bias, then per row: lse, and for rows
@@ -75,5 +75,11 @@ void slm_exp_inplace(float *x, int n, float shift);
 float slm_softmax_inplace(float *x, int n);
 /* x (n) -> tanh x in place, vectorized (the hidden layer's tanh). */
 void slm_tanh_inplace(float *x, int n);
+
+/* slm_matmul (FP32) or slm_matmul_bf16, by p. */
+void slm_matmul_at(Precision p, int trans_a, int trans_b, int M, int N, int K, const float *A, int lda, const float *B,
+                   int ldb, float beta, float *C, int ldc);
+/* n floats from a 64-byte boundary (free with free()); NULL with a message. */
+float *slm_alloc_floats(size_t n, Error *e);
 
 #endif

@@ -20,24 +20,8 @@
 #include <stdint.h>
 
 #include "storylm/error.h"
+#include "storylm/model_types.h" /* PosScheme, the model */
 
-typedef enum {
-    POS_DISTANCE = 0,
-    POS_NONE,
-    POS_ABSOLUTE,
-    POS_SINUSOIDAL,
-    POS_ROPE,
-    POS_ALIBI,
-    POS_T5,
-    POS_COUNT
-} PosScheme;
-
-struct ModelConfig;
-struct Model;
-struct Activations;
-struct Batch;
-
-#define T5_BUCKETS 32       /* T5's num_buckets, one-directional (causal) */
 #define T5_MAX_DISTANCE 128 /* T5's max_distance: farther keys share the last bucket */
 #define ROPE_BASE 10000.0   /* pair i of a query turns by t * ROPE_BASE^(-2i/kd) */
 

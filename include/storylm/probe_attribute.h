@@ -1,4 +1,4 @@
-/* Attribution (slm_probe_attribute.c): which parts of what the hidden layer
+/* Attribution (probe_attribute.c): which parts of what the hidden layer
  * reads push one next-token logit, and where a text surprises the network.
  *
  * At position p the hidden layer reads z = [row, head 0, ..., head 7] (160

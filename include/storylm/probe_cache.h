@@ -1,4 +1,4 @@
-/* The activation cache (slm_probe_cache.c): every activation of the forward pass
+/* The activation cache (probe_cache.c): every activation of the forward pass
  * over one or more stories, as named F32 tensors written to a safetensors
  * file, so numpy or PyTorch users analyse them without storylm.
  *

@@ -1,4 +1,4 @@
-/* Activation patching (slm_probe_patch.c): which parts of the network carry the
+/* Activation patching (probe_patch.c): which parts of the network carry the
  * difference between a clean text and a corrupt one of the same length.
  *
  * Both texts are run through the network (slm_model_forward, with the same

@@ -3,10 +3,10 @@
  * never print: the command-line verbs turn the structs into reports
  * (report.h) and pictures (svg.h). Heads are numbered 0..H-1 everywhere.
  *
- * Files: slm_probe_run.c (running stories, heads' mean outputs), slm_probe_attend.c
- * (Tools 1 and 2), slm_probe_trace.c (Tool 3), slm_probe_heads.c (Secret 1),
- * probe_names.c (names and heroes), slm_probe_swap.c (Secret 2), probe_ablate.c
- * (Secret 3), slm_probe_pieces.c (Secret 4), slm_probe_stats.c (the statistics). */
+ * Files: probe_run.c (running stories, heads' mean outputs), probe_attend.c
+ * (Tools 1 and 2), probe_trace.c (Tool 3), probe_heads.c (Secret 1),
+ * probe_names.c (names and heroes), probe_swap.c (Secret 2), probe_ablate.c
+ * (Secret 3), probe_pieces.c (Secret 4), probe_stats.c (the statistics). */
 #ifndef STORYLM_PROBES_H
 #define STORYLM_PROBES_H
 
@@ -20,7 +20,7 @@
 #include "storylm/tokenizer.h"
 
 /* ---------------------------------------------------------------------------
- * Running stories through the network (slm_probe_run.c). */
+ * Running stories through the network (probe_run.c). */
 
 /* Activations for one story at a time, grown to the longest story seen. */
 typedef struct ProbeRunner {
@@ -62,7 +62,7 @@ double slm_probe_probability(const Activations *a, int p, int32_t token, int *ra
 double slm_probe_cosine(const float *a, const float *b, int n);
 
 /* ---------------------------------------------------------------------------
- * Tool 1, a lookup by content (slm_probe_attend.c): one position reading with one
+ * Tool 1, a lookup by content (probe_attend.c): one position reading with one
  * head, after slm_probe_run. */
 typedef struct AttendKey {
     int position; /* of the key in the story */
@@ -83,7 +83,7 @@ int slm_probe_attend(const ProbeRunner *r, int h, int p, AttendKey *keys);
 void slm_probe_attention_map(const ProbeRunner *r, int h, double *map);
 
 /* ---------------------------------------------------------------------------
- * Tool 3, the network around it (slm_probe_trace.c): one position of the
+ * Tool 3, the network around it (probe_trace.c): one position of the
  * story run last. */
 typedef struct TraceUnit {
     int unit;         /* hidden unit 0..127 */
@@ -114,7 +114,7 @@ int slm_probe_trace(const ProbeRunner *r, int p, int n_units, int n_guesses, Tra
 void slm_trace_result_free(TraceResult *t);
 
 /* ---------------------------------------------------------------------------
- * Secret 1, the heads found jobs (slm_probe_heads.c). */
+ * Secret 1, the heads found jobs (probe_heads.c). */
 #define HEAD_BINS 6 /* distance back 0, 1, 2, 3-7, 8-31, 32-255 */
 extern const char *const slm_head_bin_names[HEAD_BINS];
 
@@ -217,7 +217,7 @@ int slm_swap_default_names(const Tokenizer *t, const NameList *nl, SwapName *out
 int slm_invented_names(const Tokenizer *t, const NameList *nl, int min_pieces, SwapName *out, int max);
 
 /* ---------------------------------------------------------------------------
- * Secret 2, it copies the names it knows (slm_probe_swap.c). */
+ * Secret 2, it copies the names it knows (probe_swap.c). */
 typedef struct NameScore {
     int stories;
     long long mentions;     /* later mentions measured */
@@ -266,7 +266,7 @@ int slm_probe_score(const Model *m, const Stories *s, const int *idx, int n, con
                     const NameTargets *names, AblateScore *out, Error *e);
 
 /* ---------------------------------------------------------------------------
- * Secret 4, what one layer cannot do (slm_probe_pieces.c). */
+ * Secret 4, what one layer cannot do (probe_pieces.c). */
 typedef struct PieceScore {
     int stories;
     long long mentions;
@@ -296,7 +296,7 @@ int slm_probe_pieces(const Model *m, const Tokenizer *t, const NameList *nl, con
                      Error *e);
 
 /* ---------------------------------------------------------------------------
- * The chapter's statistics (slm_probe_stats.c). */
+ * The chapter's statistics (probe_stats.c). */
 typedef struct StatsResult {
     int n_heads;
     long long pairs;             /* (position, key it reads) pairs, itself included */

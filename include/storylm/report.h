@@ -19,6 +19,7 @@
 #define STORYLM_REPORT_H
 
 #include <cjson/cJSON.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "storylm/error.h"
@@ -147,5 +148,9 @@ cJSON *slm_report_json(const Report *r);
  * items of this text with the value also in valuedouble. Returns the
  * length (as snprintf). */
 int slm_report_format_number(double x, char *buf, size_t size);
+/* Writes j to out as JSON and deletes it: indented (a verb's answer) or on
+ * one line (JSON lines: one answer of several, a stream); a newline after.
+ * The one place the CLI prints JSON. -1 with e set when out of memory. */
+int slm_report_json_write(cJSON *j, FILE *out, bool one_line, Error *e);
 
 #endif

@@ -22,6 +22,9 @@
 #define SAMPLER_DEFAULT_MIN_P 0.0
 #define SAMPLER_DEFAULT_REPEAT_PENALTY 1.0 /* 1: off */
 #define SAMPLER_DEFAULT_REPEAT_LAST_N 64
+/* A default as text, for --help: SAMPLER_STR(SAMPLER_DEFAULT_TOP_P) is "0.95". */
+#define SAMPLER_STR_(x) #x
+#define SAMPLER_STR(x) SAMPLER_STR_(x)
 /* Ranges accepted (inclusive), by the CLI's flags and the server's fields alike. */
 #define SAMPLER_MAX_TEMPERATURE 100
 #define SAMPLER_WARN_TEMPERATURE 2 /* above it the text is mostly noise: the CLI warns */

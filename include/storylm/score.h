@@ -22,11 +22,7 @@
 #include <stddef.h>
 
 #include "storylm/error.h"
-
-typedef enum { SCORE_SCALED_DOT = 0, SCORE_DOT, SCORE_GENERAL, SCORE_ADDITIVE, SCORE_COUNT } ScoreFn;
-
-struct ModelConfig;
-struct Model;
+#include "storylm/model_types.h" /* ScoreFn, the model */
 
 const char *slm_score_name(ScoreFn score);
 int slm_score_parse(const char *name, ScoreFn *score, Error *e);
@@ -77,10 +73,6 @@ float slm_additive_score(const float *v, int kd, const float *q, const float *k)
 /* Generation's cache: s (n) += v . tanh(q~ + key j), key j's component i at
  * keys[i*stride + j]. */
 void slm_additive_scores_cached(const float *v, int kd, const float *q, const float *keys, int stride, int n, float *s);
-
-/* The model's views of the score's tensors (NULL where it has none). */
-const float *slm_model_param(const struct Model *m, const char *name);
-float *slm_model_grad(const struct Model *m, float *grads, const char *name);
 
 /* 0, or -1 with a message naming `what` and the variant when a probe or
  * view cannot read a model of this kind. need: VARIANT_NEEDS_* bits. */

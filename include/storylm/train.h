@@ -55,7 +55,6 @@ typedef struct TrainOptions {
     int resume;
     unsigned given;              /* TRAIN_GIVEN_* bits: flags the user set; a resume refuses any the run contradicts */
     volatile sig_atomic_t *stop; /* set by a signal handler: save and stop */
-    int overflow_at_step;        /* tests only: this step's gradient overflows (one inf); 0 = never */
     Dist *dist;                  /* the ranks under mpirun (dist.h); NULL = this process alone */
 
     /* Regularisation (src/train/regularise.c), every one off by default so
@@ -142,7 +141,6 @@ typedef struct TrainStep {
     Model *model;
     Adam *adam;
     float *grads; /* (n_params) scratch */
-    int poison;   /* tests only: the gradient overflows (one inf) before the check */
 } TrainStep;
 typedef struct TrainStepResult {
     double loss;            /* mean over the predicted positions */

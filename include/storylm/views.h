@@ -6,7 +6,7 @@
  *
  * Files: view_text.c (a typed text run through the network; Tools 1 and 3,
  * the loss on a text), view_model.c (Tool 2, Secret 1), view_swap.c (Secret 2
- * on a typed story), slm_view_generate.c (writing on, token by token),
+ * on a typed story), view_generate.c (writing on, token by token),
  * view_tokens.c (the tokens of a text as JSON). */
 #ifndef STORYLM_VIEWS_H
 #define STORYLM_VIEWS_H

@@ -335,12 +335,15 @@ void slm_file_unlock(FileLock *l) {
     *l = (FileLock){0};
 }
 
-uint64_t slm_hash64(const void *data, size_t len, uint64_t seed) {
+uint64_t slm_hash64_more(uint64_t h, const void *data, size_t len) {
     const unsigned char *p = data;
-    uint64_t h = 14695981039346656037ULL ^ seed;
     for (size_t i = 0; i < len; i++) {
         h ^= p[i];
-        h *= 1099511628211ULL;
+        h *= 1099511628211ULL; /* FNV's 64-bit prime */
     }
     return h;
+}
+
+uint64_t slm_hash64(const void *data, size_t len, uint64_t seed) {
+    return slm_hash64_more(SLM_HASH64_BASIS ^ seed, data, len);
 }

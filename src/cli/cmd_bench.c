@@ -12,6 +12,7 @@
 #include "common.h"
 #include "heartbeat.h"
 #include "storylm/adam.h"
+#include "storylm/clock.h"
 #include "storylm/fileio.h"
 #include "storylm/generate.h"
 #include "storylm/parse.h"
@@ -37,11 +38,20 @@ const Command command_bench = {
     "                     --position-scheme, --score and --layers time a variant (docs/variants.md),\n"
     "                     and with --precision bf16, the BF16 products (docs/performance.md).\n"
     "  generate MODEL     [EOS], --prompt, then --tokens new tokens, one thread, sampled\n"
-    "                     as `storylm generate` does by default (t 0.8, top-p 0.95); an\n"
-    "                     [EOS] does not stop it. --samples N: N stories of --tokens\n"
-    "                     each, computed together as `generate --samples` does (the\n"
-    "                     prompt fed once, one pass of the batch a step).\n"
-    "  encode VOCAB TEXT  every line of TEXT encoded on its own, one thread.",
+    "                     as `storylm generate` does by default (t " SAMPLER_STR(
+        SAMPLER_DEFAULT_TEMPERATURE) ", top-p " SAMPLER_STR(SAMPLER_DEFAULT_TOP_P) "); an\n"
+                                                                                   "                     [EOS] does "
+                                                                                   "not stop it. --samples N: N "
+                                                                                   "stories of --tokens\n"
+                                                                                   "                     each, "
+                                                                                   "computed together as `generate "
+                                                                                   "--samples` does (the\n"
+                                                                                   "                     prompt fed "
+                                                                                   "once, one pass of the batch a "
+                                                                                   "step).\n"
+                                                                                   "  encode VOCAB TEXT  every line of "
+                                                                                   "TEXT encoded on its own, one "
+                                                                                   "thread.",
     run};
 
 typedef struct BenchOptions {
@@ -49,18 +59,21 @@ typedef struct BenchOptions {
     const char *prompt, *pos, *score, *precision;
 } BenchOptions;
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+/* x rounded to 1/scale (1e6: microseconds), as the line has always shown it. */
+static double rounded(double x, double scale) { return round(x * scale) / scale; }
+
+/* The line's opening keys: {"command": "bench", "work": work}. */
+static cJSON *bench_json(const char *work) {
+    cJSON *j = cli_json_begin("bench");
+    cJSON_AddStringToObject(j, "work", work);
+    return j;
 }
 
-/* CPU seconds of the whole process so far: with the wall time, how much of
- * the machine the run got (the machine may be shared). */
-static double cpu_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+/* j["seconds"], j["cpu_seconds"]: wall and CPU time since start and cpu
+ * (CPU over wall: how much of the machine the run got; it may be shared). */
+static void bench_times(cJSON *j, double start, double cpu) {
+    cJSON_AddNumberToObject(j, "seconds", rounded(slm_clock_seconds() - start, 1e6));
+    cJSON_AddNumberToObject(j, "cpu_seconds", rounded(slm_clock_cpu_seconds() - cpu, 1e6));
 }
 
 /* The story read so far ends (at a line's end): its start goes in starts. */
@@ -149,7 +162,7 @@ static int bench_train(const char *path, const BenchOptions *o, Error *e) {
     cli_heartbeat_start(&beat, "bench train", o->steps + 2);
     for (int k = -2; !rc && k < o->steps; k++) { /* two untimed steps first */
         cli_heartbeat_beat(&beat, k + 2, false);
-        if (k == 0) start = now_s(), cpu = cpu_s();
+        if (k == 0) start = slm_clock_seconds(), cpu = slm_clock_cpu_seconds();
         int n = step_stories(&ids, &starts, o->first_batch + k + 2, o->batch, refs);
         TrainStepResult r;
         rc = slm_train_step(&step, refs, o->batch, 3e-3f, &r, e); /* storylm train's step (train.h) */
@@ -158,10 +171,15 @@ static int bench_train(const char *path, const BenchOptions *o, Error *e) {
         if (k >= 0) tokens += n;
     }
     cli_heartbeat_stop(&beat);
-    if (!rc)
-        printf("{\"command\": \"bench\", \"work\": \"train\", \"tokens\": %lld, \"seconds\": %.6f, \"cpu_seconds\": "
-               "%.6f, \"threads\": %d, \"loss\": %.4f, \"precision\": \"%s\"}\n",
-               tokens, now_s() - start, cpu_s() - cpu, threads, loss, slm_precision_name(precision));
+    if (!rc) {
+        cJSON *j = bench_json("train");
+        cJSON_AddNumberToObject(j, "tokens", (double)tokens);
+        bench_times(j, start, cpu);
+        cJSON_AddNumberToObject(j, "threads", threads);
+        cJSON_AddNumberToObject(j, "loss", rounded(loss, 1e4));
+        cJSON_AddStringToObject(j, "precision", slm_precision_name(precision));
+        rc = slm_report_json_write(j, stdout, true, e);
+    }
     free(refs), free(grads), slm_adam_free(&opt), slm_shards_free(&sh), slm_model_free(&m);
     slm_intvec_free(&ids), slm_intvec_free(&starts);
     return rc;
@@ -192,7 +210,7 @@ static int bench_generate(const char *path, const BenchOptions *o, Error *e) {
              slm_tokenizer_encode(&lm.tokenizer, o->prompt, strlen(o->prompt), &prompt, e) ||
              slm_generator_batch_init(&g, &lm.model, NULL, n, e) || bench_samplers(s, n, lm.model.cfg.vocab_size, e);
     if (!rc) {
-        double start = now_s(), cpu = cpu_s();
+        double start = slm_clock_seconds(), cpu = slm_clock_cpu_seconds();
         int first = 0;
         slm_generator_batch_feed(&g, &first, &lm.tokenizer.eos_id, 1);
         for (size_t i = 0; i < prompt.len; i++) slm_generator_batch_feed(&g, &first, &prompt.data[i], 1);
@@ -204,9 +222,12 @@ static int bench_generate(const char *path, const BenchOptions *o, Error *e) {
             for (int i = 0; i < n; i++) next[i] = slm_sampler_sample(&s[i], slm_generator_batch_logits(&g, i));
             slm_generator_batch_feed(&g, which, next, n);
         }
-        printf("{\"command\": \"bench\", \"work\": \"generate\", \"samples\": %d, \"tokens\": %lld, \"seconds\": %.6f, "
-               "\"cpu_seconds\": %.6f, \"prompt_tokens\": %zu}\n",
-               n, (long long)n * o->tokens, now_s() - start, cpu_s() - cpu, prompt.len);
+        cJSON *j = bench_json("generate");
+        cJSON_AddNumberToObject(j, "samples", n);
+        cJSON_AddNumberToObject(j, "tokens", (double)n * o->tokens);
+        bench_times(j, start, cpu);
+        cJSON_AddNumberToObject(j, "prompt_tokens", (double)prompt.len);
+        rc = slm_report_json_write(j, stdout, true, e);
     }
     for (int i = 0; s && i < n; i++) slm_sampler_free(&s[i]);
     free(s), free(which), free(next), slm_generator_batch_free(&g), slm_intvec_free(&prompt),
@@ -222,7 +243,7 @@ static int bench_encode(const char *vocab_path, const char *text_path, Error *e)
     IntVec ids = {0};
     int rc = slm_tokenizer_load(&t, vocab_path, 0, e) || slm_file_read_all(text_path, 0, &text, &len, e);
     long long n_ids = 0;
-    double start = now_s(), cpu = cpu_s();
+    double start = slm_clock_seconds(), cpu = slm_clock_cpu_seconds();
     for (size_t at = 0; !rc && at < len;) {
         const char *nl = memchr(text + at, '\n', len - at);
         size_t end = nl ? (size_t)(nl - text) : len;
@@ -231,10 +252,13 @@ static int bench_encode(const char *vocab_path, const char *text_path, Error *e)
         n_ids += (long long)ids.len;
         at = end + 1;
     }
-    if (!rc)
-        printf("{\"command\": \"bench\", \"work\": \"encode\", \"bytes\": %zu, \"seconds\": %.6f, \"cpu_seconds\": "
-               "%.6f, \"ids\": %lld}\n",
-               len, now_s() - start, cpu_s() - cpu, n_ids);
+    if (!rc) {
+        cJSON *j = bench_json("encode");
+        cJSON_AddNumberToObject(j, "bytes", (double)len);
+        bench_times(j, start, cpu);
+        cJSON_AddNumberToObject(j, "ids", (double)n_ids);
+        rc = slm_report_json_write(j, stdout, true, e);
+    }
     slm_intvec_free(&ids), free(text), slm_tokenizer_free(&t);
     return rc;
 }

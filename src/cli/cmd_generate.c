@@ -12,6 +12,7 @@
 #include "args.h"
 #include "common.h"
 #include "probe_common.h"
+#include "storylm/clock.h"
 #include "storylm/fileio.h"
 #include "storylm/generate.h"
 #include "storylm/sample.h"
@@ -207,19 +208,7 @@ static int print_json(const ViewBatch *vb, const LoadedModel *lm, const char *pr
     cJSON_AddNumberToObject(j, "seconds", seconds[0]); /* writing only, not loading */
     cJSON_AddNumberToObject(j, "cpu_seconds", seconds[1]);
     cJSON_AddNumberToObject(j, "tokens_per_second", seconds[0] > 0 ? (double)total / seconds[0] : 0);
-    char *out = cJSON_PrintUnformatted(j);
-    cJSON_Delete(j);
-    if (!out) return FAIL(e, NULL, "out of memory printing JSON");
-    printf("%s\n", out);
-    free(out);
-    return 0;
-}
-
-/* Seconds on clock (CLOCK_MONOTONIC: wall; CLOCK_PROCESS_CPUTIME_ID: CPU). */
-static double clock_seconds(clockid_t clock) {
-    struct timespec ts;
-    clock_gettime(clock, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+    return slm_report_json_write(j, stdout, true, e);
 }
 
 /* The stories, once the model, the ablation and the names are ready. */
@@ -229,9 +218,9 @@ static int write_stories(const LoadedModel *lm, const Ablation *ab, const char *
     if (warn_unknown(&lm->tokenizer, prompt, &pu, e)) return -1;
     ViewBatch vb;
     if (slm_view_batch_init(&vb, lm, ab, prompt, &f->go, f->samples, e)) return -1;
-    double start = clock_seconds(CLOCK_MONOTONIC), cpu_start = clock_seconds(CLOCK_PROCESS_CPUTIME_ID);
+    double start = slm_clock_seconds(), cpu_start = slm_clock_cpu_seconds();
     int rc = run_batch(&vb, f->json, e);
-    double seconds[2] = {clock_seconds(CLOCK_MONOTONIC) - start, clock_seconds(CLOCK_PROCESS_CPUTIME_ID) - cpu_start};
+    double seconds[2] = {slm_clock_seconds() - start, slm_clock_cpu_seconds() - cpu_start};
     if (!rc && f->json) rc = print_json(&vb, lm, prompt, f, &pu, names_from, seconds, e);
     slm_view_batch_free(&vb);
     return rc;

@@ -80,13 +80,8 @@ static int print_tokens(const Tokenizer *t, const char *text, size_t len, const 
     if (f->json) { /* the tokens built where the server builds /api/tokenize; one line a text */
         cJSON *j = cli_json_begin("tokenize"), *tokens = slm_view_tokens_json(t, ids.data, ids.len);
         if (!cJSON_AddItemToObject(j, "tokens", tokens)) cJSON_Delete(tokens);
-        char *out = j ? cJSON_PrintUnformatted(j) : NULL;
-        cJSON_Delete(j);
         slm_intvec_free(&ids);
-        if (!out) return FAIL(e, NULL, "out of memory printing JSON");
-        printf("%s\n", out);
-        free(out);
-        return 0;
+        return slm_report_json_write(j, stdout, true, e);
     }
     for (size_t i = 0; i < ids.len; i++) {
         const char *piece = t->pieces[ids.data[i]];

@@ -7,6 +7,7 @@
 
 #include "args.h"
 #include "common.h"
+#include "storylm/clock.h"
 #include "storylm/fileio.h"
 #include "storylm/outputs.h"
 #include "storylm/vocab_train.h"
@@ -24,12 +25,6 @@ const Command command_vocab = {
     "./" DEFAULT_MODEL_PATH ", else the shipped model; said on stderr): a standard BERT\n"
     "vocab.txt that any WordPiece tokenizer loads.",
     run};
-
-static double seconds_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static void print_summary(const char *path, const char *output, int size, const VocabStats *st, double seconds) {
     const StorySkips *k = &st->skips;
@@ -160,7 +155,7 @@ static int run(int argc, char **argv) {
                                 output);
     if (model || !np) return export_vocab(cli_model_path(model, false), output, json, force);
 
-    double t0 = seconds_now();
+    double t0 = slm_clock_seconds();
     Error e = {0};
     char *text = NULL;
     size_t len = 0;
@@ -175,9 +170,9 @@ static int run(int argc, char **argv) {
         return 1;
     }
     if (json)
-        rc = print_json(pos[0], output, v.size, &st, seconds_now() - t0, &e);
+        rc = print_json(pos[0], output, v.size, &st, slm_clock_seconds() - t0, &e);
     else
-        print_summary(pos[0], output, v.size, &st, seconds_now() - t0);
+        print_summary(pos[0], output, v.size, &st, slm_clock_seconds() - t0);
     slm_vocab_free(&v);
     if (rc) slm_error_print(&e, "storylm vocab");
     return rc ? 1 : 0;

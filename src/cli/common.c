@@ -71,11 +71,4 @@ void cli_json_model(cJSON *j, const Model *m, const char *path) { slm_view_json_
 
 void cli_json_stories(cJSON *j, const char *path, const Stories *s) { slm_view_json_stories(j, path, s); }
 
-int cli_json_print(cJSON *j, Error *e) {
-    char *text = j ? cJSON_Print(j) : NULL;
-    cJSON_Delete(j);
-    if (!text) return FAIL(e, "free some memory and try again", "out of memory printing JSON");
-    printf("%s\n", text);
-    free(text);
-    return 0;
-}
+int cli_json_print(cJSON *j, Error *e) { return slm_report_json_write(j, stdout, false, e); }

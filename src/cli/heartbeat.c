@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "storylm/clock.h"
 #include "storylm/parse.h"
 
 #define HEARTBEAT_MS 10000
@@ -18,11 +19,7 @@ static long long interval_ms(void) {
     return v && slm_parse_double(v, 0.01, 3600, &s) == PARSE_OK ? (long long)(s * 1000) : HEARTBEAT_MS;
 }
 
-static long long now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+static long long now_ms(void) { return (long long)(slm_clock_seconds() * 1000.0); }
 
 static void *beat_loop(void *arg) {
     Heartbeat *h = arg;

@@ -19,13 +19,7 @@ int probe_emit(const Report *r, const ProbeOptions *o, Error *e) {
         slm_report_print(r, stdout);
         return 0;
     }
-    cJSON *j = slm_report_json(r);
-    char *s = j ? cJSON_Print(j) : NULL;
-    cJSON_Delete(j);
-    if (!s) return FAIL(e, NULL, "out of memory printing JSON");
-    printf("%s\n", s);
-    free(s);
-    return 0;
+    return slm_report_json_write(slm_report_json(r), stdout, false, e);
 }
 
 int probe_refuse_ablation(const Command *cmd, int argc, char **argv, const char *why) {

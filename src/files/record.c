@@ -22,10 +22,10 @@ int slm_record_of_file(StoriesRecord *r, const char *path, Error *e) {
     *r = (StoriesRecord){0};
     FileMap m;
     if (slm_file_map(&m, path, e)) return -1;
-    uint64_t basis = slm_hash64(NULL, 0, 0), h = basis;
+    uint64_t h = SLM_HASH64_BASIS;
     for (size_t at = 0; at < m.len; at += RECORD_CHUNK) {
         size_t n = m.len - at < RECORD_CHUNK ? m.len - at : RECORD_CHUNK;
-        h = slm_hash64(m.data + at, n, h ^ basis); /* seeded with h ^ basis, slm_hash64 goes on from h */
+        h = slm_hash64_more(h, m.data + at, n);
         slm_file_map_drop(&m, at, at + n);
     }
     *r = (StoriesRecord){.bytes = m.len, .fnv1a64 = h, .has_sums = true};

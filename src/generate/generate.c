@@ -264,8 +264,6 @@ void slm_generator_batch_free(GeneratorBatch *g) {
     *g = (GeneratorBatch){0};
 }
 
-void slm_generator_batch_reset(GeneratorBatch *g, int s) { g->pos[s] = 0; }
-
 void slm_generator_batch_copy(GeneratorBatch *g, int from, int to) {
     if (g->tf) {
         slm_tf_generator_copy(g, from, to);
@@ -513,8 +511,6 @@ int slm_generator_init(Generator *g, const Model *m, const Ablation *ablation, E
 }
 
 void slm_generator_free(Generator *g) { slm_generator_batch_free(&g->batch); }
-
-void slm_generator_reset(Generator *g) { slm_generator_batch_reset(&g->batch, 0); }
 
 const float *slm_generator_feed(Generator *g, int32_t token) {
     static const int first = 0; /* constant: the batch's only sample */

@@ -11,10 +11,15 @@
  * remainder loops. Work is split by head: a head's gradients are written by
  * one thread only, so sums never race and results do not depend on the
  * thread count. */
+#include "storylm/attention.h"
+
 #include <math.h>
 #include <string.h>
 
-#include "storylm/model.h"
+#include "storylm/dropout.h"
+#include "storylm/layers.h"
+#include "storylm/model_params.h"
+#include "storylm/score.h"
 
 /* Contract a*b+c into FMA instructions (ISO C mode leaves them apart). */
 #if defined(__GNUC__) && !defined(__clang__)
@@ -400,4 +405,39 @@ void slm_attention_backward(const ModelConfig *c, const float *qkv, int ld, cons
             memset(r.d_kv, 0, (size_t)(ld / 8) * block_size(c) * sizeof(float));
         unpack_head_grads(c, &r, h, d_qkv);
     }
+}
+
+/* ---- the layout of qkv ---------------------------------------------------- */
+
+int slm_qkv_rows(const ModelConfig *c) { return c->n_heads * (2 * c->key_dim + c->value_dim); }
+
+/* Row stride of qkv for N positions: N in whole blocks of 8 (attention packs
+ * whole blocks), plus 8 floats so that rows read together never sit a
+ * multiple of 4 KiB apart (they would evict each other from the same cache sets). */
+int slm_qkv_stride(int N) { return (N + 7) / 8 * 8 + 8; }
+
+void slm_pack_qkv(const float *query, const float *key, const float *value, int H, int D, int kd, int vd,
+                  float *qkv_w) {
+    for (int h = 0; h < H; h++)
+        for (int r = 0; r < D; r++) {
+            for (int i = 0; i < kd; i++) {
+                qkv_w[(size_t)(h * kd + i) * D + r] = query[((size_t)h * D + r) * kd + i];
+                qkv_w[(size_t)((H + h) * kd + i) * D + r] = key[((size_t)h * D + r) * kd + i];
+            }
+            for (int i = 0; i < vd; i++)
+                qkv_w[(size_t)(2 * H * kd + h * vd + i) * D + r] = value[((size_t)h * D + r) * vd + i];
+        }
+}
+
+void slm_unpack_qkv_grads(const float *d_qkv_w, int H, int D, int kd, int vd, float *d_query, float *d_key,
+                          float *d_value) {
+    for (int h = 0; h < H; h++)
+        for (int r = 0; r < D; r++) {
+            for (int i = 0; i < kd; i++) {
+                d_query[((size_t)h * D + r) * kd + i] += d_qkv_w[(size_t)(h * kd + i) * D + r];
+                d_key[((size_t)h * D + r) * kd + i] += d_qkv_w[(size_t)((H + h) * kd + i) * D + r];
+            }
+            for (int i = 0; i < vd; i++)
+                d_value[((size_t)h * D + r) * vd + i] += d_qkv_w[(size_t)(2 * H * kd + h * vd + i) * D + r];
+        }
 }

@@ -9,13 +9,12 @@
  * instruction adds the odd product, then the even one, each rounded to FP32
  * (bf16 x bf16 is exact in FP32), denormals flushed to zero: the emulation
  * below does the same. */
+#include "storylm/bf16.h"
+
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "storylm/bf16.h"
-#include "storylm/layers.h"
 
 #define BF16_TARGET __attribute__((target("avx512f,avx512bf16")))
 #include <immintrin.h>
@@ -239,12 +238,4 @@ void slm_matmul_bf16_emulated(int trans_a, int trans_b, int M, int N, int K, con
             float *c = &C[(size_t)m * ldc + n];
             *c = beta != 0.0f ? *c + acc : acc;
         }
-}
-
-void slm_matmul_at(Precision p, int trans_a, int trans_b, int M, int N, int K, const float *A, int lda, const float *B,
-                   int ldb, float beta, float *C, int ldc) {
-    if (p == PRECISION_BF16)
-        slm_matmul_bf16(trans_a, trans_b, M, N, K, A, lda, B, ldb, beta, C, ldc);
-    else
-        slm_matmul(trans_a, trans_b, M, N, K, A, lda, B, ldb, beta, C, ldc);
 }

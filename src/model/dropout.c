@@ -4,8 +4,11 @@
 #include <math.h>
 #include <string.h>
 
-#include "storylm/model.h"
+#include "storylm/layers.h"
+#include "storylm/model_params.h"
+#include "storylm/position.h"
 #include "storylm/rng.h"
+#include "storylm/score.h" /* VariantScratch */
 
 uint64_t slm_dropout_story_key(uint64_t seed, int64_t step, int slot) {
     uint64_t x = seed * 0xD1B54A32D192ED03ULL ^ (uint64_t)step;

@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "storylm/model.h"
+#include "storylm/activations.h"
+#include "storylm/model_params.h"
+#include "storylm/position.h"
 
 /* One hook point: its name (%d: the layer), whether a hook may change it,
  * and its shape for a run of T positions. */

@@ -11,14 +11,14 @@
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("vect-cost-model=dynamic", "fp-contract=fast")
 #endif
+#include "storylm/layers.h"
+
 #include <cblas.h>
 #include <float.h>
 #include <math.h>
+#include <stdlib.h>
 #include <omp.h>
 #include <string.h>
-
-#include "storylm/layers.h"
-#include "storylm/model.h"
 
 /* exp for x <= 88 (Cephes' polynomial, about 1 ulp), written so that loops
  * over it vectorize: the softmaxes over 2,000 logits and 256 keys spend most
@@ -165,6 +165,24 @@ void slm_column_sums(const float *A, int rows, int cols, int lda, const float *o
     for (int i = 0; i < nb; i++) column_sums_block(A, rows, cols, lda, ones, sums, i);
 }
 
+/* slm_matmul or slm_matmul_bf16 (bf16.c), by p. */
+void slm_matmul_at(Precision p, int trans_a, int trans_b, int M, int N, int K, const float *A, int lda, const float *B,
+                   int ldb, float beta, float *C, int ldc) {
+    if (p == PRECISION_BF16)
+        slm_matmul_bf16(trans_a, trans_b, M, N, K, A, lda, B, ldb, beta, C, ldc);
+    else
+        slm_matmul(trans_a, trans_b, M, N, K, A, lda, B, ldb, beta, C, ldc);
+}
+
+/* n floats from a 64-byte boundary: a vector register's loads and stores
+ * at whole-register offsets then never straddle two cache lines. */
+float *slm_alloc_floats(size_t n, Error *e) {
+    size_t bytes = (n * sizeof(float) + 63) / 64 * 64;
+    float *p = aligned_alloc(64, bytes ? bytes : 64);
+    if (!p) FAIL(e, "free some memory or use a smaller --max-positions", "out of memory allocating %zu bytes", bytes);
+    return p;
+}
+
 /* ---- embedding: token ids -> rows ---------------------------------------- */
 
 /* tokens (n) -> rows (n, D), row stride ld */
@@ -210,11 +228,7 @@ void slm_window_backward(float *d_embedding, const Batch *b, int C, int D, const
 
 /* ---- dense + tanh: the hidden layer -------------------------------------- */
 
-/* x (n, in) -> y (n, out) = tanh(x W^T + bias); W (out, in) */
-void slm_dense_tanh_forward(const float *W, const float *bias, const float *x, int n, int in, int out, float *y) {
-    slm_dense_tanh_forward_at(PRECISION_FP32, W, bias, x, n, in, out, y);
-}
-
+/* x (n, in) -> y (n, out) = tanh(x W^T + bias); W (out, in); products at prec */
 void slm_dense_tanh_forward_at(Precision prec, const float *W, const float *bias, const float *x, int n, int in,
                                int out, float *y) {
     slm_matmul_at(prec, 0, 1, n, out, in, x, in, W, in, 0.0f, y, out);
@@ -227,12 +241,7 @@ void slm_dense_tanh_forward_at(Precision prec, const float *W, const float *bias
 }
 
 /* d_y (n, out) -> d_pre = d_y (1 - y^2) in place; dW (out, in) += d_pre^T x;
- * d_bias (out) += column sums; d_x (n, in) = d_pre W */
-void slm_dense_tanh_backward(const float *W, const float *x, const float *y, float *d_y, int n, int in, int out,
-                             float *dW, float *d_bias, float *d_x, const float *ones) {
-    slm_dense_tanh_backward_at(PRECISION_FP32, W, x, y, d_y, n, in, out, dW, d_bias, d_x, ones);
-}
-
+ * d_bias (out) += column sums; d_x (n, in) = d_pre W; products at prec */
 void slm_dense_tanh_backward_at(Precision prec, const float *W, const float *x, const float *y, float *d_y, int n,
                                 int in, int out, float *dW, float *d_bias, float *d_x, const float *ones) {
     size_t total = (size_t)n * out;

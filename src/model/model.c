@@ -1,6 +1,8 @@
-/* The model's orchestration: init, batches, activations, and the forward and
- * backward passes that chain the layers of src/model/layers.c and src/model/attention.c.
+/* The model's orchestration: init by architecture, the initial values, and
+ * the forward and backward passes that chain the layers of src/model/layers.c and src/model/attention.c.
  * See include/storylm/model.h for the network and the layouts. */
+#include "storylm/model.h"
+
 #include <cblas.h>
 #include <math.h>
 #include <omp.h>
@@ -8,21 +10,7 @@
 #include <string.h>
 
 #include "storylm/hooks.h"
-#include "storylm/model.h"
 #include "storylm/rng.h"
-
-int slm_model_hidden_input_dim(const ModelConfig *c) {
-    return c->arch == ARCH_ATTENTION ? c->row_dim + slm_model_layers(c) * c->n_heads * c->value_dim
-                                     : c->context * c->row_dim;
-}
-
-/* Rows of the stacked query, key and value weights: H*(2*kd + vd), 256 at the real sizes. */
-static int qkv_rows(const ModelConfig *c) { return c->n_heads * (2 * c->key_dim + c->value_dim); }
-
-/* Row stride of qkv for N positions: N in whole blocks of 8 (attention packs
- * whole blocks), plus 8 floats so that rows read together never sit a
- * multiple of 4 KiB apart (they would evict each other from the same cache sets). */
-int slm_qkv_stride(int N) { return (N + 7) / 8 * 8 + 8; }
 
 void slm_model_threads_setup(int n_threads) {
     if (n_threads > 0) omp_set_num_threads(n_threads);
@@ -30,6 +18,55 @@ void slm_model_threads_setup(int n_threads) {
 }
 
 /* ---- init ---------------------------------------------------------------- */
+
+ModelConfig slm_model_config_default(Arch arch, int vocab_size) {
+    if (arch == ARCH_TRANSFORMER) return slm_transformer_config_default(vocab_size);
+    return (ModelConfig){.arch = arch,
+                         .vocab_size = vocab_size,
+                         .row_dim = 32,
+                         .n_heads = 8,
+                         .key_dim = 8,
+                         .value_dim = 16,
+                         .window = 256,
+                         .hidden_dim = 128,
+                         .context = 8,
+                         .n_layers = 1};
+}
+
+/* The table for cfg (and n_params), without allocating: the transformer's
+ * (transformer_params.c) or the attention network's and window8's
+ * (model_params.c). */
+static void layout(Model *m, const ModelConfig *cfg) {
+    m->cfg = *cfg;
+    m->n_params = 0;
+    m->n_tensors = 0;
+    if (cfg->arch == ARCH_TRANSFORMER)
+        slm_transformer_layout(m);
+    else
+        slm_model_layout(m);
+}
+
+size_t slm_model_param_count(const ModelConfig *cfg) {
+    Model m = {0};
+    layout(&m, cfg);
+    return m.n_params;
+}
+
+int slm_model_init(Model *m, const ModelConfig *cfg, Error *e) {
+    *m = (Model){0};
+    if (cfg->arch == ARCH_TRANSFORMER ? slm_transformer_check_config(cfg, e) : slm_model_check_config(cfg, e))
+        return -1;
+    layout(m, cfg);
+    m->params = xcalloc(m->n_params, sizeof(float), e);
+    if (!m->params) return -1;
+    slm_model_bind_views(m);
+    return 0;
+}
+
+void slm_model_free(Model *m) {
+    free(m->params);
+    *m = (Model){0};
+}
 
 static void fill_normal(Rng *r, float *x, size_t n, double std) {
     for (size_t i = 0; i < n; i++) x[i] = (float)(slm_rng_normal(r) * std);
@@ -110,175 +147,6 @@ void slm_model_randomize(Model *m, uint64_t seed) {
     for (int l = 1; l < slm_model_layers(c); l++) randomize_layer(m, l, seed);
 }
 
-/* ---- batches --------------------------------------------------------------- */
-
-int slm_batch_init(Batch *b, int max_tokens, int max_stories, Error *e) {
-    *b = (Batch){.max_tokens = max_tokens, .max_stories = max_stories};
-    if (max_tokens < 1 || max_stories < 1)
-        return FAIL(e, NULL, "a batch needs room for at least one token and one story (got %d, %d)", max_tokens,
-                    max_stories);
-    b->tokens = xmalloc((size_t)max_tokens * sizeof(int32_t), e);
-    b->starts = xcalloc((size_t)max_stories + 1, sizeof(int), e);
-    b->piece = xcalloc((size_t)max_stories, sizeof *b->piece, e);
-    if (!b->tokens || !b->starts || !b->piece) {
-        slm_batch_free(b);
-        return -1;
-    }
-    return 0;
-}
-
-void slm_batch_free(Batch *b) {
-    free(b->tokens);
-    free(b->starts);
-    free(b->piece);
-    *b = (Batch){0};
-}
-
-void slm_batch_clear(Batch *b) {
-    b->n_stories = 0;
-    b->n_tokens = 0;
-}
-
-int slm_batch_add(Batch *b, const int32_t *ids, int len, Error *e) {
-    return slm_batch_add_piece(b, ids, len, (BatchPiece){.context = 0, .offset = 0, .next = -1}, e);
-}
-
-int slm_batch_add_piece(Batch *b, const int32_t *ids, int len, BatchPiece piece, Error *e) {
-    if (len < 1) return FAIL(e, NULL, "cannot add a story of %d tokens to a batch", len);
-    if (piece.context < 0 || piece.context >= len)
-        return FAIL(e, NULL, "a piece of %d tokens cannot begin with %d of context", len, piece.context);
-    if (b->n_stories >= b->max_stories || len > b->max_tokens - b->n_tokens)
-        return FAIL(e, "make the batch larger or put fewer stories in it",
-                    "a story of %d tokens does not fit in the batch (%d of %d tokens, %d of %d stories used)", len,
-                    b->n_tokens, b->max_tokens, b->n_stories, b->max_stories);
-    memcpy(b->tokens + b->n_tokens, ids, (size_t)len * sizeof(int32_t));
-    b->n_tokens += len;
-    b->piece[b->n_stories] = piece;
-    b->starts[++b->n_stories] = b->n_tokens;
-    return 0;
-}
-
-/* ---- activations ------------------------------------------------------------ */
-
-/* n floats from a 64-byte boundary: a vector register's loads and stores
- * at whole-register offsets then never straddle two cache lines. */
-float *slm_alloc_floats(size_t n, Error *e) {
-    size_t bytes = (n * sizeof(float) + 63) / 64 * 64;
-    float *p = aligned_alloc(64, bytes ? bytes : 64);
-    if (!p) FAIL(e, "free some memory or use a smaller --max-positions", "out of memory allocating %zu bytes", bytes);
-    return p;
-}
-
-/* Layer l's own buffers (qkv, att, packed weights, kv, dist, lse, variant);
- * the backward's scratch of layer 0's attention is shared by every layer. */
-static int layer_activations_init(Activations *a, const ModelConfig *cfg, int l, Error *e) {
-    size_t QKV = (size_t)qkv_rows(cfg), N = (size_t)a->max_positions;
-    size_t Din = (size_t)cfg->row_dim + (l > 0 ? (size_t)cfg->n_heads * cfg->value_dim : 0);
-    size_t LD = (size_t)slm_qkv_stride(a->max_positions),
-           HS = (size_t)cfg->n_heads * slm_attention_row_stride(cfg->window);
-    size_t KV = (size_t)cfg->n_heads * LD * (cfg->key_dim + cfg->value_dim);
-    LayerActivations *la = &a->layer[l];
-    AttentionScratch *s = &la->scratch;
-    int ok = (la->qkv = slm_alloc_floats(QKV * LD, e)) && (la->att = slm_alloc_floats(HS * N, e)) &&
-             (la->qkv_w = slm_alloc_floats(QKV * Din, e)) && (s->kv = slm_alloc_floats(KV, e)) &&
-             (s->dist = slm_alloc_floats(HS, e)) && (s->lse = slm_alloc_floats((size_t)cfg->n_heads * LD, e)) &&
-             (s->variant = slm_variant_scratch_new(cfg, a->max_positions, (int)LD, e));
-    if (!ok) return -1;
-    s->head_base = l * cfg->n_heads;
-    if (l == 0)
-        return (a->d_qkv = slm_alloc_floats(QKV * LD, e)) && (s->d_kv = slm_alloc_floats(KV, e)) &&
-                       (s->d_dist = slm_alloc_floats(HS, e)) && (s->w = slm_alloc_floats(HS, e)) &&
-                       (s->ds = slm_alloc_floats(HS, e)) && (s->dw = slm_alloc_floats(HS, e))
-                   ? 0
-                   : -1;
-    const AttentionScratch *first = &a->layer[0].scratch;
-    s->d_kv = first->d_kv, s->d_dist = first->d_dist, s->w = first->w, s->ds = first->ds, s->dw = first->dw;
-    return 0;
-}
-
-int slm_activations_init(Activations *a, const ModelConfig *cfg, int max_positions, Error *e) {
-    if (cfg->arch == ARCH_TRANSFORMER) return slm_transformer_activations_init(a, cfg, max_positions, e);
-    *a = (Activations){.cfg = *cfg, .max_positions = max_positions};
-    if (max_positions < 1) return FAIL(e, NULL, "activations need at least one position (got %d)", max_positions);
-    if (cfg->key_dim > STORYLM_MAX_HEAD_DIM || cfg->value_dim > STORYLM_MAX_HEAD_DIM || cfg->n_heads > 32)
-        return FAIL(e, NULL, "heads of %d query and %d value numbers (%d heads) are more than the passes take",
-                    cfg->key_dim, cfg->value_dim, cfg->n_heads);
-    size_t N = (size_t)max_positions, Z = (size_t)slm_model_hidden_input_dim(cfg), Hd = (size_t)cfg->hidden_dim;
-    int ok = (a->z = slm_alloc_floats(N * Z, e)) && (a->d_z = slm_alloc_floats(N * Z, e)) &&
-             (a->hidden = slm_alloc_floats(N * Hd, e)) && (a->d_hidden = slm_alloc_floats(N * Hd, e)) &&
-             (a->logits = slm_alloc_floats(N * cfg->vocab_size, e)) && (a->lse = slm_alloc_floats(N, e)) &&
-             (a->loss = slm_alloc_floats(N, e)) && (a->target = xmalloc(N * sizeof(int32_t), e)) &&
-             (a->correct = xmalloc(N, e)) && (a->first_key = xmalloc(N * sizeof(int), e)) &&
-             (a->ones = slm_alloc_floats(N, e)) && (a->drop_keys = xmalloc(N * sizeof(uint64_t), e));
-    int layers = slm_model_layers(cfg);
-    if (ok && cfg->arch == ARCH_ATTENTION) {
-        size_t Din = (size_t)cfg->row_dim + (layers > 1 ? (size_t)cfg->n_heads * cfg->value_dim : 0);
-        ok = (a->d_qkv_w = slm_alloc_floats((size_t)qkv_rows(cfg) * Din, e)) != NULL;
-        for (int l = 0; ok && l < layers; l++) ok = layer_activations_init(a, cfg, l, e) == 0;
-        if (ok && layers > 1) ok = (a->z_kept = slm_alloc_floats(N * Z, e)) != NULL;
-    }
-    if (!ok) {
-        slm_activations_free(a);
-        return -1;
-    }
-    for (size_t p = 0; p < N; p++) a->ones[p] = 1.0f;
-    return 0;
-}
-
-void slm_activations_free(Activations *a) {
-    if (a->tf) {
-        slm_transformer_activations_free(a);
-        return;
-    }
-    for (int l = 0; l < STORYLM_MAX_LAYERS; l++) {
-        LayerActivations *la = &a->layer[l];
-        slm_variant_scratch_free(la->scratch.variant);
-        free(la->qkv);
-        free(la->att);
-        free(la->qkv_w);
-        free(la->scratch.kv);
-        free(la->scratch.dist);
-        free(la->scratch.lse);
-    }
-    const AttentionScratch *s = &a->layer[0].scratch; /* the shared backward scratch */
-    void *bufs[] = {a->z,      a->d_z,     a->hidden,    a->d_hidden,  a->logits, a->lse,     a->loss,
-                    a->target, a->correct, a->first_key, a->ones,      a->d_qkv,  a->d_qkv_w, s->d_kv,
-                    s->d_dist, s->w,       s->ds,        a->drop_keys, s->dw,     a->z_kept};
-    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
-    *a = (Activations){0};
-}
-
-/* Layer l's attention weights (H, N, S) and q, k, v (QKV, ld): the attention
- * network's layer, or the transformer's block. */
-static const float *layer_att(const Activations *a, int l) { return a->tf ? a->tf->layer[l].att : a->layer[l].att; }
-static const float *layer_qkv(const Activations *a, int l) { return a->tf ? a->tf->layer[l].qkv : a->layer[l].qkv; }
-
-const float *slm_activations_attention(const Activations *a, int g, int p, int *first_key, int *n_keys) {
-    int S = slm_attention_row_stride(a->cfg.window), H = a->cfg.n_heads;
-    if (first_key) *first_key = a->first_key[p];
-    if (n_keys) *n_keys = p - a->first_key[p] + 1;
-    return layer_att(a, g / H) + ((size_t)(g % H) * a->n_positions + p) * S + a->first_key[p] % 8;
-}
-
-void slm_activations_qkv(const Activations *a, int g, int p, float *query, float *key, float *value) {
-    const ModelConfig *c = &a->cfg;
-    size_t N = (size_t)a->qkv_ld, kd = (size_t)c->key_dim, vd = (size_t)c->value_dim;
-    int h = g % c->n_heads;
-    const float *qkv = layer_qkv(a, g / c->n_heads);
-    const float *q = qkv + h * kd * N, *k = qkv + (c->n_heads + h) * kd * N;
-    const float *v = qkv + (2 * c->n_heads * kd + h * vd) * N;
-    for (size_t i = 0; i < kd; i++) {
-        if (query) query[i] = q[i * N + p];
-        if (key) key[i] = k[i * N + p];
-    }
-    for (size_t i = 0; value && i < vd; i++) value[i] = v[i * N + p];
-}
-
-const float *slm_activations_head_output(const Activations *a, int g, int p) {
-    const ModelConfig *c = &a->cfg;
-    return a->z + (size_t)p * slm_model_hidden_input_dim(c) + c->row_dim + (size_t)g * c->value_dim;
-}
-
 /* ---- forward ------------------------------------------------------------------ */
 
 static int same_config(const ModelConfig *x, const ModelConfig *y) {
@@ -314,21 +182,6 @@ static int check_forward(const Model *m, const Activations *a, const Batch *b, c
     return check_ablation(&m->cfg, ab, e);
 }
 
-int slm_batch_positions(const Batch *b, int W, int32_t *target, int *first_key, int *story_pos) {
-    int n_predicted = 0;
-    for (int i = 0; i < b->n_stories; i++) {
-        int start = b->starts[i], end = b->starts[i + 1];
-        const BatchPiece *piece = &b->piece[i];
-        for (int p = start; p < end; p++) {
-            target[p] = p < start + piece->context ? -1 : p + 1 < end ? b->tokens[p + 1] : piece->next;
-            first_key[p] = p - (W - 1) > start ? p - (W - 1) : start;
-            n_predicted += target[p] >= 0;
-            if (story_pos) story_pos[p] = piece->offset + (p - start); /* --pos: the place in the whole story */
-        }
-    }
-    return n_predicted;
-}
-
 /* Per position: target, first key and place in the story (slm_batch_positions). */
 static void prepare_positions(Activations *a, const Batch *b) {
     int *story_pos = a->layer[0].scratch.variant ? a->layer[0].scratch.variant->story_pos : NULL;
@@ -337,32 +190,6 @@ static void prepare_positions(Activations *a, const Batch *b) {
     a->qkv_ld = slm_qkv_stride(b->n_tokens);
     for (int l = 1; story_pos && l < slm_model_layers(&a->cfg); l++) /* every layer's variant reads them */
         memcpy(a->layer[l].scratch.variant->story_pos, story_pos, (size_t)b->n_tokens * sizeof(int));
-}
-
-void slm_pack_qkv(const float *query, const float *key, const float *value, int H, int D, int kd, int vd,
-                  float *qkv_w) {
-    for (int h = 0; h < H; h++)
-        for (int r = 0; r < D; r++) {
-            for (int i = 0; i < kd; i++) {
-                qkv_w[(size_t)(h * kd + i) * D + r] = query[((size_t)h * D + r) * kd + i];
-                qkv_w[(size_t)((H + h) * kd + i) * D + r] = key[((size_t)h * D + r) * kd + i];
-            }
-            for (int i = 0; i < vd; i++)
-                qkv_w[(size_t)(2 * H * kd + h * vd + i) * D + r] = value[((size_t)h * D + r) * vd + i];
-        }
-}
-
-void slm_unpack_qkv_grads(const float *d_qkv_w, int H, int D, int kd, int vd, float *d_query, float *d_key,
-                          float *d_value) {
-    for (int h = 0; h < H; h++)
-        for (int r = 0; r < D; r++) {
-            for (int i = 0; i < kd; i++) {
-                d_query[((size_t)h * D + r) * kd + i] += d_qkv_w[(size_t)(h * kd + i) * D + r];
-                d_key[((size_t)h * D + r) * kd + i] += d_qkv_w[(size_t)((H + h) * kd + i) * D + r];
-            }
-            for (int i = 0; i < vd; i++)
-                d_value[((size_t)h * D + r) * vd + i] += d_qkv_w[(size_t)(2 * H * kd + h * vd + i) * D + r];
-        }
 }
 
 /* A layer's view (slm_model_layer_view) -> its qkv_w (QKV, D): D is the layer's input width. */
@@ -403,7 +230,7 @@ static int heads_column(const ModelConfig *c, int l) { return c->row_dim + l * c
 static void layer_forward(const Model *lm, Activations *a, int l, int keep_weights) {
     const ModelConfig *c = &a->cfg;
     int N = a->n_positions, Z = slm_model_hidden_input_dim(c), D = c->row_dim, Din = lm->cfg.row_dim;
-    int HV = c->n_heads * c->value_dim, QKV = qkv_rows(c);
+    int HV = c->n_heads * c->value_dim, QKV = slm_qkv_rows(c);
     LayerActivations *la = &a->layer[l];
     VariantScratch *v = la->scratch.variant;
     pack_qkv_weights(lm, la->qkv_w);
@@ -516,7 +343,7 @@ static float *grad_of(const Model *m, float *grads, const float *param) { return
 static void layer_backward(const Model *lm, Activations *a, int l, float *grads) {
     const ModelConfig *c = &a->cfg;
     int N = a->n_positions, Z = slm_model_hidden_input_dim(c), D = c->row_dim, Din = lm->cfg.row_dim;
-    int H = c->n_heads, HV = H * c->value_dim, QKV = qkv_rows(c);
+    int H = c->n_heads, HV = H * c->value_dim, QKV = slm_qkv_rows(c);
     LayerActivations *la = &a->layer[l];
     VariantScratch *v = la->scratch.variant;
     uint32_t skip = (uint32_t)((uint64_t)a->ablation.heads >> (l * H)) & (uint32_t)((1ULL << H) - 1);

@@ -1,24 +1,9 @@
-/* The model's parameter table: one buffer, named views. The optimizer, the
- * checkpoint code, the gradient checks and `info` all walk this table. */
+/* The model's parameters and their views: see include/storylm/model_params.h. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "storylm/model.h"
-
-ModelConfig slm_model_config_default(Arch arch, int vocab_size) {
-    if (arch == ARCH_TRANSFORMER) return slm_transformer_config_default(vocab_size);
-    return (ModelConfig){.arch = arch,
-                         .vocab_size = vocab_size,
-                         .row_dim = 32,
-                         .n_heads = 8,
-                         .key_dim = 8,
-                         .value_dim = 16,
-                         .window = 256,
-                         .hidden_dim = 128,
-                         .context = 8,
-                         .n_layers = 1};
-}
+#include "storylm/model_params.h"
 
 int slm_model_layers(const ModelConfig *c) {
     return (c->arch == ARCH_ATTENTION || c->arch == ARCH_TRANSFORMER) && c->n_layers > 1 ? c->n_layers : 1;
@@ -131,31 +116,8 @@ static void layout_layer(Model *m, const ModelConfig *c, int l) {
     }
 }
 
-/* Fills the table (and n_params) for cfg without allocating. */
-static void layout(Model *m, const ModelConfig *c) {
-    m->cfg = *c;
-    m->n_params = 0;
-    m->n_tensors = 0;
-    if (c->arch == ARCH_TRANSFORMER) {
-        slm_transformer_layout(m);
-        return;
-    }
-    add_tensor(m, "embedding", 2, c->vocab_size, c->row_dim, 0);
-    for (int l = 0; c->arch == ARCH_ATTENTION && l < slm_model_layers(c); l++) layout_layer(m, c, l);
-    add_tensor(m, "hidden.weight", 2, c->hidden_dim, slm_model_hidden_input_dim(c), 0);
-    add_tensor(m, "hidden.bias", 1, c->hidden_dim, 0, 0);
-    add_tensor(m, "output.weight", 2, c->vocab_size, c->hidden_dim, 0);
-    add_tensor(m, "output.bias", 1, c->vocab_size, 0, 0);
-}
-
 void slm_model_decay_mask(const Model *m, uint8_t *mask) {
     for (int i = 0; i < m->n_tensors; i++) memset(mask + m->tensors[i].offset, m->tensors[i].decay, m->tensors[i].size);
-}
-
-size_t slm_model_param_count(const ModelConfig *cfg) {
-    Model m = {0};
-    layout(&m, cfg);
-    return m.n_params;
 }
 
 const ParamTensor *slm_model_tensor(const Model *m, const char *name) {
@@ -183,25 +145,17 @@ void slm_model_layer_view(const Model *m, int l, Model *view) {
     view->distance = (float *)slm_model_param(view, "distance");
 }
 
-static float *view(Model *m, const char *name) {
-    const ParamTensor *t = slm_model_tensor(m, name);
-    return t ? m->params + t->offset : NULL;
+void slm_model_layout(Model *m) {
+    const ModelConfig *c = &m->cfg;
+    add_tensor(m, "embedding", 2, c->vocab_size, c->row_dim, 0);
+    for (int l = 0; c->arch == ARCH_ATTENTION && l < slm_model_layers(c); l++) layout_layer(m, c, l);
+    add_tensor(m, "hidden.weight", 2, c->hidden_dim, slm_model_hidden_input_dim(c), 0);
+    add_tensor(m, "hidden.bias", 1, c->hidden_dim, 0, 0);
+    add_tensor(m, "output.weight", 2, c->vocab_size, c->hidden_dim, 0);
+    add_tensor(m, "output.bias", 1, c->vocab_size, 0, 0);
 }
 
-/* The transformer's checks and views (its passes look their tensors up in
- * TfViews; embedding is W_E, which generation and the tokens' views read). */
-static int transformer_init(Model *m, const ModelConfig *cfg, Error *e) {
-    if (slm_transformer_check_config(cfg, e)) return -1;
-    layout(m, cfg);
-    m->params = xcalloc(m->n_params, sizeof(float), e);
-    if (!m->params) return -1;
-    m->embedding = view(m, "embed.W_E");
-    return 0;
-}
-
-int slm_model_init(Model *m, const ModelConfig *cfg, Error *e) {
-    *m = (Model){0};
-    if (cfg->arch == ARCH_TRANSFORMER) return transformer_init(m, cfg, e);
+int slm_model_check_config(const ModelConfig *cfg, Error *e) {
     if (cfg->vocab_size < 2 || cfg->row_dim < 1 || cfg->n_heads < 1 || cfg->key_dim < 1 || cfg->value_dim < 1 ||
         cfg->window < 1 || cfg->hidden_dim < 1 || cfg->context < 1)
         return FAIL(e, NULL, "invalid model sizes");
@@ -216,22 +170,32 @@ int slm_model_init(Model *m, const ModelConfig *cfg, Error *e) {
         return FAIL(e, "use fewer heads or layers",
                     "%d layers of %d heads are more than the 32 heads an ablation names", slm_model_layers(cfg),
                     cfg->n_heads);
-    layout(m, cfg);
-    m->params = xcalloc(m->n_params, sizeof(float), e);
-    if (!m->params) return -1;
-    m->embedding = view(m, "embedding");
-    m->query = view(m, "query");
-    m->key = view(m, "key");
-    m->value = view(m, "value");
-    m->distance = view(m, "distance");
-    m->hidden_w = view(m, "hidden.weight");
-    m->hidden_b = view(m, "hidden.bias");
-    m->output_w = view(m, "output.weight");
-    m->output_b = view(m, "output.bias");
     return 0;
 }
 
-void slm_model_free(Model *m) {
-    free(m->params);
-    *m = (Model){0};
+const float *slm_model_param(const Model *m, const char *name) {
+    const ParamTensor *t = slm_model_tensor(m, name);
+    return t ? m->params + t->offset : NULL;
+}
+
+float *slm_model_grad(const Model *m, float *grads, const char *name) {
+    const ParamTensor *t = slm_model_tensor(m, name);
+    return t && grads ? grads + t->offset : NULL;
+}
+
+void slm_model_bind_views(Model *m) {
+    if (m->cfg.arch == ARCH_TRANSFORMER) { /* its passes look their tensors up in TfViews */
+        m->embedding = (float *)slm_model_param(m, "embed.W_E");
+        return;
+    }
+    const char *names[] = {"embedding",     "query",       "key",           "value",      "distance",
+                           "hidden.weight", "hidden.bias", "output.weight", "output.bias"};
+    float **views[] = {&m->embedding, &m->query,    &m->key,      &m->value,   &m->distance,
+                       &m->hidden_w,  &m->hidden_b, &m->output_w, &m->output_b};
+    for (int i = 0; i < 9; i++) *views[i] = (float *)slm_model_param(m, names[i]);
+}
+
+int slm_model_hidden_input_dim(const ModelConfig *c) {
+    return c->arch == ARCH_ATTENTION ? c->row_dim + slm_model_layers(c) * c->n_heads * c->value_dim
+                                     : c->context * c->row_dim;
 }

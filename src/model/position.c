@@ -6,7 +6,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "storylm/model.h"
+#include "storylm/model_params.h"
 
 static const char *const pos_names_list[POS_COUNT] = {"distance", "none",  "absolute", "sinusoidal",
                                                       "rope",     "alibi", "t5"};

@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "storylm/model.h"
+#include "storylm/layers.h"
+#include "storylm/model_params.h"
+#include "storylm/position.h"
 
 static const char *const score_names_list[SCORE_COUNT] = {"scaled-dot", "dot", "general", "additive"};
 
@@ -27,16 +29,6 @@ int slm_score_parse(const char *name, ScoreFn *score, Error *e) {
 
 float slm_score_scale(const ModelConfig *c) {
     return c->score == SCORE_SCALED_DOT ? 1.0f / sqrtf((float)c->key_dim) : 1.0f;
-}
-
-const float *slm_model_param(const Model *m, const char *name) {
-    const ParamTensor *t = slm_model_tensor(m, name);
-    return t ? m->params + t->offset : NULL;
-}
-
-float *slm_model_grad(const Model *m, float *grads, const char *name) {
-    const ParamTensor *t = slm_model_tensor(m, name);
-    return t && grads ? grads + t->offset : NULL;
 }
 
 /* ---- working memory ------------------------------------------------------------ */

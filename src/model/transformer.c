@@ -3,10 +3,16 @@
  * LN and unembedding). See include/storylm/transformer.h. Everything runs
  * on the calling thread's OpenMP team, every sum in a fixed order, so the
  * same batch gives the same bits. */
+#include "storylm/transformer.h"
+
 #include <stdlib.h>
 #include <string.h>
 
-#include "storylm/model.h"
+#include "storylm/attention.h"
+#include "storylm/batch.h"
+#include "storylm/layers.h"
+#include "storylm/model_params.h"
+#include "storylm/position.h"
 
 /* ---- activations ----------------------------------------------------------- */
 

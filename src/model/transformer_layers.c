@@ -2,10 +2,10 @@
  * LayerNorm, the MLP's activations and bias rows. The products are
  * layers.h's slm_matmul (OpenBLAS), the attention is attention.h's kernel.
  * Every sum runs over positions in order, so the bits do not depend on threads. */
+#include "storylm/transformer_layers.h"
+
 #include <math.h>
 #include <string.h>
-
-#include "storylm/model.h"
 
 /* ---- LayerNorm ------------------------------------------------------------ */
 

@@ -1,11 +1,13 @@
 /* The transformer's parameters: its config, its tensor table in
  * TransformerLens's names and shapes, the views the passes read, and its
  * initial values. See include/storylm/transformer.h. */
+#include "storylm/transformer_params.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "storylm/model.h"
+#include "storylm/model_params.h"
 #include "storylm/rng.h"
 
 static const char *const act_names[ACT_COUNT] = {"gelu", "gelu_new", "relu"};

@@ -1,6 +1,6 @@
 /* Attribution: gradient x activation and the exact effect of removing each
  * part of z at one position, and the surprisal of every token (see
- * slm_probe_attribute.h). */
+ * probe_attribute.h). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

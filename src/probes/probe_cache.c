@@ -1,5 +1,5 @@
 /* The activation cache: one story at a time through the network, every
- * activation copied into packed tensors (layouts in slm_probe_cache.h). */
+ * activation copied into packed tensors (layouts in probe_cache.h). */
 #include <stdlib.h>
 #include <string.h>
 

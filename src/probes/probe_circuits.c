@@ -1,5 +1,5 @@
 /* Circuits from the weights: each head's QK and OV circuits over the whole
- * vocabulary (see slm_probe_circuits.h for the formulas and the linearisation). */
+ * vocabulary (see probe_circuits.h for the formulas and the linearisation). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

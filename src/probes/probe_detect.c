@@ -1,6 +1,6 @@
 /* Head detectors: previous-token, duplicate-token and induction scores on
  * stories and on repeated random sequences, and the induction loss (see
- * slm_probe_detect.h for the definitions). */
+ * probe_detect.h for the definitions). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

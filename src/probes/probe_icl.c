@@ -1,5 +1,5 @@
 /* In-context learning: the loss by position over stories and the score, late
- * minus early (see slm_probe_icl.h). Works for both architectures. */
+ * minus early (see probe_icl.h). Works for both architectures. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

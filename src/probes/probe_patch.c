@@ -1,5 +1,5 @@
 /* Activation patching: pieces of a clean run put into a corrupt run, the
- * last position's logit difference measured again (see slm_probe_patch.h). The
+ * last position's logit difference measured again (see probe_patch.h). The
  * last position is evaluated in double from what it reads, so that every
  * patched run, and the two runs themselves, go through the same arithmetic. */
 #include <math.h>
@@ -130,8 +130,8 @@ typedef struct Patcher {
     const Model *m;
     const Ablation *ablation;
     LastReads clean, corrupt, work;
-    double *scores, *z, *hidden, *logits; /* (T), (Z), (128), (V) */
-    double *clean_hidden;                 /* (128) the clean run's hidden layer at the last position */
+    double *scores, *z, *hidden, *logits; /* (T), (Z), (Hd), (V) */
+    double *clean_hidden;                 /* (Hd) the clean run's hidden layer at the last position */
     int32_t answer, wrong;
 } Patcher;
 

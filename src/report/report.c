@@ -524,3 +524,12 @@ cJSON *slm_report_json(const Report *r) {
     }
     return j;
 }
+
+int slm_report_json_write(cJSON *j, FILE *out, bool one_line, Error *e) {
+    char *text = j ? (one_line ? cJSON_PrintUnformatted(j) : cJSON_Print(j)) : NULL;
+    cJSON_Delete(j);
+    if (!text) return FAIL(e, "free some memory and try again", "out of memory printing JSON");
+    fprintf(out, "%s\n", text);
+    free(text);
+    return 0;
+}

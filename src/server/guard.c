@@ -32,6 +32,7 @@
 #include <time.h>
 
 #include "server_internal.h"
+#include "storylm/clock.h"
 
 enum Phase { WAIT_HEADERS, WAIT_BODY, BUSY, CLOSING };
 
@@ -53,12 +54,6 @@ struct Guard {
     GuardStats stats;
     int trimmed; /* 1: memory handed back since the last request */
 };
-
-static double now_seconds(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + t.tv_nsec / 1e9;
-}
 
 /* Bytes the client sent that the server has not read yet. */
 static int unread_bytes(const GuardConn *c) {
@@ -138,7 +133,7 @@ static void add_conn(Guard *g, struct MHD_Connection *conn, void **socket_contex
     c->fd = info->connect_fd;
     address_of(conn, c);
     c->phase = WAIT_HEADERS;
-    c->since = now_seconds();
+    c->since = slm_clock_seconds();
     pthread_mutex_lock(&g->lock);
     if (g->n == g->cap) {
         int cap = g->cap ? 2 * g->cap : 64;
@@ -187,7 +182,7 @@ void guard_phase(Guard *g, struct MHD_Connection *conn, int phase) {
     pthread_mutex_lock(&g->lock);
     if (c->phase != CLOSING) {
         c->phase = phase == GUARD_BODY ? WAIT_BODY : phase == GUARD_BUSY ? BUSY : WAIT_HEADERS;
-        c->since = now_seconds();
+        c->since = slm_clock_seconds();
     }
     if (phase == GUARD_BUSY) g->trimmed = 0;
     pthread_mutex_unlock(&g->lock);
@@ -228,7 +223,7 @@ static void *watch(void *arg) {
         if (t.tv_nsec >= 1000000000) t.tv_sec++, t.tv_nsec -= 1000000000;
         pthread_cond_timedwait(&g->wake, &g->lock, &t);
         if (g->stopping) break;
-        close_late(g, now_seconds());
+        close_late(g, slm_clock_seconds());
         if (time_to_trim(g)) { /* not under the lock: connections come and go meanwhile */
             pthread_mutex_unlock(&g->lock);
             malloc_trim(0);

@@ -16,6 +16,7 @@
 
 #include "server_internal.h"
 #include "web_assets.h"
+#include "storylm/clock.h"
 
 /* One request's body, gathered over the calls libmicrohttpd makes. */
 typedef struct Body {
@@ -202,17 +203,12 @@ static enum MHD_Result dispatch(Server *s, struct MHD_Connection *conn, const ch
     /* one thread a request: the pool's threads are the parallelism (an
      * OpenMP team in each would oversubscribe the cores) */
     slm_model_threads_setup(s->o.compute_threads);
-    struct timespec t0, t1, c0, c1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
+    double t0 = slm_clock_seconds(), c0 = slm_clock_thread_cpu_seconds();
     api_handle(s, get ? "GET" : "POST", url, body, &r);
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double c1 = slm_clock_thread_cpu_seconds(), t1 = slm_clock_seconds();
     cJSON_Delete(body);
     char timing[96]; /* what the answer cost here (wall and CPU time), for scripts/serve_latency */
-    snprintf(timing, sizeof timing, "app;dur=%.3f, cpu;dur=%.3f",
-             (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6,
-             (c1.tv_sec - c0.tv_sec) * 1e3 + (c1.tv_nsec - c0.tv_nsec) / 1e6);
+    snprintf(timing, sizeof timing, "app;dur=%.3f, cpu;dur=%.3f", (t1 - t0) * 1e3, (c1 - c0) * 1e3);
     if (!r.response) r.timing = timing;
     return send_reply(conn, &r);
 }

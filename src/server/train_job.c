@@ -63,11 +63,11 @@ static void set_message(TrainJob *j, const char *state, const char *msg) {
  * slice at a time: a stop is heard, and the pages read go back behind. */
 static int map_hash(const FileMap *m, const volatile sig_atomic_t *stop, uint64_t *out, Error *e) {
     const size_t slice = (size_t)16 << 20;
-    uint64_t h = slm_hash64(NULL, 0, 0);
+    uint64_t h = SLM_HASH64_BASIS;
     for (size_t at = 0; at < m->len; at += slice) {
         if (*stop) return FAIL(e, "it was asked to stop", "stopped");
         size_t n = m->len - at < slice ? m->len - at : slice;
-        h = slm_hash64(m->data + at, n, h ^ slm_hash64(NULL, 0, 0)); /* goes on from h */
+        h = slm_hash64_more(h, m->data + at, n);
         slm_file_map_drop(m, at, at + n);
     }
     *out = h;

@@ -39,16 +39,11 @@ typedef struct CacheHeader {
 
 static const char CACHE_MAGIC[8] = {'s', 't', 'o', 'r', 'y', 'i', 'd', 's'};
 
-/* slm_hash64 goes on from a state h when seeded with h ^ basis. */
-static uint64_t hash_more(uint64_t h, const void *data, size_t len) {
-    return slm_hash64(data, len, h ^ slm_hash64(NULL, 0, 0));
-}
-
-/* hash_more over a map's bytes [from, to), giving the pages back behind. */
+/* slm_hash64_more over a map's bytes [from, to), giving the pages back behind. */
 static uint64_t hash_map(uint64_t h, const FileMap *m, size_t from, size_t to) {
     for (size_t at = from; at < to;) {
         size_t n = to - at < WINDOW ? to - at : WINDOW;
-        h = hash_more(h, m->data + at, n);
+        h = slm_hash64_more(h, m->data + at, n);
         slm_file_map_drop(m, at, at + n);
         at += n;
     }
@@ -166,7 +161,7 @@ static int body_valid(const FileMap *m, const CacheHeader *h, const Tokenizer *t
     int ok = 1;
     for (size_t at = from; at < ids_to; at += step) {
         size_t n = ids_to - at < step ? ids_to - at : step;
-        sum = hash_more(sum, m->data + at, n);
+        sum = slm_hash64_more(sum, m->data + at, n);
         for (size_t i = 0; i < n / h->id_bytes; i++) {
             int32_t id;
             if (h->id_bytes == 2)
@@ -178,7 +173,7 @@ static int body_valid(const FileMap *m, const CacheHeader *h, const Tokenizer *t
         slm_file_map_drop(m, at, at + n);
     }
     sum = hash_map(sum, m, ids_to, m->len - 8);
-    sum = hash_more(sum, m->data, sizeof *h);
+    sum = slm_hash64_more(sum, m->data, sizeof *h);
     memcpy(&stored, m->data + m->len - 8, 8);
     return ok && sum == stored;
 }
@@ -222,7 +217,7 @@ int slm_ids_cache_read(const char *path, uint64_t key, const Tokenizer *t, Stori
 
 /* fwrite that keeps the running checksum. */
 static int put(IdsWriter *w, uint64_t *sum, const void *data, size_t len, Error *e) {
-    *sum = hash_more(*sum, data, len);
+    *sum = slm_hash64_more(*sum, data, len);
     if (fwrite(data, 1, len, w->f) == len) return 0;
     return FAIL(e, "check free disk space where the cache lives ($STORYLM_CACHE)", "cannot write the token ids: %s",
                 strerror(errno));
@@ -312,7 +307,7 @@ static int write_tail(IdsWriter *w, uint64_t key, const Tokenizer *t, const Stor
     if (put(w, &w->body_sum, zeros, pad, e) || put(w, &w->body_sum, w->starts, (w->n_stories + 1) * 8, e) ||
         put(w, &w->body_sum, w->hashes, w->n_stories * 8, e))
         return -1;
-    uint64_t sum = hash_more(w->body_sum, h, sizeof *h), ignored = 0;
+    uint64_t sum = slm_hash64_more(w->body_sum, h, sizeof *h), ignored = 0;
     if (put(w, &ignored, &sum, 8, e)) return -1;
     if (fseek(w->f, 0, SEEK_SET) != 0 || put(w, &ignored, h, sizeof *h, e)) return -1;
     if (fflush(w->f) == 0) return 0;

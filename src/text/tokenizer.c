@@ -17,16 +17,10 @@
 
 /* ---- Hash table of pieces ---- */
 
-#define HASH_INIT 2166136261u
-#define HASH_MUL 16777619u
-
-static uint32_t hash_more(uint32_t h, const char *s, size_t n) {
-    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * HASH_MUL;
-    return h;
-}
-
-/* Final mixing, so that similar pieces spread over the table. */
-static uint32_t hash_done(uint32_t h) {
+/* Final mixing of slm_hash64's state (fileio.h), so that similar pieces
+ * spread over the table. */
+static uint32_t hash_done(uint64_t h64) {
+    uint32_t h = (uint32_t)(h64 ^ h64 >> 32);
     h ^= h >> 16;
     h *= 0x7FEB352Du;
     return h ^ (h >> 15);
@@ -34,7 +28,7 @@ static uint32_t hash_done(uint32_t h) {
 
 /* id of the piece prefix + s[0..n) (prefix is "" or "##"), or -1. */
 static int find_piece(const Tokenizer *t, const char *prefix, size_t np, const char *s, size_t n) {
-    uint32_t h = hash_done(hash_more(hash_more(HASH_INIT, prefix, np), s, n));
+    uint32_t h = hash_done(slm_hash64_more(slm_hash64(prefix, np, 0), s, n));
     int32_t id;
     for (HashProbe probe = hashmap_probe(&t->index, h); (id = hashmap_next(&t->index, &probe)) >= 0;) {
         const char *p = t->pieces[id];
@@ -64,7 +58,7 @@ static int add_piece(Tokenizer *t, int id, const char *what, Error *e) {
     if (old >= 0)
         return FAIL(e, "every piece may appear once; make the vocabulary again with storylm vocab STORIES",
                     "%s line %d: duplicate piece '%s' (already on line %d)", what, id + 1, p, old + 1);
-    if (slm_hashmap_add(&t->index, hash_done(hash_more(HASH_INIT, p, (size_t)n)), id, e)) return -1;
+    if (slm_hashmap_add(&t->index, hash_done(slm_hash64(p, (size_t)n, 0)), id, e)) return -1;
     if (n > t->max_piece_len) t->max_piece_len = n;
     return 0;
 }
@@ -199,7 +193,7 @@ void slm_tokenizer_memo_free(TokenizerMemo *m) {
 }
 
 static MemoSlot *memo_slot(TokenizerMemo *m, const char *word, size_t n) {
-    return &m->slots[hash_done(hash_more(HASH_INIT, word, n)) & (MEMO_SLOTS - 1)];
+    return &m->slots[hash_done(slm_hash64(word, n, 0)) & (MEMO_SLOTS - 1)];
 }
 
 /* The ids out->data[mark..] of word, remembered when they fit a slot. */

@@ -1,6 +1,7 @@
 /* Training across processes with MPI: see include/storylm/dist.h. Built
  * without MPI (STORYLM_MPI undefined), every call is the single process's. */
 #include "storylm/dist.h"
+#include "storylm/clock.h"
 #include "storylm/fileio.h" /* slm_hash64 */
 
 #include <limits.h>
@@ -24,12 +25,6 @@ static int launched_size(void) {
 }
 
 #ifdef STORYLM_MPI
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* An MPI error as an Error naming the call. */
 static int mpi_fail(int rc, const char *call, Error *e) {
     char msg[MPI_MAX_ERROR_STRING];
@@ -69,8 +64,8 @@ static void nap(long ns) { nanosleep(&(struct timespec){.tv_sec = 0, .tv_nsec = 
  * then gives up on the rest (their receives cancelled: nothing lands later
  * in freed memory). Returns how many did not answer; *first is the lowest. */
 static int await_answers(const Dist *d, MPI_Request *answers, int *got, int *first) {
-    double grace = d->timeout_s < DIST_ROLL_CALL_S ? d->timeout_s : DIST_ROLL_CALL_S, start = now_s();
-    for (int answered = 1; answered < d->size && now_s() - start < grace; nap(1000000)) {
+    double grace = d->timeout_s < DIST_ROLL_CALL_S ? d->timeout_s : DIST_ROLL_CALL_S, start = slm_clock_seconds();
+    for (int answered = 1; answered < d->size && slm_clock_seconds() - start < grace; nap(1000000)) {
         answer_roll_calls();
         for (int r = 0; r < d->size; r++) {
             int flag = 0;
@@ -124,14 +119,14 @@ static int roll_call(Dist *d, const char *call, double waited, Error *e) {
  * forever in a blocking one. Spins first (a step's exchange takes
  * microseconds), then naps, answering other ranks' roll calls. */
 static int wait_for(Dist *d, MPI_Request *req, const char *call, Error *e) {
-    double start = now_s(), limit = wait_limit(d);
+    double start = slm_clock_seconds(), limit = wait_limit(d);
     for (long polls = 0;; polls++) {
         int done = 0, rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
         if (rc != MPI_SUCCESS) return mpi_fail(rc, call, e);
         if (done) return 0;
         if (polls < DIST_SPIN_POLLS) continue;
         answer_roll_calls();
-        double waited = now_s() - start;
+        double waited = slm_clock_seconds() - start;
         if (limit > 0 && waited > limit) return roll_call(d, call, waited, e);
         nap(polls < 4 * DIST_SPIN_POLLS ? 20000 : 200000);
     }
@@ -191,16 +186,16 @@ int slm_dist_allgather(Dist *d, void *buf, size_t each, Error *e) {
         return FAIL(e, "use fewer threads per rank", "%zu bytes a rank are too many for one gather", each);
     /* the barrier first tells the wait for the slowest rank (uneven shards, a
      * busy core) from the transfer itself; it costs a few microseconds */
-    double t0 = now_s();
+    double t0 = slm_clock_seconds();
     int rc = barrier(d, e);
-    double t1 = now_s();
+    double t1 = slm_clock_seconds();
     MPI_Request req;
     if (!rc) {
         int mrc = MPI_Iallgather(MPI_IN_PLACE, 0, MPI_BYTE, buf, (int)each, MPI_BYTE, MPI_COMM_WORLD, &req);
         rc = mrc == MPI_SUCCESS ? wait_for(d, &req, "an exchange (MPI_Iallgather)", e)
                                 : mpi_fail(mrc, "MPI_Iallgather", e);
     }
-    d->comm_seconds += now_s() - t0;
+    d->comm_seconds += slm_clock_seconds() - t0;
     d->wait_seconds += t1 - t0;
     d->comm_bytes += (double)each * (d->size - 1);
     d->exchanges++;

@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include "storylm/train.h"
+#include "train_testing.h"
 
 static int all_finite(const float *x, size_t n) {
     float acc = 0;
@@ -10,7 +11,8 @@ static int all_finite(const float *x, size_t n) {
     return acc == 0.0f;
 }
 
-int slm_train_step(const TrainStep *t, const StoryRef *refs, int n, float lr, TrainStepResult *r, Error *e) {
+int train_step_overflowing(const TrainStep *t, const StoryRef *refs, int n, float lr, bool overflow, TrainStepResult *r,
+                           Error *e) {
     *r = (TrainStepResult){0};
     for (int i = 0; i < n; i++) r->positions += refs[i].len - 1;
     double loss_sum = 0;
@@ -19,7 +21,7 @@ int slm_train_step(const TrainStep *t, const StoryRef *refs, int n, float lr, Tr
     float scale = r->positions > 0 ? 1.0f / (float)r->positions : 0.0f;
     if (slm_shards_run(t->shards, refs, n, NULL, scale, t->grads, &loss_sum, &correct, e)) return -1;
     r->loss = loss_sum / (double)r->positions;
-    if (t->poison) t->grads[0] = INFINITY;
+    if (overflow) t->grads[0] = INFINITY;
     if (!isfinite(r->loss) || !all_finite(t->grads, t->model->n_params)) {
         r->not_finite = isfinite(r->loss) ? "gradient" : "loss";
         return 0;
@@ -31,4 +33,8 @@ int slm_train_step(const TrainStep *t, const StoryRef *refs, int n, float lr, Tr
     slm_adam_update(t->adam, t->model->params, t->grads, lr);
     omp_set_num_threads(threads);
     return 0;
+}
+
+int slm_train_step(const TrainStep *t, const StoryRef *refs, int n, float lr, TrainStepResult *r, Error *e) {
+    return train_step_overflowing(t, refs, n, lr, false, r, e);
 }

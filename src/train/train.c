@@ -11,6 +11,7 @@
 
 #include "storylm/adam.h"
 #include "storylm/checkpoint.h"
+#include "storylm/clock.h"
 #include "storylm/fileio.h"
 #include "storylm/record.h"
 #include "storylm/regularise.h"
@@ -18,6 +19,7 @@
 #include "storylm/shards.h"
 #include "pass.h"
 #include "train_dist.h"
+#include "train_testing.h"
 
 TrainOptions slm_train_default_options(void) {
     return (TrainOptions){.arch = ARCH_ATTENTION,
@@ -40,12 +42,6 @@ int slm_train_check_story_count(int n_stories, const char *path, Error *e) {
                 "holding only <|endoftext|> or by blank lines; a file without either is read as one story",
                 "'%s' holds %d %s; training needs at least %d", path, n_stories, n_stories == 1 ? "story" : "stories",
                 TRAIN_MIN_STORIES);
-}
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 static int warmup_steps(const TrainOptions *o) {
@@ -110,6 +106,7 @@ typedef struct Trainer {
     StoriesRecord data; /* of o.data_path: its name, size and hash, never its path */
     TrainResult *r;
     Regularise reg;
+    int overflow_at_step; /* tests only (train_testing.h): this step's gradient overflows; 0 = never */
 } Trainer;
 
 /* Identifies the training data: the token ids and the held-out split. */
@@ -406,16 +403,13 @@ static int stopped(const Trainer *t, Error *e) {
 static int trainer_step(Trainer *t, double *loss, long long *positions, Error *e) {
     long long first = (long long)t->step * t->o.batch;
     for (int i = 0; i < t->o.batch; i++) t->step_stories[i] = stream_story(&t->stream, first + i);
-    TrainStep step = {.shards = &t->pass.shards,
-                      .model = &t->model,
-                      .adam = &t->adam,
-                      .grads = t->grads,
-                      .poison = t->step + 1 == t->o.overflow_at_step};
+    TrainStep step = {.shards = &t->pass.shards, .model = &t->model, .adam = &t->adam, .grads = t->grads};
     TrainStepResult r;
     if (slm_pass_refs(&t->pass, t->s, t->step_stories, t->o.batch, e) ||
         slm_regularise_before_step(&t->reg, t->s, t->step_stories, t->o.batch, t->step, t->pass.refs, &t->pass.shards,
                                    e) ||
-        slm_train_step(&step, t->pass.refs, t->o.batch, (float)slm_train_lr_at(&t->o, t->step), &r, e))
+        train_step_overflowing(&step, t->pass.refs, t->o.batch, (float)slm_train_lr_at(&t->o, t->step),
+                               t->step + 1 == t->overflow_at_step, &r, e))
         return stopped(t, e);
     *positions = r.positions;
     *loss = r.loss;
@@ -474,7 +468,7 @@ static void report(Trainer *t, TrainProgressFn fn, void *ctx, double start, int 
                        .ema_test_loss = evaluated ? t->r->ema_test_loss : NAN,
                        .lr = slm_train_lr_at(&t->o, t->step - 1),
                        .tokens_per_s = rate,
-                       .elapsed_s = now_s() - start,
+                       .elapsed_s = slm_clock_seconds() - start,
                        .evaluated = evaluated,
                        .saved = saved};
     int done = t->step - start_step;
@@ -486,7 +480,7 @@ static void report(Trainer *t, TrainProgressFn fn, void *ctx, double start, int 
 
 static int train_loop(Trainer *t, TrainProgressFn fn, void *ctx, Error *e) {
     TrainResult *r = t->r;
-    double start = now_s(), window_start = start;
+    double start = slm_clock_seconds(), window_start = start;
     long long window_tokens = 0;
     double rate = 0;
     int start_step = t->step;
@@ -498,7 +492,7 @@ static int train_loop(Trainer *t, TrainProgressFn fn, void *ctx, Error *e) {
         r->train_loss = loss;
         r->tokens_seen += positions;
         window_tokens += positions;
-        double now = now_s();
+        double now = slm_clock_seconds();
         if (now - window_start > 0.5) {
             rate = window_tokens / (now - window_start);
             window_start = now;
@@ -513,7 +507,7 @@ static int train_loop(Trainer *t, TrainProgressFn fn, void *ctx, Error *e) {
         int eval = last || snap || (t->o.eval_every > 0 && t->step % t->o.eval_every == 0);
         if (eval && evaluate_test(t, e)) return -1;
         if (snap && snapshot(t, e)) return -1;
-        r->seconds = now_s() - start;
+        r->seconds = slm_clock_seconds() - start;
         if (eval && save(t, t->o.out, e)) return -1;
         report(t, fn, ctx, start, start_step, rate ? rate : (double)(r->tokens_seen - start_tokens) / (now - start),
                eval, eval);
@@ -527,12 +521,13 @@ static int train_loop(Trainer *t, TrainProgressFn fn, void *ctx, Error *e) {
     return 0;
 }
 
-int slm_train_run(const Stories *s, const TrainOptions *o, TrainProgressFn progress, void *ctx, TrainResult *r,
-                  Error *e) {
+int train_run_overflowing(const Stories *s, const TrainOptions *o, TrainProgressFn progress, void *ctx,
+                          int overflow_at_step, TrainResult *r, Error *e) {
     *r = (TrainResult){
         .test_loss = NAN, .test_accuracy = NAN, .best_test_loss = INFINITY, .best_step = -1, .ema_test_loss = NAN};
     Trainer t;
     int rc = trainer_init(&t, s, o, r, e);
+    t.overflow_at_step = overflow_at_step;
     if (!rc && t.step >= t.o.steps)
         rc = FAIL(e, "give a larger --steps to train further", "'%s' has already done %d of %d steps", o->out, t.step,
                   t.o.steps);
@@ -545,4 +540,9 @@ int slm_train_run(const Stories *s, const TrainOptions *o, TrainProgressFn progr
     omp_set_num_threads(threads);
     trainer_free(&t);
     return rc;
+}
+
+int slm_train_run(const Stories *s, const TrainOptions *o, TrainProgressFn progress, void *ctx, TrainResult *r,
+                  Error *e) {
+    return train_run_overflowing(s, o, progress, ctx, 0, r, e);
 }

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "storylm/checkpoint.h"
+#include "storylm/fileio.h" /* slm_hash64_more */
 #include "storylm/loaded_model.h"
 #include "storylm/probe_views.h"
 #include "storylm/registry.h"
@@ -43,14 +44,12 @@ typedef struct TensorStats {
 
 /* x (n) -> sum, FNV-1a 64 of the little-endian bytes, count of NaN/inf. */
 static TensorStats tensor_stats(const float *x, size_t n) {
-    TensorStats s = {0.0, 14695981039346656037ULL, 0}; /* FNV-1a 64 offset basis */
+    TensorStats s = {0.0, SLM_HASH64_BASIS, 0};
     for (size_t i = 0; i < n; i++) {
         uint32_t u;
         memcpy(&u, &x[i], 4);
-        for (int b = 0; b < 4; b++) {
-            s.fnv1a64 ^= (u >> (8 * b)) & 0xff;
-            s.fnv1a64 *= 1099511628211ULL;
-        }
+        unsigned char le[4] = {u & 0xff, u >> 8 & 0xff, u >> 16 & 0xff, u >> 24}; /* the same on any host */
+        s.fnv1a64 = slm_hash64_more(s.fnv1a64, le, 4);
         s.sum += x[i];
         s.nonfinite += !isfinite(x[i]);
     }

@@ -1,0 +1,66 @@
+/* The model's parameters and their views (src/model/model_params.c): the
+ * default configurations, one buffer with a table of named tensors laid out
+ * for each architecture, the views the passes and the tools read (by name,
+ * by layer), and the sizes derived from a configuration. The optimizer, the
+ * checkpoint code, the gradient checks and `info` all walk this table. */
+#ifndef STORYLM_MODEL_PARAMS_H
+#define STORYLM_MODEL_PARAMS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "storylm/error.h"
+#include "storylm/model_types.h"
+
+/* Layers of heads of c (1 for window8, and for a config that leaves n_layers 0). */
+int slm_model_layers(const ModelConfig *c);
+/* Heads over all layers or blocks (layers * n_heads; 0 for window8). */
+int slm_model_heads(const ModelConfig *c);
+/* The name of head g (numbered over all layers, see Ablation): "3" on a
+ * one-layer model, "L:H" with the layer from 1 on others ("2:5" is layer 2's
+ * head 5), as --ablate reads them. */
+void slm_head_name(const ModelConfig *c, int g, char *buf, size_t size);
+
+ModelConfig slm_model_config_default(Arch arch, int vocab_size);
+const char *slm_arch_name(Arch arch);
+int slm_arch_parse(const char *name, Arch *arch, Error *e);
+
+/* Appends a tensor to m's table at the end of the buffer (the layouts'
+ * step; decay as ParamTensor.decay). */
+void slm_model_add_tensor(Model *m, const char *name, int ndim, int d0, int d1, int d2, int decay);
+/* The tensor called name, or NULL. */
+const ParamTensor *slm_model_tensor(const Model *m, const char *name);
+/* mask (n_params): 1 where the parameter's tensor has decay set, 0 elsewhere. */
+void slm_model_decay_mask(const Model *m, uint8_t *mask);
+/* The model as layer l's passes see it (l = 0 .. layers-1), written into
+ * *view: for l = 0 a plain copy of m; for l >= 1 a copy whose query, key,
+ * value and distance views and whose table's per-layer tensors are layer
+ * l's, named as layer 0's ("layer2.score.weight" found as "score.weight"),
+ * and whose cfg.row_dim is the layer's input width (row + one layer's heads,
+ * 160). Its params is m's buffer, so offsets (and grads + offset) hold. */
+void slm_model_layer_view(const Model *m, int l, Model *view);
+/* The name of layer l's tensor called base in layer 0 ("query" of layer 1:
+ * "layer2.query"), or NULL when base is not a per-layer tensor. */
+const char *slm_model_layer_tensor_name(int l, const char *base);
+
+/* Width of z, the hidden layer's input: 160 (row, 8 heads; + 128 a further
+ * layer) or 256 (8 rows). */
+int slm_model_hidden_input_dim(const ModelConfig *c);
+
+/* The view of the tensor called name, in the parameters or in grads (same layout) (NULL where it has none). */
+const float *slm_model_param(const Model *m, const char *name);
+float *slm_model_grad(const Model *m, float *grads, const char *name);
+
+/* The attention network's and window8's table for m->cfg, appended to m's
+ * (n_params grows; nothing is allocated). The transformer's is
+ * slm_transformer_layout (transformer_params.h); slm_model_init picks. */
+void slm_model_layout(Model *m);
+/* 0 when cfg's sizes are ones the attention network's and window8's passes
+ * take; -1 with a message naming the flag otherwise. */
+int slm_model_check_config(const ModelConfig *cfg, Error *e);
+/* Sets m's named views (embedding, query, ..., output_b) from its table
+ * (NULL where it has none; a transformer's passes use TfViews, so only
+ * its embedding, W_E, is set). */
+void slm_model_bind_views(Model *m);
+
+#endif

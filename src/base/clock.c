@@ -1,0 +1,16 @@
+/* Clocks: see include/storylm/clock.h. */
+#include "storylm/clock.h"
+
+#include <time.h>
+
+static double seconds_on(clockid_t clock) {
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+double slm_clock_seconds(void) { return seconds_on(CLOCK_MONOTONIC); }
+
+double slm_clock_cpu_seconds(void) { return seconds_on(CLOCK_PROCESS_CPUTIME_ID); }
+
+double slm_clock_thread_cpu_seconds(void) { return seconds_on(CLOCK_THREAD_CPUTIME_ID); }
