@@ -64,10 +64,10 @@ static int parse(const View *v, const Command *cmd, int argc, char **argv, void 
     if (rc) return rc > 0 ? 0 : 2;
     view_positionals(v, params, given, np);
     ProbeOptions *po = slm_view_probe_options(params);
-    rc = probe_after_parse(cmd, argc, argv, opts, n_opts, po);
-    if (rc >= 0) return rc;
     Error e = {0};
     if (slm_view_params_check(v, params, &e)) return args_usage_error(cmd, "%s", e.message);
+    rc = probe_after_parse(cmd, argc, argv, opts, n_opts, po); /* after the checks: it finds the model */
+    if (rc >= 0) return rc;
     if (v->session == VIEW_SESSION_PROBE && !po->model) /* a view whose --model is a list (heads) */
         po->model = cli_model_path(NULL, po->json);
     return -1;

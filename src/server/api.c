@@ -35,13 +35,6 @@ static void session_release(Server *s, Session *ss) {
     ss->run = NULL;
 }
 
-/* The text run whole through the session's model (kept for the next click
- * on it: the attention, trace and loss views of any position read the same
- * run), read at pos; held until session_release. */
-static int session_run(Session *ss, const char *text, int pos, ViewText *vt, Error *e) {
-    return entry_run(ss->entry, &ss->ps, text, pos, vt, &ss->run, e);
-}
-
 /* The model a request names ("model", else the server's default): one of
  * /api/models, or 404. */
 static int request_model(Server *s, const cJSON *body, const char *key, char *path, size_t size, Reply *r) {
@@ -108,17 +101,6 @@ static int request_text(const Session *ss, const cJSON *body, const char *key, c
     snprintf(msg, sizeof msg, "\"%s\" is %zu tokens; the limit is %d", key, n, SERVER_MAX_TOKENS - 1);
     reply_error(r, 413, msg, "send a shorter text");
     return -1;
-}
-
-/* The end of every report view: the report, or the error as 400. */
-static int finish(Server *s, Session *ss, Report *rep, int rc, const Error *e, Reply *r) {
-    if (rc)
-        reply_failure(r, 400, e);
-    else
-        reply_report(r, rep);
-    slm_report_free(rep);
-    session_release(s, ss);
-    return r->status;
 }
 
 /* ---- the views of the registry: /api/NAME from the entry ------------------------------ */
@@ -426,20 +408,6 @@ static int api_tokenize(Server *s, const cJSON *body, Reply *r) {
     return r->status;
 }
 
-static int api_loss(Server *s, const cJSON *body, Reply *r) {
-    Session ss;
-    const char *text;
-    if (session_open(s, body, 0, &ss, r)) return r->status;
-    if (request_text(&ss, body, "text", &text, r)) return session_release(s, &ss), r->status;
-    Report rep;
-    slm_report_init(&rep, "eval");
-    ViewText vt;
-    Error e = {0};
-    int rc = session_run(&ss, text, -1, &vt, &e);
-    if (!rc) slm_view_loss(&rep, &ss.ps, &vt, text);
-    return finish(s, &ss, &rep, rc, &e, r);
-}
-
 /* The held-out test stories of the server's stories file, as text. */
 static char *stories_json(Server *s, Error *e) {
     ModelEntry *m;
@@ -563,7 +531,7 @@ static const Route routes[] = {
     {"/api/generate", ROUTE_POST, api_generate, NULL, NULL},
     {"/api/batch", ROUTE_POST, api_batch, NULL, NULL},
     {"/api/tokenize", ROUTE_POST | ROUTE_BATCH, api_tokenize, NULL, NULL},
-    {"/api/loss", ROUTE_POST | ROUTE_BATCH, api_loss, NULL, NULL},
+    {"/api/loss", ROUTE_POST | ROUTE_BATCH, NULL, "eval", "text"}, /* eval --text, the page's name */
 };
 #define N_ROUTES (sizeof routes / sizeof routes[0])
 

@@ -20,7 +20,7 @@ int slm_probe_session_stories(ProbeSession *ps, int n_test, int flags, Error *e)
     StoriesOptions so = slm_stories_default_options();
     so.n_test = n_test;
     if (slm_stories_load(&ps->stories, ps->stories_path, &ps->lm.tokenizer, &so, e)) return -1;
-    if (ps->stories.n_test == 0)
+    if (ps->stories.n_test == 0 && !(flags & PROBE_ALL_STORIES))
         return FAIL(e, "give a file with at least 2 stories", "'%s' has too few stories to hold any out for testing",
                     ps->stories_path);
     return flags & PROBE_NAMES ? learn_names(ps, e) : 0;
