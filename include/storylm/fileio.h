@@ -2,6 +2,7 @@
 #ifndef STORYLM_FILEIO_H
 #define STORYLM_FILEIO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "storylm/error.h"
@@ -65,5 +66,10 @@ int slm_temp_open(const char *final, char **temp_path, Error *e);
 #define SLM_HASH64_BASIS 14695981039346656037ULL
 uint64_t slm_hash64(const void *data, size_t len, uint64_t seed);
 uint64_t slm_hash64_more(uint64_t h, const void *data, size_t len);
+
+/* path with its links and ".." resolved into buf (size), also for a file not
+ * there yet (its folder resolved, its name kept); false when the folder
+ * cannot be resolved. */
+bool slm_path_resolve(const char *path, char *buf, size_t size);
 
 #endif

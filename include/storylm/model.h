@@ -59,6 +59,9 @@
  * default); distance scores 0, so every head starts reading evenly (the chapter). */
 void slm_model_randomize(Model *m, uint64_t seed);
 
+/* The architecture's default sizes (the chapter's network, window8, the
+ * transformer's of transformer_params.h) for a vocabulary of vocab_size. */
+ModelConfig slm_model_config_default(Arch arch, int vocab_size);
 /* Lays out the tensor table for cfg (the architecture's) and allocates params (zeroed). */
 int slm_model_init(Model *m, const ModelConfig *cfg, Error *e);
 void slm_model_free(Model *m);

@@ -1,7 +1,8 @@
 /* The model's parameters and their views (src/model/model_params.c): the
- * default configurations, one buffer with a table of named tensors laid out
- * for each architecture, the views the passes and the tools read (by name,
- * by layer), and the sizes derived from a configuration. The optimizer, the
+ * table of named tensors in the one parameter buffer, laid out here for the
+ * attention network and window8 (the transformer's in transformer_params.h),
+ * the views the passes and the tools read (by name, by layer), and the sizes
+ * derived from a configuration. The optimizer, the
  * checkpoint code, the gradient checks and `info` all walk this table. */
 #ifndef STORYLM_MODEL_PARAMS_H
 #define STORYLM_MODEL_PARAMS_H
@@ -21,7 +22,6 @@ int slm_model_heads(const ModelConfig *c);
  * head 5), as --ablate reads them. */
 void slm_head_name(const ModelConfig *c, int g, char *buf, size_t size);
 
-ModelConfig slm_model_config_default(Arch arch, int vocab_size);
 const char *slm_arch_name(Arch arch);
 int slm_arch_parse(const char *name, Arch *arch, Error *e);
 
@@ -47,7 +47,8 @@ const char *slm_model_layer_tensor_name(int l, const char *base);
  * layer) or 256 (8 rows). */
 int slm_model_hidden_input_dim(const ModelConfig *c);
 
-/* The view of the tensor called name, in the parameters or in grads (same layout) (NULL where it has none). */
+/* The tensor called name in the parameters, or in grads (laid out like
+ * them); NULL where the model has none. */
 const float *slm_model_param(const Model *m, const char *name);
 float *slm_model_grad(const Model *m, float *grads, const char *name);
 

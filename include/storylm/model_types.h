@@ -52,7 +52,7 @@ typedef struct ModelConfig {
     ScoreFn score;  /* attention only: how a query scores a key (score.h); 0 = scaled-dot, today's */
     int n_layers;   /* attention only: layers of heads, 1..STORYLM_MAX_LAYERS (0 is read as 1, today's);
                      * transformer: blocks, 1..STORYLM_MAX_TF_LAYERS */
-    int act;        /* transformer only: the MLP's activation, an ActFn (transformer.h) */
+    int act;        /* transformer only: the MLP's activation, an ActFn */
 } ModelConfig;
 
 #define STORYLM_MAX_LAYERS 4

@@ -78,9 +78,4 @@ void slm_outputs_family(OutputPlan *p, const char *stem, const char *suffix, Fil
  * named once; and any existing file is one the command may replace. */
 int slm_outputs_check(const OutputPlan *p, Error *e);
 
-/* path with its links and ".." resolved into buf (size), also for a file not
- * there yet (its folder resolved, its name kept); false when the folder
- * cannot be resolved. */
-bool slm_path_resolve(const char *path, char *buf, size_t size);
-
 #endif

@@ -1,7 +1,6 @@
 /* Whole-file reads and atomic writes: see include/storylm/fileio.h. */
 #define _XOPEN_SOURCE 700 /* realpath */
 #include "storylm/fileio.h"
-#include "storylm/outputs.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -346,4 +345,38 @@ uint64_t slm_hash64_more(uint64_t h, const void *data, size_t len) {
 
 uint64_t slm_hash64(const void *data, size_t len, uint64_t seed) {
     return slm_hash64_more(SLM_HASH64_BASIS ^ seed, data, len);
+}
+
+/* A link to a file not there yet (a run's output before its first save):
+ * its target, read relative to the link's folder, into buf. */
+static bool link_target(const char *path, char *buf, size_t size) {
+    char target[PATH_MAX];
+    ssize_t n = readlink(path, target, sizeof target - 1);
+    if (n <= 0) return false;
+    target[n] = '\0';
+    const char *slash = strrchr(path, '/');
+    if (target[0] == '/' || !slash) return snprintf(buf, size, "%s", target) < (int)size;
+    return snprintf(buf, size, "%.*s/%s", (int)(slash - path), path, target) < (int)size;
+}
+
+bool slm_path_resolve(const char *path, char *buf, size_t size) {
+    char tmp[PATH_MAX], next[PATH_MAX];
+    if (realpath(path, tmp)) return snprintf(buf, size, "%s", tmp) < (int)size;
+    struct stat st;
+    for (int depth = 0; depth < 16 && lstat(path, &st) == 0 && S_ISLNK(st.st_mode); depth++) {
+        if (!link_target(path, next, sizeof next)) return false;
+        snprintf(tmp, sizeof tmp, "%s", next);
+        path = tmp;
+    }
+    const char *slash = strrchr(path, '/');
+    char folder[PATH_MAX];
+    if (!slash)
+        snprintf(folder, sizeof folder, ".");
+    else if (slash == path)
+        snprintf(folder, sizeof folder, "/");
+    else
+        snprintf(folder, sizeof folder, "%.*s", (int)(slash - path), path);
+    const char *name = slash ? slash + 1 : path;
+    if (!*name || !strcmp(name, ".") || !strcmp(name, "..") || !realpath(folder, tmp)) return false;
+    return snprintf(buf, size, "%s%s%s", tmp, strcmp(tmp, "/") ? "/" : "", name) < (int)size;
 }
