@@ -79,7 +79,7 @@ typedef struct ViewCall ViewCall;
 
 /* What a front end offers a view beyond the session: runs of a text (the
  * server keeps them for the next click) and other models (swap's baseline).
- * NULL functions: the library's own (slm_view_text_run, slm_probe_load_other). */
+ * NULL functions: the library's own (slm_view_text_run, slm_probe_session_load_other). */
 typedef struct ViewHost {
     void *ctx;
     int (*run_text)(void *ctx, const ProbeSession *ps, const char *text, int pos, int how, ViewText *vt, Error *e);

@@ -62,7 +62,7 @@ typedef struct ReportTable {
     int *failed;      /* the report's flag */
 } ReportTable;
 
-typedef enum { ITEM_VALUE, ITEM_NOTE, ITEM_HEADING, ITEM_TABLE } ReportItemKind;
+typedef enum { ITEM_VALUE, ITEM_NOTE, ITEM_HEADING, ITEM_TABLE, ITEM_JSON, ITEM_TEXT } ReportItemKind;
 
 typedef struct ReportItem {
     ReportItemKind kind;
@@ -72,6 +72,7 @@ typedef struct ReportItem {
     int decimals;        /* ITEM_VALUE */
     char *note;          /* ITEM_NOTE, ITEM_HEADING */
     ReportTable *table;  /* ITEM_TABLE */
+    cJSON *json;         /* ITEM_JSON */
 } ReportItem;
 
 typedef struct Report {
@@ -101,6 +102,13 @@ void slm_report_heading(Report *r, const char *heading);
 /* A line of explanation (printf-style); in JSON, the array "notes". */
 void slm_report_note(Report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* For a verb whose JSON and text were laid out before reports (info,
+ * stories), kept byte for byte: value (owned by the report from here on)
+ * under key in the JSON as it is, left out of the text; and text printed as
+ * it is, left out of the JSON. */
+void slm_report_json_value(Report *r, const char *key, cJSON *value);
+void slm_report_raw_text(Report *r, const char *text);
+
 /* A new table (owned by the report), or NULL when out of memory (the
  * table_* and cell_* functions accept NULL and do nothing). */
 ReportTable *slm_report_table(Report *r, const char *key, const char *title);
@@ -115,6 +123,16 @@ void slm_cell_vector(ReportTable *t, const float *x, int n);
 void slm_cell_skip(ReportTable *t);
 /* The number in row, col (NAN when empty or not a number). */
 double slm_table_number(const ReportTable *t, int row, int col);
+/* The text in row, col (NULL when empty or not text). */
+const char *slm_table_text(const ReportTable *t, int row, int col);
+
+/* A built report read back by key, for drawing its picture from it
+ * (report_read.c): the table (NULL when none), a column's index (-1), a
+ * value's number (NAN when none or not a number) or text (NULL). */
+const ReportTable *slm_report_find_table(const Report *r, const char *key);
+int slm_table_find_column(const ReportTable *t, const char *key);
+double slm_report_find_number(const Report *r, const char *key);
+const char *slm_report_find_text(const Report *r, const char *key);
 
 /* Plain text: values as aligned "label  value" lines, notes, and each table
  * with its title, a header and columns padded to their widest cell

@@ -1,6 +1,7 @@
 /* What several verbs share: see common.h. */
 #define _XOPEN_SOURCE 700 /* realpath */
 #include "common.h"
+#include "storylm/probe_views.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -64,29 +65,10 @@ void cli_format_duration(double s, char *buf, int size) {
         snprintf(buf, size, "%lds", t);
 }
 
-cJSON *cli_json_begin(const char *verb) {
-    cJSON *j = cJSON_CreateObject();
-    if (j) cJSON_AddStringToObject(j, "command", verb);
-    return j;
-}
+cJSON *cli_json_begin(const char *verb) { return slm_view_json_begin(verb); }
 
-void cli_json_model(cJSON *j, const Model *m, const char *path) {
-    cJSON *o = cJSON_AddObjectToObject(j, "model");
-    cJSON_AddStringToObject(o, "file", path);
-    cJSON_AddStringToObject(o, "arch", slm_arch_name(m->cfg.arch));
-    if (m->cfg.arch == ARCH_ATTENTION) { /* the variant (--pos, --score) */
-        cJSON_AddStringToObject(o, "pos", slm_pos_name(m->cfg.pos));
-        cJSON_AddStringToObject(o, "score", slm_score_name(m->cfg.score));
-        if (slm_model_layers(&m->cfg) > 1) cJSON_AddNumberToObject(o, "layers", slm_model_layers(&m->cfg));
-    }
-    cJSON_AddNumberToObject(o, "parameters", (double)m->n_params);
-}
+void cli_json_model(cJSON *j, const Model *m, const char *path) { slm_view_json_model(j, m, path); }
 
-void cli_json_stories(cJSON *j, const char *path, const Stories *s) {
-    cJSON *o = cJSON_AddObjectToObject(j, "stories");
-    cJSON_AddStringToObject(o, "file", path);
-    cJSON_AddNumberToObject(o, "stories", s->n_stories);
-    cJSON_AddNumberToObject(o, "test_stories", s->n_test);
-}
+void cli_json_stories(cJSON *j, const char *path, const Stories *s) { slm_view_json_stories(j, path, s); }
 
 int cli_json_print(cJSON *j, Error *e) { return slm_report_json_write(j, stdout, false, e); }

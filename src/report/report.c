@@ -62,6 +62,7 @@ void slm_report_free(Report *r) {
         free(it->note);
         cell_free(&it->value);
         table_free(it->table);
+        cJSON_Delete(it->json);
     }
     free(r->items);
     free(r->name);
@@ -136,6 +137,22 @@ void slm_report_note(Report *r, const char *fmt, ...) {
     va_end(ap);
     ReportItem *it = new_item(r, ITEM_NOTE);
     if (it) it->note = dup_or_fail(buf, &r->failed);
+}
+
+void slm_report_json_value(Report *r, const char *key, cJSON *value) {
+    ReportItem *it = value ? new_item(r, ITEM_JSON) : NULL;
+    if (!it) {
+        cJSON_Delete(value);
+        r->failed = 1;
+        return;
+    }
+    it->key = dup_or_fail(key, &r->failed);
+    it->json = value;
+}
+
+void slm_report_raw_text(Report *r, const char *text) {
+    ReportItem *it = new_item(r, ITEM_TEXT);
+    if (it) it->note = dup_or_fail(text, &r->failed);
 }
 
 void slm_report_heading(Report *r, const char *heading) {
@@ -338,6 +355,10 @@ void slm_report_print(const Report *r, FILE *out) {
             fprintf(out, "%s\n", it->note);
         } else if (it->kind == ITEM_HEADING) {
             fprintf(out, "\n%s\n", it->note);
+        } else if (it->kind == ITEM_TEXT) {
+            fputs(it->note, out);
+        } else if (it->kind == ITEM_JSON) {
+            continue; /* JSON only */
         } else if (it->table && !it->table->json_only) {
             print_table(it->table, out);
         }
@@ -494,6 +515,8 @@ cJSON *slm_report_json(const Report *r) {
             add_value(j, it->key, cell_json(&it->value, it->value_kind));
         else if (it->kind == ITEM_TABLE && it->table)
             cJSON_AddItemToObject(j, it->table->key, table_json(it->table));
+        else if (it->kind == ITEM_JSON)
+            add_value(j, it->key, cJSON_Duplicate(it->json, 1));
         else if (it->kind == ITEM_NOTE) {
             if (!notes) notes = cJSON_AddArrayToObject(j, "notes");
             if (notes) cJSON_AddItemToArray(notes, cJSON_CreateString(it->note));

@@ -125,7 +125,7 @@ static cJSON *describe_param(const ViewParam *p) {
             cJSON_AddNumberToObject(j, "max", p->max);
         }
     }
-    if (p->type == VIEW_STRING) {
+    if (p->type == VIEW_STRING || p->type == VIEW_STRINGS) { /* a list's default: none given */
         if (p->def_string)
             cJSON_AddStringToObject(j, "default", p->def_string);
         else

@@ -37,16 +37,23 @@ def cli_args(view, body):
                 args.append(STORIES)
             elif p.get("key") in body:
                 args.append(body[p["key"]])
+        elif p["name"] == "stories" and not p["cli_only"]:  # the server's stories (circuits' mean input)
+            options += ["--stories", STORIES]
         elif p.get("key") in body and not p["request_only"] and p["name"] != "model":
             value = body[p["key"]]
             options += ["--" + p["name"]] if value is True else [] if value is False else ["--" + p["name"], str(value)]
     return [view["name"], *args, *options]
 
 
-# a request's body with every required field: the text views' text
+# the same text with its last name changed (as many tokens): a second text (patch's corrupt one)
+TEXT2 = TEXT[: TEXT.rindex("Mia")] + "Tom and"
+
+
+# a request's body with every required field: the text views' text, then TEXT2
 def body_of(view):
-    return {p["key"]: TEXT for p in view["params"]
-            if p["required"] and p.get("key") and p["type"] == "string" and p["name"] != "STORIES"}
+    keys = [p["key"] for p in view["params"]
+            if p["required"] and p.get("key") and p["type"] == "string" and p["name"] != "STORIES"]
+    return {k: TEXT if i == 0 else TEXT2 for i, k in enumerate(keys)}
 
 
 srv = Server(S, "--model", M, "--stories", STORIES, "--threads", "2")

@@ -1,44 +1,26 @@
-/* storylm circuits [--head H] [--top-k 20]: each head's QK and OV circuits
- * from the weights alone: which tokens look for which, and which tokens a
- * head's reading raises, with the copying score. */
+/* QK and OV circuits of every head, from the weights: the view circuits (registry.h), its entry at the end. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "probe_common.h"
 #include "storylm/probe_circuits.h"
+#include "storylm/ablation.h"
+#include "storylm/probe_views.h"
+#include "storylm/registry.h"
+#include "storylm/report_header.h"
 #include "storylm/svg.h"
 
-static int run(int argc, char **argv);
-const Command command_circuits = {
-    "circuits", "QK and OV circuits of every head, from the weights", "storylm circuits [options]",
-    "QK circuit: for every pair of tokens (s, t), the score E[s] query[h] . E[t] key[h] / sqrt(8)\n"
-    "a query at token s gives a key at token t before the distance score is added: which tokens\n"
-    "look for which. Listed: the --top-k pairs with the largest score, and 'vs mean', the score\n"
-    "less the mean over all keys t (softmax ignores a constant per query).\n"
-    "OV circuit: when head h puts all its weight on token s its output is E[s] value[h]; the\n"
-    "change this makes to every logit, against an output of 0 (zero ablation), is read through\n"
-    "the hidden layer linearised: tanh(W1 z + b1) is replaced by its tangent at the mean input\n"
-    "z_mean of the hidden layer over every position of the held-out test stories, so\n"
-    "  change of logit t = output.weight[t] . ((1 - tanh^2(W1 z_mean + b1)) * W1[:, head h] E[s] value[h]).\n"
-    "It is the first-order effect: close when the head output moves z little from z_mean.\n"
-    "Listed: the --top-k (token read, token raised) pairs with the largest change less the mean\n"
-    "change over all tokens (logits matter only up to a constant). The copying score: the share\n"
-    "of tokens t whose reading raises t itself the most (top 1), among the 10 most (top 10),\n"
-    "or above the mean (random heads: 0.05%, 0.5%, 50%); 'looks for itself' is the same for\n"
-    "the QK circuit. Both over every token of the vocabulary and over the tokens seen in the\n"
-    "test stories.\n"
-    "--token-list lily,tom lists, per head, the 5 tokens that reading each of them raises most.\n"
-    "The stories (for z_mean) are --stories FILE (needed; 'storylm info' names the training file).\n"
-    "--ablate HEADS switches heads off while z_mean is measured. --svg draws the scores per head.",
-    run};
-
-typedef struct CircuitsArgs {
+/* The stories of the mean input (--stories) are the session's in the server
+ * (VP_STORIES); check moves them to po.mean_stories, so that no session
+ * reads them as its own (circuits reads no stories but these). */
+typedef struct CircuitsParams {
     ProbeOptions po;
+    const char *stories;
     int head, top;
-    const char *tokens; /* --token-list lily,tom */
-} CircuitsArgs;
+    const char *tokens;
+} CircuitsParams;
 
 #define READ_TOP 5 /* tokens raised listed for each --token-list token */
 #define MAX_READS 64
@@ -170,15 +152,57 @@ static void build_report(Report *r, const ProbeSession *ps, const char *stories,
     slm_cell_vector(z, z_mean, slm_model_hidden_input_dim(&ps->lm.model.cfg));
 }
 
-static int draw(const char *path, const CircuitsResult *cr, Error *e) {
-    int n = cr->n_heads < 32 ? cr->n_heads : 32;
+/* The stories of the mean input, z_mean over their test stories, and the circuits from it. */
+static int circuits(Report *r, const ProbeSession *ps, const CircuitsParams *cp, Error *e) {
+    const Model *m = &ps->lm.model;
+    int H = m->cfg.n_heads, rc = 0;
+    if (cp->head >= H)
+        rc = FAIL(e, "heads are numbered from 0", "--head %d is out of range: this model has heads 0 to %d", cp->head,
+                  H - 1);
+    char warning[400] = "";
+    const char *path =
+        rc ? NULL
+           : slm_ablation_mean_stories(&ps->lm, cp->po.mean_stories, "circuits' mean input to the hidden layer",
+                                       warning, sizeof warning, e);
+    StoriesOptions so = slm_stories_default_options();
+    so.n_test = cp->po.n_test;
+    Stories s = {0};
+    rc = path ? slm_stories_load(&s, path, &ps->lm.tokenizer, &so, e) : -1;
+    if (!rc && s.n_test == 0)
+        rc = FAIL(e, "give --stories FILE with more stories", "'%s' has too few stories to hold any out", path);
+    float *z_mean = rc ? NULL : xmalloc((size_t)slm_model_hidden_input_dim(&m->cfg) * sizeof(float), e);
+    uint8_t *seen = z_mean ? xmalloc((size_t)m->cfg.vocab_size, e) : NULL;
+    long long positions = 0;
+    CircuitsResult cr = {0};
+    int32_t reads[MAX_READS];
+    CircuitsOptions co = {
+        .top = cp->top, .heads = cp->head >= 0 ? 1u << cp->head : 0, .reads = reads, .read_top = READ_TOP};
+    co.n_reads = seen ? parse_tokens(ps, cp->tokens, reads, MAX_READS, e) : -1;
+    rc = co.n_reads >= 0 ? slm_circuits_mean_input(m, &s, s.test, s.n_test, &ps->ablation, z_mean, seen, &positions, e)
+                         : -1;
+    if (!rc) rc = slm_probe_circuits(m, z_mean, seen, &co, &cr, e);
+    if (!rc) build_report(r, ps, path, &s, positions, z_mean, &cr);
+    if (!rc && warning[0]) slm_report_note(r, "warning: %s", warning);
+    slm_circuits_result_free(&cr);
+    free(seen);
+    free(z_mean);
+    slm_stories_free(&s);
+    return rc;
+}
+
+/* Per head, from the heads table's "seen in test" rows: copying and looking for itself, top 10. */
+static int draw(ViewCall *c, const char *path, Error *e) {
+    const ReportTable *t = slm_report_find_table(c->report, "heads");
+    int n = t ? t->n_rows / 2 : 0, qk = slm_table_find_column(t, "qk_top10"),
+        ov = slm_table_find_column(t, "copy_top10");
+    n = n < 32 ? n : 32;
     double values[2 * 32];
     char names[32][16];
     const char *labels[32];
     for (int i = 0; i < n; i++) {
-        values[i] = cr->heads[i].copy[1].top10;
-        values[n + i] = cr->heads[i].qk_self[1].top10;
-        snprintf(names[i], sizeof names[i], "head %d", cr->heads[i].head);
+        values[i] = slm_table_number(t, 2 * i + 1, ov);
+        values[n + i] = slm_table_number(t, 2 * i + 1, qk);
+        snprintf(names[i], sizeof names[i], "head %d", (int)slm_table_number(t, 2 * i + 1, 0));
         labels[i] = names[i];
     }
     Svg s;
@@ -198,71 +222,62 @@ static int draw(const char *path, const CircuitsResult *cr, Error *e) {
     return rc;
 }
 
-/* *usage = 1 when the failure is a flag out of range for this model (exit code 2). */
-static int circuits(const CircuitsArgs *a, Error *e, int *usage) {
-    ProbeSession ps;
-    if (slm_probe_session_open(&ps, &a->po, "circuits", NULL, PROBE_ATTENTION_ONLY, e)) return -1;
-    const Model *m = &ps.lm.model;
-    int H = m->cfg.n_heads, rc = 0;
-    *usage = a->head >= H;
-    if (*usage)
-        rc = FAIL(e, "heads are numbered from 0", "--head %d is out of range: this model has heads 0 to %d", a->head,
-                  H - 1);
-    char warning[400] = "";
-    const char *path =
-        rc ? NULL
-           : slm_ablation_mean_stories(&ps.lm, a->po.mean_stories, "circuits' mean input to the hidden layer", warning,
-                                       sizeof warning, e);
-    StoriesOptions so = slm_stories_default_options();
-    so.n_test = a->po.n_test;
-    Stories s = {0};
-    rc = path ? slm_stories_load(&s, path, &ps.lm.tokenizer, &so, e) : -1;
-    if (!rc && s.n_test == 0)
-        rc = FAIL(e, "give --stories FILE with more stories", "'%s' has too few stories to hold any out", path);
-    float *z_mean = rc ? NULL : xmalloc((size_t)slm_model_hidden_input_dim(&m->cfg) * sizeof(float), e);
-    uint8_t *seen = z_mean ? xmalloc((size_t)m->cfg.vocab_size, e) : NULL;
-    long long positions = 0;
-    CircuitsResult cr = {0};
-    Report r;
-    slm_report_init(&r, "circuits");
-    int32_t reads[MAX_READS];
-    CircuitsOptions co = {
-        .top = a->top, .heads = a->head >= 0 ? 1u << a->head : 0, .reads = reads, .read_top = READ_TOP};
-    co.n_reads = seen ? parse_tokens(&ps, a->tokens, reads, MAX_READS, e) : -1;
-    rc = co.n_reads >= 0 ? slm_circuits_mean_input(m, &s, s.test, s.n_test, &ps.ablation, z_mean, seen, &positions, e)
-                         : -1;
-    if (!rc) rc = slm_probe_circuits(m, z_mean, seen, &co, &cr, e);
-    if (!rc) build_report(&r, &ps, path, &s, positions, z_mean, &cr);
-    if (!rc && warning[0]) slm_report_note(&r, "warning: %s", warning);
-    if (!rc && a->po.svg) rc = draw(a->po.svg, &cr, e);
-    if (!rc) rc = probe_emit(&r, &a->po, e);
-    slm_report_free(&r);
-    slm_circuits_result_free(&cr);
-    free(seen);
-    free(z_mean);
-    slm_stories_free(&s);
-    slm_probe_session_close(&ps);
-    return rc;
+static int check(void *params, Error *e) {
+    CircuitsParams *p = params;
+    (void)e;
+    if (p->stories) p->po.mean_stories = p->stories, p->stories = NULL;
+    return 0;
 }
 
-static int run(int argc, char **argv) {
-    CircuitsArgs a = {.po = PROBE_OPTIONS_DEFAULT, .head = -1, .top = 20};
-    Option opts[] = {
-        PROBE_COMMON_OPTIONS(a.po),
-        PROBE_SVG_OPTION(a.po),
-        PROBE_TEST_OPTION(a.po),
-        {"stories", 0, OPT_STRING, &a.po.mean_stories, "FILE",
-         "stories for the mean input and --ablate-mode mean (needed; info names the training file)", 0, 0},
-        {"head", 0, OPT_INT, &a.head, "H", "only this head, 0 to 7 (-1: every head)", -1, 7},
-        {"top-k", 0, OPT_INT, &a.top, "K", "the K strongest pairs listed per circuit and head", 1, 10000},
-        {"token-list", 0, OPT_STRING, &a.tokens, "LIST",
-         "also list what reading each of these tokens raises, e.g. lily,tom", 0, 0},
-    };
-    int rc = probe_parse(&command_circuits, argc, argv, opts, N_OPTIONS(opts), &a.po, NULL, 0);
-    if (rc >= 0) return rc;
-    Error e = {0};
-    int usage = 0;
-    if (circuits(&a, &e, &usage) == 0) return 0;
-    cli_fail(&e);
-    return usage ? 2 : 1;
-}
+static int build(ViewCall *c, Error *e) { return circuits(c->report, c->ps, c->params, e); }
+
+static const ViewParam params[] = {
+    VIEW_PARAMS_COMMON(CircuitsParams),
+    VIEW_PARAMS_SVG(CircuitsParams),
+    VIEW_PARAM_TEST_STORIES(CircuitsParams),
+    {.name = "stories",
+     .type = VIEW_STRING,
+     .offset = offsetof(CircuitsParams, stories),
+     .meta = "FILE",
+     .help = "stories for the mean input and --ablate-mode mean (needed; info names the training file)",
+     .flags = VP_STORIES},
+    VIEW_INT_PARAM(CircuitsParams, head, "head", "H", "only this head, 0 to 7 (-1: every head)", -1, 7, -1),
+    VIEW_INT_PARAM(CircuitsParams, top, "top-k", "K", "the K strongest pairs listed per circuit and head", 1, 10000,
+                   20),
+    VIEW_STRING_PARAM(CircuitsParams, tokens, "token-list", "LIST",
+                      "also list what reading each of these tokens raises, e.g. lily,tom"),
+};
+const View view_circuits = {
+    .name = "circuits",
+    .summary = "QK and OV circuits of every head, from the weights",
+    .usage = "storylm circuits [options]",
+    .description =
+        "QK circuit: for every pair of tokens (s, t), the score E[s] query[h] . E[t] key[h] / sqrt(8)\n"
+        "a query at token s gives a key at token t before the distance score is added: which tokens\n"
+        "look for which. Listed: the --top-k pairs with the largest score, and 'vs mean', the score\n"
+        "less the mean over all keys t (softmax ignores a constant per query).\n"
+        "OV circuit: when head h puts all its weight on token s its output is E[s] value[h]; the\n"
+        "change this makes to every logit, against an output of 0 (zero ablation), is read through\n"
+        "the hidden layer linearised: tanh(W1 z + b1) is replaced by its tangent at the mean input\n"
+        "z_mean of the hidden layer over every position of the held-out test stories, so\n"
+        "  change of logit t = output.weight[t] . ((1 - tanh^2(W1 z_mean + b1)) * W1[:, head h] E[s] value[h]).\n"
+        "It is the first-order effect: close when the head output moves z little from z_mean.\n"
+        "Listed: the --top-k (token read, token raised) pairs with the largest change less the mean\n"
+        "change over all tokens (logits matter only up to a constant). The copying score: the share\n"
+        "of tokens t whose reading raises t itself the most (top 1), among the 10 most (top 10),\n"
+        "or above the mean (random heads: 0.05%, 0.5%, 50%); 'looks for itself' is the same for\n"
+        "the QK circuit. Both over every token of the vocabulary and over the tokens seen in the\n"
+        "test stories.\n"
+        "--token-list lily,tom lists, per head, the 5 tokens that reading each of them raises most.\n"
+        "The stories (for z_mean) are --stories FILE (needed; 'storylm info' names the training file).\n"
+        "--ablate HEADS switches heads off while z_mean is measured. --svg draws the scores per head.",
+    .params = params,
+    .n_params = VIEW_N_PARAMS(params),
+    .params_size = sizeof(CircuitsParams),
+    .session = VIEW_SESSION_PROBE,
+    .probe_flags = PROBE_ATTENTION_ONLY,
+    .serve = VIEW_SERVE_POST,
+    .check = check,
+    .build = build,
+    .draw = draw,
+};

@@ -1,11 +1,11 @@
-/* What the interpretability verbs share: see interp_common.h. */
-#include "storylm/text.h"
-#include "interp_common.h"
-
+/* What the interpretability views (patch, attribute, cache) share: see probe_views.h. */
 #include <stdio.h>
 #include <string.h>
 
-int interp_encode(const ProbeSession *ps, const char *text, IntVec *ids, Error *e) {
+#include "storylm/probe_views.h"
+#include "storylm/text.h"
+
+int slm_view_encode(const ProbeSession *ps, const char *text, IntVec *ids, Error *e) {
     ids->len = 0;
     if (slm_intvec_push(ids, ps->lm.tokenizer.eos_id, e)) return -1;
     return slm_text_check(text, strlen(text), "the text", e) ||
@@ -14,7 +14,7 @@ int interp_encode(const ProbeSession *ps, const char *text, IntVec *ids, Error *
                : 0;
 }
 
-void interp_pieces(const ProbeSession *ps, const int32_t *ids, int n, char *buf, size_t size) {
+void slm_view_ids_text(const ProbeSession *ps, const int32_t *ids, int n, char *buf, size_t size) {
     size_t used = 0;
     buf[0] = '\0';
     for (int i = 0; i < n; i++) {
@@ -27,7 +27,7 @@ void interp_pieces(const ProbeSession *ps, const int32_t *ids, int n, char *buf,
     }
 }
 
-int interp_token(const ProbeSession *ps, const char *text, const char *flag, int32_t *id, Error *e) {
+int slm_view_token_id(const ProbeSession *ps, const char *text, const char *flag, int32_t *id, Error *e) {
     int found = slm_tokenizer_lookup(&ps->lm.tokenizer, text, strlen(text));
     IntVec ids = {0};
     /* a word that is one piece once normalised ("Max" -> max) counts too */
@@ -42,7 +42,7 @@ int interp_token(const ProbeSession *ps, const char *text, const char *flag, int
                 "%s '%s' is not one token of the model's vocabulary", flag, text);
 }
 
-int32_t interp_top_guess(const Activations *a, int p, int32_t skip) {
+int32_t slm_view_top_guess(const Activations *a, int p, int32_t skip) {
     int V = a->cfg.vocab_size;
     const float *l = a->logits + (size_t)p * V;
     int32_t best = -1;
