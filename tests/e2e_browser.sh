@@ -60,6 +60,7 @@ baseline=()
 [[ -f models/tinystories-window8.safetensors ]] && baseline=(--baseline models/tinystories-window8.safetensors)
 "$STORYLM" swap data/stories.txt --text "$text" --names fred "${baseline[@]}" --model "$model" --json > swap.json
 "$STORYLM" generate "$text" --model "$model" -n $gen_n -t $gen_t -k $gen_k -p $gen_p --seed $gen_seed > generate.txt
+"$STORYLM" generate "$text" --model "$model" -n 1 --json > generate_defaults.json # the sampler's defaults, as the CLI has them
 # Every model the picker lists: its shape, its loss on the story (eval --text), with a head
 # of its last layer off when it has several, and that layer's distance scores; Secret 3
 # (ablate) on the default model and Secret 4 (pieces) on it and on the two-layer model
@@ -119,7 +120,8 @@ print(json.dumps({
     "trace_mean": load("trace_mean.json"),
     "swap": load("swap.json"), "swap_name": "fred",
     "generate": {"max_tokens": int(n), "temperature": float(t), "top_k": int(k), "top_p": float(p),
-                 "seed": int(seed), "text": open("generate.txt").read()},
+                 "seed": int(seed), "text": open("generate.txt").read(),
+                 "defaults": {k: load("generate_defaults.json")[k] for k in ["temperature", "top_k", "top_p"]}},
     "train_stories": "data/stories.txt", "train_steps": 20, "train_every": 5,
     "long_text": os.environ["long"], "long_tokens": int(os.environ["long_tokens"]),
     "model_file": "tinystories.safetensors", "models": models(), "ablate": load("ablate.json"),

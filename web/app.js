@@ -7,7 +7,7 @@
 // test stories and wires the page.
 import { runAblate } from "./ablate.js";
 import { drawDistances, refreshDistances } from "./distances.js";
-import { runGenerate } from "./generate.js";
+import { loadGenerateDefaults, runGenerate } from "./generate.js";
 import { drawHeadsBar } from "./heads_bar.js";
 import { fillCompare, runJobs } from "./jobs.js";
 import { describeModel, findModel, loadModels } from "./models.js";
@@ -121,7 +121,7 @@ async function start() {
   wire();
   drawHeadsBar();
   try {
-    await loadModels();
+    await Promise.all([loadModels(), loadGenerateDefaults()]);
   } catch (e) { showError("top", e); return; }
   readPermalink();
   document.body.dataset.ready = "1";

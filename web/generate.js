@@ -1,8 +1,17 @@
 // Let the network write on: /api/generate read as a stream of Server-Sent Events.
 import { state } from "./state.js";
-import { $, ablation, keep, showError } from "./util.js";
+import { $, ablation, api, keep, showError } from "./util.js";
 
 // ---------- let the network write on: a POST read as a stream of SSE events ----------
+
+// The sampler's defaults are the server's (GET /api/views, "generate"): one
+// place for them, shared with the CLI and the Python package.
+export async function loadGenerateDefaults() {
+  const d = (await api("/api/views")).generate;
+  $("gen-t").value = d.temperature;
+  $("gen-k").value = d.top_k;
+  $("gen-p").value = d.top_p;
+}
 
 export async function runGenerate() {
   if (state.gen) return;

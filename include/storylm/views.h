@@ -115,6 +115,11 @@ typedef struct ViewGenerateOptions {
 } ViewGenerateOptions;
 /* The defaults of sample.h, 200 tokens, seed 0, one thread. */
 ViewGenerateOptions slm_view_generate_defaults(void);
+/* The same as the fields of a generate request: {"max_tokens", "temperature",
+ * "top_k", "top_p", "min_p", "repeat_penalty", "repeat_last_n"} (caller
+ * cJSON_Deletes; NULL when out of memory): the one place the page and the
+ * Python package read the sampler's defaults from. */
+cJSON *slm_view_generate_defaults_json(void);
 /* One of a token's likeliest alternatives. */
 typedef struct TokenAlternative {
     int32_t id;

@@ -9,8 +9,8 @@ with TransformerLens's habits (run_with_cache, run_with_hooks, hook names).
 See docs/python.md for every call and the hook names."""
 
 from ._lib import StorylmError
-from .model import Config, HookPoint, Model, Tokenizer, load, shipped_model
+from .model import Config, HookPoint, Model, Tokenizer, generate_defaults, load, shipped_model
 from .train import program, train
 
-__all__ = ["Config", "HookPoint", "Model", "StorylmError", "Tokenizer", "load", "program", "shipped_model", "train"]
+__all__ = ["Config", "HookPoint", "Model", "StorylmError", "Tokenizer", "generate_defaults", "load", "program", "shipped_model", "train"]
 __version__ = "0.1.0"

@@ -252,12 +252,19 @@ class Model:
 
     # ---- generation ---------------------------------------------------------------
 
-    def generate(self, prompt="", max_tokens=200, temperature=0.8, top_k=0, top_p=0.95, seed=None, samples=1,
+    def generate(self, prompt="", max_tokens=None, temperature=None, top_k=None, top_p=None, seed=None, samples=1,
                  stories=None):
         """`storylm generate`'s text: the prompt as typed and the story written on
         (names capitalised as the CLI does; stories as its --stories). One str, or
         a list of samples strs when samples > 1 (sample i drawn with seed + i).
-        seed None draws one at random, kept in model.last_seed."""
+        max_tokens, temperature, top_k and top_p left None take the CLI's defaults
+        (storylm.generate_defaults()). seed None draws one at random, kept in
+        model.last_seed."""
+        d = generate_defaults()
+        max_tokens = d["max_tokens"] if max_tokens is None else max_tokens
+        temperature = d["temperature"] if temperature is None else temperature
+        top_k = d["top_k"] if top_k is None else top_k
+        top_p = d["top_p"] if top_p is None else top_p
         if seed is None:
             seed = int.from_bytes(os.urandom(4), "little") & 0x7FFFFFFF
         self.last_seed = seed
@@ -268,6 +275,14 @@ class Model:
                                          ctypes.byref(err))
         texts = json.loads(_lib.check_string(ptr, err))
         return texts[0] if samples == 1 else texts
+
+
+def generate_defaults():
+    """The sampler's defaults, as the C library (and so the CLI and the server) has
+    them: {"max_tokens", "temperature", "top_k", "top_p", "min_p", "repeat_penalty",
+    "repeat_last_n"}."""
+    err = _lib.Error()
+    return json.loads(_lib.check_string(_lib.lib().slm_py_generate_defaults(ctypes.byref(err)), err))
 
 
 def _text(text):

@@ -383,11 +383,13 @@ static int api_view(Server *s, const View *v, int get, const cJSON *body, Reply 
     return r->status;
 }
 
-/* GET /api/views: every view with its parameters (type, range, default, help). */
+/* GET /api/views: every view with its parameters (type, range, default, help),
+ * and the defaults of a /api/generate request ("generate"). */
 static int api_views(Server *s, const cJSON *body, Reply *r) {
     (void)s, (void)body;
     cJSON *j = cJSON_CreateObject(), *list = cJSON_AddArrayToObject(j, "views");
     for (int i = 0; i < slm_view_count(); i++) cJSON_AddItemToArray(list, slm_view_describe(slm_view_at(i)));
+    cJSON_AddItemToObject(j, "generate", slm_view_generate_defaults_json());
     return reply_json(r, 200, j);
 }
 

@@ -38,6 +38,19 @@ ViewGenerateOptions slm_view_generate_defaults(void) {
                                  .threads = 1};
 }
 
+cJSON *slm_view_generate_defaults_json(void) {
+    ViewGenerateOptions go = slm_view_generate_defaults();
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddNumberToObject(j, "max_tokens", go.max_tokens);
+    cJSON_AddNumberToObject(j, "temperature", go.temperature);
+    cJSON_AddNumberToObject(j, "top_k", go.top_k);
+    cJSON_AddNumberToObject(j, "top_p", go.top_p);
+    cJSON_AddNumberToObject(j, "min_p", go.min_p);
+    cJSON_AddNumberToObject(j, "repeat_penalty", go.repeat_penalty);
+    cJSON_AddNumberToObject(j, "repeat_last_n", go.repeat_last_n);
+    return j;
+}
+
 /* The sampler's settings of go (a repeat penalty of 0 is none). */
 static SamplerSettings sampler_settings(const ViewGenerateOptions *go) {
     return (SamplerSettings){.temperature = (float)go->temperature,

@@ -290,6 +290,9 @@ async function setValue(page, testid, value) {
 
 async function checkGenerate(page) {
   const g = want.generate;
+  const shown = await page.evaluate(() => ["gen-t", "gen-k", "gen-p"].map((id) => Number(document.getElementById(id).value)));
+  check(JSON.stringify(shown) === JSON.stringify([g.defaults.temperature, g.defaults.top_k, g.defaults.top_p]),
+        `the page's sampler defaults ${shown} are the CLI's (read from GET /api/views)`);
   await setValue(page, "gen-n", g.max_tokens); await setValue(page, "gen-t", g.temperature);
   await setValue(page, "gen-k", g.top_k); await setValue(page, "gen-p", g.top_p); await setValue(page, "gen-seed", g.seed);
   // Count the page's updates of the output while it streams (how many depends on how

@@ -391,6 +391,15 @@ class Generate(unittest.TestCase):
                                         "--seed", "5")["samples"]]
         self.assertEqual(m.generate("Tom", max_tokens=12, samples=3, seed=5), want)
 
+    def test_defaults_are_the_clis(self):
+        d = storylm.generate_defaults()
+        got = cli("generate", "Tom", "--json", "-n", "5", "-m", model_paths()[0])
+        for key in ["temperature", "top_k", "top_p", "min_p", "repeat_penalty", "repeat_last_n"]:
+            self.assertEqual(d[key], got[key], key)
+        m = model(model_paths()[0])
+        self.assertEqual(m.generate("Tom", max_tokens=5, seed=3), cli("generate", "Tom", "--json", "-n", "5", "-s", "3",
+                                                                        "-m", m.path)["samples"][0]["text"])
+
     def test_bad_options_raise(self):
         m = model(model_paths()[0])
         with self.assertRaises(storylm.StorylmError):
