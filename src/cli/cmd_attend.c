@@ -26,7 +26,7 @@ const Command command_attend = {
 
 typedef struct AttendArgs {
     ProbeOptions po;
-    int pos, head;
+    int pos, head, layer;
     bool wide;
 } AttendArgs;
 
@@ -120,11 +120,13 @@ static int draw(const char *path, const ProbeSession *ps, const ProbeRunner *r, 
 
 static int attend(const AttendArgs *a, const char *text, Error *e) {
     ProbeSession ps;
-    if (slm_probe_session_open(&ps, &a->po, "attend", NULL, PROBE_ATTENTION_ONLY, e)) return -1;
+    if (slm_probe_session_open(&ps, &a->po, "attend", NULL, PROBE_ATTENTION_ONLY | PROBE_LAYERS | PROBE_TRANSFORMER, e))
+        return -1;
     ViewText vt = {0};
     Report rep;
     slm_report_init(&rep, "attend");
-    int rc = slm_view_check_head(&ps, a->head, e) || slm_view_text_run(&vt, &ps, text, a->pos, VIEW_RUN_HEADS, e);
+    int rc = slm_view_check_head(&ps, a->head, e) || slm_view_text_run(&vt, &ps, text, a->pos, VIEW_RUN_HEADS, e) ||
+             slm_probe_runner_layer(&vt.runner, a->layer, e);
     if (!rc && a->wide)
         slm_view_attend_wide(&rep, &ps, &vt);
     else if (!rc)
@@ -138,7 +140,7 @@ static int attend(const AttendArgs *a, const char *text, Error *e) {
 }
 
 static int run(int argc, char **argv) {
-    AttendArgs a = {.po = PROBE_OPTIONS_DEFAULT, .pos = -1, .head = -1};
+    AttendArgs a = {.po = PROBE_OPTIONS_DEFAULT, .pos = -1, .head = -1, .layer = 1};
     const char *pos[1];
     Option opts[] = {
         PROBE_COMMON_OPTIONS(a.po),
@@ -146,6 +148,8 @@ static int run(int argc, char **argv) {
         PROBE_MEAN_STORIES_OPTION(a.po),
         {"pos", 0, OPT_INT, &a.pos, "N", "the position reading; negative: from the end", -1000000, 1000000},
         {"head", 0, OPT_INT, &a.head, "H", "one head (0 to 7); -1: all", -1, 7}, /* the network has 8 heads */
+        {"layer", 0, OPT_INT, &a.layer, "L", "the layer (or transformer block) whose heads to show", 1,
+         STORYLM_MAX_TF_LAYERS},
         {"wide", 0, OPT_BOOL, &a.wide, NULL, "all heads by position: each head's weight in a column", 0, 0},
     };
     int rc = probe_parse(&command_attend, argc, argv, opts, N_OPTIONS(opts), &a.po, pos, 1);

@@ -22,7 +22,7 @@ const Command command_trace = {
 /* The 160 inputs as bars coloured by part, the hidden layer, and the guesses. */
 static int draw(const char *path, const ProbeSession *ps, const TraceResult *t, Error *e) {
     const ModelConfig *c = &ps->lm.model.cfg;
-    int Z = slm_model_hidden_input_dim(c);
+    int Z = t->n_inputs;
     double lo = -1, hi = 1;
     for (int i = 0; i < Z; i++) lo = fmin(lo, t->z[i]), hi = fmax(hi, t->z[i]);
     Svg s;
@@ -66,14 +66,16 @@ static int draw(const char *path, const ProbeSession *ps, const TraceResult *t, 
     return rc;
 }
 
-static int trace(const ProbeOptions *po, const char *text, int pos, int n_units, int n_guesses, Error *e) {
+static int trace(const ProbeOptions *po, const char *text, int pos, int layer, int n_units, int n_guesses, Error *e) {
     ProbeSession ps;
-    if (slm_probe_session_open(&ps, po, "trace", NULL, PROBE_ATTENTION_ONLY, e)) return -1;
+    if (slm_probe_session_open(&ps, po, "trace", NULL, PROBE_ATTENTION_ONLY | PROBE_LAYERS | PROBE_TRANSFORMER, e))
+        return -1;
     ViewText vt = {0};
     TraceResult t = {0};
     Report rep;
     slm_report_init(&rep, "trace");
-    int rc = slm_view_text_run(&vt, &ps, text, pos, 0, e); /* the whole text, as the server runs it: the same bits */
+    int rc = slm_view_text_run(&vt, &ps, text, pos, 0, e) || /* the whole text, as the server runs it: the same bits */
+             slm_probe_runner_layer(&vt.runner, layer, e);
     if (!rc) rc = slm_view_trace(&rep, &ps, &vt, text, n_units, n_guesses, &t, e);
     if (!rc && po->svg) rc = draw(po->svg, &ps, &t, e);
     if (!rc) rc = probe_emit(&rep, po, e);
@@ -86,7 +88,7 @@ static int trace(const ProbeOptions *po, const char *text, int pos, int n_units,
 
 static int run(int argc, char **argv) {
     ProbeOptions po = PROBE_OPTIONS_DEFAULT;
-    int units = 10, guesses = 10, pos = -1;
+    int units = 10, guesses = 10, pos = -1, layer = 1;
     const char *text[1];
     Option opts[] = {
         PROBE_COMMON_OPTIONS(po),
@@ -95,9 +97,11 @@ static int run(int argc, char **argv) {
         {"units", 0, OPT_INT, &units, "N", "most active hidden units to show", 1, 4096},
         {"top-k", 0, OPT_INT, &guesses, "K", "the K most likely next tokens to show", 1, 64},
         {"pos", 0, OPT_INT, &pos, "N", "the position followed (0 is [EOS]); negative: from the end", -1000000, 1000000},
+        {"layer", 0, OPT_INT, &layer, "L", "the layer (or transformer block) whose heads to show", 1,
+         STORYLM_MAX_TF_LAYERS},
     };
     int rc = probe_parse(&command_trace, argc, argv, opts, N_OPTIONS(opts), &po, text, 1);
     if (rc >= 0) return rc;
     Error e = {0};
-    return trace(&po, text[0], pos, units, guesses, &e) ? cli_fail(&e) : 0;
+    return trace(&po, text[0], pos, layer, units, guesses, &e) ? cli_fail(&e) : 0;
 }

@@ -27,11 +27,20 @@ void slm_probe_runner_free(ProbeRunner *r) {
 static int runner_fit(ProbeRunner *r, int len, Error *e) {
     if (len <= r->acts.max_positions) return 0;
     const Model *m = r->model;
-    int heads_only = r->heads_only;
+    int heads_only = r->heads_only, layer = r->layer;
     slm_probe_runner_free(r);
     int rc = slm_probe_runner_init(r, m, len, e);
-    r->heads_only = heads_only;
+    r->heads_only = heads_only, r->layer = layer;
     return rc;
+}
+
+int slm_probe_runner_layer(ProbeRunner *r, int layer, Error *e) {
+    int layers = slm_model_layers(&r->model->cfg);
+    if (layer < 1 || layer > layers)
+        return FAIL(e, "give --layer from 1 to the model's layers (transformer blocks)",
+                    "--layer %d: the model has %d layer(s)", layer, layers);
+    r->layer = layer - 1;
+    return 0;
 }
 
 int slm_probe_run(ProbeRunner *r, const int32_t *ids, int len, const Ablation *ablation, Error *e) {

@@ -16,7 +16,8 @@ typedef struct Session {
     KeptRun *run; /* the text's run the request reads, or NULL */
 } Session;
 
-enum { NEED_STORIES = 1, NEED_ATTENTION = 2, NEED_ONE_LAYER = 4 }; /* NEED_ONE_LAYER: a view of one layer's heads */
+/* NEED_ONE_LAYER: a view of one layer's heads; NEED_HEADS: any model's heads, a transformer's too */
+enum { NEED_STORIES = 1, NEED_ATTENTION = 2, NEED_ONE_LAYER = 4, NEED_HEADS = 8 };
 
 static void session_release(Server *s, Session *ss) {
     if (ss->run) entry_run_release(ss->entry, ss->run);
@@ -56,6 +57,7 @@ static int session_open(Server *s, const cJSON *body, int need, Session *ss, Rep
     ModelEntry *m = ss->entry;
     int mean = ablate && strcmp(mode, "mean") == 0;
     int rc = (need & NEED_ATTENTION) ? slm_probe_need_attention(&m->ps.lm.model, "this view", &e) : 0;
+    if (!rc && (need & NEED_HEADS)) rc = slm_probe_need_heads(&m->ps.lm.model, "this view", &e);
     if (!rc && (need & NEED_ONE_LAYER)) rc = slm_probe_need_one_layer(&m->ps.lm.model, "this view", &e);
     if (!rc)
         rc = slm_session_ablation(&m->ps.lm, ablate, mode, NULL, NULL, &ss->ps.ablation, ss->ps.ablation_desc,
@@ -134,9 +136,10 @@ static int api_tokenize(Server *s, const cJSON *body, Reply *r) {
 static int api_attend(Server *s, const cJSON *body, Reply *r) {
     Session ss;
     const char *text;
-    int pos = -1, head = -1, wide = 0;
-    if (session_open(s, body, NEED_ATTENTION | NEED_ONE_LAYER, &ss, r)) return r->status;
+    int pos = -1, head = -1, wide = 0, layer = 1;
+    if (session_open(s, body, NEED_HEADS, &ss, r)) return r->status;
     if (request_text(&ss, body, "text", &text, r) || field_int(body, "pos", &pos, -1000000, 1000000, r) ||
+        field_int(body, "layer", &layer, 1, STORYLM_MAX_TF_LAYERS, r) ||
         field_int(body, "head", &head, -1000000, 1000000, r) || field_bool(body, "wide", &wide, r))
         return session_release(s, &ss), r->status;
     Report rep;
@@ -147,7 +150,8 @@ static int api_attend(Server *s, const cJSON *body, Reply *r) {
     if (!rc && wide && head >= 0)
         rc = FAIL(&e, "leave out \"head\": \"wide\" gives every head's weight side by side",
                   "\"wide\" and \"head\": %d do not go together", head);
-    if (!rc) rc = session_run(&ss, text, pos, &vt, &e); /* the same numbers as attend's heads-only run */
+    if (!rc) rc = session_run(&ss, text, pos, &vt, &e);          /* the same numbers as attend's heads-only run */
+    if (!rc) rc = slm_probe_runner_layer(&vt.runner, layer, &e); /* vt: the request's own copy */
     if (!rc && wide)
         slm_view_attend_wide(&rep, &ss.ps, &vt);
     else if (!rc)
@@ -158,10 +162,11 @@ static int api_attend(Server *s, const cJSON *body, Reply *r) {
 static int api_trace(Server *s, const cJSON *body, Reply *r) {
     Session ss;
     const char *text;
-    int pos = -1, units = 10, top = 10;
-    if (session_open(s, body, NEED_ATTENTION | NEED_ONE_LAYER, &ss, r)) return r->status;
+    int pos = -1, units = 10, top = 10, layer = 1;
+    if (session_open(s, body, NEED_HEADS, &ss, r)) return r->status;
     if (request_text(&ss, body, "text", &text, r) || field_int(body, "pos", &pos, -1000000, 1000000, r) ||
-        field_int(body, "units", &units, 1, 4096, r) || field_int(body, "top", &top, 1, 64, r))
+        field_int(body, "layer", &layer, 1, STORYLM_MAX_TF_LAYERS, r) || field_int(body, "units", &units, 1, 4096, r) ||
+        field_int(body, "top", &top, 1, 64, r))
         return session_release(s, &ss), r->status;
     Report rep;
     slm_report_init(&rep, "trace");
@@ -169,6 +174,7 @@ static int api_trace(Server *s, const cJSON *body, Reply *r) {
     TraceResult t = {0};
     Error e = {0};
     int rc = session_run(&ss, text, pos, &vt, &e);
+    if (!rc) rc = slm_probe_runner_layer(&vt.runner, layer, &e); /* vt: the request's own copy */
     if (!rc) rc = slm_view_trace(&rep, &ss.ps, &vt, text, units, top, &t, &e);
     slm_trace_result_free(&t);
     return finish(s, &ss, &rep, rc, &e, r);

@@ -1,0 +1,149 @@
+/* The probes on a transformer, against sums written here in double from the
+ * tensors and the forward's activations (nothing shared with src/probes):
+ * attend's dot, distance score and weight of every key of block 2
+ * (q.k/sqrt(d_head) of LN1's output times W_Q, W_K plus the biases; the t5
+ * bucket's score; softmax); trace's MLP neuron parts: the shares of
+ * resid_pre and of each head's z_h W_O[h] in LN2's output (its scale frozen),
+ * which with b_O's share, LN2's b and b_in add up to the neuron's input
+ * (hook_pre), and the part trace names is the one that pushes it hardest. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "storylm/model.h"
+#include "storylm/probes.h"
+#include "storylm/rng.h"
+
+enum { T = 7, D = 6, H = 2, DH = 4, F = 8, V = 11 };
+
+/* A tiny transformer of two blocks with random weights (seed 7), ids (T) run through it into r. */
+static void setup(Model *m, PosScheme pos, const int32_t *ids, ProbeRunner *r) {
+    ModelConfig c = slm_transformer_config_default(V);
+    c.row_dim = D, c.n_heads = H, c.key_dim = c.value_dim = DH, c.hidden_dim = F, c.window = 5, c.n_layers = 2;
+    c.pos = pos;
+    Error e = {0};
+    CHECK(slm_model_init(m, &c, &e) == 0);
+    Rng rng;
+    slm_rng_seed(&rng, 7);
+    for (size_t i = 0; i < m->n_params; i++) m->params[i] = (float)(0.6 * slm_rng_normal(&rng));
+    CHECK(slm_probe_runner_init(r, m, T, &e) == 0);
+    CHECK(slm_probe_run(r, ids, T, NULL, &e) == 0);
+}
+
+/* Head h of block l at position p reading key u: q.k / sqrt(dh), from LN1's output. */
+static double ref_dot(const TfBlockViews *w, const float *ln1, int h, int p, int u) {
+    double q[DH], k[DH], dot = 0;
+    for (int j = 0; j < DH; j++) {
+        q[j] = w->b_Q[h * DH + j], k[j] = w->b_K[h * DH + j];
+        for (int i = 0; i < D; i++) {
+            q[j] += (double)ln1[p * D + i] * w->W_Q[(h * D + i) * DH + j];
+            k[j] += (double)ln1[u * D + i] * w->W_K[(h * D + i) * DH + j];
+        }
+        dot += q[j] * k[j];
+    }
+    return dot / sqrt(DH);
+}
+
+static void check_attend(void) {
+    Model m;
+    ProbeRunner r;
+    Error e = {0};
+    const int32_t ids[T] = {1, 4, 9, 4, 2, 10, 4};
+    setup(&m, POS_T5, ids, &r);
+    CHECK(slm_probe_runner_layer(&r, 3, &e) == -1); /* two blocks */
+    CHECK(slm_probe_runner_layer(&r, 2, &e) == 0 && r.layer == 1);
+    TfViews v;
+    slm_transformer_views(&m, m.params, &v);
+    const TfBlockViews *w = &v.block[1];
+    AttendKey keys[8];
+    for (int h = 0; h < H; h++)
+        for (int p = 0; p < T; p++) {
+            int n = slm_probe_attend(&r, h, p, keys), first = p - 4 > 0 ? p - 4 : 0; /* n_ctx 5 */
+            CHECK(n == p - first + 1);
+            double s[8], max = -1e30, sum = 0;
+            for (int j = 0; j < n; j++) {
+                int d = p - (first + j);
+                s[j] =
+                    ref_dot(w, r.acts.tf->layer[1].ln1, h, p, first + j) + w->bucket[h * T5_BUCKETS + slm_t5_bucket(d)];
+                max = fmax(max, s[j]);
+                CHECK(keys[j].position == first + j && keys[j].distance == d);
+                CHECK_CLOSE(keys[j].dot + keys[j].distance_score, s[j], 1e-4, 1e-5);
+                CHECK_CLOSE(keys[j].distance_score, w->bucket[h * T5_BUCKETS + slm_t5_bucket(d)], 0, 0);
+            }
+            for (int j = 0; j < n; j++) sum += exp(s[j] - max);
+            for (int j = 0; j < n; j++) CHECK_CLOSE(keys[j].weight, exp(s[j] - max) / sum, 1e-4, 1e-6);
+        }
+    slm_probe_runner_free(&r);
+    slm_model_free(&m);
+}
+
+/* share (D) of x in LN2's output at position p, its scale rstd frozen: w2 * rstd * (x - mean x). */
+static void ref_share(const double *x, const float *w2, double rstd, double *share) {
+    double mean = 0;
+    for (int i = 0; i < D; i++) mean += x[i] / D;
+    for (int i = 0; i < D; i++) share[i] = w2[i] * rstd * (x[i] - mean);
+}
+
+static void check_trace(void) {
+    Model m;
+    ProbeRunner r;
+    Error e = {0};
+    const int32_t ids[T] = {1, 3, 5, 7, 3, 5, 2};
+    setup(&m, POS_ABSOLUTE, ids, &r);
+    TfViews v;
+    slm_transformer_views(&m, m.params, &v);
+    for (int l = 0; l < 2; l++) {
+        CHECK(slm_probe_runner_layer(&r, l + 1, &e) == 0);
+        const TfBlockViews *w = &v.block[l];
+        const TfLayerActs *L = &r.acts.tf->layer[l];
+        for (int p = 0; p < T; p++) {
+            /* the parts: resid_pre, each head's z_h W_O[h], b_O; their LN2 shares */
+            double x[H + 2][D], share[H + 2][D], rstd = 0, mean = 0;
+            for (int i = 0; i < D; i++) x[0][i] = L->resid_pre[p * D + i], x[H + 1][i] = w->b_O[i];
+            for (int h = 0; h < H; h++)
+                for (int i = 0; i < D; i++) {
+                    x[1 + h][i] = 0;
+                    for (int j = 0; j < DH; j++)
+                        x[1 + h][i] += (double)L->z[p * H * DH + h * DH + j] * w->W_O[(h * DH + j) * D + i];
+                }
+            double mid[D];
+            for (int i = 0; i < D; i++) {
+                mid[i] = 0;
+                for (int k = 0; k < H + 2; k++) mid[i] += x[k][i];
+                mean += mid[i] / D;
+            }
+            for (int i = 0; i < D; i++) rstd += (mid[i] - mean) * (mid[i] - mean) / D;
+            rstd = 1 / sqrt(rstd + 1e-5);
+            for (int k = 0; k < H + 2; k++) ref_share(x[k], w->ln2_w, rstd, share[k]);
+            TraceResult t;
+            CHECK(slm_probe_trace(&r, p, F, 3, &t, &e) == 0);
+            CHECK(t.layer == l && t.n_inputs == D + H * DH);
+            for (int k = 0; k < F; k++) {
+                int u = t.units[k].unit;
+                double in[H + 2], pre = w->b_in[u];
+                for (int part = 0; part < H + 2; part++) {
+                    in[part] = 0;
+                    for (int i = 0; i < D; i++) in[part] += share[part][i] * w->W_in[i * F + u];
+                    pre += in[part];
+                }
+                for (int i = 0; i < D; i++) pre += (double)w->ln2_b[i] * w->W_in[i * F + u];
+                CHECK_CLOSE(pre, L->mlp_pre[p * F + u], 1e-4, 1e-5); /* the shares add up to hook_pre */
+                CHECK_CLOSE(t.units[k].value, L->mlp_post[p * F + u], 0, 0);
+                int best = 0;
+                for (int part = 1; part <= H; part++) best = fabs(in[part]) > fabs(in[best]) ? part : best;
+                CHECK(t.units[k].part == best - 1);
+                CHECK_CLOSE(t.units[k].part_input, in[best], 1e-4, 1e-5);
+            }
+            slm_trace_result_free(&t);
+        }
+    }
+    slm_probe_runner_free(&r);
+    slm_model_free(&m);
+}
+
+int main(void) {
+    check_attend();
+    check_trace();
+    return check_report();
+}
