@@ -2,7 +2,9 @@
 # End to end: the probes read every layer of the chapter's network with
 # --layers 2 and every block of a transformer (a small one trained here in
 # seconds): attend and trace --layer L (the JSON names the layer; the weights
-# of a position add up to 1; --layer past the model's layers is refused).
+# of a position add up to 1; --layer past the model's layers is refused);
+# cache on a transformer (TransformerLens's hook names and shapes, checked
+# against the model's tensors; stories packed as each alone).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
@@ -48,4 +50,60 @@ done
 a=$("$STORYLM" attend "$TEXT" --model tf.safetensors --layer 1 --head 0 --json | "$PY" -c 'import json,sys; print([k["weight"] for k in json.load(sys.stdin)["keys"]])')
 b=$("$STORYLM" attend "$TEXT" --model tf.safetensors --layer 2 --head 0 --json | "$PY" -c 'import json,sys; print([k["weight"] for k in json.load(sys.stdin)["keys"]])')
 [[ "$a" != "$b" ]] || fail "attend --layer 1 and 2 of the transformer give the same weights"
+
+# cache on a transformer: TransformerLens's hook names and shapes, numbers that
+# hold together with the model's tensors, and stories packed as each alone.
+"$PY" -c 'import numpy' 2>/dev/null || skip "numpy is missing for $PY (the cache's checks read it)"
+"$STORYLM" cache "$TEXT" --model tf.safetensors -o one.safetensors > /dev/null || fail "cache of a text on a transformer"
+"$STORYLM" cache --stories slice.txt --test-stories 3 --model tf.safetensors -o packed.safetensors > /dev/null ||
+  fail "cache --stories on a transformer"
+"$PY" - "$STORYLM_SOURCE_DIR/scripts" <<'PY' || fail "the transformer's cache"
+import sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+from read_safetensors import load
+w = load("tf.safetensors")[0]
+close = lambda a, b: np.abs(a - b).max() <= 1e-4 * max(1.0, np.abs(b).max())
+
+
+def check(c, lo, hi):
+    """Story positions lo..hi-1 of cache c hold together with the model's tensors."""
+    T = hi - lo
+    at = lambda name: c[name][lo:hi]
+    assert close(at("hook_embed"), w["embed.W_E"][at("tokens").astype(int)])
+    assert close(at("hook_embed") + at("hook_pos_embed"), at("blocks.0.hook_resid_pre"))
+    for l in range(2):
+        b = "blocks.%d." % l
+        p = c[b + "attn.hook_pattern"][:, lo:hi]
+        assert not p[:, :, T:].any(), "keys past the story"
+        p = p[:, :, :T]
+        assert np.allclose(p.sum(-1), 1, atol=1e-5) and np.all(np.triu(p, 1) == 0)
+        z = at(b + "attn.hook_z")
+        assert close(z, np.einsum("hqk,khd->qhd", p, at(b + "attn.hook_v")))
+        attn_out = np.einsum("qhd,hdm->qm", z, w[b + "attn.W_O"]) + w[b + "attn.b_O"]
+        assert close(at(b + "hook_resid_mid"), at(b + "hook_resid_pre") + attn_out)
+        mlp_out = at(b + "mlp.hook_post") @ w[b + "mlp.W_out"] + w[b + "mlp.b_out"]
+        assert close(at(b + "hook_resid_post"), at(b + "hook_resid_mid") + mlp_out)
+    x = at("blocks.1.hook_resid_post")
+    x = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5) * w["ln_final.w"] + w["ln_final.b"]
+    assert close(at("ln_final.hook_normalized"), x)
+    assert close(at("hook_logits"), x @ w["unembed.W_U"] + w["unembed.b_U"])
+
+
+c = load("one.safetensors")[0]
+T = c["tokens"].shape[0]
+names = [n for n in c if n not in ("tokens", "story_starts", "loss")]
+want = ["hook_embed", "hook_pos_embed"] + ["blocks.%d.%s" % (l, n) for l in range(2) for n in (
+    "hook_resid_pre", "attn.hook_q", "attn.hook_k", "attn.hook_v", "attn.hook_pattern", "attn.hook_z",
+    "hook_resid_mid", "mlp.hook_post", "hook_resid_post")] + ["ln_final.hook_normalized", "hook_logits"]
+assert names == want, names
+assert c["blocks.1.attn.hook_pattern"].shape == (4, T, T) and c["blocks.0.attn.hook_q"].shape == (T, 4, 8)
+check(c, 0, T)
+packed = load("packed.safetensors")[0]
+s = packed["story_starts"].astype(int)
+assert len(s) == 4 and packed["blocks.0.attn.hook_pattern"].shape[2] == max(np.diff(s))
+for i in range(3):
+    check(packed, s[i], s[i + 1])
+print("cache: %d hooks, held together with the model's tensors, also 3 stories packed" % len(names))
+PY
 echo "e2e_tfprobes: all passed"

@@ -31,7 +31,10 @@ const Command command_cache = {
     "The metadata holds the model, the ablation and, for a text, the text. --ablate switches\n"
     "heads off (head_outputs then hold the replacement). Logits take 4 bytes a token of the\n"
     "vocabulary a position (8 kB at 2,000): the 100 test stories of TinyStories make a file\n"
-    "of about 400 MB; --test-stories N takes fewer.",
+    "of about 400 MB; --test-stories N takes fewer.\n"
+    "A transformer's file holds tokens, story_starts, every hook point under TransformerLens's\n"
+    "hook name (hook_embed, blocks.0.hook_resid_pre, blocks.0.attn.hook_pattern, ...,\n"
+    "ln_final.hook_normalized, hook_logits; docs/transformer.md) and loss.",
     run};
 
 typedef struct CacheArgs {
@@ -59,14 +62,12 @@ static int gather(const ProbeSession *ps, const CacheArgs *args, IntVec *ids, in
     return 0;
 }
 
-static int metadata_fill(Metadata *md, const ProbeSession *ps, const CacheArgs *args, Error *e) {
+static int metadata_fill(Metadata *md, const ProbeSession *ps, const CacheArgs *args, const ActivationCache *c,
+                         Error *e) {
     int rc = slm_metadata_set(md, "format", "storylm-activations", e) ||
              slm_metadata_set(md, "format_version", "1", e) || slm_metadata_set(md, "model", ps->model_path, e) ||
              slm_metadata_set(md, "ablation", ps->ablation_desc[0] ? ps->ablation_desc : "none", e) ||
-             slm_metadata_set(md, "tensors",
-                              "tokens rows queries keys values attention head_outputs hidden logits loss "
-                              "story_starts: see storylm cache --help",
-                              e);
+             slm_metadata_set(md, "tensors", slm_activation_cache_summary(c), e);
     if (!rc && args->text) rc = slm_metadata_set(md, "text", args->text, e);
     if (!rc && args->stories) rc = slm_metadata_set(md, "stories", args->stories, e);
     return rc;
@@ -82,9 +83,9 @@ static void build_report(Report *r, const ProbeSession *ps, const CacheArgs *arg
     slm_table_column(t, "name", "name", CELL_TEXT, 0);
     slm_table_column(t, "shape", "shape", CELL_TEXT, 0);
     slm_table_column(t, "megabytes", "MB", CELL_NUMBER, 2);
-    SafeTensorOut list[CACHE_TENSORS];
-    slm_activation_cache_tensors(c, list);
-    for (int i = 0; i < CACHE_TENSORS; i++) {
+    SafeTensorOut list[CACHE_MAX_TENSORS];
+    int n = slm_activation_cache_tensors(c, list);
+    for (int i = 0; i < n; i++) {
         uint64_t shape[SAFETENSORS_MAX_DIMS];
         double count = 1;
         for (int d = 0; d < list[i].ndim; d++) shape[d] = (uint64_t)list[i].shape[d], count *= list[i].shape[d];
@@ -99,7 +100,7 @@ static void build_report(Report *r, const ProbeSession *ps, const CacheArgs *arg
 
 static int cache(const ProbeOptions *po, const CacheArgs *args, Error *e) {
     ProbeSession ps;
-    if (slm_probe_session_open(&ps, po, "cache", args->stories, PROBE_ATTENTION_ONLY, e)) return -1;
+    if (slm_probe_session_open(&ps, po, "cache", args->stories, PROBE_ATTENTION_ONLY | PROBE_TRANSFORMER, e)) return -1;
     IntVec ids = {0};
     int *starts = NULL, n = 0;
     ActivationCache c = {0};
@@ -108,7 +109,7 @@ static int cache(const ProbeOptions *po, const CacheArgs *args, Error *e) {
     slm_report_init(&rep, "cache");
     int rc = gather(&ps, args, &ids, &starts, &n, e);
     if (!rc) rc = slm_probe_cache(&ps.lm.model, ids.data, starts, n, &ps.ablation, &c, e);
-    if (!rc) rc = metadata_fill(&md, &ps, args, e) || slm_activation_cache_write(&c, args->out, &md, e);
+    if (!rc) rc = metadata_fill(&md, &ps, args, &c, e) || slm_activation_cache_write(&c, args->out, &md, e);
     if (!rc) build_report(&rep, &ps, args, &c);
     if (!rc) rc = probe_emit(&rep, po, e);
     slm_report_free(&rep);
