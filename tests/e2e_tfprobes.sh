@@ -3,6 +3,7 @@
 # --layers 2 and every block of a transformer (a small one trained here in
 # seconds): attend and trace --layer L (the JSON names the layer; the weights
 # of a position add up to 1; --layer past the model's layers is refused);
+# --ablate-mode mean in eval, ablate and generate;
 # cache on a transformer (TransformerLens's hook names and shapes, checked
 # against the model's tensors; stories packed as each alone).
 set -euo pipefail
@@ -50,6 +51,16 @@ done
 a=$("$STORYLM" attend "$TEXT" --model tf.safetensors --layer 1 --head 0 --json | "$PY" -c 'import json,sys; print([k["weight"] for k in json.load(sys.stdin)["keys"]])')
 b=$("$STORYLM" attend "$TEXT" --model tf.safetensors --layer 2 --head 0 --json | "$PY" -c 'import json,sys; print([k["weight"] for k in json.load(sys.stdin)["keys"]])')
 [[ "$a" != "$b" ]] || fail "attend --layer 1 and 2 of the transformer give the same weights"
+
+# --ablate-mode mean on a transformer: eval, ablate and generate take it, and it is not zero mode.
+mean=$("$STORYLM" eval slice.txt --model tf.safetensors --test-stories 20 --ablate 2:1 --ablate-mode mean --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["loss"])')
+zero=$("$STORYLM" eval slice.txt --model tf.safetensors --test-stories 20 --ablate 2:1 --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["loss"])')
+[[ "$mean" != "$zero" ]] || fail "eval --ablate-mode mean gives zero mode's loss $zero"
+"$STORYLM" ablate slice.txt --model tf.safetensors --test-stories 20 --heads 1:0,2:3 --ablate-mode mean > ablate.txt ||
+  fail "ablate --ablate-mode mean on a transformer"
+grep -q "^1:0,2:3 " ablate.txt || { cat ablate.txt; fail "ablate --ablate-mode mean: no row for 1:0,2:3"; }
+"$STORYLM" generate --model tf.safetensors --ablate 1:2 --ablate-mode mean --stories slice.txt -t 0 -n 5 "Lily" \
+  > /dev/null 2> gen.err || fail "generate --ablate-mode mean on a transformer: $(cat gen.err)"
 
 # cache on a transformer: TransformerLens's hook names and shapes, numbers that
 # hold together with the model's tensors, and stories packed as each alone.

@@ -5,12 +5,16 @@
  * bucket's score; softmax); trace's MLP neuron parts: the shares of
  * resid_pre and of each head's z_h W_O[h] in LN2's output (its scale frozen),
  * which with b_O's share, LN2's b and b_in add up to the neuron's input
- * (hook_pre), and the part trace names is the one that pushes it hardest. */
+ * (hook_pre), and the part trace names is the one that pushes it hardest;
+ * mean ablation: each head's mean hook_z over two stories, averaged here by
+ * hand, and a head switched off to it gives the logits of a hook that writes
+ * that mean into its hook_z, bit for bit. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
+#include "storylm/hooks.h"
 #include "storylm/model.h"
 #include "storylm/probes.h"
 #include "storylm/rng.h"
@@ -142,8 +146,48 @@ static void check_trace(void) {
     slm_model_free(&m);
 }
 
+/* hook_z [T, H, dh] of block 1 (ctx: the means (layers*H, dh)): head 1 set to block 1's head 1's mean. */
+static int mean_hook(void *ctx, const char *name, float *data, int ndim, const int *shape, int writable) {
+    (void)name, (void)ndim, (void)writable;
+    const float *mean = ctx;
+    for (int t = 0; t < shape[0]; t++) memcpy(data + (t * H + 1) * DH, mean + (H + 1) * DH, DH * sizeof(float));
+    return 1;
+}
+
+static void check_mean_ablation(void) {
+    static const int32_t ids[2 * T] = {1, 3, 5, 7, 3, 5, 2, 1, 4, 9, 4, 2, 10, 4};
+    static size_t starts[] = {0, T, 2 * T};
+    static int both[] = {0, 1};
+    Stories st = {.n_stories = 2, .ids32 = ids, .starts = starts, .n_tokens = 2 * T, .n_test = 2, .test = both};
+    Model m;
+    ProbeRunner r;
+    Error e = {0};
+    setup(&m, POS_ROPE, ids, &r);
+    float mean[2 * H * DH], clean[T * V];
+    CHECK(slm_probe_head_means(&m, &st, st.test, 2, mean, &e) == 0);
+    double sum = 0; /* block 1's head 1, component 2, over both stories by hand */
+    for (int k = 0; k < 2; k++) {
+        CHECK(slm_probe_run(&r, ids + k * T, T, NULL, &e) == 0);
+        for (int p = 0; p < T; p++) sum += r.acts.tf->layer[1].z[p * H * DH + 1 * DH + 2];
+    }
+    CHECK_CLOSE(mean[(H + 1) * DH + 2], sum / (2 * T), 1e-5, 1e-6);
+    const char *names[] = {"blocks.1.attn.hook_z"};
+    ForwardHooks hooks = {.fn = mean_hook, .ctx = mean, .names = names, .n_names = 1};
+    r.acts.hooks = &hooks;
+    CHECK(slm_probe_run(&r, ids, T, NULL, &e) == 0);
+    memcpy(clean, r.acts.logits, sizeof clean);
+    r.acts.hooks = NULL;
+    Ablation ab = {.heads = 1u << (H + 1), .mode = ABLATE_MEAN, .mean = mean}; /* --ablate 2:1 --ablate-mode mean */
+    CHECK(slm_probe_run(&r, ids, T, &ab, &e) == 0);
+    CHECK(memcmp(clean, r.acts.logits, sizeof clean) == 0);
+    slm_hooks_free(&hooks);
+    slm_probe_runner_free(&r);
+    slm_model_free(&m);
+}
+
 int main(void) {
     check_attend();
     check_trace();
+    check_mean_ablation();
     return check_report();
 }

@@ -125,8 +125,8 @@ static int check_forward(const Model *m, const Activations *a, const Batch *b, c
     if (ab && ab->heads && (heads > 32 || (heads < 32 && ab->heads >> heads)))
         return FAIL(e, "give heads as L:H of this model's blocks; --ablate names at most 32 heads",
                     "cannot switch off head mask 0x%x in a transformer of %d heads", ab->heads, heads);
-    if (ab && ab->heads && ab->mode == ABLATE_MEAN)
-        return FAIL(e, "use --ablate-mode zero", "mean ablation is not implemented for the transformer");
+    if (ab && ab->heads && ab->mode == ABLATE_MEAN && !ab->mean)
+        return FAIL(e, "compute the heads' mean outputs first", "mean ablation needs the heads' mean outputs");
     if (a->dropout.hidden > 0 || a->dropout.attention > 0)
         return FAIL(e, "train the transformer without --dropout and --attention-dropout",
                     "dropout is not implemented for the transformer");
@@ -248,8 +248,15 @@ static void attn_forward(const Model *m, const TfBlockViews *w, Activations *a, 
     slm_attention_forward(c, L->qkv, ld, t->table, a->first_key, N, keep_weights ? L->att : NULL, L->z, HV,
                           &L->scratch);
     uint32_t off = ablated_heads(a, c, l);
-    for (int h = 0; off && h < H; h++) /* --ablate: the head's z (hook_z) set to 0 */
-        for (int p = 0; (off >> h & 1u) && p < N; p++) memset(L->z + (size_t)p * HV + h * dh, 0, dh * sizeof(float));
+    const float *mean = a->ablation.mode == ABLATE_MEAN ? a->ablation.mean : NULL; /* (layers*H, dh) */
+    for (int h = 0; off && h < H; h++) /* --ablate: the head's z (hook_z) set to 0, or to its mean */
+        for (int p = 0; (off >> h & 1u) && p < N; p++) {
+            float *z = L->z + (size_t)p * HV + h * dh;
+            if (mean)
+                memcpy(z, mean + (size_t)(l * H + h) * dh, dh * sizeof(float));
+            else
+                memset(z, 0, dh * sizeof(float));
+        }
     if (keep_weights) slm_hooks_at(m, a, HOOK_PATTERN, l);
     slm_hooks_at(m, a, HOOK_Z, l);
     memcpy(L->resid_mid, L->resid_pre, (size_t)N * D * sizeof(float));

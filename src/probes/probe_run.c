@@ -123,7 +123,7 @@ static void add_head_outputs(const Activations *a, double *sum) {
 }
 
 int slm_probe_head_means(const Model *m, const Stories *s, const int *idx, int n, float *mean, Error *e) {
-    if (slm_probe_need_attention(m, "mean ablation", e)) return -1;
+    if (slm_probe_need_heads(m, "mean ablation", e)) return -1;
     if (n < 1) return FAIL(e, "give a stories file with test stories", "no stories to average the heads' outputs over");
     const ModelConfig *c = &m->cfg;
     size_t HV = (size_t)slm_model_heads(c) * c->value_dim;
