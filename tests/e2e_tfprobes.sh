@@ -3,7 +3,7 @@
 # --layers 2 and every block of a transformer (a small one trained here in
 # seconds): attend and trace --layer L (the JSON names the layer; the weights
 # of a position add up to 1; --layer past the model's layers is refused);
-# --ablate-mode mean in eval, ablate and generate;
+# --ablate-mode mean in eval, ablate and generate; attribute (direct logit attribution);
 # cache on a transformer (TransformerLens's hook names and shapes, checked
 # against the model's tensors; stories packed as each alone).
 set -euo pipefail
@@ -61,6 +61,22 @@ zero=$("$STORYLM" eval slice.txt --model tf.safetensors --test-stories 20 --abla
 grep -q "^1:0,2:3 " ablate.txt || { cat ablate.txt; fail "ablate --ablate-mode mean: no row for 1:0,2:3"; }
 "$STORYLM" generate --model tf.safetensors --ablate 1:2 --ablate-mode mean --stories slice.txt -t 0 -n 5 "Lily" \
   > /dev/null 2> gen.err || fail "generate --ablate-mode mean on a transformer: $(cat gen.err)"
+
+# attribute on a transformer: every part of the residual stream, the direct logit attribution
+# beside the removals; a bias's mean is itself, so replacing it by its mean changes nothing.
+"$STORYLM" attribute "$TEXT" --model tf.safetensors --stories slice.txt --test-stories 20 --json > attr.json ||
+  fail "attribute on a transformer"
+"$PY" - attr.json <<'PY' || fail "attribute on a transformer: wrong JSON"
+import json, sys
+r = json.load(open(sys.argv[1]))
+parts = {p["part"]: p for p in r["parts"]}
+want = ["embed", "pos_embed"] + ["%s %d%s" % (k, l, h) for l in (1, 2) for k, h in
+        [("head", ":%d" % h) for h in range(4)] + [("b_O", ""), ("mlp", "")]]
+assert [p["part"] for p in r["parts"]] == want, list(parts)
+assert abs(parts["b_O 1"]["mean"]) < 1e-6 and abs(parts["b_O 2"]["mean"]) < 1e-6
+assert all(isinstance(p.get("mean"), (int, float)) for p in r["parts"])
+PY
+"$STORYLM" attribute "$TEXT" --model tf.safetensors --svg attr.svg > /dev/null || fail "attribute --svg on a transformer"
 
 # cache on a transformer: TransformerLens's hook names and shapes, numbers that
 # hold together with the model's tensors, and stories packed as each alone.

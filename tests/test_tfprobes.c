@@ -8,7 +8,11 @@
  * (hook_pre), and the part trace names is the one that pushes it hardest;
  * mean ablation: each head's mean hook_z over two stories, averaged here by
  * hand, and a head switched off to it gives the logits of a hook that writes
- * that mean into its hook_z, bit for bit. */
+ * that mean into its hook_z, bit for bit; attribute's direct logit
+ * attribution of each head and MLP (written here from TransformerLens's
+ * recipe: the part centred, times the final LN's 1/scale computed here from
+ * resid_post, times ln_final.w, dotted with W_U[:, token]), and the parts'
+ * attributions plus ln_final.b W_U + b_U adding up to the forward's logit. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +20,7 @@
 #include "check.h"
 #include "storylm/hooks.h"
 #include "storylm/model.h"
+#include "storylm/probe_attribute.h"
 #include "storylm/probes.h"
 #include "storylm/rng.h"
 
@@ -185,7 +190,56 @@ static void check_mean_ablation(void) {
     slm_model_free(&m);
 }
 
+/* Block l's head h (h = H: the MLP) at position p, its direct logit attribution for token. */
+static double ref_dla(const Model *m, const Activations *a, int l, int h, int p, int32_t token) {
+    TfViews w;
+    slm_transformer_views(m, m->params, &w);
+    const TfLayerActs *L = &a->tf->layer[l];
+    const float *final = a->tf->resid_final + p * D; /* the final LN's input */
+    double part[D] = {0}, mean = 0, var = 0, pm = 0, dla = 0;
+    for (int i = 0; i < D; i++) mean += final[i] / (double)D;
+    for (int i = 0; i < D; i++) var += (final[i] - mean) * (final[i] - mean) / D;
+    for (int i = 0; i < D; i++) {
+        if (h < H)
+            for (int j = 0; j < DH; j++)
+                part[i] += (double)L->z[p * H * DH + h * DH + j] * w.block[l].W_O[(h * DH + j) * D + i];
+        else
+            for (int f = 0; f < F; f++) part[i] += (double)L->mlp_post[p * F + f] * w.block[l].W_out[f * D + i];
+        if (h == H) part[i] += w.block[l].b_out[i];
+        pm += part[i] / D;
+    }
+    for (int i = 0; i < D; i++) dla += (part[i] - pm) / sqrt(var + 1e-5) * w.ln_final_w[i] * w.W_U[i * V + token];
+    return dla;
+}
+
+static void check_attribute(void) {
+    Model m;
+    ProbeRunner r;
+    Error e = {0};
+    const int32_t ids[T] = {1, 6, 2, 8, 6, 2, 3};
+    setup(&m, POS_ALIBI, ids, &r);
+    CHECK(slm_probe_mean_z_len(&m.cfg) == (size_t)(2 + 2 * (H + 2)) * D);
+    for (int p = 0; p < T; p++)
+        for (int32_t token = 0; token < V; token += 3) {
+            AttributeResult ar;
+            CHECK(slm_probe_attribute(&m, &r.acts, p, token, NULL, &ar, &e) == 0);
+            CHECK(ar.n_parts == 2 + 2 * (H + 2) && strcmp(ar.names[2 + H + 2], "head 2:0") == 0);
+            CHECK_CLOSE(ar.direct_sum, r.acts.logits[p * V + token], 1e-4, 1e-4); /* the parts add up to the logit */
+            for (int l = 0; l < 2; l++) {
+                int at = 2 + l * (H + 2);
+                for (int h = 0; h < H; h++)
+                    CHECK_CLOSE(ar.grad_x_act[at + h], ref_dla(&m, &r.acts, l, h, p, token), 1e-4, 1e-5);
+                CHECK_CLOSE(ar.grad_x_act[at + H + 1], ref_dla(&m, &r.acts, l, H, p, token), 1e-4, 1e-5);
+                CHECK(isnan(ar.mean_effect[at]));
+            }
+            slm_attribute_result_free(&ar);
+        }
+    slm_probe_runner_free(&r);
+    slm_model_free(&m);
+}
+
 int main(void) {
+    check_attribute();
     check_attend();
     check_trace();
     check_mean_ablation();

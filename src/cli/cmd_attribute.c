@@ -30,7 +30,11 @@ const Command command_attribute = {
     "grad x act and the removals shows where tanh is far from linear.\n"
     "Then the surprisal of every token, -log p(token | the tokens before), in nats and bits,\n"
     "so you see where the network is surprised. --ablate switches heads off first (their\n"
-    "parts then hold the replacement). --svg FILE draws both.",
+    "parts then hold the replacement). --svg FILE draws both.\n"
+    "On a transformer the parts are the residual stream's before the final LN: embed,\n"
+    "pos_embed, each head's z W_O, each block's b_O and MLP output; grad x act is their\n"
+    "direct logit attribution through ln_final with its scale frozen (TransformerLens's),\n"
+    "zero and mean take the part out of the final LN's input (docs/transformer.md).",
     run};
 
 /* The mean z over the test stories of --stories; *have 0 without it (the note then says which file to give). */
@@ -68,11 +72,9 @@ static void parts_table(Report *r, const AttributeResult *a) {
     slm_table_column(t, "grad_x_act", "grad x act", CELL_NUMBER, 4);
     slm_table_column(t, "zero", "zero", CELL_NUMBER, 4);
     slm_table_column(t, "mean", "mean", CELL_NUMBER, 4);
-    char name[32];
     for (int k = 0; k < a->n_parts; k++) {
-        snprintf(name, sizeof name, k == 0 ? "row" : "head %d", k - 1);
         slm_table_row(t);
-        slm_cell_text(t, name);
+        slm_cell_text(t, a->names[k]);
         slm_cell_number(t, a->norm[k]);
         slm_cell_number(t, a->grad_x_act[k]);
         slm_cell_number(t, a->zero_effect[k]);
@@ -128,16 +130,14 @@ static int draw(const char *path, const ProbeSession *ps, const IntVec *ids, con
     int P = a->n_parts, T = a->n_positions;
     double *values = malloc((size_t)(3 * P + T) * sizeof(double));
     const char **labels = malloc((size_t)(P + T) * sizeof *labels);
-    char(*names)[16] = malloc((size_t)P * sizeof *names);
-    if (!values || !labels || !names) {
-        free(values), free(labels), free(names);
+    if (!values || !labels) {
+        free(values), free(labels);
         return FAIL(e, NULL, "out of memory drawing the attribution");
     }
     double lo = 0, hi = 0, top = 1;
     for (int k = 0; k < P; k++) {
         values[k] = a->grad_x_act[k], values[P + k] = a->zero_effect[k], values[2 * P + k] = a->mean_effect[k];
-        snprintf(names[k], sizeof names[k], k == 0 ? "row" : "head %d", k - 1);
-        labels[k] = names[k];
+        labels[k] = a->names[k];
     }
     for (int i = 0; i < 3 * P; i++)
         if (isfinite(values[i])) lo = fmin(lo, values[i]), hi = fmax(hi, values[i]);
@@ -163,7 +163,7 @@ static int draw(const char *path, const ProbeSession *ps, const IntVec *ids, con
     slm_svg_bars(&svg, &p2, s, 1, T - 1, labels + P, NULL, 1);
     int rc = slm_svg_save(&svg, path, e);
     slm_svg_free(&svg);
-    free(values), free(labels), free(names);
+    free(values), free(labels);
     return rc;
 }
 
@@ -174,15 +174,15 @@ typedef struct AttributeArgs {
 
 static int attribute(const ProbeOptions *po, const AttributeArgs *args, Error *e) {
     ProbeSession ps;
-    if (slm_probe_session_open(&ps, po, "attribute", NULL, PROBE_ATTENTION_ONLY, e)) return -1;
+    if (slm_probe_session_open(&ps, po, "attribute", NULL, PROBE_ATTENTION_ONLY | PROBE_TRANSFORMER, e)) return -1;
     IntVec ids = {0};
     ProbeRunner r = {0};
     AttributeResult a = {0};
     Report rep;
     slm_report_init(&rep, "attribute");
     char note[512] = "";
-    int have_mean = 0, Z = slm_model_hidden_input_dim(&ps.lm.model.cfg);
-    double *mean_z = xmalloc((size_t)Z * sizeof(double), e);
+    int have_mean = 0;
+    double *mean_z = xmalloc(slm_probe_mean_z_len(&ps.lm.model.cfg) * sizeof(double), e);
     int rc = !mean_z || interp_encode(&ps, args->text, &ids, e);
     int T = (int)ids.len, p = args->pos < 0 ? T + args->pos : args->pos;
     if (!rc && (p < 0 || p >= T))
