@@ -4,6 +4,7 @@
 # seconds): attend and trace --layer L (the JSON names the layer; the weights
 # of a position add up to 1; --layer past the model's layers is refused);
 # --ablate-mode mean in eval, ablate and generate; attribute (direct logit attribution);
+# patch (every block's heads and the residual stream);
 # cache on a transformer (TransformerLens's hook names and shapes, checked
 # against the model's tensors; stories packed as each alone).
 set -euo pipefail
@@ -77,6 +78,22 @@ assert abs(parts["b_O 1"]["mean"]) < 1e-6 and abs(parts["b_O 2"]["mean"]) < 1e-6
 assert all(isinstance(p.get("mean"), (int, float)) for p in r["parts"])
 PY
 "$STORYLM" attribute "$TEXT" --model tf.safetensors --svg attr.svg > /dev/null || fail "attribute --svg on a transformer"
+
+# patch on a transformer: every block's heads, and the residual stream at each block and position.
+"$STORYLM" patch "Lily saw a cat. Lily" "Tom saw a cat. Tom" --model tf.safetensors --json > patch.json ||
+  fail "patch on a transformer"
+"$PY" - patch.json <<'PY' || fail "patch on a transformer: wrong JSON"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["all_rows"] == 1 and r["hidden"] == 1 and r["clean_diff"] == r["clean_diff_model"]
+assert len(r["heads"]) == 8 and "head_7" in r["positions"][0]
+rows = r["resid"]
+assert list(rows[0])[2:] == ["blocks.0.hook_resid_pre", "blocks.1.hook_resid_pre", "blocks.1.hook_resid_post"]
+assert rows[-1]["blocks.1.hook_resid_post"] == 1 and all(x["blocks.1.hook_resid_post"] == 0 for x in rows[:-1])
+assert [x["blocks.0.hook_resid_pre"] for x in rows] == [x["row"] for x in r["positions"]]
+PY
+"$STORYLM" patch "Lily saw a cat. Lily" "Tom saw a cat. Tom" --model tf.safetensors --svg patch.svg > /dev/null ||
+  fail "patch --svg on a transformer"
 
 # cache on a transformer: TransformerLens's hook names and shapes, numbers that
 # hold together with the model's tensors, and stories packed as each alone.
