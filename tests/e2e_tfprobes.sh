@@ -4,7 +4,7 @@
 # seconds): attend and trace --layer L (the JSON names the layer; the weights
 # of a position add up to 1; --layer past the model's layers is refused);
 # --ablate-mode mean in eval, ablate and generate; attribute (direct logit attribution);
-# patch (every block's heads and the residual stream);
+# patch (every block's heads and the residual stream); circuits --layer L;
 # cache on a transformer (TransformerLens's hook names and shapes, checked
 # against the model's tensors; stories packed as each alone).
 set -euo pipefail
@@ -94,6 +94,15 @@ assert [x["blocks.0.hook_resid_pre"] for x in rows] == [x["row"] for x in r["pos
 PY
 "$STORYLM" patch "Lily saw a cat. Lily" "Tom saw a cat. Tom" --model tf.safetensors --svg patch.svg > /dev/null ||
   fail "patch --svg on a transformer"
+
+# circuits --layer L on a transformer: that block's heads, the full QK and OV circuits.
+"$STORYLM" circuits --model tf.safetensors --stories slice.txt --test-stories 20 --layer 2 --top-k 2 --json > circ.json ||
+  fail "circuits on a transformer"
+"$PY" -c 'import json,sys; r = json.load(open("circ.json")); assert r["layer"] == 2 and len(r["heads"]) == 8, r.keys()' ||
+  fail "circuits --layer 2: wrong JSON"
+rc=0
+"$STORYLM" circuits --model tf.safetensors --stories slice.txt --layer 3 > /dev/null 2> bad.err || rc=$?
+[[ $rc -eq 1 ]] && grep -q "block" bad.err || fail "circuits --layer 3 on two blocks: exit $rc, $(cat bad.err)"
 
 # cache on a transformer: TransformerLens's hook names and shapes, numbers that
 # hold together with the model's tensors, and stories packed as each alone.

@@ -78,8 +78,7 @@ grep -q " 2:7 " heads.txt || { cat heads.txt; fail "heads: no row for head 2:7";
 grep -q "2:7" detect.txt || { cat detect.txt; fail "detect: no row for head 2:7"; }
 
 # Probes that do not read a transformer yet refuse it with a message, never a crash.
-for verb in "stats slice.txt --model tf.safetensors" \
-            "circuits --model tf.safetensors"; do
+for verb in "stats slice.txt --model tf.safetensors"; do
   rc=0
   "$STORYLM" $verb > /dev/null 2> refuse.err || rc=$?
   [[ $rc -eq 1 ]] || fail "$verb: exit $rc, wanted 1"

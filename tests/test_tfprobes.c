@@ -12,7 +12,9 @@
  * attribution of each head and MLP (written here from TransformerLens's
  * recipe: the part centred, times the final LN's 1/scale computed here from
  * resid_post, times ln_final.w, dotted with W_U[:, token]), and the parts'
- * attributions plus ln_final.b W_U + b_U adding up to the forward's logit. */
+ * attributions plus ln_final.b W_U + b_U adding up to the forward's logit;
+ * circuits: every entry of block 2's QK and OV circuits against the products
+ * written here in double. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +23,7 @@
 #include "storylm/hooks.h"
 #include "storylm/model.h"
 #include "storylm/probe_attribute.h"
+#include "storylm/probe_circuits.h"
 #include "storylm/probes.h"
 #include "storylm/rng.h"
 
@@ -238,7 +241,46 @@ static void check_attribute(void) {
     slm_model_free(&m);
 }
 
+static void check_circuits(void) {
+    Model m;
+    ProbeRunner r;
+    const int32_t ids[T] = {1, 2, 3, 4, 5, 6, 7};
+    setup(&m, POS_ROPE, ids, &r);
+    TfViews w;
+    slm_transformer_views(&m, m.params, &w);
+    const TfBlockViews *b = &w.block[1];
+    float *scratch = malloc(slm_circuit_scratch_size(&m.cfg) * sizeof(float)), qk[V * V], ov[V * V];
+    double worst_qk = 0, worst_ov = 0;
+    for (int h = 0; h < H; h++) {
+        slm_circuit_qk_tf(&m, 1, h, scratch, qk);
+        slm_circuit_ov_tf(&m, 1, h, scratch, ov);
+        for (int s = 0; s < V; s++)
+            for (int t = 0; t < V; t++) {
+                double q[DH] = {0}, k[DH] = {0}, v[DH] = {0}, out[D] = {0}, dot = 0, logit = 0;
+                for (int j = 0; j < DH; j++)
+                    for (int i = 0; i < D; i++) {
+                        double es = (double)w.W_E[s * D + i] * b->ln1_w[i], et = (double)w.W_E[t * D + i] * b->ln1_w[i];
+                        q[j] += es * b->W_Q[(h * D + i) * DH + j];
+                        k[j] += et * b->W_K[(h * D + i) * DH + j];
+                        v[j] += es * b->W_V[(h * D + i) * DH + j];
+                    }
+                for (int j = 0; j < DH; j++) dot += q[j] * k[j] / sqrt(DH);
+                for (int i = 0; i < D; i++) {
+                    for (int j = 0; j < DH; j++) out[i] += v[j] * b->W_O[(h * DH + j) * D + i];
+                    logit += out[i] * w.ln_final_w[i] * w.W_U[i * V + t];
+                }
+                worst_qk = fmax(worst_qk, fabs(qk[s * V + t] - dot));
+                worst_ov = fmax(worst_ov, fabs(ov[s * V + t] - logit));
+            }
+    }
+    CHECK(worst_qk < 1e-4 && worst_ov < 1e-4);
+    free(scratch);
+    slm_probe_runner_free(&r);
+    slm_model_free(&m);
+}
+
 int main(void) {
+    check_circuits();
     check_attribute();
     check_attend();
     check_trace();

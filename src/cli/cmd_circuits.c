@@ -31,12 +31,15 @@ const Command command_circuits = {
     "test stories.\n"
     "--token-list lily,tom lists, per head, the 5 tokens that reading each of them raises most.\n"
     "The stories (for z_mean) are --stories FILE (needed; 'storylm info' names the training file).\n"
-    "--ablate HEADS switches heads off while z_mean is measured. --svg draws the scores per head.",
+    "--ablate HEADS switches heads off while z_mean is measured. --svg draws the scores per head.\n"
+    "On a transformer, --layer L's heads, with TransformerLens's full circuits: QK from W_E through\n"
+    "W_Q and W_K, OV from W_E through W_V, W_O and W_U, the LayerNorms' weights folded in\n"
+    "(docs/transformer.md); no mean input is needed, --stories gives the tokens seen.",
     run};
 
 typedef struct CircuitsArgs {
     ProbeOptions po;
-    int head, top;
+    int head, top, layer;
     const char *tokens; /* --token-list lily,tom */
 } CircuitsArgs;
 
@@ -154,7 +157,8 @@ static void build_report(Report *r, const ProbeSession *ps, const char *stories,
     slm_probe_report_header(r, ps);
     slm_report_stories(r, stories, s->n_stories, s->n_test); /* the mean input's */
     slm_report_int(r, "positions", "positions averaged", positions);
-    slm_report_note(r, "OV: the hidden layer linearised at its mean input over the test stories (see --help)");
+    if (slm_model_layers(&ps->lm.model.cfg) > 1) slm_report_int(r, "layer", "layer (block)", cr->layer + 1);
+    slm_report_note(r, "%s", slm_circuits_note(&ps->lm.model.cfg));
     ReportTable *t =
         slm_report_table(r, "heads", "Per head: looking for itself (QK) and copying (OV), shares of tokens");
     if (t) self_columns(t);
@@ -200,7 +204,7 @@ static int draw(const char *path, const CircuitsResult *cr, Error *e) {
 /* *usage = 1 when the failure is a flag out of range for this model (exit code 2). */
 static int circuits(const CircuitsArgs *a, Error *e, int *usage) {
     ProbeSession ps;
-    if (slm_probe_session_open(&ps, &a->po, "circuits", NULL, PROBE_ATTENTION_ONLY, e)) return -1;
+    if (slm_probe_session_open(&ps, &a->po, "circuits", NULL, PROBE_ATTENTION_ONLY | PROBE_TRANSFORMER, e)) return -1;
     const Model *m = &ps.lm.model;
     int H = m->cfg.n_heads, rc = 0;
     *usage = a->head >= H;
@@ -225,8 +229,11 @@ static int circuits(const CircuitsArgs *a, Error *e, int *usage) {
     Report r;
     slm_report_init(&r, "circuits");
     int32_t reads[MAX_READS];
-    CircuitsOptions co = {
-        .top = a->top, .heads = a->head >= 0 ? 1u << a->head : 0, .reads = reads, .read_top = READ_TOP};
+    CircuitsOptions co = {.top = a->top,
+                          .heads = a->head >= 0 ? 1u << a->head : 0,
+                          .reads = reads,
+                          .read_top = READ_TOP,
+                          .layer = a->layer - 1};
     co.n_reads = seen ? parse_tokens(&ps, a->tokens, reads, MAX_READS, e) : -1;
     rc = co.n_reads >= 0 ? slm_circuits_mean_input(m, &s, s.test, s.n_test, &ps.ablation, z_mean, seen, &positions, e)
                          : -1;
@@ -245,7 +252,7 @@ static int circuits(const CircuitsArgs *a, Error *e, int *usage) {
 }
 
 static int run(int argc, char **argv) {
-    CircuitsArgs a = {.po = PROBE_OPTIONS_DEFAULT, .head = -1, .top = 20};
+    CircuitsArgs a = {.po = PROBE_OPTIONS_DEFAULT, .head = -1, .top = 20, .layer = 1};
     Option opts[] = {
         PROBE_COMMON_OPTIONS(a.po),
         PROBE_SVG_OPTION(a.po),
@@ -253,6 +260,7 @@ static int run(int argc, char **argv) {
         {"stories", 0, OPT_STRING, &a.po.mean_stories, "FILE",
          "stories for the mean input and --ablate-mode mean (needed; info names the training file)", 0, 0},
         {"head", 0, OPT_INT, &a.head, "H", "only this head, 0 to 7 (-1: every head)", -1, 7},
+        {"layer", 0, OPT_INT, &a.layer, "L", "the transformer block whose heads to show", 1, STORYLM_MAX_TF_LAYERS},
         {"top-k", 0, OPT_INT, &a.top, "K", "the K strongest pairs listed per circuit and head", 1, 10000},
         {"token-list", 0, OPT_STRING, &a.tokens, "LIST",
          "also list what reading each of these tokens raises, e.g. lily,tom", 0, 0},
