@@ -4,7 +4,7 @@
 # seconds): attend and trace --layer L (the JSON names the layer; the weights
 # of a position add up to 1; --layer past the model's layers is refused);
 # --ablate-mode mean in eval, ablate and generate; attribute (direct logit attribution);
-# patch (every block's heads and the residual stream); circuits --layer L;
+# patch (every block's heads and the residual stream); circuits --layer L; pieces, stats;
 # cache on a transformer (TransformerLens's hook names and shapes, checked
 # against the model's tensors; stories packed as each alone).
 set -euo pipefail
@@ -103,6 +103,14 @@ PY
 rc=0
 "$STORYLM" circuits --model tf.safetensors --stories slice.txt --layer 3 > /dev/null 2> bad.err || rc=$?
 [[ $rc -eq 1 ]] && grep -q "block" bad.err || fail "circuits --layer 3 on two blocks: exit $rc, $(cat bad.err)"
+
+# pieces and stats read every block's heads.
+"$STORYLM" pieces slice.txt --model tf.safetensors --test-stories 20 --json > pieces.json || fail "pieces on a transformer"
+"$PY" -c 'import json; r = json.load(open("pieces.json")); print(sorted(r))' > /dev/null
+grep -q '"2:3"' pieces.json || fail "pieces: no row for head 2:3 in the two lookups"
+"$STORYLM" stats slice.txt --model tf.safetensors --test-stories 20 --json > stats.json || fail "stats on a transformer"
+"$PY" -c 'import json; r = json.load(open("stats.json")); assert len(r["heads"]) == 8, r["heads"]' ||
+  fail "stats: not every block's heads"
 
 # cache on a transformer: TransformerLens's hook names and shapes, numbers that
 # hold together with the model's tensors, and stories packed as each alone.

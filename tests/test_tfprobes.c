@@ -14,7 +14,8 @@
  * resid_post, times ln_final.w, dotted with W_U[:, token]), and the parts'
  * attributions plus ln_final.b W_U + b_U adding up to the forward's logit;
  * circuits: every entry of block 2's QK and OV circuits against the products
- * written here in double. */
+ * written here in double; stats: block 2's head 1's correlation of q.k with
+ * the rows' cosine against Pearson's formula over the pairs by hand. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -279,7 +280,42 @@ static void check_circuits(void) {
     slm_model_free(&m);
 }
 
+static void check_stats(void) {
+    static const int32_t ids[T] = {1, 6, 2, 8, 6, 2, 3};
+    static size_t starts[] = {0, T};
+    static int one[] = {0};
+    Stories st = {.n_stories = 1, .ids32 = ids, .starts = starts, .n_tokens = T, .n_test = 1, .test = one};
+    Model m;
+    ProbeRunner r;
+    Error e = {0};
+    setup(&m, POS_ALIBI, ids, &r);
+    uint8_t left_out[V] = {0};
+    StatsResult sr;
+    CHECK(slm_probe_stats(&m, &st, one, 1, left_out, &sr, &e) == 0);
+    CHECK(sr.n_heads == 2 * H);
+    TfViews w;
+    slm_transformer_views(&m, m.params, &w);
+    double n = 0, sx = 0, sy = 0, sxx = 0, syy = 0, sxy = 0;
+    for (int p = 0; p < T; p++)
+        for (int u = p - 4 > 0 ? p - 4 : 0; u <= p; u++) { /* n_ctx 5 */
+            double x = ref_dot(&w.block[1], r.acts.tf->layer[1].ln1, 1, p, u), y, ab = 0, aa = 0, bb = 0;
+            for (int i = 0; i < D; i++) {
+                double a = w.W_E[ids[p] * D + i], b = w.W_E[ids[u] * D + i];
+                ab += a * b, aa += a * a, bb += b * b;
+            }
+            y = ab / sqrt(aa * bb);
+            n++, sx += x, sy += y, sxx += x * x, syy += y * y, sxy += x * y;
+        }
+    double want = (sxy - sx * sy / n) / sqrt((sxx - sx * sx / n) * (syy - sy * sy / n));
+    CHECK(sr.pairs == (long long)n);
+    CHECK_CLOSE(sr.correlation[H + 1], want, 1e-4, 1e-5);
+    slm_stats_result_free(&sr);
+    slm_probe_runner_free(&r);
+    slm_model_free(&m);
+}
+
 int main(void) {
+    check_stats();
     check_circuits();
     check_attribute();
     check_attend();

@@ -320,7 +320,7 @@ int slm_probe_pieces(const Model *m, const Tokenizer *t, const NameList *nl, con
 /* ---------------------------------------------------------------------------
  * The chapter's statistics (slm_probe_stats.c). */
 typedef struct StatsResult {
-    int n_heads;
+    int n_heads;                 /* a transformer's: every block's, head g = l*H + h (--ablate's numbering) */
     long long pairs;             /* (position, key it reads) pairs, itself included */
     double *correlation;         /* (H) Pearson correlation of q.k with the rows' cosine over the pairs */
     double *correlation_others;  /* (H) the same without the pairs of a position with itself (cosine 1) */

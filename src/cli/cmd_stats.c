@@ -24,7 +24,9 @@ const Command command_stats = {"stats", "the chapter's statistics on the test st
                                "               story but not among the 8 tokens before them, out of chapter 6's\n"
                                "               reach; the 100 most common tokens of the training stories are left\n"
                                "               out, except names (--common N changes 100).\n"
-                               "--ablate is refused: no head switched off changes these numbers.",
+                               "--ablate is refused: no head switched off changes these numbers.\n"
+                               "On a transformer every block's heads, numbered l*H + h (block l from 0), with\n"
+                               "q and k as each block makes them (hook_q, hook_k, turned by rope) and the rows of W_E.",
                                run};
 
 static void build_report(Report *r, const ProbeSession *ps, const StatsResult *s, int common) {
@@ -92,7 +94,8 @@ static int draw(const char *path, const StatsResult *s, Error *e) {
 
 static int stats(const ProbeOptions *po, const char *stories, int common, Error *e) {
     ProbeSession ps;
-    if (slm_probe_session_open(&ps, po, "stats", stories, PROBE_ATTENTION_ONLY | PROBE_NAMES, e)) return -1;
+    if (slm_probe_session_open(&ps, po, "stats", stories, PROBE_ATTENTION_ONLY | PROBE_NAMES | PROBE_TRANSFORMER, e))
+        return -1;
     const Stories *s = &ps.stories;
     uint8_t *left_out = xmalloc((size_t)ps.lm.tokenizer.size, e);
     StatsResult res = {0};

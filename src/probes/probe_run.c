@@ -68,8 +68,8 @@ int slm_probe_need_attention(const Model *m, const char *what, Error *e) {
     if (m->cfg.arch == ARCH_TRANSFORMER)
         return FAIL(
             e,
-            "eval, generate, info, heads, detect, distances and ablate read a transformer; for this probe give a model "
-            "trained with --arch attention",
+            "every probe verb reads a transformer (docs/transformer.md); for this view give a model trained with "
+            "--arch attention",
             "%s cannot read a transformer yet (its heads sit in blocks of attention and MLP, docs/transformer.md)",
             what);
     return FAIL(e, "give a model trained with --arch attention (the default)",

@@ -233,7 +233,7 @@ static int api_heads(Server *s, const cJSON *body, Reply *r) {
     if (stories && strcmp(stories, s->o.stories) != 0 && server_allowed_stories(s, stories, real, sizeof real, r))
         return r->status;
     int own = stories && strcmp(stories, s->o.stories) != 0;
-    if (session_open(s, body, own ? NEED_ATTENTION : NEED_ATTENTION | NEED_STORIES, &ss, r)) return r->status;
+    if (session_open(s, body, own ? NEED_HEADS : NEED_HEADS | NEED_STORIES, &ss, r)) return r->status;
     Error e = {0};
     ProbeSession other = {0};
     ProbeSession *ps = &ss.ps;
@@ -315,7 +315,7 @@ static int api_ablate(Server *s, const cJSON *body, Reply *r) {
     if (field_string(body, "heads", &heads, 0, 255, r) || field_string(body, "mode", &mode, 0, 8, r)) return r->status;
     if (strcmp(mode, "zero") != 0 && strcmp(mode, "mean") != 0)
         return reply_error(r, 400, "\"mode\" is zero or mean", NULL);
-    if (session_open(s, body, NEED_ATTENTION | NEED_STORIES, &ss, r)) return r->status;
+    if (session_open(s, body, NEED_HEADS | NEED_STORIES, &ss, r)) return r->status;
     Error e = {0};
     int rc = strcmp(mode, "mean") == 0 ? entry_mean(ss.entry, s->o.stories, &e) : 0;
     ss.ps.mean = strcmp(mode, "mean") == 0 ? ss.entry->mean : NULL; /* made once, as the CLI makes it */
