@@ -12,7 +12,8 @@ byte for byte (numpy's seeded RandomState, float64). --check only compares.
 
 The case: 2 blocks, vocabulary 13, d_model 8, 2 heads of d_head 4, d_mlp 12,
 n_ctx 6, on 2 stories of 5 and 15 tokens. The first fits in n_ctx, where this
-is TransformerLens's forward exactly; the second is longer, where storylm
+is TransformerLens's forward exactly (its activations are written under
+TransformerLens's hook names, "hooks", without the batch axis); the second is longer, where storylm
 goes on as it documents (each position reads its latest n_ctx tokens; the
 absolute scheme's last row W_pos[n_ctx-1] stands for every later position),
 so the window's cut is checked too. Parameters random (LayerNorm weights
@@ -99,12 +100,13 @@ def alibi_bias(T):
     return -slopes[:, None, None] * (t[:, None] - t[None, :])
 
 
-def attention(p, l, x, pos):
+def attention(p, l, x, pos, hooks):
     b = "blocks.%d.attn." % l
     T = x.shape[0]
     q = torch.einsum("pm,hmd->phd", x, p[b + "W_Q"]) + p[b + "b_Q"]
     k = torch.einsum("pm,hmd->phd", x, p[b + "W_K"]) + p[b + "b_K"]
     v = torch.einsum("pm,hmd->phd", x, p[b + "W_V"]) + p[b + "b_V"]
+    hooks.update({b + "hook_q": q, b + "hook_k": k, b + "hook_v": v})  # before rotary, as TransformerLens's
     if pos == "rope":
         q, k = rotary(q), rotary(k)
     scores = torch.einsum("qhd,khd->hqk", q, k) / math.sqrt(DH)
@@ -115,6 +117,7 @@ def attention(p, l, x, pos):
     scores = scores.masked_fill(~visible, float("-inf"))
     pattern = scores.softmax(-1)
     z = torch.einsum("hqk,khd->qhd", pattern, v)
+    hooks.update({b + "hook_pattern": pattern, b + "hook_z": z})
     return torch.einsum("qhd,hdm->qm", z, p[b + "W_O"]) + p[b + "b_O"]
 
 
@@ -126,17 +129,26 @@ def act(x, name):
     return F.relu(x)
 
 
-def story_loss_sum(p, ids, pos, act_name):
+def story_loss_sum(p, ids, pos, act_name, hooks):
+    """The story's summed loss; hooks gets every activation under TransformerLens's hook names."""
     T = len(ids)
     resid = p["embed.W_E"][torch.tensor(ids)]
+    hooks["hook_embed"] = resid
     if pos == "absolute":
-        resid = resid + p["pos_embed.W_pos"][torch.clamp(torch.arange(T), max=NCTX - 1)]
+        hooks["hook_pos_embed"] = p["pos_embed.W_pos"][torch.clamp(torch.arange(T), max=NCTX - 1)]
+        resid = resid + hooks["hook_pos_embed"]
     for l in range(LAYERS):
         b = "blocks.%d." % l
-        resid = resid + attention(p, l, layer_norm(resid, p[b + "ln1.w"], p[b + "ln1.b"]), pos)
+        hooks[b + "hook_resid_pre"] = resid
+        resid = resid + attention(p, l, layer_norm(resid, p[b + "ln1.w"], p[b + "ln1.b"]), pos, hooks)
+        hooks[b + "hook_resid_mid"] = resid
         x = layer_norm(resid, p[b + "ln2.w"], p[b + "ln2.b"])
-        resid = resid + act(x @ p[b + "mlp.W_in"] + p[b + "mlp.b_in"], act_name) @ p[b + "mlp.W_out"] + p[b + "mlp.b_out"]
-    logits = layer_norm(resid, p["ln_final.w"], p["ln_final.b"]) @ p["unembed.W_U"] + p["unembed.b_U"]
+        hooks[b + "mlp.hook_post"] = act(x @ p[b + "mlp.W_in"] + p[b + "mlp.b_in"], act_name)
+        resid = resid + hooks[b + "mlp.hook_post"] @ p[b + "mlp.W_out"] + p[b + "mlp.b_out"]
+        hooks[b + "hook_resid_post"] = resid
+    hooks["ln_final.hook_normalized"] = layer_norm(resid, p["ln_final.w"], p["ln_final.b"])
+    logits = hooks["ln_final.hook_normalized"] @ p["unembed.W_U"] + p["unembed.b_U"]
+    hooks["hook_logits"] = logits
     return F.cross_entropy(logits[:-1], torch.tensor(ids[1:]), reduction="sum")
 
 
@@ -147,11 +159,14 @@ def build():
     cases = []
     for pos, act_name in CASES:
         p = make_params(rng, pos)
-        loss = sum(story_loss_sum(p, ids, pos, act_name) for ids in stories) / n_predicted
+        hooks = [{} for _ in stories]
+        loss = sum(story_loss_sum(p, ids, pos, act_name, h) for ids, h in zip(stories, hooks)) / n_predicted
         loss.backward()
         tensors = [{"name": name, "shape": list(shape), "value": [float(x) for x in p[name].detach().flatten()],
                     "grad": [float(x) for x in p[name].grad.flatten()]} for name, shape in tensor_shapes(pos)]
-        cases.append({"pos": pos, "act_fn": act_name, "loss": float(loss), "tensors": tensors})
+        # the first story's activations (it fits in n_ctx: TransformerLens's forward exactly), by hook name
+        first = {name: [float(x) for x in a.detach().flatten()] for name, a in hooks[0].items()}
+        cases.append({"pos": pos, "act_fn": act_name, "loss": float(loss), "tensors": tensors, "hooks": first})
     return {"config": {"vocab_size": V, "d_model": D, "n_heads": H, "d_head": DH, "d_mlp": DMLP, "n_ctx": NCTX,
                        "n_layers": LAYERS},
             "stories": stories, "cases": cases}

@@ -11,6 +11,7 @@ M="$STORYLM_SOURCE_DIR/models"
 mkdir -p models/snapshots data
 cp "$M/tinystories.safetensors" "$M/tinystories-window8.safetensors" models/
 cp "$M/snapshots/tinystories-plain.step250.safetensors" models/snapshots/
+[[ -f "$M/tinystories-transformer.safetensors" ]] && cp "$M/tinystories-transformer.safetensors" models/
 first_stories 300 > data/stories.txt
 # a model of two layers: the views of one layer's heads refuse it with a 400, the others answer
 "$STORYLM" train data/stories.txt --vocab vocab.txt --layers 2 --steps 4 --eval-every 0 --test-stories 20 \

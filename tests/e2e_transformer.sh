@@ -3,8 +3,7 @@
 # below the uniform log(2000)); two runs of one seed and thread count give the
 # same weights, and so does a run stopped and resumed (and mpirun -np 2); info shows the exact
 # parameter count and TransformerLens's names; generate and eval read it;
-# --ablate L:H switches its heads off; the probes that do not read a
-# transformer yet refuse it with a message;
+# --ablate L:H switches its heads off (the other probes: e2e_tfprobes);
 # bad flags are refused.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -76,15 +75,6 @@ grep -q " 2:7 " heads.txt || { cat heads.txt; fail "heads: no row for head 2:7";
 # detect scores every block's heads (previous-token, duplicate, induction).
 "$STORYLM" detect slice.txt --model tf.safetensors --test-stories 20 > detect.txt || fail "detect on a transformer"
 grep -q "2:7" detect.txt || { cat detect.txt; fail "detect: no row for head 2:7"; }
-
-# Probes that do not read a transformer yet refuse it with a message, never a crash.
-for verb in "attend --model tf.safetensors Lily" "trace --model tf.safetensors Lily" "stats slice.txt --model tf.safetensors" \
-            "circuits --model tf.safetensors" "eval slice.txt --model tf.safetensors --ablate 1:1 --ablate-mode mean"; do
-  rc=0
-  "$STORYLM" $verb > /dev/null 2> refuse.err || rc=$?
-  [[ $rc -eq 1 ]] || fail "$verb: exit $rc, wanted 1"
-  grep -q "transformer" refuse.err || fail "$verb: the message does not name the transformer"
-done
 
 # --ablate L:H switches a head off (zero mode) in eval, generate and ablate.
 "$STORYLM" ablate slice.txt --model tf.safetensors --test-stories 20 --heads 2:3 > ablate.txt || fail "ablate a transformer's head"

@@ -13,6 +13,8 @@
 #include "check.h"
 #include "storylm/generate.h"
 #include "storylm/model.h"
+#include "storylm/probe_patch.h"
+#include "storylm/probes.h"
 #include "storylm/rng.h"
 
 static ModelConfig tiny(PosScheme pos, ActFn act) {
@@ -233,6 +235,42 @@ static double ref_story_loss(const Ref *r, const int32_t *ids, int T) {
     return total;
 }
 
+/* resid (T, D) entering block l of the story ids (l = blocks: leaving the last). */
+static void ref_resid(const Ref *r, const int32_t *ids, int T, int l, double resid[MAXT][MAXD]) {
+    const ModelConfig *c = &r->m->cfg;
+    int D = c->row_dim;
+    const double *E = tensor(r, "embed.W_E"), *P = tensor(r, "pos_embed.W_pos");
+    for (int t = 0; t < T; t++)
+        for (int j = 0; j < D; j++)
+            resid[t][j] = E[ids[t] * D + j] + (P ? P[(t < c->window ? t : c->window - 1) * D + j] : 0);
+    for (int k = 0; k < l; k++) {
+        ref_attention(r, k, T, resid);
+        ref_mlp(r, k, T, resid);
+    }
+}
+
+/* logit(answer) - logit(wrong) at the last position of the corrupt story with
+ * the clean story's residual stream at position u entering block l put in
+ * (u < 0: nothing put in). */
+static double ref_patched_diff(const Ref *r, const int32_t *clean, const int32_t *corrupt, int T, int l, int u,
+                               int32_t answer, int32_t wrong) {
+    const ModelConfig *c = &r->m->cfg;
+    int D = c->row_dim, V = c->vocab_size;
+    double from[MAXT][MAXD], resid[MAXT][MAXD], x[MAXD];
+    ref_resid(r, clean, T, l, from);
+    ref_resid(r, corrupt, T, l, resid);
+    if (u >= 0) memcpy(resid[u], from[u], sizeof resid[u]);
+    for (int k = l; k < c->n_layers; k++) {
+        ref_attention(r, k, T, resid);
+        ref_mlp(r, k, T, resid);
+    }
+    const double *Wu = tensor(r, "unembed.W_U");
+    ref_layernorm(resid[T - 1], tensor(r, "ln_final.w"), tensor(r, "ln_final.b"), D, x);
+    double diff = tensor(r, "unembed.b_U")[answer] - tensor(r, "unembed.b_U")[wrong];
+    for (int j = 0; j < D; j++) diff += x[j] * (Wu[j * V + answer] - Wu[j * V + wrong]);
+    return diff;
+}
+
 static double ref_loss(const Ref *r, const Batch *b) {
     double total = 0;
     int n = 0;
@@ -362,9 +400,9 @@ static void check_same_bits(void) {
     float l1 = (float)a.mean_loss;
     CHECK(slm_model_loss_and_grad(&m2, &a, &b, NULL, 0.1f, g2, &e) == 0);
     CHECK(l1 == (float)a.mean_loss && memcmp(g1, g2, m1.n_params * sizeof(float)) == 0);
-    Ablation ab = {.heads = 1, .mode = ABLATE_MEAN, .mean = g1};
-    CHECK(slm_model_forward(&m1, &a, &b, &ab, NULL, &e) != 0); /* refused, with a message */
-    CHECK(strstr(e.message, "transformer") != NULL);
+    Ablation ab = {.heads = 1, .mode = ABLATE_MEAN, .mean = NULL};
+    CHECK(slm_model_forward(&m1, &a, &b, &ab, NULL, &e) != 0); /* mean mode without the means: refused */
+    CHECK(strstr(e.message, "mean") != NULL);
     ab = (Ablation){.heads = 1u << 4}; /* the tiny model has heads 0..3 (2 blocks of 2): no head 4 */
     CHECK(slm_model_forward(&m1, &a, &b, &ab, NULL, &e) != 0);
     free(g1);
@@ -406,10 +444,13 @@ static void check_piece(PosScheme pos) {
 }
 
 /* The key/value cache per block gives the forward pass's logits at every
- * position, also past the window (a story of 9 in n_ctx 4). */
-static void check_generator(PosScheme pos, uint32_t off) {
+ * position, also past the window (a story of 9 in n_ctx 4), with the heads
+ * of off switched off (mean: set to a mean output of their own, else 0). */
+static void check_generator(PosScheme pos, uint32_t off, int mean) {
     ModelConfig c = tiny(pos, ACT_GELU);
-    Ablation ab = {.heads = off};
+    float means[2 * 2 * 4]; /* (layers*H, dh) */
+    for (int i = 0; i < 16; i++) means[i] = 0.3f * (float)(i % 5) - 0.5f;
+    Ablation ab = {.heads = off, .mode = mean ? ABLATE_MEAN : ABLATE_ZERO, .mean = mean ? means : NULL};
     Model m;
     Activations a;
     Batch b;
@@ -440,12 +481,55 @@ static void check_generator(PosScheme pos, uint32_t off) {
             CHECK(n == p - first + 1 && n <= c.window);
         }
     CHECK(sum_err < 1e-5);
-    Ablation mean = {.heads = 2, .mode = ABLATE_MEAN, .mean = a.loss};
-    Generator refused;
-    CHECK(slm_generator_init(&refused, &m, &mean, &e) != 0);
+    for (int p = 0; mean && p < b.n_tokens; p++) /* a switched-off head's hook_z is its mean */
+        for (int head = 0; head < slm_model_heads(&c); head++)
+            CHECK(!(off >> head & 1u) || memcmp(slm_activations_head_output(&a, head, p), means + head * 4, 16) == 0);
     slm_generator_free(&g);
     slm_batch_free(&b);
     slm_activations_free(&a);
+    slm_model_free(&m);
+}
+
+/* patch on a transformer: the residual stream at every block and position put
+ * into the corrupt run gives the logit difference of the re-statement in
+ * double with that row put in (the stories longer than n_ctx 4). */
+static void check_patch_resid(PosScheme pos) {
+    ModelConfig cfg = tiny(pos, ACT_GELU);
+    enum { T = 7 };
+    const int32_t clean[T] = {1, 4, 9, 4, 2, 10, 4}, corrupt[T] = {1, 7, 9, 3, 2, 10, 7};
+    Model m;
+    Error e;
+    Rng rng;
+    slm_rng_seed(&rng, 21);
+    CHECK(slm_model_init(&m, &cfg, &e) == 0);
+    random_params(&m, &rng);
+    double *p = malloc(m.n_params * sizeof(double));
+    for (size_t i = 0; i < m.n_params; i++) p[i] = m.params[i];
+    Ref ref = {&m, p, 0};
+    ProbeRunner rc, rx;
+    CHECK(slm_probe_runner_init(&rc, &m, T, &e) == 0 && slm_probe_runner_init(&rx, &m, T, &e) == 0);
+    CHECK(slm_probe_run(&rc, clean, T, NULL, &e) == 0 && slm_probe_run(&rx, corrupt, T, NULL, &e) == 0);
+    int32_t answer = 0, wrong = 1;
+    double lx = ref_patched_diff(&ref, corrupt, corrupt, T, 0, -1, answer, wrong);
+    PatchResult pr;
+    CHECK(slm_probe_patch_runs(&m, &rc, &rx, answer, wrong, &pr, &e) == 0);
+    CHECK(pr.n_layers == 2 && pr.n_heads == 4 && pr.all_rows == 1.0 && pr.hidden == 1.0);
+    CHECK_CLOSE(pr.clean_diff, ref_patched_diff(&ref, clean, clean, T, 0, -1, answer, wrong), 1e-4, 1e-4);
+    CHECK_CLOSE(pr.corrupt_diff, lx, 1e-4, 1e-4);
+    double worst = 0;
+    for (int l = 0; l <= 2; l++)
+        for (int u = 0; u < T; u++) {
+            double want = ref_patched_diff(&ref, clean, corrupt, T, l, u, answer, wrong);
+            double got = pr.resid[l * T + u] * (pr.clean_diff - pr.corrupt_diff) + pr.corrupt_diff;
+            worst = fmax(worst, fabs(got - want));
+        }
+    printf("patch of the residual stream, %-8s worst %.2e from the re-statement\n", slm_pos_name(pos), worst);
+    if (!CHECK(worst < 1e-4))
+        fprintf(stderr, "  patch of the residual stream, %s: off by %.3g\n", slm_pos_name(pos), worst);
+    slm_patch_result_free(&pr);
+    slm_probe_runner_free(&rc);
+    slm_probe_runner_free(&rx);
+    free(p);
     slm_model_free(&m);
 }
 
@@ -461,9 +545,12 @@ int main(void) {
     gradcheck(POS_ROPE, ACT_GELU, 0x5); /* --ablate 1:0,2:0 */
     check_default_table();
     check_same_bits();
-    for (int i = 0; i < 6; i++) check_generator(schemes[i], 0);
-    check_generator(POS_SINUSOIDAL, 0);
-    check_generator(POS_ABSOLUTE, 0x6);
+    for (int i = 0; i < 6; i++) check_generator(schemes[i], 0, 0);
+    check_generator(POS_SINUSOIDAL, 0, 0);
+    check_generator(POS_ABSOLUTE, 0x6, 0);
+    check_generator(POS_ROPE, 0x9, 1); /* --ablate 1:0,2:1 --ablate-mode mean */
     for (int i = 0; i < 6; i++) check_piece(schemes[i]);
+    check_patch_resid(POS_ABSOLUTE);
+    check_patch_resid(POS_ROPE);
     return check_report();
 }

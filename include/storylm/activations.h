@@ -16,7 +16,8 @@ void slm_activations_free(Activations *a);
 const float *slm_activations_attention(const Activations *a, int h, int p, int *first_key, int *n_keys);
 /* Copies head h's query (kd), key (kd) and value (vd) of position p; any may be NULL. */
 void slm_activations_qkv(const Activations *a, int h, int p, float *query, float *key, float *value);
-/* Head h's output at position p as the hidden layer read it (vd numbers). */
+/* Head h's output at position p as the hidden layer read it (vd numbers);
+ * a transformer's: its z before W_O (hook_z, d_head numbers). */
 const float *slm_activations_head_output(const Activations *a, int h, int p);
 
 #endif

@@ -25,6 +25,21 @@
  *                                            give the loss again
  * Window8 has hook_hidden_in, hook_hidden and hook_logits only.
  *
+ * The transformer's points are TransformerLens's (its shapes without the
+ * batch axis; D = d_model, dh = d_head, F = d_mlp), in the pass's order:
+ *   hook_embed                     [T, D]    W_E[x_t]
+ *   hook_pos_embed                 [T, D]    W_pos[t] (--position-scheme absolute only); a
+ *                                            change is added to the residual as new - old
+ *   blocks.{l}.hook_resid_pre      [T, D]    the block's input
+ *   blocks.{l}.attn.hook_q, _k, _v [T, H, dh] after the biases, before rope turns q and k
+ *   blocks.{l}.attn.hook_pattern   [H, T, T] attention weights (as above)
+ *   blocks.{l}.attn.hook_z         [T, H, dh] each head's output before W_O (after --ablate)
+ *   blocks.{l}.hook_resid_mid      [T, D]    resid_pre + attn(LN1(resid_pre))
+ *   blocks.{l}.mlp.hook_post       [T, F]    act(LN2(resid_mid) W_in + b_in)
+ *   blocks.{l}.hook_resid_post     [T, D]    resid_mid + the MLP's output
+ *   ln_final.hook_normalized       [T, D]    LN_final(resid_post of the last block), w and b applied
+ *   hook_logits                    [T, V]    (storylm's: TransformerLens has no hook there)
+ *
  * Hooks are for looking and intervening in a forward pass (slm_model_forward,
  * slm_model_forward_heads up to hook_hidden); the backward passes do not know
  * what a hook changed, so training leaves Activations.hooks NULL.
@@ -54,6 +69,12 @@ typedef enum {
     HOOK_HIDDEN_IN,
     HOOK_HIDDEN,
     HOOK_LOGITS,
+    HOOK_POS_EMBED, /* the transformer's own points from here */
+    HOOK_RESID_PRE,
+    HOOK_RESID_MID,
+    HOOK_MLP_POST,
+    HOOK_RESID_POST,
+    HOOK_LN_FINAL,
     HOOK_COUNT
 } HookPoint;
 

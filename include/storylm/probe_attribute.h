@@ -12,7 +12,21 @@
  * Only the part's slot of z at p changes: the row's other path, through the
  * queries, keys and values, is not removed (patch measures that). Everything
  * is computed in double from the float activations of one forward pass;
- * switched-off heads hold their replacement, so they add nothing. */
+ * switched-off heads hold their replacement, so they add nothing.
+ *
+ * A transformer's parts are the residual stream's at the last block's output
+ * (TransformerLens's decompose_resid, each head apart): embed (W_E[x_p]),
+ * pos_embed (W_pos's row, or the sinusoidal tag), then per block each head's
+ * z_h W_O[h], the attention's bias b_O and the MLP's output; they add up to
+ * the final LN's input. For each part:
+ *   grad x act   direct logit attribution: the part through ln_final with its
+ *                scale frozen at p, as TransformerLens does (center the part,
+ *                times rstd and ln_final.w, dotted with W_U[:, token]); the
+ *                parts' sum plus ln_final.b W_U[:, token] + b_U[token] is the
+ *                logit (direct_sum)
+ *   zero effect  logit - logit with the part taken out of the final LN's input
+ *                (the LN computed again: its direct path only)
+ *   mean effect  the same with the part set to its mean over the test stories */
 #ifndef STORYLM_PROBE_ATTRIBUTE_H
 #define STORYLM_PROBE_ATTRIBUTE_H
 
@@ -27,7 +41,9 @@ typedef struct AttributeResult {
     int32_t token; /* the next token whose logit is taken apart */
     double logit, probability;
     int rank;            /* 1 = the most likely */
-    int n_parts;         /* 1 + H: the row, then head 0..H-1 */
+    int n_parts;         /* 1 + H: the row, then head 0..H-1; a transformer's: as above */
+    char (*names)[24];   /* (n_parts) "row", "head 3"; a transformer's "embed", "head 1:3", "b_O 1", "mlp 1" */
+    double direct_sum;   /* a transformer's: sum of grad x act plus the biases after the LN (= logit) */
     double *grad_x_act;  /* (n_parts) */
     double *zero_effect; /* (n_parts) */
     double *mean_effect; /* (n_parts), NAN without means */
@@ -41,10 +57,21 @@ typedef struct AttributeResult {
 int slm_probe_attribute(const Model *m, const Activations *a, int p, int32_t token, const double *mean_z,
                         AttributeResult *out, Error *e);
 void slm_attribute_result_free(AttributeResult *r);
+/* r's arrays for n_parts parts and T positions (n_parts set); -1 when out of memory. */
+int slm_attribute_result_alloc(AttributeResult *r, int n_parts, int T, Error *e);
 
 /* mean_z (Z) = what the hidden layer reads, averaged over every position of
  * stories idx[0..n) with no head switched off: the mean row, then each head's
  * mean output (slm_probe_head_means, what --ablate-mode mean uses). */
 int slm_probe_mean_z(const Model *m, const Stories *s, const int *idx, int n, double *mean_z, Error *e);
+/* Length of mean_z: Z, or a transformer's parts times d_model (each part's mean). */
+size_t slm_probe_mean_z_len(const ModelConfig *c);
+
+/* The transformer's side (probe_attribute_tf.c), called by the two above. */
+int slm_probe_attribute_tf(const Model *m, const Activations *a, int p, int32_t token, const double *mean_parts,
+                           AttributeResult *out, Error *e);
+int slm_probe_mean_parts_tf(const Model *m, const Stories *s, const int *idx, int n, double *mean_parts, Error *e);
+/* A transformer's parts: 2 (embed, pos_embed) + blocks * (heads + 2). */
+int slm_tf_parts(const ModelConfig *c);
 
 #endif

@@ -17,7 +17,15 @@
  *                                head's replacement)
  *   hidden        [N, 128]       y_t = tanh(hidden.weight [r_t, o_0..o_7] + hidden.bias)
  *   logits        [N, V]         output.weight y_t + output.bias
- *   loss          [N]            -log p(x_{t+1}) in nats, 0 at a story's last position */
+ *   loss          [N]            -log p(x_{t+1}) in nats, 0 at a story's last position
+ *
+ * A transformer's cache is TransformerLens's: tokens and story_starts, then
+ * every hook point of the pass (hooks.h) under its hook name, in the pass's
+ * order, with TransformerLens's shape without the batch axis and the
+ * positions of all stories packed on the position axis ([N, D], [N, H, dh],
+ * [N, d_mlp], [N, V]), hook_pattern as [H, N, L] with L the longest story's
+ * length and the key axis the key's position in its story (for one text,
+ * [H, T, T] as TransformerLens's), then loss. */
 #ifndef STORYLM_PROBE_CACHE_H
 #define STORYLM_PROBE_CACHE_H
 
@@ -28,11 +36,19 @@
 #include "storylm/safetensors.h"
 
 #define CACHE_TENSORS 11
+#define CACHE_MAX_HOOKS (4 + 9 * STORYLM_MAX_TF_LAYERS)
+#define CACHE_MAX_TENSORS (3 + CACHE_MAX_HOOKS) /* a transformer's: tokens, story_starts, its hooks, loss */
 
 typedef struct ActivationCache {
     int n_stories, n_positions, max_distance; /* S, N, K */
     int n_heads, row_dim, key_dim, value_dim, hidden_dim, vocab_size;
     float *tokens, *story_starts, *rows, *queries, *keys, *values, *attention, *head_outputs, *hidden, *logits, *loss;
+    /* a transformer: every hook point, by hook name, in the pass's order (the fields above
+     * but tokens, story_starts and loss unused) */
+    int n_hooks, longest;
+    char *hook_name[CACHE_MAX_HOOKS];
+    int hook_ndim[CACHE_MAX_HOOKS], hook_shape[CACHE_MAX_HOOKS][3];
+    float *hook_data[CACHE_MAX_HOOKS];
 } ActivationCache;
 
 /* Runs each story ids[starts[i] .. starts[i+1]) (n stories, each [EOS]
@@ -40,8 +56,11 @@ typedef struct ActivationCache {
 int slm_probe_cache(const Model *m, const int32_t *ids, const int *starts, int n, const Ablation *ablation,
                     ActivationCache *out, Error *e);
 void slm_activation_cache_free(ActivationCache *c);
-/* The tensors in the order above, names and shapes filled (t: CACHE_TENSORS). */
-void slm_activation_cache_tensors(const ActivationCache *c, SafeTensorOut *t);
+/* The tensors in the order above, names and shapes filled (t: CACHE_MAX_TENSORS);
+ * returns how many (CACHE_TENSORS for the attention network). */
+int slm_activation_cache_tensors(const ActivationCache *c, SafeTensorOut *t);
+/* The metadata's "tensors": their names, where to read what they hold. */
+const char *slm_activation_cache_summary(const ActivationCache *c);
 /* Writes them with metadata (may be NULL) to path, atomically. */
 int slm_activation_cache_write(const ActivationCache *c, const char *path, const Metadata *metadata, Error *e);
 

@@ -15,7 +15,16 @@
  *     Logits only matter up to a constant per row, so rows are read centred:
  *     "raises t" means ov[s, t] above the row's mean.
  *
- * Every product over the vocabulary is one cblas_sgemm. */
+ * Every product over the vocabulary is one cblas_sgemm.
+ *
+ * A transformer's block l (CircuitsOptions.layer), TransformerLens's full
+ * circuits with the LayerNorms' weights folded in as its fold_ln does (their
+ * biases, the attention biases and the centring left out):
+ *   QK (V, V):  qk[s, t] = (E[s] diag(ln1.w) W_Q[h]) . (E[t] diag(ln1.w) W_K[h]) / sqrt(d_head)
+ *               (the direct path from the embedding; rope's turn left out: at distance 0)
+ *   OV (V, V):  ov[s, t] = E[s] diag(ln1.w) W_V[h] W_O[h] diag(ln_final.w) W_U[:, t]
+ *               (what the head writes into the residual stream, read by the unembedding)
+ * Rows are read centred as above; no mean input is needed. */
 #ifndef STORYLM_PROBE_CIRCUITS_H
 #define STORYLM_PROBE_CIRCUITS_H
 
@@ -52,6 +61,7 @@ typedef struct CircuitHead {
 
 typedef struct CircuitsResult {
     int n_heads, top; /* heads listed, pairs per circuit */
+    int layer;        /* a transformer's block, from 0 */
     int n_reads, read_top;
     CircuitHead *heads;
 } CircuitsResult;
@@ -61,6 +71,7 @@ typedef struct CircuitsOptions {
     uint32_t heads;        /* bit h: head h; 0: every head */
     const int32_t *reads;  /* tokens whose OV rows to list (may be NULL) */
     int n_reads, read_top; /* how many, and the tokens raised listed for each */
+    int layer;             /* a transformer's block, from 0 (the attention network: 0) */
 } CircuitsOptions;
 
 /* z_mean (Z) = mean of the hidden layer's input over every position of
@@ -77,6 +88,13 @@ size_t slm_circuit_scratch_size(const ModelConfig *c);
 void slm_circuit_qk(const Model *m, int h, float *scratch, float *qk);
 /* ov (V, V) of head h with the hidden layer's slope gain (hidden_dim). */
 void slm_circuit_ov(const Model *m, int h, const float *gain, float *scratch, float *ov);
+
+/* A transformer's circuits of head h of block l (formulas above); scratch:
+ * slm_circuit_scratch_size floats. */
+void slm_circuit_qk_tf(const Model *m, int l, int h, float *scratch, float *qk);
+void slm_circuit_ov_tf(const Model *m, int l, int h, float *scratch, float *ov);
+/* The report's note on how the OV circuit is read, for m's architecture. */
+const char *slm_circuits_note(const ModelConfig *c);
 
 /* For every head of o->heads: the top entries of both circuits, the rows of
  * o->reads and the self scores, with the OV circuit linearised at z_mean (Z);

@@ -30,6 +30,20 @@
 #include "storylm/error.h"
 #include "storylm/model.h"
 
+/* On a transformer the pieces are its hook points (hooks.h), put into the
+ * corrupt run's forward pass by a hook, and LD is read from that pass's
+ * logits; heads are every block's (n_heads = blocks * H, numbered as
+ * Ablation's):
+ *   reads   (g, u): head g's hook_k and hook_v at position u
+ *   query   (g):    head g's hook_q at the last position
+ *   output  (g):    head g's hook_z at the last position
+ *   rows    (u):    blocks.0.hook_resid_pre at u (the token's embedding and position)
+ *   resid   (l, u): the residual stream at u entering block l (blocks.{l}.hook_resid_pre,
+ *                   l < blocks) or leaving the last (l = blocks: its hook_resid_post)
+ *   hidden:         the last block's hook_resid_post at the last position
+ *   all_rows:       blocks.0.hook_resid_pre everywhere: the clean run, bit for bit
+ *   outputs_and_row: every head's hook_z and the last row at the last position
+ * clean_diff and corrupt_diff are then the _model ones. */
 typedef struct PatchResult {
     int n_positions, n_heads;
     int32_t answer, wrong;
@@ -43,6 +57,8 @@ typedef struct PatchResult {
     double outputs_and_row; /* every head's output and the row at the last position */
     double *all_logits;     /* (V) logits of the run with every row patched */
     double *clean_logits;   /* (V) logits of the clean run, evaluated the same way */
+    int n_layers;           /* a transformer's blocks (0 for the attention network) */
+    double *resid;          /* (n_layers + 1, T) a transformer's residual stream, as above */
 } PatchResult;
 
 /* After slm_model_forward of the clean run into clean and of the corrupt run into
@@ -51,6 +67,12 @@ typedef struct PatchResult {
 int slm_probe_patch(const Model *m, const Activations *clean, const Activations *corrupt, int32_t answer, int32_t wrong,
                     PatchResult *out, Error *e);
 void slm_patch_result_free(PatchResult *r);
+/* The same from two runners (slm_probe_run of the clean and the corrupt
+ * text): the attention network through slm_probe_patch, a transformer by
+ * running the corrupt text again with each piece hooked in (probe_patch_tf.c). */
+typedef struct ProbeRunner ProbeRunner;
+int slm_probe_patch_runs(const Model *m, const ProbeRunner *clean, const ProbeRunner *corrupt, int32_t answer,
+                         int32_t wrong, PatchResult *out, Error *e);
 
 /* The part above z, in double: z (Z) -> hidden (128) = tanh(W1 z + b1) ->
  * logits (V) = W2 hidden + b2. */

@@ -28,9 +28,14 @@ typedef struct ProbeRunner {
     Activations acts;
     Batch batch;
     int heads_only; /* 1: slm_probe_run stops at the hidden layer (slm_model_forward_heads): no logits */
+    int layer;      /* from 0: the layer (or transformer block) whose heads slm_probe_attend,
+                     * slm_probe_attention_map and slm_probe_trace read; 0 unless slm_probe_runner_layer */
 } ProbeRunner;
 
 int slm_probe_runner_init(ProbeRunner *r, const Model *m, int max_positions, Error *e);
+/* r->layer = layer - 1 (layer from 1, as --layer reads it); -1 with a message
+ * when the model has fewer layers (or blocks). */
+int slm_probe_runner_layer(ProbeRunner *r, int layer, Error *e);
 void slm_probe_runner_free(ProbeRunner *r);
 /* One story ids (len >= 1, normally [EOS] first) through the network with
  * ablation (NULL: none); r->acts then holds every activation (model.h). */
@@ -75,16 +80,31 @@ typedef struct AttendKey {
     float cosine;         /* of the two tokens' rows of the embedding */
 } AttendKey;
 
-/* keys (at least window entries) for head h at position p; returns how many
- * keys p reads (p - first key + 1), oldest first. */
+/* keys (at least window entries) for head h (0..H-1) of layer r->layer at
+ * position p; returns how many keys p reads (p - first key + 1), oldest
+ * first. On a transformer dot is q.k/sqrt(d_head) of the block's q and k as
+ * the forward made them (hook_q, hook_k: after the bias, and turned by rope),
+ * distance_score the scheme's (distance, alibi, t5; else 0) and cosine that
+ * of the two tokens' rows of W_E. */
 int slm_probe_attend(const ProbeRunner *r, int h, int p, AttendKey *keys);
-/* map (T, T) for head h: map[p*T + u] = weight of key u at position p, NAN
+/* map (T, T) for head h of layer r->layer: map[p*T + u] = weight of key u at position p, NAN
  * where p cannot read u (u > p or out of the window). T = positions run. */
 void slm_probe_attention_map(const ProbeRunner *r, int h, double *map);
 
 /* ---------------------------------------------------------------------------
  * Tool 3, the network around it (probe_trace.c): one position of the
- * story run last. */
+ * story run last, and layer r->layer's heads.
+ *
+ * The attention network: z is what the hidden layer reads of that layer (the
+ * row, then the layer's heads' outputs), hidden the hidden layer (128), each
+ * unit's part the one of those that pushes it most (W1 times that part).
+ * The transformer's block L: z is its resid_pre (d_model), then each head's
+ * z (hook_z, d_head each); hidden its MLP's neurons (hook_post, d_mlp), each
+ * neuron's part the one of resid_pre and the heads' outputs (z_h W_O[h])
+ * whose share of LN2's input, with LN2's scale at that position frozen (as
+ * direct logit attribution freezes ln_final's), adds the most to the
+ * neuron's input: W_in[:, n] . (w2 * rstd2 * centred(part)). The biases
+ * (b_O, LN2's b, b_in) belong to no part. */
 typedef struct TraceUnit {
     int unit;         /* hidden unit 0..127 */
     float value;      /* after tanh */
@@ -100,8 +120,10 @@ typedef struct TraceGuess {
 typedef struct TraceResult {
     int position;
     int32_t token;
+    int layer;        /* from 0 */
+    int n_inputs;     /* Z: row_dim + n_heads * value_dim */
     float *z;         /* (Z) what the hidden layer read: row (D), then head 0..H-1 (vd each) */
-    float *hidden;    /* (128) */
+    float *hidden;    /* (hidden_dim) */
     TraceUnit *units; /* (n_units) most active, by |value| */
     int n_units;
     TraceGuess *guesses; /* (n_guesses) most likely next tokens */
@@ -298,7 +320,7 @@ int slm_probe_pieces(const Model *m, const Tokenizer *t, const NameList *nl, con
 /* ---------------------------------------------------------------------------
  * The chapter's statistics (probe_stats.c). */
 typedef struct StatsResult {
-    int n_heads;
+    int n_heads;                 /* a transformer's: every block's, head g = l*H + h (--ablate's numbering) */
     long long pairs;             /* (position, key it reads) pairs, itself included */
     double *correlation;         /* (H) Pearson correlation of q.k with the rows' cosine over the pairs */
     double *correlation_others;  /* (H) the same without the pairs of a position with itself (cosine 1) */

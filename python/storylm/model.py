@@ -186,10 +186,6 @@ class Model:
         ids = self.to_ids(text_or_ids)
         if ids.size == 0:
             raise StorylmError("nothing to run: no token", "give a text or at least one id")
-        if self.cfg.arch == "transformer" and (fwd_hooks or cache_names is not None):
-            raise StorylmError("hooks and the activation cache do not read a transformer yet",
-                               "model(text), loss and generate work on it; hooks and run_with_cache read the "
-                               "chapter's network and window8")
         hooks = {}
         for entry in fwd_hooks or ():
             name, fn = entry

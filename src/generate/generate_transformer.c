@@ -25,9 +25,10 @@ int slm_tf_generator_init(GeneratorBatch *g, const Model *m, const Ablation *abl
     const ModelConfig *c = &m->cfg;
     *g = (GeneratorBatch){.model = m, .n = n};
     if (n < 1) return FAIL(e, "ask for 1 or more samples", "a batch of %d samples", n);
-    if (ablation && ablation->heads && (ablation->mode == ABLATE_MEAN || c->n_layers * c->n_heads > 32))
-        return FAIL(e, "use --ablate-mode zero",
-                    "a transformer's heads are switched off in zero mode only (and 32 at most)");
+    if (ablation && ablation->heads &&
+        (c->n_layers * c->n_heads > 32 || (ablation->mode == ABLATE_MEAN && !ablation->mean)))
+        return FAIL(e, "name at most 32 heads; for --ablate-mode mean, the heads' mean outputs",
+                    "a transformer's heads are switched off 32 at most, in mean mode with their means");
     if (ablation) g->ablation = *ablation;
     size_t L = (size_t)c->n_layers, H = (size_t)c->n_heads, W = (size_t)c->window, dh = (size_t)c->key_dim;
     size_t D = (size_t)c->row_dim, F = (size_t)c->hidden_dim, QKV = 3 * H * dh, N = (size_t)n;
@@ -118,7 +119,10 @@ static void attn_step(GeneratorBatch *g, int s, int l, int t) {
         memcpy(keys + (size_t)(t % W) * dh, k, (size_t)dh * sizeof(float));
         memcpy(values + (size_t)(t % W) * dh, v, (size_t)dh * sizeof(float));
         head_attend(c, q, keys, values, G->table + ((size_t)l * H + h) * W, t, G->scores, G->z + h * dh);
-        if (g->ablation.heads >> (l * H + h) & 1u) memset(G->z + h * dh, 0, (size_t)dh * sizeof(float)); /* --ablate */
+        if (g->ablation.heads >> (l * H + h) & 1u) /* --ablate: z set to 0, or to the head's mean */
+            g->ablation.mode == ABLATE_MEAN
+                ? (void)memcpy(G->z + h * dh, g->ablation.mean + ((size_t)l * H + h) * dh, (size_t)dh * sizeof(float))
+                : (void)memset(G->z + h * dh, 0, (size_t)dh * sizeof(float));
     }
     cblas_sgemv(CblasRowMajor, CblasTrans, HV, D, 1.0f, b->W_O, D, G->z, 1, 1.0f, G->resid, 1);
     for (int i = 0; i < D; i++) G->resid[i] += b->b_O[i];

@@ -118,5 +118,8 @@ void slm_activations_qkv(const Activations *a, int g, int p, float *query, float
 
 const float *slm_activations_head_output(const Activations *a, int g, int p) {
     const ModelConfig *c = &a->cfg;
+    if (a->tf) /* the transformer's hook_z, before W_O */
+        return a->tf->layer[g / c->n_heads].z + (size_t)p * c->n_heads * c->value_dim +
+               (size_t)(g % c->n_heads) * c->value_dim;
     return a->z + (size_t)p * slm_model_hidden_input_dim(c) + c->row_dim + (size_t)g * c->value_dim;
 }

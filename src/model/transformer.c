@@ -10,6 +10,7 @@
 
 #include "storylm/attention.h"
 #include "storylm/batch.h"
+#include "storylm/hooks.h"
 #include "storylm/layers.h"
 #include "storylm/model_params.h"
 #include "storylm/position.h"
@@ -130,8 +131,8 @@ static int check_forward(const Model *m, const Activations *a, const Batch *b, c
     if (ab && ab->heads && (heads > 32 || (heads < 32 && ab->heads >> heads)))
         return FAIL(e, "give heads as L:H of this model's blocks; --ablate names at most 32 heads",
                     "cannot switch off head mask 0x%x in a transformer of %d heads", ab->heads, heads);
-    if (ab && ab->heads && ab->mode == ABLATE_MEAN)
-        return FAIL(e, "use --ablate-mode zero", "mean ablation is not implemented for the transformer");
+    if (ab && ab->heads && ab->mode == ABLATE_MEAN && !ab->mean)
+        return FAIL(e, "compute the heads' mean outputs first", "mean ablation needs the heads' mean outputs");
     if (a->dropout.hidden > 0 || a->dropout.attention > 0)
         return FAIL(e, "train the transformer without --dropout and --attention-dropout",
                     "dropout is not implemented for the transformer");
@@ -145,12 +146,14 @@ static int check_forward(const Model *m, const Activations *a, const Batch *b, c
 
 /* ---- embed: tokens -> resid_0 ------------------------------------------------ */
 
-/* tokens (N) -> resid (N, D) = W_E[x] + the position's row (absolute:
- * W_pos[min(t, n_ctx-1)]; sinusoidal: its fixed tag). */
-static void embed_forward(const ModelConfig *c, const TfViews *w, const Batch *b, const int *story_pos, int N,
+/* tokens (N) -> resid (N, D) = W_E[x] (hook_embed) + the position's row
+ * (absolute: W_pos[min(t, n_ctx-1)], hook_pos_embed; sinusoidal: its fixed tag). */
+static void embed_forward(const Model *m, const TfViews *w, Activations *a, const Batch *b, const int *story_pos, int N,
                           float *resid) {
+    const ModelConfig *c = &m->cfg;
     int D = c->row_dim;
     slm_embedding_forward(w->W_E, b->tokens, N, D, resid, D);
+    slm_hooks_at(m, a, HOOK_EMBED, 0);
     float tag[TF_MAX_D_MODEL];
     for (int p = 0; p < N && (w->W_pos || c->pos == POS_SINUSOIDAL); p++) {
         float *row = resid + (size_t)p * D;
@@ -161,6 +164,7 @@ static void embed_forward(const ModelConfig *c, const TfViews *w, const Batch *b
             slm_sinusoid_tag(story_pos[p], D, tag);
         for (int i = 0; i < D; i++) row[i] += add[i];
     }
+    if (w->W_pos) slm_hooks_at(m, a, HOOK_POS_EMBED, 0);
 }
 
 /* d_resid (N, D) -> d W_E, d W_pos +=. */
@@ -234,8 +238,9 @@ static uint32_t ablated_heads(const Activations *a, const ModelConfig *c, int l)
 
 /* resid_pre (N, D) -> ln1 (N, D) -> qkv (QKV, ld) -> z (N, H*dh), the
  * weights kept in att when keep_weights -> resid_mid (N, D) = resid_pre +
- * z W_O + b_O. */
-static void attn_forward(const ModelConfig *c, const TfBlockViews *w, Activations *a, int l, int keep_weights) {
+ * z W_O + b_O; the hooks hook_q, _k, _v (before rope), hook_pattern, hook_z. */
+static void attn_forward(const Model *m, const TfBlockViews *w, Activations *a, int l, int keep_weights) {
+    const ModelConfig *c = &m->cfg;
     TfActivations *t = a->tf;
     TfLayerActs *L = &t->layer[l];
     int N = a->n_positions, D = c->row_dim, H = c->n_heads, dh = c->key_dim, HV = H * dh, ld = a->qkv_ld;
@@ -243,13 +248,23 @@ static void attn_forward(const ModelConfig *c, const TfBlockViews *w, Activation
     slm_pack_qkv(w->W_Q, w->W_K, w->W_V, H, D, dh, dh, L->qkv_w);
     slm_matmul(0, 1, 3 * HV, N, D, L->qkv_w, D, L->ln1, D, 0.0f, L->qkv, ld);
     qkv_bias_forward(w, HV, N, ld, L->qkv);
+    for (HookPoint p = HOOK_Q; p <= HOOK_V; p++) slm_hooks_at(m, a, p, l);
     if (c->pos == POS_ROPE) slm_rope_forward(c, t->story_pos, N, L->qkv, ld, 1);
     slm_transformer_distance_table(c, w, t->table);
     slm_attention_forward(c, L->qkv, ld, t->table, a->first_key, N, keep_weights ? L->att : NULL, L->z, HV,
                           &L->scratch);
     uint32_t off = ablated_heads(a, c, l);
-    for (int h = 0; off && h < H; h++) /* --ablate: the head's z (hook_z) set to 0 */
-        for (int p = 0; (off >> h & 1u) && p < N; p++) memset(L->z + (size_t)p * HV + h * dh, 0, dh * sizeof(float));
+    const float *mean = a->ablation.mode == ABLATE_MEAN ? a->ablation.mean : NULL; /* (layers*H, dh) */
+    for (int h = 0; off && h < H; h++) /* --ablate: the head's z (hook_z) set to 0, or to its mean */
+        for (int p = 0; (off >> h & 1u) && p < N; p++) {
+            float *z = L->z + (size_t)p * HV + h * dh;
+            if (mean)
+                memcpy(z, mean + (size_t)(l * H + h) * dh, dh * sizeof(float));
+            else
+                memset(z, 0, dh * sizeof(float));
+        }
+    if (keep_weights) slm_hooks_at(m, a, HOOK_PATTERN, l);
+    slm_hooks_at(m, a, HOOK_Z, l);
     memcpy(L->resid_mid, L->resid_pre, (size_t)N * D * sizeof(float));
     slm_matmul(0, 0, N, D, HV, L->z, HV, w->W_O, D, 1.0f, L->resid_mid, D);
     slm_add_bias_rows(L->resid_mid, N, D, D, w->b_O);
@@ -285,9 +300,10 @@ static float *resid_post(TfActivations *t, const ModelConfig *c, int l) {
     return l + 1 < c->n_layers ? t->layer[l + 1].resid_pre : t->resid_final;
 }
 
-/* resid_mid (N, D) -> ln2 (N, D) -> mlp_pre, mlp_post (N, F) -> resid_post
- * (N, D) = resid_mid + mlp_post W_out + b_out. */
-static void mlp_forward(const ModelConfig *c, const TfBlockViews *w, Activations *a, int l) {
+/* resid_mid (N, D) -> ln2 (N, D) -> mlp_pre, mlp_post (N, F) (hook_post) ->
+ * resid_post (N, D) = resid_mid + mlp_post W_out + b_out. */
+static void mlp_forward(const Model *m, const TfBlockViews *w, Activations *a, int l) {
+    const ModelConfig *c = &m->cfg;
     TfLayerActs *L = &a->tf->layer[l];
     int N = a->n_positions, D = c->row_dim, F = c->hidden_dim;
     float *out = resid_post(a->tf, c, l);
@@ -295,6 +311,7 @@ static void mlp_forward(const ModelConfig *c, const TfBlockViews *w, Activations
     slm_matmul(0, 0, N, F, D, L->ln2, D, w->W_in, F, 0.0f, L->mlp_pre, F);
     slm_add_bias_rows(L->mlp_pre, N, F, F, w->b_in);
     slm_act_forward((ActFn)c->act, L->mlp_pre, N * F, L->mlp_post);
+    slm_hooks_at(m, a, HOOK_MLP_POST, l);
     memcpy(out, L->resid_mid, (size_t)N * D * sizeof(float));
     slm_matmul(0, 0, N, D, F, L->mlp_post, F, w->W_out, D, 1.0f, out, D);
     slm_add_bias_rows(out, N, D, D, w->b_out);
@@ -332,14 +349,18 @@ static int forward_to_final(const Model *m, Activations *a, const Batch *b, cons
     a->n_predicted = slm_batch_positions(b, c->window, a->target, a->first_key, t->story_pos);
     a->n_positions = b->n_tokens;
     a->qkv_ld = slm_qkv_stride(b->n_tokens);
-    embed_forward(c, &w, b, t->story_pos, a->n_positions, t->layer[0].resid_pre);
+    embed_forward(m, &w, a, b, t->story_pos, a->n_positions, t->layer[0].resid_pre);
     for (int l = 0; l < c->n_layers; l++) {
-        attn_forward(c, &w.block[l], a, l, keep_weights);
-        mlp_forward(c, &w.block[l], a, l);
+        slm_hooks_at(m, a, HOOK_RESID_PRE, l);
+        attn_forward(m, &w.block[l], a, l, keep_weights);
+        slm_hooks_at(m, a, HOOK_RESID_MID, l);
+        mlp_forward(m, &w.block[l], a, l);
+        slm_hooks_at(m, a, HOOK_RESID_POST, l);
     }
     slm_layernorm_forward(t->resid_final, w.ln_final_w, w.ln_final_b, a->n_positions, c->row_dim, a->hidden,
                           t->lnf_mean, t->lnf_rstd);
-    return 0;
+    slm_hooks_at(m, a, HOOK_LN_FINAL, 0);
+    return slm_hooks_check(a, e);
 }
 
 /* The unembedding, softmax and cross-entropy over chunks of rows (layers.h's
@@ -390,7 +411,8 @@ static void backward_from_final(const Model *m, Activations *a, const Batch *b, 
 int slm_transformer_forward(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, Error *e) {
     if (forward_to_final(m, a, b, ablation, 1, e)) return -1;
     unembed(m, a, a->n_positions, 0.0f, NULL); /* one chunk: every position's logits stay in a->logits */
-    return 0;
+    slm_hooks_at(m, a, HOOK_LOGITS, 0);
+    return slm_hooks_check(a, e);
 }
 
 void slm_transformer_backward(const Model *m, Activations *a, const Batch *b, float *grads) {

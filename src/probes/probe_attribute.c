@@ -2,6 +2,7 @@
  * part of z at one position, and the surprisal of every token (see
  * probe_attribute.h). */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +16,7 @@ void slm_attribute_result_free(AttributeResult *r) {
     free(r->mean_effect);
     free(r->norm);
     free(r->surprisal);
+    free(r->names);
     *r = (AttributeResult){0};
 }
 
@@ -49,19 +51,22 @@ static void parts(const Model *m, const double *z, const double *grad, const dou
     }
 }
 
-static int attribute_alloc(AttributeResult *r, int n_parts, int T, Error *e) {
+int slm_attribute_result_alloc(AttributeResult *r, int n_parts, int T, Error *e) {
     r->grad_x_act = xmalloc((size_t)n_parts * sizeof(double), e);
     r->zero_effect = r->grad_x_act ? xmalloc((size_t)n_parts * sizeof(double), e) : NULL;
     r->mean_effect = r->zero_effect ? xmalloc((size_t)n_parts * sizeof(double), e) : NULL;
     r->norm = r->mean_effect ? xmalloc((size_t)n_parts * sizeof(double), e) : NULL;
     r->surprisal = r->norm ? xmalloc((size_t)T * sizeof(double), e) : NULL;
-    return r->surprisal ? 0 : -1;
+    r->names = r->surprisal ? xcalloc((size_t)n_parts, sizeof *r->names, e) : NULL;
+    r->n_parts = n_parts;
+    return r->names ? 0 : -1;
 }
 
 int slm_probe_attribute(const Model *m, const Activations *a, int p, int32_t token, const double *mean_z,
                         AttributeResult *out, Error *e) {
     const ModelConfig *c = &m->cfg;
     *out = (AttributeResult){0};
+    if (c->arch == ARCH_TRANSFORMER) return slm_probe_attribute_tf(m, a, p, token, mean_z, out, e);
     if (slm_probe_need_attention(m, "attribution", e)) return -1;
     int T = a->n_positions, Z = slm_model_hidden_input_dim(c);
     if (p < 0 || p >= T)
@@ -70,7 +75,7 @@ int slm_probe_attribute(const Model *m, const Activations *a, int p, int32_t tok
     if (token < 0 || token >= c->vocab_size)
         return FAIL(e, NULL, "token id %d is outside the vocabulary of %d", token, c->vocab_size);
     double *z = xmalloc((size_t)Z * 3 * sizeof(double), e);
-    if (!z || attribute_alloc(out, c->n_heads + 1, T, e)) {
+    if (!z || slm_attribute_result_alloc(out, c->n_heads + 1, T, e)) {
         free(z);
         slm_attribute_result_free(out);
         return -1;
@@ -79,8 +84,8 @@ int slm_probe_attribute(const Model *m, const Activations *a, int p, int32_t tok
     for (int i = 0; i < Z; i++) z[i] = a->z[(size_t)p * Z + i];
     out->position = p;
     out->token = token;
-    out->n_parts = c->n_heads + 1;
     out->n_positions = T;
+    for (int k = 0; k < out->n_parts; k++) snprintf(out->names[k], sizeof out->names[k], k ? "head %d" : "row", k - 1);
     out->logit = slm_probe_logit_and_grad(m, z, token, grad);
     out->probability = slm_probe_probability(a, p, token, &out->rank);
     parts(m, z, grad, mean_z, out, work);
@@ -89,8 +94,13 @@ int slm_probe_attribute(const Model *m, const Activations *a, int p, int32_t tok
     return 0;
 }
 
+size_t slm_probe_mean_z_len(const ModelConfig *c) {
+    return c->arch == ARCH_TRANSFORMER ? (size_t)slm_tf_parts(c) * c->row_dim : (size_t)slm_model_hidden_input_dim(c);
+}
+
 int slm_probe_mean_z(const Model *m, const Stories *s, const int *idx, int n, double *mean_z, Error *e) {
     const ModelConfig *c = &m->cfg;
+    if (c->arch == ARCH_TRANSFORMER) return slm_probe_mean_parts_tf(m, s, idx, n, mean_z, e);
     int D = c->row_dim, HV = c->n_heads * c->value_dim;
     float *heads = xmalloc((size_t)HV * sizeof(float), e), *row = heads ? xmalloc((size_t)D * sizeof(float), e) : NULL;
     if (!row || slm_probe_head_means(m, s, idx, n, heads, e)) {

@@ -15,7 +15,8 @@ static void add_inputs(const Activations *a, int Z, double *sum) {
 
 int slm_circuits_mean_input(const Model *m, const Stories *s, const int *idx, int n, const Ablation *ablation,
                             float *z_mean, uint8_t *seen, long long *positions, Error *e) {
-    if (slm_probe_need_attention(m, "circuits", e)) return -1;
+    if (slm_probe_need_heads(m, "circuits", e)) return -1;
+    int tf = m->cfg.arch == ARCH_TRANSFORMER; /* needs no mean input: only the tokens seen */
     if (n < 1)
         return FAIL(e, "give a stories file with test stories",
                     "no stories to take the hidden layer's mean input over");
@@ -31,10 +32,10 @@ int slm_circuits_mean_input(const Model *m, const Stories *s, const int *idx, in
         size_t len = story_len(s, idx[i]);
         rc = slm_probe_run_story(&r, s, idx[i], ablation, &ids, &cap, e);
         for (size_t j = 0; !rc && j < len; j++) seen[ids[j]] = 1;
-        if (!rc) add_inputs(&r.acts, Z, sum);
+        if (!rc && !tf) add_inputs(&r.acts, Z, sum);
         *positions += (long long)len;
     }
-    for (int i = 0; !rc && i < Z; i++) z_mean[i] = (float)(sum[i] / (double)*positions);
+    for (int i = 0; !rc && i < Z; i++) z_mean[i] = tf ? 0.0f : (float)(sum[i] / (double)*positions);
     slm_probe_runner_free(&r);
     free(ids);
     free(sum);
@@ -53,7 +54,15 @@ void slm_circuits_gain(const Model *m, const float *z_mean, float *gain) {
 
 size_t slm_circuit_scratch_size(const ModelConfig *c) {
     int w = c->key_dim > c->value_dim ? c->key_dim : c->value_dim;
-    return 2 * (size_t)c->vocab_size * w + (size_t)c->hidden_dim * c->value_dim;
+    if (c->arch == ARCH_TRANSFORMER) w = w > c->row_dim ? w : c->row_dim; /* (V, d_head) and (V, d_model) rows */
+    return 2 * (size_t)c->vocab_size * w + (size_t)c->hidden_dim * c->value_dim + (size_t)c->row_dim * c->key_dim;
+}
+
+const char *slm_circuits_note(const ModelConfig *c) {
+    return c->arch == ARCH_TRANSFORMER
+               ? "QK and OV: TransformerLens's full circuits of the block, W_E through W_Q W_K (QK) or W_V W_O W_U "
+                 "(OV), the LayerNorms' weights folded in, biases left out (see --help)"
+               : "OV: the hidden layer linearised at its mean input over the test stories (see --help)";
 }
 
 /* rows (V, k) = E (V, D) @ weights (D, k). */
@@ -85,6 +94,45 @@ void slm_circuit_ov(const Model *m, int h, const float *gain, float *scratch, fl
     /* map (V, vd) = output.weight (V, Hd) @ slope: a head output's effect on every logit */
     slm_matmul(0, 0, V, vd, Hd, m->output_w, Hd, slope, vd, 0, map, vd);
     slm_matmul(0, 1, V, V, vd, values, vd, map, vd, 0, ov, V);
+}
+
+/* ---- a transformer's block ---------------------------------------------------- */
+
+/* rows (V, k) = W_E (V, D) diag(w) @ weights (D, k); folded (D, k) scratch. */
+static void folded_rows(const Model *m, const float *w, const float *weights, int k, float *folded, float *rows) {
+    const ModelConfig *c = &m->cfg;
+    for (int i = 0; i < c->row_dim; i++)
+        for (int j = 0; j < k; j++) folded[(size_t)i * k + j] = w[i] * weights[(size_t)i * k + j];
+    slm_matmul(0, 0, c->vocab_size, k, c->row_dim, m->embedding, c->row_dim, folded, k, 0, rows, k);
+}
+
+void slm_circuit_qk_tf(const Model *m, int l, int h, float *scratch, float *qk) {
+    const ModelConfig *c = &m->cfg;
+    int V = c->vocab_size, D = c->row_dim, dh = c->key_dim;
+    TfViews v;
+    slm_transformer_views(m, m->params, &v);
+    const TfBlockViews *b = &v.block[l];
+    float *q = scratch, *k = q + (size_t)V * dh, *folded = k + (size_t)V * dh;
+    folded_rows(m, b->ln1_w, b->W_Q + (size_t)h * D * dh, dh, folded, q);
+    folded_rows(m, b->ln1_w, b->W_K + (size_t)h * D * dh, dh, folded, k);
+    float scale = 1.0f / sqrtf((float)dh);
+    for (size_t i = 0; i < (size_t)V * dh; i++) q[i] *= scale;
+    slm_matmul(0, 1, V, V, dh, q, dh, k, dh, 0, qk, V);
+}
+
+void slm_circuit_ov_tf(const Model *m, int l, int h, float *scratch, float *ov) {
+    const ModelConfig *c = &m->cfg;
+    int V = c->vocab_size, D = c->row_dim, dh = c->key_dim;
+    TfViews v;
+    slm_transformer_views(m, m->params, &v);
+    const TfBlockViews *b = &v.block[l];
+    float *values = scratch, *written = values + (size_t)V * dh, *folded = written + (size_t)V * D;
+    folded_rows(m, b->ln1_w, b->W_V + (size_t)h * D * dh, dh, folded, values);
+    /* written (V, D) = values W_O[h] diag(ln_final.w): what reading token s writes, as the unembedding sees it */
+    slm_matmul(0, 0, V, D, dh, values, dh, b->W_O + (size_t)h * dh * D, D, 0, written, D);
+    for (size_t s = 0; s < (size_t)V; s++)
+        for (int i = 0; i < D; i++) written[s * D + i] *= v.ln_final_w[i];
+    slm_matmul(0, 0, V, V, D, written, D, v.W_U, V, 0, ov, V);
 }
 
 /* ---- reading a circuit ------------------------------------------------------- */
@@ -184,11 +232,16 @@ static int head_alloc(CircuitHead *ch, const CircuitsResult *out, Error *e) {
 
 int slm_probe_circuits(const Model *m, const float *z_mean, const uint8_t *seen, const CircuitsOptions *o,
                        CircuitsResult *out, Error *e) {
-    *out = (CircuitsResult){.top = o->top > 0 ? o->top : 1, .read_top = o->read_top > 0 ? o->read_top : 1};
-    if (slm_probe_need_attention(m, "circuits", e) ||
-        slm_variant_check(&m->cfg, "the QK circuit of token rows", VARIANT_NEEDS_ROW_SCORES, e))
-        return -1;
+    *out = (CircuitsResult){
+        .top = o->top > 0 ? o->top : 1, .read_top = o->read_top > 0 ? o->read_top : 1, .layer = o->layer};
     const ModelConfig *c = &m->cfg;
+    int tf = c->arch == ARCH_TRANSFORMER;
+    if (slm_probe_need_heads(m, "circuits", e) ||
+        (!tf && slm_variant_check(&m->cfg, "the QK circuit of token rows", VARIANT_NEEDS_ROW_SCORES, e)))
+        return -1;
+    if (o->layer < 0 || o->layer >= (tf ? c->n_layers : 1))
+        return FAIL(e, "give --layer from 1 to the model's blocks", "--layer %d: the model has %d block(s)",
+                    o->layer + 1, tf ? c->n_layers : 1);
     int V = c->vocab_size, H = c->n_heads;
     uint32_t heads = o->heads;
     for (int i = 0; i < o->n_reads; i++)
@@ -202,15 +255,15 @@ int slm_probe_circuits(const Model *m, const float *z_mean, const uint8_t *seen,
     double *means = gain ? xmalloc((size_t)V * sizeof(double), e) : NULL;
     out->heads = means ? xcalloc((size_t)out->n_heads, sizeof(CircuitHead), e) : NULL;
     int rc = out->heads ? 0 : -1;
-    if (!rc) slm_circuits_gain(m, z_mean, gain);
+    if (!rc && !tf) slm_circuits_gain(m, z_mean, gain);
     for (int h = 0, k = 0; !rc && h < H; h++) {
         if (!(heads >> h & 1u)) continue;
         CircuitHead *ch = &out->heads[k++];
         ch->head = h;
         if ((rc = head_alloc(ch, out, e))) break;
-        slm_circuit_qk(m, h, scratch, M);
+        tf ? slm_circuit_qk_tf(m, o->layer, h, scratch, M) : slm_circuit_qk(m, h, scratch, M);
         read_circuit(M, V, seen, 0, ch->qk, out->top, ch->qk_self, means);
-        slm_circuit_ov(m, h, gain, scratch, M);
+        tf ? slm_circuit_ov_tf(m, o->layer, h, scratch, M) : slm_circuit_ov(m, h, gain, scratch, M);
         read_circuit(M, V, seen, 1, ch->ov, out->top, ch->copy, means);
         read_rows(M, V, o->reads, out->n_reads, out->read_top, ch->reads);
     }

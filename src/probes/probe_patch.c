@@ -214,6 +214,7 @@ void slm_patch_result_free(PatchResult *r) {
     free(r->rows);
     free(r->all_logits);
     free(r->clean_logits);
+    free(r->resid);
     *r = (PatchResult){0};
 }
 

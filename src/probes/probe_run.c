@@ -27,11 +27,20 @@ void slm_probe_runner_free(ProbeRunner *r) {
 static int runner_fit(ProbeRunner *r, int len, Error *e) {
     if (len <= r->acts.max_positions) return 0;
     const Model *m = r->model;
-    int heads_only = r->heads_only;
+    int heads_only = r->heads_only, layer = r->layer;
     slm_probe_runner_free(r);
     int rc = slm_probe_runner_init(r, m, len, e);
-    r->heads_only = heads_only;
+    r->heads_only = heads_only, r->layer = layer;
     return rc;
+}
+
+int slm_probe_runner_layer(ProbeRunner *r, int layer, Error *e) {
+    int layers = slm_model_layers(&r->model->cfg);
+    if (layer < 1 || layer > layers)
+        return FAIL(e, "give --layer from 1 to the model's layers (transformer blocks)",
+                    "--layer %d: the model has %d layer(s)", layer, layers);
+    r->layer = layer - 1;
+    return 0;
 }
 
 int slm_probe_run(ProbeRunner *r, const int32_t *ids, int len, const Ablation *ablation, Error *e) {
@@ -59,8 +68,8 @@ int slm_probe_need_attention(const Model *m, const char *what, Error *e) {
     if (m->cfg.arch == ARCH_TRANSFORMER)
         return FAIL(
             e,
-            "eval, generate, info, heads, detect, distances and ablate read a transformer; for this probe give a model "
-            "trained with --arch attention",
+            "every probe verb reads a transformer (docs/transformer.md); for this view give a model trained with "
+            "--arch attention",
             "%s cannot read a transformer yet (its heads sit in blocks of attention and MLP, docs/transformer.md)",
             what);
     return FAIL(e, "give a model trained with --arch attention (the default)",
@@ -114,7 +123,7 @@ static void add_head_outputs(const Activations *a, double *sum) {
 }
 
 int slm_probe_head_means(const Model *m, const Stories *s, const int *idx, int n, float *mean, Error *e) {
-    if (slm_probe_need_attention(m, "mean ablation", e)) return -1;
+    if (slm_probe_need_heads(m, "mean ablation", e)) return -1;
     if (n < 1) return FAIL(e, "give a stories file with test stories", "no stories to average the heads' outputs over");
     const ModelConfig *c = &m->cfg;
     size_t HV = (size_t)slm_model_heads(c) * c->value_dim;

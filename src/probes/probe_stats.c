@@ -154,10 +154,10 @@ static int stats_alloc(StatsResult *out, Pearson **pc, long long **differ, int *
 int slm_probe_stats(const Model *m, const Stories *s, const int *idx, int n, const uint8_t *left_out, StatsResult *out,
                     Error *e) {
     const ModelConfig *c = &m->cfg;
-    int H = c->n_heads;
+    int tf = c->arch == ARCH_TRANSFORMER, H = tf ? slm_model_heads(c) : c->n_heads; /* a transformer: every block's */
     *out = (StatsResult){.n_heads = H};
-    if (slm_probe_need_attention(m, "stats", e) ||
-        slm_variant_check(&m->cfg, "the correlation of q.k with the rows' cosine", VARIANT_NEEDS_DOT, e))
+    if (slm_probe_need_heads(m, "stats", e) ||
+        (!tf && slm_variant_check(&m->cfg, "the correlation of q.k with the rows' cosine", VARIANT_NEEDS_DOT, e)))
         return -1;
     if (n < 1) return FAIL(e, "give a stories file with test stories", "no stories to measure");
     Pearson *pc = NULL;

@@ -13,7 +13,7 @@
 typedef struct AttendParams {
     ProbeOptions po;
     const char *text;
-    int pos, head;
+    int pos, head, layer;
     bool wide;
 } AttendParams;
 
@@ -128,7 +128,10 @@ static int build(ViewCall *c, Error *e) {
     AttendState *st = c->state;
     if (slm_view_check_head(c->ps, p->head, e)) return -1;
     st->ran = 1;
-    if (slm_view_run_text(c, p->text, p->pos, VIEW_RUN_HEADS, &st->vt, e)) return -1;
+    /* st->vt is this call's copy of the run (the server's kept run is shared): its layer is this call's */
+    if (slm_view_run_text(c, p->text, p->pos, VIEW_RUN_HEADS, &st->vt, e) ||
+        slm_probe_runner_layer(&st->vt.runner, p->layer, e))
+        return -1;
     if (p->wide)
         slm_view_attend_wide(c->report, c->ps, &st->vt);
     else
@@ -150,6 +153,8 @@ static const ViewParam params[] = {
                    -1),
     VIEW_INT_PARAM(AttendParams, head, "head", "H", "one head (0 to 7); -1: all", -1, 7,
                    -1), /* the network has 8 heads */
+    VIEW_INT_PARAM(AttendParams, layer, "layer", "L", "the layer (or transformer block) whose heads to show", 1,
+                   STORYLM_MAX_TF_LAYERS, 1),
     VIEW_BOOL_PARAM(AttendParams, wide, "wide", "all heads by position: each head's weight in a column"),
 };
 
@@ -170,7 +175,7 @@ const View view_attend = {
     .n_params = VIEW_N_PARAMS(params),
     .params_size = sizeof(AttendParams),
     .session = VIEW_SESSION_PROBE,
-    .probe_flags = PROBE_ATTENTION_ONLY,
+    .probe_flags = PROBE_ATTENTION_ONLY | PROBE_LAYERS | PROBE_TRANSFORMER,
     .state_size = sizeof(AttendState),
     .check = check,
     .build = build,

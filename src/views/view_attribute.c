@@ -53,11 +53,9 @@ static void parts_table(Report *r, const AttributeResult *a) {
     slm_table_column(t, "grad_x_act", "grad x act", CELL_NUMBER, 4);
     slm_table_column(t, "zero", "zero", CELL_NUMBER, 4);
     slm_table_column(t, "mean", "mean", CELL_NUMBER, 4);
-    char name[32];
     for (int k = 0; k < a->n_parts; k++) {
-        snprintf(name, sizeof name, k == 0 ? "row" : "head %d", k - 1);
         slm_table_row(t);
-        slm_cell_text(t, name);
+        slm_cell_text(t, a->names[k]);
         slm_cell_number(t, a->norm[k]);
         slm_cell_number(t, a->grad_x_act[k]);
         slm_cell_number(t, a->zero_effect[k]);
@@ -113,8 +111,8 @@ static int attribute(Report *rep, const ProbeSession *ps, const AttributeParams 
     ProbeRunner r = {0};
     AttributeResult a = {0};
     char note[512] = "";
-    int have_mean = 0, Z = slm_model_hidden_input_dim(&ps->lm.model.cfg);
-    double *mean_z = xmalloc((size_t)Z * sizeof(double), e);
+    int have_mean = 0;
+    double *mean_z = xmalloc(slm_probe_mean_z_len(&ps->lm.model.cfg) * sizeof(double), e);
     int rc = !mean_z || slm_view_encode(ps, ap->text, &ids, e);
     int T = (int)ids.len, p = ap->pos < 0 ? T + ap->pos : ap->pos;
     if (!rc && (p < 0 || p >= T))
@@ -217,12 +215,16 @@ const View view_attribute = {
                    "grad x act and the removals shows where tanh is far from linear.\n"
                    "Then the surprisal of every token, -log p(token | the tokens before), in nats and bits,\n"
                    "so you see where the network is surprised. --ablate switches heads off first (their\n"
-                   "parts then hold the replacement). --svg FILE draws both.",
+                   "parts then hold the replacement). --svg FILE draws both.\n"
+                   "On a transformer the parts are the residual stream's before the final LN: embed,\n"
+                   "pos_embed, each head's z W_O, each block's b_O and MLP output; grad x act is their\n"
+                   "direct logit attribution through ln_final with its scale frozen (TransformerLens's),\n"
+                   "zero and mean take the part out of the final LN's input (docs/transformer.md).",
     .params = params,
     .n_params = VIEW_N_PARAMS(params),
     .params_size = sizeof(AttributeParams),
     .session = VIEW_SESSION_PROBE,
-    .probe_flags = PROBE_ATTENTION_ONLY,
+    .probe_flags = PROBE_ATTENTION_ONLY | PROBE_TRANSFORMER,
     .build = build,
     .draw = draw,
 };

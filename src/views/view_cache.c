@@ -36,14 +36,12 @@ static int gather(const ProbeSession *ps, const CacheParams *args, IntVec *ids, 
     return 0;
 }
 
-static int metadata_fill(Metadata *md, const ProbeSession *ps, const CacheParams *args, Error *e) {
+static int metadata_fill(Metadata *md, const ProbeSession *ps, const CacheParams *args, const ActivationCache *c,
+                         Error *e) {
     int rc = slm_metadata_set(md, "format", "storylm-activations", e) ||
              slm_metadata_set(md, "format_version", "1", e) || slm_metadata_set(md, "model", ps->model_path, e) ||
              slm_metadata_set(md, "ablation", ps->ablation_desc[0] ? ps->ablation_desc : "none", e) ||
-             slm_metadata_set(md, "tensors",
-                              "tokens rows queries keys values attention head_outputs hidden logits loss "
-                              "story_starts: see storylm cache --help",
-                              e);
+             slm_metadata_set(md, "tensors", slm_activation_cache_summary(c), e);
     if (!rc && args->text) rc = slm_metadata_set(md, "text", args->text, e);
     if (!rc && args->stories) rc = slm_metadata_set(md, "stories", args->stories, e);
     return rc;
@@ -59,9 +57,9 @@ static void build_report(Report *r, const ProbeSession *ps, const CacheParams *a
     slm_table_column(t, "name", "name", CELL_TEXT, 0);
     slm_table_column(t, "shape", "shape", CELL_TEXT, 0);
     slm_table_column(t, "megabytes", "MB", CELL_NUMBER, 2);
-    SafeTensorOut list[CACHE_TENSORS];
-    slm_activation_cache_tensors(c, list);
-    for (int i = 0; i < CACHE_TENSORS; i++) {
+    SafeTensorOut list[CACHE_MAX_TENSORS];
+    int n = slm_activation_cache_tensors(c, list);
+    for (int i = 0; i < n; i++) {
         uint64_t shape[SAFETENSORS_MAX_DIMS];
         double count = 1;
         for (int d = 0; d < list[i].ndim; d++) shape[d] = (uint64_t)list[i].shape[d], count *= list[i].shape[d];
@@ -83,7 +81,7 @@ static int build(ViewCall *c, Error *e) {
     Metadata md = {0};
     int rc = gather(ps, args, &ids, &starts, &n, e);
     if (!rc) rc = slm_probe_cache(&ps->lm.model, ids.data, starts, n, &ps->ablation, &ac, e);
-    if (!rc) rc = metadata_fill(&md, ps, args, e) || slm_activation_cache_write(&ac, args->out, &md, e);
+    if (!rc) rc = metadata_fill(&md, ps, args, &ac, e) || slm_activation_cache_write(&ac, args->out, &md, e);
     if (!rc) build_report(c->report, ps, args, &ac);
     slm_metadata_free(&md);
     slm_activation_cache_free(&ac);
@@ -150,12 +148,15 @@ const View view_cache = {
                    "The metadata holds the model, the ablation and, for a text, the text. --ablate switches\n"
                    "heads off (head_outputs then hold the replacement). Logits take 4 bytes a token of the\n"
                    "vocabulary a position (8 kB at 2,000): the 100 test stories of TinyStories make a file\n"
-                   "of about 400 MB; --test-stories N takes fewer.",
+                   "of about 400 MB; --test-stories N takes fewer.\n"
+                   "A transformer's file holds tokens, story_starts, every hook point under TransformerLens's\n"
+                   "hook name (hook_embed, blocks.0.hook_resid_pre, blocks.0.attn.hook_pattern, ...,\n"
+                   "ln_final.hook_normalized, hook_logits; docs/transformer.md) and loss.",
     .params = params,
     .n_params = VIEW_N_PARAMS(params),
     .params_size = sizeof(CacheParams),
     .session = VIEW_SESSION_PROBE,
-    .probe_flags = PROBE_ATTENTION_ONLY,
+    .probe_flags = PROBE_ATTENTION_ONLY | PROBE_TRANSFORMER,
     .serve = VIEW_SERVE_CLI,
     .check = check,
     .build = build,

@@ -18,7 +18,7 @@
 typedef struct CircuitsParams {
     ProbeOptions po;
     const char *stories;
-    int head, top;
+    int head, top, layer;
     const char *tokens;
 } CircuitsParams;
 
@@ -137,7 +137,8 @@ static void build_report(Report *r, const ProbeSession *ps, const char *stories,
     slm_report_header_session(r, ps);
     slm_report_header_stories(r, stories, s->n_stories, s->n_test); /* the mean input's */
     slm_report_int(r, "positions", "positions averaged", positions);
-    slm_report_note(r, "OV: the hidden layer linearised at its mean input over the test stories (see --help)");
+    if (slm_model_layers(&ps->lm.model.cfg) > 1) slm_report_int(r, "layer", "layer (block)", cr->layer + 1);
+    slm_report_note(r, "%s", slm_circuits_note(&ps->lm.model.cfg));
     ReportTable *t =
         slm_report_table(r, "heads", "Per head: looking for itself (QK) and copying (OV), shares of tokens");
     if (t) self_columns(t);
@@ -175,8 +176,11 @@ static int circuits(Report *r, const ProbeSession *ps, const CircuitsParams *cp,
     long long positions = 0;
     CircuitsResult cr = {0};
     int32_t reads[MAX_READS];
-    CircuitsOptions co = {
-        .top = cp->top, .heads = cp->head >= 0 ? 1u << cp->head : 0, .reads = reads, .read_top = READ_TOP};
+    CircuitsOptions co = {.top = cp->top,
+                          .heads = cp->head >= 0 ? 1u << cp->head : 0,
+                          .reads = reads,
+                          .read_top = READ_TOP,
+                          .layer = cp->layer - 1};
     co.n_reads = seen ? parse_tokens(ps, cp->tokens, reads, MAX_READS, e) : -1;
     rc = co.n_reads >= 0 ? slm_circuits_mean_input(m, &s, s.test, s.n_test, &ps->ablation, z_mean, seen, &positions, e)
                          : -1;
@@ -242,6 +246,8 @@ static const ViewParam params[] = {
      .help = "stories for the mean input and --ablate-mode mean (needed; info names the training file)",
      .flags = VP_STORIES},
     VIEW_INT_PARAM(CircuitsParams, head, "head", "H", "only this head, 0 to 7 (-1: every head)", -1, 7, -1),
+    VIEW_INT_PARAM(CircuitsParams, layer, "layer", "L", "the transformer block whose heads to show", 1,
+                   STORYLM_MAX_TF_LAYERS, 1),
     VIEW_INT_PARAM(CircuitsParams, top, "top-k", "K", "the K strongest pairs listed per circuit and head", 1, 10000,
                    20),
     VIEW_STRING_PARAM(CircuitsParams, tokens, "token-list", "LIST",
@@ -270,12 +276,15 @@ const View view_circuits = {
         "test stories.\n"
         "--token-list lily,tom lists, per head, the 5 tokens that reading each of them raises most.\n"
         "The stories (for z_mean) are --stories FILE (needed; 'storylm info' names the training file).\n"
-        "--ablate HEADS switches heads off while z_mean is measured. --svg draws the scores per head.",
+        "--ablate HEADS switches heads off while z_mean is measured. --svg draws the scores per head.\n"
+        "On a transformer, --layer L's heads, with TransformerLens's full circuits: QK from W_E through\n"
+        "W_Q and W_K, OV from W_E through W_V, W_O and W_U, the LayerNorms' weights folded in\n"
+        "(docs/transformer.md); no mean input is needed, --stories gives the tokens seen.",
     .params = params,
     .n_params = VIEW_N_PARAMS(params),
     .params_size = sizeof(CircuitsParams),
     .session = VIEW_SESSION_PROBE,
-    .probe_flags = PROBE_ATTENTION_ONLY,
+    .probe_flags = PROBE_ATTENTION_ONLY | PROBE_TRANSFORMER,
     .serve = VIEW_SERVE_POST,
     .check = check,
     .build = build,

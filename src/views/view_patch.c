@@ -57,7 +57,8 @@ static void positions_table(Report *r, const ProbeSession *ps, const PatchInput 
     char key[32], label[32];
     for (int h = 0; h < p->n_heads; h++) {
         snprintf(key, sizeof key, "head_%d", h);
-        snprintf(label, sizeof label, "head %d", h);
+        slm_head_name(&ps->lm.model.cfg, h, label + 5, sizeof label - 5); /* "head 3", a transformer's "head 1:3" */
+        memcpy(label, "head ", 5);
         slm_table_column(t, key, label, CELL_NUMBER, 3);
     }
     for (int u = 0; u < p->n_positions; u++) {
@@ -67,6 +68,27 @@ static void positions_table(Report *r, const ProbeSession *ps, const PatchInput 
         slm_cell_text(t, slm_probe_session_token(ps, in->corrupt_ids.data[u]));
         slm_cell_number(t, p->rows[u]);
         for (int h = 0; h < p->n_heads; h++) slm_cell_number(t, p->reads[(size_t)h * p->n_positions + u]);
+    }
+}
+
+/* A transformer's residual stream: one column a block's input (then the last block's output), one row a position. */
+static void resid_table(Report *r, const ProbeSession *ps, const PatchInput *in, const PatchResult *p) {
+    ReportTable *t = slm_report_table(r, "resid", "The residual stream at each position put into the corrupt run");
+    slm_table_column(t, "position", "pos", CELL_INT, 0);
+    slm_table_column(t, "clean", "clean", CELL_TEXT, 0);
+    char key[48], label[48];
+    for (int l = 0; l <= p->n_layers; l++) {
+        snprintf(key, sizeof key, "blocks.%d.hook_resid_%s", l < p->n_layers ? l : l - 1,
+                 l < p->n_layers ? "pre" : "post");
+        snprintf(label, sizeof label, l < p->n_layers ? "into block %d" : "out of block %d",
+                 l < p->n_layers ? l + 1 : l);
+        slm_table_column(t, key, label, CELL_NUMBER, 3);
+    }
+    for (int u = 0; u < p->n_positions; u++) {
+        slm_table_row(t);
+        slm_cell_int(t, u);
+        slm_cell_text(t, slm_probe_session_token(ps, in->clean_ids.data[u]));
+        for (int l = 0; l <= p->n_layers; l++) slm_cell_number(t, p->resid[(size_t)l * p->n_positions + u]);
     }
 }
 
@@ -101,6 +123,7 @@ static void build_report(Report *r, const ProbeSession *ps, const PatchInput *in
     slm_report_number(r, "outputs_and_row", "every head output and the last row patched", p->outputs_and_row, 4);
     positions_table(r, ps, in, p);
     heads_table(r, p);
+    if (p->resid) resid_table(r, ps, in, p);
 }
 
 static int patch(Report *r, const ProbeSession *ps, const PatchParams *pp, Error *e) {
@@ -116,7 +139,7 @@ static int patch(Report *r, const ProbeSession *ps, const PatchParams *pp, Error
         rc = slm_probe_run(&clean, in.clean_ids.data, T, &ps->ablation, e) ||
              slm_probe_run(&corrupt, in.corrupt_ids.data, T, &ps->ablation, e);
     if (!rc) rc = choose_tokens(ps, &in, &clean.acts, &corrupt.acts, e);
-    if (!rc) rc = slm_probe_patch(&ps->lm.model, &clean.acts, &corrupt.acts, in.answer_id, in.wrong_id, &p, e);
+    if (!rc) rc = slm_probe_patch_runs(&ps->lm.model, &clean, &corrupt, in.answer_id, in.wrong_id, &p, e);
     if (!rc) build_report(r, ps, &in, &p);
     slm_patch_result_free(&p);
     slm_probe_runner_free(&clean);
@@ -226,12 +249,17 @@ const View view_patch = {
                    "Patching every row, or every head's output with the last row, gives back the clean run's\n"
                    "numbers exactly. The last position is evaluated in double precision for every patch.\n"
                    "--ablate switches heads off in both runs (patching them then changes nothing).\n"
-                   "--svg FILE draws the heat map: the row and the heads by position, then query and output.",
+                   "--svg FILE draws the heat map: the row and the heads by position, then query and output.\n"
+                   "On a transformer the pieces are its hook points, hooked into the corrupt run's forward\n"
+                   "pass (every block's heads, L:H): hook_k and hook_v at u, hook_q and hook_z at the last\n"
+                   "position, the row is blocks.0.hook_resid_pre at u, hidden the last block's\n"
+                   "hook_resid_post at the last position, and a table 'resid' patches the residual stream\n"
+                   "entering each block (and leaving the last) at each position (docs/transformer.md).",
     .params = params,
     .n_params = VIEW_N_PARAMS(params),
     .params_size = sizeof(PatchParams),
     .session = VIEW_SESSION_PROBE,
-    .probe_flags = PROBE_ATTENTION_ONLY,
+    .probe_flags = PROBE_ATTENTION_ONLY | PROBE_TRANSFORMER,
     .build = build,
     .draw = draw,
 };

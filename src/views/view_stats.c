@@ -120,12 +120,14 @@ const View view_stats = {
                    "               story but not among the 8 tokens before them, out of chapter 6's\n"
                    "               reach; the 100 most common tokens of the training stories are left\n"
                    "               out, except names (--common N changes 100).\n"
-                   "--ablate is refused: no head switched off changes these numbers.",
+                   "--ablate is refused: no head switched off changes these numbers.\n"
+                   "On a transformer every block's heads, numbered l*H + h (block l from 0), with\n"
+                   "q and k as each block makes them (hook_q, hook_k, turned by rope) and the rows of W_E.",
     .params = params,
     .n_params = VIEW_N_PARAMS(params),
     .params_size = sizeof(StatsParams),
     .session = VIEW_SESSION_PROBE,
-    .probe_flags = PROBE_ATTENTION_ONLY | PROBE_NAMES,
+    .probe_flags = PROBE_ATTENTION_ONLY | PROBE_NAMES | PROBE_TRANSFORMER,
     .no_ablation = "queries, keys and rows, which come before the heads' outputs",
     .serve = VIEW_SERVE_POST,
     .build = build,

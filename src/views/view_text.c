@@ -79,6 +79,7 @@ static void attend_header(Report *r, const ProbeSession *ps, const ViewText *vt)
     }
     slm_report_int(r, "position", "reading position", vt->pos);
     slm_report_text(r, "token", "reading token", slm_probe_session_token(ps, ids->data[vt->pos]));
+    if (slm_model_layers(&ps->lm.model.cfg) > 1) slm_report_int(r, "layer", "layer", vt->runner.layer + 1);
 }
 
 void slm_view_attend(Report *r, const ProbeSession *ps, const ViewText *vt, int head) {
@@ -138,8 +139,22 @@ void slm_view_attend_wide(Report *r, const ProbeSession *ps, const ViewText *vt)
 
 /* ---- Tool 3: trace ------------------------------------------------------------ */
 
+/* A part of the trace's inputs: "row" (a transformer's "resid_pre") for -1,
+ * else "head 3", or "head 2:3" on a model of several layers. */
+static void part_name(const ModelConfig *c, int layer, int part, char *buf, size_t size) {
+    char head[16];
+    slm_head_name(c, layer * c->n_heads + part, head, sizeof head);
+    if (part < 0)
+        snprintf(buf, size, "%s", c->arch == ARCH_TRANSFORMER ? "resid_pre" : "row");
+    else
+        snprintf(buf, size, "head %s", head);
+}
+
 static void inputs_table(Report *r, const TraceResult *t, const ModelConfig *c) {
-    ReportTable *in = slm_report_table(r, "inputs", "What the hidden layer reads (the row, then each head's output)");
+    ReportTable *in = slm_report_table(r, "inputs",
+                                       c->arch == ARCH_TRANSFORMER
+                                           ? "What the block reads (resid_pre), then each head's z (hook_z)"
+                                           : "What the hidden layer reads (the row, then each head's output)");
     slm_table_column(in, "part", "part", CELL_TEXT, 0);
     slm_table_column(in, "norm", "length", CELL_NUMBER, 3);
     slm_table_column(in, "numbers", "numbers", CELL_VECTOR, 2);
@@ -148,7 +163,7 @@ static void inputs_table(Report *r, const TraceResult *t, const ModelConfig *c) 
         int from = k < 0 ? 0 : c->row_dim + k * c->value_dim, n = k < 0 ? c->row_dim : c->value_dim;
         double len = 0;
         for (int i = 0; i < n; i++) len += (double)t->z[from + i] * t->z[from + i];
-        snprintf(name, sizeof name, k < 0 ? "row" : "head %d", k);
+        part_name(c, t->layer, k, name, sizeof name);
         slm_table_row(in);
         slm_cell_text(in, name);
         slm_cell_number(in, sqrt(len));
@@ -161,15 +176,19 @@ static void trace_report(Report *r, const ProbeSession *ps, const TraceResult *t
     slm_report_text(r, "text", "text", text);
     slm_report_int(r, "position", "last position", t->position);
     slm_report_text(r, "token", "last token", slm_probe_session_token(ps, t->token));
-    inputs_table(r, t, &ps->lm.model.cfg);
-    ReportTable *u = slm_report_table(r, "hidden", "Most active hidden units (tanh output)");
+    const ModelConfig *c = &ps->lm.model.cfg;
+    if (slm_model_layers(c) > 1) slm_report_int(r, "layer", "layer", t->layer + 1);
+    inputs_table(r, t, c);
+    ReportTable *u = slm_report_table(r, "hidden",
+                                      c->arch == ARCH_TRANSFORMER ? "Most active MLP neurons (hook_post) of the block"
+                                                                  : "Most active hidden units (tanh output)");
     slm_table_column(u, "unit", "unit", CELL_INT, 0);
     slm_table_column(u, "value", "value", CELL_NUMBER, 3);
     slm_table_column(u, "strongest_part", "pushed most by", CELL_TEXT, 0);
     slm_table_column(u, "part_input", "its input", CELL_NUMBER, 3);
     char part[32];
     for (int k = 0; k < t->n_units; k++) {
-        snprintf(part, sizeof part, t->units[k].part < 0 ? "row" : "head %d", t->units[k].part);
+        part_name(c, t->layer, t->units[k].part, part, sizeof part);
         slm_table_row(u);
         slm_cell_int(u, t->units[k].unit);
         slm_cell_number(u, t->units[k].value);

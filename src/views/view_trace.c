@@ -11,7 +11,7 @@
 typedef struct TraceParams {
     ProbeOptions po;
     const char *text;
-    int units, guesses, pos;
+    int units, guesses, pos, layer;
 } TraceParams;
 
 typedef struct TraceState {
@@ -23,7 +23,7 @@ typedef struct TraceState {
 /* The 160 inputs as bars coloured by part, the hidden layer, and the guesses. */
 static int draw_trace(const char *path, const ProbeSession *ps, const TraceResult *t, Error *e) {
     const ModelConfig *c = &ps->lm.model.cfg;
-    int Z = slm_model_hidden_input_dim(c);
+    int Z = t->n_inputs;
     double lo = -1, hi = 1;
     for (int i = 0; i < Z; i++) lo = fmin(lo, t->z[i]), hi = fmax(hi, t->z[i]);
     Svg s;
@@ -76,7 +76,9 @@ static int build(ViewCall *c, Error *e) {
     const TraceParams *p = c->params;
     TraceState *st = c->state;
     st->ran = 1;
-    if (slm_view_run_text(c, p->text, p->pos, 0, &st->vt, e)) return -1;
+    /* st->vt is this call's copy of the run (the server's kept run is shared): its layer is this call's */
+    if (slm_view_run_text(c, p->text, p->pos, 0, &st->vt, e) || slm_probe_runner_layer(&st->vt.runner, p->layer, e))
+        return -1;
     return slm_view_trace(c->report, c->ps, &st->vt, p->text, p->units, p->guesses, &st->t, e);
 }
 
@@ -103,6 +105,8 @@ static const ViewParam params[] = {
      .alias = "top"},
     VIEW_INT_PARAM(TraceParams, pos, "pos", "N", "the position followed (0 is [EOS]); negative: from the end", -1000000,
                    1000000, -1),
+    VIEW_INT_PARAM(TraceParams, layer, "layer", "L", "the layer (or transformer block) whose heads to show", 1,
+                   STORYLM_MAX_TF_LAYERS, 1),
 };
 
 const View view_trace = {
@@ -119,7 +123,7 @@ const View view_trace = {
     .n_params = VIEW_N_PARAMS(params),
     .params_size = sizeof(TraceParams),
     .session = VIEW_SESSION_PROBE,
-    .probe_flags = PROBE_ATTENTION_ONLY,
+    .probe_flags = PROBE_ATTENTION_ONLY | PROBE_LAYERS | PROBE_TRANSFORMER,
     .state_size = sizeof(TraceState),
     .build = build,
     .draw = draw,

@@ -425,7 +425,7 @@ class Train(unittest.TestCase):
             self.assertEqual(storylm.load(os.path.join(d, "py.safetensors")).loss(TEXT),
                              storylm.load(os.path.join(d, "cli.safetensors")).loss(TEXT))
 
-    def test_a_transformer_runs_but_refuses_hooks_clearly(self):
+    def test_a_transformer_hooks_and_cache_are_transformerlens(self):
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "tf.safetensors")
             subprocess.run([CLI, "train", SMALL_STORIES, "--arch", "transformer", "--layers", "2", "-o", path,
@@ -433,12 +433,29 @@ class Train(unittest.TestCase):
                             "--test-stories", "20", "--threads", "1"], check=True, capture_output=True)
             t = storylm.load(path)
             self.assertEqual(t.cfg.n_layers, cli("info", "--json", "-m", path)["config"]["layers"])
-            self.assertEqual(t.hook_names, [])
             same_number(self, t.loss(TEXT), cli("eval", "--text", TEXT, "--json", "-m", path)["loss"], "loss")
-            for call in (lambda: t.run_with_cache(TEXT), lambda: t.run_with_hooks(TEXT, [("hook_logits", lambda a, h: a)])):
-                with self.assertRaises(storylm.StorylmError) as cm:
-                    call()
-                self.assertIn("transformer", cm.exception.message)
+            self.assertEqual(t.hook_names[:3], ["hook_embed", "hook_pos_embed", "blocks.0.hook_resid_pre"])
+            self.assertEqual(t.hook_names[-2:], ["ln_final.hook_normalized", "hook_logits"])
+            logits, cache = t.run_with_cache(TEXT)
+            self.assertEqual(sorted(cache), sorted(t.hook_names))
+            T = logits.shape[0]
+            self.assertEqual(cache["blocks.1.attn.hook_pattern"].shape, (8, T, T))
+            self.assertEqual(cache["blocks.0.attn.hook_z"].shape, (T, 8, 8))
+            self.assertEqual(cache["blocks.1.mlp.hook_post"].shape, (T, 256))
+            self.assertTrue(np.array_equal(cache["hook_logits"], logits))
+            # the CLI's cache of the same text holds the same numbers under the same names
+            out = os.path.join(d, "cache.safetensors")
+            subprocess.run([CLI, "cache", TEXT, "-m", path, "-o", out], check=True, capture_output=True)
+            tensors = read_safetensors(out)[0]
+            for name in t.hook_names:
+                self.assertTrue(np.array_equal(tensors[name], cache[name]), name)
+            # a hook that switches head 1:3 off gives --ablate 1:3's loss
+            def off(z, hook):
+                z[:, 3, :] = 0
+                return z
+            ablated = t.run_with_hooks(TEXT, [("blocks.0.attn.hook_z", off)], return_type="loss")
+            same_number(self, ablated, cli("eval", "--text", TEXT, "--json", "-m", path, "--ablate", "1:3")["loss"],
+                        "loss with hook_z of head 1:3 set to 0")
 
     def test_train_failure_raises_the_clis_message(self):
         with self.assertRaises(storylm.StorylmError) as cm:

@@ -300,8 +300,21 @@ try:
     refused("a symlink out of the listed folders", 404, body={"text": TEXT, "model": "models/outside.safetensors"})
     refused("a stories file as model", 404, body={"text": TEXT, "model": STORIES})
     refused("a window8 model in attend", 400, body={"text": TEXT, "model": W8})
-    for view in ("/api/attend", "/api/trace"):
-        refused("a model of two layers in " + view, 400, path=view, body={"text": TEXT, "model": "models/two-layers.safetensors"})
+    two = "models/two-layers.safetensors"
+    for view in ("attend", "trace"):  # "layer" reads layer L's heads, as the verbs' --layer
+        for layer in (1, 2):
+            same("%s of layer %d of two" % (view, layer), srv.post("/api/" + view, {"text": TEXT, "model": two, "layer": layer})[1],
+                 cli_json(S, view, TEXT, "--model", two, "--layer", str(layer)))
+        refused("%s of layer 3 of two" % view, 400, path="/api/" + view, body={"text": TEXT, "model": two, "layer": 3})
+    tf = "models/tinystories-transformer.safetensors"  # the shipped transformer: "layer" is block L's
+    if os.path.exists(tf):
+        for view, body, args in (("attend", {"text": TEXT, "wide": True}, [TEXT, "--wide"]), ("trace", {"text": TEXT}, [TEXT]),
+                                 ("distances", {"up_to": 5}, ["--up-to", "5"])):
+            same("%s of the transformer's block 2" % view, srv.post("/api/" + view, dict(body, model=tf, layer=2))[1],
+                 cli_json(S, view, *args, "--model", tf, "--layer", "2"))
+        refused("distances of the transformer's block 3", 400, path="/api/distances", body={"model": tf, "layer": 3})
+    else:
+        print("note: no shipped transformer; its attend, trace and distances by block not compared")
     secrets_checks(srv, refused)
     upload_checks(srv, refused)
     status, _, data = srv.request("POST", "/api/loss", {"text": TEXT, "model": "models/two-layers.safetensors"})
