@@ -29,8 +29,10 @@ cp "$src/models/tinystories.safetensors" models/
 # one of another run, which must not be offered beside it
 cp "$src"/models/snapshots/tinystories.step*.safetensors models/snapshots/ 2>/dev/null || true
 cp "$src/models/snapshots/tinystories-plain.step250.safetensors" models/snapshots/
-[[ -f "$src/models/tinystories-window8.safetensors" ]] && cp "$src/models/tinystories-window8.safetensors" models/
-[[ -f "$src/models/tinystories-layers2.safetensors" ]] && cp "$src/models/tinystories-layers2.safetensors" models/
+# every shipped model, as the picker of an installed server lists them (two-layer ones, the
+# transformer, window8); not their held-out stories, so that the server's stories are
+# data/stories.txt for every model, as the CLI's numbers below are (e2e_serve_teach tests those)
+cp "$src"/models/tinystories-*.safetensors models/
 cp "$src/data/stories.txt" data/stories.txt
 model="$STORYLM_TEST_TMP/models/tinystories.safetensors"
 
@@ -79,8 +81,10 @@ done
 "$STORYLM" ablate data/stories.txt --model "$model" --threads 1 --json > ablate.json
 pieces_names=zarko,lily
 "$STORYLM" pieces data/stories.txt --model "$model" --names $pieces_names --threads 1 --json > "pieces-tinystories.safetensors.json"
-[[ -f models/tinystories-layers2.safetensors ]] &&
-  "$STORYLM" pieces data/stories.txt --model models/tinystories-layers2.safetensors --names $pieces_names --threads 1 --json > "pieces-tinystories-layers2.safetensors.json"
+for f in models/*.safetensors; do # the models of several layers, one of which the page shows beside it
+  [[ -f "dist-$(basename "$f").json" ]] &&
+    "$STORYLM" pieces data/stories.txt --model "$f" --names $pieces_names --threads 1 --json > "pieces-$(basename "$f").json"
+done
 export pieces_names
 first_stories 300 > upload.txt   # a stories file of one's own, sent from the page
 upload_stories=$("$STORYLM" stories upload.txt --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["stories"]["stories"])')

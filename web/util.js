@@ -98,7 +98,7 @@ export function headName(g) {
 // first layer of such a model says so, and the page shows a note: state.layerViews);
 // the distance scores, the heads' jobs and switching heads off read any number of layers.
 export function modelViews() {
-  const heads = modelArch() === "attention" && state.heads > 0;
+  const heads = (modelArch() === "attention" || modelArch() === "transformer") && state.heads > 0;
   return { heads, oneLayer: heads && (state.layers === 1 || state.layerViews[state.model] === true) };
 }
 

@@ -513,7 +513,7 @@ async function checkPieces(page) {
   await press(page, '[data-testid="pieces-go"]');
   const got = await until(page, (n) => { const m = [...document.querySelectorAll('[data-testid="pieces-model"]')];
     return m.length === n && m.map((x) => ({ model: x.dataset.model, says: [...x.querySelectorAll('[data-testid="pieces-says"]')].map((p) => ({ name: p.dataset.name, first: Number(p.dataset.firstProbability), next: Number(p.dataset.nextProbability) })) })); },
-    "Secret 4 on the model and its partner", Object.keys(want.pieces).length);
+    "Secret 4 on the model and its partner", Math.min(2, Object.keys(want.pieces).length));
   for (const g of got) {
     const cli = want.pieces[g.model.split("/").pop()];
     if (!cli) fail(`Secret 4 shows ${g.model}, for which the test has no pieces --json`);
