@@ -131,31 +131,15 @@ static void say_small_vocab(int size, const char *stories_path, const char *voca
 }
 
 /* Learns a vocabulary of `size` pieces (0: as many as the words give, up to
- * 2,000) from the stories and saves it; refuses a file of too few stories
- * before writing anything. */
+ * 2,000) from the stories and saves it, saying so on stderr. */
 static int learn_vocab(const char *vocab_path, const char *stories_path, int size, char **text, Error *e) {
     fprintf(stderr, "storylm: learning a %d-piece vocabulary from %s\n", size ? size : VOCAB_DEFAULT_SIZE,
             stories_path);
-    char *data;
-    size_t len;
-    Vocab v = {0};
-    VocabStats vs;
-    if (slm_file_read_all(stories_path, 0, &data, &len, e)) return -1;
-    int rc = size ? slm_vocab_train_text(data, len, stories_path, size, &v, &vs, e)
-                  : slm_vocab_train_text_up_to(data, len, stories_path, VOCAB_DEFAULT_SIZE, &v, &vs, e);
-    free(data);
-    if (rc && size && strstr(e->message, "fewer than the"))
-        snprintf(e->hint, sizeof e->hint,
-                 "give --vocab-size of at most the pieces above, leave it out to take as "
-                 "many as the words give, or give more stories");
-    if (!rc) rc = slm_train_check_story_count(vs.n_stories, stories_path, e);
-    if (!rc) rc = slm_vocab_save(&v, vocab_path, e);
-    if (!rc) *text = slm_vocab_to_text(&v, &len, e);
-    if (!rc && !*text) rc = -1;
-    if (!rc) fprintf(stderr, "storylm: wrote %s\n", vocab_path);
-    if (!rc && v.size < VOCAB_DEFAULT_SIZE) say_small_vocab(v.size, stories_path, vocab_path);
-    slm_vocab_free(&v);
-    return rc;
+    int got;
+    if (slm_train_learn_vocab(vocab_path, stories_path, size, text, &got, e)) return -1;
+    fprintf(stderr, "storylm: wrote %s\n", vocab_path);
+    if (got < VOCAB_DEFAULT_SIZE) say_small_vocab(got, stories_path, vocab_path);
+    return 0;
 }
 
 /* Reuses an existing vocabulary, or learns one from the stories and saves it. */
@@ -281,15 +265,11 @@ done:
 
 static const char *const transformer_shape_flags[5] = {"d-model", "n-heads", "d-head", "d-mlp", "act"};
 
-/* --arch transformer: its scheme (absolute unless --position-scheme gives one), score
- * (scaled-dot only), blocks (2 unless --layers). Non-zero after printing a usage error. */
-static int transformer_flags(int argc, char **argv, TrainOptions *o, int *layers) {
-    if (o->score != SCORE_SCALED_DOT)
-        return args_usage_error(&command_train,
-                                "a transformer scores q.k/sqrt(d_head): --score is for the attention network");
+/* --arch transformer: its scheme (absolute unless --position-scheme gives one) and
+ * blocks (2 unless --layers). */
+static void transformer_flags(int argc, char **argv, TrainOptions *o, int *layers) {
     if (!args_given(argc, argv, "position-scheme", 0) && !args_given(argc, argv, "pos", 0)) o->pos = POS_ABSOLUTE;
     if (!args_given(argc, argv, "layers", 0)) *layers = 0; /* the transformer's default */
-    return 0;
 }
 
 /* --d-model, --n-heads, --d-head, --d-mlp or --act given? Then --act's value
@@ -405,25 +385,8 @@ static int run(int argc, char **argv) {
         slm_score_parse(score, &o.score, &e) || slm_precision_parse(precision, &o.precision, &e))
         return args_usage_error(&command_train, "%s", e.message);
     if (shape_flags(argc, argv, act, &o)) return 2;
-    if (o.arch == ARCH_TRANSFORMER) {
-        if (transformer_flags(argc, argv, &o, &layers)) return 2;
-        if (o.precision != PRECISION_FP32) /* its blocks' products have no BF16 path yet */
-            return args_usage_error(
-                &command_train,
-                "--precision %s is for the attention network and window8; the transformer trains in fp32", precision);
-    } else {
-        if (o.arch != ARCH_ATTENTION && (o.pos != POS_DISTANCE || o.score != SCORE_SCALED_DOT))
-            return args_usage_error(&command_train,
-                                    "--position-scheme and --score are for the attention network, not --arch %s", arch);
-        if (o.arch != ARCH_ATTENTION && layers != 1)
-            return args_usage_error(&command_train, "--layers is for the attention network, not --arch %s", arch);
-        if (layers > STORYLM_MAX_LAYERS)
-            return args_usage_error(&command_train, "--layers is 1 to %d for the attention network",
-                                    STORYLM_MAX_LAYERS);
-        if ((o.given & TRAIN_GIVEN_SHAPE) && !resume) /* a resume finds out from the file */
-            return args_usage_error(&command_train,
-                                    "--d-model, --n-heads, --d-head, --d-mlp and --act are for --arch transformer");
-    }
+    if (o.arch == ARCH_TRANSFORMER) transformer_flags(argc, argv, &o, &layers);
+    if (slm_train_check_arch(&o, layers, resume, &e)) return args_usage_error(&command_train, "%s", e.message);
     o.layers = layers;
     o.steps = steps;
     o.seed = (uint64_t)seed;

@@ -1,5 +1,4 @@
-/* What a training run says when it ends, and the check of its outputs before
- * it starts: see include/storylm/train_summary.h. */
+/* What a front needs around a training run: see include/storylm/train_summary.h. */
 #define _GNU_SOURCE /* open_memstream */
 #include "storylm/train_summary.h"
 
@@ -16,6 +15,7 @@
 #include "storylm/parse.h"
 #include "storylm/probe_views.h"
 #include "storylm/regularise.h"
+#include "storylm/vocab_train.h"
 
 /* " --flag x" with the shortest decimal that reads back as x, when x is set. */
 static void put_flag(FILE *out, const char *flag, double x) {
@@ -214,5 +214,49 @@ int slm_train_check_outputs(const char *stories, const TrainOptions *o, const ch
     for (int i = 0; i < p.n_outputs && !rc; i++)
         if (p.outputs[i].kind != FILE_LOCK && p.outputs[i].path != f.next) rc = try_writing(p.outputs[i].path, e);
     side_files_free(&f);
+    return rc;
+}
+
+int slm_train_check_arch(const TrainOptions *o, int layers, bool resume, Error *e) {
+    const char *arch = slm_arch_name(o->arch);
+    if (o->arch == ARCH_TRANSFORMER) {
+        if (o->score != SCORE_SCALED_DOT)
+            return FAIL(e, NULL, "a transformer scores q.k/sqrt(d_head): --score is for the attention network");
+        if (o->precision != PRECISION_FP32) /* its blocks' products have no BF16 path yet */
+            return FAIL(e, NULL,
+                        "--precision %s is for the attention network and window8; the transformer trains in fp32",
+                        slm_precision_name(o->precision));
+        return 0;
+    }
+    if (o->arch != ARCH_ATTENTION && (o->pos != POS_DISTANCE || o->score != SCORE_SCALED_DOT))
+        return FAIL(e, NULL, "--position-scheme and --score are for the attention network, not --arch %s", arch);
+    if (o->arch != ARCH_ATTENTION && layers != 1)
+        return FAIL(e, NULL, "--layers is for the attention network, not --arch %s", arch);
+    if (layers > STORYLM_MAX_LAYERS)
+        return FAIL(e, NULL, "--layers is 1 to %d for the attention network", STORYLM_MAX_LAYERS);
+    if ((o->given & TRAIN_GIVEN_SHAPE) && !resume) /* a resume finds out from the file */
+        return FAIL(e, NULL, "--d-model, --n-heads, --d-head, --d-mlp and --act are for --arch transformer");
+    return 0;
+}
+
+int slm_train_learn_vocab(const char *vocab_path, const char *stories_path, int size, char **text, int *got, Error *e) {
+    char *data;
+    size_t len;
+    Vocab v = {0};
+    VocabStats vs;
+    if (slm_file_read_all(stories_path, 0, &data, &len, e)) return -1;
+    int rc = size ? slm_vocab_train_text(data, len, stories_path, size, &v, &vs, e)
+                  : slm_vocab_train_text_up_to(data, len, stories_path, VOCAB_DEFAULT_SIZE, &v, &vs, e);
+    free(data);
+    if (rc && size && strstr(e->message, "fewer than the"))
+        snprintf(e->hint, sizeof e->hint,
+                 "give --vocab-size of at most the pieces above, leave it out to take as "
+                 "many as the words give, or give more stories");
+    if (!rc) rc = slm_train_check_story_count(vs.n_stories, stories_path, e);
+    if (!rc) rc = slm_vocab_save(&v, vocab_path, e);
+    if (!rc) *text = slm_vocab_to_text(&v, &len, e);
+    if (!rc && !*text) rc = -1;
+    *got = v.size;
+    slm_vocab_free(&v);
     return rc;
 }
