@@ -18,7 +18,6 @@
 #include "storylm/checkpoint.h"
 #include "storylm/fileio.h"
 #include "storylm/name_swap.h"
-#include "storylm/outputs.h"
 #include "storylm/regularise.h"
 #include "storylm/data_files.h"
 #include "storylm/train.h"
