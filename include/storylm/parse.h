@@ -23,4 +23,8 @@ int slm_parse_int(const char *s, int min, int max, int *out);
 /* The whole of s is one finite number (strtod's syntax, no spaces) in [min, max]. */
 int slm_parse_double(const char *s, double min, double max, double *out);
 
+/* x as the shortest decimal that reads back as exactly x ("0.1", not
+ * "0.10000000000000001"), so that a pasted flag gives the same bits. */
+void slm_format_exact(double x, char *buf, int size);
+
 #endif

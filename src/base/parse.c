@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 int slm_parse_integer_prefix(const char *s, const char **end, long long min, long long max, long long *out) {
@@ -43,4 +44,11 @@ int slm_parse_double(const char *s, double min, double max, double *out) {
     if (!isfinite(x) || (errno == ERANGE && x != 0) || x < min || x > max) return PARSE_OUT_OF_RANGE;
     *out = x;
     return PARSE_OK;
+}
+
+void slm_format_exact(double x, char *buf, int size) {
+    for (int digits = 1; digits <= 17; digits++) {
+        snprintf(buf, size, "%.*g", digits, x);
+        if (strtod(buf, NULL) == x) break;
+    }
 }

@@ -15,6 +15,7 @@
 #include "storylm/clock.h"
 #include "storylm/fileio.h"
 #include "storylm/generate.h"
+#include "storylm/generate_output.h"
 #include "storylm/sample.h"
 #include "storylm/views.h"
 
@@ -64,23 +65,6 @@ typedef struct GenerateFlags {
     bool json;
 } GenerateFlags;
 
-/* The whole of in (caller frees), named name in messages, one final
- * newline (as echo, a here document or an editor adds) dropped. */
-static char *read_prompt(FILE *in, const char *name, Error *e) {
-    ByteVec b = {0};
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, in)) > 0)
-        if (slm_bytevec_append(&b, buf, n, e)) return slm_bytevec_free(&b), NULL;
-    if (ferror(in)) return slm_bytevec_free(&b), FAIL(e, NULL, "cannot read the prompt from %s", name), NULL;
-    if (memchr(b.data, '\0', b.len))
-        return slm_bytevec_free(&b), FAIL(e, "give a text file", "the prompt in %s holds a NUL byte", name), NULL;
-    if (b.len && b.data[b.len - 1] == '\n') b.len--;
-    if (b.len && b.data[b.len - 1] == '\r') b.len--;
-    if (slm_bytevec_append(&b, "", 1, e)) return slm_bytevec_free(&b), NULL;
-    return (char *)b.data;
-}
-
 /* stdin is a pipe or a file (not a terminal, not /dev/null): no PROMPT reads it. */
 static int stdin_has_prompt(void) {
     struct stat st;
@@ -98,119 +82,6 @@ static int warn_unknown(const Tokenizer *t, const char *prompt, PromptUnknown *p
     return 0;
 }
 
-/* ---- printing as the stories grow ------------------------------------------------ */
-
-/* Sample `current` is printed as it grows; later ones wait in their buffers
- * and are printed, in order, once the ones before are done. */
-typedef struct Printer {
-    const ViewBatch *vb;
-    int current, flush;
-    ByteVec *waiting; /* (n) */
-    char *done;       /* (n) */
-    Error *e;
-} Printer;
-
-static void print_header(const Printer *p, int s) {
-    if (p->vb->n > 1)
-        printf("%s--- sample %d of %d (seed %llu) ---\n", s ? "\n" : "", s + 1, p->vb->n,
-               (unsigned long long)p->vb->samples[s].seed);
-}
-
-static int print_text(void *ctx, int sample, const char *text, size_t len, int done) {
-    Printer *p = ctx;
-    if (sample != p->current) {
-        p->done[sample] = (char)done;
-        return slm_bytevec_append(&p->waiting[sample], text, len, p->e);
-    }
-    fwrite(text, 1, len, stdout);
-    while (done) { /* this one is done: print the ones that waited for it */
-        fputc('\n', stdout);
-        if (++p->current == p->vb->n) break;
-        print_header(p, p->current);
-        ByteVec *w = &p->waiting[p->current];
-        fwrite(w->data, 1, w->len, stdout);
-        done = p->done[p->current];
-    }
-    if (p->flush) fflush(stdout);
-    return 0;
-}
-
-/* Runs vb, printing the stories (fn NULL with --json). */
-static int run_batch(ViewBatch *vb, bool json, Error *e) {
-    if (json) return slm_view_batch_run(vb, NULL, NULL, e);
-    struct stat st;
-    Printer p = {.vb = vb, .flush = isatty(1) || (fstat(1, &st) == 0 && S_ISFIFO(st.st_mode)), .e = e};
-    p.waiting = xcalloc((size_t)vb->n, sizeof *p.waiting, e);
-    p.done = p.waiting ? xcalloc((size_t)vb->n, 1, e) : NULL;
-    int rc = p.done ? 0 : -1;
-    if (!rc) print_header(&p, 0);
-    if (!rc) rc = slm_view_batch_run(vb, print_text, &p, e);
-    for (int i = 0; p.waiting && i < vb->n; i++) slm_bytevec_free(&p.waiting[i]);
-    free(p.waiting);
-    free(p.done);
-    fflush(stdout);
-    return rc ? -1 : 0;
-}
-
-/* ---- --json ---------------------------------------------------------------------- */
-
-static cJSON *sample_json(const ViewGenerator *vg, int i, Error *e) {
-    char *text = slm_view_generator_text(vg, e);
-    cJSON *j = text ? cJSON_CreateObject() : NULL;
-    if (j) {
-        cJSON_AddNumberToObject(j, "sample", i + 1);
-        cJSON_AddNumberToObject(j, "seed", (double)vg->seed);
-        cJSON_AddStringToObject(j, "text", text);
-        cJSON_AddNumberToObject(j, "new_tokens", vg->tokens);
-        cJSON_AddItemToObject(j, "tokens", slm_view_tokens_logprobs_json(vg));
-        cJSON_AddStringToObject(j, "stop_reason", vg->stop_reason);
-        if (vg->stop)
-            cJSON_AddStringToObject(j, "stop", vg->stop);
-        else
-            cJSON_AddNullToObject(j, "stop");
-    }
-    free(text);
-    return j;
-}
-
-static int print_json(const ViewBatch *vb, const LoadedModel *lm, const char *prompt, const GenerateFlags *f,
-                      const PromptUnknown *pu, const char *names_from, const double seconds[2], Error *e) {
-    cJSON *j = cli_json_begin("generate");
-    const ViewGenerator *first = &vb->samples[0];
-    cli_json_model(j, &lm->model, lm->path);
-    cJSON_AddStringToObject(j, "prompt", prompt);
-    cJSON_AddItemToObject(j, "prompt_tokens",
-                          slm_view_tokens_json(&lm->tokenizer, first->ids.data, (size_t)first->prompt_tokens));
-    cJSON_AddNumberToObject(j, "unk_tokens", pu->unk);
-    cJSON_AddNumberToObject(j, "seed", (double)f->go.seed);
-    cJSON_AddNumberToObject(j, "max_tokens", f->go.max_tokens);
-    cJSON_AddNumberToObject(j, "temperature", f->go.temperature);
-    cJSON_AddNumberToObject(j, "top_k", f->go.top_k);
-    cJSON_AddNumberToObject(j, "top_p", f->go.top_p);
-    cJSON_AddNumberToObject(j, "min_p", f->go.min_p);
-    cJSON_AddNumberToObject(j, "repeat_penalty", f->go.repeat_penalty);
-    cJSON_AddNumberToObject(j, "repeat_last_n", f->go.repeat_last_n);
-    cJSON_AddItemToObject(j, "stop", cJSON_CreateStringArray(f->stops.items, f->stops.count));
-    cJSON_AddNumberToObject(j, "n_probs", f->go.n_probs);
-    if (names_from)
-        cJSON_AddStringToObject(j, "names_from", names_from);
-    else
-        cJSON_AddNullToObject(j, "names_from");
-    cJSON *samples = cJSON_AddArrayToObject(j, "samples");
-    long long total = 0;
-    for (int i = 0; i < vb->n; i++) {
-        total += vb->samples[i].tokens;
-        cJSON *s = sample_json(&vb->samples[i], i, e);
-        if (!s) return cJSON_Delete(j), -1;
-        cJSON_AddItemToArray(samples, s);
-    }
-    cJSON_AddNumberToObject(j, "new_tokens", (double)total);
-    cJSON_AddNumberToObject(j, "seconds", seconds[0]); /* writing only, not loading */
-    cJSON_AddNumberToObject(j, "cpu_seconds", seconds[1]);
-    cJSON_AddNumberToObject(j, "tokens_per_second", seconds[0] > 0 ? (double)total / seconds[0] : 0);
-    return slm_report_json_write(j, stdout, true, e);
-}
-
 /* The stories, once the model, the ablation and the names are ready. */
 static int write_stories(const LoadedModel *lm, const Ablation *ab, const char *prompt, GenerateFlags *f,
                          const char *names_from, Error *e) {
@@ -219,9 +90,11 @@ static int write_stories(const LoadedModel *lm, const Ablation *ab, const char *
     ViewBatch vb;
     if (slm_view_batch_init(&vb, lm, ab, prompt, &f->go, f->samples, e)) return -1;
     double start = slm_clock_seconds(), cpu_start = slm_clock_cpu_seconds();
-    int rc = run_batch(&vb, f->json, e);
-    double seconds[2] = {slm_clock_seconds() - start, slm_clock_cpu_seconds() - cpu_start};
-    if (!rc && f->json) rc = print_json(&vb, lm, prompt, f, &pu, names_from, seconds, e);
+    struct stat st; /* a pipe or a terminal gets each word as it comes */
+    bool flush = isatty(1) || (fstat(1, &st) == 0 && S_ISFIFO(st.st_mode));
+    int rc = f->json ? slm_view_batch_run(&vb, NULL, NULL, e) : slm_generate_print_batch(&vb, stdout, flush, e);
+    GenerateRun run = {prompt, names_from, pu, slm_clock_seconds() - start, slm_clock_cpu_seconds() - cpu_start};
+    if (!rc && f->json) rc = slm_report_json_write(slm_generate_json(&vb, lm, &f->go, &run, e), stdout, true, e);
     slm_view_batch_free(&vb);
     return rc;
 }
@@ -253,11 +126,12 @@ static const char *find_prompt(const char *file, int np, const char *given, char
     if (file) {
         FILE *in = fopen(file, "rb");
         if (!in) return FAIL(e, "check the path given to -f", "cannot open the prompt file '%s'", file), NULL;
-        *owned = read_prompt(in, file, e);
+        *owned = slm_generate_read_prompt(in, file, e);
         fclose(in);
         return *owned;
     }
-    if ((np && strcmp(given, "-") == 0) || (!np && stdin_has_prompt())) return *owned = read_prompt(stdin, "stdin", e);
+    if ((np && strcmp(given, "-") == 0) || (!np && stdin_has_prompt()))
+        return *owned = slm_generate_read_prompt(stdin, "stdin", e);
     return np ? given : "";
 }
 

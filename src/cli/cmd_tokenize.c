@@ -10,6 +10,7 @@
 #include "storylm/fileio.h"
 #include "storylm/text.h"
 #include "storylm/tokenizer.h"
+#include "storylm/tokenize_output.h"
 
 static int run(int argc, char **argv);
 const Command command_tokenize = {
@@ -29,84 +30,8 @@ const Command command_tokenize = {
 
 typedef struct Flags {
     const char *vocab, *model, *lines;
-    bool ids, json, words, lossy;
+    TokenizeFormat format;
 } Flags;
-
-/* Writes s as a JSON string. */
-static void put_json_string(FILE *out, const char *s, size_t n) {
-    fputc('"', out);
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\')
-            fprintf(out, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(out, "\\u%04x", c);
-        else
-            fputc(c, out);
-    }
-    fputc('"', out);
-}
-
-typedef struct WordsCtx {
-    const Flags *f;
-    int count;
-} WordsCtx;
-
-static int print_word(const char *word, size_t len, void *ctx_) {
-    WordsCtx *ctx = ctx_;
-    if (ctx->count++) fputs(ctx->f->json ? "," : " ", stdout);
-    if (ctx->f->json)
-        put_json_string(stdout, word, len);
-    else
-        fwrite(word, 1, len, stdout);
-    return 0;
-}
-
-/* --words: the normalised words, before WordPiece. */
-static int print_words(const Pretokenizer *pre, const char *text, size_t len, const Flags *f, Error *e) {
-    ByteVec normalized = {0};
-    if (slm_text_normalize(text, len, &normalized, e)) return -1;
-    WordsCtx ctx = {f, 0};
-    if (f->json) fputs("{\"command\":\"tokenize\",\"words\":[", stdout);
-    int rc = slm_pretokenize(pre, normalized.data ? normalized.data : "", normalized.len, print_word, &ctx, e);
-    fputs(f->json ? "]}\n" : "\n", stdout);
-    slm_bytevec_free(&normalized);
-    return rc;
-}
-
-static int print_tokens(const Tokenizer *t, const char *text, size_t len, const Flags *f, Error *e) {
-    IntVec ids = {0};
-    if (slm_tokenizer_encode(t, text, len, &ids, e)) return -1;
-    if (f->json) { /* the tokens built where the server builds /api/tokenize; one line a text */
-        cJSON *j = cli_json_begin("tokenize"), *tokens = slm_view_tokens_json(t, ids.data, ids.len);
-        if (!cJSON_AddItemToObject(j, "tokens", tokens)) cJSON_Delete(tokens);
-        slm_intvec_free(&ids);
-        return slm_report_json_write(j, stdout, true, e);
-    }
-    for (size_t i = 0; i < ids.len; i++) {
-        const char *piece = t->pieces[ids.data[i]];
-        if (f->ids) {
-            printf(i ? " %d" : "%d", ids.data[i]);
-        } else {
-            if (i) fputc(' ', stdout);
-            fputs(piece, stdout);
-        }
-    }
-    fputs("\n", stdout);
-    slm_intvec_free(&ids);
-    return 0;
-}
-
-/* One text: checked, then printed as --words or tokens. */
-static int print_text(const Tokenizer *t, const Pretokenizer *pre, const char *text, size_t len, const char *what,
-                      const Flags *f, Error *e) {
-    if (!f->lossy && slm_utf8_validate(text, len, what, e)) {
-        snprintf(e->hint, sizeof e->hint, "%s",
-                 "convert the text to UTF-8 without NUL bytes, or pass --lossy to drop them");
-        return -1;
-    }
-    return f->words ? print_words(pre, text, len, f, e) : print_tokens(t, text, len, f, e);
-}
 
 /* Reads a whole file, or standard input for "-". */
 static int read_input(const char *path, char **data, size_t *len, Error *e) {
@@ -135,16 +60,7 @@ static int print_lines(const Tokenizer *t, const Pretokenizer *pre, const Flags 
     size_t len;
     if (read_input(f->lines, &data, &len, e)) return -1;
     const char *name = strcmp(f->lines, "-") == 0 ? "standard input" : f->lines;
-    int rc = 0;
-    size_t line = 1;
-    for (size_t at = 0; at < len && rc == 0; line++) {
-        const char *end = memchr(data + at, '\n', len - at);
-        size_t stop = end ? (size_t)(end - data) : len;
-        char what[1100];
-        snprintf(what, sizeof what, "'%s' line %zu", name, line);
-        rc = print_text(t, pre, data + at, stop - at, what, f, e);
-        at = stop + 1;
-    }
+    int rc = slm_tokenize_write_lines(t, pre, &f->format, data, len, name, stdout, e);
     free(data);
     return rc;
 }
@@ -169,14 +85,16 @@ static int tokenize(const Flags *f, const char *arg, Error *e) {
     LoadedModel lm = {0};
     const Tokenizer *use = &t;
     /* --words needs no vocabulary, only the word pattern. */
-    int rc = f->words ? slm_pretokenizer_init(&pre, e) : load_vocabulary(f, &t, &lm, &use, e);
+    int rc = f->format.words ? slm_pretokenizer_init(&pre, e) : load_vocabulary(f, &t, &lm, &use, e);
     if (rc == 0 && f->lines) {
         rc = print_lines(use, &pre, f, e);
     } else if (rc == 0) {
         char *data = NULL;
         size_t len = strlen(arg);
         if (strcmp(arg, "-") == 0) rc = read_input("-", &data, &len, e);
-        if (rc == 0) rc = print_text(use, &pre, data ? data : arg, len, data ? "standard input" : "the text", f, e);
+        if (rc == 0)
+            rc = slm_tokenize_write(use, &pre, &f->format, data ? data : arg, len, data ? "standard input" : "the text",
+                                    stdout, e);
         free(data);
     }
     if (pre.code) slm_pretokenizer_free(&pre);
@@ -192,24 +110,26 @@ static int run(int argc, char **argv) {
          0, 0},
         {"model", 'm', OPT_STRING, &f.model, "FILE",
          "use the vocabulary stored in this model file (default: see above)", 0, 0},
-        {"ids", 0, OPT_BOOL, &f.ids, NULL, "print token ids instead of pieces", 0, 0},
-        {"json", 0, OPT_BOOL, &f.json, NULL,
+        {"ids", 0, OPT_BOOL, &f.format.ids, NULL, "print token ids instead of pieces", 0, 0},
+        {"json", 0, OPT_BOOL, &f.format.json, NULL,
          "print {\"command\":\"tokenize\",\"tokens\":[{\"piece\":..,\"id\":..}]} (--words: \"words\":[..]), a line a "
          "text",
          0, 0},
-        {"words", 0, OPT_BOOL, &f.words, NULL, "print the normalised words before WordPiece (no vocabulary needed)", 0,
-         0},
+        {"words", 0, OPT_BOOL, &f.format.words, NULL,
+         "print the normalised words before WordPiece (no vocabulary needed)", 0, 0},
         {"lines", 0, OPT_STRING, &f.lines, "FILE", "tokenize every line of FILE ('-': standard input) on its own", 0,
          0},
-        {"lossy", 0, OPT_BOOL, &f.lossy, NULL, "drop bytes that are not UTF-8 instead of refusing the text", 0, 0},
+        {"lossy", 0, OPT_BOOL, &f.format.lossy, NULL, "drop bytes that are not UTF-8 instead of refusing the text", 0,
+         0},
     };
     const char *pos[1];
     int np;
     int rc = args_parse(&command_tokenize, argc, argv, opts, N_OPTIONS(opts), pos, 0, 1, &np);
     if (rc) return rc > 0 ? 0 : 2;
     if (f.vocab && f.model) return args_usage_error(&command_tokenize, "give --vocab or --model, not both");
-    if (f.ids && f.json) return args_usage_error(&command_tokenize, "--ids and --json do not go together");
-    if (f.words && f.ids) return args_usage_error(&command_tokenize, "--words prints words, not ids");
+    if (f.format.ids && f.format.json)
+        return args_usage_error(&command_tokenize, "--ids and --json do not go together");
+    if (f.format.words && f.format.ids) return args_usage_error(&command_tokenize, "--words prints words, not ids");
     if (!f.lines && np == 0) return args_usage_error(&command_tokenize, "missing TEXT (or --lines FILE)");
     if (f.lines && np > 0) return args_usage_error(&command_tokenize, "give TEXT or --lines FILE, not both");
     Error e = {0};

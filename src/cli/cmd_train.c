@@ -18,10 +18,10 @@
 #include "storylm/checkpoint.h"
 #include "storylm/fileio.h"
 #include "storylm/name_swap.h"
-#include "storylm/outputs.h"
 #include "storylm/regularise.h"
 #include "storylm/data_files.h"
 #include "storylm/train.h"
+#include "storylm/train_summary.h"
 #include "storylm/vocab_train.h"
 
 static int run(int argc, char **argv);
@@ -81,146 +81,6 @@ static void print_progress(const TrainProgress *p, void *ctx) {
             pp->tty && !p->evaluated ? "" : "\n");
 }
 
-/* " --flag x" with the shortest decimal that reads back as x, when x is set. */
-static void put_flag(FILE *out, const char *flag, double x) {
-    char buf[40];
-    if (!(x > 0)) return;
-    cli_format_exact(x, buf, sizeof buf);
-    fprintf(out, " %s %s", flag, buf);
-}
-
-/* The regularisation flags of o, as a resume must repeat them. */
-static void put_regularise_flags(FILE *out, const TrainOptions *o) {
-    put_flag(out, "--weight-decay", o->weight_decay);
-    put_flag(out, "--dropout", o->dropout);
-    put_flag(out, "--attention-dropout", o->attention_dropout);
-    put_flag(out, "--ema", o->ema);
-    if (o->ema_save) fputs(" --ema-save", out);
-    if (o->keep_best) fputs(" --keep-best", out);
-    put_flag(out, "--swap-names", o->swap_names);
-    put_flag(out, "--invent-names", o->invent_names);
-}
-
-/* s as one shell word: as it is when only safe characters, else in single
- * quotes (a ' inside written '\''), so that a pasted command reads it back. */
-static void put_word(FILE *out, const char *s) {
-    if (*s && s[strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./:=,+-@%")] == '\0') {
-        fputs(s, out);
-        return;
-    }
-    fputc('\'', out);
-    for (; *s; s++)
-        if (*s == '\'')
-            fputs("'\\''", out);
-        else
-            fputc(*s, out);
-    fputc('\'', out);
-}
-
-/* The program as it was called (build/storylm), or storylm when found on the PATH. */
-static void put_program(FILE *out) {
-    put_word(out, strchr(program_invocation_name, '/') ? program_invocation_name : "storylm");
-}
-
-/* The command that continues this run, to paste as it is: the program as it
- * was called (build/storylm, or storylm from the PATH), the same stories,
- * vocabulary, threads (the bits depend on them), held-out split and every
- * flag the run was given that a resume does not read back from the model
- * (--arch, --lr, --batch, --seed and --warmup it does); not --stop-at, which
- * would stop it again at once. */
-static void put_resume(FILE *out, const char *stories, const TrainOptions *o, const char *vocab_path, int n_test) {
-    TrainOptions d = slm_train_default_options();
-    if (dist_size(o->dist) > 1) fprintf(out, "mpirun -np %d ", dist_size(o->dist));
-    put_program(out);
-    fputs(" train ", out);
-    put_word(out, stories);
-    fputs(" --resume --out ", out);
-    put_word(out, o->out);
-    fputs(" --vocab ", out);
-    put_word(out, vocab_path);
-    fprintf(out, " --steps %d --threads %d", o->steps, o->threads);
-    if (n_test != STORIES_DEFAULT_TEST) fprintf(out, " --test-stories %d", n_test);
-    if (o->eval_every != d.eval_every) fprintf(out, " --eval-every %d", o->eval_every);
-    if (o->snapshot_every != d.snapshot_every) fprintf(out, " --snapshot-every %d", o->snapshot_every);
-    if (o->max_positions != d.max_positions) fprintf(out, " --max-positions %d", o->max_positions);
-    put_flag(out, "--minutes", o->minutes);
-    put_regularise_flags(out, o);
-}
-
-/* The command that samples the model. */
-static void put_sample(FILE *out, const TrainOptions *o) {
-    put_program(out);
-    fputs(" generate --model ", out);
-    put_word(out, o->out);
-    fputs(" \"Lily found a\"", out);
-}
-
-/* What a put_ function writes, as a string (caller frees; NULL when out of memory). */
-static char *command_text(const char *stories, const TrainOptions *o, const char *vocab_path, int n_test, int resume) {
-    char *text = NULL;
-    size_t len;
-    FILE *f = open_memstream(&text, &len);
-    if (!f) return NULL;
-    if (resume)
-        put_resume(f, stories, o, vocab_path, n_test);
-    else
-        put_sample(f, o);
-    fclose(f);
-    return text;
-}
-
-/* Where the run went, read from its files and the stories (for --json). */
-typedef struct TrainPlace {
-    const char *stories, *vocab_path;
-    const Stories *s;
-    int vocab_size, n_test;
-} TrainPlace;
-
-static cJSON *number_or_null(double x) { return isfinite(x) ? cJSON_CreateNumber(x) : cJSON_CreateNull(); }
-
-/* The final summary as JSON (docs/json.md). */
-static int print_json(const TrainPlace *pl, const TrainOptions *o, const TrainResult *r, Error *e) {
-    cJSON *j = cli_json_begin("train");
-    cJSON *model = cJSON_AddObjectToObject(j, "model");
-    cJSON_AddStringToObject(model, "file", o->out);
-    cJSON_AddStringToObject(model, "arch", slm_arch_name(o->arch));
-    cJSON_AddNumberToObject(model, "parameters", (double)r->parameters);
-    cli_json_stories(j, pl->stories, pl->s);
-    cJSON *vocab = cJSON_AddObjectToObject(j, "vocab");
-    cJSON_AddStringToObject(vocab, "file", pl->vocab_path);
-    cJSON_AddNumberToObject(vocab, "size", pl->vocab_size);
-    cJSON_AddNumberToObject(j, "step", r->final_step);
-    cJSON_AddNumberToObject(j, "steps", o->steps);
-    cJSON_AddNumberToObject(j, "steps_this_run", r->steps_done);
-    cJSON_AddBoolToObject(j, "interrupted", r->interrupted);
-    cJSON_AddNumberToObject(j, "seconds", r->seconds);
-    cJSON_AddNumberToObject(j, "tokens_seen", (double)r->tokens_seen);
-    cJSON_AddItemToObject(j, "train_loss", number_or_null(r->train_loss));
-    cJSON_AddItemToObject(j, "test_loss", number_or_null(r->test_loss));
-    cJSON_AddItemToObject(j, "test_perplexity", number_or_null(exp(r->test_loss)));
-    cJSON_AddItemToObject(j, "test_accuracy", number_or_null(r->test_accuracy));
-    cJSON_AddItemToObject(j, "ema_test_loss", number_or_null(r->ema_test_loss));
-    char best_path[REGULARISE_PATH_MAX];
-    if (o->keep_best && r->best_step >= 0) {
-        cJSON *best = cJSON_AddObjectToObject(j, "best");
-        cJSON_AddStringToObject(best, "file", slm_regularise_file(o->out, "best", best_path));
-        cJSON_AddNumberToObject(best, "step", r->best_step);
-        cJSON_AddNumberToObject(best, "test_loss", r->best_test_loss);
-    } else {
-        cJSON_AddNullToObject(j, "best");
-    }
-    char *sample = command_text(pl->stories, o, pl->vocab_path, pl->n_test, 0);
-    char *resume = r->interrupted ? command_text(pl->stories, o, pl->vocab_path, pl->n_test, 1) : NULL;
-    cJSON_AddStringToObject(j, "sample_command", sample ? sample : "");
-    if (resume)
-        cJSON_AddStringToObject(j, "resume_command", resume);
-    else
-        cJSON_AddNullToObject(j, "resume_command");
-    free(sample);
-    free(resume);
-    return cli_json_print(j, e);
-}
-
 /* The final summary: on stderr the numbers, on stdout where the model is and
  * the commands that sample and resume it (or all of it as JSON). */
 static int print_result(const TrainPlace *pl, const TrainOptions *o, const TrainResult *r, bool json, Error *e) {
@@ -241,14 +101,17 @@ static int print_result(const TrainPlace *pl, const TrainOptions *o, const Train
                 "storylm: the test loss was lowest at step %d (%.4f) and rose since: the model learnt its training "
                 "stories by heart. Train with --steps %d, or with --keep-best to keep that model too (docs/guide.md)\n",
                 r->best_step, r->best_test_loss, r->best_step);
-    if (json) return print_json(pl, o, r, e);
-    printf("model saved to %s\nsample it:  ", o->out);
-    put_sample(stdout, o);
-    if (r->interrupted) {
-        printf("\nresume it:  ");
-        put_resume(stdout, pl->stories, o, pl->vocab_path, pl->n_test);
+    if (json) return cli_json_print(slm_train_summary_json(pl, o, r), e);
+    char *sample = slm_train_command(pl, o, false), *resume = r->interrupted ? slm_train_command(pl, o, true) : NULL;
+    if (!sample || (r->interrupted && !resume)) {
+        free(sample);
+        return FAIL(e, NULL, "out of memory");
     }
+    printf("model saved to %s\nsample it:  %s", o->out, sample);
+    if (resume) printf("\nresume it:  %s", resume);
     printf("\n");
+    free(sample);
+    free(resume);
     return 0;
 }
 
@@ -267,31 +130,15 @@ static void say_small_vocab(int size, const char *stories_path, const char *voca
 }
 
 /* Learns a vocabulary of `size` pieces (0: as many as the words give, up to
- * 2,000) from the stories and saves it; refuses a file of too few stories
- * before writing anything. */
+ * 2,000) from the stories and saves it, saying so on stderr. */
 static int learn_vocab(const char *vocab_path, const char *stories_path, int size, char **text, Error *e) {
     fprintf(stderr, "storylm: learning a %d-piece vocabulary from %s\n", size ? size : VOCAB_DEFAULT_SIZE,
             stories_path);
-    char *data;
-    size_t len;
-    Vocab v = {0};
-    VocabStats vs;
-    if (slm_file_read_all(stories_path, 0, &data, &len, e)) return -1;
-    int rc = size ? slm_vocab_train_text(data, len, stories_path, size, &v, &vs, e)
-                  : slm_vocab_train_text_up_to(data, len, stories_path, VOCAB_DEFAULT_SIZE, &v, &vs, e);
-    free(data);
-    if (rc && size && strstr(e->message, "fewer than the"))
-        snprintf(e->hint, sizeof e->hint,
-                 "give --vocab-size of at most the pieces above, leave it out to take as "
-                 "many as the words give, or give more stories");
-    if (!rc) rc = slm_train_check_story_count(vs.n_stories, stories_path, e);
-    if (!rc) rc = slm_vocab_save(&v, vocab_path, e);
-    if (!rc) *text = slm_vocab_to_text(&v, &len, e);
-    if (!rc && !*text) rc = -1;
-    if (!rc) fprintf(stderr, "storylm: wrote %s\n", vocab_path);
-    if (!rc && v.size < VOCAB_DEFAULT_SIZE) say_small_vocab(v.size, stories_path, vocab_path);
-    slm_vocab_free(&v);
-    return rc;
+    int got;
+    if (slm_train_learn_vocab(vocab_path, stories_path, size, text, &got, e)) return -1;
+    fprintf(stderr, "storylm: wrote %s\n", vocab_path);
+    if (got < VOCAB_DEFAULT_SIZE) say_small_vocab(got, stories_path, vocab_path);
+    return 0;
 }
 
 /* Reuses an existing vocabulary, or learns one from the stories and saves it. */
@@ -336,84 +183,6 @@ static void print_summary(const Stories *s, const char *path) {
                 s->skips.invalid_utf8, s->skips.too_long);
 }
 
-/* Can path be written? Tried now, with the same temporary file a save makes,
- * rather than after minutes of training (root passes access() where a
- * read-only file system still refuses). */
-static int try_writing(const char *path, Error *e) {
-    AtomicFile a;
-    if (slm_atomic_open(&a, path, e)) return -1;
-    slm_atomic_abort(&a);
-    return 0;
-}
-
-#define KEEP_MODEL_HINT "give --resume to continue it, --out NEW for another model, or --force to replace it"
-
-/* The files beside --out that this run writes: its checkpoint (OUT, or
- * OUT.raw with --ema-save), the checkpoint's optimizer state and that
- * state's ".next", the moving average, the best model, the lock. */
-typedef struct SideFiles {
-    char ema[REGULARISE_PATH_MAX], best[REGULARISE_PATH_MAX], raw[REGULARISE_PATH_MAX];
-    char stem[REGULARISE_PATH_MAX]; /* OUT.step (snapshots OUT.stepN.safetensors) */
-    char *adam, *next, *lock;
-} SideFiles;
-
-static int side_files(SideFiles *f, const TrainOptions *o, Error *e) {
-    *f = (SideFiles){0};
-    if (!slm_regularise_file(o->out, "ema", f->ema) || !slm_regularise_file(o->out, "best", f->best) ||
-        !slm_regularise_file(o->out, "raw", f->raw))
-        return FAIL(e, "give a shorter --out", "the path '%.60s...' is too long", o->out);
-    const char *checkpoint = o->ema_save ? f->raw : o->out, *dot = strstr(checkpoint, ".safetensors");
-    int stem = dot && dot[12] == '\0' ? (int)(dot - checkpoint) : (int)strlen(checkpoint);
-    snprintf(f->stem, sizeof f->stem, "%.*s.step", stem, checkpoint);
-    f->adam = slm_checkpoint_adam_path(checkpoint, e);
-    f->next = f->adam ? slm_checkpoint_adam_next_path(checkpoint, e) : NULL;
-    f->lock = f->next ? slm_file_lock_path(o->out, e) : NULL;
-    return f->lock ? 0 : -1;
-}
-
-static void side_files_free(SideFiles *f) { free(f->adam), free(f->next), free(f->lock); }
-
-/* Every file training writes, checked before the first step against the
- * inputs (the stories, an existing vocabulary), each other and what they
- * hold (outputs.h): without --resume, a model already in --out or beside it
- * is kept unless --force. With --resume, --out is read and written on purpose. */
-static int check_outputs(const char *stories, const TrainOptions *o, const char *vocab_path, bool force, Error *e) {
-    struct stat st;
-    if (o->resume && stat(o->out, &st) != 0) /* said before a vocabulary is learnt for nothing */
-        return FAIL(e, "train without --resume to start a run, or give --out the model to continue",
-                    "nothing to resume: there is no model '%s' (%s)", o->out, strerror(errno));
-    int learn_vocab = stat(vocab_path, &st) != 0;
-    SideFiles f;
-    int rc = side_files(&f, o, e);
-    OutputPlan p;
-    slm_outputs_init(&p, force);
-    p.keep_hint = o->resume ? NULL : KEEP_MODEL_HINT;
-    slm_outputs_read(&p, stories);
-    slm_outputs_read(&p, learn_vocab ? NULL : vocab_path);
-    void (*model)(OutputPlan *, const char *, FileKind) = o->resume ? slm_outputs_write_own : slm_outputs_write;
-    FileKind read_back = o->resume ? FILE_NONE : FILE_MODEL; /* a resume reads them and says what is wrong */
-    model(&p, o->out, read_back);
-    model(&p, f.adam, read_back);
-    model(&p, f.next, read_back);
-    model(&p, o->ema > 0 && !o->ema_save ? f.ema : NULL, FILE_MODEL);
-    model(&p, o->keep_best ? f.best : NULL, FILE_MODEL);
-    model(&p, o->ema_save ? f.raw : NULL, FILE_MODEL);
-    slm_outputs_write(&p, f.lock, FILE_LOCK);
-    slm_outputs_write(&p, learn_vocab ? vocab_path : NULL, FILE_VOCAB);
-    if (o->snapshot_every > 0) slm_outputs_family(&p, f.stem, ".safetensors", FILE_MODEL, o->resume);
-    if (!rc && learn_vocab && slm_paths_same(o->out, vocab_path))
-        rc = FAIL(e, "give --out and --vocab different names",
-                  "'%s' would be written as the model and as the vocabulary", o->out);
-    if (!rc) rc = slm_outputs_check(&p, e);
-    /* tried now, with the same temporary file a save makes, rather than after
-     * minutes of training (root passes access() where a read-only file system
-     * still refuses) */
-    for (int i = 0; i < p.n_outputs && !rc; i++)
-        if (p.outputs[i].kind != FILE_LOCK && p.outputs[i].path != f.next) rc = try_writing(p.outputs[i].path, e);
-    side_files_free(&f);
-    return rc;
-}
-
 /* vocab_size: --vocab-size, 0 when not given (then any size a vocabulary file has). */
 static int train_file(const char *path, TrainOptions *o, const char *vocab_path, int vocab_size, int n_test, bool json,
                       bool force, Error *e, int *signalled) {
@@ -431,7 +200,7 @@ static int train_file(const char *path, TrainOptions *o, const char *vocab_path,
         rc = FAIL(e, "learn it first: storylm vocab STORIES -o vocab.txt",
                   "under mpirun the vocabulary '%s' must exist", vocab_path);
     /* rank 0 alone writes, so it alone checks the outputs and holds the lock */
-    if (!rc && root) rc = check_outputs(path, o, vocab_path, force, e);
+    if (!rc && root) rc = slm_train_check_outputs(path, o, vocab_path, force, e);
     if (!rc && root) rc = slm_file_lock(&lock, o->out, e); /* one run per output: they would share the state's .next */
     bool learnt = false;
     if (!rc) rc = get_vocab(vocab_path, path, vocab_size, &vocab, root, &learnt, e);
@@ -475,7 +244,14 @@ static int train_file(const char *path, TrainOptions *o, const char *vocab_path,
     *signalled = r.interrupted && stop_requested;
     if (!root) goto done;
     print_comm(o->dist, &r);
-    TrainPlace pl = {.stories = path, .vocab_path = vocab_path, .s = &s, .vocab_size = tok.size, .n_test = n_test};
+    /* the program as it was called (build/storylm), or storylm when found on the PATH */
+    const char *program = strchr(program_invocation_name, '/') ? program_invocation_name : "storylm";
+    TrainPlace pl = {.program = program,
+                     .stories = path,
+                     .vocab_path = vocab_path,
+                     .s = &s,
+                     .vocab_size = tok.size,
+                     .n_test = n_test};
     rc = print_result(&pl, o, &r, json, e);
 done:
     slm_file_unlock(&lock);
@@ -488,15 +264,11 @@ done:
 
 static const char *const transformer_shape_flags[5] = {"d-model", "n-heads", "d-head", "d-mlp", "act"};
 
-/* --arch transformer: its scheme (absolute unless --position-scheme gives one), score
- * (scaled-dot only), blocks (2 unless --layers). Non-zero after printing a usage error. */
-static int transformer_flags(int argc, char **argv, TrainOptions *o, int *layers) {
-    if (o->score != SCORE_SCALED_DOT)
-        return args_usage_error(&command_train,
-                                "a transformer scores q.k/sqrt(d_head): --score is for the attention network");
+/* --arch transformer: its scheme (absolute unless --position-scheme gives one) and
+ * blocks (2 unless --layers). */
+static void transformer_flags(int argc, char **argv, TrainOptions *o, int *layers) {
     if (!args_given(argc, argv, "position-scheme", 0) && !args_given(argc, argv, "pos", 0)) o->pos = POS_ABSOLUTE;
     if (!args_given(argc, argv, "layers", 0)) *layers = 0; /* the transformer's default */
-    return 0;
 }
 
 /* --d-model, --n-heads, --d-head, --d-mlp or --act given? Then --act's value
@@ -612,25 +384,8 @@ static int run(int argc, char **argv) {
         slm_score_parse(score, &o.score, &e) || slm_precision_parse(precision, &o.precision, &e))
         return args_usage_error(&command_train, "%s", e.message);
     if (shape_flags(argc, argv, act, &o)) return 2;
-    if (o.arch == ARCH_TRANSFORMER) {
-        if (transformer_flags(argc, argv, &o, &layers)) return 2;
-        if (o.precision != PRECISION_FP32) /* its blocks' products have no BF16 path yet */
-            return args_usage_error(
-                &command_train,
-                "--precision %s is for the attention network and window8; the transformer trains in fp32", precision);
-    } else {
-        if (o.arch != ARCH_ATTENTION && (o.pos != POS_DISTANCE || o.score != SCORE_SCALED_DOT))
-            return args_usage_error(&command_train,
-                                    "--position-scheme and --score are for the attention network, not --arch %s", arch);
-        if (o.arch != ARCH_ATTENTION && layers != 1)
-            return args_usage_error(&command_train, "--layers is for the attention network, not --arch %s", arch);
-        if (layers > STORYLM_MAX_LAYERS)
-            return args_usage_error(&command_train, "--layers is 1 to %d for the attention network",
-                                    STORYLM_MAX_LAYERS);
-        if ((o.given & TRAIN_GIVEN_SHAPE) && !resume) /* a resume finds out from the file */
-            return args_usage_error(&command_train,
-                                    "--d-model, --n-heads, --d-head, --d-mlp and --act are for --arch transformer");
-    }
+    if (o.arch == ARCH_TRANSFORMER) transformer_flags(argc, argv, &o, &layers);
+    if (slm_train_check_arch(&o, layers, resume, &e)) return args_usage_error(&command_train, "%s", e.message);
     o.layers = layers;
     o.steps = steps;
     o.seed = (uint64_t)seed;

@@ -1,6 +1,7 @@
 /* What several verbs share: see common.h. */
 #define _XOPEN_SOURCE 700 /* realpath */
 #include "common.h"
+#include "storylm/parse.h"
 #include "storylm/probe_views.h"
 
 #include <limits.h>
@@ -47,12 +48,7 @@ int cli_fail(const Error *e) {
     return 1;
 }
 
-void cli_format_exact(double x, char *buf, int size) {
-    for (int digits = 1; digits <= 17; digits++) {
-        snprintf(buf, size, "%.*g", digits, x);
-        if (strtod(buf, NULL) == x) break;
-    }
-}
+void cli_format_exact(double x, char *buf, int size) { slm_format_exact(x, buf, size); }
 
 void cli_format_duration(double s, char *buf, int size) {
     if (!(s >= 0)) s = 0;

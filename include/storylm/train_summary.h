@@ -1,0 +1,50 @@
+/* What a front needs around a training run, built by the library so that
+ * every front says the same: before the first step, the checks of the flags
+ * and of every file the run will write, and the vocabulary learnt; when it
+ * ends, the commands that sample and resume the model and the summary as
+ * JSON (docs/json.md). */
+#ifndef STORYLM_TRAIN_SUMMARY_H
+#define STORYLM_TRAIN_SUMMARY_H
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+
+#include "storylm/error.h"
+#include "storylm/stories.h"
+#include "storylm/train.h"
+
+/* Where the run went: its stories, vocabulary and the program that ran it. */
+typedef struct TrainPlace {
+    const char *program; /* as it was called (build/storylm), or "storylm" */
+    const char *stories, *vocab_path;
+    const Stories *s;
+    int vocab_size, n_test;
+} TrainPlace;
+
+/* The command that samples the model (resume false) or the one that continues
+ * the run (resume true), as one line to paste into a shell; the caller frees
+ * it; NULL when out of memory. */
+char *slm_train_command(const TrainPlace *pl, const TrainOptions *o, bool resume);
+
+/* The final summary as JSON (docs/json.md); NULL when out of memory. */
+cJSON *slm_train_summary_json(const TrainPlace *pl, const TrainOptions *o, const TrainResult *r);
+
+/* Every file training writes, checked before the first step against the
+ * inputs (the stories, an existing vocabulary), each other and what they
+ * hold (outputs.h): without --resume, a model already in --out or beside it
+ * is kept unless force. With --resume, --out is read and written on purpose. */
+int slm_train_check_outputs(const char *stories, const TrainOptions *o, const char *vocab_path, bool force, Error *e);
+
+/* The architecture against the flags that are only for another (--score,
+ * --position-scheme, --layers, --precision, the transformer's shape); the
+ * message names the flag. layers: --layers as given; resume: a resume reads
+ * the shape from its file. */
+int slm_train_check_arch(const TrainOptions *o, int layers, bool resume, Error *e);
+
+/* Learns a vocabulary of size pieces (0: as many as the words give, up to
+ * 2,000) from the stories and saves it to vocab_path; refuses a file of too
+ * few stories before writing anything. *text: the file's text (caller frees);
+ * *got: the pieces learnt. */
+int slm_train_learn_vocab(const char *vocab_path, const char *stories_path, int size, char **text, int *got, Error *e);
+
+#endif
