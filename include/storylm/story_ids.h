@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "storylm/error.h"
+#include "storylm/vec.h"
 
 #define STORIES_DEFAULT_TEST 100
 /* Longer stories are skipped, with a count. A pass over a story holds all its
@@ -85,5 +86,14 @@ void slm_story_buf_free(StoryBuf *b);
 /* slm_hash64 (seed) of every story's ids in order as 4-byte ints, however they
  * are stored: what slm_hash64(ids, n_tokens * 4, seed) gave when they were. */
 uint64_t slm_stories_hash_ids(const Stories *s, uint64_t seed);
+
+/* Rewrites training story `story` of s for one step into *out (cleared
+ * first), at most TRAIN_AUGMENT_MAX_LEN(its length) ids (the trainer sizes
+ * its chunks for that); key comes from the run's seed, the step and the
+ * story's place in it, so a resumed run rewrites as the first one did.
+ * Returns 0, or -1 with e set. Only training stories are ever given
+ * (--swap-names). */
+#define TRAIN_AUGMENT_MAX_LEN(len) ((len) + (len) / 4 + 16)
+typedef int (*TrainAugmentFn)(void *ctx, const Stories *s, int story, uint64_t key, IntVec *out, Error *e);
 
 #endif

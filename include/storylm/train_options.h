@@ -13,14 +13,9 @@
 #include "storylm/stories.h"
 #include "storylm/vec.h"
 
-/* Rewrites training story `story` of s for one step into *out (cleared
- * first), at most TRAIN_AUGMENT_MAX_LEN(its length) ids (the trainer sizes
- * its chunks for that); key comes from the run's seed, the step and the
- * story's place in it, so a resumed run rewrites as the first one did.
- * Returns 0, or -1 with e set. Only training stories are ever given
- * (--swap-names). */
-#define TRAIN_AUGMENT_MAX_LEN(len) ((len) + (len) / 4 + 16)
-typedef int (*TrainAugmentFn)(void *ctx, const Stories *s, int story, uint64_t key, IntVec *out, Error *e);
+/* TrainAugmentFn and TRAIN_AUGMENT_MAX_LEN, the rewrite of a story a step
+ * (--swap-names), are in story_ids.h: the rewriter (src/text/name_swap.c)
+ * sits below training. */
 
 typedef struct TrainOptions {
     Arch arch;
