@@ -4,21 +4,27 @@
 // (/api/batch), answers are kept for the clicks after, and a late answer to an
 // older click is dropped.
 // The page's modules, one a view (state.js and util.js shared); this one reads the
-// test stories and wires the page.
-import { runAblate } from "./ablate.js";
-import { drawDistances, refreshDistances } from "./distances.js";
+// test stories and wires the page. A view imports no other view: what one view calls
+// of another goes through state.js's calls, filled here.
+import { drawAblate, fillAblateHeads, runAblate } from "./ablate.js";
+import { drawDistances, lineChart, refreshDistances } from "./distances.js";
 import { loadGenerateDefaults, runGenerate } from "./generate.js";
 import { drawHeadsBar } from "./heads_bar.js";
 import { fillCompare, runJobs } from "./jobs.js";
-import { describeModel, findModel, loadModels } from "./models.js";
+import { describeModel, loadModels } from "./models.js";
 import { readPermalink, savePermalink } from "./permalink.js";
 import { runPieces } from "./pieces.js";
-import { state } from "./state.js";
+import { calls, findModel, state } from "./state.js";
 import { askAhead, drawAttention, fetchPosition, positionViews, gridScrolled, prefetch, refreshStory, tokenKeys, tokenTitle, viewHead } from "./story.js";
 import { runSwap } from "./swap.js";
-import { inputTitle } from "./trace.js";
-import { drawTrainHeads, pollTraining, startTraining, stopTraining, uploadStories } from "./train.js";
+import { drawTrace, inputTitle } from "./trace.js";
+import { drawTrainHeads, headPanels, pollTraining, startTraining, stopTraining, uploadStories } from "./train.js";
 import { $, api, el, known, showError } from "./util.js";
+
+Object.assign(calls, {
+  describeModel, drawAblate, drawDistances, drawHeadsBar, drawTrace, fillAblateHeads, fillCompare, headPanels,
+  lineChart, loadModels, refreshDistances, refreshStory, savePermalink, viewHead,
+});
 
 // ---------- the test stories ----------
 

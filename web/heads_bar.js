@@ -1,7 +1,5 @@
 // The heads bar: view one head or all, switch any off.
-import { savePermalink } from "./permalink.js";
-import { headColor, state } from "./state.js";
-import { refreshStory, viewHead } from "./story.js";
+import { calls, headColor, state } from "./state.js";
 import { $, el, headName } from "./util.js";
 
 // ---------- the heads bar ----------
@@ -21,7 +19,7 @@ export function headColumn(h) {
   const view = el("input", {
     type: "radio", name: "view-head", id: `view-${h}`, value: h, checked: viewing,
     "data-testid": h < 0 ? "view-all" : `view-head-${name}`,
-    onchange: () => viewHead(h),
+    onchange: () => calls.viewHead(h),
   });
   const label = el("label", { for: `view-${h}` }, h < 0 ? `all ${state.layers * state.heads}` : el("span", { class: "swatch", style: `background:${headColor(h % state.heads)}` }),
     h < 0 ? "" : el("span", { class: "word", text: "head " }), h < 0 ? "" : name);
@@ -29,7 +27,7 @@ export function headColumn(h) {
   if (h >= 0) {
     const sw = el("input", {
       type: "checkbox", id: `on-${h}`, checked: !state.off.has(h), "data-testid": `switch-head-${name}`,
-      onchange: (ev) => { if (ev.target.checked) state.off.delete(h); else state.off.add(h); drawHeadsBar(); refreshStory(); savePermalink(); },
+      onchange: (ev) => { if (ev.target.checked) state.off.delete(h); else state.off.add(h); drawHeadsBar(); calls.refreshStory(); calls.savePermalink(); },
     });
     col.append(el("label", { for: `on-${h}` }, sw, " on"));
   } else {

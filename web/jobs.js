@@ -1,6 +1,5 @@
 // Secret 1: where each head's weight goes on the test stories, against a snapshot of the same run.
-import { headColor, state } from "./state.js";
-import { headPanels } from "./train.js";
+import { calls, headColor, state } from "./state.js";
 import { $, api, el, fmt, showError } from "./util.js";
 
 // ---------- Secret 1 on the test stories: /api/heads for the model (and a snapshot) ----------
@@ -32,7 +31,7 @@ export async function runJobs() {
     const jobs = [api("/api/heads", { model: state.model })];
     if (other) jobs.push(api("/api/heads", { model: other }));
     const [cur, before] = await Promise.all(jobs);
-    $("jobs-chart").replaceChildren(headPanels(massOf(cur), before ? massOf(before) : null));
+    $("jobs-chart").replaceChildren(calls.headPanels(massOf(cur), before ? massOf(before) : null));
     $("jobs-reads").replaceChildren(...cur.heads.map((r, g) => el("li", {},
       el("span", { class: "swatch", style: `background:${headColor(g % state.heads)}` }),
       `head ${r.head}: mean distance back ${fmt(r.mean_distance, 1)}; reads most ${r.reads_most}`)));

@@ -1,10 +1,6 @@
 // The model picker: the models /api/models lists, the shape of the one picked (heads by layer),
 // which views it has, and whether the server shows a model of several layers layer by layer.
-import { fillAblateHeads } from "./ablate.js";
-import { drawHeadsBar } from "./heads_bar.js";
-import { fillCompare } from "./jobs.js";
-import { state } from "./state.js";
-import { refreshStory } from "./story.js";
+import { calls, state } from "./state.js";
 import { $, api, batch, el, keep, known, modelViews, setUnavailable } from "./util.js";
 
 // ---------- models ----------
@@ -21,7 +17,7 @@ export async function loadModels() {
   state.model = known ? keep : (state.models[0] ? state.models[0].path : "");
   pick.value = state.model;
   fillBaselines();
-  fillCompare();
+  calls.fillCompare();
   describeModel();
 }
 
@@ -58,8 +54,8 @@ export function describeModel() {
   viewPick.replaceChildren(...[...Array(state.layers).keys()].map((l) => el("option", { value: l + 1, text: `layer ${l + 1}` })));
   viewPick.value = state.layer;
   viewPick.closest("label").hidden = state.layers < 2 || !views.oneLayer;
-  drawHeadsBar();
-  fillAblateHeads();
+  calls.drawHeadsBar();
+  calls.fillAblateHeads();
 }
 
 // Whether the server reads a model of several layers layer by layer in the attention view
@@ -76,7 +72,7 @@ async function askLayerViews(model) {
   state.layerViews[model] = ok;
   if (model !== state.model) return;
   describeModel();
-  if (ok) refreshStory();
+  if (ok) calls.refreshStory();
 }
 
 export function fillBaselines() {
@@ -91,12 +87,3 @@ export function fillBaselines() {
 
 // The model list names files as the server lists them; a path given elsewhere (the
 // trainer's) may be spelt differently, so the file name decides when the path does not.
-export function findModel(p) {
-  const base = (x) => x.split("/").pop();
-  return state.models.find((m) => m.path === p) || state.models.find((m) => base(m.path) === base(p));
-}
-
-export function modelArch() {
-  const m = state.models.find((x) => x.path === state.model);
-  return m ? m.arch : "attention";
-}

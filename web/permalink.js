@@ -1,9 +1,5 @@
 // The permalink: model, story, reading position, head, switches and layer in the URL's hash.
-import { fillAblateHeads } from "./ablate.js";
-import { drawHeadsBar } from "./heads_bar.js";
-import { fillCompare } from "./jobs.js";
-import { describeModel, findModel } from "./models.js";
-import { state } from "./state.js";
+import { calls, findModel, state } from "./state.js";
 import { $, headName } from "./util.js";
 
 // ---------- the permalink: model, story, reading position, head and switches in the hash ----------
@@ -22,7 +18,7 @@ export function savePermalink() {
 export function readPermalink() {
   const p = new URLSearchParams(location.hash.slice(1));
   const m = p.get("m");
-  if (m && findModel(m)) { state.model = findModel(m).path; $("model").value = state.model; describeModel(); fillCompare(); }
+  if (m && findModel(m)) { state.model = findModel(m).path; $("model").value = state.model; calls.describeModel(); calls.fillCompare(); }
   if (p.get("t")) $("story").value = p.get("t");
   const n = state.layers * state.heads;
   const g = (name) => { const [a, b] = name.includes(":") ? name.split(":").map(Number) : [1, Number(name)]; return (a - 1) * state.heads + b; };
@@ -33,6 +29,6 @@ export function readPermalink() {
   if (Number.isInteger(l) && l >= 1 && l <= state.layers) state.layer = l;
   const pos = Number(p.get("p"));
   if (p.has("p") && Number.isInteger(pos) && pos >= 0) state.linkPos = pos;
-  drawHeadsBar();
-  fillAblateHeads();
+  calls.drawHeadsBar();
+  calls.fillAblateHeads();
 }

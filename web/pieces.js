@@ -1,8 +1,6 @@
 // Secret 4: invented names made of pieces (/api/pieces), on one layer and on two.
-import { findModel } from "./models.js";
-import { state } from "./state.js";
-import { tableOf } from "./swap.js";
-import { $, api, el, fmt, keep, known, pct, prob, showError } from "./util.js";
+import { findModel, state } from "./state.js";
+import { $, api, el, fmt, keep, known, pct, prob, showError, tableOf } from "./util.js";
 
 // ---------- Secret 4: names made of pieces (/api/pieces) ----------
 

@@ -38,3 +38,19 @@ export const state = {
   trainTimer: 0,
   trainSeen: "",
 };
+
+// The entry of state.models for path p (by its file name when the folder differs).
+export function findModel(p) {
+  const base = (x) => x.split("/").pop();
+  return state.models.find((m) => m.path === p) || state.models.find((m) => base(m.path) === base(p));
+}
+
+// The architecture of the model in view.
+export function modelArch() {
+  const m = state.models.find((x) => x.path === state.model);
+  return m ? m.arch : "attention";
+}
+
+// The views' functions that other views call, filled once by app.js: a view imports
+// state.js and util.js only, never another view, so the modules use each other in no circle.
+export const calls = {};

@@ -1,12 +1,7 @@
 // Tool 1 and the story: the tokens, a click's views asked for in one batch, the attention tables,
 // the loss on the story.
-import { drawAblate } from "./ablate.js";
-import { drawDistances, refreshDistances } from "./distances.js";
-import { drawHeadsBar } from "./heads_bar.js";
-import { savePermalink } from "./permalink.js";
-import { headColor, state } from "./state.js";
-import { drawTrace } from "./trace.js";
-import { $, ablation, api, batch, el, fmt, headName, keep, known, layerBody, modelViews, num, pct, showError, viewLayer } from "./util.js";
+import { calls, headColor, state } from "./state.js";
+import { $, ablation, api, batch, el, fmt, headName, keep, known, layerBody, modelViews, num, pct, setAttr, setCss, setText, showError, viewLayer } from "./util.js";
 
 // ---------- the story: attention, trace and loss ----------
 
@@ -106,7 +101,7 @@ export async function fetchPosition(pos, withTrace = true, t0 = performance.now(
     state.pos = att.position;
     drawTokens();
     drawAttention();
-    if (tr) drawTrace(tr);
+    if (tr) calls.drawTrace(tr);
     // From the click to everything drawn and laid out (reading offsetHeight makes the
     // browser lay the page out now): what "instant" is measured by.
     void document.body.offsetHeight;
@@ -115,7 +110,7 @@ export async function fetchPosition(pos, withTrace = true, t0 = performance.now(
     $("attend-caption").append(el("span", { class: "muted", text: ` (${cached ? "known" : "answered"} and drawn in ${(t2 - t0).toFixed(0)} ms)` }));
     showError("attend", null);
     if (tr) showError("trace", null);
-    savePermalink();
+    calls.savePermalink();
     return extra;
   } catch (e) {
     if (n === state.seq.pos) {
@@ -147,14 +142,14 @@ export function markClick(pos, t0, t1, t2, cached) {
 // Another head picked for viewing.
 export function viewHead(h) {
   state.head = h;
-  drawHeadsBar();
-  savePermalink();
+  calls.drawHeadsBar();
+  calls.savePermalink();
   const layer = h >= 0 ? Math.floor(h / state.heads) + 1 : 0;
   if (layer) { state.layer = layer; $("view-layer").value = layer; }
-  if (layer && state.layers > 1 && Number($("dist-layer").value) !== layer) { $("dist-layer").value = layer; refreshDistances(); }
-  else drawDistances();
+  if (layer && state.layers > 1 && Number($("dist-layer").value) !== layer) { $("dist-layer").value = layer; calls.refreshDistances(); }
+  else calls.drawDistances();
   if (h >= 0 && $("ablate-head").value !== String(h)) $("ablate-head").value = h;
-  drawAblate();
+  calls.drawAblate();
   if (state.attend && state.attendHead === h) { drawTokens(); drawAttention(); }
   else if (state.attend) fetchPosition(state.pos, false);
 }
@@ -325,19 +320,6 @@ export const ROW_PX = 28, ROWS_SEEN = 16, ROWS_AROUND = 2;
 export const grid = { kind: "", rows: [], fill: null, from: 0, to: 0, top: 0, pool: [], shown: 0, cells: 0, pads: [] };
 
 // Writes only what changed (each write makes the browser match styles or lay out again).
-export function setText(cell, x) {
-  const s = String(x);
-  if (!cell.firstChild) cell.append(document.createTextNode(""));
-  if (cell.firstChild.nodeValue !== s) cell.firstChild.nodeValue = s;
-}
-export function setAttr(node, k, v) {
-  const s = String(v);
-  if (node.getAttribute(k) !== s) node.setAttribute(k, s);
-}
-export function setCss(node, css) {
-  if (node._css !== css) node.style.cssText = node._css = css;
-}
-
 // kind: which table ("one" head, "all" heads, with the first head's number); cols: its grid columns; minEm: the sum
 // of their least widths (in em), below which the table scrolls sideways in its box
 // instead of squeezing its columns; labels and headStyle(i): its header;

@@ -1,6 +1,6 @@
 // Secret 2: the story's hero renamed (/api/swap); the report tables other panels draw too.
 import { state } from "./state.js";
-import { $, api, el, fmt, pct, prob, showError } from "./util.js";
+import { $, api, el, fmt, pct, prob, showError, tableOf } from "./util.js";
 
 // ---------- Secret 2: the name swap ----------
 
@@ -55,12 +55,3 @@ export function reportView(data) {
   return [kv, ...tables];
 }
 
-export function tableOf(rows, name) {
-  const cols = [...new Set(rows.flatMap((r) => Object.keys(r)))];
-  const head = el("tr", {}, ...cols.map((c) => el("th", { text: c.replace(/_/g, " ") })));
-  const body = rows.map((r) => el("tr", { "data-testid": `${name}-row` }, ...cols.map((c) => {
-    const v = r[c];
-    return el("td", { class: typeof v === "string" ? "text" : null, text: v !== null && typeof v === "object" ? JSON.stringify(v) : fmt(v) });
-  })));
-  return el("div", { class: "scroll" }, el("table", {}, el("thead", {}, head), el("tbody", {}, ...body)));
-}

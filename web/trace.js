@@ -1,7 +1,6 @@
 // Tool 3: what the hidden layer reads, its most active units, the next-token guesses.
 import { state } from "./state.js";
-import { setAttr, setCss, setText } from "./story.js";
-import { $, el, fmt, num, pct } from "./util.js";
+import { $, el, fmt, num, pct, setAttr, setCss, setText } from "./util.js";
 
 // ---------- Tool 3: the trace ----------
 

@@ -1,7 +1,5 @@
 // Train your own: upload, start, stop, the loss curve and the heads' weight by distance at each save.
-import { lineChart } from "./distances.js";
-import { findModel, loadModels } from "./models.js";
-import { DIST_BINS, headColor, state } from "./state.js";
+import { calls, DIST_BINS, findModel, headColor, state } from "./state.js";
 import { $, api, el, headName, pct, showError, svg } from "./util.js";
 
 // ---------- train your own ----------
@@ -50,7 +48,7 @@ export async function pollTraining() {
   if (t.state === "running") state.trainTimer = setTimeout(pollTraining, 1000);
   else if (t.model && t.model !== state.trainSeen && (t.state === "done" || t.state === "stopped")) {
     state.trainSeen = t.model;
-    await loadModels().catch((e) => showError("top", e));
+    await calls.loadModels().catch((e) => showError("top", e));
     $("train-use").hidden = false;
     $("train-use").dataset.model = t.model;
     const m = findModel(t.model);
@@ -78,7 +76,7 @@ export function drawTraining(t) {
     return;
   }
   const series = [pts.map((p) => [p.step, p.train_loss]), pts.map((p) => [p.step, p.test_loss])];
-  const chart = lineChart(series, {
+  const chart = calls.lineChart(series, {
     xLabel: "step", yLabel: "loss", colors: ["#2563eb", "#c2410c"], names: ["training", "test stories"],
     xMax: Math.max(1, t.steps || 1), xMin: 0, W: 560, H: 320,
   });

@@ -1,7 +1,6 @@
 // What every view uses: elements, number formats, the API calls (one, a batch), the answers kept,
 // head names and which views the model picked has.
-import { modelArch } from "./models.js";
-import { state } from "./state.js";
+import { modelArch, state } from "./state.js";
 
 // ---------- small helpers ----------
 
@@ -127,4 +126,28 @@ export function setUnavailable(card, note) {
 export function ablation() {
   const heads = [...state.off].sort((a, b) => a - b).map(headName).join(",");
   return heads ? { ablate: heads, ablate_mode: state.mode } : {};
+}
+
+// Set a cell's text, a node's attribute or its style only when they change (no needless redraw).
+export function setText(cell, x) {
+  const s = String(x);
+  if (!cell.firstChild) cell.append(document.createTextNode(""));
+  if (cell.firstChild.nodeValue !== s) cell.firstChild.nodeValue = s;
+}
+export function setAttr(node, k, v) {
+  const s = String(v);
+  if (node.getAttribute(k) !== s) node.setAttribute(k, s);
+}
+export function setCss(node, css) {
+  if (node._css !== css) node.style.cssText = node._css = css;
+}
+
+export function tableOf(rows, name) {
+  const cols = [...new Set(rows.flatMap((r) => Object.keys(r)))];
+  const head = el("tr", {}, ...cols.map((c) => el("th", { text: c.replace(/_/g, " ") })));
+  const body = rows.map((r) => el("tr", { "data-testid": `${name}-row` }, ...cols.map((c) => {
+    const v = r[c];
+    return el("td", { class: typeof v === "string" ? "text" : null, text: v !== null && typeof v === "object" ? JSON.stringify(v) : fmt(v) });
+  })));
+  return el("div", { class: "scroll" }, el("table", {}, el("thead", {}, head), el("tbody", {}, ...body)));
 }

@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "storylm/error.h"
-#include "storylm/probes.h"
+#include "storylm/names.h"
 #include "storylm/rng.h"
 #include "storylm/tokenizer.h"
 

@@ -14,7 +14,7 @@
 
 #include "storylm/error.h"
 #include "storylm/name_invent.h"
-#include "storylm/probes.h"
+#include "storylm/names.h"
 #include "storylm/stories.h"
 #include "storylm/tokenizer.h"
 #include "storylm/vec.h"

@@ -20,7 +20,7 @@
 #include "storylm/model.h"
 #include "storylm/safetensors.h"
 #include "storylm/shards.h"
-#include "storylm/train.h"
+#include "storylm/train_options.h"
 
 #define REGULARISE_PATH_MAX 4096
 

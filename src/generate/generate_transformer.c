@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "storylm/generate.h"
+#include "storylm/generate_transformer.h"
 
 struct TfGenerator {
     TfViews w;
@@ -41,8 +41,11 @@ int slm_tf_generator_init(GeneratorBatch *g, const Model *m, const Ablation *abl
          (t->x = xmalloc(D * sizeof(float), e)) && (t->qkv = xmalloc(QKV * sizeof(float), e)) &&
          (t->z = xmalloc(H * dh * sizeof(float), e)) && (t->mlp = xmalloc(F * sizeof(float), e)) &&
          (t->scores = xmalloc(W * sizeof(float), e));
-    if (!ok) {
-        slm_generator_batch_free(g);
+    if (!ok) { /* what slm_generator_batch_free would free: this init's buffers alone */
+        slm_tf_generator_free(g);
+        free(g->pos);
+        free(g->logits);
+        *g = (GeneratorBatch){0};
         return -1;
     }
     slm_transformer_views(m, m->params, &t->w);

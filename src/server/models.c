@@ -285,24 +285,6 @@ int cache_read_stories(ModelCache *c, ProbeSession *ps, int flags, Error *e) {
     return rc;
 }
 
-int entry_stories(ModelCache *c, ModelEntry *m, const char *stories_path, Error *e) {
-    pthread_mutex_lock(&m->lock);
-    int rc = 0;
-    if (!m->stories_loaded) {
-        rc = teach_load(c, m, stories_path, e); /* the model's own teaching stories, else stories_path */
-        if (rc) {
-            slm_stories_free(&m->ps.stories);
-            slm_names_free(&m->ps.names);
-            m->ps.stories = (Stories){0};
-            m->ps.names = (NameList){0};
-            m->ps.stories_path = NULL;
-        }
-        m->stories_loaded = !rc;
-    }
-    pthread_mutex_unlock(&m->lock);
-    return rc;
-}
-
 int entry_mean(ModelEntry *m, const char *stories_path, Error *e) {
     pthread_mutex_lock(&m->lock);
     int rc = 0;

@@ -101,10 +101,10 @@ void cache_free(ModelCache *c);
 /* The entry of path (loaded when new or changed); release it after use. */
 int cache_acquire(ModelCache *c, const char *path, ModelEntry **out, Error *e);
 void cache_release(ModelCache *c, ModelEntry *m);
-/* Loads m's teaching stories (teach_load; stories_path when it has none) and names once. */
-int entry_stories(ModelCache *c, ModelEntry *m, const char *stories_path, Error *e);
 /* slm_probe_session_stories under the cache's stories lock. */
 int cache_read_stories(ModelCache *c, ProbeSession *ps, int flags, Error *e);
+/* teach.c: loads m's teaching stories (teach_load; stories_path when it has none) and names once. */
+int entry_stories(ModelCache *c, ModelEntry *m, const char *stories_path, Error *e);
 /* teach.c: finds m's teaching stories (its training file, else the held-out
  * stories shipped beside it, else fallback) and loads them into m->ps. */
 int teach_load(ModelCache *c, ModelEntry *m, const char *fallback, Error *e);

@@ -7,7 +7,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "storylm/stories.h"
+#include "storylm/story_ids.h"
+#include "storylm/tokenizer.h"
 
 /* The cache's file name for this key, "<folder>/<16 hex digits>.ids"
  * (the folder made when missing); NULL when no folder is usable. */

@@ -1,11 +1,12 @@
 /* Names and heroes: which words are names (learnt from the capitals of the
  * training text), a story's hero and its mentions in token ids, and the
- * story with the hero renamed. The rule is in include/storylm/probes.h. */
+ * story with the hero renamed, and the names swapped in. The rule is in
+ * include/storylm/names.h. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "storylm/fileio.h"
-#include "storylm/probes.h"
+#include "storylm/names.h"
 
 #define WORD_MAX 63
 
@@ -253,4 +254,85 @@ int slm_swap_hero(const int32_t *ids, int len, const Hero *hero, const int32_t *
         }
     }
     return 0;
+}
+
+/* ---- the names swapped in (Secrets 2 and 4, --swap-names) ---- */
+
+const char *const slm_name_kind_names[4] = {"original", "common", "rare", "invented"};
+
+/* Candidates for invented names: none is an English word; those the training
+ * text holds, or that come out in fewer pieces than asked, are passed over. */
+static const char *const invented_candidates[] = {"zarko",   "blimto",  "quenfrey", "vodrick", "plimzy", "grunthor",
+                                                  "tazmin",  "dribbet", "yolvane",  "krespin", "zubnik", "flormax",
+                                                  "wuzzlet", "trobkin", "snerda",   "glimbo"};
+
+int slm_swap_name_make(const Tokenizer *t, const NameList *nl, const char *word, SwapName *name, Error *e) {
+    *name = (SwapName){0};
+    size_t n = strlen(word);
+    if (n == 0 || n >= sizeof name->word)
+        return FAIL(e, "give names of 1 to 63 letters", "cannot use the name '%s'", word);
+    for (size_t i = 0; i <= n; i++)
+        name->word[i] = (char)(word[i] >= 'A' && word[i] <= 'Z' ? word[i] - 'A' + 'a' : word[i]);
+    IntVec ids = {0};
+    if (slm_tokenizer_encode(t, name->word, n, &ids, e)) return -1;
+    char joined[64];
+    int pieces = ids.len > 0 ? slm_word_at(t, ids.data, (int)ids.len, 0, joined, sizeof joined) : 0;
+    int ok = pieces > 0 && (size_t)pieces == ids.len && pieces <= 16 && ids.data[0] != t->unk_id;
+    if (ok) memcpy(name->pieces, ids.data, (size_t)pieces * sizeof(int32_t));
+    slm_intvec_free(&ids);
+    if (!ok)
+        return FAIL(e, "give single words of letters, like lily or zarko",
+                    "'%s' is not one word this vocabulary can spell in at most 16 pieces", word);
+    name->n_pieces = pieces;
+    name->train_count = slm_names_count(nl, name->word);
+    name->kind = name->train_count == 0 ? NAME_INVENTED : name->train_count < NAME_RARE_BELOW ? NAME_RARE : NAME_COMMON;
+    return 0;
+}
+
+int slm_invented_names(const Tokenizer *t, const NameList *nl, int min_pieces, SwapName *out, int max) {
+    int k = 0;
+    for (size_t i = 0; i < sizeof invented_candidates / sizeof invented_candidates[0] && k < max; i++) {
+        SwapName name;
+        if (slm_swap_name_make(t, nl, invented_candidates[i], &name, NULL)) continue;
+        if (name.kind == NAME_INVENTED && name.n_pieces >= min_pieces) out[k++] = name;
+    }
+    return k;
+}
+
+typedef struct RareName {
+    const char *word;
+    int count;
+    uint64_t order;
+} RareName;
+
+static int by_rarity(const void *a, const void *b) {
+    const RareName *x = a, *y = b;
+    if (x->count != y->count) return x->count < y->count ? -1 : 1;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* Up to max names seen 2 to NAME_RARE_BELOW - 1 times, the least seen first
+ * (ties in a fixed order that does not follow the alphabet). */
+static int rare_names(const Tokenizer *t, const NameList *nl, SwapName *out, int max) {
+    RareName *all = malloc((nl->count + 1) * sizeof *all);
+    if (!all) return 0;
+    int n = 0, k = 0;
+    for (size_t s = 0; s < nl->count; s++)
+        if (slm_names_is_name(nl, nl->words[s]) && nl->total[s] < NAME_RARE_BELOW)
+            all[n++] = (RareName){nl->words[s], nl->total[s], slm_hash64(nl->words[s], strlen(nl->words[s]), 7)};
+    qsort(all, (size_t)n, sizeof *all, by_rarity);
+    for (int i = 0; i < n && k < max; i++)
+        if (slm_swap_name_make(t, nl, all[i].word, &out[k], NULL) == 0) k++;
+    free(all);
+    return k;
+}
+
+int slm_swap_default_names(const Tokenizer *t, const NameList *nl, SwapName *out, int max) {
+    const char *common[3];
+    int k = 0, n = slm_names_most_common(nl, common, NULL, 3);
+    for (int i = 0; i < n && k < max; i++)
+        if (slm_swap_name_make(t, nl, common[i], &out[k], NULL) == 0) k++;
+    k += rare_names(t, nl, out + k, max - k < 3 ? max - k : 3);
+    k += slm_invented_names(t, nl, 3, out + k, max - k < 3 ? max - k : 3);
+    return k;
 }

@@ -6,7 +6,6 @@
 
 #include "storylm/fileio.h"
 #include "storylm/rng.h"
-#include "storylm/train.h"
 
 int slm_names_learn_training(NameList *nl, const char *path, const Stories *s, int *from_all, Error *e) {
     char *text;

@@ -1,0 +1,52 @@
+/* The generator's batch (generate.h's functions run it) and --arch
+ * transformer's side of those functions, which dispatch here: the type sits
+ * below both files, so src/generate/generate_transformer.c needs nothing of
+ * generate.c. */
+#ifndef STORYLM_GENERATE_TRANSFORMER_H
+#define STORYLM_GENERATE_TRANSFORMER_H
+
+#include <stdint.h>
+
+#include "storylm/error.h"
+#include "storylm/model.h"
+#include "storylm/workers.h"
+
+typedef struct GeneratorBatch {
+    const Model *model;
+    Ablation ablation;
+    int n; /* samples */
+    /* the weights, packed once for every sample */
+    float *qkv_w;        /* (L, Din, H*(2*kd+vd)): each layer's queries (times 1/sqrt(kd)), keys, values of
+                          * every head from its input (Din: the row, 32, and above the first layer the
+                          * heads below, 160; each layer's block as large as the widest) */
+    float *distance2;    /* (L, H, 2W) and 16 more: entry k = distance score (W-1-k) mod W */
+    Model *layers;       /* (L) each layer's view of the model (slm_model_layer_view) */
+    ScoreTensors *score; /* (L) each layer's --score tensors, looked up once */
+    float *hidden_w;     /* hidden.weight and output.weight in blocks of 16 rows, column by column */
+    float *output_w;
+    /* each sample's story; sample s's part is at s times the size given */
+    int *pos;               /* (n) tokens fed so far */
+    float *keys;            /* (n, L, H, W/16, kd, 16): component i of the key in slot s (position pos % W),
+                             * slots in blocks of 16 (W rounded up), a block's components in turn */
+    float *values;          /* (n, L, H, W, vd): the value in slot s (position pos % W), its channels together */
+    int32_t *recent;        /* (n, C) window8: the last C tokens, oldest first */
+    float *qkv;             /* (n, H*(2*kd+vd)) the newest token's queries, keys, values (of one layer at a time) */
+    float *z;               /* (n, Z) what the hidden layer reads */
+    float *hidden;          /* (n, 128) */
+    float *logits;          /* (n, V) of the last token fed */
+    float *scores;          /* (n, W rounded up to 16) scratch of each sample's head scores */
+    float *rows;            /* (n, D) scratch: the rows of the tokens fed */
+    Workers *workers;       /* NULL: steps on the caller's thread alone */
+    struct TfGenerator *tf; /* --arch transformer: its weights' views and key/value caches
+                             * (generate_transformer.c); then only pos and logits above are used */
+} GeneratorBatch;
+
+/* --arch transformer's side of generate.h's batch functions, which dispatch
+ * to these (src/generate/generate_transformer.c): a key/value cache per block,
+ * equal to the forward pass. */
+int slm_tf_generator_init(GeneratorBatch *g, const Model *m, const Ablation *ablation, int n, Error *e);
+void slm_tf_generator_free(GeneratorBatch *g);
+void slm_tf_generator_copy(GeneratorBatch *g, int from, int to);
+void slm_tf_generator_feed(GeneratorBatch *g, const int *which, const int32_t *tokens, int k);
+
+#endif

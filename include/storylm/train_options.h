@@ -1,0 +1,100 @@
+/* Training's options and result (the trainer, src/train/train.c, and the
+ * regularisers it calls, src/train/regularise.c, both read them), their
+ * defaults, and the check of a stories file's size. */
+#ifndef STORYLM_TRAIN_OPTIONS_H
+#define STORYLM_TRAIN_OPTIONS_H
+
+#include <signal.h>
+#include <stdint.h>
+
+#include "storylm/dist.h"
+#include "storylm/error.h"
+#include "storylm/model.h"
+#include "storylm/stories.h"
+#include "storylm/vec.h"
+
+/* TrainAugmentFn and TRAIN_AUGMENT_MAX_LEN, the rewrite of a story a step
+ * (--swap-names), are in story_ids.h: the rewriter (src/text/name_swap.c)
+ * sits below training. */
+
+typedef struct TrainOptions {
+    Arch arch;
+    PosScheme pos; /* --pos, attention only (position.h); 0 = distance */
+    ScoreFn score; /* --score, attention only (score.h); 0 = scaled-dot */
+    int layers;    /* --layers: attention's layers of heads, 1..4 (0 read as 1); transformer's blocks, 1..8 */
+    int d_model, heads, d_head, d_mlp; /* --arch transformer's sizes (0: the default's, transformer.h) */
+    ActFn act;                         /* --act, transformer only */
+    int steps;                         /* total optimizer steps (the schedule's horizon) */
+    double minutes;                    /* time budget; 0 = none. Stops early, saving. */
+    int stop_at;                       /* stop (saving) after this step, keeping the schedule of `steps`; 0 = none */
+    double lr;                         /* peak learning rate */
+    int warmup;                        /* linear warm-up steps; -1 = min(100, steps / 10) */
+    double min_lr_ratio;               /* cosine decays to lr * this */
+    int batch;                         /* stories per step */
+    uint64_t seed;
+    int threads;
+    int eval_every;        /* steps between test evaluations (and saves); 0 = only at the end */
+    int snapshot_every;    /* also keep OUT.stepN.safetensors every N steps; 0 = never */
+    int max_positions;     /* positions per forward chunk (memory bound) */
+    Precision precision;   /* of the training steps' matrix products (bf16.h); evaluation is FP32 */
+    const char *out;       /* model path; optimizer state beside it */
+    const char *data_path; /* the stories file: the model records its name, size and hash (record.h) */
+    const struct StoriesRecord *data_record; /* data_path's record when the caller has made it (NULL: made here) */
+    const char *vocab_text;                  /* vocab.txt text stored in the model */
+    int vocab_size;
+    int resume;
+    unsigned given;              /* TRAIN_GIVEN_* bits: flags the user set; a resume refuses any the run contradicts */
+    volatile sig_atomic_t *stop; /* set by a signal handler: save and stop */
+    Dist *dist;                  /* the ranks under mpirun (dist.h); NULL = this process alone */
+
+    /* Regularisation (src/train/regularise.c), every one off by default so
+     * that a run without them is bit for bit what it was. A resume must give
+     * the same values as the run it continues (the model file records them). */
+    double weight_decay;      /* AdamW's decoupled decay of the tensors with decay set (model.h) */
+    double dropout;           /* P on z, the hidden layer's input, in training steps */
+    double attention_dropout; /* P on the attention weights, in training steps */
+    double ema;               /* decay of an exponential moving average of the weights; 0 = none */
+    int ema_save;             /* the average is the model saved to `out`; the raw weights (and
+                               * their optimizer state) go to OUT.raw.safetensors */
+    int keep_best;            /* also keep OUT.best.safetensors: the model at its lowest test loss */
+    double swap_names;        /* recorded only: the augment's probability (--swap-names) */
+    double invent_names;      /* recorded only: its probability of an invented name (--invent-names) */
+    TrainAugmentFn augment;   /* rewrites each training story of a step; NULL = none */
+    void *augment_ctx;
+} TrainOptions;
+
+enum {
+    TRAIN_GIVEN_ARCH = 1,
+    TRAIN_GIVEN_LR = 2,
+    TRAIN_GIVEN_BATCH = 4,
+    TRAIN_GIVEN_SEED = 8,
+    TRAIN_GIVEN_WARMUP = 16,
+    TRAIN_GIVEN_VARIANT = 32 /* --pos or --score */,
+    TRAIN_GIVEN_LAYERS = 64,
+    TRAIN_GIVEN_SHAPE = 128 /* --d-model, --n-heads, --d-head, --d-mlp or --act */,
+    TRAIN_GIVEN_PRECISION = 256
+};
+
+TrainOptions slm_train_default_options(void);
+
+/* The fewest stories a file may hold for `storylm train` (and the page's
+ * training): a tenth of them is held out, and below this there is too little
+ * to learn from or to measure on. */
+#define TRAIN_MIN_STORIES 20
+/* -1 with e saying what to do when a stories file (path, for the message)
+ * holds fewer than TRAIN_MIN_STORIES stories. */
+int slm_train_check_story_count(int n_stories, const char *path, Error *e);
+
+typedef struct TrainResult {
+    int steps_done; /* in this run */
+    int final_step; /* steps of the saved model */
+    double train_loss, test_loss, test_accuracy, best_test_loss;
+    int best_step;        /* of the saved model's lowest test loss (the average's with ema_save) */
+    double ema_test_loss; /* NAN without --ema */
+    double seconds;
+    int interrupted; /* stopped by the stop flag or the time budget */
+    long long tokens_seen;
+    long long parameters; /* the model's (its --pos, --score and --layers, a resume's as the file has them) */
+} TrainResult;
+
+#endif

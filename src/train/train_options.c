@@ -1,0 +1,25 @@
+/* Training's options: see include/storylm/train_options.h. */
+#include "storylm/train_options.h"
+
+TrainOptions slm_train_default_options(void) {
+    return (TrainOptions){.arch = ARCH_ATTENTION,
+                          .steps = 3000,
+                          .lr = 3e-3,
+                          .warmup = -1,
+                          .min_lr_ratio = 0.1,
+                          .batch = 8,
+                          .seed = 1,
+                          .threads = 0,
+                          .eval_every = 250,
+                          .max_positions = 4096,
+                          .out = "model.safetensors"};
+}
+
+int slm_train_check_story_count(int n_stories, const char *path, Error *e) {
+    if (n_stories >= TRAIN_MIN_STORIES) return 0;
+    return FAIL(e,
+                "give at least 20 stories (a few hundred learn far more; docs/guide.md), separated by a line "
+                "holding only <|endoftext|> or by blank lines; a file without either is read as one story",
+                "'%s' holds %d %s; training needs at least %d", path, n_stories, n_stories == 1 ? "story" : "stories",
+                TRAIN_MIN_STORIES);
+}
