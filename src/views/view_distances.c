@@ -52,8 +52,10 @@ static int draw_model(const char *path, const Model *m, Error *e) {
     }
     Svg s;
     slm_svg_begin(&s, 1380, 420, "storylm distances: the heads' distance scores");
-    slm_svg_text(&s, 20, 24, "Each head's learned score for each distance back (added to q.k/sqrt(8) before softmax)",
-                 14, SVG_START, 0, "black");
+    char title[128]; /* q.k/sqrt(8) on the chapter's network: its queries and keys hold 8 numbers */
+    snprintf(title, sizeof title,
+             "Each head's learned score for each distance back (added to q.k/sqrt(%d) before softmax)", m->cfg.key_dim);
+    slm_svg_text(&s, 20, 24, title, 14, SVG_START, 0, "black");
     draw_panel(&s, m, m->cfg.window - 1, 70, 60, "all distances");
     draw_panel(&s, m, m->cfg.window < 32 ? m->cfg.window - 1 : 31, 700, 60, "the first 32");
     slm_svg_legend(&s, 1280, 60, names, colors, H);

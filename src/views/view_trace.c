@@ -33,7 +33,9 @@ static int draw_trace(const char *path, const ProbeSession *ps, const TraceResul
              slm_probe_session_token(ps, t->token), t->position);
     slm_svg_text(&s, 20, 24, title, 15, SVG_START, 0, "black");
     SvgPanel p = {.x = 60, .y = 60, .w = 820, .h = 180, .x0 = 0, .x1 = Z, .y0 = lo, .y1 = hi};
-    slm_svg_axes(&s, &p, "the 160 inputs: row (grey), then heads 0-7", NULL, "value", 0);
+    char axis[96]; /* the model's own sizes: 160 inputs and heads 0-7 on the chapter's network */
+    snprintf(axis, sizeof axis, "the %d inputs: row (grey), then heads 0-%d", Z, c->n_heads - 1);
+    slm_svg_axes(&s, &p, axis, NULL, "value", 0);
     for (int i = 0; i < Z; i++) {
         int part = i < c->row_dim ? -1 : (i - c->row_dim) / c->value_dim;
         double y = slm_svg_py(&p, t->z[i]), y0 = slm_svg_py(&p, 0);
@@ -48,7 +50,9 @@ static int draw_trace(const char *path, const ProbeSession *ps, const TraceResul
     }
     slm_svg_legend(&s, 900, 60, parts, part_colors, 1 + (c->n_heads < 8 ? c->n_heads : 8));
     SvgPanel ph = {.x = 60, .y = 300, .w = 820, .h = 150, .x0 = 0, .x1 = c->hidden_dim, .y0 = -1, .y1 = 1};
-    slm_svg_axes(&s, &ph, "the 128 hidden units (tanh)", NULL, "value", 0);
+    snprintf(axis, sizeof axis, "the %d hidden units (%s)", c->hidden_dim,
+             c->arch == ARCH_TRANSFORMER ? "the MLP's neurons" : "tanh");
+    slm_svg_axes(&s, &ph, axis, NULL, "value", 0);
     for (int i = 0; i < c->hidden_dim; i++) {
         double y = slm_svg_py(&ph, t->hidden[i]), y0 = slm_svg_py(&ph, 0);
         slm_svg_rect(&s, slm_svg_px(&ph, i), fmin(y, y0), ph.w / c->hidden_dim * 0.9, fabs(y - y0), "#555", "none",
