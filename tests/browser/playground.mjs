@@ -460,6 +460,8 @@ async function checkLayerView(page, file, facts, shown) {
   check(!shown.includes("attend-card") && !shown.includes("trace-card"), `${file}: the attention view and the trace shown layer by layer`);
   check(await page.$eval('[data-testid="view-layer"]', (e) => !e.closest("label").hidden), `${file}: the layer picker is offered`);
   await page.select('[data-testid="view-layer"]', String(facts.layers));
+  // the story is drawn again for the layer picked: its tokens may not be there yet (a slow build)
+  await until(page, (p) => document.querySelector(`[data-testid="token"][data-pos="${p}"]`) !== null, `the story's tokens drawn for layer ${facts.layers}`, want.pos);
   await press(page, `[data-testid="token"][data-pos="${want.pos}"]`);
   if (!facts.attend_last_layer) { console.log(`note: ${file}: this storylm's attend has no --layer; layer ${facts.layers}'s numbers not compared`); return; }
   const cli = facts.attend_last_layer;
