@@ -120,6 +120,9 @@ ViewGenerateOptions slm_view_generate_defaults(void);
  * cJSON_Deletes; NULL when out of memory): the one place the page and the
  * Python package read the sampler's defaults from. */
 cJSON *slm_view_generate_defaults_json(void);
+/* Adds go's "max_tokens" .. "repeat_last_n" to j, in that order (what both the
+ * defaults above and generate --json say of the sampler). */
+void slm_view_generate_settings_json(cJSON *j, const ViewGenerateOptions *go);
 /* One of a token's likeliest alternatives. */
 typedef struct TokenAlternative {
     int32_t id;

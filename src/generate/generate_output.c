@@ -105,13 +105,7 @@ cJSON *slm_generate_json(const ViewBatch *vb, const LoadedModel *lm, const ViewG
                           slm_view_tokens_json(&lm->tokenizer, first->ids.data, (size_t)first->prompt_tokens));
     cJSON_AddNumberToObject(j, "unk_tokens", run->pu.unk);
     cJSON_AddNumberToObject(j, "seed", (double)go->seed);
-    cJSON_AddNumberToObject(j, "max_tokens", go->max_tokens);
-    cJSON_AddNumberToObject(j, "temperature", go->temperature);
-    cJSON_AddNumberToObject(j, "top_k", go->top_k);
-    cJSON_AddNumberToObject(j, "top_p", go->top_p);
-    cJSON_AddNumberToObject(j, "min_p", go->min_p);
-    cJSON_AddNumberToObject(j, "repeat_penalty", go->repeat_penalty);
-    cJSON_AddNumberToObject(j, "repeat_last_n", go->repeat_last_n);
+    slm_view_generate_settings_json(j, go);
     cJSON_AddItemToObject(j, "stop", cJSON_CreateStringArray(go->stops, go->n_stops));
     cJSON_AddNumberToObject(j, "n_probs", go->n_probs);
     if (run->names_from)

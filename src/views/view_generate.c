@@ -38,16 +38,20 @@ ViewGenerateOptions slm_view_generate_defaults(void) {
                                  .threads = 1};
 }
 
+void slm_view_generate_settings_json(cJSON *j, const ViewGenerateOptions *go) {
+    cJSON_AddNumberToObject(j, "max_tokens", go->max_tokens);
+    cJSON_AddNumberToObject(j, "temperature", go->temperature);
+    cJSON_AddNumberToObject(j, "top_k", go->top_k);
+    cJSON_AddNumberToObject(j, "top_p", go->top_p);
+    cJSON_AddNumberToObject(j, "min_p", go->min_p);
+    cJSON_AddNumberToObject(j, "repeat_penalty", go->repeat_penalty);
+    cJSON_AddNumberToObject(j, "repeat_last_n", go->repeat_last_n);
+}
+
 cJSON *slm_view_generate_defaults_json(void) {
     ViewGenerateOptions go = slm_view_generate_defaults();
     cJSON *j = cJSON_CreateObject();
-    cJSON_AddNumberToObject(j, "max_tokens", go.max_tokens);
-    cJSON_AddNumberToObject(j, "temperature", go.temperature);
-    cJSON_AddNumberToObject(j, "top_k", go.top_k);
-    cJSON_AddNumberToObject(j, "top_p", go.top_p);
-    cJSON_AddNumberToObject(j, "min_p", go.min_p);
-    cJSON_AddNumberToObject(j, "repeat_penalty", go.repeat_penalty);
-    cJSON_AddNumberToObject(j, "repeat_last_n", go.repeat_last_n);
+    slm_view_generate_settings_json(j, &go);
     return j;
 }
 
