@@ -89,8 +89,8 @@ typedef struct TrainResult {
     int steps_done; /* in this run */
     int final_step; /* steps of the saved model */
     double train_loss, test_loss, test_accuracy, best_test_loss;
-    int best_step;        /* of the saved model's lowest test loss (the average's with ema_save) */
-    double ema_test_loss; /* NAN without --ema */
+    int best_step;                           /* of the saved model's lowest test loss (the average's with ema_save) */
+    double ema_test_loss, ema_test_accuracy; /* NAN without --ema */
     double seconds;
     int interrupted; /* stopped by the stop flag or the time budget */
     long long tokens_seen;

@@ -252,9 +252,10 @@ void slm_regularise_after_step(Regularise *g, const Model *m) {
 
 /* ---- saves ------------------------------------------------------------------ */
 
-/* m's weights to path, with meta and this save's step, run and test loss. */
+/* m's weights to path, with meta and this save's step, run, test loss and accuracy (the saved weights' own,
+ * not the raw weights' that meta holds). */
 static int save_weights(const char *path, const Model *m, const char *vocab, const Metadata *meta, int step,
-                        uint64_t run_id, double test_loss, const char *weights, Error *e) {
+                        uint64_t run_id, double test_loss, double test_accuracy, const char *weights, Error *e) {
     Metadata md = {0};
     char buf[40];
     int rc = 0;
@@ -267,6 +268,8 @@ static int save_weights(const char *path, const Model *m, const char *vocab, con
     rc = rc ? rc : slm_metadata_set(&md, "weights", weights, e);
     snprintf(buf, sizeof buf, "%.6f", test_loss);
     if (!rc && isfinite(test_loss)) rc = slm_metadata_set(&md, "test_loss", buf, e);
+    snprintf(buf, sizeof buf, "%.6f", test_accuracy);
+    if (!rc && isfinite(test_accuracy)) rc = slm_metadata_set(&md, "test_accuracy", buf, e);
     if (!rc) rc = slm_checkpoint_save_model(path, m, vocab, &md, e);
     slm_metadata_free(&md);
     return rc;
@@ -275,14 +278,15 @@ static int save_weights(const char *path, const Model *m, const char *vocab, con
 int slm_regularise_saved(Regularise *g, const Model *m, const char *vocab, const Metadata *meta, int step,
                          uint64_t run_id, TrainResult *r, Error *e) {
     const TrainOptions *o = g->o;
-    if (g->has_ema &&
-        save_weights(g->ema_path, &g->ema, vocab, meta, step, run_id, r->ema_test_loss, "moving average", e))
+    if (g->has_ema && save_weights(g->ema_path, &g->ema, vocab, meta, step, run_id, r->ema_test_loss,
+                                   r->ema_test_accuracy, "moving average", e))
         return -1;
     if (!o->keep_best && !o->ema_save) return 0;
     const Model *model = o->ema_save ? &g->ema : m;
     double loss = o->ema_save ? r->ema_test_loss : r->test_loss;
+    double accuracy = o->ema_save ? r->ema_test_accuracy : r->test_accuracy;
     if (loss < g->best_loss) {
-        if (o->keep_best && save_weights(g->best_path, model, vocab, meta, step, run_id, loss,
+        if (o->keep_best && save_weights(g->best_path, model, vocab, meta, step, run_id, loss, accuracy,
                                          o->ema_save ? "moving average" : "raw", e))
             return -1;
         g->best_loss = loss, g->best_step = step;

@@ -413,6 +413,7 @@ static int evaluate_test(Trainer *t, Error *e) {
         t->pass.shards.model = &t->model;
         if (rc) return -1;
         t->r->ema_test_loss = ev.loss;
+        t->r->ema_test_accuracy = ev.accuracy;
     }
     return 0;
 }
@@ -500,8 +501,12 @@ static int train_loop(Trainer *t, TrainProgressFn fn, void *ctx, Error *e) {
 
 int train_run_overflowing(const Stories *s, const TrainOptions *o, TrainProgressFn progress, void *ctx,
                           int overflow_at_step, TrainResult *r, Error *e) {
-    *r = (TrainResult){
-        .test_loss = NAN, .test_accuracy = NAN, .best_test_loss = INFINITY, .best_step = -1, .ema_test_loss = NAN};
+    *r = (TrainResult){.test_loss = NAN,
+                       .test_accuracy = NAN,
+                       .best_test_loss = INFINITY,
+                       .best_step = -1,
+                       .ema_test_loss = NAN,
+                       .ema_test_accuracy = NAN};
     Trainer t;
     int rc = trainer_init(&t, s, o, r, e);
     t.overflow_at_step = overflow_at_step;
