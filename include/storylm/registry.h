@@ -184,7 +184,8 @@ void slm_view_call_end(ViewCall *c);
      .type = VIEW_STRING,                                                                                              \
      .offset = offsetof(T, po.ablate),                                                                                 \
      .meta = "HEADS",                                                                                                  \
-     .help = "switch heads off, e.g. 3,5 (heads 0 to 7; 1:3,2:5 is layer 1's head 3 and layer 2's head 5)",            \
+     .help = "switch heads off, e.g. 3,5 (1:3,2:5 is layer 1's head 3 and layer 2's head 5; the chapter's network "    \
+             "has heads 0 to 7)",                                                                                      \
      .flags = VP_SERVED},                                                                                              \
     {                                                                                                                  \
         .name = "ablate-mode", .type = VIEW_STRING, .offset = offsetof(T, po.ablate_mode), .meta = "MODE",             \

@@ -33,9 +33,15 @@
 /* --ablate and --ablate-mode, bound to two strings: every verb that switches
  * heads off declares them through this one entry, probes or not. */
 #define ABLATE_OPTIONS(heads, mode)                                                                                    \
-    {"ablate", 0,       OPT_STRING,                                                                                    \
-     &(heads), "HEADS", "switch heads off, e.g. 3,5 (heads 0 to 7; 1:3,2:5 is layer 1's head 3 and layer 2's head 5)", \
-     0,        0},                                                                                                     \
+    {"ablate",                                                                                                         \
+     0,                                                                                                                \
+     OPT_STRING,                                                                                                       \
+     &(heads),                                                                                                         \
+     "HEADS",                                                                                                          \
+     "switch heads off, e.g. 3,5 (1:3,2:5 is layer 1's head 3 and layer 2's head 5; the chapter's network has heads "  \
+     "0 to 7)",                                                                                                        \
+     0,                                                                                                                \
+     0},                                                                                                               \
     {                                                                                                                  \
         "ablate-mode", 0, OPT_STRING, &(mode), "MODE", ABLATE_HELP_MODE, 0, 0                                          \
     }

@@ -162,15 +162,17 @@ const View view_attend = {
     .name = "attend",
     .summary = "how one position reads every earlier token (Tool 1)",
     .usage = "storylm attend TEXT [options]",
-    .description = "Runs the text (after [EOS], as every story starts) through the network and shows, for\n"
-                   "position --pos (0 is [EOS]; negative counts from the end; default: the last token) and\n"
-                   "head --head (default: all 8), every token it can read: dot = q.k/sqrt(8), the head's\n"
-                   "learned distance score, score = their sum, weight = softmax of the scores (they add up\n"
-                   "to 1), and the cosine of the two tokens' rows of the embedding, only to compare.\n"
-                   "--wide shows all heads by position: one row a token read, each head's weight in a\n"
-                   "column of its own (weight_0 .. weight_7 in --json), without dot, distance score and score.\n"
-                   "--svg FILE draws the attention maps: every position's weights, one map per head.\n"
-                   "Switching heads off (--ablate) changes what the hidden layer reads, not the weights.",
+    .description =
+        "Runs the text (after [EOS], as every story starts) through the network and shows, for\n"
+        "position --pos (0 is [EOS]; negative counts from the end; default: the last token) and\n"
+        "head --head (default: all), every token it can read: dot = q.k/sqrt(d_head) (sqrt(8) in the\n"
+        "chapter's network), the head's position score (the learned distance score, or the\n"
+        "position scheme's bias; 0 when it adds none), score = their sum, weight = softmax of the scores (they add up\n"
+        "to 1), and the cosine of the two tokens' rows of the embedding, only to compare.\n"
+        "--wide shows all heads by position: one row a token read, each head's weight in a\n"
+        "column of its own (weight_0, weight_1, ... in --json), without dot, distance score and score.\n"
+        "--svg FILE draws the attention maps: every position's weights, one map per head.\n"
+        "Switching heads off (--ablate) changes what the hidden layer reads, not the weights.",
     .params = params,
     .n_params = VIEW_N_PARAMS(params),
     .params_size = sizeof(AttendParams),

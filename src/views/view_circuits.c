@@ -258,7 +258,7 @@ const View view_circuits = {
     .summary = "QK and OV circuits of every head, from the weights",
     .usage = "storylm circuits [options]",
     .description =
-        "QK circuit: for every pair of tokens (s, t), the score E[s] query[h] . E[t] key[h] / sqrt(8)\n"
+        "QK circuit: for every pair of tokens (s, t), the score E[s] query[h] . E[t] key[h] / sqrt(d_head)\n"
         "a query at token s gives a key at token t before the distance score is added: which tokens\n"
         "look for which. Listed: the --top-k pairs with the largest score, and 'vs mean', the score\n"
         "less the mean over all keys t (softmax ignores a constant per query).\n"

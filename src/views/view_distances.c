@@ -128,11 +128,12 @@ const View view_distances = {
     .name = "distances",
     .summary = "the heads' learned distance scores (Tool 2)",
     .usage = "storylm distances [options]",
-    .description = "Prints the 8 heads' learned distance scores: the number added to each score for\n"
-                   "every distance back, 0 (the token itself) to 255. A head with a high score at\n"
-                   "distance 1 reads the token just before; one with flat scores reads by content alone.\n"
-                   "--svg FILE draws them as 8 curves, over all 256 distances and over the first 32.\n"
-                   "No head switched off changes them: they are weights, so --ablate is refused.",
+    .description =
+        "Prints each head's learned distance scores (8 heads in the chapter's network): the number\n"
+        "added to each score for every distance back, 0 (the token itself) to 255. A head with a high score at\n"
+        "distance 1 reads the token just before; one with flat scores reads by content alone.\n"
+        "--svg FILE draws them as one curve per head, over all 256 distances and over the first 32.\n"
+        "No head switched off changes them: they are weights, so --ablate is refused.",
     .params = params,
     .n_params = VIEW_N_PARAMS(params),
     .params_size = sizeof(DistancesParams),

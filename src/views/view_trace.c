@@ -118,10 +118,11 @@ const View view_trace = {
     .summary = "follow a token through the network (Tool 3)",
     .usage = "storylm trace TEXT [options]",
     .description = "Runs [EOS] and the text through the network and follows its last token (or the one at\n"
-                   "--pos: 0 is [EOS], negative counts from the end; what follows it plays no part): the 160\n"
-                   "numbers the hidden layer reads (the token's row of 32, then each head's 16), the most\n"
-                   "active of the 128 hidden units (with the input part that pushes each hardest: W1 times\n"
-                   "that part of the inputs) and the most likely next tokens with their probabilities.\n"
+                   "--pos: 0 is [EOS], negative counts from the end; what follows it plays no part): the\n"
+                   "numbers the hidden layer reads (in the chapter's network 160: the token's row of 32, then\n"
+                   "each head's 16), the most active of its hidden units (128 there; a transformer's MLP\n"
+                   "neurons of the block --layer), with the input part that pushes each hardest (W1 times\n"
+                   "that part of the inputs), and the most likely next tokens with their probabilities.\n"
                    "--ablate HEADS shows the same with those heads switched off. --svg FILE draws it.",
     .params = params,
     .n_params = VIEW_N_PARAMS(params),
