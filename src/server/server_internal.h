@@ -199,7 +199,29 @@ int api_generate(Server *s, const cJSON *body, Reply *r);
  * folder; a listed model file sent whole. */
 int api_upload(Server *s, const char *name, const char *data, size_t len, Reply *r);
 int api_download(Server *s, const char *model, Reply *r);
+/* ---- a request's session (session.c) ---- */
+
+/* A request's view of a cached model: the entry's session with the
+ * request's own ablation (and stories, for views that read them). */
+typedef struct Session {
+    ModelEntry *entry;
+    ProbeSession ps;
+    KeptRun *run; /* the text's run the request reads, or NULL */
+    Server *server;
+    ModelEntry *other[4]; /* other models a view opened (swap's baseline), held until session_release */
+    int n_other;
+    int status; /* a view's error's status when not 400 (an unknown baseline: 404) */
+} Session;
+
+enum { NEED_STORIES = 1 }; /* the server's stories (and names) loaded into the entry */
+
+/* The model the request names ("model", else the default) from the cache, with the request's
+ * ablation ("ablate", "ablate_mode"), and the stories when need has NEED_STORIES; 4xx on r. */
+int session_open(Server *s, const cJSON *body, int need, Session *ss, Reply *r);
+/* The model path a request names in key (else the server's default): one of /api/models, or 404. */
+int request_model(Server *s, const cJSON *body, const char *key, char *path, size_t size, Reply *r);
+void session_release(Server *s, Session *ss);
 /* The model a request names, held (cache_release it), with the request's ablation. */
-int api_model_ablation(Server *s, const cJSON *body, ModelEntry **entry, Ablation *ab, Reply *r);
+int session_model_ablation(Server *s, const cJSON *body, ModelEntry **entry, Ablation *ab, Reply *r);
 
 #endif

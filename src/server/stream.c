@@ -184,7 +184,7 @@ int api_generate(Server *s, const cJSON *body, Reply *r) {
         return r->status;
     }
     Ablation ab;
-    if (api_model_ablation(s, body, &st->entry, &ab, r)) {
+    if (session_model_ablation(s, body, &st->entry, &ab, r)) {
         drop_stream(st);
         return r->status;
     }
