@@ -125,9 +125,11 @@ static uint32_t sort_key(float prob) {
 /* c (m) in id order -> highest probability first, ties by id: a stable radix
  * sort on sort_key, 8 bits a pass, the four digits counted in one read,
  * passes where every key has the same digit skipped, the two buffers taking
- * turns; a few candidates by insertion instead (also stable). */
+ * turns; up to 64 candidates by insertion instead (also stable, so the same
+ * order): the radix sort's counts (4 KB to clear, 1,024 bins to sum) cost
+ * more than that, and a token's candidates are mostly a few dozen. */
 static void sort_by_prob_desc(Candidate *c, Candidate *spare, int m) {
-    if (m <= 16) {
+    if (m <= 64) {
         for (int i = 1; i < m; i++) {
             Candidate x = c[i];
             int j = i;
