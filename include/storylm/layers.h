@@ -71,6 +71,9 @@ typedef struct OutputLoss {
 void slm_output_loss(const OutputLoss *o);
 /* x (n) -> exp(x - shift) in place (slm_softmax_inplace's exp). */
 void slm_exp_inplace(float *x, int n, float shift);
+/* The same, returning their sum: a softmax is x times 1 / sum, with the bits
+ * of slm_softmax_max_inplace(x, n, shift). */
+float slm_exp_sum_inplace(float *x, int n, float shift);
 /* x (n) -> softmax in place; returns the log-sum-exp of the input. */
 float slm_softmax_inplace(float *x, int n);
 /* The same when x's largest element mx is known (a pass fewer; the same bits). */

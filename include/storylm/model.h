@@ -72,7 +72,9 @@ size_t slm_model_param_count(const ModelConfig *cfg);
  * OMP_NUM_THREADS or all cores) and OpenBLAS single-threaded, so that the
  * passes split their products over OpenMP's threads themselves (see matmul).
  * Without it everything still works, with OpenBLAS threading each product,
- * but its spinning threads and OpenMP's then fight over the cores. */
+ * but its spinning threads and OpenMP's then fight over the cores. It also
+ * stops the threads a pthread OpenBLAS started at load (idle, they spin for
+ * about 0.1 s: that doubled a short generation's CPU time). */
 void slm_model_threads_setup(int n_threads);
 
 /* ---------------------------------------------------------------------------

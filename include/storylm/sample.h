@@ -69,6 +69,8 @@ typedef struct Sampler {
         int32_t id;
     } * candidates;          /* (V) scratch */
     struct Candidate *spare; /* (V) scratch of the sort */
+    float *kept_probs;       /* (V + 16) scratch: the tokens above a floor, in id order, */
+    int32_t *kept_ids;       /* (V + 16) and their ids (a register's worth more: whole registers are stored) */
 } Sampler;
 typedef struct Candidate Candidate;
 

@@ -3,6 +3,9 @@
 
 #include <float.h>
 #include <math.h>
+#ifdef __AVX512F__
+#include <immintrin.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,7 +45,9 @@ int slm_sampler_init_with(Sampler *s, int vocab_size, const SamplerSettings *st,
     s->seen = s->penalized ? xcalloc((size_t)vocab_size, 1, e) : NULL;
     s->candidates = s->seen ? xmalloc((size_t)vocab_size * sizeof(Candidate), e) : NULL;
     s->spare = s->candidates ? xmalloc((size_t)vocab_size * sizeof(Candidate), e) : NULL;
-    if (!s->spare) {
+    s->kept_probs = s->spare ? xmalloc(((size_t)vocab_size + 16) * sizeof(float), e) : NULL;
+    s->kept_ids = s->kept_probs ? xmalloc(((size_t)vocab_size + 16) * sizeof(int32_t), e) : NULL;
+    if (!s->kept_ids) {
         slm_sampler_free(s);
         return -1;
     }
@@ -65,9 +70,12 @@ void slm_sampler_free(Sampler *s) {
     free(s->seen);
     free(s->candidates);
     free(s->spare);
-    s->probs = s->penalized = NULL;
+    free(s->kept_probs);
+    free(s->kept_ids);
+    s->probs = s->penalized = s->kept_probs = NULL;
     s->seen = NULL;
     s->candidates = s->spare = NULL;
+    s->kept_ids = NULL;
 }
 
 void slm_softmax_probs(const float *logits, int n, float *probs) {
@@ -117,9 +125,11 @@ static uint32_t sort_key(float prob) {
 /* c (m) in id order -> highest probability first, ties by id: a stable radix
  * sort on sort_key, 8 bits a pass, the four digits counted in one read,
  * passes where every key has the same digit skipped, the two buffers taking
- * turns; a few candidates by insertion instead (also stable). */
+ * turns; up to 64 candidates by insertion instead (also stable, so the same
+ * order): the radix sort's counts (4 KB to clear, 1,024 bins to sum) cost
+ * more than that, and a token's candidates are mostly a few dozen. */
 static void sort_by_prob_desc(Candidate *c, Candidate *spare, int m) {
-    if (m <= 16) {
+    if (m <= 64) {
         for (int i = 1; i < m; i++) {
             Candidate x = c[i];
             int j = i;
@@ -158,12 +168,14 @@ static int enough_from(const float *probs, int n, int e, float target) {
     return mass_from(probs, n, ldexpf(1.0f, -e)) >= target;
 }
 
-/* A power of two 2^-e such that the tokens at or above it hold at least
- * top_p of the mass (with a little room) and those above 2^-(e-1) do not, or
- * 0 if none down to 2^-24. The search starts at the last token's e (*last:
- * the next token's distribution is mostly much like it), so two passes
- * usually find it; a binary search otherwise. Which floor is found changes
- * only how many candidates are sorted, never the draw. */
+/* A power of two 2^-e such that the tokens of probs (n) at or above it hold
+ * at least top_p of the mass (with a little room) and those above 2^-(e-1)
+ * do not, or 0 if none down to 2^-24. The search starts at the last token's
+ * e (*last: the next token's distribution is mostly much like it), so two
+ * passes usually find it; a binary search otherwise. Which floor is found
+ * changes only how many candidates are sorted, never the draw; so probs may
+ * be only the tokens above the cut-off (the floor found is then 0 where it
+ * would be below it: the candidates are the same). */
 static float nucleus_floor(const float *probs, int n, float top_p, int *last) {
     float target = top_p + 1e-3f;
     if (!enough_from(probs, n, 24, target)) return 0.0f;
@@ -188,18 +200,13 @@ static float nucleus_floor(const float *probs, int n, float top_p, int *last) {
     return ldexpf(1.0f, -hi);
 }
 
-/* Candidates at or above floor, most likely first; returns how many. */
-static int candidates_from(Sampler *s, const float *probs, float floor) {
-    int m = 0, n = s->vocab_size;
-    for (int c = 0; c < n; c += 64) { /* most stretches of 64 hold none: one vectorised test skips them */
-        int end = c + 64 < n ? c + 64 : n, any = 0;
-#pragma omp simd reduction(| : any)
-        for (int i = c; i < end; i++) any |= probs[i] >= floor;
-        if (!any) continue;
-        for (int i = c; i < end; i++) { /* without a branch: which tokens pass is hard to predict */
-            s->candidates[m] = (Candidate){probs[i], i};
-            m += probs[i] >= floor;
-        }
+/* Candidates at or above floor, most likely first, from the k kept tokens
+ * (those at or above the cut-off, in id order); returns how many. */
+static int candidates_from(Sampler *s, int k, float floor) {
+    int m = 0;
+    for (int i = 0; i < k; i++) { /* without a branch: which tokens pass is hard to predict */
+        s->candidates[m] = (Candidate){s->kept_probs[i], s->kept_ids[i]};
+        m += s->kept_probs[i] >= floor;
     }
     sort_by_prob_desc(s->candidates, s->spare, m);
     return m;
@@ -217,18 +224,52 @@ static int nucleus_size(const Sampler *s, int m, int complete) {
     return complete || limit == s->top_k ? limit : 0;
 }
 
-/* Draws from the top-k / top-p set of probs (V), renormalised: the most
- * likely tokens, highest first, until top_k of them or top_p of the mass.
- * Only the tokens above a floor that surely holds the set are sorted; the
- * draw is the same as sorting all of them. */
-static int sample_truncated(Sampler *s, const float *probs) {
+/* probs (n, exponentials) times inv -> the probabilities, in place (the
+ * bits of slm_softmax_max_inplace's last pass), and in the same pass the
+ * tokens at or above keep (their probabilities and ids, in id order) into
+ * s->kept_probs, s->kept_ids; returns how many. The floor's search and the
+ * candidates then read those few (about 240 of 2,000 with the shipped model
+ * at the defaults) instead of passes over all. */
+static int normalize_and_keep(Sampler *s, float *probs, int n, float inv, float keep) {
+    int k = 0, i = 0;
+#ifdef __AVX512F__
+    __m512 scale = _mm512_set1_ps(inv), at = _mm512_set1_ps(keep);
+    __m512i ids = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    for (; i < n; i += 16, ids = _mm512_add_epi32(ids, _mm512_set1_epi32(16))) {
+        __mmask16 live = n - i >= 16 ? 0xffff : (__mmask16)((1u << (n - i)) - 1);
+        __m512 p = _mm512_mul_ps(_mm512_maskz_loadu_ps(live, probs + i), scale);
+        _mm512_mask_storeu_ps(probs + i, live, p);
+        __mmask16 kept = _mm512_mask_cmp_ps_mask(live, p, at, _CMP_GE_OQ);
+        if (kept) { /* compacted in registers, stored whole: the buffers have 16 floats more */
+            _mm512_storeu_ps(s->kept_probs + k, _mm512_maskz_compress_ps(kept, p));
+            _mm512_storeu_si512(s->kept_ids + k, _mm512_maskz_compress_epi32(kept, ids));
+            k += __builtin_popcount(kept);
+        }
+    }
+#else
+    for (; i < n; i++) { /* without a branch, as candidates_from */
+        float p = probs[i] *= inv;
+        s->kept_probs[k] = p, s->kept_ids[k] = i;
+        k += p >= keep;
+    }
+#endif
+    return k;
+}
+
+/* Draws from the top-k / top-p set of probs (V: exponentials, or
+ * probabilities with inv 1) times inv, renormalised: the most likely tokens,
+ * highest first, until top_k of them or top_p of the mass. Only the tokens
+ * above a floor that surely holds the set are sorted; the draw is the same
+ * as sorting all of them. */
+static int sample_truncated(Sampler *s, float *probs, float inv) {
     int n = s->vocab_size;
     /* Tokens below this share cannot be in the top-p set (llama2.c's cut-off). */
     float cutoff = s->top_p < 1 ? (1.0f - s->top_p) / (float)(n - 1) : 0.0f;
-    float floor = nucleus_floor(probs, n, s->top_p, &s->floor_exp);
-    int m = candidates_from(s, probs, floor > cutoff ? floor : cutoff);
+    int kept = normalize_and_keep(s, probs, n, inv, cutoff);
+    float floor = nucleus_floor(s->kept_probs, kept, s->top_p, &s->floor_exp);
+    int m = candidates_from(s, kept, floor > cutoff ? floor : cutoff);
     int keep = m ? nucleus_size(s, m, floor <= cutoff) : 0;
-    if (m && !keep) keep = nucleus_size(s, m = candidates_from(s, probs, cutoff), 1);
+    if (m && !keep) keep = nucleus_size(s, m = candidates_from(s, kept, cutoff), 1);
     /* None above the cut-off: a top-p under 1/V on a flat distribution (its set is
      * the most likely token), or NaN probabilities from NaN or inf logits. */
     if (m == 0) return argmax(probs, n);
@@ -288,6 +329,8 @@ int slm_sampler_sample_story(Sampler *s, const float *logits, const int32_t *sto
     if (s->temperature < SAMPLER_GREEDY_BELOW) return argmax(logits, n);
     float inv = 1.0f / s->temperature, largest;
     if (!scale_safely(logits, n, inv, s->probs, &largest)) return argmax(logits, n);
+    if (s->min_p == 0 && (s->top_k > 0 || s->top_p < 1)) /* the softmax's last pass is sample_truncated's first */
+        return sample_truncated(s, s->probs, 1.0f / slm_exp_sum_inplace(s->probs, n, largest));
     slm_softmax_max_inplace(s->probs, n, largest); /* the largest known: a pass fewer */
     if (s->min_p > 0) min_p_cut(s, logits);
     if (s->top_k == 0 && s->top_p >= 1) {
@@ -298,7 +341,7 @@ int slm_sampler_sample_story(Sampler *s, const float *logits, const int32_t *sto
         }
         return argmax(s->probs, n);
     }
-    return sample_truncated(s, s->probs);
+    return sample_truncated(s, s->probs, 1.0f); /* probabilities already: times 1 changes no bit */
 }
 
 int slm_sampler_sample(Sampler *s, const float *logits) { return slm_sampler_sample_story(s, logits, NULL, 0); }

@@ -91,6 +91,8 @@ void slm_exp_inplace(float *x, int n, float shift) {
 
 float slm_softmax_inplace(float *x, int n) { return slm_softmax_max_inplace(x, n, max_of(x, n)); }
 
+float slm_exp_sum_inplace(float *x, int n, float shift) { return exp_shifted_inplace(x, n, shift); }
+
 float slm_softmax_max_inplace(float *x, int n, float mx) {
     float sum = exp_shifted_inplace(x, n, mx);
     float inv = 1.0f / sum;

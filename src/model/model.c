@@ -12,9 +12,19 @@
 #include "storylm/hooks.h"
 #include "storylm/rng.h"
 
+/* OpenBLAS's own: stops its thread pool (it runs it around fork). Weak: a
+ * BLAS without a pool (a serial build) has none, and it is then NULL. */
+int blas_thread_shutdown_(void) __attribute__((weak));
+
 void slm_model_threads_setup(int n_threads) {
     if (n_threads > 0) omp_set_num_threads(n_threads);
-    openblas_set_num_threads(1);
+    /* Set only when it changes: setting it starts again a pool that was stopped. */
+    if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
+    /* A pthread OpenBLAS starts a thread per core when it loads, and one with
+     * no work spins about 0.1 s before it sleeps: in a short run (a story
+     * takes 5 ms) that doubles the CPU time. Single-threaded, it never needs
+     * them, so they are stopped (a second call finds none: a no-op). */
+    if (blas_thread_shutdown_) blas_thread_shutdown_();
 }
 
 /* ---- init ---------------------------------------------------------------- */
