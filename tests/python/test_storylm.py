@@ -263,8 +263,9 @@ class Hooks(unittest.TestCase):
         same_number(self, ld_clean, want["clean_diff_model"], "clean LD")
         same_number(self, ld_corrupt, want["corrupt_diff_model"], "corrupt LD")
         norm = lambda x: (x - ld_corrupt) / (ld_clean - ld_corrupt)  # noqa: E731
-        # patch evaluates the last position in double, the pass in float
-        tol = 2e-6 * max(abs(ld_clean), 1) / abs(ld_clean - ld_corrupt)
+        # patch evaluates the last position in double, the pass in float; how far apart they land depends
+        # on the BLAS kernel the CPU gets (2e-6 was exceeded by 3% on a Zen 4 core), so 5e-6 of the logits
+        tol = 5e-6 * max(abs(ld_clean), 1) / abs(ld_clean - ld_corrupt)
         for h, row in enumerate(want["heads"]):
             def put(z, hook, h=h):
                 z[-1, h] = cache["blocks.0.attn.hook_z"][-1, h]
