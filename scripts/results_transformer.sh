@@ -14,8 +14,8 @@ print('%.1f%%' % (100 * sum(r['next_top1'] * r['mentions'] for r in inv) / n))" 
 
 induction_section() {
   local IND=models/tinystories-induction.safetensors ONE=models/tinystories-induction1.safetensors J="$TMP/ind"
-  local L2=models/tinystories-layers2.safetensors
-  [[ -f $IND && -f $ONE ]] || { echo "results: no $IND or $ONE" >&2; exit 1; }
+  local L2=models/tinystories-layers2.safetensors TFI=models/tinystories-induction-transformer.safetensors
+  [[ -f $IND && -f $ONE && -f $TFI ]] || { echo "results: no $IND, $ONE or $TFI" >&2; exit 1; }
   mkdir -p "$J"
   "$S" pieces "$TINYSTORIES" -m $IND --threads 1 --json > "$J/two.json"
   "$S" pieces "$TINYSTORIES" -m $ONE --threads 1 --json > "$J/one.json"
@@ -23,7 +23,9 @@ induction_section() {
   local head
   head=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['induction_head'])" "$J/two.json")
   "$S" pieces "$TINYSTORIES" -m $IND --threads 1 --json --ablate 2:4,2:5 > "$J/off.json"
-  INDUCTION_SUMMARY="Trained with invented names (\`--invent-names 0.5\`), two layers finish an invented name at $(pooled_next "$J/two.json") of its later mentions (one layer of the same budget: $(pooled_next "$J/one.json")); switching off layer 2's heads 2:4 and 2:5 takes it to $(pooled_next "$J/off.json")."
+  "$S" pieces "$TINYSTORIES" -m $TFI --threads 1 --json > "$J/tf.json"
+  "$S" pieces "$TINYSTORIES" -m $TFI --threads 1 --json --ablate 2:2,2:6 > "$J/tfoff.json"
+  INDUCTION_SUMMARY="Trained with invented names (\`--invent-names 0.5\`), two layers finish an invented name at $(pooled_next "$J/two.json") of its later mentions (one layer of the same budget: $(pooled_next "$J/one.json")); switching off layer 2's heads 2:4 and 2:5 takes it to $(pooled_next "$J/off.json"). The transformer trained with \`--invent-names 0.8\` finishes $(pooled_next "$J/tf.json"); without its heads 2:2 and 2:6, $(pooled_next "$J/tfoff.json")."
   say "## Secret 4 answered: invented names in training" "" \
       "\`$IND\` is the two-layer network above trained with half of its training stories' heroes renamed to a name" \
       "invented for each draw (\`--invent-names 0.5\`, 3,000 steps; [docs/induction.md](induction.md) has the command," \
@@ -37,7 +39,9 @@ induction_section() {
       "| one layer, \`--invent-names 0.5\` (\`$ONE\`) | $(pooled_next "$J/one.json") |" \
       "| two layers, no invented names (\`$L2\`, 12,000 steps) | $(pooled_next "$J/l2.json") |" \
       "| two layers, \`--invent-names 0.5\` (\`$IND\`) | $(pooled_next "$J/two.json") |" \
-      "| the same, heads 2:4 and 2:5 switched off (\`--ablate 2:4,2:5\`) | $(pooled_next "$J/off.json") |" "" \
+      "| the same, heads 2:4 and 2:5 switched off (\`--ablate 2:4,2:5\`) | $(pooled_next "$J/off.json") |" \
+      "| the transformer, \`--invent-names 0.8\`, 8,000 steps (\`$TFI\`) | $(pooled_next "$J/tf.json") |" \
+      "| the same, block 2's heads 2:2 and 2:6 switched off (\`--ablate 2:2,2:6\`) | $(pooled_next "$J/tfoff.json") |" "" \
       "Layer 2's head $head puts the most weight on the token to copy; heads 2:4 and 2:5 together are the" \
       "second lookup. When they form, by snapshot (from [docs/induction-score.tsv](induction-score.tsv)):" "" \
       "![the induction head forms](induction-score.svg)" ""
