@@ -66,4 +66,3 @@ int session_model_ablation(Server *s, const cJSON *body, ModelEntry **entry, Abl
     *ab = ss.ps.ablation;
     return 0;
 }
-
