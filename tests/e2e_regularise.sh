@@ -69,6 +69,15 @@ done
 ema_loss=$(grep -Eo 'ema [0-9.]+' es.log | tail -1 | cut -d' ' -f2)
 got=$("$STORYLM" eval slice.txt --model es.safetensors --test-stories 30 --json | "$PY" -c 'import json,sys; print("%.4f" % json.load(sys.stdin)["loss"])')
 [[ "$ema_loss" == "$got" ]] || fail "the saved model's loss $got is not the average's $ema_loss"
+# its record's accuracy is the average's too (eval's), not the raw weights'
+"$STORYLM" eval slice.txt --model es.safetensors --test-stories 30 --json > es_eval.json
+"$STORYLM" info --model es.safetensors --json > es_info.json
+"$PY" - es_eval.json es_info.json <<'CHECK' || fail "the saved average's recorded test_accuracy is not its own"
+import json, sys
+acc = json.load(open(sys.argv[1]))["accuracy"]
+rec = float(json.load(open(sys.argv[2]))["metadata"]["test_accuracy"])
+sys.exit(0 if abs(acc - rec) < 1e-6 else "eval %.6f, record %.6f" % (acc, rec))
+CHECK
 
 # Bad values and a resume with other flags: refused, naming the flag.
 refuse() { # PATTERN flags...

@@ -174,6 +174,11 @@ void slm_view_call_end(ViewCall *c);
 /* ---- the shared parameters, for a view's table (T: its params struct) ---- */
 
 #define VIEW_MODEL_HELP "model file (default: ./" DEFAULT_MODEL_PATH ", else the shipped model)"
+/* --ablate's and --ablate-mode's help: the views' tables and the CLI's other verbs (probe_common.h) say the same. */
+#define VIEW_ABLATE_HELP                                                                                               \
+    "switch heads off, e.g. 3,5 (1:3,2:5 is layer 1's head 3 and layer 2's head 5; the chapter's network has heads 0 " \
+    "to 7)"
+#define VIEW_ABLATE_MODE_HELP "zero, or mean: each head's mean output over the held-out test stories"
 #define VIEW_PARAM_MODEL(T)                                                                                            \
     {                                                                                                                  \
         .name = "model", .short_name = 'm', .type = VIEW_STRING, .offset = offsetof(T, po.model), .meta = "FILE",      \
@@ -184,13 +189,11 @@ void slm_view_call_end(ViewCall *c);
      .type = VIEW_STRING,                                                                                              \
      .offset = offsetof(T, po.ablate),                                                                                 \
      .meta = "HEADS",                                                                                                  \
-     .help = "switch heads off, e.g. 3,5 (1:3,2:5 is layer 1's head 3 and layer 2's head 5; the chapter's network "    \
-             "has heads 0 to 7)",                                                                                      \
+     .help = VIEW_ABLATE_HELP,                                                                                         \
      .flags = VP_SERVED},                                                                                              \
     {                                                                                                                  \
         .name = "ablate-mode", .type = VIEW_STRING, .offset = offsetof(T, po.ablate_mode), .meta = "MODE",             \
-        .help = "zero, or mean: each head's mean output over the held-out test stories", .def_string = "zero",         \
-        .flags = VP_SERVED, .choices = "zero,mean"                                                                     \
+        .help = VIEW_ABLATE_MODE_HELP, .def_string = "zero", .flags = VP_SERVED, .choices = "zero,mean"                \
     }
 #define VIEW_PARAMS_OUTPUT(T)                                                                                          \
     {.name = "json",                                                                                                   \

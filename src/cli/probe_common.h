@@ -13,12 +13,11 @@
 #include "storylm/report.h"
 #include "storylm/ablation.h"      /* slm_ablation_setup: in the library */
 #include "storylm/probe_session.h" /* ProbeSession, slm_probe_session_open: in the library */
+#include "storylm/registry.h"      /* the shared options' help */
 #include "storylm/views.h"
 
 #define PROBE_OPTIONS_DEFAULT                                                                                          \
     { .ablate_mode = "zero", .n_test = STORIES_DEFAULT_TEST, .threads = cli_default_threads() }
-
-#define ABLATE_HELP_MODE "zero, or mean: each head's mean output over the held-out test stories"
 
 /* The flags every probe takes, for its Option table. */
 #define PROBE_COMMON_OPTIONS(o) PROBE_MODEL_OPTION(o), PROBE_SHARED_OPTIONS(o)
@@ -33,17 +32,8 @@
 /* --ablate and --ablate-mode, bound to two strings: every verb that switches
  * heads off declares them through this one entry, probes or not. */
 #define ABLATE_OPTIONS(heads, mode)                                                                                    \
-    {"ablate",                                                                                                         \
-     0,                                                                                                                \
-     OPT_STRING,                                                                                                       \
-     &(heads),                                                                                                         \
-     "HEADS",                                                                                                          \
-     "switch heads off, e.g. 3,5 (1:3,2:5 is layer 1's head 3 and layer 2's head 5; the chapter's network has heads "  \
-     "0 to 7)",                                                                                                        \
-     0,                                                                                                                \
-     0},                                                                                                               \
-    {                                                                                                                  \
-        "ablate-mode", 0, OPT_STRING, &(mode), "MODE", ABLATE_HELP_MODE, 0, 0                                          \
+    {"ablate", 0, OPT_STRING, &(heads), "HEADS", VIEW_ABLATE_HELP, 0, 0}, {                                            \
+        "ablate-mode", 0, OPT_STRING, &(mode), "MODE", VIEW_ABLATE_MODE_HELP, 0, 0                                     \
     }
 #define PROBE_SHARED_OPTIONS(o) ABLATE_OPTIONS((o).ablate, (o).ablate_mode), PROBE_OUTPUT_OPTIONS(o)
 #define PROBE_OUTPUT_OPTIONS(o)                                                                                        \
