@@ -29,7 +29,9 @@ int slm_bench_train(const char *path, const BenchOptions *o, BenchBeatFn beat, v
 
 /* [EOS], o->prompt, then o->tokens new tokens for each of o->samples
  * samples computed together, sampled with the sampler's defaults (sample i
- * seeded 1 + i); an [EOS] does not stop it. */
+ * seeded 1 + i), the products at o->precision; an [EOS] does not stop it.
+ * *line: {"command":"bench", "work":"generate", "samples", "tokens",
+ * "seconds", "cpu_seconds", "prompt_tokens", "precision"}. */
 int slm_bench_generate(const char *path, const BenchOptions *o, cJSON **line, Error *e);
 
 /* Every line of text_path encoded on its own with the vocabulary vocab_path. */

@@ -35,6 +35,11 @@ static inline float slm_bf16_to_float(uint16_t b) {
     return v.f;
 }
 
+/* Row x (n floats, contiguous) -> pairs (ceil(n/2)) of (x[2i] low,
+ * x[2i+1] high) as bfloat16, an odd n's last padded with 0: what VDPBF16PS
+ * reads. Needs avx512_bf16. */
+void slm_bf16_pack_row(const float *x, int n, uint32_t *pairs);
+
 /* C (M, N) = op(A) op(B) + beta C, row-major, as slm_matmul (layers.h) but
  * with A and B rounded to BF16 and FP32 sums; beta is 0 or 1. Needs
  * avx512_bf16 (slm_precision_check). Threads over blocks of rows when

@@ -44,6 +44,14 @@ void slm_generator_batch_feed(GeneratorBatch *g, const int *which, const int32_t
 /* Steps share the samples fed between w's threads (NULL: none), each
  * sample's arithmetic unchanged; w must outlive the batch's use. */
 void slm_generator_batch_use_workers(GeneratorBatch *g, Workers *w);
+/* The products from the next step on at precision p: FP32 (the default),
+ * or BF16 (`generate --precision bf16`: the query, key, value, hidden and
+ * output layers' weights and inputs rounded to bfloat16, FP32 sums,
+ * dense_bf16.h; the attention, tanh and logits FP32), the weights packed so
+ * the first time. A sample's logits have the same bits alone or in any
+ * batch at either. -1 with e set for BF16 on a CPU without avx512_bf16 or
+ * for --arch transformer (its generation is FP32). */
+int slm_generator_batch_set_precision(GeneratorBatch *g, Precision p, Error *e);
 /* Sample s's logits (V) for its next token, valid until it is fed again. */
 const float *slm_generator_batch_logits(const GeneratorBatch *g, int s);
 

@@ -45,10 +45,12 @@ int slm_py_run(const PyModel *m, const int32_t *ids, int T, HookFn fn, void *ctx
 /* storylm generate's text for prompt: samples stories (sample i with seed
  * seed + i), as a JSON array of strings. Names are capitalised as the CLI
  * does (stories, else the model's training file, else data/stories.txt; then
- * fallback_stories when none of those is found; each may be NULL). */
+ * fallback_stories when none of those is found; each may be NULL), the
+ * products at precision ("fp32" or "bf16"; NULL: fp32). */
 /* The sampler's defaults, as JSON text (slm_view_generate_defaults_json). */
 char *slm_py_generate_defaults(Error *e);
 char *slm_py_generate(const PyModel *m, const char *prompt, int max_tokens, double temperature, int top_k, double top_p,
-                      uint64_t seed, int samples, const char *stories, const char *fallback_stories, Error *e);
+                      uint64_t seed, int samples, const char *stories, const char *fallback_stories,
+                      const char *precision, Error *e);
 
 #endif

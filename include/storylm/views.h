@@ -112,6 +112,7 @@ typedef struct ViewGenerateOptions {
     int n_probs;           /* and its n_probs likeliest alternatives (0..SAMPLER_MAX_N_PROBS) */
     const NameList *names; /* may be NULL; kept by the caller while the generator lives */
     int threads;           /* a ViewBatch's steps share its samples between this many (0, 1: the caller's) */
+    Precision precision;   /* of the generator's products (slm_generator_batch_set_precision): FP32 by default */
 } ViewGenerateOptions;
 /* The defaults of sample.h, 200 tokens, seed 0, one thread. */
 ViewGenerateOptions slm_view_generate_defaults(void);

@@ -75,7 +75,7 @@ def _declare(lib):
                                       ctypes.c_int, ctypes.POINTER(ctypes.c_float),
                                       ctypes.POINTER(ctypes.c_double), E]),
         "slm_py_generate": (P, [P, ctypes.c_char_p, ctypes.c_int, ctypes.c_double, ctypes.c_int, ctypes.c_double,
-                                ctypes.c_uint64, ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p, E]),
+                                ctypes.c_uint64, ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, E]),
         "slm_py_generate_defaults": (P, [E]),
         "slm_model_threads_setup": (None, [ctypes.c_int]),
     }

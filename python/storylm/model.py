@@ -249,13 +249,14 @@ class Model:
     # ---- generation ---------------------------------------------------------------
 
     def generate(self, prompt="", max_tokens=None, temperature=None, top_k=None, top_p=None, seed=None, samples=1,
-                 stories=None):
+                 stories=None, precision="fp32"):
         """`storylm generate`'s text: the prompt as typed and the story written on
         (names capitalised as the CLI does; stories as its --stories). One str, or
         a list of samples strs when samples > 1 (sample i drawn with seed + i).
         max_tokens, temperature, top_k and top_p left None take the CLI's defaults
         (storylm.generate_defaults()). seed None draws one at random, kept in
-        model.last_seed."""
+        model.last_seed. precision "bf16" runs the products in BF16, as the CLI's
+        --precision bf16 (a CPU with avx512_bf16)."""
         d = generate_defaults()
         max_tokens = d["max_tokens"] if max_tokens is None else max_tokens
         temperature = d["temperature"] if temperature is None else temperature
@@ -268,7 +269,7 @@ class Model:
         ptr = _lib.lib().slm_py_generate(self._alive(), _text(prompt), int(max_tokens), float(temperature), int(top_k),
                                          float(top_p), int(seed), int(samples),
                                          stories.encode() if stories else None, _installed_stories(),
-                                         ctypes.byref(err))
+                                         _text(precision), ctypes.byref(err))
         texts = json.loads(_lib.check_string(ptr, err))
         return texts[0] if samples == 1 else texts
 

@@ -132,13 +132,15 @@ static int find_names(NameList *nl, const LoadedModel *lm, const char *stories, 
 char *slm_py_generate_defaults(Error *e) { return json_out(slm_view_generate_defaults_json(), e); }
 
 char *slm_py_generate(const PyModel *m, const char *prompt, int max_tokens, double temperature, int top_k, double top_p,
-                      uint64_t seed, int samples, const char *stories, const char *fallback_stories, Error *e) {
+                      uint64_t seed, int samples, const char *stories, const char *fallback_stories,
+                      const char *precision, Error *e) {
     if (samples < 1 || max_tokens < 0 || top_k < 0 || !(temperature >= 0) || !(top_p > 0 && top_p <= 1))
         return FAIL(e, "samples >= 1, max_tokens >= 0, top_k >= 0, temperature >= 0, 0 < top_p <= 1",
                     "generate: an option is out of range"),
                NULL;
     ViewGenerateOptions go = slm_view_generate_defaults(); /* min_p and the repeat penalty as the CLI's */
     go.max_tokens = max_tokens, go.top_k = top_k, go.seed = seed, go.temperature = temperature, go.top_p = top_p;
+    if (slm_precision_parse(precision ? precision : "fp32", &go.precision, e)) return NULL;
     NameList names = {0};
     char from[4096];
     ViewBatch vb;

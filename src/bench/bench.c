@@ -162,6 +162,7 @@ int slm_bench_generate(const char *path, const BenchOptions *o, cJSON **line, Er
     LoadedModel lm;
     if (slm_loaded_model_load(&lm, path, e)) return -1;
     int n = o->samples;
+    Precision precision = PRECISION_FP32;
     IntVec prompt = {0};
     GeneratorBatch g = {0};
     Sampler *s = xcalloc((size_t)n, sizeof *s, e);
@@ -169,7 +170,8 @@ int slm_bench_generate(const char *path, const BenchOptions *o, cJSON **line, Er
     int32_t *next = which ? xcalloc((size_t)n, sizeof *next, e) : NULL;
     int rc = !next || slm_text_check(o->prompt, strlen(o->prompt), "the prompt", e) ||
              slm_tokenizer_encode(&lm.tokenizer, o->prompt, strlen(o->prompt), &prompt, e) ||
-             slm_generator_batch_init(&g, &lm.model, NULL, n, e) || bench_samplers(s, n, lm.model.cfg.vocab_size, e);
+             slm_generator_batch_init(&g, &lm.model, NULL, n, e) || bench_samplers(s, n, lm.model.cfg.vocab_size, e) ||
+             slm_precision_parse(o->precision, &precision, e) || slm_generator_batch_set_precision(&g, precision, e);
     if (!rc) {
         double start = slm_clock_seconds(), cpu = slm_clock_cpu_seconds();
         int first = 0;
@@ -188,6 +190,7 @@ int slm_bench_generate(const char *path, const BenchOptions *o, cJSON **line, Er
         cJSON_AddNumberToObject(j, "tokens", (double)n * o->tokens);
         bench_times(j, start, cpu);
         cJSON_AddNumberToObject(j, "prompt_tokens", (double)prompt.len);
+        cJSON_AddStringToObject(j, "precision", slm_precision_name(precision));
     }
     for (int i = 0; s && i < n; i++) slm_sampler_free(&s[i]);
     free(s), free(which), free(next), slm_generator_batch_free(&g), slm_intvec_free(&prompt),

@@ -57,8 +57,9 @@ int args_usage_error(const Command *cmd, const char *fmt, ...) __attribute__((fo
 #define PRECISION_OPTION(name)                                                                                         \
     {                                                                                                                  \
         "precision", 0, OPT_STRING, &(name), "P",                                                                      \
-            "training's matrix products: fp32, or bf16 (avx512_bf16, FP32 sums and weights; docs/performance.md)", 0,  \
-            0                                                                                                          \
+            "matrix products: fp32, or bf16 (operands rounded to bfloat16, FP32 sums; avx512_bf16; "                   \
+            "docs/performance.md)",                                                                                    \
+            0, 0                                                                                                       \
     }
 
 /* --force, the same in every verb that writes files: an output that already

@@ -12,6 +12,8 @@
 #include "storylm/vocab_train.h"
 
 static int run(int argc, char **argv);
+/* The sampler's defaults as the help says them. */
+#define BENCH_SAMPLER "(t " SAMPLER_STR(SAMPLER_DEFAULT_TEMPERATURE) ", top-p " SAMPLER_STR(SAMPLER_DEFAULT_TOP_P) ")"
 const Command command_bench = {
     "bench", "time training, generation or encoding (for scripts/bench)",
     "storylm bench train IDS [options] | storylm bench generate MODEL [options] | storylm bench encode VOCAB TEXT "
@@ -26,20 +28,12 @@ const Command command_bench = {
     "                     --position-scheme, --score and --layers time a variant (docs/variants.md),\n"
     "                     and with --precision bf16, the BF16 products (docs/performance.md).\n"
     "  generate MODEL     [EOS], --prompt, then --tokens new tokens, one thread, sampled\n"
-    "                     as `storylm generate` does by default (t " SAMPLER_STR(
-        SAMPLER_DEFAULT_TEMPERATURE) ", top-p " SAMPLER_STR(SAMPLER_DEFAULT_TOP_P) "); an\n"
-                                                                                   "                     [EOS] does "
-                                                                                   "not stop it. --samples N: N "
-                                                                                   "stories of --tokens\n"
-                                                                                   "                     each, "
-                                                                                   "computed together as `generate "
-                                                                                   "--samples` does (the\n"
-                                                                                   "                     prompt fed "
-                                                                                   "once, one pass of the batch a "
-                                                                                   "step).\n"
-                                                                                   "  encode VOCAB TEXT  every line of "
-                                                                                   "TEXT encoded on its own, one "
-                                                                                   "thread.",
+    "                     as `storylm generate` does by default " BENCH_SAMPLER "; an\n"
+    "                     [EOS] does not stop it. --samples N: N stories of --tokens\n"
+    "                     each, computed together as `generate --samples` does (the\n"
+    "                     prompt fed once, one pass of the batch a step); --precision\n"
+    "                     bf16: the products in BF16, as `generate --precision bf16`.\n"
+    "  encode VOCAB TEXT  every line of TEXT encoded on its own, one thread.",
     run};
 
 /* A line every 10 s while bench train runs: a step on very long stories takes minutes. */

@@ -138,7 +138,7 @@ static const char *find_prompt(const char *file, int np, const char *given, char
 static int run(int argc, char **argv) {
     GenerateFlags f = {.go = slm_view_generate_defaults(), .ga = {.mode = "zero"}, .samples = 1};
     int seed = -1;
-    const char *model = NULL, *pos[1] = {NULL}, *file = NULL;
+    const char *model = NULL, *pos[1] = {NULL}, *file = NULL, *precision = "fp32";
     GenerateAblation *ga = &f.ga;
     int np, threads = cli_default_threads();
     Option opts[] = {
@@ -175,10 +175,14 @@ static int run(int argc, char **argv) {
          0, 0},
         {"threads", 0, OPT_INT, &threads, "N",
          "threads the samples of --samples are shared between, by default one per core", 1, 256},
+        PRECISION_OPTION(precision),
     };
     int rc = args_parse(&command_generate, argc, argv, opts, N_OPTIONS(opts), pos, 0, 1, &np);
     if (rc) return rc > 0 ? 0 : 2;
     if (probe_check_mode(&command_generate, ga->mode)) return 2;
+    Error pe = {0};
+    if (slm_precision_parse(precision, &f.go.precision, &pe))
+        return args_usage_error(&command_generate, "%s", pe.message);
     if (file && np) return args_usage_error(&command_generate, "give the prompt as PROMPT or as -f FILE, not both");
     if (f.go.n_probs && !f.json) return args_usage_error(&command_generate, "--n-probs needs --json");
     for (int i = 0; i < f.stops.count; i++)

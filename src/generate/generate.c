@@ -3,6 +3,8 @@
 #define _DEFAULT_SOURCE /* madvise */
 #include "storylm/generate.h"
 
+#include "storylm/dense_bf16.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +31,25 @@ static float *cache_alloc(size_t floats, Error *e) {
 #endif
     memset(p, 0, bytes);
     return p;
+}
+
+/* --precision bf16: each layer's query, key and value weights (qkv_w's
+ * block of layer l as (QKV, Din)), the hidden and output layers', packed in
+ * BF16, and each sample's input to the next product as pairs (step of them
+ * a sample, the widest input's). */
+struct GenBf16 {
+    DenseBf16 qkv[STORYLM_MAX_LAYERS], hidden, output;
+    uint32_t *pairs;
+    size_t step;
+};
+
+static void bf16_free(struct GenBf16 *b) {
+    if (!b) return;
+    for (int l = 0; l < STORYLM_MAX_LAYERS; l++) slm_dense_bf16_free(&b->qkv[l]);
+    slm_dense_bf16_free(&b->hidden);
+    slm_dense_bf16_free(&b->output);
+    free(b->pairs);
+    free(b);
 }
 
 static int qkv_width(const ModelConfig *c) { return c->n_heads * (2 * c->key_dim + c->value_dim); }
@@ -287,6 +308,7 @@ int slm_generator_batch_init(GeneratorBatch *g, const Model *m, const Ablation *
 
 void slm_generator_batch_free(GeneratorBatch *g) {
     slm_tf_generator_free(g);
+    bf16_free(g->bf16);
     void *bufs[] = {g->keys,   g->values, g->qkv_w,  g->distance2, g->qkv,    g->hidden_w, g->output_w, g->pos,
                     g->recent, g->z,      g->scores, g->rows,      g->hidden, g->logits,   g->layers,   g->score};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
@@ -352,10 +374,13 @@ static void new_query_key_value(GeneratorBatch *g, int l, const int *which, int 
     SampleSizes sz = sample_sizes(c);
     const float *qkv_w = g->qkv_w + (size_t)l * qkv_w_size(c);
     for (int j = 0; j < k; j++) { /* layer l's input: the row, then layer l-1's heads (layer_input_at) */
-        const float *z = g->z + which[j] * sz.z;
-        row_times_matrix(qkv_w, Din, QKV, z, c->row_dim, z + c->row_dim + (size_t)(l > 0 ? l - 1 : 0) * H * vd,
-                         g->qkv + which[j] * sz.qkv);
+        const float *z = g->z + which[j] * sz.z, *heads = z + c->row_dim + (size_t)(l > 0 ? l - 1 : 0) * H * vd;
+        if (g->bf16)
+            slm_dense_bf16_pairs(z, c->row_dim, heads, Din - c->row_dim, g->bf16->pairs + which[j] * g->bf16->step);
+        else
+            row_times_matrix(qkv_w, Din, QKV, z, c->row_dim, heads, g->qkv + which[j] * sz.qkv);
     }
+    if (g->bf16) slm_dense_bf16(&g->bf16->qkv[l], NULL, g->bf16->pairs, g->bf16->step, which, k, g->qkv, sz.qkv);
     for (int j = 0; j < k; j++) {
         int s = which[j], slot = g->pos[s] % W;
         float *qkv = g->qkv + s * sz.qkv;
@@ -518,6 +543,51 @@ static void window_z(GeneratorBatch *g, int s, int32_t token) {
     for (int i = 0; i < C; i++) memcpy(z + i * D, g->model->embedding + (size_t)recent[i] * D, D * sizeof(float));
 }
 
+static struct GenBf16 *bf16_pack(const GeneratorBatch *g, Error *e) {
+    const ModelConfig *c = &g->model->cfg;
+    SampleSizes sz = sample_sizes(c);
+    int Z = (int)sz.z, Hd = c->hidden_dim, QKV = qkv_width(c), L = c->arch == ARCH_ATTENTION ? slm_model_layers(c) : 0;
+    struct GenBf16 *b = xcalloc(1, sizeof *b, e);
+    if (!b) return NULL;
+    b->step = (size_t)((Z > Hd ? Z : Hd) + 1) / 2;
+    int ok = (b->pairs = xcalloc((size_t)g->n * b->step, sizeof *b->pairs, e)) != NULL;
+    for (int l = 0; ok && l < L; l++)
+        ok = !slm_dense_bf16_pack(&b->qkv[l], g->qkv_w + (size_t)l * qkv_w_size(c), 1, QKV, QKV, layer_input(c, l), e);
+    ok = ok && !slm_dense_bf16_pack(&b->hidden, g->model->hidden_w, Z, 1, Hd, Z, e) &&
+         !slm_dense_bf16_pack(&b->output, g->model->output_w, Hd, 1, c->vocab_size, Hd, e);
+    if (!ok) bf16_free(b);
+    return ok ? b : NULL;
+}
+
+int slm_generator_batch_set_precision(GeneratorBatch *g, Precision p, Error *e) {
+    if (p == PRECISION_BF16 && g->tf)
+        return FAIL(e, "generate with the transformer in FP32 (leave out --precision)",
+                    "--precision bf16 serves the attention network and window8; the transformer generates in FP32");
+    if (slm_precision_check(p, e)) return -1;
+    if (p == PRECISION_BF16 && !g->bf16 && !(g->bf16 = bf16_pack(g, e))) return -1;
+    if (p == PRECISION_FP32) bf16_free(g->bf16), g->bf16 = NULL;
+    g->precision = p;
+    return 0;
+}
+
+/* The hidden and output layers in BF16 for which[j], j < k: z -> hidden ->
+ * logits, as feed_part's FP32 products. */
+static void dense_bf16_layers(GeneratorBatch *g, const int *which, int k) {
+    const Model *m = g->model;
+    SampleSizes sz = sample_sizes(&m->cfg);
+    struct GenBf16 *b = g->bf16;
+    int Hd = m->cfg.hidden_dim;
+    for (int j = 0; j < k; j++)
+        slm_dense_bf16_pairs(g->z + which[j] * sz.z, (int)sz.z, NULL, 0, b->pairs + which[j] * b->step);
+    slm_dense_bf16(&b->hidden, m->hidden_b, b->pairs, b->step, which, k, g->hidden, sz.hidden);
+    for (int j = 0; j < k; j++) {
+        float *h = g->hidden + which[j] * sz.hidden;
+        slm_tanh_inplace(h, Hd);
+        slm_dense_bf16_pairs(h, Hd, NULL, 0, b->pairs + which[j] * b->step);
+    }
+    slm_dense_bf16(&b->output, m->output_b, b->pairs, b->step, which, k, g->logits, sz.logits);
+}
+
 /* slm_generator_batch_feed for tokens[j] to which[j], j < k, with the rows
  * scratch rows (k, D): one thread's part of a step. */
 static void feed_part(GeneratorBatch *g, const int *which, const int32_t *tokens, int k, float *rows) {
@@ -535,9 +605,13 @@ static void feed_part(GeneratorBatch *g, const int *which, const int32_t *tokens
         for (int j = 0; j < k; j++) window_z(g, which[j], tokens[j]);
     }
     /* hidden = tanh(W1 z + b1), W1 (Hd, Z); logits = W2 hidden + b2, W2 (V, Hd) */
-    dense16(g->hidden_w, m->hidden_b, g->z, sz.z, which, k, Hd, Z, g->hidden, sz.hidden);
-    for (int j = 0; j < k; j++) slm_tanh_inplace(g->hidden + which[j] * sz.hidden, Hd);
-    dense16(g->output_w, m->output_b, g->hidden, sz.hidden, which, k, V, Hd, g->logits, sz.logits);
+    if (g->bf16) {
+        dense_bf16_layers(g, which, k);
+    } else {
+        dense16(g->hidden_w, m->hidden_b, g->z, sz.z, which, k, Hd, Z, g->hidden, sz.hidden);
+        for (int j = 0; j < k; j++) slm_tanh_inplace(g->hidden + which[j] * sz.hidden, Hd);
+        dense16(g->output_w, m->output_b, g->hidden, sz.hidden, which, k, V, Hd, g->logits, sz.logits);
+    }
     for (int j = 0; j < k; j++) g->pos[which[j]]++;
 }
 

@@ -108,6 +108,7 @@ cJSON *slm_generate_json(const ViewBatch *vb, const LoadedModel *lm, const ViewG
     slm_view_generate_settings_json(j, go);
     cJSON_AddItemToObject(j, "stop", cJSON_CreateStringArray(go->stops, go->n_stops));
     cJSON_AddNumberToObject(j, "n_probs", go->n_probs);
+    cJSON_AddStringToObject(j, "precision", slm_precision_name(go->precision));
     if (run->names_from)
         cJSON_AddStringToObject(j, "names_from", run->names_from);
     else

@@ -39,7 +39,7 @@ int slm_bf16_supported(void) {
 
 int slm_precision_check(Precision p, Error *e) {
     if (p == PRECISION_BF16 && !slm_bf16_supported())
-        return FAIL(e, "train with --precision fp32 (the default) on this machine",
+        return FAIL(e, "leave out --precision bf16 on this machine (fp32 is the default)",
                     "--precision bf16 needs a CPU with avx512_bf16 (AMD Zen 4, Intel Cooper Lake or Sapphire Rapids "
                     "and later); this one has none");
     return 0;
@@ -63,8 +63,8 @@ static inline __attribute__((always_inline)) BF16_TARGET __m512i pairs16(__m512 
     return _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
 }
 
-/* Row x (n floats, contiguous) -> pairs (ceil(n/2)) of (x[2i], x[2i+1]), an odd n's last padded with 0. */
-static BF16_TARGET void pack_row(const float *x, int n, uint32_t *pairs) {
+/* Rows to pairs, 32 floats a step: see bf16.h. */
+BF16_TARGET void slm_bf16_pack_row(const float *x, int n, uint32_t *pairs) {
     for (int k = 0; k < n; k += 32) {
         int left = n - k;
         __mmask16 m0 = left >= 16 ? 0xFFFF : (__mmask16)((1u << left) - 1u);
@@ -92,7 +92,7 @@ static BF16_TARGET void pack_two_rows(const float *x, int ld, int k, int K, int 
 static BF16_TARGET void pack_a(int trans, int M, int K, const float *A, int lda, uint32_t *ap, size_t *rs, size_t *ks) {
     int Kh = (K + 1) / 2;
     if (!trans) {
-        for (int m = 0; m < M; m++) pack_row(A + (size_t)m * lda, K, ap + (size_t)m * Kh);
+        for (int m = 0; m < M; m++) slm_bf16_pack_row(A + (size_t)m * lda, K, ap + (size_t)m * Kh);
         *rs = (size_t)Kh, *ks = 1;
     } else {
         for (int kp = 0; kp < Kh; kp++) pack_two_rows(A, lda, 2 * kp, K, M, ap + (size_t)kp * M);
@@ -116,7 +116,7 @@ static BF16_TARGET void pack_b(int trans, int K, int N, const float *B, int ldb,
     }
     if (N % 16) memset(bp + (size_t)(panels - 1) * Kh * 16, 0, (size_t)Kh * 16 * sizeof *bp);
     for (int n = 0; n < N; n++) { /* B's row n is op(B)'s column n */
-        pack_row(B + (size_t)n * ldb, K, row);
+        slm_bf16_pack_row(B + (size_t)n * ldb, K, row);
         uint32_t *dst = bp + (size_t)(n / 16) * Kh * 16 + n % 16;
         for (int kp = 0; kp < Kh; kp++) dst[(size_t)kp * 16] = row[kp];
     }

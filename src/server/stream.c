@@ -162,10 +162,12 @@ static void drop_stream(Stream *st) {
 }
 
 int api_generate(Server *s, const cJSON *body, Reply *r) {
-    const char *prompt = "";
+    const char *prompt = "", *precision = "fp32";
     int seed = -1;
     ViewGenerateOptions go = slm_view_generate_defaults(); /* sample.h's defaults, the CLI's ranges */
+    Error e = {0};
     if (field_string(body, "prompt", &prompt, 0, SERVER_MAX_TEXT, r) ||
+        field_string(body, "precision", &precision, 0, 16, r) ||
         field_int(body, "max_tokens", &go.max_tokens, 0, SERVER_MAX_GENERATE, r) ||
         field_double(body, "temperature", &go.temperature, 0, SAMPLER_MAX_TEMPERATURE, r) ||
         field_int(body, "top_k", &go.top_k, 0, SAMPLER_MAX_TOP_K, r) ||
@@ -177,6 +179,8 @@ int api_generate(Server *s, const cJSON *body, Reply *r) {
         field_int(body, "n_probs", &go.n_probs, 0, SAMPLER_MAX_N_PROBS, r) ||
         field_int(body, "seed", &seed, -1, 2147483647, r))
         return r->status;
+    if (slm_precision_parse(precision, &go.precision, &e))
+        return reply_error(r, 400, "unknown \"precision\"", "send \"fp32\" (the default) or \"bf16\"");
     Stream *st = calloc(1, sizeof *st);
     if (!st) return reply_error(r, 500, "out of memory", NULL);
     if (field_stops(body, st, r)) {
@@ -197,7 +201,6 @@ int api_generate(Server *s, const cJSON *body, Reply *r) {
     go.stops = (const char *const *)st->stops;
     go.n_stops = st->n_stops;
     go.logprobs = 1;
-    Error e = {0};
     if (!st->prompt || slm_view_generator_init(&st->vg, &st->entry->ps.lm, &ab, st->prompt, &go, &e)) {
         cache_release(&s->cache, st->entry);
         drop_stream(st);

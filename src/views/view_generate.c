@@ -100,7 +100,8 @@ static int story_setup(ViewGenerator *vg, const LoadedModel *lm, const char *pro
 int slm_view_generator_init(ViewGenerator *vg, const LoadedModel *lm, const Ablation *ab, const char *prompt,
                             const ViewGenerateOptions *go, Error *e) {
     if (story_setup(vg, lm, prompt, NULL, go, go->seed, e)) return -1;
-    if (slm_generator_batch_init(&vg->own, &lm->model, ab, 1, e)) {
+    if (slm_generator_batch_init(&vg->own, &lm->model, ab, 1, e) ||
+        slm_generator_batch_set_precision(&vg->own, go->precision, e)) {
         slm_view_generator_free(vg);
         return -1;
     }
@@ -417,6 +418,7 @@ int slm_view_batch_init(ViewBatch *vb, const LoadedModel *lm, const Ablation *ab
         slm_tokenizer_encode(&lm->tokenizer, prompt, strlen(prompt), &ids, e))
         return -1;
     int ok = !slm_generator_batch_init(&vb->gen, &lm->model, ab, n, e) &&
+             !slm_generator_batch_set_precision(&vb->gen, go->precision, e) &&
              (vb->samples = xcalloc((size_t)n, sizeof *vb->samples, e)) &&
              (vb->which = xcalloc((size_t)n, sizeof(int), e)) && (vb->next = xcalloc((size_t)n, sizeof(int32_t), e));
     int threads = go->threads < n ? go->threads : n;

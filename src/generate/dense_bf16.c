@@ -1,0 +1,141 @@
+/* Generation's dense products in BF16: see include/storylm/dense_bf16.h.
+ * One chain of VDPBF16PS an output (k = 0, 1, ... in pairs, as
+ * slm_matmul_bf16 sums), so what a sample's outputs are does not depend on
+ * which kernel below computes them. */
+#include "storylm/dense_bf16.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define BF16_TARGET __attribute__((target("avx512f,avx512bf16")))
+#include <immintrin.h>
+
+/* Samples a block of weights serves at once (8 chains in flight), and
+ * blocks one sample alone goes through at once (as many). */
+#define GROUP 8
+
+int slm_dense_bf16_pack(DenseBf16 *d, const float *W, size_t row_stride, size_t col_stride, int rows, int cols,
+                        Error *e) {
+    int P = (cols + 1) / 2, blocks = (rows + 15) / 16;
+    *d = (DenseBf16){.rows = rows, .cols = cols, .pairs = P};
+    d->w = xcalloc((size_t)blocks * P * 16, sizeof *d->w, e);
+    if (!d->w) return -1;
+    for (int o = 0; o < rows; o++)
+        for (int k = 0; k < cols; k++) {
+            uint32_t v = slm_bf16_from_float(W[(size_t)o * row_stride + (size_t)k * col_stride]);
+            d->w[((size_t)(o / 16) * P + k / 2) * 16 + o % 16] |= k % 2 ? v << 16 : v;
+        }
+    return 0;
+}
+
+void slm_dense_bf16_free(DenseBf16 *d) {
+    free(d->w);
+    *d = (DenseBf16){0};
+}
+
+void slm_dense_bf16_pairs(const float *x0, int n0, const float *x1, int n1, uint32_t *pairs) {
+    if (n0 % 2 == 0) { /* the usual case: each part's pairs are its own */
+        slm_bf16_pack_row(x0, n0, pairs);
+        slm_bf16_pack_row(x1, n1, pairs + n0 / 2);
+        return;
+    }
+    for (int k = 0; k < n0 + n1; k += 2) { /* a pair across the parts: one at a time */
+        float a = k < n0 ? x0[k] : x1[k - n0], b = k + 1 >= n0 + n1 ? 0.0f : k + 1 < n0 ? x0[k + 1] : x1[k + 1 - n0];
+        pairs[k / 2] = (uint32_t)slm_bf16_from_float(a) | (uint32_t)slm_bf16_from_float(b) << 16;
+    }
+}
+
+/* A block's 16 sums (n real) + bias (NULL: none) -> y. */
+static inline __attribute__((always_inline)) BF16_TARGET void store_block(__m512 acc, const float *bias, int n,
+                                                                          float *y) {
+    __mmask16 m = n >= 16 ? 0xFFFF : (__mmask16)((1u << n) - 1u);
+    if (bias) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(m, bias));
+    _mm512_mask_storeu_ps(y, m, acc);
+}
+
+/* One block (w: P pairs of 16 lanes; n rows real) for S samples at once (S
+ * <= GROUP, a constant where inlined): each weight register serves all S.
+ * x[s] (P pairs) -> y[s] (n). */
+static inline __attribute__((always_inline)) BF16_TARGET void block_for_samples(const uint32_t *w, int P,
+                                                                                const uint32_t *const *x, int S,
+                                                                                const float *bias, int n,
+                                                                                float *const *y) {
+    __m512 acc[GROUP];
+#pragma GCC unroll 8
+    for (int s = 0; s < S; s++) acc[s] = _mm512_setzero_ps();
+    for (int p = 0; p < P; p++) {
+        __m512bh wv = (__m512bh)_mm512_loadu_si512(w + (size_t)p * 16);
+#pragma GCC unroll 8
+        for (int s = 0; s < S; s++) acc[s] = _mm512_dpbf16_ps(acc[s], wv, (__m512bh)_mm512_set1_epi32((int)x[s][p]));
+    }
+#pragma GCC unroll 8
+    for (int s = 0; s < S; s++) store_block(acc[s], bias, n, y[s]);
+}
+
+/* One sample through B consecutive blocks at once (B <= GROUP, a constant
+ * where inlined), block pairs apart: x (P pairs) -> y (16 B; rows real). */
+static inline __attribute__((always_inline)) BF16_TARGET void blocks_for_sample(const uint32_t *w, size_t block, int P,
+                                                                                const uint32_t *x, int B,
+                                                                                const float *bias, int rows, float *y) {
+    __m512 acc[GROUP];
+#pragma GCC unroll 8
+    for (int b = 0; b < B; b++) acc[b] = _mm512_setzero_ps();
+    for (int p = 0; p < P; p++) {
+        __m512bh xv = (__m512bh)_mm512_set1_epi32((int)x[p]);
+#pragma GCC unroll 8
+        for (int b = 0; b < B; b++)
+            acc[b] = _mm512_dpbf16_ps(acc[b], (__m512bh)_mm512_loadu_si512(w + b * block + (size_t)p * 16), xv);
+    }
+#pragma GCC unroll 8
+    for (int b = 0; b < B; b++)
+        store_block(acc[b], bias ? bias + 16 * b : NULL, rows - 16 * b < 16 ? rows - 16 * b : 16, y + 16 * b);
+}
+
+/* One sample alone: 8 blocks at a time, then 4, 2, 1, streaming the packed
+ * weights once in order. */
+static BF16_TARGET void dense_one(const DenseBf16 *d, const float *bias, const uint32_t *x, float *y) {
+    int blocks = (d->rows + 15) / 16, P = d->pairs;
+    size_t block = (size_t)P * 16;
+    for (int b = 0; b < blocks;) {
+        const uint32_t *w = d->w + b * block;
+        const float *bb = bias ? bias + 16 * b : NULL;
+        int left = blocks - b, rows = d->rows - 16 * b;
+        if (left >= 8)
+            blocks_for_sample(w, block, P, x, 8, bb, rows, y + 16 * b), b += 8;
+        else if (left >= 4)
+            blocks_for_sample(w, block, P, x, 4, bb, rows, y + 16 * b), b += 4;
+        else if (left >= 2)
+            blocks_for_sample(w, block, P, x, 2, bb, rows, y + 16 * b), b += 2;
+        else
+            blocks_for_sample(w, block, P, x, 1, bb, rows, y + 16 * b), b += 1;
+    }
+}
+
+BF16_TARGET void slm_dense_bf16(const DenseBf16 *d, const float *bias, const uint32_t *x, size_t x_step,
+                                const int *which, int k, float *y, size_t y_step) {
+    if (k == 1) {
+        dense_one(d, bias, x + which[0] * x_step, y + which[0] * y_step);
+        return;
+    }
+    int P = d->pairs;
+    for (int b = 0; b < (d->rows + 15) / 16; b++) {
+        const uint32_t *w = d->w + (size_t)b * P * 16, *xs[GROUP];
+        const float *bb = bias ? bias + 16 * b : NULL;
+        float *ys[GROUP];
+        int n = d->rows - 16 * b < 16 ? d->rows - 16 * b : 16;
+        for (int j = 0; j < k;) {
+            int S = k - j < GROUP ? k - j : GROUP;
+            for (int s = 0; s < S; s++) xs[s] = x + which[j + s] * x_step, ys[s] = y + which[j + s] * y_step + 16 * b;
+            /* the group's size a constant in each call, so its chains stay in registers */
+            if (S == GROUP)
+                block_for_samples(w, P, xs, GROUP, bb, n, ys);
+            else if (S >= 4)
+                block_for_samples(w, P, xs, S = 4, bb, n, ys);
+            else if (S >= 2)
+                block_for_samples(w, P, xs, S = 2, bb, n, ys);
+            else
+                block_for_samples(w, P, xs, 1, bb, n, ys);
+            j += S;
+        }
+    }
+}
