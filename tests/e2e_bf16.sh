@@ -5,19 +5,24 @@
 # switch does something); the same seed and threads give the same bits twice;
 # a run stopped and resumed equals the uninterrupted one; the model file
 # records the precision and --resume refuses another; a bad --precision is
-# refused. Skipped (77) on a CPU without avx512_bf16, after checking that
-# --precision bf16 is refused there with a message that says why.
+# refused. generate --precision bf16: --samples 3 gives each sample what it
+# writes alone with its seed, its log-probabilities are within 0.05 of
+# FP32's on the same tokens, --json and bench generate say the precision, and
+# the transformer is refused. Skipped (77) on a CPU without avx512_bf16,
+# after checking that --precision bf16 is refused there with a message that
+# says why.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 first_stories 200 > slice.txt
 common=(--vocab vocab.txt --threads 2 --eval-every 0 --seed 7 --test-stories 20 --steps 40)
+field() { "$PY" -c "import json,sys; print(json.loads(sys.argv[1])['$2'])" "$1"; }
 meta() { "$STORYLM" info --model "$1" --json | "$PY" -c "import json,sys; print(json.load(sys.stdin)['metadata'].get('$2', 'absent'))"; }
 test_loss() {
   "$STORYLM" eval slice.txt --model "$1" --test-stories 20 --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["loss"])'
 }
 
-for verb in "train slice.txt --vocab vocab.txt --steps 1" "bench train slice.txt"; do
+for verb in "train slice.txt --vocab vocab.txt --steps 1" "bench train slice.txt" "generate Lily"; do
   if $STORYLM $verb --precision fp16 2> bad.err; then fail "$verb --precision fp16 was accepted"; fi
   grep -q "fp16" bad.err && grep -q "bf16" bad.err || { cat bad.err; fail "$verb --precision fp16: the message names neither it nor the choices"; }
 done
@@ -27,6 +32,8 @@ if ! grep -qw avx512_bf16 /proc/cpuinfo; then
     fail "--precision bf16 ran on a CPU without avx512_bf16"
   fi
   grep -q "avx512_bf16" no.err || { cat no.err; fail "the refusal does not say the CPU lacks avx512_bf16"; }
+  if "$STORYLM" generate --precision bf16 Lily 2> no.err; then fail "generate --precision bf16 ran without avx512_bf16"; fi
+  grep -q "avx512_bf16" no.err || { cat no.err; fail "generate's refusal does not say the CPU lacks avx512_bf16"; }
   skip "this CPU has no avx512_bf16"
 fi
 
@@ -51,4 +58,40 @@ fi
 grep -q "precision" refuse.log || { cat refuse.log; fail "the refusal does not name --precision"; }
 "$STORYLM" train slice.txt "${common[@]}" --resume --out part.safetensors 2> resume.log || { cat resume.log; fail "train --resume"; }
 [[ "$(tensor_sums bf16.safetensors)" == "$(tensor_sums part.safetensors)" ]] || fail "the resumed bf16 run differs from the uninterrupted one"
+
+# Generation in BF16 on the shipped model: a batch is its samples alone; the log-probabilities stay near FP32's.
+M="$STORYLM_SOURCE_DIR/models/tinystories.safetensors"
+gen() { "$STORYLM" generate --model "$M" -n 40 --json "$@" 2> /dev/null; }
+gen --precision bf16 --seed 4 --samples 3 "Lily found a" > three.json || fail "generate --precision bf16 --samples 3"
+for i in 0 1 2; do gen --precision bf16 --seed $((4 + i)) "Lily found a" > "alone$i.json" || fail "generate --precision bf16"; done
+"$PY" - three.json alone0.json alone1.json alone2.json <<'EOF' || fail "generate --precision bf16: the batch is not its samples alone"
+import json, sys
+three = json.load(open(sys.argv[1]))
+assert three["precision"] == "bf16", three.get("precision")
+for i, path in enumerate(sys.argv[2:]):
+    alone = json.load(open(path))["samples"][0]
+    assert {**three["samples"][i], "sample": 1} == alone, i
+EOF
+gen -t 0 "Lily found a" > fp32.json || fail "generate"
+gen -t 0 --precision bf16 "Lily found a" > greedy.json || fail "generate --precision bf16 -t 0"
+"$PY" - fp32.json greedy.json <<'EOF' || fail "generate --precision bf16: log-probabilities far from FP32's"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+assert a["precision"] == "fp32"
+ta, tb = a["samples"][0]["tokens"], b["samples"][0]["tokens"]
+same = 0
+for x, y in zip(ta, tb):  # the same story so far: the same token's log-probability under both
+    if x["id"] != y["id"]:
+        break
+    assert abs(x["logprob"] - y["logprob"]) < 0.05, (x, y)
+    same += 1
+print("BF16 and FP32 agree on the first %d tokens of %d" % (same, len(ta)))
+assert same >= 3
+EOF
+if "$STORYLM" generate --model "$STORYLM_SOURCE_DIR/models/tinystories-transformer.safetensors" --precision bf16 Lily 2> tf.err; then
+  fail "generate --precision bf16 with the transformer was accepted"
+fi
+grep -q "transformer" tf.err || { cat tf.err; fail "the transformer's refusal does not say why"; }
+j=$("$STORYLM" bench generate "$M" --tokens 20 --samples 2 --precision bf16)
+[[ $(field "$j" precision) == bf16 ]] || fail "bench generate --precision bf16: $j"
 echo "ok"

@@ -401,10 +401,19 @@ class Generate(unittest.TestCase):
         self.assertEqual(m.generate("Tom", max_tokens=5, seed=3), cli("generate", "Tom", "--json", "-n", "5", "-s", "3",
                                                                         "-m", m.path)["samples"][0]["text"])
 
+    @unittest.skipUnless("avx512_bf16" in open("/proc/cpuinfo").read().split(), "this CPU has no avx512_bf16")
+    def test_bf16_samples_are_the_clis(self):
+        m = model(model_paths()[0])
+        want = [s["text"] for s in cli("generate", "Tom", "--json", "-m", m.path, "-n", "20", "--samples", "2",
+                                        "--seed", "5", "--precision", "bf16")["samples"]]
+        self.assertEqual(m.generate("Tom", max_tokens=20, samples=2, seed=5, precision="bf16"), want)
+
     def test_bad_options_raise(self):
         m = model(model_paths()[0])
         with self.assertRaises(storylm.StorylmError):
             m.generate("Tom", top_p=0)
+        with self.assertRaises(storylm.StorylmError):
+            m.generate("Tom", precision="fp8")
 
 
 @unittest.skipUnless(SMALL_STORIES, "no stories to train on (tests/e2e_python.sh gives them)")

@@ -174,6 +174,17 @@ try:
            (not tokens or tokens[-1]["text"] == done[0]["text"]))
         ok("generate: a stop reason", done[0]["stop_reason"] in ("end", "max_tokens"))
 
+    # ---- "precision": "bf16" streams what generate --precision bf16 writes (a CPU with avx512_bf16) ----
+    body = {"model": M, "prompt": "Lily found a", "seed": 9, "max_tokens": 60, "precision": "bf16"}
+    status, events = srv.events(body)
+    if "avx512_bf16" in open("/proc/cpuinfo").read().split():
+        want = cli_text(S, "generate", "Lily found a", "--model", M, "--seed", "9", "-n", "60", "--precision",
+                        "bf16").rstrip("\n")
+        done = [d for n, d in events if n == "done"]
+        ok("generate in BF16: the CLI's text", status == 200 and len(done) == 1 and done[0]["text"] == want)
+    else:
+        ok("generate in BF16 without avx512_bf16: refused, saying why", status == 400 and "avx512_bf16" in str(events))
+
     # ---- the sampler's other options, bit for bit the CLI's (alone and in its batch) -----------
     opts = {"repeat_penalty": 1.3, "repeat_last_n": 16, "min_p": 0.05, "stop": [" the", "!"], "n_probs": 3}
     args = ["--repeat-penalty", "1.3", "--repeat-last-n", "16", "--min-p", "0.05", "--stop", " the", "--stop", "!",
@@ -325,6 +336,8 @@ try:
     refused("min_p above 1", 400, path="/api/generate", body={"prompt": "a", "min_p": 1.5})
     refused("repeat_penalty zero", 400, path="/api/generate", body={"prompt": "a", "repeat_penalty": 0})
     refused("n_probs above 20", 400, path="/api/generate", body={"prompt": "a", "n_probs": 21})
+    refused("an unknown precision", 400, path="/api/generate", body={"prompt": "a", "precision": "fp8"})
+    refused("a precision not a string", 400, path="/api/generate", body={"prompt": "a", "precision": 16})
     refused("an empty stop string", 400, path="/api/generate", body={"prompt": "a", "stop": [""]})
     refused("stop not a string", 400, path="/api/generate", body={"prompt": "a", "stop": 3})
     refused("swap with no hero", 400, path="/api/swap", body={"text": "the dog ran.", "name": "zarko"})
