@@ -360,17 +360,19 @@ typedef struct FeedJob {
 static void feed_job(void *arg, int t, int n) {
     FeedJob *f = arg;
     int j0 = f->k * t / n, j1 = f->k * (t + 1) / n;
-    if (j1 > j0)
+    if (j1 <= j0) return;
+    if (f->g->tf) /* --arch transformer: each sample's scratch its own */
+        slm_tf_generator_feed(f->g, f->which + j0, f->tokens + j0, j1 - j0);
+    else
         feed_part(f->g, f->which + j0, f->tokens + j0, j1 - j0, f->g->rows + (size_t)j0 * f->g->model->cfg.row_dim);
 }
 
 void slm_generator_batch_feed(GeneratorBatch *g, const int *which, const int32_t *tokens, int k) {
-    if (g->tf) {
-        slm_tf_generator_feed(g, which, tokens, k);
-        return;
-    }
     if (!g->workers || g->workers->n < 2 || k < 2) {
-        feed_part(g, which, tokens, k, g->rows);
+        if (g->tf)
+            slm_tf_generator_feed(g, which, tokens, k);
+        else
+            feed_part(g, which, tokens, k, g->rows);
         return;
     }
     FeedJob f = {g, which, tokens, k};

@@ -55,7 +55,8 @@ int slm_dense16_pack(Dense16 *d, const float *W, size_t row_stride, size_t col_s
     for (int b = 0; b < (rows + 15) / 16; b++)
         for (int k = 0; k < cols; k++)
             for (int r = 0, o = 16 * b; r < 16; r++, o++)
-                d->w[((size_t)b * cols + k) * 16 + r] = o < rows ? W[(size_t)o * row_stride + (size_t)k * col_stride] : 0.0f;
+                d->w[((size_t)b * cols + k) * 16 + r] =
+                    o < rows ? W[(size_t)o * row_stride + (size_t)k * col_stride] : 0.0f;
     return 0;
 }
 
@@ -264,4 +265,3 @@ void slm_blend_values(const float *a, int n, const float *values, int vd, float 
         out[ch] = t;
     }
 }
-
