@@ -143,6 +143,26 @@ static void batches_match_alone(void) {
     batch_of_n_gives_each_sample_its_own_bits(ARCH_ATTENTION, NULL, 17, 2, 64, 37, PRECISION_FP32);
 }
 
+/* The transformer the same: its products over the samples of a step, on one
+ * thread or two, with --pos alibi (the shipped model's distance scores) and
+ * rope, past the window, with heads switched off. */
+static void transformer_batches_match_alone(void) {
+    ModelConfig cfg = slm_model_config_default(ARCH_TRANSFORMER, 300);
+    cfg.pos = POS_ALIBI;
+    batch_of_config_gives_each_sample_its_own_bits(cfg, NULL, 21, 1, 5, PRECISION_FP32);
+    batch_of_config_gives_each_sample_its_own_bits(cfg, NULL, 22, 2, 5, PRECISION_FP32);
+    batch_of_config_gives_each_sample_its_own_bits(cfg, NULL, 23, 1, 64, PRECISION_FP32);
+    batch_of_config_gives_each_sample_its_own_bits(cfg, NULL, 24, 2, 64, PRECISION_FP32);
+    cfg.pos = POS_ROPE;
+    cfg.window = 37; /* no multiple of the cache's blocks of 16 slots */
+    float mean[2 * 8 * 8];
+    for (int i = 0; i < 2 * 8 * 8; i++) mean[i] = 0.01f * (float)(i % 13) - 0.06f;
+    Ablation zero = {.heads = (1u << 2) | (1u << 11), .mode = ABLATE_ZERO};
+    Ablation avg = {.heads = 0x0f0u, .mode = ABLATE_MEAN, .mean = mean};
+    batch_of_config_gives_each_sample_its_own_bits(cfg, &zero, 25, 2, 5, PRECISION_FP32);
+    batch_of_config_gives_each_sample_its_own_bits(cfg, &avg, 26, 2, 64, PRECISION_FP32);
+}
+
 /* ---- the view: a small vocabulary and a random model over it --------------------- */
 
 /* Every letter as a word and as a "##" piece, some punctuation and words. */
@@ -502,6 +522,7 @@ int main(void) {
     sampling_follows_its_settings();
     same_seed_same_draws();
     batches_match_alone();
+    transformer_batches_match_alone();
     samples_together_are_samples_alone();
     prompt_as_typed_and_names_capitalised();
     unknown_characters_are_named();
