@@ -54,6 +54,13 @@ void slm_query_key_scores(const float *q, int kd, const float *keys, const float
  * channels): the slots in four chains (j mod 4) added at the end. */
 void slm_blend_values(const float *a, int n, const float *values, int vd, float *out);
 
+/* The same with the values laid out as the keys (slm_key_at: component i
+ * of slot j at slm_key_at(vd, i, j)): 16 slots a register, one chain a
+ * channel, its 16 lanes added in a fixed tree at the end; a readable for n
+ * rounded up to 16 (the slots past n weigh 0). For value widths below 16,
+ * where slm_blend_values goes channel by channel. */
+void slm_blend_values_by_slot(const float *a, int n, const float *values, int vd, float *out);
+
 /* Floats zeroed for a key or value cache: in 2 MB pages when they fill one
  * or more. Freed by free(). NULL with e set when out of memory. */
 float *slm_cache_alloc(size_t floats, Error *e);

@@ -23,7 +23,7 @@ struct TfGenerator {
     float *qkv_b;     /* (L, QKV) b_Q (times 1/sqrt(dh)), b_K, b_V */
     float *distance2; /* (L, H, 2W) and 16 more: entry k = the score of distance (W-1-k) mod W */
     float *keys;      /* (n, L, H, W/16, dh, 16): component i of the key in slot u % W (slm_key_at) */
-    float *values;    /* (n, L, H, W, dh): the value in slot u % W */
+    float *values;    /* (n, L, H, W/16, dh, 16): the value of slot u % W, laid out as the keys */
     /* each sample's scratch (threads may share a batch): (n, D), (n, D), (n, QKV), (n, H*dh), (n, F), (n, W/16*16) */
     float *resid, *x, *qkv, *z, *mlp, *scores;
     size_t keys_size, values_size; /* floats of one sample's keys, values */
@@ -51,7 +51,7 @@ static int alloc_buffers(struct TfGenerator *t, const ModelConfig *c, int n, Err
     TfSizes z = tf_sizes(c);
     size_t L = (size_t)c->n_layers, N = (size_t)n;
     t->keys_size = L * z.H * z.slots * z.dh;
-    t->values_size = L * z.H * z.W * z.dh;
+    t->values_size = L * z.H * z.slots * z.dh;
     return (t->qkv_b = xmalloc(L * z.QKV * sizeof(float), e)) &&
            (t->distance2 = xcalloc(L * z.H * 2 * z.W + 16, sizeof(float), e)) &&
            (t->keys = slm_cache_alloc(N * t->keys_size, e)) && (t->values = slm_cache_alloc(N * t->values_size, e)) &&
@@ -175,7 +175,7 @@ static void head_attend(struct TfGenerator *G, const TfSizes *z, int s, int l, i
     float *sc = G->scores + (size_t)s * z->slots;
     slm_query_key_scores(q, z->dh, keys, bias, n, sc);
     slm_softmax_inplace(sc, n);
-    slm_blend_values(sc, n, G->values + s * G->values_size + (size_t)lh * z->W * z->dh, z->dh, out);
+    slm_blend_values_by_slot(sc, n, G->values + s * G->values_size + (size_t)lh * z->slots * z->dh, z->dh, out);
 }
 
 /* Block l, sample s at position t: its qkv's key and value of every head
@@ -191,8 +191,8 @@ static void heads_step(GeneratorBatch *g, const TfSizes *z, int s, int l) {
         float *q = qkv + h * dh, *k = qkv + z->HV + h * dh, *v = qkv + 2 * z->HV + h * dh;
         if (c->pos == POS_ROPE) slm_rope_turn(dh, t, 1, q), slm_rope_turn(dh, t, 1, k);
         float *keys = G->keys + s * G->keys_size + (size_t)lh * z->slots * dh;
-        for (int i = 0; i < dh; i++) keys[slm_key_at(dh, i, slot)] = k[i];
-        memcpy(G->values + s * G->values_size + ((size_t)lh * z->W + slot) * dh, v, (size_t)dh * sizeof(float));
+        float *values = G->values + s * G->values_size + (size_t)lh * z->slots * dh;
+        for (int i = 0; i < dh; i++) keys[slm_key_at(dh, i, slot)] = k[i], values[slm_key_at(dh, i, slot)] = v[i];
         if (!(g->ablation.heads >> lh & 1u))
             head_attend(G, z, s, l, h, t, q, zs + h * dh);
         else if (g->ablation.mode == ABLATE_MEAN) /* --ablate: z set to the head's mean, or to 0 */

@@ -219,6 +219,16 @@ void slm_row_times_matrix(const float *w, int Din, int m, const float *x0, int s
  * unused ones (their scores are never read). */
 void slm_query_key_scores(const float *q, int kd, const float *keys, const float *bias, int n, float *sc) {
     int j = 0;
+    for (; j + 64 <= n; j += 64) { /* four blocks: four chains in flight (a slot's sum as below) */
+        const float *k0 = keys + (size_t)j * kd, *k1 = k0 + 16 * kd, *k2 = k1 + 16 * kd, *k3 = k2 + 16 * kd;
+        f16v a0 = load16(bias + j), a1 = load16(bias + j + 16), a2 = load16(bias + j + 32), a3 = load16(bias + j + 48);
+        for (int i = 0; i < kd; i++) {
+            a0 += load16(k0 + 16 * i) * q[i], a1 += load16(k1 + 16 * i) * q[i];
+            a2 += load16(k2 + 16 * i) * q[i], a3 += load16(k3 + 16 * i) * q[i];
+        }
+        memcpy(sc + j, &a0, sizeof a0), memcpy(sc + j + 16, &a1, sizeof a1);
+        memcpy(sc + j + 32, &a2, sizeof a2), memcpy(sc + j + 48, &a3, sizeof a3);
+    }
     for (; j + 32 <= n; j += 32) { /* two blocks: two chains in flight */
         const float *k0 = keys + (size_t)j * kd, *k1 = k0 + 16 * kd;
         f16v a0 = load16(bias + j), a1 = load16(bias + j + 16);
@@ -264,4 +274,60 @@ void slm_blend_values(const float *a, int n, const float *values, int vd, float 
         for (int j = 0; j < n; j++) t += a[j] * values[(size_t)j * vd + ch];
         out[ch] = t;
     }
+}
+
+/* 16 lanes of int: a shuffle's choice of lanes. */
+typedef int i16v __attribute__((vector_size(64)));
+
+/* acc[c] (16 lanes each, c < 8) -> out[c] = the sum of acc[c]'s lanes, for
+ * c < cn: a fixed tree, halving the lanes of each channel while merging
+ * pairs of registers, so 8 channels take 7 shuffle-adds and a last one. */
+static inline void sum_lanes8(const f16v *acc, int cn, float *out) {
+    static const i16v lo1 = {0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23};
+    static const i16v hi1 = {8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31};
+    static const i16v lo2 = {0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27};
+    static const i16v hi2 = {4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31};
+    static const i16v lo3 = {0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29};
+    static const i16v hi3 = {2, 3, 6, 7, 10, 11, 14, 15, 18, 19, 22, 23, 26, 27, 30, 31};
+    static const i16v even = {0, 2, 4, 6, 8, 10, 12, 14, 0, 2, 4, 6, 8, 10, 12, 14};
+    static const i16v odd = {1, 3, 5, 7, 9, 11, 13, 15, 1, 3, 5, 7, 9, 11, 13, 15};
+    f16v r[4], q[2];
+    for (int i = 0; i < 4; i++) /* channels 2i, 2i+1: 8 lanes each */
+        r[i] = __builtin_shuffle(acc[2 * i], acc[2 * i + 1], lo1) + __builtin_shuffle(acc[2 * i], acc[2 * i + 1], hi1);
+    for (int i = 0; i < 2; i++) /* channels 4i..4i+3: 4 lanes each */
+        q[i] = __builtin_shuffle(r[2 * i], r[2 * i + 1], lo2) + __builtin_shuffle(r[2 * i], r[2 * i + 1], hi2);
+    f16v pairs = __builtin_shuffle(q[0], q[1], lo3) + __builtin_shuffle(q[0], q[1], hi3); /* 8 channels, 2 lanes */
+    f16v sum = __builtin_shuffle(pairs, even) + __builtin_shuffle(pairs, odd);
+    float lanes[16];
+    memcpy(lanes, &sum, sizeof sum);
+    memcpy(out, lanes, (size_t)cn * sizeof(float));
+}
+
+/* Channels c0..c0+cn-1 (cn <= 8, a constant where inlined) of
+ * slm_blend_values_by_slot: one chain a channel, an FMA a block of 16 slots. */
+static inline __attribute__((always_inline)) void blend_channels(const float *a, int n, const float *values, int vd,
+                                                                 int c0, int cn, float *out) {
+    f16v acc[8] = {0};
+    int j = 0;
+    for (; j + 16 <= n; j += 16) {
+        f16v w = load16(a + j);
+        const float *v = values + ((size_t)j * vd + c0 * 16);
+#pragma GCC unroll 8
+        for (int c = 0; c < cn; c++) acc[c] += w * load16(v + 16 * c);
+    }
+    if (j < n) { /* the last block's slots past n weigh 0 (the cache's, never written, hold 0) */
+        float tail[16] = {0};
+        memcpy(tail, a + j, (size_t)(n - j) * sizeof(float));
+        f16v w = load16(tail);
+        const float *v = values + ((size_t)j * vd + c0 * 16);
+#pragma GCC unroll 8
+        for (int c = 0; c < cn; c++) acc[c] += w * load16(v + 16 * c);
+    }
+    sum_lanes8(acc, cn, out + c0);
+}
+
+void slm_blend_values_by_slot(const float *a, int n, const float *values, int vd, float *out) {
+    int c0 = 0;
+    for (; c0 + 8 <= vd; c0 += 8) blend_channels(a, n, values, vd, c0, 8, out);
+    if (c0 < vd) blend_channels(a, n, values, vd, c0, vd - c0, out);
 }
