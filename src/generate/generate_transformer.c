@@ -26,7 +26,7 @@ struct TfGenerator {
     float *values;    /* (n, L, H, W/16, dh, 16): the value of slot u % W, laid out as the keys */
     /* each sample's scratch (threads may share a batch): (n, D), (n, D), (n, QKV), (n, H*dh), (n, F), (n, W/16*16) */
     float *resid, *x, *qkv, *z, *mlp, *scores;
-    size_t keys_size, values_size; /* floats of one sample's keys, values */
+    size_t cache; /* floats of one sample's keys (and of its values) */
 };
 
 /* Sizes of one sample's part of a batch's buffers. */
@@ -47,22 +47,23 @@ static TfSizes tf_sizes(const ModelConfig *c) {
                      .slots = slm_key_slots(c->window)};
 }
 
+/* t's caches and scratch for n samples (shapes in struct TfGenerator); 0 when all came. */
 static int alloc_buffers(struct TfGenerator *t, const ModelConfig *c, int n, Error *e) {
     TfSizes z = tf_sizes(c);
     size_t L = (size_t)c->n_layers, N = (size_t)n;
-    t->keys_size = L * z.H * z.slots * z.dh;
-    t->values_size = L * z.H * z.slots * z.dh;
+    t->cache = L * z.H * z.slots * z.dh;
     return (t->qkv_b = xmalloc(L * z.QKV * sizeof(float), e)) &&
            (t->distance2 = xcalloc(L * z.H * 2 * z.W + 16, sizeof(float), e)) &&
-           (t->keys = slm_cache_alloc(N * t->keys_size, e)) && (t->values = slm_cache_alloc(N * t->values_size, e)) &&
+           (t->keys = slm_cache_alloc(N * t->cache, e)) && (t->values = slm_cache_alloc(N * t->cache, e)) &&
            (t->resid = xcalloc(N * z.D, sizeof(float), e)) && (t->x = xcalloc(N * z.D, sizeof(float), e)) &&
            (t->qkv = xcalloc(N * z.QKV, sizeof(float), e)) && (t->z = xcalloc(N * z.HV, sizeof(float), e)) &&
            (t->mlp = xcalloc(N * z.F, sizeof(float), e)) && (t->scores = xcalloc(N * z.slots, sizeof(float), e));
 }
 
 /* Block l's W_Q, W_K, W_V (H, D, dh) -> t->qkv_w[l] (QKV, D) and b_Q, b_K, b_V
- * (H, dh) -> its qkv_b, the queries' times 1/sqrt(dh); its distance table
- * (H, W) -> its distance2 block (H, 2W). */
+ * (H, dh) -> its qkv_b, the queries' times 1/sqrt(dh) (the forward pass
+ * scales the scores instead: the same to rounding); its distance table
+ * (H, W) -> its distance2 block (H, 2W). scratch: (QKV*D + H*W) floats. */
 static int pack_attention(struct TfGenerator *t, const ModelConfig *c, int l, float *scratch, Error *e) {
     TfSizes z = tf_sizes(c);
     const TfBlockViews *b = &t->w.block[l];
@@ -75,8 +76,8 @@ static int pack_attention(struct TfGenerator *t, const ModelConfig *c, int l, fl
         bias[z.HV + r] = b->b_K[r];
         bias[2 * z.HV + r] = b->b_V[r];
     }
-    slm_transformer_distance_table(c, b, scratch + (size_t)z.QKV * z.D);
-    const float *table = scratch + (size_t)z.QKV * z.D;
+    float *table = scratch + (size_t)z.QKV * z.D;
+    slm_transformer_distance_table(c, b, table);
     for (int h = 0; h < z.H; h++)
         for (int k = 0; k < 2 * z.W; k++)
             distance2[(size_t)h * 2 * z.W + k] = table[(size_t)h * z.W + (2 * z.W - 1 - k) % z.W];
@@ -142,8 +143,8 @@ void slm_tf_generator_copy(GeneratorBatch *g, int from, int to) {
     struct TfGenerator *t = g->tf;
     size_t V = (size_t)g->model->cfg.vocab_size;
     g->pos[to] = g->pos[from];
-    memcpy(t->keys + to * t->keys_size, t->keys + from * t->keys_size, t->keys_size * sizeof(float));
-    memcpy(t->values + to * t->values_size, t->values + from * t->values_size, t->values_size * sizeof(float));
+    memcpy(t->keys + to * t->cache, t->keys + from * t->cache, t->cache * sizeof(float));
+    memcpy(t->values + to * t->cache, t->values + from * t->cache, t->cache * sizeof(float));
     memcpy(g->logits + to * V, g->logits + from * V, V * sizeof(float));
 }
 
@@ -171,11 +172,11 @@ static void head_attend(struct TfGenerator *G, const TfSizes *z, int s, int l, i
     int lh = l * z->H + h, n = t + 1 < z->W ? t + 1 : z->W, newest = t % z->W;
     /* slot j holds the key (newest - j) mod W back */
     const float *bias = G->distance2 + (size_t)lh * 2 * z->W + (z->W - 1 - newest);
-    const float *keys = G->keys + s * G->keys_size + (size_t)lh * z->slots * z->dh;
+    const float *keys = G->keys + s * G->cache + (size_t)lh * z->slots * z->dh;
     float *sc = G->scores + (size_t)s * z->slots;
     slm_query_key_scores(q, z->dh, keys, bias, n, sc);
     slm_softmax_inplace(sc, n);
-    slm_blend_values_by_slot(sc, n, G->values + s * G->values_size + (size_t)lh * z->slots * z->dh, z->dh, out);
+    slm_blend_values_by_slot(sc, n, G->values + s * G->cache + (size_t)lh * z->slots * z->dh, z->dh, out);
 }
 
 /* Block l, sample s at position t: its qkv's key and value of every head
@@ -190,8 +191,8 @@ static void heads_step(GeneratorBatch *g, const TfSizes *z, int s, int l) {
         int lh = l * z->H + h;
         float *q = qkv + h * dh, *k = qkv + z->HV + h * dh, *v = qkv + 2 * z->HV + h * dh;
         if (c->pos == POS_ROPE) slm_rope_turn(dh, t, 1, q), slm_rope_turn(dh, t, 1, k);
-        float *keys = G->keys + s * G->keys_size + (size_t)lh * z->slots * dh;
-        float *values = G->values + s * G->values_size + (size_t)lh * z->slots * dh;
+        float *keys = G->keys + s * G->cache + (size_t)lh * z->slots * dh;
+        float *values = G->values + s * G->cache + (size_t)lh * z->slots * dh;
         for (int i = 0; i < dh; i++) keys[slm_key_at(dh, i, slot)] = k[i], values[slm_key_at(dh, i, slot)] = v[i];
         if (!(g->ablation.heads >> lh & 1u))
             head_attend(G, z, s, l, h, t, q, zs + h * dh);
