@@ -1,5 +1,6 @@
-/* Generation's FP32 kernels: see include/storylm/kernels16.h. Moved from
- * generate.c as they were (the same pragmas, so the same instructions and bits). */
+/* Generation's FP32 kernels: see include/storylm/kernels16.h. The attention
+ * network's came from generate.c as they were (the same pragmas, so the same
+ * instructions and bits); slm_blend_values_by_slot is the transformer's. */
 #define _DEFAULT_SOURCE /* madvise */
 #include "storylm/kernels16.h"
 
@@ -17,7 +18,7 @@
  * step reads each sample's cache, megabytes in all; in 4 KB pages that is
  * thousands of pages a step, each a likely miss of the core's address cache
  * (a walk of the page tables); 64 samples ran 1.19 times as fast with both
- * this and prefetch_head's reach. A smaller cache is allocated as before: a
+ * this and prefetch_head's reach (generate.c). A smaller cache is allocated as before: a
  * page of 2 MB for one sample's 192 KB would waste the rest. Freed by free(). */
 float *slm_cache_alloc(size_t floats, Error *e) {
     size_t huge = (size_t)2 << 20, bytes = (floats * sizeof(float) + huge - 1) / huge * huge;
