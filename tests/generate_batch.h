@@ -12,16 +12,15 @@
 #include "storylm/rng.h"
 #include "storylm/workers.h"
 
-/* A batch of N (at most 64) fed random tokens, a random subset of the
- * samples each step in a random order, gives each sample the same logits,
- * bit for bit, as a generator of its own fed the same tokens; also past the
- * window (window: 0 for the default); the products at precision p. */
-static void batch_of_n_gives_each_sample_its_own_bits(Arch arch, const Ablation *ab, uint64_t seed, int threads, int N,
-                                                      int window, Precision p) {
+/* A batch of N (at most 64) of a random model of config cfg (300 tokens),
+ * fed random tokens, a random subset of the samples each step in a random
+ * order, gives each sample the same logits, bit for bit, as a generator of
+ * its own fed the same tokens; also past the window; the products at
+ * precision p. */
+static void batch_of_config_gives_each_sample_its_own_bits(ModelConfig cfg, const Ablation *ab, uint64_t seed,
+                                                           int threads, int N, Precision p) {
     enum { MAX_N = 64, STEPS = 300 };
     Error e = {0};
-    ModelConfig cfg = slm_model_config_default(arch, 300);
-    if (window) cfg.window = window;
     CHECK(N >= 3 && N <= MAX_N);
     Model m;
     CHECK(slm_model_init(&m, &cfg, &e) == 0);
@@ -66,6 +65,14 @@ static void batch_of_n_gives_each_sample_its_own_bits(Arch arch, const Ablation 
     slm_generator_batch_free(&batch);
     slm_workers_free(&w);
     slm_model_free(&m);
+}
+
+/* The same for arch's default config (window: 0 for the default's). */
+static void batch_of_n_gives_each_sample_its_own_bits(Arch arch, const Ablation *ab, uint64_t seed, int threads, int N,
+                                                      int window, Precision p) {
+    ModelConfig cfg = slm_model_config_default(arch, 300);
+    if (window) cfg.window = window;
+    batch_of_config_gives_each_sample_its_own_bits(cfg, ab, seed, threads, N, p);
 }
 
 #endif

@@ -16,6 +16,7 @@
 #include "check.h"
 #include "generate_batch.h"
 #include "storylm/generate.h"
+#include "storylm/kernels16.h"
 #include "storylm/model.h"
 #include "storylm/rng.h"
 #include "storylm/sample.h"
@@ -141,6 +142,71 @@ static void batches_match_alone(void) {
     /* 64 samples, as generate --samples 64; a window that is no multiple of the cache's blocks of 16 slots */
     batch_of_n_gives_each_sample_its_own_bits(ARCH_ATTENTION, NULL, 16, 1, 64, 0, PRECISION_FP32);
     batch_of_n_gives_each_sample_its_own_bits(ARCH_ATTENTION, NULL, 17, 2, 64, 37, PRECISION_FP32);
+}
+
+/* slm_blend_values_by_slot's order written out: lane l of channel c sums
+ * the slots j = l mod 16 (j < n) in order, one fmaf each; then
+ * s1[i] = L[i] + L[i+8], s2[i] = s1[i] + s1[i+4], s3[i] = s2[i] + s2[i+2],
+ * out = s3[0] + s3[1]. values as the keys (slm_key_at). */
+static float blend_by_slot_emulated(const float *a, int n, const float *values, int vd, int c) {
+    float L[16], s1[8], s2[4], s3[2];
+    for (int l = 0; l < 16; l++) {
+        L[l] = 0.0f;
+        for (int j = l; j < n; j += 16) L[l] = fmaf(a[j], values[slm_key_at(vd, c, j)], L[l]);
+    }
+    for (int i = 0; i < 8; i++) s1[i] = L[i] + L[i + 8];
+    for (int i = 0; i < 4; i++) s2[i] = s1[i] + s1[i + 4];
+    for (int i = 0; i < 2; i++) s3[i] = s2[i] + s2[i + 2];
+    return s3[0] + s3[1];
+}
+
+/* A head's blend over values laid out by slot (the transformer's 8-wide
+ * heads) has the bits of its order written out, and is the weighted sum to
+ * rounding, for slot counts in and off the blocks of 16 and widths of 8, 12, 4. */
+static void blend_by_slot_is_its_order(void) {
+    enum { SLOTS = 272 };
+    const int widths[] = {8, 12, 4}, counts[] = {1, 15, 16, 37, 256, 272};
+    Rng r;
+    slm_rng_seed(&r, 31);
+    float *a = calloc(SLOTS, sizeof(float)), *values = calloc(SLOTS * 12, sizeof(float)), out[12];
+    int same = 1;
+    double worst = 0;
+    for (int w = 0; w < 3; w++)
+        for (int t = 0; t < 6; t++) {
+            int vd = widths[w], n = counts[t];
+            for (int j = 0; j < SLOTS; j++) a[j] = j < n ? (float)slm_rng_uniform(&r) : 1e30f; /* past n: unread */
+            for (int i = 0; i < SLOTS * vd; i++) values[i] = (float)slm_rng_uniform(&r) - 0.5f;
+            slm_blend_values_by_slot(a, n, values, vd, out);
+            for (int c = 0; c < vd; c++) {
+                double sum = 0;
+                for (int j = 0; j < n; j++) sum += (double)a[j] * values[slm_key_at(vd, c, j)];
+                same &= out[c] == blend_by_slot_emulated(a, n, values, vd, c);
+                worst = fmax(worst, fabs(out[c] - sum));
+            }
+        }
+    CHECK(same && worst < 1e-4);
+    free(a);
+    free(values);
+}
+
+/* The transformer the same: its products over the samples of a step, on one
+ * thread or two, with --pos alibi (the shipped model's distance scores) and
+ * rope, past the window, with heads switched off. */
+static void transformer_batches_match_alone(void) {
+    ModelConfig cfg = slm_model_config_default(ARCH_TRANSFORMER, 300);
+    cfg.pos = POS_ALIBI;
+    batch_of_config_gives_each_sample_its_own_bits(cfg, NULL, 21, 1, 5, PRECISION_FP32);
+    batch_of_config_gives_each_sample_its_own_bits(cfg, NULL, 22, 2, 5, PRECISION_FP32);
+    batch_of_config_gives_each_sample_its_own_bits(cfg, NULL, 23, 1, 64, PRECISION_FP32);
+    batch_of_config_gives_each_sample_its_own_bits(cfg, NULL, 24, 2, 64, PRECISION_FP32);
+    cfg.pos = POS_ROPE;
+    cfg.window = 37; /* no multiple of the cache's blocks of 16 slots */
+    float mean[2 * 8 * 8];
+    for (int i = 0; i < 2 * 8 * 8; i++) mean[i] = 0.01f * (float)(i % 13) - 0.06f;
+    Ablation zero = {.heads = (1u << 2) | (1u << 11), .mode = ABLATE_ZERO};
+    Ablation avg = {.heads = 0x0f0u, .mode = ABLATE_MEAN, .mean = mean};
+    batch_of_config_gives_each_sample_its_own_bits(cfg, &zero, 25, 2, 5, PRECISION_FP32);
+    batch_of_config_gives_each_sample_its_own_bits(cfg, &avg, 26, 2, 64, PRECISION_FP32);
 }
 
 /* ---- the view: a small vocabulary and a random model over it --------------------- */
@@ -502,6 +568,8 @@ int main(void) {
     sampling_follows_its_settings();
     same_seed_same_draws();
     batches_match_alone();
+    transformer_batches_match_alone();
+    blend_by_slot_is_its_order();
     samples_together_are_samples_alone();
     prompt_as_typed_and_names_capitalised();
     unknown_characters_are_named();

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "storylm/error.h"
+#include "storylm/kernels16.h"
 #include "storylm/model.h"
 #include "storylm/workers.h"
 
@@ -22,8 +23,8 @@ typedef struct GeneratorBatch {
     float *distance2;    /* (L, H, 2W) and 16 more: entry k = distance score (W-1-k) mod W */
     Model *layers;       /* (L) each layer's view of the model (slm_model_layer_view) */
     ScoreTensors *score; /* (L) each layer's --score tensors, looked up once */
-    float *hidden_w;     /* hidden.weight and output.weight in blocks of 16 rows, column by column */
-    float *output_w;
+    Dense16 hidden_w;    /* hidden.weight and output.weight in blocks of 16 rows */
+    Dense16 output_w;
     /* each sample's story; sample s's part is at s times the size given */
     int *pos;               /* (n) tokens fed so far */
     float *keys;            /* (n, L, H, W/16, kd, 16): component i of the key in slot s (position pos % W),

@@ -1,37 +1,13 @@
 /* Incremental inference: see include/storylm/generate.h. The arithmetic is
  * slm_model_forward's for one position, so the two agree to float rounding. */
-#define _DEFAULT_SOURCE /* madvise */
 #include "storylm/generate.h"
 
 #include "storylm/dense_bf16.h"
+#include "storylm/kernels16.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-
-/* Contract a*b+c into FMA instructions (ISO C mode leaves them apart). */
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("fp-contract=fast")
-#endif
-
-/* Floats zeroed for the caches of keys and values: in 2 MB pages (Linux's
- * transparent huge pages) when they fill one or more. With many samples every
- * step reads each sample's cache, megabytes in all; in 4 KB pages that is
- * thousands of pages a step, each a likely miss of the core's address cache
- * (a walk of the page tables); 64 samples ran 1.19 times as fast with both
- * this and prefetch_head's reach. A smaller cache is allocated as before: a
- * page of 2 MB for one sample's 192 KB would waste the rest. Freed by free(). */
-static float *cache_alloc(size_t floats, Error *e) {
-    size_t huge = (size_t)2 << 20, bytes = (floats * sizeof(float) + huge - 1) / huge * huge;
-    float *p = floats * sizeof(float) >= huge ? aligned_alloc(huge, bytes) : NULL;
-    if (!p) return xcalloc(floats, sizeof(float), e);
-#ifdef MADV_HUGEPAGE
-    madvise(p, bytes, MADV_HUGEPAGE); /* a hint: without it (or refused) the pages are small, nothing else changes */
-#endif
-    memset(p, 0, bytes);
-    return p;
-}
 
 /* --precision bf16: each layer's query, key and value weights (qkv_w's
  * block of layer l as (QKV, Din)), the hidden and output layers', packed in
@@ -53,157 +29,6 @@ static void bf16_free(struct GenBf16 *b) {
 }
 
 static int qkv_width(const ModelConfig *c) { return c->n_heads * (2 * c->key_dim + c->value_dim); }
-
-/* 16 floats: one AVX-512 register (two AVX ones elsewhere), a block's 16 rows. */
-typedef float f16v __attribute__((vector_size(64)));
-/* The helpers are static and inlined: no ABI is crossed (GCC warns without AVX-512). */
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wpsabi"
-#endif
-/* Samples a block of weights serves at once: with 32 registers (AVX-512) 8
- * samples' 16 chains and the weights fit; with 16, 2. */
-/* Blocks one sample alone goes through at once: with AVX-512, 8 chains in
- * flight, so the FMAs wait on neither each other nor the cache. */
-#ifdef __AVX512F__
-#define DENSE_GROUP 8
-#define DENSE_BLOCKS 4
-#else
-#define DENSE_GROUP 2
-#define DENSE_BLOCKS 2
-#endif
-
-/* W (rows, cols) -> blocks of 16 rows, column by column: block b holds
- * W[16b + r][k] at (b*cols + k)*16 + r (rows past the end 0). Then a
- * block's 16 outputs are one register and the whole product one pass over
- * the packed floats, with no sums across a register. */
-static void pack_rows16(const float *W, int rows, int cols, float *packed) {
-    for (int b = 0; b < (rows + 15) / 16; b++)
-        for (int k = 0; k < cols; k++)
-            for (int r = 0; r < 16; r++)
-                packed[((size_t)b * cols + k) * 16 + r] = 16 * b + r < rows ? W[(size_t)(16 * b + r) * cols + k] : 0.0f;
-}
-
-/* 16 floats read from anywhere (no alignment asked). */
-static inline f16v load16(const float *p) {
-    f16v v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-/* A block's 16 sums (even and odd columns' chains) + bias -> y (n of them). */
-static inline void store16(const f16v *even, const f16v *odd, const float *bias, int n, float *y) {
-    f16v sum = *even + *odd; /* by pointer: no vector crosses a call's ABI, even where not inlined */
-    if (n == 16) {           /* the same sums as below, a register at once */
-        sum += load16(bias);
-        memcpy(y, &sum, sizeof sum);
-        return;
-    }
-    float out[16];
-    memcpy(out, &sum, sizeof sum);
-    for (int r = 0; r < n; r++) y[r] = out[r] + bias[r];
-}
-
-/* Every row's sum is the same two chains whichever kernel computes it: one
- * FMA a column, the even columns' in one, the odd ones' in the other (an FMA
- * waits on the one before), added at the end, then the bias. So a sample's
- * outputs have the same bits alone, in a group, or with any others. */
-
-/* One block (16 rows, n real; w its packed weights, cols columns) for S
- * samples at once (S <= DENSE_GROUP, a constant where inlined): each weight
- * register serves all S. x[s] (cols) -> y[s] (16). */
-static inline __attribute__((always_inline)) void block_for_samples(const float *w, int cols, const float *const *x,
-                                                                    int S, const float *bias, int n, float *const *y) {
-    f16v e[DENSE_GROUP], o[DENSE_GROUP];
-#pragma GCC unroll 8
-    for (int s = 0; s < S; s++) e[s] = o[s] = (f16v){0};
-    int k = 0;
-    for (; k + 1 < cols; k += 2) {
-        f16v we = load16(w + (size_t)k * 16), wo = load16(w + (size_t)k * 16 + 16);
-#pragma GCC unroll 8
-        for (int s = 0; s < S; s++) {
-            e[s] += we * x[s][k];
-            o[s] += wo * x[s][k + 1];
-        }
-    }
-    if (k < cols) {
-        f16v we = load16(w + (size_t)k * 16);
-#pragma GCC unroll 8
-        for (int s = 0; s < S; s++) e[s] += we * x[s][k];
-    }
-#pragma GCC unroll 8
-    for (int s = 0; s < S; s++) store16(&e[s], &o[s], bias, n, y[s]);
-}
-
-/* One sample alone through B consecutive blocks at once (B <= DENSE_BLOCKS,
- * a constant where inlined), blocks of block floats apart: x (cols) -> y
- * (16 B, rows real of them). */
-static inline __attribute__((always_inline)) void blocks_for_sample(const float *w, size_t block, int cols,
-                                                                    const float *x, int B, const float *bias, int rows,
-                                                                    float *y) {
-    f16v e[DENSE_BLOCKS], o[DENSE_BLOCKS];
-#pragma GCC unroll 4
-    for (int b = 0; b < B; b++) e[b] = o[b] = (f16v){0};
-    int k = 0;
-    for (; k + 1 < cols; k += 2) {
-        float xe = x[k], xo = x[k + 1];
-#pragma GCC unroll 4
-        for (int b = 0; b < B; b++) {
-            e[b] += load16(w + b * block + (size_t)k * 16) * xe;
-            o[b] += load16(w + b * block + (size_t)k * 16 + 16) * xo;
-        }
-    }
-    if (k < cols) {
-#pragma GCC unroll 4
-        for (int b = 0; b < B; b++) e[b] += load16(w + b * block + (size_t)k * 16) * x[k];
-    }
-#pragma GCC unroll 4
-    for (int b = 0; b < B; b++)
-        store16(&e[b], &o[b], bias + 16 * b, rows - 16 * b < 16 ? rows - 16 * b : 16, y + 16 * b);
-}
-
-/* y = packed W (rows, cols) x + bias for one sample: DENSE_BLOCKS blocks at
- * a time, streaming the packed weights once in order. */
-static void dense_one(const float *packed, const float *bias, const float *x, int rows, int cols, float *y) {
-    int blocks = (rows + 15) / 16, b = 0;
-    size_t block = (size_t)cols * 16;
-    for (; b + DENSE_BLOCKS <= blocks; b += DENSE_BLOCKS)
-        blocks_for_sample(packed + b * block, block, cols, x, DENSE_BLOCKS, bias + 16 * b, rows - 16 * b, y + 16 * b);
-    for (; b < blocks; b++)
-        blocks_for_sample(packed + b * block, block, cols, x, 1, bias + 16 * b, rows - 16 * b, y + 16 * b);
-}
-
-/* For j < k: y of sample which[j] (rows) = packed W (rows, cols) x of that
- * sample (cols) + bias; x and y hold a sample's vector every x_step, y_step
- * floats. A matrix product over the samples, block by block: each block of
- * weights (16 x cols) is loaded into registers once for DENSE_GROUP samples
- * and stays in the first-level cache while every sample passes, so the
- * weights stream past once a step, not once a sample. */
-static void dense16(const float *packed, const float *bias, const float *x, size_t x_step, const int *which, int k,
-                    int rows, int cols, float *y, size_t y_step) {
-    if (k == 1) {
-        dense_one(packed, bias, x + which[0] * x_step, rows, cols, y + which[0] * y_step);
-        return;
-    }
-    for (int b = 0; b < (rows + 15) / 16; b++) {
-        const float *w = packed + (size_t)b * cols * 16, *xs[DENSE_GROUP];
-        float *ys[DENSE_GROUP];
-        int n = rows - 16 * b < 16 ? rows - 16 * b : 16;
-        for (int j = 0; j < k;) {
-            int S = k - j < DENSE_GROUP ? k - j : DENSE_GROUP;
-            for (int s = 0; s < S; s++) xs[s] = x + which[j + s] * x_step, ys[s] = y + which[j + s] * y_step + 16 * b;
-            /* the group's size a constant in each call, so its chains stay in registers */
-            if (S == DENSE_GROUP)
-                block_for_samples(w, cols, xs, DENSE_GROUP, bias + 16 * b, n, ys);
-            else if (S >= 4)
-                block_for_samples(w, cols, xs, S = 4, bias + 16 * b, n, ys);
-            else if (S >= 2)
-                block_for_samples(w, cols, xs, S = 2, bias + 16 * b, n, ys);
-            else
-                block_for_samples(w, cols, xs, 1, bias + 16 * b, n, ys);
-            j += S;
-        }
-    }
-}
 
 /* Layer l's input width: the row (l = 0), or the row and layer l-1's heads. */
 static int layer_input(const ModelConfig *c, int l) { return c->row_dim + (l > 0 ? c->n_heads * c->value_dim : 0); }
@@ -241,14 +66,8 @@ typedef struct SampleSizes {
     size_t keys, values, recent, qkv, z, hidden, logits;
 } SampleSizes;
 
-/* Slots of a head's key cache: the window's, rounded up to blocks of 16. */
-static int key_slots(const ModelConfig *c) { return (c->window + 15) / 16 * 16; }
-
-/* Where component i of slot j sits in a head's keys (kd components): slots
- * in blocks of 16, a block's components one after the other, each 16 slots
- * (one register, one cache line) wide. A head's scores then read one
- * contiguous stretch, a block at a time. */
-static size_t key_at(int kd, int i, int j) { return ((size_t)(j / 16) * kd + i) * 16 + j % 16; }
+/* Slots of a head's key cache (slm_key_at's layout). */
+static int key_slots(const ModelConfig *c) { return slm_key_slots(c->window); }
 
 static SampleSizes sample_sizes(const ModelConfig *c) {
     int att = c->arch == ARCH_ATTENTION;
@@ -270,16 +89,16 @@ int slm_generator_batch_init(GeneratorBatch *g, const Model *m, const Ablation *
     if (n < 1) return FAIL(e, "ask for 1 or more samples", "a batch of %d samples", n);
     SampleSizes sz = sample_sizes(c);
     size_t L = (size_t)slm_model_layers(c), H = c->n_heads * L, W = c->window, N = (size_t)n;
-    size_t Z = sz.z, Hd16 = (c->hidden_dim + 15) / 16 * 16, V16 = (c->vocab_size + 15) / 16 * 16;
-    int ok = (g->hidden_w = xmalloc(Hd16 * Z * sizeof(float), e)) &&
-             (g->output_w = xmalloc(V16 * c->hidden_dim * sizeof(float), e)) && (g->pos = xcalloc(N, sizeof(int), e)) &&
-             (g->recent = xcalloc(N * sz.recent, sizeof(int32_t), e)) && (g->z = xcalloc(N * Z, sizeof(float), e)) &&
-             (g->scores = xcalloc(N * key_slots(c), sizeof(float), e)) &&
+    size_t Z = sz.z;
+    int ok = !slm_dense16_pack(&g->hidden_w, m->hidden_w, Z, 1, c->hidden_dim, (int)Z, e) &&
+             !slm_dense16_pack(&g->output_w, m->output_w, c->hidden_dim, 1, c->vocab_size, c->hidden_dim, e) &&
+             (g->pos = xcalloc(N, sizeof(int), e)) && (g->recent = xcalloc(N * sz.recent, sizeof(int32_t), e)) &&
+             (g->z = xcalloc(N * Z, sizeof(float), e)) && (g->scores = xcalloc(N * key_slots(c), sizeof(float), e)) &&
              (g->rows = xcalloc(N * c->row_dim, sizeof(float), e)) &&
              (g->hidden = xcalloc(N * sz.hidden, sizeof(float), e)) &&
              (g->logits = xcalloc(N * sz.logits, sizeof(float), e));
     if (ok && c->arch == ARCH_ATTENTION)
-        ok = (g->keys = cache_alloc(N * sz.keys, e)) && (g->values = cache_alloc(N * sz.values, e)) &&
+        ok = (g->keys = slm_cache_alloc(N * sz.keys, e)) && (g->values = slm_cache_alloc(N * sz.values, e)) &&
              (g->qkv_w = xmalloc(L * qkv_w_size(c) * sizeof(float), e)) &&
              (g->distance2 = xcalloc(H * 2 * W + 16, sizeof(float), e)) &&
              (g->qkv = xmalloc(N * sz.qkv * sizeof(float), e)) && (g->layers = xcalloc(L, sizeof(Model), e)) &&
@@ -301,16 +120,16 @@ int slm_generator_batch_init(GeneratorBatch *g, const Model *m, const Ablation *
         }
         free(table);
     }
-    pack_rows16(m->hidden_w, c->hidden_dim, (int)Z, g->hidden_w);
-    pack_rows16(m->output_w, c->vocab_size, c->hidden_dim, g->output_w);
     return 0;
 }
 
 void slm_generator_batch_free(GeneratorBatch *g) {
     slm_tf_generator_free(g);
     bf16_free(g->bf16);
-    void *bufs[] = {g->keys,   g->values, g->qkv_w,  g->distance2, g->qkv,    g->hidden_w, g->output_w, g->pos,
-                    g->recent, g->z,      g->scores, g->rows,      g->hidden, g->logits,   g->layers,   g->score};
+    slm_dense16_free(&g->hidden_w);
+    slm_dense16_free(&g->output_w);
+    void *bufs[] = {g->keys, g->values, g->qkv_w, g->distance2, g->qkv,    g->pos,    g->recent,
+                    g->z,    g->scores, g->rows,  g->hidden,    g->logits, g->layers, g->score};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     *g = (GeneratorBatch){0};
 }
@@ -334,36 +153,6 @@ const float *slm_generator_batch_logits(const GeneratorBatch *g, int s) {
     return g->logits + (size_t)s * g->model->cfg.vocab_size;
 }
 
-/* y (m) = x (Din) @ w (Din, m) for one sample, x's row r at xr(r): each
- * output's sum over the rows in order, one FMA a row, kept in registers
- * (4 of 16 outputs at a time) rather than in memory. */
-static void row_times_matrix(const float *w, int Din, int m, const float *x0, int split, const float *x1, float *y) {
-    int c = 0;
-    for (; c + 64 <= m; c += 64) {
-        f16v a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
-        for (int r = 0; r < Din; r++) {
-            const float *wr = w + (size_t)r * m + c;
-            float xr = r < split ? x0[r] : x1[r - split];
-            a0 += load16(wr) * xr;
-            a1 += load16(wr + 16) * xr;
-            a2 += load16(wr + 32) * xr;
-            a3 += load16(wr + 48) * xr;
-        }
-        memcpy(y + c, &a0, sizeof a0), memcpy(y + c + 16, &a1, sizeof a1);
-        memcpy(y + c + 32, &a2, sizeof a2), memcpy(y + c + 48, &a3, sizeof a3);
-    }
-    for (; c + 16 <= m; c += 16) {
-        f16v a = {0};
-        for (int r = 0; r < Din; r++) a += load16(w + (size_t)r * m + c) * (r < split ? x0[r] : x1[r - split]);
-        memcpy(y + c, &a, sizeof a);
-    }
-    for (; c < m; c++) {
-        float a = 0.0f;
-        for (int r = 0; r < Din; r++) a += w[(size_t)r * m + c] * (r < split ? x0[r] : x1[r - split]);
-        y[c] = a;
-    }
-}
-
 /* Layer l, for j < k: sample which[j]'s input (its z's row and layer l-1's
  * heads) -> its qkv = input @ layer l's qkv_w (which stays in the
  * first-level cache for all of them); the key and value go to its layer l
@@ -378,7 +167,7 @@ static void new_query_key_value(GeneratorBatch *g, int l, const int *which, int 
         if (g->bf16)
             slm_dense_bf16_pairs(z, c->row_dim, heads, Din - c->row_dim, g->bf16->pairs + which[j] * g->bf16->step);
         else
-            row_times_matrix(qkv_w, Din, QKV, z, c->row_dim, heads, g->qkv + which[j] * sz.qkv);
+            slm_row_times_matrix(qkv_w, Din, QKV, z, c->row_dim, heads, g->qkv + which[j] * sz.qkv);
     }
     if (g->bf16) slm_dense_bf16(&g->bf16->qkv[l], NULL, g->bf16->pairs, g->bf16->step, which, k, g->qkv, sz.qkv);
     for (int j = 0; j < k; j++) {
@@ -390,64 +179,9 @@ static void new_query_key_value(GeneratorBatch *g, int l, const int *which, int 
               *values = g->values + s * sz.values + (size_t)l * H * vd * W;
         for (int h = 0; h < H; h++)
             for (int i = 0; i < kd; i++)
-                keys[(size_t)h * kd * key_slots(c) + key_at(kd, i, slot)] = qkv[(H + h) * kd + i];
+                keys[(size_t)h * kd * key_slots(c) + slm_key_at(kd, i, slot)] = qkv[(H + h) * kd + i];
         for (int h = 0; h < H; h++)
             memcpy(values + ((size_t)h * W + slot) * vd, qkv + 2 * H * kd + h * vd, vd * sizeof(float));
-    }
-}
-
-/* sc (n rounded up to 16) = bias (as many) + q (kd) . each slot's key
- * (keys: blocks of 16 slots, key_at): 16 slots in a register, one FMA a
- * component in order, stored once; the slots past n are the cache's
- * unused ones (their scores are never read). */
-static void query_key_scores(const float *q, int kd, const float *keys, const float *bias, int n, float *sc) {
-    int j = 0;
-    for (; j + 32 <= n; j += 32) { /* two blocks: two chains in flight */
-        const float *k0 = keys + (size_t)j * kd, *k1 = k0 + 16 * kd;
-        f16v a0 = load16(bias + j), a1 = load16(bias + j + 16);
-        for (int i = 0; i < kd; i++) a0 += load16(k0 + 16 * i) * q[i], a1 += load16(k1 + 16 * i) * q[i];
-        memcpy(sc + j, &a0, sizeof a0), memcpy(sc + j + 16, &a1, sizeof a1);
-    }
-    for (; j + 16 <= n; j += 16) {
-        const float *k = keys + (size_t)j * kd;
-        f16v a = load16(bias + j);
-        for (int i = 0; i < kd; i++) a += load16(k + 16 * i) * q[i];
-        memcpy(sc + j, &a, sizeof a);
-    }
-    if (j < n) { /* the last n % 16 slots: each product rounded before it is added (no FMA), as the one-slot-at-a-time
-                  * code before gave them (GCC contracts vector code here, not scalar), so the numbers stay */
-        const float *k = keys + (size_t)j * kd;
-        f16v a = load16(bias + j);
-        for (int i = 0; i < kd; i++) {
-            f16v p = load16(k + 16 * i) * q[i];
-            __asm__("" : "+m"(p)); /* p through memory: rounded, not fused into the add */
-            a += p;
-        }
-        memcpy(sc + j, &a, sizeof a);
-    }
-}
-
-/* out (vd) = weights a (n) . the slots' values (values: n slots of vd
- * channels): 16 channels a register, the slots in four chains (j mod 4)
- * added at the end; channels past the last 16 one by one. */
-static void blend_values(const float *a, int n, const float *values, int vd, float *out) {
-    int ch = 0;
-    for (; ch + 16 <= vd; ch += 16) {
-        f16v s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
-        const float *v = values + ch;
-        int j = 0;
-        for (; j + 4 <= n; j += 4) {
-            s0 += load16(v + (size_t)j * vd) * a[j], s1 += load16(v + (size_t)(j + 1) * vd) * a[j + 1];
-            s2 += load16(v + (size_t)(j + 2) * vd) * a[j + 2], s3 += load16(v + (size_t)(j + 3) * vd) * a[j + 3];
-        }
-        for (; j < n; j++) s0 += load16(v + (size_t)j * vd) * a[j];
-        f16v sum = (s0 + s1) + (s2 + s3);
-        memcpy(out + ch, &sum, sizeof sum);
-    }
-    for (; ch < vd; ch++) {
-        float t = 0.0f;
-        for (int j = 0; j < n; j++) t += a[j] * values[(size_t)j * vd + ch];
-        out[ch] = t;
     }
 }
 
@@ -469,10 +203,10 @@ static void head_attend(GeneratorBatch *g, int s, int l, int h, float *out) {
             slm_additive_scores_cached(g->score[l].v + h * kd, kd, q, keys + (size_t)j * kd, 16,
                                        n - j < 16 ? n - j : 16, sc + j);
     } else {
-        query_key_scores(q, kd, keys, bias, n, sc);
+        slm_query_key_scores(q, kd, keys, bias, n, sc);
     }
     slm_softmax_inplace(sc, n);
-    blend_values(sc, n, g->values + s * sz.values + (size_t)lh * W * vd, vd, out);
+    slm_blend_values(sc, n, g->values + s * sz.values + (size_t)lh * W * vd, vd, out);
 }
 
 /* Asks the cache for head h of layer l of sample s's keys and values (the
@@ -594,7 +328,7 @@ static void feed_part(GeneratorBatch *g, const int *which, const int32_t *tokens
     const Model *m = g->model;
     const ModelConfig *c = &m->cfg;
     SampleSizes sz = sample_sizes(c);
-    int Z = (int)sz.z, Hd = c->hidden_dim, V = c->vocab_size, D = c->row_dim;
+    int Hd = c->hidden_dim, D = c->row_dim;
     if (c->arch == ARCH_ATTENTION) { /* the rows gathered (k, D) for the one pass over the query, key, value weights */
         for (int j = 0; j < k; j++) {
             memcpy(rows + (size_t)j * D, m->embedding + (size_t)tokens[j] * D, D * sizeof(float));
@@ -608,9 +342,9 @@ static void feed_part(GeneratorBatch *g, const int *which, const int32_t *tokens
     if (g->bf16) {
         dense_bf16_layers(g, which, k);
     } else {
-        dense16(g->hidden_w, m->hidden_b, g->z, sz.z, which, k, Hd, Z, g->hidden, sz.hidden);
+        slm_dense16(&g->hidden_w, m->hidden_b, g->z, sz.z, which, k, g->hidden, sz.hidden);
         for (int j = 0; j < k; j++) slm_tanh_inplace(g->hidden + which[j] * sz.hidden, Hd);
-        dense16(g->output_w, m->output_b, g->hidden, sz.hidden, which, k, V, Hd, g->logits, sz.logits);
+        slm_dense16(&g->output_w, m->output_b, g->hidden, sz.hidden, which, k, g->logits, sz.logits);
     }
     for (int j = 0; j < k; j++) g->pos[which[j]]++;
 }
@@ -626,17 +360,19 @@ typedef struct FeedJob {
 static void feed_job(void *arg, int t, int n) {
     FeedJob *f = arg;
     int j0 = f->k * t / n, j1 = f->k * (t + 1) / n;
-    if (j1 > j0)
+    if (j1 <= j0) return;
+    if (f->g->tf) /* --arch transformer: each sample's scratch its own */
+        slm_tf_generator_feed(f->g, f->which + j0, f->tokens + j0, j1 - j0);
+    else
         feed_part(f->g, f->which + j0, f->tokens + j0, j1 - j0, f->g->rows + (size_t)j0 * f->g->model->cfg.row_dim);
 }
 
 void slm_generator_batch_feed(GeneratorBatch *g, const int *which, const int32_t *tokens, int k) {
-    if (g->tf) {
-        slm_tf_generator_feed(g, which, tokens, k);
-        return;
-    }
     if (!g->workers || g->workers->n < 2 || k < 2) {
-        feed_part(g, which, tokens, k, g->rows);
+        if (g->tf)
+            slm_tf_generator_feed(g, which, tokens, k);
+        else
+            feed_part(g, which, tokens, k, g->rows);
         return;
     }
     FeedJob f = {g, which, tokens, k};

@@ -1,25 +1,104 @@
 /* Generation for --arch transformer: one token at a time with a key/value
  * cache per block (the last n_ctx keys and values of every head), equal to
  * the forward pass over the whole story up to rounding (tests/test_transformer.c).
- * generate.c's GeneratorBatch functions dispatch here; a sample's arithmetic
- * is the same whatever the batch, so its logits have the same bits fed
- * alone or with others. The products are OpenBLAS's matrix-vector ones. */
-#include <cblas.h>
+ * generate.c's GeneratorBatch functions dispatch here. As for the attention
+ * network (generate.c), the products are kernels16.c's packed 16-row blocks
+ * run over all the samples fed in a step, and a head's scores read its keys
+ * 16 slots a register: every sum is in a fixed order, so a sample's logits
+ * have the same bits fed alone or with others, on one thread or several. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "storylm/generate_transformer.h"
+#include "storylm/kernels16.h"
 
 struct TfGenerator {
     TfViews w;
-    float *qkv_w;                              /* (L, QKV, D) each block's W_Q, W_K, W_V packed (slm_pack_qkv) */
-    float *table;                              /* (L, H, W) each head's score per distance back */
-    float *keys;                               /* (n, L, H, W, dh): the key of the token at position u in slot u % W */
-    float *values;                             /* (n, L, H, W, dh) */
-    float *resid, *x, *qkv, *z, *mlp, *scores; /* one token's scratch: (D), (D), (QKV), (H*dh), (F), (W) */
-    size_t cache;                              /* floats of one sample's keys (and of its values) */
+    /* each block's products in blocks of 16 rows, as (out, in): qkv_w (QKV, D)
+     * W_Q (times 1/sqrt(dh)), W_K, W_V; W_O (D, H*dh); W_in (F, D); W_out (D, F) */
+    Dense16 qkv_w[STORYLM_MAX_TF_LAYERS], W_O[STORYLM_MAX_TF_LAYERS], W_in[STORYLM_MAX_TF_LAYERS],
+        W_out[STORYLM_MAX_TF_LAYERS];
+    Dense16 W_U;      /* (V, D) */
+    float *qkv_b;     /* (L, QKV) b_Q (times 1/sqrt(dh)), b_K, b_V */
+    float *distance2; /* (L, H, 2W) and 16 more: entry k = the score of distance (W-1-k) mod W */
+    float *keys;      /* (n, L, H, W/16, dh, 16): component i of the key in slot u % W (slm_key_at) */
+    float *values;    /* (n, L, H, W/16, dh, 16): the value of slot u % W, laid out as the keys */
+    /* each sample's scratch (threads may share a batch): (n, D), (n, D), (n, QKV), (n, H*dh), (n, F), (n, W/16*16) */
+    float *resid, *x, *qkv, *z, *mlp, *scores;
+    size_t cache; /* floats of one sample's keys (and of its values) */
 };
+
+/* Sizes of one sample's part of a batch's buffers. */
+typedef struct TfSizes {
+    int D, H, dh, HV, QKV, F, V, W, slots;
+} TfSizes;
+
+static TfSizes tf_sizes(const ModelConfig *c) {
+    int H = c->n_heads, dh = c->key_dim;
+    return (TfSizes){.D = c->row_dim,
+                     .H = H,
+                     .dh = dh,
+                     .HV = H * dh,
+                     .QKV = 3 * H * dh,
+                     .F = c->hidden_dim,
+                     .V = c->vocab_size,
+                     .W = c->window,
+                     .slots = slm_key_slots(c->window)};
+}
+
+/* t's caches and scratch for n samples (shapes in struct TfGenerator); 0 when all came. */
+static int alloc_buffers(struct TfGenerator *t, const ModelConfig *c, int n, Error *e) {
+    TfSizes z = tf_sizes(c);
+    size_t L = (size_t)c->n_layers, N = (size_t)n;
+    t->cache = L * z.H * z.slots * z.dh;
+    return (t->qkv_b = xmalloc(L * z.QKV * sizeof(float), e)) &&
+           (t->distance2 = xcalloc(L * z.H * 2 * z.W + 16, sizeof(float), e)) &&
+           (t->keys = slm_cache_alloc(N * t->cache, e)) && (t->values = slm_cache_alloc(N * t->cache, e)) &&
+           (t->resid = xcalloc(N * z.D, sizeof(float), e)) && (t->x = xcalloc(N * z.D, sizeof(float), e)) &&
+           (t->qkv = xcalloc(N * z.QKV, sizeof(float), e)) && (t->z = xcalloc(N * z.HV, sizeof(float), e)) &&
+           (t->mlp = xcalloc(N * z.F, sizeof(float), e)) && (t->scores = xcalloc(N * z.slots, sizeof(float), e));
+}
+
+/* Block l's W_Q, W_K, W_V (H, D, dh) -> t->qkv_w[l] (QKV, D) and b_Q, b_K, b_V
+ * (H, dh) -> its qkv_b, the queries' times 1/sqrt(dh) (the forward pass
+ * scales the scores instead: the same to rounding); its distance table
+ * (H, W) -> its distance2 block (H, 2W). scratch: (QKV*D + H*W) floats. */
+static int pack_attention(struct TfGenerator *t, const ModelConfig *c, int l, float *scratch, Error *e) {
+    TfSizes z = tf_sizes(c);
+    const TfBlockViews *b = &t->w.block[l];
+    float scale = 1.0f / sqrtf((float)z.dh), *bias = t->qkv_b + (size_t)l * z.QKV;
+    float *distance2 = t->distance2 + (size_t)l * z.H * 2 * z.W;
+    slm_pack_qkv(b->W_Q, b->W_K, b->W_V, z.H, z.D, z.dh, z.dh, scratch);
+    for (size_t i = 0; i < (size_t)z.HV * z.D; i++) scratch[i] *= scale;
+    for (int r = 0; r < z.HV; r++) {
+        bias[r] = b->b_Q[r] * scale;
+        bias[z.HV + r] = b->b_K[r];
+        bias[2 * z.HV + r] = b->b_V[r];
+    }
+    float *table = scratch + (size_t)z.QKV * z.D;
+    slm_transformer_distance_table(c, b, table);
+    for (int h = 0; h < z.H; h++)
+        for (int k = 0; k < 2 * z.W; k++)
+            distance2[(size_t)h * 2 * z.W + k] = table[(size_t)h * z.W + (2 * z.W - 1 - k) % z.W];
+    return slm_dense16_pack(&t->qkv_w[l], scratch, z.D, 1, z.QKV, z.D, e);
+}
+
+/* The weights of every product in blocks of 16 rows (TransformerLens's W_O,
+ * W_in, W_out, W_U are (in, out): their rows are the columns here). */
+static int pack_weights(struct TfGenerator *t, const ModelConfig *c, Error *e) {
+    TfSizes z = tf_sizes(c);
+    float *scratch = xmalloc(((size_t)z.QKV * z.D + (size_t)z.H * z.W) * sizeof(float), e);
+    int ok = scratch != NULL;
+    for (int l = 0; ok && l < c->n_layers; l++) {
+        const TfBlockViews *b = &t->w.block[l];
+        ok = !pack_attention(t, c, l, scratch, e) && !slm_dense16_pack(&t->W_O[l], b->W_O, 1, z.D, z.D, z.HV, e) &&
+             !slm_dense16_pack(&t->W_in[l], b->W_in, 1, z.F, z.F, z.D, e) &&
+             !slm_dense16_pack(&t->W_out[l], b->W_out, 1, z.D, z.D, z.F, e);
+    }
+    free(scratch);
+    return ok && !slm_dense16_pack(&t->W_U, t->w.W_U, 1, z.V, z.V, z.D, e) ? 0 : -1;
+}
 
 int slm_tf_generator_init(GeneratorBatch *g, const Model *m, const Ablation *ablation, int n, Error *e) {
     const ModelConfig *c = &m->cfg;
@@ -30,29 +109,16 @@ int slm_tf_generator_init(GeneratorBatch *g, const Model *m, const Ablation *abl
         return FAIL(e, "name at most 32 heads; for --ablate-mode mean, the heads' mean outputs",
                     "a transformer's heads are switched off 32 at most, in mean mode with their means");
     if (ablation) g->ablation = *ablation;
-    size_t L = (size_t)c->n_layers, H = (size_t)c->n_heads, W = (size_t)c->window, dh = (size_t)c->key_dim;
-    size_t D = (size_t)c->row_dim, F = (size_t)c->hidden_dim, QKV = 3 * H * dh, N = (size_t)n;
     struct TfGenerator *t = g->tf = xcalloc(1, sizeof *t, e);
-    int ok = t && (g->pos = xcalloc(N, sizeof(int), e)) && (g->logits = xcalloc(N * c->vocab_size, sizeof(float), e));
-    if (ok) t->cache = L * H * W * dh;
-    ok = ok && (t->qkv_w = xmalloc(L * QKV * D * sizeof(float), e)) &&
-         (t->table = xmalloc(L * H * W * sizeof(float), e)) && (t->keys = xcalloc(N * t->cache, sizeof(float), e)) &&
-         (t->values = xcalloc(N * t->cache, sizeof(float), e)) && (t->resid = xmalloc(D * sizeof(float), e)) &&
-         (t->x = xmalloc(D * sizeof(float), e)) && (t->qkv = xmalloc(QKV * sizeof(float), e)) &&
-         (t->z = xmalloc(H * dh * sizeof(float), e)) && (t->mlp = xmalloc(F * sizeof(float), e)) &&
-         (t->scores = xmalloc(W * sizeof(float), e));
-    if (!ok) { /* what slm_generator_batch_free would free: this init's buffers alone */
+    int ok = t && (g->pos = xcalloc((size_t)n, sizeof(int), e)) &&
+             (g->logits = xcalloc((size_t)n * c->vocab_size, sizeof(float), e)) && alloc_buffers(t, c, n, e);
+    if (ok) slm_transformer_views(m, m->params, &t->w);
+    if (!ok || pack_weights(t, c, e)) { /* what slm_generator_batch_free would free: this init's buffers alone */
         slm_tf_generator_free(g);
         free(g->pos);
         free(g->logits);
         *g = (GeneratorBatch){0};
         return -1;
-    }
-    slm_transformer_views(m, m->params, &t->w);
-    for (size_t l = 0; l < L; l++) {
-        const TfBlockViews *b = &t->w.block[l];
-        slm_pack_qkv(b->W_Q, b->W_K, b->W_V, (int)H, (int)D, (int)dh, (int)dh, t->qkv_w + l * QKV * D);
-        slm_transformer_distance_table(c, b, t->table + l * H * W);
     }
     return 0;
 }
@@ -60,7 +126,14 @@ int slm_tf_generator_init(GeneratorBatch *g, const Model *m, const Ablation *abl
 void slm_tf_generator_free(GeneratorBatch *g) {
     struct TfGenerator *t = g->tf;
     if (!t) return;
-    void *bufs[] = {t->qkv_w, t->table, t->keys, t->values, t->resid, t->x, t->qkv, t->z, t->mlp, t->scores};
+    for (int l = 0; l < STORYLM_MAX_TF_LAYERS; l++) {
+        slm_dense16_free(&t->qkv_w[l]);
+        slm_dense16_free(&t->W_O[l]);
+        slm_dense16_free(&t->W_in[l]);
+        slm_dense16_free(&t->W_out[l]);
+    }
+    slm_dense16_free(&t->W_U);
+    void *bufs[] = {t->qkv_b, t->distance2, t->keys, t->values, t->resid, t->x, t->qkv, t->z, t->mlp, t->scores};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free(t);
     g->tf = NULL;
@@ -75,100 +148,105 @@ void slm_tf_generator_copy(GeneratorBatch *g, int from, int to) {
     memcpy(g->logits + to * V, g->logits + from * V, V * sizeof(float));
 }
 
-/* resid (D) -> LN -> x (D). */
-static void layernorm(const float *resid, const float *w, const float *b, int D, float *x) {
-    float mean, rstd;
-    slm_layernorm_forward(resid, w, b, 1, D, x, &mean, &rstd);
-}
-
-/* Head h of block l at position t: its query against the cached keys of
- * positions max(0, t-W+1)..t -> z (dh). keys, values: the block's cache of head h. */
-static void head_attend(const ModelConfig *c, const float *q, const float *keys, const float *values,
-                        const float *table, int t, float *scores, float *z) {
-    int W = c->window, dh = c->key_dim, lo = t - W + 1 > 0 ? t - W + 1 : 0;
-    float scale = 1.0f / sqrtf((float)dh), mx = -INFINITY, sum = 0.0f;
-    for (int u = lo; u <= t; u++) {
-        const float *k = keys + (size_t)(u % W) * dh;
-        float s = 0.0f;
-        for (int i = 0; i < dh; i++) s += q[i] * k[i];
-        scores[u - lo] = s * scale + table[t - u];
-        mx = scores[u - lo] > mx ? scores[u - lo] : mx;
-    }
-    for (int u = lo; u <= t; u++) sum += scores[u - lo] = expf(scores[u - lo] - mx);
-    memset(z, 0, (size_t)dh * sizeof(float));
-    for (int u = lo; u <= t; u++) {
-        const float *v = values + (size_t)(u % W) * dh;
-        float a = scores[u - lo] / sum;
-        for (int i = 0; i < dh; i++) z[i] += a * v[i];
+/* For j < k: sample which[j]'s x (D) = LN(its resid (D)) with weight w, bias b (D). */
+static void layernorm(struct TfGenerator *t, int D, const float *w, const float *b, const int *which, int k) {
+    for (int j = 0; j < k; j++) {
+        float mean, rstd;
+        size_t at = (size_t)which[j] * D;
+        slm_layernorm_forward(t->resid + at, w, b, 1, D, t->x + at, &mean, &rstd);
     }
 }
 
-/* Block l's attention part for sample s at position t: resid (D) += attn(LN1(resid)). */
-static void attn_step(GeneratorBatch *g, int s, int l, int t) {
+/* For j < k: sample which[j]'s resid (D) += its x (D). */
+static void add_x(struct TfGenerator *t, int D, const int *which, int k) {
+    for (int j = 0; j < k; j++) {
+        float *resid = t->resid + (size_t)which[j] * D, *x = t->x + (size_t)which[j] * D;
+        for (int i = 0; i < D; i++) resid[i] += x[i];
+    }
+}
+
+/* Head h of block l of sample s at position t: its query q (dh, already
+ * scaled) against the cached keys of the n newest slots -> out (dh). */
+static void head_attend(struct TfGenerator *G, const TfSizes *z, int s, int l, int h, int t, const float *q,
+                        float *out) {
+    int lh = l * z->H + h, n = t + 1 < z->W ? t + 1 : z->W, newest = t % z->W;
+    /* slot j holds the key (newest - j) mod W back */
+    const float *bias = G->distance2 + (size_t)lh * 2 * z->W + (z->W - 1 - newest);
+    const float *keys = G->keys + s * G->cache + (size_t)lh * z->slots * z->dh;
+    float *sc = G->scores + (size_t)s * z->slots;
+    slm_query_key_scores(q, z->dh, keys, bias, n, sc);
+    slm_softmax_inplace(sc, n);
+    slm_blend_values_by_slot(sc, n, G->values + s * G->cache + (size_t)lh * z->slots * z->dh, z->dh, out);
+}
+
+/* Block l, sample s at position t: its qkv's key and value of every head
+ * into the cache (queries and keys turned for rope), then each head's
+ * output into its z (H*dh), or --ablate's 0 or mean. */
+static void heads_step(GeneratorBatch *g, const TfSizes *z, int s, int l) {
     const ModelConfig *c = &g->model->cfg;
     struct TfGenerator *G = g->tf;
-    const TfBlockViews *b = &G->w.block[l];
-    int D = c->row_dim, H = c->n_heads, dh = c->key_dim, HV = H * dh, W = c->window;
-    layernorm(G->resid, b->ln1_w, b->ln1_b, D, G->x);
-    cblas_sgemv(CblasRowMajor, CblasNoTrans, 3 * HV, D, 1.0f, G->qkv_w + (size_t)l * 3 * HV * D, D, G->x, 1, 0.0f,
-                G->qkv, 1);
-    const float *bias[3] = {b->b_Q, b->b_K, b->b_V};
-    for (int r = 0; r < 3 * HV; r++) G->qkv[r] += bias[r / HV][r % HV];
-    size_t block = (size_t)s * G->cache + (size_t)l * H * W * dh;
-    for (int h = 0; h < H; h++) {
-        float *q = G->qkv + h * dh, *k = G->qkv + HV + h * dh, *v = G->qkv + 2 * HV + h * dh;
+    int t = g->pos[s], slot = t % z->W, dh = z->dh;
+    float *qkv = G->qkv + (size_t)s * z->QKV, *zs = G->z + (size_t)s * z->HV;
+    for (int h = 0; h < z->H; h++) {
+        int lh = l * z->H + h;
+        float *q = qkv + h * dh, *k = qkv + z->HV + h * dh, *v = qkv + 2 * z->HV + h * dh;
         if (c->pos == POS_ROPE) slm_rope_turn(dh, t, 1, q), slm_rope_turn(dh, t, 1, k);
-        float *keys = G->keys + block + (size_t)h * W * dh, *values = G->values + block + (size_t)h * W * dh;
-        memcpy(keys + (size_t)(t % W) * dh, k, (size_t)dh * sizeof(float));
-        memcpy(values + (size_t)(t % W) * dh, v, (size_t)dh * sizeof(float));
-        head_attend(c, q, keys, values, G->table + ((size_t)l * H + h) * W, t, G->scores, G->z + h * dh);
-        if (g->ablation.heads >> (l * H + h) & 1u) /* --ablate: z set to 0, or to the head's mean */
-            g->ablation.mode == ABLATE_MEAN
-                ? (void)memcpy(G->z + h * dh, g->ablation.mean + ((size_t)l * H + h) * dh, (size_t)dh * sizeof(float))
-                : (void)memset(G->z + h * dh, 0, (size_t)dh * sizeof(float));
+        float *keys = G->keys + s * G->cache + (size_t)lh * z->slots * dh;
+        float *values = G->values + s * G->cache + (size_t)lh * z->slots * dh;
+        for (int i = 0; i < dh; i++) keys[slm_key_at(dh, i, slot)] = k[i], values[slm_key_at(dh, i, slot)] = v[i];
+        if (!(g->ablation.heads >> lh & 1u))
+            head_attend(G, z, s, l, h, t, q, zs + h * dh);
+        else if (g->ablation.mode == ABLATE_MEAN) /* --ablate: z set to the head's mean, or to 0 */
+            memcpy(zs + h * dh, g->ablation.mean + (size_t)lh * dh, (size_t)dh * sizeof(float));
+        else
+            memset(zs + h * dh, 0, (size_t)dh * sizeof(float));
     }
-    cblas_sgemv(CblasRowMajor, CblasTrans, HV, D, 1.0f, b->W_O, D, G->z, 1, 1.0f, G->resid, 1);
-    for (int i = 0; i < D; i++) G->resid[i] += b->b_O[i];
 }
 
-/* Block l's MLP part: resid (D) += MLP(LN2(resid)). */
-static void mlp_step(GeneratorBatch *g, int l) {
-    const ModelConfig *c = &g->model->cfg;
+/* Block l for which[j], j < k: resid (D) += attn(LN1(resid)), then
+ * resid += MLP(LN2(resid)); each product one pass over its weights for all k. */
+static void block_step(GeneratorBatch *g, const TfSizes *z, int l, const int *which, int k) {
     struct TfGenerator *G = g->tf;
     const TfBlockViews *b = &G->w.block[l];
-    int D = c->row_dim, F = c->hidden_dim;
-    layernorm(G->resid, b->ln2_w, b->ln2_b, D, G->x);
-    cblas_sgemv(CblasRowMajor, CblasTrans, D, F, 1.0f, b->W_in, F, G->x, 1, 0.0f, G->mlp, 1);
-    for (int f = 0; f < F; f++) G->mlp[f] += b->b_in[f];
-    slm_act_forward((ActFn)c->act, G->mlp, F, G->mlp);
-    cblas_sgemv(CblasRowMajor, CblasTrans, F, D, 1.0f, b->W_out, D, G->mlp, 1, 1.0f, G->resid, 1);
-    for (int i = 0; i < D; i++) G->resid[i] += b->b_out[i];
+    int D = z->D;
+    layernorm(G, D, b->ln1_w, b->ln1_b, which, k);
+    slm_dense16(&G->qkv_w[l], G->qkv_b + (size_t)l * z->QKV, G->x, D, which, k, G->qkv, z->QKV);
+    for (int j = 0; j < k; j++) heads_step(g, z, which[j], l);
+    slm_dense16(&G->W_O[l], b->b_O, G->z, z->HV, which, k, G->x, D);
+    add_x(G, D, which, k);
+    layernorm(G, D, b->ln2_w, b->ln2_b, which, k);
+    slm_dense16(&G->W_in[l], b->b_in, G->x, D, which, k, G->mlp, z->F);
+    for (int j = 0; j < k; j++) {
+        float *mlp = G->mlp + (size_t)which[j] * z->F;
+        slm_act_forward((ActFn)g->model->cfg.act, mlp, z->F, mlp);
+    }
+    slm_dense16(&G->W_out[l], b->b_out, G->mlp, z->F, which, k, G->x, D);
+    add_x(G, D, which, k);
 }
 
-/* Sample s takes token x: its logits for the next one. */
-static void feed_one(GeneratorBatch *g, int s, int32_t x) {
+/* Sample s's resid (D) = W_E[x] + its position's row (--pos absolute or sinusoidal). */
+static void embed(GeneratorBatch *g, int s, int32_t x) {
     const ModelConfig *c = &g->model->cfg;
     struct TfGenerator *G = g->tf;
-    int D = c->row_dim, V = c->vocab_size, t = g->pos[s];
-    memcpy(G->resid, G->w.W_E + (size_t)x * D, (size_t)D * sizeof(float));
+    int D = c->row_dim, t = g->pos[s];
+    float *resid = G->resid + (size_t)s * D, *tag = G->x + (size_t)s * D;
+    memcpy(resid, G->w.W_E + (size_t)x * D, (size_t)D * sizeof(float));
     if (G->w.W_pos) {
         const float *row = G->w.W_pos + (size_t)(t < c->window ? t : c->window - 1) * D;
-        for (int i = 0; i < D; i++) G->resid[i] += row[i];
+        for (int i = 0; i < D; i++) resid[i] += row[i];
     } else if (c->pos == POS_SINUSOIDAL) {
-        slm_sinusoid_tag(t, D, G->x);
-        for (int i = 0; i < D; i++) G->resid[i] += G->x[i];
+        slm_sinusoid_tag(t, D, tag);
+        for (int i = 0; i < D; i++) resid[i] += tag[i];
     }
-    for (int l = 0; l < c->n_layers; l++) {
-        attn_step(g, s, l, t);
-        mlp_step(g, l);
-    }
-    layernorm(G->resid, G->w.ln_final_w, G->w.ln_final_b, D, G->x);
-    float *logits = g->logits + (size_t)s * V;
-    memcpy(logits, G->w.b_U, (size_t)V * sizeof(float));
-    cblas_sgemv(CblasRowMajor, CblasTrans, D, V, 1.0f, G->w.W_U, V, G->x, 1, 1.0f, logits, 1);
-    g->pos[s] = t + 1;
 }
 
 void slm_tf_generator_feed(GeneratorBatch *g, const int *which, const int32_t *tokens, int k) {
-    for (int j = 0; j < k; j++) feed_one(g, which[j], tokens[j]);
+    const ModelConfig *c = &g->model->cfg;
+    struct TfGenerator *G = g->tf;
+    TfSizes z = tf_sizes(c);
+    for (int j = 0; j < k; j++) embed(g, which[j], tokens[j]);
+    for (int l = 0; l < c->n_layers; l++) block_step(g, &z, l, which, k);
+    layernorm(G, z.D, G->w.ln_final_w, G->w.ln_final_b, which, k);
+    slm_dense16(&G->W_U, G->w.b_U, G->x, z.D, which, k, g->logits, z.V);
+    for (int j = 0; j < k; j++) g->pos[which[j]]++;
 }
