@@ -16,6 +16,7 @@
 
 #include "storylm/bf16.h"
 #include "storylm/error.h"
+#include "storylm/kernels16.h"
 
 typedef struct DenseBf16 {
     uint32_t *w; /* (ceil(rows/16), pairs, 16): lane r of pair p of block b holds
@@ -27,6 +28,9 @@ typedef struct DenseBf16 {
  * -1 with e set when out of memory. */
 int slm_dense_bf16_pack(DenseBf16 *d, const float *W, size_t row_stride, size_t col_stride, int rows, int cols,
                         Error *e);
+/* The same from a layer already packed for FP32 (kernels16.h): the bits of
+ * packing its W. */
+int slm_dense_bf16_from16(DenseBf16 *d, const Dense16 *f, Error *e);
 void slm_dense_bf16_free(DenseBf16 *d);
 
 /* x0 (n0) then x1 (n1), one vector of n0 + n1 -> its bfloat16 pairs
@@ -40,5 +44,11 @@ void slm_dense_bf16_pairs(const float *x0, int n0, const float *x1, int n1, uint
  * alone goes through 8 blocks at once. */
 void slm_dense_bf16(const DenseBf16 *d, const float *bias, const uint32_t *x, size_t x_step, const int *which, int k,
                     float *y, size_t y_step);
+
+/* slm_dense_bf16 from FP32 inputs: for j < k, sample which[j]'s x (d->cols,
+ * every x_step floats) is rounded into its pairs (every p_step, d->pairs
+ * of them: scratch the caller owns), then y as above. */
+void slm_dense_bf16_of(const DenseBf16 *d, const float *bias, const float *x, size_t x_step, uint32_t *pairs,
+                       size_t p_step, const int *which, int k, float *y, size_t y_step);
 
 #endif

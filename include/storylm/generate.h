@@ -49,8 +49,9 @@ void slm_generator_batch_use_workers(GeneratorBatch *g, Workers *w);
  * output layers' weights and inputs rounded to bfloat16, FP32 sums,
  * dense_bf16.h; the attention, tanh and logits FP32), the weights packed so
  * the first time. A sample's logits have the same bits alone or in any
- * batch at either. -1 with e set for BF16 on a CPU without avx512_bf16 or
- * for --arch transformer (its generation is FP32). */
+ * batch at either (the transformer: every product, W_Q, W_K, W_V, W_O, the
+ * MLP's and the unembedding, in BF16). -1 with e set for BF16 on a CPU
+ * without avx512_bf16. */
 int slm_generator_batch_set_precision(GeneratorBatch *g, Precision p, Error *e);
 /* Sample s's logits (V) for its next token, valid until it is fed again. */
 const float *slm_generator_batch_logits(const GeneratorBatch *g, int s);

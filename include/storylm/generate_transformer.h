@@ -51,5 +51,6 @@ int slm_tf_generator_init(GeneratorBatch *g, const Model *m, const Ablation *abl
 void slm_tf_generator_free(GeneratorBatch *g);
 void slm_tf_generator_copy(GeneratorBatch *g, int from, int to);
 void slm_tf_generator_feed(GeneratorBatch *g, const int *which, const int32_t *tokens, int k);
+int slm_tf_generator_set_precision(GeneratorBatch *g, Precision p, Error *e);
 
 #endif

@@ -14,17 +14,32 @@
  * blocks one sample alone goes through at once (as many). */
 #define GROUP 8
 
+/* d's buffer for rows x cols, zeroed; -1 with e set when out of memory. */
+static int dense_alloc(DenseBf16 *d, int rows, int cols, Error *e) {
+    int P = (cols + 1) / 2;
+    *d = (DenseBf16){.rows = rows, .cols = cols, .pairs = P};
+    d->w = xcalloc((size_t)(rows + 15) / 16 * P * 16, sizeof *d->w, e);
+    return d->w ? 0 : -1;
+}
+
+/* Element (o, k) = v into its lane and half of d's pairs. */
+static void dense_set(DenseBf16 *d, int o, int k, float v) {
+    uint32_t b = slm_bf16_from_float(v);
+    d->w[((size_t)(o / 16) * d->pairs + k / 2) * 16 + o % 16] |= k % 2 ? b << 16 : b;
+}
+
 int slm_dense_bf16_pack(DenseBf16 *d, const float *W, size_t row_stride, size_t col_stride, int rows, int cols,
                         Error *e) {
-    int P = (cols + 1) / 2, blocks = (rows + 15) / 16;
-    *d = (DenseBf16){.rows = rows, .cols = cols, .pairs = P};
-    d->w = xcalloc((size_t)blocks * P * 16, sizeof *d->w, e);
-    if (!d->w) return -1;
+    if (dense_alloc(d, rows, cols, e)) return -1;
     for (int o = 0; o < rows; o++)
-        for (int k = 0; k < cols; k++) {
-            uint32_t v = slm_bf16_from_float(W[(size_t)o * row_stride + (size_t)k * col_stride]);
-            d->w[((size_t)(o / 16) * P + k / 2) * 16 + o % 16] |= k % 2 ? v << 16 : v;
-        }
+        for (int k = 0; k < cols; k++) dense_set(d, o, k, W[(size_t)o * row_stride + (size_t)k * col_stride]);
+    return 0;
+}
+
+int slm_dense_bf16_from16(DenseBf16 *d, const Dense16 *f, Error *e) {
+    if (dense_alloc(d, f->rows, f->cols, e)) return -1;
+    for (int o = 0; o < f->rows; o++) /* W[o][k] at (b * cols + k) * 16 + r, o = 16b + r */
+        for (int k = 0; k < f->cols; k++) dense_set(d, o, k, f->w[((size_t)(o / 16) * f->cols + k) * 16 + o % 16]);
     return 0;
 }
 
@@ -138,4 +153,11 @@ BF16_TARGET void slm_dense_bf16(const DenseBf16 *d, const float *bias, const uin
             j += S;
         }
     }
+}
+
+void slm_dense_bf16_of(const DenseBf16 *d, const float *bias, const float *x, size_t x_step, uint32_t *pairs,
+                       size_t p_step, const int *which, int k, float *y, size_t y_step) {
+    for (int j = 0; j < k; j++)
+        slm_dense_bf16_pairs(x + which[j] * x_step, d->cols, NULL, 0, pairs + which[j] * p_step);
+    slm_dense_bf16(d, bias, pairs, p_step, which, k, y, y_step);
 }

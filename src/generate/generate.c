@@ -287,16 +287,14 @@ static struct GenBf16 *bf16_pack(const GeneratorBatch *g, Error *e) {
     int ok = (b->pairs = xcalloc((size_t)g->n * b->step, sizeof *b->pairs, e)) != NULL;
     for (int l = 0; ok && l < L; l++)
         ok = !slm_dense_bf16_pack(&b->qkv[l], g->qkv_w + (size_t)l * qkv_w_size(c), 1, QKV, QKV, layer_input(c, l), e);
-    ok = ok && !slm_dense_bf16_pack(&b->hidden, g->model->hidden_w, Z, 1, Hd, Z, e) &&
-         !slm_dense_bf16_pack(&b->output, g->model->output_w, Hd, 1, c->vocab_size, Hd, e);
+    ok = ok && !slm_dense_bf16_from16(&b->hidden, &g->hidden_w, e) &&
+         !slm_dense_bf16_from16(&b->output, &g->output_w, e);
     if (!ok) bf16_free(b);
     return ok ? b : NULL;
 }
 
 int slm_generator_batch_set_precision(GeneratorBatch *g, Precision p, Error *e) {
-    if (p == PRECISION_BF16 && g->tf)
-        return FAIL(e, "generate with the transformer in FP32 (leave out --precision)",
-                    "--precision bf16 serves the attention network and window8; the transformer generates in FP32");
+    if (g->tf) return slm_tf_generator_set_precision(g, p, e);
     if (slm_precision_check(p, e)) return -1;
     if (p == PRECISION_BF16 && !g->bf16 && !(g->bf16 = bf16_pack(g, e))) return -1;
     if (p == PRECISION_FP32) bf16_free(g->bf16), g->bf16 = NULL;
@@ -304,22 +302,14 @@ int slm_generator_batch_set_precision(GeneratorBatch *g, Precision p, Error *e) 
     return 0;
 }
 
-/* The hidden and output layers in BF16 for which[j], j < k: z -> hidden ->
- * logits, as feed_part's FP32 products. */
-static void dense_bf16_layers(GeneratorBatch *g, const int *which, int k) {
-    const Model *m = g->model;
-    SampleSizes sz = sample_sizes(&m->cfg);
-    struct GenBf16 *b = g->bf16;
-    int Hd = m->cfg.hidden_dim;
-    for (int j = 0; j < k; j++)
-        slm_dense_bf16_pairs(g->z + which[j] * sz.z, (int)sz.z, NULL, 0, b->pairs + which[j] * b->step);
-    slm_dense_bf16(&b->hidden, m->hidden_b, b->pairs, b->step, which, k, g->hidden, sz.hidden);
-    for (int j = 0; j < k; j++) {
-        float *h = g->hidden + which[j] * sz.hidden;
-        slm_tanh_inplace(h, Hd);
-        slm_dense_bf16_pairs(h, Hd, NULL, 0, b->pairs + which[j] * b->step);
-    }
-    slm_dense_bf16(&b->output, m->output_b, b->pairs, b->step, which, k, g->logits, sz.logits);
+/* For j < k: sample which[j]'s y = W x + bias, FP32's f or, with
+ * --precision bf16, b (x, y every x_step, y_step floats). */
+static void dense_at(const GeneratorBatch *g, const Dense16 *f, const DenseBf16 *b, const float *bias, const float *x,
+                     size_t x_step, const int *which, int k, float *y, size_t y_step) {
+    if (g->bf16)
+        slm_dense_bf16_of(b, bias, x, x_step, g->bf16->pairs, g->bf16->step, which, k, y, y_step);
+    else
+        slm_dense16(f, bias, x, x_step, which, k, y, y_step);
 }
 
 /* slm_generator_batch_feed for tokens[j] to which[j], j < k, with the rows
@@ -339,13 +329,10 @@ static void feed_part(GeneratorBatch *g, const int *which, const int32_t *tokens
         for (int j = 0; j < k; j++) window_z(g, which[j], tokens[j]);
     }
     /* hidden = tanh(W1 z + b1), W1 (Hd, Z); logits = W2 hidden + b2, W2 (V, Hd) */
-    if (g->bf16) {
-        dense_bf16_layers(g, which, k);
-    } else {
-        slm_dense16(&g->hidden_w, m->hidden_b, g->z, sz.z, which, k, g->hidden, sz.hidden);
-        for (int j = 0; j < k; j++) slm_tanh_inplace(g->hidden + which[j] * sz.hidden, Hd);
-        slm_dense16(&g->output_w, m->output_b, g->hidden, sz.hidden, which, k, g->logits, sz.logits);
-    }
+    struct GenBf16 *b = g->bf16;
+    dense_at(g, &g->hidden_w, b ? &b->hidden : NULL, m->hidden_b, g->z, sz.z, which, k, g->hidden, sz.hidden);
+    for (int j = 0; j < k; j++) slm_tanh_inplace(g->hidden + which[j] * sz.hidden, Hd);
+    dense_at(g, &g->output_w, b ? &b->output : NULL, m->output_b, g->hidden, sz.hidden, which, k, g->logits, sz.logits);
     for (int j = 0; j < k; j++) g->pos[which[j]]++;
 }
 

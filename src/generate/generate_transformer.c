@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "storylm/dense_bf16.h"
 #include "storylm/generate_transformer.h"
 #include "storylm/kernels16.h"
 
@@ -26,7 +27,17 @@ struct TfGenerator {
     float *values;    /* (n, L, H, W/16, dh, 16): the value of slot u % W, laid out as the keys */
     /* each sample's scratch (threads may share a batch): (n, D), (n, D), (n, QKV), (n, H*dh), (n, F), (n, W/16*16) */
     float *resid, *x, *qkv, *z, *mlp, *scores;
-    size_t cache; /* floats of one sample's keys (and of its values) */
+    size_t cache;        /* floats of one sample's keys (and of its values) */
+    struct TfBf16 *bf16; /* --precision bf16: the products' weights in BF16; NULL: FP32 */
+};
+
+/* The products above in BF16 (dense_bf16.h), and each sample's input to a
+ * product as pairs (step of them a sample, the widest input's). */
+struct TfBf16 {
+    DenseBf16 qkv_w[STORYLM_MAX_TF_LAYERS], W_O[STORYLM_MAX_TF_LAYERS], W_in[STORYLM_MAX_TF_LAYERS],
+        W_out[STORYLM_MAX_TF_LAYERS], W_U;
+    uint32_t *pairs;
+    size_t step;
 };
 
 /* Sizes of one sample's part of a batch's buffers. */
@@ -123,9 +134,59 @@ int slm_tf_generator_init(GeneratorBatch *g, const Model *m, const Ablation *abl
     return 0;
 }
 
+static void bf16_free(struct TfBf16 *b) {
+    if (!b) return;
+    for (int l = 0; l < STORYLM_MAX_TF_LAYERS; l++) {
+        slm_dense_bf16_free(&b->qkv_w[l]);
+        slm_dense_bf16_free(&b->W_O[l]);
+        slm_dense_bf16_free(&b->W_in[l]);
+        slm_dense_bf16_free(&b->W_out[l]);
+    }
+    slm_dense_bf16_free(&b->W_U);
+    free(b->pairs);
+    free(b);
+}
+
+/* t's FP32 products packed again in BF16 for n samples; NULL with e set when out of memory. */
+static struct TfBf16 *bf16_pack(const struct TfGenerator *t, const ModelConfig *c, int n, Error *e) {
+    TfSizes z = tf_sizes(c);
+    struct TfBf16 *b = xcalloc(1, sizeof *b, e);
+    if (!b) return NULL;
+    int widest = z.D > z.HV ? z.D : z.HV;
+    b->step = (size_t)((widest > z.F ? widest : z.F) + 1) / 2;
+    int ok = (b->pairs = xcalloc((size_t)n * b->step, sizeof *b->pairs, e)) != NULL;
+    for (int l = 0; ok && l < c->n_layers; l++)
+        ok = !slm_dense_bf16_from16(&b->qkv_w[l], &t->qkv_w[l], e) &&
+             !slm_dense_bf16_from16(&b->W_O[l], &t->W_O[l], e) && !slm_dense_bf16_from16(&b->W_in[l], &t->W_in[l], e) &&
+             !slm_dense_bf16_from16(&b->W_out[l], &t->W_out[l], e);
+    if (ok && !slm_dense_bf16_from16(&b->W_U, &t->W_U, e)) return b;
+    bf16_free(b);
+    return NULL;
+}
+
+int slm_tf_generator_set_precision(GeneratorBatch *g, Precision p, Error *e) {
+    struct TfGenerator *t = g->tf;
+    if (slm_precision_check(p, e)) return -1;
+    if (p == PRECISION_BF16 && !t->bf16 && !(t->bf16 = bf16_pack(t, &g->model->cfg, g->n, e))) return -1;
+    if (p == PRECISION_FP32) bf16_free(t->bf16), t->bf16 = NULL;
+    g->precision = p;
+    return 0;
+}
+
+/* For j < k: sample which[j]'s y = W x + bias, FP32's f or, with
+ * --precision bf16, b (x, y every x_step, y_step floats). */
+static void product(const struct TfGenerator *G, const Dense16 *f, const DenseBf16 *b, const float *bias,
+                    const float *x, size_t x_step, const int *which, int k, float *y, size_t y_step) {
+    if (G->bf16)
+        slm_dense_bf16_of(b, bias, x, x_step, G->bf16->pairs, G->bf16->step, which, k, y, y_step);
+    else
+        slm_dense16(f, bias, x, x_step, which, k, y, y_step);
+}
+
 void slm_tf_generator_free(GeneratorBatch *g) {
     struct TfGenerator *t = g->tf;
     if (!t) return;
+    bf16_free(t->bf16);
     for (int l = 0; l < STORYLM_MAX_TF_LAYERS; l++) {
         slm_dense16_free(&t->qkv_w[l]);
         slm_dense16_free(&t->W_O[l]);
@@ -208,19 +269,20 @@ static void heads_step(GeneratorBatch *g, const TfSizes *z, int s, int l) {
 static void block_step(GeneratorBatch *g, const TfSizes *z, int l, const int *which, int k) {
     struct TfGenerator *G = g->tf;
     const TfBlockViews *b = &G->w.block[l];
+    const struct TfBf16 *B = G->bf16;
     int D = z->D;
     layernorm(G, D, b->ln1_w, b->ln1_b, which, k);
-    slm_dense16(&G->qkv_w[l], G->qkv_b + (size_t)l * z->QKV, G->x, D, which, k, G->qkv, z->QKV);
+    product(G, &G->qkv_w[l], B ? &B->qkv_w[l] : NULL, G->qkv_b + (size_t)l * z->QKV, G->x, D, which, k, G->qkv, z->QKV);
     for (int j = 0; j < k; j++) heads_step(g, z, which[j], l);
-    slm_dense16(&G->W_O[l], b->b_O, G->z, z->HV, which, k, G->x, D);
+    product(G, &G->W_O[l], B ? &B->W_O[l] : NULL, b->b_O, G->z, z->HV, which, k, G->x, D);
     add_x(G, D, which, k);
     layernorm(G, D, b->ln2_w, b->ln2_b, which, k);
-    slm_dense16(&G->W_in[l], b->b_in, G->x, D, which, k, G->mlp, z->F);
+    product(G, &G->W_in[l], B ? &B->W_in[l] : NULL, b->b_in, G->x, D, which, k, G->mlp, z->F);
     for (int j = 0; j < k; j++) {
         float *mlp = G->mlp + (size_t)which[j] * z->F;
         slm_act_forward((ActFn)g->model->cfg.act, mlp, z->F, mlp);
     }
-    slm_dense16(&G->W_out[l], b->b_out, G->mlp, z->F, which, k, G->x, D);
+    product(G, &G->W_out[l], B ? &B->W_out[l] : NULL, b->b_out, G->mlp, z->F, which, k, G->x, D);
     add_x(G, D, which, k);
 }
 
@@ -247,6 +309,6 @@ void slm_tf_generator_feed(GeneratorBatch *g, const int *which, const int32_t *t
     for (int j = 0; j < k; j++) embed(g, which[j], tokens[j]);
     for (int l = 0; l < c->n_layers; l++) block_step(g, &z, l, which, k);
     layernorm(G, z.D, G->w.ln_final_w, G->w.ln_final_b, which, k);
-    slm_dense16(&G->W_U, G->w.b_U, G->x, z.D, which, k, g->logits, z.V);
+    product(G, &G->W_U, G->bf16 ? &G->bf16->W_U : NULL, G->w.b_U, G->x, z.D, which, k, g->logits, z.V);
     for (int j = 0; j < k; j++) g->pos[which[j]]++;
 }
