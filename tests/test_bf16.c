@@ -3,7 +3,8 @@
  * gives, for every transpose, odd lengths, edges of tiles and beta 0 or 1;
  * both are within bfloat16's error of the exact product (each operand
  * rounded to 8 bits of mantissa: at most 2^-8 of sum |a||b|, plus FP32's sums);
- * and the same call twice, or at 1 and 2 threads, gives the same bits. A
+ * and the same call twice, or at 1 and 2 threads, gives the same bits, as
+ * does a B packed once and used for product after product. A
  * training pass with BF16 products (one and two layers of heads) gives the
  * FP32 loss and every tensor's gradient to within a few bfloat16 roundings,
  * and a forward alone (evaluation) stays FP32 bit for bit. On a CPU without
@@ -121,6 +122,34 @@ static void kernel_matches_emulation(void) {
     }
 }
 
+/* B packed once serves product after product (the output layer's weights,
+ * chunk after chunk): each with the emulation's bits, whatever A's rows. */
+static void packed_b_serves_every_product(void) {
+    Rng r;
+    slm_rng_seed(&r, 13);
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        const Shape *h = &shapes[s];
+        int ldb = (h->tb ? h->K : h->N) + 1;
+        float *B = random_floats(&r, (size_t)(h->tb ? h->N : h->K) * ldb, 0.1);
+        Bf16Panels bp;
+        if (!CHECK(slm_bf16_panels_pack(&bp, h->tb, h->K, h->N, B, ldb) == 0)) return;
+        for (int M = h->M; M >= 1; M = M / 3) { /* a full chunk, then shorter ones */
+            int lda = (h->ta ? M : h->K) + 3;
+            size_t nc = (size_t)M * h->N;
+            float *A = random_floats(&r, (size_t)(h->ta ? h->K : M) * lda, 1.0);
+            float *want = random_floats(&r, nc, 1.0), *got = malloc(nc * sizeof(float));
+            memcpy(got, want, nc * sizeof(float));
+            slm_matmul_bf16_emulated(h->ta, h->tb, M, h->N, h->K, A, lda, B, ldb, h->beta, want, h->N);
+            CHECK(slm_matmul_bf16_panels(h->ta, M, A, lda, &bp, h->beta, got, h->N) == 0);
+            if (!CHECK(memcmp(got, want, nc * sizeof(float)) == 0))
+                fprintf(stderr, "  shape %zu, %d rows: packed B and emulation differ\n", s, M);
+            free(A), free(want), free(got);
+        }
+        slm_bf16_panels_free(&bp);
+        free(B);
+    }
+}
+
 /* Sums near the bottom of FP32's range are flushed to 0, as the instruction does. */
 static void tiny_sums_flush_alike(void) {
     float A[4] = {1e-20f, 1e-20f, 3e-19f, -1e-19f}, B[4] = {1e-19f, -2e-19f, 1e-19f, 1e-19f}, want[1], got[1];
@@ -212,6 +241,7 @@ int main(void) {
         return failed ? failed : 77;
     }
     kernel_matches_emulation();
+    packed_b_serves_every_product();
     tiny_sums_flush_alike();
     training_pass_is_close(1);
     training_pass_is_close(2);
