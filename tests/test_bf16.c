@@ -77,6 +77,7 @@ typedef struct Shape {
 static const Shape shapes[] = {
     {0, 1, 256, 40, 160, 0}, {0, 1, 13, 2000, 128, 0}, {0, 0, 7, 128, 2000, 0}, {1, 0, 300, 128, 37, 1},
     {1, 0, 37, 160, 128, 1}, {0, 0, 6, 33, 5, 1},      {1, 1, 1, 1, 1, 0},      {0, 1, 12, 17, 3, 1},
+    {1, 1, 9, 33, 45, 0}, /* a transposed B of 23 k-pairs: a block of 16 and a part, the last pair half 0 */
 };
 
 /* The emulation against the exact product for every shape. */
