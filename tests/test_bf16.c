@@ -3,7 +3,9 @@
  * gives, for every transpose, odd lengths, edges of tiles and beta 0 or 1;
  * both are within bfloat16's error of the exact product (each operand
  * rounded to 8 bits of mantissa: at most 2^-8 of sum |a||b|, plus FP32's sums);
- * and the same call twice, or at 1 and 2 threads, gives the same bits. A
+ * and the same call twice, or at 1 and 2 threads, gives the same bits, as
+ * does a B packed once and used for product after product (the output
+ * layer's chunks, packed once or each alone, give the same bits). A
  * training pass with BF16 products (one and two layers of heads) gives the
  * FP32 loss and every tensor's gradient to within a few bfloat16 roundings,
  * and a forward alone (evaluation) stays FP32 bit for bit. On a CPU without
@@ -15,6 +17,7 @@
 
 #include "check.h"
 #include "storylm/bf16.h"
+#include "storylm/layers.h"
 #include "storylm/rng.h"
 #include "storylm/shards.h"
 
@@ -74,6 +77,7 @@ typedef struct Shape {
 static const Shape shapes[] = {
     {0, 1, 256, 40, 160, 0}, {0, 1, 13, 2000, 128, 0}, {0, 0, 7, 128, 2000, 0}, {1, 0, 300, 128, 37, 1},
     {1, 0, 37, 160, 128, 1}, {0, 0, 6, 33, 5, 1},      {1, 1, 1, 1, 1, 0},      {0, 1, 12, 17, 3, 1},
+    {1, 1, 9, 33, 45, 0}, /* a transposed B of 23 k-pairs: a block of 16 and a part, the last pair half 0 */
 };
 
 /* The emulation against the exact product for every shape. */
@@ -119,6 +123,98 @@ static void kernel_matches_emulation(void) {
             }
         free(A), free(B), free(C0), free(want);
     }
+}
+
+/* B packed once serves product after product (the output layer's weights,
+ * chunk after chunk): each with the emulation's bits, whatever A's rows. */
+static void packed_b_serves_every_product(void) {
+    Rng r;
+    slm_rng_seed(&r, 13);
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        const Shape *h = &shapes[s];
+        int ldb = (h->tb ? h->K : h->N) + 1;
+        float *B = random_floats(&r, (size_t)(h->tb ? h->N : h->K) * ldb, 0.1);
+        Bf16Panels bp;
+        if (!CHECK(slm_bf16_panels_pack(&bp, h->tb, h->K, h->N, B, ldb) == 0)) return;
+        for (int M = h->M; M >= 1; M = M / 3) { /* a full chunk, then shorter ones */
+            int lda = (h->ta ? M : h->K) + 3;
+            size_t nc = (size_t)M * h->N;
+            float *A = random_floats(&r, (size_t)(h->ta ? h->K : M) * lda, 1.0);
+            float *want = random_floats(&r, nc, 1.0), *got = malloc(nc * sizeof(float));
+            memcpy(got, want, nc * sizeof(float));
+            slm_matmul_bf16_emulated(h->ta, h->tb, M, h->N, h->K, A, lda, B, ldb, h->beta, want, h->N);
+            CHECK(slm_matmul_bf16_panels(h->ta, M, A, lda, &bp, h->beta, got, h->N) == 0);
+            if (!CHECK(memcmp(got, want, nc * sizeof(float)) == 0))
+                fprintf(stderr, "  shape %zu, %d rows: packed B and emulation differ\n", s, M);
+            free(A), free(want), free(got);
+        }
+        slm_bf16_panels_free(&bp);
+        free(B);
+    }
+}
+
+/* The output layer's results for one run of the whole batch or one call a
+ * chunk: loss (n), d_y (n, Hd), dW (V, Hd), d_bias (V). */
+typedef struct OutputRun {
+    float *loss, *lse, *d_y, *dW, *d_bias, *scratch;
+    uint8_t *correct;
+} OutputRun;
+
+/* Rows [first, first + n) of the output layer at BF16 (chunks of c rows;
+ * dW and d_bias accumulate) into u. */
+static void output_rows(OutputRun *u, const float *W, const float *bias, const float *y, const int32_t *t, int first,
+                        int n, int c, int Hd, int V) {
+    OutputLoss o = {.W = W,
+                    .bias = bias,
+                    .y = y + (size_t)first * Hd,
+                    .n = n,
+                    .Hd = Hd,
+                    .V = V,
+                    .chunk_rows = c,
+                    .target = t + first,
+                    .scale = 0.1f,
+                    .scratch = u->scratch,
+                    .lse = u->lse + first,
+                    .loss = u->loss + first,
+                    .correct = u->correct + first,
+                    .dW = u->dW,
+                    .d_bias = u->d_bias,
+                    .d_y = u->d_y + (size_t)first * Hd,
+                    .precision = PRECISION_BF16};
+    slm_output_loss(&o);
+}
+
+/* The output layer over rows in chunks, its weights packed once for them
+ * all, gives the bits of the same chunks each in a call of its own (packed
+ * for each): loss, d_y, and dW and d_bias summed chunk after chunk. */
+static void output_chunks_share_packed_weights(void) {
+    enum { n = 45, c = 16, Hd = 24, V = 70 };
+    Rng r;
+    slm_rng_seed(&r, 14);
+    float *W = random_floats(&r, (size_t)V * Hd, 0.3), *bias = random_floats(&r, V, 0.1);
+    float *y = random_floats(&r, (size_t)n * Hd, 1.0);
+    int32_t t[n];
+    for (int i = 0; i < n; i++) t[i] = i % 7 == 3 ? -1 : (int32_t)slm_rng_below(&r, V); /* some rows predict nothing */
+    OutputRun u[2];
+    for (int k = 0; k < 2; k++)
+        u[k] = (OutputRun){.loss = calloc(n, sizeof(float)),
+                           .lse = calloc(n, sizeof(float)),
+                           .d_y = calloc((size_t)n * Hd, sizeof(float)),
+                           .dW = calloc((size_t)V * Hd, sizeof(float)),
+                           .d_bias = calloc(V, sizeof(float)),
+                           .scratch = calloc((size_t)c * V, sizeof(float)),
+                           .correct = calloc(n, 1)};
+    output_rows(&u[0], W, bias, y, t, 0, n, c, Hd, V);
+    for (int first = 0; first < n; first += c)
+        output_rows(&u[1], W, bias, y, t, first, n - first < c ? n - first : c, c, Hd, V);
+    CHECK(memcmp(u[0].loss, u[1].loss, n * sizeof(float)) == 0);
+    CHECK(memcmp(u[0].d_y, u[1].d_y, (size_t)n * Hd * sizeof(float)) == 0);
+    CHECK(memcmp(u[0].dW, u[1].dW, (size_t)V * Hd * sizeof(float)) == 0);
+    CHECK(memcmp(u[0].d_bias, u[1].d_bias, V * sizeof(float)) == 0);
+    for (int k = 0; k < 2; k++)
+        free(u[k].loss), free(u[k].lse), free(u[k].d_y), free(u[k].dW), free(u[k].d_bias), free(u[k].scratch),
+            free(u[k].correct);
+    free(W), free(bias), free(y);
 }
 
 /* Sums near the bottom of FP32's range are flushed to 0, as the instruction does. */
@@ -212,6 +308,8 @@ int main(void) {
         return failed ? failed : 77;
     }
     kernel_matches_emulation();
+    packed_b_serves_every_product();
+    output_chunks_share_packed_weights();
     tiny_sums_flush_alike();
     training_pass_is_close(1);
     training_pass_is_close(2);

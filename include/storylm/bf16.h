@@ -46,6 +46,22 @@ void slm_bf16_pack_row(const float *x, int n, uint32_t *pairs);
  * called outside a parallel region; the bits do not depend on them. */
 void slm_matmul_bf16(int trans_a, int trans_b, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
                      float beta, float *C, int ldc);
+/* op(B) (K, N) packed as slm_matmul_bf16 reads it: pairs along k in panels
+ * of 16 columns, (ceil(N/16), ceil(K/2), 16), columns past N 0. Packed
+ * once, it serves every product with that B (the output layer's weights,
+ * chunk after chunk of a step). */
+typedef struct Bf16Panels {
+    uint32_t *pairs;
+    int K, N;
+} Bf16Panels;
+/* op(B) -> p (free with slm_bf16_panels_free); -1 (p->pairs NULL) out of
+ * memory. Needs avx512_bf16. */
+int slm_bf16_panels_pack(Bf16Panels *p, int trans_b, int K, int N, const float *B, int ldb);
+void slm_bf16_panels_free(Bf16Panels *p);
+/* C (M, B->N) = op(A) (M, B->K) times the packed B + beta C: the bits of
+ * slm_matmul_bf16; -1 with C untouched when out of memory. */
+int slm_matmul_bf16_panels(int trans_a, int M, const float *A, int lda, const Bf16Panels *B, float beta, float *C,
+                           int ldc);
 /* The same bits in plain C, one element at a time (slow: tests only). */
 void slm_matmul_bf16_emulated(int trans_a, int trans_b, int M, int N, int K, const float *A, int lda, const float *B,
                               int ldb, float beta, float *C, int ldc);

@@ -3,12 +3,10 @@
  * Both operands are packed once per call as bfloat16 pairs along k (k even
  * in the low half, as VDPBF16PS reads them): A by rows, (M, K/2) pairs, and
  * B in panels of 16 columns, (N/16, K/2, 16) pairs, so one 512-bit load is a
- * k-pair of 16 columns. A tile of up to 6 rows by 32 columns keeps 12 sums in
- * registers; each sum runs over k in order from 0, so an element's bits do
- * not depend on the tile, the block or the thread it falls in. The
- * instruction adds the odd product, then the even one, each rounded to FP32
- * (bf16 x bf16 is exact in FP32), denormals flushed to zero: the emulation
- * below does the same. */
+ * k-pair of 16 columns (a B packed once can serve many calls: Bf16Panels). A tile of up to 6 rows by 32 columns keeps
+ * 12 sums in registers; each sum runs over k in order from 0, so an element's bits do not depend on the tile, the block
+ * or the thread it falls in. The instruction adds the odd product, then the even one, each rounded to FP32 (bf16 x bf16
+ * is exact in FP32), denormals flushed to zero: the emulation below does the same. */
 #include "storylm/bf16.h"
 
 #include <math.h>
@@ -100,26 +98,90 @@ static BF16_TARGET void pack_a(int trans, int M, int K, const float *A, int lda,
     }
 }
 
-/* op(B) (K, N) -> bp (ceil(N/16), Kh, 16) pairs, columns past N 0; row
- * (Kh) scratch for a transposed B's rows. */
-static BF16_TARGET void pack_b(int trans, int K, int N, const float *B, int ldb, uint32_t *bp, uint32_t *row) {
-    int Kh = (K + 1) / 2, panels = (N + 15) / 16;
-    if (!trans) {
-        for (int kp = 0; kp < Kh; kp++)
-            for (int p = 0; p < panels; p++) {
-                int n = p * 16;
-                uint32_t *dst = bp + ((size_t)p * Kh + kp) * 16;
-                if (N - n < 16) memset(dst, 0, 16 * sizeof *dst);
-                pack_two_rows(B + n, ldb, 2 * kp, K, N - n < 16 ? N - n : 16, dst);
-            }
-        return;
+/* B (K, N), stored so, -> bp (ceil(N/16), Kh, 16) pairs, columns past N 0:
+ * rows k and k+1 at once, 16 columns a store, straight into their panels. */
+static BF16_TARGET void pack_b_rows(int K, int N, const float *B, int ldb, uint32_t *bp) {
+    int Kh = (K + 1) / 2;
+    for (int kp = 0; kp < Kh; kp++) {
+        const float *r0 = B + (size_t)2 * kp * ldb, *r1 = r0 + ldb;
+        int two = 2 * kp + 1 < K;
+        for (int n = 0; n < N; n += 16) {
+            __mmask16 m = N - n >= 16 ? 0xFFFF : (__mmask16)((1u << (N - n)) - 1u);
+            __m512 x0 = _mm512_maskz_loadu_ps(m, r0 + n),
+                   x1 = two ? _mm512_maskz_loadu_ps(m, r1 + n) : _mm512_setzero_ps();
+            _mm512_storeu_si512(bp + ((size_t)(n / 16) * Kh + kp) * 16, pairs16(x0, x1));
+        }
     }
-    if (N % 16) memset(bp + (size_t)(panels - 1) * Kh * 16, 0, (size_t)Kh * 16 * sizeof *bp);
-    for (int n = 0; n < N; n++) { /* B's row n is op(B)'s column n */
-        slm_bf16_pack_row(B + (size_t)n * ldb, K, row);
-        uint32_t *dst = bp + (size_t)(n / 16) * Kh * 16 + n % 16;
-        for (int kp = 0; kp < Kh; kp++) dst[(size_t)kp * 16] = row[kp];
+}
+
+/* r (16, 16) 32-bit lanes -> its transpose in place: pairs within 128-bit
+ * lanes, then pairs of pairs, then the four 128-bit lanes across rows. */
+static inline __attribute__((always_inline)) BF16_TARGET void transpose16(__m512i r[16]) {
+    __m512i t[16], u[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
     }
+    for (int i = 0; i < 16; i += 4) { /* u[i + e], lane L: rows i .. i+3 of element 4L + e */
+        u[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+        u[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+        u[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+        u[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+    }
+    for (int e = 0; e < 4; e++) {
+        __m512i x0 = _mm512_shuffle_i32x4(u[e], u[4 + e], 0x44), x1 = _mm512_shuffle_i32x4(u[e], u[4 + e], 0xEE);
+        __m512i y0 = _mm512_shuffle_i32x4(u[8 + e], u[12 + e], 0x44),
+                y1 = _mm512_shuffle_i32x4(u[8 + e], u[12 + e], 0xEE);
+        r[e] = _mm512_shuffle_i32x4(x0, y0, 0x88);
+        r[4 + e] = _mm512_shuffle_i32x4(x0, y0, 0xDD);
+        r[8 + e] = _mm512_shuffle_i32x4(x1, y1, 0x88);
+        r[12 + e] = _mm512_shuffle_i32x4(x1, y1, 0xDD);
+    }
+}
+
+/* B (N, K), op(B) its transpose (K, N), -> bp as pack_b_rows: a panel's 16
+ * rows of B read in order into rows (16, Kr) of pairs (Kr: Kh rounded up to
+ * 16, zeros past Kh and past N), then 16 k-pairs at a time transposed in
+ * registers into the panel. */
+static BF16_TARGET void pack_b_columns(int K, int N, const float *B, int ldb, uint32_t *bp, uint32_t *rows) {
+    int Kh = (K + 1) / 2, Kr = (Kh + 15) / 16 * 16;
+    for (int n0 = 0; n0 < N; n0 += 16) {
+        for (int i = 0; i < 16; i++)
+            if (n0 + i < N)
+                slm_bf16_pack_row(B + (size_t)(n0 + i) * ldb, K, rows + (size_t)i * Kr);
+            else
+                memset(rows + (size_t)i * Kr, 0, (size_t)Kh * sizeof *rows);
+        uint32_t *dst = bp + (size_t)(n0 / 16) * Kh * 16;
+        for (int kp = 0; kp < Kh; kp += 16) {
+            __m512i r[16];
+            for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_si512(rows + (size_t)i * Kr + kp);
+            transpose16(r);
+            for (int j = 0; j < 16 && kp + j < Kh; j++) _mm512_storeu_si512(dst + (size_t)(kp + j) * 16, r[j]);
+        }
+    }
+}
+
+int slm_bf16_panels_pack(Bf16Panels *p, int trans_b, int K, int N, const float *B, int ldb) {
+    int Kh = (K + 1) / 2, Np = (N + 15) / 16 * 16;
+    *p = (Bf16Panels){.K = K, .N = N};
+    uint32_t *rows = trans_b ? calloc((size_t)16 * ((Kh + 15) / 16 * 16), sizeof *rows) : NULL;
+    p->pairs = malloc(((size_t)Np * Kh + 16) * sizeof *p->pairs);
+    if (!p->pairs || (trans_b && !rows)) {
+        free(rows);
+        slm_bf16_panels_free(p);
+        return -1;
+    }
+    if (trans_b)
+        pack_b_columns(K, N, B, ldb, p->pairs, rows);
+    else
+        pack_b_rows(K, N, B, ldb, p->pairs);
+    free(rows);
+    return 0;
+}
+
+void slm_bf16_panels_free(Bf16Panels *p) {
+    free(p->pairs);
+    p->pairs = NULL;
 }
 
 /* ---- the kernel ------------------------------------------------------------ */
@@ -184,34 +246,48 @@ static BF16_TARGET void row_tiles(const uint32_t *ap, size_t rs, size_t ks, int 
 
 #define TILE_ROWS 6
 
-void slm_matmul_bf16(int trans_a, int trans_b, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
-                     float beta, float *C, int ldc) {
-    if (M <= 0 || N <= 0) return;
-    int Kh = (K + 1) / 2, Np = (N + 15) / 16 * 16, tiles = (M + TILE_ROWS - 1) / TILE_ROWS;
-    if (K <= 0) { /* no products: C = beta C */
-        for (int m = 0; m < M; m++)
-            for (int n = 0; n < N; n++) C[(size_t)m * ldc + n] = beta != 0.0f ? C[(size_t)m * ldc + n] : 0.0f;
-        return;
+/* C = beta C when K is 0: no products. */
+static void scale_only(int M, int N, float beta, float *C, int ldc) {
+    for (int m = 0; m < M; m++)
+        for (int n = 0; n < N; n++) C[(size_t)m * ldc + n] = beta != 0.0f ? C[(size_t)m * ldc + n] : 0.0f;
+}
+
+int slm_matmul_bf16_panels(int trans_a, int M, const float *A, int lda, const Bf16Panels *B, float beta, float *C,
+                           int ldc) {
+    int N = B->N, K = B->K, Kh = (K + 1) / 2, tiles = (M + TILE_ROWS - 1) / TILE_ROWS;
+    if (M <= 0 || N <= 0) return 0;
+    if (K <= 0) {
+        scale_only(M, N, beta, C, ldc);
+        return 0;
     }
-    /* packs of a few hundred KB at most in training: malloc reuses them call after call */
-    uint32_t *ap = malloc(((size_t)M * Kh + 16) * sizeof *ap), *bp = malloc(((size_t)Np + 1) * Kh * sizeof *bp);
-    if (!ap || !bp) { /* the products have no error path: the same bits, the slow way */
-        free(ap);
-        free(bp);
-        slm_matmul_bf16_emulated(trans_a, trans_b, M, N, K, A, lda, B, ldb, beta, C, ldc);
-        return;
-    }
+    /* a pack of a few hundred KB at most in training: malloc reuses it call after call */
+    uint32_t *ap = malloc(((size_t)M * Kh + 16) * sizeof *ap);
+    if (!ap) return -1;
     size_t rs, ks;
     pack_a(trans_a, M, K, A, lda, ap, &rs, &ks);
-    pack_b(trans_b, K, N, B, ldb, bp, bp + (size_t)Np * Kh);
     int parallel = !omp_in_parallel() && omp_get_max_threads() > 1 && tiles > 1;
 #pragma omp parallel for schedule(static) if (parallel)
     for (int t = 0; t < tiles; t++) {
         int m = t * TILE_ROWS, R = M - m < TILE_ROWS ? M - m : TILE_ROWS;
-        row_tiles(ap + (size_t)m * rs, rs, ks, Kh, bp, R, C + (size_t)m * ldc, ldc, N, beta != 0.0f);
+        row_tiles(ap + (size_t)m * rs, rs, ks, Kh, B->pairs, R, C + (size_t)m * ldc, ldc, N, beta != 0.0f);
     }
     free(ap);
-    free(bp);
+    return 0;
+}
+
+void slm_matmul_bf16(int trans_a, int trans_b, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
+                     float beta, float *C, int ldc) {
+    if (M <= 0 || N <= 0) return;
+    if (K <= 0) {
+        scale_only(M, N, beta, C, ldc);
+        return;
+    }
+    Bf16Panels bp;
+    int rc = slm_bf16_panels_pack(&bp, trans_b, K, N, B, ldb);
+    if (!rc) rc = slm_matmul_bf16_panels(trans_a, M, A, lda, &bp, beta, C, ldc);
+    slm_bf16_panels_free(&bp);
+    if (rc) /* the products have no error path: the same bits, the slow way */
+        slm_matmul_bf16_emulated(trans_a, trans_b, M, N, K, A, lda, B, ldb, beta, C, ldc);
 }
 
 /* ---- the same bits in plain C ------------------------------------------------ */

@@ -337,9 +337,13 @@ static void xent_fused_row(float *row, const float *bias, int V, int32_t target,
 }
 
 /* One product of output_loss_chunk, on the calling thread: OpenBLAS's sgemm
- * in one call (as before), or BF16 by o's precision. */
-static void chunk_product(const OutputLoss *o, int ta, int tb, int M, int N, int K, const float *A, int lda,
-                          const float *B, int ldb, float beta, float *C, int ldc) {
+ * in one call (as before), or BF16 by o's precision, from op(B) packed in
+ * panels when it is (the same bits). */
+static void chunk_product(const OutputLoss *o, const Bf16Panels *packed, int ta, int tb, int M, int N, int K,
+                          const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc) {
+    if (o->precision == PRECISION_BF16 && packed && packed->pairs &&
+        slm_matmul_bf16_panels(ta, M, A, lda, packed, beta, C, ldc) == 0)
+        return;
     if (o->precision == PRECISION_BF16)
         slm_matmul_bf16(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
     else
@@ -348,12 +352,13 @@ static void chunk_product(const OutputLoss *o, int ta, int tb, int M, int N, int
 }
 
 /* One chunk of rows (n <= the scratch's rows) of slm_output_loss: logits (n, V)
- * in scratch, turned into their gradient while still in cache. */
-static void output_loss_chunk(const OutputLoss *o, int first, int n) {
+ * in scratch, turned into their gradient while still in cache; w as
+ * slm_output_loss packs it. */
+static void output_loss_chunk(const OutputLoss *o, const Bf16Panels w[2], int first, int n) {
     int Hd = o->Hd, V = o->V;
     const float *y = o->y + (size_t)first * Hd;
     int ldw = o->W_columns ? V : Hd, tw = !o->W_columns; /* W (V, Hd), or (Hd, V): TransformerLens's W_U */
-    chunk_product(o, 0, tw, n, V, Hd, y, Hd, o->W, ldw, 0.0f, o->scratch, V);
+    chunk_product(o, &w[0], 0, tw, n, V, Hd, y, Hd, o->W, ldw, 0.0f, o->scratch, V);
     for (int p = 0; p < n; p++) {
         float *row = o->scratch + (size_t)p * V;
         int q = first + p;
@@ -363,16 +368,26 @@ static void output_loss_chunk(const OutputLoss *o, int first, int n) {
             xent_fused_row(row, o->bias, V, o->target[q], o->scale, &o->lse[q], &o->loss[q], &o->correct[q], o->d_bias);
     }
     if (!o->dW) return;
-    chunk_product(o, 0, !tw, n, Hd, V, o->scratch, V, o->W, ldw, 0.0f, o->d_y + (size_t)first * Hd, Hd);
+    chunk_product(o, &w[1], 0, !tw, n, Hd, V, o->scratch, V, o->W, ldw, 0.0f, o->d_y + (size_t)first * Hd, Hd);
     if (o->W_columns) /* dW (Hd, V) += y^T dl */
-        chunk_product(o, 1, 0, Hd, V, n, y, Hd, o->scratch, V, 1.0f, o->dW, V);
+        chunk_product(o, NULL, 1, 0, Hd, V, n, y, Hd, o->scratch, V, 1.0f, o->dW, V);
     else
-        chunk_product(o, 1, 0, V, Hd, n, o->scratch, V, y, Hd, 1.0f, o->dW, Hd);
+        chunk_product(o, NULL, 1, 0, V, Hd, n, o->scratch, V, y, Hd, 1.0f, o->dW, Hd);
 }
 
 void slm_output_loss(const OutputLoss *o) {
+    /* BF16: W packed once for every chunk, as the logits' op(B) (Hd, V) and
+     * d_y's (V, Hd); left unpacked (pairs NULL) the products pack their own */
+    Bf16Panels w[2] = {{0}, {0}};
+    int ldw = o->W_columns ? o->V : o->Hd, tw = !o->W_columns;
+    if (o->precision == PRECISION_BF16 && o->n > o->chunk_rows) {
+        slm_bf16_panels_pack(&w[0], tw, o->Hd, o->V, o->W, ldw);
+        if (o->dW) slm_bf16_panels_pack(&w[1], !tw, o->V, o->Hd, o->W, ldw);
+    }
     for (int first = 0; first < o->n; first += o->chunk_rows)
-        output_loss_chunk(o, first, o->n - first < o->chunk_rows ? o->n - first : o->chunk_rows);
+        output_loss_chunk(o, w, first, o->n - first < o->chunk_rows ? o->n - first : o->chunk_rows);
+    slm_bf16_panels_free(&w[0]);
+    slm_bf16_panels_free(&w[1]);
 }
 
 /* One row of logits (V) -> (softmax - onehot) * scale in place, or 0 without target. */
