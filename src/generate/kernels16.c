@@ -277,28 +277,28 @@ void slm_blend_values(const float *a, int n, const float *values, int vd, float 
     }
 }
 
-/* 16 lanes of int: a shuffle's choice of lanes. */
-typedef int i16v __attribute__((vector_size(64)));
+/* Lanes of a and b (16 each; b's are 16..31) picked into one register:
+ * __builtin_shufflevector, which GCC (12 and later) and clang both have. */
+#define LO1(a, b) __builtin_shufflevector(a, b, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23)
+#define HI1(a, b) __builtin_shufflevector(a, b, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31)
+#define LO2(a, b) __builtin_shufflevector(a, b, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27)
+#define HI2(a, b) __builtin_shufflevector(a, b, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31)
+#define LO3(a, b) __builtin_shufflevector(a, b, 0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29)
+#define HI3(a, b) __builtin_shufflevector(a, b, 2, 3, 6, 7, 10, 11, 14, 15, 18, 19, 22, 23, 26, 27, 30, 31)
+#define EVEN(a) __builtin_shufflevector(a, a, 0, 2, 4, 6, 8, 10, 12, 14, 0, 2, 4, 6, 8, 10, 12, 14)
+#define ODD(a) __builtin_shufflevector(a, a, 1, 3, 5, 7, 9, 11, 13, 15, 1, 3, 5, 7, 9, 11, 13, 15)
 
 /* acc[c] (16 lanes each, c < 8) -> out[c] = the sum of acc[c]'s lanes, for
  * c < cn: a fixed tree, halving the lanes of each channel while merging
  * pairs of registers, so 8 channels take 7 shuffle-adds and a last one. */
 static inline void sum_lanes8(const f16v *acc, int cn, float *out) {
-    static const i16v lo1 = {0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23};
-    static const i16v hi1 = {8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31};
-    static const i16v lo2 = {0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27};
-    static const i16v hi2 = {4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31};
-    static const i16v lo3 = {0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29};
-    static const i16v hi3 = {2, 3, 6, 7, 10, 11, 14, 15, 18, 19, 22, 23, 26, 27, 30, 31};
-    static const i16v even = {0, 2, 4, 6, 8, 10, 12, 14, 0, 2, 4, 6, 8, 10, 12, 14};
-    static const i16v odd = {1, 3, 5, 7, 9, 11, 13, 15, 1, 3, 5, 7, 9, 11, 13, 15};
     f16v r[4], q[2];
     for (int i = 0; i < 4; i++) /* channels 2i, 2i+1: 8 lanes each */
-        r[i] = __builtin_shuffle(acc[2 * i], acc[2 * i + 1], lo1) + __builtin_shuffle(acc[2 * i], acc[2 * i + 1], hi1);
+        r[i] = LO1(acc[2 * i], acc[2 * i + 1]) + HI1(acc[2 * i], acc[2 * i + 1]);
     for (int i = 0; i < 2; i++) /* channels 4i..4i+3: 4 lanes each */
-        q[i] = __builtin_shuffle(r[2 * i], r[2 * i + 1], lo2) + __builtin_shuffle(r[2 * i], r[2 * i + 1], hi2);
-    f16v pairs = __builtin_shuffle(q[0], q[1], lo3) + __builtin_shuffle(q[0], q[1], hi3); /* 8 channels, 2 lanes */
-    f16v sum = __builtin_shuffle(pairs, even) + __builtin_shuffle(pairs, odd);
+        q[i] = LO2(r[2 * i], r[2 * i + 1]) + HI2(r[2 * i], r[2 * i + 1]);
+    f16v pairs = LO3(q[0], q[1]) + HI3(q[0], q[1]); /* 8 channels, 2 lanes each */
+    f16v sum = EVEN(pairs) + ODD(pairs);
     float lanes[16];
     memcpy(lanes, &sum, sizeof sum);
     memcpy(out, lanes, (size_t)cn * sizeof(float));
