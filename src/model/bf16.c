@@ -3,10 +3,12 @@
  * Both operands are packed once per call as bfloat16 pairs along k (k even
  * in the low half, as VDPBF16PS reads them): A by rows, (M, K/2) pairs, and
  * B in panels of 16 columns, (N/16, K/2, 16) pairs, so one 512-bit load is a
- * k-pair of 16 columns (a B packed once can serve many calls: Bf16Panels). A tile of up to 6 rows by 32 columns keeps
- * 12 sums in registers; each sum runs over k in order from 0, so an element's bits do not depend on the tile, the block
- * or the thread it falls in. The instruction adds the odd product, then the even one, each rounded to FP32 (bf16 x bf16
- * is exact in FP32), denormals flushed to zero: the emulation below does the same. */
+ * k-pair of 16 columns (a B packed once can serve many calls: Bf16Panels).
+ * A tile of up to 6 rows by 32 columns keeps 12 sums in registers; each sum
+ * runs over k in order from 0, so an element's bits do not depend on the
+ * tile, the block or the thread it falls in. The instruction adds the odd
+ * product, then the even one, each rounded to FP32 (bf16 x bf16 is exact in
+ * FP32), denormals flushed to zero: the emulation below does the same. */
 #include "storylm/bf16.h"
 
 #include <math.h>
