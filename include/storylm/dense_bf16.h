@@ -45,10 +45,22 @@ void slm_dense_bf16_pairs(const float *x0, int n0, const float *x1, int n1, uint
 void slm_dense_bf16(const DenseBf16 *d, const float *bias, const uint32_t *x, size_t x_step, const int *which, int k,
                     float *y, size_t y_step);
 
-/* slm_dense_bf16 from FP32 inputs: for j < k, sample which[j]'s x (d->cols,
- * every x_step floats) is rounded into its pairs (every p_step, d->pairs
- * of them: scratch the caller owns), then y as above. */
-void slm_dense_bf16_of(const DenseBf16 *d, const float *bias, const float *x, size_t x_step, uint32_t *pairs,
-                       size_t p_step, const int *which, int k, float *y, size_t y_step);
+/* Each sample's input to the next product as pairs: a batch's scratch,
+ * step pairs a sample (the widest input's), so threads taking different
+ * samples never share it. */
+typedef struct Bf16Inputs {
+    uint32_t *pairs;
+    size_t step;
+} Bf16Inputs;
+/* For n samples whose widest input is widest floats; -1 with e set when out of memory. */
+int slm_bf16_inputs_init(Bf16Inputs *in, int n, int widest, Error *e);
+void slm_bf16_inputs_free(Bf16Inputs *in);
+
+/* A dense layer at a generator's precision, for j < k: sample which[j]'s
+ * y = W x + bias (x, y every x_step, y_step floats). With b (BF16), each x
+ * is rounded into its pairs in in, then slm_dense_bf16; without (NULL),
+ * FP32's slm_dense16 with f. */
+void slm_dense_at(const Dense16 *f, const DenseBf16 *b, const Bf16Inputs *in, const float *bias, const float *x,
+                  size_t x_step, const int *which, int k, float *y, size_t y_step);
 
 #endif

@@ -38,7 +38,6 @@ typedef struct GeneratorBatch {
     float *scores;          /* (n, W rounded up to 16) scratch of each sample's head scores */
     float *rows;            /* (n, D) scratch: the rows of the tokens fed */
     Workers *workers;       /* NULL: steps on the caller's thread alone */
-    Precision precision;    /* of the products: FP32 (the default) or BF16 (slm_generator_batch_set_precision) */
     struct GenBf16 *bf16;   /* with BF16: the weights in BF16 and each sample's inputs' pairs (generate.c) */
     struct TfGenerator *tf; /* --arch transformer: its weights' views and key/value caches
                              * (generate_transformer.c); then only pos and logits above are used */

@@ -155,9 +155,24 @@ BF16_TARGET void slm_dense_bf16(const DenseBf16 *d, const float *bias, const uin
     }
 }
 
-void slm_dense_bf16_of(const DenseBf16 *d, const float *bias, const float *x, size_t x_step, uint32_t *pairs,
-                       size_t p_step, const int *which, int k, float *y, size_t y_step) {
+int slm_bf16_inputs_init(Bf16Inputs *in, int n, int widest, Error *e) {
+    in->step = (size_t)(widest + 1) / 2;
+    in->pairs = xcalloc((size_t)n * in->step, sizeof *in->pairs, e);
+    return in->pairs ? 0 : -1;
+}
+
+void slm_bf16_inputs_free(Bf16Inputs *in) {
+    free(in->pairs);
+    *in = (Bf16Inputs){0};
+}
+
+void slm_dense_at(const Dense16 *f, const DenseBf16 *b, const Bf16Inputs *in, const float *bias, const float *x,
+                  size_t x_step, const int *which, int k, float *y, size_t y_step) {
+    if (!b) {
+        slm_dense16(f, bias, x, x_step, which, k, y, y_step);
+        return;
+    }
     for (int j = 0; j < k; j++)
-        slm_dense_bf16_pairs(x + which[j] * x_step, d->cols, NULL, 0, pairs + which[j] * p_step);
-    slm_dense_bf16(d, bias, pairs, p_step, which, k, y, y_step);
+        slm_dense_bf16_pairs(x + which[j] * x_step, b->cols, NULL, 0, in->pairs + which[j] * in->step);
+    slm_dense_bf16(b, bias, in->pairs, in->step, which, k, y, y_step);
 }

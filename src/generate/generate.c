@@ -15,8 +15,7 @@
  * a sample, the widest input's). */
 struct GenBf16 {
     DenseBf16 qkv[STORYLM_MAX_LAYERS], hidden, output;
-    uint32_t *pairs;
-    size_t step;
+    Bf16Inputs in;
 };
 
 static void bf16_free(struct GenBf16 *b) {
@@ -24,7 +23,7 @@ static void bf16_free(struct GenBf16 *b) {
     for (int l = 0; l < STORYLM_MAX_LAYERS; l++) slm_dense_bf16_free(&b->qkv[l]);
     slm_dense_bf16_free(&b->hidden);
     slm_dense_bf16_free(&b->output);
-    free(b->pairs);
+    slm_bf16_inputs_free(&b->in);
     free(b);
 }
 
@@ -165,11 +164,12 @@ static void new_query_key_value(GeneratorBatch *g, int l, const int *which, int 
     for (int j = 0; j < k; j++) { /* layer l's input: the row, then layer l-1's heads (layer_input_at) */
         const float *z = g->z + which[j] * sz.z, *heads = z + c->row_dim + (size_t)(l > 0 ? l - 1 : 0) * H * vd;
         if (g->bf16)
-            slm_dense_bf16_pairs(z, c->row_dim, heads, Din - c->row_dim, g->bf16->pairs + which[j] * g->bf16->step);
+            slm_dense_bf16_pairs(z, c->row_dim, heads, Din - c->row_dim,
+                                 g->bf16->in.pairs + which[j] * g->bf16->in.step);
         else
             slm_row_times_matrix(qkv_w, Din, QKV, z, c->row_dim, heads, g->qkv + which[j] * sz.qkv);
     }
-    if (g->bf16) slm_dense_bf16(&g->bf16->qkv[l], NULL, g->bf16->pairs, g->bf16->step, which, k, g->qkv, sz.qkv);
+    if (g->bf16) slm_dense_bf16(&g->bf16->qkv[l], NULL, g->bf16->in.pairs, g->bf16->in.step, which, k, g->qkv, sz.qkv);
     for (int j = 0; j < k; j++) {
         int s = which[j], slot = g->pos[s] % W;
         float *qkv = g->qkv + s * sz.qkv;
@@ -283,8 +283,7 @@ static struct GenBf16 *bf16_pack(const GeneratorBatch *g, Error *e) {
     int Z = (int)sz.z, Hd = c->hidden_dim, QKV = qkv_width(c), L = c->arch == ARCH_ATTENTION ? slm_model_layers(c) : 0;
     struct GenBf16 *b = xcalloc(1, sizeof *b, e);
     if (!b) return NULL;
-    b->step = (size_t)((Z > Hd ? Z : Hd) + 1) / 2;
-    int ok = (b->pairs = xcalloc((size_t)g->n * b->step, sizeof *b->pairs, e)) != NULL;
+    int ok = !slm_bf16_inputs_init(&b->in, g->n, Z > Hd ? Z : Hd, e);
     for (int l = 0; ok && l < L; l++)
         ok = !slm_dense_bf16_pack(&b->qkv[l], g->qkv_w + (size_t)l * qkv_w_size(c), 1, QKV, QKV, layer_input(c, l), e);
     ok = ok && !slm_dense_bf16_from16(&b->hidden, &g->hidden_w, e) &&
@@ -298,18 +297,7 @@ int slm_generator_batch_set_precision(GeneratorBatch *g, Precision p, Error *e) 
     if (slm_precision_check(p, e)) return -1;
     if (p == PRECISION_BF16 && !g->bf16 && !(g->bf16 = bf16_pack(g, e))) return -1;
     if (p == PRECISION_FP32) bf16_free(g->bf16), g->bf16 = NULL;
-    g->precision = p;
     return 0;
-}
-
-/* For j < k: sample which[j]'s y = W x + bias, FP32's f or, with
- * --precision bf16, b (x, y every x_step, y_step floats). */
-static void dense_at(const GeneratorBatch *g, const Dense16 *f, const DenseBf16 *b, const float *bias, const float *x,
-                     size_t x_step, const int *which, int k, float *y, size_t y_step) {
-    if (g->bf16)
-        slm_dense_bf16_of(b, bias, x, x_step, g->bf16->pairs, g->bf16->step, which, k, y, y_step);
-    else
-        slm_dense16(f, bias, x, x_step, which, k, y, y_step);
 }
 
 /* slm_generator_batch_feed for tokens[j] to which[j], j < k, with the rows
@@ -330,9 +318,11 @@ static void feed_part(GeneratorBatch *g, const int *which, const int32_t *tokens
     }
     /* hidden = tanh(W1 z + b1), W1 (Hd, Z); logits = W2 hidden + b2, W2 (V, Hd) */
     struct GenBf16 *b = g->bf16;
-    dense_at(g, &g->hidden_w, b ? &b->hidden : NULL, m->hidden_b, g->z, sz.z, which, k, g->hidden, sz.hidden);
+    slm_dense_at(&g->hidden_w, b ? &b->hidden : NULL, b ? &b->in : NULL, m->hidden_b, g->z, sz.z, which, k, g->hidden,
+                 sz.hidden);
     for (int j = 0; j < k; j++) slm_tanh_inplace(g->hidden + which[j] * sz.hidden, Hd);
-    dense_at(g, &g->output_w, b ? &b->output : NULL, m->output_b, g->hidden, sz.hidden, which, k, g->logits, sz.logits);
+    slm_dense_at(&g->output_w, b ? &b->output : NULL, b ? &b->in : NULL, m->output_b, g->hidden, sz.hidden, which, k,
+                 g->logits, sz.logits);
     for (int j = 0; j < k; j++) g->pos[which[j]]++;
 }
 

@@ -36,8 +36,7 @@ struct TfGenerator {
 struct TfBf16 {
     DenseBf16 qkv_w[STORYLM_MAX_TF_LAYERS], W_O[STORYLM_MAX_TF_LAYERS], W_in[STORYLM_MAX_TF_LAYERS],
         W_out[STORYLM_MAX_TF_LAYERS], W_U;
-    uint32_t *pairs;
-    size_t step;
+    Bf16Inputs in;
 };
 
 /* Sizes of one sample's part of a batch's buffers. */
@@ -143,7 +142,7 @@ static void bf16_free(struct TfBf16 *b) {
         slm_dense_bf16_free(&b->W_out[l]);
     }
     slm_dense_bf16_free(&b->W_U);
-    free(b->pairs);
+    slm_bf16_inputs_free(&b->in);
     free(b);
 }
 
@@ -153,8 +152,7 @@ static struct TfBf16 *bf16_pack(const struct TfGenerator *t, const ModelConfig *
     struct TfBf16 *b = xcalloc(1, sizeof *b, e);
     if (!b) return NULL;
     int widest = z.D > z.HV ? z.D : z.HV;
-    b->step = (size_t)((widest > z.F ? widest : z.F) + 1) / 2;
-    int ok = (b->pairs = xcalloc((size_t)n * b->step, sizeof *b->pairs, e)) != NULL;
+    int ok = !slm_bf16_inputs_init(&b->in, n, widest > z.F ? widest : z.F, e);
     for (int l = 0; ok && l < c->n_layers; l++)
         ok = !slm_dense_bf16_from16(&b->qkv_w[l], &t->qkv_w[l], e) &&
              !slm_dense_bf16_from16(&b->W_O[l], &t->W_O[l], e) && !slm_dense_bf16_from16(&b->W_in[l], &t->W_in[l], e) &&
@@ -169,18 +167,7 @@ int slm_tf_generator_set_precision(GeneratorBatch *g, Precision p, Error *e) {
     if (slm_precision_check(p, e)) return -1;
     if (p == PRECISION_BF16 && !t->bf16 && !(t->bf16 = bf16_pack(t, &g->model->cfg, g->n, e))) return -1;
     if (p == PRECISION_FP32) bf16_free(t->bf16), t->bf16 = NULL;
-    g->precision = p;
     return 0;
-}
-
-/* For j < k: sample which[j]'s y = W x + bias, FP32's f or, with
- * --precision bf16, b (x, y every x_step, y_step floats). */
-static void product(const struct TfGenerator *G, const Dense16 *f, const DenseBf16 *b, const float *bias,
-                    const float *x, size_t x_step, const int *which, int k, float *y, size_t y_step) {
-    if (G->bf16)
-        slm_dense_bf16_of(b, bias, x, x_step, G->bf16->pairs, G->bf16->step, which, k, y, y_step);
-    else
-        slm_dense16(f, bias, x, x_step, which, k, y, y_step);
 }
 
 void slm_tf_generator_free(GeneratorBatch *g) {
@@ -272,17 +259,18 @@ static void block_step(GeneratorBatch *g, const TfSizes *z, int l, const int *wh
     const struct TfBf16 *B = G->bf16;
     int D = z->D;
     layernorm(G, D, b->ln1_w, b->ln1_b, which, k);
-    product(G, &G->qkv_w[l], B ? &B->qkv_w[l] : NULL, G->qkv_b + (size_t)l * z->QKV, G->x, D, which, k, G->qkv, z->QKV);
+    slm_dense_at(&G->qkv_w[l], B ? &B->qkv_w[l] : NULL, B ? &B->in : NULL, G->qkv_b + (size_t)l * z->QKV, G->x, D,
+                 which, k, G->qkv, z->QKV);
     for (int j = 0; j < k; j++) heads_step(g, z, which[j], l);
-    product(G, &G->W_O[l], B ? &B->W_O[l] : NULL, b->b_O, G->z, z->HV, which, k, G->x, D);
+    slm_dense_at(&G->W_O[l], B ? &B->W_O[l] : NULL, B ? &B->in : NULL, b->b_O, G->z, z->HV, which, k, G->x, D);
     add_x(G, D, which, k);
     layernorm(G, D, b->ln2_w, b->ln2_b, which, k);
-    product(G, &G->W_in[l], B ? &B->W_in[l] : NULL, b->b_in, G->x, D, which, k, G->mlp, z->F);
+    slm_dense_at(&G->W_in[l], B ? &B->W_in[l] : NULL, B ? &B->in : NULL, b->b_in, G->x, D, which, k, G->mlp, z->F);
     for (int j = 0; j < k; j++) {
         float *mlp = G->mlp + (size_t)which[j] * z->F;
         slm_act_forward((ActFn)g->model->cfg.act, mlp, z->F, mlp);
     }
-    product(G, &G->W_out[l], B ? &B->W_out[l] : NULL, b->b_out, G->mlp, z->F, which, k, G->x, D);
+    slm_dense_at(&G->W_out[l], B ? &B->W_out[l] : NULL, B ? &B->in : NULL, b->b_out, G->mlp, z->F, which, k, G->x, D);
     add_x(G, D, which, k);
 }
 
@@ -309,6 +297,7 @@ void slm_tf_generator_feed(GeneratorBatch *g, const int *which, const int32_t *t
     for (int j = 0; j < k; j++) embed(g, which[j], tokens[j]);
     for (int l = 0; l < c->n_layers; l++) block_step(g, &z, l, which, k);
     layernorm(G, z.D, G->w.ln_final_w, G->w.ln_final_b, which, k);
-    product(G, &G->W_U, G->bf16 ? &G->bf16->W_U : NULL, G->w.b_U, G->x, z.D, which, k, g->logits, z.V);
+    slm_dense_at(&G->W_U, G->bf16 ? &G->bf16->W_U : NULL, G->bf16 ? &G->bf16->in : NULL, G->w.b_U, G->x, z.D, which, k,
+                 g->logits, z.V);
     for (int j = 0; j < k; j++) g->pos[which[j]]++;
 }
