@@ -57,6 +57,43 @@ static void weight_decay_on_known_tensors(void) {
     slm_adam_free(&adam), slm_model_free(&m);
 }
 
+/* AdamW over 1,039 entries (a whole block of 1,024 in vectors, then 15 one
+ * by one), half of them decaying, three steps: every bit of the weights and
+ * both moments equals the update
+ * written out element by element in PyTorch's order (the build has no FMA
+ * contraction, so each product and sum is rounded on its own, as in Adam). */
+static void adam_bits_equal_plain_formula(void) {
+    enum { N = 1039 };
+    static float p[N], want[N], g[N], m[N], v[N];
+    static uint8_t mask[N];
+    Adam adam;
+    Error e;
+    CHECK(slm_adam_init(&adam, N, &e) == 0);
+    adam.weight_decay = 0.1f;
+    adam.decay_mask = mask;
+    uint64_t x = 12345;
+    for (int i = 0; i < N; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        p[i] = want[i] = (float)((x >> 40) % 20001) / 10000.0f - 1.0f;
+        mask[i] = (x >> 20) & 1;
+    }
+    size_t wrong = 0;
+    for (int t = 1; t <= 3; t++) {
+        for (int i = 0; i < N; i++) g[i] = sinf((float)(i * t)) * (i % 7 == 0 ? 1e-6f : 0.3f);
+        slm_adam_update(&adam, p, g, 0.01f);
+        float step = (float)((double)0.01f / (1.0 - pow(0.9f, t))), bc2 = (float)sqrt(1.0 - pow(0.999f, t));
+        for (int i = 0; i < N; i++) {
+            m[i] = 0.9f * m[i] + (1.0f - 0.9f) * g[i];
+            v[i] = 0.999f * v[i] + (1.0f - 0.999f) * g[i] * g[i];
+            float keep = mask[i] ? 1.0f - 0.01f * 0.1f : 1.0f;
+            want[i] = want[i] * keep - step * m[i] / (sqrtf(v[i]) / bc2 + 1e-8f);
+        }
+        wrong += memcmp(p, want, sizeof p) || memcmp(adam.m, m, sizeof m) || memcmp(adam.v, v, sizeof v);
+    }
+    if (!CHECK(wrong == 0)) fprintf(stderr, "  Adam's bits differ from the formula after %zu of 3 steps\n", wrong);
+    slm_adam_free(&adam);
+}
+
 /* Masks: numbers are 0 or exactly 1/(1-P), about P of them 0, the same for
  * the same key and another for another key. */
 static void dropout_masks_seeded_and_scaled(void) {
@@ -411,6 +448,7 @@ static void invent_names_renames_heroes(void) {
 
 int main(void) {
     weight_decay_on_known_tensors();
+    adam_bits_equal_plain_formula();
     dropout_masks_seeded_and_scaled();
     dropout_keys_ignore_packing();
     dropout_only_with_keys();
