@@ -3,13 +3,15 @@
  * by stories equals one pass over the whole batch, and repeats bit for bit;
  * the sampler, which sorts only the tokens above a floor, draws exactly what
  * a sampler sorting every token draws; the workers run a job once on every
- * thread, with OpenMP one thread wide inside. */
+ * thread, with OpenMP one thread wide inside; the exponentials 16 at a time
+ * equal them one by one, and their sum keeps its lanes' order. */
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
+#include "storylm/layers.h"
 #include "storylm/model.h"
 #include "storylm/rng.h"
 #include "storylm/sample.h"
@@ -237,6 +239,44 @@ typedef struct Seen {
     int omp_threads[4];
 } Seen;
 
+/* The same bits, NaN for NaN. */
+static int same_float(float a, float b) { return (a != a && b != b) || memcmp(&a, &b, sizeof a) == 0; }
+
+/* slm_exp_inplace over 16 lanes at a time against one element at a time
+ * (the compiled exp_approx), over the clamps (-87, 88), infinities, NaN, -0
+ * and a sweep; and slm_exp_sum_inplace's sum in the order of a 16-lane
+ * `omp simd` reduction: 0 + lane 0 + ... + lane 15, the tail added to lane 0. */
+static void exponentials_by_lanes_equal_one_by_one(void) {
+    enum { N = 16 * 700 + 11 };
+    static float x[N], one[N], all[N];
+    Rng r;
+    slm_rng_seed(&r, 17);
+    float special[] = {-87.0f, -87.5f, -1e30f, 88.0f, 88.5f, 1e30f, INFINITY, -INFINITY, NAN, -0.0f, 0.0f, 1e-30f};
+    for (int i = 0; i < N; i++)
+        x[i] = i < 12 ? special[i] : i < 6000 ? -100.0f + 200.0f * (float)i / 6000 : (float)(slm_rng_normal(&r) * 20);
+    int wrong = 0;
+    for (int k = 0; k < 3; k++) {
+        float shift = (float[]){0.0f, 3.25f, -41.0f}[k];
+        memcpy(all, x, sizeof x);
+        slm_exp_inplace(all, N, shift);
+        for (int i = 0; i < N; i++) {
+            one[i] = x[i];
+            slm_exp_inplace(&one[i], 1, shift);
+            wrong += !same_float(all[i], one[i]);
+        }
+    }
+    if (!CHECK(wrong == 0)) fprintf(stderr, "  %d exponentials differ between lanes and one by one\n", wrong);
+    for (int i = 0; i < N; i++) x[i] = (float)(slm_rng_normal(&r) * 3); /* finite, for the sum */
+    for (int n = 5; n <= N; n += N - 5) {
+        float lane[16] = {0}, want = 0.0f;
+        memcpy(all, x, sizeof x);
+        float got = slm_exp_sum_inplace(all, n, 1.5f);
+        for (int i = 0; i < n; i++) lane[i < n / 16 * 16 ? i % 16 : 0] += all[i];
+        for (int j = 0; j < 16; j++) want += lane[j];
+        if (!CHECK(same_float(got, want))) fprintf(stderr, "  sum of %d: %.9g, lanes give %.9g\n", n, got, want);
+    }
+}
+
 static void note(void *arg, int i, int n) {
     Seen *s = arg;
     s->calls[i]++;
@@ -264,6 +304,7 @@ int main(void) {
     shards_match_one_pass(ARCH_ATTENTION);
     shards_match_one_pass(ARCH_WINDOW8);
     sampler_draws_as_sorting_all();
+    exponentials_by_lanes_equal_one_by_one();
     workers_run_everywhere_once();
     return check_report();
 }
