@@ -158,7 +158,7 @@ typedef struct AttentionScratch {
     float *kv, *d_kv;        /* (H, ld/8, kd+vd, 8): each head's keys and values in blocks of 8
                               * positions (component i of the block's 8 keys at offset 8*i), and gradients */
     float *dist, *d_dist;    /* (H, S): distance scores farthest first, 8 zeros each side, and gradients */
-    float *w, *ds;           /* (H, S): one position's weights and score gradients */
+    float *w, *ds;           /* (H, 2, S): two positions' weights and score gradients (the forward: (H, S)) */
     float *lse;              /* (H, ld): each position's log-sum-exp of its scores, for the backward */
     DropoutMask drop;        /* training's attention dropout for this pass (p 0: none; slm_dropout_prepare) */
     float *dw;               /* (H, S): one position's weights after dropout, what the blend reads */

@@ -29,8 +29,8 @@ static int layer_activations_init(Activations *a, const ModelConfig *cfg, int l,
     s->head_base = l * cfg->n_heads;
     if (l == 0)
         return (a->d_qkv = slm_alloc_floats(QKV * LD, e)) && (s->d_kv = slm_alloc_floats(KV, e)) &&
-                       (s->d_dist = slm_alloc_floats(HS, e)) && (s->w = slm_alloc_floats(HS, e)) &&
-                       (s->ds = slm_alloc_floats(HS, e)) && (s->dw = slm_alloc_floats(HS, e))
+                       (s->d_dist = slm_alloc_floats(HS, e)) && (s->w = slm_alloc_floats(2 * HS, e)) &&
+                       (s->ds = slm_alloc_floats(2 * HS, e)) && (s->dw = slm_alloc_floats(HS, e))
                    ? 0
                    : -1;
     const AttentionScratch *first = &a->layer[0].scratch;

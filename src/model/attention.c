@@ -371,24 +371,113 @@ static const float *weights_of(const Head *r, const float *att, int p, Span sp, 
     return w;
 }
 
+/* Positions p and p + 1 at once, from the same first block (sp0, sp1 their
+ * spans; sp1 may have one block more, where w0 is 0): attend_one_backward of
+ * p and then of p + 1, each key's values and key read once and its gradients
+ * loaded and stored once for both. Every gradient entry still gets p's term
+ * and then p + 1's, and p's extra block adds exact zeros (weights 0, as in
+ * any block's unread lanes), so the bits are those of one position at a time.
+ * da0, da1 (8*count) scratch; the plain dot-product score, no dropout. */
+KERNEL void attend_two_backward(const Head *r, const int kd, const int vd, int p, Span sp0, Span sp1, const float *w0,
+                                const float *w1, const float *d_out0, const float *d_out1, float *da0, float *da1) {
+    const int bs = 8 * (kd + vd);
+    const float *kv = r->kv + (size_t)sp1.first * bs;
+    float *d_kv = r->d_kv + (size_t)sp1.first * bs, *d_dist = r->d_dist + 8 + r->W - 1 - p + 8 * sp1.first;
+    float g0[STORYLM_MAX_HEAD_DIM], g1[STORYLM_MAX_HEAD_DIM], q0[STORYLM_MAX_HEAD_DIM], q1[STORYLM_MAX_HEAD_DIM];
+    memcpy(g0, d_out0, vd * sizeof(float));
+    memcpy(g1, d_out1, vd * sizeof(float));
+    for (int b = 0; b < sp1.count; b++) { /* blend_backward of both */
+        f8 a0 = load8(w0 + 8 * b), a1 = load8(w1 + 8 * b), s0 = splat8(0.0f), s1 = splat8(0.0f);
+#pragma GCC unroll 16
+        for (int ch = 0; ch < vd; ch++) {
+            size_t at = (size_t)b * bs + 8 * (kd + ch);
+            f8 v = load8(kv + at), d = load8(d_kv + at);
+            s0 += splat8(g0[ch]) * v;
+            s1 += splat8(g1[ch]) * v;
+            d += splat8(g0[ch]) * a0;
+            d += splat8(g1[ch]) * a1;
+            store8(d_kv + at, d);
+        }
+        store8(da0 + 8 * b, s0);
+        store8(da1 + 8 * b, s1);
+    }
+    f8 dq0[STORYLM_MAX_HEAD_DIM], dq1[STORYLM_MAX_HEAD_DIM];
+    float mean0 = dot8(w0, da0, 8 * sp0.count), mean1 = dot8(w1, da1, 8 * sp1.count);
+    scaled_query(r, p, q0);
+    scaled_query(r, p + 1, q1);
+#pragma GCC unroll 16
+    for (int i = 0; i < kd; i++) dq0[i] = dq1[i] = splat8(0.0f);
+    for (int b = 0; b < sp1.count; b++) { /* score_backward of both */
+        f8 e0 = load8(w0 + 8 * b) * (load8(da0 + 8 * b) - splat8(mean0));
+        f8 e1 = load8(w1 + 8 * b) * (load8(da1 + 8 * b) - splat8(mean1));
+        store8(d_dist + 8 * b, load8(d_dist + 8 * b) + e0);
+        store8(d_dist - 1 + 8 * b, load8(d_dist - 1 + 8 * b) + e1); /* p + 1 is one further from each key */
+#pragma GCC unroll 16
+        for (int i = 0; i < kd; i++) {
+            size_t at = (size_t)b * bs + 8 * i;
+            f8 k = load8(kv + at), d = load8(d_kv + at);
+            dq0[i] += e0 * k;
+            dq1[i] += e1 * k;
+            d += splat8(q0[i]) * e0;
+            d += splat8(q1[i]) * e1;
+            store8(d_kv + at, d);
+        }
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < kd; i++) {
+        r->dq[(size_t)i * r->ld + p] = sum8(dq0[i]) * r->scale;
+        r->dq[(size_t)i * r->ld + p + 1] = sum8(dq1[i]) * r->scale;
+    }
+}
+
+/* Position p alone: its weights (att's row, or computed into w), then attend_one_backward. */
+static void position_backward(const Head *r, const float *att, int p, Span sp, const float *d_out, float *w,
+                              float *ds) {
+    const float *wp = weights_of(r, att, p, sp, w);
+    if (r->kd == 8 && r->vd == 16)
+        attend_one_backward(r, 8, 16, p, sp, wp, d_out, ds);
+    else if (r->kd == 8 && r->vd == 8)
+        attend_one_backward(r, 8, 8, p, sp, wp, d_out, ds);
+    else
+        attend_one_backward(r, r->kd, r->vd, p, sp, wp, d_out, ds);
+}
+
+/* Positions p and p + 1 (spans sp0, sp1 from the same first block) by
+ * attend_two_backward; w (2 S) and ds (2 S) scratch. */
+static void pair_backward(const Head *r, int p, Span sp0, Span sp1, const float *d_out, int out_ld, float *w,
+                          float *ds) {
+    size_t S = (size_t)slm_attention_row_stride(r->W);
+    float *w0 = w, *w1 = w + S;
+    weights_of(r, NULL, p, sp0, w0);
+    weights_of(r, NULL, p + 1, sp1, w1);
+    for (int j = 8 * sp0.count; j < 8 * sp1.count; j++) w0[j] = 0.0f; /* p does not read p + 1's new block */
+    const float *g0 = d_out + (size_t)p * out_ld, *g1 = g0 + out_ld;
+    if (r->kd == 8 && r->vd == 16)
+        attend_two_backward(r, 8, 16, p, sp0, sp1, w0, w1, g0, g1, ds, ds + S);
+    else if (r->kd == 8 && r->vd == 8)
+        attend_two_backward(r, 8, 8, p, sp0, sp1, w0, w1, g0, g1, ds, ds + S);
+    else
+        attend_two_backward(r, r->kd, r->vd, p, sp0, sp1, w0, w1, g0, g1, ds, ds + S);
+}
+
 /* One head's backward over all positions into its d_kv blocks, d query rows
  * and d_dist; then d_distance (W) +=. att (N, S) rows as the forward left
  * them, or NULL: each position's weights computed again (a few multiply-adds
- * a key, against 8.7 KB a position stored and read back); w, ds (S) scratch. */
+ * a key, against 8.7 KB a position stored and read back), and then two
+ * neighbours from the same first block go together; w, ds (2 S) scratch. */
 static void head_backward(const Head *r, const float *att, const int *first_key, int N, const float *d_out, int out_ld,
                           float *d_distance, float *w, float *ds) {
     size_t S = (size_t)slm_attention_row_stride(r->W);
+    int pairs = !att && !r->v && !(r->drop->p > 0);
     memset(r->d_kv, 0, (size_t)(r->ld / 8) * 8 * (r->kd + r->vd) * sizeof(float));
     memset(r->d_dist, 0, S * sizeof(float));
     for (int p = 0; p < N; p++) {
         Span sp = span_of(p, first_key[p]);
-        const float *wp = weights_of(r, att, p, sp, w), *g = d_out + (size_t)p * out_ld;
-        if (r->kd == 8 && r->vd == 16)
-            attend_one_backward(r, 8, 16, p, sp, wp, g, ds);
-        else if (r->kd == 8 && r->vd == 8)
-            attend_one_backward(r, 8, 8, p, sp, wp, g, ds);
-        else
-            attend_one_backward(r, r->kd, r->vd, p, sp, wp, g, ds);
+        if (pairs && p + 1 < N && first_key[p + 1] / 8 == sp.first) {
+            pair_backward(r, p, sp, span_of(p + 1, first_key[p + 1]), d_out, out_ld, w, ds);
+            p++;
+        } else
+            position_backward(r, att, p, sp, d_out + (size_t)p * out_ld, w, ds);
     }
     for (int d = 0; d < r->W; d++) d_distance[d] += r->d_dist[8 + r->W - 1 - d];
 }
@@ -406,7 +495,7 @@ void slm_attention_backward(const ModelConfig *c, const float *qkv, int ld, cons
         memset(r.dq, 0, (size_t)r.kd * ld * sizeof(float)); /* positions past N stay 0 */
         if (!(skip_heads >> h & 1u))
             head_backward(&r, att ? att + (size_t)h * N * S : NULL, first_key, N, d_out + (size_t)h * r.vd, out_ld,
-                          d_distance + (size_t)h * W, s->w + (size_t)h * S, s->ds + (size_t)h * S);
+                          d_distance + (size_t)h * W, s->w + 2 * (size_t)h * S, s->ds + 2 * (size_t)h * S);
         else /* switched off: nothing flows back */
             memset(r.d_kv, 0, (size_t)(ld / 8) * block_size(c) * sizeof(float));
         unpack_head_grads(c, &r, h, d_qkv);

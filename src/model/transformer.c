@@ -64,8 +64,8 @@ static int all_buffers(Activations *a, TfActivations *t, Buffer *b) {
                      {&t->d_qkv_w, QKV * D},
                      {&s->d_kv, H * LD * 2 * (size_t)c->key_dim},
                      {&s->d_dist, HS},
-                     {&s->w, HS},
-                     {&s->ds, HS},
+                     {&s->w, 2 * HS},
+                     {&s->ds, 2 * HS},
                      {&s->dw, HS}};
     int n = (int)(sizeof list / sizeof list[0]);
     memcpy(b, list, sizeof list);
