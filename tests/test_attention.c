@@ -1,7 +1,8 @@
 /* Attention's arithmetic, read like the chapter: the seed's worked examples
  * built as tiny models and run through the real forward pass, then what the
- * distance scores do, causality, the 256-token window, and stories packed in
- * one batch never reading each other. */
+ * distance scores do, causality, the 256-token window, stories packed in
+ * one batch never reading each other, and the backward's two positions at a
+ * time giving the bits of one at a time. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -311,6 +312,45 @@ static void refusals(void) {
     slm_batch_free(&b), slm_activations_free(&a), slm_model_free(&m);
 }
 
+/* Training's gradients of stories of 300 (past the window), 37 and 10
+ * tokens, with c's sizes: the backward takes two positions at a time where
+ * they start from the same block, but one at a time under attention dropout,
+ * so dropout of P 1e-9 with nothing dropped (its scale 1 / (1 - P) is 1 in
+ * float) must give the same bits. */
+static void backward_pairs_as_one_at_a_time(ModelConfig c, const char *what) {
+    enum { N = 347 };
+    static uint8_t keep_all[8 * N * N];
+    memset(keep_all, 1, sizeof keep_all);
+    Model m;
+    Activations a;
+    Batch b;
+    Error e;
+    Rng r;
+    slm_rng_seed(&r, 5);
+    CHECK(slm_model_init(&m, &c, &e) == 0 && slm_activations_init(&a, &c, N, &e) == 0 &&
+          slm_batch_init(&b, N, 3, &e) == 0);
+    slm_model_randomize(&m, 21);
+    for (size_t i = 0; i < (size_t)c.n_heads * c.window; i++) m.distance[i] = (float)slm_rng_normal(&r);
+    int32_t ids[300];
+    int lens[] = {300, 37, 10};
+    for (int s = 0; s < 3; s++) {
+        random_story(&r, ids, lens[s]);
+        for (int t = 0; t < lens[s]; t++) ids[t] %= c.vocab_size;
+        add_story(&b, ids, lens[s]);
+    }
+    float *pairs = calloc(m.n_params, sizeof(float)), *singles = calloc(m.n_params, sizeof(float));
+    CHECK(slm_model_loss_and_grad(&m, &a, &b, NULL, 1.0f, pairs, &e) == 0);
+    CHECK(1.0f / (1.0f - 1e-9f) == 1.0f);
+    a.dropout = (Dropout){.attention = 1e-9f, .attention_mask = keep_all};
+    CHECK(slm_model_loss_and_grad(&m, &a, &b, NULL, 1.0f, singles, &e) == 0);
+    size_t differ = 0;
+    for (size_t i = 0; i < m.n_params; i++) differ += memcmp(&pairs[i], &singles[i], sizeof(float)) != 0;
+    if (!CHECK(differ == 0))
+        fprintf(stderr, "  %s: %zu gradients differ between pairs and one at a time\n", what, differ);
+    free(pairs), free(singles);
+    slm_batch_free(&b), slm_activations_free(&a), slm_model_free(&m);
+}
+
 int main(void) {
     i_drink_tea();
     one_word_by_hand();
@@ -320,5 +360,9 @@ int main(void) {
     window_of_256();
     stories_apart();
     refusals();
+    backward_pairs_as_one_at_a_time(slm_model_config_default(ARCH_ATTENTION, 2000), "heads of 8 and 16");
+    ModelConfig odd = slm_model_config_default(ARCH_ATTENTION, 300);
+    odd.key_dim = 5, odd.value_dim = 3, odd.window = 40;
+    backward_pairs_as_one_at_a_time(odd, "heads of 5 and 3, window 40");
     return check_report();
 }
