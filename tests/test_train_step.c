@@ -2,6 +2,7 @@
  * both take): its loss is the evaluation's of the same stories before the
  * update, the update is Adam's on d mean loss / d params, and a step whose
  * gradient is not finite stops before touching the weights. */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +14,26 @@
 
 enum { V = 30, N = 4 };
 
+/* The gradient's check finds one inf or NaN wherever it sits (in the
+ * vectors or the tail), and passes the largest finite floats, -0 and
+ * subnormals. */
+static void finite_check_finds_every_place(void) {
+    float x[67];
+    int wrong = 0;
+    for (int n = 1; n <= 67; n++)
+        for (int at = 0; at < n; at++)
+            for (int k = 0; k < 3; k++) {
+                for (int i = 0; i < n; i++) x[i] = i % 3 == 0 ? FLT_MAX : i % 3 == 1 ? -0.0f : 1e-40f;
+                x[at] = k == 0 ? INFINITY : k == 1 ? -INFINITY : NAN;
+                wrong += train_all_finite(x, (size_t)n);
+                x[at] = -FLT_MAX;
+                wrong += !train_all_finite(x, (size_t)n);
+            }
+    CHECK(wrong == 0 && train_all_finite(x, 0));
+}
+
 int main(void) {
+    finite_check_finds_every_place();
     Error e = {0};
     ModelConfig cfg = slm_model_config_default(ARCH_ATTENTION, V);
     Model m, before;

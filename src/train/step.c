@@ -1,14 +1,23 @@
 /* One optimizer step: see slm_train_step in include/storylm/train.h. */
 #include <math.h>
 #include <omp.h>
+#include <stdint.h>
+#include <string.h>
 
 #include "storylm/train.h"
 #include "train_testing.h"
 
-static int all_finite(const float *x, size_t n) {
-    float acc = 0;
-    for (size_t i = 0; i < n; i++) acc += x[i] * 0.0f; /* NaN or inf makes it NaN */
-    return acc == 0.0f;
+/* By the exponent bits (all ones: inf or NaN), ORed, which vectorises; a
+ * float sum of x * 0 was one dependent add an element. */
+int train_all_finite(const float *x, size_t n) {
+    uint32_t bad = 0;
+#pragma omp simd reduction(| : bad)
+    for (size_t i = 0; i < n; i++) {
+        uint32_t bits;
+        memcpy(&bits, &x[i], sizeof bits);
+        bad |= (bits & 0x7f800000u) == 0x7f800000u;
+    }
+    return !bad;
 }
 
 int train_step_overflowing(const TrainStep *t, const StoryRef *refs, int n, float lr, bool overflow, TrainStepResult *r,
@@ -22,7 +31,7 @@ int train_step_overflowing(const TrainStep *t, const StoryRef *refs, int n, floa
     if (slm_shards_run(t->shards, refs, n, NULL, scale, t->grads, &loss_sum, &correct, e)) return -1;
     r->loss = loss_sum / (double)r->positions;
     if (overflow) t->grads[0] = INFINITY;
-    if (!isfinite(r->loss) || !all_finite(t->grads, t->model->n_params)) {
+    if (!isfinite(r->loss) || !train_all_finite(t->grads, t->model->n_params)) {
         r->not_finite = isfinite(r->loss) ? "gradient" : "loss";
         return 0;
     }
