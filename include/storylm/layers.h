@@ -71,6 +71,8 @@ typedef struct OutputLoss {
 void slm_output_loss(const OutputLoss *o);
 /* x (n) -> exp(x - shift) in place (slm_softmax_inplace's exp). */
 void slm_exp_inplace(float *x, int n, float shift);
+/* That exp of one float, as plain C: the bits the vector code is held to (tests). */
+float slm_exp_one(float x);
 /* The same, returning their sum: a softmax is x times 1 / sum, with the bits
  * of slm_softmax_max_inplace(x, n, shift). */
 float slm_exp_sum_inplace(float *x, int n, float shift);

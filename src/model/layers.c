@@ -116,7 +116,12 @@ static float exp_shifted_inplace(float *x, int n, float shift) {
         acc = _mm512_add_ps(acc, y);
     }
     _mm512_storeu_ps(lane, acc);
-    for (; i < n; i++) lane[0] += x[i] = exp_approx(x[i] - shift);
+    if (i < n) { /* the last n - i in one masked vector (its lanes are exp_approx's bits), added one by one */
+        __mmask16 live = (__mmask16)((1u << (n - i)) - 1);
+        __m512 y = exp_approx16(_mm512_sub_ps(_mm512_maskz_loadu_ps(live, x + i), s));
+        _mm512_mask_storeu_ps(x + i, live, y);
+        for (; i < n; i++) lane[0] += x[i];
+    }
     for (int j = 0; j < 16; j++) sum += lane[j];
 #else
 #pragma omp simd reduction(+ : sum)
@@ -128,14 +133,21 @@ static float exp_shifted_inplace(float *x, int n, float shift) {
     return sum;
 }
 
+float slm_exp_one(float x) { return exp_approx(x); }
+
 void slm_exp_inplace(float *x, int n, float shift) {
-    int i = 0;
 #ifdef __AVX512F__
-    for (__m512 s = _mm512_set1_ps(shift); i + 16 <= n; i += 16)
-        _mm512_storeu_ps(x + i, exp_approx16(_mm512_sub_ps(_mm512_loadu_ps(x + i), s)));
-#endif
+    int i = 0;
+    __m512 s = _mm512_set1_ps(shift);
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(x + i, exp_approx16(_mm512_sub_ps(_mm512_loadu_ps(x + i), s)));
+    if (i < n) {
+        __mmask16 live = (__mmask16)((1u << (n - i)) - 1);
+        _mm512_mask_storeu_ps(x + i, live, exp_approx16(_mm512_sub_ps(_mm512_maskz_loadu_ps(live, x + i), s)));
+    }
+#else
 #pragma omp simd
-    for (int j = i; j < n; j++) x[j] = exp_approx(x[j] - shift);
+    for (int i = 0; i < n; i++) x[i] = exp_approx(x[i] - shift);
+#endif
 }
 
 float slm_softmax_inplace(float *x, int n) { return slm_softmax_max_inplace(x, n, max_of(x, n)); }
