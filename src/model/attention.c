@@ -237,7 +237,11 @@ static void pack_head(const ModelConfig *c, const float *qkv, int ld, int N, int
         for (int i = 0; i < kd + vd; i++) {
             size_t row = i < kd ? (size_t)(H + h) * kd + i : 2 * (size_t)H * kd + (size_t)h * vd + (i - kd);
             float *dst = kv + ((size_t)b * (kd + vd) + i) * 8;
-            for (int l = 0; l < 8; l++) dst[l] = 8 * b + l < N ? qkv[row * ld + 8 * b + l] : 0.0f;
+            const float *src = qkv + row * ld + 8 * b;
+            if (8 * b + 8 <= N) /* a whole block: one copy (the element loop was 2% of a BF16 step) */
+                memcpy(dst, src, 8 * sizeof(float));
+            else
+                for (int l = 0; l < 8; l++) dst[l] = 8 * b + l < N ? src[l] : 0.0f;
         }
     memset(dist, 0, slm_attention_row_stride(W) * sizeof(float));
     for (int d = 0; d < W; d++) dist[8 + W - 1 - d] = distance[d];
