@@ -80,7 +80,8 @@ static float max_of(const float *x, int n) {
 /* exp_approx on 16 lanes, rounding as the compiled exp_approx does (the FMAs
  * that fp-contract forms in it are written out; min and max clamp, where the
  * vectorised loop spent two compares, two blends and mask logic): a third
- * fewer instructions, the same bits (test_kernels holds it to exp_approx).
+ * fewer instructions, the same bits (equal for every float; test_fast_paths
+ * holds it to slm_exp_one).
  * A NaN lane stays NaN: its 2^n is 1, as in exp_approx. */
 static inline __m512 exp_approx16(__m512 x) {
     x = _mm512_min_ps(_mm512_set1_ps(88.0f), _mm512_max_ps(_mm512_set1_ps(-87.0f), x));
@@ -102,8 +103,8 @@ static inline __m512 exp_approx16(__m512 x) {
 /* x (n) -> exp(x - shift) in place; returns their sum. With AVX-512, in the
  * order GCC gives the `omp simd` reduction below at 16 lanes (the bits every
  * caller was pinned to): lane j sums elements j, j + 16, ... of the whole
- * vectors, lane 0 then the rest one by one, and the sum is 0 + lane 0 + ...
- * + lane 15. */
+ * vectors, lane 0 then the rest one by one (exponentiated in one masked
+ * vector), and the sum is 0 + lane 0 + ... + lane 15. */
 static float exp_shifted_inplace(float *x, int n, float shift) {
     float sum = 0.0f;
 #ifdef __AVX512F__

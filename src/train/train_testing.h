@@ -1,5 +1,5 @@
 /* Seams for the tests alone: a gradient made to overflow (one inf), to see
- * what a diverging step and a diverging run do. Not in include/storylm (no
+ * what a diverging step and a diverging run do, and the step's check itself. Not in include/storylm (no
  * user or front end sets them) and not exported from libstorylm.so (no slm_
  * prefix; cmake/storylm.map exports slm_* only); the tests include this file
  * by its path. slm_train_step and slm_train_run are these with no overflow. */
