@@ -1,8 +1,9 @@
 /* Seams for the tests alone: a gradient made to overflow (one inf), to see
- * what a diverging step and a diverging run do, and the step's check itself. Not in include/storylm (no
- * user or front end sets them) and not exported from libstorylm.so (no slm_
- * prefix; cmake/storylm.map exports slm_* only); the tests include this file
- * by its path. slm_train_step and slm_train_run are these with no overflow. */
+ * what a diverging step and a diverging run do, and the step's check itself.
+ * Not in include/storylm (no user or front end sets them) and not exported
+ * from libstorylm.so (no slm_ prefix; cmake/storylm.map exports slm_* only);
+ * the tests include this file by its path. slm_train_step and slm_train_run
+ * are these with no overflow. */
 #ifndef STORYLM_TRAIN_TESTING_H
 #define STORYLM_TRAIN_TESTING_H
 
