@@ -10,16 +10,6 @@
 #include "storylm/probe_patch.h"
 #include "storylm/probes.h"
 
-void slm_attribute_result_free(AttributeResult *r) {
-    free(r->grad_x_act);
-    free(r->zero_effect);
-    free(r->mean_effect);
-    free(r->norm);
-    free(r->surprisal);
-    free(r->names);
-    *r = (AttributeResult){0};
-}
-
 /* Part k of z: -1 the row, h a head. */
 static void part_range(const ModelConfig *c, int k, int *from, int *to) {
     *from = k < 0 ? 0 : c->row_dim + k * c->value_dim;
@@ -49,17 +39,6 @@ static void parts(const Model *m, const double *z, const double *grad, const dou
         r->zero_effect[j] = removal_effect(m, z, k, NULL, r->token, r->logit, work);
         r->mean_effect[j] = mean_z ? removal_effect(m, z, k, mean_z, r->token, r->logit, work) : NAN;
     }
-}
-
-int slm_attribute_result_alloc(AttributeResult *r, int n_parts, int T, Error *e) {
-    r->grad_x_act = xmalloc((size_t)n_parts * sizeof(double), e);
-    r->zero_effect = r->grad_x_act ? xmalloc((size_t)n_parts * sizeof(double), e) : NULL;
-    r->mean_effect = r->zero_effect ? xmalloc((size_t)n_parts * sizeof(double), e) : NULL;
-    r->norm = r->mean_effect ? xmalloc((size_t)n_parts * sizeof(double), e) : NULL;
-    r->surprisal = r->norm ? xmalloc((size_t)T * sizeof(double), e) : NULL;
-    r->names = r->surprisal ? xcalloc((size_t)n_parts, sizeof *r->names, e) : NULL;
-    r->n_parts = n_parts;
-    return r->names ? 0 : -1;
 }
 
 int slm_probe_attribute(const Model *m, const Activations *a, int p, int32_t token, const double *mean_z,
