@@ -232,12 +232,7 @@ static void sampler_draws_as_sorting_all(void) {
     free(logits);
 }
 
-/* --- workers ------------------------------------------------------------------ */
-
-typedef struct Seen {
-    int calls[4];
-    int omp_threads[4];
-} Seen;
+/* --- the exponentials by lanes against one by one -------------------------- */
 
 /* The same bits, NaN for NaN. */
 static int same_float(float a, float b) { return (a != a && b != b) || memcmp(&a, &b, sizeof a) == 0; }
@@ -282,6 +277,13 @@ static void exponentials_by_lanes_equal_one_by_one(void) {
     if (!CHECK(wrong == 0))
         fprintf(stderr, "  %d exponentials or sums of 200 differ from one by one in order\n", wrong);
 }
+
+/* --- workers ------------------------------------------------------------------ */
+
+typedef struct Seen {
+    int calls[4];
+    int omp_threads[4];
+} Seen;
 
 static void note(void *arg, int i, int n) {
     Seen *s = arg;
