@@ -39,6 +39,13 @@ if "$STORYLM" bench train train_ids.txt --arch transformer --precision bf16 2> b
 grep -q "attention network" bad.err || fail "bench train --arch transformer --precision bf16: $(cat bad.err)"
 if "$STORYLM" bench train train_ids.txt --position-scheme spiral 2> bad.err; then fail "bench train --position-scheme spiral was accepted"; fi
 grep -q "spiral" bad.err || fail "bench train --position-scheme spiral: the message does not name it"
+# A wrong name is a usage error (exit 2), as in storylm train and generate, before any file is read.
+for v in "train train_ids.txt --position-scheme spiral" "generate no-such.safetensors --precision fp16" \
+  "train train_ids.txt --score cosine" "train train_ids.txt --arch lstm"; do
+  rc=0; "$STORYLM" bench $v 2> bad.err || rc=$?
+  [[ $rc == 2 ]] || fail "bench $v exited $rc, not 2 (a usage error): $(cat bad.err)"
+  grep -q "${v##* }" bad.err || fail "bench $v: the message does not name ${v##* }: $(cat bad.err)"
+done
 
 j=$("$STORYLM" bench generate m.safetensors --tokens 50 --prompt "Lily found a")
 echo "bench generate: $j"

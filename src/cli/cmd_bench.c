@@ -7,6 +7,10 @@
 #include "common.h"
 #include "heartbeat.h"
 #include "storylm/bench.h"
+#include "storylm/bf16.h"
+#include "storylm/model_params.h"
+#include "storylm/position.h"
+#include "storylm/score.h"
 #include "storylm/sample.h"
 #include "storylm/checkpoint.h"
 #include "storylm/vocab_train.h"
@@ -57,6 +61,18 @@ static int bench(const char *const *pos, int np, const BenchOptions *o, Error *e
     return slm_report_json_write(line, stdout, true, e);
 }
 
+/* The names of --arch, --position-scheme, --score and --precision, checked
+ * as storylm train checks them: a wrong one is a usage error (exit 2) before
+ * any file is read. */
+static int names_check(const BenchOptions *o, Error *e) {
+    Arch arch;
+    PosScheme pos;
+    ScoreFn score;
+    Precision precision;
+    return slm_arch_parse(o->arch, &arch, e) || slm_pos_parse(o->pos, &pos, e) ||
+           slm_score_parse(o->score, &score, e) || slm_precision_parse(o->precision, &precision, e);
+}
+
 static int run(int argc, char **argv) {
     BenchOptions o = {.steps = 10,
                       .tokens = 256,
@@ -94,6 +110,7 @@ static int run(int argc, char **argv) {
     int rc = args_parse(&command_bench, argc, argv, opts, N_OPTIONS(opts), pos, 2, 3, &np);
     if (rc) return rc > 0 ? 0 : 2;
     Error e = {0};
+    if (names_check(&o, &e)) return args_usage_error(&command_bench, "%s", e.message);
     o.given_variant = args_given(argc, argv, "layers", 0) || args_given(argc, argv, "position-scheme", 0) ||
                       args_given(argc, argv, "score", 0);
     bool train = strcmp(pos[0], "train") == 0 && np == 2, generate = strcmp(pos[0], "generate") == 0 && np == 2;
