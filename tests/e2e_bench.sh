@@ -37,6 +37,11 @@ for v in "--layers 2" "--position-scheme rope --score additive" "--arch transfor
 done
 if "$STORYLM" bench train train_ids.txt --arch transformer --precision bf16 2> bad.err; then fail "bench train --arch transformer --precision bf16 was accepted"; fi
 grep -q "attention network" bad.err || fail "bench train --arch transformer --precision bf16: $(cat bad.err)"
+if grep -qw avx512_bf16 /proc/cpuinfo; then # window8 trains in BF16 (storylm train takes it), so bench times it
+  j=$("$STORYLM" bench train train_ids.txt --steps 2 --threads 1 --arch window8 --precision bf16) ||
+    fail "bench train --arch window8 --precision bf16 was refused"
+  [[ $(field "$j" precision) == bf16 ]] || fail "bench train --arch window8 --precision bf16: $j"
+fi
 if "$STORYLM" bench train train_ids.txt --position-scheme spiral 2> bad.err; then fail "bench train --position-scheme spiral was accepted"; fi
 grep -q "spiral" bad.err || fail "bench train --position-scheme spiral: the message does not name it"
 # A wrong name is a usage error (exit 2), as in storylm train and generate, before any file is read.

@@ -109,8 +109,10 @@ int slm_bench_train(const char *path, const BenchOptions *o, BenchBeatFn beat, v
         rc = slm_pos_parse(o->pos, &cfg.pos, e) || slm_score_parse(o->score, &cfg.score, e);
     }
     rc = rc || slm_precision_parse(o->precision, &precision, e) || slm_precision_check(precision, e);
-    if (!rc && arch != ARCH_ATTENTION && precision != PRECISION_FP32)
-        rc = FAIL(e, "leave --precision out (fp32)", "--precision %s is for the attention network", o->precision);
+    if (!rc && arch == ARCH_TRANSFORMER && precision != PRECISION_FP32) /* as storylm train: window8 has BF16 too */
+        rc = FAIL(e, "leave --precision out (fp32)",
+                  "--precision %s is for the attention network and window8; the transformer trains in fp32",
+                  o->precision);
     int threads = omp_get_max_threads();
     rc = rc || read_ids(path, cfg.vocab_size, &ids, &starts, e);
     int positions = rc ? 0 : (4096 + threads - 1) / threads, longest = rc ? 0 : longest_story(&starts);
