@@ -97,6 +97,17 @@ echo "$dead" >m.safetensors.lock
   { cat err.txt; fail "a stale lock blocked --resume"; }
 [ ! -e m.safetensors.lock ] || fail "the lock was left behind"
 
+# ---- a kill in a run's first save leaves an optimizer state with no model: a new run replaces it ----
+cp m.adam.safetensors orphan.adam.safetensors.next
+"$S" train s.txt "${T[@]}" -o orphan.safetensors >/dev/null 2>err.txt ||
+  { cat err.txt; fail "a state left by a first save that never placed its model blocked a new run"; }
+[ -f orphan.safetensors ] && [ ! -e orphan.adam.safetensors.next ] || fail "the new run left the old '.next'"
+# beside a model, ".next" may pair with it: without --resume the run is refused, by the model
+cp m.adam.safetensors paired.adam.safetensors.next
+cp m.safetensors paired.safetensors
+refuses "already holds a model" train s.txt "${T[@]}" -o paired.safetensors
+cmp -s m.adam.safetensors paired.adam.safetensors.next || fail "a refused run changed '.next'"
+
 # ---- a link to a running run's output finds its lock ----
 "$S" train s.txt --steps 100000 --test-stories 5 --threads 1 --eval-every 1 -o run.safetensors >/dev/null 2>&1 &
 run=$!

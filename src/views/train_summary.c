@@ -198,7 +198,13 @@ int slm_train_check_outputs(const char *stories, const TrainOptions *o, const ch
     FileKind read_back = o->resume ? FILE_NONE : FILE_MODEL; /* a resume reads them and says what is wrong */
     model(&p, o->out, read_back);
     model(&p, f.adam, read_back);
-    model(&p, f.next, read_back);
+    /* The state's ".next" pairs with a model only while that model's save is
+     * under way: one left with no model beside it (a kill in the first save)
+     * pairs with nothing, and a new run may replace it. */
+    if (stat(o->out, &st) == 0)
+        model(&p, f.next, read_back);
+    else
+        slm_outputs_write_own(&p, f.next, FILE_MODEL);
     model(&p, o->ema > 0 && !o->ema_save ? f.ema : NULL, FILE_MODEL);
     model(&p, o->keep_best ? f.best : NULL, FILE_MODEL);
     model(&p, o->ema_save ? f.raw : NULL, FILE_MODEL);
