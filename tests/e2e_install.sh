@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # cmake --install into a temporary prefix: the installed binary finds the
 # shipped model from another folder (generate and info), a copy of it with no
-# data folder beside says where it looked, and a C program builds with
+# data folder beside says where it looked, a build outside the source tree
+# finds the source tree's models, and a C program builds with
 # pkg-config against the installed library and headers and reads the model.
 set -euo pipefail
 source "$STORYLM_SOURCE_DIR/tests/common.sh"
@@ -87,6 +88,15 @@ cc -std=c11 -Wall -Wextra -Werror hello.c $(pkg-config --cflags --libs storylm) 
 ./hello "$installed" > hello.txt || fail "the C program could not load the installed model"
 want=$("$PY" -c 'import json,sys; i = json.load(open(sys.argv[1])); print(i["vocab_size"], i["model"]["parameters"])' info.json)
 [[ $(cat hello.txt) == "$want" ]] || fail "the C program read '$(cat hello.txt)', info says '$want'"
+
+# A build folder outside the source tree: the executable with the
+# storylm-source.txt CMake writes beside it finds the source tree's model;
+# the install never copies that file.
+[[ -f $BUILD/storylm-source.txt ]] || fail "no storylm-source.txt in the build folder $BUILD"
+[[ ! -e $P/bin/storylm-source.txt ]] || fail "storylm-source.txt was installed"
+mkdir -p ../outside && cp "$STORYLM" "$BUILD/storylm-source.txt" ../outside/
+(cd ../outside && ./storylm info >outside.txt 2>&1) || fail "a build outside the source tree: $(cat ../outside/outside.txt)"
+grep -qF "$(realpath "$SRC_MODEL")" ../outside/outside.txt || fail "not the source tree's model: $(cat ../outside/outside.txt)"
 
 # A copy of the binary with no data folder beside it: the error names every
 # place it looked, the compiled-in data folder among them.

@@ -17,7 +17,9 @@ bool slm_data_file_exists(const char *path);
  * beside the executable as in the source tree, <exe dir>/../rel
  * (build/storylm) or <exe dir>/rel; in the installed data folder seen from
  * the executable, <exe dir>/../share/storylm/rel (an install moved to another
- * prefix); in the data folder compiled in (<prefix>/share/storylm/rel).
+ * prefix); in the source tree named by <exe dir>/storylm-source.txt (a build
+ * folder outside the source tree); in the data folder compiled in
+ * (<prefix>/share/storylm/rel).
  * Writes the path into buf; false when none exists. */
 bool slm_data_file_find(const char *rel, char *buf, size_t size);
 /* Those places for rel, ", "-separated into buf (size), for error messages. */

@@ -20,6 +20,7 @@ bool slm_data_file_exists(const char *path) {
 #ifndef STORYLM_DATA_FROM_BIN
 #define STORYLM_DATA_FROM_BIN "../share/storylm"
 #endif
+#define STORYLM_SOURCE_MARKER "storylm-source.txt" /* CMakeLists.txt writes it in the build folder */
 
 /* The executable's folder into buf (size); false when it cannot be known. */
 static bool exe_dir(char *buf, size_t size) {
@@ -32,20 +33,35 @@ static bool exe_dir(char *buf, size_t size) {
     return true;
 }
 
+/* The source tree a build tree's executable was built from, as CMake wrote it
+ * beside the executable (a build outside the source tree finds the shipped
+ * models there); false for an installed executable, which has no such file. */
+static bool source_tree(const char *dir, char *buf, size_t size) {
+    char marker[4200];
+    snprintf(marker, sizeof marker, "%s/" STORYLM_SOURCE_MARKER, dir);
+    FILE *f = fopen(marker, "r");
+    if (!f) return false;
+    bool ok = fgets(buf, (int)size, f) != NULL;
+    fclose(f);
+    buf[ok ? strcspn(buf, "\n") : 0] = '\0';
+    return buf[0] == '/';
+}
+
 /* Place i where rel is looked for, into buf; false past the last one. The
- * first three need the executable's folder (dir, or NULL when unknown). */
+ * first four need the executable's folder (dir, or NULL when unknown); a
+ * place that does not apply is left empty. */
 static bool source_place(int i, const char *dir, const char *rel, char *buf, size_t size) {
     const char *beside[] = {"../", "", STORYLM_DATA_FROM_BIN "/"};
+    char tree[4096];
+    buf[0] = '\0'; /* skipped */
     if (i < 3) {
-        if (dir)
-            snprintf(buf, size, "%s/%s%s", dir, beside[i], rel);
-        else
-            buf[0] = '\0'; /* skipped */
-        return true;
+        if (dir) snprintf(buf, size, "%s/%s%s", dir, beside[i], rel);
+    } else if (i == 3) {
+        if (dir && source_tree(dir, tree, sizeof tree)) snprintf(buf, size, "%s/%s", tree, rel);
+    } else if (i == 4) {
+        snprintf(buf, size, "%s/%s", STORYLM_DATA_DIR, rel);
     }
-    if (i > 3) return false;
-    snprintf(buf, size, "%s/%s", STORYLM_DATA_DIR, rel);
-    return true;
+    return i <= 4;
 }
 
 bool slm_data_file_find(const char *rel, char *buf, size_t size) {
