@@ -58,9 +58,13 @@ mkfifo pipe
 head -c 4096 /dev/zero >nul.txt
 printf 'Lily found a red \xff\xfe ball.\nShe was happy.\n' >invalid.txt
 $PY -c 'import sys; sys.stdout.write("la " * (50 * 1024 * 1024 // 3))' >long.txt
+# a writer's stories saved as Windows Notepad's "Unicode", or as a Word document
+$PY -c 'open("utf16.txt", "w", encoding="utf-16").write("Lily found a ball.\n\nTom ran home.\n" * 50)'
+printf 'PK\003\004\024\000\006\000word/document.xml\n\nLily found a ball.\n' >stories.docx
 declare -A problem=([missing.txt]="No such file" [folder]="is a directory" [pipe]="not a regular file" [empty.txt]="empty"
-  [nul.txt]="NUL" [invalid.txt]="UTF-8" [long.txt]="longer than")
-for f in missing.txt folder pipe empty.txt nul.txt invalid.txt long.txt; do
+  [nul.txt]="NUL" [invalid.txt]="UTF-8" [long.txt]="longer than" [utf16.txt]="is UTF-16 text"
+  [stories.docx]="is a zip file")
+for f in missing.txt folder pipe empty.txt nul.txt invalid.txt long.txt utf16.txt stories.docx; do
   p=${problem[$f]}
   refuse 1 "$f" "$p" -- train "$f" "${common[@]}" --steps 2 --out never.safetensors
   refuse 1 "$f" "$p" -- train "$f" --vocab learnt.txt --steps 2 --out never.safetensors

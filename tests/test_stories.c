@@ -300,6 +300,46 @@ static void test_split_byte_order_mark(void) {
     free(spans);
 }
 
+/* A file in another format is named as such, before any splitting: UTF-16
+ * and UTF-32 (with a byte-order mark, or UTF-16 by its NULs), a zip, an old
+ * Word file, a PDF, RTF. A damaged first story of NULs is still only skipped. */
+static void test_split_other_formats(void) {
+    static const struct {
+        const char *bytes;
+        size_t n;
+        const char *says;
+    } cases[] = {
+        {"\xFF\xFEL\0i\0l\0y\0", 10, "is UTF-16 text"},        {"\xFE\xFF\0L\0i\0l\0y", 10, "is UTF-16 text"},
+        {"\xFF\xFE\0\0L\0\0\0", 8, "is UTF-32 text"},          {"\0\0\xFE\xFF\0\0\0L", 8, "is UTF-32 text"},
+        {"L\0i\0l\0y\0 \0s\0a\0t\0", 16, "looks like UTF-16"}, {"\0L\0i\0l\0y\0 \0s\0a\0t", 16, "looks like UTF-16"},
+        {"PK\x03\x04\n\nLily sat.", 15, "zip file"},           {"\xD0\xCF\x11\xE0\n\nLily sat.", 15, "Word 97-2003"},
+        {"%PDF-1.4\n\nLily sat.", 19, "PDF document"},         {"{\\rtf1\\ansi\n\nLily sat.", 22, "RTF document"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        StorySpan *spans = (StorySpan *)1;
+        StorySkips k;
+        Error e = {0};
+        CHECK(split(cases[i].bytes, cases[i].n, &spans, &k, &e) == -1);
+        CHECK(spans == NULL);
+        CHECK(strstr(e.message, "'t.txt'") != NULL && strstr(e.message, cases[i].says) != NULL);
+        CHECK(e.hint[0] != '\0');
+        if (strstr(cases[i].says, "UTF-")) CHECK(strstr(e.hint, "iconv -f UTF-") != NULL);
+    }
+    static const char damaged[] = "\0\0\0\0\0\0\0\0\0\0\n\nTom ran.\n\nLily sat.\n\n\0x\0y\0z\0w\0";
+    StorySpan *spans;
+    StorySkips k;
+    CHECK(split(damaged, sizeof damaged - 1, &spans, &k, NULL) == 2);
+    CHECK(k.invalid_utf8 == 2);
+    free(spans);
+    static const char zeros[64] = {0}; /* NULs alone are no letters: a bad story, not UTF-16 */
+    Error e = {0};
+    CHECK(split(zeros, sizeof zeros, &spans, &k, &e) == -1);
+    CHECK(strstr(e.message, "holds no stories") != NULL && k.invalid_utf8 == 1);
+    static const char short_nul[] = "L\0i\0l\0"; /* 3 pairs: too few to tell */
+    CHECK(split(short_nul, sizeof short_nul - 1, &spans, &k, NULL) == -1);
+    CHECK(k.invalid_utf8 == 1);
+}
+
 /* Splitting is one pass: 400,000 tiny stories split quickly (a quadratic
  * scan would take minutes). */
 static void test_split_is_linear(void) {
@@ -762,6 +802,7 @@ int main(void) {
     test_split_long_lines();
     test_split_no_stories();
     test_split_byte_order_mark();
+    test_split_other_formats();
     test_split_is_linear();
     Tokenizer t;
     if (load_vocab(&t, "vocab.txt", "") == 0) {

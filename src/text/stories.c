@@ -143,6 +143,52 @@ static size_t text_start(const char *text, size_t len) {
     return len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
 }
 
+/* Text in UTF-16 without a byte-order mark: in its first bytes (up to 64),
+ * every pair holds one NUL and one other byte, the NUL on the same side (the
+ * high byte of Latin letters). A damaged UTF-8 story is never like this. */
+static int looks_utf16(const char *text, size_t len) {
+    size_t pairs = (len < 64 ? len : 64) / 2;
+    if (pairs < 4) return 0;
+    int side = text[0] == '\0' ? 0 : 1;
+    for (size_t i = 0; i < pairs; i++)
+        if (text[2 * i + side] != '\0' || text[2 * i + 1 - side] == '\0') return 0;
+    return 1;
+}
+
+/* A file that is not UTF-8 text, known by its first bytes, into e: its bytes
+ * would only be skipped as bad stories (or, for a document, some kept as
+ * text), so it is said before any splitting. 0 when none is recognised. */
+static int refuse_other_format(const char *text, size_t len, const char *what, Error *e) {
+    static const char convert[] = "save it as UTF-8 text in your editor, or convert it: iconv -f %s -t UTF-8 '%.300s' "
+                                  "> stories-utf8.txt";
+    static const char save_as_text[] = "save the stories as plain text (UTF-8, .txt) and give that file";
+    static const struct {
+        const char *magic;
+        size_t n;
+        const char *name, *encoding;
+    } known[] = {
+        {"\xFF\xFE\0\0", 4, "UTF-32 text", "UTF-32"},
+        {"\0\0\xFE\xFF", 4, "UTF-32 text", "UTF-32"},
+        {"\xFF\xFE", 2, "UTF-16 text", "UTF-16"},
+        {"\xFE\xFF", 2, "UTF-16 text", "UTF-16"},
+        {"PK\x03\x04", 4, "a zip file (a .docx, .odt or .epub document?)", NULL},
+        {"\xD0\xCF\x11\xE0", 4, "a Word 97-2003 document", NULL},
+        {"%PDF-", 5, "a PDF document", NULL},
+        {"{\\rtf", 5, "an RTF document", NULL},
+    };
+    for (size_t i = 0; i < sizeof known / sizeof *known; i++) {
+        if (len < known[i].n || memcmp(text, known[i].magic, known[i].n) != 0) continue;
+        if (!known[i].encoding) return FAIL(e, save_as_text, "'%s' is %s, not UTF-8 text", what, known[i].name);
+        char hint[512];
+        snprintf(hint, sizeof hint, convert, known[i].encoding, what);
+        return FAIL(e, hint, "'%s' is %s, not UTF-8 text", what, known[i].name);
+    }
+    if (!looks_utf16(text, len)) return 0;
+    char hint[512];
+    snprintf(hint, sizeof hint, convert, text[0] == '\0' ? "UTF-16BE" : "UTF-16LE", what);
+    return FAIL(e, hint, "'%s' looks like UTF-16 text (a NUL byte beside each letter), not UTF-8", what);
+}
+
 static int fail_no_stories(const char *what, size_t len, const StorySkips *k, Error *e) {
     const char *hint = "a stories file is UTF-8 text with stories separated by lines holding only " STORIES_SEPARATOR
                        " (or by blank lines)";
@@ -178,11 +224,12 @@ static int push_span(Splitter *sp, size_t b, size_t e) {
 int slm_stories_split(const char *text, size_t len, const char *what, StorySpan **spans, int *n, StorySkips *skips,
                       Error *e) {
     SpanList l = {0};
+    *spans = NULL;
+    *n = 0;
+    if (refuse_other_format(text, len, what, e)) return -1;
     size_t b = text_start(text, len);
     Splitter sp = splitter(text, len, has_separator_line(text, b, len, NULL), b);
     sp.take = push_span, sp.ctx = &l, sp.e = e;
-    *spans = NULL;
-    *n = 0;
     if (split_lines(&sp)) {
         free(l.spans);
         return -1;
@@ -343,6 +390,7 @@ static int stream(Reader *r, Error *e) {
 /* Splits and encodes the mapped text into the ids file out; fills s from it. */
 static int read_stories(Stories *s, const Tokenizer *t, const FileMap *text, const char *path, IdsWriter *out,
                         uint64_t key, const volatile sig_atomic_t *stop, const uint64_t **hashes, Error *e) {
+    if (refuse_other_format(text->data, text->len, path, e)) return slm_ids_writer_abort(out), -1;
     Reader *r = xcalloc(1, sizeof *r, e);
     if (!r) return slm_ids_writer_abort(out), -1;
     size_t b = text_start(text->data, text->len);
