@@ -321,4 +321,8 @@ def load(path=None):
         path = "model.safetensors"
     if path is None:
         path = shipped_model()  # None still: the library looks in its own data folder
+    elif not os.path.exists(path):  # said here: the library's hint names the CLI's flags
+        raise StorylmError(f"no model file '{os.fspath(path)}'",
+                           "give storylm.load the path of a model file, or train one with "
+                           "storylm.train(STORIES, OUT)")
     return Model(os.fspath(path) if path is not None else None)

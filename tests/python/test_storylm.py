@@ -88,6 +88,8 @@ class LoadAndConfig(unittest.TestCase):
         with self.assertRaises(storylm.StorylmError) as cm:
             storylm.load("/nonexistent/model.safetensors")
         self.assertIn("/nonexistent/model.safetensors", cm.exception.message)
+        self.assertIn("storylm.train(", cm.exception.hint)  # Python's words, not the CLI's --model
+        self.assertNotIn("--model", cm.exception.hint)
 
     def test_the_shipped_model_by_default(self):
         here = os.getcwd()
