@@ -131,13 +131,26 @@ static int find_names(NameList *nl, const LoadedModel *lm, const char *stories, 
 
 char *slm_py_generate_defaults(Error *e) { return json_out(slm_view_generate_defaults_json(), e); }
 
+/* generate's options, named by their Python keywords: the first out of range into e. */
+static int check_generate_options(int samples, int max_tokens, int top_k, double temperature, double top_p,
+                                  const char *precision, Error *e) {
+    const char *hint = "samples >= 1, max_tokens >= 0, top_k >= 0 (0: off), temperature >= 0, 0 < top_p <= 1";
+    if (samples < 1) return FAIL(e, hint, "generate: samples=%d is out of range", samples);
+    if (max_tokens < 0) return FAIL(e, hint, "generate: max_tokens=%d is out of range", max_tokens);
+    if (top_k < 0) return FAIL(e, hint, "generate: top_k=%d is out of range", top_k);
+    if (!(temperature >= 0)) return FAIL(e, hint, "generate: temperature=%g is out of range", temperature);
+    if (!(top_p > 0 && top_p <= 1)) return FAIL(e, hint, "generate: top_p=%g is out of range", top_p);
+    Precision p;
+    if (precision && slm_precision_parse(precision, &p, NULL))
+        return FAIL(e, "give precision=\"fp32\" (the default) or \"bf16\"", "generate: unknown precision '%.40s'",
+                    precision);
+    return 0;
+}
+
 char *slm_py_generate(const PyModel *m, const char *prompt, int max_tokens, double temperature, int top_k, double top_p,
                       uint64_t seed, int samples, const char *stories, const char *fallback_stories,
                       const char *precision, Error *e) {
-    if (samples < 1 || max_tokens < 0 || top_k < 0 || !(temperature >= 0) || !(top_p > 0 && top_p <= 1))
-        return FAIL(e, "samples >= 1, max_tokens >= 0, top_k >= 0, temperature >= 0, 0 < top_p <= 1",
-                    "generate: an option is out of range"),
-               NULL;
+    if (check_generate_options(samples, max_tokens, top_k, temperature, top_p, precision, e)) return NULL;
     ViewGenerateOptions go = slm_view_generate_defaults(); /* min_p and the repeat penalty as the CLI's */
     go.max_tokens = max_tokens, go.top_k = top_k, go.seed = seed, go.temperature = temperature, go.top_p = top_p;
     if (slm_precision_parse(precision ? precision : "fp32", &go.precision, e)) return NULL;

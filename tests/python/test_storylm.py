@@ -412,10 +412,14 @@ class Generate(unittest.TestCase):
 
     def test_bad_options_raise(self):
         m = model(model_paths()[0])
-        with self.assertRaises(storylm.StorylmError):
-            m.generate("Tom", top_p=0)
-        with self.assertRaises(storylm.StorylmError):
-            m.generate("Tom", precision="fp8")
+        # each named by its keyword and value, the hint in Python's words
+        for kw, says in [(dict(top_p=0), "top_p=0"), (dict(top_k=-1), "top_k=-1"), (dict(samples=0), "samples=0"),
+                         (dict(max_tokens=-5), "max_tokens=-5"), (dict(temperature=-1), "temperature=-1"),
+                         (dict(precision="fp8"), "precision 'fp8'")]:
+            with self.assertRaises(storylm.StorylmError) as cm:
+                m.generate("Tom", **kw)
+            self.assertIn(says, cm.exception.message)
+            self.assertNotIn("--", cm.exception.hint)
 
 
 @unittest.skipUnless(SMALL_STORIES, "no stories to train on (tests/e2e_python.sh gives them)")
