@@ -102,6 +102,22 @@ grep -q "holds 10 stories; training needs at least 20" err.txt || { cat err.txt;
 grep -q "HINT: give at least 20 stories" err.txt || { cat err.txt; fail "10 stories: no hint"; }
 [[ ! -e model.safetensors && ! -e vocab.txt ]] || fail "a refused train left files: $(ls)"
 
+# One story a line (no blank lines): read as one story, the error says how to
+# separate them, and the command it gives works.
+d1=$(fresh)
+cd "$d1"
+make_stories 60 5 | grep -v '^<|endoftext|>$' > lines.txt
+[[ $(wc -l < lines.txt) -eq 60 ]] || fail "lines.txt has $(wc -l < lines.txt) lines, not 60"
+if "$S" train lines.txt --steps 2 --threads 1 2> err.txt; then fail "train on one story a line succeeded"; fi
+grep -q "holds 1 story; training needs at least 20" err.txt && grep -q "sed G 'lines.txt' > stories.txt" err.txt ||
+  { cat err.txt; fail "one story a line: no hint to separate them"; }
+for _ in $(seq 6); do cat lines.txt; done > long_lines.txt # 360 lines, past a story's 65536 bytes
+if "$S" stories long_lines.txt 2> err.txt; then fail "stories of one story a line, past 64 KB, succeeded"; fi
+grep -q "its 360 lines are one story" err.txt && grep -q "sed G 'long_lines.txt' > stories.txt" err.txt ||
+  { cat err.txt; fail "one story a line past 64 KB: no hint to separate them"; }
+sed G lines.txt > stories.txt
+"$S" train stories.txt --steps 2 --threads 1 > /dev/null 2> err.txt || { cat err.txt; fail "train after sed G"; }
+
 # --vocab-size N: recorded in the model; every verb works with it.
 dv=$(fresh)
 cd "$dv"

@@ -288,6 +288,19 @@ static void test_split_no_stories(void) {
     CHECK(split(all_bad, strlen(all_bad), &spans, &k, &e) == -1);
     CHECK(k.invalid_utf8 == 2);
     CHECK(strstr(e.message, "2 invalid UTF-8") != NULL);
+    /* one story a line, no blank line: one story too long, and how to separate them */
+    ByteVec v = {0};
+    for (int i = 0; i < 3000; i++) slm_bytevec_append(&v, "Tom ran to the big red barn.\n", 29, NULL);
+    e = (Error){0};
+    CHECK(split(v.data, v.len, &spans, &k, &e) == -1);
+    CHECK(strstr(e.message, "its 3000 lines are one story") != NULL);
+    CHECK(strstr(e.hint, "sed G 't.txt' > stories.txt") != NULL);
+    for (size_t i = 0; i < v.len; i++) /* one line: too long, nothing about lines */
+        if (v.data[i] == '\n') v.data[i] = ' ';
+    e = (Error){0};
+    CHECK(split(v.data, v.len, &spans, &k, &e) == -1);
+    CHECK(strstr(e.message, "1 longer than") != NULL && strstr(e.hint, "sed G") == NULL);
+    slm_bytevec_free(&v);
 }
 
 static void test_split_byte_order_mark(void) {

@@ -189,12 +189,34 @@ static int refuse_other_format(const char *text, size_t len, const char *what, E
     return FAIL(e, hint, "'%s' looks like UTF-16 text (a NUL byte beside each letter), not UTF-8", what);
 }
 
-static int fail_no_stories(const char *what, size_t len, const StorySkips *k, Error *e) {
+/* The lines of text (its '\n's, and a last line without one). */
+static size_t count_lines(const char *text, size_t len) {
+    size_t n = 0;
+    for (const char *p = text, *end = text + len; p < end; n++) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        p = nl ? nl + 1 : end;
+    }
+    return n;
+}
+
+/* separators: the file was split at <|endoftext|> lines (else at blank lines). */
+static int fail_no_stories(const char *what, const char *text, size_t len, int separators, const StorySkips *k,
+                           Error *e) {
     const char *hint = "a stories file is UTF-8 text with stories separated by lines holding only " STORIES_SEPARATOR
                        " (or by blank lines)";
     if (len == 0) return FAIL(e, hint, "'%s' holds no stories: the file is empty", what);
     if (k->empty + k->invalid_utf8 + k->too_long == 0)
         return FAIL(e, hint, "'%s' holds no stories: only white space and " STORIES_SEPARATOR " lines", what);
+    size_t lines = !separators && k->too_long == 1 && k->empty + k->invalid_utf8 == 0 ? count_lines(text, len) : 0;
+    if (lines > 1) { /* one story a line, most likely: say how to separate them */
+        char sep[400];
+        snprintf(sep, sizeof sep, "if each line is a story, put a blank line after each: sed G '%.300s' > stories.txt",
+                 what);
+        return FAIL(e, sep,
+                    "'%s' holds no stories: with no blank line and no " STORIES_SEPARATOR
+                    " line, its %zu lines are one story, longer than %u bytes",
+                    what, lines, STORIES_MAX_STORY_BYTES);
+    }
     return FAIL(e, hint,
                 "'%s' holds no stories: all were skipped (%d only white space, %d invalid UTF-8 or NUL bytes, "
                 "%d longer than %u bytes)",
@@ -237,7 +259,7 @@ int slm_stories_split(const char *text, size_t len, const char *what, StorySpan 
     if (skips) *skips = sp.skips;
     if (l.n == 0) {
         free(l.spans);
-        return fail_no_stories(what, len, &sp.skips, e);
+        return fail_no_stories(what, text, len, sp.separators, &sp.skips, e);
     }
     *spans = l.spans;
     *n = l.n;
@@ -408,8 +430,9 @@ static int read_stories(Stories *s, const Tokenizer *t, const FileMap *text, con
         for (int i = 0; i < BATCH_STORIES; i++) slm_intvec_free(&r->batch[k].ids[i]);
     StorySkips k = r->sp.skips;
     k.empty += r->skips.empty;
+    int separators = r->sp.separators;
     free(r);
-    if (!rc && out->n_stories == 0) rc = fail_no_stories(path, text->len, &k, e);
+    if (!rc && out->n_stories == 0) rc = fail_no_stories(path, text->data, text->len, separators, &k, e);
     if (!rc)
         rc = slm_ids_writer_finish(out, key, t, &k, s, hashes, e);
     else

@@ -1,6 +1,8 @@
 /* Training's options: see include/storylm/train_options.h. */
 #include "storylm/train_options.h"
 
+#include <stdio.h>
+
 TrainOptions slm_train_default_options(void) {
     return (TrainOptions){.arch = ARCH_ATTENTION,
                           .steps = 3000,
@@ -17,9 +19,13 @@ TrainOptions slm_train_default_options(void) {
 
 int slm_train_check_story_count(int n_stories, const char *path, Error *e) {
     if (n_stories >= TRAIN_MIN_STORIES) return 0;
-    return FAIL(e,
-                "give at least 20 stories (a few hundred learn far more; docs/guide.md), separated by a line "
-                "holding only <|endoftext|> or by blank lines; a file without either is read as one story",
-                "'%s' holds %d %s; training needs at least %d", path, n_stories, n_stories == 1 ? "story" : "stories",
-                TRAIN_MIN_STORIES);
+    char hint[600];
+    int n = snprintf(hint, sizeof hint, "%s",
+                     "give at least 20 stories (a few hundred learn far more; docs/guide.md), separated by a line "
+                     "holding only <|endoftext|> or by blank lines; a file without either is read as one story");
+    if (n_stories == 1) /* most likely one story a line */
+        snprintf(hint + n, sizeof hint - (size_t)n,
+                 "; if each line is a story, put a blank line after each: sed G '%.200s' > stories.txt", path);
+    return FAIL(e, hint, "'%s' holds %d %s; training needs at least %d", path, n_stories,
+                n_stories == 1 ? "story" : "stories", TRAIN_MIN_STORIES);
 }
