@@ -118,6 +118,30 @@ grep -q "its 360 lines are one story" err.txt && grep -q "sed G 'long_lines.txt'
 sed G lines.txt > stories.txt
 "$S" train stories.txt --steps 2 --threads 1 > /dev/null 2> err.txt || { cat err.txt; fail "train after sed G"; }
 
+# Stories saved as Windows-1252 (curly quotes from a word processor): the
+# stories left out are counted, a warning names the likely cause and the
+# iconv command, which gives every story back; with too few left, train says so.
+dw=$(fresh)
+cd "$dw"
+make_stories 60 6 | "$PY" -c 'import sys; sys.stdout.buffer.write(sys.stdin.read().replace("\"", "\u201c", 20).encode("cp1252"))' > word.txt
+"$S" stories word.txt > table.txt 2> err.txt || { cat err.txt; fail "stories of a Windows-1252 file"; }
+grep -q "warning: [0-9]* of 60 stories are not UTF-8" err.txt && grep -q "iconv -f WINDOWS-1252 -t UTF-8 'word.txt' > stories-utf8.txt" err.txt ||
+  { cat err.txt; fail "Windows-1252 stories: no warning naming iconv"; }
+iconv -f WINDOWS-1252 -t UTF-8 word.txt > stories-utf8.txt
+"$S" stories stories-utf8.txt > table.txt 2> err.txt || { cat err.txt; fail "stories after iconv"; }
+grep -q "^stories      60 " table.txt && ! grep -q "warning" err.txt || { cat table.txt err.txt; fail "iconv did not give every story back"; }
+# none of them UTF-8 (no stories), and all but 10 (too few to train on)
+for keep in 0 10; do
+  make_stories 60 6 | "$PY" -c '
+import sys
+keep, sep = int(sys.argv[1]), "\n<|endoftext|>\n"
+s = sys.stdin.read().split(sep)
+s = s[:keep] + [x.replace(".", "\u2019.") for x in s[keep:]]
+sys.stdout.buffer.write(sep.join(s).encode("cp1252"))' $keep > bad$keep.txt
+  if "$S" train bad$keep.txt --steps 2 --threads 1 2> err.txt; then fail "train on $keep UTF-8 stories of 60 succeeded"; fi
+  grep -q "iconv -f WINDOWS-1252 -t UTF-8 'bad$keep.txt'" err.txt || { cat err.txt; fail "train on $keep UTF-8 stories of 60: no hint to convert them"; }
+done
+
 # --vocab-size N: recorded in the model; every verb works with it.
 dv=$(fresh)
 cd "$dv"

@@ -353,6 +353,20 @@ static void test_split_other_formats(void) {
     CHECK(k.invalid_utf8 == 1);
 }
 
+/* The warning for stories left out as not UTF-8: from a twentieth of them. */
+static void test_encoding_hint(void) {
+    char buf[600];
+    StorySkips k = {.invalid_utf8 = 5};
+    CHECK(slm_stories_encoding_hint(&k, 95, "w.txt", buf, sizeof buf)); /* 5 of 100 */
+    CHECK(strstr(buf, "5 of 100 stories are not UTF-8") != NULL);
+    CHECK(strstr(buf, "iconv -f WINDOWS-1252 -t UTF-8 'w.txt'") != NULL);
+    CHECK(!slm_stories_encoding_hint(&k, 96, "w.txt", buf, sizeof buf)); /* 5 of 101 */
+    k = (StorySkips){.invalid_utf8 = 1, .empty = 1, .too_long = 1};
+    CHECK(slm_stories_encoding_hint(&k, 0, "w.txt", buf, sizeof buf) && strstr(buf, "1 of 3") != NULL);
+    k = (StorySkips){.empty = 9, .too_long = 9};
+    CHECK(!slm_stories_encoding_hint(&k, 0, "w.txt", buf, sizeof buf));
+}
+
 /* Splitting is one pass: 400,000 tiny stories split quickly (a quadratic
  * scan would take minutes). */
 static void test_split_is_linear(void) {
@@ -816,6 +830,7 @@ int main(void) {
     test_split_no_stories();
     test_split_byte_order_mark();
     test_split_other_formats();
+    test_encoding_hint();
     test_split_is_linear();
     Tokenizer t;
     if (load_vocab(&t, "vocab.txt", "") == 0) {

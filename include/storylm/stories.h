@@ -5,6 +5,7 @@
 #define STORYLM_STORIES_H
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -40,6 +41,12 @@ typedef struct StorySpan {
  * ("'x.txt' holds no stories: ..."). */
 int slm_stories_split(const char *text, size_t len, const char *what, StorySpan **spans, int *n, StorySkips *skips,
                       Error *e);
+
+/* What to say when a twentieth or more of the stories were left out as not
+ * UTF-8 (n_kept: the stories kept): a file saved as Windows-1252 or Latin-1
+ * is the likely cause, and iconv converts it. Into buf (size), naming path;
+ * false when there is nothing to say. */
+bool slm_stories_encoding_hint(const StorySkips *k, int n_kept, const char *path, char *buf, size_t size);
 
 /* Reads path, splits (slm_stories_split), encodes every story as
  * [EOS] ids... [EOS] (stories in parallel; the result is the same at any

@@ -82,8 +82,9 @@ TrainOptions slm_train_default_options(void);
  * to learn from or to measure on. */
 #define TRAIN_MIN_STORIES 20
 /* -1 with e saying what to do when a stories file (path, for the message)
- * holds fewer than TRAIN_MIN_STORIES stories. */
-int slm_train_check_story_count(int n_stories, const char *path, Error *e);
+ * holds fewer than TRAIN_MIN_STORIES stories; skips (or NULL), the stories
+ * left out, may say why (a file not in UTF-8). */
+int slm_train_check_story_count(int n_stories, const StorySkips *skips, const char *path, Error *e);
 
 typedef struct TrainResult {
     int steps_done; /* in this run */

@@ -6,6 +6,7 @@
 #include "args.h"
 #include "common.h"
 #include "storylm/probe_views.h"
+#include "storylm/stories.h"
 
 static int run(int argc, char **argv);
 const Command command_stories = {
@@ -35,6 +36,9 @@ static int show(const StoriesArgs *a, const char *path, Error *e) {
         rc = cli_json_print(slm_view_stories_json(&vs), e);
     else if (!rc)
         slm_view_stories_print(&vs, stdout);
+    char hint[600];
+    if (!rc && slm_stories_encoding_hint(&vs.stories.skips, vs.stories.n_stories, path, hint, sizeof hint))
+        fprintf(stderr, "storylm: warning: %s\n", hint);
     slm_view_stories_close(&vs);
     if (!a->vocab) slm_loaded_model_free(&lm);
     return rc;

@@ -181,6 +181,9 @@ static void print_summary(const Stories *s, const char *path) {
     if (s->skips.empty + s->skips.invalid_utf8 + s->skips.too_long)
         fprintf(stderr, "storylm: skipped %d empty, %d invalid UTF-8, %d too long stories\n", s->skips.empty,
                 s->skips.invalid_utf8, s->skips.too_long);
+    char hint[600];
+    if (slm_stories_encoding_hint(&s->skips, s->n_stories, path, hint, sizeof hint))
+        fprintf(stderr, "storylm: warning: %s\n", hint);
 }
 
 /* vocab_size: --vocab-size, 0 when not given (then any size a vocabulary file has). */
@@ -214,7 +217,7 @@ static int train_file(const char *path, TrainOptions *o, const char *vocab_path,
     if (!rc && !learnt && tok.size != VOCAB_DEFAULT_SIZE && root)
         fprintf(stderr, "storylm: the model's vocabulary has %d pieces, as %s\n", tok.size, vocab_path);
     if (!rc) rc = load_stories(&s, path, &tok, &so, o->dist, e);
-    if (!rc) rc = slm_train_check_story_count(s.n_stories, path, e);
+    if (!rc) rc = slm_train_check_story_count(s.n_stories, &s.skips, path, e);
     if (!rc && (o->swap_names > 0 || o->invent_names > 0) &&
         !(rc = slm_name_swap_init(&swap, &tok, path, &s, o->swap_names, e))) {
         swap.invent = o->invent_names;

@@ -108,7 +108,7 @@ static int job_vocab(TrainJob *j, char **text, Error *e) {
     if (!rc)
         rc = slm_vocab_train_text_until(map.data, map.len, j->stories, VOCAB_DEFAULT_SIZE, true, &j->stop, &v, &vs, e);
     slm_file_unmap(&map);
-    if (!rc) rc = slm_train_check_story_count(vs.n_stories, j->stories, e);
+    if (!rc) rc = slm_train_check_story_count(vs.n_stories, &vs.skips, j->stories, e);
     if (!rc) rc = slm_vocab_save(&v, path, e);
     if (!rc) *text = slm_vocab_to_text(&v, &len, e);
     slm_vocab_free(&v);
@@ -189,7 +189,7 @@ static int job_run(TrainJob *j, Error *e) {
     int rc = job_vocab(j, &vocab, e) || slm_tokenizer_from_text(&tok, vocab, strlen(vocab), 0, e);
     if (!rc) set_message(j, NULL, "reading the stories");
     if (!rc) rc = slm_stories_load(&s, j->stories, &tok, &so, e);
-    if (!rc) rc = slm_train_check_story_count(s.n_stories, j->stories, e);
+    if (!rc) rc = slm_train_check_story_count(s.n_stories, &s.skips, j->stories, e);
     TrainOptions o = slm_train_default_options();
     o.steps = j->steps;
     o.seed = j->seed;

@@ -12,6 +12,7 @@
 
 #include <limits.h>
 #include <omp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -199,6 +200,17 @@ static size_t count_lines(const char *text, size_t len) {
     return n;
 }
 
+bool slm_stories_encoding_hint(const StorySkips *k, int n_kept, const char *path, char *buf, size_t size) {
+    long long bad = k->invalid_utf8, all = (long long)n_kept + k->empty + k->invalid_utf8 + k->too_long;
+    if (bad == 0 || bad * 20 < all) return false;
+    snprintf(
+        buf, size,
+        "%lld of %lld stories are not UTF-8 and were left out: a file saved as Windows-1252 or Latin-1 (curly "
+        "quotes from a word processor, say)? convert it: iconv -f WINDOWS-1252 -t UTF-8 '%.300s' > stories-utf8.txt",
+        bad, all, path);
+    return true;
+}
+
 /* separators: the file was split at <|endoftext|> lines (else at blank lines). */
 static int fail_no_stories(const char *what, const char *text, size_t len, int separators, const StorySkips *k,
                            Error *e) {
@@ -217,6 +229,8 @@ static int fail_no_stories(const char *what, const char *text, size_t len, int s
                     " line, its %zu lines are one story, longer than %u bytes",
                     what, lines, STORIES_MAX_STORY_BYTES);
     }
+    char encoding[600];
+    if (slm_stories_encoding_hint(k, 0, what, encoding, sizeof encoding)) hint = encoding;
     return FAIL(e, hint,
                 "'%s' holds no stories: all were skipped (%d only white space, %d invalid UTF-8 or NUL bytes, "
                 "%d longer than %u bytes)",

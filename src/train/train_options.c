@@ -17,9 +17,12 @@ TrainOptions slm_train_default_options(void) {
                           .out = "model.safetensors"};
 }
 
-int slm_train_check_story_count(int n_stories, const char *path, Error *e) {
+int slm_train_check_story_count(int n_stories, const StorySkips *skips, const char *path, Error *e) {
     if (n_stories >= TRAIN_MIN_STORIES) return 0;
     char hint[600];
+    if (skips && slm_stories_encoding_hint(skips, n_stories, path, hint, sizeof hint)) /* the likely cause */
+        return FAIL(e, hint, "'%s' holds %d usable %s; training needs at least %d", path, n_stories,
+                    n_stories == 1 ? "story" : "stories", TRAIN_MIN_STORIES);
     int n = snprintf(hint, sizeof hint, "%s",
                      "give at least 20 stories (a few hundred learn far more; docs/guide.md), separated by a line "
                      "holding only <|endoftext|> or by blank lines; a file without either is read as one story");

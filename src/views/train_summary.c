@@ -259,7 +259,7 @@ int slm_train_learn_vocab(const char *vocab_path, const char *stories_path, int 
         snprintf(e->hint, sizeof e->hint,
                  "give --vocab-size of at most the pieces above, leave it out to take as "
                  "many as the words give, or give more stories");
-    if (!rc) rc = slm_train_check_story_count(vs.n_stories, stories_path, e);
+    if (!rc) rc = slm_train_check_story_count(vs.n_stories, &vs.skips, stories_path, e);
     if (!rc) rc = slm_vocab_save(&v, vocab_path, e);
     if (!rc) *text = slm_vocab_to_text(&v, &len, e);
     if (!rc && !*text) rc = -1;

@@ -8,12 +8,15 @@
 #include "storylm/fileio.h"
 #include "storylm/outputs.h"
 #include "storylm/probe_views.h"
+#include "storylm/stories.h"
 
 void slm_vocab_summary_print(FILE *out, const char *path, const char *output, int size, const VocabStats *st,
                              double seconds) {
     const StorySkips *k = &st->skips;
     fprintf(out, "read %d %s from '%s' (skipped: %d empty, %d invalid UTF-8 or NUL, %d too long)\n", st->n_stories,
             st->n_stories == 1 ? "story" : "stories", path, k->empty, k->invalid_utf8, k->too_long);
+    char hint[600];
+    if (slm_stories_encoding_hint(k, st->n_stories, path, hint, sizeof hint)) fprintf(out, "warning: %s\n", hint);
     fprintf(out, "%lld words, %d distinct (%d over 100 characters left out)\n", (long long)st->n_word_tokens,
             st->n_words, st->n_long_words);
     fprintf(out, "alphabet: %d characters, %d pieces; %d merges", st->n_chars_kept, st->n_alphabet_pieces,
