@@ -7,6 +7,7 @@ checkout (build/libstorylm.so beside python/)."""
 
 import ctypes
 import os
+import threading
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -116,3 +117,38 @@ def check_string(ptr, err):
     if not ptr:
         raise err.exception()
     return take_string(ptr)
+
+
+class Handle:
+    """A loaded model (the library's PyModel *) with a count of its users: each
+    Model that holds it (storylm.load, copy.copy, copy.deepcopy) and each call
+    running on it. It is freed when the count falls to 0, so a Model closed
+    while a call on it runs (by a hook, or by another thread) is freed when
+    that call returns, never under it; and two Models sharing it free it once."""
+
+    def __init__(self, ptr):
+        self._ptr = ptr
+        self._lib = lib()  # kept: at interpreter exit the module's globals may be gone before the last drop
+        self._users = 1
+        self._lock = threading.Lock()
+
+    def share(self):
+        """Another user of the handle (a Model, or a call): drop() it when done."""
+        with self._lock:
+            if not self._users:
+                raise closed()
+            self._users += 1
+        return self._ptr
+
+    def drop(self):
+        with self._lock:
+            self._users -= 1
+            ptr = self._ptr if not self._users else None
+            if ptr:
+                self._ptr = None
+        if ptr:
+            self._lib.slm_py_free(ptr)
+
+
+def closed():
+    return StorylmError("the model was closed", "load it again with storylm.load")

@@ -2,9 +2,12 @@
 generation, each a call into the C library (the forward pass runs in C; hooks
 are called by it between its parts)."""
 
+import contextlib
+import copy
 import ctypes
 import json
 import os
+import threading
 
 import numpy as np
 
@@ -32,9 +35,10 @@ class Tokenizer:
 
     def __init__(self, model):
         self._model = model
-        self.eos_id = model._lib.slm_py_eos(model._handle)
         err = _lib.Error()
-        self.vocab = _lib.check_string(model._lib.slm_py_vocab(model._handle, ctypes.byref(err)), err).split("\n")
+        with model._use() as h:
+            self.eos_id = _lib.lib().slm_py_eos(h)
+            self.vocab = _lib.check_string(_lib.lib().slm_py_vocab(h, ctypes.byref(err)), err).split("\n")
         if self.vocab and self.vocab[-1] == "":
             self.vocab.pop()
 
@@ -100,38 +104,82 @@ class Model:
     """A storylm model file loaded through the library (storylm.load)."""
 
     def __init__(self, path=None):
-        self._handle = None
-        self._lib = _lib.lib()  # kept: at interpreter exit the module's globals may be gone before __del__
+        self._handle = None  # a _lib.Handle, shared with copies; None once closed
+        self._lock = threading.Lock()
         err = _lib.Error()
-        handle = self._lib.slm_py_load(path.encode() if path is not None else None, ctypes.byref(err))
-        if not handle:
+        ptr = _lib.lib().slm_py_load(path.encode() if path is not None else None, ctypes.byref(err))
+        if not ptr:
             raise err.exception()
-        self._handle = handle
-        self.cfg = Config(json.loads(_lib.check_string(_lib.lib().slm_py_config_json(handle, ctypes.byref(err)), err)))
+        self._handle = _lib.Handle(ptr)
+        with self._use() as h:
+            self.cfg = Config(json.loads(_lib.check_string(_lib.lib().slm_py_config_json(h, ctypes.byref(err)), err)))
+            names = _lib.check_string(_lib.lib().slm_py_hook_names(h, ctypes.byref(err)), err)
         c = self.cfg
         c.update(d_model=c["row_dim"], n_layers=c.get("layers", 1), d_head=c["key_dim"], d_vocab=c["vocab_size"],
                  n_ctx=c["window"], d_mlp=c["hidden_dim"])
         self.path = c["file"]
-        names = _lib.check_string(_lib.lib().slm_py_hook_names(handle, ctypes.byref(err)), err)
         self.hook_names = names.split("\n") if names else []
         self.tokenizer = Tokenizer(self)
 
     def close(self):
-        """Frees the model now (else when it is garbage collected)."""
-        if getattr(self, "_handle", None):
-            self._lib.slm_py_free(self._handle)
-            self._handle = None
+        """Lets go of the model: its memory is freed now, or when the calls
+        running on it return (a hook, or another thread, may close it), and
+        only when every copy (copy.copy, copy.deepcopy) is closed too. Later
+        calls on this Model raise StorylmError."""
+        lock = getattr(self, "_lock", None)  # None: __init__ failed before it
+        if lock is None:
+            return
+        with lock:
+            handle, self._handle = self._handle, None
+        if handle is not None:
+            handle.drop()
 
     def __del__(self):
         self.close()
 
+    @contextlib.contextmanager
+    def _use(self):
+        """The library's model for one call, counted as a user of the handle,
+        so a close meanwhile frees it only once the call has returned."""
+        handle = self._handle
+        if handle is None:
+            raise _lib.closed()
+        ptr = handle.share()  # raises when the last user dropped it meanwhile
+        try:
+            yield ptr
+        finally:
+            handle.drop()
+
+    def __copy__(self):
+        return self._copy(None)
+
+    def __deepcopy__(self, memo):
+        return self._copy(memo)
+
+    def _copy(self, memo):
+        """Another Model on the same loaded weights, which Python never
+        changes: the handle is shared and counted, so each copy closes on its
+        own and the weights are freed once. memo: deepcopy's (cfg, names and
+        vocabulary copied too), or None for a shallow copy."""
+        new = Model.__new__(Model)
+        new._handle, new._lock = None, threading.Lock()  # closed until it shares the handle
+        if memo is not None:
+            memo[id(self)] = new  # the tokenizer's model is the copy
+        state = {k: v for k, v in self.__dict__.items() if k not in ("_handle", "_lock", "tokenizer")}
+        new.__dict__.update(copy.deepcopy(state, memo) if memo is not None else state)
+        new.tokenizer = copy.copy(self.tokenizer)
+        new.tokenizer._model = new
+        if memo is not None:
+            new.tokenizer.vocab = copy.deepcopy(self.tokenizer.vocab, memo)
+        with self._lock:
+            if self._handle is None:
+                raise _lib.closed()
+            self._handle.share()
+            new._handle = self._handle
+        return new
+
     def __repr__(self):
         return "storylm.Model(%r, arch=%s, layers=%s)" % (self.path, self.cfg.arch, self.cfg.n_layers)
-
-    def _alive(self):
-        if not self._handle:
-            raise StorylmError("the model was closed", "load it again with storylm.load")
-        return self._handle
 
     # ---- tokens -----------------------------------------------------------------
 
@@ -139,7 +187,8 @@ class Model:
         """text -> np.int32 ids (without [EOS]), as `storylm tokenize --json` gives them."""
         err = _lib.Error()
         ptr = ctypes.POINTER(ctypes.c_int32)()
-        n = _lib.lib().slm_py_tokenize(self._alive(), _text(text), ctypes.byref(ptr), ctypes.byref(err))
+        with self._use() as h:
+            n = _lib.lib().slm_py_tokenize(h, _text(text), ctypes.byref(ptr), ctypes.byref(err))
         if n < 0:
             raise err.exception()
         try:
@@ -169,8 +218,9 @@ class Model:
         """ids -> text (pieces joined, [EOS] left out), as the library decodes."""
         ids = np.ascontiguousarray(np.asarray(ids, dtype=np.int64).astype(np.int32))
         err = _lib.Error()
-        ptr = _lib.lib().slm_py_decode(self._alive(), ids.ctypes.data_as(ctypes.POINTER(ctypes.c_int32)),
-                                       int(ids.size), ctypes.byref(err))
+        with self._use() as h:
+            ptr = _lib.lib().slm_py_decode(h, ids.ctypes.data_as(ctypes.POINTER(ctypes.c_int32)), int(ids.size),
+                                           ctypes.byref(err))
         return _lib.check_string(ptr, err)
 
     # ---- the forward pass ------------------------------------------------------
@@ -201,10 +251,11 @@ class Model:
         out = np.empty((ids.size, self.cfg.vocab_size), np.float32) if logits else None
         loss = ctypes.c_double()
         err = _lib.Error()
-        rc = _lib.lib().slm_py_run(self._alive(), ids.ctypes.data_as(ctypes.POINTER(ctypes.c_int32)), int(ids.size),
-                                   run.callback if wanted else _lib.HOOK_FN(), None, names, len(wanted),
-                                   out.ctypes.data_as(ctypes.POINTER(ctypes.c_float)) if logits else None,
-                                   ctypes.byref(loss), ctypes.byref(err))
+        with self._use() as h:  # a hook may close the model: it is freed after the pass, not under it
+            rc = _lib.lib().slm_py_run(h, ids.ctypes.data_as(ctypes.POINTER(ctypes.c_int32)), int(ids.size),
+                                       run.callback if wanted else _lib.HOOK_FN(), None, names, len(wanted),
+                                       out.ctypes.data_as(ctypes.POINTER(ctypes.c_float)) if logits else None,
+                                       ctypes.byref(loss), ctypes.byref(err))
         if run.exception is not None:
             raise run.exception
         if rc:
@@ -266,10 +317,11 @@ class Model:
             seed = int.from_bytes(os.urandom(4), "little") & 0x7FFFFFFF
         self.last_seed = seed
         err = _lib.Error()
-        ptr = _lib.lib().slm_py_generate(self._alive(), _text(prompt), int(max_tokens), float(temperature), int(top_k),
-                                         float(top_p), int(seed), int(samples),
-                                         stories.encode() if stories else None, _installed_stories(),
-                                         _text(precision), ctypes.byref(err))
+        with self._use() as h:  # another thread may close the model meanwhile: it is freed after, not under
+            ptr = _lib.lib().slm_py_generate(h, _text(prompt), int(max_tokens), float(temperature), int(top_k),
+                                             float(top_p), int(seed), int(samples),
+                                             stories.encode() if stories else None, _installed_stories(),
+                                             _text(precision), ctypes.byref(err))
         texts = json.loads(_lib.check_string(ptr, err))
         return texts[0] if samples == 1 else texts
 

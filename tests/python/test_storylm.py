@@ -3,13 +3,16 @@ with Debian's python3, the package imported from an installed prefix and the
 CLI of the same prefix in $STORYLM_PROGRAM. Every number the API gives is the
 CLI's, bit for bit where both compute it the same way."""
 
+import copy
 import functools
+import gc
 import json
 import os
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 import unittest
 
 import numpy as np
@@ -373,6 +376,93 @@ class Threads(unittest.TestCase):
         self.assertEqual(errors, [])
         self.assertEqual(got, [want] * 12)
         self.assertEqual(threading.active_count(), 1)
+
+
+class Handles(unittest.TestCase):
+    """A model closed while a call on it runs, or copied, is never freed under
+    a call nor twice (under the sanitizers, a use-after-free or double free
+    would be their report; without them, a crash)."""
+
+    def fresh(self):
+        return storylm.load(model_paths()[0])
+
+    def test_a_hook_that_closes_the_model_lets_the_pass_finish(self):
+        m, want = self.fresh(), model(model_paths()[0])(TEXT)
+
+        def close(x, hook):
+            m.close()
+
+        self.assertTrue(np.array_equal(m(TEXT, fwd_hooks=[("hook_embed", close)]), want))
+        with self.assertRaises(storylm.StorylmError) as cm:
+            m.loss(TEXT)
+        self.assertIn("closed", cm.exception.message)
+
+    def test_a_hook_that_closes_and_calls_again_raises(self):
+        m = self.fresh()
+
+        def close_and_call(x, hook):
+            m.close()
+            m.tokenize("Lily")
+
+        with self.assertRaises(storylm.StorylmError) as cm:
+            m(TEXT, fwd_hooks=[("hook_hidden", close_and_call)])
+        self.assertIn("closed", cm.exception.message)
+
+    def test_close_from_another_thread_during_a_pass(self):
+        m, want = self.fresh(), model(model_paths()[0])(TEXT)
+        in_pass, closed, got = threading.Event(), threading.Event(), []
+
+        def wait(x, hook):  # the pass stops here until the model is closed
+            in_pass.set()
+            closed.wait(30)
+
+        t = threading.Thread(target=lambda: got.append(m(TEXT, fwd_hooks=[("blocks.0.attn.hook_q", wait)])))
+        t.start()
+        self.assertTrue(in_pass.wait(30))
+        m.close()
+        closed.set()
+        t.join()
+        self.assertTrue(np.array_equal(got[0], want))
+        with self.assertRaises(storylm.StorylmError):
+            m(TEXT)
+
+    def test_close_from_another_thread_during_generate(self):
+        m = self.fresh()
+        want = model(model_paths()[0]).generate("Tom", max_tokens=300, samples=4, seed=2)
+        got = []
+
+        def work():
+            try:
+                got.append(m.generate("Tom", max_tokens=300, samples=4, seed=2))
+            except storylm.StorylmError as err:  # closed before it began
+                got.append(err.message)
+
+        t = threading.Thread(target=work)
+        t.start()
+        time.sleep(0.05)
+        m.close()
+        t.join()
+        self.assertIn(got[0], [want, "the model was closed"])
+
+    def test_copies_share_the_model_and_close_on_their_own(self):
+        m = self.fresh()
+        want, ids = m.loss(TEXT), m.tokenize(TEXT).tolist()
+        shallow, deep = copy.copy(m), copy.deepcopy(m)
+        del m
+        gc.collect()
+        self.assertEqual(shallow.loss(TEXT), want)
+        self.assertEqual(shallow.tokenizer.encode(TEXT).tolist(), ids)
+        shallow.close()
+        with self.assertRaises(storylm.StorylmError):
+            shallow.loss(TEXT)
+        self.assertEqual(deep.loss(TEXT), want)
+        self.assertEqual(deep.tokenizer.encode(TEXT).tolist(), ids)
+        deep.cfg["arch"] = "changed"
+        self.assertEqual(model(model_paths()[0]).cfg["arch"], "attention", "a deep copy's cfg is its own")
+        deep.close()
+        deep.close()
+        with self.assertRaises(storylm.StorylmError):
+            copy.copy(deep)
 
 
 class Generate(unittest.TestCase):
