@@ -187,8 +187,9 @@ class Model:
         """text -> np.int32 ids (without [EOS]), as `storylm tokenize --json` gives them."""
         err = _lib.Error()
         ptr = ctypes.POINTER(ctypes.c_int32)()
-        with self._use() as h:
-            n = _lib.lib().slm_py_tokenize(h, _text(text), ctypes.byref(ptr), ctypes.byref(err))
+        raw = _text(text)
+        with self._use() as h:  # the length goes with it: a NUL byte is refused, not the end of the text
+            n = _lib.lib().slm_py_tokenize(h, raw, len(raw), ctypes.byref(ptr), ctypes.byref(err))
         if n < 0:
             raise err.exception()
         try:
@@ -316,12 +317,13 @@ class Model:
         if seed is None:
             seed = int.from_bytes(os.urandom(4), "little") & 0x7FFFFFFF
         self.last_seed = seed
+        raw = _text(prompt)
         err = _lib.Error()
         with self._use() as h:  # another thread may close the model meanwhile: it is freed after, not under
-            ptr = _lib.lib().slm_py_generate(h, _text(prompt), int(max_tokens), float(temperature), int(top_k),
+            ptr = _lib.lib().slm_py_generate(h, raw, len(raw), int(max_tokens), float(temperature), int(top_k),
                                              float(top_p), int(seed), int(samples),
                                              stories.encode() if stories else None, _installed_stories(),
-                                             _text(precision), ctypes.byref(err))
+                                             _word("generate", "precision", precision), ctypes.byref(err))
         texts = json.loads(_lib.check_string(ptr, err))
         return texts[0] if samples == 1 else texts
 
@@ -335,9 +337,19 @@ def generate_defaults():
 
 
 def _text(text):
+    """text as UTF-8 bytes, its length passed beside it (a NUL in it is the library's to refuse)."""
     if not isinstance(text, str):
         raise StorylmError("expected a text (str), got %s" % type(text).__name__, "give the text as a str")
     return text.encode("utf-8")
+
+
+def _word(verb, name, value):
+    """A short option given as text (precision="bf16"); one holding a NUL is
+    refused, as ctypes would pass only what comes before it."""
+    raw = _text(value)
+    if b"\0" in raw:
+        raise ValueError("%s: %s=%r holds a NUL character" % (verb, name, value))
+    return raw
 
 
 def _source_file(rel):

@@ -465,6 +465,22 @@ class Handles(unittest.TestCase):
             copy.copy(deep)
 
 
+class Refusals(unittest.TestCase):
+    """What ctypes would pass on wrong (a text cut at a NUL) is refused, named
+    in Python's words."""
+
+    def test_a_nul_in_a_text_is_refused_not_cut(self):
+        m = model(model_paths()[0])
+        text = "Lily\0 found a ball."
+        for call in [m.tokenize, m.loss, m, m.run_with_cache, m.to_ids, lambda t: m.generate(t, max_tokens=3, seed=1)]:
+            with self.assertRaises(storylm.StorylmError) as cm:
+                call(text)
+            self.assertIn("NUL byte at byte offset 4", cm.exception.message)
+        with self.assertRaises(ValueError) as cm:
+            m.generate("Tom", max_tokens=3, precision="fp32\0bf16")
+        self.assertIn("precision=", str(cm.exception))
+
+
 class Generate(unittest.TestCase):
     def test_greedy_and_sampled_text_is_the_clis(self):
         for path in model_paths():
