@@ -6,6 +6,7 @@ installed package: cmake --install or pip); the build tree of a source
 checkout (build/libstorylm.so beside python/)."""
 
 import ctypes
+import operator
 import os
 import threading
 
@@ -152,3 +153,20 @@ class Handle:
 
 def closed():
     return StorylmError("the model was closed", "load it again with storylm.load")
+
+
+def whole(verb, name, value, lo, hi):
+    """value as an int in lo..hi (the range of the C type it is passed as, or
+    narrower), else a TypeError or OverflowError naming name=value: ctypes
+    would wrap it (max_tokens=2**32+3 would run as 3) without a word."""
+    try:
+        x = operator.index(value)
+    except TypeError:
+        raise TypeError("%s: %s=%r is not a whole number" % (verb, name, value)) from None
+    if not lo <= x <= hi:
+        bound = "at most %d" % hi if x > hi else "at least %d" % lo
+        raise OverflowError("%s: %s=%d is out of range (%s)" % (verb, name, x, bound))
+    return x
+
+
+INT_MIN, INT_MAX, UINT64_MAX = -2**31, 2**31 - 1, 2**64 - 1

@@ -6,6 +6,7 @@ import contextlib
 import copy
 import ctypes
 import json
+import numbers
 import os
 import threading
 
@@ -202,14 +203,23 @@ class Model:
         array of ints, [EOS] first by convention) as given."""
         if isinstance(text_or_ids, str):
             return np.concatenate([[self.tokenizer.eos_id], self.tokenize(text_or_ids)]).astype(np.int32)
-        ids = np.asarray(text_or_ids)
-        if ids.ndim != 1 or not np.issubdtype(ids.dtype, np.integer):
-            raise StorylmError("expected a text or a 1-D sequence of token ids, got an array of shape %s and type %s"
-                               % (ids.shape, ids.dtype), "give one story at a time")
-        if ids.size and (ids.min() < 0 or ids.max() >= self.cfg.vocab_size):
-            raise StorylmError("token ids must lie in 0..%d" % (self.cfg.vocab_size - 1),
+        return self._token_ids(text_or_ids, "expected a text or a 1-D sequence of token ids")
+
+    def _token_ids(self, ids, expected):
+        """ids (a sequence or array of ints) as np.int32, each checked to be a
+        token id first: a cast alone would wrap 2**32 + 5 to 5."""
+        arr = np.asarray(ids)
+        if arr.ndim == 1 and arr.size == 0:
+            return np.zeros(0, np.int32)
+        integral = np.issubdtype(arr.dtype, np.integer) or (
+            arr.dtype == object and all(isinstance(i, numbers.Integral) for i in arr.flat))  # ints past int64
+        if arr.ndim != 1 or not integral:
+            raise StorylmError("%s, got an array of shape %s and type %s" % (expected, arr.shape, arr.dtype),
+                               "give one story at a time")
+        for bad in arr[(arr < 0) | (arr >= self.cfg.vocab_size)][:1]:
+            raise StorylmError("token id %d is out of range: ids lie in 0..%d" % (bad, self.cfg.vocab_size - 1),
                                "encode the text with this model's tokenize")
-        return np.ascontiguousarray(ids, dtype=np.int32)
+        return np.ascontiguousarray(arr, dtype=np.int32)
 
     def to_str_tokens(self, text_or_ids):
         """The pieces the model runs, as text: ["[EOS]", "lily", "found", "z", "##ark", ...]."""
@@ -217,7 +227,7 @@ class Model:
 
     def decode(self, ids):
         """ids -> text (pieces joined, [EOS] left out), as the library decodes."""
-        ids = np.ascontiguousarray(np.asarray(ids, dtype=np.int64).astype(np.int32))
+        ids = self._token_ids(ids, "expected a 1-D sequence of token ids")
         err = _lib.Error()
         with self._use() as h:
             ptr = _lib.lib().slm_py_decode(h, ids.ctypes.data_as(ctypes.POINTER(ctypes.c_int32)), int(ids.size),
@@ -306,24 +316,30 @@ class Model:
         (names capitalised as the CLI does; stories as its --stories). One str, or
         a list of samples strs when samples > 1 (sample i drawn with seed + i).
         max_tokens, temperature, top_k and top_p left None take the CLI's defaults
-        (storylm.generate_defaults()). seed None draws one at random, kept in
-        model.last_seed. precision "bf16" runs the products in BF16, as the CLI's
-        --precision bf16 (a CPU with avx512_bf16)."""
+        (storylm.generate_defaults()). seed None (or -1, as the CLI's --seed -1)
+        draws one at random, kept in model.last_seed. precision "bf16" runs the
+        products in BF16, as the CLI's --precision bf16 (a CPU with avx512_bf16).
+        A whole number that the
+        library's type cannot hold raises OverflowError naming it."""
         d = generate_defaults()
-        max_tokens = d["max_tokens"] if max_tokens is None else max_tokens
+        max_tokens = _lib.whole("generate", "max_tokens", d["max_tokens"] if max_tokens is None else max_tokens,
+                                _lib.INT_MIN, _lib.INT_MAX)
         temperature = d["temperature"] if temperature is None else temperature
-        top_k = d["top_k"] if top_k is None else top_k
+        top_k = _lib.whole("generate", "top_k", d["top_k"] if top_k is None else top_k, _lib.INT_MIN, _lib.INT_MAX)
         top_p = d["top_p"] if top_p is None else top_p
-        if seed is None:
+        samples = _lib.whole("generate", "samples", samples, _lib.INT_MIN, _lib.INT_MAX)
+        seed = -1 if seed is None else _lib.whole("generate", "seed", seed, -1, _lib.UINT64_MAX)
+        if seed == -1:
             seed = int.from_bytes(os.urandom(4), "little") & 0x7FFFFFFF
         self.last_seed = seed
         raw = _text(prompt)
         err = _lib.Error()
         with self._use() as h:  # another thread may close the model meanwhile: it is freed after, not under
-            ptr = _lib.lib().slm_py_generate(h, raw, len(raw), int(max_tokens), float(temperature), int(top_k),
-                                             float(top_p), int(seed), int(samples),
-                                             stories.encode() if stories else None, _installed_stories(),
-                                             _word("generate", "precision", precision), ctypes.byref(err))
+            ptr = _lib.lib().slm_py_generate(h, raw, len(raw), max_tokens, float(temperature), top_k, float(top_p),
+                                             seed, samples,
+                                             stories.encode() if stories else None,
+                                             _installed_stories(), _word("generate", "precision", precision),
+                                             ctypes.byref(err))
         texts = json.loads(_lib.check_string(ptr, err))
         return texts[0] if samples == 1 else texts
 

@@ -466,8 +466,8 @@ class Handles(unittest.TestCase):
 
 
 class Refusals(unittest.TestCase):
-    """What ctypes would pass on wrong (a text cut at a NUL) is refused, named
-    in Python's words."""
+    """What ctypes would pass on wrong (a text cut at a NUL, an int wrapped to
+    32 bits) is refused, named in Python's words."""
 
     def test_a_nul_in_a_text_is_refused_not_cut(self):
         m = model(model_paths()[0])
@@ -479,6 +479,36 @@ class Refusals(unittest.TestCase):
         with self.assertRaises(ValueError) as cm:
             m.generate("Tom", max_tokens=3, precision="fp32\0bf16")
         self.assertIn("precision=", str(cm.exception))
+
+    def test_whole_numbers_that_do_not_fit_raise_naming_the_keyword(self):
+        m = model(model_paths()[0])
+        for kw, says in [(dict(max_tokens=2**32 + 3), "max_tokens=4294967299"), (dict(top_k=2**32), "top_k=4294967296"),
+                         (dict(samples=2**32 + 1), "samples=4294967297"), (dict(seed=2**64), "seed=18446744073709551616"),
+                         (dict(seed=-2), "seed=-2"), (dict(max_tokens=-2**31 - 1), "max_tokens=-2147483649")]:
+            with self.assertRaises(OverflowError) as cm:
+                m.generate("Tom", **kw)
+            self.assertIn(says, str(cm.exception))
+        with self.assertRaises(TypeError) as cm:
+            m.generate("Tom", max_tokens=2.5)
+        self.assertIn("max_tokens=2.5", str(cm.exception))
+        self.assertEqual(m.generate("Tom", max_tokens=np.int64(3), seed=np.uint64(4)), m.generate("Tom", max_tokens=3,
+                                                                                                   seed=4))
+
+    def test_seed_minus_1_draws_a_seed_as_the_clis(self):
+        m = model(model_paths()[0])
+        text = m.generate("Tom", max_tokens=8, seed=-1)
+        self.assertTrue(0 <= m.last_seed < 2**31, m.last_seed)
+        self.assertEqual(m.generate("Tom", max_tokens=8, seed=m.last_seed), text)
+
+    def test_ids_are_checked_before_they_are_cast(self):
+        m = model(model_paths()[0])
+        for ids, says in [([2**32 + 5], "4294967301"), ([1, 2**64 + 5], "18446744073709551621"), ([-1], "-1"),
+                          (np.array([2**40], np.int64), "1099511627776")]:
+            for call in (m.decode, m, m.to_str_tokens):
+                with self.assertRaises(storylm.StorylmError) as cm:
+                    call(ids)
+                self.assertIn("token id %s is out of range" % says, cm.exception.message)
+        self.assertEqual(m.decode([]), "")
 
 
 class Generate(unittest.TestCase):
