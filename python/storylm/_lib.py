@@ -107,9 +107,10 @@ def lib():
 
 
 def take_string(ptr):
-    """A C string the library returned (released here) as str."""
+    """A C string the library returned (released here) as str; bytes that
+    are not UTF-8 (a file name given as bytes) kept as os.fsdecode keeps them."""
     try:
-        return ctypes.string_at(ptr).decode("utf-8")
+        return ctypes.string_at(ptr).decode("utf-8", "surrogateescape")
     finally:
         lib().slm_py_release(ptr)
 
@@ -170,3 +171,16 @@ def whole(verb, name, value, lo, hi):
 
 
 INT_MIN, INT_MAX, UINT64_MAX = -2**31, 2**31 - 1, 2**64 - 1
+
+
+def c_path(verb, name, path):
+    """A path (str, bytes or os.PathLike) as the bytes the library opens; one
+    holding a NUL byte is refused (ctypes would cut it there and open another file)."""
+    try:
+        raw = os.fsencode(path)
+    except TypeError:
+        raise TypeError("%s: %s=%r is not a path (give a str, bytes or pathlib.Path)"
+                        % (verb, name, path)) from None
+    if b"\0" in raw:
+        raise ValueError("%s: %s=%r holds a NUL character" % (verb, name, path))
+    return raw

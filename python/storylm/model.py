@@ -102,13 +102,15 @@ class _HookRun:
 
 
 class Model:
-    """A storylm model file loaded through the library (storylm.load)."""
+    """A storylm model file loaded through the library (storylm.load). A path
+    may be a str, bytes or os.PathLike."""
 
     def __init__(self, path=None):
         self._handle = None  # a _lib.Handle, shared with copies; None once closed
         self._lock = threading.Lock()
         err = _lib.Error()
-        ptr = _lib.lib().slm_py_load(path.encode() if path is not None else None, ctypes.byref(err))
+        ptr = _lib.lib().slm_py_load(_lib.c_path("load", "path", path) if path is not None else None,
+                                     ctypes.byref(err))
         if not ptr:
             raise err.exception()
         self._handle = _lib.Handle(ptr)
@@ -319,7 +321,7 @@ class Model:
         (storylm.generate_defaults()). seed None (or -1, as the CLI's --seed -1)
         draws one at random, kept in model.last_seed. precision "bf16" runs the
         products in BF16, as the CLI's --precision bf16 (a CPU with avx512_bf16).
-        A whole number that the
+        stories may be a str, bytes or os.PathLike. A whole number that the
         library's type cannot hold raises OverflowError naming it."""
         d = generate_defaults()
         max_tokens = _lib.whole("generate", "max_tokens", d["max_tokens"] if max_tokens is None else max_tokens,
@@ -337,7 +339,7 @@ class Model:
         with self._use() as h:  # another thread may close the model meanwhile: it is freed after, not under
             ptr = _lib.lib().slm_py_generate(h, raw, len(raw), max_tokens, float(temperature), top_k, float(top_p),
                                              seed, samples,
-                                             stories.encode() if stories else None,
+                                             _lib.c_path("generate", "stories", stories) if stories else None,
                                              _installed_stories(), _word("generate", "precision", precision),
                                              ctypes.byref(err))
         texts = json.loads(_lib.check_string(ptr, err))
@@ -395,14 +397,15 @@ def shipped_model():
 
 
 def load(path=None):
-    """A model file -> Model. None: ./model.safetensors when it is there, else the
-    shipped model (models/tinystories.safetensors), as the CLI chooses."""
+    """A model file (a str, bytes or os.PathLike) -> Model. None:
+    ./model.safetensors when it is there, else the shipped model
+    (models/tinystories.safetensors), as the CLI chooses."""
     if path is None and os.path.isfile("model.safetensors"):
         path = "model.safetensors"
     if path is None:
         path = shipped_model()  # None still: the library looks in its own data folder
-    elif not os.path.exists(path):  # said here: the library's hint names the CLI's flags
-        raise StorylmError(f"no model file '{os.fspath(path)}'",
+    elif not os.path.exists(_lib.c_path("load", "path", path)):  # said here: the library's hint names the CLI's flags
+        raise StorylmError(f"no model file '{os.fsdecode(path)}'",
                            "give storylm.load the path of a model file, or train one with "
                            "storylm.train(STORIES, OUT)")
-    return Model(os.fspath(path) if path is not None else None)
+    return Model(path)

@@ -8,6 +8,7 @@ import functools
 import gc
 import json
 import os
+import pathlib
 import subprocess
 import sys
 import tempfile
@@ -467,7 +468,8 @@ class Handles(unittest.TestCase):
 
 class Refusals(unittest.TestCase):
     """What ctypes would pass on wrong (a text cut at a NUL, an int wrapped to
-    32 bits) is refused, named in Python's words."""
+    32 bits) is refused, named in Python's words; paths come as str, bytes or
+    os.PathLike."""
 
     def test_a_nul_in_a_text_is_refused_not_cut(self):
         m = model(model_paths()[0])
@@ -479,6 +481,11 @@ class Refusals(unittest.TestCase):
         with self.assertRaises(ValueError) as cm:
             m.generate("Tom", max_tokens=3, precision="fp32\0bf16")
         self.assertIn("precision=", str(cm.exception))
+        for path in ["%s\0.txt" % model_paths()[0], b"a\0b"]:
+            with self.assertRaises(ValueError):
+                storylm.load(path)
+        with self.assertRaises(ValueError):
+            m.generate("Tom", max_tokens=3, stories="stories.txt\0x")
 
     def test_whole_numbers_that_do_not_fit_raise_naming_the_keyword(self):
         m = model(model_paths()[0])
@@ -509,6 +516,27 @@ class Refusals(unittest.TestCase):
                     call(ids)
                 self.assertIn("token id %s is out of range" % says, cm.exception.message)
         self.assertEqual(m.decode([]), "")
+
+    def test_paths_as_str_bytes_and_pathlike(self):
+        path = model_paths()[0]
+        want = model(path).loss(TEXT)
+        for given in [os.fsencode(path), pathlib.Path(path)]:
+            m = storylm.load(given)
+            self.assertEqual((m.path, m.loss(TEXT)), (path, want))
+            self.assertEqual(storylm.Model(given).path, path)
+        with tempfile.TemporaryDirectory() as d:
+            odd = os.path.join(os.fsencode(d), b"model-\xff.safetensors")  # not UTF-8: kept as os.fsdecode keeps it
+            os.symlink(path, odd)
+            self.assertEqual(storylm.load(odd).path, os.fsdecode(odd))
+            with self.assertRaises(storylm.StorylmError) as cm:
+                storylm.load(os.path.join(os.fsencode(d), b"none.safetensors"))
+            self.assertIn("none.safetensors", cm.exception.message)
+        with self.assertRaises(TypeError):
+            storylm.load(3)
+        self.assertEqual(model(path).generate("Tom", max_tokens=5, seed=1, stories=pathlib.Path(SOURCE, "data",
+                                                                                                   "stories.txt")),
+                         model(path).generate("Tom", max_tokens=5, seed=1, stories=os.path.join(SOURCE, "data",
+                                                                                                "stories.txt")))
 
 
 class Generate(unittest.TestCase):
