@@ -637,6 +637,39 @@ class Train(unittest.TestCase):
             same_number(self, ablated, cli("eval", "--text", TEXT, "--json", "-m", path, "--ablate", "1:3")["loss"],
                         "loss with hook_z of head 1:3 set to 0")
 
+    def test_a_stories_file_named_like_a_flag_is_a_file(self):
+        with tempfile.TemporaryDirectory() as d:
+            here = os.getcwd()
+            os.chdir(d)
+            try:
+                with open(SMALL_STORIES, "rb") as src, open("-s.txt", "wb") as dst:
+                    dst.write(src.read())
+                opts = dict(progress=lambda l: None, vocab=os.path.join(MODELS, "vocab.txt"), eval_every=0,
+                            test_stories=20, threads=1)
+                storylm.train("-s.txt", "-s.safetensors", steps=2, seed=3, **opts)
+                # resumed: "-s.safetensors" is not --seed given again (which a resume refuses)
+                summary = storylm.train("-s.txt", "-s.safetensors", steps=3, resume=True, **opts)
+                self.assertEqual(storylm.load("-s.safetensors").cfg.arch, "attention", summary)
+                with self.assertRaises(storylm.StorylmError) as cm:
+                    storylm.train("--help", "out.safetensors", steps=1, progress=lambda l: None)
+                self.assertIn("'--help'", cm.exception.message)
+            finally:
+                os.chdir(here)
+
+    def test_a_bad_option_is_named_by_its_keyword(self):
+        out = os.path.join(tempfile.gettempdir(), "never.safetensors")
+        for opts, says in [(dict(seed="x"), "seed='x' is not a whole number"),
+                           (dict(seed=2**40), "seed=1099511627776 is out of range (0 to 2147483647)"),
+                           (dict(stpes=3), "no option stpes=; did you mean steps=?"),
+                           (dict(force="yes"), "force='yes': give force=True")]:
+            with self.assertRaises(storylm.StorylmError) as cm:
+                storylm.train(SMALL_STORIES, out, steps=1, progress=lambda l: None, **opts)
+            self.assertIn(says, cm.exception.message)
+            self.assertNotIn("--", cm.exception.message + cm.exception.hint.replace("storylm train --help", ""))
+        for opts in [dict(help=True), dict(json=True), dict(o="x.safetensors")]:
+            with self.assertRaises(TypeError):
+                storylm.train(SMALL_STORIES, out, steps=1, progress=lambda l: None, **opts)
+
     def test_train_failure_raises_the_clis_message(self):
         with self.assertRaises(storylm.StorylmError) as cm:
             storylm.train("/nonexistent/stories.txt", "/tmp/never.safetensors", steps=1, progress=lambda l: None)
