@@ -12,10 +12,16 @@ BUILD=$(dirname "$STORYLM")
 "$PY" -c 'import numpy' 2>/dev/null || skip "numpy is missing for $PY (apt-get install python3-numpy, or scripts/setup)"
 [[ -f $BUILD/cmake_install.cmake ]] || skip "$BUILD is not a CMake build folder to install from"
 # A sanitized libstorylm.so loads into python3 only with the sanitizers'
-# runtimes preloaded (they must come first); python3 itself is not
-# instrumented, so the library's calls through ctypes are checked, not leaks.
-# Under them every pass is slow: only the classes of the hooks, the cache,
-# tokens and threads run, and the rest of this test is left to the plain build.
+# runtimes preloaded (they must come first). Every read and write of the
+# library's memory is then checked, so a call on a freed model (a model
+# closed by a hook or another thread, a copy freed twice) is a report and a
+# failure, not a crash that may or may not happen. Leaks are not checked
+# (detect_leaks=0): python3 is not instrumented and leaves the objects it
+# holds at exit to the OS, which LeakSanitizer would report as the
+# interpreter's leaks by the thousand; the library's own leaks are checked
+# by its C tests. Under the sanitizers every pass is slow: only the classes
+# of the hooks, the cache, tokens, threads, handles and refusals run, and
+# the rest of this test is left to the plain build.
 sanitized=0
 if grep -q '^STORYLM_SANITIZE:BOOL=ON' "$BUILD/CMakeCache.txt" 2>/dev/null; then
   cc=$(sed -n 's/^CMAKE_C_COMPILER:[A-Z]*=//p' "$BUILD/CMakeCache.txt")
@@ -35,12 +41,24 @@ done
   fail "libstorylm.so exports symbols without the slm_ prefix"
 
 if ((sanitized)); then
-  LD_PRELOAD="$asan $ubsan" ASAN_OPTIONS=detect_leaks=0 STORYLM_PROGRAM=$P/bin/storylm \
-    PYTHONPATH=$SITE:$STORYLM_SOURCE_DIR/tests/python \
+  export LD_PRELOAD="$asan $ubsan" ASAN_OPTIONS=detect_leaks=0
+  # Not a vacuous pass: a call on a freed model, made on purpose, must be reported.
+  ! PYTHONPATH=$SITE "$PY" -c '
+import ctypes, sys, storylm._lib as l
+lib, err = l.lib(), l.Error()
+model = lib.slm_py_load(sys.argv[1].encode(), ctypes.byref(err))
+lib.slm_py_free(model)
+lib.slm_py_eos(model)
+' "$STORYLM_SOURCE_DIR/models/tinystories.safetensors" > canary.log 2>&1 < /dev/null ||
+    fail "a use-after-free through ctypes ran without a report: the sanitizers are not in python3 ($(tail -3 canary.log))"
+  grep -q 'heap-use-after-free' canary.log || { cat canary.log; fail "the use-after-free was not reported as one"; }
+  STORYLM_PROGRAM=$P/bin/storylm PYTHONPATH=$SITE:$STORYLM_SOURCE_DIR/tests/python \
     "$PY" -m unittest test_storylm.Hooks test_storylm.Cache test_storylm.Tokens test_storylm.Threads \
-    > unittest.log 2>&1 < /dev/null || { cat unittest.log; fail "tests/python under the sanitizers"; }
+    test_storylm.Handles test_storylm.Refusals > unittest.log 2>&1 < /dev/null ||
+    { cat unittest.log; fail "tests/python under the sanitizers"; }
+  ! grep -E 'ERROR: AddressSanitizer|runtime error:' unittest.log || fail "a sanitizer report in tests/python"
   tail -3 unittest.log
-  echo "python: the hooks, cache, tokens and threads tests passed under the sanitizers"
+  echo "python: a use-after-free is reported; the hooks, cache, tokens, threads, handles and refusals tests passed under the sanitizers"
   exit 0
 fi
 

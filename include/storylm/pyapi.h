@@ -7,6 +7,7 @@
 #ifndef STORYLM_PYAPI_H
 #define STORYLM_PYAPI_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "storylm/error.h"
@@ -16,6 +17,7 @@ typedef struct PyModel PyModel;
 
 /* The model file path (NULL: the shipped model, found as the CLI finds it). */
 PyModel *slm_py_load(const char *path, Error *e);
+/* Never while a call on m runs (python/storylm counts them: Handle in _lib.py). */
 void slm_py_free(PyModel *m);
 /* Frees what the calls below returned. */
 void slm_py_release(void *p);
@@ -26,8 +28,10 @@ char *slm_py_config_json(const PyModel *m, Error *e);
 /* The hook names of the model, "\n"-separated (hooks.h). */
 char *slm_py_hook_names(const PyModel *m, Error *e);
 
-/* text's token ids (without [EOS]) into *ids (caller releases); count, or -1. */
-int slm_py_tokenize(const PyModel *m, const char *text, int32_t **ids, Error *e);
+/* text's token ids (without [EOS]) into *ids (caller releases); count, or -1.
+ * text is len bytes: one with a NUL byte (or invalid UTF-8) is refused, as
+ * the CLI refuses it, not cut short there. */
+int slm_py_tokenize(const PyModel *m, const char *text, size_t len, int32_t **ids, Error *e);
 /* The ids as text (the tokenizer's decoding, pieces joined). */
 char *slm_py_decode(const PyModel *m, const int32_t *ids, int n, Error *e);
 /* The vocabulary, one piece a line (line number = id), as vocab.txt holds it. */
@@ -42,15 +46,16 @@ int slm_py_eos(const PyModel *m);
 int slm_py_run(const PyModel *m, const int32_t *ids, int T, HookFn fn, void *ctx, const char *const *names, int n_names,
                float *logits, double *loss, Error *e);
 
-/* storylm generate's text for prompt: samples stories (sample i with seed
+/* storylm generate's text for prompt (prompt_len bytes, refused with a NUL
+ * byte as slm_py_tokenize refuses it): samples stories (sample i with seed
  * seed + i), as a JSON array of strings. Names are capitalised as the CLI
  * does (stories, else the model's training file, else data/stories.txt; then
  * fallback_stories when none of those is found; each may be NULL), the
  * products at precision ("fp32" or "bf16"; NULL: fp32). */
 /* The sampler's defaults, as JSON text (slm_view_generate_defaults_json). */
 char *slm_py_generate_defaults(Error *e);
-char *slm_py_generate(const PyModel *m, const char *prompt, int max_tokens, double temperature, int top_k, double top_p,
-                      uint64_t seed, int samples, const char *stories, const char *fallback_stories,
-                      const char *precision, Error *e);
+char *slm_py_generate(const PyModel *m, const char *prompt, size_t prompt_len, int max_tokens, double temperature,
+                      int top_k, double top_p, uint64_t seed, int samples, const char *stories,
+                      const char *fallback_stories, const char *precision, Error *e);
 
 #endif

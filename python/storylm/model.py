@@ -2,9 +2,13 @@
 generation, each a call into the C library (the forward pass runs in C; hooks
 are called by it between its parts)."""
 
+import contextlib
+import copy
 import ctypes
 import json
+import numbers
 import os
+import threading
 
 import numpy as np
 
@@ -32,9 +36,10 @@ class Tokenizer:
 
     def __init__(self, model):
         self._model = model
-        self.eos_id = model._lib.slm_py_eos(model._handle)
         err = _lib.Error()
-        self.vocab = _lib.check_string(model._lib.slm_py_vocab(model._handle, ctypes.byref(err)), err).split("\n")
+        with model._use() as h:
+            self.eos_id = _lib.lib().slm_py_eos(h)
+            self.vocab = _lib.check_string(_lib.lib().slm_py_vocab(h, ctypes.byref(err)), err).split("\n")
         if self.vocab and self.vocab[-1] == "":
             self.vocab.pop()
 
@@ -97,41 +102,87 @@ class _HookRun:
 
 
 class Model:
-    """A storylm model file loaded through the library (storylm.load)."""
+    """A storylm model file loaded through the library (storylm.load). A path
+    may be a str, bytes or os.PathLike."""
 
     def __init__(self, path=None):
-        self._handle = None
-        self._lib = _lib.lib()  # kept: at interpreter exit the module's globals may be gone before __del__
+        self._handle = None  # a _lib.Handle, shared with copies; None once closed
+        self._lock = threading.Lock()
         err = _lib.Error()
-        handle = self._lib.slm_py_load(path.encode() if path is not None else None, ctypes.byref(err))
-        if not handle:
+        ptr = _lib.lib().slm_py_load(_lib.c_path("load", "path", path) if path is not None else None,
+                                     ctypes.byref(err))
+        if not ptr:
             raise err.exception()
-        self._handle = handle
-        self.cfg = Config(json.loads(_lib.check_string(_lib.lib().slm_py_config_json(handle, ctypes.byref(err)), err)))
+        self._handle = _lib.Handle(ptr)
+        with self._use() as h:
+            self.cfg = Config(json.loads(_lib.check_string(_lib.lib().slm_py_config_json(h, ctypes.byref(err)), err)))
+            names = _lib.check_string(_lib.lib().slm_py_hook_names(h, ctypes.byref(err)), err)
         c = self.cfg
         c.update(d_model=c["row_dim"], n_layers=c.get("layers", 1), d_head=c["key_dim"], d_vocab=c["vocab_size"],
                  n_ctx=c["window"], d_mlp=c["hidden_dim"])
         self.path = c["file"]
-        names = _lib.check_string(_lib.lib().slm_py_hook_names(handle, ctypes.byref(err)), err)
         self.hook_names = names.split("\n") if names else []
         self.tokenizer = Tokenizer(self)
 
     def close(self):
-        """Frees the model now (else when it is garbage collected)."""
-        if getattr(self, "_handle", None):
-            self._lib.slm_py_free(self._handle)
-            self._handle = None
+        """Lets go of the model: its memory is freed now, or when the calls
+        running on it return (a hook, or another thread, may close it), and
+        only when every copy (copy.copy, copy.deepcopy) is closed too. Later
+        calls on this Model raise StorylmError."""
+        lock = getattr(self, "_lock", None)  # None: __init__ failed before it
+        if lock is None:
+            return
+        with lock:
+            handle, self._handle = self._handle, None
+        if handle is not None:
+            handle.drop()
 
     def __del__(self):
         self.close()
 
+    @contextlib.contextmanager
+    def _use(self):
+        """The library's model for one call, counted as a user of the handle,
+        so a close meanwhile frees it only once the call has returned."""
+        handle = self._handle
+        if handle is None:
+            raise _lib.closed()
+        ptr = handle.share()  # raises when the last user dropped it meanwhile
+        try:
+            yield ptr
+        finally:
+            handle.drop()
+
+    def __copy__(self):
+        return self._copy(None)
+
+    def __deepcopy__(self, memo):
+        return self._copy(memo)
+
+    def _copy(self, memo):
+        """Another Model on the same loaded weights, which Python never
+        changes: the handle is shared and counted, so each copy closes on its
+        own and the weights are freed once. memo: deepcopy's (cfg, names and
+        vocabulary copied too), or None for a shallow copy."""
+        new = Model.__new__(Model)
+        new._handle, new._lock = None, threading.Lock()  # closed until it shares the handle
+        if memo is not None:
+            memo[id(self)] = new  # the tokenizer's model is the copy
+        state = {k: v for k, v in self.__dict__.items() if k not in ("_handle", "_lock", "tokenizer")}
+        new.__dict__.update(copy.deepcopy(state, memo) if memo is not None else state)
+        new.tokenizer = copy.copy(self.tokenizer)
+        new.tokenizer._model = new
+        if memo is not None:
+            new.tokenizer.vocab = copy.deepcopy(self.tokenizer.vocab, memo)
+        with self._lock:
+            if self._handle is None:
+                raise _lib.closed()
+            self._handle.share()
+            new._handle = self._handle
+        return new
+
     def __repr__(self):
         return "storylm.Model(%r, arch=%s, layers=%s)" % (self.path, self.cfg.arch, self.cfg.n_layers)
-
-    def _alive(self):
-        if not self._handle:
-            raise StorylmError("the model was closed", "load it again with storylm.load")
-        return self._handle
 
     # ---- tokens -----------------------------------------------------------------
 
@@ -139,7 +190,9 @@ class Model:
         """text -> np.int32 ids (without [EOS]), as `storylm tokenize --json` gives them."""
         err = _lib.Error()
         ptr = ctypes.POINTER(ctypes.c_int32)()
-        n = _lib.lib().slm_py_tokenize(self._alive(), _text(text), ctypes.byref(ptr), ctypes.byref(err))
+        raw = _text(text)
+        with self._use() as h:  # the length goes with it: a NUL byte is refused, not the end of the text
+            n = _lib.lib().slm_py_tokenize(h, raw, len(raw), ctypes.byref(ptr), ctypes.byref(err))
         if n < 0:
             raise err.exception()
         try:
@@ -152,14 +205,23 @@ class Model:
         array of ints, [EOS] first by convention) as given."""
         if isinstance(text_or_ids, str):
             return np.concatenate([[self.tokenizer.eos_id], self.tokenize(text_or_ids)]).astype(np.int32)
-        ids = np.asarray(text_or_ids)
-        if ids.ndim != 1 or not np.issubdtype(ids.dtype, np.integer):
-            raise StorylmError("expected a text or a 1-D sequence of token ids, got an array of shape %s and type %s"
-                               % (ids.shape, ids.dtype), "give one story at a time")
-        if ids.size and (ids.min() < 0 or ids.max() >= self.cfg.vocab_size):
-            raise StorylmError("token ids must lie in 0..%d" % (self.cfg.vocab_size - 1),
+        return self._token_ids(text_or_ids, "expected a text or a 1-D sequence of token ids")
+
+    def _token_ids(self, ids, expected):
+        """ids (a sequence or array of ints) as np.int32, each checked to be a
+        token id first: a cast alone would wrap 2**32 + 5 to 5."""
+        arr = np.asarray(ids)
+        if arr.ndim == 1 and arr.size == 0:
+            return np.zeros(0, np.int32)
+        integral = np.issubdtype(arr.dtype, np.integer) or (
+            arr.dtype == object and all(isinstance(i, numbers.Integral) for i in arr.flat))  # ints past int64
+        if arr.ndim != 1 or not integral:
+            raise StorylmError("%s, got an array of shape %s and type %s" % (expected, arr.shape, arr.dtype),
+                               "give one story at a time")
+        for bad in arr[(arr < 0) | (arr >= self.cfg.vocab_size)][:1]:
+            raise StorylmError("token id %d is out of range: ids lie in 0..%d" % (bad, self.cfg.vocab_size - 1),
                                "encode the text with this model's tokenize")
-        return np.ascontiguousarray(ids, dtype=np.int32)
+        return np.ascontiguousarray(arr, dtype=np.int32)
 
     def to_str_tokens(self, text_or_ids):
         """The pieces the model runs, as text: ["[EOS]", "lily", "found", "z", "##ark", ...]."""
@@ -167,10 +229,11 @@ class Model:
 
     def decode(self, ids):
         """ids -> text (pieces joined, [EOS] left out), as the library decodes."""
-        ids = np.ascontiguousarray(np.asarray(ids, dtype=np.int64).astype(np.int32))
+        ids = self._token_ids(ids, "expected a 1-D sequence of token ids")
         err = _lib.Error()
-        ptr = _lib.lib().slm_py_decode(self._alive(), ids.ctypes.data_as(ctypes.POINTER(ctypes.c_int32)),
-                                       int(ids.size), ctypes.byref(err))
+        with self._use() as h:
+            ptr = _lib.lib().slm_py_decode(h, ids.ctypes.data_as(ctypes.POINTER(ctypes.c_int32)), int(ids.size),
+                                           ctypes.byref(err))
         return _lib.check_string(ptr, err)
 
     # ---- the forward pass ------------------------------------------------------
@@ -201,10 +264,11 @@ class Model:
         out = np.empty((ids.size, self.cfg.vocab_size), np.float32) if logits else None
         loss = ctypes.c_double()
         err = _lib.Error()
-        rc = _lib.lib().slm_py_run(self._alive(), ids.ctypes.data_as(ctypes.POINTER(ctypes.c_int32)), int(ids.size),
-                                   run.callback if wanted else _lib.HOOK_FN(), None, names, len(wanted),
-                                   out.ctypes.data_as(ctypes.POINTER(ctypes.c_float)) if logits else None,
-                                   ctypes.byref(loss), ctypes.byref(err))
+        with self._use() as h:  # a hook may close the model: it is freed after the pass, not under it
+            rc = _lib.lib().slm_py_run(h, ids.ctypes.data_as(ctypes.POINTER(ctypes.c_int32)), int(ids.size),
+                                       run.callback if wanted else _lib.HOOK_FN(), None, names, len(wanted),
+                                       out.ctypes.data_as(ctypes.POINTER(ctypes.c_float)) if logits else None,
+                                       ctypes.byref(loss), ctypes.byref(err))
         if run.exception is not None:
             raise run.exception
         if rc:
@@ -254,22 +318,30 @@ class Model:
         (names capitalised as the CLI does; stories as its --stories). One str, or
         a list of samples strs when samples > 1 (sample i drawn with seed + i).
         max_tokens, temperature, top_k and top_p left None take the CLI's defaults
-        (storylm.generate_defaults()). seed None draws one at random, kept in
-        model.last_seed. precision "bf16" runs the products in BF16, as the CLI's
-        --precision bf16 (a CPU with avx512_bf16)."""
+        (storylm.generate_defaults()). seed None (or -1, as the CLI's --seed -1)
+        draws one at random, kept in model.last_seed. precision "bf16" runs the
+        products in BF16, as the CLI's --precision bf16 (a CPU with avx512_bf16).
+        stories may be a str, bytes or os.PathLike. A whole number that the
+        library's type cannot hold raises OverflowError naming it."""
         d = generate_defaults()
-        max_tokens = d["max_tokens"] if max_tokens is None else max_tokens
+        max_tokens = _lib.whole("generate", "max_tokens", d["max_tokens"] if max_tokens is None else max_tokens,
+                                _lib.INT_MIN, _lib.INT_MAX)
         temperature = d["temperature"] if temperature is None else temperature
-        top_k = d["top_k"] if top_k is None else top_k
+        top_k = _lib.whole("generate", "top_k", d["top_k"] if top_k is None else top_k, _lib.INT_MIN, _lib.INT_MAX)
         top_p = d["top_p"] if top_p is None else top_p
-        if seed is None:
+        samples = _lib.whole("generate", "samples", samples, _lib.INT_MIN, _lib.INT_MAX)
+        seed = -1 if seed is None else _lib.whole("generate", "seed", seed, -1, _lib.UINT64_MAX)
+        if seed == -1:
             seed = int.from_bytes(os.urandom(4), "little") & 0x7FFFFFFF
         self.last_seed = seed
+        raw = _text(prompt)
         err = _lib.Error()
-        ptr = _lib.lib().slm_py_generate(self._alive(), _text(prompt), int(max_tokens), float(temperature), int(top_k),
-                                         float(top_p), int(seed), int(samples),
-                                         stories.encode() if stories else None, _installed_stories(),
-                                         _text(precision), ctypes.byref(err))
+        with self._use() as h:  # another thread may close the model meanwhile: it is freed after, not under
+            ptr = _lib.lib().slm_py_generate(h, raw, len(raw), max_tokens, float(temperature), top_k, float(top_p),
+                                             seed, samples,
+                                             _lib.c_path("generate", "stories", stories) if stories else None,
+                                             _installed_stories(), _word("generate", "precision", precision),
+                                             ctypes.byref(err))
         texts = json.loads(_lib.check_string(ptr, err))
         return texts[0] if samples == 1 else texts
 
@@ -283,9 +355,19 @@ def generate_defaults():
 
 
 def _text(text):
+    """text as UTF-8 bytes, its length passed beside it (a NUL in it is the library's to refuse)."""
     if not isinstance(text, str):
         raise StorylmError("expected a text (str), got %s" % type(text).__name__, "give the text as a str")
     return text.encode("utf-8")
+
+
+def _word(verb, name, value):
+    """A short option given as text (precision="bf16"); one holding a NUL is
+    refused, as ctypes would pass only what comes before it."""
+    raw = _text(value)
+    if b"\0" in raw:
+        raise ValueError("%s: %s=%r holds a NUL character" % (verb, name, value))
+    return raw
 
 
 def _source_file(rel):
@@ -315,14 +397,15 @@ def shipped_model():
 
 
 def load(path=None):
-    """A model file -> Model. None: ./model.safetensors when it is there, else the
-    shipped model (models/tinystories.safetensors), as the CLI chooses."""
+    """A model file (a str, bytes or os.PathLike) -> Model. None:
+    ./model.safetensors when it is there, else the shipped model
+    (models/tinystories.safetensors), as the CLI chooses."""
     if path is None and os.path.isfile("model.safetensors"):
         path = "model.safetensors"
     if path is None:
         path = shipped_model()  # None still: the library looks in its own data folder
-    elif not os.path.exists(path):  # said here: the library's hint names the CLI's flags
-        raise StorylmError(f"no model file '{os.fspath(path)}'",
+    elif not os.path.exists(_lib.c_path("load", "path", path)):  # said here: the library's hint names the CLI's flags
+        raise StorylmError(f"no model file '{os.fsdecode(path)}'",
                            "give storylm.load the path of a model file, or train one with "
                            "storylm.train(STORIES, OUT)")
-    return Model(os.fspath(path) if path is not None else None)
+    return Model(path)

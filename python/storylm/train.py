@@ -6,6 +6,7 @@ held by the training."""
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -31,14 +32,37 @@ def program():
                        "install storylm with cmake --install build, or set STORYLM_PROGRAM")
 
 
+# Keywords that are train's own arguments or would stop the program's --json summary.
+_NOT_OPTIONS = {"out": "give the model file as train's second argument", "o": "give the model file as train's "
+                "second argument", "json": "train always asks for the summary", "help": "help(storylm.train) and "
+                "storylm train --help list the options", "h": "storylm train --help lists the options"}
+
+
+def _value(key, value):
+    """An option's value as the program's text: a number, a text or a path."""
+    if isinstance(value, (str, bytes, os.PathLike)):
+        text = os.fsdecode(value)
+    elif isinstance(value, (int, float)):
+        text = str(value)
+    else:
+        raise TypeError("train: %s=%r is not a number, a text or a path" % (key, value))
+    if "\0" in text:
+        raise ValueError("train: %s=%r holds a NUL character" % (key, value))
+    return text
+
+
 def _flags(options):
-    """{"eval_every": 50, "keep_best": True} -> ["--eval-every", "50", "--keep-best"]."""
+    """{"eval_every": 50, "keep_best": True} -> ["--eval-every=50", "--keep-best"]:
+    a value joined to its flag by '=', so one starting with '-' is never read
+    as another flag."""
     out = []
     for key, value in options.items():
-        flag = "--" + key.replace("_", "-")
+        if key in _NOT_OPTIONS:
+            raise TypeError("train: %s= is not an option of storylm.train; %s" % (key, _NOT_OPTIONS[key]))
         if value is None or value is False:
             continue
-        out += [flag] if value is True else [flag, str(value)]
+        flag = "--" + key.replace("_", "-")
+        out.append(flag if value is True else flag + "=" + _value(key, value))
     return out
 
 
@@ -55,8 +79,10 @@ def train(stories, out, steps=3000, progress=None, **options):
     if progress is None:
         def progress(line):
             sys.stderr.write(line + "\n")
-    cmd = [program(), "train", os.fspath(stories), "-o", os.fspath(out), "--steps", str(steps), "--json"]
-    cmd += _flags(options)
+    given = dict(options, out=out, steps=steps)
+    # the stories after "--": a file named "-s.txt" or "--help" is a file, not a flag
+    cmd = [program(), "train", "--out=" + _value("out", out), "--steps=" + _value("steps", steps), "--json"]
+    cmd += _flags(options) + ["--", _value("stories", stories)]
     messages = []
     with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
         for line in proc.stderr:  # the summary on stdout is one line, which the pipe holds meanwhile
@@ -65,14 +91,45 @@ def train(stories, out, steps=3000, progress=None, **options):
             progress(line)
         result = proc.stdout.read()
     if proc.returncode != 0:
-        raise _failure(messages, proc.returncode)
-    return json.loads(result)
+        raise _failure(messages, proc.returncode, given)
+    try:
+        return json.loads(result)
+    except ValueError:
+        raise StorylmError("storylm train printed no summary: %r" % result[:200],
+                           "run %s and see what it prints" % " ".join(cmd)) from None
 
 
-def _failure(lines, code):
-    """The program's "storylm: error: ..." and "---> HINT: ..." lines as a StorylmError."""
+def _failure(lines, code, given):
+    """The program's "storylm: error: ..." and "---> HINT: ..." lines as a
+    StorylmError, a flag it refused named by its keyword (given)."""
     message = next((l.split("error: ", 1)[1] for l in lines if "error: " in l), None)
     hint = next((l.split("HINT: ", 1)[1] for l in lines if "HINT: " in l), "")
     if message is None:
         message = "storylm train stopped with exit code %d%s" % (code, (": " + lines[-1]) if lines else "")
-    return StorylmError(message, hint)
+    return StorylmError(*_in_python(message, hint, given))
+
+
+# The refusals of the program's flag parser (src/cli/args.c), and how train says them.
+_FLAG_ERRORS = [
+    (r"--(?P<flag>[\w-]+) wants a (?P<what>whole number|number), not '.*'", "{kw}={value!r} is not a {what}"),
+    (r"--(?P<flag>[\w-]+) .* is out of range \((?P<range>.*)\)", "{kw}={value!r} is out of range ({range})"),
+    (r"--(?P<flag>[\w-]+) takes no value", "{kw}={value!r}: give {kw}=True, or leave it out"),
+    (r"--(?P<flag>[\w-]+) needs a value.*", "{kw}={value!r} needs a value"),
+    (r"unknown option '--(?P<flag>[\w-]+)(?:=.*)?'; did you mean --(?P<near>[\w-]+)\?",
+     "no option {kw}=; did you mean {near}=?"),
+    (r"unknown option '--(?P<flag>[\w-]+)(?:=.*)?'", "no option {kw}="),
+]
+
+
+def _in_python(message, hint, given):
+    """(message, hint) of the program with a flag it refused in Python's
+    words: "--seed wants a whole number, not 'x'" -> "train: seed='x' is not
+    a whole number"; other messages as they are."""
+    for pattern, words in _FLAG_ERRORS:
+        m = re.fullmatch(pattern, message)
+        if m:
+            names = {k: v.replace("-", "_") if k in ("flag", "near") else v for k, v in m.groupdict().items()}
+            kw = names.pop("flag")
+            return ("train: " + words.format(kw=kw, value=given.get(kw, True), **names),
+                    "train's keywords are storylm train's options, '_' for '-' (storylm train --help lists them)")
+    return message, hint

@@ -10,6 +10,7 @@
 
 #include "storylm/data_files.h"
 #include "storylm/loaded_model.h"
+#include "storylm/text.h"
 #include "storylm/views.h"
 
 struct PyModel {
@@ -76,10 +77,10 @@ char *slm_py_config_json(const PyModel *m, Error *e) {
 
 char *slm_py_hook_names(const PyModel *m, Error *e) { return slm_hook_names(&m->lm.model.cfg, e); }
 
-int slm_py_tokenize(const PyModel *m, const char *text, int32_t **ids, Error *e) {
+int slm_py_tokenize(const PyModel *m, const char *text, size_t len, int32_t **ids, Error *e) {
     IntVec v = {0};
     *ids = NULL;
-    if (slm_tokenizer_encode(&m->lm.tokenizer, text, strlen(text), &v, e)) return -1;
+    if (slm_text_check(text, len, "the text", e) || slm_tokenizer_encode(&m->lm.tokenizer, text, len, &v, e)) return -1;
     if (v.len > INT_MAX / 2) return slm_intvec_free(&v), FAIL(e, "give a shorter text", "the text has too many tokens");
     if (!v.data && !(v.data = xmalloc(sizeof(int32_t), e))) return -1; /* an empty text: still a buffer to release */
     *ids = v.data;
@@ -147,10 +148,12 @@ static int check_generate_options(int samples, int max_tokens, int top_k, double
     return 0;
 }
 
-char *slm_py_generate(const PyModel *m, const char *prompt, int max_tokens, double temperature, int top_k, double top_p,
-                      uint64_t seed, int samples, const char *stories, const char *fallback_stories,
-                      const char *precision, Error *e) {
-    if (check_generate_options(samples, max_tokens, top_k, temperature, top_p, precision, e)) return NULL;
+char *slm_py_generate(const PyModel *m, const char *prompt, size_t prompt_len, int max_tokens, double temperature,
+                      int top_k, double top_p, uint64_t seed, int samples, const char *stories,
+                      const char *fallback_stories, const char *precision, Error *e) {
+    if (slm_text_check(prompt, prompt_len, "the prompt", e) ||
+        check_generate_options(samples, max_tokens, top_k, temperature, top_p, precision, e))
+        return NULL;
     ViewGenerateOptions go = slm_view_generate_defaults(); /* min_p and the repeat penalty as the CLI's */
     go.max_tokens = max_tokens, go.top_k = top_k, go.seed = seed, go.temperature = temperature, go.top_p = top_p;
     if (slm_precision_parse(precision ? precision : "fp32", &go.precision, e)) return NULL;

@@ -3,13 +3,17 @@ with Debian's python3, the package imported from an installed prefix and the
 CLI of the same prefix in $STORYLM_PROGRAM. Every number the API gives is the
 CLI's, bit for bit where both compute it the same way."""
 
+import copy
 import functools
+import gc
 import json
 import os
+import pathlib
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 import unittest
 
 import numpy as np
@@ -375,6 +379,166 @@ class Threads(unittest.TestCase):
         self.assertEqual(threading.active_count(), 1)
 
 
+class Handles(unittest.TestCase):
+    """A model closed while a call on it runs, or copied, is never freed under
+    a call nor twice (under the sanitizers, a use-after-free or double free
+    would be their report; without them, a crash)."""
+
+    def fresh(self):
+        return storylm.load(model_paths()[0])
+
+    def test_a_hook_that_closes_the_model_lets_the_pass_finish(self):
+        m, want = self.fresh(), model(model_paths()[0])(TEXT)
+
+        def close(x, hook):
+            m.close()
+
+        self.assertTrue(np.array_equal(m(TEXT, fwd_hooks=[("hook_embed", close)]), want))
+        with self.assertRaises(storylm.StorylmError) as cm:
+            m.loss(TEXT)
+        self.assertIn("closed", cm.exception.message)
+
+    def test_a_hook_that_closes_and_calls_again_raises(self):
+        m = self.fresh()
+
+        def close_and_call(x, hook):
+            m.close()
+            m.tokenize("Lily")
+
+        with self.assertRaises(storylm.StorylmError) as cm:
+            m(TEXT, fwd_hooks=[("hook_hidden", close_and_call)])
+        self.assertIn("closed", cm.exception.message)
+
+    def test_close_from_another_thread_during_a_pass(self):
+        m, want = self.fresh(), model(model_paths()[0])(TEXT)
+        in_pass, closed, got = threading.Event(), threading.Event(), []
+
+        def wait(x, hook):  # the pass stops here until the model is closed
+            in_pass.set()
+            closed.wait(30)
+
+        t = threading.Thread(target=lambda: got.append(m(TEXT, fwd_hooks=[("blocks.0.attn.hook_q", wait)])))
+        t.start()
+        self.assertTrue(in_pass.wait(30))
+        m.close()
+        closed.set()
+        t.join()
+        self.assertTrue(np.array_equal(got[0], want))
+        with self.assertRaises(storylm.StorylmError):
+            m(TEXT)
+
+    def test_close_from_another_thread_during_generate(self):
+        m = self.fresh()
+        want = model(model_paths()[0]).generate("Tom", max_tokens=300, samples=4, seed=2)
+        got = []
+
+        def work():
+            try:
+                got.append(m.generate("Tom", max_tokens=300, samples=4, seed=2))
+            except storylm.StorylmError as err:  # closed before it began
+                got.append(err.message)
+
+        t = threading.Thread(target=work)
+        t.start()
+        time.sleep(0.05)
+        m.close()
+        t.join()
+        self.assertIn(got[0], [want, "the model was closed"])
+
+    def test_copies_share_the_model_and_close_on_their_own(self):
+        m = self.fresh()
+        want, ids = m.loss(TEXT), m.tokenize(TEXT).tolist()
+        shallow, deep = copy.copy(m), copy.deepcopy(m)
+        del m
+        gc.collect()
+        self.assertEqual(shallow.loss(TEXT), want)
+        self.assertEqual(shallow.tokenizer.encode(TEXT).tolist(), ids)
+        shallow.close()
+        with self.assertRaises(storylm.StorylmError):
+            shallow.loss(TEXT)
+        self.assertEqual(deep.loss(TEXT), want)
+        self.assertEqual(deep.tokenizer.encode(TEXT).tolist(), ids)
+        deep.cfg["arch"] = "changed"
+        self.assertEqual(model(model_paths()[0]).cfg["arch"], "attention", "a deep copy's cfg is its own")
+        deep.close()
+        deep.close()
+        with self.assertRaises(storylm.StorylmError):
+            copy.copy(deep)
+
+
+class Refusals(unittest.TestCase):
+    """What ctypes would pass on wrong (a text cut at a NUL, an int wrapped to
+    32 bits) is refused, named in Python's words; paths come as str, bytes or
+    os.PathLike."""
+
+    def test_a_nul_in_a_text_is_refused_not_cut(self):
+        m = model(model_paths()[0])
+        text = "Lily\0 found a ball."
+        for call in [m.tokenize, m.loss, m, m.run_with_cache, m.to_ids, lambda t: m.generate(t, max_tokens=3, seed=1)]:
+            with self.assertRaises(storylm.StorylmError) as cm:
+                call(text)
+            self.assertIn("NUL byte at byte offset 4", cm.exception.message)
+        with self.assertRaises(ValueError) as cm:
+            m.generate("Tom", max_tokens=3, precision="fp32\0bf16")
+        self.assertIn("precision=", str(cm.exception))
+        for path in ["%s\0.txt" % model_paths()[0], b"a\0b"]:
+            with self.assertRaises(ValueError):
+                storylm.load(path)
+        with self.assertRaises(ValueError):
+            m.generate("Tom", max_tokens=3, stories="stories.txt\0x")
+
+    def test_whole_numbers_that_do_not_fit_raise_naming_the_keyword(self):
+        m = model(model_paths()[0])
+        for kw, says in [(dict(max_tokens=2**32 + 3), "max_tokens=4294967299"), (dict(top_k=2**32), "top_k=4294967296"),
+                         (dict(samples=2**32 + 1), "samples=4294967297"), (dict(seed=2**64), "seed=18446744073709551616"),
+                         (dict(seed=-2), "seed=-2"), (dict(max_tokens=-2**31 - 1), "max_tokens=-2147483649")]:
+            with self.assertRaises(OverflowError) as cm:
+                m.generate("Tom", **kw)
+            self.assertIn(says, str(cm.exception))
+        with self.assertRaises(TypeError) as cm:
+            m.generate("Tom", max_tokens=2.5)
+        self.assertIn("max_tokens=2.5", str(cm.exception))
+        self.assertEqual(m.generate("Tom", max_tokens=np.int64(3), seed=np.uint64(4)), m.generate("Tom", max_tokens=3,
+                                                                                                   seed=4))
+
+    def test_seed_minus_1_draws_a_seed_as_the_clis(self):
+        m = model(model_paths()[0])
+        text = m.generate("Tom", max_tokens=8, seed=-1)
+        self.assertTrue(0 <= m.last_seed < 2**31, m.last_seed)
+        self.assertEqual(m.generate("Tom", max_tokens=8, seed=m.last_seed), text)
+
+    def test_ids_are_checked_before_they_are_cast(self):
+        m = model(model_paths()[0])
+        for ids, says in [([2**32 + 5], "4294967301"), ([1, 2**64 + 5], "18446744073709551621"), ([-1], "-1"),
+                          (np.array([2**40], np.int64), "1099511627776")]:
+            for call in (m.decode, m, m.to_str_tokens):
+                with self.assertRaises(storylm.StorylmError) as cm:
+                    call(ids)
+                self.assertIn("token id %s is out of range" % says, cm.exception.message)
+        self.assertEqual(m.decode([]), "")
+
+    def test_paths_as_str_bytes_and_pathlike(self):
+        path = model_paths()[0]
+        want = model(path).loss(TEXT)
+        for given in [os.fsencode(path), pathlib.Path(path)]:
+            m = storylm.load(given)
+            self.assertEqual((m.path, m.loss(TEXT)), (path, want))
+            self.assertEqual(storylm.Model(given).path, path)
+        with tempfile.TemporaryDirectory() as d:
+            odd = os.path.join(os.fsencode(d), b"model-\xff.safetensors")  # not UTF-8: kept as os.fsdecode keeps it
+            os.symlink(path, odd)
+            self.assertEqual(storylm.load(odd).path, os.fsdecode(odd))
+            with self.assertRaises(storylm.StorylmError) as cm:
+                storylm.load(os.path.join(os.fsencode(d), b"none.safetensors"))
+            self.assertIn("none.safetensors", cm.exception.message)
+        with self.assertRaises(TypeError):
+            storylm.load(3)
+        self.assertEqual(model(path).generate("Tom", max_tokens=5, seed=1, stories=pathlib.Path(SOURCE, "data",
+                                                                                                   "stories.txt")),
+                         model(path).generate("Tom", max_tokens=5, seed=1, stories=os.path.join(SOURCE, "data",
+                                                                                                "stories.txt")))
+
+
 class Generate(unittest.TestCase):
     def test_greedy_and_sampled_text_is_the_clis(self):
         for path in model_paths():
@@ -472,6 +636,39 @@ class Train(unittest.TestCase):
             ablated = t.run_with_hooks(TEXT, [("blocks.0.attn.hook_z", off)], return_type="loss")
             same_number(self, ablated, cli("eval", "--text", TEXT, "--json", "-m", path, "--ablate", "1:3")["loss"],
                         "loss with hook_z of head 1:3 set to 0")
+
+    def test_a_stories_file_named_like_a_flag_is_a_file(self):
+        with tempfile.TemporaryDirectory() as d:
+            here = os.getcwd()
+            os.chdir(d)
+            try:
+                with open(SMALL_STORIES, "rb") as src, open("-s.txt", "wb") as dst:
+                    dst.write(src.read())
+                opts = dict(progress=lambda l: None, vocab=os.path.join(MODELS, "vocab.txt"), eval_every=0,
+                            test_stories=20, threads=1)
+                storylm.train("-s.txt", "-s.safetensors", steps=2, seed=3, **opts)
+                # resumed: "-s.safetensors" is not --seed given again (which a resume refuses)
+                summary = storylm.train("-s.txt", "-s.safetensors", steps=3, resume=True, **opts)
+                self.assertEqual(storylm.load("-s.safetensors").cfg.arch, "attention", summary)
+                with self.assertRaises(storylm.StorylmError) as cm:
+                    storylm.train("--help", "out.safetensors", steps=1, progress=lambda l: None)
+                self.assertIn("'--help'", cm.exception.message)
+            finally:
+                os.chdir(here)
+
+    def test_a_bad_option_is_named_by_its_keyword(self):
+        out = os.path.join(tempfile.gettempdir(), "never.safetensors")
+        for opts, says in [(dict(seed="x"), "seed='x' is not a whole number"),
+                           (dict(seed=2**40), "seed=1099511627776 is out of range (0 to 2147483647)"),
+                           (dict(stpes=3), "no option stpes=; did you mean steps=?"),
+                           (dict(force="yes"), "force='yes': give force=True")]:
+            with self.assertRaises(storylm.StorylmError) as cm:
+                storylm.train(SMALL_STORIES, out, steps=1, progress=lambda l: None, **opts)
+            self.assertIn(says, cm.exception.message)
+            self.assertNotIn("--", cm.exception.message + cm.exception.hint.replace("storylm train --help", ""))
+        for opts in [dict(help=True), dict(json=True), dict(o="x.safetensors")]:
+            with self.assertRaises(TypeError):
+                storylm.train(SMALL_STORIES, out, steps=1, progress=lambda l: None, **opts)
 
     def test_train_failure_raises_the_clis_message(self):
         with self.assertRaises(storylm.StorylmError) as cm:
