@@ -33,5 +33,5 @@ export function drawAlgorithm() {
   $("algo-says").textContent = `${what}. ` + (lang === "py" ? "PyTorch, from python/examples/attention_network.py." :
     "storylm's C, as the server runs it: " + mine.map((p) => `${p.file}, line ${p.line}`).join("; ") + ".");
   $("algo-code").replaceChildren(...extra.concat(mine).map((p) => el("figure", { "data-testid": "algo-piece", "data-file": p.file, "data-line": p.line },
-    el("figcaption", { text: `${p.file}:${p.line}` }), el("pre", {}, el("code", { text: p.code })))));
+    el("figcaption", { text: `${p.file}:${p.line}` }), el("pre", { tabindex: 0 }, el("code", { text: p.code })))));
 }

@@ -433,7 +433,7 @@ export function drawAllHeadsTable(att) {
       setAttr(cell, "data-head", h);
       setAttr(cell, "data-weight", x);
       setText(cell, pct(x));
-      setCss(cell, state.off.has(first + h) ? "color:#a3a09a; text-decoration: line-through" : `background: rgba(194,65,12,${(0.6 * x).toFixed(2)})`);
+      setCss(cell, state.off.has(first + h) ? "color:#6e6a63; text-decoration: line-through" : `background: rgba(194,65,12,${(0.6 * x).toFixed(2)})`);
     }
     setText(c[3 + H], num(k.cosine));
   };

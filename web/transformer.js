@@ -13,7 +13,7 @@ function kinds() {
   const by = (f) => listed.find(f) || {};
   return {
     w8: by((m) => m.arch === "window8"), att: by((m) => m.arch === "attention" && m.layers === 1),
-    two: by((m) => m.arch === "attention" && m.layers > 1),
+    two: listed.find((m) => m.arch === "attention" && m.layers > 1 && /layers/.test(m.name)) || by((m) => m.arch === "attention" && m.layers > 1),
     tf: listed.find((m) => m.arch === "transformer" && m.pos === "alibi") || by((m) => m.arch === "transformer") };
 }
 

@@ -17,6 +17,8 @@ export function el(tag, attrs, ...children) {
     else node.setAttribute(k, v === true ? "" : v);
   }
   for (const c of children) if (c !== null && c !== undefined) node.append(c);
+  // a box that scrolls is reached by the keyboard too (its arrows scroll it)
+  if (/(^| )scroll( |$)/.test(node.className) && !node.hasAttribute("tabindex")) node.tabIndex = 0;
   return node;
 }
 
