@@ -88,7 +88,7 @@ async function layout(page, what) {
     }
     const bar = document.getElementById("heads-bar").getBoundingClientRect().height;
     const targets = [...document.querySelectorAll("button, select, input, .tok, a.term")].filter((e) => e.getClientRects().length && getComputedStyle(e).visibility !== "hidden")
-      .map((e) => [e, e.getBoundingClientRect()]).filter(([, b]) => b.width && (b.height < 24 || b.width < 24))
+      .map((e) => [e, e.getBoundingClientRect()]).filter(([, b]) => b.width && (b.height < 23.5 || b.width < 23.5))
       .map(([e, b]) => `${e.tagName.toLowerCase()}#${e.id}[${e.dataset.testid || e.textContent.slice(0, 12)}] ${Math.round(b.width)}x${Math.round(b.height)}`);
     return { small: small.slice(0, 5), bar, H: window.innerHeight, targets: targets.slice(0, 5) };
   });
