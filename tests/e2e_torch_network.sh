@@ -14,9 +14,9 @@ pieces=$("$STORYLM" tokenize --vocab vocab.txt "$text")
 "$PY" "$STORYLM_SOURCE_DIR/python/examples/attention_network.py" "$MODEL" "$pieces" 3 > torch.txt ||
   fail "the PyTorch network failed"
 want=$("$STORYLM" eval --text "$text" --model "$MODEL" --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["loss"])')
-"$PY" - "$want" < torch.txt <<'PY' || fail "PyTorch and storylm disagree: $(cat torch.txt)"
+"$PY" - "$want" torch.txt <<'PY' || fail "PyTorch and storylm disagree: $(cat torch.txt)"
 import sys
-lines = sys.stdin.read().split("\n")
+lines = open(sys.argv[2]).read().split("\n")
 got = float(lines[0].split()[1]); want = float(sys.argv[1])
 steps = [float(l.split()[-1]) for l in lines[1:] if l]
 assert abs(got - want) < 1e-4, (got, want)

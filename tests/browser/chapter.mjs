@@ -191,6 +191,17 @@ async function checkToy(page) {
   await page.click('[data-testid="toy-chapter"]');
 }
 
+// Clearing the story clears its tokens, the loss and the guesses; typing it again brings them back.
+async function checkClear(page) {
+  const text = await page.$eval('[data-testid="story"]', (e) => e.value);
+  await page.$eval('[data-testid="story"]', (e) => { e.value = ""; e.dispatchEvent(new Event("input")); });
+  await until(page, () => !document.querySelector('[data-testid="token"]') && !document.querySelector('[data-testid="guess"]') &&
+    document.querySelector('[data-testid="loss"]').dataset.loss === undefined && !document.querySelector('[data-testid="loss"]').textContent, "the tokens, loss and guesses of a cleared story to go");
+  console.log("ok: clearing the story clears its tokens, the loss and the guesses");
+  await page.$eval('[data-testid="story"]', (e, t) => { e.value = t; e.dispatchEvent(new Event("input")); }, text);
+  await until(page, () => document.querySelector('[data-testid="guess"]') && document.querySelector('[data-testid="loss"]').dataset.loss !== undefined, "the story's views again");
+}
+
 async function main() {
   const browser = await puppeteer.launch({ executablePath: chromium, headless: true, args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run"] });
   const page = await browser.newPage();
@@ -207,8 +218,8 @@ async function main() {
     await until(page, () => document.body.dataset.ready === "1", "the page to load");
     const models = await page.evaluate(() => window.playground.state.models.map((m) => ({ path: m.path, name: m.name, arch: m.arch, layers: m.layers, heads: m.heads })));
     check(models.length >= 3, `at ${width} px, the picker lists ${models.length} models`);
-    if (numbers) await checkToy(page);
-    const axed = new Set();
+    if (numbers) { await checkToy(page); await checkClear(page); }
+    const axed = new Set(), shot = new Set();
     for (const m of models) {
       await page.select('[data-testid="model"]', m.path);
       await sectionsDrawn(page, m);
@@ -218,7 +229,11 @@ async function main() {
       if (!axed.has(kind)) { axed.add(kind); await axe(page, `${m.name} at ${width} px`); }
       if (numbers) { await checkNumbers(page, m); await secrets(page, m); await noScrollNoErrors(page, `${m.name} at ${width} px after the Secrets`); }
       console.log(`ok: ${m.name} at ${width} px: every section drawn from it, no horizontal scroll, no error`);
-      if (!m.path.includes("snapshots/")) await page.screenshot({ path: path.join(shots, `chapter-${width}-${m.name.replace(".safetensors", "")}.png`), fullPage: true });
+      // a whole page is some 12,000 px tall: one picture a kind of model, not one a model
+      if (!m.path.includes("snapshots/") && !shot.has(kind)) {
+        shot.add(kind);
+        await page.screenshot({ path: path.join(shots, `chapter-${width}-${m.name.replace(".safetensors", "")}.png`), fullPage: true });
+      }
     }
     check(problems.length === 0, "no script errors or outside fetches" + (problems.length ? ": " + problems.join("; ") : ""));
   } catch (e) {
