@@ -2,8 +2,8 @@
 // place for the name to come back. Chapter 6's window8 network (its 8-token window outlined)
 // beside the attention network: each one's top guesses for the next word and the name's
 // probability and rank there (/api/guess: storylm guess, with /api/tokenize for the window).
-import { state } from "./state.js";
-import { $, api, el, findModelOf, kindOf, prob, showError } from "./util.js";
+import { findModel, state } from "./state.js";
+import { $, api, el, kindOf, prob, showError } from "./util.js";
 
 export const QUESTION_STORY = "NAME had a red ball. She liked to throw it high in the sky. One day the ball went over the fence.";
 let asked = 0;
@@ -11,7 +11,7 @@ let asked = 0;
 // The two networks shown: the model picked and window8 (or, when window8 is picked, the
 // server's default model beside it).
 function pair() {
-  const me = findModelOf(state.model) || {};
+  const me = findModel(state.model) || {};
   const w8 = state.models.find((m) => m.arch === "window8" && !m.path.includes("snapshots/"));
   if (me.arch !== "window8") return w8 ? [w8, me] : [me];
   const other = state.models.find((m) => m.arch === "attention" && m.layers === 1 && !m.path.includes("snapshots/"));

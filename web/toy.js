@@ -2,7 +2,7 @@
 // has made-up numbers, so no server): queries and keys of 2 numbers drawn as arrows, values
 // of 3; compare (dot product, divided by sqrt(d) when asked), weigh (softmax), blend (the
 // weighted average of the values). The worked example loads seed 000's section 3 exactly.
-import { $, el, SVG_NS, svg } from "./util.js";
+import { $, el, svg } from "./util.js";
 
 const CHAPTER = {   // three tokens of a tiny story, picked by hand; the last reads
   words: ["Lily", "found", "she"], q: [[0.5, 1], [1, 0.2], [1.2, 0.9]], k: [[2, 0.4], [0.2, 1], [-0.6, 1.4]],
@@ -87,7 +87,7 @@ function drawTable() {
   const num = (arr, i, what) => el("input", { type: "number", step: "0.1", value: arr[i], "aria-label": what, class: "toynum",
     oninput: (ev) => { const x = Number(ev.target.value); if (Number.isFinite(x)) { arr[i] = x; drawToy(true); } } });
   const head = el("tr", {}, ...["token", "query", "key", "value"].map((c) => el("th", { text: c })));
-  const rows = toy.words.map((w, t) => el("tr", { class: t === toy.reader ? "picked" : null },
+  const rows = toy.words.map((w, t) => el("tr", { class: t === toy.reader ? "reader" : null },
     el("td", { class: "text", text: `${t + 1}: ${w}` }),
     el("td", {}, ...toy.q[t].map((_, i) => num(toy.q[t], i, `token ${t + 1}'s query, number ${i + 1}`))),
     el("td", {}, ...toy.k[t].map((_, i) => num(toy.k[t], i, `token ${t + 1}'s key, number ${i + 1}`))),
@@ -114,7 +114,7 @@ function drawMatrix() {
   const head = el("tr", {}, el("th", { text: "reads \u2192" }), ...toy.words.map((w, j) => el("th", { text: `${j + 1}: ${w}` })), el("th", { text: "answer" }));
   const rows = toy.words.map((w, i) => {
     const r = toyRow(toy, i);
-    return el("tr", { class: i === toy.reader ? "picked" : null }, el("th", { class: "text", text: `${i + 1}: ${w}` }),
+    return el("tr", { class: i === toy.reader ? "reader" : null }, el("th", { class: "text", text: `${i + 1}: ${w}` }),
       ...[...Array(n).keys()].map((j) => {
         const at = r.keys.indexOf(j);
         return el("td", { "data-testid": "toy-cell", "data-row": i, "data-col": j, "data-value": at < 0 ? 0 : r.weights[at],
@@ -141,4 +141,3 @@ export function wireToy() {
   for (const id of ["toy-scale", "toy-causal", "toy-reader"]) $(id).addEventListener("change", () => drawToy());
   loadToy("chapter");
 }
-void SVG_NS;

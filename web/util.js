@@ -1,6 +1,6 @@
 // What every view uses: elements, number formats, the API calls (one, a batch), the answers kept,
 // head names and which views the model picked has.
-import { findModel, modelArch, state } from "./state.js";
+import { modelArch, state } from "./state.js";
 
 // ---------- small helpers ----------
 
@@ -199,6 +199,3 @@ export function tokenShade(a) {
   return { bg: `rgb(${rgb.join(", ")})`, dark: true };
 }
 export const DARKEST = `rgb(${DARK.join(", ")})`;
-
-// The entry of /api/models of a path (by its file name when the folder differs).
-export const findModelOf = (p) => findModel(p);
