@@ -43,14 +43,22 @@ static void key_rows(Report *r, const ProbeSession *ps, const Activations *a, in
                      float *blend) {
     int kd = a->cfg.key_dim, vd = a->cfg.value_dim;
     ReportTable *t = slm_report_table(r, "keys", "Every token it reads (nearest first)");
-    const char *cols[][2] = {{"position", "pos"},      {"token", "token"},
-                             {"distance", "dist"},     {"key", "key"},
-                             {"value", "value"},       {"dot", "q.k/sqrt(d)"},
-                             {"distance_score", "dist.score"}, {"score", "score"},
+    const char *cols[][2] = {{"position", "pos"},
+                             {"token", "token"},
+                             {"distance", "dist"},
+                             {"key", "key"},
+                             {"value", "value"},
+                             {"dot", "q.k/sqrt(d)"},
+                             {"distance_score", "dist.score"},
+                             {"score", "score"},
                              {"weight", "weight"}};
     for (int c = 0; c < 9; c++)
         slm_table_column(t, cols[c][0], cols[c][1],
-                         c == 1 ? CELL_TEXT : c == 0 || c == 2 ? CELL_INT : c < 5 ? CELL_VECTOR : CELL_NUMBER, 4);
+                         c == 1             ? CELL_TEXT
+                         : c == 0 || c == 2 ? CELL_INT
+                         : c < 5            ? CELL_VECTOR
+                                            : CELL_NUMBER,
+                         4);
     float key[STORYLM_MAX_HEAD_DIM], value[STORYLM_MAX_HEAD_DIM];
     for (int j = n - 1; j >= 0; j--) {
         const AttendKey *k = &keys[j];

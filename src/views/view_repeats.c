@@ -49,7 +49,7 @@ static int test_repeats(const ProbeSession *ps, const uint8_t *left_out, int *la
 static void token_rows(Report *r, const ProbeSession *ps, const IntVec *ids, const uint8_t *far, const uint8_t *hero,
                        const uint8_t *left_out, const int *back) {
     ReportTable *t = slm_report_table(r, "tokens", "The story's tokens (far: seen earlier, not among the 8 before)");
-    const char *cols[][2] = {{"position", "pos"}, {"token", "token"}, {"id", "id"},   {"far", "far"},
+    const char *cols[][2] = {{"position", "pos"}, {"token", "token"}, {"id", "id"},        {"far", "far"},
                              {"back", "back"},    {"name", "name"},   {"common", "common"}};
     for (int c = 0; c < 7; c++) slm_table_column(t, cols[c][0], cols[c][1], c == 1 ? CELL_TEXT : CELL_INT, 0);
     for (size_t p = 0; p < ids->len; p++) {
