@@ -130,7 +130,7 @@ static const ViewParam params[] = {
     VIEW_PARAM_MEAN_STORIES(LookupParams),
     VIEW_INT_PARAM(LookupParams, pos, "pos", "N", "the position reading; negative: from the end", -1000000, 1000000,
                    -1),
-    VIEW_INT_PARAM(LookupParams, head, "head", "H", "the head (from 0)", 0, 63, 0),
+    VIEW_INT_PARAM(LookupParams, head, "head", "H", "the head (0 to 7)", 0, 7, 0), /* as attend: 8 heads a layer */
     VIEW_INT_PARAM(LookupParams, layer, "layer", "L", "the layer (or transformer block) of the head", 1,
                    STORYLM_MAX_TF_LAYERS, 1),
 };
