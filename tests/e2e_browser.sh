@@ -71,6 +71,7 @@ for f in models/*.safetensors models/snapshots/*.safetensors; do
   b=$(basename "$f")
   "$STORYLM" eval --text "$text" --model "$f" --threads 1 --json > "eval-$b.json"
   "$STORYLM" info --model "$f" --json > "info-$b.json"
+  "$STORYLM" guess "$text" --model "$f" --threads 1 --json > "guess-$b.json"
   if "$STORYLM" distances --model "$f" --layer 2 --up-to 1 --json > "dist-$b.json" 2>/dev/null; then
     "$STORYLM" eval --text "$text" --model "$f" --ablate 2:1 --threads 1 --json > "eval-off-$b.json"
     # the attention view of the last layer, where attend reads a layer (--layer L)
@@ -109,7 +110,7 @@ def models():
         cfg = info["config"]
         layers = int(cfg.get("layers", 1))
         heads = 0 if info["model"]["arch"] == "window8" else int(cfg["n_heads"])
-        m = {"layers": layers, "heads": heads, "loss": load("eval-%s.json" % b)["loss"]}
+        m = {"layers": layers, "heads": heads, "loss": load("eval-%s.json" % b)["loss"], "guesses": load("guess-%s.json" % b)["guesses"]}
         if os.path.exists("eval-off-%s.json" % b):
             m["distances_last_layer"] = load("dist-%s.json" % b)["scores"][1]
             m["loss_ablated"] = load("eval-off-%s.json" % b)["loss"]

@@ -1,6 +1,6 @@
 // Tool 2: each head's learned distance scores, a layer at a time.
-import { headColor, state } from "./state.js";
-import { $, api, fmt, headName, modelViews, showError, svg } from "./util.js";
+import { headColor, modelEntry, state } from "./state.js";
+import { $, api, fmt, fromModel, headName, modelViews, showError, svg } from "./util.js";
 
 // ---------- Tool 2: distance scores ----------
 
@@ -10,6 +10,8 @@ export async function refreshDistances() {
   state.distances = null;
   $("dist-chart").replaceChildren();
   showError("dist", null);
+  fromModel("dist-card", null);
+  schemeNote();
   if (!modelViews().heads) return;
   const layer = Number($("dist-layer").value) || 1;
   try {
@@ -17,6 +19,7 @@ export async function refreshDistances() {
     if (d.model && d.model.file !== state.model) return;   // another model was picked meanwhile
     state.distances = d;
     drawDistances();
+    fromModel("dist-card", state.model);
   } catch (e) { showError("dist", new Error(`${e.message}. Pick another model, or reload the page if the server was restarted.`)); }
 }
 
@@ -29,6 +32,7 @@ export function drawDistances() {
   const series = [...Array(H).keys()].map((h) => rows.map((r) => [r.distance, r["head_" + h]]));
   const bold = state.head >= 0 && Math.floor(state.head / H) === layer ? state.head % H : -1;
   const chart = lineChart(series, {
+    W: chartWidth($("dist-chart")), H: 300,
     xLabel: "distance back", yLabel: "distance score", colors: series.map((_, h) => headColor(h)),
     names: series.map((_, h) => `head ${headName(layer * H + h)}`), bold, xMax: n - 1,
   });
@@ -37,9 +41,26 @@ export function drawDistances() {
   $("dist-chart").dataset.scores = JSON.stringify(rows[1]); // the scores at distance 1
 }
 
+// Tool 2's note for a model whose scores per distance are not learned: ALiBi's fixed
+// penalties, or a scheme that adds none (its distance scores are all 0).
+function schemeNote() {
+  const m = modelEntry(), note = $("dist-scheme");
+  const pos = m.pos || "distance";
+  note.hidden = !m.heads || pos === "distance" || pos === "t5";
+  note.textContent = pos === "alibi" ?
+    "This model's scores per distance are fixed, not learned: ALiBi's penalty, a slope times the distance back, a different slope for each head (1/2, 1/4, ... 1/256), set before training and never changed by it." :
+    `This model marks order another way (${pos}): it adds no score per distance back, so its curves are flat at 0.`;
+}
+
+// The width a chart is drawn at: its box's, so that its text is drawn at its own size
+// (a 900-wide picture shrunk to a phone's screen made 15 px labels 6 px high).
+export function chartWidth(box, most = 900) {
+  return Math.max(300, Math.min(most, Math.round(box.clientWidth || most)));
+}
+
 // A line chart: series = [[[x, y], ...], ...]. The head in view is drawn bold.
 export function lineChart(series, o) {
-  const W = o.W || 900, H = o.H || 300, L = 56, R = 130, T = 12, B = 42;
+  const W = o.W || 900, H = o.H || 300, L = 56, R = W < 560 ? 96 : 130, T = 12, B = 42;
   const pts = series.flat().filter((p) => p[1] !== null && p[1] !== undefined && isFinite(p[1]));
   const xMax = o.xMax !== undefined ? o.xMax : Math.max(1, ...pts.map((p) => p[0]));
   const xMin = o.xMin !== undefined ? o.xMin : 0;

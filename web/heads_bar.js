@@ -18,6 +18,7 @@ export function headColumn(h) {
   const viewing = state.head === h, name = h < 0 ? "" : headName(h);
   const view = el("input", {
     type: "radio", name: "view-head", id: `view-${h}`, value: h, checked: viewing,
+    "aria-label": h < 0 ? `view all ${state.layers * state.heads} heads` : `view head ${name}`,
     "data-testid": h < 0 ? "view-all" : `view-head-${name}`,
     onchange: () => calls.viewHead(h),
   });
@@ -27,6 +28,7 @@ export function headColumn(h) {
   if (h >= 0) {
     const sw = el("input", {
       type: "checkbox", id: `on-${h}`, checked: !state.off.has(h), "data-testid": `switch-head-${name}`,
+      "aria-label": `head ${name} switched on`,
       onchange: (ev) => { if (ev.target.checked) state.off.delete(h); else state.off.add(h); drawHeadsBar(); calls.refreshStory(); calls.savePermalink(); },
     });
     col.append(el("label", { for: `on-${h}` }, sw, " on"));

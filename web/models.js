@@ -1,7 +1,7 @@
 // The model picker: the models /api/models lists, the shape of the one picked (heads by layer),
 // which views it has, and whether the server shows a model of several layers layer by layer.
 import { calls, state } from "./state.js";
-import { $, api, batch, el, keep, known, modelViews, setUnavailable } from "./util.js";
+import { $, api, batch, el, kindOf, modelViews, setUnavailable } from "./util.js";
 
 // ---------- models ----------
 
@@ -42,7 +42,10 @@ export function describeModel() {
     "This is a window8 model (chapter 6's network): it reads the last 8 tokens with no heads, so there is nothing to show here. The loss on your story, the name swap (as its baseline), Secret 4 and writing on work with it.";
   setUnavailable("attend-card", one);
   const short = views.heads ? "This view reads one layer of heads (see Tool 1)." : "A window8 model has no heads: nothing to show here (see Tool 1).";
-  setUnavailable("trace-card", one && short);
+  // window8's Tool 3: no heads to follow, but its guesses after the story
+  setUnavailable("trace-card", views.heads ? one && short : null);
+  $("trace-more").hidden = !views.heads;
+  describeSizes(m || {});
   for (const card of ["dist-card", "jobs-card", "ablate-card"]) setUnavailable(card, views.heads ? null : short);
   // without heads the bar keeps only the loss on the story
   for (const id of ["heads-h", "heads"]) $(id).hidden = !views.heads;
@@ -87,3 +90,23 @@ export function fillBaselines() {
 
 // The model list names files as the server lists them; a path given elsewhere (the
 // trainer's) may be spelt differently, so the file name decides when the path does not.
+
+// The chapter's sizes in the words of the model picked: each head's query and key of key_dim
+// numbers and what it brings back of value_dim (16 in the chapter's network, 8 in the transformer's).
+export function describeSizes(m) {
+  const kd = m.key_dim || 8, vd = m.value_dim || 16, H = m.heads || 0, D = m.row_dim || 32;
+  for (const e of document.querySelectorAll(".kd")) e.textContent = String(kd);
+  for (const e of document.querySelectorAll(".vd")) e.textContent = String(vd);
+  const tf = m.arch === "transformer";
+  $("trace-help").textContent = m.arch === "window8" ?
+    "Chapter 6's network has no heads: its hidden layer reads the rows of the last 8 tokens. Here are its next-token guesses after your story." :
+    tf ? `What block L reads at the reading token: its resid_pre of ${D} numbers, then what each of its ${H} heads brings back (hook_z, ${vd} numbers each), its most active MLP neurons, and the network's next-token guesses.` :
+      `The ${D + H * vd} numbers the hidden layer reads for the reading token: its own row of ${D}, then what each of the ${H} heads brings back, ${vd} numbers each; the most active hidden units, and the network's next-token guesses.`;
+  $("trace-sizes").dataset.model = m.path || "";
+  const w8 = state.models.find((x) => x.arch === "window8");
+  $("trace-sizes").firstChild.nodeValue = m.params ?
+    `In all, ${m.params.toLocaleString("en")} numbers to learn in ${kindOf(m)} picked` +
+    (w8 && m.arch !== "window8" ? `, about as many as chapter 6's ${w8.params.toLocaleString("en")}: ` : ": ") +
+    (m.arch === "window8" ? "it reads the last 8 tokens only. " : `it reads up to ${m.window || 256} tokens back instead of 8. `) +
+    "Training is chapter 6's too: the same loss, \u2212log of the probability given to the token that came next, and the same Adam. What changes is what a step reads. No position ever reads a later token, so one forward pass over a whole story makes a guess at every position at once, and the gradients of all of them are added up. Each training step reads 8 whole stories, about 2,000 positions, instead of chapter 6's 64 positions picked at random." : "";
+}

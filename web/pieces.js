@@ -1,6 +1,6 @@
 // Secret 4: invented names made of pieces (/api/pieces), on one layer and on two.
 import { findModel, state } from "./state.js";
-import { $, api, el, fmt, keep, known, pct, prob, showError, tableOf } from "./util.js";
+import { $, api, el, fmt, fromModel, keep, known, pct, prob, showError, tableOf } from "./util.js";
 
 // ---------- Secret 4: names made of pieces (/api/pieces) ----------
 
@@ -26,6 +26,7 @@ export async function runPieces() {
     }));
     if (models[0] !== state.model) return;
     $("pieces-out").replaceChildren(...got.map((d, i) => piecesView(d, models[i])));
+    fromModel("pieces-card", models[0], models[1] ? `beside it ${models[1].split("/").pop()}` : "");
     $("pieces-status").textContent = "";
     showError("pieces", null);
   } catch (e) {

@@ -34,6 +34,8 @@ export const state = {
   ablate: null,       // {body, data}: the /api/ablate answer drawn (Secret 3)
   trainHeads: [],     // the training's heads' weight by distance, at each save
   seq: { story: 0, pos: 0 },
+  epoch: 0,           // counts the models picked: an answer asked under another epoch is dropped
+  tests: [],          // the model's test stories (/api/stories): [{index, text}]
   gen: null,          // AbortController of the running generation
   trainTimer: 0,
   trainSeen: "",
@@ -43,6 +45,11 @@ export const state = {
 export function findModel(p) {
   const base = (x) => x.split("/").pop();
   return state.models.find((m) => m.path === p) || state.models.find((m) => base(m.path) === base(p));
+}
+
+// The entry of /api/models of the model in view ({} before the list came).
+export function modelEntry() {
+  return state.models.find((x) => x.path === state.model) || {};
 }
 
 // The architecture of the model in view.

@@ -1,18 +1,20 @@
 // Tool 1 and the story: the tokens, a click's views asked for in one batch, the attention tables,
 // the loss on the story.
 import { calls, headColor, state } from "./state.js";
-import { $, ablation, api, batch, el, fmt, headName, keep, known, layerBody, modelViews, num, pct, setAttr, setCss, setText, showError, viewLayer } from "./util.js";
+import { $, ablation, api, batch, el, fmt, fromModel, headName, keep, known, layerBody, modelViews, num, pct, setAttr, setCss, setText, showError, tokenShade, viewLayer } from "./util.js";
 
 // ---------- the story: attention, trace and loss ----------
 
 // Text, model or switches changed: ask for all three views at once, in one request.
 export async function refreshStory() {
   const n = ++state.seq.story;
-  const linkPos = state.linkPos;   // only for the story the permalink came with
-  state.linkPos = null;
   state.text = $("story").value;
-  if (!state.text.trim()) return;
+  if (!state.text.trim()) { state.seq.pos++; clearPositionViews(); clearLoss(); showError("story", null); return; }
   if (!modelViews().oneLayer) { showStoryLoss(n); return; }
+  // only for the story the permalink came with, once the views it names are shown (a model of
+  // several layers is first asked whether the server reads it layer by layer)
+  const linkPos = state.linkPos;
+  state.linkPos = null;
   const lossKey = state.model + "\u0000" + state.text;
   const more = [{ url: "/api/loss", body: { model: state.model, text: state.text, ...ablation() } }];
   if (state.off.size && state.fullLoss[lossKey] === undefined) more.push({ url: "/api/loss", body: { model: state.model, text: state.text } });
@@ -27,6 +29,8 @@ export async function refreshStory() {
     drawTokens();
     if (full) state.fullLoss[lossKey] = full.loss;
     drawLoss(loss, state.fullLoss[lossKey]);
+    fromModel("attend-card", state.model);
+    fromModel("trace-card", state.model);
     showError("story", null);
   } catch (e) {
     if (n === state.seq.story) showError("story", e);
@@ -164,6 +168,7 @@ export async function showStoryLoss(n) {
   showError("trace", null);
   const lossKey = state.model + "\u0000" + state.text;
   try {
+    if (!modelViews().heads) guessesOf(n);   // window8: its guesses in Tool 3
     const loss = await api("/api/loss", { model: state.model, text: state.text, ...ablation() });
     if (!state.off.size) state.fullLoss[lossKey] = loss.loss;
     else if (state.fullLoss[lossKey] === undefined) state.fullLoss[lossKey] = (await api("/api/loss", { model: state.model, text: state.text })).loss;
@@ -172,9 +177,22 @@ export async function showStoryLoss(n) {
   } catch (e) { if (n === state.seq.story) { clearLoss(); showError("story", e); } }
 }
 
+// A network without heads (window8): its next-token guesses after the story (/api/guess), in Tool 3.
+async function guessesOf(n) {
+  const model = state.model;
+  try {
+    const d = await api("/api/guess", { model, text: state.text });
+    if (n !== state.seq.story || model !== state.model) return;
+    calls.drawTrace({ guesses: d.guesses, position: d.position, token: d.token, inputs: [], hidden: [] });
+    fromModel("trace-card", model);
+    showError("trace", null);
+  } catch (e) { if (n === state.seq.story) showError("trace", e); }
+}
+
 // The attention view and the trace emptied (the tables made again when next drawn).
 export function clearPositionViews() {
   state.attend = null;
+  state.trace = null;
   drawTokens();
   for (const id of ["attend-table", "guesses", "inputs", "hidden"]) $(id).replaceChildren();
   grid.kind = "";
@@ -251,8 +269,11 @@ export function restyleToken(b, t, weight, max, viewOff) {
     // keep theirs from one click to the next, and a token whose style is not written
     // is not restyled
     const a = Math.round(20 * weight / max);
-    if (a > 0) bg = `rgba(194, 65, 12, ${a / 20})`;
-    if (a > 11) cls += " dark";
+    if (a > 0) {
+      const shade = tokenShade(a / 20);   // text of contrast 4.5:1 or more on every step
+      bg = shade.bg;
+      if (shade.dark) cls += " dark";
+    }
   }
   const reading = t.position === state.pos;
   if (b._cls !== cls) b.className = b._cls = cls;
@@ -412,7 +433,7 @@ export function drawAllHeadsTable(att) {
       setAttr(cell, "data-head", h);
       setAttr(cell, "data-weight", x);
       setText(cell, pct(x));
-      setCss(cell, state.off.has(first + h) ? "color:#a3a09a; text-decoration: line-through" : `background: rgba(194,65,12,${(0.6 * x).toFixed(2)})`);
+      setCss(cell, state.off.has(first + h) ? "color:#6e6a63; text-decoration: line-through" : `background: rgba(194,65,12,${(0.6 * x).toFixed(2)})`);
     }
     setText(c[3 + H], num(k.cosine));
   };

@@ -7,6 +7,7 @@ import { $, el, fmt, num, pct, setAttr, setCss, setText } from "./util.js";
 // The trace's lists are made once and rewritten in place after that (see setText):
 // a click on a long story makes no element in them and lays out only what changed.
 export function drawTrace(tr) {
+  state.trace = tr;   // drawn again when the card's width changes
   const g = tr.guesses || [];
   const max = Math.max(1e-9, ...g.map((x) => x.probability));
   const list = $("guesses");
@@ -31,10 +32,14 @@ export function drawTrace(tr) {
 // painted on a canvas a part (160 coloured elements cost a click a style match, a
 // layout and a paint each); a cell's number is its tooltip, made when the pointer
 // comes (inputTitle). The strips are made once for a model's parts.
-export const CELL_PX = 12;
+// A number is 12 px wide, less when the longest part would not fit the card (a transformer's
+// 64-number resid_pre on a phone): the cells shrink, the card does not overflow.
+export let CELL_PX = 12;
 export function drawInputs(parts) {
   const box = $("inputs");
-  const key = parts.map((p) => p.part + ":" + p.numbers.length).join(" ");
+  const longest = Math.max(1, ...parts.map((p) => p.numbers.length));
+  CELL_PX = Math.max(3, Math.min(12, Math.floor((box.clientWidth - 215) / longest)));
+  const key = CELL_PX + "|" + parts.map((p) => p.part + ":" + p.numbers.length).join(" ");
   const dpr = window.devicePixelRatio || 1;
   if (box.dataset.key !== key) {
     box.replaceChildren(...parts.map((p) => el("div", { class: "part", "data-testid": "input-part", "data-part": p.part },

@@ -78,7 +78,7 @@ export function drawTraining(t) {
   const series = [pts.map((p) => [p.step, p.train_loss]), pts.map((p) => [p.step, p.test_loss])];
   const chart = calls.lineChart(series, {
     xLabel: "step", yLabel: "loss", colors: ["#2563eb", "#c2410c"], names: ["training", "test stories"],
-    xMax: Math.max(1, t.steps || 1), xMin: 0, W: 560, H: 320,
+    xMax: Math.max(1, t.steps || 1), xMin: 0, W: Math.max(300, Math.min(560, $("train-curve").clientWidth || 560)), H: 320,
   });
   chart.setAttribute("data-points", pts.length);
   $("train-curve").replaceChildren(chart);
@@ -111,11 +111,13 @@ export function headPanels(now, before) {
   // Full height is the largest share drawn, so a head that spreads its weight
   // evenly still shows its shape.
   const top = Math.max(0.05, ...now.flat(), ...(before ? before.flat() : []));
-  const PW = 200, PH = 110, G = 16, W = 4 * (PW + G) + 10, RH = PH + 48;
-  const rowsOf = Math.ceil(now.length / 4);
+  // as many panels a row as the box's width holds (at most 4), so the labels keep their size
+  const per = Math.max(1, Math.min(4, Math.floor(($("train-heads").clientWidth || 874) / 216)));
+  const PW = 200, PH = 110, G = 16, W = per * (PW + G) + 10, RH = PH + 48;
+  const rowsOf = Math.ceil(now.length / per);
   const g = svg("svg", { viewBox: `0 0 ${W} ${rowsOf * RH + 20}`, role: "img", "aria-label": "each head's weight by distance back" });
   now.forEach((bins, h) => {
-    const x0 = (h % 4) * (PW + G) + 10, y0 = Math.floor(h / 4) * RH + 20;
+    const x0 = (h % per) * (PW + G) + 10, y0 = Math.floor(h / per) * RH + 20;
     const name = now.length > state.heads && state.heads ? headName(h) : String(h), color = headColor(h % (state.heads || 8));
     g.append(svg("text", { x: x0, y: y0 - 4, fill: color, style: "font-weight:600" }, `head ${name}`));
     const bw = PW / bins.length;
@@ -129,6 +131,6 @@ export function headPanels(now, before) {
       }
     });
   });
-  g.append(svg("text", { x: 10, y: rowsOf * RH + 14 }, `bar height: share of the head's weight at that distance back (full height = ${pct(top)})`));
+  g.append(svg("text", { x: 10, y: rowsOf * RH + 14 }, `bar height: share of weight (full: ${pct(top)})`));
   return g;
 }

@@ -17,6 +17,8 @@ export function el(tag, attrs, ...children) {
     else node.setAttribute(k, v === true ? "" : v);
   }
   for (const c of children) if (c !== null && c !== undefined) node.append(c);
+  // a box that scrolls is reached by the keyboard too (its arrows scroll it)
+  if (/(^| )scroll( |$)/.test(node.className) && !node.hasAttribute("tabindex")) node.tabIndex = 0;
   return node;
 }
 
@@ -151,3 +153,49 @@ export function tableOf(rows, name) {
   })));
   return el("div", { class: "scroll" }, el("table", {}, el("thead", {}, head), el("tbody", {}, ...body)));
 }
+
+// The line of a card that names the model its numbers come from.
+export function fromModel(card, path, more) {
+  const p = document.querySelector(`[data-testid="from-${card}"]`);
+  if (!p) return;
+  p.textContent = path ? `Numbers from ${path.split("/").pop()}${more ? "; " + more : ""}.` : "";
+  p.dataset.model = path || "";
+}
+
+// A view's answer kept by what was asked, or asked now (and kept); late answers are the
+// caller's to drop (state.epoch).
+export async function cached(url, body) {
+  const had = known(url, body);
+  if (had) return had;
+  const got = await api(url, body);
+  keep(url, body, got);
+  return got;
+}
+
+// What a kind of model is called on the page: "the attention network", "window8" ...
+export function kindOf(m) {
+  if (!m || !m.arch) return "the model";
+  if (m.arch === "window8") return "chapter 6's network (window8)";
+  if (m.arch === "transformer") return `a transformer of ${m.layers} blocks`;
+  return m.layers > 1 ? `an attention network of ${m.layers} layers` : "the attention network";
+}
+
+// Token backgrounds for a weight a in [0, 1] (of the largest): from white to a dark orange,
+// with text of contrast at least 4.5:1 on every step (WCAG's relative luminance): dark text
+// while the background is light enough for it, white once it is dark enough, and no step in
+// between (where neither would be).
+const DARK = [154, 52, 18];
+const lin = (c) => { const x = c / 255; return x <= 0.04045 ? x / 12.92 : ((x + 0.055) / 1.055) ** 2.4; };
+const lum = (rgb) => 0.2126 * lin(rgb[0]) + 0.7152 * lin(rgb[1]) + 0.0722 * lin(rgb[2]);
+const mix = (a) => DARK.map((c) => Math.round(255 + (c - 255) * a));
+const INK_L = 0.0123;   // #1d1d1f
+export const contrast = (l1, l2) => (Math.max(l1, l2) + 0.05) / (Math.min(l1, l2) + 0.05);
+export function tokenShade(a) {
+  let rgb = mix(a);
+  if (contrast(lum(rgb), INK_L) >= 4.6) return { bg: `rgb(${rgb.join(", ")})`, dark: false };
+  let x = a;
+  while (x < 1 && contrast(lum(mix(x)), 1) < 4.6) x += 0.01;
+  rgb = mix(Math.min(1, x));
+  return { bg: `rgb(${rgb.join(", ")})`, dark: true };
+}
+export const DARKEST = `rgb(${DARK.join(", ")})`;

@@ -255,6 +255,11 @@ typedef struct StatsResult {
  * (count by occurrences), except whole-word names of nl. */
 int slm_common_tokens(const Stories *s, const int *idx, int n, const Tokenizer *t, const NameList *nl, int top,
                       uint8_t *left_out, Error *e);
+/* far (T): 1 for each token of the story ids (T) seen earlier in it but not
+ * among the 8 tokens before it, out of chapter 6's reach ([EOS] and the
+ * left_out (V) tokens never); last (V) scratch. Returns how many. The rule
+ * of stats' far repeats, and of the marks of `storylm repeats`. */
+int slm_far_repeat_marks(const int32_t *ids, int T, int32_t eos, const uint8_t *left_out, int *last, uint8_t *far);
 int slm_probe_stats(const Model *m, const Stories *s, const int *idx, int n, const uint8_t *left_out, StatsResult *out,
                     Error *e);
 void slm_stats_result_free(StatsResult *r);

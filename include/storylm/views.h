@@ -89,6 +89,11 @@ void slm_view_model_label(const ProbeSession *ps, char *buf, size_t size);
 int slm_view_swap_text(Report *r, const ProbeSession *ps, const LoadedModel *baseline, const char *baseline_path,
                        const char *text, const char *name, Error *e);
 
+/* left_out (V) for far repeats (stats, repeats): the top most common tokens of
+ * ps's training stories, or of its test stories when it has none (a file of
+ * held-out stories only), names kept (slm_common_tokens). */
+int slm_view_common_tokens(const ProbeSession *ps, int top, uint8_t *left_out, Error *e);
+
 /* tokenize --json: [{"piece": .., "id": ..}, ...] (caller cJSON_Deletes); NULL when out of memory. */
 cJSON *slm_view_tokens_json(const Tokenizer *t, const int32_t *ids, size_t n);
 

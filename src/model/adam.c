@@ -29,6 +29,7 @@ typedef struct {
     float b1, b2, one_b1, one_b2, bc2_sqrt, eps, step_size, decay;
 } AdamStep;
 
+/* page: adam step */
 /* params, grads, m, v (n) from i on, element by element: the update in
  * PyTorch's order (each product and sum rounded on its own, no FMA), which
  * the vector loop below repeats lane by lane, so both give the same bits. */
@@ -43,6 +44,7 @@ static void adam_scalar(const AdamStep *k, const uint8_t *mask, float *params, c
         params[i] = params[i] * keep - k->step_size * m[i] / denom;
     }
 }
+/* page: end */
 
 #ifdef __AVX512F__
 static inline __m512 mul(__m512 a, __m512 b) { return _mm512_mul_ps(a, b); }
@@ -73,6 +75,7 @@ static void adam_vector(const AdamStep *k, const uint8_t *mask, float *params, c
 }
 #endif
 
+/* page: adam step */
 /* params (n), grads (n): m, v updated in place; PyTorch's order of operations
  * (step size lr / (1 - beta1^t), denominator sqrt(v) / sqrt(1 - beta2^t) + eps).
  * Threads take blocks of 1,024 elements; each element's update is on its own,
@@ -102,3 +105,4 @@ void slm_adam_update(Adam *a, float *params, const float *grads, float lr) {
         adam_scalar(&k, mask, params, grads, m, v, i, end);
     }
 }
+/* page: end */

@@ -143,6 +143,7 @@ static void additive_scores_one(const Head *r, int p, Span sp, float *w) {
     }
 }
 
+/* page: attention forward */
 /* Position p: w (8*count lanes) = q.k/sqrt(kd) + distance score (or the additive score). */
 KERNEL void scores_one(const Head *r, const int kd, const int vd, int p, Span sp, float *w) {
     if (r->v) {
@@ -175,6 +176,7 @@ KERNEL void weights_one(const Head *r, const int kd, const int vd, int p, Span s
     r->lse[p] = slm_softmax_inplace(w + sp.off, sp.n);
     zero_unread(sp, w);
 }
+/* page: end */
 
 /* The hook of attention dropout: position p's weights w (8*count lanes) as
  * the blend reads them: w itself, or (training with dropout) a copy whose
@@ -192,6 +194,7 @@ static inline const float *dropped_weights(const Head *r, int p, Span sp, const 
     return r->dw;
 }
 
+/* page: attention forward */
 /* Position p: w as weights_one leaves it; out (vd) = sum of w * values
  * (w after dropout, when training with it). */
 KERNEL void attend_one(const Head *r, const int kd, const int vd, int p, Span sp, float *w, float *out) {
@@ -261,6 +264,7 @@ void slm_attention_forward(const ModelConfig *c, const float *qkv, int ld, const
                     out + (size_t)h * c->value_dim, out_ld);
     }
 }
+/* page: end */
 
 /* Through the blend: da (8*count) = d_out . value of each key; d value += w * d_out. */
 KERNEL void blend_backward(const Head *r, const int kd, const int vd, Span sp, const float *w, const float *d_out,

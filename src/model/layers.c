@@ -340,6 +340,7 @@ static int is_first_max(const float *row, int target, float mx) {
     return earlier == 0;
 }
 
+/* page: output and loss */
 /* One row of logits (V): adds the bias; lse; loss and correct when target >= 0. */
 static void xent_row(float *row, const float *bias, int V, int32_t target, float *lse, float *loss, uint8_t *correct) {
 #pragma omp simd
@@ -360,6 +361,7 @@ void slm_output_forward(const float *W, const float *bias, const float *y, int n
 #pragma omp parallel for schedule(static)
     for (int p = 0; p < n; p++) xent_row(logits + (size_t)p * V, bias, V, target[p], &lse[p], &loss[p], &correct[p]);
 }
+/* page: end */
 
 /* One row of logits (V) -> d (scale * loss) / d logits in place, (softmax -
  * onehot) * scale, or 0 without target; lse, loss and correct as xent_row
@@ -456,6 +458,7 @@ void slm_output_loss(const OutputLoss *o) {
     slm_bf16_panels_free(&w[1]);
 }
 
+/* page: backward */
 /* One row of logits (V) -> (softmax - onehot) * scale in place, or 0 without target. */
 static void xent_grad_row(float *row, int V, int32_t target, float lse, float scale) {
     if (target < 0) {
@@ -477,3 +480,4 @@ void slm_output_backward(const float *W, const float *y, float *logits, const in
     slm_column_sums(logits, n, V, V, ones, d_bias);
     slm_matmul(0, 0, n, Hd, V, logits, V, W, Hd, 0.0f, d_y, Hd);
 }
+/* page: end */

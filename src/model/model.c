@@ -234,6 +234,7 @@ static void ablate_heads(Activations *a, const Ablation *ab, int l) {
  * l >= 1, the layer below's heads at column *below (HV wide). */
 static int heads_column(const ModelConfig *c, int l) { return c->row_dim + l * c->n_heads * c->value_dim; }
 
+/* page: hidden layer */
 /* Layer l (lm its view): z's row and layer l-1's heads -> its queries, keys,
  * values, attention (weights kept in att when keep_weights) -> its heads'
  * slot of z, ablated heads replaced. */
@@ -294,6 +295,7 @@ static int forward_to_hidden(const Model *m, Activations *a, const Batch *b, con
     slm_hooks_at(m, a, HOOK_HIDDEN, 0);
     return slm_hooks_check(a, e);
 }
+/* page: end */
 
 /* a->mean_loss and *mean_loss (may be NULL) from the positions' losses. */
 static void mean_of_losses(Activations *a, float *mean_loss) {
@@ -348,6 +350,7 @@ void slm_model_zero_grad(const Model *m, float *grads) { memset(grads, 0, m->n_p
 /* The gradient buffer's view matching a parameter view. */
 static float *grad_of(const Model *m, float *grads, const float *param) { return grads + (param - m->params); }
 
+/* page: backward */
 /* Layer l (lm its view): d_z of its heads' slot -> grads of its tensors +=,
  * and d_z of its input += (the row's slot, and layer l-1's heads' slot). */
 static void layer_backward(const Model *lm, Activations *a, int l, float *grads) {
@@ -417,6 +420,7 @@ void slm_model_backward(const Model *m, Activations *a, const Batch *b, float *g
                         a->d_hidden, a->ones);
     backward_from_hidden(m, a, b, grads);
 }
+/* page: end */
 
 /* Positions whose logits one chunk of slm_output_loss holds: 128 x 2,000 floats
  * (1 MB) stay in a core's cache between the products and the softmax. */

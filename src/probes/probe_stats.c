@@ -126,18 +126,25 @@ static void unit_rows(const Model *m, const int32_t *ids, int T, float *out) {
     }
 }
 
-/* Tokens of one story seen earlier but not among the 8 before them; last (V) scratch. */
-static void far_repeats(const int32_t *ids, int T, int eos, const uint8_t *left_out, int *last, StatsResult *out) {
-    for (int p = 1; p < T; p++) last[ids[p]] = -1;
-    for (int p = 1; p < T; p++) {
+int slm_far_repeat_marks(const int32_t *ids, int T, int32_t eos, const uint8_t *left_out, int *last, uint8_t *far) {
+    int n = 0;
+    for (int p = 0; p < T; p++) last[ids[p]] = -1;
+    for (int p = 0; p < T; p++) {
         int32_t x = ids[p];
-        if (x == eos) continue;
-        out->tokens++;
-        if (!left_out[x]) {
-            out->counted_tokens++;
-            out->far_repeats += last[x] >= 0 && last[x] < p - 8;
-        }
+        far[p] = x != eos && !left_out[x] && last[x] >= 0 && last[x] < p - 8;
+        n += far[p];
         last[x] = p;
+    }
+    return n;
+}
+
+/* Tokens of one story seen earlier but not among the 8 before them; last (V), far (T) scratch. */
+static void far_repeats(const int32_t *ids, int T, int eos, const uint8_t *left_out, int *last, uint8_t *far,
+                        StatsResult *out) {
+    out->far_repeats += slm_far_repeat_marks(ids + 1, T - 1, eos, left_out, last, far);
+    for (int p = 1; p < T; p++) {
+        out->tokens += ids[p] != eos;
+        out->counted_tokens += ids[p] != eos && !left_out[ids[p]];
     }
 }
 
@@ -163,6 +170,7 @@ int slm_probe_stats(const Model *m, const Stories *s, const int *idx, int n, con
     Pearson *pc = NULL;
     long long *differ = NULL;
     int *last = NULL, eos = story_token(s, idx[0], 0);
+    uint8_t *far = NULL;
     StoryBuf buf = {0};
     StatsWork w = {0};
     ProbeRunner r = {0};
@@ -171,11 +179,14 @@ int slm_probe_stats(const Model *m, const Stories *s, const int *idx, int n, con
         const int32_t *ids = slm_story_ids(s, idx[i], &buf, e);
         int T = (int)story_len(s, idx[i]);
         rc = !ids || slm_probe_run(&r, ids, T, NULL, e) || work_fit(&w, T, c, e) ? -1 : 0;
+        uint8_t *grown = rc ? NULL : xrealloc(far, (size_t)T, e);
+        if (!rc && !grown) rc = -1;
+        far = grown ? grown : far;
         if (rc) break;
         unit_rows(m, ids, T, w.unit_rows);
         for (int h = 0; h < H; h++) head_pairs(&r, &w, h, &pc[h], &pc[H + h], &differ[h]);
         for (int p = 0; p < T; p++) out->positions += p > r.acts.first_key[p];
-        far_repeats(ids, T, eos, left_out, last, out);
+        far_repeats(ids, T, eos, left_out, last, far, out);
     }
     if (!rc) out->pairs = (long long)pc[0].n;
     for (int h = 0; !rc && h < H; h++) {
@@ -184,7 +195,7 @@ int slm_probe_stats(const Model *m, const Stories *s, const int *idx, int n, con
         out->closest_not_largest[h] = out->positions ? (double)differ[h] / (double)out->positions : NAN;
     }
     free(w.unit_rows), free(w.query), free(w.key), free(w.key_len);
-    free(pc), free(differ), free(last);
+    free(pc), free(differ), free(last), free(far);
     slm_story_buf_free(&buf);
     slm_probe_runner_free(&r);
     if (rc) slm_stats_result_free(out);

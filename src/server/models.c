@@ -88,15 +88,21 @@ int model_resolve(const ModelDirs *d, const char *given, char *out, size_t size)
 
 /* The page draws a model's heads from these, never from fixed numbers:
  * "layers" (1 unless the header says), "heads" a layer (0: no heads, as
- * window8) and each head's "value_dim" and the "hidden_dim". */
+ * window8) and each head's "value_dim" and the "hidden_dim"; the sizes of
+ * its chapter's table ("row_dim", "key_dim", "window", "context") and how it
+ * scores ("pos", "score": the chapter's when the header is older). */
 static void model_item_shape(cJSON *o, const Metadata *md, const char *arch) {
-    const char *keys[][2] = {
-        {"layers", "layers"}, {"heads", "n_heads"}, {"value_dim", "value_dim"}, {"hidden_dim", "hidden_dim"}};
-    for (int i = 0; i < 4; i++) {
+    const char *keys[][2] = {{"layers", "layers"},         {"heads", "n_heads"},   {"value_dim", "value_dim"},
+                             {"hidden_dim", "hidden_dim"}, {"row_dim", "row_dim"}, {"key_dim", "key_dim"},
+                             {"window", "window"},         {"context", "context"}};
+    for (int i = 0; i < 8; i++) {
         const char *v = slm_metadata_get(md, keys[i][1]);
         int none = i == 1 && strcmp(arch, "window8") == 0; /* its header keeps the sizes of heads it has not */
         cJSON_AddNumberToObject(o, keys[i][0], none ? 0 : v ? atof(v) : i == 0 ? 1 : 0);
     }
+    const char *pos = slm_metadata_get(md, "pos"), *score = slm_metadata_get(md, "score");
+    cJSON_AddStringToObject(o, "pos", pos ? pos : "distance");
+    cJSON_AddStringToObject(o, "score", score ? score : "scaled-dot");
 }
 
 /* {"name","path","arch","params","vocab_size", shape} from the header alone, or NULL

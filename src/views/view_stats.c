@@ -54,8 +54,7 @@ static int stats(Report *r, const ProbeSession *ps, int common, Error *e) {
     const Stories *s = &ps->stories;
     uint8_t *left_out = xmalloc((size_t)ps->lm.tokenizer.size, e);
     StatsResult res = {0};
-    int rc =
-        left_out ? slm_common_tokens(s, s->train, s->n_train, &ps->lm.tokenizer, &ps->names, common, left_out, e) : -1;
+    int rc = left_out ? slm_view_common_tokens(ps, common, left_out, e) : -1;
     if (!rc) rc = slm_probe_stats(&ps->lm.model, s, s->test, s->n_test, left_out, &res, e);
     if (!rc) build_report(r, ps, &res, common);
     slm_stats_result_free(&res);

@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# Every section of the chapter on the page, every model of the picker, at 800 px
+# (tests/browser_chapter.sh).
+width=800
+
+source "$(dirname "$0")/browser_chapter.sh"
