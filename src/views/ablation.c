@@ -47,9 +47,6 @@ int slm_ablation_parse(const LoadedModel *lm, const char *ablate, const char *mo
     *ab = (Ablation){0};
     desc[0] = '\0';
     if (!ablate) return 0;
-    if (lm->model.cfg.arch == ARCH_TRANSFORMER && slm_model_heads(&lm->model.cfg) > 32)
-        return FAIL(e, "leave out --ablate", "'%s' has %d heads; --ablate names at most 32", lm->path,
-                    slm_model_heads(&lm->model.cfg));
     if (lm->model.cfg.arch == ARCH_WINDOW8)
         return FAIL(e, "leave out --ablate", "'%s' is a %s model: it has no heads to switch off", lm->path,
                     slm_arch_name(lm->model.cfg.arch));

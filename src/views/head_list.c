@@ -1,12 +1,14 @@
 /* Head lists: see head_list.h. */
 #include "storylm/head_list.h"
 
+#include <stdio.h>
+
 #include "storylm/parse.h"
 
-/* "3,5" or "1:3,2:5" -> mask of heads numbered over `layers` layers of n_heads
+/* "3,5" or "1:3,2:5" -> the set of heads numbered over `layers` layers of n_heads
  * (plain H: the first layer's). */
-static int parse_heads(const char *list, int layers, int n_heads, uint32_t *mask, Error *e) {
-    *mask = 0;
+static int parse_heads(const char *list, int layers, int n_heads, HeadSet *set, Error *e) {
+    *set = (HeadSet){0};
     const char *p = list;
     const char *hint =
         layers > 1 ? "give heads like 1:3,2:5 (layer:head; a plain 3 is layer 1's)" : "give head numbers like 3,5";
@@ -31,12 +33,23 @@ static int parse_heads(const char *list, int layers, int n_heads, uint32_t *mask
         if (h < 0 || h >= n_heads)
             return FAIL(e, "heads are numbered from 0", "head %lld is out of range: this model has heads 0 to %d", h,
                         n_heads - 1);
-        *mask |= 1u << ((l - 1) * n_heads + h);
+        slm_head_set_add(set, (int)(l - 1) * n_heads + (int)h);
         p = *end ? end + 1 : end;
     }
     return 0;
 }
 
-int slm_head_list_parse(const char *list, const ModelConfig *c, uint32_t *mask, Error *e) {
-    return parse_heads(list, slm_model_layers(c), c->n_heads, mask, e);
+int slm_head_list_parse(const char *list, const ModelConfig *c, HeadSet *set, Error *e) {
+    return parse_heads(list, slm_model_layers(c), c->n_heads, set, e);
+}
+
+void slm_head_list_text(const HeadSet *set, const ModelConfig *c, char *buf, size_t size) {
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int g = 0; g < slm_model_heads(c) && used < size; g++) {
+        char name[16];
+        slm_head_name(c, g, name, sizeof name);
+        if (slm_head_set_has(set, g)) used += (size_t)snprintf(buf + used, size - used, "%s%s", used ? "," : "", name);
+    }
+    if (!used) snprintf(buf, size, "none");
 }

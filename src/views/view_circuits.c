@@ -176,11 +176,8 @@ static int circuits(Report *r, const ProbeSession *ps, const CircuitsParams *cp,
     long long positions = 0;
     CircuitsResult cr = {0};
     int32_t reads[MAX_READS];
-    CircuitsOptions co = {.top = cp->top,
-                          .heads = cp->head >= 0 ? 1u << cp->head : 0,
-                          .reads = reads,
-                          .read_top = READ_TOP,
-                          .layer = cp->layer - 1};
+    CircuitsOptions co = {.top = cp->top, .reads = reads, .read_top = READ_TOP, .layer = cp->layer - 1};
+    if (cp->head >= 0) slm_head_set_add(&co.heads, cp->head);
     co.n_reads = seen ? parse_tokens(ps, cp->tokens, reads, MAX_READS, e) : -1;
     rc = co.n_reads >= 0 ? slm_circuits_mean_input(m, &s, s.test, s.n_test, &ps->ablation, z_mean, seen, &positions, e)
                          : -1;
