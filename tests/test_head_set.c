@@ -5,13 +5,15 @@
  * passes and their key/value caches with heads 39, 67 and 127 switched off:
  * switching one off changes the logits, switching none off (an empty set)
  * gives the bits of no ablation at all, and the cache gives the forward's
- * logits. */
+ * logits. Then heads as users name them, "H" and "L:H", and the one message
+ * an out-of-range head gets. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
 #include "storylm/generate.h"
+#include "storylm/head_list.h"
 #include "storylm/model.h"
 #include "storylm/rng.h"
 
@@ -132,9 +134,44 @@ static void many_heads(void) {
     switch_off(&t, 127, "transformer, 8 blocks of 16");
 }
 
+/* Heads as users write them, against the model's layers and heads. */
+static void names(void) {
+    ModelConfig one = slm_model_config_default(ARCH_ATTENTION, 50), two = one;
+    two.n_layers = 2;
+    ModelConfig tf = slm_model_config_default(ARCH_TRANSFORMER, 50);
+    tf.n_layers = 8, tf.n_heads = 16;
+    Error e;
+    int l, h;
+    CHECK(slm_head_parse("12", &tf, 8, 0, "--head ", &l, &h, &e) == 0 && l == 8 && h == 12);
+    CHECK(slm_head_parse("8:12", &tf, 1, 0, "--head ", &l, &h, &e) == 0 && l == 8 && h == 12);
+    CHECK(slm_head_parse("2:3", &two, 1, 0, "--head ", &l, &h, &e) == 0 && l == 2 && h == 3);
+    CHECK(slm_head_parse("-1", &one, 1, 1, "--head ", &l, &h, &e) == 0 && l == 1 && h == -1);
+    CHECK(slm_head_parse("-1", &one, 1, 0, "--head ", &l, &h, &e) == -1);
+    CHECK(slm_head_parse("8:16", &tf, 1, 0, "--head ", &l, &h, &e) == -1);
+    CHECK(strcmp(e.message, "--head 8:16 is out of range: this model has layers 1 to 8 of heads 0 to 15 (L:H, e.g. "
+                            "8:15)") == 0);
+    CHECK(slm_head_parse("8", &one, 1, 0, "\"head\": ", &l, &h, &e) == -1);
+    CHECK(strcmp(e.message, "\"head\": 8 is out of range: this model has heads 0 to 7") == 0);
+    CHECK(slm_head_parse("2:", &two, 1, 0, "--head ", &l, &h, &e) == -1 && strstr(e.message, "cannot read") != NULL);
+    CHECK(slm_head_parse("3:1", NULL, 1, 0, "--head ", &l, &h, &e) == 0 && l == 3 && h == 1); /* the form alone */
+    HeadSet s;
+    CHECK(slm_head_list_parse("1:3,8:15,5:3", &tf, "--ablate ", &s, &e) == 0 && slm_head_set_count(&s) == 3);
+    CHECK(slm_head_set_has(&s, 3) && slm_head_set_has(&s, 127) && slm_head_set_has(&s, 67));
+    CHECK(slm_head_list_parse("3,5", &two, "--ablate ", &s, &e) == 0 && slm_head_set_has(&s, 3) &&
+          slm_head_set_has(&s, 5)); /* a plain head: the first layer's, as always */
+    CHECK(slm_head_list_parse("3,12", &one, "ablate=", &s, &e) == -1);
+    CHECK(strcmp(e.message, "ablate=3,12: head 12 is out of range: this model has heads 0 to 7") == 0);
+    CHECK(slm_head_list_parse("3:1", &two, "--ablate ", &s, &e) == -1 && strstr(e.message, "layer 3 is out of range"));
+    char text[64];
+    CHECK(slm_head_list_parse("8:15,1:0", &tf, "--ablate ", &s, &e) == 0);
+    slm_head_list_text(&s, &tf, text, sizeof text);
+    CHECK(strcmp(text, "1:0,8:15") == 0);
+}
+
 int main(void) {
     set_helpers();
     more_heads_than_the_bound_are_refused();
     many_heads();
+    names();
     return check_report();
 }

@@ -39,7 +39,9 @@ enum {
     VP_SERVED = 8,        /* read from a request though the CLI reads it too as a shared option (model, ablate) */
     VP_TEXT = 16,         /* a text the view runs: a request's is bounded (64 KiB, 4096 tokens) */
     VP_REQUEST_ONLY = 32, /* a request's field only (no CLI option): another name the page uses */
-    VP_STORIES = 64       /* the STORIES file the session reads (the server: its own --stories) */
+    VP_STORIES = 64,      /* the STORIES file the session reads (the server: its own --stories) */
+    VP_HEADS = 128        /* a string naming heads (head_list.h): a request may give a number, or a list of
+                           * numbers and names, read as their text ("3", "1:3,2:5") */
 };
 
 /* One parameter: a CLI option ("--up-to D") or positional argument, and
@@ -246,6 +248,12 @@ void slm_view_call_end(ViewCall *c);
     }
 #define VIEW_BOOL_PARAM(T, field, name_, help_)                                                                        \
     { .name = name_, .type = VIEW_BOOL, .offset = offsetof(T, field), .help = help_ }
+/* --head HEAD: "H" of --layer, or "L:H" (slm_view_head); left out: every head. */
+#define VIEW_HEAD_PARAM(T, field, help_)                                                                               \
+    {                                                                                                                  \
+        .name = "head", .type = VIEW_STRING, .offset = offsetof(T, field), .meta = "HEAD", .help = help_,              \
+        .flags = VP_HEADS                                                                                              \
+    }
 #define VIEW_STRING_PARAM(T, field, name_, meta_, help_)                                                               \
     { .name = name_, .type = VIEW_STRING, .offset = offsetof(T, field), .meta = meta_, .help = help_ }
 /* A positional argument: "TEXT", "STORIES" (flags: VP_REQUIRED, VP_TEXT, VP_STORIES...). */

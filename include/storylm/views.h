@@ -45,8 +45,13 @@ int slm_view_text_run(ViewText *vt, const ProbeSession *ps, const char *text, in
 int slm_view_text_at(ViewText *vt, int pos, Error *e);
 void slm_view_text_free(ViewText *vt);
 
-/* Fails for a head outside -1 (all) .. H-1. */
-int slm_view_check_head(const ProbeSession *ps, int head, Error *e);
+/* A view's head and --layer L (from 1) against c (NULL: the form alone,
+ * before the model is loaded) into *out_layer and *out_head: a plain "H" is
+ * layer L's, "L:H" names its own layer (a --layer other than 1 must agree);
+ * with all, NULL and "-1" are every head (*out_head -1). served: named as a
+ * request's fields in messages ("head"), else as flags (--head). */
+int slm_view_head(const ModelConfig *c, const char *head, int layer, int all, int served, int *out_layer, int *out_head,
+                  Error *e);
 
 /* Tool 1 (attend): the tokens, and every key position vt->pos reads with
  * head (-1: all), nearest first. */
@@ -241,10 +246,11 @@ int slm_view_generate_names(NameList *nl, const LoadedModel *lm, const char *sto
 /* Secret 3 (ablate): loss and accuracy over the held-out test stories of
  * ps (and at the name positions of Secret 2), with ps's ablation, then each
  * single head switched off in turn (heads NULL), or the heads of the list
- * heads ("3,5", "1:3,2:5") together; mode "zero" or "mean" (ps->mean, or
- * made here). *table (may be NULL): the table of rows, for a drawing. */
-int slm_view_ablate(Report *r, const ProbeSession *ps, const char *heads, const char *mode, ReportTable **table,
-                    Error *e);
+ * heads ("3,5", "1:3,2:5"; named what in messages, head_list.h) together;
+ * mode "zero" or "mean" (ps->mean, or made here). *table (may be NULL): the
+ * table of rows, for a drawing. */
+int slm_view_ablate(Report *r, const ProbeSession *ps, const char *heads, const char *what, const char *mode,
+                    ReportTable **table, Error *e);
 
 /* Secret 4 (pieces): heroes of the test stories renamed to each name of list
  * ("a,b"; NULL: the most common one-piece name and invented ones), their

@@ -73,9 +73,19 @@ static int model_fits(const Model *m, int flags, const char *what, Error *e) {
     return slm_probe_need_attention(m, what, e) || (!(flags & PROBE_LAYERS) && slm_probe_need_one_layer(m, what, e));
 }
 
+/* Room for the text of a request's head fields (VP_HEADS) given as numbers or lists. */
+typedef struct HeadTexts {
+    char buf[2][STORYLM_MAX_ALL_HEADS * 8];
+    int used;
+} HeadTexts;
+
 /* One parameter's field (key) of the body into t: its type, range and choices. */
-static int request_param(const ViewParam *p, const char *key, const cJSON *body, void *t, Reply *r) {
+static int request_param(const ViewParam *p, const char *key, const cJSON *body, void *t, HeadTexts *heads, Reply *r) {
     int any = p->min == p->max;
+    if ((p->flags & VP_HEADS) && heads->used < 2) {
+        char *buf = heads->buf[heads->used++];
+        return field_heads(body, key, buf, sizeof heads->buf[0], t, r);
+    }
     switch (p->type) {
         case VIEW_INT:
             return field_int(body, key, t, any ? -1000000000 : (int)p->min, any ? 1000000000 : (int)p->max, r);
@@ -124,7 +134,8 @@ static int request_stories(Server *s, const cJSON *body, const char **out, Reply
     return server_allowed_stories(s, given, real, sizeof real, r) ? -1 : 2;
 }
 
-static int request_params(Server *s, const View *v, const cJSON *body, void *params, int *stories, Reply *r) {
+static int request_params(Server *s, const View *v, const cJSON *body, void *params, int *stories, HeadTexts *heads,
+                          Reply *r) {
     char key[64];
     slm_view_params_init(v, params);
     *stories = 0;
@@ -135,7 +146,7 @@ static int request_params(Server *s, const View *v, const cJSON *body, void *par
         if (p->flags & (VP_CLI_ONLY | VP_SERVED | VP_STORIES)) continue;
         const char *k = slm_view_param_key(p, key, sizeof key);
         if (p->alias && cJSON_GetObjectItemCaseSensitive(body, p->alias)) k = p->alias;
-        if (request_param(p, k, body, t, r)) return -1;
+        if (request_param(p, k, body, t, heads, r)) return -1;
     }
     Error e = {0};
     if (slm_view_params_check(v, params, &e)) return reply_failure(r, 400, &e), -1;
@@ -298,11 +309,13 @@ static int api_view(Server *s, const View *v, int get, const cJSON *body, Reply 
     cJSON *query = get ? query_body(v, body, r) : NULL;
     if (get && !query) return r->status;
     void *params = malloc(v->params_size);
+    HeadTexts *heads = calloc(1, sizeof *heads);
     int stories;
-    if (!params)
+    if (!params || !heads)
         reply_error(r, 500, "out of memory", NULL);
-    else if (request_params(s, v, get ? query : body, params, &stories, r) == 0)
+    else if (request_params(s, v, get ? query : body, params, &stories, heads, r) == 0)
         view_answer(s, v, get ? query : body, params, stories, r);
+    free(heads);
     free(params);
     cJSON_Delete(query);
     return r->status;

@@ -172,22 +172,46 @@ int field_bool(const cJSON *body, const char *key, int *out, Reply *r) {
     return 0;
 }
 
+/* One head of a field as a number or a name: its text appended to buf (size) at *used. */
+static int head_text(const cJSON *h, char *buf, size_t size, size_t *used) {
+    const char *sep = *used ? "," : "";
+    if (cJSON_IsNumber(h) && h->valuedouble == floor(h->valuedouble) && fabs(h->valuedouble) <= 1e6)
+        *used += (size_t)snprintf(buf + *used, *used < size ? size - *used : 0, "%s%d", sep, (int)h->valuedouble);
+    else if (cJSON_IsString(h) && h->valuestring[0] && !strchr(h->valuestring, ','))
+        *used += (size_t)snprintf(buf + *used, *used < size ? size - *used : 0, "%s%s", sep, h->valuestring);
+    else
+        return -1;
+    return 0;
+}
+
+int field_heads(const cJSON *body, const char *key, char *buf, size_t size, const char **out, Reply *r) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, key), *h;
+    size_t used = 0;
+    buf[0] = '\0';
+    if (!v) return 0;
+    if (cJSON_IsString(v)) {
+        if (field_string(body, key, out, 0, size - 1, r)) return -1;
+        *out = (*out)[0] ? strcpy(buf, *out) : NULL;
+        return 0;
+    }
+    int ok = 1;
+    if (cJSON_IsArray(v)) { /* [3, 5], ["1:3", "2:5"] as well as "3,5" */
+        cJSON_ArrayForEach(h, v) ok = ok && head_text(h, buf, size, &used) == 0;
+    } else {
+        ok = head_text(v, buf, size, &used) == 0;
+    }
+    if (!ok) return bad(r, 400, "like 3, \"2:3\", [3, 5] or \"1:3,2:5\" (layer:head)", "\"%s\" must name heads", key);
+    if (used >= size) return bad(r, 400, NULL, "\"%s\" lists too many heads", key);
+    *out = used ? buf : NULL;
+    return 0;
+}
+
 int field_ablation(const cJSON *body, char *buf, size_t size, const char **ablate, const char **mode, Reply *r) {
     *ablate = NULL;
     *mode = "zero";
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, "ablate");
-    if (cJSON_IsArray(v)) { /* [3, 5] as well as "3,5" */
-        size_t used = 0;
-        buf[0] = '\0';
-        const cJSON *h;
-        cJSON_ArrayForEach(h, v) {
-            if (!cJSON_IsNumber(h) || h->valuedouble != floor(h->valuedouble) || fabs(h->valuedouble) > 1e6)
-                return bad(r, 400, "like [3, 5] or \"3,5\"", "\"%s\" must list head numbers", "ablate");
-            used += (size_t)snprintf(buf + used, used < size ? size - used : 0, "%s%d", used ? "," : "",
-                                     (int)h->valuedouble);
-        }
-        if (used >= size) return bad(r, 400, NULL, "\"%s\" lists too many heads", "ablate");
-        if (used) *ablate = buf;
+    if (cJSON_IsArray(v)) {
+        if (field_heads(body, "ablate", buf, size, ablate, r)) return -1;
     } else if (v && !cJSON_IsNull(v)) {
         const char *s = NULL;
         if (field_string(body, "ablate", &s, 0, size - 1, r)) return -1;

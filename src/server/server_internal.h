@@ -185,7 +185,12 @@ int field_bool(const cJSON *body, const char *key, int *out, Reply *r);
  * the string at, or raw) and are UTF-8: else 400 with the message
  * slm_utf8_validate gives (that of storylm tokenize), -1. Before parsing. */
 int body_check_strings(const char *data, size_t len, Reply *r);
-/* ablate: "3,5" or [3, 5] into buf (NULL when absent); ablate_mode: zero or mean. */
+/* Heads named by a field (key): "1:3,2:5", a number, or a list of numbers
+ * and names ([3, 5], ["1:3", "2:5"]), as their text into buf (size); *out
+ * that text, or NULL when the field is absent or "" (head_list.h reads it); a
+ * null, as for every field, is refused. */
+int field_heads(const cJSON *body, const char *key, char *buf, size_t size, const char **out, Reply *r);
+/* ablate: "3,5" or [3, 5] (field_heads) into buf (NULL when absent); ablate_mode: zero or mean. */
 int field_ablation(const cJSON *body, char *buf, size_t size, const char **ablate, const char **mode, Reply *r);
 
 /* A stories path a client named: under a --data-dir folder, or the default

@@ -38,8 +38,9 @@ int session_open(Server *s, const cJSON *body, int need, Session *ss, Reply *r) 
     if (cache_acquire(&s->cache, path, &ss->entry, &e)) return reply_failure(r, 400, &e), -1;
     ModelEntry *m = ss->entry;
     int mean = ablate && strcmp(mode, "mean") == 0;
-    int rc = slm_ablation_parse(&m->ps.lm, ablate, mode, NULL, NULL, &ss->ps.ablation, ss->ps.ablation_desc,
-                                sizeof ss->ps.ablation_desc, &e); /* the heads checked before anything is averaged */
+    int rc =
+        slm_ablation_parse(&m->ps.lm, ablate, "\"ablate\": ", mode, NULL, NULL, &ss->ps.ablation, ss->ps.ablation_desc,
+                           sizeof ss->ps.ablation_desc, &e); /* the heads checked before anything is averaged */
     if (!rc && ((need & NEED_STORIES) || mean)) rc = entry_stories(&s->cache, m, s->o.stories, &e);
     if (!rc && mean) rc = entry_mean(m, s->o.stories, &e);
     pthread_mutex_lock(&m->lock); /* not while another request loads the stories into it */
@@ -48,8 +49,8 @@ int session_open(Server *s, const cJSON *body, int need, Session *ss, Reply *r) 
     ss->ps.stories_path = need & NEED_STORIES ? m->teach : NULL; /* the model's teaching stories (teach.c) */
     ss->ps.mean = NULL;
     if (!rc)
-        rc = slm_ablation_parse(&m->ps.lm, ablate, mode, m->mean, m->teach, &ss->ps.ablation, ss->ps.ablation_desc,
-                                sizeof ss->ps.ablation_desc, &e);
+        rc = slm_ablation_parse(&m->ps.lm, ablate, "\"ablate\": ", mode, m->mean, m->teach, &ss->ps.ablation,
+                                ss->ps.ablation_desc, sizeof ss->ps.ablation_desc, &e);
     if (!rc && mean) slm_ablation_add_warning(ss->ps.ablation_desc, sizeof ss->ps.ablation_desc, m->mean_warning);
     if (rc) {
         reply_failure(r, 400, &e);

@@ -58,7 +58,8 @@ static int draw(ViewCall *c, const char *path, Error *e) {
  * --heads set, switched off as --ablate-mode says (a request's "mode"). */
 static int build(ViewCall *c, Error *e) {
     const AblateParams *p = c->params;
-    return slm_view_ablate(c->report, c->ps, p->heads, p->po.ablate_mode, &((AblateState *)c->state)->table, e);
+    return slm_view_ablate(c->report, c->ps, p->heads, c->served ? "\"heads\": " : "--heads ", p->po.ablate_mode,
+                           &((AblateState *)c->state)->table, e);
 }
 
 static const ViewParam params[] = {
@@ -71,7 +72,8 @@ static const ViewParam params[] = {
      .offset = offsetof(AblateParams, heads),
      .meta = "HEADS",
      .help =
-         "switch this set off together, e.g. 3,5 (1:3,2:5 on a model of several layers; default: each head in turn)"},
+         "switch this set off together, e.g. 3,5 (1:3,2:5 on a model of several layers; default: each head in turn)",
+     .flags = VP_HEADS},
     /* the page's name for --ablate-mode here: a request's "ablate_mode" switches its --ablate heads off */
     {.name = "mode",
      .type = VIEW_STRING,
