@@ -41,21 +41,23 @@ int slm_py_eos(const PyModel *m);
 
 /* ids (T >= 1, the caller's [EOS] first) through slm_model_forward, hooks
  * fn(ctx, ...) at the points names[0..n_names) (names NULL: all; fn NULL:
- * none) -> logits (T, V) when not NULL and *loss (may be NULL): the mean of
+ * none), the heads of ablate ("3,5", "1:3,2:5"; NULL: none) set to 0 ->
+ * logits (T, V) when not NULL and *loss (may be NULL): the mean of
  * -log p(ids[t+1]) over t < T-1, as eval --text reports it (0 when T = 1). */
 int slm_py_run(const PyModel *m, const int32_t *ids, int T, HookFn fn, void *ctx, const char *const *names, int n_names,
-               float *logits, double *loss, Error *e);
+               const char *ablate, float *logits, double *loss, Error *e);
 
 /* storylm generate's text for prompt (prompt_len bytes, refused with a NUL
  * byte as slm_py_tokenize refuses it): samples stories (sample i with seed
  * seed + i), as a JSON array of strings. Names are capitalised as the CLI
  * does (stories, else the model's training file, else data/stories.txt; then
  * fallback_stories when none of those is found; each may be NULL), the
- * products at precision ("fp32" or "bf16"; NULL: fp32). */
+ * products at precision ("fp32" or "bf16"; NULL: fp32), the heads of
+ * ablate set to 0 (NULL: none; as slm_py_run). */
 /* The sampler's defaults, as JSON text (slm_view_generate_defaults_json). */
 char *slm_py_generate_defaults(Error *e);
 char *slm_py_generate(const PyModel *m, const char *prompt, size_t prompt_len, int max_tokens, double temperature,
                       int top_k, double top_p, uint64_t seed, int samples, const char *stories,
-                      const char *fallback_stories, const char *precision, Error *e);
+                      const char *fallback_stories, const char *precision, const char *ablate, Error *e);
 
 #endif

@@ -74,10 +74,11 @@ def _declare(lib):
         "slm_py_eos": (ctypes.c_int, [P]),
         "slm_py_vocab": (P, [P, E]),
         "slm_py_run": (ctypes.c_int, [P, i32p, ctypes.c_int, HOOK_FN, P, ctypes.POINTER(ctypes.c_char_p),
-                                      ctypes.c_int, ctypes.POINTER(ctypes.c_float),
+                                      ctypes.c_int, ctypes.c_char_p, ctypes.POINTER(ctypes.c_float),
                                       ctypes.POINTER(ctypes.c_double), E]),
         "slm_py_generate": (P, [P, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_double, ctypes.c_int, ctypes.c_double,
-                                ctypes.c_uint64, ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, E]),
+                                ctypes.c_uint64, ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
+                                ctypes.c_char_p, E]),
         "slm_py_generate_defaults": (P, [E]),
         "slm_model_threads_setup": (None, [ctypes.c_int]),
     }

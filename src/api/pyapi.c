@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "storylm/ablation.h"
 #include "storylm/data_files.h"
 #include "storylm/loaded_model.h"
 #include "storylm/text.h"
@@ -106,14 +107,22 @@ static double text_loss(const Activations *a, const int32_t *ids, int T) {
     return T > 1 ? sum / (T - 1) : 0.0;
 }
 
+/* ablate= (NULL: none) as the heads it switches off, to 0. */
+static int python_ablation(const PyModel *m, const char *ablate, Ablation *ab, Error *e) {
+    char desc[64];
+    return slm_ablation_parse(&m->lm, ablate, "ablate=", "zero", NULL, NULL, ab, desc, sizeof desc, e);
+}
+
 int slm_py_run(const PyModel *m, const int32_t *ids, int T, HookFn fn, void *ctx, const char *const *names, int n_names,
-               float *logits, double *loss, Error *e) {
+               const char *ablate, float *logits, double *loss, Error *e) {
     if (T < 1) return FAIL(e, "give at least one token ([EOS] first)", "nothing to run: no token");
+    Ablation ab;
+    if (python_ablation(m, ablate, &ab, e)) return -1;
     ForwardHooks hooks = {.fn = fn, .ctx = ctx, .names = names, .n_names = n_names};
     ProbeRunner r;
     if (slm_probe_runner_init(&r, &m->lm.model, T, e)) return -1;
     r.acts.hooks = fn ? &hooks : NULL;
-    int rc = slm_probe_run(&r, ids, T, NULL, e);
+    int rc = slm_probe_run(&r, ids, T, &ab, e);
     if (!rc && logits) memcpy(logits, r.acts.logits, (size_t)T * m->lm.model.cfg.vocab_size * sizeof(float));
     if (!rc && loss) *loss = text_loss(&r.acts, ids, T);
     slm_probe_runner_free(&r);
@@ -150,9 +159,11 @@ static int check_generate_options(int samples, int max_tokens, int top_k, double
 
 char *slm_py_generate(const PyModel *m, const char *prompt, size_t prompt_len, int max_tokens, double temperature,
                       int top_k, double top_p, uint64_t seed, int samples, const char *stories,
-                      const char *fallback_stories, const char *precision, Error *e) {
+                      const char *fallback_stories, const char *precision, const char *ablate, Error *e) {
+    Ablation ab;
     if (slm_text_check(prompt, prompt_len, "the prompt", e) ||
-        check_generate_options(samples, max_tokens, top_k, temperature, top_p, precision, e))
+        check_generate_options(samples, max_tokens, top_k, temperature, top_p, precision, e) ||
+        python_ablation(m, ablate, &ab, e))
         return NULL;
     ViewGenerateOptions go = slm_view_generate_defaults(); /* min_p and the repeat penalty as the CLI's */
     go.max_tokens = max_tokens, go.top_k = top_k, go.seed = seed, go.temperature = temperature, go.top_p = top_p;
@@ -163,7 +174,7 @@ char *slm_py_generate(const PyModel *m, const char *prompt, size_t prompt_len, i
     cJSON *texts = NULL;
     int rc = find_names(&names, &m->lm, stories, fallback_stories, from, sizeof from, e);
     if (!rc && from[0]) go.names = &names;
-    if (!rc) rc = slm_view_batch_init(&vb, &m->lm, NULL, prompt, &go, samples, e);
+    if (!rc) rc = slm_view_batch_init(&vb, &m->lm, &ab, prompt, &go, samples, e);
     if (!rc) {
         rc = slm_view_batch_run(&vb, NULL, NULL, e);
         texts = cJSON_CreateArray();
