@@ -225,6 +225,11 @@ done
 refuse 1 w8.safetensors window8 -- generate --model w8.safetensors --ablate 3 "Lily found a"
 refuse 1 w8.safetensors window8 -- eval stories.txt --model w8.safetensors --ablate 3
 
+# ---- a head the model lacks is the model's refusal, with its range; a value naming no head a usage error ----
+refuse 1 "--head 8 is out of range: this model has heads 0 to 7" -- lookup "Lily ran" --model model.safetensors --head 8
+refuse 1 "--head 2:3 is out of range" "heads 0 to 7" -- lookup "Lily ran" --model model.safetensors --head 2:3
+refuse 2 "--head" "names no head" -- lookup "Lily ran" --model model.safetensors --head 3x
+
 # ---- flags out of range, for every verb that takes them ----
 verbs=$("$STORYLM" --help | awk '/^verbs:/ {on = 1; next} on && NF {print $1}')
 [[ -n $verbs ]] || fail "storylm --help lists no verbs"

@@ -146,7 +146,10 @@ static void build_report(Report *r, const ProbeSession *ps, const char *stories,
     pair_table(r, ps, cr, 0);
     pair_table(r, ps, cr, 1);
     if (cr->n_reads) reads_tables(r, ps, cr);
-    ReportTable *z = slm_report_table(r, "mean_input", "The hidden layer's mean input z_mean (row, then heads 0..7)");
+    char title[96]; /* the model's own heads (circuits reads one layer): 0..7 on the chapter's network */
+    snprintf(title, sizeof title, "The hidden layer's mean input z_mean (row, then heads 0..%d)",
+             ps->lm.model.cfg.n_heads - 1);
+    ReportTable *z = slm_report_table(r, "mean_input", title);
     slm_table_column(z, "z", "z", CELL_VECTOR, 4);
     if (z) z->json_only = 1;
     slm_table_row(z);
