@@ -2,8 +2,8 @@
  * output is refused when it is an input (by any name), a family member or a
  * temporary named like an input, or holds a model or stories; temporaries
  * never follow a planted link; a lock is stale only when it is a lock of a
- * dead process, and one being taken is held; a file that must be new never
- * replaces one; numbers never wrap. */
+ * dead process, and one being taken is held; a plan's claims refuse a second
+ * writer; a file that must be new never replaces one; numbers never wrap. */
 #define _XOPEN_SOURCE 700
 #define _DEFAULT_SOURCE /* flock */
 #include <errno.h>
@@ -231,6 +231,35 @@ static void a_lock_being_taken_is_a_lock(void) {
     CHECK(stat(at("t.safetensors.lock"), &st) != 0);
 }
 
+/* Two plans that share a file (one run's moving average is the other's
+ * model): while one holds its claims the other is refused and claims
+ * nothing; a lock is no input. */
+static void claims_refuse_a_second_writer(void) {
+    OutputPlan a, b;
+    OutputClaims ca, cb;
+    Error e = {0};
+    slm_outputs_init(&a, false);
+    slm_outputs_write(&a, at("c.safetensors"), FILE_MODEL);
+    slm_outputs_write(&a, at("c.ema.safetensors"), FILE_MODEL);
+    slm_outputs_init(&b, false);
+    slm_outputs_write(&b, at("c.ema.safetensors"), FILE_MODEL);
+    slm_outputs_write(&b, at("c.ema.adam.safetensors"), FILE_MODEL);
+    CHECK(slm_outputs_claim(&a, &ca, &e) == 0 && ca.n == 2);
+    CHECK(slm_outputs_claim(&b, &cb, &e) == 1 && cb.n == 0 && strstr(e.message, "being written by another process"));
+    struct stat st;
+    CHECK(stat(at("c.ema.adam.safetensors.lock"), &st) != 0); /* nothing of b's left claimed */
+    slm_outputs_release(&ca);
+    CHECK(stat(at("c.safetensors.lock"), &st) != 0 && stat(at("c.ema.safetensors.lock"), &st) != 0);
+    CHECK(slm_outputs_claim(&b, &cb, &e) == 0);
+    slm_outputs_release(&cb);
+    slm_outputs_release(&cb); /* twice: nothing more */
+    put_text(at("d.safetensors.lock"), "");
+    slm_outputs_init(&a, false);
+    slm_outputs_read(&a, at("d.safetensors.lock"));
+    slm_outputs_write(&a, at("d.safetensors"), FILE_MODEL);
+    CHECK(slm_outputs_claim(&a, &ca, &e) < 0 && strstr(e.message, "same file as the lock"));
+}
+
 /* A file that must be new is never put over one, not even one that
  * appeared after its temporary was opened; another name may be tried. */
 static void new_files_never_replace(void) {
@@ -286,6 +315,7 @@ int main(void) {
     locks_are_stale_only_when_locks();
     a_zombie_holds_no_lock();
     a_lock_being_taken_is_a_lock();
+    claims_refuse_a_second_writer();
     new_files_never_replace();
     numbers_never_wrap();
     typed_text_is_checked();
