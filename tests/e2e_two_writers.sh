@@ -4,7 +4,9 @@
 # long as the run writes it, so a second run that would write the same file,
 # while the first runs, is refused with a message and a non-zero exit, and no
 # run ever replaces a file of another; a lock caught before its PID is written
-# is a lock.
+# is a lock. The server's part (two servers on one --train-dir, a CLI run into
+# the server's run, uploads at once, run numbers at INT_MAX) is in
+# tests/serve/two_writers_check.py.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 S="$STORYLM"
@@ -138,4 +140,11 @@ wait $holder 2>/dev/null || true
 "$S" train s.txt "${T[@]}" -o x.safetensors >/dev/null 2>err.txt || { cat err.txt; fail "an empty lock no process holds blocked a run"; }
 [ ! -e x.safetensors.lock ] || fail "the run left its lock"
 
+# ---- the server: two servers on one --train-dir, a CLI run into the server's run, uploads at once, run numbers ----
+M="$STORYLM_SOURCE_DIR/models/tinystories.safetensors"
+[[ -f "$M" ]] || { echo "e2e_two_writers: CLI passed; no shipped model for the server's part"; exit 0; }
+mkdir -p models data playground-models
+cp "$M" models/
+first_stories 300 >data/stories.txt
+"$PY" "$STORYLM_SOURCE_DIR/tests/serve/two_writers_check.py" "$S"
 echo "e2e_two_writers: passed"
