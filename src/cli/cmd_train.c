@@ -141,13 +141,12 @@ static int learn_vocab(const char *vocab_path, const char *stories_path, int siz
     return 0;
 }
 
-/* Reuses an existing vocabulary, or learns one from the stories and saves it. */
-static int get_vocab(const char *vocab_path, const char *stories_path, int size, char **text, bool say, bool *learnt,
+/* Reuses an existing vocabulary, or learns one from the stories and saves it
+ * (learn: the claims say it is to be learnt, and hold it). */
+static int get_vocab(const char *vocab_path, const char *stories_path, int size, char **text, bool say, bool learn,
                      Error *e) {
     size_t len;
-    struct stat st;
-    *learnt = stat(vocab_path, &st) != 0;
-    if (*learnt) return learn_vocab(vocab_path, stories_path, size, text, e);
+    if (learn) return learn_vocab(vocab_path, stories_path, size, text, e);
     if (say) fprintf(stderr, "storylm: using the vocabulary in %s (delete it to learn a new one)\n", vocab_path);
     return slm_file_read_all(vocab_path, 64u << 20, text, &len, e);
 }
@@ -188,7 +187,7 @@ static void print_summary(const Stories *s, const char *path) {
 
 /* vocab_size: --vocab-size, 0 when not given (then any size a vocabulary file has). */
 static int train_file(const char *path, TrainOptions *o, const char *vocab_path, int vocab_size, int n_test, bool json,
-                      bool force, Error *e, int *signalled) {
+                      Error *e, int *signalled) {
     bool root = dist_rank(o->dist) == 0;
     char *vocab = NULL;
     Tokenizer tok = {0};
@@ -196,17 +195,16 @@ static int train_file(const char *path, TrainOptions *o, const char *vocab_path,
     NameSwap swap = {0};
     StoriesOptions so = slm_stories_default_options();
     so.n_test = n_test;
-    FileLock lock = {0};
+    OutputClaims claims = {0};
     struct stat st;
     int rc = 0;
     if (stat(vocab_path, &st) != 0 && dist_size(o->dist) > 1) /* every rank would learn and write it */
         rc = FAIL(e, "learn it first: storylm vocab STORIES -o vocab.txt",
                   "under mpirun the vocabulary '%s' must exist", vocab_path);
-    /* rank 0 alone writes, so it alone checks the outputs and holds the lock */
-    if (!rc && root) rc = slm_train_check_outputs(path, o, vocab_path, force, e);
-    if (!rc && root) rc = slm_file_lock(&lock, o->out, e); /* one run per output: they would share the state's .next */
+    /* rank 0 alone writes, so it alone checks and claims every file the run writes */
     bool learnt = false;
-    if (!rc) rc = get_vocab(vocab_path, path, vocab_size, &vocab, root, &learnt, e);
+    if (!rc && root) rc = slm_train_claim_outputs(path, o, vocab_path, o->force, &claims, &learnt, e);
+    if (!rc) rc = get_vocab(vocab_path, path, vocab_size, &vocab, root, learnt, e);
     /* From the file, so that messages name it; the model gets the vocabulary's size
      * (exactly --vocab-size when given) */
     if (!rc && (rc = slm_tokenizer_load(&tok, vocab_path, vocab_size, e)) && strstr(e->message, "pieces, expected"))
@@ -257,7 +255,7 @@ static int train_file(const char *path, TrainOptions *o, const char *vocab_path,
                      .n_test = n_test};
     rc = print_result(&pl, o, &r, json, e);
 done:
-    slm_file_unlock(&lock);
+    slm_outputs_release(&claims);
     slm_name_swap_free(&swap);
     slm_stories_free(&s);
     slm_tokenizer_free(&tok);
@@ -411,6 +409,7 @@ static int run(int argc, char **argv) {
     if (args_given(argc, argv, "precision", 0)) o.given |= TRAIN_GIVEN_PRECISION;
     o.ema_save = ema_save;
     o.keep_best = keep_best;
+    o.force = force;
     o.threads = cli_set_threads(o.threads);
     o.stop = &stop_requested;
     if (slm_regularise_check_options(&o, &e)) return args_usage_error(&command_train, "%s", e.message);
@@ -422,7 +421,7 @@ static int run(int argc, char **argv) {
     if (!args_given(argc, argv, "vocab-size", 0)) vocab_size = 0; /* the words' or the file's size */
     dist.timeout_s = rank_timeout;
     if (cli_train_ranks_agree(&dist, opts, N_OPTIONS(opts), pos[0], vocab_path, &e) ||
-        train_file(pos[0], &o, vocab_path, vocab_size, n_test, json, force, &e, &signalled))
+        train_file(pos[0], &o, vocab_path, vocab_size, n_test, json, &e, &signalled))
         return cli_train_ranks_fail(&dist, &e);
     slm_dist_finalize(&dist);
     return signalled ? 130 : 0;

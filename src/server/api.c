@@ -399,6 +399,7 @@ static int api_train_start(Server *s, const cJSON *body, Reply *r) {
     Error e = {0};
     int rc = train_job_start(s->train, real, steps, (uint64_t)seed, eval_every, lr, &id, &e);
     if (rc < 0) return reply_failure(r, 500, &e);
+    if (rc == 2) return reply_failure(r, 409, &e);
     if (rc > 0) return reply_error(r, 409, "a training run is going on", "wait for it, or POST /api/train/stop");
     cJSON *j = cJSON_CreateObject();
     cJSON_AddNumberToObject(j, "id", id);

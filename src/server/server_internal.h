@@ -123,7 +123,8 @@ void entry_runs_free(ModelEntry *m);
 typedef struct TrainJob TrainJob;
 int train_job_create(TrainJob **out, const char *train_dir, Error *e);
 void train_job_free(TrainJob *j); /* stops a running job first, saving */
-/* 0 started (*id), 1 one is running already, -1 error. */
+/* 0 started (*id), with every file of the run claimed (slm_train_claim_outputs);
+ * 1 one is running already; 2 no run number could be claimed (e says why); -1 error. */
 int train_job_start(TrainJob *j, const char *stories, int steps, uint64_t seed, int eval_every, double lr, int *id,
                     Error *e); /* lr 0: the trainer's default */
 cJSON *train_job_status(TrainJob *j);

@@ -32,14 +32,22 @@ static int upload_name(const char *given, char *out, size_t size) {
     return 0;
 }
 
-/* train_dir/name, or train_dir/stem-2.txt .. when taken: an upload never
- * replaces a file. */
-static int free_path(const char *dir, const char *name, char *out, size_t size) {
-    struct stat st;
-    snprintf(out, size, "%s/%s", dir, name);
-    for (int k = 2; k < 1000 && stat(out, &st) == 0; k++)
-        snprintf(out, size, "%s/%.*s-%d.txt", dir, (int)(strlen(name) - 4), name, k);
-    return stat(out, &st) == 0 ? -1 : 0;
+/* Saves data as train_dir/name, or train_dir/stem-2.txt .. when taken: each
+ * name is tried with an exclusive create (slm_atomic_commit_new), so an upload
+ * never replaces a file, not even one of an upload of the same name at the
+ * same moment. 0 with the name in path; 1 when every name is taken; -1. */
+static int save_new(const char *dir, const char *name, const char *data, size_t len, char *path, size_t size,
+                    Error *e) {
+    AtomicFile a;
+    snprintf(path, size, "%s/%s", dir, name);
+    if (slm_atomic_open(&a, path, e)) return -1;
+    int rc = slm_atomic_write(&a, data, len, e) ? -1 : 1;
+    for (int k = 2; rc == 1 && k <= 1000; k++) {
+        if ((rc = slm_atomic_commit_new(&a, path, e)) == 1)
+            snprintf(path, size, "%s/%.*s-%d.txt", dir, (int)(strlen(name) - 4), name, k);
+    }
+    if (rc && a.temp_path) slm_atomic_abort(&a);
+    return rc;
 }
 
 static int training(Server *s) {
@@ -90,9 +98,9 @@ int api_upload(Server *s, const char *given, const char *data, size_t len, Reply
     long long tokens = count_tokens(s, data, spans, n, &e);
     free(spans);
     if (tokens < 0) return reply_failure(r, 500, &e);
-    if (free_path(s->o.train_dir, name, path, sizeof path))
-        return reply_error(r, 409, "too many uploads of that name", "give the file another name");
-    if (slm_file_write_atomic(path, data, len, &e)) return reply_failure(r, 500, &e);
+    int saved = save_new(s->o.train_dir, name, data, len, path, sizeof path, &e);
+    if (saved > 0) return reply_error(r, 409, "too many uploads of that name", "give the file another name");
+    if (saved < 0) return reply_failure(r, 500, &e);
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "stories", path);
     cJSON_AddNumberToObject(j, "stories_count", n);

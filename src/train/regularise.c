@@ -13,6 +13,7 @@
 #include "storylm/checkpoint.h"
 #include "storylm/dropout.h"
 #include "storylm/fileio.h"
+#include "storylm/outputs.h"
 
 /* ---- options and their record -------------------------------------------- */
 
@@ -173,8 +174,27 @@ static int resume_average(Regularise *g, int step, uint64_t run_id, Error *e) {
     return rc;
 }
 
-/* On a resume: the best so far of the run, if its file is there. */
+int slm_regularise_check_own(const char *path, uint64_t run_id, bool force, Error *e) {
+    struct stat st;
+    if (force || stat(path, &st) != 0 || st.st_size == 0) return 0;
+    char want[24];
+    snprintf(want, sizeof want, "%016" PRIx64, run_id);
+    SafeTensorsFile f;
+    bool own = slm_safetensors_open(&f, path, NULL) == 0; /* the header alone: its metadata */
+    if (own) {
+        const char *run = slm_metadata_get(&f.metadata, "trained_run");
+        own = run && strcmp(run, want) == 0;
+        slm_safetensors_close(&f);
+    }
+    if (own) return 0;
+    return FAIL(e, "move that file away, or give --force to replace it",
+                "'%s' holds %s of another run: it is not replaced", path, slm_file_kind_name(slm_file_kind(path)));
+}
+
+/* On a resume: the best so far of the run, if its file is there; another
+ * run's there (put by a run given --force) is kept, unless --force. */
 static int resume_best(Regularise *g, uint64_t run_id, Error *e) {
+    if (slm_regularise_check_own(g->best_path, run_id, g->o->force, e)) return -1;
     Model file;
     Metadata meta = {0};
     int own = load_own(g->best_path, run_id, &file, &meta, e);
