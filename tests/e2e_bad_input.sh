@@ -225,6 +225,27 @@ done
 refuse 1 w8.safetensors window8 -- generate --model w8.safetensors --ablate 3 "Lily found a"
 refuse 1 w8.safetensors window8 -- eval stories.txt --model w8.safetensors --ablate 3
 
+# ---- counts above the vocabulary: --n-probs 20 (and trace's --top-k 64) on a model
+# of 3 tokens give its 3 tokens, each once, never a slot the sampler did not fill ----
+"$STORYLM" train stories.txt --vocab-size 3 --vocab vocab3.txt --threads 2 --test-stories 20 --eval-every 0 --steps 2 \
+  --out three.safetensors 2>train.log >/dev/null || { cat train.log; fail "train a model of 3 tokens"; }
+for seed in 1 2 3 4 5 6; do
+  rc=0
+  "$STORYLM" generate --model three.safetensors --json --n-probs 20 -n 20 --seed $seed "a" >three.json 2>err.txt || rc=$?
+  ((rc == 0)) && ! grep -qE 'Sanitizer|runtime error:' err.txt ||
+    fail "generate --n-probs 20 on a model of 3 tokens (seed $seed): exit $rc, $(head -c 600 err.txt)"
+  $PY -c 'import json, sys
+j = json.load(open(sys.argv[1]))
+tokens = [t for s in j["samples"] for t in s["tokens"]]
+assert j["n_probs"] == 3 and tokens and all(sorted(a["id"] for a in t["top_logprobs"]) == [0, 1, 2] for t in tokens), j' \
+    three.json || fail "generate --n-probs 20 on a model of 3 tokens: not its 3 tokens each time"
+  cases=$((cases + 1))
+done
+"$STORYLM" trace "a . ." --model three.safetensors --top-k 64 --json >three.json 2>err.txt ||
+  fail "trace --top-k 64 on a model of 3 tokens: $(head -c 600 err.txt)"
+$PY -c 'import json, sys; assert len(json.load(open(sys.argv[1]))["guesses"]) == 3' three.json ||
+  fail "trace --top-k 64 on a model of 3 tokens: not its 3 tokens"
+
 # ---- flags out of range, for every verb that takes them ----
 verbs=$("$STORYLM" --help | awk '/^verbs:/ {on = 1; next} on && NF {print $1}')
 [[ -n $verbs ]] || fail "storylm --help lists no verbs"

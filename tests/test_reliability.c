@@ -1,7 +1,8 @@
 /* What a hostile-input pass found wrong in the numbers: a long story run in
  * pieces predicts exactly what it predicts whole (with memory bounded by a
- * piece), the loss stays right for huge but finite logits and stops naming
- * the position when they overflow, and the sampler never draws from NaN. */
+ * piece), the loss stays right for huge but finite logits and
+ * stops naming the position when they overflow, the sampler never draws from
+ * NaN, and more alternatives asked for than a model has tokens give them all. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include "storylm/rng.h"
 #include "storylm/sample.h"
 #include "storylm/shards.h"
+#include "storylm/views.h"
 
 enum { V = 2000 };
 
@@ -169,11 +171,44 @@ static void test_sampler_never_nan(void) {
     slm_sampler_free(&s);
 }
 
+/* "--n-probs 20 on a model of 3 tokens crashed": the sampler has 3
+ * alternatives to give, and 3 are kept and shown, each token once, the
+ * likeliest first; never the 17 slots it did not fill. */
+static void test_n_probs_above_vocabulary(void) {
+    const char *pieces = "[UNK]\n[EOS]\n.\n";
+    LoadedModel lm = {.path = "three.safetensors"};
+    Error e = {0};
+    CHECK(slm_tokenizer_from_text(&lm.tokenizer, pieces, strlen(pieces), 0, &e) == 0);
+    ModelConfig c = slm_model_config_default(ARCH_ATTENTION, 3);
+    if (slm_model_init(&lm.model, &c, NULL)) abort();
+    slm_model_randomize(&lm.model, 5);
+    lm.model.output_b[1] = -50.0f; /* [EOS] unlikely: the story goes on */
+    ViewGenerateOptions go = slm_view_generate_defaults();
+    go.max_tokens = 12, go.logprobs = 1, go.n_probs = SAMPLER_MAX_N_PROBS;
+    ViewGenerator vg;
+    CHECK(slm_view_generator_init(&vg, &lm, NULL, ".", &go, &e) == 0);
+    while (slm_view_generator_next(&vg, &e) > 0) {}
+    CHECK(vg.tokens == 12 && vg.n_probs == 3);
+    CHECK(vg.alternatives.len == (size_t)vg.tokens * 3 * sizeof(TokenAlternative));
+    int each_once = 1;
+    for (int i = 0; i < vg.tokens && vg.n_probs == 3; i++) {
+        const TokenAlternative *alt = slm_view_generator_alternatives(&vg, i);
+        int seen = 0;
+        for (int j = 0; j < 3; j++) seen |= alt[j].id >= 0 && alt[j].id < 3 ? 1 << alt[j].id : 8;
+        each_once &= seen == 7 && alt[0].logprob >= alt[1].logprob && alt[1].logprob >= alt[2].logprob;
+    }
+    CHECK(each_once);
+    slm_view_generator_free(&vg);
+    slm_model_free(&lm.model);
+    slm_tokenizer_free(&lm.tokenizer);
+}
+
 int main(void) {
     test_pieces_equal_whole(ARCH_ATTENTION);
     test_pieces_equal_whole(ARCH_WINDOW8);
     test_positions_bounded();
     test_huge_logits();
     test_sampler_never_nan();
+    test_n_probs_above_vocabulary();
     return check_report();
 }

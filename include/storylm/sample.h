@@ -93,7 +93,8 @@ int slm_sampler_sample_story(Sampler *s, const float *logits, const int32_t *sto
 /* logits (V) -> log-probability of token chosen under the model's own
  * distribution (softmax at temperature 1, before any penalty or cut), and
  * the k most likely tokens, most likely first (ties: lower id): their ids
- * (k) and log-probabilities (k). Uses s's scratch; draws nothing. */
+ * (k) and log-probabilities (k). k at most V: only min(k, V) are written.
+ * Uses s's scratch; draws nothing. */
 float slm_sampler_logprobs(Sampler *s, const float *logits, int chosen, int k, int32_t *top_ids, float *top_logprobs);
 
 /* logits (V) -> probabilities (V), softmax at temperature 1. */

@@ -114,13 +114,17 @@ typedef struct ViewGenerateOptions {
     const char *const *stops; /* (n_stops) strings the text ends before: the first written ends the story */
     int n_stops;
     int logprobs;          /* keep each new token's log-probability (slm_view_generator_logprob), */
-    int n_probs;           /* and its n_probs likeliest alternatives (0..SAMPLER_MAX_N_PROBS) */
+    int n_probs;           /* and its n_probs likeliest alternatives (0..SAMPLER_MAX_N_PROBS; a
+                            * model of fewer tokens gives all of them: slm_view_generate_n_probs) */
     const NameList *names; /* may be NULL; kept by the caller while the generator lives */
     int threads;           /* a ViewBatch's steps share its samples between this many (0, 1: the caller's) */
     Precision precision;   /* of the generator's products (slm_generator_batch_set_precision): FP32 by default */
 } ViewGenerateOptions;
 /* The defaults of sample.h, 200 tokens, seed 0, one thread. */
 ViewGenerateOptions slm_view_generate_defaults(void);
+/* The alternatives a token gets: go's n_probs, at most the vocabulary's size
+ * (its JSON says this number; the generators keep this many). */
+int slm_view_generate_n_probs(const ViewGenerateOptions *go, int vocab_size);
 /* The same as the fields of a generate request: {"max_tokens", "temperature",
  * "top_k", "top_p", "min_p", "repeat_penalty", "repeat_last_n"} (caller
  * cJSON_Deletes; NULL when out of memory): the one place the page and the

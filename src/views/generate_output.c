@@ -107,7 +107,7 @@ cJSON *slm_generate_json(const ViewBatch *vb, const LoadedModel *lm, const ViewG
     cJSON_AddNumberToObject(j, "seed", (double)go->seed);
     slm_view_generate_settings_json(j, go);
     cJSON_AddItemToObject(j, "stop", cJSON_CreateStringArray(go->stops, go->n_stops));
-    cJSON_AddNumberToObject(j, "n_probs", go->n_probs);
+    cJSON_AddNumberToObject(j, "n_probs", slm_view_generate_n_probs(go, lm->model.cfg.vocab_size));
     cJSON_AddStringToObject(j, "precision", slm_precision_name(go->precision));
     if (run->names_from)
         cJSON_AddStringToObject(j, "names_from", run->names_from);

@@ -55,6 +55,10 @@ cJSON *slm_view_generate_defaults_json(void) {
     return j;
 }
 
+int slm_view_generate_n_probs(const ViewGenerateOptions *go, int vocab_size) {
+    return go->n_probs < vocab_size ? go->n_probs : vocab_size; /* the sampler has no more to give */
+}
+
 /* The sampler's settings of go (a repeat penalty of 0 is none). */
 static SamplerSettings sampler_settings(const ViewGenerateOptions *go) {
     return (SamplerSettings){.temperature = (float)go->temperature,
@@ -78,7 +82,7 @@ static int story_setup(ViewGenerator *vg, const LoadedModel *lm, const char *pro
                           .stops = go->stops,
                           .n_stops = go->n_stops,
                           .logprobs = go->logprobs || go->n_probs > 0,
-                          .n_probs = go->n_probs};
+                          .n_probs = slm_view_generate_n_probs(go, lm->model.cfg.vocab_size)};
     if (go->n_probs < 0 || go->n_probs > SAMPLER_MAX_N_PROBS)
         return FAIL(e, "use 0 <= --n-probs <= 20", "invalid sampling settings: n-probs %d", go->n_probs);
     for (int i = 0; i < go->n_stops; i++)
