@@ -246,6 +246,16 @@ done
 $PY -c 'import json, sys; assert len(json.load(open(sys.argv[1]))["guesses"]) == 3' three.json ||
   fail "trace --top-k 64 on a model of 3 tokens: not its 3 tokens"
 
+# ---- an empty prompt file or empty stdin starts a story from nothing (no read of a NULL buffer) ----
+for how in "-f empty.txt" "-" "-f /dev/null"; do
+  rc=0
+  # shellcheck disable=SC2086 # $how is a flag and its value
+  "$STORYLM" generate --model model.safetensors -n 5 --seed 1 $how <empty.txt >out.txt 2>err.txt || rc=$?
+  ((rc == 0)) && [[ -s out.txt ]] && ! grep -qE 'Sanitizer|runtime error:' err.txt ||
+    fail "generate $how with an empty prompt: exit $rc, $(head -c 600 err.txt)"
+  cases=$((cases + 1))
+done
+
 # ---- flags out of range, for every verb that takes them ----
 verbs=$("$STORYLM" --help | awk '/^verbs:/ {on = 1; next} on && NF {print $1}')
 [[ -n $verbs ]] || fail "storylm --help lists no verbs"

@@ -16,7 +16,7 @@ char *slm_generate_read_prompt(FILE *in, const char *name, Error *e) {
     while ((n = fread(buf, 1, sizeof buf, in)) > 0)
         if (slm_bytevec_append(&b, buf, n, e)) return slm_bytevec_free(&b), NULL;
     if (ferror(in)) return slm_bytevec_free(&b), FAIL(e, NULL, "cannot read the prompt from %s", name), NULL;
-    if (memchr(b.data, '\0', b.len))
+    if (b.len && memchr(b.data, '\0', b.len)) /* an empty prompt has no buffer: memchr(NULL) is undefined */
         return slm_bytevec_free(&b), FAIL(e, "give a text file", "the prompt in %s holds a NUL byte", name), NULL;
     if (b.len && b.data[b.len - 1] == '\n') b.len--;
     if (b.len && b.data[b.len - 1] == '\r') b.len--;
