@@ -330,6 +330,11 @@ refuse 1 "overflows at position" -- ablate stories.txt --model huge.safetensors 
 "$STORYLM" eval stories.txt --model flat.safetensors --json >flat.json 2>/dev/null || fail "eval of flat logits"
 $PY -c 'import json, math, sys; r = json.load(open(sys.argv[1])); assert abs(r["loss"] - math.log(2000)) < 1e-3 and r["accuracy"] < 0.5, r' flat.json ||
   fail "biases of 3e38: eval does not give log(2000) and a low accuracy: $(cat flat.json)"
+"$STORYLM" eval --text "Lily found a red ball." --model flat.safetensors --json >flat.json 2>/dev/null || fail "eval --text of flat logits"
+$PY -c 'import json, math, sys; r = json.load(open(sys.argv[1]))
+assert abs(r["loss"] - math.log(2000)) < 1e-3 and r["accuracy"] == 0, r
+assert all(abs(t["probability"] - 1 / 2000) < 1e-6 and abs(t["loss"] - math.log(2000)) < 1e-3 for t in r["tokens"]), r' flat.json ||
+  fail "biases of 3e38: eval --text does not give eval's log(2000) and accuracy: $(head -c 600 flat.json)"
 start=$(date +%s%N)
 timeout 20 "$STORYLM" info --model keys80000.safetensors >/dev/null || fail "80,000 metadata keys do not load"
 ms=$((($(date +%s%N) - start) / 1000000))

@@ -99,10 +99,10 @@ char *slm_py_vocab(const PyModel *m, Error *e) {
 
 int slm_py_eos(const PyModel *m) { return m->lm.tokenizer.eos_id; }
 
-/* eval --text's loss: the mean of -log p over positions 0..T-2, in double from the logits. */
+/* eval --text's loss: the mean of -log p over positions 0..T-2, in double from the logits (slm_probe_loss). */
 static double text_loss(const Activations *a, const int32_t *ids, int T) {
     double sum = 0;
-    for (int p = 0; p + 1 < T; p++) sum += -log(slm_probe_probability(a, p, ids[p + 1], NULL));
+    for (int p = 0; p + 1 < T; p++) sum += slm_probe_loss(a, p, ids[p + 1]);
     return T > 1 ? sum / (T - 1) : 0.0;
 }
 

@@ -237,7 +237,8 @@ void slm_view_loss(Report *r, const ProbeSession *ps, const ViewText *vt, const 
     int right = 0;
     for (int p = 0; p + 1 < T; p++) {
         int rank, target = vt->ids.data[p + 1];
-        double prob = slm_probe_probability(&vt->runner.acts, p, target, &rank), loss = -log(prob);
+        double prob = slm_probe_probability(&vt->runner.acts, p, target, &rank),
+               loss = slm_probe_loss(&vt->runner.acts, p, target);
         sum += loss;
         right += rank == 1;
         slm_table_row(tab);

@@ -7,6 +7,7 @@ import copy
 import functools
 import gc
 import json
+import math
 import os
 import pathlib
 import subprocess
@@ -157,7 +158,8 @@ class LogitsAndLoss(unittest.TestCase):
                 x = logits[t].astype(np.float64)
                 p = np.exp(x[row["target_id"]] - x.max()) / np.exp(x - x.max()).sum()
                 self.assertAlmostEqual(p / row["probability"], 1.0, delta=1e-5, msg="%s position %d" % (path, t))
-                self.assertEqual(int((logits[t] > logits[t][row["target_id"]]).sum()) + 1, row["rank"])
+                x, tid = logits[t], row["target_id"]  # ranked as argmax takes it: a tie with an earlier id is above
+                self.assertEqual(int((x > x[tid]).sum() + (x[:tid] == x[tid]).sum()) + 1, row["rank"])
 
     def test_ids_run_as_given(self):
         m = model(model_paths()[0])
@@ -324,6 +326,14 @@ class Hooks(unittest.TestCase):
             x[np.arange(len(ids) - 1), ids[1:]] = 30
 
         self.assertLess(m.loss(TEXT, fwd_hooks=[("hook_logits", certain)]), 1e-20)
+
+    def test_huge_logits_give_the_loss_of_equal_tokens(self):
+        m = model(model_paths()[0])
+
+        def flat(x, hook):  # every token as likely: log(V), not the 0 of 3e38 + log(V) in float
+            x[:] = 3e38
+
+        self.assertAlmostEqual(m.loss(TEXT, fwd_hooks=[("hook_logits", flat)]), math.log(m.cfg.vocab_size), places=5)
 
     def test_a_hook_that_raises_raises_its_exception(self):
         m = model(model_paths()[0])
