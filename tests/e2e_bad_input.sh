@@ -72,6 +72,14 @@ for f in missing.txt folder pipe empty.txt nul.txt invalid.txt long.txt utf16.tx
   refuse 1 "$f" "$p" -- eval "$f" --model model.safetensors
 done
 [[ ! -e never.safetensors && ! -e learnt.txt ]] || fail "a refused run left a model or vocabulary behind"
+# A stories file whose name is not UTF-8 (Latin-1's e-acute) trains and saves: the model
+# records the name as UTF-8, the stray byte as \xe9 (it failed at the first save).
+cp stories.txt $'st\xe9ries.txt'
+"$STORYLM" train $'st\xe9ries.txt' "${common[@]}" --steps 2 --out latin1.safetensors >/dev/null 2>train.log ||
+  { cat train.log; fail "train on a stories file whose name is not UTF-8"; }
+"$STORYLM" info --model latin1.safetensors | grep -qF 'st\xe9ries.txt' ||
+  fail "the model does not record the name not UTF-8 as st\\xe9ries.txt"
+cases=$((cases + 1))
 for f in missing.txt folder pipe nul.txt invalid.txt; do
   refuse 1 "$f" "${problem[$f]}" -- tokenize --vocab vocab.txt --lines "$f"
 done

@@ -93,7 +93,7 @@ static int job_vocab(TrainJob *j, char **text, Error *e) {
     int rc = map_hash(&map, &j->stop, &hash, e);
     j->record =
         (StoriesRecord){.bytes = map.len, .fnv1a64 = hash, .has_sums = true}; /* what slm_record_of_file makes */
-    snprintf(j->record.name, sizeof j->record.name, "%.255s", base);
+    slm_record_set_name(&j->record, j->stories);
     snprintf(path, sizeof path, "%s/%s.%016llx.vocab.txt", j->dir, stem, (unsigned long long)hash);
     size_t len;
     struct stat st;
