@@ -80,6 +80,27 @@ cp stories.txt $'st\xe9ries.txt'
 "$STORYLM" info --model latin1.safetensors | grep -qF 'st\xe9ries.txt' ||
   fail "the model does not record the name not UTF-8 as st\\xe9ries.txt"
 cases=$((cases + 1))
+# Hints that fit the file: a gzip file is decompressed, lines ended by CR alone made LF, stories
+# holding NUL bytes are no text; none is told to convert from Windows-1252 nor to run sed G.
+$PY - <<'EOF'
+import gzip
+text = open("stories.txt", "rb").read()
+open("stories.txt.gz", "wb").write(gzip.compress(text))
+open("cr.txt", "wb").write(text[:20000].replace(b"\n", b"\r"))
+open("nulmix.txt", "wb").write(text.replace(b".", b".\0"))
+EOF
+declare -A fits=([stories.txt.gz]="zcat 'stories.txt.gz' > stories.txt" [cr.txt]="tr '\r' '\n' < 'cr.txt'"
+  [nulmix.txt]="hold NUL bytes")
+for f in stories.txt.gz cr.txt nulmix.txt; do
+  for args in "train $f --vocab vocab.txt --steps 2 --out never.safetensors" "vocab $f -o learnt.txt"; do
+    rc=0
+    # shellcheck disable=SC2086 # $args is a verb and its arguments
+    "$STORYLM" $args >/dev/null 2>err.txt || rc=$?
+    ((rc == 1)) && grep '^---> HINT:' err.txt | grep -qF -- "${fits[$f]}" && ! grep -qE 'WINDOWS-1252|sed G' err.txt ||
+      fail "storylm $args: exit $rc, the hint is not '${fits[$f]}': $(head -c 600 err.txt)"
+    cases=$((cases + 1))
+  done
+done
 for f in missing.txt folder pipe nul.txt invalid.txt; do
   refuse 1 "$f" "${problem[$f]}" -- tokenize --vocab vocab.txt --lines "$f"
 done
