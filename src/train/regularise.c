@@ -120,13 +120,18 @@ int slm_regularise_paths(Regularise *g, const TrainOptions *o, Error *e) {
     *g = (Regularise){.o = o, .best_loss = INFINITY, .best_step = -1};
     snprintf(g->model_path, sizeof g->model_path, "%s", o->out);
     if (beside(o->out, "ema", g->ema_path, e) || beside(o->out, "best", g->best_path, e)) return -1;
+    struct stat st;
     if (o->ema_save) {
         if (beside(o->out, "raw", g->checkpoint_path, e)) return -1;
         snprintf(g->ema_path, sizeof g->ema_path, "%s", o->out);
+        /* the raw weights a run with --ema-save resumes from: missing beside a model, that model had none */
+        if (o->resume && stat(g->checkpoint_path, &st) != 0 && stat(o->out, &st) == 0)
+            return FAIL(e, "resume with the flags the run began with",
+                        "cannot resume '%s': it was trained without --ema-save (there is no '%s' beside it)", o->out,
+                        g->checkpoint_path);
     } else {
         snprintf(g->checkpoint_path, sizeof g->checkpoint_path, "%s", o->out);
         char raw[REGULARISE_PATH_MAX];
-        struct stat st;
         if (o->resume && beside(o->out, "raw", raw, NULL) == 0 && stat(raw, &st) == 0)
             return FAIL(e, "resume with the flags the run began with",
                         "cannot resume '%s': it was trained with --ema-save (its raw weights are in '%s')", o->out,
