@@ -199,6 +199,8 @@ save("arch.safetensors", edited(arch))
 def dtype(h):
     h["distance"]["dtype"] = "I32"
 save("dtype.safetensors", edited(dtype))
+# a string cut at a NUL: json writes it as \u0000; "attention" would load and the rest be lost
+save("arch_nul.safetensors", edited(lambda h: h["__metadata__"].update({"arch": "attention\0 and more"})))
 open("len63.safetensors", "wb").write(struct.pack("<Q", 1 << 63) + raw[8:])
 open("lenmax.safetensors", "wb").write(b"\xff" * 8 + raw[8:])
 b, e = header["output.bias"]["data_offsets"]
@@ -243,6 +245,21 @@ refuse_model shape.safetensors "hidden.weight" "shape"
 refuse_model heads.safetensors "shape"
 refuse_model arch.safetensors "unexpected tensor"
 refuse_model dtype.safetensors "distance" "dtype"
+refuse_model arch_nul.safetensors "NUL character"
+tf="$STORYLM_SOURCE_DIR/models/tinystories-transformer.safetensors" # "act_fn": "gelu\u0000..." loaded as gelu
+if [[ -f $tf ]]; then
+  $PY - "$tf" <<'EOF'
+import json, struct, sys
+raw = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+h = json.loads(raw[8:8 + n])
+h["__metadata__"]["act_fn"] = "gelu\0 relu"
+t = json.dumps(h, separators=(",", ":")).encode()
+t += b" " * ((8 - (8 + len(t)) % 8) % 8)
+open("act_nul.safetensors", "wb").write(struct.pack("<Q", len(t)) + t + raw[8 + n:])
+EOF
+  refuse 1 act_nul.safetensors "NUL character" -- info --model act_nul.safetensors
+fi
 refuse_model len63.safetensors "header length 9223372036854775808"
 refuse_model lenmax.safetensors "header length 18446744073709551615"
 refuse_model vocab70000.safetensors "vocab_size '70000'"
