@@ -155,7 +155,7 @@ expect 1 "needs the attention network" stats slice.txt --model w8.safetensors
 expect 1 "needs the attention network" attend "Mia" --model w8.safetensors
 expect 1 "no heads to switch off" swap slice.txt --model w8.safetensors --ablate 1
 expect 1 "outside the text" attend "Mia saw" --model att.safetensors --pos 40
-expect 2 "--ablate-mode is zero or mean" swap slice.txt --model att.safetensors --ablate-mode half
+expect 2 "--ablate-mode half is not zero or mean" swap slice.txt --model att.safetensors --ablate-mode half
 # verbs whose numbers no switched-off head changes refuse --ablate rather than ignore it
 expect 2 "--ablate changes nothing stats shows" stats slice.txt --model att.safetensors --ablate 1
 expect 2 "--ablate-mode changes nothing heads shows" heads slice.txt --model att.safetensors --ablate-mode mean

@@ -17,7 +17,7 @@ static const char *const TEXT = "Once upon a time, there was a girl named Mia. M
 
 static int open_session(ProbeSession *ps, Error *e) {
     ProbeOptions po = {.model = check_source_path("models/tinystories.safetensors"),
-                       .ablate_mode = "zero",
+                       .ablate_mode = ABLATE_ZERO,
                        .n_test = STORIES_DEFAULT_TEST};
     return slm_probe_session_open(ps, &po, "test_views", NULL, PROBE_ATTENTION_ONLY, e);
 }
@@ -53,7 +53,8 @@ static void loss_on_text_is_the_trainers_evaluation(const ProbeSession *ps) {
 static void greedy_generation_follows_the_full_forward(const ProbeSession *ps) {
     Error e;
     ViewGenerator vg;
-    ViewGenerateOptions go = {.max_tokens = 25, .temperature = 0, .top_p = 1, .seed = 1};
+    ViewGenerateOptions go = {
+        .max_tokens = 25, .sampling = {.temperature = 0, .top_p = 1, .repeat_penalty = 1}, .seed = 1};
     CHECK(slm_view_generator_init(&vg, &ps->lm, NULL, "Lily found a", &go, &e) == 0);
     int rc, prompt = (int)vg.ids.len, agree = 1;
     while ((rc = slm_view_generator_next(&vg, &e)) > 0) {}

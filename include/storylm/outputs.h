@@ -15,6 +15,9 @@
 #include "storylm/error.h"
 #include "storylm/fileio.h"
 
+/* --force's help, the same in every verb that writes files. */
+#define OUTPUTS_FORCE_HELP "replace an output file that holds a model, stories or other data (kept otherwise)"
+
 /* What a file holds, read from its first bytes. */
 typedef enum FileKind {
     FILE_NONE,        /* absent or empty: nothing to lose */

@@ -7,6 +7,7 @@ import copy
 import ctypes
 import json
 import numbers
+import operator
 import os
 import threading
 
@@ -313,37 +314,44 @@ class Model:
     # ---- generation ---------------------------------------------------------------
 
     def generate(self, prompt="", max_tokens=None, temperature=None, top_k=None, top_p=None, seed=None, samples=1,
-                 stories=None, precision="fp32"):
+                 stories=None, precision="fp32", **options):
         """`storylm generate`'s text: the prompt as typed and the story written on
         (names capitalised as the CLI does; stories as its --stories). One str, or
         a list of samples strs when samples > 1 (sample i drawn with seed + i).
-        max_tokens, temperature, top_k and top_p left None take the CLI's defaults
-        (storylm.generate_defaults()). seed None (or -1, as the CLI's --seed -1)
-        draws one at random, kept in model.last_seed. precision "bf16" runs the
-        products in BF16, as the CLI's --precision bf16 (a CPU with avx512_bf16).
-        stories may be a str, bytes or os.PathLike. A whole number that the
-        library's type cannot hold raises OverflowError naming it."""
-        d = generate_defaults()
-        max_tokens = _lib.whole("generate", "max_tokens", d["max_tokens"] if max_tokens is None else max_tokens,
-                                _lib.INT_MIN, _lib.INT_MAX)
-        temperature = d["temperature"] if temperature is None else temperature
-        top_k = _lib.whole("generate", "top_k", d["top_k"] if top_k is None else top_k, _lib.INT_MIN, _lib.INT_MAX)
-        top_p = d["top_p"] if top_p is None else top_p
-        samples = _lib.whole("generate", "samples", samples, _lib.INT_MIN, _lib.INT_MAX)
-        seed = -1 if seed is None else _lib.whole("generate", "seed", seed, -1, _lib.UINT64_MAX)
-        if seed == -1:
-            seed = int.from_bytes(os.urandom(4), "little") & 0x7FFFFFFF
-        self.last_seed = seed
+        Each keyword is one of `storylm generate`'s options, read with its table
+        (its type, range and default: storylm.generate_params()): max_tokens
+        (--tokens), temperature, top_k, top_p, and in options min_p,
+        repeat_penalty, repeat_last_n and stop (a text or a list of texts); one
+        left None takes the CLI's default. seed None (or -1, as the CLI's --seed
+        -1) draws one at random, kept in model.last_seed. precision "bf16" runs
+        the products in BF16, as the CLI's --precision bf16 (a CPU with
+        avx512_bf16). stories may be a str, bytes or os.PathLike. A value the
+        table refuses raises storylm.KeywordError naming it in Python's words
+        (generate: temperature=200 is out of range (0 to 100)); a keyword
+        generate does not take or a value of the wrong type, KeywordTypeError."""
+        given = dict(options, max_tokens=max_tokens, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed,
+                     samples=samples, precision=precision)
+        if seed is None or (isinstance(seed, numbers.Integral) and not isinstance(seed, bool) and seed == -1):
+            given["seed"] = int.from_bytes(os.urandom(4), "little") & 0x7FFFFFFF
         raw = _text(prompt)
+        js = _lib.keywords("generate", given)
         err = _lib.Error()
         with self._use() as h:  # another thread may close the model meanwhile: it is freed after, not under
-            ptr = _lib.lib().slm_py_generate(h, raw, len(raw), max_tokens, float(temperature), top_k, float(top_p),
-                                             seed, samples,
+            ptr = _lib.lib().slm_py_generate(h, raw, len(raw), js.encode(),
                                              _lib.c_path("generate", "stories", stories) if stories else None,
-                                             _installed_stories(), _word("generate", "precision", precision),
-                                             ctypes.byref(err))
-        texts = json.loads(_lib.check_string(ptr, err))
+                                             _installed_stories(), ctypes.byref(err))
+        if not ptr:
+            raise err.exception("generate", given)
+        texts = json.loads(_lib.take_string(ptr))
+        self.last_seed = operator.index(given["seed"])
         return texts[0] if samples == 1 else texts
+
+
+def generate_params():
+    """`storylm generate`'s options that generate takes by keyword, as the C
+    library's table has them (the CLI's and the server's too): {keyword:
+    {"name", "type", "help", "default", "min", "max", "choices", ...}}."""
+    return {k: dict(v) for k, v in _lib.params("generate").items()}
 
 
 def generate_defaults():
@@ -359,15 +367,6 @@ def _text(text):
     if not isinstance(text, str):
         raise StorylmError("expected a text (str), got %s" % type(text).__name__, "give the text as a str")
     return text.encode("utf-8")
-
-
-def _word(verb, name, value):
-    """A short option given as text (precision="bf16"); one holding a NUL is
-    refused, as ctypes would pass only what comes before it."""
-    raw = _text(value)
-    if b"\0" in raw:
-        raise ValueError("%s: %s=%r holds a NUL character" % (verb, name, value))
-    return raw
 
 
 def _source_file(rel):

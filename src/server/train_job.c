@@ -37,7 +37,7 @@ struct TrainJob {
     char stories[PATH_MAX];
     uint64_t seed;
     int eval_every;
-    double lr;            /* peak learning rate; 0: the trainer's default */
+    double lr;            /* peak learning rate, as given (train's range: 0 is none) */
     const Stories *s;     /* while running */
     StoriesRecord record; /* of the stories file, made while its vocabulary is found: the trainer reads it no more */
     OutputClaims claims;  /* the run's files, claimed when it starts, released when it ends */
@@ -252,7 +252,7 @@ static int job_run(TrainJob *j, Error *e) {
     o.steps = j->steps;
     o.seed = j->seed;
     o.eval_every = j->eval_every;
-    if (j->lr > 0) o.lr = j->lr;
+    o.lr = j->lr;
     o.threads = 1; /* the other core answers the page */
     o.out = j->model;
     o.data_path = j->stories;

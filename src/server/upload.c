@@ -4,6 +4,7 @@
 #define _XOPEN_SOURCE 700 /* realpath */
 #include <fcntl.h>
 #include <microhttpd.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,8 +78,22 @@ static long long count_tokens(Server *s, const char *text, const StorySpan *span
     return tokens;
 }
 
-int api_upload(Server *s, const char *given, const char *data, size_t len, Reply *r) {
+/* The query of an upload (?name=FILE.txt) and of a download (?model=PATH). */
+typedef struct FileQuery {
+    const char *name, *model;
+} FileQuery;
+static const Param upload_param[] = {
+    {.name = "name", .type = PARAM_STRING, .offset = offsetof(FileQuery, name), .help = "the file's name, FILE.txt"}};
+static const ParamTable upload_fields = {"upload", upload_param, PARAMS_COUNT(upload_param)};
+static const Param download_param[] = {
+    {.name = "model", .type = PARAM_STRING, .offset = offsetof(FileQuery, model), .help = "a model /api/models lists"}};
+static const ParamTable download_fields = {"download", download_param, PARAMS_COUNT(download_param)};
+
+int api_upload(Server *s, const cJSON *query, const char *data, size_t len, Reply *r) {
     char name[128], path[PATH_MAX];
+    FileQuery q = {0};
+    if (request_read(&upload_fields, query, &q, NULL, NULL, 0, r)) return r->status;
+    const char *given = q.name;
     if (upload_name(given, name, sizeof name))
         return reply_error(r, 400, "give ?name=FILE.txt: a file name without '/' or '..'",
                            "like /api/upload?name=my-stories.txt");
@@ -109,8 +124,11 @@ int api_upload(Server *s, const char *given, const char *data, size_t len, Reply
     return reply_json(r, 201, j);
 }
 
-int api_download(Server *s, const char *given, Reply *r) {
+int api_download(Server *s, const cJSON *query, Reply *r) {
     char path[PATH_MAX];
+    FileQuery q = {0};
+    if (request_read(&download_fields, query, &q, NULL, NULL, 0, r)) return r->status;
+    const char *given = q.model;
     if (!given || model_resolve(&s->dirs, given, path, sizeof path) != 0)
         return reply_error(r, 404, "no such model", "name one of the models GET /api/models lists, as ?model=PATH");
     int fd = open(path, O_RDONLY);

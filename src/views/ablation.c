@@ -42,7 +42,7 @@ const char *slm_ablation_mean_stories(const LoadedModel *lm, const char *given, 
     return NULL;
 }
 
-int slm_ablation_parse(const LoadedModel *lm, const char *ablate, const char *mode, const float *mean,
+int slm_ablation_parse(const LoadedModel *lm, const char *ablate, AblationMode mode, const float *mean,
                        const char *mean_from, Ablation *ab, char *desc, size_t size, Error *e) {
     *ab = (Ablation){0};
     desc[0] = '\0';
@@ -54,7 +54,7 @@ int slm_ablation_parse(const LoadedModel *lm, const char *ablate, const char *mo
         return FAIL(e, "leave out --ablate", "'%s' is a %s model: it has no heads to switch off", lm->path,
                     slm_arch_name(lm->model.cfg.arch));
     if (slm_head_list_parse(ablate, &lm->model.cfg, &ab->heads, e)) return -1;
-    if (strcmp(mode, "mean") != 0) {
+    if (mode != ABLATE_MEAN) {
         snprintf(desc, size, "heads %s set to 0", ablate);
         return 0;
     }
@@ -70,12 +70,12 @@ void slm_ablation_add_warning(char *desc, size_t size, const char *warning) {
     if (warning[0] && used < size) snprintf(desc + used, size - used, " (warning: %s)", warning);
 }
 
-int slm_ablation_setup(const LoadedModel *lm, const char *ablate, const char *mode, const Stories *s,
+int slm_ablation_setup(const LoadedModel *lm, const char *ablate, AblationMode mode, const Stories *s,
                        const char *stories_path, int n_test, Ablation *ab, float **mean, char *desc, size_t size,
                        Error *e) {
     *mean = NULL;
     if (slm_ablation_parse(lm, ablate, mode, NULL, NULL, ab, desc, size, e)) return -1;
-    if (!ablate || strcmp(mode, "mean") != 0) return 0;
+    if (!ablate || mode != ABLATE_MEAN) return 0;
     const ModelConfig *c = &lm->model.cfg;
     *mean = xmalloc((size_t)slm_model_heads(c) * c->value_dim * sizeof(float), e); /* every layer's heads */
     if (!*mean) return -1;

@@ -144,8 +144,8 @@ static void done(ViewCall *c) {
     if (st->ran) slm_view_release_text(c, &st->vt);
 }
 
-static const ViewParam params[] = {
-    VIEW_ARG(AttendParams, text, "TEXT", VP_REQUIRED | VP_TEXT),
+static const Param params[] = {
+    VIEW_ARG(AttendParams, text, "TEXT", PARAM_REQUIRED | PARAM_TEXT),
     VIEW_PARAMS_COMMON(AttendParams),
     VIEW_PARAMS_SVG(AttendParams),
     VIEW_PARAM_MEAN_STORIES(AttendParams),

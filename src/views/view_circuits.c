@@ -13,7 +13,7 @@
 #include "storylm/svg.h"
 
 /* The stories of the mean input (--stories) are the session's in the server
- * (VP_STORIES); check moves them to po.mean_stories, so that no session
+ * (PARAM_STORIES); check moves them to po.mean_stories, so that no session
  * reads them as its own (circuits reads no stories but these). */
 typedef struct CircuitsParams {
     ProbeOptions po;
@@ -235,16 +235,16 @@ static int check(void *params, Error *e) {
 
 static int build(ViewCall *c, Error *e) { return circuits(c->report, c->ps, c->params, e); }
 
-static const ViewParam params[] = {
+static const Param params[] = {
     VIEW_PARAMS_COMMON(CircuitsParams),
     VIEW_PARAMS_SVG(CircuitsParams),
     VIEW_PARAM_TEST_STORIES(CircuitsParams),
     {.name = "stories",
-     .type = VIEW_STRING,
+     .type = PARAM_STRING,
      .offset = offsetof(CircuitsParams, stories),
      .meta = "FILE",
      .help = "stories for the mean input and --ablate-mode mean (needed; info names the training file)",
-     .flags = VP_STORIES},
+     .flags = PARAM_STORIES},
     VIEW_INT_PARAM(CircuitsParams, head, "head", "H", "only this head, 0 to 7 (-1: every head)", -1, 7, -1),
     VIEW_INT_PARAM(CircuitsParams, layer, "layer", "L", "the transformer block whose heads to show", 1,
                    STORYLM_MAX_TF_LAYERS, 1),

@@ -124,8 +124,8 @@ static void done(ViewCall *c) {
     if (st->ran) slm_view_release_text(c, &st->vt);
 }
 
-static const ViewParam params[] = {
-    VIEW_ARG(LookupParams, text, "TEXT", VP_REQUIRED | VP_TEXT),
+static const Param params[] = {
+    VIEW_ARG(LookupParams, text, "TEXT", PARAM_REQUIRED | PARAM_TEXT),
     VIEW_PARAMS_COMMON(LookupParams),
     VIEW_PARAM_MEAN_STORIES(LookupParams),
     VIEW_INT_PARAM(LookupParams, pos, "pos", "N", "the position reading; negative: from the end", -1000000, 1000000,
