@@ -105,6 +105,40 @@ def main():
     bad = b"[UNK]\r\n[EOS]\r\na\n\na\n"
     write(t, "own_vocab_bad.txt", b"\x01" + struct.pack("<H", len(bad)) + bad + b"a")
 
+    # a request: its first line "METHOD /api/...?query", then the body
+    t = "fuzz_request"
+    text = "Lily found a red ball. She gave the ball to Tom."
+    requests = {
+        "generate": ("POST /api/generate", {"prompt": "Lily", "max_tokens": 20, "temperature": 0.8, "top_k": 40,
+                                            "top_p": 0.9, "min_p": 0.05, "repeat_penalty": 1.1, "repeat_last_n": 64,
+                                            "seed": 3, "stop": [".", "The end"], "n_probs": 2, "precision": "fp32",
+                                            "ablate": [1, 3], "ablate_mode": "mean", "model": "m.safetensors"}),
+        "generate_typo": ("POST /api/generate", {"prompt": "Lily", "tempreature": 200}),
+        "attend": ("POST /api/attend", {"text": text, "pos": -1, "head": 2, "layer": 1, "ablate": "1:3,2:5"}),
+        "attend_wide": ("POST /api/attend", {"text": text, "wide": True, "ablate_mode": "zero"}),
+        "trace": ("POST /api/trace", {"text": text, "top_k": 5}),
+        "loss": ("POST /api/loss", {"text": text, "ablate": [3]}),
+        "ablate": ("POST /api/ablate", {"heads": "3,5", "mode": "mean", "stories": "data/stories.txt"}),
+        "heads": ("POST /api/heads", {"model": ["a.safetensors", "b.safetensors"], "top": 5}),
+        "swap": ("POST /api/swap", {"text": text, "name": "zarko", "baseline": "b.safetensors"}),
+        "train": ("POST /api/train", {"stories": "data/stories.txt", "steps": 300, "seed": 1, "eval_every": 25,
+                                      "lr": 0.003}),
+        "train_lr_0": ("POST /api/train", {"steps": 5, "lr": 0}),
+        "tokenize": ("POST /api/tokenize", {"text": text, "model": "m.safetensors"}),
+        "stories": ("POST /api/stories", {"model": "m.safetensors"}),
+        "batch": ("POST /api/batch", {"requests": [{"url": "/api/attend", "body": {"text": text, "head": 1}},
+                                                   {"url": "/api/trace", "body": {"text": text}},
+                                                   {"url": "/api/tokenize", "body": {"text": "Lily"}},
+                                                   {"url": "/api/loss", "body": {"text": text, "hed": 1}}]}),
+    }
+    for name, (line, body) in requests.items():
+        write(t, name, line + "\n" + json.dumps(body))
+    write(t, "distances_get", "GET /api/distances?up_to=16&layer=1&model=m.safetensors\n")
+    write(t, "info_get", "GET /api/info?zzz=1\n")
+    write(t, "models_get", "GET /api/models\n")
+    write(t, "nul", b"POST /api/attend\n{\"text\": \"a\\u0000b\"}")
+    write(t, "not_utf8", b"POST /api/attend\n{\"t\xffext\": \"ab\"}")
+
 
 if __name__ == "__main__":
     main()

@@ -72,6 +72,35 @@ for f in missing.txt folder pipe empty.txt nul.txt invalid.txt long.txt utf16.tx
   refuse 1 "$f" "$p" -- eval "$f" --model model.safetensors
 done
 [[ ! -e never.safetensors && ! -e learnt.txt ]] || fail "a refused run left a model or vocabulary behind"
+# A stories file whose name is not UTF-8 (Latin-1's e-acute) trains and saves: the model
+# records the name as UTF-8, the stray byte as \xe9 (it failed at the first save).
+cp stories.txt $'st\xe9ries.txt'
+"$STORYLM" train $'st\xe9ries.txt' "${common[@]}" --steps 2 --out latin1.safetensors >/dev/null 2>train.log ||
+  { cat train.log; fail "train on a stories file whose name is not UTF-8"; }
+"$STORYLM" info --model latin1.safetensors | grep -qF 'st\xe9ries.txt' ||
+  fail "the model does not record the name not UTF-8 as st\\xe9ries.txt"
+cases=$((cases + 1))
+# Hints that fit the file: a gzip file is decompressed, lines ended by CR alone made LF, stories
+# holding NUL bytes are no text; none is told to convert from Windows-1252 nor to run sed G.
+$PY - <<'EOF'
+import gzip
+text = open("stories.txt", "rb").read()
+open("stories.txt.gz", "wb").write(gzip.compress(text))
+open("cr.txt", "wb").write(text[:20000].replace(b"\n", b"\r"))
+open("nulmix.txt", "wb").write(text.replace(b".", b".\0"))
+EOF
+declare -A fits=([stories.txt.gz]="zcat 'stories.txt.gz' > stories.txt" [cr.txt]="tr '\r' '\n' < 'cr.txt'"
+  [nulmix.txt]="hold NUL bytes")
+for f in stories.txt.gz cr.txt nulmix.txt; do
+  for args in "train $f --vocab vocab.txt --steps 2 --out never.safetensors" "vocab $f -o learnt.txt"; do
+    rc=0
+    # shellcheck disable=SC2086 # $args is a verb and its arguments
+    "$STORYLM" $args >/dev/null 2>err.txt || rc=$?
+    ((rc == 1)) && grep '^---> HINT:' err.txt | grep -qF -- "${fits[$f]}" && ! grep -qE 'WINDOWS-1252|sed G' err.txt ||
+      fail "storylm $args: exit $rc, the hint is not '${fits[$f]}': $(head -c 600 err.txt)"
+    cases=$((cases + 1))
+  done
+done
 for f in missing.txt folder pipe nul.txt invalid.txt; do
   refuse 1 "$f" "${problem[$f]}" -- tokenize --vocab vocab.txt --lines "$f"
 done
@@ -170,6 +199,8 @@ save("arch.safetensors", edited(arch))
 def dtype(h):
     h["distance"]["dtype"] = "I32"
 save("dtype.safetensors", edited(dtype))
+# a string cut at a NUL: json writes it as \u0000; "attention" would load and the rest be lost
+save("arch_nul.safetensors", edited(lambda h: h["__metadata__"].update({"arch": "attention\0 and more"})))
 open("len63.safetensors", "wb").write(struct.pack("<Q", 1 << 63) + raw[8:])
 open("lenmax.safetensors", "wb").write(b"\xff" * 8 + raw[8:])
 b, e = header["output.bias"]["data_offsets"]
@@ -214,6 +245,21 @@ refuse_model shape.safetensors "hidden.weight" "shape"
 refuse_model heads.safetensors "shape"
 refuse_model arch.safetensors "unexpected tensor"
 refuse_model dtype.safetensors "distance" "dtype"
+refuse_model arch_nul.safetensors "NUL character"
+tf="$STORYLM_SOURCE_DIR/models/tinystories-transformer.safetensors" # "act_fn": "gelu\u0000..." loaded as gelu
+if [[ -f $tf ]]; then
+  $PY - "$tf" <<'EOF'
+import json, struct, sys
+raw = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+h = json.loads(raw[8:8 + n])
+h["__metadata__"]["act_fn"] = "gelu\0 relu"
+t = json.dumps(h, separators=(",", ":")).encode()
+t += b" " * ((8 - (8 + len(t)) % 8) % 8)
+open("act_nul.safetensors", "wb").write(struct.pack("<Q", len(t)) + t + raw[8 + n:])
+EOF
+  refuse 1 act_nul.safetensors "NUL character" -- info --model act_nul.safetensors
+fi
 refuse_model len63.safetensors "header length 9223372036854775808"
 refuse_model lenmax.safetensors "header length 18446744073709551615"
 refuse_model vocab70000.safetensors "vocab_size '70000'"
@@ -229,6 +275,37 @@ refuse 1 w8.safetensors window8 -- eval stories.txt --model w8.safetensors --abl
 refuse 1 "--head 8 is out of range: this model has heads 0 to 7" -- lookup "Lily ran" --model model.safetensors --head 8
 refuse 1 "--head 2:3 is out of range" "heads 0 to 7" -- lookup "Lily ran" --model model.safetensors --head 2:3
 refuse 2 "--head" "names no head" -- lookup "Lily ran" --model model.safetensors --head 3x
+
+# ---- counts above the vocabulary: --n-probs 20 (and trace's --top-k 64) on a model
+# of 3 tokens give its 3 tokens, each once, never a slot the sampler did not fill ----
+"$STORYLM" train stories.txt --vocab-size 3 --vocab vocab3.txt --threads 2 --test-stories 20 --eval-every 0 --steps 2 \
+  --out three.safetensors 2>train.log >/dev/null || { cat train.log; fail "train a model of 3 tokens"; }
+for seed in 1 2 3 4 5 6; do
+  rc=0
+  "$STORYLM" generate --model three.safetensors --json --n-probs 20 -n 20 --seed $seed "a" >three.json 2>err.txt || rc=$?
+  ((rc == 0)) && ! grep -qE 'Sanitizer|runtime error:' err.txt ||
+    fail "generate --n-probs 20 on a model of 3 tokens (seed $seed): exit $rc, $(head -c 600 err.txt)"
+  $PY -c 'import json, sys
+j = json.load(open(sys.argv[1]))
+tokens = [t for s in j["samples"] for t in s["tokens"]]
+assert j["n_probs"] == 3 and tokens and all(sorted(a["id"] for a in t["top_logprobs"]) == [0, 1, 2] for t in tokens), j' \
+    three.json || fail "generate --n-probs 20 on a model of 3 tokens: not its 3 tokens each time"
+  cases=$((cases + 1))
+done
+"$STORYLM" trace "a . ." --model three.safetensors --top-k 64 --json >three.json 2>err.txt ||
+  fail "trace --top-k 64 on a model of 3 tokens: $(head -c 600 err.txt)"
+$PY -c 'import json, sys; assert len(json.load(open(sys.argv[1]))["guesses"]) == 3' three.json ||
+  fail "trace --top-k 64 on a model of 3 tokens: not its 3 tokens"
+
+# ---- an empty prompt file or empty stdin starts a story from nothing (no read of a NULL buffer) ----
+for how in "-f empty.txt" "-" "-f /dev/null"; do
+  rc=0
+  # shellcheck disable=SC2086 # $how is a flag and its value
+  "$STORYLM" generate --model model.safetensors -n 5 --seed 1 $how <empty.txt >out.txt 2>err.txt || rc=$?
+  ((rc == 0)) && [[ -s out.txt ]] && ! grep -qE 'Sanitizer|runtime error:' err.txt ||
+    fail "generate $how with an empty prompt: exit $rc, $(head -c 600 err.txt)"
+  cases=$((cases + 1))
+done
 
 # ---- flags out of range, for every verb that takes them ----
 verbs=$("$STORYLM" --help | awk '/^verbs:/ {on = 1; next} on && NF {print $1}')
@@ -303,6 +380,11 @@ refuse 1 "overflows at position" -- ablate stories.txt --model huge.safetensors 
 "$STORYLM" eval stories.txt --model flat.safetensors --json >flat.json 2>/dev/null || fail "eval of flat logits"
 $PY -c 'import json, math, sys; r = json.load(open(sys.argv[1])); assert abs(r["loss"] - math.log(2000)) < 1e-3 and r["accuracy"] < 0.5, r' flat.json ||
   fail "biases of 3e38: eval does not give log(2000) and a low accuracy: $(cat flat.json)"
+"$STORYLM" eval --text "Lily found a red ball." --model flat.safetensors --json >flat.json 2>/dev/null || fail "eval --text of flat logits"
+$PY -c 'import json, math, sys; r = json.load(open(sys.argv[1]))
+assert abs(r["loss"] - math.log(2000)) < 1e-3 and r["accuracy"] == 0, r
+assert all(abs(t["probability"] - 1 / 2000) < 1e-6 and abs(t["loss"] - math.log(2000)) < 1e-3 for t in r["tokens"]), r' flat.json ||
+  fail "biases of 3e38: eval --text does not give eval's log(2000) and accuracy: $(head -c 600 flat.json)"
 start=$(date +%s%N)
 timeout 20 "$STORYLM" info --model keys80000.safetensors >/dev/null || fail "80,000 metadata keys do not load"
 ms=$((($(date +%s%N) - start) / 1000000))

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The command line's conventions, the same in every verb: `storylm help VERB`,
 # typos answered with the nearest verb or flag, short options with their
-# value attached (-n10), --output accepted for --out.
+# value attached (-n10), --output accepted for --out, a flag given only when it was
+# (an output named -s.safetensors is no -s).
 set -euo pipefail
 source "$STORYLM_SOURCE_DIR/tests/common.sh"
 S="$STORYLM"
@@ -83,4 +84,14 @@ grep -q -- '--top ' flags.txt && fail "a verb still calls a k --top: $(grep -- '
 "$S" trace "Lily found a" --model "$MODEL" --top 2 > top.txt 2> /dev/null || fail "--top is no longer read as --top-k"
 "$S" trace "Lily found a" --model "$MODEL" --top-k 2 > top_k.txt 2> /dev/null
 cmp -s top.txt top_k.txt || fail "--top and --top-k differ"
-echo "PASSED: help VERB, typo suggestions, attached short values, --output, one help convention, one meaning a flag"
+# What was given is what the parser read, not any argument that looks like it: an output named
+# "-s.safetensors" is no -s (--seed) given again, which a resume would refuse.
+first_stories 40 > forty.txt
+small=(forty.txt --vocab-size 60 --vocab forty.vocab.txt --steps 3 --eval-every 0 --test-stories 4 --threads 1)
+"$S" train "${small[@]}" --seed 3 -o -s.safetensors > /dev/null 2> first.txt || { cat first.txt; fail "train -o -s.safetensors"; }
+"$S" train "${small[@]}" --steps 4 -o -s.safetensors --resume > /dev/null 2> resume.txt ||
+  { cat resume.txt; fail "--resume of -o -s.safetensors was refused as if --seed were given"; }
+if "$S" train "${small[@]}" --steps 5 -o -s.safetensors --resume -s 2 2> seed.txt > /dev/null; then
+  fail "a resume with another -s was taken"; fi
+grep -q -- "--seed" seed.txt || fail "a resume with another -s: $(cat seed.txt)"
+echo "PASSED: help VERB, typo suggestions, attached short values, --output, one help convention, one meaning a flag, given flags"

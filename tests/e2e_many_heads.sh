@@ -94,8 +94,8 @@ refused 1 "--head 16 is out of range: $range" -- attend "$T" -m tf128.safetensor
 refused 1 "--ablate 1:0,9:0: layer 9 is out of range: $range" -- eval s.txt -m tf128.safetensors --ablate 1:0,9:0
 refused 1 "--heads 8:99: head 99 is out of range: $range" -- ablate s.txt -m tf128.safetensors --heads 8:99
 refused 1 "--head 6:1 is out of range: this model has layers 1 to 5 of heads 0 to 7" -- circuits -m tf40.safetensors --stories s.txt --head 6:1
-refused 2 "cannot read --head 'x'" -- attend "$T" -m tf128.safetensors --head x
-refused 2 "--head 2:3 and --layer 3 name different layers" -- attend "$T" -m tf128.safetensors --layer 3 --head 2:3
+refused 2 "--head x names no head" -- attend "$T" -m tf128.safetensors --head x
+refused 2 "--head 2:3 names layer 2, and the layer given is 3" -- attend "$T" -m tf128.safetensors --layer 3 --head 2:3
 
 # a file claiming more heads a block, or more blocks, than a model may have is refused at load
 "$PY" - tf128.safetensors <<'EOF'
@@ -129,16 +129,21 @@ try:
     status, got = srv.get("/api/attend?text=Lily&head=8:12")
     assert status == 200, (status, got)
     status, got = srv.post("/api/attend", {"text": T, "head": "8:16"})
-    assert status == 400 and got["error"] == '"head": 8:16 is out of range: ' + rng, (status, got)
+    assert status == 400 and got["error"] == '"head": "8:16" is out of range: ' + rng, (status, got)
     want = cli_json(S, "eval", "--text", T, "-m", "tf128.safetensors", "--ablate", "5:3,8:15", "--threads", "1")
     status, got = srv.post("/api/eval", {"text": T, "ablate": ["5:3", "8:15"]})
     assert status == 200 and got["loss"] == want["loss"], (status, got, want)
     status, got = srv.post("/api/eval", {"text": T, "ablate": [3, "9:0"]})
-    assert status == 400 and got["error"] == '"ablate": 3,9:0: layer 9 is out of range: ' + rng, (status, got)
+    assert status == 400 and got["error"] == '"ablate": "3,9:0": layer 9 is out of range: ' + rng, (status, got)
     status, got = srv.post("/api/ablate", {"heads": "8:99"})
     assert status == 400 and "head 99 is out of range: " + rng in got["error"], (status, got)
     status, got = srv.post("/api/attend", {"text": T, "head": [1, 2]})  # a list where one head goes
     assert status == 400, (status, got)
+    # a head field is a field of the view's table: its type checked, a field beside it no view takes refused
+    status, got = srv.post("/api/attend", {"text": T, "head": {"layer": 2}})
+    assert status == 400 and got["error"].startswith('"head": {"layer":2} is not a head or a list of heads'), got
+    status, got = srv.post("/api/attend", {"text": T, "head": "8:12", "heda": 1})
+    assert status == 400 and got["error"] == 'unknown field "heda"', (status, got)
 finally:
     srv.stop_cleanly()
 print("server: head fields OK")
@@ -170,7 +175,7 @@ try:
     m.loss(T, ablate="8:16")
     raise SystemExit("ablate=8:16 was accepted")
 except storylm.StorylmError as err:
-    assert err.message == "ablate=8:16: head 16 is out of range: " + rng, err.message
+    assert err.message == "ablate='8:16': head 16 is out of range: " + rng, err.message
 print("python: ablate= OK")
 EOF
 echo "many heads: OK"

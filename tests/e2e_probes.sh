@@ -149,14 +149,14 @@ expect() { # CODE WORDS... -- ARGS
 expect 1 "head 8 is out of range" eval slice.txt --model att.safetensors --ablate 8
 expect 1 "head 9 is out of range" ablate slice.txt --model att.safetensors --heads 9
 expect 1 "--head 8 is out of range: this model has heads 0 to 7" attend "Mia" --model att.safetensors --head 8 # the model refuses it
-expect 2 "cannot read --head '8x'" attend "Mia" --model att.safetensors --head 8x # no head at all
+expect 2 "--head 8x names no head" attend "Mia" --model att.safetensors --head 8x # no head at all
 expect 1 "out of range" generate --model att.safetensors --ablate 3,12 "Mia"
 expect 1 "needs the attention network" heads slice.txt --model w8.safetensors
 expect 1 "needs the attention network" stats slice.txt --model w8.safetensors
 expect 1 "needs the attention network" attend "Mia" --model w8.safetensors
 expect 1 "no heads to switch off" swap slice.txt --model w8.safetensors --ablate 1
 expect 1 "outside the text" attend "Mia saw" --model att.safetensors --pos 40
-expect 2 "--ablate-mode is zero or mean" swap slice.txt --model att.safetensors --ablate-mode half
+expect 2 "--ablate-mode half is not zero or mean" swap slice.txt --model att.safetensors --ablate-mode half
 # verbs whose numbers no switched-off head changes refuse --ablate rather than ignore it
 expect 2 "--ablate changes nothing stats shows" stats slice.txt --model att.safetensors --ablate 1
 expect 2 "--ablate-mode changes nothing heads shows" heads slice.txt --model att.safetensors --ablate-mode mean

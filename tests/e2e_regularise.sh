@@ -98,4 +98,8 @@ grep -q "cannot resume 'part.safetensors': it was trained with --weight-decay 0.
 grep -q "it was trained with --ema 0.9, not 0.8" bad.err || { cat bad.err; fail "resume with another --ema: message"; }
 "$STORYLM" train slice.txt "${common[@]}" --steps 60 --resume --out es.safetensors --ema 0.8 > bad.out 2> bad.err && fail "a resume without --ema-save was accepted"
 grep -q "it was trained with --ema-save" bad.err || { cat bad.err; fail "resume without --ema-save: message"; }
+# and the other way: --ema-save added to a run that had none (it said "cannot open 'part.raw.safetensors'")
+"$STORYLM" train slice.txt "${common[@]}" --steps 60 --resume --out part.safetensors "${all[@]}" --ema-save > bad.out 2> bad.err &&
+  fail "a resume adding --ema-save was accepted"
+grep -q "cannot resume 'part.safetensors': it was trained without --ema-save" bad.err || { cat bad.err; fail "resume adding --ema-save: message"; }
 echo "regularisation flags: all checks passed"

@@ -16,6 +16,9 @@ first_stories 300 > data/stories.txt
 # a model of two layers: the views of one layer's heads refuse it with a 400, the others answer
 "$STORYLM" train data/stories.txt --vocab vocab.txt --layers 2 --steps 4 --eval-every 0 --test-stories 20 \
   --out models/two-layers.safetensors 2> two-layers.log || { cat two-layers.log; fail "train --layers 2"; }
+# a model of 3 tokens: "n_probs": 20 gives its 3 (the server once died of it)
+"$STORYLM" train data/stories.txt --vocab-size 3 --vocab vocab3.txt --steps 2 --eval-every 0 --test-stories 20 \
+  --out models/three-tokens.safetensors 2> three.log || { cat three.log; fail "train --vocab-size 3"; }
 mkdir -p elsewhere && cp "$M/tinystories.safetensors" elsewhere/m.safetensors
 ln -s "$PWD/elsewhere/m.safetensors" models/outside.safetensors # listed folders only: a symlink out is refused
 "$PY" "$STORYLM_SOURCE_DIR/tests/serve/api_check.py" "$STORYLM" "$STORYLM_SOURCE_DIR"

@@ -25,11 +25,11 @@ for f in corpus.txt crlf.txt blank.txt odd.txt; do
   got=$(STORYLM_CACHE=/dev/null/none shape_digest "$f" "$model") # no usable cache folder
   [[ $got == "${want[$f]}" ]] || fail "$f without a cache: the reader's ids, counts or split differ (digest $got)"
 done
-# the cache holds 2 bytes an id: header 56, ids, padding to 8, 16 bytes a story, 8 more
+# the cache holds 2 bytes an id: header 64, ids, padding to 8, 16 bytes a story, 8 more
 rm -rf "$STORYLM_CACHE"
 read -r stories tokens < <("$STORYLM" stories corpus.txt -m "$model" | awk '/^stories/ {s=$2} /^tokens/ {t=$2} END {print s, t}')
 size=$(stat -c %s "$STORYLM_CACHE"/*.ids)
-expect=$(( (56 + 2 * tokens + 7) / 8 * 8 + 16 * stories + 16 ))
+expect=$(( (64 + 2 * tokens + 7) / 8 * 8 + 16 * stories + 16 ))
 [[ $size == "$expect" ]] || fail "cache of $size bytes, expected $expect for $stories stories of $tokens tokens at 2 bytes an id"
 # the odd file's counts, spelled out
 "$STORYLM" stories odd.txt -m "$model" > odd.out

@@ -374,6 +374,12 @@ static void test_metadata_refusals(const char *base) {
     REFUSED(mutant(base, out, "__metadata__", "hidden_dim", "\"4096\"", 0), "bytes of tensors");
     REFUSED(mutant(base, out, "__metadata__", "value_dim", "\"15\"", 0), "tensor 'value' has shape [8, 32, 16]");
     REFUSED(mutant(base, out, "__metadata__", "arch", "\"window8\"", 0), "unexpected tensor 'query'");
+    /* a string cut at an escaped NUL ("attention\u0000..." read as "attention"), in a value, a key, a name */
+    REFUSED(spliced(base, out, "\"arch\":\"attention", "\\u0000, and more"), "NUL character");
+    REFUSED(spliced(base, out, "\"__metadata__\":{", "\"steps\\u0000x\":\"1\","), "NUL character");
+    REFUSED(spliced(base, out, "\"query", "\\u0000"), "NUL character");
+    /* an escaped backslash before "u0000" is no NUL: that file loads (its arch is then unknown) */
+    REFUSED(spliced(base, out, "\"arch\":\"attention", "\\\\u0000"), "unknown architecture");
 }
 
 /* Random bytes changed in the header (mostly among the tensor entries, after

@@ -110,8 +110,11 @@ static void sampling_follows_its_settings(void) {
     CHECK(counts[0] == 1000);
     Sampler s;
     Error e = {0};
-    CHECK(slm_sampler_init(&s, V, -1.0f, 0, 1.0f, 1, &e) == -1 && strstr(e.message, "invalid"));
-    CHECK(slm_sampler_init(&s, V, 1.0f, 0, 2.0f, 1, &e) == -1);
+    /* refused naming the parameter and the value, for each front end to say in its words */
+    CHECK(slm_sampler_init(&s, V, -1.0f, 0, 1.0f, 1, &e) == -1 && strstr(e.message, "out of range (0 to 100)"));
+    CHECK(e.param.kind == ERROR_PARAM_VALUE && strcmp(e.param.name, "temperature") == 0 &&
+          strcmp(e.param.value, "-1") == 0);
+    CHECK(slm_sampler_init(&s, V, 1.0f, 0, 2.0f, 1, &e) == -1 && strcmp(e.param.key, "top_p") == 0);
 }
 
 static void same_seed_same_draws(void) {
@@ -263,16 +266,13 @@ static void samples_together_are_samples_alone(void) {
     CHECK(open_test_model(&lm, 21, &e) == 0);
     const char *prompt = "Lily found a";
     const char *stops[] = {"ball"};
-    ViewGenerateOptions go = {.max_tokens = 60,
-                              .seed = 5,
-                              .temperature = 1.0,
-                              .top_p = 0.95,
-                              .min_p = 0.02,
-                              .repeat_penalty = 1.3,
-                              .repeat_last_n = 8,
-                              .stops = stops,
-                              .n_stops = 1,
-                              .n_probs = 3};
+    ViewGenerateOptions go = {
+        .max_tokens = 60,
+        .seed = 5,
+        .sampling = {.temperature = 1.0, .top_p = 0.95, .min_p = 0.02, .repeat_penalty = 1.3, .repeat_last_n = 8},
+        .stops = stops,
+        .n_stops = 1,
+        .n_probs = 3};
     ViewBatch vb;
     Streamed st = {.prompt = prompt};
     CHECK(slm_view_batch_init(&vb, &lm, NULL, prompt, &go, 3, &e) == 0);
@@ -441,7 +441,7 @@ static void repeat_penalty_by_hand(void) {
     }
     CHECK(same);
     st.repeat_penalty = 0; /* out of range: refused */
-    CHECK(slm_sampler_init_with(&s, V, &st, 1, &e) == -1 && strstr(e.message, "repeat penalty"));
+    CHECK(slm_sampler_init_with(&s, V, &st, 1, &e) == -1 && strcmp(e.param.name, "repeat-penalty") == 0);
     slm_generator_free(&g);
     close_test_model(&lm);
 }
@@ -470,7 +470,7 @@ static void min_p_cuts_by_hand(void) {
     slm_sampler_free(&s);
     CHECK(counts[0] + counts[1] == 6000 && counts[1] > 1000);
     st.min_p = 1.5f;
-    CHECK(slm_sampler_init_with(&s, V, &st, 1, &e) == -1 && strstr(e.message, "min-p"));
+    CHECK(slm_sampler_init_with(&s, V, &st, 1, &e) == -1 && strcmp(e.param.name, "min-p") == 0);
 }
 
 /* A token's log-probability is log softmax of the model's logits; the
@@ -503,7 +503,7 @@ static void stop_string_across_tokens(void) {
     CHECK(open_test_model(&lm, 24, &e) == 0);
     const char *prompt = "lily found";
     ViewGenerateOptions go = slm_view_generate_defaults();
-    go.temperature = 0, go.max_tokens = 40;
+    go.sampling.temperature = 0, go.max_tokens = 40;
     ViewGenerator vg;
     CHECK(slm_view_generator_init(&vg, &lm, NULL, prompt, &go, &e) == 0);
     while (slm_view_generator_next(&vg, &e) > 0) {}

@@ -134,7 +134,14 @@ static void many_heads(void) {
     switch_off(&t, 127, "transformer, 8 blocks of 16");
 }
 
-/* Heads as users write them, against the model's layers and heads. */
+/* e's message as the front end of style says it. */
+static const char *said(const Error *e, ErrorStyle style) {
+    static char buf[2048];
+    return slm_error_text(e, style, buf, sizeof buf);
+}
+
+/* Heads as users write them, against the model's layers and heads; an error
+ * names the parameter, each front end in its own words. */
 static void names(void) {
     ModelConfig one = slm_model_config_default(ARCH_ATTENTION, 50), two = one;
     two.n_layers = 2;
@@ -142,28 +149,37 @@ static void names(void) {
     tf.n_layers = 8, tf.n_heads = 16;
     Error e;
     int l, h;
-    CHECK(slm_head_parse("12", &tf, 8, 0, "--head ", &l, &h, &e) == 0 && l == 8 && h == 12);
-    CHECK(slm_head_parse("8:12", &tf, 1, 0, "--head ", &l, &h, &e) == 0 && l == 8 && h == 12);
-    CHECK(slm_head_parse("2:3", &two, 1, 0, "--head ", &l, &h, &e) == 0 && l == 2 && h == 3);
-    CHECK(slm_head_parse("-1", &one, 1, 1, "--head ", &l, &h, &e) == 0 && l == 1 && h == -1);
-    CHECK(slm_head_parse("-1", &one, 1, 0, "--head ", &l, &h, &e) == -1);
-    CHECK(slm_head_parse("8:16", &tf, 1, 0, "--head ", &l, &h, &e) == -1);
-    CHECK(strcmp(e.message, "--head 8:16 is out of range: this model has layers 1 to 8 of heads 0 to 15 (L:H, e.g. "
-                            "8:15)") == 0);
-    CHECK(slm_head_parse("8", &one, 1, 0, "\"head\": ", &l, &h, &e) == -1);
-    CHECK(strcmp(e.message, "\"head\": 8 is out of range: this model has heads 0 to 7") == 0);
-    CHECK(slm_head_parse("2:", &two, 1, 0, "--head ", &l, &h, &e) == -1 && strstr(e.message, "cannot read") != NULL);
-    CHECK(slm_head_parse("3:1", NULL, 1, 0, "--head ", &l, &h, &e) == 0 && l == 3 && h == 1); /* the form alone */
+    CHECK(slm_head_parse("12", &tf, 8, 0, "head", &l, &h, &e) == 0 && l == 8 && h == 12);
+    CHECK(slm_head_parse("8:12", &tf, 1, 0, "head", &l, &h, &e) == 0 && l == 8 && h == 12);
+    CHECK(slm_head_parse("2:3", &two, 1, 0, "head", &l, &h, &e) == 0 && l == 2 && h == 3);
+    CHECK(slm_head_parse("-1", &one, 1, 1, "head", &l, &h, &e) == 0 && l == 1 && h == -1);
+    CHECK(slm_head_parse("-1", &one, 1, 0, "head", &l, &h, &e) == -1);
+    CHECK(slm_head_parse("8:16", &tf, 1, 0, "head", &l, &h, &e) == -1);
+    CHECK(strcmp(said(&e, ERROR_STYLE_CLI), "--head 8:16 is out of range: this model has layers 1 to 8 of heads 0 to "
+                                            "15 (L:H, e.g. 8:15)") == 0);
+    CHECK(strcmp(said(&e, ERROR_STYLE_JSON), "\"head\": \"8:16\" is out of range: this model has layers 1 to 8 of "
+                                             "heads 0 to 15 (L:H, e.g. 8:15)") == 0);
+    CHECK(slm_head_parse("8", &one, 1, 0, "head", &l, &h, &e) == -1);
+    CHECK(strcmp(said(&e, ERROR_STYLE_JSON), "\"head\": 8 is out of range: this model has heads 0 to 7") == 0);
+    CHECK(slm_head_parse("2:", &two, 1, 0, "head", &l, &h, &e) == -1);
+    CHECK(strcmp(said(&e, ERROR_STYLE_CLI), "--head 2: names no head") == 0);
+    CHECK(slm_head_parse("3:1", NULL, 1, 0, "head", &l, &h, &e) == 0 && l == 3 && h == 1); /* the form alone */
     HeadSet s;
-    CHECK(slm_head_list_parse("1:3,8:15,5:3", &tf, "--ablate ", &s, &e) == 0 && slm_head_set_count(&s) == 3);
+    CHECK(slm_head_list_parse("1:3,8:15,5:3", &tf, "ablate", &s, &e) == 0 && slm_head_set_count(&s) == 3);
     CHECK(slm_head_set_has(&s, 3) && slm_head_set_has(&s, 127) && slm_head_set_has(&s, 67));
-    CHECK(slm_head_list_parse("3,5", &two, "--ablate ", &s, &e) == 0 && slm_head_set_has(&s, 3) &&
+    CHECK(slm_head_list_parse("3,5", &two, "ablate", &s, &e) == 0 && slm_head_set_has(&s, 3) &&
           slm_head_set_has(&s, 5)); /* a plain head: the first layer's, as always */
-    CHECK(slm_head_list_parse("3,12", &one, "ablate=", &s, &e) == -1);
-    CHECK(strcmp(e.message, "ablate=3,12: head 12 is out of range: this model has heads 0 to 7") == 0);
-    CHECK(slm_head_list_parse("3:1", &two, "--ablate ", &s, &e) == -1 && strstr(e.message, "layer 3 is out of range"));
+    CHECK(slm_head_list_parse("3,12", &one, "ablate", &s, &e) == -1);
+    CHECK(strcmp(said(&e, ERROR_STYLE_CLI), "--ablate 3,12: head 12 is out of range: this model has heads 0 to 7") ==
+          0);
+    CHECK(strcmp(said(&e, ERROR_STYLE_PYTHON), "ablate='3,12': head 12 is out of range: this model has heads 0 to 7") ==
+          0);
+    CHECK(slm_head_list_parse("3:1", &two, "heads", &s, &e) == -1 &&
+          strstr(said(&e, ERROR_STYLE_CLI), "--heads 3:1: layer 3 is out of range"));
+    CHECK(slm_head_list_parse("3,x", &two, "heads", &s, &e) == -1 &&
+          strcmp(said(&e, ERROR_STYLE_CLI), "--heads 3,x is not a list of heads separated by commas") == 0);
     char text[64];
-    CHECK(slm_head_list_parse("8:15,1:0", &tf, "--ablate ", &s, &e) == 0);
+    CHECK(slm_head_list_parse("8:15,1:0", &tf, "ablate", &s, &e) == 0);
     slm_head_list_text(&s, &tf, text, sizeof text);
     CHECK(strcmp(text, "1:0,8:15") == 0);
 }

@@ -2,14 +2,18 @@
  * output is refused when it is an input (by any name), a family member or a
  * temporary named like an input, or holds a model or stories; temporaries
  * never follow a planted link; a lock is stale only when it is a lock of a
- * dead process; numbers never wrap. */
+ * dead process, and one being taken is held; a plan's claims refuse a second
+ * writer; a file that must be new never replaces one; numbers never wrap. */
 #define _XOPEN_SOURCE 700
+#define _DEFAULT_SOURCE /* flock */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -208,6 +212,71 @@ static void a_zombie_holds_no_lock(void) {
     waitpid(pid, NULL, 0);
 }
 
+/* A lock caught between its creation and its PID (flock()ed, still empty:
+ * what another process's slm_file_lock holds for a moment) is a lock held,
+ * never "not a lock"; once let go, the empty file is taken. */
+static void a_lock_being_taken_is_a_lock(void) {
+    unlink(at("t.safetensors.lock"));
+    int fd = open(at("t.safetensors.lock"), O_RDWR | O_CREAT, 0644);
+    CHECK(fd >= 0 && flock(fd, LOCK_EX) == 0); /* another open file: it conflicts as another process's would */
+    FileLock l;
+    Error e = {0};
+    CHECK(slm_file_lock(&l, at("t.safetensors"), &e) == 1);
+    CHECK(strstr(e.message, "being written by another process") && !strstr(e.message, "not a lock"));
+    struct stat st;
+    CHECK(stat(at("t.safetensors.lock"), &st) == 0 && st.st_size == 0); /* left as it was */
+    close(fd);
+    CHECK(slm_file_lock(&l, at("t.safetensors"), &e) == 0);
+    slm_file_unlock(&l);
+    CHECK(stat(at("t.safetensors.lock"), &st) != 0);
+}
+
+/* Two plans that share a file (one run's moving average is the other's
+ * model): while one holds its claims the other is refused and claims
+ * nothing; a lock is no input. */
+static void claims_refuse_a_second_writer(void) {
+    OutputPlan a, b;
+    OutputClaims ca, cb;
+    Error e = {0};
+    slm_outputs_init(&a, false);
+    slm_outputs_write(&a, at("c.safetensors"), FILE_MODEL);
+    slm_outputs_write(&a, at("c.ema.safetensors"), FILE_MODEL);
+    slm_outputs_init(&b, false);
+    slm_outputs_write(&b, at("c.ema.safetensors"), FILE_MODEL);
+    slm_outputs_write(&b, at("c.ema.adam.safetensors"), FILE_MODEL);
+    CHECK(slm_outputs_claim(&a, &ca, &e) == 0 && ca.n == 2);
+    CHECK(slm_outputs_claim(&b, &cb, &e) == 1 && cb.n == 0 && strstr(e.message, "being written by another process"));
+    struct stat st;
+    CHECK(stat(at("c.ema.adam.safetensors.lock"), &st) != 0); /* nothing of b's left claimed */
+    slm_outputs_release(&ca);
+    CHECK(stat(at("c.safetensors.lock"), &st) != 0 && stat(at("c.ema.safetensors.lock"), &st) != 0);
+    CHECK(slm_outputs_claim(&b, &cb, &e) == 0);
+    slm_outputs_release(&cb);
+    slm_outputs_release(&cb); /* twice: nothing more */
+    put_text(at("d.safetensors.lock"), "");
+    slm_outputs_init(&a, false);
+    slm_outputs_read(&a, at("d.safetensors.lock"));
+    slm_outputs_write(&a, at("d.safetensors"), FILE_MODEL);
+    CHECK(slm_outputs_claim(&a, &ca, &e) < 0 && strstr(e.message, "same file as the lock"));
+}
+
+/* A file that must be new is never put over one, not even one that
+ * appeared after its temporary was opened; another name may be tried. */
+static void new_files_never_replace(void) {
+    Error e = {0};
+    unlink(at("n.txt")), unlink(at("n-2.txt"));
+    CHECK(slm_file_write_new(at("n.txt"), "one\n", 4, &e) == 0);
+    CHECK(slm_file_write_new(at("n.txt"), "two\n", 4, &e) != 0 && strstr(e.message, "not replaced"));
+    AtomicFile a;
+    CHECK(slm_atomic_open(&a, at("n.txt"), &e) == 0 && slm_atomic_write(&a, "three\n", 6, &e) == 0);
+    CHECK(slm_atomic_commit_new(&a, NULL, &e) == 1);
+    CHECK(slm_atomic_commit_new(&a, at("n-2.txt"), &e) == 0);
+    char *one = slurp(at("n.txt")), *three = slurp(at("n-2.txt"));
+    CHECK(one && strcmp(one, "one\n") == 0);
+    CHECK(three && strcmp(three, "three\n") == 0);
+    free(one), free(three);
+}
+
 static void numbers_never_wrap(void) {
     long long x = 0;
     int i = 0;
@@ -245,6 +314,9 @@ int main(void) {
     temporaries_never_follow_a_link();
     locks_are_stale_only_when_locks();
     a_zombie_holds_no_lock();
+    a_lock_being_taken_is_a_lock();
+    claims_refuse_a_second_writer();
+    new_files_never_replace();
     numbers_never_wrap();
     typed_text_is_checked();
     return check_report();

@@ -1,7 +1,8 @@
 /* The training record: a model trained from a stories file named by its
  * absolute path records the file's name, size and FNV-1a 64 hash and holds
  * no '/' anywhere in its metadata; an old file's path reads back as its last
- * part; a file of another size or text is told apart from the recorded one. */
+ * part; a file of another size or text is told apart from the recorded one;
+ * a file name that is not UTF-8 is recorded as UTF-8 (\xHH). */
 #define _XOPEN_SOURCE 700 /* realpath */
 #include <limits.h>
 #include <stdio.h>
@@ -88,6 +89,48 @@ static void training_records_no_path(void) {
     slm_metadata_free(&md);
 }
 
+/* "A stories file whose name is not UTF-8 trained until its first save, then
+ * failed (metadata must be UTF-8)": the record holds a UTF-8 rendering of the
+ * name, each stray byte as \xHH, and the run saves its model. */
+static void a_name_not_utf8_is_recorded_escaped(void) {
+    char dir[PATH_MAX], data[PATH_MAX + 32], out[PATH_MAX + 32], vocab[V * 8] = "[UNK]\n[EOS]\n";
+    CHECK(realpath(check_tmpdir(), dir) != NULL);
+    snprintf(data, sizeof data, "%s/st\xe9ries \xc3\xa9t\xc3.txt", dir); /* Latin-1 e-acute, UTF-8's, a cut one */
+    snprintf(out, sizeof out, "%s/latin1.safetensors", dir);
+    write_file(data, TEXT, sizeof TEXT - 1);
+    for (int i = 2; i < V; i++) sprintf(vocab + strlen(vocab), "w%d\n", i);
+    size_t starts[N + 1];
+    int32_t ids[N * LEN];
+    int test[2], train[N - 2];
+    Stories s;
+    tiny_stories(&s, starts, ids, test, train);
+    TrainOptions o = slm_train_default_options();
+    o.steps = 2, o.eval_every = 0, o.batch = 2, o.out = out, o.data_path = data, o.vocab_text = vocab, o.vocab_size = V;
+    TrainResult r;
+    Error e = {0};
+    CHECK(slm_train_run(&s, &o, NULL, NULL, &r, &e) == 0);
+    if (e.message[0]) fprintf(stderr, "train_run: %s\n", e.message);
+    Model m;
+    char *text = NULL;
+    Metadata md = {0};
+    if (CHECK(slm_checkpoint_load_model(out, &m, &text, &md, &e) == 0)) {
+        CHECK(strcmp(slm_metadata_get(&md, "data"), "st\\xe9ries \xc3\xa9t\\xc3.txt") == 0);
+        StoriesRecord rec;
+        slm_record_from_metadata(&rec, &md);
+        CHECK(rec.has_sums && rec.bytes == sizeof TEXT - 1);
+        free(text);
+        slm_model_free(&m);
+        slm_metadata_free(&md);
+    }
+    /* cut short: at a whole character, never inside one */
+    StoriesRecord cut;
+    char name[300];
+    memset(name, 'a', 254);
+    snprintf(name + 254, sizeof name - 254, "\xc3\xa9");
+    slm_record_set_name(&cut, name);
+    CHECK(strlen(cut.name) == 254);
+}
+
 /* A model file from before the record: "data" holds the trainer's path. */
 static void old_path_reads_as_its_name(void) {
     Metadata md = {0};
@@ -108,5 +151,6 @@ static void old_path_reads_as_its_name(void) {
 int main(void) {
     training_records_no_path();
     old_path_reads_as_its_name();
+    a_name_not_utf8_is_recorded_escaped();
     return check_report();
 }

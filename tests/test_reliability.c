@@ -1,7 +1,8 @@
 /* What a hostile-input pass found wrong in the numbers: a long story run in
  * pieces predicts exactly what it predicts whole (with memory bounded by a
- * piece), the loss stays right for huge but finite logits and stops naming
- * the position when they overflow, and the sampler never draws from NaN. */
+ * piece), the loss stays right for huge but finite logits (per token too) and
+ * stops naming the position when they overflow, the sampler never draws from
+ * NaN, and more alternatives asked for than a model has tokens give them all. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,9 +10,11 @@
 
 #include "check.h"
 #include "storylm/model.h"
+#include "storylm/probes.h"
 #include "storylm/rng.h"
 #include "storylm/sample.h"
 #include "storylm/shards.h"
+#include "storylm/views.h"
 
 enum { V = 2000 };
 
@@ -110,6 +113,25 @@ static int story_loss(const Model *m, const int32_t *ids, int len, double *loss,
     return rc;
 }
 
+/* The per-token path (eval --text, Python's loss, the probes): the mean of
+ * slm_probe_loss over the story, and how many targets rank first. */
+static double per_token_loss(const Model *m, const int32_t *ids, int len, long long *right, double *first_prob) {
+    ProbeRunner r;
+    Error e = {0};
+    if (slm_probe_runner_init(&r, m, len, &e) || slm_probe_run(&r, ids, len, NULL, &e)) abort();
+    double sum = 0;
+    *right = 0;
+    for (int p = 0; p + 1 < len; p++) {
+        int rank;
+        double prob = slm_probe_probability(&r.acts, p, ids[p + 1], &rank);
+        if (p == 0) *first_prob = prob;
+        sum += slm_probe_loss(&r.acts, p, ids[p + 1]);
+        *right += rank == 1;
+    }
+    slm_probe_runner_free(&r);
+    return sum / (len - 1);
+}
+
 /* "Output biases of 3e38 make every token equally likely": the loss is
  * log(2000) = 7.6, not 0 (float's 3e38 + log 2000 lost the log), and a tie
  * is right only where argmax takes the target (the first of equals). When the
@@ -129,9 +151,18 @@ static void test_huge_logits(void) {
     CHECK(story_loss(&m, ids, 50, &loss, &correct, &e) == 0);
     CHECK_CLOSE(loss, log(2000.0), 1e-6, 0);
     CHECK(correct == 1);
+    /* the per-token path says the same: it gave loss 0, probability 1, every target first */
+    long long right;
+    double prob, token_loss = per_token_loss(&m, ids, 50, &right, &prob);
+    CHECK_CLOSE(token_loss, loss, 1e-6, 0);
+    CHECK_CLOSE(prob, 1.0 / 2000, 1e-6, 0);
+    CHECK(right == correct);
     /* far apart: 3e38 and -2e37, whose loss is near the top of float */
     m.output_b[ids[1]] = -2e37f;
     CHECK(story_loss(&m, ids, 50, &loss, &correct, &e) == 0 && isfinite(loss) && loss > 1e36);
+    token_loss = per_token_loss(&m, ids, 50, &right, &prob); /* its probability underflows; its loss does not */
+    CHECK(prob == 0 && isfinite(token_loss));
+    CHECK_CLOSE(token_loss, loss, 1e-6, 0);
     /* overflowing: logits of 3e38 + 3e38 */
     for (int k = 0; k < c.hidden_dim; k++) m.output_w[(size_t)5 * c.hidden_dim + k] = 3e38f;
     CHECK(story_loss(&m, ids, 50, &loss, &correct, &e) == -1 && strstr(e.message, "at position 0 of story 0"));
@@ -169,11 +200,44 @@ static void test_sampler_never_nan(void) {
     slm_sampler_free(&s);
 }
 
+/* "--n-probs 20 on a model of 3 tokens crashed": the sampler has 3
+ * alternatives to give, and 3 are kept and shown, each token once, the
+ * likeliest first; never the 17 slots it did not fill. */
+static void test_n_probs_above_vocabulary(void) {
+    const char *pieces = "[UNK]\n[EOS]\n.\n";
+    LoadedModel lm = {.path = "three.safetensors"};
+    Error e = {0};
+    CHECK(slm_tokenizer_from_text(&lm.tokenizer, pieces, strlen(pieces), 0, &e) == 0);
+    ModelConfig c = slm_model_config_default(ARCH_ATTENTION, 3);
+    if (slm_model_init(&lm.model, &c, NULL)) abort();
+    slm_model_randomize(&lm.model, 5);
+    lm.model.output_b[1] = -50.0f; /* [EOS] unlikely: the story goes on */
+    ViewGenerateOptions go = slm_view_generate_defaults();
+    go.max_tokens = 12, go.logprobs = 1, go.n_probs = SAMPLER_MAX_N_PROBS;
+    ViewGenerator vg;
+    CHECK(slm_view_generator_init(&vg, &lm, NULL, ".", &go, &e) == 0);
+    while (slm_view_generator_next(&vg, &e) > 0) {}
+    CHECK(vg.tokens == 12 && vg.n_probs == 3);
+    CHECK(vg.alternatives.len == (size_t)vg.tokens * 3 * sizeof(TokenAlternative));
+    int each_once = 1;
+    for (int i = 0; i < vg.tokens && vg.n_probs == 3; i++) {
+        const TokenAlternative *alt = slm_view_generator_alternatives(&vg, i);
+        int seen = 0;
+        for (int j = 0; j < 3; j++) seen |= alt[j].id >= 0 && alt[j].id < 3 ? 1 << alt[j].id : 8;
+        each_once &= seen == 7 && alt[0].logprob >= alt[1].logprob && alt[1].logprob >= alt[2].logprob;
+    }
+    CHECK(each_once);
+    slm_view_generator_free(&vg);
+    slm_model_free(&lm.model);
+    slm_tokenizer_free(&lm.tokenizer);
+}
+
 int main(void) {
     test_pieces_equal_whole(ARCH_ATTENTION);
     test_pieces_equal_whole(ARCH_WINDOW8);
     test_positions_bounded();
     test_huge_logits();
     test_sampler_never_nan();
+    test_n_probs_above_vocabulary();
     return check_report();
 }

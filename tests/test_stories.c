@@ -234,7 +234,7 @@ static void test_split_skips_bad_stories(void) {
         CHECK(span_is(text, spans, 2, "Lily sat."));
     }
     CHECK(k.empty == 1);
-    CHECK(k.invalid_utf8 == 5);
+    CHECK(k.invalid_utf8 == 5 && k.nul == 1); /* "A\0B." of them holds a NUL */
     CHECK(k.too_long == 0);
     free(spans);
 }
@@ -315,18 +315,33 @@ static void test_split_byte_order_mark(void) {
 
 /* A file in another format is named as such, before any splitting: UTF-16
  * and UTF-32 (with a byte-order mark, or UTF-16 by its NULs), a zip, an old
- * Word file, a PDF, RTF. A damaged first story of NULs is still only skipped. */
+ * Word file, a PDF, RTF, a compressed file (gzip, bzip2, xz, zstd), lines
+ * ended by CR alone (an old Mac file, read as one line). A damaged first
+ * story of NULs is still only skipped. */
 static void test_split_other_formats(void) {
     static const struct {
         const char *bytes;
         size_t n;
         const char *says;
     } cases[] = {
-        {"\xFF\xFEL\0i\0l\0y\0", 10, "is UTF-16 text"},        {"\xFE\xFF\0L\0i\0l\0y", 10, "is UTF-16 text"},
-        {"\xFF\xFE\0\0L\0\0\0", 8, "is UTF-32 text"},          {"\0\0\xFE\xFF\0\0\0L", 8, "is UTF-32 text"},
-        {"L\0i\0l\0y\0 \0s\0a\0t\0", 16, "looks like UTF-16"}, {"\0L\0i\0l\0y\0 \0s\0a\0t", 16, "looks like UTF-16"},
-        {"PK\x03\x04\n\nLily sat.", 15, "zip file"},           {"\xD0\xCF\x11\xE0\n\nLily sat.", 15, "Word 97-2003"},
-        {"%PDF-1.4\n\nLily sat.", 19, "PDF document"},         {"{\\rtf1\\ansi\n\nLily sat.", 22, "RTF document"},
+        {"\xFF\xFEL\0i\0l\0y\0", 10, "is UTF-16 text"},
+        {"\xFE\xFF\0L\0i\0l\0y", 10, "is UTF-16 text"},
+        {"\xFF\xFE\0\0L\0\0\0", 8, "is UTF-32 text"},
+        {"\0\0\xFE\xFF\0\0\0L", 8, "is UTF-32 text"},
+        {"L\0i\0l\0y\0 \0s\0a\0t\0", 16, "looks like UTF-16"},
+        {"\0L\0i\0l\0y\0 \0s\0a\0t", 16, "looks like UTF-16"},
+        {"PK\x03\x04\n\nLily sat.", 15, "zip file"},
+        {"\xD0\xCF\x11\xE0\n\nLily sat.", 15, "Word 97-2003"},
+        {"%PDF-1.4\n\nLily sat.", 19, "PDF document"},
+        {"{\\rtf1\\ansi\n\nLily sat.", 22, "RTF document"},
+        {"\x1F\x8B\x08\0\0\0\0\0", 8, "gzip-compressed"},
+        {"BZh91AY&SY", 10, "bzip2-compressed"},
+        {"\xFD"
+         "7zXZ\0\0\x04",
+         8, "xz-compressed"},
+        {"\x28\xB5\x2F\xFD\0\x58", 6, "zstd-compressed"},
+        {"Tom ran.\rHe sat.\r\rLily sat.\r", 28, "ends its lines with CR alone"},
+        {"Tom ran.\r" SEP "\rLily sat.", 32, "ends its lines with CR alone"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         StorySpan *spans = (StorySpan *)1;
@@ -337,12 +352,24 @@ static void test_split_other_formats(void) {
         CHECK(strstr(e.message, "'t.txt'") != NULL && strstr(e.message, cases[i].says) != NULL);
         CHECK(e.hint[0] != '\0');
         if (strstr(cases[i].says, "UTF-")) CHECK(strstr(e.hint, "iconv -f UTF-") != NULL);
+        /* a compressed file is decompressed, lines of CR made LF: never "Windows-1252" nor "sed G" */
+        if (strstr(cases[i].says, "compressed")) CHECK(strstr(e.hint, "cat 't.txt' > stories.txt") != NULL);
+        if (strstr(cases[i].says, "CR")) CHECK(strstr(e.hint, "tr '\\r' '\\n' < 't.txt' > stories.txt") != NULL);
+        CHECK(strstr(e.hint, "WINDOWS-1252") == NULL && strstr(e.hint, "sed G") == NULL);
+    }
+    /* a lone story ended by a CR, and CRLF, are no Mac file */
+    static const char *const not_cr[] = {"Tom ran.\r", "Tom ran.\r \r\t", "Tom ran.\r\nHe sat.\r\n"};
+    for (size_t i = 0; i < sizeof not_cr / sizeof *not_cr; i++) {
+        StorySpan *spans;
+        StorySkips k;
+        CHECK(split(not_cr[i], strlen(not_cr[i]), &spans, &k, NULL) == 1);
+        free(spans);
     }
     static const char damaged[] = "\0\0\0\0\0\0\0\0\0\0\n\nTom ran.\n\nLily sat.\n\n\0x\0y\0z\0w\0";
     StorySpan *spans;
     StorySkips k;
     CHECK(split(damaged, sizeof damaged - 1, &spans, &k, NULL) == 2);
-    CHECK(k.invalid_utf8 == 2);
+    CHECK(k.invalid_utf8 == 2 && k.nul == 2);
     free(spans);
     static const char zeros[64] = {0}; /* NULs alone are no letters: a bad story, not UTF-16 */
     Error e = {0};
@@ -365,6 +392,12 @@ static void test_encoding_hint(void) {
     CHECK(slm_stories_encoding_hint(&k, 0, "w.txt", buf, sizeof buf) && strstr(buf, "1 of 3") != NULL);
     k = (StorySkips){.empty = 9, .too_long = 9};
     CHECK(!slm_stories_encoding_hint(&k, 0, "w.txt", buf, sizeof buf));
+    /* stories left out for their NUL bytes: a file that is no text, not one to convert from Windows-1252 */
+    k = (StorySkips){.invalid_utf8 = 30, .nul = 20};
+    CHECK(slm_stories_encoding_hint(&k, 70, "w.txt", buf, sizeof buf));
+    CHECK(strstr(buf, "20 of 100 stories hold NUL bytes") != NULL && strstr(buf, "WINDOWS-1252") == NULL);
+    k = (StorySkips){.invalid_utf8 = 30, .nul = 10};
+    CHECK(slm_stories_encoding_hint(&k, 70, "w.txt", buf, sizeof buf) && strstr(buf, "WINDOWS-1252") != NULL);
 }
 
 /* Splitting is one pass: 400,000 tiny stories split quickly (a quadratic
@@ -416,18 +449,25 @@ static void test_load_wraps_ids_in_eos(const Tokenizer *t) {
 }
 
 static void test_load_counts_skips(const Tokenizer *t) {
-    char path[4096];
+    char path[4096], cache[4096];
     tmp_path(path, sizeof path, "skips.txt");
     /* a story of no-break spaces holds no token: counted as empty too */
-    static const char text[] = "Tom ran.\n" SEP "\n \n" SEP "\nA\0B\n" SEP "\n\xc2\xa0\xc2\xa0\n" SEP "\nLily sat.";
+    static const char text[] =
+        "Tom ran.\n" SEP "\n \n" SEP "\nA\0B\n" SEP "\n\xc2\xa0\xc2\xa0\n" SEP "\nbad \xff\n" SEP "\nLily sat.";
     write_bytes(path, text, sizeof text - 1);
-    StoriesOptions o = options(NULL, 0);
+    fresh_folder(cache, sizeof cache, "cache_skips");
+    StoriesOptions o = options(NULL, 0), cached = options(cache, 1);
     Stories s;
     if (load(&s, path, t, &o)) return;
     CHECK(s.n_stories == 2);
     CHECK(s.skips.empty == 2);
-    CHECK(s.skips.invalid_utf8 == 1);
+    CHECK(s.skips.invalid_utf8 == 2 && s.skips.nul == 1);
     slm_stories_free(&s);
+    for (int round = 0; round < 2; round++) { /* the cache keeps the NUL count (its hint): read back the same */
+        if (load(&s, path, t, &cached)) return;
+        CHECK(s.from_cache == round && s.skips.empty == 2 && s.skips.invalid_utf8 == 2 && s.skips.nul == 1);
+        slm_stories_free(&s);
+    }
 }
 
 static void test_load_one_story(const Tokenizer *t) {
@@ -651,10 +691,10 @@ static char *read_cache(const char *folder, char *path, size_t path_size, size_t
 }
 
 /* A cache file's checksum (src/text/stories_cache.c): slm_hash64 of the bytes
- * after the 56-byte header up to the checksum, continued over the header. */
+ * after the 64-byte header up to the checksum, continued over the header. */
 static void set_checksum(char *cache, size_t len) {
-    uint64_t sum = slm_hash64(cache + 56, len - 64, 0);
-    sum = slm_hash64(cache, 56, sum ^ slm_hash64(NULL, 0, 0));
+    uint64_t sum = slm_hash64(cache + 64, len - 72, 0);
+    sum = slm_hash64(cache, 64, sum ^ slm_hash64(NULL, 0, 0));
     memcpy(cache + len - 8, &sum, 8);
 }
 
@@ -703,7 +743,7 @@ static void test_cache_damaged(const Tokenizer *t) {
     /* an id beyond the vocabulary behind a valid checksum */
     memcpy(copy, bytes, len);
     uint16_t bad = (uint16_t)(t->size + 5); /* the second id: 16 bits an id at this vocabulary */
-    memcpy(copy + 56 + 2, &bad, 2);
+    memcpy(copy + 64 + 2, &bad, 2);
     set_checksum(copy, len);
     check_damaged_cache(t, path, &o, &good, cache_file, copy, len);
     /* a story boundary moved behind a valid checksum */

@@ -17,7 +17,7 @@ static const char *const TEXT = "Once upon a time, there was a girl named Mia. M
 
 static int open_session(ProbeSession *ps, Error *e) {
     ProbeOptions po = {.model = check_source_path("models/tinystories.safetensors"),
-                       .ablate_mode = "zero",
+                       .ablate_mode = ABLATE_ZERO,
                        .n_test = STORIES_DEFAULT_TEST};
     return slm_probe_session_open(ps, &po, "test_views", NULL, PROBE_ATTENTION_ONLY, e);
 }
@@ -53,7 +53,8 @@ static void loss_on_text_is_the_trainers_evaluation(const ProbeSession *ps) {
 static void greedy_generation_follows_the_full_forward(const ProbeSession *ps) {
     Error e;
     ViewGenerator vg;
-    ViewGenerateOptions go = {.max_tokens = 25, .temperature = 0, .top_p = 1, .seed = 1};
+    ViewGenerateOptions go = {
+        .max_tokens = 25, .sampling = {.temperature = 0, .top_p = 1, .repeat_penalty = 1}, .seed = 1};
     CHECK(slm_view_generator_init(&vg, &ps->lm, NULL, "Lily found a", &go, &e) == 0);
     int rc, prompt = (int)vg.ids.len, agree = 1;
     while ((rc = slm_view_generator_next(&vg, &e)) > 0) {}
@@ -196,12 +197,15 @@ static void positions_out_of_range_are_refused(const ProbeSession *ps) {
     slm_view_text_free(&vt);
     const ModelConfig *c = &ps->lm.model.cfg;
     int l, h;
-    CHECK(slm_view_head(c, "8", 1, 1, 0, &l, &h, &e) == -1 && slm_view_head(c, "-2", 1, 1, 0, &l, &h, &e) == -1);
-    CHECK(strcmp(e.message, "--head -2 is out of range: this model has heads 0 to 7") == 0);
-    CHECK(slm_view_head(c, "-1", 1, 1, 0, &l, &h, &e) == 0 && l == 1 && h == -1);
-    CHECK(slm_view_head(c, "7", 1, 1, 0, &l, &h, &e) == 0 && l == 1 && h == 7);
-    CHECK(slm_view_head(c, NULL, 1, 1, 0, &l, &h, &e) == 0 && l == 1 && h == -1);
-    CHECK(slm_view_head(c, "-1", 1, 0, 0, &l, &h, &e) == -1 && slm_view_head(c, NULL, 1, 0, 0, &l, &h, &e) == -1);
+    CHECK(slm_view_head(c, "8", 1, 1, &l, &h, &e) == -1 && slm_view_head(c, "-2", 1, 1, &l, &h, &e) == -1);
+    char said[256];
+    CHECK(strcmp(slm_error_text(&e, ERROR_STYLE_CLI, said, sizeof said),
+                 "--head -2 is out of range: this model has heads 0 to 7") == 0);
+    CHECK(slm_view_head(c, "-1", 1, 1, &l, &h, &e) == 0 && l == 1 && h == -1);
+    CHECK(slm_view_head(c, "7", 1, 1, &l, &h, &e) == 0 && l == 1 && h == 7);
+    CHECK(slm_view_head(c, NULL, 1, 1, &l, &h, &e) == 0 && l == 1 && h == -1);
+    CHECK(slm_view_head(c, "-1", 1, 0, &l, &h, &e) == -1 && slm_view_head(c, NULL, 1, 0, &l, &h, &e) == -1);
+    CHECK(strcmp(slm_error_text(&e, ERROR_STYLE_JSON, said, sizeof said), "missing \"head\"") == 0);
 }
 
 int main(void) {

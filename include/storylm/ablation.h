@@ -1,7 +1,6 @@
-/* Ablation from the user's flags (--ablate HEADS, --ablate-mode zero|mean,
- * --stories): the Ablation of model.h that the forward passes honour, with
- * the head means that mean mode needs and a sentence saying what was done.
- * Never prints. */
+/* Ablation from the user's flags (--ablate HEADS, --ablate-mode zero|mean
+ * parsed into an AblationMode by the parameter tables, --stories): the Ablation of model.h that the forward passes
+ * honour, with the head means that mean mode needs and a sentence saying what was done. Never prints. */
 #ifndef STORYLM_ABLATION_H
 #define STORYLM_ABLATION_H
 
@@ -21,21 +20,19 @@
 const char *slm_ablation_mean_stories(const LoadedModel *lm, const char *given, const char *what, char *warning,
                                       size_t size, Error *e);
 
-/* --ablate and --ablate-mode of the command line for a loaded model: fills ab (heads, mode) and,
+/* --ablate and --ablate-mode for a loaded model: fills ab (heads, mode) and,
  * for mean, *mean (caller frees) averaged over the held-out test stories of
  * s (read from stories_path), or when s is NULL of the file stories_path
  * (slm_ablation_mean_stories: needed, and checked against the model's record).
  * desc (size) says what was done, for reports ("" when nothing), with a
  * warning when stories_path is not the model's training file. */
-int slm_ablation_setup(const LoadedModel *lm, const char *ablate, const char *mode, const Stories *s,
+int slm_ablation_setup(const LoadedModel *lm, const char *ablate, AblationMode mode, const Stories *s,
                        const char *stories_path, int n_test, Ablation *ab, float **mean, char *desc, size_t size,
                        Error *e);
 
 /* The same with each head's mean output (H, vd) already at hand (mean NULL
- * in mean mode: checks the heads only); mean_from names its stories in desc;
- * what names ablate in messages as its front end does ("--ablate ",
- * "\"ablate\": ", "ablate=": slm_head_list_parse). */
-int slm_ablation_parse(const LoadedModel *lm, const char *ablate, const char *what, const char *mode, const float *mean,
+ * in mean mode: checks the heads only); mean_from names its stories in desc. */
+int slm_ablation_parse(const LoadedModel *lm, const char *ablate, AblationMode mode, const float *mean,
                        const char *mean_from, Ablation *ab, char *desc, size_t size, Error *e);
 
 /* " (warning: WARNING)" after desc (size bytes), as far as it fits; nothing for an empty warning. */

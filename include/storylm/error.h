@@ -9,11 +9,35 @@
 #include <stddef.h>
 #include <stdio.h>
 
+/* What an error says of a parameter it names (params.h). */
+typedef enum {
+    ERROR_PARAM_NONE = 0,
+    ERROR_PARAM_VALUE,   /* a value out of range, not among the choices, empty */
+    ERROR_PARAM_TYPE,    /* a value of the wrong type: "x" where a number goes */
+    ERROR_PARAM_UNKNOWN, /* no parameter of that name (near: the nearest) */
+    ERROR_PARAM_MISSING, /* a required one not given */
+    ERROR_PARAM_TOO_LONG /* a text longer than a request may send */
+} ErrorParamKind;
+
+/* The parameter an error is about: each front end says it in its own words
+ * (slm_error_text), and the message then holds what follows it ("is out of
+ * range (0 to 100)"; one that starts with ':' follows the value directly:
+ * "--ablate 3,12: head 12 is out of range"). */
+typedef struct ErrorParam {
+    ErrorParamKind kind; /* ERROR_PARAM_NONE: the error names no parameter */
+    char name[48];       /* the command line's name without dashes ("top-k"; a positional's "TEXT") */
+    char key[48];        /* a request's field and Python's keyword ("top_k") */
+    char value[96];      /* the value given, as text ("" with has_value 0) */
+    char near[48];       /* ERROR_PARAM_UNKNOWN: the nearest known key, or "" */
+    unsigned char has_value, text, positional; /* value is a text (quoted by JSON, repr'd by Python) */
+} ErrorParam;
+
 typedef struct Error {
     char message[1024]; /* "cannot open 'x.txt': No such file or directory" */
     char hint[512];     /* "run storylm vocab first", or empty */
     const char *file;   /* source file that raised it */
     int line;
+    ErrorParam param; /* the parameter the message is about, if any */
 } Error;
 
 /* Fills e (which may be NULL) and returns -1, so callers can `return FAIL(...)`. */
@@ -24,8 +48,21 @@ int slm_error_set(Error *e, const char *file, int line, const char *hint, const 
 /* Prefixes the message of an error already set with more context ("reading x: "). */
 void slm_error_prefix(Error *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Prints "storylm: error: MESSAGE" and "---> HINT: ..." to stderr; with
- * STORYLM_DEBUG set in the environment also the source location. */
+/* Makes e, already set, name a parameter (ErrorParam's fields); value NULL: none. */
+void slm_error_set_param(Error *e, ErrorParamKind kind, const char *name, const char *key, const char *value, int text,
+                         int positional);
+
+/* How a front end says a parameter: the command line's `--temperature 200`,
+ * Python's `temperature=200`, a request's `"temperature": 200`. */
+typedef enum { ERROR_STYLE_CLI, ERROR_STYLE_PYTHON, ERROR_STYLE_JSON } ErrorStyle;
+/* e's message, its parameter (if any) said in style's words, into buf (size):
+ * "--top-k -1 is out of range (0 to 1000000)", "unknown field \"tempreature\";
+ * did you mean \"temperature\"?". Returns buf. */
+const char *slm_error_text(const Error *e, ErrorStyle style, char *buf, size_t size);
+
+/* Prints "storylm: error: MESSAGE" (a parameter in the command line's words)
+ * and "---> HINT: ..." to stderr; with STORYLM_DEBUG set in the environment
+ * also the source location. */
 void slm_error_print(const Error *e, const char *program);
 
 /* Checked calls: on failure they set e and return NULL. */

@@ -28,6 +28,13 @@ int slm_atomic_open(AtomicFile *a, const char *path, Error *e);
 int slm_atomic_write(AtomicFile *a, const void *data, size_t len, Error *e);
 int slm_atomic_commit(AtomicFile *a, Error *e); /* fsync + rename; frees a */
 void slm_atomic_abort(AtomicFile *a);           /* removes the temporary file; frees a */
+/* fsync, then the file put at name (NULL: the path it was opened for) only
+ * if nothing is there, never over a file: 0 placed (frees a); 1 the name is
+ * taken (a is kept: try another name, or abort); -1 an error (frees a). */
+int slm_atomic_commit_new(AtomicFile *a, const char *name, Error *e);
+/* slm_file_write_atomic for a file that must be new: refused, and nothing
+ * replaced, when path appeared meanwhile (written by another process). */
+int slm_file_write_new(const char *path, const void *data, size_t len, Error *e);
 
 /* Before any work: can path be an output of a command that reads inputs[0..n)
  * (NULL entries skipped)? Refuses an output that is the same file as an input
@@ -40,13 +47,20 @@ int slm_output_check(const char *path, const char *const *inputs, int n_inputs, 
  * same name in the same folder? */
 int slm_paths_same(const char *a, const char *b);
 
-/* "path.lock" holding our PID, so that two runs never write one output; path
- * is resolved first (links, ".."), so that every name of one file finds one
- * lock. A lock is stale and taken over only when it holds a lock's content
- * (a PID and a newline) and that process no longer exists (kill -9); a file
- * of anything else at that name is refused, never removed. */
+/* "path.lock", the claim of one file that a run writes, held until
+ * slm_file_unlock: flock()ed (the system lets it go when the process ends,
+ * kill -9 too) and holding our PID, for the message of whoever finds it
+ * held. path is resolved first (links, ".."), so that every name of one file
+ * finds one lock. Returns 0 when taken; 1 when another process holds it (a
+ * lock being taken, its PID not written yet, is held too) or, where the file
+ * system has no flock, when its PID runs; -1 on an error, or when the file
+ * at that name is not a lock (a PID and a newline, or empty): it is refused,
+ * never removed. A lock no process holds is taken over when the PID it names
+ * no longer runs (or is ours); one whose PID runs is held all the same, to be
+ * safe (an older storylm's lock, or a PID reused after a kill -9). */
 typedef struct FileLock {
     char *path; /* NULL when not held */
+    int fd;     /* open and flock()ed while held */
 } FileLock;
 int slm_file_lock(FileLock *l, const char *path, Error *e);
 void slm_file_unlock(FileLock *l); /* removes the lock if it is ours; frees l */

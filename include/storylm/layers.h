@@ -47,6 +47,13 @@ void slm_dense_tanh_backward_at(Precision p, const float *W, const float *x, con
  * with a target (>= 0): loss = lse - logit[target], correct. */
 void slm_output_forward(const float *W, const float *bias, const float *y, int n, int Hd, int V, float *logits,
                         const int32_t *target, float *lse, float *loss, uint8_t *correct);
+/* A row of logits (V) as slm_output_forward leaves it, with its lse -> the
+ * log-probability of target, in double: logit - lse for logits of ordinary
+ * size, else minus the loss the pass gives the row (lse in float has lost
+ * log(sum) beside a huge largest logit: biases of 3e38 gave probability 1).
+ * The per-token loss (eval --text, Python's loss) and the stories' pass share
+ * this one routine, so they cannot disagree. */
+double slm_output_log_prob(const float *row, int V, int32_t target, float lse);
 /* logits (n, V) become d logits in place, (softmax - onehot) * scale on rows
  * with a target, 0 elsewhere; dW (V, Hd) +=, d_bias (V) +=, d_y (n, Hd) =. */
 void slm_output_backward(const float *W, const float *y, float *logits, const int32_t *target, const float *lse,

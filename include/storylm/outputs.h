@@ -13,6 +13,10 @@
 #include <stddef.h>
 
 #include "storylm/error.h"
+#include "storylm/fileio.h"
+
+/* --force's help, the same in every verb that writes files. */
+#define OUTPUTS_FORCE_HELP "replace an output file that holds a model, stories or other data (kept otherwise)"
 
 /* What a file holds, read from its first bytes. */
 typedef enum FileKind {
@@ -54,6 +58,7 @@ typedef struct OutputPlan {
     OutputFamily families[4];
     int n_families;
     bool force;            /* --force: an existing file of another kind may be replaced */
+    bool claim;            /* the outputs are claimed (slm_outputs_claim): each one's lock is an output too */
     const char *keep_hint; /* the hint when an existing file is kept (NULL: "--force to replace it") */
 } OutputPlan;
 
@@ -77,5 +82,20 @@ void slm_outputs_family(OutputPlan *p, const char *stem, const char *suffix, Fil
  * member of a family or a temporary of another output that is an input; is
  * named once; and any existing file is one the command may replace. */
 int slm_outputs_check(const OutputPlan *p, Error *e);
+
+/* The claims of a plan's outputs: a lock each (slm_file_lock). */
+typedef struct OutputClaims {
+    FileLock locks[OUTPUTS_MAX];
+    int n;
+} OutputClaims;
+
+/* Checks the plan, claims every output with its lock (PATH.lock), held
+ * until slm_outputs_release, and checks again under the locks: while they
+ * are held no other run, of the CLI or a server, writes one of the files,
+ * and what is there is what the check saw. No input may be one of the locks.
+ * Returns 0 with every file claimed, or nothing claimed and 1 when another
+ * process holds one (slm_file_lock), -1 on any other refusal. */
+int slm_outputs_claim(OutputPlan *p, OutputClaims *c, Error *e);
+void slm_outputs_release(OutputClaims *c); /* removes the locks; c may be released twice */
 
 #endif

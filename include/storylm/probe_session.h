@@ -17,12 +17,13 @@
 
 /* What a probe session is opened with (the CLI fills it from its flags). */
 typedef struct ProbeOptions {
-    const char *model;                /* NULL: ./model.safetensors (the CLI resolves its default first) */
-    const char *ablate, *ablate_mode; /* "3,5"; "zero" or "mean" */
-    const char *mean_stories;         /* --stories: where mean ablation's test stories come from */
-    const char *svg;                  /* picture to write, or NULL */
-    const char *out;                  /* activations to write (cache), or NULL */
-    bool force;                       /* replace an output that holds another kind of file (outputs.h) */
+    const char *model;        /* NULL: ./model.safetensors (the CLI resolves its default first) */
+    const char *ablate;       /* the heads to switch off, "3,5" (NULL: none) */
+    AblationMode ablate_mode; /* zero (the default) or mean */
+    const char *mean_stories; /* --stories: where mean ablation's test stories come from */
+    const char *svg;          /* picture to write, or NULL */
+    const char *out;          /* activations to write (cache), or NULL */
+    bool force;               /* replace an output that holds another kind of file (outputs.h) */
     bool json;
     int threads, n_test;
 } ProbeOptions;

@@ -63,9 +63,9 @@ int slm_view_each_model(ViewCall *c, const StringList *models, const char *stori
 /* Their --model FILE, repeatable into the StringList field of T (repeat: "repeat to compare"). */
 #define VIEW_PARAM_MODELS(T, field, repeat)                                                                            \
     {                                                                                                                  \
-        .name = "model", .short_name = 'm', .type = VIEW_STRINGS, .offset = offsetof(T, field), .meta = "FILE",        \
+        .name = "model", .short_name = 'm', .type = PARAM_STRINGS, .offset = offsetof(T, field), .meta = "FILE",       \
         .help = "model file; " repeat " (default: ./" DEFAULT_MODEL_PATH ", else the shipped model)",                  \
-        .flags = VP_SERVED                                                                                             \
+        .flags = PARAM_SERVED                                                                                          \
     }
 
 #endif

@@ -62,8 +62,12 @@ int slm_probe_need_heads(const Model *m, const char *what, Error *e);
 int slm_probe_need_one_layer(const Model *m, const char *what, Error *e);
 
 /* After slm_probe_run: the probability the network gave token at position p
- * (predicting position p + 1), and its rank (1 = the most likely; may be NULL). */
+ * (predicting position p + 1), and its rank (1 = the most likely, as argmax
+ * takes it: a tie with an earlier token ranks below it; may be NULL). */
 double slm_probe_probability(const Activations *a, int p, int32_t token, int *rank);
+/* The same as a loss, -log p in nats, from slm_output_log_prob (the pass's
+ * own loss): finite where the probability underflows to 0. */
+double slm_probe_loss(const Activations *a, int p, int32_t token);
 
 /* Cosine of two rows of n numbers (0 when either is all zeros). */
 double slm_probe_cosine(const float *a, const float *b, int n);

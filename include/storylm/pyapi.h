@@ -47,17 +47,28 @@ int slm_py_eos(const PyModel *m);
 int slm_py_run(const PyModel *m, const int32_t *ids, int T, HookFn fn, void *ctx, const char *const *names, int n_names,
                const char *ablate, float *logits, double *loss, Error *e);
 
-/* storylm generate's text for prompt (prompt_len bytes, refused with a NUL
- * byte as slm_py_tokenize refuses it): samples stories (sample i with seed
- * seed + i), as a JSON array of strings. Names are capitalised as the CLI
- * does (stories, else the model's training file, else data/stories.txt; then
- * fallback_stories when none of those is found; each may be NULL), the
- * products at precision ("fp32" or "bf16"; NULL: fp32), the heads of
- * ablate set to 0 (NULL: none; as slm_py_run). */
 /* The sampler's defaults, as JSON text (slm_view_generate_defaults_json). */
 char *slm_py_generate_defaults(Error *e);
-char *slm_py_generate(const PyModel *m, const char *prompt, size_t prompt_len, int max_tokens, double temperature,
-                      int top_k, double top_p, uint64_t seed, int samples, const char *stories,
-                      const char *fallback_stories, const char *precision, const char *ablate, Error *e);
+
+/* A verb's parameters that Python gives by keyword ("generate", "train"),
+ * as JSON: [{"name", "key", "type", "help", "default", "min", "max",
+ * "choices", ...}] (params.h's slm_params_describe): the one table the
+ * command line reads its options with. */
+char *slm_py_params_json(const char *verb, Error *e);
+/* options (a JSON object of Python's keywords of verb) checked against its
+ * table: 0, or -1 with e naming the keyword (Error.param): one it does not
+ * take (with the nearest), a value of the wrong type or out of range. */
+int slm_py_params_check(const char *verb, const char *options, Error *e);
+
+/* storylm generate's text for prompt (prompt_len bytes, refused with a NUL
+ * byte as slm_py_tokenize refuses it) with options (a JSON object of
+ * generate's keywords, read with its table as slm_py_params_check reads
+ * them; "seed" drawn by the caller, 0 or more): "samples" stories (sample i
+ * with seed seed + i), as a JSON array of strings. Names are capitalised as
+ * the CLI does (stories, else the model's training file, else
+ * data/stories.txt; then fallback_stories when none of those is found; each
+ * may be NULL). */
+char *slm_py_generate(const PyModel *m, const char *prompt, size_t prompt_len, const char *options, const char *stories,
+                      const char *fallback_stories, Error *e);
 
 #endif

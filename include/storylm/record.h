@@ -20,6 +20,9 @@ typedef struct StoriesRecord {
     bool has_sums; /* bytes and fnv1a64 are known (files from before this record hold a path in "data" only) */
 } StoriesRecord;
 
+/* r->name = path's last part ("/home/x/stories.txt" -> "stories.txt") as
+ * valid UTF-8, the bytes of a name that is not written \xHH ("st\xe9.txt"). */
+void slm_record_set_name(StoriesRecord *r, const char *path);
 /* The record of the regular file at path (read once, in one streaming pass). */
 int slm_record_of_file(StoriesRecord *r, const char *path, Error *e);
 /* Sets the three keys in md ("data" alone when the sums are unknown). */

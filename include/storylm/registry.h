@@ -5,9 +5,10 @@
  * options (and prints its --help), and the server answers /api/NAME (GET
  * with a query string, POST with a JSON body) and lists it in /api/views.
  *
- * An entry declares its parameters in one table bound to a struct of its
- * own whose first member is a ProbeOptions (the options every probe shares:
- * model, ablation, json, threads, svg); the front end fills that struct
+ * An entry declares its parameters in one table (params.h) bound to a struct
+ * of its own whose first member is a ProbeOptions (the options every probe
+ * shares: model, ablation, json, threads, svg, each group a table of its
+ * own, below); the front end fills that struct
  * (defaults from the table, then the command line or the request), opens
  * the session the entry asks for, and calls build (params -> Report), then
  * draw (-> SVG file) when the CLI was given --svg. See docs/views.md. */
@@ -18,50 +19,11 @@
 #include <stddef.h>
 
 #include "storylm/error.h"
+#include "storylm/params.h"
 #include "storylm/report.h"
 #include "storylm/loaded_model.h"
 #include "storylm/probe_session.h"
 #include "storylm/views.h"
-
-/* A repeatable string option (--model A --model B), or a request's list of strings. */
-typedef struct StringList {
-    const char *items[64];
-    int count;
-} StringList;
-
-typedef enum { VIEW_BOOL, VIEW_INT, VIEW_DOUBLE, VIEW_STRING, VIEW_STRINGS } ViewParamType;
-
-/* ViewParam.flags */
-enum {
-    VP_POSITIONAL = 1,    /* a positional argument (in table order), not --name */
-    VP_REQUIRED = 2,      /* must be given (CLI and request) */
-    VP_CLI_ONLY = 4,      /* the command line only: a file to read or write, how to print, threads */
-    VP_SERVED = 8,        /* read from a request though the CLI reads it too as a shared option (model, ablate) */
-    VP_TEXT = 16,         /* a text the view runs: a request's is bounded (64 KiB, 4096 tokens) */
-    VP_REQUEST_ONLY = 32, /* a request's field only (no CLI option): another name the page uses */
-    VP_STORIES = 64,      /* the STORIES file the session reads (the server: its own --stories) */
-    VP_HEADS = 128        /* a string naming heads (head_list.h): a request may give a number, or a list of
-                           * numbers and names, read as their text ("3", "1:3,2:5") */
-};
-
-/* One parameter: a CLI option ("--up-to D") or positional argument, and
- * the field of a request ("up_to"). Numbers are checked against min..max
- * (min == max: any), strings against choices when given. */
-typedef struct ViewParam {
-    const char *name; /* CLI long name, "up-to" (a positional's name in usage: "TEXT") */
-    char short_name;  /* 'm', or 0 */
-    ViewParamType type;
-    size_t offset;    /* of the field in the view's params struct: bool, int, double, const char *, StringList */
-    const char *meta; /* value placeholder in help: "N" */
-    const char *help;
-    double min, max;
-    double def;             /* default of a number (a bool: 0) */
-    const char *def_string; /* default of a string (NULL: none) */
-    int flags;              /* VP_* */
-    const char *key;        /* the request's field when not name with '-' as '_' (NULL) */
-    const char *alias;      /* another field name a request may use (NULL) */
-    const char *choices;    /* a string's accepted values, "zero,mean" (NULL: any) */
-} ViewParam;
 
 /* View.session: what the front end opens before build. */
 enum {
@@ -106,7 +68,7 @@ struct View {
     const char *summary;     /* one line for storylm --help */
     const char *usage;       /* "storylm distances [options]" */
     const char *description; /* storylm NAME --help's paragraphs */
-    const ViewParam *params;
+    const Param *params;     /* its table (params.h): slm_view_table */
     int n_params;
     size_t params_size;
     int session;             /* VIEW_SESSION_* */
@@ -134,24 +96,17 @@ int slm_view_count(void);
 const View *slm_view_at(int i);
 const View *slm_view_find(const char *name);
 
-/* A parameter's field in a request ("up_to"): key, else name in lower
- * case with '-' as '_' ("TEXT" is "text"), into buf (size). */
-const char *slm_view_param_key(const ViewParam *p, char *buf, size_t size);
+/* v's table of parameters. */
+ParamTable slm_view_table(const View *v);
 /* Fills params (the view's params_size bytes) with the table's defaults;
  * threads left at 0 (the front end's default: every core). */
 void slm_view_params_init(const View *v, void *params);
-/* The field of p in params. */
-void *slm_view_param_target(const ViewParam *p, void *params);
 /* The view's ProbeOptions: the first member of its params. */
 ProbeOptions *slm_view_probe_options(void *params);
-/* s among p's choices (always, when it has none). */
-int slm_view_param_choice_ok(const ViewParam *p, const char *s);
-/* p's choices in words, "zero or mean", into buf (size). */
-void slm_view_param_choices(const ViewParam *p, char *buf, size_t size);
-/* Checks a filled params struct (required ones given, choices) and runs
- * v->check: -1 with e set. */
-int slm_view_params_check(const View *v, void *params, Error *e);
-/* The STORIES the session reads (the VP_STORIES parameter's value), or NULL. */
+/* Checks a filled params struct (front's parameters in range, among their
+ * choices, required ones given) and runs v->check: -1 with e set. */
+int slm_view_params_check(const View *v, void *params, ParamFront front, Error *e);
+/* The STORIES the session reads (the PARAM_STORIES parameter's value), or NULL. */
 const char *slm_view_stories(const View *v, void *params);
 
 /* {"name", "summary", "usage", "serve": "GET,POST" | "POST" | "CLI only",
@@ -175,62 +130,30 @@ void slm_view_call_end(ViewCall *c);
 
 /* ---- the shared parameters, for a view's table (T: its params struct) ---- */
 
+/* The groups every probe shares, each over a ProbeOptions (the first member
+ * of a view's params): the same options in every verb. */
+extern const ParamTable params_model;        /* --model FILE */
+extern const ParamTable params_ablation;     /* --ablate HEADS, --ablate-mode zero|mean */
+extern const ParamTable params_output;       /* --json, --threads */
+extern const ParamTable params_svg;          /* --svg FILE, --force */
+extern const ParamTable params_test_stories; /* --test-stories N */
+extern const ParamTable params_mean_stories; /* --stories FILE: where mean ablation finds its stories */
+
 #define VIEW_MODEL_HELP "model file (default: ./" DEFAULT_MODEL_PATH ", else the shipped model)"
-/* --ablate's and --ablate-mode's help: the views' tables and the CLI's other verbs (probe_common.h) say the same. */
+/* --ablate's and --ablate-mode's help: every verb that switches heads off says the same. */
 #define VIEW_ABLATE_HELP                                                                                               \
     "switch heads off, e.g. 3,5 (1:3,2:5 is layer 1's head 3 and layer 2's head 5; the chapter's network has heads 0 " \
     "to 7)"
 #define VIEW_ABLATE_MODE_HELP "zero, or mean: each head's mean output over the held-out test stories"
-#define VIEW_PARAM_MODEL(T)                                                                                            \
-    {                                                                                                                  \
-        .name = "model", .short_name = 'm', .type = VIEW_STRING, .offset = offsetof(T, po.model), .meta = "FILE",      \
-        .help = VIEW_MODEL_HELP, .flags = VP_SERVED                                                                    \
-    }
-#define VIEW_PARAMS_ABLATE(T)                                                                                          \
-    {.name = "ablate",                                                                                                 \
-     .type = VIEW_STRING,                                                                                              \
-     .offset = offsetof(T, po.ablate),                                                                                 \
-     .meta = "HEADS",                                                                                                  \
-     .help = VIEW_ABLATE_HELP,                                                                                         \
-     .flags = VP_SERVED},                                                                                              \
-    {                                                                                                                  \
-        .name = "ablate-mode", .type = VIEW_STRING, .offset = offsetof(T, po.ablate_mode), .meta = "MODE",             \
-        .help = VIEW_ABLATE_MODE_HELP, .def_string = "zero", .flags = VP_SERVED, .choices = "zero,mean"                \
-    }
-#define VIEW_PARAMS_OUTPUT(T)                                                                                          \
-    {.name = "json",                                                                                                   \
-     .type = VIEW_BOOL,                                                                                                \
-     .offset = offsetof(T, po.json),                                                                                   \
-     .help = "print JSON with the same numbers",                                                                       \
-     .flags = VP_CLI_ONLY},                                                                                            \
-    {                                                                                                                  \
-        .name = "threads", .type = VIEW_INT, .offset = offsetof(T, po.threads), .meta = "N",                           \
-        .help = "threads, by default one per core", .min = 1, .max = 256, .flags = VP_CLI_ONLY                         \
-    }
-#define VIEW_PARAMS_SVG(T)                                                                                             \
-    {.name = "svg",                                                                                                    \
-     .type = VIEW_STRING,                                                                                              \
-     .offset = offsetof(T, po.svg),                                                                                    \
-     .meta = "FILE",                                                                                                   \
-     .help = "also draw the picture into FILE (SVG); a file of another kind there is kept",                            \
-     .flags = VP_CLI_ONLY},                                                                                            \
-    {                                                                                                                  \
-        .name = "force", .type = VIEW_BOOL, .offset = offsetof(T, po.force),                                           \
-        .help = "replace an output file that holds a model, stories or other data (kept otherwise)",                   \
-        .flags = VP_CLI_ONLY                                                                                           \
-    }
-#define VIEW_PARAM_TEST_STORIES(T)                                                                                     \
-    {                                                                                                                  \
-        .name = "test-stories", .type = VIEW_INT, .offset = offsetof(T, po.n_test), .meta = "N",                       \
-        .help = "held-out test stories (as in training)", .min = 1, .max = 100000, .def = STORIES_DEFAULT_TEST,        \
-        .flags = VP_CLI_ONLY                                                                                           \
-    }
+/* --ablate-mode's values, in AblationMode's order (model_types.h): the first, zero, is the default. */
+#define VIEW_ABLATE_MODES "zero,mean"
+#define VIEW_PARAM_MODEL(T) PARAM_GROUP_OF(T, po, params_model)
+#define VIEW_PARAMS_ABLATE(T) PARAM_GROUP_OF(T, po, params_ablation)
+#define VIEW_PARAMS_OUTPUT(T) PARAM_GROUP_OF(T, po, params_output)
+#define VIEW_PARAMS_SVG(T) PARAM_GROUP_OF(T, po, params_svg)
+#define VIEW_PARAM_TEST_STORIES(T) PARAM_GROUP_OF(T, po, params_test_stories)
 /* For views without a STORIES argument: where mean ablation finds its stories. */
-#define VIEW_PARAM_MEAN_STORIES(T)                                                                                     \
-    {                                                                                                                  \
-        .name = "stories", .type = VIEW_STRING, .offset = offsetof(T, po.mean_stories), .meta = "FILE",                \
-        .help = "stories for --ablate-mode mean (needed for it; info names the training file)", .flags = VP_CLI_ONLY   \
-    }
+#define VIEW_PARAM_MEAN_STORIES(T) PARAM_GROUP_OF(T, po, params_mean_stories)
 /* The model, the ablation, --json and --threads: what every probe takes. */
 #define VIEW_PARAMS_COMMON(T) VIEW_PARAM_MODEL(T), VIEW_PARAMS_ABLATE(T), VIEW_PARAMS_OUTPUT(T)
 
@@ -238,28 +161,25 @@ void slm_view_call_end(ViewCall *c);
  * flags, key, alias or choices: a designated initializer of their own. */
 #define VIEW_INT_PARAM(T, field, name_, meta_, help_, min_, max_, def_)                                                \
     {                                                                                                                  \
-        .name = name_, .type = VIEW_INT, .offset = offsetof(T, field), .meta = meta_, .help = help_, .min = min_,      \
+        .name = name_, .type = PARAM_INT, .offset = offsetof(T, field), .meta = meta_, .help = help_, .min = min_,     \
         .max = max_, .def = def_                                                                                       \
     }
 #define VIEW_DOUBLE_PARAM(T, field, name_, meta_, help_, min_, max_, def_)                                             \
     {                                                                                                                  \
-        .name = name_, .type = VIEW_DOUBLE, .offset = offsetof(T, field), .meta = meta_, .help = help_, .min = min_,   \
+        .name = name_, .type = PARAM_DOUBLE, .offset = offsetof(T, field), .meta = meta_, .help = help_, .min = min_,  \
         .max = max_, .def = def_                                                                                       \
     }
 #define VIEW_BOOL_PARAM(T, field, name_, help_)                                                                        \
-    { .name = name_, .type = VIEW_BOOL, .offset = offsetof(T, field), .help = help_ }
-/* --head HEAD: "H" of --layer, or "L:H" (slm_view_head); left out: every head. */
+    { .name = name_, .type = PARAM_BOOL, .offset = offsetof(T, field), .help = help_ }
+/* --head HEAD: "H" of --layer, or "L:H", read by slm_view_head; left out: every head. */
 #define VIEW_HEAD_PARAM(T, field, help_)                                                                               \
-    {                                                                                                                  \
-        .name = "head", .type = VIEW_STRING, .offset = offsetof(T, field), .meta = "HEAD", .help = help_,              \
-        .flags = VP_HEADS                                                                                              \
-    }
+    { .name = "head", .type = PARAM_HEADS, .offset = offsetof(T, field), .meta = "HEAD", .help = help_ }
 #define VIEW_STRING_PARAM(T, field, name_, meta_, help_)                                                               \
-    { .name = name_, .type = VIEW_STRING, .offset = offsetof(T, field), .meta = meta_, .help = help_ }
-/* A positional argument: "TEXT", "STORIES" (flags: VP_REQUIRED, VP_TEXT, VP_STORIES...). */
+    { .name = name_, .type = PARAM_STRING, .offset = offsetof(T, field), .meta = meta_, .help = help_ }
+/* A positional argument: "TEXT", "STORIES" (flags: PARAM_REQUIRED, PARAM_TEXT, PARAM_STORIES...). */
 #define VIEW_ARG(T, field, name_, flags_)                                                                              \
-    { .name = name_, .type = VIEW_STRING, .offset = offsetof(T, field), .flags = VP_POSITIONAL | (flags_) }
+    { .name = name_, .type = PARAM_STRING, .offset = offsetof(T, field), .flags = PARAM_POSITIONAL | (flags_) }
 
-#define VIEW_N_PARAMS(a) ((int)(sizeof(a) / sizeof((a)[0])))
+#define VIEW_N_PARAMS(a) PARAMS_COUNT(a)
 
 #endif

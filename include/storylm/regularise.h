@@ -14,6 +14,7 @@
 #ifndef STORYLM_REGULARISE_H
 #define STORYLM_REGULARISE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "storylm/adam.h"
@@ -40,6 +41,11 @@ typedef struct Regularise {
 /* "x/m.safetensors" + "best" -> path "x/m.best.safetensors" (".best.safetensors"
  * appended to a name without the extension); NULL when too long. */
 const char *slm_regularise_file(const char *out, const char *what, char path[REGULARISE_PATH_MAX]);
+
+/* Before the run writes over path (a snapshot, or the best model on a
+ * resume): 0 when nothing is there, it is this run's (its "trained_run" is
+ * run_id), or force; else refused, naming what the file holds. */
+int slm_regularise_check_own(const char *path, uint64_t run_id, bool force, Error *e);
 
 /* Refuses values the options cannot take (a probability not below 1, a
  * negative decay, ema_save without ema, ...), naming the flag. */

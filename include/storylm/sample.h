@@ -1,14 +1,17 @@
 /* The sampler: turns a position's logits into the next token. Apart from the
  * model, with its own seeded RNG. In order: the repeat penalty on the tokens
  * of the story's latest stretch, min-p's cut, temperature (0 = greedy),
- * top-k, top-p. Its settings' defaults and ranges are here, the one place the
- * CLI, the server and the bench take them from. */
+ * top-k, top-p. Its settings are one struct, SamplerSettings, from every front
+ * end to the sampler, and one table of parameters (params_sampling: names,
+ * ranges, defaults, help) that the CLI's options, the server's fields and
+ * Python's keywords are read with and the sampler checks them by. */
 #ifndef STORYLM_SAMPLE_H
 #define STORYLM_SAMPLE_H
 
 #include <stdint.h>
 
 #include "storylm/error.h"
+#include "storylm/params.h"
 #include "storylm/rng.h"
 
 /* Temperatures below this (0 included) take the most likely token: below it
@@ -25,7 +28,7 @@
 /* A default as text, for --help: SAMPLER_STR(SAMPLER_DEFAULT_TOP_P) is "0.95". */
 #define SAMPLER_STR_(x) #x
 #define SAMPLER_STR(x) SAMPLER_STR_(x)
-/* Ranges accepted (inclusive), by the CLI's flags and the server's fields alike. */
+/* Ranges accepted (inclusive): params_sampling's, for every front end. */
 #define SAMPLER_MAX_TEMPERATURE 100
 #define SAMPLER_WARN_TEMPERATURE 2 /* above it the text is mostly noise: the CLI warns */
 #define SAMPLER_MAX_TOP_K 1000000
@@ -35,25 +38,25 @@
 #define SAMPLER_MAX_REPEAT_LAST_N 1000000
 #define SAMPLER_MAX_N_PROBS 20 /* alternatives reported a token */
 
+/* As given (the sampler works in float: slm_sampler_init_with rounds them once). */
 typedef struct SamplerSettings {
-    float temperature;    /* 0: always the most likely token */
-    int top_k;            /* 0: no limit */
-    float top_p;          /* 1: no limit; else the smallest set holding this much probability */
-    float min_p;          /* 0: none; else only tokens at least min_p times as likely as the
-                           * likeliest (at temperature 1, after the penalty), as llama.cpp's */
-    float repeat_penalty; /* 1: none; else llama.cpp's rule on each distinct token of the story's
-                           * latest repeat_last_n: a positive logit divided by it, a negative one
-                           * multiplied */
-    int repeat_last_n;    /* 0: no penalty */
+    double temperature;    /* 0: always the most likely token */
+    int top_k;             /* 0: no limit */
+    double top_p;          /* 1: no limit; else the smallest set holding this much probability */
+    double min_p;          /* 0: none; else only tokens at least min_p times as likely as the
+                            * likeliest (at temperature 1, after the penalty), as llama.cpp's */
+    double repeat_penalty; /* 1: none; else llama.cpp's rule on each distinct token of the story's
+                            * latest repeat_last_n: a positive logit divided by it, a negative one
+                            * multiplied */
+    int repeat_last_n;     /* 0: no penalty */
 } SamplerSettings;
 
-#define SAMPLER_SETTINGS_DEFAULT                                                                                       \
-    ((SamplerSettings){.temperature = SAMPLER_DEFAULT_TEMPERATURE,                                                     \
-                       .top_k = SAMPLER_DEFAULT_TOP_K,                                                                 \
-                       .top_p = SAMPLER_DEFAULT_TOP_P,                                                                 \
-                       .min_p = SAMPLER_DEFAULT_MIN_P,                                                                 \
-                       .repeat_penalty = SAMPLER_DEFAULT_REPEAT_PENALTY,                                               \
-                       .repeat_last_n = SAMPLER_DEFAULT_REPEAT_LAST_N})
+/* --temperature (-t), --top-k (-k), --top-p (-p), --min-p, --repeat-penalty,
+ * --repeat-last-n over a SamplerSettings: the group a verb's table takes
+ * (PARAM_GROUP_OF) wherever it samples. */
+extern const ParamTable params_sampling;
+/* params_sampling's defaults. */
+SamplerSettings slm_sampler_settings_default(void);
 
 typedef struct Sampler {
     int vocab_size;
@@ -74,7 +77,7 @@ typedef struct Sampler {
 } Sampler;
 typedef struct Candidate Candidate;
 
-/* Refuses settings out of the ranges above, naming the flag. */
+/* Refuses settings out of params_sampling's ranges, the error naming the parameter. */
 int slm_sampler_settings_check(const SamplerSettings *st, Error *e);
 int slm_sampler_init_with(Sampler *s, int vocab_size, const SamplerSettings *st, uint64_t seed, Error *e);
 /* No penalty, no min-p. */
@@ -93,7 +96,8 @@ int slm_sampler_sample_story(Sampler *s, const float *logits, const int32_t *sto
 /* logits (V) -> log-probability of token chosen under the model's own
  * distribution (softmax at temperature 1, before any penalty or cut), and
  * the k most likely tokens, most likely first (ties: lower id): their ids
- * (k) and log-probabilities (k). Uses s's scratch; draws nothing. */
+ * (k) and log-probabilities (k). k at most V: only min(k, V) are written.
+ * Uses s's scratch; draws nothing. */
 float slm_sampler_logprobs(Sampler *s, const float *logits, int chosen, int k, int32_t *top_ids, float *top_logprobs);
 
 /* logits (V) -> probabilities (V), softmax at temperature 1. */

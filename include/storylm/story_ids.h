@@ -23,6 +23,7 @@ typedef struct StorySkips {
     int empty;        /* only white space */
     int invalid_utf8; /* invalid UTF-8 or NUL bytes */
     int too_long;     /* over STORIES_MAX_STORY_BYTES */
+    int nul;          /* of invalid_utf8, those holding a NUL byte: no text file's (the hint differs) */
 } StorySkips;
 
 typedef struct StoriesOptions {

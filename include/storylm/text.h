@@ -45,6 +45,12 @@ int slm_pretokenize(const Pretokenizer *p, const char *normalized, size_t len, W
  * byte offset N". */
 int slm_utf8_validate(const char *text, size_t len, const char *what, Error *e);
 
+/* text (NUL-terminated) -> out (size bytes, NUL-terminated): valid UTF-8
+ * whatever text is, each byte of an invalid sequence written as \xHH (a file
+ * name saved as Latin-1: "st\xe9.txt"); cut at a whole character when out is
+ * too small. */
+void slm_utf8_escape(const char *text, char *out, size_t size);
+
 /* Text a user gives (an argument, a prompt, a request's field): refused when
  * it is not valid UTF-8 or holds a NUL byte, with the message storylm
  * tokenize gives ("the text: invalid UTF-8 at byte offset N (byte 0xXX)")

@@ -43,7 +43,8 @@ typedef struct TrainOptions {
     const char *vocab_text;                  /* vocab.txt text stored in the model */
     int vocab_size;
     int resume;
-    unsigned given;              /* TRAIN_GIVEN_* bits: flags the user set; a resume refuses any the run contradicts */
+    int force;      /* --force: a model of another run where this one saves (a snapshot, the best) is replaced */
+    unsigned given; /* TRAIN_GIVEN_* bits: flags the user set; a resume refuses any the run contradicts */
     volatile sig_atomic_t *stop; /* set by a signal handler: save and stop */
     Dist *dist;                  /* the ranks under mpirun (dist.h); NULL = this process alone */
 

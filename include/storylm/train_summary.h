@@ -10,6 +10,7 @@
 #include <stdbool.h>
 
 #include "storylm/error.h"
+#include "storylm/outputs.h"
 #include "storylm/stories.h"
 #include "storylm/train.h"
 
@@ -32,8 +33,15 @@ cJSON *slm_train_summary_json(const TrainPlace *pl, const TrainOptions *o, const
 /* Every file training writes, checked before the first step against the
  * inputs (the stories, an existing vocabulary), each other and what they
  * hold (outputs.h): without --resume, a model already in --out or beside it
- * is kept unless force. With --resume, --out is read and written on purpose. */
-int slm_train_check_outputs(const char *stories, const TrainOptions *o, const char *vocab_path, bool force, Error *e);
+ * is kept unless force. With --resume, --out is read and written on purpose.
+ * Each is then claimed for the run (slm_outputs_claim) until the caller
+ * releases c: a second run, of the CLI or a server, that would write one of
+ * them is refused meanwhile (a snapshot is claimed as it is written). The
+ * vocabulary (vocab_path; NULL when the caller sees to it) is one of them
+ * when it is to be learnt, *learn_vocab (may be NULL) says. 0, or 1 when
+ * another process holds one of the files, -1 on any other refusal. */
+int slm_train_claim_outputs(const char *stories, const TrainOptions *o, const char *vocab_path, bool force,
+                            OutputClaims *c, bool *learn_vocab, Error *e);
 
 /* The architecture against the flags that are only for another (--score,
  * --position-scheme, --layers, --precision, the transformer's shape); the
@@ -42,8 +50,9 @@ int slm_train_check_outputs(const char *stories, const TrainOptions *o, const ch
 int slm_train_check_arch(const TrainOptions *o, int layers, bool resume, Error *e);
 
 /* Learns a vocabulary of size pieces (0: as many as the words give, up to
- * 2,000) from the stories and saves it to vocab_path; refuses a file of too
- * few stories before writing anything. *text: the file's text (caller frees);
+ * 2,000) from the stories and saves it to vocab_path, never over a file that
+ * appeared meanwhile; refuses a file of too few stories before writing
+ * anything. *text: the file's text (caller frees);
  * *got: the pieces learnt. */
 int slm_train_learn_vocab(const char *vocab_path, const char *stories_path, int size, char **text, int *got, Error *e);
 

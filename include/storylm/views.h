@@ -20,6 +20,7 @@
 #include "storylm/report.h"
 #include "storylm/sample.h"
 #include "storylm/loaded_model.h"
+#include "storylm/params.h"
 #include "storylm/probe_session.h"
 #include "storylm/text.h"
 
@@ -45,13 +46,12 @@ int slm_view_text_run(ViewText *vt, const ProbeSession *ps, const char *text, in
 int slm_view_text_at(ViewText *vt, int pos, Error *e);
 void slm_view_text_free(ViewText *vt);
 
-/* A view's head and --layer L (from 1) against c (NULL: the form alone,
- * before the model is loaded) into *out_layer and *out_head: a plain "H" is
- * layer L's, "L:H" names its own layer (a --layer other than 1 must agree);
- * with all, NULL and "-1" are every head (*out_head -1). served: named as a
- * request's fields in messages ("head"), else as flags (--head). */
-int slm_view_head(const ModelConfig *c, const char *head, int layer, int all, int served, int *out_layer, int *out_head,
-                  Error *e);
+/* A view's head (its parameter "head") and layer L (from 1) against c
+ * (NULL: the form alone, before the model is loaded) into *out_layer and
+ * *out_head: a plain "H" is layer L's, "L:H" names its own layer (a layer
+ * other than 1 must agree); with all, NULL and "-1" are every head
+ * (*out_head -1). Errors name the parameter (head_list.h). */
+int slm_view_head(const ModelConfig *c, const char *head, int layer, int all, int *out_layer, int *out_head, Error *e);
 
 /* Tool 1 (attend): the tokens, and every key position vt->pos reads with
  * head (-1: all), nearest first. */
@@ -110,22 +110,44 @@ cJSON *slm_view_tokens_json(const Tokenizer *t, const int32_t *ids, size_t n);
  * names). Without names (NULL) only the words the prompt wrote with a
  * capital get it back (slm_view_recapitalize). */
 typedef struct ViewGenerateOptions {
-    int max_tokens, top_k;
-    uint64_t seed; /* of sample 0; sample i draws with seed + i */
-    double temperature, top_p;
-    double min_p;             /* 0: no cut (sample.h) */
-    double repeat_penalty;    /* 0 or 1: none */
-    int repeat_last_n;        /* the penalty's stretch of the story, in tokens */
+    int max_tokens;
+    SamplerSettings sampling; /* the sampler's settings, as every front end gives them (sample.h) */
+    uint64_t seed;            /* of sample 0; sample i draws with seed + i */
     const char *const *stops; /* (n_stops) strings the text ends before: the first written ends the story */
     int n_stops;
     int logprobs;          /* keep each new token's log-probability (slm_view_generator_logprob), */
-    int n_probs;           /* and its n_probs likeliest alternatives (0..SAMPLER_MAX_N_PROBS) */
+    int n_probs;           /* and its n_probs likeliest alternatives (0..SAMPLER_MAX_N_PROBS; a
+                            * model of fewer tokens gives all of them: slm_view_generate_n_probs) */
     const NameList *names; /* may be NULL; kept by the caller while the generator lives */
     int threads;           /* a ViewBatch's steps share its samples between this many (0, 1: the caller's) */
     Precision precision;   /* of the generator's products (slm_generator_batch_set_precision): FP32 by default */
 } ViewGenerateOptions;
-/* The defaults of sample.h, 200 tokens, seed 0, one thread. */
+/* New tokens of one generation a request may ask for: the server bounds its work. */
+#define GENERATE_SERVED_TOKENS 2000
+/* The generator's own check of what it is handed, by params_generate: the
+ * tokens, the sampler's settings, --n-probs, --precision, each stop string. */
+int slm_view_generate_check(const ViewGenerateOptions *go, Error *e);
+/* params_generate's defaults (the sampler's, 200 tokens, FP32), seed 0, one thread. */
 ViewGenerateOptions slm_view_generate_defaults(void);
+/* The alternatives a token gets: go's n_probs, at most the vocabulary's size
+ * (its JSON says this number; the generators keep this many). */
+int slm_view_generate_n_probs(const ViewGenerateOptions *go, int vocab_size);
+
+/* storylm generate's parameters, filled from params_generate by the command
+ * line's options, /api/generate's fields and Python's keywords alike. */
+typedef struct GenerateParams {
+    ProbeOptions po;        /* --model, --ablate, --ablate-mode, --stories (po.mean_stories), --json, --threads */
+    const char *prompt;     /* PROMPT ("-": standard input); a request's "prompt" */
+    const char *file;       /* -f FILE: the prompt's file */
+    ViewGenerateOptions go; /* --tokens, the sampler's settings, --n-probs, --precision */
+    int seed;               /* -s: of the first sample; -1 draws one from the clock */
+    StringList stops;       /* --stop */
+    int samples;
+} GenerateParams;
+/* generate's table: --model, -f, --tokens (max_tokens), the sampler's group,
+ * --stop, --seed, --samples, --json, --n-probs, the ablation's group,
+ * --stories, --threads, --precision, PROMPT. */
+extern const ParamTable params_generate;
 /* The same as the fields of a generate request: {"max_tokens", "temperature",
  * "top_k", "top_p", "min_p", "repeat_penalty", "repeat_last_n"} (caller
  * cJSON_Deletes; NULL when out of memory): the one place the page and the
@@ -246,11 +268,10 @@ int slm_view_generate_names(NameList *nl, const LoadedModel *lm, const char *sto
 /* Secret 3 (ablate): loss and accuracy over the held-out test stories of
  * ps (and at the name positions of Secret 2), with ps's ablation, then each
  * single head switched off in turn (heads NULL), or the heads of the list
- * heads ("3,5", "1:3,2:5"; named what in messages, head_list.h) together;
- * mode "zero" or "mean" (ps->mean, or made here). *table (may be NULL): the
- * table of rows, for a drawing. */
-int slm_view_ablate(Report *r, const ProbeSession *ps, const char *heads, const char *what, const char *mode,
-                    ReportTable **table, Error *e);
+ * heads ("3,5", "1:3,2:5") together; mode zero or mean (ps->mean, or
+ * made here). *table (may be NULL): the table of rows, for a drawing. */
+int slm_view_ablate(Report *r, const ProbeSession *ps, const char *heads, AblationMode mode, ReportTable **table,
+                    Error *e);
 
 /* Secret 4 (pieces): heroes of the test stories renamed to each name of list
  * ("a,b"; NULL: the most common one-piece name and invented ones), their

@@ -8,9 +8,10 @@ with TransformerLens's habits (run_with_cache, run_with_hooks, hook names).
 
 See docs/python.md for every call and the hook names."""
 
-from ._lib import StorylmError
-from .model import Config, HookPoint, Model, Tokenizer, generate_defaults, load, shipped_model
-from .train import program, train
+from ._lib import KeywordError, KeywordTypeError, StorylmError
+from .model import Config, HookPoint, Model, Tokenizer, generate_defaults, generate_params, load, shipped_model
+from .train import program, train, train_params
 
-__all__ = ["Config", "HookPoint", "Model", "StorylmError", "Tokenizer", "generate_defaults", "load", "program", "shipped_model", "train"]
+__all__ = ["Config", "HookPoint", "KeywordError", "KeywordTypeError", "Model", "StorylmError", "Tokenizer", "generate_defaults",
+           "generate_params", "load", "program", "shipped_model", "train", "train_params"]
 __version__ = "0.1.0"

@@ -6,6 +6,8 @@ installed package: cmake --install or pip); the build tree of a source
 checkout (build/libstorylm.so beside python/)."""
 
 import ctypes
+import json
+import numbers
 import operator
 import os
 import threading
@@ -22,6 +24,34 @@ class StorylmError(Exception):
         super().__init__(message + ("\n---> HINT: " + hint if hint else ""))
 
 
+class KeywordError(StorylmError, ValueError):
+    """A keyword's value the verb's table refuses (out of its range, not one of
+    its choices): generate: temperature=200 is out of range (0 to 100)."""
+
+
+class KeywordTypeError(StorylmError, TypeError):
+    """A keyword the verb does not take, or a value of the wrong type."""
+
+
+# include/storylm/error.h's ErrorParamKind
+PARAM_NONE, PARAM_VALUE, PARAM_TYPE, PARAM_UNKNOWN, PARAM_MISSING, PARAM_TOO_LONG = range(6)
+
+
+class ErrorParam(ctypes.Structure):
+    """include/storylm/error.h's ErrorParam: the parameter an error names."""
+
+    _fields_ = [
+        ("kind", ctypes.c_int),
+        ("name", ctypes.c_char * 48),
+        ("key", ctypes.c_char * 48),
+        ("value", ctypes.c_char * 96),
+        ("near", ctypes.c_char * 48),
+        ("has_value", ctypes.c_ubyte),
+        ("text", ctypes.c_ubyte),
+        ("positional", ctypes.c_ubyte),
+    ]
+
+
 class Error(ctypes.Structure):
     """include/storylm/error.h's Error."""
 
@@ -30,10 +60,34 @@ class Error(ctypes.Structure):
         ("hint", ctypes.c_char * 512),
         ("file", ctypes.c_char_p),
         ("line", ctypes.c_int),
+        ("param", ErrorParam),
     ]
 
-    def exception(self):
-        return StorylmError(self.message.decode("utf-8", "replace"), self.hint.decode("utf-8", "replace"))
+    def exception(self, verb=None, given=None):
+        """The error as a StorylmError; one that names a keyword says it in
+        Python's words, its value as given (given: the keywords passed) and
+        the verb first: "generate: temperature=200 is out of range (0 to 100)"."""
+        message = self.message.decode("utf-8", "replace")
+        hint = self.hint.decode("utf-8", "replace")
+        p = self.param
+        if p.kind == PARAM_NONE:
+            return StorylmError(message, hint)
+        key = p.key.decode("utf-8", "replace")
+        if given is not None and key in given:
+            value = repr(given[key])
+        else:
+            raw = p.value.decode("utf-8", "replace")
+            value = repr(raw) if p.text else raw
+        prefix = verb + ": " if verb else ""
+        if p.kind == PARAM_UNKNOWN:
+            near = p.near.decode("utf-8", "replace")
+            return KeywordTypeError(prefix + "no option %s=%s" % (key, "; did you mean %s=?" % near if near else ""),
+                                    hint or ("storylm.%s_params() lists %s's keywords" % (verb, verb) if verb else ""))
+        if p.kind == PARAM_MISSING:
+            return KeywordTypeError(prefix + "%s= is missing" % key, hint)
+        cls = KeywordTypeError if p.kind == PARAM_TYPE else KeywordError
+        # a message that starts with ':' follows the value (error.h): "ablate=[3, 12]: head 12 is out of range"
+        return cls(prefix + "%s=%s%s%s" % (key, value, "" if message.startswith(":") else " ", message), hint)
 
 
 # int (*HookFn)(void *ctx, const char *name, float *data, int ndim, const int *shape, int writable)
@@ -76,10 +130,11 @@ def _declare(lib):
         "slm_py_run": (ctypes.c_int, [P, i32p, ctypes.c_int, HOOK_FN, P, ctypes.POINTER(ctypes.c_char_p),
                                       ctypes.c_int, ctypes.c_char_p, ctypes.POINTER(ctypes.c_float),
                                       ctypes.POINTER(ctypes.c_double), E]),
-        "slm_py_generate": (P, [P, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_double, ctypes.c_int, ctypes.c_double,
-                                ctypes.c_uint64, ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
-                                ctypes.c_char_p, E]),
+        "slm_py_generate": (P, [P, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
+                                E]),
         "slm_py_generate_defaults": (P, [E]),
+        "slm_py_params_json": (P, [ctypes.c_char_p, E]),
+        "slm_py_params_check": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p, E]),
         "slm_model_threads_setup": (None, [ctypes.c_int]),
     }
     for name, (res, args) in sig.items():
@@ -157,21 +212,100 @@ def closed():
     return StorylmError("the model was closed", "load it again with storylm.load")
 
 
-def whole(verb, name, value, lo, hi):
-    """value as an int in lo..hi (the range of the C type it is passed as, or
-    narrower), else a TypeError or OverflowError naming name=value: ctypes
-    would wrap it (max_tokens=2**32+3 would run as 3) without a word."""
-    try:
-        x = operator.index(value)
-    except TypeError:
-        raise TypeError("%s: %s=%r is not a whole number" % (verb, name, value)) from None
-    if not lo <= x <= hi:
-        bound = "at most %d" % hi if x > hi else "at least %d" % lo
-        raise OverflowError("%s: %s=%d is out of range (%s)" % (verb, name, x, bound))
-    return x
+_PARAMS = {}
 
 
-INT_MIN, INT_MAX, UINT64_MAX = -2**31, 2**31 - 1, 2**64 - 1
+def params(verb):
+    """verb's parameters that Python gives by keyword, from the library's one
+    table (the command line's options): {keyword: {"name", "type", "min",
+    "max", "default", "choices", "help", ...}}."""
+    if verb not in _PARAMS:
+        err = Error()
+        described = json.loads(check_string(lib().slm_py_params_json(verb.encode(), ctypes.byref(err)), err))
+        _PARAMS[verb] = {p["key"]: p for p in described}
+    return _PARAMS[verb]
+
+
+def _typed(verb, key, value, kind):
+    """value as the JSON its parameter's type takes, or KeywordTypeError naming
+    key=value: a whole number (operator.index: numpy's too, never a bool or
+    2.5), a number, true or false, a text (a path: str, bytes or os.PathLike),
+    a list of texts, or heads (a head number, a name "2:3", a text "1:3,2:5" or
+    a list of numbers and names, read by the library as --ablate is). A text
+    holding a NUL raises ValueError (JSON would keep it, the library's strings
+    end there)."""
+    prefix = verb + ": " if verb else ""
+
+    def wrong(what):
+        return KeywordTypeError("%s%s=%r is not %s" % (prefix, key, value, what))
+
+    if kind == "heads":
+        items = [value] if isinstance(value, (str, numbers.Integral)) else value
+        if not isinstance(items, (list, tuple)) or not items:
+            raise wrong('a head or a list of heads (3, "2:3", "1:3,2:5" or [3, "2:5"])')
+        out = []
+        for h in items:
+            if isinstance(h, bool) or not isinstance(h, (str, numbers.Integral)):
+                raise wrong('a head or a list of heads (3, "2:3", "1:3,2:5" or [3, "2:5"])')
+            if isinstance(h, str) and "\0" in h:
+                raise ValueError("%s%s=%r holds a NUL character" % (prefix, key, value))
+            out.append(h if isinstance(h, str) else operator.index(h))
+        return out if isinstance(value, (list, tuple)) else out[0]
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise KeywordTypeError("%s: %s=%r: give %s=True, or leave it out" % (verb, key, value, key))
+        return value
+    if kind in ("int", "number"):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise wrong("a whole number" if kind == "int" else "a number")
+        if kind == "int":
+            try:
+                return operator.index(value)
+            except TypeError:
+                raise wrong("a whole number") from None
+        return float(value)
+    texts = [value] if kind == "string" or isinstance(value, (str, bytes, os.PathLike)) else value
+    if kind == "strings" and not isinstance(texts, (list, tuple)):
+        raise wrong("a text or a list of texts")
+    out = []
+    for t in texts:
+        if not isinstance(t, (str, bytes, os.PathLike)):
+            raise wrong("a text" if kind == "string" else "a text or a list of texts")
+        t = os.fsdecode(t)
+        if "\0" in t:
+            raise ValueError("%s%s=%r holds a NUL character" % (prefix, key, value))
+        out.append(t)
+    return out[0] if kind == "string" else out
+
+
+def heads_text(verb, key, value):
+    """Heads given by keyword (key=value, as _typed takes them) as the text the
+    library reads ("3,2:5"), or None for None."""
+    if value is None:
+        return None
+    typed = _typed(verb, key, value, "heads")
+    return ",".join(str(h) for h in (typed if isinstance(typed, list) else [typed])).encode("utf-8")
+
+
+def keywords(verb, options):
+    """options (keyword -> value; None left out) as the JSON text of verb's
+    parameters, each value of its type; a keyword the verb does not take is
+    left for the library to refuse, with the nearest one."""
+    table = params(verb)
+    out = {}
+    for key, value in options.items():
+        if value is None:
+            continue
+        out[key] = _typed(verb, key, value, table[key]["type"]) if key in table else value
+    return json.dumps(out)
+
+
+def check_keywords(verb, options):
+    """options checked against verb's table by the library (names, types,
+    ranges), the first it refuses raised in Python's words."""
+    err = Error()
+    if lib().slm_py_params_check(verb.encode(), keywords(verb, options).encode(), ctypes.byref(err)):
+        raise err.exception(verb, options)
 
 
 def c_path(verb, name, path):

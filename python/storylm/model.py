@@ -7,6 +7,7 @@ import copy
 import ctypes
 import json
 import numbers
+import operator
 import os
 import threading
 
@@ -264,7 +265,7 @@ class Model:
         out = np.empty((ids.size, self.cfg.vocab_size), np.float32) if logits else None
         loss = ctypes.c_double()
         err = _lib.Error()
-        heads = _heads(ablate)
+        heads = _lib.heads_text(None, "ablate", ablate)
         with self._use() as h:  # a hook may close the model: it is freed after the pass, not under it
             rc = _lib.lib().slm_py_run(h, ids.ctypes.data_as(ctypes.POINTER(ctypes.c_int32)), int(ids.size),
                                        run.callback if wanted else _lib.HOOK_FN(), None, names, len(wanted), heads,
@@ -273,7 +274,7 @@ class Model:
         if run.exception is not None:
             raise run.exception
         if rc:
-            raise err.exception()
+            raise err.exception(None, {"ablate": ablate})
         return out, loss.value, cache
 
     def __call__(self, text_or_ids, fwd_hooks=None, ablate=None):
@@ -317,39 +318,45 @@ class Model:
     # ---- generation ---------------------------------------------------------------
 
     def generate(self, prompt="", max_tokens=None, temperature=None, top_k=None, top_p=None, seed=None, samples=1,
-                 stories=None, precision="fp32", ablate=None):
+                 stories=None, precision="fp32", **options):
         """`storylm generate`'s text: the prompt as typed and the story written on
         (names capitalised as the CLI does; stories as its --stories). One str, or
         a list of samples strs when samples > 1 (sample i drawn with seed + i).
-        max_tokens, temperature, top_k and top_p left None take the CLI's defaults
-        (storylm.generate_defaults()). seed None (or -1, as the CLI's --seed -1)
-        draws one at random, kept in model.last_seed. precision "bf16" runs the
-        products in BF16, as the CLI's --precision bf16 (a CPU with avx512_bf16).
-        stories may be a str, bytes or os.PathLike. A whole number that the
-        library's type cannot hold raises OverflowError naming it. ablate: heads
-        switched off (their output 0), as for model(...) and the CLI's --ablate."""
-        d = generate_defaults()
-        max_tokens = _lib.whole("generate", "max_tokens", d["max_tokens"] if max_tokens is None else max_tokens,
-                                _lib.INT_MIN, _lib.INT_MAX)
-        temperature = d["temperature"] if temperature is None else temperature
-        top_k = _lib.whole("generate", "top_k", d["top_k"] if top_k is None else top_k, _lib.INT_MIN, _lib.INT_MAX)
-        top_p = d["top_p"] if top_p is None else top_p
-        samples = _lib.whole("generate", "samples", samples, _lib.INT_MIN, _lib.INT_MAX)
-        seed = -1 if seed is None else _lib.whole("generate", "seed", seed, -1, _lib.UINT64_MAX)
-        if seed == -1:
-            seed = int.from_bytes(os.urandom(4), "little") & 0x7FFFFFFF
-        self.last_seed = seed
+        Each keyword is one of `storylm generate`'s options, read with its table
+        (its type, range and default: storylm.generate_params()): max_tokens
+        (--tokens), temperature, top_k, top_p, and in options min_p,
+        repeat_penalty, repeat_last_n, stop (a text or a list of texts) and ablate
+        (heads switched off, their output 0, as for model(...) and the CLI's
+        --ablate); one left None takes the CLI's default. seed None (or -1, as the CLI's --seed
+        -1) draws one at random, kept in model.last_seed. precision "bf16" runs
+        the products in BF16, as the CLI's --precision bf16 (a CPU with
+        avx512_bf16). stories may be a str, bytes or os.PathLike. A value the
+        table refuses raises storylm.KeywordError naming it in Python's words
+        (generate: temperature=200 is out of range (0 to 100)); a keyword
+        generate does not take or a value of the wrong type, KeywordTypeError."""
+        given = dict(options, max_tokens=max_tokens, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed,
+                     samples=samples, precision=precision)
+        if seed is None or (isinstance(seed, numbers.Integral) and not isinstance(seed, bool) and seed == -1):
+            given["seed"] = int.from_bytes(os.urandom(4), "little") & 0x7FFFFFFF
         raw = _text(prompt)
-        heads = _heads(ablate)
+        js = _lib.keywords("generate", given)
         err = _lib.Error()
         with self._use() as h:  # another thread may close the model meanwhile: it is freed after, not under
-            ptr = _lib.lib().slm_py_generate(h, raw, len(raw), max_tokens, float(temperature), top_k, float(top_p),
-                                             seed, samples,
+            ptr = _lib.lib().slm_py_generate(h, raw, len(raw), js.encode(),
                                              _lib.c_path("generate", "stories", stories) if stories else None,
-                                             _installed_stories(), _word("generate", "precision", precision),
-                                             heads, ctypes.byref(err))
-        texts = json.loads(_lib.check_string(ptr, err))
+                                             _installed_stories(), ctypes.byref(err))
+        if not ptr:
+            raise err.exception("generate", given)
+        texts = json.loads(_lib.take_string(ptr))
+        self.last_seed = operator.index(given["seed"])
         return texts[0] if samples == 1 else texts
+
+
+def generate_params():
+    """`storylm generate`'s options that generate takes by keyword, as the C
+    library's table has them (the CLI's and the server's too): {keyword:
+    {"name", "type", "help", "default", "min", "max", "choices", ...}}."""
+    return {k: dict(v) for k, v in _lib.params("generate").items()}
 
 
 def generate_defaults():
@@ -364,34 +371,6 @@ def _text(text):
     """text as UTF-8 bytes, its length passed beside it (a NUL in it is the library's to refuse)."""
     if not isinstance(text, str):
         raise StorylmError("expected a text (str), got %s" % type(text).__name__, "give the text as a str")
-    return text.encode("utf-8")
-
-
-def _word(verb, name, value):
-    """A short option given as text (precision="bf16"); one holding a NUL is
-    refused, as ctypes would pass only what comes before it."""
-    raw = _text(value)
-    if b"\0" in raw:
-        raise ValueError("%s: %s=%r holds a NUL character" % (verb, name, value))
-    return raw
-
-
-def _heads(ablate):
-    """ablate= as the text the library reads ("1:3,2:5"), or None: a head number,
-    a name "L:H", a text of them, or a list of numbers and names."""
-    if ablate is None:
-        return None
-    items = [ablate] if isinstance(ablate, (str, int)) else ablate
-    try:
-        items = list(items)
-    except TypeError:
-        items = [None]
-    if not items or any(isinstance(h, bool) or not isinstance(h, (str, int)) for h in items):
-        raise StorylmError("ablate=%r names no heads" % (ablate,),
-                           'give heads as 3, "2:3" (layer 2\'s head 3), "1:3,2:5" or a list [3, "2:5"]')
-    text = ",".join(str(h) for h in items)
-    if "\0" in text:
-        raise ValueError("ablate=%r holds a NUL character" % (ablate,))
     return text.encode("utf-8")
 
 

@@ -6,7 +6,6 @@ held by the training."""
 
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -57,13 +56,18 @@ def _flags(options):
     as another flag."""
     out = []
     for key, value in options.items():
-        if key in _NOT_OPTIONS:
-            raise TypeError("train: %s= is not an option of storylm.train; %s" % (key, _NOT_OPTIONS[key]))
         if value is None or value is False:
             continue
         flag = "--" + key.replace("_", "-")
         out.append(flag if value is True else flag + "=" + _value(key, value))
     return out
+
+
+def train_params():
+    """`storylm train`'s options that train takes by keyword, as the C library's
+    table has them (the CLI reads its options with it): {keyword: {"name",
+    "type", "help", "default", "min", "max", ...}}."""
+    return {k: dict(v) for k, v in _lib.params("train").items()}
 
 
 def train(stories, out, steps=3000, progress=None, **options):
@@ -72,14 +76,24 @@ def train(stories, out, steps=3000, progress=None, **options):
     `storylm train --help` given by name (vocab="vocab.txt", threads=2,
     eval_every=250, layers=2, arch="window8", resume=True, ...).
 
+    Each keyword is checked against train's table of parameters in the C
+    library (the one the CLI reads its options with) before the program
+    runs: one it does not take, or a value of the wrong type, raises
+    storylm.KeywordTypeError (train: no option stpes=; did you mean steps=?),
+    one out of range storylm.KeywordError (train: seed=1099511627776 is out
+    of range (0 to 2147483647)), both StorylmErrors.
+
     progress(line) is called with each progress line the program prints
     (default: written to stderr). Returns its --json summary as a dict
     (final test loss, steps, model file, ...). A failure raises StorylmError
     with the program's message and hint."""
+    for key in options:
+        if key in _NOT_OPTIONS:
+            raise TypeError("train: %s= is not an option of storylm.train; %s" % (key, _NOT_OPTIONS[key]))
+    _lib.check_keywords("train", dict(options, steps=steps))
     if progress is None:
         def progress(line):
             sys.stderr.write(line + "\n")
-    given = dict(options, out=out, steps=steps)
     # the stories after "--": a file named "-s.txt" or "--help" is a file, not a flag
     cmd = [program(), "train", "--out=" + _value("out", out), "--steps=" + _value("steps", steps), "--json"]
     cmd += _flags(options) + ["--", _value("stories", stories)]
@@ -91,7 +105,7 @@ def train(stories, out, steps=3000, progress=None, **options):
             progress(line)
         result = proc.stdout.read()
     if proc.returncode != 0:
-        raise _failure(messages, proc.returncode, given)
+        raise _failure(messages, proc.returncode)
     try:
         return json.loads(result)
     except ValueError:
@@ -99,37 +113,10 @@ def train(stories, out, steps=3000, progress=None, **options):
                            "run %s and see what it prints" % " ".join(cmd)) from None
 
 
-def _failure(lines, code, given):
-    """The program's "storylm: error: ..." and "---> HINT: ..." lines as a
-    StorylmError, a flag it refused named by its keyword (given)."""
+def _failure(lines, code):
+    """The program's "storylm: error: ..." and "---> HINT: ..." lines as a StorylmError."""
     message = next((l.split("error: ", 1)[1] for l in lines if "error: " in l), None)
     hint = next((l.split("HINT: ", 1)[1] for l in lines if "HINT: " in l), "")
     if message is None:
         message = "storylm train stopped with exit code %d%s" % (code, (": " + lines[-1]) if lines else "")
-    return StorylmError(*_in_python(message, hint, given))
-
-
-# The refusals of the program's flag parser (src/cli/args.c), and how train says them.
-_FLAG_ERRORS = [
-    (r"--(?P<flag>[\w-]+) wants a (?P<what>whole number|number), not '.*'", "{kw}={value!r} is not a {what}"),
-    (r"--(?P<flag>[\w-]+) .* is out of range \((?P<range>.*)\)", "{kw}={value!r} is out of range ({range})"),
-    (r"--(?P<flag>[\w-]+) takes no value", "{kw}={value!r}: give {kw}=True, or leave it out"),
-    (r"--(?P<flag>[\w-]+) needs a value.*", "{kw}={value!r} needs a value"),
-    (r"unknown option '--(?P<flag>[\w-]+)(?:=.*)?'; did you mean --(?P<near>[\w-]+)\?",
-     "no option {kw}=; did you mean {near}=?"),
-    (r"unknown option '--(?P<flag>[\w-]+)(?:=.*)?'", "no option {kw}="),
-]
-
-
-def _in_python(message, hint, given):
-    """(message, hint) of the program with a flag it refused in Python's
-    words: "--seed wants a whole number, not 'x'" -> "train: seed='x' is not
-    a whole number"; other messages as they are."""
-    for pattern, words in _FLAG_ERRORS:
-        m = re.fullmatch(pattern, message)
-        if m:
-            names = {k: v.replace("-", "_") if k in ("flag", "near") else v for k, v in m.groupdict().items()}
-            kw = names.pop("flag")
-            return ("train: " + words.format(kw=kw, value=given.get(kw, True), **names),
-                    "train's keywords are storylm train's options, '_' for '-' (storylm train --help lists them)")
-    return message, hint
+    return StorylmError(message, hint)

@@ -11,7 +11,9 @@
 #include "storylm/ablation.h"
 #include "storylm/data_files.h"
 #include "storylm/loaded_model.h"
+#include "storylm/params.h"
 #include "storylm/text.h"
+#include "storylm/train_params.h"
 #include "storylm/views.h"
 
 struct PyModel {
@@ -100,17 +102,17 @@ char *slm_py_vocab(const PyModel *m, Error *e) {
 
 int slm_py_eos(const PyModel *m) { return m->lm.tokenizer.eos_id; }
 
-/* eval --text's loss: the mean of -log p over positions 0..T-2, in double from the logits. */
+/* eval --text's loss: the mean of -log p over positions 0..T-2, in double from the logits (slm_probe_loss). */
 static double text_loss(const Activations *a, const int32_t *ids, int T) {
     double sum = 0;
-    for (int p = 0; p + 1 < T; p++) sum += -log(slm_probe_probability(a, p, ids[p + 1], NULL));
+    for (int p = 0; p + 1 < T; p++) sum += slm_probe_loss(a, p, ids[p + 1]);
     return T > 1 ? sum / (T - 1) : 0.0;
 }
 
-/* ablate= (NULL: none) as the heads it switches off, to 0. */
+/* ablate= (NULL: none) as the heads it switches off, to 0; an error names ablate (Error.param). */
 static int python_ablation(const PyModel *m, const char *ablate, Ablation *ab, Error *e) {
     char desc[64];
-    return slm_ablation_parse(&m->lm, ablate, "ablate=", "zero", NULL, NULL, ab, desc, sizeof desc, e);
+    return slm_ablation_parse(&m->lm, ablate, ABLATE_ZERO, NULL, NULL, ab, desc, sizeof desc, e);
 }
 
 int slm_py_run(const PyModel *m, const int32_t *ids, int T, HookFn fn, void *ctx, const char *const *names, int n_names,
@@ -141,33 +143,65 @@ static int find_names(NameList *nl, const LoadedModel *lm, const char *stories, 
 
 char *slm_py_generate_defaults(Error *e) { return json_out(slm_view_generate_defaults_json(), e); }
 
-/* generate's options, named by their Python keywords: the first out of range into e. */
-static int check_generate_options(int samples, int max_tokens, int top_k, double temperature, double top_p,
-                                  const char *precision, Error *e) {
-    const char *hint = "samples >= 1, max_tokens >= 0, top_k >= 0 (0: off), temperature >= 0, 0 < top_p <= 1";
-    if (samples < 1) return FAIL(e, hint, "generate: samples=%d is out of range", samples);
-    if (max_tokens < 0) return FAIL(e, hint, "generate: max_tokens=%d is out of range", max_tokens);
-    if (top_k < 0) return FAIL(e, hint, "generate: top_k=%d is out of range", top_k);
-    if (!(temperature >= 0)) return FAIL(e, hint, "generate: temperature=%g is out of range", temperature);
-    if (!(top_p > 0 && top_p <= 1)) return FAIL(e, hint, "generate: top_p=%g is out of range", top_p);
-    Precision p;
-    if (precision && slm_precision_parse(precision, &p, NULL))
-        return FAIL(e, "give precision=\"fp32\" (the default) or \"bf16\"", "generate: unknown precision '%.40s'",
-                    precision);
-    return 0;
+/* The verbs whose parameters Python gives by keyword. */
+static const ParamTable *verb_table(const char *verb, Error *e) {
+    if (verb && strcmp(verb, "generate") == 0) return &params_generate;
+    if (verb && strcmp(verb, "train") == 0) return &params_train;
+    FAIL(e, NULL, "no parameters of a verb '%.40s'", verb ? verb : "");
+    return NULL;
 }
 
-char *slm_py_generate(const PyModel *m, const char *prompt, size_t prompt_len, int max_tokens, double temperature,
-                      int top_k, double top_p, uint64_t seed, int samples, const char *stories,
-                      const char *fallback_stories, const char *precision, const char *ablate, Error *e) {
+char *slm_py_params_json(const char *verb, Error *e) {
+    const ParamTable *t = verb_table(verb, e);
+    return t ? json_out(slm_params_describe(t, NULL, PARAM_FROM_PYTHON), e) : NULL;
+}
+
+/* The texts of heads given as numbers or lists (ablate=[3, "2:5"]): every head of the largest model. */
+#define PY_HEADS_TEXT (STORYLM_MAX_ALL_HEADS * 16)
+
+/* options (a JSON object of keywords) into params, filled with t's defaults
+ * first: each keyword one of Python's parameters of t, in its range. The
+ * strings of params point into *json (the caller deletes it, also on error)
+ * and heads (PY_HEADS_TEXT bytes). */
+static int read_options(const ParamTable *t, const char *options, void *params, cJSON **json, char *heads, Error *e) {
+    slm_params_init(t, params);
+    *json = cJSON_Parse(options ? options : "{}");
+    if (!*json) return FAIL(e, NULL, "the options are not a JSON object");
+    ParamRead how = {.front = PARAM_FROM_PYTHON, .scratch = heads, .scratch_size = PY_HEADS_TEXT};
+    return slm_params_read_json(t, *json, &how, params, NULL, e);
+}
+
+int slm_py_params_check(const char *verb, const char *options, Error *e) {
+    const ParamTable *t = verb_table(verb, e);
+    if (!t) return -1;
+    union { /* a verb's struct, as large as the largest */
+        GenerateParams g;
+        TrainParams t;
+    } params;
+    cJSON *json = NULL;
+    char heads[PY_HEADS_TEXT];
+    int rc = read_options(t, options, &params, &json, heads, e);
+    cJSON_Delete(json);
+    return rc;
+}
+
+char *slm_py_generate(const PyModel *m, const char *prompt, size_t prompt_len, const char *options, const char *stories,
+                      const char *fallback_stories, Error *e) {
+    GenerateParams p = {0};
+    cJSON *json = NULL; /* the options, which the stop strings point into */
+    char heads[PY_HEADS_TEXT];
     Ablation ab;
     if (slm_text_check(prompt, prompt_len, "the prompt", e) ||
-        check_generate_options(samples, max_tokens, top_k, temperature, top_p, precision, e) ||
-        python_ablation(m, ablate, &ab, e))
-        return NULL;
-    ViewGenerateOptions go = slm_view_generate_defaults(); /* min_p and the repeat penalty as the CLI's */
-    go.max_tokens = max_tokens, go.top_k = top_k, go.seed = seed, go.temperature = temperature, go.top_p = top_p;
-    if (slm_precision_parse(precision ? precision : "fp32", &go.precision, e)) return NULL;
+        read_options(&params_generate, options, &p, &json, heads, e) || python_ablation(m, p.po.ablate, &ab, e))
+        return cJSON_Delete(json), NULL;
+    if (p.seed < 0) /* the caller draws the seed it keeps (Python's model.last_seed) */
+        return cJSON_Delete(json), FAIL(e, NULL, "no seed: draw one first"), NULL;
+    ViewGenerateOptions go = p.go;
+    int samples = p.samples;
+    go.seed = (uint64_t)p.seed;
+    go.threads = 1;
+    go.stops = p.stops.items;
+    go.n_stops = p.stops.count;
     NameList names = {0};
     char from[4096];
     ViewBatch vb;
@@ -189,6 +223,7 @@ char *slm_py_generate(const PyModel *m, const char *prompt, size_t prompt_len, i
         slm_view_batch_free(&vb);
     }
     slm_names_free(&names);
+    cJSON_Delete(json);
     if (rc) return cJSON_Delete(texts), NULL;
     return json_out(texts, e);
 }

@@ -1,5 +1,5 @@
 /* Whole-file reads and atomic writes: see include/storylm/fileio.h. */
-#define _XOPEN_SOURCE 700 /* realpath */
+#define _GNU_SOURCE /* realpath, renameat2 */
 #include "storylm/fileio.h"
 
 #include <dirent.h>
@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h> /* flock */
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -236,6 +237,56 @@ int slm_atomic_commit(AtomicFile *a, Error *e) {
     return 0;
 }
 
+/* Puts temp at name unless something is there: link() fails on an existing
+ * name, where rename() would replace it. Where the file system has no hard
+ * links, renameat2's RENAME_NOREPLACE does the same. 0 placed, 1 taken. */
+static int place_new(const char *temp, const char *name, Error *e) {
+    if (link(temp, name) == 0) return unlink(temp), 0;
+    if (errno == EEXIST) return 1;
+    if (errno == EPERM || errno == EOPNOTSUPP || errno == ENOSYS) {
+        if (renameat2(AT_FDCWD, temp, AT_FDCWD, name, RENAME_NOREPLACE) == 0) return 0;
+        if (errno == EEXIST) return 1;
+    }
+    return FAIL(e, "check the folder's permissions", "cannot save '%s': %s", name, strerror(errno));
+}
+
+int slm_atomic_commit_new(AtomicFile *a, const char *name, Error *e) {
+    if (a->f) {
+        int bad = fflush(a->f) != 0 || fsync(fileno(a->f)) != 0;
+        bad |= fclose(a->f) != 0;
+        a->f = NULL;
+        if (bad) {
+            FAIL(e, "check free disk space", "cannot save '%s': %s", a->final_path, strerror(errno));
+            slm_atomic_abort(a);
+            return -1;
+        }
+    }
+    int rc = place_new(a->temp_path, name ? name : a->final_path, e);
+    if (rc == 1) return 1;
+    if (rc) {
+        slm_atomic_abort(a);
+        return -1;
+    }
+    free(a->final_path);
+    free(a->temp_path);
+    *a = (AtomicFile){0};
+    return 0;
+}
+
+int slm_file_write_new(const char *path, const void *data, size_t len, Error *e) {
+    AtomicFile a;
+    if (slm_atomic_open(&a, path, e)) return -1;
+    int rc = slm_atomic_write(&a, data, len, e) ? -1 : slm_atomic_commit_new(&a, NULL, e);
+    if (rc == 1) {
+        FAIL(e, "give another name, or move that file away", "'%s' appeared while it was written: it is not replaced",
+             path);
+        slm_atomic_abort(&a);
+    } else if (rc < 0 && a.temp_path) {
+        slm_atomic_abort(&a);
+    }
+    return rc ? -1 : 0;
+}
+
 int slm_file_write_atomic(const char *path, const void *data, size_t len, Error *e) {
     AtomicFile a;
     if (slm_atomic_open(&a, path, e)) return -1;
@@ -248,55 +299,74 @@ int slm_file_write_atomic(const char *path, const void *data, size_t len, Error 
 
 /* ---- a lock beside an output ------------------------------------------- */
 
-/* The PID a lock file holds, 0 when it holds no lock's content ("PID\n"
- * and nothing else: anything else is not ours to remove), -1 when it cannot
- * be read (gone already). */
-static long lock_owner(const char *lock_path) {
+/* What a lock file holds, read from the open file: its PID when it is a
+ * lock's content ("PID\n" and nothing else), 0 when empty (a lock being
+ * taken, or nothing to lose), -1 when it holds anything else (not ours to
+ * remove). */
+static long lock_content(int fd) {
     char buf[32] = {0};
-    int fd = open(lock_path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) return errno == ENOENT ? -1 : 0;
-    struct stat st;
-    ssize_t n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, buf, sizeof buf - 1) : -1;
-    close(fd);
-    if (n < 2 || buf[n - 1] != '\n') return 0;
+    ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+    if (n == 0) return 0;
+    if (n < 2 || buf[n - 1] != '\n' || buf[0] < '0' || buf[0] > '9') return -1;
     char *end;
     long pid = strtol(buf, &end, 10);
-    return end == buf + n - 1 && buf[0] >= '0' && buf[0] <= '9' && pid > 0 ? pid : 0;
+    return end == buf + n - 1 && pid > 0 ? pid : -1;
 }
 
-/* Creates lock_path holding our PID; 1 when it exists already. */
-static int lock_create(const char *lock_path, Error *e) {
-    int fd = open(lock_path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd < 0 && errno == EEXIST) return 1;
-    if (fd < 0) return FAIL(e, OUTPUT_HINT, "cannot create the lock file '%s': %s", lock_path, strerror(errno));
+#define NOT_A_LOCK_HINT "move that file away (it is not a lock storylm wrote), or write to another file"
+#define HELD_HINT "wait for that run to finish, or write to another file"
+
+/* 1, with e saying who holds the lock (pid 0: its PID not written yet). */
+static int lock_held(const char *lock_path, const char *path, long pid, const char *hint, Error *e) {
+    if (pid > 0)
+        FAIL(e, hint, "'%s' is being written by another process (PID %ld holds '%s')", path, pid, lock_path);
+    else
+        FAIL(e, hint, "'%s' is being written by another process (it is taking the lock '%s')", path, lock_path);
+    return 1;
+}
+
+/* The lock file open, flock()ed when flocked: 0 when it is ours to take, 1
+ * when a live process holds it, -1 when it is not a lock. Free of flock, a
+ * PID that runs is held all the same: an older storylm's lock, the lock of
+ * this process's other run where the file system has no flock, or a PID
+ * reused after a kill -9 (held, to be safe; the hint says how to free it). */
+static int lock_judge(int fd, bool flocked, const char *lock_path, const char *path, Error *e) {
+    long pid = lock_content(fd);
+    if (pid < 0) return FAIL(e, NOT_A_LOCK_HINT, "'%s' exists and is not a lock: it is not removed", lock_path);
+    if (pid > 0 && process_running(pid) && (pid != (long)getpid() || !flocked))
+        return lock_held(lock_path, path, pid, HELD_HINT "; if no such run exists, remove the lock file", e);
+    return 0;
+}
+
+/* One try at lock_path: 0 taken (*fd open and flock()ed, our PID in it),
+ * 1 held, -1 an error, 2 the file was replaced meanwhile (try again). */
+static int lock_try(const char *lock_path, const char *path, int *fd, Error *e) {
+    *fd = open(lock_path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+    if (*fd < 0 && errno == ELOOP)
+        return FAIL(e, NOT_A_LOCK_HINT, "'%s' exists and is not a lock: it is not removed", lock_path);
+    if (*fd < 0) return FAIL(e, OUTPUT_HINT, "cannot create the lock file '%s': %s", lock_path, strerror(errno));
+    struct stat st, now;
+    int rc = 0;
+    if (fstat(*fd, &st) != 0 || !S_ISREG(st.st_mode))
+        rc = FAIL(e, NOT_A_LOCK_HINT, "'%s' exists and is not a lock: it is not removed", lock_path);
+    bool flocked = !rc && flock(*fd, LOCK_EX | LOCK_NB) == 0;
+    if (!rc && !flocked && errno == EWOULDBLOCK) rc = lock_held(lock_path, path, lock_content(*fd), HELD_HINT, e);
+    /* a lock released (and removed) while we opened it: open the new one */
+    if (!rc && (lstat(lock_path, &now) != 0 || now.st_ino != st.st_ino || now.st_dev != st.st_dev)) rc = 2;
+    if (!rc) rc = lock_judge(*fd, flocked, lock_path, path, e);
     char buf[32];
     int len = snprintf(buf, sizeof buf, "%ld\n", (long)getpid());
-    int bad = write(fd, buf, (size_t)len) != len;
-    bad |= close(fd) != 0;
-    if (bad) {
-        unlink(lock_path);
-        return FAIL(e, "check free disk space", "cannot write the lock file '%s'", lock_path);
+    if (!rc && (ftruncate(*fd, 0) != 0 || pwrite(*fd, buf, (size_t)len, 0) != len))
+        rc = FAIL(e, "check free disk space", "cannot write the lock file '%s'", lock_path);
+    if (rc) {
+        close(*fd);
+        *fd = -1;
     }
-    return 0;
-}
-
-/* An existing lock: -1 (with the error) when it stands, 0 when it was stale and is removed. */
-static int lock_existing(const char *lock_path, const char *path, Error *e) {
-    long pid = lock_owner(lock_path);
-    if (pid < 0) return 0; /* removed meanwhile */
-    if (pid == 0)
-        return FAIL(e, "move that file away (it is not a lock storylm wrote), or give another --out",
-                    "'%s' exists and is not a lock: it is not removed", lock_path);
-    if (pid == (long)getpid() || process_running(pid))
-        return FAIL(e,
-                    "wait for that run to finish, or give another --out; if no such run exists, remove the lock file",
-                    "'%s' is being written by another process (PID %ld holds '%s')", path, pid, lock_path);
-    unlink(lock_path); /* its process is gone: the lock is stale */
-    return 0;
+    return rc;
 }
 
 int slm_file_lock(FileLock *l, const char *path, Error *e) {
-    *l = (FileLock){0};
+    *l = (FileLock){.fd = -1};
     /* keyed by the file itself: a link to a running run's output finds its lock */
     char resolved[PATH_MAX];
     if (!slm_path_resolve(path, resolved, sizeof resolved))
@@ -305,18 +375,16 @@ int slm_file_lock(FileLock *l, const char *path, Error *e) {
     char *lock_path = xmalloc(n, e);
     if (!lock_path) return -1;
     snprintf(lock_path, n, "%s.lock", resolved);
-    for (int attempt = 0; attempt < 2; attempt++) {
-        int rc = lock_create(lock_path, e);
-        if (rc == 0) {
-            l->path = lock_path;
-            return 0;
-        }
-        if (rc < 0 || lock_existing(lock_path, path, e)) break;
-        if (attempt == 1)
-            FAIL(e, "remove the lock file if no run is writing the output", "cannot take the lock '%s'", lock_path);
+    int rc = 2, fd = -1;
+    for (int attempt = 0; attempt < 100 && rc == 2; attempt++) rc = lock_try(lock_path, path, &fd, e);
+    if (rc == 2) rc = FAIL(e, "try again", "cannot take the lock '%s': it keeps being replaced", lock_path);
+    if (rc) {
+        free(lock_path);
+        return rc;
     }
-    free(lock_path);
-    return -1;
+    l->path = lock_path;
+    l->fd = fd;
+    return 0;
 }
 
 char *slm_file_lock_path(const char *path, Error *e) {
@@ -329,9 +397,14 @@ char *slm_file_lock_path(const char *path, Error *e) {
 }
 
 void slm_file_unlock(FileLock *l) {
-    if (l->path && lock_owner(l->path) == (long)getpid()) unlink(l->path);
+    /* removed while still held, so that no one takes a lock on a file on its way out */
+    struct stat st, now;
+    if (l->path && l->fd >= 0 && fstat(l->fd, &st) == 0 && lstat(l->path, &now) == 0 && st.st_ino == now.st_ino &&
+        st.st_dev == now.st_dev && lock_content(l->fd) == (long)getpid())
+        unlink(l->path);
+    if (l->path && l->fd >= 0) close(l->fd);
     free(l->path);
-    *l = (FileLock){0};
+    *l = (FileLock){.fd = -1};
 }
 
 uint64_t slm_hash64_more(uint64_t h, const void *data, size_t len) {

@@ -150,7 +150,7 @@ int slm_bench_train(const char *path, const BenchOptions *o, BenchBeatFn beat, v
 
 /* Sample i of n: sampled with seed 1 + i, as `generate --samples` seeds them. */
 static int bench_samplers(Sampler *s, int n, int vocab_size, Error *e) {
-    SamplerSettings st = SAMPLER_SETTINGS_DEFAULT;
+    SamplerSettings st = slm_sampler_settings_default();
     st.repeat_penalty = 1, st.repeat_last_n = 0; /* the defaults' penalty is none */
     for (int i = 0; i < n; i++)
         if (slm_sampler_init_with(&s[i], vocab_size, &st, 1 + (uint64_t)i, e)) return -1;

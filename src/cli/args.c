@@ -1,14 +1,12 @@
 /* Command-line flags: see args.h. */
 #include "args.h"
 
-#include <limits.h>
-#include <math.h>
+#include "storylm/registry.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "storylm/parse.h"
 
 int args_usage_error(const Command *cmd, const char *fmt, ...) {
     va_list ap;
@@ -20,66 +18,30 @@ int args_usage_error(const Command *cmd, const char *fmt, ...) {
     return 2;
 }
 
-static void print_default(const Option *o) {
-    switch (o->kind) {
-        case OPT_INT: printf(" (default: %d)", *(int *)o->target); break;
-        case OPT_DOUBLE: printf(" (default: %g)", *(double *)o->target); break;
-        case OPT_STRING: {
-            const char *s = *(const char **)o->target;
-            if (s) printf(" (default: %s)", s);
-            break;
-        }
-        default: break;
-    }
+int args_param_error(const Command *cmd, const Error *e) {
+    char text[sizeof e->message + 300];
+    return args_usage_error(cmd, "%s", slm_error_text(e, ERROR_STYLE_CLI, text, sizeof text));
 }
 
-void args_print_help(const Command *cmd, const Option *opts, int n_opts) {
+void args_print_help(const Command *cmd, const ParamTable *t, const void *params) {
+    ParamList l;
+    slm_params_list(t, &l);
     printf("usage: %s\n\n%s\n", cmd->usage, cmd->description);
     printf("\noptions:\n");
-    for (int i = 0; i < n_opts; i++) {
-        const Option *o = &opts[i];
-        char left[64];
-        int n = o->short_name ? snprintf(left, sizeof left, "-%c, --%s", o->short_name, o->name)
-                              : snprintf(left, sizeof left, "    --%s", o->name);
-        if (o->kind != OPT_BOOL && n < (int)sizeof left)
-            snprintf(left + n, sizeof left - n, " %s", o->meta ? o->meta : "X");
-        printf("  %-28s %s", left, o->help);
-        print_default(o);
+    for (int i = 0; i < l.n; i++) {
+        const Param *p = l.at[i].p;
+        if (!slm_param_from(p, PARAM_FROM_CLI) || (p->flags & PARAM_POSITIONAL)) continue;
+        char left[64], def[160];
+        int n = p->short_name ? snprintf(left, sizeof left, "-%c, --%s", p->short_name, p->name)
+                              : snprintf(left, sizeof left, "    --%s", p->name);
+        if (p->type != PARAM_BOOL && n < (int)sizeof left)
+            snprintf(left + n, sizeof left - n, " %s", p->meta ? p->meta : "X");
+        slm_param_default_text(&l.at[i], params, def, sizeof def);
+        printf("  %-28s %s", left, p->help);
+        if (def[0]) printf(" (default: %s)", def);
         printf("\n");
     }
     printf("  %-28s %s\n", "-h, --help", "show this help");
-}
-
-/* Edit distance (insertions, deletions, substitutions) of a and b, both
- * under 64 characters; larger for longer words, which no suggestion needs. */
-static int edit_distance(const char *a, const char *b) {
-    size_t la = strlen(a), lb = strlen(b);
-    if (la >= 64 || lb >= 64) return 1000;
-    int row[64];
-    for (size_t j = 0; j <= lb; j++) row[j] = (int)j;
-    for (size_t i = 1; i <= la; i++) {
-        int diag = row[0];
-        row[0] = (int)i;
-        for (size_t j = 1; j <= lb; j++) {
-            int up = row[j], best = diag + (a[i - 1] != b[j - 1]);
-            if (up + 1 < best) best = up + 1;
-            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
-            diag = up;
-            row[j] = best;
-        }
-    }
-    return row[lb];
-}
-
-const char *args_nearest(const char *word, const char *const *names, int n) {
-    const char *best = NULL;
-    int best_d = 1000;
-    for (int i = 0; i < n; i++) {
-        int d = edit_distance(word, names[i]);
-        if (d < best_d) best_d = d, best = names[i];
-    }
-    /* a typo, not another word: at most 2 edits, and fewer than half the letters */
-    return best && best_d <= 2 && 2 * best_d < (int)strlen(word) ? best : NULL;
 }
 
 /* Long names that mean another option: the spelling other tools use, or an
@@ -100,154 +62,137 @@ static const OptionAlias option_aliases[] = {
     {"circuits", "tokens", "token-list", true},
 };
 
-/* The option an alias names in cmd (n characters of name), or NULL. */
-static const Option *find_alias(const Command *cmd, const Option *opts, int n, const char *name, size_t len) {
+/* The command line's parameters of l: options, not positionals. */
+static bool is_option(const ParamList *l, int i) {
+    const Param *p = l->at[i].p;
+    return slm_param_from(p, PARAM_FROM_CLI) && !(p->flags & PARAM_POSITIONAL);
+}
+
+/* The option an alias names in cmd (len characters of name), or -1. */
+static int find_alias(const Command *cmd, const ParamList *l, const char *name, size_t len) {
     for (size_t a = 0; a < sizeof option_aliases / sizeof option_aliases[0]; a++) {
         const OptionAlias *al = &option_aliases[a];
         if ((al->verb && strcmp(al->verb, cmd->name) != 0) || strlen(al->old_name) != len ||
             strncmp(al->old_name, name, len) != 0)
             continue;
-        for (int i = 0; i < n; i++)
-            if (strcmp(opts[i].name, al->name) == 0) {
-                if (al->warned)
-                    fprintf(stderr, "storylm %s: warning: --%s is now --%s; the old name goes in the next release\n",
-                            cmd->name, al->old_name, al->name);
-                return &opts[i];
-            }
+        int i = slm_params_find(l, al->name);
+        if (i < 0 || !is_option(l, i)) continue;
+        if (al->warned)
+            fprintf(stderr, "storylm %s: warning: --%s is now --%s; the old name goes in the next release\n", cmd->name,
+                    al->old_name, al->name);
+        return i;
     }
-    return NULL;
+    return -1;
 }
 
 /* The option arg names: "-n", "-n10" (a short option with its value
- * attached: *attached points at "10"), "--name" or "--name=value". */
-static const Option *find_option(const Command *cmd, const Option *opts, int n, const char *arg,
-                                 const char **attached) {
+ * attached: *attached points at "10"), "--name" or "--name=value"; -1 for none. */
+static int find_option(const Command *cmd, const ParamList *l, const char *arg, const char **attached) {
     *attached = NULL;
     if (arg[1] != '-') {
-        for (int i = 0; i < n; i++)
-            if (opts[i].short_name == arg[1] && (!arg[2] || opts[i].kind != OPT_BOOL)) {
+        for (int i = 0; i < l->n; i++)
+            if (is_option(l, i) && l->at[i].p->short_name == arg[1] && (!arg[2] || l->at[i].p->type != PARAM_BOOL)) {
                 if (arg[2]) *attached = arg + 2;
-                return &opts[i];
+                return i;
             }
-        return NULL;
+        return -1;
     }
     const char *name = arg + 2;
     size_t len = strcspn(name, "=");
-    for (int i = 0; i < n; i++)
-        if (strlen(opts[i].name) == len && strncmp(opts[i].name, name, len) == 0) return &opts[i];
-    return find_alias(cmd, opts, n, name, len);
+    for (int i = 0; i < l->n; i++)
+        if (is_option(l, i) && strlen(l->at[i].p->name) == len && strncmp(l->at[i].p->name, name, len) == 0) return i;
+    return find_alias(cmd, l, name, len);
 }
 
-/* "unknown option '--stpes'", with the nearest long name when it is a typo. */
-static void unknown_option(const Command *cmd, const Option *opts, int n, const char *arg) {
-    const char *names[128];
+/* "unknown option '--stpes'", with the nearest long name when it is a typo;
+ * --ablate in a verb without it, with why it has none. */
+static void unknown_option(const Command *cmd, const ParamList *l, const char *arg) {
+    const char *names[PARAMS_MAX];
     int k = 0;
-    for (int i = 0; i < n && k < 128; i++) names[k++] = opts[i].name;
+    for (int i = 0; i < l->n; i++)
+        if (is_option(l, i)) names[k++] = l->at[i].p->name;
     char word[64];
     snprintf(word, sizeof word, "%.*s", (int)strcspn(arg + strspn(arg, "-"), "="), arg + strspn(arg, "-"));
-    const char *near = args_nearest(word, names, k);
+    const View *v = slm_view_find(cmd->name); /* a view without --ablate says why it has none */
+    if (v && v->no_ablation && arg[1] == '-' && (strcmp(word, "ablate") == 0 || strcmp(word, "ablate-mode") == 0)) {
+        args_usage_error(cmd,
+                         "--%s changes nothing %s shows (%s); switch heads off in ablate, eval, generate, attend, "
+                         "trace or swap",
+                         word, cmd->name, v->no_ablation);
+        return;
+    }
+    const char *near = slm_nearest_name(word, names, k);
     if (near)
         args_usage_error(cmd, "unknown option '%s'; did you mean --%s?", arg, near);
     else
         args_usage_error(cmd, "unknown option '%s'", arg);
 }
 
-/* Every number a flag takes goes through parse.h: no overflow, no wrap. */
-static int set_value(const Command *cmd, const Option *o, const char *value) {
-    switch (o->kind) {
-        case OPT_INT: {
-            int any = o->min == o->max, x = 0;
-            int min = any ? INT_MIN : (int)o->min, max = any ? INT_MAX : (int)o->max;
-            int rc = slm_parse_int(value, min, max, &x);
-            if (rc == PARSE_NOT_NUMBER)
-                return args_usage_error(cmd, "--%s wants a whole number, not '%s'", o->name, value);
-            if (rc == PARSE_OUT_OF_RANGE)
-                return args_usage_error(cmd, "--%s %s is out of range (%d to %d)", o->name, value, min, max);
-            *(int *)o->target = x;
-            return 0;
-        }
-        case OPT_DOUBLE: {
-            double x = 0;
-            int rc = slm_parse_double(value, o->min == o->max ? -INFINITY : o->min,
-                                      o->min == o->max ? INFINITY : o->max, &x);
-            if (rc == PARSE_NOT_NUMBER) return args_usage_error(cmd, "--%s wants a number, not '%s'", o->name, value);
-            if (rc == PARSE_OUT_OF_RANGE)
-                return args_usage_error(cmd, "--%s %s is out of range (%g to %g)", o->name, value, o->min, o->max);
-            *(double *)o->target = x;
-            return 0;
-        }
-        case OPT_STRING: *(const char **)o->target = value; return 0;
-        case OPT_STRINGS: {
-            StringList *l = o->target;
-            if (l->count == (int)(sizeof l->items / sizeof l->items[0]))
-                return args_usage_error(cmd, "too many --%s options", o->name);
-            l->items[l->count++] = value;
-            return 0;
-        }
-        case OPT_BOOL: *(bool *)o->target = true; return 0;
+/* Sets option i from arg (and argv[*at + 1] when its value is the next argument). */
+static int set_option(const Command *cmd, const ParamList *l, int i, int argc, char **argv, int *at, void *params,
+                      const char *attached) {
+    const Param *p = l->at[i].p;
+    const char *arg = argv[*at];
+    const char *eq = arg[1] == '-' ? strchr(arg, '=') : NULL;
+    Error e = {0};
+    if (p->type == PARAM_BOOL) {
+        if (eq) return args_usage_error(cmd, "--%s takes no value", p->name), -1;
+        return slm_param_set_text(&l->at[i], params, NULL, &e);
     }
+    const char *value = eq ? eq + 1 : attached ? attached : (*at + 1 < argc ? argv[++*at] : NULL);
+    if (!value) return args_usage_error(cmd, "--%s needs a value (%s)", p->name, p->meta ? p->meta : "X"), -1;
+    if (slm_param_set_text(&l->at[i], params, value, &e)) return args_param_error(cmd, &e), -1;
     return 0;
 }
 
-int args_parse(const Command *cmd, int argc, char **argv, const Option *opts, int n_opts, const char **positional,
-               int min_positional, int max_positional, int *n_positional) {
-    int np = 0, only_positional = 0;
-    for (int i = 1; i < argc; i++) {
+/* The other arguments into the positional parameters, in order. */
+static int set_positionals(const Command *cmd, const ParamList *l, const char **args, int n, void *params,
+                           ParamsGiven *given) {
+    int k = 0;
+    for (int i = 0; i < l->n; i++) {
+        const Param *p = l->at[i].p;
+        if (!(p->flags & PARAM_POSITIONAL) || !slm_param_from(p, PARAM_FROM_CLI)) continue;
+        if (k == n) {
+            if (p->flags & PARAM_REQUIRED) return args_usage_error(cmd, "missing argument; usage: %s", cmd->usage), -1;
+            continue;
+        }
+        Error e = {0};
+        if (slm_param_set_text(&l->at[i], params, args[k++], &e)) return args_param_error(cmd, &e), -1;
+        slm_params_mark(given, i);
+    }
+    if (k < n) return args_usage_error(cmd, "unexpected argument '%s'", args[k]), -1;
+    return 0;
+}
+
+int args_parse(const Command *cmd, int argc, char **argv, const ParamTable *t, void *params, ParamsGiven *given) {
+    ParamList l;
+    slm_params_list(t, &l);
+    if (given) *given = (ParamsGiven){0};
+    const char **args = malloc(sizeof *args * (argc > 0 ? (size_t)argc : 1));
+    if (!args) return fprintf(stderr, "storylm %s: out of memory\n", cmd->name), -1;
+    int n = 0, only_args = 0, rc = 0;
+    for (int i = 1; i < argc && !rc; i++) {
         const char *arg = argv[i];
-        int is_flag = !only_positional && arg[0] == '-' && arg[1] != '\0' && !(arg[1] >= '0' && arg[1] <= '9');
-        if (!only_positional && strcmp(arg, "--") == 0) {
-            only_positional = 1;
-            continue;
+        int is_flag = !only_args && arg[0] == '-' && arg[1] != '\0' && !(arg[1] >= '0' && arg[1] <= '9');
+        if (!only_args && strcmp(arg, "--") == 0) {
+            only_args = 1;
+        } else if (is_flag && (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0)) {
+            args_print_help(cmd, t, params);
+            rc = 1;
+        } else if (!is_flag) {
+            args[n++] = arg;
+        } else {
+            const char *attached;
+            int o = find_option(cmd, &l, arg, &attached);
+            if (o < 0)
+                unknown_option(cmd, &l, arg), rc = -1;
+            else if (set_option(cmd, &l, o, argc, argv, &i, params, attached))
+                rc = -1;
+            else
+                slm_params_mark(given, o);
         }
-        if (is_flag && (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0)) {
-            args_print_help(cmd, opts, n_opts);
-            return 1;
-        }
-        if (!is_flag) {
-            if (np >= max_positional) {
-                args_usage_error(cmd, "unexpected argument '%s'", arg);
-                return -1;
-            }
-            positional[np++] = arg;
-            continue;
-        }
-        const char *attached;
-        const Option *o = find_option(cmd, opts, n_opts, arg, &attached);
-        if (!o) {
-            unknown_option(cmd, opts, n_opts, arg);
-            return -1;
-        }
-        const char *eq = arg[1] == '-' ? strchr(arg, '=') : NULL;
-        if (o->kind == OPT_BOOL) {
-            if (eq) {
-                args_usage_error(cmd, "--%s takes no value", o->name);
-                return -1;
-            }
-            set_value(cmd, o, NULL);
-            continue;
-        }
-        const char *value = eq ? eq + 1 : attached ? attached : (i + 1 < argc ? argv[++i] : NULL);
-        if (!value) {
-            args_usage_error(cmd, "--%s needs a value (%s)", o->name, o->meta ? o->meta : "X");
-            return -1;
-        }
-        if (set_value(cmd, o, value)) return -1;
     }
-    if (np < min_positional) {
-        args_usage_error(cmd, "missing argument; usage: %s", cmd->usage);
-        return -1;
-    }
-    *n_positional = np;
-    return 0;
-}
-
-bool args_given(int argc, char **argv, const char *name, char short_name) {
-    size_t n = strlen(name);
-    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
-        const char *a = argv[i];
-        if (a[0] == '-' && a[1] == '-' && strncmp(a + 2, name, n) == 0 && (a[2 + n] == '\0' || a[2 + n] == '='))
-            return true;
-        if (short_name && a[0] == '-' && a[1] == short_name) return true; /* "-s 5" or "-s5" */
-    }
-    return false;
+    if (!rc) rc = set_positionals(cmd, &l, args, n, params, given);
+    free(args);
+    return rc;
 }

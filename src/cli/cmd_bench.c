@@ -1,5 +1,6 @@
 /* storylm bench: times one kind of work in-process and prints one JSON line,
  * for scripts/bench, which runs it interleaved with the PyTorch and npm peers. */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -73,46 +74,79 @@ static int names_check(const BenchOptions *o, Error *e) {
            slm_score_parse(o->score, &score, e) || slm_precision_parse(o->precision, &precision, e);
 }
 
+/* bench's struct: its options (BenchOptions) and the three positional arguments. */
+typedef struct BenchArgs {
+    BenchOptions o;
+    const char *work, *file, *text;
+} BenchArgs;
+
+#define BENCH_INT(field, name_, meta_, help_, min_, max_, def_)                                                        \
+    {                                                                                                                  \
+        .name = name_, .type = PARAM_INT, .offset = offsetof(BenchArgs, o.field), .meta = meta_, .help = help_,        \
+        .min = min_, .max = max_, .def = def_                                                                          \
+    }
+#define BENCH_STRING(field, name_, meta_, help_, def_)                                                                 \
+    {                                                                                                                  \
+        .name = name_, .type = PARAM_STRING, .offset = offsetof(BenchArgs, o.field), .meta = meta_, .help = help_,     \
+        .def_string = def_                                                                                             \
+    }
+static const Param bench_params[] = {
+    BENCH_INT(steps, "steps", "N", "training steps timed", 1, 1e6, 10),
+    BENCH_INT(batch, "batch", "N", "stories a training step", 1, 4096, 8),
+    BENCH_INT(first_batch, "first-batch", "K", "start at the K-th batch of IDS", 0, 1e9, 0),
+    BENCH_STRING(pos, "position-scheme", "SCHEME", "training's position scheme, as storylm train --position-scheme",
+                 "distance"),
+    BENCH_STRING(score, "score", "FN", "training's score function, as storylm train --score", "scaled-dot"),
+    BENCH_INT(layers, "layers", "N", "training's layers of heads, as storylm train --layers", 1, STORYLM_MAX_LAYERS, 1),
+    BENCH_INT(vocab_size, "vocab-size", "N", "training's vocabulary size, as storylm train --vocab-size",
+              VOCAB_MIN_SIZE, CHECKPOINT_MAX_VOCAB, VOCAB_DEFAULT_SIZE),
+    BENCH_STRING(precision, "precision", "P",
+                 "matrix products: fp32, or bf16 (operands rounded to bfloat16, FP32 sums; avx512_bf16; "
+                 "docs/performance.md)",
+                 "fp32"),
+    BENCH_STRING(arch, "arch", "NAME", "training's network, as storylm train --arch (transformer: its default shape)",
+                 "attention"),
+    /* training's; generation and encoding time one thread */
+    BENCH_INT(threads, "threads", "N", "threads, by default one per core", 1, 256, 0),
+    {.name = "tokens",
+     .short_name = 'n',
+     .type = PARAM_INT,
+     .offset = offsetof(BenchArgs, o.tokens),
+     .meta = "N",
+     .help = "new tokens generated (a sample)",
+     .min = 1,
+     .max = 1e6,
+     .def = 256},
+    BENCH_INT(samples, "samples", "N", "generation's samples, computed together (default 1)", 1, 4096, 1),
+    BENCH_STRING(prompt, "prompt", "TEXT", "generation's prompt", "Once upon a time"),
+    {.name = "WORK",
+     .type = PARAM_STRING,
+     .offset = offsetof(BenchArgs, work),
+     .flags = PARAM_POSITIONAL | PARAM_REQUIRED},
+    {.name = "FILE",
+     .type = PARAM_STRING,
+     .offset = offsetof(BenchArgs, file),
+     .flags = PARAM_POSITIONAL | PARAM_REQUIRED},
+    {.name = "TEXT", .type = PARAM_STRING, .offset = offsetof(BenchArgs, text), .flags = PARAM_POSITIONAL},
+};
+static const ParamTable bench_table = {"bench", bench_params, PARAMS_COUNT(bench_params)};
+
 static int run(int argc, char **argv) {
-    BenchOptions o = {.steps = 10,
-                      .tokens = 256,
-                      .threads = cli_default_threads(),
-                      .batch = 8,
-                      .layers = 1,
-                      .samples = 1,
-                      .vocab_size = VOCAB_DEFAULT_SIZE,
-                      .prompt = "Once upon a time",
-                      .pos = "distance",
-                      .score = "scaled-dot",
-                      .precision = "fp32",
-                      .arch = "attention"};
-    const char *pos[3];
-    int np;
-    Option opts[] = {
-        {"steps", 0, OPT_INT, &o.steps, "N", "training steps timed", 1, 1e6},
-        {"batch", 0, OPT_INT, &o.batch, "N", "stories a training step", 1, 4096},
-        {"first-batch", 0, OPT_INT, &o.first_batch, "K", "start at the K-th batch of IDS", 0, 1e9},
-        {"position-scheme", 0, OPT_STRING, &o.pos, "SCHEME",
-         "training's position scheme, as storylm train --position-scheme", 0, 0},
-        {"score", 0, OPT_STRING, &o.score, "FN", "training's score function, as storylm train --score", 0, 0},
-        {"layers", 0, OPT_INT, &o.layers, "N", "training's layers of heads, as storylm train --layers", 1,
-         STORYLM_MAX_LAYERS},
-        {"vocab-size", 0, OPT_INT, &o.vocab_size, "N", "training's vocabulary size, as storylm train --vocab-size",
-         VOCAB_MIN_SIZE, CHECKPOINT_MAX_VOCAB},
-        PRECISION_OPTION(o.precision),
-        {"arch", 0, OPT_STRING, &o.arch, "NAME",
-         "training's network, as storylm train --arch (transformer: its default shape)", 0, 0},
-        THREADS_OPTION(o.threads), /* training; generation and encoding time one thread */
-        {"tokens", 'n', OPT_INT, &o.tokens, "N", "new tokens generated (a sample)", 1, 1e6},
-        {"samples", 0, OPT_INT, &o.samples, "N", "generation's samples, computed together (default 1)", 1, 4096},
-        {"prompt", 0, OPT_STRING, &o.prompt, "TEXT", "generation's prompt", 0, 0},
-    };
-    int rc = args_parse(&command_bench, argc, argv, opts, N_OPTIONS(opts), pos, 2, 3, &np);
+    BenchArgs a = {0};
+    slm_params_init(&bench_table, &a);
+    a.o.threads = cli_default_threads();
+    ParamsGiven given;
+    int rc = args_parse(&command_bench, argc, argv, &bench_table, &a, &given);
     if (rc) return rc > 0 ? 0 : 2;
+    BenchOptions o = a.o;
+    const char *pos[3] = {a.work, a.file, a.text};
+    int np = a.text ? 3 : 2;
     Error e = {0};
     if (names_check(&o, &e)) return args_usage_error(&command_bench, "%s", e.message);
-    o.given_variant = args_given(argc, argv, "layers", 0) || args_given(argc, argv, "position-scheme", 0) ||
-                      args_given(argc, argv, "score", 0);
+    ParamList l;
+    slm_params_list(&bench_table, &l);
+    o.given_variant = slm_params_given(&given, &l, "layers") || slm_params_given(&given, &l, "position-scheme") ||
+                      slm_params_given(&given, &l, "score");
     bool train = strcmp(pos[0], "train") == 0 && np == 2, generate = strcmp(pos[0], "generate") == 0 && np == 2;
     if (!train && !generate && !(strcmp(pos[0], "encode") == 0 && np == 3))
         return args_usage_error(&command_bench, "give train IDS, generate MODEL or encode VOCAB TEXT");

@@ -1,5 +1,6 @@
 /* storylm plot: draws the columns of a tab-separated table as line charts
  * (SVG), e.g. the train and test loss curves kept from training logs. */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -33,22 +34,53 @@ static void warn_gaps(const PlotTable *t, const char *path) {
                 path, PLOT_MAX_ABS);
 }
 
+typedef struct PlotArgs {
+    const char *table, *out, *title, *y_label;
+    double y_max;
+    bool force;
+} PlotArgs;
+
+static const Param plot_params[] = {
+    {.name = "out",
+     .short_name = 'o',
+     .type = PARAM_STRING,
+     .offset = offsetof(PlotArgs, out),
+     .meta = "FILE",
+     .help = "the SVG file to write (required); a model, stories or other file already there is kept"},
+    {.name = "force", .type = PARAM_BOOL, .offset = offsetof(PlotArgs, force), .help = OUTPUTS_FORCE_HELP},
+    {.name = "title",
+     .type = PARAM_STRING,
+     .offset = offsetof(PlotArgs, title),
+     .meta = "TEXT",
+     .help = "the chart's title",
+     .def_string = "storylm plot"},
+    {.name = "y-label",
+     .type = PARAM_STRING,
+     .offset = offsetof(PlotArgs, y_label),
+     .meta = "TEXT",
+     .help = "the y axis's label"},
+    {.name = "y-max",
+     .type = PARAM_DOUBLE,
+     .offset = offsetof(PlotArgs, y_max),
+     .meta = "Y",
+     .help = "clip the y axis at Y (0: the largest value)",
+     .min = 0,
+     .max = 1e9},
+    {.name = "TABLE",
+     .type = PARAM_STRING,
+     .offset = offsetof(PlotArgs, table),
+     .flags = PARAM_POSITIONAL | PARAM_REQUIRED},
+};
+static const ParamTable plot_table = {"plot", plot_params, PARAMS_COUNT(plot_params)};
+
 static int run(int argc, char **argv) {
-    const char *out = NULL, *title = "storylm plot", *y_label = NULL;
-    double y_max = 0;
-    bool force = false;
-    Option opts[] = {
-        {"out", 'o', OPT_STRING, &out, "FILE",
-         "the SVG file to write (required); a model, stories or other file already there is kept", 0, 0},
-        FORCE_OPTION(force),
-        {"title", 0, OPT_STRING, &title, "TEXT", "the chart's title", 0, 0},
-        {"y-label", 0, OPT_STRING, &y_label, "TEXT", "the y axis's label", 0, 0},
-        {"y-max", 0, OPT_DOUBLE, &y_max, "Y", "clip the y axis at Y (0: the largest value)", 0, 1e9},
-    };
-    const char *pos[1];
-    int np;
-    int rc = args_parse(&command_plot, argc, argv, opts, N_OPTIONS(opts), pos, 1, 1, &np);
+    PlotArgs a = {0};
+    slm_params_init(&plot_table, &a);
+    int rc = args_parse(&command_plot, argc, argv, &plot_table, &a, NULL);
     if (rc) return rc > 0 ? 0 : 2;
+    const char *out = a.out, *title = a.title, *y_label = a.y_label, *pos[1] = {a.table};
+    double y_max = a.y_max;
+    bool force = a.force;
     if (!out) return args_usage_error(&command_plot, "give the SVG file to write with -o FILE");
     Error e = {0};
     PlotTable t = {0};

@@ -1,6 +1,7 @@
 /* storylm serve: the playground, a local web server (src/server). */
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,37 +59,90 @@ static const char *default_stories(char *buf, size_t size) {
     return slm_data_file_exists(here) || !slm_data_file_find(here, buf, size) ? here : buf;
 }
 
+typedef struct ServeArgs {
+    ServerOptions o;
+    StringList data_dirs;
+    bool open;
+} ServeArgs;
+
+static const Param serve_params[] = {
+    {.name = "model",
+     .short_name = 'm',
+     .type = PARAM_STRING,
+     .offset = offsetof(ServeArgs, o.model),
+     .meta = "FILE",
+     .help = "default model (default: ./" DEFAULT_MODEL_PATH ", else the shipped model)"},
+    {.name = "port",
+     .type = PARAM_INT,
+     .offset = offsetof(ServeArgs, o.port),
+     .meta = "N",
+     .help = "port to listen on; 0: any free one (printed)",
+     .min = 0,
+     .max = 65535,
+     .def = 8080},
+    {.name = "host",
+     .type = PARAM_STRING,
+     .offset = offsetof(ServeArgs, o.host),
+     .meta = "ADDR",
+     .help = "address to listen on; 0.0.0.0 opens it to the network",
+     .def_string = "127.0.0.1"},
+    {.name = "open",
+     .type = PARAM_BOOL,
+     .offset = offsetof(ServeArgs, open),
+     .help = "open the page in the desktop's browser"},
+    {.name = "stories",
+     .type = PARAM_STRING,
+     .offset = offsetof(ServeArgs, o.stories),
+     .meta = "FILE",
+     .help = "the test stories, names and mean ablation's stories (default: data/stories.txt, here or in the source "
+             "tree)"},
+    {.name = "data-dir",
+     .type = PARAM_STRINGS,
+     .offset = offsetof(ServeArgs, data_dirs),
+     .meta = "DIR",
+     .help = "a folder whose stories files the page may train on (repeat)"},
+    {.name = "train-dir",
+     .type = PARAM_STRING,
+     .offset = offsetof(ServeArgs, o.train_dir),
+     .meta = "DIR",
+     .help = "where models trained from the page are saved",
+     .def_string = "playground-models"},
+    {.name = "threads",
+     .type = PARAM_INT,
+     .offset = offsetof(ServeArgs, o.threads),
+     .meta = "N",
+     .help = "threads answering requests",
+     .min = 1,
+     .max = 256,
+     .def = 4},
+    {.name = "compute-threads",
+     .type = PARAM_INT,
+     .offset = offsetof(ServeArgs, o.compute_threads),
+     .meta = "N",
+     .help = "threads a request computes with (its JSON equals a verb's --json at that --threads)",
+     .min = 1,
+     .max = 256,
+     .def = 1},
+    {.name = "cache-models",
+     .type = PARAM_INT,
+     .offset = offsetof(ServeArgs, o.cache_models),
+     .meta = "N",
+     .help = "loaded models kept in memory",
+     .min = 1,
+     .max = 64,
+     .def = 4},
+};
+static const ParamTable serve_table = {"serve", serve_params, PARAMS_COUNT(serve_params)};
+
 static int run(int argc, char **argv) {
     char stories[4200];
-    ServerOptions o = {.host = "127.0.0.1",
-                       .port = 8080,
-                       .stories = NULL,
-                       .train_dir = "playground-models",
-                       .threads = 4,
-                       .cache_models = 4,
-                       .compute_threads = 1};
-    StringList data_dirs = {0};
-    bool open = false;
-    int np;
-    Option opts[] = {
-        {"model", 'm', OPT_STRING, &o.model, "FILE",
-         "default model (default: ./" DEFAULT_MODEL_PATH ", else the shipped model)", 0, 0},
-        {"port", 0, OPT_INT, &o.port, "N", "port to listen on; 0: any free one (printed)", 0, 65535},
-        {"host", 0, OPT_STRING, &o.host, "ADDR", "address to listen on; 0.0.0.0 opens it to the network", 0, 0},
-        {"open", 0, OPT_BOOL, &open, NULL, "open the page in the desktop's browser", 0, 0},
-        {"stories", 0, OPT_STRING, &o.stories, "FILE",
-         "the test stories, names and mean ablation's stories (default: data/stories.txt, here or in the source tree)",
-         0, 0},
-        {"data-dir", 0, OPT_STRINGS, &data_dirs, "DIR", "a folder whose stories files the page may train on (repeat)",
-         0, 0},
-        {"train-dir", 0, OPT_STRING, &o.train_dir, "DIR", "where models trained from the page are saved", 0, 0},
-        {"threads", 0, OPT_INT, &o.threads, "N", "threads answering requests", 1, 256},
-        {"compute-threads", 0, OPT_INT, &o.compute_threads, "N",
-         "threads a request computes with (its JSON equals a verb's --json at that --threads)", 1, 256},
-        {"cache-models", 0, OPT_INT, &o.cache_models, "N", "loaded models kept in memory", 1, 64},
-    };
-    int rc = args_parse(&command_serve, argc, argv, opts, N_OPTIONS(opts), NULL, 0, 0, &np);
+    ServeArgs a = {0};
+    slm_params_init(&serve_table, &a);
+    int rc = args_parse(&command_serve, argc, argv, &serve_table, &a, NULL);
     if (rc) return rc > 0 ? 0 : 2;
+    ServerOptions o = a.o;
+    const StringList data_dirs = a.data_dirs;
+    bool open = a.open;
     if (data_dirs.count > SERVER_MAX_DATA_DIRS)
         return args_usage_error(&command_serve, "at most %d --data-dir", SERVER_MAX_DATA_DIRS);
     for (int i = 0; i < data_dirs.count; i++) o.data_dirs[o.n_data_dirs++] = data_dirs.items[i];

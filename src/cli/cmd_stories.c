@@ -1,5 +1,6 @@
 /* storylm stories STORIES: what the reader makes of a stories file: counts,
  * skips, the held-out split, and the token ids (for tools outside storylm). */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -19,10 +20,49 @@ const Command command_stories = {
     run};
 
 typedef struct StoriesArgs {
-    const char *model, *vocab, *split;
+    const char *stories, *model, *vocab, *split;
     bool ids, json;
     int n_test;
 } StoriesArgs;
+
+static const Param stories_params[] = {
+    {.name = "model",
+     .short_name = 'm',
+     .type = PARAM_STRING,
+     .offset = offsetof(StoriesArgs, model),
+     .meta = "FILE",
+     .help = "take the vocabulary from this model (default: ./" DEFAULT_MODEL_PATH ", else the shipped model)"},
+    {.name = "vocab",
+     .type = PARAM_STRING,
+     .offset = offsetof(StoriesArgs, vocab),
+     .meta = "FILE",
+     .help = "take the vocabulary from this vocab.txt instead"},
+    {.name = "ids",
+     .type = PARAM_BOOL,
+     .offset = offsetof(StoriesArgs, ids),
+     .help = "print token ids, one story a line"},
+    {.name = "json", .type = PARAM_BOOL, .offset = offsetof(StoriesArgs, json), .help = "print the summary as JSON"},
+    {.name = "split",
+     .type = PARAM_STRING,
+     .offset = offsetof(StoriesArgs, split),
+     .meta = "NAME",
+     .help = "with --ids: test, train or all",
+     .def_string = "test",
+     .choices = "test,train,all"},
+    {.name = "test-stories",
+     .type = PARAM_INT,
+     .offset = offsetof(StoriesArgs, n_test),
+     .meta = "N",
+     .help = "held-out test stories (as in training)",
+     .min = 0,
+     .max = 100000,
+     .def = STORIES_DEFAULT_TEST},
+    {.name = "STORIES",
+     .type = PARAM_STRING,
+     .offset = offsetof(StoriesArgs, stories),
+     .flags = PARAM_POSITIONAL | PARAM_REQUIRED},
+};
+static const ParamTable stories_table = {"stories", stories_params, PARAMS_COUNT(stories_params)};
 
 static int show(const StoriesArgs *a, const char *path, Error *e) {
     LoadedModel lm = {0};
@@ -45,24 +85,12 @@ static int show(const StoriesArgs *a, const char *path, Error *e) {
 }
 
 static int run(int argc, char **argv) {
-    StoriesArgs a = {.split = "test", .n_test = STORIES_DEFAULT_TEST};
-    const char *pos[1];
-    int np;
-    Option opts[] = {
-        {"model", 'm', OPT_STRING, &a.model, "FILE",
-         "take the vocabulary from this model (default: ./" DEFAULT_MODEL_PATH ", else the shipped model)", 0, 0},
-        {"vocab", 0, OPT_STRING, &a.vocab, "FILE", "take the vocabulary from this vocab.txt instead", 0, 0},
-        {"ids", 0, OPT_BOOL, &a.ids, NULL, "print token ids, one story a line", 0, 0},
-        {"json", 0, OPT_BOOL, &a.json, NULL, "print the summary as JSON", 0, 0},
-        {"split", 0, OPT_STRING, &a.split, "NAME", "with --ids: test, train or all", 0, 0},
-        {"test-stories", 0, OPT_INT, &a.n_test, "N", "held-out test stories (as in training)", 0, 100000},
-    };
-    int rc = args_parse(&command_stories, argc, argv, opts, N_OPTIONS(opts), pos, 1, 1, &np);
+    StoriesArgs a = {0};
+    slm_params_init(&stories_table, &a);
+    int rc = args_parse(&command_stories, argc, argv, &stories_table, &a, NULL);
     if (rc) return rc > 0 ? 0 : 2;
     if (a.ids && a.json) return args_usage_error(&command_stories, "--ids and --json do not go together");
-    if (strcmp(a.split, "test") && strcmp(a.split, "train") && strcmp(a.split, "all"))
-        return args_usage_error(&command_stories, "--split must be test, train or all, not '%s'", a.split);
     Error e = {0};
-    if (show(&a, pos[0], &e)) return cli_fail(&e);
+    if (show(&a, a.stories, &e)) return cli_fail(&e);
     return 0;
 }

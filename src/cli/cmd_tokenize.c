@@ -1,5 +1,6 @@
 /* storylm tokenize: show how a text is cut into WordPiece tokens. */
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,9 +30,49 @@ const Command command_tokenize = {
     run};
 
 typedef struct Flags {
-    const char *vocab, *model, *lines;
+    const char *text, *vocab, *model, *lines;
     TokenizeFormat format;
 } Flags;
+
+static const Param tokenize_params[] = {
+    {.name = "vocab",
+     .short_name = 'v',
+     .type = PARAM_STRING,
+     .offset = offsetof(Flags, vocab),
+     .meta = "FILE",
+     .help = "the vocabulary (vocab.txt of storylm vocab) (default: see above)"},
+    {.name = "model",
+     .short_name = 'm',
+     .type = PARAM_STRING,
+     .offset = offsetof(Flags, model),
+     .meta = "FILE",
+     .help = "use the vocabulary stored in this model file (default: see above)"},
+    {.name = "ids",
+     .type = PARAM_BOOL,
+     .offset = offsetof(Flags, format.ids),
+     .help = "print token ids instead of pieces"},
+    {.name = "json",
+     .type = PARAM_BOOL,
+     .offset = offsetof(Flags, format.json),
+     .help =
+         "print {\"command\":\"tokenize\",\"tokens\":[{\"piece\":..,\"id\":..}]} (--words: \"words\":[..]), a line a "
+         "text"},
+    {.name = "words",
+     .type = PARAM_BOOL,
+     .offset = offsetof(Flags, format.words),
+     .help = "print the normalised words before WordPiece (no vocabulary needed)"},
+    {.name = "lines",
+     .type = PARAM_STRING,
+     .offset = offsetof(Flags, lines),
+     .meta = "FILE",
+     .help = "tokenize every line of FILE ('-': standard input) on its own"},
+    {.name = "lossy",
+     .type = PARAM_BOOL,
+     .offset = offsetof(Flags, format.lossy),
+     .help = "drop bytes that are not UTF-8 instead of refusing the text"},
+    {.name = "TEXT", .type = PARAM_STRING, .offset = offsetof(Flags, text), .flags = PARAM_POSITIONAL},
+};
+static const ParamTable tokenize_table = {"tokenize", tokenize_params, PARAMS_COUNT(tokenize_params)};
 
 /* Reads a whole file, or standard input for "-". */
 static int read_input(const char *path, char **data, size_t *len, Error *e) {
@@ -105,27 +146,9 @@ static int tokenize(const Flags *f, const char *arg, Error *e) {
 
 static int run(int argc, char **argv) {
     Flags f = {0};
-    Option opts[] = {
-        {"vocab", 'v', OPT_STRING, &f.vocab, "FILE", "the vocabulary (vocab.txt of storylm vocab) (default: see above)",
-         0, 0},
-        {"model", 'm', OPT_STRING, &f.model, "FILE",
-         "use the vocabulary stored in this model file (default: see above)", 0, 0},
-        {"ids", 0, OPT_BOOL, &f.format.ids, NULL, "print token ids instead of pieces", 0, 0},
-        {"json", 0, OPT_BOOL, &f.format.json, NULL,
-         "print {\"command\":\"tokenize\",\"tokens\":[{\"piece\":..,\"id\":..}]} (--words: \"words\":[..]), a line a "
-         "text",
-         0, 0},
-        {"words", 0, OPT_BOOL, &f.format.words, NULL,
-         "print the normalised words before WordPiece (no vocabulary needed)", 0, 0},
-        {"lines", 0, OPT_STRING, &f.lines, "FILE", "tokenize every line of FILE ('-': standard input) on its own", 0,
-         0},
-        {"lossy", 0, OPT_BOOL, &f.format.lossy, NULL, "drop bytes that are not UTF-8 instead of refusing the text", 0,
-         0},
-    };
-    const char *pos[1];
-    int np;
-    int rc = args_parse(&command_tokenize, argc, argv, opts, N_OPTIONS(opts), pos, 0, 1, &np);
+    int rc = args_parse(&command_tokenize, argc, argv, &tokenize_table, &f, NULL);
     if (rc) return rc > 0 ? 0 : 2;
+    int np = f.text != NULL;
     if (f.vocab && f.model) return args_usage_error(&command_tokenize, "give --vocab or --model, not both");
     if (f.format.ids && f.format.json)
         return args_usage_error(&command_tokenize, "--ids and --json do not go together");
@@ -133,7 +156,7 @@ static int run(int argc, char **argv) {
     if (!f.lines && np == 0) return args_usage_error(&command_tokenize, "missing TEXT (or --lines FILE)");
     if (f.lines && np > 0) return args_usage_error(&command_tokenize, "give TEXT or --lines FILE, not both");
     Error e = {0};
-    if (tokenize(&f, np ? pos[0] : NULL, &e)) {
+    if (tokenize(&f, f.text, &e)) {
         fflush(stdout);
         slm_error_print(&e, "storylm tokenize");
         return 1;

@@ -21,6 +21,7 @@
 #include "storylm/regularise.h"
 #include "storylm/data_files.h"
 #include "storylm/train.h"
+#include "storylm/train_params.h"
 #include "storylm/train_summary.h"
 #include "storylm/vocab_train.h"
 
@@ -141,13 +142,12 @@ static int learn_vocab(const char *vocab_path, const char *stories_path, int siz
     return 0;
 }
 
-/* Reuses an existing vocabulary, or learns one from the stories and saves it. */
-static int get_vocab(const char *vocab_path, const char *stories_path, int size, char **text, bool say, bool *learnt,
+/* Reuses an existing vocabulary, or learns one from the stories and saves it
+ * (learn: the claims say it is to be learnt, and hold it). */
+static int get_vocab(const char *vocab_path, const char *stories_path, int size, char **text, bool say, bool learn,
                      Error *e) {
     size_t len;
-    struct stat st;
-    *learnt = stat(vocab_path, &st) != 0;
-    if (*learnt) return learn_vocab(vocab_path, stories_path, size, text, e);
+    if (learn) return learn_vocab(vocab_path, stories_path, size, text, e);
     if (say) fprintf(stderr, "storylm: using the vocabulary in %s (delete it to learn a new one)\n", vocab_path);
     return slm_file_read_all(vocab_path, 64u << 20, text, &len, e);
 }
@@ -188,7 +188,7 @@ static void print_summary(const Stories *s, const char *path) {
 
 /* vocab_size: --vocab-size, 0 when not given (then any size a vocabulary file has). */
 static int train_file(const char *path, TrainOptions *o, const char *vocab_path, int vocab_size, int n_test, bool json,
-                      bool force, Error *e, int *signalled) {
+                      Error *e, int *signalled) {
     bool root = dist_rank(o->dist) == 0;
     char *vocab = NULL;
     Tokenizer tok = {0};
@@ -196,17 +196,16 @@ static int train_file(const char *path, TrainOptions *o, const char *vocab_path,
     NameSwap swap = {0};
     StoriesOptions so = slm_stories_default_options();
     so.n_test = n_test;
-    FileLock lock = {0};
+    OutputClaims claims = {0};
     struct stat st;
     int rc = 0;
     if (stat(vocab_path, &st) != 0 && dist_size(o->dist) > 1) /* every rank would learn and write it */
         rc = FAIL(e, "learn it first: storylm vocab STORIES -o vocab.txt",
                   "under mpirun the vocabulary '%s' must exist", vocab_path);
-    /* rank 0 alone writes, so it alone checks the outputs and holds the lock */
-    if (!rc && root) rc = slm_train_check_outputs(path, o, vocab_path, force, e);
-    if (!rc && root) rc = slm_file_lock(&lock, o->out, e); /* one run per output: they would share the state's .next */
+    /* rank 0 alone writes, so it alone checks and claims every file the run writes */
     bool learnt = false;
-    if (!rc) rc = get_vocab(vocab_path, path, vocab_size, &vocab, root, &learnt, e);
+    if (!rc && root) rc = slm_train_claim_outputs(path, o, vocab_path, o->force, &claims, &learnt, e);
+    if (!rc) rc = get_vocab(vocab_path, path, vocab_size, &vocab, root, learnt, e);
     /* From the file, so that messages name it; the model gets the vocabulary's size
      * (exactly --vocab-size when given) */
     if (!rc && (rc = slm_tokenizer_load(&tok, vocab_path, vocab_size, e)) && strstr(e->message, "pieces, expected"))
@@ -257,7 +256,7 @@ static int train_file(const char *path, TrainOptions *o, const char *vocab_path,
                      .n_test = n_test};
     rc = print_result(&pl, o, &r, json, e);
 done:
-    slm_file_unlock(&lock);
+    slm_outputs_release(&claims);
     slm_name_swap_free(&swap);
     slm_stories_free(&s);
     slm_tokenizer_free(&tok);
@@ -265,164 +264,79 @@ done:
     return rc;
 }
 
-static const char *const transformer_shape_flags[5] = {"d-model", "n-heads", "d-head", "d-mlp", "act"};
-
 /* --arch transformer: its scheme (absolute unless --position-scheme gives one) and
  * blocks (2 unless --layers). */
-static void transformer_flags(int argc, char **argv, TrainOptions *o, int *layers) {
-    if (!args_given(argc, argv, "position-scheme", 0) && !args_given(argc, argv, "pos", 0)) o->pos = POS_ABSOLUTE;
-    if (!args_given(argc, argv, "layers", 0)) *layers = 0; /* the transformer's default */
+static void transformer_flags(const ParamList *l, const ParamsGiven *given, TrainParams *p) {
+    if (!slm_params_given(given, l, "position-scheme")) p->o.pos = POS_ABSOLUTE;
+    if (!slm_params_given(given, l, "layers")) p->layers = 0; /* the transformer's default */
 }
 
-/* --d-model, --n-heads, --d-head, --d-mlp or --act given? Then --act's value
- * and the bit a resume checks them by. Non-zero after a usage error. */
-static int shape_flags(int argc, char **argv, const char *act, TrainOptions *o) {
+/* The TRAIN_GIVEN_* bits of the flags given: a resume refuses any the run contradicts. */
+static unsigned given_bits(const ParamList *l, const ParamsGiven *given) {
+    static const struct {
+        const char *flag;
+        unsigned bit;
+    } bits[] = {
+        {"arch", TRAIN_GIVEN_ARCH},     {"lr", TRAIN_GIVEN_LR},         {"batch", TRAIN_GIVEN_BATCH},
+        {"seed", TRAIN_GIVEN_SEED},     {"warmup", TRAIN_GIVEN_WARMUP}, {"position-scheme", TRAIN_GIVEN_VARIANT},
+        {"score", TRAIN_GIVEN_VARIANT}, {"layers", TRAIN_GIVEN_LAYERS}, {"precision", TRAIN_GIVEN_PRECISION}};
+    unsigned out = 0;
+    for (size_t i = 0; i < sizeof bits / sizeof bits[0]; i++)
+        if (slm_params_given(given, l, bits[i].flag)) out |= bits[i].bit;
+    ParamList shape; /* --d-model, --n-heads, --d-head, --d-mlp or --act */
+    slm_params_list(&params_transformer_shape, &shape);
+    for (int i = 0; i < shape.n; i++)
+        if (slm_params_given(given, l, shape.at[i].p->name)) out |= TRAIN_GIVEN_SHAPE;
+    return out;
+}
+
+/* The names of --arch, --position-scheme, --score and --act into p->o, and
+ * what the flags given imply; non-zero after a usage error. */
+static int settle(TrainParams *p, const ParamsGiven *given) {
+    ParamList l;
+    slm_params_list(&params_train, &l);
+    TrainOptions *o = &p->o;
     Error e = {0};
-    for (int i = 0; i < 5; i++)
-        if (args_given(argc, argv, transformer_shape_flags[i], 0)) o->given |= TRAIN_GIVEN_SHAPE;
-    if (slm_act_parse(act, &o->act, &e)) return args_usage_error(&command_train, "%s", e.message);
+    if (slm_arch_parse(p->arch, &o->arch, &e) || slm_pos_parse(p->position_scheme, &o->pos, &e) ||
+        slm_score_parse(p->score, &o->score, &e) || slm_act_parse(p->act, &o->act, &e))
+        return args_usage_error(&command_train, "%s", e.message);
+    o->given |= given_bits(&l, given);
+    if (o->arch == ARCH_TRANSFORMER) transformer_flags(&l, given, p);
+    if (slm_train_check_arch(o, p->layers, p->resume, &e)) return args_usage_error(&command_train, "%s", e.message);
+    o->layers = p->layers;
+    o->seed = (uint64_t)p->seed;
+    o->resume = p->resume;
+    o->ema_save = p->ema_save;
+    o->keep_best = p->keep_best;
+    o->force = p->force;
+    if (!slm_params_given(given, &l, "vocab-size")) p->vocab_size = 0; /* the words' or the file's size */
     return 0;
 }
 
 static int run(int argc, char **argv) {
-    TrainOptions o = slm_train_default_options();
-    o.threads = cli_default_threads();
-    const char *arch = "attention", *vocab_path = "vocab.txt", *pos[1], *pos_scheme = "distance", *score = "scaled-dot";
-    const char *precision = "fp32";
-    int steps = o.steps, seed = (int)o.seed, n_test = STORIES_DEFAULT_TEST, np, layers = 1,
-        vocab_size = VOCAB_DEFAULT_SIZE;
-    const char *act = "gelu";
+    TrainParams p = {0};
+    slm_params_init(&params_train, &p);
+    p.o = slm_train_default_options();
+    p.o.threads = cli_default_threads();
     ModelConfig tf = slm_transformer_config_default(0); /* the transformer's sizes, as --help shows them */
-    o.d_model = tf.row_dim, o.heads = tf.n_heads, o.d_head = tf.key_dim, o.d_mlp = tf.hidden_dim;
-    bool resume = false, ema_save = false, keep_best = false, json = false, force = false;
-    double rank_timeout = DIST_DEFAULT_TIMEOUT_S;
-    Option opts[] = {
-        {"steps", 0, OPT_INT, &steps, "N", "optimizer steps", 1, 1e9},
-        {"minutes", 0, OPT_DOUBLE, &o.minutes, "M", "time budget in minutes, 0 for none; stops early, saving", 0, 1e6},
-        {"lr", 0, OPT_DOUBLE, &o.lr, "LR", "peak learning rate (linear warm-up, cosine decay to lr/10)", 1e-7, 1},
-        {"warmup", 0, OPT_INT, &o.warmup, "N", "warm-up steps; -1: min(100, steps/10)", -1, 1e9},
-        {"batch", 0, OPT_INT, &o.batch, "N", "stories per step", 1, 4096},
-        {"seed", 's', OPT_INT, &seed, "N", "seed of the initial weights and the story order", 0, 2147483647},
-        THREADS_OPTION(o.threads),
-        {"out", 'o', OPT_STRING, &o.out, "FILE",
-         "model file to write; a model already there is kept: --resume continues it, --force replaces it", 0, 0},
-        FORCE_OPTION(force),
-        {"json", 0, OPT_BOOL, &json, NULL, "print the final summary as JSON on stdout (progress stays on stderr)", 0,
-         0},
-        {"vocab", 0, OPT_STRING, &vocab_path, "FILE", "vocabulary to use, or to learn and write if missing", 0, 0},
-        {"vocab-size", 0, OPT_INT, &vocab_size, "N",
-         "pieces in the vocabulary, learnt or read (recorded in the model); left out: the chapter's 2,000, fewer when "
-         "a small corpus's words give fewer (said on stderr), or as many as an existing --vocab file has",
-         VOCAB_MIN_SIZE, CHECKPOINT_MAX_VOCAB},
-        {"eval-every", 0, OPT_INT, &o.eval_every, "N", "steps between test evaluations and saves; 0: at the end", 0,
-         1e9},
-        {"snapshot-every", 0, OPT_INT, &o.snapshot_every, "N",
-         "also keep OUT.stepN.safetensors every N steps; 0: never", 0, 1e9},
-        {"test-stories", 0, OPT_INT, &n_test, "N", "held-out test stories", 0, 100000},
-        {"max-positions", 0, OPT_INT, &o.max_positions, "N", "positions per forward pass (memory bound)", 64, 1 << 20},
-        {"arch", 0, OPT_STRING, &arch, "NAME",
-         "attention, window8 (chapter 6's baseline), or transformer (pre-LN blocks in TransformerLens's names, "
-         "docs/transformer.md)",
-         0, 0},
-        {"position-scheme", 0, OPT_STRING, &pos_scheme, "SCHEME",
-         "how positions are marked: distance (a learned score per distance back), none, absolute, sinusoidal, rope, "
-         "alibi, t5 (docs/variants.md); --arch transformer: absolute unless given",
-         0, 0},
-        {"score", 0, OPT_STRING, &score, "FN",
-         "how a query scores a key: scaled-dot (q.k/sqrt(8)), dot, general (q G k), additive (v.tanh(A q + B k))", 0,
-         0},
-        {"layers", 0, OPT_INT, &layers, "N",
-         "layers of heads: layer l+1's heads read the row and layer l's heads; the hidden layer reads the row and "
-         "every layer's heads (docs/variants.md); 1 to 4; --arch transformer: blocks, 1 to 8, default 2",
-         1, STORYLM_MAX_TF_LAYERS},
-        {"d-model", 0, OPT_INT, &o.d_model, "N", "--arch transformer: width of the residual stream", 1, TF_MAX_D_MODEL},
-        {"n-heads", 0, OPT_INT, &o.heads, "N", "--arch transformer: heads per block (TransformerLens's n_heads)", 1,
-         32},
-        {"d-head", 0, OPT_INT, &o.d_head, "N", "--arch transformer: numbers per head's query, key and value", 1,
-         STORYLM_MAX_HEAD_DIM},
-        {"d-mlp", 0, OPT_INT, &o.d_mlp, "N", "--arch transformer: the MLP's hidden width", 1, 1 << 16},
-        {"act", 0, OPT_STRING, &act, "FN", "--arch transformer: the MLP's activation, gelu, gelu_new or relu", 0, 0},
-        {"stop-at", 0, OPT_INT, &o.stop_at, "STEP",
-         "stop and save after this step, keeping the schedule of --steps; 0: never", 0, 1e9},
-        {"resume", 0, OPT_BOOL, &resume, NULL,
-         "continue the run saved in --out (and its optimizer state); --arch, --batch, --lr, --seed, --warmup must "
-         "match it or be left out",
-         0, 0},
-        {"weight-decay", 0, OPT_DOUBLE, &o.weight_decay, "W",
-         "AdamW's decoupled weight decay; 0: off. On query, key, value, hidden.weight and output.weight; "
-         "not on biases, distance scores or the embedding (a rare name's row would fade between the steps that read "
-         "it)",
-         0, 1e6},
-        {"dropout", 0, OPT_DOUBLE, &o.dropout, "P",
-         "dropout on z, the hidden layer's input, in training steps only (masks seeded by --seed and the step); 0: off",
-         0, 1},
-        {"attention-dropout", 0, OPT_DOUBLE, &o.attention_dropout, "P",
-         "dropout on the attention weights, in training steps only (seeded likewise); 0: off", 0, 1},
-        {"ema", 0, OPT_DOUBLE, &o.ema, "DECAY",
-         "keep a moving average of the weights (e.g. 0.999) in OUT.ema.safetensors, evaluated beside them; 0: off", 0,
-         1},
-        {"ema-save", 0, OPT_BOOL, &ema_save, NULL,
-         "save the average as the model OUT (the raw weights, for --resume, in OUT.raw.safetensors)", 0, 0},
-        {"keep-best", 0, OPT_BOOL, &keep_best, NULL,
-         "also keep OUT.best.safetensors, the model at its lowest test loss", 0, 0},
-        PRECISION_OPTION(precision),
-        {"swap-names", 0, OPT_DOUBLE, &o.swap_names, "P",
-         "rename each training story's hero with probability P (names of the training stories or made up from pieces); "
-         "0: off",
-         0, 1},
-        {"invent-names", 0, OPT_DOUBLE, &o.invent_names, "P",
-         "rename each training story's hero with probability P to a name invented for that draw (2 to 4 pieces, never "
-         "a word of the training stories), so that copying a name never seen pays; at most 1 minus --swap-names; 0: "
-         "off",
-         0, 1},
-        {"rank-timeout", 0, OPT_DOUBLE, &rank_timeout, "S",
-         "under mpirun: seconds to wait for the other ranks at an exchange, then stop naming the missing one (x30 "
-         "while reading the stories); 0: forever",
-         0, 1e6},
-    };
-    int rc = args_parse(&command_train, argc, argv, opts, N_OPTIONS(opts), pos, 1, 1, &np);
+    p.o.d_model = tf.row_dim, p.o.heads = tf.n_heads, p.o.d_head = tf.key_dim, p.o.d_mlp = tf.hidden_dim;
+    ParamsGiven given;
+    int rc = args_parse(&command_train, argc, argv, &params_train, &p, &given);
     if (rc) return rc > 0 ? 0 : 2;
+    if (settle(&p, &given)) return 2;
+    TrainOptions *o = &p.o;
+    o->threads = cli_set_threads(o->threads);
+    o->stop = &stop_requested;
     Error e = {0};
-    if (slm_arch_parse(arch, &o.arch, &e) || slm_pos_parse(pos_scheme, &o.pos, &e) ||
-        slm_score_parse(score, &o.score, &e) || slm_precision_parse(precision, &o.precision, &e))
-        return args_usage_error(&command_train, "%s", e.message);
-    if (shape_flags(argc, argv, act, &o)) return 2;
-    if (o.arch == ARCH_TRANSFORMER) transformer_flags(argc, argv, &o, &layers);
-    if (slm_train_check_arch(&o, layers, resume, &e)) return args_usage_error(&command_train, "%s", e.message);
-    o.layers = layers;
-    o.steps = steps;
-    o.seed = (uint64_t)seed;
-    o.resume = resume;
-    static const struct {
-        const char *flag;
-        char short_name;
-        unsigned bit;
-    } given[] = {{"arch", 0, TRAIN_GIVEN_ARCH},
-                 {"lr", 0, TRAIN_GIVEN_LR},
-                 {"batch", 0, TRAIN_GIVEN_BATCH},
-                 {"seed", 's', TRAIN_GIVEN_SEED},
-                 {"warmup", 0, TRAIN_GIVEN_WARMUP}};
-    for (size_t i = 0; i < sizeof given / sizeof given[0]; i++)
-        if (args_given(argc, argv, given[i].flag, given[i].short_name)) o.given |= given[i].bit;
-    if (args_given(argc, argv, "position-scheme", 0) || args_given(argc, argv, "pos", 0) ||
-        args_given(argc, argv, "score", 0))
-        o.given |= TRAIN_GIVEN_VARIANT;
-    if (args_given(argc, argv, "layers", 0)) o.given |= TRAIN_GIVEN_LAYERS;
-    if (args_given(argc, argv, "precision", 0)) o.given |= TRAIN_GIVEN_PRECISION;
-    o.ema_save = ema_save;
-    o.keep_best = keep_best;
-    o.threads = cli_set_threads(o.threads);
-    o.stop = &stop_requested;
-    if (slm_regularise_check_options(&o, &e)) return args_usage_error(&command_train, "%s", e.message);
+    if (slm_regularise_check_options(o, &e)) return args_usage_error(&command_train, "%s", e.message);
     install_handlers();
     int signalled = 0;
     Dist dist;
     if (slm_dist_init(&dist, &e)) return cli_fail(&e);
-    o.dist = &dist;
-    if (!args_given(argc, argv, "vocab-size", 0)) vocab_size = 0; /* the words' or the file's size */
-    dist.timeout_s = rank_timeout;
-    if (cli_train_ranks_agree(&dist, opts, N_OPTIONS(opts), pos[0], vocab_path, &e) ||
-        train_file(pos[0], &o, vocab_path, vocab_size, n_test, json, force, &e, &signalled))
+    o->dist = &dist;
+    dist.timeout_s = p.rank_timeout;
+    if (cli_train_ranks_agree(&dist, &params_train, &p, p.stories, p.vocab, &e) ||
+        train_file(p.stories, o, p.vocab, p.vocab_size, p.test_stories, p.json, &e, &signalled))
         return cli_train_ranks_fail(&dist, &e);
     slm_dist_finalize(&dist);
     return signalled ? 130 : 0;

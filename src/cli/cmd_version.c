@@ -10,13 +10,12 @@ const Command command_version = {"version", "print the version and the libraries
                                  "Prints storylm's version and the BLAS configuration.", run};
 
 static int run(int argc, char **argv) {
-    const char *pos[1];
-    int np;
     bool json = false;
-    Option opts[] = {
-        {"json", 0, OPT_BOOL, &json, NULL, "print JSON: version, blas {config, threads}", 0, 0},
+    static const Param params[] = {
+        {.name = "json", .type = PARAM_BOOL, .offset = 0, .help = "print JSON: version, blas {config, threads}"},
     };
-    int rc = args_parse(&command_version, argc, argv, opts, N_OPTIONS(opts), pos, 0, 0, &np);
+    static const ParamTable table = {"version", params, PARAMS_COUNT(params)};
+    int rc = args_parse(&command_version, argc, argv, &table, &json, NULL);
     if (rc) return rc > 0 ? 0 : 2;
     if (!json) {
         printf("storylm %s\n%s, %d threads\n", STORYLM_VERSION, openblas_get_config(), openblas_get_num_threads());

@@ -1,11 +1,13 @@
 /* storylm vocab: learn the WordPiece vocabulary (vocab.txt) from a stories
  * file, or export a model's own. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "args.h"
 #include "common.h"
 #include "storylm/clock.h"
+#include "storylm/outputs.h"
 #include "storylm/vocab_file.h"
 #include "storylm/vocab_train.h"
 
@@ -41,26 +43,53 @@ static int export_vocab(const char *model_path, const char *output, bool json, b
     return 0;
 }
 
+typedef struct VocabArgs {
+    const char *stories, *output, *model;
+    int size;
+    bool json, force;
+} VocabArgs;
+
+static const Param vocab_params[] = {
+    {.name = "out",
+     .short_name = 'o',
+     .type = PARAM_STRING,
+     .offset = offsetof(VocabArgs, output),
+     .meta = "FILE",
+     .help = "where to write the vocabulary; a model, stories or other file already there is kept",
+     .def_string = "vocab.txt"},
+    {.name = "force", .type = PARAM_BOOL, .offset = offsetof(VocabArgs, force), .help = OUTPUTS_FORCE_HELP},
+    {.name = "size",
+     .type = PARAM_INT,
+     .offset = offsetof(VocabArgs, size),
+     .meta = "N",
+     .help = "pieces in the vocabulary, [UNK] and [EOS] included",
+     .min = VOCAB_MIN_SIZE,
+     .max = VOCAB_MAX_SIZE,
+     .def = VOCAB_DEFAULT_SIZE},
+    {.name = "model",
+     .short_name = 'm',
+     .type = PARAM_STRING,
+     .offset = offsetof(VocabArgs, model),
+     .meta = "FILE",
+     .help = "export this model's vocabulary instead of learning one (default without STORIES: ./" DEFAULT_MODEL_PATH
+             ", else the shipped model)"},
+    {.name = "json",
+     .type = PARAM_BOOL,
+     .offset = offsetof(VocabArgs, json),
+     .help = "print the summary as JSON on stdout (else it goes to stderr)"},
+    {.name = "STORIES", .type = PARAM_STRING, .offset = offsetof(VocabArgs, stories), .flags = PARAM_POSITIONAL},
+};
+static const ParamTable vocab_table = {"vocab", vocab_params, PARAMS_COUNT(vocab_params)};
+
 static int run(int argc, char **argv) {
-    const char *output = "vocab.txt", *model = NULL;
-    int size = VOCAB_DEFAULT_SIZE;
-    bool json = false, force = false;
-    const Option opts[] = {
-        {"out", 'o', OPT_STRING, &output, "FILE",
-         "where to write the vocabulary; a model, stories or other file already there is kept", 0, 0},
-        FORCE_OPTION(force),
-        {"size", 0, OPT_INT, &size, "N", "pieces in the vocabulary, [UNK] and [EOS] included", VOCAB_MIN_SIZE,
-         VOCAB_MAX_SIZE},
-        {"model", 'm', OPT_STRING, &model, "FILE",
-         "export this model's vocabulary instead of learning one (default without STORIES: ./" DEFAULT_MODEL_PATH
-         ", else the shipped model)",
-         0, 0},
-        {"json", 0, OPT_BOOL, &json, NULL, "print the summary as JSON on stdout (else it goes to stderr)", 0, 0},
-    };
-    const char *pos[1];
-    int np;
-    int rc = args_parse(&command_vocab, argc, argv, opts, N_OPTIONS(opts), pos, 0, 1, &np);
+    VocabArgs a = {0};
+    slm_params_init(&vocab_table, &a);
+    int rc = args_parse(&command_vocab, argc, argv, &vocab_table, &a, NULL);
     if (rc) return rc > 0 ? 0 : 2;
+    const char *output = a.output, *model = a.model;
+    bool json = a.json, force = a.force;
+    int size = a.size, np = a.stories != NULL;
+    const char *pos[1] = {a.stories};
     if (model && np)
         return args_usage_error(&command_vocab,
                                 "give STORIES to learn a vocabulary or --model to export one, not both");

@@ -72,7 +72,7 @@ static int unknown_verb(const char *name) {
     int n = 0;
     for (int i = 0; i < N_VERBS; i++) names[n++] = verbs[i]->name;
     for (int i = 0; i < slm_view_count() && n < N_VERBS + 256; i++) names[n++] = slm_view_at(i)->name;
-    const char *near = args_nearest(name, names, n);
+    const char *near = slm_nearest_name(name, names, n);
     if (near)
         fprintf(stderr, "storylm: error: unknown verb '%s'; did you mean '%s'?\n", name, near);
     else

@@ -17,21 +17,25 @@ static bool may_differ(const char *name) {
 }
 
 /* "--name<TAB>value" for one option, as parsed. */
-static void put_option(FILE *f, const Option *o) {
-    fprintf(f, "--%s\t", o->name);
-    switch (o->kind) {
-        case OPT_BOOL: fputs(*(bool *)o->target ? "on" : "off", f); break;
-        case OPT_INT: fprintf(f, "%d", *(int *)o->target); break;
-        case OPT_DOUBLE: {
-            char x[40];
-            cli_format_exact(*(double *)o->target, x, sizeof x);
+static void put_option(FILE *f, const ParamRef *r, const void *params) {
+    const void *t = (const char *)params + r->offset;
+    char x[64];
+    fprintf(f, "--%s\t", r->p->name);
+    switch (r->p->type) {
+        case PARAM_BOOL: fputs(*(const bool *)t ? "on" : "off", f); break;
+        case PARAM_INT: fprintf(f, "%d", *(const int *)t); break;
+        case PARAM_DOUBLE:
+            cli_format_exact(*(const double *)t, x, sizeof x);
             fputs(x, f);
-        } break;
-        case OPT_STRING: fputs(*(const char **)o->target ? *(const char **)o->target : "(none)", f); break;
-        case OPT_STRINGS: {
-            const StringList *l = o->target;
+            break;
+        case PARAM_STRING:
+        case PARAM_HEADS: fputs(*(const char *const *)t ? *(const char *const *)t : "(none)", f); break;
+        case PARAM_CHOICE: fputs(slm_param_choice_name(r->p, *(const int *)t, x, sizeof x), f); break;
+        case PARAM_STRINGS: {
+            const StringList *l = t;
             for (int i = 0; i < l->count; i++) fprintf(f, "%s%s", i ? "," : "", l->items[i]);
         } break;
+        case PARAM_GROUP: break;
     }
     fputc('\n', f);
 }
@@ -44,15 +48,17 @@ static int put_file(FILE *f, const char *name, const char *path, Error *e) {
     return 0;
 }
 
-int cli_train_ranks_agree(Dist *d, const Option *opts, int n_opts, const char *stories, const char *vocab_path,
+int cli_train_ranks_agree(Dist *d, const ParamTable *t, const void *params, const char *stories, const char *vocab_path,
                           Error *e) {
     if (dist_size(d) <= 1) return 0;
     char *text = NULL;
     size_t len;
     FILE *f = open_memstream(&text, &len);
     if (!f) return FAIL(e, "free some memory", "cannot compare the ranks' settings: out of memory");
-    for (int i = 0; i < n_opts; i++)
-        if (!may_differ(opts[i].name)) put_option(f, &opts[i]);
+    ParamList l;
+    slm_params_list(t, &l);
+    for (int i = 0; i < l.n; i++) /* the positional STORIES: compared by its bytes below */
+        if (!may_differ(l.at[i].p->name) && !(l.at[i].p->flags & PARAM_POSITIONAL)) put_option(f, &l.at[i], params);
     int rc = put_file(f, "the stories file", stories, e);
     if (!rc) rc = put_file(f, "the vocabulary", vocab_path, e);
     fclose(f);

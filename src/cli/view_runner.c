@@ -8,7 +8,6 @@
 #include "probe_common.h"
 #include "storylm/registry.h"
 
-#define MAX_VIEW_OPTIONS 64
 #define MAX_OTHER_MODELS 4
 
 /* The other models a call opened (swap's baseline), freed at its end. */
@@ -31,42 +30,16 @@ static void release_models(void *ctx) {
     m->n = 0;
 }
 
-/* The entry's table as args.c's options bound to params; positional ones
- * (and a request's own fields) left out. Returns how many. */
-static int view_options(const View *v, void *params, Option *opts) {
-    static const OptionKind kinds[] = {OPT_BOOL, OPT_INT, OPT_DOUBLE, OPT_STRING, OPT_STRINGS};
-    int n = 0;
-    for (int i = 0; i < v->n_params && n < MAX_VIEW_OPTIONS; i++) {
-        const ViewParam *p = &v->params[i];
-        if (p->flags & (VP_POSITIONAL | VP_REQUEST_ONLY)) continue;
-        opts[n++] = (Option){p->name, p->short_name, kinds[p->type], slm_view_param_target(p, params),
-                             p->meta, p->help,       p->min,         p->max};
-    }
-    return n;
-}
-
-/* The positional arguments into their fields, in table order. */
-static void view_positionals(const View *v, void *params, const char **given, int n) {
-    for (int i = 0, k = 0; i < v->n_params && k < n; i++)
-        if (v->params[i].flags & VP_POSITIONAL)
-            *(const char **)slm_view_param_target(&v->params[i], params) = given[k++];
-}
-
 /* Parses argv into params: -1 to go on, else the exit code. */
 static int parse(const View *v, const Command *cmd, int argc, char **argv, void *params) {
-    Option opts[MAX_VIEW_OPTIONS];
-    int n_opts = view_options(v, params, opts), min_pos = 0, max_pos = 0, np = 0;
-    for (int i = 0; i < v->n_params; i++)
-        if (v->params[i].flags & VP_POSITIONAL) min_pos += (v->params[i].flags & VP_REQUIRED) != 0, max_pos++;
-    const char *given[8];
-    if (v->no_ablation && probe_refuse_ablation(cmd, argc, argv, v->no_ablation)) return 2;
-    int rc = args_parse(cmd, argc, argv, opts, n_opts, given, min_pos, max_pos < 8 ? max_pos : 8, &np);
+    ParamTable t = slm_view_table(v);
+    ParamsGiven given;
+    int rc = args_parse(cmd, argc, argv, &t, params, &given);
     if (rc) return rc > 0 ? 0 : 2;
-    view_positionals(v, params, given, np);
     ProbeOptions *po = slm_view_probe_options(params);
     Error e = {0};
-    if (slm_view_params_check(v, params, &e)) return args_usage_error(cmd, "%s", e.message);
-    rc = probe_after_parse(cmd, argc, argv, opts, n_opts, po); /* after the checks: it finds the model */
+    if (slm_view_params_check(v, params, PARAM_FROM_CLI, &e)) return args_param_error(cmd, &e);
+    rc = probe_after_parse(cmd, &t, &given, po); /* after the checks: it finds the model */
     if (rc >= 0) return rc;
     if (v->session == VIEW_SESSION_PROBE && !po->model) /* a view whose --model is a list (heads) */
         po->model = cli_model_path(NULL, po->json);

@@ -211,6 +211,25 @@ static int check_family(const OutputPlan *p, const OutputFamily *f, const Known 
     return rc;
 }
 
+/* The lock of output i (when claimed) is no input and no other output. */
+static int check_lock(const OutputPlan *p, int i, const Known *in, const Known *out, Error *e) {
+    Known lock;
+    char *lock_path = slm_file_lock_path(p->outputs[i].path, e);
+    if (!lock_path) return -1;
+    know(&lock, lock_path);
+    free(lock_path);
+    for (int j = 0; j < p->n_inputs; j++)
+        if (same(&lock, &in[j]))
+            return FAIL(e, "give the input another name: a run claims each file it writes with a lock, FILE.lock",
+                        "the input '%s' is the same file as the lock of the output '%s'", p->inputs[j],
+                        p->outputs[i].path);
+    for (int j = 0; j < p->n_outputs; j++)
+        if (same(&lock, &out[j]))
+            return FAIL(e, "give each output its own name", "'%s' would be written twice (also as the lock of '%s')",
+                        p->outputs[j].path, p->outputs[i].path);
+    return 0;
+}
+
 int slm_outputs_check(const OutputPlan *p, Error *e) {
     Known in[OUTPUTS_MAX], out[OUTPUTS_MAX];
     for (int j = 0; j < p->n_inputs; j++) know(&in[j], p->inputs[j]);
@@ -220,6 +239,8 @@ int slm_outputs_check(const OutputPlan *p, Error *e) {
         know(&out[i], o->path);
         if (check_against(p, i, in, out, e) || check_existing(p, o->path, o->kind, o->replace, e)) return -1;
     }
+    for (int i = 0; i < p->n_outputs && p->claim; i++)
+        if (check_lock(p, i, in, out, e)) return -1;
     /* no input, and no other output, is named like a member of a family */
     OutputPlan others = *p;
     others.n_inputs = p->n_outputs;
@@ -228,4 +249,25 @@ int slm_outputs_check(const OutputPlan *p, Error *e) {
     for (int f = 0; f < p->n_families; f++)
         if (check_family(p, &p->families[f], in, e) || check_family(&others, &p->families[f], out, e)) return -1;
     return 0;
+}
+
+/* ---- claims --------------------------------------------------------------------- */
+
+void slm_outputs_release(OutputClaims *c) {
+    for (int i = c->n - 1; i >= 0; i--) slm_file_unlock(&c->locks[i]);
+    c->n = 0;
+}
+
+int slm_outputs_claim(OutputPlan *p, OutputClaims *c, Error *e) {
+    *c = (OutputClaims){0};
+    p->claim = true;
+    if (slm_outputs_check(p, e)) return -1;
+    int rc = 0;
+    for (int i = 0; i < p->n_outputs && !rc; i++)
+        if (!(rc = slm_file_lock(&c->locks[c->n], p->outputs[i].path, e))) c->n++;
+    /* again, under the locks: a run that ended between the check and the
+     * claims may have left a file there */
+    if (!rc) rc = slm_outputs_check(p, e);
+    if (rc) slm_outputs_release(c);
+    return rc;
 }

@@ -8,14 +8,14 @@
 #include "storylm/checkpoint.h"
 #include "storylm/fileio.h"
 #include "storylm/filemap.h"
+#include "storylm/text.h"
 
 /* Bytes hashed between giving the pages read back: a file of gigabytes stays small in memory. */
 #define RECORD_CHUNK ((size_t)16 << 20)
 
-/* path's last part: "/home/x/stories.txt" -> "stories.txt". */
-static void set_name(StoriesRecord *r, const char *path) {
+void slm_record_set_name(StoriesRecord *r, const char *path) {
     const char *slash = strrchr(path, '/');
-    snprintf(r->name, sizeof r->name, "%s", slash ? slash + 1 : path);
+    slm_utf8_escape(slash ? slash + 1 : path, r->name, sizeof r->name); /* metadata is UTF-8: never a failed save */
 }
 
 int slm_record_of_file(StoriesRecord *r, const char *path, Error *e) {
@@ -29,7 +29,7 @@ int slm_record_of_file(StoriesRecord *r, const char *path, Error *e) {
         slm_file_map_drop(&m, at, at + n);
     }
     *r = (StoriesRecord){.bytes = m.len, .fnv1a64 = h, .has_sums = true};
-    set_name(r, path);
+    slm_record_set_name(r, path);
     slm_file_unmap(&m);
     return 0;
 }
@@ -46,7 +46,7 @@ int slm_record_to_metadata(const StoriesRecord *r, Metadata *md, Error *e) {
 void slm_record_from_metadata(StoriesRecord *r, const Metadata *md) {
     *r = (StoriesRecord){0};
     const char *data = slm_metadata_get(md, "data");
-    if (data) set_name(r, data);
+    if (data) slm_record_set_name(r, data);
     r->has_sums = slm_checkpoint_parse_u64(slm_metadata_get(md, "data_bytes"), 10, &r->bytes) &&
                   slm_checkpoint_parse_u64(slm_metadata_get(md, "data_fnv1a64"), 16, &r->fnv1a64);
 }

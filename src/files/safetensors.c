@@ -317,8 +317,29 @@ static size_t count_values(const char *text, size_t n) {
     return count;
 }
 
+/* Where the first \u0000 in a JSON string of text (n) starts, or n. cJSON
+ * decodes it into a NUL that ends the C string: a metadata value
+ * "gelu\u0000..." would load as "gelu", a key or a name cut short too. */
+static size_t escaped_nul_at(const char *text, size_t n) {
+    int in_string = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!in_string)
+            in_string = text[i] == '"';
+        else if (text[i] == '"')
+            in_string = 0;
+        else if (text[i] == '\\') {
+            if (i + 5 < n && memcmp(text + i + 1, "u0000", 5) == 0) return i;
+            i++; /* the escaped character: an escaped quote ends no string */
+        }
+    }
+    return n;
+}
+
 static int parse_header(SafeTensorsFile *st, const char *text, size_t n, Error *e) {
     if (memchr(text, '\0', n)) return FAIL(e, BAD_FILE_HINT, "the header holds a NUL byte");
+    size_t nul = escaped_nul_at(text, n);
+    if (nul < n)
+        return FAIL(e, BAD_FILE_HINT, "the header holds a NUL character (\\u0000) in a string at byte %zu", nul);
     size_t values = count_values(text, n);
     if (values > SAFETENSORS_MAX_VALUES)
         return FAIL(e, BAD_FILE_HINT, "the header holds %zu keys and values, over the limit of %d", values,

@@ -11,32 +11,78 @@
 
 #include "storylm/model.h"
 
+static const Param sampling_params[] = {
+    {.name = "temperature",
+     .short_name = 't',
+     .type = PARAM_DOUBLE,
+     .offset = offsetof(SamplerSettings, temperature),
+     .meta = "T",
+     .help = "sampling temperature (also --temp); 0 (or below 1e-4) = greedy; -t is not threads",
+     .min = 0,
+     .max = SAMPLER_MAX_TEMPERATURE,
+     .def = SAMPLER_DEFAULT_TEMPERATURE},
+    {.name = "top-k",
+     .short_name = 'k',
+     .type = PARAM_INT,
+     .offset = offsetof(SamplerSettings, top_k),
+     .meta = "K",
+     .help = "sample among the K most likely (0 = all)",
+     .min = 0,
+     .max = SAMPLER_MAX_TOP_K,
+     .def = SAMPLER_DEFAULT_TOP_K},
+    {.name = "top-p",
+     .short_name = 'p',
+     .type = PARAM_DOUBLE,
+     .offset = offsetof(SamplerSettings, top_p),
+     .meta = "P",
+     .help = "sample among the most likely holding P of the probability",
+     .min = SAMPLER_MIN_TOP_P,
+     .max = 1,
+     .def = SAMPLER_DEFAULT_TOP_P},
+    {.name = "min-p",
+     .type = PARAM_DOUBLE,
+     .offset = offsetof(SamplerSettings, min_p),
+     .meta = "P",
+     .help = "drop tokens less than P times as likely as the likeliest (0 = none)",
+     .min = 0,
+     .max = 1,
+     .def = SAMPLER_DEFAULT_MIN_P},
+    {.name = "repeat-penalty",
+     .type = PARAM_DOUBLE,
+     .offset = offsetof(SamplerSettings, repeat_penalty),
+     .meta = "R",
+     .help = "penalty of the tokens of the last --repeat-last-n (1 = none; llama.cpp's rule)",
+     .min = SAMPLER_MIN_REPEAT_PENALTY,
+     .max = SAMPLER_MAX_REPEAT_PENALTY,
+     .def = SAMPLER_DEFAULT_REPEAT_PENALTY},
+    {.name = "repeat-last-n",
+     .type = PARAM_INT,
+     .offset = offsetof(SamplerSettings, repeat_last_n),
+     .meta = "N",
+     .help = "tokens the repeat penalty looks back over",
+     .min = 0,
+     .max = SAMPLER_MAX_REPEAT_LAST_N,
+     .def = SAMPLER_DEFAULT_REPEAT_LAST_N},
+};
+const ParamTable params_sampling = {"sampling", sampling_params, PARAMS_COUNT(sampling_params)};
+
+SamplerSettings slm_sampler_settings_default(void) {
+    SamplerSettings st;
+    slm_params_init(&params_sampling, &st);
+    return st;
+}
+
 int slm_sampler_settings_check(const SamplerSettings *st, Error *e) {
-    if (!(st->temperature >= 0 && st->temperature <= SAMPLER_MAX_TEMPERATURE))
-        return FAIL(e, "use 0 <= --temperature <= 100 (0: greedy)", "invalid sampling settings: temperature %g",
-                    st->temperature);
-    if (st->top_k < 0 || st->top_k > SAMPLER_MAX_TOP_K)
-        return FAIL(e, "use --top-k 0 (no limit) or more", "invalid sampling settings: top-k %d", st->top_k);
-    if (!(st->top_p >= (float)SAMPLER_MIN_TOP_P && st->top_p <= 1))
-        return FAIL(e, "use 0 < --top-p <= 1", "invalid sampling settings: top-p %g", st->top_p);
-    if (!(st->min_p >= 0 && st->min_p <= 1))
-        return FAIL(e, "use 0 <= --min-p <= 1 (0: no cut)", "invalid sampling settings: min-p %g", st->min_p);
-    if (!(st->repeat_penalty >= (float)SAMPLER_MIN_REPEAT_PENALTY && st->repeat_penalty <= SAMPLER_MAX_REPEAT_PENALTY))
-        return FAIL(e, "use 0.01 <= --repeat-penalty <= 100 (1: none)", "invalid sampling settings: repeat penalty %g",
-                    st->repeat_penalty);
-    if (st->repeat_last_n < 0 || st->repeat_last_n > SAMPLER_MAX_REPEAT_LAST_N)
-        return FAIL(e, "use --repeat-last-n 0 (no penalty) or more", "invalid sampling settings: repeat-last-n %d",
-                    st->repeat_last_n);
-    return 0;
+    return slm_params_check(&params_sampling, st, PARAM_FROM_CLI, e);
 }
 
 int slm_sampler_init_with(Sampler *s, int vocab_size, const SamplerSettings *st, uint64_t seed, Error *e) {
     *s = (Sampler){.vocab_size = vocab_size,
-                   .temperature = st->temperature,
+                   .temperature = (float)st->temperature,
                    .top_k = st->top_k,
-                   .top_p = st->top_p,
-                   .min_p = st->min_p,
-                   .repeat_penalty = st->repeat_penalty,
+                   .top_p = (float)st->top_p,
+                   .min_p = (float)st->min_p,
+                   .repeat_penalty = (float)st->repeat_penalty,
                    .repeat_last_n = st->repeat_last_n};
     if (slm_sampler_settings_check(st, e)) return -1;
     slm_rng_seed(&s->rng, seed);

@@ -323,8 +323,10 @@ void slm_dense_tanh_backward_at(Precision prec, const float *W, const float *x, 
  * of ordinary size in float as always (the same bits as before); past that in
  * double and in this order: mx + logf(sum) - logit lost the log(sum) next to
  * a huge mx (biases of 3e38 gave loss 0), and mx - logit can overflow. */
+static int ordinary_logits(float mx, float logit) { return fabsf(mx) < 1e4f && fabsf(logit) < 1e4f; }
+
 static float xent_loss(float mx, float logit, float sum) {
-    if (fabsf(mx) < 1e4f && fabsf(logit) < 1e4f) return (mx + logf(sum)) - logit;
+    if (ordinary_logits(mx, logit)) return (mx + logf(sum)) - logit;
     double loss = ((double)mx - (double)logit) + log((double)sum);
     return loss <= FLT_MAX ? (float)loss : INFINITY; /* past float: inf (the pass names it), not an undefined cast */
 }
@@ -341,15 +343,21 @@ static int is_first_max(const float *row, int target, float mx) {
 }
 
 /* page: output and loss */
+/* The sum of exp(row - mx) over a row of logits (V) whose largest is mx. */
+static float exp_sum(const float *row, int V, float mx) {
+    float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+    for (int v = 0; v < V; v++) sum += exp_approx(row[v] - mx);
+    return sum;
+}
+
 /* One row of logits (V): adds the bias; lse; loss and correct when target >= 0. */
 static void xent_row(float *row, const float *bias, int V, int32_t target, float *lse, float *loss, uint8_t *correct) {
 #pragma omp simd
     for (int v = 0; v < V; v++) row[v] += bias[v];
     float mx = max_of(row, V);
     *correct = target >= 0 && is_first_max(row, target, mx);
-    float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-    for (int v = 0; v < V; v++) sum += exp_approx(row[v] - mx);
+    float sum = exp_sum(row, V, mx);
     *lse = mx + logf(sum);
     *loss = target >= 0 ? xent_loss(mx, row[target], sum) : 0.0f;
 }
@@ -362,6 +370,12 @@ void slm_output_forward(const float *W, const float *bias, const float *y, int n
     for (int p = 0; p < n; p++) xent_row(logits + (size_t)p * V, bias, V, target[p], &lse[p], &loss[p], &correct[p]);
 }
 /* page: end */
+
+double slm_output_log_prob(const float *row, int V, int32_t target, float lse) {
+    float mx = max_of(row, V);
+    if (ordinary_logits(mx, row[target])) return (double)row[target] - (double)lse;
+    return -(double)xent_loss(mx, row[target], exp_sum(row, V, mx));
+}
 
 /* One row of logits (V) -> d (scale * loss) / d logits in place, (softmax -
  * onehot) * scale, or 0 without target; lse, loss and correct as xent_row

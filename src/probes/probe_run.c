@@ -1,5 +1,6 @@
 /* Running stories through the network for the probes, one story at a time,
  * and the heads' mean outputs that mean ablation uses. */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,10 +96,17 @@ double slm_probe_probability(const Activations *a, int p, int32_t token, int *ra
     const float *logits = a->logits + (size_t)p * V;
     if (rank) {
         int above = 0;
-        for (int v = 0; v < V; v++) above += logits[v] > logits[token];
+        for (int v = 0; v < V; v++) above += logits[v] > logits[token] || (logits[v] == logits[token] && v < token);
         *rank = above + 1;
     }
-    return exp((double)logits[token] - (double)a->lse[p]);
+    return exp(slm_output_log_prob(logits, V, token, a->lse[p]));
+}
+
+double slm_probe_loss(const Activations *a, int p, int32_t token) {
+    int V = a->cfg.vocab_size;
+    double log_prob = slm_output_log_prob(a->logits + (size_t)p * V, V, token, a->lse[p]), prob = exp(log_prob);
+    /* through the probability where it is a normal number: the bits eval --text always gave */
+    return prob >= DBL_MIN ? -log(prob) : -log_prob;
 }
 
 double slm_probe_cosine(const float *a, const float *b, int n) {

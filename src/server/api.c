@@ -1,8 +1,8 @@
 /* The JSON endpoints: each reads its fields, opens a session on a cached
  * model and answers with the report the matching CLI verb prints with
  * --json (src/views builds both). */
-#include <float.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,13 +11,13 @@
 #include "storylm/fileio.h"
 #include "storylm/parse.h"
 #include "storylm/registry.h"
+#include "storylm/train_params.h"
 
-/* "text": present, at most 64 KiB, at most SERVER_MAX_TOKENS tokens. */
-static int request_text(const Session *ss, const cJSON *body, const char *key, const char **text, Reply *r) {
-    if (field_string(body, key, text, 1, SERVER_MAX_TEXT, r)) return -1;
+/* A text (key's, read: at most 64 KiB) of at most SERVER_MAX_TOKENS tokens. */
+static int request_tokens(const Session *ss, const char *key, const char *text, Reply *r) {
     IntVec ids = {0};
     Error e = {0};
-    int rc = slm_tokenizer_encode(&ss->ps.lm.tokenizer, *text, strlen(*text), &ids, &e);
+    int rc = slm_tokenizer_encode(&ss->ps.lm.tokenizer, text, strlen(text), &ids, &e);
     size_t n = ids.len;
     slm_intvec_free(&ids);
     if (rc) return reply_failure(r, 400, &e), -1;
@@ -73,111 +73,69 @@ static int model_fits(const Model *m, int flags, const char *what, Error *e) {
     return slm_probe_need_attention(m, what, e) || (!(flags & PROBE_LAYERS) && slm_probe_need_one_layer(m, what, e));
 }
 
-/* Room for the text of a request's head fields (VP_HEADS) given as numbers or lists. */
-typedef struct HeadTexts {
-    char buf[2][STORYLM_MAX_ALL_HEADS * 8];
-    int used;
-} HeadTexts;
-
-/* One parameter's field (key) of the body into t: its type, range and choices. */
-static int request_param(const ViewParam *p, const char *key, const cJSON *body, void *t, HeadTexts *heads, Reply *r) {
-    int any = p->min == p->max;
-    if ((p->flags & VP_HEADS) && heads->used < 2) {
-        char *buf = heads->buf[heads->used++];
-        return field_heads(body, key, buf, sizeof heads->buf[0], t, r);
-    }
-    switch (p->type) {
-        case VIEW_INT:
-            return field_int(body, key, t, any ? -1000000000 : (int)p->min, any ? 1000000000 : (int)p->max, r);
-        case VIEW_DOUBLE: return field_double(body, key, t, any ? -DBL_MAX : p->min, any ? DBL_MAX : p->max, r);
-        case VIEW_BOOL: {
-            int b = *(bool *)t;
-            if (field_bool(body, key, &b, r)) return -1;
-            *(bool *)t = b;
-            return 0;
-        }
-        case VIEW_STRING: {
-            size_t max = p->flags & VP_TEXT ? SERVER_MAX_TEXT : PATH_MAX - 1;
-            if (field_string(body, key, t, (p->flags & VP_REQUIRED) != 0, max, r)) return -1;
-            if (slm_view_param_choice_ok(p, *(const char **)t)) return 0;
-            char msg[200], choices[128];
-            slm_view_param_choices(p, choices, sizeof choices);
-            snprintf(msg, sizeof msg, "\"%s\" is %s", key, choices);
-            return reply_error(r, 400, msg, NULL), -1;
-        }
-        case VIEW_STRINGS: { /* "a" or ["a", "b"] */
-            const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, key), *item;
-            const cJSON *list = cJSON_IsArray(v) ? v : NULL;
-            StringList *l = t;
-            if (cJSON_IsString(v) && l->count < 64) l->items[l->count++] = v->valuestring;
-            cJSON_ArrayForEach(item, list) {
-                if (!cJSON_IsString(item) || l->count == 64)
-                    return reply_error(r, 400, "a list of at most 64 strings", NULL), -1;
-                l->items[l->count++] = item->valuestring;
-            }
-            return 0;
-        }
-    }
-    return 0;
-}
-
-/* The view's parameters from a request (absent: the defaults); the STORIES
- * the session reads are the server's own (*stories set). */
-/* The STORIES a view reads: the server's (1), or a request's "stories" file
- * under a --data-dir folder (2, checked: 403 otherwise). */
-static int request_stories(Server *s, const cJSON *body, const char **out, Reply *r) {
-    const char *given = NULL;
+/* The STORIES a view reads (the field given, read): the server's (1), or a
+ * request's "stories" file under a --data-dir folder (2, checked: 403 otherwise). */
+static int request_stories(Server *s, const char **field, Reply *r) {
     char real[PATH_MAX];
-    if (field_string(body, "stories", &given, 0, PATH_MAX - 1, r)) return -1;
-    *out = given && strcmp(given, s->o.stories) != 0 ? given : s->o.stories;
-    if (*out == s->o.stories) return 1;
+    const char *given = *field;
+    *field = given && strcmp(given, s->o.stories) != 0 ? given : s->o.stories;
+    if (*field == s->o.stories) return 1;
     return server_allowed_stories(s, given, real, sizeof real, r) ? -1 : 2;
 }
 
-static int request_params(Server *s, const View *v, const cJSON *body, void *params, int *stories, HeadTexts *heads,
-                          Reply *r) {
-    char key[64];
+/* The view's parameters from a request (absent: the defaults); *stories
+ * says whose STORIES the session reads. */
+static int request_params(Server *s, const View *v, const cJSON *body, void *params, int *stories, char *scratch,
+                          size_t size, Reply *r) {
+    ParamTable t = slm_view_table(v);
     slm_view_params_init(v, params);
     *stories = 0;
-    for (int i = 0; i < v->n_params; i++) {
-        const ViewParam *p = &v->params[i];
-        void *t = slm_view_param_target(p, params);
-        if ((p->flags & VP_STORIES) && (*stories = request_stories(s, body, t, r)) < 0) return -1;
-        if (p->flags & (VP_CLI_ONLY | VP_SERVED | VP_STORIES)) continue;
-        const char *k = slm_view_param_key(p, key, sizeof key);
-        if (p->alias && cJSON_GetObjectItemCaseSensitive(body, p->alias)) k = p->alias;
-        if (request_param(p, k, body, t, heads, r)) return -1;
-    }
+    if (request_read(&t, body, params, NULL, scratch, size, r)) return -1;
+    ParamList l;
+    slm_params_list(&t, &l);
+    for (int i = 0; i < l.n; i++)
+        if ((l.at[i].p->flags & PARAM_STORIES) &&
+            (*stories = request_stories(s, (const char **)slm_param_field(&l.at[i], params), r)) < 0)
+            return -1;
     Error e = {0};
-    if (slm_view_params_check(v, params, &e)) return reply_failure(r, 400, &e), -1;
+    if (slm_view_params_check(v, params, PARAM_FROM_REQUEST, &e)) return reply_failure(r, 400, &e), -1;
     if (!slm_view_stories(v, params)) *stories = 0; /* the check took them for another use (eval --text) */
     return 0;
 }
 
-/* The parameter of v a request's field names (its key or alias), or NULL. */
-static const ViewParam *param_of_key(const View *v, const char *name) {
+/* The parameter of l a request's field names (its key or alias), or NULL. */
+static const Param *param_of_key(const ParamList *l, const char *name) {
     char key[64];
-    for (int i = 0; i < v->n_params; i++) {
-        const ViewParam *p = &v->params[i];
-        if (p->flags & VP_CLI_ONLY) continue;
-        if (strcmp(slm_view_param_key(p, key, sizeof key), name) == 0 || (p->alias && strcmp(p->alias, name) == 0))
-            return p;
+    for (int i = 0; i < l->n; i++) {
+        const Param *p = l->at[i].p;
+        if (!slm_param_from(p, PARAM_FROM_REQUEST)) continue;
+        if (strcmp(slm_param_key(p, key, sizeof key), name) == 0 || (p->alias && strcmp(p->alias, name) == 0)) return p;
     }
     return NULL;
 }
 
+/* The bytes of s to show of at most max: cut between whole characters. */
+static int shown(const char *s, int max) {
+    int n = (int)strnlen(s, (size_t)max + 1);
+    if (n <= max) return n;
+    while (max > 0 && ((unsigned char)s[max] & 0xC0) == 0x80) max--;
+    return max;
+}
+
 /* A GET's query (every value a string) as the JSON body a POST sends: each
  * field of a number or a bool read as one (400 otherwise). */
-static cJSON *query_body(const View *v, const cJSON *query, Reply *r) {
+static cJSON *query_body(const ParamTable *t, const cJSON *query, Reply *r) {
+    ParamList l;
+    slm_params_list(t, &l);
     cJSON *body = cJSON_CreateObject(), *item;
     cJSON_ArrayForEach(item, query) {
-        const ViewParam *p = param_of_key(v, item->string);
+        const Param *p = param_of_key(&l, item->string);
         const char *text = item->valuestring;
         double x;
         cJSON *value = NULL;
-        if (p && (p->type == VIEW_INT || p->type == VIEW_DOUBLE)) {
+        if (p && (p->type == PARAM_INT || p->type == PARAM_DOUBLE)) {
             if (slm_parse_double(text, -INFINITY, INFINITY, &x) == PARSE_OK) value = cJSON_CreateNumber(x);
-        } else if (p && p->type == VIEW_BOOL) {
+        } else if (p && p->type == PARAM_BOOL) {
             int yes = !text[0] || strcmp(text, "true") == 0 || strcmp(text, "1") == 0;
             if (yes || strcmp(text, "false") == 0 || strcmp(text, "0") == 0) value = cJSON_CreateBool(yes);
         } else {
@@ -185,8 +143,8 @@ static cJSON *query_body(const View *v, const cJSON *query, Reply *r) {
         }
         if (!value) {
             char msg[160];
-            snprintf(msg, sizeof msg, "\"%.60s\" must be a %s, not '%.40s'", item->string,
-                     p->type == VIEW_BOOL ? "true or false" : "number", text);
+            snprintf(msg, sizeof msg, "\"%.*s\" must be a %s, not '%.*s'", shown(item->string, 60), item->string,
+                     p->type == PARAM_BOOL ? "true or false" : "number", shown(text, 40), text);
             cJSON_Delete(body);
             return reply_error(r, 400, msg, NULL), NULL;
         }
@@ -195,16 +153,19 @@ static cJSON *query_body(const View *v, const cJSON *query, Reply *r) {
     return body;
 }
 
-/* Any VP_TEXT parameter's text: at most SERVER_MAX_TOKENS tokens (read
- * again: field_string checked its bytes). */
-static int request_texts(const Session *ss, const View *v, const cJSON *body, Reply *r) {
+/* Each PARAM_TEXT parameter's text given: at most SERVER_MAX_TOKENS tokens
+ * (its bytes were bounded as it was read). */
+static int request_texts(const Session *ss, const View *v, void *params, Reply *r) {
+    ParamTable t = slm_view_table(v);
+    ParamList l;
+    slm_params_list(&t, &l);
     char key[64];
-    const char *text;
-    for (int i = 0; i < v->n_params; i++)
-        if ((v->params[i].flags & VP_TEXT) &&
-            cJSON_GetObjectItemCaseSensitive(body, slm_view_param_key(&v->params[i], key, sizeof key)) &&
-            request_text(ss, body, key, &text, r))
+    for (int i = 0; i < l.n; i++) {
+        const char *text = *(const char **)slm_param_field(&l.at[i], params);
+        if ((l.at[i].p->flags & PARAM_TEXT) && text &&
+            request_tokens(ss, slm_param_key(l.at[i].p, key, sizeof key), text, r))
             return -1;
+    }
     return 0;
 }
 
@@ -272,14 +233,14 @@ static int view_answer(Server *s, const View *v, const cJSON *body, void *params
     own.names = (NameList){0};
     own.stories_path = slm_view_stories(v, params);
     /* a view's own mean ablation (ablate's "mode"): the heads' means made once, as the CLI makes them */
-    int mean = strcmp(slm_view_probe_options(params)->ablate_mode, "mean") == 0 && stories == 1;
+    int mean = slm_view_probe_options(params)->ablate_mode == ABLATE_MEAN && stories == 1;
     int rc = model_fits(&ss.ps.lm.model, v->probe_flags, v->name, &e);
     if (!rc && mean) rc = entry_mean(ss.entry, s->o.stories, &e);
     ss.ps.mean = mean ? ss.entry->mean : NULL;
     if (!rc && stories == 2) rc = cache_read_stories(&s->cache, &own, v->probe_flags & PROBE_NAMES, &e);
     if (rc)
         reply_failure(r, 400, &e);
-    else if (request_texts(&ss, v, body, r) == 0 && stories == 2)
+    else if (request_texts(&ss, v, params, r) == 0 && stories == 2)
         view_build(v, &ss, &own, params, r);
     else if (r->status == 0 && v->keep && !ss.ps.ablation_desc[0])
         view_build_kept(v, &ss, params, body, r);
@@ -300,42 +261,126 @@ static int api_view(Server *s, const View *v, int get, const cJSON *body, Reply 
     }
     if (get && v->serve == VIEW_SERVE_POST)
         return reply_error(r, 405, "this view takes POST with a JSON body (it computes over every test story)", NULL);
+    ParamTable t = slm_view_table(v);
+    ParamList l;
+    slm_params_list(&t, &l);
     int required = 0;
-    for (int i = 0; i < v->n_params; i++) /* a field the request must give (STORIES: the server's own) */
-        required |= (v->params[i].flags & (VP_REQUIRED | VP_CLI_ONLY | VP_STORIES)) == VP_REQUIRED;
+    for (int i = 0; i < l.n; i++) /* a field the request must give (STORIES: the server's own) */
+        required |= (l.at[i].p->flags & (PARAM_REQUIRED | PARAM_CLI_ONLY | PARAM_STORIES)) == PARAM_REQUIRED;
     if (get && required && !body->child)
         return reply_error(r, 405, "this endpoint takes POST with a JSON body, or GET with its fields in the query",
                            "GET /api/views lists each view's fields");
-    cJSON *query = get ? query_body(v, body, r) : NULL;
+    cJSON *query = get ? query_body(&t, body, r) : NULL;
     if (get && !query) return r->status;
     void *params = malloc(v->params_size);
-    HeadTexts *heads = calloc(1, sizeof *heads);
     int stories;
-    if (!params || !heads)
+    char scratch[SERVER_HEADS_TEXT]; /* "heads": [3, "2:5"] as text */
+    if (!params)
         reply_error(r, 500, "out of memory", NULL);
-    else if (request_params(s, v, get ? query : body, params, &stories, heads, r) == 0)
+    else if (request_params(s, v, get ? query : body, params, &stories, scratch, sizeof scratch, r) == 0)
         view_answer(s, v, get ? query : body, params, stories, r);
-    free(heads);
     free(params);
     cJSON_Delete(query);
     return r->status;
 }
 
+static cJSON *routes_describe(void);
+
 /* GET /api/views: every view with its parameters (type, range, default, help),
- * and the defaults of a /api/generate request ("generate"). */
+ * the defaults of a /api/generate request ("generate"), and the fields of
+ * the routes that are not views ("routes"). */
 static int api_views(Server *s, const cJSON *body, Reply *r) {
     (void)s, (void)body;
     cJSON *j = cJSON_CreateObject(), *list = cJSON_AddArrayToObject(j, "views");
     for (int i = 0; i < slm_view_count(); i++) cJSON_AddItemToArray(list, slm_view_describe(slm_view_at(i)));
     cJSON_AddItemToObject(j, "generate", slm_view_generate_defaults_json());
+    cJSON_AddItemToObject(j, "routes", routes_describe());
     return reply_json(r, 200, j);
 }
 
+/* ---- the fields of the routes that are not views: a table each (params.h) ---- */
+
+/* A route of no fields (GET ones: their query must be empty). */
+static const ParamTable no_fields = {"none", NULL, 0};
+
+/* /api/stories (POST): the model whose stories. */
+static const Param model_field[] = {PARAM_GROUP_AT(0, params_model)};
+static const ParamTable model_fields = {"stories", model_field, PARAMS_COUNT(model_field)};
+
+/* /api/tokenize: the model and the text. */
+typedef struct TokenizeFields {
+    ProbeOptions po;
+    const char *text;
+} TokenizeFields;
+static const Param tokenize_field[] = {
+    PARAM_GROUP_OF(TokenizeFields, po, params_model),
+    {.name = "text",
+     .type = PARAM_STRING,
+     .offset = offsetof(TokenizeFields, text),
+     .help = "the text to cut into tokens",
+     .flags = PARAM_REQUIRED | PARAM_TEXT},
+};
+static const ParamTable tokenize_fields = {"tokenize", tokenize_field, PARAMS_COUNT(tokenize_field)};
+
+/* /api/train (POST): train's own --lr and --seed; steps and evaluations within
+ * the page's bounds (a run of the server's, in minutes). */
+static const Param train_field[] = {
+    {.name = "stories",
+     .type = PARAM_STRING,
+     .offset = offsetof(TrainParams, stories),
+     .meta = "FILE",
+     .help = "the stories file: the server's --stories (the default), one under a --data-dir folder, or an upload"},
+    {.name = "steps",
+     .type = PARAM_INT,
+     .offset = offsetof(TrainParams, o.steps),
+     .meta = "N",
+     .help = "optimizer steps",
+     .min = 1,
+     .max = 20000,
+     .def = 300},
+    TRAIN_PARAM_SEED,
+    {.name = "eval-every",
+     .type = PARAM_INT,
+     .offset = offsetof(TrainParams, o.eval_every),
+     .meta = "N",
+     .help = "steps between test evaluations and saves; 0: about 20 in the run (at most 200)",
+     .min = 0,
+     .max = 20000},
+    TRAIN_PARAM_LR,
+};
+static const ParamTable train_fields = {"train", train_field, PARAMS_COUNT(train_field)};
+
+/* /api/batch and each of its requests: known here, read by api_batch itself. */
+typedef struct BatchFields {
+    const char *requests, *url, *body;
+} BatchFields;
+static const Param batch_field[] = {{.name = "requests",
+                                     .type = PARAM_STRING,
+                                     .offset = offsetof(BatchFields, requests),
+                                     .help = "the requests: [{\"url\", \"body\"}]",
+                                     .flags = PARAM_SERVED}};
+static const ParamTable batch_fields = {"batch", batch_field, PARAMS_COUNT(batch_field)};
+static const Param batch_item_field[] = {
+    {.name = "url",
+     .type = PARAM_STRING,
+     .offset = offsetof(BatchFields, url),
+     .help = "the view's /api/NAME",
+     .flags = PARAM_SERVED},
+    {.name = "body",
+     .type = PARAM_STRING,
+     .offset = offsetof(BatchFields, body),
+     .help = "its fields",
+     .flags = PARAM_SERVED},
+};
+static const ParamTable batch_item_fields = {"batch request", batch_item_field, PARAMS_COUNT(batch_item_field)};
+
 static int api_tokenize(Server *s, const cJSON *body, Reply *r) {
     Session ss;
-    const char *text;
-    if (session_open(s, body, 0, &ss, r)) return r->status;
-    if (request_text(&ss, body, "text", &text, r) == 0) {
+    TokenizeFields f = {0};
+    if (request_read(&tokenize_fields, body, &f, NULL, NULL, 0, r) || session_open(s, body, 0, &ss, r))
+        return r->status;
+    const char *text = f.text;
+    if (request_tokens(&ss, "text", text, r) == 0) {
         IntVec ids = {0};
         Error e = {0};
         if (slm_tokenizer_encode(&ss.ps.lm.tokenizer, text, strlen(text), &ids, &e))
@@ -397,14 +442,14 @@ static int api_stories(Server *s, Reply *r) {
 }
 
 static int api_train_start(Server *s, const cJSON *body, Reply *r) {
-    const char *stories = s->o.stories;
     char real[PATH_MAX];
-    int steps = 300, eval_every = 0, seed = 1;
-    double lr = 0; /* 0: the trainer's default */
-    if (field_string(body, "stories", &stories, 0, PATH_MAX - 1, r) || field_int(body, "steps", &steps, 1, 20000, r) ||
-        field_int(body, "seed", &seed, 0, 2147483647, r) || field_int(body, "eval_every", &eval_every, 0, 20000, r) ||
-        field_double(body, "lr", &lr, 0, 1, r) || server_allowed_stories(s, stories, real, sizeof real, r))
+    TrainParams f = {0};
+    slm_params_init(&train_fields, &f);
+    if (request_read(&train_fields, body, &f, NULL, NULL, 0, r) ||
+        server_allowed_stories(s, f.stories ? f.stories : s->o.stories, real, sizeof real, r))
         return r->status;
+    int steps = f.o.steps, eval_every = f.o.eval_every, seed = f.seed;
+    double lr = f.o.lr;
     if (eval_every == 0) eval_every = steps >= 20 ? steps / 20 : 1; /* about 20 points on the curve */
     if (eval_every < (steps + 199) / 200)
         eval_every = (steps + 199) / 200; /* at most 200 saves: bounded time and memory */
@@ -412,6 +457,7 @@ static int api_train_start(Server *s, const cJSON *body, Reply *r) {
     Error e = {0};
     int rc = train_job_start(s->train, real, steps, (uint64_t)seed, eval_every, lr, &id, &e);
     if (rc < 0) return reply_failure(r, 500, &e);
+    if (rc == 2) return reply_failure(r, 409, &e);
     if (rc > 0) return reply_error(r, 409, "a training run is going on", "wait for it, or POST /api/train/stop");
     cJSON *j = cJSON_CreateObject();
     cJSON_AddNumberToObject(j, "id", id);
@@ -422,7 +468,7 @@ static int api_train_start(Server *s, const cJSON *body, Reply *r) {
 static int api_stories_of(Server *s, const cJSON *body, Reply *r) {
     char path[PATH_MAX];
     Error e = {0};
-    if (request_model(s, body, "model", path, sizeof path, r)) return r->status;
+    if (request_model(s, body, path, sizeof path, r)) return r->status;
     char *text = stories_json(s, path, &e);
     if (!text) return reply_failure(r, 400, &e);
     r->status = 200;
@@ -473,24 +519,40 @@ typedef struct Route {
     const char *url;
     int how; /* ROUTE_* */
     int (*fn)(Server *, const cJSON *, Reply *);
-    const char *view;  /* fn NULL: this view, */
-    const char *needs; /* with this field required (NULL: none) */
+    const char *view;         /* fn NULL: this view, */
+    const char *needs;        /* with this field required (NULL: none) */
+    const ParamTable *fields; /* fn's: the request's fields (a view's are its table) */
+    size_t size;              /* of the struct they fill */
 } Route;
 static const Route routes[] = {
-    {"/api/models", ROUTE_GET, api_models, NULL, NULL},
-    {"/api/stories", ROUTE_GET, api_stories_get, NULL, NULL},
-    {"/api/stories", ROUTE_POST, api_stories_of, NULL, NULL},
-    {"/api/health", ROUTE_GET, api_health, NULL, NULL},
-    {"/api/views", ROUTE_GET, api_views, NULL, NULL},
-    {"/api/train", ROUTE_GET, api_train_status, NULL, NULL},
-    {"/api/train", ROUTE_POST, api_train_start, NULL, NULL},
-    {"/api/train/stop", ROUTE_POST, api_train_stop, NULL, NULL},
-    {"/api/generate", ROUTE_POST, api_generate, NULL, NULL},
-    {"/api/batch", ROUTE_POST, api_batch, NULL, NULL},
-    {"/api/tokenize", ROUTE_POST | ROUTE_BATCH, api_tokenize, NULL, NULL},
-    {"/api/loss", ROUTE_POST | ROUTE_BATCH, NULL, "eval", "text"}, /* eval --text, the page's name */
+    {"/api/models", ROUTE_GET, api_models, NULL, NULL, &no_fields, 0},
+    {"/api/stories", ROUTE_GET, api_stories_get, NULL, NULL, &no_fields, 0},
+    {"/api/stories", ROUTE_POST, api_stories_of, NULL, NULL, &model_fields, sizeof(ProbeOptions)},
+    {"/api/health", ROUTE_GET, api_health, NULL, NULL, &no_fields, 0},
+    {"/api/views", ROUTE_GET, api_views, NULL, NULL, &no_fields, 0},
+    {"/api/train", ROUTE_GET, api_train_status, NULL, NULL, &no_fields, 0},
+    {"/api/train", ROUTE_POST, api_train_start, NULL, NULL, &train_fields, sizeof(TrainParams)},
+    {"/api/train/stop", ROUTE_POST, api_train_stop, NULL, NULL, &no_fields, 0},
+    {"/api/generate", ROUTE_POST, api_generate, NULL, NULL, &params_generate, sizeof(GenerateParams)},
+    {"/api/batch", ROUTE_POST, api_batch, NULL, NULL, &batch_fields, sizeof(BatchFields)},
+    {"/api/tokenize", ROUTE_POST | ROUTE_BATCH, api_tokenize, NULL, NULL, &tokenize_fields, sizeof(TokenizeFields)},
+    {"/api/loss", ROUTE_POST | ROUTE_BATCH, NULL, "eval", "text", NULL, 0}, /* eval --text, the page's name */
 };
 #define N_ROUTES (sizeof routes / sizeof routes[0])
+
+/* [{"url", "method", "params": [...]}]: each route of a table of its own, with a request's fields. */
+static cJSON *routes_describe(void) {
+    cJSON *list = cJSON_CreateArray();
+    for (size_t i = 0; list && i < N_ROUTES; i++) {
+        if (!routes[i].fn) continue;
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "url", routes[i].url);
+        cJSON_AddStringToObject(o, "method", routes[i].how & ROUTE_GET ? "GET" : "POST");
+        cJSON_AddItemToObject(o, "params", slm_params_describe(routes[i].fields, NULL, PARAM_FROM_REQUEST));
+        cJSON_AddItemToArray(list, o);
+    }
+    return list;
+}
 
 /* What url names: a route of the table (*route: one that takes the method
  * when there are several), and the view it serves (*view: a route's, or
@@ -509,9 +571,49 @@ static int find_endpoint(const char *url, int get, const Route **route, const Vi
 
 /* A route to a view (fn NULL) answered by the view, its needed field first. */
 static int route_view(Server *s, const Route *route, const View *view, int get, const cJSON *body, Reply *r) {
-    const char *given;
-    if (route && route->needs && field_string(body, route->needs, &given, 1, SERVER_MAX_TEXT, r)) return r->status;
+    if (route && route->needs && !cJSON_GetObjectItemCaseSensitive(body, route->needs)) {
+        char msg[80];
+        snprintf(msg, sizeof msg, "missing \"%s\"", route->needs);
+        return reply_error(r, 400, msg, "send it as a JSON string");
+    }
     return api_view(s, view, get, body, r);
+}
+
+/* A route's fields (not a view's) read with its table into a struct of its
+ * own: a field it does not take, a value of the wrong type or out of range
+ * refused before its handler runs (which reads what it needs with the same table). */
+static int route_fields(const Route *route, const cJSON *body, Reply *r) {
+    void *params = calloc(1, route->size ? route->size : 1); /* size 0: a table of no fields */
+    char scratch[SERVER_HEADS_TEXT];
+    if (!params) return reply_error(r, 500, "out of memory", NULL), -1;
+    slm_params_init(route->fields, params);
+    int rc = request_read(route->fields, body, params, NULL, scratch, sizeof scratch, r);
+    free(params);
+    return rc;
+}
+
+/* A route's fields (fn) or a view's (view, a GET's query read as its types) checked: 0, or -1 with r. */
+static int endpoint_fields(const Route *route, const View *view, int get, const cJSON *body, Reply *r) {
+    if (route && route->fn) return route_fields(route, body, r);
+    ParamTable t = slm_view_table(view);
+    cJSON *query = get ? query_body(&t, body, r) : NULL;
+    void *params = (!get || query) ? malloc(view->params_size) : NULL;
+    char scratch[SERVER_HEADS_TEXT];
+    Error e = {0};
+    int rc = -1;
+    if (params) {
+        slm_view_params_init(view, params);
+        rc = request_read(&t, get ? query : body, params, NULL, scratch, sizeof scratch, r);
+        if (!rc && slm_view_params_check(view, params, PARAM_FROM_REQUEST, &e)) {
+            reply_failure(r, 400, &e);
+            rc = -1;
+        }
+    } else if (!get || query) {
+        reply_error(r, 500, "out of memory", NULL);
+    }
+    free(params);
+    cJSON_Delete(query);
+    return rc;
 }
 
 /* Appends text (len bytes) to *buf (size *cap, *len used); -1 when out of memory. */
@@ -535,6 +637,8 @@ static int batch_item(const cJSON *item, const cJSON **body, const Route **route
     *body = cJSON_GetObjectItemCaseSensitive(item, "body");
     if (!cJSON_IsObject(item) || !cJSON_IsString(url) || (*body && !cJSON_IsObject(*body)))
         return reply_error(r, 400, "each of \"requests\" is {\"url\": \"/api/VIEW\", \"body\": {...}}", NULL), -1;
+    BatchFields f = {0};
+    if (request_read(&batch_item_fields, item, &f, NULL, NULL, 0, r)) return -1;
     if (find_endpoint(url->valuestring, 0, route, view) == 0 &&
         (*route ? ((*route)->how & ROUTE_BATCH) != 0 : (*view)->serve == VIEW_SERVE_GET_POST) && (*route || *view))
         return 0;
@@ -572,9 +676,9 @@ static int api_batch(Server *s, const cJSON *body, Reply *r) {
         if (!sub) sub = none = cJSON_CreateObject();
         if (!sub)
             reply_error(&one, 500, "out of memory", NULL);
-        else if (route && route->fn)
-            route->fn(s, sub, &one);
-        else
+        else if (route && route->fn) {
+            if (route_fields(route, sub, &one) == 0) route->fn(s, sub, &one);
+        } else
             route_view(s, route, view, 0, sub, &one);
         cJSON_Delete(none);
         int len = snprintf(head, sizeof head, "%s{\"status\":%d,\"body\":", item == list->child ? "" : ",", one.status);
@@ -600,5 +704,28 @@ int api_handle(Server *s, const char *method, const char *url, const cJSON *body
         return reply_error(r, 404, "no such endpoint", "see docs/views.md, or GET /api/views for the views");
     if (route && !(route->how & (get ? ROUTE_GET : ROUTE_POST)))
         return reply_error(r, 405, get ? "this endpoint takes POST with a JSON body" : "this endpoint takes GET", NULL);
+    if (route && route->fn && route_fields(route, body, r)) return r->status;
     return route && route->fn ? route->fn(s, body, r) : route_view(s, route, view, get, body, r);
+}
+
+int api_check_fields(const char *url, int get, const cJSON *body, int depth, Reply *r) {
+    const Route *route;
+    const View *view;
+    if (find_endpoint(url, get, &route, &view)) return reply_error(r, 404, "no such endpoint", NULL), -1;
+    if (route && !(route->how & (get ? ROUTE_GET : ROUTE_POST))) return reply_error(r, 405, "method", NULL), -1;
+    if (endpoint_fields(route, view, get, body, r)) return -1;
+    if (!route || route->fn != api_batch || depth > 0) return 0;
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(body, "requests"), *item, *sub;
+    if (!cJSON_IsArray(list)) return 0; /* api_batch refuses it */
+    cJSON_ArrayForEach(item, list) {
+        const Route *ir;
+        const View *iv;
+        Reply one = {0};
+        int rc = batch_item(item, &sub, &ir, &iv, &one);
+        if (!rc && sub)
+            rc = api_check_fields(cJSON_GetObjectItemCaseSensitive(item, "url")->valuestring, 0, sub, 1, &one);
+        free(one.body);
+        if (rc) return reply_error(r, one.status ? one.status : 400, "a request of the batch", NULL), -1;
+    }
+    return 0;
 }

@@ -213,7 +213,7 @@ static ModelEntry *entry_load(const char *path, const struct stat *st, Error *e)
     ModelEntry *m = calloc(1, sizeof *m);
     if (!m) return FAIL(e, NULL, "out of memory loading '%s'", path), NULL;
     snprintf(m->path, sizeof m->path, "%s", path);
-    ProbeOptions po = {.model = m->path, .ablate_mode = "zero", .n_test = STORIES_DEFAULT_TEST};
+    ProbeOptions po = {.model = m->path, .n_test = STORIES_DEFAULT_TEST}; /* no ablation: each request sets its own */
     if (slm_probe_session_open(&m->ps, &po, "serve", NULL, 0, e)) {
         free(m);
         return NULL;

@@ -16,7 +16,10 @@ int reply_error(Reply *r, int status, const char *message, const char *hint) {
     return reply_json(r, status, j);
 }
 
-int reply_failure(Reply *r, int status, const Error *e) { return reply_error(r, status, e->message, e->hint); }
+int reply_failure(Reply *r, int status, const Error *e) {
+    char text[sizeof e->message + 300]; /* a parameter the error names, in a request's words */
+    return reply_error(r, status, slm_error_text(e, ERROR_STYLE_JSON, text, sizeof text), e->hint);
+}
 
 int reply_json(Reply *r, int status, cJSON *j) {
     r->body = j ? cJSON_PrintUnformatted(j) : NULL;
@@ -30,13 +33,6 @@ int reply_report(Reply *r, const Report *rep) {
     Error e = {0};
     if (slm_report_failed(rep, &e)) return reply_failure(r, 500, &e);
     return reply_json(r, 200, slm_report_json(rep));
-}
-
-static int bad(Reply *r, int status, const char *hint, const char *fmt, const char *key) {
-    char msg[256];
-    snprintf(msg, sizeof msg, fmt, key);
-    reply_error(r, status, msg, hint);
-    return -1;
 }
 
 /* ---- NUL in a body's strings ---- */
@@ -92,7 +88,8 @@ static size_t json_string(const char *d, size_t len, size_t *at, unsigned char *
 }
 
 int body_check_strings(const char *data, size_t len, Reply *r) {
-    if (!memchr(data, 0, len) && !memmem(data, len, "\\u0000", 6)) return 0; /* the usual body: no scan */
+    if (!memchr(data, 0, len) && !memmem(data, len, "\\u0000", 6) && slm_utf8_validate(data, len, "", NULL) == 0)
+        return 0; /* the usual body: one pass, no scan */
     unsigned char *text = malloc(len + 4);
     if (!text) return reply_error(r, 500, "out of memory", NULL), -1;
     char key[64] = "request body";
@@ -105,122 +102,96 @@ int body_check_strings(const char *data, size_t len, Reply *r) {
         }
         size_t n = json_string(data, len, &at, text), next = at;
         while (next < len && strchr(" \t\r\n", data[next]) && data[next]) next++;
-        if (next < len && data[next] == ':') { /* a key: it names the strings after it */
-            snprintf(key, sizeof key, "%.*s", (int)(n < 63 ? n : 63), (const char *)text);
+        if (next < len && data[next] == ':') { /* a key: it names the strings after it (cut at a character) */
+            size_t k = n < 63 ? n : 63;
+            while (k > 0 && k < n && (text[k] & 0xC0) == 0x80) k--;
+            if (slm_utf8_validate((const char *)text, k, "", NULL) == 0)
+                snprintf(key, sizeof key, "%.*s", (int)k, (const char *)text);
+            else
+                snprintf(key, sizeof key, "%s", "a field's name");
         } else {
             rc = slm_utf8_validate((const char *)text, n, key, &e);
         }
     }
     free(text);
     if (!rc && memchr(data, 0, len)) rc = FAIL(&e, NULL, "the request body holds a NUL byte outside its strings");
+    if (!rc) rc = slm_utf8_validate(data, len, "the request body", &e); /* a field's name, or outside the strings */
     if (!rc) return 0;
     reply_error(r, 400, e.message, "send UTF-8 text without NUL characters");
     return -1;
 }
 
-int field_string(const cJSON *body, const char *key, const char **out, int required, size_t max, Reply *r) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, key);
-    if (!v || cJSON_IsNull(v)) return required ? bad(r, 400, "send it as a JSON string", "missing \"%s\"", key) : 0;
-    if (!cJSON_IsString(v)) return bad(r, 400, "send it as a JSON string", "\"%s\" must be a string", key);
-    size_t n = strlen(v->valuestring);
-    if (n > max) {
-        char msg[256];
-        snprintf(msg, sizeof msg, "\"%s\" is %zu bytes; the limit is %zu", key, n, max);
-        reply_error(r, 413, msg, "send a shorter text");
-        return -1;
-    }
+int query_check_strings(const cJSON *query, Reply *r) {
+    const cJSON *item;
     Error e = {0};
-    if (slm_utf8_validate(v->valuestring, n, key, &e)) {
-        reply_failure(r, 400, &e);
-        return -1;
+    cJSON_ArrayForEach(item, query) {
+        const char *s = cJSON_IsString(item) ? item->valuestring : "";
+        if (slm_utf8_validate(item->string, strlen(item->string), "a field's name in the query", &e) ||
+            slm_utf8_validate(s, strlen(s), item->string, &e)) {
+            reply_error(r, 400, e.message, "send UTF-8 text");
+            return -1;
+        }
     }
-    *out = v->valuestring;
     return 0;
 }
 
-/* A number's field given as null is refused, not taken for the default: a
- * page's empty box sends null (JSON has no NaN), and a run of the default
- * length is not what its user asked for. */
-int field_double(const cJSON *body, const char *key, double *out, double lo, double hi, Reply *r) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, key);
-    if (!v) return 0;
-    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
-        return bad(r, 400, "send it as a JSON number", "\"%s\" must be a number", key);
-    if (v->valuedouble < lo || v->valuedouble > hi) {
-        char msg[256];
-        snprintf(msg, sizeof msg, "\"%s\" is %.15g; it must be from %.15g to %.15g", key, v->valuedouble, lo, hi);
-        reply_error(r, 400, msg, NULL);
-        return -1;
+/* "the fields of this request: a, b, c" (each field t takes from a request) into buf. */
+static void fields_hint(const ParamTable *t, char *buf, size_t size) {
+    ParamList l;
+    slm_params_list(t, &l);
+    size_t used = (size_t)snprintf(buf, size, "%s", "the fields of this request:");
+    int n = 0;
+    for (int i = 0; i < l.n && used < size; i++) {
+        char key[64];
+        if (!slm_param_from(l.at[i].p, PARAM_FROM_REQUEST)) continue;
+        used += (size_t)snprintf(buf + used, size - used, "%s %s", n++ ? "," : "",
+                                 slm_param_key(l.at[i].p, key, sizeof key));
     }
-    *out = v->valuedouble;
-    return 0;
+    if (!n) snprintf(buf, size, "%s", "this request takes no fields");
 }
 
-int field_int(const cJSON *body, const char *key, int *out, int lo, int hi, Reply *r) {
-    double x = *out;
-    if (field_double(body, key, &x, lo, hi, r)) return -1;
-    if (x != floor(x)) return bad(r, 400, "send a whole number", "\"%s\" must be a whole number", key);
-    *out = (int)x;
-    return 0;
-}
-
-int field_bool(const cJSON *body, const char *key, int *out, Reply *r) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, key);
-    if (!v) return 0;
-    if (!cJSON_IsBool(v)) return bad(r, 400, "send true or false", "\"%s\" must be true or false", key);
-    *out = cJSON_IsTrue(v);
-    return 0;
-}
-
-/* One head of a field as a number or a name: its text appended to buf (size) at *used. */
-static int head_text(const cJSON *h, char *buf, size_t size, size_t *used) {
-    const char *sep = *used ? "," : "";
-    if (cJSON_IsNumber(h) && h->valuedouble == floor(h->valuedouble) && fabs(h->valuedouble) <= 1e6)
-        *used += (size_t)snprintf(buf + *used, *used < size ? size - *used : 0, "%s%d", sep, (int)h->valuedouble);
-    else if (cJSON_IsString(h) && h->valuestring[0] && !strchr(h->valuestring, ','))
-        *used += (size_t)snprintf(buf + *used, *used < size ? size - *used : 0, "%s%s", sep, h->valuestring);
+int reply_param_error(Reply *r, const Error *e, const ParamTable *t) {
+    char text[sizeof e->message + 300], hint[1024];
+    slm_error_text(e, ERROR_STYLE_JSON, text, sizeof text);
+    if (e->param.kind == ERROR_PARAM_UNKNOWN && t)
+        fields_hint(t, hint, sizeof hint);
     else
-        return -1;
-    return 0;
+        snprintf(hint, sizeof hint, "%s", e->hint);
+    return reply_error(r, e->param.kind == ERROR_PARAM_TOO_LONG ? 413 : 400, text, hint);
 }
 
-int field_heads(const cJSON *body, const char *key, char *buf, size_t size, const char **out, Reply *r) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, key), *h;
-    size_t used = 0;
-    buf[0] = '\0';
-    if (!v) return 0;
-    if (cJSON_IsString(v)) {
-        if (field_string(body, key, out, 0, size - 1, r)) return -1;
-        *out = (*out)[0] ? strcpy(buf, *out) : NULL;
-        return 0;
-    }
-    int ok = 1;
-    if (cJSON_IsArray(v)) { /* [3, 5], ["1:3", "2:5"] as well as "3,5" */
-        cJSON_ArrayForEach(h, v) ok = ok && head_text(h, buf, size, &used) == 0;
-    } else {
-        ok = head_text(v, buf, size, &used) == 0;
-    }
-    if (!ok) return bad(r, 400, "like 3, \"2:3\", [3, 5] or \"1:3,2:5\" (layer:head)", "\"%s\" must name heads", key);
-    if (used >= size) return bad(r, 400, NULL, "\"%s\" lists too many heads", key);
-    *out = used ? buf : NULL;
-    return 0;
+/* A request's strings: UTF-8 without NUL, as storylm tokenize reads a file (slm_utf8_validate). */
+static int check_text(const char *text, size_t len, const char *what, Error *e) {
+    return slm_utf8_validate(text, len, what, e);
 }
 
-int field_ablation(const cJSON *body, char *buf, size_t size, const char **ablate, const char **mode, Reply *r) {
-    *ablate = NULL;
-    *mode = "zero";
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, "ablate");
-    if (cJSON_IsArray(v)) {
-        if (field_heads(body, "ablate", buf, size, ablate, r)) return -1;
-    } else if (v && !cJSON_IsNull(v)) {
-        const char *s = NULL;
-        if (field_string(body, "ablate", &s, 0, size - 1, r)) return -1;
-        if (s && s[0]) *ablate = strcpy(buf, s);
-    }
-    if (field_string(body, "ablate_mode", mode, 0, 16, r)) return -1;
-    if (strcmp(*mode, "zero") != 0 && strcmp(*mode, "mean") != 0)
-        return bad(r, 400, "zero, or mean", "\"%s\" is zero or mean", "ablate_mode");
-    return 0;
+int request_read(const ParamTable *t, const cJSON *body, void *params, ParamsGiven *given, char *scratch, size_t size,
+                 Reply *r) {
+    ParamRead how = {.front = PARAM_FROM_REQUEST,
+                     .skip_served = true,
+                     .max_text = SERVER_MAX_TEXT,
+                     .max_string = PATH_MAX - 1,
+                     .scratch = scratch,
+                     .scratch_size = size,
+                     .check_text = check_text};
+    Error e = {0};
+    if (slm_params_read_json(t, body, &how, params, given, &e) == 0) return 0;
+    reply_param_error(r, &e, t);
+    return -1;
+}
+
+int request_read_some(const ParamTable *t, const cJSON *body, void *params, char *scratch, size_t size, Reply *r) {
+    ParamRead how = {.front = PARAM_FROM_REQUEST,
+                     .allow_unknown = true,
+                     .max_text = SERVER_MAX_TEXT,
+                     .max_string = PATH_MAX - 1,
+                     .scratch = scratch,
+                     .scratch_size = size,
+                     .check_text = check_text};
+    Error e = {0};
+    if (slm_params_read_json(t, body, &how, params, NULL, &e) == 0) return 0;
+    reply_param_error(r, &e, t);
+    return -1;
 }
 
 /* real is under folder (a real path): equal to it or below it. */

@@ -137,19 +137,35 @@ static int is_upload(const char *url) { return strcmp(url, "/api/upload") == 0; 
 /* The most bytes of a body url takes: a stories file, or a request's JSON. */
 static size_t body_limit(const char *url) { return is_upload(url) ? SERVER_MAX_UPLOAD : SERVER_MAX_BODY; }
 
+static enum MHD_Result add_query_field(void *cls, enum MHD_ValueKind kind, const char *key, const char *value);
+
+/* The URL's arguments as a JSON object of strings (NULL when out of memory). */
+static cJSON *query_of(struct MHD_Connection *conn) {
+    cJSON *q = cJSON_CreateObject();
+    if (q) MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, add_query_field, q);
+    return q;
+}
+
 /* The bodies of upload and download: not JSON (a text file's bytes; a query
  * argument). NULL when url is neither. */
 static Reply *file_routes(Server *s, struct MHD_Connection *conn, const char *url, int post, Body *b, Reply *r) {
+    cJSON *query = NULL;
     if (is_upload(url) && post) {
         if (b->too_big)
             reply_error(r, 413, "the file is larger than 20 MiB", "split it, or train with storylm train");
-        else
-            api_upload(s, MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "name"), b->data ? b->data : "",
-                       b->len, r);
+        else if (!(query = query_of(conn)))
+            reply_error(r, 500, "out of memory", NULL);
+        else if (query_check_strings(query, r) == 0)
+            api_upload(s, query, b->data ? b->data : "", b->len, r);
+        cJSON_Delete(query);
         return r;
     }
     if (strcmp(url, "/api/download") == 0 && !post) {
-        api_download(s, MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "model"), r);
+        if (!(query = query_of(conn)))
+            reply_error(r, 500, "out of memory", NULL);
+        else if (query_check_strings(query, r) == 0)
+            api_download(s, query, r);
+        cJSON_Delete(query);
         return r;
     }
     if (is_upload(url) || strcmp(url, "/api/download") == 0) {
@@ -200,6 +216,10 @@ static enum MHD_Result dispatch(Server *s, struct MHD_Connection *conn, const ch
     }
     if (!body) body = cJSON_CreateObject();
     if (get && body) MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, add_query_field, body);
+    if (get && body && query_check_strings(body, &r)) {
+        cJSON_Delete(body);
+        return send_reply(conn, &r);
+    }
     /* one thread a request: the pool's threads are the parallelism (an
      * OpenMP team in each would oversubscribe the cores) */
     slm_model_threads_setup(s->o.compute_threads);

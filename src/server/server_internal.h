@@ -12,6 +12,7 @@
 #include "server.h"
 #include "storylm/ablation.h"
 #include "storylm/data_files.h"
+#include "storylm/params.h"
 #include "storylm/probe_session.h"
 #include "storylm/views.h"
 
@@ -19,9 +20,11 @@
 #define SERVER_MAX_DROPPED (16u << 20)       /* bytes of a body too large read (to answer 413); more: closed */
 #define SERVER_MAX_UPLOAD (20 * 1024 * 1024) /* bytes of a stories file sent to /api/upload */
 #define SERVER_MAX_TEXT (64 * 1024)          /* bytes of a text or prompt */
-#define SERVER_MAX_TOKENS 4096   /* tokens of a text: bounds a request's memory (activations grow with it) */
-#define SERVER_MAX_GENERATE 2000 /* new tokens of one generation */
-#define SERVER_MAX_BATCH 16      /* views in one /api/batch */
+#define SERVER_MAX_TOKENS 4096 /* tokens of a text: bounds a request's memory (activations grow with it) */
+#define SERVER_MAX_BATCH 16    /* views in one /api/batch */
+/* bytes of the texts a request's head fields make of numbers and lists ("ablate": [3, "2:5"]):
+ * every head of the largest model, named "8:31" */
+#define SERVER_HEADS_TEXT (STORYLM_MAX_ALL_HEADS * 16)
 
 /* ---- answers ------------------------------------------------------------------ */
 
@@ -123,9 +126,10 @@ void entry_runs_free(ModelEntry *m);
 typedef struct TrainJob TrainJob;
 int train_job_create(TrainJob **out, const char *train_dir, Error *e);
 void train_job_free(TrainJob *j); /* stops a running job first, saving */
-/* 0 started (*id), 1 one is running already, -1 error. */
+/* 0 started (*id), with every file of the run claimed (slm_train_claim_outputs);
+ * 1 one is running already; 2 no run number could be claimed (e says why); -1 error. */
 int train_job_start(TrainJob *j, const char *stories, int steps, uint64_t seed, int eval_every, double lr, int *id,
-                    Error *e); /* lr 0: the trainer's default */
+                    Error *e);
 cJSON *train_job_status(TrainJob *j);
 /* 1 when a running job was asked to stop. */
 int train_job_stop(TrainJob *j);
@@ -175,35 +179,45 @@ struct Server {
 
 /* ---- requests ------------------------------------------------------------------- */
 
-/* Reading fields of a request body; each fills r with a 4xx and returns -1
- * on a bad value, else 0 (absent fields keep the default). */
-int field_string(const cJSON *body, const char *key, const char **out, int required, size_t max, Reply *r);
-int field_int(const cJSON *body, const char *key, int *out, int lo, int hi, Reply *r);
-int field_double(const cJSON *body, const char *key, double *out, double lo, double hi, Reply *r);
-int field_bool(const cJSON *body, const char *key, int *out, Reply *r);
+/* Reads a request's fields (body, a JSON object) into params (defaults set
+ * first) with the route's table t: each field of a parameter a request
+ * takes, with its type and range (a request's bound, served_max), its texts
+ * at most SERVER_MAX_TEXT bytes (else 413) and other strings PATH_MAX, every
+ * string UTF-8; PARAM_SERVED ones left to the session. A field of no
+ * parameter, a value of the wrong type or out of range: 400 naming it (and
+ * for an unknown field the nearest name and the route's fields), -1.
+ * scratch (size) holds texts made while reading ("ablate": [3, 5]). */
+int request_read(const ParamTable *t, const cJSON *body, void *params, ParamsGiven *given, char *scratch, size_t size,
+                 Reply *r);
+/* The same for the few fields of t a reader of its own takes (the
+ * session's model and ablation), other fields passed over. */
+int request_read_some(const ParamTable *t, const cJSON *body, void *params, char *scratch, size_t size, Reply *r);
+/* e (naming a parameter of t, or not) as a 400 (413 for a text too long). */
+int reply_param_error(Reply *r, const Error *e, const ParamTable *t);
 /* A body's strings hold no NUL (escaped as \u0000, which cJSON would cut
- * the string at, or raw) and are UTF-8: else 400 with the message
- * slm_utf8_validate gives (that of storylm tokenize), -1. Before parsing. */
+ * the string at, or raw) and are UTF-8, and so is the whole body (its
+ * fields' names): else 400 with the message slm_utf8_validate gives (that of
+ * storylm tokenize, naming the field), -1. Before parsing. */
 int body_check_strings(const char *data, size_t len, Reply *r);
-/* Heads named by a field (key): "1:3,2:5", a number, or a list of numbers
- * and names ([3, 5], ["1:3", "2:5"]), as their text into buf (size); *out
- * that text, or NULL when the field is absent or "" (head_list.h reads it); a
- * null, as for every field, is refused. */
-int field_heads(const cJSON *body, const char *key, char *buf, size_t size, const char **out, Reply *r);
-/* ablate: "3,5" or [3, 5] (field_heads) into buf (NULL when absent); ablate_mode: zero or mean. */
-int field_ablation(const cJSON *body, char *buf, size_t size, const char **ablate, const char **mode, Reply *r);
-
+/* The same for a URL's arguments (query: a JSON object of strings), names and values. */
+int query_check_strings(const cJSON *query, Reply *r);
 /* A stories path a client named: under a --data-dir folder, or the default
  * stories; 403 otherwise (.. and symlinks resolved first). */
 int server_allowed_stories(const Server *s, const char *given, char *out, size_t size, Reply *r);
 
+/* The fields a request to url sends (body; a GET's query as strings)
+ * checked with its route's table, as the route reads them, no model or
+ * server needed (a batch's requests too, depth 0); 0, or -1 with r filled.
+ * What the fuzz target fuzz/fuzz_request.c drives. */
+int api_check_fields(const char *url, int get, const cJSON *body, int depth, Reply *r);
 /* The endpoints (api.c, stream.c). method is "GET" or "POST". */
 int api_handle(Server *s, const char *method, const char *url, const cJSON *body, Reply *r);
 int api_generate(Server *s, const cJSON *body, Reply *r);
-/* upload.c: a stories file (name from ?name=, data the body) into the training
- * folder; a listed model file sent whole. */
-int api_upload(Server *s, const char *name, const char *data, size_t len, Reply *r);
-int api_download(Server *s, const char *model, Reply *r);
+/* upload.c: a stories file (its name the query's "name", data the body)
+ * into the training folder; a listed model file (the query's "model") sent
+ * whole. query: the URL's arguments as a JSON object of strings. */
+int api_upload(Server *s, const cJSON *query, const char *data, size_t len, Reply *r);
+int api_download(Server *s, const cJSON *query, Reply *r);
 /* ---- a request's session (session.c) ---- */
 
 /* A request's view of a cached model: the entry's session with the
@@ -223,8 +237,8 @@ enum { NEED_STORIES = 1 }; /* the server's stories (and names) loaded into the e
 /* The model the request names ("model", else the default) from the cache, with the request's
  * ablation ("ablate", "ablate_mode"), and the stories when need has NEED_STORIES; 4xx on r. */
 int session_open(Server *s, const cJSON *body, int need, Session *ss, Reply *r);
-/* The model path a request names in key (else the server's default): one of /api/models, or 404. */
-int request_model(Server *s, const cJSON *body, const char *key, char *path, size_t size, Reply *r);
+/* The model path a request names in "model" (else the server's default): one of /api/models, or 404. */
+int request_model(Server *s, const cJSON *body, char *path, size_t size, Reply *r);
 void session_release(Server *s, Session *ss);
 /* The model a request names, held (cache_release it), with the request's ablation. */
 int session_model_ablation(Server *s, const cJSON *body, ModelEntry **entry, Ablation *ab, Reply *r);

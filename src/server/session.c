@@ -1,10 +1,12 @@
 /* A request's session on a cached model: the model it names, its ablation
  * and the stories a view reads, held until released. api.c's views and
  * stream.c's generation both open one. */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "server_internal.h"
+#include "storylm/registry.h"
 
 void session_release(Server *s, Session *ss) {
     for (int i = 0; i < ss->n_other; i++) cache_release(&s->cache, ss->other[i]);
@@ -15,11 +17,16 @@ void session_release(Server *s, Session *ss) {
     ss->run = NULL;
 }
 
-/* The model a request names ("model", else the server's default): one of
- * /api/models, or 404. */
-int request_model(Server *s, const cJSON *body, const char *key, char *path, size_t size, Reply *r) {
-    const char *given = s->dirs.default_model;
-    if (field_string(body, key, &given, 0, PATH_MAX - 1, r)) return -1;
+/* The session's fields of a request: "model", "ablate", "ablate_mode" (registry.h's groups). */
+static const Param session_params[] = {
+    PARAM_GROUP_AT(0, params_model),
+    PARAM_GROUP_AT(0, params_ablation),
+};
+static const ParamTable session_table = {"session", session_params, PARAMS_COUNT(session_params)};
+
+/* The model path given (else the server's default): one of /api/models, or 404. */
+static int resolve_model(Server *s, const char *given, char *path, size_t size, Reply *r) {
+    if (!given) given = s->dirs.default_model;
     if (model_resolve(&s->dirs, given, path, size) == 0) return 0;
     char msg[PATH_MAX + 64];
     snprintf(msg, sizeof msg, "unknown model '%s'", given);
@@ -27,20 +34,27 @@ int request_model(Server *s, const cJSON *body, const char *key, char *path, siz
     return -1;
 }
 
+int request_model(Server *s, const cJSON *body, char *path, size_t size, Reply *r) {
+    ProbeOptions po = {0};
+    if (request_read_some(&params_model, body, &po, NULL, 0, r)) return -1;
+    return resolve_model(s, po.model, path, size, r);
+}
+
 int session_open(Server *s, const cJSON *body, int need, Session *ss, Reply *r) {
     *ss = (Session){0};
-    char path[PATH_MAX], ablate_buf[256];
-    const char *ablate, *mode;
+    char path[PATH_MAX], heads[SERVER_HEADS_TEXT];
+    ProbeOptions po = {0}; /* the ablation's mode: zero unless "ablate_mode" says */
     Error e = {0};
-    if (request_model(s, body, "model", path, sizeof path, r) ||
-        field_ablation(body, ablate_buf, sizeof ablate_buf, &ablate, &mode, r))
+    if (request_read_some(&session_table, body, &po, heads, sizeof heads, r) ||
+        resolve_model(s, po.model, path, sizeof path, r))
         return -1;
+    const char *ablate = po.ablate && po.ablate[0] ? po.ablate : NULL;
+    AblationMode mode = po.ablate_mode;
     if (cache_acquire(&s->cache, path, &ss->entry, &e)) return reply_failure(r, 400, &e), -1;
     ModelEntry *m = ss->entry;
-    int mean = ablate && strcmp(mode, "mean") == 0;
-    int rc =
-        slm_ablation_parse(&m->ps.lm, ablate, "\"ablate\": ", mode, NULL, NULL, &ss->ps.ablation, ss->ps.ablation_desc,
-                           sizeof ss->ps.ablation_desc, &e); /* the heads checked before anything is averaged */
+    int mean = ablate && mode == ABLATE_MEAN;
+    int rc = slm_ablation_parse(&m->ps.lm, ablate, mode, NULL, NULL, &ss->ps.ablation, ss->ps.ablation_desc,
+                                sizeof ss->ps.ablation_desc, &e); /* the heads checked before anything is averaged */
     if (!rc && ((need & NEED_STORIES) || mean)) rc = entry_stories(&s->cache, m, s->o.stories, &e);
     if (!rc && mean) rc = entry_mean(m, s->o.stories, &e);
     pthread_mutex_lock(&m->lock); /* not while another request loads the stories into it */
@@ -49,8 +63,8 @@ int session_open(Server *s, const cJSON *body, int need, Session *ss, Reply *r) 
     ss->ps.stories_path = need & NEED_STORIES ? m->teach : NULL; /* the model's teaching stories (teach.c) */
     ss->ps.mean = NULL;
     if (!rc)
-        rc = slm_ablation_parse(&m->ps.lm, ablate, "\"ablate\": ", mode, m->mean, m->teach, &ss->ps.ablation,
-                                ss->ps.ablation_desc, sizeof ss->ps.ablation_desc, &e);
+        rc = slm_ablation_parse(&m->ps.lm, ablate, mode, m->mean, m->teach, &ss->ps.ablation, ss->ps.ablation_desc,
+                                sizeof ss->ps.ablation_desc, &e);
     if (!rc && mean) slm_ablation_add_warning(ss->ps.ablation_desc, sizeof ss->ps.ablation_desc, m->mean_warning);
     if (rc) {
         reply_failure(r, 400, &e);

@@ -121,20 +121,15 @@ static void free_stream(void *cls) {
     free(st);
 }
 
-/* "stop": a string or an array of them (each 1..256 bytes, 16 at most), copied into st. */
-static int field_stops(const cJSON *body, Stream *st, Reply *r) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, "stop");
-    if (!v || cJSON_IsNull(v)) return 0;
-    int n = cJSON_IsString(v) ? 1 : cJSON_IsArray(v) ? cJSON_GetArraySize(v) : -1;
-    if (n < 0 || n > STREAM_MAX_STOPS)
+/* The stop strings a request may send (at most 16 of at most 256 bytes), copied into st. */
+static int copy_stops(const StringList *stops, Stream *st, Reply *r) {
+    if (stops->count > STREAM_MAX_STOPS)
         return reply_error(r, 400, "\"stop\" must be a string or an array of at most 16 strings",
                            "send [\".\", \"The end\"]");
-    for (int i = 0; i < n; i++) {
-        const cJSON *item = cJSON_IsString(v) ? v : cJSON_GetArrayItem(v, i);
-        size_t len = cJSON_IsString(item) ? strlen(item->valuestring) : 0;
-        if (len == 0 || len > STREAM_MAX_STOP_BYTES)
+    for (int i = 0; i < stops->count; i++) {
+        if (strlen(stops->items[i]) > STREAM_MAX_STOP_BYTES)
             return reply_error(r, 400, "each \"stop\" must be a string of 1 to 256 bytes", "send [\".\", \"The end\"]");
-        if (!(st->stops[st->n_stops] = strdup(item->valuestring))) return reply_error(r, 500, "out of memory", NULL);
+        if (!(st->stops[st->n_stops] = strdup(stops->items[i]))) return reply_error(r, 500, "out of memory", NULL);
         st->n_stops++;
     }
     return 0;
@@ -162,28 +157,17 @@ static void drop_stream(Stream *st) {
 }
 
 int api_generate(Server *s, const cJSON *body, Reply *r) {
-    const char *prompt = "", *precision = "fp32";
-    int seed = -1;
-    ViewGenerateOptions go = slm_view_generate_defaults(); /* sample.h's defaults, the CLI's ranges */
+    GenerateParams p = {0}; /* generate's table: the CLI's fields, names and ranges (max_tokens: a request's bound) */
+    slm_params_init(&params_generate, &p);
+    if (request_read(&params_generate, body, &p, NULL, NULL, 0, r)) return r->status;
+    ViewGenerateOptions go = p.go;
+    go.threads = 1;
+    const char *prompt = p.prompt ? p.prompt : "";
+    int seed = p.seed;
     Error e = {0};
-    if (field_string(body, "prompt", &prompt, 0, SERVER_MAX_TEXT, r) ||
-        field_string(body, "precision", &precision, 0, 16, r) ||
-        field_int(body, "max_tokens", &go.max_tokens, 0, SERVER_MAX_GENERATE, r) ||
-        field_double(body, "temperature", &go.temperature, 0, SAMPLER_MAX_TEMPERATURE, r) ||
-        field_int(body, "top_k", &go.top_k, 0, SAMPLER_MAX_TOP_K, r) ||
-        field_double(body, "top_p", &go.top_p, SAMPLER_MIN_TOP_P, 1, r) ||
-        field_double(body, "min_p", &go.min_p, 0, 1, r) ||
-        field_double(body, "repeat_penalty", &go.repeat_penalty, SAMPLER_MIN_REPEAT_PENALTY, SAMPLER_MAX_REPEAT_PENALTY,
-                     r) ||
-        field_int(body, "repeat_last_n", &go.repeat_last_n, 0, SAMPLER_MAX_REPEAT_LAST_N, r) ||
-        field_int(body, "n_probs", &go.n_probs, 0, SAMPLER_MAX_N_PROBS, r) ||
-        field_int(body, "seed", &seed, -1, 2147483647, r))
-        return r->status;
-    if (slm_precision_parse(precision, &go.precision, &e))
-        return reply_error(r, 400, "unknown \"precision\"", "send \"fp32\" (the default) or \"bf16\"");
     Stream *st = calloc(1, sizeof *st);
     if (!st) return reply_error(r, 500, "out of memory", NULL);
-    if (field_stops(body, st, r)) {
+    if (copy_stops(&p.stops, st, r)) {
         drop_stream(st);
         return r->status;
     }

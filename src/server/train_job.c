@@ -17,6 +17,7 @@
 #include "storylm/fileio.h"
 #include "storylm/record.h"
 #include "storylm/train.h"
+#include "storylm/train_summary.h"
 #include "storylm/vocab_train.h"
 
 #define HEADS_STORIES 20 /* test stories the heads' weights are measured on at each save */
@@ -36,9 +37,10 @@ struct TrainJob {
     char stories[PATH_MAX];
     uint64_t seed;
     int eval_every;
-    double lr;            /* peak learning rate; 0: the trainer's default */
+    double lr;            /* peak learning rate, as given (train's range: 0 is none) */
     const Stories *s;     /* while running */
     StoriesRecord record; /* of the stories file, made while its vocabulary is found: the trainer reads it no more */
+    OutputClaims claims;  /* the run's files, claimed when it starts, released when it ends */
 };
 
 int train_job_create(TrainJob **out, const char *train_dir, Error *e) {
@@ -91,12 +93,17 @@ static int job_vocab(TrainJob *j, char **text, Error *e) {
     int rc = map_hash(&map, &j->stop, &hash, e);
     j->record =
         (StoriesRecord){.bytes = map.len, .fnv1a64 = hash, .has_sums = true}; /* what slm_record_of_file makes */
-    snprintf(j->record.name, sizeof j->record.name, "%.255s", base);
+    slm_record_set_name(&j->record, j->stories);
     snprintf(path, sizeof path, "%s/%s.%016llx.vocab.txt", j->dir, stem, (unsigned long long)hash);
     size_t len;
     struct stat st;
+    /* claimed while it is learnt: another server learning it at once is
+     * refused, and a file there is read, never written over */
+    FileLock lock = {0};
+    if (!rc && slm_file_lock(&lock, path, e)) rc = -1;
     if (!rc && stat(path, &st) == 0) {
         slm_file_unmap(&map);
+        slm_file_unlock(&lock);
         return slm_file_read_all(path, 64u << 20, text, &len, e);
     }
     char msg[PATH_MAX + 80];
@@ -109,25 +116,76 @@ static int job_vocab(TrainJob *j, char **text, Error *e) {
         rc = slm_vocab_train_text_until(map.data, map.len, j->stories, VOCAB_DEFAULT_SIZE, true, &j->stop, &v, &vs, e);
     slm_file_unmap(&map);
     if (!rc) rc = slm_train_check_story_count(vs.n_stories, &vs.skips, j->stories, e);
-    if (!rc) rc = slm_vocab_save(&v, path, e);
-    if (!rc) *text = slm_vocab_to_text(&v, &len, e);
+    if (!rc && !(*text = slm_vocab_to_text(&v, &len, e))) rc = -1;
+    if (!rc) rc = slm_file_write_new(path, *text, len, e);
+    slm_file_unlock(&lock);
     slm_vocab_free(&v);
-    return rc || !*text ? -1 : 0;
+    return rc;
 }
 
-/* The number of the next run: above every run<N>.* in the folder (left by
- * this server or an earlier one) and every run of this server. */
+#define RUN_MAX INT_MAX /* the largest run number: a run's number is an int (its id in the status) */
+
+/* N of a file named "runN" or "runN.*", N from 1 to RUN_MAX; 0 for any
+ * other name (a number of more digits is no run's, never wrapped). */
+static long long run_number(const char *name) {
+    if (strncmp(name, "run", 3) != 0) return 0;
+    const char *c = name + 3;
+    long long n = 0;
+    for (; *c >= '0' && *c <= '9'; c++)
+        if ((n = n * 10 + (*c - '0')) > RUN_MAX) return 0;
+    return c > name + 3 && (*c == '.' || *c == '\0') ? n : 0;
+}
+
+/* The number of the next run: above every runN.* in the folder (left by this
+ * server, another or an earlier one, a CLI run, or an upload so named) and
+ * every run of this server; when that would pass RUN_MAX, the lowest N that
+ * no file has. 0 when out of memory. */
 static int next_run(const TrainJob *j) {
-    int last = j->id;
+    long long last = j->id, files = 0;
     DIR *d = opendir(j->dir);
     for (struct dirent *de; d && (de = readdir(d));) {
-        char *end;
-        if (strncmp(de->d_name, "run", 3) != 0 || de->d_name[3] < '0' || de->d_name[3] > '9') continue;
-        long n = strtol(de->d_name + 3, &end, 10);
-        if ((*end == '.' || *end == '\0') && n > last && n < INT_MAX - 1) last = (int)n;
+        long long n = run_number(de->d_name);
+        files += n > 0;
+        if (n > last) last = n;
     }
+    if (last < RUN_MAX) {
+        if (d) closedir(d);
+        return (int)last + 1;
+    }
+    /* at most `files` numbers are taken: one of 1 .. files + 1 is free */
+    bool *taken = calloc((size_t)files + 2, 1);
+    if (d) rewinddir(d);
+    for (struct dirent *de; taken && d && (de = readdir(d));) {
+        long long n = run_number(de->d_name);
+        if (n <= files + 1) taken[n] = true;
+    }
+    int n = 1;
+    while (taken && taken[n]) n++;
     if (d) closedir(d);
-    return last + 1;
+    free(taken);
+    return taken ? n : 0;
+}
+
+/* The next run's number, its model's path (model, PATH_MAX + 64 bytes) and
+ * every file it writes claimed (slm_train_claim_outputs): a number that
+ * another server or a CLI run takes meanwhile (its files show) is passed
+ * over. 0; 1 when other runs took every number tried; -1 on an error (e). */
+static int claim_run(TrainJob *j, int *id, char *model, Error *e) {
+    int refused = -1;
+    for (int attempt = 0; attempt < 100; attempt++) {
+        int n = next_run(j);
+        if (n == 0) return FAIL(e, NULL, "out of memory");
+        if (n == refused) return -1; /* refused with no file of it there: no other run's, an error */
+        snprintf(model, PATH_MAX + 64, "%s/run%d.safetensors", j->dir, n);
+        TrainOptions o = slm_train_default_options();
+        o.out = model;
+        if (slm_train_claim_outputs(NULL, &o, NULL, false, &j->claims, NULL, e) == 0) {
+            *id = n;
+            return 0;
+        }
+        refused = n;
+    }
+    return 1;
 }
 
 /* {"step", "mass": [[6 shares] x 8 heads]} of the model just saved. */
@@ -194,7 +252,7 @@ static int job_run(TrainJob *j, Error *e) {
     o.steps = j->steps;
     o.seed = j->seed;
     o.eval_every = j->eval_every;
-    if (j->lr > 0) o.lr = j->lr;
+    o.lr = j->lr;
     o.threads = 1; /* the other core answers the page */
     o.out = j->model;
     o.data_path = j->stories;
@@ -206,6 +264,7 @@ static int job_run(TrainJob *j, Error *e) {
     j->s = &s;
     if (!rc) rc = slm_train_run(&s, &o, on_progress, j, &res, e);
     j->s = NULL;
+    slm_outputs_release(&j->claims); /* before the page hears it ended */
     if (!rc) {
         char msg[256];
         snprintf(msg, sizeof msg, "%s after %d steps: test loss %.4f", res.interrupted ? "stopped" : "done",
@@ -246,7 +305,13 @@ int train_job_start(TrainJob *j, const char *stories, int steps, uint64_t seed, 
     }
     if (j->has_thread) pthread_join(j->thread, NULL); /* the last run's thread has ended */
     j->has_thread = 0;
-    *id = j->id = next_run(j);
+    char model[PATH_MAX + 64];
+    int claimed = claim_run(j, id, model, e);
+    if (claimed) {
+        pthread_mutex_unlock(&j->lock);
+        return claimed > 0 ? 2 : -1;
+    }
+    j->id = *id;
     j->state = "running";
     j->step = 0;
     j->steps = steps;
@@ -256,7 +321,7 @@ int train_job_start(TrainJob *j, const char *stories, int steps, uint64_t seed, 
     cJSON_Delete(j->heads);
     j->points = cJSON_CreateArray();
     j->heads = cJSON_CreateArray();
-    snprintf(j->model, sizeof j->model, "%s/run%d.safetensors", j->dir, *id);
+    snprintf(j->model, sizeof j->model, "%s", model);
     snprintf(j->message, sizeof j->message, "starting");
     snprintf(j->stories, sizeof j->stories, "%s", stories);
     j->seed = seed;
@@ -265,6 +330,7 @@ int train_job_start(TrainJob *j, const char *stories, int steps, uint64_t seed, 
     int rc = pthread_create(&j->thread, NULL, job_thread, j);
     j->has_thread = rc == 0;
     if (rc) j->state = "failed";
+    if (rc) slm_outputs_release(&j->claims);
     pthread_mutex_unlock(&j->lock);
     return rc ? FAIL(e, NULL, "cannot start the training thread") : 0;
 }

@@ -4,6 +4,7 @@
 #define _XOPEN_SOURCE 700 /* realpath */
 #include <fcntl.h>
 #include <microhttpd.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,14 +33,22 @@ static int upload_name(const char *given, char *out, size_t size) {
     return 0;
 }
 
-/* train_dir/name, or train_dir/stem-2.txt .. when taken: an upload never
- * replaces a file. */
-static int free_path(const char *dir, const char *name, char *out, size_t size) {
-    struct stat st;
-    snprintf(out, size, "%s/%s", dir, name);
-    for (int k = 2; k < 1000 && stat(out, &st) == 0; k++)
-        snprintf(out, size, "%s/%.*s-%d.txt", dir, (int)(strlen(name) - 4), name, k);
-    return stat(out, &st) == 0 ? -1 : 0;
+/* Saves data as train_dir/name, or train_dir/stem-2.txt .. when taken: each
+ * name is tried with an exclusive create (slm_atomic_commit_new), so an upload
+ * never replaces a file, not even one of an upload of the same name at the
+ * same moment. 0 with the name in path; 1 when every name is taken; -1. */
+static int save_new(const char *dir, const char *name, const char *data, size_t len, char *path, size_t size,
+                    Error *e) {
+    AtomicFile a;
+    snprintf(path, size, "%s/%s", dir, name);
+    if (slm_atomic_open(&a, path, e)) return -1;
+    int rc = slm_atomic_write(&a, data, len, e) ? -1 : 1;
+    for (int k = 2; rc == 1 && k <= 1000; k++) {
+        if ((rc = slm_atomic_commit_new(&a, path, e)) == 1)
+            snprintf(path, size, "%s/%.*s-%d.txt", dir, (int)(strlen(name) - 4), name, k);
+    }
+    if (rc && a.temp_path) slm_atomic_abort(&a);
+    return rc;
 }
 
 static int training(Server *s) {
@@ -69,8 +78,22 @@ static long long count_tokens(Server *s, const char *text, const StorySpan *span
     return tokens;
 }
 
-int api_upload(Server *s, const char *given, const char *data, size_t len, Reply *r) {
+/* The query of an upload (?name=FILE.txt) and of a download (?model=PATH). */
+typedef struct FileQuery {
+    const char *name, *model;
+} FileQuery;
+static const Param upload_param[] = {
+    {.name = "name", .type = PARAM_STRING, .offset = offsetof(FileQuery, name), .help = "the file's name, FILE.txt"}};
+static const ParamTable upload_fields = {"upload", upload_param, PARAMS_COUNT(upload_param)};
+static const Param download_param[] = {
+    {.name = "model", .type = PARAM_STRING, .offset = offsetof(FileQuery, model), .help = "a model /api/models lists"}};
+static const ParamTable download_fields = {"download", download_param, PARAMS_COUNT(download_param)};
+
+int api_upload(Server *s, const cJSON *query, const char *data, size_t len, Reply *r) {
     char name[128], path[PATH_MAX];
+    FileQuery q = {0};
+    if (request_read(&upload_fields, query, &q, NULL, NULL, 0, r)) return r->status;
+    const char *given = q.name;
     if (upload_name(given, name, sizeof name))
         return reply_error(r, 400, "give ?name=FILE.txt: a file name without '/' or '..'",
                            "like /api/upload?name=my-stories.txt");
@@ -90,9 +113,9 @@ int api_upload(Server *s, const char *given, const char *data, size_t len, Reply
     long long tokens = count_tokens(s, data, spans, n, &e);
     free(spans);
     if (tokens < 0) return reply_failure(r, 500, &e);
-    if (free_path(s->o.train_dir, name, path, sizeof path))
-        return reply_error(r, 409, "too many uploads of that name", "give the file another name");
-    if (slm_file_write_atomic(path, data, len, &e)) return reply_failure(r, 500, &e);
+    int saved = save_new(s->o.train_dir, name, data, len, path, sizeof path, &e);
+    if (saved > 0) return reply_error(r, 409, "too many uploads of that name", "give the file another name");
+    if (saved < 0) return reply_failure(r, 500, &e);
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "stories", path);
     cJSON_AddNumberToObject(j, "stories_count", n);
@@ -101,8 +124,11 @@ int api_upload(Server *s, const char *given, const char *data, size_t len, Reply
     return reply_json(r, 201, j);
 }
 
-int api_download(Server *s, const char *given, Reply *r) {
+int api_download(Server *s, const cJSON *query, Reply *r) {
     char path[PATH_MAX];
+    FileQuery q = {0};
+    if (request_read(&download_fields, query, &q, NULL, NULL, 0, r)) return r->status;
+    const char *given = q.model;
     if (!given || model_resolve(&s->dirs, given, path, sizeof path) != 0)
         return reply_error(r, 404, "no such model", "name one of the models GET /api/models lists, as ?model=PATH");
     int fd = open(path, O_RDONLY);

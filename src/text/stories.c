@@ -115,6 +115,7 @@ static int add_story(Splitter *sp, size_t b, size_t e) {
     }
     if (slm_utf8_validate(sp->text + tb, te - tb, "story", NULL) != 0) {
         sp->skips.invalid_utf8++;
+        sp->skips.nul += memchr(sp->text + tb, '\0', te - tb) != NULL;
         return 0;
     }
     return sp->take(sp, tb, te);
@@ -156,9 +157,20 @@ static int looks_utf16(const char *text, size_t len) {
     return 1;
 }
 
+/* Lines ended by CR alone (classic Mac OS): no LF anywhere and text after a
+ * CR. Read as one line, the file's stories could not be told apart. */
+static int cr_only_lines(const char *text, size_t len) {
+    if (memchr(text, '\n', len)) return 0; /* found at once in a file of LF lines */
+    const char *cr = memchr(text, '\r', len);
+    for (size_t i = cr ? (size_t)(cr - text) : len; i < len; i++)
+        if (!is_line_space(text[i])) return 1;
+    return 0;
+}
+
 /* A file that is not UTF-8 text, known by its first bytes, into e: its bytes
  * would only be skipped as bad stories (or, for a document, some kept as
- * text), so it is said before any splitting. 0 when none is recognised. */
+ * text), so it is said before any splitting; so are lines ended by CR alone.
+ * 0 when none is recognised. */
 static int refuse_other_format(const char *text, size_t len, const char *what, Error *e) {
     static const char convert[] = "save it as UTF-8 text in your editor, or convert it: iconv -f %s -t UTF-8 '%.300s' "
                                   "> stories-utf8.txt";
@@ -166,26 +178,42 @@ static int refuse_other_format(const char *text, size_t len, const char *what, E
     static const struct {
         const char *magic;
         size_t n;
-        const char *name, *encoding;
+        const char *name, *encoding, *unpack; /* a text encoding to convert from, or a command that decompresses */
     } known[] = {
-        {"\xFF\xFE\0\0", 4, "UTF-32 text", "UTF-32"},
-        {"\0\0\xFE\xFF", 4, "UTF-32 text", "UTF-32"},
-        {"\xFF\xFE", 2, "UTF-16 text", "UTF-16"},
-        {"\xFE\xFF", 2, "UTF-16 text", "UTF-16"},
-        {"PK\x03\x04", 4, "a zip file (a .docx, .odt or .epub document?)", NULL},
-        {"\xD0\xCF\x11\xE0", 4, "a Word 97-2003 document", NULL},
-        {"%PDF-", 5, "a PDF document", NULL},
-        {"{\\rtf", 5, "an RTF document", NULL},
+        {"\xFF\xFE\0\0", 4, "UTF-32 text", "UTF-32", NULL},
+        {"\0\0\xFE\xFF", 4, "UTF-32 text", "UTF-32", NULL},
+        {"\xFF\xFE", 2, "UTF-16 text", "UTF-16", NULL},
+        {"\xFE\xFF", 2, "UTF-16 text", "UTF-16", NULL},
+        {"PK\x03\x04", 4, "a zip file (a .docx, .odt or .epub document?)", NULL, NULL},
+        {"\xD0\xCF\x11\xE0", 4, "a Word 97-2003 document", NULL, NULL},
+        {"%PDF-", 5, "a PDF document", NULL, NULL},
+        {"{\\rtf", 5, "an RTF document", NULL, NULL},
+        {"\x1F\x8B", 2, "gzip-compressed", NULL, "zcat"},
+        {"BZh", 3, "bzip2-compressed", NULL, "bzcat"},
+        {"\xFD"
+         "7zXZ\0",
+         6, "xz-compressed", NULL, "xzcat"},
+        {"\x28\xB5\x2F\xFD", 4, "zstd-compressed", NULL, "zstdcat"},
     };
+    char hint[512];
     for (size_t i = 0; i < sizeof known / sizeof *known; i++) {
         if (len < known[i].n || memcmp(text, known[i].magic, known[i].n) != 0) continue;
+        if (known[i].unpack) {
+            snprintf(hint, sizeof hint, "decompress it first: %s '%.300s' > stories.txt", known[i].unpack, what);
+            return FAIL(e, hint, "'%s' is %s, not text", what, known[i].name);
+        }
         if (!known[i].encoding) return FAIL(e, save_as_text, "'%s' is %s, not UTF-8 text", what, known[i].name);
-        char hint[512];
         snprintf(hint, sizeof hint, convert, known[i].encoding, what);
         return FAIL(e, hint, "'%s' is %s, not UTF-8 text", what, known[i].name);
     }
+    if (cr_only_lines(text, len)) {
+        snprintf(hint, sizeof hint, "make its line ends LF: tr '\\r' '\\n' < '%.300s' > stories.txt", what);
+        return FAIL(e, hint,
+                    "'%s' ends its lines with CR alone (an old Mac file): read as one line, its stories "
+                    "cannot be told apart",
+                    what);
+    }
     if (!looks_utf16(text, len)) return 0;
-    char hint[512];
     snprintf(hint, sizeof hint, convert, text[0] == '\0' ? "UTF-16BE" : "UTF-16LE", what);
     return FAIL(e, hint, "'%s' looks like UTF-16 text (a NUL byte beside each letter), not UTF-8", what);
 }
@@ -203,6 +231,13 @@ static size_t count_lines(const char *text, size_t len) {
 bool slm_stories_encoding_hint(const StorySkips *k, int n_kept, const char *path, char *buf, size_t size) {
     long long bad = k->invalid_utf8, all = (long long)n_kept + k->empty + k->invalid_utf8 + k->too_long;
     if (bad == 0 || bad * 20 < all) return false;
+    if (2LL * k->nul > bad) { /* no text encoding has NUL bytes: converting would not help */
+        snprintf(buf, size,
+                 "%d of %lld stories hold NUL bytes and were left out: is '%.300s' a binary file, not text? give "
+                 "the stories as plain text (UTF-8)",
+                 k->nul, all, path);
+        return true;
+    }
     snprintf(
         buf, size,
         "%lld of %lld stories are not UTF-8 and were left out: a file saved as Windows-1252 or Latin-1 (curly "

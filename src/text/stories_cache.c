@@ -4,7 +4,7 @@
  * version number and rewrites the file):
  *   header: magic "storyids", u32 version, u32 vocab size, u64 key,
  *           u64 n_stories, u64 n_tokens, u32 skips (empty, invalid_utf8,
- *           too_long), u32 bytes an id (2 or 4)
+ *           too_long, nul), u32 bytes an id (2 or 4), u32 0
  *   ids (n_tokens, 2 or 4 bytes each), zeros up to a multiple of 8 bytes,
  *   u64 starts (n_stories + 1), u64 text hashes (n_stories),
  *   u64 checksum: slm_hash64 of the bytes after the header up to the checksum,
@@ -24,7 +24,7 @@
 #include "storylm/filemap.h"
 #include "storylm/fileio.h"
 
-#define CACHE_VERSION 2u     /* of the layout */
+#define CACHE_VERSION 3u     /* of the layout (3: the skips' NUL count) */
 #define CACHE_KEY_VERSION 1u /* of the key: unchanged, so a file keeps its cache's name */
 #define WINDOW (8u << 20)    /* bytes of a map read between giving pages back */
 
@@ -34,7 +34,7 @@ typedef struct CacheHeader {
     char magic[8];
     uint32_t version, vocab_size;
     uint64_t key, n_stories, n_tokens;
-    uint32_t skips[3], id_bytes;
+    uint32_t skips[4], id_bytes, zero; /* zero: no padding's unknown bytes in the checksum */
 } CacheHeader;
 
 static const char CACHE_MAGIC[8] = {'s', 't', 'o', 'r', 'y', 'i', 'd', 's'};
@@ -136,7 +136,7 @@ static void point_into(Stories *s, const FileMap *m, const CacheHeader *h, const
     *hashes = (const uint64_t *)(const void *)(starts + ((size_t)h->n_stories + 1) * 8);
     s->n_stories = (int)h->n_stories;
     s->n_tokens = (size_t)h->n_tokens;
-    s->skips = (StorySkips){(int)h->skips[0], (int)h->skips[1], (int)h->skips[2]};
+    s->skips = (StorySkips){(int)h->skips[0], (int)h->skips[1], (int)h->skips[2], (int)h->skips[3]};
     s->map = m->data;
     s->map_len = m->len;
 }
@@ -296,13 +296,14 @@ static int write_tail(IdsWriter *w, uint64_t key, const Tokenizer *t, const Stor
     static const char zeros[8] = {0};
     size_t pad = ids_end(w->n_tokens, (uint32_t)w->id_bytes) - sizeof *h - w->n_tokens * (size_t)w->id_bytes;
     w->starts[w->n_stories] = w->n_tokens;
-    *h = (CacheHeader){.version = CACHE_VERSION,
-                       .vocab_size = (uint32_t)t->size,
-                       .key = key,
-                       .n_stories = w->n_stories,
-                       .n_tokens = w->n_tokens,
-                       .skips = {(uint32_t)k->empty, (uint32_t)k->invalid_utf8, (uint32_t)k->too_long},
-                       .id_bytes = (uint32_t)w->id_bytes};
+    *h =
+        (CacheHeader){.version = CACHE_VERSION,
+                      .vocab_size = (uint32_t)t->size,
+                      .key = key,
+                      .n_stories = w->n_stories,
+                      .n_tokens = w->n_tokens,
+                      .skips = {(uint32_t)k->empty, (uint32_t)k->invalid_utf8, (uint32_t)k->too_long, (uint32_t)k->nul},
+                      .id_bytes = (uint32_t)w->id_bytes};
     memcpy(h->magic, CACHE_MAGIC, 8);
     if (put(w, &w->body_sum, zeros, pad, e) || put(w, &w->body_sum, w->starts, (w->n_stories + 1) * 8, e) ||
         put(w, &w->body_sum, w->hashes, w->n_stories * 8, e))

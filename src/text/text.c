@@ -97,6 +97,24 @@ int slm_utf8_validate(const char *text, size_t len, const char *what, Error *e) 
     return 0;
 }
 
+void slm_utf8_escape(const char *text, char *out, size_t size) {
+    const unsigned char *s = (const unsigned char *)text;
+    size_t len = strlen(text), at = 0;
+    for (size_t i = 0; i < len && size;) {
+        uint32_t cp;
+        size_t n = utf8_decode(s + i, len - i, &cp);
+        int valid = cp != 0xFFFD || (n == 3 && s[i] == 0xEF && s[i + 1] == 0xBF && s[i + 2] == 0xBD);
+        size_t need = valid ? n : 4 * n; /* a character whole or not at all: never a cut sequence */
+        if (at + need >= size) break;
+        if (valid)
+            memcpy(out + at, s + i, n);
+        else
+            for (size_t k = 0; k < n; k++) snprintf(out + at + 4 * k, 5, "\\x%02x", s[i + k]);
+        at += need, i += n;
+    }
+    if (size) out[at] = '\0';
+}
+
 int slm_text_check(const char *text, size_t len, const char *what, Error *e) {
     if (slm_utf8_validate(text, len, what, e) == 0) return 0;
     if (e) snprintf(e->hint, sizeof e->hint, "%s", "convert the text to UTF-8 without NUL bytes");

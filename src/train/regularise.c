@@ -13,6 +13,7 @@
 #include "storylm/checkpoint.h"
 #include "storylm/dropout.h"
 #include "storylm/fileio.h"
+#include "storylm/outputs.h"
 
 /* ---- options and their record -------------------------------------------- */
 
@@ -119,13 +120,18 @@ int slm_regularise_paths(Regularise *g, const TrainOptions *o, Error *e) {
     *g = (Regularise){.o = o, .best_loss = INFINITY, .best_step = -1};
     snprintf(g->model_path, sizeof g->model_path, "%s", o->out);
     if (beside(o->out, "ema", g->ema_path, e) || beside(o->out, "best", g->best_path, e)) return -1;
+    struct stat st;
     if (o->ema_save) {
         if (beside(o->out, "raw", g->checkpoint_path, e)) return -1;
         snprintf(g->ema_path, sizeof g->ema_path, "%s", o->out);
+        /* the raw weights a run with --ema-save resumes from: missing beside a model, that model had none */
+        if (o->resume && stat(g->checkpoint_path, &st) != 0 && stat(o->out, &st) == 0)
+            return FAIL(e, "resume with the flags the run began with",
+                        "cannot resume '%s': it was trained without --ema-save (there is no '%s' beside it)", o->out,
+                        g->checkpoint_path);
     } else {
         snprintf(g->checkpoint_path, sizeof g->checkpoint_path, "%s", o->out);
         char raw[REGULARISE_PATH_MAX];
-        struct stat st;
         if (o->resume && beside(o->out, "raw", raw, NULL) == 0 && stat(raw, &st) == 0)
             return FAIL(e, "resume with the flags the run began with",
                         "cannot resume '%s': it was trained with --ema-save (its raw weights are in '%s')", o->out,
@@ -173,8 +179,27 @@ static int resume_average(Regularise *g, int step, uint64_t run_id, Error *e) {
     return rc;
 }
 
-/* On a resume: the best so far of the run, if its file is there. */
+int slm_regularise_check_own(const char *path, uint64_t run_id, bool force, Error *e) {
+    struct stat st;
+    if (force || stat(path, &st) != 0 || st.st_size == 0) return 0;
+    char want[24];
+    snprintf(want, sizeof want, "%016" PRIx64, run_id);
+    SafeTensorsFile f;
+    bool own = slm_safetensors_open(&f, path, NULL) == 0; /* the header alone: its metadata */
+    if (own) {
+        const char *run = slm_metadata_get(&f.metadata, "trained_run");
+        own = run && strcmp(run, want) == 0;
+        slm_safetensors_close(&f);
+    }
+    if (own) return 0;
+    return FAIL(e, "move that file away, or give --force to replace it",
+                "'%s' holds %s of another run: it is not replaced", path, slm_file_kind_name(slm_file_kind(path)));
+}
+
+/* On a resume: the best so far of the run, if its file is there; another
+ * run's there (put by a run given --force) is kept, unless --force. */
 static int resume_best(Regularise *g, uint64_t run_id, Error *e) {
+    if (slm_regularise_check_own(g->best_path, run_id, g->o->force, e)) return -1;
     Model file;
     Metadata meta = {0};
     int own = load_own(g->best_path, run_id, &file, &meta, e);

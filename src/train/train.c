@@ -366,9 +366,9 @@ static int diverged(const Trainer *t, const char *what, Error *e) {
 
 /* A step whose pass failed (logits that overflow, say): its message gets the
  * step and the model left on disk, as diverged() says them. */
-static int stopped(const Trainer *t, Error *e) {
+static int stopped_at(const Trainer *t, int step, Error *e) {
     if (!e) return -1;
-    slm_error_prefix(e, "training stopped at step %d: ", t->step + 1);
+    slm_error_prefix(e, "training stopped at step %d: ", step);
     size_t n = strlen(e->message);
     if (t->saved_step >= 0)
         snprintf(e->message + n, sizeof e->message - n, "; '%s' keeps the last good model, of step %d", t->o.out,
@@ -387,7 +387,7 @@ static int trainer_step(Trainer *t, double *loss, long long *positions, Error *e
                                    e) ||
         train_step_overflowing(&step, t->pass.refs, t->o.batch, (float)slm_train_lr_at(&t->o, t->step),
                                t->step + 1 == t->overflow_at_step, &r, e))
-        return stopped(t, e);
+        return stopped_at(t, t->step + 1, e);
     *positions = r.positions;
     *loss = r.loss;
     if (r.not_finite) return diverged(t, r.not_finite, e);
@@ -418,18 +418,26 @@ static int evaluate_test(Trainer *t, Error *e) {
     return 0;
 }
 
-/* "out.safetensors" -> "out.step1200.safetensors" */
+/* "out.safetensors" -> "out.step1200.safetensors", claimed as it is
+ * written (another run may be writing a model of that name) and written
+ * only over one of this run's own (its "trained_run"), unless --force. */
 static int snapshot(Trainer *t, Error *e) {
     if (dist_rank(t->o.dist) != 0) return 0; /* rank 0 alone writes */
-    char path[4096];
+    char path[4096], run[24];
     const char *out = t->o.out, *dot = strstr(out, ".safetensors");
     int stem = dot && dot[12] == '\0' ? (int)(dot - out) : (int)strlen(out);
     snprintf(path, sizeof path, "%.*s.step%d.safetensors", stem, out, t->step);
+    snprintf(run, sizeof run, "%016" PRIx64, t->run_id);
+    FileLock lock;
     Metadata md = {0};
-    int rc = fill_metadata(t, &md, e);
+    int rc = slm_file_lock(&lock, path, e) ? -1 : 0;
+    if (!rc) rc = slm_regularise_check_own(path, t->run_id, t->o.force, e);
+    if (!rc) rc = fill_metadata(t, &md, e);
     if (!rc) rc = set_meta(&md, "step", "%.0f", t->step, e);
+    if (!rc) rc = slm_metadata_set(&md, "trained_run", run, e);
     if (!rc) rc = slm_checkpoint_save_model(path, &t->model, t->o.vocab_text, &md, e);
     slm_metadata_free(&md);
+    slm_file_unlock(&lock);
     return rc;
 }
 
@@ -463,6 +471,7 @@ static int train_loop(Trainer *t, TrainProgressFn fn, void *ctx, Error *e) {
     double rate = 0;
     int start_step = t->step;
     long long start_tokens = r->tokens_seen; /* a resume carries the earlier runs' count */
+    Error snapshot_error = {0};
     while (t->step < t->o.steps) {
         double loss;
         long long positions;
@@ -484,9 +493,12 @@ static int train_loop(Trainer *t, TrainProgressFn fn, void *ctx, Error *e) {
         /* a snapshot is evaluated too, so it records its own test loss */
         int eval = last || snap || (t->o.eval_every > 0 && t->step % t->o.eval_every == 0);
         if (eval && evaluate_test(t, e)) return -1;
-        if (snap && snapshot(t, e)) return -1;
+        /* a snapshot refused (its name another run's): the model is saved all the same, then the run stops */
+        int refused = snap && snapshot(t, &snapshot_error);
         r->seconds = slm_clock_seconds() - start;
         if (eval && save(t, t->o.out, e)) return -1;
+        if (refused && e) *e = snapshot_error;
+        if (refused) return stopped_at(t, t->step, e);
         report(t, fn, ctx, start, start_step, rate ? rate : (double)(r->tokens_seen - start_tokens) / (now - start),
                eval, eval);
         if (stop) {

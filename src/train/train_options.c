@@ -1,20 +1,20 @@
 /* Training's options: see include/storylm/train_options.h. */
 #include "storylm/train_options.h"
+#include "storylm/train_params.h"
 
 #include <stdio.h>
 
+/* params_train's defaults, the one place they are written, and what no
+ * parameter sets: the attention network, the cosine's floor, threads 0 (the
+ * caller's: every core). */
 TrainOptions slm_train_default_options(void) {
-    return (TrainOptions){.arch = ARCH_ATTENTION,
-                          .steps = 3000,
-                          .lr = 3e-3,
-                          .warmup = -1,
-                          .min_lr_ratio = 0.1,
-                          .batch = 8,
-                          .seed = 1,
-                          .threads = 0,
-                          .eval_every = 250,
-                          .max_positions = 4096,
-                          .out = "model.safetensors"};
+    TrainParams p = {0};
+    slm_params_init(&params_train, &p);
+    p.o.arch = ARCH_ATTENTION;
+    p.o.seed = (uint64_t)p.seed;
+    p.o.min_lr_ratio = 0.1;
+    p.o.threads = 0;
+    return p.o;
 }
 
 int slm_train_check_story_count(int n_stories, const StorySkips *skips, const char *path, Error *e) {

@@ -42,7 +42,7 @@ const char *slm_ablation_mean_stories(const LoadedModel *lm, const char *given, 
     return NULL;
 }
 
-int slm_ablation_parse(const LoadedModel *lm, const char *ablate, const char *what, const char *mode, const float *mean,
+int slm_ablation_parse(const LoadedModel *lm, const char *ablate, AblationMode mode, const float *mean,
                        const char *mean_from, Ablation *ab, char *desc, size_t size, Error *e) {
     *ab = (Ablation){0};
     desc[0] = '\0';
@@ -50,8 +50,8 @@ int slm_ablation_parse(const LoadedModel *lm, const char *ablate, const char *wh
     if (lm->model.cfg.arch == ARCH_WINDOW8)
         return FAIL(e, "leave out --ablate", "'%s' is a %s model: it has no heads to switch off", lm->path,
                     slm_arch_name(lm->model.cfg.arch));
-    if (slm_head_list_parse(ablate, &lm->model.cfg, what, &ab->heads, e)) return -1;
-    if (strcmp(mode, "mean") != 0) {
+    if (slm_head_list_parse(ablate, &lm->model.cfg, "ablate", &ab->heads, e)) return -1;
+    if (mode != ABLATE_MEAN) {
         snprintf(desc, size, "heads %s set to 0", ablate);
         return 0;
     }
@@ -67,12 +67,12 @@ void slm_ablation_add_warning(char *desc, size_t size, const char *warning) {
     if (warning[0] && used < size) snprintf(desc + used, size - used, " (warning: %s)", warning);
 }
 
-int slm_ablation_setup(const LoadedModel *lm, const char *ablate, const char *mode, const Stories *s,
+int slm_ablation_setup(const LoadedModel *lm, const char *ablate, AblationMode mode, const Stories *s,
                        const char *stories_path, int n_test, Ablation *ab, float **mean, char *desc, size_t size,
                        Error *e) {
     *mean = NULL;
-    if (slm_ablation_parse(lm, ablate, "--ablate ", mode, NULL, NULL, ab, desc, size, e)) return -1;
-    if (!ablate || strcmp(mode, "mean") != 0) return 0;
+    if (slm_ablation_parse(lm, ablate, mode, NULL, NULL, ab, desc, size, e)) return -1;
+    if (!ablate || mode != ABLATE_MEAN) return 0;
     const ModelConfig *c = &lm->model.cfg;
     *mean = xmalloc((size_t)slm_model_heads(c) * c->value_dim * sizeof(float), e); /* every layer's heads */
     if (!*mean) return -1;
@@ -84,7 +84,7 @@ int slm_ablation_setup(const LoadedModel *lm, const char *ablate, const char *mo
                                 : FAIL(e, "use --ablate-mode zero", "there are no held-out test stories to average over"))
         : path ? mean_from_file(lm, path, n_test, *mean, e)
                : -1;
-    if (!rc) rc = slm_ablation_parse(lm, ablate, "--ablate ", mode, *mean, s ? stories_path : path, ab, desc, size, e);
+    if (!rc) rc = slm_ablation_parse(lm, ablate, mode, *mean, s ? stories_path : path, ab, desc, size, e);
     if (rc) {
         free(*mean);
         *mean = NULL;

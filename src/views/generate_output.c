@@ -16,7 +16,7 @@ char *slm_generate_read_prompt(FILE *in, const char *name, Error *e) {
     while ((n = fread(buf, 1, sizeof buf, in)) > 0)
         if (slm_bytevec_append(&b, buf, n, e)) return slm_bytevec_free(&b), NULL;
     if (ferror(in)) return slm_bytevec_free(&b), FAIL(e, NULL, "cannot read the prompt from %s", name), NULL;
-    if (memchr(b.data, '\0', b.len))
+    if (b.len && memchr(b.data, '\0', b.len)) /* an empty prompt has no buffer: memchr(NULL) is undefined */
         return slm_bytevec_free(&b), FAIL(e, "give a text file", "the prompt in %s holds a NUL byte", name), NULL;
     if (b.len && b.data[b.len - 1] == '\n') b.len--;
     if (b.len && b.data[b.len - 1] == '\r') b.len--;
@@ -107,7 +107,7 @@ cJSON *slm_generate_json(const ViewBatch *vb, const LoadedModel *lm, const ViewG
     cJSON_AddNumberToObject(j, "seed", (double)go->seed);
     slm_view_generate_settings_json(j, go);
     cJSON_AddItemToObject(j, "stop", cJSON_CreateStringArray(go->stops, go->n_stops));
-    cJSON_AddNumberToObject(j, "n_probs", go->n_probs);
+    cJSON_AddNumberToObject(j, "n_probs", slm_view_generate_n_probs(go, lm->model.cfg.vocab_size));
     cJSON_AddStringToObject(j, "precision", slm_precision_name(go->precision));
     if (run->names_from)
         cJSON_AddStringToObject(j, "names_from", run->names_from);

@@ -1,6 +1,7 @@
 /* Heads as the user names them: see head_list.h. */
 #include "storylm/head_list.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -39,9 +40,31 @@ static void head_range(const ModelConfig *c, char *buf, size_t size) {
         snprintf(buf, size, "layers 1 to %d of heads 0 to %d (L:H, e.g. %d:%d)", L, H - 1, L, H - 1);
 }
 
+/* 1 when s is a whole number as written ("8", "-1"): a value shown bare, not as a text. */
+static int whole_number(const char *s) {
+    s += *s == '-';
+    if (!*s) return 0;
+    while (*s >= '0' && *s <= '9') s++;
+    return !*s;
+}
+
+/* Fails with the message of fmt after the parameter param and its value
+ * (Error.param: each front end says them in its own words). */
+__attribute__((format(printf, 5, 6))) static int fail_value(Error *e, const char *param, const char *value,
+                                                            const char *hint, const char *fmt, ...) {
+    char msg[sizeof e->message];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    FAIL(e, hint, "%s", msg);
+    slm_error_set_param(e, ERROR_PARAM_VALUE, param, param, value, !whole_number(value), 0);
+    return -1;
+}
+
 /* it checked against c (all: head -1 is every head of the layer); value is
  * one head (the message names it once) or a list (then the head in it too). */
-static int check_item(const HeadItem *it, const ModelConfig *c, int all, int list, const char *what, const char *value,
+static int check_item(const HeadItem *it, const ModelConfig *c, int all, int list, const char *param, const char *value,
                       Error *e) {
     int L = slm_model_layers(c);
     int layer_ok = !it->named || (it->layer >= 1 && it->layer <= L),
@@ -56,8 +79,9 @@ static int check_item(const HeadItem *it, const ModelConfig *c, int all, int lis
                  all ? "; L:-1 is all of layer L's" : "");
     const char *kind = layer_ok ? "head" : "layer";
     long long n = layer_ok ? it->head : it->layer;
-    if (!list) return FAIL(e, hint, "%s%s is out of range: this model has %s", what, value, range);
-    return FAIL(e, hint, "%s%s: %s %lld is out of range: this model has %s", what, value, kind, n, range);
+    if (!list) return fail_value(e, param, value, hint, "is out of range: this model has %s", range);
+    /* ':' joins the message to the list: "--ablate 3,12: head 12 is out of range" */
+    return fail_value(e, param, value, hint, ": %s %lld is out of range: this model has %s", kind, n, range);
 }
 
 /* How heads are written, for a value that names none (c NULL: the model is not known yet). */
@@ -67,26 +91,25 @@ static const char *form_hint(const ModelConfig *c, int list) {
                 : "give a head like 3 or 2:3 (layer:head, layers from 1)";
 }
 
-int slm_head_parse(const char *name, const ModelConfig *c, int layer, int all, const char *what, int *out_layer,
+int slm_head_parse(const char *name, const ModelConfig *c, int layer, int all, const char *param, int *out_layer,
                    int *out_head, Error *e) {
     HeadItem it;
     const char *end;
-    if (read_item(name, layer, &it, &end) || *end)
-        return FAIL(e, form_hint(c, 0), "cannot read %s'%s': it names no head", what, name);
-    if (c && check_item(&it, c, all, 0, what, name, e)) return -1;
+    if (read_item(name, layer, &it, &end) || *end) return fail_value(e, param, name, form_hint(c, 0), "names no head");
+    if (c && check_item(&it, c, all, 0, param, name, e)) return -1;
     *out_layer = (int)it.layer, *out_head = (int)it.head;
     return 0;
 }
 
-int slm_head_list_parse(const char *list, const ModelConfig *c, const char *what, HeadSet *set, Error *e) {
+int slm_head_list_parse(const char *list, const ModelConfig *c, const char *param, HeadSet *set, Error *e) {
     *set = (HeadSet){0};
-    if (!*list) return FAIL(e, form_hint(c, 1), "%s'' names no head", what);
+    if (!*list) return fail_value(e, param, list, form_hint(c, 1), "names no head");
     for (const char *p = list; *p;) {
         HeadItem it;
         const char *end;
         if (read_item(p, 1, &it, &end) || (*end && *end != ','))
-            return FAIL(e, form_hint(c, 1), "cannot read %s'%s': give heads separated by commas", what, list);
-        if (check_item(&it, c, 0, 1, what, list, e)) return -1;
+            return fail_value(e, param, list, form_hint(c, 1), "is not a list of heads separated by commas");
+        if (check_item(&it, c, 0, 1, param, list, e)) return -1;
         slm_head_set_add(set, (int)(it.layer - 1) * c->n_heads + (int)it.head);
         p = *end ? end + 1 : end;
     }

@@ -1,8 +1,8 @@
 /* The view registry: see registry.h. */
 #include "storylm/registry.h"
 
-#include <ctype.h>
-#include <math.h>
+#include "storylm/outputs.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,130 +26,136 @@ const View *slm_view_find(const char *name) {
     return NULL;
 }
 
-const char *slm_view_param_key(const ViewParam *p, char *buf, size_t size) {
-    if (p->key) return p->key;
-    size_t n = 0;
-    for (; p->name[n] && n + 1 < size; n++) /* a positional's "TEXT" is "text" */
-        buf[n] = p->name[n] == '-' ? '_' : (char)tolower((unsigned char)p->name[n]);
-    buf[n] = '\0';
-    return buf;
-}
+/* ---- the groups every probe shares, over a ProbeOptions ---- */
 
-void *slm_view_param_target(const ViewParam *p, void *params) { return (char *)params + p->offset; }
+static const Param model_param[] = {
+    {.name = "model",
+     .short_name = 'm',
+     .type = PARAM_STRING,
+     .offset = offsetof(ProbeOptions, model),
+     .meta = "FILE",
+     .help = VIEW_MODEL_HELP,
+     .flags = PARAM_SERVED | PARAM_NO_PYTHON},
+};
+const ParamTable params_model = {"model", model_param, PARAMS_COUNT(model_param)};
+
+/* --ablate: heads as head_list.h reads them (Python's generate takes ablate= too,
+ * its heads set to 0); --ablate-mode: an AblationMode, parsed once here for every front end. */
+static const Param ablation_params[] = {
+    {.name = "ablate",
+     .type = PARAM_HEADS,
+     .offset = offsetof(ProbeOptions, ablate),
+     .meta = "HEADS",
+     .help = VIEW_ABLATE_HELP,
+     .flags = PARAM_SERVED},
+    {.name = "ablate-mode",
+     .type = PARAM_CHOICE,
+     .offset = offsetof(ProbeOptions, ablate_mode),
+     .meta = "MODE",
+     .help = VIEW_ABLATE_MODE_HELP,
+     .flags = PARAM_SERVED | PARAM_NO_PYTHON,
+     .choices = VIEW_ABLATE_MODES},
+};
+const ParamTable params_ablation = {"ablation", ablation_params, PARAMS_COUNT(ablation_params)};
+
+static const Param output_params[] = {
+    {.name = "json",
+     .type = PARAM_BOOL,
+     .offset = offsetof(ProbeOptions, json),
+     .help = "print JSON with the same numbers",
+     .flags = PARAM_CLI_ONLY},
+    {.name = "threads",
+     .type = PARAM_INT,
+     .offset = offsetof(ProbeOptions, threads),
+     .meta = "N",
+     .help = "threads, by default one per core",
+     .min = 1,
+     .max = 256,
+     .flags = PARAM_CLI_ONLY},
+};
+const ParamTable params_output = {"output", output_params, PARAMS_COUNT(output_params)};
+
+static const Param svg_params[] = {
+    {.name = "svg",
+     .type = PARAM_STRING,
+     .offset = offsetof(ProbeOptions, svg),
+     .meta = "FILE",
+     .help = "also draw the picture into FILE (SVG); a file of another kind there is kept",
+     .flags = PARAM_CLI_ONLY},
+    {.name = "force",
+     .type = PARAM_BOOL,
+     .offset = offsetof(ProbeOptions, force),
+     .help = OUTPUTS_FORCE_HELP,
+     .flags = PARAM_CLI_ONLY},
+};
+const ParamTable params_svg = {"svg", svg_params, PARAMS_COUNT(svg_params)};
+
+static const Param test_stories_param[] = {
+    {.name = "test-stories",
+     .type = PARAM_INT,
+     .offset = offsetof(ProbeOptions, n_test),
+     .meta = "N",
+     .help = "held-out test stories (as in training)",
+     .min = 1,
+     .max = 100000,
+     .def = STORIES_DEFAULT_TEST,
+     .flags = PARAM_CLI_ONLY},
+};
+const ParamTable params_test_stories = {"test stories", test_stories_param, PARAMS_COUNT(test_stories_param)};
+
+static const Param mean_stories_param[] = {
+    {.name = "stories",
+     .type = PARAM_STRING,
+     .offset = offsetof(ProbeOptions, mean_stories),
+     .meta = "FILE",
+     .help = "stories for --ablate-mode mean (needed for it; info names the training file)",
+     .flags = PARAM_CLI_ONLY},
+};
+const ParamTable params_mean_stories = {"mean stories", mean_stories_param, PARAMS_COUNT(mean_stories_param)};
+
+/* ---- a view's parameters ---- */
+
+ParamTable slm_view_table(const View *v) { return (ParamTable){v->name, v->params, v->n_params}; }
 
 ProbeOptions *slm_view_probe_options(void *params) { return params; }
 
 void slm_view_params_init(const View *v, void *params) {
     memset(params, 0, v->params_size);
-    /* what a view that lists no --test-stories or --ablate-mode still reads */
-    *slm_view_probe_options(params) = (ProbeOptions){.ablate_mode = "zero", .n_test = STORIES_DEFAULT_TEST};
-    for (int i = 0; i < v->n_params; i++) {
-        const ViewParam *p = &v->params[i];
-        void *t = slm_view_param_target(p, params);
-        switch (p->type) {
-            case VIEW_BOOL: *(bool *)t = p->def != 0; break;
-            case VIEW_INT: *(int *)t = (int)p->def; break;
-            case VIEW_DOUBLE: *(double *)t = p->def; break;
-            case VIEW_STRING: *(const char **)t = p->def_string; break;
-            case VIEW_STRINGS: break;
-        }
-    }
+    /* what a view that lists no --test-stories still reads (the ablation's mode: zero, the enum's 0) */
+    slm_view_probe_options(params)->n_test = STORIES_DEFAULT_TEST;
+    ParamTable t = slm_view_table(v);
+    slm_params_init(&t, params);
 }
 
-int slm_view_param_choice_ok(const ViewParam *p, const char *s) {
-    if (!p->choices || !s) return 1;
-    size_t n = strlen(s);
-    for (const char *c = p->choices; *c;) {
-        size_t len = strcspn(c, ",");
-        if (len == n && strncmp(c, s, n) == 0) return 1;
-        c += len + (c[len] == ',');
-    }
-    return 0;
-}
-
-void slm_view_param_choices(const ViewParam *p, char *buf, size_t size) {
-    size_t used = 0;
-    buf[0] = '\0';
-    for (const char *c = p->choices; c && *c && used < size;) {
-        size_t len = strcspn(c, ",");
-        const char *sep = used == 0 ? "" : c[len] ? ", " : " or ";
-        used += (size_t)snprintf(buf + used, size - used, "%s%.*s", sep, (int)len, c);
-        c += len + (c[len] == ',');
-    }
-}
-
-int slm_view_params_check(const View *v, void *params, Error *e) {
-    for (int i = 0; i < v->n_params; i++) {
-        const ViewParam *p = &v->params[i];
-        if (p->type != VIEW_STRING) continue;
-        const char *s = *(const char *const *)slm_view_param_target(p, params);
-        if ((p->flags & VP_REQUIRED) && !s) return FAIL(e, NULL, "missing %s", p->name);
-        if (!slm_view_param_choice_ok(p, s)) {
-            char choices[128];
-            slm_view_param_choices(p, choices, sizeof choices);
-            return FAIL(e, NULL, "%s%s is %s, not '%s'", p->flags & VP_POSITIONAL ? "" : "--", p->name, choices, s);
-        }
-    }
+int slm_view_params_check(const View *v, void *params, ParamFront front, Error *e) {
+    ParamTable t = slm_view_table(v);
+    if (slm_params_check(&t, params, front, e)) return -1;
     return v->check ? v->check(params, e) : 0;
 }
 
 const char *slm_view_stories(const View *v, void *params) {
-    for (int i = 0; i < v->n_params; i++)
-        if (v->params[i].flags & VP_STORIES) return *(const char **)slm_view_param_target(&v->params[i], params);
+    ParamTable t = slm_view_table(v);
+    ParamList l;
+    slm_params_list(&t, &l);
+    for (int i = 0; i < l.n; i++)
+        if (l.at[i].p->flags & PARAM_STORIES) return *(const char **)slm_param_field(&l.at[i], params);
     return NULL;
-}
-
-static const char *type_name(ViewParamType t) {
-    static const char *const names[] = {"bool", "int", "number", "string", "strings"};
-    return names[t];
-}
-
-static cJSON *describe_param(const ViewParam *p) {
-    char key[64];
-    cJSON *j = cJSON_CreateObject();
-    cJSON_AddStringToObject(j, "name", p->name);
-    /* STORIES: "stories", the server's own --stories unless a request names a file under --data-dir */
-    if (!(p->flags & (VP_CLI_ONLY | VP_STORIES)))
-        cJSON_AddStringToObject(j, "key", slm_view_param_key(p, key, sizeof key));
-    if (p->alias) cJSON_AddStringToObject(j, "alias", p->alias);
-    cJSON_AddStringToObject(j, "type", type_name(p->type));
-    cJSON_AddStringToObject(j, "help", p->help ? p->help : "");
-    if (p->type == VIEW_BOOL) cJSON_AddBoolToObject(j, "default", p->def != 0);
-    if (p->type == VIEW_INT || p->type == VIEW_DOUBLE) {
-        if (strcmp(p->name, "threads") == 0)
-            cJSON_AddNullToObject(j, "default"); /* one per core of the machine it runs on */
-        else
-            cJSON_AddNumberToObject(j, "default", p->def);
-        if (p->min != p->max) {
-            cJSON_AddNumberToObject(j, "min", p->min);
-            cJSON_AddNumberToObject(j, "max", p->max);
-        }
-    }
-    if (p->type == VIEW_STRING || p->type == VIEW_STRINGS) { /* a list's default: none given */
-        if (p->def_string)
-            cJSON_AddStringToObject(j, "default", p->def_string);
-        else
-            cJSON_AddNullToObject(j, "default");
-    }
-    if (p->choices) cJSON_AddStringToObject(j, "choices", p->choices);
-    cJSON_AddBoolToObject(j, "positional", (p->flags & VP_POSITIONAL) != 0);
-    cJSON_AddBoolToObject(j, "required", (p->flags & VP_REQUIRED) != 0);
-    cJSON_AddBoolToObject(j, "cli_only", (p->flags & VP_CLI_ONLY) != 0);
-    cJSON_AddBoolToObject(j, "request_only", (p->flags & VP_REQUEST_ONLY) != 0);
-    return j;
 }
 
 cJSON *slm_view_describe(const View *v) {
     static const char *const serve[] = {"GET,POST", "POST", "CLI only"};
-    cJSON *j = cJSON_CreateObject();
-    if (!j) return NULL;
+    void *defaults = malloc(v->params_size);
+    cJSON *j = defaults ? cJSON_CreateObject() : NULL;
+    if (!j) return free(defaults), NULL;
+    slm_view_params_init(v, defaults);
     cJSON_AddStringToObject(j, "name", v->name);
     cJSON_AddStringToObject(j, "summary", v->summary);
     cJSON_AddStringToObject(j, "usage", v->usage);
     cJSON_AddStringToObject(j, "serve", serve[v->serve]);
     cJSON_AddBoolToObject(j, "svg", v->draw != NULL);
-    cJSON *list = cJSON_AddArrayToObject(j, "params");
-    for (int i = 0; list && i < v->n_params; i++) cJSON_AddItemToArray(list, describe_param(&v->params[i]));
+    ParamTable t = slm_view_table(v);
+    cJSON_AddItemToObject(j, "params", slm_params_describe(&t, defaults, 0));
+    free(defaults);
     return j;
 }
 

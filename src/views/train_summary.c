@@ -158,11 +158,11 @@ static int try_writing(const char *path, Error *e) {
 
 /* The files beside --out that this run writes: its checkpoint (OUT, or
  * OUT.raw with --ema-save), the checkpoint's optimizer state and that
- * state's ".next", the moving average, the best model, the lock. */
+ * state's ".next", the moving average, the best model. */
 typedef struct SideFiles {
     char ema[REGULARISE_PATH_MAX], best[REGULARISE_PATH_MAX], raw[REGULARISE_PATH_MAX];
     char stem[REGULARISE_PATH_MAX]; /* OUT.step (snapshots OUT.stepN.safetensors) */
-    char *adam, *next, *lock;
+    char *adam, *next;
 } SideFiles;
 
 static int side_files(SideFiles *f, const TrainOptions *o, Error *e) {
@@ -175,51 +175,60 @@ static int side_files(SideFiles *f, const TrainOptions *o, Error *e) {
     snprintf(f->stem, sizeof f->stem, "%.*s.step", stem, checkpoint);
     f->adam = slm_checkpoint_adam_path(checkpoint, e);
     f->next = f->adam ? slm_checkpoint_adam_next_path(checkpoint, e) : NULL;
-    f->lock = f->next ? slm_file_lock_path(o->out, e) : NULL;
-    return f->lock ? 0 : -1;
+    return f->next ? 0 : -1;
 }
 
-static void side_files_free(SideFiles *f) { free(f->adam), free(f->next), free(f->lock); }
+static void side_files_free(SideFiles *f) { free(f->adam), free(f->next); }
 
-int slm_train_check_outputs(const char *stories, const TrainOptions *o, const char *vocab_path, bool force, Error *e) {
+/* The plan of every file the run writes, and of what it reads. */
+static void plan_outputs(OutputPlan *p, const SideFiles *f, const char *stories, const TrainOptions *o,
+                         const char *vocab_path, bool learn_vocab, bool force) {
     struct stat st;
-    if (o->resume && stat(o->out, &st) != 0) /* said before a vocabulary is learnt for nothing */
-        return FAIL(e, "train without --resume to start a run, or give --out the model to continue",
-                    "nothing to resume: there is no model '%s' (%s)", o->out, strerror(errno));
-    int learn_vocab = stat(vocab_path, &st) != 0;
-    SideFiles f;
-    int rc = side_files(&f, o, e);
-    OutputPlan p;
-    slm_outputs_init(&p, force);
-    p.keep_hint = o->resume ? NULL : KEEP_MODEL_HINT;
-    slm_outputs_read(&p, stories);
-    slm_outputs_read(&p, learn_vocab ? NULL : vocab_path);
+    slm_outputs_init(p, force);
+    p->keep_hint = o->resume ? NULL : KEEP_MODEL_HINT;
+    slm_outputs_read(p, stories);
+    slm_outputs_read(p, learn_vocab ? NULL : vocab_path);
     void (*model)(OutputPlan *, const char *, FileKind) = o->resume ? slm_outputs_write_own : slm_outputs_write;
     FileKind read_back = o->resume ? FILE_NONE : FILE_MODEL; /* a resume reads them and says what is wrong */
-    model(&p, o->out, read_back);
-    model(&p, f.adam, read_back);
+    model(p, o->out, read_back);
+    model(p, f->adam, read_back);
     /* The state's ".next" pairs with a model only while that model's save is
      * under way: one left with no model beside it (a kill in the first save)
      * pairs with nothing, and a new run may replace it. */
     if (stat(o->out, &st) == 0)
-        model(&p, f.next, read_back);
+        model(p, f->next, read_back);
     else
-        slm_outputs_write_own(&p, f.next, FILE_MODEL);
-    model(&p, o->ema > 0 && !o->ema_save ? f.ema : NULL, FILE_MODEL);
-    model(&p, o->keep_best ? f.best : NULL, FILE_MODEL);
-    model(&p, o->ema_save ? f.raw : NULL, FILE_MODEL);
-    slm_outputs_write(&p, f.lock, FILE_LOCK);
-    slm_outputs_write(&p, learn_vocab ? vocab_path : NULL, FILE_VOCAB);
-    if (o->snapshot_every > 0) slm_outputs_family(&p, f.stem, ".safetensors", FILE_MODEL, o->resume);
-    if (!rc && learn_vocab && slm_paths_same(o->out, vocab_path))
+        slm_outputs_write_own(p, f->next, FILE_MODEL);
+    model(p, o->ema > 0 && !o->ema_save ? f->ema : NULL, FILE_MODEL);
+    model(p, o->keep_best ? f->best : NULL, FILE_MODEL);
+    model(p, o->ema_save ? f->raw : NULL, FILE_MODEL);
+    slm_outputs_write(p, learn_vocab ? vocab_path : NULL, FILE_VOCAB);
+    if (o->snapshot_every > 0) slm_outputs_family(p, f->stem, ".safetensors", FILE_MODEL, o->resume);
+}
+
+int slm_train_claim_outputs(const char *stories, const TrainOptions *o, const char *vocab_path, bool force,
+                            OutputClaims *c, bool *learn_vocab, Error *e) {
+    *c = (OutputClaims){0};
+    struct stat st;
+    if (o->resume && stat(o->out, &st) != 0) /* said before a vocabulary is learnt for nothing */
+        return FAIL(e, "train without --resume to start a run, or give --out the model to continue",
+                    "nothing to resume: there is no model '%s' (%s)", o->out, strerror(errno));
+    bool learn = vocab_path && stat(vocab_path, &st) != 0;
+    if (learn_vocab) *learn_vocab = learn;
+    SideFiles f;
+    int rc = side_files(&f, o, e);
+    OutputPlan p;
+    if (!rc) plan_outputs(&p, &f, stories, o, vocab_path, learn, force);
+    if (!rc && learn && slm_paths_same(o->out, vocab_path))
         rc = FAIL(e, "give --out and --vocab different names",
                   "'%s' would be written as the model and as the vocabulary", o->out);
-    if (!rc) rc = slm_outputs_check(&p, e);
+    if (!rc) rc = slm_outputs_claim(&p, c, e);
     /* tried now, with the same temporary file a save makes, rather than after
      * minutes of training (root passes access() where a read-only file system
      * still refuses) */
-    for (int i = 0; i < p.n_outputs && !rc; i++)
-        if (p.outputs[i].kind != FILE_LOCK && p.outputs[i].path != f.next) rc = try_writing(p.outputs[i].path, e);
+    for (int i = 0; !rc && i < p.n_outputs; i++)
+        if (p.outputs[i].path != f.next && try_writing(p.outputs[i].path, e)) rc = -1;
+    if (rc) slm_outputs_release(c);
     side_files_free(&f);
     return rc;
 }
@@ -260,9 +269,10 @@ int slm_train_learn_vocab(const char *vocab_path, const char *stories_path, int 
                  "give --vocab-size of at most the pieces above, leave it out to take as "
                  "many as the words give, or give more stories");
     if (!rc) rc = slm_train_check_story_count(vs.n_stories, &vs.skips, stories_path, e);
-    if (!rc) rc = slm_vocab_save(&v, vocab_path, e);
     if (!rc) *text = slm_vocab_to_text(&v, &len, e);
     if (!rc && !*text) rc = -1;
+    /* never over a file: one that appeared meanwhile is another writer's */
+    if (!rc) rc = slm_file_write_new(vocab_path, *text, len, e);
     *got = v.size;
     slm_vocab_free(&v);
     return rc;

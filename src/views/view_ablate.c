@@ -58,30 +58,27 @@ static int draw(ViewCall *c, const char *path, Error *e) {
  * --heads set, switched off as --ablate-mode says (a request's "mode"). */
 static int build(ViewCall *c, Error *e) {
     const AblateParams *p = c->params;
-    return slm_view_ablate(c->report, c->ps, p->heads, c->served ? "\"heads\": " : "--heads ", p->po.ablate_mode,
-                           &((AblateState *)c->state)->table, e);
+    return slm_view_ablate(c->report, c->ps, p->heads, p->po.ablate_mode, &((AblateState *)c->state)->table, e);
 }
 
-static const ViewParam params[] = {
-    VIEW_ARG(AblateParams, stories, "STORIES", VP_REQUIRED | VP_STORIES),
+static const Param params[] = {
+    VIEW_ARG(AblateParams, stories, "STORIES", PARAM_REQUIRED | PARAM_STORIES),
     VIEW_PARAMS_COMMON(AblateParams),
     VIEW_PARAMS_SVG(AblateParams),
     VIEW_PARAM_TEST_STORIES(AblateParams),
     {.name = "heads",
-     .type = VIEW_STRING,
+     .type = PARAM_HEADS,
      .offset = offsetof(AblateParams, heads),
      .meta = "HEADS",
      .help =
-         "switch this set off together, e.g. 3,5 (1:3,2:5 on a model of several layers; default: each head in turn)",
-     .flags = VP_HEADS},
+         "switch this set off together, e.g. 3,5 (1:3,2:5 on a model of several layers; default: each head in turn)"},
     /* the page's name for --ablate-mode here: a request's "ablate_mode" switches its --ablate heads off */
     {.name = "mode",
-     .type = VIEW_STRING,
+     .type = PARAM_CHOICE,
      .offset = offsetof(AblateParams, po.ablate_mode),
      .help = "how --heads are switched off: zero, or mean (the CLI's --ablate-mode)",
-     .def_string = "zero",
-     .flags = VP_REQUEST_ONLY,
-     .choices = "zero,mean"},
+     .flags = PARAM_REQUEST_ONLY,
+     .choices = VIEW_ABLATE_MODES},
 };
 
 const View view_ablate = {

@@ -119,7 +119,7 @@ static int draw(ViewCall *c, const char *path, Error *e) {
 static int check(void *params, Error *e) {
     const AttendParams *p = params;
     int layer, head;
-    if (slm_view_head(NULL, p->head, p->layer, 1, 0, &layer, &head, e)) return -1;
+    if (slm_view_head(NULL, p->head, p->layer, 1, &layer, &head, e)) return -1;
     if (p->wide && head >= 0)
         return FAIL(e, "leave out --head: --wide shows every head's weight side by side",
                     "--wide and --head %s do not go together", p->head);
@@ -130,7 +130,7 @@ static int build(ViewCall *c, Error *e) {
     const AttendParams *p = c->params;
     AttendState *st = c->state;
     int layer;
-    if (slm_view_head(&c->ps->lm.model.cfg, p->head, p->layer, 1, c->served, &layer, &st->head, e)) return -1;
+    if (slm_view_head(&c->ps->lm.model.cfg, p->head, p->layer, 1, &layer, &st->head, e)) return -1;
     st->ran = 1;
     /* st->vt is this call's copy of the run (the server's kept run is shared): its layer is this call's */
     if (slm_view_run_text(c, p->text, p->pos, VIEW_RUN_HEADS, &st->vt, e) ||
@@ -148,8 +148,8 @@ static void done(ViewCall *c) {
     if (st->ran) slm_view_release_text(c, &st->vt);
 }
 
-static const ViewParam params[] = {
-    VIEW_ARG(AttendParams, text, "TEXT", VP_REQUIRED | VP_TEXT),
+static const Param params[] = {
+    VIEW_ARG(AttendParams, text, "TEXT", PARAM_REQUIRED | PARAM_TEXT),
     VIEW_PARAMS_COMMON(AttendParams),
     VIEW_PARAMS_SVG(AttendParams),
     VIEW_PARAM_MEAN_STORIES(AttendParams),

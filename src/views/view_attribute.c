@@ -183,8 +183,8 @@ static int draw(ViewCall *c, const char *path, Error *e) {
 
 static int build(ViewCall *c, Error *e) { return attribute(c->report, c->ps, c->params, e); }
 
-static const ViewParam params[] = {
-    VIEW_ARG(AttributeParams, text, "TEXT", VP_REQUIRED | VP_TEXT),
+static const Param params[] = {
+    VIEW_ARG(AttributeParams, text, "TEXT", PARAM_REQUIRED | PARAM_TEXT),
     VIEW_PARAMS_COMMON(AttributeParams),
     VIEW_PARAMS_SVG(AttributeParams),
     VIEW_PARAM_MEAN_STORIES(AttributeParams),

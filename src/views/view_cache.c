@@ -101,28 +101,28 @@ static int check(void *params, Error *e) {
     return 0;
 }
 
-static const ViewParam params[] = {
-    VIEW_ARG(CacheParams, text, "TEXT", VP_TEXT),
+static const Param params[] = {
+    VIEW_ARG(CacheParams, text, "TEXT", PARAM_TEXT),
     VIEW_PARAMS_COMMON(CacheParams),
     VIEW_PARAM_TEST_STORIES(CacheParams),
     {.name = "stories",
-     .type = VIEW_STRING,
+     .type = PARAM_STRING,
      .offset = offsetof(CacheParams, stories),
      .meta = "FILE",
      .help = "cache the held-out test stories of FILE instead of a text",
-     .flags = VP_STORIES},
+     .flags = PARAM_STORIES},
     {.name = "out",
      .short_name = 'o',
-     .type = VIEW_STRING,
+     .type = PARAM_STRING,
      .offset = offsetof(CacheParams, out),
      .meta = "FILE",
      .help = "safetensors file to write (required); a model, stories or other file already there is kept",
-     .flags = VP_CLI_ONLY},
+     .flags = PARAM_CLI_ONLY},
     {.name = "force",
-     .type = VIEW_BOOL,
+     .type = PARAM_BOOL,
      .offset = offsetof(CacheParams, po.force),
      .help = "replace an output file that holds a model, stories or other data (kept otherwise)",
-     .flags = VP_CLI_ONLY},
+     .flags = PARAM_CLI_ONLY},
 };
 const View view_cache = {
     .name = "cache",

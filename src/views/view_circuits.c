@@ -13,7 +13,7 @@
 #include "storylm/svg.h"
 
 /* The stories of the mean input (--stories) are the session's in the server
- * (VP_STORIES); check moves them to po.mean_stories, so that no session
+ * (PARAM_STORIES); check moves them to po.mean_stories, so that no session
  * reads them as its own (circuits reads no stories but these). */
 typedef struct CircuitsParams {
     ProbeOptions po;
@@ -157,10 +157,10 @@ static void build_report(Report *r, const ProbeSession *ps, const char *stories,
 }
 
 /* The stories of the mean input, z_mean over their test stories, and the
- * circuits from it (served: a request's, named so in messages). */
-static int circuits(Report *r, const ProbeSession *ps, const CircuitsParams *cp, int served, Error *e) {
+ * circuits from it. */
+static int circuits(Report *r, const ProbeSession *ps, const CircuitsParams *cp, Error *e) {
     const Model *m = &ps->lm.model;
-    int layer, head, rc = slm_view_head(&m->cfg, cp->head, cp->layer, 1, served, &layer, &head, e);
+    int layer, head, rc = slm_view_head(&m->cfg, cp->head, cp->layer, 1, &layer, &head, e);
     char warning[400] = "";
     const char *path =
         rc ? NULL
@@ -228,21 +228,21 @@ static int check(void *params, Error *e) {
     CircuitsParams *p = params;
     int layer, head;
     if (p->stories) p->po.mean_stories = p->stories, p->stories = NULL;
-    return slm_view_head(NULL, p->head, p->layer, 1, 0, &layer, &head, e);
+    return slm_view_head(NULL, p->head, p->layer, 1, &layer, &head, e);
 }
 
-static int build(ViewCall *c, Error *e) { return circuits(c->report, c->ps, c->params, c->served, e); }
+static int build(ViewCall *c, Error *e) { return circuits(c->report, c->ps, c->params, e); }
 
-static const ViewParam params[] = {
+static const Param params[] = {
     VIEW_PARAMS_COMMON(CircuitsParams),
     VIEW_PARAMS_SVG(CircuitsParams),
     VIEW_PARAM_TEST_STORIES(CircuitsParams),
     {.name = "stories",
-     .type = VIEW_STRING,
+     .type = PARAM_STRING,
      .offset = offsetof(CircuitsParams, stories),
      .meta = "FILE",
      .help = "stories for the mean input and --ablate-mode mean (needed; info names the training file)",
-     .flags = VP_STORIES},
+     .flags = PARAM_STORIES},
     VIEW_HEAD_PARAM(CircuitsParams, head, "only this head: H of the block shown, or L:H (-1: every head)"),
     VIEW_INT_PARAM(CircuitsParams, layer, "layer", "L", "the transformer block whose heads to show", 1,
                    STORYLM_MAX_TF_LAYERS, 1),

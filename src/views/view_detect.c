@@ -234,8 +234,8 @@ static int draw(ViewCall *c, const char *path, Error *e) {
     return rc;
 }
 
-static const ViewParam params[] = {
-    VIEW_ARG(DetectParams, stories, "STORIES", VP_REQUIRED | VP_STORIES),
+static const Param params[] = {
+    VIEW_ARG(DetectParams, stories, "STORIES", PARAM_REQUIRED | PARAM_STORIES),
     VIEW_PARAM_MODELS(DetectParams, models, "repeat for snapshots"),
     VIEW_PARAMS_ABLATE(DetectParams),
     VIEW_PARAMS_OUTPUT(DetectParams),
@@ -245,7 +245,7 @@ static const ViewParam params[] = {
     VIEW_INT_PARAM(DetectParams, length, "length", "L", "random tokens in each copy", 2, 100000, 100),
     {.name = "seed",
      .short_name = 's',
-     .type = VIEW_INT,
+     .type = PARAM_INT,
      .offset = offsetof(DetectParams, seed),
      .meta = "N",
      .help = "seed of the random sequences",

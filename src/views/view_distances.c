@@ -114,7 +114,7 @@ static int build(ViewCall *c, Error *e) {
 
 static void done(ViewCall *c) { free(((DistancesState *)c->state)->table); }
 
-static const ViewParam params[] = {
+static const Param params[] = {
     VIEW_PARAM_MODEL(DistancesParams),
     VIEW_PARAMS_OUTPUT(DistancesParams),
     VIEW_PARAMS_SVG(DistancesParams),

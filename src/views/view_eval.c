@@ -85,28 +85,28 @@ static void done(ViewCall *c) {
     if (st->ran) slm_view_release_text(c, &st->vt);
 }
 
-static const ViewParam params[] = {
-    VIEW_ARG(EvalParams, stories, "STORIES", VP_STORIES),
+static const Param params[] = {
+    VIEW_ARG(EvalParams, stories, "STORIES", PARAM_STORIES),
     VIEW_PARAM_MODEL(EvalParams),
     VIEW_BOOL_PARAM(EvalParams, all, "all", "every story of the file, not only the held-out ones"),
     {.name = "text",
-     .type = VIEW_STRING,
+     .type = PARAM_STRING,
      .offset = offsetof(EvalParams, text),
      .meta = "TEXT",
      .help = "measure one typed text instead of the stories",
-     .flags = VP_TEXT},
+     .flags = PARAM_TEXT},
     VIEW_PARAM_TEST_STORIES(EvalParams),
     VIEW_PARAMS_ABLATE(EvalParams),
     VIEW_PARAMS_OUTPUT(EvalParams),
     {.name = "max-positions",
-     .type = VIEW_INT,
+     .type = PARAM_INT,
      .offset = offsetof(EvalParams, max_positions),
      .meta = "N",
      .help = "positions per forward pass",
      .min = 64,
      .max = 1 << 20,
      .def = 4096,
-     .flags = VP_CLI_ONLY},
+     .flags = PARAM_CLI_ONLY},
 };
 
 const View view_eval = {

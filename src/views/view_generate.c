@@ -28,24 +28,21 @@ static const float *feed_prompt(GeneratorBatch *g, int slot, int32_t eos, const 
 }
 
 ViewGenerateOptions slm_view_generate_defaults(void) {
-    return (ViewGenerateOptions){.max_tokens = 200,
-                                 .top_k = SAMPLER_DEFAULT_TOP_K,
-                                 .temperature = SAMPLER_DEFAULT_TEMPERATURE,
-                                 .top_p = SAMPLER_DEFAULT_TOP_P,
-                                 .min_p = SAMPLER_DEFAULT_MIN_P,
-                                 .repeat_penalty = SAMPLER_DEFAULT_REPEAT_PENALTY,
-                                 .repeat_last_n = SAMPLER_DEFAULT_REPEAT_LAST_N,
-                                 .threads = 1};
+    GenerateParams p = {0};
+    slm_params_init(&params_generate, &p);
+    p.go.threads = 1;
+    return p.go;
 }
 
 void slm_view_generate_settings_json(cJSON *j, const ViewGenerateOptions *go) {
+    const SamplerSettings *st = &go->sampling;
     cJSON_AddNumberToObject(j, "max_tokens", go->max_tokens);
-    cJSON_AddNumberToObject(j, "temperature", go->temperature);
-    cJSON_AddNumberToObject(j, "top_k", go->top_k);
-    cJSON_AddNumberToObject(j, "top_p", go->top_p);
-    cJSON_AddNumberToObject(j, "min_p", go->min_p);
-    cJSON_AddNumberToObject(j, "repeat_penalty", go->repeat_penalty);
-    cJSON_AddNumberToObject(j, "repeat_last_n", go->repeat_last_n);
+    cJSON_AddNumberToObject(j, "temperature", st->temperature);
+    cJSON_AddNumberToObject(j, "top_k", st->top_k);
+    cJSON_AddNumberToObject(j, "top_p", st->top_p);
+    cJSON_AddNumberToObject(j, "min_p", st->min_p);
+    cJSON_AddNumberToObject(j, "repeat_penalty", st->repeat_penalty);
+    cJSON_AddNumberToObject(j, "repeat_last_n", st->repeat_last_n);
 }
 
 cJSON *slm_view_generate_defaults_json(void) {
@@ -55,14 +52,8 @@ cJSON *slm_view_generate_defaults_json(void) {
     return j;
 }
 
-/* The sampler's settings of go (a repeat penalty of 0 is none). */
-static SamplerSettings sampler_settings(const ViewGenerateOptions *go) {
-    return (SamplerSettings){.temperature = (float)go->temperature,
-                             .top_k = go->top_k,
-                             .top_p = (float)go->top_p,
-                             .min_p = (float)go->min_p,
-                             .repeat_penalty = go->repeat_penalty == 0 ? 1.0f : (float)go->repeat_penalty,
-                             .repeat_last_n = go->repeat_last_n};
+int slm_view_generate_n_probs(const ViewGenerateOptions *go, int vocab_size) {
+    return go->n_probs < vocab_size ? go->n_probs : vocab_size; /* the sampler has no more to give */
 }
 
 /* What every story needs but its tokens: the prompt's ids (copied from
@@ -78,11 +69,8 @@ static int story_setup(ViewGenerator *vg, const LoadedModel *lm, const char *pro
                           .stops = go->stops,
                           .n_stops = go->n_stops,
                           .logprobs = go->logprobs || go->n_probs > 0,
-                          .n_probs = go->n_probs};
-    if (go->n_probs < 0 || go->n_probs > SAMPLER_MAX_N_PROBS)
-        return FAIL(e, "use 0 <= --n-probs <= 20", "invalid sampling settings: n-probs %d", go->n_probs);
-    for (int i = 0; i < go->n_stops; i++)
-        if (!go->stops[i][0]) return FAIL(e, "give --stop a string of one character or more", "an empty stop string");
+                          .n_probs = slm_view_generate_n_probs(go, lm->model.cfg.vocab_size)};
+    if (slm_view_generate_check(go, e)) return -1;
     int rc = prompt_ids ? slm_intvec_reserve(&vg->ids, prompt_ids->len + 1, e)
                         : slm_text_check(prompt, strlen(prompt), "the prompt", e) ||
                               slm_tokenizer_encode(&lm->tokenizer, prompt, strlen(prompt), &vg->ids, e);
@@ -90,8 +78,7 @@ static int story_setup(ViewGenerator *vg, const LoadedModel *lm, const char *pro
         memcpy(vg->ids.data, prompt_ids->data, prompt_ids->len * sizeof(int32_t));
         vg->ids.len = prompt_ids->len;
     }
-    SamplerSettings st = sampler_settings(go);
-    if (!rc) rc = slm_sampler_init_with(&vg->smp, lm->model.cfg.vocab_size, &st, seed, e);
+    if (!rc) rc = slm_sampler_init_with(&vg->smp, lm->model.cfg.vocab_size, &go->sampling, seed, e);
     if (rc) slm_intvec_free(&vg->ids);
     vg->prompt_tokens = (int)vg->ids.len;
     return rc;

@@ -112,15 +112,15 @@ static void done(ViewCall *c) {
     if (st->ran) slm_view_release_text(c, &st->vt);
 }
 
-static const ViewParam params[] = {
-    VIEW_ARG(GuessParams, text, "TEXT", VP_REQUIRED | VP_TEXT),
-    VIEW_ARG(GuessParams, stories, "STORIES", VP_STORIES),
+static const Param params[] = {
+    VIEW_ARG(GuessParams, text, "TEXT", PARAM_REQUIRED | PARAM_TEXT),
+    VIEW_ARG(GuessParams, stories, "STORIES", PARAM_STORIES),
     VIEW_PARAMS_COMMON(GuessParams),
     VIEW_PARAM_TEST_STORIES(GuessParams),
     VIEW_INT_PARAM(GuessParams, pos, "pos", "N", "the position guessing the next token; negative: from the end",
                    -1000000, 1000000, -1),
     {.name = "top-k",
-     .type = VIEW_INT,
+     .type = PARAM_INT,
      .offset = offsetof(GuessParams, top),
      .meta = "K",
      .help = "the K most likely next tokens to show",

@@ -105,20 +105,20 @@ static void done(ViewCall *c) {
     if (st->drawing) slm_svg_free(&st->s);
 }
 
-static const ViewParam params[] = {
-    VIEW_ARG(HeadsParams, stories, "STORIES", VP_REQUIRED | VP_STORIES),
+static const Param params[] = {
+    VIEW_ARG(HeadsParams, stories, "STORIES", PARAM_REQUIRED | PARAM_STORIES),
     {.name = "model",
      .short_name = 'm',
-     .type = VIEW_STRINGS,
+     .type = PARAM_STRINGS,
      .offset = offsetof(HeadsParams, models),
      .meta = "FILE",
      .help = "model file; repeat for snapshots (default: ./" DEFAULT_MODEL_PATH ", else the shipped model)",
-     .flags = VP_SERVED},
+     .flags = PARAM_SERVED},
     VIEW_PARAMS_OUTPUT(HeadsParams),
     VIEW_PARAMS_SVG(HeadsParams),
     VIEW_PARAM_TEST_STORIES(HeadsParams),
     {.name = "top-k",
-     .type = VIEW_INT,
+     .type = PARAM_INT,
      .offset = offsetof(HeadsParams, top),
      .meta = "K",
      .help = "the K tokens read most, per head",

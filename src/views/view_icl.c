@@ -223,8 +223,8 @@ static int draw(ViewCall *c, const char *path, Error *e) {
     return rc;
 }
 
-static const ViewParam params[] = {
-    VIEW_ARG(IclParams, stories, "STORIES", VP_REQUIRED | VP_STORIES),
+static const Param params[] = {
+    VIEW_ARG(IclParams, stories, "STORIES", PARAM_REQUIRED | PARAM_STORIES),
     VIEW_PARAM_MODELS(IclParams, models, "repeat to compare"),
     VIEW_PARAMS_ABLATE(IclParams),
     VIEW_PARAMS_OUTPUT(IclParams),

@@ -300,7 +300,7 @@ static int build(ViewCall *c, Error *e) {
     return info(c->report, c->ps ? c->ps->model_path : slm_view_probe_options(c->params)->model, e);
 }
 
-static const ViewParam params[] = {
+static const Param params[] = {
     VIEW_PARAM_MODEL(InfoParams),
     VIEW_PARAMS_OUTPUT(InfoParams),
 };

@@ -89,7 +89,7 @@ static void scheme(Report *r, const ModelConfig *c) {
 static int check(void *params, Error *e) {
     const LookupParams *p = params;
     int layer, head;
-    return slm_view_head(NULL, p->head, p->layer, 0, 0, &layer, &head, e);
+    return slm_view_head(NULL, p->head, p->layer, 0, &layer, &head, e);
 }
 
 static int build(ViewCall *c, Error *e) {
@@ -97,7 +97,7 @@ static int build(ViewCall *c, Error *e) {
     LookupState *st = c->state;
     const ModelConfig *cfg = &c->ps->lm.model.cfg;
     int layer, head;
-    if (slm_view_head(cfg, p->head, p->layer, 0, c->served, &layer, &head, e)) return -1;
+    if (slm_view_head(cfg, p->head, p->layer, 0, &layer, &head, e)) return -1;
     st->ran = 1;
     if (slm_view_run_text(c, p->text, p->pos, VIEW_RUN_HEADS, &st->vt, e) ||
         slm_probe_runner_layer(&st->vt.runner, layer, e))
@@ -129,19 +129,18 @@ static void done(ViewCall *c) {
     if (st->ran) slm_view_release_text(c, &st->vt);
 }
 
-static const ViewParam params[] = {
-    VIEW_ARG(LookupParams, text, "TEXT", VP_REQUIRED | VP_TEXT),
+static const Param params[] = {
+    VIEW_ARG(LookupParams, text, "TEXT", PARAM_REQUIRED | PARAM_TEXT),
     VIEW_PARAMS_COMMON(LookupParams),
     VIEW_PARAM_MEAN_STORIES(LookupParams),
     VIEW_INT_PARAM(LookupParams, pos, "pos", "N", "the position reading; negative: from the end", -1000000, 1000000,
                    -1),
     {.name = "head",
-     .type = VIEW_STRING,
+     .type = PARAM_HEADS,
      .offset = offsetof(LookupParams, head),
      .meta = "HEAD",
      .help = "the head: H of the layer shown, or L:H (2:3 is layer 2's head 3)",
-     .def_string = "0",
-     .flags = VP_HEADS},
+     .def_string = "0"},
     VIEW_INT_PARAM(LookupParams, layer, "layer", "L", "the layer (or transformer block) of the head", 1,
                    STORYLM_MAX_TF_LAYERS, 1),
 };

@@ -214,9 +214,9 @@ static int draw(ViewCall *c, const char *path, Error *e) {
 
 static int build(ViewCall *c, Error *e) { return patch(c->report, c->ps, c->params, e); }
 
-static const ViewParam params[] = {
-    VIEW_ARG(PatchParams, clean, "CLEAN", VP_REQUIRED | VP_TEXT),
-    VIEW_ARG(PatchParams, corrupt, "CORRUPT", VP_REQUIRED | VP_TEXT),
+static const Param params[] = {
+    VIEW_ARG(PatchParams, clean, "CLEAN", PARAM_REQUIRED | PARAM_TEXT),
+    VIEW_ARG(PatchParams, corrupt, "CORRUPT", PARAM_REQUIRED | PARAM_TEXT),
     VIEW_PARAMS_COMMON(PatchParams),
     VIEW_PARAMS_SVG(PatchParams),
     VIEW_PARAM_MEAN_STORIES(PatchParams),

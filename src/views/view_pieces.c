@@ -59,8 +59,8 @@ static int build(ViewCall *c, Error *e) {
     return st->n < 0 ? -1 : 0;
 }
 
-static const ViewParam params[] = {
-    VIEW_ARG(PiecesParams, stories, "STORIES", VP_REQUIRED | VP_STORIES),
+static const Param params[] = {
+    VIEW_ARG(PiecesParams, stories, "STORIES", PARAM_REQUIRED | PARAM_STORIES),
     VIEW_PARAMS_COMMON(PiecesParams),
     VIEW_PARAMS_SVG(PiecesParams),
     VIEW_PARAM_TEST_STORIES(PiecesParams),

@@ -149,17 +149,17 @@ static int check(void *params, Error *e) {
     return 0;
 }
 
-static const ViewParam params[] = {
-    VIEW_ARG(RepeatsParams, stories, "STORIES", VP_REQUIRED | VP_STORIES),
+static const Param params[] = {
+    VIEW_ARG(RepeatsParams, stories, "STORIES", PARAM_REQUIRED | PARAM_STORIES),
     VIEW_PARAM_MODEL(RepeatsParams),
     VIEW_PARAMS_OUTPUT(RepeatsParams),
     VIEW_PARAM_TEST_STORIES(RepeatsParams),
     {.name = "text",
-     .type = VIEW_STRING,
+     .type = PARAM_STRING,
      .offset = offsetof(RepeatsParams, text),
      .meta = "TEXT",
      .help = "mark a typed story instead of a test story",
-     .flags = VP_TEXT},
+     .flags = PARAM_TEXT},
     VIEW_INT_PARAM(RepeatsParams, story, "story", "N", "the test story to mark (from 0)", 0, 1000000, 0),
     VIEW_INT_PARAM(RepeatsParams, common, "common", "N", "most common tokens left unmarked (names are marked)", 0,
                    100000, 100),

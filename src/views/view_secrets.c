@@ -51,8 +51,8 @@ static void ablate_row(ReportTable *t, const char *heads, const AblateScore *s, 
     }
 }
 
-int slm_view_ablate(Report *r, const ProbeSession *ps, const char *heads, const char *what, const char *mode,
-                    ReportTable **table, Error *e) {
+int slm_view_ablate(Report *r, const ProbeSession *ps, const char *heads, AblationMode mode, ReportTable **table,
+                    Error *e) {
     const Stories *s = &ps->stories;
     const ModelConfig *c = &ps->lm.model.cfg;
     int H = slm_model_heads(c), rc; /* every layer's heads, in turn */
@@ -60,9 +60,9 @@ int slm_view_ablate(Report *r, const ProbeSession *ps, const char *heads, const 
     NameTargets names = {0};
     AblateScore base, score;
     ReportTable *t = NULL;
-    rc = heads ? slm_head_list_parse(heads, c, what, &set, e) : 0;
+    rc = heads ? slm_head_list_parse(heads, c, "heads", &set, e) : 0;
     float *mean = ps->mean, *own_mean = NULL; /* mean ablation without --ablate: the means are made here */
-    if (!rc && !mean && strcmp(mode, "mean") == 0) {
+    if (!rc && !mean && mode == ABLATE_MEAN) {
         mean = own_mean = xmalloc((size_t)H * c->value_dim * sizeof(float), e);
         rc = mean ? slm_probe_head_means(&ps->lm.model, s, s->test, s->n_test, mean, e) : -1;
     }

@@ -94,8 +94,8 @@ static int draw(ViewCall *c, const char *path, Error *e) {
 
 static int build(ViewCall *c, Error *e) { return stats(c->report, c->ps, ((const StatsParams *)c->params)->common, e); }
 
-static const ViewParam params[] = {
-    VIEW_ARG(StatsParams, stories, "STORIES", VP_REQUIRED | VP_STORIES),
+static const Param params[] = {
+    VIEW_ARG(StatsParams, stories, "STORIES", PARAM_REQUIRED | PARAM_STORIES),
     VIEW_PARAM_MODEL(StatsParams),
     VIEW_PARAMS_OUTPUT(StatsParams),
     VIEW_PARAMS_SVG(StatsParams),

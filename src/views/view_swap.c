@@ -249,24 +249,24 @@ static int build(ViewCall *c, Error *e) {
     return swap_stories(c, base, e);
 }
 
-static const ViewParam params[] = {
-    VIEW_ARG(SwapParams, stories, "STORIES", VP_REQUIRED | VP_STORIES),
+static const Param params[] = {
+    VIEW_ARG(SwapParams, stories, "STORIES", PARAM_REQUIRED | PARAM_STORIES),
     VIEW_PARAMS_COMMON(SwapParams),
     VIEW_PARAMS_SVG(SwapParams),
     VIEW_PARAM_TEST_STORIES(SwapParams),
     VIEW_STRING_PARAM(SwapParams, baseline, "baseline", "FILE", "a window8 model to compare with"),
     {.name = "names",
-     .type = VIEW_STRING,
+     .type = PARAM_STRING,
      .offset = offsetof(SwapParams, names),
      .meta = "LIST",
      .help = "names to swap in, e.g. lily,fred,zarko",
      .alias = "name"},
     {.name = "text",
-     .type = VIEW_STRING,
+     .type = PARAM_STRING,
      .offset = offsetof(SwapParams, text),
      .meta = "TEXT",
      .help = "rename the hero of this typed story to --names NAME instead",
-     .flags = VP_TEXT},
+     .flags = PARAM_TEXT},
 };
 
 const View view_swap = {

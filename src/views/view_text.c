@@ -38,15 +38,19 @@ void slm_view_text_free(ViewText *vt) {
     *vt = (ViewText){0};
 }
 
-int slm_view_head(const ModelConfig *c, const char *head, int layer, int all, int served, int *out_layer, int *out_head,
-                  Error *e) {
-    const char *what = served ? "\"head\": " : "--head ";
+int slm_view_head(const ModelConfig *c, const char *head, int layer, int all, int *out_layer, int *out_head, Error *e) {
     *out_layer = layer, *out_head = -1;
-    if (!head && !all) return FAIL(e, "give one head, like 3 or 2:3", "%sis missing: this view reads one head", what);
-    if (!head || slm_head_parse(head, c, layer, all, what, out_layer, out_head, e)) return head ? -1 : 0;
-    if (*out_layer == layer || layer == 1) return 0; /* --layer's default gives way to L:H */
-    return FAIL(e, "name the layer once: --head L:H, or --layer L --head H", "%s%s and %s%d name different layers",
-                what, head, served ? "\"layer\": " : "--layer ", layer);
+    if (!head && !all) {
+        FAIL(e, "give one head, like 3 or 2:3", "is missing: this view reads one head");
+        slm_error_set_param(e, ERROR_PARAM_MISSING, "head", "head", NULL, 0, 0);
+        return -1;
+    }
+    if (!head || slm_head_parse(head, c, layer, all, "head", out_layer, out_head, e)) return head ? -1 : 0;
+    if (*out_layer == layer || layer == 1) return 0; /* the layer's default gives way to L:H */
+    FAIL(e, "name the layer once: L:H alone, or the layer and a plain H", "names layer %d, and the layer given is %d",
+         *out_layer, layer);
+    slm_error_set_param(e, ERROR_PARAM_VALUE, "head", "head", head, 1, 0);
+    return -1;
 }
 
 /* ---- Tool 1: attend ---------------------------------------------------------- */
@@ -243,7 +247,8 @@ void slm_view_loss(Report *r, const ProbeSession *ps, const ViewText *vt, const 
     int right = 0;
     for (int p = 0; p + 1 < T; p++) {
         int rank, target = vt->ids.data[p + 1];
-        double prob = slm_probe_probability(&vt->runner.acts, p, target, &rank), loss = -log(prob);
+        double prob = slm_probe_probability(&vt->runner.acts, p, target, &rank),
+               loss = slm_probe_loss(&vt->runner.acts, p, target);
         sum += loss;
         right += rank == 1;
         slm_table_row(tab);

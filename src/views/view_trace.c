@@ -92,14 +92,14 @@ static void done(ViewCall *c) {
     if (st->ran) slm_view_release_text(c, &st->vt);
 }
 
-static const ViewParam params[] = {
-    VIEW_ARG(TraceParams, text, "TEXT", VP_REQUIRED | VP_TEXT),
+static const Param params[] = {
+    VIEW_ARG(TraceParams, text, "TEXT", PARAM_REQUIRED | PARAM_TEXT),
     VIEW_PARAMS_COMMON(TraceParams),
     VIEW_PARAMS_SVG(TraceParams),
     VIEW_PARAM_MEAN_STORIES(TraceParams),
     VIEW_INT_PARAM(TraceParams, units, "units", "N", "most active hidden units to show", 1, 4096, 10),
     {.name = "top-k",
-     .type = VIEW_INT,
+     .type = PARAM_INT,
      .offset = offsetof(TraceParams, guesses),
      .meta = "K",
      .help = "the K most likely next tokens to show",

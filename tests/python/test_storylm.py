@@ -7,6 +7,7 @@ import copy
 import functools
 import gc
 import json
+import math
 import os
 import pathlib
 import subprocess
@@ -157,7 +158,8 @@ class LogitsAndLoss(unittest.TestCase):
                 x = logits[t].astype(np.float64)
                 p = np.exp(x[row["target_id"]] - x.max()) / np.exp(x - x.max()).sum()
                 self.assertAlmostEqual(p / row["probability"], 1.0, delta=1e-5, msg="%s position %d" % (path, t))
-                self.assertEqual(int((logits[t] > logits[t][row["target_id"]]).sum()) + 1, row["rank"])
+                x, tid = logits[t], row["target_id"]  # ranked as argmax takes it: a tie with an earlier id is above
+                self.assertEqual(int((x > x[tid]).sum() + (x[:tid] == x[tid]).sum()) + 1, row["rank"])
 
     def test_ids_run_as_given(self):
         m = model(model_paths()[0])
@@ -325,6 +327,14 @@ class Hooks(unittest.TestCase):
 
         self.assertLess(m.loss(TEXT, fwd_hooks=[("hook_logits", certain)]), 1e-20)
 
+    def test_huge_logits_give_the_loss_of_equal_tokens(self):
+        m = model(model_paths()[0])
+
+        def flat(x, hook):  # every token as likely: log(V), not the 0 of 3e38 + log(V) in float
+            x[:] = 3e38
+
+        self.assertAlmostEqual(m.loss(TEXT, fwd_hooks=[("hook_logits", flat)]), math.log(m.cfg.vocab_size), places=5)
+
     def test_a_hook_that_raises_raises_its_exception(self):
         m = model(model_paths()[0])
 
@@ -487,14 +497,28 @@ class Refusals(unittest.TestCase):
         with self.assertRaises(ValueError):
             m.generate("Tom", max_tokens=3, stories="stories.txt\0x")
 
-    def test_whole_numbers_that_do_not_fit_raise_naming_the_keyword(self):
+    def test_whole_numbers_out_of_the_clis_range_raise_naming_the_keyword(self):
+        # one table, one range: the CLI's (never a C type's, which ctypes would wrap)
         m = model(model_paths()[0])
-        for kw, says in [(dict(max_tokens=2**32 + 3), "max_tokens=4294967299"), (dict(top_k=2**32), "top_k=4294967296"),
-                         (dict(samples=2**32 + 1), "samples=4294967297"), (dict(seed=2**64), "seed=18446744073709551616"),
-                         (dict(seed=-2), "seed=-2"), (dict(max_tokens=-2**31 - 1), "max_tokens=-2147483649")]:
-            with self.assertRaises(OverflowError) as cm:
+        for kw, says in [(dict(max_tokens=2**32 + 3), "max_tokens=4294967299 is out of range (0 to 1000000)"),
+                         (dict(top_k=2**32), "top_k=4294967296 is out of range (0 to 1000000)"),
+                         (dict(samples=2**32 + 1), "samples=4294967297 is out of range (1 to 4096)"),
+                         (dict(seed=2**64), "seed=18446744073709551616 is out of range (-1 to 2147483647)"),
+                         (dict(seed=-2), "seed=-2 is out of range"),
+                         (dict(max_tokens=-2**31 - 1), "max_tokens=-2147483649 is out of range")]:
+            with self.assertRaises(storylm.KeywordError) as cm:
                 m.generate("Tom", **kw)
-            self.assertIn(says, str(cm.exception))
+            self.assertIn("generate: " + says, str(cm.exception))
+            self.assertIsInstance(cm.exception, ValueError)
+        # the CLI refuses the same values with the same range, in its own words
+        for flag, kw, value in [("--tokens", "max_tokens", 1000001), ("--samples", "samples", 4097),
+                                ("--seed", "seed", 2**31)]:
+            with self.assertRaises(storylm.KeywordError) as cm:
+                m.generate("Tom", **{kw: value})
+            got = subprocess.run([CLI, "generate", "Tom", flag, str(value)], capture_output=True, text=True)
+            self.assertEqual(got.returncode, 2)
+            rng = str(cm.exception).split(" is out of range ")[1]
+            self.assertIn("%s %d is out of range %s" % (flag, value, rng), got.stderr)
         with self.assertRaises(TypeError) as cm:
             m.generate("Tom", max_tokens=2.5)
         self.assertIn("max_tokens=2.5", str(cm.exception))
@@ -566,8 +590,9 @@ class Ablate(unittest.TestCase):
 
     def test_heads_the_model_lacks_are_refused_with_its_range(self):
         m = model(os.path.join(MODELS, "tinystories-layers2.safetensors"))
-        for ablate, says in [("2:8", "ablate=2:8: head 8 is out of range: this model has layers 1 to 2 of heads 0 to 7"),
-                             ([3, "3:0"], "ablate=3,3:0: layer 3 is out of range"), ("x", "cannot read ablate='x'")]:
+        for ablate, says in [("2:8", "ablate='2:8': head 8 is out of range: this model has layers 1 to 2 of heads 0 to 7"),
+                             ([3, "3:0"], "ablate=[3, '3:0']: layer 3 is out of range"),
+                             ("x", "ablate='x' is not a list of heads")]:
             with self.assertRaises(storylm.StorylmError) as cm:
                 m.loss(TEXT, ablate=ablate)
             self.assertIn(says, cm.exception.message)
@@ -575,6 +600,12 @@ class Ablate(unittest.TestCase):
         for ablate in [True, 1.5, [], [None]]:
             with self.assertRaises(storylm.StorylmError):
                 m.generate("Tom", max_tokens=3, ablate=ablate)
+        # generate reads ablate= with its table (the CLI's --ablate), the heads as the library reads them
+        self.assertEqual(storylm.generate_params()["ablate"]["type"], "heads")
+        with self.assertRaises(storylm.KeywordError) as cm:
+            m.generate("Tom", max_tokens=3, ablate=[3, "2:8"])
+        self.assertIn("generate: ablate=[3, '2:8']: head 8 is out of range: this model has layers 1 to 2",
+                      cm.exception.message)
 
 
 class Generate(unittest.TestCase):
@@ -617,11 +648,25 @@ class Generate(unittest.TestCase):
         # each named by its keyword and value, the hint in Python's words
         for kw, says in [(dict(top_p=0), "top_p=0"), (dict(top_k=-1), "top_k=-1"), (dict(samples=0), "samples=0"),
                          (dict(max_tokens=-5), "max_tokens=-5"), (dict(temperature=-1), "temperature=-1"),
-                         (dict(precision="fp8"), "precision 'fp8'")]:
+                         (dict(temperature=200), "generate: temperature=200 is out of range (0 to 100)"),
+                         (dict(precision="fp8"), "precision='fp8' is not fp32 or bf16"),
+                         (dict(repeat_penalty=0), "repeat_penalty=0"), (dict(stop=""), "stop='' is empty")]:
             with self.assertRaises(storylm.StorylmError) as cm:
                 m.generate("Tom", **kw)
             self.assertIn(says, cm.exception.message)
-            self.assertNotIn("--", cm.exception.hint)
+            self.assertNotIn("--", cm.exception.message + cm.exception.hint)
+        # a keyword generate does not take is a TypeError naming the nearest; a value of the wrong type too
+        with self.assertRaises(TypeError) as cm:
+            m.generate("Tom", tempreature=0.5)
+        self.assertIn("generate: no option tempreature=; did you mean temperature=?", str(cm.exception))
+        with self.assertRaises(TypeError) as cm:
+            m.generate("Tom", min_p="high")
+        self.assertIn("min_p='high' is not a number", str(cm.exception))
+        # the table's other options are keywords too, as the CLI's flags
+        self.assertEqual(m.generate("Tom", max_tokens=20, seed=3, repeat_penalty=1.3, min_p=0.05, stop="."),
+                         cli("generate", "Tom", "--json", "-n", "20", "-s", "3", "--repeat-penalty", "1.3", "--min-p",
+                             "0.05", "--stop", ".", "-m", m.path)["samples"][0]["text"])
+        self.assertEqual(storylm.generate_params()["max_tokens"]["max"], 1000000)
 
 
 @unittest.skipUnless(SMALL_STORIES, "no stories to train on (tests/e2e_python.sh gives them)")
@@ -698,6 +743,7 @@ class Train(unittest.TestCase):
         out = os.path.join(tempfile.gettempdir(), "never.safetensors")
         for opts, says in [(dict(seed="x"), "seed='x' is not a whole number"),
                            (dict(seed=2**40), "seed=1099511627776 is out of range (0 to 2147483647)"),
+                           (dict(lr=0), "lr=0 is out of range (1e-07 to 1)"),
                            (dict(stpes=3), "no option stpes=; did you mean steps=?"),
                            (dict(force="yes"), "force='yes': give force=True")]:
             with self.assertRaises(storylm.StorylmError) as cm:

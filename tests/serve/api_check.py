@@ -337,6 +337,13 @@ try:
     refused("min_p above 1", 400, path="/api/generate", body={"prompt": "a", "min_p": 1.5})
     refused("repeat_penalty zero", 400, path="/api/generate", body={"prompt": "a", "repeat_penalty": 0})
     refused("n_probs above 20", 400, path="/api/generate", body={"prompt": "a", "n_probs": 21})
+    three = "models/three-tokens.safetensors"
+    for seed in range(1, 4):
+        status, events = srv.events({"model": three, "prompt": "a", "n_probs": 20, "max_tokens": 20, "seed": seed})
+        tokens = [d for n, d in events if n == "message"]
+        ok("n_probs 20 on a model of 3 tokens: its 3 tokens, each once (seed %d)" % seed,
+           status == 200 and tokens and all(sorted(a["id"] for a in t["top_logprobs"]) == [0, 1, 2] for t in tokens))
+    ok("n_probs 20 on a model of 3 tokens: the server lives on", srv.get("/api/health")[0] == 200)
     refused("an unknown precision", 400, path="/api/generate", body={"prompt": "a", "precision": "fp8"})
     refused("a precision not a string", 400, path="/api/generate", body={"prompt": "a", "precision": 16})
     refused("an empty stop string", 400, path="/api/generate", body={"prompt": "a", "stop": [""]})

@@ -12,15 +12,16 @@ import time
 class Server:
     """storylm serve on a free port, in the current folder."""
 
-    def __init__(self, storylm, *args):
-        self.log = open("serve.log", "w")
+    def __init__(self, storylm, *args, log="serve.log"):
+        self.log_name = log
+        self.log = open(log, "w")
         self.proc = subprocess.Popen([storylm, "serve", "--port", "0", *args], stdout=subprocess.PIPE,
                                      stderr=self.log, text=True)
         line = self.proc.stdout.readline()
         m = re.search(r"http://([\d.]+):(\d+)/", line)
         if not m:
             self.proc.kill()
-            raise SystemExit("FAILED: storylm serve did not print its address: %r (see serve.log)" % line)
+            raise SystemExit("FAILED: storylm serve did not print its address: %r (see %s)" % (line, log))
         self.host, self.port = m.group(1), int(m.group(2))
 
     def conn(self, timeout=60):
@@ -83,7 +84,7 @@ class Server:
         """SIGTERM; fails the test, showing the server's log, unless it exits 0."""
         code = self.stop()
         if code != 0:
-            with open("serve.log") as f:
+            with open(self.log_name) as f:
                 sys.stderr.write(f.read())
             raise SystemExit("FAILED: storylm serve did not stop cleanly on SIGTERM (exit %r)" % code)
 
