@@ -11,5 +11,9 @@ double slm_clock_seconds(void);
 double slm_clock_cpu_seconds(void);
 /* CPU seconds the calling thread has used so far. */
 double slm_clock_thread_cpu_seconds(void);
+/* A seed for "no seed given" (--seed -1, a request's seed -1): from the
+ * wall clock and the process id, 0..2^31-1 so it prints and repeats as
+ * --seed N. */
+int slm_clock_seed(void);
 
 #endif

@@ -3,6 +3,9 @@
 #ifndef STORYLM_LOADED_MODEL_H
 #define STORYLM_LOADED_MODEL_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
 #include "storylm/error.h"
 #include "storylm/model.h"
 #include "storylm/safetensors.h"
@@ -17,6 +20,11 @@ typedef struct LoadedModel {
     char *vocab;
     const char *path;
 } LoadedModel;
+
+/* The model a verb uses when none is given: ./model.safetensors when it is
+ * there, else the shipped model (its path written to buf, *shipped set),
+ * else ./model.safetensors still (its loader error says how to get one). */
+const char *slm_default_model(char *buf, size_t size, bool *shipped);
 
 int slm_loaded_model_load(LoadedModel *lm, const char *path, Error *e);
 void slm_loaded_model_free(LoadedModel *lm);

@@ -25,13 +25,8 @@ void slm_py_release(void *p) { free(p); }
 
 PyModel *slm_py_load(const char *path, Error *e) {
     char shipped[PATH_MAX];
-    if (!path) {
-        if (!slm_data_file_shipped_model(shipped, sizeof shipped)) {
-            slm_loaded_model_missing(DEFAULT_MODEL_PATH, e);
-            return NULL;
-        }
-        path = shipped;
-    }
+    bool is_shipped;
+    if (!path) path = slm_default_model(shipped, sizeof shipped, &is_shipped);
     PyModel *m = xcalloc(1, sizeof *m, e);
     if (!m) return NULL;
     if (!(m->path = xmalloc(strlen(path) + 1, e))) return free(m), NULL;

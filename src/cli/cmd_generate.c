@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "args.h"
@@ -122,9 +121,6 @@ static const char *find_prompt(const char *file, int np, const char *given, char
     return np ? given : "";
 }
 
-/* The seed of -1, from the clock and the process, printed so the run can be repeated. */
-static int clock_seed(void) { return (int)(((unsigned)time(NULL) ^ (unsigned)getpid() * 2654435761u) & 0x7fffffff); }
-
 static int run(int argc, char **argv) {
     GenerateParams f = {0};
     slm_params_init(&params_generate, &f);
@@ -142,7 +138,7 @@ static int run(int argc, char **argv) {
             f.go.sampling.temperature, SAMPLER_WARN_TEMPERATURE);
     ProbeOptions *po = &f.po;
     cli_set_threads(po->threads);
-    int seed = f.seed < 0 ? clock_seed() : f.seed;
+    int seed = f.seed < 0 ? slm_clock_seed() : f.seed;
     if (f.samples > 1)
         fprintf(stderr, "storylm: seed %d; sample i draws with seed %d + i - 1 (give --seed %d to repeat)\n", seed,
                 seed, seed);

@@ -4,6 +4,7 @@
 
 #include "args.h"
 #include "common.h"
+#include "storylm/probe_views.h" /* slm_view_json_begin */
 
 static int run(int argc, char **argv);
 const Command command_version = {"version", "print the version and the libraries in use", "storylm version [options]",
@@ -21,7 +22,7 @@ static int run(int argc, char **argv) {
         printf("storylm %s\n%s, %d threads\n", STORYLM_VERSION, openblas_get_config(), openblas_get_num_threads());
         return 0;
     }
-    cJSON *j = cli_json_begin("version");
+    cJSON *j = slm_view_json_begin("version");
     cJSON_AddStringToObject(j, "version", STORYLM_VERSION);
     cJSON *blas = cJSON_AddObjectToObject(j, "blas");
     cJSON_AddStringToObject(blas, "config", openblas_get_config());

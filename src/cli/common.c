@@ -29,18 +29,15 @@ const char *cli_model_path(const char *given, bool quiet) {
      * buffer is simpler for callers than an allocation to free. */
     static char shipped[PATH_MAX];
     if (given) return given;
-    if (slm_data_file_exists(DEFAULT_MODEL_PATH)) {
-        if (!quiet) fprintf(stderr, "storylm: using %s\n", DEFAULT_MODEL_PATH);
-        return DEFAULT_MODEL_PATH;
-    }
-    if (slm_data_file_shipped_model(shipped, sizeof shipped)) {
-        /* said even when quiet (--json): stdout stays clean, and a model the
-         * user did not train should never be used silently */
+    bool is_shipped;
+    const char *path = slm_default_model(shipped, sizeof shipped, &is_shipped);
+    if (is_shipped) /* said even when quiet (--json): stdout stays clean, and a model the
+                     * user did not train should never be used silently */
         fprintf(stderr, "storylm: no %s here; using the shipped model %s (trained on TinyStories)\n",
-                DEFAULT_MODEL_PATH, shipped);
-        return shipped;
-    }
-    return DEFAULT_MODEL_PATH; /* the loader's error says how to get one */
+                DEFAULT_MODEL_PATH, path);
+    else if (!quiet && slm_data_file_exists(path))
+        fprintf(stderr, "storylm: using %s\n", path);
+    return path;
 }
 
 int cli_fail(const Error *e) {
@@ -60,11 +57,5 @@ void cli_format_duration(double s, char *buf, int size) {
     else
         snprintf(buf, size, "%lds", t);
 }
-
-cJSON *cli_json_begin(const char *verb) { return slm_view_json_begin(verb); }
-
-void cli_json_model(cJSON *j, const Model *m, const char *path) { slm_view_json_model(j, m, path); }
-
-void cli_json_stories(cJSON *j, const char *path, const Stories *s) { slm_view_json_stories(j, path, s); }
 
 int cli_json_print(cJSON *j, Error *e) { return slm_report_json_write(j, stdout, false, e); }

@@ -29,14 +29,6 @@ const char *cli_model_path(const char *given, bool quiet);
 /* Prints e and returns the exit code for a failure (1). */
 int cli_fail(const Error *e);
 
-/* JSON a verb builds itself, with the keys of docs/json.md that reports get
- * from slm_report_header_model and slm_report_header_stories (report_header.h): */
-/* {"command": verb}, the start of every verb's JSON (NULL when out of memory). */
-cJSON *cli_json_begin(const char *verb);
-/* j["model"] = {"file": path, "arch", "parameters"}. */
-void cli_json_model(cJSON *j, const Model *m, const char *path);
-/* j["stories"] = {"file": path, "stories", "test_stories"}. */
-void cli_json_stories(cJSON *j, const char *path, const Stories *s);
 /* Prints j on stdout and deletes it; -1 with e set when it could not be printed. */
 int cli_json_print(cJSON *j, Error *e);
 

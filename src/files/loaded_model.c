@@ -9,6 +9,11 @@
 #include "storylm/checkpoint.h"
 #include "storylm/data_files.h"
 
+const char *slm_default_model(char *buf, size_t size, bool *shipped) {
+    *shipped = !slm_data_file_exists(DEFAULT_MODEL_PATH) && slm_data_file_shipped_model(buf, size);
+    return *shipped ? buf : DEFAULT_MODEL_PATH;
+}
+
 int slm_loaded_model_missing(const char *path, Error *e) {
     char shipped[PATH_MAX];
     /* a file given, or the default name asked for while a shipped model is there (--model given) */

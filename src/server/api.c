@@ -161,10 +161,9 @@ static int request_texts(const Session *ss, const View *v, void *params, Reply *
     slm_params_list(&t, &l);
     char key[64];
     for (int i = 0; i < l.n; i++) {
+        if (!(l.at[i].p->flags & PARAM_TEXT)) continue; /* only a text's field holds a char * */
         const char *text = *(const char **)slm_param_field(&l.at[i], params);
-        if ((l.at[i].p->flags & PARAM_TEXT) && text &&
-            request_tokens(ss, slm_param_key(l.at[i].p, key, sizeof key), text, r))
-            return -1;
+        if (text && request_tokens(ss, slm_param_key(l.at[i].p, key, sizeof key), text, r)) return -1;
     }
     return 0;
 }

@@ -21,9 +21,9 @@
 /* One request's body, gathered over the calls libmicrohttpd makes. */
 typedef struct Body {
     char *data;
-    size_t len;
-    int too_big;    /* more than SERVER_MAX_BODY: the rest is read and dropped */
-    size_t dropped; /* bytes dropped so: past SERVER_MAX_DROPPED the connection is closed */
+    size_t len, cap; /* cap: data's bytes, doubled as it fills (a 20 MiB upload comes in thousands of parts) */
+    int too_big;     /* more than SERVER_MAX_BODY: the rest is read and dropped */
+    size_t dropped;  /* bytes dropped so: past SERVER_MAX_DROPPED the connection is closed */
 } Body;
 
 static const WebAsset *find_asset(const char *url) {
@@ -260,13 +260,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             b->too_big = 1;
             free(b->data);
             b->data = NULL;
-            b->len = 0;
+            b->len = b->cap = 0;
             return MHD_YES;
         }
-        char *grown = realloc(b->data, b->len + n + 1);
-        if (!grown) return MHD_NO;
-        memcpy(grown + b->len, upload_data, n);
-        b->data = grown;
+        if (b->len + n + 1 > b->cap) {
+            size_t cap = b->cap ? b->cap : 4096;
+            while (cap < b->len + n + 1) cap *= 2;
+            char *grown = realloc(b->data, cap);
+            if (!grown) return MHD_NO;
+            b->data = grown;
+            b->cap = cap;
+        }
+        memcpy(b->data + b->len, upload_data, n);
         b->len += n;
         return MHD_YES;
     }

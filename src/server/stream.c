@@ -5,11 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 #include <microhttpd.h>
 
 #include "server_internal.h"
+#include "storylm/clock.h"
 
 #define STREAM_MAX_STOPS 16
 #define STREAM_MAX_STOP_BYTES 256
@@ -176,7 +175,7 @@ int api_generate(Server *s, const cJSON *body, Reply *r) {
         drop_stream(st);
         return r->status;
     }
-    if (seed < 0) seed = (int)(((unsigned)time(NULL) ^ (unsigned)getpid() * 2654435761u) & 0x7fffffff);
+    if (seed < 0) seed = slm_clock_seed();
     st->s = s;
     st->seed = (uint64_t)seed;
     st->prompt = strdup(prompt);

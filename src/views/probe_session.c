@@ -43,11 +43,9 @@ int slm_probe_session_open(ProbeSession *ps, const ProbeOptions *o, const char *
                            int flags, Error *e) {
     *ps = (ProbeSession){.stories_path = stories_path};
     ps->model_path = o->model;
+    bool shipped;
     if (!ps->model_path) /* the CLI resolves (and announces) its default before; others get it silently */
-        ps->model_path =
-            slm_data_file_exists(DEFAULT_MODEL_PATH) || !slm_data_file_shipped_model(ps->shipped, sizeof ps->shipped)
-                ? DEFAULT_MODEL_PATH
-                : ps->shipped;
+        ps->model_path = slm_default_model(ps->shipped, sizeof ps->shipped, &shipped);
     int rc = slm_probe_session_check_outputs(o, ps->model_path, stories_path, NULL, e); /* before the work */
     if (!rc) rc = slm_loaded_model_load(&ps->lm, ps->model_path, e);
     if (!rc && (flags & PROBE_TRANSFORMER) && ps->lm.model.cfg.arch == ARCH_TRANSFORMER) flags &= ~PROBE_ATTENTION_ONLY;
