@@ -3,7 +3,10 @@
 #ifndef STORYLM_TEST_CHECK_H
 #define STORYLM_TEST_CHECK_H
 
+#include <stdint.h>
 #include <stdio.h>
+
+#include "storylm/head_set.h"
 
 int check_at(int ok, const char *expr, const char *file, int line);
 int check_close_at(double got, double want, double rel, double abs_tol, const char *expr, const char *file, int line);
@@ -42,6 +45,13 @@ void check_tiny_batch(struct Batch *b, int vocab_size, struct Rng *rng);
 struct cJSON *check_fixture_load(const char *rel, struct Batch *b);
 void check_fixture_case(const struct ModelConfig *cfg, const struct cJSON *cas, const struct Batch *b,
                         const char *what);
+
+/* The heads of mask (bit g: head g, g < 64) as a set, for an Ablation. */
+static inline HeadSet check_heads(uint64_t mask) {
+    HeadSet s = {0};
+    s.bits[0] = mask;
+    return s;
+}
 
 #define CHECK(cond) check_at(!!(cond), #cond, __FILE__, __LINE__)
 #define CHECK_CLOSE(got, want, rel, abs_tol)                                                                           \

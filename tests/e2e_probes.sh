@@ -148,7 +148,8 @@ expect() { # CODE WORDS... -- ARGS
 }
 expect 1 "head 8 is out of range" eval slice.txt --model att.safetensors --ablate 8
 expect 1 "head 9 is out of range" ablate slice.txt --model att.safetensors --heads 9
-expect 2 "--head 8 is out of range" attend "Mia" --model att.safetensors --head 8 # refused with the flags
+expect 1 "--head 8 is out of range: this model has heads 0 to 7" attend "Mia" --model att.safetensors --head 8 # the model refuses it
+expect 2 "--head 8x names no head" attend "Mia" --model att.safetensors --head 8x # no head at all
 expect 1 "out of range" generate --model att.safetensors --ablate 3,12 "Mia"
 expect 1 "needs the attention network" heads slice.txt --model w8.safetensors
 expect 1 "needs the attention network" stats slice.txt --model w8.safetensors

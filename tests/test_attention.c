@@ -304,7 +304,8 @@ static void refusals(void) {
     CHECK(slm_model_forward(&m, &a, &b, NULL, NULL, &e) == -1 && strstr(e.message, "2000") && e.hint[0]);
     slm_batch_clear(&b);
     CHECK(slm_batch_add(&b, (int32_t[]){1, 2}, 2, &e) == 0);
-    Ablation nine = {.heads = 1u << 9}, mean_without_means = {.heads = 1, .mode = ABLATE_MEAN};
+    Ablation nine = {.heads = check_heads(1u << 9)},
+             mean_without_means = {.heads = check_heads(1), .mode = ABLATE_MEAN};
     CHECK(slm_model_forward(&m, &a, &b, &nine, NULL, &e) == -1 && strstr(e.message, "0 to 7"));
     CHECK(slm_model_forward(&m, &a, &b, &mean_without_means, NULL, &e) == -1);
     CHECK(slm_batch_add(&b, (int32_t[]){1, 2, 3, 4, 5, 6, 7}, 7, &e) == -1 && strstr(e.message, "does not fit"));

@@ -80,7 +80,7 @@ static void each_position_is_the_forward_pass(const Model *m, const Stories *s, 
  * well; at the name positions, the means of those positions' numbers. */
 static void ablation_scores_are_evaluations(const Model *m, const Stories *s, const int *idx, int n) {
     Error e = {0};
-    Ablation off = {.heads = 1u << 3, .mode = ABLATE_ZERO};
+    Ablation off = {.heads = check_heads(1u << 3), .mode = ABLATE_ZERO};
     int story[3] = {idx[0], idx[2], idx[2]}, position[3] = {3, 700, 1300};
     NameTargets names = {.story = story, .position = position, .n = 3};
     for (int k = 0; k < 2; k++) {

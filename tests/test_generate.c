@@ -68,8 +68,8 @@ static void generation_matches_forward(void) {
     CHECK(compare(ARCH_WINDOW8, 50, NULL, 3) < 1e-4);
     float mean[8 * 16];
     for (int i = 0; i < 8 * 16; i++) mean[i] = 0.01f * (float)(i % 17) - 0.08f;
-    Ablation zero = {.heads = (1u << 3) | (1u << 5), .mode = ABLATE_ZERO};
-    Ablation avg = {.heads = 0xffu, .mode = ABLATE_MEAN, .mean = mean};
+    Ablation zero = {.heads = check_heads((1u << 3) | (1u << 5)), .mode = ABLATE_ZERO};
+    Ablation avg = {.heads = check_heads(0xffu), .mode = ABLATE_MEAN, .mean = mean};
     CHECK(compare(ARCH_ATTENTION, 300, &zero, 4) < 1e-4);
     CHECK(compare(ARCH_ATTENTION, 100, &avg, 5) < 1e-4);
 }
@@ -138,7 +138,7 @@ static void batch_gives_each_sample_its_own_bits(Arch arch, const Ablation *ab, 
 static void batches_match_alone(void) {
     batch_gives_each_sample_its_own_bits(ARCH_ATTENTION, NULL, 11, 1);
     batch_gives_each_sample_its_own_bits(ARCH_WINDOW8, NULL, 12, 1);
-    Ablation zero = {.heads = (1u << 1) | (1u << 6), .mode = ABLATE_ZERO};
+    Ablation zero = {.heads = check_heads((1u << 1) | (1u << 6)), .mode = ABLATE_ZERO};
     batch_gives_each_sample_its_own_bits(ARCH_ATTENTION, &zero, 13, 1);
     batch_gives_each_sample_its_own_bits(ARCH_ATTENTION, NULL, 14, 2);
     batch_gives_each_sample_its_own_bits(ARCH_WINDOW8, NULL, 15, 3);
@@ -206,8 +206,8 @@ static void transformer_batches_match_alone(void) {
     cfg.window = 37; /* no multiple of the cache's blocks of 16 slots */
     float mean[2 * 8 * 8];
     for (int i = 0; i < 2 * 8 * 8; i++) mean[i] = 0.01f * (float)(i % 13) - 0.06f;
-    Ablation zero = {.heads = (1u << 2) | (1u << 11), .mode = ABLATE_ZERO};
-    Ablation avg = {.heads = 0x0f0u, .mode = ABLATE_MEAN, .mean = mean};
+    Ablation zero = {.heads = check_heads((1u << 2) | (1u << 11)), .mode = ABLATE_ZERO};
+    Ablation avg = {.heads = check_heads(0x0f0u), .mode = ABLATE_MEAN, .mean = mean};
     batch_of_config_gives_each_sample_its_own_bits(cfg, &zero, 25, 2, 5, PRECISION_FP32);
     batch_of_config_gives_each_sample_its_own_bits(cfg, &avg, 26, 2, 64, PRECISION_FP32);
 }

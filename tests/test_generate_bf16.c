@@ -123,7 +123,7 @@ static void transformer_in_bf16(void) {
     batch_of_config_gives_each_sample_its_own_bits(cfg, NULL, 43, 2, 64, PRECISION_BF16);
     cfg.pos = POS_ROPE;
     cfg.window = 37;
-    Ablation zero = {.heads = (1u << 2) | (1u << 11), .mode = ABLATE_ZERO};
+    Ablation zero = {.heads = check_heads((1u << 2) | (1u << 11)), .mode = ABLATE_ZERO};
     batch_of_config_gives_each_sample_its_own_bits(cfg, &zero, 44, 2, 5, PRECISION_BF16);
 }
 
@@ -193,7 +193,7 @@ int main(void) {
     transformer_in_bf16();
     batch_of_n_gives_each_sample_its_own_bits(ARCH_ATTENTION, NULL, 31, 1, 5, 0, PRECISION_BF16);
     batch_of_n_gives_each_sample_its_own_bits(ARCH_WINDOW8, NULL, 32, 2, 5, 0, PRECISION_BF16);
-    Ablation zero = {.heads = (1u << 1) | (1u << 6), .mode = ABLATE_ZERO};
+    Ablation zero = {.heads = check_heads((1u << 1) | (1u << 6)), .mode = ABLATE_ZERO};
     batch_of_n_gives_each_sample_its_own_bits(ARCH_ATTENTION, &zero, 33, 1, 5, 0, PRECISION_BF16);
     batch_of_n_gives_each_sample_its_own_bits(ARCH_ATTENTION, NULL, 34, 1, 64, 0, PRECISION_BF16);
     batch_of_n_gives_each_sample_its_own_bits(ARCH_ATTENTION, NULL, 35, 2, 64, 37, PRECISION_BF16);

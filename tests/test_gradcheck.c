@@ -86,7 +86,7 @@ static void ref_attention_z(const Ref *r, const int32_t *ids, int t, const Ablat
                 for (int j = 0; j < D; j++)
                     o[i] += exp(s[u - lo] - mx) / sum * weight_keep(r, h, r->base + t, r->base + u) *
                             E[ids[u] * D + j] * Wv[(h * D + j) * vd + i];
-        if (ab && (ab->heads >> h & 1u))
+        if (ab && slm_head_set_has(&ab->heads, h))
             for (int i = 0; i < vd; i++) o[i] = ab->mode == ABLATE_MEAN ? ab->mean[h * vd + i] : 0.0;
     }
 }
@@ -230,7 +230,7 @@ static void ablated_head_gets_nothing(void) {
     check_tiny_batch(&b, TINY.vocab_size, &rng);
     random_params(&m, &rng);
     float *grads = calloc(m.n_params, sizeof(float));
-    Ablation ab = {.heads = 1u << 1, .mode = ABLATE_ZERO};
+    Ablation ab = {.heads = check_heads(1u << 1), .mode = ABLATE_ZERO};
     CHECK(slm_model_forward(&m, &a, &b, &ab, NULL, &e) == 0);
     slm_model_backward(&m, &a, &b, grads);
     const ParamTensor *dist = slm_model_tensor(&m, "distance");
@@ -369,9 +369,9 @@ static void bench(Arch arch, int steps) {
 
 int main(void) {
     float mean[3 * 3] = {0.3f, -0.2f, 0.5f, -0.4f, 0.1f, 0.2f, 0.6f, -0.5f, 0.05f};
-    Ablation zero1 = {.heads = 1u << 1, .mode = ABLATE_ZERO};
-    Ablation mean02 = {.heads = 1u << 0 | 1u << 2, .mode = ABLATE_MEAN, .mean = mean};
-    Ablation zero0 = {.heads = 1u << 0, .mode = ABLATE_ZERO};
+    Ablation zero1 = {.heads = check_heads(1u << 1), .mode = ABLATE_ZERO};
+    Ablation mean02 = {.heads = check_heads(1u << 0 | 1u << 2), .mode = ABLATE_MEAN, .mean = mean};
+    Ablation zero0 = {.heads = check_heads(1u << 0), .mode = ABLATE_ZERO};
     threading_modes_agree(); /* first: it starts from OpenBLAS's own threading */
     for (int threads = 1; threads <= 2; threads++) {
         slm_model_threads_setup(threads);

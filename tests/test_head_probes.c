@@ -230,7 +230,7 @@ static void self_scores_by_construction(void) {
     CHECK(cr.heads[2].reads[0].from == 3 && cr.heads[2].reads[0].to == 3 && cr.heads[2].reads[2].to == 7);
     CHECK(cr.heads[2].reads[1].value <= cr.heads[2].reads[0].value);
     slm_circuits_result_free(&cr);
-    co = (CircuitsOptions){.top = 3, .heads = 1u << 2};
+    co = (CircuitsOptions){.top = 3, .heads = check_heads(1u << 2)};
     CHECK(slm_probe_circuits(&m, z_mean, seen, &co, &cr, &e) == 0);
     CHECK(cr.n_heads == 1 && cr.heads[0].head == 2);
     slm_circuits_result_free(&cr);
@@ -261,7 +261,7 @@ static void icl_is_the_loss_by_position(void) {
     slm_icl_result_free(&res);
     o.early = 20; /* the stories are too short */
     CHECK(slm_probe_icl(&m, &s, s.test, 2, &o, NULL, &res, &e) != 0 && strstr(e.message, "too short"));
-    Ablation ab = {.heads = 1u << 1};
+    Ablation ab = {.heads = check_heads(1u << 1)};
     o.early = 3;
     CHECK(slm_probe_icl(&m, &s, s.test, 2, &o, &ab, &res, &e) == 0 && fabs(res.loss[5] - by_hand[5]) > 1e-6);
     slm_icl_result_free(&res);

@@ -131,7 +131,7 @@ static void test_config(const ModelConfig *c, const char *what) {
         slm_hook_name(HOOK_Z, L - 1, name, sizeof name);
         Probe z = {.a = &r.a, .zero_z = name, .head = head, .pattern_ok = 1, .qkv_ok = 1};
         ForwardHooks hz = {.fn = probe_hook, .ctx = &z, .names = (const char *const[]){name}, .n_names = 1};
-        Ablation ab = {.heads = 1u << ((L - 1) * c->n_heads + head), .mode = ABLATE_ZERO};
+        Ablation ab = {.heads = check_heads(1u << ((L - 1) * c->n_heads + head)), .mode = ABLATE_ZERO};
         CHECK(forward(&r, NULL, &ab, plain, &e) == 0);
         CHECK(forward(&r, &hz, NULL, got, &e) == 0);
         if (!CHECK(z.touched == 1 && memcmp(plain, got, n * sizeof(float)) == 0))

@@ -105,7 +105,7 @@ static void a_head_that_carries_nothing_shows_nothing(void) {
     slm_patch_result_free(&p);
     slm_probe_runner_free(&clean);
     slm_probe_runner_free(&corrupt);
-    Ablation ab = {.heads = 1u << 0};
+    Ablation ab = {.heads = check_heads(1u << 0)};
     run_both(&m, &clean, &corrupt, &ab);
     CHECK(slm_probe_patch(&m, &clean.acts, &corrupt.acts, 2, 9, &p, &e) == 0);
     nothing = p.output[0] == 0.0 && p.query[0] == 0.0;
@@ -212,7 +212,7 @@ static void attribute_is_the_definition(void) {
     CHECK(slm_probe_attribute(&m, &r.acts, -1, 4, NULL, &a, &e) != 0);
     CHECK(slm_probe_attribute(&m, &r.acts, 2, 12, NULL, &a, &e) != 0);
     /* a switched-off head adds nothing */
-    Ablation ab = {.heads = 1u << 2};
+    Ablation ab = {.heads = check_heads(1u << 2)};
     CHECK(slm_probe_run(&r, clean_ids, T_IDS, &ab, &e) == 0);
     CHECK(slm_probe_attribute(&m, &r.acts, p, 4, NULL, &a, &e) == 0);
     CHECK(a.grad_x_act[3] == 0.0 && a.zero_effect[3] == 0.0 && isnan(a.mean_effect[3]));

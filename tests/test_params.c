@@ -145,8 +145,9 @@ static int read_json(const char *json, ParamFront front, Outer *o, ParamsGiven *
     ParamRead how = {.front = front, .max_text = 8, .scratch = scratch, .scratch_size = size};
     int rc = slm_params_read_json(&outer_table, j, &how, o, given, e);
     /* strings point into j: keep what the checks below read */
-    static char keep[64];
+    static char keep[64], keep_heads[64];
     if (!rc && o->text) snprintf(keep, sizeof keep, "%s", o->text), o->text = keep;
+    if (!rc && o->heads) snprintf(keep_heads, sizeof keep_heads, "%s", o->heads), o->heads = keep_heads;
     cJSON_Delete(j);
     return rc;
 }
@@ -190,12 +191,29 @@ static void json_is_read_with_the_same_table(void) {
     CHECK(read_json("{}", PARAM_FROM_REQUEST, &o, NULL, &e, NULL, 0) == -1 && e.param.kind == ERROR_PARAM_MISSING);
     CHECK(read_json("{\"text\": \"123456789\"}", PARAM_FROM_REQUEST, &o, NULL, &e, NULL, 0) == -1 &&
           e.param.kind == ERROR_PARAM_TOO_LONG);
-    /* heads as a list of numbers become the text --ablate takes; a string or a list of strings */
+    /* heads as a number, or a list of numbers and names, become the text --ablate takes (the head
+     * reader judges it against the model); anything else is no head */
     CHECK(read_json("{\"text\": \"hi\", \"heads\": [3, 5]}", PARAM_FROM_REQUEST, &o, NULL, &e, scratch,
                     sizeof scratch) == 0 &&
           strcmp(o.heads, "3,5") == 0);
-    CHECK(read_json("{\"text\": \"hi\", \"heads\": [3, \"x\"]}", PARAM_FROM_REQUEST, &o, NULL, &e, scratch,
-                    sizeof scratch) == -1);
+    CHECK(read_json("{\"text\": \"hi\", \"heads\": [3, \"2:5\"]}", PARAM_FROM_REQUEST, &o, NULL, &e, scratch,
+                    sizeof scratch) == 0 &&
+          strcmp(o.heads, "3,2:5") == 0);
+    CHECK(read_json("{\"text\": \"hi\", \"heads\": 7}", PARAM_FROM_REQUEST, &o, NULL, &e, scratch, sizeof scratch) ==
+              0 &&
+          strcmp(o.heads, "7") == 0);
+    CHECK(read_json("{\"text\": \"hi\", \"heads\": \"1:3,2:5\"}", PARAM_FROM_REQUEST, &o, NULL, &e, scratch,
+                    sizeof scratch) == 0 &&
+          strcmp(o.heads, "1:3,2:5") == 0);
+    CHECK(read_json("{\"text\": \"hi\", \"heads\": [3, true]}", PARAM_FROM_REQUEST, &o, NULL, &e, scratch,
+                    sizeof scratch) == -1 &&
+          e.param.kind == ERROR_PARAM_TYPE);
+    CHECK(read_json("{\"text\": \"hi\", \"heads\": 1.5}", PARAM_FROM_REQUEST, &o, NULL, &e, scratch, sizeof scratch) ==
+              -1 &&
+          e.param.kind == ERROR_PARAM_TYPE);
+    CHECK(read_json("{\"text\": \"hi\", \"heads\": [1000, 2000, 3000, 4000, 5000, 6000, 7000]}", PARAM_FROM_REQUEST, &o,
+                    NULL, &e, scratch, sizeof scratch) == -1 &&
+          strstr(e.message, "too many heads")); /* past the scratch: refused, never cut */
     CHECK(read_json("{\"text\": \"hi\", \"stop\": [\".\", \"!\"]}", PARAM_FROM_REQUEST, &o, NULL, &e, NULL, 0) == 0 &&
           o.list.count == 2);
     CHECK(read_json("{\"text\": \"hi\", \"stop\": [\"\"]}", PARAM_FROM_REQUEST, &o, NULL, &e, NULL, 0) == -1);

@@ -54,7 +54,7 @@ static void ablated_head_is_zero_or_mean(void) {
     CHECK(slm_probe_runner_init(&plain, &m, 4, &e) == 0 && slm_probe_runner_init(&off, &m, 4, &e) == 0);
     CHECK(slm_probe_run(&plain, two_stories_ids, 13, NULL, &e) == 0); /* grows past 4 positions */
     for (int mode = 0; mode < 2; mode++) {
-        Ablation ab = {.heads = 1u << 1, .mode = mode ? ABLATE_MEAN : ABLATE_ZERO, .mean = mean};
+        Ablation ab = {.heads = check_heads(1u << 1), .mode = mode ? ABLATE_MEAN : ABLATE_ZERO, .mean = mean};
         CHECK(slm_probe_run(&off, two_stories_ids, 13, &ab, &e) == 0);
         int exact = 1, others = 1;
         for (int p = 0; p < 13; p++) {
@@ -101,7 +101,8 @@ static void heads_that_carry_nothing(void) {
     float mean[3 * 5];
     CHECK(slm_probe_head_means(&m, &s, s.test, s.n_test, mean, &e) == 0);
     AblateScore intact, zero, means;
-    Ablation all_zero = {.heads = 7}, all_mean = {.heads = 7, .mode = ABLATE_MEAN, .mean = mean};
+    Ablation all_zero = {.heads = check_heads(7)},
+             all_mean = {.heads = check_heads(7), .mode = ABLATE_MEAN, .mean = mean};
     CHECK(slm_probe_score(&m, &s, s.test, 2, NULL, NULL, &intact, &e) == 0);
     CHECK(slm_probe_score(&m, &s, s.test, 2, &all_zero, NULL, &zero, &e) == 0);
     CHECK(slm_probe_score(&m, &s, s.test, 2, &all_mean, NULL, &means, &e) == 0);

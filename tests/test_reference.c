@@ -260,7 +260,8 @@ static void check_ablation(const Fixture *f, const Batch *b, const char *cas) {
     Ablation ab = {.mode = strcmp(cJSON_GetObjectItemCaseSensitive(c, "mode")->valuestring, "mean") == 0 ? ABLATE_MEAN
                                                                                                          : ABLATE_ZERO,
                    .mean = array(f, "head_mean", &n)};
-    cJSON_ArrayForEach(h, cJSON_GetObjectItemCaseSensitive(c, "heads")) ab.heads |= 1u << (int)h->valuedouble;
+    cJSON_ArrayForEach(h, cJSON_GetObjectItemCaseSensitive(c, "heads"))
+        slm_head_set_add(&ab.heads, (int)h->valuedouble);
     if (load_params(f, &m, "attention/params") == 0) {
         CHECK(slm_model_forward(&m, &a, b, &ab, NULL, &e) == 0);
         CHECK_CLOSE(a.mean_loss, number(f, cas, "loss"), 1e-5, 0);

@@ -186,7 +186,8 @@ static void check_mean_ablation(void) {
     CHECK(slm_probe_run(&r, ids, T, NULL, &e) == 0);
     memcpy(clean, r.acts.logits, sizeof clean);
     r.acts.hooks = NULL;
-    Ablation ab = {.heads = 1u << (H + 1), .mode = ABLATE_MEAN, .mean = mean}; /* --ablate 2:1 --ablate-mode mean */
+    Ablation ab = {
+        .heads = check_heads(1u << (H + 1)), .mode = ABLATE_MEAN, .mean = mean}; /* --ablate 2:1 --ablate-mode mean */
     CHECK(slm_probe_run(&r, ids, T, &ab, &e) == 0);
     CHECK(memcmp(clean, r.acts.logits, sizeof clean) == 0);
     slm_hooks_free(&hooks);

@@ -298,7 +298,7 @@ static void random_params(Model *m, Rng *rng) {
  * against numerical gradients of the double re-statement, every parameter. */
 static void gradcheck(PosScheme pos, ActFn act, uint32_t off) {
     ModelConfig cfg = tiny(pos, act);
-    Ablation ab = {.heads = off}, *abp = off ? &ab : NULL;
+    Ablation ab = {.heads = check_heads(off)}, *abp = off ? &ab : NULL;
     char what[64];
     snprintf(what, sizeof what, "%s %s%s", slm_pos_name(pos), slm_act_name(act), off ? " ablated" : "");
     Model m;
@@ -400,10 +400,10 @@ static void check_same_bits(void) {
     float l1 = (float)a.mean_loss;
     CHECK(slm_model_loss_and_grad(&m2, &a, &b, NULL, 0.1f, g2, &e) == 0);
     CHECK(l1 == (float)a.mean_loss && memcmp(g1, g2, m1.n_params * sizeof(float)) == 0);
-    Ablation ab = {.heads = 1, .mode = ABLATE_MEAN, .mean = NULL};
+    Ablation ab = {.heads = check_heads(1), .mode = ABLATE_MEAN, .mean = NULL};
     CHECK(slm_model_forward(&m1, &a, &b, &ab, NULL, &e) != 0); /* mean mode without the means: refused */
     CHECK(strstr(e.message, "mean") != NULL);
-    ab = (Ablation){.heads = 1u << 4}; /* the tiny model has heads 0..3 (2 blocks of 2): no head 4 */
+    ab = (Ablation){.heads = check_heads(1u << 4)}; /* the tiny model has heads 0..3 (2 blocks of 2): no head 4 */
     CHECK(slm_model_forward(&m1, &a, &b, &ab, NULL, &e) != 0);
     free(g1);
     free(g2);
@@ -450,7 +450,7 @@ static void check_generator(PosScheme pos, uint32_t off, int mean) {
     ModelConfig c = tiny(pos, ACT_GELU);
     float means[2 * 2 * 4]; /* (layers*H, dh) */
     for (int i = 0; i < 16; i++) means[i] = 0.3f * (float)(i % 5) - 0.5f;
-    Ablation ab = {.heads = off, .mode = mean ? ABLATE_MEAN : ABLATE_ZERO, .mean = mean ? means : NULL};
+    Ablation ab = {.heads = check_heads(off), .mode = mean ? ABLATE_MEAN : ABLATE_ZERO, .mean = mean ? means : NULL};
     Model m;
     Activations a;
     Batch b;

@@ -115,7 +115,7 @@ static void check_hooks(const ModelConfig *cfg, const cJSON *cas, const Batch *b
     printf("%-36s %d hooks, worst %.2e of their largest\n", what, hc.seen, hc.worst);
     free(names);
     const char *z[] = {"blocks.0.attn.hook_z"}, *pos[] = {"hook_pos_embed"};
-    Ablation head0 = {.heads = 1u, .mode = ABLATE_ZERO};
+    Ablation head0 = {.heads = check_heads(1u), .mode = ABLATE_ZERO};
     run_first(&m, b, z, 1, zero_hook, NULL, NULL, got);
     run_first(&m, b, NULL, 0, NULL, NULL, &head0, want);
     CHECK(memcmp(got, want, n * sizeof(float)) == 0); /* hook_z set to 0 is --ablate 1:0 */

@@ -159,7 +159,7 @@ static void ref_head(const Ref *r, int l, int h, int T, const Ablation *ab, doub
         for (int i = 0; i < vd; i++) o[i] = 0.0;
         for (int u = lo; u <= t; u++)
             for (int i = 0; i < vd; i++) o[i] += exp(s[u - lo] - mx) / sum * weight_keep(r, g, t, u) * v[u][i];
-        if (ab && (ab->heads >> g & 1u))
+        if (ab && slm_head_set_has(&ab->heads, g))
             for (int i = 0; i < vd; i++) o[i] = 0.0;
     }
 }
@@ -287,7 +287,7 @@ static void gradient_checks(void) {
                 gradcheck(&TINY, (PosScheme)pos, (ScoreFn)score, NULL, 0);
     for (int pos = 0; pos < POS_COUNT; pos++) gradcheck(&SMALL_REAL_HEADS, (PosScheme)pos, SCORE_ADDITIVE, NULL, 0);
     gradcheck(&SMALL_REAL_HEADS, POS_T5, SCORE_GENERAL, NULL, 0);
-    Ablation ab = {.heads = 2u, .mode = ABLATE_ZERO};
+    Ablation ab = {.heads = check_heads(2u), .mode = ABLATE_ZERO};
     gradcheck(&TINY, POS_ABSOLUTE, SCORE_ADDITIVE, &ab, 0);
     gradcheck(&TINY, POS_ABSOLUTE, SCORE_GENERAL, NULL, 1); /* dropout reads the rows again, tags and all */
     gradcheck(&TINY, POS_SINUSOIDAL, SCORE_DOT, NULL, 1);
@@ -314,7 +314,7 @@ static void layer_gradient_checks(void) {
     gradcheck(&real2, POS_DISTANCE, SCORE_SCALED_DOT, NULL, 0);
     gradcheck(&real2, POS_ALIBI, SCORE_ADDITIVE, NULL, 0);
     /* layer 1's head 1 (layer 2 reads its replacement) and layer 2's head 2 */
-    Ablation ab = {.heads = 1u << 1 | 1u << (TINY.n_heads + 2), .mode = ABLATE_ZERO};
+    Ablation ab = {.heads = check_heads(1u << 1 | 1u << (TINY.n_heads + 2)), .mode = ABLATE_ZERO};
     gradcheck(&two, POS_DISTANCE, SCORE_SCALED_DOT, &ab, 0);
     gradcheck(&two, POS_ABSOLUTE, SCORE_GENERAL, NULL, 1);  /* dropout on z: the upper layers read it unmasked */
     gradcheck(&three, POS_ROPE, SCORE_SCALED_DOT, NULL, 2); /* every layer's heads their own attention mask */
@@ -798,7 +798,7 @@ int main(void) {
     }
     pieces_match_the_whole_story(POS_ROPE, SCORE_ADDITIVE);
     ModelConfig three = with_layers(&TINY, 3);
-    Ablation ab = {.heads = 1u << 1 | 1u << (TINY.n_heads + 2), .mode = ABLATE_ZERO};
+    Ablation ab = {.heads = check_heads(1u << 1 | 1u << (TINY.n_heads + 2)), .mode = ABLATE_ZERO};
     generator_matches_forward(&three, POS_DISTANCE, SCORE_SCALED_DOT, NULL);
     generator_matches_forward(&three, POS_ROPE, SCORE_ADDITIVE, &ab);
     files_without_the_keys();

@@ -195,8 +195,17 @@ static void positions_out_of_range_are_refused(const ProbeSession *ps) {
     CHECK(slm_view_text_run(&vt, ps, "Lily ran.", -5, 0, &e) == -1);
     CHECK(slm_view_text_run(&vt, ps, "Lily ran.", -4, 1, &e) == 0 && vt.pos == 0 && vt.runner.acts.n_positions == 1);
     slm_view_text_free(&vt);
-    CHECK(slm_view_check_head(ps, 8, &e) == -1 && slm_view_check_head(ps, -2, &e) == -1);
-    CHECK(slm_view_check_head(ps, -1, &e) == 0 && slm_view_check_head(ps, 7, &e) == 0);
+    const ModelConfig *c = &ps->lm.model.cfg;
+    int l, h;
+    CHECK(slm_view_head(c, "8", 1, 1, &l, &h, &e) == -1 && slm_view_head(c, "-2", 1, 1, &l, &h, &e) == -1);
+    char said[256];
+    CHECK(strcmp(slm_error_text(&e, ERROR_STYLE_CLI, said, sizeof said),
+                 "--head -2 is out of range: this model has heads 0 to 7") == 0);
+    CHECK(slm_view_head(c, "-1", 1, 1, &l, &h, &e) == 0 && l == 1 && h == -1);
+    CHECK(slm_view_head(c, "7", 1, 1, &l, &h, &e) == 0 && l == 1 && h == 7);
+    CHECK(slm_view_head(c, NULL, 1, 1, &l, &h, &e) == 0 && l == 1 && h == -1);
+    CHECK(slm_view_head(c, "-1", 1, 0, &l, &h, &e) == -1 && slm_view_head(c, NULL, 1, 0, &l, &h, &e) == -1);
+    CHECK(strcmp(slm_error_text(&e, ERROR_STYLE_JSON, said, sizeof said), "missing \"head\"") == 0);
 }
 
 int main(void) {

@@ -21,7 +21,8 @@ typedef enum {
 
 /* The parameter an error is about: each front end says it in its own words
  * (slm_error_text), and the message then holds what follows it ("is out of
- * range (0 to 100)"). */
+ * range (0 to 100)"; one that starts with ':' follows the value directly:
+ * "--ablate 3,12: head 12 is out of range"). */
 typedef struct ErrorParam {
     ErrorParamKind kind; /* ERROR_PARAM_NONE: the error names no parameter */
     char name[48];       /* the command line's name without dashes ("top-k"; a positional's "TEXT") */

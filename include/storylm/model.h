@@ -46,6 +46,7 @@
 #include "storylm/batch.h"
 #include "storylm/dropout.h"
 #include "storylm/error.h"
+#include "storylm/head_set.h"
 #include "storylm/layers.h"
 #include "storylm/model_params.h"
 #include "storylm/model_types.h"

@@ -56,6 +56,9 @@ typedef struct ModelConfig {
 } ModelConfig;
 
 #define STORYLM_MAX_LAYERS 4
+/* Heads in one layer (or block) of either network: attention's backward
+ * takes a layer's switched-off heads as the bits of a uint32_t. */
+#define STORYLM_MAX_HEADS 32
 
 /* One named tensor inside the parameter buffer, safetensors-style shape. */
 typedef struct ParamTensor {
@@ -121,11 +124,26 @@ typedef struct Batch {
 typedef enum { ABLATE_ZERO = 0, ABLATE_MEAN = 1 } AblationMode;
 
 /* Heads are numbered over all layers: head h of layer l (both from 0) is
- * g = l*H + h, so a one-layer model's heads are 0..H-1 as always. A head of
- * layer l switched off is switched off for the layers above it too: they read
- * its slot of z as replaced. */
+ * g = l*H + h, so a one-layer model's heads are 0..H-1 as always. A set of
+ * them holds every head of the largest model storylm builds or loads: the
+ * attention network's STORYLM_MAX_LAYERS layers or the transformer's
+ * STORYLM_MAX_TF_LAYERS blocks, of STORYLM_MAX_HEADS heads each (the loader
+ * refuses more: slm_model_check_config, slm_transformer_check_config). Its
+ * helpers are in head_set.h. */
+#define STORYLM_MAX_ALL_HEADS                                                                                          \
+    ((STORYLM_MAX_LAYERS > STORYLM_MAX_TF_LAYERS ? STORYLM_MAX_LAYERS : STORYLM_MAX_TF_LAYERS) * STORYLM_MAX_HEADS)
+_Static_assert(STORYLM_MAX_ALL_HEADS >= STORYLM_MAX_LAYERS * STORYLM_MAX_HEADS &&
+                   STORYLM_MAX_ALL_HEADS >= STORYLM_MAX_TF_LAYERS * STORYLM_MAX_HEADS,
+               "a head set holds every head of either network");
+_Static_assert(STORYLM_MAX_ALL_HEADS % 64 == 0 && STORYLM_MAX_HEADS <= 32, "whole words; a layer fits a uint32_t");
+typedef struct HeadSet {
+    uint64_t bits[STORYLM_MAX_ALL_HEADS / 64]; /* bit g % 64 of word g / 64: head g */
+} HeadSet;
+
+/* A head of layer l switched off is switched off for the layers above it
+ * too: they read its slot of z as replaced. */
 typedef struct Ablation {
-    uint32_t heads; /* bit g set: head g switched off */
+    HeadSet heads; /* head g switched off */
     AblationMode mode;
     const float *mean; /* (layers*H, value_dim), ABLATE_MEAN only; must outlive the backward pass */
 } Ablation;

@@ -36,7 +36,8 @@ typedef enum {
     PARAM_STRING,  /* const char *, among choices when given */
     PARAM_STRINGS, /* StringList: a repeated option, a request's string or list of strings */
     PARAM_CHOICE,  /* int (an enum): the index of the value among choices ("zero,mean": zero 0, mean 1) */
-    PARAM_HEADS,   /* const char *: heads to name, "3,5" or "1:3,2:5"; a request may send [3, 5] */
+    PARAM_HEADS,   /* const char *: heads named as head_list.h reads them ("3", "2:3", "1:3,2:5"); a request and
+                    * Python may send a number or a list of numbers and names ([3, "2:5"]), read as that text */
     PARAM_GROUP    /* the parameters of group, filling the struct at offset */
 } ParamType;
 
@@ -150,7 +151,7 @@ typedef struct ParamRead {
     bool allow_unknown; /* fields of no parameter of the table are passed over (a reader of a few fields) */
     size_t max_text;    /* bytes of a PARAM_TEXT string (0: any) */
     size_t max_string;  /* bytes of any other string (0: any) */
-    char *scratch;      /* room for texts made while reading ([3, 5] becomes "3,5"); NULL: none */
+    char *scratch; /* room for texts made while reading ([3, "2:5"] becomes "3,2:5"), one after another; NULL: none */
     size_t scratch_size;
     /* checks each string (len bytes, named what): UTF-8 without NUL (slm_utf8_validate); NULL: none */
     int (*check_text)(const char *text, size_t len, const char *what, Error *e);

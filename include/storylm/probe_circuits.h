@@ -68,7 +68,7 @@ typedef struct CircuitsResult {
 
 typedef struct CircuitsOptions {
     int top;               /* pairs per circuit and head */
-    uint32_t heads;        /* bit h: head h; 0: every head */
+    HeadSet heads;         /* head h of the layer (block) below, from 0; empty: every head */
     const int32_t *reads;  /* tokens whose OV rows to list (may be NULL) */
     int n_reads, read_top; /* how many, and the tokens raised listed for each */
     int layer;             /* a transformer's block, from 0 (the attention network: 0) */

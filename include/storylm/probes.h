@@ -228,11 +228,13 @@ typedef struct PieceScore {
  * piece); its second, a head of a later layer that, at the later first piece
  * (the position predicting the second piece), reads the token to copy. */
 typedef struct PieceHeads {
-    int n_heads;          /* every layer's heads, numbered as Ablation's (layer l's head h: l*H + h) */
-    long long mentions;   /* later mentions measured */
-    double previous[32];  /* mean weight, at the token to copy, on the earlier first piece (distance 1) */
-    double induction[32]; /* mean weight, at the later first piece, on the token to copy (0 past the window) */
-    double even;          /* mean 1 / (keys read) at the later first piece: a head reading evenly */
+    int n_heads;        /* every layer's heads, numbered as Ablation's (layer l's head h: l*H + h) */
+    long long mentions; /* later mentions measured */
+    double previous[STORYLM_MAX_ALL_HEADS];  /* mean weight, at the token to copy, on the earlier first piece
+                                              * (distance 1) */
+    double induction[STORYLM_MAX_ALL_HEADS]; /* mean weight, at the later first piece, on the token to copy (0
+                                              * past the window) */
+    double even;                             /* mean 1 / (keys read) at the later first piece: a head reading evenly */
 } PieceHeads;
 
 /* For each name, heroes of stories idx[0..n) renamed to it; rows: n_names.

@@ -41,10 +41,11 @@ int slm_py_eos(const PyModel *m);
 
 /* ids (T >= 1, the caller's [EOS] first) through slm_model_forward, hooks
  * fn(ctx, ...) at the points names[0..n_names) (names NULL: all; fn NULL:
- * none) -> logits (T, V) when not NULL and *loss (may be NULL): the mean of
+ * none), the heads of ablate ("3,5", "1:3,2:5"; NULL: none) set to 0 ->
+ * logits (T, V) when not NULL and *loss (may be NULL): the mean of
  * -log p(ids[t+1]) over t < T-1, as eval --text reports it (0 when T = 1). */
 int slm_py_run(const PyModel *m, const int32_t *ids, int T, HookFn fn, void *ctx, const char *const *names, int n_names,
-               float *logits, double *loss, Error *e);
+               const char *ablate, float *logits, double *loss, Error *e);
 
 /* The sampler's defaults, as JSON text (slm_view_generate_defaults_json). */
 char *slm_py_generate_defaults(Error *e);

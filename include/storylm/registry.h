@@ -171,6 +171,9 @@ extern const ParamTable params_mean_stories; /* --stories FILE: where mean ablat
     }
 #define VIEW_BOOL_PARAM(T, field, name_, help_)                                                                        \
     { .name = name_, .type = PARAM_BOOL, .offset = offsetof(T, field), .help = help_ }
+/* --head HEAD: "H" of --layer, or "L:H", read by slm_view_head; left out: every head. */
+#define VIEW_HEAD_PARAM(T, field, help_)                                                                               \
+    { .name = "head", .type = PARAM_HEADS, .offset = offsetof(T, field), .meta = "HEAD", .help = help_ }
 #define VIEW_STRING_PARAM(T, field, name_, meta_, help_)                                                               \
     { .name = name_, .type = PARAM_STRING, .offset = offsetof(T, field), .meta = meta_, .help = help_ }
 /* A positional argument: "TEXT", "STORIES" (flags: PARAM_REQUIRED, PARAM_TEXT, PARAM_STORIES...). */

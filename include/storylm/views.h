@@ -46,8 +46,12 @@ int slm_view_text_run(ViewText *vt, const ProbeSession *ps, const char *text, in
 int slm_view_text_at(ViewText *vt, int pos, Error *e);
 void slm_view_text_free(ViewText *vt);
 
-/* Fails for a head outside -1 (all) .. H-1. */
-int slm_view_check_head(const ProbeSession *ps, int head, Error *e);
+/* A view's head (its parameter "head") and layer L (from 1) against c
+ * (NULL: the form alone, before the model is loaded) into *out_layer and
+ * *out_head: a plain "H" is layer L's, "L:H" names its own layer (a layer
+ * other than 1 must agree); with all, NULL and "-1" are every head
+ * (*out_head -1). Errors name the parameter (head_list.h). */
+int slm_view_head(const ModelConfig *c, const char *head, int layer, int all, int *out_layer, int *out_head, Error *e);
 
 /* Tool 1 (attend): the tokens, and every key position vt->pos reads with
  * head (-1: all), nearest first. */

@@ -86,7 +86,8 @@ class Error(ctypes.Structure):
         if p.kind == PARAM_MISSING:
             return KeywordTypeError(prefix + "%s= is missing" % key, hint)
         cls = KeywordTypeError if p.kind == PARAM_TYPE else KeywordError
-        return cls(prefix + "%s=%s %s" % (key, value, message), hint)
+        # a message that starts with ':' follows the value (error.h): "ablate=[3, 12]: head 12 is out of range"
+        return cls(prefix + "%s=%s%s%s" % (key, value, "" if message.startswith(":") else " ", message), hint)
 
 
 # int (*HookFn)(void *ctx, const char *name, float *data, int ndim, const int *shape, int writable)
@@ -127,7 +128,7 @@ def _declare(lib):
         "slm_py_eos": (ctypes.c_int, [P]),
         "slm_py_vocab": (P, [P, E]),
         "slm_py_run": (ctypes.c_int, [P, i32p, ctypes.c_int, HOOK_FN, P, ctypes.POINTER(ctypes.c_char_p),
-                                      ctypes.c_int, ctypes.POINTER(ctypes.c_float),
+                                      ctypes.c_int, ctypes.c_char_p, ctypes.POINTER(ctypes.c_float),
                                       ctypes.POINTER(ctypes.c_double), E]),
         "slm_py_generate": (P, [P, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
                                 E]),
@@ -228,12 +229,28 @@ def params(verb):
 def _typed(verb, key, value, kind):
     """value as the JSON its parameter's type takes, or KeywordTypeError naming
     key=value: a whole number (operator.index: numpy's too, never a bool or
-    2.5), a number, true or false, a text (a path: str, bytes or os.PathLike)
-    or a list of texts. A text holding a NUL raises ValueError (JSON would keep
-    it, the library's strings end there)."""
-    def wrong(what):
-        return KeywordTypeError("%s: %s=%r is not %s" % (verb, key, value, what))
+    2.5), a number, true or false, a text (a path: str, bytes or os.PathLike),
+    a list of texts, or heads (a head number, a name "2:3", a text "1:3,2:5" or
+    a list of numbers and names, read by the library as --ablate is). A text
+    holding a NUL raises ValueError (JSON would keep it, the library's strings
+    end there)."""
+    prefix = verb + ": " if verb else ""
 
+    def wrong(what):
+        return KeywordTypeError("%s%s=%r is not %s" % (prefix, key, value, what))
+
+    if kind == "heads":
+        items = [value] if isinstance(value, (str, numbers.Integral)) else value
+        if not isinstance(items, (list, tuple)) or not items:
+            raise wrong('a head or a list of heads (3, "2:3", "1:3,2:5" or [3, "2:5"])')
+        out = []
+        for h in items:
+            if isinstance(h, bool) or not isinstance(h, (str, numbers.Integral)):
+                raise wrong('a head or a list of heads (3, "2:3", "1:3,2:5" or [3, "2:5"])')
+            if isinstance(h, str) and "\0" in h:
+                raise ValueError("%s%s=%r holds a NUL character" % (prefix, key, value))
+            out.append(h if isinstance(h, str) else operator.index(h))
+        return out if isinstance(value, (list, tuple)) else out[0]
     if kind == "bool":
         if not isinstance(value, bool):
             raise KeywordTypeError("%s: %s=%r: give %s=True, or leave it out" % (verb, key, value, key))
@@ -256,9 +273,18 @@ def _typed(verb, key, value, kind):
             raise wrong("a text" if kind == "string" else "a text or a list of texts")
         t = os.fsdecode(t)
         if "\0" in t:
-            raise ValueError("%s: %s=%r holds a NUL character" % (verb, key, value))
+            raise ValueError("%s%s=%r holds a NUL character" % (prefix, key, value))
         out.append(t)
     return out[0] if kind == "string" else out
+
+
+def heads_text(verb, key, value):
+    """Heads given by keyword (key=value, as _typed takes them) as the text the
+    library reads ("3,2:5"), or None for None."""
+    if value is None:
+        return None
+    typed = _typed(verb, key, value, "heads")
+    return ",".join(str(h) for h in (typed if isinstance(typed, list) else [typed])).encode("utf-8")
 
 
 def keywords(verb, options):

@@ -245,7 +245,7 @@ class Model:
             raise StorylmError("unknown hook name %s" % ", ".join(map(repr, unknown)),
                                "the hook names of this model are in model.hook_names: " + ", ".join(self.hook_names))
 
-    def _run(self, text_or_ids, fwd_hooks=None, cache_names=None, logits=True):
+    def _run(self, text_or_ids, fwd_hooks=None, cache_names=None, logits=True, ablate=None):
         """One pass in C -> (logits [T, V] or None, loss, cache or None)."""
         ids = self.to_ids(text_or_ids)
         if ids.size == 0:
@@ -265,30 +265,34 @@ class Model:
         out = np.empty((ids.size, self.cfg.vocab_size), np.float32) if logits else None
         loss = ctypes.c_double()
         err = _lib.Error()
+        heads = _lib.heads_text(None, "ablate", ablate)
         with self._use() as h:  # a hook may close the model: it is freed after the pass, not under it
             rc = _lib.lib().slm_py_run(h, ids.ctypes.data_as(ctypes.POINTER(ctypes.c_int32)), int(ids.size),
-                                       run.callback if wanted else _lib.HOOK_FN(), None, names, len(wanted),
+                                       run.callback if wanted else _lib.HOOK_FN(), None, names, len(wanted), heads,
                                        out.ctypes.data_as(ctypes.POINTER(ctypes.c_float)) if logits else None,
                                        ctypes.byref(loss), ctypes.byref(err))
         if run.exception is not None:
             raise run.exception
         if rc:
-            raise err.exception()
+            raise err.exception(None, {"ablate": ablate})
         return out, loss.value, cache
 
-    def __call__(self, text_or_ids, fwd_hooks=None):
-        """Logits np.float32 [T, V]: row t predicts token t+1 (T = [EOS] + the text's tokens)."""
-        return self._run(text_or_ids, fwd_hooks)[0]
+    def __call__(self, text_or_ids, fwd_hooks=None, ablate=None):
+        """Logits np.float32 [T, V]: row t predicts token t+1 (T = [EOS] + the text's tokens).
+        ablate: heads switched off (their output 0), named as the CLI's --ablate names
+        them: 3, "2:3" (layer 2's head 3), "1:3,2:5" or a list [3, "2:5"]."""
+        return self._run(text_or_ids, fwd_hooks, ablate=ablate)[0]
 
-    def loss(self, text_or_ids, fwd_hooks=None):
-        """The mean loss in nats over the predicted positions, as `storylm eval --text TEXT --json`."""
-        return self._run(text_or_ids, fwd_hooks, logits=False)[1]
+    def loss(self, text_or_ids, fwd_hooks=None, ablate=None):
+        """The mean loss in nats over the predicted positions, as `storylm eval --text TEXT --json`
+        (ablate: as for model(...))."""
+        return self._run(text_or_ids, fwd_hooks, logits=False, ablate=ablate)[1]
 
-    def run_with_cache(self, text_or_ids, names_filter=None, fwd_hooks=None):
+    def run_with_cache(self, text_or_ids, names_filter=None, fwd_hooks=None, ablate=None):
         """(logits [T, V], cache): the cache a dict of np.float32 arrays under the
         hook names (model.hook_names; docs/python.md lists their shapes), each as
         the rest of the pass read it. names_filter: a name, a list of names or a
-        function name -> bool, to keep only some."""
+        function name -> bool, to keep only some (ablate: as for model(...))."""
         if names_filter is None:
             names = list(self.hook_names)
         elif isinstance(names_filter, str):
@@ -297,18 +301,18 @@ class Model:
             names = [n for n in self.hook_names if names_filter(n)]
         else:
             names = list(names_filter)
-        logits, _, cache = self._run(text_or_ids, fwd_hooks, cache_names=names)
+        logits, _, cache = self._run(text_or_ids, fwd_hooks, cache_names=names, ablate=ablate)
         return logits, cache
 
-    def run_with_hooks(self, text_or_ids, fwd_hooks=(), return_type="logits"):
+    def run_with_hooks(self, text_or_ids, fwd_hooks=(), return_type="logits", ablate=None):
         """The pass with fwd_hooks = [(hook name, fn)] (or a function name -> bool
         for the name, as TransformerLens takes it): fn(array, hook) sees the
         part's numbers (a copy) and may change them in place or return a new
         array of the same shape; the rest of the pass reads the result.
-        return_type: "logits", "loss" or "both" ((logits, loss))."""
+        return_type: "logits", "loss" or "both" ((logits, loss)); ablate: as for model(...)."""
         if return_type not in ("logits", "loss", "both"):
             raise StorylmError("return_type %r" % (return_type,), 'give "logits", "loss" or "both"')
-        logits, loss, _ = self._run(text_or_ids, fwd_hooks, logits=return_type != "loss")
+        logits, loss, _ = self._run(text_or_ids, fwd_hooks, logits=return_type != "loss", ablate=ablate)
         return {"logits": logits, "loss": loss, "both": (logits, loss)}[return_type]
 
     # ---- generation ---------------------------------------------------------------
@@ -321,8 +325,9 @@ class Model:
         Each keyword is one of `storylm generate`'s options, read with its table
         (its type, range and default: storylm.generate_params()): max_tokens
         (--tokens), temperature, top_k, top_p, and in options min_p,
-        repeat_penalty, repeat_last_n and stop (a text or a list of texts); one
-        left None takes the CLI's default. seed None (or -1, as the CLI's --seed
+        repeat_penalty, repeat_last_n, stop (a text or a list of texts) and ablate
+        (heads switched off, their output 0, as for model(...) and the CLI's
+        --ablate); one left None takes the CLI's default. seed None (or -1, as the CLI's --seed
         -1) draws one at random, kept in model.last_seed. precision "bf16" runs
         the products in BF16, as the CLI's --precision bf16 (a CPU with
         avx512_bf16). stories may be a str, bytes or os.PathLike. A value the

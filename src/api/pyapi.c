@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "storylm/ablation.h"
 #include "storylm/data_files.h"
 #include "storylm/loaded_model.h"
 #include "storylm/params.h"
@@ -103,14 +104,22 @@ static double text_loss(const Activations *a, const int32_t *ids, int T) {
     return T > 1 ? sum / (T - 1) : 0.0;
 }
 
+/* ablate= (NULL: none) as the heads it switches off, to 0; an error names ablate (Error.param). */
+static int python_ablation(const PyModel *m, const char *ablate, Ablation *ab, Error *e) {
+    char desc[64];
+    return slm_ablation_parse(&m->lm, ablate, ABLATE_ZERO, NULL, NULL, ab, desc, sizeof desc, e);
+}
+
 int slm_py_run(const PyModel *m, const int32_t *ids, int T, HookFn fn, void *ctx, const char *const *names, int n_names,
-               float *logits, double *loss, Error *e) {
+               const char *ablate, float *logits, double *loss, Error *e) {
     if (T < 1) return FAIL(e, "give at least one token ([EOS] first)", "nothing to run: no token");
+    Ablation ab;
+    if (python_ablation(m, ablate, &ab, e)) return -1;
     ForwardHooks hooks = {.fn = fn, .ctx = ctx, .names = names, .n_names = n_names};
     ProbeRunner r;
     if (slm_probe_runner_init(&r, &m->lm.model, T, e)) return -1;
     r.acts.hooks = fn ? &hooks : NULL;
-    int rc = slm_probe_run(&r, ids, T, NULL, e);
+    int rc = slm_probe_run(&r, ids, T, &ab, e);
     if (!rc && logits) memcpy(logits, r.acts.logits, (size_t)T * m->lm.model.cfg.vocab_size * sizeof(float));
     if (!rc && loss) *loss = text_loss(&r.acts, ids, T);
     slm_probe_runner_free(&r);
@@ -142,14 +151,18 @@ char *slm_py_params_json(const char *verb, Error *e) {
     return t ? json_out(slm_params_describe(t, NULL, PARAM_FROM_PYTHON), e) : NULL;
 }
 
+/* The texts of heads given as numbers or lists (ablate=[3, "2:5"]): every head of the largest model. */
+#define PY_HEADS_TEXT (STORYLM_MAX_ALL_HEADS * 16)
+
 /* options (a JSON object of keywords) into params, filled with t's defaults
  * first: each keyword one of Python's parameters of t, in its range. The
- * strings of params point into *json (the caller deletes it, also on error). */
-static int read_options(const ParamTable *t, const char *options, void *params, cJSON **json, Error *e) {
+ * strings of params point into *json (the caller deletes it, also on error)
+ * and heads (PY_HEADS_TEXT bytes). */
+static int read_options(const ParamTable *t, const char *options, void *params, cJSON **json, char *heads, Error *e) {
     slm_params_init(t, params);
     *json = cJSON_Parse(options ? options : "{}");
     if (!*json) return FAIL(e, NULL, "the options are not a JSON object");
-    ParamRead how = {.front = PARAM_FROM_PYTHON};
+    ParamRead how = {.front = PARAM_FROM_PYTHON, .scratch = heads, .scratch_size = PY_HEADS_TEXT};
     return slm_params_read_json(t, *json, &how, params, NULL, e);
 }
 
@@ -161,7 +174,8 @@ int slm_py_params_check(const char *verb, const char *options, Error *e) {
         TrainParams t;
     } params;
     cJSON *json = NULL;
-    int rc = read_options(t, options, &params, &json, e);
+    char heads[PY_HEADS_TEXT];
+    int rc = read_options(t, options, &params, &json, heads, e);
     cJSON_Delete(json);
     return rc;
 }
@@ -170,7 +184,10 @@ char *slm_py_generate(const PyModel *m, const char *prompt, size_t prompt_len, c
                       const char *fallback_stories, Error *e) {
     GenerateParams p = {0};
     cJSON *json = NULL; /* the options, which the stop strings point into */
-    if (slm_text_check(prompt, prompt_len, "the prompt", e) || read_options(&params_generate, options, &p, &json, e))
+    char heads[PY_HEADS_TEXT];
+    Ablation ab;
+    if (slm_text_check(prompt, prompt_len, "the prompt", e) ||
+        read_options(&params_generate, options, &p, &json, heads, e) || python_ablation(m, p.po.ablate, &ab, e))
         return cJSON_Delete(json), NULL;
     if (p.seed < 0) /* the caller draws the seed it keeps (Python's model.last_seed) */
         return cJSON_Delete(json), FAIL(e, NULL, "no seed: draw one first"), NULL;
@@ -186,7 +203,7 @@ char *slm_py_generate(const PyModel *m, const char *prompt, size_t prompt_len, c
     cJSON *texts = NULL;
     int rc = find_names(&names, &m->lm, stories, fallback_stories, from, sizeof from, e);
     if (!rc && from[0]) go.names = &names;
-    if (!rc) rc = slm_view_batch_init(&vb, &m->lm, NULL, prompt, &go, samples, e);
+    if (!rc) rc = slm_view_batch_init(&vb, &m->lm, &ab, prompt, &go, samples, e);
     if (!rc) {
         rc = slm_view_batch_run(&vb, NULL, NULL, e);
         texts = cJSON_CreateArray();

@@ -122,7 +122,7 @@ const char *slm_error_text(const Error *e, ErrorStyle style, char *buf, size_t s
     if (p->kind == ERROR_PARAM_MISSING)
         snprintf(buf, size, "missing %s", words);
     else
-        snprintf(buf, size, "%s %s", words, msg);
+        snprintf(buf, size, msg[0] == ':' ? "%s%s" : "%s %s", words, msg); /* "--ablate 3,12: head 12 is ..." */
     return buf;
 }
 

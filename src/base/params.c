@@ -321,20 +321,32 @@ static int read_string(const Param *p, const ParamRead *how, const cJSON *v, voi
     return 0;
 }
 
-/* [3, 5] as "3,5" in the reader's scratch (a list of heads, as --ablate takes them). */
-static int read_head_numbers(const Param *p, const ParamRead *how, const cJSON *v, void *t, Error *e) {
-    size_t used = 0, size = how->scratch_size;
-    char *buf = how->scratch;
-    const cJSON *h;
-    cJSON_ArrayForEach(h, v) {
-        if (!cJSON_IsNumber(h) || h->valuedouble != floor(h->valuedouble) || fabs(h->valuedouble) > 1e6)
-            return wrong_type(e, p, v, "a list of head numbers (like [3, 5] or \"3,5\")");
-        if (!buf || used >= size) break;
-        used += (size_t)snprintf(buf + used, size - used, "%s%d", used ? "," : "", (int)h->valuedouble);
+/* The heads' text a request or Python makes of a number or a list ([3, "2:5"]
+ * as "3,2:5"), each after the last in the reader's scratch (*used bytes of it
+ * taken): the head reader (head_list.h) reads it as it reads --ablate's. */
+#define HEADS_WANT "a head or a list of heads (like 3, \"2:3\", [3, 5] or \"1:3,2:5\")"
+static int read_heads(const Param *p, const ParamRead *how, size_t *used, const cJSON *v, void *t, Error *e) {
+    if (cJSON_IsNull(v) || cJSON_IsString(v)) return read_string(p, how, v, t, e);
+    if (!cJSON_IsNumber(v) && !cJSON_IsArray(v)) return wrong_type(e, p, v, HEADS_WANT);
+    char *buf = how->scratch ? how->scratch + *used : NULL;
+    size_t size = how->scratch ? how->scratch_size - *used : 0, n = 0;
+    const cJSON *one = cJSON_IsNumber(v) ? v : NULL, *h;
+    char key[64];
+    for (h = one ? one : v->child; h; h = one ? NULL : h->next) {
+        const char *sep = n ? "," : "";
+        char *at = buf && n < size ? buf + n : NULL; /* past the scratch: counted, not written */
+        size_t room = at ? size - n : 0;
+        if (cJSON_IsNumber(h) && h->valuedouble == floor(h->valuedouble) && fabs(h->valuedouble) <= 1e6)
+            n += (size_t)snprintf(at, room, "%s%d", sep, (int)h->valuedouble);
+        else if (cJSON_IsString(h) && !(how->check_text && how->check_text(h->valuestring, strlen(h->valuestring),
+                                                                           slm_param_key(p, key, sizeof key), e)))
+            n += (size_t)snprintf(at, room, "%s%s", sep, h->valuestring);
+        else
+            return cJSON_IsString(h) ? -1 : wrong_type(e, p, v, HEADS_WANT);
     }
-    if (cJSON_GetArraySize(v) && (!buf || used >= size))
-        return slm_param_fail(e, p, ERROR_PARAM_VALUE, NULL, false, NULL, "lists too many heads");
-    *(const char **)t = used ? buf : NULL;
+    if (n && n >= size) return slm_param_fail(e, p, ERROR_PARAM_VALUE, NULL, false, NULL, "lists too many heads");
+    *(const char **)t = n ? buf : NULL;
+    *used += n ? n + 1 : 0;
     return 0;
 }
 
@@ -351,7 +363,8 @@ static int read_list(const Param *p, const ParamRead *how, const cJSON *v, Strin
     return 0;
 }
 
-static int read_value(const Param *p, const ParamRead *how, const cJSON *v, void *t, Error *e) {
+/* used: bytes of how->scratch taken by the values read before. */
+static int read_value(const Param *p, const ParamRead *how, size_t *used, const cJSON *v, void *t, Error *e) {
     switch (p->type) {
         case PARAM_BOOL:
             if (!cJSON_IsBool(v)) return wrong_type(e, p, v, "true or false");
@@ -359,9 +372,7 @@ static int read_value(const Param *p, const ParamRead *how, const cJSON *v, void
             return 0;
         case PARAM_INT:
         case PARAM_DOUBLE: return read_number(p, how->front, v, t, e);
-        case PARAM_HEADS:
-            if (cJSON_IsArray(v)) return read_head_numbers(p, how, v, t, e);
-            return read_string(p, how, v, t, e);
+        case PARAM_HEADS: return read_heads(p, how, used, v, t, e);
         case PARAM_STRING:
         case PARAM_CHOICE: return read_string(p, how, v, t, e);
         case PARAM_STRINGS: ((StringList *)t)->count = 0; return read_list(p, how, v, t, e);
@@ -402,13 +413,14 @@ int slm_params_read_json(const ParamTable *t, const cJSON *obj, const ParamRead 
     slm_params_list(t, &l);
     if (!cJSON_IsObject(obj)) return FAIL(e, NULL, "the parameters are not a JSON object");
     const cJSON *v;
+    size_t used = 0;
     cJSON_ArrayForEach(v, obj) {
         int i = v->string ? param_of_key(&l, how->front, v->string) : -1;
         if (i < 0 && how->allow_unknown) continue;
         if (i < 0) return unknown_field(&l, how->front, v->string ? v->string : "", e);
         const Param *p = l.at[i].p;
         if (how->skip_served && (p->flags & PARAM_SERVED)) continue;
-        if (read_value(p, how, v, slm_param_field(&l.at[i], params), e)) return -1;
+        if (read_value(p, how, &used, v, slm_param_field(&l.at[i], params), e)) return -1;
         if (!cJSON_IsNull(v)) slm_params_mark(given, i);
     }
     for (int i = 0; i < l.n; i++) {
@@ -478,7 +490,7 @@ int slm_params_check(const ParamTable *t, const void *params, ParamFront front, 
 /* ---- described ---- */
 
 static const char *type_name(ParamType t) {
-    static const char *const names[] = {"bool", "int", "number", "string", "strings", "string", "string", "group"};
+    static const char *const names[] = {"bool", "int", "number", "string", "strings", "string", "heads", "group"};
     return names[t];
 }
 

@@ -30,7 +30,7 @@ static const struct {
 } config_sizes[] = {
     {"vocab_size", offsetof(ModelConfig, vocab_size), 2, CHECKPOINT_MAX_VOCAB},
     {"row_dim", offsetof(ModelConfig, row_dim), 1, CHECKPOINT_MAX_DIM},
-    {"n_heads", offsetof(ModelConfig, n_heads), 1, 32},
+    {"n_heads", offsetof(ModelConfig, n_heads), 1, STORYLM_MAX_HEADS},
     {"key_dim", offsetof(ModelConfig, key_dim), 1, STORYLM_MAX_HEAD_DIM},
     {"value_dim", offsetof(ModelConfig, value_dim), 1, STORYLM_MAX_HEAD_DIM},
     {"window", offsetof(ModelConfig, window), 1, CHECKPOINT_MAX_DIM},

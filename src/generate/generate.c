@@ -247,7 +247,7 @@ static void attention_z(GeneratorBatch *g, const float *rows, const int *which, 
         for (int j = 0; j < k; j++)
             for (int h = 0, lh = l * H; h < H; h++, lh++) {
                 float *out = g->z + which[j] * Z + D + (size_t)lh * vd;
-                if (g->ablation.heads & (1u << lh)) {
+                if (slm_head_set_has(&g->ablation.heads, lh)) {
                     for (int i = 0; i < vd; i++)
                         out[i] = g->ablation.mode == ABLATE_MEAN ? g->ablation.mean[lh * vd + i] : 0;
                 } else {

@@ -114,10 +114,11 @@ int slm_tf_generator_init(GeneratorBatch *g, const Model *m, const Ablation *abl
     const ModelConfig *c = &m->cfg;
     *g = (GeneratorBatch){.model = m, .n = n};
     if (n < 1) return FAIL(e, "ask for 1 or more samples", "a batch of %d samples", n);
-    if (ablation && ablation->heads &&
-        (c->n_layers * c->n_heads > 32 || (ablation->mode == ABLATE_MEAN && !ablation->mean)))
-        return FAIL(e, "name at most 32 heads; for --ablate-mode mean, the heads' mean outputs",
-                    "a transformer's heads are switched off 32 at most, in mean mode with their means");
+    int last = ablation ? slm_head_set_last(&ablation->heads) : -1;
+    if (last >= c->n_layers * c->n_heads || (last >= 0 && ablation->mode == ABLATE_MEAN && !ablation->mean))
+        return FAIL(e, "name heads of this model's blocks; for --ablate-mode mean, give the heads' mean outputs",
+                    "cannot switch off head %d of a transformer of %d heads%s", last, c->n_layers * c->n_heads,
+                    last < c->n_layers * c->n_heads ? " without their mean outputs" : "");
     if (ablation) g->ablation = *ablation;
     struct TfGenerator *t = g->tf = xcalloc(1, sizeof *t, e);
     int ok = t && (g->pos = xcalloc((size_t)n, sizeof(int), e)) &&
@@ -242,7 +243,7 @@ static void heads_step(GeneratorBatch *g, const TfSizes *z, int s, int l) {
         float *keys = G->keys + s * G->cache + (size_t)lh * z->slots * dh;
         float *values = G->values + s * G->cache + (size_t)lh * z->slots * dh;
         for (int i = 0; i < dh; i++) keys[slm_key_at(dh, i, slot)] = k[i], values[slm_key_at(dh, i, slot)] = v[i];
-        if (!(g->ablation.heads >> lh & 1u))
+        if (!slm_head_set_has(&g->ablation.heads, lh))
             head_attend(G, z, s, l, h, t, q, zs + h * dh);
         else if (g->ablation.mode == ABLATE_MEAN) /* --ablate: z set to the head's mean, or to 0 */
             memcpy(zs + h * dh, g->ablation.mean + (size_t)lh * dh, (size_t)dh * sizeof(float));

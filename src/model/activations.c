@@ -42,7 +42,8 @@ int slm_activations_init(Activations *a, const ModelConfig *cfg, int max_positio
     if (cfg->arch == ARCH_TRANSFORMER) return slm_transformer_activations_init(a, cfg, max_positions, e);
     *a = (Activations){.cfg = *cfg, .max_positions = max_positions};
     if (max_positions < 1) return FAIL(e, NULL, "activations need at least one position (got %d)", max_positions);
-    if (cfg->key_dim > STORYLM_MAX_HEAD_DIM || cfg->value_dim > STORYLM_MAX_HEAD_DIM || cfg->n_heads > 32)
+    if (cfg->key_dim > STORYLM_MAX_HEAD_DIM || cfg->value_dim > STORYLM_MAX_HEAD_DIM ||
+        cfg->n_heads > STORYLM_MAX_HEADS)
         return FAIL(e, NULL, "heads of %d query and %d value numbers (%d heads) are more than the passes take",
                     cfg->key_dim, cfg->value_dim, cfg->n_heads);
     size_t N = (size_t)max_positions, Z = (size_t)slm_model_hidden_input_dim(cfg), Hd = (size_t)cfg->hidden_dim;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "storylm/activations.h"
+#include "storylm/head_set.h"
 #include "storylm/model_params.h"
 #include "storylm/position.h"
 #include "storylm/transformer.h"
@@ -227,7 +228,8 @@ static void outputs_from_pattern(Activations *a, int l, const float *buf, const 
     size_t TT = (size_t)T * T;
     const float *qkv = a->tf ? a->tf->layer[l].qkv : a->layer[l].qkv;
     for (int h = 0; h < H; h++) {
-        if (a->ablation.heads >> (l * H + h) & 1u || memcmp(buf + h * TT, was + h * TT, TT * sizeof(float)) == 0)
+        if (slm_head_set_has(&a->ablation.heads, l * H + h) ||
+            memcmp(buf + h * TT, was + h * TT, TT * sizeof(float)) == 0)
             continue;
         const float *v = qkv + qkv_row(c, HOOK_V, h, 0) * a->qkv_ld;
         for (int t = 0; t < T; t++) {

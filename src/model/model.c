@@ -167,12 +167,12 @@ static int same_config(const ModelConfig *x, const ModelConfig *y) {
 }
 
 static int check_ablation(const ModelConfig *c, const Ablation *ab, Error *e) {
-    if (!ab || !ab->heads) return 0;
+    if (!ab || slm_head_set_empty(&ab->heads)) return 0;
     if (c->arch != ARCH_ATTENTION) return FAIL(e, "ablate heads of an attention model", "window8 has no heads");
-    int heads = slm_model_layers(c) * c->n_heads;
-    if (heads > 32 || (heads < 32 && ab->heads >> heads))
+    int heads = slm_model_heads(c), last = slm_head_set_last(&ab->heads);
+    if (last >= heads)
         return FAIL(e, "give head numbers from 0 to the number of heads - 1",
-                    "cannot switch off head mask 0x%x: the model has heads 0 to %d", ab->heads, heads - 1);
+                    "cannot switch off head %d: the model has heads 0 to %d", last, heads - 1);
     if (ab->mode == ABLATE_MEAN && !ab->mean)
         return FAIL(e, "compute the heads' mean outputs first", "mean ablation needs the heads' mean outputs");
     return 0;
@@ -219,7 +219,7 @@ static void ablate_heads(Activations *a, const Ablation *ab, int l) {
     const ModelConfig *c = &a->cfg;
     int Z = slm_model_hidden_input_dim(c), vd = c->value_dim;
     for (int g = l * c->n_heads; g < (l + 1) * c->n_heads; g++) {
-        if (!(ab->heads >> g & 1u)) continue;
+        if (!slm_head_set_has(&ab->heads, g)) continue;
         for (int p = 0; p < a->n_positions; p++) {
             float *slot = a->z + (size_t)p * Z + c->row_dim + (size_t)g * vd;
             if (ab->mode == ABLATE_MEAN)
@@ -253,7 +253,7 @@ static void layer_forward(const Model *lm, Activations *a, int l, int keep_weigh
     slm_score_qk_forward(lm, v, la->qkv, a->qkv_ld, N);
     slm_attention_forward(&lm->cfg, la->qkv, a->qkv_ld, slm_position_table_for(lm, v->table), a->first_key, N,
                           keep_weights ? la->att : NULL, a->z + heads_column(c, l), Z, &la->scratch);
-    if (a->ablation.heads) ablate_heads(a, &a->ablation, l);
+    if (!slm_head_set_empty(&a->ablation.heads)) ablate_heads(a, &a->ablation, l);
     for (HookPoint p = HOOK_DISTANCE_SCORE; p <= HOOK_Z; p++) slm_hooks_at(lm, a, p, l);
 }
 
@@ -359,7 +359,7 @@ static void layer_backward(const Model *lm, Activations *a, int l, float *grads)
     int H = c->n_heads, HV = H * c->value_dim, QKV = slm_qkv_rows(c);
     LayerActivations *la = &a->layer[l];
     VariantScratch *v = la->scratch.variant;
-    uint32_t skip = (uint32_t)((uint64_t)a->ablation.heads >> (l * H)) & (uint32_t)((1ULL << H) - 1);
+    uint32_t skip = slm_head_set_layer(&a->ablation.heads, l, H);
     v->d_additive_v = slm_model_grad(lm, grads, "score.v");
     slm_attention_backward(&lm->cfg, la->qkv, a->qkv_ld, a->attention_kept ? la->att : NULL, a->first_key, N,
                            a->d_z + heads_column(c, l), Z, skip, a->d_qkv,

@@ -166,10 +166,10 @@ int slm_model_check_config(const ModelConfig *cfg, Error *e) {
     if (cfg->n_layers < 0 || cfg->n_layers > STORYLM_MAX_LAYERS || (cfg->arch != ARCH_ATTENTION && cfg->n_layers > 1))
         return FAIL(e, "give --layers from 1 to 4, and only for the attention network", "invalid number of layers %d",
                     cfg->n_layers);
-    if (slm_model_layers(cfg) * cfg->n_heads > 32)
-        return FAIL(e, "use fewer heads or layers",
-                    "%d layers of %d heads are more than the 32 heads an ablation names", slm_model_layers(cfg),
-                    cfg->n_heads);
+    if (cfg->n_heads > STORYLM_MAX_HEADS || slm_model_heads(cfg) > STORYLM_MAX_ALL_HEADS)
+        return FAIL(e, "use at most 32 heads a layer",
+                    "%d layers of %d heads are more than the passes take (%d a layer)", slm_model_layers(cfg),
+                    cfg->n_heads, STORYLM_MAX_HEADS);
     return 0;
 }
 

@@ -10,6 +10,7 @@
 
 #include "storylm/attention.h"
 #include "storylm/batch.h"
+#include "storylm/head_set.h"
 #include "storylm/hooks.h"
 #include "storylm/layers.h"
 #include "storylm/model_params.h"
@@ -127,11 +128,11 @@ static int check_forward(const Model *m, const Activations *a, const Batch *b, c
     if (b->n_tokens > a->max_positions)
         return FAIL(e, "allocate activations for more positions", "a batch of %d tokens exceeds the %d positions",
                     b->n_tokens, a->max_positions);
-    int heads = m->cfg.n_layers * m->cfg.n_heads;
-    if (ab && ab->heads && (heads > 32 || (heads < 32 && ab->heads >> heads)))
-        return FAIL(e, "give heads as L:H of this model's blocks; --ablate names at most 32 heads",
-                    "cannot switch off head mask 0x%x in a transformer of %d heads", ab->heads, heads);
-    if (ab && ab->heads && ab->mode == ABLATE_MEAN && !ab->mean)
+    int heads = m->cfg.n_layers * m->cfg.n_heads, last = ab ? slm_head_set_last(&ab->heads) : -1;
+    if (last >= heads)
+        return FAIL(e, "give heads as L:H of this model's blocks",
+                    "cannot switch off head %d in a transformer of %d heads", last, heads);
+    if (last >= 0 && ab->mode == ABLATE_MEAN && !ab->mean)
         return FAIL(e, "compute the heads' mean outputs first", "mean ablation needs the heads' mean outputs");
     if (a->dropout.hidden > 0 || a->dropout.attention > 0)
         return FAIL(e, "train the transformer without --dropout and --attention-dropout",
@@ -233,7 +234,7 @@ static void qkv_bias_backward(const TfBlockViews *g, int HV, int N, int ld, cons
 
 /* Block l's heads switched off by the forward's ablation (bit h: head h). */
 static uint32_t ablated_heads(const Activations *a, const ModelConfig *c, int l) {
-    return (uint32_t)((uint64_t)a->ablation.heads >> (l * c->n_heads)) & (uint32_t)((1ULL << c->n_heads) - 1);
+    return slm_head_set_layer(&a->ablation.heads, l, c->n_heads);
 }
 
 /* resid_pre (N, D) -> ln1 (N, D) -> qkv (QKV, ld) -> z (N, H*dh), the

@@ -47,11 +47,14 @@ int slm_transformer_check_config(const ModelConfig *c, Error *e) {
     if (c->key_dim != c->value_dim)
         return FAIL(e, "give one --d-head", "a transformer's queries and values have one size, d_head (got %d and %d)",
                     c->key_dim, c->value_dim);
-    if (c->key_dim > STORYLM_MAX_HEAD_DIM || c->n_heads > 32)
+    if (c->key_dim > STORYLM_MAX_HEAD_DIM || c->n_heads > STORYLM_MAX_HEADS)
         return FAIL(e, "use at most 32 heads of at most 64", "%d heads of %d are more than the passes take", c->n_heads,
                     c->key_dim);
     if (c->n_layers < 1 || c->n_layers > STORYLM_MAX_TF_LAYERS)
         return FAIL(e, "give --layers from 1 to 8", "invalid number of transformer layers %d", c->n_layers);
+    if (c->n_layers * c->n_heads > STORYLM_MAX_ALL_HEADS) /* kept by the two limits above: said should they change */
+        return FAIL(e, "use fewer heads or blocks", "%d blocks of %d heads are more than the %d heads a model may have",
+                    c->n_layers, c->n_heads, STORYLM_MAX_ALL_HEADS);
     if (c->act < 0 || c->act >= ACT_COUNT)
         return FAIL(e, "use gelu, gelu_new or relu", "invalid activation %d", c->act);
     if (c->pos < 0 || c->pos >= POS_COUNT || c->score != SCORE_SCALED_DOT)

@@ -243,12 +243,12 @@ int slm_probe_circuits(const Model *m, const float *z_mean, const uint8_t *seen,
         return FAIL(e, "give --layer from 1 to the model's blocks", "--layer %d: the model has %d block(s)",
                     o->layer + 1, tf ? c->n_layers : 1);
     int V = c->vocab_size, H = c->n_heads;
-    uint32_t heads = o->heads;
+    HeadSet heads = o->heads;
     for (int i = 0; i < o->n_reads; i++)
         if (o->reads[i] < 0 || o->reads[i] >= V) return FAIL(e, NULL, "token id %d is out of range", o->reads[i]);
     out->n_reads = o->reads ? o->n_reads : 0;
-    if (!heads) heads = H >= 32 ? 0xffffffffu : (1u << H) - 1;
-    for (int h = 0; h < H; h++) out->n_heads += heads >> h & 1u;
+    if (slm_head_set_empty(&heads)) slm_head_set_add_layer(&heads, 0, H);
+    for (int h = 0; h < H; h++) out->n_heads += slm_head_set_has(&heads, h);
     float *M = xmalloc((size_t)V * V * sizeof(float), e);
     float *scratch = M ? xmalloc(slm_circuit_scratch_size(c) * sizeof(float), e) : NULL;
     float *gain = scratch ? xmalloc((size_t)c->hidden_dim * sizeof(float), e) : NULL;
@@ -257,7 +257,7 @@ int slm_probe_circuits(const Model *m, const float *z_mean, const uint8_t *seen,
     int rc = out->heads ? 0 : -1;
     if (!rc && !tf) slm_circuits_gain(m, z_mean, gain);
     for (int h = 0, k = 0; !rc && h < H; h++) {
-        if (!(heads >> h & 1u)) continue;
+        if (!slm_head_set_has(&heads, h)) continue;
         CircuitHead *ch = &out->heads[k++];
         ch->head = h;
         if ((rc = head_alloc(ch, out, e))) break;

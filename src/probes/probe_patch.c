@@ -118,7 +118,7 @@ static void last_z(const Model *m, const LastReads *r, const Ablation *ab, doubl
     for (int i = 0; i < D; i++) z[i] = r->rows[(size_t)(r->T - 1) * D + i];
     for (int h = 0; h < c->n_heads; h++) {
         double *slot = z + D + h * vd;
-        if (!(ab->heads >> h & 1u))
+        if (!slm_head_set_has(&ab->heads, h))
             head_output(m, r, h, scores, slot);
         else
             for (int i = 0; i < vd; i++) slot[i] = ab->mode == ABLATE_MEAN ? ab->mean[h * vd + i] : 0.0;
@@ -257,7 +257,8 @@ static int check_runs(const Model *m, const Activations *clean, const Activation
     if (answer < 0 || answer >= c->vocab_size || wrong < 0 || wrong >= c->vocab_size || answer == wrong)
         return FAIL(e, "give two different tokens of the vocabulary",
                     "answer %d and wrong %d: not two tokens to compare", answer, wrong);
-    if (clean->ablation.heads != corrupt->ablation.heads || clean->ablation.mode != corrupt->ablation.mode)
+    if (!slm_head_set_equal(&clean->ablation.heads, &corrupt->ablation.heads) ||
+        clean->ablation.mode != corrupt->ablation.mode)
         return FAIL(e, "run both texts with the same --ablate", "the two runs switch off different heads");
     return 0;
 }

@@ -273,7 +273,7 @@ static int api_view(Server *s, const View *v, int get, const cJSON *body, Reply 
     if (get && !query) return r->status;
     void *params = malloc(v->params_size);
     int stories;
-    char scratch[256]; /* "ablate": [3, 5] as text */
+    char scratch[SERVER_HEADS_TEXT]; /* "heads": [3, "2:5"] as text */
     if (!params)
         reply_error(r, 500, "out of memory", NULL);
     else if (request_params(s, v, get ? query : body, params, &stories, scratch, sizeof scratch, r) == 0)
@@ -583,7 +583,7 @@ static int route_view(Server *s, const Route *route, const View *view, int get, 
  * refused before its handler runs (which reads what it needs with the same table). */
 static int route_fields(const Route *route, const cJSON *body, Reply *r) {
     void *params = calloc(1, route->size ? route->size : 1); /* size 0: a table of no fields */
-    char scratch[256];
+    char scratch[SERVER_HEADS_TEXT];
     if (!params) return reply_error(r, 500, "out of memory", NULL), -1;
     slm_params_init(route->fields, params);
     int rc = request_read(route->fields, body, params, NULL, scratch, sizeof scratch, r);
@@ -597,7 +597,7 @@ static int endpoint_fields(const Route *route, const View *view, int get, const 
     ParamTable t = slm_view_table(view);
     cJSON *query = get ? query_body(&t, body, r) : NULL;
     void *params = (!get || query) ? malloc(view->params_size) : NULL;
-    char scratch[256];
+    char scratch[SERVER_HEADS_TEXT];
     Error e = {0};
     int rc = -1;
     if (params) {

@@ -37,7 +37,7 @@ static void run_free(KeptRun *k) {
 }
 
 static int same_ablation(const Ablation *a, const Ablation *b) {
-    return a->heads == b->heads && (a->heads == 0 || a->mode == b->mode);
+    return slm_head_set_equal(&a->heads, &b->heads) && (slm_head_set_empty(&a->heads) || a->mode == b->mode);
 }
 
 /* The run of text with ablation ab, held (refs + 1), or NULL. Under m->runs_lock. */

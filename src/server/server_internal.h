@@ -22,6 +22,9 @@
 #define SERVER_MAX_TEXT (64 * 1024)          /* bytes of a text or prompt */
 #define SERVER_MAX_TOKENS 4096 /* tokens of a text: bounds a request's memory (activations grow with it) */
 #define SERVER_MAX_BATCH 16    /* views in one /api/batch */
+/* bytes of the texts a request's head fields make of numbers and lists ("ablate": [3, "2:5"]):
+ * every head of the largest model, named "8:31" */
+#define SERVER_HEADS_TEXT (STORYLM_MAX_ALL_HEADS * 16)
 
 /* ---- answers ------------------------------------------------------------------ */
 

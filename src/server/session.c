@@ -42,7 +42,7 @@ int request_model(Server *s, const cJSON *body, char *path, size_t size, Reply *
 
 int session_open(Server *s, const cJSON *body, int need, Session *ss, Reply *r) {
     *ss = (Session){0};
-    char path[PATH_MAX], heads[256];
+    char path[PATH_MAX], heads[SERVER_HEADS_TEXT];
     ProbeOptions po = {0}; /* the ablation's mode: zero unless "ablate_mode" says */
     Error e = {0};
     if (request_read_some(&session_table, body, &po, heads, sizeof heads, r) ||

@@ -47,13 +47,10 @@ int slm_ablation_parse(const LoadedModel *lm, const char *ablate, AblationMode m
     *ab = (Ablation){0};
     desc[0] = '\0';
     if (!ablate) return 0;
-    if (lm->model.cfg.arch == ARCH_TRANSFORMER && slm_model_heads(&lm->model.cfg) > 32)
-        return FAIL(e, "leave out --ablate", "'%s' has %d heads; --ablate names at most 32", lm->path,
-                    slm_model_heads(&lm->model.cfg));
     if (lm->model.cfg.arch == ARCH_WINDOW8)
         return FAIL(e, "leave out --ablate", "'%s' is a %s model: it has no heads to switch off", lm->path,
                     slm_arch_name(lm->model.cfg.arch));
-    if (slm_head_list_parse(ablate, &lm->model.cfg, &ab->heads, e)) return -1;
+    if (slm_head_list_parse(ablate, &lm->model.cfg, "ablate", &ab->heads, e)) return -1;
     if (mode != ABLATE_MEAN) {
         snprintf(desc, size, "heads %s set to 0", ablate);
         return 0;

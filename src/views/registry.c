@@ -39,14 +39,15 @@ static const Param model_param[] = {
 };
 const ParamTable params_model = {"model", model_param, PARAMS_COUNT(model_param)};
 
-/* --ablate-mode: an AblationMode, parsed once here for every front end. */
+/* --ablate: heads as head_list.h reads them (Python's generate takes ablate= too,
+ * its heads set to 0); --ablate-mode: an AblationMode, parsed once here for every front end. */
 static const Param ablation_params[] = {
     {.name = "ablate",
      .type = PARAM_HEADS,
      .offset = offsetof(ProbeOptions, ablate),
      .meta = "HEADS",
      .help = VIEW_ABLATE_HELP,
-     .flags = PARAM_SERVED | PARAM_NO_PYTHON},
+     .flags = PARAM_SERVED},
     {.name = "ablate-mode",
      .type = PARAM_CHOICE,
      .offset = offsetof(ProbeOptions, ablate_mode),

@@ -3,6 +3,8 @@
 
 #include <stdio.h>
 
+#include "storylm/head_list.h"
+
 void slm_report_header_session(Report *r, const ProbeSession *ps) {
     slm_report_header_model(r, &ps->lm.model, ps->model_path);
     if (ps->stories_path) slm_report_header_stories(r, ps->stories_path, ps->stories.n_stories, ps->stories.n_test);
@@ -28,17 +30,13 @@ void slm_report_header_stories(Report *r, const char *path, int n_stories, int n
 }
 
 void slm_report_header_ablation(Report *r, const Ablation *ab, const ModelConfig *c, const char *desc) {
-    int heads[32], n = 0;
-    char names[32 * 8] = "";
-    for (int h = 0; h < slm_model_heads(c) && h < 32; h++)
-        if (ab && (ab->heads >> h & 1u)) heads[n++] = h;
+    int heads[STORYLM_MAX_ALL_HEADS], n = 0;
+    char names[STORYLM_MAX_ALL_HEADS * 6] = ""; /* "8:31," each */
+    for (int h = 0; h < slm_model_heads(c) && h < STORYLM_MAX_ALL_HEADS; h++)
+        if (ab && slm_head_set_has(&ab->heads, h)) heads[n++] = h;
     slm_report_text(r, "ablation.text", "ablation", n && desc && desc[0] ? desc : "none");
     slm_report_ints(r, "ablation.heads", NULL, heads, n); /* numbered over all layers: layer l's head h is l*H + h */
-    for (int i = 0, used = 0; slm_model_layers(c) > 1 && i < n; i++) {
-        char name[16];
-        slm_head_name(c, heads[i], name, sizeof name);
-        used += snprintf(names + used, sizeof names - (size_t)used, "%s%s", i ? "," : "", name);
-    }
+    if (n && ab) slm_head_list_text(&ab->heads, c, names, sizeof names);
     if (slm_model_layers(c) > 1) slm_report_text(r, "ablation.names", NULL, names); /* "1:3,2:5" */
     slm_report_text(r, "ablation.mode", NULL, !n ? "none" : ab->mode == ABLATE_MEAN ? "mean" : "zero");
 }

@@ -67,7 +67,7 @@ static const Param params[] = {
     VIEW_PARAMS_SVG(AblateParams),
     VIEW_PARAM_TEST_STORIES(AblateParams),
     {.name = "heads",
-     .type = PARAM_STRING,
+     .type = PARAM_HEADS,
      .offset = offsetof(AblateParams, heads),
      .meta = "HEADS",
      .help =

@@ -12,14 +12,15 @@
 
 typedef struct AttendParams {
     ProbeOptions po;
-    const char *text;
-    int pos, head, layer;
+    const char *text, *head;
+    int pos, layer;
     bool wide;
 } AttendParams;
 
 typedef struct AttendState {
     ViewText vt;
     int ran;
+    int head; /* of the layer shown, -1: all */
 } AttendState;
 
 /* How one picture of attention maps is laid out: every size in pixels. */
@@ -112,30 +113,33 @@ static int draw_maps(const char *path, const ProbeSession *ps, const ProbeRunner
 
 static int draw(ViewCall *c, const char *path, Error *e) {
     const AttendState *st = c->state;
-    return draw_maps(path, c->ps, &st->vt.runner, &st->vt.ids, st->vt.pos, ((const AttendParams *)c->params)->head, e);
+    return draw_maps(path, c->ps, &st->vt.runner, &st->vt.ids, st->vt.pos, st->head, e);
 }
 
 static int check(void *params, Error *e) {
     const AttendParams *p = params;
-    if (p->wide && p->head >= 0)
+    int layer, head;
+    if (slm_view_head(NULL, p->head, p->layer, 1, &layer, &head, e)) return -1;
+    if (p->wide && head >= 0)
         return FAIL(e, "leave out --head: --wide shows every head's weight side by side",
-                    "--wide and --head %d do not go together", p->head);
+                    "--wide and --head %s do not go together", p->head);
     return 0;
 }
 
 static int build(ViewCall *c, Error *e) {
     const AttendParams *p = c->params;
     AttendState *st = c->state;
-    if (slm_view_check_head(c->ps, p->head, e)) return -1;
+    int layer;
+    if (slm_view_head(&c->ps->lm.model.cfg, p->head, p->layer, 1, &layer, &st->head, e)) return -1;
     st->ran = 1;
     /* st->vt is this call's copy of the run (the server's kept run is shared): its layer is this call's */
     if (slm_view_run_text(c, p->text, p->pos, VIEW_RUN_HEADS, &st->vt, e) ||
-        slm_probe_runner_layer(&st->vt.runner, p->layer, e))
+        slm_probe_runner_layer(&st->vt.runner, layer, e))
         return -1;
     if (p->wide)
         slm_view_attend_wide(c->report, c->ps, &st->vt);
     else
-        slm_view_attend(c->report, c->ps, &st->vt, p->head);
+        slm_view_attend(c->report, c->ps, &st->vt, st->head);
     return 0;
 }
 
@@ -151,8 +155,8 @@ static const Param params[] = {
     VIEW_PARAM_MEAN_STORIES(AttendParams),
     VIEW_INT_PARAM(AttendParams, pos, "pos", "N", "the position reading; negative: from the end", -1000000, 1000000,
                    -1),
-    VIEW_INT_PARAM(AttendParams, head, "head", "H", "one head (0 to 7); -1: all", -1, 7,
-                   -1), /* the network has 8 heads */
+    VIEW_HEAD_PARAM(AttendParams, head,
+                    "one head: H of the layer shown, or L:H (2:3 is layer 2's head 3); left out or -1: all"),
     VIEW_INT_PARAM(AttendParams, layer, "layer", "L", "the layer (or transformer block) whose heads to show", 1,
                    STORYLM_MAX_TF_LAYERS, 1),
     VIEW_BOOL_PARAM(AttendParams, wide, "wide", "all heads by position: each head's weight in a column"),

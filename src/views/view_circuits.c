@@ -17,8 +17,8 @@
  * reads them as its own (circuits reads no stories but these). */
 typedef struct CircuitsParams {
     ProbeOptions po;
-    const char *stories;
-    int head, top, layer;
+    const char *stories, *head;
+    int top, layer;
     const char *tokens;
 } CircuitsParams;
 
@@ -146,20 +146,21 @@ static void build_report(Report *r, const ProbeSession *ps, const char *stories,
     pair_table(r, ps, cr, 0);
     pair_table(r, ps, cr, 1);
     if (cr->n_reads) reads_tables(r, ps, cr);
-    ReportTable *z = slm_report_table(r, "mean_input", "The hidden layer's mean input z_mean (row, then heads 0..7)");
+    char title[96]; /* the model's own heads (circuits reads one layer): 0..7 on the chapter's network */
+    snprintf(title, sizeof title, "The hidden layer's mean input z_mean (row, then heads 0..%d)",
+             ps->lm.model.cfg.n_heads - 1);
+    ReportTable *z = slm_report_table(r, "mean_input", title);
     slm_table_column(z, "z", "z", CELL_VECTOR, 4);
     if (z) z->json_only = 1;
     slm_table_row(z);
     slm_cell_vector(z, z_mean, slm_model_hidden_input_dim(&ps->lm.model.cfg));
 }
 
-/* The stories of the mean input, z_mean over their test stories, and the circuits from it. */
+/* The stories of the mean input, z_mean over their test stories, and the
+ * circuits from it. */
 static int circuits(Report *r, const ProbeSession *ps, const CircuitsParams *cp, Error *e) {
     const Model *m = &ps->lm.model;
-    int H = m->cfg.n_heads, rc = 0;
-    if (cp->head >= H)
-        rc = FAIL(e, "heads are numbered from 0", "--head %d is out of range: this model has heads 0 to %d", cp->head,
-                  H - 1);
+    int layer, head, rc = slm_view_head(&m->cfg, cp->head, cp->layer, 1, &layer, &head, e);
     char warning[400] = "";
     const char *path =
         rc ? NULL
@@ -176,11 +177,8 @@ static int circuits(Report *r, const ProbeSession *ps, const CircuitsParams *cp,
     long long positions = 0;
     CircuitsResult cr = {0};
     int32_t reads[MAX_READS];
-    CircuitsOptions co = {.top = cp->top,
-                          .heads = cp->head >= 0 ? 1u << cp->head : 0,
-                          .reads = reads,
-                          .read_top = READ_TOP,
-                          .layer = cp->layer - 1};
+    CircuitsOptions co = {.top = cp->top, .reads = reads, .read_top = READ_TOP, .layer = layer - 1};
+    if (head >= 0) slm_head_set_add(&co.heads, head);
     co.n_reads = seen ? parse_tokens(ps, cp->tokens, reads, MAX_READS, e) : -1;
     rc = co.n_reads >= 0 ? slm_circuits_mean_input(m, &s, s.test, s.n_test, &ps->ablation, z_mean, seen, &positions, e)
                          : -1;
@@ -228,9 +226,9 @@ static int draw(ViewCall *c, const char *path, Error *e) {
 
 static int check(void *params, Error *e) {
     CircuitsParams *p = params;
-    (void)e;
+    int layer, head;
     if (p->stories) p->po.mean_stories = p->stories, p->stories = NULL;
-    return 0;
+    return slm_view_head(NULL, p->head, p->layer, 1, &layer, &head, e);
 }
 
 static int build(ViewCall *c, Error *e) { return circuits(c->report, c->ps, c->params, e); }
@@ -245,7 +243,7 @@ static const Param params[] = {
      .meta = "FILE",
      .help = "stories for the mean input and --ablate-mode mean (needed; info names the training file)",
      .flags = PARAM_STORIES},
-    VIEW_INT_PARAM(CircuitsParams, head, "head", "H", "only this head, 0 to 7 (-1: every head)", -1, 7, -1),
+    VIEW_HEAD_PARAM(CircuitsParams, head, "only this head: H of the block shown, or L:H (-1: every head)"),
     VIEW_INT_PARAM(CircuitsParams, layer, "layer", "L", "the transformer block whose heads to show", 1,
                    STORYLM_MAX_TF_LAYERS, 1),
     VIEW_INT_PARAM(CircuitsParams, top, "top-k", "K", "the K strongest pairs listed per circuit and head", 1, 10000,

@@ -14,8 +14,8 @@
 
 typedef struct LookupParams {
     ProbeOptions po;
-    const char *text;
-    int pos, head, layer;
+    const char *text, *head;
+    int pos, layer;
 } LookupParams;
 
 typedef struct LookupState {
@@ -86,19 +86,24 @@ static void scheme(Report *r, const ModelConfig *c) {
                    c->pos == POS_DISTANCE || c->pos == POS_T5 || c->pos == POS_ABSOLUTE);
 }
 
+static int check(void *params, Error *e) {
+    const LookupParams *p = params;
+    int layer, head;
+    return slm_view_head(NULL, p->head, p->layer, 0, &layer, &head, e);
+}
+
 static int build(ViewCall *c, Error *e) {
     const LookupParams *p = c->params;
     LookupState *st = c->state;
     const ModelConfig *cfg = &c->ps->lm.model.cfg;
-    if (p->head < 0 || p->head >= cfg->n_heads)
-        return FAIL(e, "heads are numbered from 0", "head %d is out of range: this model has heads 0 to %d", p->head,
-                    cfg->n_heads - 1);
+    int layer, head;
+    if (slm_view_head(cfg, p->head, p->layer, 0, &layer, &head, e)) return -1;
     st->ran = 1;
     if (slm_view_run_text(c, p->text, p->pos, VIEW_RUN_HEADS, &st->vt, e) ||
-        slm_probe_runner_layer(&st->vt.runner, p->layer, e))
+        slm_probe_runner_layer(&st->vt.runner, layer, e))
         return -1;
     const Activations *a = &st->vt.runner.acts;
-    int g = st->vt.runner.layer * cfg->n_heads + p->head;
+    int g = st->vt.runner.layer * cfg->n_heads + head;
     AttendKey *keys = xmalloc((size_t)cfg->window * sizeof(AttendKey), e);
     float *blend = keys ? xcalloc((size_t)cfg->value_dim, sizeof(float), e) : NULL;
     float query[STORYLM_MAX_HEAD_DIM];
@@ -106,11 +111,11 @@ static int build(ViewCall *c, Error *e) {
         free(keys);
         return -1;
     }
-    int n = slm_probe_attend(&st->vt.runner, p->head, st->vt.pos, keys);
+    int n = slm_probe_attend(&st->vt.runner, head, st->vt.pos, keys);
     slm_activations_qkv(a, g, st->vt.pos, query, NULL, NULL);
     slm_report_header_session(c->report, c->ps);
     if (slm_model_layers(cfg) > 1) slm_report_int(c->report, "layer", "layer", st->vt.runner.layer + 1);
-    slm_report_int(c->report, "head", "head", p->head);
+    slm_report_int(c->report, "head", "head", head);
     scheme(c->report, cfg);
     key_rows(c->report, c->ps, a, g, keys, n, blend);
     reading_row(c->report, c->ps, &st->vt, query, cfg->key_dim, blend, cfg->value_dim);
@@ -130,7 +135,12 @@ static const Param params[] = {
     VIEW_PARAM_MEAN_STORIES(LookupParams),
     VIEW_INT_PARAM(LookupParams, pos, "pos", "N", "the position reading; negative: from the end", -1000000, 1000000,
                    -1),
-    VIEW_INT_PARAM(LookupParams, head, "head", "H", "the head (0 to 7)", 0, 7, 0), /* as attend: 8 heads a layer */
+    {.name = "head",
+     .type = PARAM_HEADS,
+     .offset = offsetof(LookupParams, head),
+     .meta = "HEAD",
+     .help = "the head: H of the layer shown, or L:H (2:3 is layer 2's head 3)",
+     .def_string = "0"},
     VIEW_INT_PARAM(LookupParams, layer, "layer", "L", "the layer (or transformer block) of the head", 1,
                    STORYLM_MAX_TF_LAYERS, 1),
 };
@@ -152,6 +162,7 @@ const View view_lookup = {
     .session = VIEW_SESSION_PROBE,
     .probe_flags = PROBE_ATTENTION_ONLY | PROBE_LAYERS | PROBE_TRANSFORMER,
     .state_size = sizeof(LookupState),
+    .check = check,
     .build = build,
     .done = done,
 };

@@ -12,16 +12,8 @@
 
 /* ---------- Secret 3: ablate ---------- */
 
-static void heads_text(uint32_t mask, const ModelConfig *c, char *buf, size_t size) {
-    size_t used = 0;
-    buf[0] = '\0';
-    for (int h = 0; h < slm_model_heads(c) && used < size; h++) {
-        char name[16];
-        slm_head_name(c, h, name, sizeof name);
-        if (mask >> h & 1u) used += (size_t)snprintf(buf + used, size - used, "%s%s", used ? "," : "", name);
-    }
-    if (!used) snprintf(buf, size, "none");
-}
+/* A row's heads off, "1:3,2:5": room for every head of the largest model ("8:31," each). */
+#define ABLATE_LABEL_SIZE (STORYLM_MAX_ALL_HEADS * 6)
 
 static ReportTable *ablate_table(Report *r) {
     ReportTable *t = slm_report_table(r, "ablations", "Heads switched off (changes against the first row)");
@@ -64,11 +56,11 @@ int slm_view_ablate(Report *r, const ProbeSession *ps, const char *heads, Ablati
     const Stories *s = &ps->stories;
     const ModelConfig *c = &ps->lm.model.cfg;
     int H = slm_model_heads(c), rc; /* every layer's heads, in turn */
-    uint32_t set = 0;
+    HeadSet set = {0};
     NameTargets names = {0};
     AblateScore base, score;
     ReportTable *t = NULL;
-    rc = heads ? slm_head_list_parse(heads, c, &set, e) : 0;
+    rc = heads ? slm_head_list_parse(heads, c, "heads", &set, e) : 0;
     float *mean = ps->mean, *own_mean = NULL; /* mean ablation without --ablate: the means are made here */
     if (!rc && !mean && mode == ABLATE_MEAN) {
         mean = own_mean = xmalloc((size_t)H * c->value_dim * sizeof(float), e);
@@ -81,19 +73,21 @@ int slm_view_ablate(Report *r, const ProbeSession *ps, const char *heads, Ablati
         slm_report_int(r, "positions", "predicted positions", base.positions);
         slm_report_int(r, "name_positions", "name positions", base.name_positions);
         t = ablate_table(r);
-        char label[64];
-        heads_text(ps->ablation.heads, c, label, sizeof label);
+        char label[ABLATE_LABEL_SIZE];
+        slm_head_list_text(&ps->ablation.heads, c, label, sizeof label);
         ablate_row(t, label, &base, &base);
     }
     for (int h = 0; !rc && h < H; h++) {
-        uint32_t off = heads ? set : 1u << h;
         if (heads && h > 0) break;
         Ablation ab = ps->ablation;
-        ab.heads |= off;
+        if (heads)
+            slm_head_set_add_all(&ab.heads, &set);
+        else
+            slm_head_set_add(&ab.heads, h);
         if (mean) ab.mode = ABLATE_MEAN, ab.mean = mean;
         rc = slm_probe_score(&ps->lm.model, s, s->test, s->n_test, &ab, &names, &score, e);
-        char label[64];
-        heads_text(ab.heads, c, label, sizeof label);
+        char label[ABLATE_LABEL_SIZE];
+        slm_head_list_text(&ab.heads, c, label, sizeof label);
         if (!rc) ablate_row(t, label, &score, &base);
     }
     slm_name_targets_free(&names);

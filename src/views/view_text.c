@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "storylm/head_list.h"
 #include "storylm/text.h"
 #include "storylm/report_header.h"
 #include "storylm/views.h"
@@ -37,10 +38,19 @@ void slm_view_text_free(ViewText *vt) {
     *vt = (ViewText){0};
 }
 
-int slm_view_check_head(const ProbeSession *ps, int head, Error *e) {
-    if (head >= -1 && head < ps->lm.model.cfg.n_heads) return 0;
-    return FAIL(e, "heads are numbered from 0; -1 is all of them",
-                "head %d is out of range: this model has heads 0 to %d", head, ps->lm.model.cfg.n_heads - 1);
+int slm_view_head(const ModelConfig *c, const char *head, int layer, int all, int *out_layer, int *out_head, Error *e) {
+    *out_layer = layer, *out_head = -1;
+    if (!head && !all) {
+        FAIL(e, "give one head, like 3 or 2:3", "is missing: this view reads one head");
+        slm_error_set_param(e, ERROR_PARAM_MISSING, "head", "head", NULL, 0, 0);
+        return -1;
+    }
+    if (!head || slm_head_parse(head, c, layer, all, "head", out_layer, out_head, e)) return head ? -1 : 0;
+    if (*out_layer == layer || layer == 1) return 0; /* the layer's default gives way to L:H */
+    FAIL(e, "name the layer once: L:H alone, or the layer and a plain H", "names layer %d, and the layer given is %d",
+         *out_layer, layer);
+    slm_error_set_param(e, ERROR_PARAM_VALUE, "head", "head", head, 1, 0);
+    return -1;
 }
 
 /* ---- Tool 1: attend ---------------------------------------------------------- */

@@ -563,6 +563,51 @@ class Refusals(unittest.TestCase):
                                                                                                 "stories.txt")))
 
 
+class Ablate(unittest.TestCase):
+    """ablate= names heads as the CLI's --ablate does, and switches off what it switches off."""
+
+    def test_ablated_loss_and_text_are_the_clis(self):
+        for path, heads in [(os.path.join(MODELS, "tinystories.safetensors"), "1,3"),
+                            (os.path.join(MODELS, "tinystories-layers2.safetensors"), "1:3,2:5")]:
+            m = model(path)
+            want = cli("eval", "--text", TEXT, "--json", "-m", path, "--ablate", heads)["loss"]
+            same_number(self, m.loss(TEXT, ablate=heads), want, path)
+            self.assertNotEqual(m.loss(TEXT, ablate=heads), m.loss(TEXT))
+            listed = [int(h) if ":" not in h else h for h in heads.split(",")]
+            self.assertEqual(m.loss(TEXT, ablate=listed), m.loss(TEXT, ablate=heads))
+            text = cli("generate", "Lily found a", "--json", "-m", path, "-n", "20", "--seed", "4", "--ablate",
+                       heads)["samples"][0]["text"]
+            self.assertEqual(m.generate("Lily found a", max_tokens=20, seed=4, ablate=heads), text, path)
+
+    def test_zeroing_hook_z_is_ablate(self):
+        m = model(os.path.join(MODELS, "tinystories-layers2.safetensors"))
+
+        def zero(z, hook):
+            z[:, 5] = 0
+
+        hooked = m.run_with_hooks(TEXT, [("blocks.1.attn.hook_z", zero)])
+        self.assertTrue(np.array_equal(m(TEXT, ablate="2:5"), hooked))
+
+    def test_heads_the_model_lacks_are_refused_with_its_range(self):
+        m = model(os.path.join(MODELS, "tinystories-layers2.safetensors"))
+        for ablate, says in [("2:8", "ablate='2:8': head 8 is out of range: this model has layers 1 to 2 of heads 0 to 7"),
+                             ([3, "3:0"], "ablate=[3, '3:0']: layer 3 is out of range"),
+                             ("x", "ablate='x' is not a list of heads")]:
+            with self.assertRaises(storylm.StorylmError) as cm:
+                m.loss(TEXT, ablate=ablate)
+            self.assertIn(says, cm.exception.message)
+            self.assertNotIn("--", cm.exception.hint)
+        for ablate in [True, 1.5, [], [None]]:
+            with self.assertRaises(storylm.StorylmError):
+                m.generate("Tom", max_tokens=3, ablate=ablate)
+        # generate reads ablate= with its table (the CLI's --ablate), the heads as the library reads them
+        self.assertEqual(storylm.generate_params()["ablate"]["type"], "heads")
+        with self.assertRaises(storylm.KeywordError) as cm:
+            m.generate("Tom", max_tokens=3, ablate=[3, "2:8"])
+        self.assertIn("generate: ablate=[3, '2:8']: head 8 is out of range: this model has layers 1 to 2",
+                      cm.exception.message)
+
+
 class Generate(unittest.TestCase):
     def test_greedy_and_sampled_text_is_the_clis(self):
         for path in model_paths():

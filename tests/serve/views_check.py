@@ -71,7 +71,7 @@ try:
             want = "--%s" % p["name"]
             options = shown[shown.index("\noptions:\n"):].splitlines()
             line = next((l for l in options if want + " " in l + " "), "")
-            default = p["default"] if p["type"] == "string" else ("%g" % p["default"])
+            default = p["default"] if p["type"] in ("string", "heads") else ("%g" % p["default"])
             ok("%s --help shows %s's default %s" % (name, want, default), "(default: %s)" % default in line)
 
     served = [v for v in views.values() if v["serve"] != "CLI only"]
