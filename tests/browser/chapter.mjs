@@ -14,7 +14,7 @@ import path from "node:path";
 
 const [url, widthArg, storylm, chromium, shots, flag] = process.argv.slice(2);
 const width = Number(widthArg), numbers = flag === "--numbers";
-const TIMEOUT = 90000;
+const TIMEOUT = 180000; // a wait, not a measure: sanitized builds on a loaded machine are slow
 const require = createRequire(import.meta.url);
 const AXE = require.resolve("axe-core/axe.min.js");
 const QUESTION = "NAME had a red ball. She liked to throw it high in the sky. One day the ball went over the fence.";

@@ -18,7 +18,7 @@ import { press, summary, timeClicks, untilDrawn } from "./clicks.mjs";
 
 const [url, expectFile, shots] = process.argv.slice(2);
 const want = JSON.parse(fs.readFileSync(expectFile, "utf8"));
-const TIMEOUT = 60000; // generous: the machine may be loaded; nothing below measures time
+const TIMEOUT = 180000; // generous: the machine may be loaded, the build sanitized; nothing below measures time
 
 function fail(msg) { throw new Error(msg); }
 function check(ok, msg) { if (!ok) fail(msg); console.log("ok: " + msg); }
