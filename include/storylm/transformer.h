@@ -16,7 +16,7 @@
  *   logits  = LN_final(resid_L) W_U + b_U
  *
  * The model is the project's Model (one buffer, a table of named views)
- * with cfg.arch = ARCH_TRANSFORMER, and its sizes in ModelConfig's fields:
+ * with cfg.arch its Architecture (src/arch/transformer), and its sizes in ModelConfig's fields:
  * row_dim = d_model, n_heads, key_dim = value_dim = d_head, hidden_dim =
  * d_mlp, window = n_ctx (256), n_layers, pos, act. model.h's passes
  * (slm_model_forward, _backward, _loss_and_grad) dispatch here.

@@ -69,7 +69,7 @@ typedef struct SampleSizes {
 static int key_slots(const ModelConfig *c) { return slm_key_slots(c->window); }
 
 static SampleSizes sample_sizes(const ModelConfig *c) {
-    int att = c->arch == ARCH_ATTENTION;
+    int att = slm_model_heads(c) > 0; /* the chapter's heads (the transformer has its own generator) */
     size_t H = c->n_heads * (size_t)slm_model_layers(c), W = c->window; /* every layer's heads */
     return (SampleSizes){.keys = att ? H * key_slots(c) * c->key_dim : 0,
                          .values = att ? H * W * c->value_dim : 0,
@@ -82,7 +82,7 @@ static SampleSizes sample_sizes(const ModelConfig *c) {
 
 int slm_generator_batch_init(GeneratorBatch *g, const Model *m, const Ablation *ablation, int n, Error *e) {
     const ModelConfig *c = &m->cfg;
-    if (c->arch == ARCH_TRANSFORMER) return slm_tf_generator_init(g, m, ablation, n, e);
+    if (c->arch->readout == READOUT_RESIDUAL) return slm_tf_generator_init(g, m, ablation, n, e);
     *g = (GeneratorBatch){.model = m, .n = n};
     if (ablation) g->ablation = *ablation;
     if (n < 1) return FAIL(e, "ask for 1 or more samples", "a batch of %d samples", n);
@@ -96,7 +96,7 @@ int slm_generator_batch_init(GeneratorBatch *g, const Model *m, const Ablation *
              (g->rows = xcalloc(N * c->row_dim, sizeof(float), e)) &&
              (g->hidden = xcalloc(N * sz.hidden, sizeof(float), e)) &&
              (g->logits = xcalloc(N * sz.logits, sizeof(float), e));
-    if (ok && c->arch == ARCH_ATTENTION)
+    if (ok && sz.keys)
         ok = (g->keys = slm_cache_alloc(N * sz.keys, e)) && (g->values = slm_cache_alloc(N * sz.values, e)) &&
              (g->qkv_w = xmalloc(L * qkv_w_size(c) * sizeof(float), e)) &&
              (g->distance2 = xcalloc(H * 2 * W + 16, sizeof(float), e)) &&
@@ -106,7 +106,7 @@ int slm_generator_batch_init(GeneratorBatch *g, const Model *m, const Ablation *
         slm_generator_batch_free(g);
         return -1;
     }
-    if (c->arch == ARCH_ATTENTION) {
+    if (sz.keys) {
         float *table = xmalloc(H * W * sizeof(float), e);
         if (!table) {
             slm_generator_batch_free(g);
@@ -280,7 +280,7 @@ static void window_z(GeneratorBatch *g, int s, int32_t token) {
 static struct GenBf16 *bf16_pack(const GeneratorBatch *g, Error *e) {
     const ModelConfig *c = &g->model->cfg;
     SampleSizes sz = sample_sizes(c);
-    int Z = (int)sz.z, Hd = c->hidden_dim, QKV = qkv_width(c), L = c->arch == ARCH_ATTENTION ? slm_model_layers(c) : 0;
+    int Z = (int)sz.z, Hd = c->hidden_dim, QKV = qkv_width(c), L = slm_model_heads(c) > 0 ? slm_model_layers(c) : 0;
     struct GenBf16 *b = xcalloc(1, sizeof *b, e);
     if (!b) return NULL;
     int ok = !slm_bf16_inputs_init(&b->in, g->n, Z > Hd ? Z : Hd, e);
@@ -307,7 +307,7 @@ static void feed_part(GeneratorBatch *g, const int *which, const int32_t *tokens
     const ModelConfig *c = &m->cfg;
     SampleSizes sz = sample_sizes(c);
     int Hd = c->hidden_dim, D = c->row_dim;
-    if (c->arch == ARCH_ATTENTION) { /* the rows gathered (k, D) for the one pass over the query, key, value weights */
+    if (slm_model_heads(c) > 0) { /* the rows gathered (k, D) for the one pass over the query, key, value weights */
         for (int j = 0; j < k; j++) {
             memcpy(rows + (size_t)j * D, m->embedding + (size_t)tokens[j] * D, D * sizeof(float));
             slm_position_row_add(m, g->pos[which[j]], rows + (size_t)j * D); /* --pos absolute|sinusoidal */
