@@ -123,6 +123,9 @@ typedef struct Architecture {
     float *(*layer_qkv)(const Activations *a, int l);
     float *(*layer_attention)(const Activations *a, int l);
     float *(*head_output)(const Activations *a, int l, int p, int h);
+
+    /* ---- generation: one token at a time with its caches (generator_batch.h) ---- */
+    const struct GeneratorOps *generator;
 } Architecture;
 
 /* ---- the registry (src/arch/registry.c) ---- */

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../arch_config.h"
+#include "../arch_shared.h"
 #include "storylm/activations.h"
 #include "storylm/arch.h"
 #include "storylm/attention.h"
@@ -402,6 +402,7 @@ const Architecture slm_attention_arch = {
     .loss_and_grad = loss_and_grad,
     .backward = backward,
     .hook_points = hook_points,
+    .generator = &slm_readout_generator,
     .hook_move = slm_readout_hook_move,
     .layer_qkv = layer_qkv,
     .layer_attention = layer_attention,

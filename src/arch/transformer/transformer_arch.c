@@ -5,8 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../arch_config.h"
+#include "../arch_shared.h"
 #include "storylm/arch.h"
+#include "storylm/generator_batch.h"
 #include "storylm/model_params.h"
 #include "storylm/position.h"
 #include "storylm/score.h"
@@ -146,6 +147,8 @@ static int hook_move(const Model *m, Activations *a, HookPoint p, int l, float *
     return p != HOOK_POS_EMBED && !x;
 }
 
+extern const GeneratorOps slm_transformer_generator; /* transformer_generate.c */
+
 /* ---- a run's attention --------------------------------------------------- */
 
 static float *layer_qkv(const Activations *a, int l) { return a->tf->layer[l].qkv; }
@@ -184,6 +187,7 @@ const Architecture slm_transformer_arch = {
     .loss_and_grad = slm_transformer_loss_and_grad,
     .backward = slm_transformer_backward,
     .hook_points = hook_points,
+    .generator = &slm_transformer_generator,
     .hook_move = hook_move,
     .layer_qkv = layer_qkv,
     .layer_attention = layer_attention,

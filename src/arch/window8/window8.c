@@ -4,7 +4,7 @@
  * backward; everything after z is the readout's. */
 #include <stdio.h>
 
-#include "../arch_config.h"
+#include "../arch_shared.h"
 #include "storylm/arch.h"
 #include "storylm/layers.h"
 #include "storylm/model_params.h"
@@ -134,5 +134,6 @@ const Architecture slm_window8_arch = {
     .loss_and_grad = loss_and_grad,
     .backward = backward,
     .hook_points = hook_points,
+    .generator = &slm_readout_generator,
     .hook_move = slm_readout_hook_move,
 };

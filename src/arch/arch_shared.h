@@ -1,7 +1,9 @@
-/* What the modules of src/arch share in reading and writing their metadata
- * keys (src/arch/arch_config.c): private to src/arch. */
-#ifndef STORYLM_SRC_ARCHITECTURE_CONFIG_H
-#define STORYLM_SRC_ARCHITECTURE_CONFIG_H
+/* What the modules of src/arch share (private to src/arch): reading and
+ * writing their metadata keys (arch_shared.c), and the chapter's readout's
+ * generator, which the attention network and window8 both step
+ * (readout_generate.c). */
+#ifndef STORYLM_SRC_ARCHITECTURE_SHARED_H
+#define STORYLM_SRC_ARCHITECTURE_SHARED_H
 
 #include "storylm/arch.h"
 
@@ -16,5 +18,10 @@ int slm_arch_read_variant(ModelConfig *c, ConfigGet get, void *ctx, Error *e);
 /* "pos" and "score" as c has them; "layers" when more than one. */
 int slm_arch_write_variant(const ModelConfig *c, ConfigPut put, void *ctx, Error *e);
 int slm_arch_write_layers(const ModelConfig *c, ConfigPut put, void *ctx, Error *e);
+
+/* The generator of the attention network and window8 (generate.h's batch
+ * functions run it): key/value caches of every layer's heads, or window8's
+ * last rows, then the readout. */
+extern const struct GeneratorOps slm_readout_generator;
 
 #endif

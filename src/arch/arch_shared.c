@@ -1,5 +1,5 @@
-/* The metadata keys the architectures share: see src/arch/arch_config.h. */
-#include "arch_config.h"
+/* The metadata keys the architectures share: see src/arch/arch_shared.h. */
+#include "arch_shared.h"
 
 #include <stdint.h>
 #include <stdio.h>
