@@ -11,9 +11,6 @@
 #include "storylm/error.h"
 #include "storylm/model_types.h"
 
-const char *slm_act_name(ActFn act);
-int slm_act_parse(const char *name, ActFn *act, Error *e);
-
 /* One block's tensors, views into a buffer laid out like params (the
  * parameters themselves, or their gradients). */
 typedef struct TfBlockViews {

@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "storylm/probes.h"
+#include "storylm/transformer.h"
 
 /* Head h of transformer block l's score added at distance d back (the
  * scheme's: distance, alibi, t5; 0 for the others), as

@@ -6,6 +6,7 @@
 
 #include "storylm/probe_circuits.h"
 #include "storylm/probes.h"
+#include "storylm/transformer.h"
 
 /* z (N, Z) of the story run last, summed into sum (Z) in double. */
 static void add_inputs(const Activations *a, int Z, double *sum) {

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "storylm/probes.h"
+#include "storylm/transformer.h"
 
 void slm_trace_result_free(TraceResult *t) {
     free(t->z);
