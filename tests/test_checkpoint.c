@@ -360,7 +360,8 @@ static void test_metadata_refusals(const char *base) {
     REFUSED(mutant(base, out, "__metadata__", "format_version", NULL, 0), "no \"format_version\"");
     REFUSED(mutant(base, out, "__metadata__", "arch", NULL, 0), "no \"arch\"");
     REFUSED(mutant(base, out, "__metadata__", "arch", "\"lstm\"", 0), "unknown architecture 'lstm'");
-    REFUSED(mutant(base, out, "__metadata__", "arch", "\"lstm\"", 0), "(storylm knows attention, window8 or transformer)");
+    REFUSED(mutant(base, out, "__metadata__", "arch", "\"lstm\"", 0),
+            "(storylm knows attention, window8 or transformer)");
     REFUSED(mutant(base, out, "__metadata__", "arch", "\"transformer\"", 0),
             "act_fn"); /* a transformer's file names its activation */
     REFUSED(mutant(base, out, "__metadata__", "n_heads", NULL, 0), "no \"n_heads\"");

@@ -132,7 +132,8 @@ static void same_seed_same_draws(void) {
     slm_sampler_free(&b);
 }
 
-static void batch_gives_each_sample_its_own_bits(const Architecture *arch, const Ablation *ab, uint64_t seed, int threads) {
+static void batch_gives_each_sample_its_own_bits(const Architecture *arch, const Ablation *ab, uint64_t seed,
+                                                 int threads) {
     batch_of_n_gives_each_sample_its_own_bits(arch, ab, seed, threads, 5, 0, PRECISION_FP32);
 }
 

@@ -54,8 +54,9 @@ static int config_check(const ModelConfig *cfg, Error *e) {
         return FAIL(e, "give --layers from 1 to 4, and only for the attention network", "invalid number of layers %d",
                     cfg->n_layers);
     if (cfg->n_heads > STORYLM_MAX_HEADS || layers(cfg) * cfg->n_heads > STORYLM_MAX_ALL_HEADS)
-        return FAIL(e, "use at most 32 heads a layer", "%d layers of %d heads are more than the passes take (%d a layer)",
-                    layers(cfg), cfg->n_heads, STORYLM_MAX_HEADS);
+        return FAIL(e, "use at most 32 heads a layer",
+                    "%d layers of %d heads are more than the passes take (%d a layer)", layers(cfg), cfg->n_heads,
+                    STORYLM_MAX_HEADS);
     return 0;
 }
 

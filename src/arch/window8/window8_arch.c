@@ -47,8 +47,9 @@ static int config_check(const ModelConfig *cfg, Error *e) {
         return FAIL(e, "give --layers from 1 to 4, and only for the attention network", "invalid number of layers %d",
                     cfg->n_layers);
     if (cfg->n_heads > STORYLM_MAX_HEADS) /* its sizes keep heads it has not: bounded as the others' */
-        return FAIL(e, "use at most 32 heads a layer", "%d layers of %d heads are more than the passes take (%d a layer)",
-                    1, cfg->n_heads, STORYLM_MAX_HEADS);
+        return FAIL(e, "use at most 32 heads a layer",
+                    "%d layers of %d heads are more than the passes take (%d a layer)", 1, cfg->n_heads,
+                    STORYLM_MAX_HEADS);
     return 0;
 }
 
