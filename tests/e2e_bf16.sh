@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # End to end: train --precision bf16 (BF16 products, FP32 sums, weights and
-# Adam) learns as FP32 does: after 40 steps on a small slice its test loss is
+# Adam) learns as FP32 does, the attention network and the transformer: after 40 steps on a small slice its test loss is
 # within 1% of FP32's (same seed), while its weights differ from FP32's (the
 # switch does something); the same seed and threads give the same bits twice;
 # a run stopped and resumed equals the uninterrupted one; the model file
@@ -58,6 +58,26 @@ fi
 grep -q "precision" refuse.log || { cat refuse.log; fail "the refusal does not name --precision"; }
 "$STORYLM" train slice.txt "${common[@]}" --resume --out part.safetensors 2> resume.log || { cat resume.log; fail "train --resume"; }
 [[ "$(tensor_sums bf16.safetensors)" == "$(tensor_sums part.safetensors)" ]] || fail "the resumed bf16 run differs from the uninterrupted one"
+
+# The transformer trains in BF16 by the same rules: the same seed and threads give the same bits,
+# its test loss is near FP32's, a run stopped and resumed equals the uninterrupted one.
+tf=(--arch transformer --d-model 32 --n-heads 4 --d-head 8 --d-mlp 64)
+"$STORYLM" train slice.txt "${common[@]}" "${tf[@]}" --out tf32.safetensors 2> tf32.log || { cat tf32.log; fail "train --arch transformer"; }
+for run in tf16 tf16again; do
+  "$STORYLM" train slice.txt "${common[@]}" "${tf[@]}" --precision bf16 --out $run.safetensors 2> $run.log ||
+    { cat $run.log; fail "train --arch transformer --precision bf16"; }
+done
+[[ $(meta tf16.safetensors precision) == bf16 ]] || fail "the transformer's file does not record bf16"
+[[ "$(tensor_sums tf16.safetensors)" == "$(tensor_sums tf16again.safetensors)" ]] || fail "the transformer in bf16 gave other bits twice"
+[[ "$(tensor_sums tf16.safetensors)" != "$(tensor_sums tf32.safetensors)" ]] || fail "the transformer's bf16 run is its fp32 run"
+a=$(test_loss tf32.safetensors) b=$(test_loss tf16.safetensors)
+echo "the transformer's test loss after 40 steps: fp32 $a, bf16 $b"
+"$PY" -c "import sys; sys.exit(0 if abs($a - $b) < 0.01 * $a else 1)" || fail "the transformer's bf16 test loss $b is not within 1% of fp32's $a"
+"$STORYLM" train slice.txt "${common[@]}" "${tf[@]}" --precision bf16 --stop-at 15 --out tfpart.safetensors 2> tfpart.log ||
+  { cat tfpart.log; fail "train --arch transformer --stop-at"; }
+"$STORYLM" train slice.txt "${common[@]}" "${tf[@]}" --resume --out tfpart.safetensors 2> tfresume.log ||
+  { cat tfresume.log; fail "train --arch transformer --resume"; }
+[[ "$(tensor_sums tf16.safetensors)" == "$(tensor_sums tfpart.safetensors)" ]] || fail "the transformer's resumed bf16 run differs"
 
 # Generation in BF16 on the shipped model: a batch is its samples alone; the log-probabilities stay near FP32's.
 M="$STORYLM_SOURCE_DIR/models/tinystories.safetensors"

@@ -68,8 +68,8 @@ static void batch_of_config_gives_each_sample_its_own_bits(ModelConfig cfg, cons
 }
 
 /* The same for arch's default config (window: 0 for the default's). */
-static void batch_of_n_gives_each_sample_its_own_bits(Arch arch, const Ablation *ab, uint64_t seed, int threads, int N,
-                                                      int window, Precision p) {
+static void batch_of_n_gives_each_sample_its_own_bits(const Architecture *arch, const Ablation *ab, uint64_t seed,
+                                                      int threads, int N, int window, Precision p) {
     ModelConfig cfg = slm_model_config_default(arch, 300);
     if (window) cfg.window = window;
     batch_of_config_gives_each_sample_its_own_bits(cfg, ab, seed, threads, N, p);

@@ -7,13 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "archs.h"
 #include "check.h"
 #include "storylm/model.h"
 #include "storylm/rng.h"
 
 /* A model of the given sizes, every weight 0: the tests set the few that matter. */
 static void tiny_model(Model *m, int vocab, int row_dim, int key_dim, int value_dim) {
-    ModelConfig c = {.arch = ARCH_ATTENTION,
+    ModelConfig c = {.arch = &slm_attention_arch,
                      .vocab_size = vocab,
                      .row_dim = row_dim,
                      .n_heads = 1,
@@ -106,7 +107,7 @@ static void one_word_by_hand(void) {
 
 /* The real sizes with the chapter's init (distance scores 0), run on stories. */
 static void real_model(Model *m, uint64_t seed) {
-    ModelConfig c = slm_model_config_default(ARCH_ATTENTION, 2000);
+    ModelConfig c = slm_model_config_default(&slm_attention_arch, 2000);
     Error e;
     CHECK(slm_model_init(m, &c, &e) == 0);
     slm_model_randomize(m, seed);
@@ -361,8 +362,8 @@ int main(void) {
     window_of_256();
     stories_apart();
     refusals();
-    backward_pairs_as_one_at_a_time(slm_model_config_default(ARCH_ATTENTION, 2000), "heads of 8 and 16");
-    ModelConfig odd = slm_model_config_default(ARCH_ATTENTION, 300);
+    backward_pairs_as_one_at_a_time(slm_model_config_default(&slm_attention_arch, 2000), "heads of 8 and 16");
+    ModelConfig odd = slm_model_config_default(&slm_attention_arch, 300);
     odd.key_dim = 5, odd.value_dim = 3, odd.window = 40;
     backward_pairs_as_one_at_a_time(odd, "heads of 5 and 3, window 40");
     return check_report();

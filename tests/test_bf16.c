@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "archs.h"
 #include "check.h"
 #include "storylm/bf16.h"
 #include "storylm/layers.h"
@@ -255,7 +256,7 @@ static double pass_at(const Model *m, Precision p, const StoryRef *refs, int n, 
 static void training_pass_is_close(int layers) {
     enum { V = 300, N = 6 };
     Error e = {0};
-    ModelConfig cfg = slm_model_config_default(ARCH_ATTENTION, V);
+    ModelConfig cfg = slm_model_config_default(&slm_attention_arch, V);
     cfg.n_layers = layers;
     Model m;
     CHECK(slm_model_init(&m, &cfg, &e) == 0);

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "archs.h"
 #include "check.h"
 #include "storylm/checkpoint.h"
 #include "storylm/fileio.h"
@@ -67,7 +68,7 @@ static char *make_vocab(int n) {
     return v.data;
 }
 
-static void make_model(Model *m, Arch arch, uint64_t seed, int any_bits) {
+static void make_model(Model *m, const Architecture *arch, uint64_t seed, int any_bits) {
     ModelConfig c = slm_model_config_default(arch, 2000);
     if (slm_model_init(m, &c, NULL)) abort();
     if (any_bits)
@@ -119,13 +120,13 @@ static void put_le64(unsigned char *b, uint64_t x) {
 
 /* ---- round trips ------------------------------------------------------- */
 
-static void test_round_trip(Arch arch, size_t want_params) {
-    const char *path = tmp_path(arch == ARCH_ATTENTION ? "rt_attention.safetensors" : "rt_window8.safetensors");
+static void test_round_trip(const Architecture *arch, size_t want_params) {
+    const char *path = tmp_path(arch == &slm_attention_arch ? "rt_attention.safetensors" : "rt_window8.safetensors");
     Model m, back;
     Metadata meta, meta_back;
     char *vocab = make_vocab(2000), *vocab_back;
     Error e = {0};
-    make_model(&m, arch, 7 + arch, 1);
+    make_model(&m, arch, 7 + (uint64_t)(arch == &slm_window8_arch), 1);
     make_meta(&meta);
     CHECK(m.n_params == want_params);
     CHECK(slm_checkpoint_save_model(path, &m, vocab, &meta, &e) == 0);
@@ -359,6 +360,8 @@ static void test_metadata_refusals(const char *base) {
     REFUSED(mutant(base, out, "__metadata__", "format_version", NULL, 0), "no \"format_version\"");
     REFUSED(mutant(base, out, "__metadata__", "arch", NULL, 0), "no \"arch\"");
     REFUSED(mutant(base, out, "__metadata__", "arch", "\"lstm\"", 0), "unknown architecture 'lstm'");
+    REFUSED(mutant(base, out, "__metadata__", "arch", "\"lstm\"", 0),
+            "(storylm knows attention, window8 or transformer)");
     REFUSED(mutant(base, out, "__metadata__", "arch", "\"transformer\"", 0),
             "act_fn"); /* a transformer's file names its activation */
     REFUSED(mutant(base, out, "__metadata__", "n_heads", NULL, 0), "no \"n_heads\"");
@@ -435,8 +438,8 @@ static void test_adam(void) {
     Model m, w8;
     TrainingState s, back;
     Error e = {0};
-    make_model(&m, ARCH_ATTENTION, 3, 0);
-    make_model(&w8, ARCH_WINDOW8, 4, 0);
+    make_model(&m, &slm_attention_arch, 3, 0);
+    make_model(&w8, &slm_window8_arch, 4, 0);
     fill_state(&s, &m);
     CHECK(s.run_id != 0);
     CHECK(slm_checkpoint_save_adam(path, &m, &s, &e) == 0);
@@ -482,7 +485,7 @@ static void test_pair(void) {
     Metadata meta, meta_back;
     char *vocab = make_vocab(2000), *vocab_back;
     Error e = {0};
-    make_model(&m, ARCH_WINDOW8, 5, 0);
+    make_model(&m, &slm_window8_arch, 5, 0);
     make_meta(&meta);
     fill_state(&s, &m);
     char *adam_path = slm_checkpoint_adam_path(path, &e);
@@ -552,8 +555,8 @@ static void test_atomic(void) {
     Model old_model, new_model;
     char *vocab = make_vocab(2000);
     Error e = {0};
-    make_model(&old_model, ARCH_ATTENTION, 21, 0);
-    make_model(&new_model, ARCH_ATTENTION, 22, 0);
+    make_model(&old_model, &slm_attention_arch, 21, 0);
+    make_model(&new_model, &slm_attention_arch, 22, 0);
     CHECK(slm_checkpoint_save_model(path, &old_model, vocab, NULL, &e) == 0);
     size_t len;
     char *old_bytes = slurp(path, &len);
@@ -613,7 +616,7 @@ static void test_metadata_list(void) {
     CHECK(md.count == 2 && strcmp(slm_metadata_get(&md, "a"), "3") == 0 && !slm_metadata_get(&md, "c"));
     Model m;
     char *vocab = make_vocab(2000);
-    make_model(&m, ARCH_ATTENTION, 1, 0);
+    make_model(&m, &slm_attention_arch, 1, 0);
     CHECK(slm_metadata_set(&md, "vocab", "x", &e) == 0);
     CHECK(slm_checkpoint_save_model(tmp_path("reserved.safetensors"), &m, vocab, &md, &e) == -1 &&
           strstr(e.message, "'vocab' is written by storylm"));
@@ -631,7 +634,7 @@ static void test_nonfinite(void) {
     Model m, back;
     char *vocab = make_vocab(2000), *vocab_back;
     Error e = {0};
-    make_model(&m, ARCH_ATTENTION, 5, 0);
+    make_model(&m, &slm_attention_arch, 5, 0);
     m.output_b[5] = NAN;
     CHECK(slm_checkpoint_save_model(path, &m, vocab, NULL, &e) == 0);
     CHECK(slm_checkpoint_load_model(path, &back, &vocab_back, NULL, &e) == -1 &&
@@ -664,7 +667,7 @@ static void test_bad_vocab_at_load(void) {
     Model m, back;
     char *vocab_back;
     Error e = {0};
-    make_model(&m, ARCH_ATTENTION, 6, 0);
+    make_model(&m, &slm_attention_arch, 6, 0);
     static const struct {
         const char *line1, *want;
     } cases[] = {{"[EOS]", "duplicate piece '[EOS]'"}, {"", "line 1 is empty"}, {"unk", "has no [UNK] line"}};
@@ -691,7 +694,7 @@ static void test_many_keys(void) {
     Metadata meta = {0}, meta_back;
     char *vocab = make_vocab(2000), *vocab_back;
     Error e = {0};
-    make_model(&m, ARCH_ATTENTION, 8, 0);
+    make_model(&m, &slm_attention_arch, 8, 0);
     for (int i = 0; i < 80000; i++) {
         char key[16];
         snprintf(key, sizeof key, "k%06d", i);
@@ -737,8 +740,8 @@ static int write_dump(const char *dir, const char *name, const char *what, const
 
 static int write_models(const char *dir) {
     for (int a = 0; a < 2; a++) {
-        Arch arch = a ? ARCH_WINDOW8 : ARCH_ATTENTION;
-        const char *name = slm_arch_name(arch);
+        const Architecture *arch = a ? &slm_window8_arch : &slm_attention_arch;
+        const char *name = arch->name;
         char path[2048];
         Model m;
         TrainingState s;
@@ -774,13 +777,13 @@ static int write_models(const char *dir) {
 
 int main(int argc, char **argv) {
     if (argc == 3 && strcmp(argv[1], "--write-models") == 0) return write_models(argv[2]);
-    test_round_trip(ARCH_ATTENTION, 352848);
-    test_round_trip(ARCH_WINDOW8, 354896);
+    test_round_trip(&slm_attention_arch, 352848);
+    test_round_trip(&slm_window8_arch, 354896);
     const char *base = tmp_path("base.safetensors");
     Model m;
     Metadata meta;
     char *vocab = make_vocab(2000);
-    make_model(&m, ARCH_ATTENTION, 9, 0);
+    make_model(&m, &slm_attention_arch, 9, 0);
     make_meta(&meta);
     CHECK(slm_checkpoint_save_model(base, &m, vocab, &meta, NULL) == 0);
     test_raw_refusals(base);

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "archs.h"
 #include "check.h"
 #include "storylm/evaluate.h"
 #include "storylm/probes.h"
@@ -111,7 +112,7 @@ int main(void) {
     size_t *starts;
     int32_t *tokens;
     random_stories(&s, &starts, &tokens);
-    ModelConfig cfg = slm_model_config_default(ARCH_ATTENTION, V);
+    ModelConfig cfg = slm_model_config_default(&slm_attention_arch, V);
     Model m;
     CHECK(slm_model_init(&m, &cfg, &e) == 0);
     slm_model_randomize(&m, 4);

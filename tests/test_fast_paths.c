@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "archs.h"
 #include "check.h"
 #include "storylm/layers.h"
 #include "storylm/model.h"
@@ -91,7 +92,7 @@ typedef struct Case {
     int predicted;
 } Case;
 
-static void make_case(Case *c, Arch arch) {
+static void make_case(Case *c, const Architecture *arch) {
     ModelConfig cfg = slm_model_config_default(arch, 50);
     cfg.window = 16;
     Error e;
@@ -135,7 +136,7 @@ static double sharded(Case *c, int n, int positions, float *grads) {
     return loss;
 }
 
-static void shards_match_one_pass(Arch arch) {
+static void shards_match_one_pass(const Architecture *arch) {
     Case c;
     make_case(&c, arch);
     size_t P = c.m.n_params;
@@ -309,8 +310,8 @@ static void workers_run_everywhere_once(void) {
 int main(void) {
     slm_model_threads_setup(2);
     chunked_output_layer_matches();
-    shards_match_one_pass(ARCH_ATTENTION);
-    shards_match_one_pass(ARCH_WINDOW8);
+    shards_match_one_pass(&slm_attention_arch);
+    shards_match_one_pass(&slm_window8_arch);
     sampler_draws_as_sorting_all();
     exponentials_by_lanes_equal_one_by_one();
     workers_run_everywhere_once();

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "archs.h"
 #include "check.h"
 #include "generate_batch.h"
 #include "storylm/generate.h"
@@ -29,7 +30,7 @@ static double max_abs(const float *x, const float *y, int n) {
 }
 
 /* A story of T random ids through both paths; returns the worst difference. */
-static double compare(Arch arch, int T, const Ablation *ab, uint64_t seed) {
+static double compare(const Architecture *arch, int T, const Ablation *ab, uint64_t seed) {
     Error e = {0};
     ModelConfig cfg = slm_model_config_default(arch, 300);
     Model m;
@@ -63,15 +64,15 @@ static double compare(Arch arch, int T, const Ablation *ab, uint64_t seed) {
 }
 
 static void generation_matches_forward(void) {
-    CHECK(compare(ARCH_ATTENTION, 40, NULL, 1) < 1e-4);
-    CHECK(compare(ARCH_ATTENTION, 600, NULL, 2) < 1e-4); /* the window wraps twice */
-    CHECK(compare(ARCH_WINDOW8, 50, NULL, 3) < 1e-4);
+    CHECK(compare(&slm_attention_arch, 40, NULL, 1) < 1e-4);
+    CHECK(compare(&slm_attention_arch, 600, NULL, 2) < 1e-4); /* the window wraps twice */
+    CHECK(compare(&slm_window8_arch, 50, NULL, 3) < 1e-4);
     float mean[8 * 16];
     for (int i = 0; i < 8 * 16; i++) mean[i] = 0.01f * (float)(i % 17) - 0.08f;
     Ablation zero = {.heads = check_heads((1u << 3) | (1u << 5)), .mode = ABLATE_ZERO};
     Ablation avg = {.heads = check_heads(0xffu), .mode = ABLATE_MEAN, .mean = mean};
-    CHECK(compare(ARCH_ATTENTION, 300, &zero, 4) < 1e-4);
-    CHECK(compare(ARCH_ATTENTION, 100, &avg, 5) < 1e-4);
+    CHECK(compare(&slm_attention_arch, 300, &zero, 4) < 1e-4);
+    CHECK(compare(&slm_attention_arch, 100, &avg, 5) < 1e-4);
 }
 
 static void greedy_takes_the_largest(void) {
@@ -131,20 +132,21 @@ static void same_seed_same_draws(void) {
     slm_sampler_free(&b);
 }
 
-static void batch_gives_each_sample_its_own_bits(Arch arch, const Ablation *ab, uint64_t seed, int threads) {
+static void batch_gives_each_sample_its_own_bits(const Architecture *arch, const Ablation *ab, uint64_t seed,
+                                                 int threads) {
     batch_of_n_gives_each_sample_its_own_bits(arch, ab, seed, threads, 5, 0, PRECISION_FP32);
 }
 
 static void batches_match_alone(void) {
-    batch_gives_each_sample_its_own_bits(ARCH_ATTENTION, NULL, 11, 1);
-    batch_gives_each_sample_its_own_bits(ARCH_WINDOW8, NULL, 12, 1);
+    batch_gives_each_sample_its_own_bits(&slm_attention_arch, NULL, 11, 1);
+    batch_gives_each_sample_its_own_bits(&slm_window8_arch, NULL, 12, 1);
     Ablation zero = {.heads = check_heads((1u << 1) | (1u << 6)), .mode = ABLATE_ZERO};
-    batch_gives_each_sample_its_own_bits(ARCH_ATTENTION, &zero, 13, 1);
-    batch_gives_each_sample_its_own_bits(ARCH_ATTENTION, NULL, 14, 2);
-    batch_gives_each_sample_its_own_bits(ARCH_WINDOW8, NULL, 15, 3);
+    batch_gives_each_sample_its_own_bits(&slm_attention_arch, &zero, 13, 1);
+    batch_gives_each_sample_its_own_bits(&slm_attention_arch, NULL, 14, 2);
+    batch_gives_each_sample_its_own_bits(&slm_window8_arch, NULL, 15, 3);
     /* 64 samples, as generate --samples 64; a window that is no multiple of the cache's blocks of 16 slots */
-    batch_of_n_gives_each_sample_its_own_bits(ARCH_ATTENTION, NULL, 16, 1, 64, 0, PRECISION_FP32);
-    batch_of_n_gives_each_sample_its_own_bits(ARCH_ATTENTION, NULL, 17, 2, 64, 37, PRECISION_FP32);
+    batch_of_n_gives_each_sample_its_own_bits(&slm_attention_arch, NULL, 16, 1, 64, 0, PRECISION_FP32);
+    batch_of_n_gives_each_sample_its_own_bits(&slm_attention_arch, NULL, 17, 2, 64, 37, PRECISION_FP32);
 }
 
 /* slm_blend_values_by_slot's order written out: lane l of channel c sums
@@ -196,7 +198,7 @@ static void blend_by_slot_is_its_order(void) {
  * thread or two, with --pos alibi (the shipped model's distance scores) and
  * rope, past the window, with heads switched off. */
 static void transformer_batches_match_alone(void) {
-    ModelConfig cfg = slm_model_config_default(ARCH_TRANSFORMER, 300);
+    ModelConfig cfg = slm_model_config_default(&slm_transformer_arch, 300);
     cfg.pos = POS_ALIBI;
     batch_of_config_gives_each_sample_its_own_bits(cfg, NULL, 21, 1, 5, PRECISION_FP32);
     batch_of_config_gives_each_sample_its_own_bits(cfg, NULL, 22, 2, 5, PRECISION_FP32);
@@ -230,7 +232,7 @@ static int open_test_model(LoadedModel *lm, uint64_t seed, Error *e) {
     char *vocab = test_vocab();
     int rc = slm_tokenizer_from_text(&lm->tokenizer, vocab, strlen(vocab), 0, e);
     free(vocab);
-    ModelConfig cfg = slm_model_config_default(ARCH_ATTENTION, lm->tokenizer.size);
+    ModelConfig cfg = slm_model_config_default(&slm_attention_arch, lm->tokenizer.size);
     if (!rc) rc = slm_model_init(&lm->model, &cfg, e);
     if (!rc) slm_model_randomize(&lm->model, seed);
     return rc;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "archs.h"
 #include "check.h"
 #include "generate_batch.h"
 #include "storylm/bf16.h"
@@ -33,11 +34,11 @@ static void reference(const float *W, int trans, const float *x, const float *bi
  * products: after each, its first layer's queries, keys and values (one
  * layer), hidden layer and logits equal the reference's bits from the same
  * inputs (the z the generator built: the attention stays FP32). */
-static void products_are_the_emulated_bits(Arch arch, int layers, uint64_t seed) {
+static void products_are_the_emulated_bits(const Architecture *arch, int layers, uint64_t seed) {
     enum { T = 40 };
     Error e = {0};
     ModelConfig cfg = slm_model_config_default(arch, 300);
-    if (arch == ARCH_ATTENTION) cfg.n_layers = layers;
+    if (arch == &slm_attention_arch) cfg.n_layers = layers;
     Model m;
     CHECK(slm_model_init(&m, &cfg, &e) == 0);
     slm_model_randomize(&m, seed);
@@ -53,7 +54,7 @@ static void products_are_the_emulated_bits(Arch arch, int layers, uint64_t seed)
     for (int t = 0; t < T; t++) {
         int32_t tok = t == 0 ? 1 : (int32_t)slm_rng_below(&r, 300);
         slm_generator_batch_feed(&g, &zero, &tok, 1);
-        if (arch == ARCH_ATTENTION && layers == 1) { /* the row -> queries (scaled), keys, values */
+        if (arch == &slm_attention_arch && layers == 1) { /* the row -> queries (scaled), keys, values */
             reference(g.qkv_w, 0, g.z, NULL, QKV, cfg.row_dim, qkv);
             same &= memcmp(qkv, g.qkv, QKV * sizeof(float)) == 0;
         }
@@ -64,7 +65,7 @@ static void products_are_the_emulated_bits(Arch arch, int layers, uint64_t seed)
         same &= memcmp(logits, slm_generator_batch_logits(&g, 0), V * sizeof(float)) == 0;
     }
     printf("%s, %d layer(s): BF16 products equal the emulation over %d steps: %s\n",
-           arch == ARCH_WINDOW8 ? "window8" : "attention", layers, T, same ? "yes" : "no");
+           arch == &slm_window8_arch ? "window8" : "attention", layers, T, same ? "yes" : "no");
     CHECK(same);
     free(hidden), free(logits), free(qkv);
     slm_generator_batch_free(&g);
@@ -75,7 +76,7 @@ static void products_are_the_emulated_bits(Arch arch, int layers, uint64_t seed)
  * mid-story, window8 (which caches nothing BF16 made) gives FP32's bits from
  * the next token on, and any generator switched back before its first token
  * gives them throughout. */
-static void back_to_fp32(Arch arch) {
+static void back_to_fp32(const Architecture *arch) {
     Error e = {0};
     ModelConfig cfg = slm_model_config_default(arch, 300);
     Model m;
@@ -95,7 +96,7 @@ static void back_to_fp32(Arch arch) {
     CHECK(memcmp(slm_generator_feed(&c, 1), la, bytes) == 0);
     CHECK(slm_generator_batch_set_precision(&b.batch, PRECISION_FP32, &e) == 0);
     la = slm_generator_feed(&a, 7), lb = slm_generator_feed(&b, 7);
-    if (arch == ARCH_WINDOW8) CHECK(memcmp(lb, la, bytes) == 0);
+    if (arch == &slm_window8_arch) CHECK(memcmp(lb, la, bytes) == 0);
     CHECK(memcmp(slm_generator_feed(&c, 7), la, bytes) == 0);
     slm_generator_free(&a), slm_generator_free(&b), slm_generator_free(&c);
     slm_model_free(&m);
@@ -117,7 +118,7 @@ static void transformer_in_bf16(void) {
           slm_dense_bf16_pack(&b, W, COLS, 1, ROWS, COLS, &e) == 0);
     CHECK(a.pairs == b.pairs && memcmp(a.w, b.w, (size_t)(ROWS + 15) / 16 * a.pairs * 16 * sizeof *a.w) == 0);
     slm_dense16_free(&f), slm_dense_bf16_free(&a), slm_dense_bf16_free(&b);
-    ModelConfig cfg = slm_model_config_default(ARCH_TRANSFORMER, 300);
+    ModelConfig cfg = slm_model_config_default(&slm_transformer_arch, 300);
     cfg.pos = POS_ALIBI;
     batch_of_config_gives_each_sample_its_own_bits(cfg, NULL, 42, 1, 5, PRECISION_BF16);
     batch_of_config_gives_each_sample_its_own_bits(cfg, NULL, 43, 2, 64, PRECISION_BF16);
@@ -185,18 +186,18 @@ int main(void) {
         printf("skipped: this CPU has no avx512_bf16\n");
         return 77;
     }
-    products_are_the_emulated_bits(ARCH_ATTENTION, 1, 21);
-    products_are_the_emulated_bits(ARCH_ATTENTION, 2, 22);
-    products_are_the_emulated_bits(ARCH_WINDOW8, 1, 23);
-    back_to_fp32(ARCH_ATTENTION);
-    back_to_fp32(ARCH_WINDOW8);
+    products_are_the_emulated_bits(&slm_attention_arch, 1, 21);
+    products_are_the_emulated_bits(&slm_attention_arch, 2, 22);
+    products_are_the_emulated_bits(&slm_window8_arch, 1, 23);
+    back_to_fp32(&slm_attention_arch);
+    back_to_fp32(&slm_window8_arch);
     transformer_in_bf16();
-    batch_of_n_gives_each_sample_its_own_bits(ARCH_ATTENTION, NULL, 31, 1, 5, 0, PRECISION_BF16);
-    batch_of_n_gives_each_sample_its_own_bits(ARCH_WINDOW8, NULL, 32, 2, 5, 0, PRECISION_BF16);
+    batch_of_n_gives_each_sample_its_own_bits(&slm_attention_arch, NULL, 31, 1, 5, 0, PRECISION_BF16);
+    batch_of_n_gives_each_sample_its_own_bits(&slm_window8_arch, NULL, 32, 2, 5, 0, PRECISION_BF16);
     Ablation zero = {.heads = check_heads((1u << 1) | (1u << 6)), .mode = ABLATE_ZERO};
-    batch_of_n_gives_each_sample_its_own_bits(ARCH_ATTENTION, &zero, 33, 1, 5, 0, PRECISION_BF16);
-    batch_of_n_gives_each_sample_its_own_bits(ARCH_ATTENTION, NULL, 34, 1, 64, 0, PRECISION_BF16);
-    batch_of_n_gives_each_sample_its_own_bits(ARCH_ATTENTION, NULL, 35, 2, 64, 37, PRECISION_BF16);
+    batch_of_n_gives_each_sample_its_own_bits(&slm_attention_arch, &zero, 33, 1, 5, 0, PRECISION_BF16);
+    batch_of_n_gives_each_sample_its_own_bits(&slm_attention_arch, NULL, 34, 1, 64, 0, PRECISION_BF16);
+    batch_of_n_gives_each_sample_its_own_bits(&slm_attention_arch, NULL, 35, 2, 64, 37, PRECISION_BF16);
     held_out_loss_within_half_a_percent("models/tinystories.safetensors");
     held_out_loss_within_half_a_percent("models/tinystories-transformer.safetensors");
     return check_report();

@@ -10,12 +10,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "archs.h"
 #include "check.h"
 #include "storylm/adam.h"
 #include "storylm/model.h"
 #include "storylm/rng.h"
 
-static const ModelConfig TINY = {.arch = ARCH_ATTENTION,
+static const ModelConfig TINY = {.arch = &slm_attention_arch,
                                  .vocab_size = 11,
                                  .row_dim = 5,
                                  .n_heads = 3,
@@ -25,7 +26,7 @@ static const ModelConfig TINY = {.arch = ARCH_ATTENTION,
                                  .hidden_dim = 6,
                                  .context = 3};
 /* The real heads' sizes (8, 16), which run the unrolled kernels, in a small model. */
-static const ModelConfig SMALL_REAL_HEADS = {.arch = ARCH_ATTENTION,
+static const ModelConfig SMALL_REAL_HEADS = {.arch = &slm_attention_arch,
                                              .vocab_size = 11,
                                              .row_dim = 6,
                                              .n_heads = 2,
@@ -121,7 +122,7 @@ static double ref_loss(const Ref *ref, const Batch *b, const Ablation *ab) {
         int T = b->starts[s + 1] - b->starts[s];
         story.base = b->starts[s];
         for (int t = 0; t + 1 < T; t++, n++) {
-            if (r->m->cfg.arch == ARCH_ATTENTION)
+            if (r->m->cfg.arch == &slm_attention_arch)
                 ref_attention_z(r, ids, t, ab, z);
             else
                 ref_window_z(r, ids, t, z);
@@ -139,7 +140,7 @@ static void random_params(Model *m, Rng *rng) {
 
 /* Analytic against numerical gradients for every parameter, tensor by tensor;
  * with drop (NULL: none), training's dropout with its fixed masks. */
-static void gradcheck_with(const ModelConfig *base, Arch arch, const Ablation *ab, const Dropout *drop,
+static void gradcheck_with(const ModelConfig *base, const Architecture *arch, const Ablation *ab, const Dropout *drop,
                            const char *what) {
     ModelConfig cfg = *base;
     cfg.arch = arch;
@@ -196,14 +197,15 @@ static void gradcheck_with(const ModelConfig *base, Arch arch, const Ablation *a
     slm_model_free(&m);
 }
 
-static void gradcheck(const ModelConfig *base, Arch arch, const Ablation *ab, const char *what) {
+static void gradcheck(const ModelConfig *base, const Architecture *arch, const Ablation *ab, const char *what) {
     gradcheck_with(base, arch, ab, NULL, what);
 }
 
 /* Dropout with fixed masks (P 0.3 on z, 0.25 on the attention weights, a
  * quarter of the entries dropped at random): the reference multiplies by the
  * same masks, so the gradients are of the dropped network. */
-static void gradcheck_dropout(const ModelConfig *cfg, Arch arch, int hidden, int attention, const char *what) {
+static void gradcheck_dropout(const ModelConfig *cfg, const Architecture *arch, int hidden, int attention,
+                              const char *what) {
     enum { N = 15 }; /* tiny_batch's 9 + 4 + 2 positions */
     static uint8_t zmask[N * 256], amask[8 * N * N];
     Rng rng;
@@ -249,7 +251,7 @@ static void ablated_head_gets_nothing(void) {
 }
 
 /* The real sizes, 3 stories (one past the window), random ids. */
-static void real_case(Arch arch, Model *m, Activations *a, Batch *b) {
+static void real_case(const Architecture *arch, Model *m, Activations *a, Batch *b) {
     ModelConfig cfg = slm_model_config_default(arch, 2000);
     Error e;
     Rng rng;
@@ -274,7 +276,7 @@ static void step(const Model *m, Activations *a, const Batch *b, float *grads) {
 }
 
 /* Backward adds to the gradients (+=), and a step repeats bit for bit. */
-static void backward_accumulates_and_repeats(Arch arch) {
+static void backward_accumulates_and_repeats(const Architecture *arch) {
     Model m;
     Activations a;
     Batch b;
@@ -304,7 +306,7 @@ static void threading_modes_agree(void) {
     Model m;
     Activations a;
     Batch b;
-    real_case(ARCH_ATTENTION, &m, &a, &b);
+    real_case(&slm_attention_arch, &m, &a, &b);
     float *blas = calloc(m.n_params, sizeof(float)), *split = calloc(m.n_params, sizeof(float));
     float *again = calloc(m.n_params, sizeof(float));
     step(&m, &a, &b, blas);
@@ -332,7 +334,7 @@ static double seconds(void) {
  * steps (forward, backward, Adam) on 8 stories of 200 to 312 random ids and
  * prints tokens per second, the mean and the best step (the best is what the
  * code does on a machine nobody else is using). */
-static void bench(Arch arch, int steps) {
+static void bench(const Architecture *arch, int steps) {
     ModelConfig cfg = slm_model_config_default(arch, 2000);
     Model m;
     Activations a;
@@ -362,8 +364,7 @@ static void bench(Arch arch, int steps) {
         if (i >= 0) total += dt, best = fmin(best, dt);
     }
     printf("bench %s, %d threads, %d tokens a step: mean %.0f tokens/s, best step %.1f ms = %.0f tokens/s\n",
-           slm_arch_name(arch), omp_get_max_threads(), b.n_tokens, b.n_tokens * steps / total, best * 1e3,
-           b.n_tokens / best);
+           arch->name, omp_get_max_threads(), b.n_tokens, b.n_tokens * steps / total, best * 1e3, b.n_tokens / best);
     free(grads), slm_adam_free(&opt), slm_batch_free(&b), slm_activations_free(&a), slm_model_free(&m);
 }
 
@@ -376,24 +377,24 @@ int main(void) {
     for (int threads = 1; threads <= 2; threads++) {
         slm_model_threads_setup(threads);
         printf("-- %d thread%s\n", threads, threads > 1 ? "s" : "");
-        gradcheck(&TINY, ARCH_ATTENTION, NULL, "attention");
-        gradcheck(&TINY, ARCH_ATTENTION, &zero1, "attention, head 1 zeroed");
-        gradcheck(&TINY, ARCH_ATTENTION, &mean02, "attention, heads 0,2 at mean");
-        gradcheck(&TINY, ARCH_WINDOW8, NULL, "window8 (context 3)");
-        gradcheck(&SMALL_REAL_HEADS, ARCH_ATTENTION, NULL, "attention, heads of 8 and 16");
-        gradcheck(&SMALL_REAL_HEADS, ARCH_ATTENTION, &zero0, "  the same, head 0 zeroed");
-        gradcheck_dropout(&TINY, ARCH_ATTENTION, 1, 0, "attention, dropout on z");
-        gradcheck_dropout(&TINY, ARCH_ATTENTION, 0, 1, "attention, attention dropout");
-        gradcheck_dropout(&SMALL_REAL_HEADS, ARCH_ATTENTION, 1, 1, "heads of 8 and 16, both dropouts");
-        gradcheck_dropout(&TINY, ARCH_WINDOW8, 1, 0, "window8, dropout on z");
+        gradcheck(&TINY, &slm_attention_arch, NULL, "attention");
+        gradcheck(&TINY, &slm_attention_arch, &zero1, "attention, head 1 zeroed");
+        gradcheck(&TINY, &slm_attention_arch, &mean02, "attention, heads 0,2 at mean");
+        gradcheck(&TINY, &slm_window8_arch, NULL, "window8 (context 3)");
+        gradcheck(&SMALL_REAL_HEADS, &slm_attention_arch, NULL, "attention, heads of 8 and 16");
+        gradcheck(&SMALL_REAL_HEADS, &slm_attention_arch, &zero0, "  the same, head 0 zeroed");
+        gradcheck_dropout(&TINY, &slm_attention_arch, 1, 0, "attention, dropout on z");
+        gradcheck_dropout(&TINY, &slm_attention_arch, 0, 1, "attention, attention dropout");
+        gradcheck_dropout(&SMALL_REAL_HEADS, &slm_attention_arch, 1, 1, "heads of 8 and 16, both dropouts");
+        gradcheck_dropout(&TINY, &slm_window8_arch, 1, 0, "window8, dropout on z");
         ablated_head_gets_nothing();
-        backward_accumulates_and_repeats(ARCH_ATTENTION);
-        backward_accumulates_and_repeats(ARCH_WINDOW8);
+        backward_accumulates_and_repeats(&slm_attention_arch);
+        backward_accumulates_and_repeats(&slm_window8_arch);
     }
     if (getenv("STORYLM_BENCH")) {
         int steps = atoi(getenv("STORYLM_BENCH"));
-        bench(ARCH_ATTENTION, steps > 0 ? steps : 50);
-        bench(ARCH_WINDOW8, steps > 0 ? steps : 50);
+        bench(&slm_attention_arch, steps > 0 ? steps : 50);
+        bench(&slm_window8_arch, steps > 0 ? steps : 50);
     }
     return check_report();
 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "archs.h"
 #include "check.h"
 #include "storylm/probe_circuits.h"
 #include "storylm/probe_detect.h"
@@ -22,7 +23,7 @@ enum { V = 12, D = 16, H = 3, KD = 16, VD = 16, W = 32, HD = 16 };
  * head 2 reads evenly and copies (value, its slot of the hidden layer and the
  * output layer are identities). */
 static void known_model(Model *m) {
-    ModelConfig c = {.arch = ARCH_ATTENTION,
+    ModelConfig c = {.arch = &slm_attention_arch,
                      .vocab_size = V,
                      .row_dim = D,
                      .n_heads = H,
@@ -47,7 +48,7 @@ static void known_model(Model *m) {
 }
 
 static void small_random_model(Model *m, uint64_t seed) {
-    ModelConfig c = {.arch = ARCH_ATTENTION,
+    ModelConfig c = {.arch = &slm_attention_arch,
                      .vocab_size = V,
                      .row_dim = 6,
                      .n_heads = 3,
@@ -271,7 +272,7 @@ static void icl_is_the_loss_by_position(void) {
 
 static void window8_is_refused_where_it_has_no_heads(void) {
     Model m;
-    ModelConfig c = slm_model_config_default(ARCH_WINDOW8, V);
+    ModelConfig c = slm_model_config_default(&slm_window8_arch, V);
     Error e;
     CHECK(slm_model_init(&m, &c, &e) == 0);
     slm_model_randomize(&m, 1);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "archs.h"
 #include "check.h"
 #include "storylm/generate.h"
 #include "storylm/head_list.h"
@@ -42,7 +43,7 @@ static void more_heads_than_the_bound_are_refused(void) {
     CHECK(STORYLM_MAX_ALL_HEADS >= STORYLM_MAX_LAYERS * STORYLM_MAX_HEADS);
     Model m;
     Error e;
-    ModelConfig c = slm_model_config_default(ARCH_TRANSFORMER, 50);
+    ModelConfig c = slm_model_config_default(&slm_transformer_arch, 50);
     c.row_dim = 8, c.key_dim = c.value_dim = 2, c.hidden_dim = 8, c.window = 8;
     c.n_layers = STORYLM_MAX_TF_LAYERS, c.n_heads = STORYLM_MAX_HEADS; /* the largest: accepted */
     CHECK(slm_model_init(&m, &c, &e) == 0);
@@ -51,7 +52,7 @@ static void more_heads_than_the_bound_are_refused(void) {
     CHECK(slm_model_init(&m, &c, &e) == -1 && strstr(e.message, "33 heads") != NULL);
     c.n_heads = STORYLM_MAX_HEADS, c.n_layers = STORYLM_MAX_TF_LAYERS + 1;
     CHECK(slm_model_init(&m, &c, &e) == -1);
-    ModelConfig a = slm_model_config_default(ARCH_ATTENTION, 50);
+    ModelConfig a = slm_model_config_default(&slm_attention_arch, 50);
     a.n_layers = STORYLM_MAX_LAYERS, a.n_heads = STORYLM_MAX_HEADS;
     CHECK(slm_model_init(&m, &a, &e) == 0);
     slm_model_free(&m);
@@ -122,10 +123,10 @@ static void switch_off(const ModelConfig *c, int off, const char *what) {
 }
 
 static void many_heads(void) {
-    ModelConfig a = slm_model_config_default(ARCH_ATTENTION, 40);
+    ModelConfig a = slm_model_config_default(&slm_attention_arch, 40);
     a.n_layers = 2, a.n_heads = 20, a.window = 16; /* 40 heads in all */
     switch_off(&a, 39, "attention, 2 layers of 20");
-    ModelConfig t = slm_model_config_default(ARCH_TRANSFORMER, 40);
+    ModelConfig t = slm_model_config_default(&slm_transformer_arch, 40);
     t.row_dim = 16, t.key_dim = t.value_dim = 4, t.hidden_dim = 16, t.window = 16;
     t.n_layers = 5, t.n_heads = 8; /* 40 */
     switch_off(&t, 39, "transformer, 5 blocks of 8");
@@ -143,9 +144,9 @@ static const char *said(const Error *e, ErrorStyle style) {
 /* Heads as users write them, against the model's layers and heads; an error
  * names the parameter, each front end in its own words. */
 static void names(void) {
-    ModelConfig one = slm_model_config_default(ARCH_ATTENTION, 50), two = one;
+    ModelConfig one = slm_model_config_default(&slm_attention_arch, 50), two = one;
     two.n_layers = 2;
-    ModelConfig tf = slm_model_config_default(ARCH_TRANSFORMER, 50);
+    ModelConfig tf = slm_model_config_default(&slm_transformer_arch, 50);
     tf.n_layers = 8, tf.n_heads = 16;
     Error e;
     int l, h;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "archs.h"
 #include "check.h"
 #include "storylm/hooks.h"
 #include "storylm/model.h"
@@ -124,7 +125,7 @@ static void test_config(const ModelConfig *c, const char *what) {
     int count = 1;
     for (char *s = names; s && *s; s++) count += *s == '\n';
     CHECK(names && p.touched == count && strcmp(p.last, "hook_logits") == 0);
-    if (c->arch == ARCH_ATTENTION) {
+    if (c->arch == &slm_attention_arch) {
         int L = slm_model_layers(c), head = 1;
         /* zeroing the top layer's head 1 by hook = ablating it */
         char name[64];
@@ -175,7 +176,7 @@ static void test_config(const ModelConfig *c, const char *what) {
 }
 
 int main(void) {
-    ModelConfig base = {.arch = ARCH_ATTENTION,
+    ModelConfig base = {.arch = &slm_attention_arch,
                         .vocab_size = 23,
                         .row_dim = 8,
                         .n_heads = 3,
@@ -199,7 +200,7 @@ int main(void) {
         snprintf(what, sizeof what, "--layers %d", layers);
         test_config(&c, what);
     }
-    ModelConfig w8 = slm_model_config_default(ARCH_WINDOW8, 23);
+    ModelConfig w8 = slm_model_config_default(&slm_window8_arch, 23);
     test_config(&w8, "window8");
     char *names = slm_hook_names(&w8, NULL);
     CHECK(names && strcmp(names, "hook_hidden_in\nhook_hidden\nhook_logits") == 0);

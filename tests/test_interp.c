@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "archs.h"
 #include "check.h"
 #include "storylm/probe_attribute.h"
 #include "storylm/probe_cache.h"
@@ -16,7 +17,7 @@
 
 /* 12 tokens, rows of 6, 3 heads of 4 (query, key) and 5 (value), a window of 8. */
 static void small_model(Model *m, uint64_t seed) {
-    ModelConfig c = {.arch = ARCH_ATTENTION,
+    ModelConfig c = {.arch = &slm_attention_arch,
                      .vocab_size = 12,
                      .row_dim = 6,
                      .n_heads = 3,
@@ -136,7 +137,7 @@ static void patch_refuses_what_it_cannot_compare(void) {
     slm_probe_runner_free(&clean);
     slm_probe_runner_free(&corrupt);
     slm_model_free(&m);
-    ModelConfig c = slm_model_config_default(ARCH_WINDOW8, 12);
+    ModelConfig c = slm_model_config_default(&slm_window8_arch, 12);
     CHECK(slm_model_init(&m, &c, &e) == 0);
     ProbeRunner w;
     CHECK(slm_probe_runner_init(&w, &m, T_IDS, &e) == 0 && slm_probe_run(&w, clean_ids, T_IDS, NULL, &e) == 0);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "archs.h"
 #include "check.h"
 #include "storylm/checkpoint.h"
 
@@ -21,7 +22,7 @@ static const char *path_in_tmp(const char *name) {
 
 /* A small window8 model: only the files matter here, not the sizes. */
 static void tiny_model(Model *m) {
-    ModelConfig c = slm_model_config_default(ARCH_WINDOW8, 3);
+    ModelConfig c = slm_model_config_default(&slm_window8_arch, 3);
     c.row_dim = 2, c.hidden_dim = 2, c.context = 2;
     if (slm_model_init(m, &c, NULL)) abort();
     for (size_t i = 0; i < m->n_params; i++) m->params[i] = (float)i;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "archs.h"
 #include "check.h"
 #include "storylm/params.h"
 #include "storylm/registry.h"
@@ -341,7 +342,7 @@ static void the_verbs_tables(void) {
     CHECK(ref(&l, "tokens")->p->served_max == GENERATE_SERVED_TOKENS);
     /* train's defaults are the trainer's */
     TrainOptions o = slm_train_default_options();
-    CHECK(o.arch == ARCH_ATTENTION && o.steps == 3000 && o.lr == 3e-3 && o.warmup == -1 && o.min_lr_ratio == 0.1);
+    CHECK(o.arch == &slm_attention_arch && o.steps == 3000 && o.lr == 3e-3 && o.warmup == -1 && o.min_lr_ratio == 0.1);
     CHECK(o.batch == 8 && o.seed == 1 && o.threads == 0 && o.eval_every == 250 && o.max_positions == 4096);
     CHECK(strcmp(o.out, "model.safetensors") == 0 && o.precision == PRECISION_FP32 && o.d_model == 0 && o.ema == 0);
     /* --lr 0 is out of train's range (a request's too): not "the default" */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "archs.h"
 #include "check.h"
 #include "storylm/adam.h"
 #include "storylm/generate.h"
@@ -16,7 +17,7 @@
 
 /* A small random model: 12 tokens, rows of 6, 3 heads of 4 (query, key) and 5 (value). */
 static void small_model(Model *m, uint64_t seed) {
-    ModelConfig c = {.arch = ARCH_ATTENTION,
+    ModelConfig c = {.arch = &slm_attention_arch,
                      .vocab_size = 12,
                      .row_dim = 6,
                      .n_heads = 3,
@@ -304,7 +305,7 @@ static Stories hero_stories(const Tokenizer *t, IntVec *ids, size_t *starts, int
 
 /* A tiny model of two layers, trained 40 Adam steps on the stories. */
 static void two_layer_model(Model *m, const Tokenizer *t, const Stories *s) {
-    ModelConfig c = {.arch = ARCH_ATTENTION,
+    ModelConfig c = {.arch = &slm_attention_arch,
                      .vocab_size = t->size,
                      .row_dim = 6,
                      .n_heads = 2,

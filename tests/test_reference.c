@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "archs.h"
 #include "check.h"
 #include "storylm/adam.h"
 #include "storylm/fileio.h"
@@ -191,8 +192,8 @@ static void check_adam_alone(const Fixture *f) {
     slm_adam_free(&opt);
 }
 
-static void check_arch(const Fixture *f, Arch arch, const Batch *b) {
-    const char *name = slm_arch_name(arch);
+static void check_arch(const Fixture *f, const Architecture *arch, const Batch *b) {
+    const char *name = arch->name;
     ModelConfig cfg = slm_model_config_default(arch, 2000);
     Model m;
     Activations a;
@@ -213,8 +214,8 @@ static void check_arch(const Fixture *f, Arch arch, const Batch *b) {
 
 /* Training's path (shards.h, slm_model_loss_and_grad): the batch's 3 stories
  * dealt to the threads, each shard's output layer in cached chunks. */
-static void check_training_path(const Fixture *f, Arch arch, const Batch *b) {
-    const char *name = slm_arch_name(arch);
+static void check_training_path(const Fixture *f, const Architecture *arch, const Batch *b) {
+    const char *name = arch->name;
     ModelConfig cfg = slm_model_config_default(arch, 2000);
     Model m;
     Shards sh;
@@ -248,7 +249,7 @@ static void check_training_path(const Fixture *f, Arch arch, const Batch *b) {
 
 /* Heads switched off inside the forward pass: loss and the small tensors' gradients. */
 static void check_ablation(const Fixture *f, const Batch *b, const char *cas) {
-    ModelConfig cfg = slm_model_config_default(ARCH_ATTENTION, 2000);
+    ModelConfig cfg = slm_model_config_default(&slm_attention_arch, 2000);
     Model m;
     Activations a;
     Error e;
@@ -297,12 +298,12 @@ int main(void) {
     for (int threads = 1; threads <= 2; threads++) { /* products split over OpenMP's threads, or not */
         slm_model_threads_setup(threads);
         printf("-- %d thread%s\n", threads, threads > 1 ? "s" : "");
-        check_arch(&f, ARCH_ATTENTION, &b);
-        check_arch(&f, ARCH_WINDOW8, &b);
+        check_arch(&f, &slm_attention_arch, &b);
+        check_arch(&f, &slm_window8_arch, &b);
         check_ablation(&f, &b, "zero_2_5");
         check_ablation(&f, &b, "mean_0_7");
-        check_training_path(&f, ARCH_ATTENTION, &b);
-        check_training_path(&f, ARCH_WINDOW8, &b);
+        check_training_path(&f, &slm_attention_arch, &b);
+        check_training_path(&f, &slm_window8_arch, &b);
     }
     check_adam_alone(&f);
     slm_batch_free(&b);

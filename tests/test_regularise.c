@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "archs.h"
 #include "check.h"
 #include "storylm/adam.h"
 #include "storylm/dropout.h"
@@ -23,7 +24,7 @@
  * with decay is multiplied by exactly 1 - lr * decay and the others stay;
  * with gradients, decayed entries are w (1 - lr wd) - Adam's step. */
 static void weight_decay_on_known_tensors(void) {
-    ModelConfig cfg = slm_model_config_default(ARCH_ATTENTION, 50);
+    ModelConfig cfg = slm_model_config_default(&slm_attention_arch, 50);
     Model m;
     Adam adam;
     Error e;
@@ -139,7 +140,7 @@ static void dropout_keys_ignore_packing(void) {
 /* A training pass's gradients with dropout differ from evaluation's, repeat
  * bit for bit, and evaluation (no keys) drops nothing. */
 static void dropout_only_with_keys(void) {
-    ModelConfig cfg = slm_model_config_default(ARCH_ATTENTION, 30);
+    ModelConfig cfg = slm_model_config_default(&slm_attention_arch, 30);
     Model m;
     Activations a;
     Batch b;
@@ -185,7 +186,7 @@ static double json_number(const cJSON *obj, const char *key) {
 /* One case: C's loss and gradients, through both passes, with torch's. */
 static void dropout_case_against_torch(const cJSON *c, const char *name) {
     const cJSON *cfgj = cJSON_GetObjectItemCaseSensitive(c, "config");
-    ModelConfig cfg = {.arch = ARCH_ATTENTION,
+    ModelConfig cfg = {.arch = &slm_attention_arch,
                        .vocab_size = (int)json_number(cfgj, "V"),
                        .row_dim = (int)json_number(cfgj, "D"),
                        .n_heads = (int)json_number(cfgj, "H"),

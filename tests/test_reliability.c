@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "archs.h"
 #include "check.h"
 #include "storylm/model.h"
 #include "storylm/probes.h"
@@ -63,7 +64,7 @@ static double relative_gap(const float *a, const float *b, size_t n) {
 /* "A story of 3,000 tokens read in pieces of 700 positions sees in every
  * position the same 256 keys as read whole": loss, correct predictions and
  * every gradient agree up to float rounding, with either architecture. */
-static void test_pieces_equal_whole(Arch arch) {
+static void test_pieces_equal_whole(const Architecture *arch) {
     ModelConfig c = slm_model_config_default(arch, V);
     Model m;
     if (slm_model_init(&m, &c, NULL)) abort();
@@ -81,7 +82,7 @@ static void test_pieces_equal_whole(Arch arch) {
     double gap = relative_gap(whole.grads, pieces.grads, m.n_params);
     CHECK(gap < 1e-5);
     CHECK(relative_gap(whole.grads, threads.grads, m.n_params) < 1e-5);
-    if (gap >= 1e-5) fprintf(stderr, "  %s: gradient gap %g\n", slm_arch_name(arch), gap);
+    if (gap >= 1e-5) fprintf(stderr, "  %s: gradient gap %g\n", arch->name, gap);
     free(whole.grads), free(pieces.grads), free(threads.grads);
     for (int i = 0; i < 3; i++) free(ids[i]);
     slm_model_free(&m);
@@ -89,12 +90,12 @@ static void test_pieces_equal_whole(Arch arch) {
 
 /* A shard's positions do not grow with the story past four windows. */
 static void test_positions_bounded(void) {
-    ModelConfig c = slm_model_config_default(ARCH_ATTENTION, V);
+    ModelConfig c = slm_model_config_default(&slm_attention_arch, V);
     CHECK(slm_shards_positions(&c, 2048, 30000) == 2048);
     CHECK(slm_shards_positions(&c, 512, 800) == 800); /* a story a shard can hold whole runs whole, as before */
     CHECK(slm_shards_positions(&c, 512, 30000) == 1024);
     CHECK(slm_shards_positions(&c, 512, 1 << 30) == 1024);
-    ModelConfig w = slm_model_config_default(ARCH_WINDOW8, V);
+    ModelConfig w = slm_model_config_default(&slm_window8_arch, V);
     CHECK(slm_shards_positions(&w, 64, 30000) == 64);
 }
 
@@ -137,7 +138,7 @@ static double per_token_loss(const Model *m, const int32_t *ids, int len, long l
  * is right only where argmax takes the target (the first of equals). When the
  * logits overflow, the pass stops naming the position. */
 static void test_huge_logits(void) {
-    ModelConfig c = slm_model_config_default(ARCH_ATTENTION, V);
+    ModelConfig c = slm_model_config_default(&slm_attention_arch, V);
     Model m;
     if (slm_model_init(&m, &c, NULL)) abort();
     slm_model_randomize(&m, 4);
@@ -208,7 +209,7 @@ static void test_n_probs_above_vocabulary(void) {
     LoadedModel lm = {.path = "three.safetensors"};
     Error e = {0};
     CHECK(slm_tokenizer_from_text(&lm.tokenizer, pieces, strlen(pieces), 0, &e) == 0);
-    ModelConfig c = slm_model_config_default(ARCH_ATTENTION, 3);
+    ModelConfig c = slm_model_config_default(&slm_attention_arch, 3);
     if (slm_model_init(&lm.model, &c, NULL)) abort();
     slm_model_randomize(&lm.model, 5);
     lm.model.output_b[1] = -50.0f; /* [EOS] unlikely: the story goes on */
@@ -233,8 +234,8 @@ static void test_n_probs_above_vocabulary(void) {
 }
 
 int main(void) {
-    test_pieces_equal_whole(ARCH_ATTENTION);
-    test_pieces_equal_whole(ARCH_WINDOW8);
+    test_pieces_equal_whole(&slm_attention_arch);
+    test_pieces_equal_whole(&slm_window8_arch);
     test_positions_bounded();
     test_huge_logits();
     test_sampler_never_nan();

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "archs.h"
 #include "check.h"
 #include "storylm/checkpoint.h"
 #include "storylm/rng.h"
@@ -66,7 +67,7 @@ static void schedule_warms_up_then_decays(void) {
 
 static void chunks_change_nothing(const Stories *s) {
     Error e = {0};
-    ModelConfig cfg = slm_model_config_default(ARCH_ATTENTION, V);
+    ModelConfig cfg = slm_model_config_default(&slm_attention_arch, V);
     Model m;
     CHECK(slm_model_init(&m, &cfg, &e) == 0);
     slm_model_randomize(&m, 3);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "archs.h"
 #include "check.h"
 #include "storylm/rng.h"
 #include "storylm/train.h"
@@ -35,7 +36,7 @@ static void finite_check_finds_every_place(void) {
 int main(void) {
     finite_check_finds_every_place();
     Error e = {0};
-    ModelConfig cfg = slm_model_config_default(ARCH_ATTENTION, V);
+    ModelConfig cfg = slm_model_config_default(&slm_attention_arch, V);
     Model m, before;
     CHECK(slm_model_init(&m, &cfg, &e) == 0 && slm_model_init(&before, &cfg, &e) == 0);
     slm_model_randomize(&m, 9);

@@ -14,13 +14,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "archs.h"
 #include "check.h"
 #include "storylm/checkpoint.h"
 #include "storylm/generate.h"
 #include "storylm/model.h"
 #include "storylm/rng.h"
 
-static const ModelConfig TINY = {.arch = ARCH_ATTENTION,
+static const ModelConfig TINY = {.arch = &slm_attention_arch,
                                  .vocab_size = 11,
                                  .row_dim = 4,
                                  .n_heads = 3,
@@ -29,7 +30,7 @@ static const ModelConfig TINY = {.arch = ARCH_ATTENTION,
                                  .window = 4,
                                  .hidden_dim = 5,
                                  .context = 3};
-static const ModelConfig SMALL_REAL_HEADS = {.arch = ARCH_ATTENTION,
+static const ModelConfig SMALL_REAL_HEADS = {.arch = &slm_attention_arch,
                                              .vocab_size = 11,
                                              .row_dim = 6,
                                              .n_heads = 2,
@@ -549,7 +550,7 @@ static void files_without_the_keys(void) {
 
 /* A one-head model of rows of 2 whose weights the examples set by hand. */
 static void hand_model(Model *m, int kd, PosScheme pos, ScoreFn score) {
-    ModelConfig cfg = {.arch = ARCH_ATTENTION,
+    ModelConfig cfg = {.arch = &slm_attention_arch,
                        .vocab_size = 4,
                        .row_dim = 2,
                        .n_heads = 1,
@@ -706,7 +707,7 @@ static void rotary_score_survives_a_shift(void) {
  * value (8, 160, 16), distance (8, 256), and 128 columns of hidden.weight:
  * 10,240 + 10,240 + 20,480 + 2,048 + 16,384 = 59,392. */
 static void layer_parameter_counts(void) {
-    ModelConfig c = slm_model_config_default(ARCH_ATTENTION, 2000);
+    ModelConfig c = slm_model_config_default(&slm_attention_arch, 2000);
     const size_t want[4] = {352848, 412240, 471632, 531024};
     for (int l = 1; l <= 4; l++) {
         c.n_layers = l;
@@ -720,7 +721,7 @@ static void layer_parameter_counts(void) {
     c.score = SCORE_ADDITIVE;
     CHECK(slm_model_param_count(&c) ==
           412240 - 2 * 2048 + 2 * 256 + 2 * 1088); /* each layer its own buckets and score */
-    c = slm_model_config_default(ARCH_ATTENTION, 2000);
+    c = slm_model_config_default(&slm_attention_arch, 2000);
     c.n_layers = 2;
     Model m;
     Error e;
@@ -738,13 +739,13 @@ static void layer_parameter_counts(void) {
     slm_model_free(&m);
     c.n_layers = 5;
     CHECK(slm_model_init(&m, &c, &e) != 0);
-    c = slm_model_config_default(ARCH_WINDOW8, 2000);
+    c = slm_model_config_default(&slm_window8_arch, 2000);
     c.n_layers = 2;
     CHECK(slm_model_init(&m, &c, &e) != 0);
 }
 
 static void parameter_counts(void) {
-    ModelConfig c = slm_model_config_default(ARCH_ATTENTION, 2000);
+    ModelConfig c = slm_model_config_default(&slm_attention_arch, 2000);
     CHECK(slm_model_param_count(&c) == 352848); /* the default, the chapter's network */
     const size_t want_pos[POS_COUNT] = {352848, 350800, 350800 + 256 * 32, 350800, 350800, 350800, 350800 + 8 * 32};
     for (int p = 0; p < POS_COUNT; p++) {

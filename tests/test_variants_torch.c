@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "archs.h"
 #include "check.h"
 #include "storylm/fileio.h"
 #include "storylm/model.h"
@@ -17,7 +18,7 @@ static cJSON *item(const cJSON *o, const char *key) { return cJSON_GetObjectItem
 
 static ModelConfig config_of(const cJSON *fixture, const cJSON *cas) {
     const cJSON *c = item(fixture, "config");
-    ModelConfig cfg = {.arch = ARCH_ATTENTION, .context = 3};
+    ModelConfig cfg = {.arch = &slm_attention_arch, .context = 3};
     cfg.vocab_size = item(c, "vocab_size")->valueint;
     cfg.row_dim = item(c, "row_dim")->valueint;
     cfg.n_heads = item(c, "n_heads")->valueint;

@@ -27,7 +27,7 @@
 #include <stdint.h>
 
 #include "storylm/error.h"
-#include "storylm/generate_transformer.h" /* GeneratorBatch */
+#include "storylm/generator_batch.h" /* GeneratorBatch, GeneratorOps */
 #include "storylm/model.h"
 #include "storylm/workers.h"
 

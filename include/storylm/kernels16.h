@@ -1,6 +1,6 @@
 /* Generation's FP32 kernels (src/generate/kernels16.c), shared by the
- * attention network's generator (generate.c) and the transformer's
- * (generate_transformer.c): dense layers packed in blocks of 16 output rows,
+ * attention network's generator (src/arch/readout_generate.c) and the transformer's
+ * (src/arch/transformer/transformer_generate.c): dense layers packed in blocks of 16 output rows,
  * run over the samples fed in a step; a head's scores over a key cache laid
  * out 16 slots a register, and the blend of its values. Every output's sum
  * is in a fixed order, so a sample's outputs have the same bits alone or

@@ -42,6 +42,7 @@
 #include <stdint.h>
 
 #include "storylm/activations.h"
+#include "storylm/arch.h"
 #include "storylm/attention.h"
 #include "storylm/batch.h"
 #include "storylm/dropout.h"
@@ -52,18 +53,17 @@
 #include "storylm/model_types.h"
 #include "storylm/position.h"
 #include "storylm/score.h"
-#include "storylm/transformer.h"
+#include "storylm/transformer_layers.h"
 
-/* Deterministic random init from seed (see src/model/model.c for why these scales):
+/* Deterministic random init from seed, the architecture's (readout.c says why these scales):
  * embedding N(0, 1) (nn.Embedding's default); query, key, value, hidden and
  * output weights and biases U(-1/sqrt(fan_in), 1/sqrt(fan_in)) (nn.Linear's
  * default); distance scores 0, so every head starts reading evenly (the chapter). */
 void slm_model_randomize(Model *m, uint64_t seed);
 
-/* The architecture's default sizes (the chapter's network, window8, the
- * transformer's of transformer_params.h) for a vocabulary of vocab_size. */
-ModelConfig slm_model_config_default(Arch arch, int vocab_size);
-/* Lays out the tensor table for cfg (the architecture's) and allocates params (zeroed). */
+/* The architecture's default sizes (arch.h's config_default) for a vocabulary of vocab_size. */
+ModelConfig slm_model_config_default(const Architecture *arch, int vocab_size);
+/* Checks cfg and lays out its architecture's tensor table, allocates params (zeroed). */
 int slm_model_init(Model *m, const ModelConfig *cfg, Error *e);
 void slm_model_free(Model *m);
 /* Number of floats the table would hold for cfg (352,848 for the default). */

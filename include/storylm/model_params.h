@@ -1,8 +1,7 @@
 /* The model's parameters and their views (src/model/model_params.c): the
- * table of named tensors in the one parameter buffer, laid out here for the
- * attention network and window8 (the transformer's in transformer_params.h),
- * the views the passes and the tools read (by name, by layer), and the sizes
- * derived from a configuration. The optimizer, the
+ * table of named tensors in the one parameter buffer (each architecture
+ * lays out its own, arch.h), the views the passes and the tools read (by
+ * name, by layer), and the sizes derived from a configuration. The optimizer, the
  * checkpoint code, the gradient checks and `info` all walk this table. */
 #ifndef STORYLM_MODEL_PARAMS_H
 #define STORYLM_MODEL_PARAMS_H
@@ -22,9 +21,9 @@ int slm_model_heads(const ModelConfig *c);
  * head 5), as --ablate reads them. */
 void slm_head_name(const ModelConfig *c, int g, char *buf, size_t size);
 
-const char *slm_arch_name(Arch arch);
-int slm_arch_parse(const char *name, Arch *arch, Error *e);
-
+/* Whether --weight-decay shrinks the tensor called name (the matrices that
+ * multiply; see model_params.c for why not the others). */
+int slm_model_decays(const char *name);
 /* Appends a tensor to m's table at the end of the buffer (the layouts'
  * step; decay as ParamTensor.decay). */
 void slm_model_add_tensor(Model *m, const char *name, int ndim, int d0, int d1, int d2, int decay);
@@ -51,17 +50,5 @@ int slm_model_hidden_input_dim(const ModelConfig *c);
  * them); NULL where the model has none. */
 const float *slm_model_param(const Model *m, const char *name);
 float *slm_model_grad(const Model *m, float *grads, const char *name);
-
-/* The attention network's and window8's table for m->cfg, appended to m's
- * (n_params grows; nothing is allocated). The transformer's is
- * slm_transformer_layout (transformer_params.h); slm_model_init picks. */
-void slm_model_layout(Model *m);
-/* 0 when cfg's sizes are ones the attention network's and window8's passes
- * take; -1 with a message naming the flag otherwise. */
-int slm_model_check_config(const ModelConfig *cfg, Error *e);
-/* Sets m's named views (embedding, query, ..., output_b) from its table
- * (NULL where it has none; a transformer's passes use TfViews, so only
- * its embedding, W_E, is set). */
-void slm_model_bind_views(Model *m);
 
 #endif

@@ -36,23 +36,23 @@ typedef enum { ACT_GELU = 0, ACT_GELU_NEW, ACT_RELU, ACT_COUNT } ActFn;
 #define TF_LN_EPS 1e-5f
 #define TF_MAX_D_MODEL 1024
 
-typedef enum { ARCH_ATTENTION = 0, ARCH_WINDOW8 = 1, ARCH_TRANSFORMER = 2 } Arch;
+struct Architecture; /* arch.h: the interface of the model's architecture */
 
 typedef struct ModelConfig {
-    Arch arch;
-    int vocab_size; /* V: 2000 by default (train --vocab-size); the vocabulary stored with the model */
-    int row_dim;    /* 32: a token's row of the embedding */
-    int n_heads;    /* 8 */
-    int key_dim;    /* 8: queries and keys */
-    int value_dim;  /* 16 */
-    int window;     /* 256: distances 0..window-1 are read */
-    int hidden_dim; /* 128 */
-    int context;    /* window8 only: 8 rows, oldest first, [EOS] row before the story */
-    PosScheme pos;  /* attention only: how positions are marked (position.h); 0 = distance, today's */
-    ScoreFn score;  /* attention only: how a query scores a key (score.h); 0 = scaled-dot, today's */
-    int n_layers;   /* attention only: layers of heads, 1..STORYLM_MAX_LAYERS (0 is read as 1, today's);
-                     * transformer: blocks, 1..STORYLM_MAX_TF_LAYERS */
-    int act;        /* transformer only: the MLP's activation, an ActFn */
+    const struct Architecture *arch; /* its architecture (arch.h's registry); what the sizes below mean for it */
+    int vocab_size;                  /* V: 2000 by default (train --vocab-size); the vocabulary stored with the model */
+    int row_dim;                     /* 32: a token's row of the embedding */
+    int n_heads;                     /* 8 */
+    int key_dim;                     /* 8: queries and keys */
+    int value_dim;                   /* 16 */
+    int window;                      /* 256: distances 0..window-1 are read */
+    int hidden_dim;                  /* 128 */
+    int context;                     /* window8 only: 8 rows, oldest first, [EOS] row before the story */
+    PosScheme pos;                   /* attention only: how positions are marked (position.h); 0 = distance, today's */
+    ScoreFn score;                   /* attention only: how a query scores a key (score.h); 0 = scaled-dot, today's */
+    int n_layers; /* attention only: layers of heads, 1..STORYLM_MAX_LAYERS (0 is read as 1, today's);
+                   * transformer: blocks, 1..STORYLM_MAX_TF_LAYERS */
+    int act;      /* transformer only: the MLP's activation, an ActFn */
 } ModelConfig;
 
 #define STORYLM_MAX_LAYERS 4
@@ -128,7 +128,7 @@ typedef enum { ABLATE_ZERO = 0, ABLATE_MEAN = 1 } AblationMode;
  * them holds every head of the largest model storylm builds or loads: the
  * attention network's STORYLM_MAX_LAYERS layers or the transformer's
  * STORYLM_MAX_TF_LAYERS blocks, of STORYLM_MAX_HEADS heads each (the loader
- * refuses more: slm_model_check_config, slm_transformer_check_config). Its
+ * refuses more: each architecture's config_check, arch.h). Its
  * helpers are in head_set.h. */
 #define STORYLM_MAX_ALL_HEADS                                                                                          \
     ((STORYLM_MAX_LAYERS > STORYLM_MAX_TF_LAYERS ? STORYLM_MAX_LAYERS : STORYLM_MAX_TF_LAYERS) * STORYLM_MAX_HEADS)

@@ -16,7 +16,7 @@
  *   logits  = LN_final(resid_L) W_U + b_U
  *
  * The model is the project's Model (one buffer, a table of named views)
- * with cfg.arch = ARCH_TRANSFORMER, and its sizes in ModelConfig's fields:
+ * with cfg.arch its Architecture (src/arch/transformer), and its sizes in ModelConfig's fields:
  * row_dim = d_model, n_heads, key_dim = value_dim = d_head, hidden_dim =
  * d_mlp, window = n_ctx (256), n_layers, pos, act. model.h's passes
  * (slm_model_forward, _backward, _loss_and_grad) dispatch here.
@@ -76,7 +76,9 @@ void slm_transformer_activations_free(Activations *a);
 /* The passes, as model.h's slm_model_forward, _backward and _loss_and_grad
  * describe them (they dispatch here and check the losses). Head ablation:
  * a switched-off head's z (hook_z) is 0, or its mean in ABLATE_MEAN; nothing
- * flows back through it, heads numbered over all blocks as Ablation's. The forward
+ * flows back through it, heads numbered over all blocks as Ablation's. Training's
+ * pass (loss_and_grad with grads) runs every product at a->precision (FP32, or
+ * BF16 as the attention network's, bf16.h); every other pass in FP32. The forward
  * leaves every position's logits in a->logits, the backward recomputes them
  * from a->hidden and turns them into their gradient. */
 int slm_transformer_forward(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, Error *e);

@@ -11,9 +11,6 @@
 #include "storylm/error.h"
 #include "storylm/model_types.h"
 
-const char *slm_act_name(ActFn act);
-int slm_act_parse(const char *name, ActFn *act, Error *e);
-
 /* One block's tensors, views into a buffer laid out like params (the
  * parameters themselves, or their gradients). */
 typedef struct TfBlockViews {
@@ -50,7 +47,9 @@ ModelConfig slm_transformer_config_default(int vocab_size);
 /* Checks sizes the passes take; 0 or -1 with a message. */
 int slm_transformer_check_config(const ModelConfig *c, Error *e);
 
-/* Adds the transformer's tensors to m's table (slm_model_init's layout picks it). */
+/* Adds the transformer's tensors to m's table (its Architecture's layout). */
 void slm_transformer_layout(Model *m);
+/* m->embedding = W_E; the passes read the rest through TfViews. */
+void slm_transformer_bind_views(Model *m);
 
 #endif

@@ -59,7 +59,7 @@ char *slm_py_config_json(const PyModel *m, Error *e) {
     const ModelConfig *c = &model->cfg;
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "file", m->path);
-    cJSON_AddStringToObject(j, "arch", slm_arch_name(c->arch));
+    cJSON_AddStringToObject(j, "arch", c->arch->name);
     cJSON_AddStringToObject(j, "pos", slm_pos_name(c->pos));
     cJSON_AddStringToObject(j, "score", slm_score_name(c->score));
     cJSON_AddNumberToObject(j, "parameters", (double)model->n_params);
@@ -68,8 +68,8 @@ char *slm_py_config_json(const PyModel *m, Error *e) {
     int sizes[] = {c->vocab_size, c->row_dim, c->n_heads,    c->key_dim,
                    c->value_dim,  c->window,  c->hidden_dim, c->context};
     for (int i = 0; i < 8; i++) cJSON_AddNumberToObject(j, names[i], sizes[i]);
-    if (c->arch != ARCH_WINDOW8) /* layers of heads, or the transformer's blocks (as info --json) */
-        cJSON_AddNumberToObject(j, "layers", c->arch == ARCH_TRANSFORMER ? c->n_layers : slm_model_layers(c));
+    if (slm_model_heads(c) > 0) /* layers of heads, or the transformer's blocks (as info --json) */
+        cJSON_AddNumberToObject(j, "layers", slm_model_layers(c));
     return json_out(j, e);
 }
 

@@ -100,19 +100,20 @@ int slm_bench_train(const char *path, const BenchOptions *o, BenchBeatFn beat, v
     Adam opt = {0};
     float *grads = NULL;
     StoryRef *refs = NULL;
-    Arch arch = ARCH_ATTENTION;
     Precision precision = PRECISION_FP32;
-    int rc = slm_arch_parse(o->arch, &arch, e);
-    ModelConfig cfg = slm_model_config_default(arch, o->vocab_size); /* the transformer: train's default shape */
-    if (!rc && (arch != ARCH_TRANSFORMER || o->given_variant)) {
+    const Architecture *arch = slm_arch_find(o->arch, e);
+    int rc = arch ? 0 : -1;
+    ModelConfig cfg = slm_model_config_default(arch ? arch : slm_arch_default(), o->vocab_size);
+    if (!rc &&
+        (!arch->config_shape || o->given_variant)) { /* a shaped one (the transformer) keeps train's default shape */
         cfg.n_layers = o->layers;
         rc = slm_pos_parse(o->pos, &cfg.pos, e) || slm_score_parse(o->score, &cfg.score, e);
     }
     rc = rc || slm_precision_parse(o->precision, &precision, e) || slm_precision_check(precision, e);
-    if (!rc && arch == ARCH_TRANSFORMER && precision != PRECISION_FP32) /* as storylm train: window8 has BF16 too */
+    if (!rc && !(arch->takes & TAKES_BF16) && precision != PRECISION_FP32) /* as storylm train */
         rc = FAIL(e, "leave --precision out (fp32)",
-                  "--precision %s is for the attention network and window8; the transformer trains in fp32",
-                  o->precision);
+                  "--precision %s is for the attention network and window8; --arch %s trains in fp32", o->precision,
+                  arch->name);
     int threads = omp_get_max_threads();
     rc = rc || read_ids(path, cfg.vocab_size, &ids, &starts, e);
     int positions = rc ? 0 : (4096 + threads - 1) / threads, longest = rc ? 0 : longest_story(&starts);

@@ -66,12 +66,11 @@ static int bench(const char *const *pos, int np, const BenchOptions *o, Error *e
  * as storylm train checks them: a wrong one is a usage error (exit 2) before
  * any file is read. */
 static int names_check(const BenchOptions *o, Error *e) {
-    Arch arch;
     PosScheme pos;
     ScoreFn score;
     Precision precision;
-    return slm_arch_parse(o->arch, &arch, e) || slm_pos_parse(o->pos, &pos, e) ||
-           slm_score_parse(o->score, &score, e) || slm_precision_parse(o->precision, &precision, e);
+    return !slm_arch_find(o->arch, e) || slm_pos_parse(o->pos, &pos, e) || slm_score_parse(o->score, &score, e) ||
+           slm_precision_parse(o->precision, &precision, e);
 }
 
 /* bench's struct: its options (BenchOptions) and the three positional arguments. */

@@ -264,11 +264,12 @@ done:
     return rc;
 }
 
-/* --arch transformer: its scheme (absolute unless --position-scheme gives one) and
- * blocks (2 unless --layers). */
-static void transformer_flags(const ParamList *l, const ParamsGiven *given, TrainParams *p) {
-    if (!slm_params_given(given, l, "position-scheme")) p->o.pos = POS_ABSOLUTE;
-    if (!slm_params_given(given, l, "layers")) p->layers = 0; /* the transformer's default */
+/* The architecture's own scheme and layers where the flags give none (the
+ * transformer's: absolute, 2 blocks). */
+static void arch_defaults(const ParamList *l, const ParamsGiven *given, TrainParams *p) {
+    ModelConfig d = slm_model_config_default(p->o.arch, 0);
+    if (!slm_params_given(given, l, "position-scheme")) p->o.pos = d.pos;
+    if (!slm_params_given(given, l, "layers")) p->layers = d.n_layers;
 }
 
 /* The TRAIN_GIVEN_* bits of the flags given: a resume refuses any the run contradicts. */
@@ -297,11 +298,11 @@ static int settle(TrainParams *p, const ParamsGiven *given) {
     slm_params_list(&params_train, &l);
     TrainOptions *o = &p->o;
     Error e = {0};
-    if (slm_arch_parse(p->arch, &o->arch, &e) || slm_pos_parse(p->position_scheme, &o->pos, &e) ||
+    if (!(o->arch = slm_arch_find(p->arch, &e)) || slm_pos_parse(p->position_scheme, &o->pos, &e) ||
         slm_score_parse(p->score, &o->score, &e) || slm_act_parse(p->act, &o->act, &e))
         return args_usage_error(&command_train, "%s", e.message);
     o->given |= given_bits(&l, given);
-    if (o->arch == ARCH_TRANSFORMER) transformer_flags(&l, given, p);
+    arch_defaults(&l, given, p);
     if (slm_train_check_arch(o, p->layers, p->resume, &e)) return args_usage_error(&command_train, "%s", e.message);
     o->layers = p->layers;
     o->seed = (uint64_t)p->seed;
@@ -318,8 +319,12 @@ static int run(int argc, char **argv) {
     slm_params_init(&params_train, &p);
     p.o = slm_train_default_options();
     p.o.threads = cli_default_threads();
-    ModelConfig tf = slm_transformer_config_default(0); /* the transformer's sizes, as --help shows them */
-    p.o.d_model = tf.row_dim, p.o.heads = tf.n_heads, p.o.d_head = tf.key_dim, p.o.d_mlp = tf.hidden_dim;
+    for (int i = 0; i < slm_arch_count(); i++) /* the shape flags' defaults, as --help shows them */
+        if (slm_arch_at(i)->config_shape) {
+            ModelConfig d = slm_arch_at(i)->config_default(0);
+            p.o.d_model = d.row_dim, p.o.heads = d.n_heads, p.o.d_head = d.key_dim, p.o.d_mlp = d.hidden_dim;
+            break;
+        }
     ParamsGiven given;
     int rc = args_parse(&command_train, argc, argv, &params_train, &p, &given);
     if (rc) return rc > 0 ? 0 : 2;

@@ -42,33 +42,12 @@ static const struct {
 static int *size_field(ModelConfig *c, int i) { return (int *)((char *)c + config_sizes[i].offset); }
 static int size_value(const ModelConfig *c, int i) { return *(const int *)((const char *)c + config_sizes[i].offset); }
 
-/* A transformer's file also names its config as TransformerLens's
- * HookedTransformerConfig does (docs/transformer.md); act_fn is read back. */
+/* The keys the architectures write of their own (arch.h's config_write):
+ * the variant, the layers, and the transformer's config as TransformerLens's
+ * HookedTransformerConfig names it (docs/transformer.md). */
 static const char *const tl_keys[] = {
     "act_fn", "d_model", "n_heads", "d_head", "d_mlp", "n_layers", "n_ctx", "d_vocab", "positional_embedding_type"};
 #define N_TL_KEYS ((int)(sizeof tl_keys / sizeof tl_keys[0]))
-
-/* TransformerLens's name of a position scheme ("rotary", "alibi",
- * "standard"; storylm's own name for the schemes it lacks). */
-static const char *tl_positional(PosScheme pos) {
-    return pos == POS_ROPE       ? "rotary"
-           : pos == POS_ABSOLUTE ? "standard"
-           : pos == POS_ALIBI    ? "alibi"
-                                 : slm_pos_name(pos);
-}
-
-static int put_transformer_keys(Metadata *md, const ModelConfig *c, Error *e) {
-    int values[] = {c->row_dim, c->n_heads, c->key_dim, c->hidden_dim, c->n_layers, c->window, c->vocab_size};
-    if (slm_metadata_set(md, "act_fn", slm_act_name((ActFn)c->act), e) ||
-        slm_metadata_set(md, "positional_embedding_type", tl_positional(c->pos), e))
-        return -1;
-    for (int i = 0; i < 7; i++) {
-        char num[16];
-        snprintf(num, sizeof num, "%d", values[i]);
-        if (slm_metadata_set(md, tl_keys[i + 1], num, e)) return -1;
-    }
-    return 0;
-}
 
 /* ---- which metadata keys the format writes itself ---------------------- */
 
@@ -132,19 +111,18 @@ static int copy_free_keys(Metadata *to, const Metadata *from, int (*reserved)(co
 
 /* ---- writing ----------------------------------------------------------- */
 
-/* format, version, arch and sizes: what both files begin with. */
+/* ConfigPut and ConfigGet (arch.h) on a file's metadata. */
+static int put_key(void *md, const char *key, const char *value, Error *e) {
+    return slm_metadata_set(md, key, value, e);
+}
+static const char *get_key(void *md, const char *key) { return slm_metadata_get(md, key); }
+
+/* format, version, arch, the architecture's own keys and the sizes: what both files begin with. */
 static int put_config_keys(Metadata *md, const char *format, const ModelConfig *c, Error *e) {
     if (slm_metadata_set(md, "format", format, e) ||
         slm_metadata_set(md, "format_version", CHECKPOINT_FORMAT_VERSION, e) ||
-        slm_metadata_set(md, "arch", slm_arch_name(c->arch), e))
+        slm_metadata_set(md, "arch", c->arch->name, e) || c->arch->config_write(c, put_key, md, e))
         return -1;
-    if (c->arch != ARCH_WINDOW8 && (slm_metadata_set(md, "pos", slm_pos_name(c->pos), e) ||
-                                    slm_metadata_set(md, "score", slm_score_name(c->score), e)))
-        return -1;
-    if (c->arch == ARCH_TRANSFORMER && put_transformer_keys(md, c, e)) return -1;
-    char layers[16]; /* only when more than one: a one-layer file stays as it was */
-    snprintf(layers, sizeof layers, "%d", slm_model_layers(c));
-    if (slm_model_layers(c) > 1 && slm_metadata_set(md, "layers", layers, e)) return -1;
     for (int i = 0; i < N_SIZES; i++) {
         char num[16];
         snprintf(num, sizeof num, "%d", size_value(c, i));
@@ -251,56 +229,16 @@ static int check_format(const SafeTensorsFile *st, const char *format, Error *e)
     return 0;
 }
 
-/* A transformer's scheme (always written) and score (only scaled-dot). */
-static int read_transformer_variant(const SafeTensorsFile *st, ModelConfig *c, const char *pos, const char *score,
-                                    Error *e) {
-    if (!pos || slm_pos_parse(pos, &c->pos, NULL))
-        return FAIL(e, "a newer storylm may read it", "'%s': unknown position scheme '%.40s' (storylm knows %s)",
-                    st->path, pos ? pos : "(none)", slm_pos_names());
-    if (score && strcmp(score, slm_score_name(SCORE_SCALED_DOT)) != 0)
-        return FAIL(e, BAD_MODEL_HINT, "'%s': a transformer scores by scaled-dot, not '%.40s'", st->path, score);
-    c->score = SCORE_SCALED_DOT;
-    return slm_transformer_check_config(c, e) ? (slm_error_prefix(e, "'%s': ", st->path), -1) : 0;
-}
-
-/* --pos, --score and --layers; a file from before them has none: today's network. */
-static int read_variant(const SafeTensorsFile *st, ModelConfig *c, Error *e) {
-    const char *pos = slm_metadata_get(&st->metadata, "pos"), *score = slm_metadata_get(&st->metadata, "score");
-    const char *layers = slm_metadata_get(&st->metadata, "layers");
-    uint64_t n_layers = 1, max_layers = c->arch == ARCH_TRANSFORMER ? STORYLM_MAX_TF_LAYERS : STORYLM_MAX_LAYERS;
-    if (layers && (!slm_checkpoint_parse_u64(layers, 10, &n_layers) || n_layers < 1 || n_layers > max_layers))
-        return FAIL(e, BAD_MODEL_HINT, "'%s': metadata layers '%.40s' is not a whole number from 1 to %d", st->path,
-                    layers, (int)max_layers);
-    c->n_layers = (int)n_layers;
-    const char *act = slm_metadata_get(&st->metadata, "act_fn");
-    ActFn act_fn = ACT_GELU;
-    if (c->arch == ARCH_TRANSFORMER && (!act || slm_act_parse(act, &act_fn, NULL)))
-        return FAIL(e, BAD_MODEL_HINT, "'%s': a transformer's metadata act_fn '%.40s' is not gelu, gelu_new or relu",
-                    st->path, act ? act : "(none)");
-    c->act = (int)act_fn;
-    if (c->arch == ARCH_TRANSFORMER) return read_transformer_variant(st, c, pos, score, e);
-    if (c->arch != ARCH_ATTENTION && c->n_layers != 1)
-        return FAIL(e, BAD_MODEL_HINT, "'%s': a %s model has no layers of heads", st->path, slm_arch_name(c->arch));
-    if (pos && slm_pos_parse(pos, &c->pos, NULL))
-        return FAIL(e, "a newer storylm may read it", "'%s': unknown position scheme '%.40s' (storylm knows %s)",
-                    st->path, pos, slm_pos_names());
-    if (score && slm_score_parse(score, &c->score, NULL))
-        return FAIL(e, "a newer storylm may read it", "'%s': unknown score function '%.40s' (storylm knows %s)",
-                    st->path, score, slm_score_names());
-    if (c->arch != ARCH_ATTENTION && (c->pos != POS_DISTANCE || c->score != SCORE_SCALED_DOT))
-        return FAIL(e, BAD_MODEL_HINT, "'%s': a %s model has no --position-scheme or --score", st->path,
-                    slm_arch_name(c->arch));
-    return 0;
-}
-
 /* The architecture and sizes, each present and in range. */
 static int read_config(const SafeTensorsFile *st, ModelConfig *c, Error *e) {
     const char *arch = slm_metadata_get(&st->metadata, "arch");
     if (!arch) return FAIL(e, BAD_MODEL_HINT, "'%s': the metadata has no \"arch\"", st->path);
-    *c = slm_model_config_default(ARCH_ATTENTION, 2);
-    if (slm_arch_parse(arch, &c->arch, NULL))
-        return FAIL(e, BAD_MODEL_HINT, "'%s': unknown architecture '%.40s' (storylm knows attention and window8)",
-                    st->path, arch);
+    const Architecture *a = slm_arch_find(arch, NULL);
+    char names[256];
+    slm_arch_names(names, sizeof names);
+    if (!a)
+        return FAIL(e, BAD_MODEL_HINT, "'%s': unknown architecture '%.40s' (storylm knows %s)", st->path, arch, names);
+    *c = slm_model_config_default(a, 2);
     for (int i = 0; i < N_SIZES; i++) {
         const char *s = slm_metadata_get(&st->metadata, config_sizes[i].key);
         uint64_t x;
@@ -311,7 +249,9 @@ static int read_config(const SafeTensorsFile *st, ModelConfig *c, Error *e) {
                         config_sizes[i].key, s, config_sizes[i].min, config_sizes[i].max);
         *size_field(c, i) = (int)x;
     }
-    return read_variant(st, c, e);
+    /* the architecture's own keys, read from the metadata by the architecture itself */
+    return c->arch->config_read(c, get_key, (void *)&st->metadata, e) ? (slm_error_prefix(e, "'%s': ", st->path), -1)
+                                                                      : 0;
 }
 
 static int check_vocab(const SafeTensorsFile *st, int vocab_size, Error *e) {
@@ -340,7 +280,7 @@ static const ParamTensor *expected_tensor(const Model *m, const char *const *pre
 static int check_names(const SafeTensorsFile *st, const ModelConfig *have, const char *const *prefixes, int n_prefixes,
                        Error *e) {
     Model table;
-    Arch arch = have->arch;
+    const Architecture *arch = have->arch;
     ModelConfig c = slm_model_config_default(arch, 2);
     c.pos = have->pos;
     c.score = have->score;
@@ -354,7 +294,7 @@ static int check_names(const SafeTensorsFile *st, const ModelConfig *have, const
             const SafeTensorInfo *t = slm_safetensors_find(st, name);
             if (!t)
                 rc = FAIL(e, BAD_MODEL_HINT, "'%s': tensor '%s' is missing (the %s model has it)", st->path, name,
-                          slm_arch_name(arch));
+                          arch->name);
             else if (strcmp(t->dtype, "F32") != 0)
                 rc = FAIL(e, BAD_MODEL_HINT, "'%s': tensor '%s' has dtype %s; storylm stores F32", st->path, name,
                           t->dtype);
@@ -362,7 +302,7 @@ static int check_names(const SafeTensorsFile *st, const ModelConfig *have, const
     for (int i = 0; i < st->n_tensors && !rc; i++)
         if (!expected_tensor(&table, prefixes, n_prefixes, st->tensors[i].name))
             rc = FAIL(e, BAD_MODEL_HINT, "'%s': unexpected tensor '%.60s' (the %s model has no such tensor)", st->path,
-                      st->tensors[i].name, slm_arch_name(arch));
+                      st->tensors[i].name, arch->name);
     slm_model_free(&table);
     return rc;
 }
@@ -395,7 +335,7 @@ static int check_shapes(const SafeTensorsFile *st, const Model *m, const char *c
             slm_safetensors_format_shape(got, sizeof got, t ? t->shape : want_shape, t ? t->ndim : 0);
             slm_safetensors_format_shape(need, sizeof need, want_shape, want->ndim);
             return FAIL(e, BAD_MODEL_HINT, "'%s': tensor '%s' has shape %s; the %s model with these sizes needs %s",
-                        st->path, name, got, slm_arch_name(m->cfg.arch), need);
+                        st->path, name, got, m->cfg.arch->name, need);
         }
     return 0;
 }
@@ -476,7 +416,7 @@ static int check_same_config(const SafeTensorsFile *st, const ModelConfig *have,
     const char *hint = "give the optimizer state saved with this model, or train afresh";
     if (have->arch != model->arch)
         return FAIL(e, hint, "'%s' is the optimizer state of a model of architecture %s, not %s", st->path,
-                    slm_arch_name(have->arch), slm_arch_name(model->arch));
+                    have->arch->name, model->arch->name);
     if (have->pos != model->pos || have->score != model->score)
         return FAIL(e, hint,
                     "'%s' is the optimizer state of a model with --position-scheme %s --score %s, not "

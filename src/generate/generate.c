@@ -1,329 +1,32 @@
-/* Incremental inference: see include/storylm/generate.h. The arithmetic is
- * slm_model_forward's for one position, so the two agree to float rounding. */
+/* Incremental inference: see include/storylm/generate.h. The batch, its
+ * threads and the one-story generator, written once over the model's
+ * architecture's generator (generator_batch.h's GeneratorOps, src/arch). */
 #include "storylm/generate.h"
 
-#include "storylm/dense_bf16.h"
-#include "storylm/kernels16.h"
-
-#include <math.h>
-#include <stdlib.h>
-#include <string.h>
-
-/* --precision bf16: each layer's query, key and value weights (qkv_w's
- * block of layer l as (QKV, Din)), the hidden and output layers', packed in
- * BF16, and each sample's input to the next product as pairs (step of them
- * a sample, the widest input's). */
-struct GenBf16 {
-    DenseBf16 qkv[STORYLM_MAX_LAYERS], hidden, output;
-    Bf16Inputs in;
-};
-
-static void bf16_free(struct GenBf16 *b) {
-    if (!b) return;
-    for (int l = 0; l < STORYLM_MAX_LAYERS; l++) slm_dense_bf16_free(&b->qkv[l]);
-    slm_dense_bf16_free(&b->hidden);
-    slm_dense_bf16_free(&b->output);
-    slm_bf16_inputs_free(&b->in);
-    free(b);
-}
-
-static int qkv_width(const ModelConfig *c) { return c->n_heads * (2 * c->key_dim + c->value_dim); }
-
-/* Layer l's input width: the row (l = 0), or the row and layer l-1's heads. */
-static int layer_input(const ModelConfig *c, int l) { return c->row_dim + (l > 0 ? c->n_heads * c->value_dim : 0); }
-
-/* Floats of one layer's packed query, key, value weights (the widest layer's). */
-static size_t qkv_w_size(const ModelConfig *c) {
-    return (size_t)layer_input(c, slm_model_layers(c) > 1) * qkv_width(c);
-}
-
-/* Layer l (m its view): query, key, value (H, Din, kd|vd) -> its qkv_w block
- * (Din, QKV), queries times 1/sqrt(kd); distance (H, W) -> its distance2
- * block (H, 2W), entry k = score of distance (W-1-k) mod W. */
-static void pack_weights(GeneratorBatch *g, const Model *m, int l, float *table) {
-    const ModelConfig *c = &m->cfg;
-    int D = c->row_dim, H = c->n_heads, kd = c->key_dim, vd = c->value_dim, W = c->window, QKV = qkv_width(c);
-    float scale = slm_score_scale(c);                         /* --score: 1/sqrt(kd) for scaled-dot, else 1 */
-    const float *distance = slm_position_table_for(m, table); /* --pos: the scores added per distance */
-    float *qkv_w = g->qkv_w + (size_t)l * qkv_w_size(&g->model->cfg), *distance2 = g->distance2 + (size_t)l * H * 2 * W;
-    for (int r = 0; r < D; r++)
-        for (int h = 0; h < H; h++) {
-            float *dst = qkv_w + (size_t)r * QKV;
-            for (int i = 0; i < kd; i++) {
-                dst[h * kd + i] = m->query[((size_t)h * D + r) * kd + i] * scale;
-                dst[(H + h) * kd + i] = m->key[((size_t)h * D + r) * kd + i];
-            }
-            for (int i = 0; i < vd; i++) dst[2 * H * kd + h * vd + i] = m->value[((size_t)h * D + r) * vd + i];
-        }
-    for (int h = 0; h < H; h++)
-        for (int k = 0; k < 2 * W; k++)
-            distance2[(size_t)h * 2 * W + k] = distance[(size_t)h * W + (2 * W - 1 - k) % W];
-}
-
-/* Sizes of one sample's part of each per-sample buffer. */
-typedef struct SampleSizes {
-    size_t keys, values, recent, qkv, z, hidden, logits;
-} SampleSizes;
-
-/* Slots of a head's key cache (slm_key_at's layout). */
-static int key_slots(const ModelConfig *c) { return slm_key_slots(c->window); }
-
-static SampleSizes sample_sizes(const ModelConfig *c) {
-    int att = c->arch == ARCH_ATTENTION;
-    size_t H = c->n_heads * (size_t)slm_model_layers(c), W = c->window; /* every layer's heads */
-    return (SampleSizes){.keys = att ? H * key_slots(c) * c->key_dim : 0,
-                         .values = att ? H * W * c->value_dim : 0,
-                         .recent = c->context > 0 ? (size_t)c->context : 1,
-                         .qkv = att ? (size_t)qkv_width(c) : 0,
-                         .z = slm_model_hidden_input_dim(c),
-                         .hidden = c->hidden_dim,
-                         .logits = c->vocab_size};
-}
+#include "storylm/arch.h"
 
 int slm_generator_batch_init(GeneratorBatch *g, const Model *m, const Ablation *ablation, int n, Error *e) {
-    const ModelConfig *c = &m->cfg;
-    if (c->arch == ARCH_TRANSFORMER) return slm_tf_generator_init(g, m, ablation, n, e);
-    *g = (GeneratorBatch){.model = m, .n = n};
-    if (ablation) g->ablation = *ablation;
-    if (n < 1) return FAIL(e, "ask for 1 or more samples", "a batch of %d samples", n);
-    SampleSizes sz = sample_sizes(c);
-    size_t L = (size_t)slm_model_layers(c), H = c->n_heads * L, W = c->window, N = (size_t)n;
-    size_t Z = sz.z;
-    int ok = !slm_dense16_pack(&g->hidden_w, m->hidden_w, Z, 1, c->hidden_dim, (int)Z, e) &&
-             !slm_dense16_pack(&g->output_w, m->output_w, c->hidden_dim, 1, c->vocab_size, c->hidden_dim, e) &&
-             (g->pos = xcalloc(N, sizeof(int), e)) && (g->recent = xcalloc(N * sz.recent, sizeof(int32_t), e)) &&
-             (g->z = xcalloc(N * Z, sizeof(float), e)) && (g->scores = xcalloc(N * key_slots(c), sizeof(float), e)) &&
-             (g->rows = xcalloc(N * c->row_dim, sizeof(float), e)) &&
-             (g->hidden = xcalloc(N * sz.hidden, sizeof(float), e)) &&
-             (g->logits = xcalloc(N * sz.logits, sizeof(float), e));
-    if (ok && c->arch == ARCH_ATTENTION)
-        ok = (g->keys = slm_cache_alloc(N * sz.keys, e)) && (g->values = slm_cache_alloc(N * sz.values, e)) &&
-             (g->qkv_w = xmalloc(L * qkv_w_size(c) * sizeof(float), e)) &&
-             (g->distance2 = xcalloc(H * 2 * W + 16, sizeof(float), e)) &&
-             (g->qkv = xmalloc(N * sz.qkv * sizeof(float), e)) && (g->layers = xcalloc(L, sizeof(Model), e)) &&
-             (g->score = xcalloc(L, sizeof(ScoreTensors), e));
-    if (!ok) {
-        slm_generator_batch_free(g);
-        return -1;
-    }
-    if (c->arch == ARCH_ATTENTION) {
-        float *table = xmalloc(H * W * sizeof(float), e);
-        if (!table) {
-            slm_generator_batch_free(g);
-            return -1;
-        }
-        for (int l = 0; l < (int)L; l++) {
-            slm_model_layer_view(m, l, &g->layers[l]);
-            slm_score_tensors(&g->layers[l], &g->score[l]);
-            pack_weights(g, &g->layers[l], l, table);
-        }
-        free(table);
-    }
+    const GeneratorOps *ops = m->cfg.arch->generator;
+    *g = (GeneratorBatch){0};
+    if (!ops) return FAIL(e, NULL, "a %s model has no generator", m->cfg.arch->name);
+    if (ops->init(g, m, ablation, n, e)) return -1;
+    g->ops = ops;
     return 0;
 }
 
 void slm_generator_batch_free(GeneratorBatch *g) {
-    slm_tf_generator_free(g);
-    bf16_free(g->bf16);
-    slm_dense16_free(&g->hidden_w);
-    slm_dense16_free(&g->output_w);
-    void *bufs[] = {g->keys, g->values, g->qkv_w, g->distance2, g->qkv,    g->pos,    g->recent,
-                    g->z,    g->scores, g->rows,  g->hidden,    g->logits, g->layers, g->score};
-    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
+    if (g->ops) g->ops->free(g);
     *g = (GeneratorBatch){0};
 }
 
-void slm_generator_batch_copy(GeneratorBatch *g, int from, int to) {
-    if (g->tf) {
-        slm_tf_generator_copy(g, from, to);
-        return;
-    }
-    SampleSizes sz = sample_sizes(&g->model->cfg);
-    g->pos[to] = g->pos[from];
-    if (g->keys) {
-        memcpy(g->keys + to * sz.keys, g->keys + from * sz.keys, sz.keys * sizeof(float));
-        memcpy(g->values + to * sz.values, g->values + from * sz.values, sz.values * sizeof(float));
-    }
-    memcpy(g->recent + to * sz.recent, g->recent + from * sz.recent, sz.recent * sizeof(int32_t));
-    memcpy(g->logits + to * sz.logits, g->logits + from * sz.logits, sz.logits * sizeof(float));
-}
+void slm_generator_batch_copy(GeneratorBatch *g, int from, int to) { g->ops->copy(g, from, to); }
 
 const float *slm_generator_batch_logits(const GeneratorBatch *g, int s) {
     return g->logits + (size_t)s * g->model->cfg.vocab_size;
 }
 
-/* Layer l, for j < k: sample which[j]'s input (its z's row and layer l-1's
- * heads) -> its qkv = input @ layer l's qkv_w (which stays in the
- * first-level cache for all of them); the key and value go to its layer l
- * cache's slot. */
-static void new_query_key_value(GeneratorBatch *g, int l, const int *which, int k) {
-    const ModelConfig *c = &g->model->cfg;
-    int Din = layer_input(c, l), QKV = qkv_width(c), H = c->n_heads, kd = c->key_dim, vd = c->value_dim, W = c->window;
-    SampleSizes sz = sample_sizes(c);
-    const float *qkv_w = g->qkv_w + (size_t)l * qkv_w_size(c);
-    for (int j = 0; j < k; j++) { /* layer l's input: the row, then layer l-1's heads (layer_input_at) */
-        const float *z = g->z + which[j] * sz.z, *heads = z + c->row_dim + (size_t)(l > 0 ? l - 1 : 0) * H * vd;
-        if (g->bf16)
-            slm_dense_bf16_pairs(z, c->row_dim, heads, Din - c->row_dim,
-                                 g->bf16->in.pairs + which[j] * g->bf16->in.step);
-        else
-            slm_row_times_matrix(qkv_w, Din, QKV, z, c->row_dim, heads, g->qkv + which[j] * sz.qkv);
-    }
-    if (g->bf16) slm_dense_bf16(&g->bf16->qkv[l], NULL, g->bf16->in.pairs, g->bf16->in.step, which, k, g->qkv, sz.qkv);
-    for (int j = 0; j < k; j++) {
-        int s = which[j], slot = g->pos[s] % W;
-        float *qkv = g->qkv + s * sz.qkv;
-        slm_score_token_qk_with(c, &g->score[l], g->pos[s],
-                                qkv); /* --pos rope, --score general|additive: turned once, cached so */
-        float *keys = g->keys + s * sz.keys + (size_t)l * H * kd * key_slots(c),
-              *values = g->values + s * sz.values + (size_t)l * H * vd * W;
-        for (int h = 0; h < H; h++)
-            for (int i = 0; i < kd; i++)
-                keys[(size_t)h * kd * key_slots(c) + slm_key_at(kd, i, slot)] = qkv[(H + h) * kd + i];
-        for (int h = 0; h < H; h++)
-            memcpy(values + ((size_t)h * W + slot) * vd, qkv + 2 * H * kd + h * vd, vd * sizeof(float));
-    }
-}
-
-/* Head h of layer l of sample s at its newest position over the cache's n
- * slots: scores (query . key / sqrt(kd) + distance score), softmax, blend of
- * the values into out (vd). */
-static void head_attend(GeneratorBatch *g, int s, int l, int h, float *out) {
-    const ModelConfig *c = &g->model->cfg;
-    SampleSizes sz = sample_sizes(c);
-    int W = c->window, kd = c->key_dim, vd = c->value_dim, pos = g->pos[s], lh = l * c->n_heads + h;
-    int n = pos + 1 < W ? pos + 1 : W, newest = pos % W;
-    /* slot s holds the key (newest - s) mod W back */
-    const float *bias = g->distance2 + (size_t)lh * 2 * W + (W - 1 - newest);
-    const float *q = g->qkv + s * sz.qkv + h * kd, *keys = g->keys + s * sz.keys + (size_t)lh * kd * key_slots(c);
-    float *sc = g->scores + (size_t)s * key_slots(c); /* each sample its own: threads may share the batch */
-    if (c->score == SCORE_ADDITIVE) {                 /* --score additive: v . tanh(q~ + k~), a block at a time */
-        memcpy(sc, bias, n * sizeof(float));
-        for (int j = 0; j < n; j += 16)
-            slm_additive_scores_cached(g->score[l].v + h * kd, kd, q, keys + (size_t)j * kd, 16,
-                                       n - j < 16 ? n - j : 16, sc + j);
-    } else {
-        slm_query_key_scores(q, kd, keys, bias, n, sc);
-    }
-    slm_softmax_inplace(sc, n);
-    slm_blend_values(sc, n, g->values + s * sz.values + (size_t)lh * W * vd, vd, out);
-}
-
-/* Asks the cache for head h of layer l of sample s's keys and values (the
- * slots its scores and blend read), ahead of their use: into the first-level
- * cache when they are next (one sample: the head after the one computing),
- * else into the second (many: the next sample's same head, a sample's
- * heads of compute ahead). With many samples each one's cache has left the
- * core's caches since its last step, and its short stretches, one a head,
- * are too short for the hardware's prefetcher to find in time; a head ahead
- * into the first-level cache measured slower than a sample ahead. */
-static void prefetch_head(const GeneratorBatch *g, int s, int l, int h, int next) {
-    const ModelConfig *c = &g->model->cfg;
-    SampleSizes sz = sample_sizes(c);
-    int W = c->window, kd = c->key_dim, vd = c->value_dim, lh = l * c->n_heads + h;
-    int n = g->pos[s] + 1 < W ? g->pos[s] + 1 : W;
-    const char *keys = (const char *)(g->keys + s * sz.keys + (size_t)lh * kd * key_slots(c));
-    const char *values = (const char *)(g->values + s * sz.values + (size_t)lh * W * vd);
-    size_t key_bytes = (size_t)(n + 15) / 16 * 16 * kd * sizeof(float), value_bytes = (size_t)n * vd * sizeof(float);
-    if (next) { /* the hint is a constant in each call */
-        for (size_t b = 0; b < key_bytes; b += 64) __builtin_prefetch(keys + b, 0, 3);
-        for (size_t b = 0; b < value_bytes; b += 64) __builtin_prefetch(values + b, 0, 3);
-    } else {
-        for (size_t b = 0; b < key_bytes; b += 64) __builtin_prefetch(keys + b, 0, 2);
-        for (size_t b = 0; b < value_bytes; b += 64) __builtin_prefetch(values + b, 0, 2);
-    }
-}
-
-/* The rows (k, D) and, layer by layer, the heads' outputs of the newest
- * tokens -> each sample's z (Z); a switched-off head's slot replaced before
- * the layer above reads it. */
-static void attention_z(GeneratorBatch *g, const float *rows, const int *which, int k) {
-    const ModelConfig *c = &g->model->cfg;
-    int D = c->row_dim, vd = c->value_dim, H = c->n_heads;
-    size_t Z = sample_sizes(c).z;
-    for (int j = 0; j < k; j++) memcpy(g->z + which[j] * Z, rows + (size_t)j * D, D * sizeof(float));
-    for (int l = 0; l < slm_model_layers(c); l++) {
-        new_query_key_value(g, l, which, k);
-        for (int j = 0; j < k; j++)
-            for (int h = 0, lh = l * H; h < H; h++, lh++) {
-                float *out = g->z + which[j] * Z + D + (size_t)lh * vd;
-                if (slm_head_set_has(&g->ablation.heads, lh)) {
-                    for (int i = 0; i < vd; i++)
-                        out[i] = g->ablation.mode == ABLATE_MEAN ? g->ablation.mean[lh * vd + i] : 0;
-                } else {
-                    if (k == 1 && h + 1 < H)
-                        prefetch_head(g, which[j], l, h + 1, 1);
-                    else if (j + 1 < k)
-                        prefetch_head(g, which[j + 1], l, h, 0);
-                    head_attend(g, which[j], l, h, out);
-                }
-            }
-    }
-}
-
-/* window8: sample s's last C rows, oldest first; the story's first row before its start. */
-static void window_z(GeneratorBatch *g, int s, int32_t token) {
-    const ModelConfig *c = &g->model->cfg;
-    int C = c->context, D = c->row_dim;
-    SampleSizes sz = sample_sizes(c);
-    int32_t *recent = g->recent + s * sz.recent;
-    float *z = g->z + s * sz.z;
-    if (g->pos[s] == 0)
-        for (int i = 0; i < C; i++) recent[i] = token;
-    else {
-        memmove(recent, recent + 1, (C - 1) * sizeof(int32_t));
-        recent[C - 1] = token;
-    }
-    for (int i = 0; i < C; i++) memcpy(z + i * D, g->model->embedding + (size_t)recent[i] * D, D * sizeof(float));
-}
-
-static struct GenBf16 *bf16_pack(const GeneratorBatch *g, Error *e) {
-    const ModelConfig *c = &g->model->cfg;
-    SampleSizes sz = sample_sizes(c);
-    int Z = (int)sz.z, Hd = c->hidden_dim, QKV = qkv_width(c), L = c->arch == ARCH_ATTENTION ? slm_model_layers(c) : 0;
-    struct GenBf16 *b = xcalloc(1, sizeof *b, e);
-    if (!b) return NULL;
-    int ok = !slm_bf16_inputs_init(&b->in, g->n, Z > Hd ? Z : Hd, e);
-    for (int l = 0; ok && l < L; l++)
-        ok = !slm_dense_bf16_pack(&b->qkv[l], g->qkv_w + (size_t)l * qkv_w_size(c), 1, QKV, QKV, layer_input(c, l), e);
-    ok = ok && !slm_dense_bf16_from16(&b->hidden, &g->hidden_w, e) &&
-         !slm_dense_bf16_from16(&b->output, &g->output_w, e);
-    if (!ok) bf16_free(b);
-    return ok ? b : NULL;
-}
-
 int slm_generator_batch_set_precision(GeneratorBatch *g, Precision p, Error *e) {
-    if (g->tf) return slm_tf_generator_set_precision(g, p, e);
-    if (slm_precision_check(p, e)) return -1;
-    if (p == PRECISION_BF16 && !g->bf16 && !(g->bf16 = bf16_pack(g, e))) return -1;
-    if (p == PRECISION_FP32) bf16_free(g->bf16), g->bf16 = NULL;
-    return 0;
-}
-
-/* slm_generator_batch_feed for tokens[j] to which[j], j < k, with the rows
- * scratch rows (k, D): one thread's part of a step. */
-static void feed_part(GeneratorBatch *g, const int *which, const int32_t *tokens, int k, float *rows) {
-    const Model *m = g->model;
-    const ModelConfig *c = &m->cfg;
-    SampleSizes sz = sample_sizes(c);
-    int Hd = c->hidden_dim, D = c->row_dim;
-    if (c->arch == ARCH_ATTENTION) { /* the rows gathered (k, D) for the one pass over the query, key, value weights */
-        for (int j = 0; j < k; j++) {
-            memcpy(rows + (size_t)j * D, m->embedding + (size_t)tokens[j] * D, D * sizeof(float));
-            slm_position_row_add(m, g->pos[which[j]], rows + (size_t)j * D); /* --pos absolute|sinusoidal */
-        }
-        attention_z(g, rows, which, k);
-    } else {
-        for (int j = 0; j < k; j++) window_z(g, which[j], tokens[j]);
-    }
-    /* hidden = tanh(W1 z + b1), W1 (Hd, Z); logits = W2 hidden + b2, W2 (V, Hd) */
-    struct GenBf16 *b = g->bf16;
-    slm_dense_at(&g->hidden_w, b ? &b->hidden : NULL, b ? &b->in : NULL, m->hidden_b, g->z, sz.z, which, k, g->hidden,
-                 sz.hidden);
-    for (int j = 0; j < k; j++) slm_tanh_inplace(g->hidden + which[j] * sz.hidden, Hd);
-    slm_dense_at(&g->output_w, b ? &b->output : NULL, b ? &b->in : NULL, m->output_b, g->hidden, sz.hidden, which, k,
-                 g->logits, sz.logits);
-    for (int j = 0; j < k; j++) g->pos[which[j]]++;
+    return g->ops->set_precision(g, p, e);
 }
 
 typedef struct FeedJob {
@@ -338,18 +41,12 @@ static void feed_job(void *arg, int t, int n) {
     FeedJob *f = arg;
     int j0 = f->k * t / n, j1 = f->k * (t + 1) / n;
     if (j1 <= j0) return;
-    if (f->g->tf) /* --arch transformer: each sample's scratch its own */
-        slm_tf_generator_feed(f->g, f->which + j0, f->tokens + j0, j1 - j0);
-    else
-        feed_part(f->g, f->which + j0, f->tokens + j0, j1 - j0, f->g->rows + (size_t)j0 * f->g->model->cfg.row_dim);
+    f->g->ops->feed(f->g, f->which + j0, f->tokens + j0, j1 - j0, j0); /* each sample's scratch its own */
 }
 
 void slm_generator_batch_feed(GeneratorBatch *g, const int *which, const int32_t *tokens, int k) {
     if (!g->workers || g->workers->n < 2 || k < 2) {
-        if (g->tf)
-            slm_tf_generator_feed(g, which, tokens, k);
-        else
-            feed_part(g, which, tokens, k, g->rows);
+        g->ops->feed(g, which, tokens, k, 0);
         return;
     }
     FeedJob f = {g, which, tokens, k};

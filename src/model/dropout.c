@@ -95,7 +95,7 @@ void slm_dropout_hidden_backward(const Model *m, Activations *a, const Batch *b)
     const ModelConfig *c = &m->cfg;
     if (slm_model_layers(c) > 1) {
         memcpy(a->z, a->z_kept, (size_t)a->n_positions * slm_model_hidden_input_dim(c) * sizeof(float));
-    } else if (c->arch == ARCH_ATTENTION) {
+    } else if (slm_model_heads(c) > 0) { /* the heads' backward reads the row in z: unmasked again */
         slm_embedding_forward(m->embedding, b->tokens, a->n_positions, c->row_dim, a->z, slm_model_hidden_input_dim(c));
         slm_position_rows_forward(m, a->layer[0].scratch.variant->story_pos, a->n_positions, a->z,
                                   slm_model_hidden_input_dim(c));

@@ -11,10 +11,10 @@
 #include <string.h>
 
 #include "storylm/activations.h"
+#include "storylm/arch.h"
 #include "storylm/head_set.h"
 #include "storylm/model_params.h"
 #include "storylm/position.h"
-#include "storylm/transformer.h"
 
 /* One hook point: its name (%d: the layer), whether a hook may change it,
  * and its shape for a run of T positions. */
@@ -41,13 +41,6 @@ static const HookSpec hook_specs[HOOK_COUNT] = {
     [HOOK_RESID_POST] = {"blocks.%d.hook_resid_post", 1, 1},
     [HOOK_LN_FINAL] = {"ln_final.hook_normalized", 0, 1},
 };
-
-/* The transformer's points in the pass's order: before the blocks, in each
- * block, after them. */
-static const HookPoint tf_before[] = {HOOK_EMBED, HOOK_POS_EMBED};
-static const HookPoint tf_block[] = {HOOK_RESID_PRE, HOOK_Q,         HOOK_K,        HOOK_V,         HOOK_PATTERN,
-                                     HOOK_Z,         HOOK_RESID_MID, HOOK_MLP_POST, HOOK_RESID_POST};
-static const HookPoint tf_after[] = {HOOK_LN_FINAL, HOOK_LOGITS};
 
 void slm_hook_name(HookPoint p, int l, char *buf, size_t size) {
     if (hook_specs[p].in_block)
@@ -93,45 +86,29 @@ static int append_name(char **out, size_t *size, size_t *used, const char *name,
     return 0;
 }
 
-/* The transformer's names (tf_before, each block's tf_block, tf_after) into *out. */
-static char *transformer_hook_names(const ModelConfig *c, Error *e) {
+/* The points c's architecture declares, in its pass's order: the points
+ * before the layers, each layer's, the points after them. */
+char *slm_hook_names(const ModelConfig *c, Error *e) {
     size_t size = 0, used = 0;
     char *out = xcalloc(1, 1, e), name[96];
+    HookPoints h;
+    c->arch->hook_points(c, &h);
     int rc = out ? 0 : -1;
-    for (int i = 0; !rc && i < 2; i++) {
-        if (tf_before[i] == HOOK_POS_EMBED && c->pos != POS_ABSOLUTE) continue; /* no W_pos */
-        slm_hook_name(tf_before[i], 0, name, sizeof name);
+    for (int i = 0; !rc && i < h.n_before; i++) {
+        slm_hook_name(h.before[i], 0, name, sizeof name);
         rc = append_name(&out, &size, &used, name, e);
     }
-    for (int l = 0; l < c->n_layers; l++)
-        for (size_t i = 0; !rc && i < sizeof tf_block / sizeof tf_block[0]; i++) {
-            slm_hook_name(tf_block[i], l, name, sizeof name);
+    for (int l = 0; l < h.layers; l++)
+        for (int i = 0; !rc && i < h.n_block; i++) {
+            slm_hook_name(h.block[i], l, name, sizeof name);
             rc = append_name(&out, &size, &used, name, e);
         }
-    for (int i = 0; !rc && i < 2; i++) {
-        slm_hook_name(tf_after[i], 0, name, sizeof name);
+    for (int i = 0; !rc && i < h.n_after; i++) {
+        slm_hook_name(h.after[i], 0, name, sizeof name);
         rc = append_name(&out, &size, &used, name, e);
     }
     if (rc) free(out);
     return rc ? NULL : out;
-}
-
-char *slm_hook_names(const ModelConfig *c, Error *e) {
-    if (c->arch == ARCH_TRANSFORMER) return transformer_hook_names(c, e);
-    size_t size = 0, used = 0;
-    char *out = NULL, name[96];
-    /* in the pass's order: the row, each layer's points, then the points above the layers */
-    int layers = c->arch == ARCH_ATTENTION ? slm_model_layers(c) : 0;
-    for (int l = -1; l <= layers; l++)
-        for (int p = 0; p < HOOK_COUNT; p++) {
-            if (p > HOOK_LOGITS) break; /* the transformer's own */
-            int outside = l == -1 ? p < HOOK_Q : l == layers ? p >= HOOK_HIDDEN_IN : 0;
-            if (hook_specs[p].in_block ? l < 0 || l == layers : !outside) continue;
-            if (c->arch != ARCH_ATTENTION && p < HOOK_HIDDEN_IN) continue; /* window8: no rows or heads of its own */
-            slm_hook_name((HookPoint)p, l, name, sizeof name);
-            if (append_name(&out, &size, &used, name, e)) return free(out), NULL;
-        }
-    return out;
 }
 
 void slm_hooks_fail(ForwardHooks *h, const char *message, const char *hint) {
@@ -166,16 +143,11 @@ static size_t qkv_row(const ModelConfig *c, HookPoint p, int h, int i) {
                          : (size_t)2 * H * kd + h * c->value_dim + i;
 }
 
-/* Column of z where layer l's heads begin (the row first). */
-static size_t heads_at(const ModelConfig *c, int l) {
-    return (size_t)c->row_dim + (size_t)l * c->n_heads * c->value_dim;
-}
-
 /* qkv rows (QKV, ld) <-> buf (T, H, d); to_buf: gather, else scatter. */
 static void move_qkv(Activations *a, HookPoint p, int l, float *buf, int to_buf) {
     const ModelConfig *c = &a->cfg;
     int T = a->n_positions, H = c->n_heads, d = p == HOOK_V ? c->value_dim : c->key_dim;
-    float *qkv = a->tf ? a->tf->layer[l].qkv : a->layer[l].qkv;
+    float *qkv = c->arch->layer_qkv(a, l);
     for (int t = 0; t < T; t++)
         for (int h = 0; h < H; h++)
             for (int i = 0; i < d; i++) {
@@ -185,15 +157,6 @@ static void move_qkv(Activations *a, HookPoint p, int l, float *buf, int to_buf)
                 else
                     *x = *y;
             }
-}
-
-/* n columns of z from column col, every position <-> buf (T, n). */
-static void move_z(Activations *a, size_t col, int n, float *buf, int to_buf) {
-    size_t Z = (size_t)slm_model_hidden_input_dim(&a->cfg);
-    for (int t = 0; t < a->n_positions; t++) {
-        float *x = a->z + t * Z + col, *y = buf + (size_t)t * n;
-        memcpy(to_buf ? y : x, to_buf ? x : y, (size_t)n * sizeof(float));
-    }
 }
 
 /* buf (H, T, T): layer l's distance scores (lm its view) or attention weights, 0 where unread. */
@@ -210,15 +173,6 @@ static void gather_square(const Model *lm, const Activations *a, HookPoint p, in
         }
 }
 
-/* Where head h of layer l's output at position t lies: the attention
- * network's slot of z, or the transformer's block's z (hook_z). */
-static float *head_out(Activations *a, int l, int t, int h) {
-    const ModelConfig *c = &a->cfg;
-    size_t HV = (size_t)c->n_heads * c->value_dim;
-    if (a->tf) return a->tf->layer[l].z + t * HV + (size_t)h * c->value_dim;
-    return a->z + t * (size_t)slm_model_hidden_input_dim(c) + heads_at(c, l) + (size_t)h * c->value_dim;
-}
-
 /* A changed pattern buf (H, T, T): the outputs in z of layer l's heads whose
  * pattern differs from was (H, T, T) become pattern @ values (the others
  * keep the kernel's bits; switched-off heads keep their replacement). */
@@ -226,7 +180,7 @@ static void outputs_from_pattern(Activations *a, int l, const float *buf, const 
     const ModelConfig *c = &a->cfg;
     int T = a->n_positions, H = c->n_heads, vd = c->value_dim;
     size_t TT = (size_t)T * T;
-    const float *qkv = a->tf ? a->tf->layer[l].qkv : a->layer[l].qkv;
+    const float *qkv = c->arch->layer_qkv(a, l);
     for (int h = 0; h < H; h++) {
         if (slm_head_set_has(&a->ablation.heads, l * H + h) ||
             memcmp(buf + h * TT, was + h * TT, TT * sizeof(float)) == 0)
@@ -234,7 +188,7 @@ static void outputs_from_pattern(Activations *a, int l, const float *buf, const 
         const float *v = qkv + qkv_row(c, HOOK_V, h, 0) * a->qkv_ld;
         for (int t = 0; t < T; t++) {
             const float *w = buf + ((size_t)h * T + t) * T;
-            float *out = head_out(a, l, t, h);
+            float *out = c->arch->head_output(a, l, t, h);
             for (int i = 0; i < vd; i++) {
                 double sum = 0;
                 for (int u = 0; u < T; u++) sum += (double)w[u] * v[(size_t)i * a->qkv_ld + u];
@@ -261,70 +215,16 @@ static void losses_from_logits(Activations *a) {
     }
 }
 
-/* The transformer's buffer (T, n) that point p of block l reads and writes
- * in place (*n its width); NULL for the points gathered otherwise. */
-static float *tf_buffer(const Activations *a, HookPoint p, int l, int *n) {
-    const ModelConfig *c = &a->cfg;
-    TfActivations *t = a->tf;
-    *n = p == HOOK_MLP_POST ? c->hidden_dim : p == HOOK_Z ? c->n_heads * c->value_dim : c->row_dim;
-    switch (p) {
-        case HOOK_EMBED: return t->layer[0].resid_pre; /* W_E[x] before the positions are added */
-        case HOOK_RESID_PRE: return t->layer[l].resid_pre;
-        case HOOK_Z: return t->layer[l].z;
-        case HOOK_RESID_MID: return t->layer[l].resid_mid;
-        case HOOK_MLP_POST: return t->layer[l].mlp_post;
-        case HOOK_RESID_POST: return l + 1 < c->n_layers ? t->layer[l + 1].resid_pre : t->resid_final;
-        case HOOK_LN_FINAL: return a->hidden;
-        default: return NULL;
-    }
-}
-
-/* buf (T, D) <-> W_pos's rows of the positions (hook_pos_embed); to_buf:
- * gather, else the residual (W_E[x] + W_pos[t]) gets buf - W_pos[t]. */
-static void tf_pos_embed(const Model *m, Activations *a, float *buf, int to_buf) {
-    const ModelConfig *c = &a->cfg;
-    int D = c->row_dim;
-    TfViews w;
-    slm_transformer_views(m, m->params, &w);
-    for (int t = 0; t < a->n_positions; t++) {
-        int sp = a->tf->story_pos[t];
-        const float *row = w.W_pos + (size_t)(sp < c->window ? sp : c->window - 1) * D;
-        float *y = buf + (size_t)t * D, *resid = a->tf->layer[0].resid_pre + (size_t)t * D;
-        for (int i = 0; i < D; i++) {
-            if (to_buf)
-                y[i] = row[i];
-            else
-                resid[i] += y[i] - row[i];
-        }
-    }
-}
-
-/* The transformer's points: to_buf gathers into buf, else writes buf back
- * (a changed pattern through outputs_from_pattern); 1 when p is none of
- * those it moves itself (q, k, v, the pattern and the logits are shared). */
-static int tf_move(const Model *m, Activations *a, HookPoint p, int l, float *buf, int to_buf) {
-    int n;
-    float *x = tf_buffer(a, p, l, &n);
-    if (p == HOOK_POS_EMBED)
-        tf_pos_embed(m, a, buf, to_buf);
-    else if (x)
-        memcpy(to_buf ? buf : x, to_buf ? x : buf, (size_t)a->n_positions * n * sizeof(float));
-    return p != HOOK_POS_EMBED && !x;
-}
-
 static void gather(const Model *m, Activations *a, HookPoint p, int l, float *buf) {
     const ModelConfig *c = &a->cfg;
     size_t T = (size_t)a->n_positions;
-    if (a->tf && !tf_move(m, a, p, l, buf, 1)) return;
+    if (!c->arch->hook_move(m, a, p, l, buf, 1)) return; /* one of the architecture's own */
     switch (p) {
-        case HOOK_EMBED: move_z(a, 0, c->row_dim, buf, 1); break;
         case HOOK_Q:
         case HOOK_K:
         case HOOK_V: move_qkv(a, p, l, buf, 1); break;
         case HOOK_DISTANCE_SCORE:
         case HOOK_PATTERN: gather_square(m, a, p, l, buf); break;
-        case HOOK_Z: move_z(a, heads_at(c, l), c->n_heads * c->value_dim, buf, 1); break;
-        case HOOK_HIDDEN_IN: move_z(a, 0, slm_model_hidden_input_dim(c), buf, 1); break;
         case HOOK_HIDDEN: memcpy(buf, a->hidden, T * c->hidden_dim * sizeof(float)); break;
         case HOOK_LOGITS: memcpy(buf, a->logits, T * c->vocab_size * sizeof(float)); break;
         default: break;
@@ -336,9 +236,8 @@ static int scatter(const Model *m, Activations *a, HookPoint p, int l, const flo
     const ModelConfig *c = &a->cfg;
     size_t T = (size_t)a->n_positions;
     float *was = NULL;
-    if (a->tf && !tf_move(m, a, p, l, (float *)buf, 0)) return 0;
+    if (!c->arch->hook_move(m, a, p, l, (float *)buf, 0)) return 0;
     switch (p) {
-        case HOOK_EMBED: move_z(a, 0, c->row_dim, (float *)buf, 0); break;
         case HOOK_Q:
         case HOOK_K:
         case HOOK_V: move_qkv(a, p, l, (float *)buf, 0); break;
@@ -348,8 +247,6 @@ static int scatter(const Model *m, Activations *a, HookPoint p, int l, const flo
             outputs_from_pattern(a, l, buf, was);
             free(was);
             break;
-        case HOOK_Z: move_z(a, heads_at(c, l), c->n_heads * c->value_dim, (float *)buf, 0); break;
-        case HOOK_HIDDEN_IN: move_z(a, 0, slm_model_hidden_input_dim(c), (float *)buf, 0); break;
         case HOOK_HIDDEN: memcpy(a->hidden, buf, T * c->hidden_dim * sizeof(float)); break;
         case HOOK_LOGITS: memcpy(a->logits, buf, T * c->vocab_size * sizeof(float)), losses_from_logits(a); break;
         default: break;

@@ -5,33 +5,17 @@
 
 #include "storylm/model_params.h"
 
-int slm_model_layers(const ModelConfig *c) {
-    return (c->arch == ARCH_ATTENTION || c->arch == ARCH_TRANSFORMER) && c->n_layers > 1 ? c->n_layers : 1;
-}
+#include "storylm/arch.h"
 
-int slm_model_heads(const ModelConfig *c) { return c->arch != ARCH_WINDOW8 ? slm_model_layers(c) * c->n_heads : 0; }
+int slm_model_layers(const ModelConfig *c) { return c->arch->layers(c); }
+
+int slm_model_heads(const ModelConfig *c) { return c->arch->layers(c) * c->arch->heads_per_layer(c); }
 
 void slm_head_name(const ModelConfig *c, int g, char *buf, size_t size) {
     if (slm_model_layers(c) > 1)
         snprintf(buf, size, "%d:%d", g / c->n_heads + 1, g % c->n_heads);
     else
         snprintf(buf, size, "%d", g);
-}
-
-const char *slm_arch_name(Arch arch) {
-    return arch == ARCH_WINDOW8 ? "window8" : arch == ARCH_TRANSFORMER ? "transformer" : "attention";
-}
-
-int slm_arch_parse(const char *name, Arch *arch, Error *e) {
-    if (strcmp(name, "attention") == 0)
-        *arch = ARCH_ATTENTION;
-    else if (strcmp(name, "window8") == 0)
-        *arch = ARCH_WINDOW8;
-    else if (strcmp(name, "transformer") == 0)
-        *arch = ARCH_TRANSFORMER;
-    else
-        return FAIL(e, "use attention, window8 or transformer", "unknown architecture '%s'", name);
-    return 0;
 }
 
 /* Every layer's own tensors, by layer: layer 0's names are today's, layer
@@ -71,7 +55,7 @@ const char *slm_model_layer_tensor_name(int l, const char *base) {
  * rare token's row (a rare name, the very thing Secret 2 copies) gets a
  * gradient only in the few steps that read it, so a decay applied at every
  * step would shrink it to nothing between them. */
-static int decays(const char *name) {
+int slm_model_decays(const char *name) {
     int layer, i = per_layer_index(name, &layer);
     if (i >= 0) name = layer_names[0][i]; /* a further layer's query, key, value decay as the first's */
     return strcmp(name, "query") == 0 || strcmp(name, "key") == 0 || strcmp(name, "value") == 0 ||
@@ -91,29 +75,6 @@ void slm_model_add_tensor(Model *m, const char *name, int ndim, int d0, int d1, 
     }
     t->offset = m->n_params;
     m->n_params += t->size;
-}
-
-static void add_tensor(Model *m, const char *name, int ndim, int d0, int d1, int d2) {
-    slm_model_add_tensor(m, name, ndim, d0, d1, d2, decays(name));
-}
-
-/* Layer l's own tensors (l >= 1 reads the row and layer l-1's heads); the
- * first layer's absolute positions are the row's, not a layer's. */
-static void layout_layer(Model *m, const ModelConfig *c, int l) {
-    const char *const *n = layer_names[l];
-    int in = l == 0 ? c->row_dim : c->row_dim + c->n_heads * c->value_dim;
-    add_tensor(m, n[0], 3, c->n_heads, in, c->key_dim);
-    add_tensor(m, n[1], 3, c->n_heads, in, c->key_dim);
-    add_tensor(m, n[2], 3, c->n_heads, in, c->value_dim);
-    if (c->pos == POS_DISTANCE) add_tensor(m, n[3], 2, c->n_heads, c->window, 0);
-    if (c->pos == POS_ABSOLUTE && l == 0) add_tensor(m, "position", 2, c->window, c->row_dim, 0);
-    if (c->pos == POS_T5) add_tensor(m, n[4], 2, c->n_heads, T5_BUCKETS, 0);
-    if (c->score == SCORE_GENERAL) add_tensor(m, n[5], 3, c->n_heads, c->key_dim, c->key_dim);
-    if (c->score == SCORE_ADDITIVE) {
-        add_tensor(m, n[6], 3, c->n_heads, c->key_dim, c->key_dim);
-        add_tensor(m, n[7], 3, c->n_heads, c->key_dim, c->key_dim);
-        add_tensor(m, n[8], 2, c->n_heads, c->key_dim, 0);
-    }
 }
 
 void slm_model_decay_mask(const Model *m, uint8_t *mask) {
@@ -145,34 +106,6 @@ void slm_model_layer_view(const Model *m, int l, Model *view) {
     view->distance = (float *)slm_model_param(view, "distance");
 }
 
-void slm_model_layout(Model *m) {
-    const ModelConfig *c = &m->cfg;
-    add_tensor(m, "embedding", 2, c->vocab_size, c->row_dim, 0);
-    for (int l = 0; c->arch == ARCH_ATTENTION && l < slm_model_layers(c); l++) layout_layer(m, c, l);
-    add_tensor(m, "hidden.weight", 2, c->hidden_dim, slm_model_hidden_input_dim(c), 0);
-    add_tensor(m, "hidden.bias", 1, c->hidden_dim, 0, 0);
-    add_tensor(m, "output.weight", 2, c->vocab_size, c->hidden_dim, 0);
-    add_tensor(m, "output.bias", 1, c->vocab_size, 0, 0);
-}
-
-int slm_model_check_config(const ModelConfig *cfg, Error *e) {
-    if (cfg->vocab_size < 2 || cfg->row_dim < 1 || cfg->n_heads < 1 || cfg->key_dim < 1 || cfg->value_dim < 1 ||
-        cfg->window < 1 || cfg->hidden_dim < 1 || cfg->context < 1)
-        return FAIL(e, NULL, "invalid model sizes");
-    if (cfg->pos < 0 || cfg->pos >= POS_COUNT || cfg->score < 0 || cfg->score >= SCORE_COUNT ||
-        (cfg->arch != ARCH_ATTENTION && (cfg->pos != POS_DISTANCE || cfg->score != SCORE_SCALED_DOT)))
-        return FAIL(e, "--position-scheme and --score are for the attention network",
-                    "invalid position scheme or score function");
-    if (cfg->n_layers < 0 || cfg->n_layers > STORYLM_MAX_LAYERS || (cfg->arch != ARCH_ATTENTION && cfg->n_layers > 1))
-        return FAIL(e, "give --layers from 1 to 4, and only for the attention network", "invalid number of layers %d",
-                    cfg->n_layers);
-    if (cfg->n_heads > STORYLM_MAX_HEADS || slm_model_heads(cfg) > STORYLM_MAX_ALL_HEADS)
-        return FAIL(e, "use at most 32 heads a layer",
-                    "%d layers of %d heads are more than the passes take (%d a layer)", slm_model_layers(cfg),
-                    cfg->n_heads, STORYLM_MAX_HEADS);
-    return 0;
-}
-
 const float *slm_model_param(const Model *m, const char *name) {
     const ParamTensor *t = slm_model_tensor(m, name);
     return t ? m->params + t->offset : NULL;
@@ -183,19 +116,7 @@ float *slm_model_grad(const Model *m, float *grads, const char *name) {
     return t && grads ? grads + t->offset : NULL;
 }
 
-void slm_model_bind_views(Model *m) {
-    if (m->cfg.arch == ARCH_TRANSFORMER) { /* its passes look their tensors up in TfViews */
-        m->embedding = (float *)slm_model_param(m, "embed.W_E");
-        return;
-    }
-    const char *names[] = {"embedding",     "query",       "key",           "value",      "distance",
-                           "hidden.weight", "hidden.bias", "output.weight", "output.bias"};
-    float **views[] = {&m->embedding, &m->query,    &m->key,      &m->value,   &m->distance,
-                       &m->hidden_w,  &m->hidden_b, &m->output_w, &m->output_b};
-    for (int i = 0; i < 9; i++) *views[i] = (float *)slm_model_param(m, names[i]);
-}
-
-int slm_model_hidden_input_dim(const ModelConfig *c) {
-    return c->arch == ARCH_ATTENTION ? c->row_dim + slm_model_layers(c) * c->n_heads * c->value_dim
-                                     : c->context * c->row_dim;
+int slm_model_hidden_input_dim(const ModelConfig *c) { /* the heads' outputs after the row, or the rows of the window */
+    return c->arch->readout == READOUT_TANH && slm_model_heads(c) ? c->row_dim + slm_model_heads(c) * c->value_dim
+                                                                  : c->context * c->row_dim;
 }

@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "storylm/probes.h"
+#include "storylm/transformer.h"
 
 /* Head h of transformer block l's score added at distance d back (the
  * scheme's: distance, alibi, t5; 0 for the others), as
@@ -25,7 +26,7 @@ int slm_probe_attend(const ProbeRunner *r, int h, int p, AttendKey *keys) {
     const ModelConfig *c = &whole->cfg;
     const Activations *a = &r->acts;
     const int32_t *tokens = r->batch.tokens;
-    int first, n, D = c->row_dim, l = r->layer, g = l * c->n_heads + h, tf = c->arch == ARCH_TRANSFORMER;
+    int first, n, D = c->row_dim, l = r->layer, g = l * c->n_heads + h, tf = c->arch->readout == READOUT_RESIDUAL;
     Model view; /* the attention network's layer l: its score and distance tensors */
     if (!tf) slm_model_layer_view(whole, l, &view);
     const Model *m = tf ? whole : &view;

@@ -45,7 +45,7 @@ int slm_probe_attribute(const Model *m, const Activations *a, int p, int32_t tok
                         AttributeResult *out, Error *e) {
     const ModelConfig *c = &m->cfg;
     *out = (AttributeResult){0};
-    if (c->arch == ARCH_TRANSFORMER) return slm_probe_attribute_tf(m, a, p, token, mean_z, out, e);
+    if (c->arch->readout == READOUT_RESIDUAL) return slm_probe_attribute_tf(m, a, p, token, mean_z, out, e);
     if (slm_probe_need_attention(m, "attribution", e)) return -1;
     int T = a->n_positions, Z = slm_model_hidden_input_dim(c);
     if (p < 0 || p >= T)
@@ -74,12 +74,13 @@ int slm_probe_attribute(const Model *m, const Activations *a, int p, int32_t tok
 }
 
 size_t slm_probe_mean_z_len(const ModelConfig *c) {
-    return c->arch == ARCH_TRANSFORMER ? (size_t)slm_tf_parts(c) * c->row_dim : (size_t)slm_model_hidden_input_dim(c);
+    return c->arch->readout == READOUT_RESIDUAL ? (size_t)slm_tf_parts(c) * c->row_dim
+                                                : (size_t)slm_model_hidden_input_dim(c);
 }
 
 int slm_probe_mean_z(const Model *m, const Stories *s, const int *idx, int n, double *mean_z, Error *e) {
     const ModelConfig *c = &m->cfg;
-    if (c->arch == ARCH_TRANSFORMER) return slm_probe_mean_parts_tf(m, s, idx, n, mean_z, e);
+    if (c->arch->readout == READOUT_RESIDUAL) return slm_probe_mean_parts_tf(m, s, idx, n, mean_z, e);
     int D = c->row_dim, HV = c->n_heads * c->value_dim;
     float *heads = xmalloc((size_t)HV * sizeof(float), e), *row = heads ? xmalloc((size_t)D * sizeof(float), e) : NULL;
     if (!row || slm_probe_head_means(m, s, idx, n, heads, e)) {

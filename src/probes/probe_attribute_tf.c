@@ -10,6 +10,7 @@
 
 #include "storylm/probe_attribute.h"
 #include "storylm/probes.h"
+#include "storylm/transformer.h"
 
 int slm_tf_parts(const ModelConfig *c) { return 2 + c->n_layers * (c->n_heads + 2); }
 

@@ -198,7 +198,7 @@ int slm_probe_cache(const Model *m, const int32_t *ids, const int *starts, int n
     for (int i = 0; i < n; i++)
         if (starts[i + 1] - starts[i] > longest) longest = starts[i + 1] - starts[i];
     if (n < 1 || longest < 1) return FAIL(e, "give a text or stories", "nothing to run: no story has a token");
-    if (c->arch == ARCH_TRANSFORMER) {
+    if (c->arch->readout == READOUT_RESIDUAL) {
         *out = (ActivationCache){.n_stories = n, .n_positions = starts[n], .longest = longest};
         int rc = cache_transformer(m, ids, starts, n, ablation, out, e);
         if (rc) slm_activation_cache_free(out);

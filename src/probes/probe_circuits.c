@@ -6,6 +6,7 @@
 
 #include "storylm/probe_circuits.h"
 #include "storylm/probes.h"
+#include "storylm/transformer.h"
 
 /* z (N, Z) of the story run last, summed into sum (Z) in double. */
 static void add_inputs(const Activations *a, int Z, double *sum) {
@@ -16,7 +17,7 @@ static void add_inputs(const Activations *a, int Z, double *sum) {
 int slm_circuits_mean_input(const Model *m, const Stories *s, const int *idx, int n, const Ablation *ablation,
                             float *z_mean, uint8_t *seen, long long *positions, Error *e) {
     if (slm_probe_need_heads(m, "circuits", e)) return -1;
-    int tf = m->cfg.arch == ARCH_TRANSFORMER; /* needs no mean input: only the tokens seen */
+    int tf = m->cfg.arch->readout == READOUT_RESIDUAL; /* needs no mean input: only the tokens seen */
     if (n < 1)
         return FAIL(e, "give a stories file with test stories",
                     "no stories to take the hidden layer's mean input over");
@@ -54,12 +55,13 @@ void slm_circuits_gain(const Model *m, const float *z_mean, float *gain) {
 
 size_t slm_circuit_scratch_size(const ModelConfig *c) {
     int w = c->key_dim > c->value_dim ? c->key_dim : c->value_dim;
-    if (c->arch == ARCH_TRANSFORMER) w = w > c->row_dim ? w : c->row_dim; /* (V, d_head) and (V, d_model) rows */
+    if (c->arch->readout == READOUT_RESIDUAL)
+        w = w > c->row_dim ? w : c->row_dim; /* (V, d_head) and (V, d_model) rows */
     return 2 * (size_t)c->vocab_size * w + (size_t)c->hidden_dim * c->value_dim + (size_t)c->row_dim * c->key_dim;
 }
 
 const char *slm_circuits_note(const ModelConfig *c) {
-    return c->arch == ARCH_TRANSFORMER
+    return c->arch->readout == READOUT_RESIDUAL
                ? "QK and OV: TransformerLens's full circuits of the block, W_E through W_Q W_K (QK) or W_V W_O W_U "
                  "(OV), the LayerNorms' weights folded in, biases left out (see --help)"
                : "OV: the hidden layer linearised at its mean input over the test stories (see --help)";
@@ -235,7 +237,7 @@ int slm_probe_circuits(const Model *m, const float *z_mean, const uint8_t *seen,
     *out = (CircuitsResult){
         .top = o->top > 0 ? o->top : 1, .read_top = o->read_top > 0 ? o->read_top : 1, .layer = o->layer};
     const ModelConfig *c = &m->cfg;
-    int tf = c->arch == ARCH_TRANSFORMER;
+    int tf = c->arch->readout == READOUT_RESIDUAL;
     if (slm_probe_need_heads(m, "circuits", e) ||
         (!tf && slm_variant_check(&m->cfg, "the QK circuit of token rows", VARIANT_NEEDS_ROW_SCORES, e)))
         return -1;

@@ -159,7 +159,7 @@ static int check_options(const Model *m, int n, const DetectOptions *o, Error *e
 
 void slm_detect_head_name(const DetectResult *r, int g, char *buf, size_t size) {
     int layers = r->layers > 1 ? r->layers : 1;
-    ModelConfig c = {.arch = ARCH_ATTENTION, .n_heads = r->n_heads / layers, .n_layers = layers};
+    ModelConfig c = {.arch = slm_arch_default(), .n_heads = r->n_heads / layers, .n_layers = layers};
     slm_head_name(&c, g, buf, size);
 }
 

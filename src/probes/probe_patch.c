@@ -248,7 +248,8 @@ static int patch_alloc(Patcher *p, PatchResult *r, const ModelConfig *c, int T, 
 static int check_runs(const Model *m, const Activations *clean, const Activations *corrupt, int32_t answer,
                       int32_t wrong, Error *e) {
     const ModelConfig *c = &m->cfg;
-    if (c->arch != ARCH_ATTENTION || !clean->attention_kept || !corrupt->attention_kept)
+    if (slm_model_heads(c) == 0 || c->arch->readout != READOUT_TANH || !clean->attention_kept ||
+        !corrupt->attention_kept)
         return FAIL(e, "give an attention model", "patching needs both runs of the attention network (model_forward)");
     if (slm_variant_check(c, "patching a head's keys and queries", VARIANT_NEEDS_DOT, e)) return -1;
     if (clean->n_positions != corrupt->n_positions || clean->n_positions < 1)

@@ -209,6 +209,6 @@ static int patch_transformer(const Model *m, const ProbeRunner *clean, const Pro
 int slm_probe_patch_runs(const Model *m, const ProbeRunner *clean, const ProbeRunner *corrupt, int32_t answer,
                          int32_t wrong, PatchResult *out, Error *e) {
     *out = (PatchResult){0};
-    if (m->cfg.arch == ARCH_TRANSFORMER) return patch_transformer(m, clean, corrupt, answer, wrong, out, e);
+    if (m->cfg.arch->readout == READOUT_RESIDUAL) return patch_transformer(m, clean, corrupt, answer, wrong, out, e);
     return slm_probe_patch(m, &clean->acts, &corrupt->acts, answer, wrong, out, e);
 }

@@ -65,21 +65,23 @@ int slm_probe_run_story(ProbeRunner *r, const Stories *s, int i, const Ablation 
 }
 
 int slm_probe_need_attention(const Model *m, const char *what, Error *e) {
-    if (m->cfg.arch == ARCH_ATTENTION) return 0;
-    if (m->cfg.arch == ARCH_TRANSFORMER)
+    int heads = slm_model_heads(&m->cfg) > 0;
+    if (heads && m->cfg.arch->readout == READOUT_TANH) return 0;
+    if (heads) /* its heads write into a residual stream, which these probes do not read yet */
         return FAIL(
             e,
             "every probe verb reads a transformer (docs/transformer.md); for this view give a model trained with "
             "--arch attention",
-            "%s cannot read a transformer yet (its heads sit in blocks of attention and MLP, docs/transformer.md)",
-            what);
+            "%s cannot read a %s yet (its heads sit in blocks of attention and MLP, docs/transformer.md)", what,
+            m->cfg.arch->name);
     return FAIL(e, "give a model trained with --arch attention (the default)",
-                "%s needs the attention network, and this is a %s model: it has no heads", what,
-                slm_arch_name(m->cfg.arch));
+                "%s needs the attention network, and this is a %s model: it has no heads", what, m->cfg.arch->name);
 }
 
 int slm_probe_need_heads(const Model *m, const char *what, Error *e) {
-    return m->cfg.arch == ARCH_TRANSFORMER ? 0 : slm_probe_need_attention(m, what, e);
+    return m->cfg.arch->readout == READOUT_RESIDUAL && slm_model_heads(&m->cfg) > 0
+               ? 0
+               : slm_probe_need_attention(m, what, e);
 }
 
 int slm_probe_need_one_layer(const Model *m, const char *what, Error *e) {

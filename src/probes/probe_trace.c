@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "storylm/probes.h"
+#include "storylm/transformer.h"
 
 void slm_trace_result_free(TraceResult *t) {
     free(t->z);
@@ -113,7 +114,7 @@ static void copy_inputs(const ProbeRunner *r, int l, int p, float *z, float *hid
     const ModelConfig *c = &r->model->cfg;
     const Activations *a = &r->acts;
     int D = c->row_dim, HV = c->n_heads * c->value_dim, Hd = c->hidden_dim;
-    if (c->arch == ARCH_TRANSFORMER) {
+    if (c->arch->readout == READOUT_RESIDUAL) {
         const TfLayerActs *L = &a->tf->layer[l];
         memcpy(z, L->resid_pre + (size_t)p * D, (size_t)D * sizeof(float));
         memcpy(z + D, L->z + (size_t)p * HV, (size_t)HV * sizeof(float));
@@ -130,8 +131,8 @@ int slm_probe_trace(const ProbeRunner *r, int p, int n_units, int n_guesses, Tra
     const Model *m = r->model;
     const ModelConfig *c = &m->cfg;
     const Activations *a = &r->acts;
-    int tf = c->arch == ARCH_TRANSFORMER, l = r->layer, Hd = c->hidden_dim, V = c->vocab_size;
-    int Z = c->arch == ARCH_WINDOW8 ? slm_model_hidden_input_dim(c) : c->row_dim + c->n_heads * c->value_dim;
+    int tf = c->arch->readout == READOUT_RESIDUAL, l = r->layer, Hd = c->hidden_dim, V = c->vocab_size;
+    int Z = slm_model_heads(c) == 0 ? slm_model_hidden_input_dim(c) : c->row_dim + c->n_heads * c->value_dim;
     if (p < 0 || p >= a->n_positions)
         return FAIL(e, NULL, "position %d of the trace is outside the %d positions run", p, a->n_positions);
     n_units = n_units < Hd ? n_units : Hd;
@@ -150,7 +151,7 @@ int slm_probe_trace(const ProbeRunner *r, int p, int n_units, int n_guesses, Tra
         slm_trace_result_free(out);
         return -1;
     }
-    if (c->arch == ARCH_WINDOW8) {
+    if (slm_model_heads(c) == 0) {
         memcpy(out->z, a->z + (size_t)p * Z, (size_t)Z * sizeof(float));
         memcpy(out->hidden, a->hidden + (size_t)p * Hd, (size_t)Hd * sizeof(float));
     } else
@@ -161,7 +162,7 @@ int slm_probe_trace(const ProbeRunner *r, int p, int n_units, int n_guesses, Tra
         TraceUnit *u = &out->units[k];
         u->unit = order[k];
         u->value = out->hidden[order[k]];
-        if (c->arch == ARCH_ATTENTION) strongest_part(m, l, out->z, order[k], &u->part, &u->part_input);
+        if (!tf && slm_model_heads(c) > 0) strongest_part(m, l, out->z, order[k], &u->part, &u->part_input);
         if (tf) strongest_share(m, l, shares, order[k], &u->part, &u->part_input);
     }
     const float *logits = a->logits + (size_t)p * V;

@@ -69,7 +69,8 @@ static int host_other_model(void *ctx, const ProbeSession *ps, const char *path,
 
 /* The model fits the view (its PROBE_* flags, as slm_probe_session_open checks them). */
 static int model_fits(const Model *m, int flags, const char *what, Error *e) {
-    if (!(flags & PROBE_ATTENTION_ONLY) || ((flags & PROBE_TRANSFORMER) && m->cfg.arch == ARCH_TRANSFORMER)) return 0;
+    if (!(flags & PROBE_ATTENTION_ONLY) || ((flags & PROBE_TRANSFORMER) && m->cfg.arch->readout == READOUT_RESIDUAL))
+        return 0;
     return slm_probe_need_attention(m, what, e) || (!(flags & PROBE_LAYERS) && slm_probe_need_one_layer(m, what, e));
 }
 

@@ -111,14 +111,8 @@ static void keep_positions(const Shards *s, const Shard *h, int j, int k, int at
     }
 }
 
-/* Positions a piece of a long story carries before its first prediction: the
- * window's keys (attention) or the rows (window8) its first position reads.
- * With L layers of heads, W-1 a layer: a layer-2 key's value reads layer 1's
- * heads at its own position, which read W-1 further back. */
-static int piece_context(const ModelConfig *c) {
-    return c->arch != ARCH_WINDOW8 ? slm_model_layers(c) * (c->window - 1)
-                                   : c->context - 1; /* attention, transformer */
-}
+/* Positions a piece of a long story carries before its first prediction (arch.h). */
+static int piece_context(const ModelConfig *c) { return c->arch->context_needed(c); }
 
 int slm_shards_positions(const ModelConfig *c, int positions, int longest) {
     int piece = 4 * (piece_context(c) + 1); /* a piece's context is at most a quarter of its work */

@@ -221,27 +221,24 @@ static int resume_schedule(Trainer *t, const Metadata *md, const TrainingState *
     return 0;
 }
 
-/* --arch transformer's sizes: the default's, where a flag gives none. */
-static void transformer_shape(const TrainOptions *o, ModelConfig *c) {
-    c->n_layers = o->layers > 0 ? o->layers : slm_transformer_config_default(c->vocab_size).n_layers;
-    c->row_dim = o->d_model > 0 ? o->d_model : c->row_dim;
-    c->n_heads = o->heads > 0 ? o->heads : c->n_heads;
-    c->key_dim = c->value_dim = o->d_head > 0 ? o->d_head : c->key_dim;
-    c->hidden_dim = o->d_mlp > 0 ? o->d_mlp : c->hidden_dim;
-    c->act = (int)o->act;
+/* The shape flags (--d-model, ...) into c, for an architecture that takes them. */
+static void apply_shape(const TrainOptions *o, ModelConfig *c) {
+    ConfigShape s = {
+        .d_model = o->d_model, .heads = o->heads, .d_head = o->d_head, .d_mlp = o->d_mlp, .act = (int)o->act};
+    if (c->arch->config_shape) c->arch->config_shape(c, &s);
 }
 
 /* A resume given transformer sizes must be given the file's. */
 static int check_resume_shape(const TrainOptions *o, const ModelConfig *have, Error *e) {
     if (!(o->given & TRAIN_GIVEN_SHAPE)) return 0;
     ModelConfig want = *have;
-    transformer_shape(o, &want);
-    if (have->arch == ARCH_TRANSFORMER && want.row_dim == have->row_dim && want.n_heads == have->n_heads &&
+    apply_shape(o, &want);
+    if (have->arch->config_shape && want.row_dim == have->row_dim && want.n_heads == have->n_heads &&
         want.key_dim == have->key_dim && want.hidden_dim == have->hidden_dim && want.act == have->act)
         return 0;
     return FAIL(e, "leave --d-model, --n-heads, --d-head, --d-mlp and --act out when resuming, or train afresh",
                 "cannot resume '%s' with those sizes: it is a %s model of d_model %d, %d heads of %d, d_mlp %d", o->out,
-                slm_arch_name(have->arch), have->row_dim, have->n_heads, have->key_dim, have->hidden_dim);
+                have->arch->name, have->row_dim, have->n_heads, have->key_dim, have->hidden_dim);
 }
 
 /* Loads o.out and its optimizer state; the schedule and seed come from the
@@ -262,8 +259,8 @@ static int resume(Trainer *t, Error *e) {
     if (!rc) {
         if ((t->o.given & TRAIN_GIVEN_ARCH) && t->o.arch != t->model.cfg.arch)
             rc = FAIL(e, "leave --arch out when resuming, or train afresh",
-                      "cannot resume '%s' with --arch %s: it is a model of architecture %s", t->o.out,
-                      slm_arch_name(t->o.arch), slm_arch_name(t->model.cfg.arch));
+                      "cannot resume '%s' with --arch %s: it is a model of architecture %s", t->o.out, t->o.arch->name,
+                      t->model.cfg.arch->name);
         t->o.arch = t->model.cfg.arch;
         if (!rc && (t->o.given & TRAIN_GIVEN_VARIANT) &&
             (t->o.pos != t->model.cfg.pos || t->o.score != t->model.cfg.score))
@@ -319,8 +316,8 @@ static int trainer_init(Trainer *t, const Stories *s, const TrainOptions *o, Tra
         cfg.vocab_size = o->vocab_size;
         cfg.pos = o->pos;
         cfg.score = o->score;
-        cfg.n_layers = o->layers > 1 ? o->layers : 1;
-        if (o->arch == ARCH_TRANSFORMER) transformer_shape(o, &cfg);
+        if (o->layers > 0) cfg.n_layers = o->layers; /* else the architecture's default */
+        apply_shape(o, &cfg);
         if (slm_model_init(&t->model, &cfg, e) || slm_adam_init(&t->adam, t->model.n_params, e)) return -1;
         slm_model_randomize(&t->model, o->seed);
         t->run_id = slm_checkpoint_new_run_id();

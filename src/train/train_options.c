@@ -10,7 +10,7 @@
 TrainOptions slm_train_default_options(void) {
     TrainParams p = {0};
     slm_params_init(&params_train, &p);
-    p.o.arch = ARCH_ATTENTION;
+    p.o.arch = slm_arch_default();
     p.o.seed = (uint64_t)p.seed;
     p.o.min_lr_ratio = 0.1;
     p.o.threads = 0;

@@ -47,9 +47,9 @@ int slm_ablation_parse(const LoadedModel *lm, const char *ablate, AblationMode m
     *ab = (Ablation){0};
     desc[0] = '\0';
     if (!ablate) return 0;
-    if (lm->model.cfg.arch == ARCH_WINDOW8)
+    if (slm_model_heads(&lm->model.cfg) == 0)
         return FAIL(e, "leave out --ablate", "'%s' is a %s model: it has no heads to switch off", lm->path,
-                    slm_arch_name(lm->model.cfg.arch));
+                    lm->model.cfg.arch->name);
     if (slm_head_list_parse(ablate, &lm->model.cfg, "ablate", &ab->heads, e)) return -1;
     if (mode != ABLATE_MEAN) {
         snprintf(desc, size, "heads %s set to 0", ablate);

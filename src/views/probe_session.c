@@ -48,7 +48,8 @@ int slm_probe_session_open(ProbeSession *ps, const ProbeOptions *o, const char *
         ps->model_path = slm_default_model(ps->shipped, sizeof ps->shipped, &shipped);
     int rc = slm_probe_session_check_outputs(o, ps->model_path, stories_path, NULL, e); /* before the work */
     if (!rc) rc = slm_loaded_model_load(&ps->lm, ps->model_path, e);
-    if (!rc && (flags & PROBE_TRANSFORMER) && ps->lm.model.cfg.arch == ARCH_TRANSFORMER) flags &= ~PROBE_ATTENTION_ONLY;
+    if (!rc && (flags & PROBE_TRANSFORMER) && ps->lm.model.cfg.arch->readout == READOUT_RESIDUAL)
+        flags &= ~PROBE_ATTENTION_ONLY;
     if (!rc && (flags & PROBE_ATTENTION_ONLY)) rc = slm_probe_need_attention(&ps->lm.model, what, e);
     if (!rc && (flags & PROBE_ATTENTION_ONLY) && !(flags & PROBE_LAYERS))
         rc = slm_probe_need_one_layer(&ps->lm.model, what, e);

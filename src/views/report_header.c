@@ -14,8 +14,8 @@ void slm_report_header_session(Report *r, const ProbeSession *ps) {
 /* The JSON convention of docs/json.md: the same nested keys in every verb. */
 void slm_report_header_model(Report *r, const Model *m, const char *path) {
     slm_report_text(r, "model.file", "model", path);
-    slm_report_text(r, "model.arch", "architecture", slm_arch_name(m->cfg.arch));
-    if (m->cfg.arch == ARCH_ATTENTION) { /* the variant: in the table only when not the chapter's */
+    slm_report_text(r, "model.arch", "architecture", m->cfg.arch->name);
+    if (m->cfg.arch->takes & TAKES_SCORES) { /* the variant: in the table only when not the chapter's */
         int plain = m->cfg.pos == POS_DISTANCE && m->cfg.score == SCORE_SCALED_DOT;
         slm_report_text(r, "model.pos", plain ? NULL : "position scheme", slm_pos_name(m->cfg.pos));
         slm_report_text(r, "model.score", plain ? NULL : "score", slm_score_name(m->cfg.score));

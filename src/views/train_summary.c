@@ -105,7 +105,7 @@ cJSON *slm_train_summary_json(const TrainPlace *pl, const TrainOptions *o, const
     cJSON *j = slm_view_json_begin("train");
     cJSON *model = cJSON_AddObjectToObject(j, "model");
     cJSON_AddStringToObject(model, "file", o->out);
-    cJSON_AddStringToObject(model, "arch", slm_arch_name(o->arch));
+    cJSON_AddStringToObject(model, "arch", o->arch->name);
     cJSON_AddNumberToObject(model, "parameters", (double)r->parameters);
     slm_view_json_stories(j, pl->stories, pl->s);
     cJSON *vocab = cJSON_AddObjectToObject(j, "vocab");
@@ -234,24 +234,21 @@ int slm_train_claim_outputs(const char *stories, const TrainOptions *o, const ch
 }
 
 int slm_train_check_arch(const TrainOptions *o, int layers, bool resume, Error *e) {
-    const char *arch = slm_arch_name(o->arch);
-    if (o->arch == ARCH_TRANSFORMER) {
-        if (o->score != SCORE_SCALED_DOT)
-            return FAIL(e, NULL, "a transformer scores q.k/sqrt(d_head): --score is for the attention network");
-        if (o->precision != PRECISION_FP32) /* its blocks' products have no BF16 path yet */
-            return FAIL(e, NULL,
-                        "--precision %s is for the attention network and window8; the transformer trains in fp32",
-                        slm_precision_name(o->precision));
-        return 0;
-    }
-    if (o->arch != ARCH_ATTENTION && (o->pos != POS_DISTANCE || o->score != SCORE_SCALED_DOT))
+    const char *arch = o->arch->name;
+    unsigned takes = o->arch->takes;
+    if ((takes & TAKES_POSITIONS) && !(takes & TAKES_SCORES) && o->score != SCORE_SCALED_DOT)
+        return FAIL(e, NULL, "--arch %s scores q.k/sqrt(d_head): --score is for the attention network", arch);
+    if (!(takes & TAKES_BF16) && o->precision != PRECISION_FP32) /* its products have no BF16 path */
+        return FAIL(e, NULL, "--precision %s is for the attention network and window8; --arch %s trains in fp32",
+                    slm_precision_name(o->precision), arch);
+    if (!(takes & TAKES_POSITIONS) && (o->pos != POS_DISTANCE || o->score != SCORE_SCALED_DOT))
         return FAIL(e, NULL, "--position-scheme and --score are for the attention network, not --arch %s", arch);
-    if (o->arch != ARCH_ATTENTION && layers != 1)
+    if (!(takes & TAKES_LAYERS) && layers != 1)
         return FAIL(e, NULL, "--layers is for the attention network, not --arch %s", arch);
-    if (layers > STORYLM_MAX_LAYERS)
-        return FAIL(e, NULL, "--layers is 1 to %d for the attention network", STORYLM_MAX_LAYERS);
-    if ((o->given & TRAIN_GIVEN_SHAPE) && !resume) /* a resume finds out from the file */
-        return FAIL(e, NULL, "--d-model, --n-heads, --d-head, --d-mlp and --act are for --arch transformer");
+    if (layers > o->arch->max_layers)
+        return FAIL(e, NULL, "--layers is 1 to %d for --arch %s", o->arch->max_layers, arch);
+    if ((o->given & TRAIN_GIVEN_SHAPE) && !resume && !o->arch->config_shape) /* a resume finds out from the file */
+        return FAIL(e, NULL, "--d-model, --n-heads, --d-head, --d-mlp and --act are not for --arch %s", arch);
     return 0;
 }
 

@@ -101,7 +101,7 @@ static int build(ViewCall *c, Error *e) {
     if (p->layer > slm_model_layers(&whole->cfg))
         return FAIL(e, "give --layer from 1 to the model's layers", "--layer %d: '%s' has %d layer(s)", p->layer,
                     c->ps->model_path, slm_model_layers(&whole->cfg));
-    if (whole->cfg.arch == ARCH_TRANSFORMER) {
+    if (whole->cfg.arch->readout == READOUT_RESIDUAL) {
         if (transformer_block_scores(whole, p->layer - 1, &st->shown, &st->table, e)) return -1;
     } else {
         slm_model_layer_view(whole, p->layer - 1, &st->shown);

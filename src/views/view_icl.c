@@ -45,7 +45,7 @@ static ReportTable *score_table(Report *r) {
 static void score_row(ReportTable *t, const ProbeSession *ps, const IclResult *res) {
     slm_table_row(t);
     slm_cell_text(t, ps->model_path);
-    slm_cell_text(t, slm_arch_name(ps->lm.model.cfg.arch));
+    slm_cell_text(t, ps->lm.model.cfg.arch->name);
     slm_cell_int(t, res->early);
     slm_cell_int(t, res->late);
     slm_cell_number(t, res->early_loss);

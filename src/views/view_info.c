@@ -124,23 +124,9 @@ static void print_value(FILE *out, const char *s) {
 }
 
 static void print_sizes(FILE *out, const ModelConfig *c) {
-    if (c->arch == ARCH_TRANSFORMER) {
-        fprintf(out,
-                "architecture  transformer: %d pre-LN blocks, d_model %d, %d heads of %d, d_mlp %d (%s), n_ctx %d\n",
-                c->n_layers, c->row_dim, c->n_heads, c->key_dim, c->hidden_dim, slm_act_name((ActFn)c->act), c->window);
-        fprintf(out, "variant       --position-scheme %s (docs/transformer.md)\n", slm_pos_name(c->pos));
-        return;
-    }
-    if (c->arch == ARCH_ATTENTION)
-        fprintf(out,
-                "architecture  attention: %d heads, queries and keys of %d, values of %d, %d distances, hidden %d\n",
-                c->n_heads, c->key_dim, c->value_dim, c->window, c->hidden_dim);
-    else
-        fprintf(out, "architecture  window8: the last %d rows, hidden %d\n", c->context, c->hidden_dim);
-    if (c->arch == ARCH_ATTENTION && slm_model_layers(c) > 1)
-        fprintf(out, "layers        %d: layer l+1's heads read the row and layer l's heads\n", slm_model_layers(c));
-    if (c->arch == ARCH_ATTENTION)
-        fprintf(out, "variant       --position-scheme %s --score %s\n", slm_pos_name(c->pos), slm_score_name(c->score));
+    char lines[1024];
+    c->arch->describe(c, lines, sizeof lines);
+    fputs(lines, out);
 }
 
 static void slm_view_info_print(const ViewInfo *vi, FILE *out) {
@@ -230,8 +216,8 @@ static cJSON *slm_view_info_json(const ViewInfo *vi) {
     const char *names[] = {"vocab_size", "row_dim", "n_heads",    "key_dim",
                            "value_dim",  "window",  "hidden_dim", "context"};
     for (int i = 0; i < 8; i++) cJSON_AddNumberToObject(cfg, names[i], sizes[i]);
-    if (c->arch != ARCH_WINDOW8) cJSON_AddNumberToObject(cfg, "layers", slm_model_layers(c));
-    if (c->arch == ARCH_TRANSFORMER) cJSON_AddStringToObject(cfg, "act_fn", slm_act_name((ActFn)c->act));
+    if (slm_model_heads(c) > 0) cJSON_AddNumberToObject(cfg, "layers", slm_model_layers(c));
+    if (c->arch->config_shape) cJSON_AddStringToObject(cfg, "act_fn", slm_act_name((ActFn)c->act));
     cJSON_AddNumberToObject(root, "vocab_size", c->vocab_size);
     cJSON *tensors = cJSON_AddArrayToObject(root, "tensors");
     for (int i = 0; i < m->n_tensors; i++) cJSON_AddItemToArray(tensors, json_tensor(m, &m->tensors[i]));

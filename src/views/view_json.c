@@ -12,8 +12,8 @@ cJSON *slm_view_json_begin(const char *verb) {
 void slm_view_json_model(cJSON *j, const Model *m, const char *path) {
     cJSON *o = cJSON_AddObjectToObject(j, "model");
     cJSON_AddStringToObject(o, "file", path);
-    cJSON_AddStringToObject(o, "arch", slm_arch_name(m->cfg.arch));
-    if (m->cfg.arch == ARCH_ATTENTION) { /* the variant (--pos, --score) */
+    cJSON_AddStringToObject(o, "arch", m->cfg.arch->name);
+    if (m->cfg.arch->takes & TAKES_SCORES) { /* the variant (--pos, --score) */
         cJSON_AddStringToObject(o, "pos", slm_pos_name(m->cfg.pos));
         cJSON_AddStringToObject(o, "score", slm_score_name(m->cfg.score));
         if (slm_model_layers(&m->cfg) > 1) cJSON_AddNumberToObject(o, "layers", slm_model_layers(&m->cfg));

@@ -155,14 +155,14 @@ static void part_name(const ModelConfig *c, int layer, int part, char *buf, size
     char head[16];
     slm_head_name(c, layer * c->n_heads + part, head, sizeof head);
     if (part < 0)
-        snprintf(buf, size, "%s", c->arch == ARCH_TRANSFORMER ? "resid_pre" : "row");
+        snprintf(buf, size, "%s", c->arch->readout == READOUT_RESIDUAL ? "resid_pre" : "row");
     else
         snprintf(buf, size, "head %s", head);
 }
 
 static void inputs_table(Report *r, const TraceResult *t, const ModelConfig *c) {
     ReportTable *in = slm_report_table(r, "inputs",
-                                       c->arch == ARCH_TRANSFORMER
+                                       c->arch->readout == READOUT_RESIDUAL
                                            ? "What the block reads (resid_pre), then each head's z (hook_z)"
                                            : "What the hidden layer reads (the row, then each head's output)");
     slm_table_column(in, "part", "part", CELL_TEXT, 0);
@@ -189,9 +189,10 @@ static void trace_report(Report *r, const ProbeSession *ps, const TraceResult *t
     const ModelConfig *c = &ps->lm.model.cfg;
     if (slm_model_layers(c) > 1) slm_report_int(r, "layer", "layer", t->layer + 1);
     inputs_table(r, t, c);
-    ReportTable *u = slm_report_table(r, "hidden",
-                                      c->arch == ARCH_TRANSFORMER ? "Most active MLP neurons (hook_post) of the block"
-                                                                  : "Most active hidden units (tanh output)");
+    ReportTable *u =
+        slm_report_table(r, "hidden",
+                         c->arch->readout == READOUT_RESIDUAL ? "Most active MLP neurons (hook_post) of the block"
+                                                              : "Most active hidden units (tanh output)");
     slm_table_column(u, "unit", "unit", CELL_INT, 0);
     slm_table_column(u, "value", "value", CELL_NUMBER, 3);
     slm_table_column(u, "strongest_part", "pushed most by", CELL_TEXT, 0);

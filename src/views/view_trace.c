@@ -51,7 +51,7 @@ static int draw_trace(const char *path, const ProbeSession *ps, const TraceResul
     slm_svg_legend(&s, 900, 60, parts, part_colors, 1 + (c->n_heads < 8 ? c->n_heads : 8));
     SvgPanel ph = {.x = 60, .y = 300, .w = 820, .h = 150, .x0 = 0, .x1 = c->hidden_dim, .y0 = -1, .y1 = 1};
     snprintf(axis, sizeof axis, "the %d hidden units (%s)", c->hidden_dim,
-             c->arch == ARCH_TRANSFORMER ? "the MLP's neurons" : "tanh");
+             c->arch->readout == READOUT_RESIDUAL ? "the MLP's neurons" : "tanh");
     slm_svg_axes(&s, &ph, axis, NULL, "value", 0);
     for (int i = 0; i < c->hidden_dim; i++) {
         double y = slm_svg_py(&ph, t->hidden[i]), y0 = slm_svg_py(&ph, 0);

@@ -1,8 +1,8 @@
 /* Generation for --arch transformer: one token at a time with a key/value
  * cache per block (the last n_ctx keys and values of every head), equal to
- * the forward pass over the whole story up to rounding (tests/test_transformer.c).
- * generate.c's GeneratorBatch functions dispatch here. As for the attention
- * network (generate.c), the products are kernels16.c's packed 16-row blocks
+ * the forward pass over the whole story up to rounding (tests/test_transformer.c):
+ * its Architecture's generator, which generate.c's batch functions call. As
+ * for the attention network (readout_generate.c), the products are kernels16.c's packed 16-row blocks
  * run over all the samples fed in a step, and a head's scores read its keys
  * 16 slots a register: every sum is in a fixed order, so a sample's logits
  * have the same bits fed alone or with others, on one thread or several. */
@@ -11,8 +11,9 @@
 #include <string.h>
 
 #include "storylm/dense_bf16.h"
-#include "storylm/generate_transformer.h"
+#include "storylm/generator_batch.h"
 #include "storylm/kernels16.h"
+#include "storylm/transformer.h"
 
 struct TfGenerator {
     TfViews w;
@@ -110,7 +111,9 @@ static int pack_weights(struct TfGenerator *t, const ModelConfig *c, Error *e) {
     return ok && !slm_dense16_pack(&t->W_U, t->w.W_U, 1, z.V, z.V, z.D, e) ? 0 : -1;
 }
 
-int slm_tf_generator_init(GeneratorBatch *g, const Model *m, const Ablation *ablation, int n, Error *e) {
+static void state_free(GeneratorBatch *g);
+
+static int generator_init(GeneratorBatch *g, const Model *m, const Ablation *ablation, int n, Error *e) {
     const ModelConfig *c = &m->cfg;
     *g = (GeneratorBatch){.model = m, .n = n};
     if (n < 1) return FAIL(e, "ask for 1 or more samples", "a batch of %d samples", n);
@@ -120,12 +123,12 @@ int slm_tf_generator_init(GeneratorBatch *g, const Model *m, const Ablation *abl
                     "cannot switch off head %d of a transformer of %d heads%s", last, c->n_layers * c->n_heads,
                     last < c->n_layers * c->n_heads ? " without their mean outputs" : "");
     if (ablation) g->ablation = *ablation;
-    struct TfGenerator *t = g->tf = xcalloc(1, sizeof *t, e);
+    struct TfGenerator *t = g->state = xcalloc(1, sizeof *t, e);
     int ok = t && (g->pos = xcalloc((size_t)n, sizeof(int), e)) &&
              (g->logits = xcalloc((size_t)n * c->vocab_size, sizeof(float), e)) && alloc_buffers(t, c, n, e);
     if (ok) slm_transformer_views(m, m->params, &t->w);
-    if (!ok || pack_weights(t, c, e)) { /* what slm_generator_batch_free would free: this init's buffers alone */
-        slm_tf_generator_free(g);
+    if (!ok || pack_weights(t, c, e)) { /* this init's buffers */
+        state_free(g);
         free(g->pos);
         free(g->logits);
         *g = (GeneratorBatch){0};
@@ -163,16 +166,16 @@ static struct TfBf16 *bf16_pack(const struct TfGenerator *t, const ModelConfig *
     return NULL;
 }
 
-int slm_tf_generator_set_precision(GeneratorBatch *g, Precision p, Error *e) {
-    struct TfGenerator *t = g->tf;
+static int generator_set_precision(GeneratorBatch *g, Precision p, Error *e) {
+    struct TfGenerator *t = g->state;
     if (slm_precision_check(p, e)) return -1;
     if (p == PRECISION_BF16 && !t->bf16 && !(t->bf16 = bf16_pack(t, &g->model->cfg, g->n, e))) return -1;
     if (p == PRECISION_FP32) bf16_free(t->bf16), t->bf16 = NULL;
     return 0;
 }
 
-void slm_tf_generator_free(GeneratorBatch *g) {
-    struct TfGenerator *t = g->tf;
+static void state_free(GeneratorBatch *g) {
+    struct TfGenerator *t = g->state;
     if (!t) return;
     bf16_free(t->bf16);
     for (int l = 0; l < STORYLM_MAX_TF_LAYERS; l++) {
@@ -185,11 +188,18 @@ void slm_tf_generator_free(GeneratorBatch *g) {
     void *bufs[] = {t->qkv_b, t->distance2, t->keys, t->values, t->resid, t->x, t->qkv, t->z, t->mlp, t->scores};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free(t);
-    g->tf = NULL;
+    g->state = NULL;
 }
 
-void slm_tf_generator_copy(GeneratorBatch *g, int from, int to) {
-    struct TfGenerator *t = g->tf;
+static void generator_free(GeneratorBatch *g) {
+    state_free(g);
+    free(g->pos);
+    free(g->logits);
+    *g = (GeneratorBatch){0};
+}
+
+static void generator_copy(GeneratorBatch *g, int from, int to) {
+    struct TfGenerator *t = g->state;
     size_t V = (size_t)g->model->cfg.vocab_size;
     g->pos[to] = g->pos[from];
     memcpy(t->keys + to * t->cache, t->keys + from * t->cache, t->cache * sizeof(float));
@@ -233,7 +243,7 @@ static void head_attend(struct TfGenerator *G, const TfSizes *z, int s, int l, i
  * output into its z (H*dh), or --ablate's 0 or mean. */
 static void heads_step(GeneratorBatch *g, const TfSizes *z, int s, int l) {
     const ModelConfig *c = &g->model->cfg;
-    struct TfGenerator *G = g->tf;
+    struct TfGenerator *G = g->state;
     int t = g->pos[s], slot = t % z->W, dh = z->dh;
     float *qkv = G->qkv + (size_t)s * z->QKV, *zs = G->z + (size_t)s * z->HV;
     for (int h = 0; h < z->H; h++) {
@@ -255,7 +265,7 @@ static void heads_step(GeneratorBatch *g, const TfSizes *z, int s, int l) {
 /* Block l for which[j], j < k: resid (D) += attn(LN1(resid)), then
  * resid += MLP(LN2(resid)); each product one pass over its weights for all k. */
 static void block_step(GeneratorBatch *g, const TfSizes *z, int l, const int *which, int k) {
-    struct TfGenerator *G = g->tf;
+    struct TfGenerator *G = g->state;
     const TfBlockViews *b = &G->w.block[l];
     const struct TfBf16 *B = G->bf16;
     int D = z->D;
@@ -278,7 +288,7 @@ static void block_step(GeneratorBatch *g, const TfSizes *z, int l, const int *wh
 /* Sample s's resid (D) = W_E[x] + its position's row (--pos absolute or sinusoidal). */
 static void embed(GeneratorBatch *g, int s, int32_t x) {
     const ModelConfig *c = &g->model->cfg;
-    struct TfGenerator *G = g->tf;
+    struct TfGenerator *G = g->state;
     int D = c->row_dim, t = g->pos[s];
     float *resid = G->resid + (size_t)s * D, *tag = G->x + (size_t)s * D;
     memcpy(resid, G->w.W_E + (size_t)x * D, (size_t)D * sizeof(float));
@@ -291,9 +301,10 @@ static void embed(GeneratorBatch *g, int s, int32_t x) {
     }
 }
 
-void slm_tf_generator_feed(GeneratorBatch *g, const int *which, const int32_t *tokens, int k) {
+static void generator_feed(GeneratorBatch *g, const int *which, const int32_t *tokens, int k, int first) {
+    (void)first; /* each sample's scratch is its own row */
     const ModelConfig *c = &g->model->cfg;
-    struct TfGenerator *G = g->tf;
+    struct TfGenerator *G = g->state;
     TfSizes z = tf_sizes(c);
     for (int j = 0; j < k; j++) embed(g, which[j], tokens[j]);
     for (int l = 0; l < c->n_layers; l++) block_step(g, &z, l, which, k);
@@ -302,3 +313,11 @@ void slm_tf_generator_feed(GeneratorBatch *g, const int *which, const int32_t *t
                  g->logits, z.V);
     for (int j = 0; j < k; j++) g->pos[which[j]]++;
 }
+
+const GeneratorOps slm_transformer_generator = {
+    .init = generator_init,
+    .free = generator_free,
+    .copy = generator_copy,
+    .feed = generator_feed,
+    .set_precision = generator_set_precision,
+};

@@ -7,24 +7,14 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "storylm/arch.h"
 #include "storylm/model_params.h"
 #include "storylm/rng.h"
 
-static const char *const act_names[ACT_COUNT] = {"gelu", "gelu_new", "relu"};
-
-const char *slm_act_name(ActFn act) { return act >= 0 && act < ACT_COUNT ? act_names[act] : "?"; }
-
-int slm_act_parse(const char *name, ActFn *act, Error *e) {
-    for (int i = 0; i < ACT_COUNT; i++)
-        if (strcmp(name, act_names[i]) == 0) {
-            *act = (ActFn)i;
-            return 0;
-        }
-    return FAIL(e, "use gelu, gelu_new or relu", "unknown activation '%s'", name);
-}
+extern const Architecture slm_transformer_arch;
 
 ModelConfig slm_transformer_config_default(int vocab_size) {
-    return (ModelConfig){.arch = ARCH_TRANSFORMER,
+    return (ModelConfig){.arch = &slm_transformer_arch,
                          .vocab_size = vocab_size,
                          .row_dim = 64,
                          .n_heads = 8,
@@ -186,4 +176,8 @@ void slm_transformer_randomize(Model *m, uint64_t seed) {
         else if (strcmp(last, "w") == 0)
             for (size_t j = 0; j < t->size; j++) x[j] = 1.0f;
     }
+}
+
+void slm_transformer_bind_views(Model *m) { /* its passes look their tensors up in TfViews; W_E is the embedding */
+    m->embedding = (float *)slm_model_param(m, "embed.W_E");
 }

@@ -247,7 +247,7 @@ static void attn_forward(const Model *m, const TfBlockViews *w, Activations *a, 
     int N = a->n_positions, D = c->row_dim, H = c->n_heads, dh = c->key_dim, HV = H * dh, ld = a->qkv_ld;
     slm_layernorm_forward(L->resid_pre, w->ln1_w, w->ln1_b, N, D, L->ln1, L->ln1_mean, L->ln1_rstd);
     slm_pack_qkv(w->W_Q, w->W_K, w->W_V, H, D, dh, dh, L->qkv_w);
-    slm_matmul(0, 1, 3 * HV, N, D, L->qkv_w, D, L->ln1, D, 0.0f, L->qkv, ld);
+    slm_matmul_at(a->products, 0, 1, 3 * HV, N, D, L->qkv_w, D, L->ln1, D, 0.0f, L->qkv, ld);
     qkv_bias_forward(w, HV, N, ld, L->qkv);
     for (HookPoint p = HOOK_Q; p <= HOOK_V; p++) slm_hooks_at(m, a, p, l);
     if (c->pos == POS_ROPE) slm_rope_forward(c, t->story_pos, N, L->qkv, ld, 1);
@@ -267,7 +267,7 @@ static void attn_forward(const Model *m, const TfBlockViews *w, Activations *a, 
     if (keep_weights) slm_hooks_at(m, a, HOOK_PATTERN, l);
     slm_hooks_at(m, a, HOOK_Z, l);
     memcpy(L->resid_mid, L->resid_pre, (size_t)N * D * sizeof(float));
-    slm_matmul(0, 0, N, D, HV, L->z, HV, w->W_O, D, 1.0f, L->resid_mid, D);
+    slm_matmul_at(a->products, 0, 0, N, D, HV, L->z, HV, w->W_O, D, 1.0f, L->resid_mid, D);
     slm_add_bias_rows(L->resid_mid, N, D, D, w->b_O);
 }
 
@@ -277,9 +277,9 @@ static void attn_backward(const ModelConfig *c, const TfBlockViews *w, const TfB
     TfActivations *t = a->tf;
     TfLayerActs *L = &t->layer[l];
     int N = a->n_positions, D = c->row_dim, H = c->n_heads, dh = c->key_dim, HV = H * dh, ld = a->qkv_ld;
-    slm_matmul(1, 0, HV, D, N, L->z, HV, t->d_resid, D, 1.0f, g->W_O, D);
+    slm_matmul_at(a->products, 1, 0, HV, D, N, L->z, HV, t->d_resid, D, 1.0f, g->W_O, D);
     slm_column_sums(t->d_resid, N, D, D, a->ones, g->b_O);
-    slm_matmul(0, 1, N, HV, D, t->d_resid, D, w->W_O, D, 0.0f, t->d_z, HV);
+    slm_matmul_at(a->products, 0, 1, N, HV, D, t->d_resid, D, w->W_O, D, 0.0f, t->d_z, HV);
     float *d_table = distance_table_grad(c, g, t->d_table);
     /* nothing flows back through a switched-off head */
     slm_attention_backward(c, L->qkv, ld, a->attention_kept ? L->att : NULL, a->first_key, N, t->d_z, HV,
@@ -287,9 +287,9 @@ static void attn_backward(const ModelConfig *c, const TfBlockViews *w, const TfB
     distance_table_backward(c, d_table, g);
     if (c->pos == POS_ROPE) slm_rope_forward(c, t->story_pos, N, t->d_qkv, ld, -1);
     qkv_bias_backward(g, HV, N, ld, t->d_qkv);
-    slm_matmul(0, 0, 3 * HV, D, N, t->d_qkv, ld, L->ln1, D, 0.0f, t->d_qkv_w, D);
+    slm_matmul_at(a->products, 0, 0, 3 * HV, D, N, t->d_qkv, ld, L->ln1, D, 0.0f, t->d_qkv_w, D);
     slm_unpack_qkv_grads(t->d_qkv_w, H, D, dh, dh, g->W_Q, g->W_K, g->W_V);
-    slm_matmul(1, 0, N, D, 3 * HV, t->d_qkv, ld, L->qkv_w, D, 0.0f, t->d_x, D);
+    slm_matmul_at(a->products, 1, 0, N, D, 3 * HV, t->d_qkv, ld, L->qkv_w, D, 0.0f, t->d_x, D);
     slm_layernorm_backward(L->resid_pre, w->ln1_w, L->ln1_mean, L->ln1_rstd, t->d_x, N, D, t->d_resid, g->ln1_w,
                            g->ln1_b);
 }
@@ -309,12 +309,12 @@ static void mlp_forward(const Model *m, const TfBlockViews *w, Activations *a, i
     int N = a->n_positions, D = c->row_dim, F = c->hidden_dim;
     float *out = resid_post(a->tf, c, l);
     slm_layernorm_forward(L->resid_mid, w->ln2_w, w->ln2_b, N, D, L->ln2, L->ln2_mean, L->ln2_rstd);
-    slm_matmul(0, 0, N, F, D, L->ln2, D, w->W_in, F, 0.0f, L->mlp_pre, F);
+    slm_matmul_at(a->products, 0, 0, N, F, D, L->ln2, D, w->W_in, F, 0.0f, L->mlp_pre, F);
     slm_add_bias_rows(L->mlp_pre, N, F, F, w->b_in);
     slm_act_forward((ActFn)c->act, L->mlp_pre, N * F, L->mlp_post);
     slm_hooks_at(m, a, HOOK_MLP_POST, l);
     memcpy(out, L->resid_mid, (size_t)N * D * sizeof(float));
-    slm_matmul(0, 0, N, D, F, L->mlp_post, F, w->W_out, D, 1.0f, out, D);
+    slm_matmul_at(a->products, 0, 0, N, D, F, L->mlp_post, F, w->W_out, D, 1.0f, out, D);
     slm_add_bias_rows(out, N, D, D, w->b_out);
 }
 
@@ -324,23 +324,26 @@ static void mlp_backward(const ModelConfig *c, const TfBlockViews *w, const TfBl
     TfActivations *t = a->tf;
     TfLayerActs *L = &t->layer[l];
     int N = a->n_positions, D = c->row_dim, F = c->hidden_dim;
-    slm_matmul(1, 0, F, D, N, L->mlp_post, F, t->d_resid, D, 1.0f, g->W_out, D);
+    slm_matmul_at(a->products, 1, 0, F, D, N, L->mlp_post, F, t->d_resid, D, 1.0f, g->W_out, D);
     slm_column_sums(t->d_resid, N, D, D, a->ones, g->b_out);
-    slm_matmul(0, 1, N, F, D, t->d_resid, D, w->W_out, D, 0.0f, t->d_mlp, F);
+    slm_matmul_at(a->products, 0, 1, N, F, D, t->d_resid, D, w->W_out, D, 0.0f, t->d_mlp, F);
     slm_act_backward((ActFn)c->act, L->mlp_pre, L->mlp_post, N * F, t->d_mlp);
-    slm_matmul(1, 0, D, F, N, L->ln2, D, t->d_mlp, F, 1.0f, g->W_in, F);
+    slm_matmul_at(a->products, 1, 0, D, F, N, L->ln2, D, t->d_mlp, F, 1.0f, g->W_in, F);
     slm_column_sums(t->d_mlp, N, F, F, a->ones, g->b_in);
-    slm_matmul(0, 1, N, D, F, t->d_mlp, F, w->W_in, F, 0.0f, t->d_x, D);
+    slm_matmul_at(a->products, 0, 1, N, D, F, t->d_mlp, F, w->W_in, F, 0.0f, t->d_x, D);
     slm_layernorm_backward(L->resid_mid, w->ln2_w, L->ln2_mean, L->ln2_rstd, t->d_x, N, D, t->d_resid, g->ln2_w,
                            g->ln2_b);
 }
 
 /* ---- the passes ---------------------------------------------------------------- */
 
-/* Checks, then tokens -> every block -> hidden = LN_final(resid_final) (N, D). */
+/* Checks, then tokens -> every block -> hidden = LN_final(resid_final) (N, D),
+ * every product (and the unembedding's) at precision products: training's
+ * --precision bf16 (bf16.h) when it computes gradients, else FP32. */
 static int forward_to_final(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, int keep_weights,
-                            Error *e) {
+                            Precision products, Error *e) {
     if (check_forward(m, a, b, ablation, e)) return -1;
+    a->products = products;
     const ModelConfig *c = &m->cfg;
     TfActivations *t = a->tf;
     TfViews w;
@@ -388,7 +391,8 @@ static void unembed(const Model *m, Activations *a, int chunk_rows, float scale,
                     .dW = grads ? g.W_U : NULL,
                     .d_bias = grads ? g.b_U : NULL,
                     .d_y = a->d_hidden,
-                    .W_columns = 1};
+                    .W_columns = 1,
+                    .precision = a->products};
     slm_output_loss(&o);
 }
 
@@ -410,7 +414,7 @@ static void backward_from_final(const Model *m, Activations *a, const Batch *b, 
 }
 
 int slm_transformer_forward(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, Error *e) {
-    if (forward_to_final(m, a, b, ablation, 1, e)) return -1;
+    if (forward_to_final(m, a, b, ablation, 1, PRECISION_FP32, e)) return -1;
     unembed(m, a, a->n_positions, 0.0f, NULL); /* one chunk: every position's logits stay in a->logits */
     slm_hooks_at(m, a, HOOK_LOGITS, 0);
     return slm_hooks_check(a, e);
@@ -426,7 +430,7 @@ void slm_transformer_backward(const Model *m, Activations *a, const Batch *b, fl
 
 int slm_transformer_loss_and_grad(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, float scale,
                                   float *grads, Error *e) {
-    if (forward_to_final(m, a, b, ablation, 0, e)) return -1;
+    if (forward_to_final(m, a, b, ablation, 0, grads ? a->precision : PRECISION_FP32, e)) return -1;
     int backward = grads && a->n_predicted > 0;
     int chunk = a->max_positions < TF_OUTPUT_CHUNK_ROWS ? a->max_positions : TF_OUTPUT_CHUNK_ROWS;
     unembed(m, a, chunk, scale, backward ? grads : NULL);

@@ -1,0 +1,195 @@
+/* The transformer's table of operations (arch.h): its metadata keys (as
+ * TransformerLens's HookedTransformerConfig names them), its hook points
+ * in TransformerLens's names, and where a run's attention lies. The passes
+ * are transformer.c's, the parameters transformer_params.c's. */
+#include <stdio.h>
+#include <string.h>
+
+#include "../arch_shared.h"
+#include "storylm/arch.h"
+#include "storylm/generator_batch.h"
+#include "storylm/model_params.h"
+#include "storylm/position.h"
+#include "storylm/score.h"
+#include "storylm/transformer.h"
+
+/* ---- configuration: its metadata keys ------------------------------------- */
+
+static int layers(const ModelConfig *c) { return c->n_layers > 1 ? c->n_layers : 1; }
+
+static int heads_per_layer(const ModelConfig *c) { return c->n_heads; }
+
+/* n_ctx - 1 keys a block, as the attention network's layers. */
+static int context_needed(const ModelConfig *c) { return layers(c) * (c->window - 1); }
+
+/* --d-model, --n-heads, --d-head, --d-mlp and --act: the default's where a flag gives none. */
+static void config_shape(ModelConfig *c, const ConfigShape *s) {
+    c->row_dim = s->d_model > 0 ? s->d_model : c->row_dim;
+    c->n_heads = s->heads > 0 ? s->heads : c->n_heads;
+    c->key_dim = c->value_dim = s->d_head > 0 ? s->d_head : c->key_dim;
+    c->hidden_dim = s->d_mlp > 0 ? s->d_mlp : c->hidden_dim;
+    c->act = s->act;
+}
+
+/* TransformerLens's name of a position scheme ("rotary", "alibi",
+ * "standard"; storylm's own name for the schemes it lacks). */
+static const char *tl_positional(PosScheme pos) {
+    return pos == POS_ROPE       ? "rotary"
+           : pos == POS_ABSOLUTE ? "standard"
+           : pos == POS_ALIBI    ? "alibi"
+                                 : slm_pos_name(pos);
+}
+
+/* pos and score, then the config as TransformerLens's HookedTransformerConfig
+ * names it (docs/transformer.md; act_fn is read back), then layers. */
+static int config_write(const ModelConfig *c, ConfigPut put, void *ctx, Error *e) {
+    static const char *const tl_keys[] = {"d_model", "n_heads", "d_head", "d_mlp", "n_layers", "n_ctx", "d_vocab"};
+    int values[] = {c->row_dim, c->n_heads, c->key_dim, c->hidden_dim, c->n_layers, c->window, c->vocab_size};
+    if (slm_arch_write_variant(c, put, ctx, e) || put(ctx, "act_fn", slm_act_name((ActFn)c->act), e) ||
+        put(ctx, "positional_embedding_type", tl_positional(c->pos), e))
+        return -1;
+    for (int i = 0; i < 7; i++) {
+        char num[16];
+        snprintf(num, sizeof num, "%d", values[i]);
+        if (put(ctx, tl_keys[i], num, e)) return -1;
+    }
+    return slm_arch_write_layers(c, put, ctx, e);
+}
+
+/* Its blocks, act_fn, scheme (always written) and score (only scaled-dot). */
+static int config_read(ModelConfig *c, ConfigGet get, void *ctx, Error *e) {
+    if (slm_arch_read_layers(c, get, ctx, STORYLM_MAX_TF_LAYERS, e)) return -1;
+    const char *act = get(ctx, "act_fn"), *pos = get(ctx, "pos"), *score = get(ctx, "score");
+    ActFn act_fn = ACT_GELU;
+    if (!act || slm_act_parse(act, &act_fn, NULL))
+        return FAIL(e, SLM_BAD_MODEL_HINT, "a transformer's metadata act_fn '%.40s' is not gelu, gelu_new or relu",
+                    act ? act : "(none)");
+    c->act = (int)act_fn;
+    if (!pos || slm_pos_parse(pos, &c->pos, NULL))
+        return FAIL(e, "a newer storylm may read it", "unknown position scheme '%.40s' (storylm knows %s)",
+                    pos ? pos : "(none)", slm_pos_names());
+    if (score && strcmp(score, slm_score_name(SCORE_SCALED_DOT)) != 0)
+        return FAIL(e, SLM_BAD_MODEL_HINT, "a transformer scores by scaled-dot, not '%.40s'", score);
+    c->score = SCORE_SCALED_DOT;
+    return slm_transformer_check_config(c, e);
+}
+
+static void describe(const ModelConfig *c, char *buf, size_t size) {
+    snprintf(buf, size,
+             "architecture  transformer: %d pre-LN blocks, d_model %d, %d heads of %d, d_mlp %d (%s), n_ctx %d\n"
+             "variant       --position-scheme %s (docs/transformer.md)\n",
+             c->n_layers, c->row_dim, c->n_heads, c->key_dim, c->hidden_dim, slm_act_name((ActFn)c->act), c->window,
+             slm_pos_name(c->pos));
+}
+
+/* ---- hook points ----------------------------------------------------------- */
+
+/* TransformerLens's points in the pass's order: before the blocks, in each
+ * block, after them (hook_pos_embed only where W_pos is). */
+static void hook_points(const ModelConfig *c, HookPoints *out) {
+    *out = (HookPoints){.before = {HOOK_EMBED, HOOK_POS_EMBED},
+                        .n_before = c->pos == POS_ABSOLUTE ? 2 : 1,
+                        .block = {HOOK_RESID_PRE, HOOK_Q, HOOK_K, HOOK_V, HOOK_PATTERN, HOOK_Z, HOOK_RESID_MID,
+                                  HOOK_MLP_POST, HOOK_RESID_POST},
+                        .n_block = 9,
+                        .after = {HOOK_LN_FINAL, HOOK_LOGITS},
+                        .n_after = 2,
+                        .layers = c->n_layers};
+}
+
+/* The buffer (T, n) that point p of block l reads and writes in place (*n
+ * its width); NULL for the points gathered otherwise. */
+static float *hook_buffer(const Activations *a, HookPoint p, int l, int *n) {
+    const ModelConfig *c = &a->cfg;
+    TfActivations *t = a->tf;
+    *n = p == HOOK_MLP_POST ? c->hidden_dim : p == HOOK_Z ? c->n_heads * c->value_dim : c->row_dim;
+    switch (p) {
+        case HOOK_EMBED: return t->layer[0].resid_pre; /* W_E[x] before the positions are added */
+        case HOOK_RESID_PRE: return t->layer[l].resid_pre;
+        case HOOK_Z: return t->layer[l].z;
+        case HOOK_RESID_MID: return t->layer[l].resid_mid;
+        case HOOK_MLP_POST: return t->layer[l].mlp_post;
+        case HOOK_RESID_POST: return l + 1 < c->n_layers ? t->layer[l + 1].resid_pre : t->resid_final;
+        case HOOK_LN_FINAL: return a->hidden;
+        default: return NULL;
+    }
+}
+
+/* buf (T, D) <-> W_pos's rows of the positions (hook_pos_embed); to_buf:
+ * gather, else the residual (W_E[x] + W_pos[t]) gets buf - W_pos[t]. */
+static void pos_embed(const Model *m, Activations *a, float *buf, int to_buf) {
+    const ModelConfig *c = &a->cfg;
+    int D = c->row_dim;
+    TfViews w;
+    slm_transformer_views(m, m->params, &w);
+    for (int t = 0; t < a->n_positions; t++) {
+        int sp = a->tf->story_pos[t];
+        const float *row = w.W_pos + (size_t)(sp < c->window ? sp : c->window - 1) * D;
+        float *y = buf + (size_t)t * D, *resid = a->tf->layer[0].resid_pre + (size_t)t * D;
+        for (int i = 0; i < D; i++) {
+            if (to_buf)
+                y[i] = row[i];
+            else
+                resid[i] += y[i] - row[i];
+        }
+    }
+}
+
+/* to_buf gathers into buf, else writes buf back; 1 when p is none of those
+ * it moves itself (q, k, v, the pattern and the logits are hooks.c's). */
+static int hook_move(const Model *m, Activations *a, HookPoint p, int l, float *buf, int to_buf) {
+    int n;
+    float *x = hook_buffer(a, p, l, &n);
+    if (p == HOOK_POS_EMBED)
+        pos_embed(m, a, buf, to_buf);
+    else if (x)
+        memcpy(to_buf ? buf : x, to_buf ? x : buf, (size_t)a->n_positions * n * sizeof(float));
+    return p != HOOK_POS_EMBED && !x;
+}
+
+extern const GeneratorOps slm_transformer_generator; /* transformer_generate.c */
+
+/* ---- a run's attention --------------------------------------------------- */
+
+static float *layer_qkv(const Activations *a, int l) { return a->tf->layer[l].qkv; }
+static float *layer_attention(const Activations *a, int l) { return a->tf->layer[l].att; }
+static float *head_output(const Activations *a, int l, int p, int h) { /* hook_z, before W_O */
+    const ModelConfig *c = &a->cfg;
+    return a->tf->layer[l].z + (size_t)p * c->n_heads * c->value_dim + (size_t)h * c->value_dim;
+}
+
+static int forward(const Model *m, Activations *a, const Batch *b, const Ablation *ab, int to_logits, Error *e) {
+    (void)to_logits; /* its logits come with the final LN's output, cheaply enough */
+    return slm_transformer_forward(m, a, b, ab, e);
+}
+
+const Architecture slm_transformer_arch = {
+    .name = "transformer",
+    .summary = "pre-LN blocks of attention and an MLP in TransformerLens's names (docs/transformer.md)",
+    .readout = READOUT_RESIDUAL,
+    .takes = TAKES_POSITIONS | TAKES_LAYERS | TAKES_BF16,
+    .max_layers = STORYLM_MAX_TF_LAYERS,
+    .config_shape = config_shape,
+    .config_default = slm_transformer_config_default,
+    .config_check = slm_transformer_check_config,
+    .config_write = config_write,
+    .config_read = config_read,
+    .layers = layers,
+    .describe = describe,
+    .heads_per_layer = heads_per_layer,
+    .context_needed = context_needed,
+    .layout = slm_transformer_layout,
+    .bind_views = slm_transformer_bind_views,
+    .randomize = slm_transformer_randomize,
+    .activations_init = slm_transformer_activations_init,
+    .activations_free = slm_transformer_activations_free,
+    .forward = forward,
+    .loss_and_grad = slm_transformer_loss_and_grad,
+    .backward = slm_transformer_backward,
+    .hook_points = hook_points,
+    .generator = &slm_transformer_generator,
+    .hook_move = hook_move,
+    .layer_qkv = layer_qkv,
+    .layer_attention = layer_attention,
+    .head_output = head_output,
+};
