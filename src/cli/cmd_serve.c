@@ -131,6 +131,10 @@ static const Param serve_params[] = {
      .min = 1,
      .max = 64,
      .def = 4},
+    {.name = "metrics",
+     .type = PARAM_BOOL,
+     .offset = offsetof(ServeArgs, o.metrics),
+     .help = "answer GET /metrics: requests, latencies and tokens in Prometheus's text format (docs/server.md)"},
 };
 static const ParamTable serve_table = {"serve", serve_params, PARAMS_COUNT(serve_params)};
 
