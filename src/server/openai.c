@@ -95,6 +95,8 @@ static int read_fields(const ParamTable *t, const cJSON *body, void *params, Par
 }
 
 static const ParamTable no_fields = {"none", NULL, 0};
+static const Param model_param[] = {PARAM_GROUP_AT(0, params_model)};
+static const ParamTable model_fields = {"model", model_param, PARAMS_COUNT(model_param)}; /* a GET's "model" */
 
 static const Param completion_params[] = {
     PARAM_GROUP_OF(CompletionFields, po, params_model),
@@ -143,11 +145,13 @@ static const Param completion_params[] = {
 };
 static const ParamTable completion_table = {"completions", completion_params, PARAMS_COUNT(completion_params)};
 
-/* llama.cpp's /tokenize and /detokenize, with storylm's "model". */
+/* /tokenize and /detokenize as llama.cpp's server has them ("content",
+ * "add_special", "with_pieces") and as vLLM's ("prompt", "add_special_tokens":
+ * lm-evaluation-harness's remote tokenizer), with storylm's "model". */
 typedef struct TokenizeFields {
     ProbeOptions po;
-    const char *content, *tokens;
-    bool with_pieces, add_special;
+    const char *content, *prompt, *tokens;
+    bool with_pieces, add_special, add_special_tokens;
 } TokenizeFields;
 static const Param tokenize_params[] = {
     PARAM_GROUP_OF(TokenizeFields, po, params_model),
@@ -155,7 +159,12 @@ static const Param tokenize_params[] = {
      .type = PARAM_STRING,
      .offset = offsetof(TokenizeFields, content),
      .help = "the text to cut into tokens",
-     .flags = PARAM_REQUIRED | PARAM_TEXT},
+     .flags = PARAM_TEXT},
+    {.name = "prompt",
+     .type = PARAM_STRING,
+     .offset = offsetof(TokenizeFields, prompt),
+     .help = "the same, as vLLM names it",
+     .flags = PARAM_TEXT},
     {.name = "with-pieces",
      .type = PARAM_BOOL,
      .offset = offsetof(TokenizeFields, with_pieces),
@@ -164,6 +173,10 @@ static const Param tokenize_params[] = {
      .type = PARAM_BOOL,
      .offset = offsetof(TokenizeFields, add_special),
      .help = "[EOS] first, as the model reads a story"},
+    {.name = "add-special-tokens",
+     .type = PARAM_BOOL,
+     .offset = offsetof(TokenizeFields, add_special_tokens),
+     .help = "the same, as vLLM names it"},
 };
 static const ParamTable tokenize_table = {"tokenize", tokenize_params, PARAMS_COUNT(tokenize_params)};
 static const Param detokenize_params[] = {
@@ -451,15 +464,19 @@ static int tokenize_model(Server *s, const cJSON *body, ModelEntry **m, Reply *r
 static int api_tokenize(Server *s, const cJSON *body, Reply *r) {
     TokenizeFields f = {0};
     ModelEntry *m;
-    if (read_fields(&tokenize_table, body, &f, NULL, r) || tokenize_model(s, body, &m, r)) return r->status;
+    if (read_fields(&tokenize_table, body, &f, NULL, r)) return r->status;
+    const char *text = f.content ? f.content : f.prompt;
+    if (!text || (f.content && f.prompt))
+        return openai_error(r, 400, "give the text as \"content\" (or \"prompt\"), once", "content", NULL);
+    if (tokenize_model(s, body, &m, r)) return r->status;
     const Tokenizer *t = &m->ps.lm.tokenizer;
     IntVec ids = {0};
     Error e = {0};
-    if ((f.add_special && slm_intvec_push(&ids, t->eos_id, &e)) ||
-        slm_tokenizer_encode(t, f.content, strlen(f.content), &ids, &e)) {
+    if (((f.add_special || f.add_special_tokens) && slm_intvec_push(&ids, t->eos_id, &e)) ||
+        slm_tokenizer_encode(t, text, strlen(text), &ids, &e)) {
         openai_param_error(r, &e);
     } else if (ids.len >= SERVER_MAX_TOKENS) {
-        openai_error(r, 413, "\"content\" is more than 4095 tokens", "content", NULL);
+        openai_error(r, 413, "the text is more than 4095 tokens", f.content ? "content" : "prompt", NULL);
     } else {
         cJSON *j = cJSON_CreateObject(), *list = cJSON_AddArrayToObject(j, "tokens");
         for (size_t i = 0; i < ids.len; i++) {
@@ -470,11 +487,29 @@ static int api_tokenize(Server *s, const cJSON *body, Reply *r) {
             }
             cJSON_AddItemToArray(list, o);
         }
+        cJSON_AddNumberToObject(j, "count", (double)ids.len);
+        cJSON_AddNumberToObject(j, "max_model_len", SERVER_MAX_TOKENS - 1);
         reply_json(r, 200, j);
     }
     slm_intvec_free(&ids);
     cache_release(&s->cache, m);
     return r->status;
+}
+
+/* GET /tokenizer_info (vLLM's): the end-of-text piece, which a story starts after. */
+static int api_tokenizer_info(Server *s, const cJSON *body, Reply *r) {
+    ModelEntry *m;
+    if (tokenize_model(s, body, &m, r)) return r->status;
+    const Tokenizer *t = &m->ps.lm.tokenizer;
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "eos_token", t->pieces[t->eos_id]);
+    cJSON_AddNumberToObject(j, "eos_token_id", t->eos_id);
+    cJSON_AddNullToObject(j, "bos_token");
+    cJSON_AddNullToObject(j, "pad_token");
+    cJSON_AddNumberToObject(j, "vocab_size", t->size);
+    cJSON_AddNumberToObject(j, "max_model_len", SERVER_MAX_TOKENS - 1);
+    cache_release(&s->cache, m);
+    return reply_json(r, 200, j);
 }
 
 static int api_detokenize(Server *s, const cJSON *body, Reply *r) {
@@ -492,7 +527,8 @@ static int api_detokenize(Server *s, const cJSON *body, Reply *r) {
             openai_param_error(r, &e);
         } else {
             cJSON *j = cJSON_CreateObject();
-            cJSON_AddStringToObject(j, "content", text);
+            cJSON_AddStringToObject(j, "content", text); /* llama.cpp's name */
+            cJSON_AddStringToObject(j, "prompt", text);  /* vLLM's */
             reply_json(r, 200, j);
         }
     } else {
@@ -527,7 +563,8 @@ typedef struct OpenAIRoute {
 static const OpenAIRoute oa_routes[] = {
     {"/v1/models", 0, api_v1_models, &no_fields}, {"/v1/completions", 1, api_completions, NULL},
     {"/v1/chat/completions", 1, api_chat, NULL},  {"/tokenize", 1, api_tokenize, NULL},
-    {"/detokenize", 1, api_detokenize, NULL},     {"/metrics", 0, api_metrics, &no_fields},
+    {"/detokenize", 1, api_detokenize, NULL},     {"/tokenizer_info", 0, api_tokenizer_info, &model_fields},
+    {"/metrics", 0, api_metrics, &no_fields},
 };
 #define N_OA_ROUTES (sizeof oa_routes / sizeof oa_routes[0])
 
