@@ -72,6 +72,14 @@ static void error_param(Reply *r, const char *param, const char *code) {
     cJSON_Delete(j);
 }
 
+/* A session's refusal in OpenAI's shape: an unknown model (404) names "model". */
+static void model_error(Reply *r) {
+    if (r->status == 404)
+        error_param(r, "model", "model_not_found");
+    else
+        openai_error_shape(r);
+}
+
 /* ---- the tables of fields ---- */
 
 static int check_text(const char *text, size_t len, const char *what, Error *e) {
@@ -318,7 +326,7 @@ int completion_open(Server *s, const cJSON *given_body, Completion *c, bool *str
     int rc = body ? completion_fields(body, &f, r) : openai_error(r, 500, "out of memory", NULL, NULL);
     if (!rc) rc = copy_stops(&f.stop, c, r);
     if (!rc && session_model_ablation(s, body, &c->entry, &c->ab, r)) {
-        error_param(r, "model", r->status == 404 ? "model_not_found" : NULL);
+        model_error(r);
         rc = -1;
     }
     if (!rc) c->n = f.n;
@@ -457,7 +465,7 @@ static int api_v1_models(Server *s, const cJSON *body, Reply *r) {
 static int tokenize_model(Server *s, const cJSON *body, ModelEntry **m, Reply *r) {
     Ablation ab;
     if (session_model_ablation(s, body, m, &ab, r) == 0) return 0;
-    error_param(r, "model", r->status == 404 ? "model_not_found" : NULL);
+    model_error(r);
     return -1;
 }
 
