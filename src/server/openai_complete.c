@@ -52,16 +52,15 @@ static size_t decoded_len(const Tokenizer *t, const int32_t *ids, size_t n) {
     return len;
 }
 
-/* The n likeliest tokens of a row of logits (V), likeliest first (ties: the lower id). */
+/* The n likeliest tokens of a row of logits (V), likeliest first (ties: the
+ * lower id): one pass, each token that beats the n-th kept put in its place. */
 static void top_ids(const float *row, int V, int n, int32_t *out) {
-    for (int j = 0; j < n; j++) {
-        int best = -1;
-        for (int v = 0; v < V; v++) {
-            int taken = 0;
-            for (int i = 0; i < j && !taken; i++) taken = out[i] == v;
-            if (!taken && (best < 0 || row[v] > row[best])) best = v;
-        }
-        out[j] = best;
+    int kept = 0;
+    for (int v = 0; n > 0 && v < V; v++) {
+        if (kept == n && !(row[v] > row[out[n - 1]])) continue;
+        int at = kept < n ? kept++ : n - 1;
+        while (at > 0 && row[v] > row[out[at - 1]]) out[at] = out[at - 1], at--;
+        out[at] = v;
     }
 }
 

@@ -18,6 +18,7 @@ typedef struct OpenAIStream {
     size_t shown; /* bytes of its story text sent (the prompt's counted) */
     int tokens_sent;
     long long fed, tokens; /* prompt tokens run, new tokens: for the metrics */
+    cJSON *echo_lp;        /* the prompt's logprobs (echo), made once a prompt for its n choices */
     char *event;           /* the event being sent */
     size_t len, sent;
     int ended; /* [DONE] made */
@@ -63,13 +64,13 @@ static char *start_choice(OpenAIStream *st, Error *e) {
     st->shown = strlen(p->text);
     st->fed += (long long)p->ids.len;
     if (!c->echo) return NULL;
-    cJSON *lp = c->logprobs >= 0 ? completion_logprobs_new() : NULL;
-    if (lp && completion_prompt_logprobs(c, st->k / c->n, lp, e)) {
-        cJSON_Delete(lp);
-        return NULL;
+    if (c->logprobs >= 0 && st->k % c->n == 0) {
+        cJSON_Delete(st->echo_lp);
+        st->echo_lp = completion_logprobs_new();
+        if (!st->echo_lp || completion_prompt_logprobs(c, st->k / c->n, st->echo_lp, e)) return NULL;
+        st->fed += (long long)p->ids.len;
     }
-    st->fed += lp ? (long long)p->ids.len : 0;
-    return chunk(st, p->text, lp, NULL);
+    return chunk(st, p->text, st->echo_lp ? cJSON_Duplicate(st->echo_lp, 1) : NULL, NULL);
 }
 
 /* The choice's next token as a chunk (the text it settled), or its end. */
@@ -146,6 +147,7 @@ static void free_stream(void *cls) {
     if (st->c.s->metrics) metrics_tokens(st->c.s->metrics, st->fed, st->tokens);
     slm_view_generator_free(&st->vg);
     completion_close(&st->c);
+    cJSON_Delete(st->echo_lp);
     free(st->event);
     free(st);
 }

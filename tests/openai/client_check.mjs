@@ -105,6 +105,7 @@ async function checkStream(client) {
     { prompt: "Once upon a time", max_tokens: 80, seed: 11, stop: ["."], logprobs: 2 },
     { prompt: ["Mia saw a bird", "The sun was"], max_tokens: 40, seed: 5, n: 2, echo: true },
     { prompt: "Sue said \"", max_tokens: 50, seed: 9, temperature: 1.5 },
+    { prompt: ["Lily found a", "Tom ran"], max_tokens: 10, seed: 2, n: 2, echo: true, logprobs: 2 },
   ];
   for (const body of cases) {
     const plain = await client.completions.create({ model: MODEL, ...body });
