@@ -2,6 +2,7 @@
  * answers of /v1/models, /v1/completions (not streamed), /tokenize,
  * /detokenize and /metrics, and errors in OpenAI's shape. */
 #include <limits.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -216,7 +217,7 @@ static int read_ids(const Tokenizer *t, const cJSON *list, IntVec *out, Reply *r
     Error e = {0};
     cJSON_ArrayForEach(x, list) {
         double v = cJSON_IsNumber(x) ? x->valuedouble : -1;
-        if (v != (double)(int)v || v < 0 || v >= t->size) {
+        if (!(v >= 0 && v < t->size) || v != floor(v)) { /* in range before any cast */
             char msg[160];
             snprintf(msg, sizeof msg, "\"prompt\": a token id must be a whole number from 0 to %d", t->size - 1);
             return openai_error(r, 400, msg, "prompt", NULL), -1;

@@ -206,6 +206,8 @@ async function checkErrors(client, port) {
     [{ stop: Array(17).fill("x") }, 400, "stop"],
     [{ prompt: [99999] }, 400, "prompt"],
     [{ prompt: [1.5] }, 400, "prompt"],
+    [{ prompt: [1e300, -1e300] }, 400, "prompt"],
+    [{ prompt: [[3], [-1]] }, 400, "prompt"],
     [{ prompt: [] }, 400, "prompt"],
     [{ prompt: ["a", [1]] }, 400, "prompt"],
     [{ prompt: { text: "a" } }, 400, "prompt"],
