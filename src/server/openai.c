@@ -394,6 +394,7 @@ static int one_choice(const Completion *c, int k, cJSON *choices, cJSON **echo_l
         if (c->logprobs >= 0) lp = *echo_lp ? cJSON_Duplicate(*echo_lp, 1) : completion_logprobs_new();
         for (int i = 0; lp && i < vg.tokens; i++)
             if (completion_token_logprobs(c, &vg, i, c->echo ? pl : 0, lp, e)) cJSON_Delete(lp), lp = NULL;
+        if (lp && completion_end_logprobs(&vg, strlen(text) - (c->echo ? 0 : pl), lp, e)) cJSON_Delete(lp), lp = NULL;
         cJSON_AddItemToObject(o, "logprobs", lp ? lp : cJSON_CreateNull());
         cJSON_AddStringToObject(o, "finish_reason", completion_finish(&vg));
         cJSON_AddItemToArray(choices, o);

@@ -63,6 +63,11 @@ int completion_generator(const Completion *c, int k, ViewGenerator *vg, Error *e
 int completion_prompt_logprobs(const Completion *c, int p, cJSON *lp, Error *e);
 /* Generated token i of vg into lp (offset: in the choice's text, echo counted). */
 int completion_token_logprobs(const Completion *c, const ViewGenerator *vg, int i, size_t base, cJSON *lp, Error *e);
+/* When vg's story ended ([EOS] drawn), that token too (offset: the text's
+ * end): the legacy shape lists the end-of-text token, and a client that drops
+ * the last listed token as the new one (lm-evaluation-harness) must not drop
+ * a prompt's. */
+int completion_end_logprobs(ViewGenerator *vg, size_t offset, cJSON *lp, Error *e);
 /* {"tokens": [], "token_logprobs": [], "top_logprobs": [], "text_offset": []} */
 cJSON *completion_logprobs_new(void);
 /* "stop" or "length". */

@@ -121,6 +121,19 @@ static size_t continuation_offset(const ViewGenerator *vg, int i) {
     return first_len + (at > first ? at - first : 0);
 }
 
+int completion_end_logprobs(ViewGenerator *vg, size_t offset, cJSON *lp, Error *e) {
+    if (strcmp(vg->stop_reason, "end") != 0) return 0;
+    const Tokenizer *t = &vg->lm->tokenizer;
+    int32_t ids[SAMPLER_MAX_N_PROBS];
+    float lps[SAMPLER_MAX_N_PROBS];
+    float eos = slm_sampler_logprobs(&vg->smp, vg->logits, t->eos_id, vg->n_probs, ids, lps); /* draws nothing */
+    cJSON *top = cJSON_CreateObject();
+    for (int j = 0; top && j < vg->n_probs; j++) cJSON_AddNumberToObject(top, t->pieces[ids[j]], lps[j]);
+    if (add_token(lp, t->pieces[t->eos_id], cJSON_CreateNumber(eos), top, offset))
+        return FAIL(e, NULL, "out of memory");
+    return 0;
+}
+
 int completion_token_logprobs(const Completion *c, const ViewGenerator *vg, int i, size_t base, cJSON *lp, Error *e) {
     const Tokenizer *t = &vg->lm->tokenizer;
     int32_t id = vg->ids.data[vg->prompt_tokens + i];

@@ -83,8 +83,10 @@ static char *next_chunk(OpenAIStream *st, Error *e) {
     if (!text) return NULL;
     size_t len = strlen(text), from = st->shown < len ? st->shown : len;
     const Prompt *p = &st->c.prompts[st->k / st->c.n];
-    cJSON *lp = rc > 0 && st->c.logprobs >= 0 ? completion_logprobs_new() : NULL;
-    if (lp && completion_token_logprobs(&st->c, vg, st->tokens_sent, st->c.echo ? strlen(p->text) : 0, lp, e)) {
+    size_t base = st->c.echo ? 0 : strlen(p->text);
+    cJSON *lp = st->c.logprobs >= 0 ? completion_logprobs_new() : NULL;
+    if (lp && (rc > 0 ? completion_token_logprobs(&st->c, vg, st->tokens_sent, st->c.echo ? strlen(p->text) : 0, lp, e)
+                      : completion_end_logprobs(vg, len - base, lp, e))) {
         cJSON_Delete(lp);
         free(text);
         return NULL;

@@ -11,6 +11,7 @@
 // requests (with other requests on another model between them) that all
 // give the same text. Any difference throws: the test fails.
 import { execFileSync, spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
 import http from "node:http";
 import assert from "node:assert/strict";
 import OpenAI from "openai";
@@ -86,11 +87,12 @@ async function checkAgainstGenerate(client) {
   const c = await client.completions.create({ model: MODEL, prompt: "Lily found a", max_tokens: 30, seed: 7, logprobs: 3 });
   const g = cli(["generate", "Lily found a", "--model", MODEL, "--tokens", "30", "--seed", "7", "--temperature", "1",
     "--top-p", "1", "--top-k", "0", "--json", "--n-probs", "3"]).samples[0];
-  const choice = c.choices[0];
+  const choice = c.choices[0], n = g.tokens.length, lp = choice.logprobs;
   same("Lily found a" + choice.text, g.text, "the completion's text differs from generate's");
-  same(choice.logprobs.tokens, g.tokens.map((t) => t.piece), "the new tokens differ from generate's");
-  same(choice.logprobs.token_logprobs, g.tokens.map((t) => t.logprob), "new tokens' log-probabilities differ from generate --json's");
-  same(choice.logprobs.top_logprobs, g.tokens.map((t) => Object.fromEntries(t.top_logprobs.map((a) => [a.piece, a.logprob]))),
+  same(lp.tokens.length, n + (g.stop_reason === "end"), "a story's end is listed as its [EOS] token");
+  same(lp.tokens.slice(0, n), g.tokens.map((t) => t.piece), "the new tokens differ from generate's");
+  same(lp.token_logprobs.slice(0, n), g.tokens.map((t) => t.logprob), "new tokens' log-probabilities differ from generate --json's");
+  same(lp.top_logprobs.slice(0, n), g.tokens.map((t) => Object.fromEntries(t.top_logprobs.map((a) => [a.piece, a.logprob]))),
     "top_logprobs differ from generate --json's");
   same(c.usage, { prompt_tokens: 3, completion_tokens: g.new_tokens, total_tokens: 3 + g.new_tokens }, "usage");
   assert.equal(choice.finish_reason, g.stop_reason === "max_tokens" ? "length" : "stop");
@@ -156,6 +158,30 @@ async function checkEcho(client, port) {
   const ll = await client.completions.create({ model: MODEL, prompt: [ids, ids.slice(0, 5)], max_tokens: 1, temperature: 0, logprobs: 1, echo: true, seed: 1234 });
   same(ll.choices.length, 2, "a list of token-id prompts");
   same(ll.choices[0].logprobs.token_logprobs.slice(0, ids.length), lp.token_logprobs, "the prompt's log-probabilities with a new token");
+  // a whole story: its next token is [EOS], listed (the harness drops the last token listed as the new one)
+  const stories = readFileSync("data/stories.txt", "utf8").split("<|endoftext|>").map((x) => x.trim()).filter((x) => x && x.length < 2000);
+  let ended = 0;
+  for (const text of stories.slice(0, 12)) {
+    const sids = JSON.parse((await raw(port, "POST", "/tokenize", { content: text })).body).tokens;
+    const one = await client.completions.create({ model: MODEL, prompt: [sids], max_tokens: 1, temperature: 0, logprobs: 1, echo: true });
+    const l = one.choices[0].logprobs;
+    same(l.tokens.length, sids.length + 1, "max_tokens 1 lists one token past the prompt, the story's end included");
+    if (one.choices[0].finish_reason !== "stop") continue;
+    ended++;
+    same(l.tokens.at(-1), "[EOS]", "a story's end is its [EOS] token");
+    assert.ok(l.token_logprobs.at(-1) < 0 && l.token_logprobs.at(-1) === Math.max(...Object.values(l.top_logprobs.at(-1))), "[EOS] was the likeliest");
+  }
+  assert.ok(ended > 0, "no story of the first 12 ended at temperature 0");
+  // storylm's ablation: the prompt's numbers are eval --text --ablate's
+  const ab = cli(["eval", "--text", story, "--model", MODEL, "--ablate", "3,5", "--json"]);
+  const abc = await client.completions.create({ model: MODEL, prompt: story, max_tokens: 0, echo: true, logprobs: 1, ablate: [3, 5] });
+  for (let k = 1; k < ab.tokens.length; k++)
+    assert.equal(abc.choices[0].logprobs.token_logprobs[k], -ab.tokens[k].loss, `ablated token ${k}`);
+  assert.notDeepEqual(abc.choices[0].logprobs.token_logprobs, lp.token_logprobs, "the ablation changed nothing");
+  const abg = cli(["generate", "Lily found a", "--model", MODEL, "--tokens", "30", "--seed", "5", "--temperature", "1",
+    "--top-p", "1", "--top-k", "0", "--ablate", "3,5", "--json"]).samples[0];
+  const abt = await client.completions.create({ model: MODEL, prompt: "Lily found a", max_tokens: 30, seed: 5, ablate: "3,5" });
+  same("Lily found a" + abt.choices[0].text, abg.text, "an ablated completion differs from generate --ablate's");
 }
 
 // A list of prompts, n > 1: prompt p's choice i is choice p * n + i, drawn with seed + i.
