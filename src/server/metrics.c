@@ -11,7 +11,7 @@
 
 #include "openai.h"
 
-#define METRICS_ROUTES 64  /* routes counted apart; more go to "other" */
+#define METRICS_ROUTES 128 /* routes counted apart (every endpoint fits); more go to "other" */
 #define METRICS_STATUSES 8 /* statuses counted apart a route */
 static const double buckets[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
 #define N_BUCKETS (sizeof buckets / sizeof buckets[0])
@@ -58,15 +58,19 @@ static void route_label(const char *url, int status, char *out, size_t size) {
         snprintf(out, size, "%s", !api && status < 400 ? "page" : "other");
 }
 
+static RouteCounts *find_counts(Metrics *m, const char *label) {
+    for (int i = 0; i < m->n; i++)
+        if (strcmp(m->routes[i].route, label) == 0) return &m->routes[i];
+    return NULL;
+}
+
+/* label's counts, made on first use; the last slot is kept for "other". */
 static RouteCounts *route_counts(Metrics *m, const char *label) {
-    for (int i = 0; i < m->n; i++)
-        if (strcmp(m->routes[i].route, label) == 0) return &m->routes[i];
-    if (m->n == METRICS_ROUTES) label = "other";
-    for (int i = 0; i < m->n; i++)
-        if (strcmp(m->routes[i].route, label) == 0) return &m->routes[i];
-    if (m->n == METRICS_ROUTES) return &m->routes[METRICS_ROUTES - 1];
-    RouteCounts *rc = &m->routes[m->n++];
-    snprintf(rc->route, sizeof rc->route, "%s", label);
+    RouteCounts *rc = find_counts(m, label);
+    if (rc) return rc;
+    if (m->n >= METRICS_ROUTES - 1 && (rc = find_counts(m, "other"))) return rc;
+    rc = &m->routes[m->n++];
+    snprintf(rc->route, sizeof rc->route, "%s", m->n == METRICS_ROUTES ? "other" : label);
     return rc;
 }
 
