@@ -1,5 +1,5 @@
 /* Fuzzes the server's reading of a request's fields: the input is a first
- * line "METHOD /api/...?query" and the body after it. The body's strings are
+ * line "METHOD /api/...?query" (or an OpenAI route's, /v1/...) and the body after it. The body's strings are
  * checked (NUL, UTF-8), the body parsed as JSON, and its fields (a GET's
  * query as strings, checked for UTF-8 first) read with the table of the route the URL names, a
  * batch's requests each with theirs (api_check_fields: what every handler
@@ -13,13 +13,19 @@
 #include "server_internal.h"
 #include "storylm/text.h"
 
-/* A refusal: a 4xx, its body {"error": "...", ...} in UTF-8. */
-static void check_refusal(const Reply *r) {
+/* A refusal: a 4xx, its body {"error": "...", ...} in UTF-8; for an
+ * OpenAI route (openai) {"error": {"message": "...", "type": "...", ...}}. */
+static void check_refusal(Reply *r, int openai) {
     FUZZ_ASSERT(r->status >= 400 && r->status < 500 && r->body);
+    if (openai) openai_error_shape(r); /* as the server sends it */
     if (slm_utf8_validate(r->body, strlen(r->body), "the answer", NULL)) fprintf(stderr, "answer: %s\n", r->body);
     FUZZ_ASSERT(slm_utf8_validate(r->body, strlen(r->body), "the answer", NULL) == 0);
-    cJSON *j = cJSON_Parse(r->body);
-    FUZZ_ASSERT(cJSON_IsObject(j) && cJSON_IsString(cJSON_GetObjectItemCaseSensitive(j, "error")));
+    cJSON *j = cJSON_Parse(r->body), *err = cJSON_GetObjectItemCaseSensitive(j, "error");
+    if (openai)
+        FUZZ_ASSERT(cJSON_IsString(cJSON_GetObjectItemCaseSensitive(err, "message")) &&
+                    cJSON_IsString(cJSON_GetObjectItemCaseSensitive(err, "type")));
+    else
+        FUZZ_ASSERT(cJSON_IsObject(j) && cJSON_IsString(err));
     cJSON_Delete(j);
 }
 
@@ -49,7 +55,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     cJSON *body = NULL;
     if (!get && len > 0) {
         if (body_check_strings(body_text, len, &r)) {
-            check_refusal(&r);
+            check_refusal(&r, openai_owns(url));
             free(r.body);
             return 0;
         }
@@ -61,8 +67,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     if (!body) body = cJSON_CreateObject();
     if (get && query) add_query(body, query);
-    if ((get && query_check_strings(body, &r)) || api_check_fields(url, get, body, 0, &r))
-        check_refusal(&r);
+    int openai = openai_owns(url); /* /v1/..., /tokenize, /detokenize, /tokenizer_info, /metrics */
+    if ((get && query_check_strings(body, &r)) ||
+        (openai ? openai_check_fields(url, get, body, &r) : api_check_fields(url, get, body, 0, &r)))
+        check_refusal(&r, openai);
     else
         FUZZ_ASSERT(r.body == NULL && r.status == 0);
     free(r.body);

@@ -191,12 +191,20 @@ typedef struct ViewGenerator {
 /* Feeds [EOS] and the prompt's tokens. */
 int slm_view_generator_init(ViewGenerator *vg, const LoadedModel *lm, const Ablation *ab, const char *prompt,
                             const ViewGenerateOptions *go, Error *e);
+/* The same from the prompt's ids (each checked against the vocabulary);
+ * prompt: their text (the story's text starts with it). */
+int slm_view_generator_init_ids(ViewGenerator *vg, const LoadedModel *lm, const Ablation *ab, const char *prompt,
+                                const IntVec *ids, const ViewGenerateOptions *go, Error *e);
 /* 1: one more token (the last of vg->ids); 0: finished (vg->stop_reason); -1: error. */
 int slm_view_generator_next(ViewGenerator *vg, Error *e);
 /* The prompt and what was written, as the verb prints it (caller frees):
  * after a stop string, the text before it; before the end, without a tail
  * that may yet become a stop string. */
 char *slm_view_generator_text(const ViewGenerator *vg, Error *e);
+/* The text as far as it is settled (what generate streams: never taken
+ * back by a token to come), cut as slm_view_generator_text cuts; all of it
+ * once finished. Caller frees. */
+char *slm_view_generator_settled_text(const ViewGenerator *vg, Error *e);
 /* New token i's log-probability under the model (slm_sampler_logprobs), and
  * its n_probs alternatives; only with options' logprobs. */
 float slm_view_generator_logprob(const ViewGenerator *vg, int i);

@@ -21,7 +21,8 @@ const Command command_serve = {
     "http://HOST:PORT/: type a story or pick a test story, click a token to see where each\n"
     "head looks, switch heads off, rename the hero, let the network write on, or train a\n"
     "network from scratch and watch its heads find their jobs. Every view answers with\n"
-    "the JSON of the matching verb's --json (see the README, 'The playground').\n"
+    "the JSON of the matching verb's --json (see the README, 'The playground'); OpenAI's\n"
+    "clients use /v1/completions (docs/server.md).\n"
     "Listens on loopback only unless --host says otherwise. Models: the files *.safetensors\n"
     "in the working directory, models/, models/snapshots/ and the training folder (new\n"
     "models trained from the page go there; runs are numbered past the files already there).\n"
@@ -131,6 +132,10 @@ static const Param serve_params[] = {
      .min = 1,
      .max = 64,
      .def = 4},
+    {.name = "metrics",
+     .type = PARAM_BOOL,
+     .offset = offsetof(ServeArgs, o.metrics),
+     .help = "answer GET /metrics: requests, latencies and tokens in Prometheus's text format (docs/server.md)"},
 };
 static const ParamTable serve_table = {"serve", serve_params, PARAMS_COUNT(serve_params)};
 

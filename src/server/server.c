@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "openai.h"
 #include "server_internal.h"
 #include "web_assets.h"
 #include "storylm/clock.h"
@@ -24,6 +25,10 @@ typedef struct Body {
     size_t len, cap; /* cap: data's bytes, doubled as it fills (a 20 MiB upload comes in thousands of parts) */
     int too_big;     /* more than SERVER_MAX_BODY: the rest is read and dropped */
     size_t dropped;  /* bytes dropped so: past SERVER_MAX_DROPPED the connection is closed */
+    int openai;      /* a route of openai.c: its errors in OpenAI's shape */
+    int status;      /* of the answer queued, for the metrics */
+    double t0;       /* when its headers came */
+    char url[64];    /* its first bytes, for the metrics' route */
 } Body;
 
 static const WebAsset *find_asset(const char *url) {
@@ -33,10 +38,11 @@ static const WebAsset *find_asset(const char *url) {
     return NULL;
 }
 
-static enum MHD_Result send_reply(struct MHD_Connection *conn, Reply *r) {
+static enum MHD_Result send_reply(struct MHD_Connection *conn, Reply *r, Body *b) {
     struct MHD_Response *resp = r->response;
     if (!resp) {
         if (!r->body) reply_error(r, 500, "out of memory", NULL);
+        if (b->openai) openai_error_shape(r);
         resp = MHD_create_response_from_buffer(strlen(r->body), r->body, MHD_RESPMEM_MUST_FREE);
         if (!resp) {
             free(r->body);
@@ -47,17 +53,18 @@ static enum MHD_Result send_reply(struct MHD_Connection *conn, Reply *r) {
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
     if (r->timing) MHD_add_response_header(resp, "Server-Timing", r->timing);
     MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+    b->status = r->status;
     enum MHD_Result ok = MHD_queue_response(conn, (unsigned)r->status, resp);
     MHD_destroy_response(resp);
     return ok;
 }
 
-static enum MHD_Result send_asset(struct MHD_Connection *conn, const WebAsset *a) {
+static enum MHD_Result send_asset(struct MHD_Connection *conn, const WebAsset *a, Body *b) {
     struct MHD_Response *resp = MHD_create_response_from_buffer(a->size, (void *)a->data, MHD_RESPMEM_PERSISTENT);
     if (!resp) return MHD_NO;
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, a->mime);
     Reply r = {.status = 200, .response = resp};
-    return send_reply(conn, &r);
+    return send_reply(conn, &r, b);
 }
 
 /* A Host header's value names this server: one of its names (127.0.0.1,
@@ -187,50 +194,53 @@ static enum MHD_Result dispatch(Server *s, struct MHD_Connection *conn, const ch
     Reply r = {0};
     int get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0, post = strcmp(method, "POST") == 0;
     guard_phase(s->guard, conn, GUARD_BUSY);
-    if (refused_request(s, conn, &r)) return send_reply(conn, &r);
-    if (strncmp(url, "/api/", 5) != 0) {
+    if (refused_request(s, conn, &r)) return send_reply(conn, &r, b);
+    if (strncmp(url, "/api/", 5) != 0 && !b->openai) {
         const WebAsset *a = get ? find_asset(url) : NULL;
-        if (a) return send_asset(conn, a);
+        if (a) return send_asset(conn, a, b);
         reply_error(&r, get ? 404 : 405, get ? "no such page" : "the page is read with GET", NULL);
-        return send_reply(conn, &r);
+        return send_reply(conn, &r, b);
     }
     if (!get && !post) {
         reply_error(&r, 405, "the API takes GET and POST", NULL);
-        return send_reply(conn, &r);
+        return send_reply(conn, &r, b);
     }
-    if (file_routes(s, conn, url, post, b, &r)) return send_reply(conn, &r);
+    if (!b->openai && file_routes(s, conn, url, post, b, &r)) return send_reply(conn, &r, b);
     if (b->too_big) {
         reply_error(&r, 413, "the request body is larger than 256 KiB", "send a shorter text (at most 64 KiB)");
-        return send_reply(conn, &r);
+        return send_reply(conn, &r, b);
     }
     cJSON *body = NULL;
-    if (post && b->len > 0 && body_check_strings(b->data, b->len, &r)) return send_reply(conn, &r);
+    if (post && b->len > 0 && body_check_strings(b->data, b->len, &r)) return send_reply(conn, &r, b);
     if (post && b->len > 0) {
         body = cJSON_ParseWithLength(b->data, b->len);
         if (!body || !cJSON_IsObject(body)) {
             cJSON_Delete(body);
             reply_error(&r, 400, "the request body is not a JSON object",
                         "send a body like {\"text\": \"Lily found a\"}");
-            return send_reply(conn, &r);
+            return send_reply(conn, &r, b);
         }
     }
     if (!body) body = cJSON_CreateObject();
     if (get && body) MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, add_query_field, body);
     if (get && body && query_check_strings(body, &r)) {
         cJSON_Delete(body);
-        return send_reply(conn, &r);
+        return send_reply(conn, &r, b);
     }
     /* one thread a request: the pool's threads are the parallelism (an
      * OpenMP team in each would oversubscribe the cores) */
     slm_model_threads_setup(s->o.compute_threads);
     double t0 = slm_clock_seconds(), c0 = slm_clock_thread_cpu_seconds();
-    api_handle(s, get ? "GET" : "POST", url, body, &r);
+    if (b->openai)
+        openai_handle(s, get, url, body, &r);
+    else
+        api_handle(s, get ? "GET" : "POST", url, body, &r);
     double c1 = slm_clock_thread_cpu_seconds(), t1 = slm_clock_seconds();
     cJSON_Delete(body);
     char timing[96]; /* what the answer cost here (wall and CPU time), for scripts/serve_latency */
     snprintf(timing, sizeof timing, "app;dur=%.3f, cpu;dur=%.3f", (t1 - t0) * 1e3, (c1 - c0) * 1e3);
     if (!r.response) r.timing = timing;
-    return send_reply(conn, &r);
+    return send_reply(conn, &r, b);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
@@ -242,6 +252,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         b = calloc(1, sizeof *b);
         if (!b) return MHD_NO;
         *con_cls = b;
+        b->openai = openai_owns(url);
+        b->t0 = slm_clock_seconds();
+        snprintf(b->url, sizeof b->url, "%s", strlen(url) < sizeof b->url ? url : "/too-long");
         guard_phase(s->guard, conn, GUARD_BODY);
         /* A body a little too large is read and dropped, so the client reads the 413
          * (a socket closed with bytes unread is reset, and the answer may be lost);
@@ -283,6 +296,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     (void)toe;
     guard_phase(s->guard, conn, GUARD_HEADERS); /* the next request's time begins */
     Body *b = *con_cls;
+    if (b && b->status && s->metrics) metrics_request(s->metrics, b->url, b->status, slm_clock_seconds() - b->t0);
     if (b) free(b->data);
     free(b);
     *con_cls = NULL;
@@ -349,7 +363,7 @@ int server_start(Server **out, const ServerOptions *o, Error *e) {
     mkdir(o->train_dir, 0755); /* where trained models go; an error shows when training saves */
     int rc = listen_address(o->host, o->port, &addr, e) || data_dirs_init(s, e) ||
              model_dirs_init(&s->dirs, o->train_dir, o->model, e) || train_job_create(&s->train, o->train_dir, e) ||
-             guard_create(&s->guard, e);
+             guard_create(&s->guard, e) || (o->metrics && metrics_create(&s->metrics, e));
     if (!rc && cache_init(&s->cache, o->cache_models)) rc = FAIL(e, NULL, "out of memory starting the server");
     s->port = o->port; /* the Host rule reads it: set before the first request (0: set below) */
     if (!rc) {
@@ -382,6 +396,7 @@ void server_stop(Server *s) {
     guard_free(s->guard); /* after the daemon: no connection is left to watch */
     if (s->cache.entries) cache_free(&s->cache);
     free(s->stories_json);
+    metrics_free(s->metrics);
     pthread_mutex_destroy(&s->lock);
     free(s);
 }

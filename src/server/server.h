@@ -12,6 +12,8 @@
 #ifndef STORYLM_SERVER_H
 #define STORYLM_SERVER_H
 
+#include <stdbool.h>
+
 #include "storylm/error.h"
 
 #define SERVER_MAX_DATA_DIRS 16
@@ -27,6 +29,7 @@ typedef struct ServerOptions {
     int threads;           /* libmicrohttpd's thread pool */
     int compute_threads;   /* OpenMP threads a request computes with */
     int cache_models;      /* loaded models kept (least recently used dropped) */
+    bool metrics;          /* GET /metrics answers (Prometheus text); else 404 */
 } ServerOptions;
 
 typedef struct Server Server;

@@ -175,6 +175,7 @@ struct Server {
     pthread_mutex_t lock;                       /* the stories list and the stream counts below */
     char *stories_json;                         /* /api/stories, built once */
     int streams, streams_done, streams_stopped; /* generations streaming now, finished, cut off by the client */
+    struct Metrics *metrics;                    /* --metrics: what GET /metrics says (metrics.c), else NULL */
 };
 
 /* ---- requests ------------------------------------------------------------------- */
@@ -213,6 +214,15 @@ int api_check_fields(const char *url, int get, const cJSON *body, int depth, Rep
 /* The endpoints (api.c, stream.c). method is "GET" or "POST". */
 int api_handle(Server *s, const char *method, const char *url, const cJSON *body, Reply *r);
 int api_generate(Server *s, const cJSON *body, Reply *r);
+/* The names m's generations capitalise, learnt once (the CLI's file: views.h); NULL: none. */
+const NameList *entry_generate_names(ModelEntry *m);
+/* openai.c: the OpenAI-compatible routes (/v1/..., /tokenize, /detokenize,
+ * /metrics); errors in OpenAI's shape (openai_error_shape rewrites the
+ * server's own); their fields checked as openai_handle reads them (fuzz_request). */
+int openai_owns(const char *url);
+int openai_handle(Server *s, int get, const char *url, const cJSON *body, Reply *r);
+void openai_error_shape(Reply *r);
+int openai_check_fields(const char *url, int get, const cJSON *body, Reply *r);
 /* upload.c: a stories file (its name the query's "name", data the body)
  * into the training folder; a listed model file (the query's "model") sent
  * whole. query: the URL's arguments as a JSON object of strings. */

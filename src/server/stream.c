@@ -134,8 +134,7 @@ static int copy_stops(const StringList *stops, Stream *st, Reply *r) {
     return 0;
 }
 
-/* The names m's generations capitalise, learnt once (the CLI's file: views.h). */
-static const NameList *generate_names(ModelEntry *m) {
+const NameList *entry_generate_names(ModelEntry *m) {
     pthread_mutex_lock(&m->lock);
     if (!m->gen_names_tried) {
         Error e = {0};
@@ -180,7 +179,7 @@ int api_generate(Server *s, const cJSON *body, Reply *r) {
     st->seed = (uint64_t)seed;
     st->prompt = strdup(prompt);
     go.seed = st->seed;
-    go.names = generate_names(st->entry);
+    go.names = entry_generate_names(st->entry);
     go.stops = (const char *const *)st->stops;
     go.n_stops = st->n_stops;
     go.logprobs = 1;

@@ -96,6 +96,22 @@ int slm_view_generator_init(ViewGenerator *vg, const LoadedModel *lm, const Abla
     return 0;
 }
 
+int slm_view_generator_init_ids(ViewGenerator *vg, const LoadedModel *lm, const Ablation *ab, const char *prompt,
+                                const IntVec *ids, const ViewGenerateOptions *go, Error *e) {
+    for (size_t i = 0; i < ids->len; i++)
+        if (ids->data[i] < 0 || ids->data[i] >= lm->tokenizer.size)
+            return FAIL(e, "give ids from this vocabulary", "token id %d is out of range (the vocabulary has %d)",
+                        ids->data[i], lm->tokenizer.size);
+    if (story_setup(vg, lm, prompt, ids, go, go->seed, e)) return -1;
+    if (slm_generator_batch_init(&vg->own, &lm->model, ab, 1, e) ||
+        slm_generator_batch_set_precision(&vg->own, go->precision, e)) {
+        slm_view_generator_free(vg);
+        return -1;
+    }
+    vg->logits = feed_prompt(&vg->own, 0, lm->tokenizer.eos_id, &vg->ids);
+    return 0;
+}
+
 static char *story_text(const ViewGenerator *vg, size_t n, Error *e);
 
 /* Keeps the log-probability of token (drawn from vg->logits) and its alternatives. */
@@ -336,6 +352,12 @@ static size_t settled_ids(const ViewGenerator *vg) {
     while (k > (size_t)vg->prompt_tokens && strncmp(t->pieces[vg->ids.data[k - 1]], "##", 2) == 0) k--;
     if (k > (size_t)vg->prompt_tokens) k--;
     return k;
+}
+
+char *slm_view_generator_settled_text(const ViewGenerator *vg, Error *e) {
+    char *text = story_text(vg, settled_ids(vg), e);
+    if (text) text[text_kept(vg, text, strlen(text))] = '\0';
+    return text;
 }
 
 void slm_view_generator_free(ViewGenerator *vg) {
