@@ -20,6 +20,7 @@
 #include "storylm/name_swap.h"
 #include "storylm/regularise.h"
 #include "storylm/data_files.h"
+#include "storylm/stories_fit.h"
 #include "storylm/train.h"
 #include "storylm/train_params.h"
 #include "storylm/train_summary.h"
@@ -132,11 +133,12 @@ static void say_small_vocab(int size, const char *stories_path, const char *voca
 
 /* Learns a vocabulary of `size` pieces (0: as many as the words give, up to
  * 2,000) from the stories and saves it, saying so on stderr. */
-static int learn_vocab(const char *vocab_path, const char *stories_path, int size, char **text, Error *e) {
+static int learn_vocab(const TrainParams *p, int size, char **text, bool *refused, Error *e) {
+    const char *vocab_path = p->vocab, *stories_path = p->stories;
     fprintf(stderr, "storylm: learning a %d-piece vocabulary from %s\n", size ? size : VOCAB_DEFAULT_SIZE,
             stories_path);
     int got;
-    if (slm_train_learn_vocab(vocab_path, stories_path, size, text, &got, e)) return -1;
+    if (slm_train_learn_vocab(vocab_path, stories_path, size, p->allow_skipped, text, &got, refused, e)) return -1;
     fprintf(stderr, "storylm: wrote %s\n", vocab_path);
     if (got < VOCAB_DEFAULT_SIZE) say_small_vocab(got, stories_path, vocab_path);
     return 0;
@@ -144,10 +146,10 @@ static int learn_vocab(const char *vocab_path, const char *stories_path, int siz
 
 /* Reuses an existing vocabulary, or learns one from the stories and saves it
  * (learn: the claims say it is to be learnt, and hold it). */
-static int get_vocab(const char *vocab_path, const char *stories_path, int size, char **text, bool say, bool learn,
-                     Error *e) {
+static int get_vocab(const TrainParams *p, int size, char **text, bool say, bool learn, bool *refused, Error *e) {
     size_t len;
-    if (learn) return learn_vocab(vocab_path, stories_path, size, text, e);
+    const char *vocab_path = p->vocab;
+    if (learn) return learn_vocab(p, size, text, refused, e);
     if (say) fprintf(stderr, "storylm: using the vocabulary in %s (delete it to learn a new one)\n", vocab_path);
     return slm_file_read_all(vocab_path, 64u << 20, text, &len, e);
 }
@@ -186,9 +188,25 @@ static void print_summary(const Stories *s, const char *path) {
         fprintf(stderr, "storylm: warning: %s\n", hint);
 }
 
-/* vocab_size: --vocab-size, 0 when not given (then any size a vocabulary file has). */
-static int train_file(const char *path, TrainOptions *o, const char *vocab_path, int vocab_size, int n_test, bool json,
-                      Error *e, int *signalled) {
+/* The checks of the stories against the run, before its first step; *refused
+ * when one fails (unless its flag accepts it on purpose). A resumed run's
+ * vocabulary was accepted when the run began. */
+static int check_fit(const TrainParams *p, const Stories *s, const Tokenizer *tok, bool learnt, bool *refused,
+                     Error *e) {
+    int rc = 0;
+    if (!p->allow_skipped) rc = slm_stories_check_skips(&s->skips, s->n_stories, p->stories, "--allow-skipped", e);
+    if (!rc && !learnt && !p->resume && !p->allow_unknown)
+        rc = slm_stories_check_unknown(s, tok, p->stories, p->vocab, "--allow-unknown", e);
+    *refused = rc != 0;
+    return rc;
+}
+
+/* p->vocab_size: --vocab-size, 0 when not given (then any size a vocabulary file has). */
+static int train_file(TrainParams *p, Error *e, int *signalled, bool *refused) {
+    const char *path = p->stories, *vocab_path = p->vocab;
+    TrainOptions *o = &p->o;
+    int vocab_size = p->vocab_size, n_test = p->test_stories;
+    bool json = p->json;
     bool root = dist_rank(o->dist) == 0;
     char *vocab = NULL;
     Tokenizer tok = {0};
@@ -205,7 +223,7 @@ static int train_file(const char *path, TrainOptions *o, const char *vocab_path,
     /* rank 0 alone writes, so it alone checks and claims every file the run writes */
     bool learnt = false;
     if (!rc && root) rc = slm_train_claim_outputs(path, o, vocab_path, o->force, &claims, &learnt, e);
-    if (!rc) rc = get_vocab(vocab_path, path, vocab_size, &vocab, root, learnt, e);
+    if (!rc) rc = get_vocab(p, vocab_size, &vocab, root, learnt, refused, e);
     /* From the file, so that messages name it; the model gets the vocabulary's size
      * (exactly --vocab-size when given) */
     if (!rc && (rc = slm_tokenizer_load(&tok, vocab_path, vocab_size, e)) && strstr(e->message, "pieces, expected"))
@@ -217,6 +235,7 @@ static int train_file(const char *path, TrainOptions *o, const char *vocab_path,
         fprintf(stderr, "storylm: the model's vocabulary has %d pieces, as %s\n", tok.size, vocab_path);
     if (!rc) rc = load_stories(&s, path, &tok, &so, o->dist, e);
     if (!rc) rc = slm_train_check_story_count(s.n_stories, &s.skips, path, e);
+    if (!rc) rc = check_fit(p, &s, &tok, learnt, refused, e);
     if (!rc && (o->swap_names > 0 || o->invent_names > 0) &&
         !(rc = slm_name_swap_init(&swap, &tok, path, &s, o->swap_names, e))) {
         swap.invent = o->invent_names;
@@ -336,13 +355,16 @@ static int run(int argc, char **argv) {
     if (slm_regularise_check_options(o, &e)) return args_usage_error(&command_train, "%s", e.message);
     install_handlers();
     int signalled = 0;
+    bool refused = false;
     Dist dist;
     if (slm_dist_init(&dist, &e)) return cli_fail(&e);
     o->dist = &dist;
     dist.timeout_s = p.rank_timeout;
     if (cli_train_ranks_agree(&dist, &params_train, &p, p.stories, p.vocab, &e) ||
-        train_file(p.stories, o, p.vocab, p.vocab_size, p.test_stories, p.json, &e, &signalled))
-        return cli_train_ranks_fail(&dist, &e);
+        train_file(&p, &e, &signalled, &refused)) {
+        int fail = cli_train_ranks_fail(&dist, &e);
+        return refused ? 2 : fail; /* refused before training: as a usage error */
+    }
     slm_dist_finalize(&dist);
     return signalled ? 130 : 0;
 }

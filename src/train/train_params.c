@@ -110,6 +110,16 @@ static const Param train_params[] = {
      .meta = "FILE",
      .help = "vocabulary to use, or to learn and write if missing",
      .def_string = "vocab.txt"},
+    {.name = "allow-unknown",
+     .type = PARAM_BOOL,
+     .offset = offsetof(TrainParams, allow_unknown),
+     .help = "train even when more than 1% of the stories' tokens are [UNK] under the --vocab file (refused without "
+             "it: a vocabulary of another corpus)"},
+    {.name = "allow-skipped",
+     .type = PARAM_BOOL,
+     .offset = offsetof(TrainParams, allow_skipped),
+     .help = "train even when 5% or more of the stories are skipped as not UTF-8 (refused without it, with the iconv "
+             "command that converts the file)"},
     {.name = "vocab-size",
      .type = PARAM_INT,
      .offset = offsetof(TrainParams, vocab_size),
