@@ -7,7 +7,11 @@
 #   --allow-unknown trains with it;
 # - a file of which 5% or more of the stories are not UTF-8 is refused (exit 2)
 #   with the iconv command, before any file is written; --allow-skipped trains
-#   on the rest.
+#   on the rest;
+# - storylm vocab -o never replaces a vocabulary that a model in the folder was
+#   trained with, not even with --force;
+# - --vocab shipped (or models/vocab.txt from a folder without it) is the
+#   shipped vocabulary, found as the shipped model is.
 set -euo pipefail
 source "$STORYLM_SOURCE_DIR/tests/common.sh"
 S="$STORYLM"
@@ -89,4 +93,32 @@ grep -q "75 stories" err.txt || { cat err.txt; fail "--allow-skipped did not tra
 iconv -f WINDOWS-1252 -t UTF-8 mine.txt > stories-utf8.txt
 "$S" train stories-utf8.txt --vocab utf8-vocab.txt -o utf8.safetensors "${quick[@]}" > /dev/null 2> err.txt ||
   { cat err.txt; fail "the converted file"; }
+# vocab -o never replaces the vocabulary a model in the folder was trained with, not even with --force.
+cd "$(fresh)"
+make_stories 100 plain > mine.txt
+"$S" train mine.txt "${quick[@]}" > /dev/null 2> err.txt || { cat err.txt; fail "train"; }
+v=$(cksum < vocab.txt)
+for force in "" --force; do
+  if "$S" vocab mine.txt -o vocab.txt --size 60 $force 2> err.txt; then fail "vocab $force replaced the model's vocabulary"; fi
+  grep -q "'vocab.txt' is the vocabulary the model 'model.safetensors' was trained with" err.txt &&
+    grep -q "HINT: write the new one to another file" err.txt || { cat err.txt; fail "vocab $force: no reason or hint"; }
+done
+[[ $(cksum < vocab.txt) == "$v" ]] || fail "vocab.txt changed"
+"$S" vocab mine.txt -o new.txt --size 60 2> err.txt || { cat err.txt; fail "vocab -o new.txt"; }
+"$S" vocab -m model.safetensors -o vocab.txt --force 2> err.txt || { cat err.txt; fail "the model's own vocabulary"; }
+[[ $(cksum < vocab.txt) == "$v" ]] || fail "exporting the model's vocabulary changed vocab.txt"
+# --vocab shipped (and the guide's --vocab models/vocab.txt) from an empty folder: the shipped vocabulary.
+cd "$(fresh)"
+make_stories 100 plain > mine.txt
+"$S" train mine.txt --vocab shipped "${quick[@]}" > /dev/null 2> err.txt || { cat err.txt; fail "--vocab shipped"; }
+grep -qF "the shipped vocabulary $(realpath "$SHIPPED_VOCAB")" err.txt || { cat err.txt; fail "--vocab shipped not said"; }
+"$S" train mine.txt --vocab models/vocab.txt -o guide.safetensors "${quick[@]}" > /dev/null 2> err.txt ||
+  { cat err.txt; fail "--vocab models/vocab.txt from an empty folder"; }
+[[ $(ls) == $'err.txt\nguide.adam.safetensors\nguide.safetensors\nmine.txt\nmodel.adam.safetensors\nmodel.safetensors' ]] ||
+  fail "--vocab shipped wrote files: $(ls)"
+"$S" vocab -m guide.safetensors -o guide-vocab.txt 2> /dev/null && cmp -s guide-vocab.txt "$SHIPPED_VOCAB" ||
+  fail "the model's vocabulary is not the shipped one"
+"$S" stories mine.txt --vocab shipped > out.txt 2> err.txt && grep -q "^stories *100" out.txt ||
+  { cat err.txt; fail "stories --vocab shipped"; }
+[[ $("$S" tokenize "Lily" --vocab shipped 2> /dev/null) == lily ]] || fail "tokenize --vocab shipped"
 echo "e2e_writer: OK"

@@ -122,12 +122,12 @@ static int print_result(const TrainPlace *pl, const TrainOptions *o, const Train
  * TinyStories, so fit for English stories). */
 static void say_small_vocab(int size, const char *stories_path, const char *vocab_path) {
     char shipped[PATH_MAX];
-    if (!slm_data_file_find("models/vocab.txt", shipped, sizeof shipped))
-        snprintf(shipped, sizeof shipped, "models/vocab.txt");
+    if (!slm_data_file_find(SHIPPED_VOCAB_REL, shipped, sizeof shipped))
+        snprintf(shipped, sizeof shipped, SHIPPED_VOCAB_REL);
     fprintf(stderr,
             "storylm: the words of %s give only %d pieces, so the model's vocabulary has %d (the chapter's has %d).\n"
-            "storylm: for English stories the shipped vocabulary of %d may serve better: train with --vocab %s "
-            "(%s stays this corpus's own)\n",
+            "storylm: for English stories the shipped vocabulary of %d may serve better: train with "
+            "--vocab " SHIPPED_VOCAB_NAME " (%s; %s stays this corpus's own)\n",
             stories_path, size, size, VOCAB_DEFAULT_SIZE, VOCAB_DEFAULT_SIZE, shipped, vocab_path);
 }
 
@@ -150,7 +150,10 @@ static int get_vocab(const TrainParams *p, int size, char **text, bool say, bool
     size_t len;
     const char *vocab_path = p->vocab;
     if (learn) return learn_vocab(p, size, text, refused, e);
-    if (say) fprintf(stderr, "storylm: using the vocabulary in %s (delete it to learn a new one)\n", vocab_path);
+    char shipped[PATH_MAX]; /* never to be deleted: the shipped model's */
+    bool is_shipped = slm_data_file_find(SHIPPED_VOCAB_REL, shipped, sizeof shipped) && !strcmp(shipped, vocab_path);
+    if (say && !is_shipped)
+        fprintf(stderr, "storylm: using the vocabulary in %s (delete it to learn a new one)\n", vocab_path);
     return slm_file_read_all(vocab_path, 64u << 20, text, &len, e);
 }
 
@@ -353,6 +356,7 @@ static int run(int argc, char **argv) {
     o->stop = &stop_requested;
     Error e = {0};
     if (slm_regularise_check_options(o, &e)) return args_usage_error(&command_train, "%s", e.message);
+    if (!(p.vocab = cli_vocab_path(p.vocab, &e))) return cli_fail(&e);
     install_handlers();
     int signalled = 0;
     bool refused = false;

@@ -108,7 +108,8 @@ static const Param train_params[] = {
      .type = PARAM_STRING,
      .offset = offsetof(TrainParams, vocab),
      .meta = "FILE",
-     .help = "vocabulary to use, or to learn and write if missing",
+     .help = "vocabulary to use, or to learn and write if missing; shipped: the shipped model's (models/vocab.txt, "
+             "found from any folder as the shipped model is)",
      .def_string = "vocab.txt"},
     {.name = "allow-unknown",
      .type = PARAM_BOOL,
