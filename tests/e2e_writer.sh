@@ -11,7 +11,8 @@
 # - storylm vocab -o never replaces a vocabulary that a model in the folder was
 #   trained with, not even with --force;
 # - --vocab shipped (or models/vocab.txt from a folder without it) is the
-#   shipped vocabulary, found as the shipped model is.
+#   shipped vocabulary, found as the shipped model is;
+# - a prompt of several words given unquoted gets a hint to quote it.
 set -euo pipefail
 source "$STORYLM_SOURCE_DIR/tests/common.sh"
 S="$STORYLM"
@@ -121,4 +122,10 @@ grep -qF "the shipped vocabulary $(realpath "$SHIPPED_VOCAB")" err.txt || { cat 
 "$S" stories mine.txt --vocab shipped > out.txt 2> err.txt && grep -q "^stories *100" out.txt ||
   { cat err.txt; fail "stories --vocab shipped"; }
 [[ $("$S" tokenize "Lily" --vocab shipped 2> /dev/null) == lily ]] || fail "tokenize --vocab shipped"
+# A prompt of several words unquoted: the hint quotes it (exit 2, as any usage error).
+for verb in generate tokenize; do
+  rc=0; "$S" $verb Lily found a > /dev/null 2> err.txt || rc=$?
+  [[ $rc -eq 2 ]] && grep -qF "goes in quotes: storylm $verb \"Lily found a\"" err.txt ||
+    { cat err.txt; fail "$verb Lily found a: exit $rc, no hint to quote it"; }
+done
 echo "e2e_writer: OK"
