@@ -12,7 +12,8 @@
 #   trained with, not even with --force;
 # - --vocab shipped (or models/vocab.txt from a folder without it) is the
 #   shipped vocabulary, found as the shipped model is;
-# - a prompt of several words given unquoted gets a hint to quote it.
+# - a prompt of several words given unquoted gets a hint to quote it; a
+#   resumed run says the step it resumes from.
 set -euo pipefail
 source "$STORYLM_SOURCE_DIR/tests/common.sh"
 S="$STORYLM"
@@ -122,6 +123,13 @@ grep -qF "the shipped vocabulary $(realpath "$SHIPPED_VOCAB")" err.txt || { cat 
 "$S" stories mine.txt --vocab shipped > out.txt 2> err.txt && grep -q "^stories *100" out.txt ||
   { cat err.txt; fail "stories --vocab shipped"; }
 [[ $("$S" tokenize "Lily" --vocab shipped 2> /dev/null) == lily ]] || fail "tokenize --vocab shipped"
+# A resumed run says the step it resumes from.
+"$S" train mine.txt --vocab shipped --steps 6 --stop-at 3 --threads 1 -o r.safetensors > /dev/null 2> err.txt ||
+  { cat err.txt; fail "train --stop-at 3"; }
+"$S" train mine.txt --vocab shipped --steps 6 --threads 1 -o r.safetensors --resume > /dev/null 2> err.txt ||
+  { cat err.txt; fail "train --resume"; }
+grep -q "resuming from step 3 of 6" err.txt || { cat err.txt; fail "the resumed run did not say its step"; }
+
 # A prompt of several words unquoted: the hint quotes it (exit 2, as any usage error).
 for verb in generate tokenize; do
   rc=0; "$S" $verb Lily found a > /dev/null 2> err.txt || rc=$?

@@ -59,6 +59,7 @@ static void install_handlers(void) {
 
 typedef struct ProgressPrinter {
     bool tty;
+    bool resume_said; /* the step a resumed run began from, said with its first step */
     double last_line_s;
     Heartbeat beat; /* a line within a long step too (--batch 4096) */
 } ProgressPrinter;
@@ -67,6 +68,9 @@ typedef struct ProgressPrinter {
  * and at every evaluation. */
 static void print_progress(const TrainProgress *p, void *ctx) {
     ProgressPrinter *pp = ctx;
+    if (!pp->resume_said && p->start_step > 0)
+        fprintf(stderr, "storylm: resuming from step %d of %d\n", p->start_step, p->steps);
+    pp->resume_said = true;
     bool quiet = !pp->tty && !p->evaluated && p->elapsed_s - pp->last_line_s < 10;
     cli_heartbeat_beat(&pp->beat, p->step, !quiet);
     if (quiet) return;
