@@ -43,6 +43,16 @@ assert info["model"]["file"] == sys.argv[2], f"info read {info['model']['file']}
 assert info["model"]["parameters"] > 0 and info["vocab_size"] > 0, info
 EOF
 
+# The guide's commands from here: --vocab shipped and --vocab models/vocab.txt are the installed vocabulary.
+first_stories 40 > mine.txt
+for v in shipped models/vocab.txt; do
+  "$P/bin/storylm" train mine.txt --vocab "$v" --steps 1 --threads 1 --eval-every 0 -o v.safetensors --force \
+    > train.out 2> train.err || fail "installed train --vocab $v: $(cat train.err)"
+  grep -qF "the shipped vocabulary $(realpath "$P/share/storylm/models/vocab.txt")" train.err ||
+    fail "installed train --vocab $v did not use the installed vocabulary: $(cat train.err)"
+done
+rm -f mine.txt v.*safetensors train.out train.err
+
 # The installed playground, run from here, lists every shipped model and snapshot.
 port=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 "$P/bin/storylm" serve --port "$port" --train-dir trained > serve.log 2>&1 &

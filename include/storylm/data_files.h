@@ -7,6 +7,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "storylm/error.h"
+
 /* The model shipped in the source tree's models/ directory. */
 #define SHIPPED_MODEL_NAME "tinystories.safetensors"
 #define SHIPPED_MODEL_REL "models/" SHIPPED_MODEL_NAME
@@ -26,5 +28,17 @@ bool slm_data_file_find(const char *rel, char *buf, size_t size);
 void slm_data_file_places(const char *rel, char *buf, size_t size);
 /* The shipped model, models/tinystories.safetensors, found that way. */
 bool slm_data_file_shipped_model(char *buf, size_t size);
+
+/* The shipped vocabulary (the shipped model's, learnt from TinyStories). */
+#define SHIPPED_VOCAB_REL "models/vocab.txt"
+/* The word a --vocab value gives for the shipped vocabulary. */
+#define SHIPPED_VOCAB_NAME "shipped"
+/* The vocabulary file a --vocab value names, into *path: SHIPPED_VOCAB_NAME,
+ * or a relative path that is not there and whose folder is not either (the
+ * guide's models/vocab.txt from another folder) naming a file that
+ * slm_data_file_find finds, is that file (in buf, size; *found set); any other
+ * value is itself. -1 with e listing the places looked in when "shipped" is
+ * not found. */
+int slm_data_vocab_path(const char *given, char *buf, size_t size, const char **path, bool *found, Error *e);
 
 #endif

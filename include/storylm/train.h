@@ -22,6 +22,7 @@
 /* What the progress callback sees. */
 typedef struct TrainProgress {
     int step, steps;
+    int start_step;    /* the step this run began from: 0, or the resumed model's */
     double train_loss; /* mean over the last step */
     double test_loss;  /* NAN until evaluated */
     double test_accuracy;

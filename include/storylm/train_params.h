@@ -20,7 +20,8 @@ typedef struct TrainParams {
     const char *arch, *position_scheme, *score, *act; /* names, parsed into o by the architecture's parsers */
     int seed, test_stories, layers, vocab_size;
     bool resume, ema_save, keep_best, json, force;
-    double rank_timeout; /* under mpirun: seconds to wait for the other ranks */
+    bool allow_unknown, allow_skipped; /* train on a vocabulary, a file, that the checks before training refuse */
+    double rank_timeout;               /* under mpirun: seconds to wait for the other ranks */
 } TrainParams;
 
 extern const ParamTable params_train;

@@ -145,10 +145,21 @@ static int set_option(const Command *cmd, const ParamList *l, int i, int argc, c
     return 0;
 }
 
+/* A text of several words given unquoted (storylm generate Lily found a):
+ * the shell made each word an argument; say how to quote them. */
+static void unquoted_text(const Command *cmd, const Param *p, const char **words, int n) {
+    fprintf(stderr, "storylm %s: error: unexpected argument '%s' after %s '%s'\n", cmd->name, words[1], p->name,
+            words[0]);
+    fprintf(stderr, "---> HINT: a %s of several words goes in quotes: storylm %s \"", p->name, cmd->name);
+    for (int i = 0; i < n; i++) fprintf(stderr, "%s%s", i ? " " : "", words[i]);
+    fprintf(stderr, "\"\n");
+}
+
 /* The other arguments into the positional parameters, in order. */
 static int set_positionals(const Command *cmd, const ParamList *l, const char **args, int n, void *params,
                            ParamsGiven *given) {
     int k = 0;
+    const Param *last = NULL; /* the last positional given */
     for (int i = 0; i < l->n; i++) {
         const Param *p = l->at[i].p;
         if (!(p->flags & PARAM_POSITIONAL) || !slm_param_from(p, PARAM_FROM_CLI)) continue;
@@ -159,7 +170,10 @@ static int set_positionals(const Command *cmd, const ParamList *l, const char **
         Error e = {0};
         if (slm_param_set_text(&l->at[i], params, args[k++], &e)) return args_param_error(cmd, &e), -1;
         slm_params_mark(given, i);
+        last = p;
     }
+    if (k < n && last && ((last->flags & PARAM_TEXT) || !strcmp(last->name, "TEXT")))
+        return unquoted_text(cmd, last, args + k - 1, n - k + 1), -1;
     if (k < n) return args_usage_error(cmd, "unexpected argument '%s'", args[k]), -1;
     return 0;
 }

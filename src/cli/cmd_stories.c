@@ -36,7 +36,7 @@ static const Param stories_params[] = {
      .type = PARAM_STRING,
      .offset = offsetof(StoriesArgs, vocab),
      .meta = "FILE",
-     .help = "take the vocabulary from this vocab.txt instead"},
+     .help = "take the vocabulary from this vocab.txt instead (shipped: the shipped model's)"},
     {.name = "ids",
      .type = PARAM_BOOL,
      .offset = offsetof(StoriesArgs, ids),
@@ -91,6 +91,6 @@ static int run(int argc, char **argv) {
     if (rc) return rc > 0 ? 0 : 2;
     if (a.ids && a.json) return args_usage_error(&command_stories, "--ids and --json do not go together");
     Error e = {0};
-    if (show(&a, a.stories, &e)) return cli_fail(&e);
+    if ((a.vocab && !(a.vocab = cli_vocab_path(a.vocab, &e))) || show(&a, a.stories, &e)) return cli_fail(&e);
     return 0;
 }

@@ -40,7 +40,7 @@ static const Param tokenize_params[] = {
      .type = PARAM_STRING,
      .offset = offsetof(Flags, vocab),
      .meta = "FILE",
-     .help = "the vocabulary (vocab.txt of storylm vocab) (default: see above)"},
+     .help = "the vocabulary (vocab.txt of storylm vocab; shipped: the shipped model's) (default: see above)"},
     {.name = "model",
      .short_name = 'm',
      .type = PARAM_STRING,
@@ -112,6 +112,7 @@ static int print_lines(const Tokenizer *t, const Pretokenizer *pre, const Flags 
  * Sets *use to t or to lm's tokenizer. */
 static int load_vocabulary(const Flags *f, Tokenizer *t, LoadedModel *lm, const Tokenizer **use, Error *e) {
     const char *vocab = f->vocab;
+    if (vocab && !(vocab = cli_vocab_path(vocab, e))) return -1;
     if (!vocab && !f->model && !slm_data_file_exists(DEFAULT_MODEL_PATH) && slm_data_file_exists("vocab.txt")) {
         fprintf(stderr, "storylm: using vocab.txt\n");
         vocab = "vocab.txt";

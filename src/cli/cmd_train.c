@@ -20,6 +20,7 @@
 #include "storylm/name_swap.h"
 #include "storylm/regularise.h"
 #include "storylm/data_files.h"
+#include "storylm/stories_fit.h"
 #include "storylm/train.h"
 #include "storylm/train_params.h"
 #include "storylm/train_summary.h"
@@ -58,6 +59,7 @@ static void install_handlers(void) {
 
 typedef struct ProgressPrinter {
     bool tty;
+    bool resume_said; /* the step a resumed run began from, said with its first step */
     double last_line_s;
     Heartbeat beat; /* a line within a long step too (--batch 4096) */
 } ProgressPrinter;
@@ -66,6 +68,9 @@ typedef struct ProgressPrinter {
  * and at every evaluation. */
 static void print_progress(const TrainProgress *p, void *ctx) {
     ProgressPrinter *pp = ctx;
+    if (!pp->resume_said && p->start_step > 0)
+        fprintf(stderr, "storylm: resuming from step %d of %d\n", p->start_step, p->steps);
+    pp->resume_said = true;
     bool quiet = !pp->tty && !p->evaluated && p->elapsed_s - pp->last_line_s < 10;
     cli_heartbeat_beat(&pp->beat, p->step, !quiet);
     if (quiet) return;
@@ -121,22 +126,23 @@ static int print_result(const TrainPlace *pl, const TrainOptions *o, const Train
  * TinyStories, so fit for English stories). */
 static void say_small_vocab(int size, const char *stories_path, const char *vocab_path) {
     char shipped[PATH_MAX];
-    if (!slm_data_file_find("models/vocab.txt", shipped, sizeof shipped))
-        snprintf(shipped, sizeof shipped, "models/vocab.txt");
+    if (!slm_data_file_find(SHIPPED_VOCAB_REL, shipped, sizeof shipped))
+        snprintf(shipped, sizeof shipped, SHIPPED_VOCAB_REL);
     fprintf(stderr,
             "storylm: the words of %s give only %d pieces, so the model's vocabulary has %d (the chapter's has %d).\n"
-            "storylm: for English stories the shipped vocabulary of %d may serve better: train with --vocab %s "
-            "(%s stays this corpus's own)\n",
+            "storylm: for English stories the shipped vocabulary of %d may serve better: train with "
+            "--vocab " SHIPPED_VOCAB_NAME " (%s; %s stays this corpus's own)\n",
             stories_path, size, size, VOCAB_DEFAULT_SIZE, VOCAB_DEFAULT_SIZE, shipped, vocab_path);
 }
 
 /* Learns a vocabulary of `size` pieces (0: as many as the words give, up to
  * 2,000) from the stories and saves it, saying so on stderr. */
-static int learn_vocab(const char *vocab_path, const char *stories_path, int size, char **text, Error *e) {
+static int learn_vocab(const TrainParams *p, int size, char **text, bool *refused, Error *e) {
+    const char *vocab_path = p->vocab, *stories_path = p->stories;
     fprintf(stderr, "storylm: learning a %d-piece vocabulary from %s\n", size ? size : VOCAB_DEFAULT_SIZE,
             stories_path);
     int got;
-    if (slm_train_learn_vocab(vocab_path, stories_path, size, text, &got, e)) return -1;
+    if (slm_train_learn_vocab(vocab_path, stories_path, size, p->allow_skipped, text, &got, refused, e)) return -1;
     fprintf(stderr, "storylm: wrote %s\n", vocab_path);
     if (got < VOCAB_DEFAULT_SIZE) say_small_vocab(got, stories_path, vocab_path);
     return 0;
@@ -144,11 +150,14 @@ static int learn_vocab(const char *vocab_path, const char *stories_path, int siz
 
 /* Reuses an existing vocabulary, or learns one from the stories and saves it
  * (learn: the claims say it is to be learnt, and hold it). */
-static int get_vocab(const char *vocab_path, const char *stories_path, int size, char **text, bool say, bool learn,
-                     Error *e) {
+static int get_vocab(const TrainParams *p, int size, char **text, bool say, bool learn, bool *refused, Error *e) {
     size_t len;
-    if (learn) return learn_vocab(vocab_path, stories_path, size, text, e);
-    if (say) fprintf(stderr, "storylm: using the vocabulary in %s (delete it to learn a new one)\n", vocab_path);
+    const char *vocab_path = p->vocab;
+    if (learn) return learn_vocab(p, size, text, refused, e);
+    char shipped[PATH_MAX]; /* never to be deleted: the shipped model's */
+    bool is_shipped = slm_data_file_find(SHIPPED_VOCAB_REL, shipped, sizeof shipped) && !strcmp(shipped, vocab_path);
+    if (say && !is_shipped)
+        fprintf(stderr, "storylm: using the vocabulary in %s (delete it to learn a new one)\n", vocab_path);
     return slm_file_read_all(vocab_path, 64u << 20, text, &len, e);
 }
 
@@ -186,9 +195,25 @@ static void print_summary(const Stories *s, const char *path) {
         fprintf(stderr, "storylm: warning: %s\n", hint);
 }
 
-/* vocab_size: --vocab-size, 0 when not given (then any size a vocabulary file has). */
-static int train_file(const char *path, TrainOptions *o, const char *vocab_path, int vocab_size, int n_test, bool json,
-                      Error *e, int *signalled) {
+/* The checks of the stories against the run, before its first step; *refused
+ * when one fails (unless its flag accepts it on purpose). A resumed run's
+ * vocabulary was accepted when the run began. */
+static int check_fit(const TrainParams *p, const Stories *s, const Tokenizer *tok, bool learnt, bool *refused,
+                     Error *e) {
+    int rc = 0;
+    if (!p->allow_skipped) rc = slm_stories_check_skips(&s->skips, s->n_stories, p->stories, "--allow-skipped", e);
+    if (!rc && !learnt && !p->resume && !p->allow_unknown)
+        rc = slm_stories_check_unknown(s, tok, p->stories, p->vocab, "--allow-unknown", e);
+    *refused = rc != 0;
+    return rc;
+}
+
+/* p->vocab_size: --vocab-size, 0 when not given (then any size a vocabulary file has). */
+static int train_file(TrainParams *p, Error *e, int *signalled, bool *refused) {
+    const char *path = p->stories, *vocab_path = p->vocab;
+    TrainOptions *o = &p->o;
+    int vocab_size = p->vocab_size, n_test = p->test_stories;
+    bool json = p->json;
     bool root = dist_rank(o->dist) == 0;
     char *vocab = NULL;
     Tokenizer tok = {0};
@@ -205,7 +230,7 @@ static int train_file(const char *path, TrainOptions *o, const char *vocab_path,
     /* rank 0 alone writes, so it alone checks and claims every file the run writes */
     bool learnt = false;
     if (!rc && root) rc = slm_train_claim_outputs(path, o, vocab_path, o->force, &claims, &learnt, e);
-    if (!rc) rc = get_vocab(vocab_path, path, vocab_size, &vocab, root, learnt, e);
+    if (!rc) rc = get_vocab(p, vocab_size, &vocab, root, learnt, refused, e);
     /* From the file, so that messages name it; the model gets the vocabulary's size
      * (exactly --vocab-size when given) */
     if (!rc && (rc = slm_tokenizer_load(&tok, vocab_path, vocab_size, e)) && strstr(e->message, "pieces, expected"))
@@ -217,6 +242,7 @@ static int train_file(const char *path, TrainOptions *o, const char *vocab_path,
         fprintf(stderr, "storylm: the model's vocabulary has %d pieces, as %s\n", tok.size, vocab_path);
     if (!rc) rc = load_stories(&s, path, &tok, &so, o->dist, e);
     if (!rc) rc = slm_train_check_story_count(s.n_stories, &s.skips, path, e);
+    if (!rc) rc = check_fit(p, &s, &tok, learnt, refused, e);
     if (!rc && (o->swap_names > 0 || o->invent_names > 0) &&
         !(rc = slm_name_swap_init(&swap, &tok, path, &s, o->swap_names, e))) {
         swap.invent = o->invent_names;
@@ -334,15 +360,19 @@ static int run(int argc, char **argv) {
     o->stop = &stop_requested;
     Error e = {0};
     if (slm_regularise_check_options(o, &e)) return args_usage_error(&command_train, "%s", e.message);
+    if (!(p.vocab = cli_vocab_path(p.vocab, &e))) return cli_fail(&e);
     install_handlers();
     int signalled = 0;
+    bool refused = false;
     Dist dist;
     if (slm_dist_init(&dist, &e)) return cli_fail(&e);
     o->dist = &dist;
     dist.timeout_s = p.rank_timeout;
     if (cli_train_ranks_agree(&dist, &params_train, &p, p.stories, p.vocab, &e) ||
-        train_file(p.stories, o, p.vocab, p.vocab_size, p.test_stories, p.json, &e, &signalled))
-        return cli_train_ranks_fail(&dist, &e);
+        train_file(&p, &e, &signalled, &refused)) {
+        int fail = cli_train_ranks_fail(&dist, &e);
+        return refused ? 2 : fail; /* refused before training: as a usage error */
+    }
     slm_dist_finalize(&dist);
     return signalled ? 130 : 0;
 }

@@ -55,7 +55,8 @@ static const Param vocab_params[] = {
      .type = PARAM_STRING,
      .offset = offsetof(VocabArgs, output),
      .meta = "FILE",
-     .help = "where to write the vocabulary; a model, stories or other file already there is kept",
+     .help = "where to write the vocabulary; a model, stories or other file already there is kept, and a vocabulary "
+             "that a model in its folder was trained with even with --force",
      .def_string = "vocab.txt"},
     {.name = "force", .type = PARAM_BOOL, .offset = offsetof(VocabArgs, force), .help = OUTPUTS_FORCE_HELP},
     {.name = "size",

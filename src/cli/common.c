@@ -40,6 +40,15 @@ const char *cli_model_path(const char *given, bool quiet) {
     return path;
 }
 
+const char *cli_vocab_path(const char *given, Error *e) {
+    static char shipped[PATH_MAX]; /* as cli_model_path's: one vocabulary a process */
+    const char *path;
+    bool found;
+    if (!given || slm_data_vocab_path(given, shipped, sizeof shipped, &path, &found, e)) return NULL;
+    if (found) fprintf(stderr, "storylm: --vocab %s: the shipped vocabulary %s\n", given, path);
+    return path;
+}
+
 int cli_fail(const Error *e) {
     slm_error_print(e, "storylm");
     return 1;

@@ -25,6 +25,10 @@ int cli_default_threads(void);
  * else the shipped model (../models/ or models/ beside the executable).
  * Says which on stderr when it was not given (the shipped one even when quiet). */
 const char *cli_model_path(const char *given, bool quiet);
+/* The vocabulary file --vocab names (slm_data_vocab_path: "shipped", or the
+ * guide's models/vocab.txt from any folder, is the shipped one, said on
+ * stderr); given itself otherwise, NULL (e set) when "shipped" is not found. */
+const char *cli_vocab_path(const char *given, Error *e);
 
 /* Prints e and returns the exit code for a failure (1). */
 int cli_fail(const Error *e);

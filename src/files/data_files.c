@@ -92,3 +92,31 @@ void slm_data_file_places(const char *rel, char *buf, size_t size) {
 }
 
 bool slm_data_file_shipped_model(char *buf, size_t size) { return slm_data_file_find(SHIPPED_MODEL_REL, buf, size); }
+
+/* A relative path that is not there, in a folder that is not there either: a
+ * file that cannot be read nor written here, so one of the source tree's. */
+static bool nowhere_here(const char *path) {
+    const char *slash = strrchr(path, '/');
+    if (path[0] == '/' || !slash || slm_data_file_exists(path)) return false;
+    char dir[4096];
+    struct stat st;
+    snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    return stat(dir, &st) != 0;
+}
+
+int slm_data_vocab_path(const char *given, char *buf, size_t size, const char **path, bool *found, Error *e) {
+    *path = given;
+    *found = false;
+    bool shipped = strcmp(given, SHIPPED_VOCAB_NAME) == 0;
+    if (!shipped && !nowhere_here(given)) return 0;
+    if (slm_data_file_find(shipped ? SHIPPED_VOCAB_REL : given, buf, size)) {
+        *path = buf;
+        *found = true;
+        return 0;
+    }
+    if (!shipped) return 0; /* said by whoever opens it */
+    char places[2048];
+    slm_data_file_places(SHIPPED_VOCAB_REL, places, sizeof places);
+    return FAIL(e, "give the path of a vocab.txt, or reinstall storylm",
+                "--vocab shipped: no shipped vocabulary found (looked in %s)", places);
+}

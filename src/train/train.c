@@ -445,6 +445,7 @@ static void report(Trainer *t, TrainProgressFn fn, void *ctx, double start, int 
     if (!fn) return;
     TrainProgress p = {.step = t->step,
                        .steps = t->o.steps,
+                       .start_step = start_step,
                        .train_loss = t->r->train_loss,
                        .test_loss = evaluated ? t->r->test_loss : NAN,
                        .test_accuracy = t->r->test_accuracy,

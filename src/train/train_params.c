@@ -108,8 +108,19 @@ static const Param train_params[] = {
      .type = PARAM_STRING,
      .offset = offsetof(TrainParams, vocab),
      .meta = "FILE",
-     .help = "vocabulary to use, or to learn and write if missing",
+     .help = "vocabulary to use, or to learn and write if missing; shipped: the shipped model's (models/vocab.txt, "
+             "found from any folder as the shipped model is)",
      .def_string = "vocab.txt"},
+    {.name = "allow-unknown",
+     .type = PARAM_BOOL,
+     .offset = offsetof(TrainParams, allow_unknown),
+     .help = "train even when more than 1% of the stories' tokens are [UNK] under the --vocab file (refused without "
+             "it: a vocabulary of another corpus)"},
+    {.name = "allow-skipped",
+     .type = PARAM_BOOL,
+     .offset = offsetof(TrainParams, allow_skipped),
+     .help = "train even when 5% or more of the stories are skipped as not UTF-8 (refused without it, with the iconv "
+             "command that converts the file)"},
     {.name = "vocab-size",
      .type = PARAM_INT,
      .offset = offsetof(TrainParams, vocab_size),

@@ -11,6 +11,7 @@
 
 #include "storylm/checkpoint.h"
 #include "storylm/fileio.h"
+#include "storylm/stories_fit.h"
 #include "storylm/outputs.h"
 #include "storylm/parse.h"
 #include "storylm/probe_views.h"
@@ -252,7 +253,8 @@ int slm_train_check_arch(const TrainOptions *o, int layers, bool resume, Error *
     return 0;
 }
 
-int slm_train_learn_vocab(const char *vocab_path, const char *stories_path, int size, char **text, int *got, Error *e) {
+int slm_train_learn_vocab(const char *vocab_path, const char *stories_path, int size, bool allow_skipped, char **text,
+                          int *got, bool *refused, Error *e) {
     char *data;
     size_t len;
     Vocab v = {0};
@@ -266,6 +268,10 @@ int slm_train_learn_vocab(const char *vocab_path, const char *stories_path, int 
                  "give --vocab-size of at most the pieces above, leave it out to take as "
                  "many as the words give, or give more stories");
     if (!rc) rc = slm_train_check_story_count(vs.n_stories, &vs.skips, stories_path, e);
+    if (!rc && !allow_skipped) {
+        rc = slm_stories_check_skips(&vs.skips, vs.n_stories, stories_path, "--allow-skipped", e);
+        *refused = rc != 0;
+    }
     if (!rc) *text = slm_vocab_to_text(&v, &len, e);
     if (!rc && !*text) rc = -1;
     /* never over a file: one that appeared meanwhile is another writer's */

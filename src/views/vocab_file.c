@@ -2,10 +2,13 @@
  * what storylm vocab says about it: see include/storylm/vocab_file.h. */
 #include "storylm/vocab_file.h"
 
+#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "storylm/data_files.h"
 #include "storylm/fileio.h"
+#include "storylm/safetensors.h"
 #include "storylm/outputs.h"
 #include "storylm/probe_views.h"
 #include "storylm/stories.h"
@@ -86,11 +89,56 @@ static int check_output(const char *output, const char *input, bool force, Error
     return slm_outputs_check(&p, e);
 }
 
+/* text without the line breaks that end it: a model stores its vocab.txt as read */
+static size_t trimmed_len(const char *text) {
+    size_t n = strlen(text);
+    while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == '\r')) n--;
+    return n;
+}
+
+/* Whether the model file path stores the vocabulary text (len bytes). */
+static bool model_holds_vocab(const char *path, const char *text, size_t len) {
+    SafeTensorsFile st = {0};
+    if (slm_safetensors_open(&st, path, NULL)) return false;
+    const char *v = slm_metadata_get(&st.metadata, "vocab");
+    bool same = v && trimmed_len(v) == len && memcmp(v, text, len) == 0;
+    slm_safetensors_close(&st);
+    return same;
+}
+
+/* -1 when the vocabulary file output (if there) is the one a model in its
+ * folder (*.safetensors) was trained with, and replacing it (by new_text,
+ * NULL: not known yet) would leave the model's run without it; even --force
+ * does not replace it, since a resume reads it. */
+static int check_trained_with(const char *output, const char *new_text, Error *e) {
+    char *text = NULL, dir[4096], model[4600] = "";
+    size_t len;
+    if (!slm_data_file_exists(output) || slm_file_read_all(output, 64u << 20, &text, &len, NULL)) return 0;
+    const char *slash = strrchr(output, '/');
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - output) + (slash == output) : 1, slash ? output : ".");
+    len = trimmed_len(text);
+    DIR *d = new_text && trimmed_len(new_text) == len && !memcmp(new_text, text, len) ? NULL : opendir(dir);
+    for (struct dirent *de; d && !model[0] && (de = readdir(d));) {
+        size_t n = strlen(de->d_name);
+        if (n < 12 || strcmp(de->d_name + n - 12, ".safetensors")) continue;
+        snprintf(model, sizeof model, "%s%s%s", slash ? dir : "", slash ? "/" : "", de->d_name);
+        if (!model_holds_vocab(model, text, len)) model[0] = '\0';
+    }
+    if (d) closedir(d);
+    free(text);
+    if (!model[0]) return 0;
+    return FAIL(e, "write the new one to another file (-o NEW.txt) and train with --vocab NEW.txt",
+                "'%s' is the vocabulary the model '%s' was trained with: it is not replaced (not even with --force), "
+                "so that the model's run can go on with it",
+                output, model);
+}
+
 int slm_vocab_learn_file(const char *stories, const char *output, int size, bool force, Vocab *v, VocabStats *st,
                          Error *e) {
     char *text = NULL;
     size_t len = 0;
-    int rc = check_output(output, stories, force, e) || slm_file_read_all(stories, 0, &text, &len, e) ||
+    int rc = check_output(output, stories, force, e) || check_trained_with(output, NULL, e) ||
+             slm_file_read_all(stories, 0, &text, &len, e) ||
              slm_vocab_train_text(text, len, stories, size, v, st, e) || slm_vocab_save(v, output, e);
     free(text);
     return rc ? -1 : 0;
@@ -98,7 +146,7 @@ int slm_vocab_learn_file(const char *stories, const char *output, int size, bool
 
 int slm_vocab_export(const char *model_path, const char *output, bool force, LoadedModel *lm, Error *e) {
     int rc = check_output(output, model_path, force, e) || slm_loaded_model_load(lm, model_path, e) ||
-             slm_file_write_atomic(output, lm->vocab, strlen(lm->vocab), e);
+             check_trained_with(output, lm->vocab, e) || slm_file_write_atomic(output, lm->vocab, strlen(lm->vocab), e);
     return rc ? -1 : 0;
 }
 
