@@ -13,6 +13,7 @@
 
 #include "storylm/checkpoint.h"
 #include "storylm/generate.h"
+#include "storylm/head_set.h"
 #include "storylm/model.h"
 #include "storylm/safetensors.h"
 #include "storylm/sample.h"
@@ -42,7 +43,8 @@ static void generate_some(const Model *m, int eos_id) {
     Generator g;
     Sampler s;
     Error e = {0};
-    Ablation ab = {.heads = m->cfg.arch == ARCH_ATTENTION ? 1u : 0u};
+    Ablation ab = {0};
+    if (m->cfg.arch->heads_per_layer(&m->cfg) > 0) slm_head_set_add(&ab.heads, 0); /* the ablated path too */
     FUZZ_ASSERT(slm_generator_init(&g, m, &ab, &e) == 0);
     FUZZ_ASSERT(slm_sampler_init(&s, m->cfg.vocab_size, 0.8f, 0, 0.9f, 1, &e) == 0);
     const float *logits = slm_generator_feed(&g, eos_id);
@@ -106,7 +108,7 @@ static void load_as_adam(const char *path) {
     static Model tiny;
     static int made;
     if (!made) {
-        ModelConfig c = {.arch = ARCH_ATTENTION,
+        ModelConfig c = {.arch = slm_arch_default(),
                          .vocab_size = 2,
                          .row_dim = 2,
                          .n_heads = 2,
