@@ -240,6 +240,11 @@ static void config_keys_round_trip(const Architecture *a) {
     Keys k = {0};
     Error e = {0};
     CHECK(a->config_write(&c, put, &k, &e) == 0);
+    for (int i = 0; i < k.n; i++) { /* each key it writes is one the file format reserves */
+        int listed = 0;
+        for (const char *const *key = a->config_keys; key && *key; key++) listed |= strcmp(*key, k.key[i]) == 0;
+        CHECK(listed);
+    }
     back.row_dim = c.row_dim, back.n_heads = c.n_heads, back.key_dim = c.key_dim, back.value_dim = c.value_dim;
     back.window = c.window, back.hidden_dim = c.hidden_dim, back.context = c.context; /* the sizes: the file's own */
     CHECK(a->config_read(&back, get, &k, &e) == 0);

@@ -75,6 +75,9 @@ typedef struct Architecture {
     /* Reads them back into c (its sizes read already), validated; the message
      * says what is wrong, the caller names the file. */
     int (*config_read)(ModelConfig *c, ConfigGet get, void *ctx, Error *e);
+    /* Every key config_write may put (NULL-ended): the file format reserves
+     * them, so a caller's own metadata can never shadow one. */
+    const char *const *config_keys;
 
     unsigned takes; /* TAKES_*: the training flags it reads */
     int max_layers; /* --layers up to this */

@@ -42,20 +42,19 @@ static const struct {
 static int *size_field(ModelConfig *c, int i) { return (int *)((char *)c + config_sizes[i].offset); }
 static int size_value(const ModelConfig *c, int i) { return *(const int *)((const char *)c + config_sizes[i].offset); }
 
-/* The keys the architectures write of their own (arch.h's config_write):
- * the variant, the layers, and the transformer's config as TransformerLens's
- * HookedTransformerConfig names it (docs/transformer.md). */
-static const char *const tl_keys[] = {
-    "act_fn", "d_model", "n_heads", "d_head", "d_mlp", "n_layers", "n_ctx", "d_vocab", "positional_embedding_type"};
-#define N_TL_KEYS ((int)(sizeof tl_keys / sizeof tl_keys[0]))
+/* A key some architecture writes of its own (arch.h's config_keys). */
+static int is_arch_key(const char *key) {
+    for (int i = 0; i < slm_arch_count(); i++)
+        for (const char *const *k = slm_arch_at(i)->config_keys; k && *k; k++)
+            if (strcmp(key, *k) == 0) return 1;
+    return 0;
+}
 
 /* ---- which metadata keys the format writes itself ---------------------- */
 
 static int is_config_key(const char *key) {
     if (!strcmp(key, "format") || !strcmp(key, "format_version") || !strcmp(key, "arch")) return 1;
-    if (!strcmp(key, "pos") || !strcmp(key, "score") || !strcmp(key, "layers")) return 1;
-    for (int i = 0; i < N_TL_KEYS; i++)
-        if (strcmp(key, tl_keys[i]) == 0) return 1;
+    if (is_arch_key(key)) return 1;
     for (int i = 0; i < N_SIZES; i++)
         if (strcmp(key, config_sizes[i].key) == 0) return 1;
     return 0;

@@ -60,6 +60,8 @@ static int config_check(const ModelConfig *cfg, Error *e) {
     return 0;
 }
 
+static const char *const config_keys[] = {"pos", "score", "layers", NULL};
+
 static int config_write(const ModelConfig *c, ConfigPut put, void *ctx, Error *e) {
     return slm_arch_write_variant(c, put, ctx, e) || slm_arch_write_layers(c, put, ctx, e) ? -1 : 0;
 }
@@ -390,6 +392,7 @@ const Architecture slm_attention_arch = {
     .config_check = config_check,
     .config_write = config_write,
     .config_read = config_read,
+    .config_keys = config_keys,
     .layers = layers,
     .describe = describe,
     .heads_per_layer = heads_per_layer,

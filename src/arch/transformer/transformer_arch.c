@@ -40,8 +40,13 @@ static const char *tl_positional(PosScheme pos) {
                                  : slm_pos_name(pos);
 }
 
+static const char *const config_keys[] = {"pos",     "score",   "layers", "act_fn", "positional_embedding_type",
+                                          "d_model", "n_heads", "d_head", "d_mlp",  "n_layers",
+                                          "n_ctx",   "d_vocab", NULL};
+
 /* pos and score, then the config as TransformerLens's HookedTransformerConfig
  * names it (docs/transformer.md; act_fn is read back), then layers. */
+
 static int config_write(const ModelConfig *c, ConfigPut put, void *ctx, Error *e) {
     static const char *const tl_keys[] = {"d_model", "n_heads", "d_head", "d_mlp", "n_layers", "n_ctx", "d_vocab"};
     int values[] = {c->row_dim, c->n_heads, c->key_dim, c->hidden_dim, c->n_layers, c->window, c->vocab_size};
@@ -174,6 +179,7 @@ const Architecture slm_transformer_arch = {
     .config_check = slm_transformer_check_config,
     .config_write = config_write,
     .config_read = config_read,
+    .config_keys = config_keys,
     .layers = layers,
     .describe = describe,
     .heads_per_layer = heads_per_layer,

@@ -53,6 +53,9 @@ static int config_check(const ModelConfig *cfg, Error *e) {
     return 0;
 }
 
+/* It writes none, but reads these to refuse a file that claims a variant. */
+static const char *const config_keys[] = {"pos", "score", "layers", NULL};
+
 static int config_write(const ModelConfig *c, ConfigPut put, void *ctx, Error *e) {
     (void)c, (void)put, (void)ctx, (void)e;
     return 0; /* its sizes say everything */
@@ -122,6 +125,7 @@ const Architecture slm_window8_arch = {
     .config_check = config_check,
     .config_write = config_write,
     .config_read = config_read,
+    .config_keys = config_keys,
     .layers = layers,
     .describe = describe,
     .heads_per_layer = heads_per_layer,
