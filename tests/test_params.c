@@ -300,7 +300,7 @@ static void table_is_well_formed(const ParamTable *t) {
     char a[64], b[64];
     for (int i = 0; i < l.n; i++) {
         const Param *p = l.at[i].p;
-        CHECK(p->name && (p->help || (p->flags & PARAM_POSITIONAL)));
+        CHECK(p->name && (p->help || p->help_more || (p->flags & PARAM_POSITIONAL)));
         /* 0: the transformer's own sizes (the command line shows them); threads: every core */
         int own = strcmp(p->name, "threads") == 0 || (p->def == 0 && p->help && strstr(p->help, "--arch transformer"));
         if ((p->type == PARAM_INT || p->type == PARAM_DOUBLE) && p->min != p->max && !own)

@@ -141,5 +141,7 @@ const Architecture *slm_arch_at(int i);
 const Architecture *slm_arch_default(void);
 /* "attention, window8 or transformer" into buf: the names for hints and help. */
 void slm_arch_names(char *buf, size_t size);
+/* Each name with its summary, "attention (the chapter's network...), window8 (...) or ...", into buf: --arch's help. */
+void slm_arch_help(char *buf, size_t size);
 
 #endif

@@ -78,6 +78,9 @@ typedef struct Param {
     const char *choices;    /* a string's or choice's values, "zero,mean" (NULL: any string) */
     double served_max;      /* a request's largest value when below max (the server bounds its work; 0: max) */
     const struct ParamTable *group; /* PARAM_GROUP: its table */
+    /* What help goes on to list that is known only at run time (the registry's
+     * architectures), into buf (size); NULL: help says it all. */
+    void (*help_more)(char *buf, size_t size);
 } Param;
 
 typedef struct ParamTable {
@@ -124,6 +127,9 @@ bool slm_params_marked(const ParamsGiven *g, int i);
 bool slm_param_from(const Param *p, ParamFront front);
 /* p's request field and Python keyword: key, else name in lower case with '-' as '_' ("TEXT" is "text"). */
 const char *slm_param_key(const Param *p, char *buf, size_t size);
+
+/* p's help with what help_more adds, into buf (size): what --help, /api/views and docs/cli.md say. */
+const char *slm_param_help(const Param *p, char *buf, size_t size);
 
 /* Fills t's fields of params with their defaults (the rest of params is left as it is). */
 void slm_params_init(const ParamTable *t, void *params);

@@ -20,14 +20,20 @@ const Architecture *slm_arch_at(int i) { return i >= 0 && i < N_ARCHS ? architec
 
 const Architecture *slm_arch_default(void) { return architectures[0]; }
 
+/* What goes before name i of a list: "a, b or c". */
+static const char *separator(int i) { return i == 0 ? "" : i + 1 < N_ARCHS ? ", " : " or "; }
+
 void slm_arch_names(char *buf, size_t size) {
     buf[0] = '\0';
-    for (int i = 0, used = 0; i < N_ARCHS && (size_t)used < size; i++)
-        used += snprintf(buf + used, size - (size_t)used, "%s%s",
-                         i == 0            ? ""
-                         : i + 1 < N_ARCHS ? ", "
-                                           : " or ",
-                         architectures[i]->name);
+    for (int i = 0, used = 0; i < N_ARCHS && used >= 0 && (size_t)used < size; i++)
+        used += snprintf(buf + used, size - (size_t)used, "%s%s", separator(i), architectures[i]->name);
+}
+
+void slm_arch_help(char *buf, size_t size) {
+    buf[0] = '\0';
+    for (int i = 0, used = 0; i < N_ARCHS && used >= 0 && (size_t)used < size; i++)
+        used += snprintf(buf + used, size - (size_t)used, "%s%s (%s)", separator(i), architectures[i]->name,
+                         architectures[i]->summary);
 }
 
 const Architecture *slm_arch_find(const char *name, Error *e) {

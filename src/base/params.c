@@ -494,6 +494,16 @@ static const char *type_name(ParamType t) {
     return names[t];
 }
 
+/* See params.h. */
+const char *slm_param_help(const Param *p, char *buf, size_t size) {
+    int n = snprintf(buf, size, "%s", p->help ? p->help : "");
+    if (p->help_more && n >= 0 && (size_t)n + 1 < size) {
+        if (n > 0) buf[n++] = ' ', buf[n] = '\0';
+        p->help_more(buf + n, size - (size_t)n);
+    }
+    return buf;
+}
+
 static cJSON *describe_param(const ParamRef *r, const void *defaults) {
     const Param *p = r->p;
     const void *t = (const char *)defaults + r->offset;
@@ -505,7 +515,8 @@ static cJSON *describe_param(const ParamRef *r, const void *defaults) {
         cJSON_AddStringToObject(j, "key", slm_param_key(p, key, sizeof key));
     if (p->alias) cJSON_AddStringToObject(j, "alias", p->alias);
     cJSON_AddStringToObject(j, "type", type_name(p->type));
-    cJSON_AddStringToObject(j, "help", p->help ? p->help : "");
+    char help[1024];
+    cJSON_AddStringToObject(j, "help", slm_param_help(p, help, sizeof help));
     switch (p->type) {
         case PARAM_BOOL: cJSON_AddBoolToObject(j, "default", *(const bool *)t); break;
         case PARAM_INT:

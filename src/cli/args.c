@@ -31,13 +31,13 @@ void args_print_help(const Command *cmd, const ParamTable *t, const void *params
     for (int i = 0; i < l.n; i++) {
         const Param *p = l.at[i].p;
         if (!slm_param_from(p, PARAM_FROM_CLI) || (p->flags & PARAM_POSITIONAL)) continue;
-        char left[64], def[160];
+        char left[64], def[160], help[1024];
         int n = p->short_name ? snprintf(left, sizeof left, "-%c, --%s", p->short_name, p->name)
                               : snprintf(left, sizeof left, "    --%s", p->name);
         if (p->type != PARAM_BOOL && n < (int)sizeof left)
             snprintf(left + n, sizeof left - n, " %s", p->meta ? p->meta : "X");
         slm_param_default_text(&l.at[i], params, def, sizeof def);
-        printf("  %-28s %s", left, p->help);
+        printf("  %-28s %s", left, slm_param_help(p, help, sizeof help));
         if (def[0]) printf(" (default: %s)", def);
         printf("\n");
     }

@@ -3,6 +3,7 @@
 
 #include <stddef.h>
 
+#include "storylm/arch.h"
 #include "storylm/checkpoint.h"
 #include "storylm/outputs.h"
 #include "storylm/vocab_train.h"
@@ -165,8 +166,8 @@ static const Param train_params[] = {
      .type = PARAM_STRING,
      .offset = offsetof(TrainParams, arch),
      .meta = "NAME",
-     .help = "attention, window8 (chapter 6's baseline), or transformer (pre-LN blocks in TransformerLens's names, "
-             "docs/transformer.md)",
+     .help = NULL,
+     .help_more = slm_arch_help,
      .def_string = "attention"},
     {.name = "position-scheme",
      .type = PARAM_STRING,

@@ -384,7 +384,7 @@ static void hook_points(const ModelConfig *c, HookPoints *out) {
 
 const Architecture slm_attention_arch = {
     .name = "attention",
-    .summary = "the chapter's network: layers of heads read by one tanh layer (--layers, --position-scheme, --score)",
+    .summary = "the chapter's network: layers of heads read by one tanh layer; --layers, --position-scheme, --score",
     .readout = READOUT_TANH,
     .takes = TAKES_POSITIONS | TAKES_SCORES | TAKES_LAYERS | TAKES_BF16,
     .max_layers = STORYLM_MAX_LAYERS,

@@ -170,7 +170,7 @@ static int forward(const Model *m, Activations *a, const Batch *b, const Ablatio
 
 const Architecture slm_transformer_arch = {
     .name = "transformer",
-    .summary = "pre-LN blocks of attention and an MLP in TransformerLens's names (docs/transformer.md)",
+    .summary = "pre-LN blocks of attention and an MLP in TransformerLens's names, docs/transformer.md",
     .readout = READOUT_RESIDUAL,
     .takes = TAKES_POSITIONS | TAKES_LAYERS | TAKES_BF16,
     .max_layers = STORYLM_MAX_TF_LAYERS,
