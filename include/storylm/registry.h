@@ -23,7 +23,10 @@
 #include "storylm/report.h"
 #include "storylm/loaded_model.h"
 #include "storylm/probe_session.h"
-#include "storylm/views.h"
+
+/* A text run through the network (views.h, the views' shared helpers, which
+ * an entry includes when it uses them). */
+typedef struct ViewText ViewText;
 
 /* View.session: what the front end opens before build. */
 enum {

@@ -1,5 +1,6 @@
 /* The view registry: see registry.h. */
 #include "storylm/registry.h"
+#include "storylm/views.h"
 
 #include "storylm/outputs.h"
 

@@ -6,6 +6,7 @@
 
 #include "storylm/evaluate.h"
 #include "storylm/registry.h"
+#include "storylm/views.h"
 #include "storylm/report_header.h"
 
 typedef struct EvalParams {

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "storylm/registry.h"
+#include "storylm/views.h"
 #include "storylm/report_header.h"
 
 typedef struct GuessParams {

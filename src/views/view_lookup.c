@@ -9,6 +9,7 @@
 #include "storylm/activations.h"
 #include "storylm/position.h"
 #include "storylm/registry.h"
+#include "storylm/views.h"
 #include "storylm/report_header.h"
 #include "storylm/score.h"
 
