@@ -20,8 +20,6 @@
 
 /* The key of the story in slot `slot` of training step `step` of a run seeded `seed`. */
 uint64_t slm_dropout_story_key(uint64_t seed, int64_t step, int slot);
-/* keys (n): positions first .. first+n-1 of the story keyed story_key. */
-void slm_dropout_story_position_keys(uint64_t story_key, int first, int n, uint64_t *keys);
 /* keys (N): position t of story i (starts (n_stories+1), packed) gets a key from story_keys[i] and t. */
 void slm_dropout_position_keys(const uint64_t *story_keys, const int *starts, int n_stories, uint64_t *keys);
 DropoutMask slm_dropout_mask(float p, uint64_t salt, const uint64_t *keys, const uint8_t *fixed);

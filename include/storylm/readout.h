@@ -38,8 +38,6 @@ void slm_readout_backward(const ReadoutInput *in, const Model *m, Activations *a
  * the same stream (NULL: none), then the hidden and output layers
  * U(-1/sqrt(fan_in), 1/sqrt(fan_in)). */
 void slm_readout_randomize(Model *m, uint64_t seed, void (*heads)(Model *m, Rng *r));
-/* Helpers of the initial values: x (n) drawn N(0, std) or U(-bound, bound). */
-void slm_fill_normal(Rng *r, float *x, size_t n, double std);
 void slm_fill_uniform(Rng *r, float *x, size_t n, double bound);
 
 /* The readout's activations for up to max_positions positions (z, hidden,

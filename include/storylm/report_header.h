@@ -13,8 +13,5 @@ void slm_report_header_session(Report *r, const ProbeSession *ps);
 /* Its parts, for verbs without a session (eval). */
 void slm_report_header_model(Report *r, const Model *m, const char *path);
 void slm_report_header_stories(Report *r, const char *path, int n_stories, int n_test);
-/* ablation.heads: the heads switched off, numbered over all layers; on a
- * model of several layers also ablation.names, "1:3,2:5". */
-void slm_report_header_ablation(Report *r, const Ablation *ab, const ModelConfig *c, const char *desc);
 
 #endif

@@ -50,8 +50,6 @@ void slm_svg_group_end(Svg *s);
 
 /* The i-th colour of a palette of 8 distinct colours (one per head), cycling. */
 const char *slm_svg_palette(int i);
-/* A colour for t in [0, 1] from white to dark blue, as "#rrggbb" into buf (8). */
-void slm_svg_heat(double t, char *buf);
 
 /* A plotting area at (x, y), w x h pixels, showing x0..x1 by y0..y1. */
 typedef struct SvgPanel {

@@ -87,13 +87,6 @@ int slm_view_heads_add(ViewHeads *vh, const ProbeSession *ps, int k, int top, He
 /* "step 1200 (path)" from a snapshot's name or the model's metadata. */
 void slm_view_model_label(const ProbeSession *ps, char *buf, size_t size);
 
-/* Secret 2 on one typed story (swap --text): its hero (found with ps's
- * names) renamed to name everywhere; at every later mention, the probability
- * and rank the model (and baseline, may be NULL) give the new name's first
- * piece. */
-int slm_view_swap_text(Report *r, const ProbeSession *ps, const LoadedModel *baseline, const char *baseline_path,
-                       const char *text, const char *name, Error *e);
-
 /* left_out (V) for far repeats (stats, repeats): the top most common tokens of
  * ps's training stories, or of its test stories when it has none (a file of
  * held-out stories only), names kept (slm_common_tokens). */

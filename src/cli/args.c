@@ -23,7 +23,8 @@ int args_param_error(const Command *cmd, const Error *e) {
     return args_usage_error(cmd, "%s", slm_error_text(e, ERROR_STYLE_CLI, text, sizeof text));
 }
 
-void args_print_help(const Command *cmd, const ParamTable *t, const void *params) {
+/* --help: usage, description, and each option of t with its default as params holds it. */
+static void args_print_help(const Command *cmd, const ParamTable *t, const void *params) {
     ParamList l;
     slm_params_list(t, &l);
     printf("usage: %s\n\n%s\n", cmd->usage, cmd->description);

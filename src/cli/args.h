@@ -26,9 +26,6 @@ typedef struct Command {
  * --help was printed (the caller exits 0), -1 after printing a usage error. */
 int args_parse(const Command *cmd, int argc, char **argv, const ParamTable *t, void *params, ParamsGiven *given);
 
-/* --help: usage, description, and each option of t with its default as params holds it. */
-void args_print_help(const Command *cmd, const ParamTable *t, const void *params);
-
 /* Prints "storylm VERB: error: ..." and a pointer to --help; returns 2. */
 int args_usage_error(const Command *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -16,7 +16,8 @@ uint64_t slm_dropout_story_key(uint64_t seed, int64_t step, int slot) {
     return slm_splitmix64(&x);
 }
 
-void slm_dropout_story_position_keys(uint64_t story_key, int first, int n, uint64_t *keys) {
+/* keys (n): positions first .. first+n-1 of the story keyed story_key. */
+static void slm_dropout_story_position_keys(uint64_t story_key, int first, int n, uint64_t *keys) {
     for (int t = 0; t < n; t++) {
         uint64_t x = story_key + (uint64_t)(first + t) * 0xA24BAED4963EE407ULL;
         keys[t] = slm_splitmix64(&x);

@@ -20,7 +20,8 @@
 
 /* ---- init ---------------------------------------------------------------- */
 
-void slm_fill_normal(Rng *r, float *x, size_t n, double std) {
+/* Helpers of the initial values: x (n) drawn N(0, std) or U(-bound, bound). */
+static void slm_fill_normal(Rng *r, float *x, size_t n, double std) {
     for (size_t i = 0; i < n; i++) x[i] = (float)(slm_rng_normal(r) * std);
 }
 

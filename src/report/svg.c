@@ -118,7 +118,8 @@ const char *slm_svg_palette(int i) {
     return colors[((i % 8) + 8) % 8];
 }
 
-void slm_svg_heat(double t, char *buf) {
+/* A colour for t in [0, 1] from white to dark blue, as "#rrggbb" into buf (8). */
+static void slm_svg_heat(double t, char *buf) {
     if (!(t > 0)) t = 0;
     if (t > 1) t = 1;
     /* white (255, 255, 255) to dark blue (8, 48, 107) */

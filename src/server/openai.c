@@ -37,7 +37,8 @@ int openai_error(Reply *r, int status, const char *message, const char *param, c
     return reply_json(r, status, error_object(status, message, NULL, param, code));
 }
 
-int openai_param_error(Reply *r, const Error *e) {
+/* e (a field's, naming it or not) as 400 (413 for a text too long). */
+static int openai_param_error(Reply *r, const Error *e) {
     char text[sizeof e->message + 300];
     slm_error_text(e, ERROR_STYLE_JSON, text, sizeof text);
     int status = e->param.kind == ERROR_PARAM_TOO_LONG ? 413 : 400;
@@ -320,7 +321,8 @@ void completion_close(Completion *c) {
     *c = (Completion){0};
 }
 
-int completion_open(Server *s, const cJSON *given_body, Completion *c, bool *stream, Reply *r) {
+/* The request read into c (4xx in OpenAI's shape on r, -1). */
+static int completion_open(Server *s, const cJSON *given_body, Completion *c, bool *stream, Reply *r) {
     *c = (Completion){.s = s};
     CompletionFields f;
     cJSON *body = without_nulls(given_body);

@@ -53,8 +53,6 @@ typedef struct Completion {
     long long created;
 } Completion;
 
-/* The request read into c (4xx in OpenAI's shape on r, -1). */
-int completion_open(Server *s, const cJSON *body, Completion *c, bool *stream, Reply *r);
 void completion_close(Completion *c);
 /* Choice k's generator (prompt k / n, seed + k % n), initialised. */
 int completion_generator(const Completion *c, int k, ViewGenerator *vg, Error *e);
@@ -81,8 +79,6 @@ int openai_stream(Completion *c, Reply *r);
 
 /* {"error": {"message", "type", "param", "code"}} with status. */
 int openai_error(Reply *r, int status, const char *message, const char *param, const char *code);
-/* e (a field's, naming it or not) as 400 (413 for a text too long). */
-int openai_param_error(Reply *r, const Error *e);
 
 /* ---- metrics (metrics.c) ---- */
 

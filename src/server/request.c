@@ -150,7 +150,8 @@ static void fields_hint(const ParamTable *t, char *buf, size_t size) {
     if (!n) snprintf(buf, size, "%s", "this request takes no fields");
 }
 
-int reply_param_error(Reply *r, const Error *e, const ParamTable *t) {
+/* e (naming a parameter of t, or not) as a 400 (413 for a text too long). */
+static int reply_param_error(Reply *r, const Error *e, const ParamTable *t) {
     char text[sizeof e->message + 300], hint[1024];
     slm_error_text(e, ERROR_STYLE_JSON, text, sizeof text);
     if (e->param.kind == ERROR_PARAM_UNKNOWN && t)

@@ -108,9 +108,6 @@ void cache_release(ModelCache *c, ModelEntry *m);
 int cache_read_stories(ModelCache *c, ProbeSession *ps, int flags, Error *e);
 /* teach.c: loads m's teaching stories (teach_load; stories_path when it has none) and names once. */
 int entry_stories(ModelCache *c, ModelEntry *m, const char *stories_path, Error *e);
-/* teach.c: finds m's teaching stories (its training file, else the held-out
- * stories shipped beside it, else fallback) and loads them into m->ps. */
-int teach_load(ModelCache *c, ModelEntry *m, const char *fallback, Error *e);
 /* Each head's mean output over m's test stories, once (after entry_stories). */
 int entry_mean(ModelEntry *m, const char *stories_path, Error *e);
 
@@ -193,8 +190,6 @@ int request_read(const ParamTable *t, const cJSON *body, void *params, ParamsGiv
 /* The same for the few fields of t a reader of its own takes (the
  * session's model and ablation), other fields passed over. */
 int request_read_some(const ParamTable *t, const cJSON *body, void *params, char *scratch, size_t size, Reply *r);
-/* e (naming a parameter of t, or not) as a 400 (413 for a text too long). */
-int reply_param_error(Reply *r, const Error *e, const ParamTable *t);
 /* A body's strings hold no NUL (escaped as \u0000, which cJSON would cut
  * the string at, or raw) and are UTF-8, and so is the whole body (its
  * fields' names): else 400 with the message slm_utf8_validate gives (that of

@@ -101,7 +101,9 @@ static int names_of_all(ProbeSession *ps, Error *e) {
     return rc;
 }
 
-int teach_load(ModelCache *c, ModelEntry *m, const char *fallback, Error *e) {
+/* Finds m's teaching stories (its training file, else the held-out
+ * stories shipped beside it, else fallback) and loads them into m->ps. */
+static int teach_load(ModelCache *c, ModelEntry *m, const char *fallback, Error *e) {
     teach_find(m, fallback);
     m->ps.stories_path = m->teach;
     if (!m->teach_all_test) return cache_read_stories(c, &m->ps, PROBE_NAMES, e);

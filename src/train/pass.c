@@ -37,7 +37,8 @@ int slm_pass_refs(Pass *p, const Stories *s, const int *idx, int n, Error *e) {
     return 0;
 }
 
-long long slm_pass_refs_positions(const Pass *p, int n) {
+/* Predicted positions of p->refs[0..n) (a rewritten story may have changed length). */
+static long long slm_pass_refs_positions(const Pass *p, int n) {
     long long total = 0;
     for (int i = 0; i < n; i++) total += p->refs[i].len - 1;
     return total;

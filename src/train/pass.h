@@ -25,8 +25,6 @@ int slm_pass_init(Pass *p, const Model *m, Dist *dist, int max_positions, int lo
 void slm_pass_free(Pass *p);
 /* p->refs[0..n): idx's stories, their ids copied out of s into p->ids. */
 int slm_pass_refs(Pass *p, const Stories *s, const int *idx, int n, Error *e);
-/* Predicted positions of p->refs[0..n) (a rewritten story may have changed length). */
-long long slm_pass_refs_positions(const Pass *p, int n);
 /* Runs p->refs[0..n) through the model. grads == NULL: forward only. Sums loss
  * and correct predictions over predicted positions into *loss_sum, *correct. */
 int slm_pass_go(Pass *p, int n, const Ablation *ab, float *grads, double *loss_sum, long long *correct, Error *e);

@@ -5,6 +5,8 @@
 
 #include "storylm/head_list.h"
 
+static void slm_report_header_ablation(Report *r, const Ablation *ab, const ModelConfig *c, const char *desc);
+
 void slm_report_header_session(Report *r, const ProbeSession *ps) {
     slm_report_header_model(r, &ps->lm.model, ps->model_path);
     if (ps->stories_path) slm_report_header_stories(r, ps->stories_path, ps->stories.n_stories, ps->stories.n_test);
@@ -29,7 +31,9 @@ void slm_report_header_stories(Report *r, const char *path, int n_stories, int n
     slm_report_int(r, "stories.test_stories", "test stories", n_test);
 }
 
-void slm_report_header_ablation(Report *r, const Ablation *ab, const ModelConfig *c, const char *desc) {
+/* ablation.heads: the heads switched off, numbered over all layers; on a
+ * model of several layers also ablation.names, "1:3,2:5". */
+static void slm_report_header_ablation(Report *r, const Ablation *ab, const ModelConfig *c, const char *desc) {
     int heads[STORYLM_MAX_ALL_HEADS], n = 0;
     char names[STORYLM_MAX_ALL_HEADS * 6] = ""; /* "8:31," each */
     for (int h = 0; h < slm_model_heads(c) && h < STORYLM_MAX_ALL_HEADS; h++)

@@ -9,6 +9,7 @@
 #include "storylm/ablation.h"
 #include "storylm/probe_views.h"
 #include "storylm/registry.h"
+#include "storylm/views.h"
 #include "storylm/report_header.h"
 #include "storylm/svg.h"
 

@@ -6,6 +6,7 @@
 
 #include "storylm/position.h"
 #include "storylm/registry.h"
+#include "storylm/views.h"
 #include "storylm/svg.h"
 #include "storylm/transformer.h"
 

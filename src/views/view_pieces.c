@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "storylm/registry.h"
+#include "storylm/views.h"
 #include "storylm/svg.h"
 
 typedef struct PiecesParams {

@@ -86,8 +86,12 @@ static void mention_rows(Report *r, const SwapText *w, int baseline) {
     }
 }
 
-int slm_view_swap_text(Report *r, const ProbeSession *ps, const LoadedModel *baseline, const char *baseline_path,
-                       const char *text, const char *name, Error *e) {
+/* Secret 2 on one typed story (swap --text): its hero (found with ps's
+ * names) renamed to name everywhere; at every later mention, the probability
+ * and rank the model (and baseline, may be NULL) give the new name's first
+ * piece. */
+static int slm_view_swap_text(Report *r, const ProbeSession *ps, const LoadedModel *baseline, const char *baseline_path,
+                              const char *text, const char *name, Error *e) {
     SwapText w = {0};
     int rc = swap_text_run(&w, ps, baseline, text, name, e);
     char *swapped = rc ? NULL : slm_tokenizer_decode(&ps->lm.tokenizer, w.swapped.data + 1, w.swapped.len - 1, 1, e);
