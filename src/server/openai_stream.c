@@ -1,16 +1,17 @@
 /* POST /v1/completions with "stream": true: server-sent events in OpenAI's
  * shape, "data: {chunk}" a token (its text as far as it is settled, so the
  * chunks add up to the text the answer without stream gives, byte for
- * byte), the choices one after another, then "data: [DONE]". As stream.c,
- * a token is made per call of libmicrohttpd's reader: a slow client slows
- * the generation, one that goes away ends it. */
+ * byte), the choices one after another, then "data: [DONE]". A token is
+ * made when the client can take it (sse.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "openai.h"
+#include "sse.h"
 
 typedef struct OpenAIStream {
+    Sse sse; /* first: the writer's callbacks get the stream */
     Completion c;
     int k;       /* the choice being written */
     int started; /* its generator made (and the prompt echoed) */
@@ -19,29 +20,7 @@ typedef struct OpenAIStream {
     int tokens_sent;
     long long fed, tokens; /* prompt tokens run, new tokens: for the metrics */
     cJSON *echo_lp;        /* the prompt's logprobs (echo), made once a prompt for its n choices */
-    char *event;           /* the event being sent */
-    size_t len, sent;
-    int ended; /* [DONE] made */
 } OpenAIStream;
-
-static void set_event(OpenAIStream *st, char *text) { /* takes text */
-    free(st->event);
-    st->event = text;
-    st->len = text ? strlen(text) : 0;
-    st->sent = 0;
-}
-
-/* "data: JSON\n\n" (takes j). */
-static char *data_event(cJSON *j) {
-    char *data = j ? cJSON_PrintUnformatted(j) : NULL;
-    cJSON_Delete(j);
-    if (!data) return NULL;
-    size_t n = strlen(data) + 16;
-    char *out = malloc(n);
-    if (out) snprintf(out, n, "data: %s\n\n", data);
-    free(data);
-    return out;
-}
 
 /* A chunk of choice k: text, logprobs (taken; NULL: null), finish (NULL: null). */
 static char *chunk(const OpenAIStream *st, const char *text, cJSON *lp, const char *finish) {
@@ -51,7 +30,7 @@ static char *chunk(const OpenAIStream *st, const char *text, cJSON *lp, const ch
     cJSON_AddItemToObject(o, "logprobs", lp ? lp : cJSON_CreateNull());
     cJSON_AddItemToObject(o, "finish_reason", finish ? cJSON_CreateString(finish) : cJSON_CreateNull());
     cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(j, "choices"), o);
-    return data_event(j);
+    return sse_event(NULL, j);
 }
 
 /* The choice's generator made; with echo, its prompt (and the prompt's logprobs) as the first chunk. */
@@ -105,52 +84,38 @@ static char *next_chunk(OpenAIStream *st, Error *e) {
 }
 
 /* The next event: a chunk, an error, or [DONE]. */
-static void next_event(OpenAIStream *st) {
+static void next_event(Sse *sse) {
+    OpenAIStream *st = (OpenAIStream *)sse;
     Error e = {0};
     char *out = NULL;
     if (st->k == st->c.n_prompts * st->c.n) {
         out = strdup("data: [DONE]\n\n");
-        st->ended = 1;
+        sse->ended = 1;
     } else if (!st->started) {
         out = start_choice(st, &e);
         if (!out && st->started && !e.message[0]) out = next_chunk(st, &e); /* no echo: its first token */
     } else {
         out = next_chunk(st, &e);
     }
-    if (!out && !st->ended) { /* an error ends the stream: its event, then nothing */
+    if (!out && !sse->ended) { /* an error ends the stream: its event, then nothing */
         cJSON *j = cJSON_CreateObject(), *o = cJSON_AddObjectToObject(j, "error");
         cJSON_AddStringToObject(o, "message", e.message[0] ? e.message : "out of memory");
         cJSON_AddStringToObject(o, "type", "server_error");
         cJSON_AddNullToObject(o, "param");
         cJSON_AddNullToObject(o, "code");
-        out = data_event(j);
-        st->ended = 1;
+        out = sse_event(NULL, j);
+        sse->ended = 1;
     }
-    set_event(st, out);
+    sse_set(sse, out);
 }
 
-static ssize_t read_stream(void *cls, uint64_t pos, char *buf, size_t max) {
-    OpenAIStream *st = cls;
-    (void)pos;
-    if (st->sent == st->len) {
-        if (st->ended) return MHD_CONTENT_READER_END_OF_STREAM;
-        next_event(st);
-        if (!st->event) return MHD_CONTENT_READER_END_WITH_ERROR;
-    }
-    size_t n = st->len - st->sent < max ? st->len - st->sent : max;
-    memcpy(buf, st->event + st->sent, n);
-    st->sent += n;
-    return (ssize_t)n;
-}
-
-static void free_stream(void *cls) {
-    OpenAIStream *st = cls;
+static void free_stream(Sse *sse) {
+    OpenAIStream *st = (OpenAIStream *)sse;
     if (st->started) st->tokens += st->vg.tokens;
     if (st->c.s->metrics) metrics_tokens(st->c.s->metrics, st->fed, st->tokens);
     slm_view_generator_free(&st->vg);
     completion_close(&st->c);
     cJSON_Delete(st->echo_lp);
-    free(st->event);
     free(st);
 }
 
@@ -161,13 +126,8 @@ int openai_stream(Completion *c, Reply *r) {
         return openai_error(r, 500, "out of memory", NULL, NULL);
     }
     st->c = *c; /* taken */
-    r->response = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, read_stream, st, free_stream);
-    if (!r->response) {
-        free_stream(st);
-        return openai_error(r, 500, "out of memory", NULL, NULL);
-    }
-    MHD_add_response_header(r->response, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream; charset=utf-8");
-    MHD_add_response_header(r->response, "X-Accel-Buffering", "no");
+    st->sse.next = next_event, st->sse.free = free_stream;
+    if (!(r->response = sse_response(&st->sse))) return openai_error(r, 500, "out of memory", NULL, NULL);
     r->status = 200;
     return 200;
 }

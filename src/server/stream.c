@@ -1,19 +1,19 @@
-/* POST /api/generate: the network writes on, one Server-Sent Event a token.
- * libmicrohttpd asks for more bytes only when the client can take them, so
- * a token is made per call: a slow client slows the generation, and one
- * that goes away ends it (the stream is freed, nothing more is made). */
+/* POST /api/generate: the network writes on, one Server-Sent Event a token
+ * (sse.h: a token is made when the client can take it). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <microhttpd.h>
 
 #include "server_internal.h"
+#include "sse.h"
 #include "storylm/clock.h"
 
 #define STREAM_MAX_STOPS 16
 #define STREAM_MAX_STOP_BYTES 256
 
 typedef struct Stream {
+    Sse sse; /* first: the writer's callbacks get the stream */
     Server *s;
     ModelEntry *entry; /* held while streaming: the generator reads its weights and mean */
     char *prompt;
@@ -22,29 +22,7 @@ typedef struct Stream {
     int tokens_sent; /* token events made */
     ViewGenerator vg;
     uint64_t seed;
-    char *event; /* the event being sent */
-    size_t len, sent;
-    int ended; /* the done (or error) event is made */
 } Stream;
-
-static void set_event(Stream *st, char *text) { /* takes text */
-    free(st->event);
-    st->event = text;
-    st->len = text ? strlen(text) : 0;
-    st->sent = 0;
-}
-
-/* "event: NAME\ndata: JSON\n\n" (no event line for NAME NULL). */
-static char *event_text(const char *name, cJSON *j) {
-    char *data = j ? cJSON_PrintUnformatted(j) : NULL;
-    cJSON_Delete(j);
-    if (!data) return NULL;
-    size_t n = strlen(data) + (name ? strlen(name) : 0) + 32;
-    char *out = malloc(n);
-    if (out) snprintf(out, n, "%s%s%sdata: %s\n\n", name ? "event: " : "", name ? name : "", name ? "\n" : "", data);
-    free(data);
-    return out;
-}
 
 /* Token i's "logprob" and "top_logprobs" (as the CLI's --json) into j. */
 static void add_logprobs(cJSON *j, const ViewGenerator *vg, int i) {
@@ -58,7 +36,8 @@ static void add_logprobs(cJSON *j, const ViewGenerator *vg, int i) {
 }
 
 /* The next event: a token, the end, or an error. */
-static void next_event(Stream *st) {
+static void next_event(Sse *sse) {
+    Stream *st = (Stream *)sse;
     Error e = {0};
     int rc = slm_view_generator_next(&st->vg, &e);
     if (rc == 0 && st->vg.tokens > st->tokens_sent) rc = 1; /* the token that wrote a stop string: its event first */
@@ -72,42 +51,29 @@ static void next_event(Stream *st) {
         cJSON_AddStringToObject(j, "token", st->vg.lm->tokenizer.pieces[id]);
         add_logprobs(j, &st->vg, st->vg.tokens - 1);
         cJSON_AddStringToObject(j, "text", text);
-        set_event(st, event_text(NULL, j));
+        sse_set(sse, sse_event(NULL, j));
     } else if (rc == 0 && text) {
         cJSON_AddStringToObject(j, "text", text);
         cJSON_AddNumberToObject(j, "tokens", st->vg.tokens);
         cJSON_AddNumberToObject(j, "seed", (double)st->seed);
         cJSON_AddStringToObject(j, "stop_reason", st->vg.stop_reason);
         if (st->vg.stop) cJSON_AddStringToObject(j, "stop", st->vg.stop);
-        set_event(st, event_text("done", j));
-        st->ended = 1;
+        sse_set(sse, sse_event("done", j));
+        sse->ended = 1;
     } else {
         cJSON_AddStringToObject(j, "error", e.message[0] ? e.message : "out of memory");
-        set_event(st, event_text("error", j));
-        st->ended = 1;
+        sse_set(sse, sse_event("error", j));
+        sse->ended = 1;
     }
     free(text);
 }
 
-static ssize_t read_stream(void *cls, uint64_t pos, char *buf, size_t max) {
-    Stream *st = cls;
-    if (st->sent == st->len) {
-        if (st->ended) return MHD_CONTENT_READER_END_OF_STREAM;
-        next_event(st);
-        if (!st->event) return MHD_CONTENT_READER_END_WITH_ERROR;
-    }
-    size_t n = st->len - st->sent < max ? st->len - st->sent : max;
-    memcpy(buf, st->event + st->sent, n);
-    st->sent += n;
-    return (ssize_t)n;
-}
-
-static void free_stream(void *cls) {
-    Stream *st = cls;
+static void free_stream(Sse *sse) {
+    Stream *st = (Stream *)sse;
     Server *s = st->s;
     pthread_mutex_lock(&s->lock);
     s->streams--;
-    if (st->ended && st->sent == st->len)
+    if (sse_finished(sse))
         s->streams_done++;
     else
         s->streams_stopped++; /* the client went away first */
@@ -116,7 +82,6 @@ static void free_stream(void *cls) {
     cache_release(&s->cache, st->entry);
     free(st->prompt);
     for (int i = 0; i < st->n_stops; i++) free(st->stops[i]);
-    free(st->event);
     free(st);
 }
 
@@ -191,13 +156,8 @@ int api_generate(Server *s, const cJSON *body, Reply *r) {
     pthread_mutex_lock(&s->lock);
     s->streams++;
     pthread_mutex_unlock(&s->lock);
-    r->response = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, read_stream, st, free_stream);
-    if (!r->response) {
-        free_stream(st);
-        return reply_error(r, 500, "out of memory", NULL);
-    }
-    MHD_add_response_header(r->response, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream; charset=utf-8");
-    MHD_add_response_header(r->response, "X-Accel-Buffering", "no");
+    st->sse.next = next_event, st->sse.free = free_stream;
+    if (!(r->response = sse_response(&st->sse))) return reply_error(r, 500, "out of memory", NULL);
     r->status = 200;
     return 200;
 }
