@@ -19,7 +19,9 @@
 /* The file name an upload is stored under: the given name's last part kept
  * to letters, digits, '-', '_' and '.', ending in .txt. A name with a '/'
  * or "..", or nothing left, is refused (-1): the file lands in the training
- * folder and nowhere else. */
+ * folder and nowhere else. A name ending in .vocab.txt is refused (-2): the
+ * training runs keep the vocabularies they learn under such names there, and
+ * would take the upload for one. */
 static int upload_name(const char *given, char *out, size_t size) {
     if (!given || !given[0] || strchr(given, '/') || strchr(given, '\\') || strstr(given, "..") || given[0] == '.')
         return -1;
@@ -30,23 +32,38 @@ static int upload_name(const char *given, char *out, size_t size) {
     }
     out[n] = '\0';
     if (n < 4 || strcmp(out + n - 4, ".txt") != 0) strcat(out, ".txt");
-    return 0;
+    n = strlen(out);
+    return n >= 10 && strcmp(out + n - 10, ".vocab.txt") == 0 ? -2 : 0;
 }
 
-/* Saves data as train_dir/name, or train_dir/stem-2.txt .. when taken: each
- * name is tried with an exclusive create (slm_atomic_commit_new), so an upload
- * never replaces a file, not even one of an upload of the same name at the
- * same moment. 0 with the name in path; 1 when every name is taken; -1. */
+/* Name k of an upload called name: dir/name, then dir/stem-2.txt, ... */
+static void candidate(const char *dir, const char *name, int k, char *path, size_t size) {
+    if (k == 1)
+        snprintf(path, size, "%s/%s", dir, name);
+    else
+        snprintf(path, size, "%s/%.*s-%d.txt", dir, (int)(strlen(name) - 4), name, k);
+}
+
+static int is_folder(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* Saves data as train_dir/name, or train_dir/stem-2.txt .. when taken (by a
+ * file or a folder): each name is tried with an exclusive create
+ * (slm_atomic_commit_new), so an upload never replaces a file, not even one
+ * of an upload of the same name at the same moment. 0 with the name in path;
+ * 1 when every name is taken; -1. */
 static int save_new(const char *dir, const char *name, const char *data, size_t len, char *path, size_t size,
                     Error *e) {
     AtomicFile a;
-    snprintf(path, size, "%s/%s", dir, name);
+    int k = 1;
+    for (candidate(dir, name, k, path, size); is_folder(path) && k < 1000;) /* the temporary file goes beside a file */
+        candidate(dir, name, ++k, path, size);
     if (slm_atomic_open(&a, path, e)) return -1;
     int rc = slm_atomic_write(&a, data, len, e) ? -1 : 1;
-    for (int k = 2; rc == 1 && k <= 1000; k++) {
-        if ((rc = slm_atomic_commit_new(&a, path, e)) == 1)
-            snprintf(path, size, "%s/%.*s-%d.txt", dir, (int)(strlen(name) - 4), name, k);
-    }
+    while (rc == 1 && k <= 1000)
+        if ((rc = slm_atomic_commit_new(&a, path, e)) == 1) candidate(dir, name, ++k, path, size);
     if (rc && a.temp_path) slm_atomic_abort(&a);
     return rc;
 }
@@ -94,7 +111,11 @@ int api_upload(Server *s, const cJSON *query, const char *data, size_t len, Repl
     FileQuery q = {0};
     if (request_read(&upload_fields, query, &q, NULL, NULL, 0, r)) return r->status;
     const char *given = q.name;
-    if (upload_name(given, name, sizeof name))
+    int named = upload_name(given, name, sizeof name);
+    if (named == -2)
+        return reply_error(r, 400, "a name ending in .vocab.txt is kept for the vocabularies training runs learn",
+                           "give the stories another name, like /api/upload?name=my-stories.txt");
+    if (named)
         return reply_error(r, 400, "give ?name=FILE.txt: a file name without '/' or '..'",
                            "like /api/upload?name=my-stories.txt");
     if (len == 0)

@@ -262,6 +262,14 @@ try:
         for name in ("../x.txt", "a/x.txt", "..", ".hidden.txt", ""):
             refused("an upload named %r" % name, 400, path="/api/upload?name=" + name, raw=text)
         refused("an upload with no name", 400, path="/api/upload", raw=text)
+        refused("an upload named like a learnt vocabulary", 400,
+                path="/api/upload?name=my_stories.0123456789abcdef.vocab.txt", raw=text)
+        os.mkdir("playground-models/folder.txt")  # a name taken by a folder: the next name, not a 500
+        status, beside = srv.post("/api/upload?name=folder.txt", raw=text)
+        ok("an upload whose name is a folder's is stored as the next name: %s" % beside,
+           status == 201 and os.path.basename(beside["stories"]) == "folder-2.txt")
+        os.remove(beside["stories"])
+        os.rmdir("playground-models/folder.txt")
         refused("an empty upload", 400, path="/api/upload?name=e.txt", raw=b"")
         refused("an upload not UTF-8", 400, path="/api/upload?name=b.txt", raw=b"Lily ran.\n\nBad \xff\xfe here.\n")
         refused("an upload of more than 20 MiB", 413, path="/api/upload?name=big.txt", raw=b"a" * (20 * 1024 * 1024 + 1))
