@@ -217,7 +217,8 @@ static enum MHD_Result dispatch(Server *s, struct MHD_Connection *conn, const ch
         if (!body || !cJSON_IsObject(body)) {
             cJSON_Delete(body);
             reply_error(&r, 400, "the request body is not a JSON object",
-                        "send a body like {\"text\": \"Lily found a\"}");
+                        b->openai ? "send a body like {\"model\": \"tinystories\", \"prompt\": \"Lily found a\"}"
+                                  : "send a body like {\"text\": \"Lily found a\"}");
             return send_reply(conn, &r, b);
         }
     }

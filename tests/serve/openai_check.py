@@ -109,6 +109,9 @@ def check_errors(srv):
                 '{"prompt": "a", "ablate_mode": "half"}', '{"model": 3}']:
         openai_error(srv, "POST", "/v1/completions", raw, 400)
     openai_error(srv, "POST", "/v1/chat/completions", '{"messages": []}', 400)
+    status, _, data = srv.request("POST", "/v1/completions", raw=b"prompt=a")
+    ok("a body not JSON gets a hint in the completions' words: %s" % data[:300],
+       status == 400 and b"prompt" in data and b"\\\"text\\\"" not in data)
     openai_error(srv, "GET", "/v1/models?limit=3", "", 400)
     openai_error(srv, "POST", "/tokenize", '{"content": "a", "content2": "b"}', 400)
     openai_error(srv, "POST", "/detokenize", '{"tokens": [1e300]}', 400)
