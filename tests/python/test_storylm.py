@@ -133,7 +133,7 @@ class Tokens(unittest.TestCase):
         with self.assertRaises(storylm.StorylmError):
             m([1, 2, m.cfg.vocab_size])
         with self.assertRaises(storylm.StorylmError):
-            m([[1, 2]])
+            m([[[1, 2]]])  # [[1, 2]] is a batch of one row
         with self.assertRaises(storylm.StorylmError):
             m.loss(b"bytes are not a text")
 
