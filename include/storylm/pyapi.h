@@ -90,5 +90,14 @@ char *slm_py_generate(const PyModel *m, const char *prompt, size_t prompt_len, c
  * SAMPLER_MAX_N_PROBS; the seconds it took). */
 char *slm_py_generate_json(const PyModel *m, const char *prompt, size_t prompt_len, const char *options, int n_probs,
                            const char *stories, const char *fallback_stories, Error *e);
+/* As slm_py_generate (n_probs < 0) or slm_py_generate_json, each token drawn
+ * from the logits of a whole forward pass over the story so far with hooks
+ * fn(ctx, ...) at names (slm_py_run's), not from the generator's one
+ * position at a time: the same arithmetic to float rounding, so with hooks
+ * that change nothing the same text in practice. Samples are written one
+ * after another (sample i with seed + i). */
+char *slm_py_generate_hooked(const PyModel *m, const char *prompt, size_t prompt_len, const char *options, int n_probs,
+                             HookFn fn, void *ctx, const char *const *names, int n_names, const char *stories,
+                             const char *fallback_stories, Error *e);
 
 #endif
