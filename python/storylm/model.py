@@ -447,7 +447,7 @@ class Model:
     # ---- generation ---------------------------------------------------------------
 
     def generate(self, prompt="", max_tokens=None, temperature=None, top_k=None, top_p=None, seed=None, samples=1,
-                 stories=None, precision="fp32", logprobs=False, n_probs=None, **options):
+                 stories=None, precision="fp32", logprobs=False, n_probs=None, fwd_hooks=None, **options):
         """`storylm generate`'s text: the prompt as typed and the story written on
         (names capitalised as the CLI does; stories as its --stories). One str, or
         a list of samples strs when samples > 1 (sample i drawn with seed + i).
@@ -462,10 +462,19 @@ class Model:
         avx512_bf16). stories may be a str, bytes or os.PathLike. A value the
         table refuses raises storylm.KeywordError naming it in Python's words
         (generate: temperature=200 is out of range (0 to 100)); a keyword
-        generate does not take or a value of the wrong type, KeywordTypeError."""
+        generate does not take or a value of the wrong type, KeywordTypeError.
+
+        logprobs=True or n_probs=K (0 to 20, as --n-probs) gives instead the
+        run as `storylm generate --json` gives it (a dict: "samples", each with
+        "text" and "tokens" with their "logprob" and K "top_logprobs").
+        fwd_hooks (as run_with_hooks takes them): each token is drawn from a
+        whole pass over the story so far with the hooks (a hook sees [T, ...]
+        of T positions, one more each step), not from the generator's pass of
+        one position, which agrees with it to float rounding. A list of prompts
+        gives a list, one answer a prompt."""
         if _batch_of(prompt) is not None:
             return [self.generate(p, max_tokens, temperature, top_k, top_p, seed, samples, stories, precision,
-                                  logprobs, n_probs, **options) for p in _batch_of(prompt)]
+                                  logprobs, n_probs, fwd_hooks, **options) for p in _batch_of(prompt)]
         given = dict(options, max_tokens=max_tokens, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed,
                      samples=samples, precision=precision)
         if seed is None or (isinstance(seed, numbers.Integral) and not isinstance(seed, bool) and seed == -1):
@@ -474,14 +483,26 @@ class Model:
         js = _lib.keywords("generate", given)
         err = _lib.Error()
         probs = _n_probs(logprobs, n_probs)
+        run = None
+        if fwd_hooks:
+            hooks = self._hooks_by_name(fwd_hooks)
+            self._check_names(list(hooks))
+            run = _HookRun(hooks, None, set())
+            names = (ctypes.c_char_p * len(hooks))(*[n.encode() for n in hooks])
         with self._use() as h:  # another thread may close the model meanwhile: it is freed after, not under
             story_file = _lib.c_path("generate", "stories", stories) if stories else None
-            if probs is None:
+            if run is not None:
+                ptr = _lib.lib().slm_py_generate_hooked(h, raw, len(raw), js.encode(), -1 if probs is None else probs,
+                                                        run.callback, None, names, len(hooks), story_file,
+                                                        _installed_stories(), ctypes.byref(err))
+            elif probs is None:
                 ptr = _lib.lib().slm_py_generate(h, raw, len(raw), js.encode(), story_file, _installed_stories(),
                                                  ctypes.byref(err))
             else:
                 ptr = _lib.lib().slm_py_generate_json(h, raw, len(raw), js.encode(), probs, story_file,
                                                       _installed_stories(), ctypes.byref(err))
+        if run is not None and run.exception is not None:
+            raise run.exception
         if not ptr:
             raise err.exception("generate", given)
         out = json.loads(_lib.take_string(ptr))
