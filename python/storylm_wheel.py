@@ -1,7 +1,11 @@
 """A PEP 517 build backend for pip install ./python that needs nothing but the
 standard library: it zips storylm/*.py and libstorylm.so into a wheel for
 this platform. The library is taken from $STORYLM_LIBRARY, else
-storylm/libstorylm.so, else ../build/libstorylm.so (the source tree's build)."""
+storylm/libstorylm.so, else ../build/libstorylm.so (the source tree's build).
+The source tree's shipped models (models/*.safetensors, models/vocab.txt)
+and data/stories.txt (whose names generation capitalises) go in as
+storylm/share/, laid out as cmake --install's share/storylm, so the
+installed package finds them as the CLI does."""
 
 import base64
 import hashlib
@@ -25,6 +29,17 @@ def _library():
                        "STORYLM_LIBRARY to its path" % ", ".join(places))
 
 
+def _shipped():
+    """(name in the wheel, bytes) of the source tree's shipped models and stories, where they are."""
+    source = os.path.join(HERE, "..")
+    rels = ["data/stories.txt", "models/vocab.txt"]
+    models = os.path.join(source, "models")
+    if os.path.isdir(models):
+        rels += ["models/" + f for f in sorted(os.listdir(models)) if f.endswith(".safetensors")]
+    return [(NAME + "/share/" + rel, open(os.path.join(source, rel), "rb").read())
+            for rel in rels if os.path.isfile(os.path.join(source, rel))]
+
+
 def _tag():
     return "py3-none-" + sysconfig.get_platform().replace("-", "_").replace(".", "_")
 
@@ -44,6 +59,7 @@ def _files():
     out = [(NAME + "/" + f, open(os.path.join(pkg, f), "rb").read())
            for f in sorted(os.listdir(pkg)) if f.endswith(".py")]
     out.append((NAME + "/libstorylm.so", open(_library(), "rb").read()))
+    out += _shipped()
     out.append((DIST_INFO + "/METADATA", _metadata()))
     out.append((DIST_INFO + "/WHEEL", _wheel_file()))
     return out

@@ -508,6 +508,8 @@ class Model:
         out = json.loads(_lib.take_string(ptr))
         self.last_seed = operator.index(given["seed"])
         if probs is not None:
+            if out.get("names_from"):  # found from the library's folder: no "bin/../" in a path shown
+                out["names_from"] = os.path.normpath(out["names_from"])
             return out
         return out[0] if samples == 1 else out
 
@@ -577,16 +579,21 @@ def _text(text):
     return text.encode("utf-8")
 
 
+def _data_folders():
+    """Where the package looks for the source tree's files, in order: the
+    prefix cmake --install put it in (PREFIX/lib/python3/dist-packages/storylm
+    -> PREFIX/share/storylm), its own share/ (a pip-installed package's copy),
+    the source checkout holding python/."""
+    here = _lib.HERE
+    return [os.path.normpath(p) for p in (os.path.join(here, "..", "..", "..", "..", "share", "storylm"),
+                                          os.path.join(here, "share"), os.path.join(here, "..", ".."))]
+
+
 def _source_file(rel):
-    """A file of the source tree (rel: "models/tinystories.safetensors"), as the
-    CLI looks for it from its own folder: in the prefix the package was
-    installed in by cmake --install (PREFIX/lib/python3/dist-packages/storylm
-    -> PREFIX/share/storylm/rel), or in the source checkout holding python/
-    (-> rel); None when neither has it (the library then looks in the data
-    folder compiled into it)."""
-    installed = os.path.join(_lib.HERE, "..", "..", "..", "..", "share", "storylm")
-    for root in (installed, os.path.join(_lib.HERE, "..", "..")):
-        path = os.path.normpath(os.path.join(root, rel))
+    """A file of the source tree (rel: "models/tinystories.safetensors") in the
+    first of _data_folders() that has it, or None."""
+    for root in _data_folders():
+        path = os.path.join(root, rel)
         if os.path.isfile(path):
             return path
     return None
@@ -610,7 +617,14 @@ def load(path=None):
     if path is None and os.path.isfile("model.safetensors"):
         path = "model.safetensors"
     if path is None:
-        path = shipped_model()  # None still: the library looks in its own data folder
+        path = shipped_model()
+        if path is None:  # said here: the library would look beside the interpreter, in the CLI's words
+            raise StorylmError("no model.safetensors here, and no shipped model in %s"
+                               % ", ".join(os.path.join(p, "models", "tinystories.safetensors")
+                                           for p in _data_folders()),
+                               "give storylm.load the path of a model file, train one with "
+                               "storylm.train(STORIES, OUT), or install storylm with its models "
+                               "(cmake --install, or pip install ./python from the source tree)")
     elif not os.path.exists(_lib.c_path("load", "path", path)):  # said here: the library's hint names the CLI's flags
         raise StorylmError(f"no model file '{os.fsdecode(path)}'",
                            "give storylm.load the path of a model file, or train one with "
