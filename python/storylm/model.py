@@ -13,7 +13,7 @@ import threading
 
 import numpy as np
 
-from . import _lib, weights
+from . import _lib, views, weights
 from ._lib import StorylmError
 from .cache import ActivationCache
 
@@ -443,6 +443,13 @@ class Model:
             raise StorylmError("return_type %r" % (return_type,), 'give "logits", "loss" or "both"')
         logits, loss, _ = self._run(text_or_ids, fwd_hooks, logits=return_type != "loss", ablate=ablate)
         return {"logits": logits, "loss": loss, "both": (logits, loss)}[return_type]
+
+    def attention_view(self, text_or_ids, layer=0, ablate=None):
+        """Layer's attention patterns on one text as an AttentionView: Jupyter
+        shows it inline (hover a token to see where it reads; a button a head),
+        self-contained HTML with no script from the network; .save(path) writes
+        a page."""
+        return views.attention(self, text_or_ids, layer, ablate)
 
     # ---- generation ---------------------------------------------------------------
 
