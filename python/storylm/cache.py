@@ -58,6 +58,10 @@ class ActivationCache(dict):
             raise KeyError("%r is not in the cache (it holds %s); run_with_cache keeps every hook unless "
                            "names_filter leaves it out" % (key, ", ".join(self))) from None
 
+    def __reduce__(self):
+        """Pickled (or deep-copied) as the plain dict of its arrays: the model is not a thing to pickle."""
+        return dict, (dict(self),)
+
     def __repr__(self):
         return "ActivationCache(%d arrays%s: %s)" % (len(self), ", batched" if self.has_batch_dim else "",
                                                      ", ".join(self))

@@ -6,6 +6,7 @@ held by the training."""
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -16,10 +17,12 @@ from ._lib import StorylmError
 
 def program():
     """The storylm executable: $STORYLM_PROGRAM; PREFIX/bin/storylm beside an
-    installed package; build/storylm of a source checkout; else storylm on PATH."""
+    installed package, or the one a pip-installed package carries; build/storylm
+    of a source checkout; else storylm on PATH."""
     env = os.environ.get("STORYLM_PROGRAM")
     places = [env] if env else []
     places += [os.path.join(_lib.HERE, "..", "..", "..", "..", "bin", "storylm"),
+               os.path.join(_lib.HERE, "bin", "storylm"),  # a pip-installed package's own
                os.path.join(_lib.HERE, "..", "..", "build", "storylm")]
     for p in places:
         if p and os.path.isfile(p) and os.access(p, os.X_OK):
@@ -97,12 +100,14 @@ def train(stories, out, steps=3000, progress=None, **options):
     # the stories after "--": a file named "-s.txt" or "--help" is a file, not a flag
     cmd = [program(), "train", "--out=" + _value("out", out), "--steps=" + _value("steps", steps), "--json"]
     cmd += _flags(options) + ["--", _value("stories", stories)]
-    messages = []
+    messages, failing = [], False
     with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
         for line in proc.stderr:  # the summary on stdout is one line, which the pipe holds meanwhile
             line = line.rstrip("\n")
             messages.append(line)
-            progress(line)
+            failing = failing or line.startswith("storylm: error: ")
+            if not failing:  # the error and its hint are raised, once, not printed too
+                progress(line)
         result = proc.stdout.read()
     if proc.returncode != 0:
         raise _failure(messages, proc.returncode)
@@ -114,9 +119,47 @@ def train(stories, out, steps=3000, progress=None, **options):
 
 
 def _failure(lines, code):
-    """The program's "storylm: error: ..." and "---> HINT: ..." lines as a StorylmError."""
+    """The program's "storylm: error: ..." and "---> HINT: ..." lines as a
+    StorylmError, its flags and commands in Python's words."""
     message = next((l.split("error: ", 1)[1] for l in lines if "error: " in l), None)
     hint = next((l.split("HINT: ", 1)[1] for l in lines if "HINT: " in l), "")
     if message is None:
         message = "storylm train stopped with exit code %d%s" % (code, (": " + lines[-1]) if lines else "")
-    return StorylmError(message, hint)
+    return StorylmError(pythons_words(message), pythons_words(hint))
+
+
+_WORD = r"(?:'[^']*'|[^\s,;()']+)"
+_COMMAND = re.compile(r"storylm train (%s)((?: --[a-z][a-z0-9-]*(?:[ =](?!-)%s)?)*)" % (_WORD, _WORD))
+_FLAG = re.compile(r"--([a-z][a-z0-9-]*)(?:[ =](?!-)(%s))?" % _WORD)
+_QUOTED_OR_FLAG = re.compile(r"'[^']*'|" + _FLAG.pattern)  # a quoted name ('--help.txt') is a name
+
+
+def _is_bool(flag):
+    entry = next((e for e in _lib.params("train").values() if e.get("name") == flag), None)
+    return entry is not None and entry.get("type") == "bool"
+
+
+def _keyword(flag, value):
+    """--flag [value] as train's keyword: vocab='v.txt', steps=200, allow_unknown=True
+    (a value after a flag that takes none is the text's next word, kept)."""
+    key = next((k for k, e in _lib.params("train").items() if e.get("name") == flag), flag.replace("-", "_"))
+    if _is_bool(flag) or value is None:
+        return "%s=True" % key + (" " + value if value is not None else "")
+    value = value[1:-1] if value.startswith("'") else value
+    try:
+        float(value)
+        return "%s=%s" % (key, value)
+    except ValueError:
+        return "%s=%r" % (key, value)
+
+
+def pythons_words(text):
+    """The program's words in Python's: "storylm train 'S' --vocab v.txt" ->
+    "storylm.train('S', OUT, vocab='v.txt')", "--allow-unknown" -> "allow_unknown=True"."""
+    def command(m):
+        stories = m.group(1)[1:-1] if m.group(1).startswith("'") else m.group(1)
+        flags = [_keyword(f.group(1), f.group(2)) for f in _FLAG.finditer(m.group(2))]
+        return "storylm.train(%s)" % ", ".join([repr(stories), "OUT"] + flags)
+
+    text = _COMMAND.sub(command, text)
+    return _QUOTED_OR_FLAG.sub(lambda f: f.group(0) if f.group(1) is None else _keyword(f.group(1), f.group(2)), text)

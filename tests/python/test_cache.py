@@ -3,6 +3,7 @@ tensors and the weights (run by tests/e2e_python.sh with test_storylm.py's
 environment)."""
 
 import os
+import pickle
 import unittest
 
 import numpy as np
@@ -49,6 +50,13 @@ class DictAccess(unittest.TestCase):
             with self.assertRaises(KeyError) as cm:
                 cache["blocks.9.attn.hook_z"]
             self.assertIn("names_filter", str(cm.exception))
+
+    def test_a_pickled_cache_is_its_dict(self):
+        m = storylm.load(CHAPTER)
+        _, cache = m.run_with_cache(TEXT)
+        again = pickle.loads(pickle.dumps(cache))
+        self.assertEqual(type(again), dict)
+        self.assertTrue(all(np.array_equal(again[k], cache[k]) for k in cache))
 
     def test_shorthand_names(self):
         self.assertEqual(storylm.act_name("resid_pre", 1), "blocks.1.hook_resid_pre")
