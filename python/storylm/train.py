@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 
@@ -87,7 +88,9 @@ def train(stories, out, steps=3000, progress=None, **options):
     of range (0 to 2147483647)), both StorylmErrors.
 
     progress(line) is called with each progress line the program prints
-    (default: written to stderr). Returns its --json summary as a dict
+    (default: written to stderr). Ctrl-C (KeyboardInterrupt, a notebook's
+    interrupt too) stops the program after it saved the model, as the CLI's
+    Ctrl-C does, then raises; resume=True continues it. Returns its --json summary as a dict
     (final test loss, steps, model file, ...). A failure raises StorylmError
     with the program's message and hint."""
     for key in options:
@@ -102,12 +105,16 @@ def train(stories, out, steps=3000, progress=None, **options):
     cmd += _flags(options) + ["--", _value("stories", stories)]
     messages, failing = [], False
     with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
-        for line in proc.stderr:  # the summary on stdout is one line, which the pipe holds meanwhile
-            line = line.rstrip("\n")
-            messages.append(line)
-            failing = failing or line.startswith("storylm: error: ")
-            if not failing:  # the error and its hint are raised, once, not printed too
-                progress(line)
+        try:
+            for line in proc.stderr:  # the summary on stdout is one line, which the pipe holds meanwhile
+                line = line.rstrip("\n")
+                messages.append(line)
+                failing = failing or line.startswith("storylm: error: ")
+                if not failing:  # the error and its hint are raised, once, not printed too
+                    progress(line)
+        except KeyboardInterrupt:
+            _stop(proc)
+            raise
         result = proc.stdout.read()
     if proc.returncode != 0:
         raise _failure(messages, proc.returncode)
@@ -116,6 +123,16 @@ def train(stories, out, steps=3000, progress=None, **options):
     except ValueError:
         raise StorylmError("storylm train printed no summary: %r" % result[:200],
                            "run %s and see what it prints" % " ".join(cmd)) from None
+
+
+def _stop(proc):
+    """Ctrl-C in Python (a notebook's interrupt reaches the interpreter alone):
+    the program is told as a terminal's Ctrl-C tells it, and saves before it
+    stops; its last lines are read meanwhile, so it never blocks writing them."""
+    proc.send_signal(signal.SIGINT)
+    for _ in proc.stderr:
+        pass
+    proc.wait()
 
 
 def _failure(lines, code):

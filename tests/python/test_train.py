@@ -1,13 +1,21 @@
 """storylm.train's refusals in Python's words, raised once (run by
 tests/e2e_python.sh with test_storylm.py's environment)."""
 
+import json
 import os
+import subprocess
 import tempfile
 import unittest
 
 import storylm
 from storylm.train import pythons_words
-from test_storylm import MODELS
+from test_storylm import CLI, MODELS, SMALL_STORIES
+
+
+def step_of(path):
+    """The step a model file was saved at (storylm info's metadata; asked each time, not cached)."""
+    out = subprocess.run([CLI, "info", "--json", "-m", path], check=True, capture_output=True, text=True).stdout
+    return int(json.loads(out)["metadata"]["step"])
 
 
 class Refusal(unittest.TestCase):
@@ -33,6 +41,29 @@ class Refusal(unittest.TestCase):
                          "give steps=200 or lr=0.01; allow_unknown=True trains anyway")
         self.assertEqual(pythons_words("cannot open '--help' for reading"), "cannot open '--help' for reading")
 
+
+
+@unittest.skipUnless(SMALL_STORIES, "no stories to train on (tests/e2e_python.sh gives them)")
+class Interrupt(unittest.TestCase):
+    def test_keyboard_interrupt_stops_after_a_save(self):
+        """A KeyboardInterrupt in Python (here from progress, as a notebook's interrupt comes) stops the
+        program after it saved the model, which resume=True then finishes."""
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "m.safetensors")
+            # no evaluation, so no save but the last: the model file is the stop's
+            opts = dict(vocab=os.path.join(MODELS, "vocab.txt"), eval_every=0, test_stories=5, threads=1, seed=2)
+
+            def interrupt(line):
+                if "held out for testing" in line:  # the stories are read: training begins
+                    raise KeyboardInterrupt
+
+            with self.assertRaises(KeyboardInterrupt):
+                storylm.train(SMALL_STORIES, out, steps=60, progress=interrupt, **opts)
+            saved_at = step_of(out)
+            self.assertLess(saved_at, 60, "stopped early, and saved where it stopped")
+            summary = storylm.train(SMALL_STORIES, out, steps=60, progress=lambda line: None, resume=True, **opts)
+            self.assertFalse(summary["interrupted"], summary)
+            self.assertEqual(step_of(out), 60)
 
 if __name__ == "__main__":
     unittest.main()
