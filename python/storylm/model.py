@@ -136,6 +136,7 @@ class Model:
         lock = getattr(self, "_lock", None)  # None: __init__ failed before it
         if lock is None:
             return
+        self.__dict__.pop("_weights_of", None)  # its arrays hold the weights too; the caller's own still may
         with lock:
             handle, self._handle = self._handle, None
         if handle is not None:
@@ -230,6 +231,7 @@ class Model:
                                                 ctypes.byref(err))
         if not ptr:
             raise err.exception()
+        self.__dict__.pop("_weights_of", None)
         with self._lock:
             old, self._handle = self._handle, _lib.Handle(ptr)
         if old is not None:

@@ -46,6 +46,13 @@ class StateDict(unittest.TestCase):
         self.assertTrue(np.array_equal(W_E, want))  # the buffer lives while a view does
         self.assertTrue(np.array_equal(sd["embedding"], want))
 
+    def test_close_frees_the_weights_no_view_holds(self):
+        m = storylm.load(CHAPTER)
+        m.W_E, m.state_dict()  # read, and let go
+        handle = m._handle
+        m.close()
+        self.assertIsNone(handle._ptr, "freed at close, not when the Model is collected")
+
 
 class LensNames(unittest.TestCase):
     def test_transformer_names_and_shapes(self):
