@@ -3,7 +3,9 @@
 Run it with Debian's python3 and the installed package:
     PYTHONPATH=PREFIX/lib/python3/dist-packages /usr/bin/python3 docs/python_walkthrough.py
 Its output is docs/python_walkthrough.out (tests/e2e_python.sh runs it and
-compares). Every number is checked against the storylm program's --json."""
+compares). Every number is checked against the storylm program's --json.
+docs/python_walkthrough.ipynb is the same cells as a notebook
+(scripts/walkthrough_notebook makes it; tests/e2e_notebook.sh runs it)."""
 
 import json
 import os
@@ -47,10 +49,22 @@ top = int(np.argmax(pattern[3, last, :last]))
 print("head 3 at the last position reads position %d (%r) most, weight %.4f"
       % (top, m.decode([ids[top]]), pattern[3, last, top]))
 
-# %% 4. A head's pattern as a picture (matplotlib, where it is installed).
+# %% 4. The heads' patterns as pictures: in a notebook, inline (an HTML view: hover a token to see where it reads,
+# a button a head; and matplotlib's picture of head 3 where it is installed).
+view = m.attention_view(text)
+try:
+    from IPython import get_ipython
+    in_notebook = get_ipython() is not None
+except ImportError:
+    in_notebook = False
+if in_notebook:
+    from IPython.display import display
+    display(view)
+print("[view] %d heads over %d tokens; view.save(PATH) writes it as a page" % (len(view.head_names), len(view.tokens)))
 try:
     import matplotlib
-    matplotlib.use("Agg")
+    if not in_notebook:
+        matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 except ImportError:
     print("[plot] skipped: matplotlib is not installed (apt-get install python3-matplotlib)")
@@ -61,9 +75,13 @@ else:
     ax.set_xticks(range(len(labels)), labels, rotation=90)
     ax.set_yticks(range(len(labels)), labels)
     ax.set_title("head 3: where each position reads")
-    out = os.path.join(tempfile.gettempdir(), "storylm_head3.png")
-    fig.savefig(out, bbox_inches="tight")
-    print("[plot] head 3's pattern drawn into", out)
+    if in_notebook:
+        plt.show()
+        print("[plot] head 3's pattern drawn above")
+    else:
+        out = os.path.join(tempfile.gettempdir(), "storylm_head3.png")
+        fig.savefig(out, bbox_inches="tight")
+        print("[plot] head 3's pattern drawn into", out)
 
 # %% 5. Ablate by hook: head 3's output set to zero is `--ablate 3`.
 def zero_head_3(z, hook):
@@ -103,4 +121,23 @@ for h in range(m.cfg.n_heads):
 story = m.generate("Tom gave Lily a", max_tokens=25, temperature=0)
 print("generate:", story)
 assert story == cli("generate", "Tom gave Lily a", "-n", "25", "-t", "0", "-m", m.path)["samples"][0]["text"]
+
+# %% 8. A batch: each row is the text run alone, bit for bit; shorter rows are padded on the right with 0.
+texts = [text, clean, "Lily found a ball."]
+batch_logits, batch_cache = m.run_with_cache(texts)
+print("batch logits:", batch_logits.shape, "pattern:", batch_cache["pattern", 0].shape)
+print("mask:", m.attention_mask(texts).sum(1).tolist(), "tokens a row")
+for i, t in enumerate(texts):
+    T = len(m.to_ids(t))
+    assert np.array_equal(batch_logits[i, :T], m(t))
+print("losses a row:", ["%.6f" % x for x in m.loss(texts)])
+
+# %% 9. Weights: the logit lens. The hidden layer through W_U and b_U gives the logits.
+print("W_E", m.W_E.shape, "W_Q[0]", m.W_Q[0].shape, "W_in", m.W_in.shape, "W_U", m.W_U.shape)
+lens = cache["hook_hidden"] @ m.W_U + m.b_U
+print("lens and pass agree to 1e-4: %s; top guess after the text: %r"  # numpy sums in another order
+      % (bool(np.allclose(lens, logits, atol=1e-4)), m.tokenizer.vocab[int(lens[-1].argmax())]))
+heads = cache.stack_head_results()  # each head's share of the hidden layer's input sum
+share = np.abs(heads[:, last]).sum(-1)
+print("the head that writes most at the last position: head %d" % int(share.argmax()))
 print("all numbers equal the CLI's")

@@ -1,11 +1,17 @@
 """A PEP 517 build backend for pip install ./python that needs nothing but the
 standard library: it zips storylm/*.py and libstorylm.so into a wheel for
 this platform. The library is taken from $STORYLM_LIBRARY, else
-storylm/libstorylm.so, else ../build/libstorylm.so (the source tree's build)."""
+storylm/libstorylm.so, else ../build/libstorylm.so (the source tree's build),
+and with it the storylm program that storylm.train runs (storylm/bin/storylm).
+The source tree's shipped models (models/*.safetensors, models/vocab.txt)
+and data/stories.txt (whose names generation capitalises) go in as
+storylm/share/, laid out as cmake --install's share/storylm, so the
+installed package finds them as the CLI does."""
 
 import base64
 import hashlib
 import os
+import stat
 import sysconfig
 import zipfile
 
@@ -23,6 +29,26 @@ def _library():
             return p
     raise RuntimeError("storylm: no libstorylm.so at %s: build it first (cmake --build build) or set "
                        "STORYLM_LIBRARY to its path" % ", ".join(places))
+
+
+def _program():
+    """The storylm program storylm.train runs: $STORYLM_PROGRAM, else the one
+    beside the library taken, else ../build/storylm; None when none is there."""
+    env = os.environ.get("STORYLM_PROGRAM")
+    places = ([env] if env else []) + [os.path.join(os.path.dirname(_library()), "storylm"),
+                                       os.path.join(HERE, "..", "build", "storylm")]
+    return next((p for p in places if os.path.isfile(p) and os.access(p, os.X_OK)), None)
+
+
+def _shipped():
+    """(name in the wheel, bytes) of the source tree's shipped models and stories, where they are."""
+    source = os.path.join(HERE, "..")
+    rels = ["data/stories.txt", "models/vocab.txt"]
+    models = os.path.join(source, "models")
+    if os.path.isdir(models):
+        rels += ["models/" + f for f in sorted(os.listdir(models)) if f.endswith(".safetensors")]
+    return [(NAME + "/share/" + rel, open(os.path.join(source, rel), "rb").read())
+            for rel in rels if os.path.isfile(os.path.join(source, rel))]
 
 
 def _tag():
@@ -44,6 +70,10 @@ def _files():
     out = [(NAME + "/" + f, open(os.path.join(pkg, f), "rb").read())
            for f in sorted(os.listdir(pkg)) if f.endswith(".py")]
     out.append((NAME + "/libstorylm.so", open(_library(), "rb").read()))
+    program = _program()
+    if program:
+        out.append((NAME + "/bin/storylm", open(program, "rb").read()))
+    out += _shipped()
     out.append((DIST_INFO + "/METADATA", _metadata()))
     out.append((DIST_INFO + "/WHEEL", _wheel_file()))
     return out
@@ -61,7 +91,8 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     with zipfile.ZipFile(os.path.join(wheel_directory, name), "w", zipfile.ZIP_DEFLATED) as z:
         for n, d in files:
             info = zipfile.ZipInfo(n, date_time=(2020, 1, 1, 0, 0, 0))
-            info.external_attr = (0o755 if n.endswith(".so") else 0o644) << 16
+            # a regular file's type with its mode: pip marks a file executable only then
+            info.external_attr = (stat.S_IFREG | (0o755 if n.endswith((".so", "/bin/storylm")) else 0o644)) << 16
             z.writestr(info, d, zipfile.ZIP_DEFLATED)
         z.writestr(DIST_INFO + "/RECORD", record)
     return name

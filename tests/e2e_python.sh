@@ -54,11 +54,12 @@ lib.slm_py_eos(model)
   grep -q 'heap-use-after-free' canary.log || { cat canary.log; fail "the use-after-free was not reported as one"; }
   STORYLM_PROGRAM=$P/bin/storylm PYTHONPATH=$SITE:$STORYLM_SOURCE_DIR/tests/python \
     "$PY" -m unittest test_storylm.Hooks test_storylm.Cache test_storylm.Tokens test_storylm.Threads \
-    test_storylm.Handles test_storylm.Refusals > unittest.log 2>&1 < /dev/null ||
+    test_storylm.Handles test_storylm.Refusals test_weights test_batch test_cache test_generate.Hooks \
+    > unittest.log 2>&1 < /dev/null ||
     { cat unittest.log; fail "tests/python under the sanitizers"; }
   ! grep -E 'ERROR: AddressSanitizer|runtime error:' unittest.log || fail "a sanitizer report in tests/python"
   tail -3 unittest.log
-  echo "python: a use-after-free is reported; the hooks, cache, tokens, threads, handles and refusals tests passed under the sanitizers"
+  echo "python: a use-after-free is reported; the hooks, cache, tokens, threads, handles, refusals, weights, batches and generation with hooks tests passed under the sanitizers"
   exit 0
 fi
 
@@ -74,13 +75,26 @@ cd ..
 
 # pip install ./python, offline, into a venv that sees Debian's numpy (where pip and venv are here).
 if "$PY" -m pip --version >/dev/null 2>&1 && "$PY" -m venv --system-site-packages venv >/dev/null 2>&1; then
-  STORYLM_LIBRARY=$SITE/storylm/libstorylm.so venv/bin/pip install --no-index "$STORYLM_SOURCE_DIR/python" \
+  STORYLM_LIBRARY=$SITE/storylm/libstorylm.so STORYLM_PROGRAM=$P/bin/storylm \
+    venv/bin/pip install --no-index "$STORYLM_SOURCE_DIR/python" \
     > pip.log 2>&1 || { cat pip.log; fail "pip install ./python"; }
-  (cd elsewhere && ../venv/bin/python -c '
-import sys, storylm
+  # It carries the shipped models and stories, and the program train runs: load() and generate's names are
+  # the CLI's, and train works, with no storylm on PATH.
+  first_stories 60 > tiny.txt
+  want=$("$P/bin/storylm" generate "Tom" -n 30 -s 3 --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["samples"][0]["text"])')
+  (cd elsewhere && PATH=/usr/bin:/bin ../venv/bin/python -c '
+import os, sys, storylm
 assert storylm._lib.lib()._name.startswith(sys.prefix), storylm._lib.lib()._name
+m = storylm.load()
+assert m.path == os.path.join(os.path.dirname(storylm.__file__), "share", "models", "tinystories.safetensors"), m.path
+assert m.generate("Tom", max_tokens=30, seed=3) == sys.argv[2], (m.generate("Tom", max_tokens=30, seed=3), sys.argv[2])
+assert os.path.dirname(storylm.program()) == os.path.join(os.path.dirname(storylm.__file__), "bin"), storylm.program()
+summary = storylm.train("../tiny.txt", "tiny.safetensors", steps=2, vocab=sys.argv[3], eval_every=0, test_stories=5,
+                        threads=1, progress=lambda line: None)
+assert storylm.load("tiny.safetensors").cfg.vocab_size == 2000, summary
 print("pip: loss %.6f" % storylm.load(sys.argv[1]).loss("Lily found a ball."))
-' "$STORYLM_SOURCE_DIR/models/tinystories.safetensors") || fail "the package pip installed"
+' "$STORYLM_SOURCE_DIR/models/tinystories.safetensors" "$want" "$STORYLM_SOURCE_DIR/models/vocab.txt") ||
+    fail "the package pip installed"
 else
   echo "pip or venv is not here for $PY: pip install ./python not tried"
 fi

@@ -47,6 +47,21 @@ int slm_py_eos(const PyModel *m);
 int slm_py_run(const PyModel *m, const int32_t *ids, int T, HookFn fn, void *ctx, const char *const *names, int n_names,
                const char *ablate, float *logits, double *loss, Error *e);
 
+/* The model's tensors, in its table's order, as JSON: [{"name", "shape",
+ * "offset"}] (offset in floats into the buffer slm_py_params gives). */
+char *slm_py_tensors_json(const PyModel *m, Error *e);
+/* The parameter buffer (*n floats), read-only: the loaded model's own, alive
+ * until slm_py_free. */
+const float *slm_py_params(const PyModel *m, size_t *n);
+/* A new model: m with its parameters replaced by params (n floats, laid out
+ * as slm_py_params's), its vocabulary, configuration and metadata copied;
+ * m is unchanged. A number that is not finite is refused, named by its
+ * tensor and index, as a model file holding one is. */
+PyModel *slm_py_with_params(const PyModel *m, const float *params, size_t n, Error *e);
+/* m saved as a model file at path (its vocabulary and metadata with it), as
+ * training saves one. */
+int slm_py_save(const PyModel *m, const char *path, Error *e);
+
 /* The sampler's defaults, as JSON text (slm_view_generate_defaults_json). */
 char *slm_py_generate_defaults(Error *e);
 
@@ -70,5 +85,19 @@ int slm_py_params_check(const char *verb, const char *options, Error *e);
  * may be NULL). */
 char *slm_py_generate(const PyModel *m, const char *prompt, size_t prompt_len, const char *options, const char *stories,
                       const char *fallback_stories, Error *e);
+/* As slm_py_generate, the run as storylm generate --json's object (each new
+ * token's log-probability and its n_probs likeliest alternatives, 0 to
+ * SAMPLER_MAX_N_PROBS; the seconds it took). */
+char *slm_py_generate_json(const PyModel *m, const char *prompt, size_t prompt_len, const char *options, int n_probs,
+                           const char *stories, const char *fallback_stories, Error *e);
+/* As slm_py_generate (n_probs < 0) or slm_py_generate_json, each token drawn
+ * from the logits of a whole forward pass over the story so far with hooks
+ * fn(ctx, ...) at names (slm_py_run's), not from the generator's one
+ * position at a time: the same arithmetic to float rounding, so with hooks
+ * that change nothing the same text in practice. Samples are written one
+ * after another (sample i with seed + i). */
+char *slm_py_generate_hooked(const PyModel *m, const char *prompt, size_t prompt_len, const char *options, int n_probs,
+                             HookFn fn, void *ctx, const char *const *names, int n_names, const char *stories,
+                             const char *fallback_stories, Error *e);
 
 #endif

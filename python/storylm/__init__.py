@@ -9,9 +9,11 @@ with TransformerLens's habits (run_with_cache, run_with_hooks, hook names).
 See docs/python.md for every call and the hook names."""
 
 from ._lib import KeywordError, KeywordTypeError, StorylmError
+from .cache import ActivationCache, act_name
+from .views import AttentionView
 from .model import Config, HookPoint, Model, Tokenizer, generate_defaults, generate_params, load, shipped_model
 from .train import program, train, train_params
 
-__all__ = ["Config", "HookPoint", "KeywordError", "KeywordTypeError", "Model", "StorylmError", "Tokenizer", "generate_defaults",
+__all__ = ["ActivationCache", "act_name", "AttentionView", "Config", "HookPoint", "KeywordError", "KeywordTypeError", "Model", "StorylmError", "Tokenizer", "generate_defaults",
            "generate_params", "load", "program", "shipped_model", "train", "train_params"]
 __version__ = "0.1.0"

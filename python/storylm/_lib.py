@@ -132,9 +132,18 @@ def _declare(lib):
                                       ctypes.POINTER(ctypes.c_double), E]),
         "slm_py_generate": (P, [P, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
                                 E]),
+        "slm_py_generate_json": (P, [P, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_int,
+                                     ctypes.c_char_p, ctypes.c_char_p, E]),
+        "slm_py_generate_hooked": (P, [P, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_int, HOOK_FN,
+                                       P, ctypes.POINTER(ctypes.c_char_p), ctypes.c_int, ctypes.c_char_p,
+                                       ctypes.c_char_p, E]),
         "slm_py_generate_defaults": (P, [E]),
         "slm_py_params_json": (P, [ctypes.c_char_p, E]),
         "slm_py_params_check": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p, E]),
+        "slm_py_tensors_json": (P, [P, E]),
+        "slm_py_params": (P, [P, ctypes.POINTER(ctypes.c_size_t)]),
+        "slm_py_with_params": (P, [P, ctypes.POINTER(ctypes.c_float), ctypes.c_size_t, E]),
+        "slm_py_save": (ctypes.c_int, [P, ctypes.c_char_p, E]),
         "slm_model_threads_setup": (None, [ctypes.c_int]),
     }
     for name, (res, args) in sig.items():

@@ -6,7 +6,9 @@ held by the training."""
 
 import json
 import os
+import re
 import shutil
+import signal
 import subprocess
 import sys
 
@@ -16,10 +18,12 @@ from ._lib import StorylmError
 
 def program():
     """The storylm executable: $STORYLM_PROGRAM; PREFIX/bin/storylm beside an
-    installed package; build/storylm of a source checkout; else storylm on PATH."""
+    installed package, or the one a pip-installed package carries; build/storylm
+    of a source checkout; else storylm on PATH."""
     env = os.environ.get("STORYLM_PROGRAM")
     places = [env] if env else []
     places += [os.path.join(_lib.HERE, "..", "..", "..", "..", "bin", "storylm"),
+               os.path.join(_lib.HERE, "bin", "storylm"),  # a pip-installed package's own
                os.path.join(_lib.HERE, "..", "..", "build", "storylm")]
     for p in places:
         if p and os.path.isfile(p) and os.access(p, os.X_OK):
@@ -84,7 +88,9 @@ def train(stories, out, steps=3000, progress=None, **options):
     of range (0 to 2147483647)), both StorylmErrors.
 
     progress(line) is called with each progress line the program prints
-    (default: written to stderr). Returns its --json summary as a dict
+    (default: written to stderr). Ctrl-C (KeyboardInterrupt, a notebook's
+    interrupt too) stops the program after it saved the model, as the CLI's
+    Ctrl-C does, then raises; resume=True continues it. Returns its --json summary as a dict
     (final test loss, steps, model file, ...). A failure raises StorylmError
     with the program's message and hint."""
     for key in options:
@@ -97,12 +103,18 @@ def train(stories, out, steps=3000, progress=None, **options):
     # the stories after "--": a file named "-s.txt" or "--help" is a file, not a flag
     cmd = [program(), "train", "--out=" + _value("out", out), "--steps=" + _value("steps", steps), "--json"]
     cmd += _flags(options) + ["--", _value("stories", stories)]
-    messages = []
+    messages, failing = [], False
     with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
-        for line in proc.stderr:  # the summary on stdout is one line, which the pipe holds meanwhile
-            line = line.rstrip("\n")
-            messages.append(line)
-            progress(line)
+        try:
+            for line in proc.stderr:  # the summary on stdout is one line, which the pipe holds meanwhile
+                line = line.rstrip("\n")
+                messages.append(line)
+                failing = failing or line.startswith("storylm: error: ")
+                if not failing:  # the error and its hint are raised, once, not printed too
+                    progress(line)
+        except KeyboardInterrupt:
+            _stop(proc)
+            raise
         result = proc.stdout.read()
     if proc.returncode != 0:
         raise _failure(messages, proc.returncode)
@@ -113,10 +125,58 @@ def train(stories, out, steps=3000, progress=None, **options):
                            "run %s and see what it prints" % " ".join(cmd)) from None
 
 
+def _stop(proc):
+    """Ctrl-C in Python (a notebook's interrupt reaches the interpreter alone):
+    the program is told as a terminal's Ctrl-C tells it, and saves before it
+    stops; its last lines are read meanwhile, so it never blocks writing them."""
+    proc.send_signal(signal.SIGINT)
+    for _ in proc.stderr:
+        pass
+    proc.wait()
+
+
 def _failure(lines, code):
-    """The program's "storylm: error: ..." and "---> HINT: ..." lines as a StorylmError."""
+    """The program's "storylm: error: ..." and "---> HINT: ..." lines as a
+    StorylmError, its flags and commands in Python's words."""
     message = next((l.split("error: ", 1)[1] for l in lines if "error: " in l), None)
     hint = next((l.split("HINT: ", 1)[1] for l in lines if "HINT: " in l), "")
     if message is None:
         message = "storylm train stopped with exit code %d%s" % (code, (": " + lines[-1]) if lines else "")
-    return StorylmError(message, hint)
+    return StorylmError(pythons_words(message), pythons_words(hint))
+
+
+_WORD = r"(?:'[^']*'|[^\s,;()']+)"
+_COMMAND = re.compile(r"storylm train (%s)((?: --[a-z][a-z0-9-]*(?:[ =](?!-)%s)?)*)" % (_WORD, _WORD))
+_FLAG = re.compile(r"--([a-z][a-z0-9-]*)(?:[ =](?!-)(%s))?" % _WORD)
+_QUOTED_OR_FLAG = re.compile(r"'[^']*'|" + _FLAG.pattern)  # a quoted name ('--help.txt') is a name
+
+
+def _is_bool(flag):
+    entry = next((e for e in _lib.params("train").values() if e.get("name") == flag), None)
+    return entry is not None and entry.get("type") == "bool"
+
+
+def _keyword(flag, value):
+    """--flag [value] as train's keyword: vocab='v.txt', steps=200, allow_unknown=True
+    (a value after a flag that takes none is the text's next word, kept)."""
+    key = next((k for k, e in _lib.params("train").items() if e.get("name") == flag), flag.replace("-", "_"))
+    if _is_bool(flag) or value is None:
+        return "%s=True" % key + (" " + value if value is not None else "")
+    value = value[1:-1] if value.startswith("'") else value
+    try:
+        float(value)
+        return "%s=%s" % (key, value)
+    except ValueError:
+        return "%s=%r" % (key, value)
+
+
+def pythons_words(text):
+    """The program's words in Python's: "storylm train 'S' --vocab v.txt" ->
+    "storylm.train('S', OUT, vocab='v.txt')", "--allow-unknown" -> "allow_unknown=True"."""
+    def command(m):
+        stories = m.group(1)[1:-1] if m.group(1).startswith("'") else m.group(1)
+        flags = [_keyword(f.group(1), f.group(2)) for f in _FLAG.finditer(m.group(2))]
+        return "storylm.train(%s)" % ", ".join([repr(stories), "OUT"] + flags)
+
+    text = _COMMAND.sub(command, text)
+    return _QUOTED_OR_FLAG.sub(lambda f: f.group(0) if f.group(1) is None else _keyword(f.group(1), f.group(2)), text)

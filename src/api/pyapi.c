@@ -9,17 +9,16 @@
 #include <string.h>
 
 #include "storylm/ablation.h"
+#include "storylm/clock.h"
 #include "storylm/data_files.h"
+#include "storylm/generate_output.h"
 #include "storylm/loaded_model.h"
 #include "storylm/params.h"
+#include "storylm/sample.h"
 #include "storylm/text.h"
 #include "storylm/train_params.h"
 #include "storylm/views.h"
-
-struct PyModel {
-    LoadedModel lm;
-    char *path; /* lm.path points here */
-};
+#include "pyapi_model.h"
 
 void slm_py_release(void *p) { free(p); }
 
@@ -180,8 +179,106 @@ int slm_py_params_check(const char *verb, const char *options, Error *e) {
     return rc;
 }
 
-char *slm_py_generate(const PyModel *m, const char *prompt, size_t prompt_len, const char *options, const char *stories,
-                      const char *fallback_stories, Error *e) {
+/* The texts of vb's samples as a JSON array; NULL (e set) on error. */
+static cJSON *sample_texts(ViewBatch *vb, int samples, Error *e) {
+    cJSON *texts = cJSON_CreateArray();
+    for (int i = 0; texts && i < samples; i++) {
+        char *text = slm_view_generator_text(&vb->samples[i], e);
+        if (!text) return cJSON_Delete(texts), NULL;
+        cJSON_AddItemToArray(texts, cJSON_CreateString(text));
+        free(text);
+    }
+    if (!texts) FAIL(e, NULL, "out of memory making JSON");
+    return texts;
+}
+
+/* generate's stories for prompt with go (names found already) -> the texts,
+ * or with json generate --json's object (its n_probs alternatives). */
+static cJSON *run_generate(const PyModel *m, const Ablation *ab, const char *prompt, ViewGenerateOptions *go,
+                           int samples, const char *names_from, int json, Error *e) {
+    ViewBatch vb;
+    PromptUnknown pu = {0};
+    char chars[256];
+    if (json && slm_view_prompt_unknown(&m->lm.tokenizer, prompt, &pu, chars, sizeof chars, e)) return NULL;
+    if (slm_view_batch_init(&vb, &m->lm, ab, prompt, go, samples, e)) return NULL;
+    cJSON *out = NULL;
+    double start = slm_clock_seconds(), cpu_start = slm_clock_cpu_seconds();
+    if (!slm_view_batch_run(&vb, NULL, NULL, e)) {
+        GenerateRun run = {prompt, names_from, pu, slm_clock_seconds() - start, slm_clock_cpu_seconds() - cpu_start};
+        out = json ? slm_generate_json(&vb, &m->lm, go, &run, e) : sample_texts(&vb, samples, e);
+    }
+    slm_view_batch_free(&vb);
+    return out;
+}
+
+/* vg's next-token logits (V) into last from the whole pass over [EOS] and
+ * its tokens so far, with hooks (slm_py_run's; the probes' runner). */
+static int hooked_logits(const PyModel *m, const Ablation *ab, const ViewGenerator *vg, ForwardHooks *hooks,
+                         float *last, Error *e) {
+    int T = (int)vg->ids.len + 1, V = m->lm.model.cfg.vocab_size;
+    int32_t *ids = xmalloc((size_t)T * sizeof *ids, e);
+    ProbeRunner r;
+    if (!ids) return -1;
+    ids[0] = m->lm.tokenizer.eos_id;
+    memcpy(ids + 1, vg->ids.data, vg->ids.len * sizeof *ids);
+    int rc = slm_probe_runner_init(&r, &m->lm.model, T, e);
+    if (!rc) {
+        r.acts.hooks = hooks;
+        rc = slm_probe_run(&r, ids, T, ab, e);
+        if (!rc) memcpy(last, r.acts.logits + (size_t)(T - 1) * V, (size_t)V * sizeof(float));
+        slm_probe_runner_free(&r);
+    }
+    free(ids);
+    return rc;
+}
+
+/* Sample vg (initialised) written to its end, each token drawn by its
+ * sampler from the hooked pass's logits instead of its generator's. */
+static int hooked_story(const PyModel *m, const Ablation *ab, ViewGenerator *vg, ForwardHooks *hooks, Error *e) {
+    float *last = xmalloc((size_t)m->lm.model.cfg.vocab_size * sizeof(float), e);
+    int rc = last ? 1 : -1;
+    while (rc == 1) {
+        rc = hooked_logits(m, ab, vg, hooks, last, e);
+        if (!rc) {
+            vg->logits = last;
+            rc = slm_view_generator_next(vg, e);
+        }
+    }
+    free(last);
+    return rc;
+}
+
+/* generate with hooks: each sample alone (seed + i), as a ViewBatch's
+ * samples are -> the texts, or with json generate --json's object. */
+static cJSON *run_hooked(const PyModel *m, const Ablation *ab, const char *prompt, ViewGenerateOptions *go, int samples,
+                         const char *names_from, int json, ForwardHooks *hooks, Error *e) {
+    ViewBatch vb = {.n = samples};
+    PromptUnknown pu = {0};
+    char chars[256];
+    if (json && slm_view_prompt_unknown(&m->lm.tokenizer, prompt, &pu, chars, sizeof chars, e)) return NULL;
+    if (!(vb.samples = xcalloc((size_t)samples, sizeof *vb.samples, e))) return NULL;
+    double start = slm_clock_seconds(), cpu_start = slm_clock_cpu_seconds();
+    uint64_t seed = go->seed;
+    int rc = 0, made = 0; /* the samples initialised, freed at the end */
+    while (!rc && made < samples) {
+        go->seed = seed + (uint64_t)made;
+        rc = slm_view_generator_init(&vb.samples[made], &m->lm, ab, prompt, go, e);
+        if (!rc) rc = hooked_story(m, ab, &vb.samples[made++], hooks, e);
+    }
+    go->seed = seed;
+    cJSON *out = NULL;
+    if (!rc) {
+        GenerateRun run = {prompt, names_from, pu, slm_clock_seconds() - start, slm_clock_cpu_seconds() - cpu_start};
+        out = json ? slm_generate_json(&vb, &m->lm, go, &run, e) : sample_texts(&vb, samples, e);
+    }
+    for (int i = 0; i < made; i++) slm_view_generator_free(&vb.samples[i]);
+    free(vb.samples);
+    return out;
+}
+
+/* The slm_py_generate calls: n_probs < 0 for the texts; fn NULL: no hooks. */
+static char *generate(const PyModel *m, const char *prompt, size_t prompt_len, const char *options, int n_probs,
+                      ForwardHooks *hooks, const char *stories, const char *fallback_stories, Error *e) {
     GenerateParams p = {0};
     cJSON *json = NULL; /* the options, which the stop strings point into */
     char heads[PY_HEADS_TEXT];
@@ -191,34 +288,48 @@ char *slm_py_generate(const PyModel *m, const char *prompt, size_t prompt_len, c
         return cJSON_Delete(json), NULL;
     if (p.seed < 0) /* the caller draws the seed it keeps (Python's model.last_seed) */
         return cJSON_Delete(json), FAIL(e, NULL, "no seed: draw one first"), NULL;
+    if (n_probs > SAMPLER_MAX_N_PROBS)
+        return cJSON_Delete(json), FAIL(e, NULL, "n_probs=%d is out of range (0 to %d)", n_probs, SAMPLER_MAX_N_PROBS),
+               NULL;
     ViewGenerateOptions go = p.go;
-    int samples = p.samples;
     go.seed = (uint64_t)p.seed;
     go.threads = 1;
     go.stops = p.stops.items;
     go.n_stops = p.stops.count;
+    go.logprobs = n_probs >= 0;
+    go.n_probs = n_probs > 0 ? n_probs : 0;
     NameList names = {0};
     char from[4096];
-    ViewBatch vb;
-    cJSON *texts = NULL;
-    int rc = find_names(&names, &m->lm, stories, fallback_stories, from, sizeof from, e);
-    if (!rc && from[0]) go.names = &names;
-    if (!rc) rc = slm_view_batch_init(&vb, &m->lm, &ab, prompt, &go, samples, e);
-    if (!rc) {
-        rc = slm_view_batch_run(&vb, NULL, NULL, e);
-        texts = cJSON_CreateArray();
-        for (int i = 0; !rc && i < samples; i++) {
-            char *text = slm_view_generator_text(&vb.samples[i], e);
-            if (!text)
-                rc = -1;
-            else
-                cJSON_AddItemToArray(texts, cJSON_CreateString(text));
-            free(text);
-        }
-        slm_view_batch_free(&vb);
+    cJSON *out = NULL;
+    if (!find_names(&names, &m->lm, stories, fallback_stories, from, sizeof from, e)) {
+        if (from[0]) go.names = &names;
+        const char *names_from = from[0] ? from : NULL;
+        out = hooks ? run_hooked(m, &ab, prompt, &go, p.samples, names_from, n_probs >= 0, hooks, e)
+                    : run_generate(m, &ab, prompt, &go, p.samples, names_from, n_probs >= 0, e);
     }
     slm_names_free(&names);
     cJSON_Delete(json);
-    if (rc) return cJSON_Delete(texts), NULL;
-    return json_out(texts, e);
+    return out ? json_out(out, e) : NULL;
+}
+
+char *slm_py_generate(const PyModel *m, const char *prompt, size_t prompt_len, const char *options, const char *stories,
+                      const char *fallback_stories, Error *e) {
+    return generate(m, prompt, prompt_len, options, -1, NULL, stories, fallback_stories, e);
+}
+
+char *slm_py_generate_json(const PyModel *m, const char *prompt, size_t prompt_len, const char *options, int n_probs,
+                           const char *stories, const char *fallback_stories, Error *e) {
+    if (n_probs < 0) return FAIL(e, NULL, "n_probs=%d is out of range (0 to %d)", n_probs, SAMPLER_MAX_N_PROBS), NULL;
+    return generate(m, prompt, prompt_len, options, n_probs, NULL, stories, fallback_stories, e);
+}
+
+char *slm_py_generate_hooked(const PyModel *m, const char *prompt, size_t prompt_len, const char *options, int n_probs,
+                             HookFn fn, void *ctx, const char *const *names, int n_names, const char *stories,
+                             const char *fallback_stories, Error *e) {
+    if (!fn) return FAIL(e, NULL, "no hook function"), NULL;
+    ForwardHooks hooks = {.fn = fn, .ctx = ctx, .names = names, .n_names = n_names};
+    char *out =
+        generate(m, prompt, prompt_len, options, n_probs < 0 ? -1 : n_probs, &hooks, stories, fallback_stories, e);
+    slm_hooks_free(&hooks);
+    return out;
 }

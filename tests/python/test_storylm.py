@@ -16,6 +16,7 @@ import tempfile
 import threading
 import time
 import unittest
+import unittest.mock
 
 import numpy as np
 
@@ -96,6 +97,22 @@ class LoadAndConfig(unittest.TestCase):
         self.assertIn("storylm.train(", cm.exception.hint)  # Python's words, not the CLI's --model
         self.assertNotIn("--model", cm.exception.hint)
 
+    def test_no_model_anywhere_is_said_in_pythons_words(self):
+        here = os.getcwd()
+        with tempfile.TemporaryDirectory() as d, unittest.mock.patch("storylm.model._data_folders",
+                                                                     return_value=[d]):
+            os.chdir(d)
+            try:
+                with self.assertRaises(storylm.StorylmError) as cm:
+                    storylm.load()
+            finally:
+                os.chdir(here)
+        said = cm.exception.message + cm.exception.hint
+        self.assertIn(os.path.join(d, "models", "tinystories.safetensors"), said)
+        self.assertIn("storylm.load", cm.exception.hint)
+        self.assertNotIn("--model", said)  # the CLI's flag
+        self.assertNotIn("/../", said)
+
     def test_the_shipped_model_by_default(self):
         here = os.getcwd()
         with tempfile.TemporaryDirectory() as d:
@@ -133,7 +150,7 @@ class Tokens(unittest.TestCase):
         with self.assertRaises(storylm.StorylmError):
             m([1, 2, m.cfg.vocab_size])
         with self.assertRaises(storylm.StorylmError):
-            m([[1, 2]])
+            m([[[1, 2]]])  # [[1, 2]] is a batch of one row
         with self.assertRaises(storylm.StorylmError):
             m.loss(b"bytes are not a text")
 
