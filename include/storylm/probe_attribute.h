@@ -10,7 +10,10 @@
  *   mean effect             logit - logit with them set to their mean over the
  *                           test stories (the mean row; the head's mean output)
  * Only the part's slot of z at p changes: the row's other path, through the
- * queries, keys and values, is not removed (patch measures that). Everything
+ * queries, keys and values, is not removed (patch measures that). With
+ * several layers z is [row, layer 1's heads, ..., layer N's heads] (model.h)
+ * and the parts are the row and every layer's heads ("head 2:3"): a lower
+ * layer's head keeps its path through the layers above. Everything
  * is computed in double from the float activations of one forward pass;
  * switched-off heads hold their replacement, so they add nothing.
  *
@@ -43,6 +46,7 @@ typedef struct AttributeResult {
     int rank;            /* 1 = the most likely */
     int n_parts;         /* 1 + H: the row, then head 0..H-1; a transformer's: as above */
     char (*names)[24];   /* (n_parts) "row", "head 3"; a transformer's "embed", "head 1:3", "b_O 1", "mlp 1" */
+    const char *scope;   /* what the parts are when it needs saying (several layers), or NULL */
     double direct_sum;   /* a transformer's: sum of grad x act plus the biases after the LN (= logit) */
     double *grad_x_act;  /* (n_parts) */
     double *zero_effect; /* (n_parts) */

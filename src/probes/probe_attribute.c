@@ -10,7 +10,7 @@
 #include "storylm/probe_patch.h"
 #include "storylm/probes.h"
 
-/* Part k of z: -1 the row, h a head. */
+/* Part k of z: -1 the row, g a head (numbered over every layer: z holds each layer's heads in turn). */
 static void part_range(const ModelConfig *c, int k, int *from, int *to) {
     *from = k < 0 ? 0 : c->row_dim + k * c->value_dim;
     *to = k < 0 ? c->row_dim : *from + c->value_dim;
@@ -29,7 +29,7 @@ static double removal_effect(const Model *m, const double *z, int k, const doubl
 static void parts(const Model *m, const double *z, const double *grad, const double *mean_z, AttributeResult *r,
                   double *work) {
     const ModelConfig *c = &m->cfg;
-    for (int k = -1; k < c->n_heads; k++) {
+    for (int k = -1; k < slm_model_heads(c); k++) {
         int from, to, j = k + 1;
         part_range(c, k, &from, &to);
         double gxa = 0, len = 0;
@@ -39,6 +39,13 @@ static void parts(const Model *m, const double *z, const double *grad, const dou
         r->zero_effect[j] = removal_effect(m, z, k, NULL, r->token, r->logit, work);
         r->mean_effect[j] = mean_z ? removal_effect(m, z, k, mean_z, r->token, r->logit, work) : NAN;
     }
+}
+
+/* "row", then "head 3" (one layer) or "head 2:3" (layer 2's head 3). */
+static void part_name(const ModelConfig *c, int k, char *buf, size_t size) {
+    char head[16];
+    slm_head_name(c, k - 1, head, sizeof head);
+    snprintf(buf, size, k ? "head %s" : "row", head);
 }
 
 int slm_probe_attribute(const Model *m, const Activations *a, int p, int32_t token, const double *mean_z,
@@ -54,7 +61,7 @@ int slm_probe_attribute(const Model *m, const Activations *a, int p, int32_t tok
     if (token < 0 || token >= c->vocab_size)
         return FAIL(e, NULL, "token id %d is outside the vocabulary of %d", token, c->vocab_size);
     double *z = xmalloc((size_t)Z * 3 * sizeof(double), e);
-    if (!z || slm_attribute_result_alloc(out, c->n_heads + 1, T, e)) {
+    if (!z || slm_attribute_result_alloc(out, slm_model_heads(c) + 1, T, e)) {
         free(z);
         slm_attribute_result_free(out);
         return -1;
@@ -64,7 +71,11 @@ int slm_probe_attribute(const Model *m, const Activations *a, int p, int32_t tok
     out->position = p;
     out->token = token;
     out->n_positions = T;
-    for (int k = 0; k < out->n_parts; k++) snprintf(out->names[k], sizeof out->names[k], k ? "head %d" : "row", k - 1);
+    for (int k = 0; k < out->n_parts; k++) part_name(c, k, out->names[k], sizeof out->names[k]);
+    if (slm_model_layers(c) > 1)
+        out->scope = "parts: what the hidden layer reads, the row and every layer's heads (L:H); removing a head "
+                     "takes out its own slot only, so a lower layer's head keeps its path through the heads above "
+                     "(patch measures that)";
     out->logit = slm_probe_logit_and_grad(m, z, token, grad);
     out->probability = slm_probe_probability(a, p, token, &out->rank);
     parts(m, z, grad, mean_z, out, work);
@@ -81,7 +92,7 @@ size_t slm_probe_mean_z_len(const ModelConfig *c) {
 int slm_probe_mean_z(const Model *m, const Stories *s, const int *idx, int n, double *mean_z, Error *e) {
     const ModelConfig *c = &m->cfg;
     if (c->arch->readout == READOUT_RESIDUAL) return slm_probe_mean_parts_tf(m, s, idx, n, mean_z, e);
-    int D = c->row_dim, HV = c->n_heads * c->value_dim;
+    int D = c->row_dim, HV = slm_model_heads(c) * c->value_dim;
     float *heads = xmalloc((size_t)HV * sizeof(float), e), *row = heads ? xmalloc((size_t)D * sizeof(float), e) : NULL;
     if (!row || slm_probe_head_means(m, s, idx, n, heads, e)) {
         free(heads);

@@ -64,6 +64,10 @@ const char *slm_circuits_note(const ModelConfig *c) {
     return c->arch->readout == READOUT_RESIDUAL
                ? "QK and OV: TransformerLens's full circuits of the block, W_E through W_Q W_K (QK) or W_V W_O W_U "
                  "(OV), the LayerNorms' weights folded in, biases left out (see --help)"
+           : slm_model_layers(c) > 1
+               ? "QK and OV: the direct path from the token rows (the rows of query, key and value that read the row; "
+                 "a layer above the first also reads the heads below, left out), OV through the hidden layer "
+                 "linearised at its mean input over the test stories (see --help)"
                : "OV: the hidden layer linearised at its mean input over the test stories (see --help)";
 }
 
@@ -73,23 +77,33 @@ static void project_rows(const Model *m, const float *weights, int k, float *row
     slm_matmul(0, 0, c->vocab_size, k, c->row_dim, m->embedding, c->row_dim, weights, k, 0, rows, k);
 }
 
-void slm_circuit_qk(const Model *m, int h, float *scratch, float *qk) {
+/* Layer l's query, key or value weights of head h, the rows that read the token row (D, k): layer 0's
+ * whole matrix, a layer above's first D rows of its (row + the layer below's heads, k). */
+static const float *row_weights(const Model *layer, const float *weights, int h, int k) {
+    return weights + (size_t)h * layer->cfg.row_dim * k;
+}
+
+void slm_circuit_qk(const Model *m, int l, int h, float *scratch, float *qk) {
     const ModelConfig *c = &m->cfg;
-    int V = c->vocab_size, D = c->row_dim, kd = c->key_dim;
+    int V = c->vocab_size, kd = c->key_dim;
+    Model lm;
+    slm_model_layer_view(m, l, &lm);
     float *q = scratch, *k = scratch + (size_t)V * kd;
-    project_rows(m, m->query + (size_t)h * D * kd, kd, q);
-    project_rows(m, m->key + (size_t)h * D * kd, kd, k);
+    project_rows(m, row_weights(&lm, lm.query, h, kd), kd, q);
+    project_rows(m, row_weights(&lm, lm.key, h, kd), kd, k);
     float scale = 1.0f / sqrtf((float)kd);
     for (size_t i = 0; i < (size_t)V * kd; i++) q[i] *= scale;
     slm_matmul(0, 1, V, V, kd, q, kd, k, kd, 0, qk, V);
 }
 
-void slm_circuit_ov(const Model *m, int h, const float *gain, float *scratch, float *ov) {
+void slm_circuit_ov(const Model *m, int l, int h, const float *gain, float *scratch, float *ov) {
     const ModelConfig *c = &m->cfg;
     int V = c->vocab_size, D = c->row_dim, vd = c->value_dim, Hd = c->hidden_dim;
-    int Z = slm_model_hidden_input_dim(c), slot = D + h * vd;
+    int Z = slm_model_hidden_input_dim(c), slot = D + (l * c->n_heads + h) * vd;
     float *values = scratch, *map = scratch + (size_t)V * vd, *slope = map + (size_t)V * vd;
-    project_rows(m, m->value + (size_t)h * D * vd, vd, values);
+    Model lm;
+    slm_model_layer_view(m, l, &lm);
+    project_rows(m, row_weights(&lm, lm.value, h, vd), vd, values);
     /* slope (Hd, vd) = diag(gain) hidden.weight[:, slot h]: the linearised hidden layer seen from head h */
     for (int j = 0; j < Hd; j++)
         for (int i = 0; i < vd; i++) slope[j * vd + i] = gain[j] * m->hidden_w[(size_t)j * Z + slot + i];
@@ -241,9 +255,9 @@ int slm_probe_circuits(const Model *m, const float *z_mean, const uint8_t *seen,
     if (slm_probe_need_heads(m, "circuits", e) ||
         (!tf && slm_variant_check(&m->cfg, "the QK circuit of token rows", VARIANT_NEEDS_ROW_SCORES, e)))
         return -1;
-    if (o->layer < 0 || o->layer >= (tf ? c->n_layers : 1))
-        return FAIL(e, "give --layer from 1 to the model's blocks", "--layer %d: the model has %d block(s)",
-                    o->layer + 1, tf ? c->n_layers : 1);
+    if (o->layer < 0 || o->layer >= slm_model_layers(c))
+        return FAIL(e, "give --layer from 1 to the model's layers (blocks)", "--layer %d: the model has %d layer(s)",
+                    o->layer + 1, slm_model_layers(c));
     int V = c->vocab_size, H = c->n_heads;
     HeadSet heads = o->heads;
     for (int i = 0; i < o->n_reads; i++)
@@ -263,9 +277,9 @@ int slm_probe_circuits(const Model *m, const float *z_mean, const uint8_t *seen,
         CircuitHead *ch = &out->heads[k++];
         ch->head = h;
         if ((rc = head_alloc(ch, out, e))) break;
-        tf ? slm_circuit_qk_tf(m, o->layer, h, scratch, M) : slm_circuit_qk(m, h, scratch, M);
+        tf ? slm_circuit_qk_tf(m, o->layer, h, scratch, M) : slm_circuit_qk(m, o->layer, h, scratch, M);
         read_circuit(M, V, seen, 0, ch->qk, out->top, ch->qk_self, means);
-        tf ? slm_circuit_ov_tf(m, o->layer, h, scratch, M) : slm_circuit_ov(m, h, gain, scratch, M);
+        tf ? slm_circuit_ov_tf(m, o->layer, h, scratch, M) : slm_circuit_ov(m, o->layer, h, gain, scratch, M);
         read_circuit(M, V, seen, 1, ch->ov, out->top, ch->copy, means);
         read_rows(M, V, o->reads, out->n_reads, out->read_top, ch->reads);
     }

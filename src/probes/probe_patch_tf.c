@@ -105,10 +105,35 @@ static Patch one_patch(const CleanPoints *clean, HookPoint a, HookPoint b, int l
     return p;
 }
 
-/* Every head's reads, query and output; every position's rows and residual stream. */
+/* 1 when the model declares point p in its blocks (layers). */
+static int has_block_point(const ModelConfig *c, HookPoint p) {
+    HookPoints hp;
+    c->arch->hook_points(c, &hp);
+    for (int i = 0; i < hp.n_block; i++)
+        if (hp.block[i] == p) return 1;
+    return 0;
+}
+
+/* The residual stream entering each layer and leaving the last, at every position (resid (L + 1, T)). */
+static int sweep_resid(TfPatcher *tp, const CleanPoints *clean, PatchResult *r, Error *e) {
+    int T = tp->T, L = r->n_layers, rc = 0;
+    char buf[PATCH_MAX_POINTS][48];
+    for (int l = 0; !rc && l <= L; l++)
+        for (int u = 0; !rc && u < T; u++) {
+            Patch p = l < L ? one_patch(clean, HOOK_RESID_PRE, HOOK_RESID_PRE, l, u, -1, buf)
+                            : one_patch(clean, HOOK_RESID_POST, HOOK_RESID_POST, L - 1, u, -1, buf);
+            rc = measure(tp, &p, &r->resid[(size_t)l * T + u], e);
+        }
+    return rc;
+}
+
+/* Every head's reads, query and output; every position's row; the hidden layer (the residual stream
+ * leaving the last block); every row; every head output with the last row. The row is the first
+ * block's hook_resid_pre where the model has a residual stream, else hook_embed. */
 static int sweep(TfPatcher *tp, const CleanPoints *clean, PatchResult *r, Error *e) {
     const ModelConfig *c = &tp->m->cfg;
-    int T = tp->T, H = c->n_heads, L = c->n_layers, rc = 0;
+    int T = tp->T, H = c->n_heads, L = r->n_layers, rc = 0, resid = r->resid != NULL;
+    HookPoint row = resid ? HOOK_RESID_PRE : HOOK_EMBED, hidden = resid ? HOOK_RESID_POST : HOOK_HIDDEN;
     char buf[PATCH_MAX_POINTS][48];
     for (int g = 0; !rc && g < L * H; g++) {
         int l = g / H, h = g % H;
@@ -121,35 +146,42 @@ static int sweep(TfPatcher *tp, const CleanPoints *clean, PatchResult *r, Error 
         Patch z = one_patch(clean, HOOK_Z, HOOK_Z, l, T - 1, h, buf); /* buf holds one patch's names at a time */
         if (!rc) rc = measure(tp, &z, &r->output[g], e);
     }
-    for (int l = 0; !rc && l <= L; l++)
-        for (int u = 0; !rc && u < T; u++) {
-            Patch p = l < L ? one_patch(clean, HOOK_RESID_PRE, HOOK_RESID_PRE, l, u, -1, buf)
-                            : one_patch(clean, HOOK_RESID_POST, HOOK_RESID_POST, L - 1, u, -1, buf);
-            rc = measure(tp, &p, &r->resid[(size_t)l * T + u], e);
-            if (!rc && l == 0) r->rows[u] = r->resid[u];
-        }
-    if (!rc) r->hidden = r->resid[(size_t)L * T + T - 1];
-    Patch all = one_patch(clean, HOOK_RESID_PRE, HOOK_RESID_PRE, 0, -1, -1, buf);
+    if (!rc && resid) rc = sweep_resid(tp, clean, r, e);
+    for (int u = 0; !rc && u < T; u++) {
+        Patch p = one_patch(clean, row, row, 0, u, -1, buf);
+        if (resid)
+            r->rows[u] = r->resid[u];
+        else
+            rc = measure(tp, &p, &r->rows[u], e);
+    }
+    Patch last = one_patch(clean, hidden, hidden, L - 1, T - 1, -1, buf);
+    if (!rc && resid)
+        r->hidden = r->resid[(size_t)L * T + T - 1];
+    else if (!rc)
+        rc = measure(tp, &last, &r->hidden, e);
+    Patch all = one_patch(clean, row, row, 0, -1, -1, buf);
     if (!rc) rc = measure(tp, &all, &r->all_rows, e);
     for (int v = 0; !rc && v < c->vocab_size; v++)
         r->all_logits[v] = tp->run.acts.logits[(size_t)(T - 1) * c->vocab_size + v];
     Patch mixed = {.clean = clean, .u = T - 1, .h = -1};
     for (int l = 0; l < L; l++) slm_hook_name(HOOK_Z, l, buf[l], 48), mixed.names[mixed.n_names++] = buf[l];
-    slm_hook_name(HOOK_RESID_PRE, 0, buf[L], 48), mixed.names[mixed.n_names++] = buf[L];
+    slm_hook_name(row, 0, buf[L], 48), mixed.names[mixed.n_names++] = buf[L];
     if (!rc) rc = measure(tp, &mixed, &r->outputs_and_row, e);
     return rc;
 }
 
-static int tf_alloc(PatchResult *r, const ModelConfig *c, int T, Error *e) {
-    int G = c->n_layers * c->n_heads, V = c->vocab_size;
+/* r's lists; the residual stream's where the model has one (r->resid NULL otherwise). */
+static int hooked_alloc(PatchResult *r, const ModelConfig *c, int T, Error *e) {
+    int G = slm_model_heads(c), V = c->vocab_size, resid = has_block_point(c, HOOK_RESID_PRE);
     r->reads = xmalloc((size_t)G * T * sizeof(double), e);
     r->query = r->reads ? xmalloc((size_t)G * sizeof(double), e) : NULL;
     r->output = r->query ? xmalloc((size_t)G * sizeof(double), e) : NULL;
     r->rows = r->output ? xmalloc((size_t)T * sizeof(double), e) : NULL;
     r->all_logits = r->rows ? xmalloc((size_t)V * sizeof(double), e) : NULL;
     r->clean_logits = r->all_logits ? xmalloc((size_t)V * sizeof(double), e) : NULL;
-    r->resid = r->clean_logits ? xmalloc((size_t)(c->n_layers + 1) * T * sizeof(double), e) : NULL;
-    return r->resid ? 0 : -1;
+    if (!r->clean_logits) return -1;
+    if (resid && !(r->resid = xmalloc((size_t)(r->n_layers + 1) * T * sizeof(double), e))) return -1;
+    return 0;
 }
 
 /* The clean text run again with every point patching reads recorded. */
@@ -166,8 +198,8 @@ static int record_clean(const Model *m, const ProbeRunner *clean, CleanPoints *p
     return rc;
 }
 
-static int patch_transformer(const Model *m, const ProbeRunner *clean, const ProbeRunner *corrupt, int32_t answer,
-                             int32_t wrong, PatchResult *out, Error *e) {
+static int patch_hooked(const Model *m, const ProbeRunner *clean, const ProbeRunner *corrupt, int32_t answer,
+                        int32_t wrong, PatchResult *out, Error *e) {
     const ModelConfig *c = &m->cfg;
     int T = clean->batch.n_tokens, V = c->vocab_size;
     if (T != corrupt->batch.n_tokens || T < 1)
@@ -184,11 +216,12 @@ static int patch_transformer(const Model *m, const ProbeRunner *clean, const Pro
                     .answer = answer,
                     .wrong = wrong};
     *out = (PatchResult){.n_positions = T,
-                         .n_heads = c->n_layers * c->n_heads,
-                         .n_layers = c->n_layers,
+                         .n_heads = slm_model_heads(c),
+                         .n_layers = slm_model_layers(c),
                          .answer = answer,
                          .wrong = wrong};
-    int rc = tf_alloc(out, c, T, e) || record_clean(m, clean, &points, e) || slm_probe_runner_init(&tp.run, m, T, e);
+    int rc =
+        hooked_alloc(out, c, T, e) || record_clean(m, clean, &points, e) || slm_probe_runner_init(&tp.run, m, T, e);
     const float *cl = clean->acts.logits + (size_t)(T - 1) * V, *co = corrupt->acts.logits + (size_t)(T - 1) * V;
     if (!rc) {
         out->clean_diff = out->clean_diff_model = tp.clean_diff = (double)cl[answer] - (double)cl[wrong];
@@ -209,6 +242,10 @@ static int patch_transformer(const Model *m, const ProbeRunner *clean, const Pro
 int slm_probe_patch_runs(const Model *m, const ProbeRunner *clean, const ProbeRunner *corrupt, int32_t answer,
                          int32_t wrong, PatchResult *out, Error *e) {
     *out = (PatchResult){0};
-    if (m->cfg.arch->readout == READOUT_RESIDUAL) return patch_transformer(m, clean, corrupt, answer, wrong, out, e);
-    return slm_probe_patch(m, &clean->acts, &corrupt->acts, answer, wrong, out, e);
+    /* one layer of heads read by the tanh readout: the last position evaluated exactly (above); any other
+     * model (several layers, a residual stream) through its hook points */
+    if (m->cfg.arch->readout == READOUT_TANH && slm_model_layers(&m->cfg) == 1)
+        return slm_probe_patch(m, &clean->acts, &corrupt->acts, answer, wrong, out, e);
+    if (slm_probe_need_heads(m, "patching", e)) return -1;
+    return patch_hooked(m, clean, corrupt, answer, wrong, out, e);
 }

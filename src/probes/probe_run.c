@@ -84,15 +84,6 @@ int slm_probe_need_heads(const Model *m, const char *what, Error *e) {
                : slm_probe_need_attention(m, what, e);
 }
 
-int slm_probe_need_one_layer(const Model *m, const char *what, Error *e) {
-    if (slm_model_layers(&m->cfg) == 1) return 0;
-    return FAIL(e,
-                "give a one-layer model; eval, generate, --ablate L:H, ablate, heads, detect, swap, pieces, icl and "
-                "distances --layer L read a model of several layers",
-                "%s reads one layer of heads and is not written for a model of %d layers (--layers)", what,
-                slm_model_layers(&m->cfg));
-}
-
 double slm_probe_probability(const Activations *a, int p, int32_t token, int *rank) {
     int V = a->cfg.vocab_size;
     const float *logits = a->logits + (size_t)p * V;
