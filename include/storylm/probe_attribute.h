@@ -71,11 +71,4 @@ int slm_probe_mean_z(const Model *m, const Stories *s, const int *idx, int n, do
 /* Length of mean_z: Z, or a transformer's parts times d_model (each part's mean). */
 size_t slm_probe_mean_z_len(const ModelConfig *c);
 
-/* The transformer's side (probe_attribute_tf.c), called by the two above. */
-int slm_probe_attribute_tf(const Model *m, const Activations *a, int p, int32_t token, const double *mean_parts,
-                           AttributeResult *out, Error *e);
-int slm_probe_mean_parts_tf(const Model *m, const Stories *s, const int *idx, int n, double *mean_parts, Error *e);
-/* A transformer's parts: 2 (embed, pos_embed) + blocks * (heads + 2). */
-int slm_tf_parts(const ModelConfig *c);
-
 #endif

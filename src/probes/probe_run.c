@@ -84,6 +84,12 @@ int slm_probe_need_heads(const Model *m, const char *what, Error *e) {
                : slm_probe_need_attention(m, what, e);
 }
 
+int slm_probe_need_ops(const Model *m, int has_ops, const char *what, Error *e) {
+    if (has_ops) return 0;
+    return FAIL(e, "give a model of another architecture ('storylm info' names a model's)",
+                "%s means nothing for a %s model: its architecture says no way to read it", what, m->cfg.arch->name);
+}
+
 double slm_probe_probability(const Activations *a, int p, int32_t token, int *rank) {
     int V = a->cfg.vocab_size;
     const float *logits = a->logits + (size_t)p * V;
