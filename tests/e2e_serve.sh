@@ -13,7 +13,7 @@ cp "$M/tinystories.safetensors" "$M/tinystories-window8.safetensors" models/
 cp "$M/snapshots/tinystories-plain.step250.safetensors" models/snapshots/
 [[ -f "$M/tinystories-transformer.safetensors" ]] && cp "$M/tinystories-transformer.safetensors" models/
 first_stories 300 > data/stories.txt
-# a model of two layers: the views of one layer's heads refuse it with a 400, the others answer
+# a model of two layers: every view of heads reads both layers (distances, attend and trace by --layer)
 "$STORYLM" train data/stories.txt --vocab vocab.txt --layers 2 --steps 4 --eval-every 0 --test-stories 20 \
   --out models/two-layers.safetensors 2> two-layers.log || { cat two-layers.log; fail "train --layers 2"; }
 # a model of 3 tokens: "n_probs": 20 gives its 3 (the server once died of it)

@@ -2,8 +2,9 @@
  * architecture, asked only through the interface: its default config passes
  * its check, its table lays out one buffer, its initial values follow the
  * seed, its passes agree with each other and with the loss's numerical
- * gradient, the hook points it declares are the ones its pass reaches, and
- * the registry finds each by name and refuses others listing the names. */
+ * gradient, the hook points it declares are the ones its pass reaches, what
+ * the probes read of it agrees with its run, and the registry finds each by
+ * name and refuses others listing the names. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include "storylm/batch.h"
 #include "storylm/hooks.h"
 #include "storylm/model.h"
+#include "storylm/position.h"
 #include "storylm/rng.h"
 
 #define V 40
@@ -50,6 +52,13 @@ static void every_operation_is_there(const Architecture *a) {
     ModelConfig c = a->config_default(V);
     int heads = a->heads_per_layer(&c) > 0;
     CHECK(!heads || (a->layer_qkv && a->layer_attention && a->head_output));
+    const ProbeOps *o = a->probes;
+    CHECK(heads == (o != NULL)); /* what the probes read: every model with heads, none without */
+    if (!o) return;
+    CHECK(o->layer_view && o->position_score && o->trace_layer);
+    CHECK(o->circuit_scratch && o->circuit_qk && o->circuit_ov && o->circuit_note);
+    int residual = a->readout == READOUT_RESIDUAL; /* its attribution's parts are the architecture's */
+    CHECK(residual == (o->n_resid_parts && o->resid_parts && o->unembed));
 }
 
 static void config_default_passes_its_check(const Architecture *a) {
@@ -252,6 +261,53 @@ static void config_keys_round_trip(const Architecture *a) {
     CHECK(a->layers(&back) == a->layers(&c));
 }
 
+/* What the probes read agrees with the model: each layer's view reads its
+ * scores per distance back as position_score gives them, and a residual
+ * readout's parts add up to the stream whose logits the run gave. */
+static void probe_ops_agree_with_the_run(const Architecture *a) {
+    Model m, view;
+    Activations acts;
+    Batch b;
+    Error e = {0};
+    const ProbeOps *o = a->probes;
+    if (!o || setup(a, &m, &acts, &b)) return;
+    float loss, *table = calloc((size_t)m.cfg.n_heads * m.cfg.window, sizeof(float));
+    CHECK(slm_model_forward(&m, &acts, &b, NULL, &loss, &e) == 0);
+    for (int l = 0; l < slm_model_layers(&m.cfg); l++) {
+        o->layer_view(&m, l, &view, table);
+        for (int h = 0; h < m.cfg.n_heads; h++)
+            for (int d = 0; d < m.cfg.window; d++)
+                CHECK(slm_position_distance_score(&view, h, d) == o->position_score(&m, l, h, d));
+    }
+    if (o->resid_parts) {
+        int P = o->n_resid_parts(&m.cfg), D = m.cfg.row_dim, p = acts.n_positions - 1, Vs = m.cfg.vocab_size;
+        double *parts = calloc((size_t)P * D, sizeof(double)), *x = calloc((size_t)D, sizeof(double)), mean = 0,
+               var = 0;
+        char(*names)[24] = calloc((size_t)P, sizeof *names);
+        Unembed u;
+        o->resid_parts(&m, &acts, p, parts, names);
+        o->unembed(&m, &acts, p, &u);
+        for (int k = 0; k < P; k++) {
+            CHECK(names[k][0] != '\0');
+            for (int i = 0; i < D; i++) x[i] += parts[(size_t)k * D + i];
+        }
+        for (int i = 0; i < D; i++) mean += x[i] / D;
+        for (int i = 0; i < D; i++) var += (x[i] - mean) * (x[i] - mean) / D;
+        CHECK_CLOSE(1 / sqrt(var + u.eps), u.rstd, 1e-4, 1e-4);
+        for (int t = 0; t < Vs; t++) {
+            double logit = u.b_U[t];
+            for (int i = 0; i < D; i++)
+                logit += ((x[i] - mean) * u.rstd * u.ln_w[i] + u.ln_b[i]) * u.W_U[(size_t)i * Vs + t];
+            CHECK_CLOSE(logit, acts.logits[(size_t)p * Vs + t], 1e-4, 1e-4);
+        }
+        free(parts);
+        free(x);
+        free(names);
+    }
+    free(table);
+    cleanup(&m, &acts, &b);
+}
+
 int main(void) {
     registry_finds_every_architecture_by_name();
     for (int i = 0; i < slm_arch_count(); i++) {
@@ -264,6 +320,7 @@ int main(void) {
         hook_points_declared_are_the_ones_reached(a);
         forward_and_loss_and_grad_agree(a);
         gradient_is_the_loss_slope(a);
+        probe_ops_agree_with_the_run(a);
     }
     return check_report();
 }

@@ -173,8 +173,8 @@ static void circuits_are_the_products_and_the_tangent(void) {
     slm_circuits_gain(&m, z_mean, gain);
     float *scratch = malloc(slm_circuit_scratch_size(c) * sizeof(float)), qk[V * V], ov[V * V];
     for (int h = 0; h < c->n_heads; h++) {
-        slm_circuit_qk(&m, h, scratch, qk);
-        slm_circuit_ov(&m, h, gain, scratch, ov);
+        slm_circuit_qk(&m, 0, h, scratch, qk);
+        slm_circuit_ov(&m, 0, h, gain, scratch, ov);
         double worst_qk = 0, worst_ov = 0;
         for (int a = 0; a < V; a++) {
             double q[4] = {0}, v[5] = {0}, zp[64], zm[64], lp[V], lm[V];

@@ -255,8 +255,8 @@ static void check_circuits(void) {
     float *scratch = malloc(slm_circuit_scratch_size(&m.cfg) * sizeof(float)), qk[V * V], ov[V * V];
     double worst_qk = 0, worst_ov = 0;
     for (int h = 0; h < H; h++) {
-        slm_circuit_qk_tf(&m, 1, h, scratch, qk);
-        slm_circuit_ov_tf(&m, 1, h, scratch, ov);
+        slm_circuit_qk(&m, 1, h, scratch, qk);
+        slm_circuit_ov(&m, 1, h, NULL, scratch, ov);
         for (int s = 0; s < V; s++)
             for (int t = 0; t < V; t++) {
                 double q[DH] = {0}, k[DH] = {0}, v[DH] = {0}, out[D] = {0}, dot = 0, logit = 0;
@@ -316,7 +316,36 @@ static void check_stats(void) {
     slm_model_free(&m);
 }
 
+/* An architecture whose ProbeOps lack what a probe reads is refused by that probe, naming it; the
+ * transformer's table with its trace, circuits and attribution operations taken out stands in. */
+static void check_missing_ops_refused(void) {
+    Model m;
+    ProbeRunner r;
+    Error e = {0};
+    const int32_t ids[T] = {1, 3, 5, 7, 3, 5, 2};
+    setup(&m, POS_ABSOLUTE, ids, &r);
+    ProbeOps ops = *m.cfg.arch->probes;
+    ops.trace_layer = NULL, ops.circuit_qk = NULL, ops.resid_parts = NULL;
+    Architecture lacking = *m.cfg.arch;
+    lacking.probes = &ops;
+    lacking.name = "lacking";
+    m.cfg.arch = r.acts.cfg.arch = &lacking;
+    TraceResult t;
+    CHECK(slm_probe_trace(&r, 3, 4, 4, &t, &e) == -1);
+    CHECK(strstr(e.message, "the trace of a layer means nothing for a lacking model") != NULL);
+    CircuitsResult cr;
+    CircuitsOptions co = {.top = 3};
+    CHECK(slm_probe_circuits(&m, NULL, NULL, &co, &cr, &e) == -1);
+    CHECK(strstr(e.message, "circuits means nothing for a lacking model") != NULL);
+    AttributeResult ar;
+    CHECK(slm_probe_attribute(&m, &r.acts, 3, 2, NULL, &ar, &e) == -1);
+    CHECK(strstr(e.message, "attribution means nothing for a lacking model") != NULL);
+    slm_probe_runner_free(&r);
+    slm_model_free(&m);
+}
+
 int main(void) {
+    check_missing_ops_refused();
     check_stats();
     check_circuits();
     check_attribute();

@@ -39,6 +39,53 @@ typedef struct HookPoints {
     int layers; /* how many layers have the block's points */
 } HookPoints;
 
+/* The unembedding a residual readout reads its stream through, at one position:
+ * logits = LN(x) W_U + b_U, LN(x) = (x - mean x) rstd ln_w + ln_b, rstd = 1 / sqrt(var x + eps). */
+typedef struct Unembed {
+    const float *ln_w, *ln_b; /* (D) */
+    const float *W_U, *b_U;   /* (D, V), (V) */
+    double eps;
+    double rstd; /* the position's, from the run */
+} Unembed;
+
+/* What the probes read of a model beyond a run's attention (src/probes; each
+ * op's shapes in its comment). A model without heads has none
+ * (Architecture.probes NULL: window8); an op NULL is one that means nothing
+ * for the model, and its probe refuses saying so. */
+typedef struct ProbeOps {
+    /* Layer l as a one-layer model of the chapter's shape (distances, attend):
+     * its own query, key, value and score tensors; where its scores per
+     * distance back are not the chapter's tensors (a transformer block), table
+     * (H, window) holds them and the view reads them as --position-scheme
+     * distance (table NULL: left as they are; position_score reads them). */
+    void (*layer_view)(const Model *m, int l, Model *view, float *table);
+    /* The score head h of layer l adds at distance d back (0 where its scheme adds none). */
+    float (*position_score)(const Model *m, int l, int h, int d);
+    /* Circuits of head h of layer l over the vocabulary, from the weights
+     * (probe_circuits.h): qk (V, V) and ov (V, V), ov read through the
+     * tanh readout's slope gain (hidden_dim) or, with a residual readout,
+     * through the unembedding (gain unused); scratch: circuit_scratch floats. */
+    size_t (*circuit_scratch)(const ModelConfig *c);
+    void (*circuit_qk)(const Model *m, int l, int h, float *scratch, float *qk);
+    void (*circuit_ov)(const Model *m, int l, int h, const float *gain, float *scratch, float *ov);
+    /* The report's note on how the circuits are read. */
+    const char *(*circuit_note)(const ModelConfig *c);
+    /* Layer l at position p of a run (trace): its input shown as the row (or
+     * the block's resid_pre) (D) then layer l's heads (H, vd) into in, its
+     * units (the tanh layer's, or the block's MLP neurons: hidden_dim) into
+     * hidden, and push (1 + H, hidden_dim): what the row and each head add to
+     * each unit's input (a transformer's through LN2 with its scale frozen). */
+    void (*trace_layer)(const Model *m, const Activations *a, int l, int p, float *in, float *hidden, float *push);
+    /* A residual readout's input at position p taken apart (attribute;
+     * TransformerLens's decompose_resid, each head apart): parts (P, D)
+     * summing to the final LN's input and names (P, may be NULL), P =
+     * n_resid_parts. NULL for the tanh readout, whose parts are z's slots. */
+    int (*n_resid_parts)(const ModelConfig *c);
+    void (*resid_parts)(const Model *m, const Activations *a, int p, double *parts, char (*names)[24]);
+    /* The unembedding of a residual readout, the rstd of position p of the run in a (a NULL: 0). */
+    void (*unembed)(const Model *m, const Activations *a, int p, Unembed *u);
+} ProbeOps;
+
 /* Training's flags an architecture reads beyond the sizes every one has
  * (train and bench refuse the others, naming them). */
 enum {
@@ -126,6 +173,9 @@ typedef struct Architecture {
     float *(*layer_qkv)(const Activations *a, int l);
     float *(*layer_attention)(const Activations *a, int l);
     float *(*head_output)(const Activations *a, int l, int p, int h);
+
+    /* ---- what the probes read beyond a run's attention (NULL: no heads) ---- */
+    const ProbeOps *probes;
 
     /* ---- generation: one token at a time with its caches (generator_batch.h) ---- */
     const struct GeneratorOps *generator;

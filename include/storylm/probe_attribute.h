@@ -10,7 +10,10 @@
  *   mean effect             logit - logit with them set to their mean over the
  *                           test stories (the mean row; the head's mean output)
  * Only the part's slot of z at p changes: the row's other path, through the
- * queries, keys and values, is not removed (patch measures that). Everything
+ * queries, keys and values, is not removed (patch measures that). With
+ * several layers z is [row, layer 1's heads, ..., layer N's heads] (model.h)
+ * and the parts are the row and every layer's heads ("head 2:3"): a lower
+ * layer's head keeps its path through the layers above. Everything
  * is computed in double from the float activations of one forward pass;
  * switched-off heads hold their replacement, so they add nothing.
  *
@@ -43,6 +46,7 @@ typedef struct AttributeResult {
     int rank;            /* 1 = the most likely */
     int n_parts;         /* 1 + H: the row, then head 0..H-1; a transformer's: as above */
     char (*names)[24];   /* (n_parts) "row", "head 3"; a transformer's "embed", "head 1:3", "b_O 1", "mlp 1" */
+    const char *scope;   /* what the parts are when it needs saying (several layers), or NULL */
     double direct_sum;   /* a transformer's: sum of grad x act plus the biases after the LN (= logit) */
     double *grad_x_act;  /* (n_parts) */
     double *zero_effect; /* (n_parts) */
@@ -66,12 +70,5 @@ int slm_attribute_result_alloc(AttributeResult *r, int n_parts, int T, Error *e)
 int slm_probe_mean_z(const Model *m, const Stories *s, const int *idx, int n, double *mean_z, Error *e);
 /* Length of mean_z: Z, or a transformer's parts times d_model (each part's mean). */
 size_t slm_probe_mean_z_len(const ModelConfig *c);
-
-/* The transformer's side (probe_attribute_tf.c), called by the two above. */
-int slm_probe_attribute_tf(const Model *m, const Activations *a, int p, int32_t token, const double *mean_parts,
-                           AttributeResult *out, Error *e);
-int slm_probe_mean_parts_tf(const Model *m, const Stories *s, const int *idx, int n, double *mean_parts, Error *e);
-/* A transformer's parts: 2 (embed, pos_embed) + blocks * (heads + 2). */
-int slm_tf_parts(const ModelConfig *c);
 
 #endif

@@ -84,15 +84,11 @@ int slm_circuits_mean_input(const Model *m, const Stories *s, const int *idx, in
 void slm_circuits_gain(const Model *m, const float *z_mean, float *gain);
 /* Scratch floats slm_circuit_qk and slm_circuit_ov need. */
 size_t slm_circuit_scratch_size(const ModelConfig *c);
-/* qk (V, V) of head h. */
-void slm_circuit_qk(const Model *m, int h, float *scratch, float *qk);
-/* ov (V, V) of head h with the hidden layer's slope gain (hidden_dim). */
-void slm_circuit_ov(const Model *m, int h, const float *gain, float *scratch, float *ov);
-
-/* A transformer's circuits of head h of block l (formulas above); scratch:
- * slm_circuit_scratch_size floats. */
-void slm_circuit_qk_tf(const Model *m, int l, int h, float *scratch, float *qk);
-void slm_circuit_ov_tf(const Model *m, int l, int h, float *scratch, float *ov);
+/* qk (V, V) of head h of layer (block) l, from 0: the model's (arch.h's ProbeOps, formulas above). */
+void slm_circuit_qk(const Model *m, int l, int h, float *scratch, float *qk);
+/* ov (V, V) of head h of layer (block) l, through the hidden layer's slope gain (hidden_dim; a
+ * transformer's: unused, NULL). */
+void slm_circuit_ov(const Model *m, int l, int h, const float *gain, float *scratch, float *ov);
 /* The report's note on how the OV circuit is read, for m's architecture. */
 const char *slm_circuits_note(const ModelConfig *c);
 

@@ -30,10 +30,10 @@
 #include "storylm/error.h"
 #include "storylm/model.h"
 
-/* On a transformer the pieces are its hook points (hooks.h), put into the
- * corrupt run's forward pass by a hook, and LD is read from that pass's
- * logits; heads are every block's (n_heads = blocks * H, numbered as
- * Ablation's):
+/* On a transformer (and any model but one layer read by the tanh readout)
+ * the pieces are its hook points (hooks.h), put into the corrupt run's
+ * forward pass by a hook, and LD is read from that pass's logits; heads are
+ * every block's (layer's) (n_heads = blocks * H, numbered as Ablation's):
  *   reads   (g, u): head g's hook_k and hook_v at position u
  *   query   (g):    head g's hook_q at the last position
  *   output  (g):    head g's hook_z at the last position
@@ -57,7 +57,7 @@ typedef struct PatchResult {
     double outputs_and_row; /* every head's output and the row at the last position */
     double *all_logits;     /* (V) logits of the run with every row patched */
     double *clean_logits;   /* (V) logits of the clean run, evaluated the same way */
-    int n_layers;           /* a transformer's blocks (0 for the attention network) */
+    int n_layers;           /* layers (blocks) patched through the hooks (0: the exact evaluation) */
     double *resid;          /* (n_layers + 1, T) a transformer's residual stream, as above */
 } PatchResult;
 
@@ -68,8 +68,10 @@ int slm_probe_patch(const Model *m, const Activations *clean, const Activations 
                     PatchResult *out, Error *e);
 void slm_patch_result_free(PatchResult *r);
 /* The same from two runners (slm_probe_run of the clean and the corrupt
- * text): the attention network through slm_probe_patch, a transformer by
- * running the corrupt text again with each piece hooked in (probe_patch_tf.c). */
+ * text): one layer of heads read by the tanh readout through
+ * slm_probe_patch, any other model by running the corrupt text again with
+ * each piece hooked in (the pieces above; on a model of several layers the
+ * row is hook_embed, hidden hook_hidden at the last position, and resid NULL). */
 typedef struct ProbeRunner ProbeRunner;
 int slm_probe_patch_runs(const Model *m, const ProbeRunner *clean, const ProbeRunner *corrupt, int32_t answer,
                          int32_t wrong, PatchResult *out, Error *e);

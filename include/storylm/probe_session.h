@@ -29,9 +29,8 @@ typedef struct ProbeOptions {
 } ProbeOptions;
 
 enum {
-    PROBE_ATTENTION_ONLY = 1, /* refuse window8 models, and models of several layers unless PROBE_LAYERS */
+    PROBE_ATTENTION_ONLY = 1, /* refuse window8 models (no heads); every layer's heads are read */
     PROBE_NAMES = 2,          /* learn names from the stories' training text */
-    PROBE_LAYERS = 4,         /* with PROBE_ATTENTION_ONLY: the verb reads every layer's heads (--layers) */
     PROBE_TRANSFORMER = 8,    /* with PROBE_ATTENTION_ONLY: the verb reads a transformer's heads too */
     PROBE_ALL_STORIES = 16    /* the verb may read every story (eval --all): a file with none to hold out is no error */
 };

@@ -57,9 +57,10 @@ int slm_probe_need_attention(const Model *m, const char *what, Error *e);
 /* 0 for a model whose heads' attention weights the probes can read (the
  * attention network, the transformer's blocks); else -1 with a message. */
 int slm_probe_need_heads(const Model *m, const char *what, Error *e);
-/* 0 for a model of one layer of heads; else -1 with a message naming what
- * (a probe that reads one layer's heads only) and what reads more layers. */
-int slm_probe_need_one_layer(const Model *m, const char *what, Error *e);
+/* 0 when m's architecture has the operations what reads (has_ops: they are
+ * not NULL, arch.h's ProbeOps); else -1 with a message saying it cannot mean
+ * anything for that architecture. */
+int slm_probe_need_ops(const Model *m, int has_ops, const char *what, Error *e);
 
 /* After slm_probe_run: the probability the network gave token at position p
  * (predicting position p + 1), and its rank (1 = the most likely, as argmax

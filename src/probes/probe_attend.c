@@ -4,21 +4,6 @@
 #include <math.h>
 
 #include "storylm/probes.h"
-#include "storylm/transformer.h"
-
-/* Head h of transformer block l's score added at distance d back (the
- * scheme's: distance, alibi, t5; 0 for the others), as
- * slm_transformer_distance_table gives it. */
-static float block_distance_score(const Model *m, int l, int h, int d) {
-    const ModelConfig *c = &m->cfg;
-    TfViews v;
-    slm_transformer_views(m, m->params, &v);
-    const TfBlockViews *w = &v.block[l];
-    if (c->pos == POS_DISTANCE) return w->distance[(size_t)h * c->window + d];
-    if (c->pos == POS_ALIBI) return -slm_alibi_slope(h, c->n_heads) * (float)d;
-    if (c->pos == POS_T5) return w->bucket[h * T5_BUCKETS + slm_t5_bucket(d)];
-    return 0.0f;
-}
 
 /* keys (window) for head h of layer r->layer at position p of the story run last, oldest first. */
 int slm_probe_attend(const ProbeRunner *r, int h, int p, AttendKey *keys) {
@@ -26,10 +11,10 @@ int slm_probe_attend(const ProbeRunner *r, int h, int p, AttendKey *keys) {
     const ModelConfig *c = &whole->cfg;
     const Activations *a = &r->acts;
     const int32_t *tokens = r->batch.tokens;
-    int first, n, D = c->row_dim, l = r->layer, g = l * c->n_heads + h, tf = c->arch->readout == READOUT_RESIDUAL;
-    Model view; /* the attention network's layer l: its score and distance tensors */
-    if (!tf) slm_model_layer_view(whole, l, &view);
-    const Model *m = tf ? whole : &view;
+    int first, n, D = c->row_dim, l = r->layer, g = l * c->n_heads + h;
+    const ProbeOps *ops = c->arch->probes;
+    Model view; /* layer l as one layer: its score tensors */
+    ops->layer_view(whole, l, &view, NULL);
     const float *weights = slm_activations_attention(a, g, p, &first, &n);
     float query[STORYLM_MAX_HEAD_DIM], key[STORYLM_MAX_HEAD_DIM];
     slm_activations_qkv(a, g, p, query, NULL, NULL);
@@ -41,8 +26,8 @@ int slm_probe_attend(const ProbeRunner *r, int h, int p, AttendKey *keys) {
         k->position = u;
         k->token = tokens[u];
         k->distance = distance;
-        k->dot = slm_score_content(m, h, query, key); /* q.k/sqrt(kd), or the --score variant's */
-        k->distance_score = tf ? block_distance_score(m, l, h, distance) : slm_position_distance_score(m, h, distance);
+        k->dot = slm_score_content(&view, h, query, key); /* q.k/sqrt(kd), or the --score variant's */
+        k->distance_score = ops->position_score(whole, l, h, distance);
         k->score = k->dot + k->distance_score;
         k->weight = weights[j];
         k->cosine = (float)slm_probe_cosine(row, whole->embedding + (size_t)tokens[u] * D, D);

@@ -108,7 +108,7 @@ static void cache_story(ActivationCache *c, const Activations *a, const int32_t 
     }
 }
 
-/* ---- a transformer: every hook point, by its name ------------------------------ */
+/* ---- any other model: every hook point, by its name ------------------------------ */
 
 /* Where one story's hooks go: positions [at, at + T) of c. */
 typedef struct HookSink {
@@ -117,6 +117,11 @@ typedef struct HookSink {
     int at, T;
 } HookSink;
 
+/* A point of shape (H, T, T): a query's row over the keys (the pattern, the distance scores). */
+static int by_query(const char *name) {
+    return strstr(name, "hook_pattern") != NULL || strstr(name, "hook_distance_score") != NULL;
+}
+
 /* Hook i of c for a point of shape (ndim) in a story of T positions: made
  * on first sight, [N, ...] with N = all positions, or [H, N, longest] for a
  * pattern; -1 when out of memory (the hooks' error set). */
@@ -124,7 +129,7 @@ static int sink_slot(HookSink *k, const char *name, int ndim, const int *shape) 
     ActivationCache *c = k->c;
     for (int i = 0; i < c->n_hooks; i++)
         if (strcmp(c->hook_name[i], name) == 0) return i;
-    int i = c->n_hooks, pattern = strstr(name, "hook_pattern") != NULL; /* (H, T, T) */
+    int i = c->n_hooks, pattern = by_query(name); /* (H, T, T) */
     if (i == CACHE_MAX_HOOKS) return FAIL(&k->hooks->error, NULL, "more hook points than the cache holds");
     size_t n = 1;
     for (int d = 0; d < ndim; d++) {
@@ -150,7 +155,7 @@ static int sink_hook(void *ctx, const char *name, float *data, int ndim, const i
     if (i < 0) return k->hooks->failed = 1, -1;
     float *out = c->hook_data[i];
     size_t N = (size_t)c->n_positions, L = (size_t)c->longest, row = 1;
-    if (strstr(name, "hook_pattern")) { /* (H, T, T): rows of its [H, N, L] */
+    if (by_query(name)) { /* (H, T, T): rows of its [H, N, L] */
         for (int h = 0; h < shape[0]; h++)
             for (int t = 0; t < k->T; t++)
                 memcpy(out + ((size_t)h * N + k->at + t) * L, data + ((size_t)h * k->T + t) * k->T,
@@ -162,9 +167,9 @@ static int sink_hook(void *ctx, const char *name, float *data, int ndim, const i
     return 0;
 }
 
-/* Each story through the transformer with every hook point sunk into out. */
-static int cache_transformer(const Model *m, const int32_t *ids, const int *starts, int n, const Ablation *ablation,
-                             ActivationCache *out, Error *e) {
+/* Each story through the network with every hook point sunk into out. */
+static int cache_hooks(const Model *m, const int32_t *ids, const int *starts, int n, const Ablation *ablation,
+                       ActivationCache *out, Error *e) {
     ProbeRunner r = {0};
     ForwardHooks hooks = {.fn = sink_hook};
     HookSink sink = {.c = out, .hooks = &hooks};
@@ -198,9 +203,11 @@ int slm_probe_cache(const Model *m, const int32_t *ids, const int *starts, int n
     for (int i = 0; i < n; i++)
         if (starts[i + 1] - starts[i] > longest) longest = starts[i + 1] - starts[i];
     if (n < 1 || longest < 1) return FAIL(e, "give a text or stories", "nothing to run: no story has a token");
-    if (c->arch->readout == READOUT_RESIDUAL) {
+    /* the chapter's named tensors hold one layer of heads read by the tanh readout; every other model
+     * (several layers, a residual stream) writes each hook point it declares */
+    if (c->arch->readout != READOUT_TANH || slm_model_layers(c) > 1) {
         *out = (ActivationCache){.n_stories = n, .n_positions = starts[n], .longest = longest};
-        int rc = cache_transformer(m, ids, starts, n, ablation, out, e);
+        int rc = cache_hooks(m, ids, starts, n, ablation, out, e);
         if (rc) slm_activation_cache_free(out);
         return rc;
     }

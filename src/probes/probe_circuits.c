@@ -6,7 +6,6 @@
 
 #include "storylm/probe_circuits.h"
 #include "storylm/probes.h"
-#include "storylm/transformer.h"
 
 /* z (N, Z) of the story run last, summed into sum (Z) in double. */
 static void add_inputs(const Activations *a, int Z, double *sum) {
@@ -53,88 +52,16 @@ void slm_circuits_gain(const Model *m, const float *z_mean, float *gain) {
     }
 }
 
-size_t slm_circuit_scratch_size(const ModelConfig *c) {
-    int w = c->key_dim > c->value_dim ? c->key_dim : c->value_dim;
-    if (c->arch->readout == READOUT_RESIDUAL)
-        w = w > c->row_dim ? w : c->row_dim; /* (V, d_head) and (V, d_model) rows */
-    return 2 * (size_t)c->vocab_size * w + (size_t)c->hidden_dim * c->value_dim + (size_t)c->row_dim * c->key_dim;
+size_t slm_circuit_scratch_size(const ModelConfig *c) { return c->arch->probes->circuit_scratch(c); }
+
+const char *slm_circuits_note(const ModelConfig *c) { return c->arch->probes->circuit_note(c); }
+
+void slm_circuit_qk(const Model *m, int l, int h, float *scratch, float *qk) {
+    m->cfg.arch->probes->circuit_qk(m, l, h, scratch, qk);
 }
 
-const char *slm_circuits_note(const ModelConfig *c) {
-    return c->arch->readout == READOUT_RESIDUAL
-               ? "QK and OV: TransformerLens's full circuits of the block, W_E through W_Q W_K (QK) or W_V W_O W_U "
-                 "(OV), the LayerNorms' weights folded in, biases left out (see --help)"
-               : "OV: the hidden layer linearised at its mean input over the test stories (see --help)";
-}
-
-/* rows (V, k) = E (V, D) @ weights (D, k). */
-static void project_rows(const Model *m, const float *weights, int k, float *rows) {
-    const ModelConfig *c = &m->cfg;
-    slm_matmul(0, 0, c->vocab_size, k, c->row_dim, m->embedding, c->row_dim, weights, k, 0, rows, k);
-}
-
-void slm_circuit_qk(const Model *m, int h, float *scratch, float *qk) {
-    const ModelConfig *c = &m->cfg;
-    int V = c->vocab_size, D = c->row_dim, kd = c->key_dim;
-    float *q = scratch, *k = scratch + (size_t)V * kd;
-    project_rows(m, m->query + (size_t)h * D * kd, kd, q);
-    project_rows(m, m->key + (size_t)h * D * kd, kd, k);
-    float scale = 1.0f / sqrtf((float)kd);
-    for (size_t i = 0; i < (size_t)V * kd; i++) q[i] *= scale;
-    slm_matmul(0, 1, V, V, kd, q, kd, k, kd, 0, qk, V);
-}
-
-void slm_circuit_ov(const Model *m, int h, const float *gain, float *scratch, float *ov) {
-    const ModelConfig *c = &m->cfg;
-    int V = c->vocab_size, D = c->row_dim, vd = c->value_dim, Hd = c->hidden_dim;
-    int Z = slm_model_hidden_input_dim(c), slot = D + h * vd;
-    float *values = scratch, *map = scratch + (size_t)V * vd, *slope = map + (size_t)V * vd;
-    project_rows(m, m->value + (size_t)h * D * vd, vd, values);
-    /* slope (Hd, vd) = diag(gain) hidden.weight[:, slot h]: the linearised hidden layer seen from head h */
-    for (int j = 0; j < Hd; j++)
-        for (int i = 0; i < vd; i++) slope[j * vd + i] = gain[j] * m->hidden_w[(size_t)j * Z + slot + i];
-    /* map (V, vd) = output.weight (V, Hd) @ slope: a head output's effect on every logit */
-    slm_matmul(0, 0, V, vd, Hd, m->output_w, Hd, slope, vd, 0, map, vd);
-    slm_matmul(0, 1, V, V, vd, values, vd, map, vd, 0, ov, V);
-}
-
-/* ---- a transformer's block ---------------------------------------------------- */
-
-/* rows (V, k) = W_E (V, D) diag(w) @ weights (D, k); folded (D, k) scratch. */
-static void folded_rows(const Model *m, const float *w, const float *weights, int k, float *folded, float *rows) {
-    const ModelConfig *c = &m->cfg;
-    for (int i = 0; i < c->row_dim; i++)
-        for (int j = 0; j < k; j++) folded[(size_t)i * k + j] = w[i] * weights[(size_t)i * k + j];
-    slm_matmul(0, 0, c->vocab_size, k, c->row_dim, m->embedding, c->row_dim, folded, k, 0, rows, k);
-}
-
-void slm_circuit_qk_tf(const Model *m, int l, int h, float *scratch, float *qk) {
-    const ModelConfig *c = &m->cfg;
-    int V = c->vocab_size, D = c->row_dim, dh = c->key_dim;
-    TfViews v;
-    slm_transformer_views(m, m->params, &v);
-    const TfBlockViews *b = &v.block[l];
-    float *q = scratch, *k = q + (size_t)V * dh, *folded = k + (size_t)V * dh;
-    folded_rows(m, b->ln1_w, b->W_Q + (size_t)h * D * dh, dh, folded, q);
-    folded_rows(m, b->ln1_w, b->W_K + (size_t)h * D * dh, dh, folded, k);
-    float scale = 1.0f / sqrtf((float)dh);
-    for (size_t i = 0; i < (size_t)V * dh; i++) q[i] *= scale;
-    slm_matmul(0, 1, V, V, dh, q, dh, k, dh, 0, qk, V);
-}
-
-void slm_circuit_ov_tf(const Model *m, int l, int h, float *scratch, float *ov) {
-    const ModelConfig *c = &m->cfg;
-    int V = c->vocab_size, D = c->row_dim, dh = c->key_dim;
-    TfViews v;
-    slm_transformer_views(m, m->params, &v);
-    const TfBlockViews *b = &v.block[l];
-    float *values = scratch, *written = values + (size_t)V * dh, *folded = written + (size_t)V * D;
-    folded_rows(m, b->ln1_w, b->W_V + (size_t)h * D * dh, dh, folded, values);
-    /* written (V, D) = values W_O[h] diag(ln_final.w): what reading token s writes, as the unembedding sees it */
-    slm_matmul(0, 0, V, D, dh, values, dh, b->W_O + (size_t)h * dh * D, D, 0, written, D);
-    for (size_t s = 0; s < (size_t)V; s++)
-        for (int i = 0; i < D; i++) written[s * D + i] *= v.ln_final_w[i];
-    slm_matmul(0, 0, V, V, D, written, D, v.W_U, V, 0, ov, V);
+void slm_circuit_ov(const Model *m, int l, int h, const float *gain, float *scratch, float *ov) {
+    m->cfg.arch->probes->circuit_ov(m, l, h, gain, scratch, ov);
 }
 
 /* ---- reading a circuit ------------------------------------------------------- */
@@ -238,12 +165,14 @@ int slm_probe_circuits(const Model *m, const float *z_mean, const uint8_t *seen,
         .top = o->top > 0 ? o->top : 1, .read_top = o->read_top > 0 ? o->read_top : 1, .layer = o->layer};
     const ModelConfig *c = &m->cfg;
     int tf = c->arch->readout == READOUT_RESIDUAL;
+    const ProbeOps *ops = c->arch->probes;
     if (slm_probe_need_heads(m, "circuits", e) ||
+        slm_probe_need_ops(m, ops && ops->circuit_qk && ops->circuit_ov && ops->circuit_scratch, "circuits", e) ||
         (!tf && slm_variant_check(&m->cfg, "the QK circuit of token rows", VARIANT_NEEDS_ROW_SCORES, e)))
         return -1;
-    if (o->layer < 0 || o->layer >= (tf ? c->n_layers : 1))
-        return FAIL(e, "give --layer from 1 to the model's blocks", "--layer %d: the model has %d block(s)",
-                    o->layer + 1, tf ? c->n_layers : 1);
+    if (o->layer < 0 || o->layer >= slm_model_layers(c))
+        return FAIL(e, "give --layer from 1 to the model's layers (blocks)", "--layer %d: the model has %d layer(s)",
+                    o->layer + 1, slm_model_layers(c));
     int V = c->vocab_size, H = c->n_heads;
     HeadSet heads = o->heads;
     for (int i = 0; i < o->n_reads; i++)
@@ -263,9 +192,9 @@ int slm_probe_circuits(const Model *m, const float *z_mean, const uint8_t *seen,
         CircuitHead *ch = &out->heads[k++];
         ch->head = h;
         if ((rc = head_alloc(ch, out, e))) break;
-        tf ? slm_circuit_qk_tf(m, o->layer, h, scratch, M) : slm_circuit_qk(m, h, scratch, M);
+        slm_circuit_qk(m, o->layer, h, scratch, M);
         read_circuit(M, V, seen, 0, ch->qk, out->top, ch->qk_self, means);
-        tf ? slm_circuit_ov_tf(m, o->layer, h, scratch, M) : slm_circuit_ov(m, h, gain, scratch, M);
+        slm_circuit_ov(m, o->layer, h, gain, scratch, M);
         read_circuit(M, V, seen, 1, ch->ov, out->top, ch->copy, means);
         read_rows(M, V, o->reads, out->n_reads, out->read_top, ch->reads);
     }

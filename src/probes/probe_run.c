@@ -84,13 +84,10 @@ int slm_probe_need_heads(const Model *m, const char *what, Error *e) {
                : slm_probe_need_attention(m, what, e);
 }
 
-int slm_probe_need_one_layer(const Model *m, const char *what, Error *e) {
-    if (slm_model_layers(&m->cfg) == 1) return 0;
-    return FAIL(e,
-                "give a one-layer model; eval, generate, --ablate L:H, ablate, heads, detect, swap, pieces, icl and "
-                "distances --layer L read a model of several layers",
-                "%s reads one layer of heads and is not written for a model of %d layers (--layers)", what,
-                slm_model_layers(&m->cfg));
+int slm_probe_need_ops(const Model *m, int has_ops, const char *what, Error *e) {
+    if (has_ops) return 0;
+    return FAIL(e, "give a model of another architecture ('storylm info' names a model's)",
+                "%s means nothing for a %s model: its architecture says no way to read it", what, m->cfg.arch->name);
 }
 
 double slm_probe_probability(const Activations *a, int p, int32_t token, int *rank) {

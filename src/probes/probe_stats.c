@@ -161,8 +161,7 @@ static int stats_alloc(StatsResult *out, Pearson **pc, long long **differ, int *
 int slm_probe_stats(const Model *m, const Stories *s, const int *idx, int n, const uint8_t *left_out, StatsResult *out,
                     Error *e) {
     const ModelConfig *c = &m->cfg;
-    int tf = c->arch->readout == READOUT_RESIDUAL,
-        H = tf ? slm_model_heads(c) : c->n_heads; /* a transformer: every block's */
+    int tf = c->arch->readout == READOUT_RESIDUAL, H = slm_model_heads(c); /* every layer's (block's) heads */
     *out = (StatsResult){.n_heads = H};
     if (slm_probe_need_heads(m, "stats", e) ||
         (!tf && slm_variant_check(&m->cfg, "the correlation of q.k with the rows' cosine", VARIANT_NEEDS_DOT, e)))

@@ -71,7 +71,7 @@ static int host_other_model(void *ctx, const ProbeSession *ps, const char *path,
 static int model_fits(const Model *m, int flags, const char *what, Error *e) {
     if (!(flags & PROBE_ATTENTION_ONLY) || ((flags & PROBE_TRANSFORMER) && m->cfg.arch->readout == READOUT_RESIDUAL))
         return 0;
-    return slm_probe_need_attention(m, what, e) || (!(flags & PROBE_LAYERS) && slm_probe_need_one_layer(m, what, e));
+    return slm_probe_need_attention(m, what, e);
 }
 
 /* The STORIES a view reads (the field given, read): the server's (1), or a

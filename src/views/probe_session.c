@@ -51,8 +51,6 @@ int slm_probe_session_open(ProbeSession *ps, const ProbeOptions *o, const char *
     if (!rc && (flags & PROBE_TRANSFORMER) && ps->lm.model.cfg.arch->readout == READOUT_RESIDUAL)
         flags &= ~PROBE_ATTENTION_ONLY;
     if (!rc && (flags & PROBE_ATTENTION_ONLY)) rc = slm_probe_need_attention(&ps->lm.model, what, e);
-    if (!rc && (flags & PROBE_ATTENTION_ONLY) && !(flags & PROBE_LAYERS))
-        rc = slm_probe_need_one_layer(&ps->lm.model, what, e);
     if (!rc && stories_path) rc = slm_probe_session_stories(ps, o->n_test, flags, e);
     if (!rc)
         rc = slm_ablation_setup(&ps->lm, o->ablate, o->ablate_mode, stories_path ? &ps->stories : NULL,

@@ -98,6 +98,7 @@ static void build_report(Report *r, const ProbeSession *ps, const char *text, co
     slm_report_percent(r, "probability", "its probability", a->probability, 2);
     slm_report_int(r, "rank", "its rank", a->rank);
     slm_report_note(r, "%s", mean_note);
+    if (a->scope) slm_report_note(r, "%s", a->scope);
     parts_table(r, a);
     double total = 0;
     for (int u = 0; u + 1 < a->n_positions; u++) total += a->surprisal[u];
@@ -219,7 +220,10 @@ const View view_attribute = {
                    "On a transformer the parts are the residual stream's before the final LN: embed,\n"
                    "pos_embed, each head's z W_O, each block's b_O and MLP output; grad x act is their\n"
                    "direct logit attribution through ln_final with its scale frozen (TransformerLens's),\n"
-                   "zero and mean take the part out of the final LN's input (docs/transformer.md).",
+                   "zero and mean take the part out of the final LN's input (docs/transformer.md).\n"
+                   "On a model of several layers (--layers) z = [row, layer 1's heads, ..., layer N's heads]\n"
+                   "and the parts are the row and every layer's heads (head 2:3): removing a lower layer's\n"
+                   "head takes out its slot of z only, not its path through the heads above (patch does).",
     .params = params,
     .n_params = VIEW_N_PARAMS(params),
     .params_size = sizeof(AttributeParams),

@@ -151,7 +151,9 @@ const View view_cache = {
                    "of about 400 MB; --test-stories N takes fewer.\n"
                    "A transformer's file holds tokens, story_starts, every hook point under TransformerLens's\n"
                    "hook name (hook_embed, blocks.0.hook_resid_pre, blocks.0.attn.hook_pattern, ...,\n"
-                   "ln_final.hook_normalized, hook_logits; docs/transformer.md) and loss.",
+                   "ln_final.hook_normalized, hook_logits; docs/transformer.md) and loss; so does a model of\n"
+                   "several layers (--layers): hook_embed, each layer's blocks.L.attn.hook_q, _k, _v,\n"
+                   "_distance_score, _pattern and _z, hook_hidden_in, hook_hidden, hook_logits.",
     .params = params,
     .n_params = VIEW_N_PARAMS(params),
     .params_size = sizeof(CacheParams),

@@ -147,9 +147,16 @@ static void build_report(Report *r, const ProbeSession *ps, const char *stories,
     pair_table(r, ps, cr, 0);
     pair_table(r, ps, cr, 1);
     if (cr->n_reads) reads_tables(r, ps, cr);
-    char title[96]; /* the model's own heads (circuits reads one layer): 0..7 on the chapter's network */
-    snprintf(title, sizeof title, "The hidden layer's mean input z_mean (row, then heads 0..%d)",
-             ps->lm.model.cfg.n_heads - 1);
+    const ModelConfig *c = &ps->lm.model.cfg;
+    int H = slm_model_heads(c),
+        every_layer = slm_model_layers(c) > 1 && slm_model_hidden_input_dim(c) == c->row_dim + H * c->value_dim;
+    char title[96], last[16]; /* z's heads: 0..7 on the chapter's network, 1:0..2:7 on two layers */
+    if (every_layer)
+        slm_head_name(c, H - 1, last, sizeof last);
+    else
+        snprintf(last, sizeof last, "%d", c->n_heads - 1);
+    snprintf(title, sizeof title, "The hidden layer's mean input z_mean (row, then heads %s..%s)",
+             every_layer ? "1:0" : "0", last);
     ReportTable *z = slm_report_table(r, "mean_input", title);
     slm_table_column(z, "z", "z", CELL_VECTOR, 4);
     if (z) z->json_only = 1;
@@ -245,7 +252,7 @@ static const Param params[] = {
      .help = "stories for the mean input and --ablate-mode mean (needed; info names the training file)",
      .flags = PARAM_STORIES},
     VIEW_HEAD_PARAM(CircuitsParams, head, "only this head: H of the block shown, or L:H (-1: every head)"),
-    VIEW_INT_PARAM(CircuitsParams, layer, "layer", "L", "the transformer block whose heads to show", 1,
+    VIEW_INT_PARAM(CircuitsParams, layer, "layer", "L", "the layer (transformer block) whose heads to show", 1,
                    STORYLM_MAX_TF_LAYERS, 1),
     VIEW_INT_PARAM(CircuitsParams, top, "top-k", "K", "the K strongest pairs listed per circuit and head", 1, 10000,
                    20),
@@ -278,7 +285,10 @@ const View view_circuits = {
         "--ablate HEADS switches heads off while z_mean is measured. --svg draws the scores per head.\n"
         "On a transformer, --layer L's heads, with TransformerLens's full circuits: QK from W_E through\n"
         "W_Q and W_K, OV from W_E through W_V, W_O and W_U, the LayerNorms' weights folded in\n"
-        "(docs/transformer.md); no mean input is needed, --stories gives the tokens seen.",
+        "(docs/transformer.md); no mean input is needed, --stories gives the tokens seen.\n"
+        "On a model of several layers (--layers), --layer L's heads (or --head L:H): the direct path\n"
+        "from the token rows, through the rows of layer L's query, key and value that read the row\n"
+        "(what a layer above the first reads of the heads below is left out).",
     .params = params,
     .n_params = VIEW_N_PARAMS(params),
     .params_size = sizeof(CircuitsParams),

@@ -8,7 +8,6 @@
 #include "storylm/registry.h"
 #include "storylm/views.h"
 #include "storylm/svg.h"
-#include "storylm/transformer.h"
 
 typedef struct DistancesParams {
     ProbeOptions po;
@@ -79,18 +78,16 @@ static int draw(ViewCall *c, const char *path, Error *e) {
     return rc;
 }
 
-/* A transformer's block l shown as a model of one layer whose "distance"
- * holds the block's scores per distance back (its scheme's: distance, alibi,
- * t5), so the table and drawing read it as the attention network's. */
-static int transformer_block_scores(const Model *m, int l, Model *shown, float **table, Error *e) {
+/* Layer (block) l shown as a model of one layer: its own tensors, or, where its
+ * scores per distance back live elsewhere (a transformer block's scheme:
+ * distance, alibi, t5), a "distance" of them in table, so that the table and
+ * drawing read every model as the attention network's. */
+static int layer_scores(const Model *m, int l, Model *shown, float **table, Error *e) {
+    const ProbeOps *ops = m->cfg.arch->probes;
+    if (slm_probe_need_ops(m, ops && ops->layer_view, "distances", e)) return -1;
     *table = xmalloc((size_t)m->cfg.n_heads * m->cfg.window * sizeof(float), e);
     if (!*table) return -1;
-    TfViews v;
-    slm_transformer_views(m, m->params, &v);
-    slm_transformer_distance_table(&m->cfg, &v.block[l], *table);
-    *shown = *m;
-    shown->distance = *table;
-    shown->cfg.pos = POS_DISTANCE;
+    m->cfg.arch->probes->layer_view(m, l, shown, *table);
     return 0;
 }
 
@@ -102,11 +99,7 @@ static int build(ViewCall *c, Error *e) {
     if (p->layer > slm_model_layers(&whole->cfg))
         return FAIL(e, "give --layer from 1 to the model's layers", "--layer %d: '%s' has %d layer(s)", p->layer,
                     c->ps->model_path, slm_model_layers(&whole->cfg));
-    if (whole->cfg.arch->readout == READOUT_RESIDUAL) {
-        if (transformer_block_scores(whole, p->layer - 1, &st->shown, &st->table, e)) return -1;
-    } else {
-        slm_model_layer_view(whole, p->layer - 1, &st->shown);
-    }
+    if (layer_scores(whole, p->layer - 1, &st->shown, &st->table, e)) return -1;
     ProbeSession shown = *c->ps; /* the session with --layer's view as its model */
     shown.lm.model = st->shown;
     slm_view_distances(c->report, &shown, p->up_to);
@@ -139,7 +132,7 @@ const View view_distances = {
     .n_params = VIEW_N_PARAMS(params),
     .params_size = sizeof(DistancesParams),
     .session = VIEW_SESSION_PROBE,
-    .probe_flags = PROBE_ATTENTION_ONLY | PROBE_LAYERS | PROBE_TRANSFORMER,
+    .probe_flags = PROBE_ATTENTION_ONLY | PROBE_TRANSFORMER,
     .no_ablation = "weights, read before any forward pass",
     .state_size = sizeof(DistancesState),
     .build = build,

@@ -254,7 +254,10 @@ const View view_patch = {
                    "pass (every block's heads, L:H): hook_k and hook_v at u, hook_q and hook_z at the last\n"
                    "position, the row is blocks.0.hook_resid_pre at u, hidden the last block's\n"
                    "hook_resid_post at the last position, and a table 'resid' patches the residual stream\n"
-                   "entering each block (and leaving the last) at each position (docs/transformer.md).",
+                   "entering each block (and leaving the last) at each position (docs/transformer.md).\n"
+                   "On a model of several layers (--layers) the pieces are its hook points likewise, every\n"
+                   "layer's heads (L:H): a head's output at an earlier position reaches the last one through\n"
+                   "the layers above; the row is hook_embed at u and hidden hook_hidden at the last position.",
     .params = params,
     .n_params = VIEW_N_PARAMS(params),
     .params_size = sizeof(PatchParams),

@@ -122,7 +122,8 @@ const View view_stats = {
                    "               out, except names (--common N changes 100).\n"
                    "--ablate is refused: no head switched off changes these numbers.\n"
                    "On a transformer every block's heads, numbered l*H + h (block l from 0), with\n"
-                   "q and k as each block makes them (hook_q, hook_k, turned by rope) and the rows of W_E.",
+                   "q and k as each block makes them (hook_q, hook_k, turned by rope) and the rows of W_E;\n"
+                   "on a model of several layers (--layers) every layer's heads, numbered the same way.",
     .params = params,
     .n_params = VIEW_N_PARAMS(params),
     .params_size = sizeof(StatsParams),

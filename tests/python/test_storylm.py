@@ -188,8 +188,18 @@ class Cache(unittest.TestCase):
         """run_with_cache's arrays are the bits `storylm cache` writes."""
         for path in model_paths():
             m = model(path)
-            if m.cfg.arch != "attention" or m.cfg.n_layers > 1:
-                continue  # storylm cache reads one layer of heads
+            if m.cfg.arch != "attention":
+                continue
+            if m.cfg.n_layers > 1:  # every hook point by its name, as run_with_cache names it
+                with tempfile.TemporaryDirectory() as d:
+                    out = os.path.join(d, "cache.safetensors")
+                    subprocess.run([CLI, "cache", TEXT, "-o", out, "-m", path], check=True, capture_output=True)
+                    want = read_safetensors(out)[0]
+                logits, cache = m.run_with_cache(TEXT)
+                self.assertEqual(sorted(cache), sorted(k for k in want if k.startswith(("hook_", "blocks."))))
+                for name, got in cache.items():
+                    self.assertTrue(np.array_equal(got, want[name]), name)
+                continue
             with tempfile.TemporaryDirectory() as d:
                 out = os.path.join(d, "cache.safetensors")
                 subprocess.run([CLI, "cache", TEXT, "-o", out, "-m", path], check=True, capture_output=True)

@@ -240,6 +240,10 @@ try:
              cli_json(S, "pieces", STORIES, "--model", M, "--names", "zarko,lily", "--threads", "1"))
         same("pieces on two layers", srv.post("/api/pieces", {"model": two})[1],
              cli_json(S, "pieces", STORIES, "--model", two, "--threads", "1"))
+        same("stats on two layers", srv.post("/api/stats", {"model": two})[1],
+             cli_json(S, "stats", STORIES, "--model", two))
+        same("circuits of layer 2 of two", srv.post("/api/circuits", {"model": two, "layer": 2, "head": "1", "top_k": 3})[1],
+             cli_json(S, "circuits", "--model", two, "--layer", "2", "--head", "1", "--top-k", "3", "--stories", STORIES))
         refused("pieces of a name of two words", 400, path="/api/pieces", body={"names": "two words"})
         refused("pieces of names not a string", 400, path="/api/pieces", body={"names": 3})
         ok("GET /api/ablate is refused", srv.request("GET", "/api/ablate", None)[0] == 405)

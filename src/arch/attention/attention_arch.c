@@ -382,6 +382,8 @@ static void hook_points(const ModelConfig *c, HookPoints *out) {
                         .layers = layers(c)};
 }
 
+extern const ProbeOps slm_attention_probe_ops; /* attention_probes.c */
+
 const Architecture slm_attention_arch = {
     .name = "attention",
     .summary = "the chapter's network: layers of heads read by one tanh layer; --layers, --position-scheme, --score",
@@ -411,4 +413,5 @@ const Architecture slm_attention_arch = {
     .layer_qkv = layer_qkv,
     .layer_attention = layer_attention,
     .head_output = head_output,
+    .probes = &slm_attention_probe_ops,
 };

@@ -168,6 +168,8 @@ static int forward(const Model *m, Activations *a, const Batch *b, const Ablatio
     return slm_transformer_forward(m, a, b, ab, e);
 }
 
+extern const ProbeOps slm_transformer_probe_ops; /* transformer_probes.c */
+
 const Architecture slm_transformer_arch = {
     .name = "transformer",
     .summary = "pre-LN blocks of attention and an MLP in TransformerLens's names, docs/transformer.md",
@@ -198,4 +200,5 @@ const Architecture slm_transformer_arch = {
     .layer_qkv = layer_qkv,
     .layer_attention = layer_attention,
     .head_output = head_output,
+    .probes = &slm_transformer_probe_ops,
 };
