@@ -70,7 +70,8 @@ typedef struct SaePass {
     float *ones, *sums;              /* (max_batch) of 1, (d_sae) */
     float *dec_norm;                 /* (d_sae): |W_dec_j| (L1) */
     double *row_loss;                /* (max_batch): a loss's rows, summed in order */
-    int *top;                        /* (max_batch, d_sae): TopK's choices */
+    int *top, *n_top;                /* TopK's choices (max_batch, k) and their count a row */
+    int *top_aux, *n_top_aux;        /* AuxK's (max_batch, k_aux) */
     int n_dead, k_aux;               /* AuxK: dead latents given, latents it used */
     float l1_coeff;
     double mse, aux, l1, loss; /* the batch's means */

@@ -5,6 +5,7 @@
 #include "storylm/sae.h"
 
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,8 +85,10 @@ int slm_sae_pass_init(SaePass *p, const SaeConfig *c, int max_batch, Error *e) {
     for (size_t i = 0; i < 4; i++)
         if (!(*small[i] = xmalloc(B * D * sizeof(float), e))) goto fail;
     if (!(p->ones = xmalloc(B * sizeof(float), e)) || !(p->sums = xmalloc(L * sizeof(float), e)) ||
-        !(p->dec_norm = xmalloc(L * sizeof(float), e)) || !(p->row_loss = xmalloc(B * sizeof(double), e)) ||
-        !(p->top = xmalloc(B * L * sizeof(int), e)))
+        !(p->dec_norm = xcalloc(L, sizeof(float), e)) || !(p->row_loss = xmalloc(B * sizeof(double), e)) ||
+        !(p->top = xmalloc(B * (size_t)(c->k > 0 ? c->k : 1) * sizeof(int), e)) ||
+        !(p->top_aux = xmalloc(B * (size_t)(c->k_aux > 0 ? c->k_aux : 1) * sizeof(int), e)) ||
+        !(p->n_top = xcalloc(B, sizeof(int), e)) || !(p->n_top_aux = xcalloc(B, sizeof(int), e)))
         goto fail;
     for (size_t i = 0; i < B; i++) p->ones[i] = 1.0f;
     return 0;
@@ -99,7 +102,7 @@ void slm_sae_pass_free(SaePass *p) {
                     p->d_pre,  p->d_out, p->ones, p->sums,  p->dec_norm};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]);
     free(p->row_loss);
-    free(p->top);
+    free(p->top), free(p->top_aux), free(p->n_top), free(p->n_top_aux);
     *p = (SaePass){0};
 }
 
@@ -123,15 +126,17 @@ static int top_k(const float *row, int n, int k, const uint8_t *only, int *idx) 
     return got;
 }
 
-/* z (B, L) = ReLU of each row of pre's k largest among only (NULL: all), 0 elsewhere. */
-static void top_k_rows(const float *pre, float *z, int *top, int B, int L, int k, const uint8_t *only) {
+/* z (B, L) = ReLU of each row of pre's k largest among only (NULL: all), 0
+ * elsewhere; each row's choices into top (B, k) and how many into n_top (B). */
+static void top_k_rows(const float *pre, float *z, int *top, int *n_top, int B, int L, int k, const uint8_t *only) {
 #pragma omp parallel for schedule(static) if ((size_t)B * L >= PARALLEL_MIN)
     for (int b = 0; b < B; b++) {
         const float *row = pre + (size_t)b * L;
         float *out = z + (size_t)b * L;
-        int *idx = top + (size_t)b * L, got = top_k(row, L, k, only, idx);
+        int *idx = top + (size_t)b * k, got = top_k(row, L, k, only, idx);
         memset(out, 0, (size_t)L * sizeof(float));
         for (int i = 0; i < got; i++) out[idx[i]] = row[idx[i]] > 0 ? row[idx[i]] : 0.0f;
+        n_top[b] = got;
     }
 }
 
@@ -146,15 +151,38 @@ void slm_sae_encode(const Sae *s, SaePass *p, const float *x, int B) {
     for (size_t b = 0; b < (size_t)B; b++) memcpy(p->pre + b * L, s->b_enc, (size_t)L * sizeof(float));
     slm_matmul(0, 0, B, L, D, p->x_cent, D, s->W_enc, L, 1.0f, p->pre, L);
     if (s->cfg.kind == SAE_TOPK) {
-        top_k_rows(p->pre, p->z, p->top, B, L, s->cfg.k, NULL);
+        top_k_rows(p->pre, p->z, p->top, p->n_top, B, L, s->cfg.k, NULL);
         return;
     }
     for (size_t i = 0; i < (size_t)B * L; i++) p->z[i] = p->pre[i] > 0 ? p->pre[i] : 0.0f;
 }
 
-/* z (B, L) -> out = z W_dec + b_dec (B, D). */
+/* out (B, D) = bias (D; NULL: 0) + z W_dec, z (B, L) nonzero only at each
+ * row's chosen latents top (B, k; n_top[b] of them): k rows of W_dec a token. */
+static void decode_chosen(const Sae *s, const SaePass *p, const float *z, const int *top, const int *n_top, int k,
+                          const float *bias, float *out) {
+    int B = p->B, D = s->cfg.d_in, L = s->cfg.d_sae;
+#pragma omp parallel for schedule(static) if ((size_t)B * k * D >= PARALLEL_MIN)
+    for (int b = 0; b < B; b++) {
+        float *o = out + (size_t)b * D;
+        for (int i = 0; i < D; i++) o[i] = bias ? bias[i] : 0.0f;
+        for (int c = 0; c < n_top[b]; c++) {
+            int j = top[(size_t)b * k + c];
+            float a = z[(size_t)b * L + j];
+            const float *w = s->W_dec + (size_t)j * D;
+            if (a != 0.0f)
+                for (int i = 0; i < D; i++) o[i] += a * w[i];
+        }
+    }
+}
+
+/* z (B, L) -> out = z W_dec + b_dec (B, D): TopK's k rows a token, L1's product. */
 void slm_sae_decode(const Sae *s, SaePass *p, float *out) {
     int D = s->cfg.d_in, L = s->cfg.d_sae;
+    if (s->cfg.kind == SAE_TOPK) {
+        decode_chosen(s, p, p->z, p->top, p->n_top, s->cfg.k, s->b_dec, out);
+        return;
+    }
     for (size_t b = 0; b < (size_t)p->B; b++) memcpy(out + b * D, s->b_dec, (size_t)D * sizeof(float));
     slm_matmul(0, 0, p->B, D, L, p->z, L, s->W_dec, D, 1.0f, out, D);
 }
@@ -198,9 +226,8 @@ static double l1_penalty(const Sae *s, SaePass *p, int B) {
  * them at most) as e_hat = z_aux W_dec (B, D); returns the loss. */
 static double aux_loss(const Sae *s, SaePass *p, const float *x, int B, const uint8_t *dead) {
     int D = s->cfg.d_in, L = s->cfg.d_sae;
-    top_k_rows(p->pre, p->z_aux, p->top, B, L, p->k_aux, dead);
-    memset(p->e_hat, 0, (size_t)B * D * sizeof(float));
-    slm_matmul(0, 0, B, D, L, p->z_aux, L, s->W_dec, D, 0.0f, p->e_hat, D);
+    top_k_rows(p->pre, p->z_aux, p->top_aux, p->n_top_aux, B, L, p->k_aux, dead);
+    decode_chosen(s, p, p->z_aux, p->top_aux, p->n_top_aux, p->k_aux, NULL, p->e_hat);
     /* residual e into d_out for the moment: e_hat - e = e_hat - x + x_hat */
     for (size_t i = 0; i < (size_t)B * D; i++) p->d_out[i] = x[i] - p->x_hat[i];
     double scale = fmin((double)p->n_dead / s->cfg.k_aux, 1.0);
@@ -226,18 +253,46 @@ void slm_sae_forward(const Sae *s, SaePass *p, const float *x, int B, const uint
 
 /* ---- backward --------------------------------------------------------------- */
 
-/* d_pre (B, L) = d_out (B, D) W_dec^T where z > 0, else 0 (plus L1's lambda/B |W_dec_j|). */
-static void decoder_backward(const Sae *s, SaePass *p, const float *z, float *gW_dec, float beta, float extra) {
+/* L1: d_pre (B, L) = d_out (B, D) W_dec^T where z > 0 (plus lambda/B |W_dec_j|),
+ * else 0; gW_dec += z^T d_out. */
+static void decoder_backward(const Sae *s, SaePass *p, float *gW_dec, float extra) {
     int B = p->B, D = s->cfg.d_in, L = s->cfg.d_sae;
-    slm_matmul(1, 0, L, D, B, z, L, p->d_out, D, 1.0f, gW_dec, D);
-    float *dz = beta == 0.0f ? p->d_pre : p->pre; /* the AuxK part goes through pre's room */
-    slm_matmul(0, 1, B, L, D, p->d_out, D, s->W_dec, D, 0.0f, dz, L);
-    for (size_t b = 0; b < (size_t)B; b++)
-        for (int j = 0; j < L; j++) {
-            size_t i = b * L + j;
-            float g = z[i] > 0 ? dz[i] + extra * p->dec_norm[j] : 0.0f;
-            p->d_pre[i] = beta == 0.0f ? g : p->d_pre[i] + g;
+    slm_matmul(1, 0, L, D, B, p->z, L, p->d_out, D, 1.0f, gW_dec, D);
+    slm_matmul(0, 1, B, L, D, p->d_out, D, s->W_dec, D, 0.0f, p->d_pre, L);
+    for (size_t i = 0; i < (size_t)B * L; i++)
+        p->d_pre[i] = p->z[i] > 0 ? p->d_pre[i] + extra * p->dec_norm[i % L] : 0.0f;
+}
+
+/* TopK's (and AuxK's) decoder, at the chosen latents top (B, k) only:
+ * d_pre_bj += d_out_b . W_dec_j where z_bj > 0; gW_dec_j += z_bj d_out_b,
+ * summed over b in order (threads take whole latents: the same bits at any count). */
+static void chosen_backward(const Sae *s, SaePass *p, const float *z, const int *top, const int *n_top, int k,
+                            float *gW_dec) {
+    int B = p->B, D = s->cfg.d_in, L = s->cfg.d_sae;
+#pragma omp parallel for schedule(static) if ((size_t)B * k * D >= PARALLEL_MIN)
+    for (int b = 0; b < B; b++)
+        for (int c = 0; c < n_top[b]; c++) {
+            int j = top[(size_t)b * k + c];
+            if (z[(size_t)b * L + j] <= 0) continue;
+            const float *w = s->W_dec + (size_t)j * D, *d = p->d_out + (size_t)b * D;
+            float dot = 0;
+            for (int i = 0; i < D; i++) dot += d[i] * w[i];
+            p->d_pre[(size_t)b * L + j] += dot;
         }
+#pragma omp parallel
+    {
+        int T = omp_get_num_threads(), t = omp_get_thread_num(), lo = (int)((long)L * t / T),
+            hi = (int)((long)L * (t + 1) / T);
+        for (int b = 0; b < B; b++)
+            for (int c = 0; c < n_top[b]; c++) {
+                int j = top[(size_t)b * k + c];
+                float a = z[(size_t)b * L + j];
+                if (j < lo || j >= hi || a == 0.0f) continue;
+                const float *d = p->d_out + (size_t)b * D;
+                float *g = gW_dec + (size_t)j * D;
+                for (int i = 0; i < D; i++) g[i] += a * d[i];
+            }
+    }
 }
 
 /* L1: gW_dec_j += lambda / B (sum_b z_bj) W_dec_j / |W_dec_j|. */
@@ -280,13 +335,17 @@ void slm_sae_backward(const Sae *s, SaePass *p, const float *x, float *grads) {
         col[i] = (float)g;
     }
     for (int i = 0; i < D; i++) gb_dec[i] += col[i];
-    float extra = s->cfg.kind == SAE_L1 ? p->l1_coeff / B : 0.0f;
-    decoder_backward(s, p, p->z, gW_dec, 0.0f, extra);
-    if (s->cfg.kind == SAE_L1) l1_backward(s, p, gW_dec);
+    if (s->cfg.kind == SAE_L1) {
+        decoder_backward(s, p, gW_dec, p->l1_coeff / B);
+        l1_backward(s, p, gW_dec);
+    } else {
+        memset(p->d_pre, 0, (size_t)B * s->cfg.d_sae * sizeof(float));
+        chosen_backward(s, p, p->z, p->top, p->n_top, s->cfg.k, gW_dec);
+    }
     if (p->k_aux > 0) {
         float c = (float)(SAE_AUX_COEFF * fmin((double)p->n_dead / s->cfg.k_aux, 1.0) * 2.0 / B);
         for (size_t i = 0; i < n; i++) p->d_out[i] = c * (p->e_hat[i] - (x[i] - p->x_hat[i]));
-        decoder_backward(s, p, p->z_aux, gW_dec, 1.0f, 0.0f);
+        chosen_backward(s, p, p->z_aux, p->top_aux, p->n_top_aux, p->k_aux, gW_dec);
     }
     encoder_backward(s, p, gW_enc, gb_enc, gb_dec);
 }
