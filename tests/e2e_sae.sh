@@ -87,6 +87,25 @@ else
   echo "numpy is missing: the reader's check skipped (apt install python3-numpy)"
 fi
 
+# features: density of every latent, the densest latents' contexts and tokens, or those named
+"$STORYLM" sae features sae1 slice.txt "${common[@]}" --latents 3 --json >features.json 2>/dev/null || fail "sae features"
+"$STORYLM" sae features sae1 slice.txt "${common[@]}" --latent 5,7 >features.txt 2>/dev/null || fail "sae features --latent"
+grep -q "^latent 5 " features.txt && grep -q "^latent 7 " features.txt && grep -q "promotes:" features.txt ||
+  fail "sae features' table"
+"$PY" - features.json <<'PY' || fail "sae features' JSON"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert len(j["density"]) == 512 and len(j["features"]) == 3, (len(j["density"]), len(j["features"]))
+d = [f["density"] for f in j["features"]]
+assert d == sorted(d, reverse=True) and d[0] == max(j["density"]), d
+for f in j["features"]:
+    assert f["contexts"] and all("[" in c["text"] for c in f["contexts"]), f
+    assert len(f["promotes"]) == 5 and f["promotes"][0]["log_prob_change"] >= f["suppresses"][0]["log_prob_change"], f
+PY
+expect_error_early() { if "$@" >/dev/null 2>err.txt; then fail "$*: exit 0"; fi; }
+expect_error_early "$STORYLM" sae features sae1 slice.txt "${common[@]}" --latent 9999
+grep -q "no latent 9999" err.txt || { cat err.txt; fail "sae features --latent 9999: no message"; }
+
 # an L1 SAE trains and evaluates too
 "$STORYLM" sae train slice.txt "${common[@]}" "${small[@]}" --kind l1 -o sae_l1 2>l1.log >/dev/null || { cat l1.log; fail "sae train --kind l1"; }
 "$PY" -c 'import json; assert json.load(open("sae_l1/cfg.json"))["architecture"] == "standard"' ||
@@ -113,7 +132,7 @@ assert abs(a["explained_variance"] - b["explained_variance"]) < 1e-4 and abs(a["
 fi
 
 # Ctrl-C saves an SAE that eval reads, and exits 130
-"$STORYLM" sae train slice.txt "${common[@]}" --tokens 200000000 --batch-tokens 1024 --expansion 4 -o sae_int 2>int.log >/dev/null &
+"$STORYLM" sae train slice.txt "${common[@]}" --tokens 200000000 --batch-tokens 256 --expansion 4 -o sae_int 2>int.log >/dev/null &
 pid=$!
 for _ in $(seq 1 600); do grep -q "^step " int.log 2>/dev/null && break; sleep 0.1; done
 kill -INT $pid
@@ -136,7 +155,7 @@ expect_error "a hook the model lacks" "the model has no hook point 'blocks.0.hoo
 expect_error "a hook of no row a position" "a row of numbers a position" \
   "$STORYLM" sae train slice.txt "${common[@]}" --hook blocks.0.attn.hook_pattern -o sae_x
 expect_error "a bad --kind" "kind" "$STORYLM" sae train slice.txt "${common[@]}" --kind relu -o sae_x
-expect_error "no sub-verb" "give train or eval" "$STORYLM" sae
+expect_error "no sub-verb" "give train, eval or features" "$STORYLM" sae
 mkdir -p cut nan
 cp sae1/cfg.json cut/ && head -c 3000 sae1/sae_weights.safetensors >cut/sae_weights.safetensors
 expect_error "a truncated weights file" "sae_weights.safetensors" "$STORYLM" sae eval cut slice.txt "${common[@]}"

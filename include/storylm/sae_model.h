@@ -25,7 +25,8 @@ typedef struct SaeSite {
  * refused with the model's points in the hint when m has no such point. */
 int slm_sae_site(const Model *m, const char *hook, SaeSite *site, Error *e);
 
-typedef enum { SITE_READ = 0, SITE_SPLICE, SITE_ZERO } SiteMode;
+/* SITE_ADD: add_scale * add (d_in) added at every position (steering, a latent's effect). */
+typedef enum { SITE_READ = 0, SITE_SPLICE, SITE_ZERO, SITE_ADD } SiteMode;
 
 /* A model run over stories with a hook at the site: reads its numbers into
  * x (T, d_in) and, by mode, leaves them, puts the SAE's reconstruction in
@@ -38,7 +39,9 @@ typedef struct SaeModelRun {
     ForwardHooks hooks;
     const char *names[2];
     SiteMode mode;
-    const Sae *sae; /* SITE_SPLICE */
+    const Sae *sae;   /* SITE_SPLICE */
+    const float *add; /* SITE_ADD: (d_in) */
+    float add_scale;
     SaePass pass;
     float *x, *mid; /* (T, d_in), grown as needed */
     size_t x_cap, mid_cap;
@@ -85,5 +88,51 @@ typedef struct SaeEval {
 
 int slm_sae_eval(const Model *m, const Sae *sae, const SaeSite *site, const Stories *s, const int *idx, int n,
                  SaeEval *out, Error *e);
+
+/* ---- features (sae_features.c) ---- */
+
+#define SAE_CONTEXTS_MAX 16
+#define SAE_TOKENS_MAX 16
+
+/* Where a latent fired: story, position, value. */
+typedef struct SaeContext {
+    int story, position;
+    float value;
+} SaeContext;
+
+/* One latent: how often it fires, its strongest contexts, and the tokens its
+ * decoder direction (added at the hook at every position, scaled to its
+ * largest value) makes more and less likely, by the mean change of their
+ * log-probability over the predicted positions. */
+typedef struct SaeFeature {
+    int latent;
+    double density, mean_value;
+    float max_value;
+    int n_contexts;
+    SaeContext contexts[SAE_CONTEXTS_MAX]; /* strongest first */
+    int32_t promoted[SAE_TOKENS_MAX], suppressed[SAE_TOKENS_MAX];
+    float promoted_by[SAE_TOKENS_MAX], suppressed_by[SAE_TOKENS_MAX];
+    int n_tokens;
+} SaeFeature;
+
+typedef struct SaeFeatureOptions {
+    int n_latents;   /* the latents shown: the densest ones, unless latents[] names them */
+    int latents[64]; /* n_named of them */
+    int n_named;
+    int contexts, tokens; /* per latent */
+} SaeFeatureOptions;
+
+typedef struct SaeFeatures {
+    long long tokens;
+    int d_sae, n_dead;
+    float *density; /* (d_sae) */
+    SaeFeature *features;
+    int n;
+} SaeFeatures;
+
+/* The features of sae on stories idx[0..n) of s. */
+int slm_sae_features(const Model *m, const Sae *sae, const SaeSite *site, const Stories *s, const int *idx, int n,
+                     const SaeFeatureOptions *o, SaeFeatures *out, Error *e);
+void slm_sae_features_free(SaeFeatures *f);
 
 #endif

@@ -30,7 +30,7 @@ typedef struct SaeTrainOptions {
     double l1, lr, minutes;
     long long tokens;
     long long dead_window;  /* tokens without a firing that make a latent dead */
-    long long store_tokens; /* rows shuffled together (0: as many as fit 128 MB, at most tokens) */
+    long long store_tokens; /* rows shuffled together (0: 64 batches, at most 128 MB and tokens) */
     uint64_t seed;
     const volatile sig_atomic_t *stop; /* set: stop after the step (the SAE is still whole) */
     void (*progress)(const SaeProgress *p, void *ctx);

@@ -19,10 +19,12 @@
 static int run(int argc, char **argv);
 const Command command_sae = {
     "sae", "train and evaluate sparse autoencoders on a hook point (SAELens's format)",
-    "storylm sae train STORIES -m MODEL --hook HOOK -o DIR [options] | storylm sae eval DIR STORIES [options]",
+    "storylm sae train STORIES -m MODEL --hook HOOK -o DIR [options] | storylm sae eval DIR STORIES [options] | "
+    "storylm sae features DIR STORIES [options]",
     "Sparse autoencoders (SAEs) find the features a model computes at one hook point.\n"
     "  storylm sae train   trains one on the activations of the training stories\n"
     "  storylm sae eval    measures it on the held-out stories, spliced into the model\n"
+    "  storylm sae features  each latent's density, strongest contexts and the tokens it promotes\n"
     "storylm sae train --help and storylm sae eval --help say more; docs/sae.md has the\n"
     "files, the formulas and a reader in numpy.",
     run};
@@ -40,6 +42,17 @@ static const Command command_sae_train = {
     "folded into the saved weights. Writes DIR/cfg.json, DIR/sae_weights.safetensors and\n"
     "DIR/sparsity.safetensors in SAELens's format. The same --seed and --threads give the\n"
     "same bits. Ctrl-C (or --minutes) stops after the step and saves the SAE so far.",
+    NULL};
+
+static const Command command_sae_features = {
+    "sae features", "show an SAE's features", "storylm sae features DIR STORIES [options]",
+    "Runs the held-out stories of STORIES (--test-stories) through the model and the SAE\n"
+    "in DIR: each latent's density (the share of tokens it fires on), its strongest\n"
+    "contexts (the tokens around its largest values, the token itself in [brackets]),\n"
+    "and the tokens its decoder direction promotes and suppresses: the direction, at the\n"
+    "latent's largest value, added at the hook at every position of the first stories\n"
+    "(1,024 tokens), and each token's mean change of log-probability. Shows the --latents\n"
+    "densest latents, or those --latent names. --json gives every latent's density too.",
     NULL};
 
 static const Command command_sae_eval = {
@@ -141,7 +154,7 @@ static const Param sae_train_params[] = {
      .help = "Adam's learning rate (down to 0 over the last 20% of the steps)",
      .min = 1e-8,
      .max = 1,
-     .def = 4e-4},
+     .def = 2e-3},
     {.name = "tokens",
      .type = PARAM_INT,
      .offset = offsetof(TrainFlags, tokens),
@@ -198,6 +211,63 @@ static const Param sae_eval_params[] = {
     COMMON_PARAMS(EvalFlags),
 };
 static const ParamTable sae_eval_table = {"sae eval", sae_eval_params, PARAMS_COUNT(sae_eval_params)};
+
+typedef struct FeatureFlags {
+    const char *dir, *stories, *model, *latent;
+    int threads, test_stories, latents, contexts, tokens, width;
+    bool json;
+} FeatureFlags;
+
+static const Param sae_features_params[] = {
+    {.name = "DIR",
+     .type = PARAM_STRING,
+     .offset = offsetof(FeatureFlags, dir),
+     .flags = PARAM_POSITIONAL | PARAM_REQUIRED},
+    {.name = "STORIES",
+     .type = PARAM_STRING,
+     .offset = offsetof(FeatureFlags, stories),
+     .flags = PARAM_POSITIONAL | PARAM_REQUIRED},
+    MODEL_PARAM(FeatureFlags),
+    {.name = "latents",
+     .type = PARAM_INT,
+     .offset = offsetof(FeatureFlags, latents),
+     .meta = "N",
+     .help = "show the N densest latents",
+     .min = 1,
+     .max = 64,
+     .def = 10},
+    {.name = "latent",
+     .type = PARAM_STRING,
+     .offset = offsetof(FeatureFlags, latent),
+     .meta = "I,J,..",
+     .help = "show these latents (from 0) instead"},
+    {.name = "contexts",
+     .type = PARAM_INT,
+     .offset = offsetof(FeatureFlags, contexts),
+     .meta = "N",
+     .help = "strongest contexts a latent",
+     .min = 1,
+     .max = SAE_CONTEXTS_MAX,
+     .def = 3},
+    {.name = "tokens",
+     .type = PARAM_INT,
+     .offset = offsetof(FeatureFlags, tokens),
+     .meta = "N",
+     .help = "promoted and suppressed tokens a latent",
+     .min = 1,
+     .max = SAE_TOKENS_MAX,
+     .def = 5},
+    {.name = "width",
+     .type = PARAM_INT,
+     .offset = offsetof(FeatureFlags, width),
+     .meta = "N",
+     .help = "tokens of context before the firing token",
+     .min = 0,
+     .max = 64,
+     .def = 8},
+    COMMON_PARAMS(FeatureFlags),
+};
+static const ParamTable sae_features_table = {"sae features", sae_features_params, PARAMS_COUNT(sae_features_params)};
 
 /* ---- shared -------------------------------------------------------------------- */
 
@@ -429,13 +499,147 @@ static int run_eval(int argc, char **argv) {
     return eval(&f, &e) ? cli_fail(&e) : 0;
 }
 
+/* ---- features ----------------------------------------------------------------------- */
+
+/* The tokens of story c->story around c->position (width before, 2 after) into buf, the firing one in [brackets]. */
+static void context_text(const Tokenizer *t, const Stories *s, const SaeContext *c, int width, char *buf, size_t size) {
+    int len = (int)story_len(s, c->story), from = c->position - width > 0 ? c->position - width : 0;
+    int to = c->position + 3 < len ? c->position + 3 : len;
+    size_t used = 0;
+    buf[0] = 0;
+    for (int p = from; p < to && used + 1 < size; p++) {
+        const char *piece = t->pieces[story_token(s, c->story, (size_t)p)];
+        int glued = strncmp(piece, "##", 2) == 0;
+        used += (size_t)snprintf(buf + used, size - used, "%s%s%s%s", p > from && !glued ? " " : "",
+                                 p == c->position ? "[" : "", glued ? piece + 2 : piece, p == c->position ? "]" : "");
+    }
+}
+
+static void print_feature_table(const FeatureFlags *f, const Sae *sae, const SaeFeatures *ft, const Tokenizer *t,
+                                const Stories *s) {
+    printf("SAE %s: %d latents on %s; %lld tokens of %d held-out stories; %d latents never fire\n", f->dir,
+           sae->cfg.d_sae, sae->cfg.hook_name, ft->tokens, s->n_test, ft->n_dead);
+    for (int i = 0; i < ft->n; i++) {
+        const SaeFeature *x = &ft->features[i];
+        char ctx[1024];
+        printf("\nlatent %d  density %.3f%%  max %.3g  mean %.3g\n", x->latent, 100 * x->density, x->max_value,
+               x->mean_value);
+        for (int c = 0; c < x->n_contexts; c++) {
+            context_text(t, s, &x->contexts[c], f->width, ctx, sizeof ctx);
+            printf("  %7.3f  %s\n", x->contexts[c].value, ctx);
+        }
+        printf("  promotes:  ");
+        for (int k = 0; k < x->n_tokens; k++) printf(" %s (%+.2f)", t->pieces[x->promoted[k]], x->promoted_by[k]);
+        printf("\n  suppresses:");
+        for (int k = 0; k < x->n_tokens; k++) printf(" %s (%+.2f)", t->pieces[x->suppressed[k]], x->suppressed_by[k]);
+        printf("\n");
+    }
+}
+
+static cJSON *token_list(const Tokenizer *t, const int32_t *ids, const float *by, int n) {
+    cJSON *a = cJSON_CreateArray();
+    for (int k = 0; k < n; k++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "token", t->pieces[ids[k]]);
+        cJSON_AddNumberToObject(o, "id", ids[k]);
+        cJSON_AddNumberToObject(o, "log_prob_change", by[k]);
+        cJSON_AddItemToArray(a, o);
+    }
+    return a;
+}
+
+static int print_feature_json(const FeatureFlags *f, const Sae *sae, const SaeFeatures *ft, const Tokenizer *t,
+                              const Stories *s, Error *e) {
+    cJSON *j = cJSON_CreateObject(), *list = cJSON_CreateArray();
+    cJSON_AddStringToObject(j, "command", "sae features");
+    cJSON_AddStringToObject(j, "sae", f->dir);
+    cJSON_AddStringToObject(j, "hook_name", sae->cfg.hook_name);
+    cJSON_AddNumberToObject(j, "tokens", (double)ft->tokens);
+    cJSON_AddNumberToObject(j, "dead", ft->n_dead);
+    cJSON_AddItemToObject(j, "density", cJSON_CreateFloatArray(ft->density, ft->d_sae));
+    for (int i = 0; i < ft->n; i++) {
+        const SaeFeature *x = &ft->features[i];
+        cJSON *o = cJSON_CreateObject(), *cs = cJSON_CreateArray();
+        cJSON_AddNumberToObject(o, "latent", x->latent);
+        cJSON_AddNumberToObject(o, "density", x->density);
+        cJSON_AddNumberToObject(o, "max", x->max_value);
+        cJSON_AddNumberToObject(o, "mean", x->mean_value);
+        for (int c = 0; c < x->n_contexts; c++) {
+            char ctx[1024];
+            cJSON *co = cJSON_CreateObject();
+            context_text(t, s, &x->contexts[c], f->width, ctx, sizeof ctx);
+            cJSON_AddNumberToObject(co, "story", x->contexts[c].story);
+            cJSON_AddNumberToObject(co, "position", x->contexts[c].position);
+            cJSON_AddNumberToObject(co, "value", x->contexts[c].value);
+            cJSON_AddStringToObject(co, "text", ctx);
+            cJSON_AddItemToArray(cs, co);
+        }
+        cJSON_AddItemToObject(o, "contexts", cs);
+        cJSON_AddItemToObject(o, "promotes", token_list(t, x->promoted, x->promoted_by, x->n_tokens));
+        cJSON_AddItemToObject(o, "suppresses", token_list(t, x->suppressed, x->suppressed_by, x->n_tokens));
+        cJSON_AddItemToArray(list, o);
+    }
+    cJSON_AddItemToObject(j, "features", list);
+    return cli_json_print(j, e);
+}
+
+/* "3,17,40" into o's named latents. */
+static int parse_latents(const char *text, SaeFeatureOptions *o) {
+    for (const char *p = text; *p;) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 0 || v > 100000000 || o->n_named == 64 || (*end && *end != ',')) return -1;
+        o->latents[o->n_named++] = (int)v;
+        p = *end ? end + 1 : end;
+    }
+    return o->n_named ? 0 : -1;
+}
+
+static int features(FeatureFlags *f, const SaeFeatureOptions *o, Error *e) {
+    LoadedModel lm = {0};
+    SaeSite site;
+    Stories s = {0};
+    Sae sae = {0};
+    SaeFeatures ft = {0};
+    char *model = NULL;
+    int rc = slm_sae_load(&sae, f->dir, &model, e);
+    if (!rc && !f->model && !model) rc = FAIL(e, "give -m MODEL", "'%s/cfg.json' names no model_name", f->dir);
+    if (!rc)
+        rc = load_all(f->model ? f->model : model, sae.cfg.hook_name, f->stories, f->test_stories, &lm, &site, &s, e);
+    if (!rc) rc = slm_sae_features(&lm.model, &sae, &site, &s, s.test, s.n_test, o, &ft, e);
+    if (!rc && f->json) rc = print_feature_json(f, &sae, &ft, &lm.tokenizer, &s, e);
+    if (!rc && !f->json) print_feature_table(f, &sae, &ft, &lm.tokenizer, &s);
+    slm_sae_features_free(&ft);
+    free(model);
+    slm_sae_free(&sae);
+    slm_stories_free(&s);
+    if (lm.vocab) slm_loaded_model_free(&lm);
+    return rc ? -1 : 0;
+}
+
+static int run_features(int argc, char **argv) {
+    FeatureFlags f = {0};
+    slm_params_init(&sae_features_table, &f);
+    f.threads = cli_default_threads();
+    int rc = args_parse(&command_sae_features, argc, argv, &sae_features_table, &f, NULL);
+    if (rc) return rc > 0 ? 0 : 2;
+    SaeFeatureOptions o = {.n_latents = f.latents, .contexts = f.contexts, .tokens = f.tokens};
+    if (f.latent && parse_latents(f.latent, &o))
+        return args_usage_error(&command_sae_features, "--latent '%s' is not a list of latents such as 3,17,40",
+                                f.latent);
+    cli_set_threads(f.threads);
+    Error e = {0};
+    return features(&f, &o, &e) ? cli_fail(&e) : 0;
+}
+
 static int run(int argc, char **argv) {
+    if (argc >= 2 && strcmp(argv[1], "features") == 0) return run_features(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "train") == 0) return run_train(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "eval") == 0) return run_eval(argc - 1, argv + 1);
     if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
         printf("usage: %s\n\n%s\n", command_sae.usage, command_sae.description);
         return 0;
     }
-    if (argc < 2) return args_usage_error(&command_sae, "give train or eval");
-    return args_usage_error(&command_sae, "unknown sae verb '%s'; give train or eval", argv[1]);
+    if (argc < 2) return args_usage_error(&command_sae, "give train, eval or features");
+    return args_usage_error(&command_sae, "unknown sae verb '%s'; give train, eval or features", argv[1]);
 }

@@ -51,6 +51,10 @@ static int site_hook(void *ctx, const char *name, float *data, int ndim, const i
     if (grow(&r->x, &r->x_cap, T * row, &r->hooks.error)) return -1;
     for (size_t i = 0; i < T * row; i++) r->x[i] = data[i] - (r->site->mid[0] ? r->mid[i] : 0.0f);
     if (r->mode == SITE_READ) return 0;
+    if (r->mode == SITE_ADD) {
+        for (size_t i = 0; i < T * row; i++) data[i] += r->add_scale * r->add[i % row];
+        return 1;
+    }
     write_site(r, data, T * row);
     return 1;
 }

@@ -19,7 +19,7 @@ SaeTrainOptions slm_sae_train_defaults(void) {
                              .k = 32,
                              .batch_tokens = 4096,
                              .l1 = 5.0,
-                             .lr = 4e-4,
+                             .lr = 2e-3,
                              .tokens = 4000000,
                              .dead_window = 1000000,
                              .seed = 1};
@@ -175,6 +175,7 @@ static int run_init(Run *r, Sae *s, int d_in, const char *hook, const SaeTrainOp
     if (c.k_aux < 1) c.k_aux = 1;
     snprintf(c.hook_name, sizeof c.hook_name, "%s", hook);
     long long n = o->store_tokens ? o->store_tokens : (long long)(STORE_BYTES / ((size_t)d_in * sizeof(float)));
+    if (n > 64LL * o->batch_tokens) n = 64LL * o->batch_tokens; /* 64 batches mixed: as many stories as that */
     if (n > o->tokens) n = o->tokens;
     if (n < o->batch_tokens) n = o->batch_tokens;
     r->store = (Store){.n = n, .d = d_in};
