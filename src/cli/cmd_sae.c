@@ -638,6 +638,13 @@ static int run(int argc, char **argv) {
     if (argc >= 2 && strcmp(argv[1], "eval") == 0) return run_eval(argc - 1, argv + 1);
     if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
         printf("usage: %s\n\n%s\n", command_sae.usage, command_sae.description);
+        int (*const subs[])(int, char **) = {run_train, run_eval, run_features};
+        const char *names[] = {"train", "eval", "features"};
+        for (int i = 0; i < 3; i++) { /* each sub-verb's own help, so one page says every option */
+            char *args[] = {(char *)names[i], "--help", NULL};
+            printf("\n");
+            subs[i](2, args);
+        }
         return 0;
     }
     if (argc < 2) return args_usage_error(&command_sae, "give train, eval or features");
