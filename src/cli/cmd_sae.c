@@ -22,11 +22,10 @@ const Command command_sae = {
     "storylm sae train STORIES -m MODEL --hook HOOK -o DIR [options] | storylm sae eval DIR STORIES [options] | "
     "storylm sae features DIR STORIES [options]",
     "Sparse autoencoders (SAEs) find the features a model computes at one hook point.\n"
-    "  storylm sae train   trains one on the activations of the training stories\n"
-    "  storylm sae eval    measures it on the held-out stories, spliced into the model\n"
-    "  storylm sae features  each latent's density, strongest contexts and the tokens it promotes\n"
-    "storylm sae train --help and storylm sae eval --help say more; docs/sae.md has the\n"
-    "files, the formulas and a reader in numpy.",
+    "  storylm sae train      trains one on the activations of the training stories\n"
+    "  storylm sae eval       measures it on the held-out stories, spliced into the model\n"
+    "  storylm sae features   each latent's density, contexts and the tokens it promotes\n"
+    "Each one's help follows; docs/sae.md has the files, the formulas and a reader in numpy.",
     run};
 
 static const Command command_sae_train = {
@@ -74,7 +73,7 @@ typedef struct TrainFlags {
 
 #define MODEL_PARAM(T)                                                                                                 \
     {                                                                                                                  \
-        .name = "model", .short_name = 'm', .type = PARAM_STRING, .offset = offsetof(T, model), .meta = "MODEL",       \
+        .name = "model", .short_name = 'm', .type = PARAM_STRING, .offset = offsetof(T, model), .meta = "FILE",        \
         .help = "the model file (default: ./model.safetensors, else the shipped model)"                                \
     }
 #define COMMON_PARAMS(T)                                                                                               \
@@ -107,7 +106,7 @@ static const Param sae_train_params[] = {
      .type = PARAM_STRING,
      .offset = offsetof(TrainFlags, hook),
      .meta = "HOOK",
-     .help = "the hook point to read (storylm info lists a model's; default: hook_hidden)",
+     .help = "the hook point to read (a name the model lacks is refused with its list)",
      .def_string = "hook_hidden"},
     {.name = "out",
      .short_name = 'o',
@@ -150,7 +149,7 @@ static const Param sae_train_params[] = {
     {.name = "lr",
      .type = PARAM_DOUBLE,
      .offset = offsetof(TrainFlags, lr),
-     .meta = "X",
+     .meta = "LR",
      .help = "Adam's learning rate (down to 0 over the last 20% of the steps)",
      .min = 1e-8,
      .max = 1,
@@ -159,7 +158,7 @@ static const Param sae_train_params[] = {
      .type = PARAM_INT,
      .offset = offsetof(TrainFlags, tokens),
      .meta = "N",
-     .help = "training tokens (the stories are read again when they run out)",
+     .help = "how many new tokens' activations to train on (the stories are read again when they run out)",
      .min = 1,
      .max = 2e9,
      .def = 4000000},
@@ -174,7 +173,7 @@ static const Param sae_train_params[] = {
     {.name = "minutes",
      .type = PARAM_DOUBLE,
      .offset = offsetof(TrainFlags, minutes),
-     .meta = "X",
+     .meta = "M",
      .help = "stop and save after this many minutes (0: when the tokens are done)",
      .min = 0,
      .max = 1e6,
@@ -249,7 +248,7 @@ static const Param sae_features_params[] = {
      .min = 1,
      .max = SAE_CONTEXTS_MAX,
      .def = 3},
-    {.name = "tokens",
+    {.name = "promoted",
      .type = PARAM_INT,
      .offset = offsetof(FeatureFlags, tokens),
      .meta = "N",
@@ -332,7 +331,8 @@ static int print_trained(const TrainFlags *f, const Sae *sae, const SaeTrainResu
         return 0;
     }
     cJSON *j = cJSON_CreateObject();
-    cJSON_AddStringToObject(j, "command", "sae train");
+    cJSON_AddStringToObject(j, "command", "sae");
+    cJSON_AddStringToObject(j, "work", "train");
     cJSON_AddStringToObject(j, "out", f->out);
     cJSON_AddStringToObject(j, "hook_name", sae->cfg.hook_name);
     cJSON_AddStringToObject(j, "kind", sae->cfg.kind == SAE_TOPK ? "topk" : "l1");
@@ -439,11 +439,12 @@ static int print_eval(const EvalFlags *f, const Sae *sae, const SaeEval *v, Erro
         return 0;
     }
     cJSON *j = cJSON_CreateObject();
-    cJSON_AddStringToObject(j, "command", "sae eval");
+    cJSON_AddStringToObject(j, "command", "sae");
+    cJSON_AddStringToObject(j, "work", "eval");
     cJSON_AddStringToObject(j, "sae", f->dir);
     cJSON_AddStringToObject(j, "hook_name", sae->cfg.hook_name);
     cJSON_AddNumberToObject(j, "d_sae", sae->cfg.d_sae);
-    cJSON_AddNumberToObject(j, "stories", v->stories);
+    cJSON_AddNumberToObject(j, "stories_evaluated", v->stories);
     cJSON_AddNumberToObject(j, "tokens", (double)v->tokens);
     const struct {
         const char *name;
@@ -551,7 +552,8 @@ static cJSON *token_list(const Tokenizer *t, const int32_t *ids, const float *by
 static int print_feature_json(const FeatureFlags *f, const Sae *sae, const SaeFeatures *ft, const Tokenizer *t,
                               const Stories *s, Error *e) {
     cJSON *j = cJSON_CreateObject(), *list = cJSON_CreateArray();
-    cJSON_AddStringToObject(j, "command", "sae features");
+    cJSON_AddStringToObject(j, "command", "sae");
+    cJSON_AddStringToObject(j, "work", "features");
     cJSON_AddStringToObject(j, "sae", f->dir);
     cJSON_AddStringToObject(j, "hook_name", sae->cfg.hook_name);
     cJSON_AddNumberToObject(j, "tokens", (double)ft->tokens);
