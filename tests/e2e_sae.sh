@@ -17,7 +17,8 @@ first_stories 200 >slice.txt
 common=(-m tiny.safetensors --test-stories 20 --threads 2)
 small=(--tokens 20480 --batch-tokens 1024 --seed 3 --expansion 4 --k 8)
 
-"$STORYLM" sae --help | grep -q "storylm sae train" || fail "sae --help"
+"$STORYLM" sae --help >sae_help.txt || fail "sae --help" # into a file: grep -q on a pipe would cut it short
+grep -q "storylm sae train" sae_help.txt && grep -q -- "--latent I,J" sae_help.txt || fail "sae --help lacks a sub-verb's help"
 "$STORYLM" sae train --help >help.txt
 grep -q -- "--expansion N.*(default: 16)" help.txt || fail "sae train --help does not give --expansion's default"
 grep -q -- "--k N.*(default: 32)" help.txt || fail "sae train --help does not give --k's default"
