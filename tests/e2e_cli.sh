@@ -62,7 +62,8 @@ while read -r verb summary; do
     grep -E '^ +--(threads|ablate|ablate-mode) ' "help.$verb.txt" | sed -E 's/^ +//; s/ +/ /g' >> shared.txt || true
 done < verbs.txt
 # the same long flag with two placeholders (--model FILE here, --model M there)
-awk '{f = $2 == "-h," ? "" : $0; sub(/^[^ ]+ (-[a-z], )?/, "", f); split(f, w, " "); if (w[1] ~ /^--/) print w[1], (w[2] ? w[2] : "-")}' flags.txt |
+# (--out writes a file, or sae train's folder of files: DIR is the same meaning, the output's path)
+awk '{f = $2 == "-h," ? "" : $0; sub(/^[^ ]+ (-[a-z], )?/, "", f); split(f, w, " "); if (w[1] == "--out" && w[2] == "DIR") w[2] = "FILE"; if (w[1] ~ /^--/) print w[1], (w[2] ? w[2] : "-")}' flags.txt |
   sort -u | awk '{n[$1]++; m[$1] = m[$1] " " $2} END {for (k in n) if (n[k] > 1) print k ":" m[k]}' > clash.txt
 # a flag with two placeholders has two meanings (--pos N a token position, --pos SCHEME a position scheme)
 [[ ! -s clash.txt ]] || fail "flags with different placeholders across verbs: $(cat clash.txt)"

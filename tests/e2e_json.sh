@@ -47,6 +47,8 @@ RUNS = {
     "pieces": [ST + M],
     "repeats": [ST + M, ST + M + ["--text", TEXT]],
     "stats": [ST + M],
+    "sae": [["train", "stories.txt", "--test-stories", "20", "-o", "s.sae", "--tokens", "2048", "--batch-tokens", "512",
+             "--expansion", "2", "--k", "4"] + M, ["eval", "s.sae"] + ST + M, ["features", "s.sae"] + ST + M + ["--latents", "2"]],
     "stories": [["stories.txt", "--test-stories", "20", "--model", "m.safetensors"], ["stories.txt", "--vocab", "vocab.txt"]],
     "swap": [ST + M],
     "trace": [[TEXT] + M],
