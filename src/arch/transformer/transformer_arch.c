@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../arch_shared.h"
+#include "tf_parts.h"
 #include "storylm/arch.h"
 #include "storylm/generator_batch.h"
 #include "storylm/model_params.h"
@@ -114,7 +115,7 @@ static float *hook_buffer(const Activations *a, HookPoint p, int l, int *n) {
         case HOOK_Z: return t->layer[l].z;
         case HOOK_RESID_MID: return t->layer[l].resid_mid;
         case HOOK_MLP_POST: return t->layer[l].mlp_post;
-        case HOOK_RESID_POST: return l + 1 < c->n_layers ? t->layer[l + 1].resid_pre : t->resid_final;
+        case HOOK_RESID_POST: return slm_tf_resid_post(a, l);
         case HOOK_LN_FINAL: return a->hidden;
         default: return NULL;
     }
@@ -140,9 +141,9 @@ static void pos_embed(const Model *m, Activations *a, float *buf, int to_buf) {
     }
 }
 
-/* to_buf gathers into buf, else writes buf back; 1 when p is none of those
- * it moves itself (q, k, v, the pattern and the logits are hooks.c's). */
-static int hook_move(const Model *m, Activations *a, HookPoint p, int l, float *buf, int to_buf) {
+/* The family's (tf_parts.h): to_buf gathers into buf, else writes buf back;
+ * 1 when p is none of those it moves itself (q, k, v, the pattern and the logits are hooks.c's). */
+int slm_tf_hook_move(const Model *m, Activations *a, HookPoint p, int l, float *buf, int to_buf) {
     int n;
     float *x = hook_buffer(a, p, l, &n);
     if (p == HOOK_POS_EMBED)
@@ -194,7 +195,7 @@ const Architecture slm_transformer_arch = {
     .backward = slm_transformer_backward,
     .hook_points = hook_points,
     .generator = &slm_transformer_generator,
-    .hook_move = hook_move,
+    .hook_move = slm_tf_hook_move,
     .layer_qkv = layer_qkv,
     .layer_attention = layer_attention,
     .head_output = head_output,
