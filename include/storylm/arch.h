@@ -45,7 +45,8 @@ enum {
     TAKES_POSITIONS = 1, /* --position-scheme */
     TAKES_SCORES = 2,    /* --score */
     TAKES_LAYERS = 4,    /* --layers */
-    TAKES_BF16 = 8       /* --precision bf16 */
+    TAKES_BF16 = 8,      /* --precision bf16 */
+    TAKES_MLP = 16       /* --d-mlp and --act: its blocks have an MLP */
 };
 
 /* The shape flags of train (--d-model, --n-heads, --d-head, --d-mlp, --act):

@@ -1,6 +1,6 @@
 /* A transformer's attribution: the residual stream at the final LN's input
  * taken apart (embed, pos_embed, each head's z W_O, each block's b_O and
- * MLP output), each part's direct logit attribution through ln_final with
+ * MLP output where it has an MLP), each part's direct logit attribution through ln_final with
  * its scale frozen, and the exact effect of taking it out of (or averaging
  * it in) the final LN's input. See probe_attribute.h. */
 #include <math.h>
@@ -12,7 +12,8 @@
 #include "storylm/probes.h"
 #include "storylm/transformer.h"
 
-int slm_tf_parts(const ModelConfig *c) { return 2 + c->n_layers * (c->n_heads + 2); }
+/* A block without an MLP (d_mlp 0: attn-only) has no MLP part. */
+int slm_tf_parts(const ModelConfig *c) { return 2 + c->n_layers * (c->n_heads + 1 + (c->hidden_dim > 0)); }
 
 /* parts (P, D) at position p of the run in a, in double, in slm_tf_parts' order;
  * names (P) may be NULL. The position part: W_pos's row, the sinusoidal tag, or 0. */
@@ -30,7 +31,7 @@ static void tf_parts(const Model *m, const Activations *a, int p, double *parts,
     for (int i = 0; i < D; i++) parts[i] = (double)resid0[i] - tag[i], parts[D + i] = tag[i];
     if (names) snprintf(names[0], 24, "embed"), snprintf(names[1], 24, "pos_embed");
     k = 2;
-    for (int l = 0; l < c->n_layers; l++) {
+    for (int l = 0; l < c->n_layers && l < STORYLM_MAX_TF_LAYERS; l++) { /* the views hold as many */
         const TfBlockViews *b = &w.block[l];
         const TfLayerActs *L = &a->tf->layer[l];
         for (int h = 0; h < H; h++, k++) {
@@ -42,12 +43,16 @@ static void tf_parts(const Model *m, const Activations *a, int p, double *parts,
             if (names) snprintf(names[k], 24, "head %d:%d", l + 1, h);
         }
         double *bias = parts + (size_t)k * D, *mlp = bias + D;
-        const float *post = L->mlp_post + (size_t)p * F;
-        for (int i = 0; i < D; i++) bias[i] = b->b_O[i], mlp[i] = b->b_out[i];
-        for (int f = 0; f < F; f++)
-            for (int i = 0; i < D; i++) mlp[i] += (double)post[f] * b->W_out[(size_t)f * D + i];
-        if (names) snprintf(names[k], 24, "b_O %d", l + 1), snprintf(names[k + 1], 24, "mlp %d", l + 1);
-        k += 2;
+        for (int i = 0; i < D; i++) bias[i] = b->b_O[i];
+        if (names) snprintf(names[k], 24, "b_O %d", l + 1);
+        if (F > 0) { /* the MLP's part (attn-only's blocks have none) */
+            const float *post = L->mlp_post + (size_t)p * F;
+            for (int i = 0; i < D; i++) mlp[i] = b->b_out[i];
+            for (int f = 0; f < F; f++)
+                for (int i = 0; i < D; i++) mlp[i] += (double)post[f] * b->W_out[(size_t)f * D + i];
+            if (names) snprintf(names[k + 1], 24, "mlp %d", l + 1);
+        }
+        k += F > 0 ? 2 : 1;
     }
 }
 

@@ -156,7 +156,7 @@ int slm_probe_trace(const ProbeRunner *r, int p, int n_units, int n_guesses, Tra
         memcpy(out->hidden, a->hidden + (size_t)p * Hd, (size_t)Hd * sizeof(float));
     } else
         copy_inputs(r, l, p, out->z, out->hidden);
-    if (tf) block_shares(m, a, l, p, shares);
+    if (tf && Hd > 0) block_shares(m, a, l, p, shares); /* attn-only's blocks have no MLP (d_mlp 0) */
     top_indices(out->hidden, Hd, n_units, 1, order);
     for (int k = 0; k < n_units; k++) {
         TraceUnit *u = &out->units[k];

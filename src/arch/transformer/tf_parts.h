@@ -15,12 +15,22 @@
 #include "storylm/generator_batch.h"
 #include "storylm/transformer.h"
 
+/* ---- the family's table entries (transformer_arch.c): arch.h's
+ * operations that read only the sizes ---- */
+int slm_tf_layers(const ModelConfig *c);
+int slm_tf_heads_per_layer(const ModelConfig *c);
+int slm_tf_context_needed(const ModelConfig *c);
+/* Its metadata keys as TransformerLens's config names them (act_fn and d_mlp
+ * only where F > 0), and read back, checked by c->arch's config_check. */
+int slm_tf_config_write(const ModelConfig *c, ConfigPut put, void *ctx, Error *e);
+int slm_tf_config_read(ModelConfig *c, ConfigGet get, void *ctx, Error *e);
+
 /* ---- parameters (transformer_params.c): each part's tensors, appended to
  * m's table in TransformerLens's names ---- */
 void slm_tf_layout_embed(Model *m);       /* embed.W_E (V, D), pos_embed.W_pos (n_ctx, D) for absolute */
 void slm_tf_layout_attn(Model *m, int l); /* block l's ln1.w/b (D), attn.W_Q/K/V (H, D, dh), b_Q/K/V (H, dh),
                                              W_O (H, dh, D), b_O (D) */
-void slm_tf_layout_mlp(Model *m, int l);  /* block l's ln2.w/b (D), mlp.W_in (D, F), b_in (F), W_out (F, D), b_out (D) */
+void slm_tf_layout_mlp(Model *m, int l); /* block l's ln2.w/b (D), mlp.W_in (D, F), b_in (F), W_out (F, D), b_out (D) */
 void slm_tf_layout_scores(Model *m, int l); /* block l's scheme's scores: attn.distance (H, n_ctx), _bucket (H, 32) */
 void slm_tf_layout_final(Model *m);         /* ln_final.w/b (D), unembed.W_U (D, V), b_U (V) */
 /* The sizes every model of the family has (not d_mlp, not act); 0 or -1. */
@@ -73,6 +83,11 @@ int slm_tf_loss_and_grad(const TfBlocks *s, const Model *m, Activations *a, cons
 
 /* The hook points' numbers between the activations and buf (arch.h's hook_move). */
 int slm_tf_hook_move(const Model *m, Activations *a, HookPoint p, int l, float *buf, int to_buf);
+
+/* A run's attention (arch.h's layer_qkv, layer_attention, head_output). */
+float *slm_tf_layer_qkv(const Activations *a, int l);
+float *slm_tf_layer_attention(const Activations *a, int l);
+float *slm_tf_head_output(const Activations *a, int l, int p, int h);
 
 /* ---- generation's parts (transformer_generate.c): one token at a time,
  * the samples which[j], j < k, each part one pass over its weights ---- */
