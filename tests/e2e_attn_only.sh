@@ -4,7 +4,7 @@
 # the same bits, a run stopped and resumed too, BF16 by the same rules (where
 # the CPU has it); info (308,048 parameters, no MLP tensor, TransformerLens's
 # config without d_mlp and act_fn); --d-mlp and --act refused; generate, eval,
-# heads, detect, ablate (zero and mean), attend, trace, stats, cache (the hook
+# heads, detect, ablate (zero and mean), attend, trace (no MLP neurons), stats, cache (the hook
 # points without mlp and resid_mid), attribute (no MLP part), patch, circuits,
 # pieces, swap, icl, distances; the server's views answer as the CLI's --json;
 # Python loads it and its hooks are the cache's.
@@ -83,6 +83,8 @@ M=(--model ao.safetensors)
 "$STORYLM" ablate slice.txt "${M[@]}" --test-stories 20 --heads 1:1 --ablate-mode mean --json > /dev/null || fail "ablate mean"
 "$STORYLM" attend "$T" "${M[@]}" --head 2:3 --json > attend.json || fail "attend --head 2:3"
 "$STORYLM" trace "$T" "${M[@]}" --layer 2 --pos 6 --json > trace.json || fail "trace --layer 2"
+"$STORYLM" trace "$T" "${M[@]}" --layer 2 --pos 6 > trace.txt || fail "trace --layer 2"
+grep -q "head 2:7" trace.txt && ! grep -q "MLP" trace.txt || { cat trace.txt; fail "trace: every head's z, and no MLP neurons"; }
 "$STORYLM" stats slice.txt "${M[@]}" --test-stories 20 --json > /dev/null || fail "stats"
 "$STORYLM" attribute "$T" "${M[@]}" --pos 8 --json > attribute.json || fail "attribute"
 "$STORYLM" patch "$T" "$U" "${M[@]}" --json > /dev/null || fail "patch"
