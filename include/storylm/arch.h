@@ -62,7 +62,7 @@ typedef int (*ConfigPut)(void *ctx, const char *key, const char *value, Error *e
 typedef const char *(*ConfigGet)(void *ctx, const char *key);
 
 typedef struct Architecture {
-    const char *name;    /* "attention", "window8", "transformer": --arch, the file's "arch", info */
+    const char *name;    /* "attention", "window8", "transformer", "attn-only": --arch, the file's "arch", info */
     const char *summary; /* one line for --help and the docs */
     Readout readout;
 
