@@ -138,7 +138,7 @@ static const GeneratorOps generator = {
 
 const Architecture slm_attn_only_arch = {
     .name = "attn-only",
-    .summary = "pre-LN blocks of attention alone, TransformerLens's attn_only (docs/transformer.md)",
+    .summary = "pre-LN blocks of attention alone, no MLP: TransformerLens's attn_only, docs/transformer.md",
     .readout = READOUT_RESIDUAL,
     .takes = TAKES_POSITIONS | TAKES_LAYERS | TAKES_BF16,
     .max_layers = STORYLM_MAX_TF_LAYERS,
