@@ -36,9 +36,9 @@ static int layer_buffers(const ModelConfig *c, TfLayerActs *L, size_t N, Buffer 
     size_t HV = H * dh, QKV = 3 * HV, LD = (size_t)slm_qkv_stride((int)N);
     size_t HS = H * (size_t)slm_attention_row_stride(c->window);
     Buffer list[] = {
-        {&L->resid_pre, N * D}, {&L->ln1, N * D},          {&L->ln1_mean, N}, {&L->ln1_rstd, N},
-        {&L->qkv_w, QKV * D},   {&L->qkv, QKV * LD},       {&L->att, HS * N}, {&L->scratch.kv, H * LD * 2 * dh},
-        {&L->scratch.dist, HS}, {&L->scratch.lse, H * LD}, {&L->z, N * HV},   {&L->resid_mid, MD},
+        {&L->resid_pre, N * D}, {&L->ln1, N * D},          {&L->ln1_mean, N},  {&L->ln1_rstd, N},
+        {&L->qkv_w, QKV * D},   {&L->qkv, QKV * LD},       {&L->att, HS * N},  {&L->scratch.kv, H * LD * 2 * dh},
+        {&L->scratch.dist, HS}, {&L->scratch.lse, H * LD}, {&L->z, N * HV},    {&L->resid_mid, MD},
         {&L->ln2, MD},          {&L->ln2_mean, MN},        {&L->ln2_rstd, MN}, {&L->mlp_pre, N * F},
         {&L->mlp_post, N * F}};
     memcpy(b, list, sizeof list);
@@ -135,13 +135,13 @@ static int check_forward(const Model *m, const Activations *a, const Batch *b, c
                     b->n_tokens, a->max_positions);
     int heads = m->cfg.n_layers * m->cfg.n_heads, last = ab ? slm_head_set_last(&ab->heads) : -1;
     if (last >= heads)
-        return FAIL(e, "give heads as L:H of this model's blocks",
-                    "cannot switch off head %d in a model of %d heads", last, heads);
+        return FAIL(e, "give heads as L:H of this model's blocks", "cannot switch off head %d in a model of %d heads",
+                    last, heads);
     if (last >= 0 && ab->mode == ABLATE_MEAN && !ab->mean)
         return FAIL(e, "compute the heads' mean outputs first", "mean ablation needs the heads' mean outputs");
     if (a->dropout.hidden > 0 || a->dropout.attention > 0)
-        return FAIL(e, "train without --dropout and --attention-dropout",
-                    "dropout is not implemented for --arch %s", m->cfg.arch->name);
+        return FAIL(e, "train without --dropout and --attention-dropout", "dropout is not implemented for --arch %s",
+                    m->cfg.arch->name);
     for (int p = 0; p < b->n_tokens; p++)
         if (b->tokens[p] < 0 || b->tokens[p] >= m->cfg.vocab_size)
             return FAIL(e, "encode the stories with this model's vocabulary",
@@ -369,8 +369,8 @@ int slm_tf_begin(const Model *m, Activations *a, const Batch *b, const Ablation 
 /* Begins, then tokens -> the blocks -> hidden = LN_final(resid_final) (N, D),
  * every product (and the unembedding's) at precision products: training's
  * --precision bf16 (bf16.h) when it computes gradients, else FP32. */
-static int forward_to_final(const TfBlocks *s, const Model *m, Activations *a, const Batch *b,
-                            const Ablation *ablation, int keep_weights, Precision products, Error *e) {
+static int forward_to_final(const TfBlocks *s, const Model *m, Activations *a, const Batch *b, const Ablation *ablation,
+                            int keep_weights, Precision products, Error *e) {
     if (slm_tf_begin(m, a, b, ablation, keep_weights, products, e)) return -1;
     TfActivations *t = a->tf;
     TfViews w;

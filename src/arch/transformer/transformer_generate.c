@@ -161,8 +161,8 @@ static struct TfBf16 *bf16_pack(const struct TfGenerator *t, const ModelConfig *
     for (int l = 0; ok && l < c->n_layers; l++)
         ok = !slm_dense_bf16_from16(&b->qkv_w[l], &t->qkv_w[l], e) &&
              !slm_dense_bf16_from16(&b->W_O[l], &t->W_O[l], e) &&
-             (z.F == 0 ||
-              (!slm_dense_bf16_from16(&b->W_in[l], &t->W_in[l], e) && !slm_dense_bf16_from16(&b->W_out[l], &t->W_out[l], e)));
+             (z.F == 0 || (!slm_dense_bf16_from16(&b->W_in[l], &t->W_in[l], e) &&
+                           !slm_dense_bf16_from16(&b->W_out[l], &t->W_out[l], e)));
     if (ok && !slm_dense_bf16_from16(&b->W_U, &t->W_U, e)) return b;
     bf16_free(b);
     return NULL;
@@ -273,8 +273,8 @@ void slm_tf_gen_attn(GeneratorBatch *g, int l, const int *which, int k) {
     const struct TfBf16 *B = G->bf16;
     int D = z.D;
     layernorm(G, D, b->ln1_w, b->ln1_b, which, k);
-    slm_dense_at(&G->qkv_w[l], B ? &B->qkv_w[l] : NULL, B ? &B->in : NULL, G->qkv_b + (size_t)l * z.QKV, G->x, D,
-                 which, k, G->qkv, z.QKV);
+    slm_dense_at(&G->qkv_w[l], B ? &B->qkv_w[l] : NULL, B ? &B->in : NULL, G->qkv_b + (size_t)l * z.QKV, G->x, D, which,
+                 k, G->qkv, z.QKV);
     for (int j = 0; j < k; j++) heads_step(g, &z, which[j], l);
     slm_dense_at(&G->W_O[l], B ? &B->W_O[l] : NULL, B ? &B->in : NULL, b->b_O, G->z, z.HV, which, k, G->x, D);
     add_x(G, D, which, k);
