@@ -360,8 +360,7 @@ static void test_metadata_refusals(const char *base) {
     REFUSED(mutant(base, out, "__metadata__", "format_version", NULL, 0), "no \"format_version\"");
     REFUSED(mutant(base, out, "__metadata__", "arch", NULL, 0), "no \"arch\"");
     REFUSED(mutant(base, out, "__metadata__", "arch", "\"lstm\"", 0), "unknown architecture 'lstm'");
-    REFUSED(mutant(base, out, "__metadata__", "arch", "\"lstm\"", 0),
-            "(storylm knows attention, window8 or transformer)");
+    REFUSED(mutant(base, out, "__metadata__", "arch", "\"lstm\"", 0), "(storylm knows attention, window8, transformer");
     REFUSED(mutant(base, out, "__metadata__", "arch", "\"transformer\"", 0),
             "act_fn"); /* a transformer's file names its activation */
     REFUSED(mutant(base, out, "__metadata__", "n_heads", NULL, 0), "no \"n_heads\"");
@@ -375,6 +374,8 @@ static void test_metadata_refusals(const char *base) {
     REFUSED(mutant(base, out, "__metadata__", "vocab", NULL, 0), "no \"vocab\"");
     /* sizes claiming far more than the file holds are refused before any allocation */
     REFUSED(mutant(base, out, "__metadata__", "hidden_dim", "\"4096\"", 0), "bytes of tensors");
+    /* hidden_dim 0 is attn-only's (no MLP): the chapter's network, which reads by its hidden layer, refuses it */
+    REFUSED(mutant(base, out, "__metadata__", "hidden_dim", "\"0\"", 0), "invalid model sizes");
     REFUSED(mutant(base, out, "__metadata__", "value_dim", "\"15\"", 0), "tensor 'value' has shape [8, 32, 16]");
     REFUSED(mutant(base, out, "__metadata__", "arch", "\"window8\"", 0), "unexpected tensor 'query'");
     /* a string cut at an escaped NUL ("attention\u0000..." read as "attention"), in a value, a key, a name */

@@ -1,6 +1,6 @@
 // What every view uses: elements, number formats, the API calls (one, a batch), the answers kept,
 // head names and which views the model picked has.
-import { modelArch, state } from "./state.js";
+import { state } from "./state.js";
 
 // ---------- small helpers ----------
 
@@ -99,7 +99,7 @@ export function headName(g) {
 // first layer of such a model says so, and the page shows a note: state.layerViews);
 // the distance scores, the heads' jobs and switching heads off read any number of layers.
 export function modelViews() {
-  const heads = (modelArch() === "attention" || modelArch() === "transformer") && state.heads > 0;
+  const heads = state.heads > 0; // the server's count of a layer's heads: 0 for a model without (window8)
   return { heads, oneLayer: heads && (state.layers === 1 || state.layerViews[state.model] === true) };
 }
 

@@ -92,7 +92,8 @@ enum {
     TAKES_POSITIONS = 1, /* --position-scheme */
     TAKES_SCORES = 2,    /* --score */
     TAKES_LAYERS = 4,    /* --layers */
-    TAKES_BF16 = 8       /* --precision bf16 */
+    TAKES_BF16 = 8,      /* --precision bf16 */
+    TAKES_MLP = 16       /* --d-mlp and --act: its blocks have an MLP */
 };
 
 /* The shape flags of train (--d-model, --n-heads, --d-head, --d-mlp, --act):
@@ -108,7 +109,7 @@ typedef int (*ConfigPut)(void *ctx, const char *key, const char *value, Error *e
 typedef const char *(*ConfigGet)(void *ctx, const char *key);
 
 typedef struct Architecture {
-    const char *name;    /* "attention", "window8", "transformer": --arch, the file's "arch", info */
+    const char *name;    /* "attention", "window8", "transformer", "attn-only": --arch, the file's "arch", info */
     const char *summary; /* one line for --help and the docs */
     Readout readout;
 

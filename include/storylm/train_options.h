@@ -73,7 +73,8 @@ enum {
     TRAIN_GIVEN_VARIANT = 32 /* --pos or --score */,
     TRAIN_GIVEN_LAYERS = 64,
     TRAIN_GIVEN_SHAPE = 128 /* --d-model, --n-heads, --d-head, --d-mlp or --act */,
-    TRAIN_GIVEN_PRECISION = 256
+    TRAIN_GIVEN_PRECISION = 256,
+    TRAIN_GIVEN_MLP = 512 /* --d-mlp or --act */
 };
 
 TrainOptions slm_train_default_options(void);

@@ -5,12 +5,13 @@
 
 #include "storylm/arch.h"
 
-extern const Architecture slm_attention_arch, slm_window8_arch, slm_transformer_arch;
+extern const Architecture slm_attention_arch, slm_window8_arch, slm_transformer_arch, slm_attn_only_arch;
 
 static const Architecture *const architectures[] = {
     &slm_attention_arch,   /* the chapter's network (the default): any number of layers, every variant */
     &slm_window8_arch,     /* chapter 6's baseline: the last 8 rows, no heads */
     &slm_transformer_arch, /* pre-LN blocks in TransformerLens's names */
+    &slm_attn_only_arch,   /* the transformer's blocks without their MLP (TransformerLens's attn_only) */
 };
 #define N_ARCHS ((int)(sizeof architectures / sizeof architectures[0]))
 

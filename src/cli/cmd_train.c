@@ -306,7 +306,8 @@ static unsigned given_bits(const ParamList *l, const ParamsGiven *given) {
     } bits[] = {
         {"arch", TRAIN_GIVEN_ARCH},     {"lr", TRAIN_GIVEN_LR},         {"batch", TRAIN_GIVEN_BATCH},
         {"seed", TRAIN_GIVEN_SEED},     {"warmup", TRAIN_GIVEN_WARMUP}, {"position-scheme", TRAIN_GIVEN_VARIANT},
-        {"score", TRAIN_GIVEN_VARIANT}, {"layers", TRAIN_GIVEN_LAYERS}, {"precision", TRAIN_GIVEN_PRECISION}};
+        {"score", TRAIN_GIVEN_VARIANT}, {"layers", TRAIN_GIVEN_LAYERS}, {"precision", TRAIN_GIVEN_PRECISION},
+        {"d-mlp", TRAIN_GIVEN_MLP},     {"act", TRAIN_GIVEN_MLP}};
     unsigned out = 0;
     for (size_t i = 0; i < sizeof bits / sizeof bits[0]; i++)
         if (slm_params_given(given, l, bits[i].flag)) out |= bits[i].bit;

@@ -34,7 +34,8 @@ static const struct {
     {"key_dim", offsetof(ModelConfig, key_dim), 1, STORYLM_MAX_HEAD_DIM},
     {"value_dim", offsetof(ModelConfig, value_dim), 1, STORYLM_MAX_HEAD_DIM},
     {"window", offsetof(ModelConfig, window), 1, CHECKPOINT_MAX_DIM},
-    {"hidden_dim", offsetof(ModelConfig, hidden_dim), 1, CHECKPOINT_MAX_DIM},
+    {"hidden_dim", offsetof(ModelConfig, hidden_dim), 0, CHECKPOINT_MAX_DIM}, /* 0: no MLP (attn-only); config_check
+                                                                                 holds each architecture's least */
     {"context", offsetof(ModelConfig, context), 1, CHECKPOINT_MAX_DIM},
 };
 #define N_SIZES ((int)(sizeof config_sizes / sizeof config_sizes[0]))
@@ -248,9 +249,11 @@ static int read_config(const SafeTensorsFile *st, ModelConfig *c, Error *e) {
                         config_sizes[i].key, s, config_sizes[i].min, config_sizes[i].max);
         *size_field(c, i) = (int)x;
     }
-    /* the architecture's own keys, read from the metadata by the architecture itself */
-    return c->arch->config_read(c, get_key, (void *)&st->metadata, e) ? (slm_error_prefix(e, "'%s': ", st->path), -1)
-                                                                      : 0;
+    /* the architecture's own keys, read from the metadata by the architecture itself, then
+     * its check of every size (the least it takes: hidden_dim 0 is only attn-only's) */
+    if (c->arch->config_read(c, get_key, (void *)&st->metadata, e) || c->arch->config_check(c, e))
+        return slm_error_prefix(e, "'%s': ", st->path), -1;
+    return 0;
 }
 
 static int check_vocab(const SafeTensorsFile *st, int vocab_size, Error *e) {

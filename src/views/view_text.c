@@ -181,14 +181,9 @@ static void inputs_table(Report *r, const TraceResult *t, const ModelConfig *c) 
     }
 }
 
-static void trace_report(Report *r, const ProbeSession *ps, const TraceResult *t, const char *text) {
-    slm_report_header_session(r, ps);
-    slm_report_text(r, "text", "text", text);
-    slm_report_int(r, "position", "last position", t->position);
-    slm_report_text(r, "token", "last token", slm_probe_session_token(ps, t->token));
-    const ModelConfig *c = &ps->lm.model.cfg;
-    if (slm_model_layers(c) > 1) slm_report_int(r, "layer", "layer", t->layer + 1);
-    inputs_table(r, t, c);
+/* The hidden layer's (or the block's MLP's) most active units; none where
+ * the blocks have no MLP (attn-only). */
+static void units_table(Report *r, const TraceResult *t, const ModelConfig *c) {
     ReportTable *u =
         slm_report_table(r, "hidden",
                          c->arch->readout == READOUT_RESIDUAL ? "Most active MLP neurons (hook_post) of the block"
@@ -206,6 +201,17 @@ static void trace_report(Report *r, const ProbeSession *ps, const TraceResult *t
         slm_cell_text(u, part);
         slm_cell_number(u, t->units[k].part_input);
     }
+}
+
+static void trace_report(Report *r, const ProbeSession *ps, const TraceResult *t, const char *text) {
+    slm_report_header_session(r, ps);
+    slm_report_text(r, "text", "text", text);
+    slm_report_int(r, "position", "last position", t->position);
+    slm_report_text(r, "token", "last token", slm_probe_session_token(ps, t->token));
+    const ModelConfig *c = &ps->lm.model.cfg;
+    if (slm_model_layers(c) > 1) slm_report_int(r, "layer", "layer", t->layer + 1);
+    inputs_table(r, t, c);
+    if (c->hidden_dim > 0) units_table(r, t, c);
     ReportTable *g = slm_report_table(r, "guesses", "Top next-token guesses");
     slm_table_column(g, "rank", "rank", CELL_INT, 0);
     slm_table_column(g, "token", "token", CELL_TEXT, 0);

@@ -53,7 +53,7 @@ static int draw_trace(const char *path, const ProbeSession *ps, const TraceResul
     SvgPanel ph = {.x = 60, .y = 300, .w = 820, .h = 150, .x0 = 0, .x1 = c->hidden_dim, .y0 = -1, .y1 = 1};
     snprintf(axis, sizeof axis, "the %d hidden units (%s)", c->hidden_dim,
              c->arch->readout == READOUT_RESIDUAL ? "the MLP's neurons" : "tanh");
-    slm_svg_axes(&s, &ph, axis, NULL, "value", 0);
+    if (c->hidden_dim > 0) slm_svg_axes(&s, &ph, axis, NULL, "value", 0); /* attn-only's blocks have none */
     for (int i = 0; i < c->hidden_dim; i++) {
         double y = slm_svg_py(&ph, t->hidden[i]), y0 = slm_svg_py(&ph, 0);
         slm_svg_rect(&s, slm_svg_px(&ph, i), fmin(y, y0), ph.w / c->hidden_dim * 0.9, fabs(y - y0), "#555", "none",

@@ -1,9 +1,11 @@
-/* The transformer's activations and passes: its parts forward and backward
- * side by side (embed, each block's attention part and MLP part, the final
- * LN and unembedding). See include/storylm/transformer.h. Everything runs
- * on the calling thread's OpenMP team, every sum in a fixed order, so the
- * same batch gives the same bits. */
-#include "storylm/transformer.h"
+/* The transformer family's activations and parts, forward and backward
+ * side by side (embed, a block's attention part and MLP part, the final LN
+ * and unembedding), the driver that runs an architecture's blocks between
+ * the shared ends (tf_parts.h), and the transformer's own blocks. See
+ * include/storylm/transformer.h. Everything runs on the calling thread's
+ * OpenMP team, every sum in a fixed order, so the same batch gives the same
+ * bits. */
+#include "tf_parts.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -26,15 +28,18 @@ typedef struct Buffer {
     size_t n;
 } Buffer;
 
+/* A block without an MLP (F = 0) keeps none of its part's buffers (their
+ * sizes 0: slm_alloc_floats's smallest). */
 static int layer_buffers(const ModelConfig *c, TfLayerActs *L, size_t N, Buffer *b) {
     size_t D = (size_t)c->row_dim, F = (size_t)c->hidden_dim, H = (size_t)c->n_heads, dh = (size_t)c->key_dim;
+    size_t MD = F > 0 ? N * D : 0, MN = F > 0 ? N : 0; /* the MLP part's */
     size_t HV = H * dh, QKV = 3 * HV, LD = (size_t)slm_qkv_stride((int)N);
     size_t HS = H * (size_t)slm_attention_row_stride(c->window);
     Buffer list[] = {
-        {&L->resid_pre, N * D}, {&L->ln1, N * D},          {&L->ln1_mean, N}, {&L->ln1_rstd, N},
-        {&L->qkv_w, QKV * D},   {&L->qkv, QKV * LD},       {&L->att, HS * N}, {&L->scratch.kv, H * LD * 2 * dh},
-        {&L->scratch.dist, HS}, {&L->scratch.lse, H * LD}, {&L->z, N * HV},   {&L->resid_mid, N * D},
-        {&L->ln2, N * D},       {&L->ln2_mean, N},         {&L->ln2_rstd, N}, {&L->mlp_pre, N * F},
+        {&L->resid_pre, N * D}, {&L->ln1, N * D},          {&L->ln1_mean, N},  {&L->ln1_rstd, N},
+        {&L->qkv_w, QKV * D},   {&L->qkv, QKV * LD},       {&L->att, HS * N},  {&L->scratch.kv, H * LD * 2 * dh},
+        {&L->scratch.dist, HS}, {&L->scratch.lse, H * LD}, {&L->z, N * HV},    {&L->resid_mid, MD},
+        {&L->ln2, MD},          {&L->ln2_mean, MN},        {&L->ln2_rstd, MN}, {&L->mlp_pre, N * F},
         {&L->mlp_post, N * F}};
     memcpy(b, list, sizeof list);
     return (int)(sizeof list / sizeof list[0]);
@@ -77,7 +82,7 @@ static int all_buffers(Activations *a, TfActivations *t, Buffer *b) {
 int slm_transformer_activations_init(Activations *a, const ModelConfig *cfg, int max_positions, Error *e) {
     *a = (Activations){.cfg = *cfg, .max_positions = max_positions};
     if (max_positions < 1) return FAIL(e, NULL, "activations need at least one position (got %d)", max_positions);
-    if (slm_transformer_check_config(cfg, e) || !(a->tf = xcalloc(1, sizeof *a->tf, e))) return -1;
+    if (cfg->arch->config_check(cfg, e) || !(a->tf = xcalloc(1, sizeof *a->tf, e))) return -1;
     TfActivations *t = a->tf;
     Buffer b[MAX_BUFFERS];
     int n = all_buffers(a, t, b), ok = 1;
@@ -130,13 +135,13 @@ static int check_forward(const Model *m, const Activations *a, const Batch *b, c
                     b->n_tokens, a->max_positions);
     int heads = m->cfg.n_layers * m->cfg.n_heads, last = ab ? slm_head_set_last(&ab->heads) : -1;
     if (last >= heads)
-        return FAIL(e, "give heads as L:H of this model's blocks",
-                    "cannot switch off head %d in a transformer of %d heads", last, heads);
+        return FAIL(e, "give heads as L:H of this model's blocks", "cannot switch off head %d in a model of %d heads",
+                    last, heads);
     if (last >= 0 && ab->mode == ABLATE_MEAN && !ab->mean)
         return FAIL(e, "compute the heads' mean outputs first", "mean ablation needs the heads' mean outputs");
     if (a->dropout.hidden > 0 || a->dropout.attention > 0)
-        return FAIL(e, "train the transformer without --dropout and --attention-dropout",
-                    "dropout is not implemented for the transformer");
+        return FAIL(e, "train without --dropout and --attention-dropout", "dropout is not implemented for --arch %s",
+                    m->cfg.arch->name);
     for (int p = 0; p < b->n_tokens; p++)
         if (b->tokens[p] < 0 || b->tokens[p] >= m->cfg.vocab_size)
             return FAIL(e, "encode the stories with this model's vocabulary",
@@ -147,12 +152,18 @@ static int check_forward(const Model *m, const Activations *a, const Batch *b, c
 
 /* ---- embed: tokens -> resid_0 ------------------------------------------------ */
 
-/* tokens (N) -> resid (N, D) = W_E[x] (hook_embed) + the position's row
- * (absolute: W_pos[min(t, n_ctx-1)], hook_pos_embed; sinusoidal: its fixed tag). */
-static void embed_forward(const Model *m, const TfViews *w, Activations *a, const Batch *b, const int *story_pos, int N,
-                          float *resid) {
+/* The row of W_pos that position p of its story reads (n_ctx - 1 past the context). */
+static size_t pos_row(const ModelConfig *c, int story_pos) {
+    return (size_t)(story_pos < c->window ? story_pos : c->window - 1) * c->row_dim;
+}
+
+/* tokens (N) -> layer 0's resid_pre (N, D) = W_E[x] (hook_embed) + the
+ * position's row (absolute: W_pos[min(t, n_ctx-1)], hook_pos_embed; sinusoidal: its fixed tag). */
+void slm_tf_embed_forward(const Model *m, const TfViews *w, Activations *a, const Batch *b) {
     const ModelConfig *c = &m->cfg;
-    int D = c->row_dim;
+    int D = c->row_dim, N = a->n_positions;
+    const int *story_pos = a->tf->story_pos;
+    float *resid = a->tf->layer[0].resid_pre;
     slm_embedding_forward(w->W_E, b->tokens, N, D, resid, D);
     slm_hooks_at(m, a, HOOK_EMBED, 0);
     float tag[TF_MAX_D_MODEL];
@@ -160,7 +171,7 @@ static void embed_forward(const Model *m, const TfViews *w, Activations *a, cons
         float *row = resid + (size_t)p * D;
         const float *add = tag;
         if (w->W_pos)
-            add = w->W_pos + (size_t)(story_pos[p] < c->window ? story_pos[p] : c->window - 1) * D;
+            add = w->W_pos + pos_row(c, story_pos[p]);
         else
             slm_sinusoid_tag(story_pos[p], D, tag);
         for (int i = 0; i < D; i++) row[i] += add[i];
@@ -168,13 +179,13 @@ static void embed_forward(const Model *m, const TfViews *w, Activations *a, cons
     if (w->W_pos) slm_hooks_at(m, a, HOOK_POS_EMBED, 0);
 }
 
-/* d_resid (N, D) -> d W_E, d W_pos +=. */
-static void embed_backward(const ModelConfig *c, const TfViews *g, const Batch *b, const int *story_pos, int N,
-                           const float *d_resid) {
-    int D = c->row_dim;
+/* t->d_resid (N, D) -> d W_E, d W_pos +=. */
+void slm_tf_embed_backward(const ModelConfig *c, const TfViews *g, Activations *a, const Batch *b) {
+    int D = c->row_dim, N = a->n_positions;
+    const float *d_resid = a->tf->d_resid;
     slm_embedding_backward(g->W_E, b->tokens, N, D, d_resid, D);
     for (int p = 0; p < N && g->W_pos; p++) {
-        float *row = g->W_pos + (size_t)(story_pos[p] < c->window ? story_pos[p] : c->window - 1) * D;
+        float *row = g->W_pos + pos_row(c, a->tf->story_pos[p]);
         for (int i = 0; i < D; i++) row[i] += d_resid[(size_t)p * D + i];
     }
 }
@@ -210,7 +221,7 @@ static void distance_table_backward(const ModelConfig *c, const float *d_table, 
             g->bucket[h * T5_BUCKETS + slm_t5_bucket(d)] += d_table[(size_t)h * c->window + d];
 }
 
-/* ---- a block's attention part: resid_pre -> resid_mid --------------------------- */
+/* ---- a block's attention part: resid_pre -> out ------------------------------ */
 
 /* qkv (QKV, ld): rows += b_Q, b_K, b_V (H*dh each, in qkv's row order), positions < N. */
 static void qkv_bias_forward(const TfBlockViews *w, int HV, int N, int ld, float *qkv) {
@@ -237,14 +248,30 @@ static uint32_t ablated_heads(const Activations *a, const ModelConfig *c, int l)
     return slm_head_set_layer(&a->ablation.heads, l, c->n_heads);
 }
 
+/* z (N, H*dh) of block l: --ablate's heads set to 0, or to their mean (hook_z). */
+static void ablate_z(const Activations *a, const ModelConfig *c, int l, float *z) {
+    int N = a->n_positions, H = c->n_heads, dh = c->key_dim, HV = H * dh;
+    uint32_t off = ablated_heads(a, c, l);
+    const float *mean = a->ablation.mode == ABLATE_MEAN ? a->ablation.mean : NULL; /* (layers*H, dh) */
+    for (int h = 0; off && h < H; h++)
+        for (int p = 0; (off >> h & 1u) && p < N; p++) {
+            float *zh = z + (size_t)p * HV + h * dh;
+            if (mean)
+                memcpy(zh, mean + (size_t)(l * H + h) * dh, dh * sizeof(float));
+            else
+                memset(zh, 0, dh * sizeof(float));
+        }
+}
+
 /* resid_pre (N, D) -> ln1 (N, D) -> qkv (QKV, ld) -> z (N, H*dh), the
- * weights kept in att when keep_weights -> resid_mid (N, D) = resid_pre +
+ * weights kept in att when a->attention_kept -> out (N, D) = resid_pre +
  * z W_O + b_O; the hooks hook_q, _k, _v (before rope), hook_pattern, hook_z. */
-static void attn_forward(const Model *m, const TfBlockViews *w, Activations *a, int l, int keep_weights) {
+void slm_tf_attn_forward(const Model *m, const TfBlockViews *w, Activations *a, int l, float *out) {
     const ModelConfig *c = &m->cfg;
     TfActivations *t = a->tf;
     TfLayerActs *L = &t->layer[l];
     int N = a->n_positions, D = c->row_dim, H = c->n_heads, dh = c->key_dim, HV = H * dh, ld = a->qkv_ld;
+    int keep_weights = a->attention_kept;
     slm_layernorm_forward(L->resid_pre, w->ln1_w, w->ln1_b, N, D, L->ln1, L->ln1_mean, L->ln1_rstd);
     slm_pack_qkv(w->W_Q, w->W_K, w->W_V, H, D, dh, dh, L->qkv_w);
     slm_matmul_at(a->products, 0, 1, 3 * HV, N, D, L->qkv_w, D, L->ln1, D, 0.0f, L->qkv, ld);
@@ -254,26 +281,17 @@ static void attn_forward(const Model *m, const TfBlockViews *w, Activations *a, 
     slm_transformer_distance_table(c, w, t->table);
     slm_attention_forward(c, L->qkv, ld, t->table, a->first_key, N, keep_weights ? L->att : NULL, L->z, HV,
                           &L->scratch);
-    uint32_t off = ablated_heads(a, c, l);
-    const float *mean = a->ablation.mode == ABLATE_MEAN ? a->ablation.mean : NULL; /* (layers*H, dh) */
-    for (int h = 0; off && h < H; h++) /* --ablate: the head's z (hook_z) set to 0, or to its mean */
-        for (int p = 0; (off >> h & 1u) && p < N; p++) {
-            float *z = L->z + (size_t)p * HV + h * dh;
-            if (mean)
-                memcpy(z, mean + (size_t)(l * H + h) * dh, dh * sizeof(float));
-            else
-                memset(z, 0, dh * sizeof(float));
-        }
+    ablate_z(a, c, l, L->z);
     if (keep_weights) slm_hooks_at(m, a, HOOK_PATTERN, l);
     slm_hooks_at(m, a, HOOK_Z, l);
-    memcpy(L->resid_mid, L->resid_pre, (size_t)N * D * sizeof(float));
-    slm_matmul_at(a->products, 0, 0, N, D, HV, L->z, HV, w->W_O, D, 1.0f, L->resid_mid, D);
-    slm_add_bias_rows(L->resid_mid, N, D, D, w->b_O);
+    memcpy(out, L->resid_pre, (size_t)N * D * sizeof(float));
+    slm_matmul_at(a->products, 0, 0, N, D, HV, L->z, HV, w->W_O, D, 1.0f, out, D);
+    slm_add_bias_rows(out, N, D, D, w->b_O);
 }
 
-/* t->d_resid (N, D): d resid_mid -> d resid_pre (in place); grads of the
+/* t->d_resid (N, D): d out -> d resid_pre (in place); grads of the
  * block's LN1, W_Q/K/V, b_Q/K/V, W_O, b_O and position scores +=. */
-static void attn_backward(const ModelConfig *c, const TfBlockViews *w, const TfBlockViews *g, Activations *a, int l) {
+void slm_tf_attn_backward(const ModelConfig *c, const TfBlockViews *w, const TfBlockViews *g, Activations *a, int l) {
     TfActivations *t = a->tf;
     TfLayerActs *L = &t->layer[l];
     int N = a->n_positions, D = c->row_dim, H = c->n_heads, dh = c->key_dim, HV = H * dh, ld = a->qkv_ld;
@@ -294,20 +312,19 @@ static void attn_backward(const ModelConfig *c, const TfBlockViews *w, const TfB
                            g->ln1_b);
 }
 
-/* ---- a block's MLP part: resid_mid -> resid_post ------------------------------- */
+/* ---- a block's MLP part: resid_mid -> out ------------------------------------ */
 
-/* Block l's output: the next block's resid_pre, or resid_final after the last. */
-static float *resid_post(TfActivations *t, const ModelConfig *c, int l) {
-    return l + 1 < c->n_layers ? t->layer[l + 1].resid_pre : t->resid_final;
+float *slm_tf_resid_post(const Activations *a, int l) {
+    TfActivations *t = a->tf;
+    return l + 1 < a->cfg.n_layers ? t->layer[l + 1].resid_pre : t->resid_final;
 }
 
 /* resid_mid (N, D) -> ln2 (N, D) -> mlp_pre, mlp_post (N, F) (hook_post) ->
- * resid_post (N, D) = resid_mid + mlp_post W_out + b_out. */
-static void mlp_forward(const Model *m, const TfBlockViews *w, Activations *a, int l) {
+ * out (N, D) = resid_mid + mlp_post W_out + b_out. */
+void slm_tf_mlp_forward(const Model *m, const TfBlockViews *w, Activations *a, int l, float *out) {
     const ModelConfig *c = &m->cfg;
     TfLayerActs *L = &a->tf->layer[l];
     int N = a->n_positions, D = c->row_dim, F = c->hidden_dim;
-    float *out = resid_post(a->tf, c, l);
     slm_layernorm_forward(L->resid_mid, w->ln2_w, w->ln2_b, N, D, L->ln2, L->ln2_mean, L->ln2_rstd);
     slm_matmul_at(a->products, 0, 0, N, F, D, L->ln2, D, w->W_in, F, 0.0f, L->mlp_pre, F);
     slm_add_bias_rows(L->mlp_pre, N, F, F, w->b_in);
@@ -318,9 +335,9 @@ static void mlp_forward(const Model *m, const TfBlockViews *w, Activations *a, i
     slm_add_bias_rows(out, N, D, D, w->b_out);
 }
 
-/* t->d_resid (N, D): d resid_post -> d resid_mid (in place); grads of the
+/* t->d_resid (N, D): d out -> d resid_mid (in place); grads of the
  * block's LN2, W_in, b_in, W_out, b_out +=. */
-static void mlp_backward(const ModelConfig *c, const TfBlockViews *w, const TfBlockViews *g, Activations *a, int l) {
+void slm_tf_mlp_backward(const ModelConfig *c, const TfBlockViews *w, const TfBlockViews *g, Activations *a, int l) {
     TfActivations *t = a->tf;
     TfLayerActs *L = &t->layer[l];
     int N = a->n_positions, D = c->row_dim, F = c->hidden_dim;
@@ -335,33 +352,32 @@ static void mlp_backward(const ModelConfig *c, const TfBlockViews *w, const TfBl
                            g->ln2_b);
 }
 
-/* ---- the passes ---------------------------------------------------------------- */
+/* ---- the driver: begin, embed, the blocks, the final LN, the unembedding ---- */
 
-/* Checks, then tokens -> every block -> hidden = LN_final(resid_final) (N, D),
- * every product (and the unembedding's) at precision products: training's
- * --precision bf16 (bf16.h) when it computes gradients, else FP32. */
-static int forward_to_final(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, int keep_weights,
-                            Precision products, Error *e) {
+int slm_tf_begin(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, int keep_weights,
+                 Precision products, Error *e) {
     if (check_forward(m, a, b, ablation, e)) return -1;
     a->products = products;
-    const ModelConfig *c = &m->cfg;
+    a->ablation = ablation ? *ablation : (Ablation){0};
+    a->attention_kept = keep_weights;
+    a->n_predicted = slm_batch_positions(b, m->cfg.window, a->target, a->first_key, a->tf->story_pos);
+    a->n_positions = b->n_tokens;
+    a->qkv_ld = slm_qkv_stride(b->n_tokens);
+    return 0;
+}
+
+/* Begins, then tokens -> the blocks -> hidden = LN_final(resid_final) (N, D),
+ * every product (and the unembedding's) at precision products: training's
+ * --precision bf16 (bf16.h) when it computes gradients, else FP32. */
+static int forward_to_final(const TfBlocks *s, const Model *m, Activations *a, const Batch *b, const Ablation *ablation,
+                            int keep_weights, Precision products, Error *e) {
+    if (slm_tf_begin(m, a, b, ablation, keep_weights, products, e)) return -1;
     TfActivations *t = a->tf;
     TfViews w;
     slm_transformer_views(m, m->params, &w);
-    a->ablation = ablation ? *ablation : (Ablation){0};
-    a->attention_kept = keep_weights;
-    a->n_predicted = slm_batch_positions(b, c->window, a->target, a->first_key, t->story_pos);
-    a->n_positions = b->n_tokens;
-    a->qkv_ld = slm_qkv_stride(b->n_tokens);
-    embed_forward(m, &w, a, b, t->story_pos, a->n_positions, t->layer[0].resid_pre);
-    for (int l = 0; l < c->n_layers; l++) {
-        slm_hooks_at(m, a, HOOK_RESID_PRE, l);
-        attn_forward(m, &w.block[l], a, l, keep_weights);
-        slm_hooks_at(m, a, HOOK_RESID_MID, l);
-        mlp_forward(m, &w.block[l], a, l);
-        slm_hooks_at(m, a, HOOK_RESID_POST, l);
-    }
-    slm_layernorm_forward(t->resid_final, w.ln_final_w, w.ln_final_b, a->n_positions, c->row_dim, a->hidden,
+    slm_tf_embed_forward(m, &w, a, b);
+    s->forward(m, &w, a);
+    slm_layernorm_forward(t->resid_final, w.ln_final_w, w.ln_final_b, a->n_positions, m->cfg.row_dim, a->hidden,
                           t->lnf_mean, t->lnf_rstd);
     slm_hooks_at(m, a, HOOK_LN_FINAL, 0);
     return slm_hooks_check(a, e);
@@ -396,8 +412,8 @@ static void unembed(const Model *m, Activations *a, int chunk_rows, float scale,
     slm_output_loss(&o);
 }
 
-/* a->d_hidden (N, D) -> grads of ln_final, every block (the last first) and the embeddings +=. */
-static void backward_from_final(const Model *m, Activations *a, const Batch *b, float *grads) {
+/* a->d_hidden (N, D) -> grads of ln_final, the blocks (the last first) and the embeddings +=. */
+static void backward_from_final(const TfBlocks *s, const Model *m, Activations *a, const Batch *b, float *grads) {
     const ModelConfig *c = &m->cfg;
     TfActivations *t = a->tf;
     TfViews w, g;
@@ -406,34 +422,65 @@ static void backward_from_final(const Model *m, Activations *a, const Batch *b, 
     memset(t->d_resid, 0, (size_t)a->n_positions * c->row_dim * sizeof(float));
     slm_layernorm_backward(t->resid_final, w.ln_final_w, t->lnf_mean, t->lnf_rstd, a->d_hidden, a->n_positions,
                            c->row_dim, t->d_resid, g.ln_final_w, g.ln_final_b);
-    for (int l = c->n_layers - 1; l >= 0; l--) {
-        mlp_backward(c, &w.block[l], &g.block[l], a, l);
-        attn_backward(c, &w.block[l], &g.block[l], a, l);
-    }
-    embed_backward(c, &g, b, t->story_pos, a->n_positions, t->d_resid);
+    s->backward(c, &w, &g, a);
+    slm_tf_embed_backward(c, &g, a, b);
 }
 
-int slm_transformer_forward(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, Error *e) {
-    if (forward_to_final(m, a, b, ablation, 1, PRECISION_FP32, e)) return -1;
+int slm_tf_forward(const TfBlocks *s, const Model *m, Activations *a, const Batch *b, const Ablation *ab, Error *e) {
+    if (forward_to_final(s, m, a, b, ab, 1, PRECISION_FP32, e)) return -1;
     unembed(m, a, a->n_positions, 0.0f, NULL); /* one chunk: every position's logits stay in a->logits */
     slm_hooks_at(m, a, HOOK_LOGITS, 0);
     return slm_hooks_check(a, e);
 }
 
-void slm_transformer_backward(const Model *m, Activations *a, const Batch *b, float *grads) {
+void slm_tf_backward(const TfBlocks *s, const Model *m, Activations *a, const Batch *b, float *grads) {
     unembed(m, a, a->n_positions, 1.0f / a->n_predicted, grads); /* the logits again, turned into their gradient */
-    backward_from_final(m, a, b, grads);
+    backward_from_final(s, m, a, b, grads);
 }
 
 /* Positions whose logits one chunk holds: 256 x V floats stay in cache. */
 #define TF_OUTPUT_CHUNK_ROWS 256
 
-int slm_transformer_loss_and_grad(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, float scale,
-                                  float *grads, Error *e) {
-    if (forward_to_final(m, a, b, ablation, 0, grads ? a->precision : PRECISION_FP32, e)) return -1;
+int slm_tf_loss_and_grad(const TfBlocks *s, const Model *m, Activations *a, const Batch *b, const Ablation *ab,
+                         float scale, float *grads, Error *e) {
+    if (forward_to_final(s, m, a, b, ab, 0, grads ? a->precision : PRECISION_FP32, e)) return -1;
     int backward = grads && a->n_predicted > 0;
     int chunk = a->max_positions < TF_OUTPUT_CHUNK_ROWS ? a->max_positions : TF_OUTPUT_CHUNK_ROWS;
     unembed(m, a, chunk, scale, backward ? grads : NULL);
-    if (backward) backward_from_final(m, a, b, grads);
+    if (backward) backward_from_final(s, m, a, b, grads);
     return 0;
+}
+
+/* ---- the transformer: each block its attention part, then its MLP part ---- */
+
+static void blocks_forward(const Model *m, const TfViews *w, Activations *a) {
+    for (int l = 0; l < m->cfg.n_layers; l++) {
+        slm_hooks_at(m, a, HOOK_RESID_PRE, l);
+        slm_tf_attn_forward(m, &w->block[l], a, l, a->tf->layer[l].resid_mid);
+        slm_hooks_at(m, a, HOOK_RESID_MID, l);
+        slm_tf_mlp_forward(m, &w->block[l], a, l, slm_tf_resid_post(a, l));
+        slm_hooks_at(m, a, HOOK_RESID_POST, l);
+    }
+}
+
+static void blocks_backward(const ModelConfig *c, const TfViews *w, const TfViews *g, Activations *a) {
+    for (int l = c->n_layers - 1; l >= 0; l--) {
+        slm_tf_mlp_backward(c, &w->block[l], &g->block[l], a, l);
+        slm_tf_attn_backward(c, &w->block[l], &g->block[l], a, l);
+    }
+}
+
+static const TfBlocks transformer_blocks = {blocks_forward, blocks_backward};
+
+int slm_transformer_forward(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, Error *e) {
+    return slm_tf_forward(&transformer_blocks, m, a, b, ablation, e);
+}
+
+void slm_transformer_backward(const Model *m, Activations *a, const Batch *b, float *grads) {
+    slm_tf_backward(&transformer_blocks, m, a, b, grads);
+}
+
+int slm_transformer_loss_and_grad(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, float scale,
+                                  float *grads, Error *e) {
+    return slm_tf_loss_and_grad(&transformer_blocks, m, a, b, ablation, scale, grads, e);
 }

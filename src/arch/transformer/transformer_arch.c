@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../arch_shared.h"
+#include "tf_parts.h"
 #include "storylm/arch.h"
 #include "storylm/generator_batch.h"
 #include "storylm/model_params.h"
@@ -15,12 +16,12 @@
 
 /* ---- configuration: its metadata keys ------------------------------------- */
 
-static int layers(const ModelConfig *c) { return c->n_layers > 1 ? c->n_layers : 1; }
+int slm_tf_layers(const ModelConfig *c) { return c->n_layers > 1 ? c->n_layers : 1; }
 
-static int heads_per_layer(const ModelConfig *c) { return c->n_heads; }
+int slm_tf_heads_per_layer(const ModelConfig *c) { return c->n_heads; }
 
 /* n_ctx - 1 keys a block, as the attention network's layers. */
-static int context_needed(const ModelConfig *c) { return layers(c) * (c->window - 1); }
+int slm_tf_context_needed(const ModelConfig *c) { return slm_tf_layers(c) * (c->window - 1); }
 
 /* --d-model, --n-heads, --d-head, --d-mlp and --act: the default's where a flag gives none. */
 static void config_shape(ModelConfig *c, const ConfigShape *s) {
@@ -45,15 +46,17 @@ static const char *const config_keys[] = {"pos",     "score",   "layers", "act_f
                                           "n_ctx",   "d_vocab", NULL};
 
 /* pos and score, then the config as TransformerLens's HookedTransformerConfig
- * names it (docs/transformer.md; act_fn is read back), then layers. */
-
-static int config_write(const ModelConfig *c, ConfigPut put, void *ctx, Error *e) {
+ * names it (docs/transformer.md; act_fn is read back; act_fn and d_mlp only
+ * for blocks with an MLP), then layers. */
+int slm_tf_config_write(const ModelConfig *c, ConfigPut put, void *ctx, Error *e) {
     static const char *const tl_keys[] = {"d_model", "n_heads", "d_head", "d_mlp", "n_layers", "n_ctx", "d_vocab"};
     int values[] = {c->row_dim, c->n_heads, c->key_dim, c->hidden_dim, c->n_layers, c->window, c->vocab_size};
-    if (slm_arch_write_variant(c, put, ctx, e) || put(ctx, "act_fn", slm_act_name((ActFn)c->act), e) ||
+    int mlp = c->hidden_dim > 0;
+    if (slm_arch_write_variant(c, put, ctx, e) || (mlp && put(ctx, "act_fn", slm_act_name((ActFn)c->act), e)) ||
         put(ctx, "positional_embedding_type", tl_positional(c->pos), e))
         return -1;
     for (int i = 0; i < 7; i++) {
+        if (!mlp && i == 3) continue; /* d_mlp */
         char num[16];
         snprintf(num, sizeof num, "%d", values[i]);
         if (put(ctx, tl_keys[i], num, e)) return -1;
@@ -61,12 +64,13 @@ static int config_write(const ModelConfig *c, ConfigPut put, void *ctx, Error *e
     return slm_arch_write_layers(c, put, ctx, e);
 }
 
-/* Its blocks, act_fn, scheme (always written) and score (only scaled-dot). */
-static int config_read(ModelConfig *c, ConfigGet get, void *ctx, Error *e) {
+/* Its blocks, act_fn (blocks with an MLP), scheme (always written) and score
+ * (only scaled-dot), then its architecture's check. */
+int slm_tf_config_read(ModelConfig *c, ConfigGet get, void *ctx, Error *e) {
     if (slm_arch_read_layers(c, get, ctx, STORYLM_MAX_TF_LAYERS, e)) return -1;
     const char *act = get(ctx, "act_fn"), *pos = get(ctx, "pos"), *score = get(ctx, "score");
     ActFn act_fn = ACT_GELU;
-    if (!act || slm_act_parse(act, &act_fn, NULL))
+    if (c->hidden_dim > 0 && (!act || slm_act_parse(act, &act_fn, NULL)))
         return FAIL(e, SLM_BAD_MODEL_HINT, "a transformer's metadata act_fn '%.40s' is not gelu, gelu_new or relu",
                     act ? act : "(none)");
     c->act = (int)act_fn;
@@ -76,7 +80,7 @@ static int config_read(ModelConfig *c, ConfigGet get, void *ctx, Error *e) {
     if (score && strcmp(score, slm_score_name(SCORE_SCALED_DOT)) != 0)
         return FAIL(e, SLM_BAD_MODEL_HINT, "a transformer scores by scaled-dot, not '%.40s'", score);
     c->score = SCORE_SCALED_DOT;
-    return slm_transformer_check_config(c, e);
+    return c->arch->config_check(c, e);
 }
 
 static void describe(const ModelConfig *c, char *buf, size_t size) {
@@ -114,7 +118,7 @@ static float *hook_buffer(const Activations *a, HookPoint p, int l, int *n) {
         case HOOK_Z: return t->layer[l].z;
         case HOOK_RESID_MID: return t->layer[l].resid_mid;
         case HOOK_MLP_POST: return t->layer[l].mlp_post;
-        case HOOK_RESID_POST: return l + 1 < c->n_layers ? t->layer[l + 1].resid_pre : t->resid_final;
+        case HOOK_RESID_POST: return slm_tf_resid_post(a, l);
         case HOOK_LN_FINAL: return a->hidden;
         default: return NULL;
     }
@@ -140,9 +144,9 @@ static void pos_embed(const Model *m, Activations *a, float *buf, int to_buf) {
     }
 }
 
-/* to_buf gathers into buf, else writes buf back; 1 when p is none of those
- * it moves itself (q, k, v, the pattern and the logits are hooks.c's). */
-static int hook_move(const Model *m, Activations *a, HookPoint p, int l, float *buf, int to_buf) {
+/* The family's (tf_parts.h): to_buf gathers into buf, else writes buf back;
+ * 1 when p is none of those it moves itself (q, k, v, the pattern and the logits are hooks.c's). */
+int slm_tf_hook_move(const Model *m, Activations *a, HookPoint p, int l, float *buf, int to_buf) {
     int n;
     float *x = hook_buffer(a, p, l, &n);
     if (p == HOOK_POS_EMBED)
@@ -156,9 +160,9 @@ extern const GeneratorOps slm_transformer_generator; /* transformer_generate.c *
 
 /* ---- a run's attention --------------------------------------------------- */
 
-static float *layer_qkv(const Activations *a, int l) { return a->tf->layer[l].qkv; }
-static float *layer_attention(const Activations *a, int l) { return a->tf->layer[l].att; }
-static float *head_output(const Activations *a, int l, int p, int h) { /* hook_z, before W_O */
+float *slm_tf_layer_qkv(const Activations *a, int l) { return a->tf->layer[l].qkv; }
+float *slm_tf_layer_attention(const Activations *a, int l) { return a->tf->layer[l].att; }
+float *slm_tf_head_output(const Activations *a, int l, int p, int h) { /* hook_z, before W_O */
     const ModelConfig *c = &a->cfg;
     return a->tf->layer[l].z + (size_t)p * c->n_heads * c->value_dim + (size_t)h * c->value_dim;
 }
@@ -174,18 +178,18 @@ const Architecture slm_transformer_arch = {
     .name = "transformer",
     .summary = "pre-LN blocks of attention and an MLP in TransformerLens's names, docs/transformer.md",
     .readout = READOUT_RESIDUAL,
-    .takes = TAKES_POSITIONS | TAKES_LAYERS | TAKES_BF16,
+    .takes = TAKES_POSITIONS | TAKES_LAYERS | TAKES_BF16 | TAKES_MLP,
     .max_layers = STORYLM_MAX_TF_LAYERS,
     .config_shape = config_shape,
     .config_default = slm_transformer_config_default,
     .config_check = slm_transformer_check_config,
-    .config_write = config_write,
-    .config_read = config_read,
+    .config_write = slm_tf_config_write,
+    .config_read = slm_tf_config_read,
     .config_keys = config_keys,
-    .layers = layers,
+    .layers = slm_tf_layers,
     .describe = describe,
-    .heads_per_layer = heads_per_layer,
-    .context_needed = context_needed,
+    .heads_per_layer = slm_tf_heads_per_layer,
+    .context_needed = slm_tf_context_needed,
     .layout = slm_transformer_layout,
     .bind_views = slm_transformer_bind_views,
     .randomize = slm_transformer_randomize,
@@ -196,9 +200,9 @@ const Architecture slm_transformer_arch = {
     .backward = slm_transformer_backward,
     .hook_points = hook_points,
     .generator = &slm_transformer_generator,
-    .hook_move = hook_move,
-    .layer_qkv = layer_qkv,
-    .layer_attention = layer_attention,
-    .head_output = head_output,
+    .hook_move = slm_tf_hook_move,
+    .layer_qkv = slm_tf_layer_qkv,
+    .layer_attention = slm_tf_layer_attention,
+    .head_output = slm_tf_head_output,
     .probes = &slm_transformer_probe_ops,
 };

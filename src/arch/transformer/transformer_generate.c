@@ -1,5 +1,5 @@
-/* Generation for --arch transformer: one token at a time with a key/value
- * cache per block (the last n_ctx keys and values of every head), equal to
+/* Generation for the transformer family (tf_parts.h): one token at a time
+ * with a key/value cache per block (the last n_ctx keys and values of every head), equal to
  * the forward pass over the whole story up to rounding (tests/test_transformer.c):
  * its Architecture's generator, which generate.c's batch functions call. As
  * for the attention network (readout_generate.c), the products are kernels16.c's packed 16-row blocks
@@ -14,6 +14,7 @@
 #include "storylm/generator_batch.h"
 #include "storylm/kernels16.h"
 #include "storylm/transformer.h"
+#include "tf_parts.h"
 
 struct TfGenerator {
     TfViews w;
@@ -95,7 +96,7 @@ static int pack_attention(struct TfGenerator *t, const ModelConfig *c, int l, fl
     return slm_dense16_pack(&t->qkv_w[l], scratch, z.D, 1, z.QKV, z.D, e);
 }
 
-/* The weights of every product in blocks of 16 rows (TransformerLens's W_O,
+/* The weights of every product in blocks of 16 rows (the MLP's where F > 0) (TransformerLens's W_O,
  * W_in, W_out, W_U are (in, out): their rows are the columns here). */
 static int pack_weights(struct TfGenerator *t, const ModelConfig *c, Error *e) {
     TfSizes z = tf_sizes(c);
@@ -104,8 +105,8 @@ static int pack_weights(struct TfGenerator *t, const ModelConfig *c, Error *e) {
     for (int l = 0; ok && l < c->n_layers; l++) {
         const TfBlockViews *b = &t->w.block[l];
         ok = !pack_attention(t, c, l, scratch, e) && !slm_dense16_pack(&t->W_O[l], b->W_O, 1, z.D, z.D, z.HV, e) &&
-             !slm_dense16_pack(&t->W_in[l], b->W_in, 1, z.F, z.F, z.D, e) &&
-             !slm_dense16_pack(&t->W_out[l], b->W_out, 1, z.D, z.D, z.F, e);
+             (z.F == 0 || (!slm_dense16_pack(&t->W_in[l], b->W_in, 1, z.F, z.F, z.D, e) &&
+                           !slm_dense16_pack(&t->W_out[l], b->W_out, 1, z.D, z.D, z.F, e)));
     }
     free(scratch);
     return ok && !slm_dense16_pack(&t->W_U, t->w.W_U, 1, z.V, z.V, z.D, e) ? 0 : -1;
@@ -113,14 +114,14 @@ static int pack_weights(struct TfGenerator *t, const ModelConfig *c, Error *e) {
 
 static void state_free(GeneratorBatch *g);
 
-static int generator_init(GeneratorBatch *g, const Model *m, const Ablation *ablation, int n, Error *e) {
+int slm_tf_generator_init(GeneratorBatch *g, const Model *m, const Ablation *ablation, int n, Error *e) {
     const ModelConfig *c = &m->cfg;
     *g = (GeneratorBatch){.model = m, .n = n};
     if (n < 1) return FAIL(e, "ask for 1 or more samples", "a batch of %d samples", n);
     int last = ablation ? slm_head_set_last(&ablation->heads) : -1;
     if (last >= c->n_layers * c->n_heads || (last >= 0 && ablation->mode == ABLATE_MEAN && !ablation->mean))
         return FAIL(e, "name heads of this model's blocks; for --ablate-mode mean, give the heads' mean outputs",
-                    "cannot switch off head %d of a transformer of %d heads%s", last, c->n_layers * c->n_heads,
+                    "cannot switch off head %d of a model of %d heads%s", last, c->n_layers * c->n_heads,
                     last < c->n_layers * c->n_heads ? " without their mean outputs" : "");
     if (ablation) g->ablation = *ablation;
     struct TfGenerator *t = g->state = xcalloc(1, sizeof *t, e);
@@ -159,14 +160,15 @@ static struct TfBf16 *bf16_pack(const struct TfGenerator *t, const ModelConfig *
     int ok = !slm_bf16_inputs_init(&b->in, n, widest > z.F ? widest : z.F, e);
     for (int l = 0; ok && l < c->n_layers; l++)
         ok = !slm_dense_bf16_from16(&b->qkv_w[l], &t->qkv_w[l], e) &&
-             !slm_dense_bf16_from16(&b->W_O[l], &t->W_O[l], e) && !slm_dense_bf16_from16(&b->W_in[l], &t->W_in[l], e) &&
-             !slm_dense_bf16_from16(&b->W_out[l], &t->W_out[l], e);
+             !slm_dense_bf16_from16(&b->W_O[l], &t->W_O[l], e) &&
+             (z.F == 0 || (!slm_dense_bf16_from16(&b->W_in[l], &t->W_in[l], e) &&
+                           !slm_dense_bf16_from16(&b->W_out[l], &t->W_out[l], e)));
     if (ok && !slm_dense_bf16_from16(&b->W_U, &t->W_U, e)) return b;
     bf16_free(b);
     return NULL;
 }
 
-static int generator_set_precision(GeneratorBatch *g, Precision p, Error *e) {
+int slm_tf_generator_set_precision(GeneratorBatch *g, Precision p, Error *e) {
     struct TfGenerator *t = g->state;
     if (slm_precision_check(p, e)) return -1;
     if (p == PRECISION_BF16 && !t->bf16 && !(t->bf16 = bf16_pack(t, &g->model->cfg, g->n, e))) return -1;
@@ -191,14 +193,14 @@ static void state_free(GeneratorBatch *g) {
     g->state = NULL;
 }
 
-static void generator_free(GeneratorBatch *g) {
+void slm_tf_generator_free(GeneratorBatch *g) {
     state_free(g);
     free(g->pos);
     free(g->logits);
     *g = (GeneratorBatch){0};
 }
 
-static void generator_copy(GeneratorBatch *g, int from, int to) {
+void slm_tf_generator_copy(GeneratorBatch *g, int from, int to) {
     struct TfGenerator *t = g->state;
     size_t V = (size_t)g->model->cfg.vocab_size;
     g->pos[to] = g->pos[from];
@@ -262,26 +264,36 @@ static void heads_step(GeneratorBatch *g, const TfSizes *z, int s, int l) {
     }
 }
 
-/* Block l for which[j], j < k: resid (D) += attn(LN1(resid)), then
- * resid += MLP(LN2(resid)); each product one pass over its weights for all k. */
-static void block_step(GeneratorBatch *g, const TfSizes *z, int l, const int *which, int k) {
+/* Block l for which[j], j < k: resid (D) += attn(LN1(resid)); each
+ * product one pass over its weights for all k. */
+void slm_tf_gen_attn(GeneratorBatch *g, int l, const int *which, int k) {
     struct TfGenerator *G = g->state;
+    TfSizes z = tf_sizes(&g->model->cfg);
     const TfBlockViews *b = &G->w.block[l];
     const struct TfBf16 *B = G->bf16;
-    int D = z->D;
+    int D = z.D;
     layernorm(G, D, b->ln1_w, b->ln1_b, which, k);
-    slm_dense_at(&G->qkv_w[l], B ? &B->qkv_w[l] : NULL, B ? &B->in : NULL, G->qkv_b + (size_t)l * z->QKV, G->x, D,
-                 which, k, G->qkv, z->QKV);
-    for (int j = 0; j < k; j++) heads_step(g, z, which[j], l);
-    slm_dense_at(&G->W_O[l], B ? &B->W_O[l] : NULL, B ? &B->in : NULL, b->b_O, G->z, z->HV, which, k, G->x, D);
+    slm_dense_at(&G->qkv_w[l], B ? &B->qkv_w[l] : NULL, B ? &B->in : NULL, G->qkv_b + (size_t)l * z.QKV, G->x, D, which,
+                 k, G->qkv, z.QKV);
+    for (int j = 0; j < k; j++) heads_step(g, &z, which[j], l);
+    slm_dense_at(&G->W_O[l], B ? &B->W_O[l] : NULL, B ? &B->in : NULL, b->b_O, G->z, z.HV, which, k, G->x, D);
     add_x(G, D, which, k);
+}
+
+/* Block l for which[j], j < k: resid (D) += MLP(LN2(resid)) (F neurons). */
+void slm_tf_gen_mlp(GeneratorBatch *g, int l, const int *which, int k) {
+    struct TfGenerator *G = g->state;
+    TfSizes z = tf_sizes(&g->model->cfg);
+    const TfBlockViews *b = &G->w.block[l];
+    const struct TfBf16 *B = G->bf16;
+    int D = z.D;
     layernorm(G, D, b->ln2_w, b->ln2_b, which, k);
-    slm_dense_at(&G->W_in[l], B ? &B->W_in[l] : NULL, B ? &B->in : NULL, b->b_in, G->x, D, which, k, G->mlp, z->F);
+    slm_dense_at(&G->W_in[l], B ? &B->W_in[l] : NULL, B ? &B->in : NULL, b->b_in, G->x, D, which, k, G->mlp, z.F);
     for (int j = 0; j < k; j++) {
-        float *mlp = G->mlp + (size_t)which[j] * z->F;
-        slm_act_forward((ActFn)g->model->cfg.act, mlp, z->F, mlp);
+        float *mlp = G->mlp + (size_t)which[j] * z.F;
+        slm_act_forward((ActFn)g->model->cfg.act, mlp, z.F, mlp);
     }
-    slm_dense_at(&G->W_out[l], B ? &B->W_out[l] : NULL, B ? &B->in : NULL, b->b_out, G->mlp, z->F, which, k, G->x, D);
+    slm_dense_at(&G->W_out[l], B ? &B->W_out[l] : NULL, B ? &B->in : NULL, b->b_out, G->mlp, z.F, which, k, G->x, D);
     add_x(G, D, which, k);
 }
 
@@ -301,23 +313,35 @@ static void embed(GeneratorBatch *g, int s, int32_t x) {
     }
 }
 
-static void generator_feed(GeneratorBatch *g, const int *which, const int32_t *tokens, int k, int first) {
-    (void)first; /* each sample's scratch is its own row */
-    const ModelConfig *c = &g->model->cfg;
-    struct TfGenerator *G = g->state;
-    TfSizes z = tf_sizes(c);
+void slm_tf_gen_embed(GeneratorBatch *g, const int *which, const int32_t *tokens, int k) {
     for (int j = 0; j < k; j++) embed(g, which[j], tokens[j]);
-    for (int l = 0; l < c->n_layers; l++) block_step(g, &z, l, which, k);
+}
+
+/* For which[j], j < k: logits (V) = LN_final(resid) W_U + b_U, then the position moves on. */
+void slm_tf_gen_final(GeneratorBatch *g, const int *which, int k) {
+    struct TfGenerator *G = g->state;
+    TfSizes z = tf_sizes(&g->model->cfg);
     layernorm(G, z.D, G->w.ln_final_w, G->w.ln_final_b, which, k);
     slm_dense_at(&G->W_U, G->bf16 ? &G->bf16->W_U : NULL, G->bf16 ? &G->bf16->in : NULL, G->w.b_U, G->x, z.D, which, k,
                  g->logits, z.V);
     for (int j = 0; j < k; j++) g->pos[which[j]]++;
 }
 
+/* The transformer's step: embed, each block's attention part then MLP part, the final LN and W_U. */
+static void generator_feed(GeneratorBatch *g, const int *which, const int32_t *tokens, int k, int first) {
+    (void)first; /* each sample's scratch is its own row */
+    slm_tf_gen_embed(g, which, tokens, k);
+    for (int l = 0; l < g->model->cfg.n_layers; l++) {
+        slm_tf_gen_attn(g, l, which, k);
+        slm_tf_gen_mlp(g, l, which, k);
+    }
+    slm_tf_gen_final(g, which, k);
+}
+
 const GeneratorOps slm_transformer_generator = {
-    .init = generator_init,
-    .free = generator_free,
-    .copy = generator_copy,
+    .init = slm_tf_generator_init,
+    .free = slm_tf_generator_free,
+    .copy = slm_tf_generator_copy,
     .feed = generator_feed,
-    .set_precision = generator_set_precision,
+    .set_precision = slm_tf_generator_set_precision,
 };

@@ -3,6 +3,8 @@
  * initial values. See include/storylm/transformer.h. */
 #include "storylm/transformer_params.h"
 
+#include "tf_parts.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -29,9 +31,9 @@ ModelConfig slm_transformer_config_default(int vocab_size) {
                          .act = ACT_GELU};
 }
 
-int slm_transformer_check_config(const ModelConfig *c, Error *e) {
-    if (c->vocab_size < 2 || c->row_dim < 1 || c->n_heads < 1 || c->key_dim < 1 || c->window < 1 || c->hidden_dim < 1)
-        return FAIL(e, NULL, "invalid transformer sizes");
+int slm_tf_check_sizes(const ModelConfig *c, Error *e) {
+    if (c->vocab_size < 2 || c->row_dim < 1 || c->n_heads < 1 || c->key_dim < 1 || c->window < 1)
+        return FAIL(e, NULL, "invalid --arch %s sizes", c->arch->name);
     if (c->row_dim > TF_MAX_D_MODEL)
         return FAIL(e, "use a --d-model of at most 1024", "d_model %d is more than the passes take", c->row_dim);
     if (c->key_dim != c->value_dim)
@@ -45,11 +47,18 @@ int slm_transformer_check_config(const ModelConfig *c, Error *e) {
     if (c->n_layers * c->n_heads > STORYLM_MAX_ALL_HEADS) /* kept by the two limits above: said should they change */
         return FAIL(e, "use fewer heads or blocks", "%d blocks of %d heads are more than the %d heads a model may have",
                     c->n_layers, c->n_heads, STORYLM_MAX_ALL_HEADS);
-    if (c->act < 0 || c->act >= ACT_COUNT)
-        return FAIL(e, "use gelu, gelu_new or relu", "invalid activation %d", c->act);
     if (c->pos < 0 || c->pos >= POS_COUNT || c->score != SCORE_SCALED_DOT)
         return FAIL(e, "a transformer scores q.k/sqrt(d_head); --score is for the attention network",
                     "invalid position scheme or score function for a transformer");
+    return 0;
+}
+
+/* The sizes, then its MLP's: d_mlp and the activation. */
+int slm_transformer_check_config(const ModelConfig *c, Error *e) {
+    if (slm_tf_check_sizes(c, e)) return -1;
+    if (c->hidden_dim < 1) return FAIL(e, NULL, "invalid transformer sizes");
+    if (c->act < 0 || c->act >= ACT_COUNT)
+        return FAIL(e, "use gelu, gelu_new or relu", "invalid activation %d", c->act);
     return 0;
 }
 
@@ -91,34 +100,59 @@ static const char *const block_names[STORYLM_MAX_TF_LAYERS][PER_BLOCK] = {
 /* Weight decay takes the matrices that multiply (W_Q, W_K, W_V, W_O, W_in,
  * W_out, W_U), as it takes the attention network's; not the embeddings,
  * biases, LayerNorms or learned position scores (model_params.c says why). */
-static void layout_block(Model *m, const ModelConfig *c, int l) {
+void slm_tf_layout_attn(Model *m, int l) {
+    const ModelConfig *c = &m->cfg;
     const char *const *n = block_names[l];
-    int D = c->row_dim, H = c->n_heads, dh = c->key_dim, F = c->hidden_dim;
+    int D = c->row_dim, H = c->n_heads, dh = c->key_dim;
     slm_model_add_tensor(m, n[LN1_W], 1, D, 0, 0, 0);
     slm_model_add_tensor(m, n[LN1_B], 1, D, 0, 0, 0);
     for (int i = W_Q; i <= W_V; i++) slm_model_add_tensor(m, n[i], 3, H, D, dh, 1);
     for (int i = B_Q; i <= B_V; i++) slm_model_add_tensor(m, n[i], 2, H, dh, 0, 0);
     slm_model_add_tensor(m, n[W_O], 3, H, dh, D, 1);
     slm_model_add_tensor(m, n[B_O], 1, D, 0, 0, 0);
+}
+
+void slm_tf_layout_mlp(Model *m, int l) {
+    const ModelConfig *c = &m->cfg;
+    const char *const *n = block_names[l];
+    int D = c->row_dim, F = c->hidden_dim;
     slm_model_add_tensor(m, n[LN2_W], 1, D, 0, 0, 0);
     slm_model_add_tensor(m, n[LN2_B], 1, D, 0, 0, 0);
     slm_model_add_tensor(m, n[W_IN], 2, D, F, 0, 1);
     slm_model_add_tensor(m, n[B_IN], 1, F, 0, 0, 0);
     slm_model_add_tensor(m, n[W_OUT], 2, F, D, 0, 1);
     slm_model_add_tensor(m, n[B_OUT], 1, D, 0, 0, 0);
-    if (c->pos == POS_DISTANCE) slm_model_add_tensor(m, n[DISTANCE], 2, H, c->window, 0, 0);
-    if (c->pos == POS_T5) slm_model_add_tensor(m, n[BUCKET], 2, H, T5_BUCKETS, 0, 0);
 }
 
-void slm_transformer_layout(Model *m) {
+void slm_tf_layout_scores(Model *m, int l) {
+    const ModelConfig *c = &m->cfg;
+    if (c->pos == POS_DISTANCE) slm_model_add_tensor(m, block_names[l][DISTANCE], 2, c->n_heads, c->window, 0, 0);
+    if (c->pos == POS_T5) slm_model_add_tensor(m, block_names[l][BUCKET], 2, c->n_heads, T5_BUCKETS, 0, 0);
+}
+
+void slm_tf_layout_embed(Model *m) {
     const ModelConfig *c = &m->cfg;
     slm_model_add_tensor(m, "embed.W_E", 2, c->vocab_size, c->row_dim, 0, 0);
     if (c->pos == POS_ABSOLUTE) slm_model_add_tensor(m, "pos_embed.W_pos", 2, c->window, c->row_dim, 0, 0);
-    for (int l = 0; l < c->n_layers; l++) layout_block(m, c, l);
+}
+
+void slm_tf_layout_final(Model *m) {
+    const ModelConfig *c = &m->cfg;
     slm_model_add_tensor(m, "ln_final.w", 1, c->row_dim, 0, 0, 0);
     slm_model_add_tensor(m, "ln_final.b", 1, c->row_dim, 0, 0, 0);
     slm_model_add_tensor(m, "unembed.W_U", 2, c->row_dim, c->vocab_size, 0, 1);
     slm_model_add_tensor(m, "unembed.b_U", 1, c->vocab_size, 0, 0, 0);
+}
+
+/* Embedding, then each block's attention, MLP and scheme's scores, then the final LN and W_U. */
+void slm_transformer_layout(Model *m) {
+    slm_tf_layout_embed(m);
+    for (int l = 0; l < m->cfg.n_layers; l++) {
+        slm_tf_layout_attn(m, l);
+        slm_tf_layout_mlp(m, l);
+        slm_tf_layout_scores(m, l);
+    }
+    slm_tf_layout_final(m);
 }
 
 /* base's view of the tensor called name (NULL when the model has none). */

@@ -132,10 +132,12 @@ static void trace_layer(const Model *m, const Activations *a, int l, int p, floa
 
 /* ---- the residual stream at the final LN taken apart --------------------------- */
 
-static int n_resid_parts(const ModelConfig *c) { return 2 + c->n_layers * (c->n_heads + 2); }
+/* A block without an MLP (d_mlp 0: attn-only) has no MLP part. */
+static int n_resid_parts(const ModelConfig *c) { return 2 + c->n_layers * (c->n_heads + 1 + (c->hidden_dim > 0)); }
 
 /* parts (P, D) at position p of the run in a, in double: embed, pos_embed (W_pos's row, the sinusoidal
- * tag, or 0), then per block each head's z_h W_O[h], b_O and the MLP's output; P = n_resid_parts. */
+ * tag, or 0), then per block each head's z_h W_O[h], b_O and the MLP's output (where it has an MLP);
+ * P = n_resid_parts. */
 static void resid_parts(const Model *m, const Activations *a, int p, double *parts, char (*names)[24]) {
     const ModelConfig *c = &m->cfg;
     int D = c->row_dim, H = c->n_heads, dh = c->key_dim, F = c->hidden_dim, k = 2, sp = a->tf->story_pos[p];
@@ -149,7 +151,7 @@ static void resid_parts(const Model *m, const Activations *a, int p, double *par
     const float *resid0 = a->tf->layer[0].resid_pre + (size_t)p * D; /* W_E[x] + the position's row */
     for (int i = 0; i < D; i++) parts[i] = (double)resid0[i] - tag[i], parts[D + i] = tag[i];
     if (names) snprintf(names[0], 24, "embed"), snprintf(names[1], 24, "pos_embed");
-    for (int l = 0; l < c->n_layers; l++) {
+    for (int l = 0; l < c->n_layers && l < STORYLM_MAX_TF_LAYERS; l++) { /* the views hold as many */
         const TfBlockViews *b = &w.block[l];
         const TfLayerActs *L = &a->tf->layer[l];
         for (int h = 0; h < H; h++, k++) {
@@ -161,12 +163,16 @@ static void resid_parts(const Model *m, const Activations *a, int p, double *par
             if (names) snprintf(names[k], 24, "head %d:%d", l + 1, h);
         }
         double *bias = parts + (size_t)k * D, *mlp = bias + D;
-        const float *post = L->mlp_post + (size_t)p * F;
-        for (int i = 0; i < D; i++) bias[i] = b->b_O[i], mlp[i] = b->b_out[i];
-        for (int f = 0; f < F; f++)
-            for (int i = 0; i < D; i++) mlp[i] += (double)post[f] * b->W_out[(size_t)f * D + i];
-        if (names) snprintf(names[k], 24, "b_O %d", l + 1), snprintf(names[k + 1], 24, "mlp %d", l + 1);
-        k += 2;
+        for (int i = 0; i < D; i++) bias[i] = b->b_O[i];
+        if (names) snprintf(names[k], 24, "b_O %d", l + 1);
+        if (F > 0) { /* the MLP's part (attn-only's blocks have none) */
+            const float *post = L->mlp_post + (size_t)p * F;
+            for (int i = 0; i < D; i++) mlp[i] = b->b_out[i];
+            for (int f = 0; f < F; f++)
+                for (int i = 0; i < D; i++) mlp[i] += (double)post[f] * b->W_out[(size_t)f * D + i];
+            if (names) snprintf(names[k + 1], 24, "mlp %d", l + 1);
+        }
+        k += F > 0 ? 2 : 1;
     }
 }
 
