@@ -16,13 +16,18 @@
 typedef struct TrainParams {
     TrainOptions o;      /* the trainer's: --steps, --lr, --batch, --out, --eval-every, the regularisers... */
     const char *stories; /* STORIES */
-    const char *vocab;   /* --vocab FILE: read, or learnt and written */
+    const char *vocab;   /* --vocab FILE: read, or learnt and written; a model file: its vocabulary */
+    const char *from;    /* --from MODEL: fine-tune this trained model (a file or a shipped one's short name) */
     const char *arch, *position_scheme, *score, *act; /* names, parsed into o by the architecture's parsers */
     int seed, test_stories, layers, vocab_size;
-    bool resume, ema_save, keep_best, json, force;
-    bool allow_unknown, allow_skipped; /* train on a vocabulary, a file, that the checks before training refuse */
-    double rank_timeout;               /* under mpirun: seconds to wait for the other ranks */
+    bool resume, ema_save, keep_best, keep_last, json, force;
+    bool allow_unknown, allow_skipped;  /* train on a vocabulary, a file, that the checks before training refuse */
+    double rank_timeout;                /* under mpirun: seconds to wait for the other ranks */
+    bool steps_given, eval_every_given; /* else they fit the corpus (slm_train_default_steps) */
 } TrainParams;
+
+/* --vocab left out: read here, or learnt from the stories and written here. */
+#define TRAIN_DEFAULT_VOCAB "vocab.txt"
 
 extern const ParamTable params_train;
 /* --d-model, --n-heads, --d-head, --d-mlp, --act over a TrainParams: the
@@ -36,6 +41,9 @@ extern const ParamTable params_transformer_shape;
         .name = "lr", .type = PARAM_DOUBLE, .offset = offsetof(TrainParams, o.lr), .meta = "LR",                       \
         .help = "peak learning rate (linear warm-up, cosine decay to lr/10)", .min = 1e-7, .max = 1, .def = 3e-3       \
     }
+/* --lr when fine-tuning (--from) and --lr is left out: a tenth of training's
+ * from scratch, so that the first steps do not undo what the model knows. */
+#define TRAIN_FINETUNE_LR 3e-4
 #define TRAIN_PARAM_SEED                                                                                               \
     {                                                                                                                  \
         .name = "seed", .short_name = 's', .type = PARAM_INT, .offset = offsetof(TrainParams, seed), .meta = "N",      \
