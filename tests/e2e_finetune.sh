@@ -19,7 +19,7 @@ json() { "$PY" -c 'import json,sys; j=json.load(open(sys.argv[1])); print(eval(s
 
 "$S" train mine.txt "${common[@]}" --from tinystories -o ft.safetensors --json > ft.json 2> ft.err ||
   { cat ft.err; fail "train --from tinystories"; }
-grep -q "fine-tuning .*tinystories.safetensors (attention, 352848 parameters) at --lr 0.0003: its vocabulary of 2000 pieces spells 0 of the stories' [0-9]* tokens as \[UNK\]" ft.err ||
+grep -q "fine-tuning .*tinystories.safetensors (attention, 352848 parameters) at --lr 0.003: its vocabulary of 2000 pieces spells 0 of the stories' [0-9]* tokens as \[UNK\]" ft.err ||
   { cat ft.err; fail "fine-tuning did not say its base, rate and [UNK] share"; }
 "$S" train mine.txt "${common[@]}" --vocab shipped -o scratch.safetensors --json > scratch.json 2> scratch.err ||
   { cat scratch.err; fail "train from scratch"; }

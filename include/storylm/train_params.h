@@ -41,9 +41,6 @@ extern const ParamTable params_transformer_shape;
         .name = "lr", .type = PARAM_DOUBLE, .offset = offsetof(TrainParams, o.lr), .meta = "LR",                       \
         .help = "peak learning rate (linear warm-up, cosine decay to lr/10)", .min = 1e-7, .max = 1, .def = 3e-3       \
     }
-/* --lr when fine-tuning (--from) and --lr is left out: a tenth of training's
- * from scratch, so that the first steps do not undo what the model knows. */
-#define TRAIN_FINETUNE_LR 3e-4
 #define TRAIN_PARAM_SEED                                                                                               \
     {                                                                                                                  \
         .name = "seed", .short_name = 's', .type = PARAM_INT, .offset = offsetof(TrainParams, seed), .meta = "N",      \

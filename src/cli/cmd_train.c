@@ -444,7 +444,8 @@ static unsigned given_bits(const ParamList *l, const ParamsGiven *given) {
 }
 
 /* --from: the model's architecture and vocabulary are the run's, so the flags
- * that would set others are refused; --lr left out is fine-tuning's. The
+ * that would set others are refused (--lr stays training's 3e-3: of 3e-4, 1e-3
+ * and 3e-3 it fine-tuned best, docs/guide.md). The
  * model is found as a file or a shipped one's short name, and is the run's
  * vocabulary (--vocab MODEL reads a model's). */
 static int settle_from(TrainParams *p, const ParamList *l, const ParamsGiven *given) {
@@ -457,7 +458,6 @@ static int settle_from(TrainParams *p, const ParamList *l, const ParamsGiven *gi
                                     "--from keeps the model's architecture and vocabulary: leave --%s out (or train "
                                     "from scratch without --from)",
                                     kept[i]);
-    if (!slm_params_given(given, l, "lr")) p->o.lr = TRAIN_FINETUNE_LR;
     static char found[PATH_MAX]; /* one model a process, as cli_vocab_path's */
     Error e = {0};
     if (slm_data_model_path(p->from, found, sizeof found, &p->from, &e)) return cli_fail(&e), 2;

@@ -118,7 +118,7 @@ static const Param train_params[] = {
      .offset = offsetof(TrainParams, from),
      .meta = "MODEL",
      .help = "fine-tune: start from this trained model, a file or a shipped one by its short name (tinystories, "
-             "transformer, window8, ...), keeping its architecture and vocabulary; --lr left out is 3e-4 then"},
+             "transformer, window8, ...), keeping its architecture and vocabulary (docs/guide.md: start here)"},
     {.name = "allow-unknown",
      .type = PARAM_BOOL,
      .offset = offsetof(TrainParams, allow_unknown),
