@@ -96,4 +96,22 @@ while IFS= read -r cmd; do
   bash -c "$cmd" >out.$n 2>err.$n || { cat err.$n; fail "README command failed: $cmd"; }
 done < quick.sh
 [[ -s first.safetensors && -s model.safetensors && -s distances.svg ]] || fail "the quick start did not write its files"
+
+# The researcher examples quote the shipped model's numbers, and still print
+# them after the writer's commands left a model.safetensors of their own here
+# (they name the shipped model): ablate's name probability without head 3,
+# patch's head 3 at either mention of the name.
+n=0
+while IFS= read -r cmd; do
+  n=$((n + 1))
+  case "$cmd" in
+    *" ablate "*"data/stories.txt") ablate=out.$n ;;
+    *" patch "*) patch=out.$n ;;
+  esac
+done < quick.sh
+[[ -n ${ablate:-} && -n ${patch:-} ]] || fail "no ablate or patch example found in README.md"
+said=$(awk '$1 == "none" {printf "%.2f", $8} $1 == "3" {printf " %.3f", $8}' "$ablate")
+grep -q "falls from ${said% *} to ${said#* }" "$README" || { cat "$ablate"; fail "ablate prints name p '$said' beside model.safetensors; README.md quotes other numbers"; }
+said=$(awk '$2 == "max" && $3 == "tom" {printf "%s%.2f", (n++ ? " and " : ""), $8}' "$patch")
+grep -q "bring back $said of the clean run" "$README" || { cat "$patch"; fail "patch prints head 3 '$said' beside model.safetensors; README.md quotes other numbers"; }
 echo "e2e_readme: README $lines lines, $n quick-start commands run"

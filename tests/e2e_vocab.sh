@@ -62,7 +62,7 @@ grep -q -- '--size' help.txt || fail "--help lacks --size"
 grep -q 'default: 2000' help.txt || fail "--help lacks the default size"
 
 # asking for more pieces than the stories can give: says how many they can
-expect_fail 1 'only [0-9]* pieces' "$STORYLM" vocab stories.txt -o big.txt
+expect_fail 1 'only [0-9]* pieces' "$STORYLM" vocab stories.txt -o big.txt --size 2000
 grep -q 'stories.txt' err.txt || fail "the error does not name the file: $(cat err.txt)"
 [ ! -e big.txt ] || fail "a vocabulary was written despite the error"
 

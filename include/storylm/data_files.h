@@ -41,4 +41,11 @@ bool slm_data_file_shipped_model(char *buf, size_t size);
  * not found. */
 int slm_data_vocab_path(const char *given, char *buf, size_t size, const char **path, bool *found, Error *e);
 
+/* The model a --from value names, into *path: a file that exists is itself;
+ * else a shipped model by its short name (tinystories, transformer,
+ * window8: models/NAME.safetensors or models/tinystories-NAME.safetensors)
+ * found by slm_data_file_find, into buf (size). -1 with e listing where it
+ * looked and the short names when neither is found. */
+int slm_data_model_path(const char *given, char *buf, size_t size, const char **path, Error *e);
+
 #endif

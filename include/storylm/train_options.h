@@ -33,19 +33,24 @@ typedef struct TrainOptions {
     int batch;                         /* stories per step */
     uint64_t seed;
     int threads;
-    int eval_every;        /* steps between test evaluations (and saves); 0 = only at the end */
+    int eval_every;        /* steps between test evaluations; 0 = only at the end */
+    int patience;          /* stop when this many evaluations in a row found no lower test loss; 0 = never */
+    int keep_last;         /* save OUT at every evaluation, not only at a lower test loss (the model kept) */
     int snapshot_every;    /* also keep OUT.stepN.safetensors every N steps; 0 = never */
     int max_positions;     /* positions per forward chunk (memory bound) */
     Precision precision;   /* of the training steps' matrix products (bf16.h); evaluation is FP32 */
     const char *out;       /* model path; optimizer state beside it */
     const char *data_path; /* the stories file: the model records its name, size and hash (record.h) */
     const struct StoriesRecord *data_record; /* data_path's record when the caller has made it (NULL: made here) */
+    const Model *from;                       /* fine-tuning: the trained model the run starts from (its architecture and
+                                              * vocabulary kept); NULL = random initial weights */
+    const char *from_name;                   /* its file's name, recorded in the model as "from" */
     const char *vocab_text;                  /* vocab.txt text stored in the model */
     int vocab_size;
     int resume;
     int force;      /* --force: a model of another run where this one saves (a snapshot, the best) is replaced */
     unsigned given; /* TRAIN_GIVEN_* bits: flags the user set; a resume refuses any the run contradicts */
-    volatile sig_atomic_t *stop; /* set by a signal handler: save and stop */
+    volatile sig_atomic_t *stop; /* set by a signal handler: save and stop (TRAIN_STOP_INTERACTIVE: see there) */
     Dist *dist;                  /* the ranks under mpirun (dist.h); NULL = this process alone */
 
     /* Regularisation (src/train/regularise.c), every one off by default so
@@ -79,6 +84,27 @@ enum {
 
 TrainOptions slm_train_default_options(void);
 
+/* The default --steps fits the corpus: TRAIN_DEFAULT_PASSES passes over the
+ * n_train training stories at `batch` a step, rounded up to 50, at most
+ * TRAIN_MAX_DEFAULT_STEPS (a large corpus's run, the main job's). A small
+ * corpus is learnt by heart long before 3,000 steps. */
+#define TRAIN_MAX_DEFAULT_STEPS 3000
+#define TRAIN_DEFAULT_PASSES 30
+int slm_train_default_steps(int n_train, int batch);
+/* The default --eval-every for a run of `steps`: 250, or a tenth of a shorter
+ * run's steps (at least 10), so that a short run has a best to keep. */
+#define TRAIN_MAX_DEFAULT_EVAL_EVERY 250
+int slm_train_default_eval_every(int steps);
+/* A fresh run stopped by the stop flag (Ctrl-C) within this many seconds
+ * and before its first save saves nothing: a model of a step or two would
+ * only block the same command given again. */
+#define TRAIN_DISCARD_SECONDS 5
+/* The stop flag's value that asks for that (the CLI's Ctrl-C, SIGINT); any
+ * other non-zero value (SIGTERM, a server's stop) always saves. */
+#define TRAIN_STOP_INTERACTIVE 2
+/* Evaluations in a row without a lower test loss before a run stops by itself. */
+#define TRAIN_DEFAULT_PATIENCE 4
+
 /* The fewest stories a file may hold for `storylm train` (and the page's
  * training): a tenth of them is held out, and below this there is too little
  * to learn from or to measure on. */
@@ -92,7 +118,12 @@ typedef struct TrainResult {
     int steps_done; /* in this run */
     int final_step; /* steps of the saved model */
     double train_loss, test_loss, test_accuracy, best_test_loss;
-    int best_step;                           /* of the saved model's lowest test loss (the average's with ema_save) */
+    int best_step;         /* of the saved model's lowest test loss (the average's with ema_save) */
+    int kept_step;         /* the step of the model in OUT: the lowest test loss's, or the last (keep_last) */
+    double kept_test_loss; /* its test loss (the average's with ema_save); NAN when none was measured */
+    int early_stopped;     /* stopped by patience: `patience` evaluations found no lower test loss */
+    double from_test_loss; /* fine-tuning: the test loss of the model fine-tuned, before the first step; else NAN */
+    int nothing_saved;     /* stopped by the stop flag in its first seconds, before any save: no file written */
     double ema_test_loss, ema_test_accuracy; /* NAN without --ema */
     double seconds;
     int interrupted; /* stopped by the stop flag or the time budget */

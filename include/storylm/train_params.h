@@ -16,13 +16,18 @@
 typedef struct TrainParams {
     TrainOptions o;      /* the trainer's: --steps, --lr, --batch, --out, --eval-every, the regularisers... */
     const char *stories; /* STORIES */
-    const char *vocab;   /* --vocab FILE: read, or learnt and written */
+    const char *vocab;   /* --vocab FILE: read, or learnt and written; a model file: its vocabulary */
+    const char *from;    /* --from MODEL: fine-tune this trained model (a file or a shipped one's short name) */
     const char *arch, *position_scheme, *score, *act; /* names, parsed into o by the architecture's parsers */
     int seed, test_stories, layers, vocab_size;
-    bool resume, ema_save, keep_best, json, force;
-    bool allow_unknown, allow_skipped; /* train on a vocabulary, a file, that the checks before training refuse */
-    double rank_timeout;               /* under mpirun: seconds to wait for the other ranks */
+    bool resume, ema_save, keep_best, keep_last, json, force;
+    bool allow_unknown, allow_skipped;  /* train on a vocabulary, a file, that the checks before training refuse */
+    double rank_timeout;                /* under mpirun: seconds to wait for the other ranks */
+    bool steps_given, eval_every_given; /* else they fit the corpus (slm_train_default_steps) */
 } TrainParams;
+
+/* --vocab left out: read here, or learnt from the stories and written here. */
+#define TRAIN_DEFAULT_VOCAB "vocab.txt"
 
 extern const ParamTable params_train;
 /* --d-model, --n-heads, --d-head, --d-mlp, --act over a TrainParams: the

@@ -74,11 +74,13 @@ def train_params():
     return {k: dict(v) for k, v in _lib.params("train").items()}
 
 
-def train(stories, out, steps=3000, progress=None, **options):
+def train(stories, out, steps=None, progress=None, **options):
     """Trains a model on the stories file into out (a .safetensors path), as
-    `storylm train STORIES -o OUT --steps STEPS` with every other option of
+    `storylm train STORIES -o OUT --steps STEPS` (steps left out: as many as
+    fit the corpus, at most 3000, as the program chooses) with every other option of
     `storylm train --help` given by name (vocab="vocab.txt", threads=2,
-    eval_every=250, layers=2, arch="window8", resume=True, ...).
+    eval_every=250, layers=2, arch="window8", resume=True, ...; from_="tinystories"
+    fine-tunes a trained model, as --from).
 
     Each keyword is checked against train's table of parameters in the C
     library (the one the CLI reads its options with) before the program
@@ -93,15 +95,19 @@ def train(stories, out, steps=3000, progress=None, **options):
     Ctrl-C does, then raises; resume=True continues it. Returns its --json summary as a dict
     (final test loss, steps, model file, ...). A failure raises StorylmError
     with the program's message and hint."""
+    # from_="tinystories": a Python keyword's name with "_", the option --from
+    options = {(k[:-1] if k.endswith("_") else k): v for k, v in options.items()}
     for key in options:
         if key in _NOT_OPTIONS:
             raise TypeError("train: %s= is not an option of storylm.train; %s" % (key, _NOT_OPTIONS[key]))
-    _lib.check_keywords("train", dict(options, steps=steps))
+    _lib.check_keywords("train", dict(options, steps=steps) if steps is not None else options)
     if progress is None:
         def progress(line):
             sys.stderr.write(line + "\n")
     # the stories after "--": a file named "-s.txt" or "--help" is a file, not a flag
-    cmd = [program(), "train", "--out=" + _value("out", out), "--steps=" + _value("steps", steps), "--json"]
+    cmd = [program(), "train", "--out=" + _value("out", out), "--json"]
+    if steps is not None:
+        cmd.append("--steps=" + _value("steps", steps))
     cmd += _flags(options) + ["--", _value("stories", stories)]
     messages, failing = [], False
     with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:

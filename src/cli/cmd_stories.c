@@ -6,6 +6,7 @@
 
 #include "args.h"
 #include "common.h"
+#include "storylm/train_params.h"
 #include "storylm/probe_views.h"
 #include "storylm/stories.h"
 
@@ -13,7 +14,8 @@ static int run(int argc, char **argv);
 const Command command_stories = {
     "stories", "count a stories file's stories and tokens, export the held-out split",
     "storylm stories STORIES [options]",
-    "Reads STORIES as training does (the vocabulary from --model, or --vocab) and prints\n"
+    "Reads STORIES as training does (the vocabulary from --vocab, --model, ./model.safetensors,\n"
+    "else ./vocab.txt as train would use it, else the shipped model's) and prints\n"
     "how many stories and tokens it holds, how many were skipped and why, and which are\n"
     "held out for testing. With --ids, prints the token ids of the --split stories instead,\n"
     "one story a line ([EOS] first and last), for checking storylm against other tools.",
@@ -84,6 +86,24 @@ static int show(const StoriesArgs *a, const char *path, Error *e) {
     return rc;
 }
 
+/* Neither --model nor --vocab nor ./model.safetensors: the tokens are counted
+ * with the vocabulary `storylm train STORIES` would use here, ./vocab.txt
+ * when it is there (said on stderr); else the shipped model's, and train
+ * would learn one from the file. */
+static void run_vocab(StoriesArgs *a) {
+    if (a->vocab || a->model || slm_data_file_exists(DEFAULT_MODEL_PATH)) return; /* the model here, as before */
+    if (slm_data_file_exists(TRAIN_DEFAULT_VOCAB)) {
+        a->vocab = TRAIN_DEFAULT_VOCAB;
+        fprintf(stderr,
+                "storylm: counting with the vocabulary in %s, as train would (--model M counts with a "
+                "model's)\n",
+                TRAIN_DEFAULT_VOCAB);
+    } else {
+        fprintf(stderr, "storylm: no %s here: train would learn one from %s; counting with a model's vocabulary\n",
+                TRAIN_DEFAULT_VOCAB, a->stories);
+    }
+}
+
 static int run(int argc, char **argv) {
     StoriesArgs a = {0};
     slm_params_init(&stories_table, &a);
@@ -91,6 +111,7 @@ static int run(int argc, char **argv) {
     if (rc) return rc > 0 ? 0 : 2;
     if (a.ids && a.json) return args_usage_error(&command_stories, "--ids and --json do not go together");
     Error e = {0};
+    run_vocab(&a);
     if ((a.vocab && !(a.vocab = cli_vocab_path(a.vocab, &e))) || show(&a, a.stories, &e)) return cli_fail(&e);
     return 0;
 }

@@ -27,16 +27,21 @@
 #include "storylm/vocab_train.h"
 
 static int run(int argc, char **argv);
-const Command command_train = {"train", "train a model from scratch on a stories file",
+const Command command_train = {"train", "train a model on a stories file, from scratch or (--from) from a trained one",
                                "storylm train STORIES [options]",
                                "Trains the chapter's attention network (or chapter 6's window8 baseline) on the\n"
-                               "stories in STORIES (20 or more; docs/guide.md says how many make a useful model).\n"
+                               "stories in STORIES (20 or more; docs/guide.md says how many make a useful model),\n"
+                               "or, with --from MODEL, fine-tunes a trained model on them (its architecture and\n"
+                               "vocabulary kept): a writer's few hundred stories learn far more that way.\n"
                                "The vocabulary is read from --vocab, or learnt from STORIES and written there when\n"
                                "the file does not exist: 2,000 pieces, or as many as a small corpus's words give\n"
                                "(said on stderr; --vocab-size N asks for exactly N). A tenth of the stories, at most\n"
                                "100, is held out for testing.\n"
-                               "Each step reads 8 whole stories. The model (and its optimizer state, for --resume)\n"
-                               "is saved atomically at every evaluation and at the end. Ctrl-C stops after saving.\n"
+                               "Each step reads 8 whole stories; --steps left out fits the corpus (30 passes, at\n"
+                               "most 3,000). The model (and its optimizer state, for --resume) is saved atomically\n"
+                               "when an evaluation finds the lowest test loss yet, so --out holds the best model;\n"
+                               "the run stops by itself after --patience evaluations without a lower one. Ctrl-C\n"
+                               "stops after saving.\n"
                                "Under mpirun -np N (a build with MPI), N processes share every step's stories; the\n"
                                "model equals one process's with N x --threads threads, bit for bit; rank 0 prints\n"
                                "and saves. The vocabulary must exist then (learn it first with storylm vocab).",
@@ -44,10 +49,8 @@ const Command command_train = {"train", "train a model from scratch on a stories
 
 static volatile sig_atomic_t stop_requested; /* the one thing a signal handler may set */
 
-static void on_signal(int sig) {
-    (void)sig;
-    stop_requested = 1;
-}
+/* Ctrl-C (SIGINT) in a run's first seconds saves nothing; SIGTERM always saves. */
+static void on_signal(int sig) { stop_requested = sig == SIGINT ? TRAIN_STOP_INTERACTIVE : 1; }
 
 static void install_handlers(void) {
     struct sigaction sa = {0};
@@ -87,11 +90,66 @@ static void print_progress(const TrainProgress *p, void *ctx) {
             pp->tty && !p->evaluated ? "" : "\n");
 }
 
+/* Which model --out holds: the best evaluated (said when not the last), or the last with --keep-last. */
+static void print_kept(const TrainOptions *o, const TrainResult *r) {
+    if (r->kept_step < 0) return;
+    if (r->kept_step == 0 && o->from)
+        fprintf(stderr,
+                "kept: step 0, the model fine-tuned from as it was, in %s: no step lowered its test loss %.4f (give "
+                "more stories, or a lower --lr)\n",
+                o->out, r->kept_test_loss);
+    else if (r->kept_step != r->final_step && isfinite(r->kept_test_loss))
+        fprintf(stderr,
+                "kept: step %d, test loss %.4f, the lowest evaluated, in %s (the test loss rose after it: the later "
+                "steps learnt the training stories by heart; --keep-last keeps the last model instead)\n",
+                r->kept_step, r->kept_test_loss, o->out);
+    else if (r->kept_step != r->final_step)
+        fprintf(stderr, "kept: step %d in %s\n", r->kept_step, o->out);
+    else if (o->keep_last && r->best_step >= 0 && r->test_loss > r->best_test_loss + 0.1)
+        fprintf(stderr,
+                "storylm: the test loss was lowest at step %d (%.4f) and rose since: the model learnt its training "
+                "stories by heart; without --keep-last the run keeps that model (docs/guide.md)\n",
+                r->best_step, r->best_test_loss);
+}
+
+/* The summary's account of the model kept and of the early stop (docs/json.md). */
+static cJSON *kept_json(cJSON *j, const TrainOptions *o, const TrainResult *r) {
+    if (!j) return NULL;
+    cJSON *kept = r->kept_step >= 0 ? cJSON_AddObjectToObject(j, "kept") : NULL;
+    if (!kept) cJSON_AddNullToObject(j, "kept");
+    if (kept) {
+        cJSON_AddStringToObject(kept, "file", o->out);
+        cJSON_AddNumberToObject(kept, "step", r->kept_step);
+        if (isfinite(r->kept_test_loss))
+            cJSON_AddNumberToObject(kept, "test_loss", r->kept_test_loss);
+        else
+            cJSON_AddNullToObject(kept, "test_loss");
+        cJSON_AddStringToObject(kept, "why", o->keep_last ? "last" : "lowest test loss");
+    }
+    if (o->from) {
+        cJSON *from = cJSON_AddObjectToObject(j, "from");
+        cJSON_AddStringToObject(from, "file", o->from_name);
+        cJSON_AddNumberToObject(from, "test_loss", r->from_test_loss);
+    } else {
+        cJSON_AddNullToObject(j, "from");
+    }
+    cJSON *stop = cJSON_AddObjectToObject(j, "early_stop");
+    cJSON_AddBoolToObject(stop, "stopped", r->early_stopped);
+    cJSON_AddNumberToObject(stop, "patience", o->patience);
+    cJSON_AddStringToObject(stop, "off", "--patience 0");
+    return j;
+}
+
 /* The final summary: on stderr the numbers, on stdout where the model is and
  * the commands that sample and resume it (or all of it as JSON). */
 static int print_result(const TrainPlace *pl, const TrainOptions *o, const TrainResult *r, bool json, Error *e) {
     char took[32], best[REGULARISE_PATH_MAX];
     cli_format_duration(r->seconds, took, sizeof took);
+    if (r->nothing_saved) {
+        fprintf(stderr, "stopped at step %d in its first seconds: nothing saved, so the same command starts afresh\n",
+                r->final_step);
+        return json ? cli_json_print(kept_json(slm_train_summary_json(pl, o, r), o, r), e) : 0;
+    }
     char test[96] = "no test stories";
     if (isfinite(r->test_loss))
         snprintf(test, sizeof test, "test loss %.4f (perplexity %.1f), accuracy %.1f%%", r->test_loss,
@@ -99,15 +157,19 @@ static int print_result(const TrainPlace *pl, const TrainOptions *o, const Train
     fprintf(stderr, "%s after %d steps (%s): train loss %.4f, %s\n", r->interrupted ? "stopped" : "done", r->final_step,
             took, r->train_loss, test);
     if (isfinite(r->ema_test_loss)) fprintf(stderr, "moving average: test loss %.4f\n", r->ema_test_loss);
+    if (r->early_stopped)
+        fprintf(stderr,
+                "storylm: stopped early: the last %d evaluations found no test loss below step %d's; --patience 0 "
+                "trains all %d steps\n",
+                o->patience, r->best_step, o->steps);
+    print_kept(o, r);
+    if (isfinite(r->from_test_loss))
+        fprintf(stderr, "fine-tuned: test loss %.4f before the first step (%s as it was), %.4f kept\n",
+                r->from_test_loss, o->from_name, r->kept_test_loss);
     if (o->keep_best && r->best_step >= 0)
         fprintf(stderr, "best: step %d, test loss %.4f, kept in %s\n", r->best_step, r->best_test_loss,
                 slm_regularise_file(o->out, "best", best));
-    else if (r->best_step >= 0 && r->test_loss > r->best_test_loss + 0.1) /* a small corpus learnt by heart */
-        fprintf(stderr,
-                "storylm: the test loss was lowest at step %d (%.4f) and rose since: the model learnt its training "
-                "stories by heart. Train with --steps %d, or with --keep-best to keep that model too (docs/guide.md)\n",
-                r->best_step, r->best_test_loss, r->best_step);
-    if (json) return cli_json_print(slm_train_summary_json(pl, o, r), e);
+    if (json) return cli_json_print(kept_json(slm_train_summary_json(pl, o, r), o, r), e);
     char *sample = slm_train_command(pl, o, false), *resume = r->interrupted ? slm_train_command(pl, o, true) : NULL;
     if (!sample || (r->interrupted && !resume)) {
         free(sample);
@@ -148,17 +210,39 @@ static int learn_vocab(const TrainParams *p, int size, char **text, bool *refuse
     return 0;
 }
 
+/* The vocabulary a model file holds (a fine-tuned run's --vocab: its base's), read from its header. */
+static int model_vocab(const char *path, char **text, Error *e) {
+    SafeTensorsFile f;
+    if (slm_safetensors_open(&f, path, e)) return -1;
+    const char *v = slm_metadata_get(&f.metadata, "vocab");
+    size_t n = v ? strlen(v) + 1 : 0;
+    *text = v ? xmalloc(n, e) : NULL;
+    if (*text) memcpy(*text, v, n);
+    slm_safetensors_close(&f);
+    if (!v) return FAIL(e, "give a model storylm train saved, or a vocab.txt", "'%s' holds no vocabulary", path);
+    return *text ? 0 : -1;
+}
+
 /* Reuses an existing vocabulary, or learns one from the stories and saves it
  * (learn: the claims say it is to be learnt, and hold it). */
 static int get_vocab(const TrainParams *p, int size, char **text, bool say, bool learn, bool *refused, Error *e) {
     size_t len;
     const char *vocab_path = p->vocab;
     if (learn) return learn_vocab(p, size, text, refused, e);
+    if (slm_file_kind(vocab_path) == FILE_MODEL) return model_vocab(vocab_path, text, e);
     char shipped[PATH_MAX]; /* never to be deleted: the shipped model's */
     bool is_shipped = slm_data_file_find(SHIPPED_VOCAB_REL, shipped, sizeof shipped) && !strcmp(shipped, vocab_path);
     if (say && !is_shipped)
         fprintf(stderr, "storylm: using the vocabulary in %s (delete it to learn a new one)\n", vocab_path);
     return slm_file_read_all(vocab_path, 64u << 20, text, &len, e);
+}
+
+/* The tokenizer of the vocabulary file at path, or of a model file's vocabulary (text). */
+static int load_tokenizer(Tokenizer *tok, const char *path, const char *text, int size, Error *e) {
+    if (slm_file_kind(path) != FILE_MODEL) return slm_tokenizer_load(tok, path, size, e);
+    if (!slm_tokenizer_from_text(tok, text, strlen(text), size, e)) return 0;
+    slm_error_prefix(e, "the vocabulary of '%s': ", path);
+    return -1;
 }
 
 /* Under mpirun: every rank reads the stories itself (no gigabytes to send;
@@ -208,6 +292,43 @@ static int check_fit(const TrainParams *p, const Stories *s, const Tokenizer *to
     return rc;
 }
 
+/* --steps and --eval-every left out: fitted to the corpus (a small one is
+ * learnt by heart long before 3,000 steps), and said when below the most. */
+static void fit_schedule(TrainParams *p, const Stories *s, bool say) {
+    TrainOptions *o = &p->o;
+    if (!p->steps_given) o->steps = slm_train_default_steps(s->n_train, o->batch);
+    if (!p->eval_every_given) o->eval_every = slm_train_default_eval_every(o->steps);
+    if (say && !p->steps_given && o->steps < TRAIN_MAX_DEFAULT_STEPS)
+        fprintf(stderr,
+                "storylm: %d training stories: %d steps (%d passes over them), evaluated every %d; --steps N sets "
+                "it\n",
+                s->n_train, o->steps, TRAIN_DEFAULT_PASSES, o->eval_every);
+}
+
+/* --from: the trained model the run starts from (p->vocab names it too, so
+ * its vocabulary is the run's), and the share of the stories' tokens its
+ * vocabulary cannot spell, said (more than 1% was refused by check_fit). */
+static int load_base(TrainParams *p, Model *base, const Stories *s, const Tokenizer *tok, bool say, Error *e) {
+    TrainOptions *o = &p->o;
+    char *vocab = NULL;
+    Metadata md = {0};
+    int rc = slm_checkpoint_load_model(p->from, base, &vocab, &md, e);
+    free(vocab);
+    slm_metadata_free(&md);
+    if (rc) return -1;
+    const char *slash = strrchr(p->from, '/');
+    o->from = base, o->from_name = slash ? slash + 1 : p->from;
+    o->arch = base->cfg.arch, o->layers = slm_model_layers(&base->cfg);
+    size_t unk = slm_stories_count_unknown(s, tok->unk_id);
+    if (say)
+        fprintf(stderr,
+                "storylm: fine-tuning %s (%s, %zu parameters) at --lr %g: its vocabulary of %d pieces spells %zu of "
+                "the stories' %zu tokens as [UNK] (%.2f%%)\n",
+                p->from, base->cfg.arch->name, base->n_params, o->lr, tok->size, unk, s->n_tokens,
+                s->n_tokens ? 100.0 * (double)unk / (double)s->n_tokens : 0.0);
+    return 0;
+}
+
 /* p->vocab_size: --vocab-size, 0 when not given (then any size a vocabulary file has). */
 static int train_file(TrainParams *p, Error *e, int *signalled, bool *refused) {
     const char *path = p->stories, *vocab_path = p->vocab;
@@ -233,7 +354,7 @@ static int train_file(TrainParams *p, Error *e, int *signalled, bool *refused) {
     if (!rc) rc = get_vocab(p, vocab_size, &vocab, root, learnt, refused, e);
     /* From the file, so that messages name it; the model gets the vocabulary's size
      * (exactly --vocab-size when given) */
-    if (!rc && (rc = slm_tokenizer_load(&tok, vocab_path, vocab_size, e)) && strstr(e->message, "pieces, expected"))
+    if (!rc && (rc = load_tokenizer(&tok, vocab_path, vocab, vocab_size, e)) && strstr(e->message, "pieces, expected"))
         snprintf(e->hint, sizeof e->hint,
                  "leave out --vocab-size to use '%s' as it is, or delete it (or give --vocab "
                  "NEW) to learn one of %d pieces",
@@ -243,6 +364,8 @@ static int train_file(TrainParams *p, Error *e, int *signalled, bool *refused) {
     if (!rc) rc = load_stories(&s, path, &tok, &so, o->dist, e);
     if (!rc) rc = slm_train_check_story_count(s.n_stories, &s.skips, path, e);
     if (!rc) rc = check_fit(p, &s, &tok, learnt, refused, e);
+    Model base = {0};
+    if (!rc && p->from && !p->resume) rc = load_base(p, &base, &s, &tok, root, e);
     if (!rc && (o->swap_names > 0 || o->invent_names > 0) &&
         !(rc = slm_name_swap_init(&swap, &tok, path, &s, o->swap_names, e))) {
         swap.invent = o->invent_names;
@@ -259,6 +382,7 @@ static int train_file(TrainParams *p, Error *e, int *signalled, bool *refused) {
     }
     if (rc) goto done;
     if (root) print_summary(&s, path);
+    fit_schedule(p, &s, root);
     o->vocab_text = vocab;
     o->vocab_size = tok.size;
     o->data_path = path;
@@ -282,6 +406,8 @@ static int train_file(TrainParams *p, Error *e, int *signalled, bool *refused) {
                      .n_test = n_test};
     rc = print_result(&pl, o, &r, json, e);
 done:
+    if (o->from) slm_model_free(&base);
+    o->from = NULL;
     slm_outputs_release(&claims);
     slm_name_swap_free(&swap);
     slm_stories_free(&s);
@@ -318,6 +444,28 @@ static unsigned given_bits(const ParamList *l, const ParamsGiven *given) {
     return out;
 }
 
+/* --from: the model's architecture and vocabulary are the run's, so the flags
+ * that would set others are refused (--lr stays training's 3e-3: of 3e-4, 1e-3
+ * and 3e-3 it fine-tuned best, docs/guide.md). The
+ * model is found as a file or a shipped one's short name, and is the run's
+ * vocabulary (--vocab MODEL reads a model's). */
+static int settle_from(TrainParams *p, const ParamList *l, const ParamsGiven *given) {
+    static const char *const kept[] = {"vocab",           "vocab-size", "arch",    "layers",
+                                       "position-scheme", "score",      "d-model", "n-heads",
+                                       "d-head",          "d-mlp",      "act"};
+    for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++)
+        if (slm_params_given(given, l, kept[i]))
+            return args_usage_error(&command_train,
+                                    "--from keeps the model's architecture and vocabulary: leave --%s out (or train "
+                                    "from scratch without --from)",
+                                    kept[i]);
+    static char found[PATH_MAX]; /* one model a process, as cli_vocab_path's */
+    Error e = {0};
+    if (slm_data_model_path(p->from, found, sizeof found, &p->from, &e)) return cli_fail(&e), 2;
+    p->vocab = p->from;
+    return 0;
+}
+
 /* The names of --arch, --position-scheme, --score and --act into p->o, and
  * what the flags given imply; non-zero after a usage error. */
 static int settle(TrainParams *p, const ParamsGiven *given) {
@@ -336,9 +484,12 @@ static int settle(TrainParams *p, const ParamsGiven *given) {
     o->resume = p->resume;
     o->ema_save = p->ema_save;
     o->keep_best = p->keep_best;
+    o->keep_last = p->keep_last;
+    p->steps_given = slm_params_given(given, &l, "steps");
+    p->eval_every_given = slm_params_given(given, &l, "eval-every");
     o->force = p->force;
     if (!slm_params_given(given, &l, "vocab-size")) p->vocab_size = 0; /* the words' or the file's size */
-    return 0;
+    return p->from ? settle_from(p, &l, given) : 0;
 }
 
 static int run(int argc, char **argv) {

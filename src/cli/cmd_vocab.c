@@ -3,10 +3,12 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "args.h"
 #include "common.h"
 #include "storylm/clock.h"
+#include "storylm/fileio.h"
 #include "storylm/outputs.h"
 #include "storylm/vocab_file.h"
 #include "storylm/vocab_train.h"
@@ -15,7 +17,8 @@ static int run(int argc, char **argv);
 const Command command_vocab = {
     "vocab", "learn the WordPiece vocabulary (vocab.txt) from stories",
     "storylm vocab STORIES [options] | storylm vocab [--model M] [options]",
-    "Learns a WordPiece vocabulary of exactly --size pieces from the stories, the way HuggingFace's\n"
+    "Learns a WordPiece vocabulary of --size pieces from the stories (left out, 2,000 or as many as a\n"
+    "small corpus's words give, as train does), the way HuggingFace's\n"
     "WordPieceTrainer does: every word is split into characters (\"c\", then \"##c\" inside the word)\n"
     "and the most frequent adjacent pair of pieces is merged, again and again. vocab.txt holds\n"
     "[UNK] and [EOS], the characters, then the merged pieces in merge order, one a line (line\n"
@@ -82,10 +85,35 @@ static const Param vocab_params[] = {
 };
 static const ParamTable vocab_table = {"vocab", vocab_params, PARAMS_COUNT(vocab_params)};
 
+/* A small corpus's words give fewer pieces than the 2,000 asked for without
+ * --size, as train takes them: then *size is as many as they give (said on
+ * stderr), and true. False, e as it was, for any other failure. */
+static bool words_give(const char *stories, int *size, Error *e) {
+    if (!strstr(e->message, "fewer than the")) return false;
+    char *text = NULL;
+    size_t len = 0;
+    Vocab v = {0};
+    VocabStats st = {0};
+    Error e2 = {0};
+    bool ok = !slm_file_read_all(stories, 0, &text, &len, &e2) &&
+              !slm_vocab_train_text_up_to(text, len, stories, *size, &v, &st, &e2);
+    free(text);
+    if (ok) {
+        fprintf(stderr,
+                "storylm vocab: the words of %s give only %d pieces, so the vocabulary has %d, as train takes "
+                "them (--size N asks for exactly N)\n",
+                stories, v.size, v.size);
+        *size = v.size;
+    }
+    slm_vocab_free(&v);
+    return ok;
+}
+
 static int run(int argc, char **argv) {
     VocabArgs a = {0};
     slm_params_init(&vocab_table, &a);
-    int rc = args_parse(&command_vocab, argc, argv, &vocab_table, &a, NULL);
+    ParamsGiven given;
+    int rc = args_parse(&command_vocab, argc, argv, &vocab_table, &a, &given);
     if (rc) return rc > 0 ? 0 : 2;
     const char *output = a.output, *model = a.model;
     bool json = a.json, force = a.force;
@@ -106,7 +134,11 @@ static int run(int argc, char **argv) {
     Error e = {0};
     Vocab v = {0};
     VocabStats st = {0};
-    if (slm_vocab_learn_file(pos[0], output, size, force, &v, &st, &e)) {
+    ParamList l;
+    slm_params_list(&vocab_table, &l);
+    bool exact = slm_params_given(&given, &l, "size");
+    if (slm_vocab_learn_file(pos[0], output, size, force, &v, &st, &e) &&
+        (exact || !words_give(pos[0], &size, &e) || slm_vocab_learn_file(pos[0], output, size, force, &v, &st, &e))) {
         slm_error_print(&e, "storylm vocab");
         slm_vocab_free(&v);
         return 1;

@@ -28,6 +28,13 @@ const char *cli_model_path(const char *given, bool quiet) {
     /* Written once per process (a verb asks once), so a function-local
      * buffer is simpler for callers than an allocation to free. */
     static char shipped[PATH_MAX];
+    const char *found;
+    /* a shipped model by its short name (-m tinystories, -m transformer): a file of that name comes first */
+    if (given && !slm_data_file_exists(given) &&
+        slm_data_model_path(given, shipped, sizeof shipped, &found, NULL) == 0) {
+        if (!quiet) fprintf(stderr, "storylm: --model %s: the shipped model %s\n", given, found);
+        return found;
+    }
     if (given) return given;
     bool is_shipped;
     const char *path = slm_default_model(shipped, sizeof shipped, &is_shipped);

@@ -120,3 +120,24 @@ int slm_data_vocab_path(const char *given, char *buf, size_t size, const char **
     return FAIL(e, "give the path of a vocab.txt, or reinstall storylm",
                 "--vocab shipped: no shipped vocabulary found (looked in %s)", places);
 }
+
+int slm_data_model_path(const char *given, char *buf, size_t size, const char **path, Error *e) {
+    *path = given;
+    if (slm_data_file_exists(given)) return 0;
+    /* a short name: models/NAME, models/NAME.safetensors, models/tinystories-NAME.safetensors */
+    const char *forms[] = {"models/%s", "models/%s.safetensors", "models/tinystories-%s.safetensors"};
+    char rel[512];
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0] && !strchr(given, '/'); i++) {
+        snprintf(rel, sizeof rel, forms[i], given);
+        if (slm_data_file_find(rel, buf, size)) {
+            *path = buf;
+            return 0;
+        }
+    }
+    char places[2048];
+    slm_data_file_places("models", places, sizeof places);
+    return FAIL(e,
+                "give a model file, or a shipped model by its short name: tinystories (the default), transformer, "
+                "window8, layers2, induction, ... (the files models/tinystories-NAME.safetensors)",
+                "no model file '%s', nor a shipped model of that name (looked in %s)", given, places);
+}

@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <omp.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,15 +77,26 @@ typedef struct Trainer {
     float *grads;
     Pass pass;
     StoryStream stream;
-    int *step_stories; /* (batch) */
-    int step;          /* steps done */
-    int saved_step;    /* step of the model in o.out from this run or the one resumed; -1: none */
+    int *step_stories;    /* (batch) */
+    int step;             /* steps done */
+    int saved_step;       /* step of the model in o.out from this run or the one resumed; -1: none */
+    double best_loss;     /* the lowest test loss evaluated (the average's with ema_save); INFINITY: none yet */
+    int best_step;        /* its step; -1: none */
+    int evals_since_best; /* evaluations since best_step: the patience counter */
     uint64_t run_id, data_hash;
+    char *from_name;    /* the fine-tuned model's name ("from"), this run's or the resumed file's; NULL: none */
     StoriesRecord data; /* of o.data_path: its name, size and hash, never its path */
     TrainResult *r;
     Regularise reg;
     int overflow_at_step; /* tests only (train_testing.h): this step's gradient overflows; 0 = never */
 } Trainer;
+
+/* A copy of s (caller frees), or NULL with e set. */
+static char *copy_text(const char *s, Error *e) {
+    size_t n = strlen(s) + 1;
+    char *c = xmalloc(n, e);
+    return c ? memcpy(c, s, n) : NULL;
+}
 
 /* Identifies the training data: the token ids and the held-out split. */
 static uint64_t data_hash(const Stories *s) {
@@ -128,6 +140,12 @@ static int fill_metadata(const Trainer *t, Metadata *md, Error *e) {
     if (!rc && isfinite(r->test_loss)) rc = set_meta(md, "test_loss", "%.6f", r->test_loss, e);
     if (!rc && isfinite(r->test_accuracy)) rc = set_meta(md, "test_accuracy", "%.6f", r->test_accuracy, e);
     rc = rc ? rc : set_meta(md, "seconds", "%.1f", r->seconds, e);
+    if (!rc && t->best_step >= 0) { /* what keeps the best model and the patience across a resume */
+        rc = set_meta(md, "best_step", "%.0f", t->best_step, e);
+        rc = rc ? rc : set_meta_exact(md, "best_test_loss", t->best_loss, e);
+        rc = rc ? rc : set_meta(md, "evals_since_best", "%.0f", t->evals_since_best, e);
+    }
+    if (!rc && t->from_name) rc = slm_metadata_set(md, "from", t->from_name, e);
     rc = rc ? rc : slm_train_dist_set_meta(o->dist, md, e);
     rc = rc ? rc : slm_regularise_metadata(o, md, e);
     return rc;
@@ -148,6 +166,20 @@ static int save(Trainer *t, const char *path, Error *e) {
     if (!rc) t->saved_step = t->step;
     slm_metadata_free(&md);
     return rc;
+}
+
+/* The model's test loss that picks the model kept: the average's when the average is what OUT holds. */
+static double kept_loss(const Trainer *t) { return t->o.ema_save ? t->r->ema_test_loss : t->r->test_loss; }
+
+/* After an evaluation: is the model the best yet? Counts the evaluations since the best otherwise. */
+static bool judge(Trainer *t) {
+    double loss = kept_loss(t);
+    if (loss < t->best_loss) {
+        t->best_loss = loss, t->best_step = t->step, t->evals_since_best = 0;
+        return true;
+    }
+    t->evals_since_best++;
+    return false;
 }
 
 /* A number the resumed file holds for key, from min to max (the flags' ranges:
@@ -192,6 +224,19 @@ static int resume_precision(Trainer *t, const Metadata *md, Error *e) {
     return 0;
 }
 
+/* The lowest test loss the run saw, its step and the patience counter (a
+ * file without them, from before they were kept: none seen yet). */
+static int resume_best(Trainer *t, const Metadata *md, Error *e) {
+    const char *path = t->o.out;
+    double step = -1, loss = INFINITY, since = 0;
+    if (resume_number(md, path, "best_step", 0, t->step, &step, e) ||
+        resume_number(md, path, "evals_since_best", 0, 1e9, &since, e) ||
+        (step >= 0 && resume_number(md, path, "best_test_loss", 0, 1e9, &loss, e)))
+        return -1;
+    t->best_step = (int)step, t->best_loss = loss, t->evals_since_best = (int)since;
+    return 0;
+}
+
 /* The seed, schedule and position of the run the file comes from. */
 static int resume_schedule(Trainer *t, const Metadata *md, const TrainingState *st, Error *e) {
     const char *path = t->o.out;
@@ -218,7 +263,7 @@ static int resume_schedule(Trainer *t, const Metadata *md, const TrainingState *
     t->o.batch = (int)batch;
     t->r->tokens_seen = (long long)tokens;
     t->step = (int)st->step;
-    return 0;
+    return resume_best(t, md, e);
 }
 
 /* The shape flags (--d-model, ...) into c, for an architecture that takes them. */
@@ -280,6 +325,8 @@ static int resume(Trainer *t, Error *e) {
         if (!rc) rc = resume_precision(t, &md, e);
     }
     if (!rc) rc = slm_regularise_check_resume(&t->o, &md, t->o.out, e);
+    const char *from = slm_metadata_get(&md, "from");
+    if (!rc && from && !(t->from_name = copy_text(from, e))) rc = -1;
     if (!rc) {
         t->run_id = st.run_id;
         rc = slm_adam_init(&t->adam, t->model.n_params, e);
@@ -296,7 +343,7 @@ static int resume(Trainer *t, Error *e) {
 }
 
 static int trainer_init(Trainer *t, const Stories *s, const TrainOptions *o, TrainResult *r, Error *e) {
-    *t = (Trainer){.s = s, .o = *o, .r = r, .saved_step = -1};
+    *t = (Trainer){.s = s, .o = *o, .r = r, .saved_step = -1, .best_loss = INFINITY, .best_step = -1};
     t->data_hash = data_hash(s);
     if (slm_train_dist_same_data(o->dist, t->data_hash, o->data_path, e)) return -1;
     if (o->data_record)
@@ -311,6 +358,15 @@ static int trainer_init(Trainer *t, const Stories *s, const TrainOptions *o, Tra
     if (o->resume) {
         if (resume(t, e)) return -1;
         t->saved_step = t->step;
+        r->kept_step = t->step; /* until a better model replaces it */
+        r->kept_test_loss = t->best_step == t->step ? t->best_loss : NAN;
+    } else if (o->from) { /* fine-tuning: the trained model's architecture, sizes and weights */
+        if (slm_model_init(&t->model, &o->from->cfg, e) || slm_adam_init(&t->adam, t->model.n_params, e)) return -1;
+        memcpy(t->model.params, o->from->params, t->model.n_params * sizeof(float));
+        t->o.arch = t->model.cfg.arch;
+        t->o.layers = slm_model_layers(&t->model.cfg);
+        if (o->from_name && !(t->from_name = copy_text(o->from_name, e))) return -1;
+        t->run_id = slm_checkpoint_new_run_id();
     } else {
         ModelConfig cfg = slm_model_config_default(o->arch, 0);
         cfg.vocab_size = o->vocab_size;
@@ -340,6 +396,7 @@ static int trainer_init(Trainer *t, const Stories *s, const TrainOptions *o, Tra
 }
 
 static void trainer_free(Trainer *t) {
+    free(t->from_name);
     slm_regularise_free(&t->reg);
     slm_pass_free(&t->pass);
     free(t->grads);
@@ -469,6 +526,15 @@ static int train_loop(Trainer *t, TrainProgressFn fn, void *ctx, Error *e) {
     double rate = 0;
     int start_step = t->step;
     long long start_tokens = r->tokens_seen; /* a resume carries the earlier runs' count */
+    /* Fine-tuning: the model it starts from is evaluated and kept first, so that
+     * no later model worse on the held-out stories replaces it. */
+    if (t->o.from && t->step == 0 && t->s->n_test > 0) {
+        if (evaluate_test(t, e)) return -1;
+        r->from_test_loss = kept_loss(t);
+        judge(t);
+        if (save(t, t->o.out, e)) return -1;
+        r->kept_step = 0, r->kept_test_loss = r->from_test_loss;
+    }
     Error snapshot_error = {0};
     while (t->step < t->o.steps) {
         double loss;
@@ -486,24 +552,36 @@ static int train_loop(Trainer *t, TrainProgressFn fn, void *ctx, Error *e) {
         int stop = (t->o.stop && *t->o.stop) || (t->o.minutes > 0 && now - start >= t->o.minutes * 60) ||
                    (t->o.stop_at > 0 && t->step >= t->o.stop_at);
         if (slm_dist_any(t->o.dist, stop, &stop, e)) return -1; /* a signal or a clock on one rank stops all */
+        if (t->o.stop && *t->o.stop == TRAIN_STOP_INTERACTIVE && t->saved_step < 0 &&
+            now - start < TRAIN_DISCARD_SECONDS && dist_size(t->o.dist) <= 1) {
+            r->interrupted = r->nothing_saved = 1; /* Ctrl-C at once: no model to block the command given again */
+            break;
+        }
         int last = t->step == t->o.steps || stop;
         int snap = t->o.snapshot_every > 0 && t->step % t->o.snapshot_every == 0;
         /* a snapshot is evaluated too, so it records its own test loss */
         int eval = last || snap || (t->o.eval_every > 0 && t->step % t->o.eval_every == 0);
         if (eval && evaluate_test(t, e)) return -1;
+        /* OUT keeps the best model: saved when this one is better (always, with no test stories to tell) */
+        int keep = eval && (t->s->n_test == 0 ? 1 : judge(t) || t->o.keep_last);
         /* a snapshot refused (its name another run's): the model is saved all the same, then the run stops */
         int refused = snap && snapshot(t, &snapshot_error);
         r->seconds = slm_clock_seconds() - start;
-        if (eval && save(t, t->o.out, e)) return -1;
+        if (keep && save(t, t->o.out, e)) return -1;
+        if (keep) r->kept_step = t->step, r->kept_test_loss = t->s->n_test ? kept_loss(t) : NAN;
         if (refused && e) *e = snapshot_error;
         if (refused) return stopped_at(t, t->step, e);
         report(t, fn, ctx, start, start_step, rate ? rate : (double)(r->tokens_seen - start_tokens) / (now - start),
-               eval, eval);
+               eval, keep);
+        /* no lower test loss for `patience` evaluations: the run stops by itself, a whole run */
+        if (eval && !last && t->s->n_test > 0 && t->o.patience > 0 && t->evals_since_best >= t->o.patience)
+            stop = 1, r->early_stopped = 1;
         if (stop) {
-            r->interrupted = t->step < t->o.steps; /* a stop at the last step cut nothing short */
+            r->interrupted = t->step < t->o.steps && !r->early_stopped; /* a stop at the last step cut nothing short */
             break;
         }
     }
+    r->best_test_loss = t->best_loss, r->best_step = t->best_step;
     r->steps_done = t->step - start_step;
     r->final_step = t->step;
     return 0;
@@ -515,6 +593,9 @@ int train_run_overflowing(const Stories *s, const TrainOptions *o, TrainProgress
                        .test_accuracy = NAN,
                        .best_test_loss = INFINITY,
                        .best_step = -1,
+                       .kept_step = -1,
+                       .kept_test_loss = NAN,
+                       .from_test_loss = NAN,
                        .ema_test_loss = NAN,
                        .ema_test_accuracy = NAN};
     Trainer t;

@@ -17,6 +17,19 @@ TrainOptions slm_train_default_options(void) {
     return p.o;
 }
 
+int slm_train_default_steps(int n_train, int batch) {
+    long long stories = (long long)TRAIN_DEFAULT_PASSES * (n_train > 0 ? n_train : 1);
+    long long steps = (stories + batch - 1) / (batch > 0 ? batch : 1);
+    steps = (steps + 49) / 50 * 50;
+    return steps < TRAIN_MAX_DEFAULT_STEPS ? (int)steps : TRAIN_MAX_DEFAULT_STEPS;
+}
+
+int slm_train_default_eval_every(int steps) {
+    int every = steps / 10;
+    if (every < 10) every = 10;
+    return every < TRAIN_MAX_DEFAULT_EVAL_EVERY ? every : TRAIN_MAX_DEFAULT_EVAL_EVERY;
+}
+
 int slm_train_check_story_count(int n_stories, const StorySkips *skips, const char *path, Error *e) {
     if (n_stories >= TRAIN_MIN_STORIES) return 0;
     char hint[600];

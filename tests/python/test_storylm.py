@@ -715,6 +715,19 @@ class Train(unittest.TestCase):
             self.assertEqual(storylm.load(os.path.join(d, "py.safetensors")).loss(TEXT),
                              storylm.load(os.path.join(d, "cli.safetensors")).loss(TEXT))
 
+    def test_from_fine_tunes_as_the_cli(self):
+        with tempfile.TemporaryDirectory() as d:
+            opts = dict(eval_every=3, test_stories=20, threads=1, seed=3)
+            summary = storylm.train(SMALL_STORIES, os.path.join(d, "py.safetensors"), steps=6, from_="tinystories",
+                                    progress=lambda l: None, **opts)
+            subprocess.run([CLI, "train", SMALL_STORIES, "-o", os.path.join(d, "cli.safetensors"), "--steps", "6",
+                            "--from", "tinystories", "--eval-every", "3", "--test-stories", "20", "--threads", "1",
+                            "--seed", "3"], check=True, capture_output=True)
+            self.assertEqual(summary["from"]["file"], "tinystories.safetensors")
+            sums = [[t["fnv1a64"] for t in cli("info", "--json", "-m", os.path.join(d, f))["tensors"]]
+                    for f in ("py.safetensors", "cli.safetensors")]
+            self.assertEqual(sums[0], sums[1])
+
     def test_a_transformer_hooks_and_cache_are_transformerlens(self):
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "tf.safetensors")

@@ -253,7 +253,7 @@ try:
         text = open(STORIES, "rb").read()[:200000]
         with open("upload-copy.txt", "wb") as f:
             f.write(text)
-        want = cli_json(S, "stories", "upload-copy.txt")
+        want = cli_json(S, "stories", "upload-copy.txt", "--model", M)  # the served model's vocabulary
         status, got = srv.post("/api/upload?name=my%20stories.txt", raw=text, headers={"Content-Type": "text/plain"})
         ok("an upload is stored in the training folder: %s" % got, status == 201 and
            os.path.realpath(os.path.dirname(got["stories"])) == os.path.realpath("playground-models") and
