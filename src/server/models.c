@@ -95,9 +95,15 @@ static void model_item_shape(cJSON *o, const Metadata *md, const char *arch) {
     const char *keys[][2] = {{"layers", "layers"},         {"heads", "n_heads"},   {"value_dim", "value_dim"},
                              {"hidden_dim", "hidden_dim"}, {"row_dim", "row_dim"}, {"key_dim", "key_dim"},
                              {"window", "window"},         {"context", "context"}};
+    int headless = 0; /* an architecture without heads (window8) keeps in its header the sizes of heads it has not */
+    for (int i = 0; i < slm_arch_count(); i++)
+        if (strcmp(arch, slm_arch_at(i)->name) == 0) {
+            ModelConfig d = slm_arch_at(i)->config_default(2);
+            headless = slm_arch_at(i)->heads_per_layer(&d) == 0;
+        }
     for (int i = 0; i < 8; i++) {
         const char *v = slm_metadata_get(md, keys[i][1]);
-        int none = i == 1 && strcmp(arch, "window8") == 0; /* its header keeps the sizes of heads it has not */
+        int none = i == 1 && headless;
         cJSON_AddNumberToObject(o, keys[i][0], none ? 0 : v ? atof(v) : i == 0 ? 1 : 0);
     }
     const char *pos = slm_metadata_get(md, "pos"), *score = slm_metadata_get(md, "score");

@@ -47,20 +47,25 @@ class Refusal(unittest.TestCase):
 class Interrupt(unittest.TestCase):
     def test_keyboard_interrupt_stops_after_a_save(self):
         """A KeyboardInterrupt in Python (here from progress, as a notebook's interrupt comes) stops the
-        program after it saved the model, which resume=True then finishes."""
+        program after it saved the model, which resume=True then finishes. The run interrupted is a
+        resumed one: a fresh run's Ctrl-C in its first seconds saves nothing, by design."""
         with tempfile.TemporaryDirectory() as d:
             out = os.path.join(d, "m.safetensors")
             # no evaluation, so no save but the last: the model file is the stop's
             opts = dict(vocab=os.path.join(MODELS, "vocab.txt"), eval_every=0, test_stories=5, threads=1, seed=2)
+            storylm.train(SMALL_STORIES, out, steps=60, stop_at=10, progress=lambda line: None, **opts)
+            self.assertEqual(step_of(out), 10)
+            before = os.stat(out).st_mtime_ns
 
             def interrupt(line):
-                if "held out for testing" in line:  # the stories are read: training begins
+                if "resuming from step" in line:  # the run is read back: training goes on
                     raise KeyboardInterrupt
 
             with self.assertRaises(KeyboardInterrupt):
-                storylm.train(SMALL_STORIES, out, steps=60, progress=interrupt, **opts)
+                storylm.train(SMALL_STORIES, out, steps=60, resume=True, progress=interrupt, **opts)
             saved_at = step_of(out)
-            self.assertLess(saved_at, 60, "stopped early, and saved where it stopped")
+            self.assertTrue(10 <= saved_at < 60, "stopped early, and saved where it stopped: %d" % saved_at)
+            self.assertNotEqual(os.stat(out).st_mtime_ns, before, "the interrupted run saved its model")
             summary = storylm.train(SMALL_STORIES, out, steps=60, progress=lambda line: None, resume=True, **opts)
             self.assertFalse(summary["interrupted"], summary)
             self.assertEqual(step_of(out), 60)

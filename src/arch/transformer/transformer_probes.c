@@ -110,6 +110,7 @@ static void trace_layer(const Model *m, const Activations *a, int l, int p, floa
     const TfBlockViews *w = &v.block[l];
     memcpy(in, L->resid_pre + (size_t)p * D, (size_t)D * sizeof(float));
     memcpy(in + D, L->z + (size_t)p * H * dh, (size_t)H * dh * sizeof(float));
+    if (F == 0) return; /* a block without an MLP (attn-only): no neurons, no LN2 to read them through */
     memcpy(hidden, L->mlp_post + (size_t)p * F, (size_t)F * sizeof(float));
     float out[TF_MAX_D_MODEL], share[TF_MAX_D_MODEL];
     for (int k = -1; k < H; k++) {
