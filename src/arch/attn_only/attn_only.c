@@ -16,6 +16,7 @@
 #include "storylm/generator_batch.h"
 #include "storylm/hooks.h"
 #include "storylm/position.h"
+#include "storylm/transformer_params.h"
 
 extern const Architecture slm_attn_only_arch;
 extern const ProbeOps slm_transformer_probe_ops; /* the transformer's: a block without an MLP reads the same */
@@ -25,18 +26,9 @@ extern const ProbeOps slm_transformer_probe_ops; /* the transformer's: a block w
 /* The transformer's default shape without the MLP: 2 blocks, d_model 64, 8
  * heads of 8, n_ctx 256, --position-scheme absolute: 308,048 parameters at 2,000 tokens. */
 static ModelConfig config_default(int vocab_size) {
-    return (ModelConfig){.arch = &slm_attn_only_arch,
-                         .vocab_size = vocab_size,
-                         .row_dim = 64,
-                         .n_heads = 8,
-                         .key_dim = 8,
-                         .value_dim = 8,
-                         .window = 256,
-                         .hidden_dim = 0,
-                         .context = 8,
-                         .pos = POS_ABSOLUTE,
-                         .score = SCORE_SCALED_DOT,
-                         .n_layers = 2};
+    ModelConfig c = slm_transformer_config_default(vocab_size);
+    c.arch = &slm_attn_only_arch, c.hidden_dim = 0; /* no MLP */
+    return c;
 }
 
 static int config_check(const ModelConfig *c, Error *e) {
