@@ -74,9 +74,14 @@ typedef struct CircuitsOptions {
     int layer;             /* a transformer's block, from 0 (the attention network: 0) */
 } CircuitsOptions;
 
+/* 1 if m's OV circuits read through the hidden layer's slope at a mean input
+ * (the attention network's); 0 where they need none (the residual models'). */
+int slm_circuits_use_mean_input(const ModelConfig *c);
+
 /* z_mean (Z) = mean of the hidden layer's input over every position of
  * stories idx[0..n) with ablation (NULL: none); seen (V) = 1 for the tokens
- * that occur in them; *positions counted. */
+ * that occur in them; *positions counted. Where the circuits use no mean
+ * input (slm_circuits_use_mean_input), z_mean is left zero. */
 int slm_circuits_mean_input(const Model *m, const Stories *s, const int *idx, int n, const Ablation *ablation,
                             float *z_mean, uint8_t *seen, long long *positions, Error *e);
 

@@ -13,10 +13,12 @@ static void add_inputs(const Activations *a, int Z, double *sum) {
         for (int i = 0; i < Z; i++) sum[i] += a->z[(size_t)p * Z + i];
 }
 
+int slm_circuits_use_mean_input(const ModelConfig *c) { return c->arch->readout != READOUT_RESIDUAL; }
+
 int slm_circuits_mean_input(const Model *m, const Stories *s, const int *idx, int n, const Ablation *ablation,
                             float *z_mean, uint8_t *seen, long long *positions, Error *e) {
     if (slm_probe_need_heads(m, "circuits", e)) return -1;
-    int tf = m->cfg.arch->readout == READOUT_RESIDUAL; /* needs no mean input: only the tokens seen */
+    int tf = !slm_circuits_use_mean_input(&m->cfg); /* needs only the tokens seen */
     if (n < 1)
         return FAIL(e, "give a stories file with test stories",
                     "no stories to take the hidden layer's mean input over");

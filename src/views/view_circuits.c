@@ -133,20 +133,8 @@ static int parse_tokens(const ProbeSession *ps, const char *list, int32_t *ids, 
     return n;
 }
 
-static void build_report(Report *r, const ProbeSession *ps, const char *stories, const Stories *s, long long positions,
-                         const float *z_mean, const CircuitsResult *cr) {
-    slm_report_header_session(r, ps);
-    slm_report_header_stories(r, stories, s->n_stories, s->n_test); /* the mean input's */
-    slm_report_int(r, "positions", "positions averaged", positions);
-    if (slm_model_layers(&ps->lm.model.cfg) > 1) slm_report_int(r, "layer", "layer (block)", cr->layer + 1);
-    slm_report_note(r, "%s", slm_circuits_note(&ps->lm.model.cfg));
-    ReportTable *t =
-        slm_report_table(r, "heads", "Per head: looking for itself (QK) and copying (OV), shares of tokens");
-    if (t) self_columns(t);
-    for (int i = 0; i < cr->n_heads; i++) self_rows(t, &cr->heads[i]);
-    pair_table(r, ps, cr, 0);
-    pair_table(r, ps, cr, 1);
-    if (cr->n_reads) reads_tables(r, ps, cr);
+/* z_mean (Z) as a JSON-only table, its heads named as the model names them. */
+static void mean_input_table(Report *r, const ProbeSession *ps, const float *z_mean) {
     const ModelConfig *c = &ps->lm.model.cfg;
     int H = slm_model_heads(c),
         every_layer = slm_model_layers(c) > 1 && slm_model_hidden_input_dim(c) == c->row_dim + H * c->value_dim;
@@ -161,7 +149,24 @@ static void build_report(Report *r, const ProbeSession *ps, const char *stories,
     slm_table_column(z, "z", "z", CELL_VECTOR, 4);
     if (z) z->json_only = 1;
     slm_table_row(z);
-    slm_cell_vector(z, z_mean, slm_model_hidden_input_dim(&ps->lm.model.cfg));
+    slm_cell_vector(z, z_mean, slm_model_hidden_input_dim(c));
+}
+
+static void build_report(Report *r, const ProbeSession *ps, const char *stories, const Stories *s, long long positions,
+                         const float *z_mean, const CircuitsResult *cr) {
+    slm_report_header_session(r, ps);
+    slm_report_header_stories(r, stories, s->n_stories, s->n_test); /* the mean input's */
+    slm_report_int(r, "positions", "positions averaged", positions);
+    if (slm_model_layers(&ps->lm.model.cfg) > 1) slm_report_int(r, "layer", "layer (block)", cr->layer + 1);
+    slm_report_note(r, "%s", slm_circuits_note(&ps->lm.model.cfg));
+    ReportTable *t =
+        slm_report_table(r, "heads", "Per head: looking for itself (QK) and copying (OV), shares of tokens");
+    if (t) self_columns(t);
+    for (int i = 0; i < cr->n_heads; i++) self_rows(t, &cr->heads[i]);
+    pair_table(r, ps, cr, 0);
+    pair_table(r, ps, cr, 1);
+    if (cr->n_reads) reads_tables(r, ps, cr);
+    if (slm_circuits_use_mean_input(&ps->lm.model.cfg)) mean_input_table(r, ps, z_mean);
 }
 
 /* The stories of the mean input, z_mean over their test stories, and the
@@ -172,7 +177,9 @@ static int circuits(Report *r, const ProbeSession *ps, const CircuitsParams *cp,
     char warning[400] = "";
     const char *path =
         rc ? NULL
-           : slm_ablation_mean_stories(&ps->lm, cp->po.mean_stories, "circuits' mean input to the hidden layer",
+           : slm_ablation_mean_stories(&ps->lm, cp->po.mean_stories,
+                                       slm_circuits_use_mean_input(&m->cfg) ? "circuits' mean input to the hidden layer"
+                                                                            : "circuits' shares of the tokens seen",
                                        warning, sizeof warning, e);
     StoriesOptions so = slm_stories_default_options();
     so.n_test = cp->po.n_test;
