@@ -635,10 +635,26 @@ def load(path=None):
                                "storylm.train(STORIES, OUT), or install storylm with its models "
                                "(cmake --install, or pip install ./python from the source tree)")
     elif not os.path.exists(_lib.c_path("load", "path", path)):  # said here: the library's hint names the CLI's flags
-        raise StorylmError(f"no model file '{os.fsdecode(path)}'",
-                           "give storylm.load the path of a model file, or train one with "
-                           "storylm.train(STORIES, OUT)")
+        path = _shipped_by_name(path)
     return Model(path)
+
+
+# The forms of a shipped model's short name, as the CLI's -m reads them (src/files/data_files.c).
+_SHORT_NAME_FORMS = ("%s", "%s.safetensors", "tinystories-%s.safetensors")
+
+
+def _shipped_by_name(name):
+    """A shipped model by its short name ("tinystories", "transformer", "window8", ...) -> its path."""
+    text = os.fsdecode(name)
+    if "/" not in text and os.sep not in text:
+        for form in _SHORT_NAME_FORMS:
+            found = _source_file(os.path.join("models", form % text))
+            if found:
+                return found
+    raise StorylmError(f"no model file '{text}', nor a shipped model of that name",
+                       "give storylm.load the path of a model file, a shipped model by its short name "
+                       "(tinystories, transformer, window8, layers2, induction, induction-attn-only, ...), or train "
+                       "one with storylm.train(STORIES, OUT)")
 
 
 _LENS_DOCS = {

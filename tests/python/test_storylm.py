@@ -97,6 +97,14 @@ class LoadAndConfig(unittest.TestCase):
         self.assertIn("storylm.train(", cm.exception.hint)  # Python's words, not the CLI's --model
         self.assertNotIn("--model", cm.exception.hint)
 
+    def test_a_shipped_model_loads_by_its_short_name(self):
+        # as the CLI's -m does: "transformer" is models/tinystories-transformer.safetensors
+        self.assertEqual(storylm.load("transformer").cfg.arch, "transformer")
+        self.assertEqual(storylm.load("tinystories").cfg.arch, "attention")
+        with self.assertRaises(storylm.StorylmError) as cm:
+            storylm.load("no-such-model")
+        self.assertIn("short name", cm.exception.hint)
+
     def test_no_model_anywhere_is_said_in_pythons_words(self):
         here = os.getcwd()
         with tempfile.TemporaryDirectory() as d, unittest.mock.patch("storylm.model._data_folders",
