@@ -186,6 +186,12 @@ class Model:
             new._handle = self._handle
         return new
 
+    def __reduce_ex__(self, protocol):
+        # The weights live in the library's memory, which pickle cannot carry to another process.
+        raise TypeError("a storylm.Model cannot be pickled: its weights are held by the C library; "
+                        "save it (model.save(PATH)) and storylm.load(PATH) there, or copy.copy it "
+                        "within this process")
+
     def __repr__(self):
         return "storylm.Model(%r, arch=%s, layers=%s)" % (self.path, self.cfg.arch, self.cfg.n_layers)
 

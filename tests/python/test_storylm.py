@@ -9,6 +9,7 @@ import gc
 import json
 import math
 import os
+import pickle
 import pathlib
 import subprocess
 import sys
@@ -104,6 +105,11 @@ class LoadAndConfig(unittest.TestCase):
         with self.assertRaises(storylm.StorylmError) as cm:
             storylm.load("no-such-model")
         self.assertIn("short name", cm.exception.hint)
+
+    def test_pickling_says_what_to_do(self):
+        with self.assertRaises(TypeError) as cm:
+            pickle.dumps(storylm.load())
+        self.assertIn("storylm.load", str(cm.exception))
 
     def test_no_model_anywhere_is_said_in_pythons_words(self):
         here = os.getcwd()
