@@ -88,6 +88,7 @@ else
   echo "numpy is missing: the reader's check skipped (apt install python3-numpy)"
 fi
 
+expect_error_early() { if "$@" >/dev/null 2>err.txt; then fail "$*: exit 0"; fi; }
 # features: density of every latent, the densest latents' contexts and tokens, or those named
 "$STORYLM" sae features sae1 slice.txt "${common[@]}" --latents 3 --json >features.json 2>/dev/null || fail "sae features"
 "$STORYLM" sae features sae1 slice.txt "${common[@]}" --latent 5,7 >features.txt 2>/dev/null || fail "sae features --latent"
@@ -102,8 +103,14 @@ assert d == sorted(d, reverse=True) and d[0] == max(j["density"]), d
 for f in j["features"]:
     assert f["contexts"] and all("[" in c["text"] for c in f["contexts"]), f
     assert len(f["promotes"]) == 5 and f["promotes"][0]["log_prob_change"] >= f["suppresses"][0]["log_prob_change"], f
+    for c in f["contexts"]:  # the window's tokens (8 before, 2 after), the latent's value at each; the firing one's
+        pos = [t["position"] for t in c["tokens"]]
+        assert pos == list(range(max(0, c["position"] - 8), pos[-1] + 1)) and c["position"] <= pos[-1] <= c["position"] + 2, c
+        fired = c["tokens"][pos.index(c["position"])]
+        assert abs(fired["value"] - c["value"]) <= 1e-5 * c["value"] and min(t["value"] for t in c["tokens"]) >= 0, c
 PY
-expect_error_early() { if "$@" >/dev/null 2>err.txt; then fail "$*: exit 0"; fi; }
+expect_error_early "$STORYLM" sae features sae1 slice.txt "${common[@]}" --latent 5,x
+grep -q -- "--latent 5,x is not a list of latents" err.txt || { cat err.txt; fail "sae features --latent 5,x: no message"; }
 expect_error_early "$STORYLM" sae features sae1 slice.txt "${common[@]}" --latent 9999
 grep -q "no latent 9999" err.txt || { cat err.txt; fail "sae features --latent 9999: no message"; }
 

@@ -12,6 +12,7 @@
 #include "args.h"
 #include "common.h"
 #include "storylm/fileio.h"
+#include "storylm/sae_features_json.h"
 #include "storylm/sae_io.h"
 #include "storylm/sae_model.h"
 #include "storylm/sae_train.h"
@@ -212,8 +213,9 @@ static const Param sae_eval_params[] = {
 static const ParamTable sae_eval_table = {"sae eval", sae_eval_params, PARAMS_COUNT(sae_eval_params)};
 
 typedef struct FeatureFlags {
-    const char *dir, *stories, *model, *latent;
-    int threads, test_stories, latents, contexts, tokens, width;
+    const char *dir, *stories, *model;
+    SaeFeatureParams fp;
+    int threads, test_stories;
     bool json;
 } FeatureFlags;
 
@@ -227,43 +229,7 @@ static const Param sae_features_params[] = {
      .offset = offsetof(FeatureFlags, stories),
      .flags = PARAM_POSITIONAL | PARAM_REQUIRED},
     MODEL_PARAM(FeatureFlags),
-    {.name = "latents",
-     .type = PARAM_INT,
-     .offset = offsetof(FeatureFlags, latents),
-     .meta = "N",
-     .help = "show the N densest latents",
-     .min = 1,
-     .max = 64,
-     .def = 10},
-    {.name = "latent",
-     .type = PARAM_STRING,
-     .offset = offsetof(FeatureFlags, latent),
-     .meta = "I,J,..",
-     .help = "show these latents (from 0) instead"},
-    {.name = "contexts",
-     .type = PARAM_INT,
-     .offset = offsetof(FeatureFlags, contexts),
-     .meta = "N",
-     .help = "strongest contexts a latent",
-     .min = 1,
-     .max = SAE_CONTEXTS_MAX,
-     .def = 3},
-    {.name = "promoted",
-     .type = PARAM_INT,
-     .offset = offsetof(FeatureFlags, tokens),
-     .meta = "N",
-     .help = "promoted and suppressed tokens a latent",
-     .min = 1,
-     .max = SAE_TOKENS_MAX,
-     .def = 5},
-    {.name = "width",
-     .type = PARAM_INT,
-     .offset = offsetof(FeatureFlags, width),
-     .meta = "N",
-     .help = "tokens of context before the firing token",
-     .min = 0,
-     .max = 64,
-     .def = 8},
+    PARAM_GROUP_OF(FeatureFlags, fp, params_sae_features),
     COMMON_PARAMS(FeatureFlags),
 };
 static const ParamTable sae_features_table = {"sae features", sae_features_params, PARAMS_COUNT(sae_features_params)};
@@ -502,20 +468,6 @@ static int run_eval(int argc, char **argv) {
 
 /* ---- features ----------------------------------------------------------------------- */
 
-/* The tokens of story c->story around c->position (width before, 2 after) into buf, the firing one in [brackets]. */
-static void context_text(const Tokenizer *t, const Stories *s, const SaeContext *c, int width, char *buf, size_t size) {
-    int len = (int)story_len(s, c->story), from = c->position - width > 0 ? c->position - width : 0;
-    int to = c->position + 3 < len ? c->position + 3 : len;
-    size_t used = 0;
-    buf[0] = 0;
-    for (int p = from; p < to && used + 1 < size; p++) {
-        const char *piece = t->pieces[story_token(s, c->story, (size_t)p)];
-        int glued = strncmp(piece, "##", 2) == 0;
-        used += (size_t)snprintf(buf + used, size - used, "%s%s%s%s", p > from && !glued ? " " : "",
-                                 p == c->position ? "[" : "", glued ? piece + 2 : piece, p == c->position ? "]" : "");
-    }
-}
-
 static void print_feature_table(const FeatureFlags *f, const Sae *sae, const SaeFeatures *ft, const Tokenizer *t,
                                 const Stories *s) {
     printf("SAE %s: %d latents on %s; %lld tokens of %d held-out stories; %d latents never fire\n", f->dir,
@@ -526,7 +478,7 @@ static void print_feature_table(const FeatureFlags *f, const Sae *sae, const Sae
         printf("\nlatent %d  density %.3f%%  max %.3g  mean %.3g\n", x->latent, 100 * x->density, x->max_value,
                x->mean_value);
         for (int c = 0; c < x->n_contexts; c++) {
-            context_text(t, s, &x->contexts[c], f->width, ctx, sizeof ctx);
+            slm_sae_context_text(t, s, &x->contexts[c], f->fp.width, ctx, sizeof ctx);
             printf("  %7.3f  %s\n", x->contexts[c].value, ctx);
         }
         printf("  promotes:  ");
@@ -537,64 +489,10 @@ static void print_feature_table(const FeatureFlags *f, const Sae *sae, const Sae
     }
 }
 
-static cJSON *token_list(const Tokenizer *t, const int32_t *ids, const float *by, int n) {
-    cJSON *a = cJSON_CreateArray();
-    for (int k = 0; k < n; k++) {
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "token", t->pieces[ids[k]]);
-        cJSON_AddNumberToObject(o, "id", ids[k]);
-        cJSON_AddNumberToObject(o, "log_prob_change", by[k]);
-        cJSON_AddItemToArray(a, o);
-    }
-    return a;
-}
-
-static int print_feature_json(const FeatureFlags *f, const Sae *sae, const SaeFeatures *ft, const Tokenizer *t,
-                              const Stories *s, Error *e) {
-    cJSON *j = cJSON_CreateObject(), *list = cJSON_CreateArray();
-    cJSON_AddStringToObject(j, "command", "sae");
-    cJSON_AddStringToObject(j, "work", "features");
-    cJSON_AddStringToObject(j, "sae", f->dir);
-    cJSON_AddStringToObject(j, "hook_name", sae->cfg.hook_name);
-    cJSON_AddNumberToObject(j, "tokens", (double)ft->tokens);
-    cJSON_AddNumberToObject(j, "dead", ft->n_dead);
-    cJSON_AddItemToObject(j, "density", cJSON_CreateFloatArray(ft->density, ft->d_sae));
-    for (int i = 0; i < ft->n; i++) {
-        const SaeFeature *x = &ft->features[i];
-        cJSON *o = cJSON_CreateObject(), *cs = cJSON_CreateArray();
-        cJSON_AddNumberToObject(o, "latent", x->latent);
-        cJSON_AddNumberToObject(o, "density", x->density);
-        cJSON_AddNumberToObject(o, "max", x->max_value);
-        cJSON_AddNumberToObject(o, "mean", x->mean_value);
-        for (int c = 0; c < x->n_contexts; c++) {
-            char ctx[1024];
-            cJSON *co = cJSON_CreateObject();
-            context_text(t, s, &x->contexts[c], f->width, ctx, sizeof ctx);
-            cJSON_AddNumberToObject(co, "story", x->contexts[c].story);
-            cJSON_AddNumberToObject(co, "position", x->contexts[c].position);
-            cJSON_AddNumberToObject(co, "value", x->contexts[c].value);
-            cJSON_AddStringToObject(co, "text", ctx);
-            cJSON_AddItemToArray(cs, co);
-        }
-        cJSON_AddItemToObject(o, "contexts", cs);
-        cJSON_AddItemToObject(o, "promotes", token_list(t, x->promoted, x->promoted_by, x->n_tokens));
-        cJSON_AddItemToObject(o, "suppresses", token_list(t, x->suppressed, x->suppressed_by, x->n_tokens));
-        cJSON_AddItemToArray(list, o);
-    }
-    cJSON_AddItemToObject(j, "features", list);
-    return cli_json_print(j, e);
-}
-
-/* "3,17,40" into o's named latents. */
-static int parse_latents(const char *text, SaeFeatureOptions *o) {
-    for (const char *p = text; *p;) {
-        char *end;
-        long v = strtol(p, &end, 10);
-        if (end == p || v < 0 || v > 100000000 || o->n_named == 64 || (*end && *end != ',')) return -1;
-        o->latents[o->n_named++] = (int)v;
-        p = *end ? end + 1 : end;
-    }
-    return o->n_named ? 0 : -1;
+static int print_feature_json(const FeatureFlags *f, const LoadedModel *lm, const Sae *sae, const SaeSite *site,
+                              const SaeFeatures *ft, const Stories *s, Error *e) {
+    cJSON *j = slm_sae_features_json(&lm->model, sae, site, &lm->tokenizer, s, ft, f->dir, f->fp.width, e);
+    return j ? cli_json_print(j, e) : -1;
 }
 
 static int features(FeatureFlags *f, const SaeFeatureOptions *o, Error *e) {
@@ -609,7 +507,7 @@ static int features(FeatureFlags *f, const SaeFeatureOptions *o, Error *e) {
     if (!rc)
         rc = load_all(f->model ? f->model : model, sae.cfg.hook_name, f->stories, f->test_stories, &lm, &site, &s, e);
     if (!rc) rc = slm_sae_features(&lm.model, &sae, &site, &s, s.test, s.n_test, o, &ft, e);
-    if (!rc && f->json) rc = print_feature_json(f, &sae, &ft, &lm.tokenizer, &s, e);
+    if (!rc && f->json) rc = print_feature_json(f, &lm, &sae, &site, &ft, &s, e);
     if (!rc && !f->json) print_feature_table(f, &sae, &ft, &lm.tokenizer, &s);
     slm_sae_features_free(&ft);
     free(model);
@@ -625,12 +523,12 @@ static int run_features(int argc, char **argv) {
     f.threads = cli_default_threads();
     int rc = args_parse(&command_sae_features, argc, argv, &sae_features_table, &f, NULL);
     if (rc) return rc > 0 ? 0 : 2;
-    SaeFeatureOptions o = {.n_latents = f.latents, .contexts = f.contexts, .tokens = f.tokens};
-    if (f.latent && parse_latents(f.latent, &o))
-        return args_usage_error(&command_sae_features, "--latent '%s' is not a list of latents such as 3,17,40",
-                                f.latent);
-    cli_set_threads(f.threads);
+    SaeFeatureOptions o;
     Error e = {0};
+    char text[1200];
+    if (slm_sae_feature_options(&f.fp, &o, &e))
+        return args_usage_error(&command_sae_features, "%s", slm_error_text(&e, ERROR_STYLE_CLI, text, sizeof text));
+    cli_set_threads(f.threads);
     return features(&f, &o, &e) ? cli_fail(&e) : 0;
 }
 
