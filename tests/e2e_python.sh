@@ -59,7 +59,15 @@ lib.slm_py_eos(model)
     { cat unittest.log; fail "tests/python under the sanitizers"; }
   ! grep -E 'ERROR: AddressSanitizer|runtime error:' unittest.log || fail "a sanitizer report in tests/python"
   tail -3 unittest.log
-  echo "python: a use-after-free is reported; the hooks, cache, tokens, threads, handles, refusals, weights, batches and generation with hooks tests passed under the sanitizers"
+  # storylm.SAE's calls, on SAEs trained here on a small model (the other tests above leave it out: slow here)
+  first_stories 300 > small.txt
+  "$P/bin/storylm" train small.txt --vocab "$STORYLM_SOURCE_DIR/models/vocab.txt" --steps 20 --layers 2 --eval-every 0 \
+    --test-stories 20 --threads 2 -o small.safetensors 2> small.log || { cat small.log; fail "training the small model"; }
+  STORYLM_PROGRAM=$P/bin/storylm STORYLM_SMALL_MODEL=$PWD/small.safetensors STORYLM_SMALL_STORIES=$PWD/small.txt \
+    PYTHONPATH=$SITE:$STORYLM_SOURCE_DIR/tests/python "$PY" -m unittest test_sae.SAE > sae.log 2>&1 < /dev/null ||
+    { cat sae.log; fail "tests/python/test_sae.py under the sanitizers"; }
+  ! grep -E 'ERROR: AddressSanitizer|runtime error:' sae.log || fail "a sanitizer report in tests/python/test_sae.py"
+  echo "python: a use-after-free is reported; the hooks, cache, tokens, threads, handles, refusals, weights, batches, generation with hooks and SAE tests passed under the sanitizers"
   exit 0
 fi
 

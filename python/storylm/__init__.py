@@ -13,7 +13,10 @@ from .cache import ActivationCache, act_name
 from .views import AttentionView
 from .model import Config, HookPoint, Model, Tokenizer, generate_defaults, generate_params, load, shipped_model
 from .train import program, train, train_params
+from .sae import SAE, SAEConfig, run_with_saes
 
-__all__ = ["ActivationCache", "act_name", "AttentionView", "Config", "HookPoint", "KeywordError", "KeywordTypeError", "Model", "StorylmError", "Tokenizer", "generate_defaults",
-           "generate_params", "load", "program", "shipped_model", "train", "train_params"]
+Model.run_with_saes = run_with_saes  # m.run_with_saes(text, saes=[sae]), as SAELens's HookedSAETransformer
+
+__all__ = ["ActivationCache", "act_name", "AttentionView", "Config", "HookPoint", "KeywordError", "KeywordTypeError", "Model", "SAE", "SAEConfig", "StorylmError", "Tokenizer", "generate_defaults",
+           "generate_params", "load", "program", "run_with_saes", "shipped_model", "train", "train_params"]
 __version__ = "0.1.0"
