@@ -537,6 +537,7 @@ static const Route routes[] = {
     {"/api/batch", ROUTE_POST, api_batch, NULL, NULL, &batch_fields, sizeof(BatchFields)},
     {"/api/tokenize", ROUTE_POST | ROUTE_BATCH, api_tokenize, NULL, NULL, &tokenize_fields, sizeof(TokenizeFields)},
     {"/api/loss", ROUTE_POST | ROUTE_BATCH, NULL, "eval", "text", NULL, 0}, /* eval --text, the page's name */
+    {"/api/sae/features", ROUTE_POST, api_sae_features, NULL, NULL, &sae_features_fields, sizeof(SaeFeatureFields)},
 };
 #define N_ROUTES (sizeof routes / sizeof routes[0])
 

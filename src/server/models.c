@@ -133,6 +133,8 @@ static cJSON *model_item(const char *path, const char *name) {
         const char *run = slm_metadata_get(&st.metadata, "trained_run"), *step = slm_metadata_get(&st.metadata, "step");
         if (run) cJSON_AddStringToObject(o, "run", run);
         if (step) cJSON_AddNumberToObject(o, "step", atof(step));
+        char sae[PATH_MAX]; /* an SAE beside it: the page's Features panel */
+        cJSON_AddBoolToObject(o, "sae", model_sae_dir(path, sae, sizeof sae) == 0);
     }
     slm_safetensors_close(&st);
     return o;

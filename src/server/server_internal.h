@@ -14,6 +14,7 @@
 #include "storylm/data_files.h"
 #include "storylm/params.h"
 #include "storylm/probe_session.h"
+#include "storylm/sae_features_json.h"
 #include "storylm/views.h"
 
 #define SERVER_MAX_BODY (256 * 1024)         /* bytes of a request body */
@@ -245,6 +246,16 @@ int session_open(Server *s, const cJSON *body, int need, Session *ss, Reply *r);
 /* The model path a request names in "model" (else the server's default): one of /api/models, or 404. */
 int request_model(Server *s, const cJSON *body, char *path, size_t size, Reply *r);
 void session_release(Server *s, Session *ss);
+
+/* /api/sae/features (sae_route.c): sae features --json for the model's MODEL.sae/; its fields. */
+typedef struct SaeFeatureFields {
+    ProbeOptions po;
+    SaeFeatureParams fp;
+} SaeFeatureFields;
+extern const ParamTable sae_features_fields;
+int api_sae_features(Server *s, const cJSON *body, Reply *r);
+/* The SAE folder beside a model file, MODEL.sae for MODEL.safetensors, into dir: 0 when it holds a cfg.json. */
+int model_sae_dir(const char *model, char *dir, size_t size);
 /* The model a request names, held (cache_release it), with the request's ablation. */
 int session_model_ablation(Server *s, const cJSON *body, ModelEntry **entry, Ablation *ab, Reply *r);
 
