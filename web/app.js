@@ -9,6 +9,7 @@
 import { drawAblate, fillAblateHeads, runAblate } from "./ablate.js";
 import { drawAlgorithm, loadAlgorithm } from "./algorithm.js";
 import { refreshDiff } from "./diff.js";
+import { describeFeatures, runFeatures, wireFeatures } from "./features.js";
 import { drawDistances, lineChart, refreshDistances } from "./distances.js";
 import { refreshFilm, wireFilm } from "./film.js";
 import { loadGenerateDefaults, runGenerate } from "./generate.js";
@@ -64,6 +65,7 @@ function modelChanged() {
   state.epoch++;
   state.pos = -1;   // another vocabulary may cut the story into other tokens
   describeModel();
+  describeFeatures();
   fillCompare();
   for (const id of ["jobs-chart", "jobs-reads", "pieces-out", "swap-out", "ablate-out", "question-out"]) $(id).replaceChildren();
   for (const id of ["jobs-status", "ablate-summary", "ablate-status", "pieces-status"]) $(id).textContent = "";
@@ -138,6 +140,7 @@ function wire() {
   $("ablate-head").addEventListener("change", (ev) => { viewHead(Number(ev.target.value)); });
   $("ablate-how").addEventListener("change", () => { if (state.ablate) runAblate(); });
   $("pieces-go").addEventListener("click", runPieces);
+  $("features-go").addEventListener("click", runFeatures);
   $("pieces-name").addEventListener("keydown", (ev) => { if (ev.key === "Enter") runPieces(); });
   $("ablate-mode").addEventListener("change", (ev) => { state.mode = ev.target.value; if (state.off.size) refreshStory(); });
   $("sort-weight").addEventListener("change", drawAttention);
@@ -163,6 +166,7 @@ function wire() {
   wireToy();
   wireFilm();
   wireTransformer();
+  wireFeatures();
 }
 
 // "Use the new model": every view reads it, and the story is one of its own test stories
