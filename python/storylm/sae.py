@@ -59,15 +59,16 @@ class SAE:
     """A sparse autoencoder read from a folder of storylm sae train (SAE.load)."""
 
     def __init__(self, path):
-        self.path = os.fsdecode(path)
+        raw = _lib.c_path("SAE.load", "path", path)  # a str, bytes or os.PathLike, checked first
+        self.path = os.fsdecode(raw)
         err = _lib.Error()
         lib = _lib_sae()
-        ptr = lib.slm_py_sae_load(_lib.c_path("SAE.load", "path", path), ctypes.byref(err))
+        ptr = lib.slm_py_sae_load(raw, ctypes.byref(err))
         if not ptr:
             raise err.exception()
         self._ptr, self._lock = ptr, threading.Lock()
         read = json.loads(_lib.check_string(lib.slm_py_sae_config_json(ptr, ctypes.byref(err)), err))
-        with open(os.path.join(path, "cfg.json"), encoding="utf-8") as f:
+        with open(os.path.join(self.path, "cfg.json"), encoding="utf-8") as f:
             self.cfg = SAEConfig(json.load(f))
         self.cfg.update(read)  # what the library read wins (hook_name from metadata, k absent for standard)
         self._weights()

@@ -6,6 +6,7 @@ features --json` (each context token's value, bit for bit) and `sae eval
 
 import json
 import os
+import pathlib
 import struct
 import subprocess
 import tempfile
@@ -79,6 +80,8 @@ class SAE(unittest.TestCase):
             self.assertTrue(np.array_equal(arr, w[name]), name)
             self.assertFalse(arr.flags.writeable, name)
         self.assertEqual(storylm.SAE.load(self.dirs["l1"]).cfg.architecture, "standard")
+        for path in (os.fsencode(self.dirs["topk"]), pathlib.Path(self.dirs["topk"])):  # a path as bytes or Path
+            self.assertTrue(np.array_equal(storylm.SAE.load(path).W_dec, sae.W_dec), path)
 
     def test_encodings_are_sae_features(self):
         """Each context token's value in sae features --json is sae.encode's of that story's
