@@ -53,6 +53,11 @@ void slm_generator_batch_use_workers(GeneratorBatch *g, Workers *w);
  * MLP's and the unembedding, in BF16). -1 with e set for BF16 on a CPU
  * without avx512_bf16. */
 int slm_generator_batch_set_precision(GeneratorBatch *g, Precision p, Error *e);
+/* From the next step on, every sample's step adds s's directions at their
+ * hook points (a copy is kept); -1 with e set for a point the model's
+ * generator does not steer at (s's widths are the caller's to match the
+ * model's points: sae_model.h's site gives them). */
+int slm_generator_batch_steer(GeneratorBatch *g, const Steering *s, Error *e);
 /* Sample s's logits (V) for its next token, valid until it is fed again. */
 const float *slm_generator_batch_logits(const GeneratorBatch *g, int s);
 

@@ -10,6 +10,7 @@
 #include "storylm/error.h"
 #include "storylm/kernels16.h"
 #include "storylm/model.h"
+#include "storylm/steer.h"
 #include "storylm/workers.h"
 
 typedef struct GeneratorBatch {
@@ -40,6 +41,7 @@ typedef struct GeneratorBatch {
     float *scores;        /* (n, W rounded up to 16) scratch of each sample's head scores */
     float *rows;          /* (n, D) scratch: the rows of the tokens fed */
     Workers *workers;     /* NULL: steps on the caller's thread alone */
+    Steering steer;       /* the directions added at hook points (generate --steer); n 0: none */
     struct GenBf16 *bf16; /* with BF16: the weights in BF16 and each sample's inputs' pairs */
     void *state;          /* another architecture's own (the transformer's weights' views and key/value
                            * caches); then only pos, logits and workers above are used */
@@ -50,13 +52,16 @@ typedef struct GeneratorBatch {
  * buffers, pos and logits included) or frees what it took and leaves *g
  * zeroed; free frees all of it; feed steps tokens[j] into sample which[j],
  * j < k, on the calling thread, first being where which starts in the
- * step's list (its scratch's row); copy and set_precision as generate.h's. */
+ * step's list (its scratch's row), adding g->steer's directions at the
+ * points of steer_points (a bit a HookPoint) where the step makes them;
+ * copy and set_precision as generate.h's. */
 typedef struct GeneratorOps {
     int (*init)(GeneratorBatch *g, const Model *m, const Ablation *ablation, int n, Error *e);
     void (*free)(GeneratorBatch *g);
     void (*copy)(GeneratorBatch *g, int from, int to);
     void (*feed)(GeneratorBatch *g, const int *which, const int32_t *tokens, int k, int first);
     int (*set_precision)(GeneratorBatch *g, Precision p, Error *e);
+    unsigned steer_points; /* 1u << p for each HookPoint p feed steers at (the model must declare it too) */
 } GeneratorOps;
 
 #endif

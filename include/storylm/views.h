@@ -108,18 +108,24 @@ typedef struct ViewGenerateOptions {
     uint64_t seed;            /* of sample 0; sample i draws with seed + i */
     const char *const *stops; /* (n_stops) strings the text ends before: the first written ends the story */
     int n_stops;
-    int logprobs;          /* keep each new token's log-probability (slm_view_generator_logprob), */
-    int n_probs;           /* and its n_probs likeliest alternatives (0..SAMPLER_MAX_N_PROBS; a
-                            * model of fewer tokens gives all of them: slm_view_generate_n_probs) */
-    const NameList *names; /* may be NULL; kept by the caller while the generator lives */
-    int threads;           /* a ViewBatch's steps share its samples between this many (0, 1: the caller's) */
-    Precision precision;   /* of the generator's products (slm_generator_batch_set_precision): FP32 by default */
+    int logprobs;              /* keep each new token's log-probability (slm_view_generator_logprob), */
+    int n_probs;               /* and its n_probs likeliest alternatives (0..SAMPLER_MAX_N_PROBS; a
+                                * model of fewer tokens gives all of them: slm_view_generate_n_probs) */
+    const NameList *names;     /* may be NULL; kept by the caller while the generator lives */
+    int threads;               /* a ViewBatch's steps share its samples between this many (0, 1: the caller's) */
+    Precision precision;       /* of the generator's products (slm_generator_batch_set_precision): FP32 by default */
+    const char *const *steers; /* (n_steers) --steer DIR:LATENT:SCALE: SAE latents added while generating */
+    int n_steers;
 } ViewGenerateOptions;
 /* New tokens of one generation a request may ask for: the server bounds its work. */
 #define GENERATE_SERVED_TOKENS 2000
 /* The generator's own check of what it is handed, by params_generate: the
  * tokens, the sampler's settings, --n-probs, --precision, each stop string. */
 int slm_view_generate_check(const ViewGenerateOptions *go, Error *e);
+/* g's steps add each of specs[0..n) ("DIR:LATENT:SCALE": SCALE times the
+ * decoder row of the SAE in DIR's LATENT, at the SAE's hook point of m);
+ * errors name --steer. */
+int slm_view_steer(GeneratorBatch *g, const Model *m, const char *const *specs, int n, Error *e);
 /* params_generate's defaults (the sampler's, 200 tokens, FP32), seed 0, one thread. */
 ViewGenerateOptions slm_view_generate_defaults(void);
 /* The alternatives a token gets: go's n_probs, at most the vocabulary's size
@@ -135,6 +141,7 @@ typedef struct GenerateParams {
     ViewGenerateOptions go; /* --tokens, the sampler's settings, --n-probs, --precision */
     int seed;               /* -s: of the first sample; -1 draws one from the clock */
     StringList stops;       /* --stop */
+    StringList steers;      /* --steer */
     int samples;
 } GenerateParams;
 /* generate's table: --model, -f, --tokens (max_tokens), the sampler's group,

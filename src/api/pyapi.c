@@ -296,6 +296,8 @@ static char *generate(const PyModel *m, const char *prompt, size_t prompt_len, c
     go.threads = 1;
     go.stops = p.stops.items;
     go.n_stops = p.stops.count;
+    go.steers = p.steers.items;
+    go.n_steers = p.steers.count;
     go.logprobs = n_probs >= 0;
     go.n_probs = n_probs > 0 ? n_probs : 0;
     NameList names = {0};

@@ -253,6 +253,8 @@ static void attention_z(GeneratorBatch *g, const float *rows, const int *which, 
                     head_attend(g, which[j], l, h, out);
                 }
             }
+        if (g->steer.n) /* blocks.l.attn.hook_z: the heads as the layers above and the hidden layer read them */
+            slm_steer_rows(&g->steer, HOOK_Z, l, g->z + D + (size_t)l * H * vd, Z, which, k);
     }
 }
 
@@ -307,17 +309,21 @@ static void generator_feed(GeneratorBatch *g, const int *which, const int32_t *t
             memcpy(rows + (size_t)j * D, m->embedding + (size_t)tokens[j] * D, D * sizeof(float));
             slm_position_row_add(m, g->pos[which[j]], rows + (size_t)j * D); /* --pos absolute|sinusoidal */
         }
+        if (g->steer.n) slm_steer_rows(&g->steer, HOOK_EMBED, 0, rows, D, NULL, k);
         attention_z(g, rows, which, k);
     } else {
         for (int j = 0; j < k; j++) window_z(g, which[j], tokens[j]);
     }
     /* hidden = tanh(W1 z + b1), W1 (Hd, Z); logits = W2 hidden + b2, W2 (V, Hd) */
     struct GenBf16 *b = g->bf16;
+    if (g->steer.n) slm_steer_rows(&g->steer, HOOK_HIDDEN_IN, 0, g->z, sz.z, which, k);
     slm_dense_at(&g->hidden_w, b ? &b->hidden : NULL, b ? &b->in : NULL, m->hidden_b, g->z, sz.z, which, k, g->hidden,
                  sz.hidden);
     for (int j = 0; j < k; j++) slm_tanh_inplace(g->hidden + which[j] * sz.hidden, Hd);
+    if (g->steer.n) slm_steer_rows(&g->steer, HOOK_HIDDEN, 0, g->hidden, sz.hidden, which, k);
     slm_dense_at(&g->output_w, b ? &b->output : NULL, b ? &b->in : NULL, m->output_b, g->hidden, sz.hidden, which, k,
                  g->logits, sz.logits);
+    if (g->steer.n) slm_steer_rows(&g->steer, HOOK_LOGITS, 0, g->logits, sz.logits, which, k);
     for (int j = 0; j < k; j++) g->pos[which[j]]++;
 }
 
@@ -327,4 +333,5 @@ const GeneratorOps slm_readout_generator = {
     .copy = generator_copy,
     .feed = generator_feed,
     .set_precision = generator_set_precision,
+    .steer_points = 1u << HOOK_EMBED | 1u << HOOK_Z | 1u << HOOK_HIDDEN_IN | 1u << HOOK_HIDDEN | 1u << HOOK_LOGITS,
 };

@@ -148,6 +148,8 @@ static int run(int argc, char **argv) {
     f.go.threads = po->threads;
     f.go.stops = f.stops.items;
     f.go.n_stops = f.stops.count;
+    f.go.steers = f.steers.items;
+    f.go.n_steers = f.steers.count;
     f.go.logprobs = po->json;
     Error e = {0};
     char *owned;

@@ -15,8 +15,25 @@ int slm_generator_batch_init(GeneratorBatch *g, const Model *m, const Ablation *
 }
 
 void slm_generator_batch_free(GeneratorBatch *g) {
+    Steering steer = g->steer; /* the architecture's free zeroes g */
     if (g->ops) g->ops->free(g);
+    slm_steering_free(&steer);
     *g = (GeneratorBatch){0};
+}
+
+int slm_generator_batch_steer(GeneratorBatch *g, const Steering *s, Error *e) {
+    for (int i = 0; i < s->n; i++) {
+        char name[64];
+        slm_hook_name(s->add[i].point, s->add[i].layer, name, sizeof name);
+        if (!(g->ops->steer_points & (1u << s->add[i].point)))
+            return FAIL(e, "steer at a residual stream, hook_z, hook_hidden or hook_hidden_in",
+                        "a %s model's generator cannot add at %s", g->model->cfg.arch->name, name);
+    }
+    Steering copy;
+    if (slm_steering_copy(&copy, s, e)) return -1;
+    slm_steering_free(&g->steer);
+    g->steer = copy;
+    return 0;
 }
 
 void slm_generator_batch_copy(GeneratorBatch *g, int from, int to) { g->ops->copy(g, from, to); }

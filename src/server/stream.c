@@ -112,6 +112,35 @@ const NameList *entry_generate_names(ModelEntry *m) {
     return m->gen_names.cap ? &m->gen_names : NULL;
 }
 
+/* A request's "steer": each DIR:LATENT:SCALE's DIR must name the SAE beside
+ * the request's model (MODEL.sae for MODEL.safetensors), by its folder's
+ * name or its path: a request reads no other files. The specs with the
+ * folder's path into specs (n of them, each PATH_MAX + 64), ptrs to them. */
+static int served_steers(const ModelEntry *m, const StringList *in, char (*specs)[PATH_MAX + 64], const char **ptrs,
+                         Reply *r) {
+    char sae[PATH_MAX];
+    size_t n = strlen(m->path), ext = strlen(".safetensors");
+    if (n > ext && strcmp(m->path + n - ext, ".safetensors") == 0) n -= ext;
+    snprintf(sae, sizeof sae, "%.*s.sae", (int)n, m->path);
+    const char *base = strrchr(sae, '/') ? strrchr(sae, '/') + 1 : sae;
+    for (int i = 0; i < in->count; i++) {
+        const char *spec = in->items[i], *colon = strchr(spec, ':');
+        size_t d = colon ? (size_t)(colon - spec) : strlen(spec);
+        int ok =
+            colon && ((d == strlen(base) && !strncmp(spec, base, d)) || (d == strlen(sae) && !strncmp(spec, sae, d)));
+        if (!ok || strlen(colon) > 63) {
+            Error e = {0};
+            FAIL(&e, "name the model's own SAE folder, e.g. \"tinystories.sae:12:8\"",
+                 ": a request steers only with the SAE beside its model (%s)", base);
+            slm_error_set_param(&e, ERROR_PARAM_VALUE, "steer", "steer", spec, 1, 0);
+            return reply_failure(r, 400, &e);
+        }
+        snprintf(specs[i], sizeof specs[i], "%s%s", sae, colon);
+        ptrs[i] = specs[i];
+    }
+    return 0;
+}
+
 /* Frees st before it streams (a refused request). */
 static void drop_stream(Stream *st) {
     for (int i = 0; i < st->n_stops; i++) free(st->stops[i]);
@@ -148,6 +177,14 @@ int api_generate(Server *s, const cJSON *body, Reply *r) {
     go.stops = (const char *const *)st->stops;
     go.n_stops = st->n_stops;
     go.logprobs = 1;
+    char specs[STEER_MAX][PATH_MAX + 64];
+    const char *steers[STEER_MAX];
+    if (p.steers.count > STEER_MAX || served_steers(st->entry, &p.steers, specs, steers, r)) {
+        cache_release(&s->cache, st->entry);
+        drop_stream(st);
+        return p.steers.count > STEER_MAX ? reply_error(r, 400, "too many steers", "give at most 8") : r->status;
+    }
+    go.steers = steers, go.n_steers = p.steers.count;
     if (!st->prompt || slm_view_generator_init(&st->vg, &st->entry->ps.lm, &ab, st->prompt, &go, &e)) {
         cache_release(&s->cache, st->entry);
         drop_stream(st);

@@ -41,6 +41,13 @@ static const Param generate_params[] = {
      .served_max = GENERATE_SERVED_TOKENS},
     PARAM_GROUP_OF(GenerateParams, go.sampling, params_sampling),
     STOP_PARAM,
+    {.name = "steer",
+     .type = PARAM_STRINGS,
+     .offset = offsetof(GenerateParams, steers),
+     .meta = "DIR:LATENT:SCALE",
+     .help = "add SCALE times the decoder direction of latent LATENT of the SAE in DIR at its hook point, at every "
+             "position (repeat for more; a request names the SAE beside the model, MODEL.sae; docs/sae.md)",
+     .flags = PARAM_NONEMPTY},
     {.name = "seed",
      .short_name = 's',
      .type = PARAM_INT,

@@ -88,7 +88,8 @@ int slm_view_generator_init(ViewGenerator *vg, const LoadedModel *lm, const Abla
                             const ViewGenerateOptions *go, Error *e) {
     if (story_setup(vg, lm, prompt, NULL, go, go->seed, e)) return -1;
     if (slm_generator_batch_init(&vg->own, &lm->model, ab, 1, e) ||
-        slm_generator_batch_set_precision(&vg->own, go->precision, e)) {
+        slm_generator_batch_set_precision(&vg->own, go->precision, e) ||
+        slm_view_steer(&vg->own, &lm->model, go->steers, go->n_steers, e)) {
         slm_view_generator_free(vg);
         return -1;
     }
@@ -104,7 +105,8 @@ int slm_view_generator_init_ids(ViewGenerator *vg, const LoadedModel *lm, const 
                         ids->data[i], lm->tokenizer.size);
     if (story_setup(vg, lm, prompt, ids, go, go->seed, e)) return -1;
     if (slm_generator_batch_init(&vg->own, &lm->model, ab, 1, e) ||
-        slm_generator_batch_set_precision(&vg->own, go->precision, e)) {
+        slm_generator_batch_set_precision(&vg->own, go->precision, e) ||
+        slm_view_steer(&vg->own, &lm->model, go->steers, go->n_steers, e)) {
         slm_view_generator_free(vg);
         return -1;
     }
@@ -428,6 +430,7 @@ int slm_view_batch_init(ViewBatch *vb, const LoadedModel *lm, const Ablation *ab
         return -1;
     int ok = !slm_generator_batch_init(&vb->gen, &lm->model, ab, n, e) &&
              !slm_generator_batch_set_precision(&vb->gen, go->precision, e) &&
+             !slm_view_steer(&vb->gen, &lm->model, go->steers, go->n_steers, e) &&
              (vb->samples = xcalloc((size_t)n, sizeof *vb->samples, e)) &&
              (vb->which = xcalloc((size_t)n, sizeof(int), e)) && (vb->next = xcalloc((size_t)n, sizeof(int32_t), e));
     int threads = go->threads < n ? go->threads : n;

@@ -117,7 +117,11 @@ static void hook_points(const ModelConfig *c, HookPoints *out) {
 static void generator_feed(GeneratorBatch *g, const int *which, const int32_t *tokens, int k, int first) {
     (void)first; /* each sample's scratch is its own row */
     slm_tf_gen_embed(g, which, tokens, k);
-    for (int l = 0; l < g->model->cfg.n_layers; l++) slm_tf_gen_attn(g, l, which, k);
+    for (int l = 0; l < g->model->cfg.n_layers; l++) {
+        slm_tf_gen_steer_resid(g, HOOK_RESID_PRE, l, which, k);
+        slm_tf_gen_attn(g, l, which, k);
+        slm_tf_gen_steer_resid(g, HOOK_RESID_POST, l, which, k);
+    }
     slm_tf_gen_final(g, which, k);
 }
 
@@ -127,6 +131,7 @@ static const GeneratorOps generator = {
     .copy = slm_tf_generator_copy,
     .feed = generator_feed,
     .set_precision = slm_tf_generator_set_precision,
+    .steer_points = SLM_TF_STEER_POINTS,
 };
 
 const Architecture slm_attn_only_arch = {

@@ -98,13 +98,19 @@ int slm_tf_generator_init(GeneratorBatch *g, const Model *m, const Ablation *abl
 void slm_tf_generator_free(GeneratorBatch *g);
 void slm_tf_generator_copy(GeneratorBatch *g, int from, int to);
 int slm_tf_generator_set_precision(GeneratorBatch *g, Precision p, Error *e);
-/* Each sample's resid (D) = W_E[token] + its position's row. */
+/* Each sample's resid (D) = W_E[token] + its position's row (+ hook_embed's steering). */
 void slm_tf_gen_embed(GeneratorBatch *g, const int *which, const int32_t *tokens, int k);
-/* resid += attn(LN1(resid)) of block l, its keys and values cached. */
+/* Each sample's resid (D) += the steering at point p (resid_pre, resid_post) of block l. */
+void slm_tf_gen_steer_resid(GeneratorBatch *g, HookPoint p, int l, const int *which, int k);
+/* resid += attn(LN1(resid)) of block l, its keys and values cached (steered at hook_z, resid_mid). */
 void slm_tf_gen_attn(GeneratorBatch *g, int l, const int *which, int k);
-/* resid += MLP(LN2(resid)) of block l. */
+/* resid += MLP(LN2(resid)) of block l (steered at mlp.hook_post). */
 void slm_tf_gen_mlp(GeneratorBatch *g, int l, const int *which, int k);
-/* logits (V) = LN_final(resid) W_U + b_U; each sample's position moves on. */
+/* The points every generator of the family steers at (feed adds resid_pre and resid_post). */
+#define SLM_TF_STEER_POINTS                                                                                            \
+    (1u << HOOK_EMBED | 1u << HOOK_RESID_PRE | 1u << HOOK_Z | 1u << HOOK_RESID_POST | 1u << HOOK_LN_FINAL |            \
+     1u << HOOK_LOGITS)
+/* logits (V) = LN_final(resid) W_U + b_U (steered at ln_final, logits); each sample's position moves on. */
 void slm_tf_gen_final(GeneratorBatch *g, const int *which, int k);
 
 #endif

@@ -276,8 +276,10 @@ void slm_tf_gen_attn(GeneratorBatch *g, int l, const int *which, int k) {
     slm_dense_at(&G->qkv_w[l], B ? &B->qkv_w[l] : NULL, B ? &B->in : NULL, G->qkv_b + (size_t)l * z.QKV, G->x, D, which,
                  k, G->qkv, z.QKV);
     for (int j = 0; j < k; j++) heads_step(g, &z, which[j], l);
+    if (g->steer.n) slm_steer_rows(&g->steer, HOOK_Z, l, G->z, z.HV, which, k);
     slm_dense_at(&G->W_O[l], B ? &B->W_O[l] : NULL, B ? &B->in : NULL, b->b_O, G->z, z.HV, which, k, G->x, D);
     add_x(G, D, which, k);
+    if (g->steer.n) slm_steer_rows(&g->steer, HOOK_RESID_MID, l, G->resid, D, which, k);
 }
 
 /* Block l for which[j], j < k: resid (D) += MLP(LN2(resid)) (F neurons). */
@@ -293,6 +295,7 @@ void slm_tf_gen_mlp(GeneratorBatch *g, int l, const int *which, int k) {
         float *mlp = G->mlp + (size_t)which[j] * z.F;
         slm_act_forward((ActFn)g->model->cfg.act, mlp, z.F, mlp);
     }
+    if (g->steer.n) slm_steer_rows(&g->steer, HOOK_MLP_POST, l, G->mlp, z.F, which, k);
     slm_dense_at(&G->W_out[l], B ? &B->W_out[l] : NULL, B ? &B->in : NULL, b->b_out, G->mlp, z.F, which, k, G->x, D);
     add_x(G, D, which, k);
 }
@@ -315,6 +318,12 @@ static void embed(GeneratorBatch *g, int s, int32_t x) {
 
 void slm_tf_gen_embed(GeneratorBatch *g, const int *which, const int32_t *tokens, int k) {
     for (int j = 0; j < k; j++) embed(g, which[j], tokens[j]);
+    slm_tf_gen_steer_resid(g, HOOK_EMBED, 0, which, k); /* hook_embed's additions go to the stream */
+}
+
+void slm_tf_gen_steer_resid(GeneratorBatch *g, HookPoint p, int l, const int *which, int k) {
+    struct TfGenerator *G = g->state;
+    if (g->steer.n) slm_steer_rows(&g->steer, p, l, G->resid, (size_t)g->model->cfg.row_dim, which, k);
 }
 
 /* For which[j], j < k: logits (V) = LN_final(resid) W_U + b_U, then the position moves on. */
@@ -322,8 +331,10 @@ void slm_tf_gen_final(GeneratorBatch *g, const int *which, int k) {
     struct TfGenerator *G = g->state;
     TfSizes z = tf_sizes(&g->model->cfg);
     layernorm(G, z.D, G->w.ln_final_w, G->w.ln_final_b, which, k);
+    if (g->steer.n) slm_steer_rows(&g->steer, HOOK_LN_FINAL, 0, G->x, z.D, which, k);
     slm_dense_at(&G->W_U, G->bf16 ? &G->bf16->W_U : NULL, G->bf16 ? &G->bf16->in : NULL, G->w.b_U, G->x, z.D, which, k,
                  g->logits, z.V);
+    if (g->steer.n) slm_steer_rows(&g->steer, HOOK_LOGITS, 0, g->logits, z.V, which, k);
     for (int j = 0; j < k; j++) g->pos[which[j]]++;
 }
 
@@ -332,8 +343,10 @@ static void generator_feed(GeneratorBatch *g, const int *which, const int32_t *t
     (void)first; /* each sample's scratch is its own row */
     slm_tf_gen_embed(g, which, tokens, k);
     for (int l = 0; l < g->model->cfg.n_layers; l++) {
+        slm_tf_gen_steer_resid(g, HOOK_RESID_PRE, l, which, k);
         slm_tf_gen_attn(g, l, which, k);
         slm_tf_gen_mlp(g, l, which, k);
+        slm_tf_gen_steer_resid(g, HOOK_RESID_POST, l, which, k); /* blocks.l.hook_mlp_out's additions too */
     }
     slm_tf_gen_final(g, which, k);
 }
@@ -344,4 +357,5 @@ const GeneratorOps slm_transformer_generator = {
     .copy = slm_tf_generator_copy,
     .feed = generator_feed,
     .set_precision = slm_tf_generator_set_precision,
+    .steer_points = SLM_TF_STEER_POINTS | 1u << HOOK_RESID_MID | 1u << HOOK_MLP_POST,
 };
