@@ -298,6 +298,11 @@ static char *generate(const PyModel *m, const char *prompt, size_t prompt_len, c
     go.n_stops = p.stops.count;
     go.steers = p.steers.items;
     go.n_steers = p.steers.count;
+    if (hooks && go.n_steers) /* the hooked pass, not the generator, makes the logits: it would not steer */
+        return cJSON_Delete(json),
+               FAIL(e, "add the direction in a hook of fwd_hooks instead",
+                    "steer= with fwd_hooks: the hooks' pass makes the logits"),
+               NULL;
     go.logprobs = n_probs >= 0;
     go.n_probs = n_probs > 0 ? n_probs : 0;
     NameList names = {0};
