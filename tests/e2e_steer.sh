@@ -5,7 +5,8 @@
 # generate(steer=...) writes what the CLI writes; bad specs are refused
 # naming --steer (steer= in Python): not DIR:LATENT:SCALE, a latent past the
 # SAE's, a missing folder, an SAE of another model's width, and steer= with
-# fwd_hooks. (test_steer holds the steered generator to the hooked forward
+# fwd_hooks; /api/generate steers with the SAE beside its model and refuses
+# any other folder. (test_steer holds the steered generator to the hooked forward
 # pass at every point of every architecture.)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -67,3 +68,24 @@ except storylm.StorylmError as e:
     assert "fwd_hooks" in str(e), str(e)
 PY
   fail "Python's generate(steer=...)"
+
+# /api/generate: "steer" names the SAE beside the served model, and no other folder
+cp sae1 -r tiny.sae
+"$PY" - "$STORYLM" "$text" <<'PY' || fail "/api/generate's steer"
+import json, sys
+sys.path.insert(0, __import__("os").environ["STORYLM_SOURCE_DIR"] + "/tests/serve")
+from client import Server
+srv = Server(sys.argv[1], "--model", "tiny.safetensors", "--threads", "2")
+try:
+    def story(**kw):
+        status, events = srv.events(dict(prompt="Tom", max_tokens=40, seed=7, **kw))
+        assert status == 200, (status, events)
+        return [e for e in events if e[0] == "done"][-1][1]["text"]
+    assert story(steer=["tiny.sae:3:40"]) == sys.argv[2], (story(steer=["tiny.sae:3:40"]), sys.argv[2])
+    assert story(steer="tiny.sae:3:0") == story() != sys.argv[2]
+    for spec in ["sae1:3:40", "../tiny.sae:3:40", "/etc:3:1"]:
+        status, err = srv.post("/api/generate", {"prompt": "Tom", "steer": [spec]})
+        assert status == 400 and '"steer"' in err["error"] and "beside its model" in err["error"], (status, err)
+finally:
+    srv.stop()
+PY
