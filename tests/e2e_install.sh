@@ -23,7 +23,8 @@ for h in "$STORYLM_SOURCE_DIR"/include/storylm/*.h; do
   cmp -s "$h" "$P/include/storylm/$(basename "$h")" || fail "header not installed: $(basename "$h")"
 done
 cmp -s "$SRC_MODEL" "$P/share/storylm/models/tinystories.safetensors" || fail "installed model differs from models/"
-for f in "$STORYLM_SOURCE_DIR"/models/*.safetensors "$STORYLM_SOURCE_DIR"/models/snapshots/*.safetensors; do
+for f in "$STORYLM_SOURCE_DIR"/models/*.safetensors "$STORYLM_SOURCE_DIR"/models/snapshots/*.safetensors \
+  "$STORYLM_SOURCE_DIR"/models/*.sae/*; do # the models, their snapshots and their SAEs
   cmp -s "$f" "$P/share/storylm/models/${f#"$STORYLM_SOURCE_DIR"/models/}" || fail "shipped model not installed: $f"
 done
 
