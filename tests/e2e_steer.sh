@@ -6,8 +6,9 @@
 # naming --steer (steer= in Python): not DIR:LATENT:SCALE, a latent past the
 # SAE's, a missing folder, an SAE of another model's width, and steer= with
 # fwd_hooks; /api/generate steers with the SAE beside its model and refuses
-# any other folder. (test_steer holds the steered generator to the hooked forward
-# pass at every point of every architecture.)
+# any other folder; the shipped SAE's latent of boys' names writes them.
+# (test_steer holds the steered generator to the hooked forward pass at
+# every point of every architecture.)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
@@ -47,6 +48,16 @@ refused --steer nowhere.sae:3:2 "--steer nowhere.sae:3:2: "
 "$STORYLM" "${gen[@]}" --steer sae_in:3:5 >in.json 2>/dev/null || fail "steering at hook_hidden_in"
 sed -i 's/"hook_hidden_in"/"hook_hidden"/' sae_in/cfg.json # now it says it reads the 128 of hook_hidden
 refused --steer sae_in:3:5 "--steer sae_in:3:5: the SAE reads 160 numbers at hook_hidden, the model has 128"
+
+# the shipped SAE's latent 89 (boys' names: it promotes jake, john, jim) writes them at scale 12
+M="$STORYLM_SOURCE_DIR/models"
+if [[ -d "$M/tinystories.sae" ]]; then
+  ship=(generate -m "$M/tinystories.safetensors" --seed 3 --tokens 60 "Once upon a time")
+  plain=$("$STORYLM" "${ship[@]}" 2>/dev/null) || fail "generate with the shipped model"
+  named=$("$STORYLM" "${ship[@]}" --steer "$M/tinystories.sae:89:12" 2>/dev/null) || fail "--steer the shipped SAE"
+  [[ $(grep -oi "john" <<<"$plain" | wc -l) -eq 0 && $(grep -oi "john" <<<"$named" | wc -l) -ge 5 ]] ||
+    fail "latent 89 at scale 12 did not write john: $named"
+fi
 
 [[ -n "${PY:-}" ]] || exit 0
 text=$("$STORYLM" generate -m tiny.safetensors --seed 7 --tokens 40 --steer sae1:3:40 "Tom" 2>/dev/null)
