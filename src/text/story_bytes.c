@@ -8,8 +8,7 @@
 /* keep (n_spans) = 1 for the spans that encoded to a token (the stories s
  * holds, in order); the others (only spaces of other kinds, control
  * characters) were left out as empty. */
-static int spans_kept(const char *text, const StorySpan *spans, int n_spans, const Tokenizer *t, char *keep,
-                      Error *e) {
+static int spans_kept(const char *text, const StorySpan *spans, int n_spans, const Tokenizer *t, char *keep, Error *e) {
     IntVec ids = {0};
     for (int i = 0; i < n_spans; i++) {
         ids.len = 0;
