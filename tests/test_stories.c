@@ -470,6 +470,29 @@ static void test_load_counts_skips(const Tokenizer *t) {
     }
 }
 
+/* Loss per character's divisor: each story's bytes as the file has them
+ * (trimmed, before normalising: "\xc3\xa9" is 2 bytes though the tokenizer
+ * reads it as "e"), plus its closing [EOS]; a story of no-break spaces,
+ * left out as empty, is passed over (the next one's bytes are its own). */
+static void test_text_bytes(const Tokenizer *t) {
+    char path[4096];
+    tmp_path(path, sizeof path, "bytes.txt");
+    static const char text[] = "  Tom ran.  \n" SEP "\n\xc2\xa0\xc2\xa0\n" SEP "\nLily sat, h\xc3\xa9llo.\n" SEP "\n";
+    write_bytes(path, text, sizeof text - 1);
+    StoriesOptions o = options(NULL, 0);
+    Stories s;
+    if (load(&s, path, t, &o)) return;
+    CHECK(s.n_stories == 2 && s.skips.empty == 1);
+    Error e = {0};
+    long long bytes = -1;
+    int both[] = {0, 1}, second[] = {1};
+    CHECK(slm_stories_text_bytes(&s, path, t, both, 2, &bytes, &e) == 0 && bytes == (8 + 1) + (17 + 1));
+    CHECK(slm_stories_text_bytes(&s, path, t, second, 1, &bytes, &e) == 0 && bytes == 17 + 1);
+    write_text(path, "Tom ran."); /* the file changed under the stories: refused */
+    CHECK(slm_stories_text_bytes(&s, path, t, second, 1, &bytes, &e) == -1 && strstr(e.message, "holds 1 stories"));
+    slm_stories_free(&s);
+}
+
 static void test_load_one_story(const Tokenizer *t) {
     char path[4096];
     tmp_path(path, sizeof path, "one.txt");
@@ -877,6 +900,7 @@ int main(void) {
         test_load_wraps_ids_in_eos(&t);
         test_load_counts_skips(&t);
         test_load_one_story(&t);
+        test_text_bytes(&t);
         test_load_failures(&t);
         test_held_out(&t);
         test_held_out_follows_text(&t);

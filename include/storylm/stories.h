@@ -78,4 +78,16 @@ bool slm_stories_encoding_hint(const StorySkips *k, int n_kept, const char *path
  * slm_stories_free (story_ids.h) frees it. */
 int slm_stories_load(Stories *s, const char *path, const Tokenizer *t, const StoriesOptions *o, Error *e);
 
+/* The characters that loss per character divides by: for each story idx[i]
+ * of s (read from path with t by slm_stories_load), the UTF-8 bytes of its
+ * text as the tokenizer was given it (slm_stories_split's span: trimmed of
+ * white space at both ends, no separator line, before any normalising),
+ * plus one for the [EOS] that closes it (a predicted position; the one
+ * that opens it is not). So a model of any vocabulary is divided by the same
+ * number for the same stories. path is read again (mapped); the stories that
+ * encoded to no token, left out of s, are found by encoding when there are
+ * any. Fails when the file no longer gives s's stories. */
+int slm_stories_text_bytes(const Stories *s, const char *path, const Tokenizer *t, const int *idx, int n,
+                           long long *bytes, Error *e);
+
 #endif

@@ -22,9 +22,10 @@
 /* What the progress callback sees. */
 typedef struct TrainProgress {
     int step, steps;
-    int start_step;    /* the step this run began from: 0, or the resumed model's */
-    double train_loss; /* mean over the last step */
-    double test_loss;  /* NAN until evaluated */
+    int start_step;            /* the step this run began from: 0, or the resumed model's */
+    double train_loss;         /* mean over the last step */
+    double test_loss;          /* NAN until evaluated */
+    double test_loss_per_char; /* nats per byte of the test stories' text; NAN until evaluated or without it */
     double test_accuracy;
     double tokens_per_s;     /* recent, of this run */
     double lr;               /* the learning rate of the step just taken */

@@ -41,6 +41,8 @@ typedef struct TrainOptions {
     Precision precision;   /* of the training steps' matrix products (bf16.h); evaluation is FP32 */
     const char *out;       /* model path; optimizer state beside it */
     const char *data_path; /* the stories file: the model records its name, size and hash (record.h) */
+    long long test_bytes;  /* the test stories' text bytes (slm_stories_text_bytes): loss per character's
+                            * divisor; 0: none reported */
     const struct StoriesRecord *data_record; /* data_path's record when the caller has made it (NULL: made here) */
     const Model *from;                       /* fine-tuning: the trained model the run starts from (its architecture and
                                               * vocabulary kept); NULL = random initial weights */
@@ -118,12 +120,13 @@ typedef struct TrainResult {
     int steps_done; /* in this run */
     int final_step; /* steps of the saved model */
     double train_loss, test_loss, test_accuracy, best_test_loss;
-    int best_step;         /* of the saved model's lowest test loss (the average's with ema_save) */
-    int kept_step;         /* the step of the model in OUT: the lowest test loss's, or the last (keep_last) */
-    double kept_test_loss; /* its test loss (the average's with ema_save); NAN when none was measured */
-    int early_stopped;     /* stopped by patience: `patience` evaluations found no lower test loss */
-    double from_test_loss; /* fine-tuning: the test loss of the model fine-tuned, before the first step; else NAN */
-    int nothing_saved;     /* stopped by the stop flag in its first seconds, before any save: no file written */
+    double test_loss_per_char; /* the test loss in nats per byte of the test stories' text; NAN without test_bytes */
+    int best_step;             /* of the saved model's lowest test loss (the average's with ema_save) */
+    int kept_step;             /* the step of the model in OUT: the lowest test loss's, or the last (keep_last) */
+    double kept_test_loss;     /* its test loss (the average's with ema_save); NAN when none was measured */
+    int early_stopped;         /* stopped by patience: `patience` evaluations found no lower test loss */
+    double from_test_loss;     /* fine-tuning: the test loss of the model fine-tuned, before the first step; else NAN */
+    int nothing_saved;         /* stopped by the stop flag in its first seconds, before any save: no file written */
     double ema_test_loss, ema_test_accuracy; /* NAN without --ema */
     double seconds;
     int interrupted; /* stopped by the stop flag or the time budget */

@@ -72,6 +72,9 @@ int slm_view_trace(Report *r, const ProbeSession *ps, const ViewText *vt, const 
  * positions (0..T-2, each predicting the next token of the text), and every
  * position's token, target, loss and rank; vt run whole. */
 void slm_view_loss(Report *r, const ProbeSession *ps, const ViewText *vt, const char *text);
+/* The loss per character of a text of bytes bytes that cost nats in all:
+ * "characters", "loss_per_char" (nats) and "bits_per_char" (docs/json.md). */
+void slm_view_loss_per_char(Report *r, double nats, long long bytes);
 
 /* Tool 2 (distances): the heads' distance scores for distances 0..up_to. */
 void slm_view_distances(Report *r, const ProbeSession *ps, int up_to);

@@ -421,6 +421,19 @@ class Model:
         (a batch: np.float64 [B], each row's own; ablate: as for model(...))."""
         return self._run(text_or_ids, fwd_hooks, logits=False, ablate=ablate)[1]
 
+    def loss_per_char(self, text, fwd_hooks=None, ablate=None):
+        """The loss in nats per character of a text (per byte of its UTF-8, as
+        typed, before the tokenizer lower-cases it), as `storylm eval --text
+        TEXT --json`'s loss_per_char: comparable across vocabularies (a batch
+        of texts: np.float64 [B]). Divide by log(2) for bits."""
+        rows = _batch_of(text)
+        texts = rows if rows is not None else [text]
+        if not all(isinstance(t, str) for t in texts):
+            raise StorylmError("loss per character needs a text, not token ids", "give the text itself")
+        losses = np.atleast_1d(self.loss(text, fwd_hooks=fwd_hooks, ablate=ablate))
+        nats = [loss * (len(self._row_ids(t)) - 1) / max(1, len(t.encode("utf-8"))) for loss, t in zip(losses, texts)]
+        return np.array(nats) if rows is not None else float(nats[0])
+
     def run_with_cache(self, text_or_ids, names_filter=None, fwd_hooks=None, ablate=None):
         """(logits [T, V], cache): the cache an ActivationCache (a dict) of
         np.float32 arrays under the hook names (model.hook_names; docs/python.md

@@ -78,13 +78,15 @@ static void print_progress(const TrainProgress *p, void *ctx) {
     cli_heartbeat_beat(&pp->beat, p->step, !quiet);
     if (quiet) return;
     pp->last_line_s = p->elapsed_s;
-    char eta[32], elapsed[32], test[64] = "";
+    char eta[32], elapsed[32], test[96] = "";
     cli_format_duration(p->eta_s, eta, sizeof eta);
     cli_format_duration(p->elapsed_s, elapsed, sizeof elapsed);
     if (p->evaluated && isfinite(p->test_loss))
         snprintf(test, sizeof test, " | test %.4f acc %.1f%%", p->test_loss, 100 * p->test_accuracy);
     if (p->evaluated && isfinite(p->ema_test_loss)) /* after the test column, which scripts read by place */
         snprintf(test + strlen(test), sizeof test - strlen(test), " ema %.4f", p->ema_test_loss);
+    if (p->evaluated && isfinite(p->test_loss_per_char)) /* last: the columns before keep their places */
+        snprintf(test + strlen(test), sizeof test - strlen(test), " (%.4f/char)", p->test_loss_per_char);
     fprintf(stderr, "%sstep %5d/%d | loss %.4f%s | lr %.2e | %.0f tok/s | %s elapsed, ETA %s%s",
             pp->tty ? "\r\033[K" : "", p->step, p->steps, p->train_loss, test, p->lr, p->tokens_per_s, elapsed, eta,
             pp->tty && !p->evaluated ? "" : "\n");
@@ -150,10 +152,13 @@ static int print_result(const TrainPlace *pl, const TrainOptions *o, const Train
                 r->final_step);
         return json ? cli_json_print(kept_json(slm_train_summary_json(pl, o, r), o, r), e) : 0;
     }
-    char test[96] = "no test stories";
+    char test[160] = "no test stories";
     if (isfinite(r->test_loss))
         snprintf(test, sizeof test, "test loss %.4f (perplexity %.1f), accuracy %.1f%%", r->test_loss,
                  exp(r->test_loss), 100 * r->test_accuracy);
+    if (isfinite(r->test_loss_per_char))
+        snprintf(test + strlen(test), sizeof test - strlen(test), ", %.4f nats (%.4f bits) per character",
+                 r->test_loss_per_char, r->test_loss_per_char / log(2.0));
     fprintf(stderr, "%s after %d steps (%s): train loss %.4f, %s\n", r->interrupted ? "stopped" : "done", r->final_step,
             took, r->train_loss, test);
     if (isfinite(r->ema_test_loss)) fprintf(stderr, "moving average: test loss %.4f\n", r->ema_test_loss);
@@ -363,6 +368,7 @@ static int train_file(TrainParams *p, Error *e, int *signalled, bool *refused) {
         fprintf(stderr, "storylm: the model's vocabulary has %d pieces, as %s\n", tok.size, vocab_path);
     if (!rc) rc = load_stories(&s, path, &tok, &so, o->dist, e);
     if (!rc) rc = slm_train_check_story_count(s.n_stories, &s.skips, path, e);
+    if (!rc && s.n_test > 0) rc = slm_stories_text_bytes(&s, path, &tok, s.test, s.n_test, &o->test_bytes, e);
     if (!rc) rc = check_fit(p, &s, &tok, learnt, refused, e);
     Model base = {0};
     if (!rc && p->from && !p->resume) rc = load_base(p, &base, &s, &tok, root, e);

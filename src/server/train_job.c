@@ -231,6 +231,8 @@ static void on_progress(const TrainProgress *p, void *ctx) {
             cJSON_AddNumberToObject(pt, "test_loss", p->test_loss);
         else
             cJSON_AddNullToObject(pt, "test_loss");
+        if (p->evaluated && isfinite(p->test_loss_per_char)) /* nats per character of the test stories */
+            cJSON_AddNumberToObject(pt, "test_loss_per_char", p->test_loss_per_char);
         cJSON_AddItemToArray(j->points, pt);
     }
     if (heads) cJSON_AddItemToArray(j->heads, heads);
@@ -260,6 +262,7 @@ static int job_run(TrainJob *j, Error *e) {
     o.vocab_text = vocab;
     o.vocab_size = tok.size;
     o.stop = &j->stop;
+    if (!rc && s.n_test > 0) rc = slm_stories_text_bytes(&s, j->stories, &tok, s.test, s.n_test, &o.test_bytes, e);
     TrainResult res;
     j->s = &s;
     if (!rc) rc = slm_train_run(&s, &o, on_progress, j, &res, e);

@@ -457,6 +457,7 @@ static int evaluate_test(Trainer *t, Error *e) {
     if (slm_pass_evaluate(&t->pass, t->s, t->s->test, t->s->n_test, NULL, &ev, e)) return -1;
     t->r->test_loss = ev.loss;
     t->r->test_accuracy = ev.accuracy;
+    t->r->test_loss_per_char = t->o.test_bytes > 0 ? ev.loss * (double)ev.positions / (double)t->o.test_bytes : NAN;
     if (!(ev.loss >= t->r->best_test_loss)) {
         t->r->best_test_loss = ev.loss;
         t->r->best_step = t->step;
@@ -505,6 +506,7 @@ static void report(Trainer *t, TrainProgressFn fn, void *ctx, double start, int 
                        .start_step = start_step,
                        .train_loss = t->r->train_loss,
                        .test_loss = evaluated ? t->r->test_loss : NAN,
+                       .test_loss_per_char = evaluated ? t->r->test_loss_per_char : NAN,
                        .test_accuracy = t->r->test_accuracy,
                        .ema_test_loss = evaluated ? t->r->ema_test_loss : NAN,
                        .lr = slm_train_lr_at(&t->o, t->step - 1),
@@ -590,6 +592,7 @@ static int train_loop(Trainer *t, TrainProgressFn fn, void *ctx, Error *e) {
 int train_run_overflowing(const Stories *s, const TrainOptions *o, TrainProgressFn progress, void *ctx,
                           int overflow_at_step, TrainResult *r, Error *e) {
     *r = (TrainResult){.test_loss = NAN,
+                       .test_loss_per_char = NAN,
                        .test_accuracy = NAN,
                        .best_test_loss = INFINITY,
                        .best_step = -1,

@@ -122,6 +122,8 @@ cJSON *slm_train_summary_json(const TrainPlace *pl, const TrainOptions *o, const
     cJSON_AddItemToObject(j, "test_loss", number_or_null(r->test_loss));
     cJSON_AddItemToObject(j, "test_perplexity", number_or_null(exp(r->test_loss)));
     cJSON_AddItemToObject(j, "test_accuracy", number_or_null(r->test_accuracy));
+    cJSON_AddItemToObject(j, "test_loss_per_char", number_or_null(r->test_loss_per_char));
+    cJSON_AddItemToObject(j, "test_bits_per_char", number_or_null(r->test_loss_per_char / log(2.0)));
     cJSON_AddItemToObject(j, "ema_test_loss", number_or_null(r->ema_test_loss));
     cJSON_AddItemToObject(j, "ema_test_accuracy", number_or_null(r->ema_test_accuracy));
     char best_path[REGULARISE_PATH_MAX];

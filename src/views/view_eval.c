@@ -34,7 +34,7 @@ static int check(void *params, Error *e) {
 }
 
 /* The numbers as a report (docs/json.md): model, stories, ablation, then the measures. */
-static void eval_report(Report *rep, const ProbeSession *ps, bool all, const EvalResult *r) {
+static void eval_report(Report *rep, const ProbeSession *ps, bool all, const EvalResult *r, long long bytes) {
     /* past a loss of 709 nats exp overflows double: the largest double stands
      * in (JSON has no infinity, and null is no result) */
     double perplexity = fmin(exp(r->loss), DBL_MAX);
@@ -47,6 +47,7 @@ static void eval_report(Report *rep, const ProbeSession *ps, bool all, const Eva
     slm_report_number(rep, "perplexity", perplexity < DBL_MAX ? "perplexity" : NULL, perplexity, 2);
     if (perplexity == DBL_MAX) slm_report_note(rep, "perplexity over 1e308 (the loss is past 709 nats)");
     slm_report_percent(rep, "accuracy", "accuracy (top guess right)", r->accuracy, 2);
+    slm_view_loss_per_char(rep, r->loss * (double)r->positions, bytes);
 }
 
 /* The held-out test stories of the session, or --all of them. */
@@ -61,13 +62,15 @@ static int eval_stories(ViewCall *c, Error *e) {
     if (p->all && !(all = xmalloc((size_t)s->n_stories * sizeof(int), e))) return -1;
     for (int i = 0; all && i < s->n_stories; i++) all[i] = i;
     EvalResult r;
-    int rc = slm_evaluate(&ps->lm.model, s, p->all ? all : s->test, n, &ps->ablation, p->max_positions, &r, e);
+    long long bytes = 0;
+    int rc = slm_evaluate(&ps->lm.model, s, p->all ? all : s->test, n, &ps->ablation, p->max_positions, &r, e) ||
+             slm_stories_text_bytes(s, ps->stories_path, &ps->lm.tokenizer, p->all ? all : s->test, n, &bytes, e);
     free(all);
     if (rc) slm_error_prefix(e, "evaluating '%s': ", ps->model_path);
     if (!rc && (r.positions == 0 || !isfinite(r.loss))) /* never a NaN delivered as a result */
         rc = FAIL(e, "give stories of at least two tokens", "'%s': the stories evaluated hold no position to predict",
                   ps->stories_path);
-    if (!rc) eval_report(c->report, ps, p->all, &r);
+    if (!rc) eval_report(c->report, ps, p->all, &r, bytes);
     return rc;
 }
 
@@ -116,8 +119,10 @@ const View view_eval = {
     .usage = "storylm eval STORIES [options] | storylm eval --text TEXT [STORIES] [options]",
     .description = "Reads STORIES with the model's own vocabulary and measures, over every predicted\n"
                    "position of the held-out test stories (the same 100 that training left out) or of\n"
-                   "--all stories: the loss in nats per token, the perplexity exp(loss) and the share of\n"
-                   "positions where the most likely token is the right one.\n"
+                   "--all stories: the loss in nats per token, the perplexity exp(loss), the share of\n"
+                   "positions where the most likely token is the right one, and the loss per character\n"
+                   "(nats and bits): the total over the stories' UTF-8 bytes as the file holds them, each\n"
+                   "story trimmed, plus one a story for its closing [EOS]; so vocabularies compare.\n"
                    "--text TEXT measures the same over one typed text instead (after [EOS]; each position\n"
                    "predicting the text's next token) and lists every position's token, target, loss and\n"
                    "rank; STORIES is then optional (mean ablation's test stories).",

@@ -273,4 +273,12 @@ void slm_view_loss(Report *r, const ProbeSession *ps, const ViewText *vt, const 
     slm_report_number(r, "loss", "loss (nats/token)", n > 0 ? sum / n : NAN, 4);
     slm_report_number(r, "perplexity", "perplexity", n > 0 ? exp(sum / n) : NAN, 2);
     slm_report_percent(r, "accuracy", "accuracy", n > 0 ? (double)right / n : NAN, 2);
+    slm_view_loss_per_char(r, sum, (long long)strlen(text)); /* the text's bytes as typed */
+}
+
+void slm_view_loss_per_char(Report *r, double nats, long long bytes) {
+    double per_char = bytes > 0 ? nats / (double)bytes : NAN;
+    slm_report_int(r, "characters", "characters (UTF-8 bytes)", bytes);
+    slm_report_number(r, "loss_per_char", "loss (nats/character)", per_char, 4);
+    slm_report_number(r, "bits_per_char", "loss (bits/character)", per_char / log(2.0), 4);
 }

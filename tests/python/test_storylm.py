@@ -175,7 +175,10 @@ class LogitsAndLoss(unittest.TestCase):
             m = model(path)
             for text in [TEXT, "Lily found a ball."]:
                 got = m.loss(text)
-                same_number(self, got, cli("eval", "--text", text, "--json", "-m", path)["loss"], path)
+                want = cli("eval", "--text", text, "--json", "-m", path)
+                same_number(self, got, want["loss"], path)
+                self.assertAlmostEqual(m.loss_per_char(text), want["loss_per_char"], places=8, msg=path)
+                self.assertAlmostEqual(m.loss_per_char([text, text])[1], want["loss_per_char"], places=8, msg=path)
 
     def test_logits_give_evals_probabilities_and_ranks(self):
         for path in model_paths():

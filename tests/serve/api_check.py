@@ -407,6 +407,8 @@ try:
     tested = [p for p in t["points"] if p["test_loss"] is not None]
     ok("the curve has the train loss of every step and the test loss at 10 and 20",
        [p["step"] for p in t["points"]] == list(range(1, 21)) and [p["step"] for p in tested] == [10, 20])
+    ok("each test loss also per character of the test stories (fewer nats than per token)",
+       all(0 < p["test_loss_per_char"] < p["test_loss"] for p in tested))
     ok("the heads' weight by distance at every save", [h["step"] for h in t["heads"]] == [10, 20] and
        all(len(h["mass"]) == 8 and all(abs(sum(row) - 1) < 1e-3 for row in h["mass"]) for h in t["heads"]))
     new = t["model"]
