@@ -90,7 +90,12 @@ grep -q "head 2:7" trace.txt && ! grep -q "MLP" trace.txt || { cat trace.txt; fa
 "$STORYLM" patch "$T" "$U" "${M[@]}" --json > /dev/null || fail "patch"
 "$STORYLM" circuits "${M[@]}" --layer 2 --head 1 --stories slice.txt --test-stories 20 --json > /dev/null || fail "circuits"
 "$STORYLM" pieces slice.txt "${M[@]}" --test-stories 20 --json > /dev/null || fail "pieces"
-"$STORYLM" swap slice.txt "${M[@]}" --test-stories 20 --json > /dev/null || fail "swap"
+"$STORYLM" swap slice.txt "${M[@]}" --test-stories 20 --json --svg swap.svg > /dev/null || fail "swap"
+grep -q ">attn-only<" swap.svg || fail "swap --svg: the legend does not name the model's architecture"
+"$STORYLM" swap slice.txt "${M[@]}" --test-stories 20 --baseline small.safetensors --svg swap2.svg > /dev/null ||
+  fail "swap --baseline"
+grep -q ">ao.safetensors<" swap2.svg && grep -q ">small.safetensors<" swap2.svg ||
+  fail "swap --svg: two attn-only models are not told apart by their files"
 "$STORYLM" icl slice.txt "${M[@]}" --test-stories 20 --json > /dev/null || fail "icl"
 "$PY" - attribute.json <<'PY' || fail "attribute's parts: embed, pos_embed, every head and b_O, and no MLP"
 import json, sys

@@ -71,6 +71,7 @@ for f in models/*.safetensors models/snapshots/*.safetensors; do
   b=$(basename "$f")
   "$STORYLM" eval --text "$text" --model "$f" --threads 1 --json > "eval-$b.json"
   "$STORYLM" info --model "$f" --json > "info-$b.json"
+  "$STORYLM" info --model "$f" | sed -n 's/^architecture  *//p' > "desc-$b.txt"   # how the page must describe it
   "$STORYLM" guess "$text" --model "$f" --threads 1 --json > "guess-$b.json"
   if "$STORYLM" distances --model "$f" --layer 2 --up-to 1 --json > "dist-$b.json" 2>/dev/null; then
     "$STORYLM" eval --text "$text" --model "$f" --ablate 2:1 --threads 1 --json > "eval-off-$b.json"
@@ -117,6 +118,10 @@ def models():
         if os.path.exists("attend-layer-%s.json" % b):
             m["attend_last_layer"] = load("attend-layer-%s.json" % b)
         m["run"] = info.get("metadata", {}).get("trained_run")
+        m["arch"] = info["model"]["arch"]
+        m["description"] = open("desc-%s.txt" % b).read().strip()
+        m["mlp"] = "act_fn" in cfg   # its blocks have an MLP
+        m["readout"] = "residual" if "ln_final" in " ".join(t["name"] for t in info["tensors"]) else "tanh"
         out[b] = m
     return out
 print(json.dumps({
@@ -130,6 +135,7 @@ print(json.dumps({
     "train_stories": "data/stories.txt", "train_steps": 20, "train_every": 5,
     "long_text": os.environ["long"], "long_tokens": int(os.environ["long_tokens"]),
     "model_file": "tinystories.safetensors", "models": models(), "ablate": load("ablate.json"),
+    "archs": sorted({load(f)["model"]["arch"] for f in glob.glob("info-*.json")}),
     "pieces_names": os.environ["pieces_names"],
     "upload_file": os.path.abspath("upload.txt"), "upload_stories": int(os.environ["upload_stories"]),
     "pieces": {f[len("pieces-"):-len(".json")]: load(f) for f in sorted(glob.glob("pieces-*.json"))}}))

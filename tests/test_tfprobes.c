@@ -27,7 +27,7 @@
 #include "storylm/probe_circuits.h"
 #include "storylm/probes.h"
 #include "storylm/rng.h"
-#include "storylm/transformer.h"
+#include "transformer/transformer.h"
 
 enum { T = 7, D = 6, H = 2, DH = 4, F = 8, V = 11 };
 

@@ -16,7 +16,7 @@
 #include "storylm/probe_patch.h"
 #include "storylm/probes.h"
 #include "storylm/rng.h"
-#include "storylm/transformer.h"
+#include "transformer/transformer.h"
 
 static ModelConfig tiny(PosScheme pos, ActFn act) {
     ModelConfig c = slm_transformer_config_default(11);

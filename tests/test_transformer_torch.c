@@ -20,7 +20,7 @@
 #include "storylm/fileio.h"
 #include "storylm/hooks.h"
 #include "storylm/model.h"
-#include "storylm/transformer.h"
+#include "transformer/transformer.h"
 
 static const cJSON *item(const cJSON *o, const char *key) { return cJSON_GetObjectItemCaseSensitive(o, key); }
 

@@ -19,7 +19,7 @@ static int open_session(ProbeSession *ps, Error *e) {
     ProbeOptions po = {.model = check_source_path("models/tinystories.safetensors"),
                        .ablate_mode = ABLATE_ZERO,
                        .n_test = STORIES_DEFAULT_TEST};
-    return slm_probe_session_open(ps, &po, "test_views", NULL, PROBE_ATTENTION_ONLY, e);
+    return slm_probe_session_open(ps, &po, "test_views", NULL, PROBE_HEADS, e);
 }
 
 /* slm_view_loss over [EOS] + text equals slm_evaluate() over the same ids as a story. */

@@ -2,7 +2,7 @@
 // test stories (/api/heads, Secret 1's measure): its share beyond the 8 tokens before, and its
 // mean distance back.
 import { headColor, state } from "./state.js";
-import { $, cached, el, fmt, fromModel, modelViews, pct, showError } from "./util.js";
+import { $, cached, el, fmt, fromModel, kindOf, modelViews, pct, showError } from "./util.js";
 
 export async function refreshDiff() {
   const model = state.model, epoch = state.epoch;
@@ -10,7 +10,8 @@ export async function refreshDiff() {
   fromModel("diff-card", null);
   showError("diff", null);
   if (!modelViews().heads) {
-    $("diff-status").textContent = "Chapter 6's network (window8) has no heads: it reads the last 8 tokens and nothing before them. Pick an attention network or the transformer to measure its heads.";
+    const m = state.models.find((x) => x.path === model);
+    $("diff-status").textContent = `This is ${kindOf(m)}: it has no heads to measure. Pick a model with heads to measure them.`;
     return;
   }
   $("diff-status").textContent = "Measuring on the test stories\u2026";

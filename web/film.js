@@ -3,7 +3,7 @@
 // the distance score, their sum), then the weights softmax makes, then the values brought
 // back and their blend. Play, pause, step; pick the position and the head.
 import { state } from "./state.js";
-import { $, cached, el, fmt, fromModel, headName, known, modelViews, pct, showError } from "./util.js";
+import { $, cached, el, fmt, fromModel, headName, kindOf, known, modelViews, pct, showError } from "./util.js";
 
 const film = { data: null, stage: 0, timer: 0, story: "" };
 
@@ -20,7 +20,7 @@ export async function refreshFilm() {
   showError("film", null);
   const pick = Number($("problem-pick").value || 0), story = state.tests[pick];
   if (!modelViews().heads) {
-    $("film-says").textContent = "Chapter 6's network (window8) has no heads, so no query, keys or values: pick an attention network or the transformer to watch one look back.";
+    $("film-says").textContent = `This is ${kindOf(state.models.find((x) => x.path === state.model))}: it has no heads, so no query, keys or values. Pick a model with heads to watch one look back.`;
     return;
   }
   if (!story) return;

@@ -1,7 +1,7 @@
 // The model picker: the models /api/models lists, the shape of the one picked (heads by layer),
 // which views it has, and whether the server shows a model of several layers layer by layer.
 import { calls, state } from "./state.js";
-import { $, api, batch, el, kindOf, modelViews, setUnavailable } from "./util.js";
+import { $, api, batch, el, headless, kindOf, modelViews, setUnavailable } from "./util.js";
 
 // ---------- models ----------
 
@@ -39,10 +39,10 @@ export function describeModel() {
   const one = views.oneLayer ? null : views.heads ?
     (asked === undefined || asked === "asking" ? `Asking the server whether it shows this model's heads layer by layer...` :
       `This server shows the attention view and the trace of one-layer models only; this model has ${state.layers} layers. Its distance scores (layer by layer), the heads' jobs, switching heads off (Secret 3) and the two lookups (Secret 4) read every layer.`) :
-    "This is a window8 model (chapter 6's network): it reads the last 8 tokens with no heads, so there is nothing to show here. The loss on your story, the name swap (as its baseline), Secret 4 and writing on work with it.";
+    `This is ${kindOf(m)} (${describe(m)}): it has no heads, so there is nothing to show here. The loss on your story, the name swap (as its baseline), Secret 4 and writing on work with it.`;
   setUnavailable("attend-card", one);
-  const short = views.heads ? "This view reads one layer of heads (see Tool 1)." : "A window8 model has no heads: nothing to show here (see Tool 1).";
-  // window8's Tool 3: no heads to follow, but its guesses after the story
+  const short = views.heads ? "This view reads one layer of heads at a time (see Tool 1)." : `${kindOf(m)} has no heads: nothing to show here (see Tool 1).`;
+  // a model without heads has a Tool 3 all the same: its guesses after the story
   setUnavailable("trace-card", views.heads ? one && short : null);
   $("trace-more").hidden = !views.heads;
   describeSizes(m || {});
@@ -81,9 +81,9 @@ async function askLayerViews(model) {
 export function fillBaselines() {
   const sel = $("swap-baseline");
   const old = sel.value;
-  const w8 = state.models.filter((m) => m.arch === "window8");
+  const w8 = state.models.filter(headless);   // chapter 6's network: a model without heads
   sel.replaceChildren(el("option", { value: "", text: "(no baseline)" }),
-    ...w8.map((m) => el("option", { value: m.path, text: `${m.name} (window8)` })));
+    ...w8.map((m) => el("option", { value: m.path, text: `${m.name} (${m.arch})` })));
   if (w8.some((m) => m.path === old)) sel.value = old;
   else if (w8.length) sel.value = w8[0].path;
 }
@@ -91,22 +91,30 @@ export function fillBaselines() {
 // The model list names files as the server lists them; a path given elsewhere (the
 // trainer's) may be spelt differently, so the file name decides when the path does not.
 
-// The chapter's sizes in the words of the model picked: each head's query and key of key_dim
-// numbers and what it brings back of value_dim (16 in the chapter's network, 8 in the transformer's).
+// The server's line for the model's architecture (its blocks or layers, heads and sizes).
+function describe(m) {
+  return m && m.description ? m.description : m && m.arch ? m.arch : "a model";
+}
+
+// The chapter's sizes in the words of the model picked, all from what the server says of it
+// (/api/models: its readout, heads, d_model, d_mlp, context), so that a new architecture needs
+// no edit here: each head's query and key of key_dim numbers and what it brings back of value_dim.
 export function describeSizes(m) {
   const kd = m.key_dim || 8, vd = m.value_dim || 16, H = m.heads || 0, D = m.row_dim || 32;
   for (const e of document.querySelectorAll(".kd")) e.textContent = String(kd);
   for (const e of document.querySelectorAll(".vd")) e.textContent = String(vd);
-  const tf = m.arch === "transformer";
-  $("trace-help").textContent = m.arch === "window8" ?
-    "Chapter 6's network has no heads: its hidden layer reads the rows of the last 8 tokens. Here are its next-token guesses after your story." :
-    tf ? `What block L reads at the reading token: its resid_pre of ${D} numbers, then what each of its ${H} heads brings back (hook_z, ${vd} numbers each), its most active MLP neurons, and the network's next-token guesses.` :
+  const reach = m.context || 8;
+  $("trace-help").textContent = headless(m) ?
+    `This model has no heads (${describe(m)}): its hidden layer reads the rows of the last ${reach} tokens. Here are its next-token guesses after your story.` :
+    m.readout === "residual" ? `What block L reads at the reading token: its resid_pre of ${D} numbers, then what each of its ${H} heads brings back (hook_z, ${vd} numbers each)` +
+      (m.d_mlp > 0 ? `, its most active MLP neurons (${m.d_mlp} a block)` : " (its blocks have no MLP)") + ", and the network's next-token guesses." :
       `The ${D + H * vd} numbers the hidden layer reads for the reading token: its own row of ${D}, then what each of the ${H} heads brings back, ${vd} numbers each; the most active hidden units, and the network's next-token guesses.`;
   $("trace-sizes").dataset.model = m.path || "";
-  const w8 = state.models.find((x) => x.arch === "window8");
+  $("trace-sizes").dataset.description = describe(m);
+  const w8 = state.models.find(headless);
   $("trace-sizes").firstChild.nodeValue = m.params ?
-    `In all, ${m.params.toLocaleString("en")} numbers to learn in ${kindOf(m)} picked` +
-    (w8 && m.arch !== "window8" ? `, about as many as chapter 6's ${w8.params.toLocaleString("en")}: ` : ": ") +
-    (m.arch === "window8" ? "it reads the last 8 tokens only. " : `it reads up to ${m.window || 256} tokens back instead of 8. `) +
+    `In all, ${m.params.toLocaleString("en")} numbers to learn in ${kindOf(m)} picked (${describe(m)})` +
+    (w8 && !headless(m) ? `, about as many as chapter 6's ${w8.params.toLocaleString("en")}: ` : ": ") +
+    (headless(m) ? `it reads the last ${reach} tokens only. ` : `it reads up to ${m.window || 256} tokens back instead of ${w8 ? w8.context || 8 : 8}. `) +
     "Training is chapter 6's too: the same loss, \u2212log of the probability given to the token that came next, and the same Adam. What changes is what a step reads. No position ever reads a later token, so one forward pass over a whole story makes a guess at every position at once, and the gradients of all of them are added up. Each training step reads 8 whole stories, about 2,000 positions, instead of chapter 6's 64 positions picked at random." : "";
 }

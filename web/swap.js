@@ -1,6 +1,6 @@
 // Secret 2: the story's hero renamed (/api/swap); the report tables other panels draw too.
 import { findModel, state } from "./state.js";
-import { $, api, el, fmt, fromModel, pct, prob, showError, tableOf } from "./util.js";
+import { $, api, el, fmt, fromModel, kindOf, pct, prob, showError, tableOf } from "./util.js";
 
 // ---------- Secret 2: the name swap ----------
 
@@ -8,14 +8,14 @@ export async function runSwap() {
   const name = $("swap-name").value.trim();
   if (!name) { showError("swap", new Error("Type a name to swap in.")); return; }
   const body = { model: state.model, text: $("story").value, name }, epoch = state.epoch;
-  // window8 is compared with nothing when it is the model picked (not with itself)
+  // the baseline is compared with nothing when it is the model picked (not with itself)
   if ($("swap-baseline").value && $("swap-baseline").value !== state.model) body.baseline = $("swap-baseline").value;
   $("swap-go").disabled = true;
   try {
     const data = await api("/api/swap", body);
     if (epoch !== state.epoch) return;   // an answer for the model picked before: dropped
     $("swap-out").replaceChildren(...(Array.isArray(data.mentions) ? swapView(data) : reportView(data)));
-    fromModel("swap-card", state.model, body.baseline ? `window8: ${body.baseline.split("/").pop()}` : "");
+    fromModel("swap-card", state.model, body.baseline ? `baseline: ${body.baseline.split("/").pop()}` : "");
     showError("swap", null);
   } catch (e) { if (epoch === state.epoch) showError("swap", e); } finally { $("swap-go").disabled = false; }
 }
@@ -33,12 +33,13 @@ function seenIn(d) {
 // name's first piece there (probability and rank among the vocabulary's tokens).
 export function swapView(d) {
   const base = d.baseline && d.baseline !== "none";
-  const me = findModel(d.model.file) || {}, mine = me.arch === "window8" ? "window8" : me.arch === "transformer" ? "transformer" : "attention";
+  const me = findModel(d.model.file) || {}, mine = me.arch || "model";
+  const them = base ? (findModel(d.baseline) || {}).arch || "baseline" : "";
   const seen = d.train_count ? `seen ${d.train_count.toLocaleString("en")} time${d.train_count === 1 ? "" : "s"}` : "never seen";
   const out = [el("p", {}, `The hero "${d.hero}" becomes "${d.name}" (${d.kind}, ${seen} ${seenIn(d)}):`),
     el("p", { class: "gen-out", "data-testid": "swap-text", text: d.swapped_text })];
   const cols = ["mention", "position", "previous mention", `${mine}: probability`, "rank"];
-  if (base) cols.push("window8: probability", "rank");
+  if (base) cols.push(`${them}: probability`, "rank");
   const head = el("tr", {}, ...cols.map((c) => el("th", { text: c })));
   const rows = d.mentions.map((m) => el("tr", {
     "data-testid": "swap-row", "data-position": m.position,
@@ -49,8 +50,8 @@ export function swapView(d) {
     el("td", { text: prob(m.model_probability) }), el("td", { text: m.model_rank }),
     ...(base ? [el("td", { text: prob(m.baseline_probability) }), el("td", { text: m.baseline_rank })] : [])));
   out.push(el("div", { class: "scroll" }, el("table", {}, el("thead", {}, head), el("tbody", {}, ...rows))));
-  let sum = `Over the ${d.later_mentions} later mentions, ${mine === "window8" ? "window8" : `the ${mine} network`} gives "${d.name}" ${prob(d.model_probability)} on average and guesses it first ${pct(d.model_top1)} of the time`;
-  if (base) sum += `; window8 gives it ${prob(d.baseline_probability)} and guesses it first ${pct(d.baseline_top1)} of the time`;
+  let sum = `Over the ${d.later_mentions} later mentions, ${kindOf(me)} gives "${d.name}" ${prob(d.model_probability)} on average and guesses it first ${pct(d.model_top1)} of the time`;
+  if (base) sum += `; ${them} gives it ${prob(d.baseline_probability)} and guesses it first ${pct(d.baseline_top1)} of the time`;
   out.push(el("p", { "data-testid": "swap-summary", text: sum + "." }));
   return out;
 }

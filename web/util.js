@@ -172,13 +172,17 @@ export async function cached(url, body) {
   return got;
 }
 
-// What a kind of model is called on the page: "the attention network", "window8" ...
+// What a model is called on the page, from what the server says of it (its architecture's
+// name, its blocks or layers), never from a list of names: "the attention model", "the
+// attn-only model of 2 blocks" ...
 export function kindOf(m) {
   if (!m || !m.arch) return "the model";
-  if (m.arch === "window8") return "chapter 6's network (window8)";
-  if (m.arch === "transformer") return `a transformer of ${m.layers} blocks`;
-  return m.layers > 1 ? `an attention network of ${m.layers} layers` : "the attention network";
+  const parts = m.readout === "residual" ? "blocks" : "layers";
+  return `the ${m.arch} model` + (m.layers > 1 ? ` of ${m.layers} ${parts}` : "");
 }
+
+// A model without heads (the server's count of a layer's heads is 0): chapter 6's baseline.
+export const headless = (m) => !!m && m.heads === 0;
 
 // Token backgrounds for a weight a in [0, 1] (of the largest): from white to a dark orange,
 // with text of contrast at least 4.5:1 on every step (WCAG's relative luminance): dark text

@@ -52,6 +52,10 @@ int slm_checkpoint_save_model(const char *path, const Model *m, const char *voca
  * On failure m, *vocab and meta are left empty. */
 int slm_checkpoint_load_model(const char *path, Model *m, char **vocab, Metadata *meta, Error *e);
 
+/* The model's configuration from an open file's header alone (its architecture,
+ * sizes and the architecture's own keys, each checked), without its tensors. */
+int slm_checkpoint_read_config(const SafeTensorsFile *st, ModelConfig *c, Error *e);
+
 /* A metadata value as a whole number in base 10 or 16 (lower-case digits
  * only, fitting 64 bits) into *out: 1, or 0 when it is not one (or NULL). */
 int slm_checkpoint_parse_u64(const char *s, int base, uint64_t *out);

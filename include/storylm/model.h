@@ -53,7 +53,7 @@
 #include "storylm/model_types.h"
 #include "storylm/position.h"
 #include "storylm/score.h"
-#include "storylm/transformer_layers.h"
+#include "storylm/act_fn.h"
 
 /* Deterministic random init from seed, the architecture's (readout.c says why these scales):
  * embedding N(0, 1) (nn.Embedding's default); query, key, value, hidden and

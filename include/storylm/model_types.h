@@ -256,7 +256,7 @@ typedef struct Activations {
                                  * backward through the upper layers reads */
     struct ForwardHooks *hooks; /* set by the caller (hooks.h; NULL: none): slm_model_forward
                                  * calls them between its parts */
-    struct TfActivations *tf;   /* --arch transformer: its own activations (transformer.h); then
+    struct TfActivations *tf;   /* the transformer family: its own activations (its module's); then
                                  * hidden is ln_final's output (N, d_model) and z, layer[] unused */
 } Activations;
 

@@ -29,10 +29,9 @@ typedef struct ProbeOptions {
 } ProbeOptions;
 
 enum {
-    PROBE_ATTENTION_ONLY = 1, /* refuse window8 models (no heads); every layer's heads are read */
-    PROBE_NAMES = 2,          /* learn names from the stories' training text */
-    PROBE_TRANSFORMER = 8,    /* with PROBE_ATTENTION_ONLY: the verb reads a transformer's heads too */
-    PROBE_ALL_STORIES = 16    /* the verb may read every story (eval --all): a file with none to hold out is no error */
+    PROBE_HEADS = 1,       /* the verb reads heads: refuse a model without any (window8), saying why */
+    PROBE_NAMES = 2,       /* learn names from the stories' training text */
+    PROBE_ALL_STORIES = 16 /* the verb may read every story (eval --all): a file with none to hold out is no error */
 };
 
 /* Everything a probe works on. */

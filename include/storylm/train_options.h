@@ -22,7 +22,7 @@ typedef struct TrainOptions {
     PosScheme pos;                   /* --pos, attention only (position.h); 0 = distance */
     ScoreFn score;                   /* --score, attention only (score.h); 0 = scaled-dot */
     int layers; /* --layers: attention's layers of heads, 1..4 (0 read as 1); transformer's blocks, 1..8 */
-    int d_model, heads, d_head, d_mlp; /* --arch transformer's sizes (0: the default's, transformer.h) */
+    int d_model, heads, d_head, d_mlp; /* --arch transformer's sizes (0: the architecture's default) */
     ActFn act;                         /* --act, transformer only */
     int steps;                         /* total optimizer steps (the schedule's horizon) */
     double minutes;                    /* time budget; 0 = none. Stops early, saving. */

@@ -230,7 +230,7 @@ static int check_format(const SafeTensorsFile *st, const char *format, Error *e)
 }
 
 /* The architecture and sizes, each present and in range. */
-static int read_config(const SafeTensorsFile *st, ModelConfig *c, Error *e) {
+int slm_checkpoint_read_config(const SafeTensorsFile *st, ModelConfig *c, Error *e) {
     const char *arch = slm_metadata_get(&st->metadata, "arch");
     if (!arch) return FAIL(e, BAD_MODEL_HINT, "'%s': the metadata has no \"arch\"", st->path);
     const Architecture *a = slm_arch_find(arch, NULL);
@@ -384,9 +384,9 @@ static int check_vocab_pieces(const SafeTensorsFile *st, const char *vocab, int 
 static int load_model_from(SafeTensorsFile *st, Model *m, char **vocab, Metadata *meta, Error *e) {
     static const char *const prefixes[] = {""};
     ModelConfig cfg;
-    if (check_format(st, CHECKPOINT_FORMAT, e) || read_config(st, &cfg, e) || check_vocab(st, cfg.vocab_size, e) ||
-        check_names(st, &cfg, prefixes, 1, e) || check_fits(st, &cfg, 1, e) || slm_model_init(m, &cfg, e) ||
-        check_shapes(st, m, prefixes, 1, e) || read_tensors(st, m, "", m->params, e) ||
+    if (check_format(st, CHECKPOINT_FORMAT, e) || slm_checkpoint_read_config(st, &cfg, e) ||
+        check_vocab(st, cfg.vocab_size, e) || check_names(st, &cfg, prefixes, 1, e) || check_fits(st, &cfg, 1, e) ||
+        slm_model_init(m, &cfg, e) || check_shapes(st, m, prefixes, 1, e) || read_tensors(st, m, "", m->params, e) ||
         check_finite(st, m, "", m->params, e) ||
         check_vocab_pieces(st, slm_metadata_get(&st->metadata, "vocab"), cfg.vocab_size, e))
         return -1;
@@ -460,7 +460,7 @@ static int read_resume_keys(const SafeTensorsFile *st, TrainingState *s, Error *
 static int load_adam_from(SafeTensorsFile *st, const Model *m, TrainingState *s, Error *e) {
     static const char *const prefixes[] = {"m.", "v."};
     ModelConfig cfg;
-    if (check_format(st, CHECKPOINT_ADAM_FORMAT, e) || read_config(st, &cfg, e) ||
+    if (check_format(st, CHECKPOINT_ADAM_FORMAT, e) || slm_checkpoint_read_config(st, &cfg, e) ||
         check_same_config(st, &cfg, &m->cfg, e) || read_resume_keys(st, s, e) ||
         check_names(st, &cfg, prefixes, 2, e) || check_shapes(st, m, prefixes, 2, e))
         return -1;

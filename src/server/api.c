@@ -69,9 +69,7 @@ static int host_other_model(void *ctx, const ProbeSession *ps, const char *path,
 
 /* The model fits the view (its PROBE_* flags, as slm_probe_session_open checks them). */
 static int model_fits(const Model *m, int flags, const char *what, Error *e) {
-    if (!(flags & PROBE_ATTENTION_ONLY) || ((flags & PROBE_TRANSFORMER) && m->cfg.arch->readout == READOUT_RESIDUAL))
-        return 0;
-    return slm_probe_need_attention(m, what, e);
+    return flags & PROBE_HEADS ? slm_probe_need_heads(m, what, e) : 0;
 }
 
 /* The STORIES a view reads (the field given, read): the server's (1), or a

@@ -111,7 +111,30 @@ static void model_item_shape(cJSON *o, const Metadata *md, const char *arch) {
     cJSON_AddStringToObject(o, "score", score ? score : "scaled-dot");
 }
 
-/* {"name","path","arch","params","vocab_size", shape} from the header alone, or NULL
+/* What the page says of a model, from its architecture (the registry's), never
+ * from its name: "summary" (the architecture's line of --arch's help),
+ * "description" (info's architecture line: its blocks or layers, heads and
+ * sizes), "readout" ("tanh": the chapter's hidden layer reads the heads;
+ * "residual": blocks write into a stream read through a final LayerNorm),
+ * "d_model" and "d_mlp" (the width of a block's MLP, 0 when it has none). */
+static void model_item_kind(cJSON *o, const SafeTensorsFile *st) {
+    ModelConfig c;
+    if (slm_checkpoint_read_config(st, &c, NULL)) return; /* the shape keys above still draw it */
+    char lines[1024] = "";
+    c.arch->describe(&c, lines, sizeof lines);
+    const char *d = strncmp(lines, "architecture", 12) == 0 ? lines + 12 : lines;
+    d += strspn(d, " ");
+    int residual = c.arch->readout == READOUT_RESIDUAL;
+    char first[512];
+    snprintf(first, sizeof first, "%.*s", (int)strcspn(d, "\n"), d); /* its first line */
+    cJSON_AddStringToObject(o, "summary", c.arch->summary);
+    cJSON_AddStringToObject(o, "description", first);
+    cJSON_AddStringToObject(o, "readout", residual ? "residual" : "tanh");
+    cJSON_AddNumberToObject(o, "d_model", c.row_dim);
+    cJSON_AddNumberToObject(o, "d_mlp", residual ? c.hidden_dim : 0);
+}
+
+/* {"name","path","arch","params","vocab_size", shape, kind} from the header alone, or NULL
  * when the file is not a storylm model. */
 static cJSON *model_item(const char *path, const char *name) {
     SafeTensorsFile st;
@@ -129,6 +152,7 @@ static cJSON *model_item(const char *path, const char *name) {
         cJSON_AddNumberToObject(o, "params", params);
         cJSON_AddNumberToObject(o, "vocab_size", vocab ? atof(vocab) : 0);
         model_item_shape(o, &st.metadata, arch);
+        model_item_kind(o, &st);
         /* the training run it comes from and its step: Secret 1 compares snapshots of the same run */
         const char *run = slm_metadata_get(&st.metadata, "trained_run"), *step = slm_metadata_get(&st.metadata, "step");
         if (run) cJSON_AddStringToObject(o, "run", run);

@@ -48,9 +48,7 @@ int slm_probe_session_open(ProbeSession *ps, const ProbeOptions *o, const char *
         ps->model_path = slm_default_model(ps->shipped, sizeof ps->shipped, &shipped);
     int rc = slm_probe_session_check_outputs(o, ps->model_path, stories_path, NULL, e); /* before the work */
     if (!rc) rc = slm_loaded_model_load(&ps->lm, ps->model_path, e);
-    if (!rc && (flags & PROBE_TRANSFORMER) && ps->lm.model.cfg.arch->readout == READOUT_RESIDUAL)
-        flags &= ~PROBE_ATTENTION_ONLY;
-    if (!rc && (flags & PROBE_ATTENTION_ONLY)) rc = slm_probe_need_attention(&ps->lm.model, what, e);
+    if (!rc && (flags & PROBE_HEADS)) rc = slm_probe_need_heads(&ps->lm.model, what, e);
     if (!rc && stories_path) rc = slm_probe_session_stories(ps, o->n_test, flags, e);
     if (!rc)
         rc = slm_ablation_setup(&ps->lm, o->ablate, o->ablate_mode, stories_path ? &ps->stories : NULL,

@@ -228,7 +228,7 @@ const View view_attribute = {
     .n_params = VIEW_N_PARAMS(params),
     .params_size = sizeof(AttributeParams),
     .session = VIEW_SESSION_PROBE,
-    .probe_flags = PROBE_ATTENTION_ONLY | PROBE_TRANSFORMER,
+    .probe_flags = PROBE_HEADS,
     .build = build,
     .draw = draw,
 };

@@ -122,7 +122,7 @@ static int detect_model(ViewCall *c, const ProbeSession *ps, int k, Error *e) {
 
 static int build(ViewCall *c, Error *e) {
     const DetectParams *p = c->params;
-    return slm_view_each_model(c, &p->models, p->stories, PROBE_ATTENTION_ONLY | PROBE_TRANSFORMER, detect_model, e);
+    return slm_view_each_model(c, &p->models, p->stories, PROBE_HEADS, detect_model, e);
 }
 
 /* What a drawing reads from the report: n models of H heads each. */
@@ -274,7 +274,7 @@ const View view_detect = {
     .n_params = VIEW_N_PARAMS(params),
     .params_size = sizeof(DetectParams),
     .session = VIEW_SESSION_NONE,
-    .probe_flags = PROBE_ATTENTION_ONLY | PROBE_TRANSFORMER,
+    .probe_flags = PROBE_HEADS,
     .serve = VIEW_SERVE_POST,
     .state_size = sizeof(DetectState),
     .build = build,

@@ -125,6 +125,7 @@ typedef struct SwapParams {
 typedef struct SwapState {
     SwapRow rows[65];
     int n, baseline;
+    char legend[2][128]; /* the model's and the baseline's names in the picture */
 } SwapState;
 
 /* "z ##ark ##o" */
@@ -198,7 +199,7 @@ static void draw_panel(Svg *s, const SwapRow *rows, int n, const char **labels, 
     slm_svg_bar_values(s, &p, values, baseline ? 2 : 1, n, 8); /* invented names' bars are a pixel high */
 }
 
-static int draw_rows(const char *path, const SwapRow *rows, int n, int baseline, Error *e) {
+static int draw_rows(const char *path, const SwapRow *rows, int n, int baseline, const char **legend, Error *e) {
     const char *labels[64];
     for (int k = 0; k < n && k < 64; k++) labels[k] = rows[k].name.kind == NAME_ORIGINAL ? "(own)" : rows[k].name.word;
     n = n < 64 ? n : 64;
@@ -207,8 +208,7 @@ static int draw_rows(const char *path, const SwapRow *rows, int n, int baseline,
     slm_svg_text(&s, 20, 24, "Probability of the hero's (new) name where it comes back", 15, SVG_START, 0, "black");
     draw_panel(&s, rows, n, labels, 0, baseline, 70, "every later mention");
     draw_panel(&s, rows, n, labels, 1, baseline, 400, "mentions more than 8 tokens after the previous one");
-    const char *names[2] = {"attention", "window8"};
-    slm_svg_legend(&s, 850, 70, names, NULL, baseline ? 2 : 1);
+    slm_svg_legend(&s, 850, 70, legend, NULL, baseline ? 2 : 1);
     int rc = slm_svg_save(&s, path, e);
     slm_svg_free(&s);
     return rc;
@@ -216,13 +216,31 @@ static int draw_rows(const char *path, const SwapRow *rows, int n, int baseline,
 
 static int draw(ViewCall *c, const char *path, Error *e) {
     const SwapState *st = c->state;
-    return st->n ? draw_rows(path, st->rows, st->n, st->baseline, e) : 0; /* --text draws nothing */
+    const char *legend[2] = {st->legend[0], st->legend[1]};
+    return st->n ? draw_rows(path, st->rows, st->n, st->baseline, legend, e) : 0; /* --text draws nothing */
 }
 
 static int check(void *params, Error *e) {
     const SwapParams *p = params;
     if (p->text && (!p->names || strchr(p->names, ','))) return FAIL(e, NULL, "--text needs one name: --names NAME");
     return 0;
+}
+
+/* The legend's names: each model's architecture, or its file's name where
+ * both models share one (two attention models told apart). */
+static void legend_names(SwapState *st, const ProbeSession *ps, const LoadedModel *base) {
+    const char *arch = ps->lm.model.cfg.arch->name;
+    snprintf(st->legend[0], sizeof st->legend[0], "%s", arch);
+    if (!base) return;
+    if (base->model.cfg.arch != ps->lm.model.cfg.arch) {
+        snprintf(st->legend[1], sizeof st->legend[1], "%s", base->model.cfg.arch->name);
+        return;
+    }
+    const char *paths[2] = {ps->model_path, base->path};
+    for (int i = 0; i < 2; i++) {
+        const char *slash = strrchr(paths[i], '/');
+        snprintf(st->legend[i], sizeof st->legend[i], "%s", slash ? slash + 1 : paths[i]);
+    }
 }
 
 /* The test stories with each name, the first row the heroes' own. */
@@ -237,6 +255,7 @@ static int swap_stories(ViewCall *c, const LoadedModel *base, Error *e) {
         return -1;
     st->n = n + 1;
     st->baseline = base != NULL;
+    legend_names(st, ps, base);
     build_report(c->report, ps, base ? base->path : NULL, st->rows, n + 1);
     return 0;
 }

@@ -445,6 +445,7 @@ async function checkEveryModel(page) {
       check(facts.guesses.every((g, i) => shown[i][0] === g.token && Math.abs(shown[i][1] - g.probability) < 1e-12), `${file}: Tool 3 shows its guesses, equal to guess --json`);
       check(await page.$$eval('[data-testid^="switch-head-"]', (els) => els.filter((e) => e.offsetParent).length) === 0, `${file}: no head switches (the bar shows the loss on the story only)`);
     }
+    await checkDescribed(page, m, facts);
     const errors = await visibleErrors(page);
     check(errors.length === 0, `${file}: no error banner` + (errors.length ? ": " + errors.join(" | ") : ""));
     await shot(page, "6-model-" + file.replace(".safetensors", ""));
@@ -455,6 +456,44 @@ async function checkEveryModel(page) {
   await until(page, (p) => document.querySelectorAll('[data-testid="attn-row"]').length > 0 &&
     document.querySelector('[data-testid="guesses"]').dataset.position === String(p), "the attention table and the trace drawn again after the other models", want.pos);
   console.log("ok: back on the default model, the attention table and the trace are drawn again");
+}
+
+// The page describes the model picked in the words of its architecture as the server reports
+// it (info's architecture line), never another's: the trace's help speaks of MLP neurons only
+// for a model whose blocks have an MLP, of a hidden layer only for one read by the chapter's
+// tanh layer, and the notes name no architecture but the model's own.
+async function checkDescribed(page, value, facts) {
+  const file = value.split("/").pop();
+  const [sizes, help, notes] = await until(page, (v) => {
+    const s = document.querySelector('[data-testid="trace-sizes"]');
+    if (s.dataset.model !== v) return null;
+    const notes = [...document.querySelectorAll(".note:not([hidden])")].map((e) => e.textContent).join(" ");
+    return [s.textContent, document.querySelector('[data-testid="trace-help"]').textContent, notes];
+  }, `the description of ${file}`, value);
+  check(sizes.includes(facts.description), `${file}: the page describes it as info does ("${facts.description}")`);
+  check(help.includes("MLP neurons") === facts.mlp, `${file}: the trace's help ${facts.mlp ? "names" : "names no"} MLP neurons`);
+  check(help.includes("hidden layer") === (facts.readout === "tanh"), `${file}: the trace's help ${facts.readout === "tanh" ? "names" : "names no"} a hidden layer`);
+  // ("attention" is also the page's word for what any head does: not counted)
+  const others = want.archs.filter((a) => a !== facts.arch && a !== "attention");
+  const named = others.filter((a) => new RegExp(`\\b${a}\\b(?!-)`).test(help + " " + notes));
+  check(named.length === 0, `${file}: the help and notes name no other architecture` + (named.length ? ` (they name ${named.join(", ")})` : ""));
+}
+
+// Every model of the picker on a phone's screen: described as on a wide one, and no wider than 400 px.
+async function checkPhoneModels(page) {
+  await page.setViewport({ width: 400, height: 850 });
+  const models = await page.$$eval('[data-testid="model"] option', (os) => os.map((o) => o.value));
+  for (const m of models) {
+    await page.select('[data-testid="model"]', m);
+    const file = m.split("/").pop();
+    await checkDescribed(page, m, want.models[file]);
+    await new Promise((r) => setTimeout(r, 200));
+    const sw = await page.evaluate(() => document.documentElement.scrollWidth);
+    check(sw <= 400, `${file} at 400 px: the page is ${sw} px wide`);
+  }
+  await page.setViewport({ width: 1280, height: 900 });
+  await pickModel(page, want.model_file);
+  await until(page, (n) => document.querySelectorAll('[data-testid="token"]').length === n, "the default model's tokens again", want.attend.tokens.length);
 }
 
 // A server that reads a model of several layers layer by layer: the layer picker shown, the
@@ -633,6 +672,7 @@ async function main() {
     await checkAblate(page);
     await checkPieces(page);
     await checkPhone(page);
+    await checkPhoneModels(page);
     await checkError(page);
     await checkUpload(page);
     await checkTraining(page);

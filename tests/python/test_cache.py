@@ -29,7 +29,7 @@ def close(a, b, tol=1e-4, mask=None):
 
 
 def layernorm(x, w, b):
-    """The library's LayerNorm (src/model/transformer_layers.c), in numpy."""
+    """The library's LayerNorm (src/arch/transformer/transformer_layers.c), in numpy."""
     x64 = x.astype(np.float64)
     mu = x64.mean(-1, keepdims=True)
     rstd = (1.0 / np.sqrt(((x64 - mu) ** 2).mean(-1, keepdims=True) + float(np.float32(1e-5)))).astype(np.float32)

@@ -16,7 +16,7 @@
 #include "storylm/generator_batch.h"
 #include "storylm/hooks.h"
 #include "storylm/position.h"
-#include "storylm/transformer_params.h"
+#include "../transformer/transformer_params.h"
 
 extern const Architecture slm_attn_only_arch;
 extern const ProbeOps slm_transformer_probe_ops; /* the transformer's: a block without an MLP reads the same */

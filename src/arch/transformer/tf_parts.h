@@ -13,7 +13,7 @@
 
 #include "storylm/arch.h"
 #include "storylm/generator_batch.h"
-#include "storylm/transformer.h"
+#include "transformer.h"
 
 /* ---- the family's table entries (transformer_arch.c): arch.h's
  * operations that read only the sizes ---- */

@@ -2,7 +2,7 @@
  * side by side (embed, a block's attention part and MLP part, the final LN
  * and unembedding), the driver that runs an architecture's blocks between
  * the shared ends (tf_parts.h), and the transformer's own blocks. See
- * include/storylm/transformer.h. Everything runs on the calling thread's
+ * transformer.h. Everything runs on the calling thread's
  * OpenMP team, every sum in a fixed order, so the same batch gives the same
  * bits. */
 #include "tf_parts.h"

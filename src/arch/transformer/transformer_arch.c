@@ -12,7 +12,7 @@
 #include "storylm/model_params.h"
 #include "storylm/position.h"
 #include "storylm/score.h"
-#include "storylm/transformer.h"
+#include "transformer.h"
 
 /* ---- configuration: its metadata keys ------------------------------------- */
 

@@ -13,7 +13,7 @@
 #include "storylm/dense_bf16.h"
 #include "storylm/generator_batch.h"
 #include "storylm/kernels16.h"
-#include "storylm/transformer.h"
+#include "transformer.h"
 #include "tf_parts.h"
 
 struct TfGenerator {

@@ -1,7 +1,7 @@
 /* The transformer's parameters: its config, its tensor table in
  * TransformerLens's names and shapes, the views the passes read, and its
- * initial values. See include/storylm/transformer.h. */
-#include "storylm/transformer_params.h"
+ * initial values. See transformer.h. */
+#include "transformer_params.h"
 
 #include "tf_parts.h"
 

@@ -9,7 +9,7 @@
 #include "storylm/arch.h"
 #include "storylm/layers.h"
 #include "storylm/position.h"
-#include "storylm/transformer.h"
+#include "transformer.h"
 
 /* view: m, its scores per distance back block l's (table (H, n_ctx)) read as --position-scheme distance. */
 static void layer_view(const Model *m, int l, Model *view, float *table) {

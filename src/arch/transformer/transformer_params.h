@@ -1,8 +1,8 @@
-/* The transformer's parameters (src/model/transformer_params.c): its
- * configuration, its tensor table in TransformerLens's names and shapes,
- * the views its passes read, its initial values, and the names of its
- * MLP's activations. The table itself is model_params.h's. See
- * transformer.h for the network. */
+/* The transformer's parameters (transformer_params.c): its configuration,
+ * its tensor table in TransformerLens's names and shapes, the views its
+ * passes read and its initial values. The table itself is model_params.h's.
+ * Internal to the transformer's family and their tests. See transformer.h
+ * for the network. */
 #ifndef STORYLM_TRANSFORMER_PARAMS_H
 #define STORYLM_TRANSFORMER_PARAMS_H
 

@@ -22,9 +22,13 @@
  * (slm_model_forward, _backward, _loss_and_grad) dispatch here.
  *
  * The forward is made of parts, each a *_forward with its *_backward beside
- * it (src/model/transformer_layers.c the kernels, transformer.c the parts),
+ * it (transformer_layers.c the kernels, transformer.c the parts),
  * so that hooks can be placed between them: embed, then per block
- * attention part and MLP part, then the final LN and the unembedding. */
+ * attention part and MLP part, then the final LN and the unembedding.
+ *
+ * Internal to the transformer's family (src/arch/transformer, src/arch/attn_only)
+ * and their tests, which include it as "transformer/transformer.h": the rest of
+ * the code reaches a model through arch.h's interface alone. */
 #ifndef STORYLM_TRANSFORMER_H
 #define STORYLM_TRANSFORMER_H
 
@@ -32,16 +36,16 @@
 
 #include "storylm/error.h"
 #include "storylm/model_types.h"
-#include "storylm/transformer_layers.h"
-#include "storylm/transformer_params.h"
+#include "transformer_layers.h"
+#include "transformer_params.h"
 
-/* ---- the distance table (src/model/transformer.c) ---- */
+/* ---- the distance table (transformer.c) ---- */
 
 /* table (H, n_ctx): head h's score added at distance d back in block w (the
  * scheme's: distance, alibi, t5; 0 for none, absolute, sinusoidal, rope). */
 void slm_transformer_distance_table(const ModelConfig *c, const TfBlockViews *w, float *table);
 
-/* ---- activations and passes (src/model/transformer.c) -------------------- */
+/* ---- activations and passes (transformer.c) -------------------- */
 
 /* One block's part of the activations, N positions. */
 typedef struct TfLayerActs {

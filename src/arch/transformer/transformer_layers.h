@@ -1,14 +1,11 @@
-/* The transformer's kernels (src/model/transformer_layers.c), forward and
- * backward side by side: LayerNorm, the MLP's activation, a bias on rows. */
+/* The transformer's kernels (transformer_layers.c), forward and backward
+ * side by side: LayerNorm, the MLP's activation, a bias on rows. Internal to
+ * the transformer's family (src/arch/transformer, src/arch/attn_only) and
+ * their tests; the activations' names are act_fn.h's. */
 #ifndef STORYLM_TRANSFORMER_LAYERS_H
 #define STORYLM_TRANSFORMER_LAYERS_H
 
-#include "storylm/error.h"
 #include "storylm/model_types.h" /* ActFn */
-
-/* The MLP's activations by TransformerLens's act_fn names (gelu, gelu_new, relu). */
-const char *slm_act_name(ActFn act);
-int slm_act_parse(const char *name, ActFn *act, Error *e);
 
 /* x (n, D) -> y (n, D) = (x - mean) * rstd * w + b; mean, rstd (n) kept. */
 void slm_layernorm_forward(const float *x, const float *w, const float *b, int n, int D, float *y, float *mean,
