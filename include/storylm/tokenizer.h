@@ -17,6 +17,11 @@
 #define TOKENIZER_MAX_WORD_CHARS 100 /* longer words become [UNK], as in BERT */
 #define TOKEN_UNK_TEXT "[UNK]"
 #define TOKEN_EOS_TEXT "[EOS]"
+/* A vocabulary holding this piece is cased: its text keeps capitals and
+ * accents (slm_text_normalize_cased). The piece marks the file, so the mode
+ * travels with vocab.txt and with the vocabulary in a model file; no text
+ * encodes to it ('[' and ']' are words of their own). */
+#define TOKEN_CASED_TEXT "[CASED]"
 
 typedef struct Tokenizer {
     int size;          /* number of entries; id = line number of vocab.txt (from 0) */
@@ -24,6 +29,7 @@ typedef struct Tokenizer {
     int *piece_len;    /* id -> bytes of the piece */
     int unk_id;        /* id of [UNK] */
     int eos_id;        /* id of [EOS]: opens and closes every story */
+    int cased;         /* 1: the vocabulary has [CASED]; text is normalised without lower-casing */
     HashMap index;     /* lookup: piece -> id, the entries are ids (hashmap.h) */
     int max_piece_len; /* bytes of the longest piece: no longer match is tried */
     char *storage;     /* the pieces' text, one block */
@@ -41,6 +47,10 @@ int slm_tokenizer_from_text(Tokenizer *t, const char *text, size_t len, int expe
 /* vocab.txt text of the pieces, one a line, each ending in '\n' (caller frees). */
 char *slm_tokenizer_to_text(const Tokenizer *t, size_t *len, Error *e);
 void slm_tokenizer_free(Tokenizer *t);
+
+/* The tokenizer's normalisation of text, appended to out: BERT-uncased
+ * (slm_text_normalize) or, for a cased vocabulary, BERT-cased. */
+int slm_tokenizer_normalize(const Tokenizer *t, const char *text, size_t len, ByteVec *out, Error *e);
 
 /* id of an exact piece ("the", "##s"), or -1. */
 int slm_tokenizer_lookup(const Tokenizer *t, const char *piece, size_t len);

@@ -21,6 +21,7 @@ typedef struct TrainParams {
     const char *arch, *position_scheme, *score, *act; /* names, parsed into o by the architecture's parsers */
     int seed, test_stories, layers, vocab_size;
     bool resume, ema_save, keep_best, keep_last, json, force;
+    bool cased;                         /* --cased: learn a cased vocabulary (and refuse an uncased one) */
     bool allow_unknown, allow_skipped;  /* train on a vocabulary, a file, that the checks before training refuse */
     double rank_timeout;                /* under mpirun: seconds to wait for the other ranks */
     bool steps_given, eval_every_given; /* else they fit the corpus (slm_train_default_steps) */

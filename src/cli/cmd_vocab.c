@@ -23,6 +23,9 @@ const Command command_vocab = {
     "and the most frequent adjacent pair of pieces is merged, again and again. vocab.txt holds\n"
     "[UNK] and [EOS], the characters, then the merged pieces in merge order, one a line (line\n"
     "number = id). The same stories always give the same file, byte for byte.\n"
+    "The words are normalised as BERT-uncased does (lower case, accents stripped); with --cased\n"
+    "as BERT-cased (capitals and accents kept, NFC), and the piece [CASED] after [EOS] tells\n"
+    "every verb that reads the vocabulary, or a model trained with it, to keep them too.\n"
     "Without STORIES, writes the vocabulary stored in a model file (--model M, else\n"
     "./" DEFAULT_MODEL_PATH ", else the shipped model; said on stderr): a standard BERT\n"
     "vocab.txt that any WordPiece tokenizer loads.",
@@ -49,7 +52,7 @@ static int export_vocab(const char *model_path, const char *output, bool json, b
 typedef struct VocabArgs {
     const char *stories, *output, *model;
     int size;
-    bool json, force;
+    bool json, force, cased;
 } VocabArgs;
 
 static const Param vocab_params[] = {
@@ -70,6 +73,10 @@ static const Param vocab_params[] = {
      .min = VOCAB_MIN_SIZE,
      .max = VOCAB_MAX_SIZE,
      .def = VOCAB_DEFAULT_SIZE},
+    {.name = "cased",
+     .type = PARAM_BOOL,
+     .offset = offsetof(VocabArgs, cased),
+     .help = "keep capitals and accents (BERT-cased; default: BERT-uncased)"},
     {.name = "model",
      .short_name = 'm',
      .type = PARAM_STRING,
@@ -88,7 +95,7 @@ static const ParamTable vocab_table = {"vocab", vocab_params, PARAMS_COUNT(vocab
 /* A small corpus's words give fewer pieces than the 2,000 asked for without
  * --size, as train takes them: then *size is as many as they give (said on
  * stderr), and true. False, e as it was, for any other failure. */
-static bool words_give(const char *stories, int *size, Error *e) {
+static bool words_give(const char *stories, int *size, bool cased, Error *e) {
     if (!strstr(e->message, "fewer than the")) return false;
     char *text = NULL;
     size_t len = 0;
@@ -96,7 +103,7 @@ static bool words_give(const char *stories, int *size, Error *e) {
     VocabStats st = {0};
     Error e2 = {0};
     bool ok = !slm_file_read_all(stories, 0, &text, &len, &e2) &&
-              !slm_vocab_train_text_up_to(text, len, stories, *size, &v, &st, &e2);
+              !slm_vocab_train_text_until(text, len, stories, *size, true, cased, NULL, &v, &st, &e2);
     free(text);
     if (ok) {
         fprintf(stderr,
@@ -128,6 +135,8 @@ static int run(int argc, char **argv) {
                                 "give STORIES to learn a vocabulary, or --model M to export one; "
                                 "without them the default model's would replace '%s' (--force replaces it)",
                                 output);
+    if (a.cased && (model || !np))
+        return args_usage_error(&command_vocab, "--cased learns a vocabulary from STORIES; a model's is as it was");
     if (model || !np) return export_vocab(cli_model_path(model, false), output, json, force);
 
     double t0 = slm_clock_seconds();
@@ -137,8 +146,9 @@ static int run(int argc, char **argv) {
     ParamList l;
     slm_params_list(&vocab_table, &l);
     bool exact = slm_params_given(&given, &l, "size");
-    if (slm_vocab_learn_file(pos[0], output, size, force, &v, &st, &e) &&
-        (exact || !words_give(pos[0], &size, &e) || slm_vocab_learn_file(pos[0], output, size, force, &v, &st, &e))) {
+    if (slm_vocab_learn_file(pos[0], output, size, a.cased, force, &v, &st, &e) &&
+        (exact || !words_give(pos[0], &size, a.cased, &e) ||
+         slm_vocab_learn_file(pos[0], output, size, a.cased, force, &v, &st, &e))) {
         slm_error_print(&e, "storylm vocab");
         slm_vocab_free(&v);
         return 1;

@@ -113,7 +113,8 @@ static int job_vocab(TrainJob *j, char **text, Error *e) {
     VocabStats vs;
     /* a small corpus gets as many pieces as its words give, as storylm train does */
     if (!rc)
-        rc = slm_vocab_train_text_until(map.data, map.len, j->stories, VOCAB_DEFAULT_SIZE, true, &j->stop, &v, &vs, e);
+        rc = slm_vocab_train_text_until(map.data, map.len, j->stories, VOCAB_DEFAULT_SIZE, true, false, &j->stop, &v,
+                                        &vs, e);
     slm_file_unmap(&map);
     if (!rc) rc = slm_train_check_story_count(vs.n_stories, &vs.skips, j->stories, e);
     if (!rc && !(*text = slm_vocab_to_text(&v, &len, e))) rc = -1;

@@ -119,6 +119,11 @@ static const Param train_params[] = {
      .meta = "MODEL",
      .help = "fine-tune: start from this trained model, a file or a shipped one by its short name (tinystories, "
              "transformer, window8, ...), keeping its architecture and vocabulary (docs/guide.md: start here)"},
+    {.name = "cased",
+     .type = PARAM_BOOL,
+     .offset = offsetof(TrainParams, cased),
+     .help = "learn a cased vocabulary: capitals and accents kept (BERT-cased; default: BERT-uncased, lower case, no "
+             "accents); a --vocab file or --from model that is not cased is refused"},
     {.name = "allow-unknown",
      .type = PARAM_BOOL,
      .offset = offsetof(TrainParams, allow_unknown),
