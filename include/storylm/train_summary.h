@@ -18,6 +18,7 @@
 typedef struct TrainPlace {
     const char *program; /* as it was called (build/storylm), or "storylm" */
     const char *stories, *vocab_path;
+    bool fine_tuned; /* the run fine-tunes the model vocab_path names (--from): its resume says --from */
     const Stories *s;
     int vocab_size, n_test;
 } TrainPlace;

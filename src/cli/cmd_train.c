@@ -126,10 +126,13 @@ static cJSON *kept_json(cJSON *j, const TrainOptions *o, const TrainResult *r) {
             cJSON_AddNullToObject(kept, "test_loss");
         cJSON_AddStringToObject(kept, "why", o->keep_last ? "last" : "lowest test loss");
     }
-    if (o->from) {
+    if (r->from[0]) { /* a resumed fine-tuning's too: its test loss before the first step was the first run's */
         cJSON *from = cJSON_AddObjectToObject(j, "from");
-        cJSON_AddStringToObject(from, "file", o->from_name);
-        cJSON_AddNumberToObject(from, "test_loss", r->from_test_loss);
+        cJSON_AddStringToObject(from, "file", r->from);
+        if (isfinite(r->from_test_loss))
+            cJSON_AddNumberToObject(from, "test_loss", r->from_test_loss);
+        else
+            cJSON_AddNullToObject(from, "test_loss");
     } else {
         cJSON_AddNullToObject(j, "from");
     }
@@ -408,6 +411,7 @@ static int train_file(TrainParams *p, Error *e, int *signalled, bool *refused) {
     TrainPlace pl = {.program = program,
                      .stories = path,
                      .vocab_path = vocab_path,
+                     .fine_tuned = r.from[0] != '\0',
                      .s = &s,
                      .vocab_size = tok.size,
                      .n_test = n_test};

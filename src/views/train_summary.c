@@ -68,7 +68,7 @@ static void put_resume(FILE *out, const TrainPlace *pl, const TrainOptions *o) {
     put_word(out, pl->stories);
     fputs(" --resume --out ", out);
     put_word(out, o->out);
-    fputs(" --vocab ", out);
+    fputs(pl->fine_tuned ? " --from " : " --vocab ", out);
     put_word(out, pl->vocab_path);
     fprintf(out, " --steps %d --threads %d", o->steps, o->threads);
     if (pl->n_test != STORIES_DEFAULT_TEST) fprintf(out, " --test-stories %d", pl->n_test);
