@@ -6,7 +6,8 @@
 # - train --cased learns such a vocabulary, the model file carries it, and
 #   tokenize -m, generate and eval read text as cased from the model alone;
 # - train --cased refuses an uncased vocab.txt (or base model) already there;
-# - the default stays uncased: the shipped model's tokens are as before.
+# - the default stays uncased: the shipped model's tokens are as before;
+# - vocab -o - writes the vocabulary on stdout, not to a file named "-".
 set -euo pipefail
 source "$STORYLM_SOURCE_DIR/tests/common.sh"
 S="$STORYLM"
@@ -25,7 +26,12 @@ done > mine.txt
 # vocab --cased, and the round trip of every story.
 "$S" vocab mine.txt --cased -o cased.txt 2> vocab.err || { cat vocab.err; fail "vocab --cased"; }
 [[ "$(head -3 cased.txt | tr '\n' ' ')" == "[UNK] [EOS] [CASED] " ]] || fail "no [CASED] at id 2: $(head -3 cased.txt)"
-grep -v '^<|endoftext|>$' mine.txt | head -6 > lines.txt
+# -o - writes the vocabulary on stdout (it wrote a file named "-"), the summary on stderr
+"$S" vocab mine.txt --cased -o - > stdout.txt 2> /dev/null
+cmp -s stdout.txt cased.txt && [[ ! -e ./- ]] || fail "vocab -o - did not write the vocabulary on stdout"
+"$S" vocab -m "$STORYLM_SOURCE_DIR/models/tinystories.safetensors" -o - 2> /dev/null | cmp -s - "$STORYLM_SOURCE_DIR/models/vocab.txt" ||
+  fail "vocab -m M -o - is not the model's vocabulary"
+grep -v '^<|endoftext|>$' mine.txt > all.txt; head -6 all.txt > lines.txt  # no pipe: head closing it early fails pipefail
 "$S" tokenize --vocab cased.txt --decode --lines lines.txt > back.txt
 strip() { tr -d ' \n' < "$1"; }
 [[ "$(strip lines.txt)" == "$(strip back.txt)" ]] || { diff lines.txt back.txt; fail "the cased round trip changed the text"; }

@@ -31,11 +31,16 @@ const Command command_vocab = {
     "vocab.txt that any WordPiece tokenizer loads.",
     run};
 
-/* --model: the vocabulary a model file holds, written as vocab.txt. */
+/* --model: the vocabulary a model file holds, written as vocab.txt (output
+ * NULL: to standard output). */
 static int export_vocab(const char *model_path, const char *output, bool json, bool force) {
     Error e = {0};
     LoadedModel lm = {0};
-    int rc = slm_vocab_export(model_path, output, force, &lm, &e);
+    int rc = output ? slm_vocab_export(model_path, output, force, &lm, &e) : slm_loaded_model_load(&lm, model_path, &e);
+    if (!rc && !output) {
+        fputs(lm.vocab, stdout);
+        output = "standard output";
+    }
     if (!rc && json) {
         rc = cli_json_print(slm_vocab_export_json(&lm, model_path, output), &e);
     } else if (!rc) {
@@ -61,8 +66,8 @@ static const Param vocab_params[] = {
      .type = PARAM_STRING,
      .offset = offsetof(VocabArgs, output),
      .meta = "FILE",
-     .help = "where to write the vocabulary; a model, stories or other file already there is kept, and a vocabulary "
-             "that a model in its folder was trained with even with --force",
+     .help = "where to write the vocabulary ('-': standard output); a model, stories or other file already there is "
+             "kept, and a vocabulary that a model in its folder was trained with even with --force",
      .def_string = "vocab.txt"},
     {.name = "force", .type = PARAM_BOOL, .offset = offsetof(VocabArgs, force), .help = OUTPUTS_FORCE_HELP},
     {.name = "size",
@@ -137,7 +142,10 @@ static int run(int argc, char **argv) {
                                 output);
     if (a.cased && (model || !np))
         return args_usage_error(&command_vocab, "--cased learns a vocabulary from STORIES; a model's is as it was");
-    if (model || !np) return export_vocab(cli_model_path(model, false), output, json, force);
+    bool to_stdout = strcmp(output, "-") == 0; /* the vocabulary on stdout, the summary on stderr */
+    if (to_stdout && json)
+        return args_usage_error(&command_vocab, "-o - writes the vocabulary on stdout: not with --json");
+    if (model || !np) return export_vocab(cli_model_path(model, false), to_stdout ? NULL : output, json, force);
 
     double t0 = slm_clock_seconds();
     Error e = {0};
@@ -146,13 +154,16 @@ static int run(int argc, char **argv) {
     ParamList l;
     slm_params_list(&vocab_table, &l);
     bool exact = slm_params_given(&given, &l, "size");
-    if (slm_vocab_learn_file(pos[0], output, size, a.cased, force, &v, &st, &e) &&
+    const char *save = to_stdout ? NULL : output;
+    if (slm_vocab_learn_file(pos[0], save, size, a.cased, force, &v, &st, &e) &&
         (exact || !words_give(pos[0], &size, a.cased, &e) ||
-         slm_vocab_learn_file(pos[0], output, size, a.cased, force, &v, &st, &e))) {
+         slm_vocab_learn_file(pos[0], save, size, a.cased, force, &v, &st, &e))) {
         slm_error_print(&e, "storylm vocab");
         slm_vocab_free(&v);
         return 1;
     }
+    for (int i = 0; to_stdout && i < v.size; i++) printf("%s\n", v.pieces[i]);
+    if (to_stdout) output = "standard output";
     if (json)
         rc = cli_json_print(slm_vocab_summary_json(pos[0], output, v.size, &st, slm_clock_seconds() - t0), &e);
     else
