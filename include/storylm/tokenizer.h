@@ -77,11 +77,16 @@ int slm_tokenizer_encode_memo(const Tokenizer *t, TokenizerMemo *m, const char *
 
 /* ids -> readable text (caller frees). "##" pieces are glued to the piece
  * before; words are separated by one space, except: no space before
- * . , ! ? ; : ) ] } ” » … %, none after ( [ { “ « ‘, none around - / – —;
- * a " opens and closes in turn; an apostrophe after a word is glued to it,
- * and to the word after when that is t s m re ve ll d ("don't", "lily's");
- * . and : between digits are glued on both sides (3.5, 10:30).
- * With capitalize, sentence starts and the word "i" get a capital letter.
+ * . , ! ? ; : ) ] } ” » … %, none after ( [ { “ « ‘ „ ‚, none around - / – —;
+ * a " opens and closes in turn, but opens after "said," (a speech verb and
+ * a comma or colon) and closes before punctuation or the end; “ and ‘ close
+ * a „ and ‚; an apostrophe after a word is glued to it, and to the word after
+ * when that is t s m re ve ll d ("don't", "lily's") or the word before is a
+ * French or Italian elision (l'histoire, qu'il); . and : between digits are
+ * glued on both sides (3.5, 10:30). With capitalize (ignored for a cased
+ * vocabulary, whose letters are the text's), sentence starts, the word "i",
+ * and the word after a quote closed on . ! or ? get a capital letter, unless
+ * a dialogue tag follows ("Why?" asked tom).
  * [EOS] is left out (the next story starts a sentence). An id outside the
  * vocabulary fails. decode(encode(text)) equals the normalised text up to
  * spaces, and encoding the decoded text gives the same ids again, for text
