@@ -79,14 +79,15 @@ int slm_tokenizer_encode_memo(const Tokenizer *t, TokenizerMemo *m, const char *
  * before; words are separated by one space, except: no space before
  * . , ! ? ; : ) ] } ” » … %, none after ( [ { “ « ‘ „ ‚, none around - / – —;
  * a " opens and closes in turn, but opens after "said," (a speech verb and
- * a comma or colon) and closes before punctuation or the end; “ and ‘ close
- * a „ and ‚; an apostrophe after a word is glued to it, and to the word after
+ * a comma or colon); “ and ‘ close a „ and ‚; an apostrophe after a word is glued to it, and to the word after
  * when that is t s m re ve ll d ("don't", "lily's") or the word before is a
  * French or Italian elision (l'histoire, qu'il); . and : between digits are
  * glued on both sides (3.5, 10:30). With capitalize (ignored for a cased
  * vocabulary, whose letters are the text's), sentence starts, the word "i",
  * and the word after a quote closed on . ! or ? get a capital letter, unless
- * a dialogue tag follows ("Why?" asked tom).
+ * after ! or ? it opens a dialogue tag: a speech verb or a pronoun ("Why?"
+ * asked tom). Only the pieces so far decide a piece's text, so the text of
+ * a prefix of ids (ending at a whole word) starts the text of all of them.
  * [EOS] is left out (the next story starts a sentence). An id outside the
  * vocabulary fails. decode(encode(text)) equals the normalised text up to
  * spaces, and encoding the decoded text gives the same ids again, for text

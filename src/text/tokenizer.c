@@ -363,6 +363,7 @@ typedef struct Decoder {
     ByteVec out;
     int glue_next;            /* no space before the next piece */
     int sentence_start;       /* capitalise the next word */
+    int tag_may_follow;       /* ... unless it opens a dialogue tag (a quote closed on ! or ?) */
     int in_dquote;            /* a " is open */
     int low_open;             /* a German „ (1) or ‚ (2) is open: “ or ‘ closes it */
     int prev_word;            /* the piece before was part of a word */
@@ -387,19 +388,18 @@ static const char *const speech_verbs[] = {"said",     "asked",  "shouted",   "c
                                            "rief",     "dit",    "demanda",   "cria",     "répondit"};
 #define N_SPEECH_VERBS (sizeof speech_verbs / sizeof speech_verbs[0])
 
-/* Does a dialogue tag follow ids[i] ("Stop!" the man said)? A speech verb
- * among the next few words, before the sentence or the quote ends. */
-static int tag_follows(const Tokenizer *t, const int32_t *ids, size_t n, size_t i) {
-    for (size_t j = i + 1, words = 0; j < n && words < 8; j++) {
-        const char *p = t->pieces[ids[j]];
-        if (ids[j] == t->eos_id || strchr(".!?\"", p[0]) || first_char(p) == 0x201C || first_char(p) == 0x201E)
-            return 0;
-        if (p[0] == '#' && p[1] == '#') continue;
-        words++;
-        if (continues_word(t, ids, n, j + 1)) continue;
-        for (size_t k = 0; k < N_SPEECH_VERBS; k++)
-            if (strcasecmp(p, speech_verbs[k]) == 0) return 1;
-    }
+/* Does the word at ids[i] open a dialogue tag ("Why?" asked Tom, "Stop!"
+ * she said)? A speech verb or a pronoun, as a whole word. Only the word
+ * itself is read, never later ones: the text of a story's first tokens must
+ * not change as more come (generation streams it). */
+static int opens_tag(const Tokenizer *t, const int32_t *ids, size_t n, size_t i) {
+    static const char *const pronouns[] = {"she", "he", "they", "we", "you", "i", "it"};
+    const char *p = t->pieces[ids[i]];
+    if (continues_word(t, ids, n, i + 1)) return 0;
+    for (size_t k = 0; k < N_SPEECH_VERBS; k++)
+        if (strcasecmp(p, speech_verbs[k]) == 0) return 1;
+    for (size_t k = 0; k < sizeof pronouns / sizeof pronouns[0]; k++)
+        if (strcasecmp(p, pronouns[k]) == 0) return 1;
     return 0;
 }
 
@@ -412,15 +412,12 @@ static int elides(const Decoder *d) {
 }
 
 /* A " opens or closes: by turns, save where the text says which. */
-static PieceKind dquote_kind(Decoder *d, const Tokenizer *t, const int32_t *ids, size_t n, size_t i) {
-    const char *next = i + 1 < n && ids[i + 1] != t->eos_id ? t->pieces[ids[i + 1]] : NULL;
-    int open = !d->in_dquote;
+static PieceKind dquote_kind(Decoder *d) {
+    int open = !d->in_dquote; /* decided by what came before only, as opens_tag */
     if ((d->prev_punct == ',' || d->prev_punct == ':') && last_word_is(d, speech_verbs, N_SPEECH_VERBS))
         open = 1; /* she said, "this */
     else if (d->out.len == 0)
         open = 1;
-    else if (!next || piece_kind(next) == PIECE_CLOSE)
-        open = 0; /* nothing to quote after it */
     d->in_dquote = open;
     return open ? PIECE_OPEN : PIECE_CLOSE;
 }
@@ -449,7 +446,7 @@ static int put_punct(Decoder *d, const Tokenizer *t, const int32_t *ids, size_t 
     const char *p = t->pieces[ids[i]];
     const char *next = i + 1 < n && ids[i + 1] >= 0 && ids[i + 1] < t->size ? t->pieces[ids[i + 1]] : "";
     uint32_t c = first_char(p);
-    if (kind == PIECE_DQUOTE) kind = dquote_kind(d, t, ids, n, i);
+    if (kind == PIECE_DQUOTE) kind = dquote_kind(d);
     if (kind == PIECE_APOSTROPHE) { /* after a word: don't, l'histoire, or a closing quote; else an opening ' */
         int word_next = next[0] && piece_kind(next) == PIECE_WORD && strncmp(next, "##", 2) != 0;
         if (d->prev_word)
@@ -473,12 +470,13 @@ static int put_punct(Decoder *d, const Tokenizer *t, const int32_t *ids, size_t 
     if (kind == PIECE_CLOSE && (p[0] == '.' || p[0] == '!' || p[0] == '?' || c == 0x2026))
         d->sentence_start = 1;
     else if (kind == PIECE_CLOSE && quote && ends) /* "Why?" Tom went, but "Why?" asked Tom */
-        d->sentence_start = after_stop || !tag_follows(t, ids, n, i);
+        d->sentence_start = 1, d->tag_may_follow = !after_stop;
     else if (kind == PIECE_CLOSE && p[0] != ',' && p[0] != ';' && p[0] != ':' && !after_stop)
         d->sentence_start = 0;
     d->glue_next = kind == PIECE_OPEN || kind == PIECE_JOIN;
     d->prev_word = d->prev_digit = 0;
     d->prev_punct = c;
+    if (!(kind == PIECE_CLOSE && quote && ends)) d->tag_may_follow = 0;
     return 0;
 }
 
@@ -493,6 +491,8 @@ static int put_word(Decoder *d, const Tokenizer *t, const int32_t *ids, size_t n
         return rc;
     }
     int lone_i = strcmp(p, "i") == 0 && !continues_word(t, ids, n, i + 1);
+    if (d->tag_may_follow && opens_tag(t, ids, n, i)) d->sentence_start = 0;
+    d->tag_may_follow = 0;
     int space = !d->glue_next && d->out.len > 0;
     size_t at = d->out.len + (size_t)space;
     int rc = put_piece(d, p, space, capitalize && (d->sentence_start || lone_i));
