@@ -132,10 +132,12 @@ static int tokenize(const Flags *f, const char *arg, Error *e) {
     LoadedModel lm = {0};
     const Tokenizer *use = &t;
     /* --words needs no vocabulary, only the word pattern; a vocabulary given
-     * says how to normalise (cased or not). */
+     * that loads says how to normalise (cased or not). */
     int given = f->vocab || f->model;
     int rc = f->format.words ? slm_pretokenizer_init(&pre, e) : 0;
-    if (rc == 0 && (!f->format.words || given)) rc = load_vocabulary(f, &t, &lm, &use, e);
+    if (rc == 0 && !f->format.words) rc = load_vocabulary(f, &t, &lm, &use, e);
+    if (rc == 0 && f->format.words && given && load_vocabulary(f, &t, &lm, &use, NULL)) /* none: BERT-uncased */
+        use = &t;
     if (rc == 0 && f->lines) {
         rc = print_lines(use, &pre, f, e);
     } else if (rc == 0) {
