@@ -9,7 +9,8 @@
 # - flags that would change the architecture or the vocabulary are refused,
 #   and so is a name that is no model, listing the short names;
 # - a fine-tuned run stopped part way resumes with the command it printed
-#   and ends with the uninterrupted run's model, bit for bit.
+#   (--from BASE, not --vocab BASE) and ends with the uninterrupted run's
+#   model, bit for bit, its --json naming the base as "from".
 set -euo pipefail
 source "$STORYLM_SOURCE_DIR/tests/common.sh"
 S="$STORYLM"
@@ -52,6 +53,8 @@ set +e; "$S" train mine.txt --from nosuch -o no.safetensors > /dev/null 2> no.er
   { cat part.err; fail "train --from --stop-at"; }
 resume=$(sed -n 's/^resume it:  //p' part.out)
 [[ -n $resume ]] || { cat part.out; fail "no resume command"; }
-eval "$resume" > resume.out 2> resume.err || { cat resume.err; fail "the resume command: $resume"; }
+[[ $resume == *" --from "*tinystories.safetensors* && $resume != *" --vocab "* ]] || fail "the resume command names the base as a vocabulary: $resume"
+eval "$resume --json" > resume.json 2> resume.err || { cat resume.err; fail "the resume command: $resume"; }
+[[ $(json resume.json 'j["from"]["file"]') == tinystories.safetensors ]] || fail "the resumed run's --json: from $(json resume.json 'j["from"]')"
 [[ "$(tensor_sums ft.safetensors)" == "$(tensor_sums part.safetensors)" ]] || fail "the resumed fine-tuning differs from the uninterrupted one"
 echo ok

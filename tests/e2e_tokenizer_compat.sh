@@ -9,6 +9,7 @@
 #    (../shared/data/tinystories-train.txt beside the project, when there) and
 #    the hand-written hard text of tests/fixtures/tokenizer_hard.txt, one text a line;
 # 3. requires identical words (after normalisation) and identical ids for every text;
+#    and the same for a cased vocabulary (vocab --cased: BERT-cased on the text in NFC);
 # 4. puts every Unicode character through both normalisers and pre-tokenizers
 #    (tests/compat/unicode_sweep.mjs) and requires the same words.
 set -euo pipefail
@@ -89,6 +90,14 @@ first_difference "ids" "$tmp/ids_storylm.txt" "$tmp/ids_reference.txt"
 n_ids=$(wc -w < "$tmp/ids_storylm.txt")
 [[ $n_ids -gt 10000 ]] || { echo "FAILED: only $n_ids ids compared" >&2; exit 1; }
 echo "same ids for all $n_texts texts ($n_ids ids; ${sources[*]} and tests/fixtures/tokenizer_hard.txt)"
+
+# A cased vocabulary (storylm vocab --cased): the ids of BERT-cased (no
+# lower-casing, no accent stripping) on the text composed to NFC.
+"$STORYLM" vocab "$tmp/stories.txt" --cased -o "$tmp/cased.txt" --size 2000
+"$STORYLM" tokenize --vocab "$tmp/cased.txt" --ids --lossy --lines "$tmp/texts.txt" > "$tmp/cased_storylm.txt"
+node "$compat/encode.mjs" "$tmp/cased.txt" "$tmp/texts.txt" > "$tmp/cased_reference.txt"
+first_difference "cased ids" "$tmp/cased_storylm.txt" "$tmp/cased_reference.txt"
+echo "same cased ids for all $n_texts texts"
 
 node "$compat/unicode_sweep.mjs" lines "$tmp/sweep.txt"
 "$STORYLM" tokenize --words --lossy --lines "$tmp/sweep.txt" > "$tmp/sweep_storylm.txt"

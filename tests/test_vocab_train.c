@@ -433,10 +433,10 @@ static void test_stop_flag(void) {
     volatile sig_atomic_t stop = 1;
     Vocab v, plain;
     Error e = {0};
-    CHECK(slm_vocab_train_text_until(invented_stories, len, "invented", 160, false, &stop, &v, NULL, &e) == -1);
+    CHECK(slm_vocab_train_text_until(invented_stories, len, "invented", 160, false, false, &stop, &v, NULL, &e) == -1);
     CHECK(strstr(e.message, "stopped") != NULL && v.size == 0 && v.pieces == NULL);
     stop = 0;
-    CHECK(slm_vocab_train_text_until(invented_stories, len, "invented", 160, false, &stop, &v, NULL, &e) == 0);
+    CHECK(slm_vocab_train_text_until(invented_stories, len, "invented", 160, false, false, &stop, &v, NULL, &e) == 0);
     CHECK(slm_vocab_train_text(invented_stories, len, "invented", 160, &plain, NULL, &e) == 0);
     CHECK(v.size == plain.size);
     for (int i = 0; i < v.size && i < plain.size; i++) CHECK(strcmp(v.pieces[i], plain.pieces[i]) == 0);

@@ -25,13 +25,15 @@ import { refreshStats } from "./stats.js";
 import { askAhead, drawAttention, fetchPosition, positionViews, gridScrolled, prefetch, refreshStory, tokenKeys, tokenTitle, viewHead } from "./story.js";
 import { runSwap } from "./swap.js";
 import { drawTrace, inputTitle } from "./trace.js";
-import { drawTrainHeads, headPanels, pollTraining, startTraining, stopTraining, uploadStories } from "./train.js";
+import {
+  baseChanged, drawTrainHeads, fillBases, headPanels, pollTraining, startTraining, stopTraining, uploadStories,
+} from "./train.js";
 import { drawSizes, drawTransformer, wireTransformer } from "./transformer.js";
 import { wireToy } from "./toy.js";
 import { $, api, el, fromModel, known, showError } from "./util.js";
 
 Object.assign(calls, {
-  describeModel, drawAblate, drawDistances, drawHeadsBar, drawTrace, fillAblateHeads, fillCompare, headPanels,
+  describeModel, drawAblate, drawDistances, drawHeadsBar, drawTrace, fillAblateHeads, fillBases, fillCompare, headPanels,
   lineChart, loadModels, refreshDistances, refreshStory, savePermalink, viewHead,
 });
 
@@ -150,6 +152,7 @@ function wire() {
   $("gen-go").addEventListener("click", runGenerate);
   $("gen-stop").addEventListener("click", () => state.gen && state.gen.abort());
   $("train-go").addEventListener("click", startTraining);
+  $("train-from").addEventListener("change", baseChanged);
   $("train-stop").addEventListener("click", stopTraining);
   $("train-file").addEventListener("change", (ev) => uploadStories(ev.target.files[0]));
   $("train-card").addEventListener("dragover", (ev) => ev.preventDefault());

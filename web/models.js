@@ -18,6 +18,7 @@ export async function loadModels() {
   pick.value = state.model;
   fillBaselines();
   calls.fillCompare();
+  calls.fillBases();
   describeModel();
 }
 

@@ -6,15 +6,39 @@ import { $, api, el, headName, pct, showError, svg } from "./util.js";
 
 export async function startTraining() {
   const body = {
-    stories: $("train-stories").value.trim(), steps: Number($("train-steps").value),
+    stories: $("train-stories").value.trim(),
     seed: Number($("train-seed").value), eval_every: Number($("train-every").value), lr: Number($("train-lr").value),
   };
+  // Left empty, the steps fit the corpus as storylm train fits them.
+  if ($("train-steps").value.trim()) body.steps = Number($("train-steps").value);
+  if ($("train-from").value) body.from = $("train-from").value;
   try {
     await api("/api/train", body);
     showError("train", null);
     $("train-use").hidden = true;
     pollTraining();
   } catch (e) { showError("train", e); }
+}
+
+// The models a run may start from (train --from): the shipped ones among the listed models,
+// by their short names (tinystories-transformer.safetensors: transformer), the default first.
+export function fillBases() {
+  const pick = $("train-from"), keep = pick.value;
+  const names = new Set(["tinystories"]);
+  for (const m of state.models) {
+    const found = /^tinystories(?:-([a-z0-9-]+))?\.safetensors$/.exec(m.name);
+    if (found) names.add(found[1] || "tinystories");
+  }
+  pick.replaceChildren(el("option", { value: "", text: "a new model" }),
+    ...[...names].map((n) => el("option", { value: n, text: n })));
+  pick.value = names.has(keep) ? keep : "";
+}
+
+// A fine-tuning run keeps to train's rate (3e-3): the page's 0.03 is for a new model.
+export function baseChanged() {
+  const lr = $("train-lr");
+  if ($("train-from").value && Number(lr.value) === 0.03) lr.value = "0.003";
+  if (!$("train-from").value && Number(lr.value) === 0.003) lr.value = "0.03";
 }
 
 // A stories file of the learner's own, sent to the server (POST /api/upload, the file's bytes

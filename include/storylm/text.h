@@ -20,6 +20,14 @@
  * Fails only when out of memory. */
 int slm_text_normalize(const char *text, size_t len, ByteVec *out, Error *e);
 
+/* BERT-cased normalisation (BasicTokenizer with do_lower_case=False), for a
+ * cased vocabulary: the same cleaning, white space and CJK padding, but no
+ * lower-casing and no accent stripping; then NFC, so that an accent typed as
+ * a combining mark (e + U+0301) gives the same word as the precomposed one
+ * (BERT composes nothing; without NFC one word would have two spellings).
+ * The output is valid UTF-8; its only white space is ' '. */
+int slm_text_normalize_cased(const char *text, size_t len, ByteVec *out, Error *e);
+
 /* The compiled PCRE2 word pattern: runs of non-space non-punctuation, or one
  * punctuation character (Unicode P*, and ASCII punctuation as BERT: !-/ :-@
  * [-` {-~). Read-only once made: threads may share one. */

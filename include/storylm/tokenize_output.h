@@ -12,14 +12,16 @@
 #include "storylm/tokenizer.h"
 
 typedef struct TokenizeFormat {
-    bool ids;   /* token ids instead of pieces */
-    bool json;  /* {"command":"tokenize","tokens":[..]} (or "words") */
-    bool words; /* the normalised words before WordPiece (needs only pre) */
-    bool lossy; /* bytes that are not UTF-8 dropped, not refused */
+    bool ids;    /* token ids instead of pieces */
+    bool json;   /* {"command":"tokenize","tokens":[..]} (or "words") */
+    bool words;  /* the normalised words before WordPiece (needs only pre) */
+    bool lossy;  /* bytes that are not UTF-8 dropped, not refused */
+    bool decode; /* the tokens decoded back into text, as generate writes them */
 } TokenizeFormat;
 
 /* Writes the line of one text (len bytes, named what in messages) to out:
- * checked as UTF-8 (unless lossy), then its words (pre) or tokens (t). */
+ * checked as UTF-8 (unless lossy), then its words (pre; normalised as t
+ * does when t has pieces, else BERT-uncased) or tokens (t). */
 int slm_tokenize_write(const Tokenizer *t, const Pretokenizer *pre, const TokenizeFormat *f, const char *text,
                        size_t len, const char *what, FILE *out, Error *e);
 

@@ -17,6 +17,11 @@
 #define TOKENIZER_MAX_WORD_CHARS 100 /* longer words become [UNK], as in BERT */
 #define TOKEN_UNK_TEXT "[UNK]"
 #define TOKEN_EOS_TEXT "[EOS]"
+/* A vocabulary holding this piece is cased: its text keeps capitals and
+ * accents (slm_text_normalize_cased). The piece marks the file, so the mode
+ * travels with vocab.txt and with the vocabulary in a model file; no text
+ * encodes to it ('[' and ']' are words of their own). */
+#define TOKEN_CASED_TEXT "[CASED]"
 
 typedef struct Tokenizer {
     int size;          /* number of entries; id = line number of vocab.txt (from 0) */
@@ -24,6 +29,7 @@ typedef struct Tokenizer {
     int *piece_len;    /* id -> bytes of the piece */
     int unk_id;        /* id of [UNK] */
     int eos_id;        /* id of [EOS]: opens and closes every story */
+    int cased;         /* 1: the vocabulary has [CASED]; text is normalised without lower-casing */
     HashMap index;     /* lookup: piece -> id, the entries are ids (hashmap.h) */
     int max_piece_len; /* bytes of the longest piece: no longer match is tried */
     char *storage;     /* the pieces' text, one block */
@@ -41,6 +47,10 @@ int slm_tokenizer_from_text(Tokenizer *t, const char *text, size_t len, int expe
 /* vocab.txt text of the pieces, one a line, each ending in '\n' (caller frees). */
 char *slm_tokenizer_to_text(const Tokenizer *t, size_t *len, Error *e);
 void slm_tokenizer_free(Tokenizer *t);
+
+/* The tokenizer's normalisation of text, appended to out: BERT-uncased
+ * (slm_text_normalize) or, for a cased vocabulary, BERT-cased. */
+int slm_tokenizer_normalize(const Tokenizer *t, const char *text, size_t len, ByteVec *out, Error *e);
 
 /* id of an exact piece ("the", "##s"), or -1. */
 int slm_tokenizer_lookup(const Tokenizer *t, const char *piece, size_t len);
@@ -67,11 +77,17 @@ int slm_tokenizer_encode_memo(const Tokenizer *t, TokenizerMemo *m, const char *
 
 /* ids -> readable text (caller frees). "##" pieces are glued to the piece
  * before; words are separated by one space, except: no space before
- * . , ! ? ; : ) ] } ” » … %, none after ( [ { “ « ‘, none around - / – —;
- * a " opens and closes in turn; an apostrophe after a word is glued to it,
- * and to the word after when that is t s m re ve ll d ("don't", "lily's");
- * . and : between digits are glued on both sides (3.5, 10:30).
- * With capitalize, sentence starts and the word "i" get a capital letter.
+ * . , ! ? ; : ) ] } ” » … %, none after ( [ { “ « ‘ „ ‚, none around - / – —;
+ * a " opens and closes in turn, but opens after "said," (a speech verb and
+ * a comma or colon); “ and ‘ close a „ and ‚; an apostrophe after a word is glued to it, and to the word after
+ * when that is t s m re ve ll d ("don't", "lily's") or the word before is a
+ * French or Italian elision (l'histoire, qu'il); . and : between digits are
+ * glued on both sides (3.5, 10:30). With capitalize (ignored for a cased
+ * vocabulary, whose letters are the text's), sentence starts, the word "i",
+ * and the word after a quote closed on . ! or ? get a capital letter, unless
+ * after ! or ? it opens a dialogue tag: a speech verb or a pronoun ("Why?"
+ * asked tom). Only the pieces so far decide a piece's text, so the text of
+ * a prefix of ids (ending at a whole word) starts the text of all of them.
  * [EOS] is left out (the next story starts a sentence). An id outside the
  * vocabulary fails. decode(encode(text)) equals the normalised text up to
  * spaces, and encoding the decoded text gives the same ids again, for text

@@ -21,6 +21,7 @@ typedef struct TrainParams {
     const char *arch, *position_scheme, *score, *act; /* names, parsed into o by the architecture's parsers */
     int seed, test_stories, layers, vocab_size;
     bool resume, ema_save, keep_best, keep_last, json, force;
+    bool cased;                         /* --cased: learn a cased vocabulary (and refuse an uncased one) */
     bool allow_unknown, allow_skipped;  /* train on a vocabulary, a file, that the checks before training refuse */
     double rank_timeout;                /* under mpirun: seconds to wait for the other ranks */
     bool steps_given, eval_every_given; /* else they fit the corpus (slm_train_default_steps) */
@@ -35,11 +36,17 @@ extern const ParamTable params_train;
 extern const ParamTable params_transformer_shape;
 
 /* /api/train's entries of params_train, for a table of the server's own
- * over a TrainParams: --lr and --seed as train has them. */
+ * over a TrainParams: --lr, --seed and --from as train has them. */
 #define TRAIN_PARAM_LR                                                                                                 \
     {                                                                                                                  \
         .name = "lr", .type = PARAM_DOUBLE, .offset = offsetof(TrainParams, o.lr), .meta = "LR",                       \
         .help = "peak learning rate (linear warm-up, cosine decay to lr/10)", .min = 1e-7, .max = 1, .def = 3e-3       \
+    }
+#define TRAIN_PARAM_FROM                                                                                               \
+    {                                                                                                                  \
+        .name = "from", .type = PARAM_STRING, .offset = offsetof(TrainParams, from), .meta = "MODEL",                  \
+        .help = "fine-tune: start from this trained model, a file or a shipped one by its short name (tinystories, "   \
+                "transformer, window8, ...), keeping its architecture and vocabulary (docs/guide.md: start here)"      \
     }
 #define TRAIN_PARAM_SEED                                                                                               \
     {                                                                                                                  \

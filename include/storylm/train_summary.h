@@ -18,6 +18,7 @@
 typedef struct TrainPlace {
     const char *program; /* as it was called (build/storylm), or "storylm" */
     const char *stories, *vocab_path;
+    bool fine_tuned; /* the run fine-tunes the model vocab_path names (--from): its resume says --from */
     const Stories *s;
     int vocab_size, n_test;
 } TrainPlace;
@@ -53,9 +54,10 @@ int slm_train_check_arch(const TrainOptions *o, int layers, bool resume, Error *
  * 2,000) from the stories and saves it to vocab_path, never over a file that
  * appeared meanwhile; refuses a file of too few stories before writing
  * anything, and one of which a part was skipped as not UTF-8 unless
- * allow_skipped (slm_stories_check_skips; then *refused). *text: the file's
- * text (caller frees); *got: the pieces learnt. */
-int slm_train_learn_vocab(const char *vocab_path, const char *stories_path, int size, bool allow_skipped, char **text,
-                          int *got, bool *refused, Error *e);
+ * allow_skipped (slm_stories_check_skips; then *refused); cased: a cased
+ * vocabulary (slm_vocab_train_text_until). *text: the vocabulary's text
+ * (caller frees); *got: the pieces learnt. */
+int slm_train_learn_vocab(const char *vocab_path, const char *stories_path, int size, bool cased, bool allow_skipped,
+                          char **text, int *got, bool *refused, Error *e);
 
 #endif

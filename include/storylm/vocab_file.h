@@ -13,11 +13,12 @@
 #include "storylm/loaded_model.h"
 #include "storylm/vocab_train.h"
 
-/* Learns a vocabulary of exactly size pieces from the stories file and saves
- * it to output (force: over a file that is no input). v and st are the
- * caller's to free (slm_vocab_free), also on error. */
-int slm_vocab_learn_file(const char *stories, const char *output, int size, bool force, Vocab *v, VocabStats *st,
-                         Error *e);
+/* Learns a vocabulary of exactly size pieces (cased: keeping capitals and
+ * accents) from the stories file and saves it to output (force: over a file
+ * that is no input; NULL: not saved, the caller writes v where it wants). v and st are the caller's to free
+ * (slm_vocab_free), also on error. */
+int slm_vocab_learn_file(const char *stories, const char *output, int size, bool cased, bool force, Vocab *v,
+                         VocabStats *st, Error *e);
 /* The learning's summary, lines for a person (on out) or JSON (NULL when out
  * of memory); size: the pieces learnt; seconds: the time it took. */
 void slm_vocab_summary_print(FILE *out, const char *path, const char *output, int size, const VocabStats *st,

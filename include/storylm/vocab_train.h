@@ -4,7 +4,7 @@
  * continuing-subword prefix "##". Every word is split into characters, the
  * first as is and the rest as "##c"; the most frequent adjacent pair of pieces
  * is merged, again and again, into a + b (b without its "##"). The vocabulary
- * is [UNK] (id 0), [EOS] (id 1), the alphabet ("c" for every character kept,
+ * is [UNK] (id 0), [EOS] (id 1), [CASED] (id 2) in a cased vocabulary, the alphabet ("c" for every character kept,
  * by code point, then "##c" for those seen inside a word, by code point), then
  * the merged pieces in merge order, until it holds exactly `size` entries.
  *
@@ -80,8 +80,11 @@ int slm_vocab_train_text(const char *text, size_t len, const char *what, int siz
 /* The same, giving up as soon as *stop is set (looked at before each story
  * is counted and each merge): fails with "stopped" (a server stopping does
  * not wait for a file of hundreds of megabytes). stop may be NULL. With
- * up_to, size is a ceiling (as slm_vocab_train_text_up_to). */
-int slm_vocab_train_text_until(const char *text, size_t len, const char *what, int size, bool up_to,
+ * up_to, size is a ceiling (as slm_vocab_train_text_up_to). With cased, the
+ * words keep their capitals and accents (slm_text_normalize_cased) and the
+ * vocabulary holds [CASED] after [EOS] (id 2), which makes the tokenizer
+ * read text that way. */
+int slm_vocab_train_text_until(const char *text, size_t len, const char *what, int size, bool up_to, bool cased,
                                const volatile sig_atomic_t *stop, Vocab *v, VocabStats *st, Error *e);
 
 /* As slm_vocab_train_text, but max_size is a ceiling: when the words cannot

@@ -18,7 +18,8 @@ const Command command_tokenize = {
     "tokenize", "show the tokens of a text",
     "storylm tokenize TEXT [options] | storylm tokenize --lines FILE [options]",
     "Normalises TEXT as BERT does (lower case, accents stripped, control characters\n"
-    "dropped), splits it into words (every punctuation character is a word) and each\n"
+    "dropped; a cased vocabulary, of vocab --cased, keeps capitals and accents), splits it into words (every "
+    "punctuation character is a word) and each\n"
     "word into the longest pieces of the vocabulary; prints the pieces separated by\n"
     "spaces. The vocabulary: --vocab FILE, or the one stored in --model FILE, else in\n"
     "./" DEFAULT_MODEL_PATH ", else ./vocab.txt, else the shipped model's (said on stderr).\n"
@@ -61,6 +62,10 @@ static const Param tokenize_params[] = {
      .type = PARAM_BOOL,
      .offset = offsetof(Flags, format.words),
      .help = "print the normalised words before WordPiece (no vocabulary needed)"},
+    {.name = "decode",
+     .type = PARAM_BOOL,
+     .offset = offsetof(Flags, format.decode),
+     .help = "print the tokens decoded back into text, as generate writes them"},
     {.name = "lines",
      .type = PARAM_STRING,
      .offset = offsetof(Flags, lines),
@@ -126,8 +131,13 @@ static int tokenize(const Flags *f, const char *arg, Error *e) {
     Pretokenizer pre = {0};
     LoadedModel lm = {0};
     const Tokenizer *use = &t;
-    /* --words needs no vocabulary, only the word pattern. */
-    int rc = f->format.words ? slm_pretokenizer_init(&pre, e) : load_vocabulary(f, &t, &lm, &use, e);
+    /* --words needs no vocabulary, only the word pattern; a vocabulary given
+     * that loads says how to normalise (cased or not). */
+    int given = f->vocab || f->model;
+    int rc = f->format.words ? slm_pretokenizer_init(&pre, e) : 0;
+    if (rc == 0 && !f->format.words) rc = load_vocabulary(f, &t, &lm, &use, e);
+    if (rc == 0 && f->format.words && given && load_vocabulary(f, &t, &lm, &use, NULL)) /* none: BERT-uncased */
+        use = &t;
     if (rc == 0 && f->lines) {
         rc = print_lines(use, &pre, f, e);
     } else if (rc == 0) {
@@ -154,6 +164,8 @@ static int run(int argc, char **argv) {
     if (f.format.ids && f.format.json)
         return args_usage_error(&command_tokenize, "--ids and --json do not go together");
     if (f.format.words && f.format.ids) return args_usage_error(&command_tokenize, "--words prints words, not ids");
+    if (f.format.decode && (f.format.words || f.format.ids || f.format.json))
+        return args_usage_error(&command_tokenize, "--decode prints text: not with --words, --ids or --json");
     if (!f.lines && np == 0) return args_usage_error(&command_tokenize, "missing TEXT (or --lines FILE)");
     if (f.lines && np > 0) return args_usage_error(&command_tokenize, "give TEXT or --lines FILE, not both");
     Error e = {0};

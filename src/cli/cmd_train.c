@@ -128,10 +128,13 @@ static cJSON *kept_json(cJSON *j, const TrainOptions *o, const TrainResult *r) {
             cJSON_AddNullToObject(kept, "test_loss");
         cJSON_AddStringToObject(kept, "why", o->keep_last ? "last" : "lowest test loss");
     }
-    if (o->from) {
+    if (r->from[0]) { /* a resumed fine-tuning's too: its test loss before the first step was the first run's */
         cJSON *from = cJSON_AddObjectToObject(j, "from");
-        cJSON_AddStringToObject(from, "file", o->from_name);
-        cJSON_AddNumberToObject(from, "test_loss", r->from_test_loss);
+        cJSON_AddStringToObject(from, "file", r->from);
+        if (isfinite(r->from_test_loss))
+            cJSON_AddNumberToObject(from, "test_loss", r->from_test_loss);
+        else
+            cJSON_AddNullToObject(from, "test_loss");
     } else {
         cJSON_AddNullToObject(j, "from");
     }
@@ -206,10 +209,11 @@ static void say_small_vocab(int size, const char *stories_path, const char *voca
  * 2,000) from the stories and saves it, saying so on stderr. */
 static int learn_vocab(const TrainParams *p, int size, char **text, bool *refused, Error *e) {
     const char *vocab_path = p->vocab, *stories_path = p->stories;
-    fprintf(stderr, "storylm: learning a %d-piece vocabulary from %s\n", size ? size : VOCAB_DEFAULT_SIZE,
-            stories_path);
+    fprintf(stderr, "storylm: learning a %d-piece %svocabulary from %s\n", size ? size : VOCAB_DEFAULT_SIZE,
+            p->cased ? "cased " : "", stories_path);
     int got;
-    if (slm_train_learn_vocab(vocab_path, stories_path, size, p->allow_skipped, text, &got, refused, e)) return -1;
+    if (slm_train_learn_vocab(vocab_path, stories_path, size, p->cased, p->allow_skipped, text, &got, refused, e))
+        return -1;
     fprintf(stderr, "storylm: wrote %s\n", vocab_path);
     if (got < VOCAB_DEFAULT_SIZE) say_small_vocab(got, stories_path, vocab_path);
     return 0;
@@ -364,6 +368,12 @@ static int train_file(TrainParams *p, Error *e, int *signalled, bool *refused) {
                  "leave out --vocab-size to use '%s' as it is, or delete it (or give --vocab "
                  "NEW) to learn one of %d pieces",
                  vocab_path, vocab_size);
+    if (!rc && p->cased && !tok.cased)
+        rc = FAIL(e,
+                  p->from ? "fine-tune without --cased (the base keeps its vocabulary), or train from scratch with "
+                            "--cased"
+                          : "delete it or give --vocab NEW.txt, and --cased learns a cased one there",
+                  "--cased: the vocabulary of '%s' is not cased (it lower-cases and strips accents)", vocab_path);
     if (!rc && !learnt && tok.size != VOCAB_DEFAULT_SIZE && root)
         fprintf(stderr, "storylm: the model's vocabulary has %d pieces, as %s\n", tok.size, vocab_path);
     if (!rc) rc = load_stories(&s, path, &tok, &so, o->dist, e);
@@ -407,6 +417,7 @@ static int train_file(TrainParams *p, Error *e, int *signalled, bool *refused) {
     TrainPlace pl = {.program = program,
                      .stories = path,
                      .vocab_path = vocab_path,
+                     .fine_tuned = r.from[0] != '\0',
                      .s = &s,
                      .vocab_size = tok.size,
                      .n_test = n_test};

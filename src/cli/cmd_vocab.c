@@ -23,16 +23,24 @@ const Command command_vocab = {
     "and the most frequent adjacent pair of pieces is merged, again and again. vocab.txt holds\n"
     "[UNK] and [EOS], the characters, then the merged pieces in merge order, one a line (line\n"
     "number = id). The same stories always give the same file, byte for byte.\n"
+    "The words are normalised as BERT-uncased does (lower case, accents stripped); with --cased\n"
+    "as BERT-cased (capitals and accents kept, NFC), and the piece [CASED] after [EOS] tells\n"
+    "every verb that reads the vocabulary, or a model trained with it, to keep them too.\n"
     "Without STORIES, writes the vocabulary stored in a model file (--model M, else\n"
     "./" DEFAULT_MODEL_PATH ", else the shipped model; said on stderr): a standard BERT\n"
     "vocab.txt that any WordPiece tokenizer loads.",
     run};
 
-/* --model: the vocabulary a model file holds, written as vocab.txt. */
+/* --model: the vocabulary a model file holds, written as vocab.txt (output
+ * NULL: to standard output). */
 static int export_vocab(const char *model_path, const char *output, bool json, bool force) {
     Error e = {0};
     LoadedModel lm = {0};
-    int rc = slm_vocab_export(model_path, output, force, &lm, &e);
+    int rc = output ? slm_vocab_export(model_path, output, force, &lm, &e) : slm_loaded_model_load(&lm, model_path, &e);
+    if (!rc && !output) {
+        fputs(lm.vocab, stdout);
+        output = "standard output";
+    }
     if (!rc && json) {
         rc = cli_json_print(slm_vocab_export_json(&lm, model_path, output), &e);
     } else if (!rc) {
@@ -49,7 +57,7 @@ static int export_vocab(const char *model_path, const char *output, bool json, b
 typedef struct VocabArgs {
     const char *stories, *output, *model;
     int size;
-    bool json, force;
+    bool json, force, cased;
 } VocabArgs;
 
 static const Param vocab_params[] = {
@@ -58,8 +66,8 @@ static const Param vocab_params[] = {
      .type = PARAM_STRING,
      .offset = offsetof(VocabArgs, output),
      .meta = "FILE",
-     .help = "where to write the vocabulary; a model, stories or other file already there is kept, and a vocabulary "
-             "that a model in its folder was trained with even with --force",
+     .help = "where to write the vocabulary ('-': standard output); a model, stories or other file already there is "
+             "kept, and a vocabulary that a model in its folder was trained with even with --force",
      .def_string = "vocab.txt"},
     {.name = "force", .type = PARAM_BOOL, .offset = offsetof(VocabArgs, force), .help = OUTPUTS_FORCE_HELP},
     {.name = "size",
@@ -70,6 +78,10 @@ static const Param vocab_params[] = {
      .min = VOCAB_MIN_SIZE,
      .max = VOCAB_MAX_SIZE,
      .def = VOCAB_DEFAULT_SIZE},
+    {.name = "cased",
+     .type = PARAM_BOOL,
+     .offset = offsetof(VocabArgs, cased),
+     .help = "keep capitals and accents (BERT-cased; default: BERT-uncased)"},
     {.name = "model",
      .short_name = 'm',
      .type = PARAM_STRING,
@@ -88,7 +100,7 @@ static const ParamTable vocab_table = {"vocab", vocab_params, PARAMS_COUNT(vocab
 /* A small corpus's words give fewer pieces than the 2,000 asked for without
  * --size, as train takes them: then *size is as many as they give (said on
  * stderr), and true. False, e as it was, for any other failure. */
-static bool words_give(const char *stories, int *size, Error *e) {
+static bool words_give(const char *stories, int *size, bool cased, Error *e) {
     if (!strstr(e->message, "fewer than the")) return false;
     char *text = NULL;
     size_t len = 0;
@@ -96,7 +108,7 @@ static bool words_give(const char *stories, int *size, Error *e) {
     VocabStats st = {0};
     Error e2 = {0};
     bool ok = !slm_file_read_all(stories, 0, &text, &len, &e2) &&
-              !slm_vocab_train_text_up_to(text, len, stories, *size, &v, &st, &e2);
+              !slm_vocab_train_text_until(text, len, stories, *size, true, cased, NULL, &v, &st, &e2);
     free(text);
     if (ok) {
         fprintf(stderr,
@@ -128,7 +140,12 @@ static int run(int argc, char **argv) {
                                 "give STORIES to learn a vocabulary, or --model M to export one; "
                                 "without them the default model's would replace '%s' (--force replaces it)",
                                 output);
-    if (model || !np) return export_vocab(cli_model_path(model, false), output, json, force);
+    if (a.cased && (model || !np))
+        return args_usage_error(&command_vocab, "--cased learns a vocabulary from STORIES; a model's is as it was");
+    bool to_stdout = strcmp(output, "-") == 0; /* the vocabulary on stdout, the summary on stderr */
+    if (to_stdout && json)
+        return args_usage_error(&command_vocab, "-o - writes the vocabulary on stdout: not with --json");
+    if (model || !np) return export_vocab(cli_model_path(model, false), to_stdout ? NULL : output, json, force);
 
     double t0 = slm_clock_seconds();
     Error e = {0};
@@ -137,12 +154,16 @@ static int run(int argc, char **argv) {
     ParamList l;
     slm_params_list(&vocab_table, &l);
     bool exact = slm_params_given(&given, &l, "size");
-    if (slm_vocab_learn_file(pos[0], output, size, force, &v, &st, &e) &&
-        (exact || !words_give(pos[0], &size, &e) || slm_vocab_learn_file(pos[0], output, size, force, &v, &st, &e))) {
+    const char *save = to_stdout ? NULL : output;
+    if (slm_vocab_learn_file(pos[0], save, size, a.cased, force, &v, &st, &e) &&
+        (exact || !words_give(pos[0], &size, a.cased, &e) ||
+         slm_vocab_learn_file(pos[0], save, size, a.cased, force, &v, &st, &e))) {
         slm_error_print(&e, "storylm vocab");
         slm_vocab_free(&v);
         return 1;
     }
+    for (int i = 0; to_stdout && i < v.size; i++) printf("%s\n", v.pieces[i]);
+    if (to_stdout) output = "standard output";
     if (json)
         rc = cli_json_print(slm_vocab_summary_json(pos[0], output, v.size, &st, slm_clock_seconds() - t0), &e);
     else

@@ -320,8 +320,9 @@ static const Param tokenize_field[] = {
 };
 static const ParamTable tokenize_fields = {"tokenize", tokenize_field, PARAMS_COUNT(tokenize_field)};
 
-/* /api/train (POST): train's own --lr and --seed; steps and evaluations within
- * the page's bounds (a run of the server's, in minutes). */
+/* /api/train (POST): train's own --lr, --seed and --from (a shipped model by
+ * its short name); steps and evaluations within the page's bounds (a run of
+ * the server's, in minutes), the steps fitted to the corpus when not given. */
 static const Param train_field[] = {
     {.name = "stories",
      .type = PARAM_STRING,
@@ -332,11 +333,12 @@ static const Param train_field[] = {
      .type = PARAM_INT,
      .offset = offsetof(TrainParams, o.steps),
      .meta = "N",
-     .help = "optimizer steps",
+     .help = "optimizer steps (default: fitted to the corpus, as storylm train fits them)",
      .min = 1,
      .max = 20000,
      .def = 300},
     TRAIN_PARAM_SEED,
+    TRAIN_PARAM_FROM,
     {.name = "eval-every",
      .type = PARAM_INT,
      .offset = offsetof(TrainParams, o.eval_every),
@@ -439,21 +441,35 @@ static int api_stories(Server *s, Reply *r) {
     return 200;
 }
 
+/* The model "from" names, into path: a shipped model by its short name
+ * (tinystories, transformer, ...), never a path of the server's machine. */
+static int train_base(const char *given, char *path, size_t size, Reply *r) {
+    Error e = {0};
+    const char *found = NULL;
+    if (!given[0] || given[strspn(given, "abcdefghijklmnopqrstuvwxyz0123456789-")] != '\0')
+        return reply_error(r, 400, "\"from\" is a shipped model's short name",
+                           "give tinystories, transformer, window8, ... (as storylm train --from takes them)");
+    if (slm_data_model_path(given, path, size, &found, &e)) return reply_failure(r, 400, &e);
+    if (found != path) snprintf(path, size, "%s", found);
+    return 0;
+}
+
 static int api_train_start(Server *s, const cJSON *body, Reply *r) {
-    char real[PATH_MAX];
+    char real[PATH_MAX], base[PATH_MAX];
     TrainParams f = {0};
+    ParamsGiven given = {0};
     slm_params_init(&train_fields, &f);
-    if (request_read(&train_fields, body, &f, NULL, NULL, 0, r) ||
-        server_allowed_stories(s, f.stories ? f.stories : s->o.stories, real, sizeof real, r))
+    if (request_read(&train_fields, body, &f, &given, NULL, 0, r) ||
+        server_allowed_stories(s, f.stories ? f.stories : s->o.stories, real, sizeof real, r) ||
+        (f.from && train_base(f.from, base, sizeof base, r)))
         return r->status;
-    int steps = f.o.steps, eval_every = f.o.eval_every, seed = f.seed;
+    ParamList l;
+    slm_params_list(&train_fields, &l);
+    int steps = slm_params_given(&given, &l, "steps") ? f.o.steps : 0, eval_every = f.o.eval_every, seed = f.seed;
     double lr = f.o.lr;
-    if (eval_every == 0) eval_every = steps >= 20 ? steps / 20 : 1; /* about 20 points on the curve */
-    if (eval_every < (steps + 199) / 200)
-        eval_every = (steps + 199) / 200; /* at most 200 saves: bounded time and memory */
     int id;
     Error e = {0};
-    int rc = train_job_start(s->train, real, steps, (uint64_t)seed, eval_every, lr, &id, &e);
+    int rc = train_job_start(s->train, real, f.from ? base : NULL, steps, (uint64_t)seed, eval_every, lr, &id, &e);
     if (rc < 0) return reply_failure(r, 500, &e);
     if (rc == 2) return reply_failure(r, 409, &e);
     if (rc > 0) return reply_error(r, 409, "a training run is going on", "wait for it, or POST /api/train/stop");

@@ -125,9 +125,12 @@ typedef struct TrainJob TrainJob;
 int train_job_create(TrainJob **out, const char *train_dir, Error *e);
 void train_job_free(TrainJob *j); /* stops a running job first, saving */
 /* 0 started (*id), with every file of the run claimed (slm_train_claim_outputs);
- * 1 one is running already; 2 no run number could be claimed (e says why); -1 error. */
-int train_job_start(TrainJob *j, const char *stories, int steps, uint64_t seed, int eval_every, double lr, int *id,
-                    Error *e);
+ * 1 one is running already; 2 no run number could be claimed (e says why); -1 error.
+ * from: the model to fine-tune (its path), or NULL to train from scratch;
+ * steps 0: fitted to the corpus as storylm train fits them; eval_every 0:
+ * about 20 evaluations in the run. */
+int train_job_start(TrainJob *j, const char *stories, const char *from, int steps, uint64_t seed, int eval_every,
+                    double lr, int *id, Error *e);
 cJSON *train_job_status(TrainJob *j);
 /* 1 when a running job was asked to stop. */
 int train_job_stop(TrainJob *j);

@@ -35,6 +35,7 @@ struct TrainJob {
     volatile sig_atomic_t stop;
     /* the run's inputs, set before its thread starts */
     char stories[PATH_MAX];
+    char from[PATH_MAX]; /* the model fine-tuned, "": from scratch */
     uint64_t seed;
     int eval_every;
     double lr;            /* peak learning rate, as given (train's range: 0 is none) */
@@ -113,7 +114,8 @@ static int job_vocab(TrainJob *j, char **text, Error *e) {
     VocabStats vs;
     /* a small corpus gets as many pieces as its words give, as storylm train does */
     if (!rc)
-        rc = slm_vocab_train_text_until(map.data, map.len, j->stories, VOCAB_DEFAULT_SIZE, true, &j->stop, &v, &vs, e);
+        rc = slm_vocab_train_text_until(map.data, map.len, j->stories, VOCAB_DEFAULT_SIZE, true, false, &j->stop, &v,
+                                        &vs, e);
     slm_file_unmap(&map);
     if (!rc) rc = slm_train_check_story_count(vs.n_stories, &vs.skips, j->stories, e);
     if (!rc && !(*text = slm_vocab_to_text(&v, &len, e))) rc = -1;
@@ -240,13 +242,37 @@ static void on_progress(const TrainProgress *p, void *ctx) {
     pthread_mutex_unlock(&j->lock);
 }
 
+/* Fine-tuning: the base model and its vocabulary, and the stories' record
+ * (job_vocab makes it when a vocabulary is learnt). */
+static int job_base(TrainJob *j, Model *base, char **vocab, Error *e) {
+    Metadata md = {0};
+    set_message(j, NULL, "reading the model to fine-tune");
+    int rc = slm_checkpoint_load_model(j->from, base, vocab, &md, e) || slm_record_of_file(&j->record, j->stories, e);
+    slm_metadata_free(&md);
+    return rc ? -1 : 0;
+}
+
+/* Steps left to the corpus as storylm train fits them; evaluations about 20
+ * in the run, at most 200 (bounded time and memory). Said in the status. */
+static void job_schedule(TrainJob *j, TrainOptions *o, const Stories *s) {
+    if (o->steps == 0) o->steps = slm_train_default_steps(s->n_train, o->batch);
+    int every = o->eval_every ? o->eval_every : o->steps >= 20 ? o->steps / 20 : 1;
+    o->eval_every = every < (o->steps + 199) / 200 ? (o->steps + 199) / 200 : every;
+    pthread_mutex_lock(&j->lock);
+    j->steps = o->steps;
+    j->every = o->steps > 500 ? o->steps / 500 : 1;
+    pthread_mutex_unlock(&j->lock);
+}
+
 static int job_run(TrainJob *j, Error *e) {
     char *vocab = NULL;
     Tokenizer tok = {0};
     Stories s = {0};
+    Model base = {0};
     StoriesOptions so = slm_stories_default_options();
     so.stop = &j->stop; /* a stop while the stories are tokenized is heard too */
-    int rc = job_vocab(j, &vocab, e) || slm_tokenizer_from_text(&tok, vocab, strlen(vocab), 0, e);
+    int rc = (j->from[0] ? job_base(j, &base, &vocab, e) : job_vocab(j, &vocab, e)) ||
+             slm_tokenizer_from_text(&tok, vocab, strlen(vocab), 0, e);
     if (!rc) set_message(j, NULL, "reading the stories");
     if (!rc) rc = slm_stories_load(&s, j->stories, &tok, &so, e);
     if (!rc) rc = slm_train_check_story_count(s.n_stories, &s.skips, j->stories, e);
@@ -254,6 +280,12 @@ static int job_run(TrainJob *j, Error *e) {
     o.steps = j->steps;
     o.seed = j->seed;
     o.eval_every = j->eval_every;
+    if (!rc) job_schedule(j, &o, &s);
+    if (j->from[0]) { /* the base's architecture, as train --from keeps it */
+        const char *slash = strrchr(j->from, '/');
+        o.from = &base, o.from_name = slash ? slash + 1 : j->from;
+        o.arch = base.cfg.arch, o.layers = slm_model_layers(&base.cfg);
+    }
     o.lr = j->lr;
     o.threads = 1; /* the other core answers the page */
     o.out = j->model;
@@ -276,6 +308,7 @@ static int job_run(TrainJob *j, Error *e) {
     }
     slm_stories_free(&s);
     if (tok.pieces) slm_tokenizer_free(&tok);
+    if (j->from[0]) slm_model_free(&base);
     free(vocab);
     return rc;
 }
@@ -299,8 +332,8 @@ static void *job_thread(void *arg) {
     return NULL;
 }
 
-int train_job_start(TrainJob *j, const char *stories, int steps, uint64_t seed, int eval_every, double lr, int *id,
-                    Error *e) {
+int train_job_start(TrainJob *j, const char *stories, const char *from, int steps, uint64_t seed, int eval_every,
+                    double lr, int *id, Error *e) {
     pthread_mutex_lock(&j->lock);
     if (strcmp(j->state, "running") == 0) {
         pthread_mutex_unlock(&j->lock);
@@ -317,7 +350,7 @@ int train_job_start(TrainJob *j, const char *stories, int steps, uint64_t seed, 
     j->id = *id;
     j->state = "running";
     j->step = 0;
-    j->steps = steps;
+    j->steps = steps; /* 0 until the stories are read and the steps fitted to them */
     j->every = steps > 500 ? steps / 500 : 1;
     j->stop = 0;
     cJSON_Delete(j->points);
@@ -327,6 +360,7 @@ int train_job_start(TrainJob *j, const char *stories, int steps, uint64_t seed, 
     snprintf(j->model, sizeof j->model, "%s", model);
     snprintf(j->message, sizeof j->message, "starting");
     snprintf(j->stories, sizeof j->stories, "%s", stories);
+    snprintf(j->from, sizeof j->from, "%s", from ? from : "");
     j->seed = seed;
     j->eval_every = eval_every;
     j->lr = lr;

@@ -448,6 +448,54 @@ int slm_text_normalize(const char *text, size_t len, ByteVec *out, Error *e) {
     return 0;
 }
 
+/* One character of cased cleaning: dropped (controls, U+FFFD), ' ' for white
+ * space, padded when a CJK ideograph, else kept as it is. */
+static void clean_cased_char(ByteVec *out, uint32_t cp) {
+    if (cp < 0x80) {
+        unsigned char c = cp >= 'A' && cp <= 'Z' ? (unsigned char)cp : ascii_map[cp];
+        if (c) out->data[out->len++] = (char)c;
+        return;
+    }
+    if (cp == 0xFFFD || is_control_category(utf8proc_category((utf8proc_int32_t)cp))) return;
+    if (is_space(cp)) {
+        out->data[out->len++] = ' ';
+        return;
+    }
+    int cjk = is_cjk_bmp(cp);
+    if (cjk) out->data[out->len++] = ' ';
+    unsigned char buf[4];
+    utf8proc_ssize_t n = utf8proc_encode_char((utf8proc_int32_t)cp, buf);
+    memcpy(out->data + out->len, buf, (size_t)n);
+    out->len += (size_t)n;
+    if (cjk) out->data[out->len++] = ' ';
+}
+
+int slm_text_normalize_cased(const char *text, size_t len, ByteVec *out, Error *e) {
+    ByteVec clean = {0};
+    /* A character grows by at most the two spaces around an ideograph. */
+    if (slm_bytevec_reserve(&clean, 2 * len + 1, e)) return -1;
+    const unsigned char *s = (const unsigned char *)text;
+    for (size_t i = 0; i < len;) {
+        uint32_t cp;
+        i += utf8_decode(s + i, len - i, &cp);
+        clean_cased_char(&clean, cp);
+    }
+    utf8proc_uint8_t *nfc = NULL;
+    utf8proc_ssize_t n = clean.len ? utf8proc_map((const utf8proc_uint8_t *)clean.data, (utf8proc_ssize_t)clean.len,
+                                                  &nfc, UTF8PROC_STABLE | UTF8PROC_COMPOSE)
+                                   : 0;
+    slm_bytevec_free(&clean);
+    if (n < 0) return FAIL(e, "free some memory", "cannot compose the text (NFC): %s", utf8proc_errmsg(n));
+    int rc = slm_bytevec_reserve(out, out->len + (size_t)n + 1, e);
+    if (rc == 0) {
+        if (n) memcpy(out->data + out->len, nfc, (size_t)n);
+        out->len += (size_t)n;
+        out->data[out->len] = '\0';
+    }
+    free(nfc);
+    return rc;
+}
+
 /* ---- Pre-tokenization ---- */
 
 /* Every punctuation character is a word of its own: \p{P}, ASCII punctuation

@@ -10,6 +10,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 #include <utf8proc.h>
 
@@ -119,6 +120,7 @@ static int load_text(Tokenizer *t, const char *text, size_t len, int expected_si
              "%s has no %s line", what, t->unk_id < 0 ? TOKEN_UNK_TEXT : TOKEN_EOS_TEXT);
         goto fail;
     }
+    t->cased = slm_tokenizer_lookup(t, TOKEN_CASED_TEXT, strlen(TOKEN_CASED_TEXT)) >= 0;
     if (slm_pretokenizer_init(&t->pretokenizer, e)) goto fail;
     return 0;
 fail:
@@ -255,6 +257,10 @@ static int encode_pieces(const char *word, size_t n, EncodeCtx *ctx) {
     return 0;
 }
 
+int slm_tokenizer_normalize(const Tokenizer *t, const char *text, size_t len, ByteVec *out, Error *e) {
+    return t->cased ? slm_text_normalize_cased(text, len, out, e) : slm_text_normalize(text, len, out, e);
+}
+
 int slm_tokenizer_encode(const Tokenizer *t, const char *text, size_t len, IntVec *out, Error *e) {
     return slm_tokenizer_encode_memo(t, NULL, text, len, out, e);
 }
@@ -263,7 +269,7 @@ int slm_tokenizer_encode_memo(const Tokenizer *t, TokenizerMemo *m, const char *
                               Error *e) {
     if (m && m->t != t) return FAIL(e, NULL, "a tokenizer memo used with another tokenizer");
     ByteVec normalized = {0};
-    if (slm_text_normalize(text, len, &normalized, e)) return -1;
+    if (slm_tokenizer_normalize(t, text, len, &normalized, e)) return -1;
     /* About one piece per four bytes of story text: reserve to grow rarely. */
     int rc = slm_intvec_reserve(out, out->len + normalized.len / 4 + 16, e);
     EncodeCtx ctx = {t, out, e, m};
@@ -278,7 +284,7 @@ int slm_tokenizer_encode_memo(const Tokenizer *t, TokenizerMemo *m, const char *
 typedef enum {
     PIECE_WORD,       /* letters, digits: spaces around */
     PIECE_CLOSE,      /* . , ! ? ; : ) ] } ” » … % : glued to the word before */
-    PIECE_OPEN,       /* ( [ { “ « ‘ : glued to the word after */
+    PIECE_OPEN,       /* ( [ { “ « ‘ „ ‚ ¡ ¿ : glued to the word after (“ ‘ close a „ ‚) */
     PIECE_JOIN,       /* - / : glued on both sides (ice-cream) */
     PIECE_DQUOTE,     /* " : opens or closes, by count */
     PIECE_APOSTROPHE, /* ' ’ : don't, lily's, or a quote */
@@ -315,6 +321,8 @@ static PieceKind piece_kind(const char *p) {
         case 0x201C:
         case 0xAB:
         case 0x2018:
+        case 0x201E:
+        case 0x201A:
         case 0xA1:
         case 0xBF: return PIECE_OPEN;
         case '-':
@@ -353,13 +361,66 @@ static int ends_in_digit(const Tokenizer *t, int id) {
 
 typedef struct Decoder {
     ByteVec out;
-    int glue_next;      /* no space before the next piece */
-    int sentence_start; /* capitalise the next word */
-    int in_dquote;      /* a " is open */
-    int prev_word;      /* the piece before was part of a word */
-    int prev_digit;     /* ... and ended in a digit */
+    int glue_next;            /* no space before the next piece */
+    int sentence_start;       /* capitalise the next word */
+    int tag_may_follow;       /* ... unless it opens a dialogue tag (a quote closed on ! or ?) */
+    int in_dquote;            /* a " is open */
+    int low_open;             /* a German „ (1) or ‚ (2) is open: “ or ‘ closes it */
+    int prev_word;            /* the piece before was part of a word */
+    int prev_digit;           /* ... and ended in a digit */
+    uint32_t prev_punct;      /* the piece before was this punctuation character (0: none) */
+    size_t word_at, word_end; /* the last word written: out.data[word_at .. word_end) */
     Error *e;
 } Decoder;
+
+/* Is the last word written one of words (ASCII, compared ignoring case)? */
+static int last_word_is(const Decoder *d, const char *const *words, size_t n_words) {
+    size_t n = d->word_end - d->word_at;
+    for (size_t k = 0; k < n_words; k++)
+        if (strlen(words[k]) == n && strncasecmp(d->out.data + d->word_at, words[k], n) == 0) return 1;
+    return 0;
+}
+
+/* The verbs of a dialogue tag: "Why?" asked Tom; she said, "this. */
+static const char *const speech_verbs[] = {"said",     "asked",  "shouted",   "cried",    "replied", "whispered",
+                                           "yelled",   "called", "exclaimed", "answered", "added",   "laughed",
+                                           "screamed", "told",   "says",      "asks",     "sagte",   "fragte",
+                                           "rief",     "dit",    "demanda",   "cria",     "répondit"};
+#define N_SPEECH_VERBS (sizeof speech_verbs / sizeof speech_verbs[0])
+
+/* Does the word at ids[i] open a dialogue tag ("Why?" asked Tom, "Stop!"
+ * she said)? A speech verb or a pronoun, as a whole word. Only the word
+ * itself is read, never later ones: the text of a story's first tokens must
+ * not change as more come (generation streams it). */
+static int opens_tag(const Tokenizer *t, const int32_t *ids, size_t n, size_t i) {
+    static const char *const pronouns[] = {"she", "he", "they", "we", "you", "i", "it"};
+    const char *p = t->pieces[ids[i]];
+    if (continues_word(t, ids, n, i + 1)) return 0;
+    for (size_t k = 0; k < N_SPEECH_VERBS; k++)
+        if (strcasecmp(p, speech_verbs[k]) == 0) return 1;
+    for (size_t k = 0; k < sizeof pronouns / sizeof pronouns[0]; k++)
+        if (strcasecmp(p, pronouns[k]) == 0) return 1;
+    return 0;
+}
+
+/* French and Italian elisions: l'histoire, qu'il, jusqu'à, dell'acqua. */
+static int elides(const Decoder *d) {
+    static const char *const words[] = {"l",   "d",     "j",      "m",      "n",      "s",       "t",      "c",
+                                        "qu",  "jusqu", "lorsqu", "puisqu", "quelqu", "aujourd", "presqu", "dell",
+                                        "all", "dall",  "nell",   "sull",   "quest",  "quell",   "un",     "po"};
+    return last_word_is(d, words, sizeof words / sizeof words[0]);
+}
+
+/* A " opens or closes: by turns, save where the text says which. */
+static PieceKind dquote_kind(Decoder *d) {
+    int open = !d->in_dquote; /* decided by what came before only, as opens_tag */
+    if ((d->prev_punct == ',' || d->prev_punct == ':') && last_word_is(d, speech_verbs, N_SPEECH_VERBS))
+        open = 1; /* she said, "this */
+    else if (d->out.len == 0)
+        open = 1;
+    d->in_dquote = open;
+    return open ? PIECE_OPEN : PIECE_CLOSE;
+}
 
 /* Appends piece text, capitalising its first letter when asked. */
 static int put_piece(Decoder *d, const char *p, int space, int upper) {
@@ -384,38 +445,58 @@ static int put_piece(Decoder *d, const char *p, int space, int upper) {
 static int put_punct(Decoder *d, const Tokenizer *t, const int32_t *ids, size_t n, size_t i, PieceKind kind) {
     const char *p = t->pieces[ids[i]];
     const char *next = i + 1 < n && ids[i + 1] >= 0 && ids[i + 1] < t->size ? t->pieces[ids[i + 1]] : "";
-    if (kind == PIECE_DQUOTE) kind = d->in_dquote ? PIECE_CLOSE : PIECE_OPEN, d->in_dquote = !d->in_dquote;
-    if (kind == PIECE_APOSTROPHE) { /* after a word: don't, or a closing quote; else an opening ' */
+    uint32_t c = first_char(p);
+    if (kind == PIECE_DQUOTE) kind = dquote_kind(d);
+    if (kind == PIECE_APOSTROPHE) { /* after a word: don't, l'histoire, or a closing quote; else an opening ' */
+        int word_next = next[0] && piece_kind(next) == PIECE_WORD && strncmp(next, "##", 2) != 0;
         if (d->prev_word)
-            kind = is_contraction_tail(t, ids, n, i + 1) ? PIECE_JOIN : PIECE_CLOSE;
+            kind = is_contraction_tail(t, ids, n, i + 1) || (word_next && elides(d)) ? PIECE_JOIN : PIECE_CLOSE;
         else
             kind = p[0] == '\'' ? PIECE_OPEN : PIECE_CLOSE;
     }
+    if ((c == 0x201C && d->low_open == 1) || (c == 0x2018 && d->low_open == 2))
+        kind = PIECE_CLOSE, d->low_open = 0; /* „…“ and ‚…‘ */
+    else if (c == 0x201E || c == 0x201A)
+        d->low_open = c == 0x201E ? 1 : 2;
     if ((p[0] == '.' || p[0] == ':') && !p[1] && d->prev_digit && next[0] >= '0' && next[0] <= '9')
         kind = PIECE_JOIN; /* 3.5, 10:30 */
     int space_before = !d->glue_next && kind != PIECE_CLOSE && kind != PIECE_JOIN;
     /* a quote closed after a full stop ends the sentence: "Thank you." They went. */
     int after_stop = d->out.len > 0 && d->out.data[d->out.len - 1] == '.';
+    int ends = d->out.len > 0 && strchr(".!?", d->out.data[d->out.len - 1]);
     if (put_piece(d, p, space_before, 0)) return -1;
-    if (kind == PIECE_OPEN && p[0] == '"') d->sentence_start = 1; /* quoted speech starts a sentence */
-    if (kind == PIECE_CLOSE && (p[0] == '.' || p[0] == '!' || p[0] == '?' || first_char(p) == 0x2026))
+    int quote = p[0] == '"' || c == 0x201C || c == 0x201D || c == 0x201E || c == 0xAB || c == 0xBB;
+    if (kind == PIECE_OPEN && quote) d->sentence_start = 1; /* quoted speech starts a sentence */
+    if (kind == PIECE_CLOSE && (p[0] == '.' || p[0] == '!' || p[0] == '?' || c == 0x2026))
         d->sentence_start = 1;
+    else if (kind == PIECE_CLOSE && quote && ends) /* "Why?" Tom went, but "Why?" asked Tom */
+        d->sentence_start = 1, d->tag_may_follow = !after_stop;
     else if (kind == PIECE_CLOSE && p[0] != ',' && p[0] != ';' && p[0] != ':' && !after_stop)
-        d->sentence_start = 0; /* "Stop!" she said */
+        d->sentence_start = 0;
     d->glue_next = kind == PIECE_OPEN || kind == PIECE_JOIN;
     d->prev_word = d->prev_digit = 0;
+    d->prev_punct = c;
+    if (!(kind == PIECE_CLOSE && quote && ends)) d->tag_may_follow = 0;
     return 0;
 }
 
 /* A piece of a word: "##" pieces glued on, a new word after a space. */
 static int put_word(Decoder *d, const Tokenizer *t, const int32_t *ids, size_t n, size_t i, int capitalize) {
     const char *p = t->pieces[ids[i]];
+    d->prev_punct = 0;
     if (p[0] == '#' && p[1] == '#' && p[2] != '\0') { /* the word goes on */
         d->prev_digit = d->prev_word && ends_in_digit(t, ids[i]);
-        return put_piece(d, p + 2, 0, 0);
+        int rc = put_piece(d, p + 2, 0, 0);
+        d->word_end = d->out.len;
+        return rc;
     }
     int lone_i = strcmp(p, "i") == 0 && !continues_word(t, ids, n, i + 1);
-    int rc = put_piece(d, p, !d->glue_next, capitalize && (d->sentence_start || lone_i));
+    if (d->tag_may_follow && opens_tag(t, ids, n, i)) d->sentence_start = 0;
+    d->tag_may_follow = 0;
+    int space = !d->glue_next && d->out.len > 0;
+    size_t at = d->out.len + (size_t)space;
+    int rc = put_piece(d, p, space, capitalize && (d->sentence_start || lone_i));
+    d->word_at = at, d->word_end = d->out.len;
     d->sentence_start = 0, d->glue_next = 0, d->prev_word = 1;
     d->prev_digit = ends_in_digit(t, ids[i]);
     return rc;
@@ -432,11 +513,13 @@ char *slm_tokenizer_decode(const Tokenizer *t, const int32_t *ids, size_t n, int
             return NULL;
         }
         if (ids[i] == t->eos_id) { /* a story boundary: the next story starts afresh */
-            d.sentence_start = 1, d.in_dquote = 0, d.prev_word = d.prev_digit = 0;
+            d.sentence_start = 1, d.in_dquote = d.low_open = 0, d.prev_word = d.prev_digit = 0, d.prev_punct = 0;
             continue;
         }
         PieceKind kind = piece_kind(t->pieces[ids[i]]);
-        int rc = kind == PIECE_WORD ? put_word(&d, t, ids, n, i, capitalize) : put_punct(&d, t, ids, n, i, kind);
+        /* a cased vocabulary's letters are the text's own: nothing to capitalise */
+        int upper = capitalize && !t->cased;
+        int rc = kind == PIECE_WORD ? put_word(&d, t, ids, n, i, upper) : put_punct(&d, t, ids, n, i, kind);
         if (rc) {
             slm_bytevec_free(&d.out);
             return NULL;

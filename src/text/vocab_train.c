@@ -154,6 +154,7 @@ typedef struct Trainer {
     size_t heap_n, heap_cap;
     IntVec raised; /* pairs whose count rose in the current merge */
     int merge_no;
+    int n_special; /* [UNK], [EOS] and, in a cased vocabulary, [CASED] */
 } Trainer;
 
 static void trainer_free(Trainer *t) {
@@ -364,11 +365,11 @@ static long char_find(const Char *chars, int n, int32_t code) {
     return c ? c - chars : -1;
 }
 
-/* Marks the characters kept: all of them when they fit in size - 2 pieces,
- * else the most frequent that fit ("c", plus "##c" when seen inside words).
- * chars comes in and leaves sorted by code point. */
+/* Marks the characters kept: all of them when they fit in the size pieces
+ * left after the special ones, else the most frequent that fit ("c", plus
+ * "##c" when seen inside words). chars comes in and leaves sorted by code point. */
 static int keep_characters(Char *chars, int n, int size, VocabStats *st) {
-    int budget = size - 2, need = 0;
+    int budget = size, need = 0;
     if (n == 0) return 0;
     for (int i = 0; i < n; i++) need += 1 + chars[i].inner;
     qsort(chars, (size_t)n, sizeof *chars, cmp_frequent);
@@ -433,10 +434,12 @@ static int count_characters(const WordCount *words, size_t n_words, const char *
     return 0;
 }
 
-/* [UNK], [EOS], then "c" for each kept character, then "##c" for those seen inside words. */
+/* [UNK], [EOS] ([CASED] when cased), then "c" for each kept character, then
+ * "##c" for those seen inside words. */
 static int add_alphabet(Trainer *t, Char *chars, int n, VocabStats *st, Error *e) {
     if (add_piece(t, TOKEN_UNK_TEXT, strlen(TOKEN_UNK_TEXT), e) < 0) return -1;
     if (add_piece(t, TOKEN_EOS_TEXT, strlen(TOKEN_EOS_TEXT), e) < 0) return -1;
+    if (t->n_special == 3 && add_piece(t, TOKEN_CASED_TEXT, strlen(TOKEN_CASED_TEXT), e) < 0) return -1;
     for (int pass = 0; pass < 2; pass++) {
         for (int i = 0; i < n; i++) {
             if (!chars[i].kept || (pass == 1 && !chars[i].inner)) continue;
@@ -448,7 +451,7 @@ static int add_alphabet(Trainer *t, Char *chars, int n, VocabStats *st, Error *e
             *(pass ? &chars[i].inner_id : &chars[i].first_id) = id;
         }
     }
-    st->n_alphabet_pieces = t->n_pieces - 2;
+    st->n_alphabet_pieces = t->n_pieces - t->n_special;
     return 0;
 }
 
@@ -520,16 +523,20 @@ static int select_words(const WordCount *words, size_t n_words, char *use, Vocab
     return 0;
 }
 
-static int check_size(int size, Error *e) {
-    if (size < VOCAB_MIN_SIZE || size > VOCAB_MAX_SIZE)
-        return FAIL(e, "choose a size from 3 to 1000000 (storylm vocab --size N)",
-                    "vocabulary size %d is out of range (%d to %d)", size, VOCAB_MIN_SIZE, VOCAB_MAX_SIZE);
+static int check_size(int size, bool cased, Error *e) {
+    int least = VOCAB_MIN_SIZE + cased; /* [CASED] takes a place too */
+    if (size < least || size > VOCAB_MAX_SIZE) {
+        char hint[96];
+        snprintf(hint, sizeof hint, "choose a size from %d to %d (storylm vocab --size N)", least, VOCAB_MAX_SIZE);
+        return FAIL(e, hint, "vocabulary size %d is out of range (%d to %d)", size, least, VOCAB_MAX_SIZE);
+    }
     return 0;
 }
 
 /* Sets up the alphabet and the words; the merges are left to the caller. */
-static int trainer_init(Trainer *t, const WordCount *words, size_t n_words, int size, VocabStats *st, Error *e) {
-    *t = (Trainer){.size = size, .merge_no = 0};
+static int trainer_init(Trainer *t, const WordCount *words, size_t n_words, int size, bool cased, VocabStats *st,
+                        Error *e) {
+    *t = (Trainer){.size = size, .merge_no = 0, .n_special = cased ? 3 : 2};
     t->pieces = xcalloc((size_t)size, sizeof *t->pieces, e);
     char *use = t->pieces ? xmalloc(n_words ? n_words : 1, e) : NULL;
     if (!use) return -1;
@@ -537,7 +544,7 @@ static int trainer_init(Trainer *t, const WordCount *words, size_t n_words, int 
     int n_chars = 0;
     int rc = select_words(words, n_words, use, st, e) ||
              count_characters(words, n_words, use, &chars, &n_chars, st, e) ||
-             keep_characters(chars, n_chars, size, st) || add_alphabet(t, chars, n_chars, st, e) ||
+             keep_characters(chars, n_chars, size - t->n_special, st) || add_alphabet(t, chars, n_chars, st, e) ||
              load_words(t, words, n_words, use, chars, n_chars, st, e);
     free(chars);
     free(use);
@@ -549,9 +556,10 @@ static int too_few_pieces(const Trainer *t, const VocabStats *st, Error *e) {
     snprintf(hint, sizeof hint, "use a size of at most %d (storylm vocab --size %d), or give more stories", t->n_pieces,
              t->n_pieces);
     return FAIL(e, hint,
-                "the words give only %d pieces (2 special, %d alphabet, %d merged), fewer than the %d wanted: "
+                "the words give only %d pieces (%d special, %d alphabet, %d merged), fewer than the %d wanted: "
                 "every word is a single piece by then",
-                t->n_pieces, st->n_alphabet_pieces, t->n_pieces - 2 - st->n_alphabet_pieces, t->size);
+                t->n_pieces, t->n_special, st->n_alphabet_pieces, t->n_pieces - t->n_special - st->n_alphabet_pieces,
+                t->size);
 }
 
 /* Hands the pieces over to v (the trainer keeps none of them). */
@@ -566,15 +574,15 @@ static void take_pieces(Trainer *t, Vocab *v) {
 static int stopped(Error *e) { return FAIL(e, "it was asked to stop", "stopped"); }
 
 /* up_to: size is a ceiling; the words may give fewer pieces. stop may be NULL. */
-static int train_from_counts(const WordCount *words, size_t n_words, int size, bool up_to,
+static int train_from_counts(const WordCount *words, size_t n_words, int size, bool up_to, bool cased,
                              const volatile sig_atomic_t *stop, Vocab *v, VocabStats *st, Error *e) {
     *v = (Vocab){0};
     VocabStats local;
     if (!st) st = &local;
     *st = (VocabStats){0};
-    if (check_size(size, e)) return -1;
+    if (check_size(size, cased, e)) return -1;
     Trainer t;
-    int rc = trainer_init(&t, words, n_words, size, st, e);
+    int rc = trainer_init(&t, words, n_words, size, cased, st, e);
     ByteVec buf = {0};
     while (!rc && t.n_pieces < size) {
         if (stop && *stop) {
@@ -595,7 +603,7 @@ static int train_from_counts(const WordCount *words, size_t n_words, int size, b
 }
 
 int slm_vocab_train_from_counts(const WordCount *words, size_t n_words, int size, Vocab *v, VocabStats *st, Error *e) {
-    return train_from_counts(words, n_words, size, false, NULL, v, st, e);
+    return train_from_counts(words, n_words, size, false, false, NULL, v, st, e);
 }
 
 /* ---- counting the words of a stories file ---- */
@@ -605,6 +613,7 @@ typedef struct Counter {
     int64_t n_tokens;
     Error *e;
     const volatile sig_atomic_t *stop;
+    bool cased; /* normalise as a cased vocabulary does */
 } Counter;
 
 static int count_word(const char *word, size_t len, void *ctx) {
@@ -616,7 +625,7 @@ static int count_word(const char *word, size_t len, void *ctx) {
 /* Normalises one story and counts its words into c. */
 static int count_story(const char *story, size_t len, const Pretokenizer *pt, ByteVec *norm, Counter *c, Error *e) {
     norm->len = 0;
-    if (slm_text_normalize(story, len, norm, e)) return -1;
+    if (c->cased ? slm_text_normalize_cased(story, len, norm, e) : slm_text_normalize(story, len, norm, e)) return -1;
     if (norm->len == 0) return 0;
     int rc = slm_pretokenize(pt, norm->data, norm->len, count_word, c, e);
     return rc ? -1 : 0;
@@ -646,7 +655,7 @@ static int add_counts(StrMap *into, const StrMap *from, Error *e) {
 }
 
 /* Counts every story's words, one map per thread, added up in thread order. */
-static int count_words(const char *text, const StorySpan *spans, int n, const volatile sig_atomic_t *stop,
+static int count_words(const char *text, const StorySpan *spans, int n, bool cased, const volatile sig_atomic_t *stop,
                        StrMap *words, int64_t *n_tokens, Error *e) {
     int n_threads = omp_get_max_threads();
     Counter *c = xcalloc((size_t)n_threads, sizeof *c, e);
@@ -662,6 +671,7 @@ static int count_words(const char *text, const StorySpan *spans, int n, const vo
         int id = omp_get_thread_num();
         c[id].e = &errors[id];
         c[id].stop = stop;
+        c[id].cased = cased;
         failed[id] = count_share(text, spans, n, &c[id], &errors[id]);
     }
     int rc = 0;
@@ -698,24 +708,24 @@ static WordCount *word_list(const StrMap *m, Error *e) {
     return list;
 }
 
-int slm_vocab_train_text_until(const char *text, size_t len, const char *what, int size, bool up_to,
+int slm_vocab_train_text_until(const char *text, size_t len, const char *what, int size, bool up_to, bool cased,
                                const volatile sig_atomic_t *stop, Vocab *v, VocabStats *st, Error *e) {
     *v = (Vocab){0};
     VocabStats local;
     if (!st) st = &local;
     *st = (VocabStats){0};
-    if (check_size(size, e)) return -1;
+    if (check_size(size, cased, e)) return -1;
     StorySpan *spans = NULL;
     int n = 0;
     if (slm_stories_split(text, len, what, &spans, &n, &st->skips, e)) return -1;
     st->n_stories = n;
     StrMap words = {0};
-    int rc = count_words(text, spans, n, stop, &words, &st->n_word_tokens, e);
+    int rc = count_words(text, spans, n, cased, stop, &words, &st->n_word_tokens, e);
     free(spans);
     WordCount *list = rc ? NULL : word_list(&words, e);
     VocabStats reading = *st;
     if (list)
-        rc = train_from_counts(list, words.n, size, up_to, stop, v, st, e);
+        rc = train_from_counts(list, words.n, size, up_to, cased, stop, v, st, e);
     else
         rc = -1;
     st->n_stories = reading.n_stories;
@@ -728,12 +738,12 @@ int slm_vocab_train_text_until(const char *text, size_t len, const char *what, i
 }
 
 int slm_vocab_train_text(const char *text, size_t len, const char *what, int size, Vocab *v, VocabStats *st, Error *e) {
-    return slm_vocab_train_text_until(text, len, what, size, false, NULL, v, st, e);
+    return slm_vocab_train_text_until(text, len, what, size, false, false, NULL, v, st, e);
 }
 
 int slm_vocab_train_text_up_to(const char *text, size_t len, const char *what, int max_size, Vocab *v, VocabStats *st,
                                Error *e) {
-    return slm_vocab_train_text_until(text, len, what, max_size, true, NULL, v, st, e);
+    return slm_vocab_train_text_until(text, len, what, max_size, true, false, NULL, v, st, e);
 }
 
 /* ---- vocab.txt ---- */

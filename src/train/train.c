@@ -614,6 +614,7 @@ int train_run_overflowing(const Stories *s, const TrainOptions *o, TrainProgress
     omp_set_num_threads(1);
     if (!rc) rc = train_loop(&t, progress, ctx, e);
     omp_set_num_threads(threads);
+    if (t.from_name) snprintf(r->from, sizeof r->from, "%s", t.from_name);
     trainer_free(&t);
     return rc;
 }

@@ -113,12 +113,12 @@ static const Param train_params[] = {
      .help = "vocabulary to use, or to learn and write if missing; shipped: the shipped model's (models/vocab.txt, "
              "found from any folder as the shipped model is)",
      .def_string = TRAIN_DEFAULT_VOCAB},
-    {.name = "from",
-     .type = PARAM_STRING,
-     .offset = offsetof(TrainParams, from),
-     .meta = "MODEL",
-     .help = "fine-tune: start from this trained model, a file or a shipped one by its short name (tinystories, "
-             "transformer, window8, ...), keeping its architecture and vocabulary (docs/guide.md: start here)"},
+    TRAIN_PARAM_FROM,
+    {.name = "cased",
+     .type = PARAM_BOOL,
+     .offset = offsetof(TrainParams, cased),
+     .help = "learn a cased vocabulary: capitals and accents kept (BERT-cased; default: BERT-uncased, lower case, no "
+             "accents); a --vocab file or --from model that is not cased is refused"},
     {.name = "allow-unknown",
      .type = PARAM_BOOL,
      .offset = offsetof(TrainParams, allow_unknown),

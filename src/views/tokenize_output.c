@@ -39,10 +39,13 @@ static int put_word(const char *word, size_t len, void *ctx_) {
     return 0;
 }
 
-/* The normalised words, before WordPiece. */
-static int write_words(const Pretokenizer *pre, const char *text, size_t len, bool json, FILE *out, Error *e) {
+/* The normalised words, before WordPiece: as t normalises (cased or not), or
+ * BERT-uncased when no vocabulary was loaded (t NULL). */
+static int write_words(const Tokenizer *t, const Pretokenizer *pre, const char *text, size_t len, bool json, FILE *out,
+                       Error *e) {
     ByteVec normalized = {0};
-    if (slm_text_normalize(text, len, &normalized, e)) return -1;
+    if (t ? slm_tokenizer_normalize(t, text, len, &normalized, e) : slm_text_normalize(text, len, &normalized, e))
+        return -1;
     cJSON *j = json ? slm_view_json_begin("tokenize") : NULL;
     WordsCtx ctx = {out, j ? cJSON_AddArrayToObject(j, "words") : NULL, 0, e};
     int rc = json && !ctx.json ? FAIL(e, "free some memory and try again", "out of memory listing the words") : 0;
@@ -58,6 +61,14 @@ static int write_tokens(const Tokenizer *t, const char *text, size_t len, const 
                         Error *e) {
     IntVec ids = {0};
     if (slm_tokenizer_encode(t, text, len, &ids, e)) return -1;
+    if (f->decode) { /* the text as generate would write these tokens */
+        char *back = slm_tokenizer_decode(t, ids.data, ids.len, 1, e);
+        slm_intvec_free(&ids);
+        if (!back) return -1;
+        fprintf(out, "%s\n", back);
+        free(back);
+        return 0;
+    }
     if (f->json) { /* the tokens built where the server builds /api/tokenize */
         cJSON *j = slm_view_json_begin("tokenize"), *tokens = slm_view_tokens_json(t, ids.data, ids.len);
         if (!cJSON_AddItemToObject(j, "tokens", tokens)) cJSON_Delete(tokens);
@@ -83,7 +94,8 @@ int slm_tokenize_write(const Tokenizer *t, const Pretokenizer *pre, const Tokeni
                  "convert the text to UTF-8 without NUL bytes, or pass --lossy to drop them");
         return -1;
     }
-    return f->words ? write_words(pre, text, len, f->json, out, e) : write_tokens(t, text, len, f, out, e);
+    if (f->words) return write_words(t && t->pieces ? t : NULL, pre, text, len, f->json, out, e);
+    return write_tokens(t, text, len, f, out, e);
 }
 
 int slm_tokenize_write_lines(const Tokenizer *t, const Pretokenizer *pre, const TokenizeFormat *f, const char *data,

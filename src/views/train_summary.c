@@ -68,7 +68,7 @@ static void put_resume(FILE *out, const TrainPlace *pl, const TrainOptions *o) {
     put_word(out, pl->stories);
     fputs(" --resume --out ", out);
     put_word(out, o->out);
-    fputs(" --vocab ", out);
+    fputs(pl->fine_tuned ? " --from " : " --vocab ", out);
     put_word(out, pl->vocab_path);
     fprintf(out, " --steps %d --threads %d", o->steps, o->threads);
     if (pl->n_test != STORIES_DEFAULT_TEST) fprintf(out, " --test-stories %d", pl->n_test);
@@ -257,15 +257,15 @@ int slm_train_check_arch(const TrainOptions *o, int layers, bool resume, Error *
     return 0;
 }
 
-int slm_train_learn_vocab(const char *vocab_path, const char *stories_path, int size, bool allow_skipped, char **text,
-                          int *got, bool *refused, Error *e) {
+int slm_train_learn_vocab(const char *vocab_path, const char *stories_path, int size, bool cased, bool allow_skipped,
+                          char **text, int *got, bool *refused, Error *e) {
     char *data;
     size_t len;
     Vocab v = {0};
     VocabStats vs;
     if (slm_file_read_all(stories_path, 0, &data, &len, e)) return -1;
-    int rc = size ? slm_vocab_train_text(data, len, stories_path, size, &v, &vs, e)
-                  : slm_vocab_train_text_up_to(data, len, stories_path, VOCAB_DEFAULT_SIZE, &v, &vs, e);
+    int rc = slm_vocab_train_text_until(data, len, stories_path, size ? size : VOCAB_DEFAULT_SIZE, !size, cased, NULL,
+                                        &v, &vs, e);
     free(data);
     if (rc && size && strstr(e->message, "fewer than the"))
         snprintf(e->hint, sizeof e->hint,

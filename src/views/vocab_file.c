@@ -133,13 +133,14 @@ static int check_trained_with(const char *output, const char *new_text, Error *e
                 output, model);
 }
 
-int slm_vocab_learn_file(const char *stories, const char *output, int size, bool force, Vocab *v, VocabStats *st,
-                         Error *e) {
+int slm_vocab_learn_file(const char *stories, const char *output, int size, bool cased, bool force, Vocab *v,
+                         VocabStats *st, Error *e) {
     char *text = NULL;
     size_t len = 0;
-    int rc = check_output(output, stories, force, e) || check_trained_with(output, NULL, e) ||
+    int rc = (output && (check_output(output, stories, force, e) || check_trained_with(output, NULL, e))) ||
              slm_file_read_all(stories, 0, &text, &len, e) ||
-             slm_vocab_train_text(text, len, stories, size, v, st, e) || slm_vocab_save(v, output, e);
+             slm_vocab_train_text_until(text, len, stories, size, false, cased, NULL, v, st, e) ||
+             (output && slm_vocab_save(v, output, e));
     free(text);
     return rc ? -1 : 0;
 }

@@ -327,10 +327,25 @@ async function checkGenerate(page) {
 }
 
 async function checkError(page) {
+  // The model picked to start from goes to /api/train as train --from's "from", at train's rate.
+  const bases = await page.$$eval('[data-testid="train-from"] option', (o) => o.map((e) => e.value));
+  check(bases[0] === "" && bases.includes("tinystories"), `the page offers the shipped models to start from (${bases.join(", ")})`);
+  await page.evaluate(() => {
+    const real = window.fetch;
+    window.__trainBodies = [];
+    window.__realFetch = real;
+    window.fetch = (u, o) => { if (String(u).endsWith("/api/train") && o && o.body) window.__trainBodies.push(JSON.parse(o.body)); return real(u, o); };
+  });
+  await page.select('[data-testid="train-from"]', "tinystories");
   await setValue(page, "train-stories", "/etc/passwd");
   await press(page, '[data-testid="train-go"]');
   const msg = await until(page, () => { const e = document.querySelector('[data-testid="error-train"]'); return !e.hidden && e.textContent; }, "the error of a refused stories path");
   check(msg.length > 10, `a stories path outside the allowed folders is refused, the page shows: ${msg}`);
+  const sent = await page.evaluate(() => { window.fetch = window.__realFetch; return window.__trainBodies; });
+  check(sent.length === 1 && sent[0].from === "tinystories" && sent[0].lr === 0.003,
+    `the base picked is sent as "from" with train's rate (${JSON.stringify(sent)})`);
+  await page.select('[data-testid="train-from"]', "");
+  check(await page.$eval('[data-testid="train-lr"]', (e) => e.value) === "0.03", "a new model from scratch goes back to the page's rate");
 }
 
 // A stories file of one's own sent from the page: the server counts its stories as

@@ -1,7 +1,9 @@
 // The reference tokenizer for storylm's compatibility test: a standard BERT
 // WordPiece tokenizer (BertNormalizer + BertPreTokenizer + WordPiece) of the
 // npm package @huggingface/tokenizers (pinned in package.json), built from our
-// vocab.txt.
+// vocab.txt. A vocabulary holding [CASED] is storylm's cased one: BERT-cased
+// (lowercase and strip_accents off), and the normalised text composed to NFC
+// as storylm composes it.
 //
 //   node encode.mjs VOCAB LINES            ids of every line of LINES, one line each
 //   node encode.mjs --words LINES          the normalised words of every line
@@ -13,7 +15,7 @@
 import { readFileSync } from "node:fs";
 import { Tokenizer } from "@huggingface/tokenizers";
 
-function bertTokenizer(vocabText) {
+function bertTokenizer(vocabText, cased) {
   const lines = vocabText.split("\n");
   if (lines.at(-1) === "") lines.pop();
   const vocab = {};
@@ -25,8 +27,8 @@ function bertTokenizer(vocabText) {
       type: "BertNormalizer",
       clean_text: true,
       handle_chinese_chars: true,
-      strip_accents: null,
-      lowercase: true,
+      strip_accents: cased ? false : null,
+      lowercase: !cased,
     },
     pre_tokenizer: { type: "BertPreTokenizer" },
     model: {
@@ -67,8 +69,14 @@ if (args[0] === "--words" && args.length === 2) {
     out.push(normalized.length ? t.pre_tokenizer(normalized).join(" ") : "");
   }
 } else if (args.length === 2) {
-  const t = bertTokenizer(readFileSync(args[0], "utf-8"));
-  for (const line of readLines(args[1])) out.push(t.encode(line, { add_special_tokens: false }).ids.join(" "));
+  const text = readFileSync(args[0], "utf-8");
+  const cased = text.split(/\r?\n/).includes("[CASED]");
+  const t = bertTokenizer(text, cased);
+  for (const line of readLines(args[1])) {
+    // cased: cleaned, then NFC, then encoded (normalising again changes nothing but spaces)
+    const input = cased ? t.normalizer(line).normalize("NFC") : line;
+    out.push(t.encode(input, { add_special_tokens: false }).ids.join(" "));
+  }
 } else {
   process.stderr.write("usage: node encode.mjs VOCAB LINES | node encode.mjs --words LINES\n");
   process.exit(2);

@@ -745,6 +745,19 @@ class Train(unittest.TestCase):
                     for f in ("py.safetensors", "cli.safetensors")]
             self.assertEqual(sums[0], sums[1])
 
+    def test_cased_keeps_the_letters_from_the_model_alone(self):
+        with tempfile.TemporaryDirectory() as d:
+            stories = os.path.join(d, "fr.txt")
+            with open(stories, "w", encoding="utf-8") as f:
+                f.write("\n<|endoftext|>\n".join("Käthe rief: „Schau mal!“ Théo était très content. %d" % i
+                                                   for i in range(30)))
+            path = os.path.join(d, "cased.safetensors")
+            storylm.train(stories, path, cased=True, steps=2, eval_every=0, threads=1, vocab=os.path.join(d, "v.txt"),
+                          progress=lambda l: None)
+            m = storylm.load(path)
+            self.assertEqual(m.to_str_tokens("Käthe rief")[1:], ["Käthe", "rief"])
+            self.assertEqual(m.decode(m.tokenize("Théo était très content.")), "Théo était très content.")
+
     def test_a_transformer_hooks_and_cache_are_transformerlens(self):
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "tf.safetensors")
