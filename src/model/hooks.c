@@ -40,6 +40,16 @@ static const HookSpec hook_specs[HOOK_COUNT] = {
     [HOOK_MLP_POST] = {"blocks.%d.mlp.hook_post", 1, 1},
     [HOOK_RESID_POST] = {"blocks.%d.hook_resid_post", 1, 1},
     [HOOK_LN_FINAL] = {"ln_final.hook_normalized", 0, 1},
+    [HOOK_LN1_SCALE] = {"blocks.%d.ln1.hook_scale", 1, 1},
+    [HOOK_LN1_NORMALIZED] = {"blocks.%d.ln1.hook_normalized", 1, 1},
+    [HOOK_ATTN_SCORES] = {"blocks.%d.attn.hook_attn_scores", 1, 1},
+    [HOOK_RESULT] = {"blocks.%d.attn.hook_result", 1, 1},
+    [HOOK_ATTN_OUT] = {"blocks.%d.hook_attn_out", 1, 1},
+    [HOOK_LN2_SCALE] = {"blocks.%d.ln2.hook_scale", 1, 1},
+    [HOOK_LN2_NORMALIZED] = {"blocks.%d.ln2.hook_normalized", 1, 1},
+    [HOOK_MLP_PRE] = {"blocks.%d.mlp.hook_pre", 1, 1},
+    [HOOK_MLP_OUT] = {"blocks.%d.hook_mlp_out", 1, 1},
+    [HOOK_LN_FINAL_SCALE] = {"ln_final.hook_scale", 0, 1},
 };
 
 void slm_hook_name(HookPoint p, int l, char *buf, size_t size) {
@@ -59,13 +69,23 @@ static int hook_shape(const Activations *a, HookPoint p, int *shape) {
         case HOOK_RESID_PRE:
         case HOOK_RESID_MID:
         case HOOK_RESID_POST:
-        case HOOK_LN_FINAL: shape[0] = T, shape[1] = c->row_dim; return 2;
+        case HOOK_LN_FINAL:
+        case HOOK_LN1_NORMALIZED:
+        case HOOK_LN2_NORMALIZED:
+        case HOOK_ATTN_OUT:
+        case HOOK_MLP_OUT: shape[0] = T, shape[1] = c->row_dim; return 2;
+        case HOOK_LN1_SCALE:
+        case HOOK_LN2_SCALE:
+        case HOOK_LN_FINAL_SCALE: shape[0] = T, shape[1] = 1; return 2;
+        case HOOK_MLP_PRE:
         case HOOK_MLP_POST: shape[0] = T, shape[1] = c->hidden_dim; return 2;
+        case HOOK_RESULT: shape[0] = T, shape[1] = H, shape[2] = c->row_dim; return 3;
         case HOOK_Q:
         case HOOK_K: shape[0] = T, shape[1] = H, shape[2] = c->key_dim; return 3;
         case HOOK_V:
         case HOOK_Z: shape[0] = T, shape[1] = H, shape[2] = c->value_dim; return 3;
         case HOOK_DISTANCE_SCORE:
+        case HOOK_ATTN_SCORES:
         case HOOK_PATTERN: shape[0] = H, shape[1] = T, shape[2] = T; return 3;
         case HOOK_HIDDEN_IN: shape[0] = T, shape[1] = slm_model_hidden_input_dim(c); return 2;
         case HOOK_HIDDEN: shape[0] = T, shape[1] = c->hidden_dim; return 2;
@@ -118,8 +138,10 @@ void slm_hooks_fail(ForwardHooks *h, const char *message, const char *hint) {
 
 void slm_hooks_free(ForwardHooks *h) {
     free(h->buf);
-    h->buf = NULL;
+    free(h->attn_out);
+    h->buf = h->attn_out = NULL;
     h->cap = 0;
+    h->attn_out_layer = 0;
 }
 
 int slm_hooks_check(const Activations *a, Error *e) {
@@ -176,7 +198,7 @@ static void gather_square(const Model *lm, const Activations *a, HookPoint p, in
 /* A changed pattern buf (H, T, T): the outputs in z of layer l's heads whose
  * pattern differs from was (H, T, T) become pattern @ values (the others
  * keep the kernel's bits; switched-off heads keep their replacement). */
-static void outputs_from_pattern(Activations *a, int l, const float *buf, const float *was) {
+void slm_hooks_outputs_from_pattern(Activations *a, int l, const float *buf, const float *was) {
     const ModelConfig *c = &a->cfg;
     int T = a->n_positions, H = c->n_heads, vd = c->value_dim;
     size_t TT = (size_t)T * T;
@@ -215,10 +237,12 @@ static void losses_from_logits(Activations *a) {
     }
 }
 
-static void gather(const Model *m, Activations *a, HookPoint p, int l, float *buf) {
+/* Point p's numbers into buf; 0, or -1 when out of memory (a->hooks->error). */
+static int gather(const Model *m, Activations *a, HookPoint p, int l, float *buf) {
     const ModelConfig *c = &a->cfg;
     size_t T = (size_t)a->n_positions;
-    if (!c->arch->hook_move(m, a, p, l, buf, 1)) return; /* one of the architecture's own */
+    int own = c->arch->hook_move(m, a, p, l, buf, 1);
+    if (own <= 0) return own; /* one of the architecture's own */
     switch (p) {
         case HOOK_Q:
         case HOOK_K:
@@ -229,6 +253,7 @@ static void gather(const Model *m, Activations *a, HookPoint p, int l, float *bu
         case HOOK_LOGITS: memcpy(buf, a->logits, T * c->vocab_size * sizeof(float)); break;
         default: break;
     }
+    return 0;
 }
 
 /* buf (changed by a hook) back into a; -1 when out of memory. */
@@ -236,7 +261,8 @@ static int scatter(const Model *m, Activations *a, HookPoint p, int l, const flo
     const ModelConfig *c = &a->cfg;
     size_t T = (size_t)a->n_positions;
     float *was = NULL;
-    if (!c->arch->hook_move(m, a, p, l, (float *)buf, 0)) return 0;
+    int own = c->arch->hook_move(m, a, p, l, (float *)buf, 0);
+    if (own <= 0) return own;
     switch (p) {
         case HOOK_Q:
         case HOOK_K:
@@ -244,7 +270,7 @@ static int scatter(const Model *m, Activations *a, HookPoint p, int l, const flo
         case HOOK_PATTERN:
             if (!(was = xmalloc((size_t)c->n_heads * T * T * sizeof(float), e))) return -1;
             gather_square(m, a, p, l, was);
-            outputs_from_pattern(a, l, buf, was);
+            slm_hooks_outputs_from_pattern(a, l, buf, was);
             free(was);
             break;
         case HOOK_HIDDEN: memcpy(a->hidden, buf, T * c->hidden_dim * sizeof(float)); break;
@@ -257,6 +283,7 @@ static int scatter(const Model *m, Activations *a, HookPoint p, int l, const flo
 void slm_hooks_at(const Model *m, Activations *a, HookPoint p, int l) {
     ForwardHooks *h = a->hooks;
     if (!h || h->failed) return;
+    if (p == HOOK_RESULT) h->attn_out_layer = 0; /* a block's attention begins: nothing held */
     char name[96];
     slm_hook_name(p, l, name, sizeof name);
     if (!wanted(h, name)) return;
@@ -271,7 +298,10 @@ void slm_hooks_at(const Model *m, Activations *a, HookPoint p, int l) {
         }
         h->buf = grown, h->cap = n;
     }
-    gather(m, a, p, l, h->buf);
+    if (gather(m, a, p, l, h->buf)) {
+        h->failed = 1;
+        return;
+    }
     int rc = h->fn(h->ctx, name, h->buf, ndim, shape, hook_specs[p].writable);
     if (rc == 1 && hook_specs[p].writable)
         h->failed = scatter(m, a, p, l, h->buf, &h->error) != 0;
