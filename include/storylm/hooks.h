@@ -13,6 +13,9 @@
  *   blocks.{l}.attn.hook_distance_score [H, T, T] read-only: the score the position
  *                                            scheme adds at (t, u), 0 where it adds none
  *                                            or u cannot be read (u > t, or past the window)
+ *   blocks.{l}.attn.hook_attn_scores [H, T, T] each read key's score (the --score
+ *                                            function's, plus the distance score), -inf
+ *                                            where not read; a change gives the pattern again
  *   blocks.{l}.attn.hook_pattern   [H, T, T] attention weights, 0 above the diagonal; a
  *                                            changed pattern makes the heads' outputs
  *                                            again as pattern @ values
@@ -144,6 +147,10 @@ void slm_hooks_at(const struct Model *m, struct Activations *a, HookPoint p, int
 /* A changed pattern buf (H, T, T) of layer l, was the pattern before: the
  * outputs of the heads whose pattern changed become pattern @ values. */
 void slm_hooks_outputs_from_pattern(struct Activations *a, int l, const float *buf, const float *was);
+/* Changed scores buf (H, T, T) of layer l: the pattern softmax(scores) over
+ * the keys read, kept as the run's weights, and the outputs of the heads whose
+ * pattern changed from it; 0, or -1 when out of memory (a->hooks->error). */
+int slm_hooks_scores_back(struct Activations *a, int l, const float *buf);
 /* 0, or -1 with e set when a hook stopped the pass. */
 int slm_hooks_check(const struct Activations *a, Error *e);
 

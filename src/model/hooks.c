@@ -15,6 +15,7 @@
 #include "storylm/head_set.h"
 #include "storylm/model_params.h"
 #include "storylm/position.h"
+#include "storylm/score.h"
 
 /* One hook point: its name (%d: the layer), whether a hook may change it,
  * and its shape for a run of T positions. */
@@ -220,6 +221,48 @@ void slm_hooks_outputs_from_pattern(Activations *a, int l, const float *buf, con
     }
 }
 
+/* buf (H, T, T): layer l's scores (lm its view), each read key's content score
+ * (q and k as the kernel read them) plus its distance score, -inf elsewhere. */
+static void gather_scores(const Model *lm, const Activations *a, int l, float *buf) {
+    int T = a->n_positions, H = a->cfg.n_heads;
+    float q[STORYLM_MAX_HEAD_DIM], k[STORYLM_MAX_HEAD_DIM];
+    for (int h = 0; h < H; h++)
+        for (int t = 0; t < T; t++) {
+            float *row = buf + ((size_t)h * T + t) * T;
+            for (int u = 0; u < T; u++) row[u] = -INFINITY;
+            slm_activations_qkv(a, l * H + h, t, q, NULL, NULL);
+            for (int u = a->first_key[t]; u <= t; u++) {
+                slm_activations_qkv(a, l * H + h, u, NULL, k, NULL);
+                row[u] = slm_score_content(lm, h, q, k) + slm_position_distance_score(lm, h, t - u);
+            }
+        }
+}
+
+int slm_hooks_scores_back(Activations *a, int l, const float *buf) {
+    int T = a->n_positions, H = a->cfg.n_heads;
+    size_t n = (size_t)H * T * T;
+    float *was = xmalloc(2 * n * sizeof(float), &a->hooks->error), *pattern = was + n;
+    if (!was) return -1;
+    for (int h = 0; h < H; h++)
+        for (int t = 0; t < T; t++) {
+            int first, keys;
+            float *w = (float *)slm_activations_attention(a, l * H + h, t, &first, &keys);
+            const float *s = buf + ((size_t)h * T + t) * T;
+            float *p = pattern + ((size_t)h * T + t) * T, *old = was + ((size_t)h * T + t) * T;
+            double top = -INFINITY, sum = 0;
+            memset(p, 0, T * sizeof(float)), memset(old, 0, T * sizeof(float));
+            for (int j = 0; j < keys; j++) top = fmax(top, s[first + j]);
+            for (int j = 0; j < keys; j++) sum += exp(s[first + j] - top);
+            for (int j = 0; j < keys; j++) {
+                old[first + j] = w[j];
+                w[j] = p[first + j] = (float)(exp(s[first + j] - top) / sum);
+            }
+        }
+    slm_hooks_outputs_from_pattern(a, l, pattern, was);
+    free(was);
+    return 0;
+}
+
 /* Changed logits: each position's log-sum-exp, loss and whether the target is the top guess again. */
 static void losses_from_logits(Activations *a) {
     int V = a->cfg.vocab_size;
@@ -249,6 +292,7 @@ static int gather(const Model *m, Activations *a, HookPoint p, int l, float *buf
         case HOOK_V: move_qkv(a, p, l, buf, 1); break;
         case HOOK_DISTANCE_SCORE:
         case HOOK_PATTERN: gather_square(m, a, p, l, buf); break;
+        case HOOK_ATTN_SCORES: gather_scores(m, a, l, buf); break;
         case HOOK_HIDDEN: memcpy(buf, a->hidden, T * c->hidden_dim * sizeof(float)); break;
         case HOOK_LOGITS: memcpy(buf, a->logits, T * c->vocab_size * sizeof(float)); break;
         default: break;
@@ -273,6 +317,7 @@ static int scatter(const Model *m, Activations *a, HookPoint p, int l, const flo
             slm_hooks_outputs_from_pattern(a, l, buf, was);
             free(was);
             break;
+        case HOOK_ATTN_SCORES: return slm_hooks_scores_back(a, l, buf);
         case HOOK_HIDDEN: memcpy(a->hidden, buf, T * c->hidden_dim * sizeof(float)); break;
         case HOOK_LOGITS: memcpy(a->logits, buf, T * c->vocab_size * sizeof(float)), losses_from_logits(a); break;
         default: break;

@@ -14,8 +14,8 @@ import numpy as np
 from test_cache import close, layernorm
 from test_storylm import CLI, MODELS, TEXT, cli, model, same_number
 
-TRANSFORMER, ATTN_ONLY = (os.path.join(MODELS, n + ".safetensors")
-                          for n in ("tinystories-transformer", "tinystories-induction-attn-only"))
+TRANSFORMER, ATTN_ONLY, LAYERS2 = (os.path.join(MODELS, n + ".safetensors") for n in (
+    "tinystories-transformer", "tinystories-induction-attn-only", "tinystories-layers2"))
 BLOCK = {"transformer": ["hook_resid_pre", "ln1.hook_scale", "ln1.hook_normalized", "attn.hook_q", "attn.hook_k",
                          "attn.hook_v", "attn.hook_attn_scores", "attn.hook_pattern", "attn.hook_z",
                          "attn.hook_result", "hook_attn_out", "hook_resid_mid", "ln2.hook_scale",
@@ -227,6 +227,37 @@ class Write(unittest.TestCase):
 
         _, c = m.run_with_cache(TEXT, fwd_hooks=[("hook_pos_embed", drop)])
         self.assertTrue(close(c["blocks.0.hook_resid_pre"], c["hook_embed"], 1e-6))
+
+
+class ChapterScores(unittest.TestCase):
+    """The chapter's network's counterpart: each layer's attn.hook_attn_scores."""
+
+    def test_scores_give_the_pattern_and_are_q_k_plus_the_distance_score(self):
+        m = model(LAYERS2)
+        _, c = m.run_with_cache(TEXT)
+        for l in range(m.cfg.n_layers):
+            s, p = c["blocks.%d.attn.hook_attn_scores" % l], c["blocks.%d.attn.hook_pattern" % l]
+            e = np.exp(s - s.max(-1, keepdims=True))
+            self.assertTrue(close(e / e.sum(-1, keepdims=True), p, 1e-6), l)
+            q, k = c["blocks.%d.attn.hook_q" % l], c["blocks.%d.attn.hook_k" % l]  # scaled-dot, distance
+            content = np.einsum("thd,uhd->htu", q, k) / np.sqrt(m.cfg.key_dim)
+            lower = np.tril(np.ones(content.shape[1:], bool))
+            rest = (s - content)[:, lower]
+            dist = c["blocks.%d.attn.hook_distance_score" % l][:, lower]
+            self.assertTrue(close(rest, dist, 1e-5), l)
+
+    def test_written_scores_make_the_pattern(self):
+        m = model(LAYERS2)
+
+        def flat(s, hook):
+            s[4][np.isfinite(s[4])] = 0.0
+
+        _, c = m.run_with_cache(TEXT, fwd_hooks=[("blocks.0.attn.hook_attn_scores", flat)])
+        p = c["blocks.0.attn.hook_pattern"][4]
+        T = p.shape[0]
+        self.assertTrue(close(p, np.tril(np.ones((T, T))) / np.arange(1, T + 1)[:, None], 1e-6))
+        z = np.einsum("tu,ud->td", p, c["blocks.0.attn.hook_v"][:, 4])
+        self.assertTrue(close(c["blocks.0.attn.hook_z"][:, 4], z, 1e-5))
 
 
 if __name__ == "__main__":

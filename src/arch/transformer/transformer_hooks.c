@@ -111,33 +111,6 @@ static void gather_scores(const Activations *a, int l, float *buf) {
         }
 }
 
-/* Changed scores buf (H, T, T): the pattern softmax(scores) over the keys
- * read, kept as the run's weights, and the changed heads' outputs from it. */
-static int scores_back(Activations *a, int l, const float *buf) {
-    int T = a->n_positions, H = a->cfg.n_heads;
-    size_t n = (size_t)H * T * T;
-    float *was = xmalloc(2 * n * sizeof(float), &a->hooks->error), *pattern = was + n;
-    if (!was) return -1;
-    for (int h = 0; h < H; h++)
-        for (int t = 0; t < T; t++) {
-            int first, keys;
-            float *w = (float *)slm_activations_attention(a, l * H + h, t, &first, &keys);
-            const float *s = buf + ((size_t)h * T + t) * T;
-            float *p = pattern + ((size_t)h * T + t) * T, *old = was + ((size_t)h * T + t) * T;
-            double top = -INFINITY, sum = 0;
-            memset(p, 0, T * sizeof(float)), memset(old, 0, T * sizeof(float));
-            for (int j = 0; j < keys; j++) top = fmax(top, s[first + j]);
-            for (int j = 0; j < keys; j++) sum += exp(s[first + j] - top);
-            for (int j = 0; j < keys; j++) {
-                old[first + j] = w[j];
-                w[j] = p[first + j] = (float)(exp(s[first + j] - top) / sum);
-            }
-        }
-    slm_hooks_outputs_from_pattern(a, l, pattern, was);
-    free(was);
-    return 0;
-}
-
 /* ---- the attention part's output ----------------------------------------------- */
 
 /* Where block l's attention part writes resid_pre + attn_out: resid_mid, or
@@ -224,7 +197,7 @@ static int computed_point(const Model *m, Activations *a, HookPoint p, int l, fl
         }
         case HOOK_ATTN_SCORES:
             if (to_buf) gather_scores(a, l, buf);
-            return to_buf ? 0 : scores_back(a, l, buf);
+            return to_buf ? 0 : slm_hooks_scores_back(a, l, buf);
         case HOOK_RESULT:
             if (to_buf) gather_result(&w.block[l], a, l, buf);
             return to_buf ? 0 : result_back(&w.block[l], a, l, buf);
