@@ -67,7 +67,7 @@ import numpy as np
 sys.path.insert(0, sys.argv[1])
 from read_safetensors import load
 C, _ = load("cache.safetensors")
-block = ["hook_q", "hook_k", "hook_v", "hook_distance_score", "hook_pattern", "hook_z"]
+block = ["hook_q", "hook_k", "hook_v", "hook_distance_score", "hook_attn_scores", "hook_pattern", "hook_z"]
 want = ["tokens", "story_starts", "hook_embed"] + ["blocks.%d.attn.%s" % (l, p) for l in (0, 1) for p in block] \
     + ["hook_hidden_in", "hook_hidden", "hook_logits", "loss"]
 assert sorted(C) == sorted(want), sorted(C)
@@ -77,6 +77,9 @@ assert z.shape == (T, 32 + 2 * 128) and np.array_equal(z[:, :32], C["hook_embed"
 for l in (0, 1):
     assert C["blocks.%d.attn.hook_pattern" % l].shape == (8, T, T)
     assert np.allclose(C["blocks.%d.attn.hook_pattern" % l].sum(axis=2), 1, atol=1e-5)
+    s = C["blocks.%d.attn.hook_attn_scores" % l]
+    e = np.exp(s - s.max(axis=2, keepdims=True))
+    assert np.allclose(e / e.sum(axis=2, keepdims=True), C["blocks.%d.attn.hook_pattern" % l], atol=1e-6)
     assert np.array_equal(z[:, 32 + l * 128: 32 + (l + 1) * 128], C["blocks.%d.attn.hook_z" % l].reshape(T, 128))
 S, _ = load("stories.safetensors")
 starts = S["story_starts"].astype(int)

@@ -54,7 +54,7 @@ lib.slm_py_eos(model)
   grep -q 'heap-use-after-free' canary.log || { cat canary.log; fail "the use-after-free was not reported as one"; }
   STORYLM_PROGRAM=$P/bin/storylm PYTHONPATH=$SITE:$STORYLM_SOURCE_DIR/tests/python \
     "$PY" -m unittest test_storylm.Hooks test_storylm.Cache test_storylm.Tokens test_storylm.Threads \
-    test_storylm.Handles test_storylm.Refusals test_weights test_batch test_cache test_generate.Hooks \
+    test_storylm.Handles test_storylm.Refusals test_weights test_batch test_cache test_tl_hooks test_generate.Hooks \
     > unittest.log 2>&1 < /dev/null ||
     { cat unittest.log; fail "tests/python under the sanitizers"; }
   ! grep -E 'ERROR: AddressSanitizer|runtime error:' unittest.log || fail "a sanitizer report in tests/python"
@@ -67,7 +67,7 @@ lib.slm_py_eos(model)
     PYTHONPATH=$SITE:$STORYLM_SOURCE_DIR/tests/python "$PY" -m unittest test_sae.SAE > sae.log 2>&1 < /dev/null ||
     { cat sae.log; fail "tests/python/test_sae.py under the sanitizers"; }
   ! grep -E 'ERROR: AddressSanitizer|runtime error:' sae.log || fail "a sanitizer report in tests/python/test_sae.py"
-  echo "python: a use-after-free is reported; the hooks, cache, tokens, threads, handles, refusals, weights, batches, generation with hooks and SAE tests passed under the sanitizers"
+  echo "python: a use-after-free is reported; the hooks (TransformerLens's points too), cache, tokens, threads, handles, refusals, weights, batches, generation with hooks and SAE tests passed under the sanitizers"
   exit 0
 fi
 

@@ -143,8 +143,10 @@ def check(c, lo, hi):
         z = at(b + "attn.hook_z")
         assert close(z, np.einsum("hqk,khd->qhd", p, at(b + "attn.hook_v")))
         attn_out = np.einsum("qhd,hdm->qm", z, w[b + "attn.W_O"]) + w[b + "attn.b_O"]
+        assert close(at(b + "hook_attn_out"), attn_out) and close(at(b + "attn.hook_result").sum(1) + w[b + "attn.b_O"], attn_out)
         assert close(at(b + "hook_resid_mid"), at(b + "hook_resid_pre") + attn_out)
         mlp_out = at(b + "mlp.hook_post") @ w[b + "mlp.W_out"] + w[b + "mlp.b_out"]
+        assert close(at(b + "hook_mlp_out"), mlp_out)
         assert close(at(b + "hook_resid_post"), at(b + "hook_resid_mid") + mlp_out)
     x = at("blocks.1.hook_resid_post")
     x = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5) * w["ln_final.w"] + w["ln_final.b"]
@@ -156,8 +158,10 @@ c = load("one.safetensors")[0]
 T = c["tokens"].shape[0]
 names = [n for n in c if n not in ("tokens", "story_starts", "loss")]
 want = ["hook_embed", "hook_pos_embed"] + ["blocks.%d.%s" % (l, n) for l in range(2) for n in (
-    "hook_resid_pre", "attn.hook_q", "attn.hook_k", "attn.hook_v", "attn.hook_pattern", "attn.hook_z",
-    "hook_resid_mid", "mlp.hook_post", "hook_resid_post")] + ["ln_final.hook_normalized", "hook_logits"]
+    "hook_resid_pre", "ln1.hook_scale", "ln1.hook_normalized", "attn.hook_q", "attn.hook_k", "attn.hook_v",
+    "attn.hook_attn_scores", "attn.hook_pattern", "attn.hook_z", "attn.hook_result", "hook_attn_out",
+    "hook_resid_mid", "ln2.hook_scale", "ln2.hook_normalized", "mlp.hook_pre", "mlp.hook_post", "hook_mlp_out",
+    "hook_resid_post")] + ["ln_final.hook_scale", "ln_final.hook_normalized", "hook_logits"]
 assert names == want, names
 assert c["blocks.1.attn.hook_pattern"].shape == (4, T, T) and c["blocks.0.attn.hook_q"].shape == (T, 4, 8)
 check(c, 0, T)

@@ -34,7 +34,7 @@ typedef enum {
  * points before the layers, each layer's (named with its layer), the points
  * after them (TransformerLens's names: hooks.h). */
 typedef struct HookPoints {
-    HookPoint before[4], block[12], after[4];
+    HookPoint before[4], block[20], after[4];
     int n_before, n_block, n_after;
     int layers; /* how many layers have the block's points */
 } HookPoints;
@@ -163,7 +163,8 @@ typedef struct Architecture {
     /* ---- hooks: the points it declares, and how a point's numbers move
      * between its activations and buf (C order, hooks.h's shapes); returns
      * 1 for a point the shared movers of hooks.c handle (q, k, v, the
-     * pattern and distance scores, the hidden layer, the logits) ---- */
+     * pattern and distance scores, the hidden layer, the logits), -1 when
+     * out of memory (a->hooks->error says so) ---- */
     void (*hook_points)(const ModelConfig *c, HookPoints *out);
     int (*hook_move)(const Model *m, Activations *a, HookPoint p, int l, float *buf, int to_buf);
 

@@ -36,7 +36,8 @@
 #include "storylm/safetensors.h"
 
 #define CACHE_TENSORS 11
-#define CACHE_MAX_HOOKS (4 + 9 * STORYLM_MAX_TF_LAYERS)
+/* a transformer's hooks: 2 before its blocks, 18 a block, 3 after */
+#define CACHE_MAX_HOOKS (5 + 18 * STORYLM_MAX_TF_LAYERS)
 #define CACHE_MAX_TENSORS (3 + CACHE_MAX_HOOKS) /* a transformer's: tokens, story_starts, its hooks, loss */
 
 typedef struct ActivationCache {

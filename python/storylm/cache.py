@@ -2,8 +2,10 @@
 with TransformerLens's ways of reading them: cache["pattern", 0],
 accumulated_resid, decompose_resid, stack_head_results, apply_ln_to_stack
 and logit_attrs. The arrays are the pass's own (computed in C); what these
-methods add (differences of residuals, products with the weights, the
-LayerNorm's scale) is numpy's float32 arithmetic on them."""
+methods add (sums and products with the weights, and the LayerNorm's scale
+where the cache holds none) is numpy's float32 arithmetic on them; the
+transformer's attn_out, mlp_out, head results and LayerNorm scales are the
+pass's own hook points."""
 
 import numpy as np
 
@@ -68,8 +70,16 @@ class ActivationCache(dict):
 
     # ---- helpers -------------------------------------------------------------
 
+    def _has_residual(self):
+        """Whether the model has a residual stream (the transformer, attn-only): it declares resid_pre."""
+        return "blocks.0.hook_resid_pre" in self.model.hook_names
+
+    def _has(self, name):
+        """Whether the model declares hook name and this cache holds it."""
+        return name in self.model.hook_names and dict.__contains__(self, name)
+
     def _residual(self, what):
-        if self.model.cfg.arch != "transformer":
+        if not self._has_residual():
             raise StorylmError("%s: the %s network has no residual stream" % (what, self.model.cfg.arch),
                                "the chapter's network reads the row and the heads through its hidden layer: "
                                "hook_hidden_in, model.W_in and stack_head_results hold its parts")
@@ -108,9 +118,10 @@ class ActivationCache(dict):
         self._residual("accumulated_resid")
         layer = self._layer(layer)
         stack, labels = [], []
+        has_mid = "blocks.0.hook_resid_mid" in self.model.hook_names  # attn-only's blocks have none
         for l in range(layer):
             stack.append(self["resid_pre", l]), labels.append("%d_pre" % l)
-            if incl_mid:
+            if incl_mid and has_mid:
                 stack.append(self["resid_mid", l]), labels.append("%d_mid" % l)
         if layer == self.model.cfg.n_layers:
             stack.append(self["resid_post", layer - 1]), labels.append("final_post")
@@ -123,8 +134,8 @@ class ActivationCache(dict):
                         incl_embeds=True, return_labels=False):
         """The residual stream at layer (None: the end) as the sum of its parts:
         hook_embed, hook_pos_embed (where the model has it), then each block's
-        attention output (resid_mid - resid_pre) and MLP output (resid_post -
-        resid_mid), stacked first: [components, [batch,] pos, d_model].
+        hook_attn_out and hook_mlp_out (where its blocks have an MLP), stacked
+        first: [components, [batch,] pos, d_model].
         mlp_input: up to the MLP of layer (its attention output too); mode
         "all", "attn" or "mlp". Labels "embed", "pos_embed", "0_attn_out", "0_mlp_out", ..."""
         self._residual("decompose_resid")
@@ -141,9 +152,9 @@ class ActivationCache(dict):
                 stack.append(rest), labels.append("pos_embed")
         for l in range(min(layer + (1 if mlp_input else 0), self.model.cfg.n_layers)):
             if mode != "mlp":
-                stack.append(self["resid_mid", l] - self["resid_pre", l]), labels.append("%d_attn_out" % l)
-            if mode != "attn" and l < layer:
-                stack.append(self["resid_post", l] - self["resid_mid", l]), labels.append("%d_mlp_out" % l)
+                stack.append(self["attn_out", l]), labels.append("%d_attn_out" % l)
+            if mode != "attn" and l < layer and "blocks.0.hook_mlp_out" in self.model.hook_names:
+                stack.append(self["mlp_out", l]), labels.append("%d_mlp_out" % l)
         stack = [self._pos(s, pos_slice) for s in stack]
         if apply_ln:
             stack = list(self.apply_ln_to_stack(np.stack(stack), layer, mlp_input, pos_slice=pos_slice))
@@ -152,20 +163,26 @@ class ActivationCache(dict):
     def apply_ln_to_stack(self, residual_stack, layer=None, mlp_input=False, pos_slice=None, has_batch_dim=None):
         """residual_stack [components, [batch,] pos, d_model] centred and divided
         by the scale of the LayerNorm that reads layer's residual (None or
-        n_layers: ln_final; else blocks.layer.ln1, or ln2 with mlp_input), the
-        scale sqrt(var + 1e-5) of the cached residual it normalised, as
-        TransformerLens's (its w and b are not applied). The chapter's network
-        has no LayerNorm: the stack comes back as it is."""
-        if self.model.cfg.arch != "transformer":
+        n_layers: ln_final; else blocks.layer.ln1, or ln2 with mlp_input): its
+        cached hook_scale, as TransformerLens's (its w and b are not applied),
+        or, where the cache holds no scale, sqrt(var + 1e-5) of the cached
+        residual it normalised. The chapter's network has no LayerNorm: the
+        stack comes back as it is."""
+        if not self._has_residual():
             return residual_stack
         layer = self._layer(layer)
         if layer == self.model.cfg.n_layers:
-            read = self["resid_post", layer - 1]
+            name, read = "ln_final.hook_scale", "blocks.%d.hook_resid_post" % (layer - 1)
         else:
-            read = self["resid_mid" if mlp_input else "resid_pre", layer]
-        read = self._pos(read, pos_slice).astype(np.float64)
-        mu = read.mean(-1, keepdims=True)
-        scale = np.sqrt(((read - mu) ** 2).mean(-1, keepdims=True) + _LN_EPS)
+            name = "blocks.%d.%s.hook_scale" % (layer, "ln2" if mlp_input else "ln1")
+            read = "blocks.%d.hook_%s" % (layer, "resid_mid" if mlp_input else "resid_pre")
+        if self._has(name):  # a batch's padding holds 0: read there as 1, its stack is 0 anyway
+            scale = self._pos(self[name], pos_slice)
+            scale = np.where(scale == 0, np.float32(1), scale)
+        else:
+            read = self._pos(self[read], pos_slice).astype(np.float64)
+            mu = read.mean(-1, keepdims=True)
+            scale = np.sqrt(((read - mu) ** 2).mean(-1, keepdims=True) + _LN_EPS)
         stack = np.asarray(residual_stack, np.float32)
         centred = stack - stack.mean(-1, keepdims=True, dtype=np.float64).astype(np.float32)
         return (centred / scale.astype(np.float32)).astype(np.float32)
@@ -176,7 +193,8 @@ class ActivationCache(dict):
                            apply_ln=False):
         """Each head's output in the space the model reads it, for the heads of
         the layers below layer (None or -1: all), stacked first: [heads, [batch,]
-        pos, width]. The transformer: z[h] @ W_O[l, h], in d_model (b_O not
+        pos, width]. The transformer and attn-only: hook_result[:, h] (z[h] @
+        W_O[l, h] where the cache holds no result), in d_model (b_O not
         included, as TransformerLens's); the chapter's network: z[h] through its
         columns of the hidden layer (W_in's rows of head h), its share of the
         hidden layer's input sum, width 128. incl_remainder: one more, "remainder":
@@ -189,6 +207,11 @@ class ActivationCache(dict):
         layer = m.cfg.n_layers if layer is None or layer == -1 else self._layer(layer)
         stack, labels = [], []
         for l in range(layer):
+            result = "blocks.%d.attn.hook_result" % l
+            if self._has(result):
+                for h in range(m.cfg.n_heads):
+                    stack.append(self[result][..., h, :]), labels.append("L%dH%d" % (l, h))
+                continue
             z = self["z", l]
             for h in range(m.cfg.n_heads):
                 stack.append(z[..., h, :] @ self._head_reader(l, h)), labels.append("L%dH%d" % (l, h))
@@ -205,7 +228,7 @@ class ActivationCache(dict):
         """The matrix that reads head h of layer l: W_O[l, h] [dh, D], or the
         chapter's network's rows of W_in for the head's part of z [vd, 128]."""
         m = self.model
-        if m.cfg.arch == "transformer":
+        if self._has_residual():
             return m.W_O[l, h]
         vd = m.cfg.value_dim
         first = m.cfg.row_dim + (l * m.cfg.n_heads + h) * vd
@@ -215,7 +238,7 @@ class ActivationCache(dict):
         """What stack_head_results' remainder completes: the residual at layer, or
         the hidden layer's input sum (hook_hidden_in @ W_in + b_in)."""
         m = self.model
-        if m.cfg.arch == "transformer":
+        if self._has_residual():
             return self["resid_post", layer - 1] if layer == m.cfg.n_layers else self["resid_pre", layer]
         return self["hook_hidden_in"] @ m.W_in + m.b_in
 

@@ -567,7 +567,7 @@ def _n_probs(logprobs, n_probs):
     if isinstance(n_probs, bool) or not isinstance(n_probs, numbers.Integral):
         raise _lib.KeywordTypeError("generate: n_probs=%r is not a whole number" % (n_probs,))
     if not 0 <= n_probs < 2**31:  # the library says its own range; a C int carries it there
-        raise _lib.KeywordError("generate: n_probs=%r is out of range" % (n_probs,), "give 0 to 20, as --n-probs")
+        raise _lib.KeywordError("generate: n_probs=%r is out of range" % (n_probs,), "give n_probs from 0 to 20")
     return operator.index(n_probs)
 
 

@@ -94,8 +94,8 @@ def _chapter_names(sd, layers):
 
 
 def lens_names(arch, sd, layers):
-    """{TransformerLens's name: array} for a model of arch (None where it lacks the part)."""
-    if arch == "transformer":
+    """{TransformerLens's name: array} for a model of arch (None where it lacks the part, as attn-only's MLP)."""
+    if "embed.W_E" in sd:  # the residual family (transformer, attn-only): TransformerLens's own tensor names
         return _transformer_names(sd, layers)
     return _chapter_names(sd, layers)
 

@@ -15,6 +15,7 @@
 #include "storylm/head_set.h"
 #include "storylm/model_params.h"
 #include "storylm/position.h"
+#include "storylm/score.h"
 
 /* One hook point: its name (%d: the layer), whether a hook may change it,
  * and its shape for a run of T positions. */
@@ -40,6 +41,16 @@ static const HookSpec hook_specs[HOOK_COUNT] = {
     [HOOK_MLP_POST] = {"blocks.%d.mlp.hook_post", 1, 1},
     [HOOK_RESID_POST] = {"blocks.%d.hook_resid_post", 1, 1},
     [HOOK_LN_FINAL] = {"ln_final.hook_normalized", 0, 1},
+    [HOOK_LN1_SCALE] = {"blocks.%d.ln1.hook_scale", 1, 1},
+    [HOOK_LN1_NORMALIZED] = {"blocks.%d.ln1.hook_normalized", 1, 1},
+    [HOOK_ATTN_SCORES] = {"blocks.%d.attn.hook_attn_scores", 1, 1},
+    [HOOK_RESULT] = {"blocks.%d.attn.hook_result", 1, 1},
+    [HOOK_ATTN_OUT] = {"blocks.%d.hook_attn_out", 1, 1},
+    [HOOK_LN2_SCALE] = {"blocks.%d.ln2.hook_scale", 1, 1},
+    [HOOK_LN2_NORMALIZED] = {"blocks.%d.ln2.hook_normalized", 1, 1},
+    [HOOK_MLP_PRE] = {"blocks.%d.mlp.hook_pre", 1, 1},
+    [HOOK_MLP_OUT] = {"blocks.%d.hook_mlp_out", 1, 1},
+    [HOOK_LN_FINAL_SCALE] = {"ln_final.hook_scale", 0, 1},
 };
 
 void slm_hook_name(HookPoint p, int l, char *buf, size_t size) {
@@ -59,13 +70,23 @@ static int hook_shape(const Activations *a, HookPoint p, int *shape) {
         case HOOK_RESID_PRE:
         case HOOK_RESID_MID:
         case HOOK_RESID_POST:
-        case HOOK_LN_FINAL: shape[0] = T, shape[1] = c->row_dim; return 2;
+        case HOOK_LN_FINAL:
+        case HOOK_LN1_NORMALIZED:
+        case HOOK_LN2_NORMALIZED:
+        case HOOK_ATTN_OUT:
+        case HOOK_MLP_OUT: shape[0] = T, shape[1] = c->row_dim; return 2;
+        case HOOK_LN1_SCALE:
+        case HOOK_LN2_SCALE:
+        case HOOK_LN_FINAL_SCALE: shape[0] = T, shape[1] = 1; return 2;
+        case HOOK_MLP_PRE:
         case HOOK_MLP_POST: shape[0] = T, shape[1] = c->hidden_dim; return 2;
+        case HOOK_RESULT: shape[0] = T, shape[1] = H, shape[2] = c->row_dim; return 3;
         case HOOK_Q:
         case HOOK_K: shape[0] = T, shape[1] = H, shape[2] = c->key_dim; return 3;
         case HOOK_V:
         case HOOK_Z: shape[0] = T, shape[1] = H, shape[2] = c->value_dim; return 3;
         case HOOK_DISTANCE_SCORE:
+        case HOOK_ATTN_SCORES:
         case HOOK_PATTERN: shape[0] = H, shape[1] = T, shape[2] = T; return 3;
         case HOOK_HIDDEN_IN: shape[0] = T, shape[1] = slm_model_hidden_input_dim(c); return 2;
         case HOOK_HIDDEN: shape[0] = T, shape[1] = c->hidden_dim; return 2;
@@ -118,8 +139,10 @@ void slm_hooks_fail(ForwardHooks *h, const char *message, const char *hint) {
 
 void slm_hooks_free(ForwardHooks *h) {
     free(h->buf);
-    h->buf = NULL;
+    free(h->attn_out);
+    h->buf = h->attn_out = NULL;
     h->cap = 0;
+    h->attn_out_layer = 0;
 }
 
 int slm_hooks_check(const Activations *a, Error *e) {
@@ -176,7 +199,7 @@ static void gather_square(const Model *lm, const Activations *a, HookPoint p, in
 /* A changed pattern buf (H, T, T): the outputs in z of layer l's heads whose
  * pattern differs from was (H, T, T) become pattern @ values (the others
  * keep the kernel's bits; switched-off heads keep their replacement). */
-static void outputs_from_pattern(Activations *a, int l, const float *buf, const float *was) {
+void slm_hooks_outputs_from_pattern(Activations *a, int l, const float *buf, const float *was) {
     const ModelConfig *c = &a->cfg;
     int T = a->n_positions, H = c->n_heads, vd = c->value_dim;
     size_t TT = (size_t)T * T;
@@ -198,6 +221,48 @@ static void outputs_from_pattern(Activations *a, int l, const float *buf, const 
     }
 }
 
+/* buf (H, T, T): layer l's scores (lm its view), each read key's content score
+ * (q and k as the kernel read them) plus its distance score, -inf elsewhere. */
+static void gather_scores(const Model *lm, const Activations *a, int l, float *buf) {
+    int T = a->n_positions, H = a->cfg.n_heads;
+    float q[STORYLM_MAX_HEAD_DIM], k[STORYLM_MAX_HEAD_DIM];
+    for (int h = 0; h < H; h++)
+        for (int t = 0; t < T; t++) {
+            float *row = buf + ((size_t)h * T + t) * T;
+            for (int u = 0; u < T; u++) row[u] = -INFINITY;
+            slm_activations_qkv(a, l * H + h, t, q, NULL, NULL);
+            for (int u = a->first_key[t]; u <= t; u++) {
+                slm_activations_qkv(a, l * H + h, u, NULL, k, NULL);
+                row[u] = slm_score_content(lm, h, q, k) + slm_position_distance_score(lm, h, t - u);
+            }
+        }
+}
+
+int slm_hooks_scores_back(Activations *a, int l, const float *buf) {
+    int T = a->n_positions, H = a->cfg.n_heads;
+    size_t n = (size_t)H * T * T;
+    float *was = xmalloc(2 * n * sizeof(float), &a->hooks->error), *pattern = was + n;
+    if (!was) return -1;
+    for (int h = 0; h < H; h++)
+        for (int t = 0; t < T; t++) {
+            int first, keys;
+            float *w = (float *)slm_activations_attention(a, l * H + h, t, &first, &keys);
+            const float *s = buf + ((size_t)h * T + t) * T;
+            float *p = pattern + ((size_t)h * T + t) * T, *old = was + ((size_t)h * T + t) * T;
+            double top = -INFINITY, sum = 0;
+            memset(p, 0, T * sizeof(float)), memset(old, 0, T * sizeof(float));
+            for (int j = 0; j < keys; j++) top = fmax(top, s[first + j]);
+            for (int j = 0; j < keys; j++) sum += exp(s[first + j] - top);
+            for (int j = 0; j < keys; j++) {
+                old[first + j] = w[j];
+                w[j] = p[first + j] = (float)(exp(s[first + j] - top) / sum);
+            }
+        }
+    slm_hooks_outputs_from_pattern(a, l, pattern, was);
+    free(was);
+    return 0;
+}
+
 /* Changed logits: each position's log-sum-exp, loss and whether the target is the top guess again. */
 static void losses_from_logits(Activations *a) {
     int V = a->cfg.vocab_size;
@@ -215,20 +280,24 @@ static void losses_from_logits(Activations *a) {
     }
 }
 
-static void gather(const Model *m, Activations *a, HookPoint p, int l, float *buf) {
+/* Point p's numbers into buf; 0, or -1 when out of memory (a->hooks->error). */
+static int gather(const Model *m, Activations *a, HookPoint p, int l, float *buf) {
     const ModelConfig *c = &a->cfg;
     size_t T = (size_t)a->n_positions;
-    if (!c->arch->hook_move(m, a, p, l, buf, 1)) return; /* one of the architecture's own */
+    int own = c->arch->hook_move(m, a, p, l, buf, 1);
+    if (own <= 0) return own; /* one of the architecture's own */
     switch (p) {
         case HOOK_Q:
         case HOOK_K:
         case HOOK_V: move_qkv(a, p, l, buf, 1); break;
         case HOOK_DISTANCE_SCORE:
         case HOOK_PATTERN: gather_square(m, a, p, l, buf); break;
+        case HOOK_ATTN_SCORES: gather_scores(m, a, l, buf); break;
         case HOOK_HIDDEN: memcpy(buf, a->hidden, T * c->hidden_dim * sizeof(float)); break;
         case HOOK_LOGITS: memcpy(buf, a->logits, T * c->vocab_size * sizeof(float)); break;
         default: break;
     }
+    return 0;
 }
 
 /* buf (changed by a hook) back into a; -1 when out of memory. */
@@ -236,7 +305,8 @@ static int scatter(const Model *m, Activations *a, HookPoint p, int l, const flo
     const ModelConfig *c = &a->cfg;
     size_t T = (size_t)a->n_positions;
     float *was = NULL;
-    if (!c->arch->hook_move(m, a, p, l, (float *)buf, 0)) return 0;
+    int own = c->arch->hook_move(m, a, p, l, (float *)buf, 0);
+    if (own <= 0) return own;
     switch (p) {
         case HOOK_Q:
         case HOOK_K:
@@ -244,9 +314,10 @@ static int scatter(const Model *m, Activations *a, HookPoint p, int l, const flo
         case HOOK_PATTERN:
             if (!(was = xmalloc((size_t)c->n_heads * T * T * sizeof(float), e))) return -1;
             gather_square(m, a, p, l, was);
-            outputs_from_pattern(a, l, buf, was);
+            slm_hooks_outputs_from_pattern(a, l, buf, was);
             free(was);
             break;
+        case HOOK_ATTN_SCORES: return slm_hooks_scores_back(a, l, buf);
         case HOOK_HIDDEN: memcpy(a->hidden, buf, T * c->hidden_dim * sizeof(float)); break;
         case HOOK_LOGITS: memcpy(a->logits, buf, T * c->vocab_size * sizeof(float)), losses_from_logits(a); break;
         default: break;
@@ -257,6 +328,7 @@ static int scatter(const Model *m, Activations *a, HookPoint p, int l, const flo
 void slm_hooks_at(const Model *m, Activations *a, HookPoint p, int l) {
     ForwardHooks *h = a->hooks;
     if (!h || h->failed) return;
+    if (p == HOOK_RESULT) h->attn_out_layer = 0; /* a block's attention begins: nothing held */
     char name[96];
     slm_hook_name(p, l, name, sizeof name);
     if (!wanted(h, name)) return;
@@ -271,7 +343,10 @@ void slm_hooks_at(const Model *m, Activations *a, HookPoint p, int l) {
         }
         h->buf = grown, h->cap = n;
     }
-    gather(m, a, p, l, h->buf);
+    if (gather(m, a, p, l, h->buf)) {
+        h->failed = 1;
+        return;
+    }
     int rc = h->fn(h->ctx, name, h->buf, ndim, shape, hook_specs[p].writable);
     if (rc == 1 && hook_specs[p].writable)
         h->failed = scatter(m, a, p, l, h->buf, &h->error) != 0;

@@ -117,9 +117,10 @@ typedef struct HookSink {
     int at, T;
 } HookSink;
 
-/* A point of shape (H, T, T): a query's row over the keys (the pattern, the distance scores). */
+/* A point of shape (H, T, T): a query's row over the keys (the scores, the pattern, the distance scores). */
 static int by_query(const char *name) {
-    return strstr(name, "hook_pattern") != NULL || strstr(name, "hook_distance_score") != NULL;
+    return strstr(name, "hook_pattern") != NULL || strstr(name, "hook_distance_score") != NULL ||
+           strstr(name, "hook_attn_scores") != NULL;
 }
 
 /* Hook i of c for a point of shape (ndim) in a story of T positions: made

@@ -325,7 +325,7 @@ int slm_probe_patch(const Model *m, const Activations *clean, const Activations 
 /* ---- any model: through its hook points ------------------------------------ */
 
 /* The clean run's numbers at the points patching reads, by hook name. */
-#define PATCH_MAX_POINTS (2 + 4 * STORYLM_MAX_TF_LAYERS)
+#define PATCH_MAX_POINTS (2 + 6 * STORYLM_MAX_TF_LAYERS) /* recorded: a block's q, k, v, z and residuals */
 typedef struct CleanPoints {
     int n;
     char name[PATCH_MAX_POINTS][48];
@@ -497,11 +497,36 @@ static int hooked_alloc(PatchResult *r, const ModelConfig *c, int T, Error *e) {
     return 0;
 }
 
-/* The clean text run again with every point patching reads recorded. */
+/* 1 for the points a patch reads: the row, the heads' q, k, v, z, the residuals, the hidden layer. */
+static int patched_point(HookPoint p) {
+    return p == HOOK_EMBED || p == HOOK_Q || p == HOOK_K || p == HOOK_V || p == HOOK_Z || p == HOOK_RESID_PRE ||
+           p == HOOK_RESID_POST || p == HOOK_HIDDEN;
+}
+
+/* The names of the points of c a patch reads (names[i] into buf[i]); returns their count. */
+static int patched_names(const ModelConfig *c, char (*buf)[48], const char **names) {
+    HookPoints hp;
+    c->arch->hook_points(c, &hp);
+    int n = 0;
+    for (int i = 0; i < hp.n_before; i++)
+        if (patched_point(hp.before[i])) slm_hook_name(hp.before[i], 0, buf[n], 48), names[n] = buf[n], n++;
+    for (int l = 0; l < hp.layers; l++)
+        for (int i = 0; i < hp.n_block; i++)
+            if (patched_point(hp.block[i])) slm_hook_name(hp.block[i], l, buf[n], 48), names[n] = buf[n], n++;
+    for (int i = 0; i < hp.n_after; i++)
+        if (patched_point(hp.after[i])) slm_hook_name(hp.after[i], 0, buf[n], 48), names[n] = buf[n], n++;
+    return n;
+}
+
+/* The clean text run again with every point patching reads recorded (those alone: a
+ * transformer's other points are computed only when asked for). */
 static int record_clean(const Model *m, const ProbeRunner *clean, CleanPoints *points, Error *e) {
     ProbeRunner r;
     int T = clean->batch.n_tokens;
-    ForwardHooks hooks = {.fn = record, .ctx = points};
+    char buf[PATCH_MAX_POINTS][48];
+    const char *names[PATCH_MAX_POINTS];
+    ForwardHooks hooks = {.fn = record, .ctx = points, .names = names};
+    hooks.n_names = patched_names(&m->cfg, buf, names);
     if (slm_probe_runner_init(&r, m, T, e)) return -1;
     r.acts.hooks = &hooks;
     int rc = slm_probe_run(&r, clean->batch.tokens, T, &clean->acts.ablation, e);

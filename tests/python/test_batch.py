@@ -45,7 +45,7 @@ class Batches(unittest.TestCase):
                 T = len(m.to_ids(text))
                 for name, value in one.items():
                     got = cache[name][i]
-                    if name.endswith(("hook_pattern", "hook_distance_score")):
+                    if name.endswith(("hook_pattern", "hook_distance_score", "hook_attn_scores")):
                         self.assertTrue(same(got[:, :T, :T], value), "%s %s row %d" % (path, name, i))
                         self.assertFalse(got[:, T:].any() or got[:, :, T:].any())
                     else:

@@ -253,7 +253,8 @@ class Cache(unittest.TestCase):
                 b = "blocks.%d.attn." % l
                 shapes.update({b + "hook_q": (T, H, c.key_dim), b + "hook_k": (T, H, c.key_dim),
                                b + "hook_v": (T, H, c.value_dim), b + "hook_z": (T, H, c.value_dim),
-                               b + "hook_pattern": (H, T, T), b + "hook_distance_score": (H, T, T)})
+                               b + "hook_pattern": (H, T, T), b + "hook_distance_score": (H, T, T),
+                               b + "hook_attn_scores": (H, T, T)})
             self.assertEqual({k: v.shape for k, v in cache.items()}, shapes, path)
 
     def test_distance_scores_are_the_models(self):

@@ -287,7 +287,8 @@ static void layer_forward(const Model *lm, Activations *a, int l, int keep_weigh
     slm_attention_forward(&lm->cfg, la->qkv, a->qkv_ld, slm_position_table_for(lm, v->table), a->first_key, N,
                           keep_weights ? la->att : NULL, a->z + heads_column(c, l), Z, &la->scratch);
     if (!slm_head_set_empty(&a->ablation.heads)) ablate_heads(a, &a->ablation, l);
-    for (HookPoint p = HOOK_DISTANCE_SCORE; p <= HOOK_Z; p++) slm_hooks_at(lm, a, p, l);
+    HookPoint after[] = {HOOK_DISTANCE_SCORE, HOOK_ATTN_SCORES, HOOK_PATTERN, HOOK_Z};
+    for (int i = 0; i < 4; i++) slm_hooks_at(lm, a, after[i], l);
 }
 
 /* tokens -> z (N, Z): rows, then layer by layer every head's queries, keys,
@@ -375,8 +376,8 @@ static void backward(const Model *m, Activations *a, const Batch *b, float *grad
 static void hook_points(const ModelConfig *c, HookPoints *out) {
     *out = (HookPoints){.before = {HOOK_EMBED},
                         .n_before = 1,
-                        .block = {HOOK_Q, HOOK_K, HOOK_V, HOOK_DISTANCE_SCORE, HOOK_PATTERN, HOOK_Z},
-                        .n_block = 6,
+                        .block = {HOOK_Q, HOOK_K, HOOK_V, HOOK_DISTANCE_SCORE, HOOK_ATTN_SCORES, HOOK_PATTERN, HOOK_Z},
+                        .n_block = 7,
                         .after = {HOOK_HIDDEN_IN, HOOK_HIDDEN, HOOK_LOGITS},
                         .n_after = 3,
                         .layers = layers(c)};

@@ -105,10 +105,11 @@ static void backward(const Model *m, Activations *a, const Batch *b, float *grad
 static void hook_points(const ModelConfig *c, HookPoints *out) {
     *out = (HookPoints){.before = {HOOK_EMBED, HOOK_POS_EMBED},
                         .n_before = c->pos == POS_ABSOLUTE ? 2 : 1,
-                        .block = {HOOK_RESID_PRE, HOOK_Q, HOOK_K, HOOK_V, HOOK_PATTERN, HOOK_Z, HOOK_RESID_POST},
-                        .n_block = 7,
-                        .after = {HOOK_LN_FINAL, HOOK_LOGITS},
-                        .n_after = 2,
+                        .block = {HOOK_RESID_PRE, HOOK_LN1_SCALE, HOOK_LN1_NORMALIZED, HOOK_Q, HOOK_K, HOOK_V,
+                                  HOOK_ATTN_SCORES, HOOK_PATTERN, HOOK_Z, HOOK_RESULT, HOOK_ATTN_OUT, HOOK_RESID_POST},
+                        .n_block = 12,
+                        .after = {HOOK_LN_FINAL_SCALE, HOOK_LN_FINAL, HOOK_LOGITS},
+                        .n_after = 3,
                         .layers = c->n_layers};
 }
 

@@ -81,7 +81,8 @@ void slm_tf_backward(const TfBlocks *s, const Model *m, Activations *a, const Ba
 int slm_tf_loss_and_grad(const TfBlocks *s, const Model *m, Activations *a, const Batch *b, const Ablation *ab,
                          float scale, float *grads, Error *e);
 
-/* The hook points' numbers between the activations and buf (arch.h's hook_move). */
+/* The hook points' numbers between the activations and buf (arch.h's
+ * hook_move; transformer_hooks.c). */
 int slm_tf_hook_move(const Model *m, Activations *a, HookPoint p, int l, float *buf, int to_buf);
 
 /* A run's attention (arch.h's layer_qkv, layer_attention, head_output). */

@@ -265,7 +265,8 @@ static void ablate_z(const Activations *a, const ModelConfig *c, int l, float *z
 
 /* resid_pre (N, D) -> ln1 (N, D) -> qkv (QKV, ld) -> z (N, H*dh), the
  * weights kept in att when a->attention_kept -> out (N, D) = resid_pre +
- * z W_O + b_O; the hooks hook_q, _k, _v (before rope), hook_pattern, hook_z. */
+ * z W_O + b_O; the hooks ln1's, hook_q, _k, _v (before rope), hook_attn_scores,
+ * hook_pattern, hook_z, hook_result, hook_attn_out. */
 void slm_tf_attn_forward(const Model *m, const TfBlockViews *w, Activations *a, int l, float *out) {
     const ModelConfig *c = &m->cfg;
     TfActivations *t = a->tf;
@@ -273,6 +274,8 @@ void slm_tf_attn_forward(const Model *m, const TfBlockViews *w, Activations *a, 
     int N = a->n_positions, D = c->row_dim, H = c->n_heads, dh = c->key_dim, HV = H * dh, ld = a->qkv_ld;
     int keep_weights = a->attention_kept;
     slm_layernorm_forward(L->resid_pre, w->ln1_w, w->ln1_b, N, D, L->ln1, L->ln1_mean, L->ln1_rstd);
+    slm_hooks_at(m, a, HOOK_LN1_SCALE, l);
+    slm_hooks_at(m, a, HOOK_LN1_NORMALIZED, l);
     slm_pack_qkv(w->W_Q, w->W_K, w->W_V, H, D, dh, dh, L->qkv_w);
     slm_matmul_at(a->products, 0, 1, 3 * HV, N, D, L->qkv_w, D, L->ln1, D, 0.0f, L->qkv, ld);
     qkv_bias_forward(w, HV, N, ld, L->qkv);
@@ -282,11 +285,14 @@ void slm_tf_attn_forward(const Model *m, const TfBlockViews *w, Activations *a, 
     slm_attention_forward(c, L->qkv, ld, t->table, a->first_key, N, keep_weights ? L->att : NULL, L->z, HV,
                           &L->scratch);
     ablate_z(a, c, l, L->z);
+    if (keep_weights) slm_hooks_at(m, a, HOOK_ATTN_SCORES, l);
     if (keep_weights) slm_hooks_at(m, a, HOOK_PATTERN, l);
     slm_hooks_at(m, a, HOOK_Z, l);
     memcpy(out, L->resid_pre, (size_t)N * D * sizeof(float));
     slm_matmul_at(a->products, 0, 0, N, D, HV, L->z, HV, w->W_O, D, 1.0f, out, D);
     slm_add_bias_rows(out, N, D, D, w->b_O);
+    slm_hooks_at(m, a, HOOK_RESULT, l);
+    slm_hooks_at(m, a, HOOK_ATTN_OUT, l);
 }
 
 /* t->d_resid (N, D): d out -> d resid_pre (in place); grads of the
@@ -319,20 +325,25 @@ float *slm_tf_resid_post(const Activations *a, int l) {
     return l + 1 < a->cfg.n_layers ? t->layer[l + 1].resid_pre : t->resid_final;
 }
 
-/* resid_mid (N, D) -> ln2 (N, D) -> mlp_pre, mlp_post (N, F) (hook_post) ->
- * out (N, D) = resid_mid + mlp_post W_out + b_out. */
+/* resid_mid (N, D) -> ln2 (N, D) (ln2's hooks) -> mlp_pre (hook_pre),
+ * mlp_post (N, F) (hook_post) -> out (N, D) = resid_mid + mlp_post W_out +
+ * b_out (hook_mlp_out). */
 void slm_tf_mlp_forward(const Model *m, const TfBlockViews *w, Activations *a, int l, float *out) {
     const ModelConfig *c = &m->cfg;
     TfLayerActs *L = &a->tf->layer[l];
     int N = a->n_positions, D = c->row_dim, F = c->hidden_dim;
     slm_layernorm_forward(L->resid_mid, w->ln2_w, w->ln2_b, N, D, L->ln2, L->ln2_mean, L->ln2_rstd);
+    slm_hooks_at(m, a, HOOK_LN2_SCALE, l);
+    slm_hooks_at(m, a, HOOK_LN2_NORMALIZED, l);
     slm_matmul_at(a->products, 0, 0, N, F, D, L->ln2, D, w->W_in, F, 0.0f, L->mlp_pre, F);
     slm_add_bias_rows(L->mlp_pre, N, F, F, w->b_in);
+    slm_hooks_at(m, a, HOOK_MLP_PRE, l);
     slm_act_forward((ActFn)c->act, L->mlp_pre, N * F, L->mlp_post);
     slm_hooks_at(m, a, HOOK_MLP_POST, l);
     memcpy(out, L->resid_mid, (size_t)N * D * sizeof(float));
     slm_matmul_at(a->products, 0, 0, N, D, F, L->mlp_post, F, w->W_out, D, 1.0f, out, D);
     slm_add_bias_rows(out, N, D, D, w->b_out);
+    slm_hooks_at(m, a, HOOK_MLP_OUT, l);
 }
 
 /* t->d_resid (N, D): d out -> d resid_mid (in place); grads of the
@@ -379,6 +390,7 @@ static int forward_to_final(const TfBlocks *s, const Model *m, Activations *a, c
     s->forward(m, &w, a);
     slm_layernorm_forward(t->resid_final, w.ln_final_w, w.ln_final_b, a->n_positions, m->cfg.row_dim, a->hidden,
                           t->lnf_mean, t->lnf_rstd);
+    slm_hooks_at(m, a, HOOK_LN_FINAL_SCALE, 0);
     slm_hooks_at(m, a, HOOK_LN_FINAL, 0);
     return slm_hooks_check(a, e);
 }

@@ -98,62 +98,14 @@ static void describe(const ModelConfig *c, char *buf, size_t size) {
 static void hook_points(const ModelConfig *c, HookPoints *out) {
     *out = (HookPoints){.before = {HOOK_EMBED, HOOK_POS_EMBED},
                         .n_before = c->pos == POS_ABSOLUTE ? 2 : 1,
-                        .block = {HOOK_RESID_PRE, HOOK_Q, HOOK_K, HOOK_V, HOOK_PATTERN, HOOK_Z, HOOK_RESID_MID,
-                                  HOOK_MLP_POST, HOOK_RESID_POST},
-                        .n_block = 9,
-                        .after = {HOOK_LN_FINAL, HOOK_LOGITS},
-                        .n_after = 2,
+                        .block = {HOOK_RESID_PRE, HOOK_LN1_SCALE, HOOK_LN1_NORMALIZED, HOOK_Q, HOOK_K, HOOK_V,
+                                  HOOK_ATTN_SCORES, HOOK_PATTERN, HOOK_Z, HOOK_RESULT, HOOK_ATTN_OUT, HOOK_RESID_MID,
+                                  HOOK_LN2_SCALE, HOOK_LN2_NORMALIZED, HOOK_MLP_PRE, HOOK_MLP_POST, HOOK_MLP_OUT,
+                                  HOOK_RESID_POST},
+                        .n_block = 18,
+                        .after = {HOOK_LN_FINAL_SCALE, HOOK_LN_FINAL, HOOK_LOGITS},
+                        .n_after = 3,
                         .layers = c->n_layers};
-}
-
-/* The buffer (T, n) that point p of block l reads and writes in place (*n
- * its width); NULL for the points gathered otherwise. */
-static float *hook_buffer(const Activations *a, HookPoint p, int l, int *n) {
-    const ModelConfig *c = &a->cfg;
-    TfActivations *t = a->tf;
-    *n = p == HOOK_MLP_POST ? c->hidden_dim : p == HOOK_Z ? c->n_heads * c->value_dim : c->row_dim;
-    switch (p) {
-        case HOOK_EMBED: return t->layer[0].resid_pre; /* W_E[x] before the positions are added */
-        case HOOK_RESID_PRE: return t->layer[l].resid_pre;
-        case HOOK_Z: return t->layer[l].z;
-        case HOOK_RESID_MID: return t->layer[l].resid_mid;
-        case HOOK_MLP_POST: return t->layer[l].mlp_post;
-        case HOOK_RESID_POST: return slm_tf_resid_post(a, l);
-        case HOOK_LN_FINAL: return a->hidden;
-        default: return NULL;
-    }
-}
-
-/* buf (T, D) <-> W_pos's rows of the positions (hook_pos_embed); to_buf:
- * gather, else the residual (W_E[x] + W_pos[t]) gets buf - W_pos[t]. */
-static void pos_embed(const Model *m, Activations *a, float *buf, int to_buf) {
-    const ModelConfig *c = &a->cfg;
-    int D = c->row_dim;
-    TfViews w;
-    slm_transformer_views(m, m->params, &w);
-    for (int t = 0; t < a->n_positions; t++) {
-        int sp = a->tf->story_pos[t];
-        const float *row = w.W_pos + (size_t)(sp < c->window ? sp : c->window - 1) * D;
-        float *y = buf + (size_t)t * D, *resid = a->tf->layer[0].resid_pre + (size_t)t * D;
-        for (int i = 0; i < D; i++) {
-            if (to_buf)
-                y[i] = row[i];
-            else
-                resid[i] += y[i] - row[i];
-        }
-    }
-}
-
-/* The family's (tf_parts.h): to_buf gathers into buf, else writes buf back;
- * 1 when p is none of those it moves itself (q, k, v, the pattern and the logits are hooks.c's). */
-int slm_tf_hook_move(const Model *m, Activations *a, HookPoint p, int l, float *buf, int to_buf) {
-    int n;
-    float *x = hook_buffer(a, p, l, &n);
-    if (p == HOOK_POS_EMBED)
-        pos_embed(m, a, buf, to_buf);
-    else if (x)
-        memcpy(to_buf ? buf : x, to_buf ? x : buf, (size_t)a->n_positions * n * sizeof(float));
-    return p != HOOK_POS_EMBED && !x;
 }
 
 extern const GeneratorOps slm_transformer_generator; /* transformer_generate.c */
