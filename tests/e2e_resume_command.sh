@@ -15,7 +15,7 @@ args=("my stories.txt" --vocab "it's vocab.txt" --threads 2 --test-stories 10 --
   --eval-every 2 --dropout 0.1)
 
 "$STORYLM" train "${args[@]}" --out ref.safetensors 2>ref.log >/dev/null || { cat ref.log; fail "uninterrupted run"; }
-grep -Eq '^step +2/40 \| loss [0-9.]+ \| test [0-9.]+ acc [0-9.]+% \| lr [0-9.]+e-0[0-9] \| [0-9]+ tok/s \| [0-9]+s elapsed, ETA [0-9ms]+$' ref.log ||
+grep -Eq '^step +2/40 \| loss [0-9.]+ \| test [0-9.]+ acc [0-9.]+% \([0-9.]+/char\) \| lr [0-9.]+e-0[0-9] \| [0-9]+ tok/s \| [0-9]+s elapsed, ETA [0-9ms]+$' ref.log ||
   { cat ref.log; fail "the progress line lacks the learning rate, the elapsed time or the ETA"; }
 
 # resume_line LOG: the command printed after "resume it:", checked for what it must carry.
