@@ -126,8 +126,8 @@ typedef struct TrainResult {
     double kept_test_loss;     /* its test loss (the average's with ema_save); NAN when none was measured */
     int early_stopped;         /* stopped by patience: `patience` evaluations found no lower test loss */
     double from_test_loss;     /* fine-tuning: the test loss of the model fine-tuned, before the first step; else NAN */
-    char from[256];            /* the name of the model fine-tuned ("from"), this run's or the resumed file's; "": none */
-    int nothing_saved;         /* stopped by the stop flag in its first seconds, before any save: no file written */
+    char from[256];    /* the name of the model fine-tuned ("from"), this run's or the resumed file's; "": none */
+    int nothing_saved; /* stopped by the stop flag in its first seconds, before any save: no file written */
     double ema_test_loss, ema_test_accuracy; /* NAN without --ema */
     double seconds;
     int interrupted; /* stopped by the stop flag or the time budget */
