@@ -20,6 +20,18 @@ tensor_sums() {
 # skip WHY: the test cannot run here; CTest shows it as skipped (exit 77).
 skip() { echo "SKIPPED: $*"; exit 77; }
 
+# python_preload BUILD: sets the array PRELOAD to the env prefix that lets python3 load BUILD's
+# libstorylm.so (the sanitizers' runtimes preloaded, the interpreter's own leaks not reported);
+# empty for a plain build.
+python_preload() {
+  PRELOAD=()
+  grep -q '^STORYLM_SANITIZE:BOOL=ON' "$1/CMakeCache.txt" 2>/dev/null || return 0
+  local cc
+  cc=$(sed -n 's/^CMAKE_C_COMPILER:[A-Z]*=//p' "$1/CMakeCache.txt")
+  PRELOAD=(env LD_PRELOAD="$("${cc:-cc}" -print-file-name=libasan.so) $("${cc:-cc}" -print-file-name=libubsan.so)"
+    ASAN_OPTIONS=detect_leaks=0)
+}
+
 # require_chromium: skips unless headless Chromium, node and the browser tests'
 # npm packages are here; sets $chromium ($STORYLM_CHROMIUM, else /usr/bin/chromium).
 require_chromium() {

@@ -152,15 +152,10 @@ fi
 
 # Python: ablate= on a model of 128 heads (its passes under the sanitizers too)
 "$PY" -c 'import numpy' 2>/dev/null || skip "numpy is missing for $PY"
-preload=()
-if grep -q '^STORYLM_SANITIZE:BOOL=ON' "$BUILD/CMakeCache.txt" 2>/dev/null; then
-  cc=$(sed -n 's/^CMAKE_C_COMPILER:[A-Z]*=//p' "$BUILD/CMakeCache.txt")
-  preload=(env LD_PRELOAD="$("${cc:-cc}" -print-file-name=libasan.so) $("${cc:-cc}" -print-file-name=libubsan.so)"
-    ASAN_OPTIONS=detect_leaks=0)
-fi
+python_preload "$BUILD"
 want=$(json loss < <("$STORYLM" eval --text "$T" -m tf128.safetensors --ablate 5:3,8:15 --json))
 text=$(json samples.0.text < <("$STORYLM" generate Lily -m tf128.safetensors -n 8 --seed 2 --ablate 8:15 --json))
-"${preload[@]}" env STORYLM_LIBRARY="$BUILD/libstorylm.so" PYTHONPATH="$STORYLM_SOURCE_DIR/python" \
+"${PRELOAD[@]}" env STORYLM_LIBRARY="$BUILD/libstorylm.so" PYTHONPATH="$STORYLM_SOURCE_DIR/python" \
   "$PY" - tf128.safetensors "$T" "$want" "$range" "$text" <<'EOF' || fail "Python's ablate="
 import json, sys, storylm
 m = storylm.load(sys.argv[1])

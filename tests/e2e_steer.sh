@@ -61,7 +61,9 @@ fi
 
 [[ -n "${PY:-}" ]] || exit 0
 text=$("$STORYLM" generate -m tiny.safetensors --seed 7 --tokens 40 --steer sae1:3:40 "Tom" 2>/dev/null)
-PYTHONPATH="$STORYLM_SOURCE_DIR/python" STORYLM_LIBRARY="$(dirname "$STORYLM")/libstorylm.so" "$PY" - "$text" <<'PY' ||
+python_preload "$(dirname "$STORYLM")"
+"${PRELOAD[@]}" env PYTHONPATH="$STORYLM_SOURCE_DIR/python" STORYLM_LIBRARY="$(dirname "$STORYLM")/libstorylm.so" \
+  "$PY" - "$text" <<'PY' ||
 import sys
 import storylm
 m = storylm.load("tiny.safetensors")
