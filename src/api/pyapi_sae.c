@@ -56,30 +56,28 @@ static int rows_at_once(int B) { return B < 1 ? 1 : B < PY_SAE_ROWS ? B : PY_SAE
 
 static int check_rows(int B, Error *e) { return B < 0 ? FAIL(e, NULL, "a negative number of rows (%d)", B) : 0; }
 
-int slm_py_sae_encode(const PySae *s, const float *x, int B, float *z, Error *e) {
+/* Rows x (B, d_in) through the SAE in passes of PY_SAE_ROWS: their codes into z (B, d_sae), or,
+ * with decode, their reconstructions into out (B, d_in). */
+static int sae_rows(const PySae *s, const float *x, int B, int decode, float *out, Error *e) {
     const SaeConfig *c = &s->sae.cfg;
     SaePass p;
     if (check_rows(B, e) || slm_sae_pass_init(&p, c, rows_at_once(B), e)) return -1;
     for (int b = 0; b < B; b += PY_SAE_ROWS) {
         int n = B - b < PY_SAE_ROWS ? B - b : PY_SAE_ROWS;
         slm_sae_encode(&s->sae, &p, x + (size_t)b * c->d_in, n);
-        memcpy(z + (size_t)b * c->d_sae, p.z, (size_t)n * c->d_sae * sizeof(float));
+        if (decode)
+            slm_sae_decode(&s->sae, &p, out + (size_t)b * c->d_in);
+        else
+            memcpy(out + (size_t)b * c->d_sae, p.z, (size_t)n * c->d_sae * sizeof(float));
     }
     slm_sae_pass_free(&p);
     return 0;
 }
 
+int slm_py_sae_encode(const PySae *s, const float *x, int B, float *z, Error *e) { return sae_rows(s, x, B, 0, z, e); }
+
 int slm_py_sae_forward(const PySae *s, const float *x, int B, float *x_hat, Error *e) {
-    const SaeConfig *c = &s->sae.cfg;
-    SaePass p;
-    if (check_rows(B, e) || slm_sae_pass_init(&p, c, rows_at_once(B), e)) return -1;
-    for (int b = 0; b < B; b += PY_SAE_ROWS) {
-        int n = B - b < PY_SAE_ROWS ? B - b : PY_SAE_ROWS;
-        slm_sae_encode(&s->sae, &p, x + (size_t)b * c->d_in, n);
-        slm_sae_decode(&s->sae, &p, x_hat + (size_t)b * c->d_in);
-    }
-    slm_sae_pass_free(&p);
-    return 0;
+    return sae_rows(s, x, B, 1, x_hat, e);
 }
 
 /* a ranks above b in TopK's order: larger, or equal and of a smaller index (sae.c's). */
