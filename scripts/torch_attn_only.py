@@ -9,7 +9,7 @@ hook_resid_mid (TransformerLens's TransformerBlock with attn_only).
     /usr/bin/python3 scripts/torch_attn_only.py [--out tests/fixtures] [--check]
 
 Writes tests/fixtures/attn_only.json (loss, every gradient, and the first
-story's activations under TransformerLens's hook names) for 2 blocks and the
+story's activations under every hook name TransformerLens has for it) for 2 blocks and the
 absolute, rope, alibi and none schemes, on the same tiny case as the
 transformer's fixture (vocabulary 13, d_model 8, 2 heads of d_head 4, n_ctx 6,
 stories of 5 and 15 tokens); tests/test_attn_only.c reads it, so the tests
@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_transformer import D, DH, EOS, H, LAYERS, LENGTHS, NCTX, V, attention, layer_norm  # noqa: E402
+from torch_transformer import D, DH, EOS, H, LAYERS, LENGTHS, NCTX, V, attention, hook_values, layer_norm  # noqa: E402
 
 SEED = 20261205
 CASES = ["absolute", "rope", "alibi", "none"]
@@ -67,9 +67,11 @@ def story_loss_sum(p, ids, pos, hooks):
     for l in range(LAYERS):
         b = "blocks.%d." % l
         hooks[b + "hook_resid_pre"] = resid
-        resid = resid + attention(p, l, layer_norm(resid, p[b + "ln1.w"], p[b + "ln1.b"]), pos, hooks)
+        hooks[b + "hook_attn_out"] = attention(p, l, layer_norm(resid, p[b + "ln1.w"], p[b + "ln1.b"], hooks, b + "ln1"),
+                                               pos, hooks)
+        resid = resid + hooks[b + "hook_attn_out"]
         hooks[b + "hook_resid_post"] = resid
-    hooks["ln_final.hook_normalized"] = layer_norm(resid, p["ln_final.w"], p["ln_final.b"])
+    layer_norm(resid, p["ln_final.w"], p["ln_final.b"], hooks, "ln_final")
     logits = hooks["ln_final.hook_normalized"] @ p["unembed.W_U"] + p["unembed.b_U"]
     hooks["hook_logits"] = logits
     return F.cross_entropy(logits[:-1], torch.tensor(ids[1:]), reduction="sum")
@@ -87,7 +89,7 @@ def build():
         loss.backward()
         tensors = [{"name": name, "shape": list(shape), "value": [float(x) for x in p[name].detach().flatten()],
                     "grad": [float(x) for x in p[name].grad.flatten()]} for name, shape in tensor_shapes(pos)]
-        first = {name: [float(x) for x in a.detach().flatten()] for name, a in hooks[0].items()}
+        first = hook_values(hooks[0])
         cases.append({"pos": pos, "loss": float(loss), "tensors": tensors, "hooks": first})
     return {"config": {"arch": "attn-only", "vocab_size": V, "d_model": D, "n_heads": H, "d_head": DH, "n_ctx": NCTX,
                        "n_layers": LAYERS},

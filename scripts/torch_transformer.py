@@ -13,7 +13,8 @@ byte for byte (numpy's seeded RandomState, float64). --check only compares.
 The case: 2 blocks, vocabulary 13, d_model 8, 2 heads of d_head 4, d_mlp 12,
 n_ctx 6, on 2 stories of 5 and 15 tokens. The first fits in n_ctx, where this
 is TransformerLens's forward exactly (its activations are written under
-TransformerLens's hook names, "hooks", without the batch axis); the second is longer, where storylm
+TransformerLens's hook names, "hooks", without the batch axis; every point
+TransformerLens has for this block, the attention scores' masked -inf as null); the second is longer, where storylm
 goes on as it documents (each position reads its latest n_ctx tokens; the
 absolute scheme's last row W_pos[n_ctx-1] stands for every later position),
 so the window's cut is checked too. Parameters random (LayerNorm weights
@@ -73,11 +74,14 @@ def make_params(rng, pos):
     return p
 
 
-def layer_norm(x, w, b):
-    """TransformerLens's LayerNorm."""
+def layer_norm(x, w, b, hooks=None, name=None):
+    """TransformerLens's LayerNorm; hooks gets name.hook_scale [pos, 1] and name.hook_normalized."""
     x = x - x.mean(-1, keepdim=True)
     scale = (x.pow(2).mean(-1, keepdim=True) + 1e-5).sqrt()
-    return x / scale * w + b
+    y = x / scale * w + b
+    if hooks is not None:
+        hooks.update({name + ".hook_scale": scale, name + ".hook_normalized": y})
+    return y
 
 
 def rotary(x):
@@ -117,7 +121,9 @@ def attention(p, l, x, pos, hooks):
     scores = scores.masked_fill(~visible, float("-inf"))
     pattern = scores.softmax(-1)
     z = torch.einsum("hqk,khd->qhd", pattern, v)
-    hooks.update({b + "hook_pattern": pattern, b + "hook_z": z})
+    result = torch.einsum("qhd,hdm->qhm", z, p[b + "W_O"])  # each head's part, without b_O
+    hooks.update({b + "hook_attn_scores": scores, b + "hook_pattern": pattern, b + "hook_z": z,
+                  b + "hook_result": result})
     return torch.einsum("qhd,hdm->qm", z, p[b + "W_O"]) + p[b + "b_O"]
 
 
@@ -140,16 +146,26 @@ def story_loss_sum(p, ids, pos, act_name, hooks):
     for l in range(LAYERS):
         b = "blocks.%d." % l
         hooks[b + "hook_resid_pre"] = resid
-        resid = resid + attention(p, l, layer_norm(resid, p[b + "ln1.w"], p[b + "ln1.b"]), pos, hooks)
+        hooks[b + "hook_attn_out"] = attention(p, l, layer_norm(resid, p[b + "ln1.w"], p[b + "ln1.b"], hooks, b + "ln1"),
+                                               pos, hooks)
+        resid = resid + hooks[b + "hook_attn_out"]
         hooks[b + "hook_resid_mid"] = resid
-        x = layer_norm(resid, p[b + "ln2.w"], p[b + "ln2.b"])
-        hooks[b + "mlp.hook_post"] = act(x @ p[b + "mlp.W_in"] + p[b + "mlp.b_in"], act_name)
-        resid = resid + hooks[b + "mlp.hook_post"] @ p[b + "mlp.W_out"] + p[b + "mlp.b_out"]
+        x = layer_norm(resid, p[b + "ln2.w"], p[b + "ln2.b"], hooks, b + "ln2")
+        hooks[b + "mlp.hook_pre"] = x @ p[b + "mlp.W_in"] + p[b + "mlp.b_in"]
+        hooks[b + "mlp.hook_post"] = act(hooks[b + "mlp.hook_pre"], act_name)
+        hooks[b + "hook_mlp_out"] = hooks[b + "mlp.hook_post"] @ p[b + "mlp.W_out"] + p[b + "mlp.b_out"]
+        resid = resid + hooks[b + "mlp.hook_post"] @ p[b + "mlp.W_out"] + p[b + "mlp.b_out"]  # the order it had
         hooks[b + "hook_resid_post"] = resid
-    hooks["ln_final.hook_normalized"] = layer_norm(resid, p["ln_final.w"], p["ln_final.b"])
+    layer_norm(resid, p["ln_final.w"], p["ln_final.b"], hooks, "ln_final")
     logits = hooks["ln_final.hook_normalized"] @ p["unembed.W_U"] + p["unembed.b_U"]
     hooks["hook_logits"] = logits
     return F.cross_entropy(logits[:-1], torch.tensor(ids[1:]), reduction="sum")
+
+
+def hook_values(hooks):
+    """{name: flat floats}; the attention scores' masked entries, -inf, as null (JSON has no infinity)."""
+    return {name: [float(x) if math.isfinite(x) else None for x in a.detach().flatten().tolist()]
+            for name, a in hooks.items()}
 
 
 def build():
@@ -165,7 +181,7 @@ def build():
         tensors = [{"name": name, "shape": list(shape), "value": [float(x) for x in p[name].detach().flatten()],
                     "grad": [float(x) for x in p[name].grad.flatten()]} for name, shape in tensor_shapes(pos)]
         # the first story's activations (it fits in n_ctx: TransformerLens's forward exactly), by hook name
-        first = {name: [float(x) for x in a.detach().flatten()] for name, a in hooks[0].items()}
+        first = hook_values(hooks[0])
         cases.append({"pos": pos, "act_fn": act_name, "loss": float(loss), "tensors": tensors, "hooks": first})
     return {"config": {"vocab_size": V, "d_model": D, "n_heads": H, "d_head": DH, "d_mlp": DMLP, "n_ctx": NCTX,
                        "n_layers": LAYERS},

@@ -164,3 +164,83 @@ cJSON *check_fixture_load(const char *rel, Batch *b) {
     }
     return fixture;
 }
+
+/* ---- a fixture's hook points ------------------------------------------------ */
+
+typedef struct HookCheck {
+    const cJSON *want; /* {"name": [floats or null]} */
+    int seen, missing;
+    double worst;
+} HookCheck;
+
+static int compare_hook(void *ctx, const char *name, float *data, int ndim, const int *shape, int writable) {
+    (void)writable;
+    HookCheck *hc = ctx;
+    const cJSON *w = item(hc->want, name), *x;
+    size_t n = 1, i = 0;
+    for (int d = 0; d < ndim; d++) n *= (size_t)shape[d];
+    if (!w || (size_t)cJSON_GetArraySize(w) != n) {
+        fprintf(stderr, "  hook %s: %s\n", name, w ? "another size than PyTorch's" : "not in the fixture");
+        hc->missing++;
+        return 0;
+    }
+    double largest = 0, diff = 0;
+    cJSON_ArrayForEach(x, w) {
+        float got = data[i++];
+        if (cJSON_IsNull(x)) { /* a masked attention score: -inf in both */
+            if (!CHECK(isinf(got) && got < 0)) fprintf(stderr, "  hook %s: %g where PyTorch masks\n", name, got);
+            continue;
+        }
+        largest = fmax(largest, fabs(x->valuedouble));
+        diff = fmax(diff, fabs(got - x->valuedouble));
+    }
+    double ratio = diff / fmax(largest, 1e-6);
+    if (!CHECK(ratio < 1e-4)) fprintf(stderr, "  hook %s differs from PyTorch's by %.2e of its largest\n", name, ratio);
+    hc->worst = fmax(hc->worst, ratio);
+    hc->seen++;
+    return 0;
+}
+
+void check_first_story(const Model *m, const Batch *all, const char *const *names, int n_names, HookFn fn, void *ctx,
+                       const Ablation *ab, float *logits) {
+    Batch b;
+    Activations a;
+    Error e = {0};
+    int T = all->starts[1];
+    ForwardHooks hooks = {.fn = fn, .ctx = ctx, .names = names, .n_names = n_names};
+    CHECK(slm_batch_init(&b, T, 1, &e) == 0 && slm_batch_add(&b, all->tokens, T, &e) == 0);
+    CHECK(slm_activations_init(&a, &m->cfg, T, &e) == 0);
+    a.hooks = fn ? &hooks : NULL;
+    CHECK(slm_model_forward(m, &a, &b, ab, NULL, &e) == 0);
+    memcpy(logits, a.logits, (size_t)T * m->cfg.vocab_size * sizeof(float));
+    slm_hooks_free(&hooks);
+    slm_activations_free(&a);
+    slm_batch_free(&b);
+}
+
+/* Whether name is one of the lines of declared. */
+static int declared_point(const char *declared, const char *name) {
+    size_t n = strlen(name);
+    for (const char *p = declared; p && (p = strstr(p, name)); p += n)
+        if ((p == declared || p[-1] == '\n') && (p[n] == '\n' || p[n] == '\0')) return 1;
+    return 0;
+}
+
+void check_fixture_hooks(const Model *m, const cJSON *cas, const Batch *b, const char *what) {
+    Error e = {0};
+    HookCheck hc = {.want = item(cas, "hooks")};
+    char *declared = slm_hook_names(&m->cfg, &e);
+    const char *names[128];
+    int n = 0;
+    const cJSON *x;
+    cJSON_ArrayForEach(x, hc.want) {
+        if (!CHECK(declared_point(declared, x->string))) fprintf(stderr, "  hook %s is not declared\n", x->string);
+        if (CHECK(n < 128)) names[n++] = x->string;
+    }
+    float *logits = malloc((size_t)b->starts[1] * m->cfg.vocab_size * sizeof(float));
+    check_first_story(m, b, names, n, compare_hook, &hc, NULL, logits);
+    CHECK(hc.missing == 0 && hc.seen == cJSON_GetArraySize(hc.want) && hc.seen == n);
+    printf("%-36s %d hooks, worst %.2e of their largest\n", what, hc.seen, hc.worst);
+    free(logits);
+    free(declared);
+}

@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "storylm/head_set.h"
+#include "storylm/hooks.h"
 
 int check_at(int ok, const char *expr, const char *file, int line);
 int check_close_at(double got, double want, double rel, double abs_tol, const char *expr, const char *file, int line);
@@ -45,6 +46,17 @@ void check_tiny_batch(struct Batch *b, int vocab_size, struct Rng *rng);
 struct cJSON *check_fixture_load(const char *rel, struct Batch *b);
 void check_fixture_case(const struct ModelConfig *cfg, const struct cJSON *cas, const struct Batch *b,
                         const char *what);
+
+/* A fixture case's "hooks" ({name: [floats]}, TransformerLens's points of
+ * the first story; null for a masked attention score, -inf) against m's
+ * forward of b's first story: each point declared by m's configuration, of
+ * PyTorch's size, within 1e-4 of its largest; prints one line named what. */
+struct Ablation;
+void check_fixture_hooks(const struct Model *m, const struct cJSON *cas, const struct Batch *b, const char *what);
+/* b's first story through m with hook fn on the points names (n_names;
+ * NULL: none) and ablation ab (NULL: none) -> its logits (T, V). */
+void check_first_story(const struct Model *m, const struct Batch *b, const char *const *names, int n_names, HookFn fn,
+                       void *ctx, const struct Ablation *ab, float *logits);
 
 /* The heads of mask (bit g: head g, g < 64) as a set, for an Ablation. */
 static inline HeadSet check_heads(uint64_t mask) {

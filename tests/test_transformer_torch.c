@@ -41,38 +41,6 @@ static ModelConfig config_of(const cJSON *fixture, const cJSON *cas) {
     return cfg;
 }
 
-/* What the hooks compare against: PyTorch's activations by name; counts. */
-typedef struct HookCheck {
-    const cJSON *want; /* {"name": [floats]} */
-    int seen, missing;
-    double worst;
-} HookCheck;
-
-static int compare_hook(void *ctx, const char *name, float *data, int ndim, const int *shape, int writable) {
-    (void)writable;
-    HookCheck *hc = ctx;
-    const cJSON *w = item(hc->want, name);
-    size_t n = 1;
-    for (int i = 0; i < ndim; i++) n *= (size_t)shape[i];
-    if (!w || (size_t)cJSON_GetArraySize(w) != n) {
-        fprintf(stderr, "  hook %s: %s\n", name, w ? "another size than PyTorch's" : "not in the fixture");
-        hc->missing++;
-        return 0;
-    }
-    double largest = 0, diff = 0;
-    const cJSON *x;
-    size_t i = 0;
-    cJSON_ArrayForEach(x, w) {
-        largest = fmax(largest, fabs(x->valuedouble));
-        diff = fmax(diff, fabs(data[i++] - x->valuedouble));
-    }
-    double ratio = diff / fmax(largest, 1e-6);
-    if (!CHECK(ratio < 1e-4)) fprintf(stderr, "  hook %s differs from PyTorch's by %.2e of its largest\n", name, ratio);
-    hc->worst = fmax(hc->worst, ratio);
-    hc->seen++;
-    return 0;
-}
-
 /* Sets head 0 of block 0's z (hook_z [T, H, dh]) to 0, or the whole hook_pos_embed. */
 static int zero_hook(void *ctx, const char *name, float *data, int ndim, const int *shape, int writable) {
     (void)ctx, (void)writable;
@@ -82,71 +50,24 @@ static int zero_hook(void *ctx, const char *name, float *data, int ndim, const i
     return 1;
 }
 
-/* The first story run with hooks fn (names: NULL for all) and ablation -> logits (T, V). */
-static void run_first(const Model *m, const Batch *all, const char *const *names, int n_names, HookFn fn, void *ctx,
-                      const Ablation *ab, float *logits) {
-    Batch b;
-    Activations a;
-    Error e = {0};
-    int T = all->starts[1];
-    ForwardHooks hooks = {.fn = fn, .ctx = ctx, .names = names, .n_names = n_names};
-    CHECK(slm_batch_init(&b, T, 1, &e) == 0 && slm_batch_add(&b, all->tokens, T, &e) == 0);
-    CHECK(slm_activations_init(&a, &m->cfg, T, &e) == 0);
-    a.hooks = fn ? &hooks : NULL;
-    CHECK(slm_model_forward(m, &a, &b, ab, NULL, &e) == 0);
-    memcpy(logits, a.logits, (size_t)T * m->cfg.vocab_size * sizeof(float));
-    slm_hooks_free(&hooks);
-    slm_activations_free(&a);
-    slm_batch_free(&b);
-}
-
-/* The fixture's hook names (want's keys) into names (at most max), each
- * checked to be one cfg declares; returns their count. The fixture holds
- * PyTorch's points as its script made them: the points computed only when a
- * hook asks (scales, scores, results, attn_out, mlp_pre and mlp_out) are held
- * to direct computations in tests/python/test_tl_hooks.py. */
-static int fixture_hooks(const ModelConfig *cfg, const cJSON *want, const char **names, int max) {
-    Error e = {0};
-    char *declared = slm_hook_names(cfg, &e);
-    int n = 0;
-    const cJSON *x;
-    cJSON_ArrayForEach(x, want) {
-        char line[96];
-        snprintf(line, sizeof line, "\n%s\n", x->string);
-        size_t len = declared ? strlen(declared) : 0;
-        char *framed = malloc(len + 3);
-        if (framed) snprintf(framed, len + 3, "\n%s\n", declared ? declared : "");
-        if (!CHECK(framed && strstr(framed, line))) fprintf(stderr, "  hook %s is not declared\n", x->string);
-        free(framed);
-        if (n < max) names[n++] = x->string;
-    }
-    free(declared);
-    return n;
-}
-
 static void check_hooks(const ModelConfig *cfg, const cJSON *cas, const Batch *b, const char *what) {
     Model m;
     Error e = {0};
     CHECK(slm_model_init(&m, cfg, &e) == 0);
     if (check_fixture_tensors(cas, &m) != 0) return slm_model_free(&m);
-    HookCheck hc = {.want = item(cas, "hooks")};
     size_t n = (size_t)b->starts[1] * cfg->vocab_size;
     float *got = malloc(n * sizeof(float)), *want = malloc(n * sizeof(float));
-    const char *fixture[64];
-    int n_fixture = fixture_hooks(cfg, hc.want, fixture, 64);
-    run_first(&m, b, fixture, n_fixture, compare_hook, &hc, NULL, got);
-    CHECK(hc.missing == 0 && hc.seen == cJSON_GetArraySize(hc.want) && hc.seen == n_fixture);
-    printf("%-36s %d hooks, worst %.2e of their largest\n", what, hc.seen, hc.worst);
+    check_fixture_hooks(&m, cas, b, what);
     const char *z[] = {"blocks.0.attn.hook_z"}, *pos[] = {"hook_pos_embed"};
     Ablation head0 = {.heads = check_heads(1u), .mode = ABLATE_ZERO};
-    run_first(&m, b, z, 1, zero_hook, NULL, NULL, got);
-    run_first(&m, b, NULL, 0, NULL, NULL, &head0, want);
+    check_first_story(&m, b, z, 1, zero_hook, NULL, NULL, got);
+    check_first_story(&m, b, NULL, 0, NULL, NULL, &head0, want);
     CHECK(memcmp(got, want, n * sizeof(float)) == 0); /* hook_z set to 0 is --ablate 1:0 */
     const ParamTensor *wpos = slm_model_tensor(&m, "pos_embed.W_pos");
     if (wpos) {
-        run_first(&m, b, pos, 1, zero_hook, NULL, NULL, got);
+        check_first_story(&m, b, pos, 1, zero_hook, NULL, NULL, got);
         memset(m.params + wpos->offset, 0, wpos->size * sizeof(float));
-        run_first(&m, b, NULL, 0, NULL, NULL, NULL, want);
+        check_first_story(&m, b, NULL, 0, NULL, NULL, NULL, want);
         double diff = 0;
         for (size_t i = 0; i < n; i++) diff = fmax(diff, fabs(got[i] - want[i]));
         CHECK(diff < 1e-4);
