@@ -481,7 +481,7 @@ class Model:
         a list of samples strs when samples > 1 (sample i drawn with seed + i).
         Each keyword is one of `storylm generate`'s options, read with its table
         (its type, range and default: storylm.generate_params()): max_tokens
-        (--tokens), temperature, top_k, top_p, and in options min_p,
+        (--tokens; max_new_tokens, TransformerLens's name, too), temperature, top_k, top_p, and in options min_p,
         repeat_penalty, repeat_last_n, stop (a text or a list of texts) and ablate
         (heads switched off, their output 0, as for model(...) and the CLI's
         --ablate); one left None takes the CLI's default. seed None (or -1, as the CLI's --seed
@@ -500,6 +500,11 @@ class Model:
         of T positions, one more each step), not from the generator's pass of
         one position, which agrees with it to float rounding. A list of prompts
         gives a list, one answer a prompt."""
+        if "max_new_tokens" in options:  # TransformerLens's name for it
+            if max_tokens is not None:
+                raise TypeError("generate: max_tokens= and max_new_tokens= (TransformerLens's name) are the same "
+                                "option; give one")
+            max_tokens = options.pop("max_new_tokens")
         if _batch_of(prompt) is not None:
             return [self.generate(p, max_tokens, temperature, top_k, top_p, seed, samples, stories, precision,
                                   logprobs, n_probs, fwd_hooks, **options) for p in _batch_of(prompt)]

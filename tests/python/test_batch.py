@@ -11,7 +11,7 @@ import storylm
 from test_storylm import MODELS, TEXT
 
 PATHS = [os.path.join(MODELS, n + ".safetensors")
-         for n in ("tinystories", "tinystories-layers2", "tinystories-transformer")]
+         for n in ("tinystories", "tinystories-layers2", "tinystories-transformer", "tinystories-induction-attn-only")]
 TEXTS = [TEXT, "Lily found a ball.", "Tom ran to the big tree and saw a bird."]
 
 

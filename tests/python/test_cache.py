@@ -11,8 +11,8 @@ import numpy as np
 import storylm
 from test_storylm import MODELS, TEXT
 
-CHAPTER, LAYERS2, TRANSFORMER = (os.path.join(MODELS, n + ".safetensors")
-                                 for n in ("tinystories", "tinystories-layers2", "tinystories-transformer"))
+CHAPTER, LAYERS2, TRANSFORMER, ATTN_ONLY = (os.path.join(MODELS, n + ".safetensors") for n in (
+    "tinystories", "tinystories-layers2", "tinystories-transformer", "tinystories-induction-attn-only"))
 TEXTS = [TEXT, "Lily found a ball."]
 
 
@@ -38,7 +38,7 @@ def layernorm(x, w, b):
 
 class DictAccess(unittest.TestCase):
     def test_todays_dict_code_keeps_working(self):
-        for path in (CHAPTER, LAYERS2, TRANSFORMER):
+        for path in (CHAPTER, LAYERS2, TRANSFORMER, ATTN_ONLY):
             m = storylm.load(path)
             _, cache = m.run_with_cache(TEXT)
             self.assertIsInstance(cache, dict)
@@ -144,6 +144,40 @@ class Residual(unittest.TestCase):
         other = int(self.m.tokenize("cat")[0])
         diff = cache.logit_attrs(parts, "ball", incorrect_tokens=other)
         self.assertTrue(close(diff, parts @ (self.m.W_U[:, token] - self.m.W_U[:, other]), 1e-5))
+
+
+class AttnOnly(unittest.TestCase):
+    """The residual stream of blocks of attention alone: no mlp parts, no resid_mid."""
+
+    def setUp(self):
+        self.m = storylm.load(ATTN_ONLY)
+
+    def test_decompose_and_heads_sum_to_the_residual(self):
+        for text in (TEXT, TEXTS):
+            _, cache = self.m.run_with_cache(text)
+            mask = self.m.attention_mask(text) if isinstance(text, list) else None
+            L, H = self.m.cfg.n_layers, self.m.cfg.n_heads
+            parts, labels = cache.decompose_resid(return_labels=True)
+            self.assertEqual(labels, ["embed"] + (["pos_embed"] if "hook_pos_embed" in cache else []) +
+                             ["%d_attn_out" % l for l in range(L)])
+            self.assertTrue(close(parts.sum(0), cache["resid_post", L - 1]))
+            heads = cache.stack_head_results()
+            for l in range(L):
+                attn = heads[l * H:(l + 1) * H].sum(0) + self.m.b_O[l]
+                self.assertTrue(close(attn, cache["resid_post", l] - cache["resid_pre", l], mask=mask))
+                self.assertTrue(close(attn, cache["blocks.%d.hook_attn_out" % l], mask=mask))
+            stack = cache.accumulated_resid()
+            self.assertEqual(len(stack), L + 1)
+            self.assertTrue(np.array_equal(stack[-1], cache["resid_post", L - 1]))
+
+    def test_logit_attrs_sum_to_the_logit(self):
+        logits, cache = self.m.run_with_cache(TEXT)
+        sd = self.m.state_dict()
+        token = int(self.m.tokenize("ball")[0])
+        parts = cache.decompose_resid(apply_ln=True, pos_slice=-1)
+        attrs = cache.logit_attrs(parts * sd["ln_final.w"], token)
+        whole = attrs.sum(0) + sd["ln_final.b"] @ self.m.W_U[:, token] + self.m.b_U[token]
+        self.assertTrue(close(whole, logits[-1, token]))
 
 
 class ChapterNetwork(unittest.TestCase):

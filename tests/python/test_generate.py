@@ -1,5 +1,5 @@
 """generate's every option against the real binary's generate --json, on the
-chapter's network, the two-layer network and the transformer, and generate
+chapter's network, the two-layer network, the transformer and attn-only, and generate
 with hooks (run by tests/e2e_python.sh with test_storylm.py's environment)."""
 
 import json
@@ -13,7 +13,7 @@ import storylm
 from test_storylm import CLI, MODELS
 
 PATHS = [os.path.join(MODELS, n + ".safetensors")
-         for n in ("tinystories", "tinystories-layers2", "tinystories-transformer")]
+         for n in ("tinystories", "tinystories-layers2", "tinystories-transformer", "tinystories-induction-attn-only")]
 PROMPT = "Lily found a"
 # What a run's JSON says of the machine or the command line, not of the stories.
 NOT_COMPARED = {"command", "model", "seconds", "cpu_seconds", "tokens_per_second", "names_from"}
@@ -52,6 +52,13 @@ class Options(unittest.TestCase):
                 want = [s["text"] for s in cli_json(path, "-n", "40", "-s", "11", *flags)["samples"]]
                 got = m.generate(PROMPT, max_tokens=40, seed=11, **kw)
                 self.assertEqual(got if isinstance(got, list) else [got], want, "%s %s" % (path, kw))
+
+    def test_transformerlens_max_new_tokens(self):
+        m = storylm.load(PATHS[2])
+        self.assertEqual(m.generate(PROMPT, max_new_tokens=12, seed=4), m.generate(PROMPT, max_tokens=12, seed=4))
+        with self.assertRaises(TypeError) as cm:
+            m.generate(PROMPT, max_tokens=3, max_new_tokens=3)
+        self.assertIn("give one", str(cm.exception))
 
     def test_ablate_is_the_clis(self):
         for path in PATHS:

@@ -14,7 +14,8 @@ from test_storylm import CLI, MODELS, TEXT, cli, read_safetensors, same_number
 
 CHAPTER, LAYERS2, TRANSFORMER = (os.path.join(MODELS, n + ".safetensors")
                                  for n in ("tinystories", "tinystories-layers2", "tinystories-transformer"))
-ALL = [CHAPTER, LAYERS2, TRANSFORMER, os.path.join(MODELS, "tinystories-window8.safetensors")]
+ATTN_ONLY = os.path.join(MODELS, "tinystories-induction-attn-only.safetensors")
+ALL = [CHAPTER, LAYERS2, TRANSFORMER, ATTN_ONLY, os.path.join(MODELS, "tinystories-window8.safetensors")]
 
 
 def close(a, b):
@@ -93,15 +94,15 @@ class LensNames(unittest.TestCase):
 
     def test_logit_lens_from_W_U_is_the_cache(self):
         """The last layer's output through W_U and b_U gives the logits the pass gave."""
-        for path, last in [(TRANSFORMER, "ln_final.hook_normalized"), (CHAPTER, "hook_hidden"),
-                           (LAYERS2, "hook_hidden")]:
+        for path, last in [(TRANSFORMER, "ln_final.hook_normalized"), (ATTN_ONLY, "ln_final.hook_normalized"),
+                           (CHAPTER, "hook_hidden"), (LAYERS2, "hook_hidden")]:
             m = storylm.load(path)
             logits, cache = m.run_with_cache(TEXT)
             self.assertTrue(close(cache[last] @ m.W_U + m.b_U, logits), path)
             self.assertEqual(int((cache[last] @ m.W_U + m.b_U)[-1].argmax()), int(logits[-1].argmax()), path)
 
     def test_W_E_is_hook_embed(self):
-        for path in (TRANSFORMER, CHAPTER):
+        for path in (TRANSFORMER, ATTN_ONLY, CHAPTER, LAYERS2):
             m = storylm.load(path)
             _, cache = m.run_with_cache(TEXT)
             self.assertTrue(np.array_equal(cache["hook_embed"], m.W_E[m.to_ids(TEXT)]), path)
