@@ -17,6 +17,10 @@
  * (--swap-names), are in story_ids.h: the rewriter (src/text/name_swap.c)
  * sits below training. */
 
+/* A front's stop request, polled between steps: 0 goes on; non-zero saves and
+ * stops (TRAIN_STOP_INTERACTIVE: see there). */
+typedef int (*TrainStopFn)(void *ctx);
+
 typedef struct TrainOptions {
     const struct Architecture *arch; /* --arch (arch.h's registry) */
     PosScheme pos;                   /* --pos, attention only (position.h); 0 = distance */
@@ -53,7 +57,9 @@ typedef struct TrainOptions {
     int force;      /* --force: a model of another run where this one saves (a snapshot, the best) is replaced */
     unsigned given; /* TRAIN_GIVEN_* bits: flags the user set; a resume refuses any the run contradicts */
     volatile sig_atomic_t *stop; /* set by a signal handler: save and stop (TRAIN_STOP_INTERACTIVE: see there) */
-    Dist *dist;                  /* the ranks under mpirun (dist.h); NULL = this process alone */
+    TrainStopFn stop_fn;         /* when set, polled between steps instead of stop: its value as the flag's */
+    void *stop_ctx;
+    Dist *dist; /* the ranks under mpirun (dist.h); NULL = this process alone */
 
     /* Regularisation (src/train/regularise.c), every one off by default so
      * that a run without them is bit for bit what it was. A resume must give

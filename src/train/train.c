@@ -521,6 +521,12 @@ static void report(Trainer *t, TrainProgressFn fn, void *ctx, double start, int 
     fn(&p, ctx);
 }
 
+/* The front's stop request: its callback's answer, else its flag's (0: go on). Read once a step. */
+static int stop_asked(const TrainOptions *o) {
+    if (o->stop_fn) return o->stop_fn(o->stop_ctx);
+    return o->stop ? *o->stop : 0;
+}
+
 static int train_loop(Trainer *t, TrainProgressFn fn, void *ctx, Error *e) {
     TrainResult *r = t->r;
     double start = slm_clock_seconds(), window_start = start;
@@ -551,11 +557,12 @@ static int train_loop(Trainer *t, TrainProgressFn fn, void *ctx, Error *e) {
             window_start = now;
             window_tokens = 0;
         }
-        int stop = (t->o.stop && *t->o.stop) || (t->o.minutes > 0 && now - start >= t->o.minutes * 60) ||
+        int asked = stop_asked(&t->o);
+        int stop = asked || (t->o.minutes > 0 && now - start >= t->o.minutes * 60) ||
                    (t->o.stop_at > 0 && t->step >= t->o.stop_at);
         if (slm_dist_any(t->o.dist, stop, &stop, e)) return -1; /* a signal or a clock on one rank stops all */
-        if (t->o.stop && *t->o.stop == TRAIN_STOP_INTERACTIVE && t->saved_step < 0 &&
-            now - start < TRAIN_DISCARD_SECONDS && dist_size(t->o.dist) <= 1) {
+        if (asked == TRAIN_STOP_INTERACTIVE && t->saved_step < 0 && now - start < TRAIN_DISCARD_SECONDS &&
+            dist_size(t->o.dist) <= 1) {
             r->interrupted = r->nothing_saved = 1; /* Ctrl-C at once: no model to block the command given again */
             break;
         }
