@@ -2,7 +2,7 @@
 standard library: it zips storylm/*.py and libstorylm.so into a wheel for
 this platform. The library is taken from $STORYLM_LIBRARY, else
 storylm/libstorylm.so, else ../build/libstorylm.so (the source tree's build),
-and with it the storylm program that storylm.train runs (storylm/bin/storylm).
+and with it the storylm program (storylm/bin/storylm, found by storylm.program()).
 The source tree's shipped models (models/*.safetensors, models/vocab.txt)
 and data/stories.txt (whose names generation capitalises) go in as
 storylm/share/, laid out as cmake --install's share/storylm, so the
@@ -32,7 +32,7 @@ def _library():
 
 
 def _program():
-    """The storylm program storylm.train runs: $STORYLM_PROGRAM, else the one
+    """The storylm program the wheel carries: $STORYLM_PROGRAM, else the one
     beside the library taken, else ../build/storylm; None when none is there."""
     env = os.environ.get("STORYLM_PROGRAM")
     places = ([env] if env else []) + [os.path.join(os.path.dirname(_library()), "storylm"),
