@@ -101,6 +101,7 @@ class _Bar:
 
     def __init__(self):
         self.bar = None
+        self.post = {}
         self.last = 0.0
         self.inplace = _in_notebook() or (hasattr(sys.stderr, "isatty") and sys.stderr.isatty())
         try:
@@ -115,10 +116,10 @@ class _Bar:
                 self.bar = self.tqdm(total=info["steps"], initial=info["start_step"], desc="train", unit="step",
                                      file=sys.stderr, dynamic_ncols=True)
             self.bar.update(info["step"] - self.bar.n)
-            post = {"loss": "%.4f" % info["loss"]}
-            if info["evaluated"] and info["test_loss"] is not None:
-                post["test"] = "%.4f" % info["test_loss"]
-            self.bar.set_postfix(post, refresh=info["evaluated"])
+            self.post["loss"] = "%.4f" % info["loss"]
+            if info["evaluated"] and info["test_loss"] is not None:  # kept until the next evaluation
+                self.post["test"] = "%.4f" % info["test_loss"]
+            self.bar.set_postfix(self.post, refresh=info["evaluated"])
             return
         now = time.monotonic()
         if self.inplace and (info["evaluated"] or now - self.last >= 0.2):
