@@ -1,14 +1,14 @@
-/* storylm train STORIES: vocabulary (built or reused), held-out test stories,
- * training with progress, atomic saves; Ctrl-C stops after saving. */
+/* storylm train STORIES: the library's whole run (slm_train_file: the
+ * vocabulary built or reused, held-out test stories, training, atomic
+ * saves), its progress and summary printed here; Ctrl-C stops after saving
+ * (the SIGINT flag is the run's stop callback). */
 #define _GNU_SOURCE /* program_invocation_name: the program as called, for the resume command */
-#include <errno.h>
+#include <errno.h>  /* program_invocation_name */
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "args.h"
