@@ -103,6 +103,7 @@ class _Bar:
         self.bar = None
         self.post = {}
         self.last = 0.0
+        self.width = 0  # of the line on screen that the next rewrites
         self.inplace = _in_notebook() or (hasattr(sys.stderr, "isatty") and sys.stderr.isatty())
         try:
             from tqdm.auto import tqdm  # a notebook's widget where ipywidgets is, else the text bar
@@ -123,7 +124,10 @@ class _Bar:
             return
         now = time.monotonic()
         if self.inplace and (info["evaluated"] or now - self.last >= 0.2):
-            sys.stderr.write("\r" + _line(info) + ("\n" if info["evaluated"] else ""))
+            line = _line(info)
+            # padded over the longer line it rewrites; a new line after an evaluation's, which stays
+            sys.stderr.write("\r" + line.ljust(self.width) + ("\n" if info["evaluated"] else ""))
+            self.width = 0 if info["evaluated"] else len(line)
             self.last = now
         elif info["evaluated"]:
             sys.stderr.write(_line(info) + "\n")
@@ -138,7 +142,7 @@ class _Bar:
     def close(self):
         if self.bar is not None:
             self.bar.close()
-        elif self.inplace:
+        elif self.inplace and self.width:  # a step's line is on screen, not yet ended
             sys.stderr.write("\n")
 
 
