@@ -136,13 +136,27 @@ static void generator_free(GeneratorBatch *g) {
     *g = (GeneratorBatch){0};
 }
 
+/* Sample from's cache -> sample to's: each head's slots written so far (its
+ * keys whole blocks of 16), not the whole window: after a prompt that is a
+ * few slots of 256, and 64 samples copied their 12 MB of caches. A slot
+ * past them is written before any score or blend reads it. */
+static void copy_cache(GeneratorBatch *g, int from, int to) {
+    const ModelConfig *c = &g->model->cfg;
+    SampleSizes sz = sample_sizes(c);
+    int W = c->window, kd = c->key_dim, vd = c->value_dim, n = g->pos[from] < W ? g->pos[from] : W;
+    size_t key_floats = (size_t)(n + 15) / 16 * 16 * kd, value_floats = (size_t)n * vd;
+    for (int lh = 0; lh < c->n_heads * slm_model_layers(c); lh++) {
+        size_t k = (size_t)lh * kd * key_slots(c), v = (size_t)lh * W * vd;
+        memcpy(g->keys + to * sz.keys + k, g->keys + from * sz.keys + k, key_floats * sizeof(float));
+        memcpy(g->values + to * sz.values + v, g->values + from * sz.values + v, value_floats * sizeof(float));
+    }
+}
+
 static void generator_copy(GeneratorBatch *g, int from, int to) {
     SampleSizes sz = sample_sizes(&g->model->cfg);
+    if (from == to) return;
+    if (g->keys) copy_cache(g, from, to);
     g->pos[to] = g->pos[from];
-    if (g->keys) {
-        memcpy(g->keys + to * sz.keys, g->keys + from * sz.keys, sz.keys * sizeof(float));
-        memcpy(g->values + to * sz.values, g->values + from * sz.values, sz.values * sizeof(float));
-    }
     memcpy(g->recent + to * sz.recent, g->recent + from * sz.recent, sz.recent * sizeof(int32_t));
     memcpy(g->logits + to * sz.logits, g->logits + from * sz.logits, sz.logits * sizeof(float));
 }
