@@ -149,6 +149,41 @@ static void batches_match_alone(void) {
     batch_of_n_gives_each_sample_its_own_bits(&slm_attention_arch, NULL, 17, 2, 64, 37, PRECISION_FP32);
 }
 
+/* A copy copies only the slots written so far: sample 1's short story
+ * copied onto sample 0, whose longer story left its slots past them full,
+ * goes on as sample 1's story alone, bit for bit (the old slots are written
+ * before they are read), also once the window (37 slots) wraps. */
+static void copy_over_a_longer_story(void) {
+    Error e = {0};
+    ModelConfig cfg = slm_model_config_default(&slm_attention_arch, 300);
+    cfg.window = 37;
+    Model m;
+    GeneratorBatch batch;
+    Generator alone;
+    CHECK(slm_model_init(&m, &cfg, &e) == 0);
+    slm_model_randomize(&m, 21);
+    CHECK(slm_generator_batch_init(&batch, &m, NULL, 2, &e) == 0 && slm_generator_init(&alone, &m, NULL, &e) == 0);
+    Rng r;
+    slm_rng_seed(&r, 22);
+    int first = 0, second = 1, same = 1;
+    for (int t = 0; t < 30; t++) {
+        int32_t token = (int32_t)slm_rng_below(&r, 300), other = (token + 1) % 300;
+        slm_generator_batch_feed(&batch, &first, &token, 1);
+        if (t < 3) slm_generator_batch_feed(&batch, &second, &other, 1), slm_generator_feed(&alone, other);
+    }
+    slm_generator_batch_copy(&batch, 1, 0);
+    for (int t = 0; t < 80; t++) {
+        int32_t token = (int32_t)slm_rng_below(&r, 300);
+        slm_generator_batch_feed(&batch, &first, &token, 1);
+        same &= memcmp(slm_generator_feed(&alone, token), slm_generator_batch_logits(&batch, 0),
+                       cfg.vocab_size * sizeof(float)) == 0;
+    }
+    CHECK(same);
+    slm_generator_free(&alone);
+    slm_generator_batch_free(&batch);
+    slm_model_free(&m);
+}
+
 /* slm_blend_values_by_slot's order written out: lane l of channel c sums
  * the slots j = l mod 16 (j < n) in order, one fmaf each; then
  * s1[i] = L[i] + L[i+8], s2[i] = s1[i] + s1[i+4], s3[i] = s2[i] + s2[i+2],
@@ -570,6 +605,7 @@ int main(void) {
     sampling_follows_its_settings();
     same_seed_same_draws();
     batches_match_alone();
+    copy_over_a_longer_story();
     transformer_batches_match_alone();
     blend_by_slot_is_its_order();
     samples_together_are_samples_alone();
