@@ -17,7 +17,7 @@
 #include "portable.h"
 
 #define PANEL SLM_GEMM_PANEL
-#define KC 128 /* rows of op(B) a block: (KC, PANEL) floats, 16 KB */
+#define KC 128 /* rows of op(B) a block: (KC, PANEL) floats, at most 16 KB */
 #define MR 4   /* rows of C a tile */
 
 /* op(B) rows [k0, k0 + kc), columns [j0, j0 + nb) -> block (kc, PANEL), zeros past nb. */
@@ -36,34 +36,46 @@ static inline float a_at(int ta, const float *A, int lda, int i, int k) {
     return ta ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k];
 }
 
-/* acc (MR, PANEL) += op(A) rows rows[0..MR) over k0..k0+kc times block, k in order. */
-static void tile(int ta, const float *A, int lda, const int rows[MR], int k0, int kc, const float *block,
-                 float acc[MR][PANEL]) {
-    for (int k = 0; k < kc; k++) {
-        const float *b = block + k * PANEL;
-        float a[MR];
-        for (int r = 0; r < MR; r++) a[r] = a_at(ta, A, lda, rows[r], k0 + k);
-#pragma GCC unroll 4
-        for (int r = 0; r < MR; r++)
-#pragma omp simd
-            for (int j = 0; j < PANEL; j++) acc[r][j] += a[r] * b[j];
-    }
+/* A vector of W floats (GCC/Clang vector extensions; W in portable.h). Each
+ * lane rounds on its own, so the width changes how many sums run at once,
+ * never a bit. */
+#define W SLM_GEMM_WIDTH
+typedef float fw __attribute__((vector_size(W * 4)));
+#define VECS (PANEL / W)
+
+static inline fw loadw(const float *x) {
+    fw v;
+    memcpy(&v, x, sizeof v);
+    return v;
 }
 
 /* Rows [i, i + MR) of C's panel at j0 (nb columns) over one block: the sums
  * start from beta C at the first block (0 when beta is 0: C is not read) and
- * from C after it. Rows past M repeat row M - 1, and are not stored. */
+ * from C after it, and stay in registers over the block's k, in order. Rows
+ * past M repeat row M - 1, and are not stored. */
 static void tile_rows(int ta, const float *A, int lda, int M, int i, int k0, int kc, const float *block, float beta,
                       float *C, int ldc, int j0, int nb) {
     int rows[MR];
-    float acc[MR][PANEL];
+    fw acc[MR][VECS];
     for (int r = 0; r < MR; r++) {
         rows[r] = i + r < M ? i + r : M - 1;
         const float *c = C + (size_t)rows[r] * ldc + j0;
+        float start[PANEL];
         for (int j = 0; j < PANEL; j++)
-            acc[r][j] = j >= nb || (k0 == 0 && beta == 0.0f) ? 0.0f : k0 == 0 ? beta * c[j] : c[j];
+            start[j] = j >= nb || (k0 == 0 && beta == 0.0f) ? 0.0f : k0 == 0 ? beta * c[j] : c[j];
+        for (int v = 0; v < VECS; v++) acc[r][v] = loadw(start + W * v);
     }
-    tile(ta, A, lda, rows, k0, kc, block, acc);
+    for (int k = 0; k < kc; k++) { /* unrolled: the sums stay in registers */
+        fw b[VECS];
+#pragma GCC unroll 8
+        for (int v = 0; v < VECS; v++) b[v] = loadw(block + k * PANEL + W * v);
+#pragma GCC unroll 8
+        for (int r = 0; r < MR; r++) {
+            float a = a_at(ta, A, lda, rows[r], k0 + k);
+#pragma GCC unroll 8
+            for (int v = 0; v < VECS; v++) acc[r][v] += a * b[v];
+        }
+    }
     for (int r = 0; r < MR && i + r < M; r++) memcpy(C + (size_t)(i + r) * ldc + j0, acc[r], nb * sizeof(float));
 }
 

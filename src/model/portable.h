@@ -67,8 +67,17 @@ void slm_attention_backward_portable(Kernels k, const ModelConfig *c, const floa
 /* C (M, N) = op(A) op(B) + beta C for C's column panels [p0, p1) of
  * SLM_GEMM_PANEL columns (gemm_portable.c): each element is
  * ((beta C + a_0 b_0) + a_1 b_1) + ... in k order, whatever the panels, the
- * threads or the vector width. */
-#define SLM_GEMM_PANEL 32
+ * threads or the vector width. The panel is two of the target's widest
+ * vectors (16 floats with AVX-512, 8 with AVX, else 4: SSE, wasm SIMD128),
+ * so that a tile's sums fit in its registers; it changes no bit. */
+#if defined(__AVX512F__)
+#define SLM_GEMM_WIDTH 16
+#elif defined(__AVX__)
+#define SLM_GEMM_WIDTH 8
+#else
+#define SLM_GEMM_WIDTH 4
+#endif
+#define SLM_GEMM_PANEL (2 * SLM_GEMM_WIDTH)
 void slm_gemm_portable(int trans_a, int trans_b, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
                        float beta, float *C, int ldc, int p0, int p1);
 
