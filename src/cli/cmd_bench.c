@@ -105,7 +105,7 @@ static const Param bench_params[] = {
                  "docs/performance.md)",
                  "fp32"),
     BENCH_STRING(kernels, "kernels", "K",
-                 "training's kernels: blas (OpenBLAS), or portable (storylm's own, the same bits on any x86-64 CPU; "
+                 "training's kernels: blas (OpenBLAS), or portable (storylm's own, the same bits at any -march; "
                  "docs/kernels.md)",
                  "blas"),
     BENCH_STRING(arch, "arch", "NAME", "training's network, as storylm train --arch (transformer: its default shape)",

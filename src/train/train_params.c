@@ -12,8 +12,8 @@
     "matrix products: fp32, or bf16 (operands rounded to bfloat16, FP32 sums; avx512_bf16; docs/performance.md)"
 
 #define KERNELS_HELP                                                                                                   \
-    "blas (OpenBLAS, the default), or portable: storylm's own kernels in a fixed order, the same bits on any "         \
-    "x86-64 CPU, -march and thread count (docs/kernels.md)"
+    "blas (OpenBLAS, the default), or portable: storylm's own kernels, each sum in a fixed order, the same bits at "   \
+    "any -march (docs/kernels.md)"
 
 static const Param shape_params[] = {
     {.name = "d-model",
