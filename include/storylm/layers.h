@@ -81,6 +81,8 @@ typedef struct OutputLoss {
 void slm_output_loss(const OutputLoss *o);
 /* x (n) -> exp(x - shift) in place (slm_softmax_inplace's exp). */
 void slm_exp_inplace(float *x, int n, float shift);
+/* The same with kernels k: portable, without FMAs (kernels.h). */
+void slm_exp_inplace_at(Kernels k, float *x, int n, float shift);
 /* That exp of one float, as plain C: the bits the vector code is held to (tests). */
 float slm_exp_one(float x);
 /* The same, returning their sum: a softmax is x times 1 / sum, with the bits

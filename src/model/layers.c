@@ -184,6 +184,15 @@ void slm_exp_inplace(float *x, int n, float shift) {
 #endif
 }
 
+#ifndef SLM_PORTABLE
+void slm_exp_inplace_at(Kernels k, float *x, int n, float shift) {
+    if (k == KERNELS_PORTABLE)
+        slm_exp_inplace_portable(x, n, shift);
+    else
+        slm_exp_inplace(x, n, shift);
+}
+#endif
+
 float slm_softmax_inplace(float *x, int n) { return slm_softmax_max_inplace(x, n, max_of(x, n)); }
 
 float slm_exp_sum_inplace(float *x, int n, float shift) { return exp_shifted_inplace(x, n, shift); }

@@ -355,7 +355,7 @@ void slm_tf_mlp_backward(const ModelConfig *c, const TfBlockViews *w, const TfBl
     slm_matmul_at(a->products, 1, 0, F, D, N, L->mlp_post, F, t->d_resid, D, 1.0f, g->W_out, D);
     slm_column_sums(t->d_resid, N, D, D, a->ones, g->b_out);
     slm_matmul_at(a->products, 0, 1, N, F, D, t->d_resid, D, w->W_out, D, 0.0f, t->d_mlp, F);
-    slm_act_backward((ActFn)c->act, L->mlp_pre, L->mlp_post, N * F, t->d_mlp);
+    slm_act_backward(a->products.kernels, (ActFn)c->act, L->mlp_pre, L->mlp_post, N * F, t->d_mlp);
     slm_matmul_at(a->products, 1, 0, D, F, N, L->ln2, D, t->d_mlp, F, 1.0f, g->W_in, F);
     slm_column_sums(t->d_mlp, N, F, F, a->ones, g->b_in);
     slm_matmul_at(a->products, 0, 1, N, D, F, t->d_mlp, F, w->W_in, F, 0.0f, t->d_x, D);
