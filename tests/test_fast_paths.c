@@ -46,8 +46,8 @@ static void chunked_output_layer_matches(void) {
     float logits[N * V], lse[N], loss[N], ones[N], dW[V * HD] = {0}, d_bias[V] = {0}, d_y[N * HD];
     uint8_t correct[N];
     for (int p = 0; p < N; p++) ones[p] = 1.0f;
-    slm_output_forward(W, bias, y, N, HD, V, logits, target, lse, loss, correct);
-    slm_output_backward(W, y, logits, target, lse, 0.25f, N, HD, V, dW, d_bias, d_y, ones);
+    slm_output_forward(KERNELS_BLAS, W, bias, y, N, HD, V, logits, target, lse, loss, correct);
+    slm_output_backward(KERNELS_BLAS, W, y, logits, target, lse, 0.25f, N, HD, V, dW, d_bias, d_y, ones);
     int chunks[] = {1, 7, N};
     for (int c = 0; c < 3; c++) {
         float scratch[N * V], lse2[N], loss2[N], dW2[V * HD] = {0}, d_bias2[V] = {0}, d_y2[N * HD];

@@ -139,9 +139,10 @@ static void random_params(Model *m, Rng *rng) {
 }
 
 /* Analytic against numerical gradients for every parameter, tensor by tensor;
- * with drop (NULL: none), training's dropout with its fixed masks. */
+ * with drop (NULL: none), training's dropout with its fixed masks; the passes
+ * with kernels k (kernels.h). */
 static void gradcheck_with(const ModelConfig *base, const Architecture *arch, const Ablation *ab, const Dropout *drop,
-                           const char *what) {
+                           Kernels k, const char *what) {
     ModelConfig cfg = *base;
     cfg.arch = arch;
     Model m;
@@ -161,6 +162,7 @@ static void gradcheck_with(const ModelConfig *base, const Architecture *arch, co
 
     float loss;
     if (drop) a.dropout = *drop;
+    a.kernels = k;
     CHECK(slm_model_forward(&m, &a, &b, ab, &loss, &e) == 0);
     CHECK_CLOSE(a.mean_loss, ref_loss(&ref, &b, ab), 1e-6, 0); /* the same function */
     slm_model_zero_grad(&m, grads);
@@ -198,7 +200,7 @@ static void gradcheck_with(const ModelConfig *base, const Architecture *arch, co
 }
 
 static void gradcheck(const ModelConfig *base, const Architecture *arch, const Ablation *ab, const char *what) {
-    gradcheck_with(base, arch, ab, NULL, what);
+    gradcheck_with(base, arch, ab, NULL, KERNELS_BLAS, what);
 }
 
 /* Dropout with fixed masks (P 0.3 on z, 0.25 on the attention weights, a
@@ -216,7 +218,7 @@ static void gradcheck_dropout(const ModelConfig *cfg, const Architecture *arch, 
                  .attention = attention ? 0.25f : 0.0f,
                  .hidden_mask = hidden ? zmask : NULL,
                  .attention_mask = attention ? amask : NULL};
-    gradcheck_with(cfg, arch, NULL, &d, what);
+    gradcheck_with(cfg, arch, NULL, &d, KERNELS_BLAS, what);
 }
 
 /* A switched-off head's weights get no gradient at all; the others do. */
@@ -391,6 +393,12 @@ int main(void) {
         backward_accumulates_and_repeats(&slm_attention_arch);
         backward_accumulates_and_repeats(&slm_window8_arch);
     }
+    printf("-- portable kernels, 2 threads\n");
+    gradcheck_with(&TINY, &slm_attention_arch, NULL, NULL, KERNELS_PORTABLE, "attention");
+    gradcheck_with(&TINY, &slm_attention_arch, &mean02, NULL, KERNELS_PORTABLE, "attention, heads 0,2 at mean");
+    gradcheck_with(&TINY, &slm_window8_arch, NULL, NULL, KERNELS_PORTABLE, "window8 (context 3)");
+    gradcheck_with(&SMALL_REAL_HEADS, &slm_attention_arch, NULL, NULL, KERNELS_PORTABLE,
+                   "attention, heads of 8 and 16");
     if (getenv("STORYLM_BENCH")) {
         int steps = atoi(getenv("STORYLM_BENCH"));
         bench(&slm_attention_arch, steps > 0 ? steps : 50);

@@ -77,7 +77,7 @@ static void check_activations(void) {
             slm_act_forward((ActFn)act, &xu, 1, up);
             slm_act_forward((ActFn)act, &xd, 1, down);
             slm_act_forward((ActFn)act, &x, 1, post);
-            slm_act_backward((ActFn)act, &x, post, 1, d);
+            slm_act_backward(KERNELS_BLAS, (ActFn)act, &x, post, 1, d);
             CHECK_CLOSE(d[0], (up[0] - down[0]) / (2 * h), 1e-2, 1e-3);
         }
     float x = 1.0f, y;

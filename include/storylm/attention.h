@@ -14,14 +14,14 @@
  * (H, W); first_key (N) -> att (H, N, S) and out: head h's output at position
  * p to out + p*out_ld + h*vd. Fills s->kv and s->dist for the backward pass.
  * att may be NULL: the weights are not kept (the backward computes them again). */
-void slm_attention_forward(const ModelConfig *c, const float *qkv, int ld, const float *distance, const int *first_key,
-                           int N, float *att, float *out, int out_ld, const AttentionScratch *s);
+void slm_attention_forward(Kernels k, const ModelConfig *c, const float *qkv, int ld, const float *distance,
+                           const int *first_key, int N, float *att, float *out, int out_ld, const AttentionScratch *s);
 /* d_out (at d_out + p*out_ld + h*vd) -> d_qkv (QKV, ld) = (heads in skip_heads
  * get 0), d_distance (H, W) +=. s as slm_attention_forward left it; att as it
  * left it, or NULL when it kept none. */
-void slm_attention_backward(const ModelConfig *c, const float *qkv, int ld, const float *att, const int *first_key,
-                            int N, const float *d_out, int out_ld, uint32_t skip_heads, float *d_qkv, float *d_distance,
-                            const AttentionScratch *s);
+void slm_attention_backward(Kernels k, const ModelConfig *c, const float *qkv, int ld, const float *att,
+                            const int *first_key, int N, const float *d_out, int out_ld, uint32_t skip_heads,
+                            float *d_qkv, float *d_distance, const AttentionScratch *s);
 /* Length of one head's scratch rows for a window of W keys. */
 int slm_attention_row_stride(int window);
 

@@ -12,7 +12,7 @@
 typedef struct BenchOptions {
     int steps, tokens, threads, batch, first_batch, layers, samples, vocab_size;
     int given_variant; /* --layers, --position-scheme or --score given: else the architecture's own */
-    const char *prompt, *pos, *score, *precision, *arch;
+    const char *prompt, *pos, *score, *precision, *arch, *kernels; /* kernels: training's (kernels.h) */
 } BenchOptions;
 
 /* Called before each training step (done: the steps finished, untimed ones
@@ -24,7 +24,7 @@ typedef void (*BenchBeatFn)(void *ctx, int done);
  * storylm stories --ids prints), o->batch a step in file order from
  * o->first_batch, after 2 untimed steps. *line: {"command":"bench",
  * "work":"train", "tokens", "seconds", "cpu_seconds", "threads", "loss",
- * "precision"} (the caller deletes it, also on error). */
+ * "kernels", "precision"} (the caller deletes it, also on error). */
 int slm_bench_train(const char *path, const BenchOptions *o, BenchBeatFn beat, void *ctx, cJSON **line, Error *e);
 
 /* [EOS], o->prompt, then o->tokens new tokens for each of o->samples

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "storylm/bf16.h"
+#include "storylm/kernels.h"
 
 #include "storylm/error.h"
 #include "storylm/model_types.h" /* Batch */
@@ -35,18 +36,18 @@ void slm_embedding_backward(float *d_embedding, const int32_t *tokens, int n, in
 void slm_window_forward(const float *embedding, const Batch *b, int C, int D, float *z);
 void slm_window_backward(float *d_embedding, const Batch *b, int C, int D, const float *d_z);
 /* The hidden layer, its products at precision p (bf16.h: FP32 but in
- * training's --precision bf16). x (n, in) -> y (n, out) = tanh(x W^T + bias),
+ * training's --precision bf16), with p's kernels (kernels.h). x (n, in) -> y (n, out) = tanh(x W^T + bias),
  * W (out, in). */
-void slm_dense_tanh_forward_at(Precision p, const float *W, const float *bias, const float *x, int n, int in, int out,
+void slm_dense_tanh_forward_at(Compute p, const float *W, const float *bias, const float *x, int n, int in, int out,
                                float *y);
 /* d_y (n, out) is turned into d_pre in place; dW (out, in) +=, d_bias (out) +=,
  * d_x (n, in) = (overwritten). ones (n). */
-void slm_dense_tanh_backward_at(Precision p, const float *W, const float *x, const float *y, float *d_y, int n, int in,
+void slm_dense_tanh_backward_at(Compute p, const float *W, const float *x, const float *y, float *d_y, int n, int in,
                                 int out, float *dW, float *d_bias, float *d_x, const float *ones);
 /* y (n, Hd) -> logits (n, V) = y W^T + bias, then per row: lse, and for rows
  * with a target (>= 0): loss = lse - logit[target], correct. */
-void slm_output_forward(const float *W, const float *bias, const float *y, int n, int Hd, int V, float *logits,
-                        const int32_t *target, float *lse, float *loss, uint8_t *correct);
+void slm_output_forward(Kernels k, const float *W, const float *bias, const float *y, int n, int Hd, int V,
+                        float *logits, const int32_t *target, float *lse, float *loss, uint8_t *correct);
 /* A row of logits (V) as slm_output_forward leaves it, with its lse -> the
  * log-probability of target, in double: logit - lse for logits of ordinary
  * size, else minus the loss the pass gives the row (lse in float has lost
@@ -56,8 +57,9 @@ void slm_output_forward(const float *W, const float *bias, const float *y, int n
 double slm_output_log_prob(const float *row, int V, int32_t target, float lse);
 /* logits (n, V) become d logits in place, (softmax - onehot) * scale on rows
  * with a target, 0 elsewhere; dW (V, Hd) +=, d_bias (V) +=, d_y (n, Hd) =. */
-void slm_output_backward(const float *W, const float *y, float *logits, const int32_t *target, const float *lse,
-                         float scale, int n, int Hd, int V, float *dW, float *d_bias, float *d_y, const float *ones);
+void slm_output_backward(Kernels k, const float *W, const float *y, float *logits, const int32_t *target,
+                         const float *lse, float scale, int n, int Hd, int V, float *dW, float *d_bias, float *d_y,
+                         const float *ones);
 /* The output layer, softmax and cross-entropy on the calling thread, over
  * chunks of chunk_rows positions whose logits live only in scratch
  * (chunk_rows, V) and stay in cache: y (n, Hd) -> per position lse, loss and
@@ -74,10 +76,13 @@ typedef struct OutputLoss {
     float *dW, *d_bias, *d_y; /* NULL: forward only */
     int W_columns;            /* 1: W and dW are (Hd, V), TransformerLens's W_U */
     Precision precision;      /* of the three products (bf16.h); 0: FP32 */
+    Kernels kernels;          /* the whole layer's (kernels.h); 0: OpenBLAS */
 } OutputLoss;
 void slm_output_loss(const OutputLoss *o);
 /* x (n) -> exp(x - shift) in place (slm_softmax_inplace's exp). */
 void slm_exp_inplace(float *x, int n, float shift);
+/* The same with kernels k: portable, without FMAs (kernels.h). */
+void slm_exp_inplace_at(Kernels k, float *x, int n, float shift);
 /* That exp of one float, as plain C: the bits the vector code is held to (tests). */
 float slm_exp_one(float x);
 /* The same, returning their sum: a softmax is x times 1 / sum, with the bits
@@ -90,8 +95,8 @@ float slm_softmax_max_inplace(float *x, int n, float mx);
 /* x (n) -> tanh x in place, vectorized (the hidden layer's tanh). */
 void slm_tanh_inplace(float *x, int n);
 
-/* slm_matmul (FP32) or slm_matmul_bf16, by p. */
-void slm_matmul_at(Precision p, int trans_a, int trans_b, int M, int N, int K, const float *A, int lda, const float *B,
+/* slm_matmul (FP32), its portable twin or slm_matmul_bf16, by p (kernels.h). */
+void slm_matmul_at(Compute p, int trans_a, int trans_b, int M, int N, int K, const float *A, int lda, const float *B,
                    int ldb, float beta, float *C, int ldc);
 /* n floats from a 64-byte boundary (free with free()); NULL with a message. */
 float *slm_alloc_floats(size_t n, Error *e);

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "storylm/bf16.h"
+#include "storylm/kernels.h"
 
 /* How positions are marked (position.h, `--pos`). */
 typedef enum {
@@ -250,8 +251,11 @@ typedef struct Activations {
     uint64_t *drop_keys;     /* (max_positions) each position's key */
     /* training's matrix products (bf16.h): set by the caller like dropout;
      * slm_model_loss_and_grad uses it when it computes gradients, every
-     * forward alone (evaluation, probes) runs FP32. products: this pass's. */
-    Precision precision, products;
+     * forward alone (evaluation, probes) runs FP32. kernels: every pass's
+     * (kernels.h), set like precision. products: this pass's. */
+    Precision precision;
+    Kernels kernels;
+    Compute products;
     float *z_kept;              /* (N, Z) two layers or more: z before z's dropout, which the
                                  * backward through the upper layers reads */
     struct ForwardHooks *hooks; /* set by the caller (hooks.h; NULL: none): slm_model_forward

@@ -73,6 +73,9 @@ typedef struct Shards {
     /* Training's matrix products (bf16.h), in runs with gradients; an
      * evaluation's forward is FP32 (FP32, as slm_shards_init leaves it). */
     Precision precision;
+    /* The kernels of every run, with gradients or not (kernels.h; OpenBLAS, as
+     * slm_shards_init leaves it). */
+    Kernels kernels;
     /* Each position's numbers (slm_evaluate_each), set by the caller for a run
      * (NULL, as slm_shards_init leaves them: not kept): story k's position p,
      * which predicts its id p+1, to position_loss[k][p] and

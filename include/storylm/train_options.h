@@ -43,6 +43,7 @@ typedef struct TrainOptions {
     int snapshot_every;    /* also keep OUT.stepN.safetensors every N steps; 0 = never */
     int max_positions;     /* positions per forward chunk (memory bound) */
     Precision precision;   /* of the training steps' matrix products (bf16.h); evaluation is FP32 */
+    Kernels kernels;       /* of training and its evaluations (kernels.h): OpenBLAS or portable */
     const char *out;       /* model path; optimizer state beside it */
     const char *data_path; /* the stories file: the model records its name, size and hash (record.h) */
     long long test_bytes;  /* the test stories' text bytes (slm_stories_text_bytes): loss per character's

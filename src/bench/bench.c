@@ -101,6 +101,7 @@ int slm_bench_train(const char *path, const BenchOptions *o, BenchBeatFn beat, v
     float *grads = NULL;
     StoryRef *refs = NULL;
     Precision precision = PRECISION_FP32;
+    Kernels kernels = KERNELS_BLAS;
     const Architecture *arch = slm_arch_find(o->arch, e);
     int rc = arch ? 0 : -1;
     ModelConfig cfg = slm_model_config_default(arch ? arch : slm_arch_default(), o->vocab_size);
@@ -109,7 +110,8 @@ int slm_bench_train(const char *path, const BenchOptions *o, BenchBeatFn beat, v
         cfg.n_layers = o->layers;
         rc = slm_pos_parse(o->pos, &cfg.pos, e) || slm_score_parse(o->score, &cfg.score, e);
     }
-    rc = rc || slm_precision_parse(o->precision, &precision, e) || slm_precision_check(precision, e);
+    rc = rc || slm_precision_parse(o->precision, &precision, e) || slm_precision_check(precision, e) ||
+         slm_kernels_parse(o->kernels ? o->kernels : "blas", &kernels, e) || slm_kernels_check(kernels, precision, e);
     if (!rc && !(arch->takes & TAKES_BF16) && precision != PRECISION_FP32) /* as storylm train */
         rc = FAIL(e, "leave --precision out (fp32)",
                   "--precision %s is for the attention network and window8; --arch %s trains in fp32", o->precision,
@@ -123,6 +125,7 @@ int slm_bench_train(const char *path, const BenchOptions *o, BenchBeatFn beat, v
          !(refs = xmalloc((size_t)o->batch * sizeof(StoryRef), e));
     if (!rc) slm_model_randomize(&m, 1);
     sh.precision = precision;
+    sh.kernels = kernels;
     TrainStep step = {.shards = &sh, .model = &m, .adam = &opt, .grads = grads};
     long long tokens = 0;
     double start = 0, cpu = 0, loss = 0;
@@ -142,6 +145,7 @@ int slm_bench_train(const char *path, const BenchOptions *o, BenchBeatFn beat, v
         bench_times(j, start, cpu);
         cJSON_AddNumberToObject(j, "threads", threads);
         cJSON_AddNumberToObject(j, "loss", rounded(loss, 1e4));
+        cJSON_AddStringToObject(j, "kernels", slm_kernels_name(kernels));
         cJSON_AddStringToObject(j, "precision", slm_precision_name(precision));
     }
     free(refs), free(grads), slm_adam_free(&opt), slm_shards_free(&sh), slm_model_free(&m);

@@ -62,15 +62,16 @@ static int bench(const char *const *pos, int np, const BenchOptions *o, Error *e
     return slm_report_json_write(line, stdout, true, e);
 }
 
-/* The names of --arch, --position-scheme, --score and --precision, checked
+/* The names of --arch, --position-scheme, --score, --precision and --kernels, checked
  * as storylm train checks them: a wrong one is a usage error (exit 2) before
  * any file is read. */
 static int names_check(const BenchOptions *o, Error *e) {
     PosScheme pos;
     ScoreFn score;
     Precision precision;
+    Kernels kernels;
     return !slm_arch_find(o->arch, e) || slm_pos_parse(o->pos, &pos, e) || slm_score_parse(o->score, &score, e) ||
-           slm_precision_parse(o->precision, &precision, e);
+           slm_precision_parse(o->precision, &precision, e) || slm_kernels_parse(o->kernels, &kernels, e);
 }
 
 /* bench's struct: its options (BenchOptions) and the three positional arguments. */
@@ -103,6 +104,10 @@ static const Param bench_params[] = {
                  "matrix products: fp32, or bf16 (operands rounded to bfloat16, FP32 sums; avx512_bf16; "
                  "docs/performance.md)",
                  "fp32"),
+    BENCH_STRING(kernels, "kernels", "K",
+                 "training's kernels: blas (OpenBLAS), or portable (storylm's own, the same bits at any -march; "
+                 "docs/kernels.md)",
+                 "blas"),
     BENCH_STRING(arch, "arch", "NAME", "training's network, as storylm train --arch (transformer: its default shape)",
                  "attention"),
     /* training's; generation and encoding time one thread */

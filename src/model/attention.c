@@ -11,6 +11,7 @@
  * remainder loops. Work is split by head: a head's gradients are written by
  * one thread only, so sums never race and results do not depend on the
  * thread count. */
+#include "portable.h"
 #include "storylm/attention.h"
 
 #include <math.h>
@@ -21,9 +22,12 @@
 #include "storylm/model_params.h"
 #include "storylm/score.h"
 
-/* Contract a*b+c into FMA instructions (ISO C mode leaves them apart). */
-#if defined(__GNUC__) && !defined(__clang__)
+/* Contract a*b+c into FMA instructions (ISO C mode leaves them apart);
+ * attention_portable.c compiles this file again without (portable.h). */
+#if defined(__GNUC__) && !defined(__clang__) && !defined(SLM_PORTABLE)
 #pragma GCC optimize("fp-contract=fast")
+#elif defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("fp-contract=off")
 #endif
 
 typedef float f8 __attribute__((vector_size(32)));
@@ -253,8 +257,14 @@ static void pack_head(const ModelConfig *c, const float *qkv, int ld, int N, int
 /* qkv (QKV, ld), distance (H, W), first_key (N) -> att (H, N, S) (or
  * nothing, att NULL), out: head h of position p at out + p*out_ld + h*vd.
  * s: kv and dist are filled (and kept for the backward pass). */
-void slm_attention_forward(const ModelConfig *c, const float *qkv, int ld, const float *distance, const int *first_key,
-                           int N, float *att, float *out, int out_ld, const AttentionScratch *s) {
+void slm_attention_forward(Kernels k, const ModelConfig *c, const float *qkv, int ld, const float *distance,
+                           const int *first_key, int N, float *att, float *out, int out_ld, const AttentionScratch *s) {
+#ifndef SLM_PORTABLE
+    if (k == KERNELS_PORTABLE) {
+        slm_attention_forward_portable(k, c, qkv, ld, distance, first_key, N, att, out, out_ld, s);
+        return;
+    }
+#endif
     int W = c->window, S = slm_attention_row_stride(W);
 #pragma omp parallel for schedule(static)
     for (int h = 0; h < c->n_heads; h++) {
@@ -493,9 +503,16 @@ static void head_backward(const Head *r, const float *att, const int *first_key,
 /* d_out (head h of position p at d_out + p*out_ld + h*vd) -> d_qkv (QKV, ld) =
  * (0 for heads in skip_heads), d_distance (H, W) +=. s as slm_attention_forward
  * left it; its d_kv, d_dist, w and ds are scratch. */
-void slm_attention_backward(const ModelConfig *c, const float *qkv, int ld, const float *att, const int *first_key,
-                            int N, const float *d_out, int out_ld, uint32_t skip_heads, float *d_qkv, float *d_distance,
-                            const AttentionScratch *s) {
+void slm_attention_backward(Kernels k, const ModelConfig *c, const float *qkv, int ld, const float *att,
+                            const int *first_key, int N, const float *d_out, int out_ld, uint32_t skip_heads,
+                            float *d_qkv, float *d_distance, const AttentionScratch *s) {
+#ifndef SLM_PORTABLE
+    if (k == KERNELS_PORTABLE) {
+        slm_attention_backward_portable(k, c, qkv, ld, att, first_key, N, d_out, out_ld, skip_heads, d_qkv, d_distance,
+                                        s);
+        return;
+    }
+#endif
     int W = c->window, S = slm_attention_row_stride(W);
 #pragma omp parallel for schedule(static)
     for (int h = 0; h < c->n_heads; h++) {

@@ -8,14 +8,22 @@
 /* GCC's -O2 cost model refuses the `omp simd` reductions below (the softmax
  * sums); the dynamic model vectorizes them. And contract a*b+c into FMAs,
  * which ISO C mode leaves apart. */
-#if defined(__GNUC__) && !defined(__clang__)
+#if defined(__GNUC__) && !defined(__clang__) && !defined(SLM_PORTABLE)
 #pragma GCC optimize("vect-cost-model=dynamic", "fp-contract=fast")
 #endif
+/* layers_portable.c compiles this file again as the portable kernels
+ * (portable.h): no contraction, no AVX-512 path, storylm's own products,
+ * sums in a fixed order. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(SLM_PORTABLE)
+#pragma GCC optimize("vect-cost-model=dynamic", "fp-contract=off")
+#endif
+#include "portable.h"
 #include "storylm/layers.h"
 
 #include <cblas.h>
 #include <float.h>
-#ifdef __AVX512F__
+#if defined(__AVX512F__) && !defined(SLM_PORTABLE)
+#define SLM_AVX512 1
 #include <immintrin.h>
 #endif
 #include <math.h>
@@ -76,7 +84,7 @@ static float max_of(const float *x, int n) {
     return mx;
 }
 
-#ifdef __AVX512F__
+#ifdef SLM_AVX512
 /* exp_approx on 16 lanes, rounding as the compiled exp_approx does (the FMAs
  * that fp-contract forms in it are written out; min and max clamp, where the
  * vectorised loop spent two compares, two blends and mask logic): a third
@@ -100,6 +108,29 @@ static inline __m512 exp_approx16(__m512 x) {
 }
 #endif
 
+#ifdef SLM_PORTABLE
+/* x (n) -> exp(x - shift) into out (may be x, or NULL: not kept); returns
+ * their sum in the AVX-512 path's order, written out in 16 lanes of plain C:
+ * lane j sums elements j, j + 16, ... of the whole groups of 16, lane 0 then
+ * the rest, and the sum is 0 + lane 0 + ... + lane 15, on every target. */
+static float exp_lanes(const float *x, float *out, int n, float shift) {
+    float lane[16] = {0}, y[16], sum = 0.0f;
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        for (int j = 0; j < 16; j++) y[j] = exp_approx(x[i + j] - shift);
+        for (int j = 0; j < 16; j++) lane[j] += y[j];
+        if (out) memcpy(out + i, y, sizeof y);
+    }
+    for (; i < n; i++) {
+        float e = exp_approx(x[i] - shift);
+        if (out) out[i] = e;
+        lane[0] += e;
+    }
+    for (int j = 0; j < 16; j++) sum += lane[j];
+    return sum;
+}
+#endif
+
 /* x (n) -> exp(x - shift) in place; returns their sum. With AVX-512, in the
  * order GCC gives the `omp simd` reduction below at 16 lanes (the bits every
  * caller was pinned to): lane j sums elements j, j + 16, ... of the whole
@@ -107,7 +138,7 @@ static inline __m512 exp_approx16(__m512 x) {
  * vector), and the sum is 0 + lane 0 + ... + lane 15. */
 static float exp_shifted_inplace(float *x, int n, float shift) {
     float sum = 0.0f;
-#ifdef __AVX512F__
+#ifdef SLM_AVX512
     float lane[16];
     int i = 0;
     __m512 acc = _mm512_setzero_ps(), s = _mm512_set1_ps(shift);
@@ -124,6 +155,8 @@ static float exp_shifted_inplace(float *x, int n, float shift) {
         for (; i < n; i++) lane[0] += x[i];
     }
     for (int j = 0; j < 16; j++) sum += lane[j];
+#elif defined(SLM_PORTABLE)
+    sum = exp_lanes(x, x, n, shift);
 #else
 #pragma omp simd reduction(+ : sum)
     for (int i = 0; i < n; i++) {
@@ -137,7 +170,7 @@ static float exp_shifted_inplace(float *x, int n, float shift) {
 float slm_exp_one(float x) { return exp_approx(x); }
 
 void slm_exp_inplace(float *x, int n, float shift) {
-#ifdef __AVX512F__
+#ifdef SLM_AVX512
     int i = 0;
     __m512 s = _mm512_set1_ps(shift);
     for (; i + 16 <= n; i += 16) _mm512_storeu_ps(x + i, exp_approx16(_mm512_sub_ps(_mm512_loadu_ps(x + i), s)));
@@ -150,6 +183,15 @@ void slm_exp_inplace(float *x, int n, float shift) {
     for (int i = 0; i < n; i++) x[i] = exp_approx(x[i] - shift);
 #endif
 }
+
+#ifndef SLM_PORTABLE
+void slm_exp_inplace_at(Kernels k, float *x, int n, float shift) {
+    if (k == KERNELS_PORTABLE)
+        slm_exp_inplace_portable(x, n, shift);
+    else
+        slm_exp_inplace(x, n, shift);
+}
+#endif
 
 float slm_softmax_inplace(float *x, int n) { return slm_softmax_max_inplace(x, n, max_of(x, n)); }
 
@@ -180,6 +222,7 @@ void slm_tanh_inplace(float *x, int n) {
 
 static int n_blocks(int n) { return (n + PRODUCT_BLOCK - 1) / PRODUCT_BLOCK; }
 
+#ifndef SLM_PORTABLE
 /* Block i of C (M, N) = op(A) op(B) + beta C: rows or columns i*BLOCK... */
 static void matmul_block(enum CBLAS_TRANSPOSE ta, enum CBLAS_TRANSPOSE tb, int by_rows, int i, int M, int N, int K,
                          const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc) {
@@ -193,6 +236,8 @@ static void matmul_block(enum CBLAS_TRANSPOSE ta, enum CBLAS_TRANSPOSE tb, int b
                     ldb, beta, C + s, ldc);
 }
 
+#endif
+
 /* Threads for nb blocks of work: 1 inside a parallel region or a Workers
  * job, or when OpenBLAS threads each call itself. */
 static int product_threads(int nb) {
@@ -201,6 +246,29 @@ static int product_threads(int nb) {
     return threads < nb ? threads : nb;
 }
 
+#ifdef SLM_PORTABLE
+/* Threads take whole panels of C's columns; an element's sum is the same on any (portable.h). */
+void slm_matmul(int trans_a, int trans_b, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
+                float beta, float *C, int ldc) {
+    if (M <= 0 || N <= 0) return;
+    int np = (N + SLM_GEMM_PANEL - 1) / SLM_GEMM_PANEL, threads = product_threads(np);
+    if (threads == 1) {
+        slm_gemm_portable(trans_a, trans_b, M, N, K, A, lda, B, ldb, beta, C, ldc, 0, np);
+        return;
+    }
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (int p = 0; p < np; p++) slm_gemm_portable(trans_a, trans_b, M, N, K, A, lda, B, ldb, beta, C, ldc, p, p + 1);
+}
+
+/* sums (cols) += column sums of A, row by row in order; threads take whole
+ * blocks of columns. */
+static void column_sums_block(const float *A, int rows, int cols, int lda, const float *ones, float *sums, int i) {
+    int s = i * PRODUCT_BLOCK, e = s + PRODUCT_BLOCK < cols ? s + PRODUCT_BLOCK : cols;
+    for (int r = 0; r < rows; r++)
+#pragma omp simd
+        for (int j = s; j < e; j++) sums[j] += A[(size_t)r * lda + j];
+}
+#else
 void slm_matmul(int trans_a, int trans_b, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
                 float beta, float *C, int ldc) {
     if (M <= 0 || N <= 0) return;
@@ -219,6 +287,7 @@ static void column_sums_block(const float *A, int rows, int cols, int lda, const
     int s = i * PRODUCT_BLOCK, e = s + PRODUCT_BLOCK < cols ? s + PRODUCT_BLOCK : cols;
     cblas_sgemv(CblasRowMajor, CblasTrans, rows, e - s, 1.0f, A + s, lda, ones, 1, 1.0f, sums + s, 1);
 }
+#endif
 
 void slm_column_sums(const float *A, int rows, int cols, int lda, const float *ones, float *sums) {
     int nb = n_blocks(cols), threads = product_threads(nb);
@@ -230,10 +299,15 @@ void slm_column_sums(const float *A, int rows, int cols, int lda, const float *o
     for (int i = 0; i < nb; i++) column_sums_block(A, rows, cols, lda, ones, sums, i);
 }
 
-/* slm_matmul or slm_matmul_bf16 (bf16.c), by p. */
-void slm_matmul_at(Precision p, int trans_a, int trans_b, int M, int N, int K, const float *A, int lda, const float *B,
+/* slm_matmul, its portable twin or slm_matmul_bf16 (bf16.c), by p. */
+void slm_matmul_at(Compute p, int trans_a, int trans_b, int M, int N, int K, const float *A, int lda, const float *B,
                    int ldb, float beta, float *C, int ldc) {
-    if (p == PRECISION_BF16)
+#ifndef SLM_PORTABLE
+    if (p.kernels == KERNELS_PORTABLE)
+        slm_matmul_portable(trans_a, trans_b, M, N, K, A, lda, B, ldb, beta, C, ldc);
+    else
+#endif
+        if (p.precision == PRECISION_BF16)
         slm_matmul_bf16(trans_a, trans_b, M, N, K, A, lda, B, ldb, beta, C, ldc);
     else
         slm_matmul(trans_a, trans_b, M, N, K, A, lda, B, ldb, beta, C, ldc);
@@ -294,8 +368,14 @@ void slm_window_backward(float *d_embedding, const Batch *b, int C, int D, const
 /* ---- dense + tanh: the hidden layer -------------------------------------- */
 
 /* x (n, in) -> y (n, out) = tanh(x W^T + bias); W (out, in); products at prec */
-void slm_dense_tanh_forward_at(Precision prec, const float *W, const float *bias, const float *x, int n, int in,
-                               int out, float *y) {
+void slm_dense_tanh_forward_at(Compute prec, const float *W, const float *bias, const float *x, int n, int in, int out,
+                               float *y) {
+#ifndef SLM_PORTABLE
+    if (prec.kernels == KERNELS_PORTABLE) {
+        slm_dense_tanh_forward_at_portable(prec, W, bias, x, n, in, out, y);
+        return;
+    }
+#endif
     slm_matmul_at(prec, 0, 1, n, out, in, x, in, W, in, 0.0f, y, out);
 #pragma omp parallel for schedule(static)
     for (int p = 0; p < n; p++) {
@@ -307,8 +387,14 @@ void slm_dense_tanh_forward_at(Precision prec, const float *W, const float *bias
 
 /* d_y (n, out) -> d_pre = d_y (1 - y^2) in place; dW (out, in) += d_pre^T x;
  * d_bias (out) += column sums; d_x (n, in) = d_pre W; products at prec */
-void slm_dense_tanh_backward_at(Precision prec, const float *W, const float *x, const float *y, float *d_y, int n,
-                                int in, int out, float *dW, float *d_bias, float *d_x, const float *ones) {
+void slm_dense_tanh_backward_at(Compute prec, const float *W, const float *x, const float *y, float *d_y, int n, int in,
+                                int out, float *dW, float *d_bias, float *d_x, const float *ones) {
+#ifndef SLM_PORTABLE
+    if (prec.kernels == KERNELS_PORTABLE) {
+        slm_dense_tanh_backward_at_portable(prec, W, x, y, d_y, n, in, out, dW, d_bias, d_x, ones);
+        return;
+    }
+#endif
     size_t total = (size_t)n * out;
 #pragma omp parallel for simd schedule(static)
     for (size_t i = 0; i < total; i++) d_y[i] *= 1.0f - y[i] * y[i];
@@ -345,10 +431,14 @@ static int is_first_max(const float *row, int target, float mx) {
 /* page: output and loss */
 /* The sum of exp(row - mx) over a row of logits (V) whose largest is mx. */
 static float exp_sum(const float *row, int V, float mx) {
+#ifdef SLM_PORTABLE
+    return exp_lanes(row, NULL, V, mx);
+#else
     float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
     for (int v = 0; v < V; v++) sum += exp_approx(row[v] - mx);
     return sum;
+#endif
 }
 
 /* One row of logits (V): adds the bias; lse; loss and correct when target >= 0. */
@@ -363,8 +453,14 @@ static void xent_row(float *row, const float *bias, int V, int32_t target, float
 }
 
 /* y (n, Hd) -> logits (n, V); W (V, Hd); per row lse, loss, correct */
-void slm_output_forward(const float *W, const float *bias, const float *y, int n, int Hd, int V, float *logits,
-                        const int32_t *target, float *lse, float *loss, uint8_t *correct) {
+void slm_output_forward(Kernels k, const float *W, const float *bias, const float *y, int n, int Hd, int V,
+                        float *logits, const int32_t *target, float *lse, float *loss, uint8_t *correct) {
+#ifndef SLM_PORTABLE
+    if (k == KERNELS_PORTABLE) {
+        slm_output_forward_portable(k, W, bias, y, n, Hd, V, logits, target, lse, loss, correct);
+        return;
+    }
+#endif
     slm_matmul(0, 1, n, V, Hd, y, Hd, W, Hd, 0.0f, logits, V);
 #pragma omp parallel for schedule(static)
     for (int p = 0; p < n; p++) xent_row(logits + (size_t)p * V, bias, V, target[p], &lse[p], &loss[p], &correct[p]);
@@ -397,8 +493,8 @@ static void xent_fused_row(float *row, const float *bias, int V, int32_t target,
     }
     float logit = row[target];
     *correct = is_first_max(row, target, mx);
-#ifdef __AVX512F__
-    sum = exp_shifted_inplace(row, V, mx); /* the order of the loop below */
+#if defined(SLM_AVX512) || defined(SLM_PORTABLE)
+    sum = exp_shifted_inplace(row, V, mx); /* the order of the loop below; portable: in fixed lanes */
 #else
 #pragma omp simd simdlen(16) reduction(+ : sum)
     for (int v = 0; v < V; v++) {
@@ -429,8 +525,12 @@ static void chunk_product(const OutputLoss *o, const Bf16Panels *packed, int ta,
     if (o->precision == PRECISION_BF16)
         slm_matmul_bf16(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
     else
+#ifdef SLM_PORTABLE
+        slm_gemm_portable(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, 0, (N + SLM_GEMM_PANEL - 1) / SLM_GEMM_PANEL);
+#else
         cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, 1.0f, A,
                     lda, B, ldb, beta, C, ldc);
+#endif
 }
 
 /* One chunk of rows (n <= the scratch's rows) of slm_output_loss: logits (n, V)
@@ -458,6 +558,12 @@ static void output_loss_chunk(const OutputLoss *o, const Bf16Panels w[2], int fi
 }
 
 void slm_output_loss(const OutputLoss *o) {
+#ifndef SLM_PORTABLE
+    if (o->kernels == KERNELS_PORTABLE) {
+        slm_output_loss_portable(o);
+        return;
+    }
+#endif
     /* BF16: W packed once for every chunk, as the logits' op(B) (Hd, V) and
      * d_y's (V, Hd); left unpacked (pairs NULL) the products pack their own */
     Bf16Panels w[2] = {{0}, {0}};
@@ -486,8 +592,15 @@ static void xent_grad_row(float *row, int V, int32_t target, float lse, float sc
 
 /* logits (n, V) -> d logits in place; dW (V, Hd) += dl^T y; d_bias (V) +=;
  * d_y (n, Hd) = dl W */
-void slm_output_backward(const float *W, const float *y, float *logits, const int32_t *target, const float *lse,
-                         float scale, int n, int Hd, int V, float *dW, float *d_bias, float *d_y, const float *ones) {
+void slm_output_backward(Kernels k, const float *W, const float *y, float *logits, const int32_t *target,
+                         const float *lse, float scale, int n, int Hd, int V, float *dW, float *d_bias, float *d_y,
+                         const float *ones) {
+#ifndef SLM_PORTABLE
+    if (k == KERNELS_PORTABLE) {
+        slm_output_backward_portable(k, W, y, logits, target, lse, scale, n, Hd, V, dW, d_bias, d_y, ones);
+        return;
+    }
+#endif
 #pragma omp parallel for schedule(static)
     for (int p = 0; p < n; p++) xent_grad_row(logits + (size_t)p * V, V, target[p], lse[p], scale);
     slm_matmul(1, 0, V, Hd, n, logits, V, y, Hd, 1.0f, dW, Hd);

@@ -164,7 +164,7 @@ static void prepare_positions(Activations *a, const Batch *b) {
 static int forward_to_hidden(const ReadoutInput *in, const Model *m, Activations *a, const Batch *b,
                              const Ablation *ablation, int keep_weights, Precision products, Error *e) {
     if (check_forward(m, a, b, ablation, e)) return -1;
-    a->products = products;
+    a->products = (Compute){products, a->kernels};
     const ModelConfig *c = &m->cfg;
     a->ablation = ablation ? *ablation : (Ablation){0};
     a->attention_kept = keep_weights;
@@ -185,8 +185,8 @@ int slm_readout_forward(const ReadoutInput *in, const Model *m, Activations *a, 
     if (forward_to_hidden(in, m, a, b, ab, 1, PRECISION_FP32, e)) return -1;
     if (!to_logits) return 0;
     const ModelConfig *c = &m->cfg;
-    slm_output_forward(m->output_w, m->output_b, a->hidden, a->n_positions, c->hidden_dim, c->vocab_size, a->logits,
-                       a->target, a->lse, a->loss, a->correct);
+    slm_output_forward(a->products.kernels, m->output_w, m->output_b, a->hidden, a->n_positions, c->hidden_dim,
+                       c->vocab_size, a->logits, a->target, a->lse, a->loss, a->correct);
     slm_hooks_at(m, a, HOOK_LOGITS, 0);
     return slm_hooks_check(a, e);
 }
@@ -209,9 +209,9 @@ static void backward_from_hidden(const ReadoutInput *in, const Model *m, Activat
 
 void slm_readout_backward(const ReadoutInput *in, const Model *m, Activations *a, const Batch *b, float *grads) {
     const ModelConfig *c = &m->cfg;
-    slm_output_backward(m->output_w, a->hidden, a->logits, a->target, a->lse, 1.0f / a->n_predicted, a->n_positions,
-                        c->hidden_dim, c->vocab_size, grad_of(m, grads, m->output_w), grad_of(m, grads, m->output_b),
-                        a->d_hidden, a->ones);
+    slm_output_backward(a->products.kernels, m->output_w, a->hidden, a->logits, a->target, a->lse,
+                        1.0f / a->n_predicted, a->n_positions, c->hidden_dim, c->vocab_size,
+                        grad_of(m, grads, m->output_w), grad_of(m, grads, m->output_b), a->d_hidden, a->ones);
     backward_from_hidden(in, m, a, b, grads);
 }
 /* page: end */
@@ -241,7 +241,8 @@ int slm_readout_loss_and_grad(const ReadoutInput *in, const Model *m, Activation
                     .dW = backward ? grad_of(m, grads, m->output_w) : NULL,
                     .d_bias = backward ? grad_of(m, grads, m->output_b) : NULL,
                     .d_y = a->d_hidden,
-                    .precision = a->products};
+                    .precision = a->products.precision,
+                    .kernels = a->products.kernels};
     slm_output_loss(&o);
     if (backward) backward_from_hidden(in, m, a, b, grads);
     return 0;

@@ -163,6 +163,7 @@ static void shard_job(void *arg, int i, int n_threads) {
     const Model *m = s->model;
     h->loss_sum = 0, h->correct = 0, h->failed = 0;
     h->acts.precision = s->precision;
+    h->acts.kernels = s->kernels;
     if (s->run_grads) memset(h->grads, 0, m->n_params * sizeof(float));
     for (int k = 0; k < h->n_stories;) {
         int first = k;

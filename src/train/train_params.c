@@ -11,6 +11,10 @@
 #define PRECISION_HELP                                                                                                 \
     "matrix products: fp32, or bf16 (operands rounded to bfloat16, FP32 sums; avx512_bf16; docs/performance.md)"
 
+#define KERNELS_HELP                                                                                                   \
+    "blas (OpenBLAS, the default), or portable: storylm's own kernels, each sum in a fixed order, the same bits at "   \
+    "any -march (docs/kernels.md)"
+
 static const Param shape_params[] = {
     {.name = "d-model",
      .type = PARAM_INT,
@@ -271,6 +275,13 @@ static const Param train_params[] = {
      .help = PRECISION_HELP,
      .def_string = "fp32",
      .choices = "fp32,bf16"}, /* Precision's order (bf16.h) */
+    {.name = "kernels",
+     .type = PARAM_CHOICE,
+     .offset = offsetof(TrainParams, o.kernels),
+     .meta = "K",
+     .help = KERNELS_HELP,
+     .def_string = "blas",
+     .choices = "blas,portable"}, /* Kernels' order (kernels.h) */
     {.name = "swap-names",
      .type = PARAM_DOUBLE,
      .offset = offsetof(TrainParams, o.swap_names),

@@ -284,8 +284,8 @@ static void layer_forward(const Model *lm, Activations *a, int l, int keep_weigh
                       la->qkv, a->qkv_ld);
     for (HookPoint p = HOOK_Q; p <= HOOK_V; p++) slm_hooks_at(lm, a, p, l);
     slm_score_qk_forward(lm, v, la->qkv, a->qkv_ld, N);
-    slm_attention_forward(&lm->cfg, la->qkv, a->qkv_ld, slm_position_table_for(lm, v->table), a->first_key, N,
-                          keep_weights ? la->att : NULL, a->z + heads_column(c, l), Z, &la->scratch);
+    slm_attention_forward(a->products.kernels, &lm->cfg, la->qkv, a->qkv_ld, slm_position_table_for(lm, v->table),
+                          a->first_key, N, keep_weights ? la->att : NULL, a->z + heads_column(c, l), Z, &la->scratch);
     if (!slm_head_set_empty(&a->ablation.heads)) ablate_heads(a, &a->ablation, l);
     HookPoint after[] = {HOOK_DISTANCE_SCORE, HOOK_ATTN_SCORES, HOOK_PATTERN, HOOK_Z};
     for (int i = 0; i < 4; i++) slm_hooks_at(lm, a, after[i], l);
@@ -320,8 +320,8 @@ static void layer_backward(const Model *lm, Activations *a, int l, float *grads)
     VariantScratch *v = la->scratch.variant;
     uint32_t skip = slm_head_set_layer(&a->ablation.heads, l, H);
     v->d_additive_v = slm_model_grad(lm, grads, "score.v");
-    slm_attention_backward(&lm->cfg, la->qkv, a->qkv_ld, a->attention_kept ? la->att : NULL, a->first_key, N,
-                           a->d_z + heads_column(c, l), Z, skip, a->d_qkv,
+    slm_attention_backward(a->products.kernels, &lm->cfg, la->qkv, a->qkv_ld, a->attention_kept ? la->att : NULL,
+                           a->first_key, N, a->d_z + heads_column(c, l), Z, skip, a->d_qkv,
                            slm_position_table_grad(lm, grads, v->d_table), &la->scratch);
     slm_position_distance_backward(lm, v->d_table, grads);
     slm_score_qk_backward(lm, v, a->d_qkv, a->qkv_ld, N, grads);

@@ -282,8 +282,8 @@ void slm_tf_attn_forward(const Model *m, const TfBlockViews *w, Activations *a, 
     for (HookPoint p = HOOK_Q; p <= HOOK_V; p++) slm_hooks_at(m, a, p, l);
     if (c->pos == POS_ROPE) slm_rope_forward(c, t->story_pos, N, L->qkv, ld, 1);
     slm_transformer_distance_table(c, w, t->table);
-    slm_attention_forward(c, L->qkv, ld, t->table, a->first_key, N, keep_weights ? L->att : NULL, L->z, HV,
-                          &L->scratch);
+    slm_attention_forward(a->products.kernels, c, L->qkv, ld, t->table, a->first_key, N, keep_weights ? L->att : NULL,
+                          L->z, HV, &L->scratch);
     ablate_z(a, c, l, L->z);
     if (keep_weights) slm_hooks_at(m, a, HOOK_ATTN_SCORES, l);
     if (keep_weights) slm_hooks_at(m, a, HOOK_PATTERN, l);
@@ -306,8 +306,8 @@ void slm_tf_attn_backward(const ModelConfig *c, const TfBlockViews *w, const TfB
     slm_matmul_at(a->products, 0, 1, N, HV, D, t->d_resid, D, w->W_O, D, 0.0f, t->d_z, HV);
     float *d_table = distance_table_grad(c, g, t->d_table);
     /* nothing flows back through a switched-off head */
-    slm_attention_backward(c, L->qkv, ld, a->attention_kept ? L->att : NULL, a->first_key, N, t->d_z, HV,
-                           ablated_heads(a, c, l), t->d_qkv, d_table, &L->scratch);
+    slm_attention_backward(a->products.kernels, c, L->qkv, ld, a->attention_kept ? L->att : NULL, a->first_key, N,
+                           t->d_z, HV, ablated_heads(a, c, l), t->d_qkv, d_table, &L->scratch);
     distance_table_backward(c, d_table, g);
     if (c->pos == POS_ROPE) slm_rope_forward(c, t->story_pos, N, t->d_qkv, ld, -1);
     qkv_bias_backward(g, HV, N, ld, t->d_qkv);
@@ -355,7 +355,7 @@ void slm_tf_mlp_backward(const ModelConfig *c, const TfBlockViews *w, const TfBl
     slm_matmul_at(a->products, 1, 0, F, D, N, L->mlp_post, F, t->d_resid, D, 1.0f, g->W_out, D);
     slm_column_sums(t->d_resid, N, D, D, a->ones, g->b_out);
     slm_matmul_at(a->products, 0, 1, N, F, D, t->d_resid, D, w->W_out, D, 0.0f, t->d_mlp, F);
-    slm_act_backward((ActFn)c->act, L->mlp_pre, L->mlp_post, N * F, t->d_mlp);
+    slm_act_backward(a->products.kernels, (ActFn)c->act, L->mlp_pre, L->mlp_post, N * F, t->d_mlp);
     slm_matmul_at(a->products, 1, 0, D, F, N, L->ln2, D, t->d_mlp, F, 1.0f, g->W_in, F);
     slm_column_sums(t->d_mlp, N, F, F, a->ones, g->b_in);
     slm_matmul_at(a->products, 0, 1, N, D, F, t->d_mlp, F, w->W_in, F, 0.0f, t->d_x, D);
@@ -368,7 +368,7 @@ void slm_tf_mlp_backward(const ModelConfig *c, const TfBlockViews *w, const TfBl
 int slm_tf_begin(const Model *m, Activations *a, const Batch *b, const Ablation *ablation, int keep_weights,
                  Precision products, Error *e) {
     if (check_forward(m, a, b, ablation, e)) return -1;
-    a->products = products;
+    a->products = (Compute){products, a->kernels};
     a->ablation = ablation ? *ablation : (Ablation){0};
     a->attention_kept = keep_weights;
     a->n_predicted = slm_batch_positions(b, m->cfg.window, a->target, a->first_key, a->tf->story_pos);
@@ -420,7 +420,8 @@ static void unembed(const Model *m, Activations *a, int chunk_rows, float scale,
                     .d_bias = grads ? g.b_U : NULL,
                     .d_y = a->d_hidden,
                     .W_columns = 1,
-                    .precision = a->products};
+                    .precision = a->products.precision,
+                    .kernels = a->products.kernels};
     slm_output_loss(&o);
 }
 

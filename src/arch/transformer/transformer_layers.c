@@ -94,15 +94,15 @@ void slm_act_forward(ActFn act, const float *pre, int n, float *post) {
 }
 
 /* gelu's derivative Phi(x) + x phi(x): 256 elements at a time, phi's
- * exponentials by layers.c's vectorized exp. */
-static void gelu_backward(const float *pre, int n, float *d) {
+ * exponentials by layers.c's vectorized exp with kernels k. */
+static void gelu_backward(Kernels k, const float *pre, int n, float *d) {
     float e[256];
     for (int at = 0; at < n; at += 256) {
         int len = n - at < 256 ? n - at : 256;
         const float *x = pre + at;
 #pragma omp simd
         for (int i = 0; i < len; i++) e[i] = -0.5f * x[i] * x[i];
-        slm_exp_inplace(e, len, 0.0f);
+        slm_exp_inplace_at(k, e, len, 0.0f);
 #pragma omp simd
         for (int i = 0; i < len; i++)
             d[at + i] *=
@@ -110,10 +110,10 @@ static void gelu_backward(const float *pre, int n, float *d) {
     }
 }
 
-void slm_act_backward(ActFn act, const float *pre, const float *post, int n, float *d) {
+void slm_act_backward(Kernels k, ActFn act, const float *pre, const float *post, int n, float *d) {
     (void)post;
     if (act == ACT_GELU) {
-        gelu_backward(pre, n, d);
+        gelu_backward(k, pre, n, d);
         return;
     }
     for (int i = 0; i < n; i++) {

@@ -16,7 +16,7 @@ void slm_layernorm_backward(const float *x, const float *w, const float *mean, c
 /* pre (n) -> post (n) = act(pre). */
 void slm_act_forward(ActFn act, const float *pre, int n, float *post);
 /* d (n): d post -> d pre, in place, act'(pre); post (n) as the forward gave it. */
-void slm_act_backward(ActFn act, const float *pre, const float *post, int n, float *d);
+void slm_act_backward(Kernels k, ActFn act, const float *pre, const float *post, int n, float *d);
 /* y (n, cols) row stride ld += bias (cols) on every row. */
 void slm_add_bias_rows(float *y, int n, int cols, int ld, const float *bias);
 

@@ -1,0 +1,28 @@
+/* Which kernels compute the passes (src/model/kernels.c): OpenBLAS's products
+ * with the build's vector code (the default), or storylm's own portable
+ * kernels (`--kernels portable`): every product and sum in a fixed order,
+ * compiled without contracted multiply-adds, so one seed gives the same bits
+ * on any x86-64 CPU, at any -march and thread count (docs/kernels.md). The
+ * choice travels with the pass, like Precision: a field, never a global. */
+#ifndef STORYLM_KERNELS_H
+#define STORYLM_KERNELS_H
+
+#include "storylm/bf16.h"
+#include "storylm/error.h"
+
+typedef enum Kernels { KERNELS_BLAS = 0, KERNELS_PORTABLE = 1 } Kernels;
+
+/* How one pass computes its products: at which precision, with which kernels. */
+typedef struct Compute {
+    Precision precision;
+    Kernels kernels;
+} Compute;
+
+/* "blas" or "portable". */
+const char *slm_kernels_name(Kernels k);
+/* name -> *k; -1 with e set (naming the choices) for anything else. */
+int slm_kernels_parse(const char *name, Kernels *k, Error *e);
+/* 0 when p and k go together; -1 with e set (BF16 products have no portable kernels). */
+int slm_kernels_check(Kernels k, Precision p, Error *e);
+
+#endif
