@@ -17,7 +17,9 @@ TransformerLens's hook names, "hooks", without the batch axis; every point
 TransformerLens has for this block, the attention scores' masked -inf as null); the second is longer, where storylm
 goes on as it documents (each position reads its latest n_ctx tokens; the
 absolute scheme's last row W_pos[n_ctx-1] stands for every later position),
-so the window's cut is checked too. Parameters random (LayerNorm weights
+so the window's cut is checked too. One more case ties the unembedding to
+the embedding (--tie-embeddings: logits = LN_final(resid) @ W_E.T + b_U, no
+unembed.W_U), drawn after the others so that their numbers stay as they were. Parameters random (LayerNorm weights
 near 1), large enough that attention is far from even.
 
 TransformerLens's conventions, as written below:
@@ -46,10 +48,11 @@ EOS = 1
 LENGTHS = [5, 15]
 SEED = 20261202
 CASES = [("absolute", "gelu"), ("rope", "gelu"), ("rope", "gelu_new"), ("alibi", "relu"), ("none", "gelu")]
+TIED = [("alibi", "gelu")]  # --tie-embeddings: W_U is W_E.T (the cases above keep their bytes: drawn after them)
 
 
-def tensor_shapes(pos):
-    """(name, shape) in storylm's table order (transformer_params.c)."""
+def tensor_shapes(pos, tied=False):
+    """(name, shape) in storylm's table order (transformer_params.c); tied: no unembed.W_U."""
     t = [("embed.W_E", (V, D))]
     if pos == "absolute":
         t.append(("pos_embed.W_pos", (NCTX, D)))
@@ -60,13 +63,13 @@ def tensor_shapes(pos):
               (b + "attn.b_V", (H, DH)), (b + "attn.W_O", (H, DH, D)), (b + "attn.b_O", (D,)), (b + "ln2.w", (D,)),
               (b + "ln2.b", (D,)), (b + "mlp.W_in", (D, DMLP)), (b + "mlp.b_in", (DMLP,)),
               (b + "mlp.W_out", (DMLP, D)), (b + "mlp.b_out", (D,))]
-    t += [("ln_final.w", (D,)), ("ln_final.b", (D,)), ("unembed.W_U", (D, V)), ("unembed.b_U", (V,))]
-    return t
+    t += [("ln_final.w", (D,)), ("ln_final.b", (D,))] + ([] if tied else [("unembed.W_U", (D, V))])
+    return t + [("unembed.b_U", (V,))]
 
 
-def make_params(rng, pos):
+def make_params(rng, pos, tied=False):
     p = {}
-    for name, shape in tensor_shapes(pos):
+    for name, shape in tensor_shapes(pos, tied):
         x = rng.normal(0.0, 0.5, size=shape)
         if name.endswith(".w"):
             x = 1.0 + 0.3 * rng.normal(size=shape)
@@ -157,7 +160,8 @@ def story_loss_sum(p, ids, pos, act_name, hooks):
         resid = resid + hooks[b + "mlp.hook_post"] @ p[b + "mlp.W_out"] + p[b + "mlp.b_out"]  # the order it had
         hooks[b + "hook_resid_post"] = resid
     layer_norm(resid, p["ln_final.w"], p["ln_final.b"], hooks, "ln_final")
-    logits = hooks["ln_final.hook_normalized"] @ p["unembed.W_U"] + p["unembed.b_U"]
+    W_U = p["unembed.W_U"] if "unembed.W_U" in p else p["embed.W_E"].T  # tied: the embedding read backwards
+    logits = hooks["ln_final.hook_normalized"] @ W_U + p["unembed.b_U"]
     hooks["hook_logits"] = logits
     return F.cross_entropy(logits[:-1], torch.tensor(ids[1:]), reduction="sum")
 
@@ -173,16 +177,18 @@ def build():
     stories = [[EOS] + [int(x) for x in rng.randint(0, V, size=n - 1)] for n in LENGTHS]
     n_predicted = sum(n - 1 for n in LENGTHS)
     cases = []
-    for pos, act_name in CASES:
-        p = make_params(rng, pos)
+    for pos, act_name, tied in [c + (False,) for c in CASES] + [c + (True,) for c in TIED]:
+        p = make_params(rng, pos, tied)
         hooks = [{} for _ in stories]
         loss = sum(story_loss_sum(p, ids, pos, act_name, h) for ids, h in zip(stories, hooks)) / n_predicted
         loss.backward()
         tensors = [{"name": name, "shape": list(shape), "value": [float(x) for x in p[name].detach().flatten()],
-                    "grad": [float(x) for x in p[name].grad.flatten()]} for name, shape in tensor_shapes(pos)]
+                    "grad": [float(x) for x in p[name].grad.flatten()]} for name, shape in tensor_shapes(pos, tied)]
         # the first story's activations (it fits in n_ctx: TransformerLens's forward exactly), by hook name
         first = hook_values(hooks[0])
         cases.append({"pos": pos, "act_fn": act_name, "loss": float(loss), "tensors": tensors, "hooks": first})
+        if tied:
+            cases[-1]["tie_embeddings"] = True
     return {"config": {"vocab_size": V, "d_model": D, "n_heads": H, "d_head": DH, "d_mlp": DMLP, "n_ctx": NCTX,
                        "n_layers": LAYERS},
             "stories": stories, "cases": cases}
@@ -202,7 +208,7 @@ def main():
     with open(path + ".tmp", "w") as f:
         f.write(text)
     os.replace(path + ".tmp", path)
-    print("wrote %s (%d cases)" % (path, len(CASES)))
+    print("wrote %s (%d cases)" % (path, len(CASES) + len(TIED)))
     return 0
 
 

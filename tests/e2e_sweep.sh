@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # scripts/sweep end to end on a tiny grid (2 settings x 2 seeds x 12 steps, 2
 # runs at a time, on 200 stories): one line a run and one a setting, the
-# spread over seeds, the name-copy rate, the curves and their picture; bad
+# spread over seeds, the name-copy rate, the curves and their picture; the
+# budget (steps, or minutes) in sweep.md and sweep.json, a --vocab-size
+# setting's own vocabulary, each run's curve per token and per character; bad
 # arguments refused with a message; --reuse measures finished runs, not
 # training them again.
 set -euo pipefail
@@ -57,6 +59,29 @@ grep -q "2 runs left out, not finished in OUT: lr/3, lr/4" sweep3.log || { cat s
 cmp -s <(grep "^| plain " table.md) <(grep "^| plain " table3.md) || fail "--measure-only measured the finished runs differently"
 if "$SWEEP" slice.txt --storylm "$STORYLM" --setting plain= --out nothing-here --measure-only 2> bad.err; then fail "--measure-only on a missing folder was accepted"; fi
 grep -q "no folder 'nothing-here' of finished runs" bad.err && [[ ! -e nothing-here ]] || fail "--measure-only on a missing folder: message, or it made the folder"
+# --minutes: the budget said in sweep.md and sweep.json; --vocab-size N: a vocabulary of its own, learnt once;
+# each run's held-out curve per token and per character.
+"$SWEEP" slice.txt --storylm "$STORYLM" --setting "v300=--vocab-size 300" --seeds 3 --steps 12 --eval-every 6 \
+  --test-stories 20 --minutes 5 --out out2 > table4.md 2> sweep4.log || { cat sweep4.log; fail "sweep --minutes, --vocab-size"; }
+grep -q "^Budget of each run: 5 minutes of wall clock (--minutes), on a schedule of 12 steps" table4.md || { cat table4.md; fail "the budget line"; }
+"$PY" - out out2 <<'PY'
+import json, sys
+steps, minutes = (json.load(open(d + "/sweep.json")) for d in sys.argv[1:3])
+if steps["budget"]["kind"] != "steps" or steps["budget"]["steps"] != 12 or minutes["budget"]["kind"] != "minutes":
+    sys.exit("sweep.json's budget: %s, %s" % (steps["budget"], minutes["budget"]))
+if len(open(sys.argv[2] + "/vocab-300.txt").read().splitlines()) != 300:
+    sys.exit("--vocab-size 300 did not learn a vocabulary of 300")
+run = minutes["runs"][0]
+if run["vocab"] != sys.argv[2] + "/vocab-300.txt" or not 0 < run["loss_per_char"] < run["loss"]:
+    sys.exit("the run's vocabulary or loss per character: %s, %s" % (run["vocab"], run["loss_per_char"]))
+if [p[0] for p in run["curve"]] != [6, 12] or any(p[3] is None or p[3] <= 0 for p in run["curve"]):
+    sys.exit("the run's curve: %s" % run["curve"])
+row = minutes["settings"][0]
+if abs(row["loss_per_char_mean"] - run["loss_per_char"]) > 1e-9 or row["steps_mean"] != 12:
+    sys.exit("the setting's row: %s" % row)
+if open(sys.argv[2] + "/v300.seed3.curve.tsv").read().split("\n")[0] != "step\tminutes\ttest_loss\ttest_loss_per_char":
+    sys.exit("the run's curve.tsv")
+PY
 if "$SWEEP" slice.txt --storylm "$STORYLM" --setting "a b=" --out bad 2> bad.err; then fail "a bad setting name was accepted"; fi
 grep -q "setting names" bad.err || fail "bad setting name: message"
 if "$SWEEP" slice.txt --storylm "$STORYLM" --out bad 2> bad.err; then fail "a sweep without settings was accepted"; fi

@@ -14,7 +14,8 @@
  * resid_post, times ln_final.w, dotted with W_U[:, token]), and the parts'
  * attributions plus ln_final.b W_U + b_U adding up to the forward's logit;
  * circuits: every entry of block 2's QK and OV circuits against the products
- * written here in double; stats: block 2's head 1's correlation of q.k with
+ * written here in double (attribute and circuits also with tied embeddings,
+ * W_U read here as W_E transposed); stats: block 2's head 1's correlation of q.k with
  * the rows' cosine against Pearson's formula over the pairs by hand. */
 #include <math.h>
 #include <stdlib.h>
@@ -31,11 +32,12 @@
 
 enum { T = 7, D = 6, H = 2, DH = 4, F = 8, V = 11 };
 
-/* A tiny transformer of two blocks with random weights (seed 7), ids (T) run through it into r. */
-static void setup(Model *m, PosScheme pos, const int32_t *ids, ProbeRunner *r) {
+/* A tiny transformer of two blocks with random weights (seed 7), ids (T) run
+ * through it into r; tie: --tie-embeddings (W_U is W_E transposed). */
+static void setup_tied(Model *m, PosScheme pos, int tie, const int32_t *ids, ProbeRunner *r) {
     ModelConfig c = slm_transformer_config_default(V);
     c.row_dim = D, c.n_heads = H, c.key_dim = c.value_dim = DH, c.hidden_dim = F, c.window = 5, c.n_layers = 2;
-    c.pos = pos;
+    c.pos = pos, c.tie_embeddings = tie;
     Error e = {0};
     CHECK(slm_model_init(m, &c, &e) == 0);
     Rng rng;
@@ -43,6 +45,14 @@ static void setup(Model *m, PosScheme pos, const int32_t *ids, ProbeRunner *r) {
     for (size_t i = 0; i < m->n_params; i++) m->params[i] = (float)(0.6 * slm_rng_normal(&rng));
     CHECK(slm_probe_runner_init(r, m, T, &e) == 0);
     CHECK(slm_probe_run(r, ids, T, NULL, &e) == 0);
+}
+
+static void setup(Model *m, PosScheme pos, const int32_t *ids, ProbeRunner *r) { setup_tied(m, pos, 0, ids, r); }
+
+/* W_U[i, token] read from the table by name (not the passes' views): W_E[token, i] when the model is tied. */
+static double ref_W_U(const Model *m, int i, int32_t token) {
+    const ParamTensor *u = slm_model_tensor(m, "unembed.W_U"), *E = slm_model_tensor(m, "embed.W_E");
+    return u ? m->params[u->offset + (size_t)i * V + token] : m->params[E->offset + (size_t)token * D + i];
 }
 
 /* Head h of block l at position p reading key u: q.k / sqrt(dh), from LN1's output. */
@@ -214,16 +224,16 @@ static double ref_dla(const Model *m, const Activations *a, int l, int h, int p,
         if (h == H) part[i] += w.block[l].b_out[i];
         pm += part[i] / D;
     }
-    for (int i = 0; i < D; i++) dla += (part[i] - pm) / sqrt(var + 1e-5) * w.ln_final_w[i] * w.W_U[i * V + token];
+    for (int i = 0; i < D; i++) dla += (part[i] - pm) / sqrt(var + 1e-5) * w.ln_final_w[i] * ref_W_U(m, i, token);
     return dla;
 }
 
-static void check_attribute(void) {
+static void check_attribute(int tie) {
     Model m;
     ProbeRunner r;
     Error e = {0};
     const int32_t ids[T] = {1, 6, 2, 8, 6, 2, 3};
-    setup(&m, POS_ALIBI, ids, &r);
+    setup_tied(&m, POS_ALIBI, tie, ids, &r);
     CHECK(slm_probe_mean_z_len(&m.cfg) == (size_t)(2 + 2 * (H + 2)) * D);
     for (int p = 0; p < T; p++)
         for (int32_t token = 0; token < V; token += 3) {
@@ -244,11 +254,11 @@ static void check_attribute(void) {
     slm_model_free(&m);
 }
 
-static void check_circuits(void) {
+static void check_circuits(int tie) {
     Model m;
     ProbeRunner r;
     const int32_t ids[T] = {1, 2, 3, 4, 5, 6, 7};
-    setup(&m, POS_ROPE, ids, &r);
+    setup_tied(&m, POS_ROPE, tie, ids, &r);
     TfViews w;
     slm_transformer_views(&m, m.params, &w);
     const TfBlockViews *b = &w.block[1];
@@ -270,7 +280,7 @@ static void check_circuits(void) {
                 for (int j = 0; j < DH; j++) dot += q[j] * k[j] / sqrt(DH);
                 for (int i = 0; i < D; i++) {
                     for (int j = 0; j < DH; j++) out[i] += v[j] * b->W_O[(h * DH + j) * D + i];
-                    logit += out[i] * w.ln_final_w[i] * w.W_U[i * V + t];
+                    logit += out[i] * w.ln_final_w[i] * ref_W_U(&m, i, t);
                 }
                 worst_qk = fmax(worst_qk, fabs(qk[s * V + t] - dot));
                 worst_ov = fmax(worst_ov, fabs(ov[s * V + t] - logit));
@@ -347,8 +357,10 @@ static void check_missing_ops_refused(void) {
 int main(void) {
     check_missing_ops_refused();
     check_stats();
-    check_circuits();
-    check_attribute();
+    check_circuits(0);
+    check_circuits(1); /* --tie-embeddings: OV reads W_U = W_E^T */
+    check_attribute(0);
+    check_attribute(1);
     check_attend();
     check_trace();
     check_mean_ablation();

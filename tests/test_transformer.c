@@ -5,7 +5,9 @@
  * src/ but the tensor table), for every position scheme and activation, on
  * a tiny configuration of two blocks: vocabulary 11, n_ctx 4, a story longer
  * than the window and two shorter ones. Then the default's parameter count,
- * TransformerLens's names and shapes, and the same bits twice. */
+ * TransformerLens's names and shapes, and the same bits twice. Tied
+ * embeddings (--tie-embeddings) likewise: the re-statement reads W_U as W_E
+ * transposed, so W_E's gradient is checked through both its uses. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,6 +102,13 @@ enum { MAXT = 12, MAXD = 8, MAXF = 8, MAXH = 2, MAXV = 11 };
 static const double *tensor(const Ref *r, const char *name) {
     const ParamTensor *t = slm_model_tensor(r->m, name);
     return t ? r->p + t->offset : NULL;
+}
+
+/* W_U[j, v]: unembed.W_U's, or W_E[v, j] for a tied model (which has no unembed.W_U). */
+static double ref_W_U(const Ref *r, int j, int v) {
+    const double *Wu = tensor(r, "unembed.W_U");
+    int D = r->m->cfg.row_dim, V = r->m->cfg.vocab_size;
+    return Wu ? Wu[j * V + v] : tensor(r, "embed.W_E")[v * D + j];
 }
 
 static const double *block_tensor(const Ref *r, int l, const char *name) {
@@ -221,13 +230,13 @@ static double ref_story_loss(const Ref *r, const int32_t *ids, int T) {
         ref_attention(r, l, T, resid);
         ref_mlp(r, l, T, resid);
     }
-    const double *Wu = tensor(r, "unembed.W_U"), *bu = tensor(r, "unembed.b_U");
+    const double *bu = tensor(r, "unembed.b_U");
     for (int t = 0; t + 1 < T; t++) {
         double x[MAXD], logits[MAXV], mx = -1e300, sum = 0;
         ref_layernorm(resid[t], tensor(r, "ln_final.w"), tensor(r, "ln_final.b"), D, x);
         for (int v = 0; v < V; v++) {
             logits[v] = bu[v];
-            for (int j = 0; j < D; j++) logits[v] += x[j] * Wu[j * V + v];
+            for (int j = 0; j < D; j++) logits[v] += x[j] * ref_W_U(r, j, v);
             mx = fmax(mx, logits[v]);
         }
         for (int v = 0; v < V; v++) sum += exp(logits[v] - mx);
@@ -256,7 +265,7 @@ static void ref_resid(const Ref *r, const int32_t *ids, int T, int l, double res
 static double ref_patched_diff(const Ref *r, const int32_t *clean, const int32_t *corrupt, int T, int l, int u,
                                int32_t answer, int32_t wrong) {
     const ModelConfig *c = &r->m->cfg;
-    int D = c->row_dim, V = c->vocab_size;
+    int D = c->row_dim;
     double from[MAXT][MAXD], resid[MAXT][MAXD], x[MAXD];
     ref_resid(r, clean, T, l, from);
     ref_resid(r, corrupt, T, l, resid);
@@ -265,10 +274,9 @@ static double ref_patched_diff(const Ref *r, const int32_t *clean, const int32_t
         ref_attention(r, k, T, resid);
         ref_mlp(r, k, T, resid);
     }
-    const double *Wu = tensor(r, "unembed.W_U");
     ref_layernorm(resid[T - 1], tensor(r, "ln_final.w"), tensor(r, "ln_final.b"), D, x);
     double diff = tensor(r, "unembed.b_U")[answer] - tensor(r, "unembed.b_U")[wrong];
-    for (int j = 0; j < D; j++) diff += x[j] * (Wu[j * V + answer] - Wu[j * V + wrong]);
+    for (int j = 0; j < D; j++) diff += x[j] * (ref_W_U(r, j, answer) - ref_W_U(r, j, wrong));
     return diff;
 }
 
@@ -297,11 +305,13 @@ static void random_params(Model *m, Rng *rng) {
 
 /* Analytic (slm_model_backward and training's slm_model_loss_and_grad)
  * against numerical gradients of the double re-statement, every parameter. */
-static void gradcheck(PosScheme pos, ActFn act, uint32_t off) {
+static void gradcheck_tied(PosScheme pos, ActFn act, uint32_t off, int tie) {
     ModelConfig cfg = tiny(pos, act);
+    cfg.tie_embeddings = tie;
     Ablation ab = {.heads = check_heads(off)}, *abp = off ? &ab : NULL;
     char what[64];
-    snprintf(what, sizeof what, "%s %s%s", slm_pos_name(pos), slm_act_name(act), off ? " ablated" : "");
+    snprintf(what, sizeof what, "%s %s%s%s", slm_pos_name(pos), slm_act_name(act), off ? " ablated" : "",
+             tie ? " tied" : "");
     Model m;
     Activations a;
     Batch b;
@@ -353,6 +363,8 @@ static void gradcheck(PosScheme pos, ActFn act, uint32_t off) {
     slm_model_free(&m);
 }
 
+static void gradcheck(PosScheme pos, ActFn act, uint32_t off) { gradcheck_tied(pos, act, off, 0); }
+
 /* ---- the table ------------------------------------------------------------------ */
 
 static void check_default_table(void) {
@@ -375,6 +387,13 @@ static void check_default_table(void) {
     CHECK(slm_model_tensor(&m, "blocks.1.mlp.W_in")->shape[1] == 256);
     CHECK(slm_model_tensor(&m, "blocks.0.ln1.b") && !slm_model_tensor(&m, "blocks.2.ln1.w"));
     slm_model_free(&m);
+    c.tie_embeddings = 1; /* one tensor embed.W_E: 2,000 x 64 fewer (docs/transformer.md) */
+    CHECK(slm_model_param_count(&c) == 374480 - 128000);
+    CHECK(slm_model_init(&m, &c, &e) == 0);
+    CHECK(!slm_model_tensor(&m, "unembed.W_U") && slm_model_tensor(&m, "unembed.b_U"));
+    CHECK(m.n_params == 246480 && !slm_model_tensor(&m, "embed.W_E")->decay);
+    slm_model_free(&m);
+    c.tie_embeddings = 0;
     c.n_layers = 9;
     CHECK(slm_model_init(&m, &c, &e) != 0); /* 1..8 blocks */
     c.n_layers = 2, c.value_dim = 4;
@@ -447,8 +466,9 @@ static void check_piece(PosScheme pos) {
 /* The key/value cache per block gives the forward pass's logits at every
  * position, also past the window (a story of 9 in n_ctx 4), with the heads
  * of off switched off (mean: set to a mean output of their own, else 0). */
-static void check_generator(PosScheme pos, uint32_t off, int mean) {
+static void check_generator_tied(PosScheme pos, uint32_t off, int mean, int tie) {
     ModelConfig c = tiny(pos, ACT_GELU);
+    c.tie_embeddings = tie;
     float means[2 * 2 * 4]; /* (layers*H, dh) */
     for (int i = 0; i < 16; i++) means[i] = 0.3f * (float)(i % 5) - 0.5f;
     Ablation ab = {.heads = check_heads(off), .mode = mean ? ABLATE_MEAN : ABLATE_ZERO, .mean = mean ? means : NULL};
@@ -491,11 +511,14 @@ static void check_generator(PosScheme pos, uint32_t off, int mean) {
     slm_model_free(&m);
 }
 
+static void check_generator(PosScheme pos, uint32_t off, int mean) { check_generator_tied(pos, off, mean, 0); }
+
 /* patch on a transformer: the residual stream at every block and position put
  * into the corrupt run gives the logit difference of the re-statement in
  * double with that row put in (the stories longer than n_ctx 4). */
-static void check_patch_resid(PosScheme pos) {
+static void check_patch_resid(PosScheme pos, int tie) {
     ModelConfig cfg = tiny(pos, ACT_GELU);
+    cfg.tie_embeddings = tie;
     enum { T = 7 };
     const int32_t clean[T] = {1, 4, 9, 4, 2, 10, 4}, corrupt[T] = {1, 7, 9, 3, 2, 10, 7};
     Model m;
@@ -543,15 +566,19 @@ int main(void) {
     for (int i = 0; i < 6; i++) gradcheck(schemes[i], ACT_GELU, 0);
     gradcheck(POS_ABSOLUTE, ACT_GELU_NEW, 0);
     gradcheck(POS_ROPE, ACT_RELU, 0);
-    gradcheck(POS_ROPE, ACT_GELU, 0x5); /* --ablate 1:0,2:0 */
+    gradcheck(POS_ROPE, ACT_GELU, 0x5);           /* --ablate 1:0,2:0 */
+    gradcheck_tied(POS_ABSOLUTE, ACT_GELU, 0, 1); /* --tie-embeddings: W_E's gradient from both ends */
+    gradcheck_tied(POS_ROPE, ACT_RELU, 0x5, 1);
     check_default_table();
     check_same_bits();
     for (int i = 0; i < 6; i++) check_generator(schemes[i], 0, 0);
     check_generator(POS_SINUSOIDAL, 0, 0);
     check_generator(POS_ABSOLUTE, 0x6, 0);
-    check_generator(POS_ROPE, 0x9, 1); /* --ablate 1:0,2:1 --ablate-mode mean */
+    check_generator(POS_ROPE, 0x9, 1);           /* --ablate 1:0,2:1 --ablate-mode mean */
+    check_generator_tied(POS_ABSOLUTE, 0, 0, 1); /* the cache's W_U packed from W_E */
     for (int i = 0; i < 6; i++) check_piece(schemes[i]);
-    check_patch_resid(POS_ABSOLUTE);
-    check_patch_resid(POS_ROPE);
+    check_patch_resid(POS_ABSOLUTE, 0);
+    check_patch_resid(POS_ROPE, 0);
+    check_patch_resid(POS_ROPE, 1);
     return check_report();
 }

@@ -1,7 +1,8 @@
 /* The transformer against PyTorch: scripts/torch_transformer.py, written from
  * TransformerLens's conventions, wrote each case's loss and every gradient
  * (float64) on a tiny case of two blocks into tests/fixtures/transformer.json
- * (absolute, rope and alibi positions, gelu, gelu_new and relu); the C passes
+ * (absolute, rope and alibi positions, gelu, gelu_new and relu, and alibi with
+ * tied embeddings, W_U = W_E^T); the C passes
  * must give the loss to 1e-5 relative and every gradient to 1e-4 of its
  * tensor's largest, on one thread and on two, through slm_model_backward and
  * through training's fused pass. Then every hook point of the forward
@@ -38,6 +39,7 @@ static ModelConfig config_of(const cJSON *fixture, const cJSON *cas) {
     CHECK(slm_pos_parse(item(cas, "pos")->valuestring, &cfg.pos, &e) == 0);
     CHECK(slm_act_parse(item(cas, "act_fn")->valuestring, &act, &e) == 0);
     cfg.act = (int)act;
+    cfg.tie_embeddings = cJSON_IsTrue(item(cas, "tie_embeddings")); /* W_U = W_E^T: no unembed.W_U */
     return cfg;
 }
 
@@ -80,7 +82,8 @@ static void check_hooks(const ModelConfig *cfg, const cJSON *cas, const Batch *b
 static void check_case(const cJSON *fixture, const cJSON *cas, const Batch *b) {
     ModelConfig cfg = config_of(fixture, cas);
     char what[64];
-    snprintf(what, sizeof what, "--position-scheme %s --act %s", slm_pos_name(cfg.pos), slm_act_name((ActFn)cfg.act));
+    snprintf(what, sizeof what, "--position-scheme %s --act %s%s", slm_pos_name(cfg.pos), slm_act_name((ActFn)cfg.act),
+             cfg.tie_embeddings ? " --tie-embeddings" : "");
     check_fixture_case(&cfg, cas, b, what);
     check_hooks(&cfg, cas, b, what);
 }
@@ -89,7 +92,7 @@ int main(void) {
     Batch b;
     cJSON *fixture = check_fixture_load("tests/fixtures/transformer.json", &b);
     if (!fixture) return check_report();
-    int cases = 0, absolute = 0, rope = 0;
+    int cases = 0, absolute = 0, rope = 0, tied = 0;
     for (int threads = 1; threads <= 2; threads++) {
         slm_model_threads_setup(threads);
         const cJSON *cas;
@@ -98,9 +101,11 @@ int main(void) {
             cases++;
             absolute += strcmp(item(cas, "pos")->valuestring, "absolute") == 0;
             rope += strcmp(item(cas, "pos")->valuestring, "rope") == 0;
+            tied += cJSON_IsTrue(item(cas, "tie_embeddings"));
         }
     }
     CHECK(cases >= 2 * 3 && absolute >= 2 && rope >= 2); /* 2 layers, at least absolute and rope */
+    CHECK(tied >= 2);                                    /* and --tie-embeddings, on both thread counts */
     CHECK(item(item(fixture, "config"), "n_layers")->valueint == 2);
     slm_batch_free(&b);
     cJSON_Delete(fixture);

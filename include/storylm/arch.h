@@ -43,10 +43,16 @@ typedef struct HookPoints {
  * logits = LN(x) W_U + b_U, LN(x) = (x - mean x) rstd ln_w + ln_b, rstd = 1 / sqrt(var x + eps). */
 typedef struct Unembed {
     const float *ln_w, *ln_b; /* (D) */
-    const float *W_U, *b_U;   /* (D, V), (V) */
+    const float *W_U, *b_U;   /* (D, V), (V); tied: W_U is W_E (V, D), read through slm_unembed_weight */
+    int tied;
     double eps;
     double rstd; /* the position's, from the run */
 } Unembed;
+
+/* W_U[i, token] of u, whichever layout holds it (D = d_model, V the vocabulary). */
+static inline float slm_unembed_weight(const Unembed *u, int i, int token, int D, int V) {
+    return u->tied ? u->W_U[(size_t)token * D + i] : u->W_U[(size_t)i * V + token];
+}
 
 /* What the probes read of a model beyond a run's attention (src/probes; each
  * op's shapes in its comment). A model without heads has none
@@ -96,10 +102,10 @@ enum {
     TAKES_MLP = 16       /* --d-mlp and --act: its blocks have an MLP */
 };
 
-/* The shape flags of train (--d-model, --n-heads, --d-head, --d-mlp, --act):
- * 0 where a flag gives none (the architecture's default). */
+/* The shape flags of train (--d-model, --n-heads, --d-head, --d-mlp, --act,
+ * --tie-embeddings): 0 where a flag gives none (the architecture's default). */
 typedef struct ConfigShape {
-    int d_model, heads, d_head, d_mlp, act;
+    int d_model, heads, d_head, d_mlp, act, tie;
 } ConfigShape;
 
 /* A metadata key of a model file written (put) and read (get) by the

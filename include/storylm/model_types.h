@@ -51,9 +51,10 @@ typedef struct ModelConfig {
     int context;                     /* window8 only: 8 rows, oldest first, [EOS] row before the story */
     PosScheme pos;                   /* attention only: how positions are marked (position.h); 0 = distance, today's */
     ScoreFn score;                   /* attention only: how a query scores a key (score.h); 0 = scaled-dot, today's */
-    int n_layers; /* attention only: layers of heads, 1..STORYLM_MAX_LAYERS (0 is read as 1, today's);
-                   * transformer: blocks, 1..STORYLM_MAX_TF_LAYERS */
-    int act;      /* transformer only: the MLP's activation, an ActFn */
+    int n_layers;       /* attention only: layers of heads, 1..STORYLM_MAX_LAYERS (0 is read as 1, today's);
+                         * transformer: blocks, 1..STORYLM_MAX_TF_LAYERS */
+    int act;            /* transformer only: the MLP's activation, an ActFn */
+    int tie_embeddings; /* transformer family: 1: W_U is W_E transposed, one tensor (embed.W_E) in the file */
 } ModelConfig;
 
 #define STORYLM_MAX_LAYERS 4

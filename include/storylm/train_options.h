@@ -5,6 +5,7 @@
 #define STORYLM_TRAIN_OPTIONS_H
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "storylm/dist.h"
@@ -28,6 +29,7 @@ typedef struct TrainOptions {
     int layers; /* --layers: attention's layers of heads, 1..4 (0 read as 1); transformer's blocks, 1..8 */
     int d_model, heads, d_head, d_mlp; /* --arch transformer's sizes (0: the architecture's default) */
     ActFn act;                         /* --act, transformer only */
+    bool tie_embeddings;               /* --tie-embeddings: W_U = W_E^T, transformer family only */
     int steps;                         /* total optimizer steps (the schedule's horizon) */
     double minutes;                    /* time budget; 0 = none. Stops early, saving. */
     int stop_at;                       /* stop (saving) after this step, keeping the schedule of `steps`; 0 = none */

@@ -21,7 +21,8 @@ from .cache import ActivationCache
 class Config(dict):
     """The model's configuration as `storylm info --json` gives it (arch, pos,
     score, parameters, vocab_size, row_dim, n_heads, key_dim, value_dim,
-    window, hidden_dim, context, layers), readable as keys or attributes, with
+    window, hidden_dim, context, layers, tie_embeddings: True where W_U is
+    W_E.T and the file has no unembed.W_U), readable as keys or attributes, with
     TransformerLens's names beside them (d_model, n_layers, d_head, d_vocab,
     n_ctx, d_mlp)."""
 

@@ -60,8 +60,10 @@ def _stack(sd, names):
 
 
 def _transformer_names(sd, layers):
-    """TransformerLens's names over the transformer's tensors: [n_layers, ...] stacks of the blocks'."""
-    out = {"W_E": sd["embed.W_E"], "W_U": sd["unembed.W_U"], "b_U": sd["unembed.b_U"]}
+    """TransformerLens's names over the transformer's tensors: [n_layers, ...] stacks of the blocks'.
+    A tied model (--tie-embeddings) has no unembed.W_U: its W_U is W_E.T, a view of the same numbers."""
+    W_U = sd["unembed.W_U"] if "unembed.W_U" in sd else sd["embed.W_E"].T
+    out = {"W_E": sd["embed.W_E"], "W_U": W_U, "b_U": sd["unembed.b_U"]}
     if "pos_embed.W_pos" in sd:
         out["W_pos"] = sd["pos_embed.W_pos"]
     for name, part in [("W_Q", "attn.W_Q"), ("W_K", "attn.W_K"), ("W_V", "attn.W_V"), ("W_O", "attn.W_O"),

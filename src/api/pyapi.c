@@ -69,6 +69,7 @@ char *slm_py_config_json(const PyModel *m, Error *e) {
     for (int i = 0; i < 8; i++) cJSON_AddNumberToObject(j, names[i], sizes[i]);
     if (slm_model_heads(c) > 0) /* layers of heads, or the transformer's blocks (as info --json) */
         cJSON_AddNumberToObject(j, "layers", slm_model_layers(c));
+    cJSON_AddBoolToObject(j, "tie_embeddings", c->tie_embeddings); /* W_U is W_E^T: no unembed.W_U in the file */
     return json_out(j, e);
 }
 

@@ -287,6 +287,7 @@ static int check_names(const SafeTensorsFile *st, const ModelConfig *have, const
     c.pos = have->pos;
     c.score = have->score;
     c.n_layers = have->n_layers;
+    c.tie_embeddings = have->tie_embeddings; /* the tensors it has: no unembed.W_U when tied */
     if (slm_model_init(&table, &c, e)) return -1;
     int rc = 0;
     for (int p = 0; p < n_prefixes && !rc; p++)

@@ -78,7 +78,7 @@ static double logit_of(const Model *m, const Unembed *u, const double *x, int32_
     for (int i = 0; i < D; i++) var += (x[i] - mean) * (x[i] - mean) / D;
     double rstd = 1 / sqrt(var + u->eps);
     for (int i = 0; i < D; i++)
-        logit += ((x[i] - mean) * rstd * u->ln_w[i] + u->ln_b[i]) * u->W_U[(size_t)i * V + token];
+        logit += ((x[i] - mean) * rstd * u->ln_w[i] + u->ln_b[i]) * slm_unembed_weight(u, i, token, D, V);
     return logit;
 }
 
@@ -88,7 +88,7 @@ static double direct_attribution(const Model *m, const Unembed *u, const double 
     int D = c->row_dim, V = c->vocab_size;
     double mean = 0, dla = 0;
     for (int i = 0; i < D; i++) mean += part[i] / D;
-    for (int i = 0; i < D; i++) dla += (part[i] - mean) * u->rstd * u->ln_w[i] * u->W_U[(size_t)i * V + token];
+    for (int i = 0; i < D; i++) dla += (part[i] - mean) * u->rstd * u->ln_w[i] * slm_unembed_weight(u, i, token, D, V);
     return dla;
 }
 
@@ -128,7 +128,7 @@ static int attribute_resid(const Model *m, const Activations *a, int p, int32_t 
     out->logit = a->logits[(size_t)p * V + token];
     out->probability = slm_probe_probability(a, p, token, &out->rank);
     out->direct_sum = u.b_U[token];
-    for (int i = 0; i < D; i++) out->direct_sum += (double)u.ln_b[i] * u.W_U[(size_t)i * V + token];
+    for (int i = 0; i < D; i++) out->direct_sum += (double)u.ln_b[i] * slm_unembed_weight(&u, i, token, D, V);
     double whole = logit_of(m, &u, x, token); /* the logit again in double, from the parts' sum */
     for (int k = 0; k < P; k++) {
         const double *part = parts + (size_t)k * D;

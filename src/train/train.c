@@ -268,8 +268,12 @@ static int resume_schedule(Trainer *t, const Metadata *md, const TrainingState *
 
 /* The shape flags (--d-model, ...) into c, for an architecture that takes them. */
 static void apply_shape(const TrainOptions *o, ModelConfig *c) {
-    ConfigShape s = {
-        .d_model = o->d_model, .heads = o->heads, .d_head = o->d_head, .d_mlp = o->d_mlp, .act = (int)o->act};
+    ConfigShape s = {.d_model = o->d_model,
+                     .heads = o->heads,
+                     .d_head = o->d_head,
+                     .d_mlp = o->d_mlp,
+                     .act = (int)o->act,
+                     .tie = o->tie_embeddings};
     if (c->arch->config_shape) c->arch->config_shape(c, &s);
 }
 
@@ -279,11 +283,15 @@ static int check_resume_shape(const TrainOptions *o, const ModelConfig *have, Er
     ModelConfig want = *have;
     apply_shape(o, &want);
     if (have->arch->config_shape && want.row_dim == have->row_dim && want.n_heads == have->n_heads &&
-        want.key_dim == have->key_dim && want.hidden_dim == have->hidden_dim && want.act == have->act)
+        want.key_dim == have->key_dim && want.hidden_dim == have->hidden_dim && want.act == have->act &&
+        want.tie_embeddings == have->tie_embeddings)
         return 0;
-    return FAIL(e, "leave --d-model, --n-heads, --d-head, --d-mlp and --act out when resuming, or train afresh",
-                "cannot resume '%s' with those sizes: it is a %s model of d_model %d, %d heads of %d, d_mlp %d", o->out,
-                have->arch->name, have->row_dim, have->n_heads, have->key_dim, have->hidden_dim);
+    return FAIL(e,
+                "leave --d-model, --n-heads, --d-head, --d-mlp, --act and --tie-embeddings out when resuming, or "
+                "train afresh",
+                "cannot resume '%s' with those sizes: it is a %s model of d_model %d, %d heads of %d, d_mlp %d%s",
+                o->out, have->arch->name, have->row_dim, have->n_heads, have->key_dim, have->hidden_dim,
+                have->tie_embeddings ? ", tied embeddings" : "");
 }
 
 /* Loads o.out and its optimizer state; the schedule and seed come from the

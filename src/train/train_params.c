@@ -50,6 +50,11 @@ static const Param shape_params[] = {
      .meta = "FN",
      .help = "--arch transformer: the MLP's activation, gelu, gelu_new or relu",
      .def_string = "gelu"},
+    {.name = "tie-embeddings",
+     .type = PARAM_BOOL,
+     .offset = offsetof(TrainParams, o.tie_embeddings),
+     .help = "--arch transformer, attn-only: the unembedding is the embedding transposed (W_U = W_E^T), one tensor "
+             "embed.W_E in the file, d_vocab x d_model parameters fewer"},
 };
 const ParamTable params_transformer_shape = {"transformer shape", shape_params, PARAMS_COUNT(shape_params)};
 

@@ -60,7 +60,7 @@ static unsigned given_bits(const ParamList *l, const ParamsGiven *given) {
 static int settle_from(TrainParams *p, const ParamList *l, const ParamsGiven *given, char *buf, size_t size, Error *e) {
     static const char *const kept[] = {"vocab",           "vocab-size", "arch",    "layers",
                                        "position-scheme", "score",      "d-model", "n-heads",
-                                       "d-head",          "d-mlp",      "act"};
+                                       "d-head",          "d-mlp",      "act",     "tie-embeddings"};
     for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++)
         if (slm_params_given(given, l, kept[i]))
             return FAIL(e, NULL,

@@ -251,7 +251,8 @@ int slm_train_check_arch(const TrainOptions *o, int layers, bool resume, Error *
     if (layers > o->arch->max_layers)
         return FAIL(e, NULL, "--layers is 1 to %d for --arch %s", o->arch->max_layers, arch);
     if ((o->given & TRAIN_GIVEN_SHAPE) && !resume && !o->arch->config_shape) /* a resume finds out from the file */
-        return FAIL(e, NULL, "--d-model, --n-heads, --d-head, --d-mlp and --act are not for --arch %s", arch);
+        return FAIL(e, NULL,
+                    "--d-model, --n-heads, --d-head, --d-mlp, --act and --tie-embeddings are not for --arch %s", arch);
     if ((o->given & TRAIN_GIVEN_MLP) && !resume && !(takes & TAKES_MLP))
         return FAIL(e, NULL, "--d-mlp and --act are for blocks with an MLP; --arch %s has none", arch);
     return 0;

@@ -218,6 +218,7 @@ static cJSON *slm_view_info_json(const ViewInfo *vi) {
     for (int i = 0; i < 8; i++) cJSON_AddNumberToObject(cfg, names[i], sizes[i]);
     if (slm_model_heads(c) > 0) cJSON_AddNumberToObject(cfg, "layers", slm_model_layers(c));
     if (c->arch->takes & TAKES_MLP) cJSON_AddStringToObject(cfg, "act_fn", slm_act_name((ActFn)c->act));
+    if (c->tie_embeddings) cJSON_AddTrueToObject(cfg, "tie_embeddings"); /* only then: untied answers unchanged */
     cJSON_AddNumberToObject(root, "vocab_size", c->vocab_size);
     cJSON *tensors = cJSON_AddArrayToObject(root, "tensors");
     for (int i = 0; i < m->n_tensors; i++) cJSON_AddItemToArray(tensors, json_tensor(m, &m->tensors[i]));

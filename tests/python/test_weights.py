@@ -75,6 +75,27 @@ class LensNames(unittest.TestCase):
             self.assertTrue(np.array_equal(m.W_in[l], sd["blocks.%d.mlp.W_in" % l]))
         self.assertTrue(np.array_equal(m.W_U, sd["unembed.W_U"]))
 
+    def test_tied_transformer_W_U_is_W_E_transposed(self):
+        """--tie-embeddings: the file has embed.W_E and no unembed.W_U; W_U is W_E.T
+        (the same numbers), cfg says so, and the logit lens through it gives the logits."""
+        from test_storylm import SMALL_STORIES
+        with tempfile.TemporaryDirectory() as d:
+            tf = os.path.join(d, "tied.safetensors")
+            subprocess.run([CLI, "train", SMALL_STORIES, "--arch", "transformer", "--tie-embeddings", "--threads", "2",
+                            "--steps", "6", "--test-stories", "5", "--eval-every", "0", "-o", tf],
+                           check=True, capture_output=True)
+            m = storylm.load(tf)
+            sd = m.state_dict()
+            self.assertTrue(m.cfg.tie_embeddings)
+            self.assertNotIn("unembed.W_U", sd)
+            self.assertEqual(sorted(sd), sorted(read_safetensors(tf)[0]))
+            self.assertEqual(m.W_U.shape, (m.cfg.d_model, m.cfg.d_vocab))
+            self.assertTrue(np.array_equal(m.W_U, sd["embed.W_E"].T))
+            self.assertFalse(m.W_U.flags.writeable)
+            logits, cache = m.run_with_cache(TEXT)
+            self.assertTrue(close(cache["ln_final.hook_normalized"] @ m.W_U + m.b_U, logits))
+            self.assertFalse(storylm.load(TRANSFORMER).cfg.tie_embeddings)
+
     def test_chapter_names(self):
         for path in (CHAPTER, LAYERS2):
             m = storylm.load(path)

@@ -39,23 +39,25 @@ static int config_check(const ModelConfig *c, Error *e) {
     return 0;
 }
 
-/* --d-model, --n-heads and --d-head (the default's where 0); it has no --d-mlp or --act. */
+/* --d-model, --n-heads, --d-head (the default's where 0) and --tie-embeddings; it has no --d-mlp or --act. */
 static void config_shape(ModelConfig *c, const ConfigShape *s) {
+    c->tie_embeddings = s->tie != 0;
     c->row_dim = s->d_model > 0 ? s->d_model : c->row_dim;
     c->n_heads = s->heads > 0 ? s->heads : c->n_heads;
     c->key_dim = c->value_dim = s->d_head > 0 ? s->d_head : c->key_dim;
 }
 
 /* The metadata keys it writes (the family's config_write): the transformer's without act_fn and d_mlp. */
-static const char *const config_keys[] = {"pos",     "score",   "layers", "positional_embedding_type",
-                                          "d_model", "n_heads", "d_head", "n_layers",
-                                          "n_ctx",   "d_vocab", NULL};
+static const char *const config_keys[] = {"pos",     "score",   "layers",         "positional_embedding_type",
+                                          "d_model", "n_heads", "d_head",         "n_layers",
+                                          "n_ctx",   "d_vocab", "tie_embeddings", NULL};
 
 static void describe(const ModelConfig *c, char *buf, size_t size) {
     snprintf(buf, size,
              "architecture  attn-only: %d pre-LN attention blocks (no MLP), d_model %d, %d heads of %d, n_ctx %d\n"
-             "variant       --position-scheme %s (docs/transformer.md)\n",
-             c->n_layers, c->row_dim, c->n_heads, c->key_dim, c->window, slm_pos_name(c->pos));
+             "variant       --position-scheme %s%s (docs/transformer.md)\n",
+             c->n_layers, c->row_dim, c->n_heads, c->key_dim, c->window, slm_pos_name(c->pos),
+             c->tie_embeddings ? " --tie-embeddings (W_U = W_E^T)" : "");
 }
 
 /* ---- parameters: the embedding, each block's attention (and its scheme's

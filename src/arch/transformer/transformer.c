@@ -396,8 +396,8 @@ static int forward_to_final(const TfBlocks *s, const Model *m, Activations *a, c
 }
 
 /* The unembedding, softmax and cross-entropy over chunks of rows (layers.h's
- * slm_output_loss with W_U's layout); with grads also its backward:
- * d hidden, d W_U, d b_U. */
+ * slm_output_loss with W_U's layout (D, V), or W_E's (V, D) when tied); with
+ * grads also its backward: d hidden, d W_U (tied: d W_E +=), d b_U. */
 static void unembed(const Model *m, Activations *a, int chunk_rows, float scale, float *grads) {
     const ModelConfig *c = &m->cfg;
     TfViews w, g;
@@ -419,7 +419,7 @@ static void unembed(const Model *m, Activations *a, int chunk_rows, float scale,
                     .dW = grads ? g.W_U : NULL,
                     .d_bias = grads ? g.b_U : NULL,
                     .d_y = a->d_hidden,
-                    .W_columns = 1,
+                    .W_columns = !w.W_U_tied,
                     .precision = a->products.precision,
                     .kernels = a->products.kernels};
     slm_output_loss(&o);

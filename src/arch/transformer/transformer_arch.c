@@ -23,8 +23,9 @@ int slm_tf_heads_per_layer(const ModelConfig *c) { return c->n_heads; }
 /* n_ctx - 1 keys a block, as the attention network's layers. */
 int slm_tf_context_needed(const ModelConfig *c) { return slm_tf_layers(c) * (c->window - 1); }
 
-/* --d-model, --n-heads, --d-head, --d-mlp and --act: the default's where a flag gives none. */
+/* --d-model, --n-heads, --d-head, --d-mlp, --act and --tie-embeddings: the default's where a flag gives none. */
 static void config_shape(ModelConfig *c, const ConfigShape *s) {
+    c->tie_embeddings = s->tie != 0;
     c->row_dim = s->d_model > 0 ? s->d_model : c->row_dim;
     c->n_heads = s->heads > 0 ? s->heads : c->n_heads;
     c->key_dim = c->value_dim = s->d_head > 0 ? s->d_head : c->key_dim;
@@ -41,13 +42,14 @@ static const char *tl_positional(PosScheme pos) {
                                  : slm_pos_name(pos);
 }
 
-static const char *const config_keys[] = {"pos",     "score",   "layers", "act_fn", "positional_embedding_type",
-                                          "d_model", "n_heads", "d_head", "d_mlp",  "n_layers",
-                                          "n_ctx",   "d_vocab", NULL};
+static const char *const config_keys[] = {"pos",     "score",   "layers",         "act_fn", "positional_embedding_type",
+                                          "d_model", "n_heads", "d_head",         "d_mlp",  "n_layers",
+                                          "n_ctx",   "d_vocab", "tie_embeddings", NULL};
 
 /* pos and score, then the config as TransformerLens's HookedTransformerConfig
  * names it (docs/transformer.md; act_fn is read back; act_fn and d_mlp only
- * for blocks with an MLP), then layers. */
+ * for blocks with an MLP), then layers, then tie_embeddings "true" where W_U
+ * is W_E^T (only then: an untied file keeps its bits). */
 int slm_tf_config_write(const ModelConfig *c, ConfigPut put, void *ctx, Error *e) {
     static const char *const tl_keys[] = {"d_model", "n_heads", "d_head", "d_mlp", "n_layers", "n_ctx", "d_vocab"};
     int values[] = {c->row_dim, c->n_heads, c->key_dim, c->hidden_dim, c->n_layers, c->window, c->vocab_size};
@@ -61,14 +63,19 @@ int slm_tf_config_write(const ModelConfig *c, ConfigPut put, void *ctx, Error *e
         snprintf(num, sizeof num, "%d", values[i]);
         if (put(ctx, tl_keys[i], num, e)) return -1;
     }
-    return slm_arch_write_layers(c, put, ctx, e);
+    if (slm_arch_write_layers(c, put, ctx, e)) return -1;
+    return c->tie_embeddings ? put(ctx, "tie_embeddings", "true", e) : 0;
 }
 
-/* Its blocks, act_fn (blocks with an MLP), scheme (always written) and score
- * (only scaled-dot), then its architecture's check. */
+/* Its blocks, act_fn (blocks with an MLP), scheme (always written), score
+ * (only scaled-dot) and tie_embeddings, then its architecture's check. */
 int slm_tf_config_read(ModelConfig *c, ConfigGet get, void *ctx, Error *e) {
     if (slm_arch_read_layers(c, get, ctx, STORYLM_MAX_TF_LAYERS, e)) return -1;
     const char *act = get(ctx, "act_fn"), *pos = get(ctx, "pos"), *score = get(ctx, "score");
+    const char *tie = get(ctx, "tie_embeddings");
+    if (tie && strcmp(tie, "true") != 0 && strcmp(tie, "false") != 0)
+        return FAIL(e, SLM_BAD_MODEL_HINT, "metadata tie_embeddings '%.40s' is not true or false", tie);
+    c->tie_embeddings = tie && strcmp(tie, "true") == 0;
     ActFn act_fn = ACT_GELU;
     if (c->hidden_dim > 0 && (!act || slm_act_parse(act, &act_fn, NULL)))
         return FAIL(e, SLM_BAD_MODEL_HINT, "a transformer's metadata act_fn '%.40s' is not gelu, gelu_new or relu",
@@ -86,9 +93,9 @@ int slm_tf_config_read(ModelConfig *c, ConfigGet get, void *ctx, Error *e) {
 static void describe(const ModelConfig *c, char *buf, size_t size) {
     snprintf(buf, size,
              "architecture  transformer: %d pre-LN blocks, d_model %d, %d heads of %d, d_mlp %d (%s), n_ctx %d\n"
-             "variant       --position-scheme %s (docs/transformer.md)\n",
+             "variant       --position-scheme %s%s (docs/transformer.md)\n",
              c->n_layers, c->row_dim, c->n_heads, c->key_dim, c->hidden_dim, slm_act_name((ActFn)c->act), c->window,
-             slm_pos_name(c->pos));
+             slm_pos_name(c->pos), c->tie_embeddings ? " --tie-embeddings (W_U = W_E^T)" : "");
 }
 
 /* ---- hook points ----------------------------------------------------------- */

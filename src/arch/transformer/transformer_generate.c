@@ -109,7 +109,8 @@ static int pack_weights(struct TfGenerator *t, const ModelConfig *c, Error *e) {
                            !slm_dense16_pack(&t->W_out[l], b->W_out, 1, z.D, z.D, z.F, e)));
     }
     free(scratch);
-    return ok && !slm_dense16_pack(&t->W_U, t->w.W_U, 1, z.V, z.V, z.D, e) ? 0 : -1;
+    size_t token_stride = t->w.W_U_tied ? (size_t)z.D : 1, dim_stride = t->w.W_U_tied ? 1 : (size_t)z.V; /* W_E's */
+    return ok && !slm_dense16_pack(&t->W_U, t->w.W_U, token_stride, dim_stride, z.V, z.D, e) ? 0 : -1;
 }
 
 static void state_free(GeneratorBatch *g);

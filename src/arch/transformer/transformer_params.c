@@ -136,11 +136,12 @@ void slm_tf_layout_embed(Model *m) {
     if (c->pos == POS_ABSOLUTE) slm_model_add_tensor(m, "pos_embed.W_pos", 2, c->window, c->row_dim, 0, 0);
 }
 
+/* Tied (--tie-embeddings): no unembed.W_U, the passes read embed.W_E in its place. */
 void slm_tf_layout_final(Model *m) {
     const ModelConfig *c = &m->cfg;
     slm_model_add_tensor(m, "ln_final.w", 1, c->row_dim, 0, 0, 0);
     slm_model_add_tensor(m, "ln_final.b", 1, c->row_dim, 0, 0, 0);
-    slm_model_add_tensor(m, "unembed.W_U", 2, c->row_dim, c->vocab_size, 0, 1);
+    if (!c->tie_embeddings) slm_model_add_tensor(m, "unembed.W_U", 2, c->row_dim, c->vocab_size, 0, 1);
     slm_model_add_tensor(m, "unembed.b_U", 1, c->vocab_size, 0, 0, 0);
 }
 
@@ -166,7 +167,8 @@ void slm_transformer_views(const Model *m, const float *base, TfViews *v) {
                    .W_pos = view_of(m, base, "pos_embed.W_pos"),
                    .ln_final_w = view_of(m, base, "ln_final.w"),
                    .ln_final_b = view_of(m, base, "ln_final.b"),
-                   .W_U = view_of(m, base, "unembed.W_U"),
+                   .W_U = view_of(m, base, m->cfg.tie_embeddings ? "embed.W_E" : "unembed.W_U"),
+                   .W_U_tied = m->cfg.tie_embeddings,
                    .b_U = view_of(m, base, "unembed.b_U")};
     for (int l = 0; l < m->cfg.n_layers && l < STORYLM_MAX_TF_LAYERS; l++) {
         float *p[PER_BLOCK];

@@ -31,7 +31,8 @@ typedef struct TfViews {
     float *W_pos; /* (n_ctx, D) --pos absolute only */
     TfBlockViews block[STORYLM_MAX_TF_LAYERS];
     float *ln_final_w, *ln_final_b; /* (D) */
-    float *W_U;                     /* (D, V) */
+    float *W_U;                     /* (D, V); tied: W_E (V, D) itself, W_U[i, t] = W_E[t, i] */
+    int W_U_tied;                   /* --tie-embeddings: W_U points at W_E */
     float *b_U;                     /* (V) */
 } TfViews;
 

@@ -79,7 +79,7 @@ static void circuit_ov(const Model *m, int l, int h, const float *gain, float *s
     slm_matmul(0, 0, V, D, dh, values, dh, b->W_O + (size_t)h * dh * D, D, 0, written, D);
     for (size_t s = 0; s < (size_t)V; s++)
         for (int i = 0; i < D; i++) written[s * D + i] *= v.ln_final_w[i];
-    slm_matmul(0, 0, V, V, D, written, D, v.W_U, V, 0, ov, V);
+    slm_matmul(0, v.W_U_tied, V, V, D, written, D, v.W_U, v.W_U_tied ? D : V, 0, ov, V); /* tied: W_E^T */
 }
 
 static const char *circuit_note(const ModelConfig *c) {
@@ -184,6 +184,7 @@ static void unembed(const Model *m, const Activations *a, int p, Unembed *u) {
                    .ln_b = w.ln_final_b,
                    .W_U = w.W_U,
                    .b_U = w.b_U,
+                   .tied = w.W_U_tied,
                    .eps = TF_LN_EPS,
                    .rstd = a ? a->tf->lnf_rstd[p] : 0};
 }
