@@ -41,7 +41,10 @@ static const Command command_sae_train = {
     "Activations are scaled to a mean norm of sqrt(d_in) for training and the scale is\n"
     "folded into the saved weights. Writes DIR/cfg.json, DIR/sae_weights.safetensors and\n"
     "DIR/sparsity.safetensors in SAELens's format. The same --seed and --threads give the\n"
-    "same bits. Ctrl-C (or --minutes) stops after the step and saves the SAE so far.",
+    "same bits. Ctrl-C (or --minutes) stops after the step and saves the SAE so far,\n"
+    "and the run's whole state beside it in DIR.resume: --resume with the same options\n"
+    "goes on from there to the same bits as a run never stopped (DIR.resume is removed\n"
+    "when the run is done).",
     NULL};
 
 static const Command command_sae_features = {
@@ -69,7 +72,7 @@ typedef struct TrainFlags {
     const char *stories, *model, *hook, *out, *kind;
     int expansion, k, tokens, batch_tokens, seed, threads, test_stories;
     double l1, lr, minutes;
-    bool json, force;
+    bool json, force, resume;
 } TrainFlags;
 
 #define MODEL_PARAM(T)                                                                                                 \
@@ -188,6 +191,10 @@ static const Param sae_train_params[] = {
      .max = 2147483647,
      .def = 1},
     {.name = "force", .type = PARAM_BOOL, .offset = offsetof(TrainFlags, force), .help = "replace an SAE in DIR"},
+    {.name = "resume",
+     .type = PARAM_BOOL,
+     .offset = offsetof(TrainFlags, resume),
+     .help = "go on with the run stopped in DIR (its checkpoint DIR.resume), given the same options"},
     COMMON_PARAMS(TrainFlags),
 };
 static const ParamTable sae_train_table = {"sae train", sae_train_params, PARAMS_COUNT(sae_train_params)};
@@ -291,6 +298,7 @@ static int print_trained(const TrainFlags *f, const Sae *sae, const SaeTrainResu
     cli_format_duration(r->seconds, took, sizeof took);
     fprintf(stderr, "%s after %d steps, %lld tokens (%s); dead latents %.1f%% of the last window\n",
             r->interrupted ? "stopped" : "done", r->steps, r->tokens, took, 100 * r->dead_share);
+    if (r->interrupted) fprintf(stderr, "go on with the same command and --resume\n");
     if (!f->json) {
         printf("SAE saved to %s (%d latents on %s)\nevaluate it:  storylm sae eval %s %s -m %s\n", f->out,
                sae->cfg.d_sae, sae->cfg.hook_name, f->out, f->stories, f->model);
@@ -308,16 +316,30 @@ static int print_trained(const TrainFlags *f, const Sae *sae, const SaeTrainResu
     cJSON_AddNumberToObject(j, "tokens", (double)r->tokens);
     cJSON_AddNumberToObject(j, "seconds", r->seconds);
     cJSON_AddBoolToObject(j, "interrupted", r->interrupted);
+    cJSON_AddNumberToObject(j, "resumed_at_step", r->resumed_at);
     cJSON_AddNumberToObject(j, "activation_scale", r->scale);
     cJSON_AddNumberToObject(j, "dead_share", r->dead_share);
     return cli_json_print(j, e);
+}
+
+/* The checkpoint beside DIR (DIR.resume) and what a resume must repeat. */
+static void resume_options(const TrainFlags *f, SaeTrainOptions *o, char *checkpoint, size_t size, char *held_out,
+                           size_t held_size) {
+    size_t len = strlen(f->out);
+    while (len > 1 && f->out[len - 1] == '/') len--; /* "DIR/" and "DIR" have one checkpoint */
+    snprintf(checkpoint, size, "%.*s.resume", (int)len, f->out);
+    snprintf(held_out, held_size, "%d", f->test_stories);
+    o->checkpoint = checkpoint, o->resume = f->resume;
+    o->tell = slm_sae_stream_tell, o->seek = slm_sae_stream_seek;
+    const char *origin[] = {"-m", f->model, "STORIES", f->stories, "--test-stories", held_out, NULL};
+    memcpy(o->origin, origin, sizeof origin);
 }
 
 /* The claim of DIR: its weights' lock, and no SAE there unless --force. */
 static int claim_dir(const TrainFlags *f, FileLock *lock, Error *e) {
     char path[4096];
     snprintf(path, sizeof path, "%s/sae_weights.safetensors", f->out);
-    if (!f->force && access(path, F_OK) == 0)
+    if (!f->force && !f->resume && access(path, F_OK) == 0)
         return FAIL(e, "give another -o DIR, or --force to replace it", "'%s' holds an SAE already", f->out);
     if (mkdir(f->out, 0755) != 0 && errno != EEXIST)
         return FAIL(e, "give -o a folder whose parent exists", "cannot make the folder '%s': %s", f->out,
@@ -342,6 +364,8 @@ static int train(TrainFlags *f, int *signalled, Error *e) {
     o.expansion = f->expansion, o.k = f->k, o.l1 = f->l1, o.lr = f->lr, o.tokens = f->tokens;
     o.batch_tokens = f->batch_tokens, o.minutes = f->minutes, o.seed = (uint64_t)f->seed;
     o.stop = &stop_requested, o.progress = print_progress, o.progress_ctx = &pp;
+    char checkpoint[4096], held_out[32];
+    resume_options(f, &o, checkpoint, sizeof checkpoint, held_out, sizeof held_out);
     int rc = claim_dir(f, &lock, e) || load_all(f->model, f->hook, f->stories, f->test_stories, &lm, &site, &s, e) ||
              slm_sae_stream_init(&stream, &lm.model, &site, &s, o.seed, e);
     if (!rc) {
