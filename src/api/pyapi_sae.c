@@ -31,7 +31,7 @@ void slm_py_sae_free(PySae *s) {
 char *slm_py_sae_config_json(const PySae *s, Error *e) {
     const SaeConfig *c = &s->sae.cfg;
     cJSON *j = cJSON_CreateObject();
-    cJSON_AddStringToObject(j, "architecture", c->kind == SAE_TOPK ? "topk" : "standard");
+    cJSON_AddStringToObject(j, "architecture", slm_sae_architecture(c->kind));
     cJSON_AddNumberToObject(j, "d_in", c->d_in);
     cJSON_AddNumberToObject(j, "d_sae", c->d_sae);
     if (c->kind == SAE_TOPK) cJSON_AddNumberToObject(j, "k", c->k);

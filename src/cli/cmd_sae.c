@@ -36,8 +36,10 @@ static const Command command_sae_train = {
     "transformer's blocks.L.hook_resid_pre/mid/post, blocks.L.attn.hook_z,\n"
     "blocks.L.mlp.hook_post, and blocks.L.hook_mlp_out, the MLP's output) of the training\n"
     "stories of STORIES; the held-out stories (--test-stories) are kept out, as in training.\n"
-    "--kind topk (OpenAI's TopK with the AuxK loss on dead latents) or l1 (SAELens's\n"
-    "standard SAE: ReLU and an L1 penalty warmed up over the first 5% of the steps).\n"
+    "--kind topk (OpenAI's TopK with the AuxK loss on dead latents), batchtopk (the k * B\n"
+    "largest of a batch of B tokens, with AuxK; saved as SAELens saves it, a JumpReLU whose\n"
+    "threshold is the running mean of the smallest value kept) or l1 (SAELens's standard\n"
+    "SAE: ReLU and an L1 penalty warmed up over the first 5% of the steps).\n"
     "Activations are scaled to a mean norm of sqrt(d_in) for training and the scale is\n"
     "folded into the saved weights. Writes DIR/cfg.json, DIR/sae_weights.safetensors and\n"
     "DIR/sparsity.safetensors in SAELens's format. The same --seed and --threads give the\n"
@@ -123,9 +125,9 @@ static const Param sae_train_params[] = {
      .type = PARAM_STRING,
      .offset = offsetof(TrainFlags, kind),
      .meta = "KIND",
-     .help = "topk or l1",
+     .help = "topk, batchtopk or l1",
      .def_string = "topk",
-     .choices = "topk,l1"},
+     .choices = "topk,batchtopk,l1"},
     {.name = "expansion",
      .type = PARAM_INT,
      .offset = offsetof(TrainFlags, expansion),
@@ -309,7 +311,7 @@ static int print_trained(const TrainFlags *f, const Sae *sae, const SaeTrainResu
     cJSON_AddStringToObject(j, "work", "train");
     cJSON_AddStringToObject(j, "out", f->out);
     cJSON_AddStringToObject(j, "hook_name", sae->cfg.hook_name);
-    cJSON_AddStringToObject(j, "kind", sae->cfg.kind == SAE_TOPK ? "topk" : "l1");
+    cJSON_AddStringToObject(j, "kind", f->kind);
     cJSON_AddNumberToObject(j, "d_in", sae->cfg.d_in);
     cJSON_AddNumberToObject(j, "d_sae", sae->cfg.d_sae);
     cJSON_AddNumberToObject(j, "steps", r->steps);
@@ -360,7 +362,7 @@ static int train(TrainFlags *f, int *signalled, Error *e) {
     FileLock lock = {0};
     Printer pp = {.tty = isatty(2)};
     SaeTrainOptions o = slm_sae_train_defaults();
-    o.kind = strcmp(f->kind, "l1") == 0 ? SAE_L1 : SAE_TOPK;
+    o.kind = strcmp(f->kind, "l1") == 0 ? SAE_L1 : strcmp(f->kind, "batchtopk") == 0 ? SAE_BATCHTOPK : SAE_TOPK;
     o.expansion = f->expansion, o.k = f->k, o.l1 = f->l1, o.lr = f->lr, o.tokens = f->tokens;
     o.batch_tokens = f->batch_tokens, o.minutes = f->minutes, o.seed = (uint64_t)f->seed;
     o.stop = &stop_requested, o.progress = print_progress, o.progress_ctx = &pp;

@@ -45,8 +45,8 @@ static int settings_of(const Sae *s, const SaeTrainOptions *o, Setting *out) {
 static void rng_text(const Rng *g, char *buf, size_t size) {
     uint64_t spare;
     memcpy(&spare, &g->spare, sizeof spare);
-    snprintf(buf, size, "%016" PRIx64 " %016" PRIx64 " %016" PRIx64 " %016" PRIx64 " %d %016" PRIx64, g->s[0],
-             g->s[1], g->s[2], g->s[3], g->has_spare, spare);
+    snprintf(buf, size, "%016" PRIx64 " %016" PRIx64 " %016" PRIx64 " %016" PRIx64 " %d %016" PRIx64, g->s[0], g->s[1],
+             g->s[2], g->s[3], g->has_spare, spare);
 }
 
 static int rng_parse(const char *t, Rng *g) {
@@ -130,10 +130,10 @@ static int read_state(const SafeTensorsFile *st, Run *r, Error *e) {
     const char *state = slm_metadata_get(&st->metadata, "state");
     uint32_t scale_bits;
     if (!state ||
-        sscanf(state, "%d %" SCNd64 " %" SCNx32 " %lld %lld %lld %lld %lld %lld", &r->done, &r->adam.step,
-               &scale_bits, &r->store.at, &p->shuffles, &p->batch_start, &p->at, &f->in_now, &f->in_last) != 9 ||
-        rng_parse(slm_metadata_get(&st->metadata, "store_rng"), &r->store.fill_rng) || r->done < 0 ||
-        r->store.at < 0 || r->store.at > r->store.n || f->in_now < 0 || f->in_last < 0)
+        sscanf(state, "%d %" SCNd64 " %" SCNx32 " %lld %lld %lld %lld %lld %lld", &r->done, &r->adam.step, &scale_bits,
+               &r->store.at, &p->shuffles, &p->batch_start, &p->at, &f->in_now, &f->in_last) != 9 ||
+        rng_parse(slm_metadata_get(&st->metadata, "store_rng"), &r->store.fill_rng) || r->done < 0 || r->store.at < 0 ||
+        r->store.at > r->store.n || f->in_now < 0 || f->in_last < 0)
         return FAIL(e, "train again with --force", "the checkpoint '%s' has no whole state", st->path);
     memcpy(&r->scale, &scale_bits, sizeof r->scale);
     return 0;

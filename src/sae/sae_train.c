@@ -185,11 +185,12 @@ static int step(Run *r, const SaeTrainOptions *o, SaeFill fill, void *ctx, float
         for (int j = 0; j < D; j++) r->x[(size_t)b * D + j] = row[j] * scale;
     }
     double warm = 0.05 * n, l1 = o->l1 * (i + 1 < warm ? (i + 1) / warm : 1.0);
-    slm_sae_forward(s, &r->pass, r->x, B, s->cfg.kind == SAE_TOPK ? r->firing.dead : NULL, (float)l1);
+    slm_sae_forward(s, &r->pass, r->x, B, s->cfg.kind != SAE_L1 ? r->firing.dead : NULL, (float)l1);
     memset(r->grads, 0, s->n_params * sizeof(float));
     slm_sae_backward(s, &r->pass, r->x, r->grads);
     pr->lr = lr_at(o, i, n);
-    slm_adam_update(&r->adam, s->params, r->grads, (float)pr->lr);
+    slm_adam_update(&r->adam, s->params, r->grads, (float)pr->lr); /* the threshold has no gradient: kept */
+    slm_sae_threshold_update(s, &r->pass);
     for (size_t j = 0; j < s->n_params; j++)
         if (!isfinite(s->params[j]))
             return FAIL(e, "give a smaller --lr", "training diverged at step %d: a weight is not finite", i + 1);
@@ -266,7 +267,8 @@ int slm_sae_train(Sae *s, int d_in, const char *hook, SaeFill fill, void *ctx, c
     if (!rc && o->checkpoint && !res->interrupted && remove(o->checkpoint) != 0 && errno != ENOENT)
         rc = FAIL(e, "remove it by hand", "cannot remove the finished run's checkpoint '%s': %s", o->checkpoint,
                   strerror(errno));
-    if (!rc) slm_sae_fold_scale(s, r.scale);
+    if (!rc) slm_sae_fold_scale(s, r.scale); /* pre, so the threshold, is the same at either scale */
+    if (!rc) slm_sae_to_jumprelu(s);
     if (!rc && !(res->density = firing_density(&r.firing, s->cfg.d_sae, e))) rc = -1;
     run_free(&r);
     return rc;
