@@ -57,7 +57,8 @@ static const Command command_sae_features = {
     "and the tokens its decoder direction promotes and suppresses: the direction, at the\n"
     "latent's largest value, added at the hook at every position of the first stories\n"
     "(1,024 tokens), and each token's mean change of log-probability. Shows the --latents\n"
-    "densest latents, or those --latent names. --json gives every latent's density too.",
+    "densest latents, or those --latent names. --json gives every latent's density too;\n"
+    "--svg FILE draws the latents' contexts, each token shaded by the latent's value.",
     NULL};
 
 static const Command command_sae_eval = {
@@ -222,7 +223,7 @@ static const Param sae_eval_params[] = {
 static const ParamTable sae_eval_table = {"sae eval", sae_eval_params, PARAMS_COUNT(sae_eval_params)};
 
 typedef struct FeatureFlags {
-    const char *dir, *stories, *model;
+    const char *dir, *stories, *model, *svg;
     SaeFeatureParams fp;
     int threads, test_stories;
     bool json;
@@ -239,6 +240,11 @@ static const Param sae_features_params[] = {
      .flags = PARAM_POSITIONAL | PARAM_REQUIRED},
     MODEL_PARAM(FeatureFlags),
     PARAM_GROUP_OF(FeatureFlags, fp, params_sae_features),
+    {.name = "svg",
+     .type = PARAM_STRING,
+     .offset = offsetof(FeatureFlags, svg),
+     .meta = "FILE",
+     .help = "also draw the latents' contexts, their tokens shaded by its value, into FILE (SVG)"},
     COMMON_PARAMS(FeatureFlags),
 };
 static const ParamTable sae_features_table = {"sae features", sae_features_params, PARAMS_COUNT(sae_features_params)};
@@ -515,10 +521,15 @@ static void print_feature_table(const FeatureFlags *f, const Sae *sae, const Sae
     }
 }
 
+/* --json and --svg: the report's JSON printed, drawn, or both. */
 static int print_feature_json(const FeatureFlags *f, const LoadedModel *lm, const Sae *sae, const SaeSite *site,
                               const SaeFeatures *ft, const Stories *s, Error *e) {
     cJSON *j = slm_sae_features_json(&lm->model, sae, site, &lm->tokenizer, s, ft, f->dir, f->fp.width, e);
-    return j ? cli_json_print(j, e) : -1;
+    if (!j) return -1;
+    if (f->svg && slm_sae_features_svg(j, f->svg, e)) return cJSON_Delete(j), -1;
+    if (f->json) return cli_json_print(j, e);
+    cJSON_Delete(j);
+    return 0;
 }
 
 static int features(FeatureFlags *f, const SaeFeatureOptions *o, Error *e) {
@@ -528,12 +539,14 @@ static int features(FeatureFlags *f, const SaeFeatureOptions *o, Error *e) {
     Sae sae = {0};
     SaeFeatures ft = {0};
     char *model = NULL;
-    int rc = slm_sae_load(&sae, f->dir, &model, e);
+    const char *inputs[] = {f->dir, f->stories, f->model};
+    int rc = f->svg ? slm_output_check(f->svg, inputs, 3, e) : 0; /* before the work */
+    if (!rc) rc = slm_sae_load(&sae, f->dir, &model, e);
     if (!rc && !f->model && !model) rc = FAIL(e, "give -m MODEL", "'%s/cfg.json' names no model_name", f->dir);
     if (!rc)
         rc = load_all(f->model ? f->model : model, sae.cfg.hook_name, f->stories, f->test_stories, &lm, &site, &s, e);
     if (!rc) rc = slm_sae_features(&lm.model, &sae, &site, &s, s.test, s.n_test, o, &ft, e);
-    if (!rc && f->json) rc = print_feature_json(f, &lm, &sae, &site, &ft, &s, e);
+    if (!rc && (f->json || f->svg)) rc = print_feature_json(f, &lm, &sae, &site, &ft, &s, e);
     if (!rc && !f->json) print_feature_table(f, &sae, &ft, &lm.tokenizer, &s);
     slm_sae_features_free(&ft);
     free(model);
