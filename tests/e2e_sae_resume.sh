@@ -42,7 +42,7 @@ grep -q "cannot resume" err.txt || { cat err.txt; fail "no message for a missing
 # then short parts (--minutes) until it is done, each going on from the last
 stops=()
 for part in $(seq 1 200); do
-  "$STORYLM" sae train "${opts[@]}" -o parts --resume --minutes 0.01 --json >part.json 2>part.log ||
+  "$STORYLM" sae train "${opts[@]}" -o parts --resume --minutes 0.03 --json >part.json 2>part.log ||
     { cat part.log; fail "resume $part"; }
   read -r interrupted steps < <("$PY" -c 'import json,sys; j=json.load(open(sys.argv[1])); print(int(j["interrupted"]), j["steps"])' part.json)
   [[ $interrupted == 1 ]] || break
