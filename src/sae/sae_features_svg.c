@@ -91,9 +91,11 @@ int slm_sae_features_svg(const cJSON *j, const char *path, Error *e) {
         y += ROW;
         const cJSON *c;
         cJSON_ArrayForEach(c, item(f, "contexts")) context_row(&s, c, y, number(f, "max")), y += ROW;
-        if (!cJSON_GetArraySize(item(f, "contexts")))
-            slm_svg_text(&s, MARGIN + 60, y + 15, "(fires on none of these stories)", FONT - 1, SVG_START, 0, "#555555"),
-                y += ROW;
+        if (!cJSON_GetArraySize(item(f, "contexts"))) {
+            slm_svg_text(&s, MARGIN + 60, y + 15, "(fires on none of these stories)", FONT - 1, SVG_START, 0,
+                         "#555555");
+            y += ROW;
+        }
         token_line(&s, "promotes", item(f, "promotes"), y), y += ROW;
         token_line(&s, "suppresses", item(f, "suppresses"), y), y += 2 * ROW;
     }
