@@ -112,7 +112,10 @@ static int decode_topk(const Sae *sae, const float *z, int B, float *x_hat, Erro
         int n = B - b < PY_SAE_ROWS ? B - b : PY_SAE_ROWS;
         p.B = n;
         memcpy(p.z, z + (size_t)b * L, (size_t)n * L * sizeof(float));
-        for (int r = 0; r < n; r++) p.n_top[r] = nonzero_sorted(p.z + (size_t)r * L, L, p.top + (size_t)r * widest);
+        for (int r = 0; r < n; r++) {
+            p.n_top[r] = nonzero_sorted(p.z + (size_t)r * L, L, p.top + (size_t)r * widest);
+            p.start[r] = r * widest; /* each row's first choice in top */
+        }
         slm_sae_decode(&wide, &p, x_hat + (size_t)b * D);
     }
     slm_sae_pass_free(&p);
