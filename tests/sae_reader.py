@@ -28,6 +28,8 @@ def encode(x):  # x [tokens, d_in] -> z [tokens, d_sae]
         z = np.zeros_like(pre)
         np.put_along_axis(z, keep, np.take_along_axis(pre, keep, -1), -1)
         pre = z
+    if cfg["architecture"] == "jumprelu":  # a trained BatchTopK: a latent where it passes its threshold
+        pre = pre * (pre > w["threshold"])
     return np.maximum(pre, 0)
 
 def decode(z):  # z [tokens, d_sae] -> x_hat [tokens, d_in]

@@ -1,5 +1,7 @@
 /* Sparse autoencoders: every backward held to finite differences of its
- * forward (TopK with AuxK on dead latents, L1 with the decoder-norm penalty),
+ * forward (TopK with AuxK on dead latents, L1 with the decoder-norm penalty,
+ * BatchTopK's choice over the whole batch), BatchTopK's choice and its
+ * JumpReLU threshold, the planted directions recovered by TopK and BatchTopK,
  * one step of each equal to PyTorch's (tests/fixtures/sae.json, made by
  * scripts/sae_fixture.py), and the folded normalisation giving the same
  * reconstruction. */
@@ -50,7 +52,7 @@ static void gradcheck(SaeKind kind, const char *what) {
     float *grads = calloc(s.n_params, sizeof(float));
     loss_at(&s, &p, x, B, dead, 0.5f, NULL, was);
     for (int i = 0; i < B * c.d_in; i++) residual[i] = x[i] - p.x_hat[i]; /* AuxK's target: a constant */
-    CHECK(kind != SAE_TOPK || p.k_aux == 3);
+    CHECK(kind == SAE_L1 || p.k_aux == 3);
     slm_sae_backward(&s, &p, x, grads);
     int checked = 0, worse = 0;
     for (size_t i = 0; i < s.n_params; i++) {
@@ -230,7 +232,57 @@ static SaeTrainOptions planted_options(SaeKind kind) {
     SaeTrainOptions o = slm_sae_train_defaults();
     o.kind = kind, o.expansion = 4, o.k = 8, o.batch_tokens = 1024, o.tokens = 250 * 1024, o.lr = 5e-3;
     o.l1 = 2.0, o.dead_window = 50 * 1024, o.seed = 3;
+    /* BatchTopK's k is a mean the batch keeps whole: near the planted 3.2 a token it
+     * recovers all 64 (at 8, 52: the spare share of the batch goes to splitting features) */
+    if (kind == SAE_BATCHTOPK) o.k = 4;
     return o;
+}
+
+/* BatchTopK keeps the k * B largest of the whole batch: a row of large
+ * values takes more than k of them, the others fewer, and the running
+ * threshold moves from 0 toward the smallest kept value. */
+static void batch_top_k(void) {
+    SaeConfig c = {.kind = SAE_BATCHTOPK, .d_in = 4, .d_sae = 12, .k = 2, .k_aux = 2};
+    int B = 4;
+    Sae s;
+    SaePass p;
+    Error e;
+    CHECK(slm_sae_init(&s, &c, &e) == 0 && slm_sae_pass_init(&p, &c, B, &e) == 0);
+    slm_sae_randomize(&s, 3);
+    for (int j = 0; j < c.d_sae; j++) s.W_enc[j] *= 10, s.W_enc[c.d_sae + j] *= 10; /* pre = x W_enc: */
+    float x[16] = {5, 5, 5, 5, 1, -1, 0.5f, 0, -1, 1, 0, 0.5f, 0.2f, 0, 0, -0.2f};  /* row 0 the largest */
+    slm_sae_forward(&s, &p, x, B, NULL, 0);
+    int kept = 0, row0 = 0;
+    float smallest = INFINITY;
+    for (int b = 0; b < B; b++)
+        for (int j = 0; j < c.d_sae; j++) {
+            float z = p.z[b * c.d_sae + j];
+            kept += z > 0, row0 += b == 0 && z > 0;
+            if (z > 0 && z < smallest) smallest = z;
+            CHECK(z == 0 || z == p.pre[b * c.d_sae + j]);
+        }
+    int larger_dropped = 0; /* no value dropped is larger than one kept */
+    for (int i = 0; i < B * c.d_sae; i++) larger_dropped += p.z[i] == 0 && p.pre[i] > smallest;
+    printf("batchtopk: %d kept of a batch of %d rows, k %d; row 0 kept %d\n", kept, B, c.k, row0);
+    CHECK(kept == c.k * B && row0 > c.k && larger_dropped == 0 && p.kept_min == smallest);
+    float x_hat[16], dense[16];
+    slm_sae_decode(&s, &p, x_hat);
+    for (int b = 0; b < B; b++) /* the chosen rows' sum is the whole product */
+        for (int i = 0; i < c.d_in; i++) {
+            double sum = s.b_dec[i];
+            for (int j = 0; j < c.d_sae; j++) sum += (double)p.z[b * c.d_sae + j] * s.W_dec[j * c.d_in + i];
+            dense[b * c.d_in + i] = (float)sum;
+        }
+    for (int i = 0; i < 16; i++) CHECK(fabsf(x_hat[i] - dense[i]) < 1e-4f);
+    slm_sae_threshold_update(&s, &p);
+    CHECK(fabsf(s.threshold[0] - (float)(SAE_THRESHOLD_LR * smallest)) < 1e-7f && s.threshold[11] == s.threshold[0]);
+    slm_sae_to_jumprelu(&s); /* a token alone: kept where above the threshold */
+    s.threshold[0] = INFINITY;
+    slm_sae_encode(&s, &p, x, 1);
+    for (int j = 0; j < c.d_sae; j++)
+        CHECK(p.z[j] == (j > 0 && p.pre[j] > s.threshold[j] && p.pre[j] > 0 ? p.pre[j] : 0.0f));
+    slm_sae_pass_free(&p);
+    slm_sae_free(&s);
 }
 
 static void ground_truth(SaeKind kind, const char *what) {
@@ -246,6 +298,18 @@ static void ground_truth(SaeKind kind, const char *what) {
     printf("%s: %d of %d planted features recovered (cosine >= 0.9) in %.1f s, dead %.1f%%\n", what, found, p.F,
            r.seconds, 100 * r.dead_share);
     CHECK(found >= p.F * 9 / 10);
+    if (kind == SAE_BATCHTOPK) { /* saved as a JumpReLU, whose threshold gives about k latents a token */
+        SaePass pass;
+        float x[256 * 32];
+        planted_fill(&p, x, 256, &e);
+        CHECK(s.cfg.kind == SAE_JUMPRELU && s.threshold[0] > 0 && slm_sae_pass_init(&pass, &s.cfg, 256, &e) == 0);
+        slm_sae_encode(&s, &pass, x, 256);
+        long long fired = 0;
+        for (int i = 0; i < 256 * s.cfg.d_sae; i++) fired += pass.z[i] > 0;
+        printf("%s: as a JumpReLU, L0 %.2f (k %d)\n", what, fired / 256.0, o.k);
+        CHECK(fired >= 256 * o.k / 2 && fired <= 256 * o.k * 2);
+        slm_sae_pass_free(&pass);
+    }
     free(r.density);
     slm_sae_free(&s);
     free(p.dirs);
@@ -277,9 +341,12 @@ int main(void) {
     slm_model_threads_setup(2);
     gradcheck(SAE_TOPK, "topk");
     gradcheck(SAE_L1, "l1");
+    gradcheck(SAE_BATCHTOPK, "batchtopk");
+    batch_top_k();
     torch_fixture();
     folded_scale();
     ground_truth(SAE_TOPK, "topk");
+    ground_truth(SAE_BATCHTOPK, "batchtopk");
     same_bits();
     return check_report();
 }

@@ -31,6 +31,12 @@ int slm_sae_feature_options(const SaeFeatureParams *p, SaeFeatureOptions *o, Err
 cJSON *slm_sae_features_json(const Model *m, const Sae *sae, const SaeSite *site, const Tokenizer *t, const Stories *s,
                              const SaeFeatures *ft, const char *dir, int width, Error *e);
 
+/* The report j (slm_sae_features_json's) drawn into path (SVG, written
+ * atomically): each latent's contexts as rows of tokens shaded by its value
+ * at each (the firing token framed, values as tooltips) and its promoted and
+ * suppressed tokens. */
+int slm_sae_features_svg(const cJSON *j, const char *path, Error *e);
+
 /* The tokens of c's story around its position (width before, 2 after) into
  * buf as text, the firing one in [brackets], "##" pieces glued on. */
 void slm_sae_context_text(const Tokenizer *t, const Stories *s, const SaeContext *c, int width, char *buf, size_t size);

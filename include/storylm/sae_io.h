@@ -1,14 +1,16 @@
 /* A sparse autoencoder's folder in SAELens's format, so that SAELens's
  * loaders (and the 15 lines of numpy in docs/sae.md) read it:
  *
- *   DIR/cfg.json                  architecture ("topk" or "standard"), d_in, d_sae,
+ *   DIR/cfg.json                  architecture ("topk", "standard" or "jumprelu": a
+ *                                 trained BatchTopK, as SAELens saves one), d_in, d_sae,
  *                                 k, hook_name, apply_b_dec_to_input (true),
  *                                 normalize_activations ("none": the scale is folded
  *                                 into the weights), dtype, device, model_name, the
  *                                 older keys (activation_fn_str, hook_layer, ...), a
  *                                 "metadata" object and storylm's own training record
  *   DIR/sae_weights.safetensors   W_enc [d_in, d_sae], b_enc [d_sae],
- *                                 W_dec [d_sae, d_in], b_dec [d_in], F32
+ *                                 W_dec [d_sae, d_in], b_dec [d_in], (jumprelu)
+ *                                 threshold [d_sae], F32
  *   DIR/sparsity.safetensors      sparsity [d_sae]: log10 of each latent's firing
  *                                 frequency (+ 1e-10), as SAELens writes it
  *
@@ -29,6 +31,8 @@ typedef struct SaeRecord {
     const char *stories;
 } SaeRecord;
 
+/* cfg.json's architecture of a kind: "topk", "standard" (L1), "jumprelu" (BatchTopK). */
+const char *slm_sae_architecture(SaeKind kind);
 /* Writes dir's three files (dir is made when missing); density (d_sae) may be NULL: no sparsity file. */
 int slm_sae_save(const Sae *s, const char *dir, const SaeRecord *rec, const float *density, Error *e);
 /* Reads dir's cfg.json and weights into s, checked (shapes, architecture,

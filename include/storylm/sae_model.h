@@ -11,6 +11,7 @@
 #include "storylm/model.h"
 #include "storylm/rng.h"
 #include "storylm/sae.h"
+#include "storylm/sae_train.h"
 #include "storylm/story_ids.h"
 
 typedef struct SaeSite {
@@ -67,12 +68,19 @@ typedef struct SaeStream {
     const Stories *stories;
     int *order, n, next;
     Rng rng;
-    int have, at; /* rows of run.x not handed out yet: [at, have) */
+    uint64_t seed;
+    int have, at;       /* rows of run.x not handed out yet: [at, have) */
+    long long shuffles; /* times the order was shuffled (a resume replays them) */
+    int batch_start;    /* the index into order of run.x's first story; -1: no batch yet */
 } SaeStream;
 
 int slm_sae_stream_init(SaeStream *st, const Model *m, const SaeSite *site, const Stories *s, uint64_t seed, Error *e);
 void slm_sae_stream_free(SaeStream *st);
 int slm_sae_stream_fill(void *ctx, float *x, int n, Error *e);
+/* The stream's position (slm_sae_train's SaeTell) and a return to one
+ * (SaeSeek): the shuffles replayed from the seed, the batch there made again. */
+void slm_sae_stream_tell(void *ctx, SaeStreamPos *pos);
+int slm_sae_stream_seek(void *ctx, const SaeStreamPos *pos, Error *e);
 
 /* SAELens's metrics of an SAE on stories idx[0..n) of s. */
 typedef struct SaeEval {

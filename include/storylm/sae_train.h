@@ -16,6 +16,13 @@
 
 /* The stream: the next n tokens' activations into x (n, d_in); -1 with e set. */
 typedef int (*SaeFill)(void *ctx, float *x, int n, Error *e);
+/* A place in the stream, for a checkpoint: the order shuffled so many times,
+ * the batch begun at that index of the order (-1: none yet), rows handed out of it. */
+typedef struct SaeStreamPos {
+    long long shuffles, batch_start, at;
+} SaeStreamPos;
+typedef void (*SaeTell)(void *ctx, SaeStreamPos *pos);
+typedef int (*SaeSeek)(void *ctx, const SaeStreamPos *pos, Error *e);
 
 typedef struct SaeProgress {
     int step, steps;
@@ -35,12 +42,22 @@ typedef struct SaeTrainOptions {
     const volatile sig_atomic_t *stop; /* set: stop after the step (the SAE is still whole) */
     void (*progress)(const SaeProgress *p, void *ctx);
     void *progress_ctx;
+    /* Resume (sae_resume.c): when stopped early the run's whole state goes to
+     * checkpoint (NULL: not kept; removed when the run finishes); resume: the
+     * run goes on from it, refused unless its options and origin are these.
+     * tell and seek place fill's stream (both NULL: no checkpoint). */
+    const char *checkpoint;
+    int resume;
+    SaeTell tell;
+    SaeSeek seek;
+    const char *origin[8]; /* pairs: a flag ("-m", "STORIES") and its value, NULL-ended; checked on resume */
 } SaeTrainOptions;
 
 typedef struct SaeTrainResult {
     int steps;
     long long tokens;
     double seconds;
+    int resumed_at;  /* the step the run went on from (0: a new run) */
     int interrupted; /* stopped by stop or --minutes before the tokens were done */
     float scale;     /* the normalisation, folded into the weights */
     double dead_share;

@@ -86,16 +86,23 @@ class SAE:
         flat = np.ctypeslib.as_array(_lib_sae().slm_py_sae_params(self._ptr, ctypes.byref(n)), shape=(n.value,)).copy()
         D, L = self.cfg.d_in, self.cfg.d_sae
         parts, at = {}, 0
-        for name, shape in (("W_enc", (D, L)), ("b_enc", (L,)), ("W_dec", (L, D)), ("b_dec", (D,))):
+        names = (("W_enc", (D, L)), ("b_enc", (L,)), ("W_dec", (L, D)), ("b_dec", (D,)))
+        if self.cfg.architecture == "jumprelu":  # a trained BatchTopK, as SAELens saves one
+            names += (("threshold", (L,)),)
+        for name, shape in names:
             size = int(np.prod(shape))
             parts[name] = flat[at:at + size].reshape(shape)
             parts[name].flags.writeable = False
             at += size
         self.W_enc, self.b_enc, self.W_dec, self.b_dec = (parts[k] for k in ("W_enc", "b_enc", "W_dec", "b_dec"))
+        self.threshold = parts.get("threshold")  # JumpReLU's [d_sae], else None
 
     def state_dict(self):
         """{W_enc, b_enc, W_dec, b_dec}: the file's tensors by SAELens's names."""
-        return {"W_enc": self.W_enc, "b_enc": self.b_enc, "W_dec": self.W_dec, "b_dec": self.b_dec}
+        d = {"W_enc": self.W_enc, "b_enc": self.b_enc, "W_dec": self.W_dec, "b_dec": self.b_dec}
+        if self.threshold is not None:
+            d["threshold"] = self.threshold
+        return d
 
     def close(self):
         """Frees the library's copy (also done when the SAE is garbage collected)."""

@@ -31,7 +31,7 @@ void slm_py_sae_free(PySae *s) {
 char *slm_py_sae_config_json(const PySae *s, Error *e) {
     const SaeConfig *c = &s->sae.cfg;
     cJSON *j = cJSON_CreateObject();
-    cJSON_AddStringToObject(j, "architecture", c->kind == SAE_TOPK ? "topk" : "standard");
+    cJSON_AddStringToObject(j, "architecture", slm_sae_architecture(c->kind));
     cJSON_AddNumberToObject(j, "d_in", c->d_in);
     cJSON_AddNumberToObject(j, "d_sae", c->d_sae);
     if (c->kind == SAE_TOPK) cJSON_AddNumberToObject(j, "k", c->k);
@@ -112,7 +112,10 @@ static int decode_topk(const Sae *sae, const float *z, int B, float *x_hat, Erro
         int n = B - b < PY_SAE_ROWS ? B - b : PY_SAE_ROWS;
         p.B = n;
         memcpy(p.z, z + (size_t)b * L, (size_t)n * L * sizeof(float));
-        for (int r = 0; r < n; r++) p.n_top[r] = nonzero_sorted(p.z + (size_t)r * L, L, p.top + (size_t)r * widest);
+        for (int r = 0; r < n; r++) {
+            p.n_top[r] = nonzero_sorted(p.z + (size_t)r * L, L, p.top + (size_t)r * widest);
+            p.start[r] = r * widest; /* each row's first choice in top */
+        }
         slm_sae_decode(&wide, &p, x_hat + (size_t)b * D);
     }
     slm_sae_pass_free(&p);

@@ -36,12 +36,17 @@ static const Command command_sae_train = {
     "transformer's blocks.L.hook_resid_pre/mid/post, blocks.L.attn.hook_z,\n"
     "blocks.L.mlp.hook_post, and blocks.L.hook_mlp_out, the MLP's output) of the training\n"
     "stories of STORIES; the held-out stories (--test-stories) are kept out, as in training.\n"
-    "--kind topk (OpenAI's TopK with the AuxK loss on dead latents) or l1 (SAELens's\n"
-    "standard SAE: ReLU and an L1 penalty warmed up over the first 5% of the steps).\n"
+    "--kind topk (OpenAI's TopK with the AuxK loss on dead latents), batchtopk (the k * B\n"
+    "largest of a batch of B tokens, with AuxK; saved as SAELens saves it, a JumpReLU whose\n"
+    "threshold is the running mean of the smallest value kept) or l1 (SAELens's standard\n"
+    "SAE: ReLU and an L1 penalty warmed up over the first 5% of the steps).\n"
     "Activations are scaled to a mean norm of sqrt(d_in) for training and the scale is\n"
     "folded into the saved weights. Writes DIR/cfg.json, DIR/sae_weights.safetensors and\n"
     "DIR/sparsity.safetensors in SAELens's format. The same --seed and --threads give the\n"
-    "same bits. Ctrl-C (or --minutes) stops after the step and saves the SAE so far.",
+    "same bits. Ctrl-C (or --minutes) stops after the step and saves the SAE so far,\n"
+    "and the run's whole state beside it in DIR.resume: --resume with the same options\n"
+    "goes on from there to the same bits as a run never stopped (DIR.resume is removed\n"
+    "when the run is done).",
     NULL};
 
 static const Command command_sae_features = {
@@ -52,7 +57,8 @@ static const Command command_sae_features = {
     "and the tokens its decoder direction promotes and suppresses: the direction, at the\n"
     "latent's largest value, added at the hook at every position of the first stories\n"
     "(1,024 tokens), and each token's mean change of log-probability. Shows the --latents\n"
-    "densest latents, or those --latent names. --json gives every latent's density too.",
+    "densest latents, or those --latent names. --json gives every latent's density too;\n"
+    "--svg FILE draws the latents' contexts, each token shaded by the latent's value.",
     NULL};
 
 static const Command command_sae_eval = {
@@ -69,7 +75,7 @@ typedef struct TrainFlags {
     const char *stories, *model, *hook, *out, *kind;
     int expansion, k, tokens, batch_tokens, seed, threads, test_stories;
     double l1, lr, minutes;
-    bool json, force;
+    bool json, force, resume;
 } TrainFlags;
 
 #define MODEL_PARAM(T)                                                                                                 \
@@ -120,9 +126,9 @@ static const Param sae_train_params[] = {
      .type = PARAM_STRING,
      .offset = offsetof(TrainFlags, kind),
      .meta = "KIND",
-     .help = "topk or l1",
+     .help = "topk, batchtopk or l1",
      .def_string = "topk",
-     .choices = "topk,l1"},
+     .choices = "topk,batchtopk,l1"},
     {.name = "expansion",
      .type = PARAM_INT,
      .offset = offsetof(TrainFlags, expansion),
@@ -188,6 +194,10 @@ static const Param sae_train_params[] = {
      .max = 2147483647,
      .def = 1},
     {.name = "force", .type = PARAM_BOOL, .offset = offsetof(TrainFlags, force), .help = "replace an SAE in DIR"},
+    {.name = "resume",
+     .type = PARAM_BOOL,
+     .offset = offsetof(TrainFlags, resume),
+     .help = "go on with the run stopped in DIR (its checkpoint DIR.resume), given the same options"},
     COMMON_PARAMS(TrainFlags),
 };
 static const ParamTable sae_train_table = {"sae train", sae_train_params, PARAMS_COUNT(sae_train_params)};
@@ -213,7 +223,7 @@ static const Param sae_eval_params[] = {
 static const ParamTable sae_eval_table = {"sae eval", sae_eval_params, PARAMS_COUNT(sae_eval_params)};
 
 typedef struct FeatureFlags {
-    const char *dir, *stories, *model;
+    const char *dir, *stories, *model, *svg;
     SaeFeatureParams fp;
     int threads, test_stories;
     bool json;
@@ -230,6 +240,11 @@ static const Param sae_features_params[] = {
      .flags = PARAM_POSITIONAL | PARAM_REQUIRED},
     MODEL_PARAM(FeatureFlags),
     PARAM_GROUP_OF(FeatureFlags, fp, params_sae_features),
+    {.name = "svg",
+     .type = PARAM_STRING,
+     .offset = offsetof(FeatureFlags, svg),
+     .meta = "FILE",
+     .help = "also draw the latents' contexts, their tokens shaded by its value, into FILE (SVG)"},
     COMMON_PARAMS(FeatureFlags),
 };
 static const ParamTable sae_features_table = {"sae features", sae_features_params, PARAMS_COUNT(sae_features_params)};
@@ -291,6 +306,7 @@ static int print_trained(const TrainFlags *f, const Sae *sae, const SaeTrainResu
     cli_format_duration(r->seconds, took, sizeof took);
     fprintf(stderr, "%s after %d steps, %lld tokens (%s); dead latents %.1f%% of the last window\n",
             r->interrupted ? "stopped" : "done", r->steps, r->tokens, took, 100 * r->dead_share);
+    if (r->interrupted) fprintf(stderr, "go on with the same command and --resume\n");
     if (!f->json) {
         printf("SAE saved to %s (%d latents on %s)\nevaluate it:  storylm sae eval %s %s -m %s\n", f->out,
                sae->cfg.d_sae, sae->cfg.hook_name, f->out, f->stories, f->model);
@@ -301,23 +317,37 @@ static int print_trained(const TrainFlags *f, const Sae *sae, const SaeTrainResu
     cJSON_AddStringToObject(j, "work", "train");
     cJSON_AddStringToObject(j, "out", f->out);
     cJSON_AddStringToObject(j, "hook_name", sae->cfg.hook_name);
-    cJSON_AddStringToObject(j, "kind", sae->cfg.kind == SAE_TOPK ? "topk" : "l1");
+    cJSON_AddStringToObject(j, "kind", f->kind);
     cJSON_AddNumberToObject(j, "d_in", sae->cfg.d_in);
     cJSON_AddNumberToObject(j, "d_sae", sae->cfg.d_sae);
     cJSON_AddNumberToObject(j, "steps", r->steps);
     cJSON_AddNumberToObject(j, "tokens", (double)r->tokens);
     cJSON_AddNumberToObject(j, "seconds", r->seconds);
     cJSON_AddBoolToObject(j, "interrupted", r->interrupted);
+    cJSON_AddNumberToObject(j, "resumed_at_step", r->resumed_at);
     cJSON_AddNumberToObject(j, "activation_scale", r->scale);
     cJSON_AddNumberToObject(j, "dead_share", r->dead_share);
     return cli_json_print(j, e);
+}
+
+/* The checkpoint beside DIR (DIR.resume) and what a resume must repeat. */
+static void resume_options(const TrainFlags *f, SaeTrainOptions *o, char *checkpoint, size_t size, char *held_out,
+                           size_t held_size) {
+    size_t len = strlen(f->out);
+    while (len > 1 && f->out[len - 1] == '/') len--; /* "DIR/" and "DIR" have one checkpoint */
+    snprintf(checkpoint, size, "%.*s.resume", (int)len, f->out);
+    snprintf(held_out, held_size, "%d", f->test_stories);
+    o->checkpoint = checkpoint, o->resume = f->resume;
+    o->tell = slm_sae_stream_tell, o->seek = slm_sae_stream_seek;
+    const char *origin[] = {"-m", f->model, "STORIES", f->stories, "--test-stories", held_out, NULL};
+    memcpy(o->origin, origin, sizeof origin);
 }
 
 /* The claim of DIR: its weights' lock, and no SAE there unless --force. */
 static int claim_dir(const TrainFlags *f, FileLock *lock, Error *e) {
     char path[4096];
     snprintf(path, sizeof path, "%s/sae_weights.safetensors", f->out);
-    if (!f->force && access(path, F_OK) == 0)
+    if (!f->force && !f->resume && access(path, F_OK) == 0)
         return FAIL(e, "give another -o DIR, or --force to replace it", "'%s' holds an SAE already", f->out);
     if (mkdir(f->out, 0755) != 0 && errno != EEXIST)
         return FAIL(e, "give -o a folder whose parent exists", "cannot make the folder '%s': %s", f->out,
@@ -338,10 +368,12 @@ static int train(TrainFlags *f, int *signalled, Error *e) {
     FileLock lock = {0};
     Printer pp = {.tty = isatty(2)};
     SaeTrainOptions o = slm_sae_train_defaults();
-    o.kind = strcmp(f->kind, "l1") == 0 ? SAE_L1 : SAE_TOPK;
+    o.kind = strcmp(f->kind, "l1") == 0 ? SAE_L1 : strcmp(f->kind, "batchtopk") == 0 ? SAE_BATCHTOPK : SAE_TOPK;
     o.expansion = f->expansion, o.k = f->k, o.l1 = f->l1, o.lr = f->lr, o.tokens = f->tokens;
     o.batch_tokens = f->batch_tokens, o.minutes = f->minutes, o.seed = (uint64_t)f->seed;
     o.stop = &stop_requested, o.progress = print_progress, o.progress_ctx = &pp;
+    char checkpoint[4096], held_out[32];
+    resume_options(f, &o, checkpoint, sizeof checkpoint, held_out, sizeof held_out);
     int rc = claim_dir(f, &lock, e) || load_all(f->model, f->hook, f->stories, f->test_stories, &lm, &site, &s, e) ||
              slm_sae_stream_init(&stream, &lm.model, &site, &s, o.seed, e);
     if (!rc) {
@@ -489,10 +521,15 @@ static void print_feature_table(const FeatureFlags *f, const Sae *sae, const Sae
     }
 }
 
+/* --json and --svg: the report's JSON printed, drawn, or both. */
 static int print_feature_json(const FeatureFlags *f, const LoadedModel *lm, const Sae *sae, const SaeSite *site,
                               const SaeFeatures *ft, const Stories *s, Error *e) {
     cJSON *j = slm_sae_features_json(&lm->model, sae, site, &lm->tokenizer, s, ft, f->dir, f->fp.width, e);
-    return j ? cli_json_print(j, e) : -1;
+    if (!j) return -1;
+    if (f->svg && slm_sae_features_svg(j, f->svg, e)) return cJSON_Delete(j), -1;
+    if (f->json) return cli_json_print(j, e);
+    cJSON_Delete(j);
+    return 0;
 }
 
 static int features(FeatureFlags *f, const SaeFeatureOptions *o, Error *e) {
@@ -502,12 +539,14 @@ static int features(FeatureFlags *f, const SaeFeatureOptions *o, Error *e) {
     Sae sae = {0};
     SaeFeatures ft = {0};
     char *model = NULL;
-    int rc = slm_sae_load(&sae, f->dir, &model, e);
+    const char *inputs[] = {f->dir, f->stories, f->model};
+    int rc = f->svg ? slm_output_check(f->svg, inputs, 3, e) : 0; /* before the work */
+    if (!rc) rc = slm_sae_load(&sae, f->dir, &model, e);
     if (!rc && !f->model && !model) rc = FAIL(e, "give -m MODEL", "'%s/cfg.json' names no model_name", f->dir);
     if (!rc)
         rc = load_all(f->model ? f->model : model, sae.cfg.hook_name, f->stories, f->test_stories, &lm, &site, &s, e);
     if (!rc) rc = slm_sae_features(&lm.model, &sae, &site, &s, s.test, s.n_test, o, &ft, e);
-    if (!rc && f->json) rc = print_feature_json(f, &lm, &sae, &site, &ft, &s, e);
+    if (!rc && (f->json || f->svg)) rc = print_feature_json(f, &lm, &sae, &site, &ft, &s, e);
     if (!rc && !f->json) print_feature_table(f, &sae, &ft, &lm.tokenizer, &s);
     slm_sae_features_free(&ft);
     free(model);

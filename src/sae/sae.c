@@ -15,10 +15,12 @@
 /* Rows are split over threads only when there is work enough to pay for the team. */
 #define PARALLEL_MIN ((size_t)1 << 20)
 
+static int has_threshold(SaeKind kind) { return kind == SAE_BATCHTOPK || kind == SAE_JUMPRELU; }
+
 static size_t sizes(const SaeConfig *c, size_t *n_enc, size_t *n_dec) {
     *n_enc = (size_t)c->d_in * c->d_sae;
     *n_dec = *n_enc;
-    return *n_enc + (size_t)c->d_sae + *n_dec + (size_t)c->d_in;
+    return *n_enc + (size_t)c->d_sae + *n_dec + (size_t)c->d_in + (has_threshold(c->kind) ? (size_t)c->d_sae : 0);
 }
 
 void slm_sae_views(const Sae *s, float *buf, float **W_enc, float **b_enc, float **W_dec, float **b_dec) {
@@ -35,13 +37,14 @@ int slm_sae_init(Sae *s, const SaeConfig *cfg, Error *e) {
     if (cfg->d_in < 1 || cfg->d_sae < 1 || (double)cfg->d_in * cfg->d_sae > 1e9)
         return FAIL(e, "give a smaller --expansion", "an SAE of %d x %d latents is out of range", cfg->d_in,
                     cfg->d_sae);
-    if (cfg->kind == SAE_TOPK && (cfg->k < 1 || cfg->k > cfg->d_sae))
+    if ((cfg->kind == SAE_TOPK || cfg->kind == SAE_BATCHTOPK) && (cfg->k < 1 || cfg->k > cfg->d_sae))
         return FAIL(e, "give --k between 1 and the SAE's width", "k %d is out of range (1 to %d)", cfg->k, cfg->d_sae);
     s->cfg = *cfg;
     size_t n_enc, n_dec;
     s->n_params = sizes(cfg, &n_enc, &n_dec);
     if (!(s->params = xcalloc(s->n_params, sizeof(float), e))) return -1;
     slm_sae_views(s, s->params, &s->W_enc, &s->b_enc, &s->W_dec, &s->b_dec);
+    s->threshold = has_threshold(cfg->kind) ? s->b_dec + cfg->d_in : NULL;
     return 0;
 }
 
@@ -88,7 +91,8 @@ int slm_sae_pass_init(SaePass *p, const SaeConfig *c, int max_batch, Error *e) {
         !(p->dec_norm = xcalloc(L, sizeof(float), e)) || !(p->row_loss = xmalloc(B * sizeof(double), e)) ||
         !(p->top = xmalloc(B * (size_t)(c->k > 0 ? c->k : 1) * sizeof(int), e)) ||
         !(p->top_aux = xmalloc(B * (size_t)(c->k_aux > 0 ? c->k_aux : 1) * sizeof(int), e)) ||
-        !(p->n_top = xcalloc(B, sizeof(int), e)) || !(p->n_top_aux = xcalloc(B, sizeof(int), e)))
+        !(p->n_top = xcalloc(B, sizeof(int), e)) || !(p->n_top_aux = xcalloc(B, sizeof(int), e)) ||
+        !(p->start = xcalloc(B, sizeof(int), e)) || !(p->start_aux = xcalloc(B, sizeof(int), e)))
         goto fail;
     for (size_t i = 0; i < B; i++) p->ones[i] = 1.0f;
     return 0;
@@ -102,7 +106,7 @@ void slm_sae_pass_free(SaePass *p) {
                     p->d_pre,  p->d_out, p->ones, p->sums,  p->dec_norm};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]);
     free(p->row_loss);
-    free(p->top), free(p->top_aux), free(p->n_top), free(p->n_top_aux);
+    free(p->top), free(p->top_aux), free(p->n_top), free(p->n_top_aux), free(p->start), free(p->start_aux);
     *p = (SaePass){0};
 }
 
@@ -127,8 +131,9 @@ static int top_k(const float *row, int n, int k, const uint8_t *only, int *idx) 
 }
 
 /* z (B, L) = ReLU of each row of pre's k largest among only (NULL: all), 0
- * elsewhere; each row's choices into top (B, k) and how many into n_top (B). */
-static void top_k_rows(const float *pre, float *z, int *top, int *n_top, int B, int L, int k, const uint8_t *only) {
+ * elsewhere; each row's choices into top (B, k) from start[b] = b k, and how many into n_top (B). */
+static void top_k_rows(const float *pre, float *z, int *top, int *n_top, int *start, int B, int L, int k,
+                       const uint8_t *only) {
 #pragma omp parallel for schedule(static) if ((size_t)B * L >= PARALLEL_MIN)
     for (int b = 0; b < B; b++) {
         const float *row = pre + (size_t)b * L;
@@ -136,7 +141,61 @@ static void top_k_rows(const float *pre, float *z, int *top, int *n_top, int B, 
         int *idx = top + (size_t)b * k, got = top_k(row, L, k, only, idx);
         memset(out, 0, (size_t)L * sizeof(float));
         for (int i = 0; i < got; i++) out[idx[i]] = row[idx[i]] > 0 ? row[idx[i]] : 0.0f;
-        n_top[b] = got;
+        n_top[b] = got, start[b] = b * k;
+    }
+}
+
+/* The n-th largest (0: the largest) of v (m), v reordered: a selection with
+ * the middle of three as pivot, no random draws (the same bits every run). */
+static float nth_largest(float *v, long long m, long long n) {
+    long long lo = 0, hi = m - 1;
+    while (lo < hi) {
+        float a = v[lo], b = v[(lo + hi) / 2], c = v[hi];
+        float pivot = a > b ? (b > c ? b : a > c ? c : a) : (a > c ? a : b > c ? c : b);
+        long long i = lo, j = hi;
+        while (i <= j) { /* larger values to the left */
+            while (v[i] > pivot) i++;
+            while (v[j] < pivot) j--;
+            if (i <= j) {
+                float t = v[i];
+                v[i++] = v[j], v[j--] = t;
+            }
+        }
+        if (n <= j)
+            hi = j;
+        else if (n >= i)
+            lo = i;
+        else
+            return v[n];
+    }
+    return v[n];
+}
+
+/* BatchTopK: z (B, L) keeps the K = k B largest positive values of pre over
+ * the whole batch (ties to the smaller row and latent), each row's in index
+ * order into top from start[b]; scratch (B, L). Sets p->kept_min. */
+static void batch_top_k(const Sae *s, SaePass *p, int B, float *scratch) {
+    int L = s->cfg.d_sae;
+    long long m = 0, K = (long long)s->cfg.k * B, n = (long long)B * L;
+    for (long long i = 0; i < n; i++)
+        if (p->pre[i] > 0) scratch[m++] = p->pre[i];
+    float cut = m > K ? nth_largest(scratch, m, K - 1) : 0.0f;
+    long long above_cut = 0, ties = 0, kept = 0;
+    for (long long i = 0; m > K && i < n; i++) above_cut += p->pre[i] > cut;
+    ties = m > K ? K - above_cut : 0; /* values equal to cut still to keep */
+    p->kept_min = 0;
+    for (int b = 0; b < B; b++) {
+        const float *row = p->pre + (size_t)b * L;
+        float *out = p->z + (size_t)b * L;
+        p->start[b] = (int)kept, p->n_top[b] = 0;
+        for (int j = 0; j < L; j++) {
+            float v = row[j];
+            int keep = v > 0 && (m <= K || v > cut || (v == cut && ties > 0 && ties--));
+            out[j] = keep ? v : 0.0f;
+            if (!keep) continue;
+            p->top[kept++] = j, p->n_top[b]++;
+            if (p->kept_min == 0 || v < p->kept_min) p->kept_min = v;
+        }
     }
 }
 
@@ -151,23 +210,29 @@ void slm_sae_encode(const Sae *s, SaePass *p, const float *x, int B) {
     for (size_t b = 0; b < (size_t)B; b++) memcpy(p->pre + b * L, s->b_enc, (size_t)L * sizeof(float));
     slm_matmul(0, 0, B, L, D, p->x_cent, D, s->W_enc, L, 1.0f, p->pre, L);
     if (s->cfg.kind == SAE_TOPK) {
-        top_k_rows(p->pre, p->z, p->top, p->n_top, B, L, s->cfg.k, NULL);
+        top_k_rows(p->pre, p->z, p->top, p->n_top, p->start, B, L, s->cfg.k, NULL);
         return;
     }
-    for (size_t i = 0; i < (size_t)B * L; i++) p->z[i] = p->pre[i] > 0 ? p->pre[i] : 0.0f;
+    if (s->cfg.kind == SAE_BATCHTOPK) {
+        batch_top_k(s, p, B, p->d_pre); /* d_pre is the backward's: free until then */
+        return;
+    }
+    const float *t = s->threshold; /* JumpReLU: SAELens's ReLU(pre) where pre > threshold */
+    for (size_t i = 0; i < (size_t)B * L; i++)
+        p->z[i] = p->pre[i] > 0 && (!t || p->pre[i] > t[i % L]) ? p->pre[i] : 0.0f;
 }
 
 /* out (B, D) = bias (D; NULL: 0) + z W_dec, z (B, L) nonzero only at each
- * row's chosen latents top (B, k; n_top[b] of them): k rows of W_dec a token. */
-static void decode_chosen(const Sae *s, const SaePass *p, const float *z, const int *top, const int *n_top, int k,
-                          const float *bias, float *out) {
+ * row's chosen latents (n_top[b] of them in top from start[b]): k rows of W_dec a token. */
+static void decode_chosen(const Sae *s, const SaePass *p, const float *z, const int *top, const int *start,
+                          const int *n_top, int k, const float *bias, float *out) {
     int B = p->B, D = s->cfg.d_in, L = s->cfg.d_sae;
 #pragma omp parallel for schedule(static) if ((size_t)B * k * D >= PARALLEL_MIN)
     for (int b = 0; b < B; b++) {
         float *o = out + (size_t)b * D;
         for (int i = 0; i < D; i++) o[i] = bias ? bias[i] : 0.0f;
         for (int c = 0; c < n_top[b]; c++) {
-            int j = top[(size_t)b * k + c];
+            int j = top[start[b] + c];
             float a = z[(size_t)b * L + j];
             const float *w = s->W_dec + (size_t)j * D;
             if (a != 0.0f)
@@ -179,8 +244,8 @@ static void decode_chosen(const Sae *s, const SaePass *p, const float *z, const 
 /* z (B, L) -> out = z W_dec + b_dec (B, D): TopK's k rows a token, L1's product. */
 void slm_sae_decode(const Sae *s, SaePass *p, float *out) {
     int D = s->cfg.d_in, L = s->cfg.d_sae;
-    if (s->cfg.kind == SAE_TOPK) {
-        decode_chosen(s, p, p->z, p->top, p->n_top, s->cfg.k, s->b_dec, out);
+    if (s->cfg.kind == SAE_TOPK || s->cfg.kind == SAE_BATCHTOPK) {
+        decode_chosen(s, p, p->z, p->top, p->start, p->n_top, s->cfg.k, s->b_dec, out);
         return;
     }
     for (size_t b = 0; b < (size_t)p->B; b++) memcpy(out + b * D, s->b_dec, (size_t)D * sizeof(float));
@@ -226,8 +291,8 @@ static double l1_penalty(const Sae *s, SaePass *p, int B) {
  * them at most) as e_hat = z_aux W_dec (B, D); returns the loss. */
 static double aux_loss(const Sae *s, SaePass *p, const float *x, int B, const uint8_t *dead) {
     int D = s->cfg.d_in, L = s->cfg.d_sae;
-    top_k_rows(p->pre, p->z_aux, p->top_aux, p->n_top_aux, B, L, p->k_aux, dead);
-    decode_chosen(s, p, p->z_aux, p->top_aux, p->n_top_aux, p->k_aux, NULL, p->e_hat);
+    top_k_rows(p->pre, p->z_aux, p->top_aux, p->n_top_aux, p->start_aux, B, L, p->k_aux, dead);
+    decode_chosen(s, p, p->z_aux, p->top_aux, p->start_aux, p->n_top_aux, p->k_aux, NULL, p->e_hat);
     /* residual e into d_out for the moment: e_hat - e = e_hat - x + x_hat */
     for (size_t i = 0; i < (size_t)B * D; i++) p->d_out[i] = x[i] - p->x_hat[i];
     double scale = fmin((double)p->n_dead / s->cfg.k_aux, 1.0);
@@ -243,7 +308,7 @@ void slm_sae_forward(const Sae *s, SaePass *p, const float *x, int B, const uint
     p->aux = p->l1 = 0;
     p->n_dead = p->k_aux = 0;
     if (s->cfg.kind == SAE_L1) p->l1 = l1_penalty(s, p, B);
-    for (int j = 0; dead && s->cfg.kind == SAE_TOPK && j < L; j++) p->n_dead += dead[j] != 0;
+    for (int j = 0; dead && s->cfg.kind != SAE_L1 && j < L; j++) p->n_dead += dead[j] != 0;
     if (p->n_dead > 0) {
         p->k_aux = p->n_dead < s->cfg.k_aux ? p->n_dead : s->cfg.k_aux;
         p->aux = aux_loss(s, p, x, B, dead);
@@ -266,13 +331,13 @@ static void decoder_backward(const Sae *s, SaePass *p, float *gW_dec, float extr
 /* TopK's (and AuxK's) decoder, at the chosen latents top (B, k) only:
  * d_pre_bj += d_out_b . W_dec_j where z_bj > 0; gW_dec_j += z_bj d_out_b,
  * summed over b in order (threads take whole latents: the same bits at any count). */
-static void chosen_backward(const Sae *s, SaePass *p, const float *z, const int *top, const int *n_top, int k,
-                            float *gW_dec) {
+static void chosen_backward(const Sae *s, SaePass *p, const float *z, const int *top, const int *start,
+                            const int *n_top, int k, float *gW_dec) {
     int B = p->B, D = s->cfg.d_in, L = s->cfg.d_sae;
 #pragma omp parallel for schedule(static) if ((size_t)B * k * D >= PARALLEL_MIN)
     for (int b = 0; b < B; b++)
         for (int c = 0; c < n_top[b]; c++) {
-            int j = top[(size_t)b * k + c];
+            int j = top[start[b] + c];
             if (z[(size_t)b * L + j] <= 0) continue;
             const float *w = s->W_dec + (size_t)j * D, *d = p->d_out + (size_t)b * D;
             float dot = 0;
@@ -285,7 +350,7 @@ static void chosen_backward(const Sae *s, SaePass *p, const float *z, const int 
             hi = (int)((long)L * (t + 1) / T);
         for (int b = 0; b < B; b++)
             for (int c = 0; c < n_top[b]; c++) {
-                int j = top[(size_t)b * k + c];
+                int j = top[start[b] + c];
                 float a = z[(size_t)b * L + j];
                 if (j < lo || j >= hi || a == 0.0f) continue;
                 const float *d = p->d_out + (size_t)b * D;
@@ -340,12 +405,22 @@ void slm_sae_backward(const Sae *s, SaePass *p, const float *x, float *grads) {
         l1_backward(s, p, gW_dec);
     } else {
         memset(p->d_pre, 0, (size_t)B * s->cfg.d_sae * sizeof(float));
-        chosen_backward(s, p, p->z, p->top, p->n_top, s->cfg.k, gW_dec);
+        chosen_backward(s, p, p->z, p->top, p->start, p->n_top, s->cfg.k, gW_dec);
     }
     if (p->k_aux > 0) {
         float c = (float)(SAE_AUX_COEFF * fmin((double)p->n_dead / s->cfg.k_aux, 1.0) * 2.0 / B);
         for (size_t i = 0; i < n; i++) p->d_out[i] = c * (p->e_hat[i] - (x[i] - p->x_hat[i]));
-        chosen_backward(s, p, p->z_aux, p->top_aux, p->n_top_aux, p->k_aux, gW_dec);
+        chosen_backward(s, p, p->z_aux, p->top_aux, p->start_aux, p->n_top_aux, p->k_aux, gW_dec);
     }
     encoder_backward(s, p, gW_enc, gb_enc, gb_dec);
+}
+
+void slm_sae_threshold_update(Sae *s, const SaePass *p) {
+    if (s->cfg.kind != SAE_BATCHTOPK || p->kept_min <= 0) return;
+    float t = (float)((1 - SAE_THRESHOLD_LR) * s->threshold[0] + SAE_THRESHOLD_LR * p->kept_min);
+    for (int j = 0; j < s->cfg.d_sae; j++) s->threshold[j] = t;
+}
+
+void slm_sae_to_jumprelu(Sae *s) {
+    if (s->cfg.kind == SAE_BATCHTOPK) s->cfg.kind = SAE_JUMPRELU;
 }

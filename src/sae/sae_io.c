@@ -28,10 +28,10 @@ static int hook_layer(const char *hook) {
  * older ones beside them, and the model's in "metadata". */
 static cJSON *config_json(const Sae *s, const SaeRecord *rec) {
     const SaeConfig *c = &s->cfg;
-    int topk = c->kind == SAE_TOPK;
+    int topk = c->kind == SAE_TOPK, jump = c->kind == SAE_JUMPRELU;
     cJSON *j = cJSON_CreateObject(), *md = cJSON_CreateObject(), *kw = cJSON_CreateObject(),
           *own = cJSON_CreateObject();
-    cJSON_AddStringToObject(j, "architecture", topk ? "topk" : "standard");
+    cJSON_AddStringToObject(j, "architecture", slm_sae_architecture(c->kind));
     cJSON_AddNumberToObject(j, "d_in", c->d_in);
     cJSON_AddNumberToObject(j, "d_sae", c->d_sae);
     if (topk) cJSON_AddNumberToObject(j, "k", c->k);
@@ -58,7 +58,8 @@ static cJSON *config_json(const Sae *s, const SaeRecord *rec) {
     cJSON_AddNumberToObject(md, "context_size", rec->context_size);
     cJSON_AddStringToObject(md, "dataset_path", rec->stories ? rec->stories : "");
     cJSON_AddItemToObject(j, "metadata", md);
-    cJSON_AddStringToObject(own, "kind", topk ? "topk" : "l1");
+    cJSON_AddStringToObject(own, "kind", topk ? "topk" : jump ? "batchtopk" : "l1");
+    if (jump) cJSON_AddNumberToObject(own, "k", c->k); /* BatchTopK's mean in training; JumpReLU has none */
     cJSON_AddNumberToObject(own, "expansion", rec->expansion);
     cJSON_AddNumberToObject(own, "k_aux", c->k_aux);
     cJSON_AddNumberToObject(own, "l1_coefficient", rec->l1);
@@ -105,15 +106,21 @@ int slm_sae_save(const Sae *s, const char *dir, const SaeRecord *rec, const floa
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
         return FAIL(e, "give -o a folder (it is made when missing)", "'%s' is not a folder", dir);
     int D = s->cfg.d_in, L = s->cfg.d_sae;
-    SafeTensorOut t[4] = {{"W_enc", 2, {D, L}, s->W_enc},
+    SafeTensorOut t[5] = {{"W_enc", 2, {D, L}, s->W_enc},
                           {"b_enc", 1, {L}, s->b_enc},
                           {"W_dec", 2, {L, D}, s->W_dec},
-                          {"b_dec", 1, {D}, s->b_dec}};
+                          {"b_dec", 1, {D}, s->b_dec},
+                          {"threshold", 1, {L}, s->threshold}};
+    int n = s->threshold ? 5 : 4;
     /* the weights first: a cfg.json is only ever beside the weights it describes */
-    if (slm_safetensors_write_f32(in_dir(path, sizeof path, dir, "sae_weights.safetensors"), t, 4, NULL, e) ||
+    if (slm_safetensors_write_f32(in_dir(path, sizeof path, dir, "sae_weights.safetensors"), t, n, NULL, e) ||
         save_cfg(s, in_dir(path, sizeof path, dir, "cfg.json"), rec, e))
         return -1;
     return density ? save_sparsity(s, in_dir(path, sizeof path, dir, "sparsity.safetensors"), density, e) : 0;
+}
+
+const char *slm_sae_architecture(SaeKind kind) {
+    return kind == SAE_TOPK ? "topk" : kind == SAE_JUMPRELU || kind == SAE_BATCHTOPK ? "jumprelu" : "standard";
 }
 
 /* ---- reading ---------------------------------------------------------------- */
@@ -146,8 +153,8 @@ static int read_cfg(const char *path, SaeConfig *c, char **model, Error *e) {
     apply = cJSON_GetObjectItemCaseSensitive(j, "apply_b_dec_to_input");
     int rc = 0;
     *c = (SaeConfig){0};
-    if (!arch || (strcmp(arch, "topk") && strcmp(arch, "standard")))
-        rc = FAIL(e, "storylm reads SAEs of architecture topk or standard",
+    if (!arch || (strcmp(arch, "topk") && strcmp(arch, "standard") && strcmp(arch, "jumprelu")))
+        rc = FAIL(e, "storylm reads SAEs of architecture topk, standard or jumprelu",
                   "'%s': architecture '%s' is not one storylm reads", path, arch ? arch : "(none)");
     else if (json_int(j, "d_in", &c->d_in) || json_int(j, "d_sae", &c->d_sae) || c->d_in < 1 || c->d_sae < 1 ||
              (!strcmp(arch, "topk") && json_int(j, "k", &c->k)))
@@ -159,7 +166,7 @@ static int read_cfg(const char *path, SaeConfig *c, char **model, Error *e) {
         rc = FAIL(e, "fold the normalisation into the weights (SAELens: fold_activation_norm_scaling_factor)",
                   "'%s': storylm reads SAEs with normalize_activations none and apply_b_dec_to_input true", path);
     if (!rc) {
-        c->kind = strcmp(arch, "topk") == 0 ? SAE_TOPK : SAE_L1;
+        c->kind = !strcmp(arch, "topk") ? SAE_TOPK : !strcmp(arch, "jumprelu") ? SAE_JUMPRELU : SAE_L1;
         c->k_aux = c->d_in / 2 > 0 ? c->d_in / 2 : 1;
         snprintf(c->hook_name, sizeof c->hook_name, "%s", hook);
         if (model && name && !(*model = strdup(name))) rc = FAIL(e, NULL, "out of memory");
@@ -196,7 +203,8 @@ int slm_sae_load(Sae *s, const char *dir, char **model, Error *e) {
     if (slm_safetensors_open(&f, in_dir(path, sizeof path, dir, "sae_weights.safetensors"), e)) goto fail;
     int D = c.d_in, L = c.d_sae;
     int rc = read_tensor(&f, "W_enc", D, L, s->W_enc, e) || read_tensor(&f, "b_enc", L, 0, s->b_enc, e) ||
-             read_tensor(&f, "W_dec", L, D, s->W_dec, e) || read_tensor(&f, "b_dec", D, 0, s->b_dec, e);
+             read_tensor(&f, "W_dec", L, D, s->W_dec, e) || read_tensor(&f, "b_dec", D, 0, s->b_dec, e) ||
+             (s->threshold && read_tensor(&f, "threshold", L, 0, s->threshold, e));
     slm_safetensors_close(&f);
     if (!rc) return 0;
 fail:

@@ -168,7 +168,7 @@ int slm_sae_site(const Model *m, const char *hook, SaeSite *site, Error *e) {
 /* ---- the stream of training activations ---------------------------------------- */
 
 int slm_sae_stream_init(SaeStream *st, const Model *m, const SaeSite *site, const Stories *s, uint64_t seed, Error *e) {
-    *st = (SaeStream){.stories = s, .n = s->n_train};
+    *st = (SaeStream){.stories = s, .n = s->n_train, .seed = seed, .batch_start = -1};
     if (s->n_train < 1) return FAIL(e, "give a stories file of 2 or more stories", "no training stories");
     int longest = 4096;
     for (int i = 0; i < s->n_train; i++)
@@ -187,14 +187,19 @@ void slm_sae_stream_free(SaeStream *st) {
 }
 
 /* The next batch of training stories through the model (the order shuffled again after the last). */
-static int stream_next(SaeStream *st, Error *e) {
-    if (st->next >= st->n) {
-        for (int i = st->n - 1; i > 0; i--) {
-            int j = (int)slm_rng_below(&st->rng, (uint64_t)i + 1), t = st->order[i];
-            st->order[i] = st->order[j], st->order[j] = t;
-        }
-        st->next = 0;
+static void stream_shuffle(SaeStream *st) {
+    for (int i = st->n - 1; i > 0; i--) {
+        int j = (int)slm_rng_below(&st->rng, (uint64_t)i + 1), t = st->order[i];
+        st->order[i] = st->order[j], st->order[j] = t;
     }
+    st->next = 0;
+    st->shuffles++;
+}
+
+/* The batch of the stories from order[next] through the model. */
+static int stream_next(SaeStream *st, Error *e) {
+    if (st->next >= st->n) stream_shuffle(st);
+    st->batch_start = st->next;
     if (slm_sae_model_batch(&st->run, st->stories, st->order, st->n, &st->next, e) ||
         slm_sae_model_forward(&st->run, SITE_READ, st->run.site->to_logits, e))
         return -1;
@@ -211,5 +216,28 @@ int slm_sae_stream_fill(void *ctx, float *x, int n, Error *e) {
         memcpy(x + (size_t)done * D, st->run.x + (size_t)st->at * D, (size_t)take * D * sizeof(float));
         st->at += take, done += take;
     }
+    return 0;
+}
+
+void slm_sae_stream_tell(void *ctx, SaeStreamPos *pos) {
+    const SaeStream *st = ctx;
+    *pos = (SaeStreamPos){.shuffles = st->shuffles, .batch_start = st->batch_start, .at = st->at};
+}
+
+int slm_sae_stream_seek(void *ctx, const SaeStreamPos *pos, Error *e) {
+    SaeStream *st = ctx;
+    if (pos->shuffles < 0 || pos->batch_start < -1 || pos->batch_start >= st->n || pos->at < 0 ||
+        (pos->batch_start >= 0 && pos->shuffles < 1))
+        return FAIL(e, "train again without --resume", "the checkpoint's place in the stories is not one of them");
+    slm_rng_seed(&st->rng, st->seed);
+    memcpy(st->order, st->stories->train, (size_t)st->n * sizeof(int));
+    st->shuffles = 0, st->have = st->at = 0, st->next = st->n, st->batch_start = -1;
+    while (st->shuffles < pos->shuffles) stream_shuffle(st);
+    if (pos->batch_start < 0) return 0;
+    st->next = (int)pos->batch_start;
+    if (stream_next(st, e)) return -1;
+    if (pos->at > st->have)
+        return FAIL(e, "train again without --resume", "the checkpoint's place in the stories is past its batch");
+    st->at = (int)pos->at;
     return 0;
 }

@@ -2,14 +2,15 @@
  * activations, normalisation, Adam with its schedule, dead latents. */
 #include "storylm/sae_train.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "storylm/adam.h"
 #include "storylm/clock.h"
 #include "storylm/rng.h"
+#include "sae_train_run.h"
 
 #define STORE_BYTES (128u << 20)
 
@@ -36,17 +37,10 @@ int slm_sae_train_check(const SaeTrainOptions *o, Error *e) {
     return 0;
 }
 
-/* The store: n rows (n, d) of the stream, handed out in a shuffled order. */
-typedef struct Store {
-    float *rows;
-    long long *order;
-    long long n, at;
-    int d;
-    Rng rng;
-} Store;
-
 /* The next n rows of the stream into the store, in a new shuffled order. */
-static int store_fill(Store *st, SaeFill fill, void *ctx, Error *e) {
+static int store_fill(Store *st, SaeFill fill, void *ctx, const SaeTrainOptions *o, Error *e) {
+    if (o->tell) o->tell(ctx, &st->fill_pos);
+    st->fill_rng = st->rng;
     for (long long at = 0; at < st->n;) {
         int part = st->n - at > 65536 ? 65536 : (int)(st->n - at);
         if (fill(ctx, st->rows + (size_t)at * st->d, part, e)) return -1;
@@ -85,14 +79,6 @@ static void init_b_dec(Sae *s, const Store *st, float scale) {
         s->b_dec[j] = (float)(sum / (st->n > 0 ? st->n : 1) * scale);
     }
 }
-
-/* Firing counts: since[j] tokens since latent j last fired; counts of the window being filled and of the last one. */
-typedef struct Firing {
-    long long *since, window, in_now, in_last;
-    float *now, *last;
-    int *in_batch; /* (L): tokens of the step's batch it fired on */
-    uint8_t *dead;
-} Firing;
 
 static int firing_init(Firing *f, int L, long long window, Error *e) {
     *f = (Firing){.window = window};
@@ -152,15 +138,6 @@ static double batch_explained(const float *x, const SaePass *p, int B, int D) {
     return total > 0 ? 1.0 - p->mse * B / total : 0.0;
 }
 
-typedef struct Run {
-    Sae *s;
-    SaePass pass;
-    Store store;
-    Firing firing;
-    Adam adam;
-    float *grads, *x;
-} Run;
-
 static void run_free(Run *r) {
     slm_sae_pass_free(&r->pass);
     free(r->store.rows), free(r->store.order);
@@ -170,7 +147,7 @@ static void run_free(Run *r) {
 }
 
 static int run_init(Run *r, Sae *s, int d_in, const char *hook, const SaeTrainOptions *o, Error *e) {
-    *r = (Run){.s = s};
+    *r = (Run){.s = s, .scale = 1.0f};
     SaeConfig c = {.kind = o->kind, .d_in = d_in, .d_sae = d_in * o->expansion, .k = o->k, .k_aux = d_in / 2};
     if (c.k_aux < 1) c.k_aux = 1;
     snprintf(c.hook_name, sizeof c.hook_name, "%s", hook);
@@ -202,17 +179,18 @@ static int step(Run *r, const SaeTrainOptions *o, SaeFill fill, void *ctx, float
                 Error *e) {
     Sae *s = r->s;
     int B = o->batch_tokens, D = s->cfg.d_in, L = s->cfg.d_sae;
-    if (r->store.at + B > r->store.n && store_fill(&r->store, fill, ctx, e)) return -1;
+    if (r->store.at + B > r->store.n && store_fill(&r->store, fill, ctx, o, e)) return -1;
     for (int b = 0; b < B; b++) {
         const float *row = r->store.rows + (size_t)r->store.order[r->store.at++] * D;
         for (int j = 0; j < D; j++) r->x[(size_t)b * D + j] = row[j] * scale;
     }
     double warm = 0.05 * n, l1 = o->l1 * (i + 1 < warm ? (i + 1) / warm : 1.0);
-    slm_sae_forward(s, &r->pass, r->x, B, s->cfg.kind == SAE_TOPK ? r->firing.dead : NULL, (float)l1);
+    slm_sae_forward(s, &r->pass, r->x, B, s->cfg.kind != SAE_L1 ? r->firing.dead : NULL, (float)l1);
     memset(r->grads, 0, s->n_params * sizeof(float));
     slm_sae_backward(s, &r->pass, r->x, r->grads);
     pr->lr = lr_at(o, i, n);
-    slm_adam_update(&r->adam, s->params, r->grads, (float)pr->lr);
+    slm_adam_update(&r->adam, s->params, r->grads, (float)pr->lr); /* the threshold has no gradient: kept */
+    slm_sae_threshold_update(s, &r->pass);
     for (size_t j = 0; j < s->n_params; j++)
         if (!isfinite(s->params[j]))
             return FAIL(e, "give a smaller --lr", "training diverged at step %d: a weight is not finite", i + 1);
@@ -226,35 +204,71 @@ static int step(Run *r, const SaeTrainOptions *o, SaeFill fill, void *ctx, float
     return 0;
 }
 
-int slm_sae_train(Sae *s, int d_in, const char *hook, SaeFill fill, void *ctx, const SaeTrainOptions *o,
-                  SaeTrainResult *res, Error *e) {
-    *res = (SaeTrainResult){.scale = 1.0f};
-    Run r;
-    if (slm_sae_train_check(o, e)) return -1;
-    int rc = run_init(&r, s, d_in, hook, o, e) || store_fill(&r.store, fill, ctx, e) ? -1 : 0;
-    float scale = rc ? 1.0f : norm_scale(&r.store);
-    if (!rc) init_b_dec(s, &r.store, scale);
-    long long n_steps = o->tokens / o->batch_tokens;
-    int n = n_steps < 1 ? 1 : n_steps > 1000000000 ? 1000000000 : (int)n_steps;
+/* A new run: the first fill, the scale from it, b_dec at its mean. */
+static int run_start(Run *r, SaeFill fill, void *ctx, const SaeTrainOptions *o, Error *e) {
+    if (store_fill(&r->store, fill, ctx, o, e)) return -1;
+    r->scale = norm_scale(&r->store);
+    init_b_dec(r->s, &r->store, r->scale);
+    return 0;
+}
+
+/* A resumed run: the checkpoint's state, and the store filled again from
+ * where its last fill began, so that the rows still to come are the same. */
+static int run_resume(Run *r, SaeFill fill, void *ctx, const SaeTrainOptions *o, Error *e) {
+    if (!o->tell || !o->seek || !o->checkpoint)
+        return FAIL(e, "train again without --resume", "this stream of activations cannot be resumed");
+    if (slm_sae_checkpoint_load(r, o, e)) return -1;
+    long long at = r->store.at;
+    r->store.rng = r->store.fill_rng;
+    if (o->seek(ctx, &r->store.fill_pos, e) || store_fill(&r->store, fill, ctx, o, e)) return -1;
+    r->store.at = at;
+    return 0;
+}
+
+/* The steps from r->done to n, until o->stop or --minutes; the result's counts. */
+static int run_steps(Run *r, SaeFill fill, void *ctx, const SaeTrainOptions *o, int n, SaeTrainResult *res, Error *e) {
     double start = slm_clock_seconds();
     SaeProgress pr = {.steps = n};
-    for (int i = 0; !rc && i < n; i++) {
+    int rc = 0;
+    for (; !rc && r->done < n; r->done++) {
         double elapsed = slm_clock_seconds() - start;
         if ((o->stop && *o->stop) || (o->minutes > 0 && elapsed >= o->minutes * 60)) {
             res->interrupted = 1;
             break;
         }
-        rc = step(&r, o, fill, ctx, scale, i, n, &pr, e);
+        int i = r->done;
+        rc = step(r, o, fill, ctx, r->scale, i, n, &pr, e);
         res->steps = pr.step = i + 1;
         res->tokens = pr.tokens = (long long)(i + 1) * o->batch_tokens;
         res->dead_share = pr.dead_share;
         pr.elapsed_s = slm_clock_seconds() - start;
-        pr.tokens_per_s = pr.tokens / (pr.elapsed_s > 1e-9 ? pr.elapsed_s : 1e-9);
+        pr.tokens_per_s =
+            (pr.tokens - (long long)res->resumed_at * o->batch_tokens) / (pr.elapsed_s > 1e-9 ? pr.elapsed_s : 1e-9);
         if (!rc && o->progress) o->progress(&pr, o->progress_ctx);
     }
     res->seconds = slm_clock_seconds() - start;
-    res->scale = scale;
-    if (!rc) slm_sae_fold_scale(s, scale);
+    return rc;
+}
+
+int slm_sae_train(Sae *s, int d_in, const char *hook, SaeFill fill, void *ctx, const SaeTrainOptions *o,
+                  SaeTrainResult *res, Error *e) {
+    *res = (SaeTrainResult){.scale = 1.0f};
+    Run r;
+    if (slm_sae_train_check(o, e)) return -1;
+    int rc = run_init(&r, s, d_in, hook, o, e) ? -1 : 0;
+    if (!rc) rc = o->resume ? run_resume(&r, fill, ctx, o, e) : run_start(&r, fill, ctx, o, e);
+    long long n_steps = o->tokens / o->batch_tokens;
+    int n = n_steps < 1 ? 1 : n_steps > 1000000000 ? 1000000000 : (int)n_steps;
+    res->resumed_at = res->steps = r.done;
+    res->tokens = (long long)r.done * o->batch_tokens;
+    if (!rc) rc = run_steps(&r, fill, ctx, o, n, res, e);
+    res->scale = r.scale;
+    if (!rc && o->checkpoint && o->tell && res->interrupted) rc = slm_sae_checkpoint_save(&r, o, e);
+    if (!rc && o->checkpoint && !res->interrupted && remove(o->checkpoint) != 0 && errno != ENOENT)
+        rc = FAIL(e, "remove it by hand", "cannot remove the finished run's checkpoint '%s': %s", o->checkpoint,
+                  strerror(errno));
+    if (!rc) slm_sae_fold_scale(s, r.scale); /* pre, so the threshold, is the same at either scale */
+    if (!rc) slm_sae_to_jumprelu(s);
     if (!rc && !(res->density = firing_density(&r.firing, s->cfg.d_sae, e))) rc = -1;
     run_free(&r);
     return rc;
