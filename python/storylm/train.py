@@ -352,4 +352,20 @@ def pythons_words(text):
         return "storylm.train(%s)" % ", ".join([repr(stories), "OUT"] + flags)
 
     text = _COMMAND.sub(command, text)
-    return _QUOTED_OR_FLAG.sub(lambda f: f.group(0) if f.group(1) is None else _keyword(f.group(1), f.group(2)), text)
+    return _QUOTED_OR_FLAG.sub(lambda f: f.group(0) if f.group(1) is None else _prose_flag(f), text)
+
+
+_VALUE_LIKE = re.compile(r"'.*'|[-+]?[0-9][0-9.e+-]*|\S*[./]\S*")  # quoted, a number or a path
+
+
+def _prose_flag(f):
+    """A flag in a sentence: "--seed 3" -> "seed=3", but the word after it is
+    the sentence's unless it looks like a value ("only --steps may change" ->
+    "only steps= may change")."""
+    flag, value = f.group(1), f.group(2)
+    if value is None or "=" in f.group(0) or _VALUE_LIKE.fullmatch(value):
+        return _keyword(flag, value)
+    if _is_bool(flag):
+        return _keyword(flag, None) + " " + value
+    key = next((k for k, e in _lib.params("train").items() if e.get("name") == flag), flag.replace("-", "_"))
+    return "%s= %s" % (key, value)

@@ -77,6 +77,10 @@ class Refusal(unittest.TestCase):
         self.assertEqual(pythons_words("cannot open '--help' for reading"), "cannot open '--help' for reading")
         self.assertEqual(pythons_words("cannot resume 'm' with --seed 3: the run was trained with seed 2"),
                          "cannot resume 'm' with seed=3: the run was trained with seed 2")
+        self.assertEqual(pythons_words("a resumed run keeps its settings; only --steps may change"),
+                         "a resumed run keeps its settings; only steps= may change")
+        self.assertEqual(pythons_words("give --vocab models/vocab.txt or --keep-best then"),
+                         "give vocab='models/vocab.txt' or keep_best=True then")
 
 
 @unittest.skipUnless(SMALL_STORIES, "no stories to train on (tests/e2e_python.sh gives them)")
