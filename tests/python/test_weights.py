@@ -78,11 +78,11 @@ class LensNames(unittest.TestCase):
     def test_tied_transformer_W_U_is_W_E_transposed(self):
         """--tie-embeddings: the file has embed.W_E and no unembed.W_U; W_U is W_E.T
         (the same numbers), cfg says so, and the logit lens through it gives the logits."""
-        from test_storylm import SMALL_STORIES
-        with tempfile.TemporaryDirectory() as d:
+        with tempfile.TemporaryDirectory() as d:  # the shipped test stories: there in every run of these tests
             tf = os.path.join(d, "tied.safetensors")
-            subprocess.run([CLI, "train", SMALL_STORIES, "--arch", "transformer", "--tie-embeddings", "--threads", "2",
-                            "--steps", "6", "--test-stories", "5", "--eval-every", "0", "-o", tf],
+            subprocess.run([CLI, "train", os.path.join(MODELS, "tinystories-test.txt"), "--vocab",
+                            os.path.join(MODELS, "vocab.txt"), "--arch", "transformer", "--tie-embeddings", "--threads",
+                            "2", "--steps", "6", "--test-stories", "5", "--eval-every", "0", "-o", tf],
                            check=True, capture_output=True)
             m = storylm.load(tf)
             sd = m.state_dict()
