@@ -51,6 +51,7 @@ S circuits -m "$m" --stories stories.txt --top 4 --token-list lily,tom,max --svg
 S icl stories.txt -m "$m" -m "$w8" --svg svg/icl.svg
 S patch "$story" "${story//Max/Tom}" -m "$m" --answer max --wrong tom --svg svg/patch.svg
 S attribute "$story" -m "$m" --token max --stories stories.txt --svg svg/attribute.svg
+S sae features "$src/models/tinystories.sae" stories.txt -m "$m" --latents 3 --svg svg/sae-features.svg
 printf 'step\tattention train\tattention test\twindow8 train\twindow8 test\n' > curves.tsv
 printf '%s\t%s\t%s\t%s\t%s\n' 0 5.5 5.6 5.4 5.5  100 4.1 4.3 4.2 4.4  200 3.6 3.9 3.8 4.0  300 3.2 3.7 3.5 3.8 >> curves.tsv
 "$STORYLM" plot curves.tsv -o svg/plot.svg --title "Train and test loss" --y-label loss > /dev/null || fail "storylm plot"

@@ -42,14 +42,15 @@ static void context_row(Svg *s, const cJSON *ctx, double y, double top) {
         const char *piece = string(t, "token");
         int glued = strncmp(piece, "##", 2) == 0;
         const char *text = glued ? piece + 2 : piece;
-        double w = slm_svg_text_width(text, FONT) + 4, v = number(t, "value");
+        double w = slm_svg_text_width(text, FONT) + 8,
+               v = number(t, "value"); /* room for a wider font than estimated */
         if (!glued) x += 3;
         if (x + w > SVG_WIDTH - MARGIN) break; /* the row is full */
         int firing = number(t, "position") == number(ctx, "position");
         shade(top > 0 ? v / top : 0, fill, sizeof fill);
         snprintf(tip, sizeof tip, "%s: %.4g", piece, v);
         slm_svg_rect(s, x, y + 2, w, ROW - 4, fill, firing ? "#333333" : "none", tip);
-        slm_svg_text(s, x + 2, y + 15, text, FONT, SVG_START, 0, "#000000");
+        slm_svg_text(s, x + 4, y + 15, text, FONT, SVG_START, 0, "#000000");
         x += w;
     }
 }
