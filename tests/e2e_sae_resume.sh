@@ -14,7 +14,7 @@ first_stories 200 >slice.txt
 opts=(slice.txt -m tiny.safetensors --test-stories 20 --threads 2 --tokens 40960 --batch-tokens 256 --seed 3
   --expansion 4 --k 8)
 
-"$STORYLM" sae train "${opts[@]}" -o straight 2>straight.log >/dev/null || { cat straight.log; fail "sae train"; }
+"$STORYLM" sae train "${opts[@]}" -o straight --json 2>straight.log >straight.json || { cat straight.log; fail "sae train"; }
 [[ ! -e straight.resume ]] || fail "a run never stopped left a checkpoint"
 
 # Ctrl-C as soon as training starts: exit 130, an SAE and a checkpoint
@@ -39,10 +39,13 @@ grep -q -- "--test-stories 20" err.txt || { cat err.txt; fail "no message naming
 if "$STORYLM" sae train "${opts[@]}" -o nothing --resume 2>err.txt >/dev/null; then fail "resumed with no checkpoint"; fi
 grep -q "cannot resume" err.txt || { cat err.txt; fail "no message for a missing checkpoint"; }
 
-# then short parts (--minutes) until it is done, each going on from the last
+# then short parts (--minutes) until it is done, each going on from the last;
+# a part is a quarter of the straight run's training time, so that parts stop
+# in the middle on a machine of any speed
+minutes=$("$PY" -c 'import json,sys; print(max(json.load(open(sys.argv[1]))["seconds"], 0.004) / 4 / 60)' straight.json)
 stops=()
 for part in $(seq 1 200); do
-  "$STORYLM" sae train "${opts[@]}" -o parts --resume --minutes 0.03 --json >part.json 2>part.log ||
+  "$STORYLM" sae train "${opts[@]}" -o parts --resume --minutes "$minutes" --json >part.json 2>part.log ||
     { cat part.log; fail "resume $part"; }
   read -r interrupted steps < <("$PY" -c 'import json,sys; j=json.load(open(sys.argv[1])); print(int(j["interrupted"]), j["steps"])' part.json)
   [[ $interrupted == 1 ]] || break
