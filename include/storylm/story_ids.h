@@ -46,6 +46,7 @@ typedef struct Stories {
     const uint16_t *ids16; /* all stories' ids when 16 bits hold them, else NULL */
     const int32_t *ids32;  /* else here; story i is ids[starts[i] .. starts[i+1]) */
     const size_t *starts;  /* n_stories + 1 entries */
+    size_t *starts_own;    /* starts when copied out of the map (a 32-bit size_t), else NULL */
     size_t n_tokens;       /* = starts[n_stories] */
     int n_test, n_train;
     int *test;  /* indices of the held-out test stories, ascending */

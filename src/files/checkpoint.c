@@ -509,7 +509,12 @@ void slm_training_state_free(TrainingState *s) {
 
 uint64_t slm_checkpoint_new_run_id(void) {
     uint64_t x = 0;
-    if (getrandom(&x, sizeof x, 0) != (ssize_t)sizeof x) {
+#ifdef __linux__
+    int got = getrandom(&x, sizeof x, 0) == (ssize_t)sizeof x;
+#else /* WebAssembly's C library has getentropy (the host's random source), not getrandom */
+    int got = getentropy(&x, sizeof x) == 0;
+#endif
+    if (!got) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         x = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;

@@ -4,11 +4,14 @@
  * which kernel below computes them. */
 #include "storylm/dense_bf16.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef __x86_64__ /* elsewhere (WebAssembly) the plain C below: --precision bf16 is refused there */
 #define BF16_TARGET __attribute__((target("avx512f,avx512bf16")))
 #include <immintrin.h>
+#endif
 
 /* Samples a block of weights serves at once (8 chains in flight), and
  * blocks one sample alone goes through at once (as many). */
@@ -60,6 +63,7 @@ void slm_dense_bf16_pairs(const float *x0, int n0, const float *x1, int n1, uint
     }
 }
 
+#ifdef __x86_64__
 /* A block's 16 sums (n real) + bias (NULL: none) -> y. */
 static inline __attribute__((always_inline)) BF16_TARGET void store_block(__m512 acc, const float *bias, int n,
                                                                           float *y) {
@@ -154,6 +158,29 @@ BF16_TARGET void slm_dense_bf16(const DenseBf16 *d, const float *bias, const uin
         }
     }
 }
+
+#else
+/* The bits VDPBF16PS gives (slm_matmul_bf16_emulated's order), one output at a time. */
+static float pair_sum(float acc, uint32_t a, uint32_t b) {
+    float a_hi = slm_bf16_to_float((uint16_t)(a >> 16)), b_hi = slm_bf16_to_float((uint16_t)(b >> 16));
+    float a_lo = slm_bf16_to_float((uint16_t)a), b_lo = slm_bf16_to_float((uint16_t)b);
+    acc += a_hi * b_hi;
+    acc = fabsf(acc) < 1.17549435e-38f ? copysignf(0.0f, acc) : acc;
+    acc += a_lo * b_lo;
+    return fabsf(acc) < 1.17549435e-38f ? copysignf(0.0f, acc) : acc;
+}
+
+void slm_dense_bf16(const DenseBf16 *d, const float *bias, const uint32_t *x, size_t x_step, const int *which, int k,
+                    float *y, size_t y_step) {
+    for (int j = 0; j < k; j++)
+        for (int o = 0; o < d->rows; o++) {
+            float acc = 0.0f;
+            for (int p = 0; p < d->pairs; p++)
+                acc = pair_sum(acc, d->w[((size_t)(o / 16) * d->pairs + p) * 16 + o % 16], x[which[j] * x_step + p]);
+            y[which[j] * y_step + o] = bias ? acc + bias[o] : acc;
+        }
+}
+#endif
 
 int slm_bf16_inputs_init(Bf16Inputs *in, int n, int widest, Error *e) {
     in->step = (size_t)(widest + 1) / 2;

@@ -16,8 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef __x86_64__ /* elsewhere (WebAssembly) no BF16 products: only the emulation below */
 #define BF16_TARGET __attribute__((target("avx512f,avx512bf16")))
 #include <immintrin.h>
+#endif
 
 const char *slm_precision_name(Precision p) { return p == PRECISION_BF16 ? "bf16" : "fp32"; }
 
@@ -33,8 +35,12 @@ int slm_precision_parse(const char *name, Precision *p, Error *e) {
 }
 
 int slm_bf16_supported(void) {
+#ifdef __x86_64__
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx512bf16");
+#else
+    return 0;
+#endif
 }
 
 int slm_precision_check(Precision p, Error *e) {
@@ -53,6 +59,13 @@ uint16_t slm_bf16_from_float(float x) {
     return (uint16_t)((u + 0x7FFFu + (u >> 16 & 1u)) >> 16);                   /* nearest, ties to even */
 }
 
+/* C = beta C when K is 0: no products. */
+static void scale_only(int M, int N, float beta, float *C, int ldc) {
+    for (int m = 0; m < M; m++)
+        for (int n = 0; n < N; n++) C[(size_t)m * ldc + n] = beta != 0.0f ? C[(size_t)m * ldc + n] : 0.0f;
+}
+
+#ifdef __x86_64__
 /* ---- packing ------------------------------------------------------------- */
 
 /* 16 floats -> 16 pairs (x0 low, x1 high) as VDPBF16PS reads its lanes,
@@ -248,12 +261,6 @@ static BF16_TARGET void row_tiles(const uint32_t *ap, size_t rs, size_t ks, int 
 
 #define TILE_ROWS 6
 
-/* C = beta C when K is 0: no products. */
-static void scale_only(int M, int N, float beta, float *C, int ldc) {
-    for (int m = 0; m < M; m++)
-        for (int n = 0; n < N; n++) C[(size_t)m * ldc + n] = beta != 0.0f ? C[(size_t)m * ldc + n] : 0.0f;
-}
-
 int slm_matmul_bf16_panels(int trans_a, int M, const float *A, int lda, const Bf16Panels *B, float beta, float *C,
                            int ldc) {
     int N = B->N, K = B->K, Kh = (K + 1) / 2, tiles = (M + TILE_ROWS - 1) / TILE_ROWS;
@@ -276,6 +283,27 @@ int slm_matmul_bf16_panels(int trans_a, int M, const float *A, int lda, const Bf
     free(ap);
     return 0;
 }
+
+#else
+/* Rows to pairs one at a time: see bf16.h. */
+void slm_bf16_pack_row(const float *x, int n, uint32_t *pairs) {
+    for (int k = 0; k < n; k += 2)
+        pairs[k / 2] = (uint32_t)slm_bf16_from_float(x[k]) | (uint32_t)(k + 1 < n ? slm_bf16_from_float(x[k + 1]) : 0)
+                                                                 << 16;
+}
+
+int slm_bf16_panels_pack(Bf16Panels *p, int trans_b, int K, int N, const float *B, int ldb) {
+    *p = (Bf16Panels){.K = K, .N = N};
+    return -1;
+}
+
+void slm_bf16_panels_free(Bf16Panels *p) { p->pairs = NULL; }
+
+int slm_matmul_bf16_panels(int trans_a, int M, const float *A, int lda, const Bf16Panels *B, float beta, float *C,
+                           int ldc) {
+    return -1;
+}
+#endif
 
 void slm_matmul_bf16(int trans_a, int trans_b, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
                      float beta, float *C, int ldc) {

@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -28,7 +29,9 @@
 #define CACHE_KEY_VERSION 1u /* of the key: unchanged, so a file keeps its cache's name */
 #define WINDOW (8u << 20)    /* bytes of a map read between giving pages back */
 
-_Static_assert(sizeof(size_t) == 8, "the starts are read from the cache file in place as size_t");
+/* The starts are read from the file in place as size_t where it is 8 bytes;
+ * a 32-bit target (wasm32) copies them (point_into). */
+#define STARTS_IN_PLACE (SIZE_MAX == UINT64_MAX)
 
 typedef struct CacheHeader {
     char magic[8];
@@ -126,19 +129,40 @@ static size_t file_size(uint64_t n_stories, uint64_t n_tokens, uint32_t id_bytes
 
 static int id_bytes_for(const Tokenizer *t) { return t->size <= 65536 ? 2 : 4; }
 
+/* The file's u64 starts as size_t: in place, or copied into s->starts_own
+ * where size_t is narrower (counts are bounded by the map's size, so they
+ * fit). -1 when out of memory. */
+static int point_starts(Stories *s, const char *starts, uint64_t n_stories) {
+    if (STARTS_IN_PLACE) {
+        s->starts = (const size_t *)(const void *)starts;
+        return 0;
+    }
+    size_t *own = malloc(((size_t)n_stories + 1) * sizeof *own);
+    if (!own) return -1;
+    for (size_t i = 0; i <= n_stories; i++) {
+        uint64_t v;
+        memcpy(&v, starts + i * 8, 8);
+        own[i] = (size_t)v;
+    }
+    s->starts = s->starts_own = own;
+    return 0;
+}
+
 /* Points s (ids, starts, counts, map) and *hashes into a mapped file whose
- * header is h. The map is s's from now on. */
-static void point_into(Stories *s, const FileMap *m, const CacheHeader *h, const uint64_t **hashes) {
+ * header is h. The map is s's from now on, unless this fails (-1: out of
+ * memory for a copy of the starts). */
+static int point_into(Stories *s, const FileMap *m, const CacheHeader *h, const uint64_t **hashes) {
     const char *ids = m->data + sizeof *h, *starts = m->data + ids_end(h->n_tokens, h->id_bytes);
+    if (point_starts(s, starts, h->n_stories)) return -1;
     s->ids16 = h->id_bytes == 2 ? (const uint16_t *)(const void *)ids : NULL;
     s->ids32 = h->id_bytes == 4 ? (const int32_t *)(const void *)ids : NULL;
-    s->starts = (const size_t *)(const void *)starts;
     *hashes = (const uint64_t *)(const void *)(starts + ((size_t)h->n_stories + 1) * 8);
     s->n_stories = (int)h->n_stories;
     s->n_tokens = (size_t)h->n_tokens;
     s->skips = (StorySkips){(int)h->skips[0], (int)h->skips[1], (int)h->skips[2], (int)h->skips[3]};
     s->map = m->data;
     s->map_len = m->len;
+    return 0;
 }
 
 /* ----------------------------------------------------------------- reading */
@@ -204,8 +228,8 @@ int slm_ids_cache_read(const char *path, uint64_t key, const Tokenizer *t, Stori
         slm_file_unmap(&m);
         return -1;
     }
-    point_into(&got, &m, &h, hashes);
-    if (!starts_valid(&got, &m, t)) {
+    if (point_into(&got, &m, &h, hashes) || !starts_valid(&got, &m, t)) {
+        free(got.starts_own);
         slm_file_unmap(&m);
         return -1;
     }
@@ -324,7 +348,10 @@ int slm_ids_writer_finish(IdsWriter *w, uint64_t key, const Tokenizer *t, const 
     if (!rc) rc = slm_file_map_fd(&m, fileno(w->f), file_size(h.n_stories, h.n_tokens, h.id_bytes), "the token ids", e);
     /* no fsync: a cache cut short by a crash fails its checksum and is rewritten */
     if (!rc && w->final_path && rename(w->temp_path, w->final_path) != 0) remove(w->temp_path);
-    if (!rc) point_into(s, &m, &h, hashes);
+    if (!rc && point_into(s, &m, &h, hashes)) {
+        slm_file_unmap(&m);
+        rc = FAIL(e, "check free memory", "out of memory for the stories' starts");
+    }
     if (!rc && w->temp_path) {
         free(w->temp_path); /* now in place: nothing left to remove */
         w->temp_path = NULL;

@@ -15,6 +15,7 @@ void slm_stories_free(Stories *s) {
         FileMap m = {.data = s->map, .len = s->map_len};
         slm_file_unmap(&m);
     }
+    free(s->starts_own);
     free(s->test);
     free(s->train);
     *s = (Stories){0};
