@@ -10,7 +10,18 @@
 #include "storylm/bf16.h"
 #include "storylm/error.h"
 
+/* The WebAssembly build has only the portable kernels (no OpenBLAS, no
+ * vector code of its own): there they are the default, value 0, which a
+ * pass's zeroed context holds, and blas is refused (kernels.c). */
+#ifdef __EMSCRIPTEN__
+typedef enum Kernels { KERNELS_PORTABLE = 0, KERNELS_BLAS = 1 } Kernels;
+#define SLM_KERNELS_DEFAULT "portable"
+#define SLM_KERNELS_CHOICES "portable,blas" /* Kernels' order, for a PARAM_CHOICE */
+#else
 typedef enum Kernels { KERNELS_BLAS = 0, KERNELS_PORTABLE = 1 } Kernels;
+#define SLM_KERNELS_DEFAULT "blas"
+#define SLM_KERNELS_CHOICES "blas,portable"
+#endif
 
 /* How one pass computes its products: at which precision, with which kernels. */
 typedef struct Compute {

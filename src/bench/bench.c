@@ -111,7 +111,8 @@ int slm_bench_train(const char *path, const BenchOptions *o, BenchBeatFn beat, v
         rc = slm_pos_parse(o->pos, &cfg.pos, e) || slm_score_parse(o->score, &cfg.score, e);
     }
     rc = rc || slm_precision_parse(o->precision, &precision, e) || slm_precision_check(precision, e) ||
-         slm_kernels_parse(o->kernels ? o->kernels : "blas", &kernels, e) || slm_kernels_check(kernels, precision, e);
+         slm_kernels_parse(o->kernels ? o->kernels : SLM_KERNELS_DEFAULT, &kernels, e) ||
+         slm_kernels_check(kernels, precision, e);
     if (!rc && !(arch->takes & TAKES_BF16) && precision != PRECISION_FP32) /* as storylm train */
         rc = FAIL(e, "leave --precision out (fp32)",
                   "--precision %s is for the attention network and window8; --arch %s trains in fp32", o->precision,

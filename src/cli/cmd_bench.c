@@ -9,6 +9,7 @@
 #include "heartbeat.h"
 #include "storylm/bench.h"
 #include "storylm/bf16.h"
+#include "storylm/kernels.h"
 #include "storylm/model_params.h"
 #include "storylm/position.h"
 #include "storylm/score.h"
@@ -107,7 +108,7 @@ static const Param bench_params[] = {
     BENCH_STRING(kernels, "kernels", "K",
                  "training's kernels: blas (OpenBLAS), or portable (storylm's own, the same bits at any -march; "
                  "docs/kernels.md)",
-                 "blas"),
+                 SLM_KERNELS_DEFAULT),
     BENCH_STRING(arch, "arch", "NAME", "training's network, as storylm train --arch (transformer: its default shape)",
                  "attention"),
     /* training's; generation and encoding time one thread */

@@ -6,6 +6,11 @@
 const char *slm_kernels_name(Kernels k) { return k == KERNELS_PORTABLE ? "portable" : "blas"; }
 
 int slm_kernels_parse(const char *name, Kernels *k, Error *e) {
+#ifdef __EMSCRIPTEN__
+    if (name && strcmp(name, "blas") == 0)
+        return FAIL(e, "leave out --kernels (portable is the default here)",
+                    "--kernels blas: this WebAssembly build has no OpenBLAS, only the portable kernels");
+#endif
     if (name && strcmp(name, "blas") == 0)
         *k = KERNELS_BLAS;
     else if (name && strcmp(name, "portable") == 0)
