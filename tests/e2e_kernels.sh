@@ -4,6 +4,7 @@
 # from OpenBLAS's (the switch does something) while its test loss is within
 # 0.1% of theirs; the held-out evaluation runs on them too; a bad --kernels
 # and --kernels portable with --precision bf16 are refused with the choices;
+# eval --kernels portable measures on them;
 # bench train says which kernels it timed. (The same bits on other -march
 # builds: the portable_march test.)
 set -euo pipefail
@@ -32,6 +33,15 @@ if "$STORYLM" train slice.txt "${common[@]}" --kernels portable --precision bf16
   fail "--kernels portable --precision bf16 was accepted"
 fi
 grep -q "fp32" no.err || { cat no.err; fail "the refusal of portable with bf16 does not say why"; }
+
+# eval --kernels portable: the held-out numbers on the portable kernels (those
+# the WebAssembly build has: e2e_wasm compares the two), not OpenBLAS's
+"$STORYLM" eval slice.txt --model p.safetensors --test-stories 20 --json > eval_blas.json
+"$STORYLM" eval slice.txt --model p.safetensors --test-stories 20 --json --kernels portable > eval_p.json
+loss_json() { "$PY" -c 'import json,sys; print(repr(json.load(open(sys.argv[1]))["loss"]))' "$1"; }
+[[ "$(loss_json eval_p.json)" != "$(loss_json eval_blas.json)" ]] || fail "eval --kernels portable changed nothing"
+"$PY" -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); sys.exit(abs(a - b) > 1e-4 * a)" \
+  "$(loss_json eval_blas.json)" "$(loss_json eval_p.json)" || fail "eval: portable and OpenBLAS losses far apart"
 
 "$STORYLM" stories slice.txt --vocab vocab.txt --ids --split train > ids.txt
 "$STORYLM" bench train ids.txt --steps 1 --threads 1 --kernels portable > bench.json

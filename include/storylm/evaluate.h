@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "storylm/error.h"
+#include "storylm/kernels.h"
 #include "storylm/model.h"
 #include "storylm/stories.h"
 
@@ -22,6 +23,12 @@ typedef struct EvalResult {
  * positions. */
 int slm_evaluate(const Model *m, const Stories *s, const int *idx, int n, const Ablation *ablation, int max_positions,
                  EvalResult *r, Error *e);
+
+/* slm_evaluate on kernels k (slm_evaluate: the default kernels): --kernels
+ * portable gives training's --kernels portable numbers, and the WebAssembly
+ * build's, bit for bit. */
+int slm_evaluate_on(Kernels k, const Model *m, const Stories *s, const int *idx, int n, const Ablation *ablation,
+                    int max_positions, EvalResult *r, Error *e);
 
 /* evaluate, and each position's numbers: position p of story idx[i], which
  * predicts its token p+1, at loss[at + p] and correct[at + p] (1 when the

@@ -7,6 +7,8 @@
 
 #include "pass.h"
 
+#define DEFAULT_KERNELS ((Kernels)0) /* blas natively, portable in WebAssembly (kernels.h) */
+
 static long long predicted_positions(const Stories *s, const int *idx, int n) {
     long long total = 0;
     for (int i = 0; i < n; i++) total += (long long)story_len(s, idx[i]) - 1;
@@ -49,13 +51,15 @@ static int position_outputs(const Stories *s, const int *idx, int n, float *loss
     return 0;
 }
 
-int slm_evaluate_each(const Model *m, const Stories *s, const int *idx, int n, const Ablation *ab, int max_positions,
-                      EvalResult *r, float *loss, uint8_t *correct, Error *e) {
+/* slm_evaluate_each on kernels k. */
+static int evaluate_each(Kernels k, const Model *m, const Stories *s, const int *idx, int n, const Ablation *ab,
+                         int max_positions, EvalResult *r, float *loss, uint8_t *correct, Error *e) {
     *r = (EvalResult){0};
     Pass p;
     float **at_loss = NULL;
     uint8_t **at_correct = NULL;
     int rc = slm_pass_init(&p, m, NULL, max_positions, longest_story(s, idx, n), n > 0 ? n : 1, e);
+    p.shards.kernels = k;
     if (!rc && loss) rc = position_outputs(s, idx, n, loss, correct, &at_loss, &at_correct, e);
     p.shards.position_loss = at_loss, p.shards.position_correct = at_correct;
     if (!rc) rc = slm_pass_evaluate(&p, s, idx, n, ab, r, e);
@@ -65,7 +69,17 @@ int slm_evaluate_each(const Model *m, const Stories *s, const int *idx, int n, c
     return rc;
 }
 
+int slm_evaluate_each(const Model *m, const Stories *s, const int *idx, int n, const Ablation *ab, int max_positions,
+                      EvalResult *r, float *loss, uint8_t *correct, Error *e) {
+    return evaluate_each(DEFAULT_KERNELS, m, s, idx, n, ab, max_positions, r, loss, correct, e);
+}
+
 int slm_evaluate(const Model *m, const Stories *s, const int *idx, int n, const Ablation *ab, int max_positions,
                  EvalResult *r, Error *e) {
-    return slm_evaluate_each(m, s, idx, n, ab, max_positions, r, NULL, NULL, e);
+    return evaluate_each(DEFAULT_KERNELS, m, s, idx, n, ab, max_positions, r, NULL, NULL, e);
+}
+
+int slm_evaluate_on(Kernels k, const Model *m, const Stories *s, const int *idx, int n, const Ablation *ab,
+                    int max_positions, EvalResult *r, Error *e) {
+    return evaluate_each(k, m, s, idx, n, ab, max_positions, r, NULL, NULL, e);
 }

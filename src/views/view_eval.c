@@ -14,6 +14,7 @@ typedef struct EvalParams {
     const char *stories, *text;
     bool all;
     int max_positions;
+    int kernels; /* Kernels */
 } EvalParams;
 
 typedef struct EvalState {
@@ -26,6 +27,8 @@ static int check(void *params, Error *e) {
     EvalParams *p = params;
     if (!p->text && !p->stories) return FAIL(e, NULL, "missing STORIES (or --text TEXT)");
     if (p->text && p->all) return FAIL(e, NULL, "--all is for STORIES, not --text");
+    if (p->text && p->kernels != (int)(Kernels)0)
+        return FAIL(e, "leave out --kernels with --text", "--kernels is for STORIES, not --text");
     if (p->text) {
         p->po.mean_stories = p->stories;
         p->stories = NULL;
@@ -63,7 +66,8 @@ static int eval_stories(ViewCall *c, Error *e) {
     for (int i = 0; all && i < s->n_stories; i++) all[i] = i;
     EvalResult r;
     long long bytes = 0;
-    int rc = slm_evaluate(&ps->lm.model, s, p->all ? all : s->test, n, &ps->ablation, p->max_positions, &r, e) ||
+    int rc = slm_evaluate_on((Kernels)p->kernels, &ps->lm.model, s, p->all ? all : s->test, n, &ps->ablation,
+                             p->max_positions, &r, e) ||
              slm_stories_text_bytes(s, ps->stories_path, &ps->lm.tokenizer, p->all ? all : s->test, n, &bytes, e);
     free(all);
     if (rc) slm_error_prefix(e, "evaluating '%s': ", ps->model_path);
@@ -110,6 +114,15 @@ static const Param params[] = {
      .min = 64,
      .max = 1 << 20,
      .def = 4096,
+     .flags = PARAM_CLI_ONLY},
+    {.name = "kernels",
+     .type = PARAM_CHOICE,
+     .offset = offsetof(EvalParams, kernels),
+     .meta = "K",
+     .help = "the products' kernels, as storylm train --kernels: blas (OpenBLAS), or portable (the numbers of "
+             "training with --kernels portable and of the WebAssembly build, bit for bit; docs/kernels.md)",
+     .def_string = SLM_KERNELS_DEFAULT,
+     .choices = SLM_KERNELS_CHOICES, /* Kernels' order (kernels.h) */
      .flags = PARAM_CLI_ONLY},
 };
 
