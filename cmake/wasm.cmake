@@ -31,6 +31,8 @@ function(storylm_wasm_cli target)
   set_target_properties(${target} PROPERTIES SUFFIX ".js")
   target_link_options(${target} PRIVATE -sNODERAWFS=1 -sENVIRONMENT=node -sALLOW_MEMORY_GROWTH=1
     -sINITIAL_MEMORY=64MB -sTOTAL_STACK=8MB -sEXIT_RUNTIME=1
-    -sWASM_ASYNC_COMPILATION=0) # node 18 and later have fetch, which 3.1.6 would use on a path
+    -sWASM_ASYNC_COMPILATION=0 # node 18 and later have fetch, which 3.1.6 would use on a path
+    --pre-js ${PROJECT_SOURCE_DIR}/wasm/node_env.js)
+  set_property(TARGET ${target} APPEND PROPERTY LINK_DEPENDS ${PROJECT_SOURCE_DIR}/wasm/node_env.js)
   configure_file(${PROJECT_SOURCE_DIR}/wasm/storylm.mjs ${PROJECT_BINARY_DIR}/storylm.mjs COPYONLY)
 endfunction()
