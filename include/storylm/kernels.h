@@ -33,7 +33,8 @@ typedef struct Compute {
 const char *slm_kernels_name(Kernels k);
 /* name -> *k; -1 with e set (naming the choices) for anything else. */
 int slm_kernels_parse(const char *name, Kernels *k, Error *e);
-/* 0 when p and k go together; -1 with e set (BF16 products have no portable kernels). */
+/* 0 when p and k go together; -1 with e set (BF16 products have no portable
+ * kernels; the WebAssembly build has no blas). */
 int slm_kernels_check(Kernels k, Precision p, Error *e);
 
 #endif

@@ -6,11 +6,6 @@
 const char *slm_kernels_name(Kernels k) { return k == KERNELS_PORTABLE ? "portable" : "blas"; }
 
 int slm_kernels_parse(const char *name, Kernels *k, Error *e) {
-#ifdef __EMSCRIPTEN__
-    if (name && strcmp(name, "blas") == 0)
-        return FAIL(e, "leave out --kernels (portable is the default here)",
-                    "--kernels blas: this WebAssembly build has no OpenBLAS, only the portable kernels");
-#endif
     if (name && strcmp(name, "blas") == 0)
         *k = KERNELS_BLAS;
     else if (name && strcmp(name, "portable") == 0)
@@ -22,6 +17,11 @@ int slm_kernels_parse(const char *name, Kernels *k, Error *e) {
 }
 
 int slm_kernels_check(Kernels k, Precision p, Error *e) {
+#ifdef __EMSCRIPTEN__
+    if (k == KERNELS_BLAS)
+        return FAIL(e, "leave out --kernels (portable is the default here)",
+                    "--kernels blas: this WebAssembly build has no OpenBLAS, only the portable kernels");
+#endif
     if (k == KERNELS_PORTABLE && p != PRECISION_FP32)
         return FAIL(e, "leave out --precision bf16 with --kernels portable",
                     "--kernels portable computes in fp32 only (BF16 products need avx512_bf16)");

@@ -27,6 +27,7 @@ static int check(void *params, Error *e) {
     EvalParams *p = params;
     if (!p->text && !p->stories) return FAIL(e, NULL, "missing STORIES (or --text TEXT)");
     if (p->text && p->all) return FAIL(e, NULL, "--all is for STORIES, not --text");
+    if (slm_kernels_check((Kernels)p->kernels, PRECISION_FP32, e)) return -1;
     if (p->text && p->kernels != (int)(Kernels)0)
         return FAIL(e, "leave out --kernels with --text", "--kernels is for STORIES, not --text");
     if (p->text) {
