@@ -123,8 +123,7 @@ static const Param params[] = {
      .help = "the products' kernels, as storylm train --kernels: blas (OpenBLAS), or portable (the numbers of "
              "training with --kernels portable and of the WebAssembly build, bit for bit; docs/kernels.md)",
      .def_string = SLM_KERNELS_DEFAULT,
-     .choices = SLM_KERNELS_CHOICES, /* Kernels' order (kernels.h) */
-     .flags = PARAM_CLI_ONLY},
+     .choices = SLM_KERNELS_CHOICES}, /* Kernels' order (kernels.h) */
 };
 
 const View view_eval = {
