@@ -343,13 +343,16 @@ static void prefetch_head(const GeneratorBatch *g, int s, int l, int h, int next
 
 /* The rows (k, D) and, layer by layer, the heads' outputs of the newest
  * tokens -> each sample's z (Z); a switched-off head's slot replaced before
- * the layer above reads it. */
+ * the layer above reads it. The first layer reads the token table when it
+ * may and k > 1. */
 static void attention_z(GeneratorBatch *g, const float *rows, const int *which, int k) {
     const ModelConfig *c = &g->model->cfg;
     int D = c->row_dim, vd = c->value_dim, H = c->n_heads;
     size_t Z = sample_sizes(c).z;
     for (int j = 0; j < k; j++) memcpy(g->z + which[j] * Z, rows + (size_t)j * D, D * sizeof(float));
-    int table = token_table_on(g);
+    /* one sample alone: its cache stays in the core's caches, read faster than
+     * the table's rows turned in registers (10% fewer tokens a CPU-second) */
+    int table = k > 1 && token_table_on(g);
     for (int l = 0; l < slm_model_layers(c); l++) {
         int shared = table && l == 0; /* the layers above read the heads below, no token's alone */
         new_query_key_value(g, l, which, k);
