@@ -59,13 +59,13 @@ typedef struct GeneratorBatch {
  * points of steer_points (a bit a HookPoint) where the step makes them;
  * copy and set_precision as generate.h's; prepare (NULL: none), on the
  * caller's thread before a step's threads, readies what the samples share
- * for the step's tokens (k). */
+ * for the step's tokens (k) to samples which. */
 typedef struct GeneratorOps {
     int (*init)(GeneratorBatch *g, const Model *m, const Ablation *ablation, int n, Error *e);
     void (*free)(GeneratorBatch *g);
     void (*copy)(GeneratorBatch *g, int from, int to);
     void (*feed)(GeneratorBatch *g, const int *which, const int32_t *tokens, int k, int first);
-    void (*prepare)(GeneratorBatch *g, const int32_t *tokens, int k);
+    void (*prepare)(GeneratorBatch *g, const int *which, const int32_t *tokens, int k);
     int (*set_precision)(GeneratorBatch *g, Precision p, Error *e);
     unsigned steer_points; /* 1u << p for each HookPoint p feed steers at (the model must declare it too) */
 } GeneratorOps;

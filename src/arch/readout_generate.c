@@ -73,17 +73,21 @@ static void pack_weights(GeneratorBatch *g, const Model *m, int l, float *table)
  * of their own caches (768 bytes a slot), which 64 samples read from
  * beyond the core's caches every step. Rows are given in the order the
  * tokens come, so the few hundred sit together (a row a token id left
- * most of a megabyte's pages to be faulted in, one at a time). The caches are still written, so a
- * step may read them instead (--precision bf16, whose keys and values are
- * other bits, or a direction added at hook_embed). */
+ * most of a megabyte's pages to be faulted in, one at a time). What the
+ * table holds is not written into the caches while the table is read;
+ * before a step reads a sample's caches again (--precision bf16, whose
+ * keys and values are other bits, a direction added at hook_embed, or the
+ * sample alone) its slots are written from the table. */
 struct TokenTable {
-    int32_t *slot_rows; /* (n, W) the row of the token in each sample's slot */
-    int32_t *row_of;    /* (V) token t's row, -1 before it first comes */
-    int rows;           /* rows given so far */
-    float *values;      /* (H, V, vd) head h's value of row r at (h V + r) vd */
-    float *keys;        /* (H, V, 8) head h's key of row r; NULL: the keys from the caches (a key of other
-                         * than 8 components, or --score additive's, which has its own scores) */
-    float *qkv;         /* (QKV) scratch: a token's queries, keys, values */
+    int32_t *slot_rows;   /* (n, W) the row of the token in each sample's slot */
+    int32_t *row_of;      /* (V) token t's row, -1 before it first comes */
+    int rows;             /* rows given so far */
+    float *values;        /* (H, V, vd) head h's value of row r at (h V + r) vd */
+    float *keys;          /* (H, V, 8) head h's key of row r; NULL: the keys from the caches (a key of other
+                           * than 8 components, or --score additive's, which has its own scores) */
+    float *qkv;           /* (QKV) scratch: a token's queries, keys, values */
+    unsigned char *stale; /* (n) 1: the sample's first-layer cache lacks slots of the table's */
+    int use;              /* this step's first layer reads the table (decided before its threads) */
 };
 
 /* Whether the first layer's keys and values depend on the token alone. */
@@ -93,7 +97,7 @@ static int token_table_fits(const ModelConfig *c) {
 
 static void token_table_free(struct TokenTable *t) {
     if (!t) return;
-    free(t->slot_rows), free(t->row_of), free(t->values), free(t->keys), free(t->qkv);
+    free(t->slot_rows), free(t->row_of), free(t->values), free(t->keys), free(t->qkv), free(t->stale);
     free(t);
 }
 
@@ -104,7 +108,7 @@ static struct TokenTable *token_table_alloc(const ModelConfig *c, int n, Error *
     int ok = (t->slot_rows = xcalloc((size_t)n * c->window, sizeof(int32_t), e)) &&
              (t->values = xmalloc(H * V * c->value_dim * sizeof(float), e)) &&
              (t->row_of = xmalloc(V * sizeof(int32_t), e)) &&
-             (t->qkv = xmalloc((size_t)qkv_width(c) * sizeof(float), e));
+             (t->qkv = xmalloc((size_t)qkv_width(c) * sizeof(float), e)) && (t->stale = xcalloc(n, 1, e));
     if (ok && c->key_dim == 8 && c->score != SCORE_ADDITIVE)
         ok = (t->keys = xmalloc(H * V * 8 * sizeof(float), e)) != NULL;
     for (size_t i = 0; ok && i < V; i++) t->row_of[i] = -1;
@@ -122,10 +126,36 @@ static int token_table_on(const GeneratorBatch *g) {
     return 1;
 }
 
-/* The step's tokens (k) not yet in the table -> their first layer's
- * values, computed as new_query_key_value computes them from the row; also
- * in steps that read the caches, as the slots then written are read later. */
-static void token_table_prepare(GeneratorBatch *g, const int32_t *tokens, int k) {
+static int key_slots(const ModelConfig *c);
+
+/* Sample s's first-layer cache <- the table's keys (if it has them) and
+ * values of each slot written: the bits new_query_key_value would have
+ * written there. */
+static void cache_from_table(GeneratorBatch *g, int s) {
+    const ModelConfig *c = &g->model->cfg;
+    const struct TokenTable *t = g->token_table;
+    int W = c->window, H = c->n_heads, kd = c->key_dim, vd = c->value_dim, V = c->vocab_size;
+    int n = g->pos[s] < W ? g->pos[s] : W, layers = slm_model_layers(c);
+    float *keys = g->keys + (size_t)s * layers * H * kd * key_slots(c),
+          *values = g->values + (size_t)s * layers * H * W * vd;
+    for (int slot = 0; slot < n; slot++) {
+        size_t r = (size_t)t->slot_rows[(size_t)s * W + slot];
+        for (int h = 0; h < H; h++) {
+            memcpy(values + ((size_t)h * W + slot) * vd, t->values + ((size_t)h * V + r) * vd, vd * sizeof(float));
+            for (int i = 0; t->keys && i < kd; i++)
+                keys[(size_t)h * kd * key_slots(c) + slm_key_at(kd, i, slot)] = t->keys[((size_t)h * V + r) * kd + i];
+        }
+    }
+}
+
+/* Before a step of tokens (k) to samples which: the tokens not yet in the
+ * table -> their first layer's keys and values, computed as
+ * new_query_key_value computes them from the row (also in steps that read
+ * the caches: their slots are read later); whether the step reads the
+ * table (many samples: one alone reads its cache faster, in the core's
+ * caches, than the table's rows turned in registers: 10% fewer tokens a
+ * CPU-second); a sample whose cache the step reads has it written first. */
+static void token_table_prepare(GeneratorBatch *g, const int *which, const int32_t *tokens, int k) {
     if (!g->token_table) return;
     const ModelConfig *c = &g->model->cfg;
     struct TokenTable *t = g->token_table;
@@ -140,6 +170,11 @@ static void token_table_prepare(GeneratorBatch *g, const int32_t *tokens, int k)
             if (t->keys) memcpy(t->keys + ((size_t)h * V + r) * kd, t->qkv + (H + h) * kd, kd * sizeof(float));
         }
         t->row_of[id] = t->rows++;
+    }
+    t->use = k > 1 && token_table_on(g);
+    for (int j = 0; j < k; j++) {
+        if (!t->use && t->stale[which[j]]) cache_from_table(g, which[j]);
+        t->stale[which[j]] = (unsigned char)t->use;
     }
 }
 
@@ -186,7 +221,8 @@ static int generator_init(GeneratorBatch *g, const Model *m, const Ablation *abl
              (g->distance2 = xcalloc(H * 2 * W + 16, sizeof(float), e)) &&
              (g->qkv = xmalloc(N * sz.qkv * sizeof(float), e)) && (g->layers = xcalloc(L, sizeof(Model), e)) &&
              (g->score = xcalloc(L, sizeof(ScoreTensors), e));
-    if (ok && token_table_fits(c)) ok = (g->token_table = token_table_alloc(c, n, e)) != NULL;
+    if (ok && token_table_fits(c) && n > 1) /* one sample's cache stays in the core's caches */
+        ok = (g->token_table = token_table_alloc(c, n, e)) != NULL;
     if (!ok) {
         generator_free(g);
         return -1;
@@ -242,6 +278,7 @@ static void generator_copy(GeneratorBatch *g, int from, int to) {
         int32_t *slots = g->token_table->slot_rows;
         size_t W = g->model->cfg.window;
         memcpy(slots + to * W, slots + from * W, W * sizeof(int32_t));
+        g->token_table->stale[to] = g->token_table->stale[from];
     }
     g->pos[to] = g->pos[from];
     memcpy(g->recent + to * sz.recent, g->recent + from * sz.recent, sz.recent * sizeof(int32_t));
@@ -251,8 +288,8 @@ static void generator_copy(GeneratorBatch *g, int from, int to) {
 /* Layer l, for j < k: sample which[j]'s input (its z's row and layer l-1's
  * heads) -> its qkv = input @ layer l's qkv_w (which stays in the
  * first-level cache for all of them); the key and value go to its layer l
- * cache's slot. */
-static void new_query_key_value(GeneratorBatch *g, int l, const int *which, int k) {
+ * cache's slot, unless shared: the token table holds them. */
+static void new_query_key_value(GeneratorBatch *g, int l, const int *which, int k, int shared) {
     const ModelConfig *c = &g->model->cfg;
     int Din = layer_input(c, l), QKV = qkv_width(c), H = c->n_heads, kd = c->key_dim, vd = c->value_dim, W = c->window;
     SampleSizes sz = sample_sizes(c);
@@ -273,10 +310,11 @@ static void new_query_key_value(GeneratorBatch *g, int l, const int *which, int 
                                 qkv); /* --pos rope, --score general|additive: turned once, cached so */
         float *keys = g->keys + s * sz.keys + (size_t)l * H * kd * key_slots(c),
               *values = g->values + s * sz.values + (size_t)l * H * vd * W;
+        if (shared && g->token_table->keys) continue; /* the table holds them */
         for (int h = 0; h < H; h++)
             for (int i = 0; i < kd; i++)
                 keys[(size_t)h * kd * key_slots(c) + slm_key_at(kd, i, slot)] = qkv[(H + h) * kd + i];
-        for (int h = 0; h < H; h++)
+        for (int h = 0; h < H && !shared; h++)
             memcpy(values + ((size_t)h * W + slot) * vd, qkv + 2 * H * kd + h * vd, vd * sizeof(float));
     }
 }
@@ -343,19 +381,17 @@ static void prefetch_head(const GeneratorBatch *g, int s, int l, int h, int next
 
 /* The rows (k, D) and, layer by layer, the heads' outputs of the newest
  * tokens -> each sample's z (Z); a switched-off head's slot replaced before
- * the layer above reads it. The first layer reads the token table when it
- * may and k > 1. */
+ * the layer above reads it. The first layer reads the token table when the
+ * step's prepare said so. */
 static void attention_z(GeneratorBatch *g, const float *rows, const int *which, int k) {
     const ModelConfig *c = &g->model->cfg;
     int D = c->row_dim, vd = c->value_dim, H = c->n_heads;
     size_t Z = sample_sizes(c).z;
     for (int j = 0; j < k; j++) memcpy(g->z + which[j] * Z, rows + (size_t)j * D, D * sizeof(float));
-    /* one sample alone: its cache stays in the core's caches, read faster than
-     * the table's rows turned in registers (10% fewer tokens a CPU-second) */
-    int table = k > 1 && token_table_on(g);
+    int table = g->token_table && g->token_table->use;
     for (int l = 0; l < slm_model_layers(c); l++) {
         int shared = table && l == 0; /* the layers above read the heads below, no token's alone */
-        new_query_key_value(g, l, which, k);
+        new_query_key_value(g, l, which, k, shared);
         for (int j = 0; j < k; j++)
             for (int h = 0, lh = l * H; h < H; h++, lh++) {
                 float *out = g->z + which[j] * Z + D + (size_t)lh * vd;
