@@ -149,6 +149,64 @@ static void batches_match_alone(void) {
     batch_of_n_gives_each_sample_its_own_bits(&slm_attention_arch, NULL, 17, 2, 64, 37, PRECISION_FP32);
 }
 
+/* N samples of a random model of config cfg (300 tokens) fed the same
+ * random tokens through the token table (the first layer's keys and values
+ * of each token, shared) and through each sample's own cache: the same
+ * logits, bit for bit, every step, also past the window; the table read
+ * again after some steps that read the caches. */
+static void table_as_caches(ModelConfig cfg, const Ablation *ab, int N, uint64_t seed) {
+    enum { MAX_N = 64, STEPS = 300 };
+    Error e = {0};
+    Model m;
+    CHECK(slm_model_init(&m, &cfg, &e) == 0);
+    slm_model_randomize(&m, seed);
+    Rng r;
+    slm_rng_seed(&r, seed + 1);
+    for (int i = 0; i < cfg.n_heads * cfg.window; i++) m.distance[i] = (float)slm_rng_range(&r, -2, 2);
+    GeneratorBatch table, caches;
+    CHECK(slm_generator_batch_init(&table, &m, ab, N, &e) == 0 &&
+          slm_generator_batch_init(&caches, &m, ab, N, &e) == 0);
+    CHECK((table.token_table != NULL) == (N > 1)); /* one sample reads its own cache, in the core's caches */
+    caches.cache_only = 1;
+    int which[MAX_N], same = 1;
+    for (int s = 0; s < N; s++) which[s] = s;
+    for (int step = 0; step < STEPS; step++) {
+        int32_t tokens[MAX_N];
+        for (int s = 0; s < N; s++)
+            tokens[s] = (int32_t)slm_rng_below(&r, step < 270 ? 30 + step : 300); /* ever more tokens */
+        table.cache_only = step >= 100 && step < 110;                             /* a stretch read from the caches */
+        slm_generator_batch_feed(&table, which, tokens, N);
+        slm_generator_batch_feed(&caches, which, tokens, N);
+        same &= memcmp(table.logits, caches.logits, (size_t)N * cfg.vocab_size * sizeof(float)) == 0;
+    }
+    CHECK(same);
+    slm_generator_batch_free(&table);
+    slm_generator_batch_free(&caches);
+    slm_model_free(&m);
+}
+
+/* The token table gives each sample's heads the bits its own cache gives:
+ * batches of 1, 5 and 64, a window of 256 and of 37 slots (no multiple of
+ * 16: a last block of fewer slots), a head switched off, --score additive
+ * (the keys from the caches, the values from the table), two layers (the
+ * second reads the caches). */
+static void token_table_reads_as_the_caches(void) {
+    ModelConfig cfg = slm_model_config_default(&slm_attention_arch, 300);
+    Ablation off = {.heads = check_heads(1u << 2), .mode = ABLATE_ZERO};
+    table_as_caches(cfg, NULL, 1, 31);
+    table_as_caches(cfg, NULL, 5, 32);
+    table_as_caches(cfg, NULL, 64, 33);
+    table_as_caches(cfg, &off, 5, 34);
+    ModelConfig short_window = cfg, additive = cfg, two = cfg;
+    short_window.window = 37;
+    table_as_caches(short_window, NULL, 5, 35);
+    table_as_caches(short_window, &off, 64, 36);
+    additive.score = SCORE_ADDITIVE;
+    table_as_caches(additive, NULL, 5, 37);
+    two.n_layers = 2;
+    table_as_caches(two, &off, 5, 38);
+}
+
 /* A copy copies only the slots written so far: sample 1's short story
  * copied onto sample 0, whose longer story left its slots past them full,
  * goes on as sample 1's story alone, bit for bit (the old slots are written
@@ -605,6 +663,7 @@ int main(void) {
     sampling_follows_its_settings();
     same_seed_same_draws();
     batches_match_alone();
+    token_table_reads_as_the_caches();
     copy_over_a_longer_story();
     transformer_batches_match_alone();
     blend_by_slot_is_its_order();

@@ -43,8 +43,11 @@ typedef struct GeneratorBatch {
     Workers *workers;     /* NULL: steps on the caller's thread alone */
     Steering steer;       /* the directions added at hook points (generate --steer); n 0: none */
     struct GenBf16 *bf16; /* with BF16: the weights in BF16 and each sample's inputs' pairs */
-    void *state;          /* another architecture's own (the transformer's weights' views and key/value
-                           * caches); then only pos, logits and workers above are used */
+    struct TokenTable *token_table; /* the first layer's keys and values of each token, shared by the samples
+                                     * where they depend on the token alone, and each sample's token a slot */
+    int cache_only;                 /* 1: every head reads its sample's own cache (the tests' reference) */
+    void *state;                    /* another architecture's own (the transformer's weights' views and key/value
+                                     * caches); then only pos, logits and workers above are used */
 } GeneratorBatch;
 
 /* An architecture's generator: generate.h's batch functions with their
@@ -54,12 +57,15 @@ typedef struct GeneratorBatch {
  * j < k, on the calling thread, first being where which starts in the
  * step's list (its scratch's row), adding g->steer's directions at the
  * points of steer_points (a bit a HookPoint) where the step makes them;
- * copy and set_precision as generate.h's. */
+ * copy and set_precision as generate.h's; prepare (NULL: none), on the
+ * caller's thread before a step's threads, readies what the samples share
+ * for the step's tokens (k) to samples which. */
 typedef struct GeneratorOps {
     int (*init)(GeneratorBatch *g, const Model *m, const Ablation *ablation, int n, Error *e);
     void (*free)(GeneratorBatch *g);
     void (*copy)(GeneratorBatch *g, int from, int to);
     void (*feed)(GeneratorBatch *g, const int *which, const int32_t *tokens, int k, int first);
+    void (*prepare)(GeneratorBatch *g, const int *which, const int32_t *tokens, int k);
     int (*set_precision)(GeneratorBatch *g, Precision p, Error *e);
     unsigned steer_points; /* 1u << p for each HookPoint p feed steers at (the model must declare it too) */
 } GeneratorOps;

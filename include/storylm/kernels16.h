@@ -9,6 +9,7 @@
 #define STORYLM_KERNELS16_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "storylm/error.h"
 
@@ -50,9 +51,21 @@ static inline size_t slm_key_at(int kd, int i, int j) { return ((size_t)(j / 16)
  * (keys: blocks of 16 slots, slm_key_at): one FMA a component in order. */
 void slm_query_key_scores(const float *q, int kd, const float *keys, const float *bias, int n, float *sc);
 
+/* The same for keys of 8 components with slot j's at table + rows[j] * 8:
+ * a row of a table shared by the samples (a token's key, when it depends
+ * on the token alone), each block of 16 slots turned into the cache's
+ * layout in registers, so the same sums and bits. */
+void slm_query_key_row_scores(const float *q, const float *table, const int32_t *rows, const float *bias, int n,
+                              float *sc);
+
 /* out (vd) = weights a (n) . the slots' values (values: n slots of vd
  * channels): the slots in four chains (j mod 4) added at the end. */
 void slm_blend_values(const float *a, int n, const float *values, int vd, float *out);
+
+/* The same with slot j's value at table + rows[j] * vd: a row of a table
+ * shared by the samples (a token's value, when it depends on the token
+ * alone), the same sums in the same order, so the same bits. */
+void slm_blend_value_rows(const float *a, int n, const float *table, const int32_t *rows, int vd, float *out);
 
 /* The same with the values laid out as the keys (slm_key_at: component i
  * of slot j at slm_key_at(vd, i, j)): 16 slots a register, one chain a

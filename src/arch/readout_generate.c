@@ -63,6 +63,121 @@ static void pack_weights(GeneratorBatch *g, const Model *m, int l, float *table)
             distance2[(size_t)h * 2 * W + k] = distance[(size_t)h * W + (2 * W - 1 - k) % W];
 }
 
+/* The first layer's keys and values of each token, shared by the samples.
+ * Its input is the token's row alone where no position is added to the row
+ * (--pos distance, none, alibi, t5: position enters through the scores) and
+ * none turns the keys (--pos rope), so a head's key and value in a slot are
+ * the slot's token's, the same bits for every sample and position. The
+ * samples' heads then read a token's row of this table (hot in the core's
+ * caches: a story uses a few hundred tokens) and the slots' rows instead
+ * of their own caches (768 bytes a slot), which 64 samples read from
+ * beyond the core's caches every step. Rows are given in the order the
+ * tokens come, so the few hundred sit together (a row a token id left
+ * most of a megabyte's pages to be faulted in, one at a time). What the
+ * table holds is not written into the caches while the table is read;
+ * before a step reads a sample's caches again (--precision bf16, whose
+ * keys and values are other bits, a direction added at hook_embed, or the
+ * sample alone) its slots are written from the table. */
+struct TokenTable {
+    int32_t *slot_rows;   /* (n, W) the row of the token in each sample's slot */
+    int32_t *row_of;      /* (V) token t's row, -1 before it first comes */
+    int rows;             /* rows given so far */
+    float *values;        /* (H, V, vd) head h's value of row r at (h V + r) vd */
+    float *keys;          /* (H, V, 8) head h's key of row r; NULL: the keys from the caches (a key of other
+                           * than 8 components, or --score additive's, which has its own scores) */
+    float *qkv;           /* (QKV) scratch: a token's queries, keys, values */
+    unsigned char *stale; /* (n) 1: the sample's first-layer cache lacks slots of the table's */
+    int use;              /* this step's first layer reads the table (decided before its threads) */
+};
+
+/* Whether the first layer's keys and values depend on the token alone. */
+static int token_table_fits(const ModelConfig *c) {
+    return slm_model_heads(c) > 0 && c->pos != POS_ABSOLUTE && c->pos != POS_SINUSOIDAL && c->pos != POS_ROPE;
+}
+
+static void token_table_free(struct TokenTable *t) {
+    if (!t) return;
+    free(t->slot_rows), free(t->row_of), free(t->values), free(t->keys), free(t->qkv), free(t->stale);
+    free(t);
+}
+
+static struct TokenTable *token_table_alloc(const ModelConfig *c, int n, Error *e) {
+    size_t H = c->n_heads, V = c->vocab_size;
+    struct TokenTable *t = xcalloc(1, sizeof *t, e);
+    if (!t) return NULL;
+    int ok = (t->slot_rows = xcalloc((size_t)n * c->window, sizeof(int32_t), e)) &&
+             (t->values = xmalloc(H * V * c->value_dim * sizeof(float), e)) &&
+             (t->row_of = xmalloc(V * sizeof(int32_t), e)) &&
+             (t->qkv = xmalloc((size_t)qkv_width(c) * sizeof(float), e)) && (t->stale = xcalloc(n, 1, e));
+    if (ok && c->key_dim == 8 && c->score != SCORE_ADDITIVE)
+        ok = (t->keys = xmalloc(H * V * 8 * sizeof(float), e)) != NULL;
+    for (size_t i = 0; ok && i < V; i++) t->row_of[i] = -1;
+    if (!ok) token_table_free(t);
+    return ok ? t : NULL;
+}
+
+/* Whether this step's first layer reads the token table: not in BF16 or
+ * with a direction added to the rows, and not when a test asks for the
+ * caches alone. */
+static int token_table_on(const GeneratorBatch *g) {
+    if (!g->token_table || g->cache_only || g->bf16) return 0;
+    for (int i = 0; i < g->steer.n; i++)
+        if (g->steer.add[i].point == HOOK_EMBED) return 0;
+    return 1;
+}
+
+static int key_slots(const ModelConfig *c);
+
+/* Sample s's first-layer cache <- the table's keys (if it has them) and
+ * values of each slot written: the bits new_query_key_value would have
+ * written there. */
+static void cache_from_table(GeneratorBatch *g, int s) {
+    const ModelConfig *c = &g->model->cfg;
+    const struct TokenTable *t = g->token_table;
+    int W = c->window, H = c->n_heads, kd = c->key_dim, vd = c->value_dim, V = c->vocab_size;
+    int n = g->pos[s] < W ? g->pos[s] : W, layers = slm_model_layers(c);
+    float *keys = g->keys + (size_t)s * layers * H * kd * key_slots(c),
+          *values = g->values + (size_t)s * layers * H * W * vd;
+    for (int slot = 0; slot < n; slot++) {
+        size_t r = (size_t)t->slot_rows[(size_t)s * W + slot];
+        for (int h = 0; h < H; h++) {
+            memcpy(values + ((size_t)h * W + slot) * vd, t->values + ((size_t)h * V + r) * vd, vd * sizeof(float));
+            for (int i = 0; t->keys && i < kd; i++)
+                keys[(size_t)h * kd * key_slots(c) + slm_key_at(kd, i, slot)] = t->keys[((size_t)h * V + r) * kd + i];
+        }
+    }
+}
+
+/* Before a step of tokens (k) to samples which: the tokens not yet in the
+ * table -> their first layer's keys and values, computed as
+ * new_query_key_value computes them from the row (also in steps that read
+ * the caches: their slots are read later); whether the step reads the
+ * table (many samples: one alone reads its cache faster, in the core's
+ * caches, than the table's rows turned in registers: 10% fewer tokens a
+ * CPU-second); a sample whose cache the step reads has it written first. */
+static void token_table_prepare(GeneratorBatch *g, const int *which, const int32_t *tokens, int k) {
+    if (!g->token_table) return;
+    const ModelConfig *c = &g->model->cfg;
+    struct TokenTable *t = g->token_table;
+    int D = c->row_dim, H = c->n_heads, kd = c->key_dim, vd = c->value_dim, V = c->vocab_size;
+    for (int j = 0; j < k; j++) {
+        int32_t id = tokens[j], r = t->rows;
+        if (t->row_of[id] >= 0) continue;
+        slm_row_times_matrix(g->qkv_w, D, qkv_width(c), g->model->embedding + (size_t)id * D, D, NULL, t->qkv);
+        slm_score_token_qk_with(c, &g->score[0], 0, t->qkv); /* as the caches' keys (--score general turns queries) */
+        for (int h = 0; h < H; h++) {
+            memcpy(t->values + ((size_t)h * V + r) * vd, t->qkv + 2 * H * kd + h * vd, vd * sizeof(float));
+            if (t->keys) memcpy(t->keys + ((size_t)h * V + r) * kd, t->qkv + (H + h) * kd, kd * sizeof(float));
+        }
+        t->row_of[id] = t->rows++;
+    }
+    t->use = k > 1 && token_table_on(g);
+    for (int j = 0; j < k; j++) {
+        if (!t->use && t->stale[which[j]]) cache_from_table(g, which[j]);
+        t->stale[which[j]] = (unsigned char)t->use;
+    }
+}
+
 /* Sizes of one sample's part of each per-sample buffer. */
 typedef struct SampleSizes {
     size_t keys, values, recent, qkv, z, hidden, logits;
@@ -106,6 +221,8 @@ static int generator_init(GeneratorBatch *g, const Model *m, const Ablation *abl
              (g->distance2 = xcalloc(H * 2 * W + 16, sizeof(float), e)) &&
              (g->qkv = xmalloc(N * sz.qkv * sizeof(float), e)) && (g->layers = xcalloc(L, sizeof(Model), e)) &&
              (g->score = xcalloc(L, sizeof(ScoreTensors), e));
+    if (ok && token_table_fits(c) && n > 1) /* one sample's cache stays in the core's caches */
+        ok = (g->token_table = token_table_alloc(c, n, e)) != NULL;
     if (!ok) {
         generator_free(g);
         return -1;
@@ -128,6 +245,7 @@ static int generator_init(GeneratorBatch *g, const Model *m, const Ablation *abl
 
 static void generator_free(GeneratorBatch *g) {
     bf16_free(g->bf16);
+    token_table_free(g->token_table);
     slm_dense16_free(&g->hidden_w);
     slm_dense16_free(&g->output_w);
     void *bufs[] = {g->keys, g->values, g->qkv_w, g->distance2, g->qkv,    g->pos,    g->recent,
@@ -156,6 +274,12 @@ static void generator_copy(GeneratorBatch *g, int from, int to) {
     SampleSizes sz = sample_sizes(&g->model->cfg);
     if (from == to) return;
     if (g->keys) copy_cache(g, from, to);
+    if (g->token_table) {
+        int32_t *slots = g->token_table->slot_rows;
+        size_t W = g->model->cfg.window;
+        memcpy(slots + to * W, slots + from * W, W * sizeof(int32_t));
+        g->token_table->stale[to] = g->token_table->stale[from];
+    }
     g->pos[to] = g->pos[from];
     memcpy(g->recent + to * sz.recent, g->recent + from * sz.recent, sz.recent * sizeof(int32_t));
     memcpy(g->logits + to * sz.logits, g->logits + from * sz.logits, sz.logits * sizeof(float));
@@ -164,8 +288,8 @@ static void generator_copy(GeneratorBatch *g, int from, int to) {
 /* Layer l, for j < k: sample which[j]'s input (its z's row and layer l-1's
  * heads) -> its qkv = input @ layer l's qkv_w (which stays in the
  * first-level cache for all of them); the key and value go to its layer l
- * cache's slot. */
-static void new_query_key_value(GeneratorBatch *g, int l, const int *which, int k) {
+ * cache's slot, unless shared: the token table holds them. */
+static void new_query_key_value(GeneratorBatch *g, int l, const int *which, int k, int shared) {
     const ModelConfig *c = &g->model->cfg;
     int Din = layer_input(c, l), QKV = qkv_width(c), H = c->n_heads, kd = c->key_dim, vd = c->value_dim, W = c->window;
     SampleSizes sz = sample_sizes(c);
@@ -186,18 +310,20 @@ static void new_query_key_value(GeneratorBatch *g, int l, const int *which, int 
                                 qkv); /* --pos rope, --score general|additive: turned once, cached so */
         float *keys = g->keys + s * sz.keys + (size_t)l * H * kd * key_slots(c),
               *values = g->values + s * sz.values + (size_t)l * H * vd * W;
+        if (shared && g->token_table->keys) continue; /* the table holds them */
         for (int h = 0; h < H; h++)
             for (int i = 0; i < kd; i++)
                 keys[(size_t)h * kd * key_slots(c) + slm_key_at(kd, i, slot)] = qkv[(H + h) * kd + i];
-        for (int h = 0; h < H; h++)
+        for (int h = 0; h < H && !shared; h++)
             memcpy(values + ((size_t)h * W + slot) * vd, qkv + 2 * H * kd + h * vd, vd * sizeof(float));
     }
 }
 
 /* Head h of layer l of sample s at its newest position over the cache's n
  * slots: scores (query . key / sqrt(kd) + distance score), softmax, blend of
- * the values into out (vd). */
-static void head_attend(GeneratorBatch *g, int s, int l, int h, float *out) {
+ * the values into out (vd); shared: the values (and keys) are the slots'
+ * rows of the token table. */
+static void head_attend(GeneratorBatch *g, int s, int l, int h, int shared, float *out) {
     const ModelConfig *c = &g->model->cfg;
     SampleSizes sz = sample_sizes(c);
     int W = c->window, kd = c->key_dim, vd = c->value_dim, pos = g->pos[s], lh = l * c->n_heads + h;
@@ -206,16 +332,22 @@ static void head_attend(GeneratorBatch *g, int s, int l, int h, float *out) {
     const float *bias = g->distance2 + (size_t)lh * 2 * W + (W - 1 - newest);
     const float *q = g->qkv + s * sz.qkv + h * kd, *keys = g->keys + s * sz.keys + (size_t)lh * kd * key_slots(c);
     float *sc = g->scores + (size_t)s * key_slots(c); /* each sample its own: threads may share the batch */
-    if (c->score == SCORE_ADDITIVE) {                 /* --score additive: v . tanh(q~ + k~), a block at a time */
+    const int32_t *rows = shared ? g->token_table->slot_rows + (size_t)s * W : NULL;
+    if (c->score == SCORE_ADDITIVE) { /* --score additive: v . tanh(q~ + k~), a block at a time */
         memcpy(sc, bias, n * sizeof(float));
         for (int j = 0; j < n; j += 16)
             slm_additive_scores_cached(g->score[l].v + h * kd, kd, q, keys + (size_t)j * kd, 16,
                                        n - j < 16 ? n - j : 16, sc + j);
+    } else if (shared && g->token_table->keys) {
+        slm_query_key_row_scores(q, g->token_table->keys + (size_t)h * c->vocab_size * kd, rows, bias, n, sc);
     } else {
         slm_query_key_scores(q, kd, keys, bias, n, sc);
     }
     slm_softmax_inplace(sc, n);
-    slm_blend_values(sc, n, g->values + s * sz.values + (size_t)lh * W * vd, vd, out);
+    if (shared)
+        slm_blend_value_rows(sc, n, g->token_table->values + (size_t)h * c->vocab_size * vd, rows, vd, out);
+    else
+        slm_blend_values(sc, n, g->values + s * sz.values + (size_t)lh * W * vd, vd, out);
 }
 
 /* Asks the cache for head h of layer l of sample s's keys and values (the
@@ -225,8 +357,10 @@ static void head_attend(GeneratorBatch *g, int s, int l, int h, float *out) {
  * heads of compute ahead). With many samples each one's cache has left the
  * core's caches since its last step, and its short stretches, one a head,
  * are too short for the hardware's prefetcher to find in time; a head ahead
- * into the first-level cache measured slower than a sample ahead. */
-static void prefetch_head(const GeneratorBatch *g, int s, int l, int h, int next) {
+ * into the first-level cache measured slower than a sample ahead. shared:
+ * the values (and keys) are the token table's, and the slots' rows are
+ * asked for. */
+static void prefetch_head(const GeneratorBatch *g, int s, int l, int h, int next, int shared) {
     const ModelConfig *c = &g->model->cfg;
     SampleSizes sz = sample_sizes(c);
     int W = c->window, kd = c->key_dim, vd = c->value_dim, lh = l * c->n_heads + h;
@@ -234,6 +368,8 @@ static void prefetch_head(const GeneratorBatch *g, int s, int l, int h, int next
     const char *keys = (const char *)(g->keys + s * sz.keys + (size_t)lh * kd * key_slots(c));
     const char *values = (const char *)(g->values + s * sz.values + (size_t)lh * W * vd);
     size_t key_bytes = (size_t)(n + 15) / 16 * 16 * kd * sizeof(float), value_bytes = (size_t)n * vd * sizeof(float);
+    if (shared) values = (const char *)(g->token_table->slot_rows + (size_t)s * W), value_bytes = n * sizeof(int32_t);
+    if (shared && g->token_table->keys) key_bytes = 0;
     if (next) { /* the hint is a constant in each call */
         for (size_t b = 0; b < key_bytes; b += 64) __builtin_prefetch(keys + b, 0, 3);
         for (size_t b = 0; b < value_bytes; b += 64) __builtin_prefetch(values + b, 0, 3);
@@ -245,14 +381,17 @@ static void prefetch_head(const GeneratorBatch *g, int s, int l, int h, int next
 
 /* The rows (k, D) and, layer by layer, the heads' outputs of the newest
  * tokens -> each sample's z (Z); a switched-off head's slot replaced before
- * the layer above reads it. */
+ * the layer above reads it. The first layer reads the token table when the
+ * step's prepare said so. */
 static void attention_z(GeneratorBatch *g, const float *rows, const int *which, int k) {
     const ModelConfig *c = &g->model->cfg;
     int D = c->row_dim, vd = c->value_dim, H = c->n_heads;
     size_t Z = sample_sizes(c).z;
     for (int j = 0; j < k; j++) memcpy(g->z + which[j] * Z, rows + (size_t)j * D, D * sizeof(float));
+    int table = g->token_table && g->token_table->use;
     for (int l = 0; l < slm_model_layers(c); l++) {
-        new_query_key_value(g, l, which, k);
+        int shared = table && l == 0; /* the layers above read the heads below, no token's alone */
+        new_query_key_value(g, l, which, k, shared);
         for (int j = 0; j < k; j++)
             for (int h = 0, lh = l * H; h < H; h++, lh++) {
                 float *out = g->z + which[j] * Z + D + (size_t)lh * vd;
@@ -261,10 +400,10 @@ static void attention_z(GeneratorBatch *g, const float *rows, const int *which, 
                         out[i] = g->ablation.mode == ABLATE_MEAN ? g->ablation.mean[lh * vd + i] : 0;
                 } else {
                     if (k == 1 && h + 1 < H)
-                        prefetch_head(g, which[j], l, h + 1, 1);
+                        prefetch_head(g, which[j], l, h + 1, 1, shared);
                     else if (j + 1 < k)
-                        prefetch_head(g, which[j + 1], l, h, 0);
-                    head_attend(g, which[j], l, h, out);
+                        prefetch_head(g, which[j + 1], l, h, 0, shared);
+                    head_attend(g, which[j], l, h, shared, out);
                 }
             }
         if (g->steer.n) /* blocks.l.attn.hook_z: the heads as the layers above and the hidden layer read them */
@@ -319,6 +458,9 @@ static void generator_feed(GeneratorBatch *g, const int *which, const int32_t *t
     SampleSizes sz = sample_sizes(c);
     int Hd = c->hidden_dim, D = c->row_dim;
     if (slm_model_heads(c) > 0) { /* the rows gathered (k, D) for the one pass over the query, key, value weights */
+        struct TokenTable *t = g->token_table; /* each slot's row, the token's (prepare gave it one) */
+        for (int j = 0; t && j < k; j++)
+            t->slot_rows[(size_t)which[j] * c->window + g->pos[which[j]] % c->window] = t->row_of[tokens[j]];
         for (int j = 0; j < k; j++) {
             memcpy(rows + (size_t)j * D, m->embedding + (size_t)tokens[j] * D, D * sizeof(float));
             slm_position_row_add(m, g->pos[which[j]], rows + (size_t)j * D); /* --pos absolute|sinusoidal */
@@ -346,6 +488,7 @@ const GeneratorOps slm_readout_generator = {
     .free = generator_free,
     .copy = generator_copy,
     .feed = generator_feed,
+    .prepare = token_table_prepare,
     .set_precision = generator_set_precision,
     .steer_points = 1u << HOOK_EMBED | 1u << HOOK_Z | 1u << HOOK_HIDDEN_IN | 1u << HOOK_HIDDEN | 1u << HOOK_LOGITS,
 };

@@ -62,6 +62,7 @@ static void feed_job(void *arg, int t, int n) {
 }
 
 void slm_generator_batch_feed(GeneratorBatch *g, const int *which, const int32_t *tokens, int k) {
+    if (g->ops->prepare) g->ops->prepare(g, which, tokens, k);
     if (!g->workers || g->workers->n < 2 || k < 2) {
         g->ops->feed(g, which, tokens, k, 0);
         return;

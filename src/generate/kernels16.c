@@ -4,6 +4,7 @@
 #define _DEFAULT_SOURCE /* madvise */
 #include "storylm/kernels16.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -255,26 +256,109 @@ void slm_query_key_scores(const float *q, int kd, const float *keys, const float
     }
 }
 
-/* 16 channels a register; channels past the last 16 one by one. */
-void slm_blend_values(const float *a, int n, const float *values, int vd, float *out) {
+/* 8 floats, half a register: one slot's key of 8 components. */
+typedef float f8v __attribute__((vector_size(32)));
+
+/* Lanes picked from a (0..15) and b (16..31) within each 128-bit quarter
+ * (UNPLO/UNPHI interleave, SHUF44/SHUFEE take pairs) or each 256-bit half
+ * (PERM20/PERM31 take quarters): the steps of an 8 x 8 transpose, done in
+ * both halves of a register at once. */
+#define UNPLO(a, b) __builtin_shufflevector(a, b, 0, 16, 1, 17, 4, 20, 5, 21, 8, 24, 9, 25, 12, 28, 13, 29)
+#define UNPHI(a, b) __builtin_shufflevector(a, b, 2, 18, 3, 19, 6, 22, 7, 23, 10, 26, 11, 27, 14, 30, 15, 31)
+#define SHUF44(a, b) __builtin_shufflevector(a, b, 0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29)
+#define SHUFEE(a, b) __builtin_shufflevector(a, b, 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31)
+#define PERM20(a, b) __builtin_shufflevector(a, b, 0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27)
+#define PERM31(a, b) __builtin_shufflevector(a, b, 4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31)
+
+/* Slot m's and slot m + 8's keys (8 floats each) -> one register, lanes 0-7 and 8-15. */
+static inline f16v two_keys(const float *lo, const float *hi) {
+    f8v a, b;
+    memcpy(&a, lo, sizeof a), memcpy(&b, hi, sizeof b);
+    return __builtin_shufflevector(a, b, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+}
+
+/* 16 slots' keys of 8 components (slot l's at table + row[l] * 8) -> a
+ * (16 lanes, a slot each) = bias + q . each key, one FMA a component in
+ * order (fused 0: each product rounded, then added), as
+ * slm_query_key_scores sums its block. The block is turned into the
+ * cache's layout in registers, written out statement by statement so
+ * that GCC keeps it there. */
+static inline __attribute__((always_inline)) f16v scores_block8(const float *q, const float *table, const int32_t *row,
+                                                                f16v a, int fused) {
+#define KEY(m) (table + (size_t)row[m] * 8)
+    f16v x0 = two_keys(KEY(0), KEY(8)), x1 = two_keys(KEY(1), KEY(9)), x2 = two_keys(KEY(2), KEY(10)),
+         x3 = two_keys(KEY(3), KEY(11)), x4 = two_keys(KEY(4), KEY(12)), x5 = two_keys(KEY(5), KEY(13)),
+         x6 = two_keys(KEY(6), KEY(14)), x7 = two_keys(KEY(7), KEY(15));
+#undef KEY
+    f16v t0 = UNPLO(x0, x1), t1 = UNPHI(x0, x1), t2 = UNPLO(x2, x3), t3 = UNPHI(x2, x3);
+    f16v t4 = UNPLO(x4, x5), t5 = UNPHI(x4, x5), t6 = UNPLO(x6, x7), t7 = UNPHI(x6, x7);
+    f16v u0 = SHUF44(t0, t2), u1 = SHUFEE(t0, t2), u2 = SHUF44(t1, t3), u3 = SHUFEE(t1, t3);
+    f16v u4 = SHUF44(t4, t6), u5 = SHUFEE(t4, t6), u6 = SHUF44(t5, t7), u7 = SHUFEE(t5, t7);
+    f16v k[8] = {PERM20(u0, u4), PERM20(u1, u5), PERM20(u2, u6), PERM20(u3, u7),
+                 PERM31(u0, u4), PERM31(u1, u5), PERM31(u2, u6), PERM31(u3, u7)}; /* k[i]: component i */
+    if (fused) {
+        a += k[0] * q[0], a += k[1] * q[1], a += k[2] * q[2], a += k[3] * q[3];
+        a += k[4] * q[4], a += k[5] * q[5], a += k[6] * q[6], a += k[7] * q[7];
+        return a;
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i++) {
+        f16v p = k[i] * q[i];
+        __asm__("" : "+m"(p)); /* p through memory: rounded, not fused into the add */
+        a += p;
+    }
+    return a;
+}
+
+void slm_query_key_row_scores(const float *q, const float *table, const int32_t *rows, const float *bias, int n,
+                              float *sc) {
+    int j = 0;
+    for (; j + 16 <= n; j += 16) {
+        f16v a = scores_block8(q, table, rows + j, load16(bias + j), 1);
+        memcpy(sc + j, &a, sizeof a);
+    }
+    if (j < n) { /* the last n % 16 slots (the lanes past n: slot j's key, never read) */
+        int32_t row[16];
+        for (int l = 0; l < 16; l++) row[l] = rows[j + l < n ? j + l : j];
+        f16v a = scores_block8(q, table, row, load16(bias + j), 0);
+        memcpy(sc + j, &a, sizeof a);
+    }
+}
+
+/* out (vd) = a (n) . the slots' values, slot j's at values + row(j) * vd
+ * (row(j) = rows[j], or j with rows NULL): 16 channels a register, the
+ * slots in four chains (j mod 4) added at the end; channels past the last
+ * 16 one by one. Inlined into each caller, so the plain cache's loop has
+ * no indirection. */
+static inline __attribute__((always_inline)) void blend_rows(const float *a, int n, const float *values,
+                                                             const int32_t *rows, int vd, float *out) {
+#define ROW(j) (values + (size_t)(rows ? rows[j] : (j)) * vd)
     int ch = 0;
     for (; ch + 16 <= vd; ch += 16) {
         f16v s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
-        const float *v = values + ch;
         int j = 0;
         for (; j + 4 <= n; j += 4) {
-            s0 += load16(v + (size_t)j * vd) * a[j], s1 += load16(v + (size_t)(j + 1) * vd) * a[j + 1];
-            s2 += load16(v + (size_t)(j + 2) * vd) * a[j + 2], s3 += load16(v + (size_t)(j + 3) * vd) * a[j + 3];
+            s0 += load16(ROW(j) + ch) * a[j], s1 += load16(ROW(j + 1) + ch) * a[j + 1];
+            s2 += load16(ROW(j + 2) + ch) * a[j + 2], s3 += load16(ROW(j + 3) + ch) * a[j + 3];
         }
-        for (; j < n; j++) s0 += load16(v + (size_t)j * vd) * a[j];
+        for (; j < n; j++) s0 += load16(ROW(j) + ch) * a[j];
         f16v sum = (s0 + s1) + (s2 + s3);
         memcpy(out + ch, &sum, sizeof sum);
     }
     for (; ch < vd; ch++) {
         float t = 0.0f;
-        for (int j = 0; j < n; j++) t += a[j] * values[(size_t)j * vd + ch];
+        for (int j = 0; j < n; j++) t += a[j] * ROW(j)[ch];
         out[ch] = t;
     }
+#undef ROW
+}
+
+void slm_blend_values(const float *a, int n, const float *values, int vd, float *out) {
+    blend_rows(a, n, values, NULL, vd, out);
+}
+
+void slm_blend_value_rows(const float *a, int n, const float *table, const int32_t *rows, int vd, float *out) {
+    blend_rows(a, n, table, rows, vd, out);
 }
 
 /* Lanes of a and b (16 each; b's are 16..31) picked into one register:
