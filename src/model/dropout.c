@@ -57,7 +57,7 @@ void slm_dropout_apply(const DropoutMask *d, int pos, uint64_t stream, size_t at
 
 /* ---- the passes' hooks ----------------------------------------------------- */
 
-void slm_dropout_prepare(Activations *a, const Batch *b) {
+const uint64_t *slm_dropout_batch_keys(Activations *a, const Batch *b) {
     const Dropout *d = &a->dropout;
     int keyed = d->story_keys && (d->hidden > 0 || d->attention > 0);
     /* a piece of a long story (BatchPiece) draws the whole story's masks: its
@@ -65,7 +65,12 @@ void slm_dropout_prepare(Activations *a, const Batch *b) {
     for (int i = 0; keyed && i < b->n_stories; i++)
         slm_dropout_story_position_keys(d->story_keys[i], b->piece ? b->piece[i].offset : 0,
                                         b->starts[i + 1] - b->starts[i], a->drop_keys + b->starts[i]);
-    const uint64_t *keys = keyed ? a->drop_keys : NULL;
+    return keyed ? a->drop_keys : NULL;
+}
+
+void slm_dropout_prepare(Activations *a, const Batch *b) {
+    const Dropout *d = &a->dropout;
+    const uint64_t *keys = slm_dropout_batch_keys(a, b);
     /* a mask needs keys or a fixed mask; without either, nothing is dropped */
     a->hidden_drop = keys || d->hidden_mask ? slm_dropout_mask(d->hidden, DROPOUT_SALT_HIDDEN, keys, d->hidden_mask)
                                             : (DropoutMask){0};
