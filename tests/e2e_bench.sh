@@ -42,6 +42,13 @@ if grep -qw avx512_bf16 /proc/cpuinfo; then # every architecture trains in BF16 
     [[ $(field "$j" precision) == bf16 ]] || fail "bench train --arch $arch --precision bf16: $j"
   done
 fi
+# The transformer's shapes scripts/bench times: the shipped one's and the tied one of 4 blocks (docs/transformer.md's counts).
+for v in "--layers 2:358096" "--layers 4 --tie-embeddings:330064"; do
+  j=$("$STORYLM" bench train train_ids.txt --steps 1 --threads 1 --arch transformer --position-scheme alibi ${v%%:*})
+  [[ $(field "$j" parameters) == "${v##*:}" ]] || fail "bench train --arch transformer ${v%%:*}: $j"
+done
+if "$STORYLM" bench train train_ids.txt --tie-embeddings 2> bad.err; then fail "bench train --tie-embeddings of the attention network was accepted"; fi
+grep -q -- "--tie-embeddings" bad.err || fail "bench train --tie-embeddings: the message does not name it"
 if "$STORYLM" bench train train_ids.txt --position-scheme spiral 2> bad.err; then fail "bench train --position-scheme spiral was accepted"; fi
 grep -q "spiral" bad.err || fail "bench train --position-scheme spiral: the message does not name it"
 # A wrong name is a usage error (exit 2), as in storylm train and generate, before any file is read.

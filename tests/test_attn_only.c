@@ -148,8 +148,11 @@ static void check_torch(void) {
 /* ---- the gradient: central differences of the whole model's loss ------------- */
 
 /* Every parameter moved by +-h, the loss of the float forward (with ablation
- * ab) against slm_model_backward's and training's fused pass's gradient. */
-static void gradcheck(PosScheme pos, uint32_t off) {
+ * ab) against slm_model_backward's and training's fused pass's gradient; with
+ * drop, every pass drops by the same fixed masks (P 0.3 on the residual
+ * stream's additions, laid out as TfActivations.resid_drop, 0.25 on the
+ * attention weights), so the gradients are of the dropped network. */
+static void gradcheck_drop(PosScheme pos, uint32_t off, int drop) {
     ModelConfig cfg = tiny(pos);
     Ablation ab = {.heads = check_heads(off)}, *abp = off ? &ab : NULL;
     Model m;
@@ -161,6 +164,10 @@ static void gradcheck(PosScheme pos, uint32_t off) {
     CHECK(slm_model_init(&m, &cfg, &e) == 0 && slm_activations_init(&a, &cfg, 32, &e) == 0);
     check_tiny_batch(&b, 11, &rng);
     random_params(&m, &rng);
+    static uint8_t resid[(1 + 2 * 2) * 32 * 6], att[2 * 2 * 32 * 32];
+    for (size_t i = 0; i < sizeof resid; i++) resid[i] = slm_rng_uniform(&rng) >= 0.25;
+    for (size_t i = 0; i < sizeof att; i++) att[i] = slm_rng_uniform(&rng) >= 0.25;
+    if (drop) a.dropout = (Dropout){.hidden = 0.3f, .attention = 0.25f, .hidden_mask = resid, .attention_mask = att};
     float loss, *grads = calloc(m.n_params, sizeof(float)), *fused = calloc(m.n_params, sizeof(float));
     CHECK(slm_model_forward(&m, &a, &b, abp, &loss, &e) == 0);
     slm_model_backward(&m, &a, &b, grads);
@@ -191,14 +198,16 @@ static void gradcheck(PosScheme pos, uint32_t off) {
         if (!ok) fprintf(stderr, "  %s %s: diff %.3g, max %.3g\n", slm_pos_name(pos), pt->name, max_diff, max_grad);
         if (max_grad > 1e-3) worst = fmax(worst, max_diff / max_grad);
     }
-    printf("gradient %-10s%s loss %.6f, worst %.2e of its tensor's max\n", slm_pos_name(pos), off ? " ablated" : "",
-           loss, worst);
+    printf("gradient %-10s%s%s loss %.6f, worst %.2e of its tensor's max\n", slm_pos_name(pos), off ? " ablated" : "",
+           drop ? " dropout" : "", loss, worst);
     free(grads);
     free(fused);
     slm_batch_free(&b);
     slm_activations_free(&a);
     slm_model_free(&m);
 }
+
+static void gradcheck(PosScheme pos, uint32_t off) { gradcheck_drop(pos, off, 0); }
 
 /* ---- bits, generation, BF16 ------------------------------------------------------ */
 
@@ -293,6 +302,8 @@ int main(void) {
     for (PosScheme pos = 0; pos < POS_COUNT; pos++) gradcheck(pos, 0);
     gradcheck(POS_ROPE, 1u << 1);
     gradcheck(POS_DISTANCE, 1u << 2);
+    gradcheck_drop(POS_ALIBI, 0, 1); /* --dropout, --attention-dropout with fixed masks */
+    gradcheck_drop(POS_ROPE, 1u << 1, 1);
     check_bits_and_bf16();
     for (PosScheme pos = 0; pos < POS_COUNT; pos++) check_generator(pos, 0, 0);
     check_generator(POS_ALIBI, 1u << 3, 0);

@@ -18,6 +18,7 @@
 #include "storylm/model.h"
 #include "storylm/name_swap.h"
 #include "storylm/regularise.h"
+#include "storylm/rng.h"
 #include "storylm/train.h"
 
 /* One AdamW step with zero gradients: Adam's direction is 0, so a tensor
@@ -125,6 +126,30 @@ static void dropout_masks_seeded_and_scaled(void) {
     DropoutMask off = slm_dropout_mask(0.0f, DROPOUT_SALT_HIDDEN, keys, NULL);
     CHECK(off.p == 0.0f);
     free(x), free(y);
+}
+
+/* The draws are the slm_splitmix64 stream of the position's key, salt and
+ * stream, two 32-bit halves a value (low half first), as every run's masks
+ * have been drawn: so a run resumed across versions draws the same masks
+ * (any n, odd ones too, any x: each number times 0 or exactly 1/(1-P)). */
+static void dropout_draws_are_splitmix(void) {
+    enum { N = 273 };
+    uint64_t keys[1] = {slm_dropout_story_key(7, 3, 2)};
+    DropoutMask d = slm_dropout_mask(0.3f, DROPOUT_SALT_ATTENTION, keys, NULL);
+    static const int sizes[] = {1, 2, 7, 64, N};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        int n = sizes[i];
+        float x[N], want[N];
+        for (int j = 0; j < n; j++) x[j] = want[j] = (float)(j % 5) - 2.5f;
+        slm_dropout_apply(&d, 0, 5, 0, x, n);
+        uint64_t state = keys[0] ^ DROPOUT_SALT_ATTENTION ^ (5 + 1) * 0x9FB21C651E98DF25ULL, r = 0;
+        for (int j = 0; j < n; j++) {
+            if (j % 2 == 0) r = slm_splitmix64(&state);
+            uint64_t draw = j % 2 ? r >> 32 : r & 0xFFFFFFFFu;
+            want[j] *= draw < d.threshold ? 0.0f : d.scale;
+        }
+        CHECK(memcmp(x, want, (size_t)n * sizeof(float)) == 0);
+    }
 }
 
 /* A story's position keys are the same wherever it is packed. */
@@ -451,6 +476,7 @@ int main(void) {
     weight_decay_on_known_tensors();
     adam_bits_equal_plain_formula();
     dropout_masks_seeded_and_scaled();
+    dropout_draws_are_splitmix();
     dropout_keys_ignore_packing();
     dropout_only_with_keys();
     dropout_against_torch();

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "storylm/dropout.h"
 #include "storylm/generate.h"
 #include "storylm/model.h"
 #include "storylm/probe_patch.h"
@@ -95,6 +96,10 @@ typedef struct Ref {
     const Model *m;
     const double *p;
     uint32_t off; /* heads switched off (zero mode), numbered over the blocks */
+    /* training's dropout with fixed masks (NULL: none) over the batch's n
+     * packed positions, the story's first at base (ref_loss sets it) */
+    const Dropout *drop;
+    int n, base;
 } Ref;
 
 enum { MAXT = 12, MAXD = 8, MAXF = 8, MAXH = 2, MAXV = 11 };
@@ -109,6 +114,23 @@ static double ref_W_U(const Ref *r, int j, int v) {
     const double *Wu = tensor(r, "unembed.W_U");
     int D = r->m->cfg.row_dim, V = r->m->cfg.vocab_size;
     return Wu ? Wu[j * V + v] : tensor(r, "embed.W_E")[v * D + j];
+}
+
+/* The fixed masks' factor: number j of the story's position t at residual
+ * site s (0 the embedding, 1 + 2l block l's attention output, 2 + 2l its
+ * MLP's), and key u of t in block l's head h (TfActivations' layout). */
+static double resid_factor(const Ref *r, int site, int t, int j) {
+    const Dropout *d = r->drop;
+    if (!d || !d->hidden_mask) return 1.0;
+    size_t at = ((size_t)site * r->n + r->base + t) * r->m->cfg.row_dim + j;
+    return d->hidden_mask[at] ? 1.0 / (1.0 - d->hidden) : 0.0;
+}
+
+static double att_factor(const Ref *r, int l, int h, int t, int u) {
+    const Dropout *d = r->drop;
+    if (!d || !d->attention_mask) return 1.0;
+    size_t g = (size_t)l * r->m->cfg.n_heads + h;
+    return d->attention_mask[(g * r->n + r->base + t) * r->n + r->base + u] ? 1.0 / (1.0 - d->attention) : 0.0;
 }
 
 static const double *block_tensor(const Ref *r, int l, const char *name) {
@@ -185,14 +207,14 @@ static void ref_attention(const Ref *r, int l, int T, double resid[MAXT][MAXD]) 
             }
             for (int u = lo; u <= t; u++) sum += exp(s[u] - mx);
             for (int u = lo; u <= t; u++)
-                for (int i = 0; i < dh; i++) z[i] += exp(s[u] - mx) / sum * v[u][h][i];
+                for (int i = 0; i < dh; i++) z[i] += exp(s[u] - mx) / sum * att_factor(r, l, h, t, u) * v[u][h][i];
             if (r->off >> (l * H + h) & 1u) continue; /* switched off: its z is 0 */
             for (int i = 0; i < dh; i++)
                 for (int j = 0; j < D; j++) out[t][j] += z[i] * Wo[(h * dh + i) * D + j];
         }
     }
     for (int t = 0; t < T; t++)
-        for (int j = 0; j < D; j++) resid[t][j] += out[t][j];
+        for (int j = 0; j < D; j++) resid[t][j] += out[t][j] * resid_factor(r, 1 + 2 * l, t, j);
 }
 
 /* resid (T, D) += block l's MLP part. */
@@ -212,7 +234,7 @@ static void ref_mlp(const Ref *r, int l, int T, double resid[MAXT][MAXD]) {
         for (int j = 0; j < D; j++) {
             double o = bout[j];
             for (int f = 0; f < F; f++) o += post[f] * Wout[f * D + j];
-            resid[t][j] += o;
+            resid[t][j] += o * resid_factor(r, 2 + 2 * l, t, j);
         }
     }
 }
@@ -225,7 +247,8 @@ static double ref_story_loss(const Ref *r, const int32_t *ids, int T) {
     double resid[MAXT][MAXD], total = 0;
     for (int t = 0; t < T; t++)
         for (int j = 0; j < D; j++)
-            resid[t][j] = E[ids[t] * D + j] + (P ? P[(t < c->window ? t : c->window - 1) * D + j] : 0);
+            resid[t][j] = (E[ids[t] * D + j] + (P ? P[(t < c->window ? t : c->window - 1) * D + j] : 0)) *
+                          resid_factor(r, 0, t, j);
     for (int l = 0; l < c->n_layers; l++) {
         ref_attention(r, l, T, resid);
         ref_mlp(r, l, T, resid);
@@ -252,7 +275,8 @@ static void ref_resid(const Ref *r, const int32_t *ids, int T, int l, double res
     const double *E = tensor(r, "embed.W_E"), *P = tensor(r, "pos_embed.W_pos");
     for (int t = 0; t < T; t++)
         for (int j = 0; j < D; j++)
-            resid[t][j] = E[ids[t] * D + j] + (P ? P[(t < c->window ? t : c->window - 1) * D + j] : 0);
+            resid[t][j] = (E[ids[t] * D + j] + (P ? P[(t < c->window ? t : c->window - 1) * D + j] : 0)) *
+                          resid_factor(r, 0, t, j);
     for (int k = 0; k < l; k++) {
         ref_attention(r, k, T, resid);
         ref_mlp(r, k, T, resid);
@@ -283,9 +307,12 @@ static double ref_patched_diff(const Ref *r, const int32_t *clean, const int32_t
 static double ref_loss(const Ref *r, const Batch *b) {
     double total = 0;
     int n = 0;
+    Ref story = *r;
+    story.n = b->n_tokens;
     for (int s = 0; s < b->n_stories; s++) {
         int T = b->starts[s + 1] - b->starts[s];
-        total += ref_story_loss(r, b->tokens + b->starts[s], T);
+        story.base = b->starts[s];
+        total += ref_story_loss(&story, b->tokens + b->starts[s], T);
         n += T - 1;
     }
     return total / n;
@@ -303,15 +330,28 @@ static void random_params(Model *m, Rng *rng) {
     }
 }
 
+/* Fixed masks for training's dropout over n positions of the tiny model
+ * (P 0.3 on the residual stream's additions, 0.25 on the attention weights,
+ * about a quarter of each dropped), or none for drop 0. */
+static Dropout fixed_dropout(const ModelConfig *c, int n, int drop, Rng *rng) {
+    if (!drop) return (Dropout){0};
+    static uint8_t resid[(1 + 2 * 2) * 32 * MAXD], att[2 * MAXH * 32 * 32];
+    size_t nr = (size_t)(1 + 2 * c->n_layers) * n * c->row_dim, na = (size_t)c->n_layers * c->n_heads * n * n;
+    for (size_t i = 0; i < nr && i < sizeof resid; i++) resid[i] = slm_rng_uniform(rng) >= 0.25;
+    for (size_t i = 0; i < na && i < sizeof att; i++) att[i] = slm_rng_uniform(rng) >= 0.25;
+    return (Dropout){.hidden = 0.3f, .attention = 0.25f, .hidden_mask = resid, .attention_mask = att};
+}
+
 /* Analytic (slm_model_backward and training's slm_model_loss_and_grad)
- * against numerical gradients of the double re-statement, every parameter. */
-static void gradcheck_tied(PosScheme pos, ActFn act, uint32_t off, int tie) {
+ * against numerical gradients of the double re-statement, every parameter;
+ * with drop, both passes and the re-statement drop by the same fixed masks. */
+static void gradcheck_with(PosScheme pos, ActFn act, uint32_t off, int tie, int drop) {
     ModelConfig cfg = tiny(pos, act);
     cfg.tie_embeddings = tie;
     Ablation ab = {.heads = check_heads(off)}, *abp = off ? &ab : NULL;
     char what[64];
-    snprintf(what, sizeof what, "%s %s%s%s", slm_pos_name(pos), slm_act_name(act), off ? " ablated" : "",
-             tie ? " tied" : "");
+    snprintf(what, sizeof what, "%s %s%s%s%s", slm_pos_name(pos), slm_act_name(act), off ? " ablated" : "",
+             tie ? " tied" : "", drop ? " dropout" : "");
     Model m;
     Activations a;
     Batch b;
@@ -325,7 +365,9 @@ static void gradcheck_tied(PosScheme pos, ActFn act, uint32_t off, int tie) {
     float *grads = malloc(m.n_params * sizeof(float)), *fused = calloc(m.n_params, sizeof(float));
     double *p = malloc(m.n_params * sizeof(double));
     for (size_t i = 0; i < m.n_params; i++) p[i] = m.params[i];
-    Ref ref = {&m, p, off};
+    Dropout fixed = fixed_dropout(&cfg, b.n_tokens, drop, &rng);
+    a.dropout = fixed;
+    Ref ref = {&m, p, off, drop ? &fixed : NULL, 0, 0};
     float loss;
     CHECK(slm_model_forward(&m, &a, &b, abp, &loss, &e) == 0);
     CHECK_CLOSE(a.mean_loss, ref_loss(&ref, &b), 1e-5, 0); /* the same function */
@@ -363,7 +405,8 @@ static void gradcheck_tied(PosScheme pos, ActFn act, uint32_t off, int tie) {
     slm_model_free(&m);
 }
 
-static void gradcheck(PosScheme pos, ActFn act, uint32_t off) { gradcheck_tied(pos, act, off, 0); }
+static void gradcheck_tied(PosScheme pos, ActFn act, uint32_t off, int tie) { gradcheck_with(pos, act, off, tie, 0); }
+static void gradcheck(PosScheme pos, ActFn act, uint32_t off) { gradcheck_with(pos, act, off, 0, 0); }
 
 /* ---- the table ------------------------------------------------------------------ */
 
@@ -529,7 +572,7 @@ static void check_patch_resid(PosScheme pos, int tie) {
     random_params(&m, &rng);
     double *p = malloc(m.n_params * sizeof(double));
     for (size_t i = 0; i < m.n_params; i++) p[i] = m.params[i];
-    Ref ref = {&m, p, 0};
+    Ref ref = {.m = &m, .p = p};
     ProbeRunner rc, rx;
     CHECK(slm_probe_runner_init(&rc, &m, T, &e) == 0 && slm_probe_runner_init(&rx, &m, T, &e) == 0);
     CHECK(slm_probe_run(&rc, clean, T, NULL, &e) == 0 && slm_probe_run(&rx, corrupt, T, NULL, &e) == 0);
@@ -557,6 +600,54 @@ static void check_patch_resid(PosScheme pos, int tie) {
     slm_model_free(&m);
 }
 
+/* ---- training's dropout by key ------------------------------------------------ */
+
+/* Residual dropout drops about P of resid_0's numbers and scales the rest by
+ * exactly 1/(1-P); the same keys draw the same masks (the loss repeats bit
+ * for bit); rates without keys (evaluation's passes) drop nothing; attention
+ * dropout alone leaves resid_0 as it was and changes the loss. */
+static void check_dropout_by_key(void) {
+    enum { T = 200 };
+    ModelConfig cfg = slm_transformer_config_default(50);
+    Model m;
+    Activations a;
+    Batch b;
+    Error e;
+    CHECK(slm_model_init(&m, &cfg, &e) == 0 && slm_activations_init(&a, &cfg, T, &e) == 0 &&
+          slm_batch_init(&b, T, 1, &e) == 0);
+    slm_model_randomize(&m, 3);
+    int32_t ids[T];
+    for (int t = 0; t < T; t++) ids[t] = t ? 2 + (t * 7) % 48 : 1;
+    CHECK(slm_batch_add(&b, ids, T, &e) == 0);
+    size_t n = (size_t)T * cfg.row_dim;
+    float *plain = malloc(n * sizeof(float));
+    double loss[6];
+    uint64_t key = slm_dropout_story_key(3, 0, 0);
+    const Dropout runs[6] = {{0},
+                             {.hidden = 0.1f, .attention = 0.1f}, /* rates without keys: nothing */
+                             {.hidden = 0.1f, .story_keys = &key},
+                             {.hidden = 0.1f, .story_keys = &key},
+                             {.attention = 0.1f, .story_keys = &key},
+                             {.attention = 0.1f, .story_keys = &key}};
+    for (int i = 0; i < 6; i++) {
+        a.dropout = runs[i];
+        CHECK(slm_model_loss_and_grad(&m, &a, &b, NULL, 1.0f, NULL, &e) == 0);
+        loss[i] = a.mean_loss;
+        const float *x = a.tf->layer[0].resid_pre;
+        if (i == 0) memcpy(plain, x, n * sizeof(float));
+        if (i == 1 || i == 4) CHECK(memcmp(plain, x, n * sizeof(float)) == 0);
+        if (i != 2) continue;
+        size_t dropped = 0, scaled = 0;
+        for (size_t j = 0; j < n; j++) dropped += x[j] == 0.0f, scaled += x[j] == plain[j] * (1.0f / 0.9f);
+        double rate = (double)dropped / (double)n;
+        printf("residual dropout P 0.1 by key: %zu of %zu dropped (%.4f)\n", dropped, n, rate);
+        CHECK(fabs(rate - 0.1) < 0.01 && dropped + scaled == n);
+    }
+    CHECK(loss[1] == loss[0] && loss[2] != loss[0] && loss[3] == loss[2] && loss[4] != loss[0] && loss[5] == loss[4]);
+    free(plain);
+    slm_batch_free(&b), slm_activations_free(&a), slm_model_free(&m);
+}
+
 int main(void) {
     Rng rng;
     slm_rng_seed(&rng, 1);
@@ -569,6 +660,10 @@ int main(void) {
     gradcheck(POS_ROPE, ACT_GELU, 0x5);           /* --ablate 1:0,2:0 */
     gradcheck_tied(POS_ABSOLUTE, ACT_GELU, 0, 1); /* --tie-embeddings: W_E's gradient from both ends */
     gradcheck_tied(POS_ROPE, ACT_RELU, 0x5, 1);
+    gradcheck_with(POS_ABSOLUTE, ACT_GELU, 0, 0, 1); /* --dropout, --attention-dropout with fixed masks */
+    gradcheck_with(POS_ROPE, ACT_RELU, 0x5, 1, 1);
+    gradcheck_with(POS_T5, ACT_GELU, 0, 0, 1);
+    check_dropout_by_key();
     check_default_table();
     check_same_bits();
     for (int i = 0; i < 6; i++) check_generator(schemes[i], 0, 0);

@@ -6,12 +6,14 @@
 #define STORYLM_BENCH_H
 
 #include <cjson/cJSON.h>
+#include <stdbool.h>
 
 #include "storylm/error.h"
 
 typedef struct BenchOptions {
     int steps, tokens, threads, batch, first_batch, layers, samples, vocab_size;
     int given_variant; /* --layers, --position-scheme or --score given: else the architecture's own */
+    bool tie;          /* --tie-embeddings (the transformer family's): W_U = W_E^T */
     const char *prompt, *pos, *score, *precision, *arch, *kernels; /* kernels: training's (kernels.h) */
 } BenchOptions;
 
@@ -23,8 +25,9 @@ typedef void (*BenchBeatFn)(void *ctx, int done);
  * fresh model on the stories of path (token ids, one story a line, as
  * storylm stories --ids prints), o->batch a step in file order from
  * o->first_batch, after 2 untimed steps. *line: {"command":"bench",
- * "work":"train", "tokens", "seconds", "cpu_seconds", "threads", "loss",
- * "kernels", "precision"} (the caller deletes it, also on error). */
+ * "work":"train", "tokens", "seconds", "cpu_seconds", "threads",
+ * "parameters", "loss", "kernels", "precision"} (the caller deletes it, also
+ * on error). */
 int slm_bench_train(const char *path, const BenchOptions *o, BenchBeatFn beat, void *ctx, cJSON **line, Error *e);
 
 /* [EOS], o->prompt, then o->tokens new tokens for each of o->samples

@@ -32,6 +32,10 @@ void slm_dropout_apply(const DropoutMask *d, int pos, uint64_t stream, size_t at
 #define DROPOUT_SALT_ATTENTION 0x617474656e74ULL
 
 /* ---- the passes' hooks (model.c calls them) ---- */
+/* a->drop_keys (N) = each position of batch b's key from a->dropout's story
+ * keys; returns them, or NULL when the pass drops nothing by key (no keys, or
+ * both rates 0: then no number is drawn). */
+const uint64_t *slm_dropout_batch_keys(Activations *a, const Batch *b);
 /* a->dropout for batch b -> each position's key, z's mask and attention's (in each layer's scratch). */
 void slm_dropout_prepare(Activations *a, const Batch *b);
 /* z (N, Z) -> z * mask / (1-P), in place, what the hidden layer reads (z as

@@ -110,6 +110,10 @@ int slm_bench_train(const char *path, const BenchOptions *o, BenchBeatFn beat, v
         cfg.n_layers = o->layers;
         rc = slm_pos_parse(o->pos, &cfg.pos, e) || slm_score_parse(o->score, &cfg.score, e);
     }
+    if (!rc && o->tie && !arch->config_shape)
+        rc = FAIL(e, "leave --tie-embeddings out, or give --arch transformer or attn-only",
+                  "--tie-embeddings is for the transformer family; --arch %s has no embedding to tie", arch->name);
+    if (!rc && o->tie) arch->config_shape(&cfg, &(ConfigShape){.act = cfg.act, .tie = 1}); /* else its default */
     rc = rc || slm_precision_parse(o->precision, &precision, e) || slm_precision_check(precision, e) ||
          slm_kernels_parse(o->kernels ? o->kernels : SLM_KERNELS_DEFAULT, &kernels, e) ||
          slm_kernels_check(kernels, precision, e);
@@ -145,6 +149,7 @@ int slm_bench_train(const char *path, const BenchOptions *o, BenchBeatFn beat, v
         cJSON_AddNumberToObject(j, "tokens", (double)tokens);
         bench_times(j, start, cpu);
         cJSON_AddNumberToObject(j, "threads", threads);
+        cJSON_AddNumberToObject(j, "parameters", (double)m.n_params);
         cJSON_AddNumberToObject(j, "loss", rounded(loss, 1e4));
         cJSON_AddStringToObject(j, "kernels", slm_kernels_name(kernels));
         cJSON_AddStringToObject(j, "precision", slm_precision_name(precision));

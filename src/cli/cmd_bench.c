@@ -111,6 +111,10 @@ static const Param bench_params[] = {
                  SLM_KERNELS_DEFAULT),
     BENCH_STRING(arch, "arch", "NAME", "training's network, as storylm train --arch (transformer: its default shape)",
                  "attention"),
+    {.name = "tie-embeddings",
+     .type = PARAM_BOOL,
+     .offset = offsetof(BenchArgs, o.tie),
+     .help = "training's --arch transformer or attn-only with tied embeddings, as storylm train --tie-embeddings"},
     /* training's; generation and encoding time one thread */
     BENCH_INT(threads, "threads", "N", "threads, by default one per core", 1, 256, 0),
     {.name = "tokens",

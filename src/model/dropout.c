@@ -40,6 +40,17 @@ DropoutMask slm_dropout_mask(float p, uint64_t salt, const uint64_t *keys, const
                          .fixed = fixed};
 }
 
+/* Value k (from 1) of the slm_splitmix64 stream started at state: its
+ * state then is state + k * its increment, so each value is computed on its
+ * own (the same bits as k calls of slm_splitmix64), and a loop of them has
+ * no chain from one to the next and no call. */
+static inline uint64_t splitmix64_at(uint64_t state, uint64_t k) {
+    uint64_t z = state + k * 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
 /* Two 32-bit draws from each 64-bit value of a slm_splitmix64 stream: a few
  * cycles a number, against the tens a key costs in attention. */
 void slm_dropout_apply(const DropoutMask *d, int pos, uint64_t stream, size_t at, float *x, int n) {
@@ -47,17 +58,20 @@ void slm_dropout_apply(const DropoutMask *d, int pos, uint64_t stream, size_t at
         for (int j = 0; j < n; j++) x[j] *= d->fixed[at + j] ? d->scale : 0.0f;
         return;
     }
-    uint64_t state = d->keys[pos] ^ d->salt ^ (stream + 1) * 0x9FB21C651E98DF25ULL;
-    for (int j = 0; j < n; j += 2) {
-        uint64_t r = slm_splitmix64(&state);
-        x[j] *= (r & 0xFFFFFFFFu) < d->threshold ? 0.0f : d->scale;
-        if (j + 1 < n) x[j + 1] *= (r >> 32) < d->threshold ? 0.0f : d->scale;
+    uint64_t state = d->keys[pos] ^ d->salt ^ (stream + 1) * 0x9FB21C651E98DF25ULL, threshold = d->threshold;
+    /* factor[draw >= threshold]: a lookup, not a branch taken at random P of the time */
+    const float factor[2] = {0.0f, d->scale};
+    for (int k = 0; k < n / 2; k++) {
+        uint64_t r = splitmix64_at(state, (uint64_t)k + 1);
+        x[2 * k] *= factor[(r & 0xFFFFFFFFu) >= threshold];
+        x[2 * k + 1] *= factor[(r >> 32) >= threshold];
     }
+    if (n % 2) x[n - 1] *= factor[(splitmix64_at(state, (uint64_t)n / 2 + 1) & 0xFFFFFFFFu) >= threshold];
 }
 
 /* ---- the passes' hooks ----------------------------------------------------- */
 
-void slm_dropout_prepare(Activations *a, const Batch *b) {
+const uint64_t *slm_dropout_batch_keys(Activations *a, const Batch *b) {
     const Dropout *d = &a->dropout;
     int keyed = d->story_keys && (d->hidden > 0 || d->attention > 0);
     /* a piece of a long story (BatchPiece) draws the whole story's masks: its
@@ -65,7 +79,12 @@ void slm_dropout_prepare(Activations *a, const Batch *b) {
     for (int i = 0; keyed && i < b->n_stories; i++)
         slm_dropout_story_position_keys(d->story_keys[i], b->piece ? b->piece[i].offset : 0,
                                         b->starts[i + 1] - b->starts[i], a->drop_keys + b->starts[i]);
-    const uint64_t *keys = keyed ? a->drop_keys : NULL;
+    return keyed ? a->drop_keys : NULL;
+}
+
+void slm_dropout_prepare(Activations *a, const Batch *b) {
+    const Dropout *d = &a->dropout;
+    const uint64_t *keys = slm_dropout_batch_keys(a, b);
     /* a mask needs keys or a fixed mask; without either, nothing is dropped */
     a->hidden_drop = keys || d->hidden_mask ? slm_dropout_mask(d->hidden, DROPOUT_SALT_HIDDEN, keys, d->hidden_mask)
                                             : (DropoutMask){0};

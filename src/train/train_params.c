@@ -246,15 +246,17 @@ static const Param train_params[] = {
      .type = PARAM_DOUBLE,
      .offset = offsetof(TrainParams, o.dropout),
      .meta = "P",
-     .help = "dropout on z, the hidden layer's input, in training steps only (masks seeded by --seed and the step); "
-             "0: off",
+     .help = "dropout in training steps only (the kept numbers scaled by 1/(1-P); masks seeded by --seed, the step "
+             "and the story); 0: off. attention, window8: on z, the hidden layer's input; transformer, attn-only: on "
+             "the embedding sum and on each block's attention and MLP outputs before they join the residual stream",
      .min = 0,
      .max = 1},
     {.name = "attention-dropout",
      .type = PARAM_DOUBLE,
      .offset = offsetof(TrainParams, o.attention_dropout),
      .meta = "P",
-     .help = "dropout on the attention weights, in training steps only (seeded likewise); 0: off",
+     .help = "dropout on the attention weights (each head's pattern after the softmax), in training steps only "
+             "(seeded likewise); 0: off. Every architecture with heads (attention, transformer, attn-only)",
      .min = 0,
      .max = 1},
     {.name = "ema",

@@ -12,6 +12,7 @@
 
 #include "storylm/attention.h"
 #include "storylm/batch.h"
+#include "storylm/dropout.h"
 #include "storylm/head_set.h"
 #include "storylm/hooks.h"
 #include "storylm/layers.h"
@@ -68,6 +69,7 @@ static int all_buffers(Activations *a, TfActivations *t, Buffer *b) {
                      {&t->d_mlp, N * F},
                      {&t->d_qkv, QKV * LD},
                      {&t->d_qkv_w, QKV * D},
+                     {&t->part, N * D},
                      {&s->d_kv, H * LD * 2 * (size_t)c->key_dim},
                      {&s->d_dist, HS},
                      {&s->w, 2 * HS},
@@ -89,7 +91,8 @@ int slm_transformer_activations_init(Activations *a, const ModelConfig *cfg, int
     for (int i = 0; ok && i < n; i++) ok = (*b[i].p = slm_alloc_floats(b[i].n, e)) != NULL;
     size_t N = (size_t)max_positions;
     ok = ok && (a->target = xmalloc(N * sizeof(int32_t), e)) && (a->correct = xmalloc(N, e)) &&
-         (a->first_key = xmalloc(N * sizeof(int), e)) && (t->story_pos = xmalloc(N * sizeof(int), e));
+         (a->first_key = xmalloc(N * sizeof(int), e)) && (t->story_pos = xmalloc(N * sizeof(int), e)) &&
+         (a->drop_keys = xmalloc(N * sizeof(uint64_t), e));
     if (!ok) {
         slm_transformer_activations_free(a);
         return -1;
@@ -115,6 +118,7 @@ void slm_transformer_activations_free(Activations *a) {
     free(a->target);
     free(a->correct);
     free(a->first_key);
+    free(a->drop_keys);
     *a = (Activations){0};
 }
 
@@ -139,9 +143,6 @@ static int check_forward(const Model *m, const Activations *a, const Batch *b, c
                     last, heads);
     if (last >= 0 && ab->mode == ABLATE_MEAN && !ab->mean)
         return FAIL(e, "compute the heads' mean outputs first", "mean ablation needs the heads' mean outputs");
-    if (a->dropout.hidden > 0 || a->dropout.attention > 0)
-        return FAIL(e, "train without --dropout and --attention-dropout", "dropout is not implemented for --arch %s",
-                    m->cfg.arch->name);
     for (int p = 0; p < b->n_tokens; p++)
         if (b->tokens[p] < 0 || b->tokens[p] >= m->cfg.vocab_size)
             return FAIL(e, "encode the stories with this model's vocabulary",
@@ -149,6 +150,66 @@ static int check_forward(const Model *m, const Activations *a, const Batch *b, c
                         m->cfg.vocab_size);
     return 0;
 }
+
+/* ---- training's dropout (dropout.h) ------------------------------------------- */
+
+/* a->dropout for batch b -> the residual stream's mask and every block's
+ * attention mask (each head its own stream, AttentionScratch.head_base);
+ * all off, drawing nothing, when the pass has no keys and no fixed mask. */
+static void dropout_prepare(Activations *a, const Batch *b) {
+    const Dropout *d = &a->dropout;
+    TfActivations *t = a->tf;
+    const uint64_t *keys = slm_dropout_batch_keys(a, b);
+    t->resid_drop = keys || d->hidden_mask ? slm_dropout_mask(d->hidden, DROPOUT_SALT_HIDDEN, keys, d->hidden_mask)
+                                           : (DropoutMask){0};
+    DropoutMask att = keys || d->attention_mask
+                          ? slm_dropout_mask(d->attention, DROPOUT_SALT_ATTENTION, keys, d->attention_mask)
+                          : (DropoutMask){0};
+    att.n_positions = a->n_positions;
+    for (int l = 0; l < a->cfg.n_layers; l++) t->layer[l].scratch.drop = att;
+}
+
+/* x (N, D) -> x * the residual mask of site s (TfActivations.resid_drop), position by position. */
+static void drop_resid(const Activations *a, int site, float *x) {
+    int N = a->n_positions, D = a->cfg.row_dim;
+    for (int p = 0; p < N; p++)
+        slm_dropout_apply(&a->tf->resid_drop, p, (uint64_t)site, ((size_t)site * N + p) * D, x + (size_t)p * D, D);
+}
+
+/* Where a block part's output (N, D) is summed: onto out = before (no
+ * residual dropout), or into t->part, zeroed, to be dropped by part_finish. */
+static float *part_start(const Activations *a, const float *before, float *out) {
+    size_t n = (size_t)a->n_positions * a->cfg.row_dim;
+    float *to = a->tf->resid_drop.p > 0 ? a->tf->part : out;
+    if (to == out)
+        memcpy(out, before, n * sizeof(float));
+    else
+        memset(to, 0, n * sizeof(float));
+    return to;
+}
+
+/* With residual dropout: out (N, D) = before + t->part dropped at site s. */
+static void part_finish(const Activations *a, int site, const float *before, float *out) {
+    if (!(a->tf->resid_drop.p > 0)) return;
+    const float *part = a->tf->part;
+    drop_resid(a, site, a->tf->part);
+    for (size_t i = 0; i < (size_t)a->n_positions * a->cfg.row_dim; i++) out[i] = before[i] + part[i];
+}
+
+/* The gradient (N, D) of a part's output at site s: d out (t->d_resid), or
+ * with residual dropout its copy in t->part dropped by the forward's mask. */
+static const float *part_grad(const Activations *a, int site) {
+    TfActivations *t = a->tf;
+    if (!(t->resid_drop.p > 0)) return t->d_resid;
+    memcpy(t->part, t->d_resid, (size_t)a->n_positions * a->cfg.row_dim * sizeof(float));
+    drop_resid(a, site, t->part);
+    return t->part;
+}
+
+/* Site numbers of the residual mask: the embedding, block l's attention and MLP outputs. */
+#define SITE_EMBED 0
+#define SITE_ATTN(l) (1 + 2 * (l))
+#define SITE_MLP(l) (2 + 2 * (l))
 
 /* ---- embed: tokens -> resid_0 ------------------------------------------------ */
 
@@ -158,7 +219,8 @@ static size_t pos_row(const ModelConfig *c, int story_pos) {
 }
 
 /* tokens (N) -> layer 0's resid_pre (N, D) = W_E[x] (hook_embed) + the
- * position's row (absolute: W_pos[min(t, n_ctx-1)], hook_pos_embed; sinusoidal: its fixed tag). */
+ * position's row (absolute: W_pos[min(t, n_ctx-1)], hook_pos_embed; sinusoidal: its fixed tag),
+ * the sum dropped in training with residual dropout. */
 void slm_tf_embed_forward(const Model *m, const TfViews *w, Activations *a, const Batch *b) {
     const ModelConfig *c = &m->cfg;
     int D = c->row_dim, N = a->n_positions;
@@ -177,12 +239,15 @@ void slm_tf_embed_forward(const Model *m, const TfViews *w, Activations *a, cons
         for (int i = 0; i < D; i++) row[i] += add[i];
     }
     if (w->W_pos) slm_hooks_at(m, a, HOOK_POS_EMBED, 0);
+    if (a->tf->resid_drop.p > 0) drop_resid(a, SITE_EMBED, resid);
 }
 
-/* t->d_resid (N, D) -> d W_E, d W_pos +=. */
+/* t->d_resid (N, D) -> d W_E, d W_pos += (d_resid dropped in place first,
+ * as the forward dropped the sum). */
 void slm_tf_embed_backward(const ModelConfig *c, const TfViews *g, Activations *a, const Batch *b) {
     int D = c->row_dim, N = a->n_positions;
     const float *d_resid = a->tf->d_resid;
+    if (a->tf->resid_drop.p > 0) drop_resid(a, SITE_EMBED, a->tf->d_resid);
     slm_embedding_backward(g->W_E, b->tokens, N, D, d_resid, D);
     for (int p = 0; p < N && g->W_pos; p++) {
         float *row = g->W_pos + pos_row(c, a->tf->story_pos[p]);
@@ -265,7 +330,8 @@ static void ablate_z(const Activations *a, const ModelConfig *c, int l, float *z
 
 /* resid_pre (N, D) -> ln1 (N, D) -> qkv (QKV, ld) -> z (N, H*dh), the
  * weights kept in att when a->attention_kept -> out (N, D) = resid_pre +
- * z W_O + b_O; the hooks ln1's, hook_q, _k, _v (before rope), hook_attn_scores,
+ * z W_O + b_O (in training that sum dropped, the weights too before they
+ * blend the values: the attention kernel's); the hooks ln1's, hook_q, _k, _v (before rope), hook_attn_scores,
  * hook_pattern, hook_z, hook_result, hook_attn_out. */
 void slm_tf_attn_forward(const Model *m, const TfBlockViews *w, Activations *a, int l, float *out) {
     const ModelConfig *c = &m->cfg;
@@ -288,9 +354,10 @@ void slm_tf_attn_forward(const Model *m, const TfBlockViews *w, Activations *a, 
     if (keep_weights) slm_hooks_at(m, a, HOOK_ATTN_SCORES, l);
     if (keep_weights) slm_hooks_at(m, a, HOOK_PATTERN, l);
     slm_hooks_at(m, a, HOOK_Z, l);
-    memcpy(out, L->resid_pre, (size_t)N * D * sizeof(float));
-    slm_matmul_at(a->products, 0, 0, N, D, HV, L->z, HV, w->W_O, D, 1.0f, out, D);
-    slm_add_bias_rows(out, N, D, D, w->b_O);
+    float *sum = part_start(a, L->resid_pre, out);
+    slm_matmul_at(a->products, 0, 0, N, D, HV, L->z, HV, w->W_O, D, 1.0f, sum, D);
+    slm_add_bias_rows(sum, N, D, D, w->b_O);
+    part_finish(a, SITE_ATTN(l), L->resid_pre, out);
     slm_hooks_at(m, a, HOOK_RESULT, l);
     slm_hooks_at(m, a, HOOK_ATTN_OUT, l);
 }
@@ -301,9 +368,10 @@ void slm_tf_attn_backward(const ModelConfig *c, const TfBlockViews *w, const TfB
     TfActivations *t = a->tf;
     TfLayerActs *L = &t->layer[l];
     int N = a->n_positions, D = c->row_dim, H = c->n_heads, dh = c->key_dim, HV = H * dh, ld = a->qkv_ld;
-    slm_matmul_at(a->products, 1, 0, HV, D, N, L->z, HV, t->d_resid, D, 1.0f, g->W_O, D);
-    slm_column_sums(t->d_resid, N, D, D, a->ones, g->b_O);
-    slm_matmul_at(a->products, 0, 1, N, HV, D, t->d_resid, D, w->W_O, D, 0.0f, t->d_z, HV);
+    const float *d_out = part_grad(a, SITE_ATTN(l));
+    slm_matmul_at(a->products, 1, 0, HV, D, N, L->z, HV, d_out, D, 1.0f, g->W_O, D);
+    slm_column_sums(d_out, N, D, D, a->ones, g->b_O);
+    slm_matmul_at(a->products, 0, 1, N, HV, D, d_out, D, w->W_O, D, 0.0f, t->d_z, HV);
     float *d_table = distance_table_grad(c, g, t->d_table);
     /* nothing flows back through a switched-off head */
     slm_attention_backward(a->products.kernels, c, L->qkv, ld, a->attention_kept ? L->att : NULL, a->first_key, N,
@@ -327,7 +395,7 @@ float *slm_tf_resid_post(const Activations *a, int l) {
 
 /* resid_mid (N, D) -> ln2 (N, D) (ln2's hooks) -> mlp_pre (hook_pre),
  * mlp_post (N, F) (hook_post) -> out (N, D) = resid_mid + mlp_post W_out +
- * b_out (hook_mlp_out). */
+ * b_out (hook_mlp_out; in training that sum dropped before it is added). */
 void slm_tf_mlp_forward(const Model *m, const TfBlockViews *w, Activations *a, int l, float *out) {
     const ModelConfig *c = &m->cfg;
     TfLayerActs *L = &a->tf->layer[l];
@@ -340,9 +408,10 @@ void slm_tf_mlp_forward(const Model *m, const TfBlockViews *w, Activations *a, i
     slm_hooks_at(m, a, HOOK_MLP_PRE, l);
     slm_act_forward((ActFn)c->act, L->mlp_pre, N * F, L->mlp_post);
     slm_hooks_at(m, a, HOOK_MLP_POST, l);
-    memcpy(out, L->resid_mid, (size_t)N * D * sizeof(float));
-    slm_matmul_at(a->products, 0, 0, N, D, F, L->mlp_post, F, w->W_out, D, 1.0f, out, D);
-    slm_add_bias_rows(out, N, D, D, w->b_out);
+    float *sum = part_start(a, L->resid_mid, out);
+    slm_matmul_at(a->products, 0, 0, N, D, F, L->mlp_post, F, w->W_out, D, 1.0f, sum, D);
+    slm_add_bias_rows(sum, N, D, D, w->b_out);
+    part_finish(a, SITE_MLP(l), L->resid_mid, out);
     slm_hooks_at(m, a, HOOK_MLP_OUT, l);
 }
 
@@ -352,9 +421,10 @@ void slm_tf_mlp_backward(const ModelConfig *c, const TfBlockViews *w, const TfBl
     TfActivations *t = a->tf;
     TfLayerActs *L = &t->layer[l];
     int N = a->n_positions, D = c->row_dim, F = c->hidden_dim;
-    slm_matmul_at(a->products, 1, 0, F, D, N, L->mlp_post, F, t->d_resid, D, 1.0f, g->W_out, D);
-    slm_column_sums(t->d_resid, N, D, D, a->ones, g->b_out);
-    slm_matmul_at(a->products, 0, 1, N, F, D, t->d_resid, D, w->W_out, D, 0.0f, t->d_mlp, F);
+    const float *d_out = part_grad(a, SITE_MLP(l));
+    slm_matmul_at(a->products, 1, 0, F, D, N, L->mlp_post, F, d_out, D, 1.0f, g->W_out, D);
+    slm_column_sums(d_out, N, D, D, a->ones, g->b_out);
+    slm_matmul_at(a->products, 0, 1, N, F, D, d_out, D, w->W_out, D, 0.0f, t->d_mlp, F);
     slm_act_backward(a->products.kernels, (ActFn)c->act, L->mlp_pre, L->mlp_post, N * F, t->d_mlp);
     slm_matmul_at(a->products, 1, 0, D, F, N, L->ln2, D, t->d_mlp, F, 1.0f, g->W_in, F);
     slm_column_sums(t->d_mlp, N, F, F, a->ones, g->b_in);
@@ -374,6 +444,7 @@ int slm_tf_begin(const Model *m, Activations *a, const Batch *b, const Ablation 
     a->n_predicted = slm_batch_positions(b, m->cfg.window, a->target, a->first_key, a->tf->story_pos);
     a->n_positions = b->n_tokens;
     a->qkv_ld = slm_qkv_stride(b->n_tokens);
+    dropout_prepare(a, b);
     return 0;
 }
 

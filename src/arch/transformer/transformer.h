@@ -72,6 +72,14 @@ typedef struct TfActivations {
     float *d_mlp;               /* (N, F) */
     float *d_qkv;               /* (QKV, ld) */
     float *d_qkv_w;             /* (QKV, D) */
+    /* training's dropout (docs/transformer.md, "Dropout"): resid_drop the
+     * mask of the residual stream's additions, number j of position p at
+     * site s (0 the embedding, 1 + 2l block l's attention output, 2 + 2l its
+     * MLP output) from stream s, a fixed mask's entry (s*N + p)*D + j; part
+     * (N, D) a block part's output before it is dropped and added, in the
+     * backward its gradient dropped alike (both only with resid_drop.p > 0) */
+    DropoutMask resid_drop;
+    float *part;
 } TfActivations;
 
 int slm_transformer_activations_init(Activations *a, const ModelConfig *cfg, int max_positions, Error *e);
