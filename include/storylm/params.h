@@ -197,4 +197,12 @@ int slm_param_fail(Error *e, const Param *p, ErrorParamKind kind, const char *va
  * edits, fewer than half its letters), or NULL. */
 const char *slm_nearest_name(const char *word, const char *const *names, int n);
 
+/* --kernels, the same flag in every verb that takes it (train, eval); the includer
+ * has kernels.h's SLM_KERNELS_DEFAULT and SLM_KERNELS_CHOICES. */
+#define KERNELS_PARAM(T, field, help_)                                                                                 \
+    {                                                                                                                  \
+        .name = "kernels", .type = PARAM_CHOICE, .offset = offsetof(T, field), .meta = "K", .help = help_,             \
+        .def_string = SLM_KERNELS_DEFAULT, .choices = SLM_KERNELS_CHOICES /* Kernels' order (kernels.h) */             \
+    }
+
 #endif

@@ -282,13 +282,7 @@ static const Param train_params[] = {
      .help = PRECISION_HELP,
      .def_string = "fp32",
      .choices = "fp32,bf16"}, /* Precision's order (bf16.h) */
-    {.name = "kernels",
-     .type = PARAM_CHOICE,
-     .offset = offsetof(TrainParams, o.kernels),
-     .meta = "K",
-     .help = KERNELS_HELP,
-     .def_string = SLM_KERNELS_DEFAULT,
-     .choices = SLM_KERNELS_CHOICES}, /* Kernels' order (kernels.h) */
+    KERNELS_PARAM(TrainParams, o.kernels, KERNELS_HELP),
     {.name = "swap-names",
      .type = PARAM_DOUBLE,
      .offset = offsetof(TrainParams, o.swap_names),

@@ -116,14 +116,9 @@ static const Param params[] = {
      .max = 1 << 20,
      .def = 4096,
      .flags = PARAM_CLI_ONLY},
-    {.name = "kernels",
-     .type = PARAM_CHOICE,
-     .offset = offsetof(EvalParams, kernels),
-     .meta = "K",
-     .help = "the products' kernels, as storylm train --kernels: blas (OpenBLAS), or portable (the numbers of "
-             "training with --kernels portable and of the WebAssembly build, bit for bit; docs/kernels.md)",
-     .def_string = SLM_KERNELS_DEFAULT,
-     .choices = SLM_KERNELS_CHOICES}, /* Kernels' order (kernels.h) */
+    KERNELS_PARAM(EvalParams, kernels,
+                  "the products' kernels, as storylm train --kernels: blas (OpenBLAS), or portable (the numbers "
+                  "of training with --kernels portable and of the WebAssembly build, bit for bit; docs/kernels.md)"),
 };
 
 const View view_eval = {
