@@ -41,3 +41,27 @@ require_chromium() {
   [[ -d "$STORYLM_SOURCE_DIR/tests/browser/node_modules/puppeteer-core" ]] ||
     skip "tests/browser/node_modules is missing: run scripts/setup (or scripts/setup_npm)"
 }
+
+# sae_tiny_model: the SAE tests' subject, a network trained 30 steps on the
+# first 200 stories (slice.txt -> tiny.safetensors, 20 held out).
+sae_tiny_model() {
+  first_stories 200 >slice.txt
+  "$STORYLM" train slice.txt --vocab vocab.txt --threads 2 --steps 30 --seed 5 --test-stories 20 \
+    --out tiny.safetensors 2>train.log >/dev/null || { cat train.log; fail "train"; }
+}
+
+# sae_numpy_agrees MODE EVAL_JSON WHAT: tests/sae_reader.py MODE, reading the
+# activations storylm cache writes (with the caller's ${common[@]}), gives
+# sae eval's numbers in EVAL_JSON; fails naming WHAT otherwise.
+sae_numpy_agrees() {
+  "$STORYLM" cache --stories slice.txt "${common[@]}" -o acts.safetensors 2>/dev/null >/dev/null || fail "storylm cache"
+  "$PY" "$STORYLM_SOURCE_DIR/tests/sae_reader.py" "$1" acts.safetensors >numpy.json || fail "the numpy reader"
+  "$PY" - numpy.json "$2" <<'PY' || fail "numpy and storylm sae eval differ$3"
+import json, sys
+a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert a["tokens"] == b["tokens"], (a["tokens"], b["tokens"])
+for k, tol in [("explained_variance", 1e-4), ("l0", 1e-3), ("mse", 1e-4)]:
+    assert abs(a[k] - b[k]) <= tol * max(1, abs(b[k])), (k, a[k], b[k])
+print("numpy agrees:", a)
+PY
+}

@@ -11,9 +11,7 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-first_stories 200 >slice.txt
-"$STORYLM" train slice.txt --vocab vocab.txt --threads 2 --steps 30 --seed 5 --test-stories 20 \
-  --out tiny.safetensors 2>train.log >/dev/null || { cat train.log; fail "train"; }
+sae_tiny_model
 common=(-m tiny.safetensors --test-stories 20 --threads 2)
 small=(--tokens 20480 --batch-tokens 1024 --seed 3 --expansion 4 --k 8)
 
@@ -74,16 +72,7 @@ import sys
 doc, lines = open(sys.argv[1]).read(), open(sys.argv[2]).read()
 assert lines.strip() in doc, "the reader's lines are not in the page"
 PY
-  "$STORYLM" cache --stories slice.txt "${common[@]}" -o acts.safetensors 2>/dev/null >/dev/null || fail "storylm cache"
-  "$PY" "$STORYLM_SOURCE_DIR/tests/sae_reader.py" sae1 acts.safetensors >numpy.json || fail "the numpy reader"
-  "$PY" - numpy.json eval1.json <<'PY' || fail "numpy and storylm sae eval differ"
-import json, sys
-a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
-assert a["tokens"] == b["tokens"], (a["tokens"], b["tokens"])
-for k, tol in [("explained_variance", 1e-4), ("l0", 1e-3), ("mse", 1e-4)]:
-    assert abs(a[k] - b[k]) <= tol * max(1, abs(b[k])), (k, a[k], b[k])
-print("numpy agrees:", a)
-PY
+  sae_numpy_agrees sae1 eval1.json ""
 else
   echo "numpy is missing: the reader's check skipped (apt install python3-numpy)"
 fi

@@ -10,9 +10,7 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-first_stories 200 >slice.txt
-"$STORYLM" train slice.txt --vocab vocab.txt --threads 2 --steps 30 --seed 5 --test-stories 20 \
-  --out tiny.safetensors 2>train.log >/dev/null || { cat train.log; fail "train"; }
+sae_tiny_model
 common=(-m tiny.safetensors --test-stories 20 --threads 2)
 "$STORYLM" sae train slice.txt "${common[@]}" --tokens 40960 --batch-tokens 128 --seed 3 --expansion 4 --k 8 \
   --kind batchtopk -o bt --json >train.json 2>bt.log || { cat bt.log; fail "sae train --kind batchtopk"; }
@@ -39,16 +37,7 @@ PY
   { cat steer.log; fail "generate --steer with a BatchTopK SAE"; }
 
 "$PY" -c "import numpy" 2>/dev/null || skip "numpy is missing (apt install python3-numpy)"
-"$STORYLM" cache --stories slice.txt "${common[@]}" -o acts.safetensors 2>/dev/null >/dev/null || fail "storylm cache"
-"$PY" "$STORYLM_SOURCE_DIR/tests/sae_reader.py" bt acts.safetensors >numpy.json || fail "the numpy reader"
-"$PY" - numpy.json eval.json <<'PY' || fail "numpy and storylm sae eval differ on a JumpReLU"
-import json, sys
-a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
-assert a["tokens"] == b["tokens"], (a["tokens"], b["tokens"])
-for k, tol in [("explained_variance", 1e-4), ("l0", 1e-3), ("mse", 1e-4)]:
-    assert abs(a[k] - b[k]) <= tol * max(1, abs(b[k])), (k, a[k], b[k])
-print("numpy agrees:", a)
-PY
+sae_numpy_agrees bt eval.json " on a JumpReLU"
 python_preload "$(dirname "$STORYLM")"
 "${PRELOAD[@]}" env PYTHONPATH="$STORYLM_SOURCE_DIR/python" STORYLM_LIBRARY="$(dirname "$STORYLM")/libstorylm.so" \
   "$PY" - "$STORYLM_SOURCE_DIR/tests/sae_reader.py" <<'PY' || fail "Python's SAE.load of a BatchTopK SAE"

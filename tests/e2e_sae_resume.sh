@@ -7,9 +7,7 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-first_stories 200 >slice.txt
-"$STORYLM" train slice.txt --vocab vocab.txt --threads 2 --steps 30 --seed 5 --test-stories 20 \
-  --out tiny.safetensors 2>train.log >/dev/null || { cat train.log; fail "train"; }
+sae_tiny_model
 # 160 steps of 256 tokens; the store holds 64 batches, so it is filled three times
 opts=(slice.txt -m tiny.safetensors --test-stories 20 --threads 2 --tokens 40960 --batch-tokens 256 --seed 3
   --expansion 4 --k 8)

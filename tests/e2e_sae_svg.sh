@@ -8,9 +8,7 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-first_stories 200 >slice.txt
-"$STORYLM" train slice.txt --vocab vocab.txt --threads 2 --steps 30 --seed 5 --test-stories 20 \
-  --out tiny.safetensors 2>train.log >/dev/null || { cat train.log; fail "train"; }
+sae_tiny_model
 common=(-m tiny.safetensors --test-stories 20 --threads 2)
 "$STORYLM" sae train slice.txt "${common[@]}" --tokens 20480 --batch-tokens 1024 --seed 3 --expansion 4 --k 8 \
   -o sae1 2>sae.log >/dev/null || { cat sae.log; fail "sae train"; }
