@@ -4,7 +4,8 @@
  * the sampler, which sorts only the tokens above a floor, draws exactly what
  * a sampler sorting every token draws; the workers run a job once on every
  * thread, with OpenMP one thread wide inside; the exponentials 16 at a time
- * equal them one by one, and their sum keeps its lanes' order. */
+ * equal them one by one, and their sum keeps its lanes' order, also in the
+ * sampler's one pass that keeps only those above its cut-off. */
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -279,6 +280,46 @@ static void exponentials_by_lanes_equal_one_by_one(void) {
         fprintf(stderr, "  %d exponentials or sums of 200 differ from one by one in order\n", wrong);
 }
 
+/* slm_exp_sum_keep (the sampler's one pass over the logits) against
+ * scaling them, slm_exp_sum_inplace and keeping those at or above the
+ * cut-off afterwards: the same sum, bit for bit, and the same exponentials
+ * and ids kept, in order, for every tail length and scale; and
+ * slm_softmax_weights against slm_softmax_inplace. */
+static void exponentials_kept_in_one_pass(void) {
+    enum { N = 16 * 130 + 15 };
+    static float x[N], all[N], kept[N + 16], weights[N];
+    static int32_t ids[N + 16];
+    Rng r;
+    slm_rng_seed(&r, 29);
+    int wrong = 0, kept_total = 0;
+    for (int trial = 0; trial < 200; trial++) {
+        int n = 16 * (int)slm_rng_below(&r, 130) + trial % 16 + 1, k = -1;
+        float scale = (float[]){1.25f, 1.0f, 0.5f, 3.0f}[trial % 4], keep = (float[]){2.5e-5f, 0.0f, 0.01f}[trial % 3];
+        float spread = (float)(1 + trial % 9), largest = -INFINITY;
+        for (int i = 0; i < n; i++) x[i] = (float)(slm_rng_normal(&r) * spread);
+        for (int i = 0; i < n; i++) largest = x[i] * scale > largest ? x[i] * scale : largest;
+        for (int i = 0; i < n; i++) all[i] = x[i] * scale;
+        float want = slm_exp_sum_inplace(all, n, largest);
+        float got = slm_exp_sum_keep(x, n, scale, largest, keep, kept, ids, &k);
+        wrong += !same_float(got, want);
+        int m = 0;
+        for (int i = 0; i < n; i++) {
+            if (all[i] < keep) continue;
+            wrong += m >= k || ids[m] != i || !same_float(kept[m], all[i]);
+            m++;
+        }
+        wrong += m != k;
+        kept_total += k;
+        memcpy(weights, x, (size_t)n * sizeof(float));
+        memcpy(all, x, (size_t)n * sizeof(float));
+        slm_softmax_weights(weights, n);
+        slm_softmax_inplace(all, n);
+        for (int i = 0; i < n; i++) wrong += !same_float(weights[i], all[i]);
+    }
+    if (!CHECK(wrong == 0 && kept_total > 0))
+        fprintf(stderr, "  %d sums, kept exponentials or weights differ (%d kept)\n", wrong, kept_total);
+}
+
 /* --- workers ------------------------------------------------------------------ */
 
 typedef struct Seen {
@@ -314,6 +355,7 @@ int main(void) {
     shards_match_one_pass(&slm_window8_arch);
     sampler_draws_as_sorting_all();
     exponentials_by_lanes_equal_one_by_one();
+    exponentials_kept_in_one_pass();
     workers_run_everywhere_once();
     return check_report();
 }

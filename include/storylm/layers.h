@@ -88,8 +88,16 @@ float slm_exp_one(float x);
 /* The same, returning their sum: a softmax is x times 1 / sum, with the bits
  * of slm_softmax_max_inplace(x, n, shift). */
 float slm_exp_sum_inplace(float *x, int n, float shift);
+/* x (n) -> exp(x * scale - shift) summed with slm_exp_sum_inplace's bits
+ * (of x * scale), without writing them: only those at or above keep are
+ * written, in order, to kept and their indices to ids (each with room for
+ * n + 16); *k says how many. */
+float slm_exp_sum_keep(const float *x, int n, float scale, float shift, float keep, float *kept, int32_t *ids, int *k);
 /* x (n) -> softmax in place; returns the log-sum-exp of the input. */
 float slm_softmax_inplace(float *x, int n);
+/* The same bits without the log-sum-exp: an attention's weights, where its
+ * logarithm is a call each head's step does not need. */
+void slm_softmax_weights(float *x, int n);
 /* The same when x's largest element mx is known (a pass fewer; the same bits). */
 float slm_softmax_max_inplace(float *x, int n, float mx);
 /* x (n) -> tanh x in place, vectorized (the hidden layer's tanh). */

@@ -64,7 +64,7 @@ typedef struct Sampler {
     int top_k, repeat_last_n;
     Rng rng;
     int floor_exp;    /* the last token's nucleus floor 2^-floor_exp (0: none yet), where the next search starts */
-    float *probs;     /* (V) scratch */
+    float *probs;     /* (V + 16) scratch */
     float *penalized; /* (V) scratch: the logits after the repeat penalty */
     uint8_t *seen;    /* (V) scratch: tokens of the penalty's stretch, each once */
     struct Candidate {
@@ -74,6 +74,7 @@ typedef struct Sampler {
     struct Candidate *spare; /* (V) scratch of the sort */
     float *kept_probs;       /* (V + 16) scratch: the tokens above a floor, in id order, */
     int32_t *kept_ids;       /* (V + 16) and their ids (a register's worth more: whole registers are stored) */
+    int32_t *probs_ids;      /* (V + 16) scratch: the ids of probs' first entries, when those are a few tokens' */
 } Sampler;
 typedef struct Candidate Candidate;
 

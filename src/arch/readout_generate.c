@@ -85,6 +85,8 @@ struct TokenTable {
     float *values;        /* (H, V, vd) head h's value of row r at (h V + r) vd */
     float *keys;          /* (H, V, 8) head h's key of row r; NULL: the keys from the caches (a key of other
                            * than 8 components, or --score additive's, which has its own scores) */
+    float *queries;       /* (V, H * 8) row r's queries (turned as the step turns them), with the keys: a step
+                           * that reads the table copies them instead of each sample's product */
     float *qkv;           /* (QKV) scratch: a token's queries, keys, values */
     unsigned char *stale; /* (n) 1: the sample's first-layer cache lacks slots of the table's */
     int use;              /* this step's first layer reads the table (decided before its threads) */
@@ -97,7 +99,7 @@ static int token_table_fits(const ModelConfig *c) {
 
 static void token_table_free(struct TokenTable *t) {
     if (!t) return;
-    free(t->slot_rows), free(t->row_of), free(t->values), free(t->keys), free(t->qkv), free(t->stale);
+    free(t->slot_rows), free(t->row_of), free(t->values), free(t->qkv), free(t->stale); /* keys: in values' block */
     free(t);
 }
 
@@ -105,12 +107,16 @@ static struct TokenTable *token_table_alloc(const ModelConfig *c, int n, Error *
     size_t H = c->n_heads, V = c->vocab_size;
     struct TokenTable *t = xcalloc(1, sizeof *t, e);
     if (!t) return NULL;
+    /* the values, keys and queries in one block of whole 2 MB pages (slm_cache_alloc's, faulted in here): the
+     * heads read rows all over it, which in 4 KB pages were misses of the core's address cache */
+    int keys = c->key_dim == 8 && c->score != SCORE_ADDITIVE;
+    size_t values = H * V * c->value_dim, floats = values + (keys ? 2 * H * V * 8 : 0);
+    size_t page = ((size_t)2 << 20) / sizeof(float);
     int ok = (t->slot_rows = xcalloc((size_t)n * c->window, sizeof(int32_t), e)) &&
-             (t->values = xmalloc(H * V * c->value_dim * sizeof(float), e)) &&
+             (t->values = slm_cache_alloc((floats + page - 1) / page * page, e)) &&
              (t->row_of = xmalloc(V * sizeof(int32_t), e)) &&
              (t->qkv = xmalloc((size_t)qkv_width(c) * sizeof(float), e)) && (t->stale = xcalloc(n, 1, e));
-    if (ok && c->key_dim == 8 && c->score != SCORE_ADDITIVE)
-        ok = (t->keys = xmalloc(H * V * 8 * sizeof(float), e)) != NULL;
+    if (ok && keys) t->keys = t->values + values, t->queries = t->keys + H * V * 8;
     for (size_t i = 0; ok && i < V; i++) t->row_of[i] = -1;
     if (!ok) token_table_free(t);
     return ok ? t : NULL;
@@ -169,6 +175,7 @@ static void token_table_prepare(GeneratorBatch *g, const int *which, const int32
             memcpy(t->values + ((size_t)h * V + r) * vd, t->qkv + 2 * H * kd + h * vd, vd * sizeof(float));
             if (t->keys) memcpy(t->keys + ((size_t)h * V + r) * kd, t->qkv + (H + h) * kd, kd * sizeof(float));
         }
+        if (t->queries) memcpy(t->queries + (size_t)r * H * kd, t->qkv, (size_t)H * kd * sizeof(float));
         t->row_of[id] = t->rows++;
     }
     t->use = k > 1 && token_table_on(g);
@@ -288,12 +295,22 @@ static void generator_copy(GeneratorBatch *g, int from, int to) {
 /* Layer l, for j < k: sample which[j]'s input (its z's row and layer l-1's
  * heads) -> its qkv = input @ layer l's qkv_w (which stays in the
  * first-level cache for all of them); the key and value go to its layer l
- * cache's slot, unless shared: the token table holds them. */
+ * cache's slot, unless shared: the token table holds them, and its queries
+ * too where it holds the keys (the same product of the same row, turned
+ * alike: the same bits). */
 static void new_query_key_value(GeneratorBatch *g, int l, const int *which, int k, int shared) {
     const ModelConfig *c = &g->model->cfg;
     int Din = layer_input(c, l), QKV = qkv_width(c), H = c->n_heads, kd = c->key_dim, vd = c->value_dim, W = c->window;
     SampleSizes sz = sample_sizes(c);
     const float *qkv_w = g->qkv_w + (size_t)l * qkv_w_size(c);
+    if (shared && g->token_table->queries) {
+        const struct TokenTable *t = g->token_table;
+        for (int j = 0; j < k; j++) {
+            int32_t r = t->slot_rows[(size_t)which[j] * W + g->pos[which[j]] % W];
+            memcpy(g->qkv + which[j] * sz.qkv, t->queries + (size_t)r * H * kd, (size_t)H * kd * sizeof(float));
+        }
+        return;
+    }
     for (int j = 0; j < k; j++) { /* layer l's input: the row, then layer l-1's heads (layer_input_at) */
         const float *z = g->z + which[j] * sz.z, *heads = z + c->row_dim + (size_t)(l > 0 ? l - 1 : 0) * H * vd;
         if (g->bf16)
@@ -343,7 +360,7 @@ static void head_attend(GeneratorBatch *g, int s, int l, int h, int shared, floa
     } else {
         slm_query_key_scores(q, kd, keys, bias, n, sc);
     }
-    slm_softmax_inplace(sc, n);
+    slm_softmax_weights(sc, n);
     if (shared)
         slm_blend_value_rows(sc, n, g->token_table->values + (size_t)h * c->vocab_size * vd, rows, vd, out);
     else

@@ -86,14 +86,15 @@ int slm_sampler_init_with(Sampler *s, int vocab_size, const SamplerSettings *st,
                    .repeat_last_n = st->repeat_last_n};
     if (slm_sampler_settings_check(st, e)) return -1;
     slm_rng_seed(&s->rng, seed);
-    s->probs = xmalloc((size_t)vocab_size * sizeof *s->probs, e);
+    s->probs = xmalloc(((size_t)vocab_size + 16) * sizeof *s->probs, e);
     s->penalized = s->probs ? xmalloc((size_t)vocab_size * sizeof *s->penalized, e) : NULL;
     s->seen = s->penalized ? xcalloc((size_t)vocab_size, 1, e) : NULL;
     s->candidates = s->seen ? xmalloc((size_t)vocab_size * sizeof(Candidate), e) : NULL;
     s->spare = s->candidates ? xmalloc((size_t)vocab_size * sizeof(Candidate), e) : NULL;
     s->kept_probs = s->spare ? xmalloc(((size_t)vocab_size + 16) * sizeof(float), e) : NULL;
     s->kept_ids = s->kept_probs ? xmalloc(((size_t)vocab_size + 16) * sizeof(int32_t), e) : NULL;
-    if (!s->kept_ids) {
+    s->probs_ids = s->kept_ids ? xmalloc(((size_t)vocab_size + 16) * sizeof(int32_t), e) : NULL;
+    if (!s->probs_ids) {
         slm_sampler_free(s);
         return -1;
     }
@@ -118,10 +119,11 @@ void slm_sampler_free(Sampler *s) {
     free(s->spare);
     free(s->kept_probs);
     free(s->kept_ids);
+    free(s->probs_ids);
     s->probs = s->penalized = s->kept_probs = NULL;
     s->seen = NULL;
     s->candidates = s->spare = NULL;
-    s->kept_ids = NULL;
+    s->kept_ids = s->probs_ids = NULL;
 }
 
 void slm_softmax_probs(const float *logits, int n, float *probs) {
@@ -138,13 +140,15 @@ static int argmax(const float *x, int n) {
     return best;
 }
 
-/* logits (n) -> scaled (n) = logits / temperature (times inv), in one pass
- * with the check that they can be exponentiated without overflow or NaN: the
- * softmax subtracts the largest, so what matters is the spread: every scaled
- * logit finite and max - min (scaled) finite too, in double. Returns 0 when
- * they cannot; else 1 with *largest the largest scaled logit (max(x) times
- * inv: rounding keeps the order, so it is the largest of the products). */
-static int scale_safely(const float *logits, int n, float inv, float *scaled, float *largest) {
+/* Whether logits (n) divided by the temperature (times inv) can be
+ * exponentiated without overflow or NaN: the softmax subtracts the largest,
+ * so what matters is the spread: every scaled logit finite and max - min
+ * (scaled) finite too, in double. Returns 0 when they cannot; else 1 with
+ * *largest the largest scaled logit (max(x) times inv: rounding keeps the
+ * order, so it is the largest of the products). It only reads them: the
+ * next pass reads them again from the first-level cache, where a scaled
+ * copy written for each of many samples went beyond it. */
+static int scalable(const float *logits, int n, float inv, float *largest) {
     float lo = INFINITY, hi = -INFINITY, poison = 0.0f;
     /* one vectorised pass: x * 0 is NaN exactly when x is inf or NaN */
 #pragma omp simd reduction(min : lo) reduction(max : hi) reduction(+ : poison)
@@ -152,7 +156,6 @@ static int scale_safely(const float *logits, int n, float inv, float *scaled, fl
         lo = logits[i] < lo ? logits[i] : lo;
         hi = logits[i] > hi ? logits[i] : hi;
         poison += logits[i] * 0.0f;
-        scaled[i] = logits[i] * inv;
     }
     if (poison != poison) return 0;
     double big = fmax(fabs((double)hi), fabs((double)lo)), spread = (double)hi - (double)lo;
@@ -274,9 +277,10 @@ static int nucleus_size(const Sampler *s, int m, int complete) {
  * bits of slm_softmax_max_inplace's last pass), and in the same pass the
  * tokens at or above keep (their probabilities and ids, in id order) into
  * s->kept_probs, s->kept_ids; returns how many. The floor's search and the
- * candidates then read those few (about 240 of 2,000 with the shipped model
- * at the defaults) instead of passes over all. */
-static int normalize_and_keep(Sampler *s, float *probs, int n, float inv, float keep) {
+ * candidates then read those few (about 180 of 2,000 with the shipped model
+ * at the defaults) instead of passes over all. probs are tokens 0..n-1, or
+ * with ids those tokens (in order). */
+static int normalize_and_keep(Sampler *s, float *probs, const int32_t *id_of, int n, float inv, float keep) {
     int k = 0, i = 0;
 #ifdef __AVX512F__
     __m512 scale = _mm512_set1_ps(inv), at = _mm512_set1_ps(keep);
@@ -284,41 +288,47 @@ static int normalize_and_keep(Sampler *s, float *probs, int n, float inv, float 
     for (; i < n; i += 16, ids = _mm512_add_epi32(ids, _mm512_set1_epi32(16))) {
         __mmask16 live = n - i >= 16 ? 0xffff : (__mmask16)((1u << (n - i)) - 1);
         __m512 p = _mm512_mul_ps(_mm512_maskz_loadu_ps(live, probs + i), scale);
+        __m512i id = id_of ? _mm512_maskz_loadu_epi32(live, id_of + i) : ids;
         _mm512_mask_storeu_ps(probs + i, live, p);
         __mmask16 kept = _mm512_mask_cmp_ps_mask(live, p, at, _CMP_GE_OQ);
         if (kept) { /* compacted in registers, stored whole: the buffers have 16 floats more */
             _mm512_storeu_ps(s->kept_probs + k, _mm512_maskz_compress_ps(kept, p));
-            _mm512_storeu_si512(s->kept_ids + k, _mm512_maskz_compress_epi32(kept, ids));
+            _mm512_storeu_si512(s->kept_ids + k, _mm512_maskz_compress_epi32(kept, id));
             k += __builtin_popcount(kept);
         }
     }
 #else
     for (; i < n; i++) { /* without a branch, as candidates_from */
         float p = probs[i] *= inv;
-        s->kept_probs[k] = p, s->kept_ids[k] = i;
+        s->kept_probs[k] = p, s->kept_ids[k] = id_of ? id_of[i] : i;
         k += p >= keep;
     }
 #endif
     return k;
 }
 
-/* Draws from the top-k / top-p set of probs (V: exponentials, or
+/* Tokens below this share cannot be in the top-p set (llama2.c's cut-off). */
+static float top_p_cutoff(const Sampler *s) {
+    return s->top_p < 1 ? (1.0f - s->top_p) / (float)(s->vocab_size - 1) : 0.0f;
+}
+
+/* Draws from the top-k / top-p set of probs (n: exponentials, or
  * probabilities with inv 1) times inv, renormalised: the most likely tokens,
- * highest first, until top_k of them or top_p of the mass. Only the tokens
+ * highest first, until top_k of them or top_p of the mass. probs are every
+ * token's (ids NULL), or those of ids (in id order), which must hold every
+ * token at or above top-p's cut-off and the likeliest. Only the tokens
  * above a floor that surely holds the set are sorted; the draw is the same
  * as sorting all of them. */
-static int sample_truncated(Sampler *s, float *probs, float inv) {
-    int n = s->vocab_size;
-    /* Tokens below this share cannot be in the top-p set (llama2.c's cut-off). */
-    float cutoff = s->top_p < 1 ? (1.0f - s->top_p) / (float)(n - 1) : 0.0f;
-    int kept = normalize_and_keep(s, probs, n, inv, cutoff);
+static int sample_truncated(Sampler *s, float *probs, const int32_t *ids, int n, float inv) {
+    float cutoff = top_p_cutoff(s);
+    int kept = normalize_and_keep(s, probs, ids, n, inv, cutoff);
     float floor = nucleus_floor(s->kept_probs, kept, s->top_p, &s->floor_exp);
     int m = candidates_from(s, kept, floor > cutoff ? floor : cutoff);
     int keep = m ? nucleus_size(s, m, floor <= cutoff) : 0;
     if (m && !keep) keep = nucleus_size(s, m = candidates_from(s, kept, cutoff), 1);
     /* None above the cut-off: a top-p under 1/V on a flat distribution (its set is
      * the most likely token), or NaN probabilities from NaN or inf logits. */
-    if (m == 0) return argmax(probs, n);
+    if (m == 0) return ids ? ids[argmax(probs, n)] : argmax(probs, n);
     const Candidate *c = s->candidates;
     double mass = 0;
     for (int i = 0; i < keep; i++) mass += c[i].prob;
@@ -374,9 +384,17 @@ int slm_sampler_sample_story(Sampler *s, const float *logits, const int32_t *sto
      * into NaN. The same when the logits themselves are too spread to scale. */
     if (s->temperature < SAMPLER_GREEDY_BELOW) return argmax(logits, n);
     float inv = 1.0f / s->temperature, largest;
-    if (!scale_safely(logits, n, inv, s->probs, &largest)) return argmax(logits, n);
-    if (s->min_p == 0 && (s->top_k > 0 || s->top_p < 1)) /* the softmax's last pass is sample_truncated's first */
-        return sample_truncated(s, s->probs, 1.0f / slm_exp_sum_inplace(s->probs, n, largest));
+    if (!scalable(logits, n, inv, &largest)) return argmax(logits, n);
+    if (s->min_p == 0 && (s->top_k > 0 || s->top_p < 1)) {
+        /* The exponentials summed in one pass that keeps only those that may reach top-p's cut-off
+         * (a probability is an exponential times 1 / sum, and the sum is 1 or more: the largest's is 1),
+         * and the softmax's last pass is sample_truncated's first, over those few. */
+        int k;
+        float sum = slm_exp_sum_keep(logits, n, inv, largest, top_p_cutoff(s), s->probs, s->probs_ids, &k);
+        return sample_truncated(s, s->probs, s->probs_ids, k, 1.0f / sum);
+    }
+#pragma omp simd
+    for (int i = 0; i < n; i++) s->probs[i] = logits[i] * inv;
     slm_softmax_max_inplace(s->probs, n, largest); /* the largest known: a pass fewer */
     if (s->min_p > 0) min_p_cut(s, logits);
     if (s->top_k == 0 && s->top_p >= 1) {
@@ -387,7 +405,7 @@ int slm_sampler_sample_story(Sampler *s, const float *logits, const int32_t *sto
         }
         return argmax(s->probs, n);
     }
-    return sample_truncated(s, s->probs, 1.0f); /* probabilities already: times 1 changes no bit */
+    return sample_truncated(s, s->probs, NULL, n, 1.0f); /* probabilities already: times 1 changes no bit */
 }
 
 int slm_sampler_sample(Sampler *s, const float *logits) { return slm_sampler_sample_story(s, logits, NULL, 0); }

@@ -169,6 +169,55 @@ static float exp_shifted_inplace(float *x, int n, float shift) {
 
 float slm_exp_one(float x) { return exp_approx(x); }
 
+#ifndef SLM_PORTABLE
+/* x (n) times scale, less shift, exponentiated: their sum in
+ * exp_shifted_inplace's order, its bits; those at or above keep (in order,
+ * with their indices) into kept and ids. One pass that stores only the few
+ * kept: a sampler's 2,000 exponentials of each sample read its logits once
+ * and write no scratch of the vocabulary's size. */
+float slm_exp_sum_keep(const float *x, int n, float scale, float shift, float keep, float *kept, int32_t *ids, int *k) {
+    float sum = 0.0f;
+    int m = 0, i = 0;
+#ifdef SLM_AVX512
+    float lane[16];
+    __m512 acc = _mm512_setzero_ps(), s = _mm512_set1_ps(shift), times = _mm512_set1_ps(scale);
+    __m512 at = _mm512_set1_ps(keep);
+    __m512i index = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    for (; i < n; i += 16, index = _mm512_add_epi32(index, _mm512_set1_epi32(16))) {
+        __mmask16 live = n - i >= 16 ? 0xffff : (__mmask16)((1u << (n - i)) - 1);
+        __m512 scaled = _mm512_mul_ps(_mm512_maskz_loadu_ps(live, x + i), times);
+        __asm__("" : "+v"(scaled)); /* rounded, as stored scaled: not fused into the subtraction */
+        __m512 y = exp_approx16(_mm512_sub_ps(scaled, s));
+        if (live == 0xffff) {
+            acc = _mm512_add_ps(acc, y);
+        } else { /* the last n - i: added to lane 0 one by one, as exp_shifted_inplace adds them */
+            float tail[16];
+            _mm512_storeu_ps(lane, acc), _mm512_storeu_ps(tail, y);
+            for (int j = 0; j < n - i; j++) lane[0] += tail[j];
+            acc = _mm512_loadu_ps(lane);
+        }
+        __mmask16 above = _mm512_mask_cmp_ps_mask(live, y, at, _CMP_GE_OQ);
+        if (above) { /* compacted, stored whole */
+            _mm512_storeu_ps(kept + m, _mm512_maskz_compress_ps(above, y));
+            _mm512_storeu_si512(ids + m, _mm512_maskz_compress_epi32(above, index));
+            m += __builtin_popcount(above);
+        }
+    }
+    _mm512_storeu_ps(lane, acc);
+    for (int j = 0; j < 16; j++) sum += lane[j];
+#else
+    for (; i < n; i++) kept[i] = x[i] * scale; /* kept as the scratch: the same sum as the softmax's */
+    sum = exp_shifted_inplace(kept, n, shift);
+    for (i = 0; i < n; i++) { /* compacted in place (m <= i), without a branch */
+        kept[m] = kept[i], ids[m] = i;
+        m += kept[i] >= keep;
+    }
+#endif
+    *k = m;
+    return sum;
+}
+#endif
+
 void slm_exp_inplace(float *x, int n, float shift) {
 #ifdef SLM_AVX512
     int i = 0;
@@ -197,13 +246,22 @@ float slm_softmax_inplace(float *x, int n) { return slm_softmax_max_inplace(x, n
 
 float slm_exp_sum_inplace(float *x, int n, float shift) { return exp_shifted_inplace(x, n, shift); }
 
-float slm_softmax_max_inplace(float *x, int n, float mx) {
-    float sum = exp_shifted_inplace(x, n, mx);
+/* x (n, exponentials summing to sum) -> x / sum, as x times 1 / sum. */
+static void normalize_sum(float *x, int n, float sum) {
     float inv = 1.0f / sum;
 #pragma omp simd
     for (int i = 0; i < n; i++) x[i] *= inv;
+}
+
+float slm_softmax_max_inplace(float *x, int n, float mx) {
+    float sum = exp_shifted_inplace(x, n, mx);
+    normalize_sum(x, n, sum);
     return mx + logf(sum);
 }
+
+#ifndef SLM_PORTABLE
+void slm_softmax_weights(float *x, int n) { normalize_sum(x, n, exp_shifted_inplace(x, n, max_of(x, n))); }
+#endif
 
 void slm_tanh_inplace(float *x, int n) {
 #pragma omp simd

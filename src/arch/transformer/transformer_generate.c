@@ -237,7 +237,7 @@ static void head_attend(struct TfGenerator *G, const TfSizes *z, int s, int l, i
     const float *keys = G->keys + s * G->cache + (size_t)lh * z->slots * z->dh;
     float *sc = G->scores + (size_t)s * z->slots;
     slm_query_key_scores(q, z->dh, keys, bias, n, sc);
-    slm_softmax_inplace(sc, n);
+    slm_softmax_weights(sc, n);
     slm_blend_values_by_slot(sc, n, G->values + s * G->cache + (size_t)lh * z->slots * z->dh, z->dh, out);
 }
 
