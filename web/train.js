@@ -1,4 +1,5 @@
 // Train your own: upload, start, stop, the loss curve and the heads' weight by distance at each save.
+import { downloadHref } from "./site.js";
 import { calls, DIST_BINS, findModel, headColor, state } from "./state.js";
 import { $, api, el, headName, pct, showError, svg } from "./util.js";
 
@@ -77,7 +78,7 @@ export async function pollTraining() {
     $("train-use").dataset.model = t.model;
     const m = findModel(t.model);
     $("train-download").hidden = !m;
-    if (m) $("train-download").href = "/api/download?model=" + encodeURIComponent(m.path);
+    if (m) $("train-download").href = downloadHref(m.path);
   }
 }
 
