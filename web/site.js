@@ -38,6 +38,9 @@ function workerFetch(path, init = {}) {
   });
 }
 
+// Started with the page, so that the WebAssembly and the models load while the page's modules do.
+if (STATIC) startWorker();
+
 // A request of the page's API: fetch on a server, the worker on the static site.
 export const send = (path, init) => (STATIC ? workerFetch(path, init) : fetch(path, init));
 
