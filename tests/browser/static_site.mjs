@@ -11,18 +11,15 @@
 // generate: {max_tokens, seed, text (storylm generate's output)}, models: the files the
 // picker must list}. Prints one line a check and the time to the first attention view;
 // exits 1 at the first failed check.
-import puppeteer from "puppeteer-core";
 import fs from "node:fs";
 import path from "node:path";
+import { check, fail, largestDifference, openPage, runChecks, until as waitFor } from "./frame.mjs";
 import { press } from "./clicks.mjs";
 
 const [url, expectFile, shots] = process.argv.slice(2);
 const want = JSON.parse(fs.readFileSync(expectFile, "utf8"));
 const TIMEOUT = 180000; // generous: the machine may be loaded; only the first view's time is reported
 const TOLERANCE = want.exact ? 1e-12 : 1e-5; // another build's kernels: the same weights to float precision
-
-function fail(msg) { throw new Error(msg); }
-function check(ok, msg) { if (!ok) fail(msg); console.log("ok: " + msg); }
 
 async function shot(page, name) {
   const file = path.join(shots, name + ".png");
@@ -31,15 +28,7 @@ async function shot(page, name) {
 }
 
 // Waits until fn (run in the page) returns something truthy; returns it.
-async function until(page, fn, what, ...args) {
-  try {
-    const h = await page.waitForFunction(fn, { timeout: TIMEOUT, polling: 20 }, ...args);
-    return await h.jsonValue();
-  } catch (e) {
-    const errors = await page.$$eval(".error:not([hidden])", (els) => els.map((x) => x.id + ": " + x.textContent));
-    fail(`timed out waiting for ${what}` + (errors.length ? `; the page shows: ${errors.join(" | ")}` : ""));
-  }
-}
+const until = (page, fn, what, ...args) => waitFor(page, fn, what, { timeout: TIMEOUT, every: 20 }, ...args);
 
 // The rows of the attention table: one head's ({position, weight}) or every head's (wide).
 const readRows = (page, head) => until(page, (h) => {
@@ -65,12 +54,7 @@ async function checkAttention(page) {
   const rows = await readRows(page, want.head);
   const keys = want.attend.keys.filter((k) => k.head === want.head);
   check(rows.length === keys.length && rows.length === want.pos + 1, `the table has a row for each of the ${want.pos + 1} tokens position ${want.pos} reads`);
-  let worst = 0;
-  for (const k of keys) {
-    const r = rows.find((x) => x.position === k.position);
-    if (!r) fail(`no row for position ${k.position}`);
-    worst = Math.max(worst, Math.abs(r.weight - k.weight));
-  }
+  const worst = largestDifference(rows, keys);
   check(worst <= TOLERANCE, `head ${want.head}'s weights from the worker equal storylm attend --json (largest difference ${worst})`);
   await shot(page, "static-1-attention");
   await press(page, '[data-testid="view-all"]');
@@ -123,12 +107,7 @@ async function checkModels(page) {
 }
 
 async function main() {
-  const browser = await puppeteer.launch({
-    executablePath: want.chromium, headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run"],
-  });
-  const page = await browser.newPage();
-  await page.setViewport({ width: 1280, height: 900 });
+  const { browser, page } = await openPage(want.chromium);
   const problems = [], origin = new URL(url).origin;
   page.on("pageerror", (e) => problems.push("page error: " + e.message));
   page.on("console", (m) => { if (m.type() === "error") problems.push("console: " + m.text()); });
@@ -136,31 +115,24 @@ async function main() {
   page.on("requestfailed", (r) => problems.push("request failed: " + r.url()));
   // the worker's own fetches are the page's too (its files), and must stay on the origin
   page.on("request", (r) => { if (!r.url().startsWith(origin + "/")) problems.push("fetched from outside: " + r.url()); });
-  try {
-    const t0 = Date.now();
-    await page.goto(url, { timeout: TIMEOUT });
-    await until(page, () => document.querySelector('[data-testid="attn-row"]'), "the first attention view");
-    const first = Date.now() - t0;
-    console.log(`time to the first attention view: ${first} ms (from opening the page)`);
-    check(await page.evaluate(() => document.querySelector('meta[name="storylm-mode"]').content) === "static", "the page is marked as the static site");
-    await shot(page, "static-0-loaded");
-    const stories = await until(page, () => document.querySelectorAll('[data-testid="story-pick"] option').length - 1, "the test stories in the picker");
-    check(stories >= 10, `the story picker offers the site's ${stories} test stories`);
-    await typeStory(page);
-    await checkAttention(page);
-    await checkGenerate(page);
-    await checkModels(page);
-    await shot(page, "static-2-models");
-    check(problems.length === 0, "no script errors, failed requests or fetches from another origin" + (problems.length ? ": " + problems.join("; ") : ""));
-  } catch (e) {
-    await shot(page, "static-failure").catch(() => {});
-    console.error("FAILED: " + e.message);
-    if (problems.length) console.error(problems.join("\n"));
-    await browser.close();
-    process.exit(1);
-  }
-  await browser.close();
-  console.log("static site: all checks passed");
+  await runChecks({ browser, problems, name: "static site", shoot: () => shot(page, "static-failure") }, async () => {
+      const t0 = Date.now();
+      await page.goto(url, { timeout: TIMEOUT });
+      await until(page, () => document.querySelector('[data-testid="attn-row"]'), "the first attention view");
+      const first = Date.now() - t0;
+      console.log(`time to the first attention view: ${first} ms (from opening the page)`);
+      check(await page.evaluate(() => document.querySelector('meta[name="storylm-mode"]').content) === "static", "the page is marked as the static site");
+      await shot(page, "static-0-loaded");
+      const note = await until(page, () => { const n = document.querySelector('[data-testid="note-train-card"]'); return n && !n.hidden && n.textContent; }, "the training card's note");
+      check(/storylm serve/.test(note), `the training card says where training runs: "${note}"`);
+      const stories = await until(page, () => document.querySelectorAll('[data-testid="story-pick"] option').length - 1, "the test stories in the picker");
+      check(stories >= 10, `the story picker offers the site's ${stories} test stories`);
+      await typeStory(page);
+      await checkAttention(page);
+      await checkGenerate(page);
+      await checkModels(page);
+      await shot(page, "static-2-models");
+  });
 }
 
 main();
