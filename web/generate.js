@@ -1,4 +1,6 @@
-// Let the network write on: /api/generate read as a stream of Server-Sent Events.
+// Let the network write on: /api/generate read as a stream of Server-Sent Events (the page's
+// worker, on the static site, answers with the same events in one piece).
+import { send } from "./site.js";
 import { state } from "./state.js";
 import { $, ablation, api, keep, showError } from "./util.js";
 
@@ -34,7 +36,7 @@ export async function runGenerate() {
   const t0 = performance.now();
   let count = 0;
   try {
-    const res = await fetch("/api/generate", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body), signal: ctrl.signal });
+    const res = await send("/api/generate", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body), signal: ctrl.signal });
     if (!res.ok) {
       let msg = `the server answered ${res.status}`;
       try {

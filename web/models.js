@@ -1,5 +1,6 @@
 // The model picker: the models /api/models lists, the shape of the one picked (heads by layer),
 // which views it has, and whether the server shows a model of several layers layer by layer.
+import { downloadHref } from "./site.js";
 import { calls, state } from "./state.js";
 import { $, api, batch, el, headless, kindOf, modelViews, setUnavailable } from "./util.js";
 
@@ -26,7 +27,7 @@ export async function loadModels() {
 // switches of another model's heads do not carry over.
 export function describeModel() {
   const m = state.models.find((x) => x.path === state.model);
-  $("model-download").href = "/api/download?model=" + encodeURIComponent(state.model);
+  $("model-download").href = downloadHref(state.model);
   $("model-info").textContent = m ? `${m.path}: ${m.params.toLocaleString("en")} parameters, ${m.vocab_size} tokens` +
     (m.layers > 1 ? `, ${m.layers} layers of ${m.heads} heads` : "") : "";
   if (m && m.vocab_size > 0) $("gen-k").max = m.vocab_size; // top-k reaches every token of this model's vocabulary

@@ -1,6 +1,7 @@
 // Train your own: upload, start, stop, the loss curve and the heads' weight by distance at each save.
+import { downloadHref, STATIC } from "./site.js";
 import { calls, DIST_BINS, findModel, headColor, state } from "./state.js";
-import { $, api, el, headName, pct, showError, svg } from "./util.js";
+import { $, api, el, headName, pct, setUnavailable, showError, svg } from "./util.js";
 
 // ---------- train your own ----------
 
@@ -66,6 +67,8 @@ export async function stopTraining() {
 // Polled every second while a run is going; once at page load to find one.
 export async function pollTraining() {
   clearTimeout(state.trainTimer);
+  // the static site's worker answers the views, not training: the card says so
+  if (STATIC) { setUnavailable("train-card", "Training runs with storylm serve; this page, a static site, computes the views in your browser only."); return; }
   let t;
   try { t = await api("/api/train"); } catch (e) { showError("train", e); return; }
   drawTraining(t);
@@ -77,7 +80,7 @@ export async function pollTraining() {
     $("train-use").dataset.model = t.model;
     const m = findModel(t.model);
     $("train-download").hidden = !m;
-    if (m) $("train-download").href = "/api/download?model=" + encodeURIComponent(m.path);
+    if (m) $("train-download").href = downloadHref(m.path);
   }
 }
 

@@ -1,5 +1,6 @@
 // What every view uses: elements, number formats, the API calls (one, a batch), the answers kept,
 // head names and which views the model picked has.
+import { send } from "./site.js";
 import { state } from "./state.js";
 
 // ---------- small helpers ----------
@@ -48,12 +49,12 @@ export function showError(where, err) {
   box.hidden = false;
 }
 
-// One API call: POST with a JSON body (or GET without); a 4xx/5xx answer's
-// {"error"} becomes the thrown message, so every view can show it as is.
+// One API call: POST with a JSON body (or GET without), to the server or the page's worker
+// (site.js); a 4xx/5xx answer's {"error"} becomes the thrown message, so every view can show it as is.
 export async function api(path, body, signal) {
   const init = body === undefined ? { signal } :
     { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body), signal };
-  const res = await fetch(path, init);
+  const res = await send(path, init);
   let data = null;
   try { data = await res.json(); } catch (e) { data = null; }
   if (!res.ok) {

@@ -31,7 +31,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
-#include "server_internal.h"
+#include "guard.h"
 #include "storylm/clock.h"
 
 enum Phase { WAIT_HEADERS, WAIT_BODY, BUSY, CLOSING };

@@ -15,7 +15,9 @@
 #include <unistd.h>
 
 #include "openai.h"
+#include "guard.h"
 #include "server_internal.h"
+#include "sse.h"
 #include "web_assets.h"
 #include "storylm/clock.h"
 
@@ -210,22 +212,11 @@ static enum MHD_Result dispatch(Server *s, struct MHD_Connection *conn, const ch
         reply_error(&r, 413, "the request body is larger than 256 KiB", "send a shorter text (at most 64 KiB)");
         return send_reply(conn, &r, b);
     }
-    cJSON *body = NULL;
-    if (post && b->len > 0 && body_check_strings(b->data, b->len, &r)) return send_reply(conn, &r, b);
-    if (post && b->len > 0) {
-        body = cJSON_ParseWithLength(b->data, b->len);
-        if (!body || !cJSON_IsObject(body)) {
-            cJSON_Delete(body);
-            reply_error(&r, 400, "the request body is not a JSON object",
-                        b->openai ? "send a body like {\"model\": \"tinystories\", \"prompt\": \"Lily found a\"}"
-                                  : "send a body like {\"text\": \"Lily found a\"}");
-            return send_reply(conn, &r, b);
-        }
-    }
-    if (!body) body = cJSON_CreateObject();
-    if (get && body) MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, add_query_field, body);
-    if (get && body && query_check_strings(body, &r)) {
-        cJSON_Delete(body);
+    cJSON *query = get ? query_of(conn) : NULL;
+    cJSON *body = get && !query ? NULL : request_fields(get, b->data, b->len, query, b->openai, &r);
+    cJSON_Delete(query);
+    if (!body) {
+        if (!r.body) reply_error(&r, 500, "out of memory", NULL);
         return send_reply(conn, &r, b);
     }
     /* one thread a request: the pool's threads are the parallelism (an
@@ -303,24 +294,6 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     *con_cls = NULL;
 }
 
-/* The real paths of the folders /api/train may read from. */
-static int data_dirs_init(Server *s, Error *e) {
-    for (int i = 0; i < s->o.n_data_dirs; i++) {
-        char *real = realpath(s->o.data_dirs[i], NULL);
-        struct stat st;
-        if (!real || stat(real, &st) != 0 || !S_ISDIR(st.st_mode)) {
-            free(real);
-            return FAIL(e, "give --data-dir an existing folder", "--data-dir '%s' is not a folder", s->o.data_dirs[i]);
-        }
-        snprintf(s->data_real[s->n_data++], PATH_MAX, "%s", real);
-        free(real);
-    }
-    char *real = realpath(s->o.stories, NULL); /* the server's stories (the project's by default), always allowed */
-    if (real) snprintf(s->default_stories_real, PATH_MAX, "%s", real);
-    free(real);
-    return 0;
-}
-
 static int listen_address(const char *host, int port, struct sockaddr_in *addr, Error *e) {
     *addr = (struct sockaddr_in){.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     const char *ip = strcmp(host, "localhost") == 0 ? "127.0.0.1" : host;
@@ -349,23 +322,38 @@ static unsigned connection_backstop(void) {
     return want;
 }
 
+/* An event stream sent as its events are made (Server.stream). */
+static int stream_http(struct Sse *sse, Reply *r) {
+    if (!(r->response = sse_response(sse))) return reply_error(r, 500, "out of memory", NULL);
+    r->status = 200;
+    return 200;
+}
+
+/* /api/health's "connections" (Server.health): the guard's counts. */
+static void health_connections(Server *s, cJSON *j) {
+    GuardStats g = guard_stats(s->guard);
+    cJSON *c = cJSON_AddObjectToObject(j, "connections");
+    cJSON_AddNumberToObject(c, "open", g.open);
+    cJSON_AddNumberToObject(c, "accepted", (double)g.accepted);
+    cJSON_AddNumberToObject(c, "dropped", (double)g.dropped); /* waiting, closed to let a newer one in */
+    cJSON_AddNumberToObject(c, "refused", (double)g.refused);
+    cJSON_AddNumberToObject(c, "timed_out", (double)g.timed_out);
+}
+
 int server_start(Server **out, const ServerOptions *o, Error *e) {
     *out = NULL;
     Server *s = calloc(1, sizeof *s);
     if (!s) return FAIL(e, NULL, "out of memory starting the server");
-    s->o = *o;
-    pthread_mutex_init(&s->lock, NULL);
     /* Buffers of 256 KiB and more (a request's activations, a kept run's) are mapped
      * and go back to the system when freed: glibc would otherwise raise this threshold
      * as they are freed and keep them in its per-thread heaps, where the runs the server
      * makes and drops under load fragment, and its memory would grow with no leak. */
     mallopt(M_MMAP_THRESHOLD, 256 * 1024);
     struct sockaddr_in addr;
-    mkdir(o->train_dir, 0755); /* where trained models go; an error shows when training saves */
-    int rc = listen_address(o->host, o->port, &addr, e) || data_dirs_init(s, e) ||
-             model_dirs_init(&s->dirs, o->train_dir, o->model, e) || train_job_create(&s->train, o->train_dir, e) ||
-             guard_create(&s->guard, e) || (o->metrics && metrics_create(&s->metrics, e));
-    if (!rc && cache_init(&s->cache, o->cache_models)) rc = FAIL(e, NULL, "out of memory starting the server");
+    s->stream = stream_http;
+    s->health = health_connections;
+    int rc = listen_address(o->host, o->port, &addr, e) || server_core_init(s, o, e) || guard_create(&s->guard, e) ||
+             (o->metrics && metrics_create(&s->metrics, e));
     s->port = o->port; /* the Host rule reads it: set before the first request (0: set below) */
     if (!rc) {
         s->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO, (uint16_t)o->port, NULL, NULL,
@@ -393,11 +381,8 @@ void server_stop(Server *s) {
     if (!s) return;
     if (s->train) train_job_stop(s->train);    /* it saves while the daemon winds down */
     if (s->daemon) MHD_stop_daemon(s->daemon); /* waits for its threads: no request reads the job after this */
-    if (s->train) train_job_free(s->train);
-    guard_free(s->guard); /* after the daemon: no connection is left to watch */
-    if (s->cache.entries) cache_free(&s->cache);
-    free(s->stories_json);
+    guard_free(s->guard);                      /* after the daemon: no connection is left to watch */
     metrics_free(s->metrics);
-    pthread_mutex_destroy(&s->lock);
+    server_core_free(s);
     free(s);
 }

@@ -8,7 +8,9 @@
  * JSON endpoints), request.c (reading a request's JSON fields), models.c
  * (which model files may be named; the cache of loaded models), runs.c (texts
  * run lately, kept for the next click), stream.c
- * (generation as Server-Sent Events), train_job.c (the training job). */
+ * (generation as Server-Sent Events), train_job.c (the training job); app.c
+ * (what answers a request without a socket: server_open, server_answer) and
+ * guard.c (libmicrohttpd's connections). */
 #ifndef STORYLM_SERVER_H
 #define STORYLM_SERVER_H
 
@@ -40,5 +42,18 @@ int server_start(Server **out, const ServerOptions *o, Error *e);
 int server_port(const Server *s);
 /* Stops the training job (saving), the daemon, and frees everything. */
 void server_stop(Server *s);
+
+/* The same server without a socket (the page's Web Worker, wasm/web.c): the
+ * routes, the model cache and the views of server_start, each request
+ * answered in one piece (a generation's events gathered into one body).
+ * o's host, port, threads and metrics are not read. *out to server_close. */
+int server_open(Server **out, const ServerOptions *o, Error *e);
+/* One request: method "GET" or "POST", url its path and query
+ * ("/api/attend", "/api/models?x=1"), body a POST's JSON (len bytes; NULL
+ * for none). Returns the status; *out the answer's body (malloc'd: free
+ * it), *mime its type. */
+int server_answer(Server *s, const char *method, const char *url, const char *body, size_t len, char **out,
+                  const char **mime);
+void server_close(Server *s);
 
 #endif

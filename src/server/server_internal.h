@@ -4,7 +4,6 @@
 
 #include <cjson/cJSON.h>
 #include <limits.h>
-#include <microhttpd.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -26,6 +25,14 @@
 /* bytes of the texts a request's head fields make of numbers and lists ("ablate": [3, "2:5"]):
  * every head of the largest model, named "8:31" */
 #define SERVER_HEADS_TEXT (STORYLM_MAX_ALL_HEADS * 16)
+
+/* The core (every file but server.c, guard.c, metrics.c, sse_http.c, upload.c
+ * and openai*.c) answers a request without a socket: what only
+ * libmicrohttpd's front end does (a stream sent as it is made, the
+ * connections' counts) it reaches through the Server's hooks below. */
+struct MHD_Response;
+struct MHD_Daemon;
+struct Sse;
 
 /* ---- answers ------------------------------------------------------------------ */
 
@@ -135,30 +142,7 @@ cJSON *train_job_status(TrainJob *j);
 /* 1 when a running job was asked to stop. */
 int train_job_stop(TrainJob *j);
 
-/* ---- connections (guard.c) ------------------------------------------------------ */
-
-#define GUARD_MAX_CONNECTIONS 512 /* open at once */
-#define GUARD_MAX_PER_ADDRESS 256 /* open at once from one client address */
-#define GUARD_HEADER_SECONDS 5.0  /* for a request's headers */
-#define GUARD_BODY_SECONDS 10.0   /* for its body (at most SERVER_MAX_BODY) */
-#define GUARD_IDLE_SECONDS 30     /* an answer's client reading nothing (libmicrohttpd's timeout) */
-
-typedef struct Guard Guard;
-typedef struct GuardStats {
-    long long accepted, dropped, refused, timed_out; /* dropped: waiting, closed for a newcomer */
-    int open;
-} GuardStats;
-enum { GUARD_HEADERS, GUARD_BODY, GUARD_BUSY }; /* what a connection waits for, or busy answering */
-
-int guard_create(Guard **out, Error *e);
-void guard_free(Guard *g); /* after the daemon stopped */
-/* libmicrohttpd's MHD_OPTION_NOTIFY_CONNECTION callback, cls the guard. */
-void guard_notify(void *cls, struct MHD_Connection *conn, void **socket_context,
-                  enum MHD_ConnectionNotificationCode code);
-/* conn's request moves on: its headers came (GUARD_BODY), it is being
- * answered (GUARD_BUSY), or its answer is sent (GUARD_HEADERS: the next). */
-void guard_phase(Guard *g, struct MHD_Connection *conn, int phase);
-GuardStats guard_stats(Guard *g);
+typedef struct Guard Guard; /* guard.h: the connections of libmicrohttpd's front end */
 
 /* ---- the server ----------------------------------------------------------------- */
 
@@ -177,7 +161,21 @@ struct Server {
     char *stories_json;                         /* /api/stories, built once */
     int streams, streams_done, streams_stopped; /* generations streaming now, finished, cut off by the client */
     struct Metrics *metrics;                    /* --metrics: what GET /metrics says (metrics.c), else NULL */
+    /* The front end's part of an answer; NULL (no socket: the page's worker)
+     * gathers a stream's events into one body and counts no connections. */
+    int (*stream)(struct Sse *sse, Reply *r); /* sends the events as they are made */
+    void (*health)(Server *s, cJSON *j);      /* adds /api/health's "connections" */
 };
+
+/* The parts of a server every front end has (app.c): the folders, the
+ * model cache, the training job; server_core_free undoes it. */
+int server_core_init(Server *s, const ServerOptions *o, Error *e);
+void server_core_free(Server *s);
+/* A request's fields as one JSON object: a POST's body (len bytes, UTF-8, a
+ * JSON object) or, for a GET, its query's strings (query: an object of
+ * strings, or NULL); NULL with r filled (400) otherwise. openai: the hint
+ * shows an OpenAI request's body. */
+cJSON *request_fields(int get, const char *data, size_t len, const cJSON *query, int openai, Reply *r);
 
 /* ---- requests ------------------------------------------------------------------- */
 

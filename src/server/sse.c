@@ -5,8 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/types.h>
-#include <microhttpd.h>
 
 char *sse_event(const char *name, cJSON *j) {
     char *data = j ? cJSON_PrintUnformatted(j) : NULL;
@@ -28,35 +26,24 @@ void sse_set(Sse *sse, char *text) {
 
 int sse_finished(const Sse *sse) { return sse->ended && sse->sent == sse->len; }
 
-/* libmicrohttpd's reader: the rest of the event, else the next one. */
-static ssize_t read_events(void *cls, uint64_t pos, char *buf, size_t max) {
-    Sse *sse = cls;
-    (void)pos;
-    if (sse->sent == sse->len) {
-        if (sse->ended) return MHD_CONTENT_READER_END_OF_STREAM;
+char *sse_gather(Sse *sse) {
+    char *all = NULL;
+    size_t used = 0;
+    int ok = 1;
+    while (ok && !sse->ended) {
         sse->next(sse);
-        if (!sse->event) return MHD_CONTENT_READER_END_WITH_ERROR;
+        char *grown = sse->event ? realloc(all, used + sse->len + 1) : NULL;
+        ok = grown != NULL;
+        if (ok) {
+            memcpy(grown + used, sse->event, sse->len + 1);
+            all = grown;
+            used += sse->len;
+            sse->sent = sse->len;
+        }
     }
-    size_t n = sse->len - sse->sent < max ? sse->len - sse->sent : max;
-    memcpy(buf, sse->event + sse->sent, n);
-    sse->sent += n;
-    return (ssize_t)n;
-}
-
-static void free_events(void *cls) {
-    Sse *sse = cls;
     char *event = sse->event;
     sse->free(sse); /* reads sse_finished first */
     free(event);
-}
-
-struct MHD_Response *sse_response(Sse *sse) {
-    struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, read_events, sse, free_events);
-    if (!r) {
-        free_events(sse);
-        return NULL;
-    }
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream; charset=utf-8");
-    MHD_add_response_header(r, "X-Accel-Buffering", "no"); /* proxies: pass each event on at once */
-    return r;
+    if (!ok) free(all);
+    return ok ? all : NULL;
 }

@@ -29,7 +29,11 @@ char *sse_event(const char *name, cJSON *j);
 void sse_set(Sse *sse, char *text);
 /* 1 when every byte of the last event went out (a client that left early: 0). */
 int sse_finished(const Sse *sse);
-/* An event-stream response reading sse; NULL when out of memory (sse then
+/* Every event of sse made at once, one after the other, as one text (the
+ * same bytes a client of sse_response reads); sse freed. NULL when out of
+ * memory or an event failed to be made. */
+char *sse_gather(Sse *sse);
+/* sse_http.c: an event-stream response reading sse; NULL when out of memory (sse then
  * freed with its free). */
 struct MHD_Response *sse_response(Sse *sse);
 

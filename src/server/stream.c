@@ -1,9 +1,9 @@
 /* POST /api/generate: the network writes on, one Server-Sent Event a token
- * (sse.h: a token is made when the client can take it). */
+ * (sse.h: a token is made when the client can take it; without a socket, the
+ * page's worker, every event made at once and answered in one piece). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <microhttpd.h>
 
 #include "server_internal.h"
 #include "sse.h"
@@ -194,7 +194,11 @@ int api_generate(Server *s, const cJSON *body, Reply *r) {
     s->streams++;
     pthread_mutex_unlock(&s->lock);
     st->sse.next = next_event, st->sse.free = free_stream;
-    if (!(r->response = sse_response(&st->sse))) return reply_error(r, 500, "out of memory", NULL);
+    if (s->stream) return s->stream(&st->sse, r);
+    char *events = sse_gather(&st->sse); /* no stream without a socket: the events in one piece */
+    if (!events) return reply_error(r, 500, "out of memory", NULL);
     r->status = 200;
+    r->body = events;
+    r->mime = "text/event-stream; charset=utf-8";
     return 200;
 }

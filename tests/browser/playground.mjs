@@ -11,17 +11,15 @@
 // generate: {max_tokens, temperature, top_k, top_p, seed, text (storylm generate's output)},
 // train_steps, train_every, long_text, long_tokens (a story of 256 tokens, for timing clicks)}.
 // Prints one line a check; exits 1 at the first failed one.
-import puppeteer from "puppeteer-core";
 import fs from "node:fs";
 import path from "node:path";
+import { check, fail, largestDifference, openPage, runChecks, until as waitFor } from "./frame.mjs";
 import { press, summary, timeClicks, untilDrawn } from "./clicks.mjs";
 
 const [url, expectFile, shots] = process.argv.slice(2);
 const want = JSON.parse(fs.readFileSync(expectFile, "utf8"));
 const TIMEOUT = 180000; // generous: the machine may be loaded, the build sanitized; nothing below measures time
 
-function fail(msg) { throw new Error(msg); }
-function check(ok, msg) { if (!ok) fail(msg); console.log("ok: " + msg); }
 
 // A screenshot of the whole page, and of the card the check is about when named.
 async function shot(page, name, card) {
@@ -41,15 +39,7 @@ async function shot(page, name, card) {
 }
 
 // Waits until fn (run in the page) returns something truthy; returns it.
-async function until(page, fn, what, ...args) {
-  try {
-    const h = await page.waitForFunction(fn, { timeout: TIMEOUT, polling: 50 }, ...args);
-    return await h.jsonValue();
-  } catch (e) {
-    const errors = await page.$$eval(".error:not([hidden])", (els) => els.map((x) => x.id + ": " + x.textContent));
-    fail(`timed out waiting for ${what}` + (errors.length ? `; the page shows: ${errors.join(" | ")}` : ""));
-  }
-}
+const until = (page, fn, what, ...args) => waitFor(page, fn, what, { timeout: TIMEOUT, every: 50 }, ...args);
 
 const readGuesses = (page) => page.$$eval('[data-testid="guess"]', (els) =>
   els.map((e) => ({ token: e.dataset.token, probability: Number(e.dataset.probability) })));
@@ -87,12 +77,9 @@ async function checkAttention(page) {
   }, `the table of head ${want.head}`, want.head, want.pos);
   const keys = want.attend.keys.filter((k) => k.head === want.head);
   check(rows.length === keys.length && rows.length === want.pos + 1, `the table has a row for each of the ${want.pos + 1} tokens position ${want.pos} reads`);
-  let worst = 0;
+  const worst = largestDifference(rows, keys);
   for (const k of keys) {
-    const r = rows.find((x) => x.position === k.position);
-    if (!r) fail(`no row for position ${k.position}`);
-    worst = Math.max(worst, Math.abs(r.weight - k.weight));
-    const shown = (100 * k.weight).toFixed(1) + "%";
+    const r = rows.find((x) => x.position === k.position), shown = (100 * k.weight).toFixed(1) + "%";
     if (!r.text.includes(shown)) fail(`row ${k.position} does not show the weight ${shown}: ${r.text}`);
   }
   check(worst <= 1e-12, `head ${want.head}'s weights on the page equal storylm attend --json (largest difference ${worst})`);
@@ -658,12 +645,7 @@ async function checkPermalink(browser, page) {
 }
 
 async function main() {
-  const browser = await puppeteer.launch({
-    executablePath: want.chromium, headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run"],
-  });
-  const page = await browser.newPage();
-  await page.setViewport({ width: 1280, height: 900 });
+  const { browser, page } = await openPage(want.chromium);
   const problems = [];
   page.on("pageerror", (e) => problems.push("page error: " + e.message));
   // a refused request is recorded with its address (the console's line has none): Tool 1's
@@ -672,39 +654,29 @@ async function main() {
   page.on("response", (r) => { if (r.status() >= 400 && !r.url().endsWith("/api/stats")) problems.push(`${r.status()} from ${r.url()}`); });
   page.on("requestfailed", (r) => { if (!r.url().includes("/api/generate")) problems.push("request failed: " + r.url()); });
   page.on("request", (r) => { if (!r.url().startsWith(url)) problems.push("fetched from outside: " + r.url()); });
-  try {
-    await page.goto(url, { waitUntil: "networkidle0", timeout: TIMEOUT });
-    await until(page, () => document.body.dataset.ready === "1", "the page to load its model list");
-    const stories = await until(page, () => document.querySelectorAll('[data-testid="story-pick"] option').length - 1, "the test stories in the picker");
-    check(stories >= 10, `the story picker offers the server's ${stories} test stories`);
-    await shot(page, "0-loaded");
-    await typeStory(page);
-    await checkAttention(page);
-    await checkSwitch(page);
-    await checkSwap(page);
-    await checkGenerate(page);
-    await checkPermalink(browser, page);
-    await checkEveryModel(page);
-    await checkJobsCompare(page);
-    await checkAblate(page);
-    await checkPieces(page);
-    await checkPhone(page);
-    await checkPhoneModels(page);
-    await checkError(page);
-    await checkUpload(page);
-    await checkTraining(page);
-    await measure(page);
-    const real = problems.filter((p) => !/409|403/.test(p));
-    check(real.length === 0, "no script errors, failed requests or outside fetches" + (real.length ? ": " + real.join("; ") : ""));
-  } catch (e) {
-    await shot(page, "failure").catch(() => {});
-    console.error("FAILED: " + e.message);
-    if (problems.length) console.error(problems.join("\n"));
-    await browser.close();
-    process.exit(1);
-  }
-  await browser.close();
-  console.log("playground: all checks passed");
+  await runChecks({ browser, problems, name: "playground", shoot: () => shot(page, "failure"), allowed: (p) => /409|403/.test(p) }, async () => {
+      await page.goto(url, { waitUntil: "networkidle0", timeout: TIMEOUT });
+      await until(page, () => document.body.dataset.ready === "1", "the page to load its model list");
+      const stories = await until(page, () => document.querySelectorAll('[data-testid="story-pick"] option').length - 1, "the test stories in the picker");
+      check(stories >= 10, `the story picker offers the server's ${stories} test stories`);
+      await shot(page, "0-loaded");
+      await typeStory(page);
+      await checkAttention(page);
+      await checkSwitch(page);
+      await checkSwap(page);
+      await checkGenerate(page);
+      await checkPermalink(browser, page);
+      await checkEveryModel(page);
+      await checkJobsCompare(page);
+      await checkAblate(page);
+      await checkPieces(page);
+      await checkPhone(page);
+      await checkPhoneModels(page);
+      await checkError(page);
+      await checkUpload(page);
+      await checkTraining(page);
+      await measure(page);
+  });
 }
 
 main();
