@@ -14,6 +14,8 @@ endforeach()
 # name), with SIMD128: the portable kernels' vectors (GCC/Clang vector
 # extensions) become 4-lane wasm vectors, each lane rounding on its own, so
 # they change no bit (docs/kernels.md); wasm has no FMA to contract into.
+# -flto gave no training step measurably faster (bench train in node, 4 runs
+# each in turn, within the noise), so it is left out.
 set(CMAKE_C_FLAGS_RELEASE "-O3 -msimd128 -DNDEBUG")
 add_compile_options(-Wno-unknown-pragmas) # the omp pragmas, left out on purpose
 
