@@ -11,10 +11,14 @@
  * Deterministic: the deal depends only on the stories' lengths and the number
  * of shards, every sum runs in a fixed order, so the same stories and thread
  * count give the same numbers bit for bit. Another thread count sums in
- * another grouping (the same up to float rounding).
+ * another grouping (the same up to float rounding), except on the portable
+ * kernels: there the shards are SLM_PORTABLE_SHARDS whatever the threads and
+ * ranks, each thread running several in turn, so that the deal, the chunks
+ * and the order of the sum, and with them every bit, depend on neither.
  *
  * Across processes (dist.h): the shards are numbered over all ranks, rank r
- * running shards r*T .. r*T+T-1 on its T threads; after a run the ranks
+ * running shards r*L .. r*L+L-1 (L = T, its threads, or on the portable
+ * kernels SLM_PORTABLE_SHARDS / ranks rounded up); after a run the ranks
  * exchange every shard's gradient and losses (in rank order) and each sums
  * all of them in shard order, as one process with all the shards would. */
 #ifndef STORYLM_SHARDS_H
@@ -47,10 +51,14 @@ typedef struct Shard {
     Error error;
 } Shard;
 
+/* The shards of the portable kernels: a step's 8 stories one each. */
+#define SLM_PORTABLE_SHARDS 8
+
 typedef struct Shards {
     const Model *model;
-    int n;            /* shards in all: threads x ranks */
-    int first, local; /* this process runs shards first .. first + local - 1, one a thread */
+    int n;            /* shards in all: local x ranks */
+    int used;         /* shards dealt stories: n, or SLM_PORTABLE_SHARDS (the rest: padding for the exchange) */
+    int first, local; /* this process runs shards first .. first + local - 1 on its threads */
     Dist *dist;       /* NULL: one process runs them all */
     float *grads_all; /* (n x n_params) every shard's gradient, in shard order: what the ranks exchange */
     double *results;  /* (n x 3) every shard's loss sum, correct predictions, failure */
@@ -74,7 +82,8 @@ typedef struct Shards {
      * evaluation's forward is FP32 (FP32, as slm_shards_init leaves it). */
     Precision precision;
     /* The kernels of every run, with gradients or not (kernels.h; OpenBLAS, as
-     * slm_shards_init leaves it). */
+     * slm_shards_init leaves it; portable ones need slm_shards_init_dist's
+     * layout for their thread-independent bits). */
     Kernels kernels;
     /* Each position's numbers (slm_evaluate_each), set by the caller for a run
      * (NULL, as slm_shards_init leaves them: not kept): story k's position p,
@@ -87,11 +96,15 @@ typedef struct Shards {
 
 /* n_threads shards of up to `positions` positions per forward chunk each (a
  * shard with more tokens runs several chunks; a story longer than that runs
- * in pieces), for runs of up to max_stories stories. */
+ * in pieces), for runs of up to max_stories stories, on OpenBLAS. */
 int slm_shards_init(Shards *s, const Model *m, int n_threads, int positions, int max_stories, Error *e);
-/* The same with n_threads on each of dist's ranks (dist NULL: slm_shards_init). */
-int slm_shards_init_dist(Shards *s, const Model *m, int n_threads, Dist *dist, int positions, int max_stories,
-                         Error *e);
+/* The same with n_threads on each of dist's ranks (dist NULL: one process)
+ * and kernels k: slm_shards_count(k, n_threads, dist) shards in all. */
+int slm_shards_init_dist(Shards *s, const Model *m, int n_threads, Dist *dist, Kernels k, int positions,
+                         int max_stories, Error *e);
+/* The shards that take stories: n_threads x ranks, or on the portable
+ * kernels SLM_PORTABLE_SHARDS (the share of --max-positions each holds). */
+int slm_shards_count(Kernels k, int n_threads, const Dist *dist);
 
 /* The positions a shard should hold: `positions` (its share of
  * --max-positions), or the longest story when that is longer, up to four

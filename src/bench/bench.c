@@ -123,14 +123,15 @@ int slm_bench_train(const char *path, const BenchOptions *o, BenchBeatFn beat, v
                   arch->name);
     int threads = omp_get_max_threads();
     rc = rc || read_ids(path, cfg.vocab_size, &ids, &starts, e);
-    int positions = rc ? 0 : (4096 + threads - 1) / threads, longest = rc ? 0 : longest_story(&starts);
-    rc = rc || slm_model_init(&m, &cfg, e) ||
-         slm_shards_init(&sh, &m, threads, positions > longest ? positions : longest, o->batch, e) ||
-         slm_adam_init(&opt, m.n_params, e) || !(grads = xmalloc(m.n_params * sizeof(float), e)) ||
-         !(refs = xmalloc((size_t)o->batch * sizeof(StoryRef), e));
+    int shards = slm_shards_count(kernels, threads, NULL);
+    int positions = rc ? 0 : (4096 + shards - 1) / shards, longest = rc ? 0 : longest_story(&starts);
+    rc =
+        rc || slm_model_init(&m, &cfg, e) ||
+        slm_shards_init_dist(&sh, &m, threads, NULL, kernels, positions > longest ? positions : longest, o->batch, e) ||
+        slm_adam_init(&opt, m.n_params, e) || !(grads = xmalloc(m.n_params * sizeof(float), e)) ||
+        !(refs = xmalloc((size_t)o->batch * sizeof(StoryRef), e));
     if (!rc) slm_model_randomize(&m, 1);
     sh.precision = precision;
-    sh.kernels = kernels;
     TrainStep step = {.shards = &sh, .model = &m, .adam = &opt, .grads = grads};
     long long tokens = 0;
     double start = 0, cpu = 0, loss = 0;

@@ -18,7 +18,7 @@
 
 #define PANEL SLM_GEMM_PANEL
 #define KC 128 /* rows of op(B) a block: (KC, PANEL) floats, at most 16 KB */
-#define MR 4   /* rows of C a tile */
+#define MR 4   /* rows of C a tile (6 was slower in wasm, whose engines keep 15 vectors in registers) */
 
 /* op(B) rows [k0, k0 + kc), columns [j0, j0 + nb) -> block (kc, PANEL), zeros past nb. */
 static void pack_block(int tb, const float *B, int ldb, int k0, int kc, int j0, int nb, float *block) {
@@ -28,12 +28,10 @@ static void pack_block(int tb, const float *B, int ldb, int k0, int kc, int j0, 
             for (int k = 0; k < kc; k++) block[k * PANEL + j] = B[(size_t)(j0 + j) * ldb + k0 + k];
         return;
     }
-    for (int k = 0; k < kc; k++) memcpy(block + k * PANEL, B + (size_t)(k0 + k) * ldb + j0, nb * sizeof(float));
-}
-
-/* op(A)'s row i at column k. */
-static inline float a_at(int ta, const float *A, int lda, int i, int k) {
-    return ta ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k];
+    if (nb == PANEL) /* a whole row: a copy of known size, inlined (wasm otherwise calls memcpy per row) */
+        for (int k = 0; k < kc; k++) memcpy(block + k * PANEL, B + (size_t)(k0 + k) * ldb + j0, PANEL * sizeof(float));
+    else
+        for (int k = 0; k < kc; k++) memcpy(block + k * PANEL, B + (size_t)(k0 + k) * ldb + j0, nb * sizeof(float));
 }
 
 /* A vector of W floats (GCC/Clang vector extensions; W in portable.h). Each
@@ -49,34 +47,56 @@ static inline fw loadw(const float *x) {
     return v;
 }
 
+/* acc (MR, PANEL) += a_r[k * step] * block's row k, k = 0 .. kc - 1 in
+ * order: op(A)'s MR rows start at a_r and step along k by `step` (1, or lda
+ * transposed: a constant in each inlined copy, so the addresses are one add
+ * a row). The sums stay in registers over the block. */
+static inline __attribute__((always_inline)) void tile_block(const float *const a_r[MR], const size_t step, int kc,
+                                                             const float *block, fw acc[MR][VECS]) {
+    for (int k = 0; k < kc; k++) {
+        fw b[VECS];
+        size_t at = (size_t)k * step;
+#pragma GCC unroll 8
+        for (int v = 0; v < VECS; v++) b[v] = loadw(block + k * PANEL + W * v);
+#pragma GCC unroll 8
+        for (int r = 0; r < MR; r++) {
+            float a = a_r[r][at];
+#pragma GCC unroll 8
+            for (int v = 0; v < VECS; v++) acc[r][v] += a * b[v];
+        }
+    }
+}
+
 /* Rows [i, i + MR) of C's panel at j0 (nb columns) over one block: the sums
  * start from beta C at the first block (0 when beta is 0: C is not read) and
  * from C after it, and stay in registers over the block's k, in order. Rows
  * past M repeat row M - 1, and are not stored. */
 static void tile_rows(int ta, const float *A, int lda, int M, int i, int k0, int kc, const float *block, float beta,
                       float *C, int ldc, int j0, int nb) {
-    int rows[MR];
+    const float *a_r[MR];
     fw acc[MR][VECS];
     for (int r = 0; r < MR; r++) {
-        rows[r] = i + r < M ? i + r : M - 1;
-        const float *c = C + (size_t)rows[r] * ldc + j0;
+        int row = i + r < M ? i + r : M - 1;
+        a_r[r] = ta ? A + (size_t)k0 * lda + row : A + (size_t)row * lda + k0;
+        const float *c = C + (size_t)row * ldc + j0;
         float start[PANEL];
-        for (int j = 0; j < PANEL; j++)
-            start[j] = j >= nb || (k0 == 0 && beta == 0.0f) ? 0.0f : k0 == 0 ? beta * c[j] : c[j];
-        for (int v = 0; v < VECS; v++) acc[r][v] = loadw(start + W * v);
-    }
-    for (int k = 0; k < kc; k++) { /* unrolled: the sums stay in registers */
-        fw b[VECS];
-#pragma GCC unroll 8
-        for (int v = 0; v < VECS; v++) b[v] = loadw(block + k * PANEL + W * v);
-#pragma GCC unroll 8
-        for (int r = 0; r < MR; r++) {
-            float a = a_at(ta, A, lda, rows[r], k0 + k);
-#pragma GCC unroll 8
-            for (int v = 0; v < VECS; v++) acc[r][v] += a * b[v];
+        if (nb == PANEL && k0 > 0) /* the running sums: whole vectors */
+            for (int v = 0; v < VECS; v++) acc[r][v] = loadw(c + W * v);
+        else {
+            for (int j = 0; j < PANEL; j++)
+                start[j] = j >= nb || (k0 == 0 && beta == 0.0f) ? 0.0f : k0 == 0 ? beta * c[j] : c[j];
+            for (int v = 0; v < VECS; v++) acc[r][v] = loadw(start + W * v);
         }
     }
-    for (int r = 0; r < MR && i + r < M; r++) memcpy(C + (size_t)(i + r) * ldc + j0, acc[r], nb * sizeof(float));
+    if (ta)
+        tile_block(a_r, (size_t)lda, kc, block, acc);
+    else
+        tile_block(a_r, 1, kc, block, acc);
+    for (int r = 0; r < MR && i + r < M; r++)
+        if (nb == PANEL) /* a whole panel: a copy of known size, inlined */
+            memcpy(C + (size_t)(i + r) * ldc + j0, acc[r], PANEL * sizeof(float));
+        else
+            memcpy(C + (size_t)(i + r) * ldc + j0, acc[r], nb * sizeof(float));
 }
 
 void slm_gemm_portable(int trans_a, int trans_b, int M, int N, int K, const float *A, int lda, const float *B, int ldb,

@@ -58,8 +58,7 @@ static int evaluate_each(Kernels k, const Model *m, const Stories *s, const int 
     Pass p;
     float **at_loss = NULL;
     uint8_t **at_correct = NULL;
-    int rc = slm_pass_init(&p, m, NULL, max_positions, longest_story(s, idx, n), n > 0 ? n : 1, e);
-    p.shards.kernels = k;
+    int rc = slm_pass_init(&p, m, NULL, k, max_positions, longest_story(s, idx, n), n > 0 ? n : 1, e);
     if (!rc && loss) rc = position_outputs(s, idx, n, loss, correct, &at_loss, &at_correct, e);
     p.shards.position_loss = at_loss, p.shards.position_correct = at_correct;
     if (!rc) rc = slm_pass_evaluate(&p, s, idx, n, ab, r, e);

@@ -4,13 +4,14 @@
 #include <omp.h>
 #include <stdlib.h>
 
-int slm_pass_init(Pass *p, const Model *m, Dist *dist, int max_positions, int longest, int max_stories, Error *e) {
+int slm_pass_init(Pass *p, const Model *m, Dist *dist, Kernels k, int max_positions, int longest, int max_stories,
+                  Error *e) {
     *p = (Pass){0};
-    int threads = omp_get_max_threads(), shards = threads * dist_size(dist);
+    int threads = omp_get_max_threads(), shards = slm_shards_count(k, threads, dist);
     int positions = (max_positions + shards - 1) / shards;
     p->refs = xmalloc((size_t)max_stories * sizeof(StoryRef), e);
     if (!p->refs) return -1;
-    return slm_shards_init_dist(&p->shards, m, threads, dist, slm_shards_positions(&m->cfg, positions, longest),
+    return slm_shards_init_dist(&p->shards, m, threads, dist, k, slm_shards_positions(&m->cfg, positions, longest),
                                 max_stories, e);
 }
 

@@ -18,10 +18,12 @@ typedef struct Pass {
 } Pass;
 
 /* Threads from OpenMP's setting (slm_model_threads_setup), on each of dist's
- * ranks; each shard's chunks hold max_positions / shards positions (shards
- * over all ranks), or the longest story up to a bound (slm_shards_positions:
- * longer stories run in pieces). */
-int slm_pass_init(Pass *p, const Model *m, Dist *dist, int max_positions, int longest, int max_stories, Error *e);
+ * ranks, on kernels k; each shard's chunks hold max_positions / shards
+ * positions (slm_shards_count: over all ranks, or the portable kernels' fixed
+ * count), or the longest story up to a bound (slm_shards_positions: longer
+ * stories run in pieces). */
+int slm_pass_init(Pass *p, const Model *m, Dist *dist, Kernels k, int max_positions, int longest, int max_stories,
+                  Error *e);
 void slm_pass_free(Pass *p);
 /* p->refs[0..n): idx's stories, their ids copied out of s into p->ids. */
 int slm_pass_refs(Pass *p, const Stories *s, const int *idx, int n, Error *e);

@@ -5,22 +5,31 @@
 #include <string.h>
 
 int slm_shards_init(Shards *s, const Model *m, int n_threads, int positions, int max_stories, Error *e) {
-    return slm_shards_init_dist(s, m, n_threads, NULL, positions, max_stories, e);
+    return slm_shards_init_dist(s, m, n_threads, NULL, KERNELS_BLAS, positions, max_stories, e);
 }
 
-int slm_shards_init_dist(Shards *s, const Model *m, int n_threads, Dist *dist, int positions, int max_stories,
-                         Error *e) {
-    int local = n_threads < 1 ? 1 : n_threads;
+int slm_shards_count(Kernels k, int n_threads, const Dist *dist) {
+    if (k == KERNELS_PORTABLE) return SLM_PORTABLE_SHARDS;
+    return (n_threads < 1 ? 1 : n_threads) * dist_size(dist);
+}
+
+int slm_shards_init_dist(Shards *s, const Model *m, int n_threads, Dist *dist, Kernels k, int positions,
+                         int max_stories, Error *e) {
+    int threads = n_threads < 1 ? 1 : n_threads, ranks = dist_size(dist), used = slm_shards_count(k, threads, dist);
+    int local = (used + ranks - 1) / ranks; /* every rank the same count: the exchange gathers equal parts */
     *s = (Shards){.model = m,
-                  .n = local * dist_size(dist),
+                  .n = local * ranks,
+                  .used = used,
                   .first = local * dist_rank(dist),
                   .local = local,
                   .dist = dist,
                   .positions = positions,
-                  .max_stories = max_stories};
+                  .max_stories = max_stories,
+                  .kernels = k};
     if (positions < 1 || max_stories < 1)
         return FAIL(e, NULL, "shards need room for a position and a story (got %d, %d)", positions, max_stories);
-    if (slm_workers_init(&s->workers, s->local, e) || !(s->shard = xcalloc((size_t)s->n, sizeof(Shard), e)) ||
+    if (slm_workers_init(&s->workers, threads < local ? threads : local, e) ||
+        !(s->shard = xcalloc((size_t)s->n, sizeof(Shard), e)) ||
         !(s->owner = xmalloc((size_t)max_stories * sizeof(int), e)) ||
         !(s->grads_all = xmalloc((size_t)s->n * m->n_params * sizeof(float), e)) ||
         !(s->results = xcalloc((size_t)s->n * 3, sizeof(double), e))) {
@@ -60,7 +69,7 @@ void slm_shards_free(Shards *s) {
 /* The shard with the fewest tokens (the first of equals). */
 static int lightest(const Shards *s) {
     int best = 0;
-    for (int i = 1; i < s->n; i++)
+    for (int i = 1; i < s->used; i++)
         if (s->shard[i].tokens < s->shard[best].tokens) best = i;
     return best;
 }
@@ -156,10 +165,8 @@ static int run_pieces(Shards *s, Shard *h, int k) {
     return 0;
 }
 
-/* Thread i: its shard's stories in forward chunks that fit, gradients into its own buffer. */
-static void shard_job(void *arg, int i, int n_threads) {
-    Shards *s = arg;
-    Shard *h = &s->shard[s->first + i];
+/* Shard h's stories in forward chunks that fit, gradients into its own buffer. */
+static void run_shard(Shards *s, Shard *h) {
     const Model *m = s->model;
     h->loss_sum = 0, h->correct = 0, h->failed = 0;
     h->acts.precision = s->precision;
@@ -186,17 +193,29 @@ static void shard_job(void *arg, int i, int n_threads) {
     }
 }
 
-/* Thread i: its slice of the parameters, grads += every shard's, in shard order. */
+/* Thread i of n: this process's shards i, i + n, ... (which thread runs a
+ * shard changes none of its bits). */
+static void shard_job(void *arg, int i, int n_threads) {
+    Shards *s = arg;
+    for (int j = i; j < s->local; j += n_threads) run_shard(s, &s->shard[s->first + j]);
+}
+
+/* Thread i: its slice of the parameters, grads += every shard's, in shard
+ * order, a few thousand parameters at a time so that they stay in cache over
+ * the shards (the portable kernels' 8 shards passed over all of grads 8 times). */
 static void reduce_job(void *arg, int i, int n_threads) {
     Shards *s = arg;
     size_t n = s->model->n_params, blocks = (n + 15) / 16;
     size_t start = blocks * i / n_threads * 16, end = blocks * (i + 1) / n_threads * 16;
     if (end > n) end = n;
     float *grads = s->run_grads;
-    for (int k = 0; k < s->n; k++) {
-        const float *g = s->shard[k].grads;
+    for (size_t j0 = start; j0 < end; j0 += 4096) {
+        size_t j1 = j0 + 4096 < end ? j0 + 4096 : end;
+        for (int k = 0; k < s->used; k++) {
+            const float *g = s->shard[k].grads;
 #pragma omp simd
-        for (size_t j = start; j < end; j++) grads[j] += g[j];
+            for (size_t j = j0; j < j1; j++) grads[j] += g[j];
+        }
     }
 }
 
@@ -238,7 +257,7 @@ int slm_shards_run(Shards *s, const StoryRef *stories, int n, const Ablation *ab
             }
             return FAIL(e, "see the message of that rank", "shard %d, on rank %d, failed", i, i / s->local);
         }
-    for (int i = 0; i < s->n; i++) {
+    for (int i = 0; i < s->used; i++) {
         *loss_sum += s->shard[i].loss_sum;
         *correct += s->shard[i].correct;
     }

@@ -397,10 +397,9 @@ static int trainer_init(Trainer *t, const Stories *s, const TrainOptions *o, Tra
     int stories = t->o.batch > s->n_test ? t->o.batch : s->n_test; /* a step's, or the test stories */
     if (o->augment) ntok = TRAIN_AUGMENT_MAX_LEN(ntok);            /* a rewritten story may be longer */
     if (slm_precision_check(t->o.precision, e) || slm_kernels_check(t->o.kernels, t->o.precision, e) ||
-        slm_pass_init(&t->pass, &t->model, o->dist, o->max_positions, ntok, stories > 1 ? stories : 1, e))
+        slm_pass_init(&t->pass, &t->model, o->dist, t->o.kernels, o->max_positions, ntok, stories > 1 ? stories : 1, e))
         return -1;
     t->pass.shards.precision = t->o.precision;
-    t->pass.shards.kernels = t->o.kernels;
     return 0;
 }
 
