@@ -4,8 +4,8 @@
 # kernels: train with one seed gives the same vocabulary and the same tensor
 # bytes, info the same hashes, eval --json the same numbers, tokenize the same
 # pieces and a seeded generate the same tokens; --kernels blas is refused
-# there. The wasm build (scripts/setup makes it) is brought up to date with
-# the source first, as CTest's native build is. Skipped (77) without node or
+# there. The wasm build is brought up to date with the source first by CTest's
+# wasm_build fixture (tests/wasm_build.sh), as CTest's native build is. Skipped (77) without node or
 # without the wasm build.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -13,10 +13,6 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 command -v node >/dev/null || skip "node is not installed (scripts/setup installs it)"
 wasm=${STORYLM_WASM:-$STORYLM_SOURCE_DIR/build-web/storylm.mjs}
 [[ -f $wasm ]] || skip "no $wasm: build it with scripts/build_wasm"
-if [[ -z ${STORYLM_WASM:-} && -f $STORYLM_SOURCE_DIR/build-web/CMakeCache.txt ]]; then
-  NODE_PATH=${NODE_PATH:-/usr/share/nodejs} cmake --build "$STORYLM_SOURCE_DIR/build-web" -j2 > wasm_build.log 2>&1 ||
-    { tail -20 wasm_build.log; fail "the wasm build (cmake --build build-web) failed"; }
-fi
 W() { node "$wasm" "$@"; }
 S=$STORYLM_SOURCE_DIR/data/stories.txt
 hashes() { "$PY" -c 'import json,sys; print([(t["name"], t["fnv1a64"]) for t in json.load(sys.stdin)["tensors"]])'; }
