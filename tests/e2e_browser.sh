@@ -64,19 +64,21 @@ baseline=()
 "$STORYLM" generate "$text" --model "$model" -n $gen_n -t $gen_t -k $gen_k -p $gen_p --seed $gen_seed > generate.txt
 "$STORYLM" generate "$text" --model "$model" -n 1 --json > generate_defaults.json # the sampler's defaults, as the CLI has them
 # Every model the picker lists: its shape, its loss on the story (eval --text), with a head
-# of its last layer off when it has several, and that layer's distance scores; Secret 3
-# (ablate) on the default model and Secret 4 (pieces) on it and on the two-layer model
-# (the page shows the two side by side). The server computes on one thread: --threads 1.
+# of its last layer off when it has several, and that layer's distance scores (L, its
+# layers in info's config); Secret 3 (ablate) on the default model and Secret 4 (pieces)
+# on it and on the two-layer model (the page shows the two side by side). The server
+# computes on one thread: --threads 1.
 for f in models/*.safetensors models/snapshots/*.safetensors; do
   b=$(basename "$f")
   "$STORYLM" eval --text "$text" --model "$f" --threads 1 --json > "eval-$b.json"
   "$STORYLM" info --model "$f" --json > "info-$b.json"
   "$STORYLM" info --model "$f" | sed -n 's/^architecture  *//p' > "desc-$b.txt"   # how the page must describe it
   "$STORYLM" guess "$text" --model "$f" --threads 1 --json > "guess-$b.json"
-  if "$STORYLM" distances --model "$f" --layer 2 --up-to 1 --json > "dist-$b.json" 2>/dev/null; then
-    "$STORYLM" eval --text "$text" --model "$f" --ablate 2:1 --threads 1 --json > "eval-off-$b.json"
+  last=$("$PY" -c 'import json,sys; print(json.load(sys.stdin)["config"].get("layers", 1))' < "info-$b.json")
+  if (( last > 1 )) && "$STORYLM" distances --model "$f" --layer "$last" --up-to 1 --json > "dist-$b.json" 2>/dev/null; then
+    "$STORYLM" eval --text "$text" --model "$f" --ablate "$last:1" --threads 1 --json > "eval-off-$b.json"
     # the attention view of the last layer, where attend reads a layer (--layer L)
-    "$STORYLM" attend "$text" --model "$f" --layer 2 --pos $pos --wide --json > "attend-layer-$b.json" 2>/dev/null ||
+    "$STORYLM" attend "$text" --model "$f" --layer "$last" --pos $pos --wide --json > "attend-layer-$b.json" 2>/dev/null ||
       rm -f "attend-layer-$b.json"
   fi
 done

@@ -17,7 +17,6 @@ export async function loadModels() {
   const known = state.models.some((m) => m.path === keep);
   state.model = known ? keep : (state.models[0] ? state.models[0].path : "");
   pick.value = state.model;
-  fillBaselines();
   calls.fillCompare();
   calls.fillBases();
   describeModel();
@@ -31,6 +30,7 @@ export function describeModel() {
   $("model-info").textContent = m ? `${m.path}: ${m.params.toLocaleString("en")} parameters, ${m.vocab_size} tokens` +
     (m.layers > 1 ? `, ${m.layers} layers of ${m.heads} heads` : "") : "";
   if (m && m.vocab_size > 0) $("gen-k").max = m.vocab_size; // top-k reaches every token of this model's vocabulary
+  fillBaselines();
   const layers = m && m.layers ? m.layers : 1, heads = m && m.heads !== undefined ? m.heads : 8;
   if (layers !== state.layers || heads !== state.heads) { state.off.clear(); state.head = -1; state.layer = 1; }
   state.layers = layers;
@@ -80,11 +80,15 @@ async function askLayerViews(model) {
   if (ok) calls.refreshStory();
 }
 
+// The name swap's baselines: chapter 6's networks (models without heads) with the picked
+// model's vocabulary, as two models' guesses compare only over the same pieces.
 export function fillBaselines() {
   const sel = $("swap-baseline");
   const old = sel.value;
-  const w8 = state.models.filter(headless);   // chapter 6's network: a model without heads
-  sel.replaceChildren(el("option", { value: "", text: "(no baseline)" }),
+  const cur = state.models.find((m) => m.path === state.model);
+  const same = (m) => !cur || !cur.vocab_hash || m.vocab_hash === cur.vocab_hash;
+  const w8 = state.models.filter((m) => headless(m) && same(m));
+  sel.replaceChildren(el("option", { value: "", text: w8.length ? "(no baseline)" : "(no baseline of this model's vocabulary)" }),
     ...w8.map((m) => el("option", { value: m.path, text: `${m.name} (${m.arch})` })));
   if (w8.some((m) => m.path === old)) sel.value = old;
   else if (w8.length) sel.value = w8[0].path;

@@ -8,6 +8,7 @@
 
 #include "server_internal.h"
 #include "storylm/checkpoint.h"
+#include "storylm/fileio.h"
 #include "storylm/safetensors.h"
 
 /* The default model's folder and its snapshots/ listed too: an installed
@@ -134,13 +135,13 @@ static void model_item_kind(cJSON *o, const SafeTensorsFile *st) {
     cJSON_AddNumberToObject(o, "d_mlp", residual ? c.hidden_dim : 0);
 }
 
-/* {"name","path","arch","params","vocab_size", shape, kind} from the header alone, or NULL
+/* {"name","path","arch","params","vocab_size","vocab_hash", shape, kind} from the header alone, or NULL
  * when the file is not a storylm model. */
 static cJSON *model_item(const char *path, const char *name) {
     SafeTensorsFile st;
     if (slm_safetensors_open(&st, path, NULL)) return NULL;
     const char *format = slm_metadata_get(&st.metadata, "format"), *arch = slm_metadata_get(&st.metadata, "arch"),
-               *vocab = slm_metadata_get(&st.metadata, "vocab_size");
+               *vocab = slm_metadata_get(&st.metadata, "vocab_size"), *pieces = slm_metadata_get(&st.metadata, "vocab");
     cJSON *o = NULL;
     if (format && strcmp(format, CHECKPOINT_FORMAT) == 0 && arch) {
         double params = 0;
@@ -151,6 +152,11 @@ static cJSON *model_item(const char *path, const char *name) {
         cJSON_AddStringToObject(o, "arch", arch);
         cJSON_AddNumberToObject(o, "params", params);
         cJSON_AddNumberToObject(o, "vocab_size", vocab ? atof(vocab) : 0);
+        if (pieces) { /* models compare guesses only with the same pieces (the page's baselines) */
+            char hex[17];
+            snprintf(hex, sizeof hex, "%016llx", (unsigned long long)slm_hash64(pieces, strlen(pieces), 0));
+            cJSON_AddStringToObject(o, "vocab_hash", hex);
+        }
         model_item_shape(o, &st.metadata, arch);
         model_item_kind(o, &st);
         /* the training run it comes from and its step: Secret 1 compares snapshots of the same run */

@@ -424,6 +424,12 @@ async function checkEveryModel(page) {
     const facts = want.models[file];
     await until(page, (loss) => document.querySelector('[data-testid="loss"]').dataset.loss === String(loss), `the loss of ${file} on the story`, facts.loss);
     const notes = await page.$$eval(".note:not([hidden])", (els) => els.map((e) => e.closest("section").id));
+    // the name swap compares guesses only over the same pieces: no baseline of another vocabulary
+    const same = await page.evaluate((m) => {
+      const s = window.playground.state, hash = (p) => s.models.find((x) => x.path === p).vocab_hash;
+      return [...document.querySelectorAll('[data-testid="swap-baseline"] option')].filter((o) => o.value).map((o) => hash(o.value) === hash(m));
+    }, m);
+    check(same.every(Boolean), `${file}: the name swap offers ${same.length} baseline(s), each of its vocabulary`);
     if (facts.layers === 1 && facts.heads > 0) {
       await until(page, (n) => document.querySelectorAll('[data-testid="token"]').length === n, `the tokens of ${file}`, want.attend.tokens.length);
       check(notes.length === 0, `${file}: every view shown`);
