@@ -36,6 +36,10 @@ void slm_dropout_apply(const DropoutMask *d, int pos, uint64_t stream, size_t at
  * keys; returns them, or NULL when the pass drops nothing by key (no keys, or
  * both rates 0: then no number is drawn). */
 const uint64_t *slm_dropout_batch_keys(Activations *a, const Batch *b);
+/* a->dropout for batch b -> each position's key (a->drop_keys), *attention =
+ * the attention weights' mask; returns the hidden mask (the chapter's z, the
+ * transformer's residual stream). Masks of p 0 (nothing drawn) without keys. */
+DropoutMask slm_dropout_batch_masks(Activations *a, const Batch *b, DropoutMask *attention);
 /* a->dropout for batch b -> each position's key, z's mask and attention's (in each layer's scratch). */
 void slm_dropout_prepare(Activations *a, const Batch *b);
 /* z (N, Z) -> z * mask / (1-P), in place, what the hidden layer reads (z as

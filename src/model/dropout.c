@@ -82,16 +82,21 @@ const uint64_t *slm_dropout_batch_keys(Activations *a, const Batch *b) {
     return keyed ? a->drop_keys : NULL;
 }
 
-void slm_dropout_prepare(Activations *a, const Batch *b) {
+DropoutMask slm_dropout_batch_masks(Activations *a, const Batch *b, DropoutMask *attention) {
     const Dropout *d = &a->dropout;
     const uint64_t *keys = slm_dropout_batch_keys(a, b);
     /* a mask needs keys or a fixed mask; without either, nothing is dropped */
-    a->hidden_drop = keys || d->hidden_mask ? slm_dropout_mask(d->hidden, DROPOUT_SALT_HIDDEN, keys, d->hidden_mask)
-                                            : (DropoutMask){0};
-    DropoutMask att = keys || d->attention_mask
-                          ? slm_dropout_mask(d->attention, DROPOUT_SALT_ATTENTION, keys, d->attention_mask)
-                          : (DropoutMask){0};
-    att.n_positions = a->n_positions;
+    *attention = keys || d->attention_mask
+                     ? slm_dropout_mask(d->attention, DROPOUT_SALT_ATTENTION, keys, d->attention_mask)
+                     : (DropoutMask){0};
+    attention->n_positions = a->n_positions;
+    return keys || d->hidden_mask ? slm_dropout_mask(d->hidden, DROPOUT_SALT_HIDDEN, keys, d->hidden_mask)
+                                  : (DropoutMask){0};
+}
+
+void slm_dropout_prepare(Activations *a, const Batch *b) {
+    DropoutMask att;
+    a->hidden_drop = slm_dropout_batch_masks(a, b, &att);
     /* every layer the same mask; each head draws its own stream (AttentionScratch.head_base) */
     for (int l = 0; l < slm_model_layers(&a->cfg); l++) a->layer[l].scratch.drop = att;
 }

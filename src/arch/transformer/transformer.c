@@ -157,15 +157,9 @@ static int check_forward(const Model *m, const Activations *a, const Batch *b, c
  * attention mask (each head its own stream, AttentionScratch.head_base);
  * all off, drawing nothing, when the pass has no keys and no fixed mask. */
 static void dropout_prepare(Activations *a, const Batch *b) {
-    const Dropout *d = &a->dropout;
     TfActivations *t = a->tf;
-    const uint64_t *keys = slm_dropout_batch_keys(a, b);
-    t->resid_drop = keys || d->hidden_mask ? slm_dropout_mask(d->hidden, DROPOUT_SALT_HIDDEN, keys, d->hidden_mask)
-                                           : (DropoutMask){0};
-    DropoutMask att = keys || d->attention_mask
-                          ? slm_dropout_mask(d->attention, DROPOUT_SALT_ATTENTION, keys, d->attention_mask)
-                          : (DropoutMask){0};
-    att.n_positions = a->n_positions;
+    DropoutMask att;
+    t->resid_drop = slm_dropout_batch_masks(a, b, &att);
     for (int l = 0; l < a->cfg.n_layers; l++) t->layer[l].scratch.drop = att;
 }
 
