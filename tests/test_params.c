@@ -275,6 +275,10 @@ static void each_front_end_says_the_parameter_its_way(void) {
     CHECK(strcmp(slm_error_text(&e, ERROR_STYLE_PYTHON, buf, sizeof buf), "mode='half way' is not zero or mean") == 0);
     CHECK(strcmp(slm_error_text(&e, ERROR_STYLE_JSON, buf, sizeof buf), "\"mode\": \"half way\" is not zero or mean") ==
           0);
+    /* a character of two bytes is copied whole, with no backslash before it (as a quote or backslash has) */
+    CHECK(slm_param_set_text(ref(&l, "mode"), &o, "mode\xdb\x8b \"x\"", &e) == -1);
+    CHECK(strcmp(slm_error_text(&e, ERROR_STYLE_JSON, buf, sizeof buf),
+                 "\"mode\": \"mode\xdb\x8b \\\"x\\\"\" is not zero or mean") == 0);
     /* an unknown name, with the nearest */
     Outer j;
     CHECK(read_json("{\"text\": \"hi\", \"rat\": 1}", PARAM_FROM_REQUEST, &j, NULL, &e, NULL, 0) == -1);

@@ -53,15 +53,14 @@ static void quote(const char *s, char q, char *buf, size_t size) {
         size_t seq = c >= 0xF0   ? 4
                      : c >= 0xE0 ? 3
                      : c >= 0xC0 ? 2
-                                 : 1,
-               out = c < 0x20                             ? 6
-                     : c == (unsigned char)q || c == '\\' ? 2
-                                                          : seq;
+                                 : 1;
+        int escaped = c == (unsigned char)q || c == '\\'; /* a backslash before it; not a 2-byte character */
+        size_t out = c < 0x20 ? 6 : escaped ? 2 : seq;
         if (n + out + 2 >= size) break; /* the character whole, and the closing quote, or nothing */
         size_t k = 1;
         if (c < 0x20)
             n += (size_t)snprintf(buf + n, size - n, q == '"' ? "\\u%04x" : "\\x%02x", c);
-        else if (out == 2)
+        else if (escaped)
             buf[n++] = '\\', buf[n++] = (char)c;
         else
             for (k = 0; k < seq && s[k]; k++) buf[n++] = s[k];
