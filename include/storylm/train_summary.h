@@ -29,6 +29,10 @@ typedef struct TrainPlace {
 char *slm_train_command(const TrainPlace *pl, const TrainOptions *o, bool resume);
 
 /* The final summary as JSON (docs/json.md); NULL when out of memory. */
+/* x as a JSON number, or null when it is NaN or infinite (JSON has neither): a
+ * training's losses before its first evaluation, or after a step gave NaN. */
+cJSON *slm_json_number_or_null(double x);
+
 cJSON *slm_train_summary_json(const TrainPlace *pl, const TrainOptions *o, const TrainResult *r);
 
 /* Every file training writes, checked before the first step against the

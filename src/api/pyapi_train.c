@@ -10,6 +10,7 @@
 #include "storylm/data_files.h"
 #include "storylm/regularise.h"
 #include "storylm/train_file.h"
+#include "storylm/train_summary.h"
 
 typedef struct PyTrain {
     PyTrainEventFn on_event;
@@ -23,10 +24,7 @@ static int on_stop(void *ctx) {
 }
 
 static void add_number(cJSON *j, const char *key, double x) {
-    if (isfinite(x))
-        cJSON_AddNumberToObject(j, key, x);
-    else
-        cJSON_AddNullToObject(j, key);
+    cJSON_AddItemToObject(j, key, slm_json_number_or_null(x));
 }
 
 /* A step's numbers as a JSON object to the caller. */

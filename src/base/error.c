@@ -50,10 +50,7 @@ static void quote(const char *s, char q, char *buf, size_t size) {
     if (n + 1 < size) buf[n++] = q;
     while (*s) {
         unsigned char c = (unsigned char)*s;
-        size_t seq = c >= 0xF0   ? 4
-                     : c >= 0xE0 ? 3
-                     : c >= 0xC0 ? 2
-                                 : 1;
+        size_t seq = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
         int escaped = c == (unsigned char)q || c == '\\'; /* a backslash before it; not a 2-byte character */
         size_t out = c < 0x20 ? 6 : escaped ? 2 : seq;
         if (n + out + 2 >= size) break; /* the character whole, and the closing quote, or nothing */

@@ -225,14 +225,8 @@ static void on_progress(const TrainProgress *p, void *ctx) {
     if (p->evaluated || p->step % j->every == 0 || p->step == p->steps) { /* at most about 500 points */
         cJSON *pt = cJSON_CreateObject();
         cJSON_AddNumberToObject(pt, "step", p->step);
-        if (isfinite(p->train_loss))
-            cJSON_AddNumberToObject(pt, "train_loss", p->train_loss);
-        else
-            cJSON_AddNullToObject(pt, "train_loss");
-        if (p->evaluated && isfinite(p->test_loss))
-            cJSON_AddNumberToObject(pt, "test_loss", p->test_loss);
-        else
-            cJSON_AddNullToObject(pt, "test_loss");
+        cJSON_AddItemToObject(pt, "train_loss", slm_json_number_or_null(p->train_loss));
+        cJSON_AddItemToObject(pt, "test_loss", slm_json_number_or_null(p->evaluated ? p->test_loss : NAN));
         if (p->evaluated && isfinite(p->test_loss_per_char)) /* nats per character of the test stories */
             cJSON_AddNumberToObject(pt, "test_loss_per_char", p->test_loss_per_char);
         cJSON_AddItemToArray(j->points, pt);

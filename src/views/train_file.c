@@ -265,19 +265,13 @@ static cJSON *kept_json(cJSON *j, const TrainOptions *o, const TrainResult *r) {
     if (kept) {
         cJSON_AddStringToObject(kept, "file", o->out);
         cJSON_AddNumberToObject(kept, "step", r->kept_step);
-        if (isfinite(r->kept_test_loss))
-            cJSON_AddNumberToObject(kept, "test_loss", r->kept_test_loss);
-        else
-            cJSON_AddNullToObject(kept, "test_loss");
+        cJSON_AddItemToObject(kept, "test_loss", slm_json_number_or_null(r->kept_test_loss));
         cJSON_AddStringToObject(kept, "why", o->keep_last ? "last" : "lowest test loss");
     }
     if (r->from[0]) { /* a resumed fine-tuning's too: its test loss before the first step was the first run's */
         cJSON *from = cJSON_AddObjectToObject(j, "from");
         cJSON_AddStringToObject(from, "file", r->from);
-        if (isfinite(r->from_test_loss))
-            cJSON_AddNumberToObject(from, "test_loss", r->from_test_loss);
-        else
-            cJSON_AddNullToObject(from, "test_loss");
+        cJSON_AddItemToObject(from, "test_loss", slm_json_number_or_null(r->from_test_loss));
     } else {
         cJSON_AddNullToObject(j, "from");
     }

@@ -100,7 +100,7 @@ char *slm_train_command(const TrainPlace *pl, const TrainOptions *o, bool resume
     return text;
 }
 
-static cJSON *number_or_null(double x) { return isfinite(x) ? cJSON_CreateNumber(x) : cJSON_CreateNull(); }
+cJSON *slm_json_number_or_null(double x) { return isfinite(x) ? cJSON_CreateNumber(x) : cJSON_CreateNull(); }
 
 cJSON *slm_train_summary_json(const TrainPlace *pl, const TrainOptions *o, const TrainResult *r) {
     cJSON *j = slm_view_json_begin("train");
@@ -118,14 +118,14 @@ cJSON *slm_train_summary_json(const TrainPlace *pl, const TrainOptions *o, const
     cJSON_AddBoolToObject(j, "interrupted", r->interrupted);
     cJSON_AddNumberToObject(j, "seconds", r->seconds);
     cJSON_AddNumberToObject(j, "tokens_seen", (double)r->tokens_seen);
-    cJSON_AddItemToObject(j, "train_loss", number_or_null(r->train_loss));
-    cJSON_AddItemToObject(j, "test_loss", number_or_null(r->test_loss));
-    cJSON_AddItemToObject(j, "test_perplexity", number_or_null(exp(r->test_loss)));
-    cJSON_AddItemToObject(j, "test_accuracy", number_or_null(r->test_accuracy));
-    cJSON_AddItemToObject(j, "test_loss_per_char", number_or_null(r->test_loss_per_char));
-    cJSON_AddItemToObject(j, "test_bits_per_char", number_or_null(r->test_loss_per_char / log(2.0)));
-    cJSON_AddItemToObject(j, "ema_test_loss", number_or_null(r->ema_test_loss));
-    cJSON_AddItemToObject(j, "ema_test_accuracy", number_or_null(r->ema_test_accuracy));
+    cJSON_AddItemToObject(j, "train_loss", slm_json_number_or_null(r->train_loss));
+    cJSON_AddItemToObject(j, "test_loss", slm_json_number_or_null(r->test_loss));
+    cJSON_AddItemToObject(j, "test_perplexity", slm_json_number_or_null(exp(r->test_loss)));
+    cJSON_AddItemToObject(j, "test_accuracy", slm_json_number_or_null(r->test_accuracy));
+    cJSON_AddItemToObject(j, "test_loss_per_char", slm_json_number_or_null(r->test_loss_per_char));
+    cJSON_AddItemToObject(j, "test_bits_per_char", slm_json_number_or_null(r->test_loss_per_char / log(2.0)));
+    cJSON_AddItemToObject(j, "ema_test_loss", slm_json_number_or_null(r->ema_test_loss));
+    cJSON_AddItemToObject(j, "ema_test_accuracy", slm_json_number_or_null(r->ema_test_accuracy));
     char best_path[REGULARISE_PATH_MAX];
     if (o->keep_best && r->best_step >= 0) {
         cJSON *best = cJSON_AddObjectToObject(j, "best");
