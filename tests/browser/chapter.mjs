@@ -8,30 +8,19 @@
 // Run in the server's folder (its models/ and data/stories.txt). One line a check; exit 1 at
 // the first failed one.
 import puppeteer from "puppeteer-core";
+import { axe, check, fail, until as waitFor } from "./frame.mjs";
 import { execFileSync } from "node:child_process";
-import { createRequire } from "node:module";
 import path from "node:path";
 
 const [url, widthArg, storylm, chromium, shots, flag] = process.argv.slice(2);
 const width = Number(widthArg), numbers = flag === "--numbers";
 const TIMEOUT = 180000; // a wait, not a measure: sanitized builds on a loaded machine are slow
-const require = createRequire(import.meta.url);
-const AXE = require.resolve("axe-core/axe.min.js");
 const QUESTION = "NAME had a red ball. She liked to throw it high in the sky. One day the ball went over the fence.";
 
-function fail(msg) { throw new Error(msg); }
-function check(ok, msg) { if (!ok) fail(msg); console.log("ok: " + msg); }
 const cli = (...args) => JSON.parse(execFileSync(storylm, [...args, "--threads", "1", "--json"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }));
 const close = (a, b, what) => { if (Math.abs(Number(a) - Number(b)) > 1e-9) fail(`${what}: the page shows ${a}, the CLI ${b}`); };
 
-async function until(page, fn, what, ...args) {
-  try {
-    return await (await page.waitForFunction(fn, { timeout: TIMEOUT, polling: 100 }, ...args)).jsonValue();
-  } catch (e) {
-    const errors = await page.$$eval(".error:not([hidden])", (els) => els.map((x) => x.id + ": " + x.textContent)).catch(() => []);
-    fail(`timed out waiting for ${what}` + (errors.length ? `; the page shows: ${errors.join(" | ")}` : ""));
-  }
-}
+const until = (page, fn, what, ...args) => waitFor(page, fn, what, { timeout: TIMEOUT, every: 100 }, ...args);
 
 // Every section drawn for the model picked: its numbers from this model (each card's "Numbers
 // from" line names it), or its note saying why the section does not apply.
@@ -97,12 +86,6 @@ async function layout(page, what) {
   if (width <= 400 && r.targets.length) fail(`${what}: touch targets below 24 px: ${r.targets.join(", ")}`);
 }
 
-async function axe(page, what) {
-  if (!(await page.evaluate(() => !!window.axe))) await page.addScriptTag({ path: AXE });
-  const v = await page.evaluate(async () => (await window.axe.run(document, { resultTypes: ["violations"] })).violations
-    .filter((x) => x.impact === "serious" || x.impact === "critical").map((x) => `${x.id} (${x.impact}): ${x.nodes.slice(0, 3).map((n) => n.target.join(" ")).join("; ")}`));
-  check(v.length === 0, `${what}: axe-core finds no serious or critical violation` + (v.length ? `: ${v.join(" | ")}` : ""));
-}
 
 // ---------- the numbers of each section against the CLI ----------
 

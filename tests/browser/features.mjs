@@ -7,26 +7,16 @@
 //   node features.mjs URL CHROMIUM SHOTS_DIR SAE_MODEL PLAIN_MODEL CLI.json WIDTH...
 // One line a check; exit 1 at the first failed one.
 import puppeteer from "puppeteer-core";
+import { axe, check, fail, until as waitFor } from "./frame.mjs";
 import fs from "node:fs";
-import { createRequire } from "node:module";
 import path from "node:path";
 
 const [url, chromium, shots, saeModel, plainModel, cliFile, ...widths] = process.argv.slice(2);
 const cli = JSON.parse(fs.readFileSync(cliFile, "utf8"));
 const TIMEOUT = 180000; // a wait, not a measure: the machine may be loaded, the build sanitized
-const AXE = createRequire(import.meta.url).resolve("axe-core/axe.min.js");
 
-function fail(msg) { throw new Error(msg); }
-function check(ok, msg) { if (!ok) fail(msg); console.log("ok: " + msg); }
 
-async function until(page, fn, what, ...args) {
-  try {
-    return await (await page.waitForFunction(fn, { timeout: TIMEOUT, polling: 100 }, ...args)).jsonValue();
-  } catch (e) {
-    const errors = await page.$$eval(".error:not([hidden])", (els) => els.map((x) => x.id + ": " + x.textContent)).catch(() => []);
-    fail(`timed out waiting for ${what}` + (errors.length ? `; the page shows: ${errors.join(" | ")}` : ""));
-  }
-}
+const until = (page, fn, what, ...args) => waitFor(page, fn, what, { timeout: TIMEOUT, every: 100 }, ...args);
 
 // The panel's latents, contexts and tokens as the page holds them.
 const shown = (page) => page.$$eval('[data-testid="feature"]', (items) => items.map((li) => ({
@@ -56,12 +46,6 @@ function sameAsCli(got, what) {
   console.log(`ok: ${what}: every latent's density and every context token's value are the CLI's`);
 }
 
-async function axe(page, what) {
-  if (!(await page.evaluate(() => !!window.axe))) await page.addScriptTag({ path: AXE });
-  const v = await page.evaluate(async () => (await window.axe.run(document.getElementById("features-card"), { resultTypes: ["violations"] })).violations
-    .filter((x) => x.impact === "serious" || x.impact === "critical").map((x) => `${x.id} (${x.impact}): ${x.nodes.slice(0, 3).map((n) => n.target.join(" ")).join("; ")}`));
-  check(v.length === 0, `${what}: axe-core finds no serious or critical violation in the section` + (v.length ? `: ${v.join(" | ")}` : ""));
-}
 
 async function atWidth(browser, width) {
   const page = await browser.newPage();
@@ -103,7 +87,7 @@ async function atWidth(browser, width) {
 
     const [sw, cw] = await page.evaluate(() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]);
     check(sw <= cw, `${what}: the page is ${sw} px wide at ${cw} (no sideways scroll)`);
-    await axe(page, what);
+    await axe(page, what, "features-card");
     await page.$eval("#heads-bar", (e) => { e.style.position = "static"; }); // not pinned over the pictures
     await (await page.$("#features-card")).screenshot({ path: path.join(shots, `features-${width}.png`) });
     await (await page.$('[data-testid="feature"]')).screenshot({ path: path.join(shots, `features-${width}-latent.png`) });

@@ -2,6 +2,7 @@
 // checks and waits that fail loudly, and the end of a run (on a failure a screenshot, the
 // message, the page's problems and exit 1).
 import puppeteer from "puppeteer-core";
+import { createRequire } from "node:module";
 
 export function fail(msg) { throw new Error(msg); }
 export function check(ok, msg) { if (!ok) fail(msg); console.log("ok: " + msg); }
@@ -25,9 +26,18 @@ export async function until(page, fn, what, { timeout, every }, ...args) {
     const h = await page.waitForFunction(fn, { timeout, polling: every }, ...args);
     return await h.jsonValue();
   } catch (e) {
-    const errors = await page.$$eval(".error:not([hidden])", (els) => els.map((x) => x.id + ": " + x.textContent));
+    const errors = await page.$$eval(".error:not([hidden])", (els) => els.map((x) => x.id + ": " + x.textContent)).catch(() => []);
     fail(`timed out waiting for ${what}` + (errors.length ? `; the page shows: ${errors.join(" | ")}` : ""));
   }
+}
+
+// axe-core (injected once a page) over the element of id root (the whole page: null) finds no
+// serious or critical violation; else fails with the first three places of each.
+export async function axe(page, what, root = null) {
+  if (!(await page.evaluate(() => !!window.axe))) await page.addScriptTag({ path: createRequire(import.meta.url).resolve("axe-core/axe.min.js") });
+  const v = await page.evaluate(async (root) => (await window.axe.run(root ? document.getElementById(root) : document, { resultTypes: ["violations"] })).violations
+    .filter((x) => x.impact === "serious" || x.impact === "critical").map((x) => `${x.id} (${x.impact}): ${x.nodes.slice(0, 3).map((n) => n.target.join(" ")).join("; ")}`), root);
+  check(v.length === 0, `${what}: axe-core finds no serious or critical violation${root ? " in the section" : ""}` + (v.length ? `: ${v.join(" | ")}` : ""));
 }
 
 // {browser, page}: Chromium (the test's executable) with a 1280 x 900 page open.
