@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The static site's training worker without a browser: scripts/build_web writes the site,
+# and node runs its web/train_worker.js (tests/train_worker.mjs) as the page's training card
+# drives it: a stories file uploaded, 100 steps of a fixed seed started, stopped part way and
+# resumed, the model asked for. The model must be what `node build-web/storylm.mjs train`
+# writes for the same file, seed and settings, byte for byte (tests/same_model_bytes.py: every
+# tensor, and every metadata key but the run's seconds and its random run id). Skipped (77)
+# without node, or without emscripten and a built build-web (scripts/build_wasm).
+set -euo pipefail
+source "$(dirname "$0")/common.sh"
+src=$STORYLM_SOURCE_DIR
+command -v node >/dev/null || skip "node is not installed (scripts/setup installs it)"
+build=${STORYLM_WEB_BUILD:-$src/build-web}
+command -v emcmake >/dev/null || [[ -f $build/storylm_web.js ]] ||
+  skip "no emscripten and no $build/storylm_web.js (sudo apt-get install emscripten; scripts/build_wasm)"
+BUILD=$build "$src/scripts/build_web" site > build_web.log 2>&1 || { cat build_web.log; fail "scripts/build_web"; }
+
+mkdir -p node
+first_stories 150 > node/my-stories.txt
+(cd node && node "$build/storylm.mjs" train my-stories.txt --steps 100 --seed 5 --lr 0.03 --eval-every 25 \
+  --threads 1 -o model.safetensors 2> train.log) || { cat node/train.log; fail "node build-web/storylm.mjs train"; }
+echo '{"steps": 100, "seed": 5, "lr": 0.03, "eval_every": 25}' > options.json
+node "$src/tests/train_worker.mjs" site node/my-stories.txt options.json tab.safetensors > status.json ||
+  fail "the training worker did not train as the card asks"
+"$PY" "$src/tests/same_model_bytes.py" tab.safetensors node/model.safetensors ||
+  fail "the training worker's model differs from the node build's"
+"$STORYLM" info --model tab.safetensors > info.txt || { cat info.txt; fail "storylm info does not load the worker's model"; }
+echo "e2e_train_worker: all checks passed"
