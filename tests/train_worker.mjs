@@ -2,9 +2,10 @@
 // into SITE) in node, with what a browser gives a worker stood in for (importScripts, fetch of
 // the site's files, postMessage), and drives a run as the page's training card does: the
 // stories uploaded, a run started, stopped part way (its step must stay put), resumed to its
-// end, and the model's bytes asked for.
+// end, and the model's bytes asked for; then, when given, a second run that fine-tunes a model
+// of the site (the card's "start from").
 //
-//   node train_worker.mjs SITE STORIES OPTIONS.json OUT.safetensors
+//   node train_worker.mjs SITE STORIES OPTIONS.json OUT.safetensors [TUNE.json OUT2.safetensors]
 //
 // OPTIONS.json: the card's body of POST /api/train ({steps, seed, lr, eval_every}). Writes the
 // model to OUT.safetensors and prints the last status as JSON; exits 1 at a failed check.
@@ -13,7 +14,7 @@ import path from "node:path";
 import vm from "node:vm";
 import { createRequire } from "node:module";
 
-const [site, stories, optionsFile, out] = process.argv.slice(2);
+const [site, stories, optionsFile, out, tuneFile, out2] = process.argv.slice(2);
 const options = JSON.parse(fs.readFileSync(optionsFile, "utf8"));
 const require = createRequire(import.meta.url);
 
@@ -79,6 +80,14 @@ check(done.points.length >= options.steps / options.eval_every && done.heads.len
 const model = await ask("GET", "/api/train/model");
 check(model.status === 200 && model.bytes.byteLength > 0, `the model is sent (${model.bytes.byteLength} bytes)`);
 fs.writeFileSync(out, new Uint8Array(model.bytes));
+if (tuneFile) {
+  const tune = JSON.parse(fs.readFileSync(tuneFile, "utf8"));
+  const st2 = await ask("POST", "/api/train", { ...tune, stories: up.body.stories });
+  check(st2.status === 200, `a run from ${tune.from} starts (${JSON.stringify(st2.body)})`);
+  const tuned = await poll((t) => t.state !== "running");
+  check(tuned.state === "done" && tuned.summary.from.file === `${tune.from}.safetensors`, `it fine-tunes ${tune.from}: ${tuned.message}`);
+  fs.writeFileSync(out2, new Uint8Array((await ask("GET", "/api/train/model")).bytes));
+}
 const bad = await ask("POST", "/api/train", { ...options, stories: "models/no-such-stories.txt" });
 check(bad.status >= 400 && /no-such-stories/.test(bad.body.error), `a missing stories file is refused: ${bad.body.error}`);
 const { points, heads, ...rest } = done;

@@ -16,6 +16,15 @@ const MAX_UPLOAD = 20 * 1024 * 1024; // the server's limit of an upload (SERVER_
 const ready = createStorylm({ print: () => {}, printErr: (t) => console.warn(t) }).then((mod) => {
   mod.FS.mkdirTree(DIR + "/uploads");
   mod.FS.chdir(DIR);
+  // Emscripten 3.1.6's rename over a file leaves the file replaced in its table of names: its
+  // bytes are never freed (a run's every save), and it comes back once the new one is deleted
+  // (the next run then finds a model.safetensors it must not replace). The replaced file is
+  // deleted first (the worker is the only one writing), so rename replaces nothing.
+  const rename = mod.FS.rename;
+  mod.FS.rename = (from, to) => {
+    if (from !== to && mod.FS.analyzePath(to).exists && !mod.FS.isDir(mod.FS.stat(to).mode)) mod.FS.unlink(to);
+    return rename(from, to);
+  };
   return mod;
 });
 
