@@ -11,11 +11,8 @@ set -euo pipefail
 source "$(dirname "$0")/common.sh"
 src=$STORYLM_SOURCE_DIR
 require_chromium
-build=${STORYLM_WEB_BUILD:-$src/build-web}
-command -v emcmake >/dev/null || [[ -f $build/storylm_web.js ]] ||
-  skip "no emscripten and no $build/storylm_web.js (sudo apt-get install emscripten; scripts/build_wasm)"
 mkdir -p shots node
-BUILD=$build "$src/scripts/build_web" site > build_web.log 2>&1 || { cat build_web.log; fail "scripts/build_web"; }
+build_static_site
 grep "page code" build_web.log
 
 steps=100 seed=5 lr=0.03 every=25
@@ -27,15 +24,7 @@ cp my-stories.txt node/
 "$PY" -c 'import json, sys; print(json.dumps(dict(zip(["chromium", "stories", "steps", "seed", "lr", "eval_every"], [sys.argv[1], sys.argv[2]] + [float(x) if "." in x else int(x) for x in sys.argv[3:]]))))' \
   "$chromium" "$PWD/my-stories.txt" $steps $seed $lr $every > expect.json
 
-port=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-"$PY" -m http.server --bind 127.0.0.1 --directory site "$port" > http.log 2>&1 &
-http=$!
-trap 'kill "$http" 2>/dev/null; wait "$http" 2>/dev/null || true' EXIT
-for _ in $(seq 1 100); do
-  curl -sf "http://127.0.0.1:$port/index.html" >/dev/null && break
-  sleep 0.1
-done
-curl -sf "http://127.0.0.1:$port/index.html" >/dev/null || { cat http.log >&2; fail "python3 -m http.server does not answer"; }
+serve_static_site
 
 node "$src/tests/browser/static_train.mjs" "http://127.0.0.1:$port/" expect.json "$STORYLM_TEST_TMP/shots" tab.safetensors ||
   fail "training in the tab failed (screenshots in $STORYLM_TEST_TMP/shots)"

@@ -11,33 +11,20 @@
 // model to OUT.safetensors and prints the last status as JSON; exits 1 at a failed check.
 import fs from "node:fs";
 import path from "node:path";
-import vm from "node:vm";
-import { createRequire } from "node:module";
+import { runWorker } from "./worker_env.mjs";
 
 const [site, stories, optionsFile, out, tuneFile, out2] = process.argv.slice(2);
 const options = JSON.parse(fs.readFileSync(optionsFile, "utf8"));
-const require = createRequire(import.meta.url);
-
-function siteFetch(name) {
-  const file = path.isAbsolute(name) ? name : path.join(site, name);
-  if (!fs.existsSync(file)) return Promise.resolve(new Response("", { status: 404 }));
-  const type = file.endsWith(".wasm") ? "application/wasm" : "application/octet-stream";
-  return Promise.resolve(new Response(fs.readFileSync(file), { headers: { "Content-Type": type } }));
-}
-
 const waiting = new Map();
 let asked = 0;
-globalThis.importScripts = (name) => { globalThis.createStorylm = require(path.resolve(site, name)); };
-globalThis.fetch = siteFetch;
-globalThis.postMessage = (msg) => { waiting.get(msg.id)(msg); waiting.delete(msg.id); };
-vm.runInThisContext(fs.readFileSync(path.join(site, "train_worker.js"), "utf8"), { filename: "train_worker.js" });
+const post = runWorker(site, "train_worker.js", (msg) => { waiting.get(msg.id)(msg); waiting.delete(msg.id); });
 
 // One request as the page sends it: {status, body (parsed) or bytes}.
 function ask(method, url, body, bytes) {
   const id = ++asked;
   return new Promise((resolve) => {
     waiting.set(id, (a) => resolve({ status: a.status, bytes: a.bytes, body: a.body && JSON.parse(a.body) }));
-    globalThis.onmessage({ data: { id, method, url, body: body === undefined ? null : JSON.stringify(body), bytes } });
+    post({ data: { id, method, url, body: body === undefined ? null : JSON.stringify(body), bytes } });
   });
 }
 const check = (ok, what) => { if (!ok) { console.error("FAILED: " + what); process.exit(1); } console.error("ok: " + what); };

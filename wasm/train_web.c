@@ -96,7 +96,8 @@ EMSCRIPTEN_KEEPALIVE TrainWeb *slm_train_web_open(const char *stories, const cha
         !(w->said = cJSON_CreateArray())) {
         FAIL(&e, NULL, "out of memory");
         *answer = error_text(&e);
-        return NULL; /* w leaks on this path only when even a few bytes are not there */
+        slm_train_web_close(w);
+        return NULL;
     }
     w->cb = (TrainCallbacks){.progress = on_progress, .say = on_say, .ctx = w};
     bool refused;

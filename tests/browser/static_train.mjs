@@ -10,7 +10,7 @@
 // downloaded model to OUT.safetensors; exits 1 at the first failed check.
 import fs from "node:fs";
 import path from "node:path";
-import { check, openPage, runChecks, until as waitFor } from "./frame.mjs";
+import { check, openPage, runChecks, until as waitFor, watchProblems } from "./frame.mjs";
 import { press } from "./clicks.mjs";
 
 const [url, expectFile, shots, out] = process.argv.slice(2);
@@ -79,12 +79,7 @@ async function download(page) {
 
 async function main() {
   const { browser, page } = await openPage(want.chromium);
-  const problems = [], origin = new URL(url).origin;
-  page.on("pageerror", (e) => problems.push("page error: " + e.message));
-  page.on("console", (m) => { if (m.type() === "error") problems.push("console: " + m.text()); });
-  page.on("response", (r) => { if (r.status() >= 400) problems.push(`${r.status()} from ${r.url()}`); });
-  page.on("requestfailed", (r) => problems.push("request failed: " + r.url()));
-  page.on("request", (r) => { if (!r.url().startsWith(origin + "/") && !r.url().startsWith("blob:")) problems.push("fetched from outside: " + r.url()); });
+  const problems = watchProblems(page, new URL(url).origin);
   await runChecks({ browser, problems, name: "static training", shoot: () => shot(page, "static-train-failure") }, async () => {
     await page.goto(url, { timeout: TIMEOUT });
     await until(page, () => document.querySelector('[data-testid="attn-row"]'), "the page to load");
