@@ -42,6 +42,29 @@ require_chromium() {
     skip "tests/browser/node_modules is missing: run scripts/setup (or scripts/setup_npm)"
 }
 
+# build_static_site: the playground as a static site in ./site (scripts/build_web, from the wasm
+# build $build: $STORYLM_WEB_BUILD, else build-web/); skips without emscripten and a built one.
+build_static_site() {
+  build=${STORYLM_WEB_BUILD:-$STORYLM_SOURCE_DIR/build-web}
+  command -v emcmake >/dev/null || [[ -f $build/storylm_web.js ]] ||
+    skip "no emscripten and no $build/storylm_web.js (sudo apt-get install emscripten; scripts/build_wasm)"
+  BUILD=$build "$STORYLM_SOURCE_DIR/scripts/build_web" site > build_web.log 2>&1 || { cat build_web.log; fail "scripts/build_web"; }
+}
+
+# serve_static_site: ./site served by python3 -m http.server on a free port of 127.0.0.1 ($port),
+# stopped when the test exits.
+serve_static_site() {
+  port=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  "$PY" -m http.server --bind 127.0.0.1 --directory site "$port" > http.log 2>&1 &
+  http=$!
+  trap 'kill "$http" 2>/dev/null; wait "$http" 2>/dev/null || true' EXIT
+  for _ in $(seq 1 100); do
+    curl -sf "http://127.0.0.1:$port/index.html" >/dev/null && break
+    sleep 0.1
+  done
+  curl -sf "http://127.0.0.1:$port/index.html" >/dev/null || { cat http.log >&2; fail "python3 -m http.server does not answer"; }
+}
+
 # sae_tiny_model: the SAE tests' subject, a network trained 30 steps on the
 # first 200 stories (slice.txt -> tiny.safetensors, 20 held out).
 sae_tiny_model() {

@@ -14,11 +14,8 @@ set -euo pipefail
 source "$(dirname "$0")/common.sh"
 src=$STORYLM_SOURCE_DIR
 require_chromium
-build=${STORYLM_WEB_BUILD:-$src/build-web}
-command -v emcmake >/dev/null || [[ -f $build/storylm_web.js ]] ||
-  skip "no emscripten and no $build/storylm_web.js (sudo apt-get install emscripten; scripts/build_wasm)"
 mkdir -p shots
-BUILD=$build "$src/scripts/build_web" site > build_web.log 2>&1 || { cat build_web.log; fail "scripts/build_web"; }
+build_static_site
 grep "page code" build_web.log
 
 # What the CLI says: the WebAssembly build's when there is one (the worker's kernels), else the native's.
@@ -40,15 +37,7 @@ print(json.dumps({"chromium": chromium, "text": text, "pos": int(pos), "head": i
                   "models": [f for f in site["files"] if f.endswith(".safetensors")]}))
 PY
 
-port=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-"$PY" -m http.server --bind 127.0.0.1 --directory site "$port" > http.log 2>&1 &
-http=$!
-trap 'kill "$http" 2>/dev/null; wait "$http" 2>/dev/null || true' EXIT
-for _ in $(seq 1 100); do
-  curl -sf "http://127.0.0.1:$port/index.html" >/dev/null && break
-  sleep 0.1
-done
-curl -sf "http://127.0.0.1:$port/index.html" >/dev/null || { cat http.log >&2; fail "python3 -m http.server does not answer"; }
+serve_static_site
 
 node "$src/tests/browser/static_site.mjs" "http://127.0.0.1:$port/" expect.json "$STORYLM_TEST_TMP/shots" ||
   fail "the static site does not show what the CLI computes (screenshots in $STORYLM_TEST_TMP/shots)"

@@ -11,10 +11,7 @@ set -euo pipefail
 source "$(dirname "$0")/common.sh"
 src=$STORYLM_SOURCE_DIR
 command -v node >/dev/null || skip "node is not installed (scripts/setup installs it)"
-build=${STORYLM_WEB_BUILD:-$src/build-web}
-command -v emcmake >/dev/null || [[ -f $build/storylm_web.js ]] ||
-  skip "no emscripten and no $build/storylm_web.js (sudo apt-get install emscripten; scripts/build_wasm)"
-BUILD=$build "$src/scripts/build_web" site > build_web.log 2>&1 || { cat build_web.log; fail "scripts/build_web"; }
+build_static_site
 
 text="Lily found a shiny shell on the beach. She put it in her pocket and ran home to show her mom."
 W() { (cd site && node "$build/storylm.mjs" "$@"); } # the site's models by the paths the worker lists them

@@ -2,7 +2,9 @@
  * and Python call it: a stop asked through its callback saves the model
  * and leaves a run that --resume finishes to the bits of an uninterrupted
  * one; Ctrl-C's stop in the first seconds saves nothing; the messages and
- * each step's numbers come back through the callbacks. */
+ * each step's numbers come back through the callbacks; the run taken a
+ * slice of steps at a time (slm_train_file_open, _steps, _end: the static
+ * site's training in the tab) gives the bits of one call, on either kernels. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +77,38 @@ static int run(const char *stories, const char *out, bool resume, Seen *seen, Tr
     int rc = slm_train_file(&p, "storylm", &cb, sum, &e);
     if (rc) fprintf(stderr, "slm_train_file: %s (%s)\n", e.message, e.hint);
     return rc;
+}
+
+/* The two files' model, Adam's moments and step, and every key of their
+ * metadata but the run's seconds and its random run id, byte for byte. */
+static int same_files(const char *a, const char *b) {
+    Model ma = {0}, mb = {0};
+    char *va = NULL, *vb = NULL;
+    Metadata da = {0}, db = {0};
+    TrainingState sa = {0}, sb = {0};
+    Error e = {0};
+    int same = slm_checkpoint_load_all(a, &ma, &va, &da, &sa, &e) == 0 &&
+               slm_checkpoint_load_all(b, &mb, &vb, &db, &sb, &e) == 0 && ma.n_params == mb.n_params &&
+               memcmp(ma.params, mb.params, ma.n_params * sizeof(float)) == 0 &&
+               memcmp(sa.adam_m, sb.adam_m, ma.n_params * sizeof(float)) == 0 &&
+               memcmp(sa.adam_v, sb.adam_v, ma.n_params * sizeof(float)) == 0 && sa.step == sb.step &&
+               strcmp(va, vb) == 0 && da.count == db.count;
+    for (int i = 0; same && i < da.count; i++) {
+        const char *v = slm_metadata_get(&db, da.items[i].key);
+        const char *k = da.items[i].key;
+        same = v && (strcmp(k, "seconds") == 0 || strcmp(k, "run_id") == 0 || strcmp(v, da.items[i].value) == 0);
+        if (!same)
+            fprintf(stderr, "same_files: %s differs: %s, %s\n", da.items[i].key, da.items[i].value, v ? v : "none");
+    }
+    slm_model_free(&ma);
+    slm_model_free(&mb);
+    free(va);
+    free(vb);
+    slm_metadata_free(&da);
+    slm_metadata_free(&db);
+    slm_training_state_free(&sa);
+    slm_training_state_free(&sb);
+    return same;
 }
 
 /* Every tensor of the two model files, byte for byte. */
@@ -151,6 +185,42 @@ static void a_missing_file_fails(const char *dir) {
     CHECK(access(out, F_OK) != 0);
 }
 
+/* 100 steps in slices of 7 (the tab's slices, by time, are of any size)
+ * equal 100 in one call, on the portable kernels or the default ones. */
+static void slices_give_the_same_bits(const char *stories, const char *dir, bool portable) {
+    const char *name = portable ? "portable" : "default";
+    char whole[512], sliced[512];
+    snprintf(whole, sizeof whole, "%s/whole_%s.safetensors", dir, name);
+    snprintf(sliced, sizeof sliced, "%s/sliced_%s.safetensors", dir, name);
+    TrainParams p;
+    Seen seen = {0};
+    TrainCallbacks cb = {.progress = on_progress, .ctx = &seen};
+    TrainSummary sum;
+    Error e = {0};
+    params_for(&p, stories, whole, false);
+    p.o.steps = 100, p.o.eval_every = 25;
+    if (portable) p.o.kernels = KERNELS_PORTABLE;
+    CHECK(slm_train_file(&p, "storylm", &cb, &sum, &e) == 0);
+    CHECK(sum.r.final_step == 100);
+    slm_train_summary_free(&sum);
+
+    params_for(&p, stories, sliced, false);
+    p.o.steps = 100, p.o.eval_every = 25;
+    if (portable) p.o.kernels = KERNELS_PORTABLE;
+    TrainFileRun *f;
+    bool refused, done = false;
+    seen = (Seen){0};
+    int slices = 0, rc = slm_train_file_open(&f, &p, &cb, &refused, &e);
+    for (; !rc && !done; slices++) rc = slm_train_file_steps(f, 7, &done, &e);
+    CHECK(rc == 0 && slices == 15 && seen.steps_seen == 100 && seen.evaluations == 4);
+    CHECK(slm_train_file_stories(f)->n_test == 6);
+    CHECK(slm_train_file_end(f, "storylm", &sum, &e) == 0);
+    CHECK(sum.r.final_step == 100 && !sum.r.interrupted && sum.json);
+    slm_train_summary_free(&sum);
+    slm_train_file_free(f);
+    CHECK(same_files(whole, sliced));
+}
+
 int main(void) {
     char dir[256], stories[300];
     snprintf(dir, sizeof dir, "%s/train_file", check_tmpdir());
@@ -165,5 +235,7 @@ int main(void) {
     a_stop_saves_and_resume_finishes(stories, dir);
     ctrl_c_at_once_saves_nothing(stories, dir);
     a_missing_file_fails(dir);
+    slices_give_the_same_bits(stories, dir, true);
+    slices_give_the_same_bits(stories, dir, false);
     return check_report();
 }

@@ -26,7 +26,7 @@ import { askAhead, drawAttention, fetchPosition, positionViews, gridScrolled, pr
 import { runSwap } from "./swap.js";
 import { drawTrace, inputTitle } from "./trace.js";
 import {
-  baseChanged, drawTrainHeads, fillBases, headPanels, pollTraining, startTraining, stopTraining, uploadStories,
+  baseChanged, drawTrainHeads, fillBases, headPanels, pollTraining, resumeTraining, startTraining, stopTraining, uploadStories,
 } from "./train.js";
 import { drawSizes, drawTransformer, wireTransformer } from "./transformer.js";
 import { wireToy } from "./toy.js";
@@ -154,6 +154,7 @@ function wire() {
   $("train-go").addEventListener("click", startTraining);
   $("train-from").addEventListener("change", baseChanged);
   $("train-stop").addEventListener("click", stopTraining);
+  $("train-resume").addEventListener("click", resumeTraining);
   $("train-file").addEventListener("change", (ev) => uploadStories(ev.target.files[0]));
   $("train-card").addEventListener("dragover", (ev) => ev.preventDefault());
   $("train-card").addEventListener("drop", (ev) => { ev.preventDefault(); uploadStories(ev.dataTransfer.files[0]); });

@@ -1,9 +1,45 @@
 // Train your own: upload, start, stop, the loss curve and the heads' weight by distance at each save.
+// On the static site the run is in the tab: web/train_worker.js (storylm train in WebAssembly)
+// answers the same requests as the server, in a Web Worker of its own.
 import { downloadHref, STATIC } from "./site.js";
 import { calls, DIST_BINS, findModel, headColor, state } from "./state.js";
-import { $, api, el, headName, pct, setUnavailable, showError, svg } from "./util.js";
+import { $, api, el, headName, pct, showError, svg } from "./util.js";
 
 // ---------- train your own ----------
+
+// The training worker of the static site and its requests waiting for an answer (id -> resolve).
+let trainer = null, asked = 0;
+const waiting = new Map();
+
+// The training worker's answer to req ({method, url, body: a JSON text, bytes: an ArrayBuffer}):
+// {status, body (a JSON text) or bytes}.
+function askTrainer(req) {
+  if (!trainer) {
+    trainer = new Worker("train_worker.js");
+    trainer.onmessage = (ev) => { const done = waiting.get(ev.data.id); waiting.delete(ev.data.id); if (done) done(ev.data); };
+    trainer.onerror = (ev) => {
+      const body = JSON.stringify({ error: `the page's training worker failed: ${ev.message || "it did not start"}` });
+      for (const done of waiting.values()) done({ status: 500, body });
+      waiting.clear();
+    };
+  }
+  const id = ++asked;
+  return new Promise((resolve) => {
+    waiting.set(id, resolve);
+    trainer.postMessage({ id, ...req }, req.bytes ? [req.bytes] : []);
+  });
+}
+
+// A training request: the server's (util.js's api), or on the static site the training worker's,
+// whose {"error", "hint"} becomes the thrown message as api's does.
+async function trainApi(path, body, bytes) {
+  if (!STATIC) return api(path, body);
+  const a = await askTrainer({ method: body === undefined && !bytes ? "GET" : "POST", url: path, body: body === undefined ? null : JSON.stringify(body), bytes });
+  if (a.bytes) return a.bytes;
+  const data = JSON.parse(a.body);
+  if (a.status >= 400) throw new Error(data.error + (data.hint ? ` (${data.hint})` : ""));
+  return data;
+}
 
 export async function startTraining() {
   const body = {
@@ -14,7 +50,7 @@ export async function startTraining() {
   if ($("train-steps").value.trim()) body.steps = Number($("train-steps").value);
   if ($("train-from").value) body.from = $("train-from").value;
   try {
-    await api("/api/train", body);
+    await trainApi("/api/train", body);
     showError("train", null);
     $("train-use").hidden = true;
     pollTraining();
@@ -48,32 +84,67 @@ export function baseChanged() {
 export async function uploadStories(file) {
   if (!file) return;
   const st = $("upload-state");
-  st.textContent = `sending ${file.name} (${(file.size / 1e6).toFixed(1)} MB)...`;
+  st.textContent = `${STATIC ? "reading" : "sending"} ${file.name} (${(file.size / 1e6).toFixed(1)} MB)...`;
   try {
-    const res = await fetch("/api/upload?name=" + encodeURIComponent(file.name), { method: "POST", body: file });
-    const data = await res.json().catch(() => null);
-    if (!res.ok) throw new Error((data && data.error ? data.error + (data.hint ? ` (${data.hint})` : "") : `the server answered ${res.status}`));
+    const data = STATIC ? await trainApi("/api/upload?name=" + encodeURIComponent(file.name), undefined, await file.arrayBuffer()) :
+      await sendUpload(file);
     $("train-stories").value = data.stories;
-    st.textContent = `${file.name}: ${data.stories_count.toLocaleString("en")} stories, ${data.tokens.toLocaleString("en")} tokens; ready to train`;
+    // the tab's worker keeps the file as it is; its run checks it as storylm train does
+    st.textContent = STATIC ? `${file.name}: ${data.bytes.toLocaleString("en")} bytes in this tab; ready to train` :
+      `${file.name}: ${data.stories_count.toLocaleString("en")} stories, ${data.tokens.toLocaleString("en")} tokens; ready to train`;
     st.dataset.stories = data.stories;
     showError("train", null);
   } catch (e) { st.textContent = ""; showError("train", e); }
 }
 
+// The file to the server (POST /api/upload, its bytes as body), which checks it as storylm stories reads it.
+async function sendUpload(file) {
+  const res = await fetch("/api/upload?name=" + encodeURIComponent(file.name), { method: "POST", body: file });
+  const data = await res.json().catch(() => null);
+  if (!res.ok) throw new Error((data && data.error ? data.error + (data.hint ? ` (${data.hint})` : "") : `the server answered ${res.status}`));
+  return data;
+}
+
 export async function stopTraining() {
-  try { await api("/api/train/stop", {}); pollTraining(); } catch (e) { showError("train", e); }
+  try { await trainApi("/api/train/stop", {}); pollTraining(); } catch (e) { showError("train", e); }
+}
+
+// The tab's run, stopped, goes on where it stopped (the static site only: its run waits in memory).
+export async function resumeTraining() {
+  try { await trainApi("/api/train/resume", {}); showError("train", null); pollTraining(); } catch (e) { showError("train", e); }
+}
+
+// The stories the static site trains on by default: the test stories it ships (site.json's).
+async function siteStories() {
+  const box = $("train-stories");
+  if (box.dataset.site) return;
+  box.dataset.site = "1";
+  try { box.value = (await (await fetch("site.json")).json()).stories; } catch (e) { showError("train", e); }
+}
+
+// The model the tab's run saved, as a file to download (named as storylm train names it).
+async function tabModel(t) {
+  const bytes = await trainApi("/api/train/model");
+  const a = $("train-download");
+  if (a.href.startsWith("blob:")) URL.revokeObjectURL(a.href);
+  a.href = URL.createObjectURL(new Blob([bytes], { type: "application/octet-stream" }));
+  a.download = t.model;
+  a.hidden = false;
 }
 
 // Polled every second while a run is going; once at page load to find one.
 export async function pollTraining() {
   clearTimeout(state.trainTimer);
-  // the static site's worker answers the views, not training: the card says so
-  if (STATIC) { setUnavailable("train-card", "Training runs with storylm serve; this page, a static site, computes the views in your browser only."); return; }
+  if (STATIC) siteStories();
+  // the training worker starts with the first upload or run, not with the page (whose views load first)
+  if (STATIC && !trainer) { drawTraining({ state: "idle", points: [] }); return; }
   let t;
-  try { t = await api("/api/train"); } catch (e) { showError("train", e); return; }
+  try { t = await trainApi("/api/train"); } catch (e) { showError("train", e); return; }
   drawTraining(t);
-  if (t.state === "running") state.trainTimer = setTimeout(pollTraining, 1000);
-  else if (t.model && t.model !== state.trainSeen && (t.state === "done" || t.state === "stopped")) {
+  if (t.state === "running") state.trainTimer = setTimeout(pollTraining, STATIC ? 500 : 1000);
+  else if (STATIC && t.model && (t.state === "done" || t.state === "stopped")) {
+    await tabModel(t).catch((e) => showError("train", e));
+  } else if (t.model && t.model !== state.trainSeen && (t.state === "done" || t.state === "stopped")) {
     state.trainSeen = t.model;
     await calls.loadModels().catch((e) => showError("top", e));
     $("train-use").hidden = false;
@@ -88,6 +159,8 @@ export function drawTraining(t) {
   const running = t.state === "running";
   $("train-go").disabled = running;
   $("train-stop").disabled = !running;
+  $("train-resume").hidden = !t.resumable;
+  if (STATIC && running) $("train-download").hidden = true; /* the tab's file changes as the run goes */
   const st = $("train-state");
   st.dataset.state = t.state;
   st.dataset.points = (t.points || []).length;

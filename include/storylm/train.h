@@ -40,6 +40,22 @@ typedef void (*TrainProgressFn)(const TrainProgress *p, void *ctx);
 int slm_train_run(const Stories *s, const TrainOptions *o, TrainProgressFn progress, void *ctx, TrainResult *r,
                   Error *e);
 
+/* The same run a slice of steps at a time, for a caller that must get on
+ * with other work between slices (the static site's training, in a Web
+ * Worker of one thread): slm_train_run is slm_train_open, slm_train_steps
+ * until *done, slm_train_close, and any slicing gives the same bits. r is
+ * filled as the run goes (its final_step, best_step and steps_done once
+ * done) and must outlive the run; s and o's strings too. */
+typedef struct TrainRun TrainRun;
+/* The model made (or loaded: o->resume, o->from), nothing trained yet; or -1 with e. */
+int slm_train_open(TrainRun **out, const Stories *s, const TrainOptions *o, TrainResult *r, Error *e);
+/* Up to n more steps, each reported to progress; *done once the run ended
+ * (its last step, a stop asked through o, the patience run out, or an
+ * error: -1 with e, the model saved last stays in o->out). */
+int slm_train_steps(TrainRun *t, int n, TrainProgressFn progress, void *ctx, bool *done, Error *e);
+/* Frees the run (NULL: nothing); r->from set. */
+void slm_train_close(TrainRun *t);
+
 /* The learning rate at step (0-based) of o's schedule. */
 double slm_train_lr_at(const TrainOptions *o, int step);
 

@@ -62,4 +62,18 @@ int slm_train_settle(TrainParams *p, const ParamsGiven *given, char *from_buf, s
 int slm_train_file(TrainParams *p, const char *program, const TrainCallbacks *cb, TrainSummary *out, Error *e);
 void slm_train_summary_free(TrainSummary *s);
 
+/* slm_train_file a slice of steps at a time (slm_train_steps), for a caller
+ * that gets on with other work between slices (the static site's training
+ * in a Web Worker): open (everything before the first step; *refused as
+ * out->refused), steps until *done, end (the summary, as slm_train_file's),
+ * free. slm_train_file is these, and any slicing gives the same bits. p and
+ * cb must outlive the run; free it after a failed open or steps too. */
+typedef struct TrainFileRun TrainFileRun;
+int slm_train_file_open(TrainFileRun **out, TrainParams *p, const TrainCallbacks *cb, bool *refused, Error *e);
+int slm_train_file_steps(TrainFileRun *f, int n, bool *done, Error *e);
+int slm_train_file_end(TrainFileRun *f, const char *program, TrainSummary *out, Error *e);
+void slm_train_file_free(TrainFileRun *f);
+/* The stories the run reads (its held-out test stories: f's, valid until it is freed). */
+const Stories *slm_train_file_stories(const TrainFileRun *f);
+
 #endif

@@ -14,6 +14,7 @@
 #include "storylm/params.h"
 #include "storylm/probe_session.h"
 #include "storylm/sae_features_json.h"
+#include "storylm/train.h"
 #include "storylm/views.h"
 
 #define SERVER_MAX_BODY (256 * 1024)         /* bytes of a request body */
@@ -141,6 +142,14 @@ int train_job_start(TrainJob *j, const char *stories, const char *from, int step
 cJSON *train_job_status(TrainJob *j);
 /* 1 when a running job was asked to stop. */
 int train_job_stop(TrainJob *j);
+/* What the page draws of a run, shared with the static site's training
+ * (wasm/train_web.c): a point of the loss curve, {"step", "train_loss",
+ * "test_loss" (null unless evaluated), "test_loss_per_char"}; and
+ * {"step", "mass": [[6 shares] x heads]}, where each head's weight goes by
+ * distance back in the model file at path on s's first 20 test stories
+ * (NULL when it cannot be read). */
+cJSON *train_loss_point(const TrainProgress *p);
+cJSON *train_heads_point(const char *model, const Stories *s, int step);
 
 typedef struct Guard Guard; /* guard.h: the connections of libmicrohttpd's front end */
 

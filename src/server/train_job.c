@@ -190,16 +190,15 @@ static int claim_run(TrainJob *j, int *id, char *model, Error *e) {
     return 1;
 }
 
-/* {"step", "mass": [[6 shares] x 8 heads]} of the model just saved. */
-static cJSON *heads_point(TrainJob *j, int step) {
+cJSON *train_heads_point(const char *model, const Stories *s, int step) {
     Model m = {0};
     char *vocab = NULL;
     Metadata meta = {0};
     HeadsResult h = {0};
     cJSON *o = NULL;
-    int n = j->s->n_test < HEADS_STORIES ? j->s->n_test : HEADS_STORIES;
-    if (!slm_checkpoint_load_model(j->model, &m, &vocab, &meta, NULL) &&
-        !slm_probe_heads(&m, j->s, j->s->test, n, 1, &h, NULL)) {
+    int n = s->n_test < HEADS_STORIES ? s->n_test : HEADS_STORIES;
+    if (!slm_checkpoint_load_model(model, &m, &vocab, &meta, NULL) &&
+        !slm_probe_heads(&m, s, s->test, n, 1, &h, NULL)) {
         o = cJSON_CreateObject();
         cJSON_AddNumberToObject(o, "step", step);
         cJSON *mass = cJSON_AddArrayToObject(o, "mass");
@@ -217,20 +216,24 @@ static cJSON *heads_point(TrainJob *j, int step) {
     return o;
 }
 
+cJSON *train_loss_point(const TrainProgress *p) {
+    cJSON *pt = cJSON_CreateObject();
+    cJSON_AddNumberToObject(pt, "step", p->step);
+    cJSON_AddItemToObject(pt, "train_loss", slm_json_number_or_null(p->train_loss));
+    cJSON_AddItemToObject(pt, "test_loss", slm_json_number_or_null(p->evaluated ? p->test_loss : NAN));
+    if (p->evaluated && isfinite(p->test_loss_per_char)) /* nats per character of the test stories */
+        cJSON_AddNumberToObject(pt, "test_loss_per_char", p->test_loss_per_char);
+    return pt;
+}
+
 static void on_progress(const TrainProgress *p, void *ctx) {
     TrainJob *j = ctx;
-    cJSON *heads = p->saved ? heads_point(j, p->step) : NULL; /* outside the lock: it reads the file */
+    cJSON *heads =
+        p->saved ? train_heads_point(j->model, j->s, p->step) : NULL; /* outside the lock: it reads the file */
     pthread_mutex_lock(&j->lock);
     j->step = p->step;
-    if (p->evaluated || p->step % j->every == 0 || p->step == p->steps) { /* at most about 500 points */
-        cJSON *pt = cJSON_CreateObject();
-        cJSON_AddNumberToObject(pt, "step", p->step);
-        cJSON_AddItemToObject(pt, "train_loss", slm_json_number_or_null(p->train_loss));
-        cJSON_AddItemToObject(pt, "test_loss", slm_json_number_or_null(p->evaluated ? p->test_loss : NAN));
-        if (p->evaluated && isfinite(p->test_loss_per_char)) /* nats per character of the test stories */
-            cJSON_AddNumberToObject(pt, "test_loss_per_char", p->test_loss_per_char);
-        cJSON_AddItemToArray(j->points, pt);
-    }
+    if (p->evaluated || p->step % j->every == 0 || p->step == p->steps) /* at most about 500 points */
+        cJSON_AddItemToArray(j->points, train_loss_point(p));
     if (heads) cJSON_AddItemToArray(j->heads, heads);
     snprintf(j->message, sizeof j->message, "step %d of %d, loss %.4f", p->step, p->steps, p->train_loss);
     pthread_mutex_unlock(&j->lock);

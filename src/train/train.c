@@ -2,6 +2,7 @@
 #include "storylm/train.h"
 
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <omp.h>
 #include <stdbool.h>
@@ -69,7 +70,7 @@ static int stream_story(StoryStream *st, long long k) {
 
 /* ---------------------------------------------------------------------------
  * The training run. */
-typedef struct Trainer {
+struct TrainRun {
     const Stories *s;
     TrainOptions o;
     Model model;
@@ -89,7 +90,17 @@ typedef struct Trainer {
     TrainResult *r;
     Regularise reg;
     int overflow_at_step; /* tests only (train_testing.h): this step's gradient overflows; 0 = never */
-} Trainer;
+    /* the loop's own clock and counts, kept between slices (slm_train_steps) */
+    bool begun, done;    /* the first slice ran; the run ended (its last step, a stop or an error) */
+    double start;        /* when this run began, for the rate, the ETA and --minutes */
+    double window_start; /* the tokens per second: of the last half second's window */
+    long long window_tokens;
+    double rate;
+    int start_step;         /* a resume begins part way: the rate and ETA count only this run's steps */
+    long long start_tokens; /* a resume carries the earlier runs' count */
+    Error snapshot_error;   /* a snapshot refused: said after the model is saved all the same */
+};
+typedef struct TrainRun Trainer;
 
 /* A copy of s (caller frees), or NULL with e set. */
 static char *copy_text(const char *s, Error *e) {
@@ -535,15 +546,15 @@ static int stop_asked(const TrainOptions *o) {
     return o->stop ? *o->stop : 0;
 }
 
-static int train_loop(Trainer *t, TrainProgressFn fn, void *ctx, Error *e) {
+/* The loop's clock and, fine-tuning, the model it starts from evaluated
+ * and kept first, so that no later model worse on the held-out stories
+ * replaces it. */
+static int train_begin(Trainer *t, Error *e) {
     TrainResult *r = t->r;
-    double start = slm_clock_seconds(), window_start = start;
-    long long window_tokens = 0;
-    double rate = 0;
-    int start_step = t->step;
-    long long start_tokens = r->tokens_seen; /* a resume carries the earlier runs' count */
-    /* Fine-tuning: the model it starts from is evaluated and kept first, so that
-     * no later model worse on the held-out stories replaces it. */
+    t->begun = true;
+    t->start = t->window_start = slm_clock_seconds();
+    t->start_step = t->step;
+    t->start_tokens = r->tokens_seen;
     if (t->o.from && t->step == 0 && t->s->n_test > 0) {
         if (evaluate_test(t, e)) return -1;
         r->from_test_loss = kept_loss(t);
@@ -551,61 +562,83 @@ static int train_loop(Trainer *t, TrainProgressFn fn, void *ctx, Error *e) {
         if (save(t, t->o.out, e)) return -1;
         r->kept_step = 0, r->kept_test_loss = r->from_test_loss;
     }
-    Error snapshot_error = {0};
-    while (t->step < t->o.steps) {
-        double loss;
-        long long positions;
-        if (trainer_step(t, &loss, &positions, e)) return -1;
-        r->train_loss = loss;
-        r->tokens_seen += positions;
-        window_tokens += positions;
-        double now = slm_clock_seconds();
-        if (now - window_start > 0.5) {
-            rate = window_tokens / (now - window_start);
-            window_start = now;
-            window_tokens = 0;
-        }
-        int asked = stop_asked(&t->o);
-        int stop = asked || (t->o.minutes > 0 && now - start >= t->o.minutes * 60) ||
-                   (t->o.stop_at > 0 && t->step >= t->o.stop_at);
-        if (slm_dist_any(t->o.dist, stop, &stop, e)) return -1; /* a signal or a clock on one rank stops all */
-        if (asked == TRAIN_STOP_INTERACTIVE && t->saved_step < 0 && now - start < TRAIN_DISCARD_SECONDS &&
-            dist_size(t->o.dist) <= 1) {
-            r->interrupted = r->nothing_saved = 1; /* Ctrl-C at once: no model to block the command given again */
-            break;
-        }
-        int last = t->step == t->o.steps || stop;
-        int snap = t->o.snapshot_every > 0 && t->step % t->o.snapshot_every == 0;
-        /* a snapshot is evaluated too, so it records its own test loss */
-        int eval = last || snap || (t->o.eval_every > 0 && t->step % t->o.eval_every == 0);
-        if (eval && evaluate_test(t, e)) return -1;
-        /* OUT keeps the best model: saved when this one is better (always, with no test stories to tell) */
-        int keep = eval && (t->s->n_test == 0 ? 1 : judge(t) || t->o.keep_last);
-        /* a snapshot refused (its name another run's): the model is saved all the same, then the run stops */
-        int refused = snap && snapshot(t, &snapshot_error);
-        r->seconds = slm_clock_seconds() - start;
-        if (keep && save(t, t->o.out, e)) return -1;
-        if (keep) r->kept_step = t->step, r->kept_test_loss = t->s->n_test ? kept_loss(t) : NAN;
-        if (refused && e) *e = snapshot_error;
-        if (refused) return stopped_at(t, t->step, e);
-        report(t, fn, ctx, start, start_step, rate ? rate : (double)(r->tokens_seen - start_tokens) / (now - start),
-               eval, keep);
-        /* no lower test loss for `patience` evaluations: the run stops by itself, a whole run */
-        if (eval && !last && t->s->n_test > 0 && t->o.patience > 0 && t->evals_since_best >= t->o.patience)
-            stop = 1, r->early_stopped = 1;
-        if (stop) {
-            r->interrupted = t->step < t->o.steps && !r->early_stopped; /* a stop at the last step cut nothing short */
-            break;
-        }
-    }
-    r->best_test_loss = t->best_loss, r->best_step = t->best_step;
-    r->steps_done = t->step - start_step;
-    r->final_step = t->step;
     return 0;
 }
 
-int train_run_overflowing(const Stories *s, const TrainOptions *o, TrainProgressFn progress, void *ctx,
-                          int overflow_at_step, TrainResult *r, Error *e) {
+/* After step: evaluated, kept, snapshot and reported as its schedule says;
+ * *stop when the run ends here (before its last step: a stop asked, the
+ * clock, --stop-at, or the patience run out). */
+static int after_step(Trainer *t, TrainProgressFn fn, void *ctx, long long positions, int *stop, Error *e) {
+    TrainResult *r = t->r;
+    r->tokens_seen += positions;
+    t->window_tokens += positions;
+    double now = slm_clock_seconds();
+    if (now - t->window_start > 0.5) {
+        t->rate = t->window_tokens / (now - t->window_start);
+        t->window_start = now;
+        t->window_tokens = 0;
+    }
+    int asked = stop_asked(&t->o);
+    *stop = asked || (t->o.minutes > 0 && now - t->start >= t->o.minutes * 60) ||
+            (t->o.stop_at > 0 && t->step >= t->o.stop_at);
+    if (slm_dist_any(t->o.dist, *stop, stop, e)) return -1; /* a signal or a clock on one rank stops all */
+    if (asked == TRAIN_STOP_INTERACTIVE && t->saved_step < 0 && now - t->start < TRAIN_DISCARD_SECONDS &&
+        dist_size(t->o.dist) <= 1) {
+        r->interrupted = r->nothing_saved = 1; /* Ctrl-C at once: no model to block the command given again */
+        return 1;
+    }
+    int last = t->step == t->o.steps || *stop;
+    int snap = t->o.snapshot_every > 0 && t->step % t->o.snapshot_every == 0;
+    /* a snapshot is evaluated too, so it records its own test loss */
+    int eval = last || snap || (t->o.eval_every > 0 && t->step % t->o.eval_every == 0);
+    if (eval && evaluate_test(t, e)) return -1;
+    /* OUT keeps the best model: saved when this one is better (always, with no test stories to tell) */
+    int keep = eval && (t->s->n_test == 0 ? 1 : judge(t) || t->o.keep_last);
+    /* a snapshot refused (its name another run's): the model is saved all the same, then the run stops */
+    int refused = snap && snapshot(t, &t->snapshot_error);
+    r->seconds = slm_clock_seconds() - t->start;
+    if (keep && save(t, t->o.out, e)) return -1;
+    if (keep) r->kept_step = t->step, r->kept_test_loss = t->s->n_test ? kept_loss(t) : NAN;
+    if (refused && e) *e = t->snapshot_error;
+    if (refused) return stopped_at(t, t->step, e);
+    double rate = t->rate ? t->rate : (double)(r->tokens_seen - t->start_tokens) / (now - t->start);
+    report(t, fn, ctx, t->start, t->start_step, rate, eval, keep);
+    /* no lower test loss for `patience` evaluations: the run stops by itself, a whole run */
+    if (eval && !last && t->s->n_test > 0 && t->o.patience > 0 && t->evals_since_best >= t->o.patience)
+        *stop = 1, r->early_stopped = 1;
+    if (*stop)
+        r->interrupted = t->step < t->o.steps && !r->early_stopped; /* a stop at the last step cut nothing short */
+    return 0;
+}
+
+/* Up to n steps of the loop (fewer when the run ends: t->done); the bits
+ * are those of one call for all the steps, whatever the slices. */
+static int train_slice(Trainer *t, int n, TrainProgressFn fn, void *ctx, Error *e) {
+    TrainResult *r = t->r;
+    if (!t->begun && train_begin(t, e)) return -1;
+    for (int i = 0; i < n && t->step < t->o.steps; i++) {
+        double loss;
+        long long positions;
+        int stop = 0;
+        if (trainer_step(t, &loss, &positions, e)) return -1;
+        r->train_loss = loss;
+        int rc = after_step(t, fn, ctx, positions, &stop, e);
+        if (rc < 0) return -1;
+        if (rc > 0 || stop) {
+            t->done = true;
+            break;
+        }
+    }
+    if (t->step >= t->o.steps) t->done = true;
+    if (t->done) {
+        r->best_test_loss = t->best_loss, r->best_step = t->best_step;
+        r->steps_done = t->step - t->start_step;
+        r->final_step = t->step;
+    }
+    return 0;
+}
+
+static void result_init(TrainResult *r) {
     *r = (TrainResult){.test_loss = NAN,
                        .test_loss_per_char = NAN,
                        .test_accuracy = NAN,
@@ -616,21 +649,48 @@ int train_run_overflowing(const Stories *s, const TrainOptions *o, TrainProgress
                        .from_test_loss = NAN,
                        .ema_test_loss = NAN,
                        .ema_test_accuracy = NAN};
-    Trainer t;
-    int rc = trainer_init(&t, s, o, r, e);
-    t.overflow_at_step = overflow_at_step;
-    if (!rc && t.step >= t.o.steps)
-        rc = FAIL(e, "give a larger --steps to train further", "'%s' has already done %d of %d steps", o->out, t.step,
-                  t.o.steps);
+}
+
+void slm_train_close(TrainRun *t) {
+    if (!t) return;
+    if (t->from_name) snprintf(t->r->from, sizeof t->r->from, "%s", t->from_name);
+    trainer_free(t);
+    free(t);
+}
+
+int slm_train_open(TrainRun **out, const Stories *s, const TrainOptions *o, TrainResult *r, Error *e) {
+    result_init(r);
+    Trainer *t = *out = xmalloc(sizeof *t, e);
+    if (!t) return -1;
+    int rc = trainer_init(t, s, o, r, e);
+    if (!rc && t->step >= t->o.steps)
+        rc = FAIL(e, "give a larger --steps to train further", "'%s' has already done %d of %d steps", o->out, t->step,
+                  t->o.steps);
+    if (rc) slm_train_close(t), *out = NULL;
+    return rc;
+}
+
+int slm_train_steps(TrainRun *t, int n, TrainProgressFn progress, void *ctx, bool *done, Error *e) {
     /* The passes run on the shards' threads; the rest of a step (Adam, the
      * checks) is cheap and runs here alone, so that no OpenMP team is left
      * busy-waiting beside the shards. */
     int threads = omp_get_max_threads();
     omp_set_num_threads(1);
-    if (!rc) rc = train_loop(&t, progress, ctx, e);
+    int rc = t->done ? 0 : train_slice(t, n, progress, ctx, e);
     omp_set_num_threads(threads);
-    if (t.from_name) snprintf(r->from, sizeof r->from, "%s", t.from_name);
-    trainer_free(&t);
+    if (rc) t->done = true; /* an error ends the run: its model on disk stays as last saved */
+    *done = t->done;
+    return rc;
+}
+
+int train_run_overflowing(const Stories *s, const TrainOptions *o, TrainProgressFn progress, void *ctx,
+                          int overflow_at_step, TrainResult *r, Error *e) {
+    TrainRun *t;
+    bool done;
+    if (slm_train_open(&t, s, o, r, e)) return -1;
+    t->overflow_at_step = overflow_at_step;
+    int rc = slm_train_steps(t, INT_MAX, progress, ctx, &done, e);
+    slm_train_close(t);
     return rc;
 }
 

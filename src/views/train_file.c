@@ -19,7 +19,7 @@
 #include "storylm/vocab_train.h"
 
 /* The run's state beside p: what it has loaded, to free at the end. */
-typedef struct FileRun {
+struct TrainFileRun {
     TrainParams *p;
     const TrainCallbacks *cb;
     bool root; /* rank 0 (or no mpirun): the one that says things and writes */
@@ -29,8 +29,11 @@ typedef struct FileRun {
     NameSwap swap;
     Model base;
     OutputClaims claims;
-    bool learnt; /* the vocabulary is learnt by this run */
-} FileRun;
+    bool learnt;   /* the vocabulary is learnt by this run */
+    TrainRun *run; /* once the stories are prepared */
+    TrainResult r; /* the run's, as it goes */
+};
+typedef struct TrainFileRun FileRun;
 
 /* Tells the user fmt's text through cb->say (the CLI's stderr line). */
 __attribute__((format(printf, 2, 3))) static void say(const FileRun *f, const char *fmt, ...) {
@@ -301,9 +304,10 @@ static int summarise(const FileRun *f, const char *program, TrainSummary *out, E
     return 0;
 }
 
-/* The run on prepared stories, on o->threads threads (the passes' shards:
- * pass.c reads OpenMP's count), the caller's count given back after. */
-static int run(FileRun *f, TrainSummary *out, Error *e) {
+/* The run on prepared stories, opened (slm_train_open) with what it saves
+ * beside the model: the vocabulary and the stories' path; on o->threads
+ * threads, as its steps run (the passes' shards are made for OpenMP's count). */
+static int open_run(FileRun *f, Error *e) {
     TrainOptions *o = &f->p->o;
     const TrainCallbacks *cb = f->cb;
     o->vocab_text = f->vocab;
@@ -314,28 +318,68 @@ static int run(FileRun *f, TrainSummary *out, Error *e) {
     if (cb && cb->begin) cb->begin(o, cb->ctx);
     int threads = omp_get_max_threads();
     if (o->threads > 0) omp_set_num_threads(o->threads);
-    int rc = slm_train_run(&f->s, o, f->root && cb ? cb->progress : NULL, cb ? cb->ctx : NULL, &out->r, e);
+    int rc = slm_train_open(&f->run, &f->s, o, &f->r, e);
     omp_set_num_threads(threads);
     return rc;
 }
 
+int slm_train_file_open(FileRun **out, TrainParams *p, const TrainCallbacks *cb, bool *refused, Error *e) {
+    *refused = false;
+    FileRun *f = *out = xmalloc(sizeof *f, e);
+    if (!f) return -1;
+    *f = (FileRun){.p = p, .cb = cb, .root = dist_rank(p->o.dist) == 0};
+    int rc = prepare(f, refused, e);
+    if (!rc && f->root) say_stories(f);
+    if (!rc) fit_schedule(f);
+    if (!rc) rc = open_run(f, e);
+    return rc;
+}
+
+/* The steps on o->threads threads (the passes' shards: pass.c reads
+ * OpenMP's count), the caller's count given back after. */
+int slm_train_file_steps(FileRun *f, int n, bool *done, Error *e) {
+    const TrainOptions *o = &f->p->o;
+    const TrainCallbacks *cb = f->cb;
+    int threads = omp_get_max_threads();
+    if (o->threads > 0) omp_set_num_threads(o->threads);
+    int rc = slm_train_steps(f->run, n, f->root && cb ? cb->progress : NULL, cb ? cb->ctx : NULL, done, e);
+    omp_set_num_threads(threads);
+    return rc;
+}
+
+int slm_train_file_end(FileRun *f, const char *program, TrainSummary *out, Error *e) {
+    slm_train_close(f->run); /* sets f->r.from */
+    f->run = NULL;
+    out->r = f->r;
+    out->fine_tuned_now = f->p->o.from != NULL;
+    return f->root ? summarise(f, program, out, e) : 0;
+}
+
+const Stories *slm_train_file_stories(const FileRun *f) { return &f->s; }
+
+void slm_train_file_free(FileRun *f) {
+    if (!f) return;
+    TrainParams *p = f->p;
+    slm_train_close(f->run);
+    p->o.from = NULL; /* f->base's, freed here */
+    p->o.augment = NULL, p->o.augment_ctx = NULL, p->o.vocab_text = NULL;
+    slm_model_free(&f->base); /* --from's, or none */
+    slm_outputs_release(&f->claims);
+    slm_name_swap_free(&f->swap);
+    slm_stories_free(&f->s);
+    slm_tokenizer_free(&f->tok);
+    free(f->vocab);
+    free(f);
+}
+
 int slm_train_file(TrainParams *p, const char *program, const TrainCallbacks *cb, TrainSummary *out, Error *e) {
     *out = (TrainSummary){0};
-    FileRun f = {.p = p, .cb = cb, .root = dist_rank(p->o.dist) == 0};
-    int rc = prepare(&f, &out->refused, e);
-    if (!rc && f.root) say_stories(&f);
-    if (!rc) fit_schedule(&f);
-    if (!rc) rc = run(&f, out, e);
-    out->fine_tuned_now = p->o.from != NULL;
-    if (!rc && f.root) rc = summarise(&f, program, out, e);
-    p->o.from = NULL; /* f.base's, freed here */
-    p->o.augment = NULL, p->o.augment_ctx = NULL, p->o.vocab_text = NULL;
-    if (out->fine_tuned_now) slm_model_free(&f.base);
-    slm_outputs_release(&f.claims);
-    slm_name_swap_free(&f.swap);
-    slm_stories_free(&f.s);
-    slm_tokenizer_free(&f.tok);
-    free(f.vocab);
+    FileRun *f;
+    bool done = false;
+    int rc = slm_train_file_open(&f, p, cb, &out->refused, e);
+    while (!rc && !done) rc = slm_train_file_steps(f, INT_MAX, &done, e);
+    if (!rc) rc = slm_train_file_end(f, program, out, e);
+    slm_train_file_free(f);
     return rc;
 }
 

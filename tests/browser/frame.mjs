@@ -51,6 +51,19 @@ export async function openPage(chromium) {
   return { browser, page };
 }
 
+// The problems page has as it runs, gathered into the array returned: script errors, console
+// errors, answers of 400 or more, failed requests, and fetches that leave origin (a worker's
+// fetches are the page's too and must stay on it; the blob: URLs the page makes are its own).
+export function watchProblems(page, origin) {
+  const problems = [];
+  page.on("pageerror", (e) => problems.push("page error: " + e.message));
+  page.on("console", (m) => { if (m.type() === "error") problems.push("console: " + m.text()); });
+  page.on("response", (r) => { if (r.status() >= 400) problems.push(`${r.status()} from ${r.url()}`); });
+  page.on("requestfailed", (r) => problems.push("request failed: " + r.url()));
+  page.on("request", (r) => { if (!r.url().startsWith(origin + "/") && !r.url().startsWith("blob:")) problems.push("fetched from outside: " + r.url()); });
+  return problems;
+}
+
 // A failed check e: shoot() (the page as it was), the message and the problems the page had
 // gathered, then Chromium closed and the test's exit 1.
 async function failRun(browser, e, problems, shoot) {

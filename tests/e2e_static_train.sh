@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Training in the tab on the static site: scripts/build_web writes the site, `python3 -m
+# http.server` serves it (no storylm process), and headless Chromium
+# (tests/browser/static_train.mjs) uploads a stories file on the training card, trains 100
+# steps of a fixed seed, stops in the middle and resumes, and downloads the model. The
+# download must equal the model.safetensors that `node build-web/storylm.mjs train` writes for
+# the same file, seed and settings, byte for byte (tests/same_model_bytes.py: every tensor and
+# every metadata key but the run's seconds and its random run id); and the native CLI must load it.
+# Skipped (77) without chromium, or without emscripten and a built build-web (scripts/build_wasm).
+set -euo pipefail
+source "$(dirname "$0")/common.sh"
+src=$STORYLM_SOURCE_DIR
+require_chromium
+mkdir -p shots node
+build_static_site
+grep "page code" build_web.log
+
+steps=100 seed=5 lr=0.03 every=25
+first_stories 150 > my-stories.txt
+# The node build in a folder of its own: it learns vocab.txt there, as the tab's run does in its own.
+cp my-stories.txt node/
+(cd node && node "$build/storylm.mjs" train my-stories.txt --steps $steps --seed $seed --lr $lr --eval-every $every \
+  --threads 1 -o model.safetensors 2> train.log) || { cat node/train.log; fail "node build-web/storylm.mjs train"; }
+"$PY" -c 'import json, sys; print(json.dumps(dict(zip(["chromium", "stories", "steps", "seed", "lr", "eval_every"], [sys.argv[1], sys.argv[2]] + [float(x) if "." in x else int(x) for x in sys.argv[3:]]))))' \
+  "$chromium" "$PWD/my-stories.txt" $steps $seed $lr $every > expect.json
+
+serve_static_site
+
+node "$src/tests/browser/static_train.mjs" "http://127.0.0.1:$port/" expect.json "$STORYLM_TEST_TMP/shots" tab.safetensors ||
+  fail "training in the tab failed (screenshots in $STORYLM_TEST_TMP/shots)"
+
+"$PY" "$src/tests/same_model_bytes.py" tab.safetensors node/model.safetensors ||
+  fail "the tab's model differs from the node build's"
+"$STORYLM" info --model tab.safetensors > info.txt || { cat info.txt; fail "storylm info does not load the tab's model"; }
+grep -m1 -i "step" info.txt || true
+echo "e2e_static_train: all checks passed"

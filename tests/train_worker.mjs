@@ -1,0 +1,81 @@
+// Runs the static site's training worker (web/train_worker.js, as scripts/build_web copied it
+// into SITE) in node, with what a browser gives a worker stood in for (importScripts, fetch of
+// the site's files, postMessage), and drives a run as the page's training card does: the
+// stories uploaded, a run started, stopped part way (its step must stay put), resumed to its
+// end, and the model's bytes asked for; then, when given, a second run that fine-tunes a model
+// of the site (the card's "start from").
+//
+//   node train_worker.mjs SITE STORIES OPTIONS.json OUT.safetensors [TUNE.json OUT2.safetensors]
+//
+// OPTIONS.json: the card's body of POST /api/train ({steps, seed, lr, eval_every}). Writes the
+// model to OUT.safetensors and prints the last status as JSON; exits 1 at a failed check.
+import fs from "node:fs";
+import path from "node:path";
+import { runWorker } from "./worker_env.mjs";
+
+const [site, stories, optionsFile, out, tuneFile, out2] = process.argv.slice(2);
+const options = JSON.parse(fs.readFileSync(optionsFile, "utf8"));
+const waiting = new Map();
+let asked = 0;
+const post = runWorker(site, "train_worker.js", (msg) => { waiting.get(msg.id)(msg); waiting.delete(msg.id); });
+
+// One request as the page sends it: {status, body (parsed) or bytes}.
+function ask(method, url, body, bytes) {
+  const id = ++asked;
+  return new Promise((resolve) => {
+    waiting.set(id, (a) => resolve({ status: a.status, bytes: a.bytes, body: a.body && JSON.parse(a.body) }));
+    post({ data: { id, method, url, body: body === undefined ? null : JSON.stringify(body), bytes } });
+  });
+}
+const check = (ok, what) => { if (!ok) { console.error("FAILED: " + what); process.exit(1); } console.error("ok: " + what); };
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+async function poll(until) {
+  for (;;) {
+    const t = (await ask("GET", "/api/train")).body;
+    if (until(t)) return t;
+    await sleep(20);
+  }
+}
+
+const bytes = fs.readFileSync(stories);
+const up = await ask("POST", "/api/upload?name=" + encodeURIComponent(path.basename(stories)), undefined, bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length));
+check(up.status === 200 && up.body.bytes === bytes.length, `the upload is kept (${JSON.stringify(up.body)})`);
+const busy = await ask("GET", "/api/train/model");
+check(busy.status === 404, "no model before a run");
+const started = await ask("POST", "/api/train", { ...options, stories: up.body.stories });
+check(started.status === 200, `the run starts (${JSON.stringify(started.body)})`);
+const again = await ask("POST", "/api/train", { ...options, stories: up.body.stories });
+check(again.status === 409, "a second run is refused while one goes on");
+const going = await poll((t) => t.state !== "running" || t.step >= 10);
+check(going.state === "running", `the run is going at step ${going.step} of ${going.steps}`);
+await ask("POST", "/api/train/stop", {});
+const stopped = (await ask("GET", "/api/train")).body;
+await sleep(500);
+const still = (await ask("GET", "/api/train")).body;
+check(stopped.state === "stopped" && stopped.resumable && still.step === stopped.step && stopped.step < options.steps,
+  `Stop pauses the run at step ${stopped.step}, and it stays there`);
+const resumed = await ask("POST", "/api/train/resume", {});
+check(resumed.status === 200, "Resume goes on");
+const done = await poll((t) => t.state !== "running");
+check(done.state === "done" && done.step === options.steps && done.model === "model.safetensors",
+  `the run ends at step ${done.step}: ${done.message}`);
+const sum = done.summary || {};
+check(sum.model && sum.model.file === "model.safetensors" && sum.stories.file === up.body.stories && sum.kept.step > 0,
+  `its summary is train --json's for the files the run read and wrote (kept: step ${sum.kept && sum.kept.step})`);
+check(done.points.length >= options.steps / options.eval_every && done.heads.length >= 1,
+  `its status has ${done.points.length} points of the loss curve and ${done.heads.length} of the heads`);
+const model = await ask("GET", "/api/train/model");
+check(model.status === 200 && model.bytes.byteLength > 0, `the model is sent (${model.bytes.byteLength} bytes)`);
+fs.writeFileSync(out, new Uint8Array(model.bytes));
+if (tuneFile) {
+  const tune = JSON.parse(fs.readFileSync(tuneFile, "utf8"));
+  const st2 = await ask("POST", "/api/train", { ...tune, stories: up.body.stories });
+  check(st2.status === 200, `a run from ${tune.from} starts (${JSON.stringify(st2.body)})`);
+  const tuned = await poll((t) => t.state !== "running");
+  check(tuned.state === "done" && tuned.summary.from.file === `${tune.from}.safetensors`, `it fine-tunes ${tune.from}: ${tuned.message}`);
+  fs.writeFileSync(out2, new Uint8Array((await ask("GET", "/api/train/model")).bytes));
+}
+const bad = await ask("POST", "/api/train", { ...options, stories: "models/no-such-stories.txt" });
+check(bad.status >= 400 && /no-such-stories/.test(bad.body.error), `a missing stories file is refused: ${bad.body.error}`);
+const { points, heads, ...rest } = done;
+console.log(JSON.stringify(rest));
