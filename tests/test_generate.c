@@ -258,6 +258,61 @@ static float blend_by_slot_emulated(const float *a, int n, const float *values, 
     return s3[0] + s3[1];
 }
 
+/* Output o of slm_dense16 for input x (cols) as its comment says: the even
+ * columns' FMAs in one chain, the odd ones' in another, added, then the bias. */
+static float dense_emulated(const float *W, const float *bias, const float *x, int cols, int o) {
+    float even = 0.0f, odd = 0.0f;
+    for (int k = 0; k < cols; k++) {
+        if (k % 2 == 0)
+            even = fmaf(W[(size_t)o * cols + k], x[k], even);
+        else
+            odd = fmaf(W[(size_t)o * cols + k], x[k], odd);
+    }
+    return (even + odd) + bias[o];
+}
+
+/* slm_dense16 over any number of samples (groups of 6 through pairs of
+ * blocks, of 8 through one, 4, 2, 1 and one alone), in any order, gives
+ * each sample the bits of its sums written out, for rows in and off the
+ * blocks of 16 and 32 and odd and even widths. */
+static void dense_groups_are_their_sums(void) {
+    const int shapes[][2] = {{7, 5}, {16, 1}, {33, 128}, {48, 160}, {300, 127}, {2000, 128}};
+    const int counts[] = {1, 2, 3, 4, 5, 6, 7, 11, 12, 13, 64};
+    Rng r;
+    slm_rng_seed(&r, 37);
+    int wrong = 0, checked = 0;
+    for (int sh = 0; sh < 6; sh++) {
+        int rows = shapes[sh][0], cols = shapes[sh][1], N = 64;
+        float *W = malloc((size_t)rows * cols * sizeof(float)), *bias = malloc(rows * sizeof(float));
+        float *x = malloc((size_t)N * (cols + 3) * sizeof(float)), *y = malloc((size_t)N * (rows + 5) * sizeof(float));
+        for (int i = 0; i < rows * cols; i++) W[i] = (float)slm_rng_normal(&r);
+        for (int i = 0; i < rows; i++) bias[i] = (float)slm_rng_normal(&r);
+        for (int i = 0; i < N * (cols + 3); i++) x[i] = (float)slm_rng_normal(&r);
+        Dense16 d;
+        Error e = {0};
+        CHECK(slm_dense16_pack(&d, W, cols, 1, rows, cols, &e) == 0);
+        for (int c = 0; c < 11; c++) {
+            int k = counts[c], which[64];
+            for (int j = 0; j < N; j++) which[j] = j;
+            for (int j = N - 1; j > 0; j--) { /* a shuffled batch of k of the 64 */
+                int t = (int)slm_rng_below(&r, (uint64_t)j + 1), u = which[j];
+                which[j] = which[t], which[t] = u;
+            }
+            for (int i = 0; i < N * (rows + 5); i++) y[i] = NAN;
+            slm_dense16(&d, bias, x, cols + 3, which, k, y, rows + 5);
+            for (int j = 0; j < k; j++)
+                for (int o = 0; o < rows; o++, checked++) {
+                    float want = dense_emulated(W, bias, x + (size_t)which[j] * (cols + 3), cols, o);
+                    wrong += memcmp(&want, &y[(size_t)which[j] * (rows + 5) + o], sizeof want) != 0;
+                }
+        }
+        slm_dense16_free(&d);
+        free(W), free(bias), free(x), free(y);
+    }
+    printf("dense: %d outputs, %d not their sums' bits\n", checked, wrong);
+    CHECK(wrong == 0);
+}
+
 /* A head's blend over values laid out by slot (the transformer's 8-wide
  * heads) has the bits of its order written out, and is the weighted sum to
  * rounding, for slot counts in and off the blocks of 16 and widths of 8, 12, 4. */
@@ -667,6 +722,7 @@ int main(void) {
     copy_over_a_longer_story();
     transformer_batches_match_alone();
     blend_by_slot_is_its_order();
+    dense_groups_are_their_sums();
     samples_together_are_samples_alone();
     prompt_as_typed_and_names_capitalised();
     unknown_characters_are_named();
