@@ -132,6 +132,53 @@ static void same_seed_same_draws(void) {
     slm_sampler_free(&b);
 }
 
+/* Samplers drawing one after the other in one scratch (slm_sampler_share_scratch,
+ * as a batch's samples do) draw what each draws in its own, on settings that
+ * use every scratch buffer (the radix sort's many candidates, the penalty's,
+ * min-p's), and give the same log-probabilities; freeing the ones that borrow
+ * leaves the owner's scratch alone. */
+static void shared_scratch_same_draws(void) {
+    enum { V = 2000, N = 6, STEPS = 150 };
+    const double temps[N] = {0.8, 1.5, 0.8, 1.0, 0.0, 2.0}, top_ps[N] = {0.95, 0.999, 1.0, 0.9, 0.95, 1.0};
+    const int top_ks[N] = {0, 0, 40, 0, 0, 0};
+    const double min_ps[N] = {0, 0, 0, 0.05, 0, 0}, penalties[N] = {1, 1.3, 1, 1.1, 1, 1};
+    Error e = {0};
+    Sampler own[N], shared[N];
+    for (int i = 0; i < N; i++) {
+        SamplerSettings st = slm_sampler_settings_default();
+        st.temperature = temps[i], st.top_p = top_ps[i], st.top_k = top_ks[i], st.min_p = min_ps[i];
+        st.repeat_penalty = penalties[i], st.repeat_last_n = 64;
+        CHECK(slm_sampler_init_with(&own[i], V, &st, 40 + i, &e) == 0);
+        CHECK(slm_sampler_init_with(&shared[i], V, &st, 40 + i, &e) == 0);
+        if (i) slm_sampler_share_scratch(&shared[i], &shared[0]);
+    }
+    Rng r;
+    slm_rng_seed(&r, 41);
+    float *logits = malloc((size_t)N * V * sizeof(float));
+    int32_t story[N][STEPS];
+    int differ = 0;
+    for (int t = 0; t < STEPS; t++) {
+        for (int i = 0; i < N * V; i++) logits[i] = (float)(slm_rng_normal(&r) * (1 + t % 5)); /* flat to peaked */
+        for (int i = 0; i < N; i++) {
+            const float *x = logits + (size_t)i * V;
+            int a = slm_sampler_sample_story(&own[i], x, story[i], t);
+            int b = slm_sampler_sample_story(&shared[i], x, story[i], t);
+            int32_t ids_a[3], ids_b[3];
+            float lp_a[3], lp_b[3];
+            float la = slm_sampler_logprobs(&own[i], x, a, 3, ids_a, lp_a);
+            float lb = slm_sampler_logprobs(&shared[i], x, a, 3, ids_b, lp_b);
+            differ += a != b || memcmp(&la, &lb, sizeof la) || memcmp(ids_a, ids_b, sizeof ids_a) ||
+                      memcmp(lp_a, lp_b, sizeof lp_a);
+            story[i][t] = a;
+        }
+    }
+    printf("shared scratch: %d samplers x %d draws, %d differ from their own scratch's\n", N, STEPS, differ);
+    CHECK(differ == 0);
+    for (int i = N - 1; i >= 0; i--) slm_sampler_free(&shared[i]), slm_sampler_free(&own[i]);
+    CHECK(shared[0].probs == NULL && !shared[1].borrowed);
+    free(logits);
+}
+
 static void batch_gives_each_sample_its_own_bits(const Architecture *arch, const Ablation *ab, uint64_t seed,
                                                  int threads) {
     batch_of_n_gives_each_sample_its_own_bits(arch, ab, seed, threads, 5, 0, PRECISION_FP32);
@@ -717,6 +764,7 @@ int main(void) {
     greedy_takes_the_largest();
     sampling_follows_its_settings();
     same_seed_same_draws();
+    shared_scratch_same_draws();
     batches_match_alone();
     token_table_reads_as_the_caches();
     copy_over_a_longer_story();
