@@ -297,20 +297,13 @@ static void generator_copy(GeneratorBatch *g, int from, int to) {
  * first-level cache for all of them); the key and value go to its layer l
  * cache's slot, unless shared: the token table holds them, and its queries
  * too where it holds the keys (the same product of the same row, turned
- * alike: the same bits). */
+ * alike: the same bits), which the heads then read from its row. */
 static void new_query_key_value(GeneratorBatch *g, int l, const int *which, int k, int shared) {
     const ModelConfig *c = &g->model->cfg;
     int Din = layer_input(c, l), QKV = qkv_width(c), H = c->n_heads, kd = c->key_dim, vd = c->value_dim, W = c->window;
     SampleSizes sz = sample_sizes(c);
     const float *qkv_w = g->qkv_w + (size_t)l * qkv_w_size(c);
-    if (shared && g->token_table->queries) {
-        const struct TokenTable *t = g->token_table;
-        for (int j = 0; j < k; j++) {
-            int32_t r = t->slot_rows[(size_t)which[j] * W + g->pos[which[j]] % W];
-            memcpy(g->qkv + which[j] * sz.qkv, t->queries + (size_t)r * H * kd, (size_t)H * kd * sizeof(float));
-        }
-        return;
-    }
+    if (shared && g->token_table->queries) return; /* head_attend reads them from the token's row */
     for (int j = 0; j < k; j++) { /* layer l's input: the row, then layer l-1's heads (layer_input_at) */
         const float *z = g->z + which[j] * sz.z, *heads = z + c->row_dim + (size_t)(l > 0 ? l - 1 : 0) * H * vd;
         if (g->bf16)
@@ -337,17 +330,20 @@ static void new_query_key_value(GeneratorBatch *g, int l, const int *which, int 
 }
 
 /* Head h of layer l of sample s at its newest position over the cache's n
- * slots: scores (query . key / sqrt(kd) + distance score), softmax, blend of
- * the values into out (vd); shared: the values (and keys) are the slots'
- * rows of the token table. */
-static void head_attend(GeneratorBatch *g, const SampleSizes *sz, int s, int l, int h, int shared, float *out) {
+ * slots: scores into sc (key_slots: scratch) (query . key / sqrt(kd) +
+ * distance score), softmax, blend of the values into out (vd); shared: the
+ * values (and keys) are the slots' rows of the token table. */
+static void head_attend(GeneratorBatch *g, const SampleSizes *sz, int s, int l, int h, int shared, float *sc,
+                        float *out) {
     const ModelConfig *c = &g->model->cfg;
     int W = c->window, kd = c->key_dim, vd = c->value_dim, pos = g->pos[s], lh = l * c->n_heads + h;
     int n = pos + 1 < W ? pos + 1 : W, newest = pos % W;
     /* slot s holds the key (newest - s) mod W back */
     const float *bias = g->distance2 + (size_t)lh * 2 * W + (W - 1 - newest);
     const float *q = g->qkv + s * sz->qkv + h * kd, *keys = g->keys + s * sz->keys + (size_t)lh * kd * key_slots(c);
-    float *sc = g->scores + (size_t)s * key_slots(c); /* each sample its own: threads may share the batch */
+    if (shared && g->token_table->queries) /* the newest slot's token's row: no copy a sample a step */
+        q = g->token_table->queries + (size_t)g->token_table->slot_rows[(size_t)s * W + newest] * c->n_heads * kd +
+            h * kd;
     const int32_t *rows = shared ? g->token_table->slot_rows + (size_t)s * W : NULL;
     if (c->score == SCORE_ADDITIVE) { /* --score additive: v . tanh(q~ + k~), a block at a time */
         memcpy(sc, bias, n * sizeof(float));
@@ -395,10 +391,10 @@ static void prefetch_head(const GeneratorBatch *g, const SampleSizes *sz, int s,
 }
 
 /* The rows (k, D) and, layer by layer, the heads' outputs of the newest
- * tokens -> each sample's z (Z); a switched-off head's slot replaced before
- * the layer above reads it. The first layer reads the token table when the
- * step's prepare said so. */
-static void attention_z(GeneratorBatch *g, const float *rows, const int *which, int k) {
+ * tokens -> each sample's z (Z), with sc (key_slots) the heads' scratch of
+ * scores; a switched-off head's slot replaced before the layer above reads
+ * it. The first layer reads the token table when the step's prepare said so. */
+static void attention_z(GeneratorBatch *g, const float *rows, const int *which, int k, float *sc) {
     const ModelConfig *c = &g->model->cfg;
     int D = c->row_dim, vd = c->value_dim, H = c->n_heads;
     SampleSizes sz = sample_sizes(c); /* once a step: the heads' calls below are 1,024 a step of 64 samples */
@@ -419,7 +415,7 @@ static void attention_z(GeneratorBatch *g, const float *rows, const int *which, 
                         prefetch_head(g, &sz, which[j], l, h + 1, 1, shared);
                     else if (j + 1 < k)
                         prefetch_head(g, &sz, which[j + 1], l, h, 0, shared);
-                    head_attend(g, &sz, which[j], l, h, shared, out);
+                    head_attend(g, &sz, which[j], l, h, shared, sc, out);
                 }
             }
         if (g->steer.n) /* blocks.l.attn.hook_z: the heads as the layers above and the hidden layer read them */
@@ -482,7 +478,9 @@ static void generator_feed(GeneratorBatch *g, const int *which, const int32_t *t
             slm_position_row_add(m, g->pos[which[j]], rows + (size_t)j * D); /* --pos absolute|sinusoidal */
         }
         if (g->steer.n) slm_steer_rows(&g->steer, HOOK_EMBED, 0, rows, D, NULL, k);
-        attention_z(g, rows, which, k);
+        /* the scores' scratch the thread's own (its first sample's), the same for each of its samples: hot in
+         * the core's caches, where a scratch a sample (1 KB) came back from beyond them every step */
+        attention_z(g, rows, which, k, g->scores + (size_t)first * key_slots(c));
     } else {
         for (int j = 0; j < k; j++) window_z(g, which[j], tokens[j]);
     }
