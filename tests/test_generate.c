@@ -132,6 +132,53 @@ static void same_seed_same_draws(void) {
     slm_sampler_free(&b);
 }
 
+/* Samplers drawing one after the other in one scratch (slm_sampler_share_scratch,
+ * as a batch's samples do) draw what each draws in its own, on settings that
+ * use every scratch buffer (the radix sort's many candidates, the penalty's,
+ * min-p's), and give the same log-probabilities; freeing the ones that borrow
+ * leaves the owner's scratch alone. */
+static void shared_scratch_same_draws(void) {
+    enum { V = 2000, N = 6, STEPS = 150 };
+    const double temps[N] = {0.8, 1.5, 0.8, 1.0, 0.0, 2.0}, top_ps[N] = {0.95, 0.999, 1.0, 0.9, 0.95, 1.0};
+    const int top_ks[N] = {0, 0, 40, 0, 0, 0};
+    const double min_ps[N] = {0, 0, 0, 0.05, 0, 0}, penalties[N] = {1, 1.3, 1, 1.1, 1, 1};
+    Error e = {0};
+    Sampler own[N], shared[N];
+    for (int i = 0; i < N; i++) {
+        SamplerSettings st = slm_sampler_settings_default();
+        st.temperature = temps[i], st.top_p = top_ps[i], st.top_k = top_ks[i], st.min_p = min_ps[i];
+        st.repeat_penalty = penalties[i], st.repeat_last_n = 64;
+        CHECK(slm_sampler_init_with(&own[i], V, &st, 40 + i, &e) == 0);
+        CHECK(slm_sampler_init_with(&shared[i], V, &st, 40 + i, &e) == 0);
+        if (i) slm_sampler_share_scratch(&shared[i], &shared[0]);
+    }
+    Rng r;
+    slm_rng_seed(&r, 41);
+    float *logits = malloc((size_t)N * V * sizeof(float));
+    int32_t story[N][STEPS];
+    int differ = 0;
+    for (int t = 0; t < STEPS; t++) {
+        for (int i = 0; i < N * V; i++) logits[i] = (float)(slm_rng_normal(&r) * (1 + t % 5)); /* flat to peaked */
+        for (int i = 0; i < N; i++) {
+            const float *x = logits + (size_t)i * V;
+            int a = slm_sampler_sample_story(&own[i], x, story[i], t);
+            int b = slm_sampler_sample_story(&shared[i], x, story[i], t);
+            int32_t ids_a[3], ids_b[3];
+            float lp_a[3], lp_b[3];
+            float la = slm_sampler_logprobs(&own[i], x, a, 3, ids_a, lp_a);
+            float lb = slm_sampler_logprobs(&shared[i], x, a, 3, ids_b, lp_b);
+            differ += a != b || memcmp(&la, &lb, sizeof la) || memcmp(ids_a, ids_b, sizeof ids_a) ||
+                      memcmp(lp_a, lp_b, sizeof lp_a);
+            story[i][t] = a;
+        }
+    }
+    printf("shared scratch: %d samplers x %d draws, %d differ from their own scratch's\n", N, STEPS, differ);
+    CHECK(differ == 0);
+    for (int i = N - 1; i >= 0; i--) slm_sampler_free(&shared[i]), slm_sampler_free(&own[i]);
+    CHECK(shared[0].probs == NULL && !shared[1].borrowed);
+    free(logits);
+}
+
 static void batch_gives_each_sample_its_own_bits(const Architecture *arch, const Ablation *ab, uint64_t seed,
                                                  int threads) {
     batch_of_n_gives_each_sample_its_own_bits(arch, ab, seed, threads, 5, 0, PRECISION_FP32);
@@ -256,6 +303,61 @@ static float blend_by_slot_emulated(const float *a, int n, const float *values, 
     for (int i = 0; i < 4; i++) s2[i] = s1[i] + s1[i + 4];
     for (int i = 0; i < 2; i++) s3[i] = s2[i] + s2[i + 2];
     return s3[0] + s3[1];
+}
+
+/* Output o of slm_dense16 for input x (cols) as its comment says: the even
+ * columns' FMAs in one chain, the odd ones' in another, added, then the bias. */
+static float dense_emulated(const float *W, const float *bias, const float *x, int cols, int o) {
+    float even = 0.0f, odd = 0.0f;
+    for (int k = 0; k < cols; k++) {
+        if (k % 2 == 0)
+            even = fmaf(W[(size_t)o * cols + k], x[k], even);
+        else
+            odd = fmaf(W[(size_t)o * cols + k], x[k], odd);
+    }
+    return (even + odd) + bias[o];
+}
+
+/* slm_dense16 over any number of samples (groups of 6 through pairs of
+ * blocks, of 8 through one, 4, 2, 1 and one alone), in any order, gives
+ * each sample the bits of its sums written out, for rows in and off the
+ * blocks of 16 and 32 and odd and even widths. */
+static void dense_groups_are_their_sums(void) {
+    const int shapes[][2] = {{7, 5}, {16, 1}, {33, 128}, {48, 160}, {300, 127}, {2000, 128}};
+    const int counts[] = {1, 2, 3, 4, 5, 6, 7, 11, 12, 13, 64};
+    Rng r;
+    slm_rng_seed(&r, 37);
+    int wrong = 0, checked = 0;
+    for (int sh = 0; sh < 6; sh++) {
+        int rows = shapes[sh][0], cols = shapes[sh][1], N = 64;
+        float *W = malloc((size_t)rows * cols * sizeof(float)), *bias = malloc(rows * sizeof(float));
+        float *x = malloc((size_t)N * (cols + 3) * sizeof(float)), *y = malloc((size_t)N * (rows + 5) * sizeof(float));
+        for (int i = 0; i < rows * cols; i++) W[i] = (float)slm_rng_normal(&r);
+        for (int i = 0; i < rows; i++) bias[i] = (float)slm_rng_normal(&r);
+        for (int i = 0; i < N * (cols + 3); i++) x[i] = (float)slm_rng_normal(&r);
+        Dense16 d;
+        Error e = {0};
+        CHECK(slm_dense16_pack(&d, W, cols, 1, rows, cols, &e) == 0);
+        for (int c = 0; c < 11; c++) {
+            int k = counts[c], which[64];
+            for (int j = 0; j < N; j++) which[j] = j;
+            for (int j = N - 1; j > 0; j--) { /* a shuffled batch of k of the 64 */
+                int t = (int)slm_rng_below(&r, (uint64_t)j + 1), u = which[j];
+                which[j] = which[t], which[t] = u;
+            }
+            for (int i = 0; i < N * (rows + 5); i++) y[i] = NAN;
+            slm_dense16(&d, bias, x, cols + 3, which, k, y, rows + 5);
+            for (int j = 0; j < k; j++)
+                for (int o = 0; o < rows; o++, checked++) {
+                    float want = dense_emulated(W, bias, x + (size_t)which[j] * (cols + 3), cols, o);
+                    wrong += memcmp(&want, &y[(size_t)which[j] * (rows + 5) + o], sizeof want) != 0;
+                }
+        }
+        slm_dense16_free(&d);
+        free(W), free(bias), free(x), free(y);
+    }
+    printf("dense: %d outputs, %d not their sums' bits\n", checked, wrong);
+    CHECK(wrong == 0);
 }
 
 /* A head's blend over values laid out by slot (the transformer's 8-wide
@@ -662,11 +764,13 @@ int main(void) {
     greedy_takes_the_largest();
     sampling_follows_its_settings();
     same_seed_same_draws();
+    shared_scratch_same_draws();
     batches_match_alone();
     token_table_reads_as_the_caches();
     copy_over_a_longer_story();
     transformer_batches_match_alone();
     blend_by_slot_is_its_order();
+    dense_groups_are_their_sums();
     samples_together_are_samples_alone();
     prompt_as_typed_and_names_capitalised();
     unknown_characters_are_named();

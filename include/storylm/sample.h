@@ -75,6 +75,7 @@ typedef struct Sampler {
     float *kept_probs;       /* (V + 16) scratch: the tokens above a floor, in id order, */
     int32_t *kept_ids;       /* (V + 16) and their ids (a register's worth more: whole registers are stored) */
     int32_t *probs_ids;      /* (V + 16) scratch: the ids of probs' first entries, when those are a few tokens' */
+    int borrowed;            /* 1: the scratch is another sampler's (slm_sampler_share_scratch), not freed here */
 } Sampler;
 typedef struct Candidate Candidate;
 
@@ -84,6 +85,13 @@ int slm_sampler_init_with(Sampler *s, int vocab_size, const SamplerSettings *st,
 /* No penalty, no min-p. */
 int slm_sampler_init(Sampler *s, int vocab_size, float temperature, int top_k, float top_p, uint64_t seed, Error *e);
 void slm_sampler_free(Sampler *s);
+/* s draws in from's scratch (its own freed), for samplers that draw one
+ * after the other on one thread, as a batch's samples do each step: no
+ * scratch holds anything from one draw to the next, so every draw is the
+ * same, and one sampler's few kilobytes a draw stay in the core's caches
+ * where 64 samplers' each came back from beyond them every step. from
+ * (same vocabulary) keeps the scratch: s must not draw after from is freed. */
+void slm_sampler_share_scratch(Sampler *s, const Sampler *from);
 
 /* logits (V) -> a token id. Ties in the greedy case go to the lowest id.
  * Never picks a NaN logit: logits that cannot be scaled by 1/temperature

@@ -297,20 +297,13 @@ static void generator_copy(GeneratorBatch *g, int from, int to) {
  * first-level cache for all of them); the key and value go to its layer l
  * cache's slot, unless shared: the token table holds them, and its queries
  * too where it holds the keys (the same product of the same row, turned
- * alike: the same bits). */
+ * alike: the same bits), which the heads then read from its row. */
 static void new_query_key_value(GeneratorBatch *g, int l, const int *which, int k, int shared) {
     const ModelConfig *c = &g->model->cfg;
     int Din = layer_input(c, l), QKV = qkv_width(c), H = c->n_heads, kd = c->key_dim, vd = c->value_dim, W = c->window;
     SampleSizes sz = sample_sizes(c);
     const float *qkv_w = g->qkv_w + (size_t)l * qkv_w_size(c);
-    if (shared && g->token_table->queries) {
-        const struct TokenTable *t = g->token_table;
-        for (int j = 0; j < k; j++) {
-            int32_t r = t->slot_rows[(size_t)which[j] * W + g->pos[which[j]] % W];
-            memcpy(g->qkv + which[j] * sz.qkv, t->queries + (size_t)r * H * kd, (size_t)H * kd * sizeof(float));
-        }
-        return;
-    }
+    if (shared && g->token_table->queries) return; /* head_attend reads them from the token's row */
     for (int j = 0; j < k; j++) { /* layer l's input: the row, then layer l-1's heads (layer_input_at) */
         const float *z = g->z + which[j] * sz.z, *heads = z + c->row_dim + (size_t)(l > 0 ? l - 1 : 0) * H * vd;
         if (g->bf16)
@@ -337,18 +330,20 @@ static void new_query_key_value(GeneratorBatch *g, int l, const int *which, int 
 }
 
 /* Head h of layer l of sample s at its newest position over the cache's n
- * slots: scores (query . key / sqrt(kd) + distance score), softmax, blend of
- * the values into out (vd); shared: the values (and keys) are the slots'
- * rows of the token table. */
-static void head_attend(GeneratorBatch *g, int s, int l, int h, int shared, float *out) {
+ * slots: scores into sc (key_slots: scratch) (query . key / sqrt(kd) +
+ * distance score), softmax, blend of the values into out (vd); shared: the
+ * values (and keys) are the slots' rows of the token table. */
+static void head_attend(GeneratorBatch *g, const SampleSizes *sz, int s, int l, int h, int shared, float *sc,
+                        float *out) {
     const ModelConfig *c = &g->model->cfg;
-    SampleSizes sz = sample_sizes(c);
     int W = c->window, kd = c->key_dim, vd = c->value_dim, pos = g->pos[s], lh = l * c->n_heads + h;
     int n = pos + 1 < W ? pos + 1 : W, newest = pos % W;
     /* slot s holds the key (newest - s) mod W back */
     const float *bias = g->distance2 + (size_t)lh * 2 * W + (W - 1 - newest);
-    const float *q = g->qkv + s * sz.qkv + h * kd, *keys = g->keys + s * sz.keys + (size_t)lh * kd * key_slots(c);
-    float *sc = g->scores + (size_t)s * key_slots(c); /* each sample its own: threads may share the batch */
+    const float *q = g->qkv + s * sz->qkv + h * kd, *keys = g->keys + s * sz->keys + (size_t)lh * kd * key_slots(c);
+    if (shared && g->token_table->queries) /* the newest slot's token's row: no copy a sample a step */
+        q = g->token_table->queries + (size_t)g->token_table->slot_rows[(size_t)s * W + newest] * c->n_heads * kd +
+            h * kd;
     const int32_t *rows = shared ? g->token_table->slot_rows + (size_t)s * W : NULL;
     if (c->score == SCORE_ADDITIVE) { /* --score additive: v . tanh(q~ + k~), a block at a time */
         memcpy(sc, bias, n * sizeof(float));
@@ -364,7 +359,7 @@ static void head_attend(GeneratorBatch *g, int s, int l, int h, int shared, floa
     if (shared)
         slm_blend_value_rows(sc, n, g->token_table->values + (size_t)h * c->vocab_size * vd, rows, vd, out);
     else
-        slm_blend_values(sc, n, g->values + s * sz.values + (size_t)lh * W * vd, vd, out);
+        slm_blend_values(sc, n, g->values + s * sz->values + (size_t)lh * W * vd, vd, out);
 }
 
 /* Asks the cache for head h of layer l of sample s's keys and values (the
@@ -377,13 +372,12 @@ static void head_attend(GeneratorBatch *g, int s, int l, int h, int shared, floa
  * into the first-level cache measured slower than a sample ahead. shared:
  * the values (and keys) are the token table's, and the slots' rows are
  * asked for. */
-static void prefetch_head(const GeneratorBatch *g, int s, int l, int h, int next, int shared) {
+static void prefetch_head(const GeneratorBatch *g, const SampleSizes *sz, int s, int l, int h, int next, int shared) {
     const ModelConfig *c = &g->model->cfg;
-    SampleSizes sz = sample_sizes(c);
     int W = c->window, kd = c->key_dim, vd = c->value_dim, lh = l * c->n_heads + h;
     int n = g->pos[s] + 1 < W ? g->pos[s] + 1 : W;
-    const char *keys = (const char *)(g->keys + s * sz.keys + (size_t)lh * kd * key_slots(c));
-    const char *values = (const char *)(g->values + s * sz.values + (size_t)lh * W * vd);
+    const char *keys = (const char *)(g->keys + s * sz->keys + (size_t)lh * kd * key_slots(c));
+    const char *values = (const char *)(g->values + s * sz->values + (size_t)lh * W * vd);
     size_t key_bytes = (size_t)(n + 15) / 16 * 16 * kd * sizeof(float), value_bytes = (size_t)n * vd * sizeof(float);
     if (shared) values = (const char *)(g->token_table->slot_rows + (size_t)s * W), value_bytes = n * sizeof(int32_t);
     if (shared && g->token_table->keys) key_bytes = 0;
@@ -397,13 +391,14 @@ static void prefetch_head(const GeneratorBatch *g, int s, int l, int h, int next
 }
 
 /* The rows (k, D) and, layer by layer, the heads' outputs of the newest
- * tokens -> each sample's z (Z); a switched-off head's slot replaced before
- * the layer above reads it. The first layer reads the token table when the
- * step's prepare said so. */
-static void attention_z(GeneratorBatch *g, const float *rows, const int *which, int k) {
+ * tokens -> each sample's z (Z), with sc (key_slots) the heads' scratch of
+ * scores; a switched-off head's slot replaced before the layer above reads
+ * it. The first layer reads the token table when the step's prepare said so. */
+static void attention_z(GeneratorBatch *g, const float *rows, const int *which, int k, float *sc) {
     const ModelConfig *c = &g->model->cfg;
     int D = c->row_dim, vd = c->value_dim, H = c->n_heads;
-    size_t Z = sample_sizes(c).z;
+    SampleSizes sz = sample_sizes(c); /* once a step: the heads' calls below are 1,024 a step of 64 samples */
+    size_t Z = sz.z;
     for (int j = 0; j < k; j++) memcpy(g->z + which[j] * Z, rows + (size_t)j * D, D * sizeof(float));
     int table = g->token_table && g->token_table->use;
     for (int l = 0; l < slm_model_layers(c); l++) {
@@ -417,10 +412,10 @@ static void attention_z(GeneratorBatch *g, const float *rows, const int *which, 
                         out[i] = g->ablation.mode == ABLATE_MEAN ? g->ablation.mean[lh * vd + i] : 0;
                 } else {
                     if (k == 1 && h + 1 < H)
-                        prefetch_head(g, which[j], l, h + 1, 1, shared);
+                        prefetch_head(g, &sz, which[j], l, h + 1, 1, shared);
                     else if (j + 1 < k)
-                        prefetch_head(g, which[j + 1], l, h, 0, shared);
-                    head_attend(g, which[j], l, h, shared, out);
+                        prefetch_head(g, &sz, which[j + 1], l, h, 0, shared);
+                    head_attend(g, &sz, which[j], l, h, shared, sc, out);
                 }
             }
         if (g->steer.n) /* blocks.l.attn.hook_z: the heads as the layers above and the hidden layer read them */
@@ -483,7 +478,9 @@ static void generator_feed(GeneratorBatch *g, const int *which, const int32_t *t
             slm_position_row_add(m, g->pos[which[j]], rows + (size_t)j * D); /* --pos absolute|sinusoidal */
         }
         if (g->steer.n) slm_steer_rows(&g->steer, HOOK_EMBED, 0, rows, D, NULL, k);
-        attention_z(g, rows, which, k);
+        /* the scores' scratch the thread's own (its first sample's), the same for each of its samples: hot in
+         * the core's caches, where a scratch a sample (1 KB) came back from beyond them every step */
+        attention_z(g, rows, which, k, g->scores + (size_t)first * key_slots(c));
     } else {
         for (int j = 0; j < k; j++) window_z(g, which[j], tokens[j]);
     }

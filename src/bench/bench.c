@@ -164,8 +164,10 @@ int slm_bench_train(const char *path, const BenchOptions *o, BenchBeatFn beat, v
 static int bench_samplers(Sampler *s, int n, int vocab_size, Error *e) {
     SamplerSettings st = slm_sampler_settings_default();
     st.repeat_penalty = 1, st.repeat_last_n = 0; /* the defaults' penalty is none */
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         if (slm_sampler_init_with(&s[i], vocab_size, &st, 1 + (uint64_t)i, e)) return -1;
+        if (i) slm_sampler_share_scratch(&s[i], &s[0]); /* as generate's samples: one after the other */
+    }
     return 0;
 }
 

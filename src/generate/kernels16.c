@@ -45,9 +45,11 @@ typedef float f16v __attribute__((vector_size(64)));
 #ifdef __AVX512F__
 #define DENSE_GROUP 8
 #define DENSE_BLOCKS 4
+#define PAIR_GROUP 6
 #else
 #define DENSE_GROUP 2
 #define DENSE_BLOCKS 2
+#define PAIR_GROUP 0 /* no pairs: 16 registers hold no more than block_for_samples' */
 #endif
 
 int slm_dense16_pack(Dense16 *d, const float *W, size_t row_stride, size_t col_stride, int rows, int cols, Error *e) {
@@ -118,6 +120,44 @@ static inline __attribute__((always_inline)) void block_for_samples(const float 
     for (int s = 0; s < S; s++) store16(&e[s], &o[s], bias, n, y[s]);
 }
 
+#if PAIR_GROUP
+/* Two consecutive blocks (b's weights at w, b + 1's at w + block; n0, n1
+ * rows real) for S samples at once (S <= PAIR_GROUP, a constant where
+ * inlined): each sample's input loaded once for both blocks, so a step of
+ * the loop is 4 weight loads and 2 S broadcasts for 4 S FMAs, where one
+ * block is 2 + 2 S for 2 S (the loads, not the FMAs, bounded the product).
+ * Each output's two chains and bits are block_for_samples'. */
+static inline __attribute__((always_inline)) void pair_for_samples(const float *w, size_t block, int cols,
+                                                                   const float *const *x, int S, const float *bias,
+                                                                   int n0, int n1, float *const *y) {
+    f16v e0[PAIR_GROUP], o0[PAIR_GROUP], e1[PAIR_GROUP], o1[PAIR_GROUP];
+#pragma GCC unroll 8
+    for (int s = 0; s < S; s++) e0[s] = o0[s] = e1[s] = o1[s] = (f16v){0};
+    const float *v = w + block;
+    int k = 0;
+    for (; k + 1 < cols; k += 2) {
+        f16v we0 = load16(w + (size_t)k * 16), wo0 = load16(w + (size_t)k * 16 + 16);
+        f16v we1 = load16(v + (size_t)k * 16), wo1 = load16(v + (size_t)k * 16 + 16);
+#pragma GCC unroll 8
+        for (int s = 0; s < S; s++) {
+            float xe = x[s][k], xo = x[s][k + 1];
+            e0[s] += we0 * xe, e1[s] += we1 * xe;
+            o0[s] += wo0 * xo, o1[s] += wo1 * xo;
+        }
+    }
+    if (k < cols) {
+        f16v we0 = load16(w + (size_t)k * 16), we1 = load16(v + (size_t)k * 16);
+#pragma GCC unroll 8
+        for (int s = 0; s < S; s++) e0[s] += we0 * x[s][k], e1[s] += we1 * x[s][k];
+    }
+#pragma GCC unroll 8
+    for (int s = 0; s < S; s++) {
+        store16(&e0[s], &o0[s], bias, n0, y[s]);
+        store16(&e1[s], &o1[s], bias + 16, n1, y[s] + 16);
+    }
+}
+#endif
+
 /* One sample alone through B consecutive blocks at once (B <= DENSE_BLOCKS,
  * a constant where inlined), blocks of block floats apart: x (cols) -> y
  * (16 B, rows real of them). */
@@ -156,6 +196,34 @@ static void dense_one(const float *packed, const float *bias, const float *x, in
         blocks_for_sample(packed + b * block, block, cols, x, 1, bias + 16 * b, rows - 16 * b, y + 16 * b);
 }
 
+#if PAIR_GROUP
+/* Blocks b and b + 1 of d for the k samples which (x, y as slm_dense16's),
+ * PAIR_GROUP samples at a time, then 4, 2, 1. */
+static void pair_for_group(const Dense16 *d, const float *bias, const float *x, size_t x_step, const int *which, int k,
+                           float *y, size_t y_step, int b) {
+    size_t block = (size_t)d->cols * 16;
+    const float *w = d->w + b * block, *xs[PAIR_GROUP];
+    float *ys[PAIR_GROUP];
+    int n0 = d->rows - 16 * b < 16 ? d->rows - 16 * b : 16,
+        n1 = d->rows - 16 * b - 16 < 16 ? d->rows - 16 * b - 16 : 16;
+    for (int j = 0; j < k;) {
+        int S = k - j < PAIR_GROUP ? k - j : PAIR_GROUP;
+        S = S == PAIR_GROUP ? S : S >= 4 ? 4 : S >= 2 ? 2 : 1;
+        for (int s = 0; s < S; s++) xs[s] = x + which[j + s] * x_step, ys[s] = y + which[j + s] * y_step + 16 * b;
+        /* the group's size a constant in each call, so its chains stay in registers */
+        if (S == PAIR_GROUP)
+            pair_for_samples(w, block, d->cols, xs, PAIR_GROUP, bias + 16 * b, n0, n1, ys);
+        else if (S == 4)
+            pair_for_samples(w, block, d->cols, xs, 4, bias + 16 * b, n0, n1, ys);
+        else if (S == 2)
+            pair_for_samples(w, block, d->cols, xs, 2, bias + 16 * b, n0, n1, ys);
+        else
+            pair_for_samples(w, block, d->cols, xs, 1, bias + 16 * b, n0, n1, ys);
+        j += S;
+    }
+}
+#endif
+
 /* A matrix product over the samples, block by block: each block of
  * weights (16 x cols) is loaded into registers once for DENSE_GROUP samples
  * and stays in the first-level cache while every sample passes, so the
@@ -168,7 +236,11 @@ void slm_dense16(const Dense16 *d, const float *bias, const float *x, size_t x_s
         dense_one(packed, bias, x + which[0] * x_step, rows, cols, y + which[0] * y_step);
         return;
     }
-    for (int b = 0; b < (rows + 15) / 16; b++) {
+    int b = 0;
+#if PAIR_GROUP
+    for (; b + 2 <= (rows + 15) / 16; b += 2) pair_for_group(d, bias, x, x_step, which, k, y, y_step, b);
+#endif
+    for (; b < (rows + 15) / 16; b++) {
         const float *w = packed + (size_t)b * cols * 16, *xs[DENSE_GROUP];
         float *ys[DENSE_GROUP];
         int n = rows - 16 * b < 16 ? rows - 16 * b : 16;

@@ -112,18 +112,30 @@ int slm_sampler_init(Sampler *s, int vocab_size, float temperature, int top_k, f
 }
 
 void slm_sampler_free(Sampler *s) {
-    free(s->probs);
-    free(s->penalized);
-    free(s->seen);
-    free(s->candidates);
-    free(s->spare);
-    free(s->kept_probs);
-    free(s->kept_ids);
-    free(s->probs_ids);
+    if (!s->borrowed) { /* another sampler's scratch is only forgotten */
+        free(s->probs);
+        free(s->penalized);
+        free(s->seen);
+        free(s->candidates);
+        free(s->spare);
+        free(s->kept_probs);
+        free(s->kept_ids);
+        free(s->probs_ids);
+    }
     s->probs = s->penalized = s->kept_probs = NULL;
     s->seen = NULL;
     s->candidates = s->spare = NULL;
     s->kept_ids = s->probs_ids = NULL;
+    s->borrowed = 0;
+}
+
+void slm_sampler_share_scratch(Sampler *s, const Sampler *from) {
+    if (s == from || s->probs == from->probs) return;
+    slm_sampler_free(s);
+    s->probs = from->probs, s->penalized = from->penalized, s->seen = from->seen;
+    s->candidates = from->candidates, s->spare = from->spare;
+    s->kept_probs = from->kept_probs, s->kept_ids = from->kept_ids, s->probs_ids = from->probs_ids;
+    s->borrowed = 1;
 }
 
 void slm_softmax_probs(const float *logits, int n, float *probs) {

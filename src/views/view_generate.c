@@ -438,8 +438,10 @@ int slm_view_batch_init(ViewBatch *vb, const LoadedModel *lm, const Ablation *ab
         vb->has_workers = 1;
         slm_generator_batch_use_workers(&vb->gen, &vb->workers);
     }
-    for (int i = 0; ok && i < n; i++, vb->n++)
+    for (int i = 0; ok && i < n; i++, vb->n++) { /* the samples draw one after the other: in one scratch */
         ok = !story_setup(&vb->samples[i], lm, prompt, &ids, go, go->seed + (uint64_t)i, e);
+        if (ok && i) slm_sampler_share_scratch(&vb->samples[i].smp, &vb->samples[0].smp);
+    }
     if (ok) { /* the prompt fed once, for every sample */
         feed_prompt(&vb->gen, 0, lm->tokenizer.eos_id, &ids);
         for (int i = 0; i < n; i++) {
