@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "storylm/error.h"
+#include "storylm/kernels.h"
 #include "storylm/params.h"
 #include "storylm/rng.h"
 
@@ -75,6 +76,7 @@ typedef struct Sampler {
     float *kept_probs;       /* (V + 16) scratch: the tokens above a floor, in id order, */
     int32_t *kept_ids;       /* (V + 16) and their ids (a register's worth more: whole registers are stored) */
     int32_t *probs_ids;      /* (V + 16) scratch: the ids of probs' first entries, when those are a few tokens' */
+    Kernels kernels;         /* of its exponentials and sums (kernels.h): set after init (0, the build's default) */
 } Sampler;
 typedef struct Candidate Candidate;
 

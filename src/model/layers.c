@@ -169,7 +169,6 @@ static float exp_shifted_inplace(float *x, int n, float shift) {
 
 float slm_exp_one(float x) { return exp_approx(x); }
 
-#ifndef SLM_PORTABLE
 /* x (n) times scale, less shift, exponentiated: their sum in
  * exp_shifted_inplace's order, its bits; those at or above keep (in order,
  * with their indices) into kept and ids. One pass that stores only the few
@@ -216,7 +215,6 @@ float slm_exp_sum_keep(const float *x, int n, float scale, float shift, float ke
     *k = m;
     return sum;
 }
-#endif
 
 void slm_exp_inplace(float *x, int n, float shift) {
 #ifdef SLM_AVX512
@@ -240,6 +238,20 @@ void slm_exp_inplace_at(Kernels k, float *x, int n, float shift) {
     else
         slm_exp_inplace(x, n, shift);
 }
+
+float slm_exp_sum_keep_at(Kernels k, const float *x, int n, float scale, float shift, float keep, float *kept,
+                          int32_t *ids, int *m) {
+    return k == KERNELS_PORTABLE ? slm_exp_sum_keep_portable(x, n, scale, shift, keep, kept, ids, m)
+                                 : slm_exp_sum_keep(x, n, scale, shift, keep, kept, ids, m);
+}
+
+float slm_softmax_inplace_at(Kernels k, float *x, int n) {
+    return k == KERNELS_PORTABLE ? slm_softmax_inplace_portable(x, n) : slm_softmax_inplace(x, n);
+}
+
+float slm_softmax_max_inplace_at(Kernels k, float *x, int n, float mx) {
+    return k == KERNELS_PORTABLE ? slm_softmax_max_inplace_portable(x, n, mx) : slm_softmax_max_inplace(x, n, mx);
+}
 #endif
 
 float slm_softmax_inplace(float *x, int n) { return slm_softmax_max_inplace(x, n, max_of(x, n)); }
@@ -259,9 +271,7 @@ float slm_softmax_max_inplace(float *x, int n, float mx) {
     return mx + logf(sum);
 }
 
-#ifndef SLM_PORTABLE
 void slm_softmax_weights(float *x, int n) { normalize_sum(x, n, exp_shifted_inplace(x, n, max_of(x, n))); }
-#endif
 
 void slm_tanh_inplace(float *x, int n) {
 #pragma omp simd

@@ -15,6 +15,8 @@
 #define slm_exp_sum_inplace slm_exp_sum_inplace_portable
 #define slm_softmax_inplace slm_softmax_inplace_portable
 #define slm_softmax_max_inplace slm_softmax_max_inplace_portable
+#define slm_softmax_weights slm_softmax_weights_portable
+#define slm_exp_sum_keep slm_exp_sum_keep_portable
 #define slm_tanh_inplace slm_tanh_inplace_portable
 #define slm_matmul slm_matmul_portable
 #define slm_column_sums slm_column_sums_portable
@@ -56,6 +58,9 @@ void slm_output_backward_portable(Kernels k, const float *W, const float *y, flo
 void slm_output_loss_portable(const OutputLoss *o);
 void slm_exp_inplace_portable(float *x, int n, float shift);
 float slm_softmax_inplace_portable(float *x, int n);
+float slm_softmax_max_inplace_portable(float *x, int n, float mx);
+float slm_exp_sum_keep_portable(const float *x, int n, float scale, float shift, float keep, float *kept, int32_t *ids,
+                                int *k);
 void slm_attention_forward_portable(Kernels k, const ModelConfig *c, const float *qkv, int ld, const float *distance,
                                     const int *first_key, int N, float *att, float *out, int out_ld,
                                     const AttentionScratch *s);
