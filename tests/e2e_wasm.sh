@@ -3,7 +3,8 @@
 # node build-web/storylm.mjs VERB) against this native build on the portable
 # kernels: train with one seed gives the same vocabulary and the same tensor
 # bytes, info the same hashes, eval --json the same numbers, tokenize the same
-# pieces and a seeded generate the same tokens; --kernels blas is refused
+# pieces and a seeded generate --json the same bytes (log-probabilities
+# included, times apart), also for the shipped models; --kernels blas is refused
 # there. The wasm build is brought up to date with the source first by CTest's
 # wasm_build fixture (tests/wasm_build.sh), as CTest's native build is. Skipped (77) without node or
 # without the wasm build.
@@ -35,13 +36,28 @@ text="Lily found a shiny red ball in the park. She said: \"Can I keep it?\""
 [[ "$(W tokenize --vocab native/vocab.txt "$text")" == "$("$STORYLM" tokenize --vocab native/vocab.txt "$text")" ]] ||
   fail "tokenize gives other pieces"
 
-# Generation has kernels of its own, not yet in a fixed order: the same
-# tokens, but a token's log-probability may differ in its last bits.
-tokens() { "$PY" -c 'import json,sys; print([[t["id"] for t in s["tokens"]] for s in json.load(sys.stdin)["samples"]])'; }
-W generate --model native/b.safetensors --seed 5 -n 40 --json "Lily found a" 2> /dev/null > wasm/gen.json
-"$STORYLM" generate --model native/b.safetensors --seed 5 -n 40 --json "Lily found a" 2> /dev/null > native/gen.json
-[[ "$(tokens < wasm/gen.json)" == "$(tokens < native/gen.json)" ]] || fail "generate --seed 5 gives other tokens"
+# Generation on the portable kernels: a seeded generate --json (1 and 3
+# samples, the alternatives' log-probabilities too) is the same bytes but
+# for its times, for the network trained above and the shipped attention
+# network, window8 and transformer; eval --json too for the shipped ones.
+untimed() { "$PY" -c 'import json,sys; j=json.load(sys.stdin); [j.pop(k) for k in ("seconds","cpu_seconds","tokens_per_second")]; print(json.dumps(j))'; }
+M=$STORYLM_SOURCE_DIR/models
+cp "$S" stories.txt # names from the same file for both
+for model in native/b.safetensors "$M/tinystories.safetensors" "$M/tinystories-window8.safetensors" \
+  "$M/tinystories-transformer.safetensors"; do
+  for samples in 1 3; do
+    gen=(generate --model "$model" --seed 5 -n 40 --samples "$samples" --n-probs 3 --json --stories stories.txt "Lily found a")
+    W "${gen[@]}" 2> /dev/null | untimed > wasm/gen.json
+    "$STORYLM" "${gen[@]}" --kernels portable 2> /dev/null | untimed > native/gen.json
+    cmp wasm/gen.json native/gen.json ||
+      { diff wasm/gen.json native/gen.json | head -c 2000; fail "generate --json differs for $model, $samples samples"; }
+  done
+  [[ $model == native/* ]] && continue
+  W eval "$M/tinystories-test.txt" --model "$model" --json > wasm/eval.json
+  "$STORYLM" eval "$M/tinystories-test.txt" --model "$model" --json --kernels portable > native/eval.json
+  cmp wasm/eval.json native/eval.json || { diff wasm/eval.json native/eval.json; fail "eval --json differs for $model"; }
+done
 
 if W train "$S" --steps 1 --kernels blas -o no.safetensors 2> blas.err; then fail "wasm: --kernels blas was accepted"; fi
 grep -q "portable" blas.err || { cat blas.err; fail "wasm: the refusal of --kernels blas does not say what there is"; }
-echo "wasm: the same tensors, eval, pieces and tokens as the native portable kernels"
+echo "wasm: the same tensors, eval, pieces and generate --json as the native portable kernels"

@@ -1,19 +1,53 @@
 /* A 20-step training of the attention network, window8 and the transformer under --kernels portable, for
  * tests/CMakeLists.txt's portable_march test: the same source linked with the model code built for this CPU
  * (-march=native), for x86-64-v3 (AVX2 and FMA) and for baseline x86-64, whose outputs must be equal. Prints one line
- * per architecture: its name and the FNV-1a 64 of the parameters' bytes after the steps. */
+ * per architecture: its name, the FNV-1a 64 of the parameters' bytes after the steps, and of a generation from the
+ * trained model on the portable kernels (each step's logits, tokens and log-probabilities). */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "archs.h"
 #include "storylm/adam.h"
+#include "storylm/generate.h"
 #include "storylm/model.h"
 #include "storylm/rng.h"
+#include "storylm/sample.h"
 
-static uint64_t fnv1a(const void *p, size_t n) {
+static uint64_t fnv1a_from(uint64_t h, const void *p, size_t n) {
     const unsigned char *b = p;
-    uint64_t h = 14695981039346656037ull;
     for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
+static uint64_t fnv1a(const void *p, size_t n) { return fnv1a_from(14695981039346656037ull, p, n); }
+
+/* 40 tokens of 2 samples fed together on the portable generator of m (2 samples: the attention network's shared
+ * token table too), sample 0 drawn with top-p 0.9 (the kept exponentials' path), sample 1 from the whole softmax:
+ * the FNV-1a of every step's logits (V each), drawn tokens and their log-probabilities; 0 on an error. */
+static uint64_t generation_hash(const Model *m) {
+    GeneratorBatch g;
+    Sampler s[2];
+    Error e;
+    int V = m->cfg.vocab_size, which[2] = {0, 1};
+    int32_t tokens[2] = {1, 1};
+    uint64_t h = 14695981039346656037ull;
+    if (slm_generator_batch_init_at(&g, KERNELS_PORTABLE, m, NULL, 2, &e)) return fprintf(stderr, "%s\n", e.message), 0;
+    if (slm_sampler_init(&s[0], V, 1.0f, 0, 0.9f, 7, &e) || slm_sampler_init(&s[1], V, 0.8f, 0, 1.0f, 8, &e))
+        return fprintf(stderr, "%s\n", e.message), 0;
+    for (int t = 0; t < 40; t++) {
+        slm_generator_batch_feed(&g, which, tokens, 2);
+        for (int j = 0; j < 2; j++) {
+            const float *logits = slm_generator_batch_logits(&g, j);
+            s[j].kernels = KERNELS_PORTABLE;
+            tokens[j] = slm_sampler_sample(&s[j], logits);
+            int32_t top[3];
+            float lp[4];
+            lp[3] = slm_sampler_logprobs(&s[j], logits, tokens[j], 3, top, lp);
+            h = fnv1a_from(h, logits, (size_t)V * sizeof(float));
+            h = fnv1a_from(fnv1a_from(h, &tokens[j], sizeof tokens[j]), lp, sizeof lp);
+        }
+    }
+    slm_sampler_free(&s[0]), slm_sampler_free(&s[1]), slm_generator_batch_free(&g);
     return h;
 }
 
@@ -45,8 +79,10 @@ static int train(const Architecture *arch) {
             return fprintf(stderr, "%s\n", e.message), 1;
         slm_adam_update(&opt, m.params, grads, 1e-3f);
     }
-    printf("%s %016llx loss %.9g\n", arch->name, (unsigned long long)fnv1a(m.params, m.n_params * sizeof(float)),
-           a.mean_loss);
+    uint64_t generated = generation_hash(&m);
+    if (!generated) return 1;
+    printf("%s %016llx loss %.9g generate %016llx\n", arch->name,
+           (unsigned long long)fnv1a(m.params, m.n_params * sizeof(float)), a.mean_loss, (unsigned long long)generated);
     free(grads), slm_adam_free(&opt), slm_batch_free(&b), slm_activations_free(&a), slm_model_free(&m);
     return 0;
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # --kernels portable: a 20-step training of the attention network, window8
-# and the transformer (tests/portable_driver.c) gives the
-# same parameters, bit for bit, from the model code built for this CPU, for
+# and the transformer (tests/portable_driver.c) gives the same parameters,
+# and a generation from each the same logits, tokens and log-probabilities, bit for bit, from the model code built for this CPU, for
 # x86-64-v3 and for baseline x86-64, and natively at 1 and 2 threads. Arguments: the
 # drivers, the native one first. A CPU that cannot run x86-64-v3 code skips.
 set -euo pipefail

@@ -187,6 +187,9 @@ typedef struct Architecture {
 
     /* ---- generation: one token at a time with its caches (generator_batch.h) ---- */
     const struct GeneratorOps *generator;
+    /* the same on generation's portable kernels (generate --kernels portable: one order of every sum on
+     * every target, src/generate/kernels_portable.h); NULL: the architecture has none */
+    const struct GeneratorOps *generator_portable;
 } Architecture;
 
 /* ---- the registry (src/arch/registry.c) ---- */

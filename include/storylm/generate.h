@@ -34,6 +34,12 @@
 /* n >= 1 samples, each at the start of a story; ablation may be NULL (no
  * head switched off); it is copied. */
 int slm_generator_batch_init(GeneratorBatch *g, const Model *m, const Ablation *ablation, int n, Error *e);
+/* The same on kernels k (kernels.h; the above: the build's default): portable
+ * computes each sum in one order on every target and in FP32 only, so the
+ * logits have the same bits at any -march and in the WebAssembly build
+ * (an architecture without a portable generator, attn-only, keeps its own). */
+int slm_generator_batch_init_at(GeneratorBatch *g, Kernels k, const Model *m, const Ablation *ablation, int n,
+                                Error *e);
 void slm_generator_batch_free(GeneratorBatch *g);
 /* Sample to takes over sample from's story (cache, position, logits): a
  * prompt fed once serves every sample. */

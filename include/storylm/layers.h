@@ -93,13 +93,20 @@ float slm_exp_sum_inplace(float *x, int n, float shift);
  * written, in order, to kept and their indices to ids (each with room for
  * n + 16); *k says how many. */
 float slm_exp_sum_keep(const float *x, int n, float scale, float shift, float keep, float *kept, int32_t *ids, int *k);
+/* The same with kernels k: portable, without FMAs, the sum in 16 lanes of plain C. */
+float slm_exp_sum_keep_at(Kernels k, const float *x, int n, float scale, float shift, float keep, float *kept,
+                          int32_t *ids, int *m);
 /* x (n) -> softmax in place; returns the log-sum-exp of the input. */
 float slm_softmax_inplace(float *x, int n);
+/* The same with kernels k (slm_exp_inplace_at). */
+float slm_softmax_inplace_at(Kernels k, float *x, int n);
 /* The same bits without the log-sum-exp: an attention's weights, where its
  * logarithm is a call each head's step does not need. */
 void slm_softmax_weights(float *x, int n);
 /* The same when x's largest element mx is known (a pass fewer; the same bits). */
 float slm_softmax_max_inplace(float *x, int n, float mx);
+/* The same with kernels k (slm_exp_inplace_at). */
+float slm_softmax_max_inplace_at(Kernels k, float *x, int n, float mx);
 /* x (n) -> tanh x in place, vectorized (the hidden layer's tanh). */
 void slm_tanh_inplace(float *x, int n);
 

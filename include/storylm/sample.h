@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "storylm/error.h"
+#include "storylm/kernels.h"
 #include "storylm/params.h"
 #include "storylm/rng.h"
 
@@ -76,6 +77,7 @@ typedef struct Sampler {
     int32_t *kept_ids;       /* (V + 16) and their ids (a register's worth more: whole registers are stored) */
     int32_t *probs_ids;      /* (V + 16) scratch: the ids of probs' first entries, when those are a few tokens' */
     int borrowed;            /* 1: the scratch is another sampler's (slm_sampler_share_scratch), not freed here */
+    Kernels kernels;         /* of its exponentials and sums (kernels.h): set after init (0, the build's default) */
 } Sampler;
 typedef struct Candidate Candidate;
 

@@ -117,6 +117,7 @@ typedef struct ViewGenerateOptions {
     const NameList *names;     /* may be NULL; kept by the caller while the generator lives */
     int threads;               /* a ViewBatch's steps share its samples between this many (0, 1: the caller's) */
     Precision precision;       /* of the generator's products (slm_generator_batch_set_precision): FP32 by default */
+    Kernels kernels;           /* the generator's and sampler's (slm_generator_batch_init_at): the build's default */
     const char *const *steers; /* (n_steers) --steer DIR:LATENT:SCALE: SAE latents added while generating */
     int n_steers;
 } ViewGenerateOptions;

@@ -23,5 +23,6 @@ int slm_arch_write_layers(const ModelConfig *c, ConfigPut put, void *ctx, Error 
  * functions run it): key/value caches of every layer's heads, or window8's
  * last rows, then the readout. */
 extern const struct GeneratorOps slm_readout_generator;
+extern const struct GeneratorOps slm_readout_generator_portable; /* readout_generate_portable.c */
 
 #endif

@@ -6,9 +6,18 @@
 #include "storylm/arch.h"
 
 int slm_generator_batch_init(GeneratorBatch *g, const Model *m, const Ablation *ablation, int n, Error *e) {
-    const GeneratorOps *ops = m->cfg.arch->generator;
+    return slm_generator_batch_init_at(g, (Kernels)0, m, ablation, n, e); /* the build's default kernels */
+}
+
+int slm_generator_batch_init_at(GeneratorBatch *g, Kernels k, const Model *m, const Ablation *ablation, int n,
+                                Error *e) {
+    const Architecture *arch = m->cfg.arch;
+    /* an architecture without portable twins (attn-only) generates on its own kernels */
+    const GeneratorOps *ops =
+        k == KERNELS_PORTABLE && arch->generator_portable ? arch->generator_portable : arch->generator;
     *g = (GeneratorBatch){0};
-    if (!ops) return FAIL(e, NULL, "a %s model has no generator", m->cfg.arch->name);
+    if (!ops) return FAIL(e, NULL, "a %s model has no generator", arch->name);
+    if (slm_kernels_check(k, PRECISION_FP32, e)) return -1;
     if (ops->init(g, m, ablation, n, e)) return -1;
     g->ops = ops;
     return 0;

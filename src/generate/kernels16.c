@@ -9,8 +9,9 @@
 #include <string.h>
 #include <sys/mman.h>
 
-/* Contract a*b+c into FMA instructions (ISO C mode leaves them apart). */
-#if defined(__GNUC__) && !defined(__clang__)
+/* Contract a*b+c into FMA instructions (ISO C mode leaves them apart);
+ * kernels_portable.c compiles this file again without (SLM_PORTABLE). */
+#if defined(__GNUC__) && !defined(__clang__) && !defined(SLM_PORTABLE)
 #pragma GCC optimize("fp-contract=fast")
 #endif
 
@@ -21,6 +22,7 @@
  * (a walk of the page tables); 64 samples ran 1.19 times as fast with both
  * this and prefetch_head's reach (generate.c). A smaller cache is allocated as before: a
  * page of 2 MB for one sample's 192 KB would waste the rest. Freed by free(). */
+#ifndef SLM_PORTABLE /* the portable twins share these: they compute nothing */
 float *slm_cache_alloc(size_t floats, Error *e) {
     size_t huge = (size_t)2 << 20, bytes = (floats * sizeof(float) + huge - 1) / huge * huge;
     float *p = floats * sizeof(float) >= huge ? aligned_alloc(huge, bytes) : NULL;
@@ -31,6 +33,7 @@ float *slm_cache_alloc(size_t floats, Error *e) {
     memset(p, 0, bytes);
     return p;
 }
+#endif
 
 /* 16 floats: one AVX-512 register (two AVX ones elsewhere), a block's 16 rows. */
 typedef float f16v __attribute__((vector_size(64)));
@@ -52,6 +55,7 @@ typedef float f16v __attribute__((vector_size(64)));
 #define PAIR_GROUP 0 /* no pairs: 16 registers hold no more than block_for_samples' */
 #endif
 
+#ifndef SLM_PORTABLE
 int slm_dense16_pack(Dense16 *d, const float *W, size_t row_stride, size_t col_stride, int rows, int cols, Error *e) {
     *d = (Dense16){.rows = rows, .cols = cols};
     d->w = xmalloc((size_t)(rows + 15) / 16 * 16 * cols * sizeof(float), e);
@@ -68,6 +72,7 @@ void slm_dense16_free(Dense16 *d) {
     free(d->w);
     *d = (Dense16){0};
 }
+#endif
 
 /* 16 floats read from anywhere (no alignment asked). */
 static inline f16v load16(const float *p) {

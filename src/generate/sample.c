@@ -402,12 +402,13 @@ int slm_sampler_sample_story(Sampler *s, const float *logits, const int32_t *sto
          * (a probability is an exponential times 1 / sum, and the sum is 1 or more: the largest's is 1),
          * and the softmax's last pass is sample_truncated's first, over those few. */
         int k;
-        float sum = slm_exp_sum_keep(logits, n, inv, largest, top_p_cutoff(s), s->probs, s->probs_ids, &k);
+        float sum =
+            slm_exp_sum_keep_at(s->kernels, logits, n, inv, largest, top_p_cutoff(s), s->probs, s->probs_ids, &k);
         return sample_truncated(s, s->probs, s->probs_ids, k, 1.0f / sum);
     }
 #pragma omp simd
     for (int i = 0; i < n; i++) s->probs[i] = logits[i] * inv;
-    slm_softmax_max_inplace(s->probs, n, largest); /* the largest known: a pass fewer */
+    slm_softmax_max_inplace_at(s->kernels, s->probs, n, largest); /* the largest known: a pass fewer */
     if (s->min_p > 0) min_p_cut(s, logits);
     if (s->top_k == 0 && s->top_p >= 1) {
         double r = slm_rng_uniform(&s->rng), acc = 0;
@@ -425,7 +426,7 @@ int slm_sampler_sample(Sampler *s, const float *logits) { return slm_sampler_sam
 float slm_sampler_logprobs(Sampler *s, const float *logits, int chosen, int k, int32_t *top_ids, float *top_logprobs) {
     int n = s->vocab_size;
     memcpy(s->probs, logits, (size_t)n * sizeof(float));
-    float lse = slm_softmax_inplace(s->probs, n);
+    float lse = slm_softmax_inplace_at(s->kernels, s->probs, n);
     /* the k largest in one pass, kept sorted by insertion; a later token
      * enters only when strictly larger, so ties keep the lower id first */
     int m = 0;

@@ -207,6 +207,20 @@ KERNEL void attend_one(const Head *r, const int kd, const int vd, int p, Span sp
     const float *kv = r->kv + (size_t)sp.first * bs;
     weights_one(r, kd, vd, p, sp, w);
     const float *wb = dropped_weights(r, p, sp, w);
+#ifdef __wasm_simd128__
+    /* wasm engines keep 15 vectors in registers, and vd sums of two wasm vectors each would live in memory:
+     * 4 channels at a time over the blocks instead, each channel's sum in the same order */
+    for (int c0 = 0; c0 < vd; c0 += 4) {
+        int cn = vd - c0 < 4 ? vd - c0 : 4;
+        for (int ch = 0; ch < cn; ch++) acc[ch] = splat8(0.0f);
+        for (int b = 0; b < sp.count; b++) {
+            f8 a = load8(wb + 8 * b);
+            for (int ch = 0; ch < cn; ch++) acc[ch] += a * load8(kv + b * bs + 8 * (kd + c0 + ch));
+        }
+        for (int ch = 0; ch < cn; ch++) out[c0 + ch] = sum8(acc[ch]);
+    }
+    return;
+#endif
 #pragma GCC unroll 16
     for (int ch = 0; ch < vd; ch++) acc[ch] = splat8(0.0f);
     for (int b = 0; b < sp.count; b++) {
@@ -423,6 +437,32 @@ KERNEL void attend_two_backward(const Head *r, const int kd, const int vd, int p
     float mean0 = dot8(w0, da0, 8 * sp0.count), mean1 = dot8(w1, da1, 8 * sp1.count);
     scaled_query(r, p, q0);
     scaled_query(r, p + 1, q1);
+#ifdef __wasm_simd128__
+    /* as attend_one: each block's two score gradients kept in da0, da1 (stored, the same floats), then
+     * one component at a time over the blocks, each sum and each d_kv entry added to in the same order */
+    for (int b = 0; b < sp1.count; b++) {
+        f8 e0 = load8(w0 + 8 * b) * (load8(da0 + 8 * b) - splat8(mean0));
+        f8 e1 = load8(w1 + 8 * b) * (load8(da1 + 8 * b) - splat8(mean1));
+        store8(d_dist + 8 * b, load8(d_dist + 8 * b) + e0);
+        store8(d_dist - 1 + 8 * b, load8(d_dist - 1 + 8 * b) + e1);
+        store8(da0 + 8 * b, e0), store8(da1 + 8 * b, e1);
+    }
+    for (int i = 0; i < kd; i++) {
+        f8 s0 = splat8(0.0f), s1 = splat8(0.0f);
+        for (int b = 0; b < sp1.count; b++) {
+            size_t at = (size_t)b * bs + 8 * i;
+            f8 e0 = load8(da0 + 8 * b), e1 = load8(da1 + 8 * b), k = load8(kv + at), d = load8(d_kv + at);
+            s0 += e0 * k;
+            s1 += e1 * k;
+            d += splat8(q0[i]) * e0;
+            d += splat8(q1[i]) * e1;
+            store8(d_kv + at, d);
+        }
+        r->dq[(size_t)i * r->ld + p] = sum8(s0) * r->scale;
+        r->dq[(size_t)i * r->ld + p + 1] = sum8(s1) * r->scale;
+    }
+    return;
+#endif
 #pragma GCC unroll 16
     for (int i = 0; i < kd; i++) dq0[i] = dq1[i] = splat8(0.0f);
     for (int b = 0; b < sp1.count; b++) { /* score_backward of both */

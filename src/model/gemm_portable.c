@@ -18,7 +18,14 @@
 
 #define PANEL SLM_GEMM_PANEL
 #define KC 128 /* rows of op(B) a block: (KC, PANEL) floats, at most 16 KB */
-#define MR 4   /* rows of C a tile (6 was slower in wasm, whose engines keep 15 vectors in registers) */
+/* Rows of C a tile. wasm engines keep 15 vectors in registers: a tile of 2 rows of 4 vectors (the
+ * panel of portable.h) ran the output layer's three products 5-15% faster in node than 4 rows of 2
+ * (a microbenchmark of the three shapes, twice, each variant in turn); 6 rows of 2 and 3 of 4 slower. */
+#ifdef __wasm_simd128__
+#define MR 2
+#else
+#define MR 4
+#endif
 
 /* op(B) rows [k0, k0 + kc), columns [j0, j0 + nb) -> block (kc, PANEL), zeros past nb. */
 static void pack_block(int tb, const float *B, int ldb, int k0, int kc, int j0, int nb, float *block) {

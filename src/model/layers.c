@@ -77,8 +77,60 @@ static inline float tanh_approx(float x) {
     return x < 0.0f ? -r : r;
 }
 
+#if defined(SLM_PORTABLE) && defined(__wasm_simd128__)
+#define SLM_WASM_EXP 1
+#include <wasm_simd128.h>
+/* exp_approx on 4 lanes of WebAssembly SIMD128, each lane exp_approx's
+ * operations in its order, so its bits (clang left the scalar form partly
+ * unvectorised and clamped with NaN-exact min, a long sequence in node):
+ * the clamps are pmax and pmin (a < b ? b : a, b < a ? b : a: the
+ * comparisons of exp_approx), and (int32_t)n is read from the bits of
+ * n + 1.5 * 2^23 (n an integer of at most 128 in size: exact) instead of a
+ * saturating conversion. */
+static inline v128_t exp_approx4(v128_t x) {
+    x = wasm_f32x4_pmin(wasm_f32x4_pmax(x, wasm_f32x4_splat(-87.0f)), wasm_f32x4_splat(88.0f));
+    v128_t magic = wasm_f32x4_splat(12582912.0f);
+    v128_t n = wasm_f32x4_sub(wasm_f32x4_add(wasm_f32x4_mul(x, wasm_f32x4_splat(1.44269504088896341f)), magic), magic);
+    v128_t r = wasm_f32x4_sub(wasm_f32x4_sub(x, wasm_f32x4_mul(n, wasm_f32x4_splat(0.693359375f))),
+                              wasm_f32x4_mul(n, wasm_f32x4_splat(-2.12194440e-4f)));
+    static const float c[] = {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
+    v128_t p = wasm_f32x4_splat(1.9875691500e-4f);
+    for (int i = 0; i < 5; i++) p = wasm_f32x4_add(wasm_f32x4_mul(p, r), wasm_f32x4_splat(c[i]));
+    p = wasm_f32x4_add(wasm_f32x4_add(wasm_f32x4_mul(wasm_f32x4_mul(p, r), r), r), wasm_f32x4_splat(1.0f));
+    n = wasm_v128_and(n, wasm_f32x4_eq(n, n));                                               /* NaN -> 0 */
+    v128_t e = wasm_i32x4_sub(wasm_f32x4_add(n, magic), wasm_i32x4_splat(0x4B400000 - 127)); /* n + 127 */
+    return wasm_f32x4_mul(p, wasm_i32x4_shl(e, 23));
+}
+
+/* The largest of x (n) as the plain loop m = x[i] > m ? x[i] : m from
+ * -inf finds it (NaNs passed over), on 4 lanes with pmax (a < b ? b : a:
+ * that comparison), which clang leaves scalar; a largest of 0 is looked
+ * for again in order, so that its sign is the first zero's, as the loop's. */
+static float max_of4(const float *x, int n) {
+    v128_t m = wasm_f32x4_splat(-INFINITY);
+    int i = 0;
+    for (; i + 4 <= n; i += 4) m = wasm_f32x4_pmax(m, wasm_v128_load(x + i));
+    float lanes[4], mx = -INFINITY;
+    wasm_v128_store(lanes, m);
+    for (int j = 0; j < 4; j++) mx = lanes[j] > mx ? lanes[j] : mx;
+    for (; i < n; i++) mx = x[i] > mx ? x[i] : mx;
+    if (mx == 0.0f)
+        for (i = 0, mx = -INFINITY; i < n; i++) mx = x[i] > mx ? x[i] : mx;
+    return mx;
+}
+
+/* x (16) - shift -> exp_approx of each into y (16). */
+static inline void exp_approx_16(const float *x, float shift, float *y) {
+    v128_t s = wasm_f32x4_splat(shift);
+    for (int j = 0; j < 16; j += 4) wasm_v128_store(y + j, exp_approx4(wasm_f32x4_sub(wasm_v128_load(x + j), s)));
+}
+#endif
+
 static float max_of(const float *x, int n) {
     float mx = -INFINITY;
+#ifdef SLM_WASM_EXP
+    if (n >= 16) return max_of4(x, n);
+#endif
 #pragma omp simd reduction(max : mx)
     for (int i = 0; i < n; i++) mx = x[i] > mx ? x[i] : mx;
     return mx;
@@ -117,7 +169,11 @@ static float exp_lanes(const float *x, float *out, int n, float shift) {
     float lane[16] = {0}, y[16], sum = 0.0f;
     int i = 0;
     for (; i + 16 <= n; i += 16) {
+#ifdef SLM_WASM_EXP
+        exp_approx_16(x + i, shift, y);
+#else
         for (int j = 0; j < 16; j++) y[j] = exp_approx(x[i + j] - shift);
+#endif
         for (int j = 0; j < 16; j++) lane[j] += y[j];
         if (out) memcpy(out + i, y, sizeof y);
     }
@@ -169,7 +225,6 @@ static float exp_shifted_inplace(float *x, int n, float shift) {
 
 float slm_exp_one(float x) { return exp_approx(x); }
 
-#ifndef SLM_PORTABLE
 /* x (n) times scale, less shift, exponentiated: their sum in
  * exp_shifted_inplace's order, its bits; those at or above keep (in order,
  * with their indices) into kept and ids. One pass that stores only the few
@@ -216,7 +271,6 @@ float slm_exp_sum_keep(const float *x, int n, float scale, float shift, float ke
     *k = m;
     return sum;
 }
-#endif
 
 void slm_exp_inplace(float *x, int n, float shift) {
 #ifdef SLM_AVX512
@@ -228,8 +282,12 @@ void slm_exp_inplace(float *x, int n, float shift) {
         _mm512_mask_storeu_ps(x + i, live, exp_approx16(_mm512_sub_ps(_mm512_maskz_loadu_ps(live, x + i), s)));
     }
 #else
+    int i = 0;
+#ifdef SLM_WASM_EXP
+    for (; i + 16 <= n; i += 16) exp_approx_16(x + i, shift, x + i);
+#endif
 #pragma omp simd
-    for (int i = 0; i < n; i++) x[i] = exp_approx(x[i] - shift);
+    for (int j = i; j < n; j++) x[j] = exp_approx(x[j] - shift);
 #endif
 }
 
@@ -239,6 +297,20 @@ void slm_exp_inplace_at(Kernels k, float *x, int n, float shift) {
         slm_exp_inplace_portable(x, n, shift);
     else
         slm_exp_inplace(x, n, shift);
+}
+
+float slm_exp_sum_keep_at(Kernels k, const float *x, int n, float scale, float shift, float keep, float *kept,
+                          int32_t *ids, int *m) {
+    return k == KERNELS_PORTABLE ? slm_exp_sum_keep_portable(x, n, scale, shift, keep, kept, ids, m)
+                                 : slm_exp_sum_keep(x, n, scale, shift, keep, kept, ids, m);
+}
+
+float slm_softmax_inplace_at(Kernels k, float *x, int n) {
+    return k == KERNELS_PORTABLE ? slm_softmax_inplace_portable(x, n) : slm_softmax_inplace(x, n);
+}
+
+float slm_softmax_max_inplace_at(Kernels k, float *x, int n, float mx) {
+    return k == KERNELS_PORTABLE ? slm_softmax_max_inplace_portable(x, n, mx) : slm_softmax_max_inplace(x, n, mx);
 }
 #endif
 
@@ -259,9 +331,7 @@ float slm_softmax_max_inplace(float *x, int n, float mx) {
     return mx + logf(sum);
 }
 
-#ifndef SLM_PORTABLE
 void slm_softmax_weights(float *x, int n) { normalize_sum(x, n, exp_shifted_inplace(x, n, max_of(x, n))); }
-#endif
 
 void slm_tanh_inplace(float *x, int n) {
 #pragma omp simd
@@ -544,11 +614,16 @@ static void xent_fused_row(float *row, const float *bias, int V, int32_t target,
         return;
     }
     float mx = -INFINITY, sum = 0.0f;
+#ifdef SLM_WASM_EXP
+    for (int v = 0; v < V; v++) row[v] += bias[v];
+    mx = max_of(row, V);
+#else
 #pragma omp simd simdlen(16) reduction(max : mx)
     for (int v = 0; v < V; v++) {
         row[v] += bias[v];
         mx = row[v] > mx ? row[v] : mx;
     }
+#endif
     float logit = row[target];
     *correct = is_first_max(row, target, mx);
 #if defined(SLM_AVX512) || defined(SLM_PORTABLE)

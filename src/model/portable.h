@@ -15,6 +15,8 @@
 #define slm_exp_sum_inplace slm_exp_sum_inplace_portable
 #define slm_softmax_inplace slm_softmax_inplace_portable
 #define slm_softmax_max_inplace slm_softmax_max_inplace_portable
+#define slm_softmax_weights slm_softmax_weights_portable
+#define slm_exp_sum_keep slm_exp_sum_keep_portable
 #define slm_tanh_inplace slm_tanh_inplace_portable
 #define slm_matmul slm_matmul_portable
 #define slm_column_sums slm_column_sums_portable
@@ -56,6 +58,9 @@ void slm_output_backward_portable(Kernels k, const float *W, const float *y, flo
 void slm_output_loss_portable(const OutputLoss *o);
 void slm_exp_inplace_portable(float *x, int n, float shift);
 float slm_softmax_inplace_portable(float *x, int n);
+float slm_softmax_max_inplace_portable(float *x, int n, float mx);
+float slm_exp_sum_keep_portable(const float *x, int n, float scale, float shift, float keep, float *kept, int32_t *ids,
+                                int *k);
 void slm_attention_forward_portable(Kernels k, const ModelConfig *c, const float *qkv, int ld, const float *distance,
                                     const int *first_key, int N, float *att, float *out, int out_ld,
                                     const AttentionScratch *s);
@@ -68,8 +73,8 @@ void slm_attention_backward_portable(Kernels k, const ModelConfig *c, const floa
  * SLM_GEMM_PANEL columns (gemm_portable.c): each element is
  * ((beta C + a_0 b_0) + a_1 b_1) + ... in k order, whatever the panels, the
  * threads or the vector width. The panel is two of the target's widest
- * vectors (16 floats with AVX-512, 8 with AVX, else 4: SSE, wasm SIMD128),
- * so that a tile's sums fit in its registers; it changes no bit. */
+ * vectors (16 floats with AVX-512, 8 with AVX, else 4: SSE), four of wasm
+ * SIMD128's, so that a tile's sums fit in its registers; it changes no bit. */
 #if defined(__AVX512F__)
 #define SLM_GEMM_WIDTH 16
 #elif defined(__AVX__)
@@ -77,7 +82,11 @@ void slm_attention_backward_portable(Kernels k, const ModelConfig *c, const floa
 #else
 #define SLM_GEMM_WIDTH 4
 #endif
+#if defined(__wasm_simd128__) /* four: 2 rows of 16 columns ran faster in node than 4 of 8 (gemm_portable.c's MR) */
+#define SLM_GEMM_PANEL (4 * SLM_GEMM_WIDTH)
+#else
 #define SLM_GEMM_PANEL (2 * SLM_GEMM_WIDTH)
+#endif
 void slm_gemm_portable(int trans_a, int trans_b, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
                        float beta, float *C, int ldc, int p0, int p1);
 

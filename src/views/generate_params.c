@@ -102,6 +102,10 @@ static const Param generate_params[] = {
      .help = PRECISION_HELP,
      .def_string = "fp32",
      .choices = "fp32,bf16"}, /* Precision's order (bf16.h) */
+    KERNELS_PARAM(GenerateParams, go.kernels,
+                  "the generator's kernels: blas (the default: storylm's fastest for this CPU; generation uses no "
+                  "OpenBLAS), or portable (every sum in one order: the same tokens and log-probabilities at any "
+                  "-march and in the WebAssembly build; fp32 only; docs/kernels.md)"),
     /* Python passes its prompt apart (a text with its length) */
     {.name = "PROMPT",
      .type = PARAM_STRING,

@@ -79,6 +79,7 @@ static int story_setup(ViewGenerator *vg, const LoadedModel *lm, const char *pro
         vg->ids.len = prompt_ids->len;
     }
     if (!rc) rc = slm_sampler_init_with(&vg->smp, lm->model.cfg.vocab_size, &go->sampling, seed, e);
+    vg->smp.kernels = go->kernels;
     if (rc) slm_intvec_free(&vg->ids);
     vg->prompt_tokens = (int)vg->ids.len;
     return rc;
@@ -87,7 +88,7 @@ static int story_setup(ViewGenerator *vg, const LoadedModel *lm, const char *pro
 int slm_view_generator_init(ViewGenerator *vg, const LoadedModel *lm, const Ablation *ab, const char *prompt,
                             const ViewGenerateOptions *go, Error *e) {
     if (story_setup(vg, lm, prompt, NULL, go, go->seed, e)) return -1;
-    if (slm_generator_batch_init(&vg->own, &lm->model, ab, 1, e) ||
+    if (slm_generator_batch_init_at(&vg->own, go->kernels, &lm->model, ab, 1, e) ||
         slm_generator_batch_set_precision(&vg->own, go->precision, e) ||
         slm_view_steer(&vg->own, &lm->model, go->steers, go->n_steers, e)) {
         slm_view_generator_free(vg);
@@ -104,7 +105,7 @@ int slm_view_generator_init_ids(ViewGenerator *vg, const LoadedModel *lm, const 
             return FAIL(e, "give ids from this vocabulary", "token id %d is out of range (the vocabulary has %d)",
                         ids->data[i], lm->tokenizer.size);
     if (story_setup(vg, lm, prompt, ids, go, go->seed, e)) return -1;
-    if (slm_generator_batch_init(&vg->own, &lm->model, ab, 1, e) ||
+    if (slm_generator_batch_init_at(&vg->own, go->kernels, &lm->model, ab, 1, e) ||
         slm_generator_batch_set_precision(&vg->own, go->precision, e) ||
         slm_view_steer(&vg->own, &lm->model, go->steers, go->n_steers, e)) {
         slm_view_generator_free(vg);
@@ -428,7 +429,7 @@ int slm_view_batch_init(ViewBatch *vb, const LoadedModel *lm, const Ablation *ab
     if (slm_text_check(prompt, strlen(prompt), "the prompt", e) ||
         slm_tokenizer_encode(&lm->tokenizer, prompt, strlen(prompt), &ids, e))
         return -1;
-    int ok = !slm_generator_batch_init(&vb->gen, &lm->model, ab, n, e) &&
+    int ok = !slm_generator_batch_init_at(&vb->gen, go->kernels, &lm->model, ab, n, e) &&
              !slm_generator_batch_set_precision(&vb->gen, go->precision, e) &&
              !slm_view_steer(&vb->gen, &lm->model, go->steers, go->n_steers, e) &&
              (vb->samples = xcalloc((size_t)n, sizeof *vb->samples, e)) &&

@@ -410,6 +410,7 @@ const Architecture slm_attention_arch = {
     .backward = backward,
     .hook_points = hook_points,
     .generator = &slm_readout_generator,
+    .generator_portable = &slm_readout_generator_portable,
     .hook_move = slm_readout_hook_move,
     .layer_qkv = layer_qkv,
     .layer_attention = layer_attention,

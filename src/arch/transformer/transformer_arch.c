@@ -115,7 +115,8 @@ static void hook_points(const ModelConfig *c, HookPoints *out) {
                         .layers = c->n_layers};
 }
 
-extern const GeneratorOps slm_transformer_generator; /* transformer_generate.c */
+extern const GeneratorOps slm_transformer_generator;          /* transformer_generate.c */
+extern const GeneratorOps slm_transformer_generator_portable; /* transformer_generate_portable.c */
 
 /* ---- a run's attention --------------------------------------------------- */
 
@@ -159,6 +160,7 @@ const Architecture slm_transformer_arch = {
     .backward = slm_transformer_backward,
     .hook_points = hook_points,
     .generator = &slm_transformer_generator,
+    .generator_portable = &slm_transformer_generator_portable,
     .hook_move = slm_tf_hook_move,
     .layer_qkv = slm_tf_layer_qkv,
     .layer_attention = slm_tf_layer_attention,

@@ -140,5 +140,6 @@ const Architecture slm_window8_arch = {
     .backward = backward,
     .hook_points = hook_points,
     .generator = &slm_readout_generator,
+    .generator_portable = &slm_readout_generator_portable,
     .hook_move = slm_readout_hook_move,
 };
