@@ -73,7 +73,10 @@ async function askLayerViews(model) {
   try {
     await batch([{ url: "/api/attend", body: { ...body, wide: true } }, { url: "/api/trace", body }]);
     ok = true;
-  } catch (e) { ok = false; }
+  } catch (e) {
+    // not asked after all (another model was picked first): asked again when it is picked again
+    if (e.stale) { delete state.layerViews[model]; return; }
+  }
   state.layerViews[model] = ok;
   if (model !== state.model) return;
   describeModel();

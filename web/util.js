@@ -43,6 +43,7 @@ export const pct = (x) => (100 * x).toFixed(1) + "%";
 export const prob = (x) => (x >= 0.001 || x === 0 ? pct(x) : (100 * x).toPrecision(2) + "%");
 
 export function showError(where, err) {
+  if (err && err.stale) return; // asked for a model picked before: nothing to show for this one
   const box = $("error-" + where);
   if (!err) { box.hidden = true; box.textContent = ""; return; }
   box.textContent = err.message || String(err);
@@ -51,9 +52,12 @@ export function showError(where, err) {
 
 // One API call: POST with a JSON body (or GET without), to the server or the page's worker
 // (site.js); a 4xx/5xx answer's {"error"} becomes the thrown message, so every view can show it as is.
+// A call still waiting for the worker when another model is picked (state.epoch) is never
+// computed: it throws an AbortError marked stale, which showError leaves unshown.
 export async function api(path, body, signal) {
-  const init = body === undefined ? { signal } :
-    { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body), signal };
+  const epoch = state.epoch, stale = () => epoch !== state.epoch;
+  const init = body === undefined ? { signal, stale } :
+    { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body), signal, stale };
   const res = await send(path, init);
   let data = null;
   try { data = await res.json(); } catch (e) { data = null; }
