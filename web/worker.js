@@ -13,13 +13,68 @@ async function siteFile(name) {
   return new Uint8Array(await res.arrayBuffer());
 }
 
+// The models other than the default: no first view reads them, so the server opens once their
+// header is in (all the model list reads of them), and a request that names one waits for
+// the rest of its file (needAll).
+const later = (s, name) => name.endsWith(".safetensors") && name !== s.model;
+
+// A safetensors file fetched once: {head: its header (8 bytes of the JSON's length, the
+// JSON) followed by zeros for the tensors, as soon as the header is in; whole: all its bytes}.
+function siteModel(name) {
+  let told = null;
+  const head = new Promise((resolve, reject) => { told = { resolve, reject }; });
+  const whole = (async () => {
+    const res = await fetch(name);
+    if (!res.ok) throw new Error(`${name}: the site answered ${res.status}`);
+    const reader = res.body.getReader(), chunks = [];
+    let got = 0, need = 0;
+    for (let part = await reader.read(); !part.done; part = await reader.read()) {
+      chunks.push(part.value);
+      got += part.value.length;
+      if (!need && got >= 8) need = 8 + Number(new DataView(join(chunks, 8).buffer).getBigUint64(0, true));
+      if (need && got >= need && told) { told.resolve(headOnly(join(chunks, need))); told = null; }
+    }
+    if (told) throw new Error(`${name}: the file ends within its header`);
+    return join(chunks, got);
+  })();
+  whole.catch((e) => told && told.reject(e));
+  return { head, whole };
+}
+
+// A safetensors header as a file of the whole file's size, its tensors zeros.
+function headOnly(head) {
+  const tensors = Object.values(JSON.parse(new TextDecoder().decode(head.subarray(8))));
+  const bytes = new Uint8Array(head.length + Math.max(0, ...tensors.map((t) => (t.data_offsets ? t.data_offsets[1] : 0))));
+  bytes.set(head);
+  return bytes;
+}
+
+// The first n bytes of chunks as one array.
+function join(chunks, n) {
+  const out = new Uint8Array(n);
+  let at = 0;
+  for (const c of chunks) {
+    if (at >= n) break;
+    out.set(c.subarray(0, n - at), at);
+    at += Math.min(c.length, n - at);
+  }
+  return out;
+}
+
 // Asked for before the glue below is read, so that the WebAssembly, the list and the files
-// download while it is: {site (site.json), files (their bytes), wasm (its Response)}.
+// download while it is: {site (site.json), files (their bytes; a later model's header only),
+// whole (a later model's bytes, by name), wasm (its Response)}.
 const site = fetch("site.json").then((res) => {
   if (!res.ok) throw new Error(`site.json: the site answered ${res.status}`);
   return res.json();
 });
-const early = { site, files: site.then((s) => Promise.all(s.files.map(siteFile))), wasm: fetch("storylm_web.wasm") };
+const early = { site, wasm: fetch("storylm_web.wasm"), whole: {} };
+early.files = site.then((s) => Promise.all(s.files.map((name) => {
+  if (!later(s, name)) return siteFile(name);
+  const m = siteModel(name);
+  early.whole[name] = m.whole;
+  return m.head;
+})));
 early.files.catch(() => {}); // its failure is open()'s to report
 early.wasm.catch(() => {});
 importScripts("storylm_web.js");
@@ -56,7 +111,28 @@ async function open() {
     mod._free(p);
     throw new Error(msg);
   }
-  return { mod, server, outs, names: listed.names ? null : Promise.resolve() };
+  const w = { mod, server, outs, names: listed.names ? null : Promise.resolve(), whole: {} };
+  for (const [name, bytes] of Object.entries(early.whole)) wholeFile(w, name, bytes);
+  return w;
+}
+
+// A later model's whole file written in place once bytes (a promise) are in; fetched again
+// at the next request that needs it after a failure.
+function wholeFile(w, name, bytes) {
+  w.whole[name] = bytes.then((b) => writeFile(w.mod, name, b));
+  w.whole[name].catch(() => { w.whole[name] = null; });
+}
+
+// The whole files of the models req names (by their file name, however their folder is
+// spelt) in place.
+function needAll(w, req) {
+  let url = req.url;
+  try { url = decodeURIComponent(url); } catch (e) { /* a malformed query: the server says so */ }
+  const text = url + (req.body || "");
+  return Promise.all(Object.keys(w.whole).filter((name) => text.includes(name.split("/").pop())).map((name) => {
+    if (!w.whole[name]) wholeFile(w, name, siteFile(name));
+    return w.whole[name];
+  }));
 }
 
 // name (a path of the site) written into /site.
@@ -98,14 +174,41 @@ async function reply(req) {
   try {
     const w = await ready;
     if (req.url.startsWith("/api/generate")) await names(w);
+    await needAll(w, req);
     postMessage({ id, ...answer(w, req) });
   } catch (e) {
     postMessage({ id, status: 500, mime: "application/json", body: JSON.stringify({ error: `the page's worker: ${e.message || e}` }) });
   }
 }
 
+// What the attention view asks, on one word of the default model, asked by the worker itself
+// once it has had nothing to answer for IDLE_MS (the page busy starting, between its first
+// requests and its views): the model is loaded and its runs made ready before the first view
+// asks, which then takes a tenth of the time.
+const IDLE_MS = 30;
+function warmUp(w, model) {
+  const views = [["/api/attend", { wide: true }], ["/api/trace", {}], ["/api/loss", {}]];
+  const requests = views.map(([url, more]) => ({ url, body: { model, text: "Once", ...more } }));
+  answer(w, { method: "POST", url: "/api/batch", body: JSON.stringify({ requests }) });
+}
+
 const ready = open();
-let line = ready.catch(() => {});
+const queue = { line: ready.catch(() => {}), waiting: 0, warm: false, timer: 0 };
+
+// The warm-up, once, when no request has come for IDLE_MS.
+function warmSoon() {
+  clearTimeout(queue.timer);
+  if (queue.warm) return;
+  queue.timer = setTimeout(() => {
+    if (queue.waiting || queue.warm) return;
+    queue.warm = true;
+    queue.line = queue.line.then(async () => warmUp(await ready, (await early.site).model)).catch(() => {});
+  }, IDLE_MS);
+}
 
 // Requests are answered in the order they came, one at a time (the module has one thread).
-onmessage = (ev) => { line = line.then(() => reply(ev.data)); };
+onmessage = (ev) => {
+  queue.waiting++;
+  clearTimeout(queue.timer);
+  queue.line = queue.line.then(() => reply(ev.data)).then(() => { if (!--queue.waiting) warmSoon(); });
+};
