@@ -20,7 +20,7 @@ build=${STORYLM_WEB_BUILD:-$src/build-web}
 command -v emcmake >/dev/null || [[ -f $build/storylm_web.js ]] ||
   skip "no emscripten and no $build/storylm_web.js (sudo apt-get install emscripten; scripts/build_wasm)"
 mkdir -p shots
-first_ms=8000 # generous: other jobs may share the machine; the time is printed
+first_ms=6000 # generous: other jobs may share the machine; the time is printed
 BUILD=$build "$src/scripts/build_web" site > build_web.log 2>&1 || { cat build_web.log; fail "scripts/build_web"; }
 grep "page code" build_web.log
 
