@@ -20,8 +20,9 @@ function stopped(message, stale) {
   return err;
 }
 
-// Every request waiting fails with message (the worker could not run).
+// Every request waiting, and every one after, fails with message (the worker could not run).
 function failAll(message) {
+  worker.failed = message;
   const body = JSON.stringify({ error: `the page's worker failed: ${message}` });
   for (const r of [worker.busy, ...worker.queue]) if (r) r.resolve({ status: 500, mime: "application/json", body });
   worker.busy = null;
@@ -65,6 +66,7 @@ function startWorker() {
     sendNext();
   };
   worker.w.onerror = (ev) => failAll(ev.message || "it did not start");
+  if (worker.w.failed) failAll(worker.w.failed); // before this module ran (index.html's line keeps it)
 }
 
 // fetch's shape, answered by the worker: a Response for path and init ({method, body: a
@@ -86,7 +88,8 @@ function workerFetch(path, init = {}) {
       });
     }
     worker.queue.push(r);
-    sendSoon();
+    if (worker.failed) failAll(worker.failed);
+    else sendSoon();
   });
 }
 
