@@ -20,7 +20,9 @@ export async function refreshDistances() {
     state.distances = d;
     drawDistances();
     fromModel("dist-card", state.model);
-  } catch (e) { showError("dist", new Error(`${e.message}. Pick another model, or reload the page if the server was restarted.`)); }
+  } catch (e) {
+    if (!e.stale) showError("dist", new Error(`${e.message}. Pick another model, or reload the page if the server was restarted.`));
+  }
 }
 
 export function drawDistances() {

@@ -2,7 +2,7 @@
 // which views it has, and whether the server shows a model of several layers layer by layer.
 import { downloadHref } from "./site.js";
 import { calls, state } from "./state.js";
-import { $, api, batch, el, headless, kindOf, modelViews, setUnavailable } from "./util.js";
+import { $, api, batch, el, headless, kindOf, modelViews, setUnavailable, thousands } from "./util.js";
 
 // ---------- models ----------
 
@@ -27,7 +27,7 @@ export async function loadModels() {
 export function describeModel() {
   const m = state.models.find((x) => x.path === state.model);
   $("model-download").href = downloadHref(state.model);
-  $("model-info").textContent = m ? `${m.path}: ${m.params.toLocaleString("en")} parameters, ${m.vocab_size} tokens` +
+  $("model-info").textContent = m ? `${m.path}: ${thousands(m.params)} parameters, ${m.vocab_size} tokens` +
     (m.layers > 1 ? `, ${m.layers} layers of ${m.heads} heads` : "") : "";
   if (m && m.vocab_size > 0) $("gen-k").max = m.vocab_size; // top-k reaches every token of this model's vocabulary
   fillBaselines();
@@ -73,7 +73,10 @@ async function askLayerViews(model) {
   try {
     await batch([{ url: "/api/attend", body: { ...body, wide: true } }, { url: "/api/trace", body }]);
     ok = true;
-  } catch (e) { ok = false; }
+  } catch (e) {
+    // not asked after all (another model was picked first): asked again when it is picked again
+    if (e.stale) { delete state.layerViews[model]; return; }
+  }
   state.layerViews[model] = ok;
   if (model !== state.model) return;
   describeModel();
@@ -119,8 +122,8 @@ export function describeSizes(m) {
   $("trace-sizes").dataset.description = describe(m);
   const w8 = state.models.find(headless);
   $("trace-sizes").firstChild.nodeValue = m.params ?
-    `In all, ${m.params.toLocaleString("en")} numbers to learn in ${kindOf(m)} picked (${describe(m)})` +
-    (w8 && !headless(m) ? `, about as many as chapter 6's ${w8.params.toLocaleString("en")}: ` : ": ") +
+    `In all, ${thousands(m.params)} numbers to learn in ${kindOf(m)} picked (${describe(m)})` +
+    (w8 && !headless(m) ? `, about as many as chapter 6's ${thousands(w8.params)}: ` : ": ") +
     (headless(m) ? `it reads the last ${reach} tokens only. ` : `it reads up to ${m.window || 256} tokens back instead of ${w8 ? w8.context || 8 : 8}. `) +
     "Training is chapter 6's too: the same loss, \u2212log of the probability given to the token that came next, and the same Adam. What changes is what a step reads. No position ever reads a later token, so one forward pass over a whole story makes a guess at every position at once, and the gradients of all of them are added up. Each training step reads 8 whole stories, about 2,000 positions, instead of chapter 6's 64 positions picked at random." : "";
 }

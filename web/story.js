@@ -117,7 +117,7 @@ export async function fetchPosition(pos, withTrace = true, t0 = performance.now(
     calls.savePermalink();
     return extra;
   } catch (e) {
-    if (n === state.seq.pos) {
+    if (n === state.seq.pos && !e.stale) {   // stale: asked for a model picked before, never computed
       // the old numbers go: they belong to a text, model or switches no longer asked for
       const msg = new Error(`${e.message}. Change the text, the switches or the model and try again; reload the page if the server was restarted.`);
       clearPositionViews();

@@ -2,7 +2,7 @@
 // transformer block (layer norm, attention, W_O, the residual connection, the MLP), a stack of
 // blocks and a GPT, drawn with the shipped models' own sizes (/api/models); and a table of sizes.
 import { state } from "./state.js";
-import { $, el, svg } from "./util.js";
+import { $, el, svg, thousands } from "./util.js";
 
 const tf = { stage: 0, timer: 0 };
 const STAGES = ["Chapter 6's network", "This page's network", "A transformer block", "A stack of blocks", "A GPT"];
@@ -20,7 +20,7 @@ function kinds() {
 // Each stage: boxes top to bottom, [label, detail, kind] (kind: "new" is drawn as what this stage adds).
 function boxes(k) {
   const w8 = k.w8, a = k.att, t = k.tf;
-  const V = (a.vocab_size || 2000).toLocaleString("en"), D = a.row_dim || 32, H = a.heads || 8, vd = a.value_dim || 16;
+  const V = thousands(a.vocab_size || 2000), D = a.row_dim || 32, H = a.heads || 8, vd = a.value_dim || 16;
   const TD = t.row_dim || 64, TH = t.heads || 8, Tk = t.key_dim || 8, Tm = t.hidden_dim || 256, TL = t.layers || 2;
   return [
     [["the last 8 tokens' rows", `${w8.context || 8} \u00d7 ${w8.row_dim || 32} numbers`], ["hidden layer", `${w8.hidden_dim || 128} tanh neurons`], ["output layer", `scores for ${V} tokens`]],
@@ -73,7 +73,7 @@ function stop() { clearInterval(tf.timer); tf.timer = 0; $("tf-play").textConten
 export function drawSizes() {
   const k = kinds();
   const mine = [[k.w8, "chapter 6's network (window8)"], [k.att, "this page's network"], [k.two, "this page's network, 2 layers"], [k.tf, "storylm's tiny transformer"]]
-    .filter(([m]) => m.path).map(([m, what]) => [`${what}: ${m.name}`, m.params.toLocaleString("en"),
+    .filter(([m]) => m.path).map(([m, what]) => [`${what}: ${m.name}`, thousands(m.params),
       m.arch === "window8" ? "1 hidden layer" : String(m.layers), String(m.row_dim), m.arch === "window8" ? "none" : String(m.heads),
       m.arch === "window8" ? String(m.context) : String(m.window)]);
   const published = [

@@ -37,12 +37,16 @@ export function fmt(x, digits = 3) {
   if (Number.isInteger(x)) return String(x);
   return x.toFixed(digits);
 }
+// A count with commas every three digits ("1,425,880"), as toLocaleString("en") writes it
+// without the hundreds of milliseconds its first call takes to set up (on the first view's way).
+export const thousands = (n) => String(Math.round(n)).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
 export const num = (x) => (typeof x === "number" ? x.toFixed(3) : fmt(x));
 export const pct = (x) => (100 * x).toFixed(1) + "%";
 // A probability that may be tiny (a name the network does not expect): two digits that count.
 export const prob = (x) => (x >= 0.001 || x === 0 ? pct(x) : (100 * x).toPrecision(2) + "%");
 
 export function showError(where, err) {
+  if (err && err.stale) return; // asked for a model picked before: nothing to show for this one
   const box = $("error-" + where);
   if (!err) { box.hidden = true; box.textContent = ""; return; }
   box.textContent = err.message || String(err);
@@ -51,9 +55,12 @@ export function showError(where, err) {
 
 // One API call: POST with a JSON body (or GET without), to the server or the page's worker
 // (site.js); a 4xx/5xx answer's {"error"} becomes the thrown message, so every view can show it as is.
+// A call still waiting for the worker when another model is picked (state.epoch) is never
+// computed: it throws an AbortError marked stale, which showError leaves unshown.
 export async function api(path, body, signal) {
-  const init = body === undefined ? { signal } :
-    { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body), signal };
+  const epoch = state.epoch, stale = () => epoch !== state.epoch;
+  const init = body === undefined ? { signal, stale } :
+    { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body), signal, stale };
   const res = await send(path, init);
   let data = null;
   try { data = await res.json(); } catch (e) { data = null; }
