@@ -62,6 +62,9 @@ done
 j=$("$STORYLM" bench generate m.safetensors --tokens 50 --prompt "Lily found a")
 echo "bench generate: $j"
 [[ $(field "$j" tokens) == 50 && $(field "$j" prompt_tokens) -ge 3 ]] || fail "bench generate: $j"
+# --json, which every verb takes, prints the same line (bench prints nothing else)
+jj=$("$STORYLM" bench generate m.safetensors --tokens 50 --prompt "Lily found a" --json)
+[[ $(field "$jj" tokens) == 50 ]] || fail "bench generate --json: $jj"
 j=$("$STORYLM" bench generate m.safetensors --tokens 20 --samples 4 --prompt "Lily found a")
 echo "bench generate --samples 4: $j"
 [[ $(field "$j" tokens) == 80 && $(field "$j" samples) == 4 ]] || fail "bench generate --samples 4: $j"

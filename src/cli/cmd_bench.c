@@ -1,5 +1,6 @@
 /* storylm bench: times one kind of work in-process and prints one JSON line,
  * for scripts/bench, which runs it interleaved with the PyTorch and npm peers. */
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -79,6 +80,7 @@ static int names_check(const BenchOptions *o, Error *e) {
 typedef struct BenchArgs {
     BenchOptions o;
     const char *work, *file, *text;
+    bool json; /* --json: what bench prints anyway, taken as every verb takes it */
 } BenchArgs;
 
 #define BENCH_INT(field, name_, meta_, help_, min_, max_, def_)                                                        \
@@ -128,6 +130,10 @@ static const Param bench_params[] = {
      .def = 256},
     BENCH_INT(samples, "samples", "N", "generation's samples, computed together (default 1)", 1, 4096, 1),
     BENCH_STRING(prompt, "prompt", "TEXT", "generation's prompt", "Once upon a time"),
+    {.name = "json",
+     .type = PARAM_BOOL,
+     .offset = offsetof(BenchArgs, json),
+     .help = "print the result as JSON (bench's one output: taken for scripts that pass it to every verb)"},
     {.name = "WORK",
      .type = PARAM_STRING,
      .offset = offsetof(BenchArgs, work),
