@@ -181,4 +181,9 @@ done
 if gen --stop "" "Tom" 2> bad.err > /dev/null; then fail "an empty --stop accepted"; fi
 if gen --samples 0 "Tom" 2> bad.err; then fail "--samples 0 accepted"; fi
 grep -q "samples" bad.err || fail "--samples 0: $(cat bad.err)"
+# an attn-only model has no portable generator: asked for one, it says so (not its default kernels' numbers)
+if "$STORYLM" generate "Tom" --model "$STORYLM_SOURCE_DIR/models/tinystories-induction-attn-only.safetensors" --kernels portable -n 3 2> bad.err > /dev/null; then
+  fail "--kernels portable on an attn-only model accepted"
+fi
+grep -q "no portable generator" bad.err || fail "attn-only --kernels portable: $(cat bad.err)"
 echo "PASSED: stdin, -f, pipe, --samples, --json, sampling options, echo, names and [UNK] warning"

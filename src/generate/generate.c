@@ -3,6 +3,8 @@
  * architecture's generator (generator_batch.h's GeneratorOps, src/arch). */
 #include "storylm/generate.h"
 
+#include <string.h>
+
 #include "storylm/arch.h"
 
 int slm_generator_batch_init(GeneratorBatch *g, const Model *m, const Ablation *ablation, int n, Error *e) {
@@ -12,10 +14,14 @@ int slm_generator_batch_init(GeneratorBatch *g, const Model *m, const Ablation *
 int slm_generator_batch_init_at(GeneratorBatch *g, Kernels k, const Model *m, const Ablation *ablation, int n,
                                 Error *e) {
     const Architecture *arch = m->cfg.arch;
-    /* an architecture without portable twins (attn-only) generates on its own kernels */
+    *g = (GeneratorBatch){0};
+    /* An architecture without portable twins (attn-only) generates on its own kernels where
+     * they are the build's default (WebAssembly's), and refuses to be asked for them elsewhere. */
+    if (k == KERNELS_PORTABLE && !arch->generator_portable && k != (Kernels)0)
+        return FAIL(e, "leave out --kernels portable: it generates on the default kernels (docs/kernels.md)",
+                    "a%s %s model has no portable generator", strchr("aeiou", arch->name[0]) ? "n" : "", arch->name);
     const GeneratorOps *ops =
         k == KERNELS_PORTABLE && arch->generator_portable ? arch->generator_portable : arch->generator;
-    *g = (GeneratorBatch){0};
     if (!ops) return FAIL(e, NULL, "a %s model has no generator", arch->name);
     if (slm_kernels_check(k, PRECISION_FP32, e)) return -1;
     if (ops->init(g, m, ablation, n, e)) return -1;
