@@ -77,5 +77,16 @@ if (tuneFile) {
 }
 const bad = await ask("POST", "/api/train", { ...options, stories: "models/no-such-stories.txt" });
 check(bad.status >= 400 && /no-such-stories/.test(bad.body.error), `a missing stories file is refused: ${bad.body.error}`);
+// a writer's own file that cannot train: too few stories, or not UTF-8; refused with a message, the model kept
+for (const [name, body, why] of [["three.txt", "One day.\n\nThe end.\n\nHi.\n", /stor/i],
+                                 ["latin1.txt", "Caf\xe9 story.\n\n".repeat(30), /UTF-8/i]]) {
+  const b = Buffer.from(body, "latin1");
+  const u = await ask("POST", "/api/upload?name=" + name, undefined, b.buffer.slice(b.byteOffset, b.byteOffset + b.length));
+  const r = u.status === 200 ? await ask("POST", "/api/train", { ...options, stories: u.body.stories }) : u;
+  const t = r.status === 200 ? await poll((x) => x.state !== "running") : null;
+  const said = (t ? t.error || t.message : r.body.error) || "";
+  check((t ? t.state === "failed" : r.status >= 400) && why.test(said), `${name} is refused: ${said}`);
+}
+check((await ask("GET", "/api/train/model")).status === 200, "the last run's model is still there after the refusals");
 const { points, heads, ...rest } = done;
 console.log(JSON.stringify(rest));

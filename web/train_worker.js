@@ -90,12 +90,17 @@ async function start(body) {
   const o = { threads: 1 };
   for (const k of ["seed", "eval_every", "lr", "steps"]) if (body[k] !== undefined && body[k] !== null) o[k] = body[k];
   if (body.from) o.from = await baseModel(mod, body.from);
-  // a new run in a clean folder, as `storylm train` in a new one: its vocabulary learnt from its stories
-  for (const f of mod.FS.readdir(DIR)) if (f.startsWith("model.") || f === "vocab.txt") mod.FS.unlink(f);
+  // a new run in a clean folder, as `storylm train` in a new one: its vocabulary learnt from its
+  // stories. The last run's files wait in old/ until this one opens, and come back if it cannot.
+  if (!exists(mod, "old")) mod.FS.mkdir("old");
+  for (const f of mod.FS.readdir("old")) if (f !== "." && f !== "..") mod.FS.unlink("old/" + f);
+  const kept = mod.FS.readdir(DIR).filter((f) => f.startsWith("model.") || f === "vocab.txt");
+  for (const f of kept) mod.FS.rename(f, "old/" + f);
   const outs = mod._malloc(4);
   run = mod.ccall("slm_train_web_open", "number", ["string", "string", "string", "number"], [stories, OUT, JSON.stringify(o), outs]);
   const a = answerOf(mod, mod.getValue(outs, "i32"));
   mod._free(outs);
+  if (!run) for (const f of kept) mod.FS.rename("old/" + f, f);
   job = { state: "running", id: job.id + 1, step: 0, steps: a.steps || 0, points: [], heads: [], model: "", message: "starting", said: a.said || [] };
   if (!run) {
     job.state = "failed";
