@@ -3,7 +3,10 @@
 // the site's files, postMessage), and drives a run as the page's training card does: the
 // stories uploaded, a run started, stopped part way (its step must stay put), resumed to its
 // end, and the model's bytes asked for; then, when given, a second run that fine-tunes a model
-// of the site (the card's "start from").
+// of the site (the card's "start from"). Then runs that cannot start, and one that fails part
+// way (its optimizer state cannot be written where a folder stands in its file's place): each
+// keeps the model of the run before. Node gives the worker no storage (IndexedDB): the status
+// says that a reload would end the run, and the run goes on in memory.
 //
 //   node train_worker.mjs SITE STORIES OPTIONS.json OUT.safetensors [TUNE.json OUT2.safetensors]
 //
@@ -11,6 +14,7 @@
 // model to OUT.safetensors and prints the last status as JSON; exits 1 at a failed check.
 import fs from "node:fs";
 import path from "node:path";
+import vm from "node:vm";
 import { runWorker } from "./worker_env.mjs";
 
 const [site, stories, optionsFile, out, tuneFile, out2] = process.argv.slice(2);
@@ -60,6 +64,7 @@ const done = await poll((t) => t.state !== "running");
 check(done.state === "done" && done.step === options.steps && done.model === "model.safetensors",
   `the run ends at step ${done.step}: ${done.message}`);
 const sum = done.summary || {};
+check(/no storage/.test(done.storage || ""), `without storage the card says so: "${done.storage}"`);
 check(sum.model && sum.model.file === "model.safetensors" && sum.stories.file === up.body.stories && sum.kept.step > 0,
   `its summary is train --json's for the files the run read and wrote (kept: step ${sum.kept && sum.kept.step})`);
 check(done.points.length >= options.steps / options.eval_every && done.heads.length >= 1,
@@ -87,6 +92,19 @@ for (const [name, body, why] of [["three.txt", "One day.\n\nThe end.\n\nHi.\n", 
   const said = (t ? t.error || t.message : r.body.error) || "";
   check((t ? t.state === "failed" : r.status >= 400) && why.test(said), `${name} is refused: ${said}`);
 }
-check((await ask("GET", "/api/train/model")).status === 200, "the last run's model is still there after the refusals");
+const kept = await ask("GET", "/api/train/model");
+check(kept.status === 200, "the last run's model is still there after the refusals");
+// A run that opens, then fails at its first save: a folder stands where its optimizer state goes.
+const before = Buffer.from(kept.bytes);
+const mod = await vm.runInThisContext("ready"); // the worker's module (its script's global)
+const failing = await ask("POST", "/api/train", { steps: 10, seed: 2, lr: 0.03, eval_every: 5, stories: up.body.stories });
+check(failing.status === 200, "a run that will fail starts");
+mod.FS.mkdir("/train/model.adam.safetensors");
+const fell = await poll((t) => t.state !== "running");
+check(fell.state === "failed" && fell.step === 4 && /after step 4/.test(fell.message) && /model.adam.safetensors/.test(fell.message) &&
+  /model of the run before/.test(fell.message), `the run failing at its first save says so: ${fell.message}`);
+const after = await ask("GET", "/api/train/model");
+check(after.status === 200 && Buffer.from(after.bytes).equals(before) && fell.model === "model.safetensors" && fell.kept.run === done.id + (tuneFile ? 1 : 0),
+  `the model of the run before is kept, byte for byte (run ${fell.kept.run}, step ${fell.kept.step})`);
 const { points, heads, ...rest } = done;
 console.log(JSON.stringify(rest));

@@ -44,7 +44,7 @@ function nextRequest() {
 function sendNext() {
   if (worker.busy || !worker.queue.length) return;
   worker.busy = nextRequest();
-  if (worker.busy) worker.w.postMessage(worker.busy.msg);
+  if (worker.busy) worker.w.postMessage(worker.busy.msg, worker.busy.msg.files ? Object.values(worker.busy.msg.files) : []);
 }
 
 // A request asked while the worker is idle is sent once the page's code of the moment has
@@ -76,6 +76,7 @@ function startWorker() {
 function workerFetch(path, init = {}) {
   if (!worker.w) startWorker();
   const msg = { id: ++worker.last, method: init.method || "GET", url: path, body: typeof init.body === "string" ? init.body : null };
+  if (init.files) msg.files = init.files;
   const signal = init.signal;
   return new Promise((resolve, reject) => {
     if (signal && signal.aborted) return reject(stopped("the request was stopped", false));
@@ -98,5 +99,19 @@ if (STATIC) startWorker();
 // A request of the page's API: fetch on a server, the worker on the static site.
 export const send = (path, init) => (STATIC ? workerFetch(path, init) : fetch(path, init));
 
-// Where a model file is downloaded from: the server's /api/download, or the static site's own file.
-export const downloadHref = (path) => (STATIC ? path : "/api/download?model=" + encodeURIComponent(path));
+// The models the page handed to the worker (the tab's trained ones): path -> a blob: URL of their bytes.
+const handed = new Map();
+
+// Files into the worker's file system ({path in trained/: an ArrayBuffer, moved there}): the
+// tab's trained model and its stories, which the worker then lists and reads as the server
+// lists and reads the models it trained. Answered in turn with the page's requests.
+export async function giveFiles(files) {
+  for (const [name, bytes] of Object.entries(files))
+    if (name.endsWith(".safetensors")) handed.set(name, URL.createObjectURL(new Blob([bytes], { type: "application/octet-stream" })));
+  const res = await workerFetch("/worker/files", { method: "PUT", files });
+  if (!res.ok) throw new Error(`the page's worker did not take the files: ${await res.text()}`);
+}
+
+// Where a model file is downloaded from: the server's /api/download, or the static site's own
+// file (a model trained in the tab: its bytes in the page).
+export const downloadHref = (path) => (STATIC ? handed.get(path) || path : "/api/download?model=" + encodeURIComponent(path));

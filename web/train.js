@@ -1,7 +1,7 @@
 // Train your own: upload, start, stop, the loss curve and the heads' weight by distance at each save.
 // On the static site the run is in the tab: web/train_worker.js (storylm train in WebAssembly)
 // answers the same requests as the server, in a Web Worker of its own.
-import { downloadHref, STATIC } from "./site.js";
+import { downloadHref, giveFiles, STATIC } from "./site.js";
 import { calls, DIST_BINS, findModel, headColor, state } from "./state.js";
 import { $, api, el, headName, pct, showError, svg } from "./util.js";
 
@@ -122,7 +122,8 @@ async function siteStories() {
   try { box.value = (await (await fetch("site.json")).json()).stories; } catch (e) { showError("train", e); }
 }
 
-// The model the tab's run saved, as a file to download (named as storylm train names it).
+// The model the tab's run saved, as a file to download (named as storylm train names it), and
+// in every view.
 async function tabModel(t) {
   const bytes = await trainApi("/api/train/model");
   const a = $("train-download");
@@ -130,6 +131,39 @@ async function tabModel(t) {
   a.href = URL.createObjectURL(new Blob([bytes], { type: "application/octet-stream" }));
   a.download = t.model;
   a.hidden = false;
+  await toViews(t, bytes);
+}
+
+// The tab's model handed to the views' worker (its bytes moved, no network) as
+// trained/tab-runN-stepS.safetensors (the run and the step of the model kept), with the run's
+// stories beside it, where the views find its test stories as storylm serve finds a trained
+// model's; then listed in the model picker, and "Use it" offered as storylm serve offers it.
+async function toViews(t, bytes) {
+  const kept = t.kept || { run: t.id, step: t.step };
+  const path = `trained/tab-run${kept.run}-step${kept.step}.safetensors`;
+  if (state.trainSeen !== path) {
+    const stories = await trainApi("/api/train/stories");
+    await giveFiles({ [path]: bytes, ["trained/" + t.stories.split("/").pop()]: stories });
+    state.trainSeen = path;
+    await calls.loadModels();
+  }
+  $("train-use").hidden = false;
+  $("train-use").dataset.model = path;
+}
+
+// Whether this browser's storage holds a run of the tab's training (web/train_worker.js keeps
+// it there): the training worker then starts with the page, to show it.
+async function keptRun() {
+  if (typeof indexedDB === "undefined") return false;
+  const settled = (req) => new Promise((resolve, reject) => { req.onsuccess = () => resolve(req.result); req.onerror = () => reject(req.error); });
+  try {
+    const req = indexedDB.open("storylm-train", 1);
+    req.onupgradeneeded = () => req.result.createObjectStore("run");
+    const db = await settled(req);
+    const n = await settled(db.transaction("run").objectStore("run").count("job"));
+    db.close();
+    return n > 0;
+  } catch (e) { return false; } /* no storage (a private window): no run was kept */
 }
 
 // Polled every second while a run is going; once at page load to find one.
@@ -137,12 +171,12 @@ export async function pollTraining() {
   clearTimeout(state.trainTimer);
   if (STATIC) siteStories();
   // the training worker starts with the first upload or run, not with the page (whose views load first)
-  if (STATIC && !trainer) { drawTraining({ state: "idle", points: [] }); return; }
+  if (STATIC && !trainer && !(await keptRun())) { drawTraining({ state: "idle", points: [] }); return; }
   let t;
   try { t = await trainApi("/api/train"); } catch (e) { showError("train", e); return; }
   drawTraining(t);
   if (t.state === "running") state.trainTimer = setTimeout(pollTraining, STATIC ? 500 : 1000);
-  else if (STATIC && t.model && (t.state === "done" || t.state === "stopped")) {
+  else if (STATIC && t.model && ["done", "stopped", "failed"].includes(t.state)) {
     await tabModel(t).catch((e) => showError("train", e));
   } else if (t.model && t.model !== state.trainSeen && (t.state === "done" || t.state === "stopped")) {
     state.trainSeen = t.model;
@@ -167,7 +201,8 @@ export function drawTraining(t) {
   // The server's message already says the step while it runs.
   st.textContent = running && t.message ? `running: ${t.message}` :
     `${t.state}` + (t.steps ? `: step ${t.step} of ${t.steps}` : "") +
-    (t.model && !running ? `, saved as ${t.model}` : "") + (t.message ? ` (${t.message})` : "");
+    (t.model && !running ? `, saved as ${t.model}` : "") + (t.message ? ` (${t.message})` : "") +
+    (t.storage ? `; ${t.storage}` : "");
   const pts = t.points || [];
   if (!pts.length) {
     $("train-curve").replaceChildren(el("p", { class: "muted", text: running ? "waiting for the first evaluation..." : "no training yet" }));

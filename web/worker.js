@@ -169,10 +169,21 @@ function answer(w, req) {
   return { status: mod.getValue(outs, "i32"), mime: mod.UTF8ToString(mod.getValue(outs + 4, "i32")), body };
 }
 
+// PUT /worker/files: files the page hands over ({path: ArrayBuffer}: the model trained in the
+// tab and its stories) written into /site/trained/, where the server lists and reads the models
+// it trained (storylm serve's --train-dir).
+function takeFiles(w, files) {
+  const names = Object.keys(files), json = "application/json";
+  if (names.some((n) => !/^trained\/[A-Za-z0-9._-]+$/.test(n))) return { status: 400, mime: json, body: JSON.stringify({ error: "files go into trained/ only" }) };
+  for (const n of names) writeFile(w.mod, n, new Uint8Array(files[n]));
+  return { status: 200, mime: json, body: JSON.stringify({ written: names }) };
+}
+
 async function reply(req) {
   const { id } = req;
   try {
     const w = await ready;
+    if (req.files) { postMessage({ id, ...takeFiles(w, req.files) }); return; }
     if (req.url.startsWith("/api/generate")) await names(w);
     await needAll(w, req);
     postMessage({ id, ...answer(w, req) });

@@ -1,16 +1,21 @@
 // Training in the tab on the static site (scripts/build_web, served by a plain static file
 // server, no storylm process), in headless Chromium: a stories file uploaded through the
 // training card, a run of a fixed seed started, stopped in the middle (the steps must stay put),
-// resumed to its end, the loss curve and the heads drawn as it went, and the model downloaded.
-// tests/e2e_static_train.sh compares the downloaded bytes with the node build's own train.
+// resumed, the page reloaded part way (the run kept in the browser's storage shows stopped) and
+// resumed again to its end, the loss curve and the heads drawn as it went, and the model
+// downloaded; then "Use the new model": the views read the tab's model, and the attention view
+// must equal the CLI's `attend --json` on the downloaded file. tests/e2e_static_train.sh
+// compares the downloaded bytes with the node build's own train.
 //
 //   node static_train.mjs URL EXPECT.json SHOTS_DIR OUT.safetensors
 //
-// EXPECT.json: {chromium, stories (the file to upload), steps, seed, lr, eval_every}. Writes the
-// downloaded model to OUT.safetensors; exits 1 at the first failed check.
+// EXPECT.json: {chromium, stories (the file to upload), steps, seed, lr, eval_every, cli (the
+// command line of the WebAssembly build's CLI, as an array: the same bits as the views)}.
+// Writes the downloaded model to OUT.safetensors; exits 1 at the first failed check.
+import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import { check, openPage, runChecks, until as waitFor, watchProblems } from "./frame.mjs";
+import { check, largestDifference, openPage, runChecks, until as waitFor, watchProblems } from "./frame.mjs";
 import { press } from "./clicks.mjs";
 
 const [url, expectFile, shots, out] = process.argv.slice(2);
@@ -77,6 +82,53 @@ async function download(page) {
   console.log(`downloaded ${fs.statSync(out).size} bytes to ${out}`);
 }
 
+// Reloads the page once the run has saved at two evaluations and gone on: after the reload the
+// card shows the run stopped (read back from the browser's storage), and Resume goes on from
+// the model saved last.
+async function reloadMidRun(page) {
+  const past = 2 * want.eval_every + 3;
+  const at = await until(page, (n) => {
+    const e = document.querySelector('[data-testid="train-state"]');
+    const m = /step (\d+)/.exec(e.textContent);
+    return e.dataset.state === "running" && m && Number(m[1]) >= n && Number(m[1]);
+  }, `the run to pass step ${past}`, past);
+  check(at < want.steps, `the run is going again (step ${at} of ${want.steps})`);
+  await page.reload({ timeout: TIMEOUT });
+  await until(page, () => document.querySelector('[data-testid="attn-row"]'), "the page to load again");
+  const st = await until(page, () => { const e = document.querySelector('[data-testid="train-state"]'); return e.dataset.state === "stopped" && e.textContent; }, "the kept run to show stopped");
+  check(/page was left/.test(st) && stepOf(st) >= want.eval_every, `after the reload the card shows the run kept: "${st}"`);
+  check(await page.$eval('[data-testid="train-resume"]', (e) => !e.hidden), "Resume is offered after the reload");
+  const points = (await cardState(page)).points;
+  check(points >= 2, `the loss curve kept ${points} points over the reload`);
+  await shot(page, "static-train-2-reloaded");
+}
+
+// "Use the new model": the picker's model is the tab's, the story one of its test stories, and
+// the attention view's weights those of the CLI's attend --json on the downloaded file.
+async function useInViews(page) {
+  await until(page, () => !document.querySelector('[data-testid="train-use"]').hidden, "the Use button");
+  const name = await page.$eval('[data-testid="train-use"]', (e) => e.dataset.model);
+  check(/^trained\/tab-run\d+-step\d+\.safetensors$/.test(name), `the tab's model joins the picker as ${name}`);
+  await press(page, '[data-testid="train-use"]');
+  await until(page, (n) => document.querySelector('[data-testid="model"]').value === n && document.querySelector('[data-testid="train-state"]').dataset.story === "test", "the views to read the tab's model", name);
+  const text = await page.$eval('[data-testid="story"]', (e) => e.value);
+  const pos = 9, head = 2;
+  const cli = JSON.parse(execFileSync(want.cli[0], [...want.cli.slice(1), "attend", text, "--model", out, "--pos", String(pos), "--head", String(head), "--json"], { encoding: "utf8" }));
+  const n = cli.tokens.length;
+  await until(page, (n) => document.querySelectorAll('[data-testid="token"]').length === n, `the ${n} tokens of the CLI`, n);
+  await press(page, `[data-testid="token"][data-pos="${pos}"]`);
+  await until(page, (p) => document.querySelector(`[data-testid="token"][data-pos="${p}"].reading`), `position ${pos} reading`, pos);
+  await press(page, `[data-testid="view-head-${head}"]`);
+  const rows = await until(page, (h) => {
+    const r = [...document.querySelectorAll('[data-testid="attn-row"]')];
+    return r.length && r.every((x) => x.dataset.head === String(h)) && r.map((x) => ({ position: Number(x.dataset.position), weight: Number(x.dataset.weight) }));
+  }, `the table of head ${head}`, head);
+  const keys = cli.keys.filter((k) => k.head === head);
+  const worst = largestDifference(rows, keys);
+  check(rows.length === keys.length && worst <= 1e-12, `the tab's model in the attention view equals storylm attend --json on the downloaded file (${rows.length} rows, largest difference ${worst})`);
+  await shot(page, "static-train-4-in-the-views");
+}
+
 async function main() {
   const { browser, page } = await openPage(want.chromium);
   const problems = watchProblems(page, new URL(url).origin);
@@ -93,14 +145,17 @@ async function main() {
     await press(page, '[data-testid="train-go"]');
     const stoppedAt = await stopInTheMiddle(page);
     await press(page, '[data-testid="train-resume"]');
+    await reloadMidRun(page);
+    await press(page, '[data-testid="train-resume"]');
     const end = await until(page, () => { const e = document.querySelector('[data-testid="train-state"]'); return !["running", "stopped", undefined].includes(e.dataset.state) && e.dataset.state; }, "the run to end");
     const s = await cardState(page);
-    check(end === "done" && stepOf(s.text) === want.steps, `resumed from step ${stoppedAt}, the run ends at step ${want.steps}: "${s.text}" (${Date.now() - t0} ms with the stop)`);
+    check(end === "done" && stepOf(s.text) === want.steps, `resumed from step ${stoppedAt} and after the reload, the run ends at step ${want.steps}: "${s.text}" (${Date.now() - t0} ms with the stop and the reload)`);
     check(s.points >= want.steps / want.eval_every, `the loss curve has ${s.points} points`);
     const heads = await until(page, () => { const g = document.querySelector('[data-testid="train-heads"] svg'); return g && g.getAttribute("data-step"); }, "the heads' panels");
     check(Number(heads) > 0, `the heads' weight by distance is drawn (step ${heads})`);
-    await shot(page, "static-train-2-done");
+    await shot(page, "static-train-3-done");
     await download(page);
+    await useInViews(page);
   });
 }
 
