@@ -106,5 +106,18 @@ check(fell.state === "failed" && fell.step === 4 && /after step 4/.test(fell.mes
 const after = await ask("GET", "/api/train/model");
 check(after.status === 200 && Buffer.from(after.bytes).equals(before) && fell.model === "model.safetensors" && fell.kept.run === done.id + (tuneFile ? 1 : 0),
   `the model of the run before is kept, byte for byte (run ${fell.kept.run}, step ${fell.kept.step})`);
+// A slice that throws (as an out-of-memory abort does, which leaves the module unusable): the
+// worker goes on in a new module, the model of the run before given back there.
+const thrown = await ask("POST", "/api/train", { steps: 10, seed: 2, lr: 0.03, eval_every: 5, stories: up.body.stories });
+check(thrown.status === 200, "a run whose slice will throw starts");
+const ccall = mod.ccall;
+mod.ccall = (name, ...rest) => { if (name === "slm_train_web_steps") throw new Error("Aborted(OOM)"); return ccall(name, ...rest); };
+const fell2 = await poll((t) => t.state !== "running");
+const after2 = await ask("GET", "/api/train/model");
+check(fell2.state === "failed" && /Aborted\(OOM\)/.test(fell2.message) && after2.status === 200 && Buffer.from(after2.bytes).equals(before) &&
+  (await vm.runInThisContext("ready")) !== mod, `a slice that throws: "${fell2.message}"; the model before is kept in a new module`);
+const again2 = await ask("POST", "/api/train", { steps: 2, seed: 2, lr: 0.03, eval_every: 1, stories: up.body.stories });
+const ran = again2.status === 200 ? await poll((t) => t.state !== "running") : again2.body;
+check(ran.state === "done" && ran.step === 2, `the new module trains the upload again (${ran.message || ran.error})`);
 const { points, heads, ...rest } = done;
 console.log(JSON.stringify(rest));

@@ -157,6 +157,8 @@ async function keptRun() {
   if (typeof indexedDB === "undefined") return false;
   const settled = (req) => new Promise((resolve, reject) => { req.onsuccess = () => resolve(req.result); req.onerror = () => reject(req.error); });
   try {
+    // where the browser lists its databases, none is made here for a page that never trained
+    if (indexedDB.databases && !(await indexedDB.databases()).some((d) => d.name === "storylm-train")) return false;
     const req = indexedDB.open("storylm-train", 1);
     req.onupgradeneeded = () => req.result.createObjectStore("run");
     const db = await settled(req);

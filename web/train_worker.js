@@ -91,31 +91,38 @@ async function openStorage() {
 }
 const storage = openStorage();
 
-// The store emptied, then entries ({key: value}) put, in one transaction (all or nothing). A
-// failure (the quota full) is said on the card; the run goes on in memory.
-async function keepAll(entries) {
+// The store holding entries ({key: value}) and the key kept as it is (the uploaded stories,
+// written once a run), every other key deleted, in one transaction (all or nothing). A failure
+// (the quota full) is said on the card; the run goes on in memory. 1 when kept.
+async function keepAll(entries, unchanged) {
   const s = await storage;
-  if (!s.db) { job.storage = `not kept: ${s.note}; a reload ends the run`; return; }
+  if (!s.db) { job.storage = `not kept: ${s.note}; a reload ends the run`; return 0; }
   try {
     const tx = s.db.transaction(STORE, "readwrite"), st = tx.objectStore(STORE);
-    st.clear();
+    const stale = (await settled(st.getAllKeys())).filter((k) => !(k in entries) && k !== unchanged);
+    for (const k of stale) st.delete(k);
     for (const [k, v] of Object.entries(entries)) st.put(v, k);
     await new Promise((resolve, reject) => { tx.oncomplete = resolve; tx.onerror = tx.onabort = () => reject(tx.error); });
     job.storage = "";
+    return 1;
   } catch (e) {
     const why = e && e.name === "QuotaExceededError" ? "the browser's storage for this site is full" : `${e && (e.message || e.name) || e}`;
     job.storage = `not kept in the browser's storage (${why}); a reload ends the run`;
+    return 0;
   }
 }
+let keptStories = ""; // the key of the run's uploaded stories once in storage
 
 // The run as it is now into storage: its job, options and files (model, optimizer state,
 // vocabulary, uploaded stories).
 async function keepRun(mod) {
   const { said, ...rest } = job;
   const entries = { job: { job: rest, options, previous: previous && previous.kept } };
-  for (const [name, bytes] of Object.entries(readFiles(mod, options && options.stories))) entries["file:" + name] = bytes;
+  const stories = options && options.stories, key = "file:" + stories;
+  for (const [name, bytes] of Object.entries(readFiles(mod, keptStories === key ? null : stories))) entries["file:" + name] = bytes;
   if (previous) for (const [name, bytes] of Object.entries(previous.files)) entries["previous:" + name] = bytes;
-  await keepAll(entries);
+  const unchanged = keptStories === key ? key : "";
+  if (await keepAll(entries, unchanged)) keptStories = key in entries || unchanged ? key : "";
 }
 
 // The kept run read back after a reload: its files into the file system, its job shown
@@ -131,6 +138,7 @@ async function restore() {
     const mod = await ready;
     const files = {}, before = {};
     for (const k of keys) if (k.startsWith("file:")) files[k.slice(5)] = kept[k];
+    keptStories = kept.job.options ? "file:" + kept.job.options.stories : "";
     for (const k of keys) if (k.startsWith("previous:")) before[k.slice(9)] = kept[k];
     writeFiles(mod, files);
     job = { ...kept.job.job, said: [] };
@@ -214,10 +222,15 @@ async function slice() {
 // The words for a model kept before this run ended: the run before's, or this run's own.
 const keptModel = (kept) => (kept && kept.run === job.id ? `its model saved at step ${kept.step}` : "the model of the run before");
 
-// A run that failed part way: its files removed, the run before's model put back (in a new
-// module when the slice threw), and the card told what failed.
-async function failed(mod, threw) {
+// A run that failed part way (or could not start: message given): the card told what failed
+// first, then its files removed and the run before's model put back (in a new module when the
+// slice threw).
+async function failed(mod, threw, message) {
   const why = (job.message || "an error") + (job.hint ? ` (${job.hint})` : "");
+  const before = previous;
+  previous = null;
+  Object.assign(job, { state: "failed", kept: before ? before.kept : null, model: before ? OUT : "" });
+  job.message = message || `the run failed after step ${job.step}: ${why}` + (before ? `; ${keptModel(before.kept)} stays` : "");
   if (threw) { // the uploads go to the new module; the dead one's file system is still readable
     const uploads = {};
     for (const f of mod.FS.readdir("uploads")) if (f !== "." && f !== "..") uploads["uploads/" + f] = mod.FS.readFile("uploads/" + f);
@@ -226,12 +239,7 @@ async function failed(mod, threw) {
     writeFiles(mod, uploads);
   }
   clearRun(mod);
-  if (previous) writeFiles(mod, previous.files);
-  job.kept = previous ? previous.kept : null;
-  job.model = previous ? OUT : "";
-  job.state = "failed";
-  job.message = `the run failed after step ${job.step}: ${why}` + (previous ? `; ${keptModel(previous.kept)} stays` : "");
-  previous = null;
+  if (before) writeFiles(mod, before.files);
   await keepRun(mod);
 }
 
@@ -264,12 +272,11 @@ async function start(body) {
   run = session;
   job = { ...job, state: "running", id: job.id + 1, step: 0, steps: a.steps || 0, points: [], heads: [], model: "", message: "starting", hint: undefined, summary: undefined, said: a.said || [], kept: null };
   if (!run) {
-    job.message = a.error, job.hint = a.hint;
-    await failed(mod, false);
-    job.message = a.error + (a.hint ? ` (${a.hint})` : "") + (job.model ? "; the model of the run before stays" : "");
+    await failed(mod, false, a.error + (a.hint ? ` (${a.hint})` : "") + (previous ? "; the model of the run before stays" : ""));
     return [400, { error: a.error, hint: a.hint }];
   }
   options = { stories, o };
+  keptStories = ""; // written again: another file may have the name
   await keepRun(mod);
   setTimeout(slice, 0);
   return [200, { id: job.id, model: OUT }];
