@@ -7,7 +7,8 @@
 # model.safetensors that `node build-web/storylm.mjs train` writes for the same file, seed and
 # settings, byte for byte (tests/same_model_bytes.py: every tensor and every metadata key but the
 # run's seconds and its random run id); the native CLI must load it; and the page's views, on
-# the tab's model, must show the numbers of `node build-web/storylm.mjs attend --json` on it.
+# the tab's model, must show the numbers of `node build-web/storylm.mjs attend --json` on it
+# and write the text of its seeded `generate`.
 # Skipped (77) without chromium, or without emscripten and a built build-web (scripts/build_wasm).
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
@@ -25,8 +26,8 @@ cp my-stories.txt node/
   --threads 1 -o model.safetensors 2> train.log) || { cat node/train.log; fail "node build-web/storylm.mjs train"; }
 "$PY" -c 'import json, sys; print(json.dumps(dict(zip(["chromium", "stories", "steps", "seed", "lr", "eval_every"], [sys.argv[1], sys.argv[2]] + [float(x) if "." in x else int(x) for x in sys.argv[3:]]))))' \
   "$chromium" "$PWD/my-stories.txt" $steps $seed $lr $every > expect.json
-"$PY" -c 'import json, sys; e = json.load(open("expect.json")); e["cli"] = ["node", sys.argv[1]]; print(json.dumps(e))' \
-  "$build/storylm.mjs" > expect2.json && mv expect2.json expect.json
+"$PY" -c 'import json, sys; e = json.load(open("expect.json")); e["cli"] = ["node", sys.argv[1]]; e["src"] = sys.argv[2]; print(json.dumps(e))' \
+  "$build/storylm.mjs" "$src" > expect2.json && mv expect2.json expect.json
 
 serve_static_site
 
