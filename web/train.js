@@ -139,11 +139,12 @@ async function tabModel(t) {
 // stories beside it, where the views find its test stories as storylm serve finds a trained
 // model's; then listed in the model picker, and "Use it" offered as storylm serve offers it.
 async function toViews(t, bytes) {
-  const kept = t.kept || { run: t.id, step: t.step };
+  const kept = t.kept || { run: t.id, step: 0 }; // none yet: a fine-tuning's start, saved before its first step
   const path = `trained/tab-run${kept.run}-step${kept.step}.safetensors`;
   if (state.trainSeen !== path) {
-    const stories = await trainApi("/api/train/stories");
-    await giveFiles({ [path]: bytes, ["trained/" + t.stories.split("/").pop()]: stories });
+    // without its stories (an upload of a run before a reload) the views read the site's test stories
+    const stories = await trainApi("/api/train/stories").catch(() => null);
+    await giveFiles({ [path]: bytes, ...(stories ? { ["trained/" + t.stories.split("/").pop()]: stories } : {}) });
     state.trainSeen = path;
     await calls.loadModels();
   }

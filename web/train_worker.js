@@ -191,7 +191,7 @@ function fold(a) {
   job.heads.push(...(a.heads || []));
   job.said.push(...(a.said || []));
   for (const k of ["state", "step", "steps", "message", "hint", "summary"]) if (a[k] !== undefined) job[k] = a[k];
-  if (a.heads && a.heads.length) job.kept = { run: job.id, step: a.heads[a.heads.length - 1].step };
+  if (a.heads && a.heads.length) job.kept = { run: job.id, step: a.heads[a.heads.length - 1].step, stories: options.stories };
 }
 
 // Slices until the run ends or is paused; the worker hears messages between them.
@@ -306,7 +306,7 @@ async function reopenRun() {
 // kept in storage over a reload).
 function status() {
   const { said, ...rest } = job;
-  return { ...rest, stories: options ? options.stories : "", resumable: (!!run && paused) || reopen, said: said.slice(-8) };
+  return { ...rest, stories: storiesOf(), resumable: (!!run && paused) || reopen, said: said.slice(-8) };
 }
 
 // POST /api/upload?name=FILE: the file's bytes (read in the page) into uploads/, its name kept
@@ -337,12 +337,17 @@ async function stop() {
   return [200, { stopped: true }];
 }
 
-// A file of the run as bytes: the model (GET /api/train/model) or its stories (/api/train/stories).
+// The stories the model kept was trained on (the run before's, when its model came back).
+const storiesOf = () => (job.kept && job.kept.stories) || (options ? options.stories : "");
+
+// A file of the run as bytes: the model (GET /api/train/model) or the stories of the model kept
+// (/api/train/stories; the site's own fetched again after a reload).
 async function runFile(which) {
   const mod = await ready;
-  const path = which === "model" ? OUT : options && options.stories;
+  const path = which === "model" ? OUT : storiesOf();
   if (which === "model" && !exists(mod, OUT)) return [404, { error: "no model saved yet", hint: "a run saves at its first evaluation" }];
-  if (!path || !exists(mod, path)) return [404, { error: "the run's stories are not here", hint: "start a run" }];
+  if (path && !path.startsWith("uploads/")) await fromSite(mod, path);
+  if (!path || !exists(mod, path)) return [404, { error: "the stories of the model kept are not here", hint: "start a run" }];
   return [200, mod.FS.readFile(path).slice().buffer];
 }
 

@@ -139,6 +139,7 @@ async function useInViews(page) {
   await until(page, () => { const s = document.querySelector('[data-testid="gen-out"]').dataset.state; return s !== "running" && s; }, "the generation to end");
   const written = await page.$eval('[data-testid="gen-out"]', (e) => e.textContent);
   check(written.trim() === cliText.trim(), `the tab's model writes storylm generate --seed ${seed}'s text on the downloaded file: "${written.trim()}"`);
+  return name;
 }
 
 async function main() {
@@ -167,7 +168,12 @@ async function main() {
     check(Number(heads) > 0, `the heads' weight by distance is drawn (step ${heads})`);
     await shot(page, "static-train-3-done");
     await download(page);
-    await useInViews(page);
+    const name = await useInViews(page);
+    // reloaded once done, the page shows the run done and its model in the picker again
+    await page.reload({ timeout: TIMEOUT });
+    const again = await until(page, (n) => { const e = document.querySelector('[data-testid="train-state"]');
+      return e.dataset.state === "done" && [...document.querySelectorAll('[data-testid="model"] option')].some((o) => o.value === n) && e.textContent; }, "the done run and its model after a reload", name);
+    check(stepOf(again) === want.steps, `reloaded once done, the card shows "${again}" and the picker holds ${name}`);
   });
 }
 
