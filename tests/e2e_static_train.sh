@@ -26,8 +26,13 @@ cp my-stories.txt node/
   --threads 1 -o model.safetensors 2> train.log) || { cat node/train.log; fail "node build-web/storylm.mjs train"; }
 "$PY" -c 'import json, sys; print(json.dumps(dict(zip(["chromium", "stories", "steps", "seed", "lr", "eval_every"], [sys.argv[1], sys.argv[2]] + [float(x) if "." in x else int(x) for x in sys.argv[3:]]))))' \
   "$chromium" "$PWD/my-stories.txt" $steps $seed $lr $every > expect.json
-"$PY" -c 'import json, sys; e = json.load(open("expect.json")); e["cli"] = ["node", sys.argv[1]]; e["src"] = sys.argv[2]; print(json.dumps(e))' \
+"$PY" -c 'import json, sys; e = json.load(open("expect.json")); e["cli"] = ["node", sys.argv[1]]; e["src"] = sys.argv[2]
+e["tune"] = {"from": "tinystories", "steps": 30, "seed": 3, "lr": 0.003, "eval_every": 3, "out": "tuned.safetensors"}; print(json.dumps(e))' \
   "$build/storylm.mjs" "$src" > expect2.json && mv expect2.json expect.json
+# the fine-tuning the page reloads part way, as node train --from runs it at once
+mkdir -p tune && cp my-stories.txt tune/
+(cd tune && node "$build/storylm.mjs" train my-stories.txt --from "$src/models/tinystories.safetensors" --steps 30 --seed 3 \
+  --lr 0.003 --eval-every 3 --threads 1 -o model.safetensors 2> train.log) || { cat tune/train.log; fail "node train --from"; }
 
 serve_static_site
 
@@ -36,6 +41,8 @@ node "$src/tests/browser/static_train.mjs" "http://127.0.0.1:$port/" expect.json
 
 "$PY" "$src/tests/same_model_bytes.py" tab.safetensors node/model.safetensors ||
   fail "the tab's model differs from the node build's"
+"$PY" "$src/tests/same_model_bytes.py" tuned.safetensors tune/model.safetensors ||
+  fail "the tab's fine-tuned model, reloaded part way, differs from node train --from's"
 "$STORYLM" info --model tab.safetensors > info.txt || { cat info.txt; fail "storylm info does not load the tab's model"; }
 grep -m1 -i "step" info.txt || true
 echo "e2e_static_train: all checks passed"

@@ -119,7 +119,10 @@ async function siteStories() {
   const box = $("train-stories");
   if (box.dataset.site) return;
   box.dataset.site = "1";
-  try { box.value = (await (await fetch("site.json")).json()).stories; } catch (e) { showError("train", e); }
+  try {
+    const stories = (await (await fetch("site.json")).json()).stories;
+    if (!box.dataset.kept) box.value = stories; /* a run kept over a reload shows its own */
+  } catch (e) { showError("train", e); }
 }
 
 // The model the tab's run saved, as a file to download (named as storylm train names it), and
@@ -174,9 +177,14 @@ export async function pollTraining() {
   clearTimeout(state.trainTimer);
   if (STATIC) siteStories();
   // the training worker starts with the first upload or run, not with the page (whose views load first)
-  if (STATIC && !trainer && !(await keptRun())) { drawTraining({ state: "idle", points: [] }); return; }
+  const kept = STATIC && !trainer && (await keptRun());
+  if (STATIC && !trainer && !kept) { drawTraining({ state: "idle", points: [] }); return; }
   let t;
   try { t = await trainApi("/api/train"); } catch (e) { showError("train", e); return; }
+  if (kept && t.stories) { /* the run kept in the browser's storage: its stories file is in the tab again */
+    $("train-stories").dataset.kept = "1";
+    $("train-stories").value = t.stories;
+  }
   drawTraining(t);
   if (t.state === "running") state.trainTimer = setTimeout(pollTraining, STATIC ? 500 : 1000);
   else if (STATIC && t.model && ["done", "stopped", "failed"].includes(t.state)) {

@@ -42,10 +42,11 @@ async function upload(page) {
   check(box === "uploads/" + path.basename(want.stories), `the upload is the run's stories (${box}): "${said}"`);
 }
 
-async function setFields(page) {
-  for (const [id, v] of [["train-steps", want.steps], ["train-seed", want.seed], ["train-lr", want.lr], ["train-every", want.eval_every]])
+// The card's fields set to run's ({steps, seed, lr, eval_every, from: "" or a shipped model's short name}).
+async function setFields(page, run = { ...want, from: "" }) {
+  await page.select('[data-testid="train-from"]', run.from);
+  for (const [id, v] of [["train-steps", run.steps], ["train-seed", run.seed], ["train-lr", run.lr], ["train-every", run.eval_every]])
     await page.$eval(`[data-testid="${id}"]`, (e, v) => { e.value = v; }, String(v));
-  await page.select('[data-testid="train-from"]', "");
 }
 
 // Stop once the run is part way; its step must not move while stopped.
@@ -68,8 +69,8 @@ async function stopInTheMiddle(page) {
   return stepOf(s1.text);
 }
 
-// The downloaded model's bytes (the link's blob), written to out.
-async function download(page) {
+// The downloaded model's bytes (the link's blob), written to file.
+async function download(page, file = out) {
   const link = await until(page, () => { const a = document.querySelector('[data-testid="train-download"]'); return !a.hidden && a.href.startsWith("blob:") && { href: a.href, name: a.download }; }, "the download link");
   check(link.name === "model.safetensors", `the download is named as storylm train names its model (${link.name})`);
   const b64 = await page.evaluate(async (href) => {
@@ -78,25 +79,27 @@ async function download(page) {
     for (let i = 0; i < bytes.length; i += 0x8000) s += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
     return btoa(s);
   }, link.href);
-  fs.writeFileSync(out, Buffer.from(b64, "base64"));
-  console.log(`downloaded ${fs.statSync(out).size} bytes to ${out}`);
+  fs.writeFileSync(file, Buffer.from(b64, "base64"));
+  console.log(`downloaded ${fs.statSync(file).size} bytes to ${file}`);
 }
 
-// Reloads the page once the run has saved at two evaluations and gone on: after the reload the
-// card shows the run stopped (read back from the browser's storage), and Resume goes on from
-// the model saved last.
-async function reloadMidRun(page) {
-  const past = 2 * want.eval_every + 3;
+// Reloads the page once the run ({steps, eval_every}) has passed two evaluations and gone on:
+// after the reload the card shows the run stopped (read back from the browser's storage) at
+// step atLeast or later, and Resume goes on from the model saved last.
+async function reloadMidRun(page, run = want, atLeast = want.eval_every) {
+  const past = 2 * run.eval_every + 3;
   const at = await until(page, (n) => {
     const e = document.querySelector('[data-testid="train-state"]');
     const m = /step (\d+)/.exec(e.textContent);
     return e.dataset.state === "running" && m && Number(m[1]) >= n && Number(m[1]);
   }, `the run to pass step ${past}`, past);
-  check(at < want.steps, `the run is going again (step ${at} of ${want.steps})`);
+  check(at < run.steps, `the run is going (step ${at} of ${run.steps})`);
   await page.reload({ timeout: TIMEOUT });
   await until(page, () => document.querySelector('[data-testid="attn-row"]'), "the page to load again");
   const st = await until(page, () => { const e = document.querySelector('[data-testid="train-state"]'); return e.dataset.state === "stopped" && e.textContent; }, "the kept run to show stopped");
-  check(/page was left/.test(st) && stepOf(st) >= want.eval_every, `after the reload the card shows the run kept: "${st}"`);
+  check(/page was left/.test(st) && stepOf(st) >= atLeast, `after the reload the card shows the run kept: "${st}"`);
+  const box = await page.$eval('[data-testid="train-stories"]', (e) => e.value);
+  check(box === "uploads/" + path.basename(want.stories), `the card's stories are the kept run's again (${box})`);
   check(await page.$eval('[data-testid="train-resume"]', (e) => !e.hidden), "Resume is offered after the reload");
   const points = (await cardState(page)).points;
   check(points >= 2, `the loss curve kept ${points} points over the reload`);
@@ -142,6 +145,20 @@ async function useInViews(page) {
   return name;
 }
 
+// A fine-tuning (the card's "start from") reloaded part way and resumed: its model must be
+// node train --from's (tests/e2e_static_train.sh compares the file written to want.tune.out).
+async function fineTuneOverReload(page) {
+  const tune = want.tune;
+  await setFields(page, tune);
+  await press(page, '[data-testid="train-go"]');
+  await reloadMidRun(page, tune, tune.eval_every);
+  await press(page, '[data-testid="train-resume"]');
+  const end = await until(page, () => { const e = document.querySelector('[data-testid="train-state"]'); return !["running", "stopped", undefined].includes(e.dataset.state) && e.dataset.state; }, "the fine-tuning to end");
+  const s = await cardState(page);
+  check(end === "done" && stepOf(s.text) === tune.steps, `the fine-tuning of ${tune.from}, reloaded and resumed, ends at step ${tune.steps}: "${s.text}"`);
+  await download(page, tune.out);
+}
+
 async function main() {
   const { browser, page } = await openPage(want.chromium);
   const problems = watchProblems(page, new URL(url).origin);
@@ -174,6 +191,7 @@ async function main() {
     const again = await until(page, (n) => { const e = document.querySelector('[data-testid="train-state"]');
       return e.dataset.state === "done" && [...document.querySelectorAll('[data-testid="model"] option')].some((o) => o.value === n) && e.textContent; }, "the done run and its model after a reload", name);
     check(stepOf(again) === want.steps, `reloaded once done, the card shows "${again}" and the picker holds ${name}`);
+    if (want.tune) await fineTuneOverReload(page);
   });
 }
 
