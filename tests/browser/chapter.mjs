@@ -5,8 +5,11 @@
 // lookup; Secrets 1-4 run on every model) and the toy against seed 000's worked example.
 //
 //   node chapter.mjs URL WIDTH STORYLM CHROMIUM SHOTS_DIR [--numbers]
-// Run in the server's folder (its models/ and data/stories.txt). One line a check; exit 1 at
-// the first failed one.
+// Run in the server's folder (its models/ and data/stories.txt; for the static site, a folder
+// with the site's models/ and the stories its data/stories.txt.gz holds). STORYLM: the CLI
+// whose numbers the page's must be (the native binary for storylm serve; for the static site,
+// the WebAssembly build's, whose kernels its worker runs). One line a check; exit 1 at the
+// first failed one.
 import puppeteer from "puppeteer-core";
 import { axe, check, fail, until as waitFor } from "./frame.mjs";
 import { execFileSync } from "node:child_process";
@@ -92,6 +95,9 @@ async function layout(page, what) {
 async function checkNumbers(page, m) {
   const story = Number(await page.$eval('[data-testid="problem-pick"]', (e) => e.value || 0));
   const rep = cli("repeats", "data/stories.txt", "--model", m.path, "--story", String(story));
+  const file = await page.$eval("#story-file", (e) => e.textContent); // "(30 from stories.txt)"
+  if (file !== `(${rep.stories.test_stories} from ${path.basename(rep.stories.file)})`)
+    fail(`${m.name}: the page's test stories are ${file}, the CLI's the ${rep.stories.test_stories} of ${rep.stories.file}`);
   const shown = await page.evaluate(() => ({ far: document.getElementById("problem-count").dataset.far, share: document.getElementById("problem-share").dataset.share,
     marks: [...document.querySelectorAll('[data-testid="problem-token"]')].map((e) => [Number(e.dataset.pos), e.dataset.far, e.dataset.name]) }));
   close(shown.far, rep.far_repeats, `${m.name}: the problem's marked tokens`);
@@ -201,7 +207,14 @@ async function main() {
     await until(page, () => document.body.dataset.ready === "1", "the page to load");
     const models = await page.evaluate(() => window.playground.state.models.map((m) => ({ path: m.path, name: m.name, arch: m.arch, layers: m.layers, heads: m.heads })));
     check(models.length >= 3, `at ${width} px, the picker lists ${models.length} models`);
-    if (numbers) { await checkToy(page); await checkClear(page); }
+    if (numbers) {
+      // once the model in view has drawn every section: answers arriving later (the static site's
+      // worker is slower than a server) would move the toy under the mouse while it drags
+      const shown = await page.$eval('[data-testid="model"]', (e) => e.value);
+      await sectionsDrawn(page, models.find((m) => m.path === shown) || models[0]);
+      await checkToy(page);
+      await checkClear(page);
+    }
     const axed = new Set(), shot = new Set();
     for (const m of models) {
       await page.select('[data-testid="model"]', m.path);
