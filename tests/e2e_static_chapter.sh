@@ -10,7 +10,7 @@
 #     stories: what the CLI cannot read as the page does), so the page reads its test stories
 #     from the server's stories file, data/stories.txt, as the CLI does: there the first 300
 #     stories (30 test stories, so that each Secret takes seconds). The CLI is the WebAssembly
-#     build's (node build-web/storylm.mjs), whose kernels the worker runs: the same bits.
+#     build's (node build-web/storylm.mjs), whose kernels the worker runs: the same doubles.
 # Skipped without chromium, or without emscripten and a built build-web (scripts/build_wasm).
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
@@ -38,6 +38,6 @@ first_stories 300 > data/stories.txt
 gzip -9n < data/stories.txt > site/data/stories.txt.gz
 ln -s site/models models # the CLI names the models as the page does, from this folder
 printf '#!/bin/sh\nexec node "%s" "$@"\n' "$build/storylm.mjs" > cli && chmod +x cli
-node "$chapter" "http://127.0.0.1:$port/" 1280 "$PWD/cli" "$chromium" "$STORYLM_TEST_TMP/shots" --numbers ||
+node "$chapter" "http://127.0.0.1:$port/" 1280 "$PWD/cli" "$chromium" "$STORYLM_TEST_TMP/shots" --numbers --exact ||
   fail "the chapter's numbers on the static site at 1280 px (screenshots in $STORYLM_TEST_TMP/shots)"
 echo "e2e_static_chapter: all checks passed"
