@@ -81,3 +81,35 @@ check(a[11]["status"] == 200 and body(11)["tokens"] == body(1)["tokens"], "the t
 check(a[12]["status"] == 400 and "colour" in body(12)["error"], "a field of no parameter: 400, " + body(12)["error"])
 PY
 echo "e2e_web_api: the worker answers as the CLI"
+
+# A site whose models have no held-out stories beside them: the worker's server reads its
+# stories file, data/stories.txt (fetched gzipped when a request needs it; here 300 stories),
+# as the CLI does: the test stories of storylm stories, the far repeats of storylm repeats.
+cp -r site plain && rm plain/models/tinystories-test.txt
+first_stories 300 > plain_stories.txt && gzip -9n < plain_stories.txt > plain/data/stories.txt.gz
+"$PY" - <<'PY'
+import json
+site = json.load(open("plain/site.json"))
+site["files"] = [f for f in site["files"] if not f.endswith("-test.txt")]
+json.dump(site, open("plain/site.json", "w"))
+json.dump([{"method": "POST", "url": "/api/attend", "body": {"text": "Lily found a shell.", "pos": 3, "head": 1}},
+           {"method": "GET", "url": "/api/stories"},
+           {"method": "POST", "url": "/api/repeats", "body": {"story": 2}}], open("plain_requests.json", "w"))
+PY
+node "$src/tests/web_worker.mjs" plain plain_requests.json > plain_answers.json || fail "the worker did not answer on the plain site"
+mkdir -p plain_cli/data && ln -s ../plain/models plain_cli/models && cp plain_stories.txt plain_cli/data/stories.txt
+(cd plain_cli && node "$build/storylm.mjs" stories data/stories.txt --model models/tinystories.safetensors --json) > plain_stories.json 2>/dev/null
+(cd plain_cli && node "$build/storylm.mjs" repeats data/stories.txt --model models/tinystories.safetensors --story 2 --json) > plain_repeats.json 2>/dev/null
+"$PY" - <<'PY' || fail "the worker does not read its stories file as the CLI does"
+import json
+a = json.load(open("plain_answers.json"))
+def check(ok, what):
+    if not ok: raise SystemExit("FAILED: " + what)
+    print("ok:", what)
+check([x["status"] for x in a] == [200, 200, 200], "the plain site answers every request %s" % [x["body"][:120] for x in a if x["status"] != 200])
+stories, cli = json.loads(a[1]["body"]), json.load(open("plain_stories.json"))
+check(stories["file"] == "data/stories.txt" and [s["index"] for s in stories["stories"]] == cli["test"],
+      "/api/stories: the %d test stories of data/stories.txt, as storylm stories holds them out" % len(cli["test"]))
+check(json.loads(a[2]["body"]) == json.load(open("plain_repeats.json")), "/api/repeats is storylm repeats data/stories.txt --json")
+PY
+echo "e2e_web_api: the worker reads its stories file as the CLI"

@@ -89,7 +89,8 @@ async function instantiate(imports) {
 }
 
 // The WebAssembly module with the site's files in /site (its working directory) and the
-// server opened on them: {mod, server, outs (8 bytes: an answer's status and type), names}.
+// server opened on them: {mod, server, outs (8 bytes: an answer's status and type), stories
+// (the stories file's fetch, once begun), whole}.
 async function open() {
   let failed = null;
   const wasmFailed = new Promise((_, reject) => { failed = reject; });
@@ -104,14 +105,14 @@ async function open() {
   listed.files.forEach((name, i) => writeFile(mod, name, files[i]));
   mod.FS.chdir("/site");
   const outs = mod._malloc(8);
-  const server = mod.ccall("slm_web_open", "number", ["string", "string", "number"], [listed.model, listed.stories, outs]);
+  const server = mod.ccall("slm_web_open", "number", ["string", "string", "number"], [listed.model, listed.serve_stories, outs]);
   if (!server) {
     const p = mod.getValue(outs, "i32");
     const msg = p ? mod.UTF8ToString(p) : "out of memory";
     mod._free(p);
     throw new Error(msg);
   }
-  const w = { mod, server, outs, names: listed.names ? null : Promise.resolve(), whole: {} };
+  const w = { mod, server, outs, stories: null, whole: {} };
   for (const [name, bytes] of Object.entries(early.whole)) wholeFile(w, name, bytes);
   return w;
 }
@@ -142,21 +143,38 @@ function writeFile(mod, name, bytes) {
   mod.FS.writeFile(path, bytes);
 }
 
-// The stories `storylm generate` learns which words are names from (data/stories.txt, which
-// the site has gzipped: site.json's "names"), fetched once, before the first generation: the
-// server finds the file where the CLI does, so the worker writes names as the CLI does.
-async function namesFile(w) {
-  const { names } = await early.site;
-  const res = await fetch(names);
-  if (!res.ok) throw new Error(`${names}: the site answered ${res.status}`);
+// The server's stories file (site.json's serve_stories: data/stories.txt, as `storylm serve`
+// reads by default; the site has it gzipped), fetched once: `storylm generate` learns which
+// words are names from it, and a model with no teaching stories of its own (the held-out
+// stories beside a shipped model) reads its test stories there, as the CLI does. The first view
+// does not wait for it: it is fetched from the warm-up on, a download the answers do not wait for.
+async function storiesFile(w) {
+  const { serve_stories: path } = await early.site;
+  const res = await fetch(path + ".gz");
+  if (!res.ok) throw new Error(`${path}.gz: the site answered ${res.status}`);
   const text = await new Response(res.body.pipeThrough(new DecompressionStream("gzip"))).arrayBuffer();
-  writeFile(w.mod, names.replace(/\.gz$/, ""), new Uint8Array(text));
+  writeFile(w.mod, path, new Uint8Array(text));
 }
 
-// The names file in place (fetched at the first call; again at the next after a failure).
-function names(w) {
-  if (!w.names) w.names = namesFile(w).catch((e) => { w.names = null; throw e; });
-  return w.names;
+// The stories file in place (fetched at the first call; again at the next after a failure).
+function stories(w) {
+  if (!w.stories) w.stories = storiesFile(w).catch((e) => { w.stories = null; throw e; });
+  return w.stories;
+}
+
+// Whether the server's stories file is in place.
+async function storiesIn(w) {
+  return w.mod.FS.analyzePath("/site/" + (await early.site).serve_stories).exists;
+}
+
+// req answered; one that failed while the stories file was not in place yet is answered again
+// once it is: which stories a request reads is the server's to find (a model's teaching
+// stories, else its stories file), and only a request that reads the file can fail for want of it.
+async function answerWithStories(w, req) {
+  const first = answer(w, req);
+  if (first.status < 400 || (await storiesIn(w))) return first;
+  await stories(w);
+  return answer(w, req);
 }
 
 // One request: {method, url, body (a JSON text or null)} -> {status, mime, body}.
@@ -184,9 +202,9 @@ async function reply(req) {
   try {
     const w = await ready;
     if (req.files) { postMessage({ id, ...takeFiles(w, req.files) }); return; }
-    if (req.url.startsWith("/api/generate")) await names(w);
+    if (req.url.startsWith("/api/generate")) await stories(w);
     await needAll(w, req);
-    postMessage({ id, ...answer(w, req) });
+    postMessage({ id, ...(await answerWithStories(w, req)) });
   } catch (e) {
     postMessage({ id, status: 500, mime: "application/json", body: JSON.stringify({ error: `the page's worker: ${e.message || e}` }) });
   }
@@ -214,6 +232,7 @@ function warmSoon() {
     if (queue.waiting || queue.warm) return;
     queue.warm = true;
     queue.line = queue.line.then(async () => warmUp(await ready, (await early.site).model)).catch(() => {});
+    ready.then((w) => stories(w)).catch(() => {}); // in the background: a request that needs it waits
   }, IDLE_MS);
 }
 
