@@ -252,11 +252,12 @@ float slm_exp_sum_keep(const float *x, int n, float scale, float shift, float ke
             acc = _mm512_loadu_ps(lane);
         }
         __mmask16 above = _mm512_mask_cmp_ps_mask(live, y, at, _CMP_GE_OQ);
-        if (above) { /* compacted, stored whole */
-            _mm512_storeu_ps(kept + m, _mm512_maskz_compress_ps(above, y));
-            _mm512_storeu_si512(ids + m, _mm512_maskz_compress_epi32(above, index));
-            m += __builtin_popcount(above);
-        }
+        /* compacted, stored whole, with no branch on whether any is kept: a register of the 2,000 keeps some or
+         * none as the logits fall, which 64 samples' draws in turn left the branch predictor to guess (64 samples
+         * 1.06 times as many tokens a CPU-second) */
+        _mm512_storeu_ps(kept + m, _mm512_maskz_compress_ps(above, y));
+        _mm512_storeu_si512(ids + m, _mm512_maskz_compress_epi32(above, index));
+        m += __builtin_popcount(above);
     }
     _mm512_storeu_ps(lane, acc);
     for (int j = 0; j < 16; j++) sum += lane[j];
