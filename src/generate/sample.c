@@ -6,6 +6,7 @@
 #ifdef __AVX512F__
 #include <immintrin.h>
 #endif
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -186,6 +187,7 @@ static uint32_t sort_key(float prob) {
 #ifdef __AVX512F__
 /* Candidates rank_sort takes: 4 registers of probabilities. */
 #define RANK_SORT_MAX 64
+_Static_assert(sizeof(Candidate) == 8 && offsetof(Candidate, prob) == 0, "rank_sort reads a probability every 8 bytes");
 
 /* c (m <= RANK_SORT_MAX) in id order -> highest probability first, ties by
  * id, through spare (m): each candidate's place counted in registers (those
