@@ -38,12 +38,15 @@ text="Lily found a shiny red ball in the park. She said: \"Can I keep it?\""
 
 # Generation on the portable kernels: a seeded generate --json (1 and 3
 # samples, the alternatives' log-probabilities too) is the same bytes but
-# for its times, for the network trained above and the shipped attention
-# network, window8 and transformer; eval --json too for the shipped ones.
+# for its times, for the network trained above, one with additive scores and
+# the shipped attention network, window8 and transformer; eval --json too for the shipped ones.
 untimed() { "$PY" -c 'import json,sys; j=json.load(sys.stdin); [j.pop(k) for k in ("seconds","cpu_seconds","tokens_per_second")]; print(json.dumps(j))'; }
 M=$STORYLM_SOURCE_DIR/models
 cp "$S" stories.txt # names from the same file for both
-for model in native/b.safetensors "$M/tinystories.safetensors" "$M/tinystories-window8.safetensors" \
+# --score additive's generation scores through a kernel of its own (its tanh)
+(cd native && "$STORYLM" train "$S" --score additive --kernels portable --steps 5 --seed 3 --threads 1 \
+  -o add.safetensors 2> add.log) || { cat native/add.log; fail "native train --score additive"; }
+for model in native/b.safetensors native/add.safetensors "$M/tinystories.safetensors" "$M/tinystories-window8.safetensors" \
   "$M/tinystories-transformer.safetensors"; do
   for samples in 1 3; do
     gen=(generate --model "$model" --seed 5 -n 40 --samples "$samples" --n-probs 3 --json --stories stories.txt "Lily found a")

@@ -78,4 +78,10 @@ void slm_blend_values_by_slot(const float *a, int n, const float *values, int vd
  * or more. Freed by free(). NULL with e set when out of memory. */
 float *slm_cache_alloc(size_t floats, Error *e);
 
+/* --score additive: s (n) += v . tanh(q~ + key j) (v, q~: kd), key j's
+ * component i at keys[i*stride + j]; the tanh is the passes' own, so that
+ * generation scores as training does (the portable twin's under
+ * --kernels portable). */
+void slm_additive_scores_cached(const float *v, int kd, const float *q, const float *keys, int stride, int n, float *s);
+
 #endif

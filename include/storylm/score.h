@@ -70,9 +70,6 @@ void slm_score_token_qk_with(const struct ModelConfig *c, const ScoreTensors *st
 float slm_score_content(const struct Model *m, int h, const float *q, const float *k);
 /* The additive score of a query q~ (kd) and key k~ (kd) of head h. */
 float slm_additive_score(const float *v, int kd, const float *q, const float *k);
-/* Generation's cache: s (n) += v . tanh(q~ + key j), key j's component i at
- * keys[i*stride + j]. */
-void slm_additive_scores_cached(const float *v, int kd, const float *q, const float *keys, int stride, int n, float *s);
 
 /* 0, or -1 with a message naming `what` and the variant when a probe or
  * view cannot read a model of this kind. need: VARIANT_NEEDS_* bits. */

@@ -3,6 +3,7 @@
  * instructions and bits); slm_blend_values_by_slot is the transformer's. */
 #define _DEFAULT_SOURCE /* madvise */
 #include "storylm/kernels16.h"
+#include "storylm/layers.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -492,4 +493,18 @@ void slm_blend_values_by_slot(const float *a, int n, const float *values, int vd
     int c0 = 0;
     for (; c0 + 8 <= vd; c0 += 8) blend_channels(a, n, values, vd, c0, 8, out);
     if (c0 < vd) blend_channels(a, n, values, vd, c0, vd - c0, out);
+}
+
+void slm_additive_scores_cached(const float *v, int kd, const float *q, const float *keys, int stride, int n,
+                                float *s) {
+    float t[64];
+    for (int j0 = 0; j0 < n; j0 += 64) {
+        int len = n - j0 < 64 ? n - j0 : 64;
+        for (int i = 0; i < kd; i++) {
+            const float *k = keys + (size_t)i * stride + j0;
+            for (int j = 0; j < len; j++) t[j] = q[i] + k[j];
+            slm_tanh_inplace(t, len);
+            for (int j = 0; j < len; j++) s[j0 + j] += v[i] * t[j];
+        }
+    }
 }

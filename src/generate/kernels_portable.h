@@ -18,6 +18,7 @@
 #define slm_blend_values slm_blend_values_portable
 #define slm_blend_value_rows slm_blend_value_rows_portable
 #define slm_blend_values_by_slot slm_blend_values_by_slot_portable
+#define slm_additive_scores_cached slm_additive_scores_cached_portable
 #define slm_dense_at slm_dense_at_portable
 #define slm_softmax_weights slm_softmax_weights_portable
 #define slm_tanh_inplace slm_tanh_inplace_portable

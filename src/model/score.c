@@ -175,20 +175,6 @@ float slm_additive_score(const float *v, int kd, const float *q, const float *k)
     return s;
 }
 
-void slm_additive_scores_cached(const float *v, int kd, const float *q, const float *keys, int stride, int n,
-                                float *s) {
-    float t[64];
-    for (int j0 = 0; j0 < n; j0 += 64) {
-        int len = n - j0 < 64 ? n - j0 : 64;
-        for (int i = 0; i < kd; i++) {
-            const float *k = keys + (size_t)i * stride + j0;
-            for (int j = 0; j < len; j++) t[j] = q[i] + k[j];
-            slm_tanh_inplace(t, len);
-            for (int j = 0; j < len; j++) s[j0 + j] += v[i] * t[j];
-        }
-    }
-}
-
 /* ---- what a probe can read ------------------------------------------------------- */
 
 int slm_variant_check(const ModelConfig *c, const char *what, unsigned need, Error *e) {
