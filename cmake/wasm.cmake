@@ -16,7 +16,15 @@ endforeach()
 # they change no bit (docs/kernels.md); wasm has no FMA to contract into.
 # -flto gave no training step measurably faster (bench train in node, 4 runs
 # each in turn, within the noise), so it is left out.
-set(CMAKE_C_FLAGS_RELEASE "-O3 -msimd128 -DNDEBUG")
+# -mbulk-memory: memset and memcpy as wasm's memory.fill and memory.copy (a
+# training step clears its shards' gradients, 11 MB, with them).
+set(CMAKE_C_FLAGS_RELEASE "-O3 -msimd128 -mbulk-memory -DNDEBUG")
+# Binaryen (emcc's link step) inlines every function that has one caller,
+# whatever its size; the passes' kernels that C keeps apart for V8
+# (attention.c's SIZED, layers.c's WASM_APART) would be one function again,
+# which V8 compiles with its optimising compiler in 0.3 to 1 s. Up to 200 of
+# its nodes a function still goes inline.
+add_link_options("-sBINARYEN_EXTRA_PASSES=--one-caller-inline-max-function-size=200")
 add_compile_options(-Wno-unknown-pragmas) # the omp pragmas, left out on purpose
 
 add_library(storylm_wasm_deps INTERFACE)

@@ -123,6 +123,27 @@ static Span span_of(int p, int lo) { return (Span){lo / 8, p / 8 - lo / 8 + 1, l
  * (the tests' tiny models). */
 #define KERNEL static inline __attribute__((always_inline))
 
+/* Each kernel's three copies (8 and 16, 8 and 8, any sizes) as functions
+ * kernel_8_16, kernel_8_8 and kernel_any, and BY_SIZE calling the one of a
+ * head's sizes. In WebAssembly each is a function of its own: V8 compiles a
+ * function with its optimising compiler only once it runs hot, off the main
+ * thread, and runs it on its baseline code until then; the passes with every
+ * copy inlined (64 KB of wasm for the backward pass) took it 0.3 to 1 s, and
+ * compiled copies that never run. Natively they stay inlined. */
+#ifdef __wasm__
+#define SIZED static __attribute__((noinline))
+#else
+#define SIZED static inline __attribute__((always_inline))
+#endif
+#define SIZES(kernel, params, ...)                                                                                     \
+    SIZED void kernel##_8_16 params { kernel(r, 8, 16, __VA_ARGS__); }                                                 \
+    SIZED void kernel##_8_8 params { kernel(r, 8, 8, __VA_ARGS__); }                                                   \
+    SIZED void kernel##_any params { kernel(r, r->kd, r->vd, __VA_ARGS__); }
+#define BY_SIZE(kernel, r, ...)                                                                                        \
+    ((r)->kd == 8 && (r)->vd == 16  ? kernel##_8_16(r, __VA_ARGS__)                                                    \
+     : (r)->kd == 8 && (r)->vd == 8 ? kernel##_8_8(r, __VA_ARGS__)                                                     \
+                                    : kernel##_any(r, __VA_ARGS__))
+
 /* t (8*kd) = tanh(q_i + key component i) for a block's 8 keys, every
  * component at once: one call of layers.c's vectorizable tanh a block. */
 static inline void additive_tanh(const float *q, int kd, const float *kv, float *t) {
@@ -166,6 +187,8 @@ KERNEL void scores_one(const Head *r, const int kd, const int vd, int p, Span sp
         store8(w + 8 * b, s);
     }
 }
+
+SIZES(scores_one, (const Head *r, int p, Span sp, float *w), p, sp, w)
 
 /* w (8*count lanes): 0 outside the read lanes off .. off+n-1. */
 static inline void zero_unread(Span sp, float *w) {
@@ -232,6 +255,8 @@ KERNEL void attend_one(const Head *r, const int kd, const int vd, int p, Span sp
     for (int ch = 0; ch < vd; ch++) out[ch] = sum8(acc[ch]);
 }
 
+SIZES(attend_one, (const Head *r, int p, Span sp, float *w, float *out), p, sp, w, out)
+
 /* One head over every position: att (N, S) rows of lanes, or, att NULL, the
  * weights left in the scratch row w (S) only; out (N, out_ld). */
 static void attend_head(const Head *r, const int *first_key, int N, float *att, float *w, float *out, int out_ld) {
@@ -239,12 +264,8 @@ static void attend_head(const Head *r, const int *first_key, int N, float *att, 
     for (int p = 0; p < N; p++) {
         Span sp = span_of(p, first_key[p]);
         float *row = att ? att + p * S : w, *o = out + (size_t)p * out_ld;
-        if (r->kd == 8 && r->vd == 16) /* the attention network's heads, */
-            attend_one(r, 8, 16, p, sp, row, o);
-        else if (r->kd == 8 && r->vd == 8) /* the default transformer's: sizes known, loops unrolled */
-            attend_one(r, 8, 8, p, sp, row, o);
-        else
-            attend_one(r, r->kd, r->vd, p, sp, row, o);
+        /* the attention network's heads (8, 16), the default transformer's (8, 8): sizes known, loops unrolled */
+        BY_SIZE(attend_one, r, p, sp, row, o);
     }
 }
 
@@ -377,6 +398,8 @@ KERNEL void attend_one_backward(const Head *r, const int kd, const int vd, int p
     if (r->drop->p > 0) mask_lanes(r, p, sp, ds);
     score_backward(r, kd, vd, p, sp, w, ds);
 }
+SIZES(attend_one_backward, (const Head *r, int p, Span sp, const float *w, const float *d_out, float *ds), p, sp, w,
+      d_out, ds)
 
 /* d_kv blocks -> head h's key and value rows of d_qkv (QKV, ld). */
 static void unpack_head_grads(const ModelConfig *c, const Head *r, int h, float *d_qkv) {
@@ -392,12 +415,7 @@ static void unpack_head_grads(const ModelConfig *c, const Head *r, int h, float 
  * scores and the forward's log-sum-exp: one exp a key, no max or sum. */
 static const float *weights_of(const Head *r, const float *att, int p, Span sp, float *w) {
     if (att) return att + p * (size_t)slm_attention_row_stride(r->W);
-    if (r->kd == 8 && r->vd == 16)
-        scores_one(r, 8, 16, p, sp, w);
-    else if (r->kd == 8 && r->vd == 8)
-        scores_one(r, 8, 8, p, sp, w);
-    else
-        scores_one(r, r->kd, r->vd, p, sp, w);
+    BY_SIZE(scores_one, r, p, sp, w);
     slm_exp_inplace(w + sp.off, sp.n, r->lse[p]);
     zero_unread(sp, w);
     return w;
@@ -487,17 +505,16 @@ KERNEL void attend_two_backward(const Head *r, const int kd, const int vd, int p
         r->dq[(size_t)i * r->ld + p + 1] = sum8(dq1[i]) * r->scale;
     }
 }
+SIZES(attend_two_backward,
+      (const Head *r, int p, Span sp0, Span sp1, const float *w0, const float *w1, const float *d_out0,
+       const float *d_out1, float *da0, float *da1),
+      p, sp0, sp1, w0, w1, d_out0, d_out1, da0, da1)
 
 /* Position p alone: its weights (att's row, or computed into w), then attend_one_backward. */
 static void position_backward(const Head *r, const float *att, int p, Span sp, const float *d_out, float *w,
                               float *ds) {
     const float *wp = weights_of(r, att, p, sp, w);
-    if (r->kd == 8 && r->vd == 16)
-        attend_one_backward(r, 8, 16, p, sp, wp, d_out, ds);
-    else if (r->kd == 8 && r->vd == 8)
-        attend_one_backward(r, 8, 8, p, sp, wp, d_out, ds);
-    else
-        attend_one_backward(r, r->kd, r->vd, p, sp, wp, d_out, ds);
+    BY_SIZE(attend_one_backward, r, p, sp, wp, d_out, ds);
 }
 
 /* Positions p and p + 1 (spans sp0, sp1 from the same first block) by
@@ -510,12 +527,7 @@ static void pair_backward(const Head *r, int p, Span sp0, Span sp1, const float 
     weights_of(r, NULL, p + 1, sp1, w1);
     for (int j = 8 * sp0.count; j < 8 * sp1.count; j++) w0[j] = 0.0f; /* p does not read p + 1's new block */
     const float *g0 = d_out + (size_t)p * out_ld, *g1 = g0 + out_ld;
-    if (r->kd == 8 && r->vd == 16)
-        attend_two_backward(r, 8, 16, p, sp0, sp1, w0, w1, g0, g1, ds, ds + S);
-    else if (r->kd == 8 && r->vd == 8)
-        attend_two_backward(r, 8, 8, p, sp0, sp1, w0, w1, g0, g1, ds, ds + S);
-    else
-        attend_two_backward(r, r->kd, r->vd, p, sp0, sp1, w0, w1, g0, g1, ds, ds + S);
+    BY_SIZE(attend_two_backward, r, p, sp0, sp1, w0, w1, g0, g1, ds, ds + S);
 }
 
 /* One head's backward over all positions into its d_kv blocks, d query rows

@@ -124,6 +124,24 @@ static inline void exp_approx_16(const float *x, float shift, float *y) {
     v128_t s = wasm_f32x4_splat(shift);
     for (int j = 0; j < 16; j += 4) wasm_v128_store(y + j, exp_approx4(wasm_f32x4_sub(wasm_v128_load(x + j), s)));
 }
+
+/* exp_lanes' whole groups of 16 of x (n), less shift, exponentiated into out
+ * (or not kept, out NULL), summed into lane (16) as its loop does, lane j
+ * over elements j, j + 16, ...: in four vectors of sums (clang summed the
+ * lanes one by one out of each vector); returns the elements done. */
+static int exp_lanes4(const float *x, float *out, int n, float shift, float lane[16]) {
+    v128_t s = wasm_f32x4_splat(shift), acc[4];
+    for (int j = 0; j < 4; j++) acc[j] = wasm_v128_load(lane + 4 * j);
+    int i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int j = 0; j < 4; j++) {
+            v128_t e = exp_approx4(wasm_f32x4_sub(wasm_v128_load(x + i + 4 * j), s));
+            acc[j] = wasm_f32x4_add(acc[j], e);
+            if (out) wasm_v128_store(out + i + 4 * j, e);
+        }
+    for (int j = 0; j < 4; j++) wasm_v128_store(lane + 4 * j, acc[j]);
+    return i;
+}
 #endif
 
 static float max_of(const float *x, int n) {
@@ -166,17 +184,18 @@ static inline __m512 exp_approx16(__m512 x) {
  * lane j sums elements j, j + 16, ... of the whole groups of 16, lane 0 then
  * the rest, and the sum is 0 + lane 0 + ... + lane 15, on every target. */
 static float exp_lanes(const float *x, float *out, int n, float shift) {
-    float lane[16] = {0}, y[16], sum = 0.0f;
+    float lane[16] = {0}, sum = 0.0f;
     int i = 0;
-    for (; i + 16 <= n; i += 16) {
 #ifdef SLM_WASM_EXP
-        exp_approx_16(x + i, shift, y);
+    i = exp_lanes4(x, out, n, shift, lane);
 #else
+    for (; i + 16 <= n; i += 16) {
+        float y[16];
         for (int j = 0; j < 16; j++) y[j] = exp_approx(x[i + j] - shift);
-#endif
         for (int j = 0; j < 16; j++) lane[j] += y[j];
         if (out) memcpy(out + i, y, sizeof y);
     }
+#endif
     for (; i < n; i++) {
         float e = exp_approx(x[i] - shift);
         if (out) out[i] = e;
@@ -570,8 +589,18 @@ static float exp_sum(const float *row, int V, float mx) {
 #endif
 }
 
+/* A function of its own in WebAssembly: V8 compiles a function with its
+ * optimising compiler once it runs hot, and slm_output_loss with both rows'
+ * code inlined took it 0.4 to 1 s, the step on baseline code meanwhile. */
+#ifdef __wasm__
+#define WASM_APART __attribute__((noinline))
+#else
+#define WASM_APART
+#endif
+
 /* One row of logits (V): adds the bias; lse; loss and correct when target >= 0. */
-static void xent_row(float *row, const float *bias, int V, int32_t target, float *lse, float *loss, uint8_t *correct) {
+WASM_APART static void xent_row(float *row, const float *bias, int V, int32_t target, float *lse, float *loss,
+                                uint8_t *correct) {
 #pragma omp simd
     for (int v = 0; v < V; v++) row[v] += bias[v];
     float mx = max_of(row, V);
@@ -607,8 +636,8 @@ double slm_output_log_prob(const float *row, int V, int32_t target, float lse) {
  * gives them up to rounding. One exp per logit, the softmax from their sum.
  * 16 lanes (simdlen): one AVX-512 register, where GCC would use 8; over
  * 2,000 logits a row that halves the exps' time. */
-static void xent_fused_row(float *row, const float *bias, int V, int32_t target, float scale, float *lse, float *loss,
-                           uint8_t *correct, float *d_bias) {
+WASM_APART static void xent_fused_row(float *row, const float *bias, int V, int32_t target, float scale, float *lse,
+                                      float *loss, uint8_t *correct, float *d_bias) {
     if (target < 0) {
         xent_row(row, bias, V, target, lse, loss, correct);
         memset(row, 0, V * sizeof(float));
