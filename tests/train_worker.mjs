@@ -119,5 +119,12 @@ check(fell2.state === "failed" && /Aborted\(OOM\)/.test(fell2.message) && after2
 const again2 = await ask("POST", "/api/train", { steps: 2, seed: 2, lr: 0.03, eval_every: 1, stories: up.body.stories });
 const ran = again2.status === 200 ? await poll((t) => t.state !== "running") : again2.body;
 check(ran.state === "done" && ran.step === 2, `the new module trains the upload again (${ran.message || ran.error})`);
+// Forget this run: the model, its stories and the upload gone; a new run needs a new upload.
+const forgot = await ask("POST", "/api/train/forget", {});
+const idle = (await ask("GET", "/api/train")).body;
+const gone = await ask("GET", "/api/train/model");
+const noUpload = await ask("POST", "/api/train", { steps: 2, seed: 2, lr: 0.03, eval_every: 1, stories: up.body.stories });
+check(forgot.status === 200 && idle.state === "idle" && !idle.model && !idle.resumable && gone.status === 404 && noUpload.status === 404 && /upload the file again/.test(noUpload.body.error),
+  `forget: ${forgot.status}, then the state ${idle.state}, the model ${gone.status}, a run on the forgotten upload ${noUpload.status}`);
 const { points, heads, ...rest } = done;
 console.log(JSON.stringify(rest));

@@ -26,7 +26,7 @@ import { askAhead, drawAttention, fetchPosition, positionViews, gridScrolled, pr
 import { runSwap } from "./swap.js";
 import { drawTrace, inputTitle } from "./trace.js";
 import {
-  baseChanged, drawTrainHeads, fillBases, headPanels, pollTraining, resumeTraining, startTraining, stopTraining, uploadStories,
+  baseChanged, drawTrainHeads, fillBases, forgetTraining, headPanels, pollTraining, resumeTraining, startTraining, stopTraining, uploadStories,
 } from "./train.js";
 import { drawSizes, drawTransformer, wireTransformer } from "./transformer.js";
 import { wireToy } from "./toy.js";
@@ -155,6 +155,7 @@ function wire() {
   $("train-from").addEventListener("change", baseChanged);
   $("train-stop").addEventListener("click", stopTraining);
   $("train-resume").addEventListener("click", resumeTraining);
+  $("train-forget").addEventListener("click", forgetTraining);
   $("train-file").addEventListener("change", (ev) => uploadStories(ev.target.files[0]));
   $("train-card").addEventListener("dragover", (ev) => ev.preventDefault());
   $("train-card").addEventListener("drop", (ev) => { ev.preventDefault(); uploadStories(ev.dataTransfer.files[0]); });

@@ -114,6 +114,18 @@ export async function resumeTraining() {
   try { await trainApi("/api/train/resume", {}); showError("train", null); pollTraining(); } catch (e) { showError("train", e); }
 }
 
+// The tab's run and its files gone from the tab and the browser's storage (the static site only;
+// the model stays in the picker until the page is reloaded).
+export async function forgetTraining() {
+  try {
+    await trainApi("/api/train/forget", {});
+    showError("train", null);
+    $("train-download").hidden = true;
+    $("train-use").hidden = true;
+    pollTraining();
+  } catch (e) { showError("train", e); }
+}
+
 // The stories the static site trains on by default: the test stories it ships (site.json's).
 async function siteStories() {
   const box = $("train-stories");
@@ -205,6 +217,7 @@ export function drawTraining(t) {
   $("train-go").disabled = running;
   $("train-stop").disabled = !running;
   $("train-resume").hidden = !t.resumable;
+  $("train-forget").hidden = !STATIC || running || t.state === "idle";
   if (STATIC && running) $("train-download").hidden = true; /* the tab's file changes as the run goes */
   const st = $("train-state");
   st.dataset.state = t.state;

@@ -160,10 +160,14 @@ const restored = restore();
 // ---------- the run ----------
 
 // A site's file (the default stories, a model to fine-tune) into the file system at path.
+// A file that is not there throws with its status (404: an upload the tab no longer holds, a
+// file the site does not have), which the page's answer keeps.
 async function fromSite(mod, path) {
   if (exists(mod, path)) return;
+  const missing = (message, status) => Object.assign(new Error(message), { status });
+  if (path.startsWith("uploads/")) throw missing(`${path}: this tab no longer holds that upload; upload the file again`, 404);
   const res = await fetch(path);
-  if (!res.ok) throw new Error(`${path}: no such file on this site (the site answered ${res.status}); upload a stories file`);
+  if (!res.ok) throw missing(`${path}: no such file on this site (the site answered ${res.status}); upload a stories file`, res.status === 404 ? 404 : 502);
   mod.FS.mkdirTree(DIR + "/" + path.slice(0, path.lastIndexOf("/") + 1));
   mod.FS.writeFile(path, new Uint8Array(await res.arrayBuffer()));
 }
@@ -337,6 +341,22 @@ async function stop() {
   return [200, { stopped: true }];
 }
 
+// POST /api/train/forget: the run kept (its model, Adam's state, vocabulary, the model before
+// it and the uploaded stories) gone from the tab and from the browser's storage; not while the
+// run is going.
+async function forget() {
+  if (run && !paused) return [409, { error: "a training run is going on", hint: "stop it first" }];
+  const mod = await ready;
+  if (run) mod.ccall("slm_train_web_close", null, ["number"], [run]);
+  run = 0, paused = false, reopen = false, options = null, previous = null, keptStories = "";
+  clearRun(mod);
+  for (const f of mod.FS.readdir("uploads")) if (f !== "." && f !== "..") mod.FS.unlink("uploads/" + f);
+  job = { state: "idle", id: job.id, step: 0, steps: 0, points: [], heads: [], model: "", message: "", said: [], kept: null, storage: "" };
+  const s = await storage;
+  if (s.db && !(await keepAll({}, ""))) return [500, { error: "the run is gone from the tab, not from the browser's storage", hint: job.storage }];
+  return [200, { forgotten: true }];
+}
+
 // The stories the model kept was trained on (the run before's, when its model came back).
 const storiesOf = () => (job.kept && job.kept.stories) || (options ? options.stories : "");
 
@@ -359,6 +379,7 @@ async function route(req) {
   if (path === "/api/train" && req.method === "GET") return [200, status()];
   if (path === "/api/train") return start(JSON.parse(req.body || "{}"));
   if (path === "/api/train/stop") return stop();
+  if (path === "/api/train/forget") return forget();
   if (path === "/api/train/resume") {
     if (reopen && !run) return reopenRun();
     if (!run || !paused) return [409, { error: "no stopped run to resume", hint: "start a training run" }];
@@ -376,6 +397,7 @@ onmessage = async (ev) => {
   try {
     [status, body] = await route(ev.data);
   } catch (e) {
+    status = (e && e.status) || 500;
     body = { error: `the page's training worker: ${e.message || e}` };
   }
   if (body instanceof ArrayBuffer) postMessage({ id, status, bytes: body }, [body]);

@@ -159,6 +159,39 @@ async function fineTuneOverReload(page) {
   await download(page, tune.out);
 }
 
+// The keys of the browser's storage that the tab's training keeps its run in (0: none).
+function keptKeys(page) {
+  return page.evaluate(() => new Promise((resolve, reject) => {
+    const r = indexedDB.open("storylm-train");
+    r.onerror = () => reject(r.error);
+    r.onsuccess = () => {
+      const db = r.result;
+      if (!db.objectStoreNames.contains("run")) { db.close(); resolve(0); return; }
+      const q = db.transaction("run").objectStore("run").count();
+      q.onsuccess = () => { db.close(); resolve(q.result); };
+      q.onerror = () => reject(q.error);
+    };
+  }));
+}
+
+// Forget this run: the card idle, nothing left in the browser's storage, and after a reload
+// neither the run nor its model.
+async function forgetRun(page, name) {
+  check(await keptKeys(page) > 0, "the run is in the browser's storage before Forget");
+  await press(page, '[data-testid="train-forget"]');
+  await until(page, () => document.querySelector('[data-testid="train-state"]').dataset.state === "idle", "the card idle after Forget");
+  check(await keptKeys(page) === 0, "Forget this run leaves nothing in the browser's storage");
+  await page.reload({ timeout: TIMEOUT });
+  await until(page, () => document.querySelector('[data-testid="attn-row"]'), "the page to load after Forget");
+  await until(page, () => document.querySelector('[data-testid="train-state"]').dataset.state === "idle", "the card idle after the reload");
+  const left = await page.evaluate((n) => ({
+    forget: !document.querySelector('[data-testid="train-forget"]').hidden,
+    resume: !document.querySelector('[data-testid="train-resume"]').hidden,
+    model: [...document.querySelectorAll('[data-testid="model"] option')].some((o) => o.value === n),
+  }), name);
+  check(!left.forget && !left.resume && !left.model, `after Forget and a reload no run is offered and ${name} is not in the picker`);
+}
+
 async function main() {
   const { browser, page } = await openPage(want.chromium);
   const problems = watchProblems(page, new URL(url).origin);
@@ -192,6 +225,7 @@ async function main() {
       return e.dataset.state === "done" && [...document.querySelectorAll('[data-testid="model"] option')].some((o) => o.value === n) && e.textContent; }, "the done run and its model after a reload", name);
     check(stepOf(again) === want.steps, `reloaded once done, the card shows "${again}" and the picker holds ${name}`);
     if (want.tune) await fineTuneOverReload(page);
+    await forgetRun(page, name);
   });
 }
 
