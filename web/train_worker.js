@@ -41,7 +41,9 @@ let ready = makeModule(); // a new one after a slice threw (an abort leaves the 
 
 let run = 0; // the C session (slm_train_web_open), 0: none
 let paused = false;
-let job = { state: "idle", id: 0, step: 0, steps: 0, points: [], heads: [], model: "", message: "", said: [], kept: null, storage: "" };
+// The job of no run (its id counts the runs started in this tab).
+const idleJob = (id) => ({ state: "idle", id, step: 0, steps: 0, points: [], heads: [], model: "", message: "", said: [], kept: null, storage: "" });
+let job = idleJob(0);
 let options = null;  // the run's {stories, o (slm_train_web_open's options)}, to open it again after a reload
 let reopen = false;  // the run was read back from storage: Resume opens it again with --resume
 let previous = null; // the run before's model {kept, files: {name: bytes}}, until this run ends well
@@ -57,6 +59,9 @@ function clearRun(mod) {
     else mod.FS.unlink(f);
   }
 }
+
+// The uploaded stories files, as paths (uploads/NAME).
+const uploadNames = (mod) => mod.FS.readdir("uploads").filter((f) => f !== "." && f !== "..").map((f) => "uploads/" + f);
 
 // name -> bytes of the run's files (and, given, the stories), read from the file system.
 function readFiles(mod, stories) {
@@ -237,7 +242,7 @@ async function failed(mod, threw, message) {
   job.message = message || `the run failed after step ${job.step}: ${why}` + (before ? `; ${keptModel(before.kept)} stays` : "");
   if (threw) { // the uploads go to the new module; the dead one's file system is still readable
     const uploads = {};
-    for (const f of mod.FS.readdir("uploads")) if (f !== "." && f !== "..") uploads["uploads/" + f] = mod.FS.readFile("uploads/" + f);
+    for (const f of uploadNames(mod)) uploads[f] = mod.FS.readFile(f);
     ready = makeModule();
     mod = await ready;
     writeFiles(mod, uploads);
@@ -350,8 +355,8 @@ async function forget() {
   if (run) mod.ccall("slm_train_web_close", null, ["number"], [run]);
   run = 0, paused = false, reopen = false, options = null, previous = null, keptStories = "";
   clearRun(mod);
-  for (const f of mod.FS.readdir("uploads")) if (f !== "." && f !== "..") mod.FS.unlink("uploads/" + f);
-  job = { state: "idle", id: job.id, step: 0, steps: 0, points: [], heads: [], model: "", message: "", said: [], kept: null, storage: "" };
+  for (const f of uploadNames(mod)) mod.FS.unlink(f);
+  job = idleJob(job.id);
   const s = await storage;
   if (s.db && !(await keepAll({}, ""))) return [500, { error: "the run is gone from the tab, not from the browser's storage", hint: job.storage }];
   return [200, { forgotten: true }];

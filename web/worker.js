@@ -192,7 +192,7 @@ function answer(w, req) {
 // it trained (storylm serve's --train-dir).
 function takeFiles(w, files) {
   const names = Object.keys(files), json = "application/json";
-  if (names.some((n) => !/^trained\/[A-Za-z0-9._-]+$/.test(n))) return { status: 400, mime: json, body: JSON.stringify({ error: "files go into trained/ only" }) };
+  if (names.some((n) => !/^trained\/[A-Za-z0-9_-][A-Za-z0-9._-]*$/.test(n))) return { status: 400, mime: json, body: JSON.stringify({ error: "files go into trained/ only, a name not starting with '.'" }) };
   for (const n of names) writeFile(w.mod, n, new Uint8Array(files[n]));
   return { status: 200, mime: json, body: JSON.stringify({ written: names }) };
 }
