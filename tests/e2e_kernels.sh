@@ -25,7 +25,7 @@ a=$(loss_of blas.log) b=$(loss_of p.log)
 "$PY" -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); sys.exit(abs(a - b) > 1e-3 * a)" "$a" "$b" ||
   fail "test loss $b with portable kernels, $a with OpenBLAS"
 
-for verb in "train slice.txt --vocab vocab.txt --steps 1" "bench train slice.txt"; do
+for verb in "train slice.txt --vocab vocab.txt --steps 1" "bench train slice.txt" "attend Lily" "ablate slice.txt"; do
   if $STORYLM $verb --kernels fast 2> bad.err; then fail "$verb --kernels fast was accepted"; fi
   grep -q "fast" bad.err && grep -q "portable" bad.err || { cat bad.err; fail "$verb --kernels fast: the message names neither it nor the choices"; }
 done

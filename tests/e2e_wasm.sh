@@ -4,7 +4,8 @@
 # kernels: train with one seed gives the same vocabulary and the same tensor
 # bytes, info the same hashes, eval --json the same numbers, tokenize the same
 # pieces and a seeded generate --json the same bytes (log-probabilities
-# included, times apart), also for the shipped models; --kernels blas is refused
+# included, times apart), also for the shipped models, and the probes' --json
+# with --kernels portable; --kernels blas is refused
 # there. The wasm build is brought up to date with the source first by CTest's
 # wasm_build fixture (tests/wasm_build.sh), as CTest's native build is. Skipped (77) without node or
 # without the wasm build.
@@ -61,6 +62,37 @@ for model in native/b.safetensors native/add.safetensors "$M/tinystories.safeten
   cmp wasm/eval.json native/eval.json || { diff wasm/eval.json native/eval.json; fail "eval --json differs for $model"; }
 done
 
+# The probes on the portable kernels: every verb that runs the network gives the
+# wasm build's --json (the static page's numbers) bit for bit with --kernels
+# portable, for the shipped attention network and transformer; the default
+# kernels (the CPU's multiply-adds) do not.
+T="Lily found a red ball. She gave the ball to Tom and Tom smiled."
+P=$M/tinystories-test.txt
+probe_same() { # MODEL VERB ARGS...: the same --json in both
+  local model=$1
+  shift
+  W "$@" --model "$model" --json --threads 1 > wasm/probe.json 2> wasm/probe.err || { cat wasm/probe.err; fail "wasm $1"; }
+  "$STORYLM" "$@" --model "$model" --json --threads 1 --kernels portable > native/probe.json 2> native/probe.err ||
+    { cat native/probe.err; fail "$1 --kernels portable"; }
+  cmp -s wasm/probe.json native/probe.json ||
+    { diff wasm/probe.json native/probe.json | head -c 1500; fail "$1 --json differs from the wasm build's for $model"; }
+}
+for model in "$M/tinystories.safetensors" "$M/tinystories-transformer.safetensors"; do
+  probe_same "$model" attend "$T"
+  probe_same "$model" trace "$T"
+  probe_same "$model" lookup "$T" --pos 12 --head 3
+  probe_same "$model" eval --text "$T"
+  probe_same "$model" ablate "$P"
+  probe_same "$model" heads "$P"
+  probe_same "$model" pieces "$P"
+  probe_same "$model" detect "$P"
+  probe_same "$model" guess "Lily went to the park. Lily" "$P" --word lily --top-k 5
+done
+for verb in stats swap icl; do probe_same "$M/tinystories.safetensors" "$verb" "$P"; done
+W stats "$P" --model "$M/tinystories.safetensors" --json --threads 1 > wasm/stats.json
+"$STORYLM" stats "$P" --model "$M/tinystories.safetensors" --json --threads 1 > native/default.json
+! cmp -s wasm/stats.json native/default.json || fail "stats: the default kernels gave the portable ones' numbers"
+
 if W train "$S" --steps 1 --kernels blas -o no.safetensors 2> blas.err; then fail "wasm: --kernels blas was accepted"; fi
 grep -q "portable" blas.err || { cat blas.err; fail "wasm: the refusal of --kernels blas does not say what there is"; }
-echo "wasm: the same tensors, eval, pieces and generate --json as the native portable kernels"
+echo "wasm: the same tensors, eval, pieces, generate --json and probes' --json as the native portable kernels"

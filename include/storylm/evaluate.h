@@ -20,11 +20,11 @@ typedef struct EvalResult {
 
 /* Loss and accuracy of m over stories idx[0..n) of s with the heads in
  * ablation switched off (NULL: none), in chunks of up to max_positions
- * positions. */
+ * positions, on m->kernels. */
 int slm_evaluate(const Model *m, const Stories *s, const int *idx, int n, const Ablation *ablation, int max_positions,
                  EvalResult *r, Error *e);
 
-/* slm_evaluate on kernels k (slm_evaluate: the default kernels): --kernels
+/* slm_evaluate on kernels k (slm_evaluate: m's): --kernels
  * portable gives training's --kernels portable numbers, and the WebAssembly
  * build's, bit for bit. */
 int slm_evaluate_on(Kernels k, const Model *m, const Stories *s, const int *idx, int n, const Ablation *ablation,

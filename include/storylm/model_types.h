@@ -93,6 +93,10 @@ typedef struct Model {
     float *hidden_b;  /* (128) */
     float *output_w;  /* (V, 128) */
     float *output_b;  /* (V) */
+    /* The kernels of the passes whose caller does not choose them (the
+     * probes, slm_evaluate): 0, the build's default, unless a verb's
+     * --kernels set it after loading. Not saved with the parameters. */
+    Kernels kernels;
 } Model;
 
 /* ---------------------------------------------------------------------------

@@ -26,6 +26,7 @@ typedef struct ProbeOptions {
     bool force;               /* replace an output that holds another kind of file (outputs.h) */
     bool json;
     int threads, n_test;
+    int kernels; /* Kernels of the passes (--kernels): set on the loaded model */
 } ProbeOptions;
 
 enum {

@@ -141,6 +141,7 @@ extern const ParamTable params_output;       /* --json, --threads */
 extern const ParamTable params_svg;          /* --svg FILE, --force */
 extern const ParamTable params_test_stories; /* --test-stories N */
 extern const ParamTable params_mean_stories; /* --stories FILE: where mean ablation finds its stories */
+extern const ParamTable params_kernels;      /* --kernels blas|portable: the passes' kernels */
 
 #define VIEW_MODEL_HELP "model file (default: ./" DEFAULT_MODEL_PATH ", else the shipped model)"
 /* --ablate's and --ablate-mode's help: every verb that switches heads off says the same. */
@@ -157,6 +158,8 @@ extern const ParamTable params_mean_stories; /* --stories FILE: where mean ablat
 #define VIEW_PARAM_TEST_STORIES(T) PARAM_GROUP_OF(T, po, params_test_stories)
 /* For views without a STORIES argument: where mean ablation finds its stories. */
 #define VIEW_PARAM_MEAN_STORIES(T) PARAM_GROUP_OF(T, po, params_mean_stories)
+/* For views that run the network. */
+#define VIEW_PARAM_KERNELS(T) PARAM_GROUP_OF(T, po, params_kernels)
 /* The model, the ablation, --json and --threads: what every probe takes. */
 #define VIEW_PARAMS_COMMON(T) VIEW_PARAM_MODEL(T), VIEW_PARAMS_ABLATE(T), VIEW_PARAMS_OUTPUT(T)
 

@@ -11,6 +11,7 @@ int slm_probe_runner_init(ProbeRunner *r, const Model *m, int max_positions, Err
     *r = (ProbeRunner){.model = m};
     if (max_positions < 1) max_positions = 1;
     if (slm_activations_init(&r->acts, &m->cfg, max_positions, e)) return -1;
+    r->acts.kernels = m->kernels; /* --kernels portable: the WebAssembly build's numbers */
     if (slm_batch_init(&r->batch, max_positions, 1, e)) {
         slm_activations_free(&r->acts);
         return -1;

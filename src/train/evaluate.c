@@ -7,8 +7,6 @@
 
 #include "pass.h"
 
-#define DEFAULT_KERNELS ((Kernels)0) /* blas natively, portable in WebAssembly (kernels.h) */
-
 static long long predicted_positions(const Stories *s, const int *idx, int n) {
     long long total = 0;
     for (int i = 0; i < n; i++) total += (long long)story_len(s, idx[i]) - 1;
@@ -70,12 +68,12 @@ static int evaluate_each(Kernels k, const Model *m, const Stories *s, const int 
 
 int slm_evaluate_each(const Model *m, const Stories *s, const int *idx, int n, const Ablation *ab, int max_positions,
                       EvalResult *r, float *loss, uint8_t *correct, Error *e) {
-    return evaluate_each(DEFAULT_KERNELS, m, s, idx, n, ab, max_positions, r, loss, correct, e);
+    return evaluate_each(m->kernels, m, s, idx, n, ab, max_positions, r, loss, correct, e);
 }
 
 int slm_evaluate(const Model *m, const Stories *s, const int *idx, int n, const Ablation *ab, int max_positions,
                  EvalResult *r, Error *e) {
-    return evaluate_each(DEFAULT_KERNELS, m, s, idx, n, ab, max_positions, r, NULL, NULL, e);
+    return evaluate_each(m->kernels, m, s, idx, n, ab, max_positions, r, NULL, NULL, e);
 }
 
 int slm_evaluate_on(Kernels k, const Model *m, const Stories *s, const int *idx, int n, const Ablation *ab,

@@ -47,7 +47,9 @@ int slm_probe_session_open(ProbeSession *ps, const ProbeOptions *o, const char *
     if (!ps->model_path) /* the CLI resolves (and announces) its default before; others get it silently */
         ps->model_path = slm_default_model(ps->shipped, sizeof ps->shipped, &shipped);
     int rc = slm_probe_session_check_outputs(o, ps->model_path, stories_path, NULL, e); /* before the work */
+    if (!rc) rc = slm_kernels_check((Kernels)o->kernels, PRECISION_FP32, e);
     if (!rc) rc = slm_loaded_model_load(&ps->lm, ps->model_path, e);
+    if (!rc) ps->lm.model.kernels = (Kernels)o->kernels;
     if (!rc && (flags & PROBE_HEADS)) rc = slm_probe_need_heads(&ps->lm.model, what, e);
     if (!rc && stories_path) rc = slm_probe_session_stories(ps, o->n_test, flags, e);
     if (!rc)
@@ -68,6 +70,7 @@ void slm_probe_session_close(ProbeSession *ps) {
 
 int slm_probe_session_load_other(const ProbeSession *ps, const char *path, LoadedModel *other, Error *e) {
     if (slm_loaded_model_load(other, path, e)) return -1;
+    other->model.kernels = ps->lm.model.kernels;
     if (strcmp(other->vocab, ps->lm.vocab) != 0) {
         slm_loaded_model_free(other);
         return FAIL(e, "train both models with the same --vocab file",

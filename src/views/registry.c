@@ -114,6 +114,16 @@ static const Param mean_stories_param[] = {
 };
 const ParamTable params_mean_stories = {"mean stories", mean_stories_param, PARAMS_COUNT(mean_stories_param)};
 
+/* --kernels for the verbs that run the network: portable gives the static
+ * page's and the WebAssembly build's numbers, bit for bit. */
+static const Param kernels_param[] = {
+    KERNELS_PARAM(ProbeOptions, kernels,
+                  "the kernels of the network's passes: blas (OpenBLAS), or portable (the numbers of training "
+                  "with --kernels portable, of the WebAssembly build and of the static page, bit for bit; "
+                  "docs/kernels.md)"),
+};
+const ParamTable params_kernels = {"kernels", kernels_param, PARAMS_COUNT(kernels_param)};
+
 /* ---- a view's parameters ---- */
 
 ParamTable slm_view_table(const View *v) { return (ParamTable){v->name, v->params, v->n_params}; }

@@ -65,6 +65,7 @@ static int build(ViewCall *c, Error *e) {
 static const Param params[] = {
     VIEW_ARG(AblateParams, stories, "STORIES", PARAM_REQUIRED | PARAM_STORIES),
     VIEW_PARAMS_COMMON(AblateParams),
+    VIEW_PARAM_KERNELS(AblateParams),
     VIEW_PARAMS_SVG(AblateParams),
     VIEW_PARAM_TEST_STORIES(AblateParams),
     {.name = "heads",

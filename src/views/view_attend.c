@@ -152,6 +152,7 @@ static void done(ViewCall *c) {
 static const Param params[] = {
     VIEW_ARG(AttendParams, text, "TEXT", PARAM_REQUIRED | PARAM_TEXT),
     VIEW_PARAMS_COMMON(AttendParams),
+    VIEW_PARAM_KERNELS(AttendParams),
     VIEW_PARAMS_SVG(AttendParams),
     VIEW_PARAM_MEAN_STORIES(AttendParams),
     VIEW_INT_PARAM(AttendParams, pos, "pos", "N", "the position reading; negative: from the end", -1000000, 1000000,

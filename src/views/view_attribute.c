@@ -187,6 +187,7 @@ static int build(ViewCall *c, Error *e) { return attribute(c->report, c->ps, c->
 static const Param params[] = {
     VIEW_ARG(AttributeParams, text, "TEXT", PARAM_REQUIRED | PARAM_TEXT),
     VIEW_PARAMS_COMMON(AttributeParams),
+    VIEW_PARAM_KERNELS(AttributeParams),
     VIEW_PARAMS_SVG(AttributeParams),
     VIEW_PARAM_MEAN_STORIES(AttributeParams),
     VIEW_PARAM_TEST_STORIES(AttributeParams),

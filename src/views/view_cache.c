@@ -104,6 +104,7 @@ static int check(void *params, Error *e) {
 static const Param params[] = {
     VIEW_ARG(CacheParams, text, "TEXT", PARAM_TEXT),
     VIEW_PARAMS_COMMON(CacheParams),
+    VIEW_PARAM_KERNELS(CacheParams),
     VIEW_PARAM_TEST_STORIES(CacheParams),
     {.name = "stories",
      .type = PARAM_STRING,

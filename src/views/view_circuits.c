@@ -250,6 +250,7 @@ static int build(ViewCall *c, Error *e) { return circuits(c->report, c->ps, c->p
 
 static const Param params[] = {
     VIEW_PARAMS_COMMON(CircuitsParams),
+    VIEW_PARAM_KERNELS(CircuitsParams),
     VIEW_PARAMS_SVG(CircuitsParams),
     VIEW_PARAM_TEST_STORIES(CircuitsParams),
     {.name = "stories",

@@ -238,6 +238,7 @@ static const Param params[] = {
     VIEW_PARAM_MODELS(DetectParams, models, "repeat for snapshots"),
     VIEW_PARAMS_ABLATE(DetectParams),
     VIEW_PARAMS_OUTPUT(DetectParams),
+    VIEW_PARAM_KERNELS(DetectParams),
     VIEW_PARAMS_SVG(DetectParams),
     VIEW_PARAM_TEST_STORIES(DetectParams),
     VIEW_INT_PARAM(DetectParams, n_random, "random", "N", "random sequences repeated twice (0: none)", 0, 100000, 50),

@@ -14,7 +14,6 @@ typedef struct EvalParams {
     const char *stories, *text;
     bool all;
     int max_positions;
-    int kernels; /* Kernels */
 } EvalParams;
 
 typedef struct EvalState {
@@ -27,9 +26,6 @@ static int check(void *params, Error *e) {
     EvalParams *p = params;
     if (!p->text && !p->stories) return FAIL(e, NULL, "missing STORIES (or --text TEXT)");
     if (p->text && p->all) return FAIL(e, NULL, "--all is for STORIES, not --text");
-    if (slm_kernels_check((Kernels)p->kernels, PRECISION_FP32, e)) return -1;
-    if (p->text && p->kernels != (int)(Kernels)0)
-        return FAIL(e, "leave out --kernels with --text", "--kernels is for STORIES, not --text");
     if (p->text) {
         p->po.mean_stories = p->stories;
         p->stories = NULL;
@@ -67,8 +63,7 @@ static int eval_stories(ViewCall *c, Error *e) {
     for (int i = 0; all && i < s->n_stories; i++) all[i] = i;
     EvalResult r;
     long long bytes = 0;
-    int rc = slm_evaluate_on((Kernels)p->kernels, &ps->lm.model, s, p->all ? all : s->test, n, &ps->ablation,
-                             p->max_positions, &r, e) ||
+    int rc = slm_evaluate(&ps->lm.model, s, p->all ? all : s->test, n, &ps->ablation, p->max_positions, &r, e) ||
              slm_stories_text_bytes(s, ps->stories_path, &ps->lm.tokenizer, p->all ? all : s->test, n, &bytes, e);
     free(all);
     if (rc) slm_error_prefix(e, "evaluating '%s': ", ps->model_path);
@@ -116,9 +111,7 @@ static const Param params[] = {
      .max = 1 << 20,
      .def = 4096,
      .flags = PARAM_CLI_ONLY},
-    KERNELS_PARAM(EvalParams, kernels,
-                  "the products' kernels, as storylm train --kernels: blas (OpenBLAS), or portable (the numbers "
-                  "of training with --kernels portable and of the WebAssembly build, bit for bit; docs/kernels.md)"),
+    VIEW_PARAM_KERNELS(EvalParams),
 };
 
 const View view_eval = {

@@ -117,6 +117,7 @@ static const Param params[] = {
     VIEW_ARG(GuessParams, text, "TEXT", PARAM_REQUIRED | PARAM_TEXT),
     VIEW_ARG(GuessParams, stories, "STORIES", PARAM_STORIES),
     VIEW_PARAMS_COMMON(GuessParams),
+    VIEW_PARAM_KERNELS(GuessParams),
     VIEW_PARAM_TEST_STORIES(GuessParams),
     VIEW_INT_PARAM(GuessParams, pos, "pos", "N", "the position guessing the next token; negative: from the end",
                    -1000000, 1000000, -1),

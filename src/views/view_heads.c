@@ -116,6 +116,7 @@ static const Param params[] = {
      .help = "model file; repeat for snapshots (default: ./" DEFAULT_MODEL_PATH ", else the shipped model)",
      .flags = PARAM_SERVED},
     VIEW_PARAMS_OUTPUT(HeadsParams),
+    VIEW_PARAM_KERNELS(HeadsParams),
     VIEW_PARAMS_SVG(HeadsParams),
     VIEW_PARAM_TEST_STORIES(HeadsParams),
     {.name = "top-k",

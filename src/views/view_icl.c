@@ -228,6 +228,7 @@ static const Param params[] = {
     VIEW_PARAM_MODELS(IclParams, models, "repeat to compare"),
     VIEW_PARAMS_ABLATE(IclParams),
     VIEW_PARAMS_OUTPUT(IclParams),
+    VIEW_PARAM_KERNELS(IclParams),
     VIEW_PARAMS_SVG(IclParams),
     VIEW_PARAM_TEST_STORIES(IclParams),
     VIEW_INT_PARAM(IclParams, o.early, "early", "P", "the early position", 0, 1000000, 50),

@@ -133,6 +133,7 @@ static void done(ViewCall *c) {
 static const Param params[] = {
     VIEW_ARG(LookupParams, text, "TEXT", PARAM_REQUIRED | PARAM_TEXT),
     VIEW_PARAMS_COMMON(LookupParams),
+    VIEW_PARAM_KERNELS(LookupParams),
     VIEW_PARAM_MEAN_STORIES(LookupParams),
     VIEW_INT_PARAM(LookupParams, pos, "pos", "N", "the position reading; negative: from the end", -1000000, 1000000,
                    -1),

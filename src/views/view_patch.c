@@ -218,6 +218,7 @@ static const Param params[] = {
     VIEW_ARG(PatchParams, clean, "CLEAN", PARAM_REQUIRED | PARAM_TEXT),
     VIEW_ARG(PatchParams, corrupt, "CORRUPT", PARAM_REQUIRED | PARAM_TEXT),
     VIEW_PARAMS_COMMON(PatchParams),
+    VIEW_PARAM_KERNELS(PatchParams),
     VIEW_PARAMS_SVG(PatchParams),
     VIEW_PARAM_MEAN_STORIES(PatchParams),
     VIEW_PARAM_TEST_STORIES(PatchParams),

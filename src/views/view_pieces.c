@@ -63,6 +63,7 @@ static int build(ViewCall *c, Error *e) {
 static const Param params[] = {
     VIEW_ARG(PiecesParams, stories, "STORIES", PARAM_REQUIRED | PARAM_STORIES),
     VIEW_PARAMS_COMMON(PiecesParams),
+    VIEW_PARAM_KERNELS(PiecesParams),
     VIEW_PARAMS_SVG(PiecesParams),
     VIEW_PARAM_TEST_STORIES(PiecesParams),
     VIEW_STRING_PARAM(PiecesParams, names, "names", "LIST", "names to give the heroes, e.g. lily,zarko"),

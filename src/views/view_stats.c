@@ -99,6 +99,7 @@ static const Param params[] = {
     VIEW_ARG(StatsParams, stories, "STORIES", PARAM_REQUIRED | PARAM_STORIES),
     VIEW_PARAM_MODEL(StatsParams),
     VIEW_PARAMS_OUTPUT(StatsParams),
+    VIEW_PARAM_KERNELS(StatsParams),
     VIEW_PARAMS_SVG(StatsParams),
     VIEW_PARAM_TEST_STORIES(StatsParams),
     VIEW_INT_PARAM(StatsParams, common, "common", "N", "most common tokens left out of the far repeats", 0, 100000,

@@ -275,6 +275,7 @@ static int build(ViewCall *c, Error *e) {
 static const Param params[] = {
     VIEW_ARG(SwapParams, stories, "STORIES", PARAM_REQUIRED | PARAM_STORIES),
     VIEW_PARAMS_COMMON(SwapParams),
+    VIEW_PARAM_KERNELS(SwapParams),
     VIEW_PARAMS_SVG(SwapParams),
     VIEW_PARAM_TEST_STORIES(SwapParams),
     VIEW_STRING_PARAM(SwapParams, baseline, "baseline", "FILE", "a window8 model to compare with"),

@@ -96,6 +96,7 @@ static void done(ViewCall *c) {
 static const Param params[] = {
     VIEW_ARG(TraceParams, text, "TEXT", PARAM_REQUIRED | PARAM_TEXT),
     VIEW_PARAMS_COMMON(TraceParams),
+    VIEW_PARAM_KERNELS(TraceParams),
     VIEW_PARAMS_SVG(TraceParams),
     VIEW_PARAM_MEAN_STORIES(TraceParams),
     VIEW_INT_PARAM(TraceParams, units, "units", "N", "most active hidden units to show", 1, 4096, 10),
