@@ -87,7 +87,13 @@ for model in "$M/tinystories.safetensors" "$M/tinystories-transformer.safetensor
   probe_same "$model" pieces "$P"
   probe_same "$model" detect "$P"
   probe_same "$model" guess "Lily went to the park. Lily" "$P" --word lily --top-k 5
+  probe_same "$model" attribute "$T" # these three compute in double, with fixed_math.c's tanh and exp
+  probe_same "$model" patch "$T" "Lily found a red ball. She gave the ball to Tom and Lily smiled."
+  probe_same "$model" circuits --stories "$P"
 done
+W cache "$T" --model "$M/tinystories.safetensors" --threads 1 -o wasm/cache.safetensors > /dev/null
+"$STORYLM" cache "$T" --model "$M/tinystories.safetensors" --threads 1 --kernels portable -o native/cache.safetensors > /dev/null
+cmp wasm/cache.safetensors native/cache.safetensors || fail "cache: the activations differ from the wasm build's"
 for verb in stats swap icl; do probe_same "$M/tinystories.safetensors" "$verb" "$P"; done
 W stats "$P" --model "$M/tinystories.safetensors" --json --threads 1 > wasm/stats.json
 "$STORYLM" stats "$P" --model "$M/tinystories.safetensors" --json --threads 1 > native/default.json

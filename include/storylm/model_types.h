@@ -99,6 +99,11 @@ typedef struct Model {
     Kernels kernels;
 } Model;
 
+/* FP32 products on m's kernels: the probes' own products (their circuits). */
+static inline Compute slm_model_compute(const Model *m) {
+    return (Compute){.precision = PRECISION_FP32, .kernels = m->kernels};
+}
+
 /* ---------------------------------------------------------------------------
  * A batch: several whole stories packed one after another (batch.h). */
 /* Where a story in a batch stands when it is a piece of a longer one (a long

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "storylm/fixed_math.h"
 #include "storylm/probe_circuits.h"
 #include "storylm/probes.h"
 
@@ -49,7 +50,7 @@ void slm_circuits_gain(const Model *m, const float *z_mean, float *gain) {
     for (int j = 0; j < Hd; j++) {
         double pre = m->hidden_b[j];
         for (int i = 0; i < Z; i++) pre += (double)m->hidden_w[(size_t)j * Z + i] * z_mean[i];
-        double y = tanh(pre);
+        double y = slm_tanh_fixed(pre);
         gain[j] = (float)(1 - y * y);
     }
 }

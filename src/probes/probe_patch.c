@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "storylm/fixed_math.h"
 #include "storylm/hooks.h"
 #include "storylm/probe_patch.h"
 #include "storylm/probes.h"
@@ -32,7 +33,7 @@ void slm_probe_logits_from_z(const Model *m, const double *z, double *hidden, do
         const float *w = m->hidden_w + (size_t)j * Z;
         double sum = m->hidden_b[j];
         for (int i = 0; i < Z; i++) sum += w[i] * z[i];
-        hidden[j] = tanh(sum);
+        hidden[j] = slm_tanh_fixed(sum);
     }
     slm_probe_logits_from_hidden(m, hidden, logits);
 }
@@ -47,7 +48,7 @@ double slm_probe_logit_and_grad(const Model *m, const double *z, int32_t token, 
         const float *w = m->hidden_w + (size_t)j * Z;
         double sum = m->hidden_b[j];
         for (int i = 0; i < Z; i++) sum += w[i] * z[i];
-        double y = tanh(sum);
+        double y = slm_tanh_fixed(sum);
         logit += w2[j] * y;
         /* d logit / d pre_j = W2[token, j] (1 - y^2), then back through W1 */
         double d_pre = w2[j] * (1.0 - y * y);
@@ -109,7 +110,7 @@ static void head_output(const Model *m, const LastReads *r, int h, double *score
         scores[u] = dot * scale + slm_position_distance_score(m, h, T - 1 - u);
         top = fmax(top, scores[u]);
     }
-    for (int u = r->first; u < T; u++) sum += scores[u] = exp(scores[u] - top);
+    for (int u = r->first; u < T; u++) sum += scores[u] = slm_exp_fixed(scores[u] - top);
     memset(out, 0, (size_t)vd * sizeof(double));
     for (int u = r->first; u < T; u++) {
         const double *v = r->value + ((size_t)h * T + u) * vd;

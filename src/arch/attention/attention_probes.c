@@ -33,7 +33,8 @@ static size_t circuit_scratch(const ModelConfig *c) {
 /* rows (V, k) = E (V, D) @ weights (D, k). */
 static void project_rows(const Model *m, const float *weights, int k, float *rows) {
     const ModelConfig *c = &m->cfg;
-    slm_matmul(0, 0, c->vocab_size, k, c->row_dim, m->embedding, c->row_dim, weights, k, 0, rows, k);
+    slm_matmul_at(slm_model_compute(m), 0, 0, c->vocab_size, k, c->row_dim, m->embedding, c->row_dim, weights, k, 0,
+                  rows, k);
 }
 
 /* Layer l's query, key or value weights of head h, the rows that read the token row (D, k): layer 0's
@@ -53,7 +54,7 @@ static void circuit_qk(const Model *m, int l, int h, float *scratch, float *qk) 
     project_rows(m, row_weights(&lm, lm.key, h, kd), kd, k);
     float scale = 1.0f / sqrtf((float)kd);
     for (size_t i = 0; i < (size_t)V * kd; i++) q[i] *= scale;
-    slm_matmul(0, 1, V, V, kd, q, kd, k, kd, 0, qk, V);
+    slm_matmul_at(slm_model_compute(m), 0, 1, V, V, kd, q, kd, k, kd, 0, qk, V);
 }
 
 /* ov (V, V) = (E value_l[h]) (output.weight diag(gain) hidden.weight[:, slot of head l:h])^T. */
@@ -69,8 +70,8 @@ static void circuit_ov(const Model *m, int l, int h, const float *gain, float *s
     for (int j = 0; j < Hd; j++)
         for (int i = 0; i < vd; i++) slope[j * vd + i] = gain[j] * m->hidden_w[(size_t)j * Z + slot + i];
     /* map (V, vd) = output.weight (V, Hd) @ slope: a head output's effect on every logit */
-    slm_matmul(0, 0, V, vd, Hd, m->output_w, Hd, slope, vd, 0, map, vd);
-    slm_matmul(0, 1, V, V, vd, values, vd, map, vd, 0, ov, V);
+    slm_matmul_at(slm_model_compute(m), 0, 0, V, vd, Hd, m->output_w, Hd, slope, vd, 0, map, vd);
+    slm_matmul_at(slm_model_compute(m), 0, 1, V, V, vd, values, vd, map, vd, 0, ov, V);
 }
 
 static const char *circuit_note(const ModelConfig *c) {

@@ -47,7 +47,8 @@ static void folded_rows(const Model *m, const float *w, const float *weights, in
     const ModelConfig *c = &m->cfg;
     for (int i = 0; i < c->row_dim; i++)
         for (int j = 0; j < k; j++) folded[(size_t)i * k + j] = w[i] * weights[(size_t)i * k + j];
-    slm_matmul(0, 0, c->vocab_size, k, c->row_dim, m->embedding, c->row_dim, folded, k, 0, rows, k);
+    slm_matmul_at(slm_model_compute(m), 0, 0, c->vocab_size, k, c->row_dim, m->embedding, c->row_dim, folded, k, 0,
+                  rows, k);
 }
 
 /* qk (V, V) = (W_E diag(ln1.w) W_Q[h]) (W_E diag(ln1.w) W_K[h])^T / sqrt(d_head). */
@@ -62,7 +63,7 @@ static void circuit_qk(const Model *m, int l, int h, float *scratch, float *qk) 
     folded_rows(m, b->ln1_w, b->W_K + (size_t)h * D * dh, dh, folded, k);
     float scale = 1.0f / sqrtf((float)dh);
     for (size_t i = 0; i < (size_t)V * dh; i++) q[i] *= scale;
-    slm_matmul(0, 1, V, V, dh, q, dh, k, dh, 0, qk, V);
+    slm_matmul_at(slm_model_compute(m), 0, 1, V, V, dh, q, dh, k, dh, 0, qk, V);
 }
 
 /* ov (V, V) = W_E diag(ln1.w) W_V[h] W_O[h] diag(ln_final.w) W_U; gain unused. */
@@ -76,10 +77,11 @@ static void circuit_ov(const Model *m, int l, int h, const float *gain, float *s
     float *values = scratch, *written = values + (size_t)V * dh, *folded = written + (size_t)V * D;
     folded_rows(m, b->ln1_w, b->W_V + (size_t)h * D * dh, dh, folded, values);
     /* written (V, D) = values W_O[h] diag(ln_final.w): what reading token s writes, as the unembedding sees it */
-    slm_matmul(0, 0, V, D, dh, values, dh, b->W_O + (size_t)h * dh * D, D, 0, written, D);
+    slm_matmul_at(slm_model_compute(m), 0, 0, V, D, dh, values, dh, b->W_O + (size_t)h * dh * D, D, 0, written, D);
     for (size_t s = 0; s < (size_t)V; s++)
         for (int i = 0; i < D; i++) written[s * D + i] *= v.ln_final_w[i];
-    slm_matmul(0, v.W_U_tied, V, V, D, written, D, v.W_U, v.W_U_tied ? D : V, 0, ov, V); /* tied: W_E^T */
+    slm_matmul_at(slm_model_compute(m), 0, v.W_U_tied, V, V, D, written, D, v.W_U, v.W_U_tied ? D : V, 0, ov,
+                  V); /* tied: W_E^T */
 }
 
 static const char *circuit_note(const ModelConfig *c) {
