@@ -19,6 +19,9 @@ typedef struct PyModel PyModel;
 PyModel *slm_py_load(const char *path, Error *e);
 /* Never while a call on m runs (python/storylm counts them: Handle in _lib.py). */
 void slm_py_free(PyModel *m);
+/* The kernels of m's passes (its forward, loss and probes): "blas" or
+ * "portable" (the WebAssembly build's bits); -1 with e set for another name. */
+int slm_py_set_kernels(PyModel *m, const char *name, Error *e);
 /* Frees what the calls below returned. */
 void slm_py_release(void *p);
 

@@ -120,6 +120,7 @@ def _declare(lib):
     sig = {
         "slm_py_load": (P, [ctypes.c_char_p, E]),
         "slm_py_free": (None, [P]),
+        "slm_py_set_kernels": (ctypes.c_int, [P, ctypes.c_char_p, E]),
         "slm_py_release": (None, [P]),
         "slm_py_config_json": (P, [P, E]),
         "slm_py_hook_names": (P, [P, E]),

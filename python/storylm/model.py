@@ -106,13 +106,21 @@ class _HookRun:
             return -1
 
 
+def _kernels_name(kernels):
+    """load's kernels= as the bytes the library reads (a str without NUL)."""
+    if not isinstance(kernels, str) or "\0" in kernels:
+        raise TypeError('load: kernels=%r is not "blas" or "portable"' % (kernels,))
+    return kernels.encode()
+
+
 class Model:
     """A storylm model file loaded through the library (storylm.load). A path
-    may be a str, bytes or os.PathLike."""
+    may be a str, bytes or os.PathLike; kernels: storylm.load's."""
 
-    def __init__(self, path=None):
+    def __init__(self, path=None, kernels=None):
         self._handle = None  # a _lib.Handle, shared with copies; None once closed
         self._lock = threading.Lock()
+        kernels = _kernels_name(kernels) if kernels is not None else None
         err = _lib.Error()
         ptr = _lib.lib().slm_py_load(_lib.c_path("load", "path", path) if path is not None else None,
                                      ctypes.byref(err))
@@ -120,6 +128,9 @@ class Model:
             raise err.exception()
         self._handle = _lib.Handle(ptr)
         with self._use() as h:
+            if kernels is not None and _lib.lib().slm_py_set_kernels(h, kernels, ctypes.byref(err)):
+                self.close()
+                raise err.exception()
             self.cfg = Config(json.loads(_lib.check_string(_lib.lib().slm_py_config_json(h, ctypes.byref(err)), err)))
             names = _lib.check_string(_lib.lib().slm_py_hook_names(h, ctypes.byref(err)), err)
         c = self.cfg
@@ -644,10 +655,13 @@ def shipped_model():
     return _source_file(os.path.join("models", "tinystories.safetensors"))
 
 
-def load(path=None):
+def load(path=None, kernels=None):
     """A model file (a str, bytes or os.PathLike) -> Model. None:
     ./model.safetensors when it is there, else the shipped model
-    (models/tinystories.safetensors), as the CLI chooses."""
+    (models/tinystories.safetensors), as the CLI chooses. kernels: those of
+    its forward passes, loss and probes, as the CLI's --kernels: "blas" (None:
+    the default) or "portable" (the WebAssembly build's and the static page's
+    bits; generate takes its own kernels= keyword)."""
     if path is None and os.path.isfile("model.safetensors"):
         path = "model.safetensors"
     if path is None:
@@ -661,7 +675,7 @@ def load(path=None):
                                "(cmake --install, or pip install ./python from the source tree)")
     elif not os.path.exists(_lib.c_path("load", "path", path)):  # said here: the library's hint names the CLI's flags
         path = _shipped_by_name(path)
-    return Model(path)
+    return Model(path, kernels)
 
 
 # The forms of a shipped model's short name, as the CLI's -m reads them (src/files/data_files.c).

@@ -38,6 +38,13 @@ PyModel *slm_py_load(const char *path, Error *e) {
     return m;
 }
 
+int slm_py_set_kernels(PyModel *m, const char *name, Error *e) {
+    Kernels k;
+    if (slm_kernels_parse(name, &k, e) || slm_kernels_check(k, PRECISION_FP32, e)) return -1;
+    m->lm.model.kernels = k;
+    return 0;
+}
+
 void slm_py_free(PyModel *m) {
     if (!m) return;
     slm_loaded_model_free(&m->lm);

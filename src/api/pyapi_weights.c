@@ -72,6 +72,7 @@ PyModel *slm_py_with_params(const PyModel *m, const float *params, size_t n, Err
         return NULL;
     }
     memcpy(out->lm.model.params, params, n * sizeof(float));
+    out->lm.model.kernels = from->model.kernels;
     return out;
 }
 

@@ -201,6 +201,31 @@ class LogitsAndLoss(unittest.TestCase):
 
 
 class Cache(unittest.TestCase):
+    def test_portable_kernels(self):
+        """load(kernels="portable"): the logits of `storylm cache --kernels portable`, bit for bit,
+        which the default kernels' are not on every model; another name is refused."""
+        differ = False
+        for path in model_paths():
+            if model(path).cfg.arch != "attention":  # cache's networks
+                continue
+            m = storylm.load(path, kernels="portable")
+            with tempfile.TemporaryDirectory() as d:
+                out = os.path.join(d, "cache.safetensors")
+                subprocess.run([CLI, "cache", TEXT, "-o", out, "-m", path, "--kernels", "portable"], check=True,
+                               capture_output=True)
+                cached = read_safetensors(out)[0]
+            want = cached["logits" if "logits" in cached else "hook_logits"]  # a model of several layers: hook names
+            self.assertTrue(np.array_equal(m(TEXT), want), path)
+            self.assertTrue(np.array_equal(copy.copy(m)(TEXT), want), path)
+            differ |= not np.array_equal(model(path)(TEXT), want)
+            m.close()
+        self.assertTrue(differ, "the default kernels gave the portable ones' logits on every model")
+        with self.assertRaises(storylm.StorylmError) as caught:
+            storylm.load(model_paths()[0], kernels="fast")
+        self.assertIn("portable", str(caught.exception))
+        with self.assertRaises(TypeError):
+            storylm.load(model_paths()[0], kernels=1)
+
     def test_cache_is_storylm_cache(self):
         """run_with_cache's arrays are the bits `storylm cache` writes."""
         for path in model_paths():
