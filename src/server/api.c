@@ -226,6 +226,8 @@ static int view_answer(Server *s, const View *v, const cJSON *body, void *params
     if (session_open(s, body, stories == 1 ? NEED_STORIES : 0, &ss, r)) return r->status;
     ss.server = s;
     Error e = {0};
+    /* the request's kernels (its copy of the shared model: the weights are shared, the choice is not) */
+    ss.ps.lm.model.kernels = (Kernels)slm_view_probe_options(params)->kernels;
     ProbeSession own = ss.ps; /* with the request's stories (2), loaded for this request only */
     own.stories = (Stories){0};
     own.names = (NameList){0};

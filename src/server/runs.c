@@ -40,10 +40,11 @@ static int same_ablation(const Ablation *a, const Ablation *b) {
     return slm_head_set_equal(&a->heads, &b->heads) && (slm_head_set_empty(&a->heads) || a->mode == b->mode);
 }
 
-/* The run of text with ablation ab, held (refs + 1), or NULL. Under m->runs_lock. */
-static KeptRun *find_run(ModelEntry *m, const char *text, const Ablation *ab) {
+/* The run of text with ps's ablation and kernels, held (refs + 1), or NULL. Under m->runs_lock. */
+static KeptRun *find_run(ModelEntry *m, const char *text, const ProbeSession *ps) {
     for (KeptRun *k = m->runs; k; k = k->next)
-        if (same_ablation(&k->ablation, ab) && strcmp(k->text, text) == 0) {
+        if (same_ablation(&k->ablation, &ps->ablation) && k->vt.runner.acts.kernels == ps->lm.model.kernels &&
+            strcmp(k->text, text) == 0) {
             k->refs++;
             k->used = ++m->runs_clock;
             return k;
@@ -84,7 +85,7 @@ static KeptRun *new_run(ModelEntry *m, const ProbeSession *ps, const char *text,
     k->bytes = run_bytes(&ps->lm.model.cfg, (int)k->vt.ids.len);
     k->refs = 1;
     pthread_mutex_lock(&m->runs_lock);
-    KeptRun *old = find_run(m, text, &ps->ablation); /* another request ran it meanwhile */
+    KeptRun *old = find_run(m, text, ps); /* another request ran it meanwhile */
     if (old) {
         pthread_mutex_unlock(&m->runs_lock);
         run_free(k);
@@ -106,7 +107,7 @@ int entry_run(ModelEntry *m, const ProbeSession *ps, const char *text, int pos, 
               Error *e) {
     *held = NULL;
     pthread_mutex_lock(&m->runs_lock);
-    KeptRun *k = find_run(m, text, &ps->ablation);
+    KeptRun *k = find_run(m, text, ps);
     pthread_mutex_unlock(&m->runs_lock);
     if (!k) k = new_run(m, ps, text, e);
     if (!k) return -1;

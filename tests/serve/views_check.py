@@ -101,6 +101,13 @@ try:
         ok("a query's number that is not one is a 400", srv.get("/api/distances?up_to=five")[0] == 400)
         ok("a number out of its range is a 400", srv.post("/api/distances", {"up_to": -1})[0] == 400)
         ok("a field of the wrong type is a 400", srv.post("/api/distances", {"layer": "2"})[0] == 400)
+    if "attend" in views:  # the request's kernels, as the CLI's --kernels
+        body = {"text": TEXT, "kernels": "portable"}
+        got = srv.post("/api/attend", body)[1]
+        ok("POST attend with kernels portable equals the CLI's --kernels portable",
+           got == cli_json(S, "attend", TEXT, "--model", M, "--kernels", "portable"))
+        ok("and differs from the default kernels'", got != srv.post("/api/attend", {"text": TEXT})[1])
+        ok("a kernels that is not one is a 400", srv.post("/api/attend", {"text": TEXT, "kernels": "fast"})[0] == 400)
     if "attend" in views:
         got = srv.get("/api/attend?" + urllib.parse.urlencode({"text": TEXT, "pos": 7, "head": 2}))[1]
         ok("GET attend with a query equals the CLI's",
