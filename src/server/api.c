@@ -234,7 +234,8 @@ static int view_answer(Server *s, const View *v, const cJSON *body, void *params
     own.stories_path = slm_view_stories(v, params);
     /* a view's own mean ablation (ablate's "mode"): the heads' means made once, as the CLI makes them */
     int mean = slm_view_probe_options(params)->ablate_mode == ABLATE_MEAN && stories == 1;
-    int rc = model_fits(&ss.ps.lm.model, v->probe_flags, v->name, &e);
+    int rc = slm_kernels_check(ss.ps.lm.model.kernels, PRECISION_FP32, &e) || /* the WebAssembly build has no blas */
+             model_fits(&ss.ps.lm.model, v->probe_flags, v->name, &e);
     if (!rc && mean) rc = entry_mean(ss.entry, s->o.stories, &e);
     ss.ps.mean = mean ? ss.entry->mean : NULL;
     if (!rc && stories == 2) rc = cache_read_stories(&s->cache, &own, v->probe_flags & PROBE_NAMES, &e);
