@@ -3,7 +3,8 @@
  * emulation of VDPBF16PS (slm_matmul_bf16_emulated) plus the bias, at every
  * step of a story; a batch gives each sample the bits it gets alone (5 and
  * 64 samples, one and two threads, a window of 37), for the transformer
- * too; switching back to FP32 gives FP32's bits. On the shipped attention
+ * too, and also when switched back to FP32 mid-story; switching back to
+ * FP32 gives FP32's bits. On the shipped attention
  * network and transformer and their 100 held-out stories, the BF16
  * generator's loss is within 0.5% of the FP32 generator's. On a CPU
  * without avx512_bf16 the test skips (77). */
@@ -102,6 +103,45 @@ static void back_to_fp32(const Architecture *arch) {
     slm_model_free(&m);
 }
 
+/* A batch (whose first layer reads the token table) switched from BF16 to
+ * FP32 mid-story gives each sample, every step, the bits the sample gets
+ * alone switched alike: the slots written before keep BF16's keys and
+ * values, which the table, holding a token's row in one precision, cannot. */
+static void batch_switched_mid_story(void) {
+    enum { N = 3, T = 8 };
+    Error e = {0};
+    ModelConfig cfg = slm_model_config_default(&slm_attention_arch, 300);
+    Model m;
+    CHECK(slm_model_init(&m, &cfg, &e) == 0);
+    slm_model_randomize(&m, 51);
+    GeneratorBatch batch, alone[N];
+    CHECK(slm_generator_batch_init(&batch, &m, NULL, N, &e) == 0 &&
+          slm_generator_batch_set_precision(&batch, PRECISION_BF16, &e) == 0);
+    for (int s = 0; s < N; s++)
+        CHECK(slm_generator_batch_init(&alone[s], &m, NULL, 1, &e) == 0 &&
+              slm_generator_batch_set_precision(&alone[s], PRECISION_BF16, &e) == 0);
+    int which[N] = {0, 1, 2}, zero = 0, same = 1;
+    for (int t = 0; t < T; t++) {
+        if (t == T / 2) {
+            CHECK(slm_generator_batch_set_precision(&batch, PRECISION_FP32, &e) == 0);
+            for (int s = 0; s < N; s++) CHECK(slm_generator_batch_set_precision(&alone[s], PRECISION_FP32, &e) == 0);
+        }
+        int32_t tok[N];
+        for (int s = 0; s < N; s++) tok[s] = t == 0 ? 1 : (int32_t)((7 * t + 31 * s) % 300);
+        slm_generator_batch_feed(&batch, which, tok, N);
+        for (int s = 0; s < N; s++) {
+            slm_generator_batch_feed(&alone[s], &zero, &tok[s], 1);
+            same &= memcmp(slm_generator_batch_logits(&batch, s), slm_generator_batch_logits(&alone[s], 0),
+                           cfg.vocab_size * sizeof(float)) == 0;
+        }
+    }
+    printf("a batch switched to FP32 mid-story gives each sample its bits alone: %s\n", same ? "yes" : "no");
+    CHECK(same);
+    slm_generator_batch_free(&batch);
+    for (int s = 0; s < N; s++) slm_generator_batch_free(&alone[s]);
+    slm_model_free(&m);
+}
+
 /* The transformer in BF16: its products are packed from its FP32 blocks
  * (the bits of packing the weights themselves), and a batch gives each
  * sample its bits alone (alibi; rope with a window of 37 and heads off). */
@@ -191,6 +231,7 @@ int main(void) {
     products_are_the_emulated_bits(&slm_window8_arch, 1, 23);
     back_to_fp32(&slm_attention_arch);
     back_to_fp32(&slm_window8_arch);
+    batch_switched_mid_story();
     transformer_in_bf16();
     batch_of_n_gives_each_sample_its_own_bits(&slm_attention_arch, NULL, 31, 1, 5, 0, PRECISION_BF16);
     batch_of_n_gives_each_sample_its_own_bits(&slm_window8_arch, NULL, 32, 2, 5, 0, PRECISION_BF16);

@@ -73,11 +73,12 @@ static void pack_weights(GeneratorBatch *g, const Model *m, int l, float *table)
  * of their own caches (768 bytes a slot), which 64 samples read from
  * beyond the core's caches every step. Rows are given in the order the
  * tokens come, so the few hundred sit together (a row a token id left
- * most of a megabyte's pages to be faulted in, one at a time). What the
- * table holds is not written into the caches while the table is read;
- * before a step reads a sample's caches again (--precision bf16, whose
- * keys and values are other bits, a direction added at hook_embed, or the
- * sample alone) its slots are written from the table. */
+ * most of a megabyte's pages to be faulted in, one at a time). Under
+ * --precision bf16 the rows are the BF16 product's (its caches' bits), and
+ * a change of precision empties the table. What the table holds is not
+ * written into the caches while the table is read; before a step reads a
+ * sample's caches again (a direction added at hook_embed, or the sample
+ * alone) its slots are written from the table. */
 struct TokenTable {
     int32_t *slot_rows;   /* (n, W) the row of the token in each sample's slot */
     int32_t *row_of;      /* (V) token t's row, -1 before it first comes */
@@ -88,8 +89,10 @@ struct TokenTable {
     float *queries;       /* (V, H * 8) row r's queries (turned as the step turns them), with the keys: a step
                            * that reads the table copies them instead of each sample's product */
     float *qkv;           /* (QKV) scratch: a token's queries, keys, values */
+    uint32_t *pairs;      /* (D/2) scratch: a token's row as BF16 pairs (--precision bf16) */
     unsigned char *stale; /* (n) 1: the sample's first-layer cache lacks slots of the table's */
     int use;              /* this step's first layer reads the table (decided before its threads) */
+    int off;              /* never read again: the precision changed mid-story (token_table_empty) */
 };
 
 /* Whether the first layer's keys and values depend on the token alone. */
@@ -99,7 +102,8 @@ static int token_table_fits(const ModelConfig *c) {
 
 static void token_table_free(struct TokenTable *t) {
     if (!t) return;
-    free(t->slot_rows), free(t->row_of), free(t->values), free(t->qkv), free(t->stale); /* keys: in values' block */
+    free(t->slot_rows), free(t->row_of), free(t->values), free(t->qkv), free(t->pairs), free(t->stale);
+    /* keys and queries: in values' block */
     free(t);
 }
 
@@ -115,18 +119,19 @@ static struct TokenTable *token_table_alloc(const ModelConfig *c, int n, Error *
     int ok = (t->slot_rows = xcalloc((size_t)n * c->window, sizeof(int32_t), e)) &&
              (t->values = slm_cache_alloc((floats + page - 1) / page * page, e)) &&
              (t->row_of = xmalloc(V * sizeof(int32_t), e)) &&
-             (t->qkv = xmalloc((size_t)qkv_width(c) * sizeof(float), e)) && (t->stale = xcalloc(n, 1, e));
+             (t->qkv = xmalloc((size_t)qkv_width(c) * sizeof(float), e)) &&
+             (t->pairs = xcalloc((size_t)(c->row_dim + 1) / 2, sizeof(uint32_t), e)) && (t->stale = xcalloc(n, 1, e));
     if (ok && keys) t->keys = t->values + values, t->queries = t->keys + H * V * 8;
     for (size_t i = 0; ok && i < V; i++) t->row_of[i] = -1;
     if (!ok) token_table_free(t);
     return ok ? t : NULL;
 }
 
-/* Whether this step's first layer reads the token table: not in BF16 or
- * with a direction added to the rows, and not when a test asks for the
- * caches alone. */
+/* Whether this step's first layer reads the token table: not with a
+ * direction added to the rows, and not when a test asks for the caches
+ * alone. */
 static int token_table_on(const GeneratorBatch *g) {
-    if (!g->token_table || g->cache_only || g->bf16) return 0;
+    if (!g->token_table || g->token_table->off || g->cache_only) return 0;
     for (int i = 0; i < g->steer.n; i++)
         if (g->steer.add[i].point == HOOK_EMBED) return 0;
     return 1;
@@ -163,13 +168,24 @@ static void cache_from_table(GeneratorBatch *g, int s) {
  * CPU-second); a sample whose cache the step reads has it written first. */
 static void token_table_prepare(GeneratorBatch *g, const int *which, const int32_t *tokens, int k) {
     if (!g->token_table) return;
+    if (g->token_table->off) { /* the caches alone from here on */
+        g->token_table->use = 0;
+        return;
+    }
     const ModelConfig *c = &g->model->cfg;
     struct TokenTable *t = g->token_table;
     int D = c->row_dim, H = c->n_heads, kd = c->key_dim, vd = c->value_dim, V = c->vocab_size;
     for (int j = 0; j < k; j++) {
         int32_t id = tokens[j], r = t->rows;
         if (t->row_of[id] >= 0) continue;
-        slm_row_times_matrix(g->qkv_w, D, qkv_width(c), g->model->embedding + (size_t)id * D, D, NULL, t->qkv);
+        const float *row = g->model->embedding + (size_t)id * D;
+        if (g->bf16) { /* the product new_query_key_value makes of the row in BF16: its bits */
+            static const int alone = 0;
+            slm_dense_bf16_pairs(row, D, NULL, 0, t->pairs);
+            slm_dense_bf16(&g->bf16->qkv[0], NULL, t->pairs, 0, &alone, 1, t->qkv, 0);
+        } else {
+            slm_row_times_matrix(g->qkv_w, D, qkv_width(c), row, D, NULL, t->qkv);
+        }
         slm_score_token_qk_with(c, &g->score[0], 0, t->qkv); /* as the caches' keys (--score general turns queries) */
         for (int h = 0; h < H; h++) {
             memcpy(t->values + ((size_t)h * V + r) * vd, t->qkv + 2 * H * kd + h * vd, vd * sizeof(float));
@@ -454,10 +470,30 @@ static struct GenBf16 *bf16_pack(const GeneratorBatch *g, Error *e) {
     return ok ? b : NULL;
 }
 
+/* At a change of precision: the token table's rows forgotten (their bits
+ * the other precision's), each sample's slots first written from them into
+ * its caches. Once a sample has fed a token, its slots hold the earlier
+ * precision's keys and values, which a row a token cannot: the table is
+ * then off for good (the caches give the bits; a change mid-story is rare). */
+static void token_table_empty(GeneratorBatch *g) {
+    struct TokenTable *t = g->token_table;
+    if (!t) return;
+    for (int s = 0; s < g->n; s++) {
+        if (t->stale[s]) cache_from_table(g, s), t->stale[s] = 0;
+        t->off |= g->pos[s] > 0;
+    }
+    for (int i = 0; i < g->model->cfg.vocab_size; i++) t->row_of[i] = -1;
+    t->rows = 0;
+}
+
 static int generator_set_precision(GeneratorBatch *g, Precision p, Error *e) {
     if (slm_precision_check(p, e)) return -1;
-    if (p == PRECISION_BF16 && !g->bf16 && !(g->bf16 = bf16_pack(g, e))) return -1;
-    if (p == PRECISION_FP32) bf16_free(g->bf16), g->bf16 = NULL;
+    if ((p == PRECISION_BF16) == (g->bf16 != NULL)) return 0;
+    struct GenBf16 *b = p == PRECISION_BF16 ? bf16_pack(g, e) : NULL;
+    if (p == PRECISION_BF16 && !b) return -1;
+    token_table_empty(g);
+    bf16_free(g->bf16);
+    g->bf16 = b;
     return 0;
 }
 

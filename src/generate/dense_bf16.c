@@ -16,6 +16,12 @@
 /* Samples a block of weights serves at once (8 chains in flight), and
  * blocks one sample alone goes through at once (as many). */
 #define GROUP 8
+/* Many samples: QUAD_BLOCKS blocks for QUAD_GROUP samples at once, 24
+ * chains, each step of the loop 4 weight loads and 6 broadcasts for 24
+ * products (one block for 8 samples is 9 loads for 8: the loads, not the
+ * products, bounded it). */
+#define QUAD_BLOCKS 4
+#define QUAD_GROUP 6
 
 /* d's buffer for rows x cols, zeroed; -1 with e set when out of memory. */
 static int dense_alloc(DenseBf16 *d, int rows, int cols, Error *e) {
@@ -91,6 +97,63 @@ static inline __attribute__((always_inline)) BF16_TARGET void block_for_samples(
     for (int s = 0; s < S; s++) store_block(acc[s], bias, n, y[s]);
 }
 
+/* QUAD_BLOCKS consecutive blocks (block pairs apart; rows real from the
+ * first) for S samples at once (S <= QUAD_GROUP, a constant where inlined):
+ * x[s] (P pairs) -> y[s] (16 QUAD_BLOCKS). Each output's chain is
+ * block_for_samples', its bits the same. */
+static inline __attribute__((always_inline)) BF16_TARGET void quad_for_samples(const uint32_t *w, size_t block, int P,
+                                                                               const uint32_t *const *x, int S,
+                                                                               const float *bias, int rows,
+                                                                               float *const *y) {
+    __m512 acc[QUAD_GROUP][QUAD_BLOCKS];
+#pragma GCC unroll 8
+    for (int s = 0; s < S; s++)
+#pragma GCC unroll 4
+        for (int b = 0; b < QUAD_BLOCKS; b++) acc[s][b] = _mm512_setzero_ps();
+    for (int p = 0; p < P; p++) {
+        __m512bh wv[QUAD_BLOCKS];
+#pragma GCC unroll 4
+        for (int b = 0; b < QUAD_BLOCKS; b++) wv[b] = (__m512bh)_mm512_loadu_si512(w + b * block + (size_t)p * 16);
+#pragma GCC unroll 8
+        for (int s = 0; s < S; s++) {
+            __m512bh xv = (__m512bh)_mm512_set1_epi32((int)x[s][p]);
+#pragma GCC unroll 4
+            for (int b = 0; b < QUAD_BLOCKS; b++) acc[s][b] = _mm512_dpbf16_ps(acc[s][b], wv[b], xv);
+        }
+    }
+#pragma GCC unroll 8
+    for (int s = 0; s < S; s++)
+#pragma GCC unroll 4
+        for (int b = 0; b < QUAD_BLOCKS; b++)
+            store_block(acc[s][b], bias ? bias + 16 * b : NULL, rows - 16 * b < 16 ? rows - 16 * b : 16, y[s] + 16 * b);
+}
+
+/* Blocks b .. b + QUAD_BLOCKS - 1 of d for the k samples which (x, y as
+ * slm_dense_bf16's), QUAD_GROUP samples at a time, then 4, 2, 1. */
+static BF16_TARGET void quad_for_group(const DenseBf16 *d, const float *bias, const uint32_t *x, size_t x_step,
+                                       const int *which, int k, float *y, size_t y_step, int b) {
+    int P = d->pairs;
+    size_t block = (size_t)P * 16;
+    const uint32_t *w = d->w + b * block, *xs[QUAD_GROUP];
+    const float *bb = bias ? bias + 16 * b : NULL;
+    float *ys[QUAD_GROUP];
+    for (int j = 0; j < k;) {
+        int S = k - j < QUAD_GROUP ? k - j : QUAD_GROUP;
+        S = S == QUAD_GROUP ? S : S >= 4 ? 4 : S >= 2 ? 2 : 1;
+        for (int s = 0; s < S; s++) xs[s] = x + which[j + s] * x_step, ys[s] = y + which[j + s] * y_step + 16 * b;
+        /* the group's size a constant in each call, so its chains stay in registers */
+        if (S == QUAD_GROUP)
+            quad_for_samples(w, block, P, xs, QUAD_GROUP, bb, d->rows - 16 * b, ys);
+        else if (S == 4)
+            quad_for_samples(w, block, P, xs, 4, bb, d->rows - 16 * b, ys);
+        else if (S == 2)
+            quad_for_samples(w, block, P, xs, 2, bb, d->rows - 16 * b, ys);
+        else
+            quad_for_samples(w, block, P, xs, 1, bb, d->rows - 16 * b, ys);
+        j += S;
+    }
+}
+
 /* One sample through B consecutive blocks at once (B <= GROUP, a constant
  * where inlined), block pairs apart: x (P pairs) -> y (16 B; rows real). */
 static inline __attribute__((always_inline)) BF16_TARGET void blocks_for_sample(const uint32_t *w, size_t block, int P,
@@ -136,8 +199,10 @@ BF16_TARGET void slm_dense_bf16(const DenseBf16 *d, const float *bias, const uin
         dense_one(d, bias, x + which[0] * x_step, y + which[0] * y_step);
         return;
     }
-    int P = d->pairs;
-    for (int b = 0; b < (d->rows + 15) / 16; b++) {
+    int P = d->pairs, b = 0;
+    for (; b + QUAD_BLOCKS <= (d->rows + 15) / 16; b += QUAD_BLOCKS)
+        quad_for_group(d, bias, x, x_step, which, k, y, y_step, b);
+    for (; b < (d->rows + 15) / 16; b++) {
         const uint32_t *w = d->w + (size_t)b * P * 16, *xs[GROUP];
         const float *bb = bias ? bias + 16 * b : NULL;
         float *ys[GROUP];
