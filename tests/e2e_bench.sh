@@ -82,6 +82,19 @@ grep -q "error" bad.err || fail "bench fly: no message"
 if "$STORYLM" bench train missing.txt 2> bad.err; then fail "bench train of a missing file was accepted"; fi
 grep -q "missing.txt" bad.err || fail "bench train missing.txt: the message does not name the file"
 
+# scripts/bench --only batch: the shipped model's generation rows alone, each a median with its ratio.
+python3 "$STORYLM_SOURCE_DIR/scripts/bench" "$STORYLM" --only batch --reps 1 > batch.out 2> batch.err ||
+  { cat batch.err; fail "scripts/bench --only batch"; }
+cat batch.out
+grep -Eq '64 samples against 1 \(shipped model\) +\| [0-9]+ tok/s .*\| [0-9.]+x +\| >= 3x' batch.out ||
+  fail "scripts/bench --only batch: no 64-sample row with its ratio"
+if grep -qw avx512_bf16 /proc/cpuinfo; then
+  grep -Eq "BF16, 64 samples against FP32's 1 +\| [0-9]+ tok/s .*\| [0-9.]+x +\| >= 3x" batch.out ||
+    fail "scripts/bench --only batch: no BF16 row"
+else
+  grep -q "generation in BF16" batch.out || fail "scripts/bench --only batch: no word on BF16 without avx512_bf16"
+fi
+
 # The PyTorch peer computes what storylm computes.
 if /usr/bin/python3 -c "import torch" 2> /dev/null; then
   peer=$(/usr/bin/python3 "$STORYLM_SOURCE_DIR/scripts/torch_peer.py" loss m.safetensors test_ids.txt)
