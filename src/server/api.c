@@ -236,8 +236,8 @@ static int view_answer(Server *s, const View *v, const cJSON *body, void *params
     int mean = slm_view_probe_options(params)->ablate_mode == ABLATE_MEAN && stories == 1;
     int rc = slm_kernels_check(ss.ps.lm.model.kernels, PRECISION_FP32, &e) || /* the WebAssembly build has no blas */
              model_fits(&ss.ps.lm.model, v->probe_flags, v->name, &e);
-    if (!rc && mean) rc = entry_mean(ss.entry, s->o.stories, &e);
-    ss.ps.mean = mean ? ss.entry->mean : NULL;
+    if (!rc && mean) rc = entry_mean(ss.entry, ss.ps.lm.model.kernels, s->o.stories, &e);
+    ss.ps.mean = mean ? ss.entry->mean[ss.ps.lm.model.kernels] : NULL;
     if (!rc && stories == 2) rc = cache_read_stories(&s->cache, &own, v->probe_flags & PROBE_NAMES, &e);
     if (rc)
         reply_failure(r, 400, &e);

@@ -221,7 +221,7 @@ static void entry_free(ModelEntry *m) {
     pthread_mutex_destroy(&m->runs_lock);
     slm_probe_session_close(&m->ps);
     slm_names_free(&m->gen_names);
-    free(m->mean);
+    free(m->mean[0]), free(m->mean[1]);
     free(m->kept_json);
     free(m->kept_key);
     pthread_mutex_destroy(&m->lock);
@@ -329,15 +329,15 @@ int cache_read_stories(ModelCache *c, ProbeSession *ps, int flags, Error *e) {
     return rc;
 }
 
-int entry_mean(ModelEntry *m, const char *stories_path, Error *e) {
+int entry_mean(ModelEntry *m, Kernels k, const char *stories_path, Error *e) {
     pthread_mutex_lock(&m->lock);
     int rc = 0;
-    if (!m->mean) {
+    if (!m->mean[k]) {
         const ModelConfig *c = &m->ps.lm.model.cfg;
+        Model on = m->ps.lm.model; /* the shared weights, the request's kernels */
+        on.kernels = k;
         float *mean = xmalloc((size_t)slm_model_heads(c) * c->value_dim * sizeof(float), e); /* every layer's heads */
-        rc = mean ? slm_probe_head_means(&m->ps.lm.model, &m->ps.stories, m->ps.stories.test, m->ps.stories.n_test,
-                                         mean, e)
-                  : -1;
+        rc = mean ? slm_probe_head_means(&on, &m->ps.stories, m->ps.stories.test, m->ps.stories.n_test, mean, e) : -1;
         /* the CLI's warning when these are not the stories the model was trained on (a file of its
          * held-out stories is not that file, but it is those stories) */
         (void)stories_path;
@@ -348,7 +348,7 @@ int entry_mean(ModelEntry *m, const char *stories_path, Error *e) {
         if (rc)
             free(mean);
         else
-            m->mean = mean;
+            m->mean[k] = mean;
     }
     pthread_mutex_unlock(&m->lock);
     return rc;

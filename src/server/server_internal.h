@@ -67,7 +67,7 @@ typedef struct ModelEntry {
     int stories_loaded;     /* 1: ps.stories and ps.names hold its teaching stories (teach.c) */
     char teach[PATH_MAX];   /* their file (set with stories_loaded) */
     int teach_all_test;     /* 1: a file of held-out stories only, every one a test story */
-    float *mean;            /* (H, vd) heads' mean outputs over the test stories, or NULL */
+    float *mean[2];         /* (H, vd) heads' mean outputs over the test stories on each Kernels' passes, or NULL */
     char mean_warning[400]; /* how the server's stories differ from the model's record, as the CLI warns; "" */
     char *kept_json;        /* the last answer of a view marked keep (heads: seconds to make), and */
     char *kept_key;         /* the request that made it (api.c's kept_key) */
@@ -117,8 +117,10 @@ void cache_release(ModelCache *c, ModelEntry *m);
 int cache_read_stories(ModelCache *c, ProbeSession *ps, int flags, Error *e);
 /* teach.c: loads m's teaching stories (teach_load; stories_path when it has none) and names once. */
 int entry_stories(ModelCache *c, ModelEntry *m, const char *stories_path, Error *e);
-/* Each head's mean output over m's test stories, once (after entry_stories). */
-int entry_mean(ModelEntry *m, const char *stories_path, Error *e);
+/* Each head's mean output over m's test stories on kernels k's passes (the
+ * request's: a mean of the other kernels' differs in its last bits), once
+ * for each (after entry_stories). */
+int entry_mean(ModelEntry *m, Kernels k, const char *stories_path, Error *e);
 
 /* The run of text through m with ps's ablation (ps: a session on m), whole,
  * from the kept runs or run now and kept: *vt a copy reading it at pos

@@ -17,10 +17,12 @@ void session_release(Server *s, Session *ss) {
     ss->run = NULL;
 }
 
-/* The session's fields of a request: "model", "ablate", "ablate_mode" (registry.h's groups). */
+/* The session's fields of a request: "model", "ablate", "ablate_mode" and
+ * "kernels" (mean ablation's means are made on them; registry.h's groups). */
 static const Param session_params[] = {
     PARAM_GROUP_AT(0, params_model),
     PARAM_GROUP_AT(0, params_ablation),
+    PARAM_GROUP_AT(0, params_kernels),
 };
 static const ParamTable session_table = {"session", session_params, PARAMS_COUNT(session_params)};
 
@@ -56,14 +58,15 @@ int session_open(Server *s, const cJSON *body, int need, Session *ss, Reply *r) 
     int rc = slm_ablation_parse(&m->ps.lm, ablate, mode, NULL, NULL, &ss->ps.ablation, ss->ps.ablation_desc,
                                 sizeof ss->ps.ablation_desc, &e); /* the heads checked before anything is averaged */
     if (!rc && ((need & NEED_STORIES) || mean)) rc = entry_stories(&s->cache, m, s->o.stories, &e);
-    if (!rc && mean) rc = entry_mean(m, s->o.stories, &e);
+    Kernels k = (Kernels)po.kernels;
+    if (!rc && mean) rc = slm_kernels_check(k, PRECISION_FP32, &e) || entry_mean(m, k, s->o.stories, &e);
     pthread_mutex_lock(&m->lock); /* not while another request loads the stories into it */
     ss->ps = m->ps;               /* shared model, tokenizer, stories and names; never closed here */
     pthread_mutex_unlock(&m->lock);
     ss->ps.stories_path = need & NEED_STORIES ? m->teach : NULL; /* the model's teaching stories (teach.c) */
     ss->ps.mean = NULL;
     if (!rc)
-        rc = slm_ablation_parse(&m->ps.lm, ablate, mode, m->mean, m->teach, &ss->ps.ablation, ss->ps.ablation_desc,
+        rc = slm_ablation_parse(&m->ps.lm, ablate, mode, m->mean[k], m->teach, &ss->ps.ablation, ss->ps.ablation_desc,
                                 sizeof ss->ps.ablation_desc, &e);
     if (!rc && mean) slm_ablation_add_warning(ss->ps.ablation_desc, sizeof ss->ps.ablation_desc, m->mean_warning);
     if (rc) {

@@ -60,6 +60,16 @@ try:
     ok("without the file, the server's --stories (%s)" % st.get("file"), status == 200 and st["file"] == "data/stories.txt")
     status, bad = srv.post("/api/stories", {"model": "../etc/passwd"})
     ok("a model it does not list is 404", status == 404)
+    # mean ablation's means made on the request's kernels, as the CLI makes them after --kernels
+    text = "Lily went to the park. She saw a dog and"
+    for kernels in ("portable", "blas"):
+        body = {"model": "alone/tinystories.safetensors", "text": text, "ablate": "3", "ablate_mode": "mean",
+                "kernels": kernels}
+        status, tr = srv.post("/api/trace", body)
+        want = cli_json(S, "trace", text, "--model", "alone/tinystories.safetensors", "--ablate", "3",
+                        "--ablate-mode", "mean", "--stories", "data/stories.txt", "--kernels", kernels)
+        ok("a mean-ablated trace with kernels %s equals the CLI's --kernels %s" % (kernels, kernels),
+           status == 200 and tr["inputs"] == want["inputs"] and tr["hidden"] == want["hidden"] and tr["guesses"] == want["guesses"])
 finally:
     srv.stop_cleanly()
 print("e2e_serve_teach: %d checks passed" % CHECKS[0])
