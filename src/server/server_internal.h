@@ -67,7 +67,8 @@ typedef struct ModelEntry {
     int stories_loaded;     /* 1: ps.stories and ps.names hold its teaching stories (teach.c) */
     char teach[PATH_MAX];   /* their file (set with stories_loaded) */
     int teach_all_test;     /* 1: a file of held-out stories only, every one a test story */
-    float *mean[2];         /* (H, vd) heads' mean outputs over the test stories on each Kernels' passes, or NULL */
+    float *mean[2];         /* (H, vd) heads' mean outputs over the test stories on each Kernels' passes (indexed
+                             * by Kernels, whose two values a request's "kernels" choice holds), or NULL */
     char mean_warning[400]; /* how the server's stories differ from the model's record, as the CLI warns; "" */
     char *kept_json;        /* the last answer of a view marked keep (heads: seconds to make), and */
     char *kept_key;         /* the request that made it (api.c's kept_key) */
@@ -121,6 +122,7 @@ int entry_stories(ModelCache *c, ModelEntry *m, const char *stories_path, Error 
  * request's: a mean of the other kernels' differs in its last bits), once
  * for each (after entry_stories). */
 int entry_mean(ModelEntry *m, Kernels k, const char *stories_path, Error *e);
+_Static_assert(KERNELS_BLAS < 2 && KERNELS_PORTABLE < 2, "ModelEntry's mean holds one per Kernels");
 
 /* The run of text through m with ps's ablation (ps: a session on m), whole,
  * from the kept runs or run now and kept: *vt a copy reading it at pos
