@@ -436,7 +436,10 @@ void slm_blend_values(const float *a, int n, const float *values, int vd, float 
 }
 
 void slm_blend_value_rows(const float *a, int n, const float *table, const int32_t *rows, int vd, float *out) {
-    blend_rows(a, n, table, rows, vd, out);
+    if (vd == 16) /* the chapter's heads: a row's address a shift, not a multiply and an add, a slot */
+        blend_rows(a, n, table, rows, 16, out);
+    else
+        blend_rows(a, n, table, rows, vd, out);
 }
 
 /* Lanes of a and b (16 each; b's are 16..31) picked into one register:
