@@ -38,7 +38,7 @@ typedef struct GeneratorBatch {
     float *z;             /* (n, Z) what the hidden layer reads */
     float *hidden;        /* (n, 128) */
     float *logits;        /* (n, V) of the last token fed */
-    float *scores;        /* (n, W rounded up to 16) scratch of each sample's head scores */
+    float *scores;        /* (n, 4, W rounded up to 16) head scores, 4 heads at once (a thread's: its first sample's) */
     float *rows;          /* (n, D) scratch: the rows of the tokens fed */
     Workers *workers;     /* NULL: steps on the caller's thread alone */
     Steering steer;       /* the directions added at hook points (generate --steer); n 0: none */

@@ -67,6 +67,13 @@ void slm_blend_values(const float *a, int n, const float *values, int vd, float 
  * alone), the same sums in the same order, so the same bits. */
 void slm_blend_value_rows(const float *a, int n, const float *table, const int32_t *rows, int vd, float *out);
 
+/* out[h] (16) = a[h] (n) . the slots' values of four heads at once (vd
+ * 16), head h's slot j at tables[h] + rows[j] * 16: each head's sums in
+ * slm_blend_value_rows' order (the same bits), each slot's row read once
+ * for the four. */
+void slm_blend_value_rows4(const float *const *a, int n, const float *const *tables, const int32_t *rows,
+                           float *const *out);
+
 /* The same with the values laid out as the keys (slm_key_at: component i
  * of slot j at slm_key_at(vd, i, j)): 16 slots a register, one chain a
  * channel, its 16 lanes added in a fixed tree at the end; a readable for n

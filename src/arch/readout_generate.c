@@ -234,7 +234,8 @@ static int generator_init(GeneratorBatch *g, const Model *m, const Ablation *abl
     int ok = !slm_dense16_pack(&g->hidden_w, m->hidden_w, Z, 1, c->hidden_dim, (int)Z, e) &&
              !slm_dense16_pack(&g->output_w, m->output_w, c->hidden_dim, 1, c->vocab_size, c->hidden_dim, e) &&
              (g->pos = xcalloc(N, sizeof(int), e)) && (g->recent = xcalloc(N * sz.recent, sizeof(int32_t), e)) &&
-             (g->z = xcalloc(N * Z, sizeof(float), e)) && (g->scores = xcalloc(N * key_slots(c), sizeof(float), e)) &&
+             (g->z = xcalloc(N * Z, sizeof(float), e)) &&
+             (g->scores = xcalloc(N * 4 * key_slots(c), sizeof(float), e)) &&
              (g->rows = xcalloc(N * c->row_dim, sizeof(float), e)) &&
              (g->hidden = xcalloc(N * sz.hidden, sizeof(float), e)) &&
              (g->logits = xcalloc(N * sz.logits, sizeof(float), e));
@@ -346,13 +347,12 @@ static void new_query_key_value(GeneratorBatch *g, int l, const int *which, int 
 }
 
 /* Head h of layer l of sample s at its newest position over the cache's n
- * slots: scores into sc (key_slots: scratch) (query . key / sqrt(kd) +
- * distance score), softmax, blend of the values into out (vd); shared: the
- * values (and keys) are the slots' rows of the token table. */
-static void head_attend(GeneratorBatch *g, const SampleSizes *sz, int s, int l, int h, int shared, float *sc,
-                        float *out) {
+ * slots -> its weights in sc (key_slots: scratch): scores (query . key /
+ * sqrt(kd) + distance score), softmax; returns n. shared: the keys (where
+ * the table has them) are the slots' rows of the token table. */
+static int head_weights(GeneratorBatch *g, const SampleSizes *sz, int s, int l, int h, int shared, float *sc) {
     const ModelConfig *c = &g->model->cfg;
-    int W = c->window, kd = c->key_dim, vd = c->value_dim, pos = g->pos[s], lh = l * c->n_heads + h;
+    int W = c->window, kd = c->key_dim, pos = g->pos[s], lh = l * c->n_heads + h;
     int n = pos + 1 < W ? pos + 1 : W, newest = pos % W;
     /* slot s holds the key (newest - s) mod W back */
     const float *bias = g->distance2 + (size_t)lh * 2 * W + (W - 1 - newest);
@@ -372,10 +372,39 @@ static void head_attend(GeneratorBatch *g, const SampleSizes *sz, int s, int l, 
         slm_query_key_scores(q, kd, keys, bias, n, sc);
     }
     slm_softmax_weights(sc, n);
+    return n;
+}
+
+/* Head h of layer l of sample s: head_weights, then the blend of the
+ * values into out (vd); shared: the values are the slots' rows of the token
+ * table. */
+static void head_attend(GeneratorBatch *g, const SampleSizes *sz, int s, int l, int h, int shared, float *sc,
+                        float *out) {
+    const ModelConfig *c = &g->model->cfg;
+    int W = c->window, vd = c->value_dim, n = head_weights(g, sz, s, l, h, shared, sc);
     if (shared)
-        slm_blend_value_rows(sc, n, g->token_table->values + (size_t)h * c->vocab_size * vd, rows, vd, out);
+        slm_blend_value_rows(sc, n, g->token_table->values + (size_t)h * c->vocab_size * vd,
+                             g->token_table->slot_rows + (size_t)s * W, vd, out);
     else
-        slm_blend_values(sc, n, g->values + s * sz->values + (size_t)lh * W * vd, vd, out);
+        slm_blend_values(sc, n, g->values + s * sz->values + (size_t)(l * c->n_heads + h) * W * vd, vd, out);
+}
+
+/* Heads h .. h + 3 of the first layer of sample s, read from the token
+ * table (vd 16), into out (4 vd): head_weights for each into sc (4
+ * key_slots), then the four blended in one pass over the slots, which
+ * reads each slot's row once (head_attend's bits). */
+static void heads_attend4(GeneratorBatch *g, const SampleSizes *sz, int s, int h, float *sc, float *out) {
+    const ModelConfig *c = &g->model->cfg;
+    int W = c->window, V = c->vocab_size, n = 0;
+    const float *a[4], *tables[4];
+    float *outs[4];
+    for (int i = 0; i < 4; i++) {
+        n = head_weights(g, sz, s, 0, h + i, 1, sc + (size_t)i * key_slots(c)); /* the same n for each */
+        a[i] = sc + (size_t)i * key_slots(c);
+        tables[i] = g->token_table->values + (size_t)(h + i) * V * 16;
+        outs[i] = out + 16 * i;
+    }
+    slm_blend_value_rows4(a, n, tables, g->token_table->slot_rows + (size_t)s * W, outs);
 }
 
 /* Asks the cache for head h of layer l of sample s's keys and values (the
@@ -406,8 +435,15 @@ static void prefetch_head(const GeneratorBatch *g, const SampleSizes *sz, int s,
     }
 }
 
+/* Whether heads lh .. lh + m - 1 are all switched on. */
+static int heads_live(const GeneratorBatch *g, int lh, int m) {
+    for (int i = 0; i < m; i++)
+        if (slm_head_set_has(&g->ablation.heads, lh + i)) return 0;
+    return 1;
+}
+
 /* The rows (k, D) and, layer by layer, the heads' outputs of the newest
- * tokens -> each sample's z (Z), with sc (key_slots) the heads' scratch of
+ * tokens -> each sample's z (Z), with sc (4 key_slots) the heads' scratch of
  * scores; a switched-off head's slot replaced before the layer above reads
  * it. The first layer reads the token table when the step's prepare said so. */
 static void attention_z(GeneratorBatch *g, const float *rows, const int *which, int k, float *sc) {
@@ -423,7 +459,11 @@ static void attention_z(GeneratorBatch *g, const float *rows, const int *which, 
         for (int j = 0; j < k; j++)
             for (int h = 0, lh = l * H; h < H; h++, lh++) {
                 float *out = g->z + which[j] * Z + D + (size_t)lh * vd;
-                if (slm_head_set_has(&g->ablation.heads, lh)) {
+                if (shared && vd == 16 && h % 4 == 0 && h + 4 <= H && heads_live(g, lh, 4)) {
+                    for (int i = 0; i < 4 && j + 1 < k; i++) prefetch_head(g, &sz, which[j + 1], l, h + i, 0, shared);
+                    heads_attend4(g, &sz, which[j], h, sc, out);
+                    h += 3, lh += 3;
+                } else if (slm_head_set_has(&g->ablation.heads, lh)) {
                     for (int i = 0; i < vd; i++)
                         out[i] = g->ablation.mode == ABLATE_MEAN ? g->ablation.mean[lh * vd + i] : 0;
                 } else {
@@ -516,7 +556,7 @@ static void generator_feed(GeneratorBatch *g, const int *which, const int32_t *t
         if (g->steer.n) slm_steer_rows(&g->steer, HOOK_EMBED, 0, rows, D, NULL, k);
         /* the scores' scratch the thread's own (its first sample's), the same for each of its samples: hot in
          * the core's caches, where a scratch a sample (1 KB) came back from beyond them every step */
-        attention_z(g, rows, which, k, g->scores + (size_t)first * key_slots(c));
+        attention_z(g, rows, which, k, g->scores + (size_t)first * 4 * key_slots(c));
     } else {
         for (int j = 0; j < k; j++) window_z(g, which[j], tokens[j]);
     }

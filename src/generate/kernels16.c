@@ -442,6 +442,28 @@ void slm_blend_value_rows(const float *a, int n, const float *table, const int32
         blend_rows(a, n, table, rows, vd, out);
 }
 
+void slm_blend_value_rows4(const float *const *a, int n, const float *const *tables, const int32_t *rows,
+                           float *const *out) {
+    f16v s[4][4] = {{{0}}}; /* s[h][c]: head h's chain c, the slots j = c mod 4 */
+    int j = 0;
+    for (; j + 4 <= n; j += 4)
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; c++) {
+            size_t row = (size_t)rows[j + c] * 16;
+#pragma GCC unroll 4
+            for (int h = 0; h < 4; h++) s[h][c] += load16(tables[h] + row) * a[h][j + c];
+        }
+    for (; j < n; j++) {
+        size_t row = (size_t)rows[j] * 16;
+#pragma GCC unroll 4
+        for (int h = 0; h < 4; h++) s[h][0] += load16(tables[h] + row) * a[h][j];
+    }
+    for (int h = 0; h < 4; h++) {
+        f16v sum = (s[h][0] + s[h][1]) + (s[h][2] + s[h][3]);
+        memcpy(out[h], &sum, sizeof sum);
+    }
+}
+
 /* Lanes of a and b (16 each; b's are 16..31) picked into one register:
  * __builtin_shufflevector, which GCC (12 and later) and clang both have. */
 #define LO1(a, b) __builtin_shufflevector(a, b, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23)

@@ -17,6 +17,7 @@
 #define slm_query_key_row_scores slm_query_key_row_scores_portable
 #define slm_blend_values slm_blend_values_portable
 #define slm_blend_value_rows slm_blend_value_rows_portable
+#define slm_blend_value_rows4 slm_blend_value_rows4_portable
 #define slm_blend_values_by_slot slm_blend_values_by_slot_portable
 #define slm_additive_scores_cached slm_additive_scores_cached_portable
 #define slm_dense_at slm_dense_at_portable
