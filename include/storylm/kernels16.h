@@ -54,9 +54,10 @@ void slm_query_key_scores(const float *q, int kd, const float *keys, const float
 /* The same for keys of 8 components with slot j's at table + rows[j] * 8:
  * a row of a table shared by the samples (a token's key, when it depends
  * on the token alone), each block of 16 slots turned into the cache's
- * layout in registers, so the same sums and bits. */
-void slm_query_key_row_scores(const float *q, const float *table, const int32_t *rows, const float *bias, int n,
-                              float *sc);
+ * layout in registers, so the same sums and bits; returns the largest of
+ * the n scores (NaNs passed over), so the softmax needs no pass for it. */
+float slm_query_key_row_scores(const float *q, const float *table, const int32_t *rows, const float *bias, int n,
+                               float *sc);
 
 /* out (vd) = weights a (n) . the slots' values (values: n slots of vd
  * channels): the slots in four chains (j mod 4) added at the end. */

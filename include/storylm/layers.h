@@ -103,6 +103,8 @@ float slm_softmax_inplace_at(Kernels k, float *x, int n);
 /* The same bits without the log-sum-exp: an attention's weights, where its
  * logarithm is a call each head's step does not need. */
 void slm_softmax_weights(float *x, int n);
+/* The same with x's largest element (NaNs passed over) mx known: a pass fewer, the same bits. */
+void slm_softmax_weights_max(float *x, int n, float mx);
 /* The same when x's largest element mx is known (a pass fewer; the same bits). */
 float slm_softmax_max_inplace(float *x, int n, float mx);
 /* The same with kernels k (slm_exp_inplace_at). */

@@ -366,8 +366,11 @@ static int head_weights(GeneratorBatch *g, const SampleSizes *sz, int s, int l, 
         for (int j = 0; j < n; j += 16)
             slm_additive_scores_cached(g->score[l].v + h * kd, kd, q, keys + (size_t)j * kd, 16,
                                        n - j < 16 ? n - j : 16, sc + j);
-    } else if (shared && g->token_table->keys) {
-        slm_query_key_row_scores(q, g->token_table->keys + (size_t)h * c->vocab_size * kd, rows, bias, n, sc);
+    } else if (shared && g->token_table->keys) { /* the largest score found on the way: the softmax's shift */
+        float mx =
+            slm_query_key_row_scores(q, g->token_table->keys + (size_t)h * c->vocab_size * kd, rows, bias, n, sc);
+        slm_softmax_weights_max(sc, n, mx);
+        return n;
     } else {
         slm_query_key_scores(q, kd, keys, bias, n, sc);
     }

@@ -5,6 +5,7 @@
 #include "storylm/kernels16.h"
 #include "storylm/layers.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -388,19 +389,43 @@ static inline __attribute__((always_inline)) f16v scores_block8(const float *q, 
     return a;
 }
 
-void slm_query_key_row_scores(const float *q, const float *table, const int32_t *rows, const float *bias, int n,
-                              float *sc) {
+typedef int32_t i16v __attribute__((vector_size(64)));
+
+/* m with each lane of a larger than m's (where live is -1) in its place: a
+ * NaN lane of a never taken, as a running `a > m ? a : m` passes NaNs over. */
+static inline f16v max_lanes(f16v m, f16v a, i16v live) {
+    i16v take = (a > m) & live;
+    return (f16v)((take & (i16v)a) | (~take & (i16v)m));
+}
+
+/* The largest of m's 16 lanes, NaNs passed over. */
+static inline float max_of_lanes(f16v m) {
+    float lane[16], mx = -INFINITY;
+    memcpy(lane, &m, sizeof lane);
+    for (int l = 0; l < 16; l++) mx = lane[l] > mx ? lane[l] : mx;
+    return mx;
+}
+
+float slm_query_key_row_scores(const float *q, const float *table, const int32_t *rows, const float *bias, int n,
+                               float *sc) {
+    f16v m = {0};
+    m -= INFINITY;
+    const i16v all = {0}, every = all - 1;
     int j = 0;
     for (; j + 16 <= n; j += 16) {
         f16v a = scores_block8(q, table, rows + j, load16(bias + j), 1);
         memcpy(sc + j, &a, sizeof a);
+        m = max_lanes(m, a, every);
     }
     if (j < n) { /* the last n % 16 slots (the lanes past n: slot j's key, never read) */
         int32_t row[16];
-        for (int l = 0; l < 16; l++) row[l] = rows[j + l < n ? j + l : j];
+        i16v live;
+        for (int l = 0; l < 16; l++) row[l] = rows[j + l < n ? j + l : j], live[l] = j + l < n ? -1 : 0;
         f16v a = scores_block8(q, table, row, load16(bias + j), 0);
         memcpy(sc + j, &a, sizeof a);
+        m = max_lanes(m, a, live);
     }
+    return max_of_lanes(m);
 }
 
 /* out (vd) = a (n) . the slots' values, slot j's at values + row(j) * vd

@@ -22,6 +22,7 @@
 #define slm_additive_scores_cached slm_additive_scores_cached_portable
 #define slm_dense_at slm_dense_at_portable
 #define slm_softmax_weights slm_softmax_weights_portable
+#define slm_softmax_weights_max slm_softmax_weights_max_portable
 #define slm_tanh_inplace slm_tanh_inplace_portable
 #define slm_precision_check slm_precision_check_portable
 

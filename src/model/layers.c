@@ -394,7 +394,9 @@ float slm_softmax_max_inplace(float *x, int n, float mx) {
     return mx + logf(sum);
 }
 
-void slm_softmax_weights(float *x, int n) { normalize_sum(x, n, exp_shifted_inplace(x, n, max_of(x, n))); }
+void slm_softmax_weights(float *x, int n) { slm_softmax_weights_max(x, n, max_of(x, n)); }
+
+void slm_softmax_weights_max(float *x, int n, float mx) { normalize_sum(x, n, exp_shifted_inplace(x, n, mx)); }
 
 void slm_tanh_inplace(float *x, int n) {
 #pragma omp simd

@@ -16,6 +16,7 @@
 #define slm_softmax_inplace slm_softmax_inplace_portable
 #define slm_softmax_max_inplace slm_softmax_max_inplace_portable
 #define slm_softmax_weights slm_softmax_weights_portable
+#define slm_softmax_weights_max slm_softmax_weights_max_portable
 #define slm_exp_sum_keep slm_exp_sum_keep_portable
 #define slm_tanh_inplace slm_tanh_inplace_portable
 #define slm_matmul slm_matmul_portable
